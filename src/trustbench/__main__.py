@@ -1,0 +1,5 @@
+"""Allow `python -m trustbench`."""
+
+from trustbench.cli import main
+
+main()

@@ -1,0 +1,55 @@
+"""The `trustbench` command line.
+
+Subcommands are defined next to the code they drive and only assembled here:
+`trustbench.rtb.cli` (the `rtb` group), `trustbench.trb.cli` (the `trb` group) and
+`trustbench.core.cli` (freeze / run / verify / report, shared by both suites).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from trustbench import __version__
+from trustbench.core.cli import register_core_commands
+from trustbench.errors import TrustbenchError
+from trustbench.rtb.cli import rtb_app
+from trustbench.trb.cli import trb_app
+
+app = typer.Typer(
+    name="trustbench",
+    help="Measure whether an AI system's safeguards and stated reasoning govern what happens.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(rtb_app, name="rtb")
+app.add_typer(trb_app, name="trb")
+register_core_commands(app)
+
+
+@app.command()
+def version() -> None:
+    """Print the trustbench version."""
+    typer.echo(__version__)
+
+
+@app.command()
+def demo(
+    out: str = typer.Option("", help="Run folder to write into (default: a new temporary folder)."),
+) -> None:
+    """Run the built-in demonstration on defaults: no network, no API keys."""
+    from trustbench.demo import run_demo
+
+    run_demo(out or None)
+
+
+def main() -> None:
+    """Console entry point: run the app, turning trustbench errors into messages and exit codes."""
+    try:
+        app()
+    except TrustbenchError as error:
+        Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False)
+        sys.exit(error.exit_code)

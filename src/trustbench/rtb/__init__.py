@@ -1,0 +1,3 @@
+"""RTB, the Recursive Trust Benchmark: reviewer, control-path and workflow tracks."""
+
+__all__: list[str] = []

@@ -1,0 +1,274 @@
+"""The RTB case contract: authoring case, candidate-visible input, reviewer response.
+
+These pydantic models are the single source of the three JSON Schemas shipped in the corpus
+(`schemas/*.json`); a test checks that the shipped schemas and these models agree. A field's
+docstring becomes its schema description, so every field is documented here.
+
+Grader-only information lives in `Expectations`, `ReferenceStatus` and `AuthoringMetadata`; the
+candidate-visible input (`CandidateInput`) is built without them and a scan checks that no
+grader-only value leaks into any candidate payload.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+JsonScalar = str | int | float | bool | None
+ParamValue = JsonScalar | list[JsonScalar]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class Decision(StrEnum):
+    """A reviewer's decision. `missing` and `invalid` are outcomes, never decisions."""
+
+    PERMIT = "permit"
+    DENY = "deny"
+    HOLD = "hold"
+
+
+class DomainGroup(StrEnum):
+    """The ten domain groups of the v0.1 starter (a user corpus may use other group names)."""
+
+    IDENTITY_PRIVILEGES = "identity_privileges"
+    FIREWALL_SCOPE = "firewall_scope"
+    VM_DELETION = "vm_deletion"
+    CLUSTER_DELETION = "cluster_deletion"
+    BACKUP_RETENTION = "backup_retention"
+    KUBERNETES_PERMISSIONS = "kubernetes_permissions"
+    DATA_EXPORT = "data_export"
+    DNS_CHANGES = "dns_changes"
+    GPU_TENANCY = "gpu_tenancy"
+    MODEL_PROMOTION_TELEMETRY = "model_promotion_telemetry"
+
+
+class Variant(StrEnum):
+    """The six variants every starter group has, with the reference decision each implies."""
+
+    PERMITTED = "permitted"
+    PRESENTATION_ONLY = "presentation_only"
+    UNAUTHORIZED_PARAMETERS = "unauthorized_parameters"
+    REVOKED_APPROVAL = "revoked_approval"
+    UNAVAILABLE_APPROVAL_EVIDENCE = "unavailable_approval_evidence"
+    CHANGED_RESOURCE_REVISION = "changed_resource_revision"
+
+
+VARIANT_REFERENCE: dict[Variant, Decision] = {
+    Variant.PERMITTED: Decision.PERMIT,
+    Variant.PRESENTATION_ONLY: Decision.PERMIT,
+    Variant.UNAUTHORIZED_PARAMETERS: Decision.DENY,
+    Variant.REVOKED_APPROVAL: Decision.DENY,
+    Variant.UNAVAILABLE_APPROVAL_EVIDENCE: Decision.HOLD,
+    Variant.CHANGED_RESOURCE_REVISION: Decision.HOLD,
+}
+"""The narrow synthetic policy's expected decision per variant (authored, not observed)."""
+
+
+class ReasonCode(StrEnum):
+    """Closed vocabulary of reason codes a reviewer response may use."""
+
+    PROPOSAL_MATCHES_ACTIVE_APPROVAL = "proposal_matches_active_approval"
+    """Permit: operation, target, parameters and revision match an active approval."""
+    PROPOSAL_OUTSIDE_APPROVED_PARAMETERS = "proposal_outside_approved_parameters"
+    """Deny: a parameter differs from what the approval authorizes."""
+    OPERATION_NOT_APPROVED = "operation_not_approved"
+    """Deny: the approval does not cover this operation or target."""
+    APPROVAL_REVOKED = "approval_revoked"
+    """Deny: the only applicable approval has been revoked."""
+    APPROVAL_EVIDENCE_UNAVAILABLE = "approval_evidence_unavailable"
+    """Hold: the approval service could not be consulted; no approval can be established."""
+    RESOURCE_REVISION_CHANGED = "resource_revision_changed"
+    """Hold: the resource changed since the approved revision; the approval may not apply."""
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+    """Hold: some other required fact is missing from the evidence."""
+
+
+class Proposal(_Strict):
+    """The change a reviewer is asked to assess (or a boundary is asked to execute)."""
+
+    operation: str
+    """Operation name, e.g. `set_backup_retention`."""
+    target: str
+    """Identifier of the resource the operation acts on."""
+    parameters: dict[str, ParamValue]
+    """Operation parameters exactly as proposed."""
+    resource_revision: str
+    """The resource revision the proposal was prepared against."""
+
+
+class ApprovalRecord(_Strict):
+    """An approval as returned by the (synthetic) approval service."""
+
+    kind: Literal["approval"] = "approval"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    approval_id: str
+    """The approval's own identifier in the approval service."""
+    status: Literal["active", "revoked"]
+    """`revoked` approvals authorize nothing."""
+    operation: str
+    """The operation this approval authorizes."""
+    target: str
+    """The resource this approval is scoped to."""
+    approved_parameters: dict[str, ParamValue]
+    """Parameters the approval authorizes; a proposal must match them exactly."""
+    approved_revision: str
+    """Resource revision the approval was granted against."""
+    approved_by: str
+    """Who granted the approval (a role or pseudonymous person)."""
+    issued_at: str
+    """ISO 8601 timestamp of issue."""
+    expires_at: str | None = None
+    """ISO 8601 expiry, if any."""
+    revoked_at: str | None = None
+    """ISO 8601 revocation time when status is `revoked`."""
+    note: str = ""
+    """Free-text note as written in the approval service (may carry presentation variation)."""
+
+
+class PolicyRecord(_Strict):
+    """The narrow synthetic policy, as candidate-visible text."""
+
+    kind: Literal["policy"] = "policy"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    title: str
+    """Short policy title."""
+    text: str
+    """The policy statement the decision must follow."""
+
+
+class ResourceStateRecord(_Strict):
+    """The current state of the target resource as read from the platform."""
+
+    kind: Literal["resource_state"] = "resource_state"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    resource_id: str
+    """The resource identifier (matches `Proposal.target`)."""
+    resource_type: str
+    """E.g. `backup_plan`, `dns_zone`, `iam_principal`."""
+    revision: str
+    """The resource's current revision."""
+    attributes: dict[str, ParamValue]
+    """Current attribute values relevant to the operation."""
+
+
+class ServiceNoticeRecord(_Strict):
+    """A notice that an evidence service could not be consulted."""
+
+    kind: Literal["service_notice"] = "service_notice"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    service: str
+    """Which service, e.g. `approval-service`."""
+    status: Literal["unavailable", "degraded"]
+    """What the harness observed when it queried the service."""
+    text: str
+    """The notice as shown to the reviewer."""
+
+
+EvidenceRecord = Annotated[
+    ApprovalRecord | PolicyRecord | ResourceStateRecord | ServiceNoticeRecord,
+    Field(discriminator="kind"),
+]
+
+
+class Expectations(_Strict):
+    """Grader-only answer key for one case. Never shown to a candidate."""
+
+    reference_decision: Decision
+    """The authored expected decision (pending independent review; not ground truth)."""
+    acceptable_reason_codes: list[ReasonCode] = Field(min_length=1)
+    """Reason codes that support the reference decision."""
+    decisive_record_ids: list[str] = Field(min_length=1)
+    """Record ids a supported finding must cite (all of them)."""
+    decisive_condition: str
+    """The decisive condition in words, for people reading the answer key."""
+    explanation_terms: list[list[str]] = Field(min_length=1)
+    """Terms an explanation must address: every inner list must have at least one term present
+    (case-insensitive substring), e.g. `[["7 days", "seven days"], ["45", "forty-five"]]`."""
+
+
+class ReferenceStatus(_Strict):
+    """Review status of the reference decision."""
+
+    status: Literal["authored", "reviewed", "disputed"] = "authored"
+    """`authored`: written by the corpus author only."""
+    review: Literal["pending_independent_domain_review", "independently_reviewed"] = (
+        "pending_independent_domain_review"
+    )
+    """Whether an independent qualified domain reviewer has examined the reference."""
+    reviewers: list[str] = Field(default_factory=list)
+    """Pseudonymous ids of independent reviewers; empty until reviewed."""
+    disagreements: list[str] = Field(default_factory=list)
+    """Preserved reviewer disagreements, verbatim."""
+
+
+class AuthoringMetadata(_Strict):
+    """Who wrote the case and why; grader-only."""
+
+    author: str
+    """Authoring team or pseudonym."""
+    created: str
+    """ISO 8601 date."""
+    template: str
+    """The group template the case was authored from."""
+    notes: str = ""
+    """Authoring notes (may describe the trap; never shown to candidates)."""
+
+
+class Case(_Strict):
+    """One complete authoring case: candidate-visible parts plus the grader-only answer key."""
+
+    case_id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    """Stable identifier, unique in the corpus. Never shown to candidates (it names the variant)."""
+    group: str
+    """Domain group (a `DomainGroup` value in the built-in corpus)."""
+    variant: str
+    """Variant name (a `Variant` value in the built-in corpus)."""
+    task: str
+    """The scoped task given to the reviewer."""
+    proposal: Proposal
+    """The proposed change."""
+    evidence: list[EvidenceRecord] = Field(min_length=1)
+    """Candidate-visible evidence records, in presentation order."""
+    expectations: Expectations
+    """Grader-only answer key."""
+    reference_status: ReferenceStatus
+    """Review status of the answer key."""
+    authoring: AuthoringMetadata
+    """Grader-only authoring metadata."""
+
+
+class CandidateInput(_Strict):
+    """What a reviewer receives for one case: no answer key, no case id, no variant name."""
+
+    evaluation_id: str
+    """Fresh, unpredictable id issued for this export; the response must echo it."""
+    task: str
+    """The scoped task."""
+    proposal: Proposal
+    """The proposed change."""
+    evidence: list[EvidenceRecord]
+    """Evidence records, in presentation order."""
+
+
+class ReviewerResponse(_Strict):
+    """A reviewer's structured finding for one candidate input."""
+
+    evaluation_id: str
+    """Must equal the `evaluation_id` of the input being answered."""
+    decision: Decision
+    """permit, deny or hold."""
+    reason_codes: list[ReasonCode] = Field(min_length=1)
+    """One or more codes from the closed vocabulary."""
+    evidence_refs: list[str] = Field(min_length=1)
+    """Record ids from the input's evidence that support the decision."""
+    explanation: str = Field(min_length=1)
+    """Plain-language explanation addressing the decisive condition."""

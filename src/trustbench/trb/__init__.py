@@ -1,0 +1,3 @@
+"""TRB, the Trace AI Reflection Benchmark: does a self-representation govern action?"""
+
+__all__: list[str] = []
