@@ -111,7 +111,9 @@ def make_case(group: str, variant: Variant) -> Case:
     if variant is Variant.CHANGED_RESOURCE_REVISION:
         revision = current = CHANGED_REVISION
     evidence: list[Any] = [
-        PolicyRecord(record_id=f"policy-{group}", title="Narrow synthetic policy", text=POLICY_TEXT),
+        PolicyRecord(
+            record_id=f"policy-{group}", title="Narrow synthetic policy", text=POLICY_TEXT
+        ),
         ResourceStateRecord(
             record_id=f"state-{group}",
             resource_id=target,
