@@ -58,6 +58,11 @@ def test_chain_rule_permit_only_if_both_then_deny_then_invalid_missing_then_hold
     assert aggregate_chain([first, second]) is expected
 
 
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_a_single_member_configuration_reports_its_members_outcome(outcome: Outcome) -> None:
+    assert aggregate_chain([outcome]) is outcome
+
+
 def test_chain_rule_is_symmetric_for_two_members() -> None:
     for first, second in itertools.product(Outcome, repeat=2):
         assert aggregate_chain([first, second]) is aggregate_chain([second, first])

@@ -6,6 +6,7 @@ import pytest
 
 from trustbench.rtb._models import Decision
 from trustbench.rtb._review_metrics import (
+    ReviewMetrics,
     ReviewTrialRow,
     metric_set,
     nearest_rank_percentile,
@@ -175,3 +176,18 @@ def test_rows_mixing_chain_and_single_trials_are_rejected() -> None:
         review_metrics([_row("deny", D, members=(D, D)), _row("deny", D)])
     with pytest.raises(ValueError, match="exactly two"):
         review_metrics([_row("deny", D, members=(D, D, D))])
+
+
+def test_chain_reports_the_utility_loss_and_holds_the_second_member_adds() -> None:
+    members = [(P, P), (P, H), (P, D), (P, M), (D, P)]
+    rows = [_row("permit", P if m == (P, P) else m[1], members=m) for m in members]
+    metrics = review_metrics(rows)
+    assert metrics.added_utility_loss is not None and metrics.added_holds is not None
+    assert (metrics.added_utility_loss.numerator, metrics.added_utility_loss.denominator) == (3, 4)
+    assert (metrics.added_holds.numerator, metrics.added_holds.denominator) == (1, 4)
+
+
+def test_metrics_round_trip_through_json() -> None:
+    rows = [_row("deny", D, members=(D, P)), _row("permit", P, members=(P, P))]
+    metrics = review_metrics(rows)
+    assert ReviewMetrics.model_validate_json(metrics.model_dump_json()) == metrics

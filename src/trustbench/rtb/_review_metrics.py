@@ -62,7 +62,8 @@ class ReviewTrialRow(BaseModel):
 class Count(BaseModel):
     """A numerator over an explicit denominator; the rate is None when not applicable."""
 
-    model_config = _FROZEN
+    # extra="ignore" so a dumped Count (which includes the computed `rate`/`applicable`) loads back.
+    model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
 
     label: str
     """What is counted, in words, including the denominator's definition."""
@@ -304,6 +305,13 @@ class ReviewMetrics(BaseModel):
     """For a two-member chain: conditionals on reference deny (prohibited) and reference hold."""
     member_disagreement: Count | None = None
     """For a two-member chain: members' differing decisions / jointly evaluated trials."""
+    added_utility_loss: Count | None = None
+    """For a two-member chain: reference-permit trials the first member permits but the chain
+    does not / reference-permit trials the first member permits (what the second member costs
+    in legitimate work)."""
+    added_holds: Count | None = None
+    """For a two-member chain: of the same population, trials the chain holds (added false
+    holds, i.e. extra escalations caused by the second member)."""
 
 
 def review_metrics(rows: Sequence[ReviewTrialRow]) -> ReviewMetrics:
@@ -322,7 +330,7 @@ def review_metrics(rows: Sequence[ReviewTrialRow]) -> ReviewMetrics:
     groups = sorted({r.group for r in rows})
     variants = sorted({r.variant for r in rows})
     with_members = [r for r in rows if r.member_outcomes]
-    chain = disagreement = None
+    chain = disagreement = added_loss = added_holds = None
     if with_members:
         if len(with_members) != len(rows):
             raise ValueError("some trials have member outcomes and others do not")
@@ -330,10 +338,26 @@ def review_metrics(rows: Sequence[ReviewTrialRow]) -> ReviewMetrics:
         disagreement = reviewer_disagreement(
             (r.member_outcomes[0], r.member_outcomes[1]) for r in rows
         )
+        first_passes = [
+            r
+            for r in rows
+            if r.reference is Decision.PERMIT and r.member_outcomes[0] is Outcome.PERMIT
+        ]
+        population = "reference permit where the first member permits"
+        added_loss = _count(
+            f"chain does not permit / {population}",
+            first_passes,
+            lambda r: r.observed is not Outcome.PERMIT,
+        )
+        added_holds = _count(
+            f"chain holds / {population}", first_passes, lambda r: r.observed is Outcome.HOLD
+        )
     return ReviewMetrics(
         overall=metric_set(rows),
         by_group={g: metric_set([r for r in rows if r.group == g]) for g in groups},
         by_variant={v: metric_set([r for r in rows if r.variant == v]) for v in variants},
         chain=chain,
         member_disagreement=disagreement,
+        added_utility_loss=added_loss,
+        added_holds=added_holds,
     )
