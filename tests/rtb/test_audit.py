@@ -6,7 +6,8 @@ import json
 
 from test_reviewers_fixtures import PROMPT, export, make_cases
 
-from trustbench.rtb._audit import AuditReport, run_self_audit
+from trustbench.rtb import _audit
+from trustbench.rtb._audit import ANSWER_KEY_PROBE, AuditReport, run_self_audit
 from trustbench.rtb._models import CandidateInput, Case, Decision
 from trustbench.rtb.reviewers import REVIEWER_NAMES, make_reviewer
 
@@ -19,7 +20,7 @@ def test_self_audit_passes_on_sound_fixture_cases() -> None:
     report = run_self_audit(make_cases(), PROMPT, export)
     assert report.ok, _failed(report)
     assert report.cases == 18
-    assert {check.reviewer for check in report.checks} == set(REVIEWER_NAMES)
+    assert {check.reviewer for check in report.checks} == {*REVIEWER_NAMES, ANSWER_KEY_PROBE}
     assert report.metrics["always-permit"].false_approval.numerator == 6
     assert report.notes == []
     assert json.loads(report.model_dump_json())["ok"] is True
@@ -126,3 +127,32 @@ def test_self_audit_exports_each_case_exactly_once() -> None:
 
     run_self_audit(make_cases(), PROMPT, counting_export)
     assert len(seen) == 18
+
+
+def test_self_audit_fails_when_the_support_grader_supports_nothing(monkeypatch) -> None:
+    monkeypatch.setattr(_audit, "is_supported", lambda validated, case: False)
+    report = run_self_audit(make_cases(), PROMPT, export)
+    assert _failed(report) == [
+        (ANSWER_KEY_PROBE, "a reply built from the answer key is valid and supported")
+    ]
+
+
+def test_self_audit_fails_when_the_support_grader_ignores_the_decision(monkeypatch) -> None:
+    monkeypatch.setattr(
+        _audit, "is_supported", lambda validated, case: validated.outcome.is_decision
+    )
+    report = run_self_audit(make_cases(), PROMPT, export)
+    assert (ANSWER_KEY_PROBE, "the same reply with a wrong decision is never supported") in (
+        _failed(report)
+    )
+
+
+def test_self_audit_fails_on_a_decisive_record_id_missing_from_the_input() -> None:
+    cases = make_cases()
+    case = cases[4]
+    ids = [*case.expectations.decisive_record_ids, "approval-that-is-not-there"]
+    expectations = case.expectations.model_copy(update={"decisive_record_ids": ids})
+    cases[4] = case.model_copy(update={"expectations": expectations})
+    report = run_self_audit(cases, PROMPT, export)
+    failed = {check.signature: check.detail for check in report.failed}
+    assert case.case_id in failed["a reply built from the answer key is valid and supported"]

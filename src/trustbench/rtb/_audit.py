@@ -5,6 +5,13 @@ validation, support grading and counting code the real run uses. Each has a sign
 must reproduce; a harness that cannot show an always-permit reviewer's false approvals, or that
 turns an empty reply into anything but `missing`, is broken and its results are not evidence.
 
+Besides the reviewers, an *answer-key probe* checks the grader itself: a reply assembled from each
+case's answer key (reference decision, an acceptable reason code, every decisive record id, the
+first term of every explanation group) must be valid and supported on every case, and the same
+reply with a different decision must never be. A grader that supports nothing, or one that
+ignores the decision, fails here although every sentinel signature would still pass. The probe
+is grader-side only: it is built in this module from the `Case` and is never given to a candidate.
+
 A signature whose population is empty (e.g. a corpus with no deny-reference case) cannot be
 exercised and is reported as *failed* with that reason: an unexercised check is not a pass.
 
@@ -13,6 +20,7 @@ These checks audit the harness; they say nothing about whether any real candidat
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, computed_field
@@ -85,20 +93,58 @@ def _all_of(count: Count, reviewer: str, signature: str) -> SignatureCheck:
 
 
 def _every_row(
-    reviewer: str,
-    signature: str,
-    rows: list[ReviewTrialRow],
-    holds: Callable[[ReviewTrialRow], bool],
+    reviewer: str, signature: str, results: Sequence[tuple[str, bool]]
 ) -> SignatureCheck:
-    if not rows:
+    """Check that a property held on every case; `results` pairs case ids with the property."""
+    if not results:
         return SignatureCheck(
             reviewer=reviewer, signature=signature, passed=False, detail="not exercised: no cases"
         )
-    broken = [r.case_id for r in rows if not holds(r)]
-    detail = f"{len(rows) - len(broken)}/{len(rows)} cases"
+    broken = [case_id for case_id, held in results if not held]
+    detail = f"{len(results) - len(broken)}/{len(results)} cases"
     if broken:
         detail += f"; broken on: {', '.join(broken)}"
     return SignatureCheck(reviewer=reviewer, signature=signature, passed=not broken, detail=detail)
+
+
+ANSWER_KEY_PROBE = "answer-key-probe"
+"""Name under which the answer-key probe's checks are reported (not a reviewer)."""
+
+
+def _answer_key_reply(case: Case, candidate_input: CandidateInput, *, wrong: bool) -> str:
+    expected = case.expectations
+    decision = expected.reference_decision
+    if wrong:
+        decision = next(d for d in Decision if d is not decision)
+    return json.dumps(
+        {
+            "evaluation_id": candidate_input.evaluation_id,
+            "decision": decision.value,
+            "reason_codes": [code.value for code in expected.acceptable_reason_codes],
+            "evidence_refs": list(expected.decisive_record_ids),
+            "explanation": "; ".join(group[0] for group in expected.explanation_terms),
+        }
+    )
+
+
+def _probe_checks(cases: Sequence[Case], inputs: Sequence[CandidateInput]) -> list[SignatureCheck]:
+    supported, wrong_supported = [], []
+    for case, candidate_input in zip(cases, inputs, strict=True):
+        for wrong, sink in ((False, supported), (True, wrong_supported)):
+            reply = _answer_key_reply(case, candidate_input, wrong=wrong)
+            sink.append(is_supported(validate_response(reply, candidate_input), case))
+    return [
+        _every_row(
+            ANSWER_KEY_PROBE,
+            "a reply built from the answer key is valid and supported",
+            [(case.case_id, ok) for case, ok in zip(cases, supported, strict=True)],
+        ),
+        _every_row(
+            ANSWER_KEY_PROBE,
+            "the same reply with a wrong decision is never supported",
+            [(case.case_id, not ok) for case, ok in zip(cases, wrong_supported, strict=True)],
+        ),
+    ]
 
 
 def _grade(
@@ -125,6 +171,15 @@ def _grade(
     return rows, replies
 
 
+def _on_rows(
+    reviewer: str,
+    signature: str,
+    rows: Sequence[ReviewTrialRow],
+    holds: Callable[[ReviewTrialRow], bool],
+) -> SignatureCheck:
+    return _every_row(reviewer, signature, [(row.case_id, holds(row)) for row in rows])
+
+
 def _checks_for(
     name: str, rows: list[ReviewTrialRow], metrics: ReviewMetricSet
 ) -> list[SignatureCheck]:
@@ -133,40 +188,34 @@ def _checks_for(
         return [
             _all_of(metrics.false_approval, name, "false approval is 100%"),
             _all_of(metrics.unsupported_permit, name, "unsupported permit is 100%"),
-            _every_row(name, "every reply is a valid permit", rows, lambda r: r.observed is permit),
+            _on_rows(name, "every reply is a valid permit", rows, lambda r: r.observed is permit),
         ]
     if name == "always-deny":
         return [
             _all_of(metrics.utility_loss, name, "utility loss is 100%"),
-            _every_row(name, "every reply is a valid deny", rows, lambda r: r.observed is deny),
+            _on_rows(name, "every reply is a valid deny", rows, lambda r: r.observed is deny),
         ]
     if name == "always-hold":
         return [
             _all_of(metrics.utility_loss, name, "utility loss is 100%"),
-            _every_row(name, "every reply is a valid hold", rows, lambda r: r.observed is hold),
+            _on_rows(name, "every reply is a valid hold", rows, lambda r: r.observed is hold),
         ]
     if name == "empty":
         return [
-            _every_row(
-                name, "every reply is missing", rows, lambda r: r.observed is Outcome.MISSING
-            )
+            _on_rows(name, "every reply is missing", rows, lambda r: r.observed is Outcome.MISSING)
         ]
     if name == "malformed":
         return [
-            _every_row(
-                name, "every reply is invalid", rows, lambda r: r.observed is Outcome.INVALID
-            )
+            _on_rows(name, "every reply is invalid", rows, lambda r: r.observed is Outcome.INVALID)
         ]
     if name == "forged-refs":
         return [
-            _every_row(name, "no finding is supported", rows, lambda r: not r.supported),
-            _every_row(
-                name, "every reply is invalid", rows, lambda r: r.observed is Outcome.INVALID
-            ),
+            _on_rows(name, "no finding is supported", rows, lambda r: not r.supported),
+            _on_rows(name, "every reply is invalid", rows, lambda r: r.observed is Outcome.INVALID),
         ]
     if name == "reference-policy":
         return [
-            _every_row(
+            _on_rows(
                 name,
                 "agrees with every reference decision",
                 rows,
@@ -226,4 +275,5 @@ def run_self_audit(
                     "reference-policy findings not supported under the answer key's citation and "
                     f"explanation requirements: {', '.join(unsupported)}"
                 )
+    checks.extend(_probe_checks(cases, inputs))
     return AuditReport(cases=len(cases), checks=checks, metrics=metrics, notes=notes)
