@@ -101,7 +101,7 @@ def test_reference_policy_deny_outranks_a_changed_revision() -> None:
 def test_reference_policy_explains_proposed_and_approved_values() -> None:
     finding = assess(export(make_case("backup_retention", Variant.UNAUTHORIZED_PARAMETERS)))
     assert finding.reason_codes == (ReasonCode.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS,)
-    assert "retention_days: proposed 7, approved 45" in finding.explanation
+    assert "proposed retention_days=7, approved retention_days=45" in finding.explanation
 
 
 def test_reference_policy_explains_revisions_and_unavailable_service() -> None:

@@ -6,8 +6,8 @@ must reproduce; a harness that cannot show an always-permit reviewer's false app
 turns an empty reply into anything but `missing`, is broken and its results are not evidence.
 
 Besides the reviewers, an *answer-key probe* checks the grader itself: a reply assembled from each
-case's answer key (reference decision, an acceptable reason code, every decisive record id, the
-first term of every explanation group) must be valid and supported on every case, and the same
+case's answer key (reference decision, its acceptable reason codes, every decisive record id,
+the first term of every explanation group) must be valid and supported on every case, and the same
 reply with a different decision must never be. A grader that supports nothing, or one that
 ignores the decision, fails here although every sentinel signature would still pass. The probe
 is grader-side only: it is built in this module from the `Case` and is never given to a candidate.
@@ -122,7 +122,7 @@ def _answer_key_reply(case: Case, candidate_input: CandidateInput, *, wrong: boo
             "decision": decision.value,
             "reason_codes": [code.value for code in expected.acceptable_reason_codes],
             "evidence_refs": list(expected.decisive_record_ids),
-            "explanation": "; ".join(group[0] for group in expected.explanation_terms),
+            "explanation": "; ".join(group[0] for group in expected.explanation_terms if group),
         }
     )
 

@@ -19,8 +19,8 @@ Interpretation choices, each visible in the code below:
 - Parameters match only when both have the same keys and equal values: numbers compare
   numerically (45 == 45.0), booleans only equal booleans, strings exactly, lists in order.
 - Expiry (`expires_at`) is not assessed: the input carries no evaluation time to compare it with.
-- A notice from a service whose name mentions "approval" counts as the approval service being
-  unavailable; it yields hold only when no applicable approval record is present.
+- A service notice whose service name or text mentions approvals counts as the approval service
+  being unavailable; it yields hold only when no applicable approval record is present.
 """
 
 from __future__ import annotations
@@ -76,12 +76,12 @@ def _parameter_differences(proposal: Proposal, approval: ApprovalRecord) -> list
     differences = []
     for key in sorted(set(proposed) | set(approved)):
         if key not in approved:
-            differences.append(f"{key} is proposed as {_show(proposed[key])} but not approved")
+            differences.append(f"proposed {key}={_show(proposed[key])} is not in the approval")
         elif key not in proposed:
-            differences.append(f"{key} is approved as {_show(approved[key])} but not proposed")
+            differences.append(f"approved {key}={_show(approved[key])} is not in the proposal")
         elif not _same_value(proposed[key], approved[key]):
             differences.append(
-                f"{key}: proposed {_show(proposed[key])}, approved {_show(approved[key])}"
+                f"proposed {key}={_show(proposed[key])}, approved {key}={_show(approved[key])}"
             )
     return differences
 
@@ -114,7 +114,7 @@ def assess(candidate_input: CandidateInput) -> PolicyFinding:
     notices = [
         r
         for r in evidence
-        if isinstance(r, ServiceNoticeRecord) and "approval" in r.service.casefold()
+        if isinstance(r, ServiceNoticeRecord) and "approv" in f"{r.service} {r.text}".casefold()
     ]
     deny, hold = Decision.DENY, Decision.HOLD
 
