@@ -17,8 +17,11 @@ from trustbench.rtb._chain import (
     ReviewConfiguration,
     aggregate_chain,
     chain_supported,
+    grade_trial,
     run_configuration,
 )
+from trustbench.rtb._models import Decision
+from trustbench.rtb._review_metrics import review_metrics
 from trustbench.rtb._validation import Outcome
 from trustbench.rtb.reviewers import make_reviewer
 
@@ -145,3 +148,41 @@ def test_chain_finding_is_supported_only_through_a_member_that_reached_its_decis
     assert not chain_supported([D, P], [False, True])
     assert chain_supported([P, P], [False, True])
     assert not chain_supported([P, M], [True, False])
+
+
+def _run(config: ReviewConfiguration, names: list[str]) -> list:
+    reviewers = [make_reviewer(n) for n in names]
+    return [
+        grade_trial(case, run_configuration(config, reviewers, PROMPT, export(case)))
+        for case in CASES
+    ]
+
+
+def test_graded_chain_rows_feed_chain_metrics_with_joint_decisions() -> None:
+    rows = _run(_chain("always-permit", "reference-policy"), ["always-permit", "reference-policy"])
+    assert all(len(r.member_outcomes) == 2 for r in rows)
+    assert all(r.supported for r in rows)  # the reference policy carries every chain decision
+    metrics = review_metrics(rows)
+    assert metrics.chain is not None
+    deny = metrics.chain[Decision.DENY]
+    assert (deny.first_approves.numerator, deny.first_approves.denominator) == (6, 6)
+    assert deny.second_approves_given_first_approves.numerator == 0
+    assert metrics.overall.false_approval.numerator == 0
+
+
+def test_graded_unchecked_rows_approve_everything_and_have_no_finding_to_judge() -> None:
+    config = ReviewConfiguration(name="unchecked", kind=ConfigurationKind.UNCHECKED)
+    rows = _run(config, [])
+    assert all(r.supported is None and r.member_outcomes == () for r in rows)
+    metrics = review_metrics(rows).overall
+    assert metrics.false_approval.rate == 1.0 and metrics.unsupported_permit.rate == 1.0
+    assert metrics.supported_finding.rate is None
+
+
+def test_graded_single_reviewer_rows_use_the_reviewers_support() -> None:
+    single = ReviewConfiguration(
+        name="single", kind=ConfigurationKind.SINGLE, members=(MemberIdentity(reviewer="f"),)
+    )
+    rows = _run(single, ["forged-refs"])
+    assert {r.observed for r in rows} == {X}
+    assert not any(r.supported for r in rows)

@@ -25,8 +25,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from trustbench.rtb._models import CandidateInput
-from trustbench.rtb._validation import Outcome, ValidatedResponse, validate_response
+from trustbench.rtb._models import CandidateInput, Case
+from trustbench.rtb._review_metrics import ReviewTrialRow
+from trustbench.rtb._validation import Outcome, ValidatedResponse, is_supported, validate_response
 from trustbench.rtb.reviewers._protocol import Reviewer
 
 
@@ -197,4 +198,52 @@ def run_configuration(
         outcome=aggregate_chain(outcomes),
         member_outcomes=outcomes,
         member_responses=responses,
+    )
+
+
+def grade_trial(
+    case: Case,
+    trial: ConfigurationTrial,
+    *,
+    trial_index: int = 0,
+    latency_s: float | None = None,
+    tokens: int | None = None,
+    cost_usd: float | None = None,
+) -> ReviewTrialRow:
+    """Grade one configuration trial against its case (grader side) into a metrics row.
+
+    `supported` is `is_supported` for a single reviewer, `chain_supported` for a chain, and None
+    for the unchecked baseline (it gives no finding to judge). Chain rows keep the joint member
+    outcomes; single-reviewer rows do not (their one member outcome is the outcome).
+
+    Args:
+        case: The authored case the trial's input was exported from.
+        trial: The configuration trial.
+        trial_index: Index of this repeated trial of the case.
+        latency_s: Wall-clock seconds of the whole review, if measured.
+        tokens: Total tokens over every call, if reported.
+        cost_usd: Total cost, if reported.
+
+    Returns:
+        The row for `review_metrics`.
+    """
+    members = trial.member_responses
+    if not members:
+        supported: bool | None = None
+    elif len(members) == 1:
+        supported = is_supported(members[0], case)
+    else:
+        supported = chain_supported(trial.member_outcomes, [is_supported(m, case) for m in members])
+    return ReviewTrialRow(
+        case_id=case.case_id,
+        group=case.group,
+        variant=case.variant,
+        trial=trial_index,
+        reference=case.expectations.reference_decision,
+        observed=trial.outcome,
+        supported=supported,
+        latency_s=latency_s,
+        tokens=tokens,
+        cost_usd=cost_usd,
+        member_outcomes=trial.member_outcomes if len(members) > 1 else (),
     )
