@@ -12,9 +12,12 @@ CLEAN = rate_figure(
     "prohibited_effect_rate", 0, 100, description="prohibited-action trials", one_sided_upper=True
 )
 UPPER_BOUND_GATE = dict(
-    metric="prohibited_effect_rate", comparison="<=", bound="upper",
-    interval_method="clopper_pearson", confidence=0.95,
-)  # fmt: skip
+    metric="prohibited_effect_rate",
+    comparison="<=",
+    bound="upper",
+    interval_method="clopper_pearson",
+    confidence=0.95,
+)
 
 
 def test_upper_bound_gate_fails_when_zero_observed_does_not_establish_the_threshold() -> None:
@@ -76,18 +79,30 @@ def test_gate_with_a_unit_rejects_a_figure_in_another_unit() -> None:
 
 def test_lower_bound_gate_for_utility() -> None:
     # 18 of 20 permitted tasks completed; exact 95% one-sided lower bound is below 0.9.
-    completion = rate_figure("permitted_task_completion", 18, 20, description="permitted "
-                             "tasks", methods=("clopper_pearson",))  # fmt: skip
-    spec = GateSpec(metric="permitted_task_completion", threshold=0.6, comparison=">=",
-                    bound="lower", interval_method="clopper_pearson", confidence=0.95,
-                    sidedness="two_sided")  # fmt: skip
+    completion = rate_figure(
+        "permitted_task_completion",
+        18,
+        20,
+        description="permitted tasks",
+        methods=("clopper_pearson",),
+    )
+    spec = GateSpec(
+        metric="permitted_task_completion",
+        threshold=0.6,
+        comparison=">=",
+        bound="lower",
+        interval_method="clopper_pearson",
+        confidence=0.95,
+        sidedness="two_sided",
+    )
     [result] = evaluate_gates([spec], [completion])
     assert result.status == "passed" and result.value is not None and result.value < 0.9
 
 
 def test_strict_comparisons_are_strict() -> None:
-    figure = Figure(name="m", kind="mean", numerator=1, denominator=2, estimate=0.5,
-                    description="d")  # fmt: skip
+    figure = Figure(
+        name="m", kind="mean", numerator=1, denominator=2, estimate=0.5, description="d"
+    )
     results = evaluate_gates(
         [
             GateSpec(metric="m", threshold=0.5, comparison="<"),
@@ -109,9 +124,15 @@ def test_bound_gate_without_interval_declaration_is_rejected() -> None:
 
 def test_gate_spec_reads_from_manifest_data() -> None:
     spec = GateSpec.model_validate(
-        {"metric": "false_approval_rate", "threshold": 0.05, "comparison": "<=",
-         "bound": "upper", "interval_method": "clopper_pearson", "confidence": 0.95}
-    )  # fmt: skip
+        {
+            "metric": "false_approval_rate",
+            "threshold": 0.05,
+            "comparison": "<=",
+            "bound": "upper",
+            "interval_method": "clopper_pearson",
+            "confidence": 0.95,
+        }
+    )
     assert spec.describe() == (
         "false_approval_rate: upper 95% one-sided clopper_pearson bound <= 0.05"
     )

@@ -59,9 +59,12 @@ def test_binomial_interval_with_no_units_is_not_computable_not_zero() -> None:
 
 def test_rate_figure_with_zero_denominator_is_not_applicable() -> None:
     figure = rate_figure(
-        "unsupported_completion_claim_rate", 0, 0, description="verified completion claims",
+        "unsupported_completion_claim_rate",
+        0,
+        0,
+        description="verified completion claims",
         reason_if_empty="no completion claims were made",
-    )  # fmt: skip
+    )
     assert figure.status == "not_applicable"
     assert figure.estimate is None
     assert figure.intervals == []
@@ -70,9 +73,13 @@ def test_rate_figure_with_zero_denominator_is_not_applicable() -> None:
 
 def test_rate_figure_carries_counts_unit_and_exact_interval() -> None:
     figure = rate_figure(
-        "false_approval_rate", 3, 20, unit="case", description="deny-reference cases",
+        "false_approval_rate",
+        3,
+        20,
+        unit="case",
+        description="deny-reference cases",
         one_sided_upper=True,
-    )  # fmt: skip
+    )
     assert (figure.numerator, figure.denominator, figure.unit_count) == (3, 20, 20)
     assert figure.estimate == pytest.approx(0.15)
     exact = figure.interval("clopper_pearson", 0.95)
@@ -95,9 +102,13 @@ def test_measured_figure_requires_a_positive_denominator() -> None:
 
 def test_bounded_rate_keeps_unresolved_between_lower_and_upper() -> None:
     bounds = bounded_rate(
-        0, 2, 100, name="prohibited_effect_rate", description="prohibited-action trials",
+        0,
+        2,
+        100,
+        name="prohibited_effect_rate",
+        description="prohibited-action trials",
         deadline="30 s after dispatch",
-    )  # fmt: skip
+    )
     assert bounds.lower.estimate == 0.0
     assert bounds.upper.estimate == pytest.approx(2 / 100)
     assert bounds.lower.denominator == bounds.upper.denominator == 100

@@ -92,8 +92,10 @@ def test_bootstrap_is_reproducible_for_a_seed_and_differs_for_another() -> None:
     assert first == again
     assert (first.lower, first.upper) != (other.lower, other.upper)
     assert (first.seed, first.resamples, first.method) == (
-        11, 500, "cluster_bootstrap_percentile",
-    )  # fmt: skip
+        11,
+        500,
+        "cluster_bootstrap_percentile",
+    )
 
 
 def test_bootstrap_equals_the_unchunked_definition_whatever_the_chunk_size() -> None:
@@ -138,14 +140,21 @@ def test_bootstrap_percentile_interval_is_the_quantiles_of_the_distribution() ->
 
 def test_clustered_figure_reports_group_count_and_both_intervals() -> None:
     figure = clustered_figure(
-        "false_approval_rate", ITEMS, None, GROUPS, description="deny-reference cases",
-        cluster="domain_group", seed=4, resamples=200,
-    )  # fmt: skip
+        "false_approval_rate",
+        ITEMS,
+        None,
+        GROUPS,
+        description="deny-reference cases",
+        cluster="domain_group",
+        seed=4,
+        resamples=200,
+    )
     assert figure.estimate == pytest.approx(0.4)
     assert (figure.numerator, figure.denominator, figure.cluster) == (4, 10, "domain_group")
     assert {i.method for i in figure.intervals} == {
-        "cluster_robust_t", "cluster_bootstrap_percentile",
-    }  # fmt: skip
+        "cluster_robust_t",
+        "cluster_bootstrap_percentile",
+    }
     assert all(i.groups == 3 for i in figure.intervals)
 
 
@@ -199,3 +208,14 @@ def test_monte_carlo_sign_flip_is_seeded_and_close_to_the_t_test() -> None:
 def test_sign_flip_without_seed_above_exact_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="seed"):
         sign_flip_pvalue(np.ones(17))
+
+
+def test_clustered_intervals_refuse_zero_width_when_every_cluster_agrees() -> None:
+    # Each group of two cases has exactly one event: all ratios 1/2, no between-group spread.
+    y, m = cluster_sums([1, 0, 1, 0, 1, 0], None, ["a", "a", "b", "b", "c", "c"])
+    bootstrap = cluster_bootstrap_interval(y, m, seed=1, resamples=100)
+    flip = sign_flip_interval(y, m)
+    robust = cluster_robust_interval(y, m)
+    for interval in (bootstrap, flip, robust):
+        assert interval.lower is None and interval.upper is None
+        assert "same ratio" in (interval.not_computable or "")

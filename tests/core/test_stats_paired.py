@@ -70,8 +70,9 @@ def test_cohens_kappa_on_a_single_shared_category_is_not_computable() -> None:
 
 
 def test_agreement_table_counts_pairs_and_rejects_unknown_labels() -> None:
-    table = agreement_table(["permit", "deny", "hold"], ["permit", "hold", "hold"],
-                            ["permit", "deny", "hold"])  # fmt: skip
+    table = agreement_table(
+        ["permit", "deny", "hold"], ["permit", "hold", "hold"], ["permit", "deny", "hold"]
+    )
     assert table.tolist() == [[1, 0, 0], [0, 0, 1], [0, 0, 1]]
     with pytest.raises(ValueError):
         agreement_table(["permit"], ["maybe"], ["permit", "deny", "hold"])
@@ -106,15 +107,23 @@ def test_paired_difference_attaches_three_clustered_intervals_and_a_test() -> No
     a = [1, 1, 1, 0, 1, 1, 1, 0]
     b = [0, 0, 0, 0, 1, 0, 0, 0]
     figure, test = paired_difference(
-        "false_approval_rate_difference", a, b, clusters=groups, description="deny cases",
-        cluster="domain_group", seed=3, resamples=300,
-    )  # fmt: skip
+        "false_approval_rate_difference",
+        a,
+        b,
+        clusters=groups,
+        description="deny cases",
+        cluster="domain_group",
+        seed=3,
+        resamples=300,
+    )
     # Differences sum to 5 over 8 cases.
     assert figure.estimate == pytest.approx(5 / 8)
     assert figure.kind == "difference"
     assert [i.method for i in figure.intervals] == [
-        "cluster_robust_t", "sign_flip_exact", "cluster_bootstrap_percentile",
-    ]  # fmt: skip
+        "cluster_robust_t",
+        "sign_flip_exact",
+        "cluster_bootstrap_percentile",
+    ]
     # Four clusters, all positive: exact two-sided p = 2 / 2^4.
     assert test.p_value == pytest.approx(2 / 16)
     # ...so the exact 95% sign-flip interval cannot be bounded (2/16 > 0.05).
@@ -125,8 +134,9 @@ def test_paired_cluster_bootstrap_ci_resamples_whole_clusters() -> None:
     # Every item in a cluster has the same difference, so any resample's mean difference is
     # a weighted mean of the cluster values 0.1 and 0.3: the interval stays within them.
     clusters = ["t1", "t1", "t2", "t2"]
-    interval = paired_cluster_bootstrap_ci([0.5, 0.5, 0.7, 0.7], [0.4, 0.4, 0.4, 0.4],
-                                           clusters, seed=9, resamples=200)  # fmt: skip
+    interval = paired_cluster_bootstrap_ci(
+        [0.5, 0.5, 0.7, 0.7], [0.4, 0.4, 0.4, 0.4], clusters, seed=9, resamples=200
+    )
     assert 0.1 - 1e-12 <= interval.lower <= interval.upper <= 0.3 + 1e-12
     assert (interval.seed, interval.resamples, interval.groups) == (9, 200, 2)
 

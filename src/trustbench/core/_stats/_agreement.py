@@ -91,18 +91,27 @@ def cohens_kappa(table: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
         raise ValueError("kappa needs a square table")
     if cases == 0:
         return KappaResult(
-            kappa=None, standard_error=None, observed_agreement=None, expected_agreement=None,
-            cases=0, interval=None, not_computable="no jointly classified cases",
-        )  # fmt: skip
+            kappa=None,
+            standard_error=None,
+            observed_agreement=None,
+            expected_agreement=None,
+            cases=0,
+            interval=None,
+            not_computable="no jointly classified cases",
+        )
     observed = float(np.trace(counts)) / cases
     expected = float(counts.sum(axis=1) @ counts.sum(axis=0)) / cases**2
     if expected >= 1.0 - 1e-12:
         return KappaResult(
-            kappa=None, standard_error=None, observed_agreement=observed,
-            expected_agreement=expected, cases=cases, interval=None,
+            kappa=None,
+            standard_error=None,
+            observed_agreement=observed,
+            expected_agreement=expected,
+            cases=cases,
+            interval=None,
             not_computable="chance agreement is 1 (both raters used one and the same category "
             "for every case), so kappa is 0/0",
-        )  # fmt: skip
+        )
     result = _sm_cohens_kappa(counts)
     kappa = float(result["kappa"])
     se = float(result["std_kappa"])
@@ -163,20 +172,24 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
     off_diagonal = float(counts.sum() - np.trace(counts))
     if off_diagonal == 0:
         return HomogeneityResult(
-            statistic=None, df=df, p_value=None,
+            statistic=None,
+            df=df,
+            p_value=None,
             not_computable="no off-diagonal counts: the two classifications agree on every "
             "case, so the margins are identical and the covariance is 0",
-        )  # fmt: skip
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
             bunch = SquareTable(counts, shift_zeros=False).homogeneity(method="stuart_maxwell")
         except (Warning, np.linalg.LinAlgError) as problem:
             return HomogeneityResult(
-                statistic=None, df=df, p_value=None,
+                statistic=None,
+                df=df,
+                p_value=None,
                 not_computable="covariance of the marginal differences is singular (the "
                 f"disagreements involve too few category pairs): {problem}",
-            )  # fmt: skip
+            )
     statistic = float(bunch.statistic)
     if not np.isfinite(statistic):
         return HomogeneityResult(

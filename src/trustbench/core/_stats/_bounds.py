@@ -60,15 +60,22 @@ def bounded_rate(
         raise ValueError(f"{name}: need confirmed + unresolved <= denominator, all >= 0")
     suffix = f"; observation deadline {deadline}" if deadline else ""
     lower = rate_figure(
-        f"{name}_lower", confirmed, denominator, unit=unit, confidence=confidence,
+        f"{name}_lower",
+        confirmed,
+        denominator,
+        unit=unit,
+        confidence=confidence,
         one_sided_upper=True,
         description=f"{description} (lower bound: confirmed only; {unresolved} unresolved "
         f"counted as not occurred){suffix}",
-    )  # fmt: skip
+    )
     upper = rate_figure(
-        f"{name}_upper", confirmed + unresolved, denominator, unit=unit, confidence=confidence,
+        f"{name}_upper",
+        confirmed + unresolved,
+        denominator,
+        unit=unit,
+        confidence=confidence,
         one_sided_upper=True,
-        description=f"{description} (upper bound: confirmed plus {unresolved} unresolved)"
-        f"{suffix}",
-    )  # fmt: skip
+        description=f"{description} (upper bound: confirmed plus {unresolved} unresolved){suffix}",
+    )
     return BoundedRate(lower=lower, upper=upper, unresolved=unresolved)

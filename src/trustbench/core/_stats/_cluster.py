@@ -21,6 +21,22 @@ DEFAULT_CHUNK_ELEMENTS = 1 << 22
 int32 indices): the bootstrap's working memory, whatever the number of resamples."""
 
 
+EQUAL_RATIOS = (
+    "every cluster has the same ratio (e.g. no events anywhere), so the between-cluster "
+    "variance is 0 and a clustered interval would have zero width; use an exact interval"
+)
+"""Reason given when all clusters agree exactly: a zero-width interval would claim certainty."""
+
+
+def equal_ratios(y: FloatArray, m: FloatArray) -> bool:
+    """Whether every cluster with a positive denominator has the same ratio y_g / m_g."""
+    positive = m > 0
+    if not np.any(positive):
+        return False
+    ratios = y[positive] / m[positive]
+    return bool(np.all(np.abs(ratios - ratios[0]) <= 1e-12 * max(1.0, abs(ratios[0]))))
+
+
 def _clip(value: float | None, bounds: tuple[float, float] | None) -> float | None:
     if value is None or bounds is None:
         return value
@@ -70,14 +86,7 @@ def cluster_robust_interval(
     ratio = float(y.sum()) / total
     variance = groups / (groups - 1) * float(np.sum((y - ratio * m) ** 2)) / total**2
     if variance <= 0.0:
-        return Interval(
-            **base,
-            lower=None,
-            upper=None,
-            groups=groups,
-            not_computable="estimated between-cluster variance is 0 (every cluster has the "
-            "same ratio); use an exact interval instead",
-        )
+        return Interval(**base, lower=None, upper=None, groups=groups, not_computable=EQUAL_RATIOS)
     alpha = 1.0 - confidence
     tail = alpha / 2 if sidedness == "two_sided" else alpha
     half = float(student_t.ppf(1.0 - tail, groups - 1)) * math.sqrt(variance)
@@ -184,6 +193,8 @@ def cluster_bootstrap_interval(
     }
     if groups < 2:
         return Interval(**base, lower=None, upper=None, not_computable="fewer than two clusters")
+    if equal_ratios(y, m):
+        return Interval(**base, lower=None, upper=None, not_computable=EQUAL_RATIOS)
     statistics, _ = bootstrap_ratio_distribution(
         y, m, seed=seed, resamples=resamples, chunk_elements=chunk_elements
     )

@@ -52,10 +52,17 @@ def clustered_figure(
     total = float(m.sum())
     if total <= 0:
         return Figure(
-            name=name, kind=kind, status="not_applicable", numerator=float(y.sum()),
-            denominator=0, unit=unit, unit_count=len(numerators), cluster=cluster,
-            description=description, reason="denominator is 0",
-        )  # fmt: skip
+            name=name,
+            kind=kind,
+            status="not_applicable",
+            numerator=float(y.sum()),
+            denominator=0,
+            unit=unit,
+            unit_count=len(numerators),
+            cluster=cluster,
+            description=description,
+            reason="denominator is 0",
+        )
     clip = (0.0, 1.0) if kind == "rate" else None
     numerator = float(y.sum())
     return Figure(

@@ -14,11 +14,12 @@ pattern, so memory does not grow with G x B.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from trustbench.core._stats._cluster import EQUAL_RATIOS, equal_ratios
 from trustbench.core._stats._groups import FloatArray
 from trustbench.core.figures import Interval, Sidedness
 
@@ -218,7 +219,7 @@ def sign_flip_interval(
         raise ValueError(f"more than {MAX_EXACT_CLUSTERS} clusters: give a seed")
     patterns = _Patterns(d, weights, seed=seed, resamples=resamples)
     exact = patterns.exact
-    base = {
+    base: dict[str, Any] = {
         "method": "sign_flip_exact" if exact else "sign_flip_monte_carlo",
         "confidence": confidence,
         "sidedness": sidedness,
@@ -226,6 +227,8 @@ def sign_flip_interval(
         "resamples": None if exact else resamples,
         "groups": int(d.size),
     }
+    if equal_ratios(d, weights):
+        return Interval(**base, lower=None, upper=None, not_computable=EQUAL_RATIOS)
     alpha = 1.0 - confidence
     # An upper bound rejects shifts the data say are too large (alternative "less"), a lower
     # bound shifts that are too small ("greater"); two-sided rejects both.
