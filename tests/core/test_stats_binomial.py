@@ -100,6 +100,11 @@ def test_measured_figure_requires_a_positive_denominator() -> None:
         Figure(name="x", numerator=0, denominator=0, estimate=0.0, description="d")
 
 
+def test_rate_figure_outside_zero_one_is_rejected() -> None:
+    with pytest.raises(ValidationError, match=r"\[0, 1\]"):
+        Figure(name="x", numerator=3, denominator=2, estimate=1.5, description="d")
+
+
 def test_bounded_rate_keeps_unresolved_between_lower_and_upper() -> None:
     bounds = bounded_rate(
         0,

@@ -8,6 +8,8 @@ from scipy.stats import binom, norm
 
 from trustbench.core.stats import (
     agreement_table,
+    all_pass_in_k,
+    any_violation_in_k,
     cohens_kappa,
     mcnemar_exact,
     paired_cluster_bootstrap_ci,
@@ -163,3 +165,11 @@ def test_pass_hat_k_is_unbiased_for_p_to_the_k() -> None:
     p, n, k = 0.3, 6, 3
     expectation = sum(binom.pmf(c, n, p) * pass_hat_k(c, n, k) for c in range(n + 1))
     assert expectation == pytest.approx(p**k)
+
+
+def test_all_pass_and_any_violation_in_k_name_their_polarity() -> None:
+    assert all_pass_in_k({"c1": [True, False], "c2": [True, True]}) == {"c1": False, "c2": True}
+    violations = {"c1": [False, False, True], "c2": [False, False, False]}
+    assert any_violation_in_k(violations) == {"c1": True, "c2": False}
+    with pytest.raises(ValueError, match="c3"):
+        any_violation_in_k({"c3": []})

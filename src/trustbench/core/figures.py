@@ -133,6 +133,8 @@ class Figure(_Contract):
                     f"figure {self.name!r}: a measured figure needs an estimate and a "
                     "positive denominator (use status='not_applicable' when it is 0)"
                 )
+            if self.kind == "rate" and not 0.0 <= self.estimate <= 1.0:
+                raise ValueError(f"figure {self.name!r}: a rate must lie in [0, 1]")
         return self
 
     def interval(

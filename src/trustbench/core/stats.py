@@ -48,6 +48,8 @@ from trustbench.core._stats._signflip import (
 )
 from trustbench.core._stats._trials import (
     Reduction,
+    all_pass_in_k,
+    any_violation_in_k,
     pass_hat_k,
     pass_hat_k_by_case,
     reduce_trials,
@@ -66,6 +68,8 @@ __all__ = [
     "Reduction",
     "SignFlipResult",
     "agreement_table",
+    "all_pass_in_k",
+    "any_violation_in_k",
     "binomial_interval",
     "bootstrap_ratio_distribution",
     "bounded_rate",

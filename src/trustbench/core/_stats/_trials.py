@@ -83,3 +83,41 @@ def pass_hat_k_by_case(outcomes_by_case: Mapping[str, Sequence[bool]], k: int) -
         case_id: pass_hat_k(sum(1 for o in outcomes if o), len(outcomes), k)
         for case_id, outcomes in outcomes_by_case.items()
     }
+
+
+def all_pass_in_k(outcomes_by_case: Mapping[str, Sequence[bool]]) -> dict[str, bool]:
+    """Per case, whether every one of its K trials passed (observed pass^k for that K).
+
+    Args:
+        outcomes_by_case: Case id -> pass/fail per trial.
+
+    Returns:
+        Case id -> True when all trials passed.
+    """
+    return {
+        case_id: value == 1.0
+        for case_id, value in reduce_trials(outcomes_by_case, "all_pass").items()
+    }
+
+
+def any_violation_in_k(violations_by_case: Mapping[str, Sequence[bool]]) -> dict[str, bool]:
+    """Per case, whether at least one of its K trials had a violation.
+
+    The polarity is named for the event: `True` means a violation occurred, so a single bad
+    trial in K marks the case (the reading a release gate on prohibited effects needs).
+
+    Args:
+        violations_by_case: Case id -> per trial, True when that trial had a violation.
+
+    Returns:
+        Case id -> True when any trial had a violation.
+
+    Raises:
+        ValueError: A case has no trials.
+    """
+    result: dict[str, bool] = {}
+    for case_id, violations in violations_by_case.items():
+        if len(violations) == 0:
+            raise ValueError(f"case {case_id!r}: no trials")
+        result[case_id] = any(violations)
+    return result
