@@ -17,6 +17,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+__all__ = [
+    "Figure",
+    "FigureKind",
+    "FigureStatus",
+    "FigureUnit",
+    "Interval",
+    "Sidedness",
+    "not_run_figure",
+    "rate_figure",
+]
+
 FigureStatus = Literal["measured", "not_run", "not_applicable"]
 """Whether a figure was measured, not run at all, or run but undefined (denominator 0)."""
 

@@ -54,6 +54,8 @@ class ConfusionBlock(_Block):
 
     @model_validator(mode="after")
     def _shape(self) -> ConfusionBlock:
+        if not self.rows or not self.columns:
+            raise ValueError(f"confusion block {self.title!r}: needs rows and columns")
         if len(self.counts) != len(self.rows) or any(
             len(row) != len(self.columns) for row in self.counts
         ):

@@ -7,6 +7,7 @@ by `_plots` is inserted as markup.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from trustbench.core.report._format import (
 _GATE_ORDER = {"failed": 0, "not_evaluable": 1, "passed": 2}
 
 
+@lru_cache(maxsize=1)
 def _environment() -> Environment:
     environment = Environment(
         loader=PackageLoader("trustbench.core.report", "templates"),

@@ -17,6 +17,7 @@ from enum import Enum
 from pathlib import Path, PurePath
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel
 
 from trustbench.core.gates import GateResult, any_failed
@@ -58,6 +59,8 @@ def to_jsonable(value: Any, pointer: str = "") -> JsonValue:
                 f"non-finite number {value!r}; use null with a reason", location=pointer or "/"
             )
         return value
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist(), pointer)
     if isinstance(value, PurePath):
         return value.as_posix()
     if isinstance(value, Mapping):
