@@ -115,9 +115,9 @@ def test_bootstrap_equals_the_unchunked_definition_whatever_the_chunk_size() -> 
 
 
 def test_bootstrap_memory_stays_bounded_by_the_chunk_not_the_resamples() -> None:
-    # 20,000 values x 2,000 resamples would be 320 MB as one float64 matrix; in chunks of
-    # 2^20 index entries the working set is a few MB.
-    y, m = _fixture(20_000)
+    # 20,000 distinct values x 2,000 resamples would be 320 MB as one float64 matrix; in
+    # chunks of 2^20 index entries the working set is a few MB.
+    y, m = np.random.default_rng(8).random(20_000), np.ones(20_000)
     tracemalloc.start()
     try:
         stats, chunks = bootstrap_ratio_distribution(
@@ -219,3 +219,32 @@ def test_clustered_intervals_refuse_zero_width_when_every_cluster_agrees() -> No
     for interval in (bootstrap, flip, robust):
         assert interval.lower is None and interval.upper is None
         assert "same ratio" in (interval.not_computable or "")
+
+
+def test_bootstrap_with_few_distinct_clusters_draws_multinomial_counts() -> None:
+    # 0/1 outcomes: two distinct clusters (y, m) = (0, 1) and (1, 1). Definition: per
+    # resample, counts of each distinct pair ~ Multinomial(G, multiplicities / G), pairs in
+    # np.unique order.
+    y, m = _fixture(1_000)
+    ones = int(y.sum())
+    counts = np.random.default_rng(4).multinomial(
+        1_000, [(1_000 - ones) / 1_000, ones / 1_000], size=500
+    )
+    reference = counts[:, 1] / 1_000
+    for chunk in (6, 100, 1 << 20):
+        stats, _ = bootstrap_ratio_distribution(y, m, seed=4, resamples=500, chunk_elements=chunk)
+        assert np.array_equal(stats, reference)
+
+
+def test_both_bootstrap_draws_give_the_same_distribution() -> None:
+    # Same data, once as 0/1 (few distinct pairs, multinomial path) and once with a tiny
+    # distinct offset per cluster in y and m scaled away (index path). The bootstrap SD of a
+    # proportion over G units is sqrt(p (1 - p) / G); both must be within 5% of it.
+    y, m = _fixture(1_000)
+    p = y.mean()
+    expected = np.sqrt(p * (1 - p) / 1_000)
+    few, _ = bootstrap_ratio_distribution(y, m, seed=1, resamples=4_000)
+    jitter = np.arange(1_000) * 1e-9
+    many, _ = bootstrap_ratio_distribution(y + jitter, m, seed=1, resamples=4_000)
+    assert few.std() == pytest.approx(expected, rel=0.05)
+    assert many.std() == pytest.approx(expected, rel=0.05)

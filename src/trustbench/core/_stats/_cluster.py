@@ -114,17 +114,25 @@ def bootstrap_ratio_distribution(
     """Draw the cluster-bootstrap distribution of sum(y)/sum(m), in fixed-size chunks.
 
     Each resample draws G clusters with replacement (Efron & Tibshirani 1993 ch. 6; resampling
-    whole clusters as in Field & Welsh 2007). Resamples are generated `chunk_elements // G`
-    at a time, so working memory is bounded by `chunk_elements` index entries plus one float
-    per resample, never resamples x G. The generator is numpy's PCG64 seeded with `seed`;
-    chunks consume its stream in order, so the result does not depend on the chunk size.
+    whole clusters as in Field & Welsh 2007). Resamples are generated a chunk at a time, so
+    working memory is bounded by `chunk_elements` entries plus one float per resample, never
+    resamples x G. The generator is numpy's PCG64 seeded with `seed`; chunks consume its
+    stream in order, so the result does not depend on the chunk size.
+
+    Two exact ways to draw, chosen from the data alone (so a seed always means one thing):
+
+    - few distinct clusters (K distinct (y_g, m_g) pairs with 4K <= G, e.g. 0/1 outcomes per
+      case): a resample only matters through how many of its G draws fall on each distinct
+      pair, and those counts are Multinomial(G, n_k / G) with n_k the pairs' multiplicities.
+      Drawing the counts directly gives the same distribution in O(K) per resample;
+    - otherwise: draw G cluster indices per resample and sum y and m over them.
 
     Args:
         y: Per-cluster numerator sums.
         m: Per-cluster denominator sums.
         seed: Generator seed (recorded in the interval).
         resamples: Number of bootstrap resamples.
-        chunk_elements: Most resample-by-cluster index entries held at once.
+        chunk_elements: Most resample-by-cluster (or resample-by-pair) entries held at once.
 
     Returns:
         (statistics, chunks): one statistic per resample (NaN where a resample's denominator
@@ -133,18 +141,28 @@ def bootstrap_ratio_distribution(
     if resamples < 1:
         raise ValueError("resamples must be >= 1")
     groups = int(y.size)
-    rows = max(1, chunk_elements // groups)
     rng = np.random.default_rng(seed)
+    pairs, multiplicity = np.unique(np.stack([y, m], axis=1), axis=0, return_counts=True)
+    few = 4 * pairs.shape[0] <= groups
+    width = pairs.shape[0] if few else groups
+    rows = max(1, chunk_elements // width)
     index_type = np.int32 if groups < 2**31 else np.int64
-    statistics = np.empty(resamples, dtype=np.float64)
     # With equal cluster sizes the resampled denominator is always G * m_0: skip its gather.
     constant_m = bool(np.all(m == m[0]))
+    statistics = np.empty(resamples, dtype=np.float64)
     chunks = 0
     for start in range(0, resamples, rows):
         count = min(rows, resamples - start)
-        picks = rng.integers(0, groups, size=(count, groups), dtype=index_type)
-        numerator = y[picks].sum(axis=1)
-        denominator = np.full(count, groups * float(m[0])) if constant_m else m[picks].sum(axis=1)
+        if few:
+            draws = rng.multinomial(groups, multiplicity / groups, size=count)
+            numerator = draws @ pairs[:, 0]
+            denominator = draws @ pairs[:, 1]
+        else:
+            picks = rng.integers(0, groups, size=(count, groups), dtype=index_type)
+            numerator = y[picks].sum(axis=1)
+            denominator = (
+                np.full(count, groups * float(m[0])) if constant_m else m[picks].sum(axis=1)
+            )
         with np.errstate(invalid="ignore", divide="ignore"):
             statistics[start : start + count] = np.where(
                 denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan
