@@ -1,0 +1,1 @@
+"""Implementation of `trustbench.core.stats`; import from there, not from here."""

@@ -1,0 +1,98 @@
+"""Binomial intervals for a rate: Clopper-Pearson (exact) and Wilson score.
+
+Both come from `scipy.stats.binomtest(k, n).proportion_ci`, so the arithmetic is scipy's; this
+module chooses the form, records it in an `Interval`, and refuses n = 0 instead of inventing one.
+"""
+
+from __future__ import annotations
+
+from scipy.stats import binomtest
+
+from trustbench.core.figures import Interval, Sidedness
+
+_SCIPY_METHOD = {"clopper_pearson": "exact", "wilson": "wilson"}
+# scipy's `alternative` names the alternative hypothesis: "less" gives the interval [0, U]
+# (a one-sided upper bound), "greater" gives [L, 1].
+_ALTERNATIVE = {"two_sided": "two-sided", "upper": "less", "lower": "greater"}
+
+
+def binomial_interval(
+    k: int,
+    n: int,
+    method: str = "clopper_pearson",
+    confidence: float = 0.95,
+    *,
+    sidedness: Sidedness = "two_sided",
+) -> Interval:
+    """Interval for a binomial proportion k/n.
+
+    Clopper-Pearson (method `clopper_pearson`) inverts two one-sided binomial tests, so its
+    coverage is at least the nominal level for every true rate (Clopper & Pearson 1934; NIST/
+    SEMATECH e-Handbook §7.2.4.1). The two-sided bounds are the Beta quantiles
+
+        L = B(alpha/2; k, n-k+1),  U = B(1-alpha/2; k+1, n-k),
+
+    and a one-sided bound puts all of alpha on one side. With k = 0 the one-sided upper bound
+    solves (1-U)^n = alpha, i.e. U = 1 - alpha^(1/n): 0/100 at 95% gives 0.0295.
+
+    Wilson (method `wilson`) inverts the normal score test (Wilson 1927); it is shorter, and
+    its coverage is close to nominal on average but can dip below it for some rates. It is
+    reported beside the exact interval, never instead of it in a gate unless declared.
+
+    Args:
+        k: Units with the event.
+        n: Units evaluated.
+        method: `clopper_pearson` or `wilson`.
+        confidence: Confidence level in (0, 1).
+        sidedness: `two_sided`, `upper` (bound U of [0, U]) or `lower` (bound L of [L, 1]).
+
+    Returns:
+        The `Interval`; when n = 0 it carries `not_computable` and no bounds.
+
+    Raises:
+        ValueError: Unknown method, or counts outside 0 <= k <= n.
+    """
+    if method not in _SCIPY_METHOD:
+        known = sorted(_SCIPY_METHOD)
+        raise ValueError(f"unknown binomial interval method {method!r}; use one of {known}")
+    if k < 0 or n < 0 or k > n:
+        raise ValueError(f"binomial interval needs 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return Interval(
+            method=method,
+            confidence=confidence,
+            sidedness=sidedness,
+            lower=None,
+            upper=None,
+            not_computable="no units evaluated (n = 0)",
+        )
+    ci = binomtest(k, n, alternative=_ALTERNATIVE[sidedness]).proportion_ci(
+        confidence_level=confidence, method=_SCIPY_METHOD[method]
+    )
+    return Interval(
+        method=method,
+        confidence=confidence,
+        sidedness=sidedness,
+        lower=float(ci.low),
+        upper=float(ci.high),
+    )
+
+
+def zero_failure_upper_bound(n: int, confidence: float = 0.95) -> float:
+    """Exact one-sided upper bound on a failure rate after 0 failures in n independent trials.
+
+    From P(0 failures | p) = (1-p)^n = alpha: U = 1 - alpha^(1/n) (the spec's illustration:
+    n = 100, 95% -> 0.0295). It equals the Clopper-Pearson one-sided bound at k = 0 and shows
+    why a small error-free sample does not establish a very low failure rate. It assumes
+    independent trials with a common rate, which related templates may not satisfy.
+
+    Args:
+        n: Independent trials, all without failure (n >= 1).
+        confidence: Confidence level in (0, 1).
+
+    Returns:
+        The upper bound U.
+    """
+    if n < 1:
+        raise ValueError("zero_failure_upper_bound needs n >= 1")
+    return 1.0 - (1.0 - confidence) ** (1.0 / n)

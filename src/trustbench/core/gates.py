@@ -1,0 +1,216 @@
+"""Release gates: declared before the run, evaluated after it, never averaged away.
+
+A gate compares one figure's declared value (its point estimate, or the upper / lower bound of a
+declared interval) with a threshold ("Do Not Let a Strong Average Hide a Failed Gate"). The
+`GateSpec` list is frozen into the manifest before any trial runs; `evaluate_gates` only reads
+figures. A gate whose figure was not run, is not applicable, or lacks the declared interval is
+`not_evaluable` with the reason: it never passes, and `any_failed` treats it as blocking unless
+asked not to.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from trustbench.core.figures import Figure, FigureUnit
+
+Comparison = Literal["<=", "<", ">=", ">"]
+"""How the compared value must relate to the threshold for the gate to pass."""
+
+GateBound = Literal["estimate", "upper", "lower"]
+"""Which value is compared: the point estimate, or the upper or lower confidence bound."""
+
+GateStatus = Literal["passed", "failed", "not_evaluable"]
+"""Outcome of one gate."""
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    "<": operator.lt,
+    ">=": operator.ge,
+    ">": operator.gt,
+}
+
+
+class GateSpec(BaseModel):
+    """One release gate, declared before results exist (it is part of the frozen manifest)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    metric: str
+    """Name of the `Figure` the gate reads, e.g. `prohibited_effect_rate_upper`."""
+
+    threshold: float
+    """The value the compared quantity is held against, in the figure's own scale (a rate is a
+    proportion: 5% is 0.05)."""
+
+    comparison: Comparison
+    """Passing relation: compared value `<=`, `<`, `>=` or `>` the threshold."""
+
+    bound: GateBound = "estimate"
+    """Compared value: `estimate`, or the `upper` / `lower` end of the declared interval. A
+    "no more than x%" gate should compare the upper bound: a point estimate under x% does not
+    show the rate is under x%."""
+
+    interval_method: str | None = None
+    """Interval method for `upper` / `lower` (e.g. `clopper_pearson`); `None` for `estimate`."""
+
+    confidence: float | None = None
+    """Confidence level of the declared interval (e.g. 0.95); `None` for `estimate`."""
+
+    sidedness: Literal["one_sided", "two_sided"] = "one_sided"
+    """Whether the bound is a one-sided bound (all of alpha on one side) or the end of a
+    two-sided interval."""
+
+    unit: FigureUnit | None = None
+    """Unit the figure must be computed in (`trial`, `case`, `group`); `None` accepts any. A
+    figure in another unit does not satisfy the gate."""
+
+    description: str = ""
+    """Why this gate exists, in words (e.g. "no known bypass on tested execution paths")."""
+
+    @model_validator(mode="after")
+    def _bound_needs_interval(self) -> GateSpec:
+        """A bound gate must name its interval; an estimate gate must not."""
+        if self.bound == "estimate":
+            if self.interval_method is not None or self.confidence is not None:
+                raise ValueError(f"gate {self.metric}: an estimate gate takes no interval")
+        elif self.interval_method is None or self.confidence is None:
+            raise ValueError(
+                f"gate {self.metric}: bound {self.bound!r} needs interval_method and confidence"
+            )
+        elif not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"gate {self.metric}: confidence must be in (0, 1)")
+        return self
+
+    def describe(self) -> str:
+        """The gate as one line, e.g. `upper 95% one-sided clopper_pearson bound <= 0.05`."""
+        if self.bound == "estimate":
+            compared = "estimate"
+        else:
+            level = f"{(self.confidence or 0) * 100:g}%"
+            sided = self.sidedness.replace("_", "-")
+            compared = f"{self.bound} {level} {sided} {self.interval_method} bound"
+        return f"{self.metric}: {compared} {self.comparison} {self.threshold:g}"
+
+
+class GateResult(BaseModel):
+    """The outcome of one gate against this run's figures."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    spec: GateSpec
+    """The gate as declared."""
+
+    status: GateStatus
+    """`passed`, `failed`, or `not_evaluable` (never a pass)."""
+
+    value: float | None
+    """The compared value (estimate or bound); `None` when not evaluable."""
+
+    reason: str
+    """Why it passed, failed or could not be evaluated, in words."""
+
+
+def _compared_value(spec: GateSpec, figure: Figure) -> tuple[float | None, str]:
+    """The value the gate compares, or `None` with the reason it is unavailable."""
+    if figure.status == "not_run":
+        return None, f"metric {spec.metric!r} was not run ({figure.reason or 'no reason given'})"
+    if figure.status == "not_applicable":
+        return None, (
+            f"metric {spec.metric!r} is not applicable ({figure.reason or 'denominator is 0'})"
+        )
+    if spec.unit is not None and figure.unit != spec.unit:
+        return None, f"metric {spec.metric!r} is per {figure.unit}, the gate declares {spec.unit}"
+    if spec.bound == "estimate":
+        return figure.estimate, "estimate"
+    assert spec.interval_method is not None and spec.confidence is not None  # validator
+    sidedness = "two_sided" if spec.sidedness == "two_sided" else spec.bound
+    interval = figure.interval(spec.interval_method, spec.confidence, sidedness)
+    wanted = (
+        f"{spec.sidedness.replace('_', '-')} {spec.confidence:g} {spec.interval_method} interval"
+    )
+    if interval is None:
+        return None, f"metric {spec.metric!r} has no {wanted}"
+    if interval.not_computable:
+        return None, f"metric {spec.metric!r}: {wanted} not computable ({interval.not_computable})"
+    value = interval.upper if spec.bound == "upper" else interval.lower
+    if value is None:
+        return None, f"metric {spec.metric!r}: {wanted} is unbounded on the {spec.bound} side"
+    return value, f"{spec.bound} bound of the {wanted}"
+
+
+def evaluate_gate(spec: GateSpec, figures: Sequence[Figure]) -> GateResult:
+    """Evaluate one gate against the run's figures (see `evaluate_gates`)."""
+    matching = [figure for figure in figures if figure.name == spec.metric]
+    if not matching:
+        return GateResult(
+            spec=spec,
+            status="not_evaluable",
+            value=None,
+            reason=f"metric {spec.metric!r} was not computed in this run",
+        )
+    if len(matching) > 1:
+        return GateResult(
+            spec=spec,
+            status="not_evaluable",
+            value=None,
+            reason=f"metric {spec.metric!r} appears {len(matching)} times; a gate needs one",
+        )
+    value, what = _compared_value(spec, matching[0])
+    if value is None:
+        return GateResult(spec=spec, status="not_evaluable", value=None, reason=what)
+    passed = _COMPARE[spec.comparison](value, spec.threshold)
+    relation = spec.comparison if passed else f"not {spec.comparison}"
+    return GateResult(
+        spec=spec,
+        status="passed" if passed else "failed",
+        value=value,
+        reason=f"{what} = {value:.6g}, {relation} {spec.threshold:g}",
+    )
+
+
+def evaluate_gates(specs: Sequence[GateSpec], figures: Sequence[Figure]) -> list[GateResult]:
+    """Evaluate every declared gate, in declaration order.
+
+    Comparisons are exact floating-point comparisons of the stored value with the threshold.
+
+    Args:
+        specs: Gates as frozen in the manifest.
+        figures: The run's figures (matched by `Figure.name`).
+
+    Returns:
+        One `GateResult` per spec.
+    """
+    return [evaluate_gate(spec, figures) for spec in specs]
+
+
+def any_failed(results: Sequence[GateResult], *, count_not_evaluable: bool = True) -> bool:
+    """Whether the gates block release: the report command exits 1 when this is true.
+
+    Args:
+        results: Gate results.
+        count_not_evaluable: Treat a gate that could not be evaluated (metric not run, interval
+            missing) as blocking. On by default: a declared gate is a precondition, and an
+            unrun check must not read as a passed one.
+
+    Returns:
+        True if any gate failed (or, by default, could not be evaluated).
+    """
+    blocking = {"failed", "not_evaluable"} if count_not_evaluable else {"failed"}
+    return any(result.status in blocking for result in results)
+
+
+__all__ = [
+    "Comparison",
+    "GateBound",
+    "GateResult",
+    "GateSpec",
+    "GateStatus",
+    "any_failed",
+    "evaluate_gate",
+    "evaluate_gates",
+]

@@ -1,0 +1,51 @@
+"""Report output: `record.json` (machine) and one self-contained HTML page (people).
+
+Tracks compose a `ReportPage` from blocks (`FiguresBlock`, `ConfusionBlock`, `ForestBlock`,
+`ProfileBlock`, `TextBlock`) plus the gate results, manifest summary and qualifications;
+`write_report_html` renders it with gates first. `write_record_json` writes the record with
+sorted keys and no NaN.
+"""
+
+from trustbench.core.report._blocks import (
+    Block,
+    ConfusionBlock,
+    FiguresBlock,
+    ForestBlock,
+    ProfileBlock,
+    ReportPage,
+    TextBlock,
+)
+from trustbench.core.report._format import (
+    format_counts,
+    format_estimate,
+    format_interval,
+    format_value,
+)
+from trustbench.core.report._html import render_report_html, sorted_gates, write_report_html
+from trustbench.core.report._record import (
+    gates_record,
+    record_json_text,
+    to_jsonable,
+    write_record_json,
+)
+
+__all__ = [
+    "Block",
+    "ConfusionBlock",
+    "FiguresBlock",
+    "ForestBlock",
+    "ProfileBlock",
+    "ReportPage",
+    "TextBlock",
+    "format_counts",
+    "format_estimate",
+    "format_interval",
+    "format_value",
+    "gates_record",
+    "record_json_text",
+    "render_report_html",
+    "sorted_gates",
+    "to_jsonable",
+    "write_record_json",
+    "write_report_html",
+]

@@ -1,0 +1,152 @@
+"""Building blocks a track composes into its report page.
+
+Each block is data (a pydantic model); `render_report_html` turns a `ReportPage` into one
+self-contained HTML page. Release gates are not a block: the page always shows them first,
+failed gates at the top, so no strong average can be read before a failed gate.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from trustbench.core.figures import Figure, Sidedness
+from trustbench.core.gates import GateResult
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class FiguresBlock(_Block):
+    """A table of figures: estimate, numerator/denominator, unit, intervals, denominator text."""
+
+    kind: Literal["figures"] = "figures"
+    """Block type tag (`figures`), used to read a page back from JSON."""
+    title: str
+    """Section heading."""
+    figures: list[Figure]
+    """Figures in display order; unrun ones show "not run", undefined ones "n/a"."""
+    note: str = ""
+    """Text shown under the heading (what the table covers, how to read it)."""
+
+
+class ConfusionBlock(_Block):
+    """A confusion table: rows reference, columns observed (including missing and invalid)."""
+
+    kind: Literal["confusion"] = "confusion"
+    """Block type tag (`confusion`), used to read a page back from JSON."""
+    title: str
+    """Section heading."""
+    rows: list[str]
+    """Row labels, e.g. the reference decisions permit / deny / hold."""
+    columns: list[str]
+    """Column labels, e.g. permit / deny / hold / missing / invalid."""
+    counts: list[list[int]]
+    """counts[i][j]: cases (or trials) with reference rows[i] and observed columns[j]."""
+    row_title: str = "reference"
+    """Axis title of the rows."""
+    column_title: str = "observed"
+    """Axis title of the columns."""
+    note: str = ""
+    """Text shown under the heading (the unit counted, e.g. trials)."""
+
+    @model_validator(mode="after")
+    def _shape(self) -> ConfusionBlock:
+        if not self.rows or not self.columns:
+            raise ValueError(f"confusion block {self.title!r}: needs rows and columns")
+        if len(self.counts) != len(self.rows) or any(
+            len(row) != len(self.columns) for row in self.counts
+        ):
+            raise ValueError(f"confusion block {self.title!r}: counts shape != rows x columns")
+        return self
+
+
+class ForestBlock(_Block):
+    """Forest plot of many figures with one declared interval each, plus a table."""
+
+    kind: Literal["forest"] = "forest"
+    """Block type tag (`forest`), used to read a page back from JSON."""
+    title: str
+    """Section heading."""
+    figures: list[Figure]
+    """Figures, one row each (not-run rows stay, drawn empty)."""
+    interval_method: str = "clopper_pearson"
+    """Which interval to draw for each figure."""
+    confidence: float = 0.95
+    """Its confidence level."""
+    sidedness: Sidedness = "two_sided"
+    """Its sidedness."""
+    xlabel: str = "estimate"
+    """Axis label."""
+    reference: float | None = None
+    """Optional vertical reference line (e.g. 0 for differences)."""
+    note: str = ""
+    """Text shown under the heading."""
+
+
+class ProfileBlock(_Block):
+    """A per-axis profile (e.g. TRB's vector): grouped bars, optionally a radar beside it.
+
+    The profile is shown per axis, never collapsed to one number.
+    """
+
+    kind: Literal["profile"] = "profile"
+    """Block type tag (`profile`), used to read a page back from JSON."""
+    title: str
+    """Section heading."""
+    axes: list[str]
+    """Axis names, e.g. the six TRB tracks."""
+    series: dict[str, list[float | None]]
+    """Series name (e.g. a baseline) -> value per axis; `None` where not run."""
+    errors: dict[str, list[tuple[float, float] | None]] | None = None
+    """Optional (lower, upper) per series and axis, drawn as error bars."""
+    ylabel: str = "score"
+    """Value axis label."""
+    radar: bool = False
+    """Also draw a radar of the series that have every axis measured (needs >= 3 axes)."""
+    note: str = ""
+    """Text shown under the heading."""
+
+    @model_validator(mode="after")
+    def _lengths(self) -> ProfileBlock:
+        for name, values in self.series.items():
+            if len(values) != len(self.axes):
+                raise ValueError(f"profile {self.title!r}: series {name!r} length != axes")
+        return self
+
+
+class TextBlock(_Block):
+    """Free text paragraphs (e.g. what a track measured and what it cannot establish)."""
+
+    kind: Literal["text"] = "text"
+    """Block type tag (`text`), used to read a page back from JSON."""
+    title: str
+    """Section heading."""
+    paragraphs: list[str]
+    """Paragraphs, shown as plain text."""
+
+
+Block = Annotated[
+    FiguresBlock | ConfusionBlock | ForestBlock | ProfileBlock | TextBlock,
+    Field(discriminator="kind"),
+]
+"""Any report block."""
+
+
+class ReportPage(_Block):
+    """Everything one report page shows, in this order: gates, sections, manifest, caveats."""
+
+    title: str
+    """Page title, e.g. "RTB reviewer track: run 2026-11-29"."""
+    subtitle: str = ""
+    """One line under the title (what was tested)."""
+    gates: list[GateResult] = Field(default_factory=list)
+    """Release-gate results; always shown first, failed gates at the top."""
+    sections: list[Block] = Field(default_factory=list)
+    """Blocks in display order."""
+    manifest: dict[str, str] = Field(default_factory=dict)
+    """Manifest summary: label -> value (hash, corpus version, candidates, seeds...)."""
+    qualifications: list[str] = Field(default_factory=list)
+    """What these results do not establish (shown as a list at the end)."""
