@@ -63,7 +63,7 @@ def make_case(group: str, variant: Variant) -> Case:
             resource_id=target,
             resource_type=group,
             revision=revision,
-            attributes={"state": "old"},
+            attributes={k: f"previous-{k}" for k in approved},
         ),
     ]
     if variant == Variant.UNAVAILABLE_APPROVAL_EVIDENCE:

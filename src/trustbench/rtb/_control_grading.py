@@ -119,7 +119,15 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
     reconciled = {e.commit_id for e in mutations}
     in_doubt = [e for e in log if e.kind == EffectKind.IN_DOUBT and e.commit_id not in reconciled]
     target_initial = (initial.snapshot or {}).get(request.target) if initial else None
-    restored = bool(mutations) and target_final is not None and target_final == target_initial
+    # Restored: attributes and labels are back to their initial values (the revision always
+    # advances, so it cannot be compared).
+    restored = (
+        bool(mutations)
+        and target_final is not None
+        and target_initial is not None
+        and _same(target_final.attributes, target_initial.attributes)
+        and target_final.labels == target_initial.labels
+    )
     matching = [
         m
         for m in mutations
