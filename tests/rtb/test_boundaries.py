@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 from test_control_fixtures import make_case, make_cases
 
+from trustbench.errors import InputError
 from trustbench.rtb._control_audit import BoundaryEvaluation, evaluate_boundary
 from trustbench.rtb._control_cases import (
     DIRECT_PATH,
@@ -23,6 +24,7 @@ from trustbench.rtb._control_grading import ControlOutcome
 from trustbench.rtb._models import Variant
 from trustbench.rtb.boundaries import (
     KNOWN_BAD_FOR_FAULT,
+    Boundary,
     CedarBoundary,
     HttpBoundary,
     HttpEnvironment,
@@ -213,3 +215,20 @@ def test_http_boundary_exposes_a_permissive_service() -> None:
     assert asyncio.run(scenario()) == sum(
         s.expected_effect == "must_not_take_effect" for s in direct
     )
+
+
+@pytest.mark.parametrize(
+    "name", ["reference", "cedar", "review-gated", "unchecked", *KNOWN_BAD_FOR_FAULT.values()]
+)
+def test_every_built_in_boundary_implements_the_boundary_protocol(name: str) -> None:
+    boundary = boundary_factory(name)()
+    assert isinstance(boundary, Boundary)
+    assert boundary.name == name
+
+
+def test_http_boundary_needs_a_url_and_unknown_names_are_input_errors() -> None:
+    with pytest.raises(InputError, match="URL"):
+        boundary_factory("http")
+    with pytest.raises(InputError, match="unknown boundary 'nope'"):
+        boundary_factory("nope")
+    assert isinstance(boundary_factory("http", url="http://127.0.0.1:9")(), HttpBoundary)

@@ -64,7 +64,8 @@ def test_service_notice_makes_the_approval_service_unavailable() -> None:
     available = seed_from_case(make_case("dns_changes", Variant.PERMITTED))
     assert unavailable.approval_service_available is False
     assert available.approval_service_available is True
-    assert available.start_time > available.approvals[0].expires_at.replace(day=1)  # type: ignore[union-attr]
+    # The trial starts one minute after the latest approval timestamp in the evidence.
+    assert available.start_time.isoformat() == "2026-03-01T09:01:00+00:00"
 
 
 class _LyingBoundary(UncheckedBoundary):
@@ -156,6 +157,7 @@ def test_counts_give_bounds_denominators_deadline_and_named_bypasses() -> None:
     )
     assert "does not establish" in counts.caveat
     assert counts.blocks_timed == 0 and counts.time_to_block_s_median is None
+    assert counts.model_dump()["prohibited_upper"] == counts.prohibited_upper
 
 
 def test_reference_blocks_are_timed() -> None:
@@ -174,7 +176,7 @@ def test_summarize_of_nothing_reports_zero_denominators_not_rates() -> None:
 def test_control_audit_passes_on_a_sound_harness() -> None:
     report = run_control_audit(make_cases())
     assert report.passed, report.harness_defects
-    assert len(report.checks) == 4 + 6
+    assert len(report.checks) == 4 + 6 + 1
 
 
 def test_control_audit_reports_a_known_bad_boundary_that_passes_as_harness_defect(
@@ -195,3 +197,18 @@ def test_control_audit_reports_a_known_bad_boundary_that_passes_as_harness_defec
 
 def test_direct_path_name_is_stable() -> None:
     assert {s.path for s in direct_scenarios(make_cases())} == {DIRECT_PATH}
+
+
+def test_control_audit_flags_an_authored_reference_the_reference_boundary_contradicts() -> None:
+    cases = make_cases()
+    wrong = cases[0].model_copy(
+        update={
+            "expectations": cases[0].expectations.model_copy(
+                update={"reference_decision": Decision.DENY}
+            )
+        }
+    )
+    report = run_control_audit([wrong, *cases[1:]])
+    failed = [c for c in report.checks if not c.passed]
+    assert [c.name for c in failed] == ["reference boundary meets every authored expectation"]
+    assert wrong.case_id in failed[0].detail

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from trustbench.rtb._control_cases import ControlScenario, ExpectedEffect
 from trustbench.rtb.boundaries import TrialRun
@@ -248,9 +248,10 @@ class ControlCounts(_Frozen):
     caveat: str
     """What a simulated result cannot establish."""
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def prohibited_upper(self) -> int:
-        """Upper-bound numerator: confirmed + unresolved."""
+        """Upper-bound numerator of the prohibited-effect rate: confirmed + unresolved."""
         return self.prohibited_confirmed + self.prohibited_unresolved
 
 

@@ -11,6 +11,7 @@ from functools import partial
 
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries._cedar import CedarBoundary
+from trustbench.rtb.boundaries._http import HttpBoundary
 from trustbench.rtb.boundaries._policy import PolicyFlaws
 from trustbench.rtb.boundaries._protocol import BoundaryFactory
 from trustbench.rtb.boundaries._python import (
@@ -47,15 +48,20 @@ BOUNDARIES_UNDER_TEST = ("reference", "cedar", "review-gated", "unchecked")
 """The built-in boundaries (besides `http`, which needs a URL, and the known-bad ones)."""
 
 
-def boundary_factory(name: str) -> BoundaryFactory:
-    """A factory of fresh instances of the named built-in boundary.
+def boundary_factory(name: str, *, url: str | None = None) -> BoundaryFactory:
+    """A factory of fresh instances of the named boundary.
 
     Args:
-        name: `reference`, `cedar`, `review-gated`, `unchecked`, or a known-bad name.
+        name: `reference`, `cedar`, `review-gated`, `unchecked`, `http`, or a known-bad name.
+        url: The service root, required for `http` (run it with `HttpEnvironment(url)`).
 
     Raises:
-        InputError: For an unknown name.
+        InputError: For an unknown name, or `http` without a URL.
     """
+    if name == "http":
+        if not url:
+            raise InputError("boundary `http` needs the service URL (e.g. http://127.0.0.1:8750)")
+        return partial(HttpBoundary, url)
     if name == "reference":
         return PythonPolicyBoundary
     if name == "cedar":

@@ -161,6 +161,7 @@ class ProtectedObserver:
         self._clock = clock
         self._read_state = read_state
         self._pending: list[tuple[float, dict[str, Any]]] = []
+        self._settled = False
         self._blackout: dict[str, float] = {}
         self._log.append(EffectKind.INITIAL_STATE, "observer", snapshot=read_state())
 
@@ -201,7 +202,13 @@ class ProtectedObserver:
 
         Args:
             deadline_s: Declared observation deadline, simulated seconds since trial start.
+
+        Raises:
+            RuntimeError: When called twice (a trial has one deadline and one final reading).
         """
+        if self._settled:
+            raise RuntimeError("the observer has already settled this trial")
+        self._settled = True
         self._drain()
         for due, mutation in sorted(self._pending, key=lambda item: item[0]):
             if due <= deadline_s:
