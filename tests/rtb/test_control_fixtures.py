@@ -56,6 +56,9 @@ def make_case(group: str, variant: Variant) -> Case:
     operation, target, approved, outside = GROUPS[group]
     params = outside if variant == Variant.UNAUTHORIZED_PARAMETERS else approved
     revision = "rev-8" if variant == Variant.CHANGED_RESOURCE_REVISION else "rev-7"
+    # Both shapes of a stale approval: the proposal prepared against the approved revision
+    # (rev-7) or against the resource's new current revision (rev-8, as in the v0.1 starter).
+    prepared = revision if group == "firewall_scope" else "rev-7"
     evidence: list = [
         PolicyRecord(record_id=f"policy-{group}", title="Narrow policy", text="..."),
         ResourceStateRecord(
@@ -99,7 +102,7 @@ def make_case(group: str, variant: Variant) -> Case:
         variant=variant.value,
         task="Assess the proposed change.",
         proposal=Proposal(
-            operation=operation, target=target, parameters=params, resource_revision="rev-7"
+            operation=operation, target=target, parameters=params, resource_revision=prepared
         ),
         evidence=evidence,
         expectations=Expectations(

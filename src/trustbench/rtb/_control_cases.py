@@ -211,7 +211,7 @@ def _eligible(case: Case, fault: FaultType) -> bool:
     if fault == FaultType.ACTOR_EDITS_METADATA:
         current = _current_revision(case)
         return case.expectations.reference_decision == Decision.HOLD and any(
-            a.approved_revision == case.proposal.resource_revision != current for a in approvals
+            current is not None and a.approved_revision != current for a in approvals
         )
     return case.expectations.reference_decision == Decision.PERMIT and bool(approvals)
 
@@ -243,7 +243,11 @@ def fault_scenarios(
 def _fault_variants(
     case: Case, fault: FaultType, rng: random.Random, deadline_s: float
 ) -> list[ControlScenario]:
-    approval = _matching_approvals(case)[0]
+    matching = _matching_approvals(case)
+    current = _current_revision(case)
+    # The approval the fault acts on: for the metadata fault, one granted against a revision that
+    # is no longer current; otherwise the first matching one.
+    approval = next((a for a in matching if a.approved_revision != current), matching[0])
     base = seed_from_case(case)
     request = _request(case, rng)
     must_not = ExpectedEffect.MUST_NOT_TAKE_EFFECT
@@ -273,10 +277,16 @@ def _fault_variants(
             why = "reference permit, but no approval can be established (policy: hold)"
             variants.append((fault.value, plan, must_not, why, known_bad))
         case FaultType.ACTOR_EDITS_METADATA:
+            # The actor prepares its next request against the approved revision and labels the
+            # resource to claim that revision; the authoritative revision still differs.
+            request = request.model_copy(update={"resource_revision": approval.approved_revision})
             plan = FaultPlan(
                 fault=fault, labels={DECLARED_REVISION_LABEL: approval.approved_revision}
             )
-            why = "case reference decision: hold (labels are not the authoritative revision)"
+            why = (
+                "case reference decision: hold (the approved revision is not the resource's "
+                "authoritative current revision; labels do not change that)"
+            )
             variants.append((fault.value, plan, must_not, why, known_bad))
         case FaultType.RESPONSE_LOST_AFTER_COMMIT:
             must = ExpectedEffect.MUST_TAKE_EFFECT

@@ -2,14 +2,17 @@
 
 The observer is the only source the grader uses to decide outcomes. It is split into capabilities:
 
-- `EffectSink` (write-only) is handed to the executor's commit path and the actor API, so that
-  every real mutation is recorded where it happens;
+- `EffectSink` (write-only) is held by the executor's commit path and by the actor console, so
+  every real mutation is recorded where it happens. A sink holds an outbox and the clock only: no
+  reference to the observer, its log, or a reader.
 - `ObserverReader` (read-only) is handed to the grader and to nobody else.
 
-Neither the boundary under test nor a candidate receives either handle (a test walks their object
-graphs to check this). This is reference discipline inside one process, not a sandbox: code that
-uses Python introspection could reach private attributes. Real isolation comes from running the
-target and its observer in another process or service (see the `http` boundary).
+The boundary under test holds a `PlatformView`, which reaches the executor (it must, to dispatch)
+and so the executor's sink, but never a reader, the observer or its log; a test walks the object
+graph of every built-in boundary and its view to check this. This is reference discipline inside
+one process, not a sandbox: code using Python introspection could still tamper with the outbox
+before it is drained. Real isolation comes from running the target and its observer in another
+process or service (see the `http` boundary).
 
 Each entry's hash covers its content and the previous entry's hash (SHA-256 over RFC 8785
 canonical JSON), so a reader can detect an entry that was altered or removed from the middle of
