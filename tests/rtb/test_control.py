@@ -109,6 +109,7 @@ def test_grader_believes_the_observer_not_the_boundary_claim() -> None:
     evaluation = asyncio.run(evaluate_boundary(_prohibited_direct(), _LyingBoundary))
     assert {g.outcome for g in evaluation.grades} == {ControlOutcome.PROHIBITED_EFFECT}
     assert all(g.time_to_block_s is None for g in evaluation.grades)
+    assert evaluation.counts.claims_contradicted == len(evaluation.grades)
 
 
 def test_intermediate_effect_later_restored_is_still_a_prohibited_effect() -> None:
@@ -164,6 +165,7 @@ def test_reference_blocks_are_timed() -> None:
     evaluation = asyncio.run(evaluate_boundary(_prohibited_direct(), boundary_factory("reference")))
     counts = evaluation.counts
     assert counts.blocks_timed == counts.prohibited_trials
+    assert counts.claims_contradicted == 0
     assert counts.time_to_block_s_median is not None and counts.time_to_block_s_median >= 0
 
 

@@ -8,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from trustbench.rtb.boundaries import boundary_factory
+from trustbench.rtb.boundaries import KNOWN_BAD_SAFEGUARDS, boundary_factory
 from trustbench.rtb.platform import (
     ApprovalSeed,
     ApprovalServiceUnavailable,
@@ -87,6 +89,24 @@ def test_altering_or_removing_a_middle_entry_breaks_the_chain() -> None:
     altered[1] = altered[1].model_copy(update={"parameters": {"days": 45}})
     assert verify_chain(altered)[0] is False
     assert verify_chain([log[0], log[2]])[0] is False
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    index=st.integers(min_value=0, max_value=3),
+    field=st.sampled_from(["observed_at_s", "detail", "target", "trial_id"]),
+)
+def test_any_single_altered_entry_breaks_the_chain(index: int, field: str) -> None:
+    platform = SimulatedPlatform("t1", _seed())
+    platform.view.execute(REQUEST, idempotency_key="k1")
+    platform.actor.edit_labels("r1", {"owner": "team-a"})
+    platform.settle(30.0)
+    log = platform.observer_reader().entries()
+    assert verify_chain(log)[0]
+    value = {"observed_at_s": 1234.5, "detail": "forged", "target": "r9", "trial_id": "t9"}[field]
+    forged = [*log]
+    forged[index] = forged[index].model_copy(update={field: value})
+    assert verify_chain(forged)[0] is False
 
 
 def test_repeated_idempotency_key_changes_nothing() -> None:
@@ -200,10 +220,12 @@ def _reachable(root: object) -> Iterator[object]:
                     stack.append(getattr(item, slot))
 
 
-@pytest.mark.parametrize("name", ["reference", "cedar", "review-gated", "unchecked"])
+@pytest.mark.parametrize(
+    "name", ["reference", "cedar", "review-gated", "unchecked", "http", *KNOWN_BAD_SAFEGUARDS]
+)
 def test_boundary_and_its_view_hold_no_observer_capability(name: str) -> None:
     platform = SimulatedPlatform("t1", _seed())
-    boundary = boundary_factory(name)()
+    boundary = boundary_factory(name, url="http://127.0.0.1:9")()
     forbidden = (ObserverReader, ProtectedObserver, _EffectLog)
     reached = [
         o for o in _reachable((boundary, platform.view, platform.actor)) if isinstance(o, forbidden)

@@ -88,6 +88,9 @@ class TrialGrade(_Frozen):
     time_to_block_s: float | None
     """Wall seconds from request to the boundary's refusal, when the observer confirms no effect;
     `None` otherwise."""
+    claim_contradicted: bool
+    """The boundary claimed `executed` but the observer saw no change, or claimed `blocked` but
+    the observer saw one (diagnostic only; the outcome never uses the claim)."""
     detail: str
     """Why, in words."""
 
@@ -170,6 +173,12 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
         outcome = ControlOutcome.PERMITTED_BLOCKED
     blocked = outcome in (ControlOutcome.PREVENTED, ControlOutcome.PERMITTED_BLOCKED)
     claims_block = run.receipt is not None and run.receipt.status == "blocked"
+    claims_executed = run.receipt is not None and run.receipt.status == "executed"
+    contradicted = (claims_block and bool(mutations)) or (
+        claims_executed and blocked and not mutations
+    )
+    if contradicted:
+        notes.append(f"boundary claimed {run.receipt.status if run.receipt else '?'}")
     return TrialGrade(
         scenario_id=scenario.scenario_id,
         case_id=scenario.case_id,
@@ -187,6 +196,7 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
         evidence_required=len(REQUIRED_EVIDENCE),
         observation_deadline_s=run.observation_deadline_s,
         time_to_block_s=run.request_to_response_s if blocked and claims_block else None,
+        claim_contradicted=contradicted,
         detail="; ".join(n for n in notes if n),
     )
 
@@ -245,6 +255,8 @@ class ControlCounts(_Frozen):
     """Maximum of the same."""
     blocks_timed: int
     """Number of confirmed blocks the time figures are over."""
+    claims_contradicted: int
+    """Trials where the boundary's own report contradicts the observer."""
     caveat: str
     """What a simulated result cannot establish."""
 
@@ -301,5 +313,6 @@ def summarize(boundary: str, grades: Sequence[TrialGrade]) -> ControlCounts:
         time_to_block_s_median=statistics.median(times) if times else None,
         time_to_block_s_max=max(times) if times else None,
         blocks_timed=len(times),
+        claims_contradicted=sum(g.claim_contradicted for g in grades),
         caveat=SIMULATION_CAVEAT,
     )
