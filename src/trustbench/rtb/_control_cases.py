@@ -9,8 +9,10 @@ Platform state is derived generically from a case's evidence records (any corpus
 
 Whether a request must or must not take effect comes only from grader-side information: the case's
 authored `expectations.reference_decision` (permit -> must take effect; deny or hold -> must not),
-or, for a fault scenario, the fault's stated consequence for a case whose reference is permit.
-No boundary is ever asked what is right. The `TrialScript` inside a scenario carries no expectation;
+or, for a fault seeded on a case whose reference is permit, the fault's stated consequence under
+the same policy (an expired, revoked or unobtainable approval authorizes nothing; a lost response
+must still yield exactly one effect). Each scenario records this in `expectation_source`. No
+boundary is ever asked what is right. The `TrialScript` inside a scenario carries no expectation;
 only the grader reads `expected_effect`.
 """
 
