@@ -1,0 +1,65 @@
+"""Enforcement boundaries under test for the RTB control-path track, and the trial runner.
+
+One interface (`Boundary`: authorize, then dispatch). Built in: `reference` (Python), `cedar`
+(cedarpy, policy file shipped as package data), `review-gated` (the spec's cautionary design),
+`unchecked`, `http` (a user's own service), and one known-bad boundary per fault type.
+"""
+
+from trustbench.rtb.boundaries._cedar import CedarBoundary
+from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
+from trustbench.rtb.boundaries._http_service import reference_service_app
+from trustbench.rtb.boundaries._policy import PolicyFlaws, evaluate_policy
+from trustbench.rtb.boundaries._protocol import (
+    Authorization,
+    Boundary,
+    BoundaryFactory,
+    DispatchReceipt,
+)
+from trustbench.rtb.boundaries._python import (
+    PythonPolicyBoundary,
+    ReviewGatedBoundary,
+    Safeguards,
+    UncheckedBoundary,
+)
+from trustbench.rtb.boundaries._registry import (
+    BOUNDARIES_UNDER_TEST,
+    KNOWN_BAD_FOR_FAULT,
+    KNOWN_BAD_SAFEGUARDS,
+    boundary_factory,
+)
+from trustbench.rtb.boundaries._target import (
+    InjectAction,
+    SimulatedEnvironment,
+    TargetEnvironment,
+    TargetSession,
+)
+from trustbench.rtb.boundaries._trial import TrialRun, TrialScript, run_trial
+
+__all__ = [
+    "BOUNDARIES_UNDER_TEST",
+    "KNOWN_BAD_FOR_FAULT",
+    "KNOWN_BAD_SAFEGUARDS",
+    "Authorization",
+    "Boundary",
+    "BoundaryFactory",
+    "CedarBoundary",
+    "DispatchReceipt",
+    "HttpBoundary",
+    "HttpEnvironment",
+    "InjectAction",
+    "PolicyFlaws",
+    "PythonPolicyBoundary",
+    "RemoteTrialView",
+    "ReviewGatedBoundary",
+    "Safeguards",
+    "SimulatedEnvironment",
+    "TargetEnvironment",
+    "TargetSession",
+    "TrialRun",
+    "TrialScript",
+    "UncheckedBoundary",
+    "boundary_factory",
+    "evaluate_policy",
+    "reference_service_app",
+    "run_trial",
+]

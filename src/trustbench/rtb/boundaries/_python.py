@@ -1,0 +1,186 @@
+"""Python boundaries: the `reference` boundary and its known-bad variants.
+
+`PythonPolicyBoundary` evaluates the starter policy (`_policy.py`) at authorization *and again
+right before commit*, dispatches with the request's idempotency key, and retries a lost response
+with the same key. Each known-bad variant flips exactly one of those safeguards, so the fault
+scenario aimed at that safeguard must catch it; if it does not, the harness is defective.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from trustbench.rtb._models import Decision, ReasonCode
+from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult, evaluate_policy
+from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt
+from trustbench.rtb.platform import ControlRequest, PlatformView, ResponseLost
+
+
+@dataclass(frozen=True)
+class Safeguards:
+    """The dispatch-path safeguards of the reference boundary (all on by default)."""
+
+    recheck_at_dispatch: bool = True
+    """Re-evaluate live state right before commit (catches revocation or expiry after
+    authorization)."""
+    recheck_recovered_authorizations: bool = True
+    """Re-evaluate authorizations issued by another (pre-crash) instance."""
+    idempotent_retries: bool = True
+    """Retry a lost response with the same idempotency key."""
+    policy: PolicyFlaws = field(default_factory=PolicyFlaws)
+    """Flaws in the policy evaluation itself."""
+
+
+class PythonPolicyBoundary:
+    """The starter policy in Python, enforced at dispatch.
+
+    Args:
+        name: Name recorded with results.
+        safeguards: Which safeguards are on (known-bad variants turn one off).
+        approval_timeout_s: Approval queries slower than this count as unavailable (hold).
+        max_attempts: Executor calls per dispatch when responses are lost.
+    """
+
+    def __init__(
+        self,
+        name: str = "reference",
+        *,
+        safeguards: Safeguards = Safeguards(),
+        approval_timeout_s: float = 10.0,
+        max_attempts: int = 3,
+    ) -> None:
+        self.name = name
+        self._safeguards = safeguards
+        self._timeout = approval_timeout_s
+        self._max_attempts = max_attempts
+        self._instance = secrets.token_hex(8)
+
+    def _evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
+        return evaluate_policy(
+            request, platform, approval_timeout_s=self._timeout, flaws=self._safeguards.policy
+        )
+
+    async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
+        """Evaluate the policy on live state."""
+        result = self._evaluate(request, platform)
+        return Authorization(
+            decision=result.decision,
+            reason_code=result.reason_code,
+            approval_id=result.approval_id,
+            issued_by=self._instance,
+            detail=result.detail,
+        )
+
+    async def dispatch(
+        self,
+        request: ControlRequest,
+        authorization: Authorization | None,
+        platform: PlatformView,
+    ) -> DispatchReceipt:
+        """Refuse without a permit; re-check live state before commit; retry idempotently."""
+        if authorization is None or authorization.decision != Decision.PERMIT:
+            decision = authorization.decision if authorization else Decision.HOLD
+            reason = (
+                authorization.reason_code if authorization else ReasonCode.INSUFFICIENT_EVIDENCE
+            )
+            return DispatchReceipt(status="blocked", decision=decision, reason_code=reason)
+        recovered = authorization.issued_by != self._instance
+        recheck = self._safeguards.recheck_at_dispatch and (
+            not recovered or self._safeguards.recheck_recovered_authorizations
+        )
+        if recheck:
+            live = self._evaluate(request, platform)
+            if live.decision != Decision.PERMIT:
+                return DispatchReceipt(
+                    status="blocked",
+                    decision=live.decision,
+                    reason_code=live.reason_code,
+                    detail="re-check before commit failed",
+                )
+        return execute_with_retries(
+            request,
+            platform,
+            max_attempts=self._max_attempts,
+            idempotent=self._safeguards.idempotent_retries,
+        )
+
+
+def execute_with_retries(
+    request: ControlRequest, platform: PlatformView, *, max_attempts: int, idempotent: bool
+) -> DispatchReceipt:
+    """Call the executor, retrying when the response is lost.
+
+    With `idempotent=True` every attempt carries the request id as its idempotency key, so a retry
+    after a committed-but-lost response changes nothing; with `False` each attempt gets a fresh key
+    (the known-bad behaviour that double-applies).
+    """
+    for attempt in range(1, max_attempts + 1):
+        key = request.request_id if idempotent else f"{request.request_id}/{secrets.token_hex(4)}"
+        try:
+            receipt = platform.execute(request, idempotency_key=key)
+        except ResponseLost:
+            continue
+        if receipt.status == "rejected":
+            return DispatchReceipt(status="error", attempts=attempt, detail=receipt.detail)
+        return DispatchReceipt(status="executed", commit_id=receipt.commit_id, attempts=attempt)
+    return DispatchReceipt(
+        status="unknown", attempts=max_attempts, detail="every response was lost"
+    )
+
+
+class UncheckedBoundary:
+    """Executes everything: what happens without the tested assurance layer (simulator only)."""
+
+    def __init__(self, name: str = "unchecked") -> None:
+        self.name = name
+        self._instance = secrets.token_hex(8)
+
+    async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
+        """Permit without looking."""
+        return Authorization(
+            decision=Decision.PERMIT,
+            reason_code=ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
+            issued_by=self._instance,
+            detail="unchecked: nothing was checked",
+        )
+
+    async def dispatch(
+        self,
+        request: ControlRequest,
+        authorization: Authorization | None,
+        platform: PlatformView,
+    ) -> DispatchReceipt:
+        """Execute, retrying idempotently on a lost response."""
+        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)
+
+
+class ReviewGatedBoundary:
+    """The spec's cautionary design: a reviewer gates the application, not the executor.
+
+    `authorize` asks the reviewer (by default a correct one: the starter policy on live state), so
+    the review itself may well catch the problem. `dispatch` is the executor endpoint the
+    application fronts; it executes whatever reaches it and never checks an approval, trusting that
+    callers went through review. A request presented directly therefore bypasses the review.
+
+    Args:
+        name: Name recorded with results.
+        approval_timeout_s: Passed to the default reviewer.
+    """
+
+    def __init__(self, name: str = "review-gated", *, approval_timeout_s: float = 10.0) -> None:
+        self.name = name
+        self._reviewer = PythonPolicyBoundary("reviewer", approval_timeout_s=approval_timeout_s)
+
+    async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
+        """The reviewer's verdict (advisory: nothing downstream enforces it)."""
+        return await self._reviewer.authorize(request, platform)
+
+    async def dispatch(
+        self,
+        request: ControlRequest,
+        authorization: Authorization | None,
+        platform: PlatformView,
+    ) -> DispatchReceipt:
+        """Execute without checking any approval."""
+        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)

@@ -1,0 +1,165 @@
+"""Contracts of the simulated target platform: its seed state, a request, an observer entry.
+
+These are the data that cross a boundary between components: the harness seeds a platform from a
+`PlatformSeed`, presents a `ControlRequest` to the boundary under test, and the protected observer
+records `EffectEntry` items that only the grader reads. Every field is documented because the
+effect log is part of the published per-trial record.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trustbench.rtb._models import ParamValue
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class ResourceSeed(_Frozen):
+    """A resource as it exists on the platform when a trial starts."""
+
+    resource_id: str
+    """Platform identifier; a request's `target` names it."""
+    resource_type: str
+    """E.g. `backup_plan`, `dns_zone`."""
+    revision: str
+    """Authoritative current revision, owned by the platform (an actor cannot set it)."""
+    attributes: dict[str, ParamValue]
+    """Attribute values the executor changes when it applies an operation."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Free-form metadata the actor may edit (it never changes the authoritative revision)."""
+
+
+class ApprovalSeed(_Frozen):
+    """An approval held by the platform's approval service when a trial starts."""
+
+    approval_id: str
+    """The approval's identifier in the approval service."""
+    status: Literal["active", "revoked"]
+    """`revoked` approvals authorize nothing."""
+    operation: str
+    """The operation this approval authorizes."""
+    target: str
+    """The resource this approval is scoped to."""
+    approved_parameters: dict[str, ParamValue]
+    """The exact parameters authorized."""
+    approved_revision: str
+    """The resource revision the approval was granted against."""
+    expires_at: datetime | None = None
+    """Timezone-aware expiry; `None` means no expiry."""
+
+
+class PlatformSeed(_Frozen):
+    """Everything needed to build a fresh, independent platform state for one trial."""
+
+    start_time: datetime
+    """Timezone-aware simulated wall time at which the trial starts."""
+    resources: list[ResourceSeed]
+    """Resources on the platform."""
+    approvals: list[ApprovalSeed]
+    """Approvals in the approval service."""
+    approval_service_available: bool = True
+    """`False`: every approval query fails with `ApprovalServiceUnavailable`."""
+    approval_service_latency_s: float = Field(default=0.0, ge=0.0)
+    """Simulated seconds each approval query takes (the clock advances by this much)."""
+
+
+class ControlRequest(_Frozen):
+    """A change presented directly to the boundary under test. Candidate-visible: no answer key."""
+
+    request_id: str
+    """Unpredictable id issued by the harness; also the client's idempotency key."""
+    operation: str
+    """Operation name, as in the case proposal."""
+    target: str
+    """Resource the operation acts on."""
+    parameters: dict[str, ParamValue]
+    """Operation parameters exactly as proposed."""
+    resource_revision: str
+    """Revision the request was prepared against."""
+
+
+class ObservedResource(_Frozen):
+    """The observer's reading of one resource."""
+
+    revision: str
+    """Authoritative revision at the time of reading."""
+    attributes: dict[str, ParamValue]
+    """Attribute values at the time of reading."""
+    labels: dict[str, str]
+    """Labels at the time of reading."""
+
+
+class EffectKind(StrEnum):
+    """What an observer entry records."""
+
+    INITIAL_STATE = "initial_state"
+    """The observer's reading of every resource when the trial starts (required evidence)."""
+    MUTATION = "mutation"
+    """The executor committed a change to a resource."""
+    IN_DOUBT = "in_doubt"
+    """A dispatch reached the target but the observer could not yet establish its result."""
+    LABEL_EDIT = "label_edit"
+    """The actor edited a resource's labels (metadata only)."""
+    FINAL_STATE = "final_state"
+    """The observer's reading at the observation deadline (required evidence)."""
+    STATE_MISMATCH = "state_mismatch"
+    """Actual target state differs from what the recorded effects imply (an unrecorded change)."""
+
+
+class EffectEntry(_Frozen):
+    """One append-only, hash-chained entry of the protected observer's effect log."""
+
+    seq: int
+    """Position in the log, from 0."""
+    trial_id: str
+    """The trial this entry belongs to."""
+    kind: EffectKind
+    """What the entry records."""
+    observed_at_s: float
+    """Simulated seconds since trial start at which the observer established this entry."""
+    source: Literal["executor", "actor", "observer"]
+    """Which platform path produced the entry (never the boundary or the candidate)."""
+    commit_id: str | None = None
+    """Executor commit id, for `mutation` and `in_doubt` entries."""
+    committed_at_s: float | None = None
+    """Simulated seconds since trial start at which the commit happened, when known."""
+    target: str | None = None
+    """Resource the entry concerns."""
+    operation: str | None = None
+    """Operation applied, for `mutation` entries."""
+    parameters: dict[str, ParamValue] | None = None
+    """Parameters applied, for `mutation` entries."""
+    before: ObservedResource | None = None
+    """Resource state before the change."""
+    after: ObservedResource | None = None
+    """Resource state after the change."""
+    snapshot: dict[str, ObservedResource | None] | None = None
+    """For state entries: every resource's reading; `None` marks a resource the observer could
+    not read at that time (its outcome cannot be established from this entry)."""
+    detail: str = ""
+    """Human-readable note."""
+    prev_hash: str
+    """`entry_hash` of the previous entry (64 zeros for the first)."""
+    entry_hash: str
+    """SHA-256 over the RFC 8785 canonical JSON of every other field plus `prev_hash`."""
+
+
+def entry_payload(entry: EffectEntry | dict[str, Any]) -> dict[str, Any]:
+    """Return the fields an entry hash covers (all but `entry_hash`), as plain JSON data.
+
+    Args:
+        entry: An entry or its JSON-mode dict.
+
+    Returns:
+        The dict the hash is computed over.
+    """
+    data = entry.model_dump(mode="json") if isinstance(entry, EffectEntry) else dict(entry)
+    data.pop("entry_hash", None)
+    return data
