@@ -55,8 +55,9 @@ class ValidationReport(BaseModel):
 
     root: Path
     """The corpus folder that was validated."""
-    builtin: bool
-    """Whether the starter-only checks (10 x 6 grid, 20/20/20 split, shared policy) ran."""
+    starter: bool
+    """Whether the starter-only checks (10 x 6 grid, 20/20/20 split, shared policy) ran: for
+    the built-in corpus and for copies whose manifest declares itself the starter."""
     version: str | None
     """Corpus version from `MANIFEST.json`; None when the manifest could not be read."""
     cases: list[Case]
@@ -134,8 +135,9 @@ def validate_corpus(
 
     Args:
         path: Corpus folder; None for the built-in v0.1 starter.
-        starter: Run the starter-only checks (grid, split, shared policy). Default: only for the
-            built-in corpus, since a user corpus may have any size and any groups.
+        starter: Run the starter-only checks (grid, split, shared policy). Default: for the
+            built-in corpus and any copy whose manifest declares `starter`; a user corpus may
+            have any size and any groups.
         check_manifest: Compare files and counts against `MANIFEST.json` (off only while the
             manifest is being rewritten).
 
@@ -146,8 +148,10 @@ def validate_corpus(
         InputError: The folder does not exist.
     """
     root, is_builtin = _resolve_root(path)
-    run_starter = is_builtin if starter is None else starter
     problems: list[Problem] = []
+    manifest = _read_manifest(root, problems)
+    declared = manifest is not None and manifest.starter
+    run_starter = (is_builtin or declared) if starter is None else starter
     case_files = _load_cases(root, problems)
     _check_schemas(root, problems)
     prompt = _read_prompt(root, problems)
@@ -155,7 +159,6 @@ def validate_corpus(
     if run_starter:
         problems += check_starter(case_files, prompt)
     cases = [case for _, case in case_files]
-    manifest = _read_manifest(root, problems)
     if manifest is not None and run_starter and manifest.version != BUILTIN_VERSION:
         problems.append(
             Problem(
@@ -181,7 +184,7 @@ def validate_corpus(
     manifest_path = root / MANIFEST_NAME
     return ValidationReport(
         root=root,
-        builtin=run_starter,
+        starter=run_starter,
         version=manifest.version if manifest else None,
         cases=cases,
         problems=problems,
@@ -252,9 +255,11 @@ def write_manifest(path: Path | None = None, version: str | None = None) -> Corp
     chosen = version or report.version
     if not chosen:
         raise InputError(f"{report.root / MANIFEST_NAME}: no corpus version; pass --version")
-    if report.builtin and chosen != BUILTIN_VERSION:
+    if report.starter and chosen != BUILTIN_VERSION:
         raise InputError(f"the built-in corpus is version {BUILTIN_VERSION}, not {chosen!r}")
-    manifest = build_manifest(report.root, chosen, report.cases)
+    previous = _read_manifest(report.root, [])
+    starter = report.starter or (previous is not None and previous.starter)
+    manifest = build_manifest(report.root, chosen, report.cases, starter=starter)
     (report.root / MANIFEST_NAME).write_text(manifest_text(manifest), encoding="utf-8")
     return manifest
 

@@ -50,6 +50,9 @@ class CorpusManifest(BaseModel):
     """Identifies the folder as an RTB corpus."""
     version: str
     """Corpus version, e.g. `0.1` for the built-in starter."""
+    starter: bool = False
+    """True for the v0.1 starter and its copies: the validator then also enforces the 10 x 6
+    grid, the 20/20/20 split and the shared policy wording. User corpora leave it false."""
     hash_algorithm: Literal["sha256"] = "sha256"
     """Digest used for `files` (hex-encoded)."""
     files: dict[str, str]
@@ -94,9 +97,13 @@ def count_cases(cases: Iterable[Case]) -> CorpusCounts:
     )
 
 
-def build_manifest(root: Path, version: str, cases: Iterable[Case]) -> CorpusManifest:
+def build_manifest(
+    root: Path, version: str, cases: Iterable[Case], *, starter: bool = False
+) -> CorpusManifest:
     """Build the manifest for the corpus at `root` as it is on disk now."""
-    return CorpusManifest(version=version, files=hash_corpus_files(root), counts=count_cases(cases))
+    return CorpusManifest(
+        version=version, starter=starter, files=hash_corpus_files(root), counts=count_cases(cases)
+    )
 
 
 def manifest_text(manifest: CorpusManifest) -> str:

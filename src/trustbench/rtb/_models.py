@@ -228,7 +228,12 @@ class AuthoringMetadata(_Strict):
 class Case(_Strict):
     """One complete authoring case: candidate-visible parts plus the grader-only answer key."""
 
-    case_id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    case_id: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9_.-]*$",
+        # Python's `re` (used by jsonschema) lets `$` match before a trailing newline; pydantic's
+        # regex engine does not. Forbidding newlines in the schema keeps the two in agreement.
+        json_schema_extra={"not": {"pattern": "\n"}},
+    )
     """Stable identifier, unique in the corpus. Never shown to candidates (it names the variant)."""
     group: str
     """Domain group (a `DomainGroup` value in the built-in corpus)."""

@@ -70,7 +70,7 @@ def validate(
     report = validate_corpus(corpus)
     console.print(summary_table(report))
     if report.ok:
-        checks = "schema, manifest, structure" + (", starter grid" if report.builtin else "")
+        checks = "schema, manifest, structure" + (", starter grid" if report.starter else "")
         console.print(f"valid: {report.root} ({len(report.cases)} cases; checked {checks})")
         return
     err = Console(stderr=True)
