@@ -6,10 +6,14 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
 
 from trustbench.rtb import (
     VARIANT_REFERENCE,
     ApprovalRecord,
+    Case,
     Decision,
     DomainGroup,
     PolicyRecord,
@@ -24,9 +28,10 @@ from trustbench.rtb import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 
-def _records(case, kind):
+def _records(case: Case, kind: type[T]) -> list[T]:
     return [r for r in case.evidence if isinstance(r, kind)]
 
 
@@ -174,7 +179,9 @@ def test_reference_status_is_authored_and_pending_independent_review() -> None:
         assert status.reviewers == []
 
 
-def test_authoring_script_reproduces_the_committed_cases_byte_for_byte(monkeypatch) -> None:
+def test_authoring_script_reproduces_the_committed_cases_byte_for_byte(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     spec = importlib.util.spec_from_file_location(
         "author_rtb_corpus_v0_1", REPO / "tools" / "author_rtb_corpus_v0_1.py"
     )

@@ -103,7 +103,7 @@ _json = st.recursive(
 )
 
 
-def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     found = [prefix]
     if isinstance(node, dict):
         for key, child in node.items():
@@ -152,7 +152,7 @@ BASES = _bases()
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_schema_and_model_accept_and_reject_the_same_mutated_documents(data) -> None:
+def test_schema_and_model_accept_and_reject_the_same_mutated_documents(data: st.DataObject) -> None:
     name, base = data.draw(st.sampled_from(BASES))
     document = _mutate(base, data)
     model: type[BaseModel] = SCHEMAS[name]

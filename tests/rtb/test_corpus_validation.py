@@ -3,7 +3,9 @@
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -41,7 +43,7 @@ def copy(tmp_path: Path) -> Path:
     return target
 
 
-def edit_json(path: Path, change) -> None:
+def edit_json(path: Path, change: Callable[[Any], object]) -> None:
     document = json.loads(path.read_text())
     change(document)
     path.write_text(json.dumps(document, indent=2) + "\n")
@@ -75,11 +77,20 @@ def test_case_file_that_is_not_json_fails_with_file_and_position(copy: Path) -> 
 
 
 def test_schema_violation_fails_with_its_json_pointer(copy: Path) -> None:
-    def approve_status(document):
+    def approve_status(document: dict[str, Any]) -> None:
         document["evidence"][1]["status"] = "approved"
 
     edit_json(copy / RETENTION, approve_status)
     assert_fails_naming(copy, f"{RETENTION}: /evidence/1/status: schema: 'approved' is not one of")
+
+
+def test_unknown_evidence_kind_names_the_allowed_kinds(copy: Path) -> None:
+    edit_json(copy / RETENTION, lambda d: d["evidence"][2].update(kind="resource"))
+    assert_fails_naming(
+        copy,
+        f"{RETENTION}: /evidence/2: schema: evidence record `kind` must be one of 'approval', "
+        "'policy', 'resource_state', 'service_notice'",
+    )
 
 
 def test_missing_required_field_fails_with_the_parent_pointer(copy: Path) -> None:
@@ -129,7 +140,7 @@ def test_duplicate_json_key_is_rejected_rather_than_silently_resolved(copy: Path
 
 
 def test_reference_decision_contradicting_the_variant_is_reported(copy: Path) -> None:
-    def relabel(document):
+    def relabel(document: dict[str, Any]) -> None:
         document["expectations"]["reference_decision"] = "permit"
         document["expectations"]["acceptable_reason_codes"] = ["proposal_matches_active_approval"]
 

@@ -211,7 +211,8 @@ def load_corpus(path: Path | None = None) -> Corpus:
     report = validate_corpus(path)
     if not report.ok:
         raise CheckFailed(failure_summary(report))
-    assert report.version and report.review_prompt is not None and report.manifest_sha256
+    if not (report.version and report.review_prompt is not None and report.manifest_sha256):
+        raise CheckFailed(f"{report.root}: corpus validated but its manifest or prompt is missing")
     return Corpus(
         version=report.version,
         root=report.root,
@@ -341,6 +342,15 @@ def _specific(error: SchemaError) -> list[SchemaError]:
     ]
     if len(meant) == 1:
         return [leaf for sub in meant[0] for leaf in _specific(sub)]
+    kinds = sorted(
+        {
+            str(s.validator_value)
+            for s in error.context
+            if s.validator == "const" and list(s.relative_path) == ["kind"]
+        }
+    )
+    if kinds and not meant:
+        error.message = f"evidence record `kind` must be one of {', '.join(map(repr, kinds))}"
     return [error]
 
 
