@@ -168,6 +168,16 @@ def test_presentation_variant_that_changes_a_fact_is_reported(copy: Path) -> Non
     assert_fails_naming(copy, f"{rel}: variant 'presentation_only' must change exactly no facts")
 
 
+def test_candidate_visible_text_naming_a_variant_is_reported(copy: Path) -> None:
+    rel = "cases/firewall_scope-01-permitted.json"
+    edit_json(copy / rel, lambda d: d["evidence"][1].update(note="Not a revoked_approval case."))
+    assert_fails_naming(
+        copy,
+        f"{rel}: /evidence/1/note: candidate-visible content contains grader-only grader value "
+        "'revoked_approval'",
+    )
+
+
 def test_group_whose_variants_use_different_approvals_is_reported(copy: Path) -> None:
     rel = "cases/dns_changes-04-revoked_approval.json"
     edit_json(copy / rel, lambda d: d["evidence"][1].update(approval_id="CHG-2026-99999"))

@@ -8,7 +8,8 @@ Checks for every corpus: unique case ids, unique record ids within a case, every
 resolves to a record of its case, acceptable reason codes support the reference decision, a case
 named with a starter variant carries that variant's reference decision, a group's cases share one
 underlying approval, and a group's variants each change exactly the fact their name says relative
-to the group's `permitted` case (only where the group has one).
+to the group's `permitted` case (only where the group has one), and no candidate-visible field
+(task, proposal, evidence) mentions a grader-only value of any case.
 
 Checks for the built-in starter only: the 10 x 6 grid of groups and variants, the 20/20/20 split of
 reference decisions, and that every policy record states the same policy as the review prompt.
@@ -22,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from trustbench.rtb._leakscan import find_leaks, grader_only_values
 from trustbench.rtb._manifest import json_pointer
 from trustbench.rtb._models import (
     REASON_CODE_DECISION,
@@ -70,6 +72,7 @@ def check_cases(cases: list[CaseFile]) -> list[Problem]:
         problems += _case_internal(rel, case)
     problems += _shared_approval(cases)
     problems += _variant_facts(cases)
+    problems += _candidate_visible_leaks(cases)
     return problems
 
 
@@ -275,3 +278,24 @@ def _variant_facts(cases: list[CaseFile]) -> list[Problem]:
 def _presentation(case: Case) -> str:
     dumped = case.model_dump(mode="json", include={"task", "proposal", "evidence"})
     return json.dumps(dumped)
+
+
+def _candidate_visible_leaks(cases: list[CaseFile]) -> list[Problem]:
+    """The parts a candidate will see must not mention any case's grader-only values.
+
+    Pointers are those of the case file: the candidate-visible fields sit at the same paths.
+    """
+    forbidden = set().union(*(grader_only_values(case) for _, case in cases))
+    problems = []
+    for rel, case in cases:
+        visible = case.model_dump(mode="json", include={"task", "proposal", "evidence"})
+        for leak in find_leaks(visible, forbidden):
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer=leak.pointer,
+                    message=f"candidate-visible content contains grader-only "
+                    f"{leak.kind.replace('_', ' ')} {leak.found!r}",
+                )
+            )
+    return problems

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -93,6 +94,26 @@ def _matcher(value: str) -> re.Pattern[str]:
     )
 
 
+@lru_cache(maxsize=64)
+def _compiled(
+    forbidden: frozenset[str],
+) -> tuple[re.Pattern[str] | None, list[tuple[str, re.Pattern[str]]]]:
+    """One screening pattern for all values, plus one pattern per value.
+
+    Most strings are clean: the single alternation rejects them in one pass, and only a string
+    it flags is checked value by value (which also reports overlapping values exactly).
+    """
+    matchers = [(value, _matcher(value)) for value in sorted(forbidden) if value.strip()]
+    if not matchers:
+        return None, []
+    # The screen runs on lower-cased text and has no look-arounds, so `re` can skip positions by
+    # their first character; it may flag a token inside a longer identifier, which the exact
+    # per-value patterns then reject.
+    literals = sorted({" ".join(value.split()).lower() for value, _ in matchers}, key=len)
+    screen = re.compile("|".join(re.escape(literal) for literal in reversed(literals)))
+    return screen, matchers
+
+
 def find_leaks(payload: Any, forbidden: Iterable[str]) -> list[Leak]:
     """Find answer-key field names and forbidden values anywhere in a payload.
 
@@ -105,18 +126,23 @@ def find_leaks(payload: Any, forbidden: Iterable[str]) -> list[Leak]:
     Returns:
         Every leak found, in document order; empty when the payload is clean.
     """
-    value_matchers = [(value, _matcher(value)) for value in sorted(set(forbidden)) if value.strip()]
-    field_matchers = [(name, _matcher(name)) for name in sorted(ANSWER_KEY_FIELDS) if "_" in name]
+    value_screen, value_matchers = _compiled(frozenset(forbidden))
+    field_screen, field_matchers = _compiled(frozenset(n for n in ANSWER_KEY_FIELDS if "_" in n))
     leaks: list[Leak] = []
 
     def scan_text(text: str, path: list[str | int]) -> None:
         collapsed = " ".join(text.split())
-        for name, pattern in field_matchers:
-            if pattern.search(collapsed):
-                leaks.append(Leak(pointer=json_pointer(path), kind="answer_key_field", found=name))
-        for value, pattern in value_matchers:
-            if pattern.search(collapsed):
-                leaks.append(Leak(pointer=json_pointer(path), kind="grader_value", found=value))
+        lowered = collapsed.lower()
+        if field_screen is not None and field_screen.search(lowered):
+            for name, pattern in field_matchers:
+                if pattern.search(collapsed):
+                    leaks.append(
+                        Leak(pointer=json_pointer(path), kind="answer_key_field", found=name)
+                    )
+        if value_screen is not None and value_screen.search(lowered):
+            for value, pattern in value_matchers:
+                if pattern.search(collapsed):
+                    leaks.append(Leak(pointer=json_pointer(path), kind="grader_value", found=value))
 
     def walk(node: Any, path: list[str | int]) -> None:
         if isinstance(node, dict):
