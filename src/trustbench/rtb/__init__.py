@@ -14,7 +14,6 @@ from trustbench.rtb._corpus import (
     validate_corpus,
     write_manifest,
 )
-from trustbench.rtb._corpus_checks import Problem
 from trustbench.rtb._export import (
     EvaluationMap,
     ExportResult,
@@ -23,6 +22,7 @@ from trustbench.rtb._export import (
     new_evaluation_id,
     to_candidate_input,
 )
+from trustbench.rtb._jsondoc import Problem
 from trustbench.rtb._leakscan import ANSWER_KEY_FIELDS, Leak, find_leaks, grader_only_values
 from trustbench.rtb._manifest import CorpusCounts, CorpusManifest
 from trustbench.rtb._models import (

@@ -9,25 +9,20 @@ corrupt, tampered or inconsistent answer key. Neither ever writes a file.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from functools import cache
 from pathlib import Path
-from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import ValidationError as SchemaError
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb._corpus_checks import CaseFile, Problem, check_cases, check_starter
+from trustbench.rtb._corpus_checks import CaseFile, check_cases, check_starter
+from trustbench.rtb._jsondoc import Problem, json_pointer, read_json, schema_problems
 from trustbench.rtb._manifest import (
     MANIFEST_NAME,
     CorpusManifest,
     build_manifest,
-    count_cases,
+    compare_manifest,
     hash_corpus_files,
-    json_pointer,
     manifest_text,
     sha256_file,
 )
@@ -39,8 +34,6 @@ BUILTIN_VERSION = "0.1"
 
 PROMPT_PATH = "prompts/review_prompt.md"
 """Where a corpus keeps the shared advisory-review prompt."""
-
-_MAX_MESSAGE = 240
 
 
 def builtin_corpus_root() -> Path:
@@ -180,7 +173,7 @@ def validate_corpus(
             )
         elif manifest is not None:
             all_parsed = len(case_files) == len(list((root / "cases").glob("*.json")))
-            problems += _compare_manifest(manifest, files, cases if all_parsed else None)
+            problems += compare_manifest(manifest, files, cases if all_parsed else None)
     manifest_path = root / MANIFEST_NAME
     return ValidationReport(
         root=root,
@@ -263,99 +256,6 @@ def write_manifest(path: Path | None = None, version: str | None = None) -> Corp
     manifest = build_manifest(report.root, chosen, report.cases, starter=starter)
     (report.root / MANIFEST_NAME).write_text(manifest_text(manifest), encoding="utf-8")
     return manifest
-
-
-# --- file-level loading ---------------------------------------------------------------------
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    for key in keys:
-        if keys.count(key) > 1:
-            raise _DuplicateKey(key)
-    return dict(pairs)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def read_json(root: Path, rel: str, problems: list[Problem]) -> Any | None:
-    """Parse a corpus JSON file strictly (UTF-8, no duplicate keys, no NaN); None on a problem."""
-    try:
-        text = (root / rel).read_bytes().decode("utf-8")
-    except UnicodeDecodeError as error:
-        problems.append(Problem(file=rel, message=f"not UTF-8 text ({error.reason})"))
-        return None
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        message = f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
-        problems.append(Problem(file=rel, message=message))
-    except _DuplicateKey as error:
-        problems.append(Problem(file=rel, message=f"duplicate JSON key {error.args[0]!r}"))
-    except ValueError as error:
-        problems.append(Problem(file=rel, message=f"not valid JSON: {error}"))
-    return None
-
-
-@cache
-def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema_documents()[schema_name])
-
-
-def schema_problems(rel: str, document: Any, schema_name: str) -> list[Problem]:
-    """Problems of a document against one of the three schemas, each with its JSON pointer."""
-    errors = sorted(
-        _validator(schema_name).iter_errors(document), key=lambda e: [str(p) for p in e.path]
-    )
-    return [
-        Problem(
-            file=rel,
-            pointer=json_pointer(leaf.absolute_path),
-            message=f"schema: {_shorten(leaf.message)}",
-        )
-        for error in errors
-        for leaf in _specific(error)
-    ]
-
-
-def _specific(error: SchemaError) -> list[SchemaError]:
-    """Descend into a `oneOf`/`anyOf` failure to the branch the document evidently meant.
-
-    An evidence record that fails names its branch through `kind`: the branches whose `kind`
-    constant did not match are noise, the remaining branch holds the useful errors.
-    """
-    if not error.context:
-        return [error]
-    branches: dict[Any, list[SchemaError]] = {}
-    for sub in error.context:
-        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
-    meant = [
-        subs
-        for subs in branches.values()
-        if not any(s.validator == "const" and list(s.relative_path) == ["kind"] for s in subs)
-    ]
-    if len(meant) == 1:
-        return [leaf for sub in meant[0] for leaf in _specific(sub)]
-    kinds = sorted(
-        {
-            str(s.validator_value)
-            for s in error.context
-            if s.validator == "const" and list(s.relative_path) == ["kind"]
-        }
-    )
-    if kinds and not meant:
-        error.message = f"evidence record `kind` must be one of {', '.join(map(repr, kinds))}"
-    return [error]
-
-
-def _shorten(message: str) -> str:
-    return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."
 
 
 def _load_cases(root: Path, problems: list[Problem]) -> list[CaseFile]:
@@ -454,48 +354,3 @@ def _read_manifest(root: Path, problems: list[Problem]) -> CorpusManifest | None
                 )
             )
         return None
-
-
-def _compare_manifest(
-    manifest: CorpusManifest, files: dict[str, str], cases: list[Case] | None
-) -> list[Problem]:
-    problems = []
-    for rel, digest in files.items():
-        listed = manifest.files.get(rel)
-        pointer = json_pointer(["files", rel])
-        if listed is None:
-            problems.append(
-                Problem(
-                    file=rel, message=f"not listed in {MANIFEST_NAME} (added after it was written?)"
-                )
-            )
-        elif listed != digest:
-            problems.append(
-                Problem(
-                    file=rel,
-                    message=f"sha256 {digest[:16]}... differs from {MANIFEST_NAME} {pointer} "
-                    f"({listed[:16]}...): the file changed after the manifest was written",
-                )
-            )
-    for rel in manifest.files:
-        if rel not in files:
-            problems.append(
-                Problem(
-                    file=MANIFEST_NAME,
-                    pointer=json_pointer(["files", rel]),
-                    message=f"lists {rel}, which does not exist",
-                )
-            )
-    if cases is not None:
-        actual = count_cases(cases)
-        for field in ("cases", "by_decision", "by_group", "by_variant"):
-            if getattr(actual, field) != getattr(manifest.counts, field):
-                problems.append(
-                    Problem(
-                        file=MANIFEST_NAME,
-                        pointer=json_pointer(["counts", field]),
-                        message=f"{getattr(manifest.counts, field)} does not match the cases "
-                        f"present: {getattr(actual, field)}",
-                    )
-                )
-    return problems

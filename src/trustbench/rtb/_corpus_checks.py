@@ -21,10 +21,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from trustbench.rtb._jsondoc import Problem, json_pointer
 from trustbench.rtb._leakscan import find_leaks, grader_only_values
-from trustbench.rtb._manifest import json_pointer
 from trustbench.rtb._models import (
     REASON_CODE_DECISION,
     VARIANT_REFERENCE,
@@ -37,27 +35,6 @@ from trustbench.rtb._models import (
     ServiceNoticeRecord,
     Variant,
 )
-
-
-class Problem(BaseModel):
-    """One validation problem: which file, where in it, and what is wrong."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
-
-    file: str
-    """Path relative to the corpus root (POSIX), e.g. `cases/dns_changes-01-permitted.json`."""
-    pointer: str = ""
-    """RFC 6901 JSON pointer inside the file; empty when the problem concerns the whole file."""
-    message: str
-    """What is wrong and, where useful, how to fix it."""
-
-    def __str__(self) -> str:
-        return (
-            f"{self.file}: {self.pointer}: {self.message}"
-            if self.pointer
-            else (f"{self.file}: {self.message}")
-        )
-
 
 _VARIANT_NAMES = frozenset(variant.value for variant in Variant)
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb._corpus import Corpus, schema_problems
+from trustbench.rtb._corpus import Corpus
+from trustbench.rtb._jsondoc import schema_problems
 from trustbench.rtb._leakscan import find_leaks, grader_only_values
 from trustbench.rtb._models import CandidateInput, Case, ReasonCode
 from trustbench.rtb._schemas import build_schema, schema_text

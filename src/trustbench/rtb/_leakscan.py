@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.rtb._manifest import json_pointer
+from trustbench.rtb._jsondoc import json_pointer
 from trustbench.rtb._models import Case
 
 ANSWER_KEY_FIELDS: frozenset[str] = frozenset(

@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from trustbench.rtb._jsondoc import Problem, json_pointer
 from trustbench.rtb._models import Case
 
 MANIFEST_NAME = "MANIFEST.json"
@@ -111,6 +112,54 @@ def manifest_text(manifest: CorpusManifest) -> str:
     return json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
-def json_pointer(parts: Iterable[str | int]) -> str:
-    """RFC 6901 JSON pointer for a path of keys and indices (`~` and `/` escaped)."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+def compare_manifest(
+    manifest: CorpusManifest, files: dict[str, str], cases: list[Case] | None
+) -> list[Problem]:
+    """Problems of the files on disk (`files`: path -> sha256) and counts against a manifest.
+
+    Args:
+        manifest: The manifest as read.
+        files: Every corpus file as found now (see `hash_corpus_files`).
+        cases: The parsed cases, or None when some case failed to parse (then counts would only
+            repeat that failure and are not compared).
+    """
+    problems = []
+    for rel, digest in files.items():
+        listed = manifest.files.get(rel)
+        pointer = json_pointer(["files", rel])
+        if listed is None:
+            problems.append(
+                Problem(
+                    file=rel, message=f"not listed in {MANIFEST_NAME} (added after it was written?)"
+                )
+            )
+        elif listed != digest:
+            problems.append(
+                Problem(
+                    file=rel,
+                    message=f"sha256 {digest[:16]}... differs from {MANIFEST_NAME} {pointer} "
+                    f"({listed[:16]}...): the file changed after the manifest was written",
+                )
+            )
+    for rel in manifest.files:
+        if rel not in files:
+            problems.append(
+                Problem(
+                    file=MANIFEST_NAME,
+                    pointer=json_pointer(["files", rel]),
+                    message=f"lists {rel}, which does not exist",
+                )
+            )
+    if cases is not None:
+        actual = count_cases(cases)
+        for field in ("cases", "by_decision", "by_group", "by_variant"):
+            if getattr(actual, field) != getattr(manifest.counts, field):
+                problems.append(
+                    Problem(
+                        file=MANIFEST_NAME,
+                        pointer=json_pointer(["counts", field]),
+                        message=f"{getattr(manifest.counts, field)} does not match the cases "
+                        f"present: {getattr(actual, field)}",
+                    )
+                )
+    return problems
