@@ -149,8 +149,9 @@ def validate_corpus(
     _check_schemas(root, problems)
     prompt = _read_prompt(root, problems)
     problems += check_cases(case_files)
+    all_parsed = len(case_files) == len(list((root / "cases").glob("*.json")))
     if run_starter:
-        problems += check_starter(case_files, prompt)
+        problems += check_starter(case_files, prompt, complete=all_parsed)
     cases = [case for _, case in case_files]
     if manifest is not None and run_starter and manifest.version != BUILTIN_VERSION:
         problems.append(
@@ -172,7 +173,6 @@ def validate_corpus(
                 )
             )
         elif manifest is not None:
-            all_parsed = len(case_files) == len(list((root / "cases").glob("*.json")))
             problems += compare_manifest(manifest, files, cases if all_parsed else None)
     manifest_path = root / MANIFEST_NAME
     return ValidationReport(
