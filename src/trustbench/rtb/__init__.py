@@ -1,3 +1,84 @@
-"""RTB, the Recursive Trust Benchmark: reviewer, control-path and workflow tracks."""
+"""RTB, the Recursive Trust Benchmark: reviewer, control-path and workflow tracks.
 
-__all__: list[str] = []
+The corpus API: `load_corpus` / `validate_corpus` read a corpus folder (the built-in v0.1 starter
+by default), `export_candidate_inputs` prepares what reviewers see, and `find_leaks` with
+`grader_only_values` scans any candidate-visible payload for answer-key information.
+"""
+
+from trustbench.rtb._corpus import (
+    BUILTIN_VERSION,
+    Corpus,
+    ValidationReport,
+    builtin_corpus_root,
+    load_corpus,
+    validate_corpus,
+    write_manifest,
+)
+from trustbench.rtb._export import (
+    EvaluationMap,
+    ExportResult,
+    export_candidate_inputs,
+    load_evaluation_map,
+    new_evaluation_id,
+    to_candidate_input,
+)
+from trustbench.rtb._jsondoc import Problem
+from trustbench.rtb._leakscan import ANSWER_KEY_FIELDS, Leak, find_leaks, grader_only_values
+from trustbench.rtb._manifest import CorpusCounts, CorpusManifest
+from trustbench.rtb._models import (
+    REASON_CODE_DECISION,
+    VARIANT_REFERENCE,
+    ApprovalRecord,
+    CandidateInput,
+    Case,
+    Decision,
+    DomainGroup,
+    Expectations,
+    PolicyRecord,
+    Proposal,
+    ReasonCode,
+    ResourceStateRecord,
+    ReviewerResponse,
+    ServiceNoticeRecord,
+    Variant,
+)
+from trustbench.rtb._schemas import schema_documents
+
+__all__ = [
+    "ANSWER_KEY_FIELDS",
+    "BUILTIN_VERSION",
+    "REASON_CODE_DECISION",
+    "VARIANT_REFERENCE",
+    "ApprovalRecord",
+    "CandidateInput",
+    "Case",
+    "Corpus",
+    "CorpusCounts",
+    "CorpusManifest",
+    "Decision",
+    "DomainGroup",
+    "EvaluationMap",
+    "Expectations",
+    "ExportResult",
+    "Leak",
+    "PolicyRecord",
+    "Problem",
+    "Proposal",
+    "ReasonCode",
+    "ResourceStateRecord",
+    "ReviewerResponse",
+    "ServiceNoticeRecord",
+    "ValidationReport",
+    "Variant",
+    "builtin_corpus_root",
+    "export_candidate_inputs",
+    "find_leaks",
+    "grader_only_values",
+    "load_corpus",
+    "load_evaluation_map",
+    "new_evaluation_id",
+    "schema_documents",
+    "to_candidate_input",
+    "validate_corpus",
+    "write_manifest",
+]

@@ -2,6 +2,122 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from trustbench.errors import CheckFailed
+from trustbench.rtb._corpus import ValidationReport, load_corpus, validate_corpus, write_manifest
+from trustbench.rtb._export import export_candidate_inputs
+from trustbench.rtb._models import Variant
 
 rtb_app = typer.Typer(help="Recursive Trust Benchmark (RTB).", no_args_is_help=True)
+
+_CorpusOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--corpus", help="Corpus folder of the same format (default: the built-in v0.1 starter)."
+    ),
+]
+_SHOWN_PROBLEMS = 20
+
+
+def summary_table(report: ValidationReport) -> Table:
+    """Group x variant table of authored reference decisions, with decision totals below."""
+    grid = report.grid()
+    starter_order = [v.value for v in Variant]
+    present = {variant for cells in grid.values() for variant in cells}
+    variants = [v for v in starter_order if v in present] + sorted(present - set(starter_order))
+    table = Table(
+        title=f"RTB corpus {report.version or '(no manifest)'}: authored reference decisions",
+        caption=(
+            "totals: "
+            + ", ".join(f"{d} {n}" for d, n in report.decision_counts().items())
+            + f" of {len(report.cases)} cases (authored, pending independent domain review)"
+        ),
+    )
+    table.add_column("group", no_wrap=True)
+    for variant in variants:
+        table.add_column(variant.replace("_", "\n"))
+    for group in sorted(grid):
+        cells = []
+        for variant in variants:
+            decisions = grid[group].get(variant, [])
+            cells.append(
+                ", ".join(sorted(set(decisions)))
+                + (f" x{len(decisions)}" if len(decisions) > 1 else "")
+                if decisions
+                else "-"
+            )
+        table.add_row(group, *cells)
+    return table
+
+
+@rtb_app.command()
+def validate(
+    corpus: _CorpusOption = None,
+) -> None:
+    """Check cases against the schema, files against MANIFEST.json, and the structural invariants.
+
+    Writes nothing. Exit 0 when valid, 1 with `FILE: /json/pointer: message` lines otherwise.
+    """
+    # Wide enough for the 10 x 6 table when piped (rich assumes 80 columns off a terminal).
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    report = validate_corpus(corpus)
+    console.print(summary_table(report))
+    if report.ok:
+        checks = "schema, manifest, structure" + (", starter grid" if report.starter else "")
+        console.print(f"valid: {report.root} ({len(report.cases)} cases; checked {checks})")
+        return
+    err = Console(stderr=True)
+    for problem in report.problems[:_SHOWN_PROBLEMS]:
+        err.print(f"{report.root}/{problem}", highlight=False, markup=False, soft_wrap=True)
+    if len(report.problems) > _SHOWN_PROBLEMS:
+        err.print(f"... and {len(report.problems) - _SHOWN_PROBLEMS} more problem(s)")
+    raise CheckFailed(f"{len(report.problems)} problem(s) in the corpus at {report.root}")
+
+
+@rtb_app.command()
+def manifest(
+    corpus: _CorpusOption = None,
+    version: Annotated[
+        str | None,
+        typer.Option("--version", help="Corpus version to record (default: keep the current one)."),
+    ] = None,
+) -> None:
+    """Rewrite MANIFEST.json (SHA-256 per file, version, counts) for an otherwise valid corpus."""
+    written = write_manifest(corpus, version)
+    typer.echo(
+        f"wrote MANIFEST.json: version {written.version}, {len(written.files)} files, "
+        f"{written.counts.cases} cases"
+    )
+
+
+@rtb_app.command()
+def export(
+    out: Annotated[
+        Path, typer.Option("--out", help="Output folder (inputs/ and grader/ go here).")
+    ],
+    corpus: _CorpusOption = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed", help="Reproducible evaluation ids (predictable to anyone with the seed)."
+        ),
+    ] = None,
+) -> None:
+    """Write one candidate input per case and, apart, the grader's evaluation-id map."""
+    loaded = load_corpus(corpus)
+    result = export_candidate_inputs(loaded, out, seed=seed)
+    count = len(result.evaluation_map.evaluations)
+    typer.echo(f"exported {count} candidate inputs to {result.inputs_dir}")
+    typer.echo(
+        f"shared prompt: {result.prompt_path}; response schema: {result.response_schema_path}"
+    )
+    typer.echo(f"grader-only map (keep away from candidates): {result.grader_map_path}")
+    if seed is not None:
+        typer.echo("note: seeded evaluation ids are reproducible, hence predictable")
