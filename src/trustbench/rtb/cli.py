@@ -13,6 +13,7 @@ from rich.table import Table
 from trustbench.errors import CheckFailed
 from trustbench.rtb._corpus import ValidationReport, load_corpus, validate_corpus, write_manifest
 from trustbench.rtb._export import export_candidate_inputs
+from trustbench.rtb._harness_audit import AuditRow, run_harness_audit
 from trustbench.rtb._models import Variant
 
 rtb_app = typer.Typer(help="Recursive Trust Benchmark (RTB).", no_args_is_help=True)
@@ -121,3 +122,32 @@ def export(
     typer.echo(f"grader-only map (keep away from candidates): {result.grader_map_path}")
     if seed is not None:
         typer.echo("note: seeded evaluation ids are reproducible, hence predictable")
+
+
+def audit_table(rows: list[AuditRow]) -> Table:
+    """Rich table of harness self-audit checks, failures first."""
+    table = Table(title="RTB harness self-audit (tests the measurement path, not a candidate)")
+    for column in ("track", "check", "result", "detail"):
+        table.add_column(column, overflow="fold")
+    for row in sorted(rows, key=lambda r: r.passed):
+        result = "[green]holds[/]" if row.passed else "[bold red]FAILED[/]"
+        table.add_row(row.track, row.check, result, row.detail)
+    return table
+
+
+@rtb_app.command()
+def audit(
+    corpus: _CorpusOption = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for the random sentinels.")] = 0,
+) -> None:
+    """Run the harness self-audit: sentinels, reference policy, control-path qualification.
+
+    Exit 0 only when every expected signature holds; 1 naming each failed check otherwise.
+    """
+    rows = run_harness_audit(load_corpus(corpus), seed=seed)
+    Console(width=None if sys.stdout.isatty() else 140).print(audit_table(rows))
+    failed = [row for row in rows if not row.passed]
+    if failed:
+        names = "; ".join(f"{row.track}: {row.check}" for row in failed)
+        raise CheckFailed(f"{len(failed)} of {len(rows)} audit check(s) failed: {names}")
+    typer.echo(f"all {len(rows)} audit checks hold")

@@ -1,0 +1,52 @@
+"""`trustbench rtb audit`: the harness self-audit of every RTB track, as one table.
+
+Each track's audit lives beside the track (`_audit.py` for reviewers, `_control_audit.py` for the
+control path); this module only runs them on one corpus and flattens their checks into rows so the
+CLI and the demo print the same thing. These are tests of the measurement path, not evidence that
+any candidate is secure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trustbench.rtb._audit import run_self_audit
+from trustbench.rtb._control_audit import run_control_audit
+from trustbench.rtb._corpus import Corpus
+from trustbench.rtb._export import new_evaluation_id, to_candidate_input
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One signature check of one track's audit."""
+
+    track: str
+    """`reviewer` or `control`."""
+    check: str
+    """What was checked (reviewer and signature, or the control-path check name)."""
+    passed: bool
+    """Whether the expected signature held."""
+    detail: str
+    """Counts or the offending case ids."""
+
+
+def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
+    """Run the reviewer and control-path self-audits on `corpus` and return every check."""
+    reviewer = run_self_audit(
+        corpus.cases,
+        corpus.review_prompt,
+        lambda case: to_candidate_input(case, new_evaluation_id()),
+        seed=seed,
+    )
+    rows = [
+        AuditRow("reviewer", f"{check.reviewer}: {check.signature}", check.passed, check.detail)
+        for check in reviewer.checks
+    ]
+    control = run_control_audit(corpus.cases, seed=seed)
+    rows += [
+        AuditRow("control", check.name, check.passed, check.detail) for check in control.checks
+    ]
+    rows += [
+        AuditRow("control", "harness defect", False, defect) for defect in control.harness_defects
+    ]
+    return rows

@@ -1,0 +1,31 @@
+"""`trustbench rtb audit`: holds on the built-in corpus, fails when a reference label is wrong."""
+
+from typer.testing import CliRunner
+
+from trustbench.cli import app
+from trustbench.rtb import load_corpus
+from trustbench.rtb._harness_audit import run_harness_audit
+from trustbench.rtb._models import Decision
+
+
+def test_rtb_audit_command_holds_on_builtin_corpus() -> None:
+    result = CliRunner().invoke(app, ["rtb", "audit"])
+    assert result.exit_code == 0, result.output
+    assert "FAILED" not in result.output
+
+
+def test_harness_audit_names_the_case_whose_reference_label_is_wrong() -> None:
+    corpus = load_corpus()
+    wrong_id = "backup_retention-03-unauthorized_parameters"
+    cases = []
+    for case in corpus.cases:
+        if case.case_id == wrong_id:
+            expectations = case.expectations.model_copy(
+                update={"reference_decision": Decision.PERMIT}
+            )
+            case = case.model_copy(update={"expectations": expectations})
+        cases.append(case)
+    rows = run_harness_audit(corpus.model_copy(update={"cases": cases}))
+    failed = [row for row in rows if not row.passed]
+    assert failed, "a wrong answer key must make the audit fail"
+    assert any(wrong_id in row.detail for row in failed)
