@@ -4,11 +4,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.support.cli import ALPHA_KEY
 from tests.support.echo_track import register, two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer, openai_server  # noqa: F401
-
 
 
 @pytest.fixture(autouse=True)

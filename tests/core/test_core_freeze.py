@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from tests.support.cli import ALPHA_KEY, invoke
+
 from trustbench.core import build_manifest, read_manifest, write_manifest
 from trustbench.core._canonical import json_sha256
 from trustbench.errors import CheckFailed, InputError
@@ -17,9 +17,10 @@ def test_manifest_hash_is_stable_across_two_freezes_of_the_same_inputs(
     first = write_manifest(build_manifest(experiment), tmp_path / "run-a")
     second = write_manifest(build_manifest(experiment), tmp_path / "run-b")
     assert first.read_bytes() == second.read_bytes()
-    assert read_manifest(tmp_path / "run-a").manifest_sha256 == read_manifest(
-        tmp_path / "run-b"
-    ).manifest_sha256
+    assert (
+        read_manifest(tmp_path / "run-a").manifest_sha256
+        == read_manifest(tmp_path / "run-b").manifest_sha256
+    )
 
 
 def test_manifest_hash_is_sha256_of_canonical_manifest_without_its_hash(
@@ -61,7 +62,9 @@ def test_manifest_never_holds_the_api_key_value_given_through_the_environment(
 
 
 def test_freeze_refuses_a_spec_that_carries_the_key_value(experiment: Path) -> None:
-    text = experiment.read_text().replace('order_seed = 11', f'order_seed = 11\ndescription = "{ALPHA_KEY}"')
+    text = experiment.read_text().replace(
+        "order_seed = 11", f'order_seed = 11\ndescription = "{ALPHA_KEY}"'
+    )
     experiment.write_text(text)
     with pytest.raises(InputError, match=r"\$TB_TEST_ALPHA_KEY appears in the manifest"):
         build_manifest(experiment)
@@ -77,7 +80,7 @@ def test_freeze_refuses_to_overwrite_a_different_manifest(experiment: Path, tmp_
 def test_edited_manifest_fails_its_hash_check(experiment: Path, tmp_path: Path) -> None:
     path = write_manifest(build_manifest(experiment), tmp_path / "run")
     path.write_text(path.read_text().replace('"trials_per_case": 3', '"trials_per_case": 1'))
-    with pytest.raises(CheckFailed, match="manifest.json changed after freeze"):
+    with pytest.raises(CheckFailed, match=r"manifest\.json changed after freeze"):
         read_manifest(tmp_path / "run")
 
 

@@ -6,7 +6,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from tests.support.cli import ALPHA_KEY, invoke
 from tests.support.openai_server import (
     OpenAIServer,
@@ -18,6 +17,7 @@ from tests.support.openai_server import (
     server_error,
     stall,
 )
+
 from trustbench.core import (
     build_manifest,
     read_ledger,
@@ -119,7 +119,9 @@ def test_malformed_json_body_is_recorded_raw_and_never_becomes_a_reply(
     assert trial["status"] == "failed" and trial["error_class"] == "malformed_response"
 
 
-def test_client_error_is_not_retried(experiment: Path, tmp_path: Path, openai_server: OpenAIServer) -> None:
+def test_client_error_is_not_retried(
+    experiment: Path, tmp_path: Path, openai_server: OpenAIServer
+) -> None:
     openai_server.on("case-000", client_error(400))
     run_dir = _freeze(experiment, tmp_path / "run")
     summary = run_experiment(run_dir)
@@ -178,22 +180,26 @@ def test_each_trial_starts_with_a_fresh_inprocess_candidate(tmp_path: Path) -> N
 
 def test_run_refuses_a_corpus_file_changed_after_freeze(experiment: Path, tmp_path: Path) -> None:
     run_dir = _freeze(experiment, tmp_path / "run")
-    (experiment.parent / "corpus" / "cases" / "case-001.json").write_text('{"id": "case-001", "prompt": "x"}')
+    (experiment.parent / "corpus" / "cases" / "case-001.json").write_text(
+        '{"id": "case-001", "prompt": "x"}'
+    )
     code, message = invoke("run", str(run_dir), "--quiet")
     assert code == 1
     assert "cases/case-001.json changed after freeze" in message
     assert not (run_dir / "ledger.sqlite").exists()
 
 
-def test_run_refuses_a_corpus_file_added_or_removed_after_freeze(experiment: Path, tmp_path: Path) -> None:
+def test_run_refuses_a_corpus_file_added_or_removed_after_freeze(
+    experiment: Path, tmp_path: Path
+) -> None:
     run_dir = _freeze(experiment, tmp_path / "run")
     cases = experiment.parent / "corpus" / "cases"
     (cases / "case-001.json").rename(tmp_path / "moved.json")
-    with pytest.raises(CheckFailed, match="case-001.json was removed after freeze"):
+    with pytest.raises(CheckFailed, match=r"case-001\.json was removed after freeze"):
         run_experiment(run_dir)
     (tmp_path / "moved.json").rename(cases / "case-001.json")
     (cases / "case-zzz.json").write_text('{"id": "case-zzz", "prompt": "new"}')
-    with pytest.raises(CheckFailed, match="case-zzz.json was added after freeze"):
+    with pytest.raises(CheckFailed, match=r"case-zzz\.json was added after freeze"):
         run_experiment(run_dir)
 
 
@@ -224,8 +230,16 @@ def test_resume_marks_an_interrupted_execution_abandoned_and_reruns_the_trial(
     ledger = Ledger.open(run_dir, manifest_hash)
     ledger.append(
         "attempts",
-        {"trial_id": "case-000/alpha/0", "execution": 1, "call_index": 0, "attempt_index": 0,
-         "kind": "first", "call": "chat", "request": "{}", "raw_response": '{"partial": true}'},
+        {
+            "trial_id": "case-000/alpha/0",
+            "execution": 1,
+            "call_index": 0,
+            "attempt_index": 0,
+            "kind": "first",
+            "call": "chat",
+            "request": "{}",
+            "raw_response": '{"partial": true}',
+        },
     )
     ledger.close()
     run_experiment(run_dir)
@@ -235,7 +249,11 @@ def test_resume_marks_an_interrupted_execution_abandoned_and_reruns_the_trial(
     attempts = [a for a in ledger_rows.attempts if a["trial_id"] == "case-000/alpha/0"]
     assert [(a["execution"], a["counted"]) for a in attempts] == [(1, False), (2, True)]
     abandoned = [e for e in ledger_rows.events if e["kind"] == "execution_abandoned"]
-    assert abandoned[0]["data"] == {"trial_id": "case-000/alpha/0", "execution": 1, "attempt_ids": [1]}
+    assert abandoned[0]["data"] == {
+        "trial_id": "case-000/alpha/0",
+        "execution": 1,
+        "attempt_ids": [1],
+    }
     assert len(ledger_rows.trials) == 24 and verify_run(run_dir).ok
 
 
@@ -269,7 +287,9 @@ def test_candidate_resampling_beyond_the_declared_policy_is_a_recorded_harness_e
 ) -> None:
     register_track("test/greedy", f"{__name__}:_GreedyResampler")
     text = experiment.read_text().replace('track = "echo"', 'track = "greedy"')
-    experiment.write_text(text.replace("backoff_max_s = 0.05", "backoff_max_s = 0.05\ncandidate_resample = 1"))
+    experiment.write_text(
+        text.replace("backoff_max_s = 0.05", "backoff_max_s = 0.05\ncandidate_resample = 1")
+    )
     run_dir = _freeze(experiment, tmp_path / "run")
     summary = run_experiment(run_dir)
     assert summary.failed == 24
@@ -278,7 +298,9 @@ def test_candidate_resampling_beyond_the_declared_policy_is_a_recorded_harness_e
     assert Counter(a["kind"] for a in ledger.attempts) == {"first": 24, "candidate_retry": 24}
 
 
-def test_a_second_concurrent_run_on_the_same_folder_is_refused(experiment: Path, tmp_path: Path) -> None:
+def test_a_second_concurrent_run_on_the_same_folder_is_refused(
+    experiment: Path, tmp_path: Path
+) -> None:
     from trustbench.core._runner import _RunLock
     from trustbench.errors import InputError
 

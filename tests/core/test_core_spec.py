@@ -50,8 +50,10 @@ def test_candidate_settings_that_look_like_credentials_are_rejected(tmp_path: Pa
 
 
 def test_base_url_with_credentials_is_rejected(tmp_path: Path) -> None:
-    text = MINIMAL.replace('kind = "inprocess"', 'kind = "openai_chat"\nmodel = "m"\n'
-                           'base_url = "http://user:pw@127.0.0.1:1/v1"')
+    text = MINIMAL.replace(
+        'kind = "inprocess"',
+        'kind = "openai_chat"\nmodel = "m"\nbase_url = "http://user:pw@127.0.0.1:1/v1"',
+    )
     with pytest.raises(InputError, match="credentials"):
         load_spec(_spec(tmp_path, text))
 

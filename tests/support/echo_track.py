@@ -103,7 +103,9 @@ def write_spec(path: Path, text: str) -> Path:
     return path
 
 
-def two_candidate_spec(base_url: str, *, trials: int = 3, extra: str = "", concurrency: int = 4) -> str:
+def two_candidate_spec(
+    base_url: str, *, trials: int = 3, extra: str = "", concurrency: int = 4
+) -> str:
     """Spec text: echo track, two OpenAI-compatible candidates at `base_url`, K=`trials`."""
     return f"""
 suite = "test"

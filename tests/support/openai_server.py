@@ -53,7 +53,9 @@ class Behaviour:
     """Raw body for `malformed` / `status`."""
 
 
-def reply(text: str | None = None, *, latency_s: float = 0.0, model: str | None = None) -> Behaviour:
+def reply(
+    text: str | None = None, *, latency_s: float = 0.0, model: str | None = None
+) -> Behaviour:
     """A normal reply (echo of the last user message when `text` is None)."""
     return Behaviour("reply", text=text, latency_s=latency_s, model=model)
 
@@ -304,7 +306,10 @@ def _openai_body(body: Any, behaviour: Behaviour) -> dict[str, Any]:
                     "token": word,
                     "logprob": -0.25 * (index + 1),
                     "top_logprobs": [
-                        {"token": word if k == 0 else f"{word}~{k}", "logprob": -0.25 * (index + 1) - k}
+                        {
+                            "token": word if k == 0 else f"{word}~{k}",
+                            "logprob": -0.25 * (index + 1) - k,
+                        }
                         for k in range(top)
                     ],
                 }
@@ -331,7 +336,14 @@ def _anthropic_body(body: Any, behaviour: Behaviour) -> dict[str, Any]:
     if text is not None:
         content.append({"type": "text", "text": text})
     for index, call in enumerate(behaviour.tool_calls or []):
-        content.append({"type": "tool_use", "id": f"toolu_{index}", "name": call["name"], "input": call["arguments"]})
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_{index}",
+                "name": call["name"],
+                "input": call["arguments"],
+            }
+        )
     prompt = " ".join(str(m.get("content")) for m in (body.get("messages") or []))
     return {
         "id": "msg_test",

@@ -6,6 +6,7 @@ Used by subprocess tests (kill-and-resume) that need the echo track in a fresh p
 import sys
 
 from tests.support.echo_track import register
+
 from trustbench.cli import main
 
 if __name__ == "__main__":

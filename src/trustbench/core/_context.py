@@ -235,7 +235,11 @@ class TrialContext:
         self._record("first", name, started_at or utc_now(), result)
 
     def _record(self, kind: str, call: str, started_at: str, result: AttemptResult) -> None:
-        body = result.request_json if result.request_json is not None else canonical_json(result.request_body)
+        body = (
+            result.request_json
+            if result.request_json is not None
+            else canonical_json(result.request_body)
+        )
         self._services.ledger.append(
             "attempts",
             {

@@ -92,7 +92,9 @@ def iter_rows(connection: sqlite3.Connection) -> Iterator[tuple[str, dict[str, A
             row = dict(zip(names, values, strict=True))
             rows.append((row["seq"], table, row))
     # A tampered seq may not be an integer; such rows sort last and fail verification there.
-    rows.sort(key=lambda item: (0, item[0], "") if isinstance(item[0], int) else (1, 0, str(item[0])))
+    rows.sort(
+        key=lambda item: (0, item[0], "") if isinstance(item[0], int) else (1, 0, str(item[0]))
+    )
     for _, table, row in rows:
         yield table, row
 
@@ -139,7 +141,11 @@ class Ledger:
         if last is None:
             ledger.append(
                 "experiments",
-                {"manifest_sha256": manifest_sha256, "ledger_format": LEDGER_FORMAT, "created_at": utc_now()},
+                {
+                    "manifest_sha256": manifest_sha256,
+                    "ledger_format": LEDGER_FORMAT,
+                    "created_at": utc_now(),
+                },
             )
         return ledger
 
@@ -200,7 +206,9 @@ class Ledger:
 
     def event(self, kind: str, data: Any) -> None:
         """Append an event with JSON data."""
-        self.append("events", {"at": utc_now(), "kind": kind, "data": canonical_json(data).decode()})
+        self.append(
+            "events", {"at": utc_now(), "kind": kind, "data": canonical_json(data).decode()}
+        )
 
     def finished_trial_ids(self) -> set[str]:
         """Ids of trials that have a finished row (completed or failed)."""
@@ -219,7 +227,9 @@ class Ledger:
     def abandoned_marked(self) -> set[tuple[str, int]]:
         """`(trial_id, execution)` pairs already marked abandoned by an event."""
         marked: set[tuple[str, int]] = set()
-        for (data,) in self._db.execute("SELECT data FROM events WHERE kind = 'execution_abandoned'"):
+        for (data,) in self._db.execute(
+            "SELECT data FROM events WHERE kind = 'execution_abandoned'"
+        ):
             parsed = json.loads(data)
             marked.add((parsed["trial_id"], parsed["execution"]))
         return marked
@@ -241,14 +251,14 @@ def verify_chain(connection: sqlite3.Connection, manifest_sha256: str) -> list[s
         where = f"{table} id {row['id']} (seq {row['seq']})"
         if row["seq"] != expected_seq:
             return [f"row seq {expected_seq} is missing (deleted?) before {where}"]
-        stored = row.pop("row_hash")
-        head = row_hash(head, table, row)
-        if head != stored:
-            return [f"first altered row: {where}: its hash does not match its content and chain"]
         if first:
             if table != "experiments" or row["manifest_sha256"] != manifest_sha256:
                 return [f"{where}: the ledger is not anchored at this manifest"]
             first = False
+        stored = row.pop("row_hash")
+        head = row_hash(head, table, row)
+        if head != stored:
+            return [f"first altered row: {where}: its hash does not match its content and chain"]
         expected_seq += 1
     if first:
         return ["the ledger is empty: no experiments row"]

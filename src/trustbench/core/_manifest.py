@@ -154,13 +154,19 @@ def hash_items(items: list[ResolvedItem]) -> list[FileRecord]:
             data = (item.text or "").encode("utf-8")
             records.append(
                 FileRecord(
-                    role=item.role, name=item.name, kind="text", sha256=sha256_hex(data), size=len(data)
+                    role=item.role,
+                    name=item.name,
+                    kind="text",
+                    sha256=sha256_hex(data),
+                    size=len(data),
                 )
             )
     return sorted(records, key=lambda record: (record.role, record.name))
 
 
-def resolve_inputs(track: Track, spec: ExperimentSpec, base_dir: Path) -> tuple[Resolution, list[FileRecord]]:
+def resolve_inputs(
+    track: Track, spec: ExperimentSpec, base_dir: Path
+) -> tuple[Resolution, list[FileRecord]]:
     """Ask the track what the spec depends on, add in-process candidate code, and hash it all."""
     resolution = track.resolve(spec, base_dir)
     items = list(resolution.items)
@@ -287,7 +293,9 @@ def read_manifest(run_dir: Path) -> Manifest:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError("no manifest.json: run `trustbench freeze` first", location=str(path)) from None
+        raise InputError(
+            "no manifest.json: run `trustbench freeze` first", location=str(path)
+        ) from None
     except (ValueError, UnicodeDecodeError) as error:
         raise CheckFailed(f"manifest.json is not valid JSON: {error}", location=str(path)) from None
     if not isinstance(data, dict) or not isinstance(data.get("manifest_sha256"), str):
@@ -304,7 +312,9 @@ def read_manifest(run_dir: Path) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as error:
-        raise CheckFailed(f"manifest.json is not a valid manifest: {error}", location=str(path)) from None
+        raise CheckFailed(
+            f"manifest.json is not a valid manifest: {error}", location=str(path)
+        ) from None
 
 
 def check_inputs(manifest: Manifest, track: Track) -> list[TrialKey]:

@@ -95,7 +95,9 @@ class RichProgress:
     def start(self, total: int, done: int) -> None:
         """Show the bar."""
         self._progress.start()
-        self._task = self._progress.add_task("run", total=total, completed=done, failed=0, retries=0)
+        self._task = self._progress.add_task(
+            "run", total=total, completed=done, failed=0, retries=0
+        )
 
     def update(self, done: int, failed: int, retries: int) -> None:
         """Move the bar."""

@@ -71,7 +71,9 @@ class _RunLock:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._fd)
-            raise InputError("another `trustbench run` is using this folder", location=str(self.path)) from None
+            raise InputError(
+                "another `trustbench run` is using this folder", location=str(self.path)
+            ) from None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -143,7 +145,9 @@ class _Execution:
         except CallFailed as error:
             outcome = _failed(error.error_class, str(error))
         except TimeoutError:
-            outcome = _failed("trial_timeout", f"trial exceeded {self.manifest.spec.trial_timeout_s} s")
+            outcome = _failed(
+                "trial_timeout", f"trial exceeded {self.manifest.spec.trial_timeout_s} s"
+            )
         except PolicyViolation as error:
             outcome = _failed("harness_error", str(error))
         except Exception as error:  # a track defect is recorded as such, never hidden or fatal
@@ -194,7 +198,9 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
     try:
         finished = ledger.finished_trial_ids()
         if not finished <= {key.trial_id for key in keys}:
-            raise CheckFailed("the ledger holds trials outside the frozen plan", location="ledger.sqlite")
+            raise CheckFailed(
+                "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
+            )
         next_execution, abandoned = _mark_abandoned(ledger)
         order = list(enumerate(trial_order(keys, spec.order_seed)))
         remaining = [(position, key) for position, key in order if key.trial_id not in finished]
@@ -212,7 +218,9 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
                     # One bucket per endpoint; candidates sharing it share the strictest limit.
                     current = services.limiters.get(provider.endpoint)
                     if current is None or current.rate > candidate.rate_limit_per_s:
-                        services.limiters[provider.endpoint] = TokenBucket(candidate.rate_limit_per_s)
+                        services.limiters[provider.endpoint] = TokenBucket(
+                            candidate.rate_limit_per_s
+                        )
             execution = _Execution(manifest, track, ledger, providers, services, progress)
             execution.next_execution = next_execution
             services.on_retry = lambda: progress.update(
@@ -237,7 +245,10 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
                     await execution.run_trial(position, key)
 
             try:
-                workers = [asyncio.create_task(worker()) for _ in range(min(spec.concurrency, len(remaining)))]
+                workers = [
+                    asyncio.create_task(worker())
+                    for _ in range(min(spec.concurrency, len(remaining)))
+                ]
                 await asyncio.gather(*workers)
             finally:
                 progress.close()
@@ -250,7 +261,9 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
             transport_retries=services.retries,
             abandoned_executions=abandoned,
         )
-        ledger.event("run_finished", {**summary.__dict__, "finished": len(ledger.finished_trial_ids())})
+        ledger.event(
+            "run_finished", {**summary.__dict__, "finished": len(ledger.finished_trial_ids())}
+        )
         return summary
     finally:
         ledger.close()

@@ -53,12 +53,16 @@ def verify_run(run_dir: Path) -> VerifyReport:
         )
         report.finished_trials = connection.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
         if not report.problems:
-            last = connection.execute("SELECT kind, data FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+            last = connection.execute(
+                "SELECT kind, data FROM events ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
             max_seq = max(
                 connection.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {t}").fetchone()[0]
                 for t in ("experiments", "trials", "attempts", "events")
             )
-            last_event_seq = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+            last_event_seq = connection.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events"
+            ).fetchone()[0]
             if last is None or last[0] != "run_finished" or last_event_seq != max_seq:
                 report.problems.append(
                     "the ledger does not end with a run_finished event: the run was interrupted "

@@ -92,7 +92,9 @@ class AnthropicMessagesProvider:
             result.error_message = "the Anthropic messages API does not return logprobs"
             return result
         assert self.endpoint is not None
-        document = await post_json(self.session, self.endpoint, self._headers, body, timeout_s, result)
+        document = await post_json(
+            self.session, self.endpoint, self._headers, body, timeout_s, result
+        )
         if document is None:
             return result
         reply_or_malformed(result, parse_message, document)

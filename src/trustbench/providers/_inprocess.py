@@ -47,7 +47,9 @@ class InProcessProvider:
 
     def for_trial(self) -> InProcessProvider:
         """A provider holding a fresh responder built for one trial."""
-        fresh = InProcessProvider(self.factory, name=str(self.requested_model), settings=self.settings)
+        fresh = InProcessProvider(
+            self.factory, name=str(self.requested_model), settings=self.settings
+        )
         fresh._responder = self.factory(dict(self.settings))
         return fresh
 

@@ -11,7 +11,13 @@ from trustbench.core._canonical import canonical_json
 from trustbench.core._spec import PriceSpec
 from trustbench.providers._http import post_json, reply_or_malformed
 from trustbench.providers._pricing import attempt_cost
-from trustbench.providers._types import AttemptResult, ChatReply, ChatRequest, TokenLogprob, ToolCall
+from trustbench.providers._types import (
+    AttemptResult,
+    ChatReply,
+    ChatRequest,
+    TokenLogprob,
+    ToolCall,
+)
 
 
 class OpenAIChatProvider:
@@ -77,7 +83,9 @@ class OpenAIChatProvider:
             endpoint=self.endpoint,
         )
         assert self.endpoint is not None
-        document = await post_json(self.session, self.endpoint, self._headers, body, timeout_s, result)
+        document = await post_json(
+            self.session, self.endpoint, self._headers, body, timeout_s, result
+        )
         if document is None:
             return result
         reply_or_malformed(result, parse_chat_completion, document)
@@ -103,7 +111,11 @@ def parse_chat_completion(document: dict[str, Any]) -> ChatReply:
     if content is not None and not isinstance(content, str):
         raise TypeError("message.content is neither a string nor null")
     tool_calls = [
-        ToolCall(id=call.get("id", ""), name=call["function"]["name"], arguments=call["function"]["arguments"])
+        ToolCall(
+            id=call.get("id", ""),
+            name=call["function"]["name"],
+            arguments=call["function"]["arguments"],
+        )
         for call in message.get("tool_calls") or []
     ]
     if content is None and not tool_calls:
@@ -115,7 +127,9 @@ def parse_chat_completion(document: dict[str, Any]) -> ChatReply:
             TokenLogprob(
                 token=item["token"],
                 logprob=float(item["logprob"]),
-                top=[(alt["token"], float(alt["logprob"])) for alt in item.get("top_logprobs") or []],
+                top=[
+                    (alt["token"], float(alt["logprob"])) for alt in item.get("top_logprobs") or []
+                ],
             )
             for item in block["content"]
         ]
