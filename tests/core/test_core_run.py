@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections import Counter
@@ -74,7 +75,8 @@ def test_transport_faults_are_retried_as_attempts_with_their_error_class_and_no_
     experiment: Path, tmp_path: Path, openai_server: OpenAIServer
 ) -> None:
     openai_server.on("case-001", rate_limited("0.01"), server_error(), drop_connection())
-    openai_server.on("case-002", stall(2.5))
+    openai_server.on("case-002", stall(0.8))
+    experiment.write_text(experiment.read_text().replace("timeout_s = 2.0", "timeout_s = 0.4"))
     run_dir = _freeze(experiment, tmp_path / "run")
     summary = run_experiment(run_dir)
     assert summary.completed == 24 and summary.transport_retries == 4
@@ -315,3 +317,74 @@ def test_ledger_uses_wal_journal(experiment: Path, tmp_path: Path) -> None:
     connection = sqlite3.connect(run_dir / "ledger.sqlite")
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     connection.close()
+
+
+def test_run_without_the_named_key_variable_fails_before_anything_runs(
+    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _freeze(experiment, tmp_path / "run")
+    monkeypatch.delenv("TB_TEST_ALPHA_KEY")
+    code, message = invoke("run", str(run_dir), "--quiet")
+    assert code == 2 and "TB_TEST_ALPHA_KEY is not set" in message
+    assert not (run_dir / "ledger.sqlite").exists()
+
+
+def test_run_on_a_folder_without_a_manifest_is_a_usage_error(tmp_path: Path) -> None:
+    code, message = invoke("run", str(tmp_path), "--quiet")
+    assert code == 2 and "trustbench freeze" in message
+
+
+class _BrokenTrack:
+    """Echo track whose trial code raises for one case (a harness defect)."""
+
+    from tests.support.echo_track import EchoTrack as _Echo
+
+    def __init__(self) -> None:
+        self._echo = self._Echo()
+
+    def resolve(self, spec, base_dir):  # type: ignore[no-untyped-def]
+        return self._echo.resolve(spec, base_dir)
+
+    def plan(self, manifest):  # type: ignore[no-untyped-def]
+        return self._echo.plan(manifest)
+
+    async def run_trial(self, key, ctx):  # type: ignore[no-untyped-def]
+        if key.case_id == "case-001":
+            raise KeyError("fixture field missing")
+        if key.case_id == "case-002":
+            await asyncio.sleep(5)
+        return await self._echo.run_trial(key, ctx)
+
+
+def test_track_defects_and_trial_timeouts_are_recorded_as_failed_trials_not_dropped(
+    experiment: Path, tmp_path: Path
+) -> None:
+    register_track("test/broken", f"{__name__}:_BrokenTrack")
+    text = experiment.read_text().replace('track = "echo"', 'track = "broken"')
+    experiment.write_text(text.replace("order_seed = 11", "order_seed = 11\ntrial_timeout_s = 0.2"))
+    run_dir = _freeze(experiment, tmp_path / "run")
+    summary = run_experiment(run_dir)
+    assert (summary.completed, summary.failed) == (12, 12)
+    errors = {
+        (t["case_id"], t["error_class"])
+        for t in read_ledger(run_dir).trials
+        if t["status"] == "failed"
+    }
+    assert errors == {("case-001", "harness_error"), ("case-002", "trial_timeout")}
+    assert verify_run(run_dir).ok
+
+
+def test_plain_progress_reports_done_total_failures_and_retries() -> None:
+    import io
+
+    from trustbench.core._progress import PlainProgress
+
+    stream = io.StringIO()
+    progress = PlainProgress(stream, every_s=0.0)
+    progress.start(10, 4)
+    progress.update(6, 1, 2)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("trials 4/10 done, 0 failed, 0 transport retries")
+    assert lines[-1].startswith("trials 6/10 done, 1 failed, 2 transport retries")
+    assert "ETA" in lines[1]

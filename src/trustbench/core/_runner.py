@@ -28,7 +28,7 @@ from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._registry import load_track
 from trustbench.core._track import Track, TrialKey, TrialOutcome
 from trustbench.errors import CheckFailed, InputError
-from trustbench.providers import ChatProvider, build_provider, new_session
+from trustbench.providers import ChatProvider, build_provider, check_credentials, new_session
 
 
 @dataclass(frozen=True)
@@ -194,6 +194,7 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
         )
     keys = check_inputs(manifest, track)
     spec = manifest.spec
+    check_credentials(spec.candidates)
     ledger = Ledger.open(run_dir, manifest.manifest_sha256)
     try:
         finished = ledger.finished_trial_ids()

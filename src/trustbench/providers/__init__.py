@@ -5,7 +5,7 @@ so each retry is a visible attempt in the ledger.
 """
 
 from trustbench.providers._anthropic import AnthropicMessagesProvider
-from trustbench.providers._factory import build_provider, provider_adaptations
+from trustbench.providers._factory import build_provider, check_credentials, provider_adaptations
 from trustbench.providers._http import new_session
 from trustbench.providers._inprocess import InProcessProvider
 from trustbench.providers._openai import OpenAIChatProvider
@@ -33,6 +33,7 @@ __all__ = [
     "ToolCall",
     "attempt_cost",
     "build_provider",
+    "check_credentials",
     "new_session",
     "provider_adaptations",
 ]

@@ -27,6 +27,20 @@ def provider_adaptations(candidate: CandidateSpec) -> tuple[str, ...]:
     return cls.adaptations if cls else InProcessProvider.adaptations
 
 
+def check_credentials(candidates: list[CandidateSpec]) -> None:
+    """Fail before anything runs when a named API key variable is unset.
+
+    Raises:
+        InputError: naming the candidate and the variable.
+    """
+    for candidate in candidates:
+        if candidate.api_key_env and candidate.api_key_env not in os.environ:
+            raise InputError(
+                f"environment variable {candidate.api_key_env} is not set",
+                location=f"candidate {candidate.name} api_key_env",
+            )
+
+
 def build_provider(candidate: CandidateSpec, session: aiohttp.ClientSession) -> ChatProvider | None:
     """Create the provider for `candidate`, or None for an in-process one without an entry.
 
@@ -38,11 +52,7 @@ def build_provider(candidate: CandidateSpec, session: aiohttp.ClientSession) -> 
             return None
         factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
         return InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
-    if candidate.api_key_env and candidate.api_key_env not in os.environ:
-        raise InputError(
-            f"environment variable {candidate.api_key_env} is not set",
-            location=f"candidate {candidate.name} api_key_env",
-        )
+    check_credentials([candidate])
     assert candidate.base_url is not None and candidate.model is not None
     return PROVIDER_CLASSES[candidate.kind](
         session,
