@@ -155,3 +155,20 @@ def test_export_ledger_writes_every_row_as_one_json_line_in_chain_order(
     trial = next(line for line in lines if line["table"] == "trials")
     assert isinstance(trial["outcome"], dict) and trial["row_hash"]
     assert export_ledger(small_run, tmp_path / "again.jsonl") == 7
+
+
+def test_a_ledger_killed_before_its_first_row_starts_afresh(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    from trustbench.core._ledger import _connect, _create_tables
+
+    write_corpus(tmp_path / "corpus", 1)
+    spec = tmp_path / "exp.toml"
+    spec.write_text(two_candidate_spec(openai_server.base_url, trials=1))
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+    connection = _connect(run_dir / "ledger.sqlite")
+    _create_tables(connection)
+    connection.close()
+    assert run_experiment(run_dir).completed == 2
+    assert verify_run(run_dir).ok

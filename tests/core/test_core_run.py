@@ -388,3 +388,12 @@ def test_plain_progress_reports_done_total_failures_and_retries() -> None:
     assert lines[0].startswith("trials 4/10 done, 0 failed, 0 transport retries")
     assert lines[-1].startswith("trials 6/10 done, 1 failed, 2 transport retries")
     assert "ETA" in lines[1]
+
+
+def test_rich_progress_bar_runs_through_a_whole_run() -> None:
+    from trustbench.core._progress import RichProgress
+
+    progress = RichProgress()
+    progress.start(3, 1)
+    progress.update(2, 1, 4)
+    progress.close()

@@ -99,6 +99,18 @@ def iter_rows(connection: sqlite3.Connection) -> Iterator[tuple[str, dict[str, A
         yield table, row
 
 
+def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:
+    """`(seq, row_hash)` of the most recent row, or None for an empty ledger."""
+    last: tuple[int, str] | None = None
+    for table in TABLE_COLUMNS:
+        found = connection.execute(
+            f"SELECT seq, row_hash FROM {table} ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        if found is not None and (last is None or found[0] > last[0]):
+            last = (found[0], found[1])
+    return last
+
+
 class Ledger:
     """Single-writer append-only ledger of one run folder.
 
@@ -122,17 +134,14 @@ class Ledger:
         existed = path.exists()
         connection = _connect(path)
         _create_tables(connection)
-        if existed:
+        last = _last_row(connection)
+        # A ledger killed before its first row was committed is empty: start it afresh.
+        if existed and last is not None:
             problems = verify_chain(connection, manifest_sha256)
             if problems:
                 connection.close()
                 raise CheckFailed(f"refusing to resume: {problems[0]}", location=str(path))
-        seq, head = 0, manifest_sha256
-        last = None
-        for _, row in iter_rows(connection):
-            last = row
-        if last is not None:
-            seq, head = last["seq"], last["row_hash"]
+        seq, head = last if last is not None else (0, manifest_sha256)
         ids = {
             table: connection.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
             for table in TABLE_COLUMNS
