@@ -397,3 +397,55 @@ def test_rich_progress_bar_runs_through_a_whole_run() -> None:
     progress.start(3, 1)
     progress.update(2, 1, 4)
     progress.close()
+
+
+def _decide(request: dict[str, str]) -> dict[str, str]:
+    if request["case"] == "case-001":
+        raise ValueError("no rule for this case")
+    return {"decision": "deny"}
+
+
+class _DeterministicTrack:
+    """Drives an in-process candidate itself and records each call through `ctx.call`."""
+
+    from tests.support.echo_track import EchoTrack as _Echo
+
+    def __init__(self) -> None:
+        self._echo = self._Echo()
+
+    def resolve(self, spec, base_dir):  # type: ignore[no-untyped-def]
+        return self._echo.resolve(spec, base_dir)
+
+    def plan(self, manifest):  # type: ignore[no-untyped-def]
+        return self._echo.plan(manifest)
+
+    async def run_trial(self, key, ctx):  # type: ignore[no-untyped-def]
+        from trustbench.core import TrialOutcome
+
+        assert ctx.provider is None
+        answer = await ctx.call("reviewer.decide", {"case": key.case_id}, _decide)
+        return TrialOutcome("completed", answer)
+
+
+def test_track_driven_inprocess_calls_are_recorded_as_attempts(tmp_path: Path) -> None:
+    from tests.support.echo_track import write_corpus
+
+    register_track("test/deterministic", f"{__name__}:_DeterministicTrack")
+    write_corpus(tmp_path / "corpus", 3)
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        'suite = "test"\ntrack = "deterministic"\ntrials_per_case = 2\n[corpus]\npath = "corpus"\n'
+        '[[candidates]]\nname = "rules"\nkind = "inprocess"\n'
+    )
+    run_dir = _freeze(spec, tmp_path / "run")
+    summary = run_experiment(run_dir)
+    assert (summary.completed, summary.failed, summary.attempts) == (4, 2, 6)
+    ledger = read_ledger(run_dir)
+    for attempt in ledger.attempts:
+        assert attempt["call"] == "reviewer.decide" and attempt["kind"] == "first"
+        assert attempt["request"] == {"case": attempt["trial_id"].split("/")[0]}
+    failed = [a for a in ledger.attempts if a["error_class"]]
+    assert {a["error_class"] for a in failed} == {"candidate_error"}
+    assert all(a["raw_response"] is None for a in failed)
+    ok = [a for a in ledger.attempts if not a["error_class"]]
+    assert all(json.loads(a["raw_response"]) == {"decision": "deny"} for a in ok)
