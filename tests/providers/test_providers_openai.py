@@ -11,6 +11,7 @@ from tests.support.openai_server import (
     json_reply,
     malformed_json,
     rate_limited,
+    raw_body,
     server_error,
     stall,
     tool_call,
@@ -151,7 +152,7 @@ def test_malformed_body_keeps_its_raw_text(openai_server: OpenAIServer) -> None:
 
 
 def test_json_without_choices_is_malformed_not_a_reply(openai_server: OpenAIServer) -> None:
-    openai_server.on("hello", malformed_json('{"id": "x", "choices": []}'))
+    openai_server.on("hello", raw_body('{"id": "x", "choices": []}'))
     result = _send(openai_server, ChatRequest(messages=USER))
     assert result.error_class == "malformed_response" and result.reply is None
 
@@ -164,3 +165,18 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
     assert parse_retry_after("2") == 2.0
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert parse_retry_after("soon") is None and parse_retry_after(None) is None
+
+
+def test_a_refusal_is_a_reply_without_text_that_keeps_the_refusal(
+    openai_server: OpenAIServer,
+) -> None:
+    body = {
+        "model": "m",
+        "choices": [
+            {"message": {"content": None, "refusal": "I can't help."}, "finish_reason": "stop"}
+        ],
+    }
+    openai_server.on("hello", raw_body(json.dumps(body)))
+    result = _send(openai_server, ChatRequest(messages=USER))
+    assert result.error_class is None and result.reply is not None
+    assert result.reply.text is None and result.reply.refusal == "I can't help."

@@ -95,6 +95,11 @@ def malformed_json(body: str = '{"choices": [{"message": {"content": "trunc') ->
     return Behaviour("malformed", body=body)
 
 
+def raw_body(body: str) -> Behaviour:
+    """HTTP 200 with exactly this body (for hand-written response shapes)."""
+    return Behaviour("malformed", body=body)
+
+
 def stall(seconds: float) -> Behaviour:
     """Wait `seconds` before answering (past the client's timeout)."""
     return Behaviour("stall", latency_s=seconds)

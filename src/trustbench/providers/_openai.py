@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -103,6 +104,11 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _arguments_text(arguments: Any) -> str:
+    """Tool arguments as text: most servers send a JSON string, some an object."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
 def parse_chat_completion(document: dict[str, Any]) -> ChatReply:
     """Parse a chat-completions response; a wrong shape raises (and becomes malformed)."""
     choice = document["choices"][0]
@@ -114,12 +120,15 @@ def parse_chat_completion(document: dict[str, Any]) -> ChatReply:
         ToolCall(
             id=call.get("id", ""),
             name=call["function"]["name"],
-            arguments=call["function"]["arguments"],
+            arguments=_arguments_text(call["function"]["arguments"]),
         )
         for call in message.get("tool_calls") or []
     ]
-    if content is None and not tool_calls:
-        raise ValueError("message has neither content nor tool calls")
+    refusal = message.get("refusal")
+    if refusal is not None and not isinstance(refusal, str):
+        raise TypeError("message.refusal is neither a string nor null")
+    if content is None and not tool_calls and refusal is None:
+        raise ValueError("message has neither content, tool calls nor a refusal")
     logprobs = None
     block = choice.get("logprobs")
     if isinstance(block, dict) and block.get("content") is not None:
@@ -140,4 +149,5 @@ def parse_chat_completion(document: dict[str, Any]) -> ChatReply:
         finish_reason=choice.get("finish_reason"),
         logprobs=logprobs,
         reported_model=model if isinstance(model, str) else None,
+        refusal=refusal,
     )

@@ -82,6 +82,8 @@ class ChatReply:
     """Per-token log-probabilities when requested and returned."""
     reported_model: str | None = None
     """Model id the service says answered (may differ from the requested one)."""
+    refusal: str | None = None
+    """A refusal message the API returned instead of content (OpenAI `message.refusal`)."""
 
 
 @dataclass(slots=True)
