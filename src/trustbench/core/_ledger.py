@@ -134,13 +134,17 @@ class Ledger:
         existed = path.exists()
         connection = _connect(path)
         _create_tables(connection)
-        last = _last_row(connection)
+        empty = not any(
+            connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
+            for table in TABLE_COLUMNS
+        )
         # A ledger killed before its first row was committed is empty: start it afresh.
-        if existed and last is not None:
+        if existed and not empty:
             problems = verify_chain(connection, manifest_sha256)
             if problems:
                 connection.close()
                 raise CheckFailed(f"refusing to resume: {problems[0]}", location=str(path))
+        last = None if empty else _last_row(connection)
         seq, head = last if last is not None else (0, manifest_sha256)
         ids = {
             table: connection.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
