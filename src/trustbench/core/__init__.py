@@ -1,3 +1,65 @@
-"""Shared harness: freezing, ledger, runner, statistics, gates and reports; knows no suite."""
+"""Shared harness: freezing, ledger, runner, statistics, gates and reports; knows no suite.
 
-__all__: list[str] = []
+Tracks plug in through the `Track` protocol and the registry (`register_track`); see
+`docs/experiment-spec.md` for the spec format and the run-folder contract.
+"""
+
+from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
+from trustbench.core._export import LedgerContents, export_ledger, read_ledger
+from trustbench.core._manifest import Manifest, build_manifest, read_manifest, write_manifest
+from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
+from trustbench.core._runner import RunSummary, run_experiment, trial_order
+from trustbench.core._spec import (
+    AnalysisSpec,
+    CandidateSpec,
+    CorpusSpec,
+    ExperimentSpec,
+    GateSpec,
+    PriceSpec,
+    RetryPolicy,
+    load_spec,
+)
+from trustbench.core._track import (
+    Resolution,
+    ResolvedItem,
+    Track,
+    TrialKey,
+    TrialOutcome,
+    cross_product,
+)
+from trustbench.core._verify import VerifyReport, verify_run
+
+__all__ = [
+    "BUILTIN_TRACKS",
+    "AnalysisSpec",
+    "CallFailed",
+    "CandidateSpec",
+    "CorpusSpec",
+    "ExperimentSpec",
+    "GateSpec",
+    "LedgerContents",
+    "Manifest",
+    "PolicyViolation",
+    "PriceSpec",
+    "Resolution",
+    "ResolvedItem",
+    "RetryPolicy",
+    "RunSummary",
+    "Track",
+    "TrialContext",
+    "TrialKey",
+    "TrialOutcome",
+    "VerifyReport",
+    "build_manifest",
+    "cross_product",
+    "export_ledger",
+    "load_spec",
+    "load_track",
+    "read_ledger",
+    "read_manifest",
+    "register_track",
+    "run_experiment",
+    "trial_order",
+    "verify_run",
+    "write_manifest",
+]

@@ -1,9 +1,72 @@
-"""Commands shared by both suites: freeze, run, verify, report."""
+"""Commands shared by both suites: freeze, run, verify, export-ledger."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+SpecArg = Annotated[Path, typer.Argument(help="Experiment spec (TOML).")]
+RunDirArg = Annotated[Path, typer.Argument(help="Run folder written by `freeze`.")]
+OutDirOpt = Annotated[Path, typer.Option("--out", help="Run folder to write manifest.json into.")]
+OutFileOpt = Annotated[Path, typer.Option("--out", help="JSONL file to write.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress output.")]
+
+
+def freeze(spec: SpecArg, out: OutDirOpt) -> None:
+    """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
+    from trustbench.core._manifest import build_manifest, write_manifest
+
+    manifest = build_manifest(spec)
+    path = write_manifest(manifest, out)
+    typer.echo(
+        f"froze {manifest.plan.trials} trials ({manifest.plan.cases} cases x "
+        f"{len(manifest.candidates)} candidates x {manifest.spec.trials_per_case}) into {path}"
+    )
+    typer.echo(f"manifest sha256 {manifest.manifest_sha256}")
+
+
+def run(run_dir: RunDirArg, quiet: QuietOpt = False) -> None:
+    """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
+    from trustbench.core._progress import NoProgress, default_progress
+    from trustbench.core._runner import run_experiment
+
+    summary = run_experiment(run_dir, NoProgress() if quiet else default_progress())
+    finished = summary.finished_before + summary.completed + summary.failed
+    typer.echo(
+        f"{finished}/{summary.planned} trials finished ({summary.finished_before} before this "
+        f"run); this run: {summary.completed} completed, {summary.failed} failed, "
+        f"{summary.attempts} attempts ({summary.transport_retries} transport retries), "
+        f"{summary.abandoned_executions} interrupted executions marked abandoned"
+    )
+
+
+def verify(run_dir: RunDirArg) -> None:
+    """Recompute the manifest hash and the ledger chain; exit 1 naming the first bad row."""
+    from trustbench.core._verify import verify_run
+    from trustbench.errors import CheckFailed
+
+    report = verify_run(run_dir)
+    if not report.ok:
+        raise CheckFailed(report.problems[0], location=str(run_dir / "ledger.sqlite"))
+    typer.echo(
+        f"intact: manifest {report.manifest_sha256[:12]}…, {report.rows} ledger rows chained, "
+        f"{report.finished_trials}/{report.planned_trials} trials finished"
+    )
+
+
+def export_ledger(run_dir: RunDirArg, out: OutFileOpt) -> None:
+    """Export every ledger row as JSON lines (chain order) for other analysis tools."""
+    from trustbench.core._export import export_ledger as export
+
+    count = export(run_dir, out)
+    typer.echo(f"wrote {count} rows to {out}")
 
 
 def register_core_commands(app: typer.Typer) -> None:
     """Attach the suite-independent commands to the top-level app."""
+    app.command()(freeze)
+    app.command()(run)
+    app.command()(verify)
+    app.command("export-ledger")(export_ledger)

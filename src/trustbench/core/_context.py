@@ -1,0 +1,269 @@
+"""The per-trial context a track receives: settings, a recorded provider client, call recording.
+
+A new `TrialContext` is made for every trial (and a fresh provider via `for_trial`), so nothing a
+candidate saw or said in one trial can reach another. Every call made through it becomes an
+attempt row in the ledger the moment it finishes, with its raw response, so grading can be redone
+offline from the ledger alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trustbench.core._canonical import canonical_json, sha256_hex
+from trustbench.core._ledger import Ledger, utc_now
+from trustbench.core._pacing import TokenBucket, backoff_delay
+from trustbench.core._spec import CandidateSpec, RetryPolicy
+from trustbench.core._track import TrialKey
+from trustbench.providers import AttemptResult, ChatProvider, ChatReply, ChatRequest
+
+if TYPE_CHECKING:
+    from trustbench.core._manifest import Manifest
+
+
+class CallFailed(Exception):
+    """A call could not produce a usable answer after the declared retries.
+
+    Raised by `TrialContext.chat` and `TrialContext.call`; the runner records the trial as
+    failed with `error_class`, unless the track catches it and records its own outcome.
+    """
+
+    def __init__(self, error_class: str, message: str) -> None:
+        self.error_class = error_class
+        super().__init__(f"{error_class}: {message}")
+
+
+class PolicyViolation(Exception):
+    """A track asked for more candidate re-samples than the spec declared (a harness defect)."""
+
+
+@dataclass
+class RunServices:
+    """What every trial context shares within one run (owned by the runner)."""
+
+    ledger: Ledger
+    """The ledger all attempts go to."""
+    policy: RetryPolicy
+    """The declared retry policy."""
+    timeout_s: float
+    """Per-call time limit."""
+    rng: random.Random
+    """Seeded source of backoff jitter."""
+    limiters: dict[str, TokenBucket] = field(default_factory=dict)
+    """Rate limiters by endpoint."""
+    attempts: int = 0
+    """Attempts recorded in this run session."""
+    retries: int = 0
+    """Transport retries in this run session."""
+    on_retry: Callable[[], None] | None = None
+    """Progress hook called on each transport retry."""
+
+
+class TrialContext:
+    """Everything one trial may use. Create through the runner; one per trial."""
+
+    def __init__(
+        self,
+        key: TrialKey,
+        candidate: CandidateSpec,
+        manifest: Manifest,
+        provider: ChatProvider | None,
+        services: RunServices,
+        execution: int,
+    ) -> None:
+        self.key = key
+        """The trial being run."""
+        self.candidate = candidate
+        """The candidate's frozen spec entry (settings included)."""
+        self.manifest = manifest
+        """The frozen manifest (spec, corpus location, track options)."""
+        self.provider = provider
+        """The candidate's provider for this trial; None for an in-process candidate the track
+        drives itself (then record its calls with `call` or `record_call`)."""
+        self._services = services
+        self._execution = execution
+        self._attempt_index = 0
+        self._call_index = -1
+        self._resamples_used = 0
+
+    @property
+    def attempts_recorded(self) -> int:
+        """Attempts this trial has recorded so far."""
+        return self._attempt_index
+
+    @property
+    def resamples_left(self) -> int:
+        """Candidate re-samples still allowed by the declared policy (0 when re-sampling is off)."""
+        return self._services.policy.candidate_resample - self._resamples_used
+
+    async def chat(self, request: ChatRequest, *, resample: bool = False) -> ChatReply:
+        """Send a chat request to the candidate under the retry policy; record every attempt.
+
+        Args:
+            request: The provider-neutral request (built fresh for this trial).
+            resample: True to re-ask the candidate because the track judged its previous answer
+                unusable: allowed only within `retry.candidate_resample` and recorded as a
+                `candidate_retry` attempt of the same call.
+
+        Returns:
+            The parsed reply of the first successful attempt.
+
+        Raises:
+            CallFailed: when a non-retryable error occurs or the transport retries run out.
+            PolicyViolation: when `resample` exceeds the declared re-sampling allowance.
+        """
+        if self.provider is None:
+            raise CallFailed("client_error", f"candidate {self.candidate.name} has no provider")
+        if resample:
+            if self.resamples_left <= 0:
+                raise PolicyViolation(
+                    f"trial {self.key.trial_id}: candidate re-sampling beyond "
+                    f"retry.candidate_resample={self._services.policy.candidate_resample}"
+                )
+            self._resamples_used += 1
+            kind = "candidate_retry"
+        else:
+            self._call_index += 1
+            kind = "first"
+        services = self._services
+        endpoint = self.provider.endpoint
+        limiter = services.limiters.get(endpoint) if endpoint else None
+        retry_number = 0
+        while True:
+            if limiter is not None:
+                await limiter.acquire()
+            started_at = utc_now()
+            result = await self.provider.send(request, services.timeout_s)
+            self._record(kind, "chat", started_at, result)
+            if result.error_class is None and result.reply is not None:
+                return result.reply
+            error_class = result.error_class or "malformed_response"
+            retryable = error_class in services.policy.retry_on
+            if not retryable or retry_number >= services.policy.transport_max_retries:
+                raise CallFailed(error_class, result.error_message or "no reply")
+            delay = backoff_delay(services.policy, retry_number, result.retry_after_s, services.rng)
+            retry_number += 1
+            kind = "transport_retry"
+            services.retries += 1
+            if services.on_retry is not None:
+                services.on_retry()
+            await asyncio.sleep(delay)
+
+    async def call(self, name: str, request: Any, function: Callable[[Any], Any]) -> Any:
+        """Run a deterministic in-process candidate call and record it as an attempt.
+
+        Args:
+            name: What is being called (e.g. `reviewer.decide`), stored in the attempt's `call`.
+            request: JSON-serialisable input passed to `function`.
+            function: The candidate's code (sync or async).
+
+        Returns:
+            `function(request)`'s JSON-serialisable result.
+
+        Raises:
+            CallFailed: with `candidate_error` when the function raises.
+        """
+        started_at = utc_now()
+        started = time.perf_counter()
+        try:
+            response = function(request)
+            if inspect.isawaitable(response):
+                response = await response
+        except Exception as error:  # the candidate's failure is a measured result
+            self.record_call(
+                name,
+                request=request,
+                response=None,
+                latency_s=time.perf_counter() - started,
+                error_class="candidate_error",
+                error_message=f"{type(error).__name__}: {error}",
+                started_at=started_at,
+            )
+            raise CallFailed("candidate_error", f"{type(error).__name__}: {error}") from error
+        self.record_call(
+            name,
+            request=request,
+            response=response,
+            latency_s=time.perf_counter() - started,
+            started_at=started_at,
+        )
+        return response
+
+    def record_call(
+        self,
+        name: str,
+        *,
+        request: Any,
+        response: Any,
+        latency_s: float,
+        error_class: str | None = None,
+        error_message: str | None = None,
+        model_id: str | None = None,
+        started_at: str | None = None,
+    ) -> None:
+        """Record a call the track made itself (e.g. to a deterministic candidate) as an attempt.
+
+        Args:
+            name: What was called.
+            request: JSON-serialisable input.
+            response: JSON-serialisable output (None when there was none).
+            latency_s: Seconds the call took.
+            error_class: Failure class, if it failed.
+            error_message: Failure detail.
+            model_id: Identifier of the candidate implementation, if any.
+            started_at: ISO time the call started (default: now).
+        """
+        self._call_index += 1
+        body = canonical_json(request)
+        result = AttemptResult(
+            request_body=request,
+            requested_model=model_id or self.candidate.model or self.candidate.name,
+            request_json=body,
+            endpoint=None,
+            raw_response=None if response is None else canonical_json(response).decode("utf-8"),
+            error_class=error_class,
+            error_message=error_message,
+            latency_s=latency_s,
+            reported_model=model_id or self.candidate.model or self.candidate.name,
+        )
+        self._record("first", name, started_at or utc_now(), result)
+
+    def _record(self, kind: str, call: str, started_at: str, result: AttemptResult) -> None:
+        body = (
+            result.request_json
+            if result.request_json is not None
+            else canonical_json(result.request_body)
+        )
+        self._services.ledger.append(
+            "attempts",
+            {
+                "trial_id": self.key.trial_id,
+                "execution": self._execution,
+                "call_index": self._call_index,
+                "attempt_index": self._attempt_index,
+                "kind": kind,
+                "call": call,
+                "started_at": started_at,
+                "request_digest": sha256_hex(body),
+                "request": body.decode("utf-8"),
+                "raw_response": result.raw_response,
+                "http_status": result.http_status,
+                "error_class": result.error_class,
+                "error_message": result.error_message,
+                "latency_s": result.latency_s,
+                "prompt_tokens": result.prompt_tokens,
+                "completion_tokens": result.completion_tokens,
+                "cost_usd": result.cost_usd,
+                "requested_model": result.requested_model,
+                "reported_model": result.reported_model,
+                "endpoint": result.endpoint,
+            },
+        )
+        self._attempt_index += 1
+        self._services.attempts += 1

@@ -1,0 +1,80 @@
+"""Read the ledger back for grading and analysis, and export it as JSONL for other tools.
+
+Graders read only this (never live state): every trial with its outcome and every attempt with
+its raw response. Attempts of abandoned executions (a run killed mid-trial) are returned flagged
+`counted = False` so no analysis counts them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trustbench.core._ledger import JSON_COLUMNS, iter_rows, open_for_reading
+
+
+@dataclass(frozen=True)
+class LedgerContents:
+    """All rows of a ledger, JSON columns parsed."""
+
+    trials: list[dict[str, Any]]
+    """Finished trials (completed and failed), in insertion order."""
+    attempts: list[dict[str, Any]]
+    """Every attempt; `counted` is False for attempts of abandoned executions."""
+    events: list[dict[str, Any]]
+    """Run events."""
+    experiment: dict[str, Any]
+    """The experiments row (manifest hash, format, creation time)."""
+
+    def attempts_of(self, trial_id: str) -> list[dict[str, Any]]:
+        """Counted attempts of one trial, in order."""
+        return [a for a in self.attempts if a["trial_id"] == trial_id and a["counted"]]
+
+
+def _parsed(row: dict[str, Any]) -> dict[str, Any]:
+    for column in JSON_COLUMNS & row.keys():
+        if isinstance(row[column], str):
+            row[column] = json.loads(row[column])
+    return row
+
+
+def read_ledger(run_dir: Path) -> LedgerContents:
+    """Read every row of a run's ledger (run `verify` first to trust it)."""
+    connection = open_for_reading(run_dir)
+    try:
+        rows = [(table, _parsed(row)) for table, row in iter_rows(connection)]
+    finally:
+        connection.close()
+    trials = [row for table, row in rows if table == "trials"]
+    final_execution = {row["trial_id"]: row["execution"] for row in trials}
+    attempts = []
+    for table, row in rows:
+        if table == "attempts":
+            row["counted"] = final_execution.get(row["trial_id"]) == row["execution"]
+            attempts.append(row)
+    experiment = next((row for table, row in rows if table == "experiments"), {})
+    events = [row for table, row in rows if table == "events"]
+    return LedgerContents(trials=trials, attempts=attempts, events=events, experiment=experiment)
+
+
+def export_ledger(run_dir: Path, out: Path) -> int:
+    """Write every ledger row as one JSON object per line, in chain order.
+
+    Each line is `{"table": ..., **row}` with JSON columns parsed and `row_hash` kept.
+
+    Returns:
+        The number of rows written.
+    """
+    connection = open_for_reading(run_dir)
+    count = 0
+    try:
+        with out.open("w", encoding="utf-8") as handle:
+            for table, row in iter_rows(connection):
+                handle.write(json.dumps({"table": table, **_parsed(row)}, ensure_ascii=False))
+                handle.write("\n")
+                count += 1
+    finally:
+        connection.close()
+    return count

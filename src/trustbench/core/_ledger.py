@@ -1,0 +1,292 @@
+"""The ledger: a hash-chained, crash-safe SQLite record of every trial, attempt and event.
+
+Tables: `experiments` (one row: the manifest hash this ledger belongs to), `trials` (one row per
+*finished* trial), `attempts` (one row per call, written as soon as the call finishes) and `events`
+(run started / finished, abandoned executions). Every row carries a global insertion number `seq`
+and `row_hash = sha256(prev_row_hash || canonical_json({"table": ..., **row}))`, where the first
+row's predecessor is the manifest hash. Changing one byte of a row, deleting a row or reordering
+rows breaks the chain at that row, which `verify_ledger` names.
+
+Durability: WAL journal with `synchronous=NORMAL`, one transaction per attempt and per finished
+trial. A committed WAL transaction survives the death of the process (SIGKILL, crash): the threat
+this ledger is built for. It may not survive a power loss or OS crash (that needs FULL, one fsync
+per commit); the run can then be resumed from what was flushed, with the chain still verifiable.
+
+Columns have no declared type (SQLite affinity NONE), so each value reads back exactly as it was
+written and the hash recomputed at verification sees the same value that was hashed at write time.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trustbench.core._canonical import canonical_json, sha256_hex
+from trustbench.errors import CheckFailed, InputError
+
+LEDGER_FILE = "ledger.sqlite"
+"""Name of the ledger in a run folder."""
+
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "experiments": ("id", "seq", "manifest_sha256", "ledger_format", "created_at"),
+    "trials": (
+        "id", "seq", "trial_id", "case_id", "candidate", "trial_index", "execution",
+        "order_position", "status", "outcome", "error_class", "error", "started_at",
+        "finished_at", "duration_s", "attempts",
+    ),
+    "attempts": (
+        "id", "seq", "trial_id", "execution", "call_index", "attempt_index", "kind", "call",
+        "started_at", "request_digest", "request", "raw_response", "http_status", "error_class",
+        "error_message", "latency_s", "prompt_tokens", "completion_tokens", "cost_usd",
+        "requested_model", "reported_model", "endpoint",
+    ),
+    "events": ("id", "seq", "at", "kind", "data"),
+}  # fmt: skip
+"""Hashed columns of each table, in order; every table also has `row_hash`."""
+
+JSON_COLUMNS = frozenset({"outcome", "data", "request"})
+"""Columns holding canonical JSON text (parsed on export)."""
+
+LEDGER_FORMAT = "trustbench.ledger/1"
+"""Format id stored in the experiments row."""
+
+
+def utc_now() -> str:
+    """Current UTC time as ISO 8601 with microseconds."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def row_hash(prev_hash: str, table: str, row: dict[str, Any]) -> str:
+    """The chained hash of one row: sha256(prev_hash || canonical({"table": table, **row}))."""
+    return sha256_hex(prev_hash.encode("ascii") + canonical_json({"table": table, **row}))
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    return connection
+
+
+def _create_tables(connection: sqlite3.Connection) -> None:
+    for table, columns in TABLE_COLUMNS.items():
+        body = ", ".join(
+            "id INTEGER PRIMARY KEY" if c == "id" else ("seq UNIQUE NOT NULL" if c == "seq" else c)
+            for c in columns
+        )
+        connection.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body}, row_hash NOT NULL)")
+    connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS trials_trial_id ON trials(trial_id)")
+    connection.execute("CREATE INDEX IF NOT EXISTS attempts_trial ON attempts(trial_id)")
+
+
+def iter_rows(connection: sqlite3.Connection) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield `(table, row)` for every row of every table, in `seq` order (row includes hash)."""
+    rows: list[tuple[int, str, dict[str, Any]]] = []
+    for table, columns in TABLE_COLUMNS.items():
+        names = (*columns, "row_hash")
+        for values in connection.execute(f"SELECT {', '.join(names)} FROM {table}"):
+            row = dict(zip(names, values, strict=True))
+            rows.append((row["seq"], table, row))
+    # A tampered seq may not be an integer; such rows sort last and fail verification there.
+    rows.sort(
+        key=lambda item: (0, item[0], "") if isinstance(item[0], int) else (1, 0, str(item[0]))
+    )
+    for _, table, row in rows:
+        yield table, row
+
+
+def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:
+    """`(seq, row_hash)` of the most recent row, or None for an empty ledger."""
+    last: tuple[int, str] | None = None
+    for table in TABLE_COLUMNS:
+        found = connection.execute(
+            f"SELECT seq, row_hash FROM {table} ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        if found is not None and (last is None or found[0] > last[0]):
+            last = (found[0], found[1])
+    return last
+
+
+class Ledger:
+    """Single-writer append-only ledger of one run folder.
+
+    Only the runner's event loop writes; every `append_*` call is one committed transaction.
+    """
+
+    def __init__(self, connection: sqlite3.Connection, head: str, seq: int, ids: dict[str, int]):
+        self._db = connection
+        self._head = head
+        self._seq = seq
+        self._ids = ids
+
+    @classmethod
+    def open(cls, run_dir: Path, manifest_sha256: str) -> Ledger:
+        """Open (or create) the run's ledger, checking it belongs to this manifest and is intact.
+
+        Raises:
+            CheckFailed: when the ledger belongs to another manifest or its chain is broken.
+        """
+        path = run_dir / LEDGER_FILE
+        existed = path.exists()
+        connection = _connect(path)
+        _create_tables(connection)
+        empty = not any(
+            connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
+            for table in TABLE_COLUMNS
+        )
+        # A ledger killed before its first row was committed is empty: start it afresh.
+        if existed and not empty:
+            problems = verify_chain(connection, manifest_sha256)
+            if problems:
+                connection.close()
+                raise CheckFailed(f"refusing to resume: {problems[0]}", location=str(path))
+        last = None if empty else _last_row(connection)
+        seq, head = last if last is not None else (0, manifest_sha256)
+        ids = {
+            table: connection.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
+            for table in TABLE_COLUMNS
+        }
+        ledger = cls(connection, head, seq, ids)
+        if last is None:
+            ledger.append(
+                "experiments",
+                {
+                    "manifest_sha256": manifest_sha256,
+                    "ledger_format": LEDGER_FORMAT,
+                    "created_at": utc_now(),
+                },
+            )
+        return ledger
+
+    def close(self) -> None:
+        """Checkpoint the WAL into the database file and close."""
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            self._db.close()
+
+    def append(self, table: str, values: dict[str, Any]) -> int:
+        """Append one row in its own transaction; return its id.
+
+        Args:
+            table: One of `TABLE_COLUMNS`.
+            values: Column values except id/seq (JSON columns already encoded as text); only
+                str, int, float and None are stored.
+        """
+        return self.append_many([(table, values)])[0]
+
+    def append_many(self, rows: list[tuple[str, dict[str, Any]]]) -> list[int]:
+        """Append several rows in one transaction (all or none survive a crash)."""
+        ids: list[int] = []
+        statements: list[tuple[str, tuple[Any, ...]]] = []
+        head, seq = self._head, self._seq
+        next_ids = dict(self._ids)
+        for table, values in rows:
+            columns = TABLE_COLUMNS[table]
+            next_ids[table] += 1
+            seq += 1
+            row = {"id": next_ids[table], "seq": seq, **values}
+            for name in columns:
+                value = row.setdefault(name, None)
+                if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
+                    raise TypeError(f"{table}.{name} must be str, int, float or None")
+            if len(row) != len(columns):
+                raise KeyError(f"unknown columns for {table}: {sorted(set(row) - set(columns))}")
+            ordered = {name: row[name] for name in columns}
+            head = row_hash(head, table, ordered)
+            placeholders = ", ".join("?" * (len(columns) + 1))
+            statements.append(
+                (
+                    f"INSERT INTO {table} ({', '.join(columns)}, row_hash) VALUES ({placeholders})",
+                    (*ordered.values(), head),
+                )
+            )
+            ids.append(next_ids[table])
+        self._db.execute("BEGIN")
+        try:
+            for sql, parameters in statements:
+                self._db.execute(sql, parameters)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._head, self._seq, self._ids = head, seq, next_ids
+        return ids
+
+    def event(self, kind: str, data: Any) -> None:
+        """Append an event with JSON data."""
+        self.append(
+            "events", {"at": utc_now(), "kind": kind, "data": canonical_json(data).decode()}
+        )
+
+    def finished_trial_ids(self) -> set[str]:
+        """Ids of trials that have a finished row (completed or failed)."""
+        return {row[0] for row in self._db.execute("SELECT trial_id FROM trials")}
+
+    def unfinished_executions(self) -> dict[str, list[tuple[int, list[int]]]]:
+        """Attempts of trials without a finished row: `{trial_id: [(execution, attempt_ids)]}`."""
+        found: dict[str, dict[int, list[int]]] = {}
+        for trial_id, execution, attempt_id in self._db.execute(
+            "SELECT trial_id, execution, id FROM attempts WHERE trial_id NOT IN "
+            "(SELECT trial_id FROM trials) ORDER BY id"
+        ):
+            found.setdefault(trial_id, {}).setdefault(execution, []).append(attempt_id)
+        return {t: sorted(e.items()) for t, e in found.items()}
+
+    def abandoned_marked(self) -> set[tuple[str, int]]:
+        """`(trial_id, execution)` pairs already marked abandoned by an event."""
+        marked: set[tuple[str, int]] = set()
+        for (data,) in self._db.execute(
+            "SELECT data FROM events WHERE kind = 'execution_abandoned'"
+        ):
+            parsed = json.loads(data)
+            marked.add((parsed["trial_id"], parsed["execution"]))
+        return marked
+
+
+def verify_chain(connection: sqlite3.Connection, manifest_sha256: str) -> list[str]:
+    """Recompute the chain; return problems, the first altered or missing row first.
+
+    Args:
+        connection: An open ledger.
+        manifest_sha256: The anchor: the hash of the run's manifest.
+
+    Returns:
+        Human-readable problems (empty when the chain is intact).
+    """
+    head, expected_seq = manifest_sha256, 1
+    first = True
+    for table, row in iter_rows(connection):
+        where = f"{table} id {row['id']} (seq {row['seq']})"
+        if row["seq"] != expected_seq:
+            return [f"row seq {expected_seq} is missing (deleted?) before {where}"]
+        if first:
+            if table != "experiments" or row["manifest_sha256"] != manifest_sha256:
+                return [f"{where}: the ledger is not anchored at this manifest"]
+            first = False
+        stored = row.pop("row_hash")
+        head = row_hash(head, table, row)
+        if head != stored:
+            return [f"first altered row: {where}: its hash does not match its content and chain"]
+        expected_seq += 1
+    if first:
+        return ["the ledger is empty: no experiments row"]
+    return []
+
+
+def open_for_reading(run_dir: Path) -> sqlite3.Connection:
+    """Open an existing ledger for reading.
+
+    Raises:
+        InputError: when the run folder has no ledger.
+    """
+    path = run_dir / LEDGER_FILE
+    if not path.exists():
+        raise InputError("no ledger.sqlite: run `trustbench run` first", location=str(path))
+    # Not `mode=ro`: a ledger left by a killed writer may need its WAL recovered on open, which a
+    # read-only connection cannot do. Nothing here writes rows.
+    return sqlite3.connect(path, isolation_level=None)

@@ -1,0 +1,78 @@
+"""Registry of tracks: `"suite/track"` -> import string, imported only when a run needs it.
+
+Lazy loading keeps `trustbench --help` fast and lets a suite register a track with one line in
+`BUILTIN_TRACKS` without core importing the suite. Third-party packages can add tracks through the
+`trustbench.tracks` entry-point group; tests call `register_track`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from trustbench.core._track import Track
+from trustbench.errors import InputError
+
+BUILTIN_TRACKS: dict[str, str] = {
+    # One line per track, e.g.:
+    # "rtb/review": "trustbench.rtb.review_track:ReviewTrack",
+}
+"""Tracks shipped with trustbench."""
+
+_registered: dict[str, str] = {}
+
+
+def register_track(track_id: str, target: str) -> None:
+    """Register (or replace) a track under `suite/track`.
+
+    Args:
+        track_id: Registry key, `"suite/track"`.
+        target: Import string `"package.module:attribute"`; the attribute is a `Track` class
+            (instantiated without arguments), a zero-argument factory, or a `Track` instance.
+    """
+    if track_id.count("/") != 1 or ":" not in target:
+        raise InputError(f"bad track registration {track_id!r} -> {target!r}")
+    _registered[track_id] = target
+
+
+def track_targets() -> dict[str, str]:
+    """All known tracks and their import strings (built-in, entry points, registered)."""
+    targets = dict(BUILTIN_TRACKS)
+    for point in entry_points(group="trustbench.tracks"):
+        targets[point.name] = point.value
+    targets.update(_registered)
+    return targets
+
+
+def import_object(target: str, *, what: str) -> Any:
+    """Import `module:attribute`, turning failures into an `InputError` naming `what`."""
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, attribute)
+    except (ImportError, AttributeError) as error:
+        raise InputError(f"cannot import {target!r}: {error}", location=what) from None
+
+
+def load_track(track_id: str) -> tuple[Track, str]:
+    """Import and instantiate the track registered under `track_id`.
+
+    Returns:
+        The track and the import string it was loaded from (recorded in the manifest).
+
+    Raises:
+        InputError: when the track is unknown or does not satisfy the `Track` protocol.
+    """
+    targets = track_targets()
+    if track_id not in targets:
+        known = ", ".join(sorted(targets)) or "none"
+        raise InputError(f"unknown track {track_id!r} (known: {known})", location="suite/track")
+    target = targets[track_id]
+    obj = import_object(target, what=f"track {track_id}")
+    if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Track)):
+        obj = obj()
+    track = obj
+    if not isinstance(track, Track):
+        raise InputError(f"{target} is not a Track (needs resolve, plan, run_trial)")
+    return track, target

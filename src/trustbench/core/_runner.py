@@ -1,0 +1,290 @@
+"""The async runner: runs (or resumes) a frozen experiment into its ledger.
+
+Before anything runs it re-checks the manifest hash, every resolved input and the plan, and the
+ledger's chain. Trials of all candidates run interleaved in one seeded random order (so no
+candidate systematically meets a different service load), `concurrency` at a time, each from a
+fresh context. A trial is finished when its row is in `trials`; a resumed run runs only the
+others. An execution killed mid-trial is marked abandoned (its attempts stay, never counted) and
+the trial is run again from scratch as the next execution.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import trustbench
+from trustbench.core._canonical import canonical_json
+from trustbench.core._context import CallFailed, PolicyViolation, RunServices, TrialContext
+from trustbench.core._ledger import Ledger, utc_now
+from trustbench.core._manifest import Manifest, check_inputs, read_manifest
+from trustbench.core._pacing import TokenBucket
+from trustbench.core._progress import NoProgress, ProgressReporter
+from trustbench.core._registry import load_track
+from trustbench.core._track import Track, TrialKey, TrialOutcome
+from trustbench.errors import CheckFailed, InputError
+from trustbench.providers import ChatProvider, build_provider, check_credentials, new_session
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What one `run` invocation did."""
+
+    planned: int
+    """Trials in the frozen plan."""
+    finished_before: int
+    """Trials already finished when this invocation started (resume)."""
+    completed: int
+    """Trials this invocation finished as completed."""
+    failed: int
+    """Trials this invocation finished as failed (recorded, still in every denominator)."""
+    attempts: int
+    """Attempts recorded by this invocation."""
+    transport_retries: int
+    """Transport retries made by this invocation."""
+    abandoned_executions: int
+    """Executions of earlier, interrupted invocations marked abandoned now."""
+
+
+def trial_order(keys: list[TrialKey], seed: int) -> list[TrialKey]:
+    """The seeded interleaved order: sort for a stable start, then shuffle with `seed`."""
+    ordered = sorted(keys)
+    random.Random(seed).shuffle(ordered)
+    return ordered
+
+
+class _RunLock:
+    """An exclusive lock on the run folder; the OS drops it if the process dies."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / ".run.lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> _RunLock:
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise InputError(
+                "another `trustbench run` is using this folder", location=str(self.path)
+            ) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+
+
+def _mark_abandoned(ledger: Ledger) -> tuple[dict[str, int], int]:
+    """Mark unfinished executions abandoned; return the next execution number per trial."""
+    next_execution: dict[str, int] = {}
+    marked = ledger.abandoned_marked()
+    count = 0
+    for trial_id, executions in ledger.unfinished_executions().items():
+        for execution, attempt_ids in executions:
+            if (trial_id, execution) not in marked:
+                ledger.event(
+                    "execution_abandoned",
+                    {"trial_id": trial_id, "execution": execution, "attempt_ids": attempt_ids},
+                )
+                count += 1
+        next_execution[trial_id] = max(execution for execution, _ in executions) + 1
+    return next_execution, count
+
+
+def _failed(error_class: str, error: str) -> TrialOutcome:
+    return TrialOutcome(status="failed", outcome=None, error_class=error_class, error=error)
+
+
+class _Execution:
+    """State of one `run` invocation."""
+
+    def __init__(
+        self,
+        manifest: Manifest,
+        track: Track,
+        ledger: Ledger,
+        providers: dict[str, ChatProvider | None],
+        services: RunServices,
+        progress: ProgressReporter,
+    ) -> None:
+        self.manifest = manifest
+        self.track = track
+        self.ledger = ledger
+        self.providers = providers
+        self.services = services
+        self.progress = progress
+        self.candidates = {c.name: c for c in manifest.spec.candidates}
+        self.next_execution: dict[str, int] = {}
+        self.done = self.completed = self.failed = 0
+
+    async def run_trial(self, position: int, key: TrialKey) -> None:
+        execution = self.next_execution.get(key.trial_id, 1)
+        provider = self.providers[key.candidate]
+        ctx = TrialContext(
+            key,
+            self.candidates[key.candidate],
+            self.manifest,
+            provider.for_trial() if provider is not None else None,
+            self.services,
+            execution,
+        )
+        started_at = utc_now()
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.manifest.spec.trial_timeout_s):
+                outcome = await self.track.run_trial(key, ctx)
+            if not isinstance(outcome, TrialOutcome):
+                outcome = _failed("harness_error", f"run_trial returned {type(outcome).__name__}")
+        except CallFailed as error:
+            outcome = _failed(error.error_class, str(error))
+        except TimeoutError:
+            outcome = _failed(
+                "trial_timeout", f"trial exceeded {self.manifest.spec.trial_timeout_s} s"
+            )
+        except PolicyViolation as error:
+            outcome = _failed("harness_error", str(error))
+        except Exception as error:  # a track defect is recorded as such, never hidden or fatal
+            outcome = _failed("harness_error", f"{type(error).__name__}: {error}")
+        try:
+            outcome_json = canonical_json(outcome.outcome).decode("utf-8")
+        except (TypeError, ValueError) as error:
+            outcome = _failed("harness_error", f"outcome is not JSON-serialisable: {error}")
+            outcome_json = "null"
+        self.ledger.append(
+            "trials",
+            {
+                "trial_id": key.trial_id,
+                "case_id": key.case_id,
+                "candidate": key.candidate,
+                "trial_index": key.trial_index,
+                "execution": execution,
+                "order_position": position,
+                "status": outcome.status,
+                "outcome": outcome_json,
+                "error_class": outcome.error_class,
+                "error": outcome.error,
+                "started_at": started_at,
+                "finished_at": utc_now(),
+                "duration_s": time.perf_counter() - started,
+                "attempts": ctx.attempts_recorded,
+            },
+        )
+        self.done += 1
+        if outcome.status == "completed":
+            self.completed += 1
+        else:
+            self.failed += 1
+        self.progress.update(self.done, self.failed, self.services.retries)
+
+
+async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
+    manifest = read_manifest(run_dir)
+    track, entry = load_track(manifest.track.id)
+    if entry != manifest.track.entry:
+        raise CheckFailed(
+            f"track {manifest.track.id} now loads from {entry}, frozen as {manifest.track.entry}",
+            location="manifest.json#/track/entry",
+        )
+    keys = check_inputs(manifest, track)
+    spec = manifest.spec
+    check_credentials(spec.candidates)
+    ledger = Ledger.open(run_dir, manifest.manifest_sha256)
+    try:
+        finished = ledger.finished_trial_ids()
+        if not finished <= {key.trial_id for key in keys}:
+            raise CheckFailed(
+                "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
+            )
+        next_execution, abandoned = _mark_abandoned(ledger)
+        order = list(enumerate(trial_order(keys, spec.order_seed)))
+        remaining = [(position, key) for position, key in order if key.trial_id not in finished]
+        services = RunServices(
+            ledger=ledger,
+            policy=spec.retry,
+            timeout_s=spec.timeout_s,
+            rng=random.Random(spec.order_seed + 1),
+        )
+        async with new_session(spec.concurrency) as session:
+            providers = {c.name: build_provider(c, session) for c in spec.candidates}
+            for candidate in spec.candidates:
+                provider = providers[candidate.name]
+                if candidate.rate_limit_per_s and provider is not None and provider.endpoint:
+                    # One bucket per endpoint; candidates sharing it share the strictest limit.
+                    current = services.limiters.get(provider.endpoint)
+                    if current is None or current.rate > candidate.rate_limit_per_s:
+                        services.limiters[provider.endpoint] = TokenBucket(
+                            candidate.rate_limit_per_s
+                        )
+            execution = _Execution(manifest, track, ledger, providers, services, progress)
+            execution.next_execution = next_execution
+            services.on_retry = lambda: progress.update(
+                execution.done, execution.failed, services.retries
+            )
+            ledger.event(
+                "run_started",
+                {
+                    "pid": os.getpid(),
+                    "trustbench_version": trustbench.__version__,
+                    "planned": len(keys),
+                    "finished_before": len(finished),
+                    "remaining": len(remaining),
+                },
+            )
+            progress.start(len(keys), len(finished))
+            execution.done = len(finished)
+            pending = iter(remaining)
+
+            async def worker() -> None:
+                for position, key in pending:
+                    await execution.run_trial(position, key)
+
+            try:
+                workers = [
+                    asyncio.create_task(worker())
+                    for _ in range(min(spec.concurrency, len(remaining)))
+                ]
+                await asyncio.gather(*workers)
+            finally:
+                progress.close()
+        summary = RunSummary(
+            planned=len(keys),
+            finished_before=len(finished),
+            completed=execution.completed,
+            failed=execution.failed,
+            attempts=services.attempts,
+            transport_retries=services.retries,
+            abandoned_executions=abandoned,
+        )
+        ledger.event(
+            "run_finished", {**summary.__dict__, "finished": len(ledger.finished_trial_ids())}
+        )
+        return summary
+    finally:
+        ledger.close()
+
+
+def run_experiment(run_dir: Path, progress: ProgressReporter | None = None) -> RunSummary:
+    """Run or resume the frozen experiment in `run_dir` (holding the folder's lock).
+
+    Args:
+        run_dir: A folder written by `freeze`.
+        progress: Where progress goes (default: nowhere).
+
+    Returns:
+        What this invocation did.
+
+    Raises:
+        CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
+        InputError: when the folder is not a run folder or is in use by another run.
+    """
+    if not (run_dir / "manifest.json").exists():
+        raise InputError("no manifest.json: run `trustbench freeze` first", location=str(run_dir))
+    with _RunLock(run_dir):
+        return asyncio.run(_run(run_dir, progress or NoProgress()))

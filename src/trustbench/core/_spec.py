@@ -1,0 +1,305 @@
+"""The experiment spec: everything a run will do, declared in TOML before anything runs.
+
+`ExperimentSpec` is the public contract of the spec file (see `docs/experiment-spec.md`). Every
+field is documented here; unknown keys are errors naming the field, so a typo can never silently
+fall back to a default. Analysis and gates are kept as data: the statistics and gate modules
+evaluate them after the run, but they are fixed (and hashed into the manifest) before it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from trustbench.errors import InputError
+
+JsonValue = Any
+"""A JSON-compatible value (pydantic validates the concrete types where it matters)."""
+
+_SECRET_LIKE_KEY = re.compile(r"(api[_-]?key|authorization|password|secret|token$|bearer)", re.I)
+TRANSIENT_ERROR_CLASSES: tuple[str, ...] = (
+    "rate_limited",
+    "server_error",
+    "connection_error",
+    "timeout",
+)
+"""Error classes retried by default: the service, not the candidate, failed to answer."""
+
+ErrorClass = Literal[
+    "rate_limited",
+    "server_error",
+    "connection_error",
+    "timeout",
+    "malformed_response",
+    "client_error",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class CorpusSpec(_Strict):
+    """Which corpus the track reads: a built-in version or a folder, never both."""
+
+    builtin: str | None = None
+    """Version of the corpus shipped inside the package (e.g. `"v0.1"`)."""
+    path: str | None = None
+    """Folder holding a user corpus, relative to the spec file's folder (or absolute)."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> CorpusSpec:
+        if (self.builtin is None) == (self.path is None):
+            raise ValueError("set exactly one of corpus.builtin or corpus.path")
+        return self
+
+
+class PriceSpec(_Strict):
+    """Token prices used to compute each attempt's cost; absent prices give a null cost, not 0."""
+
+    input_per_mtok: float = Field(ge=0)
+    """US dollars per one million prompt (input) tokens."""
+    output_per_mtok: float = Field(ge=0)
+    """US dollars per one million completion (output) tokens."""
+
+
+class CandidateSpec(_Strict):
+    """One system under test: a chat model behind an API, or a deterministic in-process one."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+    """Unique name used in trial keys, the ledger and the report."""
+    kind: Literal["openai_chat", "anthropic_messages", "inprocess"]
+    """`openai_chat` (any OpenAI-compatible chat-completions server: vLLM, Ollama, llama.cpp,
+    hosted APIs), `anthropic_messages`, or `inprocess` (deterministic Python code)."""
+    model: str | None = None
+    """Requested model id sent to the API (required for API kinds). The reported id is recorded
+    per attempt; a hosted alias may resolve to different revisions over time."""
+    base_url: str | None = None
+    """API base URL, e.g. `http://127.0.0.1:8000/v1` (OpenAI-compatible) or
+    `https://api.anthropic.com` (Anthropic). No credentials in the URL."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Name of the environment variable holding the API key. The value is read at run time
+    only and never written to the manifest or the ledger."""
+    entry: str | None = None
+    """For `inprocess`: import string `module:callable` of a factory called once per trial with
+    the candidate's `settings`, returning a fresh responder (no state carried between trials)."""
+    rate_limit_per_s: float | None = Field(default=None, gt=0)
+    """Requests per second allowed to this candidate's endpoint (token bucket); none = unlimited."""
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    """Serving settings merged into every request (temperature, max_tokens, seed, ...) or, for
+    in-process candidates, the factory's arguments. No secrets: keys that look like credentials
+    are rejected."""
+    price: PriceSpec | None = None
+    """Token prices for cost accounting; without it every attempt's cost is null."""
+
+    @field_validator("settings")
+    @classmethod
+    def _no_secret_settings(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        for key in value:
+            if _SECRET_LIKE_KEY.search(key):
+                raise ValueError(
+                    f"settings.{key} looks like a credential; name an environment variable "
+                    "in api_key_env instead"
+                )
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials_in_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"base_url must be an http(s) URL, got {value!r}")
+        if parts.username or parts.password:
+            raise ValueError("base_url must not carry credentials; use api_key_env")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> CandidateSpec:
+        if self.kind == "inprocess":
+            if self.base_url or self.api_key_env:
+                raise ValueError("an inprocess candidate takes no base_url or api_key_env")
+        else:
+            if not self.model or not self.base_url:
+                raise ValueError(f"a {self.kind} candidate needs model and base_url")
+            if self.entry:
+                raise ValueError("entry is only for inprocess candidates")
+        return self
+
+
+class RetryPolicy(_Strict):
+    """How failed calls are retried. Transport retries and candidate re-sampling are distinct."""
+
+    transport_max_retries: int = Field(default=3, ge=0, le=20)
+    """Extra attempts after the first when the service fails transiently (see `retry_on`). Each
+    retry is recorded as its own `transport_retry` attempt."""
+    retry_on: tuple[ErrorClass, ...] = TRANSIENT_ERROR_CLASSES
+    """Error classes that trigger a transport retry. `client_error` is never retried."""
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    """Base of the exponential backoff: retry n waits up to `base * 2**n` seconds."""
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    """Cap of the exponential backoff before jitter."""
+    jitter: Literal["full", "none"] = "full"
+    """`full`: wait a uniform random fraction of the backoff (seeded by `order_seed`), so
+    concurrent retries do not stampede; `none`: wait the full backoff."""
+    honour_retry_after: bool = True
+    """Wait at least a 429/503 response's Retry-After (capped by `retry_after_max_s`)."""
+    retry_after_max_s: float = Field(default=120.0, ge=0)
+    """Longest Retry-After honoured."""
+    candidate_resample: int = Field(default=0, ge=0, le=20)
+    """Times a track may re-ask a candidate whose answer it judged unusable. 0 (default) = off.
+    Anything above 0 defines a different decision policy, recorded and reported as such."""
+
+    @field_validator("retry_on")
+    @classmethod
+    def _never_client_errors(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if "client_error" in value:
+            raise ValueError("client_error is a request defect and is never retried")
+        return value
+
+
+class AnalysisSpec(_Strict):
+    """How results will be analysed; declared before the run, evaluated after it."""
+
+    unit: Literal["trial", "case", "group"] = "case"
+    """Unit of analysis: independent scenarios are cases (or groups of related variants), not
+    repeated trials; intervals are computed at this level."""
+    intervals: tuple[Literal["clopper_pearson", "wilson", "cluster_bootstrap"], ...] = (
+        "clopper_pearson",
+        "cluster_bootstrap",
+    )
+    """Interval methods reported for every rate."""
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    """Confidence level of every interval."""
+    bootstrap_resamples: int = Field(default=10_000, ge=100)
+    """Resamples of the clustered bootstrap."""
+    bootstrap_seed: int = 0
+    """Seed of the clustered bootstrap, recorded so the interval is reproducible."""
+
+
+class GateSpec(_Strict):
+    """A release gate: a metric bound that must hold, fixed before results are seen."""
+
+    name: str
+    """Short name shown in the report."""
+    metric: str
+    """Metric id computed by the track's analysis (e.g. `false_approval_rate`)."""
+    comparison: Literal["<=", "<", ">=", ">"]
+    """How the chosen bound compares to the threshold for the gate to pass."""
+    threshold: float
+    """The threshold the bound is compared to."""
+    bound: Literal["upper", "lower", "point"] = "upper"
+    """Which value is compared: the interval's upper or lower bound (one-sided at `confidence`),
+    or the point estimate."""
+    unit: Literal["trial", "case", "group"] | None = None
+    """Unit for this gate's interval; defaults to `analysis.unit`."""
+    candidates: tuple[str, ...] = ()
+    """Candidates the gate applies to; empty = every candidate."""
+    description: str = ""
+    """Why the gate exists (shown in the report)."""
+
+
+class ExperimentSpec(_Strict):
+    """A whole experiment: what runs, against what, how often, and how it will be judged."""
+
+    suite: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """Benchmark suite (e.g. `rtb`, `trb`)."""
+    track: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """Track within the suite (e.g. `review`); `suite/track` names the registered track."""
+    description: str = ""
+    """Free text: the question this experiment answers."""
+    corpus: CorpusSpec
+    """The corpus the track reads."""
+    candidates: Annotated[list[CandidateSpec], Field(min_length=1)]
+    """Systems under test."""
+    trials_per_case: int = Field(default=1, ge=1, le=10_000)
+    """Independent trials per (case, candidate); each starts from a fresh context."""
+    concurrency: int = Field(default=8, ge=1, le=4096)
+    """Trials in flight at once."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Limit for one call (attempt), from sending the request to reading the whole body."""
+    trial_timeout_s: float | None = Field(default=None, gt=0)
+    """Limit for a whole trial; none = only per-call timeouts apply."""
+    order_seed: int = 0
+    """Seed of the interleaved random trial order (and of backoff jitter)."""
+    retry: RetryPolicy = RetryPolicy()
+    """Retry policy."""
+    analysis: AnalysisSpec = AnalysisSpec()
+    """Analysis plan."""
+    gates: list[GateSpec] = Field(default_factory=list)
+    """Release gates."""
+    track_options: dict[str, JsonValue] = Field(default_factory=dict)
+    """Track-specific options (the track validates them when it resolves the spec)."""
+
+    @property
+    def track_id(self) -> str:
+        """The registry key of the track, `suite/track`."""
+        return f"{self.suite}/{self.track}"
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ExperimentSpec:
+        seen: set[str] = set()
+        for candidate in self.candidates:
+            if candidate.name in seen:
+                raise ValueError(f"candidate name {candidate.name!r} is used twice")
+            seen.add(candidate.name)
+        gate_names = [gate.name for gate in self.gates]
+        if len(gate_names) != len(set(gate_names)):
+            raise ValueError("gate names must be unique")
+        for gate in self.gates:
+            unknown = set(gate.candidates) - seen
+            if unknown:
+                raise ValueError(f"gate {gate.name!r} names unknown candidates {sorted(unknown)}")
+        return self
+
+
+def _error_pointer(loc: tuple[int | str, ...]) -> str:
+    return "/" + "/".join(str(part) for part in loc)
+
+
+def parse_spec(data: dict[str, Any], *, source: str) -> ExperimentSpec:
+    """Validate spec data, turning the first validation error into an `InputError`.
+
+    Args:
+        data: The parsed TOML (or JSON) mapping.
+        source: File name used in error messages.
+
+    Returns:
+        The validated spec.
+
+    Raises:
+        InputError: naming the file and the JSON pointer of the offending field.
+    """
+    try:
+        return ExperimentSpec.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        pointer = _error_pointer(tuple(first["loc"]))
+        raise InputError(first["msg"], location=f"{source}#{pointer}") from None
+
+
+def load_spec(path: Path) -> ExperimentSpec:
+    """Read and validate an experiment spec TOML file.
+
+    Args:
+        path: The spec file.
+
+    Returns:
+        The validated spec.
+
+    Raises:
+        InputError: when the file is missing, is not TOML, or a field is invalid.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("spec file not found", location=str(path)) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"not valid TOML: {error}", location=str(path)) from None
+    return parse_spec(data, source=str(path))

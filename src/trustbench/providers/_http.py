@@ -1,0 +1,142 @@
+"""One HTTP POST with failure classification, shared by the API providers.
+
+No retries here (the runner retries, recording each attempt). Timeouts are ours
+(`asyncio.timeout` around sending *and* reading the body), so a server that stalls mid-body is a
+`timeout`, not a hang. The session is created with no aiohttp timeout and no cookie jar, so no
+state (cookies) can leak from one trial to the next through the shared connection pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+
+from trustbench.core._canonical import canonical_json
+from trustbench.providers._types import AttemptResult, ChatReply
+
+_MAX_ERROR_TEXT = 500
+
+
+def new_session(concurrency: int) -> aiohttp.ClientSession:
+    """Create the one shared session of a run: pooled connections, no cookies, our timeouts.
+
+    Args:
+        concurrency: Trials in flight; the connection pool is sized to match.
+    """
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=max(concurrency, 1)),
+        timeout=aiohttp.ClientTimeout(total=None),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Parse a Retry-After header: delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def classify_status(status: int) -> str | None:
+    """Map an HTTP status to an error class (None for 2xx)."""
+    if 200 <= status < 300:
+        return None
+    if status == 429:
+        return "rate_limited"
+    if status == 408:
+        return "timeout"
+    if status >= 500:
+        return "server_error"
+    return "client_error"
+
+
+async def post_json(
+    session: aiohttp.ClientSession,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    timeout_s: float,
+    result: AttemptResult,
+) -> Any:
+    """POST `body` as canonical JSON and fill `result` with status, raw text and latency.
+
+    Args:
+        session: The run's shared session.
+        url: Full URL.
+        headers: Request headers (credentials live only here, never in `body` or `result`).
+        body: JSON body.
+        timeout_s: Limit for sending and reading the whole response.
+        result: The attempt being recorded; filled in place.
+
+    Returns:
+        The decoded JSON document on a 2xx with a JSON body, else None (with `result.error_class`
+        set: a malformed 2xx body is `malformed_response`, its raw text kept).
+    """
+    data = result.request_json if result.request_json is not None else canonical_json(body)
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(timeout_s):
+            async with session.post(
+                url, data=data, headers={**headers, "Content-Type": "application/json"}
+            ) as response:
+                raw = await response.read()
+                result.http_status = response.status
+                result.retry_after_s = parse_retry_after(response.headers.get("Retry-After"))
+    except TimeoutError:
+        result.latency_s = time.perf_counter() - started
+        result.error_class = "timeout"
+        result.error_message = f"no complete response within {timeout_s} s"
+        return None
+    except (aiohttp.ClientError, OSError) as error:
+        result.latency_s = time.perf_counter() - started
+        result.error_class = "connection_error"
+        result.error_message = f"{type(error).__name__}: {error}"[:_MAX_ERROR_TEXT]
+        return None
+    result.latency_s = time.perf_counter() - started
+    text = raw.decode("utf-8", errors="replace")
+    result.raw_response = text
+    error_class = classify_status(result.http_status)
+    if error_class is not None:
+        result.error_class = error_class
+        result.error_message = f"HTTP {result.http_status}: {text[:_MAX_ERROR_TEXT]}"
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        result.error_class = "malformed_response"
+        result.error_message = f"response body is not JSON: {error}"
+        return None
+
+
+def malformed(result: AttemptResult, why: str) -> None:
+    """Mark a 2xx JSON reply whose shape is wrong as `malformed_response` (never a reply)."""
+    result.error_class = "malformed_response"
+    result.error_message = why
+    result.reply = None
+
+
+def reply_or_malformed(result: AttemptResult, build: Any, document: Any) -> None:
+    """Parse `document` with `build`, recording any shape error as `malformed_response`."""
+    try:
+        reply: ChatReply = build(document)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+        malformed(result, f"unexpected response shape: {type(error).__name__}: {error}")
+        return
+    result.reply = reply
+    result.reported_model = reply.reported_model

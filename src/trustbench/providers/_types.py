@@ -1,0 +1,140 @@
+"""Provider-neutral request, reply and attempt types, and the `ChatProvider` interface.
+
+A provider makes exactly one call per `send` and never retries: the runner owns retries so each
+one is visible in the ledger as its own attempt. `send` never raises for a service failure; it
+classifies it (`error_class`) and keeps whatever raw text came back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+ERROR_CLASSES: tuple[str, ...] = (
+    "rate_limited",
+    "server_error",
+    "connection_error",
+    "timeout",
+    "malformed_response",
+    "client_error",
+    "candidate_error",
+)
+"""Every error class an attempt can carry. `candidate_error`: an in-process candidate raised."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One chat call as a track asks for it; providers translate it to their wire format."""
+
+    messages: list[dict[str, Any]]
+    """OpenAI-style messages: `{"role": "system"|"user"|"assistant"|"tool", "content": ...}`."""
+    response_format: Literal["text", "json_object"] = "text"
+    """`json_object` asks for a JSON reply where the API supports it (OpenAI-compatible)."""
+    logprobs: bool = False
+    """Return per-token log-probabilities (OpenAI-compatible only)."""
+    top_logprobs: int | None = None
+    """How many alternatives per token to return with `logprobs`."""
+    tools: list[dict[str, Any]] | None = None
+    """OpenAI-style function tools; converted for Anthropic."""
+    tool_choice: Any = None
+    """OpenAI-style tool choice, passed through where supported."""
+    max_tokens: int | None = None
+    """Completion token limit; overrides the candidate's `settings.max_tokens`."""
+    temperature: float | None = None
+    """Sampling temperature; overrides the candidate's `settings.temperature`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the model asked for."""
+
+    id: str
+    """Provider-assigned call id."""
+    name: str
+    """Function name."""
+    arguments: str
+    """Arguments as the raw JSON text the model produced (not parsed: it may be invalid)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated token with its log-probability and the top alternatives."""
+
+    token: str
+    """The token text."""
+    logprob: float
+    """Natural-log probability of the token."""
+    top: list[tuple[str, float]] = field(default_factory=list)
+    """Top alternatives `(token, logprob)`, most likely first."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReply:
+    """A parsed successful reply."""
+
+    text: str | None
+    """Concatenated text content (None when the model only called tools)."""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    """Tool calls, in order."""
+    finish_reason: str | None = None
+    """Why generation stopped, as the provider reports it."""
+    logprobs: list[TokenLogprob] | None = None
+    """Per-token log-probabilities when requested and returned."""
+    reported_model: str | None = None
+    """Model id the service says answered (may differ from the requested one)."""
+    refusal: str | None = None
+    """A refusal message the API returned instead of content (OpenAI `message.refusal`)."""
+
+
+@dataclass(slots=True)
+class AttemptResult:
+    """Everything observed about one call, success or failure; becomes one ledger attempt."""
+
+    request_body: dict[str, Any]
+    """The exact JSON body sent (no credentials: those travel in headers only)."""
+    requested_model: str | None
+    """Model id requested."""
+    request_json: bytes | None
+    """`request_body` as canonical JSON, encoded once and reused for the digest and the record."""
+    endpoint: str | None
+    """URL called (None for in-process candidates)."""
+    raw_response: str | None = None
+    """Response body exactly as received (decoded UTF-8, undecodable bytes replaced)."""
+    http_status: int | None = None
+    """HTTP status, None when no response arrived or for in-process calls."""
+    error_class: str | None = None
+    """None on success, else one of `ERROR_CLASSES`."""
+    error_message: str | None = None
+    """Detail of the failure."""
+    latency_s: float = 0.0
+    """Seconds from sending to having the whole body (or failing)."""
+    prompt_tokens: int | None = None
+    """Input tokens the service reported (None when not reported)."""
+    completion_tokens: int | None = None
+    """Output tokens the service reported (None when not reported)."""
+    cost_usd: float | None = None
+    """Cost from the spec's price table; None when prices or token counts are unknown."""
+    reported_model: str | None = None
+    """Model id the service reported."""
+    retry_after_s: float | None = None
+    """Retry-After the service asked for (seconds), if any."""
+    reply: ChatReply | None = None
+    """The parsed reply on success."""
+
+
+@runtime_checkable
+class ChatProvider(Protocol):
+    """One candidate's chat client. Implementations: OpenAI-compatible, Anthropic, in-process."""
+
+    requested_model: str | None
+    """Model id sent with every request."""
+    endpoint: str | None
+    """URL (rate-limit key); None for in-process candidates."""
+
+    def for_trial(self) -> ChatProvider:
+        """Return a provider with fresh per-trial state (HTTP clients are stateless: self)."""
+        ...
+
+    async def send(self, request: ChatRequest, timeout_s: float) -> AttemptResult:
+        """Make exactly one call; classify failures instead of raising them."""
+        ...

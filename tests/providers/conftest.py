@@ -1,0 +1,1 @@
+from tests.support.openai_server import openai_server  # noqa: F401
