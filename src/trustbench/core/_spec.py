@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trustbench.core.gates import GateSpec
 from trustbench.errors import InputError
 
 JsonValue = Any
@@ -183,28 +184,6 @@ class AnalysisSpec(_Strict):
     """Seed of the clustered bootstrap, recorded so the interval is reproducible."""
 
 
-class GateSpec(_Strict):
-    """A release gate: a metric bound that must hold, fixed before results are seen."""
-
-    name: str
-    """Short name shown in the report."""
-    metric: str
-    """Metric id computed by the track's analysis (e.g. `false_approval_rate`)."""
-    comparison: Literal["<=", "<", ">=", ">"]
-    """How the chosen bound compares to the threshold for the gate to pass."""
-    threshold: float
-    """The threshold the bound is compared to."""
-    bound: Literal["upper", "lower", "point"] = "upper"
-    """Which value is compared: the interval's upper or lower bound (one-sided at `confidence`),
-    or the point estimate."""
-    unit: Literal["trial", "case", "group"] | None = None
-    """Unit for this gate's interval; defaults to `analysis.unit`."""
-    candidates: tuple[str, ...] = ()
-    """Candidates the gate applies to; empty = every candidate."""
-    description: str = ""
-    """Why the gate exists (shown in the report)."""
-
-
 class ExperimentSpec(_Strict):
     """A whole experiment: what runs, against what, how often, and how it will be judged."""
 
@@ -249,13 +228,13 @@ class ExperimentSpec(_Strict):
             if candidate.name in seen:
                 raise ValueError(f"candidate name {candidate.name!r} is used twice")
             seen.add(candidate.name)
-        gate_names = [gate.name for gate in self.gates]
+        gate_names = [gate.label for gate in self.gates]
         if len(gate_names) != len(set(gate_names)):
             raise ValueError("gate names must be unique")
         for gate in self.gates:
             unknown = set(gate.candidates) - seen
             if unknown:
-                raise ValueError(f"gate {gate.name!r} names unknown candidates {sorted(unknown)}")
+                raise ValueError(f"gate {gate.label!r} names unknown candidates {sorted(unknown)}")
         return self
 
 

@@ -40,6 +40,9 @@ class GateSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
+    name: str | None = None
+    """Short name shown in the report; defaults to the metric name."""
+
     metric: str
     """Name of the `Figure` the gate reads, e.g. `prohibited_effect_rate_upper`."""
 
@@ -69,8 +72,16 @@ class GateSpec(BaseModel):
     """Unit the figure must be computed in (`trial`, `case`, `group`); `None` accepts any. A
     figure in another unit does not satisfy the gate."""
 
+    candidates: tuple[str, ...] = ()
+    """Configurations (candidate names) the gate applies to; empty means every one."""
+
     description: str = ""
     """Why this gate exists, in words (e.g. "no known bypass on tested execution paths")."""
+
+    @property
+    def label(self) -> str:
+        """The gate's display name: `name`, or the metric when no name was given."""
+        return self.name or self.metric
 
     @model_validator(mode="after")
     def _bound_needs_interval(self) -> GateSpec:
