@@ -4,10 +4,12 @@ Tracks plug in through the `Track` protocol and the registry (`register_track`);
 `docs/experiment-spec.md` for the spec format and the run-folder contract.
 """
 
+from trustbench.core._analysis import Analyzer, TrackAnalysis
 from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
 from trustbench.core._export import LedgerContents, export_ledger, read_ledger
 from trustbench.core._manifest import Manifest, build_manifest, read_manifest, write_manifest
 from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
+from trustbench.core._report_run import ReportResult, report_run
 from trustbench.core._runner import RunSummary, run_experiment, trial_order
 from trustbench.core._spec import (
     AnalysisSpec,
@@ -32,6 +34,7 @@ from trustbench.core._verify import VerifyReport, verify_run
 __all__ = [
     "BUILTIN_TRACKS",
     "AnalysisSpec",
+    "Analyzer",
     "CallFailed",
     "CandidateSpec",
     "CorpusSpec",
@@ -41,11 +44,13 @@ __all__ = [
     "Manifest",
     "PolicyViolation",
     "PriceSpec",
+    "ReportResult",
     "Resolution",
     "ResolvedItem",
     "RetryPolicy",
     "RunSummary",
     "Track",
+    "TrackAnalysis",
     "TrialContext",
     "TrialKey",
     "TrialOutcome",
@@ -58,6 +63,7 @@ __all__ = [
     "read_ledger",
     "read_manifest",
     "register_track",
+    "report_run",
     "run_experiment",
     "trial_order",
     "verify_run",

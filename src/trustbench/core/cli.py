@@ -1,4 +1,4 @@
-"""Commands shared by both suites: freeze, run, verify, export-ledger."""
+"""Commands shared by both suites: freeze, run, verify, export-ledger, report."""
 
 from __future__ import annotations
 
@@ -64,9 +64,26 @@ def export_ledger(run_dir: RunDirArg, out: OutFileOpt) -> None:
     typer.echo(f"wrote {count} rows to {out}")
 
 
+def report(run_dir: RunDirArg) -> None:
+    """Grade the run from its ledger; write record.json and report.html; exit 1 on a failed gate."""
+    from trustbench.core._report_run import report_run
+    from trustbench.errors import CheckFailed
+
+    result = report_run(run_dir)
+    for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
+        typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
+    if not result.complete:
+        typer.echo("note: the run was interrupted; unrun trials are reported as not run")
+    typer.echo(f"wrote {result.record_path} and {result.html_path}")
+    if result.blocked:
+        failed = [g.spec.label for g in result.gates if g.status != "passed"]
+        raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
+
+
 def register_core_commands(app: typer.Typer) -> None:
     """Attach the suite-independent commands to the top-level app."""
     app.command()(freeze)
     app.command()(run)
     app.command()(verify)
     app.command("export-ledger")(export_ledger)
+    app.command()(report)

@@ -1,0 +1,46 @@
+"""The analysis side of the track contract: what a track hands the shared report step.
+
+A track that can be reported implements `analyze(manifest, ledger) -> TrackAnalysis`, reading
+only the frozen manifest and the recorded ledger (raw responses included), so any run can be
+re-graded offline. Core then evaluates the declared release gates against each subject's figures,
+writes `record.json` and `report.html`, and exits 1 on a failed gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from trustbench.core._export import LedgerContents
+    from trustbench.core._manifest import Manifest
+    from trustbench.core.figures import Figure
+    from trustbench.core.report import Block
+
+
+@dataclass
+class TrackAnalysis:
+    """A track's graded results for one run."""
+
+    title: str
+    """Page title, e.g. "RTB reviewer track"."""
+    subtitle: str
+    """One line saying what was tested."""
+    subjects: dict[str, list[Figure]]
+    """Configuration (or candidate) name -> its headline figures; gates read these by
+    `Figure.name`, once per subject the gate applies to."""
+    sections: list[Block] = field(default_factory=list)
+    """Report blocks in display order."""
+    qualifications: list[str] = field(default_factory=list)
+    """What these results do not establish (shown at the end of the page)."""
+    record: dict[str, Any] = field(default_factory=dict)
+    """Track-specific JSON content of `record.json` (per-trial rows, breakdowns, tests)."""
+
+
+@runtime_checkable
+class Analyzer(Protocol):
+    """A track that can grade a finished (or partial) run from its ledger."""
+
+    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+        """Grade the run and return figures, report blocks and record content."""
+        ...

@@ -1,0 +1,128 @@
+"""`trustbench report RUN_DIR`: grade a run from its ledger, evaluate gates, write the record.
+
+Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported);
+let the track grade the recorded trials; evaluate every declared gate exactly as frozen, once per
+subject it applies to; write `record.json` (machine) and `report.html` (people). A run that was
+interrupted is still reported, marked incomplete: its unrun trials are "not run", never zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trustbench import __version__
+from trustbench.core._analysis import Analyzer, TrackAnalysis
+from trustbench.core._export import read_ledger
+from trustbench.core._manifest import Manifest, read_manifest
+from trustbench.core._registry import load_track
+from trustbench.core._verify import verify_run
+from trustbench.core.gates import GateResult, GateSpec, any_failed, evaluate_gates
+from trustbench.core.report import ReportPage, gates_record, write_record_json, write_report_html
+from trustbench.errors import CheckFailed, InputError
+
+_INTERRUPTED = "does not end with a run_finished event"
+
+
+@dataclass
+class ReportResult:
+    """What `report_run` wrote and decided."""
+
+    record_path: Path
+    """The written `record.json`."""
+    html_path: Path
+    """The written `report.html`."""
+    gates: list[GateResult]
+    """Every gate result, one per (gate, subject)."""
+    complete: bool
+    """False when the run was interrupted (some planned trials not run)."""
+
+    @property
+    def blocked(self) -> bool:
+        """True when a gate failed or could not be evaluated: the release is blocked."""
+        return any_failed(self.gates)
+
+
+def evaluate_subject_gates(
+    specs: list[GateSpec], subjects: dict[str, list[Any]]
+) -> list[GateResult]:
+    """Evaluate each gate once per subject it applies to (all subjects when none are named).
+
+    A gate naming a subject that has no figures is `not_evaluable` (never a pass).
+    """
+    results: list[GateResult] = []
+    for spec in specs:
+        for subject in spec.candidates or tuple(subjects):
+            named = spec.model_copy(update={"name": f"{spec.label} [{subject}]"})
+            results += evaluate_gates([named], subjects.get(subject, []))
+    return results
+
+
+def _manifest_summary(manifest: Manifest, complete: bool, finished: int) -> dict[str, str]:
+    spec = manifest.spec
+    return {
+        "manifest sha256": manifest.manifest_sha256,
+        "suite / track": f"{spec.suite} / {spec.track}",
+        "corpus": f"{manifest.corpus.version or '-'} ({manifest.corpus.root})",
+        "candidates": ", ".join(c.name for c in spec.candidates),
+        "trials": f"{finished} of {manifest.plan.trials} planned finished"
+        + ("" if complete else " (run interrupted: the rest are not run)"),
+        "trials per case": str(spec.trials_per_case),
+        "order seed": str(spec.order_seed),
+        "analysis": f"unit {spec.analysis.unit}, confidence {spec.analysis.confidence}, "
+        f"bootstrap seed {spec.analysis.bootstrap_seed} x {spec.analysis.bootstrap_resamples}",
+        "trustbench": __version__,
+    }
+
+
+def report_run(run_dir: Path) -> ReportResult:
+    """Grade `run_dir` and write `record.json` and `report.html` into it.
+
+    Raises:
+        CheckFailed: the manifest or the ledger chain was altered.
+        InputError: the run folder is incomplete or its track cannot be analysed.
+    """
+    verification = verify_run(run_dir)
+    tampering = [p for p in verification.problems if _INTERRUPTED not in p]
+    if tampering:
+        raise CheckFailed(
+            f"refusing to report an altered run: {tampering[0]}",
+            location=str(run_dir / "ledger.sqlite"),
+        )
+    manifest = read_manifest(run_dir)
+    track = load_track(manifest.spec.track_id)
+    if not isinstance(track, Analyzer):
+        raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
+    ledger = read_ledger(run_dir)
+    analysis: TrackAnalysis = track.analyze(manifest, ledger)
+    complete = not verification.problems
+    gates = evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects)
+    record = {
+        "format": "trustbench.record/1",
+        "trustbench_version": __version__,
+        "manifest_sha256": manifest.manifest_sha256,
+        "suite": manifest.spec.suite,
+        "track": manifest.spec.track,
+        "complete": complete,
+        "planned_trials": manifest.plan.trials,
+        "finished_trials": len(ledger.trials),
+        "gates": gates_record(gates),
+        "figures": {
+            subject: [figure.model_dump(mode="json") for figure in figures]
+            for subject, figures in analysis.subjects.items()
+        },
+        "qualifications": analysis.qualifications,
+        **analysis.record,
+    }
+    record_path = write_record_json(run_dir / "record.json", record)
+    page = ReportPage(
+        title=analysis.title,
+        subtitle=analysis.subtitle,
+        gates=gates,
+        sections=analysis.sections,
+        manifest=_manifest_summary(manifest, complete, len(ledger.trials)),
+        qualifications=analysis.qualifications,
+    )
+    html_path = write_report_html(run_dir / "report.html", page)
+    return ReportResult(record_path, html_path, gates, complete)
