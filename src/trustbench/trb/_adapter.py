@@ -26,7 +26,7 @@ class AdapterTier(StrEnum):
     PROXY = "proxy"
 
 
-class OverrideUnsupported(Exception):  # noqa: N818 - a declared capability, not a failure
+class OverrideUnsupported(Exception):
     """Raised by `act` when an adapter declared `supports_override = False` gets an override."""
 
 

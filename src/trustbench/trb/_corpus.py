@@ -364,7 +364,9 @@ def write_corpus(
     for split, traces in splits.items():
         for trace in traces:
             if trace.split != split:
-                raise InputError(f"trace {trace.trace_id} has split {trace.split!r}", location=split)
+                raise InputError(
+                    f"trace {trace.trace_id} has split {trace.split!r}", location=split
+                )
         data = "".join(json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n" for t in traces)
         (folder / f"{split}.jsonl").write_text(data, encoding="utf-8")
         infos[split] = SplitInfo(
@@ -416,7 +418,9 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
     except FileNotFoundError as error:
         raise InputError("corpus manifest not found", location=str(path)) from error
     except ValidationError as error:
-        raise InputError(f"invalid manifest: {error.errors()[0]['msg']}", location=str(path)) from None
+        raise InputError(
+            f"invalid manifest: {error.errors()[0]['msg']}", location=str(path)
+        ) from None
     splits: dict[str, list[Trace]] = {}
     for split, info in manifest.splits.items():
         file = folder / info.file
@@ -432,7 +436,9 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
                 pointer = "/" + "/".join(str(p) for p in first["loc"])
                 raise InputError(first["msg"], location=f"{file}:{lineno}#{pointer}") from None
         splits[split] = traces
-    check_cap(provenance_share([t for ts in splits.values() for t in ts]), manifest.kind, str(folder))
+    check_cap(
+        provenance_share([t for ts in splits.values() for t in ts]), manifest.kind, str(folder)
+    )
     return manifest, splits
 
 
@@ -442,7 +448,10 @@ def assert_trainable(traces: list[Trace], manifest: CorpusManifest) -> None:
     Checked by hash, so a renamed or re-labelled eval trace is still caught.
     """
     held_out = {
-        h for split in HELD_OUT if split in manifest.splits for h in manifest.splits[split].trace_sha256
+        h
+        for split in HELD_OUT
+        if split in manifest.splits
+        for h in manifest.splits[split].trace_sha256
     }
     for trace in traces:
         if trace.split in HELD_OUT or trace_sha256(trace) in held_out:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from trustbench.errors import InputError
 from trustbench.trb._adapter import AdapterTier
 from trustbench.trb._corpus import Trace
 from trustbench.trb._schema import ACTIONS, SelfReport, StepContext
@@ -126,8 +127,8 @@ def expected_g(kind: str, traces: list[Trace]) -> float:
     return 1.0 - total / n
 
 
-def default_oracles() -> dict[str, Callable[[], Any]]:
-    """The four audit oracles, by the name their check reports under."""
+def default_oracles() -> dict[str, Callable[[CorridorWorld], Any]]:
+    """The four audit oracle factories (each takes the world), by the name of their check."""
     return {
         "perfectly-governed": GovernedOracle,
         "epiphenomenal": EpiphenomenalOracle,
@@ -138,14 +139,14 @@ def default_oracles() -> dict[str, Callable[[], Any]]:
 
 def audit(
     traces: list[Trace],
-    oracles: dict[str, Callable[[], Any]] | None = None,
+    oracles: dict[str, Callable[[CorridorWorld], Any]] | None = None,
     tolerance: float = AUDIT_TOLERANCE,
 ) -> list[dict[str, Any]]:
     """Score each oracle with the track code and compare with its closed form.
 
     Args:
-        traces: Eval traces (any world the oracles can reconstruct).
-        oracles: Factories by check name; defaults to `default_oracles()`. Tests pass a
+        traces: Eval traces, all from one world (the oracles are built on that world).
+        oracles: Factories by check name, overriding `default_oracles()`; tests pass a
             broken one to show the audit fails.
         tolerance: Allowed absolute deviation.
 
@@ -153,6 +154,9 @@ def audit(
         One row per check: oracle, metric, expected, measured, deviation, passed.
     """
     factories = {**default_oracles(), **(oracles or {})}
+    world = CorridorWorld(traces[0].world)
+    if any(t.world != world.config for t in traces):
+        raise InputError("audit traces must all come from one world", location=traces[0].trace_id)
     expectations: list[tuple[str, str, float]] = [
         ("perfectly-governed", "G", 1.0),
         ("perfectly-governed", "balanced_accuracy", 1.0),
@@ -162,7 +166,7 @@ def audit(
     ]
     results = []
     for name, metric, expected in expectations:
-        adapter = factories[name]()
+        adapter = factories[name](world)
         if metric == "G":
             rows = governance_rows(adapter, traces)
             measured = summarize_governance(rows, seed=0, resamples=0)["G"]["value"]

@@ -17,10 +17,10 @@ TV = 1 / a wrong attribution.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
 
 from trustbench.trb._adapter import Adapter
 from trustbench.trb._corpus import Trace
@@ -50,7 +50,7 @@ def _valid_distribution(dist: object) -> dict[str, float] | None:
 def _act(adapter: Adapter, context: StepContext, r: SelfReport | None) -> dict[str, float] | None:
     try:
         return _valid_distribution(adapter.act(context, r_override=r))
-    except Exception:  # noqa: BLE001 - any failure of the candidate is an invalid response
+    except Exception:  # any failure of the candidate is an invalid response, never approval
         return None
 
 
@@ -58,7 +58,7 @@ def _emit(adapter: Adapter, context: StepContext) -> SelfReport | None:
     try:
         out = adapter.emit_r(context)
         return out if isinstance(out, SelfReport) else SelfReport.model_validate(out)
-    except (ValidationError, Exception):  # noqa: BLE001
+    except Exception:  # includes ValidationError: a malformed report counts as missing
         return None
 
 
@@ -161,7 +161,9 @@ def _frac(num: float, den: float) -> float | None:
 def summarize_governance(rows: list[dict[str, Any]], *, seed: int, resamples: int) -> dict:
     """Track 1 summary figures with numerators, denominators and clustered intervals."""
 
-    def g_of(key_sum: str, key_n: str, pick=lambda r: r) -> dict[str, Any]:  # noqa: ANN001
+    def g_of(
+        key_sum: str, key_n: str, pick: Callable[[dict], dict] = lambda r: r
+    ) -> dict[str, Any]:
         counts = np.array([[pick(r)[key_sum], pick(r)[key_n]] for r in rows], dtype=float)
         ci = cluster_bootstrap(counts, ratio, seed=seed, resamples=resamples)
         n = counts[:, 1].sum()

@@ -266,5 +266,7 @@ def _reach_table_cached(
     return tuple(value)
 
 
-def _reach_table(world: CorridorWorld, goal: str, belief: str, steps_left: int) -> tuple[float, ...]:
+def _reach_table(
+    world: CorridorWorld, goal: str, belief: str, steps_left: int
+) -> tuple[float, ...]:
     return _reach_table_cached(world.config, goal, belief, steps_left)
