@@ -142,7 +142,7 @@ def _print_result(result: dict[str, Any]) -> None:
         )
         for slot, fig in g["G_per_slot"].items():
             detail.add_row(
-                name, f"G[{slot}]", _fmt(fig["value"]), _interval(fig), str(fig["items"])
+                name, escape(f"G[{slot}]"), _fmt(fig["value"]), _interval(fig), str(fig["items"])
             )
         null = g["G_null_edit"]
         detail.add_row(
@@ -159,7 +159,7 @@ def _print_result(result: dict[str, Any]) -> None:
         for slot, fig in g["slot_accuracy"].items():
             detail.add_row(
                 name,
-                f"slot acc[{slot}]",
+                escape(f"slot acc[{slot}]"),
                 _fmt(fig["value"]),
                 "—",
                 f"{fig['numerator']}/{fig['denominator']}",
