@@ -177,8 +177,12 @@ def canonical_sha256(obj: object) -> str:
 
 
 def trace_sha256(trace: Trace) -> str:
-    """Content hash of a trace."""
-    return canonical_sha256(trace.model_dump(mode="json"))
+    """Content hash of a trace, excluding its id and split label.
+
+    Excluding both means a held-out trace that is renamed or relabelled `train` still has
+    the hash the manifest recorded for it, so `assert_trainable` still refuses it.
+    """
+    return canonical_sha256(trace.model_dump(mode="json", exclude={"trace_id", "split"}))
 
 
 def corpus_json_schema() -> dict[str, object]:
@@ -346,8 +350,7 @@ def check_cap(share: ProvenanceShare, kind: str, where: str) -> None:
             f"{SYNTHETIC_TO_HUMAN_CAP:.0f}:1 ({share.synthetic} synthetic, {share.human} human)",
             location=where,
         )
-    for_human = share.human and kind == "reference_world"
-    if for_human:
+    if share.human and kind == "reference_world":
         raise CheckFailed(
             f"corpus declares kind 'reference_world' but holds {share.human} human counterfactuals",
             location=where,
