@@ -358,11 +358,20 @@ def check_cap(share: ProvenanceShare, kind: str, where: str) -> None:
 
 
 # --- storage ---------------------------------------------------------------------------------
-def write_corpus(
-    folder: Path, splits: dict[str, list[Trace]], kind: str = "reference_world"
-) -> CorpusManifest:
-    """Write one JSONL file per split and the manifest; return the manifest."""
-    folder.mkdir(parents=True, exist_ok=True)
+def split_bytes(traces: list[Trace]) -> bytes:
+    """The exact JSONL bytes of a split file (one sorted-key JSON object per line)."""
+    return "".join(
+        json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n" for t in traces
+    ).encode()
+
+
+def manifest_for(splits: dict[str, list[Trace]], kind: str = "reference_world") -> CorpusManifest:
+    """The manifest of a corpus (the same hashes `write_corpus` writes); checks the cap.
+
+    Raises:
+        InputError: A trace is stored under a split other than its own.
+        CheckFailed: The synthetic-to-human cap is broken or the declared kind is false.
+    """
     infos: dict[str, SplitInfo] = {}
     for split, traces in splits.items():
         for trace in traces:
@@ -370,40 +379,14 @@ def write_corpus(
                 raise InputError(
                     f"trace {trace.trace_id} has split {trace.split!r}", location=split
                 )
-        data = "".join(json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n" for t in traces)
-        (folder / f"{split}.jsonl").write_text(data, encoding="utf-8")
         infos[split] = SplitInfo(
             file=f"{split}.jsonl",
-            sha256=hashlib.sha256(data.encode()).hexdigest(),
+            sha256=hashlib.sha256(split_bytes(traces)).hexdigest(),
             n_traces=len(traces),
             trace_sha256=tuple(trace_sha256(t) for t in traces),
         )
     share = provenance_share([t for traces in splits.values() for t in traces])
-    check_cap(share, kind, str(folder))
-    manifest = CorpusManifest(
-        trb_version=TRB_VERSION,
-        kind=kind,  # type: ignore[arg-type]
-        splits=infos,
-        provenance=share,
-        corpus_sha256=canonical_sha256({k: v.sha256 for k, v in sorted(infos.items())}),
-    )
-    (folder / "manifest.json").write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
-    return manifest
-
-
-def manifest_for(splits: dict[str, list[Trace]], kind: str = "reference_world") -> CorpusManifest:
-    """The manifest `write_corpus` would write, computed in memory (same hashes)."""
-    infos = {}
-    for split, traces in splits.items():
-        data = "".join(json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n" for t in traces)
-        infos[split] = SplitInfo(
-            file=f"{split}.jsonl",
-            sha256=hashlib.sha256(data.encode()).hexdigest(),
-            n_traces=len(traces),
-            trace_sha256=tuple(trace_sha256(t) for t in traces),
-        )
-    share = provenance_share([t for traces in splits.values() for t in traces])
-    check_cap(share, kind, "<in-memory corpus>")
+    check_cap(share, kind, "corpus")
     return CorpusManifest(
         trb_version=TRB_VERSION,
         kind=kind,  # type: ignore[arg-type]
@@ -411,6 +394,18 @@ def manifest_for(splits: dict[str, list[Trace]], kind: str = "reference_world") 
         provenance=share,
         corpus_sha256=canonical_sha256({k: v.sha256 for k, v in sorted(infos.items())}),
     )
+
+
+def write_corpus(
+    folder: Path, splits: dict[str, list[Trace]], kind: str = "reference_world"
+) -> CorpusManifest:
+    """Write one JSONL file per split and `manifest.json`; return the manifest."""
+    manifest = manifest_for(splits, kind)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, traces in splits.items():
+        (folder / f"{split}.jsonl").write_bytes(split_bytes(traces))
+    (folder / "manifest.json").write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+    return manifest
 
 
 def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
