@@ -337,6 +337,11 @@ def check_cap(share: ProvenanceShare, kind: str, where: str) -> None:
     results are labelled reference-agent results, not a TRB score. A corpus claiming human
     paired data must have some, and at most 3 synthetic per human counterfactual.
     """
+    if share.human and kind == "reference_world":
+        raise CheckFailed(
+            f"corpus declares kind 'reference_world' but holds {share.human} human counterfactuals",
+            location=where,
+        )
     if kind == "human_paired" and share.cap_status == "no_human_data":
         raise CheckFailed(
             "corpus declares kind 'human_paired' but holds 0 human counterfactuals "
@@ -348,11 +353,6 @@ def check_cap(share: ProvenanceShare, kind: str, where: str) -> None:
         raise CheckFailed(
             f"synthetic:human counterfactual ratio {ratio:.2f}:1 exceeds the spec cap "
             f"{SYNTHETIC_TO_HUMAN_CAP:.0f}:1 ({share.synthetic} synthetic, {share.human} human)",
-            location=where,
-        )
-    if share.human and kind == "reference_world":
-        raise CheckFailed(
-            f"corpus declares kind 'reference_world' but holds {share.human} human counterfactuals",
             location=where,
         )
 
