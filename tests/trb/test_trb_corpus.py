@@ -8,6 +8,7 @@ import pytest
 
 from trustbench.errors import CheckFailed
 from trustbench.trb import (
+    Trace,
     assert_trainable,
     corpus_json_schema,
     generate_reference_corpus,
@@ -80,7 +81,7 @@ def test_reference_corpus_declares_no_human_data_and_reference_agent_continuatio
     assert sources == {("synthetic", "reference_agent")}
 
 
-def _with_human(traces, per_step: int, n_traces: int):  # noqa: ANN001, ANN202
+def _with_human(traces: list[Trace], per_step: int, n_traces: int) -> list[Trace]:
     out = []
     for i, trace in enumerate(traces):
         steps = []

@@ -3,9 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trustbench.trb import generate_split
+from trustbench.trb import SelfReport, generate_split
 from trustbench.trb.worlds import CorridorConfig, CorridorWorld, reference_continuation
-from trustbench.trb._schema import SelfReport
 
 WORLD = CorridorWorld(CorridorConfig(length=7, horizon=6, gust_probability=0.3))
 
