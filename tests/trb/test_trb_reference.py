@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -139,3 +140,17 @@ def test_native_adapter_passes_the_conformance_kit(small_corpus) -> None:
         r for r in check_adapter(lambda: NativeModelAdapter(model, "full", 7, 6)) if not r.passed
     ]
     assert failures == []
+
+
+def test_run_reads_a_stored_corpus_and_reports_its_hash(tmp_path: Path) -> None:
+    from trustbench.trb import write_corpus
+
+    splits = generate_reference_corpus({"train": 30, "dev": 2, "eval": 6, "transfer": 3}, seed=8)
+    manifest = write_corpus(tmp_path, splits)
+    result = _run_reference(
+        RunConfig(train=TrainConfig(epochs=1, hidden=8), resamples=100), corpus_dir=tmp_path
+    )
+    assert result["corpus"]["sha256"] == manifest.corpus_sha256
+    assert result["corpus"]["traces"] == {"train": 30, "dev": 2, "eval": 6, "transfer": 3}
+    transfer = result["tracks"]["trace-ai-full"]["transfer_governance"]
+    assert transfer["status"] == "run" and transfer["G"]["items"] == 3 * 6 * 4

@@ -35,6 +35,7 @@ from trustbench.trb._tracks import (
     summarize_governance,
 )
 from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
+from trustbench.trb.worlds import CorridorConfig
 
 REFERENCE_LABEL = (
     "reference-world results: synthetic counterfactuals with reference-agent continuations "
@@ -99,6 +100,34 @@ def _row(
     }
 
 
+def _transfer_governance(
+    adapter: NativeModelAdapter,
+    traces: list[Trace],
+    world: CorridorConfig,
+    eval_governance: dict[str, Any],
+    seed: int,
+) -> dict[str, Any]:
+    """Track 1 G on the transfer split and its drop from eval (a Track 6 ingredient only).
+
+    The transfer world keeps the corridor's size (so the same encoder applies) and changes
+    start cells and wind; a transfer world of another size is reported "not run".
+    """
+    if not traces or (traces[0].world.length, traces[0].world.horizon) != (
+        world.length,
+        world.horizon,
+    ):
+        return {"status": "not run", "G": None, "drop_from_eval": None}
+    g = summarize_governance(governance_rows(adapter, traces), seed=seed, resamples=1000)["G"]
+    return {
+        "status": "run",
+        "world": traces[0].world.model_dump(),
+        "G": g,
+        "drop_from_eval": eval_governance["G"]["value"] - g["value"],
+        "note": "Track 1 on held-out world parameters; Track 6 (all tracks, min over "
+        "contexts collected by a third party) is not implemented",
+    }
+
+
 def run_reference(
     config: RunConfig | None = None, corpus_dir: Path | None = None
 ) -> dict[str, Any]:
@@ -139,6 +168,15 @@ def run_reference(
         tracks[name] = {"adapter_tier": adapter.tier.value, "governance": gov, "attribution": att}
         per_trace[name] = {"governance": gov_rows, "attribution": att_rows}
         tier = adapter.tier.value
+        transfer = _transfer_governance(adapter, splits.get("transfer", []), world, gov, seed)
+        tracks[name]["transfer_governance"] = transfer
+        if transfer["status"] == "run":
+            rows.append(
+                {
+                    **_row(name, tier, corpus_sha, "governance", "G", transfer["G"]),
+                    "split": "transfer",
+                }
+            )
         rows.append(_row(name, tier, corpus_sha, "governance", "G", gov["G"]))
         for slot, fig in gov["G_per_slot"].items():
             rows.append(_row(name, tier, corpus_sha, "governance", f"G[{slot}]", fig))

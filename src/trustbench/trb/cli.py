@@ -172,6 +172,12 @@ def _print_result(result: dict[str, Any]) -> None:
             _interval(ba),
             f"{ba['sensitivity']['denominator']}+{ba['specificity']['denominator']}",
         )
+        tr = t.get("transfer_governance", {})
+        if tr.get("status") == "run":
+            detail.add_row(
+                name, "G on transfer split", _fmt(tr["G"]["value"]), _interval(tr["G"]),
+                f"{tr['G']['items']} (drop {tr['drop_from_eval']:+.3f})",
+            )  # fmt: skip
         fc = t["attribution"]["false_credit"]
         detail.add_row(
             name,
