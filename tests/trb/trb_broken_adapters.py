@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 from trustbench.trb import (
-    ACTIONS,
     AdapterTier,
     GovernedOracle,
     OverrideUnsupported,
@@ -98,6 +97,3 @@ def proxy_tier_is_accepted() -> GovernedOracle:
 
 def raises() -> GovernedOracle:
     raise RuntimeError("no weights found")
-
-
-UNUSED = ACTIONS

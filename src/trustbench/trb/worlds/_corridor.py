@@ -23,7 +23,16 @@ from functools import lru_cache
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.trb._schema import ACTIONS, Action, DoorState, Goal, Gust, Observation, SelfReport
+from trustbench.trb._schema import (
+    ACTIONS,
+    GOALS,
+    Action,
+    DoorState,
+    Goal,
+    Gust,
+    Observation,
+    SelfReport,
+)
 
 _MOVE: dict[str, int] = {"left": -1, "stay": 0, "right": 1}
 
@@ -183,7 +192,7 @@ class CorridorWorld:
     def simulate(self, rng: np.random.Generator) -> Episode:
         """Simulate one episode of the reference agent, recording every noise draw."""
         cfg = self.config
-        goal: Goal = GOAL_ORDER[int(rng.integers(2))]
+        goal: Goal = GOALS[int(rng.integers(len(GOALS)))]  # type: ignore[assignment]
         door: DoorState = "closed" if rng.random() < cfg.door_closed_probability else "open"
         cell = int(cfg.start_cells[int(rng.integers(len(cfg.start_cells)))])
         target = self.target(goal)
@@ -227,9 +236,6 @@ class CorridorWorld:
             prev = (cell, action, gust)
             cell = self.next_cell(cell, action, gust, door)
         return Episode(goal=goal, door=door, steps=tuple(steps))
-
-
-GOAL_ORDER: tuple[Goal, Goal] = ("left", "right")
 
 
 def _sample(dist: dict[str, float], u: float) -> Action:
