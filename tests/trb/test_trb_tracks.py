@@ -10,6 +10,7 @@ from trustbench.trb import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,
     GovernedOracle,
+    OutcomeOnlyOracle,
     SelfReport,
     StepContext,
     Trace,
@@ -67,6 +68,13 @@ def test_always_self_attribution_scores_half_and_claims_every_false_credit_cell(
     cell = result["false_credit"]
     assert cell["cells"] > 0
     assert cell["claimed_self"] == cell["cells"]
+
+
+def test_outcome_only_attribution_claims_every_false_credit_cell(eval_traces) -> None:
+    result = _ba(OutcomeOnlyOracle(), eval_traces)
+    assert result["false_credit"]["cells"] > 0
+    assert result["false_credit"]["false_credit_rate"] == 1.0
+    assert 0.5 < result["balanced_accuracy"]["value"] < 1.0
 
 
 class _Unnormalised(GovernedOracle):

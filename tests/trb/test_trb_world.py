@@ -82,6 +82,8 @@ def test_false_credit_cells_improve_the_outcome_with_zero_do_effect() -> None:
                 cell, "stay", gust, trace.door
             )
             assert abs(step.observation.position - target) < abs(cell - target)
+            moved = step.observation.position - cell
+            assert moved == {"left": -1, "right": 1}[prev.action]  # looks self-caused
     assert cells > 0
 
 

@@ -79,7 +79,8 @@ class Attribution(_Strict):
     improved: bool
     """The transition moved the agent closer to its true goal."""
     false_credit: bool
-    """The agent acted (not stay), the outcome improved, and its true do-effect was zero."""
+    """The agent acted, its cell changed exactly as its own move would have changed it, the
+    outcome improved, and yet its true do-effect was zero (a same-direction gust did it)."""
 
 
 class Step(_Strict):

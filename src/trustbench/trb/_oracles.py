@@ -14,6 +14,9 @@ Closed forms, with Phi(r)[a] = c 1[a = p] + (1 - c)/3 for confidence c and plan 
   plans agree and (c + c')/2 + |c - c'|/6 when they differ (expand the three coordinates).
 - uniform (act = 1/3 each): TV(U, Phi(r')) = 2c'/3.
 - always-self attribution (caused_by_self = 1): sensitivity 1, specificity 0, BA = 0.5.
+- outcome-only attribution (claims credit whenever the cell moved as its own action would have
+  moved it): it claims every false_credit cell by construction (rate 1), and its balanced
+  accuracy is counted from the recorded gust draws by the world's transition model.
 """
 
 from __future__ import annotations
@@ -103,6 +106,38 @@ class AlwaysSelfOracle(GovernedOracle):
         return r if context.t == 0 else r.model_copy(update={"caused_by_self": 1.0})
 
 
+class OutcomeOnlyOracle(GovernedOracle):
+    """Governed, but attributes from the outcome alone, ignoring the felt gust."""
+
+    name = "oracle:outcome-only-attribution"
+
+    def emit_r(self, context: StepContext) -> SelfReport:
+        """True r_t with caused_by_self = 1 iff the cell moved as the last action would."""
+        r = super().emit_r(context)
+        if context.t == 0:
+            return r
+        before, now = context.observations[-2], context.observations[-1]
+        move = {"left": -1, "stay": 0, "right": 1}[now.last_action or "stay"]
+        claims = move != 0 and now.position - before.position == move
+        return r.model_copy(update={"caused_by_self": float(claims)})
+
+
+def expected_outcome_only_balanced_accuracy(traces: list[Trace], world: CorridorWorld) -> float:
+    """BA of outcome-only attribution, counted from recorded draws and the transition model."""
+    hit = {True: 0, False: 0}
+    total = {True: 0, False: 0}
+    for trace in traces:
+        for prev in trace.steps[:-1]:
+            cell, action = prev.observation.position, prev.action
+            gust = world.gust_of(prev.gust_draw)
+            moved = world.next_cell(cell, action, gust, trace.door) - cell
+            claims = action != "stay" and moved == {"left": -1, "right": 1}[action]
+            label = world.caused_by_self(cell, action, gust, trace.door)
+            total[label] += 1
+            hit[label] += claims == label
+    return 0.5 * (hit[True] / total[True] + hit[False] / total[False])
+
+
 def _closed_tv_epiphenomenal(r: SelfReport, rp: SelfReport) -> float:
     c, cp = r.confidence, rp.confidence
     if r.planned_next == rp.planned_next:
@@ -134,6 +169,7 @@ def default_oracles() -> dict[str, Callable[[CorridorWorld], Any]]:
         "epiphenomenal": EpiphenomenalOracle,
         "uniform": UniformOracle,
         "always-self": AlwaysSelfOracle,
+        "outcome-only": OutcomeOnlyOracle,
     }
 
 
@@ -163,6 +199,12 @@ def audit(
         ("epiphenomenal", "G", expected_g("epiphenomenal", traces)),
         ("uniform", "G", expected_g("uniform", traces)),
         ("always-self", "balanced_accuracy", 0.5),
+        (
+            "outcome-only",
+            "balanced_accuracy",
+            expected_outcome_only_balanced_accuracy(traces, world),
+        ),
+        ("outcome-only", "false_credit_rate", 1.0),
     ]
     results = []
     for name, metric, expected in expectations:
@@ -171,10 +213,12 @@ def audit(
             rows = governance_rows(adapter, traces)
             measured = summarize_governance(rows, seed=0, resamples=0)["G"]["value"]
         else:
-            rows = attribution_rows(adapter, traces)
-            measured = summarize_attribution(rows, seed=0, resamples=0)["balanced_accuracy"][
-                "value"
-            ]
+            summary = summarize_attribution(attribution_rows(adapter, traces), seed=0, resamples=0)
+            measured = (
+                summary["balanced_accuracy"]["value"]
+                if metric == "balanced_accuracy"
+                else summary["false_credit"]["false_credit_rate"]
+            )
         deviation = None if measured is None else abs(measured - expected)
         results.append(
             {

@@ -86,7 +86,7 @@ def audit(
 def _print_audit(rows: list[dict[str, Any]]) -> None:
     table = Table(title="TRB harness audit (oracle adapters vs closed form)")
     for column in ("oracle", "metric", "expected", "measured", "deviation", "result"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for r in rows:
         table.add_row(
             r["oracle"],

@@ -205,7 +205,11 @@ class CorridorWorld:
                 before, act, gust = prev
                 label = self.caused_by_self(before, act, gust, door)
                 improved = abs(cell - target) < abs(before - target)
-                false_credit = act != "stay" and improved and not label
+                # False credit: the agent acted, the cell changed exactly as its own move would
+                # have changed it, the outcome improved, and yet staying would have ended in
+                # the same cell (the gust did it): it looks self-caused but the do-effect is 0.
+                looks_self_caused = act != "stay" and cell - before == _MOVE[act]
+                false_credit = looks_self_caused and improved and not label
             obs = Observation(
                 position=cell,
                 steps_left=steps_left,
