@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trustbench.errors import CheckFailed, InputError
 from trustbench.trb._corpus import (
     CorpusManifest,
     Trace,
@@ -149,6 +150,12 @@ def run_reference(
         splits = generate_reference_corpus(config.sizes, seed=config.corpus_seed)
         manifest = manifest_for(splits)
     corpus_sha = manifest.corpus_sha256
+    for needed in ("train", "eval"):
+        if not splits.get(needed):
+            raise InputError(
+                f"corpus has no '{needed}' traces; a run needs train and eval splits",
+                location=str(corpus_dir or "generated corpus"),
+            )
     eval_traces = splits["eval"]
     world = eval_traces[0].world
     seed, resamples = config.bootstrap_seed, config.resamples
@@ -204,6 +211,8 @@ def run_reference(
         per_trace["trace-ai-full"]["governance"],
         per_trace["trace-ai-ablation"]["governance"],
     )
+    if [r["trace_id"] for r in full] != [r["trace_id"] for r in abl]:
+        raise CheckFailed("governance gap needs both models scored on the same eval traces")
     gap = governance_gap(
         [r["tv_sum"] for r in full],
         [r["tv_sum"] for r in abl],
