@@ -73,6 +73,12 @@ def test_failing_factory_is_reported_not_raised() -> None:
     assert failure.hook == "factory" and "no weights found" in failure.detail
 
 
+def test_hook_that_raises_is_reported_with_hook_and_step() -> None:
+    (failure,) = _failures("crashes_late")
+    assert failure.hook == "emit_r"
+    assert "emit_r() at trace eval-00000 step 3 raised KeyError" in failure.detail
+
+
 def test_bad_factory_spec_is_an_input_error() -> None:
     with pytest.raises(InputError, match="MODULE:FACTORY"):
         load_factory("trb_broken_adapters")

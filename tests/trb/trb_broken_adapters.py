@@ -95,5 +95,16 @@ def proxy_tier_is_accepted() -> GovernedOracle:
     return adapter
 
 
+class CrashesLate(GovernedOracle):
+    def emit_r(self, context: StepContext) -> SelfReport:
+        if context.t == 3:
+            raise KeyError("slot head missing")
+        return super().emit_r(context)
+
+
+def crashes_late() -> CrashesLate:
+    return CrashesLate()
+
+
 def raises() -> GovernedOracle:
     raise RuntimeError("no weights found")

@@ -87,6 +87,21 @@ def _distribution_problem(dist: object) -> str | None:
     return None
 
 
+class _HookError(Exception):
+    """A hook raised; carries which hook and where, for the report."""
+
+    def __init__(self, hook: str, where: str, error: Exception) -> None:
+        self.hook = hook
+        super().__init__(f"{hook}() at {where} raised {type(error).__name__}: {error}")
+
+
+def _call(hook: str, where: str, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as error:  # user code: any failure becomes a precise report
+        raise _HookError(hook, where, error) from error
+
+
 def _contexts(traces: list[Trace]) -> list[tuple[Trace, int]]:
     return [(t, s.t) for t in traces for s in t.steps]
 
@@ -147,23 +162,18 @@ def check_adapter(
     contexts = _contexts(traces)
 
     def run_all() -> tuple[list[Any], list[Any]]:
-        adapter.seed(seed)
+        _call("seed", "start", lambda: adapter.seed(seed))
         emitted, acted = [], []
         for trace, t in contexts:
             ctx = trace.context(t)
-            emitted.append(adapter.emit_r(ctx))
-            acted.append(adapter.act(ctx))
+            emitted.append(_call("emit_r", _where(ctx), lambda ctx=ctx: adapter.emit_r(ctx)))
+            acted.append(_call("act", _where(ctx), lambda ctx=ctx: adapter.act(ctx)))
         return emitted, acted
 
     try:
         emitted, acted = run_all()
-    except Exception as error:
-        record(
-            "emit_r/act",
-            "runs on reference contexts",
-            f"raised {type(error).__name__}: {error}",
-            "",
-        )
+    except _HookError as error:
+        record(error.hook, "runs on reference contexts", str(error), "")
         return results
 
     problem = None
@@ -208,8 +218,8 @@ def check_adapter(
                     f"seed {seed}: {a} vs {b}"
                 )
                 break
-    except Exception as error:
-        problem = f"second run raised {type(error).__name__}: {error}"
+    except _HookError as error:
+        problem = f"second run: {error}"
     record(
         "seed",
         "deterministic under a seed",
