@@ -14,17 +14,10 @@ from trustbench.trb._corpus import (
     ProvenanceShare,
     Step,
     Trace,
-    assert_trainable,
-    check_cap,
     corpus_json_schema,
-    generate_reference_corpus,
-    generate_split,
-    manifest_for,
-    provenance_share,
-    read_corpus,
-    write_corpus,
 )
 from trustbench.trb._gap import cluster_bootstrap, governance_gap
+from trustbench.trb._generate import generate_reference_corpus, generate_split
 from trustbench.trb._oracles import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,
@@ -34,8 +27,10 @@ from trustbench.trb._oracles import (
     audit,
     expected_g,
 )
+from trustbench.trb._provenance import check_cap, provenance_share
 from trustbench.trb._run import BASELINES, SMOKE_CONFIG, RunConfig, run_reference, smoke_run
 from trustbench.trb._schema import ACTIONS, TRB_VERSION, Observation, SelfReport, StepContext
+from trustbench.trb._store import assert_trainable, manifest_for, read_corpus, write_corpus
 from trustbench.trb._tracks import (
     attribution_rows,
     governance_rows,

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench.errors import InputError
 from trustbench.trb._adapter import AdapterTier, OverrideUnsupported
-from trustbench.trb._corpus import Trace, generate_split
+from trustbench.trb._corpus import Trace
+from trustbench.trb._generate import generate_split
 from trustbench.trb._metrics import total_variation
 from trustbench.trb._schema import ACTIONS, SelfReport, StepContext
 from trustbench.trb.worlds import reference_continuation

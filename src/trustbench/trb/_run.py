@@ -19,16 +19,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.trb._corpus import (
-    CorpusManifest,
-    Trace,
-    generate_reference_corpus,
-    manifest_for,
-    read_corpus,
-)
+from trustbench.trb._corpus import CorpusManifest, Trace
 from trustbench.trb._gap import governance_gap
+from trustbench.trb._generate import generate_reference_corpus
 from trustbench.trb._oracles import audit
 from trustbench.trb._schema import TRB_VERSION
+from trustbench.trb._store import manifest_for, read_corpus
 from trustbench.trb._tracks import (
     attribution_rows,
     governance_rows,

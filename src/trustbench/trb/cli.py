@@ -68,7 +68,7 @@ def audit(
     seed: Annotated[int, typer.Option(help="Seed of the audit corpus.")] = 7,
 ) -> None:
     """Score the oracle adapters and compare with their closed forms (exit 1 on deviation)."""
-    from trustbench.trb._corpus import generate_split
+    from trustbench.trb._generate import generate_split
     from trustbench.trb._oracles import audit as run_audit
 
     rows = run_audit(generate_split("eval", traces, seed))
@@ -107,7 +107,9 @@ def corpus(
     eval_traces: Annotated[int, typer.Option("--eval", help="Eval traces.")] = 300,
 ) -> None:
     """Generate and write the reference-world corpus with its manifest and JSON Schema."""
-    from trustbench.trb._corpus import corpus_json_schema, generate_reference_corpus, write_corpus
+    from trustbench.trb._corpus import corpus_json_schema
+    from trustbench.trb._generate import generate_reference_corpus
+    from trustbench.trb._store import write_corpus
 
     splits = generate_reference_corpus({"train": train, "eval": eval_traces}, seed=seed)
     manifest = write_corpus(out, splits)
