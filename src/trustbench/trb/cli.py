@@ -1,7 +1,234 @@
-"""The `trustbench trb` command group."""
+"""The `trustbench trb` command group: check-adapter, audit, corpus, run, smoke.
+
+Commands compute and print results directly and can write the JSON result; wiring into the
+shared ledger/freeze/report is done by the core commands. Failures raise `CheckFailed`
+(exit 1) or `InputError` (exit 2), which the top-level entry point turns into messages.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from trustbench.errors import CheckFailed
 
 trb_app = typer.Typer(help="Trace AI Reflection Benchmark (TRB).", no_args_is_help=True)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "not run"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _interval(fig: dict[str, Any]) -> str:
+    if fig.get("low") is None:
+        return "—"
+    return f"[{fig['low']:.3f}, {fig['high']:.3f}]"
+
+
+@trb_app.command("check-adapter")
+def check_adapter_command(
+    spec: Annotated[str, typer.Argument(help="MODULE:FACTORY returning an adapter.")],
+    traces: Annotated[int, typer.Option(help="Reference-world traces to exercise it on.")] = 4,
+    seed: Annotated[int, typer.Option(help="Seed for the determinism check.")] = 0,
+) -> None:
+    """Run the conformance kit on an adapter: types, distributions, determinism, override."""
+    from trustbench.trb._conformance import check_adapter, load_factory
+
+    results = check_adapter(load_factory(spec), n_traces=traces, seed=seed)
+    table = Table(title=f"TRB adapter conformance: {spec}")
+    for column in ("hook", "check", "result", "detail"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        verdict = "[green]pass[/]" if r.passed else "[bold red]FAIL[/]"
+        table.add_row(r.hook, r.check, verdict, r.detail)
+    Console().print(table)
+    failed = [r for r in results if not r.passed]
+    if failed:
+        first = failed[0]
+        raise CheckFailed(
+            f"{len(failed)} conformance check(s) failed; first: {first.hook} / {first.check}: "
+            f"{first.detail}",
+            location=spec,
+        )
+
+
+@trb_app.command()
+def audit(
+    traces: Annotated[int, typer.Option(help="Eval traces to audit on.")] = 60,
+    seed: Annotated[int, typer.Option(help="Seed of the audit corpus.")] = 7,
+) -> None:
+    """Score the oracle adapters and compare with their closed forms (exit 1 on deviation)."""
+    from trustbench.trb._generate import generate_split
+    from trustbench.trb._oracles import audit as run_audit
+
+    rows = run_audit(generate_split("eval", traces, seed))
+    _print_audit(rows)
+    failed = [r for r in rows if not r["passed"]]
+    if failed:
+        f = failed[0]
+        raise CheckFailed(
+            f"harness audit failed: {f['oracle']} {f['metric']} measured {_fmt(f['measured'], 6)}, "
+            f"expected {f['expected']:.6f} (tolerance {f['tolerance']:g})",
+            location="trb audit",
+        )
+
+
+def _print_audit(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="TRB harness audit (oracle adapters vs closed form)")
+    for column in ("oracle", "metric", "expected", "measured", "deviation", "result"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        table.add_row(
+            r["oracle"],
+            r["metric"],
+            f"{r['expected']:.6f}",
+            _fmt(r["measured"], 6),
+            _fmt(r["deviation"], 2) if r["deviation"] is None else f"{r['deviation']:.1e}",
+            "[green]pass[/]" if r["passed"] else "[bold red]FAIL[/]",
+        )
+    Console().print(table)
+
+
+@trb_app.command()
+def corpus(
+    out: Annotated[Path, typer.Argument(help="Folder for train/dev/eval/transfer JSONL.")],
+    seed: Annotated[int, typer.Option(help="Corpus seed.")] = 0,
+    train: Annotated[int, typer.Option(help="Train traces.")] = 1500,
+    eval_traces: Annotated[int, typer.Option("--eval", help="Eval traces.")] = 300,
+) -> None:
+    """Generate and write the reference-world corpus with its manifest and JSON Schema."""
+    from trustbench.trb._corpus import corpus_json_schema
+    from trustbench.trb._generate import generate_reference_corpus
+    from trustbench.trb._store import write_corpus
+
+    splits = generate_reference_corpus({"train": train, "eval": eval_traces}, seed=seed)
+    manifest = write_corpus(out, splits)
+    (out / "trace.schema.json").write_text(json.dumps(corpus_json_schema(), indent=2))
+    typer.echo(f"corpus {manifest.corpus_sha256} ({manifest.kind}) written to {out}")
+    typer.echo(
+        f"counterfactuals: {manifest.provenance.synthetic} synthetic, "
+        f"{manifest.provenance.human} human; cap status {manifest.provenance.cap_status}"
+    )
+
+
+def _print_result(result: dict[str, Any]) -> None:
+    console = Console()
+    console.print(f"[bold]{result['trb_version']}[/]  corpus {result['corpus']['sha256'][:16]}…")
+    console.print(f"[yellow]{escape(result['label'])}[/]")
+    table = Table(title="Baselines (spec §4), eval split")
+    for column in ("baseline", "tier", "status", "G", "balanced accuracy"):
+        table.add_column(column)
+    for b in result["baselines"]:
+        table.add_row(
+            b["baseline"], b["adapter_tier"], b["status"], _fmt(b["G"]),
+            _fmt(b["balanced_accuracy"]),
+        )  # fmt: skip
+    console.print(table)
+    detail = Table(title="Track 1 / Track 3 detail (95% trace-clustered intervals)")
+    for column in ("model", "figure", "value", "interval", "n"):
+        detail.add_column(column)
+    for name, t in result["tracks"].items():
+        g = t["governance"]
+        detail.add_row(
+            name, "G (edits)", _fmt(g["G"]["value"]), _interval(g["G"]), str(g["G"]["items"])
+        )
+        for slot, fig in g["G_per_slot"].items():
+            detail.add_row(
+                name, escape(f"G[{slot}]"), _fmt(fig["value"]), _interval(fig), str(fig["items"])
+            )
+        null = g["G_null_edit"]
+        detail.add_row(
+            name, "G null edit (r'=r)", _fmt(null["value"]), _interval(null), str(null["items"])
+        )
+        h = g["hard_interchange_accuracy"]
+        detail.add_row(
+            name,
+            "hard interchange acc",
+            _fmt(h["value"]),
+            "—",
+            f"{h['numerator']}/{h['denominator']}",
+        )
+        for slot, fig in g["slot_accuracy"].items():
+            detail.add_row(
+                name,
+                escape(f"slot acc[{slot}]"),
+                _fmt(fig["value"]),
+                "—",
+                f"{fig['numerator']}/{fig['denominator']}",
+            )
+        ba = t["attribution"]["balanced_accuracy"]
+        detail.add_row(
+            name,
+            "balanced accuracy (T3)",
+            _fmt(ba["value"]),
+            _interval(ba),
+            f"{ba['sensitivity']['denominator']}+{ba['specificity']['denominator']}",
+        )
+        tr = t.get("transfer_governance", {})
+        if tr.get("status") == "run":
+            detail.add_row(
+                name, "G on transfer split", _fmt(tr["G"]["value"]), _interval(tr["G"]),
+                f"{tr['G']['items']} (drop {tr['drop_from_eval']:+.3f})",
+            )  # fmt: skip
+        fc = t["attribution"]["false_credit"]
+        detail.add_row(
+            name,
+            "false_credit claimed",
+            _fmt(fc["false_credit_rate"]),
+            "—",
+            f"{fc['claimed_self']}/{fc['cells']}",
+        )
+    console.print(detail)  # fmt: skip
+    gap = result["governance_gap"]
+    console.print(
+        f"Delta_gov = {gap['estimate']:.3f} 95% CI [{_fmt(gap['low'])}, {_fmt(gap['high'])}] "
+        f"({gap['method']}, seed {gap['seed']}, {gap['resamples']} resamples, "
+        f"{gap['clusters']} traces); sign-flip p = {gap['sign_flip_p']:.4f}; "
+        f"pass bar (CI > 0): {'met' if gap['pass_bar_met'] else 'NOT met'}"
+    )
+    audit_ok = all(r["passed"] for r in result["audit"])
+    console.print(
+        f"harness audit: {'pass' if audit_ok else 'FAIL'} ({len(result['audit'])} checks)"
+    )
+
+
+def _finish(result: dict[str, Any], out: Path | None) -> None:
+    _print_result(result)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        typer.echo(f"result written to {out}")
+    if not all(r["passed"] for r in result["audit"]):
+        raise CheckFailed("harness audit failed during the run", location="trb run")
+
+
+@trb_app.command()
+def run(
+    corpus_dir: Annotated[Path | None, typer.Option("--corpus", help="Stored corpus.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+    smoke: Annotated[bool, typer.Option(help="Use the one-minute smoke configuration.")] = False,
+) -> None:
+    """Train-or-load the reference pair and run Tracks 1 & 3, the gap and the audit."""
+    from trustbench.trb._run import SMOKE_CONFIG, RunConfig, run_reference
+
+    _finish(run_reference(SMOKE_CONFIG if smoke else RunConfig(), corpus_dir), out)
+
+
+@trb_app.command("smoke")
+def smoke_command(
+    out: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+) -> None:
+    """The one-minute smoke run (tiny corpus, tiny reference pair)."""
+    from trustbench.trb._run import smoke_run
+
+    _finish(smoke_run(), out)

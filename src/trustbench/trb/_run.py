@@ -1,0 +1,279 @@
+"""A TRB run on the reference world: corpus -> reference pair -> Tracks 1 & 3 -> gap -> rows.
+
+Everything returned is plain JSON-serialisable data: per-trace rows, summary figures with
+numerators, denominators and intervals, the governance gap, the five-baseline table and flat
+result rows that each carry `TRB v0.1`, the corpus hash and the adapter tier, ready for the
+shared ledger and report.
+
+Honesty label: every counterfactual here is a synthetic edit and every continuation comes
+from the exact reference agent, so these are reference-world results (a harness check and a
+demonstration that L_gov matters in a controlled world), not a TRB score (spec §6: no score
+until Tracks 1 and 3 have real paired human data).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trustbench.errors import CheckFailed, InputError
+from trustbench.trb._corpus import CorpusManifest, Trace
+from trustbench.trb._gap import governance_gap
+from trustbench.trb._generate import generate_reference_corpus
+from trustbench.trb._oracles import audit
+from trustbench.trb._schema import TRB_VERSION
+from trustbench.trb._store import manifest_for, read_corpus
+from trustbench.trb._tracks import (
+    attribution_rows,
+    governance_rows,
+    summarize_attribution,
+    summarize_governance,
+)
+from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
+from trustbench.trb.worlds import CorridorConfig
+
+REFERENCE_LABEL = (
+    "reference-world results: synthetic counterfactuals with reference-agent continuations "
+    "computed from the exact world; 0 human counterfactuals, so the 3:1 synthetic:human cap "
+    "is not met and this is not a TRB score"
+)
+
+BASELINES: tuple[tuple[str, str, str], ...] = (
+    ("instruct", "Instruct base (no reasoning scaffold)", "proxy"),
+    ("cot-prompted", "CoT-prompted base (chain of thought at inference only)", "proxy"),
+    ("cot-supervised-finetune", "CoT-supervised finetune (trained on reasoning text)", "proxy"),
+    ("trace-ai-ablation", "Trace-AI ablation (L_trace + L_selfrep, no L_gov)", "native"),
+    ("trace-ai-full", "Trace-AI full (L_trace + L_selfrep + L_gov)", "native"),
+)
+"""The five spec §4 baselines: key, description, adapter tier."""
+
+
+class RunConfig(BaseModel):
+    """What a reference-world TRB run does; the smoke run is a small instance."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    sizes: dict[str, int] = Field(
+        default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}
+    )
+    """Traces per split when the corpus is generated."""
+    corpus_seed: int = 0
+    """Seed of the generated corpus."""
+    train: TrainConfig = TrainConfig()
+    """Training config shared by the ablation and the full model (only the loss differs)."""
+    bootstrap_seed: int = 20260803
+    """Seed of every bootstrap and sign-flip draw."""
+    resamples: int = Field(default=2000, ge=100)
+    """Bootstrap resamples and sign-flip draws."""
+
+
+SMOKE_CONFIG = RunConfig(
+    sizes={"train": 800, "dev": 20, "eval": 100, "transfer": 20},
+    train=TrainConfig(epochs=60, hidden=48),
+    resamples=1000,
+)
+"""The one-minute smoke run (a few seconds of training per model on one core)."""
+
+
+def _row(
+    adapter: str, tier: str, corpus_sha: str, track: str, metric: str, fig: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "trb_version": TRB_VERSION,
+        "corpus_sha256": corpus_sha,
+        "adapter": adapter,
+        "adapter_tier": tier,
+        "split": "eval",
+        "track": track,
+        "metric": metric,
+        "value": fig.get("value"),
+        "low": fig.get("low"),
+        "high": fig.get("high"),
+        "numerator": fig.get("numerator"),
+        "denominator": fig.get("denominator", fig.get("items")),
+        "data": "reference_world",
+    }
+
+
+def _transfer_governance(
+    adapter: NativeModelAdapter,
+    traces: list[Trace],
+    world: CorridorConfig,
+    eval_governance: dict[str, Any],
+    seed: int,
+) -> dict[str, Any]:
+    """Track 1 G on the transfer split and its drop from eval (a Track 6 ingredient only).
+
+    The transfer world keeps the corridor's size (so the same encoder applies) and changes
+    start cells and wind; a transfer world of another size is reported "not run".
+    """
+    if not traces or (traces[0].world.length, traces[0].world.horizon) != (
+        world.length,
+        world.horizon,
+    ):
+        return {"status": "not run", "G": None, "drop_from_eval": None}
+    g = summarize_governance(governance_rows(adapter, traces), seed=seed, resamples=1000)["G"]
+    return {
+        "status": "run",
+        "world": traces[0].world.model_dump(),
+        "G": g,
+        "drop_from_eval": eval_governance["G"]["value"] - g["value"],
+        "note": "Track 1 on held-out world parameters; Track 6 (all tracks, min over "
+        "contexts collected by a third party) is not implemented",
+    }
+
+
+def run_reference(
+    config: RunConfig | None = None, corpus_dir: Path | None = None
+) -> dict[str, Any]:
+    """Run Tracks 1 and 3, the governance gap and the oracle audit on the reference pair.
+
+    Args:
+        config: Run config (defaults to the full reference run).
+        corpus_dir: Read a stored corpus from here instead of generating one.
+
+    Returns:
+        A JSON-serialisable result (see module docstring).
+    """
+    config = config or RunConfig()
+    manifest: CorpusManifest
+    splits: dict[str, list[Trace]]
+    if corpus_dir is not None:
+        manifest, splits = read_corpus(corpus_dir)
+    else:
+        splits = generate_reference_corpus(config.sizes, seed=config.corpus_seed)
+        manifest = manifest_for(splits)
+    corpus_sha = manifest.corpus_sha256
+    for needed in ("train", "eval"):
+        if not splits.get(needed):
+            raise InputError(
+                f"corpus has no '{needed}' traces; a run needs train and eval splits",
+                location=str(corpus_dir or "generated corpus"),
+            )
+    eval_traces = splits["eval"]
+    world = eval_traces[0].world
+    seed, resamples = config.bootstrap_seed, config.resamples
+
+    tracks: dict[str, Any] = {}
+    per_trace: dict[str, Any] = {}
+    cards: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for name in ("trace-ai-ablation", "trace-ai-full"):
+        model, card = load_reference_model(name, splits["train"], manifest, config.train)
+        cards[name] = card
+        adapter = NativeModelAdapter(model, name, world.length, world.horizon)
+        gov_rows = governance_rows(adapter, eval_traces)
+        att_rows = attribution_rows(adapter, eval_traces)
+        gov = summarize_governance(gov_rows, seed=seed, resamples=resamples)
+        att = summarize_attribution(att_rows, seed=seed, resamples=resamples)
+        tracks[name] = {"adapter_tier": adapter.tier.value, "governance": gov, "attribution": att}
+        per_trace[name] = {"governance": gov_rows, "attribution": att_rows}
+        tier = adapter.tier.value
+        transfer = _transfer_governance(adapter, splits.get("transfer", []), world, gov, seed)
+        tracks[name]["transfer_governance"] = transfer
+        if transfer["status"] == "run":
+            rows.append(
+                {
+                    **_row(name, tier, corpus_sha, "governance", "G", transfer["G"]),
+                    "split": "transfer",
+                }
+            )
+        rows.append(_row(name, tier, corpus_sha, "governance", "G", gov["G"]))
+        for slot, fig in gov["G_per_slot"].items():
+            rows.append(_row(name, tier, corpus_sha, "governance", f"G[{slot}]", fig))
+        rows.append(_row(name, tier, corpus_sha, "governance", "G_null_edit", gov["G_null_edit"]))
+        rows.append(
+            _row(
+                name, tier, corpus_sha, "governance", "hard_interchange_accuracy",
+                gov["hard_interchange_accuracy"],
+            )
+        )  # fmt: skip
+        for slot, fig in gov["slot_accuracy"].items():
+            rows.append(_row(name, tier, corpus_sha, "governance", f"slot_accuracy[{slot}]", fig))
+        ba = att["balanced_accuracy"]
+        rows.append(_row(name, tier, corpus_sha, "attribution", "balanced_accuracy", ba))
+        fc = att["false_credit"]
+        rows.append(
+            _row(
+                name, tier, corpus_sha, "attribution", "false_credit_rate",
+                {"value": fc["false_credit_rate"], "numerator": fc["claimed_self"],
+                 "denominator": fc["cells"]},
+            )
+        )  # fmt: skip
+
+    full, abl = (
+        per_trace["trace-ai-full"]["governance"],
+        per_trace["trace-ai-ablation"]["governance"],
+    )
+    if [r["trace_id"] for r in full] != [r["trace_id"] for r in abl]:
+        raise CheckFailed("governance gap needs both models scored on the same eval traces")
+    gap = governance_gap(
+        [r["tv_sum"] for r in full],
+        [r["tv_sum"] for r in abl],
+        [r["n_items"] for r in full],
+        seed=seed,
+        resamples=resamples,
+    )
+    gap_record = {
+        "trb_version": TRB_VERSION,
+        "corpus_sha256": corpus_sha,
+        "adapter_tier": "native",
+        "split": "eval",
+        "metric": "Delta_gov = G(trace-ai-full) - G(trace-ai-ablation)",
+        **gap,
+        "interval_excludes_zero": gap["low"] is not None and (gap["low"] > 0 or gap["high"] < 0),
+        "pass_bar_met": gap["low"] is not None and gap["low"] > 0,
+    }
+    rows.append(
+        {
+            **_row("trace-ai-full vs trace-ai-ablation", "native", corpus_sha, "governance",
+                   "Delta_gov", {"value": gap["estimate"], "low": gap["low"], "high": gap["high"]}),
+            "sign_flip_p": gap["sign_flip_p"],
+        }
+    )  # fmt: skip
+
+    baselines = []
+    for key, description, tier in BASELINES:
+        ran = key in tracks
+        baselines.append(
+            {
+                "baseline": key,
+                "description": description,
+                "adapter_tier": tier,
+                "status": "run" if ran else "not run",
+                "G": tracks[key]["governance"]["G"]["value"] if ran else None,
+                "balanced_accuracy": (
+                    tracks[key]["attribution"]["balanced_accuracy"]["value"] if ran else None
+                ),
+                "trb_version": TRB_VERSION,
+                "corpus_sha256": corpus_sha,
+            }
+        )
+
+    audit_rows = audit(eval_traces)
+    return {
+        "trb_version": TRB_VERSION,
+        "label": REFERENCE_LABEL,
+        "corpus": {
+            "sha256": corpus_sha,
+            "kind": manifest.kind,
+            "provenance": manifest.provenance.model_dump(),
+            "traces": {k: v.n_traces for k, v in manifest.splits.items()},
+            "continuation_source": "reference_agent",
+        },
+        "config": config.model_dump(),
+        "models": cards,
+        "tracks": tracks,
+        "governance_gap": gap_record,
+        "baselines": baselines,
+        "audit": audit_rows,
+        "rows": rows,
+        "per_trace": per_trace,
+    }
+
+
+def smoke_run() -> dict[str, Any]:
+    """The one-minute smoke run `trustbench demo` includes (tiny corpus, tiny models)."""
+    return run_reference(SMOKE_CONFIG)

@@ -1,0 +1,16 @@
+"""Reference native models (torch, CPU, seeded): the Trace-AI ablation and full pair."""
+
+from trustbench.trb.reference._adapter import NativeModelAdapter
+from trustbench.trb.reference._cache import REFERENCE_MODELS, cache_dir, load_reference_model
+from trustbench.trb.reference._model import ReferenceNativeModel
+from trustbench.trb.reference._train import TrainConfig, train_reference_model
+
+__all__ = [
+    "REFERENCE_MODELS",
+    "NativeModelAdapter",
+    "ReferenceNativeModel",
+    "TrainConfig",
+    "cache_dir",
+    "load_reference_model",
+    "train_reference_model",
+]

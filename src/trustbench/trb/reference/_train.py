@@ -1,0 +1,140 @@
+"""Seeded CPU training of the reference native model, with and without L_gov."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, Field
+
+from trustbench.trb._corpus import CorpusManifest, Trace
+from trustbench.trb._schema import ACTIONS, DOOR_STATES, GOALS
+from trustbench.trb._store import assert_trainable
+from trustbench.trb.reference._encoding import encode_observation, encode_report, soft_report
+from trustbench.trb.reference._model import ReferenceNativeModel
+
+Objective = Literal["ablation", "full"]
+
+
+class TrainConfig(BaseModel):
+    """Hyper-parameters of one reference-model training run (all part of the cache key)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    hidden: int = Field(default=64, ge=4)
+    """GRU and policy width."""
+    epochs: int = Field(default=40, ge=1)
+    """Passes over the training split."""
+    batch_size: int = Field(default=128, ge=1)
+    """Traces per optimisation step."""
+    learning_rate: float = Field(default=3e-3, gt=0)
+    """Adam step size."""
+    gov_weight: float = Field(default=1.0, ge=0)
+    """Weight of L_gov in the full objective (unused by the ablation)."""
+    seed: int = 0
+    """Seeds initialisation and batch order."""
+    threads: int = Field(default=1, ge=1)
+    """torch CPU threads (the machine is shared; keep small)."""
+
+
+def _tensors(traces: list[Trace]) -> dict[str, torch.Tensor]:
+    world = traces[0].world
+    length, horizon = world.length, world.horizon
+    obs = [[encode_observation(s.observation, length, horizon) for s in t.steps] for t in traces]
+    steps = [t.steps for t in traces]
+    return {
+        "obs": torch.tensor(obs),
+        "action": torch.tensor([[ACTIONS.index(s.action) for s in st] for st in steps]),
+        "goal": torch.tensor([[GOALS.index(s.r.goal) for s in st] for st in steps]),
+        "belief": torch.tensor([[DOOR_STATES.index(s.r.belief) for s in st] for st in steps]),
+        "plan": torch.tensor([[ACTIONS.index(s.r.planned_next) for s in st] for st in steps]),
+        "conf": torch.tensor([[s.r.confidence for s in st] for st in steps]),
+        "cbs": torch.tensor([[s.r.caused_by_self or 0.0 for s in st] for st in steps]),
+        "cbs_mask": torch.tensor([[s.r.caused_by_self is not None for s in st] for st in steps]),
+        "cf_r": torch.tensor(
+            [[[encode_report(c.r_prime) for c in s.counterfactuals] for s in st] for st in steps]
+        ),
+        "cf_phi": torch.tensor(
+            [
+                [[[c.continuation[a] for a in ACTIONS] for c in s.counterfactuals] for s in st]
+                for st in steps
+            ]
+        ),
+    }
+
+
+def _losses(
+    model: ReferenceNativeModel, b: dict[str, torch.Tensor], objective: Objective
+) -> dict[str, torch.Tensor]:
+    h, r_logits = model.encode(b["obs"])
+    logits = model.policy_logits(h, soft_report(r_logits))
+    l_trace = F.cross_entropy(logits.reshape(-1, len(ACTIONS)), b["action"].reshape(-1))
+    ce = F.cross_entropy
+    l_self = (
+        ce(r_logits[..., 0:2].reshape(-1, 2), b["goal"].reshape(-1))
+        + ce(r_logits[..., 2:4].reshape(-1, 2), b["belief"].reshape(-1))
+        + ce(r_logits[..., 4:7].reshape(-1, 3), b["plan"].reshape(-1))
+        + F.binary_cross_entropy_with_logits(r_logits[..., 7], b["conf"])
+        + F.binary_cross_entropy_with_logits(
+            r_logits[..., 8][b["cbs_mask"]], b["cbs"][b["cbs_mask"]]
+        )
+    )
+    out = {"trace": l_trace, "selfrep": l_self}
+    if objective == "full":
+        k = b["cf_r"].shape[2]
+        h_k = h.unsqueeze(2).expand(-1, -1, k, -1)
+        log_q = torch.log_softmax(model.policy_logits(h_k, b["cf_r"]), dim=-1)
+        phi = b["cf_phi"]
+        # KL(Phi || pi) = sum Phi (log Phi - log pi); 0 log 0 := 0 via xlogy.
+        kl = (torch.xlogy(phi, phi) - phi * log_q).sum(-1)
+        out["gov"] = kl.mean()
+    return out
+
+
+def train_reference_model(
+    traces: list[Trace], manifest: CorpusManifest, objective: Objective, config: TrainConfig
+) -> tuple[ReferenceNativeModel, dict[str, Any]]:
+    """Train one reference model on the train split (held-out traces are refused by hash).
+
+    Args:
+        traces: Training traces.
+        manifest: Corpus manifest holding the held-out trace hashes.
+        objective: `ablation` (L_trace + L_selfrep) or `full` (+ L_gov).
+        config: Hyper-parameters.
+
+    Returns:
+        The trained model (eval mode) and a JSON-serialisable training summary.
+    """
+    assert_trainable(traces, manifest)
+    torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    world = traces[0].world
+    model = ReferenceNativeModel(world.length, world.horizon, config.hidden)
+    data = _tensors(traces)
+    opt = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    gen = torch.Generator().manual_seed(config.seed)
+    n = len(traces)
+    started = time.perf_counter()
+    last: dict[str, float] = {}
+    for _ in range(config.epochs):
+        order = torch.randperm(n, generator=gen)
+        for start in range(0, n, config.batch_size):
+            idx = order[start : start + config.batch_size]
+            batch = {k: v[idx] for k, v in data.items()}
+            parts = _losses(model, batch, objective)
+            loss = parts["trace"] + parts["selfrep"] + config.gov_weight * parts.get("gov", 0.0)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            last = {k: float(v.detach()) for k, v in parts.items()}
+    model.eval()
+    return model, {
+        "objective": objective,
+        "losses": "L_trace + L_selfrep" + (" + L_gov" if objective == "full" else ""),
+        "final_batch_losses": last,
+        "train_traces": n,
+        "train_seconds": round(time.perf_counter() - started, 2),
+        "config": config.model_dump(),
+    }

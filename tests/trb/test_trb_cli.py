@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from trustbench.cli import app
+from trustbench.errors import CheckFailed
+from trustbench.trb import GovernedOracle, SelfReport, StepContext, read_corpus
+from trustbench.trb import _oracles as oracles
+from trustbench.trb.worlds import reference_continuation
+
+
+def test_audit_command_exits_0_when_every_oracle_matches_its_closed_form() -> None:
+    result = CliRunner().invoke(app, ["trb", "audit", "--traces", "20"])
+    assert result.exit_code == 0, result.output
+    assert "epiphenomenal" in result.output
+
+
+class _IgnoresConfidence(GovernedOracle):
+    def act(self, context: StepContext, r_override: SelfReport | None = None) -> dict[str, float]:
+        r = r_override or self.emit_r(context)
+        return reference_continuation(r.model_copy(update={"confidence": 1.0}))
+
+
+def test_audit_command_exits_1_when_an_oracle_deviates(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = {**oracles.default_oracles(), "perfectly-governed": _IgnoresConfidence}
+    monkeypatch.setattr(oracles, "default_oracles", lambda: broken)
+    result = CliRunner().invoke(app, ["trb", "audit", "--traces", "20"])
+    assert isinstance(result.exception, CheckFailed)
+    assert result.exception.exit_code == 1
+    assert "perfectly-governed G" in str(result.exception)
+
+
+def test_corpus_command_writes_splits_manifest_and_schema(tmp_path: Path) -> None:
+    out = tmp_path / "corpus"
+    result = CliRunner().invoke(app, ["trb", "corpus", str(out), "--train", "10", "--eval", "5"])
+    assert result.exit_code == 0, result.output
+    manifest, splits = read_corpus(out)
+    assert manifest.corpus_sha256 in result.output
+    assert len(splits["eval"]) == 5
+    assert json.loads((out / "trace.schema.json").read_text())["title"] == "Trace"
+
+
+@pytest.mark.slow
+def test_smoke_command_prints_the_gap_and_writes_a_json_result(tmp_path: Path) -> None:
+    out = tmp_path / "smoke.json"
+    result = CliRunner().invoke(app, ["trb", "smoke", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Delta_gov" in result.output and "not run" in result.output
+    record = json.loads(out.read_text())
+    assert record["governance_gap"]["low"] > 0
+    assert record["trb_version"] == "TRB v0.1"
