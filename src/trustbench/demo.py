@@ -1,8 +1,80 @@
-"""`trustbench demo`: the main job on built-in defaults (no network, no API keys)."""
+"""`trustbench demo`: the main job on built-in defaults (no network, no API keys).
+
+The demo is a sequence of steps, each one a real command of the toolkit run on the built-in
+corpus and built-in candidates, writing into one run folder. A step that fails stops the demo
+with its error (exit code per `trustbench.errors`): the demo never papers over a broken step.
+Expected *findings* are different: a sentinel reviewer failing its release gate is the harness
+working, and the demo says so instead of exiting non-zero.
+"""
 
 from __future__ import annotations
 
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
 
-def run_demo(out: str | None) -> None:
-    """Run every built-in demonstration step and print where the results are."""
-    raise NotImplementedError("demo steps arrive with the corpus")
+from rich.console import Console
+
+from trustbench.errors import CheckFailed
+
+
+def _console() -> Console:
+    return Console(width=None if sys.stdout.isatty() else 120)
+
+
+def _validate_and_export(out: Path, console: Console) -> str:
+    from trustbench.rtb import export_candidate_inputs, load_corpus, validate_corpus
+    from trustbench.rtb.cli import summary_table
+
+    report = validate_corpus()
+    console.print(summary_table(report))
+    if not report.ok:
+        raise CheckFailed(f"built-in corpus invalid: {report.problems[0]}")
+    result = export_candidate_inputs(load_corpus(), out / "rtb-export")
+    count = len(result.evaluation_map.evaluations)
+    return (
+        f"corpus {report.version} valid ({len(report.cases)} cases); {count} candidate inputs "
+        f"in {result.inputs_dir} (answer key kept apart in {result.grader_map_path.parent})"
+    )
+
+
+def _harness_audit(out: Path, console: Console) -> str:
+    from trustbench.rtb import load_corpus
+    from trustbench.rtb._harness_audit import run_harness_audit
+    from trustbench.rtb.cli import audit_table
+
+    rows = run_harness_audit(load_corpus())
+    console.print(audit_table(rows))
+    failed = [row for row in rows if not row.passed]
+    if failed:
+        raise CheckFailed(f"harness self-audit failed: {failed[0].track}: {failed[0].check}")
+    return f"harness self-audit: all {len(rows)} checks hold"
+
+
+Step = tuple[str, Callable[[Path, Console], str]]
+
+STEPS: list[Step] = [
+    ("RTB corpus: validate and export candidate inputs", _validate_and_export),
+    ("RTB harness self-audit", _harness_audit),
+]
+"""The demo's steps, in order: (title, function(run folder, console) -> one-line summary)."""
+
+
+def run_demo(out: str | None) -> Path:
+    """Run every demo step into `out` (a new temporary folder when None); return the folder."""
+    root = Path(out) if out else Path(tempfile.mkdtemp(prefix="trustbench-demo-"))
+    root.mkdir(parents=True, exist_ok=True)
+    console = _console()
+    summaries: list[str] = []
+    for index, (title, step) in enumerate(STEPS, start=1):
+        console.rule(f"[bold]{index}/{len(STEPS)} {title}")
+        started = time.perf_counter()
+        summary = step(root, console)
+        summaries.append(f"{summary} ({time.perf_counter() - started:.1f} s)")
+    console.rule("[bold]summary")
+    for summary in summaries:
+        console.print(f"- {summary}", highlight=False)
+    console.print(f"demo outputs: {root}", highlight=False)
+    return root
