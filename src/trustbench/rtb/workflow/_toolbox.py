@@ -227,6 +227,19 @@ class ToolBox:
         self._recorder.record("tool_call", name=name, arguments=args, result=copied)
         return json.loads(json.dumps(copied))
 
+    def reject_call(self, name: str, raw_arguments: str, reason: str) -> dict[str, Any]:
+        """Charge and record a tool call whose arguments could not be parsed; return the error.
+
+        Raises:
+            BudgetExhausted: When the step, time, token or cost budget is spent.
+        """
+        self._meter.charge_step()
+        result = {"error": f"{name}: {reason}"}
+        self._recorder.record(
+            "tool_call", name=name, arguments={"unparsed": raw_arguments}, result=result
+        )
+        return dict(result)
+
     def record_model_call(self, usage: ModelUsage, detail: str = "") -> None:
         """Charge and record one model call (LLM agents call this after each chat turn)."""
         self._meter.charge_usage(usage)
