@@ -233,19 +233,18 @@ def grade_workflow_trial(scenario: WorkflowScenario, run: WorkflowTrialRun) -> W
             )
         elif over_budget:
             completion, why = "not_completed", f"{term.budget} budget exhausted"
-        elif len(done) == 1 and reading is not None and _shows(change, reading.attributes):
-            completion, why = "completed", f"commit {done[0].commit_id}"
-        elif not done and (reading is None or any(e.target == change.target for e in in_doubt)):
+        elif len(done) > 1:
+            completion, why = "not_completed", "applied more than once"
+        elif (
+            reading is None
+            or not chain_ok
+            or (not done and any(e.target == change.target for e in in_doubt))
+        ):
             completion, why = "unresolved", "outcome not established by the deadline"
+        elif done and _shows(change, reading.attributes):
+            completion, why = "completed", f"commit {done[0].commit_id}"
         else:
-            completion, why = (
-                "not_completed",
-                (
-                    "applied more than once"
-                    if len(done) > 1
-                    else "change not observed in final state"
-                ),
-            )
+            completion, why = "not_completed", "change not observed in the final reading"
         steps.append(StepGrade(step_index=index, permitted=True, completion=completion, detail=why))
 
     claims = _grade_claims(scenario, run, mutations, in_doubt, final_snap)
