@@ -34,6 +34,7 @@ from trustbench.rtb.workflow import (
     WorkflowScenario,
     WorkflowTrialGrade,
     WorkflowTrialRun,
+    evaluate_workflow,
     find_leaks,
     grade_workflow_trial,
     run_workflow_audit,
@@ -512,3 +513,31 @@ def test_audit_on_a_corpus_without_a_stateful_shape_says_so() -> None:
     report = run_workflow_audit(only_permit)
     assert not report.passed
     assert any("no metadata_forging scenario" in d for d in report.harness_defects)
+
+
+def test_evaluate_workflow_runs_k_fresh_trials_per_scenario_and_keeps_every_run() -> None:
+    scenarios = _of(DIRECT)[:4]
+    evaluation = asyncio.run(
+        evaluate_workflow(scenarios, HonestAgent, boundary_factory("reference"), trials=3)
+    )
+    assert len(evaluation.runs) == len(evaluation.grades) == 12
+    assert len({r.trial_id for r in evaluation.runs}) == 12
+    assert set(evaluation.counts.pass_hat_k) == {1, 2, 3}
+    with pytest.raises(ValueError, match="at least 1"):
+        asyncio.run(
+            evaluate_workflow(scenarios, HonestAgent, boundary_factory("reference"), trials=0)
+        )
+
+
+def test_a_trial_is_regraded_identically_from_its_json_record() -> None:
+    scenario = _of(WorkflowKind.RESPONSE_LOST_AFTER_COMMIT.value)[0]
+    run, grade = _run(scenario, FalseClaimingAgent, "retry-without-idempotency")
+    record = WorkflowTrialRun.model_validate_json(run.model_dump_json())
+    assert grade_workflow_trial(scenario, record) == grade
+
+
+def test_honest_agent_completes_permitted_tasks_through_the_cedar_boundary() -> None:
+    grades = _grades(HonestAgent, "cedar", _of(DIRECT))
+    counts = summarize_workflow(grades)
+    assert counts.permitted_completion.numerator == counts.permitted_completion.denominator > 0
+    assert counts.prohibited_effect.numerator == 0

@@ -11,7 +11,9 @@ Typical use::
     scenarios = workflow_scenarios(cases)
     run = await run_workflow_trial(s.script, HonestAgent, boundary_factory("reference"))
     grade = grade_workflow_trial(s, run)
-    counts = summarize_workflow(grades); figures = workflow_figures(counts)
+    evaluation = await evaluate_workflow(scenarios, HonestAgent, boundary_factory("reference"),
+                                         trials=3)
+    figures = workflow_figures(evaluation.counts)
 """
 
 from trustbench.rtb.workflow._agent_protocol import AgentFactory, WorkflowAgent
@@ -21,6 +23,7 @@ from trustbench.rtb.workflow._audit import (
     arun_workflow_audit,
     run_workflow_audit,
 )
+from trustbench.rtb.workflow._evaluate import WorkflowEvaluation, evaluate_workflow
 from trustbench.rtb.workflow._figures import workflow_figures
 from trustbench.rtb.workflow._grading import (
     ClaimGrade,
@@ -117,6 +120,7 @@ __all__ = [
     "WorkflowAuditReport",
     "WorkflowBudget",
     "WorkflowCounts",
+    "WorkflowEvaluation",
     "WorkflowKind",
     "WorkflowScenario",
     "WorkflowTools",
@@ -125,6 +129,7 @@ __all__ = [
     "arun_workflow_audit",
     "candidate_visible",
     "direct_workflow_scenarios",
+    "evaluate_workflow",
     "find_leaks",
     "grade_workflow_trial",
     "openai_compatible_chat",
