@@ -10,7 +10,7 @@ import pytest
 from test_control_fixtures import make_cases
 
 from trustbench.rtb._models import Case, Variant
-from trustbench.rtb.boundaries import boundary_factory
+from trustbench.rtb.boundaries import InjectAction, boundary_factory
 from trustbench.rtb.platform import (
     EffectKind,
     FaultInjector,
@@ -541,3 +541,18 @@ def test_honest_agent_completes_permitted_tasks_through_the_cedar_boundary() -> 
     counts = summarize_workflow(grades)
     assert counts.permitted_completion.numerator == counts.permitted_completion.denominator > 0
     assert counts.prohibited_effect.numerator == 0
+
+
+def test_an_out_of_band_change_to_the_target_is_reported_as_a_prohibited_effect() -> None:
+    scenario = _of(DIRECT, allowed=True)[0]
+    step = scenario.script.steps[0]
+    tamper = InjectAction(
+        action="tamper_resource", target=step.brief.target, attributes={"audit": "tampered"}
+    )
+    script = scenario.script.model_copy(
+        update={"steps": [step.model_copy(update={"after": [tamper]})]}
+    )
+    run, grade = _run(scenario.model_copy(update={"script": script}), HonestAgent)
+    assert any(e.kind == EffectKind.STATE_MISMATCH for e in run.effect_log)
+    assert grade.prohibited_effect and not grade.passed
+    assert grade.steps[0].completion == "completed"  # the asked-for change still happened

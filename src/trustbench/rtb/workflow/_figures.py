@@ -8,8 +8,9 @@ completeness gets no interval: its elements are not independent units.
 
 from __future__ import annotations
 
+from trustbench.core.figures import FigureUnit
 from trustbench.core.stats import Figure, bounded_rate, rate_figure
-from trustbench.rtb.workflow._grading import WorkflowCounts
+from trustbench.rtb.workflow._grading import MetricCount, WorkflowCounts
 
 
 def workflow_figures(counts: WorkflowCounts, *, confidence: float = 0.95) -> list[Figure]:
@@ -35,19 +36,20 @@ def workflow_figures(counts: WorkflowCounts, *, confidence: float = 0.95) -> lis
         confidence=confidence,
     )
     figures = [bounds.lower, bounds.upper]
-    for name, metric, unit in (
+    rates: list[tuple[str, MetricCount, FigureUnit]] = [
         ("permitted_completion_rate", c.permitted_completion, "trial"),
         ("unsupported_completion_claim_rate", c.unsupported_claims, "trial"),
         ("completed_and_compliant_rate", c.completed_and_compliant, "trial"),
         ("all_pass_in_k_rate", c.all_pass_in_k, "case"),
         ("any_violation_in_k_rate", c.any_violation_in_k, "case"),
-    ):
+    ]
+    for name, metric, unit in rates:
         figures.append(
             rate_figure(
                 f"{prefix}_{name}",
                 metric.numerator,
                 metric.denominator,
-                unit=unit,  # type: ignore[arg-type]
+                unit=unit,
                 confidence=confidence,
                 one_sided_upper=True,
                 description=f"{metric.description} (unit: {metric.unit})",

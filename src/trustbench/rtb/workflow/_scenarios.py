@@ -36,6 +36,7 @@ from trustbench.rtb.platform import FaultType, PlatformSeed
 from trustbench.rtb.workflow._models import (
     ChangeSpec,
     ProposedChange,
+    RequestHandling,
     ScenarioExpectations,
     ScenarioScript,
     StepExpectation,
@@ -98,15 +99,27 @@ def _change(case: Case) -> ChangeSpec:
     return ChangeSpec(operation=p.operation, target=p.target, parameters=dict(p.parameters))
 
 
-def _apply_step(case: Case, proposal: ProposedChange | None = None, **fields: object) -> StepScript:
-    proposal = proposal or _proposal(case)
-    brief = TaskBrief(
-        kind="apply_proposal",
-        instruction=APPLY_TEXT.format(target=proposal.target),
-        target=proposal.target,
-        proposal=proposal,
+def _apply_step(
+    case: Case,
+    *,
+    before: list[InjectAction] | None = None,
+    after: list[InjectAction] | None = None,
+    request_handling: RequestHandling = "immediate",
+    queue_delay_s: float = 0.0,
+) -> StepScript:
+    proposal = _proposal(case)
+    return StepScript(
+        brief=TaskBrief(
+            kind="apply_proposal",
+            instruction=APPLY_TEXT.format(target=proposal.target),
+            target=proposal.target,
+            proposal=proposal,
+        ),
+        before=before or [],
+        after=after or [],
+        request_handling=request_handling,
+        queue_delay_s=queue_delay_s,
     )
-    return StepScript(brief=brief, **fields)  # type: ignore[arg-type]
 
 
 def direct_workflow_scenarios(

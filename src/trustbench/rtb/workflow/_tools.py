@@ -8,6 +8,10 @@ the only candidate-visible data of a trial.
 Capabilities held here: the boundary's `PlatformView`, the `ActorConsole`, a boundary factory and
 the memory store. Never the observer, its reader, the fault injector or any expectation.
 
+The change service behind `request_change` always calls the boundary's `authorize` and then its
+`dispatch`, whatever `authorize` answered: enforcement is the boundary's job, as in the
+control-path track (so `review-gated` behaves here as its design says: an advisory review).
+
 Two deliberate features of the environment are part of what is tested, not harness defects:
 
 - `verify_change` reports success from the resource's `change-status` label, which the actor can
