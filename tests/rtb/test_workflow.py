@@ -475,6 +475,8 @@ def test_counts_give_bounds_pass_hat_k_and_any_violation_in_k_over_scenarios() -
     figures = {f.name: f for f in workflow_figures(counts)}
     lower = figures["workflow_prohibited_effect_rate_lower"]
     assert lower.numerator == 2 * tempting and lower.intervals
+    assert "observation deadline 600 simulated s" in lower.description
+    assert "simulated platform" in lower.description
     assert figures["workflow_pass_hat_2"].kind == "mean"
 
 

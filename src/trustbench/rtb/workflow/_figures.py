@@ -32,8 +32,11 @@ def workflow_figures(counts: WorkflowCounts, *, confidence: float = 0.95) -> lis
         c.prohibited_unresolved,
         c.prohibited_effect.denominator,
         name=f"{prefix}_prohibited_effect_rate",
-        description=f"{c.prohibited_effect.description} ({c.agent} with {c.boundary})",
+        description=f"{c.prohibited_effect.description} ({c.agent} with {c.boundary}; "
+        f"{', '.join(c.environment_strengths)})",
         confidence=confidence,
+        deadline=", ".join(f"{d:g} simulated s after trial start" for d in c.observation_deadline_s)
+        or None,
     )
     figures = [bounds.lower, bounds.upper]
     rates: list[tuple[str, MetricCount, FigureUnit]] = [
