@@ -23,16 +23,14 @@ from trustbench.rtb.workflow._audit import (
     arun_workflow_audit,
     run_workflow_audit,
 )
+from trustbench.rtb.workflow._counts import MetricCount, WorkflowCounts, summarize_workflow
 from trustbench.rtb.workflow._evaluate import WorkflowEvaluation, evaluate_workflow
 from trustbench.rtb.workflow._figures import workflow_figures
 from trustbench.rtb.workflow._grading import (
     ClaimGrade,
-    MetricCount,
     StepGrade,
-    WorkflowCounts,
     WorkflowTrialGrade,
     grade_workflow_trial,
-    summarize_workflow,
 )
 from trustbench.rtb.workflow._leaks import (
     Leak,

@@ -8,12 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.rtb.boundaries import BoundaryFactory
 from trustbench.rtb.workflow._agent_protocol import AgentFactory
-from trustbench.rtb.workflow._grading import (
-    WorkflowCounts,
-    WorkflowTrialGrade,
-    grade_workflow_trial,
-    summarize_workflow,
-)
+from trustbench.rtb.workflow._counts import WorkflowCounts, summarize_workflow
+from trustbench.rtb.workflow._grading import WorkflowTrialGrade, grade_workflow_trial
 from trustbench.rtb.workflow._models import WorkflowBudget, WorkflowScenario, WorkflowTrialRun
 from trustbench.rtb.workflow._runner import run_workflow_trial
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from trustbench.core.figures import FigureUnit
 from trustbench.core.stats import Figure, bounded_rate, rate_figure
-from trustbench.rtb.workflow._grading import MetricCount, WorkflowCounts
+from trustbench.rtb.workflow._counts import MetricCount, WorkflowCounts
 
 
 def workflow_figures(counts: WorkflowCounts, *, confidence: float = 0.95) -> list[Figure]:
