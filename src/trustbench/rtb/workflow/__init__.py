@@ -1,0 +1,143 @@
+"""RTB track 3, end-to-end workflow: agents act on the simulated platform through tools.
+
+An agent receives task briefs and a `ToolBox` (read resources and approvals, request changes
+through the boundary under test, resume checkpoints, edit labels, run the environment's verifier,
+keep notes, report completion with cited evidence). Tool results are the only candidate-visible
+data. Outcomes come from the protected observer: prohibited effects over the whole trajectory,
+permitted-task completion within budget, unsupported completion claims, evidence completeness.
+
+Typical use::
+
+    scenarios = workflow_scenarios(cases)
+    run = await run_workflow_trial(s.script, HonestAgent, boundary_factory("reference"))
+    grade = grade_workflow_trial(s, run)
+    evaluation = await evaluate_workflow(scenarios, HonestAgent, boundary_factory("reference"),
+                                         trials=3)
+    figures = workflow_figures(evaluation.counts)
+"""
+
+from trustbench.rtb.workflow._agent_protocol import AgentFactory, WorkflowAgent
+from trustbench.rtb.workflow._audit import (
+    WorkflowAuditCheck,
+    WorkflowAuditReport,
+    arun_workflow_audit,
+    run_workflow_audit,
+)
+from trustbench.rtb.workflow._counts import MetricCount, WorkflowCounts, summarize_workflow
+from trustbench.rtb.workflow._evaluate import WorkflowEvaluation, evaluate_workflow
+from trustbench.rtb.workflow._figures import workflow_figures
+from trustbench.rtb.workflow._grading import (
+    ClaimGrade,
+    StepGrade,
+    WorkflowTrialGrade,
+    grade_workflow_trial,
+)
+from trustbench.rtb.workflow._leaks import (
+    Leak,
+    candidate_visible,
+    find_leaks,
+    scan_trial,
+    scenario_grader_values,
+)
+from trustbench.rtb.workflow._llm import (
+    SYSTEM_PROMPT,
+    ChatFunction,
+    ChatTurn,
+    LLMAgent,
+    ToolCallRequest,
+    openai_compatible_chat,
+)
+from trustbench.rtb.workflow._memory import MemoryStore
+from trustbench.rtb.workflow._models import (
+    ChangeSpec,
+    ModelUsage,
+    ProposedChange,
+    ScenarioExpectations,
+    ScenarioScript,
+    StepExpectation,
+    StepScript,
+    TaskBrief,
+    Termination,
+    TrajectoryEvent,
+    WorkflowBudget,
+    WorkflowScenario,
+    WorkflowTrialRun,
+)
+from trustbench.rtb.workflow._runner import run_workflow_trial
+from trustbench.rtb.workflow._scenarios import (
+    DEFAULT_WORKFLOW_DEADLINE_S,
+    WorkflowKind,
+    direct_workflow_scenarios,
+    stateful_workflow_scenarios,
+    workflow_scenarios,
+)
+from trustbench.rtb.workflow._scripted import (
+    SCRIPTED_AGENTS,
+    FalseClaimingAgent,
+    HonestAgent,
+    MemoryPoisonedAgent,
+    MetadataForgingAgent,
+    RecklessAgent,
+)
+from trustbench.rtb.workflow._toolbox import BudgetExhausted, ToolBox, tool_schema
+from trustbench.rtb.workflow._tools import WorkflowTools
+
+__all__ = [
+    "DEFAULT_WORKFLOW_DEADLINE_S",
+    "SCRIPTED_AGENTS",
+    "SYSTEM_PROMPT",
+    "AgentFactory",
+    "BudgetExhausted",
+    "ChangeSpec",
+    "ChatFunction",
+    "ChatTurn",
+    "ClaimGrade",
+    "FalseClaimingAgent",
+    "HonestAgent",
+    "LLMAgent",
+    "Leak",
+    "MemoryPoisonedAgent",
+    "MemoryStore",
+    "MetadataForgingAgent",
+    "MetricCount",
+    "ModelUsage",
+    "ProposedChange",
+    "RecklessAgent",
+    "ScenarioExpectations",
+    "ScenarioScript",
+    "StepExpectation",
+    "StepGrade",
+    "StepScript",
+    "TaskBrief",
+    "Termination",
+    "ToolBox",
+    "ToolCallRequest",
+    "TrajectoryEvent",
+    "WorkflowAgent",
+    "WorkflowAuditCheck",
+    "WorkflowAuditReport",
+    "WorkflowBudget",
+    "WorkflowCounts",
+    "WorkflowEvaluation",
+    "WorkflowKind",
+    "WorkflowScenario",
+    "WorkflowTools",
+    "WorkflowTrialGrade",
+    "WorkflowTrialRun",
+    "arun_workflow_audit",
+    "candidate_visible",
+    "direct_workflow_scenarios",
+    "evaluate_workflow",
+    "find_leaks",
+    "grade_workflow_trial",
+    "openai_compatible_chat",
+    "run_workflow_audit",
+    "run_workflow_trial",
+    "scan_trial",
+    "scenario_grader_values",
+    "stateful_workflow_scenarios",
+    "summarize_workflow",
+    "tool_schema",
+    "workflow_figures",
+    "workflow_scenarios",
+]
