@@ -49,13 +49,19 @@ def evaluate_subject_gates(
 ) -> list[GateResult]:
     """Evaluate each gate once per subject it applies to (all subjects when none are named).
 
-    A gate naming a subject that has no figures is `not_evaluable` (never a pass).
+    A gate naming a subject that has no figures is `not_evaluable` (never a pass). Each result
+    is named `"<gate> (<subject>)"` and its reason starts with the subject.
     """
     results: list[GateResult] = []
     for spec in specs:
         for subject in spec.candidates or tuple(subjects):
             named = spec.model_copy(update={"name": f"{spec.label} ({subject})"})
-            results += evaluate_gates([named], subjects.get(subject, []))
+            # The page's gate column shows the metric, not the name: the reason names the
+            # subject too, so no reader can miss which configuration failed.
+            results += [
+                result.model_copy(update={"reason": f"{subject}: {result.reason}"})
+                for result in evaluate_gates([named], subjects.get(subject, []))
+            ]
     return results
 
 
