@@ -13,7 +13,7 @@ import pytest
 from tests.support.cli import invoke
 
 from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
-from trustbench.errors import InputError
+from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
 from trustbench.rtb import (
     CandidateInput,
@@ -355,3 +355,15 @@ def test_unknown_track_option_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError) as error:
         build_manifest(spec)
     assert error.value.location == "track_options/chian"
+
+
+def test_an_answer_key_edited_after_the_run_is_never_used_to_grade(tmp_path: Path) -> None:
+    run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL))
+    case_file = tmp_path / "corpus" / "cases" / "backup_retention-03-unauthorized_parameters.json"
+    case = json.loads(case_file.read_text())
+    case["expectations"]["explanation_terms"] = [["a term no reviewer wrote"]]
+    case_file.write_text(json.dumps(case, indent=2))
+    write_corpus_manifest(tmp_path / "corpus")
+    with pytest.raises(CheckFailed, match="changed after freeze"):
+        report_run(run_dir)
+    assert not (run_dir / "record.json").exists()

@@ -1,6 +1,7 @@
 """`trustbench report RUN_DIR`: grade a run from its ledger, evaluate gates, write the record.
 
 Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported);
+re-check every frozen input (an answer key edited after the freeze is never used to grade);
 let the track grade the recorded trials; evaluate every declared gate exactly as frozen, once per
 subject it applies to; write `record.json` (machine) and `report.html` (people). A run that was
 interrupted is still reported, marked incomplete: its unrun trials are "not run", never zero.
@@ -15,7 +16,7 @@ from typing import Any
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
 from trustbench.core._export import read_ledger
-from trustbench.core._manifest import Manifest, read_manifest
+from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
 from trustbench.core._verify import verify_run
 from trustbench.core.gates import GateResult, GateSpec, any_failed, evaluate_gates
@@ -86,7 +87,8 @@ def report_run(run_dir: Path) -> ReportResult:
     """Grade `run_dir` and write `record.json` and `report.html` into it.
 
     Raises:
-        CheckFailed: the manifest or the ledger chain was altered.
+        CheckFailed: the manifest, the ledger chain or a frozen input (e.g. the corpus) was
+            altered.
         InputError: the run folder is incomplete or its track cannot be analysed.
     """
     verification = verify_run(run_dir)
@@ -100,6 +102,9 @@ def report_run(run_dir: Path) -> ReportResult:
     track, _ = load_track(manifest.spec.track_id)
     if not isinstance(track, Analyzer):
         raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
+    # Grading reads the corpus (its answer key included): it must be the corpus frozen before
+    # the run, or an edited reference decision would silently re-grade the recorded replies.
+    check_inputs(manifest, track)
     ledger = read_ledger(run_dir)
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
     complete = not verification.problems
