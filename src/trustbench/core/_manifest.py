@@ -170,8 +170,12 @@ def resolve_inputs(
     """Ask the track what the spec depends on, add in-process candidate code, and hash it all."""
     resolution = track.resolve(spec, base_dir)
     items = list(resolution.items)
+    entries: set[str] = set()
     for candidate in spec.candidates:
-        if candidate.entry:
+        # Several candidates may share one factory (e.g. built-in reviewers with different
+        # settings): its code is hashed once.
+        if candidate.entry and candidate.entry not in entries:
+            entries.add(candidate.entry)
             factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
             source = inspect.getsourcefile(factory)
             if source:

@@ -1,6 +1,7 @@
 """`trustbench report RUN_DIR`: grade a run from its ledger, evaluate gates, write the record.
 
 Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported);
+re-check every frozen input (an answer key edited after the freeze is never used to grade);
 let the track grade the recorded trials; evaluate every declared gate exactly as frozen, once per
 subject it applies to; write `record.json` (machine) and `report.html` (people). A run that was
 interrupted is still reported, marked incomplete: its unrun trials are "not run", never zero.
@@ -15,7 +16,7 @@ from typing import Any
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
 from trustbench.core._export import read_ledger
-from trustbench.core._manifest import Manifest, read_manifest
+from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
 from trustbench.core._verify import verify_run
 from trustbench.core.gates import GateResult, GateSpec, any_failed, evaluate_gates
@@ -49,13 +50,19 @@ def evaluate_subject_gates(
 ) -> list[GateResult]:
     """Evaluate each gate once per subject it applies to (all subjects when none are named).
 
-    A gate naming a subject that has no figures is `not_evaluable` (never a pass).
+    A gate naming a subject that has no figures is `not_evaluable` (never a pass). Each result
+    is named `"<gate> (<subject>)"` and its reason starts with the subject.
     """
     results: list[GateResult] = []
     for spec in specs:
         for subject in spec.candidates or tuple(subjects):
-            named = spec.model_copy(update={"name": f"{spec.label} [{subject}]"})
-            results += evaluate_gates([named], subjects.get(subject, []))
+            named = spec.model_copy(update={"name": f"{spec.label} ({subject})"})
+            # The page's gate column shows the metric, not the name: the reason names the
+            # subject too, so no reader can miss which configuration failed.
+            results += [
+                result.model_copy(update={"reason": f"{subject}: {result.reason}"})
+                for result in evaluate_gates([named], subjects.get(subject, []))
+            ]
     return results
 
 
@@ -80,7 +87,8 @@ def report_run(run_dir: Path) -> ReportResult:
     """Grade `run_dir` and write `record.json` and `report.html` into it.
 
     Raises:
-        CheckFailed: the manifest or the ledger chain was altered.
+        CheckFailed: the manifest, the ledger chain or a frozen input (e.g. the corpus) was
+            altered.
         InputError: the run folder is incomplete or its track cannot be analysed.
     """
     verification = verify_run(run_dir)
@@ -91,9 +99,12 @@ def report_run(run_dir: Path) -> ReportResult:
             location=str(run_dir / "ledger.sqlite"),
         )
     manifest = read_manifest(run_dir)
-    track = load_track(manifest.spec.track_id)
+    track, _ = load_track(manifest.spec.track_id)
     if not isinstance(track, Analyzer):
         raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
+    # Grading reads the corpus (its answer key included): it must be the corpus frozen before
+    # the run, or an edited reference decision would silently re-grade the recorded replies.
+    check_inputs(manifest, track)
     ledger = read_ledger(run_dir)
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
     complete = not verification.problems

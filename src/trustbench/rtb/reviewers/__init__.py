@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from trustbench.errors import InputError
 from trustbench.rtb._models import Decision
+from trustbench.rtb.reviewers._chat import chat_responder
 from trustbench.rtb.reviewers._llm import build_review_messages, extract_json_object
 from trustbench.rtb.reviewers._protocol import Reviewer
 from trustbench.rtb.reviewers._reference_policy import (
@@ -82,6 +83,7 @@ __all__ = [
     "Reviewer",
     "assess",
     "build_review_messages",
+    "chat_responder",
     "extract_json_object",
     "make_reviewer",
 ]

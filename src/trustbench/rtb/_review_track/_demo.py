@@ -1,0 +1,36 @@
+"""The built-in reviewer-track demo: freeze, run and report the packaged demo spec.
+
+The spec (`trustbench/rtb/experiments/demo_review.toml`) runs the reference policy, every
+sentinel and two chains in-process on the v0.1 starter: no network, no key, a few seconds. Some
+configurations fail the gates on purpose (always-permit approves what should be denied,
+always-deny blocks legitimate work, empty and malformed never give a valid finding); the report
+names each of them. The demo shows the harness reproducing known behaviour; it measures no model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
+from trustbench.core._progress import NoProgress, ProgressReporter
+from trustbench.core._report_run import ReportResult
+
+DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml"
+"""The packaged demo spec."""
+
+
+def run_review_demo(out_dir: Path, progress: ProgressReporter | None = None) -> ReportResult:
+    """Freeze, run and report the built-in reviewer demo into `out_dir`.
+
+    Args:
+        out_dir: Run folder (created; a folder holding a different frozen manifest is refused).
+        progress: Progress reporter for the run (default: quiet).
+
+    Returns:
+        The report result: `html_path`, `record_path`, every gate result, and `blocked` (True
+        here, by design: the sentinels fail their gates). Failed gates do not raise.
+    """
+    out_dir = Path(out_dir)
+    write_manifest(build_manifest(DEMO_SPEC), out_dir)
+    run_experiment(out_dir, progress or NoProgress())
+    return report_run(out_dir)
