@@ -21,7 +21,7 @@ from trustbench.core._ledger import Ledger, utc_now
 from trustbench.core._pacing import TokenBucket, backoff_delay
 from trustbench.core._spec import CandidateSpec, RetryPolicy
 from trustbench.core._track import TrialKey
-from trustbench.providers import AttemptResult, ChatProvider, ChatReply, ChatRequest
+from trustbench.providers._types import AttemptResult, ChatProvider, ChatReply, ChatRequest
 
 if TYPE_CHECKING:
     from trustbench.core._manifest import Manifest

@@ -28,7 +28,11 @@ from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._registry import load_track
 from trustbench.core._track import Track, TrialKey, TrialOutcome
 from trustbench.errors import CheckFailed, InputError
-from trustbench.providers import ChatProvider, build_provider, check_credentials, new_session
+
+# Providers import core submodules; importing them at module level here would be circular.
+from trustbench.providers._factory import build_provider, check_credentials
+from trustbench.providers._http import new_session
+from trustbench.providers._types import ChatProvider
 
 
 @dataclass(frozen=True)

@@ -9,21 +9,25 @@ import aiohttp
 from trustbench.core._registry import import_object
 from trustbench.core._spec import CandidateSpec
 from trustbench.errors import InputError
-from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
-from trustbench.providers._openai import OpenAIChatProvider
 from trustbench.providers._types import ChatProvider
 
-PROVIDER_CLASSES = {
-    "openai_chat": OpenAIChatProvider,
-    "anthropic_messages": AnthropicMessagesProvider,
-}
-"""API provider class per candidate kind."""
+
+def provider_classes() -> dict[str, type]:
+    """API provider class per candidate kind.
+
+    Imported on first use: the API clients import `trustbench.core` submodules, and core's runner
+    imports this module, so a module-level import here would make the import order matter.
+    """
+    from trustbench.providers._anthropic import AnthropicMessagesProvider
+    from trustbench.providers._openai import OpenAIChatProvider
+
+    return {"openai_chat": OpenAIChatProvider, "anthropic_messages": AnthropicMessagesProvider}
 
 
 def provider_adaptations(candidate: CandidateSpec) -> tuple[str, ...]:
     """How this candidate's provider adapts requests (frozen into the manifest)."""
-    cls = PROVIDER_CLASSES.get(candidate.kind)
+    cls = provider_classes().get(candidate.kind)
     return cls.adaptations if cls else InProcessProvider.adaptations
 
 
@@ -54,7 +58,7 @@ def build_provider(candidate: CandidateSpec, session: aiohttp.ClientSession) -> 
         return InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
     check_credentials([candidate])
     assert candidate.base_url is not None and candidate.model is not None
-    return PROVIDER_CLASSES[candidate.kind](
+    return provider_classes()[candidate.kind](
         session,
         base_url=candidate.base_url,
         model=candidate.model,

@@ -1,0 +1,22 @@
+"""Every public package imports on its own, in any order (no circular-import traps)."""
+
+import subprocess
+import sys
+
+import pytest
+
+PACKAGES = [
+    "trustbench.providers",
+    "trustbench.core",
+    "trustbench.rtb",
+    "trustbench.trb",
+    "trustbench.cli",
+]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_package_imports_first_in_a_fresh_interpreter(package: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", f"import {package}"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
