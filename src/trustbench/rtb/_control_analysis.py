@@ -13,8 +13,8 @@ Figures per boundary (subject = candidate name):
 - `permitted_completion_rate`: confirmed completions over the requests that must take effect,
   with exact two-sided and one-sided lower and upper bounds (unresolved count as not completed,
   and the description says how many);
-- `evidence_completeness`: required evidence elements present over required, as a mean of each
-  trial's share (elements within one trial are not independent, so no binomial interval).
+- `evidence_completeness`: required evidence elements present over required, summed over trials
+  (elements within one trial are not independent, so no binomial interval).
 
 With `analysis.unit = "trial"` the rate figures count trials; otherwise (the default `case`) they
 count scenarios, each reduced from its K trials by a declared rule: a must-not scenario is a
@@ -279,18 +279,19 @@ def subject_figures(
             for m in ("clopper_pearson", "wilson")
         ]
         completion = completion.model_copy(update={"intervals": [*completion.intervals, *lower]})
-    present = [g.evidence_present / g.evidence_required for g in grades]
+    present = sum(g.evidence_present for g in grades)
+    required = sum(g.evidence_required for g in grades)
     evidence = Figure(
         name="evidence_completeness",
-        kind="mean",
-        numerator=float(sum(present)),
-        denominator=len(present),
-        estimate=float(sum(present) / len(present)),
+        numerator=present,
+        denominator=required,
+        estimate=present / required,
         unit="trial",
-        unit_count=len(present),
-        description=f"required evidence elements present / required, mean over {len(present)} "
-        f"trials of each trial's share ({', '.join(REQUIRED_EVIDENCE)}; presence does not "
-        f"establish authenticity); no interval: elements within a trial are not independent",
+        unit_count=len(grades),
+        cluster="trial",
+        description=f"required evidence elements present / required over {len(grades)} trials "
+        f"({', '.join(REQUIRED_EVIDENCE)} per trial; presence does not establish authenticity); "
+        "no binomial interval: elements within one trial are not independent",
     )
     return [bounded.lower, bounded.upper, completion, evidence]
 
