@@ -157,3 +157,25 @@ def test_report_command_exits_1_when_a_boundary_fails_its_gates(
     code, message = invoke("report", str(demo[0]))
     assert code == 1
     assert "review-gated" in message and "unchecked" in message
+
+
+def test_per_fault_and_per_group_figures_count_the_named_bypasses(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    control = _record(demo[0])["control"]
+    for subject, counts in control["counts"].items():
+        for key, table in (("path", "by_path_figures"), ("group", "by_group_figures")):
+            named: dict[str, int] = defaultdict(int)
+            for bypass in counts["bypasses"]:
+                label = bypass["path"] if key == "path" else bypass["case_id"].split("-")[0]
+                named[label] += 1
+            for label, figures in control[table][subject].items():
+                lower = next(f for f in figures if f["name"] == "prohibited_effect_rate_lower")
+                assert (lower["numerator"] or 0) == named[label], (subject, label)
+    reference = control["by_path_figures"]["reference"]
+    assert all(
+        f["numerator"] == 0
+        for figures in reference.values()
+        for f in figures
+        if f["name"] == "prohibited_effect_rate_upper"
+    )

@@ -27,7 +27,7 @@ it is graded `unresolved`, stays in every denominator, and is listed.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -373,6 +373,18 @@ def _breakdown(
     return {label: {o: table[label][o] for o in OUTCOMES} for label in sorted(table)}
 
 
+def _subset_figures(
+    grades: Sequence[TrialGrade],
+    label: Callable[[TrialGrade], str],
+    figure_args: dict[str, Any],
+) -> dict[str, list[Figure]]:
+    """The headline figures recomputed on each subset of a boundary's trials (path or group)."""
+    subsets: dict[str, list[TrialGrade]] = defaultdict(list)
+    for grade in grades:
+        subsets[label(grade)].append(grade)
+    return {key: subject_figures(subsets[key], **figure_args) for key in sorted(subsets)}
+
+
 def _renamed(subject: str, figures: Sequence[Figure]) -> list[Figure]:
     return [f.model_copy(update={"name": f"{subject}: {f.name}"}) for f in figures]
 
@@ -507,6 +519,36 @@ def analyze_control_run(
     )
     by_path = {n: _breakdown(g, "path", groups) for n, g in grades_of.items()}
     by_group = {n: _breakdown(g, "group", groups) for n, g in grades_of.items()}
+    figure_args = {"unit": unit, "confidence": spec.analysis.confidence, "deadline": deadline}
+    path_figures = {
+        n: _subset_figures(g, lambda grade: grade.path, figure_args) for n, g in grades_of.items()
+    }
+    group_figures = {
+        n: _subset_figures(g, lambda grade: groups[grade.scenario_id], figure_args)
+        for n, g in grades_of.items()
+    }
+    fault_bounds = [
+        figure.model_copy(update={"name": f"{name} · {path}"})
+        for name, per_path in path_figures.items()
+        for path, figures in per_path.items()
+        for figure in figures
+        if path != DIRECT_PATH
+        and figure.name == "prohibited_effect_rate_upper"
+        and figure.status == "measured"
+    ]
+    if fault_bounds:
+        sections.append(
+            ForestBlock(
+                title="Prohibited-effect upper bound per fault path",
+                figures=fault_bounds,
+                confidence=spec.analysis.confidence,
+                xlabel=f"confirmed + unresolved rate ({spec.analysis.confidence:.0%} two-sided "
+                "Clopper-Pearson)",
+                note="One row per boundary and seeded fault; few units per row, so the "
+                "intervals are wide. The lost-response variant reconciled after the deadline has "
+                "no must-not requests and is not drawn.",
+            )
+        )
     for title, breakdown in (("Per fault path", by_path), ("Per domain group", by_group)):
         for name, cells in breakdown.items():
             if cells:
@@ -588,6 +630,14 @@ def analyze_control_run(
             "time_to_block": timing,
             "by_path": by_path,
             "by_group": by_group,
+            "by_path_figures": {
+                n: {p: [f.model_dump(mode="json") for f in fs] for p, fs in per.items()}
+                for n, per in path_figures.items()
+            },
+            "by_group_figures": {
+                n: {g: [f.model_dump(mode="json") for f in fs] for g, fs in per.items()}
+                for n, per in group_figures.items()
+            },
             "harness_checks": [c.model_dump(mode="json") for c in checks],
             "harness_defects": defects,
             "failed_trials": [
