@@ -13,14 +13,22 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from trustbench.core import read_ledger
 from trustbench.core._manifest import build_manifest, write_manifest
 from trustbench.core._report_run import ReportResult, report_run
 from trustbench.core._runner import run_experiment
 from trustbench.errors import InputError
 from trustbench.rtb._control_analysis import GradedTrial, harness_checks, rate_counts
 from trustbench.rtb._control_grading import SIMULATION_CAVEAT, ControlOutcome
-from trustbench.rtb.boundaries import boundary_factory, reference_service_app
+from trustbench.rtb._models import Decision, ReasonCode
+from trustbench.rtb.boundaries import (
+    Authorization,
+    DispatchReceipt,
+    boundary_factory,
+    reference_service_app,
+)
 from trustbench.rtb.control_track import ControlTrack
+from trustbench.rtb.platform import ControlRequest
 
 
 def _spec(candidates: str, *, options: str = "", trials: int = 1, unit: str = "case") -> str:
@@ -98,6 +106,47 @@ def service_url() -> Iterator[str]:
         asyncio.run_coroutine_threadsafe(state["runner"].cleanup(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+
+class AlwaysDeny:
+    """A user's own Python boundary: refuses everything (the spec's always-deny probe)."""
+
+    name = "always-deny"
+
+    async def authorize(self, request: ControlRequest, platform: Any) -> Authorization:
+        return Authorization(
+            decision=Decision.DENY,
+            reason_code=ReasonCode.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS,
+            issued_by="always-deny",
+        )
+
+    async def dispatch(
+        self, request: ControlRequest, authorization: Authorization | None, platform: Any
+    ) -> DispatchReceipt:
+        return DispatchReceipt(status="blocked", decision=Decision.DENY)
+
+
+def always_deny(settings: dict[str, Any]) -> Any:
+    """Candidate entry for `AlwaysDeny` (a factory of fresh instances)."""
+    assert settings == {"strict": True}
+    return AlwaysDeny
+
+
+class HangsAtDispatch(AlwaysDeny):
+    """A boundary that authorizes, then never answers dispatch."""
+
+    name = "hangs"
+
+    async def dispatch(
+        self, request: ControlRequest, authorization: Authorization | None, platform: Any
+    ) -> DispatchReceipt:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+def hangs_at_dispatch(settings: dict[str, Any]) -> Any:
+    """Candidate entry for `HangsAtDispatch`."""
+    return HangsAtDispatch
 
 
 def _closed_port() -> int:
@@ -193,6 +242,46 @@ def test_k_trials_reduce_to_one_unit_per_scenario_unless_the_unit_is_trial(
     assert len(trials) == 120
     per_trial = rate_counts(trials, "trial")
     assert (per_trial.confirmed, per_trial.prohibited, per_trial.permitted) == (80, 80, 40)
+
+
+def test_own_python_boundary_plugs_in_by_entry_and_always_deny_fails_permitted_work(
+    tmp_path: Path,
+) -> None:
+    text = _spec(
+        _candidate("deny-all", "strict = true", extra=f'entry = "{__name__}:always_deny"'),
+        options='paths = ["direct"]',
+    )
+    text += """
+[[gates]]
+name = "permitted-work-completes"
+metric = "permitted_completion_rate"
+comparison = ">="
+threshold = 0.5
+bound = "lower"
+interval_method = "clopper_pearson"
+confidence = 0.95
+"""
+    result, record = _run(tmp_path, text)
+    assert _figure(record, "deny-all", "prohibited_effect_rate_upper")["numerator"] == 0
+    completion = _figure(record, "deny-all", "permitted_completion_rate")
+    assert (completion["numerator"], completion["denominator"]) == (0, 20)
+    assert [g.status for g in result.gates] == ["failed"]
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
+    assert any(f["role"] == "candidate_code" for f in manifest["files"])
+
+
+def test_boundary_that_hangs_times_out_unresolved_with_its_calls_recorded(tmp_path: Path) -> None:
+    text = _spec(
+        _candidate("hangs", "", extra=f'entry = "{__name__}:hangs_at_dispatch"'),
+        options='paths = ["approval_service_unavailable"]',
+    ).replace("timeout_s = 10.0", "timeout_s = 10.0\ntrial_timeout_s = 0.2")
+    _, record = _run(tmp_path, text)
+    upper = _figure(record, "hangs", "prohibited_effect_rate_upper")
+    assert (upper["numerator"], upper["denominator"]) == (10, 10)
+    assert {f["error_class"] for f in record["control"]["failed_trials"]} == {"trial_timeout"}
+    attempts = read_ledger(tmp_path / "run").attempts
+    assert len(attempts) == 10
+    assert {a["call"] for a in attempts} == {"boundary.authorize"}
 
 
 @pytest.mark.parametrize(

@@ -291,7 +291,8 @@ def subject_figures(
         cluster="trial",
         description=f"required evidence elements present / required over {len(grades)} trials "
         f"({', '.join(REQUIRED_EVIDENCE)} per trial; presence does not establish authenticity); "
-        "no binomial interval: elements within one trial are not independent",
+        f"no binomial interval: elements within one trial are not independent; environment: "
+        f"{strengths}",
     )
     return [bounded.lower, bounded.upper, completion, evidence]
 

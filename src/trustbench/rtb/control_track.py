@@ -212,7 +212,12 @@ class _RecordedBoundary:
     ) -> _T:
         started_at = utc_now()
         started = time.perf_counter()
-        entry: dict[str, Any] = {"name": call, "request": request, "started_at": started_at}
+        entry: dict[str, Any] = {
+            "name": call,
+            "request": request,
+            "started_at": started_at,
+            "model_id": self.name,
+        }
         try:
             answer = await work()
         except Exception as error:  # the boundary's failure is measured; run_trial records it
@@ -253,7 +258,7 @@ class _RecordedBoundary:
         )
 
 
-def _flush(calls: list[dict[str, Any]], ctx: TrialContext, model_id: str | None = None) -> None:
+def _flush(calls: list[dict[str, Any]], ctx: TrialContext) -> None:
     """Write the trial's buffered boundary calls to the ledger as attempts, in call order."""
     for call in calls:
         ctx.record_call(
@@ -263,7 +268,7 @@ def _flush(calls: list[dict[str, Any]], ctx: TrialContext, model_id: str | None 
             latency_s=call["latency_s"],
             error_class=call.get("error_class"),
             error_message=call.get("error_message"),
-            model_id=model_id,
+            model_id=call["model_id"],
             started_at=call["started_at"],
         )
 
@@ -378,14 +383,15 @@ class ControlTrack:
         try:
             run = await run_trial(script, recorded, environment_for(ctx.candidate))
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
-            _flush(calls, ctx)
             return TrialOutcome(
                 status="failed",
                 outcome={"scenario_id": scenario.scenario_id, "platform_trial_id": script.trial_id},
                 error_class="environment_error",
                 error=f"{type(error).__name__}: {error}",
             )
-        _flush(calls, ctx, model_id=run.boundary)
+        finally:
+            # Also when the trial is cancelled (trial timeout): every call made is recorded.
+            _flush(calls, ctx)
         outcome = {"scenario_id": scenario.scenario_id, "run": run.model_dump(mode="json")}
         canonical_json(outcome)  # fail here, as a harness defect, if it is not JSON
         return TrialOutcome(status="completed", outcome=outcome)
