@@ -1,4 +1,4 @@
-"""Grade an `rtb/control` run from its ledger and turn the grades into figures and a report.
+"""Grade an `rtb/control` run from its ledger and turn the grades into figures.
 
 Only recorded material is read: each trial's stored `TrialRun` (the protected observer's log, the
 boundary's claims beside it) and the grader-only expectations rebuilt from the hash-checked corpus
@@ -28,23 +28,21 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trustbench.core._analysis import TrackAnalysis
 from trustbench.core._canonical import file_sha256
 from trustbench.core._stats._binomial import binomial_interval
 from trustbench.core.figures import Figure, FigureUnit, not_run_figure, rate_figure
-from trustbench.core.report import ConfusionBlock, FiguresBlock, ForestBlock, TextBlock
 from trustbench.core.stats import bounded_rate
 from trustbench.errors import CheckFailed
 from trustbench.rtb._control_cases import DIRECT_PATH, ControlScenario, ExpectedEffect
 from trustbench.rtb._control_grading import (
     REQUIRED_EVIDENCE,
-    SIMULATION_CAVEAT,
     ControlCounts,
     ControlOutcome,
     TrialGrade,
@@ -56,13 +54,11 @@ from trustbench.rtb.boundaries import KNOWN_BAD_SAFEGUARDS, TrialRun
 if TYPE_CHECKING:
     from trustbench.core._export import LedgerContents
     from trustbench.core._manifest import Manifest
-    from trustbench.core.report import Block
-    from trustbench.rtb.control_track import ControlTrack
+    from trustbench.core._spec import ExperimentSpec
+    from trustbench.rtb.control_track import ControlTrack, ControlTrackOptions
 
 OUTCOMES: tuple[str, ...] = tuple(outcome.value for outcome in ControlOutcome)
 """Outcome columns, in display order."""
-SIMULATED = "simulated platform"
-"""Environment strength of the local simulated platform."""
 
 
 class _Frozen(BaseModel):
@@ -386,10 +382,6 @@ def _subset_figures(
     return {key: subject_figures(subsets[key], **figure_args) for key in sorted(subsets)}
 
 
-def _renamed(subject: str, figures: Sequence[Figure]) -> list[Figure]:
-    return [f.model_copy(update={"name": f"{subject}: {f.name}"}) for f in figures]
-
-
 def _code_changes(manifest: Manifest, track: ControlTrack) -> tuple[list[str], list[str]]:
     """Corpus files and harness code that differ from the frozen hashes."""
     resolution = track.resolve(manifest.spec, Path(manifest.base_dir))
@@ -399,10 +391,63 @@ def _code_changes(manifest: Manifest, track: ControlTrack) -> tuple[list[str], l
     return [n for r, n in changed if r == "corpus"], [n for r, n in changed if r == "harness_code"]
 
 
-def analyze_control_run(
-    manifest: Manifest, ledger: LedgerContents, track: ControlTrack
-) -> TrackAnalysis:
-    """Grade the run and build the `TrackAnalysis` (figures, report sections, record content).
+@dataclass(frozen=True)
+class ControlRunGrades:
+    """Everything graded from one run, before it is presented (see `_control_report`)."""
+
+    spec: ExperimentSpec
+    """The frozen spec."""
+    options: ControlTrackOptions
+    """The frozen track options."""
+    scenarios: dict[str, ControlScenario]
+    """The run's scenarios by id (grader-only expectations included)."""
+    graded: list[GradedTrial]
+    """Every finished trial with its grade."""
+    unit: FigureUnit
+    """Unit of the headline rates (`trial` or `case`)."""
+    deadline: str
+    """The observation deadline, in words."""
+    planned: dict[str, int]
+    """Planned trials per candidate."""
+    grades_of: dict[str, list[TrialGrade]]
+    """Candidate -> its trial grades."""
+    counts: dict[str, ControlCounts]
+    """Candidate -> the library's trial counts (`summarize`)."""
+    subjects: dict[str, list[Figure]]
+    """Candidate -> its headline figures (what the gates read)."""
+    path_figures: dict[str, dict[str, list[Figure]]]
+    """Candidate -> scenario path -> the headline figures on that path."""
+    group_figures: dict[str, dict[str, list[Figure]]]
+    """Candidate -> domain group -> the headline figures on that group."""
+    by_path: dict[str, dict[str, dict[str, int]]]
+    """Candidate -> path -> outcome -> trials."""
+    by_group: dict[str, dict[str, dict[str, int]]]
+    """Candidate -> group -> outcome -> trials."""
+    timing: dict[str, dict[str, Any]]
+    """Candidate -> time from request to block (`block_timing`)."""
+    checks: list[HarnessCheck]
+    """Harness self-checks."""
+    code_changed: list[str]
+    """Harness code files that differ from the frozen hashes."""
+
+    @property
+    def defects(self) -> list[str]:
+        """Failed harness checks, in words."""
+        return [f"{c.name}: {c.detail}" for c in self.checks if c.status == "failed"]
+
+    @property
+    def failed(self) -> list[GradedTrial]:
+        """Trials that failed (graded unresolved)."""
+        return [t for t in self.graded if t.status == "failed"]
+
+    @property
+    def strengths(self) -> list[str]:
+        """Every environment strength seen."""
+        return sorted({t.grade.environment_strength for t in self.graded})
+
+
+def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -> ControlRunGrades:
+    """Grade every recorded trial and compute the figures.
 
     Raises:
         CheckFailed: The corpus changed since the freeze (the expectations would differ).
@@ -420,240 +465,36 @@ def analyze_control_run(
     graded = grade_ledger(manifest, ledger, scenarios)
     unit: FigureUnit = "trial" if spec.analysis.unit == "trial" else "case"
     deadline = f"{options.observation_deadline_s:g} simulated s after trial start"
-    groups = {sid: s.group for sid, s in scenarios.items()}
-    subjects: dict[str, list[Figure]] = {}
-    counts: dict[str, ControlCounts] = {}
-    grades_of: dict[str, list[TrialGrade]] = {}
-    for candidate in spec.candidates:
-        grades = [t.grade for t in graded if t.candidate == candidate.name]
-        grades_of[candidate.name] = grades
-        counts[candidate.name] = summarize(candidate.name, grades)
-        subjects[candidate.name] = subject_figures(
-            grades, unit=unit, confidence=spec.analysis.confidence, deadline=deadline
-        )
-    checks = harness_checks(graded, scenarios)
-    defects = [f"{c.name}: {c.detail}" for c in checks if c.status == "failed"]
-    failed = [t for t in graded if t.status == "failed"]
-    timing = {name: block_timing(grades) for name, grades in grades_of.items()}
-    strengths = sorted({g.environment_strength for gs in grades_of.values() for g in gs})
-    planned_per = {c.name: 0 for c in spec.candidates}
-    for key in track.plan(manifest):
-        planned_per[key.candidate] += 1
-
-    sections: list[Block] = []
-    path_counts = Counter(s.path for s in scenarios.values())
-    direct_n = path_counts.get(DIRECT_PATH, 0)
-    faults = ", ".join(f"{p} {n}" for p, n in sorted(path_counts.items()) if p != DIRECT_PATH)
-    about = [
-        f"{len(scenarios)} scenarios ({direct_n} corpus cases presented directly to the "
-        f"boundary, {len(scenarios) - direct_n} seeded fault scenarios: {faults or 'none'}), "
-        f"{spec.trials_per_case} trial(s) each per boundary; scenario seed "
-        f"{options.scenario_seed}; observation deadline {deadline}. Outcomes are graded from "
-        "the protected observer's log only; what a boundary said about itself is kept as a "
-        "diagnostic claim.",
-    ]
-    for candidate in spec.candidates:
-        grades = grades_of[candidate.name]
-        names = ", ".join(sorted({g.boundary for g in grades})) or "-"
-        envs = ", ".join(sorted({g.environment_strength for g in grades})) or "-"
-        n_failed = sum(t.candidate == candidate.name for t in failed)
-        about.append(
-            f"{candidate.name}: boundary {names}; environment {envs}; {len(grades)} of "
-            f"{planned_per[candidate.name]} planned trials finished ({n_failed} failed, graded "
-            f"unresolved); {counts[candidate.name].claims_contradicted} boundary claims "
-            "contradicted by the observer."
-        )
-    if SIMULATED in strengths:
-        about.append(SIMULATION_CAVEAT)
-    sections.append(TextBlock(title="What was tested, and where", paragraphs=about))
-    if checks:
-        sections.append(
-            TextBlock(
-                title="Harness self-checks" + (" (HARNESS DEFECT)" if defects else ""),
-                paragraphs=[
-                    *(f"HARNESS DEFECT: {d}" for d in defects),
-                    *(f"{c.status}: {c.name}: {c.detail}" for c in checks),
-                ],
-            )
-        )
-    rows, table = [], []
-    for candidate in spec.candidates:
-        for expected in ExpectedEffect:
-            member = [g for g in grades_of[candidate.name] if g.expected_effect == expected]
-            rows.append(f"{candidate.name} · {expected.value.replace('_', ' ')}")
-            tally = Counter(g.outcome.value for g in member)
-            table.append([tally[o] for o in OUTCOMES])
-    sections.append(
-        ConfusionBlock(
-            title="Observer outcomes per boundary",
-            rows=rows,
-            columns=list(OUTCOMES),
-            counts=table,
-            row_title="boundary · expected",
-            column_title="observed outcome (protected observer)",
-            note="Trials. A prohibited effect includes one later restored, a duplicate "
-            "application and a change beyond the request. Unresolved: not established by the "
-            f"deadline ({deadline}); it is neither prevention nor a confirmed effect.",
-        )
-    )
-    headline = [f for c in spec.candidates for f in _renamed(c.name, subjects[c.name])]
-    sections.append(
-        FiguresBlock(
-            title="Figures per boundary",
-            figures=headline,
-            note="Gates read these per boundary by the name after the colon. Lower bound: "
-            "confirmed prohibited effects only; upper bound: confirmed plus unresolved.",
-        )
-    )
-    sections.append(
-        ForestBlock(
-            title="Prohibited-effect bounds and permitted completion",
-            figures=[
-                f
-                for c in spec.candidates
-                for f in _renamed(c.name, subjects[c.name])
-                if f.kind == "rate"
-            ],
-            confidence=spec.analysis.confidence,
-            xlabel=f"rate ({spec.analysis.confidence:.0%} two-sided Clopper-Pearson)",
-        )
-    )
-    by_path = {n: _breakdown(g, "path", groups) for n, g in grades_of.items()}
-    by_group = {n: _breakdown(g, "group", groups) for n, g in grades_of.items()}
     figure_args = {"unit": unit, "confidence": spec.analysis.confidence, "deadline": deadline}
-    path_figures = {
-        n: _subset_figures(g, lambda grade: grade.path, figure_args) for n, g in grades_of.items()
+    groups = {sid: s.group for sid, s in scenarios.items()}
+    grades_of = {
+        c.name: [t.grade for t in graded if t.candidate == c.name] for c in spec.candidates
     }
-    group_figures = {
-        n: _subset_figures(g, lambda grade: groups[grade.scenario_id], figure_args)
-        for n, g in grades_of.items()
-    }
-    fault_bounds = [
-        figure.model_copy(update={"name": f"{name} · {path}"})
-        for name, per_path in path_figures.items()
-        for path, figures in per_path.items()
-        for figure in figures
-        if path != DIRECT_PATH
-        and figure.name == "prohibited_effect_rate_upper"
-        and figure.status == "measured"
-    ]
-    if fault_bounds:
-        sections.append(
-            ForestBlock(
-                title="Prohibited-effect upper bound per fault path",
-                figures=fault_bounds,
-                confidence=spec.analysis.confidence,
-                xlabel=f"confirmed + unresolved rate ({spec.analysis.confidence:.0%} two-sided "
-                "Clopper-Pearson)",
-                note="One row per boundary and seeded fault; few units per row, so the "
-                "intervals are wide. The lost-response variant reconciled after the deadline has "
-                "no must-not requests and is not drawn.",
-            )
-        )
-    for title, breakdown in (("Per fault path", by_path), ("Per domain group", by_group)):
-        for name, cells in breakdown.items():
-            if cells:
-                sections.append(
-                    ConfusionBlock(
-                        title=f"{title}: {name}",
-                        rows=list(cells),
-                        columns=list(OUTCOMES),
-                        counts=[[cells[r][o] for o in OUTCOMES] for r in cells],
-                        row_title="path" if title == "Per fault path" else "domain group",
-                        column_title="observed outcome",
-                        note="Trials.",
-                    )
-                )
-    bypass_lines: list[str] = []
-    for candidate in spec.candidates:
-        found = counts[candidate.name].bypasses
-        bypass_lines.append(
-            f"{candidate.name}: {len(found)} confirmed prohibited effect(s)"
-            + ("." if found else " on the tested paths (not proof of zero risk).")
-        )
-        bypass_lines += [
-            f"{candidate.name}: {b.case_id} via {b.path}: {b.detail or 'prohibited change'}"
-            for b in found
-        ]
-    sections.append(TextBlock(title="Bypasses, named", paragraphs=bypass_lines))
-    sections.append(
-        TextBlock(
-            title="Time from request to block",
-            paragraphs=[
-                f"{name}: "
-                + (
-                    f"p50 {t['p50_s'] * 1000:.3g} ms, p95 {t['p95_s'] * 1000:.3g} ms over "
-                    f"{t['blocks']} blocks the observer confirmed (wall clock, nearest-rank)"
-                    if t["blocks"]
-                    else "no block confirmed by the observer"
-                )
-                for name, t in timing.items()
-            ],
-        )
-    )
-
-    qualifications = [
-        "Reference expectations are authored (case reference decisions and stated fault "
-        "consequences), pending independent domain review; they are not ground truth.",
-        "Exact binomial intervals assume independent units with a common rate; scenarios share "
-        "case templates and domain groups, so the intervals are optimistic. Zero observed "
-        "prohibited effects is not proof of zero risk.",
-        "A boundary's own answers (authorization, dispatch receipt) are never used as outcomes; "
-        "they are recorded per attempt and only compared with the observer.",
-    ]
-    if SIMULATED in strengths:
-        qualifications.insert(0, SIMULATION_CAVEAT)
-    if any(s.startswith("external service") for s in strengths):
-        qualifications.append(
-            "For an external service (`http` boundary) the effect log is served by that service; "
-            "the harness verifies its hash chain and completeness but cannot establish that its "
-            "observer is independent of the boundary under test."
-        )
-    if code_changed:
-        qualifications.append(
-            "Graded with platform/boundary/grading code that differs from the frozen code: "
-            + ", ".join(code_changed[:5])
-        )
-    if defects:
-        qualifications.insert(0, "HARNESS DEFECT: " + "; ".join(defects))
-
-    record = {
-        "control": {
-            "unit": unit,
-            "observation_deadline_s": options.observation_deadline_s,
-            "scenario_seed": options.scenario_seed,
-            "scenarios": len(scenarios),
-            "paths": dict(sorted(path_counts.items())),
-            "environment": {
-                n: sorted({g.environment_strength for g in gs}) for n, gs in grades_of.items()
-            },
-            "counts": {n: c.model_dump(mode="json") for n, c in counts.items()},
-            "time_to_block": timing,
-            "by_path": by_path,
-            "by_group": by_group,
-            "by_path_figures": {
-                n: {p: [f.model_dump(mode="json") for f in fs] for p, fs in per.items()}
-                for n, per in path_figures.items()
-            },
-            "by_group_figures": {
-                n: {g: [f.model_dump(mode="json") for f in fs] for g, fs in per.items()}
-                for n, per in group_figures.items()
-            },
-            "harness_checks": [c.model_dump(mode="json") for c in checks],
-            "harness_defects": defects,
-            "failed_trials": [
-                {"trial_id": t.trial_id, "error_class": t.error_class} for t in failed
-            ],
-            "trials": [t.model_dump(mode="json") for t in graded],
-        }
-    }
-    return TrackAnalysis(
-        title="RTB control-path track",
-        subtitle=f"{len(spec.candidates)} boundaries x {len(scenarios)} scenarios x "
-        f"{spec.trials_per_case} trial(s): does the enforcement boundary stop prohibited "
-        "effects, presented directly and under seeded faults, without blocking permitted work?",
-        subjects=subjects,
-        sections=sections,
-        qualifications=qualifications,
-        record=record,
+    planned = {c.name: 0 for c in spec.candidates}
+    for key in track.plan(manifest):
+        planned[key.candidate] += 1
+    return ControlRunGrades(
+        spec=spec,
+        options=options,
+        scenarios=scenarios,
+        graded=graded,
+        unit=unit,
+        deadline=deadline,
+        planned=planned,
+        grades_of=grades_of,
+        counts={n: summarize(n, g) for n, g in grades_of.items()},
+        subjects={n: subject_figures(g, **figure_args) for n, g in grades_of.items()},
+        path_figures={
+            n: _subset_figures(g, lambda grade: grade.path, figure_args)
+            for n, g in grades_of.items()
+        },
+        group_figures={
+            n: _subset_figures(g, lambda grade: groups[grade.scenario_id], figure_args)
+            for n, g in grades_of.items()
+        },
+        by_path={n: _breakdown(g, "path", groups) for n, g in grades_of.items()},
+        by_group={n: _breakdown(g, "group", groups) for n, g in grades_of.items()},
+        timing={n: block_timing(g) for n, g in grades_of.items()},
+        checks=harness_checks(graded, scenarios),
+        code_changed=code_changed,
     )

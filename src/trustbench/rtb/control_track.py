@@ -96,6 +96,7 @@ _HARNESS_CODE = (
     "rtb/_control_cases.py",
     "rtb/_control_grading.py",
     "rtb/_control_analysis.py",
+    "rtb/_control_report.py",
     "rtb/control_track.py",
 )
 """Platform, boundary and grading code hashed into the manifest (role `harness_code`): the
@@ -398,7 +399,7 @@ class ControlTrack:
 
     def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""
-        from trustbench.rtb._control_analysis import analyze_control_run
+        from trustbench.rtb._control_report import analyze_control_run
 
         return analyze_control_run(manifest, ledger, self)
 
