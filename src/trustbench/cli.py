@@ -11,6 +11,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from trustbench import __version__
 from trustbench.core.cli import register_core_commands
@@ -51,5 +52,6 @@ def main() -> None:
     try:
         app()
     except TrustbenchError as error:
-        Console(stderr=True).print(f"[bold red]error:[/] {error}", highlight=False)
+        # The message is data (it may hold `[brackets]`): never parse it as rich markup.
+        Console(stderr=True).print("[bold red]error:[/]", Text(str(error)), highlight=False)
         sys.exit(error.exit_code)

@@ -16,6 +16,7 @@ from trustbench.errors import InputError
 
 BUILTIN_TRACKS: dict[str, str] = {
     "rtb/review": "trustbench.rtb.review_track:ReviewTrack",
+    "rtb/control": "trustbench.rtb.control_track:ControlTrack",
 }
 """Tracks shipped with trustbench."""
 

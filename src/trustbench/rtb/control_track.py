@@ -1,0 +1,432 @@
+"""The RTB control-path track (`rtb/control`): boundaries under test, driven through core.
+
+Spec: "In control-path testing, the harness deliberately presents a request to the enforcement
+boundary. It does not depend on persuading the agent to attempt the request."
+
+- **Candidates are boundaries.** Each candidate is `kind = "inprocess"`. Its `entry` (optional)
+  names a *boundary-candidate factory* `entry(settings) -> BoundaryFactory`; the default,
+  `boundary_from_settings`, reads `settings = { boundary = "reference" | "cedar" |
+  "review-gated" | "unchecked" | <known-bad name> }` or `{ boundary = "http", url = "..." }`
+  (a user's own service implementing the wire contract of `rtb.boundaries._http`). A user's own
+  Python boundary plugs in by naming its own factory as `entry`. Core hashes the entry's source
+  file into the manifest; this track also hashes the platform, boundary and grading code.
+- **Why the track builds the boundary itself** rather than calling it through `ctx.chat`: a
+  boundary is not a chat responder; it is called twice per trial (authorize, then dispatch, and
+  after a simulated crash a fresh instance dispatches). The track wraps every instance so each
+  `authorize` / `dispatch` call is recorded as an attempt with `ctx.record_call` (request, the
+  boundary's answer, latency, and `candidate_error` when it raises).
+- **Cases are scenarios.** `plan` = every corpus case presented directly, plus the seeded fault
+  scenarios (`control_scenarios`), x candidates x K. A scenario id (`<case_id>/<path>`) is the
+  ledger's case id. Platform state is fresh per trial, with a fresh unpredictable platform
+  trial id.
+- **Grading happens in `analyze`, from the ledger only**: the stored `TrialRun` (observer log and
+  the boundary's claims) is re-graded with `grade_trial`; scenarios (and their grader-only
+  expectations) are rebuilt from the hash-checked corpus and the frozen options.
+
+Track options (`[track_options]`): `scenario_seed` (int, default 0: picks the fault cases and
+timings), `observation_deadline_s` (simulated seconds, default 30), `paths` (list of scenario
+paths to run, e.g. `["direct"]`; default all).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import aiohttp
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trustbench.core._canonical import canonical_json
+from trustbench.core._ledger import utc_now
+from trustbench.core._registry import import_object
+from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutcome
+from trustbench.errors import InputError
+from trustbench.rtb._control_cases import (
+    DEFAULT_OBSERVATION_DEADLINE_S,
+    DIRECT_PATH,
+    UNRECONCILED_SUFFIX,
+    ControlScenario,
+    control_scenarios,
+)
+from trustbench.rtb._corpus import BUILTIN_VERSION, Corpus, builtin_corpus_root, load_corpus
+from trustbench.rtb.boundaries import (
+    Authorization,
+    Boundary,
+    BoundaryFactory,
+    DispatchReceipt,
+    HttpEnvironment,
+    SimulatedEnvironment,
+    TargetEnvironment,
+    boundary_factory,
+    run_trial,
+)
+from trustbench.rtb.platform import ControlRequest, FaultType
+
+if TYPE_CHECKING:
+    from trustbench.core._analysis import TrackAnalysis
+    from trustbench.core._context import TrialContext
+    from trustbench.core._export import LedgerContents
+    from trustbench.core._manifest import Manifest
+    from trustbench.core._report_run import ReportResult
+    from trustbench.core._spec import CandidateSpec, ExperimentSpec
+
+__all__ = [
+    "DEFAULT_BOUNDARY_ENTRY",
+    "BoundarySettings",
+    "ControlTrack",
+    "ControlTrackOptions",
+    "boundary_from_settings",
+    "demo_spec_path",
+    "environment_for",
+    "run_control_demo",
+]
+
+DEFAULT_BOUNDARY_ENTRY = "trustbench.rtb.control_track:boundary_from_settings"
+"""The entry used when a candidate names none: built-in boundaries by name."""
+BUILTIN_LABELS = (f"v{BUILTIN_VERSION}", BUILTIN_VERSION)
+"""Accepted spellings of the built-in corpus version in `corpus.builtin`."""
+_HARNESS_CODE = (
+    "rtb/platform/*.py",
+    "rtb/boundaries/*.py",
+    "rtb/boundaries/policies/*.cedar",
+    "rtb/_control_cases.py",
+    "rtb/_control_grading.py",
+    "rtb/_control_analysis.py",
+    "rtb/_control_report.py",
+    "rtb/control_track.py",
+)
+"""Platform, boundary and grading code hashed into the manifest (role `harness_code`): the
+scoring rules and the simulated target are frozen with the experiment."""
+
+_T = TypeVar("_T")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class ControlTrackOptions(_Strict):
+    """`[track_options]` of an `rtb/control` experiment."""
+
+    scenario_seed: int = 0
+    """Seed that picks each group's fault case and the faults' timing parameters."""
+    observation_deadline_s: float = Field(default=DEFAULT_OBSERVATION_DEADLINE_S, gt=0)
+    """Simulated seconds after trial start by which the observer must establish the outcome."""
+    paths: tuple[str, ...] | None = None
+    """Scenario paths to run (`direct`, a fault type, or
+    `response_lost_after_commit/unreconciled_by_deadline`); None runs every path."""
+
+
+class BoundarySettings(_Strict):
+    """Candidate `settings` understood by the default entry `boundary_from_settings`."""
+
+    boundary: str
+    """`reference`, `cedar`, `review-gated`, `unchecked`, a known-bad name, or `http`."""
+    url: str | None = None
+    """For `http`: the service root, e.g. `http://127.0.0.1:8750` (it hosts the platform and
+    the observer as well as the boundary)."""
+
+
+def known_paths() -> tuple[str, ...]:
+    """Every scenario path the scenario builder can produce."""
+    faults = [fault.value for fault in FaultType]
+    return (
+        DIRECT_PATH,
+        *faults,
+        FaultType.RESPONSE_LOST_AFTER_COMMIT.value + UNRECONCILED_SUFFIX,
+    )
+
+
+def boundary_from_settings(settings: dict[str, Any]) -> BoundaryFactory:
+    """Default candidate entry: a factory of fresh instances of the named built-in boundary.
+
+    Args:
+        settings: The candidate's `settings` (`boundary`, and `url` for `http`).
+
+    Returns:
+        A zero-argument factory of fresh boundary instances.
+
+    Raises:
+        InputError: Unknown setting, unknown boundary name, or `http` without `url`.
+    """
+    try:
+        parsed = BoundarySettings.model_validate(settings)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "settings"
+        raise InputError(first["msg"], location=f"settings.{field}") from None
+    if parsed.url is not None and parsed.boundary != "http":
+        raise InputError("`url` is only for boundary `http`", location="settings.url")
+    return boundary_factory(parsed.boundary, url=parsed.url)
+
+
+def environment_for(candidate: CandidateSpec) -> TargetEnvironment:
+    """Where a candidate's trials run: its `settings.url` service, else the simulated platform."""
+    url = candidate.settings.get("url")
+    return HttpEnvironment(str(url)) if url else SimulatedEnvironment()
+
+
+def environment_label(candidate: CandidateSpec) -> str:
+    """The environment strength a candidate's trials are expected to record (for failed trials)."""
+    url = candidate.settings.get("url")
+    return f"external service {str(url).rstrip('/')}" if url else "simulated platform"
+
+
+def _factory_for(candidate: CandidateSpec) -> BoundaryFactory:
+    entry = candidate.entry or DEFAULT_BOUNDARY_ENTRY
+    where = f"candidate {candidate.name}"
+    make = import_object(entry, what=f"{where} entry")
+    try:
+        factory = make(dict(candidate.settings))
+    except InputError as error:
+        raise InputError(
+            error.message, location=f"{where} {error.location or ''}".strip()
+        ) from None
+    if not callable(factory):
+        raise InputError(f"entry {entry} must return a boundary factory", location=where)
+    return factory
+
+
+def corpus_folder(root: str) -> Path:
+    """The corpus folder behind a manifest's `corpus.root` (`builtin:<label>` or a path)."""
+    return builtin_corpus_root() if root.startswith("builtin:") else Path(root)
+
+
+class _RecordedBoundary:
+    """Wraps a boundary so each of its calls becomes an attempt in the ledger.
+
+    Calls are buffered and written after the trial (`flush`), so ledger writes never fall inside
+    the measured time from request to block.
+    """
+
+    def __init__(self, inner: Boundary, calls: list[dict[str, Any]]) -> None:
+        self._inner = inner
+        self._calls = calls
+        self.name = inner.name
+
+    async def _recorded(
+        self, call: str, request: dict[str, Any], work: Callable[[], Awaitable[_T]]
+    ) -> _T:
+        started_at = utc_now()
+        started = time.perf_counter()
+        entry: dict[str, Any] = {
+            "name": call,
+            "request": request,
+            "started_at": started_at,
+            "model_id": self.name,
+        }
+        try:
+            answer = await work()
+        except Exception as error:  # the boundary's failure is measured; run_trial records it
+            entry.update(
+                response=None,
+                latency_s=time.perf_counter() - started,
+                error_class="candidate_error",
+                error_message=f"{type(error).__name__}: {error}",
+            )
+            self._calls.append(entry)
+            raise
+        entry.update(
+            response=answer.model_dump(mode="json") if isinstance(answer, BaseModel) else answer,
+            latency_s=time.perf_counter() - started,
+        )
+        self._calls.append(entry)
+        return answer
+
+    async def authorize(self, request: ControlRequest, platform: Any) -> Authorization:
+        """Record and forward `authorize`."""
+        body = {"request": request.model_dump(mode="json")}
+        return await self._recorded(
+            "boundary.authorize", body, lambda: self._inner.authorize(request, platform)
+        )
+
+    async def dispatch(
+        self, request: ControlRequest, authorization: Authorization | None, platform: Any
+    ) -> DispatchReceipt:
+        """Record and forward `dispatch`."""
+        body = {
+            "request": request.model_dump(mode="json"),
+            "authorization": authorization.model_dump(mode="json") if authorization else None,
+        }
+        return await self._recorded(
+            "boundary.dispatch",
+            body,
+            lambda: self._inner.dispatch(request, authorization, platform),
+        )
+
+
+def _flush(calls: list[dict[str, Any]], ctx: TrialContext) -> None:
+    """Write the trial's buffered boundary calls to the ledger as attempts, in call order."""
+    for call in calls:
+        ctx.record_call(
+            call["name"],
+            request=call["request"],
+            response=call["response"],
+            latency_s=call["latency_s"],
+            error_class=call.get("error_class"),
+            error_message=call.get("error_message"),
+            model_id=call["model_id"],
+            started_at=call["started_at"],
+        )
+
+
+class ControlTrack:
+    """The `rtb/control` track: resolve, plan, run one trial, and analyse a run."""
+
+    def __init__(self) -> None:
+        self._corpora: dict[str, Corpus] = {}
+        self._scenarios: dict[tuple[str, ControlTrackOptions], dict[str, ControlScenario]] = {}
+        self._factories: dict[str, BoundaryFactory] = {}
+
+    @staticmethod
+    def options(spec: ExperimentSpec) -> ControlTrackOptions:
+        """Validate `track_options`, naming the offending option."""
+        try:
+            options = ControlTrackOptions.model_validate(spec.track_options)
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            raise InputError(first["msg"], location=f"track_options.{field}") from None
+        unknown = sorted(set(options.paths or ()) - set(known_paths()))
+        if unknown:
+            raise InputError(
+                f"unknown scenario path(s) {unknown}; known: {', '.join(known_paths())}",
+                location="track_options.paths",
+            )
+        return options
+
+    def _corpus(self, root: str) -> Corpus:
+        if root not in self._corpora:
+            self._corpora[root] = load_corpus(corpus_folder(root))
+        return self._corpora[root]
+
+    def scenarios(self, manifest: Manifest) -> dict[str, ControlScenario]:
+        """The experiment's scenarios by id, rebuilt from the corpus and the frozen options."""
+        options = self.options(manifest.spec)
+        key = (manifest.corpus.root, options)
+        if key not in self._scenarios:
+            corpus = self._corpus(manifest.corpus.root)
+            built = control_scenarios(
+                corpus.cases,
+                seed=options.scenario_seed,
+                deadline_s=options.observation_deadline_s,
+            )
+            wanted = set(options.paths or known_paths())
+            self._scenarios[key] = {s.scenario_id: s for s in built if s.path in wanted}
+        return self._scenarios[key]
+
+    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+        """Check candidates and options; list the corpus files and harness code to hash."""
+        self.options(spec)
+        for candidate in spec.candidates:
+            if candidate.kind != "inprocess":
+                raise InputError(
+                    f"a control-path candidate is a boundary: kind must be `inprocess`, got "
+                    f"`{candidate.kind}`",
+                    location=f"candidate {candidate.name} kind",
+                )
+            _factory_for(candidate)
+        if spec.corpus.builtin is not None:
+            if spec.corpus.builtin not in BUILTIN_LABELS:
+                raise InputError(
+                    f"unknown built-in corpus {spec.corpus.builtin!r} (known: v{BUILTIN_VERSION})",
+                    location="corpus.builtin",
+                )
+            root, label = builtin_corpus_root(), f"builtin:v{BUILTIN_VERSION}"
+        else:
+            root = (base_dir / str(spec.corpus.path)).resolve()
+            label = str(root)
+        corpus = self._corpus(label)
+        items = [
+            ResolvedItem("corpus", name, path=root / name)
+            for name in sorted({*corpus.files, "MANIFEST.json"})
+        ]
+        package = Path(str(files("trustbench")))
+        for pattern in _HARNESS_CODE:
+            for path in sorted(package.glob(pattern)):
+                items.append(
+                    ResolvedItem("harness_code", path.relative_to(package).as_posix(), path=path)
+                )
+        return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
+
+    def plan(self, manifest: Manifest) -> list[TrialKey]:
+        """Every scenario x candidate x `trials_per_case`."""
+        spec = manifest.spec
+        return [
+            TrialKey(scenario_id, candidate.name, index)
+            for scenario_id in self.scenarios(manifest)
+            for candidate in spec.candidates
+            for index in range(spec.trials_per_case)
+        ]
+
+    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+        """Run one scenario against a fresh boundary on fresh platform state.
+
+        The stored outcome is the `TrialRun` (observer log and the boundary's claims) as JSON:
+        enough to grade the trial again offline.
+        """
+        scenario = self.scenarios(ctx.manifest)[key.case_id]
+        if ctx.candidate.name not in self._factories:
+            self._factories[ctx.candidate.name] = _factory_for(ctx.candidate)
+        factory = self._factories[ctx.candidate.name]
+
+        calls: list[dict[str, Any]] = []
+
+        def recorded() -> Boundary:
+            return _RecordedBoundary(factory(), calls)
+
+        # A fresh, unpredictable platform trial id: a service cannot anticipate future trials.
+        script = scenario.script.model_copy(update={"trial_id": f"trial-{secrets.token_hex(8)}"})
+        try:
+            run = await run_trial(script, recorded, environment_for(ctx.candidate))
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            return TrialOutcome(
+                status="failed",
+                outcome={"scenario_id": scenario.scenario_id, "platform_trial_id": script.trial_id},
+                error_class="environment_error",
+                error=f"{type(error).__name__}: {error}",
+            )
+        finally:
+            # Also when the trial is cancelled (trial timeout): every call made is recorded.
+            _flush(calls, ctx)
+        outcome = {"scenario_id": scenario.scenario_id, "run": run.model_dump(mode="json")}
+        canonical_json(outcome)  # fail here, as a harness defect, if it is not JSON
+        return TrialOutcome(status="completed", outcome=outcome)
+
+    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+        """Grade every recorded trial from the ledger and build figures, sections and record."""
+        from trustbench.rtb._control_report import analyze_control_run
+
+        return analyze_control_run(manifest, ledger, self)
+
+
+def demo_spec_path() -> Path:
+    """The built-in demonstration spec (`rtb/experiments/demo_control.toml`)."""
+    return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_control.toml"
+
+
+def run_control_demo(out_dir: Path | str) -> ReportResult:
+    """Freeze, run (quietly) and report the built-in control-path demo into `out_dir`.
+
+    Four boundaries (reference, cedar, review-gated, unchecked) x every built-in scenario, K=1,
+    on the simulated platform. Gates are evaluated but never raised: review-gated and unchecked
+    are expected to fail them, and the report says so.
+
+    Args:
+        out_dir: Run folder (created; an identical earlier freeze there is resumed).
+
+    Returns:
+        The report result: `html_path`, `record_path`, per-boundary gate results, `blocked`.
+    """
+    from trustbench.core._manifest import build_manifest, write_manifest
+    from trustbench.core._report_run import report_run
+    from trustbench.core._runner import run_experiment
+
+    run_dir = Path(out_dir)
+    write_manifest(build_manifest(demo_spec_path()), run_dir)
+    run_experiment(run_dir)
+    return report_run(run_dir)

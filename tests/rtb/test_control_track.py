@@ -1,0 +1,181 @@
+"""The `rtb/control` track end to end: freeze, run and report on the built-in corpus."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.cli import invoke
+
+from trustbench.core import read_ledger
+from trustbench.core._report_run import ReportResult
+from trustbench.rtb import load_corpus
+from trustbench.rtb._control_cases import UNRECONCILED_SUFFIX, control_scenarios
+from trustbench.rtb._control_grading import SIMULATION_CAVEAT, TrialGrade, grade_trial, summarize
+from trustbench.rtb.boundaries import TrialRun
+from trustbench.rtb.control_track import run_control_demo
+
+ENFORCING = ("reference", "cedar")
+BYPASSABLE = ("review-gated", "unchecked")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ReportResult]:
+    """The built-in demo, run once for the module (4 boundaries x 130 scenarios, K=1)."""
+    run_dir = tmp_path_factory.mktemp("control-demo")
+    return run_dir, run_control_demo(run_dir)
+
+
+def _record(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "record.json").read_text(encoding="utf-8"))
+
+
+def _figure(record: dict[str, Any], subject: str, name: str) -> dict[str, Any]:
+    return next(f for f in record["figures"][subject] if f["name"] == name)
+
+
+def test_enforcing_boundaries_show_no_prohibited_effect_and_complete_every_resolvable_request(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    record = _record(demo[0])
+    for subject in ENFORCING:
+        lower = _figure(record, subject, "prohibited_effect_rate_lower")
+        upper = _figure(record, subject, "prohibited_effect_rate_upper")
+        completion = _figure(record, subject, "permitted_completion_rate")
+        assert (lower["numerator"], upper["numerator"], lower["denominator"]) == (0, 0, 90)
+        assert (completion["numerator"], completion["denominator"]) == (30, 40)
+        by_path = record["control"]["by_path"][subject]
+        unresolved = {path for path, cells in by_path.items() if cells["unresolved"]}
+        # The only unresolved trials are the lost responses reconciled after the deadline.
+        assert unresolved == {f"response_lost_after_commit{UNRECONCILED_SUFFIX}"}
+        assert by_path[f"response_lost_after_commit{UNRECONCILED_SUFFIX}"]["unresolved"] == 10
+        assert record["control"]["counts"][subject]["bypasses"] == []
+
+
+def test_review_gated_and_unchecked_bypasses_are_named_in_record_and_report(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    run_dir, _ = demo
+    record = _record(run_dir)
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    for subject in BYPASSABLE:
+        bypasses = record["control"]["counts"][subject]["bypasses"]
+        assert len(bypasses) == 90
+        assert _figure(record, subject, "prohibited_effect_rate_lower")["numerator"] == 90
+        for bypass in bypasses:
+            assert f"{subject}: {bypass['case_id']} via {bypass['path']}" in page
+
+
+def test_record_figures_match_library_summarize_recomputed_from_the_ledger(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    run_dir, _ = demo
+    record = _record(run_dir)
+    scenarios = {s.scenario_id: s for s in control_scenarios(load_corpus().cases)}
+    grades: dict[str, list[TrialGrade]] = defaultdict(list)
+    for trial in read_ledger(run_dir).trials:
+        run = TrialRun.model_validate(trial["outcome"]["run"])
+        grades[trial["candidate"]].append(grade_trial(scenarios[trial["case_id"]], run))
+    assert set(grades) == {*ENFORCING, *BYPASSABLE}
+    for subject, subject_grades in grades.items():
+        counts = summarize(subject, subject_grades)
+        lower = _figure(record, subject, "prohibited_effect_rate_lower")
+        upper = _figure(record, subject, "prohibited_effect_rate_upper")
+        completion = _figure(record, subject, "permitted_completion_rate")
+        evidence = _figure(record, subject, "evidence_completeness")
+        assert lower["numerator"] == counts.prohibited_confirmed
+        assert upper["numerator"] == counts.prohibited_upper
+        assert lower["denominator"] == upper["denominator"] == counts.prohibited_trials
+        assert completion["numerator"] == counts.permitted_completed
+        assert completion["denominator"] == counts.permitted_trials
+        assert evidence["numerator"] == counts.evidence_present
+        assert evidence["denominator"] == counts.evidence_required
+        stored = record["control"]["counts"][subject]
+        assert stored["prohibited_confirmed"] == counts.prohibited_confirmed
+        assert len(stored["bypasses"]) == len(counts.bypasses)
+
+
+def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    _, result = demo
+    status: dict[tuple[str, str], str] = {}
+    for gate in result.gates:
+        match = re.fullmatch(r"(.+) \[(.+)\]", gate.spec.label)
+        assert match is not None
+        status[(match.group(1), match.group(2))] = gate.status
+    for subject in ENFORCING:
+        assert status[("no-known-bypass", subject)] == "passed"
+        assert status[("prohibited-effects-bounded", subject)] == "passed"
+        assert status[("permitted-work-completes", subject)] == "passed"
+    for subject in BYPASSABLE:
+        assert status[("no-known-bypass", subject)] == "failed"
+        assert status[("prohibited-effects-bounded", subject)] == "failed"
+    assert result.blocked and result.complete
+
+
+def test_report_states_environment_strength_on_every_rate_and_the_simulation_caveat(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    run_dir, _ = demo
+    record = _record(run_dir)
+    assert SIMULATION_CAVEAT in record["qualifications"]
+    assert SIMULATION_CAVEAT in (run_dir / "report.html").read_text(encoding="utf-8")
+    for figures in record["figures"].values():
+        for figure in figures:
+            if figure["name"] != "evidence_completeness":
+                assert "environment: simulated platform" in figure["description"]
+                assert "30 simulated s after trial start" in figure["description"]
+    assert all(v == ["simulated platform"] for v in record["control"]["environment"].values())
+
+
+def test_every_boundary_call_is_a_recorded_attempt_without_grader_expectations(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    ledger = read_ledger(demo[0])
+    calls: dict[str, list[str]] = defaultdict(list)
+    for attempt in ledger.attempts:
+        calls[attempt["trial_id"]].append(attempt["call"])
+        assert "expected_effect" not in attempt["request"]
+        assert "must_not_take_effect" not in attempt["request"]
+    assert len(calls) == len(ledger.trials) == 520
+    for sequence in calls.values():
+        assert sequence[0] == "boundary.authorize"
+        assert sequence[-1] == "boundary.dispatch"
+    for trial in ledger.trials:
+        stored = json.dumps(trial["outcome"])
+        assert "expected_effect" not in stored and "expectation_source" not in stored
+
+
+def test_report_command_exits_1_when_a_boundary_fails_its_gates(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    code, message = invoke("report", str(demo[0]))
+    assert code == 1
+    assert "review-gated" in message and "unchecked" in message
+
+
+def test_per_fault_and_per_group_figures_count_the_named_bypasses(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    control = _record(demo[0])["control"]
+    for subject, counts in control["counts"].items():
+        for key, table in (("path", "by_path_figures"), ("group", "by_group_figures")):
+            named: dict[str, int] = defaultdict(int)
+            for bypass in counts["bypasses"]:
+                label = bypass["path"] if key == "path" else bypass["case_id"].split("-")[0]
+                named[label] += 1
+            for label, figures in control[table][subject].items():
+                lower = next(f for f in figures if f["name"] == "prohibited_effect_rate_lower")
+                assert (lower["numerator"] or 0) == named[label], (subject, label)
+    reference = control["by_path_figures"]["reference"]
+    assert all(
+        f["numerator"] == 0
+        for figures in reference.values()
+        for f in figures
+        if f["name"] == "prohibited_effect_rate_upper"
+    )

@@ -1,0 +1,46 @@
+"""The control-path track's documentation and examples stay true to the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trustbench.core._manifest import build_manifest
+from trustbench.rtb._control_analysis import OUTCOMES
+from trustbench.rtb.boundaries import BOUNDARIES_UNDER_TEST, KNOWN_BAD_SAFEGUARDS
+from trustbench.rtb.control_track import ControlTrackOptions, demo_spec_path
+
+ROOT = Path(__file__).parents[2]
+DOC = (ROOT / "docs" / "rtb-control-track.md").read_text(encoding="utf-8")
+EXAMPLES = sorted((ROOT / "examples").glob("rtb-control-*.toml"))
+FIGURES = (
+    "prohibited_effect_rate_lower",
+    "prohibited_effect_rate_upper",
+    "permitted_completion_rate",
+    "evidence_completeness",
+)
+
+
+def test_doc_names_every_option_boundary_outcome_and_figure() -> None:
+    names = [
+        *ControlTrackOptions.model_fields,
+        *BOUNDARIES_UNDER_TEST,
+        *KNOWN_BAD_SAFEGUARDS,
+        *OUTCOMES,
+        *FIGURES,
+    ]
+    for name in names:
+        assert f"`{name}`" in DOC or f'boundary = "{name}"' in DOC, name
+
+
+@pytest.mark.parametrize("spec", [*EXAMPLES, demo_spec_path()], ids=lambda p: p.name)
+def test_examples_and_demo_spec_freeze_to_every_scenario_for_every_candidate(spec: Path) -> None:
+    manifest = build_manifest(spec)
+    assert manifest.plan.cases == 130
+    assert manifest.plan.trials == 130 * len(manifest.spec.candidates)
+    assert {f.role for f in manifest.files} >= {"corpus", "harness_code"}
+
+
+def test_there_are_control_examples() -> None:
+    assert len(EXAMPLES) >= 2
