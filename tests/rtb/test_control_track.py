@@ -105,7 +105,7 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
     _, result = demo
     status: dict[tuple[str, str], str] = {}
     for gate in result.gates:
-        match = re.fullmatch(r"(.+) \[(.+)\]", gate.spec.label)
+        match = re.fullmatch(r"(.+) \((.+)\)", gate.spec.label)
         assert match is not None
         status[(match.group(1), match.group(2))] = gate.status
     for subject in ENFORCING:
