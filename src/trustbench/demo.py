@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
 
+from trustbench.core import ReportResult
 from trustbench.errors import CheckFailed
 
 
@@ -53,11 +55,57 @@ def _harness_audit(out: Path, console: Console) -> str:
     return f"harness self-audit: all {len(rows)} checks hold"
 
 
+def _gate_table(title: str, result: ReportResult) -> Table:
+    """Gates per subject: the first thing a reader of a report should see."""
+    by_subject: dict[str, dict[str, list[str]]] = {}
+    for gate in result.gates:
+        name, _, subject = gate.spec.label.rpartition(" (")
+        cell = by_subject.setdefault(subject.rstrip(")"), {})
+        cell.setdefault(gate.status, []).append(name)
+    table = Table(title=title)
+    for column in ("configuration", "gates passed", "gates failed / not evaluable"):
+        table.add_column(column, overflow="fold")
+    for subject, cell in by_subject.items():
+        blocked = cell.get("failed", []) + cell.get("not_evaluable", [])
+        table.add_row(
+            subject,
+            ", ".join(cell.get("passed", [])) or "-",
+            f"[bold red]{', '.join(blocked)}[/]" if blocked else "-",
+        )
+    return table
+
+
+def _review_track(out: Path, console: Console) -> str:
+    from trustbench.rtb.review_track import run_review_demo
+
+    result = run_review_demo(out / "rtb-review")
+    console.print(_gate_table("RTB reviewer track: release gates per configuration", result))
+    console.print(
+        "Sentinels (always-permit, always-deny, empty, malformed, forged-refs, random) are "
+        "expected to fail gates: that is the harness measuring them correctly."
+    )
+    return f"reviewer track report: {result.html_path}"
+
+
+def _control_track(out: Path, console: Console) -> str:
+    from trustbench.rtb.control_track import run_control_demo
+
+    result = run_control_demo(out / "rtb-control")
+    console.print(_gate_table("RTB control-path track: release gates per boundary", result))
+    console.print(
+        "review-gated and unchecked are expected to fail: they execute direct requests without "
+        "checking the approval. A simulated denial does not establish a real API's behaviour."
+    )
+    return f"control-path track report: {result.html_path}"
+
+
 Step = tuple[str, Callable[[Path, Console], str]]
 
 STEPS: list[Step] = [
     ("RTB corpus: validate and export candidate inputs", _validate_and_export),
     ("RTB harness self-audit", _harness_audit),
+    ("RTB reviewer track: freeze, run, report", _review_track),
+    ("RTB control-path track: freeze, run, report", _control_track),
 ]
 """The demo's steps, in order: (title, function(run folder, console) -> one-line summary)."""
 
