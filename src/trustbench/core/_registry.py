@@ -17,6 +17,7 @@ from trustbench.errors import InputError
 BUILTIN_TRACKS: dict[str, str] = {
     # One line per track, e.g.:
     # "rtb/review": "trustbench.rtb.review_track:ReviewTrack",
+    "rtb/workflow": "trustbench.rtb.workflow_track:WorkflowTrack",
 }
 """Tracks shipped with trustbench."""
 
