@@ -2,10 +2,10 @@
 
 Each track's audit lives beside the track (`_audit.py` for reviewers, `_control_audit.py` for the
 control path, `workflow/_audit.py` for the end-to-end workflow, whose scripted agents' known
-signatures, e.g. the false-claiming agent's unsupported claims and the metadata-forging agent's
-prevented or caught violation, must be reported by the grader); this module only runs them on one corpus and flattens their checks into rows so the
-CLI and the demo print the same thing. These are tests of the measurement path, not evidence that
-any candidate is secure.
+signatures must be reported by the grader: e.g. the false-claiming agent's unsupported claims and
+the metadata-forging agent's violation, prevented or caught). This module only runs them on one
+corpus and flattens their checks into rows so the CLI and the demo print the same thing. These
+are tests of the measurement path, not evidence that any candidate is secure.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ and constraint violations without pretending they processed identical proposals.
 - **Grading happens in `analyze`, from the ledger only** (`_workflow_analysis.py`).
 
 Track options (`[track_options]`): `scenario_seed` (int, default 0), `observation_deadline_s`
-(simulated seconds, default 600), `kinds` (scenario kinds to run; default all), `boundary`
+(simulated seconds, default 600), `kinds` (scenario kinds to run; default all), `scenarios`
+(scenario ids to run; default all of those kinds), `boundary`
 (default boundary for API candidates, default `reference`), `budget` (a `WorkflowBudget`:
 `max_steps`, `max_tokens`, `max_wall_s`, `max_cost_usd`), `candidates` (per-candidate
 `boundary` / `budget` overrides).
@@ -133,6 +134,9 @@ class WorkflowTrackOptions(_Strict):
     """Simulated seconds after trial start by which the observer must establish outcomes."""
     kinds: tuple[str, ...] | None = None
     """Scenario kinds to run (`direct` and the stateful kinds); None runs every kind."""
+    scenarios: tuple[str, ...] | None = None
+    """Scenario ids (`<case_id>/<kind>`) to run, e.g. for a small smoke run; None runs every
+    scenario of the selected kinds. Never shown to an agent."""
     boundary: str = "reference"
     """Boundary under test for API (LLM) candidates that name none in `candidates`."""
     budget: WorkflowBudget = WorkflowBudget()
@@ -376,6 +380,7 @@ class WorkflowTrack:
             options.scenario_seed,
             options.observation_deadline_s,
             options.kinds,
+            options.scenarios,
         )
         if key not in self._scenarios:
             built = workflow_scenarios(
@@ -384,7 +389,16 @@ class WorkflowTrack:
                 deadline_s=options.observation_deadline_s,
             )
             wanted = set(options.kinds or KNOWN_KINDS)
-            self._scenarios[key] = {s.scenario_id: s for s in built if s.script.kind in wanted}
+            chosen = {s.scenario_id: s for s in built if s.script.kind in wanted}
+            if options.scenarios is not None:
+                unknown = sorted(set(options.scenarios) - set(chosen))
+                if unknown:
+                    raise InputError(
+                        f"unknown scenario id(s) {unknown} (of the selected kinds)",
+                        location="track_options.scenarios",
+                    )
+                chosen = {sid: chosen[sid] for sid in options.scenarios}
+            self._scenarios[key] = chosen
         return self._scenarios[key]
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
