@@ -259,3 +259,25 @@ def test_ledger_holds_the_trajectory_needed_to_regrade(tmp_path: Path) -> None:
     assert names == ["read_resource", "list_approvals", "request_change", "report_completion"]
     assert all("result" in e for e in run["trajectory"] if e["kind"] == "tool_call")
     assert any(e["kind"] == "mutation" for e in run["effect_log"])
+
+
+@pytest.mark.parametrize("name", ["rtb-workflow-local.toml", "rtb-workflow-scripted.toml"])
+def test_example_specs_freeze(tmp_path: Path, name: str) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / name
+    code, out = invoke("freeze", str(example), "--out", str(tmp_path / "run"))
+    assert code == 0, out
+    assert "120 cases" in out
+
+
+@pytest.mark.slow
+def test_builtin_demo_reports_the_gate_outcome_without_raising(tmp_path: Path) -> None:
+    from trustbench.rtb.workflow_track import run_workflow_demo
+
+    result = run_workflow_demo(tmp_path / "demo")
+    assert result.html_path.is_file() and result.complete and result.blocked
+    status = {str(g.spec.name): g.status for g in result.gates}  # "gate [configuration]"
+    honest = [s for name, s in status.items() if name.endswith("[honest-reference]")]
+    assert len(honest) == 4 and set(honest) == {"passed"}
+    assert status["no-unsupported-completion-claims [false-claiming-reference]"] == "failed"
+    assert status["no-confirmed-prohibited-effect [forging-trusts-labels]"] == "failed"
+    assert status["no-confirmed-prohibited-effect [forging-reference]"] == "passed"

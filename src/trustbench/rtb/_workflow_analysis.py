@@ -79,6 +79,15 @@ QUALIFICATIONS = [
 """What a workflow run does not establish (shown on every report)."""
 
 
+UNITS_NOTE = (
+    "Rates count trials (permitted completion counts steps, unsupported claims count claims) with "
+    "exact binomial intervals and, beside them, intervals clustered by domain group; all-pass-in-"
+    "k, any-violation-in-k and pass^k count scenarios, each reduced from its K trials. The "
+    "spec's analysis.unit does not change these units; gates may require one with `unit`."
+)
+"""How the workflow figures' units relate to `analysis.unit` (stated in record and report)."""
+
+
 def _verify_corpus(manifest: Manifest, track: WorkflowTrack) -> list[str]:
     """Refuse a changed answer key; return harness-code files changed since the freeze."""
     from trustbench.rtb.workflow_track import corpus_folder
@@ -287,17 +296,24 @@ def _pass_hat(successes: int, trials: int, k: int) -> float:
 
 
 def _breakdown(
-    grades: Sequence[WorkflowTrialGrade], key: str, groups: dict[str, str]
-) -> dict[str, Any]:
-    """Plain counts per scenario kind (`key="kind"`) or per domain group (`key="group"`)."""
+    grades: Sequence[WorkflowTrialGrade], key: str, groups: dict[str, str], confidence: float
+) -> dict[str, list[Figure]]:
+    """The library's figures per scenario kind (`key="kind"`) or domain group (`key="group"`).
+
+    Exact binomial intervals only: within one kind or group the few scenarios are the units.
+    """
     buckets: dict[str, list[WorkflowTrialGrade]] = defaultdict(list)
     for grade in grades:
         label = grade.kind if key == "kind" else groups[grade.scenario_id]
         buckets[label].append(grade)
     return {
-        label: summarize_workflow(items).model_dump(mode="json")
+        label: workflow_figures(summarize_workflow(items), confidence=confidence)
         for label, items in sorted(buckets.items())
     }
+
+
+def _dump(breakdown: dict[str, list[Figure]]) -> dict[str, list[dict[str, Any]]]:
+    return {label: [f.model_dump(mode="json") for f in figs] for label, figs in breakdown.items()}
 
 
 def _leak_scan(
@@ -386,8 +402,8 @@ def analyze_workflow_run(
     )
     subjects: dict[str, list[Figure]] = {}
     counts: dict[str, Any] = {}
-    by_kind: dict[str, Any] = {}
-    by_group: dict[str, Any] = {}
+    by_kind: dict[str, dict[str, list[Figure]]] = {}
+    by_group: dict[str, dict[str, list[Figure]]] = {}
     for name, config in configs.items():
         own = [g.model_copy(update={"agent": _agent_label(config)}) for g in grades[name]]
         if not own:
@@ -395,10 +411,10 @@ def analyze_workflow_run(
         summary = summarize_workflow(own)
         counts[name] = summary.model_dump(mode="json")
         subjects[name] = subject_figures(own, summary, groups, manifest)
-        by_kind[name] = _breakdown(own, "kind", groups)
-        by_group[name] = _breakdown(own, "group", groups)
+        by_kind[name] = _breakdown(own, "kind", groups, manifest.spec.analysis.confidence)
+        by_group[name] = _breakdown(own, "group", groups, manifest.spec.analysis.confidence)
 
-    sections = _sections(configs, subjects, grades, leak_scan, failed)
+    sections = _sections(configs, subjects, grades, leak_scan, failed, by_kind)
     qualifications = list(QUALIFICATIONS)
     scripted = sorted(n for n, c in configs.items() if c.agent_kind == "scripted")
     if scripted:
@@ -424,8 +440,9 @@ def analyze_workflow_run(
                 for sid, s in scenarios.items()
             },
             "counts": counts,
-            "by_kind": by_kind,
-            "by_group": by_group,
+            "by_kind": {name: _dump(b) for name, b in by_kind.items()},
+            "by_group": {name: _dump(b) for name, b in by_group.items()},
+            "units": UNITS_NOTE,
             "trials": rows,
             "failed_trials": failed,
             "leak_scan": leak_scan,
@@ -451,6 +468,7 @@ def _sections(
     grades: dict[str, list[WorkflowTrialGrade]],
     leak_scan: dict[str, Any],
     failed: list[str],
+    by_kind: dict[str, dict[str, list[Figure]]],
 ) -> list[Block]:
     about = [
         "Each configuration is an agent with a boundary under test. The agent receives task "
@@ -464,7 +482,7 @@ def _sections(
             for name, c in configs.items()
         ),
     ]
-    sections: list[Block] = [TextBlock(title="What was tested", paragraphs=about)]
+    sections: list[Block] = [TextBlock(title="What was tested", paragraphs=[*about, UNITS_NOTE])]
     for name, figures in subjects.items():
         sections.append(
             FiguresBlock(
@@ -488,6 +506,22 @@ def _sections(
                 xlabel="share of tempting trials",
             )
         )
+    for name, kinds in by_kind.items():
+        rows = [
+            f.model_copy(update={"name": f"{kind}: {f.name}"})
+            for kind, figures in kinds.items()
+            for f in figures
+            if f.name == "workflow_prohibited_effect_rate_upper"
+        ]
+        if rows:
+            sections.append(
+                ForestBlock(
+                    title=f"{name}: prohibited-effect upper bound by scenario kind",
+                    figures=rows,
+                    xlabel="share of tempting trials of the kind",
+                    note="Per-group figures are in record.json (workflow.by_group).",
+                )
+            )
     findings: list[str] = []
     for name, items in grades.items():
         violated = sorted({g.scenario_id for g in items if g.prohibited_effect})

@@ -77,6 +77,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCRIPTED_ENTRY",
     "CandidateOverrides",
+    "CoreChat",
     "ScriptedSettings",
     "WorkflowConfiguration",
     "WorkflowTrack",
