@@ -17,6 +17,7 @@ from trustbench.errors import InputError
 BUILTIN_TRACKS: dict[str, str] = {
     "rtb/review": "trustbench.rtb.review_track:ReviewTrack",
     "rtb/control": "trustbench.rtb.control_track:ControlTrack",
+    "rtb/workflow": "trustbench.rtb.workflow_track:WorkflowTrack",
 }
 """Tracks shipped with trustbench."""
 

@@ -1,9 +1,11 @@
 """`trustbench rtb audit`: the harness self-audit of every RTB track, as one table.
 
 Each track's audit lives beside the track (`_audit.py` for reviewers, `_control_audit.py` for the
-control path); this module only runs them on one corpus and flattens their checks into rows so the
-CLI and the demo print the same thing. These are tests of the measurement path, not evidence that
-any candidate is secure.
+control path, `workflow/_audit.py` for the end-to-end workflow, whose scripted agents' known
+signatures must be reported by the grader: e.g. the false-claiming agent's unsupported claims and
+the metadata-forging agent's violation, prevented or caught). This module only runs them on one
+corpus and flattens their checks into rows so the CLI and the demo print the same thing. These
+are tests of the measurement path, not evidence that any candidate is secure.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from trustbench.rtb._audit import run_self_audit
 from trustbench.rtb._control_audit import run_control_audit
 from trustbench.rtb._corpus import Corpus
 from trustbench.rtb._export import new_evaluation_id, to_candidate_input
+from trustbench.rtb.workflow import run_workflow_audit
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class AuditRow:
     """One signature check of one track's audit."""
 
     track: str
-    """`reviewer` or `control`."""
+    """`reviewer`, `control` or `workflow`."""
     check: str
     """What was checked (reviewer and signature, or the control-path check name)."""
     passed: bool
@@ -31,7 +34,7 @@ class AuditRow:
 
 
 def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
-    """Run the reviewer and control-path self-audits on `corpus` and return every check."""
+    """Run the reviewer, control-path and workflow self-audits on `corpus`; return every check."""
     reviewer = run_self_audit(
         corpus.cases,
         corpus.review_prompt,
@@ -48,5 +51,9 @@ def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
     ]
     rows += [
         AuditRow("control", "harness defect", False, defect) for defect in control.harness_defects
+    ]
+    workflow = run_workflow_audit(corpus.cases, seed=seed)
+    rows += [
+        AuditRow("workflow", check.name, check.passed, check.detail) for check in workflow.checks
     ]
     return rows

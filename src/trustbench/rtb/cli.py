@@ -140,7 +140,7 @@ def audit(
     corpus: _CorpusOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the random sentinels.")] = 0,
 ) -> None:
-    """Run the harness self-audit: sentinels, reference policy, control-path qualification.
+    """Run the harness self-audit: sentinels, reference policy, control path, workflow agents.
 
     Exit 0 only when every expected signature holds; 1 naming each failed check otherwise.
     """

@@ -78,6 +78,7 @@ from trustbench.rtb.workflow._scripted import (
     MemoryPoisonedAgent,
     MetadataForgingAgent,
     RecklessAgent,
+    scripted_agent,
 )
 from trustbench.rtb.workflow._toolbox import BudgetExhausted, ToolBox, tool_schema
 from trustbench.rtb.workflow._tools import WorkflowTools
@@ -135,6 +136,7 @@ __all__ = [
     "run_workflow_trial",
     "scan_trial",
     "scenario_grader_values",
+    "scripted_agent",
     "stateful_workflow_scenarios",
     "summarize_workflow",
     "tool_schema",

@@ -2,46 +2,39 @@
 
 Candidate-visible here means: every task brief, every tool call and result in the trajectory, the
 tool schemas, the agent's working folder and its environment variables. Forbidden: answer-key field
-names (as keys, or as words in any string) and the grader-only values of the cases and scenarios
-(case ids, variants, acceptable reason codes, decisive conditions, authoring notes, preserved
-disagreements, scenario ids and expectation sources).
+names (as keys, or as words in any string), the workflow expectations' own field names, and the
+grader-only values of the cases and scenarios (case ids, variants, acceptable reason codes,
+decisive conditions, authoring notes, preserved disagreements, scenario ids and expectation
+sources).
 
-This is a small local scanner with the same matching rules as the corpus exporter's leak scan
-(identifier-like values match as whole tokens, case-insensitively; phrases as case-insensitive
-substrings after collapsing whitespace); it can be replaced by that one once both are merged.
+The matching is the corpus's own scanner (`trustbench.rtb.find_leaks`: identifier-like values as
+whole tokens, case-insensitively; phrases as case-insensitive substrings after collapsing
+whitespace), so the exporter and the workflow harness cannot disagree on what a leak is. The
+workflow expectation field names are passed to it as forbidden identifiers (a key is scanned as
+text) and reported back as `answer_key_field`.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from trustbench.rtb._leakscan import ANSWER_KEY_FIELDS as CORPUS_ANSWER_KEY_FIELDS
+from trustbench.rtb._leakscan import find_leaks as find_corpus_leaks
+from trustbench.rtb._leakscan import grader_only_values
 from trustbench.rtb._models import Case
 from trustbench.rtb.workflow._models import WorkflowScenario, WorkflowTrialRun
 
-ANSWER_KEY_FIELDS: frozenset[str] = frozenset(
-    {
-        "case_id",
-        "expectations",
-        "reference_decision",
-        "acceptable_reason_codes",
-        "decisive_record_ids",
-        "decisive_condition",
-        "explanation_terms",
-        "reference_status",
-        "authoring",
-        "expectation_source",
-        "requested_change",
-        "tempts_prohibited_effect",
-    }
+EXPECTATION_FIELDS: frozenset[str] = frozenset(
+    {"expectation_source", "requested_change", "tempts_prohibited_effect"}
 )
-"""Field names of the answer key, the case identity and the workflow expectations: none may be a
-key of a candidate-visible payload; those with an underscore may not appear in any string."""
+"""Field names of the workflow expectations: like the answer-key fields, none may be a key of a
+candidate-visible payload or a word in one of its strings."""
+ANSWER_KEY_FIELDS: frozenset[str] = CORPUS_ANSWER_KEY_FIELDS | EXPECTATION_FIELDS
+"""Every field name the scan forbids (the corpus's answer key plus the workflow expectations)."""
 
 
 class Leak(BaseModel):
@@ -57,19 +50,6 @@ class Leak(BaseModel):
     """What matched."""
 
 
-def grader_only_values(case: Case) -> set[str]:
-    """The values of a case an agent must never see."""
-    values = {
-        case.case_id,
-        case.variant,
-        *(code.value for code in case.expectations.acceptable_reason_codes),
-        case.expectations.decisive_condition,
-        case.authoring.notes,
-        *case.reference_status.disagreements,
-    }
-    return {v for v in values if v.strip()}
-
-
 def scenario_grader_values(
     scenarios: Sequence[WorkflowScenario], cases: Sequence[Case]
 ) -> set[str]:
@@ -83,25 +63,6 @@ def scenario_grader_values(
     return values
 
 
-def _pattern(value: str) -> re.Pattern[str]:
-    collapsed = " ".join(value.split())
-    if " " in collapsed:
-        return re.compile(re.escape(collapsed), re.IGNORECASE)
-    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(collapsed)}(?![A-Za-z0-9_])", re.IGNORECASE)
-
-
-@lru_cache(maxsize=32)
-def _compiled(
-    values: frozenset[str],
-) -> tuple[re.Pattern[str] | None, list[tuple[str, re.Pattern[str]]]]:
-    """One screening alternation (most strings are clean) plus the exact pattern per value."""
-    exact = [(v, _pattern(v)) for v in sorted(values) if v.strip()]
-    if not exact:
-        return None, []
-    literals = sorted({" ".join(v.split()).lower() for v, _ in exact}, key=len, reverse=True)
-    return re.compile("|".join(re.escape(x) for x in literals)), exact
-
-
 def find_leaks(payload: Any, forbidden: Iterable[str], where: str = "") -> list[Leak]:
     """Answer-key field names and forbidden values anywhere in a JSON-like payload or string.
 
@@ -113,37 +74,15 @@ def find_leaks(payload: Any, forbidden: Iterable[str], where: str = "") -> list[
     Returns:
         Every leak found; empty when clean.
     """
-    checks = [
-        ("answer_key_field", _compiled(frozenset(f for f in ANSWER_KEY_FIELDS if "_" in f))),
-        ("grader_value", _compiled(frozenset(forbidden))),
+    found = find_corpus_leaks(payload, frozenset(forbidden) | EXPECTATION_FIELDS)
+    return [
+        Leak(
+            where=f"{where}{leak.pointer}",
+            kind="answer_key_field" if leak.found in EXPECTATION_FIELDS else leak.kind,
+            found=leak.found,
+        )
+        for leak in found
     ]
-    leaks: list[Leak] = []
-
-    def text(s: str, at: str) -> None:
-        collapsed = " ".join(s.split())
-        lowered = collapsed.lower()
-        for kind, (screen, exact) in checks:
-            if screen is not None and screen.search(lowered):
-                leaks.extend(
-                    Leak(where=at, kind=kind, found=v) for v, p in exact if p.search(collapsed)
-                )
-
-    def walk(node: Any, at: str) -> None:
-        if isinstance(node, Mapping):
-            for key, child in node.items():
-                if str(key).lower() in ANSWER_KEY_FIELDS:
-                    leaks.append(Leak(where=f"{at}/{key}", kind="answer_key_field", found=str(key)))
-                else:
-                    text(str(key), f"{at}/{key}")
-                walk(child, f"{at}/{key}")
-        elif isinstance(node, list | tuple):
-            for index, child in enumerate(node):
-                walk(child, f"{at}/{index}")
-        elif isinstance(node, str):
-            text(node, at)
-
-    walk(payload, where)
-    return leaks
 
 
 def candidate_visible(run: WorkflowTrialRun) -> Iterator[tuple[str, Any]]:

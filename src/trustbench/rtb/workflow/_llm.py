@@ -2,9 +2,11 @@
 
 The agent is written against one small async interface, `ChatFunction`:
 `chat(messages, tools) -> ChatTurn` with OpenAI chat-completions message and tool shapes, so any
-provider can be plugged in (`openai_compatible_chat` below is a minimal aiohttp client; the core
-provider can replace it). Each step of a scenario starts a fresh conversation: what the agent
-carries between steps is what it wrote to its memory store, like a recovered process.
+provider can be plugged in. In an experiment the `rtb/workflow` track plugs in core's provider
+(`trustbench.rtb.workflow_track.CoreChat`: every turn through `TrialContext.chat`, so retries and
+attempts are in the ledger); `openai_compatible_chat` below is a minimal aiohttp client for
+library use outside an experiment. Each step of a scenario starts a fresh conversation: what the
+agent carries between steps is what it wrote to its memory store, like a recovered process.
 
 Budgets are enforced through the tool box: each model call and each tool call is a step, reported
 tokens and cost are charged after every model call, and wall time is checked before every call.

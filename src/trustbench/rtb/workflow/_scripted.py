@@ -24,8 +24,9 @@ from typing import Any
 
 import rfc8785
 
+from trustbench.errors import InputError
 from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL
-from trustbench.rtb.workflow._agent_protocol import AgentFactory
+from trustbench.rtb.workflow._agent_protocol import AgentFactory, WorkflowAgent
 from trustbench.rtb.workflow._models import ProposedChange, TaskBrief
 from trustbench.rtb.workflow._toolbox import ToolBox
 
@@ -283,3 +284,26 @@ SCRIPTED_AGENTS: dict[str, AgentFactory] = {
     "memory-poisoned": MemoryPoisonedAgent,
 }
 """The scripted agents by name."""
+
+
+def scripted_agent(settings: dict[str, Any]) -> WorkflowAgent:
+    """Candidate entry for a scripted agent: a fresh agent named by `settings["agent"]`.
+
+    Core calls an in-process candidate's entry with the candidate's `settings` once per trial,
+    and hashes this module's source into the manifest, so the agents' behaviour is frozen with
+    the experiment. Other settings (`boundary`, `budget`) belong to the track and are ignored.
+
+    Args:
+        settings: The candidate's settings; `agent` is one of `SCRIPTED_AGENTS`.
+
+    Returns:
+        A fresh scripted agent (no state shared with any other trial).
+
+    Raises:
+        InputError: When `agent` is missing or unknown.
+    """
+    name = settings.get("agent")
+    if name not in SCRIPTED_AGENTS:
+        known = ", ".join(sorted(SCRIPTED_AGENTS))
+        raise InputError(f"unknown scripted agent {name!r}; known: {known}", location="agent")
+    return SCRIPTED_AGENTS[str(name)]()

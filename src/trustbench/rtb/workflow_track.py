@@ -1,0 +1,525 @@
+"""The RTB end-to-end workflow track (`rtb/workflow`): agents act through tools, driven by core.
+
+Spec: "In end-to-end evaluation, the agent chooses its plan and actions ... Compare their outcomes
+and constraint violations without pretending they processed identical proposals."
+
+- **Cases are workflow scenarios.** `plan` = every corpus case given to the agent as a task
+  (`direct`) plus the seeded stateful scenarios (`workflow_scenarios`), filtered by
+  `track_options.kinds`, x candidates x K. The scenario id (`<case_id>/<kind>`) is the ledger's
+  case id; it is never shown to the agent.
+- **Candidates are agent x boundary configurations.** A scripted agent is an `inprocess`
+  candidate with `settings = { agent = "honest" | ..., boundary = "reference" | ...,
+  budget = {...} }`; its `entry` names an agent factory called with those settings (default,
+  when none is given: `trustbench.rtb.workflow:scripted_agent`, hashed with the harness code).
+  The LLM agent is an `openai_chat` (or `anthropic_messages`) candidate: its settings go to the
+  model API, so its boundary and budget come from `track_options` (`boundary`, `budget`, and per
+  candidate `candidates.<name>.boundary` / `.budget`). Every chat turn goes through `ctx.chat`,
+  so core records each attempt (retries, raw request and response, tokens, cost, latency).
+- **What is recorded where.** The trial outcome holds the whole `WorkflowTrialRun`: every task
+  brief, tool call with its arguments and result, model call with its usage, harness action, the
+  termination, the protected observer's log, the agent's working folder and environment. Model
+  calls are *also* ledger attempts (by `ctx.chat`), with the exact messages sent. Scripted agents
+  make no model call, so their trials have no attempts; their tool calls are in the outcome.
+- **Fresh state per trial.** `run_workflow_trial` builds a new platform, boundary, memory folder
+  and agent for every trial (with unpredictable ids); state carries over only between the steps
+  of one scenario's declared sequence.
+- **A model that cannot be reached** (`CallFailed` after the declared retries) ends the trial as
+  `failed` with its error class, but the outcome still holds everything recorded until then: any
+  effect already caused is graded, and the trial stays in every denominator.
+- **Grading happens in `analyze`, from the ledger only** (`_workflow_analysis.py`).
+
+Track options (`[track_options]`): `scenario_seed` (int, default 0), `observation_deadline_s`
+(simulated seconds, default 600), `kinds` (scenario kinds to run; default all), `scenarios`
+(scenario ids to run; default all of those kinds), `boundary`
+(default boundary for API candidates, default `reference`), `budget` (a `WorkflowBudget`:
+`max_steps`, `max_tokens`, `max_wall_s`, `max_cost_usd`), `candidates` (per-candidate
+`boundary` / `budget` overrides).
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trustbench.core._context import CallFailed
+from trustbench.core._registry import import_object
+from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutcome
+from trustbench.errors import InputError
+from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
+from trustbench.rtb._corpus import BUILTIN_VERSION, Corpus, builtin_corpus_root, load_corpus
+from trustbench.rtb.boundaries import BoundaryFactory, boundary_factory
+from trustbench.rtb.workflow import (
+    DEFAULT_WORKFLOW_DEADLINE_S,
+    SYSTEM_PROMPT,
+    AgentFactory,
+    ChatTurn,
+    LLMAgent,
+    ModelUsage,
+    ToolCallRequest,
+    WorkflowBudget,
+    WorkflowKind,
+    WorkflowScenario,
+    run_workflow_trial,
+    workflow_scenarios,
+)
+
+if TYPE_CHECKING:
+    from trustbench.core._analysis import TrackAnalysis
+    from trustbench.core._context import TrialContext
+    from trustbench.core._export import LedgerContents
+    from trustbench.core._manifest import Manifest
+    from trustbench.core._report_run import ReportResult
+    from trustbench.core._spec import CandidateSpec, ExperimentSpec
+
+__all__ = [
+    "SCRIPTED_ENTRY",
+    "CandidateOverrides",
+    "CoreChat",
+    "ScriptedSettings",
+    "WorkflowConfiguration",
+    "WorkflowTrack",
+    "WorkflowTrackOptions",
+    "corpus_folder",
+    "demo_spec_path",
+    "run_workflow_demo",
+]
+
+SCRIPTED_ENTRY = "trustbench.rtb.workflow:scripted_agent"
+"""The entry of the built-in scripted agents (the measurement instruments of the audit)."""
+DIRECT_KIND = "direct"
+"""Kind of the scenarios that give a corpus case to the agent unchanged."""
+KNOWN_KINDS: tuple[str, ...] = (DIRECT_KIND, *(kind.value for kind in WorkflowKind))
+"""Every scenario kind the scenario builder produces."""
+BUILTIN_LABELS = (f"v{BUILTIN_VERSION}", BUILTIN_VERSION)
+"""Accepted spellings of the built-in corpus version in `corpus.builtin`."""
+UNSUPPORTED_BOUNDARIES = ("http",)
+"""Boundaries this track cannot run: `http` hosts its own platform, the workflow tools need the
+local simulated one."""
+TRACK_KEYS = ("agent", "boundary", "budget")
+"""Settings keys the track reads; for an API candidate they would be sent to the model."""
+_HARNESS_CODE = (
+    "rtb/platform/*.py",
+    "rtb/boundaries/*.py",
+    "rtb/boundaries/policies/*.cedar",
+    "rtb/_control_cases.py",
+    "rtb/workflow/*.py",
+    "rtb/workflow_track.py",
+    "rtb/_workflow_analysis.py",
+)
+"""Platform, boundary, tool, scenario and grading code hashed into the manifest (role
+`harness_code`): the environment and the scoring rules are frozen with the experiment."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class CandidateOverrides(_Strict):
+    """Per-candidate options in `track_options.candidates.<name>`."""
+
+    boundary: str | None = None
+    """Boundary under test for this candidate (overrides `track_options.boundary`)."""
+    budget: WorkflowBudget | None = None
+    """Per-trial budget for this candidate (replaces `track_options.budget`)."""
+
+
+class WorkflowTrackOptions(_Strict):
+    """`[track_options]` of an `rtb/workflow` experiment."""
+
+    scenario_seed: int = 0
+    """Seed that picks each group's case for every stateful kind and the fault timings."""
+    observation_deadline_s: float = Field(default=DEFAULT_WORKFLOW_DEADLINE_S, gt=0)
+    """Simulated seconds after trial start by which the observer must establish outcomes."""
+    kinds: tuple[str, ...] | None = None
+    """Scenario kinds to run (`direct` and the stateful kinds); None runs every kind."""
+    scenarios: tuple[str, ...] | None = None
+    """Scenario ids (`<case_id>/<kind>`) to run, e.g. for a small smoke run; None runs every
+    scenario of the selected kinds. Never shown to an agent."""
+    boundary: str = "reference"
+    """Boundary under test for API (LLM) candidates that name none in `candidates`."""
+    budget: WorkflowBudget = WorkflowBudget()
+    """Per-trial budget of every candidate that declares none of its own."""
+    candidates: dict[str, CandidateOverrides] = Field(default_factory=dict)
+    """Candidate name -> boundary / budget overrides (the way to configure an API candidate)."""
+
+
+class ScriptedSettings(_Strict):
+    """`settings` of an in-process (scripted) workflow candidate."""
+
+    agent: str
+    """Scripted agent name (`honest`, `reckless`, `metadata-forging`, `false-claiming`,
+    `memory-poisoned`), or what the candidate's own `entry` understands."""
+    boundary: str
+    """Boundary under test (`reference`, `cedar`, `review-gated`, `unchecked`, a known-bad
+    name such as `trusts-resource-labels`)."""
+    budget: WorkflowBudget | None = None
+    """Per-trial budget (default: `track_options.budget`)."""
+
+
+class WorkflowConfiguration(_Strict):
+    """What one candidate is, as the track runs and reports it."""
+
+    candidate: str
+    """Candidate name (the report's subject)."""
+    agent_kind: str
+    """`scripted` (a harness instrument) or `llm` (a model through core's provider)."""
+    agent: str
+    """Scripted agent name, or the requested model id."""
+    boundary: str
+    """Boundary under test."""
+    budget: WorkflowBudget
+    """Per-trial budget."""
+
+
+def _options_error(error: ValidationError, prefix: str) -> InputError:
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    return InputError(first["msg"], location=f"{prefix}.{field}" if field else prefix)
+
+
+def corpus_folder(root: str) -> Path:
+    """The corpus folder behind a manifest's `corpus.root` (`builtin:<label>` or a path)."""
+    return builtin_corpus_root() if root.startswith("builtin:") else Path(root)
+
+
+def _check_boundary(name: str, where: str) -> None:
+    if name in UNSUPPORTED_BOUNDARIES:
+        raise InputError(
+            f"boundary {name!r} is not supported by the workflow track (its tools act on the "
+            "local simulated platform)",
+            location=where,
+        )
+    try:
+        boundary_factory(name)
+    except InputError as error:
+        raise InputError(error.message, location=where) from None
+
+
+def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> WorkflowConfiguration:
+    """Resolve one candidate's agent, boundary and budget, naming any bad setting.
+
+    Raises:
+        InputError: An unknown boundary or agent, or track settings on an API candidate.
+    """
+    where = f"candidate {candidate.name}"
+    override = options.candidates.get(candidate.name, CandidateOverrides())
+    if candidate.kind == "inprocess":
+        try:
+            settings = ScriptedSettings.model_validate(
+                {k: v for k, v in candidate.settings.items() if k in TRACK_KEYS}
+            )
+        except ValidationError as error:
+            raise _options_error(error, f"{where} settings") from None
+        if candidate.name in options.candidates:
+            raise InputError(
+                "configure an in-process candidate in its own settings, not in track_options",
+                location=f"track_options.candidates.{candidate.name}",
+            )
+        _check_boundary(settings.boundary, f"{where} settings.boundary")
+        return WorkflowConfiguration(
+            candidate=candidate.name,
+            agent_kind="scripted" if agent_entry(candidate) == SCRIPTED_ENTRY else "in-process",
+            agent=settings.agent,
+            boundary=settings.boundary,
+            budget=settings.budget or options.budget,
+        )
+    clash = sorted(set(candidate.settings) & set(TRACK_KEYS))
+    if clash:
+        raise InputError(
+            f"settings {clash} would be sent to the model API; set them in "
+            f"track_options.candidates.{candidate.name}",
+            location=f"{where} settings",
+        )
+    boundary = override.boundary or options.boundary
+    _check_boundary(boundary, f"track_options.candidates.{candidate.name}.boundary")
+    return WorkflowConfiguration(
+        candidate=candidate.name,
+        agent_kind="llm",
+        agent=candidate.model or candidate.name,
+        boundary=boundary,
+        budget=override.budget or options.budget,
+    )
+
+
+def agent_entry(candidate: CandidateSpec) -> str:
+    """The agent factory of an in-process candidate: its `entry`, else the scripted agents."""
+    return candidate.entry or SCRIPTED_ENTRY
+
+
+def _check_entry(candidate: CandidateSpec) -> None:
+    """Build one agent from an in-process entry now, so a bad setting fails the freeze."""
+    where = f"candidate {candidate.name}"
+    make = import_object(agent_entry(candidate), what=f"{where} entry")
+    try:
+        agent = make(dict(candidate.settings))
+    except InputError as error:
+        raise InputError(
+            error.message, location=f"{where} settings.{error.location or ''}".rstrip(".")
+        ) from None
+    if not callable(getattr(agent, "run", None)):
+        raise InputError(
+            f"entry {candidate.entry} must return a workflow agent", location=f"{where} entry"
+        )
+
+
+class _UsageTap:
+    """Wraps the trial's provider so the track learns each call's reported usage.
+
+    `ctx.chat` returns only the parsed reply; tokens and cost live on the attempt it records.
+    The tap sums them over the attempts of one call (transport retries included) so the
+    workflow budget meter is charged what the ledger shows.
+    """
+
+    def __init__(self, inner: ChatProvider) -> None:
+        self._inner = inner
+        self.requested_model = inner.requested_model
+        self.endpoint = inner.endpoint
+        self._usage: list[AttemptResult] = []
+
+    def for_trial(self) -> _UsageTap:
+        return self
+
+    async def send(self, request: ChatRequest, timeout_s: float) -> AttemptResult:
+        result = await self._inner.send(request, timeout_s)
+        self._usage.append(result)
+        return result
+
+    def take(self) -> ModelUsage:
+        """Usage of the attempts since the last call, then forget them."""
+        results, self._usage = self._usage, []
+
+        def total(values: list[int | None]) -> int | None:
+            known = [v for v in values if v is not None]
+            return sum(known) if known else None
+
+        costs = [r.cost_usd for r in results]
+        return ModelUsage(
+            prompt_tokens=total([r.prompt_tokens for r in results]),
+            completion_tokens=total([r.completion_tokens for r in results]),
+            cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+        )
+
+
+class CoreChat:
+    """The LLM agent's chat function over `ctx.chat` (retry policy, attempts, usage, cost).
+
+    Args:
+        ctx: The trial's context (its provider is wrapped to read usage).
+    """
+
+    def __init__(self, ctx: TrialContext) -> None:
+        if ctx.provider is None:
+            raise CallFailed("client_error", f"candidate {ctx.candidate.name} has no provider")
+        self._tap = _UsageTap(ctx.provider)
+        ctx.provider = self._tap
+        self._ctx = ctx
+        self.failure: CallFailed | None = None
+        """The call failure that ended the trial, if one did."""
+
+    async def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ChatTurn:
+        """One chat turn through core; a `CallFailed` is kept and re-raised (ends the trial)."""
+        request = ChatRequest(messages=[dict(m) for m in messages], tools=tools, tool_choice="auto")
+        try:
+            reply = await self._ctx.chat(request)
+        except CallFailed as error:
+            self.failure = error
+            raise
+        return ChatTurn(
+            content=reply.text,
+            tool_calls=[
+                ToolCallRequest(id=call.id, name=call.name, arguments=call.arguments)
+                for call in reply.tool_calls
+            ],
+            usage=self._tap.take(),
+        )
+
+
+class WorkflowTrack:
+    """The `rtb/workflow` track: resolve, plan, run one trial, and analyse a run."""
+
+    def __init__(self) -> None:
+        self._corpora: dict[str, Corpus] = {}
+        self._scenarios: dict[tuple[Any, ...], dict[str, WorkflowScenario]] = {}
+
+    @staticmethod
+    def options(spec: ExperimentSpec) -> WorkflowTrackOptions:
+        """Validate `track_options`, naming the offending option."""
+        try:
+            options = WorkflowTrackOptions.model_validate(spec.track_options)
+        except ValidationError as error:
+            raise _options_error(error, "track_options") from None
+        unknown = sorted(set(options.kinds or ()) - set(KNOWN_KINDS))
+        if unknown:
+            raise InputError(
+                f"unknown scenario kind(s) {unknown}; known: {', '.join(KNOWN_KINDS)}",
+                location="track_options.kinds",
+            )
+        names = {c.name for c in spec.candidates}
+        stray = sorted(set(options.candidates) - names)
+        if stray:
+            raise InputError(
+                f"options for unknown candidate(s) {stray}", location="track_options.candidates"
+            )
+        return options
+
+    def corpus(self, root: str) -> Corpus:
+        """The validated corpus at a manifest root (cached)."""
+        if root not in self._corpora:
+            self._corpora[root] = load_corpus(corpus_folder(root))
+        return self._corpora[root]
+
+    def scenarios(self, manifest: Manifest) -> dict[str, WorkflowScenario]:
+        """The experiment's scenarios by id, rebuilt from the corpus and the frozen options."""
+        options = self.options(manifest.spec)
+        key = (
+            manifest.corpus.root,
+            options.scenario_seed,
+            options.observation_deadline_s,
+            options.kinds,
+            options.scenarios,
+        )
+        if key not in self._scenarios:
+            built = workflow_scenarios(
+                self.corpus(manifest.corpus.root).cases,
+                seed=options.scenario_seed,
+                deadline_s=options.observation_deadline_s,
+            )
+            wanted = set(options.kinds or KNOWN_KINDS)
+            chosen = {s.scenario_id: s for s in built if s.script.kind in wanted}
+            if options.scenarios is not None:
+                unknown = sorted(set(options.scenarios) - set(chosen))
+                if unknown:
+                    raise InputError(
+                        f"unknown scenario id(s) {unknown} (of the selected kinds)",
+                        location="track_options.scenarios",
+                    )
+                chosen = {sid: chosen[sid] for sid in options.scenarios}
+            self._scenarios[key] = chosen
+        return self._scenarios[key]
+
+    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+        """Check candidates and options; list the corpus, the agent prompt and harness code."""
+        options = self.options(spec)
+        for candidate in spec.candidates:
+            configuration(candidate, options)
+            if candidate.kind == "inprocess":
+                _check_entry(candidate)
+        if spec.corpus.builtin is not None:
+            if spec.corpus.builtin not in BUILTIN_LABELS:
+                raise InputError(
+                    f"unknown built-in corpus {spec.corpus.builtin!r} (known: v{BUILTIN_VERSION})",
+                    location="corpus.builtin",
+                )
+            root, label = builtin_corpus_root(), f"builtin:v{BUILTIN_VERSION}"
+        else:
+            root = (base_dir / str(spec.corpus.path)).resolve()
+            label = str(root)
+        corpus = self.corpus(label)
+        items = [
+            ResolvedItem("corpus", name, path=root / name)
+            for name in sorted({*corpus.files, "MANIFEST.json"})
+        ]
+        items.append(ResolvedItem("prompt", "workflow_agent_system", text=SYSTEM_PROMPT))
+        package = Path(str(files("trustbench")))
+        for pattern in _HARNESS_CODE:
+            for path in sorted(package.glob(pattern)):
+                items.append(
+                    ResolvedItem("harness_code", path.relative_to(package).as_posix(), path=path)
+                )
+        return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
+
+    def plan(self, manifest: Manifest) -> list[TrialKey]:
+        """Every scenario x candidate x `trials_per_case`."""
+        spec = manifest.spec
+        return [
+            TrialKey(scenario_id, candidate.name, index)
+            for scenario_id in self.scenarios(manifest)
+            for candidate in spec.candidates
+            for index in range(spec.trials_per_case)
+        ]
+
+    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+        """Run one scenario with a fresh agent, boundary and platform; return the whole record."""
+        scenario = self.scenarios(ctx.manifest)[key.case_id]
+        config = configuration(ctx.candidate, self.options(ctx.manifest.spec))
+        chat: CoreChat | None = None
+        agent_factory: AgentFactory
+        if ctx.candidate.kind == "inprocess":
+            make = import_object(
+                agent_entry(ctx.candidate), what=f"candidate {ctx.candidate.name} entry"
+            )
+            settings = dict(ctx.candidate.settings)
+
+            def agent_factory() -> Any:
+                return make(settings)
+
+        else:
+            chat = CoreChat(ctx)
+            core_chat = chat
+
+            def agent_factory() -> Any:
+                return LLMAgent(core_chat, name=ctx.candidate.name)
+
+        run = await run_workflow_trial(
+            scenario.script,
+            agent_factory,
+            self._boundary(config),
+            budget=config.budget,
+        )
+        outcome = {
+            "scenario_id": scenario.scenario_id,
+            "configuration": config.model_dump(mode="json"),
+            "run": run.model_dump(mode="json"),
+        }
+        if chat is not None and chat.failure is not None:
+            return TrialOutcome(
+                status="failed",
+                outcome=outcome,
+                error_class=chat.failure.error_class,
+                error=str(chat.failure),
+            )
+        return TrialOutcome(status="completed", outcome=outcome)
+
+    @staticmethod
+    def _boundary(config: WorkflowConfiguration) -> BoundaryFactory:
+        return boundary_factory(config.boundary)
+
+    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+        """Grade every recorded trial from the ledger and build figures, sections and record."""
+        from trustbench.rtb._workflow_analysis import analyze_workflow_run
+
+        return analyze_workflow_run(manifest, ledger, self)
+
+
+def demo_spec_path() -> Path:
+    """The built-in demonstration spec (`rtb/experiments/demo_workflow.toml`)."""
+    return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_workflow.toml"
+
+
+def run_workflow_demo(out_dir: Path | str) -> ReportResult:
+    """Freeze, run (quietly) and report the built-in workflow demo into `out_dir`.
+
+    Scripted agents (harness instruments with known signatures) with the reference boundary and
+    one weaker boundary (`trusts-resource-labels`), every built-in scenario, K=1, on the simulated
+    platform. Gates are evaluated but never raised: the false-claiming and forging
+    configurations are expected to fail them, and the report says so.
+
+    Args:
+        out_dir: Run folder (created; an identical earlier freeze there is resumed).
+
+    Returns:
+        The report result: `html_path`, `record_path`, per-configuration gate results, `blocked`.
+    """
+    from trustbench.core._manifest import build_manifest, write_manifest
+    from trustbench.core._report_run import report_run
+    from trustbench.core._runner import run_experiment
+
+    run_dir = Path(out_dir)
+    write_manifest(build_manifest(demo_spec_path()), run_dir)
+    run_experiment(run_dir)
+    return report_run(run_dir)

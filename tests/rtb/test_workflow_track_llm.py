@@ -1,0 +1,163 @@
+"""`rtb/workflow` with an LLM agent on core's provider, against the local scripted test server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.support.cli import invoke
+from tests.support.openai_server import (
+    Behaviour,
+    OpenAIServer,
+    client_error,
+    openai_server,  # noqa: F401  (pytest fixture)
+    reply,
+)
+
+from trustbench.core import read_ledger
+
+ALLOWED = "dns_changes-01-permitted/direct"
+DENIED = "dns_changes-03-unauthorized_parameters/direct"
+
+
+def model_turn(body: dict[str, Any], _: int) -> Behaviour:
+    """A scripted 'model': read, request the proposal, cite the commit if executed, stop."""
+    messages = body["messages"]
+    brief = json.loads(messages[1]["content"])
+    turn = sum(m["role"] == "assistant" for m in messages)
+    if turn == 0:
+        calls = [
+            {"name": "read_resource", "arguments": {"resource_id": brief["target"]}},
+            {"name": "list_approvals", "arguments": {"target": brief["target"]}},
+        ]
+        return Behaviour("reply", tool_calls=calls)
+    if turn == 1:
+        return Behaviour(
+            "reply", tool_calls=[{"name": "request_change", "arguments": brief["proposal"]}]
+        )
+    if turn == 2:
+        result = json.loads(messages[-1]["content"])
+        if result.get("status") == "executed":
+            refs = {"summary": "applied", "evidence_refs": [result["commit_id"]]}
+            return Behaviour("reply", tool_calls=[{"name": "report_completion", "arguments": refs}])
+    return reply("Done.")
+
+
+def llm_spec(base_url: str, *, extra_options: str = "", scenarios: list[str]) -> str:
+    return f"""
+suite = "rtb"
+track = "workflow"
+trials_per_case = 1
+concurrency = 2
+timeout_s = 5.0
+order_seed = 5
+
+[corpus]
+builtin = "v0.1"
+
+[retry]
+transport_max_retries = 1
+backoff_base_s = 0.01
+backoff_max_s = 0.02
+
+[track_options]
+scenarios = {json.dumps(scenarios)}
+budget = {{ max_steps = 30, max_tokens = 100000, max_wall_s = 30.0 }}
+{extra_options}
+
+[analysis]
+bootstrap_resamples = 200
+
+[[candidates]]
+name = "llm"
+kind = "openai_chat"
+model = "test-model"
+base_url = "{base_url}"
+settings = {{ temperature = 0.0 }}
+price = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}
+"""
+
+
+def run(tmp_path: Path, text: str) -> tuple[dict[str, Any], Path]:
+    spec = tmp_path / "exp.toml"
+    spec.write_text(text)
+    run_dir = tmp_path / "run"
+    assert invoke("freeze", str(spec), "--out", str(run_dir))[0] == 0
+    code, out = invoke("run", str(run_dir), "--quiet")
+    assert code == 0, out
+    code, out = invoke("report", str(run_dir))
+    assert code == 0, out
+    return json.loads((run_dir / "record.json").read_text()), run_dir
+
+
+def test_llm_agent_completes_through_ctx_chat_and_is_graded_from_the_observer(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    openai_server.script(model_turn)
+    record, run_dir = run(tmp_path, llm_spec(openai_server.base_url, scenarios=[ALLOWED, DENIED]))
+    trials = {t["scenario_id"]: t for t in record["workflow"]["trials"]}
+    allowed, denied = trials[ALLOWED], trials[DENIED]
+    assert allowed["termination"] == "agent_stopped"
+    assert allowed["steps"][0]["completion"] == "completed"
+    assert [c["supported"] for c in allowed["claims"]] == [True]
+    assert allowed["boundary"] == "reference"
+    # the model asked for the out-of-approval change; the boundary refused; nothing took effect
+    assert denied["prohibited_attempts"] == 1 and not denied["prohibited_effect"]
+    assert denied["claims"] == []
+    # every chat turn is a core attempt with its raw request, tokens and cost
+    ledger = read_ledger(run_dir)
+    for trial in ledger.trials:
+        attempts = ledger.attempts_of(trial["trial_id"])
+        run_record = trial["outcome"]["run"]
+        model_calls = [e for e in run_record["trajectory"] if e["kind"] == "model_call"]
+        assert len(attempts) == len(model_calls) >= 3
+        assert all(a["call"] == "chat" and a["kind"] == "first" for a in attempts)
+        assert run_record["tokens_used"] == sum(
+            a["prompt_tokens"] + a["completion_tokens"] for a in attempts
+        )
+        assert run_record["cost_usd"] > 0
+    assert len(openai_server.requests) == sum(
+        len(ledger.attempts_of(t["trial_id"])) for t in ledger.trials
+    )
+    assert record["workflow"]["leak_scan"]["leaks"] == []
+
+
+def test_llm_step_budget_from_track_options_ends_the_trial_and_the_task_is_not_completed(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    openai_server.script(model_turn)
+    options = "[track_options.candidates.llm]\nbudget = { max_steps = 2 }"
+    record, _ = run(
+        tmp_path, llm_spec(openai_server.base_url, scenarios=[ALLOWED], extra_options=options)
+    )
+    (trial,) = record["workflow"]["trials"]
+    assert trial["termination"] == "budget_exhausted" and trial["budget_exhausted"] == "steps"
+    assert trial["steps"][0]["completion"] == "not_completed"
+    assert record["workflow"]["configurations"]["llm"]["budget"]["max_steps"] == 2
+
+
+def test_a_model_failing_mid_trial_fails_the_trial_but_its_observed_effect_still_counts(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    def failing_after_request(body: dict[str, Any], n: int) -> Behaviour:
+        turn = sum(m["role"] == "assistant" for m in body["messages"])
+        return client_error() if turn == 2 else model_turn(body, n)
+
+    openai_server.script(failing_after_request)
+    options = '[track_options.candidates.llm]\nboundary = "unchecked"'
+    record, _ = run(
+        tmp_path, llm_spec(openai_server.base_url, scenarios=[DENIED], extra_options=options)
+    )
+    (trial,) = record["workflow"]["trials"]
+    assert trial["status"] == "failed" and trial["error_class"] == "client_error"
+    assert trial["prohibited_effect"], "an effect caused before the failure must be graded"
+    counts = record["workflow"]["counts"]["llm"]
+    assert counts["prohibited_effect"] == {
+        **counts["prohibited_effect"],
+        "numerator": 1,
+        "denominator": 1,
+    }
