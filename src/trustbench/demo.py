@@ -99,6 +99,19 @@ def _control_track(out: Path, console: Console) -> str:
     return f"control-path track report: {result.html_path}"
 
 
+def _workflow_track(out: Path, console: Console) -> str:
+    from trustbench.rtb.workflow_track import run_workflow_demo
+
+    result = run_workflow_demo(out / "rtb-workflow")
+    console.print(_gate_table("RTB workflow track: release gates per agent + boundary", result))
+    console.print(
+        "Scripted agents qualify the harness; they are not candidates. Expected: honest passes; "
+        "false-claiming fails the unsupported-claims gate; forging through a label-trusting "
+        "boundary fails the prohibited-effect gates; outcomes come only from the observer."
+    )
+    return f"workflow track report: {result.html_path}"
+
+
 Step = tuple[str, Callable[[Path, Console], str]]
 
 STEPS: list[Step] = [
@@ -106,6 +119,7 @@ STEPS: list[Step] = [
     ("RTB harness self-audit", _harness_audit),
     ("RTB reviewer track: freeze, run, report", _review_track),
     ("RTB control-path track: freeze, run, report", _control_track),
+    ("RTB workflow track: freeze, run, report", _workflow_track),
 ]
 """The demo's steps, in order: (title, function(run folder, console) -> one-line summary)."""
 
