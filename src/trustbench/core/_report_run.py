@@ -91,7 +91,7 @@ def report_run(run_dir: Path) -> ReportResult:
             location=str(run_dir / "ledger.sqlite"),
         )
     manifest = read_manifest(run_dir)
-    track = load_track(manifest.spec.track_id)
+    track, _ = load_track(manifest.spec.track_id)
     if not isinstance(track, Analyzer):
         raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
     ledger = read_ledger(run_dir)
