@@ -15,6 +15,7 @@ from trustbench.core._track import Track
 from trustbench.errors import InputError
 
 BUILTIN_TRACKS: dict[str, str] = {
+    "trb/profile": "trustbench.trb.track:TrbProfileTrack",
     # One line per track, e.g.:
     # "rtb/review": "trustbench.rtb.review_track:ReviewTrack",
 }
