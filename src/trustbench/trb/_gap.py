@@ -160,8 +160,13 @@ def governance_gap(
 ) -> dict[str, Any]:
     """Delta_gov as a flat dict (the `trb smoke` result format), via core's statistics.
 
-    Same quantity as `governance_gap_figure`; `low`/`high` are the cluster-bootstrap
-    percentile interval and `sign_flip_p` the sign-flip test's two-sided p-value.
+    Same quantity as `governance_gap_figure`; `low`/`high` are core's cluster-bootstrap
+    percentile interval over traces (`interval_method` names core's method, `method` keeps this
+    module's label) and `sign_flip_p` the sign-flip test's two-sided p-value. The interval equals
+    the earlier in-module bootstrap's to float rounding (same seed, same index draws), except
+    when at most a quarter of the traces have distinct (d_i, n_i): core then draws multinomial
+    counts (same distribution, another random stream). The sign-flip p-value is now core's
+    (exact up to 16 traces, else Monte Carlo with the seed itself, not seed + 1).
 
     Args:
         tv_full: Per-trace sum of TV for the full model.
@@ -172,8 +177,9 @@ def governance_gap(
         level: Interval coverage.
 
     Returns:
-        estimate, low, high, method, seed, resamples, level, clusters, sign_flip_p,
-        sign_flip_method, sign_flip_draws, sign_flip_seed, paired_by.
+        estimate, low, high, method, interval_method, seed, resamples, level, clusters,
+        not_computable, sign_flip_p, sign_flip_method, sign_flip_draws, sign_flip_seed,
+        paired_by.
     """
     figure, test = governance_gap_figure(
         tv_full, tv_ablation, n_items, seed=seed, resamples=resamples, level=level
@@ -183,7 +189,8 @@ def governance_gap(
         "estimate": figure.estimate,
         "low": boot.lower,
         "high": boot.upper,
-        "method": boot.method,
+        "method": BOOTSTRAP_METHOD,
+        "interval_method": boot.method,
         "seed": boot.seed,
         "resamples": boot.resamples,
         "level": level,
