@@ -386,3 +386,13 @@ def test_built_in_smoke_spec_is_shipped_and_valid() -> None:
     spec = load_spec(builtin_spec("smoke"))
     assert spec.track_id == "trb/profile" and spec.gates[0].metric == "governance_gap"
     assert {c.model for c in spec.candidates} >= set(REFERENCE_PAIR.values())
+
+
+@pytest.mark.parametrize("name", ["trb-reference-pair.toml", "trb-user-adapter.toml"])
+def test_trb_examples_are_valid_specs_with_valid_track_options(name: str) -> None:
+    from trustbench.core import load_spec
+    from trustbench.trb._track._options import track_options
+
+    spec = load_spec(Path(__file__).parents[2] / "examples" / name)
+    assert spec.track_id == "trb/profile"
+    track_options(spec)

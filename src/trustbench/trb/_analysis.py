@@ -278,6 +278,7 @@ def _baselines(
             "description": description,
             "adapter_tier": tier,
             "candidate": candidate,
+            "candidate_tier": collected.tiers.get(candidate) if candidate else None,
             "status": "run" if ran else "not run",
             "trb_version": TRB_VERSION,
         }
