@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from trustbench.core import CandidateSpec, ResolvedItem
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb._conformance import check_adapter, load_factory
@@ -146,6 +148,11 @@ def _reference(
             f"adapter {name} is trained on the corpus's train split, which is empty",
             location=str(corpus.folder),
         )
+    # Inference uses the declared thread count as training does: these models are tiny, and
+    # torch's default (every core) makes each small op contend for a shared machine (measured
+    # here: 10x slower GRU calls on 2 busy cores). Training sets it too, so this only matters
+    # when the checkpoint comes from the cache.
+    torch.set_num_threads(options.train.threads)
     key = (name, corpus.manifest.corpus_sha256, options.train.model_dump_json(), str(cache_dir()))
     if key not in _MODELS:
         _MODELS[key] = load_reference_model(name, train, corpus.manifest, options.train)
