@@ -195,6 +195,7 @@ def test_every_row_names_trb_version_corpus_sha_and_adapter_tier(
     for figures in record["figures"].values():
         for fig in figures:
             assert "TRB v0.1" in fig["description"] and sha[:16] in fig["description"]
+            assert "{}" not in fig["description"]
 
 
 def test_reference_world_results_are_qualified_and_the_synthetic_share_is_stated(
@@ -396,3 +397,13 @@ def test_trb_examples_are_valid_specs_with_valid_track_options(name: str) -> Non
     spec = load_spec(Path(__file__).parents[2] / "examples" / name)
     assert spec.track_id == "trb/profile"
     track_options(spec)
+
+
+def test_k_trials_of_a_trace_form_one_cluster(tmp_path: Path) -> None:
+    record = freeze_run_report(_oracle_spec(tmp_path, trials=2), tmp_path / "run")
+    assert record["planned_trials"] == 8 * 2 * 2
+    g = figure(record, "uniform", "G")
+    assert g["unit_count"] == 16 and interval(g, "cluster_robust_t")["groups"] == 8
+    ledger = read_ledger(tmp_path / "run")
+    seeds = {a["request"]["seed"] for a in ledger.attempts}
+    assert seeds == {0, 1}

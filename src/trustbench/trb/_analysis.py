@@ -259,11 +259,15 @@ def _profile(
 
 
 def _baselines(
-    manifest: Manifest, collected: _Collected, subjects: dict[str, list[Figure]], label: str
+    manifest: Manifest,
+    collected: _Collected,
+    subjects: dict[str, list[Figure]],
+    label_for: Any,
 ) -> tuple[list[dict[str, Any]], FiguresBlock]:
     figures: list[Figure] = []
     rows = []
     for key, description, tier in BASELINES:
+        label = label_for(tier)
         candidate = next(
             (
                 c.name
@@ -475,7 +479,14 @@ def analyze_profile(
         subjects[gap[0]].append(gap_figure)
     checks = _oracle_checks(collected, subjects)
     profile, profile_block = _profile(candidates, subjects, measures)
-    baselines, baselines_block = _baselines(manifest, collected, subjects, gap_label)
+    baselines, baselines_block = _baselines(
+        manifest,
+        collected,
+        subjects,
+        lambda tier: (
+            f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; eval split]"
+        ),
+    )
     flags = _flags(candidates, subjects, corpus, collected, checks)
 
     sections: list[Any] = []

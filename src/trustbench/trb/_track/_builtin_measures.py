@@ -110,7 +110,7 @@ class GovernanceMeasure:
 
     def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
         """G overall and per slot, the null edit and its floor, hard accuracy, slot accuracy."""
-        items = "counterfactual interventions (step, r') over {{}} trial(s), clustered by trace; "
+        items = "counterfactual interventions (step, r') over {} trial(s), clustered by trace; "
         items += "invalid responses scored TV = 1 " + label
         n_trials = len(rows)
         figures = [

@@ -46,8 +46,9 @@ def freeze_run_report(
 def run_trb_demo(out_dir: Path) -> Path:
     """The TRB step of `trustbench demo`: the built-in smoke spec into `out_dir`.
 
-    About 15 s on one core the first time (two small reference models are trained and cached
-    under `$TRUSTBENCH_CACHE`), a few seconds after.
+    Measured on a busy 2-core machine: about 20 s of CPU (35 s wall) the first time, when two
+    small reference models are trained and cached under `$TRUSTBENCH_CACHE`; about 11 s of CPU
+    (22 s wall) after. Re-running into the same folder resumes it (nothing left to run).
 
     Returns:
         The written `report.html`.
