@@ -115,6 +115,8 @@ def test_freeze_run_report_writes_the_run_folder_and_pins_corpus_and_checkpoints
     assert record["complete"] and record["finished_trials"] == record["planned_trials"]
     assert record["planned_trials"] == (30 + 6) * 5
     assert "TRB v0.1 profile" in (run_dir / "report.html").read_text()
+    again = build_manifest(Path(manifest["base_dir"]) / manifest["spec_file"])
+    assert again.manifest_sha256 == manifest["manifest_sha256"]  # freezing is deterministic
 
 
 def test_governance_gap_is_positive_with_an_interval_excluding_zero(
@@ -381,10 +383,13 @@ def test_trb_run_command_freezes_runs_and_reports_a_spec(
     assert code == 0, output
 
 
-def test_built_in_smoke_spec_is_shipped_and_valid() -> None:
+@pytest.mark.parametrize("name", ["smoke", "reference"])
+def test_built_in_specs_are_shipped_and_valid(name: str) -> None:
     from trustbench.core import load_spec
+    from trustbench.trb._track._options import track_options
 
-    spec = load_spec(builtin_spec("smoke"))
+    spec = load_spec(builtin_spec(name))
+    track_options(spec)
     assert spec.track_id == "trb/profile" and spec.gates[0].metric == "governance_gap"
     assert {c.model for c in spec.candidates} >= set(REFERENCE_PAIR.values())
 
