@@ -146,7 +146,9 @@ class TrbProfileTrack:
         prepared = self._prepare(manifest.spec, Path(manifest.base_dir))
         return cross_product(sorted(prepared.cases), manifest)
 
-    def prepared(self, manifest: Manifest) -> tuple[TrbTrackOptions, LoadedCorpus, dict, list]:
+    def prepared(
+        self, manifest: Manifest
+    ) -> tuple[TrbTrackOptions, LoadedCorpus, dict[str, Trace], list[tuple[TrbMeasure, str]]]:
         """Options, corpus, cases and measures of a frozen run, after checking the corpus.
 
         Raises:
