@@ -14,6 +14,6 @@ def test_demo_runs_every_step_into_the_given_folder(tmp_path: Path) -> None:
     assert len(list((out / "rtb-export" / "inputs").glob("*.json"))) == 60
     assert (out / "rtb-export" / "grader" / "evaluation_map.json").is_file()
     assert "self-audit: all" in result.output
-    for track in ("rtb-review", "rtb-control", "rtb-workflow"):
+    for track in ("rtb-review", "rtb-control", "rtb-workflow", "trb"):
         assert (out / track / "record.json").is_file()
         assert (out / track / "report.html").is_file()

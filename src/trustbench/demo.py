@@ -112,6 +112,18 @@ def _workflow_track(out: Path, console: Console) -> str:
     return f"workflow track report: {result.html_path}"
 
 
+def _trb_profile(out: Path, console: Console) -> str:
+    from trustbench.trb.track import run_trb_demo
+
+    html_path = run_trb_demo(out / "trb")
+    console.print(
+        "TRB smoke: Tracks 1 and 3 for the Trace-AI reference pair (ablation vs full) and audit "
+        "oracles, and the governance gap with a trace-clustered interval. Reference world only "
+        "(synthetic counterfactuals, no human data): a harness check, not a TRB score."
+    )
+    return f"TRB profile report: {html_path}"
+
+
 Step = tuple[str, Callable[[Path, Console], str]]
 
 STEPS: list[Step] = [
@@ -120,6 +132,7 @@ STEPS: list[Step] = [
     ("RTB reviewer track: freeze, run, report", _review_track),
     ("RTB control-path track: freeze, run, report", _control_track),
     ("RTB workflow track: freeze, run, report", _workflow_track),
+    ("TRB reference pair: freeze, run, report", _trb_profile),
 ]
 """The demo's steps, in order: (title, function(run folder, console) -> one-line summary)."""
 

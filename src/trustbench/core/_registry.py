@@ -18,6 +18,7 @@ BUILTIN_TRACKS: dict[str, str] = {
     "rtb/review": "trustbench.rtb.review_track:ReviewTrack",
     "rtb/control": "trustbench.rtb.control_track:ControlTrack",
     "rtb/workflow": "trustbench.rtb.workflow_track:WorkflowTrack",
+    "trb/profile": "trustbench.trb.track:TrbProfileTrack",
 }
 """Tracks shipped with trustbench."""
 

@@ -1,7 +1,8 @@
 """The `trustbench trb` command group: check-adapter, audit, corpus, run, smoke.
 
-Commands compute and print results directly and can write the JSON result; wiring into the
-shared ledger/freeze/report is done by the core commands. Failures raise `CheckFailed`
+`trb run` freezes a built-in (or given) spec of the `trb/profile` track, runs it through the
+shared ledger and writes `record.json` and `report.html`; `trb smoke` is the quick direct
+look that prints results without a run folder. Failures raise `CheckFailed`
 (exit 1) or `InputError` (exit 2), which the top-level entry point turns into messages.
 """
 
@@ -209,26 +210,109 @@ def _finish(result: dict[str, Any], out: Path | None) -> None:
         out.write_text(json.dumps(result, indent=2), encoding="utf-8")
         typer.echo(f"result written to {out}")
     if not all(r["passed"] for r in result["audit"]):
-        raise CheckFailed("harness audit failed during the run", location="trb run")
+        raise CheckFailed("harness audit failed during the run", location="trb smoke")
 
 
 @trb_app.command()
 def run(
-    corpus_dir: Annotated[Path | None, typer.Option("--corpus", help="Stored corpus.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
-    smoke: Annotated[bool, typer.Option(help="Use the one-minute smoke configuration.")] = False,
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Run folder: manifest.json, ledger.sqlite, record, report."),
+    ],
+    spec: Annotated[
+        str, typer.Option(help="Built-in spec (smoke, reference) or a TRB spec file.")
+    ] = "smoke",
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
 ) -> None:
-    """Train-or-load the reference pair and run Tracks 1 & 3, the gap and the audit."""
-    from trustbench.trb._run import SMOKE_CONFIG, RunConfig, run_reference
+    """Freeze a TRB spec, run it through the ledger and report it (exit 1 on a failed gate).
 
-    _finish(run_reference(SMOKE_CONFIG if smoke else RunConfig(), corpus_dir), out)
+    Same as `trustbench freeze SPEC --out DIR && trustbench run DIR && trustbench report DIR`;
+    running again into the same folder resumes it.
+    """
+    from trustbench.core._progress import NoProgress, default_progress
+    from trustbench.trb._track._pipeline import builtin_spec, freeze_run_report
+
+    result = freeze_run_report(
+        builtin_spec(spec), out, NoProgress() if quiet else default_progress()
+    )
+    record = json.loads(result.record_path.read_text(encoding="utf-8"))
+    _print_profile_record(record)
+    for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
+        typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
+    if not result.complete:
+        typer.echo("note: the run was interrupted; unrun trials are reported as not run")
+    typer.echo(f"wrote {result.record_path} and {result.html_path}")
+    failed_checks = [c for c in record["trb"]["oracle_checks"] if not c["passed"]]
+    if failed_checks:
+        first = failed_checks[0]
+        raise CheckFailed(
+            f"harness self-check failed: {first['oracle']} {first['metric']} measured "
+            f"{first['measured']}, closed form {first['expected']:.6f}",
+            location=str(result.record_path),
+        )
+    if result.blocked:
+        failed = [g.spec.label for g in result.gates if g.status != "passed"]
+        raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
+
+
+def _print_profile_record(record: dict[str, Any]) -> None:
+    console = Console()
+    trb = record["trb"]
+    console.print(f"[bold]{trb['version']}[/]  corpus sha256 {trb['corpus']['sha256']}")
+    for line in record["qualifications"][:1]:
+        console.print(f"[yellow]{escape(line)}[/]")
+    table = Table(title="Profile vector, eval split (95% trace-clustered bootstrap)")
+    for column in ("candidate", "tier", "G", "attr", "not run"):
+        table.add_column(column)
+    for name, axes in trb["profile"].items():
+        cells = []
+        for axis in ("G", "attr"):
+            a = axes[axis]
+            cells.append(
+                "not run"
+                if a["value"] is None
+                else f"{a['value']:.3f}"
+                + ("" if a["lower"] is None else f" [{a['lower']:.3f}, {a['upper']:.3f}]")
+            )
+        unrun = ", ".join(axis for axis, a in axes.items() if a["value"] is None)
+        table.add_row(escape(name), str(trb["adapters"][name]["tier"]), *cells, unrun)
+    console.print(table)
+    baselines = Table(title="Baselines (spec §4), eval split")
+    for column in ("baseline", "tier", "status", "candidate", "G", "balanced accuracy"):
+        baselines.add_column(column)
+    for b in trb["baselines"]:
+        baselines.add_row(
+            b["baseline"], b["adapter_tier"], b["status"], escape(str(b["candidate"] or "-")),
+            _fmt(b["G"]), _fmt(b["balanced_accuracy"]),
+        )  # fmt: skip
+    console.print(baselines)
+    gap = trb["governance_gap"]
+    if gap.get("status") == "run":
+        boot, test = gap["bootstrap"], gap["sign_flip_test"]
+        console.print(
+            f"Delta_gov = G({gap['full']}) - G({gap['ablation']}) = {gap['estimate']:.3f}, 95% CI "
+            f"[{_fmt(boot['lower'])}, {_fmt(boot['upper'])}] (trace-clustered bootstrap, seed "
+            f"{boot['seed']}, {boot['resamples']} resamples, {gap['paired_traces']} traces); "
+            f"sign-flip p = {test['p_value']:.4g} ({test['method']})"
+        )
+    else:
+        console.print(f"Delta_gov: not run ({gap.get('reason')})")
+    for flag in trb["flags"]:
+        console.print(f"flag: {escape(flag)}")
 
 
 @trb_app.command("smoke")
 def smoke_command(
     out: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+    corpus_dir: Annotated[
+        Path | None, typer.Option("--corpus", help="Stored corpus instead of the generated one.")
+    ] = None,
+    full: Annotated[bool, typer.Option(help="Full-size reference configuration.")] = False,
 ) -> None:
-    """The one-minute smoke run (tiny corpus, tiny reference pair)."""
-    from trustbench.trb._run import smoke_run
+    """Quick look without a run folder: the reference pair through Tracks 1 & 3 and the gap.
 
-    _finish(smoke_run(), out)
+    Prints results directly (no manifest, ledger or report); `trb run` is the recorded run.
+    """
+    from trustbench.trb._run import SMOKE_CONFIG, RunConfig, run_reference
+
+    _finish(run_reference(RunConfig() if full else SMOKE_CONFIG, corpus_dir), out)

@@ -1,0 +1,44 @@
+"""Public API of TRB's shared-harness track (`trb/profile`) and its measure extension point.
+
+`TrbProfileTrack` is registered in core as `trb/profile`; `run_trb_demo` and
+`freeze_run_report` run a built-in spec end to end; `register_measure` / `TrbMeasure` add a
+track (a profile axis) to the profile.
+"""
+
+from trustbench.trb._track import (
+    BUILTIN_CORPUS,
+    BUILTIN_MEASURES,
+    PROFILE_AXES,
+    MeasureRow,
+    StatsPlan,
+    TrbMeasure,
+    TrbProfileTrack,
+    TrbTrackOptions,
+    load_measure,
+    measure_targets,
+    register_measure,
+)
+from trustbench.trb._track._pipeline import (
+    BUILTIN_SPECS,
+    builtin_spec,
+    freeze_run_report,
+    run_trb_demo,
+)
+
+__all__ = [
+    "BUILTIN_CORPUS",
+    "BUILTIN_MEASURES",
+    "BUILTIN_SPECS",
+    "PROFILE_AXES",
+    "MeasureRow",
+    "StatsPlan",
+    "TrbMeasure",
+    "TrbProfileTrack",
+    "TrbTrackOptions",
+    "builtin_spec",
+    "freeze_run_report",
+    "load_measure",
+    "measure_targets",
+    "register_measure",
+    "run_trb_demo",
+]
