@@ -9,6 +9,7 @@ working, and the demo says so instead of exiting non-zero.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
@@ -116,6 +117,16 @@ def _trb_profile(out: Path, console: Console) -> str:
     from trustbench.trb.track import run_trb_demo
 
     html_path = run_trb_demo(out / "trb")
+    record = json.loads((html_path.parent / "record.json").read_text(encoding="utf-8"))
+    gap = record["trb"]["governance_gap"]
+    interval = gap["bootstrap"]
+    console.print(
+        f"governance gap Delta_gov = G({gap['full']}) - G({gap['ablation']}) = "
+        f"{gap['estimate']:.3f}, {interval['confidence']:.0%} trace-clustered bootstrap interval "
+        f"[{interval['lower']:.3f}, {interval['upper']:.3f}] over {gap['paired_traces']} eval "
+        f"traces (seed {interval['seed']}, {interval['resamples']} resamples)",
+        highlight=False,
+    )
     console.print(
         "TRB smoke: Tracks 1 and 3 for the Trace-AI reference pair (ablation vs full) and audit "
         "oracles, and the governance gap with a trace-clustered interval. Reference world only "
