@@ -53,5 +53,7 @@ def main() -> None:
         app()
     except TrustbenchError as error:
         # The message is data (it may hold `[brackets]`): never parse it as rich markup.
-        Console(stderr=True).print("[bold red]error:[/]", Text(str(error)), highlight=False)
+        Console(stderr=True, soft_wrap=True).print(
+            "[bold red]error:[/]", Text(str(error)), highlight=False
+        )
         sys.exit(error.exit_code)
