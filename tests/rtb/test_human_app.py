@@ -242,3 +242,10 @@ def test_links_carry_one_distinct_token_per_participant(runs: tuple[Path, Path])
     assert set(links) == {"sre-cab-p01", "sre-cab-p02"}
     tokens = {re.sub(r".*/s/", "", link) for link in links.values()}
     assert len(tokens) == 2 and all(len(t) >= 32 for t in tokens)
+
+
+def test_a_run_of_ai_reviewers_cannot_be_served_to_participants(runs: tuple[Path, Path]) -> None:  # noqa: F811
+    ai_dir, _ = runs
+    with pytest.raises(InputError, match="only human candidates"):
+        open_session_run(ai_dir).__enter__()
+    assert not read_ledger(ai_dir).events[-1]["kind"] == "run_started"  # nothing was written

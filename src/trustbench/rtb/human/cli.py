@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,11 @@ human_app = typer.Typer(
     help="Human reviewer comparison: a local review app for real participants.",
     no_args_is_help=True,
 )
+
+
+@human_app.callback()
+def human() -> None:
+    """Human reviewer comparison: serve a frozen run of `human` candidates to its participants."""
 
 
 @human_app.command()
@@ -38,11 +44,12 @@ def serve(
             await runner.setup()
             site = web.TCPSite(runner, host, port)
             await site.start()
-            bound = site._server.sockets[0].getsockname()[1] if site._server else port  # type: ignore[union-attr]
+            bound = runner.addresses[0][1] if runner.addresses else port
             typer.echo(f"serving {run_dir} on http://{host}:{bound} (Ctrl-C stops and pauses)")
             for candidate, link in sorted(served.links(f"http://{host}:{bound}").items()):
                 typer.echo(f"  {candidate}: {link}")
             typer.echo("give each participant only their own link (it is their access token)")
+            sys.stdout.flush()
             try:
                 await asyncio.Event().wait()
             finally:
