@@ -229,9 +229,10 @@ def test_trustbench_run_is_refused_while_the_app_serves(runs: tuple[Path, Path])
     _, human_dir = runs
     with SessionRun(run_dir=human_dir) as served:
         assert served.store is not None
-        with pytest.raises(InputError, match="another `trustbench run`"):
-            run_experiment(human_dir)
         with pytest.raises(InputError):
+            run_experiment(human_dir)
+        # The app holds the run folder's lock, the same one `trustbench run` takes.
+        with pytest.raises(InputError, match="another `trustbench run` is using this folder"):
             open_session_run(human_dir).__enter__()
 
 
@@ -248,4 +249,11 @@ def test_a_run_of_ai_reviewers_cannot_be_served_to_participants(runs: tuple[Path
     ai_dir, _ = runs
     with pytest.raises(InputError, match="only human candidates"):
         open_session_run(ai_dir).__enter__()
-    assert not read_ledger(ai_dir).events[-1]["kind"] == "run_started"  # nothing was written
+    assert read_ledger(ai_dir).events[-1]["kind"] != "run_started"  # nothing was written
+
+
+def test_trustbench_run_refuses_a_run_of_human_candidates(runs: tuple[Path, Path]) -> None:  # noqa: F811
+    _, human_dir = runs
+    with pytest.raises(InputError, match="rtb human serve"):
+        run_experiment(human_dir)
+    assert not (human_dir / "ledger.sqlite").exists()
