@@ -257,3 +257,13 @@ def test_trustbench_run_refuses_a_run_of_human_candidates(runs: tuple[Path, Path
     with pytest.raises(InputError, match="rtb human serve"):
         run_experiment(human_dir)
     assert not (human_dir / "ledger.sqlite").exists()
+
+
+def test_a_recommendation_source_other_than_the_frozen_one_is_refused(tmp_path: Path) -> None:
+    from tests.rtb.test_human_fixtures import ai_run, human_run, small_corpus
+
+    corpus = small_corpus(tmp_path / "corpus")
+    ai_run(tmp_path, corpus)
+    human_dir = human_run(tmp_path, corpus, "0" * 64)  # the example's unreplaced placeholder
+    with pytest.raises(InputError, match="is not the frozen 000000000000"):
+        open_session_run(human_dir).__enter__()
