@@ -98,7 +98,13 @@ def test_two_participants_yield_a_report_with_both_configurations_timings_and_vi
     trials = [t for t in review["trials"] if t["configuration"] == "sre-cab-p02"]
     assert {t["outcome"] for t in trials} == {"permit", "deny", "hold"}
     assert all(t["supported"] for t in trials)  # the policy, applied by hand, is supported
+    halves = human["participants"]["sre-cab-p02"]["supported_by_session_half"]
+    assert halves == {
+        "positions 1-6": {"supported": 6, "cases": 6},
+        "positions 7-12": {"supported": 6, "cases": 6},
+    }
     page = result.html_path.read_text()
+    assert "supported_finding_rate [sre-cab-p02; positions 1-6]" in page
     assert "Agreement with the AI recommendation, by visibility" in page
     assert "team platform-sre" in page
 

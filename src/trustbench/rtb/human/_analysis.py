@@ -11,6 +11,7 @@ only a human comparison has:
   time limit, whether the AI recommendation was visible), so the report never speaks of "humans"
   in general;
 - time on task and time-limit overruns per configuration;
+- supported findings by half of the session (position in the interleaved order), for learning;
 - agreement with the paired AI decision, split by whether it was visible, overall and on the
   cases where the AI decision differs from the reference (following an AI error).
 
@@ -173,6 +174,7 @@ def human_report(
     timing_lines: list[str] = []
     timing_figures: list[Figure] = []
     agreement_figures: list[Figure] = []
+    learning_figures: list[Figure] = []
     record: dict[str, Any] = {"participants": {}, "agreement_by_visibility": {}}
     pooled: dict[str, list[int]] = {"visible": [0, 0, 0, 0], "not_visible": [0, 0, 0, 0]}
     for candidate in spec.candidates:
@@ -197,6 +199,29 @@ def human_report(
                 confidence=confidence,
             )
         )
+        half = (len(corpus.cases) + 1) // 2
+        learning: dict[str, dict[str, int]] = {}
+        positions = [o.get("position") for o in outcomes]
+        for label, first_half in (
+            (f"positions 1-{half}", True),
+            (f"positions {half + 1}-{len(corpus.cases)}", False),
+        ):
+            chosen = [
+                t
+                for t, p in zip(trials, positions, strict=True)
+                if isinstance(p, int) and (p < half) == first_half
+            ]
+            learning[label] = {"supported": sum(t.supported for t in chosen), "cases": len(chosen)}
+            learning_figures.append(
+                rate_figure(
+                    f"supported_finding_rate [{candidate.name}; {label}]",
+                    sum(t.supported for t in chosen),
+                    len(chosen),
+                    description=f"supported findings of cases reviewed at {label} of the session",
+                    unit="case",
+                    confidence=confidence,
+                )
+            )
         timing_lines.append(
             f"{candidate.name}: {len(trials)} case(s) submitted of {len(corpus.cases)}; time on "
             "task (pauses excluded) "
@@ -215,6 +240,7 @@ def human_report(
             "time_on_task_s": times,
             "time_limit_overruns": overruns,
             "rejected_submissions": rejected,
+            "supported_by_session_half": learning,
         }
         rec = participant.recommendation
         if rec is not None:
@@ -302,6 +328,13 @@ def human_report(
             title="Time-limit overruns",
             figures=timing_figures,
             note="Time limits are not enforced; an overrun is recorded, not cut off.",
+        ),
+        FiguresBlock(
+            title="Learning across the session",
+            figures=learning_figures,
+            note="Each participant's cases split by their position in the seeded, interleaved "
+            "order. The halves hold different cases, so a difference mixes learning (or fatigue) "
+            "with case difficulty.",
         ),
         FiguresBlock(
             title="Agreement with the AI recommendation, by visibility",
