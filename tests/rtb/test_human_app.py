@@ -64,7 +64,15 @@ def session_pages(human_dir: Path) -> list[str]:
 
     async def driver(client: TestClient, tokens: dict[str, str]) -> None:
         await complete(client, tokens["sre-cab-p01"], True, pages)
-        await complete(client, tokens["sre-cab-p02"], False, pages)
+        token = tokens["sre-cab-p02"]
+        page = await (await client.get(f"/s/{token}")).text()
+        pages.append(await (await client.post(f"/s/{token}/pause")).text())
+        pages.append(await (await client.post(f"/s/{token}/resume")).text())
+        refused = {**participant_answer(page, False), "evidence_refs": ["no-such-record"]}
+        pages.append(await submit(client, token, refused))
+        pages.append(await (await client.get("/")).text())
+        pages.append(await (await client.get("/s/not-a-token")).text())
+        await complete(client, token, False, pages)
 
     serve(human_dir, driver)
     return pages
@@ -75,7 +83,8 @@ def test_two_participants_yield_a_report_with_both_configurations_timings_and_vi
 ) -> None:
     _, human_dir = runs
     pages = session_pages(human_dir)
-    assert len(pages) == 26  # 12 review pages + the finished page, twice
+    # 12 review pages + the finished page, twice; paused, resumed, refused, landing, 403 pages
+    assert len(pages) == 31
     result = report_run(human_dir)
     assert result.complete
     review = json.loads(result.record_path.read_text())["review"]
@@ -119,6 +128,9 @@ def test_every_page_served_is_free_of_grader_only_values(runs: tuple[Path, Path]
         code.value for code in ReasonCode
     }
     pages = session_pages(human_dir)
+    # The scan is not vacuous: a case id or a variant name planted in a page is found.
+    assert find_leaks(pages[0] + corpus.cases[0].case_id, forbidden)
+    assert find_leaks(pages[0] + " revoked_approval", forbidden)
     for page in pages:
         assert find_leaks(page, forbidden) == []
         assert "reference" not in page.lower().replace("reference-policy", "")
