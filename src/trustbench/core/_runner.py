@@ -290,5 +290,11 @@ def run_experiment(run_dir: Path, progress: ProgressReporter | None = None) -> R
     """
     if not (run_dir / "manifest.json").exists():
         raise InputError("no manifest.json: run `trustbench freeze` first", location=str(run_dir))
+    humans = [c.name for c in read_manifest(run_dir).spec.candidates if c.kind == "human"]
+    if humans:
+        raise InputError(
+            f"human candidates {humans} answer in `trustbench rtb human serve`, not in `run`",
+            location=str(run_dir / "manifest.json"),
+        )
     with _RunLock(run_dir):
         return asyncio.run(_run(run_dir, progress or NoProgress()))

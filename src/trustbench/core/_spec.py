@@ -69,14 +69,69 @@ class PriceSpec(_Strict):
     """US dollars per one million completion (output) tokens."""
 
 
+class RecommendationSpec(_Strict):
+    """Which earlier AI configuration's decisions are paired with a human participant's cases.
+
+    The source is a finished run folder of the same corpus, pinned by its manifest hash. Whether
+    the participant *sees* the recommendation is `visible`; with `visible = false` the decisions
+    are still paired in the report, so agreement can be compared with and without visibility.
+    """
+
+    run: str
+    """Finished run folder holding the AI configuration, relative to the spec file's folder
+    (or absolute)."""
+    manifest_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of that run's frozen manifest: a different or re-frozen run is refused."""
+    configuration: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
+    """Configuration of that run (a candidate name or a declared chain) whose decisions are used."""
+    visible: bool
+    """True: the participant is shown the configuration's decision beside each case."""
+
+
+class ParticipantSpec(_Strict):
+    """A real person reviewing cases (a `human` candidate); all of it is frozen with the run."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    """Pseudonymous participant id (never a name or an e-mail address)."""
+    team: str = Field(min_length=1)
+    """The team the participant reviews for, as named in the report (never "humans" in general)."""
+    workflow: str = Field(min_length=1)
+    """The review workflow being exercised (e.g. `change-advisory-desk, single reviewer`)."""
+    qualifications: list[str] = Field(min_length=1)
+    """Declared qualifications (role, years in the domain, certifications), as the participant
+    or the study lead stated them."""
+    permitted_tools: list[str] = Field(default_factory=list)
+    """Tools the participant may use while reviewing; empty = none beyond the review page."""
+    evidence_access: str = Field(min_length=1)
+    """What evidence the participant can consult (e.g. `the case's evidence records only, as
+    shown to model reviewers`)."""
+    time_limit_s: float = Field(gt=0)
+    """Time limit per case in seconds. Not enforced: overruns are recorded and reported."""
+    recommendation: RecommendationSpec | None = None
+    """The AI configuration paired with this participant's cases, shown or not; None = no AI
+    recommendation is shown or compared."""
+
+
+class HumanProtocolSpec(_Strict):
+    """Experiment-level facts of a human comparison."""
+
+    reference_suppliers: list[str] = Field(min_length=1)
+    """Pseudonymous ids (or the team) who supplied the reference decisions; no participant may
+    be one of them, so the people measured are not the people who wrote the answer key."""
+
+
 class CandidateSpec(_Strict):
-    """One system under test: a chat model behind an API, or a deterministic in-process one."""
+    """One system under test: an API chat model, in-process code, or a person (`human`).
+
+    A `human` candidate is a real participant reviewing through `trustbench rtb human serve`.
+    """
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
     """Unique name used in trial keys, the ledger and the report."""
-    kind: Literal["openai_chat", "anthropic_messages", "inprocess"]
+    kind: Literal["openai_chat", "anthropic_messages", "inprocess", "human"]
     """`openai_chat` (any OpenAI-compatible chat-completions server: vLLM, Ollama, llama.cpp,
-    hosted APIs), `anthropic_messages`, or `inprocess` (deterministic Python code)."""
+    hosted APIs), `anthropic_messages`, `inprocess` (deterministic Python code) or `human` (a
+    participant answering in the local review app; never run by `trustbench run`)."""
     model: str | None = None
     """Requested model id sent to the API (required for API kinds). The reported id is recorded
     per attempt; a hosted alias may resolve to different revisions over time."""
@@ -97,6 +152,9 @@ class CandidateSpec(_Strict):
     are rejected."""
     price: PriceSpec | None = None
     """Token prices for cost accounting; without it every attempt's cost is null."""
+    participant: ParticipantSpec | None = None
+    """For `human`: who reviews and under which protocol (required for `human`, refused
+    otherwise)."""
 
     @field_validator("settings")
     @classmethod
@@ -123,7 +181,15 @@ class CandidateSpec(_Strict):
 
     @model_validator(mode="after")
     def _kind_fields(self) -> CandidateSpec:
-        if self.kind == "inprocess":
+        if (self.kind == "human") != (self.participant is not None):
+            raise ValueError("participant is required for a human candidate and only for one")
+        if self.kind == "human":
+            if self.base_url or self.api_key_env or self.entry or self.model or self.settings:
+                raise ValueError(
+                    "a human candidate takes only a name and a participant (no model, "
+                    "base_url, api_key_env, entry or settings)"
+                )
+        elif self.kind == "inprocess":
             if self.base_url or self.api_key_env:
                 raise ValueError("an inprocess candidate takes no base_url or api_key_env")
         else:
@@ -215,6 +281,8 @@ class ExperimentSpec(_Strict):
     """Release gates."""
     track_options: dict[str, JsonValue] = Field(default_factory=dict)
     """Track-specific options (the track validates them when it resolves the spec)."""
+    human_protocol: HumanProtocolSpec | None = None
+    """Required when any candidate is `human`: who supplied the reference decisions."""
 
     @property
     def track_id(self) -> str:
@@ -228,6 +296,19 @@ class ExperimentSpec(_Strict):
             if candidate.name in seen:
                 raise ValueError(f"candidate name {candidate.name!r} is used twice")
             seen.add(candidate.name)
+        humans = [c for c in self.candidates if c.participant is not None]
+        if humans and self.human_protocol is None:
+            raise ValueError("human candidates need [human_protocol] reference_suppliers")
+        participant_ids = [c.participant.id for c in humans if c.participant is not None]
+        if len(participant_ids) != len(set(participant_ids)):
+            raise ValueError("a participant id is used by two human candidates")
+        if self.human_protocol is not None:
+            measured = set(participant_ids) & set(self.human_protocol.reference_suppliers)
+            if measured:
+                raise ValueError(
+                    f"participant(s) {sorted(measured)} also supplied the reference decisions; "
+                    "the people measured must not be the answer key's authors"
+                )
         gate_names = [gate.label for gate in self.gates]
         if len(gate_names) != len(set(gate_names)):
             raise ValueError("gate names must be unique")

@@ -14,6 +14,7 @@ from itertools import combinations
 from typing import Any
 
 from trustbench.core import LedgerContents, Manifest, TrackAnalysis
+from trustbench.core._manifest import CandidateRecord
 from trustbench.core.figures import Figure
 from trustbench.core.report import (
     Block,
@@ -39,6 +40,11 @@ from trustbench.rtb._review_track._sections import (
     confusion_block,
     operating_line,
 )
+from trustbench.rtb.human._analysis import (
+    human_report,
+    is_human_run,
+    paired_configurations,
+)
 
 
 def _breakdown(
@@ -63,7 +69,7 @@ def _breakdown(
 def _configuration_record(
     configuration: ReviewConfiguration,
     member_names: list[str],
-    manifest: Manifest,
+    candidates: dict[str, CandidateRecord],
     rows: list[ConfigurationRow],
     metrics: ReviewMetrics | None,
     not_run: int,
@@ -71,7 +77,7 @@ def _configuration_record(
     reported = sorted(
         {m.reported_model for r in rows for m in r.members if m.reported_model is not None}
     )
-    records = {c.name: c for c in manifest.candidates}
+    records = candidates
     return {
         "kind": configuration.kind.value,
         "members": [
@@ -103,6 +109,18 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     }
     graded = member_trials(manifest, ledger, corpus)
     configs = configurations(spec)
+    # A human run pairs its participants with AI configurations of earlier, verified runs; they
+    # join the report as configurations of their own (figures, paired comparisons), not as gated
+    # subjects of this run.
+    paired, sources = (
+        paired_configurations(manifest, corpus) if is_human_run(manifest) else ([], {})
+    )
+    own_records = {c.name: c for c in manifest.candidates}
+    entries = [
+        (c, m, *configuration_rows(c, m, corpus, k, graded), own_records) for c, m in configs
+    ] + [(p.configuration, p.members, p.rows, p.not_run, p.candidates) for p in paired]
+    paired_names = {p.name for p in paired}
+    paired_figures: dict[str, list[Figure]] = {}
     all_rows: dict[str, list[ConfigurationRow]] = {}
     subjects: dict[str, list[Figure]] = {}
     baseline_figures: list[Figure] = []
@@ -113,20 +131,21 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     chain_blocks: list[Block] = []
     chain_records: dict[str, Any] = {}
     operating: list[str] = []
-    for configuration, members in configs:
-        rows, not_run = configuration_rows(configuration, members, corpus, k, graded)
+    for configuration, members, rows, not_run, candidate_records in entries:
         all_rows[configuration.name] = rows
         plain = [r.row for r in rows]
         baseline = configuration.kind is ConfigurationKind.UNCHECKED
         figures = configuration_figures(plain, unit=unit, k=k, baseline=baseline, **stats)
         if baseline:
             baseline_figures = figures
+        elif configuration.name in paired_names:
+            paired_figures[configuration.name] = figures
         else:
             subjects[configuration.name] = figures
         metrics = review_metrics(plain) if plain else None
         trial_records += record_rows(configuration.name, rows, not_run, corpus)
         config_records[configuration.name] = _configuration_record(
-            configuration, members, manifest, rows, metrics, len(not_run)
+            configuration, members, candidate_records, rows, metrics, len(not_run)
         )
         breakdowns[configuration.name] = {
             key: {
@@ -147,7 +166,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 chain_records[configuration.name] = record
     paired_records: list[dict[str, Any]] = []
     differences: list[Figure] = []
-    names = [c.name for c, _ in configs]
+    names = [entry[0].name for entry in entries]
     for first, second in combinations(names, 2):
         record, difference = compare(
             first,
@@ -161,7 +180,18 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         if difference is not None:
             differences.append(difference)
 
-    every = {"unchecked": baseline_figures, **subjects}
+    every = {"unchecked": baseline_figures, **subjects, **paired_figures}
+    human_blocks: list[Block] = []
+    human_record: dict[str, Any] | None = None
+    if is_human_run(manifest):
+        human_blocks, human_record = human_report(
+            manifest,
+            corpus,
+            graded,
+            {t["trial_id"]: t.get("outcome") or {} for t in ledger.trials},
+            sources,
+            analysis.confidence,
+        )
     sections: list[Block] = [
         TextBlock(
             title="What was run",
@@ -176,10 +206,11 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                     f"{c.name} ({c.kind.value}): members "
                     f"{', '.join(members) if members else 'none (every proposal proceeds)'}; "
                     f"provider relation: {c.provider_relation.value} (a label, not a finding)."
-                    for c, members in configs
+                    for c, members, *_ in entries
                 ],
             ],
         ),
+        *human_blocks,
         *[
             ForestBlock(
                 title=f"{metric} by configuration",
@@ -242,6 +273,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 "paired": paired_records,
                 "chains": chain_records,
                 "trials": trial_records,
+                "human": human_record,
             }
         },
     )

@@ -75,6 +75,13 @@ def parse_options(spec: ExperimentSpec) -> ReviewTrackOptions:
 
 def member_identity(candidate: CandidateSpec) -> MemberIdentity:
     """A candidate's identity as a chain member (requested model; provider from its kind)."""
+    if candidate.participant is not None:
+        # A person is named by pseudonym, team and workflow: never as "humans" in general.
+        person = candidate.participant
+        return MemberIdentity(
+            reviewer=f"participant {person.id} ({person.team}; {person.workflow})",
+            provider="human",
+        )
     if candidate.kind == "inprocess":
         reviewer: Any = candidate.settings.get("reviewer", candidate.name)
         return MemberIdentity(reviewer=str(reviewer))

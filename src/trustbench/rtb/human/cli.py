@@ -1,0 +1,61 @@
+"""`trustbench rtb human ...`: serve a frozen human-review run to its participants."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+human_app = typer.Typer(
+    help="Human reviewer comparison: a local review app for real participants.",
+    no_args_is_help=True,
+)
+
+
+@human_app.callback()
+def human() -> None:
+    """Human reviewer comparison: serve a frozen run of `human` candidates to its participants."""
+
+
+@human_app.command()
+def serve(
+    run_dir: Annotated[
+        Path, typer.Argument(help="Run folder frozen from a spec of human candidates.")
+    ],
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0 = any free port).")] = 8765,
+) -> None:
+    """Serve the review app; print one private session link per participant; Ctrl-C to stop.
+
+    The app is the ledger's only writer while it serves (`trustbench run` is refused meanwhile).
+    Stopping pauses every open case; serving again resumes from the ledger with fresh links.
+    """
+    from aiohttp import web
+
+    from trustbench.rtb.human._serve import open_session_run
+
+    async def main() -> None:
+        with open_session_run(run_dir) as served:
+            assert served.app is not None
+            runner = web.AppRunner(served.app, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, host, port)
+            await site.start()
+            bound = runner.addresses[0][1] if runner.addresses else port
+            typer.echo(f"serving {run_dir} on http://{host}:{bound} (Ctrl-C stops and pauses)")
+            for candidate, link in sorted(served.links(f"http://{host}:{bound}").items()):
+                typer.echo(f"  {candidate}: {link}")
+            typer.echo("give each participant only their own link (it is their access token)")
+            sys.stdout.flush()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        typer.echo("stopped: open cases paused; serve again to resume")
