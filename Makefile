@@ -20,8 +20,8 @@ demo: venv
 	$(BIN)/trustbench demo
 
 lint: venv
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: venv lint
 	$(BIN)/python -m pytest -q

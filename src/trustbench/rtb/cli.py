@@ -15,8 +15,10 @@ from trustbench.rtb._corpus import ValidationReport, load_corpus, validate_corpu
 from trustbench.rtb._export import export_candidate_inputs
 from trustbench.rtb._harness_audit import AuditRow, run_harness_audit
 from trustbench.rtb._models import Variant
+from trustbench.rtb.human.cli import human_app
 
 rtb_app = typer.Typer(help="Recursive Trust Benchmark (RTB).", no_args_is_help=True)
+rtb_app.add_typer(human_app, name="human")
 
 _CorpusOption = Annotated[
     Path | None,
