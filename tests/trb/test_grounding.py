@@ -56,8 +56,10 @@ def test_injection_hook_handles_tensor_and_tuple_block_outputs():
         base = read(layer(x)).detach()
         with inject(layer, vec, [2, 4]):
             moved = read(layer(x)).detach()
-        assert torch.allclose(moved[0, 2:], base[0, 2:] + 1) and torch.equal(moved[0, :2], base[0, :2])
-        assert torch.allclose(moved[1, 4:], base[1, 4:] + 1) and torch.equal(moved[1, :4], base[1, :4])
+        assert torch.allclose(moved[0, 2:], base[0, 2:] + 1)
+        assert torch.equal(moved[0, :2], base[0, :2])
+        assert torch.allclose(moved[1, 4:], base[1, 4:] + 1)
+        assert torch.equal(moved[1, :4], base[1, :4])
         with capture(layer, [1, 3]) as seen:
             layer(x)
             layer(x + 1)  # only the first pass is kept

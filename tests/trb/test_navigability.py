@@ -29,7 +29,8 @@ def test_exact_enumeration_equals_the_worlds_dynamic_programme_for_the_planner()
     world = CorridorWorld(CorridorConfig(length=6, horizon=4, start_cells=(2,)))
     for cell in range(6):
         for door in ("open", "closed"):
-            got = exact_reach(world, [_start(cell, 4, door, 5)], _planner_policy(world, "right", door))
+            policy = _planner_policy(world, "right", door)
+            got = exact_reach(world, [_start(cell, 4, door, 5)], policy)
             want = world.reach_probability(cell, "right", door, 4)
             assert abs(got[0] - want) < 1e-12
 

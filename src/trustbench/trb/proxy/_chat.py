@@ -31,6 +31,8 @@ from typing import Any
 
 import aiohttp
 
+import trustbench.core  # noqa: F401  (load core before providers: they import each other)
+from trustbench.providers import ChatRequest, OpenAIChatProvider, new_session
 from trustbench.trb._adapter import AdapterTier
 from trustbench.trb._schema import ACTIONS, Observation, SelfReport, StepContext
 from trustbench.trb.proxy._slots import _BLOCK, parse_slot_text, render_slot_text
@@ -150,8 +152,6 @@ class ChatProxyAdapter:
 
     # --- transport ------------------------------------------------------------------------
     def _send(self, messages: list[dict[str, Any]], **request: Any) -> Any:
-        from trustbench.providers import ChatRequest, OpenAIChatProvider, new_session
-
         async def go() -> Any:
             if self._session is None:
                 self._session = new_session(4)
