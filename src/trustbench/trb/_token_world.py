@@ -218,6 +218,9 @@ def load_token_lm(
         and its card.
     """
     assert_trainable(traces, manifest)
+    # Tiny models on a shared CPU: more threads only add contention (measured: a Track 1
+    # pass took ~20x longer with torch's default thread count on two busy cores).
+    torch.set_num_threads(cfg.threads)
     key = canonical_sha256(
         {
             "recipe": recipe,

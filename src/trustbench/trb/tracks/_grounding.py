@@ -18,6 +18,9 @@ belief = closed):
    null and against the random control, swept over layers and strengths. Intervals are
    percentile bootstraps resampling trials (injected and control scores of a trial together).
 
+Beside each AUC, the report flip rate (how often the report's argmax becomes the injected
+value) shows whether a detectable shift is also a stated one.
+
 The headline is declared before any result: the last hooked layer at alpha = 1, pooled over
 concepts, against the norm-matched random control (the stricter one: it discounts any
 score change a push of that size causes in an arbitrary direction).
@@ -68,6 +71,21 @@ def _auc(x: np.ndarray, y: np.ndarray, seed: int, resamples: int) -> dict[str, A
         "denominator": n,
         "interval": f"percentile bootstrap over trials ({resamples}, seed {seed})",
     }
+
+
+def _flips(injected: np.ndarray, null: np.ndarray, random: np.ndarray) -> dict[str, Any]:
+    """How often the report's argmax names the concept (score >= 0.5), per arm.
+
+    AUC is a rank statistic: when a confident model's null scores sit near 0, any small rise
+    ranks above them and the AUC saturates at 1. The flip rate says whether the injected
+    concept actually becomes what the report states.
+    """
+    n = len(injected)
+    return {
+        "denominator": n,
+        **{arm: {"numerator": int((x >= 0.5).sum()), "value": float((x >= 0.5).mean())}
+           for arm, x in (("injected", injected), ("null", null), ("random", random))},
+    }  # fmt: skip
 
 
 def _label(trace: Trace, t: int, slot: str) -> str:
@@ -159,6 +177,7 @@ def grounding(
                         "mean_score": {"injected": float(injected.mean()),
                                        "null": float(null.mean()),
                                        "random": float(random.mean())},
+                        "report_flip_rate": _flips(injected, null, random),
                     }
                 )  # fmt: skip
                 cell = pooled.setdefault((li, alpha), {"inj": [], "null": [], "rand": []})
@@ -175,6 +194,7 @@ def grounding(
         "headline": f"layer {len(layers) - 1} (last), alpha {HEADLINE_ALPHA}, pooled concepts",
         "auc_vs_random": _auc(inj, ran, seed, resamples),
         "auc_vs_null": _auc(inj, nul, seed, resamples),
+        "report_flip_rate": _flips(inj, nul, ran),
         "direction_norms": {f"{li}:{s}": round(v["norm"], 4) for (li, s), v in directions.items()},
         "layers": len(layers),
         "alphas": list(ALPHAS),
