@@ -123,15 +123,21 @@ def proxy_subjects(
         need = 1 + 5 * world.horizon + 8  # <bos>, 5 words per step, slot block, <act>
         return None if need <= max_len else f"episodes of {need} tokens exceed max_len {max_len}"
 
+    instruct = LocalLMProxyAdapter.from_folder(base, "instruct", render_history, "direct")
+    # Baseline 2 is the same weights with a reasoning-first template; it shares the model
+    # and the cache of template-independent results (reports, overridden actions).
+    prompted = LocalLMProxyAdapter(
+        instruct.model, instruct.tokenizer, "cot-prompted", render_history,
+        "reasoning-first", memo=instruct.memo,
+    )  # fmt: skip
+    finetuned = LocalLMProxyAdapter.from_folder(
+        sft, "cot-supervised-finetune", render_history, "reasoning-first"
+    )
     subjects = [
-        Subject("instruct", LocalLMProxyAdapter.from_folder(base, "instruct", render_history,
-                "direct"), "proxy", accepts, base_card),
-        Subject("cot-prompted", LocalLMProxyAdapter.from_folder(base, "cot-prompted",
-                render_history, "reasoning-first"), "proxy", accepts, base_card),
-        Subject("cot-supervised-finetune", LocalLMProxyAdapter.from_folder(sft,
-                "cot-supervised-finetune", render_history, "reasoning-first"), "proxy",
-                accepts, sft_card),
-    ]  # fmt: skip
+        Subject("instruct", instruct, "proxy", accepts, base_card),
+        Subject("cot-prompted", prompted, "proxy", accepts, base_card),
+        Subject("cot-supervised-finetune", finetuned, "proxy", accepts, sft_card),
+    ]
     return subjects, {"instruct": base_card, "cot-supervised-finetune": sft_card}
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -47,6 +47,8 @@ class LocalLMProxyAdapter:
         name: Name in result rows.
         render_history: Renders a context's observations as words (the token world's).
         template: `direct` (instruct) or `reasoning-first` (CoT-prompted / CoT-finetuned).
+        memo: Results cache to share between adapters over the *same weights* (two
+            templates): reports and overridden actions do not depend on the template.
     """
 
     tier = AdapterTier.PROXY
@@ -60,13 +62,14 @@ class LocalLMProxyAdapter:
         name: str,
         render_history: HistoryRenderer,
         template: Template = "reasoning-first",
+        memo: dict[Any, Any] | None = None,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name
         self.template = template
         self._render = render_history
-        self._emit_memo: dict[tuple[Observation, ...], SelfReport] = {}
+        self.memo: dict[Any, Any] = {} if memo is None else memo
         self.last_off_option_mass: float | None = None
         """Largest probability mass outside the option words in the last batch (diagnostic)."""
 
@@ -84,6 +87,10 @@ class LocalLMProxyAdapter:
     def hook_layers(self) -> list[nn.Module]:
         """The blocks Track 2 hooks, in depth order."""
         return list(self.model.blocks)  # type: ignore[arg-type]
+
+    def _bound_memo(self, limit: int = 200_000) -> None:
+        if len(self.memo) > limit:
+            self.memo.clear()
 
     # --- batched primitives -----------------------------------------------------------------
     def _ids(self, words: list[str]) -> list[int]:
@@ -138,35 +145,48 @@ class LocalLMProxyAdapter:
 
     def emit_many(self, contexts: Sequence[StepContext]) -> list[SelfReport]:
         """`emit_r` for many contexts in one batch per slot."""
-        todo = [c for c in contexts if c.observations not in self._emit_memo]
+        self._bound_memo()
+        todo = [c for c in contexts if ("emit", c.observations) not in self.memo]
         if todo:
             prompts, probs = self.fill_slots(todo)
             levels = torch.arange(CONF_LEVELS, dtype=torch.float64) / (CONF_LEVELS - 1)
             for i, c in enumerate(todo):
                 words = prompts[i][-5:]
-                self._emit_memo[c.observations] = SelfReport(
+                self.memo[("emit", c.observations)] = SelfReport(
                     goal=words[0].split("=")[1],  # type: ignore[arg-type]
                     belief=words[1].split("=")[1],  # type: ignore[arg-type]
                     planned_next=words[2].split("=")[1],  # type: ignore[arg-type]
                     confidence=float((probs["conf"][i] * levels).sum().clamp(0, 1)),
                     caused_by_self=None if c.t == 0 else float(probs["self"][i][1]),
                 )
-        return [self._emit_memo[c.observations] for c in contexts]
+        return [self.memo[("emit", c.observations)] for c in contexts]
 
     def act_many(
         self, contexts: Sequence[StepContext], overrides: Sequence[SelfReport | None]
     ) -> list[dict[str, float]]:
-        """`act` for many contexts in one batch."""
-        prompts = []
-        for c, r in zip(contexts, overrides, strict=True):
-            history = self._render(c.observations)
-            if r is None and self.template == "direct":
-                prompts.append([*history, "<act>"])
-                continue
-            slots = render_slots(r if r is not None else self.emit_many([c])[0])
-            prompts.append([*history, *slots, "<act>"])
-        p = self.next_option_probs(prompts, ACTIONS)
-        return [{a: float(v) for a, v in zip(ACTIONS, row, strict=True)} for row in p]
+        """`act` for many contexts in one batch (cached per context and override)."""
+        self._bound_memo()
+        keys = [
+            ("act", c.observations, r if r is not None else self.template)
+            for c, r in zip(contexts, overrides, strict=True)
+        ]
+        todo = {}
+        for key, c, r in zip(keys, contexts, overrides, strict=True):
+            if key not in self.memo and key not in todo:
+                todo[key] = (c, r)
+        if todo:
+            prompts = []
+            for c, r in todo.values():
+                history = self._render(c.observations)
+                if r is None and self.template == "direct":
+                    prompts.append([*history, "<act>"])
+                    continue
+                slots = render_slots(r if r is not None else self.emit_many([c])[0])
+                prompts.append([*history, *slots, "<act>"])
+            p = self.next_option_probs(prompts, ACTIONS)
+            for key, row in zip(todo, p, strict=True):
+                self.memo[key] = {a: float(v) for a, v in zip(ACTIONS, row, strict=True)}
+        return [dict(self.memo[k]) for k in keys]
 
     def act_without_r_many(self, contexts: Sequence[StepContext]) -> list[dict[str, float]]:
         """The no-r ablation: act with the slot span removed from the prompt."""
