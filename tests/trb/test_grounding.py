@@ -129,3 +129,17 @@ def test_grounding_runs_on_a_local_lm_through_block_hooks(corpus, tmp_path_facto
 
 
 TINY_LM = TokenLMConfig(d_model=24, n_heads=2, epochs=3, finetune_epochs=2)
+
+
+def test_native_white_box_batches_equal_the_plain_native_adapter(corpus, reference):
+    from trustbench.trb.reference import NativeModelAdapter
+
+    splits, _ = corpus
+    plain = NativeModelAdapter(reference.model, "plain", 7, 6)
+    trace = splits["eval"][3]
+    contexts = [trace.context(t) for t in (0, 4, 2)]
+    overrides = [None, trace.steps[4].counterfactuals[0].r_prime, None]
+    for c, r, got in zip(contexts, overrides, reference.act_many(contexts, overrides), strict=True):
+        assert plain.act(c, r_override=r) == pytest.approx(got, abs=1e-6)
+    for c, rep in zip(contexts, reference.emit_many(contexts), strict=True):
+        assert plain.emit_r(c).model_dump() == pytest.approx(rep.model_dump(), abs=1e-6)

@@ -140,3 +140,20 @@ def test_model_folder_with_changed_weights_is_refused(folders, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({**config, "format": "hf"}))
     with pytest.raises(InputError):
         load_local_lm(tmp_path)
+
+
+def test_batched_calls_equal_one_context_at_a_time(corpus, folders):
+    splits, _ = corpus
+    adapter = LocalLMProxyAdapter.from_folder(
+        folders["cot-sft"][0], "sft", render_history, "reasoning-first"
+    )
+    contexts = [splits["eval"][i].context(t) for i, t in ((0, 0), (1, 5), (2, 2))]
+    overrides = [None, splits["eval"][1].steps[5].r, None]
+    batched = adapter.act_many(contexts, overrides)
+    reports = adapter.emit_many(contexts)
+    for c, r, got, rep in zip(contexts, overrides, batched, reports, strict=True):
+        fresh = LocalLMProxyAdapter.from_folder(
+            folders["cot-sft"][0], "sft", render_history, "reasoning-first"
+        )
+        assert fresh.act(c, r_override=r) == pytest.approx(got, abs=1e-6)
+        assert fresh.emit_r(c).model_dump() == pytest.approx(rep.model_dump(), abs=1e-6)

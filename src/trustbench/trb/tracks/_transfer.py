@@ -10,7 +10,9 @@ never a zero.
 
 Metric per track: min over the families that ran of the track's headline value, and the
 drop from the in-distribution value (in-distribution minus min; positive = worse off
-distribution), with the family that attains the min.
+distribution), with the family that attains the min and that family's own interval (the
+min itself is a selection over families, so its interval is that of the selected family,
+not a simultaneous one).
 """
 
 from __future__ import annotations
@@ -74,9 +76,12 @@ def transfer(
             per_track[track] = {"value": None, "status": "not run", "families_run": sorted(ran)}
             continue
         worst = min(ran, key=lambda k: ran[k])
+        worst_fig = per_family[worst]["tracks"][track]
         per_track[track] = {
             "status": "run",
             "value": ran[worst],
+            "low": worst_fig.get("low"),
+            "high": worst_fig.get("high"),
             "min_family": worst,
             "in_distribution": fig["value"],
             "drop_from_in_distribution": fig["value"] - ran[worst],
