@@ -64,6 +64,8 @@ HEADLINE_METRIC: dict[str, str] = {
     "transfer": "min_over_families_G",
 }
 """The metric each profile entry reports."""
+REFERENCE_LINE: dict[str, float] = {"grounding": 0.5, "attribution": 0.5, "viability": 1.0}
+"""Dashed lines in the plot: chance for AUC and balanced accuracy, 1 for a retention ratio."""
 HIGH_LEVEL: dict[str, float] = {
     "governance": 0.8, "grounding": 0.8, "attribution": 0.8,
     "viability": 1.2, "navigability": 0.2,
@@ -290,6 +292,8 @@ def profile_svg(baselines: list[dict[str, Any]]) -> str:
         ax.set_xticks(range(len(keys)), keys, rotation=60, ha="right", fontsize=6)
         ax.tick_params(axis="y", labelsize=6)
         ax.axhline(0, color="black", linewidth=0.5)
+        if track in REFERENCE_LINE:  # chance (AUC, BA) or "no change" (retention ratio)
+            ax.axhline(REFERENCE_LINE[track], color="grey", linewidth=0.8, linestyle="--")
     fig.tight_layout()
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg")
