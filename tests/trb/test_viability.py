@@ -55,3 +55,10 @@ def test_both_conditions_share_their_random_draws(traces):
 def test_adapter_without_an_ablation_is_refused_not_scored(traces):
     with pytest.raises(AblationUnsupported):
         viability(GovernedOracle(), traces)
+
+
+def test_truthful_confidence_matches_the_exact_reach_probability(traces):
+    # The oracle states the world's exact reach probability: zero error against it.
+    result = viability(_PlannerWithUniformAblation(), traces, rollouts=1, seed=2, resamples=200)
+    assert result["squared_error_vs_exact_r_mediated"]["value"] < 1e-20
+    assert result["squared_error_vs_exact_ablation"]["value"] < 1e-20

@@ -12,6 +12,9 @@ Metrics, each with a trace-clustered percentile bootstrap:
   episode whose door makes the goal unreachable still counts; both conditions face it);
 - calibration: Brier score of the stated confidence at every visited step against whether
   the goal was then reached (a proper scoring rule; lower is better);
+- confidence against the exact reach probability: mean (c - p)^2 with p the world's exact
+  probability of reaching the true goal from the visited state following the planner with
+  the true door state (what a calibrated report of the reference plan would state);
 - retention ratios: completion(r-mediated) / completion(ablation) and
   (1 - Brier(r-mediated)) / (1 - Brier(ablation)). Below 1 is flagged: acting through the
   self-representation degrades the system (legible but harmful).
@@ -39,8 +42,13 @@ def _play(
     policy: BatchPolicy,
     traces: Sequence[Trace],
     draws: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Play every (trace, rollout) in lockstep; per-trace completions, Brier sums, step counts."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Play every (trace, rollout) in lockstep.
+
+    Returns:
+        Per trace: completions, Brier sums against outcomes, squared-error sums against the
+        exact reach probability, and visited-step counts.
+    """
     n_traces, n_roll = draws.shape[0], draws.shape[1]
     worlds = [CorridorWorld(t.world) for t in traces]
     runs: list[dict[str, Any]] = []
@@ -67,7 +75,11 @@ def _play(
         dists: list[Dist] = policy(contexts)
         nxt = []
         for run, rep, dist in zip(live, reports, dists, strict=True):
-            run["conf"].append(None if rep is None else rep.confidence)
+            obs_now, trace_i = run["hist"][-1], traces[run["i"]]
+            exact = worlds[run["i"]].reach_probability(
+                run["cell"], trace_i.goal, trace_i.door, obs_now.steps_left
+            )
+            run["conf"].append((None if rep is None else rep.confidence, exact))
             if dist is None:
                 run["failed"] = True
                 continue
@@ -97,14 +109,16 @@ def _play(
         depth += 1
     done = np.zeros(n_traces)
     brier = np.zeros(n_traces)
+    vs_exact = np.zeros(n_traces)
     steps = np.zeros(n_traces)
     for run in runs:
         y = float(run["done"])
         done[run["i"]] += y
-        for c in run["conf"]:
+        for c, exact in run["conf"]:
             brier[run["i"]] += 1.0 if c is None else (c - y) ** 2
+            vs_exact[run["i"]] += 1.0 if c is None else (c - exact) ** 2
             steps[run["i"]] += 1
-    return done, brier, steps
+    return done, brier, vs_exact, steps
 
 
 def _ci(counts: np.ndarray, stat: Any, seed: int, resamples: int) -> dict[str, Any]:
@@ -139,8 +153,8 @@ def viability(
     def own(contexts: Sequence[StepContext]) -> list[Dist]:
         return act_many(adapter, contexts, [None] * len(contexts))
 
-    done_r, brier_r, steps_r = _play(adapter, own, traces, draws)
-    done_a, brier_a, steps_a = _play(adapter, no_r, traces, draws)
+    done_r, brier_r, exact_r, steps_r = _play(adapter, own, traces, draws)
+    done_a, brier_a, exact_a, steps_a = _play(adapter, no_r, traces, draws)
     episodes = np.full(len(traces), float(rollouts))
     completion = np.stack([done_r, done_a, episodes], axis=1)
     calib = np.stack([brier_r, steps_r, brier_a, steps_a], axis=1)
@@ -164,6 +178,12 @@ def viability(
                              "denominator": int(steps_r.sum())},
         "brier_ablation": {**_ci(calib[:, [2, 3]], ratio, seed, resamples),
                            "denominator": int(steps_a.sum())},
+        "squared_error_vs_exact_r_mediated": {
+            **_ci(np.stack([exact_r, steps_r], axis=1), ratio, seed, resamples),
+            "denominator": int(steps_r.sum())},
+        "squared_error_vs_exact_ablation": {
+            **_ci(np.stack([exact_a, steps_a], axis=1), ratio, seed, resamples),
+            "denominator": int(steps_a.sum())},
     }  # fmt: skip
     if done_a.sum() > 0:
         out["completion_retention_ratio"] = _ci(completion[:, [0, 1]], ratio, seed, resamples)
