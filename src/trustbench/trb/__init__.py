@@ -1,11 +1,14 @@
 """TRB, the Trace AI Reflection Benchmark: does a self-representation govern action?
 
 Public API: the adapter contract (`Adapter`, `AdapterTier`, `SelfReport`, `StepContext`,
-`OverrideUnsupported`), the exact reference world, the corpus format, the tracks, the
-governance gap, the oracle audit, the conformance kit and the reference run.
+`OverrideUnsupported`), the exact reference world, the corpus format, the tracks (1 and 3
+here; 2, 4, 5, 6 in `trustbench.trb.tracks`), the proxy adapters (`trustbench.trb.proxy`),
+the governance gap, the oracle audit, the conformance kit, the reference run and the
+five-baseline profile (`run_profile`, `ProfileConfig`, `FULL_CONFIG`).
 """
 
 from trustbench.trb._adapter import Adapter, AdapterTier, OverrideUnsupported
+from trustbench.trb._baselines import TRACKS, ProfileConfig, run_profile
 from trustbench.trb._conformance import ConformanceCheck, check_adapter, load_factory
 from trustbench.trb._corpus import (
     Attribution,
@@ -28,7 +31,16 @@ from trustbench.trb._oracles import (
     expected_g,
 )
 from trustbench.trb._provenance import check_cap, provenance_share
-from trustbench.trb._run import BASELINES, SMOKE_CONFIG, RunConfig, run_reference, smoke_run
+from trustbench.trb._run import (
+    BASELINES,
+    FULL_CONFIG,
+    PROFILE_SMOKE_CONFIG,
+    SMOKE_CONFIG,
+    RunConfig,
+    profile_smoke_run,
+    run_reference,
+    smoke_run,
+)
 from trustbench.trb._schema import ACTIONS, TRB_VERSION, Observation, SelfReport, StepContext
 from trustbench.trb._store import assert_trainable, manifest_for, read_corpus, write_corpus
 from trustbench.trb._tracks import (
@@ -41,7 +53,10 @@ from trustbench.trb._tracks import (
 __all__ = [
     "ACTIONS",
     "BASELINES",
+    "FULL_CONFIG",
+    "PROFILE_SMOKE_CONFIG",
     "SMOKE_CONFIG",
+    "TRACKS",
     "TRB_VERSION",
     "Adapter",
     "AdapterTier",
@@ -55,6 +70,7 @@ __all__ = [
     "Observation",
     "OutcomeOnlyOracle",
     "OverrideUnsupported",
+    "ProfileConfig",
     "ProvenanceShare",
     "RunConfig",
     "SelfReport",
@@ -76,8 +92,10 @@ __all__ = [
     "governance_rows",
     "load_factory",
     "manifest_for",
+    "profile_smoke_run",
     "provenance_share",
     "read_corpus",
+    "run_profile",
     "run_reference",
     "smoke_run",
     "summarize_attribution",

@@ -19,12 +19,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.errors import CheckFailed, InputError
+from trustbench.trb._baselines import ProfileConfig, Subject, run_profile
 from trustbench.trb._corpus import CorpusManifest, Trace
 from trustbench.trb._gap import governance_gap
 from trustbench.trb._generate import generate_reference_corpus
 from trustbench.trb._oracles import audit
 from trustbench.trb._schema import TRB_VERSION
 from trustbench.trb._store import manifest_for, read_corpus
+from trustbench.trb._token_world import TokenLMConfig
 from trustbench.trb._tracks import (
     attribution_rows,
     governance_rows,
@@ -32,6 +34,7 @@ from trustbench.trb._tracks import (
     summarize_governance,
 )
 from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
+from trustbench.trb.tracks import ReferenceWhiteBox
 from trustbench.trb.worlds import CorridorConfig
 
 REFERENCE_LABEL = (
@@ -67,6 +70,9 @@ class RunConfig(BaseModel):
     """Seed of every bootstrap and sign-flip draw."""
     resamples: int = Field(default=2000, ge=100)
     """Bootstrap resamples and sign-flip draws."""
+    profile: ProfileConfig | None = None
+    """Tracks 2, 4, 5, 6 and baselines 1-3 (the full profile); None runs Tracks 1 and 3 of
+    the native pair only, and baselines 1-3 are then listed `not run`."""
 
 
 SMOKE_CONFIG = RunConfig(
@@ -75,6 +81,25 @@ SMOKE_CONFIG = RunConfig(
     resamples=1000,
 )
 """The one-minute smoke run (a few seconds of training per model on one core)."""
+
+PROFILE_SMOKE_CONFIG = SMOKE_CONFIG.model_copy(
+    update={
+        "profile": ProfileConfig(
+            token_lm=TokenLMConfig(d_model=32, epochs=4, finetune_epochs=3),
+            lm_train_traces=300,
+            grounding_fit_traces=60,
+            viability_rollouts=2,
+            navigation_samples=8,
+            transfer_traces=12,
+        )
+    }
+)
+"""The smoke run plus the full profile at small sizes: all six tracks, all five baselines
+(about a minute and a half on one free core the first time, most of it training the three
+small LMs; cached models make reruns faster)."""
+
+FULL_CONFIG = RunConfig(profile=ProfileConfig())
+"""The full reference run with the complete profile: all six tracks, all five baselines."""
 
 
 def _row(
@@ -158,18 +183,21 @@ def run_reference(
 
     tracks: dict[str, Any] = {}
     per_trace: dict[str, Any] = {}
+    adapters: dict[str, ReferenceWhiteBox] = {}
     cards: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     for name in ("trace-ai-ablation", "trace-ai-full"):
         model, card = load_reference_model(name, splits["train"], manifest, config.train)
         cards[name] = card
-        adapter = NativeModelAdapter(model, name, world.length, world.horizon)
+        fit = [t.context(s.t) for t in splits["train"][:200] for s in t.steps]
+        adapter = ReferenceWhiteBox(model, name, world.length, world.horizon, fit)
         gov_rows = governance_rows(adapter, eval_traces)
         att_rows = attribution_rows(adapter, eval_traces)
         gov = summarize_governance(gov_rows, seed=seed, resamples=resamples)
         att = summarize_attribution(att_rows, seed=seed, resamples=resamples)
         tracks[name] = {"adapter_tier": adapter.tier.value, "governance": gov, "attribution": att}
         per_trace[name] = {"governance": gov_rows, "attribution": att_rows}
+        adapters[name] = adapter
         tier = adapter.tier.value
         transfer = _transfer_governance(adapter, splits.get("transfer", []), world, gov, seed)
         tracks[name]["transfer_governance"] = transfer
@@ -252,6 +280,11 @@ def run_reference(
             }
         )
 
+    profile = None
+    if config.profile is not None:
+        profile = _profile(
+            splits, manifest, config, tracks, per_trace, adapters, cards, rows, baselines
+        )
     audit_rows = audit(eval_traces)
     return {
         "trb_version": TRB_VERSION,
@@ -268,12 +301,70 @@ def run_reference(
         "tracks": tracks,
         "governance_gap": gap_record,
         "baselines": baselines,
+        "profile": profile,
         "audit": audit_rows,
         "rows": rows,
         "per_trace": per_trace,
     }
 
 
+def _profile(
+    splits: dict[str, list[Trace]],
+    manifest: CorpusManifest,
+    config: RunConfig,
+    tracks: dict[str, Any],
+    per_trace: dict[str, Any],
+    adapters: dict[str, ReferenceWhiteBox],
+    cards: dict[str, Any],
+    rows: list[dict[str, Any]],
+    baselines: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Run the full profile (Tracks 2, 4, 5, 6; baselines 1-3) and merge it in place.
+
+    Adds, per baseline key in `tracks`: `grounding`, `viability`, `navigability`, `transfer`
+    (and `governance` / `attribution` for the proxy baselines); appends the profile's rows;
+    fills each `baselines` entry's `status`, `G`, `balanced_accuracy`, `profile`, `flags`.
+    """
+    assert config.profile is not None
+    native = {}
+    for name in ("trace-ai-ablation", "trace-ai-full"):
+        adapter = adapters[name]
+        native[name] = {
+            "subject": Subject(
+                name, adapter, "native",
+                lambda w, a=adapter: a.accepts(w.length, w.horizon), cards[name],
+            ),
+            "governance": (tracks[name]["governance"], per_trace[name]["governance"]),
+            "attribution": tracks[name]["attribution"],
+        }  # fmt: skip
+    profile = run_profile(
+        splits, manifest, native, config.profile,
+        seed=config.bootstrap_seed, resamples=config.resamples,
+    )  # fmt: skip
+    for key, res in profile["tracks"].items():
+        entry = tracks.setdefault(key, {"adapter_tier": "proxy"})
+        entry.update(res)
+    rows.extend(profile["rows"])
+    cards.update({f"token-lm:{k}": v for k, v in profile["models"].items()})
+    by_key = {b["baseline"]: b for b in profile["baselines"]}
+    for b in baselines:
+        got = by_key.get(b["baseline"], {})
+        b["status"] = got.get("status", "not run")
+        if b["status"] == "run":
+            res = profile["tracks"][b["baseline"]]
+            b["G"] = res["governance"]["G"]["value"]
+            b["balanced_accuracy"] = res["attribution"]["balanced_accuracy"]["value"]
+        for extra in ("profile", "flags", "slot_accuracy", "null_edit_floor"):
+            b[extra] = got.get(extra)
+    return {k: profile[k] for k in ("flags", "synthetic_share", "profile_svg", "thresholds",
+                                    "note")}  # fmt: skip
+
+
 def smoke_run() -> dict[str, Any]:
     """The one-minute smoke run `trustbench demo` includes (tiny corpus, tiny models)."""
     return run_reference(SMOKE_CONFIG)
+
+
+def profile_smoke_run() -> dict[str, Any]:
+    """The smoke run with the five-baseline, six-track profile (`PROFILE_SMOKE_CONFIG`)."""
+    return run_reference(PROFILE_SMOKE_CONFIG)

@@ -1,0 +1,25 @@
+"""Proxy-tier adapters: r lives in a slot block of the model's reasoning text (spec §2).
+
+`ChatProxyAdapter` drives any OpenAI-compatible chat model; `LocalLMProxyAdapter` drives a
+local causal LM with exact option probabilities and white-box hooks for Track 2.
+"""
+
+from trustbench.trb.proxy._causal_lm import (
+    TinyCausalLM,
+    WordTokenizer,
+    load_local_lm,
+    save_local_lm,
+)
+from trustbench.trb.proxy._local import LocalLMProxyAdapter
+from trustbench.trb.proxy._slots import SlotParseError, parse_slot_text, render_slot_text
+
+__all__ = [
+    "LocalLMProxyAdapter",
+    "SlotParseError",
+    "TinyCausalLM",
+    "WordTokenizer",
+    "load_local_lm",
+    "parse_slot_text",
+    "render_slot_text",
+    "save_local_lm",
+]

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trustbench.trb import TRB_VERSION, RunConfig, run_reference
+from trustbench.trb._baselines import TRACKS, ProfileConfig, flags
+from trustbench.trb._token_world import TokenLMConfig
+from trustbench.trb.reference import TrainConfig
+
+TINY = RunConfig(
+    sizes={"train": 150, "dev": 2, "eval": 10, "transfer": 4},
+    train=TrainConfig(epochs=10, hidden=16),
+    resamples=200,
+    profile=ProfileConfig(
+        token_lm=TokenLMConfig(d_model=16, n_heads=2, epochs=1, finetune_epochs=1),
+        lm_train_traces=100,
+        grounding_fit_traces=20,
+        viability_rollouts=1,
+        navigation_samples=2,
+        transfer_traces=4,
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRUSTBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "trb-cache"))
+        return run_reference(TINY)
+
+
+def test_profile_lists_the_five_baselines_each_run_with_every_track(result):
+    keys = [b["baseline"] for b in result["baselines"]]
+    assert keys == [
+        "instruct", "cot-prompted", "cot-supervised-finetune",
+        "trace-ai-ablation", "trace-ai-full",
+    ]  # fmt: skip
+    for b in result["baselines"]:
+        assert b["status"] == "run"
+        assert set(b["profile"]) == set(TRACKS)
+        assert b["G"] is not None and b["slot_accuracy"]["goal"] is not None
+
+
+def test_proxy_baselines_use_the_proxy_tier_and_the_reference_pair_the_native(result):
+    tiers = {b["baseline"]: b["adapter_tier"] for b in result["baselines"]}
+    rows = {(r["adapter"], r["adapter_tier"]) for r in result["rows"]}
+    for key, tier in tiers.items():
+        assert (key, tier) in rows
+    assert tiers["instruct"] == "proxy" and tiers["trace-ai-full"] == "native"
+
+
+def test_every_row_names_the_version_corpus_hash_and_tier(result):
+    sha = result["corpus"]["sha256"]
+    fields = {"trb_version", "corpus_sha256", "adapter", "adapter_tier", "split", "track",
+              "metric", "value", "low", "high", "numerator", "denominator", "data"}  # fmt: skip
+    tracks = set()
+    for row in result["rows"]:
+        assert fields <= set(row)
+        assert row["trb_version"] == TRB_VERSION and row["corpus_sha256"] == sha
+        tracks.add(row["track"])
+    assert set(TRACKS) <= tracks
+
+
+def test_every_track_reports_an_interval_not_a_bare_mean(result):
+    for key in ("trace-ai-full", "instruct"):
+        t = result["tracks"][key]
+        assert t["grounding"]["auc_vs_random"]["low"] is not None
+        assert t["viability"]["completion_retention_ratio"]["low"] is not None
+        assert t["navigability"]["lift"]["low"] is not None
+
+
+def test_native_encoder_cannot_read_a_longer_corridor_and_says_so(result):
+    native = result["tracks"]["trace-ai-full"]["transfer"]["families"]["length"]
+    proxy = result["tracks"]["instruct"]["transfer"]["families"]["length"]
+    assert native["status"] == "not run" and "9 cells" in native["why"]
+    assert proxy["status"] == "run"
+
+
+def test_profile_plot_is_inline_svg_and_the_result_is_json(result):
+    svg = result["profile"]["profile_svg"]
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    json.dumps(result)
+    assert result["profile"]["synthetic_share"] == 1.0
+
+
+def test_flags_catch_a_high_level_that_collapses_off_distribution():
+    res = {
+        "governance": {"null_edit_floor": {"G_minus_floor": {"estimate": 0.02, "low": -0.01}}},
+        "viability": {"completion_retention_ratio": {"below_one": True}},
+    }
+    heads = {t: {"value": 0.95} for t in ("governance", "grounding", "attribution")}
+    heads |= {"viability": {"value": None}, "navigability": {"value": 0.5}}
+    trans = {"per_track": {"governance": {"drop_from_in_distribution": 0.3},
+                           "grounding": {"drop_from_in_distribution": 0.01}}}  # fmt: skip
+    got = flags(res, heads, trans)
+    assert got["high_level_low_transfer"]["governance"] is True
+    assert got["high_level_low_transfer"]["grounding"] is False
+    assert got["high_level_low_transfer"]["viability"] is None  # not run, not "fine"
+    assert got["g_at_or_below_null_edit_floor"] is True  # interval reaches 0
+    assert got["viability_below_one"] is True

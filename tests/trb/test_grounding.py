@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import mannwhitneyu
+from torch import nn
+
+from trustbench.trb import generate_reference_corpus, manifest_for
+from trustbench.trb._token_world import TokenLMConfig, load_token_lm, render_history
+from trustbench.trb.proxy import LocalLMProxyAdapter
+from trustbench.trb.reference import TrainConfig, load_reference_model
+from trustbench.trb.tracks import (
+    ReferenceWhiteBox,
+    capture,
+    concept_directions,
+    grounding,
+    inject,
+    mann_whitney_auc,
+)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRUSTBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "trb-cache"))
+        splits = generate_reference_corpus({"train": 150, "dev": 2, "eval": 24, "transfer": 2})
+        yield splits, manifest_for(splits)
+
+
+@pytest.fixture(scope="module")
+def reference(corpus, tmp_path_factory):
+    splits, manifest = corpus
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRUSTBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "trb-cache"))
+        model, _ = load_reference_model(
+            "trace-ai-full", splits["train"], manifest, TrainConfig(epochs=25, hidden=24)
+        )
+    fit = [t.context(s.t) for t in splits["train"][:50] for s in t.steps]
+    return ReferenceWhiteBox(model, "trace-ai-full", 7, 6, fit)
+
+
+def test_mann_whitney_auc_is_u_over_the_number_of_pairs():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(0.3, 1, 40), np.round(rng.normal(0, 1, 40), 1)
+    u = mannwhitneyu(x, y).statistic
+    assert abs(mann_whitney_auc(x, y) - u / (40 * 40)) < 1e-12
+
+
+def test_injection_hook_handles_tensor_and_tuple_block_outputs():
+    torch.manual_seed(0)
+    linear, gru = nn.Linear(3, 4), nn.GRU(3, 4, batch_first=True)
+    x = torch.randn(2, 5, 3)
+    vec = torch.ones(2, 4)
+    for layer, read in ((linear, lambda o: o), (gru, lambda o: o[0])):
+        base = read(layer(x)).detach()
+        with inject(layer, vec, [2, 4]):
+            moved = read(layer(x)).detach()
+        assert torch.allclose(moved[0, 2:], base[0, 2:] + 1)
+        assert torch.equal(moved[0, :2], base[0, :2])
+        assert torch.allclose(moved[1, 4:], base[1, 4:] + 1)
+        assert torch.equal(moved[1, :4], base[1, :4])
+        with capture(layer, [1, 3]) as seen:
+            layer(x)
+            layer(x + 1)  # only the first pass is kept
+        assert torch.allclose(seen[0].float(), base[[0, 1], [1, 3]])
+
+
+class _DeafReport:
+    """Hooked layer exists, but the report never reads it: injection cannot register."""
+
+    def __init__(self) -> None:
+        self.layer = nn.Linear(2, 4)
+
+    def hook_layers(self):
+        return [self.layer]
+
+    def slot_probability(self, contexts, slot, value):
+        self.layer(torch.zeros(len(contexts), 1, 2))
+        return np.array([0.2] * len(contexts))
+
+    def read_positions(self, contexts):
+        return [0] * len(contexts)
+
+    def step_starts(self, contexts):
+        return [0] * len(contexts)
+
+
+def test_report_that_ignores_the_hidden_state_scores_chance(corpus):
+    splits, _ = corpus
+    box = _DeafReport()
+    directions = {
+        (0, slot): {"unit": torch.ones(4, dtype=torch.float64) / 2, "norm": 1.0, "scale": 1.0}
+        for slot in ("goal", "belief")
+    }
+    result = grounding(box, splits["train"], splits["eval"], directions=directions, resamples=100)
+    assert result["auc_vs_null"]["value"] == 0.5
+    assert result["auc_vs_random"]["value"] == 0.5
+
+
+def test_injected_goal_direction_registers_in_the_native_report(corpus, reference):
+    splits, _ = corpus
+    result = grounding(reference, splits["train"], splits["eval"], seed=1, resamples=200)
+    assert result["status"] == "run" and result["layers"] == 1
+    assert result["auc_vs_null"]["value"] > 0.9
+    weakest = [s for s in result["sweep"] if s["alpha"] == 0.25]
+    strongest = [s for s in result["sweep"] if s["alpha"] == 2.0]
+    for lo, hi in zip(weakest, strongest, strict=True):
+        assert hi["mean_score"]["injected"] >= lo["mean_score"]["injected"]
+
+
+def test_directions_are_differences_of_class_means(corpus, reference):
+    splits, _ = corpus
+    d = concept_directions(reference, splits["train"], fit_limit=30)
+    assert set(d) == {(0, "goal"), (0, "belief")}
+    assert abs(float(d[(0, "goal")]["unit"].norm()) - 1) < 1e-9
+
+
+def test_grounding_runs_on_a_local_lm_through_block_hooks(corpus, tmp_path_factory):
+    splits, manifest = corpus
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRUSTBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "trb-cache"))
+        folder, _ = load_token_lm("instruct", splits["train"], manifest, TINY_LM)
+    lm = LocalLMProxyAdapter.from_folder(folder, "instruct", render_history, "direct")
+    result = grounding(lm, splits["train"][:40], splits["eval"], resamples=100)
+    assert result["status"] == "run" and result["layers"] == 2
+    assert len(result["sweep"]) == 2 * 2 * 4  # concepts x layers x strengths
+    assert 0.0 <= result["auc_vs_random"]["value"] <= 1.0
+
+
+TINY_LM = TokenLMConfig(d_model=24, n_heads=2, epochs=3, finetune_epochs=2)
+
+
+def test_native_white_box_batches_equal_the_plain_native_adapter(corpus, reference):
+    from trustbench.trb.reference import NativeModelAdapter
+
+    splits, _ = corpus
+    plain = NativeModelAdapter(reference.model, "plain", 7, 6)
+    trace = splits["eval"][3]
+    contexts = [trace.context(t) for t in (0, 4, 2)]
+    overrides = [None, trace.steps[4].counterfactuals[0].r_prime, None]
+    for c, r, got in zip(contexts, overrides, reference.act_many(contexts, overrides), strict=True):
+        assert plain.act(c, r_override=r) == pytest.approx(got, abs=1e-6)
+    for c, rep in zip(contexts, reference.emit_many(contexts), strict=True):
+        assert plain.emit_r(c).model_dump() == pytest.approx(rep.model_dump(), abs=1e-6)

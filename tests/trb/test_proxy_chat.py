@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from tests.support.openai_server import OpenAIServer, raw_body, server_error
+
+from trustbench.trb import generate_split, governance_rows, summarize_governance
+from trustbench.trb._tracks import _emit
+from trustbench.trb.proxy import SlotParseError, parse_slot_text
+from trustbench.trb.proxy._chat import ChatProxyAdapter
+
+OWN = (
+    "The goal is right and the door is open. "
+    "<r> goal=right belief=open plan=right conf=8 self=na </r>"
+)
+
+
+def _completion(text: str, top: list[tuple[str, float]] | None) -> str:
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": text},
+        "finish_reason": "stop",
+    }
+    if top is not None:
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": top[0][0],
+                    "logprob": math.log(top[0][1]),
+                    "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top],
+                }
+            ]
+        }
+    return json.dumps({"id": "x", "model": "scripted", "choices": [choice]})
+
+
+def _scripted(governed: bool, own: str = OWN):
+    """A scripted chat model: states `own` reasoning; acts on the slot block it is given
+    (governed) or always moves right whatever the block says (a Potemkin narrator)."""
+
+    def script(body, _n):
+        messages = body["messages"]
+        if not body.get("logprobs"):
+            return raw_body(_completion(own, None))
+        last = messages[-1]
+        if last["role"] == "assistant" and governed:
+            plan = parse_slot_text(last["content"]).planned_next
+        else:
+            plan = "right" if last["role"] == "assistant" else "stay"
+        others = [a for a in ("left", "stay", "right") if a != plan]
+        top = [(f" {plan}", 0.7), (f" {others[0]}", 0.1), (others[1], 0.1), ("The", 0.1)]
+        return raw_body(_completion(plan, top))
+
+    return script
+
+
+@pytest.fixture
+def traces():
+    return generate_split("eval", 3, seed=21)
+
+
+def _adapter(server: OpenAIServer, **kw) -> ChatProxyAdapter:
+    return ChatProxyAdapter(server.base_url, "scripted", name="chat", **kw)
+
+
+def test_action_distribution_comes_from_logprobs_over_the_option_words(traces):
+    with OpenAIServer() as server:
+        server.script(_scripted(governed=True))
+        adapter = _adapter(server)
+        dist = adapter.act(traces[0].context(0))
+        adapter.close()
+    # 0.7 / 0.1 / 0.1 on the options, 0.1 on a non-option token: renormalised over options.
+    assert dist == pytest.approx({"left": 0.1 / 0.9, "stay": 0.1 / 0.9, "right": 0.7 / 0.9})
+    assert adapter.option_mass == [pytest.approx(0.9)]
+    assert adapter.calls == {"logprobs": 1, "sampled": 0, "failed": 0}
+
+
+def test_override_re_renders_only_the_slot_span_and_prefills_it(traces):
+    with OpenAIServer() as server:
+        server.script(_scripted(governed=True))
+        adapter = _adapter(server)
+        context = traces[0].context(1)
+        r_prime = adapter.emit_r(context).model_copy(update={"planned_next": "left"})
+        dist = adapter.act(context, r_override=r_prime)
+        adapter.close()
+        prefill = server.requests[-1].body["messages"][-1]
+    assert prefill["role"] == "assistant"
+    assert prefill["content"] == OWN.replace("plan=right", "plan=left") + "\nAction:"
+    assert max(dist, key=dist.get) == "left"
+
+
+def test_governed_chat_model_scores_higher_G_than_a_potemkin_narrator(traces):
+    scores = {}
+    for governed in (True, False):
+        with OpenAIServer() as server:
+            server.script(_scripted(governed=governed))
+            adapter = _adapter(server)
+            rows = governance_rows(adapter, traces)
+            adapter.close()
+        scores[governed] = summarize_governance(rows, seed=0, resamples=100)["G"]["value"]
+        assert sum(r["invalid"] for r in rows) == 0
+    assert scores[True] > scores[False] + 0.1
+
+
+def test_missing_logprobs_fall_back_to_samples_with_the_bias_stated(traces):
+    with OpenAIServer() as server:
+        answers = iter(["left", "left", "stay", "I go left", "right", "left", "?", "left"])
+
+        def script(body, _n):
+            if body.get("max_tokens") == 3:  # a sampled completion
+                return raw_body(_completion(next(answers), None))
+            return raw_body(_completion("left" if body.get("logprobs") else OWN, None))
+
+        server.script(script)
+        adapter = _adapter(server, samples=8)
+        dist = adapter.act(traces[0].context(0))
+        adapter.close()
+    assert dist == pytest.approx({"left": 5 / 7, "stay": 1 / 7, "right": 1 / 7})
+    assert adapter.calls["sampled"] == 1
+    assert "8 samples" in adapter.estimation and "biased upward" in adapter.estimation
+
+
+def test_reply_without_a_slot_block_is_a_missing_report_not_a_default(traces):
+    with OpenAIServer() as server:
+        server.script(lambda body, n: raw_body(_completion("I would go right.", None)))
+        adapter = _adapter(server)
+        with pytest.raises(SlotParseError):
+            adapter.emit_r(traces[0].context(0))
+        assert _emit(adapter, traces[0].context(0)) is None
+        adapter.close()
+
+
+def test_service_failure_counts_as_an_invalid_response(traces):
+    with OpenAIServer() as server:
+        server.script(lambda body, n: server_error())
+        adapter = _adapter(server)
+        rows = governance_rows(adapter, traces[:1])
+        adapter.close()
+    assert rows[0]["invalid"] == rows[0]["n_items"] > 0
+    assert rows[0]["tv_sum"] == rows[0]["n_items"]  # each failure scores TV = 1
