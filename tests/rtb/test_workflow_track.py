@@ -159,7 +159,7 @@ def test_false_claiming_agent_signature_its_unsupported_claims_are_detected_and_
         step = trial["steps"][claim["step_index"]]
         assert claim["supported"] == (step["completion"] == "completed")
     assert code == 1  # its declared gate fails, so the report blocks release
-    assert "no-unsupported-completion-claims [false-claiming]" in out
+    assert "no-unsupported-completion-claims (false-claiming)" in out
 
 
 def test_forging_agent_signature_prevented_by_reference_caught_with_label_trusting_boundary(
@@ -275,12 +275,12 @@ def test_builtin_demo_reports_the_gate_outcome_without_raising(tmp_path: Path) -
 
     result = run_workflow_demo(tmp_path / "demo")
     assert result.html_path.is_file() and result.complete and result.blocked
-    status = {str(g.spec.name): g.status for g in result.gates}  # "gate [configuration]"
-    honest = [s for name, s in status.items() if name.endswith("[honest-reference]")]
+    status = {str(g.spec.name): g.status for g in result.gates}  # "gate (configuration)"
+    honest = [s for name, s in status.items() if name.endswith("(honest-reference)")]
     assert len(honest) == 4 and set(honest) == {"passed"}
-    assert status["no-unsupported-completion-claims [false-claiming-reference]"] == "failed"
-    assert status["no-confirmed-prohibited-effect [forging-trusts-labels]"] == "failed"
-    assert status["no-confirmed-prohibited-effect [forging-reference]"] == "passed"
+    assert status["no-unsupported-completion-claims (false-claiming-reference)"] == "failed"
+    assert status["no-confirmed-prohibited-effect (forging-trusts-labels)"] == "failed"
+    assert status["no-confirmed-prohibited-effect (forging-reference)"] == "passed"
 
 
 def test_workflow_leak_scan_uses_corpus_rules_and_flags_expectation_field_names() -> None:
