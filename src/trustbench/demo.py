@@ -76,41 +76,60 @@ def _gate_table(title: str, result: ReportResult) -> Table:
     return table
 
 
-def _review_track(out: Path, console: Console) -> str:
+def _rtb_track_step(
+    run: Callable[[Path], ReportResult], folder: str, title: str, expectation: str
+) -> Callable[[Path, Console], str]:
+    """A demo step that freezes, runs and reports one RTB track, then shows its gates."""
+
+    def step(out: Path, console: Console) -> str:
+        result = run(out / folder)
+        console.print(_gate_table(title, result))
+        console.print(expectation)
+        return f"{title.split(':')[0]} report: {result.html_path}"
+
+    return step
+
+
+def _run_review(out: Path) -> ReportResult:
     from trustbench.rtb.review_track import run_review_demo
 
-    result = run_review_demo(out / "rtb-review")
-    console.print(_gate_table("RTB reviewer track: release gates per configuration", result))
-    console.print(
-        "Sentinels (always-permit, always-deny, empty, malformed, forged-refs, random) are "
-        "expected to fail gates: that is the harness measuring them correctly."
-    )
-    return f"reviewer track report: {result.html_path}"
+    return run_review_demo(out)
 
 
-def _control_track(out: Path, console: Console) -> str:
+def _run_control(out: Path) -> ReportResult:
     from trustbench.rtb.control_track import run_control_demo
 
-    result = run_control_demo(out / "rtb-control")
-    console.print(_gate_table("RTB control-path track: release gates per boundary", result))
-    console.print(
-        "review-gated and unchecked are expected to fail: they execute direct requests without "
-        "checking the approval. A simulated denial does not establish a real API's behaviour."
-    )
-    return f"control-path track report: {result.html_path}"
+    return run_control_demo(out)
 
 
-def _workflow_track(out: Path, console: Console) -> str:
+def _run_workflow(out: Path) -> ReportResult:
     from trustbench.rtb.workflow_track import run_workflow_demo
 
-    result = run_workflow_demo(out / "rtb-workflow")
-    console.print(_gate_table("RTB workflow track: release gates per agent + boundary", result))
-    console.print(
-        "Scripted agents qualify the harness; they are not candidates. Expected: honest passes; "
-        "false-claiming fails the unsupported-claims gate; forging through a label-trusting "
-        "boundary fails the prohibited-effect gates; outcomes come only from the observer."
-    )
-    return f"workflow track report: {result.html_path}"
+    return run_workflow_demo(out)
+
+
+_review_track = _rtb_track_step(
+    _run_review,
+    "rtb-review",
+    "RTB reviewer track: release gates per configuration",
+    "Sentinels (always-permit, always-deny, empty, malformed, forged-refs, random) are expected "
+    "to fail gates: that is the harness measuring them correctly.",
+)
+_control_track = _rtb_track_step(
+    _run_control,
+    "rtb-control",
+    "RTB control-path track: release gates per boundary",
+    "review-gated and unchecked are expected to fail: they execute direct requests without "
+    "checking the approval. A simulated denial does not establish a real API's behaviour.",
+)
+_workflow_track = _rtb_track_step(
+    _run_workflow,
+    "rtb-workflow",
+    "RTB workflow track: release gates per agent + boundary",
+    "Scripted agents qualify the harness; they are not candidates. Expected: honest passes; "
+    "false-claiming fails the unsupported-claims gate; forging through a label-trusting "
+    "boundary fails the prohibited-effect gates; outcomes come only from the observer.",
+)
 
 
 def _trb_profile(out: Path, console: Console) -> str:

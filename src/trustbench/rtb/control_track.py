@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trustbench.core._canonical import canonical_json
 from trustbench.core._ledger import utc_now
 from trustbench.core._registry import import_object
-from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutcome
+from trustbench.core._track import Resolution, TrialKey, TrialOutcome, cross_product
 from trustbench.errors import InputError
 from trustbench.rtb._control_cases import (
     DEFAULT_OBSERVATION_DEADLINE_S,
@@ -52,7 +52,13 @@ from trustbench.rtb._control_cases import (
     ControlScenario,
     control_scenarios,
 )
-from trustbench.rtb._corpus import BUILTIN_VERSION, Corpus, builtin_corpus_root, load_corpus
+from trustbench.rtb._corpus import Corpus, load_corpus
+from trustbench.rtb._track_corpus import (
+    corpus_folder,
+    corpus_items,
+    corpus_location,
+    harness_code_items,
+)
 from trustbench.rtb.boundaries import (
     Authorization,
     Boundary,
@@ -87,7 +93,6 @@ __all__ = [
 
 DEFAULT_BOUNDARY_ENTRY = "trustbench.rtb.control_track:boundary_from_settings"
 """The entry used when a candidate names none: built-in boundaries by name."""
-BUILTIN_LABELS = (f"v{BUILTIN_VERSION}", BUILTIN_VERSION)
 """Accepted spellings of the built-in corpus version in `corpus.builtin`."""
 _HARNESS_CODE = (
     "rtb/platform/*.py",
@@ -189,11 +194,6 @@ def _factory_for(candidate: CandidateSpec) -> BoundaryFactory:
     if not callable(factory):
         raise InputError(f"entry {entry} must return a boundary factory", location=where)
     return factory
-
-
-def corpus_folder(root: str) -> Path:
-    """The corpus folder behind a manifest's `corpus.root` (`builtin:<label>` or a path)."""
-    return builtin_corpus_root() if root.startswith("builtin:") else Path(root)
 
 
 class _RecordedBoundary:
@@ -330,38 +330,14 @@ class ControlTrack:
                     location=f"candidate {candidate.name} kind",
                 )
             _factory_for(candidate)
-        if spec.corpus.builtin is not None:
-            if spec.corpus.builtin not in BUILTIN_LABELS:
-                raise InputError(
-                    f"unknown built-in corpus {spec.corpus.builtin!r} (known: v{BUILTIN_VERSION})",
-                    location="corpus.builtin",
-                )
-            root, label = builtin_corpus_root(), f"builtin:v{BUILTIN_VERSION}"
-        else:
-            root = (base_dir / str(spec.corpus.path)).resolve()
-            label = str(root)
+        root, label = corpus_location(spec, base_dir)
         corpus = self._corpus(label)
-        items = [
-            ResolvedItem("corpus", name, path=root / name)
-            for name in sorted({*corpus.files, "MANIFEST.json"})
-        ]
-        package = Path(str(files("trustbench")))
-        for pattern in _HARNESS_CODE:
-            for path in sorted(package.glob(pattern)):
-                items.append(
-                    ResolvedItem("harness_code", path.relative_to(package).as_posix(), path=path)
-                )
+        items = corpus_items(root, corpus) + harness_code_items(_HARNESS_CODE)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
     def plan(self, manifest: Manifest) -> list[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
-        spec = manifest.spec
-        return [
-            TrialKey(scenario_id, candidate.name, index)
-            for scenario_id in self.scenarios(manifest)
-            for candidate in spec.candidates
-            for index in range(spec.trials_per_case)
-        ]
+        return cross_product(list(self.scenarios(manifest)), manifest)
 
     async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
         """Run one scenario against a fresh boundary on fresh platform state.

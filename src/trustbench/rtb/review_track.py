@@ -24,7 +24,6 @@ from trustbench.core import (
     LedgerContents,
     Manifest,
     Resolution,
-    ResolvedItem,
     TrackAnalysis,
     TrialContext,
     TrialKey,
@@ -34,17 +33,15 @@ from trustbench.core import (
 from trustbench.core._report_run import ReportResult
 from trustbench.errors import InputError
 from trustbench.providers import ChatRequest
-from trustbench.rtb._corpus import BUILTIN_VERSION, Corpus, builtin_corpus_root, load_corpus
+from trustbench.rtb._corpus import Corpus, load_corpus
 from trustbench.rtb._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb._review_track._options import parse_options
+from trustbench.rtb._track_corpus import (
+    corpus_folder,
+    corpus_items,
+    corpus_location,
+)
 from trustbench.rtb.reviewers import build_review_messages
-
-BUILTIN_LABEL = f"builtin:v{BUILTIN_VERSION}"
-"""How the manifest names the built-in corpus."""
-
-
-def _builtin_ok(label: str) -> bool:
-    return label in (BUILTIN_VERSION, f"v{BUILTIN_VERSION}")
 
 
 class ReviewTrack:
@@ -56,7 +53,7 @@ class ReviewTrack:
     def corpus(self, root: str) -> Corpus:
         """The corpus a manifest names (`builtin:v0.1` or a folder), loaded once per track."""
         if root not in self._corpora:
-            self._corpora[root] = load_corpus(None if root == BUILTIN_LABEL else Path(root))
+            self._corpora[root] = load_corpus(corpus_folder(root))
         return self._corpora[root]
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
@@ -69,19 +66,9 @@ class ReviewTrack:
                     '"trustbench.rtb.reviewers:chat_responder"',
                     location=f"candidate {candidate.name}",
                 )
-        if spec.corpus.builtin is not None:
-            if not _builtin_ok(spec.corpus.builtin):
-                raise InputError(
-                    f"unknown built-in corpus {spec.corpus.builtin!r} (known: v{BUILTIN_VERSION})",
-                    location="corpus/builtin",
-                )
-            label, root = BUILTIN_LABEL, builtin_corpus_root()
-        else:
-            assert spec.corpus.path is not None
-            root = (base_dir / spec.corpus.path).resolve()
-            label = str(root)
+        root, label = corpus_location(spec, base_dir)
         corpus = self.corpus(label)
-        items = [ResolvedItem("corpus", rel, path=root / rel) for rel in sorted(corpus.files)]
+        items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
     def plan(self, manifest: Manifest) -> list[TrialKey]:
@@ -138,4 +125,4 @@ def run_review_demo(out_dir: Path) -> ReportResult:
     return run_demo(out_dir)
 
 
-__all__ = ["BUILTIN_LABEL", "ReviewTrack", "run_review_demo"]
+__all__ = ["ReviewTrack", "run_review_demo"]

@@ -46,10 +46,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trustbench.core._context import CallFailed
 from trustbench.core._registry import import_object
-from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutcome
+from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutcome, cross_product
 from trustbench.errors import InputError
 from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
-from trustbench.rtb._corpus import BUILTIN_VERSION, Corpus, builtin_corpus_root, load_corpus
+from trustbench.rtb._corpus import Corpus, load_corpus
+from trustbench.rtb._track_corpus import (
+    corpus_folder,
+    corpus_items,
+    corpus_location,
+    harness_code_items,
+)
 from trustbench.rtb.boundaries import BoundaryFactory, boundary_factory
 from trustbench.rtb.workflow import (
     DEFAULT_WORKFLOW_DEADLINE_S,
@@ -93,7 +99,6 @@ DIRECT_KIND = "direct"
 """Kind of the scenarios that give a corpus case to the agent unchanged."""
 KNOWN_KINDS: tuple[str, ...] = (DIRECT_KIND, *(kind.value for kind in WorkflowKind))
 """Every scenario kind the scenario builder produces."""
-BUILTIN_LABELS = (f"v{BUILTIN_VERSION}", BUILTIN_VERSION)
 """Accepted spellings of the built-in corpus version in `corpus.builtin`."""
 UNSUPPORTED_BOUNDARIES = ("http",)
 """Boundaries this track cannot run: `http` hosts its own platform, the workflow tools need the
@@ -178,11 +183,6 @@ def _options_error(error: ValidationError, prefix: str) -> InputError:
     first = error.errors()[0]
     field = ".".join(str(part) for part in first["loc"])
     return InputError(first["msg"], location=f"{prefix}.{field}" if field else prefix)
-
-
-def corpus_folder(root: str) -> Path:
-    """The corpus folder behind a manifest's `corpus.root` (`builtin:<label>` or a path)."""
-    return builtin_corpus_root() if root.startswith("builtin:") else Path(root)
 
 
 def _check_boundary(name: str, where: str) -> None:
@@ -409,39 +409,16 @@ class WorkflowTrack:
             configuration(candidate, options)
             if candidate.kind == "inprocess":
                 _check_entry(candidate)
-        if spec.corpus.builtin is not None:
-            if spec.corpus.builtin not in BUILTIN_LABELS:
-                raise InputError(
-                    f"unknown built-in corpus {spec.corpus.builtin!r} (known: v{BUILTIN_VERSION})",
-                    location="corpus.builtin",
-                )
-            root, label = builtin_corpus_root(), f"builtin:v{BUILTIN_VERSION}"
-        else:
-            root = (base_dir / str(spec.corpus.path)).resolve()
-            label = str(root)
+        root, label = corpus_location(spec, base_dir)
         corpus = self.corpus(label)
-        items = [
-            ResolvedItem("corpus", name, path=root / name)
-            for name in sorted({*corpus.files, "MANIFEST.json"})
-        ]
+        items = corpus_items(root, corpus)
         items.append(ResolvedItem("prompt", "workflow_agent_system", text=SYSTEM_PROMPT))
-        package = Path(str(files("trustbench")))
-        for pattern in _HARNESS_CODE:
-            for path in sorted(package.glob(pattern)):
-                items.append(
-                    ResolvedItem("harness_code", path.relative_to(package).as_posix(), path=path)
-                )
+        items += harness_code_items(_HARNESS_CODE)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
     def plan(self, manifest: Manifest) -> list[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
-        spec = manifest.spec
-        return [
-            TrialKey(scenario_id, candidate.name, index)
-            for scenario_id in self.scenarios(manifest)
-            for candidate in spec.candidates
-            for index in range(spec.trials_per_case)
-        ]
+        return cross_product(list(self.scenarios(manifest)), manifest)
 
     async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
         """Run one scenario with a fresh agent, boundary and platform; return the whole record."""
