@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import re
-import secrets
 from importlib import resources
 from typing import Any
 
@@ -23,8 +22,7 @@ import cedarpy
 
 from trustbench.rtb._models import Decision, ReasonCode
 from trustbench.rtb.boundaries._policy import PolicyResult, canonical_parameters
-from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt
-from trustbench.rtb.boundaries._python import execute_with_retries
+from trustbench.rtb.boundaries._python import PythonPolicyBoundary
 from trustbench.rtb.platform import (
     Approval,
     ApprovalServiceUnavailable,
@@ -62,8 +60,12 @@ def _ms(approval: Approval) -> int:
     return int(approval.expires_at.timestamp() * 1000) if approval.expires_at else NO_EXPIRY_MS
 
 
-class CedarBoundary:
+class CedarBoundary(PythonPolicyBoundary):
     """The starter policy enforced by the Cedar engine.
+
+    Only the policy evaluation differs from `reference`: authorization, the re-check right before
+    commit and idempotent dispatch are the same enforcement path (inherited), with every
+    safeguard on.
 
     Args:
         name: Name recorded with results.
@@ -74,10 +76,7 @@ class CedarBoundary:
     def __init__(
         self, name: str = "cedar", *, approval_timeout_s: float = 10.0, max_attempts: int = 3
     ) -> None:
-        self.name = name
-        self._timeout = approval_timeout_s
-        self._max_attempts = max_attempts
-        self._instance = secrets.token_hex(8)
+        super().__init__(name, approval_timeout_s=approval_timeout_s, max_attempts=max_attempts)
         text = load_policy_text()
         self._reasons = forbid_reasons(text)
         self._policies = cedarpy.PolicySet.from_str(text)
@@ -198,44 +197,6 @@ class CedarBoundary:
         if ReasonCode.RESOURCE_REVISION_CHANGED in reasons:
             return PolicyResult(Decision.HOLD, ReasonCode.RESOURCE_REVISION_CHANGED)
         return PolicyResult(Decision.HOLD, ReasonCode.INSUFFICIENT_EVIDENCE)
-
-    async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
-        """Ask Cedar, with entities from platform state."""
-        result = self._evaluate(request, platform)
-        return Authorization(
-            decision=result.decision,
-            reason_code=result.reason_code,
-            approval_id=result.approval_id,
-            issued_by=self._instance,
-            detail=result.detail,
-        )
-
-    async def dispatch(
-        self,
-        request: ControlRequest,
-        authorization: Authorization | None,
-        platform: PlatformView,
-    ) -> DispatchReceipt:
-        """Refuse without a permit; ask Cedar again on live state; dispatch idempotently."""
-        if authorization is None or authorization.decision != Decision.PERMIT:
-            return DispatchReceipt(
-                status="blocked",
-                decision=authorization.decision if authorization else Decision.HOLD,
-                reason_code=(
-                    authorization.reason_code if authorization else ReasonCode.INSUFFICIENT_EVIDENCE
-                ),
-            )
-        live = self._evaluate(request, platform)
-        if live.decision != Decision.PERMIT:
-            return DispatchReceipt(
-                status="blocked",
-                decision=live.decision,
-                reason_code=live.reason_code,
-                detail="re-check before commit failed",
-            )
-        return execute_with_retries(
-            request, platform, max_attempts=self._max_attempts, idempotent=True
-        )
 
     def linked_approval_ids(self) -> list[str]:
         """Approvals whose template link is currently in the policy set (for tests/diagnosis)."""
