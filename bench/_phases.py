@@ -117,8 +117,10 @@ def direct_inprocess(cases: int, trials_per_case: int) -> dict[str, Any]:
         outcomes: dict[str, int] = {}
         for case_index in range(count):
             for index in range(trials_per_case):
-                messages, candidate_input = review_messages(case_index, f"c{case_index}/r/{index}")
-                validated = validate_response(reference_reply({"messages": messages}), candidate_input)
+                trial_id = f"c{case_index}/r/{index}"
+                messages, candidate_input = review_messages(case_index, trial_id)
+                reply = reference_reply({"messages": messages})
+                validated = validate_response(reply, candidate_input)
                 outcomes[validated.outcome.value] = outcomes.get(validated.outcome.value, 0) + 1
         return {"outcomes": outcomes}
 

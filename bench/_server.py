@@ -12,8 +12,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from bench.review_track import reference_reply, reply_cache_key
 from tests.support.openai_server import Behaviour, OpenAIServer
+
+from bench.review_track import reference_reply, reply_cache_key
 
 
 def main() -> None:

@@ -32,14 +32,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with server(0.0) as base_url:
             floor = phase("floor", base_url=base_url, concurrency=args.concurrency, **shape)
-            spec = spec_text(base_url=base_url, concurrency=args.concurrency, track=args.track,
-                             **shape)
-            http = phase("trustbench_run", run_dir=str(Path(tmp) / "http"), spec=spec,
-                         track=args.track)
+            spec = spec_text(
+                base_url=base_url, concurrency=args.concurrency, track=args.track, **shape
+            )
+            http = phase(
+                "trustbench_run", run_dir=str(Path(tmp) / "http"), spec=spec, track=args.track
+            )
         direct = phase("direct_inprocess", **shape)
         spec = spec_text(base_url=None, concurrency=args.concurrency, track=args.track, **shape)
-        inproc = phase("trustbench_run", run_dir=str(Path(tmp) / "inproc"), spec=spec,
-                       track=args.track)
+        inproc = phase(
+            "trustbench_run", run_dir=str(Path(tmp) / "inproc"), spec=spec, track=args.track
+        )
     assert http["completed"] == trials and inproc["completed"] == trials, (http, inproc)
 
     def rate(figures: dict[str, float]) -> float:
@@ -49,12 +52,12 @@ def main() -> None:
         return 1000 * figures["cpu_s"] / trials
 
     print("  HTTP, zero latency")
-    print(f"    bare client         {rate(floor):8.0f} requests/s  {cpu_ms(floor):.3f} ms CPU each")
-    print(f"    trustbench run      {rate(http):8.0f} trials/s    {cpu_ms(http):.3f} ms CPU each")
+    print(f"    bare client         {rate(floor):8.0f} requests/s  {cpu_ms(floor):.3f} ms CPU")
+    print(f"    trustbench run      {rate(http):8.0f} trials/s    {cpu_ms(http):.3f} ms CPU")
     print(f"    throughput ratio    {ratio(rate(http), rate(floor))} of the bare client")
     print("  in-process candidate")
-    print(f"    plain loop          {rate(direct):8.0f} trials/s    {cpu_ms(direct):.3f} ms CPU each")
-    print(f"    trustbench run      {rate(inproc):8.0f} trials/s    {cpu_ms(inproc):.3f} ms CPU each")
+    print(f"    plain loop          {rate(direct):8.0f} trials/s    {cpu_ms(direct):.3f} ms CPU")
+    print(f"    trustbench run      {rate(inproc):8.0f} trials/s    {cpu_ms(inproc):.3f} ms CPU")
     print(f"    throughput ratio    {ratio(rate(inproc), rate(direct))} of the plain loop")
     print(f"    harness overhead    {cpu_ms(inproc) - cpu_ms(direct):.3f} ms CPU per trial")
 

@@ -30,8 +30,7 @@ from trustbench.core import (
     register_track,
 )
 from trustbench.providers import ChatRequest
-from trustbench.rtb import CandidateInput, Corpus, load_corpus
-from trustbench.rtb import to_candidate_input
+from trustbench.rtb import CandidateInput, Corpus, load_corpus, to_candidate_input
 from trustbench.rtb._validation import validate_response
 from trustbench.rtb.reviewers import ReferencePolicyReviewer, build_review_messages
 
