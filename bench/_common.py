@@ -20,10 +20,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def env() -> dict[str, str]:
-    """Environment for child processes: the repo root and `src` importable."""
+    """Environment for child processes: `src` and the repo root importable.
+
+    A `PYTHONPATH` set by the caller comes first, so `PYTHONPATH=/elsewhere/src python -m
+    bench...` measures another checkout's trustbench (how the before/after figures were taken).
+    """
     paths = [str(REPO / "src"), str(REPO)]
     if os.environ.get("PYTHONPATH"):
-        paths.append(os.environ["PYTHONPATH"])
+        paths.insert(0, os.environ["PYTHONPATH"])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 

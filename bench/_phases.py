@@ -127,7 +127,74 @@ def direct_inprocess(cases: int, trials_per_case: int) -> dict[str, Any]:
     return {**_measure(section), "trials": count * trials_per_case}
 
 
+class _Started(Exception):
+    """Raised by the probe when the runner is about to start trials."""
+
+
+class _StartProbe:
+    """A progress reporter that stops the run at the moment trials would start."""
+
+    def start(self, total: int, done: int) -> None:
+        raise _Started(total, done)
+
+    def update(self, done: int, failed: int, retries: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def resume_startup(run_dir: str) -> dict[str, Any]:
+    """Time a resume up to the first trial, and chain verification alone (warm page cache)."""
+    import sqlite3
+
+    from bench.review_track import corpus, register
+    from trustbench.core import read_manifest, run_experiment
+    from trustbench.core._ledger import LEDGER_FILE, verify_chain
+
+    register()
+    corpus()  # the track's corpus cache, as a resumed process loads it anyway
+    folder = Path(run_dir)
+    with (folder / LEDGER_FILE).open("rb") as handle:  # warm the page cache for both timings
+        while handle.read(1 << 24):
+            pass
+    manifest = read_manifest(folder)
+    connection = sqlite3.connect(folder / LEDGER_FILE)
+    verify = _measure(lambda: {"problems": len(verify_chain(connection, manifest.manifest_sha256))})
+    connection.close()
+    seen: dict[str, Any] = {}
+
+    def section() -> None:
+        try:
+            run_experiment(folder, _StartProbe())
+        except _Started as started:
+            seen["planned"], seen["finished_before"] = started.args
+
+    startup = _measure(section)
+    return {"startup": startup, "verify": verify, **seen}
+
+
+def make_ledger(run_dir: str, cases: int, trials_per_case: int, unfinished: int) -> dict[str, Any]:
+    """Write the synthetic ledger (timed only for information)."""
+    from bench._ledger_fixture import write_ledger
+
+    counts: dict[str, Any] = {}
+    measured = _measure(
+        lambda: counts.update(
+            write_ledger(
+                Path(run_dir),
+                cases=cases,
+                trials_per_case=trials_per_case,
+                unfinished=unfinished,
+            )
+        )
+    )
+    return {**measured, **counts}
+
+
 PHASES: dict[str, Callable[..., dict[str, Any]]] = {
+    "resume_startup": resume_startup,
+    "make_ledger": make_ledger,
     "floor": floor,
     "trustbench_run": trustbench_run,
     "direct_inprocess": direct_inprocess,

@@ -10,7 +10,8 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustbench.core._canonical import canonical_json
+from trustbench.core._canonical import canonical_json, float_text
+from trustbench.core._ledger import TABLE_COLUMNS, row_canonical_json
 
 _scalars = (
     st.none()
@@ -54,3 +55,39 @@ def test_subclasses_and_tuples_fall_back_to_the_reference_encoding() -> None:
 def test_values_rfc8785_rejects_are_still_rejected(value: object) -> None:
     with pytest.raises(rfc8785.CanonicalizationError):
         canonical_json(value)
+
+
+_cell = (
+    st.none()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(TABLE_COLUMNS)), st.data())
+def test_ledger_row_encoding_matches_the_general_canonical_encoding(table: str, data) -> None:
+    row = {name: data.draw(_cell) for name in TABLE_COLUMNS[table]}
+    assert row_canonical_json(table, row) == canonical_json({"table": table, **row})
+
+
+@pytest.mark.parametrize("odd", [b"blob", 2**60, True, "\ud800"])
+def test_tampered_row_values_get_the_general_encoding_and_its_errors(odd: object) -> None:
+    row = {name: None for name in TABLE_COLUMNS["events"]}
+    row["data"] = odd
+    try:
+        expected: object = canonical_json({"table": "events", **row})
+    except rfc8785.CanonicalizationError as error:
+        expected = type(error)
+    try:
+        actual: object = row_canonical_json("events", row)
+    except rfc8785.CanonicalizationError as error:
+        actual = type(error)
+    assert actual == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_float_text_is_the_rfc8785_number_format(value: float) -> None:
+    assert float_text(value) == rfc8785.dumps(value).decode()

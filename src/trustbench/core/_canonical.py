@@ -50,6 +50,19 @@ def canonical_json(value: Any) -> bytes:
         return rfc8785.dumps(value)
 
 
+def float_text(value: float) -> str:
+    """A float as RFC 8785 writes it (ECMAScript Number::toString).
+
+    `rfc8785` starts from Python's shortest round-trip `repr` and only rewrites exponents,
+    integral values ("2.0" -> "2") and zero; a repr without any of those is already the answer,
+    so only those cases pay for the reference routine.
+    """
+    text = repr(value)
+    if "e" in text or text.endswith(".0") or not text[-1].isdigit():
+        return rfc8785.dumps(value).decode("ascii")
+    return text
+
+
 def _utf16_key(key: str) -> bytes:
     # RFC 8785 §3.2.3: members sorted by the UTF-16 code units of their names.
     return key.encode("utf-16-be")
@@ -70,7 +83,7 @@ def _encode(value: Any, parts: list[str]) -> None:
             raise _NotFastPath
         parts.append(str(value))
     elif kind is float:
-        parts.append(rfc8785.dumps(value).decode("ascii"))
+        parts.append(float_text(value))
     elif kind is dict:
         if not value:
             parts.append("{}")
