@@ -145,22 +145,39 @@ class _StartProbe:
 
 
 def resume_startup(run_dir: str) -> dict[str, Any]:
-    """Time a resume up to the first trial, and chain verification alone (warm page cache)."""
+    """Time a resume up to its first trial; and, apart, its two parts (warm page cache).
+
+    `verify`: the chain verification `Ledger.open` does before any resume. `remaining`: what the
+    runner does after it to find the work left (finished trials, interrupted executions, the
+    seeded order minus the finished), read through the same `Ledger` queries.
+    """
     import sqlite3
 
-    from bench.review_track import corpus, register
-    from trustbench.core import read_manifest, run_experiment
-    from trustbench.core._ledger import LEDGER_FILE, verify_chain
+    from bench.review_track import BenchReviewTrack, corpus, register
+    from trustbench.core import read_manifest, run_experiment, trial_order
+    from trustbench.core._ledger import LEDGER_FILE, Ledger, verify_chain
 
     register()
     corpus()  # the track's corpus cache, as a resumed process loads it anyway
     folder = Path(run_dir)
-    with (folder / LEDGER_FILE).open("rb") as handle:  # warm the page cache for both timings
+    with (folder / LEDGER_FILE).open("rb") as handle:  # warm the page cache for all timings
         while handle.read(1 << 24):
             pass
     manifest = read_manifest(folder)
     connection = sqlite3.connect(folder / LEDGER_FILE)
     verify = _measure(lambda: {"problems": len(verify_chain(connection, manifest.manifest_sha256))})
+
+    def remaining_section() -> dict[str, Any]:
+        ledger = Ledger(connection, manifest.manifest_sha256, 0, {})
+        finished = ledger.finished_trial_ids()
+        interrupted = ledger.unfinished_executions()
+        ledger.abandoned_marked()
+        keys = BenchReviewTrack().plan(manifest)
+        order = trial_order(keys, manifest.spec.order_seed)
+        left = [key for key in order if key.trial_id not in finished]
+        return {"remaining": len(left), "interrupted": len(interrupted)}
+
+    remaining = _measure(remaining_section)
     connection.close()
     seen: dict[str, Any] = {}
 
@@ -171,7 +188,7 @@ def resume_startup(run_dir: str) -> dict[str, Any]:
             seen["planned"], seen["finished_before"] = started.args
 
     startup = _measure(section)
-    return {"startup": startup, "verify": verify, **seen}
+    return {"startup": startup, "verify": verify, "remaining": remaining, **seen}
 
 
 def make_ledger(run_dir: str, cases: int, trials_per_case: int, unfinished: int) -> dict[str, Any]:
@@ -192,7 +209,19 @@ def make_ledger(run_dir: str, cases: int, trials_per_case: int, unfinished: int)
     return {**measured, **counts}
 
 
+def analysis(trials: int, resamples: int, out_dir: str) -> dict[str, Any]:
+    """Grade synthetic reviewer rows into figures, gates, record.json and report.html."""
+    from bench._analysis_workload import analyze, synthetic_rows
+
+    rows = synthetic_rows(trials)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    steps: dict[str, Any] = {}
+    measured = _measure(lambda: steps.update(analyze(rows, Path(out_dir), resamples)))
+    return {**measured, "steps": steps, "rss_before_mib": rss_before}
+
+
 PHASES: dict[str, Callable[..., dict[str, Any]]] = {
+    "analysis": analysis,
     "resume_startup": resume_startup,
     "make_ledger": make_ledger,
     "floor": floor,
