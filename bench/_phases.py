@@ -220,7 +220,46 @@ def analysis(trials: int, resamples: int, out_dir: str) -> dict[str, Any]:
     return {**measured, "steps": steps, "rss_before_mib": rss_before}
 
 
+def inspect_eval(
+    base_url: str, cases: int, trials_per_case: int, concurrency: int, log_dir: str
+) -> dict[str, Any]:
+    """Run the workload through Inspect AI's OpenAI provider (a child process: its CPU counted)."""
+    import os
+    import subprocess
+
+    command = [
+        str(Path(sys.executable).parent / "inspect"), "eval", "bench/inspect_task.py",
+        "--model", "openai/bench-reviewer", "-M", "responses_api=false", "--display", "none",
+        "--max-connections", str(concurrency), "--max-samples", str(concurrency),
+        "--temperature", "0", "--log-dir", log_dir,
+        "-T", f"cases={cases}", "-T", f"trials_per_case={trials_per_case}",
+    ]  # fmt: skip
+    environment = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "bench-unused"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    completed = subprocess.run(command, env=environment, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if completed.returncode != 0:
+        raise RuntimeError(completed.stdout[-3000:] + completed.stderr[-3000:])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    (log_info,) = list_eval_logs(log_dir)
+    log = read_eval_log(log_info, header_only=True)
+    assert log.results is not None, log.status
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mib": after.ru_maxrss / 1024,
+        "status": log.status,
+        "samples": log.results.completed_samples,
+        "valid_share": log.results.scores[0].metrics["accuracy"].value,
+    }
+
+
 PHASES: dict[str, Callable[..., dict[str, Any]]] = {
+    "inspect_eval": inspect_eval,
     "analysis": analysis,
     "resume_startup": resume_startup,
     "make_ledger": make_ledger,
