@@ -10,7 +10,7 @@ and through `trustbench run` with its full ledger. Prints both walls and CPU, an
 CPU as a fraction of Inspect's (target: at least 25x faster on wall). Inspect's wall and CPU are
 those of its whole `inspect eval` process (start-up and log writing included, as a user meets
 them); ours are `run_experiment` only (freezing and imports excluded), so the CPU ratio flatters
-us by Inspect's start-up, about 3 s of CPU here.
+us by Inspect's start-up (a few seconds of CPU; see bench/README.md).
 """
 
 from __future__ import annotations
