@@ -6,6 +6,10 @@ candidate systematically meets a different service load), `concurrency` at a tim
 fresh context. A trial is finished when its row is in `trials`; a resumed run runs only the
 others. An execution killed mid-trial is marked abandoned (its attempts stay, never counted) and
 the trial is run again from scratch as the next execution.
+
+Trials run in this process's event loop (`local`) or on Ray workers (`ray`, see
+`_ray_executor.py`); both run a trial with `execute_trial`, and only this process writes the
+ledger.
 """
 
 from __future__ import annotations
