@@ -170,10 +170,3 @@ def test_run_command_accepts_executor_ray(
     code, output = invoke("run", str(ray_dir), "--quiet", "--executor", "ray")
     assert code == 0, output
     assert "12/12 trials finished" in output
-
-
-def test_unknown_executor_and_address_without_ray_are_usage_errors(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="unknown executor"):
-        run_experiment(tmp_path, executor="threads")
-    with pytest.raises(InputError, match="--address"):
-        run_experiment(tmp_path, address="auto")
