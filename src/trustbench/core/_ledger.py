@@ -18,14 +18,16 @@ written and the hash recomputed at verification sees the same value that was has
 
 from __future__ import annotations
 
+import heapq
 import json
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
-from trustbench.core._canonical import canonical_json, sha256_hex
+from trustbench.core._canonical import canonical_json, float_text, sha256_hex
 from trustbench.errors import CheckFailed, InputError
 
 LEDGER_FILE = "ledger.sqlite"
@@ -62,7 +64,57 @@ def utc_now() -> str:
 
 def row_hash(prev_hash: str, table: str, row: dict[str, Any]) -> str:
     """The chained hash of one row: sha256(prev_hash || canonical({"table": table, **row}))."""
-    return sha256_hex(prev_hash.encode("ascii") + canonical_json({"table": table, **row}))
+    return sha256_hex(prev_hash.encode("ascii") + row_canonical_json(table, row))
+
+
+_MAX_SAFE_INT = 2**53 - 1
+
+_ROW_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    table: tuple((name, encode_basestring(name) + ":") for name in sorted(("table", *columns)))
+    for table, columns in TABLE_COLUMNS.items()
+}
+"""Per table, the members of a hashed row in RFC 8785 order (all names are ASCII, so code-point
+order is UTF-16 order) with their encoded `"name":` prefixes, computed once."""
+
+
+def row_canonical_json(table: str, row: dict[str, Any]) -> bytes:
+    """`canonical_json({"table": table, **row})` for a ledger row, byte for byte, faster.
+
+    Hashing every row is the ledger's main CPU cost when writing and all of `verify`'s. A row is
+    a flat object of known members whose values are str, int, float or None, so it is encoded
+    here with the member order and prefixes precomputed and the C string encoder (see
+    `canonical_json`), about 3x faster than the general encoder. Anything else (a tampered row
+    holding a blob, an unsafe integer, unexpected members) takes the general path, so the bytes,
+    and any error, are exactly what `canonical_json` gives.
+    """
+    full = {"table": table, **row}
+    keys = _ROW_KEYS.get(table)
+    if keys is None or len(full) != len(keys):
+        return canonical_json(full)
+    parts: list[str] = []
+    separator = "{"
+    try:
+        for name, prefix in keys:
+            value = full[name]
+            kind = type(value)
+            if kind is str:
+                text = encode_basestring(value)
+            elif value is None:
+                text = "null"
+            elif kind is int and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+                text = str(value)
+            elif kind is float:
+                text = float_text(value)
+            else:
+                return canonical_json(full)
+            parts.append(separator)
+            parts.append(prefix)
+            parts.append(text)
+            separator = ","
+        parts.append("}")
+        return "".join(parts).encode("utf-8")
+    except (KeyError, UnicodeEncodeError):
+        return canonical_json(full)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -84,19 +136,37 @@ def _create_tables(connection: sqlite3.Connection) -> None:
 
 
 def iter_rows(connection: sqlite3.Connection) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield `(table, row)` for every row of every table, in `seq` order (row includes hash)."""
-    rows: list[tuple[int, str, dict[str, Any]]] = []
+    """Yield `(table, row)` for every row of every table, in `seq` order (row includes hash).
+
+    Streams: each table is read in `seq` order (its unique index) and the four streams are
+    merged, so memory stays flat however long the ledger is (it used to hold every row at once:
+    about 2 GB for a 100,000-trial run of the reviewer workload). Ties between tables keep
+    table order, as the former stable sort did.
+    """
+    streams = []
+    strays: list[tuple[str, dict[str, Any]]] = []
     for table, columns in TABLE_COLUMNS.items():
         names = (*columns, "row_hash")
-        for values in connection.execute(f"SELECT {', '.join(names)} FROM {table}"):
-            row = dict(zip(names, values, strict=True))
-            rows.append((row["seq"], table, row))
-    # A tampered seq may not be an integer; such rows sort last and fail verification there.
-    rows.sort(
-        key=lambda item: (0, item[0], "") if isinstance(item[0], int) else (1, 0, str(item[0]))
-    )
-    for _, table, row in rows:
+        select = f"SELECT {', '.join(names)} FROM {table}"
+        cursor = connection.execute(f"{select} WHERE typeof(seq) = 'integer' ORDER BY seq, id")
+        streams.append(_table_stream(table, names, cursor))
+        # A tampered seq may not be an integer; such rows come last and fail verification there.
+        strays += [
+            (table, dict(zip(names, values, strict=True)))
+            for values in connection.execute(f"{select} WHERE typeof(seq) != 'integer'")
+        ]
+    for _, table, row in heapq.merge(*streams, key=lambda item: item[0]):
         yield table, row
+    strays.sort(key=lambda item: str(item[1]["seq"]))
+    yield from strays
+
+
+def _table_stream(
+    table: str, names: tuple[str, ...], cursor: sqlite3.Cursor
+) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    for values in cursor:
+        row = dict(zip(names, values, strict=True))
+        yield row["seq"], table, row
 
 
 def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:

@@ -71,10 +71,19 @@ def load_track(track_id: str) -> tuple[Track, str]:
         known = ", ".join(sorted(targets)) or "none"
         raise InputError(f"unknown track {track_id!r} (known: {known})", location="suite/track")
     target = targets[track_id]
+    return track_from_target(target, track_id), target
+
+
+def track_from_target(target: str, track_id: str) -> Track:
+    """Import the track at `target` and instantiate it (as a Ray worker does from a manifest).
+
+    Raises:
+        InputError: when it cannot be imported or does not satisfy the `Track` protocol.
+    """
     obj = import_object(target, what=f"track {track_id}")
     if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Track)):
         obj = obj()
     track = obj
     if not isinstance(track, Track):
         raise InputError(f"{target} is not a Track (needs resolve, plan, run_trial)")
-    return track, target
+    return track

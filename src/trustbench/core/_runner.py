@@ -6,6 +6,10 @@ candidate systematically meets a different service load), `concurrency` at a tim
 fresh context. A trial is finished when its row is in `trials`; a resumed run runs only the
 others. An execution killed mid-trial is marked abandoned (its attempts stay, never counted) and
 the trial is run again from scratch as the next execution.
+
+Trials run in this process's event loop (`local`) or on Ray workers (`ray`, see
+`_ray_executor.py`); both run a trial with `execute_trial`, and only this process writes the
+ledger.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import fcntl
 import os
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import trustbench
 from trustbench.core._canonical import canonical_json
@@ -106,6 +112,85 @@ def _failed(error_class: str, error: str) -> TrialOutcome:
     return TrialOutcome(status="failed", outcome=None, error_class=error_class, error=error)
 
 
+async def execute_trial(
+    track: Track,
+    manifest: Manifest,
+    provider: ChatProvider | None,
+    services: RunServices,
+    key: TrialKey,
+    position: int,
+    execution: int,
+) -> dict[str, Any]:
+    """Run one trial from a fresh context and return its `trials` row (not yet recorded).
+
+    Shared by the local executor and the Ray workers, so a trial is run the same way wherever it
+    runs; its attempts go to `services.ledger` as they happen.
+
+    Args:
+        track: The loaded track.
+        manifest: The frozen manifest.
+        provider: The candidate's provider (None for an in-process candidate without an entry).
+        services: The run's shared services (ledger or attempt collector, retry policy, pacing).
+        key: The trial.
+        position: Its place in the seeded order.
+        execution: Its execution number (1 unless earlier executions were interrupted).
+
+    Returns:
+        The values of the trial's `trials` row.
+    """
+    candidate = next(c for c in manifest.spec.candidates if c.name == key.candidate)
+    ctx = TrialContext(
+        key,
+        candidate,
+        manifest,
+        provider.for_trial() if provider is not None else None,
+        services,
+        execution,
+    )
+    started_at = utc_now()
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(manifest.spec.trial_timeout_s):
+            outcome = await track.run_trial(key, ctx)
+        if not isinstance(outcome, TrialOutcome):
+            outcome = _failed("harness_error", f"run_trial returned {type(outcome).__name__}")
+    except CallFailed as error:
+        outcome = _failed(error.error_class, str(error))
+    except TimeoutError:
+        outcome = _failed("trial_timeout", f"trial exceeded {manifest.spec.trial_timeout_s} s")
+    except PolicyViolation as error:
+        outcome = _failed("harness_error", str(error))
+    except Exception as error:  # a track defect is recorded as such, never hidden or fatal
+        outcome = _failed("harness_error", f"{type(error).__name__}: {error}")
+    try:
+        outcome_json = canonical_json(outcome.outcome).decode("utf-8")
+    except (TypeError, ValueError) as error:
+        outcome = _failed("harness_error", f"outcome is not JSON-serialisable: {error}")
+        outcome_json = "null"
+    return {
+        "trial_id": key.trial_id,
+        "case_id": key.case_id,
+        "candidate": key.candidate,
+        "trial_index": key.trial_index,
+        "execution": execution,
+        "order_position": position,
+        "status": outcome.status,
+        "outcome": outcome_json,
+        "error_class": outcome.error_class,
+        "error": outcome.error,
+        "started_at": started_at,
+        "finished_at": utc_now(),
+        "duration_s": time.perf_counter() - started,
+        "attempts": ctx.attempts_recorded,
+    }
+
+
+RemoteTrial = Callable[
+    [int, TrialKey, int], Awaitable[tuple[list[dict[str, Any]], dict[str, Any], int]]
+]
+"""Runs a trial elsewhere: `(position, key, execution) -> (attempt rows, trial row, retries)`."""
+
+
 class _Execution:
     """State of one `run` invocation."""
 
@@ -117,6 +202,7 @@ class _Execution:
         providers: dict[str, ChatProvider | None],
         services: RunServices,
         progress: ProgressReporter,
+        remote: RemoteTrial | None = None,
     ) -> None:
         self.manifest = manifest
         self.track = track
@@ -124,71 +210,46 @@ class _Execution:
         self.providers = providers
         self.services = services
         self.progress = progress
-        self.candidates = {c.name: c for c in manifest.spec.candidates}
+        self.remote = remote
         self.next_execution: dict[str, int] = {}
         self.done = self.completed = self.failed = 0
 
     async def run_trial(self, position: int, key: TrialKey) -> None:
         execution = self.next_execution.get(key.trial_id, 1)
-        provider = self.providers[key.candidate]
-        ctx = TrialContext(
-            key,
-            self.candidates[key.candidate],
-            self.manifest,
-            provider.for_trial() if provider is not None else None,
-            self.services,
-            execution,
-        )
-        started_at = utc_now()
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(self.manifest.spec.trial_timeout_s):
-                outcome = await self.track.run_trial(key, ctx)
-            if not isinstance(outcome, TrialOutcome):
-                outcome = _failed("harness_error", f"run_trial returned {type(outcome).__name__}")
-        except CallFailed as error:
-            outcome = _failed(error.error_class, str(error))
-        except TimeoutError:
-            outcome = _failed(
-                "trial_timeout", f"trial exceeded {self.manifest.spec.trial_timeout_s} s"
+        if self.remote is None:
+            row = await execute_trial(
+                self.track,
+                self.manifest,
+                self.providers[key.candidate],
+                self.services,
+                key,
+                position,
+                execution,
             )
-        except PolicyViolation as error:
-            outcome = _failed("harness_error", str(error))
-        except Exception as error:  # a track defect is recorded as such, never hidden or fatal
-            outcome = _failed("harness_error", f"{type(error).__name__}: {error}")
-        try:
-            outcome_json = canonical_json(outcome.outcome).decode("utf-8")
-        except (TypeError, ValueError) as error:
-            outcome = _failed("harness_error", f"outcome is not JSON-serialisable: {error}")
-            outcome_json = "null"
-        self.ledger.append(
-            "trials",
-            {
-                "trial_id": key.trial_id,
-                "case_id": key.case_id,
-                "candidate": key.candidate,
-                "trial_index": key.trial_index,
-                "execution": execution,
-                "order_position": position,
-                "status": outcome.status,
-                "outcome": outcome_json,
-                "error_class": outcome.error_class,
-                "error": outcome.error,
-                "started_at": started_at,
-                "finished_at": utc_now(),
-                "duration_s": time.perf_counter() - started,
-                "attempts": ctx.attempts_recorded,
-            },
-        )
+            self.ledger.append("trials", row)
+        else:
+            # The worker ran the trial and collected its attempts; the driver, the ledger's only
+            # writer, commits them with the trial row in one transaction.
+            attempts, row, retries = await self.remote(position, key, execution)
+            self.ledger.append_many([("attempts", a) for a in attempts] + [("trials", row)])
+            self.services.attempts += len(attempts)
+            self.services.retries += retries
         self.done += 1
-        if outcome.status == "completed":
+        if row["status"] == "completed":
             self.completed += 1
         else:
             self.failed += 1
         self.progress.update(self.done, self.failed, self.services.retries)
 
 
-async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
+EXECUTORS = ("local", "ray")
+"""Where trials run: `local` (this process's event loop) or `ray` (Ray workers; see
+`trustbench.core._ray_executor`). The ledger is written by this process either way."""
+
+
+async def _run(
+    run_dir: Path, progress: ProgressReporter, executor: str, address: str | None
+) -> RunSummary:
     manifest = read_manifest(run_dir)
     track, entry = load_track(manifest.track.id)
     if entry != manifest.track.entry:
@@ -199,6 +260,28 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
     keys = check_inputs(manifest, track)
     spec = manifest.spec
     check_credentials(spec.candidates)
+    pool = None
+    if executor == "ray":
+        from trustbench.core._ray_executor import RayTrialPool
+
+        pool = RayTrialPool.start(manifest, address)
+    try:
+        return await _run_into_ledger(run_dir, manifest, track, keys, progress, executor, pool)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+async def _run_into_ledger(
+    run_dir: Path,
+    manifest: Manifest,
+    track: Track,
+    keys: list[TrialKey],
+    progress: ProgressReporter,
+    executor: str,
+    pool: Any,
+) -> RunSummary:
+    spec = manifest.spec
     ledger = Ledger.open(run_dir, manifest.manifest_sha256)
     try:
         finished = ledger.finished_trial_ids()
@@ -226,7 +309,15 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
                         services.limiters[provider.endpoint] = TokenBucket(
                             candidate.rate_limit_per_s
                         )
-            execution = _Execution(manifest, track, ledger, providers, services, progress)
+            execution = _Execution(
+                manifest,
+                track,
+                ledger,
+                providers,
+                services,
+                progress,
+                remote=pool.run_trial if pool is not None else None,
+            )
             execution.next_execution = next_execution
             services.on_retry = lambda: progress.update(
                 execution.done, execution.failed, services.retries
@@ -235,6 +326,7 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
                 "run_started",
                 {
                     "pid": os.getpid(),
+                    "executor": executor,
                     "trustbench_version": trustbench.__version__,
                     "planned": len(keys),
                     "finished_before": len(finished),
@@ -274,12 +366,22 @@ async def _run(run_dir: Path, progress: ProgressReporter) -> RunSummary:
         ledger.close()
 
 
-def run_experiment(run_dir: Path, progress: ProgressReporter | None = None) -> RunSummary:
+def run_experiment(
+    run_dir: Path,
+    progress: ProgressReporter | None = None,
+    *,
+    executor: str = "local",
+    address: str | None = None,
+) -> RunSummary:
     """Run or resume the frozen experiment in `run_dir` (holding the folder's lock).
 
     Args:
         run_dir: A folder written by `freeze`.
         progress: Where progress goes (default: nowhere).
+        executor: `local` (default) or `ray`: run trials on Ray workers, the ledger staying
+            single-writer in this process.
+        address: With `ray`, the cluster to connect to (`ray.init(address=...)`, e.g.
+            `auto` or `ray://head:10001`); None starts a local Ray instance.
 
     Returns:
         What this invocation did.
@@ -288,6 +390,10 @@ def run_experiment(run_dir: Path, progress: ProgressReporter | None = None) -> R
         CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
         InputError: when the folder is not a run folder or is in use by another run.
     """
+    if executor not in EXECUTORS:
+        raise InputError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
+    if address is not None and executor != "ray":
+        raise InputError("--address is only meaningful with --executor ray")
     if not (run_dir / "manifest.json").exists():
         raise InputError("no manifest.json: run `trustbench freeze` first", location=str(run_dir))
     humans = [c.name for c in read_manifest(run_dir).spec.candidates if c.kind == "human"]
@@ -297,4 +403,4 @@ def run_experiment(run_dir: Path, progress: ProgressReporter | None = None) -> R
             location=str(run_dir / "manifest.json"),
         )
     with _RunLock(run_dir):
-        return asyncio.run(_run(run_dir, progress or NoProgress()))
+        return asyncio.run(_run(run_dir, progress or NoProgress(), executor, address))

@@ -12,6 +12,22 @@ RunDirArg = Annotated[Path, typer.Argument(help="Run folder written by `freeze`.
 OutDirOpt = Annotated[Path, typer.Option("--out", help="Run folder to write manifest.json into.")]
 OutFileOpt = Annotated[Path, typer.Option("--out", help="JSONL file to write.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress output.")]
+ExecutorOpt = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where trials run: `local` (this process) or `ray` (Ray workers; the ledger is "
+        "still written only here). `ray` needs the `ray` extra.",
+    ),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--address",
+        help="With --executor ray: the Ray cluster to join (`auto`, `ray://HEAD:10001`); "
+        "default: start a local Ray instance.",
+    ),
+]
 
 
 def freeze(spec: SpecArg, out: OutDirOpt) -> None:
@@ -27,12 +43,22 @@ def freeze(spec: SpecArg, out: OutDirOpt) -> None:
     typer.echo(f"manifest sha256 {manifest.manifest_sha256}")
 
 
-def run(run_dir: RunDirArg, quiet: QuietOpt = False) -> None:
+def run(
+    run_dir: RunDirArg,
+    quiet: QuietOpt = False,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
+) -> None:
     """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
     from trustbench.core._progress import NoProgress, default_progress
     from trustbench.core._runner import run_experiment
 
-    summary = run_experiment(run_dir, NoProgress() if quiet else default_progress())
+    summary = run_experiment(
+        run_dir,
+        NoProgress() if quiet else default_progress(),
+        executor=executor,
+        address=address,
+    )
     finished = summary.finished_before + summary.completed + summary.failed
     typer.echo(
         f"{finished}/{summary.planned} trials finished ({summary.finished_before} before this "

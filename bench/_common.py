@@ -1,0 +1,118 @@
+"""Shared bench plumbing: the server process, specs, measured phases in fresh processes.
+
+Every measured phase runs in its own Python process (`python -m bench._phases ...`), so its CPU
+time, peak RSS and wall time are its own and not inflated by what an earlier phase allocated.
+The server runs in a further process; CPU figures are the measured process's user+system time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def env() -> dict[str, str]:
+    """Environment for child processes: `src` and the repo root importable.
+
+    A `PYTHONPATH` set by the caller comes first, so `PYTHONPATH=/elsewhere/src python -m
+    bench...` measures another checkout's trustbench (how the before/after figures were taken).
+    """
+    paths = [str(REPO / "src"), str(REPO)]
+    if os.environ.get("PYTHONPATH"):
+        paths.insert(0, os.environ["PYTHONPATH"])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+@contextmanager
+def server(latency_s: float) -> Iterator[str]:
+    """Start the bench server in its own process; yield its OpenAI base URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench._server", str(latency_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env(),
+        cwd=REPO,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(10)
+
+
+def phase(name: str, **arguments: Any) -> dict[str, Any]:
+    """Run one measured phase in a fresh process and return its JSON figures."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench._phases", name, json.dumps(arguments)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        cwd=REPO,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"phase {name} failed:\n{completed.stderr[-4000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def spec_text(
+    *,
+    base_url: str | None,
+    cases: int,
+    trials_per_case: int,
+    concurrency: int,
+    track: str = "bench/review",
+) -> str:
+    """A spec for the reviewer workload: one HTTP candidate, or one in-process candidate."""
+    suite, name = track.split("/")
+    if base_url is None:
+        candidate = 'kind = "inprocess"\nentry = "bench.review_track:reference_responder"'
+    else:
+        candidate = f'kind = "openai_chat"\nmodel = "bench-reviewer"\nbase_url = "{base_url}"'
+    return f"""
+suite = "{suite}"
+track = "{name}"
+trials_per_case = {trials_per_case}
+concurrency = {concurrency}
+timeout_s = 30.0
+order_seed = 7
+track_options = {{ cases = {cases} }}
+
+[corpus]
+builtin = "v0.1"
+
+[retry]
+transport_max_retries = 0
+
+[[candidates]]
+name = "reviewer"
+{candidate}
+"""
+
+
+def ratio(numerator: float | None, denominator: float | None) -> str:
+    """`a/b` formatted, or `n/a` when either is missing or the denominator is zero."""
+    if numerator is None or not denominator:
+        return "n/a"
+    return f"{numerator / denominator:.2f}x"
+
+
+def machine() -> str:
+    """One line describing the machine and its load now (for the results table)."""
+    load = os.getloadavg()
+    return (
+        f"nproc={os.cpu_count()} python={sys.version.split()[0]} "
+        f"load(1/5/15 min)={load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}"
+    )

@@ -1,0 +1,48 @@
+"""The bench's OpenAI-compatible server, in its own process so its CPU is not the harness's.
+
+Every request is answered, after a fixed latency, with the reference-policy reviewer's reply to
+the review it carries (so replies are valid findings and the harness does the full validation).
+Replies are cached per case: between trials they differ only by the evaluation id.
+
+Run: `python -m bench._server LATENCY_S`; prints the port on one line, serves until stdin closes.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from tests.support.openai_server import Behaviour, OpenAIServer
+
+from bench.review_track import reference_reply, reply_cache_key
+
+
+def main() -> None:
+    latency_s = float(sys.argv[1])
+    cache: dict[str, str] = {}
+
+    def answer(body: Any, number: int) -> Behaviour:
+        content = body["messages"][-1]["content"]
+        eid, key = reply_cache_key(content)
+        template = cache.get(key)
+        if template is None:
+            template = cache[key] = reference_reply(body).replace(eid, "\x00")
+        return Behaviour("reply", text=template.replace("\x00", eid), latency_s=latency_s)
+
+    server = OpenAIServer()
+    server.script(answer)
+    with server:
+        # Keep memory flat over many requests: the bench does not inspect them.
+        server.requests = _Discard()
+        print(server.port, flush=True)
+        sys.stdin.read()
+
+
+class _Discard(list):  # type: ignore[type-arg]
+    def append(self, item: object) -> None:
+        self.clear()
+        super().append(item)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Latency-bound bench: 2,000 reviewer trials at 50 ms latency, concurrency 64.
+
+Run: `python -m bench.latency_bound` from the repository root (options: `--help`).
+
+Prints wall / ideal (ideal = trials x latency / concurrency), wall / floor (the floor is a bare
+asyncio client sending the same requests to the same server in the same run), harness CPU ms
+per trial (target <= 1), peak RSS and ledger bytes per trial. The ledger is fully on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from bench._common import machine, phase, ratio, server, spec_text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=50)
+    parser.add_argument("--trials-per-case", type=int, default=40)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--track", default="bench/review", help="e.g. rtb/review once merged")
+    args = parser.parse_args()
+    trials = args.cases * args.trials_per_case
+    latency_s = args.latency_ms / 1000
+    print(
+        f"latency-bound: {trials} trials, latency {args.latency_ms} ms, "
+        f"concurrency {args.concurrency}; {machine()}"
+    )
+    with server(latency_s) as base_url, tempfile.TemporaryDirectory() as tmp:
+        floor = phase(
+            "floor",
+            base_url=base_url,
+            cases=args.cases,
+            trials_per_case=args.trials_per_case,
+            concurrency=args.concurrency,
+        )
+        spec = spec_text(
+            base_url=base_url,
+            cases=args.cases,
+            trials_per_case=args.trials_per_case,
+            concurrency=args.concurrency,
+            track=args.track,
+        )
+        ours = phase("trustbench_run", run_dir=str(Path(tmp) / "run"), spec=spec, track=args.track)
+    ideal = trials * latency_s / args.concurrency
+    assert ours["completed"] == trials and floor["ok"] == trials, (ours, floor)
+    print(f"  ideal                 {ideal:7.2f} s")
+    print(
+        f"  floor (bare client)   {floor['wall_s']:7.2f} s wall, "
+        f"{1000 * floor['cpu_s'] / trials:.3f} ms CPU/request, "
+        f"peak RSS {floor['peak_rss_mib']:.0f} MiB"
+    )
+    print(
+        f"  trustbench run        {ours['wall_s']:7.2f} s wall, "
+        f"{1000 * ours['cpu_s'] / trials:.3f} ms CPU/trial, "
+        f"peak RSS {ours['peak_rss_mib']:.0f} MiB, "
+        f"ledger {ours['ledger_bytes'] / trials:.0f} B/trial"
+    )
+    print(f"  wall / ideal          {ratio(ours['wall_s'], ideal)}")
+    print(f"  wall / floor          {ratio(ours['wall_s'], floor['wall_s'])}  (target <= 1.3x)")
+    print(f"  CPU / floor CPU       {ratio(ours['cpu_s'], floor['cpu_s'])}")
+    print(f"  harness CPU/trial     {1000 * ours['cpu_s'] / trials:.3f} ms  (target <= 1 ms)")
+
+
+if __name__ == "__main__":
+    main()

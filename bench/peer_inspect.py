@@ -1,0 +1,80 @@
+"""Peer bench: the latency-bound workload through Inspect AI, and through trustbench, same run.
+
+Run: `python -m bench.peer_inspect` from the repository root (needs the `bench` extra:
+`pip install -e '.[bench]'`; options: `--help`).
+
+The identical workload (same server and latency, same prompts and evaluation ids, same trials in
+the same order, same concurrency, every reply validated) through Inspect AI's OpenAI provider
+(`inspect eval bench/inspect_task.py --model openai/... -M responses_api=false --display none`)
+and through `trustbench run` with its full ledger (median of three runs). Prints both walls and
+CPU, and Inspect's over ours (target: at least 25x on wall). Inspect's wall and CPU are those of
+its whole `inspect eval` process (start-up and log writing included, as a user meets them); ours
+are `run_experiment` only (freezing and imports excluded), so the CPU ratio flatters us by
+Inspect's start-up (a few seconds of CPU; see bench/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from bench._common import machine, phase, ratio, server, spec_text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=50)
+    parser.add_argument("--trials-per-case", type=int, default=40)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    trials = args.cases * args.trials_per_case
+    shape = {"cases": args.cases, "trials_per_case": args.trials_per_case}
+    print(
+        f"peer: {trials} trials, latency {args.latency_ms} ms, concurrency "
+        f"{args.concurrency}; {machine()}"
+    )
+    with server(args.latency_ms / 1000) as base_url, tempfile.TemporaryDirectory() as tmp:
+        floor = phase("floor", base_url=base_url, concurrency=args.concurrency, **shape)
+        spec = spec_text(base_url=base_url, concurrency=args.concurrency, **shape)
+        # Ours is short and so at the mercy of a moment's load: take the median of three runs
+        # (Inspect, at 70 s or more, averages the load over its own run).
+        runs = sorted(
+            (
+                phase(
+                    "trustbench_run",
+                    run_dir=str(Path(tmp) / f"run{index}"),
+                    spec=spec,
+                    track="bench/review",
+                )
+                for index in range(3)
+            ),
+            key=lambda figures: figures["wall_s"],
+        )
+        ours = runs[1]
+        peer = phase(
+            "inspect_eval",
+            base_url=base_url,
+            concurrency=args.concurrency,
+            log_dir=str(Path(tmp) / "inspect-logs"),
+            **shape,
+        )
+    assert ours["completed"] == trials and peer["samples"] == trials, (ours, peer)
+    print(f"  bare client (floor)   {floor['wall_s']:7.2f} s wall")
+    walls = ", ".join(f"{run['wall_s']:.2f}" for run in runs)
+    print(
+        f"  trustbench run        {ours['wall_s']:7.2f} s wall "
+        f"{1000 * ours['cpu_s'] / trials:7.3f} ms CPU/trial  (median of {walls} s)"
+    )
+    print(
+        f"  Inspect AI eval       {peer['wall_s']:7.2f} s wall "
+        f"{1000 * peer['cpu_s'] / trials:7.3f} ms CPU/sample (process, start-up included); "
+        f"status {peer['status']}, valid replies {peer['valid_share']:.0%}"
+    )
+    print(f"  wall: Inspect / ours  {ratio(peer['wall_s'], ours['wall_s'])}  (target >= 25x)")
+    print(f"  CPU:  Inspect / ours  {ratio(peer['cpu_s'], ours['cpu_s'])}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""The Ray executor: trials run on Ray workers, the ledger stays single-writer on the driver.
+
+`trustbench run RUN_DIR --executor ray [--address ADDR]` keeps everything that decides *what*
+runs on the driver (manifest and input checks, the seeded order, resume, execution numbers, the
+ledger) and sends only the running of each trial to a pool of Ray actors, one per CPU of the
+cluster. Each actor loads the track from the frozen manifest's import string, re-hashes every
+input the manifest names (so a node that sees different corpus files refuses to run instead of
+running something else), and runs trials with exactly the code the local executor uses
+(`_runner.execute_trial`). A trial's attempts are collected on the worker and returned with its
+trial row; the driver commits them in one transaction.
+
+Differences from the local executor, by design:
+- Durability: the local executor commits each attempt when its call finishes; here a trial's
+  attempts reach the ledger with the trial. If the driver dies, trials in flight on workers leave
+  no rows (instead of attempts marked abandoned) and are run again on resume, as a trial with
+  abandoned attempts would be. Nothing finished is ever lost or double-counted.
+- A worker that dies stops the run with `CheckFailed`; resume runs what remains. A lost worker is
+  infrastructure, never recorded as the candidate's failure.
+- API keys: the values of the candidates' `api_key_env` variables are passed to the worker
+  actors as constructor arguments (through Ray's object store, never its job metadata) and set
+  in the actor's own process; they are never written to the ledger.
+- `rate_limit_per_s` is refused: a token bucket per worker process would not bound the rate the
+  endpoint sees. Use the local executor for rate-limited candidates.
+
+Against an existing cluster (`--address auto` on a node of it, or `ray://HEAD:10001`), every node
+needs the same Python environment (trustbench and the track's package installed) and the
+manifest's corpus and spec folders at the same absolute paths (a shared filesystem), because the
+workers re-check the frozen hashes of those files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import random
+from typing import Any
+
+from trustbench.core._context import RunServices
+from trustbench.core._manifest import Manifest, check_inputs
+from trustbench.core._registry import track_from_target
+from trustbench.core._track import TrialKey
+from trustbench.errors import CheckFailed, InputError
+
+
+class AttemptCollector:
+    """Stands in for the ledger inside a worker: keeps one trial's attempt rows in order."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def append(self, table: str, values: dict[str, Any]) -> int:
+        """Keep an `attempts` row (the only table a trial context writes)."""
+        if table != "attempts":
+            raise ValueError(f"a trial on a worker cannot write the {table} table")
+        self.rows.append(values)
+        return len(self.rows)
+
+
+class TrialWorker:
+    """Runs trials of one frozen manifest; instantiated as a Ray actor (one per CPU)."""
+
+    def __init__(
+        self, manifest_data: dict[str, Any], worker_index: int, credentials: dict[str, str]
+    ) -> None:
+        # The actor owns its process: the candidates' key variables are set here so providers
+        # read them exactly as on the driver.
+        os.environ.update(credentials)
+        self.manifest = Manifest.model_validate(manifest_data)
+        self.track = track_from_target(self.manifest.track.entry, self.manifest.track.id)
+        check_inputs(self.manifest, self.track)
+        self._rng = random.Random(f"{self.manifest.spec.order_seed + 1}/{worker_index}")
+        self._session: Any = None
+        self._providers: dict[str, Any] | None = None
+        self._services: RunServices | None = None
+
+    def ready(self) -> bool:
+        """Return True once constructed (raises here if the inputs did not check out)."""
+        return True
+
+    def _setup(self) -> None:
+        # Created on first use, inside the actor's event loop, as aiohttp requires.
+        from trustbench.providers import build_provider, new_session
+
+        spec = self.manifest.spec
+        self._session = new_session(spec.concurrency)
+        self._providers = {c.name: build_provider(c, self._session) for c in spec.candidates}
+        self._services = RunServices(
+            ledger=AttemptCollector(),  # type: ignore[arg-type]
+            policy=spec.retry,
+            timeout_s=spec.timeout_s,
+            rng=self._rng,
+        )
+
+    async def run_trial(
+        self, position: int, case_id: str, candidate: str, trial_index: int, execution: int
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+        """Run one trial; return `(attempt rows, trial row, transport retries)`."""
+        from trustbench.core._runner import execute_trial
+
+        if self._providers is None:
+            self._setup()
+        assert self._providers is not None and self._services is not None
+        collector = AttemptCollector()
+        services = dataclasses.replace(self._services, ledger=collector, attempts=0, retries=0)
+        key = TrialKey(case_id, candidate, trial_index)
+        row = await execute_trial(
+            self.track,
+            self.manifest,
+            self._providers[candidate],
+            services,  # type: ignore[arg-type]
+            key,
+            position,
+            execution,
+        )
+        return collector.rows, row, services.retries
+
+    async def close(self) -> None:
+        """Close the HTTP session."""
+        if self._session is not None:
+            await self._session.close()
+
+
+class RayTrialPool:
+    """The driver's handle on the worker actors."""
+
+    def __init__(self, actors: list[Any], started_ray: bool) -> None:
+        self._actors = actors
+        self._started_ray = started_ray
+        self._next = 0
+
+    @classmethod
+    def start(cls, manifest: Manifest, address: str | None) -> RayTrialPool:
+        """Connect to (or start) Ray and create one worker actor per cluster CPU.
+
+        Args:
+            manifest: The frozen manifest the workers run.
+            address: Cluster address for `ray.init`; None starts a local instance (or reuses one
+                already initialised in this process).
+
+        Raises:
+            InputError: when ray is not installed or a candidate declares a rate limit.
+            CheckFailed: when a worker cannot load the track or its inputs differ.
+        """
+        limited = [c.name for c in manifest.spec.candidates if c.rate_limit_per_s]
+        if limited:
+            raise InputError(
+                "rate_limit_per_s is not supported with --executor ray (each worker would pace "
+                "on its own); run these candidates with the local executor",
+                location=f"candidate {limited[0]}",
+            )
+        try:
+            import ray
+        except ImportError:
+            raise InputError(
+                "--executor ray needs ray: pip install 'trustbench[ray]'", location="--executor"
+            ) from None
+        started = False
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            started = True
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        count = max(1, min(cpus, manifest.spec.concurrency))
+        per_actor = -(-manifest.spec.concurrency // count)
+        remote_class = ray.remote(num_cpus=1, max_concurrency=per_actor)(TrialWorker)
+        data = manifest.model_dump(mode="json")
+        credentials = {
+            c.api_key_env: os.environ[c.api_key_env]
+            for c in manifest.spec.candidates
+            if c.api_key_env and c.api_key_env in os.environ
+        }
+        actors = [remote_class.remote(data, index, credentials) for index in range(count)]
+        pool = cls(actors, started)
+        try:
+            ray.get([actor.ready.remote() for actor in actors])
+        except ray.exceptions.RayError as error:
+            pool.close()
+            raise CheckFailed(f"a Ray worker could not start: {_cause(error)}") from None
+        return pool
+
+    async def run_trial(
+        self, position: int, key: TrialKey, execution: int
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+        """Run one trial on the next worker (round robin) and await its rows."""
+        import ray
+
+        actor = self._actors[self._next % len(self._actors)]
+        self._next += 1
+        try:
+            return await actor.run_trial.remote(
+                position, key.case_id, key.candidate, key.trial_index, execution
+            )
+        except ray.exceptions.RayError as error:
+            raise CheckFailed(
+                f"Ray worker lost while running trial {key.trial_id}: {_cause(error)}; "
+                "finished trials are in the ledger, run again to resume"
+            ) from None
+
+    def close(self) -> None:
+        """Close the workers' sessions, end the actors, and stop Ray if this pool started it."""
+        import ray
+
+        # Best effort: the actors are killed next either way.
+        with contextlib.suppress(TimeoutError, ray.exceptions.RayError):
+            ray.get([actor.close.remote() for actor in self._actors], timeout=30)
+        for actor in self._actors:
+            ray.kill(actor)
+        if self._started_ray:
+            ray.shutdown()
+
+
+def _cause(error: BaseException) -> str:
+    """The first line of the underlying error of a Ray exception."""
+    cause = getattr(error, "cause", None) or error
+    text = str(cause).strip().splitlines()
+    return text[-1] if text else type(cause).__name__
