@@ -258,3 +258,10 @@ def test_loading_by_path_opens_no_network_connection(word_model, monkeypatch):
         vocabulary().index("<r>"),
     ]
     assert model.config.n_layer == 2
+
+
+def test_prompt_longer_than_the_model_positions_is_refused(word_model, traces):
+    lm = HFCausalLMProxyAdapter.from_path(word_model)
+    lm.model.config.n_positions = 8  # the history alone is longer than this
+    with pytest.raises(InputError, match="exceeds the model's 8 positions"):
+        lm.emit_r(traces[0].context(2))

@@ -5,9 +5,10 @@ option probabilities, white-box hooks for Track 2) on a model and tokenizer that
 `transformers` loads from a local folder written by `save_pretrained`.
 
 No network, ever: the path must be an existing folder (a string such as `gpt2` is never
-taken as a Hub repo id), both loaders get `local_files_only=True`, `HF_HUB_OFFLINE=1` is set
-for the process unless the user set it, and `trust_remote_code` stays off, so no code from
-the folder runs.
+taken as a Hub repo id), both loaders get `local_files_only=True` (the guarantee), and
+`HF_HUB_OFFLINE=1` is set for the process unless the user set it (effective when transformers
+is imported here first). `trust_remote_code` stays off, so no code from the folder runs.
+Inputs are built on the CPU: keep the model there.
 
 Exact option probabilities over words that a subword tokenizer splits into several tokens
 are chained: an option o with tokens (o_1..o_m) after prompt x has
@@ -243,6 +244,15 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
     def _forward(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
         """Log-probabilities (N, T, V) in float64; one row per context, right-padded."""
         width = max(len(r) for r in rows)
+        config = getattr(self.model, "config", None)
+        limit = getattr(config, "max_position_embeddings", None) or getattr(
+            config, "n_positions", None
+        )
+        if isinstance(limit, int) and width > limit:
+            raise InputError(
+                f"a prompt of {width} tokens exceeds the model's {limit} positions",
+                location=self.location,
+            )
         ids = torch.full((len(rows), width), self._pad, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)
         for i, r in enumerate(rows):
