@@ -58,6 +58,42 @@ def _save_tiny_gpt2(folder, vocab, split_on_equals=False):
     return folder
 
 
+def _save_tiny_gpt2_byte_bpe(folder, traces):
+    """GPT-2 with a small byte-level BPE (leading-space markers, digits one by one)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    from trustbench.trb._token_world import documents
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<|pad|>", "<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator([" ".join(d) for d in documents(traces, ("cot",))], trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|endoftext|>"
+    )
+    torch.manual_seed(1)
+    config = GPT2Config(
+        n_layer=2,
+        n_embd=32,
+        n_head=2,
+        vocab_size=len(fast),
+        n_positions=512,
+        bos_token_id=fast.eos_token_id,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+    )
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
 def _pieces(words):
     out = ["=", *[w for w in words if "=" not in w]]
     for w in words:
@@ -74,6 +110,13 @@ def word_model(tmp_path_factory):
 def subword_model(tmp_path_factory):
     return _save_tiny_gpt2(
         tmp_path_factory.mktemp("hf-subword"), _pieces(vocabulary()), split_on_equals=True
+    )
+
+
+@pytest.fixture(scope="module")
+def bpe_model(tmp_path_factory):
+    return _save_tiny_gpt2_byte_bpe(
+        tmp_path_factory.mktemp("hf-bpe"), generate_split("train", 20, seed=3)
     )
 
 
@@ -124,7 +167,34 @@ def test_multi_token_options_chain_token_log_probabilities(subword_model, traces
     assert 0.0 <= report.confidence <= 1.0
 
 
-def test_option_whose_tokens_begin_another_option_is_refused(adapter, traces):
+def test_options_whose_tokens_begin_another_are_scored_as_whole_words(bpe_model, traces):
+    lm = HFCausalLMProxyAdapter.from_path(bpe_model, "bpe")
+    prompt = [*lm.prompt_for_report(traces[1].context(1)), "goal=left", "belief=open", "plan=stay"]
+    options = SLOT_OPTIONS["conf"]
+    one, ten = lm._split(prompt, "conf=1")[1], lm._split(prompt, "conf=10")[1]
+    assert ten[: len(one)] == one  # the case the boundary term exists for
+    tok = lm.tokenizer
+    # A new word starts with whitespace: space, newline, tab (Ġ, Ċ, ĉ in byte-level BPE).
+    white = ("Ġ", "Ċ", "ĉ")
+    starts = [i for i in range(len(tok)) if tok.convert_ids_to_tokens(i).startswith(white)]
+    starts.append(tok.eos_token_id)
+    want = []
+    for option in options:
+        logp, ids = _logprobs(lm.model, tok, " ".join([*prompt, option]))
+        n = len(lm.tokens(prompt))
+        chain = sum(float(logp[j - 1, ids[j]]) for j in range(n, len(ids)))
+        want.append(chain + float(torch.logsumexp(logp[-1, starts], -1)))
+    p = torch.tensor(want).exp()
+    got = lm.next_option_probs([prompt], options)[0]
+    assert got.tolist() == pytest.approx((p / p.sum()).tolist(), abs=1e-6)
+
+
+def test_byte_level_bpe_adapter_passes_the_conformance_kit(bpe_model):
+    lm = lambda: HFCausalLMProxyAdapter.from_path(bpe_model, "bpe")  # noqa: E731
+    assert [r for r in check_adapter(lm, n_traces=2) if not r.passed] == []
+
+
+def test_prefix_options_under_a_tokenizer_without_word_marks_are_refused(adapter, traces):
     prompt = adapter.prompt_for_report(traces[0].context(0))
     with pytest.raises(InputError, match="prefix"):
         adapter.next_option_probs([prompt], ["goal=left", "goal=left belief=open"])

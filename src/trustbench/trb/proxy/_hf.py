@@ -17,8 +17,16 @@ are chained: an option o with tokens (o_1..o_m) after prompt x has
 
 and the distribution over a slot's options is these probabilities renormalised over the
 options (the mass left outside them is kept in `last_off_option_mass`). The chain is exact
-only when no option's tokens are a proper prefix of another's (P("conf=1") would then also
-count the start of "conf=10"); such an option set is refused, never approximated.
+when no option's tokens are a prefix of another's. When one is (a tokenizer that writes
+digits one by one makes "conf=1" a prefix of "conf=10"), P(tokens of "conf=1") also counts
+the start of "conf=10", so for that slot every option is scored as a whole word:
+
+    log P(o | x) = sum_k log p(o_k | x, o_<k) + log sum_{b in B} p(b | x, o)
+
+where B are the tokens that start a new word (a leading-space marker) or end the text. A
+tokenizer that marks no word starts (word-level) cannot separate such options: refused,
+never approximated. Options are scored in their canonical tokenisation (as in the usual
+multiple-choice log-likelihood), not summed over every token sequence that spells them.
 
 White-box: `hook_layers()` returns the decoder blocks (`model.transformer.h`,
 `model.model.layers`, ...). Every forward pass has one row per context, in context order,
@@ -28,6 +36,7 @@ right-padded, so Track 2's `capture` / `inject` hooks index rows and positions a
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,6 +48,20 @@ from torch import nn
 from trustbench.errors import InputError
 from trustbench.trb._schema import StepContext
 from trustbench.trb.proxy._local import HistoryRenderer, LocalLMProxyAdapter, Template
+
+WORD_START_MARKERS: tuple[str, ...] = (
+    "Ġ",
+    "Ċ",
+    "ĉ",
+    "▁",
+    " ",
+    "\n",
+    "\t",
+    "<0x20>",
+    "<0x0A>",
+    "<0x09>",
+)
+"""Prefixes of token strings that begin a new word: byte-level BPE, SentencePiece, byte fallback."""
 
 INSTALL_HINT = "install the optional extra: pip install 'trustbench[hf]'"
 """What to do when `transformers` is missing."""
@@ -266,28 +289,34 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
     def next_option_probs(
         self, prompts: Sequence[list[str]], options: Sequence[str]
     ) -> torch.Tensor:
-        """P(next words = option | prompt), chained over tokens, renormalised: (N, options).
+        """P(next word = option | prompt), chained over tokens, renormalised: (N, options).
 
         The first forward pass is the prompts alone (the pass Track 2 captures); every
-        option longer than one token adds one pass of prompt + option[:-1]. Each pass has one
-        row per prompt, so injection hooks see the same rows and starts every time.
+        option longer than one token (every option, when a word boundary is scored) adds one
+        pass of the prompt and the option's tokens. Each pass has one row per prompt, so
+        injection hooks see the same rows and starts every time.
         """
         splits = [[self._split(p, o) for o in options] for p in prompts]
+        whole_word = False
         for tails in {tuple(t for _, t in row) for row in splits}:
-            self._refuse_prefixes(options, tails)
+            whole_word |= self._needs_word_boundary(options, tails)
         heads = [row[0][0] for row in splits]
         first = self._forward(heads)
         logp = torch.empty((len(prompts), len(options)), dtype=torch.float64)
         for k in range(len(options)):
             tails = [row[k][1] for row in splits]
-            if all(len(t) == 1 for t in tails):
+            if not whole_word and all(len(t) == 1 for t in tails):
                 for i, (h, t) in enumerate(zip(heads, tails, strict=True)):
                     logp[i, k] = first[i, len(h) - 1, t[0]]
                 continue
-            lp = self._forward([h + t[:-1] for h, t in zip(heads, tails, strict=True)])
+            keep = 0 if whole_word else 1  # the boundary is read after the last token
+            lp = self._forward([h + t[: len(t) - keep] for h, t in zip(heads, tails, strict=True)])
             for i, (h, t) in enumerate(zip(heads, tails, strict=True)):
                 # Position len(h) - 1 + j predicts token t[j] (0-based j).
                 logp[i, k] = sum(float(lp[i, len(h) - 1 + j, tok]) for j, tok in enumerate(t))
+                if whole_word:
+                    after = lp[i, len(h) + len(t) - 1, self._boundary]
+                    logp[i, k] += float(torch.logsumexp(after, -1))
         probs = logp.exp()
         mass = probs.sum(-1, keepdim=True)
         self.last_off_option_mass = float((1 - mass).max())
@@ -295,16 +324,46 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         # individually tiny (a randomly initialised model spreads mass over the vocabulary).
         return (logp - torch.logsumexp(logp, -1, keepdim=True)).exp()
 
-    def _refuse_prefixes(self, options: Sequence[str], tails: Sequence[tuple[int, ...]]) -> None:
-        """Refuse an option set where one option's tokens begin another's (see module doc)."""
+    def _needs_word_boundary(
+        self, options: Sequence[str], tails: Sequence[tuple[int, ...]]
+    ) -> bool:
+        """Whether one option's tokens begin another's, so the word's end must be scored.
+
+        Raises:
+            InputError: two options share their tokens, or one begins another and the
+                tokenizer marks no word starts (a word-level vocabulary), so nothing
+                separates them.
+        """
+        found = False
         for a, ta in zip(options, tails, strict=True):
             for b, tb in zip(options, tails, strict=True):
-                if a != b and len(ta) <= len(tb) and tb[: len(ta)] == ta:
+                if a == b or len(ta) > len(tb) or tb[: len(ta)] != ta:
+                    continue
+                if ta == tb or self._boundary is None:
                     raise InputError(
-                        f"option {a!r} tokenizes as a prefix of {b!r}, so chained token "
-                        "probabilities would not separate them",
+                        f"option {a!r} tokenizes as a prefix of {b!r} and the tokenizer marks "
+                        "no word boundary, so chained token probabilities cannot separate them",
                         location=self.location,
                     )
+                found = True
+        return found
+
+    @functools.cached_property
+    def _boundary(self) -> torch.Tensor | None:
+        """Ids of tokens that start a new word (or end the text); None when none are marked.
+
+        Byte-level BPE marks a leading space with `Ġ` (newline `Ċ`, tab `ĉ`), SentencePiece
+        with `▁`; a byte-fallback whitespace byte counts too. A word-level vocabulary marks
+        nothing (every token is a word), and then there is no boundary to score.
+        """
+        vocab: dict[str, int] = self.tokenizer.get_vocab()  # type: ignore[attr-defined]
+        ids = {i for token, i in vocab.items() if token.startswith(WORD_START_MARKERS)}
+        if not ids:
+            return None
+        eos = getattr(self.tokenizer, "eos_token_id", None)
+        if eos is not None:
+            ids.add(int(eos))
+        return torch.tensor(sorted(ids))
 
     # --- positions in tokens (Track 2) ------------------------------------------------------
     def read_positions(self, contexts: Sequence[StepContext]) -> list[int]:
