@@ -335,3 +335,19 @@ def test_prompt_longer_than_the_model_positions_is_refused(word_model, traces):
     lm.model.config.n_positions = 8  # the history alone is longer than this
     with pytest.raises(InputError, match="exceeds the model's 8 positions"):
         lm.emit_r(traces[0].context(2))
+
+
+def test_unknown_architecture_needs_a_layers_path_and_accepts_one(adapter):
+    from torch import nn
+
+    from trustbench.trb.proxy._hf import decoder_layers
+
+    class Wrapped(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+    wrapped = Wrapped(adapter.model)
+    with pytest.raises(InputError, match="layers_path"):
+        decoder_layers(wrapped)
+    assert decoder_layers(wrapped, "inner.transformer.h") == list(adapter.model.transformer.h)
