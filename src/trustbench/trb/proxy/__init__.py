@@ -1,7 +1,9 @@
 """Proxy-tier adapters: r lives in a slot block of the model's reasoning text (spec §2).
 
 `ChatProxyAdapter` drives any OpenAI-compatible chat model; `LocalLMProxyAdapter` drives a
-local causal LM with exact option probabilities and white-box hooks for Track 2.
+local causal LM with exact option probabilities and white-box hooks for Track 2;
+`HFCausalLMProxyAdapter` does the same for a Hugging Face causal LM loaded from a local folder
+(`transformers` is imported only when one is loaded: the `hf` extra).
 """
 
 from trustbench.trb.proxy._causal_lm import (
@@ -10,14 +12,17 @@ from trustbench.trb.proxy._causal_lm import (
     load_local_lm,
     save_local_lm,
 )
+from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, load_hf_causal_lm
 from trustbench.trb.proxy._local import LocalLMProxyAdapter
 from trustbench.trb.proxy._slots import SlotParseError, parse_slot_text, render_slot_text
 
 __all__ = [
+    "HFCausalLMProxyAdapter",
     "LocalLMProxyAdapter",
     "SlotParseError",
     "TinyCausalLM",
     "WordTokenizer",
+    "load_hf_causal_lm",
     "load_local_lm",
     "parse_slot_text",
     "render_slot_text",
