@@ -20,8 +20,8 @@ demo: venv
 	$(BIN)/trustbench demo
 
 lint: venv
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
 
 test: venv lint
 	$(BIN)/python -m pytest -q
