@@ -79,6 +79,8 @@ def analyze_profile(
             )
             split_figures: list[Figure] = []
             for measure in measures:
+                if getattr(measure, "derived", False):
+                    continue
                 rows = collected.rows.get((candidate, split, measure.key), [])
                 if rows:
                     made = measure.figures(rows, stats, label)
@@ -95,6 +97,24 @@ def analyze_profile(
                 ]
             per_split_figures[(candidate, split)] = split_figures
             figures += split_figures
+        headlines = [m.headline for m in measures if not getattr(m, "derived", False)]
+        by_split = {
+            split: [
+                f.model_copy(update={"name": f.name.removeprefix(f"{split}.")})
+                for f in per_split_figures[(candidate, split)]
+            ]
+            for split in options.splits
+        }
+        eval_label = (
+            f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; "
+            "eval vs transfer contexts]"
+        )
+        for measure in measures:
+            if getattr(measure, "derived", False):
+                derived = measure.derive(by_split, headlines, eval_label)  # type: ignore[attr-defined]
+                figures += derived
+                if "eval" in options.splits:
+                    per_split_figures[(candidate, "eval")] += derived
         subjects[candidate] = figures
     gap_label = f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier native; eval split]"
     gap_figure, gap_record = gap_analysis(collected, gap, stats, gap_label)

@@ -6,8 +6,8 @@
   K = 1 is the default and K > 1 repeats with seeds `adapter_seed + trial_index`);
 - `resolve` hashes the corpus files and, training or loading them, the reference checkpoints,
   and runs the conformance kit on user adapters;
-- `run_trial` builds a fresh adapter, runs every registered measure (Track 1 and Track 3 today)
-  on the trace, and records all hook calls of the trial as one attempt;
+- `run_trial` builds a fresh adapter, runs every registered measure (Tracks 1-5; Track 6 is
+  derived at report time from the other tracks' figures per split) on the trace, and records all hook calls of the trial as one attempt;
 - `analyze` (see `trb._analysis`) turns the ledger into figures, the governance gap, the
   baselines table and the profile vector.
 """
@@ -187,12 +187,23 @@ class TrbProfileTrack:
         tier = getattr(inner, "tier", None)
         outcome["adapter_tier"] = str(getattr(tier, "value", tier))
         recorder = RecordingAdapter(inner)
+        options = prepared.options
+        recorder.fit_traces = (prepared.corpus.splits.get("train") or [])[
+            : options.grounding_fit_traces
+        ]
+        recorder.settings = {
+            "viability_rollouts": options.viability_rollouts,
+            "navigation_samples": options.navigation_samples,
+            "max_enumeration_nodes": options.max_enumeration_nodes,
+        }
+        recorder.seed_value = seed
         results: dict[str, Any] = {}
         error: Exception | None = None
         try:
             recorder.seed(seed)
             for measure, _ in prepared.measures:
-                results[measure.key] = measure.run(recorder, trace)
+                if not getattr(measure, "derived", False):
+                    results[measure.key] = measure.run(recorder, trace)
         except NotApplicable as reason:
             return TrialOutcome(
                 "completed", {**outcome, "applicable": False, "reason": str(reason)}
