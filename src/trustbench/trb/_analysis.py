@@ -25,6 +25,7 @@ from trustbench.trb._track._lookup import BOOTSTRAP, find_figure, split_name
 from trustbench.trb._track._measures import StatsPlan, TrbMeasure
 from trustbench.trb._track._options import TrbTrackOptions
 from trustbench.trb._track._summaries import (
+    baseline_of,
     baselines_summary,
     flat_rows,
     profile_flags,
@@ -121,16 +122,23 @@ def analyze_profile(
     if gap_figure is not None and gap is not None:
         subjects[gap[0]].append(gap_figure)
     checks = oracle_checks(collected, subjects)
-    profile, profile_block = profile_summary(candidates, subjects, measures)
+    def series_name(candidate: str) -> str:
+        baseline = baseline_of(manifest, candidate)
+        return candidate if baseline in (None, candidate) else f"{candidate} ({baseline})"
+
+    profile, profile_block = profile_summary(candidates, subjects, measures, series_name)
     baselines, baselines_block = baselines_summary(
         manifest,
         collected,
         subjects,
+        measures,
         lambda tier: (
             f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; eval split]"
         ),
+        corpus_sha=corpus_sha,
+        synthetic_share=corpus.manifest.provenance.synthetic_share,
     )
-    flags = profile_flags(candidates, subjects, corpus, collected, checks)
+    flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
 
     sections: list[Any] = []
     if gap_figure is not None and gap is not None:

@@ -210,6 +210,10 @@ class TrbProfileTrack:
             )
         except Exception as failure:  # a raising seed() or a measure defect: failed, recorded
             error = failure
+        finally:
+            close = getattr(inner, "close", None)
+            if callable(close):  # e.g. a chat proxy's HTTP session and event loop
+                close()
         ctx.record_call(
             CALL_NAME,
             request={
