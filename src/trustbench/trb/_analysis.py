@@ -122,6 +122,7 @@ def analyze_profile(
     if gap_figure is not None and gap is not None:
         subjects[gap[0]].append(gap_figure)
     checks = oracle_checks(collected, subjects)
+
     def series_name(candidate: str) -> str:
         baseline = baseline_of(manifest, candidate)
         return candidate if baseline in (None, candidate) else f"{candidate} ({baseline})"

@@ -149,9 +149,7 @@ class AdapterSource:
                     f"{trained.horizon}; this trace's world has {world.length}/{world.horizon}"
                 )
             if self.prototype is None:
-                return NativeModelAdapter(
-                    self.model, self.adapter, trained.length, trained.horizon
-                )
+                return NativeModelAdapter(self.model, self.adapter, trained.length, trained.horizon)
             # A shallow copy shares the weights, the fitted ablation mean and the memo of
             # deterministic forward passes; nothing a trial does changes them.
             return copy.copy(self.prototype)
@@ -195,13 +193,11 @@ def _reference(
     world = train[0].world
     fit = [t.context(s.t) for t in train[: options.grounding_fit_traces] for s in t.steps]
     prototype = ReferenceWhiteBox(model, name, world.length, world.horizon, fit)
-    source = AdapterSource(
-        name, model=model, trained_world=world, card=card, prototype=prototype
-    )
+    source = AdapterSource(name, model=model, trained_world=world, card=card, prototype=prototype)
     return source, [ResolvedItem("checkpoint", name, path=weights)]
 
 
-_PROXIES: dict[tuple[str, str, str, str], LocalLMProxyAdapter] = {}
+_PROXIES: dict[tuple[str, ...], tuple[LocalLMProxyAdapter, Path, dict[str, Any]]] = {}
 """Loaded proxy LMs of this process, by (id, corpus, config, cache); two ids share weights."""
 
 
@@ -215,20 +211,24 @@ def _proxy(
             f"adapter {name} is trained on the corpus's train split, which is empty",
             location=str(corpus.folder),
         )
-    folder, card = load_token_lm(recipe, train, corpus.manifest, options.token_lm)
-    key = (recipe, corpus.manifest.corpus_sha256, options.token_lm.model_dump_json(), str(folder))
+    # `load_token_lm` re-hashes every train trace for its cache key (seconds per call, and a
+    # freeze/run/report resolves three times); the corpus SHA-256 already pins those traces.
+    key = (
+        recipe, corpus.manifest.corpus_sha256, str(len(train)),
+        options.token_lm.model_dump_json(), str(cache_dir()),
+    )  # fmt: skip
     if key not in _PROXIES:
-        _PROXIES[key] = LocalLMProxyAdapter.from_folder(folder, recipe, render_history, "direct")
-    loaded = _PROXIES[key]
+        folder, card = load_token_lm(recipe, train, corpus.manifest, options.token_lm)
+        adapter = LocalLMProxyAdapter.from_folder(folder, recipe, render_history, "direct")
+        _PROXIES[key] = (adapter, folder, card)
+    loaded, folder, card = _PROXIES[key]
     # Same weights, this baseline's template; the memo of template-independent results
     # (reports, overridden actions) is shared by the two templates over one set of weights.
     prototype = LocalLMProxyAdapter(
         loaded.model, loaded.tokenizer, name.removeprefix("proxy:"), render_history, template,
         memo=loaded.memo,
     )  # fmt: skip
-    source = AdapterSource(
-        name, card=card, prototype=prototype, max_len=options.token_lm.max_len
-    )
+    source = AdapterSource(name, card=card, prototype=prototype, max_len=options.token_lm.max_len)
     return source, [ResolvedItem("checkpoint", f"{name} ({recipe})", path=folder / "model.pt")]
 
 

@@ -471,9 +471,7 @@ class TransferMeasure:
         contexts = sorted(s for s in by_split if s != "eval")
         out = []
         for name in headlines:
-            found = [
-                (s, next((f for f in by_split[s] if f.name == name), None)) for s in contexts
-            ]
+            found = [(s, next((f for f in by_split[s] if f.name == name), None)) for s in contexts]
             measured = [(s, f) for s, f in found if f is not None and f.status == "measured"]
             text = f"min over transfer contexts {contexts} of {name} {label}"
             if not contexts or len(measured) < len(contexts):

@@ -115,9 +115,7 @@ class RecordingAdapter:
         inner = getattr(self.inner, "act_without_r", None)
         if inner is None:
             return None
-        return lambda context: self._run(
-            "act_without_r", context, None, lambda: inner(context)
-        )
+        return lambda context: self._run("act_without_r", context, None, lambda: inner(context))
 
     def seed(self, value: int) -> None:
         """Forward the seed and log it."""
