@@ -39,11 +39,10 @@ from trustbench.trb._oracles import (
     OutcomeOnlyOracle,
     UniformOracle,
 )
+from trustbench.trb._token_world import load_token_lm, render_history
 from trustbench.trb._track._corpus_source import LoadedCorpus
 from trustbench.trb._track._options import TrbTrackOptions
-from trustbench.trb._token_world import load_token_lm, render_history
 from trustbench.trb.proxy import LocalLMProxyAdapter
-from trustbench.trb.tracks import ReferenceWhiteBox
 from trustbench.trb.reference import (
     REFERENCE_MODELS,
     NativeModelAdapter,
@@ -51,6 +50,7 @@ from trustbench.trb.reference import (
     cache_dir,
     load_reference_model,
 )
+from trustbench.trb.tracks import ReferenceWhiteBox
 from trustbench.trb.worlds import CorridorConfig, CorridorWorld
 
 ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {

@@ -460,8 +460,10 @@ class TransferMeasure:
     def derive(
         self, by_split: dict[str, list[Figure]], headlines: list[str], label: str
     ) -> list[Figure]:
-        """Per headline: the minimum over non-eval splits, with that split's interval; and
-        the drop from eval (a difference of two estimates: no joint interval is claimed).
+        """Per headline: its minimum over the non-eval splits, and its drop from eval.
+
+        The minimum carries that split's figure (and interval); the drop is a difference of
+        two estimates, for which no joint interval is claimed.
 
         Args:
             by_split: Figures per split (bare names).

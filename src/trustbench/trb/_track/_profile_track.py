@@ -7,7 +7,8 @@
 - `resolve` hashes the corpus files and, training or loading them, the reference checkpoints,
   and runs the conformance kit on user adapters;
 - `run_trial` builds a fresh adapter, runs every registered measure (Tracks 1-5; Track 6 is
-  derived at report time from the other tracks' figures per split) on the trace, and records all hook calls of the trial as one attempt;
+  derived at report time from the other tracks' figures per split) on the trace, and records
+  the trial's hook calls as one attempt;
 - `analyze` (see `trb._analysis`) turns the ledger into figures, the governance gap, the
   baselines table and the profile vector.
 """

@@ -7,8 +7,8 @@ from typing import Any
 from trustbench.core import Manifest
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ProfileBlock
-from trustbench.trb._run import BASELINES
 from trustbench.trb._baselines import HIGH_LEVEL, TRANSFER_DROP
+from trustbench.trb._run import BASELINES
 from trustbench.trb._schema import EDITABLE_SLOTS, TRB_VERSION
 from trustbench.trb._track._collect import Collected
 from trustbench.trb._track._corpus_source import LoadedCorpus
@@ -24,8 +24,10 @@ from trustbench.trb._track._options import TrbTrackOptions
 
 
 def baseline_of(manifest: Manifest, candidate: str) -> str | None:
-    """The spec §4 baseline a candidate fills: its adapter id (`proxy:` stripped) or
-    `settings.baseline`, when that names one of the five."""
+    """The spec §4 baseline a candidate fills (its `settings.baseline` or adapter id).
+
+    A `proxy:` prefix of the adapter id is dropped; None when neither names a baseline.
+    """
     keys = {key for key, _, _ in BASELINES}
     spec = next(c for c in manifest.spec.candidates if c.name == candidate)
     for value in (spec.settings.get("baseline"), (spec.model or "").removeprefix("proxy:")):
@@ -205,14 +207,14 @@ def profile_flags(
                 "it would score ignoring every edit): its r does not govern its action"
             )
         viab = find_figure(figures, "completion_retention_ratio")
-        if viab is not None and viab.status == "measured" and viab.estimate is not None:
-            if viab.estimate < 1:
-                _, high = bootstrap_bounds(viab)
-                flags.append(
-                    f"{candidate}: viability retention ratio {viab.estimate:.3f} < 1"
-                    + (" (interval below 1)" if high is not None and high < 1 else "")
-                    + ": acting through its r degrades task completion (spec Track 4)"
-                )
+        below = viab is not None and viab.status == "measured" and (viab.estimate or 1.0) < 1
+        if viab is not None and below:
+            _, high = bootstrap_bounds(viab)
+            flags.append(
+                f"{candidate}: viability retention ratio {viab.estimate:.3f} < 1"
+                + (" (interval below 1)" if high is not None and high < 1 else "")
+                + ": acting through its r degrades task completion (spec Track 4)"
+            )
         for measure in measures:
             high_level = HIGH_LEVEL.get(measure.key)
             level = measured_estimate(figures, measure.headline)
