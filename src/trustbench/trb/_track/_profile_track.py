@@ -15,9 +15,12 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trustbench.core import (
     ExperimentSpec,
@@ -52,6 +55,8 @@ if TYPE_CHECKING:
     from trustbench.core import LedgerContents, TrackAnalysis
     from trustbench.trb._corpus import Trace
 
+T = TypeVar("T")
+
 CALL_NAME = "adapter.hooks"
 """The attempt `call` of a trial's batch of hook calls."""
 
@@ -82,6 +87,21 @@ def gap_pair(spec: ExperimentSpec, options: TrbTrackOptions) -> tuple[str, str] 
     if "trace-ai-full" in by_adapter and "trace-ai-ablation" in by_adapter:
         return by_adapter["trace-ai-full"], by_adapter["trace-ai-ablation"]
     return None
+
+
+def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """Call `fn` here, or in a worker thread when an event loop runs in this thread.
+
+    Adapters are synchronous; some (the chat proxy) drive their own event loop, which cannot
+    run inside core's. Core resolves inputs inside its loop, so resolution (the conformance
+    kit calls the adapter) runs in a thread then; it blocks this thread either way.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(*args)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn, *args).result()
 
 
 def _output(call: dict[str, Any]) -> Any:
@@ -124,8 +144,8 @@ class TrbProfileTrack:
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Corpus files, reference checkpoints, user adapter code and the measure list."""
         prepared = self._prepare(spec, base_dir)
-        sources, adapter_items = resolve_adapters(
-            list(spec.candidates), prepared.corpus, prepared.options
+        sources, adapter_items = _off_loop(
+            resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options
         )
         self._sources[(spec.model_dump_json(), str(base_dir))] = sources
         items = corpus_items(prepared.corpus) + adapter_items
@@ -200,21 +220,28 @@ class TrbProfileTrack:
         recorder.seed_value = seed
         results: dict[str, Any] = {}
         error: Exception | None = None
+
+        def measure_all() -> None:
+            try:
+                recorder.seed(seed)
+                for measure, _ in prepared.measures:
+                    if not getattr(measure, "derived", False):
+                        results[measure.key] = measure.run(recorder, trace)
+            finally:
+                close = getattr(inner, "close", None)
+                if callable(close):  # e.g. a chat proxy's HTTP session and event loop
+                    close()
+
         try:
-            recorder.seed(seed)
-            for measure, _ in prepared.measures:
-                if not getattr(measure, "derived", False):
-                    results[measure.key] = measure.run(recorder, trace)
+            # In a worker thread: the hooks are synchronous (they would stall core's loop)
+            # and a chat proxy runs its own event loop, which cannot nest in core's.
+            await asyncio.to_thread(measure_all)
         except NotApplicable as reason:
             return TrialOutcome(
                 "completed", {**outcome, "applicable": False, "reason": str(reason)}
             )
         except Exception as failure:  # a raising seed() or a measure defect: failed, recorded
             error = failure
-        finally:
-            close = getattr(inner, "close", None)
-            if callable(close):  # e.g. a chat proxy's HTTP session and event loop
-                close()
         ctx.record_call(
             CALL_NAME,
             request={
