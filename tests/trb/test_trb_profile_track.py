@@ -257,3 +257,60 @@ def test_chat_proxy_adapter_runs_end_to_end_through_the_track(
     assert axes["nav"]["status"] == "not run"  # its measure was not registered in this run
     assert requests > 0
     assert not any(record["trb"]["trials"]["failed"].values())
+
+
+# --- flags ---------------------------------------------------------------------------------
+
+
+def _figure(name: str, value: float, low: float, high: float, kind: str = "mean") -> Figure:
+    interval = Interval(
+        method="cluster_bootstrap_percentile", confidence=0.95, sidedness="two_sided",
+        lower=low, upper=high, seed=0, resamples=10, groups=5,
+    )  # fmt: skip
+    return Figure(
+        name=name, kind=kind, denominator=10, estimate=value, unit="trial",  # type: ignore[arg-type]
+        unit_count=5, cluster="trace", description="", intervals=[interval],
+    )  # fmt: skip
+
+
+def _flags(figures: list[Figure]) -> list[str]:
+    from types import SimpleNamespace
+
+    from trustbench.trb._track._collect import Collected
+    from trustbench.trb._track._measures import load_measure
+    from trustbench.trb._track._summaries import profile_flags
+
+    provenance = SimpleNamespace(cap_status="no_human_data", synthetic=10, human=0)
+    corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance))
+    measures = [load_measure(k)[0] for k in ("governance", "viability", "navigability")]
+    return profile_flags(["m"], {"m": figures}, corpus, Collected(), [], measures)  # type: ignore[arg-type]
+
+
+def test_a_viability_ratio_below_one_is_flagged_and_one_above_is_not() -> None:
+    below = _flags([_figure("completion_retention_ratio", 0.8, 0.6, 0.95)])
+    assert any("viability retention ratio 0.800 < 1 (interval below 1)" in f for f in below)
+    above = _flags([_figure("completion_retention_ratio", 1.1, 0.9, 1.3)])
+    assert not any("viability retention ratio" in f for f in above)
+
+
+def test_a_high_level_with_a_large_transfer_drop_is_flagged_not_celebrated() -> None:
+    high_drop = [
+        _figure("G", 0.95, 0.9, 0.97, kind="rate"),
+        Figure(name="transfer_drop[G]", kind="difference", estimate=0.3, unit="trial",
+               denominator=10, cluster="trace", description="", intervals=[]),
+    ]  # fmt: skip
+    assert any("high level with low transfer on Track 1 governance" in f for f in _flags(high_drop))
+    small_drop = [high_drop[0], high_drop[1].model_copy(update={"estimate": 0.05})]
+    assert not any("high level with low transfer" in f for f in _flags(small_drop))
+    low_level = [high_drop[0].model_copy(update={"estimate": 0.5}), high_drop[1]]
+    assert not any("high level with low transfer" in f for f in _flags(low_level))
+
+
+def test_g_at_or_below_its_null_edit_floor_is_flagged() -> None:
+    flags = _flags(
+        [
+            _figure("G", 0.6, 0.55, 0.65, "rate"),
+            _figure("G_null_edit_floor", 0.61, 0.5, 0.7, "rate"),
+        ]
+    )
+    assert any("at or below its null-edit floor" in f for f in flags)
