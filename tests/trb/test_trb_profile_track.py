@@ -314,3 +314,20 @@ def test_g_at_or_below_its_null_edit_floor_is_flagged() -> None:
         ]
     )
     assert any("at or below its null-edit floor" in f for f in flags)
+
+
+def test_a_failed_trial_scores_the_worst_case_on_tracks_2_4_and_5(
+    eval_traces: list[Any],
+) -> None:
+    from trustbench.trb._track._measures import MeasureRow, StatsPlan, load_measure
+
+    stats = StatsPlan(0.95, 0, 200)
+    worst = {"grounding": 0.0, "viability": 0.0, "navigability": -1.0}
+    for key, expected in worst.items():
+        measure, _ = load_measure(key)
+        rows = [
+            MeasureRow(trace=t, trial_index=0, counts=measure.failed(t), failed=True)
+            for t in eval_traces[:4]
+        ]
+        headline = next(f for f in measure.figures(rows, stats, "") if f.name == measure.headline)
+        assert headline.status == "measured" and headline.estimate == expected, key

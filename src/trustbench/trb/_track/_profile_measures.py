@@ -206,8 +206,12 @@ class GroundingMeasure:
         return {"applicable": True, "trials": trials, "n": len(trials)}
 
     def failed(self, trace: Trace) -> dict[str, Any]:
-        """A failed trial has no scores; it is counted in `grounding_failed_traces`."""
-        return {"applicable": True, "trials": [], "n": 0, "failed": True}
+        """The worst case per concept: the injected score below both controls."""
+        trials = [
+            {"concept": f"{slot}={pos}", "t": None, "null": 1.0, "injected": 0.0, "random": 1.0}
+            for slot, pos, _neg in CONCEPTS
+        ]
+        return {"applicable": True, "trials": trials, "n": len(trials), "failed": True}
 
     def _auc(
         self, name: str, rows: list[MeasureRow], control: str, stats: StatsPlan, text: str
@@ -319,10 +323,10 @@ class ViabilityMeasure:
         }  # fmt: skip
 
     def failed(self, trace: Trace) -> dict[str, Any]:
-        """No episode completed under r, every confidence missing (Brier 1)."""
+        """The worst case: the r-mediated episode fails (Brier 1), the ablated one completes."""
         return {
-            "applicable": True, "episodes": 1, "done_r": 0.0, "done_a": 0.0,
-            "brier_r": 1.0, "steps_r": 1.0, "brier_a": 0.0, "steps_a": 0.0,
+            "applicable": True, "episodes": 1, "done_r": 0.0, "done_a": 1.0,
+            "brier_r": 1.0, "steps_r": 1.0, "brier_a": 0.0, "steps_a": 1.0,
             "exact_r": 1.0, "exact_a": 0.0, "failed": True,
         }  # fmt: skip
 
@@ -409,9 +413,9 @@ class NavigabilityMeasure:
         }  # fmt: skip
 
     def failed(self, trace: Trace) -> dict[str, Any]:
-        """A failed trial: the start counts, never reached when steered."""
-        return {"applicable": True, "starts": 1, "steered": 0.0, "ablated": 0.0,
-                "ceiling": 0.0, "lift": 0.0, "failed": True}  # fmt: skip
+        """The worst case: never reached when steered, always without r (lift -1)."""
+        return {"applicable": True, "starts": 1, "steered": 0.0, "ablated": 1.0,
+                "ceiling": 1.0, "lift": -1.0, "failed": True}  # fmt: skip
 
     def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
         """Lift, and the steered, ablated and reference-steered reach rates."""
