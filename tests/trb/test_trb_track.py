@@ -61,6 +61,9 @@ def write_spec(
         "[track_options]",
         f"corpus_sizes = {sizes}",
         "train = { epochs = 40, hidden = 32 }",
+        # Tracks 1 and 3 only (fast); the six-track profile is tested in
+        # test_trb_profile_track.py, and these tests show the other axes "not run".
+        "" if "measures" in options else 'measures = ["governance", "attribution"]',
         options,
     ]
     for name, model in candidates.items():

@@ -25,6 +25,7 @@ from trustbench.trb._track._lookup import BOOTSTRAP, find_figure, split_name
 from trustbench.trb._track._measures import StatsPlan, TrbMeasure
 from trustbench.trb._track._options import TrbTrackOptions
 from trustbench.trb._track._summaries import (
+    baseline_of,
     baselines_summary,
     flat_rows,
     profile_flags,
@@ -79,6 +80,8 @@ def analyze_profile(
             )
             split_figures: list[Figure] = []
             for measure in measures:
+                if getattr(measure, "derived", False):
+                    continue
                 rows = collected.rows.get((candidate, split, measure.key), [])
                 if rows:
                     made = measure.figures(rows, stats, label)
@@ -95,22 +98,48 @@ def analyze_profile(
                 ]
             per_split_figures[(candidate, split)] = split_figures
             figures += split_figures
+        headlines = [m.headline for m in measures if not getattr(m, "derived", False)]
+        by_split = {
+            split: [
+                f.model_copy(update={"name": f.name.removeprefix(f"{split}.")})
+                for f in per_split_figures[(candidate, split)]
+            ]
+            for split in options.splits
+        }
+        eval_label = (
+            f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; "
+            "eval vs transfer contexts]"
+        )
+        for measure in measures:
+            if getattr(measure, "derived", False):
+                derived = measure.derive(by_split, headlines, eval_label)  # type: ignore[attr-defined]
+                figures += derived
+                if "eval" in options.splits:
+                    per_split_figures[(candidate, "eval")] += derived
         subjects[candidate] = figures
     gap_label = f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier native; eval split]"
     gap_figure, gap_record = gap_analysis(collected, gap, stats, gap_label)
     if gap_figure is not None and gap is not None:
         subjects[gap[0]].append(gap_figure)
     checks = oracle_checks(collected, subjects)
-    profile, profile_block = profile_summary(candidates, subjects, measures)
+
+    def series_name(candidate: str) -> str:
+        baseline = baseline_of(manifest, candidate)
+        return candidate if baseline in (None, candidate) else f"{candidate} ({baseline})"
+
+    profile, profile_block = profile_summary(candidates, subjects, measures, series_name)
     baselines, baselines_block = baselines_summary(
         manifest,
         collected,
         subjects,
+        measures,
         lambda tier: (
             f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; eval split]"
         ),
+        corpus_sha=corpus_sha,
+        synthetic_share=corpus.manifest.provenance.synthetic_share,
     )
-    flags = profile_flags(candidates, subjects, corpus, collected, checks)
+    flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
 
     sections: list[Any] = []
     if gap_figure is not None and gap is not None:

@@ -262,30 +262,39 @@ def _print_profile_record(record: dict[str, Any]) -> None:
     for line in record["qualifications"][:1]:
         console.print(f"[yellow]{escape(line)}[/]")
     table = Table(title="Profile vector, eval split (95% trace-clustered bootstrap)")
-    for column in ("candidate", "tier", "G", "attr", "not run"):
+    axes_order = ("G", "ground", "attr", "viab", "nav", "trans")
+    for column in ("candidate", "tier", *axes_order):
         table.add_column(column)
+
+    def cell(a: dict[str, Any] | None) -> str:
+        if not a or a.get("value") is None:
+            return "not run"
+        bounds = "" if a.get("lower") is None else f" [{a['lower']:.3f}, {a['upper']:.3f}]"
+        return f"{a['value']:.3f}{bounds}"
+
     for name, axes in trb["profile"].items():
-        cells = []
-        for axis in ("G", "attr"):
-            a = axes[axis]
-            cells.append(
-                "not run"
-                if a["value"] is None
-                else f"{a['value']:.3f}"
-                + ("" if a["lower"] is None else f" [{a['lower']:.3f}, {a['upper']:.3f}]")
-            )
-        unrun = ", ".join(axis for axis, a in axes.items() if a["value"] is None)
-        table.add_row(escape(name), str(trb["adapters"][name]["tier"]), *cells, unrun)
+        cells = [cell(axes.get(axis)) for axis in axes_order]
+        table.add_row(escape(name), str(trb["adapters"][name]["tier"]), *cells)
     console.print(table)
-    baselines = Table(title="Baselines (spec §4), eval split")
-    for column in ("baseline", "tier", "status", "candidate", "G", "balanced accuracy"):
+    baselines = Table(title="Baselines (spec §4), eval split (intervals in the report)")
+    for column in ("baseline", "tier", "status", "candidate", *axes_order):
         baselines.add_column(column)
+    slot_lines = []
     for b in trb["baselines"]:
+        profile = b.get("profile") or {}
         baselines.add_row(
             b["baseline"], b["adapter_tier"], b["status"], escape(str(b["candidate"] or "-")),
-            _fmt(b["G"]), _fmt(b["balanced_accuracy"]),
+            *[_fmt((profile.get(axis) or {}).get("value")) for axis in axes_order],
         )  # fmt: skip
+        slots = b.get("slot_accuracy") or {}
+        if b["status"] == "run" and slots:
+            slot_lines.append(
+                f"slot accuracy beside G, {b['baseline']}: "
+                + ", ".join(f"{k} {_fmt(v.get('value'))}" for k, v in slots.items())
+            )
     console.print(baselines)
+    for line in slot_lines:
+        console.print(escape(line))
     gap = trb["governance_gap"]
     if gap.get("status") == "run":
         boot, test = gap["bootstrap"], gap["sign_flip_test"]

@@ -7,6 +7,10 @@ A candidate is `kind = "inprocess"` with `model` naming its adapter:
   resolve pins each checkpoint's SHA-256 in the manifest;
 - `oracle:perfectly-governed`, `oracle:epiphenomenal`, `oracle:uniform`, `oracle:always-self`,
   `oracle:outcome-only-attribution`: the audit oracles, whose figures have closed forms;
+- `proxy:instruct`, `proxy:cot-prompted`, `proxy:cot-supervised-finetune`: spec baselines 1-3,
+  small causal LMs trained on the token rendering of the corpus's train split (cached; resolve
+  pins each `model.pt`) and run through the proxy tier (`LocalLMProxyAdapter`); instruct and
+  CoT-prompted share weights and differ in template;
 - `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
   (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
 
@@ -16,6 +20,7 @@ The track drives the adapter itself and records its calls as attempts.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,8 +39,10 @@ from trustbench.trb._oracles import (
     OutcomeOnlyOracle,
     UniformOracle,
 )
+from trustbench.trb._token_world import load_token_lm, render_history
 from trustbench.trb._track._corpus_source import LoadedCorpus
 from trustbench.trb._track._options import TrbTrackOptions
+from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.reference import (
     REFERENCE_MODELS,
     NativeModelAdapter,
@@ -43,6 +50,7 @@ from trustbench.trb.reference import (
     cache_dir,
     load_reference_model,
 )
+from trustbench.trb.tracks import ReferenceWhiteBox
 from trustbench.trb.worlds import CorridorConfig, CorridorWorld
 
 ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
@@ -57,7 +65,16 @@ ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
 }
 """Oracle adapters by id (their `name`)."""
 
-BUILTIN_ADAPTERS: tuple[str, ...] = (*sorted(REFERENCE_MODELS), *sorted(ORACLES))
+PROXY_BASELINES: dict[str, tuple[str, str]] = {
+    "proxy:instruct": ("instruct", "direct"),
+    "proxy:cot-prompted": ("instruct", "reasoning-first"),
+    "proxy:cot-supervised-finetune": ("cot-sft", "reasoning-first"),
+}
+"""Proxy baseline ids -> (token-world LM recipe, prompt template)."""
+
+BUILTIN_ADAPTERS: tuple[str, ...] = (
+    *sorted(REFERENCE_MODELS), *sorted(PROXY_BASELINES), *sorted(ORACLES),
+)  # fmt: skip
 """Every built-in adapter id."""
 
 
@@ -112,6 +129,10 @@ class AdapterSource:
     """User factory, for `MODULE:FACTORY` adapters."""
     card: dict[str, Any] | None = None
     """The reference model's card (checkpoint SHA-256, training summary)."""
+    prototype: Any = None
+    """A built adapter copied per trial (white-box reference adapter or proxy LM adapter)."""
+    max_len: int | None = None
+    """Longest token sequence of a proxy LM (longer episodes are not applicable)."""
 
     def build(self, world: CorridorConfig) -> Any:
         """A new adapter for a trace of `world`.
@@ -127,7 +148,18 @@ class AdapterSource:
                     f"{self.adapter} encodes corridors of length {trained.length} and horizon "
                     f"{trained.horizon}; this trace's world has {world.length}/{world.horizon}"
                 )
-            return NativeModelAdapter(self.model, self.adapter, trained.length, trained.horizon)
+            if self.prototype is None:
+                return NativeModelAdapter(self.model, self.adapter, trained.length, trained.horizon)
+            # A shallow copy shares the weights, the fitted ablation mean and the memo of
+            # deterministic forward passes; nothing a trial does changes them.
+            return copy.copy(self.prototype)
+        if self.max_len is not None:
+            need = 1 + 5 * world.horizon + 8  # <bos>, 5 words per step, slot block, <act>
+            if need > self.max_len:
+                raise NotApplicable(
+                    f"{self.adapter}: episodes of {need} tokens exceed its max_len {self.max_len}"
+                )
+            return copy.copy(self.prototype)
         if self.adapter in ORACLES:
             return ORACLES[self.adapter](CorridorWorld(world))
         assert self.factory is not None
@@ -158,8 +190,46 @@ def _reference(
         _MODELS[key] = load_reference_model(name, train, corpus.manifest, options.train)
     model, card = _MODELS[key]
     weights = cache_dir() / str(card["checkpoint"])
-    source = AdapterSource(name, model=model, trained_world=train[0].world, card=card)
+    world = train[0].world
+    fit = [t.context(s.t) for t in train[: options.grounding_fit_traces] for s in t.steps]
+    prototype = ReferenceWhiteBox(model, name, world.length, world.horizon, fit)
+    source = AdapterSource(name, model=model, trained_world=world, card=card, prototype=prototype)
     return source, [ResolvedItem("checkpoint", name, path=weights)]
+
+
+_PROXIES: dict[tuple[str, ...], tuple[LocalLMProxyAdapter, Path, dict[str, Any]]] = {}
+"""Loaded proxy LMs of this process, by (id, corpus, config, cache); two ids share weights."""
+
+
+def _proxy(
+    name: str, corpus: LoadedCorpus, options: TrbTrackOptions
+) -> tuple[AdapterSource, list[ResolvedItem]]:
+    recipe, template = PROXY_BASELINES[name]
+    train = (corpus.splits.get("train") or [])[: options.lm_train_traces]
+    if not train:
+        raise InputError(
+            f"adapter {name} is trained on the corpus's train split, which is empty",
+            location=str(corpus.folder),
+        )
+    # `load_token_lm` re-hashes every train trace for its cache key (seconds per call, and a
+    # freeze/run/report resolves three times); the corpus SHA-256 already pins those traces.
+    key = (
+        recipe, corpus.manifest.corpus_sha256, str(len(train)),
+        options.token_lm.model_dump_json(), str(cache_dir()),
+    )  # fmt: skip
+    if key not in _PROXIES:
+        folder, card = load_token_lm(recipe, train, corpus.manifest, options.token_lm)
+        adapter = LocalLMProxyAdapter.from_folder(folder, recipe, render_history, "direct")
+        _PROXIES[key] = (adapter, folder, card)
+    loaded, folder, card = _PROXIES[key]
+    # Same weights, this baseline's template; the memo of template-independent results
+    # (reports, overridden actions) is shared by the two templates over one set of weights.
+    prototype = LocalLMProxyAdapter(
+        loaded.model, loaded.tokenizer, name.removeprefix("proxy:"), render_history, template,
+        memo=loaded.memo,
+    )  # fmt: skip
+    source = AdapterSource(name, card=card, prototype=prototype, max_len=options.token_lm.max_len)
+    return source, [ResolvedItem("checkpoint", f"{name} ({recipe})", path=folder / "model.pt")]
 
 
 def _user(
@@ -202,6 +272,9 @@ def resolve_adapters(
                 items += reference_items[target]
             else:
                 sources[candidate.name] = next(s for s in sources.values() if s.adapter == target)
+        elif target in PROXY_BASELINES:
+            sources[candidate.name], extra = _proxy(target, corpus, options)
+            items += [item for item in extra if item.name not in {i.name for i in items}]
         elif target in ORACLES:
             sources[candidate.name] = AdapterSource(target)
         else:

@@ -56,6 +56,8 @@ def collect_trials(
             continue
         out.failed[candidate] += failed
         for measure in measures:
+            if getattr(measure, "derived", False):
+                continue
             counts = None if failed else outcome.get("measures", {}).get(measure.key)
             out.rows[(candidate, trace.split, measure.key)].append(
                 MeasureRow(

@@ -6,7 +6,11 @@ asks the measure for its figures. A measure fills one axis of the profile vector
 (G, ground, attr, viab, nav, trans) with its headline figure; an axis no measure filled is shown
 "not run", never 0 and never folded into a mean.
 
-To add a track (e.g. Track 4 viability), implement `TrbMeasure` and add one line to
+A measure with `derived = True` and a `derive(by_split, headlines, label)` method (Track 6)
+runs nothing per trace: its figures are computed at report time from the other measures'
+figures on every split.
+
+To add a track, implement `TrbMeasure` and add one line to
 `BUILTIN_MEASURES` (or call `register_measure` / name `module:attribute` in
 `track_options.measures`). The measure list is frozen into the manifest, so a run cannot
 silently gain or lose a track between freeze and report.
@@ -103,8 +107,10 @@ class TrbMeasure(Protocol):
 BUILTIN_MEASURES: dict[str, str] = {
     "governance": "trustbench.trb._track._builtin_measures:GOVERNANCE",
     "attribution": "trustbench.trb._track._builtin_measures:ATTRIBUTION",
-    # Tracks 2, 4, 5, 6 (issue 8): one line each, e.g.
-    # "viability": "trustbench.trb.tracks.viability:VIABILITY",
+    "grounding": "trustbench.trb._track._profile_measures:GROUNDING",
+    "viability": "trustbench.trb._track._profile_measures:VIABILITY",
+    "navigability": "trustbench.trb._track._profile_measures:NAVIGABILITY",
+    "transfer": "trustbench.trb._track._profile_measures:TRANSFER",
 }
 """Measures shipped with trustbench, by key."""
 

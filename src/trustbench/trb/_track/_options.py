@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trustbench.core import ExperimentSpec
 from trustbench.errors import InputError
+from trustbench.trb._token_world import TokenLMConfig
 from trustbench.trb.reference import TrainConfig
 
 BUILTIN_CORPUS = "reference-world"
@@ -36,9 +37,23 @@ class TrbTrackOptions(BaseModel):
     gap: tuple[str, str] | None = None
     """(full, ablation) candidate names for Delta_gov; by default the candidates whose adapters
     are `trace-ai-full` and `trace-ai-ablation`."""
-    measures: tuple[str, ...] = ("governance", "attribution")
+    measures: tuple[str, ...] = (
+        "governance", "grounding", "attribution", "viability", "navigability", "transfer",
+    )  # fmt: skip
     """Registered TRB measures to run (keys of `trustbench.trb.track.measure_targets()` or
     `module:attribute` import strings); each fills one axis of the profile."""
+    token_lm: TokenLMConfig = TokenLMConfig()
+    """Size and training of the proxy baselines' token-world LMs (`proxy:*` adapters)."""
+    lm_train_traces: int = Field(default=800, ge=10)
+    """Train traces the proxy baselines' LMs see (the first N of the train split)."""
+    grounding_fit_traces: int = Field(default=200, ge=10)
+    """Train traces Track 2's concept directions (and the native ablation's mean r) come from."""
+    viability_rollouts: int = Field(default=4, ge=1)
+    """Track 4 episodes per trace per condition (r-mediated and ablated)."""
+    navigation_samples: int = Field(default=16, ge=1)
+    """Track 5 Monte Carlo rollouts per start when exact enumeration is too large."""
+    max_enumeration_nodes: int = Field(default=1000, ge=1)
+    """Largest exact enumeration in Track 5 (decision contexts per start)."""
     conformance_traces: int = Field(default=4, ge=1)
     """Reference-world traces the conformance kit runs a user adapter on at freeze."""
 

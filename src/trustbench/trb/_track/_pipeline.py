@@ -46,9 +46,12 @@ def freeze_run_report(
 def run_trb_demo(out_dir: Path) -> Path:
     """The TRB step of `trustbench demo`: the built-in smoke spec into `out_dir`.
 
-    Measured on a busy 2-core machine: about 20 s of CPU (35 s wall) the first time, when two
-    small reference models are trained and cached under `$TRUSTBENCH_CACHE`; about 11 s of CPU
-    (22 s wall) after. Re-running into the same folder resumes it (nothing left to run).
+    The full profile: all six tracks for the five spec §4 baselines (three token-world proxy
+    LMs, the reference pair) and three audit oracles, on the first 40 eval and 20 transfer
+    traces (`max_traces = 40`). Measured on a busy, shared 2-core machine: about 45 s of CPU
+    (90 s wall) the first time, when the two reference models and the two proxy LMs are
+    trained and cached under `$TRUSTBENCH_CACHE`; about 25 s of CPU (30 s wall) after.
+    Re-running into the same folder resumes it (nothing left to run).
 
     Returns:
         The written `report.html`.

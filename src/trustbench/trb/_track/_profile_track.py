@@ -6,17 +6,21 @@
   K = 1 is the default and K > 1 repeats with seeds `adapter_seed + trial_index`);
 - `resolve` hashes the corpus files and, training or loading them, the reference checkpoints,
   and runs the conformance kit on user adapters;
-- `run_trial` builds a fresh adapter, runs every registered measure (Track 1 and Track 3 today)
-  on the trace, and records all hook calls of the trial as one attempt;
+- `run_trial` builds a fresh adapter, runs every registered measure (Tracks 1-5; Track 6 is
+  derived at report time from the other tracks' figures per split) on the trace, and records
+  the trial's hook calls as one attempt;
 - `analyze` (see `trb._analysis`) turns the ledger into figures, the governance gap, the
   baselines table and the profile vector.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trustbench.core import (
     ExperimentSpec,
@@ -51,6 +55,8 @@ if TYPE_CHECKING:
     from trustbench.core import LedgerContents, TrackAnalysis
     from trustbench.trb._corpus import Trace
 
+T = TypeVar("T")
+
 CALL_NAME = "adapter.hooks"
 """The attempt `call` of a trial's batch of hook calls."""
 
@@ -81,6 +87,21 @@ def gap_pair(spec: ExperimentSpec, options: TrbTrackOptions) -> tuple[str, str] 
     if "trace-ai-full" in by_adapter and "trace-ai-ablation" in by_adapter:
         return by_adapter["trace-ai-full"], by_adapter["trace-ai-ablation"]
     return None
+
+
+def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """Call `fn` here, or in a worker thread when an event loop runs in this thread.
+
+    Adapters are synchronous; some (the chat proxy) drive their own event loop, which cannot
+    run inside core's. Core resolves inputs inside its loop, so resolution (the conformance
+    kit calls the adapter) runs in a thread then; it blocks this thread either way.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(*args)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn, *args).result()
 
 
 def _output(call: dict[str, Any]) -> Any:
@@ -123,8 +144,8 @@ class TrbProfileTrack:
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Corpus files, reference checkpoints, user adapter code and the measure list."""
         prepared = self._prepare(spec, base_dir)
-        sources, adapter_items = resolve_adapters(
-            list(spec.candidates), prepared.corpus, prepared.options
+        sources, adapter_items = _off_loop(
+            resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options
         )
         self._sources[(spec.model_dump_json(), str(base_dir))] = sources
         items = corpus_items(prepared.corpus) + adapter_items
@@ -187,12 +208,34 @@ class TrbProfileTrack:
         tier = getattr(inner, "tier", None)
         outcome["adapter_tier"] = str(getattr(tier, "value", tier))
         recorder = RecordingAdapter(inner)
+        options = prepared.options
+        recorder.fit_traces = (prepared.corpus.splits.get("train") or [])[
+            : options.grounding_fit_traces
+        ]
+        recorder.settings = {
+            "viability_rollouts": options.viability_rollouts,
+            "navigation_samples": options.navigation_samples,
+            "max_enumeration_nodes": options.max_enumeration_nodes,
+        }
+        recorder.seed_value = seed
         results: dict[str, Any] = {}
         error: Exception | None = None
+
+        def measure_all() -> None:
+            try:
+                recorder.seed(seed)
+                for measure, _ in prepared.measures:
+                    if not getattr(measure, "derived", False):
+                        results[measure.key] = measure.run(recorder, trace)
+            finally:
+                close = getattr(inner, "close", None)
+                if callable(close):  # e.g. a chat proxy's HTTP session and event loop
+                    close()
+
         try:
-            recorder.seed(seed)
-            for measure, _ in prepared.measures:
-                results[measure.key] = measure.run(recorder, trace)
+            # In a worker thread: the hooks are synchronous (they would stall core's loop)
+            # and a chat proxy runs its own event loop, which cannot nest in core's.
+            await asyncio.to_thread(measure_all)
         except NotApplicable as reason:
             return TrialOutcome(
                 "completed", {**outcome, "applicable": False, "reason": str(reason)}
