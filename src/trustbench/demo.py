@@ -147,9 +147,12 @@ def _trb_profile(out: Path, console: Console) -> str:
         highlight=False,
     )
     console.print(
-        "TRB smoke: Tracks 1 and 3 for the Trace-AI reference pair (ablation vs full) and audit "
-        "oracles, and the governance gap with a trace-clustered interval. Reference world only "
-        "(synthetic counterfactuals, no human data): a harness check, not a TRB score."
+        "TRB smoke: all six tracks (G, grounding, attribution, viability, navigability, "
+        "transfer) for the five spec baselines (instruct, CoT-prompted and CoT-supervised "
+        "finetune token-world LMs through the proxy adapter; Trace-AI ablation and full through "
+        "the native adapter) and audit oracles, with the governance gap. Reference world only "
+        "(synthetic counterfactuals, no human data, one author-generated transfer context): a "
+        "harness check, not a TRB score."
     )
     return f"TRB profile report: {html_path}"
 
@@ -162,7 +165,7 @@ STEPS: list[Step] = [
     ("RTB reviewer track: freeze, run, report", _review_track),
     ("RTB control-path track: freeze, run, report", _control_track),
     ("RTB workflow track: freeze, run, report", _workflow_track),
-    ("TRB reference pair: freeze, run, report", _trb_profile),
+    ("TRB profile: freeze, run, report", _trb_profile),
 ]
 """The demo's steps, in order: (title, function(run folder, console) -> one-line summary)."""
 
