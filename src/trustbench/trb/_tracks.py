@@ -17,7 +17,7 @@ TV = 1 / a wrong attribution.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,25 @@ def _emit(adapter: Adapter, context: StepContext) -> SelfReport | None:
         return None
 
 
+def act_many(
+    adapter: Adapter, contexts: Sequence[StepContext], overrides: Sequence[SelfReport | None]
+) -> list[dict[str, float] | None]:
+    """`act` over many contexts, batched when the adapter offers `act_many`; failures -> None.
+
+    A batch that raises or returns the wrong number of answers falls back to one call per
+    context, so one bad context cannot fail the others; every answer is validated either way.
+    """
+    batched = getattr(adapter, "act_many", None)
+    if batched is not None:
+        try:
+            answers = list(batched(list(contexts), list(overrides)))
+        except Exception:  # the candidate's failure: retried item by item below
+            answers = []
+        if len(answers) == len(contexts):
+            return [_valid_distribution(d) for d in answers]
+    return [_act(adapter, c, r) for c, r in zip(contexts, overrides, strict=True)]
+
+
 def governance_rows(adapter: Adapter, traces: list[Trace]) -> list[dict[str, Any]]:
     """Per-trace Track 1 counts (JSON-serialisable), one row per trace."""
     rows = []
@@ -79,15 +98,23 @@ def governance_rows(adapter: Adapter, traces: list[Trace]) -> list[dict[str, Any
             "slot_correct": {s: 0 for s in EDITABLE_SLOTS},
             "slot_steps": 0,
         }
+        # Every act of the trace in one batch (null edit first, then each counterfactual).
+        contexts = {step.t: trace.context(step.t) for step in trace.steps}
+        edits = [
+            (contexts[s.t], r)
+            for s in trace.steps
+            for r in (s.r, *(c.r_prime for c in s.counterfactuals))
+        ]
+        answers = iter(act_many(adapter, [c for c, _ in edits], [r for _, r in edits]))
         for step in trace.steps:
-            context = trace.context(step.t)
-            null = _act(adapter, context, step.r)
+            context = contexts[step.t]
+            null = next(answers)
             row["null_tv_sum"] += (
                 1.0 if null is None else total_variation(null, reference_continuation(step.r))
             )
             row["null_items"] += 1
             for cf in step.counterfactuals:
-                got = _act(adapter, context, cf.r_prime)
+                got = next(answers)
                 tv = 1.0 if got is None else total_variation(got, cf.continuation)
                 row["invalid"] += got is None
                 row["tv_sum"] += tv

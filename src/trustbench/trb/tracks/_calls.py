@@ -14,6 +14,7 @@ from typing import Any
 from trustbench.trb._adapter import Adapter
 from trustbench.trb._schema import SelfReport, StepContext
 from trustbench.trb._tracks import _emit, _valid_distribution
+from trustbench.trb._tracks import act_many as act_many  # re-exported: shared with Track 1
 
 Dist = dict[str, float] | None
 BatchPolicy = Callable[[Sequence[StepContext]], list[Dist]]
@@ -22,25 +23,6 @@ BatchPolicy = Callable[[Sequence[StepContext]], list[Dist]]
 
 class AblationUnsupported(Exception):
     """The adapter offers no no-r ablation; tracks that need one report `not run`."""
-
-
-def act_many(
-    adapter: Adapter, contexts: Sequence[StepContext], overrides: Sequence[SelfReport | None]
-) -> list[Dist]:
-    """`act` over many contexts, batched when the adapter can; failures become None."""
-    batched = getattr(adapter, "act_many", None)
-    if batched is not None:
-        try:
-            return [_valid_distribution(d) for d in batched(list(contexts), list(overrides))]
-        except Exception:  # a failed batch falls back to one call each, so one bad context
-            pass  # cannot fail the others
-    out: list[Dist] = []
-    for c, r in zip(contexts, overrides, strict=True):
-        try:
-            out.append(_valid_distribution(adapter.act(c, r_override=r)))
-        except Exception:  # the candidate's failure is a counted failure
-            out.append(None)
-    return out
 
 
 def emit_many(adapter: Adapter, contexts: Sequence[StepContext]) -> list[SelfReport | None]:
