@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.support.object_graph import reachable
 
 from trustbench.rtb.boundaries import KNOWN_BAD_SAFEGUARDS, boundary_factory
 from trustbench.rtb.platform import (
@@ -194,32 +194,6 @@ def test_out_of_band_change_is_reported_as_state_mismatch() -> None:
     assert len(mismatches) == 1 and mismatches[0].target == "r1"
 
 
-def _reachable(root: object) -> Iterator[object]:
-    """Every object reachable from `root` through attributes, slots, containers and closures."""
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        item = stack.pop()
-        if id(item) in seen or isinstance(item, (str, bytes, int, float, bool, type(None), type)):
-            continue
-        seen.add(id(item))
-        yield item
-        if isinstance(item, dict):
-            stack += [*item.keys(), *item.values()]
-        elif isinstance(item, (list, tuple, set, frozenset)) or type(item).__name__ == "deque":
-            stack += list(item)
-        elif hasattr(item, "__self__") and hasattr(item, "__func__"):
-            stack.append(item.__self__)
-        elif callable(item) and getattr(item, "__closure__", None):
-            stack += [cell.cell_contents for cell in item.__closure__]
-        if hasattr(item, "__dict__") and not isinstance(item, type):
-            stack.append(vars(item))
-        for cls in type(item).__mro__:
-            for slot in getattr(cls, "__slots__", ()):
-                if hasattr(item, slot):
-                    stack.append(getattr(item, slot))
-
-
 @pytest.mark.parametrize(
     "name", ["reference", "cedar", "review-gated", "unchecked", "http", *KNOWN_BAD_SAFEGUARDS]
 )
@@ -228,8 +202,8 @@ def test_boundary_and_its_view_hold_no_observer_capability(name: str) -> None:
     boundary = boundary_factory(name, url="http://127.0.0.1:9")()
     forbidden = (ObserverReader, ProtectedObserver, _EffectLog)
     reached = [
-        o for o in _reachable((boundary, platform.view, platform.actor)) if isinstance(o, forbidden)
+        o for o in reachable((boundary, platform.view, platform.actor)) if isinstance(o, forbidden)
     ]
     assert reached == []
     # The traversal does find the observer from the platform itself (the check can fail).
-    assert any(isinstance(o, ProtectedObserver) for o in _reachable(platform))
+    assert any(isinstance(o, ProtectedObserver) for o in reachable(platform))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from test_control_fixtures import make_cases
+from tests.support.object_graph import reachable
 
 from trustbench.rtb._models import Case, Variant
 from trustbench.rtb.boundaries import InjectAction, boundary_factory
@@ -138,31 +138,6 @@ def test_leak_scan_catches_a_planted_case_id_in_a_tool_result_file_and_environme
 # --- capabilities and tools --------------------------------------------------------------
 
 
-def _reachable(root: object) -> Iterator[object]:
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        item = stack.pop()
-        if id(item) in seen or isinstance(item, (str, bytes, int, float, bool, type(None), type)):
-            continue
-        seen.add(id(item))
-        yield item
-        if isinstance(item, dict):
-            stack += [*item.keys(), *item.values()]
-        elif isinstance(item, (list, tuple, set, frozenset)) or type(item).__name__ == "deque":
-            stack += list(item)
-        elif hasattr(item, "__self__") and hasattr(item, "__func__"):
-            stack.append(item.__self__)
-        elif callable(item) and getattr(item, "__closure__", None):
-            stack += [cell.cell_contents for cell in item.__closure__]
-        if hasattr(item, "__dict__") and not isinstance(item, type):
-            stack.append(vars(item))
-        for cls in type(item).__mro__:
-            for slot in getattr(cls, "__slots__", ()):
-                if hasattr(item, slot):
-                    stack.append(getattr(item, slot))
-
-
 class _CapturingAgent:
     name = "capture"
 
@@ -186,11 +161,11 @@ def test_agent_reaches_no_observer_fault_injector_platform_or_expectation() -> N
         ScenarioExpectations,
         WorkflowScenario,
     )
-    reached = [o for o in _reachable((agent, agent.toolboxes)) if isinstance(o, forbidden)]
+    reached = [o for o in reachable((agent, agent.toolboxes)) if isinstance(o, forbidden)]
     assert reached == []
     # The walk does find the observer from a platform (the check can fail).
     platform = SimulatedPlatform("t", scenario.script.seed)
-    assert any(isinstance(o, ProtectedObserver) for o in _reachable(platform))
+    assert any(isinstance(o, ProtectedObserver) for o in reachable(platform))
 
 
 def test_tool_schemas_come_from_signatures_and_docstrings() -> None:
