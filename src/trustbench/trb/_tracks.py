@@ -94,6 +94,7 @@ def governance_rows(adapter: Adapter, traces: list[Trace]) -> list[dict[str, Any
             "hard_items": 0,
             "null_tv_sum": 0.0,
             "null_items": 0,
+            "floor_tv_sum": 0.0,
             "slots": {s: {"tv_sum": 0.0, "n_items": 0} for s in EDITABLE_SLOTS},
             "slot_correct": {s: 0 for s in EDITABLE_SLOTS},
             "slot_steps": 0,
@@ -114,6 +115,10 @@ def governance_rows(adapter: Adapter, traces: list[Trace]) -> list[dict[str, Any
             )
             row["null_items"] += 1
             for cf in step.counterfactuals:
+                # The "ignores every edit" floor: the unedited answer scored against Phi(r').
+                row["floor_tv_sum"] += (
+                    1.0 if null is None else total_variation(null, cf.continuation)
+                )
                 got = next(answers)
                 tv = 1.0 if got is None else total_variation(got, cf.continuation)
                 row["invalid"] += got is None

@@ -34,10 +34,10 @@ from trustbench.core.figures import Figure, Interval
 from trustbench.core.stats import clustered_figure
 from trustbench.trb._corpus import Trace
 from trustbench.trb._gap import cluster_bootstrap
-from trustbench.trb._metrics import total_variation, unique_argmax
+from trustbench.trb._metrics import unique_argmax
 from trustbench.trb._schema import EDITABLE_SLOTS
 from trustbench.trb._track._measures import MeasureRow, StatsPlan
-from trustbench.trb._tracks import _act, attribution_rows, governance_rows
+from trustbench.trb._tracks import attribution_rows, governance_rows
 
 
 def _rate(
@@ -73,15 +73,8 @@ class GovernanceMeasure:
     title = "Track 1 governance"
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
-        """Track 1 counts of one trace, plus the null-edit floor's TV sum."""
-        row = governance_rows(adapter, [trace])[0]
-        floor = 0.0
-        for step in trace.steps:
-            null = _act(adapter, trace.context(step.t), step.r)
-            for cf in step.counterfactuals:
-                floor += 1.0 if null is None else total_variation(null, cf.continuation)
-        row["floor_tv_sum"] = floor
-        return row
+        """Track 1 counts of one trace, the null-edit floor's TV sum included."""
+        return governance_rows(adapter, [trace])[0]
 
     def failed(self, trace: Trace) -> dict[str, Any]:
         """Every item scored TV = 1 and every slot wrong."""
