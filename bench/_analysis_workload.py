@@ -1,6 +1,6 @@
 """The analysis bench's workload: grade 100,000 reviewer trials into figures, gates and reports.
 
-Rows are `trustbench.rtb._review_metrics.ReviewTrialRow`s synthesised with a seeded generator on
+Rows are `trustbench.rtb.review._metrics.ReviewTrialRow`s synthesised with a seeded generator on
 the built-in corpus's real cases (their groups, variants and reference decisions), for two
 reviewer configurations. `analyze` does what the reviewer track's report step does with them:
 review counts overall / per group / per variant, a clustered figure (cluster-robust t and a
@@ -31,8 +31,8 @@ from trustbench.core.report import (
 )
 from trustbench.core.stats import Figure, clustered_figure, rate_figure
 from trustbench.rtb import Decision
-from trustbench.rtb._review_metrics import ReviewTrialRow, review_metrics
-from trustbench.rtb._validation import Outcome
+from trustbench.rtb.review._metrics import ReviewTrialRow, review_metrics
+from trustbench.rtb.review._validation import Outcome
 
 CONFIGURATIONS = ("reviewer-a", "reviewer-b")
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from bench._common import spec_text
 from bench.review_track import corpus, reference_reply, register, review_messages
+from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core import TrialKey, build_manifest, trial_order, write_manifest
-from trustbench.core._canonical import canonical_json, sha256_hex
 from trustbench.core._ledger import Ledger, utc_now
 
 BATCH = 5_000

@@ -27,8 +27,8 @@ def _measure(section: Callable[[], Any]) -> dict[str, Any]:
 def _bodies(cases: int, trials_per_case: int) -> list[bytes]:
     """The request bodies trustbench sends, in the same seeded order, as canonical JSON."""
     from bench.review_track import corpus, review_messages
+    from trustbench._canonical import canonical_json
     from trustbench.core import TrialKey
-    from trustbench.core._canonical import canonical_json
     from trustbench.core._runner import trial_order
 
     keys = [
@@ -109,7 +109,7 @@ def trustbench_run(run_dir: str, spec: str, track: str) -> dict[str, Any]:
 def direct_inprocess(cases: int, trials_per_case: int) -> dict[str, Any]:
     """Baseline for in-process candidates: build, answer and validate each trial in a loop."""
     from bench.review_track import corpus, reference_reply, review_messages
-    from trustbench.rtb._validation import validate_response
+    from trustbench.rtb.review._validation import validate_response
 
     count = len(corpus().cases[:cases])
 

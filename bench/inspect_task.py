@@ -17,7 +17,7 @@ from inspect_ai.solver import TaskState, generate
 from bench.review_track import corpus, review_messages
 from trustbench.core import TrialKey, trial_order
 from trustbench.rtb import CandidateInput
-from trustbench.rtb._validation import validate_response
+from trustbench.rtb.review._validation import validate_response
 
 
 @scorer(metrics=[accuracy()])

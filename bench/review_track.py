@@ -1,9 +1,10 @@
 """A bench-local reviewer track: exactly the work one RTB reviewer trial does, nothing more.
 
-Each trial builds the shared review prompt + one candidate input of the built-in corpus (the same
-messages `trustbench.rtb.reviewers.build_review_messages` gives every reviewer), sends them with one
-`ctx.chat`, and validates the reply with `trustbench.rtb._validation.validate_response`. So the
-per-trial cost measured here is the harness plus the real reviewer-trial work.
+Each trial builds the shared review prompt + one candidate input of the built-in corpus (the
+same messages `trustbench.rtb.review.reviewers.build_review_messages` gives every reviewer),
+sends them with one `ctx.chat`, and validates the reply with
+`trustbench.rtb.review._validation.validate_response`. So the per-trial cost measured here is
+the harness plus the real reviewer-trial work.
 
 Switching the benches to the real track later: pass `--track rtb/review` to a bench (the spec
 writer then uses `suite = "rtb"`, `track = "review"` and that track's own options); this module is
@@ -31,8 +32,8 @@ from trustbench.core import (
 )
 from trustbench.providers import ChatRequest
 from trustbench.rtb import CandidateInput, Corpus, load_corpus, to_candidate_input
-from trustbench.rtb._validation import validate_response
-from trustbench.rtb.reviewers import ReferencePolicyReviewer, build_review_messages
+from trustbench.rtb.review._validation import validate_response
+from trustbench.rtb.review.reviewers import ReferencePolicyReviewer, build_review_messages
 
 TRACK_ID = "bench/review"
 TRACK_TARGET = "bench.review_track:BenchReviewTrack"

@@ -6,7 +6,7 @@ The batch is Track 1's workload on generated eval traces: every (step, counterfa
 Measured, each as the best of `--repeats` runs on one torch thread:
 - batched `act` path (the issue's target): a fresh `ReferenceWhiteBox` answering
   `act_many(contexts, r_overrides)` for every item in one call;
-- the same batch through `trustbench.trb.tracks._calls.act_many`, the wrapper the profile tracks
+- the same batch through `trustbench.trb.measures._calls.act_many`, the wrapper the profile tracks
   use, which also validates every returned distribution (harness work, shown apart);
 - per-item `act` path: a fresh `NativeModelAdapter` answering `act(context, r_override=r')` for
   every item, as Track 1's `governance_rows` calls it (its per-context memo starts cold);
@@ -26,11 +26,11 @@ import torch
 
 from bench._common import machine, ratio
 from trustbench.trb import generate_split
-from trustbench.trb._schema import ACTIONS
+from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.measures._calls import act_many
+from trustbench.trb.measures._whitebox import ReferenceWhiteBox
 from trustbench.trb.reference import NativeModelAdapter, ReferenceNativeModel
 from trustbench.trb.reference._encoding import encode_observation, encode_report
-from trustbench.trb.tracks._calls import act_many
-from trustbench.trb.tracks._whitebox import ReferenceWhiteBox
 
 
 def main() -> None:

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trustbench.rtb._corpus import builtin_corpus_root, write_manifest
-from trustbench.rtb._models import (
+from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest
+from trustbench.rtb.corpus._models import (
     VARIANT_REFERENCE,
     ApprovalRecord,
     AuthoringMetadata,
@@ -46,7 +46,7 @@ from trustbench.rtb._models import (
     ServiceNoticeRecord,
     Variant,
 )
-from trustbench.rtb._schemas import write_schemas
+from trustbench.rtb.corpus._schemas import write_schemas
 
 VERSION = "0.1"
 AUTHOR = "trustbench corpus authors (synthetic starter)"
@@ -720,7 +720,7 @@ recorded as missing or invalid, never as a decision.
 
 def render_prompt() -> str:
     """The shared advisory-review prompt: policy and response format, no answer."""
-    from trustbench.rtb._models import REASON_CODE_DECISION, REASON_CODE_MEANING
+    from trustbench.rtb.corpus._models import REASON_CODE_DECISION, REASON_CODE_MEANING
 
     codes = "\n".join(
         f"  - `{code.value}` ({REASON_CODE_DECISION[code].value}): {REASON_CODE_MEANING[code]}"

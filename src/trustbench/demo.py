@@ -91,19 +91,19 @@ def _rtb_track_step(
 
 
 def _run_review(out: Path) -> ReportResult:
-    from trustbench.rtb.review_track import run_review_demo
+    from trustbench.rtb.review.track import run_review_demo
 
     return run_review_demo(out)
 
 
 def _run_control(out: Path) -> ReportResult:
-    from trustbench.rtb.control_track import run_control_demo
+    from trustbench.rtb.control.track import run_control_demo
 
     return run_control_demo(out)
 
 
 def _run_workflow(out: Path) -> ReportResult:
-    from trustbench.rtb.workflow_track import run_workflow_demo
+    from trustbench.rtb.workflow.track import run_workflow_demo
 
     return run_workflow_demo(out)
 

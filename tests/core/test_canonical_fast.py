@@ -10,7 +10,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustbench.core._canonical import canonical_json, float_text
+from trustbench._canonical import canonical_json, float_text
 from trustbench.core._ledger import TABLE_COLUMNS, row_canonical_json
 
 _scalars = (

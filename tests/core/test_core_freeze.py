@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from tests.support.cli import ALPHA_KEY, invoke
 
+from trustbench._canonical import json_sha256
 from trustbench.core import build_manifest, read_manifest, write_manifest
-from trustbench.core._canonical import json_sha256
 from trustbench.errors import CheckFailed, InputError
 
 

@@ -120,7 +120,7 @@ def test_verify_catches_a_ledger_moved_to_another_manifest(small_run: Path, tmp_
     manifest = json.loads((other / "manifest.json").read_text())
     manifest["spec"]["description"] = "another experiment"
     manifest.pop("manifest_sha256")
-    from trustbench.core._canonical import json_sha256
+    from trustbench._canonical import json_sha256
 
     manifest["manifest_sha256"] = json_sha256(manifest)
     (other / "manifest.json").write_text(json.dumps(manifest))

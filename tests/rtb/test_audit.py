@@ -6,10 +6,10 @@ import json
 
 from test_reviewers_fixtures import PROMPT, export, make_cases
 
-from trustbench.rtb import _audit
-from trustbench.rtb._audit import ANSWER_KEY_PROBE, AuditReport, run_self_audit
-from trustbench.rtb._models import CandidateInput, Case, Decision
-from trustbench.rtb.reviewers import REVIEWER_NAMES, make_reviewer
+from trustbench.rtb.corpus._models import CandidateInput, Case, Decision
+from trustbench.rtb.review import _audit
+from trustbench.rtb.review._audit import ANSWER_KEY_PROBE, AuditReport, run_self_audit
+from trustbench.rtb.review.reviewers import REVIEWER_NAMES, make_reviewer
 
 
 def _failed(report: AuditReport) -> list[tuple[str, str]]:

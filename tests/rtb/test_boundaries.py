@@ -12,16 +12,6 @@ from aiohttp import web
 from test_control_fixtures import make_case, make_cases
 
 from trustbench.errors import InputError
-from trustbench.rtb._control_audit import BoundaryEvaluation, evaluate_boundary
-from trustbench.rtb._control_cases import (
-    DIRECT_PATH,
-    UNRECONCILED_SUFFIX,
-    ControlScenario,
-    control_scenarios,
-    direct_scenarios,
-)
-from trustbench.rtb._control_grading import ControlOutcome
-from trustbench.rtb._models import Variant
 from trustbench.rtb.boundaries import (
     KNOWN_BAD_FOR_FAULT,
     Boundary,
@@ -33,6 +23,16 @@ from trustbench.rtb.boundaries import (
     reference_service_app,
 )
 from trustbench.rtb.boundaries._cedar import forbid_reasons, load_policy_text
+from trustbench.rtb.control._audit import BoundaryEvaluation, evaluate_boundary
+from trustbench.rtb.control._cases import (
+    DIRECT_PATH,
+    UNRECONCILED_SUFFIX,
+    ControlScenario,
+    control_scenarios,
+    direct_scenarios,
+)
+from trustbench.rtb.control._grading import ControlOutcome
+from trustbench.rtb.corpus._models import Variant
 from trustbench.rtb.platform import FaultType, SimulatedPlatform
 
 SCENARIOS = control_scenarios(make_cases(), seed=7)

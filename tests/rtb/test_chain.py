@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from test_reviewers_fixtures import PROMPT, export, make_cases
 
-from trustbench.rtb._chain import (
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.review._chain import (
     ConfigurationKind,
     MemberIdentity,
     ProviderRelation,
@@ -20,10 +21,9 @@ from trustbench.rtb._chain import (
     grade_trial,
     run_configuration,
 )
-from trustbench.rtb._models import Decision
-from trustbench.rtb._review_metrics import review_metrics
-from trustbench.rtb._validation import Outcome
-from trustbench.rtb.reviewers import make_reviewer
+from trustbench.rtb.review._metrics import review_metrics
+from trustbench.rtb.review._validation import Outcome
+from trustbench.rtb.review.reviewers import make_reviewer
 
 P, D, H, M, X = Outcome.PERMIT, Outcome.DENY, Outcome.HOLD, Outcome.MISSING, Outcome.INVALID
 CASES = make_cases()

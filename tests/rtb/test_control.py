@@ -7,19 +7,7 @@ import asyncio
 import pytest
 from test_control_fixtures import make_case, make_cases
 
-import trustbench.rtb._control_audit as control_audit
-from trustbench.rtb._control_audit import evaluate_boundary, run_control_audit
-from trustbench.rtb._control_cases import (
-    DIRECT_PATH,
-    ControlScenario,
-    ExpectedEffect,
-    control_scenarios,
-    direct_scenarios,
-    fault_scenarios,
-    seed_from_case,
-)
-from trustbench.rtb._control_grading import ControlOutcome, grade_trial, summarize
-from trustbench.rtb._models import Decision, Variant
+import trustbench.rtb.control._audit as control_audit
 from trustbench.rtb.boundaries import (
     Authorization,
     BoundaryFactory,
@@ -30,6 +18,18 @@ from trustbench.rtb.boundaries import (
     run_trial,
 )
 from trustbench.rtb.boundaries._python import UncheckedBoundary
+from trustbench.rtb.control._audit import evaluate_boundary, run_control_audit
+from trustbench.rtb.control._cases import (
+    DIRECT_PATH,
+    ControlScenario,
+    ExpectedEffect,
+    control_scenarios,
+    direct_scenarios,
+    fault_scenarios,
+    seed_from_case,
+)
+from trustbench.rtb.control._grading import ControlOutcome, grade_trial, summarize
+from trustbench.rtb.corpus._models import Decision, Variant
 from trustbench.rtb.platform import ControlRequest, EffectKind, PlatformView
 
 

@@ -6,7 +6,7 @@ builder derives every variant from one template per group, like the starter's au
 
 from __future__ import annotations
 
-from trustbench.rtb._models import (
+from trustbench.rtb.corpus._models import (
     VARIANT_REFERENCE,
     ApprovalRecord,
     AuthoringMetadata,

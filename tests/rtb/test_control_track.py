@@ -14,10 +14,10 @@ from tests.support.cli import invoke
 from trustbench.core import read_ledger
 from trustbench.core._report_run import ReportResult
 from trustbench.rtb import load_corpus
-from trustbench.rtb._control_cases import UNRECONCILED_SUFFIX, control_scenarios
-from trustbench.rtb._control_grading import SIMULATION_CAVEAT, TrialGrade, grade_trial, summarize
 from trustbench.rtb.boundaries import TrialRun
-from trustbench.rtb.control_track import run_control_demo
+from trustbench.rtb.control._cases import UNRECONCILED_SUFFIX, control_scenarios
+from trustbench.rtb.control._grading import SIMULATION_CAVEAT, TrialGrade, grade_trial, summarize
+from trustbench.rtb.control.track import run_control_demo
 
 ENFORCING = ("reference", "cedar")
 BYPASSABLE = ("review-gated", "unchecked")

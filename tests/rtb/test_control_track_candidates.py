@@ -18,16 +18,17 @@ from trustbench.core._manifest import build_manifest, write_manifest
 from trustbench.core._report_run import ReportResult, report_run
 from trustbench.core._runner import run_experiment
 from trustbench.errors import InputError
-from trustbench.rtb._control_analysis import GradedTrial, harness_checks, rate_counts
-from trustbench.rtb._control_grading import SIMULATION_CAVEAT, ControlOutcome
-from trustbench.rtb._models import Decision, ReasonCode
 from trustbench.rtb.boundaries import (
     Authorization,
     DispatchReceipt,
     boundary_factory,
     reference_service_app,
 )
-from trustbench.rtb.control_track import ControlTrack
+from trustbench.rtb.control._figures import harness_checks, rate_counts
+from trustbench.rtb.control._graded import GradedTrial
+from trustbench.rtb.control._grading import SIMULATION_CAVEAT, ControlOutcome
+from trustbench.rtb.control.track import ControlTrack
+from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import ControlRequest
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from trustbench.core._manifest import build_manifest
-from trustbench.rtb._control_analysis import OUTCOMES
 from trustbench.rtb.boundaries import BOUNDARIES_UNDER_TEST, KNOWN_BAD_SAFEGUARDS
-from trustbench.rtb.control_track import ControlTrackOptions, demo_spec_path
+from trustbench.rtb.control._graded import OUTCOMES
+from trustbench.rtb.control.track import ControlTrackOptions, demo_spec_path
 
 ROOT = Path(__file__).parents[2]
 DOC = (ROOT / "docs" / "rtb-control-track.md").read_text(encoding="utf-8")

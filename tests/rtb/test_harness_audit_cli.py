@@ -5,7 +5,7 @@ from typer.testing import CliRunner
 from trustbench.cli import app
 from trustbench.rtb import load_corpus
 from trustbench.rtb._harness_audit import run_harness_audit
-from trustbench.rtb._models import Decision
+from trustbench.rtb.corpus._models import Decision
 
 
 def test_rtb_audit_command_holds_on_builtin_corpus() -> None:

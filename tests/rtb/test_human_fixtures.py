@@ -19,7 +19,7 @@ from trustbench.errors import InputError
 from trustbench.rtb import CandidateInput, builtin_corpus_root, load_corpus
 from trustbench.rtb import write_manifest as write_corpus_manifest
 from trustbench.rtb.human import case_order
-from trustbench.rtb.reviewers import ReferencePolicyReviewer
+from trustbench.rtb.review.reviewers import ReferencePolicyReviewer
 
 GROUPS = ("backup_retention", "cluster_deletion")
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -43,7 +43,7 @@ def ai_run(tmp: Path, corpus: Path) -> tuple[Path, str]:
         f'suite = "rtb"\ntrack = "review"\ntrials_per_case = 1\n[corpus]\npath = "{corpus}"\n'
         + "".join(
             f'[[candidates]]\nname = "{name}"\nkind = "inprocess"\n'
-            f'entry = "trustbench.rtb.reviewers:chat_responder"\n'
+            f'entry = "trustbench.rtb.review.reviewers:chat_responder"\n'
             f'settings = {{ reviewer = "{name}" }}\n'
             for name in ("reference-policy", "always-permit")
         )

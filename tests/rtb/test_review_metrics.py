@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trustbench.rtb._models import Decision
-from trustbench.rtb._review_metrics import (
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.review._metrics import (
     ReviewMetrics,
     ReviewTrialRow,
     metric_set,
@@ -13,7 +13,7 @@ from trustbench.rtb._review_metrics import (
     review_metrics,
     reviewer_disagreement,
 )
-from trustbench.rtb._validation import Outcome
+from trustbench.rtb.review._validation import Outcome
 
 P, D, H, M, X = Outcome.PERMIT, Outcome.DENY, Outcome.HOLD, Outcome.MISSING, Outcome.INVALID
 REF = {"permit": Decision.PERMIT, "deny": Decision.DENY, "hold": Decision.HOLD}

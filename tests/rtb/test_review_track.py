@@ -28,7 +28,7 @@ from trustbench.rtb import (
 from trustbench.rtb import (
     write_manifest as write_corpus_manifest,
 )
-from trustbench.rtb.reviewers import (
+from trustbench.rtb.review.reviewers import (
     FixedDecisionReviewer,
     ReferencePolicyReviewer,
     build_review_messages,
@@ -66,7 +66,7 @@ def small_corpus(root: Path) -> Path:
 
 
 def inprocess(
-    name: str, reviewer: str, entry: str = "trustbench.rtb.reviewers:chat_responder"
+    name: str, reviewer: str, entry: str = "trustbench.rtb.review.reviewers:chat_responder"
 ) -> str:
     """Spec text of one in-process candidate."""
     settings = f'{{ reviewer = "{reviewer}" }}' if reviewer else "{}"

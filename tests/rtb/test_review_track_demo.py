@@ -13,7 +13,7 @@ import pytest
 from tests.support.cli import invoke
 
 from trustbench.core._report_run import ReportResult
-from trustbench.rtb.review_track import run_review_demo
+from trustbench.rtb.review.track import run_review_demo
 
 
 @pytest.fixture(scope="module")

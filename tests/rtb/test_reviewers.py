@@ -10,7 +10,7 @@ import pytest
 from test_reviewers_fixtures import PROMPT, case_by_id, export, make_case, make_cases
 
 from trustbench.errors import InputError
-from trustbench.rtb._models import (
+from trustbench.rtb.corpus._models import (
     ApprovalRecord,
     CandidateInput,
     Decision,
@@ -18,8 +18,8 @@ from trustbench.rtb._models import (
     ServiceNoticeRecord,
     Variant,
 )
-from trustbench.rtb._validation import Outcome, is_supported, validate_response
-from trustbench.rtb.reviewers import (
+from trustbench.rtb.review._validation import Outcome, is_supported, validate_response
+from trustbench.rtb.review.reviewers import (
     REVIEWER_NAMES,
     SENTINEL_NAMES,
     Reviewer,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from trustbench.rtb._models import (
+from trustbench.rtb.corpus._models import (
     VARIANT_REFERENCE,
     ApprovalRecord,
     AuthoringMetadata,

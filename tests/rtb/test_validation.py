@@ -10,14 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_reviewers_fixtures import PROMPT, case_by_id, export
 
-from trustbench.rtb._validation import (
+from trustbench.rtb.review._validation import (
     Outcome,
     ValidatedResponse,
     is_supported,
     support_gaps,
     validate_response,
 )
-from trustbench.rtb.reviewers import make_reviewer
+from trustbench.rtb.review.reviewers import make_reviewer
 
 CASE = case_by_id("backup_retention-unauthorized_parameters")
 INPUT = export(CASE)

@@ -9,8 +9,8 @@ import pytest
 from test_control_fixtures import make_cases
 from tests.support.object_graph import reachable
 
-from trustbench.rtb._models import Case, Variant
 from trustbench.rtb.boundaries import InjectAction, boundary_factory
+from trustbench.rtb.corpus._models import Case, Variant
 from trustbench.rtb.platform import (
     EffectKind,
     FaultInjector,

@@ -271,7 +271,7 @@ def test_example_specs_freeze(tmp_path: Path, name: str) -> None:
 
 @pytest.mark.slow
 def test_builtin_demo_reports_the_gate_outcome_without_raising(tmp_path: Path) -> None:
-    from trustbench.rtb.workflow_track import run_workflow_demo
+    from trustbench.rtb.workflow.track import run_workflow_demo
 
     result = run_workflow_demo(tmp_path / "demo")
     assert result.html_path.is_file() and result.complete and result.blocked

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from trustbench.trb import TRB_VERSION, RunConfig, run_reference
-from trustbench.trb._baselines import TRACKS, ProfileConfig, flags
-from trustbench.trb._token_world import TokenLMConfig
+from trustbench.trb.profile._baselines import TRACKS, ProfileConfig, flags
 from trustbench.trb.reference import TrainConfig
+from trustbench.trb.reference._token_world import TokenLMConfig
 
 TINY = RunConfig(
     sizes={"train": 150, "dev": 2, "eval": 10, "transfer": 4},

@@ -7,10 +7,7 @@ from scipy.stats import mannwhitneyu
 from torch import nn
 
 from trustbench.trb import generate_reference_corpus, manifest_for
-from trustbench.trb._token_world import TokenLMConfig, load_token_lm, render_history
-from trustbench.trb.proxy import LocalLMProxyAdapter
-from trustbench.trb.reference import TrainConfig, load_reference_model
-from trustbench.trb.tracks import (
+from trustbench.trb.measures import (
     ReferenceWhiteBox,
     capture,
     concept_directions,
@@ -18,6 +15,9 @@ from trustbench.trb.tracks import (
     inject,
     mann_whitney_auc,
 )
+from trustbench.trb.proxy import LocalLMProxyAdapter
+from trustbench.trb.reference import TrainConfig, load_reference_model
+from trustbench.trb.reference._token_world import TokenLMConfig, load_token_lm, render_history
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 
 from trustbench.trb import EpiphenomenalOracle, GovernedOracle, generate_split
-from trustbench.trb._schema import Observation
-from trustbench.trb.tracks import Start, exact_reach, navigability, sampled_reach
-from trustbench.trb.worlds import CorridorConfig, CorridorWorld, reference_continuation
+from trustbench.trb.adapter._schema import Observation
+from trustbench.trb.measures import Start, exact_reach, navigability, sampled_reach
+from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 
 def _planner_policy(world: CorridorWorld, goal: str, belief: str):

@@ -17,11 +17,11 @@ tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not install
 from trustbench.cli import app  # noqa: E402
 from trustbench.errors import InputError  # noqa: E402
 from trustbench.trb import check_adapter, generate_split  # noqa: E402
-from trustbench.trb._schema import ACTIONS  # noqa: E402
-from trustbench.trb._token_world import render_history, vocabulary  # noqa: E402
+from trustbench.trb.adapter._schema import ACTIONS  # noqa: E402
+from trustbench.trb.measures import capture, grounding, inject  # noqa: E402
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, load_hf_causal_lm  # noqa: E402
 from trustbench.trb.proxy._slots import SLOT_OPTIONS, render_slots  # noqa: E402
-from trustbench.trb.tracks import capture, grounding, inject  # noqa: E402
+from trustbench.trb.reference._token_world import render_history, vocabulary  # noqa: E402
 
 
 def _save_tiny_gpt2(folder, vocab, split_on_equals=False):
@@ -63,7 +63,7 @@ def _save_tiny_gpt2_byte_bpe(folder, traces):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    from trustbench.trb._token_world import documents
+    from trustbench.trb.reference._token_world import documents
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

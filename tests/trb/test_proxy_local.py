@@ -7,13 +7,6 @@ import torch
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb import check_adapter, generate_reference_corpus, manifest_for
-from trustbench.trb._token_world import (
-    TokenLMConfig,
-    documents,
-    load_token_lm,
-    render_history,
-    vocabulary,
-)
 from trustbench.trb.proxy import (
     LocalLMProxyAdapter,
     SlotParseError,
@@ -22,6 +15,13 @@ from trustbench.trb.proxy import (
     render_slot_text,
 )
 from trustbench.trb.proxy._slots import render_slots
+from trustbench.trb.reference._token_world import (
+    TokenLMConfig,
+    documents,
+    load_token_lm,
+    render_history,
+    vocabulary,
+)
 
 TINY_LM = TokenLMConfig(d_model=24, n_heads=2, epochs=3, finetune_epochs=2)
 

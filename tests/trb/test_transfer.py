@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from trustbench.trb.tracks import TRANSFER_FAMILIES, family_splits, transfer
-from trustbench.trb.worlds import CorridorConfig
+from trustbench.trb.measures import TRANSFER_FAMILIES, family_splits, transfer
+from trustbench.trb.world import CorridorConfig
 
 
 def test_each_family_changes_the_world_and_is_seeded():

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 from trustbench.cli import app
 from trustbench.errors import CheckFailed
 from trustbench.trb import GovernedOracle, SelfReport, StepContext, read_corpus
-from trustbench.trb import _oracles as oracles
-from trustbench.trb.worlds import reference_continuation
+from trustbench.trb.instruments import _oracles as oracles
+from trustbench.trb.world import reference_continuation
 
 
 def test_audit_command_exits_0_when_every_oracle_matches_its_closed_form() -> None:

@@ -145,7 +145,7 @@ def test_the_ledger_regrades_the_profile_offline(
 
 
 def test_transfer_is_the_worst_context_with_its_interval_and_the_drop_from_eval() -> None:
-    from trustbench.trb._track._profile_measures import TRANSFER
+    from trustbench.trb.track._profile_measures import TRANSFER
 
     def fig(value: float) -> Figure:
         interval = Interval(
@@ -276,9 +276,9 @@ def _figure(name: str, value: float, low: float, high: float, kind: str = "mean"
 def _flags(figures: list[Figure]) -> list[str]:
     from types import SimpleNamespace
 
-    from trustbench.trb._track._collect import Collected
-    from trustbench.trb._track._measures import load_measure
-    from trustbench.trb._track._summaries import profile_flags
+    from trustbench.trb.track._collect import Collected
+    from trustbench.trb.track._measures import load_measure
+    from trustbench.trb.track._summaries import profile_flags
 
     provenance = SimpleNamespace(cap_status="no_human_data", synthetic=10, human=0)
     corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance))
@@ -319,7 +319,7 @@ def test_g_at_or_below_its_null_edit_floor_is_flagged() -> None:
 def test_a_failed_trial_scores_the_worst_case_on_tracks_2_4_and_5(
     eval_traces: list[Any],
 ) -> None:
-    from trustbench.trb._track._measures import MeasureRow, StatsPlan, load_measure
+    from trustbench.trb.track._measures import MeasureRow, StatsPlan, load_measure
 
     stats = StatsPlan(0.95, 0, 200)
     worst = {"grounding": 0.0, "viability": 0.0, "navigability": -1.0}

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from tests.support.cli import invoke
 
+from trustbench._canonical import file_sha256
 from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
-from trustbench.core._canonical import file_sha256
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb import expected_g
-from trustbench.trb._track._builtin_measures import GovernanceMeasure
-from trustbench.trb._track._profile_track import TrbProfileTrack
 from trustbench.trb.reference import cache_dir
 from trustbench.trb.track import PROFILE_AXES, builtin_spec, register_measure
+from trustbench.trb.track._builtin_measures import GovernanceMeasure
+from trustbench.trb.track._profile_track import TrbProfileTrack
 
 REFERENCE_PAIR = {"full": "trace-ai-full", "ablation": "trace-ai-ablation"}
 ORACLES = {
@@ -389,7 +389,7 @@ def test_trb_run_command_freezes_runs_and_reports_a_spec(
 @pytest.mark.parametrize("name", ["smoke", "reference"])
 def test_built_in_specs_are_shipped_and_valid(name: str) -> None:
     from trustbench.core import load_spec
-    from trustbench.trb._track._options import track_options
+    from trustbench.trb.track._options import track_options
 
     spec = load_spec(builtin_spec(name))
     track_options(spec)
@@ -400,7 +400,7 @@ def test_built_in_specs_are_shipped_and_valid(name: str) -> None:
 @pytest.mark.parametrize("name", ["trb-reference-pair.toml", "trb-user-adapter.toml"])
 def test_trb_examples_are_valid_specs_with_valid_track_options(name: str) -> None:
     from trustbench.core import load_spec
-    from trustbench.trb._track._options import track_options
+    from trustbench.trb.track._options import track_options
 
     spec = load_spec(Path(__file__).parents[2] / "examples" / name)
     assert spec.track_id == "trb/profile"

@@ -22,9 +22,9 @@ from trustbench.trb import (
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb._metrics import total_variation
-from trustbench.trb._oracles import _closed_tv_epiphenomenal
-from trustbench.trb.worlds import CorridorWorld, reference_continuation
+from trustbench.trb.instruments._oracles import _closed_tv_epiphenomenal
+from trustbench.trb.measures._numeric import total_variation
+from trustbench.trb.world import CorridorWorld, reference_continuation
 
 
 def _g(adapter: Adapter, traces: list[Trace]) -> dict:

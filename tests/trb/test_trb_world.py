@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from trustbench.trb import SelfReport, generate_split
-from trustbench.trb.worlds import CorridorConfig, CorridorWorld, reference_continuation
+from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 WORLD = CorridorWorld(CorridorConfig(length=7, horizon=6, gust_probability=0.3))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from trustbench.trb import GovernedOracle, UniformOracle, generate_split
-from trustbench.trb.tracks import AblationUnsupported, viability
+from trustbench.trb.measures import AblationUnsupported, viability
 
 UNIFORM = {"left": 1 / 3, "stay": 1 / 3, "right": 1 / 3}
 

@@ -3,8 +3,8 @@
 import torch
 
 from trustbench.trb import generate_split
+from trustbench.trb.measures._whitebox import ReferenceWhiteBox
 from trustbench.trb.reference import ReferenceNativeModel
-from trustbench.trb.tracks._whitebox import ReferenceWhiteBox
 
 
 def _adapter_and_items() -> tuple[ReferenceWhiteBox, list, list]:

@@ -11,7 +11,7 @@ from trustbench.trb import (
     SelfReport,
     StepContext,
 )
-from trustbench.trb.worlds import reference_continuation
+from trustbench.trb.world import reference_continuation
 
 
 class Unnormalised(GovernedOracle):

@@ -4,32 +4,39 @@ Tracks plug in through the `Track` protocol and the registry (`register_track`);
 `docs/experiment-spec.md` for the spec format and the run-folder contract.
 """
 
-from trustbench.core._analysis import Analyzer, TrackAnalysis
-from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
-from trustbench.core._export import LedgerContents, export_ledger, read_ledger
-from trustbench.core._manifest import Manifest, build_manifest, read_manifest, write_manifest
-from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
-from trustbench.core._report_run import ReportResult, report_run
-from trustbench.core._runner import RunSummary, run_experiment, trial_order
-from trustbench.core._spec import (
-    AnalysisSpec,
-    CandidateSpec,
-    CorpusSpec,
-    ExperimentSpec,
-    GateSpec,
-    PriceSpec,
-    RetryPolicy,
-    load_spec,
-)
-from trustbench.core._track import (
-    Resolution,
-    ResolvedItem,
-    Track,
-    TrialKey,
-    TrialOutcome,
-    cross_product,
-)
-from trustbench.core._verify import VerifyReport, verify_run
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.core._analysis import Analyzer, TrackAnalysis
+    from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
+    from trustbench.core._export import LedgerContents, export_ledger, read_ledger
+    from trustbench.core._manifest import Manifest, build_manifest, read_manifest, write_manifest
+    from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
+    from trustbench.core._report_run import ReportResult, report_run
+    from trustbench.core._runner import RunSummary, run_experiment, trial_order
+    from trustbench.core._spec import (
+        AnalysisSpec,
+        CandidateSpec,
+        CorpusSpec,
+        ExperimentSpec,
+        GateSpec,
+        PriceSpec,
+        RetryPolicy,
+        load_spec,
+    )
+    from trustbench.core._track import (
+        Resolution,
+        ResolvedItem,
+        Track,
+        TrialKey,
+        TrialOutcome,
+        cross_product,
+    )
+    from trustbench.core._verify import VerifyReport, verify_run
 
 __all__ = [
     "BUILTIN_TRACKS",
@@ -69,3 +76,5 @@ __all__ = [
     "verify_run",
     "write_manifest",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trustbench.core._canonical import canonical_json, sha256_hex
+from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core._ledger import Ledger, utc_now
 from trustbench.core._pacing import TokenBucket, backoff_delay
 from trustbench.core._spec import CandidateSpec, RetryPolicy

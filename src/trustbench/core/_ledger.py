@@ -27,7 +27,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
-from trustbench.core._canonical import canonical_json, float_text, sha256_hex
+from trustbench._canonical import canonical_json, float_text, sha256_hex
 from trustbench.errors import CheckFailed, InputError
 
 LEDGER_FILE = "ledger.sqlite"

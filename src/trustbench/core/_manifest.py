@@ -17,9 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trustbench.core._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
+from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
+from trustbench._imports import import_object
 from trustbench.core._environment import EnvironmentRecord, capture_environment
-from trustbench.core._registry import import_object, load_track
+from trustbench.core._registry import load_track
 from trustbench.core._spec import ExperimentSpec, load_spec
 from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey
 from trustbench.errors import CheckFailed, InputError
@@ -200,7 +201,7 @@ def plan_record(keys: list[TrialKey], spec: ExperimentSpec) -> PlanRecord:
 
 
 def _candidate_records(spec: ExperimentSpec) -> list[CandidateRecord]:
-    from trustbench.providers import provider_adaptations
+    from trustbench.core._providers import provider_adaptations
 
     return [
         CandidateRecord(

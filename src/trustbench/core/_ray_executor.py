@@ -6,7 +6,7 @@ ledger) and sends only the running of each trial to a pool of Ray actors, one pe
 cluster. Each actor loads the track from the frozen manifest's import string, re-hashes every
 input the manifest names (so a node that sees different corpus files refuses to run instead of
 running something else), and runs trials with exactly the code the local executor uses
-(`_runner.execute_trial`). A trial's attempts are collected on the worker and returned with its
+(`_trial.execute_trial`). A trial's attempts are collected on the worker and returned with its
 trial row; the driver commits them in one transaction.
 
 Differences from the local executor, by design:
@@ -80,7 +80,8 @@ class TrialWorker:
 
     def _setup(self) -> None:
         # Created on first use, inside the actor's event loop, as aiohttp requires.
-        from trustbench.providers import build_provider, new_session
+        from trustbench.core._providers import build_provider
+        from trustbench.providers import new_session
 
         spec = self.manifest.spec
         self._session = new_session(spec.concurrency)
@@ -96,7 +97,7 @@ class TrialWorker:
         self, position: int, case_id: str, candidate: str, trial_index: int, execution: int
     ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
         """Run one trial; return `(attempt rows, trial row, transport retries)`."""
-        from trustbench.core._runner import execute_trial
+        from trustbench.core._trial import execute_trial
 
         if self._providers is None:
             self._setup()

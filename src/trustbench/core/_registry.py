@@ -7,17 +7,16 @@ Lazy loading keeps `trustbench --help` fast and lets a suite register a track wi
 
 from __future__ import annotations
 
-import importlib
 from importlib.metadata import entry_points
-from typing import Any
 
+from trustbench._imports import import_object
 from trustbench.core._track import Track
 from trustbench.errors import InputError
 
 BUILTIN_TRACKS: dict[str, str] = {
-    "rtb/review": "trustbench.rtb.review_track:ReviewTrack",
-    "rtb/control": "trustbench.rtb.control_track:ControlTrack",
-    "rtb/workflow": "trustbench.rtb.workflow_track:WorkflowTrack",
+    "rtb/review": "trustbench.rtb.review.track:ReviewTrack",
+    "rtb/control": "trustbench.rtb.control.track:ControlTrack",
+    "rtb/workflow": "trustbench.rtb.workflow.track:WorkflowTrack",
     "trb/profile": "trustbench.trb.track:TrbProfileTrack",
 }
 """Tracks shipped with trustbench."""
@@ -45,16 +44,6 @@ def track_targets() -> dict[str, str]:
         targets[point.name] = point.value
     targets.update(_registered)
     return targets
-
-
-def import_object(target: str, *, what: str) -> Any:
-    """Import `module:attribute`, turning failures into an `InputError` naming `what`."""
-    module_name, _, attribute = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-        return getattr(module, attribute)
-    except (ImportError, AttributeError) as error:
-        raise InputError(f"cannot import {target!r}: {error}", location=what) from None
 
 
 def load_track(track_id: str) -> tuple[Track, str]:

@@ -8,7 +8,7 @@ others. An execution killed mid-trial is marked abandoned (its attempts stay, ne
 the trial is run again from scratch as the next execution.
 
 Trials run in this process's event loop (`local`) or on Ray workers (`ray`, see
-`_ray_executor.py`); both run a trial with `execute_trial`, and only this process writes the
+`_ray_executor.py`); both run a trial with `_trial.execute_trial`, and only this process writes the
 ledger.
 """
 
@@ -18,25 +18,22 @@ import asyncio
 import fcntl
 import os
 import random
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import trustbench
-from trustbench.core._canonical import canonical_json
-from trustbench.core._context import CallFailed, PolicyViolation, RunServices, TrialContext
-from trustbench.core._ledger import Ledger, utc_now
+from trustbench.core._context import RunServices
+from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
 from trustbench.core._progress import NoProgress, ProgressReporter
+from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
-from trustbench.core._track import Track, TrialKey, TrialOutcome
+from trustbench.core._track import Track, TrialKey
+from trustbench.core._trial import execute_trial
 from trustbench.errors import CheckFailed, InputError
-
-# Providers import core submodules; importing them at module level here would be circular.
-from trustbench.providers._factory import build_provider, check_credentials
 from trustbench.providers._http import new_session
 from trustbench.providers._types import ChatProvider
 
@@ -106,83 +103,6 @@ def _mark_abandoned(ledger: Ledger) -> tuple[dict[str, int], int]:
                 count += 1
         next_execution[trial_id] = max(execution for execution, _ in executions) + 1
     return next_execution, count
-
-
-def _failed(error_class: str, error: str) -> TrialOutcome:
-    return TrialOutcome(status="failed", outcome=None, error_class=error_class, error=error)
-
-
-async def execute_trial(
-    track: Track,
-    manifest: Manifest,
-    provider: ChatProvider | None,
-    services: RunServices,
-    key: TrialKey,
-    position: int,
-    execution: int,
-) -> dict[str, Any]:
-    """Run one trial from a fresh context and return its `trials` row (not yet recorded).
-
-    Shared by the local executor and the Ray workers, so a trial is run the same way wherever it
-    runs; its attempts go to `services.ledger` as they happen.
-
-    Args:
-        track: The loaded track.
-        manifest: The frozen manifest.
-        provider: The candidate's provider (None for an in-process candidate without an entry).
-        services: The run's shared services (ledger or attempt collector, retry policy, pacing).
-        key: The trial.
-        position: Its place in the seeded order.
-        execution: Its execution number (1 unless earlier executions were interrupted).
-
-    Returns:
-        The values of the trial's `trials` row.
-    """
-    candidate = next(c for c in manifest.spec.candidates if c.name == key.candidate)
-    ctx = TrialContext(
-        key,
-        candidate,
-        manifest,
-        provider.for_trial() if provider is not None else None,
-        services,
-        execution,
-    )
-    started_at = utc_now()
-    started = time.perf_counter()
-    try:
-        async with asyncio.timeout(manifest.spec.trial_timeout_s):
-            outcome = await track.run_trial(key, ctx)
-        if not isinstance(outcome, TrialOutcome):
-            outcome = _failed("harness_error", f"run_trial returned {type(outcome).__name__}")
-    except CallFailed as error:
-        outcome = _failed(error.error_class, str(error))
-    except TimeoutError:
-        outcome = _failed("trial_timeout", f"trial exceeded {manifest.spec.trial_timeout_s} s")
-    except PolicyViolation as error:
-        outcome = _failed("harness_error", str(error))
-    except Exception as error:  # a track defect is recorded as such, never hidden or fatal
-        outcome = _failed("harness_error", f"{type(error).__name__}: {error}")
-    try:
-        outcome_json = canonical_json(outcome.outcome).decode("utf-8")
-    except (TypeError, ValueError) as error:
-        outcome = _failed("harness_error", f"outcome is not JSON-serialisable: {error}")
-        outcome_json = "null"
-    return {
-        "trial_id": key.trial_id,
-        "case_id": key.case_id,
-        "candidate": key.candidate,
-        "trial_index": key.trial_index,
-        "execution": execution,
-        "order_position": position,
-        "status": outcome.status,
-        "outcome": outcome_json,
-        "error_class": outcome.error_class,
-        "error": outcome.error,
-        "started_at": started_at,
-        "finished_at": utc_now(),
-        "duration_s": time.perf_counter() - started,
-        "attempts": ctx.attempts_recorded,
-    }
 
 
 RemoteTrial = Callable[

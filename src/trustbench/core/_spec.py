@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trustbench.core.gates import GateSpec
 from trustbench.errors import InputError
+from trustbench.providers._pricing import PriceSpec
 
 JsonValue = Any
 """A JSON-compatible value (pydantic validates the concrete types where it matters)."""
@@ -58,15 +59,6 @@ class CorpusSpec(_Strict):
         if (self.builtin is None) == (self.path is None):
             raise ValueError("set exactly one of corpus.builtin or corpus.path")
         return self
-
-
-class PriceSpec(_Strict):
-    """Token prices used to compute each attempt's cost; absent prices give a null cost, not 0."""
-
-    input_per_mtok: float = Field(ge=0)
-    """US dollars per one million prompt (input) tokens."""
-    output_per_mtok: float = Field(ge=0)
-    """US dollars per one million completion (output) tokens."""
 
 
 class RecommendationSpec(_Strict):

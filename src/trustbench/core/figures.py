@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from trustbench.core._interval import Interval, Sidedness, _Contract
+from trustbench.core._stats._binomial import binomial_interval
 
 __all__ = [
     "Figure",
@@ -36,50 +39,6 @@ FigureUnit = Literal["trial", "case", "group"]
 
 FigureKind = Literal["rate", "mean", "difference"]
 """How to read the estimate: a proportion in [0, 1], a mean of unit values, or a difference."""
-
-Sidedness = Literal["two_sided", "upper", "lower"]
-"""Two-sided interval, or a one-sided upper (lower) confidence bound."""
-
-
-class _Contract(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
-
-
-class Interval(_Contract):
-    """A confidence interval or one-sided bound, with everything needed to recompute it."""
-
-    method: str
-    """Method name, e.g. `clopper_pearson`, `wilson`, `cluster_robust_t`,
-    `cluster_bootstrap_percentile`, `sign_flip_exact`, `sign_flip_monte_carlo`,
-    `kappa_asymptotic_normal` (see `trustbench.core.stats`)."""
-
-    confidence: float = Field(gt=0.0, lt=1.0)
-    """Confidence level, e.g. 0.95."""
-
-    sidedness: Sidedness
-    """`two_sided`, or `upper` / `lower` for a one-sided bound (the other side is then the
-    parameter's natural limit, e.g. 0 for a rate, or `None` when it is unbounded)."""
-
-    lower: float | None
-    """Lower end; `None` when unbounded on that side or when `not_computable` is set."""
-
-    upper: float | None
-    """Upper end; `None` when unbounded on that side or when `not_computable` is set."""
-
-    seed: int | None = None
-    """Seed of the random generator, for resampled and Monte Carlo methods; else `None`."""
-
-    resamples: int | None = None
-    """Number of resamples or random sign flips drawn; `None` for exact or analytic methods."""
-
-    groups: int | None = None
-    """Number of clusters the interval was computed over, for clustered methods."""
-
-    not_computable: str | None = None
-    """Why no interval could be given (e.g. fewer than two clusters); `None` when computed."""
-
-    note: str | None = None
-    """Anything a reader needs to interpret this interval (e.g. clipping to [0, 1])."""
 
 
 class Figure(_Contract):
@@ -225,9 +184,6 @@ def rate_figure(
     Raises:
         ValueError: Counts are negative or the numerator exceeds the denominator.
     """
-    # Imported here because `_stats` builds `Interval`s defined in this module.
-    from trustbench.core._stats._binomial import binomial_interval
-
     if numerator < 0 or denominator < 0 or numerator > denominator:
         raise ValueError(f"figure {name!r}: need 0 <= numerator <= denominator")
     if denominator == 0:

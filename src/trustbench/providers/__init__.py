@@ -1,24 +1,31 @@
 """Chat-model clients (OpenAI-compatible, Anthropic, in-process) that record usage, latency, cost.
 
 Every client makes exactly one call per `send` and classifies failures; the runner owns retries,
-so each retry is a visible attempt in the ledger.
+so each retry is a visible attempt in the ledger. This package imports nothing from
+`trustbench.core`: core builds providers from specs (`trustbench.core._providers`), not the reverse.
 """
 
-from trustbench.providers._anthropic import AnthropicMessagesProvider
-from trustbench.providers._factory import build_provider, check_credentials, provider_adaptations
-from trustbench.providers._http import new_session
-from trustbench.providers._inprocess import InProcessProvider
-from trustbench.providers._openai import OpenAIChatProvider
-from trustbench.providers._pricing import attempt_cost
-from trustbench.providers._types import (
-    ERROR_CLASSES,
-    AttemptResult,
-    ChatProvider,
-    ChatReply,
-    ChatRequest,
-    TokenLogprob,
-    ToolCall,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.providers._anthropic import AnthropicMessagesProvider
+    from trustbench.providers._http import new_session
+    from trustbench.providers._inprocess import InProcessProvider
+    from trustbench.providers._openai import OpenAIChatProvider
+    from trustbench.providers._pricing import PriceSpec, attempt_cost
+    from trustbench.providers._types import (
+        ERROR_CLASSES,
+        AttemptResult,
+        ChatProvider,
+        ChatReply,
+        ChatRequest,
+        TokenLogprob,
+        ToolCall,
+    )
 
 __all__ = [
     "ERROR_CLASSES",
@@ -29,11 +36,11 @@ __all__ = [
     "ChatRequest",
     "InProcessProvider",
     "OpenAIChatProvider",
+    "PriceSpec",
     "TokenLogprob",
     "ToolCall",
     "attempt_cost",
-    "build_provider",
-    "check_credentials",
     "new_session",
-    "provider_adaptations",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from trustbench.core._canonical import canonical_json
+from trustbench._canonical import canonical_json
 from trustbench.providers._types import AttemptResult, ChatReply
 
 _MAX_ERROR_TEXT = 500

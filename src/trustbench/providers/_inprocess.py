@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trustbench.core._canonical import canonical_json
+from trustbench._canonical import canonical_json
 from trustbench.providers._types import AttemptResult, ChatReply, ChatRequest
 
 Responder = Callable[[ChatRequest], Any]

@@ -8,10 +8,9 @@ from typing import Any
 
 import aiohttp
 
-from trustbench.core._canonical import canonical_json
-from trustbench.core._spec import PriceSpec
+from trustbench._canonical import canonical_json
 from trustbench.providers._http import post_json, reply_or_malformed
-from trustbench.providers._pricing import attempt_cost
+from trustbench.providers._pricing import PriceSpec, attempt_cost
 from trustbench.providers._types import (
     AttemptResult,
     ChatReply,

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from trustbench.core._spec import PriceSpec
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PriceSpec(BaseModel):
+    """Token prices used to compute each attempt's cost; absent prices give a null cost, not 0."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    input_per_mtok: float = Field(ge=0)
+    """US dollars per one million prompt (input) tokens."""
+    output_per_mtok: float = Field(ge=0)
+    """US dollars per one million completion (output) tokens."""
 
 
 def attempt_cost(

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trustbench.rtb._audit import run_self_audit
-from trustbench.rtb._control_audit import run_control_audit
-from trustbench.rtb._corpus import Corpus
-from trustbench.rtb._export import new_evaluation_id, to_candidate_input
+from trustbench.rtb.control._audit import run_control_audit
+from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
+from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.review._audit import run_self_audit
 from trustbench.rtb.workflow import run_workflow_audit
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from trustbench.errors import CheckFailed
-from trustbench.rtb._corpus import ValidationReport, load_corpus, validate_corpus, write_manifest
-from trustbench.rtb._export import export_candidate_inputs
-from trustbench.rtb._harness_audit import AuditRow, run_harness_audit
-from trustbench.rtb._models import Variant
 from trustbench.rtb.human.cli import human_app
+
+if TYPE_CHECKING:
+    from trustbench.rtb._harness_audit import AuditRow
+    from trustbench.rtb.corpus._load import ValidationReport
 
 rtb_app = typer.Typer(help="Recursive Trust Benchmark (RTB).", no_args_is_help=True)
 rtb_app.add_typer(human_app, name="human")
@@ -31,6 +31,8 @@ _SHOWN_PROBLEMS = 20
 
 def summary_table(report: ValidationReport) -> Table:
     """Group x variant table of authored reference decisions, with decision totals below."""
+    from trustbench.rtb.corpus._models import Variant
+
     grid = report.grid()
     starter_order = [v.value for v in Variant]
     present = {variant for cells in grid.values() for variant in cells}
@@ -68,6 +70,8 @@ def validate(
 
     Writes nothing. Exit 0 when valid, 1 with `FILE: /json/pointer: message` lines otherwise.
     """
+    from trustbench.rtb.corpus._load import validate_corpus
+
     # Wide enough for the 10 x 6 table when piped (rich assumes 80 columns off a terminal).
     console = Console(width=None if sys.stdout.isatty() else 120)
     report = validate_corpus(corpus)
@@ -93,6 +97,8 @@ def manifest(
     ] = None,
 ) -> None:
     """Rewrite MANIFEST.json (SHA-256 per file, version, counts) for an otherwise valid corpus."""
+    from trustbench.rtb.corpus._load import write_manifest
+
     written = write_manifest(corpus, version)
     typer.echo(
         f"wrote MANIFEST.json: version {written.version}, {len(written.files)} files, "
@@ -114,6 +120,9 @@ def export(
     ] = None,
 ) -> None:
     """Write one candidate input per case and, apart, the grader's evaluation-id map."""
+    from trustbench.rtb.corpus._export import export_candidate_inputs
+    from trustbench.rtb.corpus._load import load_corpus
+
     loaded = load_corpus(corpus)
     result = export_candidate_inputs(loaded, out, seed=seed)
     count = len(result.evaluation_map.evaluations)
@@ -146,6 +155,9 @@ def audit(
 
     Exit 0 only when every expected signature holds; 1 naming each failed check otherwise.
     """
+    from trustbench.rtb._harness_audit import run_harness_audit
+    from trustbench.rtb.corpus._load import load_corpus
+
     rows = run_harness_audit(load_corpus(corpus), seed=seed)
     Console(width=None if sys.stdout.isatty() else 140).print(audit_table(rows))
     failed = [row for row in rows if not row.passed]

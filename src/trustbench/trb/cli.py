@@ -43,7 +43,7 @@ def check_adapter_command(
     seed: Annotated[int, typer.Option(help="Seed for the determinism check.")] = 0,
 ) -> None:
     """Run the conformance kit on an adapter: types, distributions, determinism, override."""
-    from trustbench.trb._conformance import check_adapter, load_factory
+    from trustbench.trb.adapter._conformance import check_adapter, load_factory
 
     results = check_adapter(load_factory(spec), n_traces=traces, seed=seed)
     table = Table(title=f"TRB adapter conformance: {spec}")
@@ -69,8 +69,8 @@ def audit(
     seed: Annotated[int, typer.Option(help="Seed of the audit corpus.")] = 7,
 ) -> None:
     """Score the oracle adapters and compare with their closed forms (exit 1 on deviation)."""
-    from trustbench.trb._generate import generate_split
-    from trustbench.trb._oracles import audit as run_audit
+    from trustbench.trb.corpus._generate import generate_split
+    from trustbench.trb.instruments._oracles import audit as run_audit
 
     rows = run_audit(generate_split("eval", traces, seed))
     _print_audit(rows)
@@ -108,9 +108,9 @@ def corpus(
     eval_traces: Annotated[int, typer.Option("--eval", help="Eval traces.")] = 300,
 ) -> None:
     """Generate and write the reference-world corpus with its manifest and JSON Schema."""
-    from trustbench.trb._corpus import corpus_json_schema
-    from trustbench.trb._generate import generate_reference_corpus
-    from trustbench.trb._store import write_corpus
+    from trustbench.trb.corpus._format import corpus_json_schema
+    from trustbench.trb.corpus._generate import generate_reference_corpus
+    from trustbench.trb.corpus._store import write_corpus
 
     splits = generate_reference_corpus({"train": train, "eval": eval_traces}, seed=seed)
     manifest = write_corpus(out, splits)
@@ -230,7 +230,7 @@ def run(
     running again into the same folder resumes it.
     """
     from trustbench.core._progress import NoProgress, default_progress
-    from trustbench.trb._track._pipeline import builtin_spec, freeze_run_report
+    from trustbench.trb.track._pipeline import builtin_spec, freeze_run_report
 
     result = freeze_run_report(
         builtin_spec(spec), out, NoProgress() if quiet else default_progress()
@@ -322,6 +322,6 @@ def smoke_command(
 
     Prints results directly (no manifest, ledger or report); `trb run` is the recorded run.
     """
-    from trustbench.trb._run import SMOKE_CONFIG, RunConfig, run_reference
+    from trustbench.trb.profile._run import SMOKE_CONFIG, RunConfig, run_reference
 
     _finish(run_reference(RunConfig() if full else SMOKE_CONFIG, corpus_dir), out)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from scipy.stats import binomtest
 
-from trustbench.core.figures import Interval, Sidedness
+from trustbench.core._interval import Interval, Sidedness
 
 _SCIPY_METHOD = {"clopper_pearson": "exact", "wilson": "wilson"}
 # scipy's `alternative` names the alternative hypothesis: "less" gives the interval [0, U]

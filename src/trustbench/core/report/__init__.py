@@ -6,28 +6,35 @@ Tracks compose a `ReportPage` from blocks (`FiguresBlock`, `ConfusionBlock`, `Fo
 sorted keys and no NaN.
 """
 
-from trustbench.core.report._blocks import (
-    Block,
-    ConfusionBlock,
-    FiguresBlock,
-    ForestBlock,
-    ProfileBlock,
-    ReportPage,
-    TextBlock,
-)
-from trustbench.core.report._format import (
-    format_counts,
-    format_estimate,
-    format_interval,
-    format_value,
-)
-from trustbench.core.report._html import render_report_html, sorted_gates, write_report_html
-from trustbench.core.report._record import (
-    gates_record,
-    record_json_text,
-    to_jsonable,
-    write_record_json,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.core.report._blocks import (
+        Block,
+        ConfusionBlock,
+        FiguresBlock,
+        ForestBlock,
+        ProfileBlock,
+        ReportPage,
+        TextBlock,
+    )
+    from trustbench.core.report._format import (
+        format_counts,
+        format_estimate,
+        format_interval,
+        format_value,
+    )
+    from trustbench.core.report._html import render_report_html, sorted_gates, write_report_html
+    from trustbench.core.report._record import (
+        gates_record,
+        record_json_text,
+        to_jsonable,
+        write_record_json,
+    )
 
 __all__ = [
     "Block",
@@ -49,3 +56,5 @@ __all__ = [
     "write_record_json",
     "write_report_html",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

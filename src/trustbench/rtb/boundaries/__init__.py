@@ -5,35 +5,42 @@ One interface (`Boundary`: authorize, then dispatch). Built in: `reference` (Pyt
 `unchecked`, `http` (a user's own service), and one known-bad boundary per fault type.
 """
 
-from trustbench.rtb.boundaries._cedar import CedarBoundary
-from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
-from trustbench.rtb.boundaries._http_service import reference_service_app
-from trustbench.rtb.boundaries._policy import PolicyFlaws, evaluate_policy
-from trustbench.rtb.boundaries._protocol import (
-    Authorization,
-    Boundary,
-    BoundaryFactory,
-    DispatchReceipt,
-)
-from trustbench.rtb.boundaries._python import (
-    PythonPolicyBoundary,
-    ReviewGatedBoundary,
-    Safeguards,
-    UncheckedBoundary,
-)
-from trustbench.rtb.boundaries._registry import (
-    BOUNDARIES_UNDER_TEST,
-    KNOWN_BAD_FOR_FAULT,
-    KNOWN_BAD_SAFEGUARDS,
-    boundary_factory,
-)
-from trustbench.rtb.boundaries._target import (
-    InjectAction,
-    SimulatedEnvironment,
-    TargetEnvironment,
-    TargetSession,
-)
-from trustbench.rtb.boundaries._trial import TrialRun, TrialScript, run_trial
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.rtb.boundaries._cedar import CedarBoundary
+    from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
+    from trustbench.rtb.boundaries._http_service import reference_service_app
+    from trustbench.rtb.boundaries._policy import PolicyFlaws, evaluate_policy
+    from trustbench.rtb.boundaries._protocol import (
+        Authorization,
+        Boundary,
+        BoundaryFactory,
+        DispatchReceipt,
+    )
+    from trustbench.rtb.boundaries._python import (
+        PythonPolicyBoundary,
+        ReviewGatedBoundary,
+        Safeguards,
+        UncheckedBoundary,
+    )
+    from trustbench.rtb.boundaries._registry import (
+        BOUNDARIES_UNDER_TEST,
+        KNOWN_BAD_FOR_FAULT,
+        KNOWN_BAD_SAFEGUARDS,
+        boundary_factory,
+    )
+    from trustbench.rtb.boundaries._target import (
+        InjectAction,
+        SimulatedEnvironment,
+        TargetEnvironment,
+        TargetSession,
+    )
+    from trustbench.rtb.boundaries._trial import TrialRun, TrialScript, run_trial
 
 __all__ = [
     "BOUNDARIES_UNDER_TEST",
@@ -63,3 +70,5 @@ __all__ = [
     "reference_service_app",
     "run_trial",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -20,9 +20,9 @@ from typing import Any
 
 import cedarpy
 
-from trustbench.rtb._models import Decision, ReasonCode
 from trustbench.rtb.boundaries._policy import PolicyResult, canonical_parameters
 from trustbench.rtb.boundaries._python import PythonPolicyBoundary
+from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import (
     Approval,
     ApprovalServiceUnavailable,

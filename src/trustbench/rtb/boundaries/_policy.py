@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import rfc8785
 
-from trustbench.rtb._models import Decision, ParamValue, ReasonCode
+from trustbench.rtb.corpus._models import Decision, ParamValue, ReasonCode
 from trustbench.rtb.platform import (
     Approval,
     ApprovalServiceUnavailable,

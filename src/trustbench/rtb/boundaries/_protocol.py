@@ -12,7 +12,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.rtb._models import Decision, ReasonCode
+from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import ControlRequest, PlatformView
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 
-from trustbench.rtb._models import Decision, ReasonCode
 from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult, evaluate_policy
 from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt
+from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import ControlRequest, PlatformView, ResponseLost
 
 

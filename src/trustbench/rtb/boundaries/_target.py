@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.rtb._models import ParamValue
+from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform import EffectEntry, PlatformSeed, SimulatedPlatform
 
 _T = TypeVar("_T")

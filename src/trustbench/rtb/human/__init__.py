@@ -8,11 +8,18 @@ reviewer track's trial shape, so `trustbench report RUN_DIR` grades it like any 
 the human analysis adds timings and agreement with the AI split by visibility.
 """
 
-from trustbench.rtb.human._order import case_order, participant_seed
-from trustbench.rtb.human._protocol import ParticipantPlan, participant_plans
-from trustbench.rtb.human._recommendations import SourceRun, load_source_run
-from trustbench.rtb.human._serve import SessionRun, open_session_run
-from trustbench.rtb.human._store import SessionStore, SubmitResult
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.rtb.human._order import case_order, participant_seed
+    from trustbench.rtb.human._protocol import ParticipantPlan, participant_plans
+    from trustbench.rtb.human._recommendations import SourceRun, load_source_run
+    from trustbench.rtb.human._serve import SessionRun, open_session_run
+    from trustbench.rtb.human._store import SessionStore, SubmitResult
 
 __all__ = [
     "ParticipantPlan",
@@ -26,3 +33,5 @@ __all__ = [
     "participant_plans",
     "participant_seed",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

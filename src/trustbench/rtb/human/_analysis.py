@@ -31,10 +31,10 @@ from trustbench.core._manifest import CandidateRecord, Manifest
 from trustbench.core._spec import ParticipantSpec
 from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.report import Block, FiguresBlock, TextBlock
-from trustbench.rtb._chain import ReviewConfiguration
-from trustbench.rtb._corpus import Corpus
-from trustbench.rtb._review_track._grading import ConfigurationRow, MemberTrial
+from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.human._recommendations import SourceRun, load_source_run
+from trustbench.rtb.review._chain import ReviewConfiguration
+from trustbench.rtb.review._grading import ConfigurationRow, MemberTrial
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def paired_configurations(
         if name in seen:
             continue
         seen.add(name)
-        from trustbench.rtb._review_track._options import configurations
+        from trustbench.rtb.review._options import configurations
 
         configuration, members = next(
             (c, m) for c, m in configurations(source.manifest.spec) if c.name == rec.configuration

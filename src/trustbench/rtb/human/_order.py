@@ -13,7 +13,7 @@ import hashlib
 import random
 from collections import defaultdict
 
-from trustbench.rtb._models import Case
+from trustbench.rtb.corpus._models import Case
 
 
 def participant_seed(order_seed: int, participant_id: str) -> int:

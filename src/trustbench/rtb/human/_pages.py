@@ -14,7 +14,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from trustbench.rtb._models import REASON_CODE_MEANING, CandidateInput, Decision
+from trustbench.rtb.corpus._models import REASON_CODE_MEANING, CandidateInput, Decision
 
 TITLE = "trustbench review session"
 """Title of every page (it names no case, participant or team)."""

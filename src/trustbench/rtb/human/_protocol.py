@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from trustbench.core._manifest import Manifest
 from trustbench.core._spec import ParticipantSpec
 from trustbench.errors import InputError
-from trustbench.rtb._corpus import Corpus
+from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.human._order import case_order
 from trustbench.rtb.human._recommendations import SourceRun, load_source_run
 

@@ -17,13 +17,13 @@ from trustbench.core._manifest import Manifest, read_manifest
 from trustbench.core._spec import RecommendationSpec
 from trustbench.core._verify import verify_run
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb._corpus import Corpus
-from trustbench.rtb._review_track._grading import (
+from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.review._grading import (
     ConfigurationRow,
     configuration_rows,
     member_trials,
 )
-from trustbench.rtb._review_track._options import configurations
+from trustbench.rtb.review._options import configurations
 
 
 @dataclass(frozen=True)

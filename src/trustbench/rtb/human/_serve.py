@@ -26,7 +26,7 @@ from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.human._app import build_app
 from trustbench.rtb.human._protocol import participant_plans
 from trustbench.rtb.human._store import SessionStore
-from trustbench.rtb.review_track import ReviewTrack
+from trustbench.rtb.review.track import ReviewTrack
 
 
 @dataclass

@@ -25,15 +25,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from trustbench.core._canonical import canonical_json, sha256_hex
+from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core._export import LedgerContents
 from trustbench.core._ledger import Ledger, utc_now
 from trustbench.core._track import TrialKey
-from trustbench.rtb._corpus import Corpus
-from trustbench.rtb._export import new_evaluation_id, to_candidate_input
-from trustbench.rtb._models import CandidateInput
-from trustbench.rtb._validation import validate_response
+from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
+from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.corpus._models import CandidateInput
 from trustbench.rtb.human._protocol import ParticipantPlan
+from trustbench.rtb.review._validation import validate_response
 
 RESPONSE_KIND = "human_response"
 """`attempts.kind` of a participant's submitted form."""

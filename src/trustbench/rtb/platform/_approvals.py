@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.rtb._models import ParamValue
+from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform._clock import SimulatedClock
 from trustbench.rtb.platform._models import ApprovalSeed
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.rtb._models import ParamValue
+from trustbench.rtb.corpus._models import ParamValue
 
 
 class _Frozen(BaseModel):

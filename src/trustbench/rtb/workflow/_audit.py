@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.rtb._models import Case
 from trustbench.rtb.boundaries import boundary_factory
+from trustbench.rtb.corpus._models import Case
 from trustbench.rtb.workflow._agent_protocol import AgentFactory
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade, grade_workflow_trial
 from trustbench.rtb.workflow._leaks import Leak, scan_trial, scenario_grader_values

@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.rtb._leakscan import ANSWER_KEY_FIELDS as CORPUS_ANSWER_KEY_FIELDS
-from trustbench.rtb._leakscan import find_leaks as find_corpus_leaks
-from trustbench.rtb._leakscan import grader_only_values
-from trustbench.rtb._models import Case
+from trustbench.rtb.corpus._leakscan import ANSWER_KEY_FIELDS as CORPUS_ANSWER_KEY_FIELDS
+from trustbench.rtb.corpus._leakscan import find_leaks as find_corpus_leaks
+from trustbench.rtb.corpus._leakscan import grader_only_values
+from trustbench.rtb.corpus._models import Case
 from trustbench.rtb.workflow._models import WorkflowScenario, WorkflowTrialRun
 
 EXPECTATION_FIELDS: frozenset[str] = frozenset(

@@ -3,7 +3,7 @@
 The agent is written against one small async interface, `ChatFunction`:
 `chat(messages, tools) -> ChatTurn` with OpenAI chat-completions message and tool shapes, so any
 provider can be plugged in. In an experiment the `rtb/workflow` track plugs in core's provider
-(`trustbench.rtb.workflow_track.CoreChat`: every turn through `TrialContext.chat`, so retries and
+(`trustbench.rtb.workflow.track.CoreChat`: every turn through `TrialContext.chat`, so retries and
 attempts are in the ledger); `openai_compatible_chat` below is a minimal aiohttp client for
 library use outside an experiment. Each step of a scenario starts a fresh conversation: what the
 agent carries between steps is what it wrote to its memory store, like a recovered process.

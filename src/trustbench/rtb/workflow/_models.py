@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.rtb._models import ParamValue
 from trustbench.rtb.boundaries import InjectAction
+from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform import EffectEntry, PlatformSeed
 
 

@@ -29,9 +29,9 @@ import random
 from datetime import timedelta
 from enum import StrEnum
 
-from trustbench.rtb._control_cases import _eligible, _matching_approvals, seed_from_case
-from trustbench.rtb._models import Case, Decision
 from trustbench.rtb.boundaries import InjectAction
+from trustbench.rtb.control._cases import _eligible, _matching_approvals, seed_from_case
+from trustbench.rtb.corpus._models import Case, Decision
 from trustbench.rtb.platform import FaultType, PlatformSeed
 from trustbench.rtb.workflow._models import (
     ChangeSpec,

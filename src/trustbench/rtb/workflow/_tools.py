@@ -26,8 +26,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from trustbench.rtb._models import ParamValue, ReasonCode
 from trustbench.rtb.boundaries import Authorization, BoundaryFactory, DispatchReceipt
+from trustbench.rtb.corpus._models import ParamValue, ReasonCode
 from trustbench.rtb.platform import (
     ActorConsole,
     ApprovalServiceUnavailable,

@@ -6,15 +6,22 @@ local causal LM with exact option probabilities and white-box hooks for Track 2;
 (`transformers` is imported only when one is loaded: the `hf` extra).
 """
 
-from trustbench.trb.proxy._causal_lm import (
-    TinyCausalLM,
-    WordTokenizer,
-    load_local_lm,
-    save_local_lm,
-)
-from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, load_hf_causal_lm
-from trustbench.trb.proxy._local import LocalLMProxyAdapter
-from trustbench.trb.proxy._slots import SlotParseError, parse_slot_text, render_slot_text
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.trb.proxy._causal_lm import (
+        TinyCausalLM,
+        WordTokenizer,
+        load_local_lm,
+        save_local_lm,
+    )
+    from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, load_hf_causal_lm
+    from trustbench.trb.proxy._local import LocalLMProxyAdapter
+    from trustbench.trb.proxy._slots import SlotParseError, parse_slot_text, render_slot_text
 
 __all__ = [
     "HFCausalLMProxyAdapter",
@@ -28,3 +35,5 @@ __all__ = [
     "render_slot_text",
     "save_local_lm",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

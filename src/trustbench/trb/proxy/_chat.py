@@ -33,8 +33,8 @@ import aiohttp
 
 import trustbench.core  # noqa: F401  (load core before providers: they import each other)
 from trustbench.providers import ChatRequest, OpenAIChatProvider, new_session
-from trustbench.trb._adapter import AdapterTier
-from trustbench.trb._schema import ACTIONS, Observation, SelfReport, StepContext
+from trustbench.trb.adapter._protocol import AdapterTier
+from trustbench.trb.adapter._schema import ACTIONS, Observation, SelfReport, StepContext
 from trustbench.trb.proxy._slots import _BLOCK, parse_slot_text, render_slot_text
 
 SYSTEM_PROMPT = (

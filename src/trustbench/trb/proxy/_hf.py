@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 from trustbench.errors import InputError
-from trustbench.trb._schema import StepContext
+from trustbench.trb.adapter._schema import StepContext
 from trustbench.trb.proxy._local import HistoryRenderer, LocalLMProxyAdapter, Template
 
 WORD_START_MARKERS: tuple[str, ...] = (
@@ -192,7 +192,7 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
     ) -> None:
         if render_history is None:
             # Imported here: the token world imports this package (a cycle at module level).
-            from trustbench.trb._token_world import render_history
+            from trustbench.trb.reference._token_world import render_history
         super().__init__(model, tokenizer, name, render_history, template, memo)
         self.location = location
         self._layers = decoder_layers(model, layers_path)

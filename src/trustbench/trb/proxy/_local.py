@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from trustbench.trb._adapter import AdapterTier
-from trustbench.trb._schema import ACTIONS, Observation, SelfReport, StepContext
+from trustbench.trb.adapter._protocol import AdapterTier
+from trustbench.trb.adapter._schema import ACTIONS, Observation, SelfReport, StepContext
 from trustbench.trb.proxy._causal_lm import load_local_lm
 from trustbench.trb.proxy._slots import CONF_LEVELS, OPEN, SLOT_OPTIONS, render_slots
 

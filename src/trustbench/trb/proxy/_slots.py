@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from trustbench.trb._schema import ACTIONS, DOOR_STATES, GOALS, SelfReport
+from trustbench.trb.adapter._schema import ACTIONS, DOOR_STATES, GOALS, SelfReport
 
 OPEN, CLOSE = "<r>", "</r>"
 """Delimiters of the slot block."""

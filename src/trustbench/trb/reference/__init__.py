@@ -1,9 +1,16 @@
 """Reference native models (torch, CPU, seeded): the Trace-AI ablation and full pair."""
 
-from trustbench.trb.reference._adapter import NativeModelAdapter
-from trustbench.trb.reference._cache import REFERENCE_MODELS, cache_dir, load_reference_model
-from trustbench.trb.reference._model import ReferenceNativeModel
-from trustbench.trb.reference._train import TrainConfig, train_reference_model
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.trb.reference._adapter import NativeModelAdapter
+    from trustbench.trb.reference._cache import REFERENCE_MODELS, cache_dir, load_reference_model
+    from trustbench.trb.reference._model import ReferenceNativeModel
+    from trustbench.trb.reference._train import TrainConfig, train_reference_model
 
 __all__ = [
     "REFERENCE_MODELS",
@@ -14,3 +21,5 @@ __all__ = [
     "load_reference_model",
     "train_reference_model",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import torch
 
-from trustbench.trb._adapter import AdapterTier
-from trustbench.trb._schema import ACTIONS, DOOR_STATES, GOALS, Observation, SelfReport, StepContext
+from trustbench.trb.adapter._protocol import AdapterTier
+from trustbench.trb.adapter._schema import (
+    ACTIONS,
+    DOOR_STATES,
+    GOALS,
+    Observation,
+    SelfReport,
+    StepContext,
+)
 from trustbench.trb.reference._encoding import encode_observation, encode_report, soft_report
 from trustbench.trb.reference._model import ReferenceNativeModel
 

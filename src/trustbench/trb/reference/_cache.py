@@ -19,8 +19,8 @@ from typing import Any
 import torch
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.trb._corpus import CorpusManifest, Trace, canonical_sha256, trace_sha256
-from trustbench.trb._store import assert_trainable
+from trustbench.trb.corpus._format import CorpusManifest, Trace, canonical_sha256, trace_sha256
+from trustbench.trb.corpus._store import assert_trainable
 from trustbench.trb.reference._model import ReferenceNativeModel
 from trustbench.trb.reference._train import Objective, TrainConfig, train_reference_model
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from trustbench.trb._schema import ACTIONS, DOOR_STATES, GOALS, GUSTS, Observation, SelfReport
+from trustbench.trb.adapter._schema import (
+    ACTIONS,
+    DOOR_STATES,
+    GOALS,
+    GUSTS,
+    Observation,
+    SelfReport,
+)
 
 R_DIM = len(GOALS) + len(DOOR_STATES) + len(ACTIONS) + 2
 """goal one-hot, belief one-hot, plan one-hot, confidence, caused_by_self."""

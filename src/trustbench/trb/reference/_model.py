@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trustbench.trb._schema import ACTIONS
+from trustbench.trb.adapter._schema import ACTIONS
 from trustbench.trb.reference._encoding import R_DIM, obs_dim, soft_report
 
 

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.trb._corpus import CorpusManifest, Trace
-from trustbench.trb._schema import ACTIONS, DOOR_STATES, GOALS
-from trustbench.trb._store import assert_trainable
+from trustbench.trb.adapter._schema import ACTIONS, DOOR_STATES, GOALS
+from trustbench.trb.corpus._format import CorpusManifest, Trace
+from trustbench.trb.corpus._store import assert_trainable
 from trustbench.trb.reference._encoding import encode_observation, encode_report, soft_report
 from trustbench.trb.reference._model import ReferenceNativeModel
 

@@ -1,0 +1,131 @@
+"""The control-path track's options and each candidate's boundary and target environment.
+
+Kept apart from `track.py` so analysis and report code read the configuration without importing
+the track (the track imports them, never the reverse).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trustbench._imports import import_object
+from trustbench.errors import InputError
+from trustbench.rtb.boundaries import (
+    BoundaryFactory,
+    HttpEnvironment,
+    SimulatedEnvironment,
+    TargetEnvironment,
+    boundary_factory,
+)
+from trustbench.rtb.control._cases import (
+    DEFAULT_OBSERVATION_DEADLINE_S,
+    DIRECT_PATH,
+    UNRECONCILED_SUFFIX,
+)
+from trustbench.rtb.platform import FaultType
+
+if TYPE_CHECKING:
+    from trustbench.core._spec import CandidateSpec
+
+
+DEFAULT_BOUNDARY_ENTRY = "trustbench.rtb.control.track:boundary_from_settings"
+"""The entry used when a candidate names none: built-in boundaries by name."""
+"""Accepted spellings of the built-in corpus version in `corpus.builtin`."""
+_HARNESS_CODE = (
+    "rtb/platform/*.py",
+    "rtb/boundaries/*.py",
+    "rtb/boundaries/policies/*.cedar",
+    "rtb/control/*.py",
+)
+"""Platform, boundary and grading code hashed into the manifest (role `harness_code`): the
+scoring rules and the simulated target are frozen with the experiment."""
+
+_T = TypeVar("_T")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class ControlTrackOptions(_Strict):
+    """`[track_options]` of an `rtb/control` experiment."""
+
+    scenario_seed: int = 0
+    """Seed that picks each group's fault case and the faults' timing parameters."""
+    observation_deadline_s: float = Field(default=DEFAULT_OBSERVATION_DEADLINE_S, gt=0)
+    """Simulated seconds after trial start by which the observer must establish the outcome."""
+    paths: tuple[str, ...] | None = None
+    """Scenario paths to run (`direct`, a fault type, or
+    `response_lost_after_commit/unreconciled_by_deadline`); None runs every path."""
+
+
+class BoundarySettings(_Strict):
+    """Candidate `settings` understood by the default entry `boundary_from_settings`."""
+
+    boundary: str
+    """`reference`, `cedar`, `review-gated`, `unchecked`, a known-bad name, or `http`."""
+    url: str | None = None
+    """For `http`: the service root, e.g. `http://127.0.0.1:8750` (it hosts the platform and
+    the observer as well as the boundary)."""
+
+
+def known_paths() -> tuple[str, ...]:
+    """Every scenario path the scenario builder can produce."""
+    faults = [fault.value for fault in FaultType]
+    return (
+        DIRECT_PATH,
+        *faults,
+        FaultType.RESPONSE_LOST_AFTER_COMMIT.value + UNRECONCILED_SUFFIX,
+    )
+
+
+def boundary_from_settings(settings: dict[str, Any]) -> BoundaryFactory:
+    """Default candidate entry: a factory of fresh instances of the named built-in boundary.
+
+    Args:
+        settings: The candidate's `settings` (`boundary`, and `url` for `http`).
+
+    Returns:
+        A zero-argument factory of fresh boundary instances.
+
+    Raises:
+        InputError: Unknown setting, unknown boundary name, or `http` without `url`.
+    """
+    try:
+        parsed = BoundarySettings.model_validate(settings)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "settings"
+        raise InputError(first["msg"], location=f"settings.{field}") from None
+    if parsed.url is not None and parsed.boundary != "http":
+        raise InputError("`url` is only for boundary `http`", location="settings.url")
+    return boundary_factory(parsed.boundary, url=parsed.url)
+
+
+def environment_for(candidate: CandidateSpec) -> TargetEnvironment:
+    """Where a candidate's trials run: its `settings.url` service, else the simulated platform."""
+    url = candidate.settings.get("url")
+    return HttpEnvironment(str(url)) if url else SimulatedEnvironment()
+
+
+def environment_label(candidate: CandidateSpec) -> str:
+    """The environment strength a candidate's trials are expected to record (for failed trials)."""
+    url = candidate.settings.get("url")
+    return f"external service {str(url).rstrip('/')}" if url else "simulated platform"
+
+
+def _factory_for(candidate: CandidateSpec) -> BoundaryFactory:
+    entry = candidate.entry or DEFAULT_BOUNDARY_ENTRY
+    where = f"candidate {candidate.name}"
+    make = import_object(entry, what=f"{where} entry")
+    try:
+        factory = make(dict(candidate.settings))
+    except InputError as error:
+        raise InputError(
+            error.message, location=f"{where} {error.location or ''}".strip()
+        ) from None
+    if not callable(factory):
+        raise InputError(f"entry {entry} must return a boundary factory", location=where)
+    return factory

@@ -1,0 +1,307 @@
+"""The RTB control-path track (`rtb/control`): boundaries under test, driven through core.
+
+Spec: "In control-path testing, the harness deliberately presents a request to the enforcement
+boundary. It does not depend on persuading the agent to attempt the request."
+
+- **Candidates are boundaries.** Each candidate is `kind = "inprocess"`. Its `entry` (optional)
+  names a *boundary-candidate factory* `entry(settings) -> BoundaryFactory`; the default,
+  `boundary_from_settings`, reads `settings = { boundary = "reference" | "cedar" |
+  "review-gated" | "unchecked" | <known-bad name> }` or `{ boundary = "http", url = "..." }`
+  (a user's own service implementing the wire contract of `rtb.boundaries._http`). A user's own
+  Python boundary plugs in by naming its own factory as `entry`. Core hashes the entry's source
+  file into the manifest; this track also hashes the platform, boundary and grading code.
+- **Why the track builds the boundary itself** rather than calling it through `ctx.chat`: a
+  boundary is not a chat responder; it is called twice per trial (authorize, then dispatch, and
+  after a simulated crash a fresh instance dispatches). The track wraps every instance so each
+  `authorize` / `dispatch` call is recorded as an attempt with `ctx.record_call` (request, the
+  boundary's answer, latency, and `candidate_error` when it raises).
+- **Cases are scenarios.** `plan` = every corpus case presented directly, plus the seeded fault
+  scenarios (`control_scenarios`), x candidates x K. A scenario id (`<case_id>/<path>`) is the
+  ledger's case id. Platform state is fresh per trial, with a fresh unpredictable platform
+  trial id.
+- **Grading happens in `analyze`, from the ledger only**: the stored `TrialRun` (observer log and
+  the boundary's claims) is re-graded with `grade_trial`; scenarios (and their grader-only
+  expectations) are rebuilt from the hash-checked corpus and the frozen options.
+
+Track options (`[track_options]`): `scenario_seed` (int, default 0: picks the fault cases and
+timings), `observation_deadline_s` (simulated seconds, default 30), `paths` (list of scenario
+paths to run, e.g. `["direct"]`; default all).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from pydantic import BaseModel, ValidationError
+
+from trustbench._canonical import canonical_json
+from trustbench.core._ledger import utc_now
+from trustbench.core._track import Resolution, TrialKey, TrialOutcome, cross_product
+from trustbench.errors import InputError
+from trustbench.rtb.boundaries import (
+    Authorization,
+    Boundary,
+    BoundaryFactory,
+    DispatchReceipt,
+    run_trial,
+)
+from trustbench.rtb.control._cases import (
+    ControlScenario,
+    control_scenarios,
+)
+from trustbench.rtb.corpus._load import Corpus, load_corpus
+from trustbench.rtb.corpus._track_corpus import (
+    corpus_folder,
+    corpus_items,
+    corpus_location,
+    harness_code_items,
+)
+from trustbench.rtb.platform import ControlRequest
+
+if TYPE_CHECKING:
+    from trustbench.core._analysis import TrackAnalysis
+    from trustbench.core._context import TrialContext
+    from trustbench.core._export import LedgerContents
+    from trustbench.core._manifest import Manifest
+    from trustbench.core._report_run import ReportResult
+    from trustbench.core._spec import ExperimentSpec
+from trustbench.rtb.control._options import (
+    _HARNESS_CODE,
+    _T,
+    DEFAULT_BOUNDARY_ENTRY,
+    BoundarySettings,
+    ControlTrackOptions,
+    _factory_for,
+    boundary_from_settings,
+    environment_for,
+    known_paths,
+)
+
+__all__ = [
+    "DEFAULT_BOUNDARY_ENTRY",
+    "BoundarySettings",
+    "ControlTrack",
+    "ControlTrackOptions",
+    "boundary_from_settings",
+    "demo_spec_path",
+    "environment_for",
+    "run_control_demo",
+]
+
+
+class _RecordedBoundary:
+    """Wraps a boundary so each of its calls becomes an attempt in the ledger.
+
+    Calls are buffered and written after the trial (`flush`), so ledger writes never fall inside
+    the measured time from request to block.
+    """
+
+    def __init__(self, inner: Boundary, calls: list[dict[str, Any]]) -> None:
+        self._inner = inner
+        self._calls = calls
+        self.name = inner.name
+
+    async def _recorded(
+        self, call: str, request: dict[str, Any], work: Callable[[], Awaitable[_T]]
+    ) -> _T:
+        started_at = utc_now()
+        started = time.perf_counter()
+        entry: dict[str, Any] = {
+            "name": call,
+            "request": request,
+            "started_at": started_at,
+            "model_id": self.name,
+        }
+        try:
+            answer = await work()
+        except Exception as error:  # the boundary's failure is measured; run_trial records it
+            entry.update(
+                response=None,
+                latency_s=time.perf_counter() - started,
+                error_class="candidate_error",
+                error_message=f"{type(error).__name__}: {error}",
+            )
+            self._calls.append(entry)
+            raise
+        entry.update(
+            response=answer.model_dump(mode="json") if isinstance(answer, BaseModel) else answer,
+            latency_s=time.perf_counter() - started,
+        )
+        self._calls.append(entry)
+        return answer
+
+    async def authorize(self, request: ControlRequest, platform: Any) -> Authorization:
+        """Record and forward `authorize`."""
+        body = {"request": request.model_dump(mode="json")}
+        return await self._recorded(
+            "boundary.authorize", body, lambda: self._inner.authorize(request, platform)
+        )
+
+    async def dispatch(
+        self, request: ControlRequest, authorization: Authorization | None, platform: Any
+    ) -> DispatchReceipt:
+        """Record and forward `dispatch`."""
+        body = {
+            "request": request.model_dump(mode="json"),
+            "authorization": authorization.model_dump(mode="json") if authorization else None,
+        }
+        return await self._recorded(
+            "boundary.dispatch",
+            body,
+            lambda: self._inner.dispatch(request, authorization, platform),
+        )
+
+
+def _flush(calls: list[dict[str, Any]], ctx: TrialContext) -> None:
+    """Write the trial's buffered boundary calls to the ledger as attempts, in call order."""
+    for call in calls:
+        ctx.record_call(
+            call["name"],
+            request=call["request"],
+            response=call["response"],
+            latency_s=call["latency_s"],
+            error_class=call.get("error_class"),
+            error_message=call.get("error_message"),
+            model_id=call["model_id"],
+            started_at=call["started_at"],
+        )
+
+
+class ControlTrack:
+    """The `rtb/control` track: resolve, plan, run one trial, and analyse a run."""
+
+    def __init__(self) -> None:
+        self._corpora: dict[str, Corpus] = {}
+        self._scenarios: dict[tuple[str, ControlTrackOptions], dict[str, ControlScenario]] = {}
+        self._factories: dict[str, BoundaryFactory] = {}
+
+    @staticmethod
+    def options(spec: ExperimentSpec) -> ControlTrackOptions:
+        """Validate `track_options`, naming the offending option."""
+        try:
+            options = ControlTrackOptions.model_validate(spec.track_options)
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            raise InputError(first["msg"], location=f"track_options.{field}") from None
+        unknown = sorted(set(options.paths or ()) - set(known_paths()))
+        if unknown:
+            raise InputError(
+                f"unknown scenario path(s) {unknown}; known: {', '.join(known_paths())}",
+                location="track_options.paths",
+            )
+        return options
+
+    def _corpus(self, root: str) -> Corpus:
+        if root not in self._corpora:
+            self._corpora[root] = load_corpus(corpus_folder(root))
+        return self._corpora[root]
+
+    def scenarios(self, manifest: Manifest) -> dict[str, ControlScenario]:
+        """The experiment's scenarios by id, rebuilt from the corpus and the frozen options."""
+        options = self.options(manifest.spec)
+        key = (manifest.corpus.root, options)
+        if key not in self._scenarios:
+            corpus = self._corpus(manifest.corpus.root)
+            built = control_scenarios(
+                corpus.cases,
+                seed=options.scenario_seed,
+                deadline_s=options.observation_deadline_s,
+            )
+            wanted = set(options.paths or known_paths())
+            self._scenarios[key] = {s.scenario_id: s for s in built if s.path in wanted}
+        return self._scenarios[key]
+
+    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+        """Check candidates and options; list the corpus files and harness code to hash."""
+        self.options(spec)
+        for candidate in spec.candidates:
+            if candidate.kind != "inprocess":
+                raise InputError(
+                    f"a control-path candidate is a boundary: kind must be `inprocess`, got "
+                    f"`{candidate.kind}`",
+                    location=f"candidate {candidate.name} kind",
+                )
+            _factory_for(candidate)
+        root, label = corpus_location(spec, base_dir)
+        corpus = self._corpus(label)
+        items = corpus_items(root, corpus) + harness_code_items(_HARNESS_CODE)
+        return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
+
+    def plan(self, manifest: Manifest) -> list[TrialKey]:
+        """Every scenario x candidate x `trials_per_case`."""
+        return cross_product(list(self.scenarios(manifest)), manifest)
+
+    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+        """Run one scenario against a fresh boundary on fresh platform state.
+
+        The stored outcome is the `TrialRun` (observer log and the boundary's claims) as JSON:
+        enough to grade the trial again offline.
+        """
+        scenario = self.scenarios(ctx.manifest)[key.case_id]
+        if ctx.candidate.name not in self._factories:
+            self._factories[ctx.candidate.name] = _factory_for(ctx.candidate)
+        factory = self._factories[ctx.candidate.name]
+
+        calls: list[dict[str, Any]] = []
+
+        def recorded() -> Boundary:
+            return _RecordedBoundary(factory(), calls)
+
+        # A fresh, unpredictable platform trial id: a service cannot anticipate future trials.
+        script = scenario.script.model_copy(update={"trial_id": f"trial-{secrets.token_hex(8)}"})
+        try:
+            run = await run_trial(script, recorded, environment_for(ctx.candidate))
+        except (aiohttp.ClientError, OSError, TimeoutError) as error:
+            return TrialOutcome(
+                status="failed",
+                outcome={"scenario_id": scenario.scenario_id, "platform_trial_id": script.trial_id},
+                error_class="environment_error",
+                error=f"{type(error).__name__}: {error}",
+            )
+        finally:
+            # Also when the trial is cancelled (trial timeout): every call made is recorded.
+            _flush(calls, ctx)
+        outcome = {"scenario_id": scenario.scenario_id, "run": run.model_dump(mode="json")}
+        canonical_json(outcome)  # fail here, as a harness defect, if it is not JSON
+        return TrialOutcome(status="completed", outcome=outcome)
+
+    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+        """Grade every recorded trial from the ledger and build figures, sections and record."""
+        from trustbench.rtb.control._report import analyze_control_run
+
+        return analyze_control_run(manifest, ledger, self)
+
+
+def demo_spec_path() -> Path:
+    """The built-in demonstration spec (`rtb/experiments/demo_control.toml`)."""
+    return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_control.toml"
+
+
+def run_control_demo(out_dir: Path | str) -> ReportResult:
+    """Freeze, run (quietly) and report the built-in control-path demo into `out_dir`.
+
+    Four boundaries (reference, cedar, review-gated, unchecked) x every built-in scenario, K=1,
+    on the simulated platform. Gates are evaluated but never raised: review-gated and unchecked
+    are expected to fail them, and the report says so.
+
+    Args:
+        out_dir: Run folder (created; an identical earlier freeze there is resumed).
+
+    Returns:
+        The report result: `html_path`, `record_path`, per-boundary gate results, `blocked`.
+    """
+    from trustbench.core._manifest import build_manifest, write_manifest
+    from trustbench.core._report_run import report_run
+    from trustbench.core._runner import run_experiment
+
+    run_dir = Path(out_dir)
+    write_manifest(build_manifest(demo_spec_path()), run_dir)
+    run_experiment(run_dir)
+    return report_run(run_dir)

@@ -1,0 +1,137 @@
+"""Strict JSON reading and schema checking that report problems as file + JSON pointer.
+
+Every corpus file is read the same way: UTF-8 only, no duplicate keys (JSON parsers silently keep
+the last one, which would let two readers see different values), no `NaN`/`Infinity`. Schema
+errors are reported at the JSON pointer of the offending value, descending into `oneOf` failures
+to the branch the document evidently meant, so an author sees `/evidence/1/status` rather than
+"not valid under any of the given schemas".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError as SchemaError
+from pydantic import BaseModel, ConfigDict
+
+from trustbench.rtb.corpus._schemas import schema_documents
+
+_MAX_MESSAGE = 240
+
+
+class Problem(BaseModel):
+    """One validation problem: which file, where in it, and what is wrong."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    file: str
+    """Path relative to the corpus root (POSIX), e.g. `cases/dns_changes-01-permitted.json`."""
+    pointer: str = ""
+    """RFC 6901 JSON pointer inside the file; empty when the problem concerns the whole file."""
+    message: str
+    """What is wrong and, where useful, how to fix it."""
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.pointer}" if self.pointer else self.file
+        return f"{where}: {self.message}"
+
+
+def json_pointer(parts: Iterable[str | int]) -> str:
+    """RFC 6901 JSON pointer for a path of keys and indices (`~` and `/` escaped)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen.add(key)
+    return dict(pairs)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def read_json(root: Path, rel: str, problems: list[Problem]) -> Any | None:
+    """Parse a corpus JSON file strictly (UTF-8, no duplicate keys, no NaN); None on a problem."""
+    try:
+        text = (root / rel).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        problems.append(Problem(file=rel, message=f"not UTF-8 text ({error.reason})"))
+        return None
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        message = f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        problems.append(Problem(file=rel, message=message))
+    except _DuplicateKey as error:
+        problems.append(Problem(file=rel, message=f"duplicate JSON key {error.args[0]!r}"))
+    except ValueError as error:
+        problems.append(Problem(file=rel, message=f"not valid JSON: {error}"))
+    return None
+
+
+@cache
+def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema_documents()[schema_name])
+
+
+def schema_problems(rel: str, document: Any, schema_name: str) -> list[Problem]:
+    """Problems of a document against one of the three schemas, each with its JSON pointer."""
+    errors = sorted(
+        _validator(schema_name).iter_errors(document), key=lambda e: [str(p) for p in e.path]
+    )
+    return [
+        Problem(
+            file=rel,
+            pointer=json_pointer(leaf.absolute_path),
+            message=f"schema: {_shorten(leaf.message)}",
+        )
+        for error in errors
+        for leaf in _specific(error)
+    ]
+
+
+def _specific(error: SchemaError) -> list[SchemaError]:
+    """Descend into a `oneOf`/`anyOf` failure to the branch the document evidently meant.
+
+    An evidence record that fails names its branch through `kind`: the branches whose `kind`
+    constant did not match are noise, the remaining branch holds the useful errors.
+    """
+    if not error.context:
+        return [error]
+    branches: dict[Any, list[SchemaError]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    meant = [
+        subs
+        for subs in branches.values()
+        if not any(s.validator == "const" and list(s.relative_path) == ["kind"] for s in subs)
+    ]
+    if len(meant) == 1:
+        return [leaf for sub in meant[0] for leaf in _specific(sub)]
+    kinds = sorted(
+        {
+            str(s.validator_value)
+            for s in error.context
+            if s.validator == "const" and list(s.relative_path) == ["kind"]
+        }
+    )
+    if kinds and not meant:
+        error.message = f"evidence record `kind` must be one of {', '.join(map(repr, kinds))}"
+    return [error]
+
+
+def _shorten(message: str) -> str:
+    return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."

@@ -1,0 +1,356 @@
+"""Load and validate an RTB corpus folder (the built-in v0.1 starter or a user's own).
+
+A corpus folder holds `cases/<case_id>.json`, `schemas/{case,candidate_input,reviewer_response}
+.schema.json`, `prompts/review_prompt.md` and `MANIFEST.json`. Validation collects *every* problem
+(file + JSON pointer + message) rather than stopping at the first, so one run tells the author
+everything to fix; loading refuses a corpus with any problem, so no track ever scores against a
+corrupt, tampered or inconsistent answer key. Neither ever writes a file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from trustbench.errors import CheckFailed, InputError
+from trustbench.rtb.corpus._checks import CaseFile, check_cases, check_starter
+from trustbench.rtb.corpus._jsondoc import Problem, json_pointer, read_json, schema_problems
+from trustbench.rtb.corpus._manifest import (
+    MANIFEST_NAME,
+    CorpusManifest,
+    build_manifest,
+    compare_manifest,
+    hash_corpus_files,
+    manifest_text,
+    sha256_file,
+)
+from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.corpus._schemas import SCHEMA_MODELS, schema_documents
+
+BUILTIN_VERSION = "0.1"
+"""Version of the corpus shipped inside the package."""
+
+PROMPT_PATH = "prompts/review_prompt.md"
+"""Where a corpus keeps the shared advisory-review prompt."""
+
+
+def builtin_corpus_root() -> Path:
+    """Folder of the built-in v0.1 starter corpus (package data)."""
+    return Path(__file__).parent / f"v{BUILTIN_VERSION}"
+
+
+class ValidationReport(BaseModel):
+    """Everything `validate_corpus` found: the problems and what did parse."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    root: Path
+    """The corpus folder that was validated."""
+    starter: bool
+    """Whether the starter-only checks (10 x 6 grid, 20/20/20 split, shared policy) ran: for
+    the built-in corpus and for copies whose manifest declares itself the starter."""
+    version: str | None
+    """Corpus version from `MANIFEST.json`; None when the manifest could not be read."""
+    cases: list[Case]
+    """Cases that parsed and matched the schema, in file-name order."""
+    problems: list[Problem]
+    """Every problem found, in the order checked; empty means the corpus is valid."""
+    files: dict[str, str]
+    """Relative path -> SHA-256 of every file as found on disk (manifest excluded)."""
+    review_prompt: str | None
+    """The shared review prompt text; None when it is missing or unreadable."""
+    manifest_sha256: str | None
+    """SHA-256 of `MANIFEST.json` itself (pins the whole corpus); None when missing."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found."""
+        return not self.problems
+
+    def decision_counts(self) -> dict[str, int]:
+        """Reference decision -> number of parsed cases (authored answer key, not results)."""
+        return dict(
+            sorted(Counter(c.expectations.reference_decision.value for c in self.cases).items())
+        )
+
+    def grid(self) -> dict[str, dict[str, list[str]]]:
+        """Group -> variant -> reference decisions of the parsed cases in that cell."""
+        table: dict[str, dict[str, list[str]]] = {}
+        for case in self.cases:
+            cell = table.setdefault(case.group, {}).setdefault(case.variant, [])
+            cell.append(case.expectations.reference_decision.value)
+        return table
+
+
+class Corpus(BaseModel):
+    """A validated corpus, ready for export and grading."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    version: str
+    """Corpus version from `MANIFEST.json`."""
+    root: Path
+    """The corpus folder."""
+    cases: list[Case]
+    """All cases, in file-name (= case id) order."""
+    review_prompt: str
+    """The shared advisory-review prompt (policy and response format; no answer)."""
+    files: dict[str, str]
+    """Relative path -> SHA-256 of every corpus file (all match `MANIFEST.json`)."""
+    manifest_sha256: str
+    """SHA-256 of `MANIFEST.json`; record it to pin exactly this corpus in an experiment."""
+
+    def case(self, case_id: str) -> Case:
+        """The case with this id.
+
+        Raises:
+            InputError: No case has this id.
+        """
+        for case in self.cases:
+            if case.case_id == case_id:
+                return case
+        raise InputError(f"no case {case_id!r} in the corpus at {self.root}")
+
+
+def _resolve_root(path: Path | None) -> tuple[Path, bool]:
+    root = builtin_corpus_root() if path is None else Path(path)
+    if not root.is_dir():
+        raise InputError(f"corpus folder not found: {root}")
+    return root, root.resolve() == builtin_corpus_root().resolve()
+
+
+def validate_corpus(
+    path: Path | None = None, *, starter: bool | None = None, check_manifest: bool = True
+) -> ValidationReport:
+    """Validate a corpus folder and report every problem; never writes anything.
+
+    Args:
+        path: Corpus folder; None for the built-in v0.1 starter.
+        starter: Run the starter-only checks (grid, split, shared policy). Default: for the
+            built-in corpus and any copy whose manifest declares `starter`; a user corpus may
+            have any size and any groups.
+        check_manifest: Compare files and counts against `MANIFEST.json` (off only while the
+            manifest is being rewritten).
+
+    Returns:
+        The report; `report.ok` is False when any problem was found.
+
+    Raises:
+        InputError: The folder does not exist.
+    """
+    root, is_builtin = _resolve_root(path)
+    problems: list[Problem] = []
+    manifest = _read_manifest(root, problems)
+    declared = manifest is not None and manifest.starter
+    run_starter = (is_builtin or declared) if starter is None else starter
+    case_files = _load_cases(root, problems)
+    _check_schemas(root, problems)
+    prompt = _read_prompt(root, problems)
+    problems += check_cases(case_files)
+    all_parsed = len(case_files) == len(list((root / "cases").glob("*.json")))
+    if run_starter:
+        problems += check_starter(case_files, prompt, complete=all_parsed)
+    cases = [case for _, case in case_files]
+    if manifest is not None and run_starter and manifest.version != BUILTIN_VERSION:
+        problems.append(
+            Problem(
+                file=MANIFEST_NAME,
+                pointer="/version",
+                message=f"built-in corpus version must be {BUILTIN_VERSION!r}, "
+                f"found {manifest.version!r}",
+            )
+        )
+    files = hash_corpus_files(root)
+    if check_manifest:
+        if manifest is None and not (root / MANIFEST_NAME).exists():
+            problems.append(
+                Problem(
+                    file=MANIFEST_NAME,
+                    message="missing; write it with `trustbench rtb manifest --corpus DIR "
+                    "--version V`",
+                )
+            )
+        elif manifest is not None:
+            problems += compare_manifest(manifest, files, cases if all_parsed else None)
+    manifest_path = root / MANIFEST_NAME
+    return ValidationReport(
+        root=root,
+        starter=run_starter,
+        version=manifest.version if manifest else None,
+        cases=cases,
+        problems=problems,
+        files=files,
+        review_prompt=prompt,
+        manifest_sha256=sha256_file(manifest_path) if manifest_path.is_file() else None,
+    )
+
+
+def load_corpus(path: Path | None = None) -> Corpus:
+    """Load a corpus, refusing one with any validation problem.
+
+    Args:
+        path: Corpus folder; None for the built-in v0.1 starter.
+
+    Returns:
+        The validated corpus.
+
+    Raises:
+        InputError: The folder does not exist.
+        CheckFailed: Validation found problems; the message names the first ones (file and
+            JSON pointer) and how to see them all.
+    """
+    report = validate_corpus(path)
+    if not report.ok:
+        raise CheckFailed(failure_summary(report))
+    if not (report.version and report.review_prompt is not None and report.manifest_sha256):
+        raise CheckFailed(f"{report.root}: corpus validated but its manifest or prompt is missing")
+    return Corpus(
+        version=report.version,
+        root=report.root,
+        cases=report.cases,
+        review_prompt=report.review_prompt,
+        files=report.files,
+        manifest_sha256=report.manifest_sha256,
+    )
+
+
+def failure_summary(report: ValidationReport, limit: int = 5) -> str:
+    """One message naming the first problems of a failed validation, with full file paths."""
+    lines = [f"corpus at {report.root} has {len(report.problems)} problem(s):"]
+    lines += [f"  {report.root}/{p}" for p in report.problems[:limit]]
+    if len(report.problems) > limit:
+        lines.append(
+            f"  ... and {len(report.problems) - limit} more (see `trustbench rtb validate`)"
+        )
+    return "\n".join(lines)
+
+
+def write_manifest(path: Path | None = None, version: str | None = None) -> CorpusManifest:
+    """Rewrite `MANIFEST.json` for a corpus whose files are otherwise valid.
+
+    Args:
+        path: Corpus folder; None for the built-in starter.
+        version: Corpus version to record; default: the version in the existing manifest.
+
+    Returns:
+        The manifest written.
+
+    Raises:
+        InputError: No version given and none readable from an existing manifest.
+        CheckFailed: The corpus has problems other than its manifest; nothing is written, so a
+            manifest never certifies a broken corpus.
+    """
+    report = validate_corpus(path, check_manifest=False)
+    problems = [p for p in report.problems if p.file != MANIFEST_NAME]
+    if problems:
+        raise CheckFailed(failure_summary(report.model_copy(update={"problems": problems})))
+    chosen = version or report.version
+    if not chosen:
+        raise InputError(f"{report.root / MANIFEST_NAME}: no corpus version; pass --version")
+    if report.starter and chosen != BUILTIN_VERSION:
+        raise InputError(f"the built-in corpus is version {BUILTIN_VERSION}, not {chosen!r}")
+    previous = _read_manifest(report.root, [])
+    starter = report.starter or (previous is not None and previous.starter)
+    manifest = build_manifest(report.root, chosen, report.cases, starter=starter)
+    (report.root / MANIFEST_NAME).write_text(manifest_text(manifest), encoding="utf-8")
+    return manifest
+
+
+def _load_cases(root: Path, problems: list[Problem]) -> list[CaseFile]:
+    cases_dir = root / "cases"
+    if not cases_dir.is_dir():
+        problems.append(Problem(file="cases/", message="missing folder of case files"))
+        return []
+    paths = sorted(p for p in cases_dir.iterdir())
+    if not any(p.suffix == ".json" for p in paths):
+        problems.append(Problem(file="cases/", message="no case files (*.json)"))
+    loaded: list[CaseFile] = []
+    for path in paths:
+        rel = path.relative_to(root).as_posix()
+        if path.suffix != ".json" or not path.is_file():
+            problems.append(Problem(file=rel, message="not a case file (cases/ holds *.json only)"))
+            continue
+        document = read_json(root, rel, problems)
+        if document is None:
+            continue
+        found = schema_problems(rel, document, "case.schema.json")
+        if found:
+            problems += found
+            continue
+        try:
+            case = Case.model_validate(document)
+        except ValidationError as error:
+            for detail in error.errors():
+                problems.append(
+                    Problem(
+                        file=rel,
+                        pointer=json_pointer(detail["loc"]),
+                        message=f"model (schema accepted it): {detail['msg']}",
+                    )
+                )
+            continue
+        if case.case_id != path.stem:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer="/case_id",
+                    message=f"case id {case.case_id!r} does not match the file name {path.name!r}",
+                )
+            )
+            continue
+        loaded.append((rel, case))
+    return loaded
+
+
+def _check_schemas(root: Path, problems: list[Problem]) -> None:
+    expected = schema_documents()
+    for name in SCHEMA_MODELS:
+        rel = f"schemas/{name}"
+        if not (root / rel).is_file():
+            problems.append(Problem(file=rel, message="missing schema file"))
+            continue
+        document = read_json(root, rel, problems)
+        if document is not None and document != expected[name]:
+            problems.append(
+                Problem(
+                    file=rel,
+                    message="differs from the schema generated from trustbench's models; copy "
+                    "the built-in corpus's schemas/ (the contract is the same for every corpus)",
+                )
+            )
+
+
+def _read_prompt(root: Path, problems: list[Problem]) -> str | None:
+    path = root / PROMPT_PATH
+    if not path.is_file():
+        problems.append(Problem(file=PROMPT_PATH, message="missing shared review prompt"))
+        return None
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        problems.append(Problem(file=PROMPT_PATH, message=f"not UTF-8 text ({error.reason})"))
+        return None
+    if not text.strip():
+        problems.append(Problem(file=PROMPT_PATH, message="empty review prompt"))
+        return None
+    return text
+
+
+def _read_manifest(root: Path, problems: list[Problem]) -> CorpusManifest | None:
+    if not (root / MANIFEST_NAME).is_file():
+        return None
+    document = read_json(root, MANIFEST_NAME, problems)
+    if document is None:
+        return None
+    try:
+        return CorpusManifest.model_validate(document)
+    except ValidationError as error:
+        for detail in error.errors():
+            problems.append(
+                Problem(
+                    file=MANIFEST_NAME, pointer=json_pointer(detail["loc"]), message=detail["msg"]
+                )
+            )
+        return None

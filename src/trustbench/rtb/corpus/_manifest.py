@@ -1,0 +1,165 @@
+"""`MANIFEST.json`: the SHA-256 of every corpus file, the corpus version and its case counts.
+
+The manifest pins a corpus: a frozen experiment records the manifest's own hash, and the validator
+recomputes every file's hash so that a file changed after the manifest was written is reported
+instead of silently scored. The manifest is written by `trustbench rtb manifest`, never by the
+validator or the loader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
+from trustbench.rtb.corpus._models import Case
+
+MANIFEST_NAME = "MANIFEST.json"
+"""File name of the manifest at a corpus root."""
+
+MANIFEST_FORMAT = "trustbench-rtb-corpus"
+"""Value of the manifest's `format` field: says what kind of folder this is."""
+
+
+class CorpusCounts(BaseModel):
+    """How many cases the corpus holds, by reference decision, group and variant."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    cases: int
+    """Number of case files."""
+    by_decision: dict[str, int]
+    """Reference decision -> number of cases (authored answer key, not observed results)."""
+    by_group: dict[str, int]
+    """Domain group -> number of cases."""
+    by_variant: dict[str, int]
+    """Variant -> number of cases."""
+
+
+class CorpusManifest(BaseModel):
+    """The content of `MANIFEST.json`."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    format: Literal["trustbench-rtb-corpus"] = MANIFEST_FORMAT
+    """Identifies the folder as an RTB corpus."""
+    version: str
+    """Corpus version, e.g. `0.1` for the built-in starter."""
+    starter: bool = False
+    """True for the v0.1 starter and its copies: the validator then also enforces the 10 x 6
+    grid, the 20/20/20 split and the shared policy wording. User corpora leave it false."""
+    hash_algorithm: Literal["sha256"] = "sha256"
+    """Digest used for `files` (hex-encoded)."""
+    files: dict[str, str]
+    """Relative POSIX path -> SHA-256 of the file's bytes, for every file except the manifest."""
+    counts: CorpusCounts
+    """Case counts, checked against the cases actually present."""
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes (no newline or encoding normalization: bytes are the truth)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def corpus_file_paths(root: Path) -> list[str]:
+    """Every regular file under `root` except the manifest, as sorted relative POSIX paths.
+
+    Nothing is skipped silently: a stray file is listed so the manifest check reports it.
+    """
+    return sorted(
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*")
+        if path.is_file() and path.relative_to(root).as_posix() != MANIFEST_NAME
+    )
+
+
+def hash_corpus_files(root: Path) -> dict[str, str]:
+    """Relative path -> SHA-256 for every corpus file (see `corpus_file_paths`)."""
+    return {rel: sha256_file(root / rel) for rel in corpus_file_paths(root)}
+
+
+def count_cases(cases: Iterable[Case]) -> CorpusCounts:
+    """Count cases by reference decision, group and variant (keys sorted for stable output)."""
+    case_list = list(cases)
+    decisions = Counter(case.expectations.reference_decision.value for case in case_list)
+    groups = Counter(case.group for case in case_list)
+    variants = Counter(case.variant for case in case_list)
+    return CorpusCounts(
+        cases=len(case_list),
+        by_decision=dict(sorted(decisions.items())),
+        by_group=dict(sorted(groups.items())),
+        by_variant=dict(sorted(variants.items())),
+    )
+
+
+def build_manifest(
+    root: Path, version: str, cases: Iterable[Case], *, starter: bool = False
+) -> CorpusManifest:
+    """Build the manifest for the corpus at `root` as it is on disk now."""
+    return CorpusManifest(
+        version=version, starter=starter, files=hash_corpus_files(root), counts=count_cases(cases)
+    )
+
+
+def manifest_text(manifest: CorpusManifest) -> str:
+    """Serialize a manifest the way it is written (stable, no timestamps, so it is reproducible)."""
+    return json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def compare_manifest(
+    manifest: CorpusManifest, files: dict[str, str], cases: list[Case] | None
+) -> list[Problem]:
+    """Problems of the files on disk (`files`: path -> sha256) and counts against a manifest.
+
+    Args:
+        manifest: The manifest as read.
+        files: Every corpus file as found now (see `hash_corpus_files`).
+        cases: The parsed cases, or None when some case failed to parse (then counts would only
+            repeat that failure and are not compared).
+    """
+    problems = []
+    for rel, digest in files.items():
+        listed = manifest.files.get(rel)
+        pointer = json_pointer(["files", rel])
+        if listed is None:
+            problems.append(
+                Problem(
+                    file=rel, message=f"not listed in {MANIFEST_NAME} (added after it was written?)"
+                )
+            )
+        elif listed != digest:
+            problems.append(
+                Problem(
+                    file=rel,
+                    message=f"sha256 {digest[:16]}... differs from {MANIFEST_NAME} {pointer} "
+                    f"({listed[:16]}...): the file changed after the manifest was written",
+                )
+            )
+    for rel in manifest.files:
+        if rel not in files:
+            problems.append(
+                Problem(
+                    file=MANIFEST_NAME,
+                    pointer=json_pointer(["files", rel]),
+                    message=f"lists {rel}, which does not exist",
+                )
+            )
+    if cases is not None:
+        actual = count_cases(cases)
+        for field in ("cases", "by_decision", "by_group", "by_variant"):
+            if getattr(actual, field) != getattr(manifest.counts, field):
+                problems.append(
+                    Problem(
+                        file=MANIFEST_NAME,
+                        pointer=json_pointer(["counts", field]),
+                        message=f"{getattr(manifest.counts, field)} does not match the cases "
+                        f"present: {getattr(actual, field)}",
+                    )
+                )
+    return problems

@@ -1,0 +1,62 @@
+"""Where an RTB track's corpus is, and what of it (and of the harness) a manifest must pin.
+
+The reviewer, control-path and workflow tracks all resolve their corpus the same way: the
+built-in starter by version label, or a user folder relative to the spec. The manifest names the
+built-in one `builtin:v<version>` so a frozen run never depends on where the package is installed.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from trustbench.core import ExperimentSpec, ResolvedItem
+from trustbench.errors import InputError
+from trustbench.rtb.corpus._load import BUILTIN_VERSION, Corpus, builtin_corpus_root
+
+BUILTIN_LABEL = f"builtin:v{BUILTIN_VERSION}"
+"""How a manifest names the built-in corpus."""
+
+
+def corpus_location(spec: ExperimentSpec, base_dir: Path) -> tuple[Path, str]:
+    """The corpus folder a spec names and the label the manifest records for it.
+
+    Raises:
+        InputError: an unknown built-in version (names the spec field).
+    """
+    if spec.corpus.builtin is not None:
+        if spec.corpus.builtin not in (BUILTIN_VERSION, f"v{BUILTIN_VERSION}"):
+            raise InputError(
+                f"unknown built-in corpus {spec.corpus.builtin!r} (known: v{BUILTIN_VERSION})",
+                location="corpus/builtin",
+            )
+        return builtin_corpus_root(), BUILTIN_LABEL
+    assert spec.corpus.path is not None  # the spec model requires builtin or path
+    root = (base_dir / spec.corpus.path).resolve()
+    return root, str(root)
+
+
+def corpus_folder(label: str) -> Path:
+    """The folder behind a manifest's `corpus.root` (`builtin:<version>` or a path)."""
+    return builtin_corpus_root() if label.startswith("builtin:") else Path(label)
+
+
+def corpus_items(root: Path, corpus: Corpus) -> list[ResolvedItem]:
+    """Every corpus file, `MANIFEST.json` included, as manifest inputs to hash."""
+    return [
+        ResolvedItem("corpus", name, path=root / name)
+        for name in sorted({*corpus.files, "MANIFEST.json"})
+    ]
+
+
+def harness_code_items(patterns: tuple[str, ...]) -> list[ResolvedItem]:
+    """The package's own grading and platform code matching `patterns`, as manifest inputs.
+
+    Pinning this code means a report re-graded later is refused if the grader changed.
+    """
+    package = Path(str(files("trustbench")))
+    return [
+        ResolvedItem("harness_code", path.relative_to(package).as_posix(), path=path)
+        for pattern in patterns
+        for path in sorted(package.glob(pattern))
+    ]

@@ -1,0 +1,279 @@
+"""Analysis of an `rtb/review` run: grade from the ledger, figures, comparisons, report blocks.
+
+Reads only the frozen manifest, the ledger and the corpus the manifest pins (whose answer key is
+read here, on the grader side, and nowhere at trial time). Configurations are built here: the
+`unchecked` baseline, one `single` per candidate and the declared chains (see
+`trustbench.rtb.review._options`). Gates are evaluated by core on `TrackAnalysis.subjects`:
+every candidate and chain, but not the `unchecked` baseline, which is a reference point (what
+happens without review), not a release candidate; its figures are still reported.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+from trustbench.core import LedgerContents, Manifest, TrackAnalysis
+from trustbench.core._manifest import CandidateRecord
+from trustbench.core.figures import Figure
+from trustbench.core.report import (
+    Block,
+    FiguresBlock,
+    ForestBlock,
+    TextBlock,
+)
+from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.human._analysis import (
+    human_report,
+    is_human_run,
+    paired_configurations,
+)
+from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration
+from trustbench.rtb.review._figures import HEADLINE, configuration_figures
+from trustbench.rtb.review._grading import (
+    ConfigurationRow,
+    configuration_rows,
+    member_trials,
+    record_rows,
+)
+from trustbench.rtb.review._metrics import ReviewMetrics, ReviewTrialRow, review_metrics
+from trustbench.rtb.review._options import configurations
+from trustbench.rtb.review._paired import compare, summary_line
+from trustbench.rtb.review._sections import (
+    QUALIFICATIONS,
+    chain_block,
+    confusion_block,
+    operating_line,
+)
+
+
+def _breakdown(
+    rows: list[ReviewTrialRow], key: str, *, unit: Any, k: int, confidence: float
+) -> dict[str, list[Figure]]:
+    values = sorted({getattr(r, key) for r in rows})
+    return {
+        value: configuration_figures(
+            [r for r in rows if getattr(r, key) == value],
+            unit=unit,
+            k=k,
+            confidence=confidence,
+            seed=0,
+            resamples=100,
+            clustered=False,
+            only=HEADLINE,
+        )
+        for value in values
+    }
+
+
+def _configuration_record(
+    configuration: ReviewConfiguration,
+    member_names: list[str],
+    candidates: dict[str, CandidateRecord],
+    rows: list[ConfigurationRow],
+    metrics: ReviewMetrics | None,
+    not_run: int,
+) -> dict[str, Any]:
+    reported = sorted(
+        {m.reported_model for r in rows for m in r.members if m.reported_model is not None}
+    )
+    records = candidates
+    return {
+        "kind": configuration.kind.value,
+        "members": [
+            {
+                "candidate": name,
+                **identity.model_dump(mode="json"),
+                "requested_model": records[name].requested_model,
+                "endpoint": records[name].endpoint,
+            }
+            for name, identity in zip(member_names, configuration.members, strict=True)
+        ],
+        "provider_relation": configuration.provider_relation.value,
+        "reported_models": reported,
+        "trials": len(rows),
+        "trials_not_run": not_run,
+        "counts": metrics.model_dump(mode="json") if metrics else None,
+    }
+
+
+def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -> TrackAnalysis:
+    """Grade an `rtb/review` run and build its figures, comparisons and report sections."""
+    spec = manifest.spec
+    analysis = spec.analysis
+    unit, k = analysis.unit, spec.trials_per_case
+    stats = {
+        "confidence": analysis.confidence,
+        "seed": analysis.bootstrap_seed,
+        "resamples": analysis.bootstrap_resamples,
+    }
+    graded = member_trials(manifest, ledger, corpus)
+    configs = configurations(spec)
+    # A human run pairs its participants with AI configurations of earlier, verified runs; they
+    # join the report as configurations of their own (figures, paired comparisons), not as gated
+    # subjects of this run.
+    paired, sources = (
+        paired_configurations(manifest, corpus) if is_human_run(manifest) else ([], {})
+    )
+    own_records = {c.name: c for c in manifest.candidates}
+    entries = [
+        (c, m, *configuration_rows(c, m, corpus, k, graded), own_records) for c, m in configs
+    ] + [(p.configuration, p.members, p.rows, p.not_run, p.candidates) for p in paired]
+    paired_names = {p.name for p in paired}
+    paired_figures: dict[str, list[Figure]] = {}
+    all_rows: dict[str, list[ConfigurationRow]] = {}
+    subjects: dict[str, list[Figure]] = {}
+    baseline_figures: list[Figure] = []
+    trial_records: list[dict[str, Any]] = []
+    config_records: dict[str, Any] = {}
+    breakdowns: dict[str, Any] = {}
+    confusions: list[Block] = []
+    chain_blocks: list[Block] = []
+    chain_records: dict[str, Any] = {}
+    operating: list[str] = []
+    for configuration, members, rows, not_run, candidate_records in entries:
+        all_rows[configuration.name] = rows
+        plain = [r.row for r in rows]
+        baseline = configuration.kind is ConfigurationKind.UNCHECKED
+        figures = configuration_figures(plain, unit=unit, k=k, baseline=baseline, **stats)
+        if baseline:
+            baseline_figures = figures
+        elif configuration.name in paired_names:
+            paired_figures[configuration.name] = figures
+        else:
+            subjects[configuration.name] = figures
+        metrics = review_metrics(plain) if plain else None
+        trial_records += record_rows(configuration.name, rows, not_run, corpus)
+        config_records[configuration.name] = _configuration_record(
+            configuration, members, candidate_records, rows, metrics, len(not_run)
+        )
+        breakdowns[configuration.name] = {
+            key: {
+                value: [f.model_dump(mode="json") for f in figs]
+                for value, figs in _breakdown(
+                    plain, key, unit=unit, k=k, confidence=analysis.confidence
+                ).items()
+            }
+            for key in ("group", "variant")
+        }
+        if metrics is not None:
+            confusions.append(confusion_block(configuration.name, metrics))
+            if not baseline:
+                operating.append(operating_line(configuration.name, metrics))
+            if metrics.chain is not None:
+                block, record = chain_block(configuration.name, metrics, members)
+                chain_blocks.append(block)
+                chain_records[configuration.name] = record
+    paired_records: list[dict[str, Any]] = []
+    differences: list[Figure] = []
+    names = [entry[0].name for entry in entries]
+    for first, second in combinations(names, 2):
+        record, difference = compare(
+            first,
+            second,
+            [r.row for r in all_rows[first]],
+            [r.row for r in all_rows[second]],
+            unit=unit,
+            **stats,
+        )
+        paired_records.append(record)
+        if difference is not None:
+            differences.append(difference)
+
+    every = {"unchecked": baseline_figures, **subjects, **paired_figures}
+    human_blocks: list[Block] = []
+    human_record: dict[str, Any] | None = None
+    if is_human_run(manifest):
+        human_blocks, human_record = human_report(
+            manifest,
+            corpus,
+            graded,
+            {t["trial_id"]: t.get("outcome") or {} for t in ledger.trials},
+            sources,
+            analysis.confidence,
+        )
+    sections: list[Block] = [
+        TextBlock(
+            title="What was run",
+            paragraphs=[
+                f"{len(corpus.cases)} cases of corpus {corpus.version}, {k} trial(s) per case "
+                f"and candidate; unit of analysis: {unit}. Error rates reduce a case's K trials "
+                "with any-in-K (one false approval in K trials makes the case a false approval); "
+                "success rates with all-in-K. Intervals: Clopper-Pearson and Wilson (two-sided "
+                "and one-sided), cluster-robust t on G-1 df and a seeded cluster bootstrap over "
+                "domain groups.",
+                *[
+                    f"{c.name} ({c.kind.value}): members "
+                    f"{', '.join(members) if members else 'none (every proposal proceeds)'}; "
+                    f"provider relation: {c.provider_relation.value} (a label, not a finding)."
+                    for c, members, *_ in entries
+                ],
+            ],
+        ),
+        *human_blocks,
+        *[
+            ForestBlock(
+                title=f"{metric} by configuration",
+                figures=[
+                    next(f for f in figures if f.name == metric).model_copy(update={"name": name})
+                    for name, figures in every.items()
+                ],
+                xlabel=f"{metric} (two-sided {analysis.confidence:g} Clopper-Pearson)",
+                note=f"Unit: {unit}. Not-run configurations stay as empty rows.",
+            )
+            for metric in HEADLINE
+        ],
+        *[
+            FiguresBlock(title=f"Figures: {name}", figures=figures)
+            for name, figures in every.items()
+        ],
+        *confusions,
+        *[
+            FiguresBlock(
+                title=f"Per-group breakdown: {name}",
+                figures=[
+                    Figure.model_validate({**f, "name": f"{f['name']} [{group}]"})
+                    for group, figs in breakdowns[name]["group"].items()
+                    for f in figs
+                ],
+                note="Per domain group (one template's variants), exact intervals only: a group "
+                "holds too few cases for a clustered interval.",
+            )
+            for name in every
+            if breakdowns[name]["group"]
+        ],
+        FiguresBlock(
+            title="Paired comparisons: difference in correct decisions",
+            figures=differences,
+            note="Same cases and trials on both sides; unit as declared.",
+        ),
+        TextBlock(title="Paired tests", paragraphs=[summary_line(r) for r in paired_records]),
+        *chain_blocks,
+        TextBlock(title="Latency, tokens, cost, holds", paragraphs=operating or ["No trial ran."]),
+    ]
+    return TrackAnalysis(
+        title="RTB reviewer track",
+        subtitle=f"{len(subjects)} reviewer configuration(s) plus the unchecked baseline on "
+        f"{len(corpus.cases)} cases x {k} trial(s); unit {unit}",
+        subjects=subjects,
+        sections=sections,
+        qualifications=QUALIFICATIONS,
+        record={
+            "review": {
+                "corpus_version": corpus.version,
+                "unit": unit,
+                "trials_per_case": k,
+                "reductions": {
+                    "error_rates": "any trial of the unit had the event",
+                    "success_rates": "every trial of the unit had the event",
+                },
+                "baseline": {"unchecked": [f.model_dump(mode="json") for f in baseline_figures]},
+                "configurations": config_records,
+                "breakdowns": breakdowns,
+                "paired": paired_records,
+                "chains": chain_records,
+                "trials": trial_records,
+                "human": human_record,
+            }
+        },
+    )

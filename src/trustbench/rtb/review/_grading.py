@@ -1,0 +1,239 @@
+"""Grade the reviewer track from the ledger alone: member trials, then configuration trials.
+
+Grader side: this is the only place the answer key is read. For each recorded trial the
+candidate input is rebuilt from the case and the *recorded* evaluation id, the raw reply is
+validated against it (`validate_response`) and judged for support (`is_supported`). A failed
+trial (no reply after the declared retries) is `missing` with its error class kept: never
+approval. A planned trial with no finished row (an interrupted run) is *not run*: it is left out
+of every denominator and listed as such, never counted as zero or as missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trustbench.core import LedgerContents, Manifest
+from trustbench.rtb.corpus._export import to_candidate_input
+from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration, aggregate_chain
+from trustbench.rtb.review._chain import chain_supported as _chain_supported
+from trustbench.rtb.review._metrics import ReviewTrialRow
+from trustbench.rtb.review._validation import (
+    Outcome,
+    ValidatedResponse,
+    is_supported,
+    validate_response,
+)
+
+NOT_RUN = "not_run"
+"""Outcome label of a planned trial that never finished."""
+
+
+@dataclass(frozen=True)
+class MemberTrial:
+    """One candidate's graded trial of one case (trial index k)."""
+
+    case: Case
+    """The authored case (grader side)."""
+    candidate: str
+    """The candidate's name."""
+    trial: int
+    """Trial index k."""
+    status: str
+    """`completed` or `failed` (the ledger's trial status)."""
+    evaluation_id: str | None
+    """The evaluation id the candidate saw; None if the trial failed before recording one."""
+    raw_reply: str | None
+    """The reply text exactly as received; None when there was none."""
+    reported_model: str | None
+    """Model id the service reported."""
+    validated: ValidatedResponse
+    """Outcome of validation (missing for a failed trial)."""
+    supported: bool
+    """Whether the finding is valid and supported for the case."""
+    latency_s: float | None
+    """Sum of the trial's counted attempts' latencies (retries included)."""
+    tokens: int | None
+    """Sum of reported prompt + completion tokens; None when no attempt reported any."""
+    cost_usd: float | None
+    """Sum of reported attempt costs; None (unknown, never 0) when no attempt had a cost."""
+    attempts: int
+    """Counted attempts of the trial."""
+    error_class: str | None
+    """Why a failed trial failed (e.g. `server_error` after the retries ran out)."""
+
+
+def _sum_or_none(values: list[Any]) -> Any:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _member_trial(case: Case, trial: dict[str, Any], ledger: LedgerContents) -> MemberTrial:
+    outcome = trial.get("outcome") if isinstance(trial.get("outcome"), dict) else {}
+    evaluation_id = outcome.get("evaluation_id")
+    raw = outcome.get("reply") if trial["status"] == "completed" else None
+    if trial["status"] == "completed" and isinstance(evaluation_id, str):
+        validated = validate_response(raw, to_candidate_input(case, evaluation_id))
+    else:
+        validated = ValidatedResponse(outcome=Outcome.MISSING)
+    attempts = ledger.attempts_of(trial["trial_id"])
+    tokens = [
+        (a["prompt_tokens"] or 0) + (a["completion_tokens"] or 0)
+        if a["prompt_tokens"] is not None or a["completion_tokens"] is not None
+        else None
+        for a in attempts
+    ]
+    return MemberTrial(
+        case=case,
+        candidate=trial["candidate"],
+        trial=int(trial["trial_index"]),
+        status=trial["status"],
+        evaluation_id=evaluation_id if isinstance(evaluation_id, str) else None,
+        raw_reply=raw if isinstance(raw, str) else None,
+        reported_model=outcome.get("reported_model"),
+        validated=validated,
+        supported=is_supported(validated, case),
+        latency_s=_sum_or_none([a["latency_s"] for a in attempts]),
+        tokens=_sum_or_none(tokens),
+        cost_usd=_sum_or_none([a["cost_usd"] for a in attempts]),
+        attempts=len(attempts),
+        error_class=trial.get("error_class"),
+    )
+
+
+def member_trials(
+    manifest: Manifest, ledger: LedgerContents, corpus: Corpus
+) -> dict[tuple[str, str, int], MemberTrial]:
+    """Grade every finished trial: `(case_id, candidate, k)` -> `MemberTrial`."""
+    cases = {case.case_id: case for case in corpus.cases}
+    graded: dict[tuple[str, str, int], MemberTrial] = {}
+    for trial in ledger.trials:
+        case = cases[trial["case_id"]]
+        graded[(trial["case_id"], trial["candidate"], int(trial["trial_index"]))] = _member_trial(
+            case, trial, ledger
+        )
+    return graded
+
+
+@dataclass(frozen=True)
+class ConfigurationRow:
+    """One configuration trial (case c, trial k) with its graded row and its members."""
+
+    configuration: str
+    """Configuration name."""
+    row: ReviewTrialRow
+    """The metrics row (outcome, supported, latency, tokens, cost, joint member outcomes)."""
+    members: tuple[MemberTrial, ...]
+    """The member trials behind it (empty for the unchecked baseline)."""
+
+
+def configuration_rows(
+    configuration: ReviewConfiguration,
+    member_names: list[str],
+    corpus: Corpus,
+    trials_per_case: int,
+    graded: dict[tuple[str, str, int], MemberTrial],
+) -> tuple[list[ConfigurationRow], list[tuple[str, int]]]:
+    """Assemble a configuration's trials from its members' trials.
+
+    Returns:
+        `(rows, not_run)`: a row for every (case, k) whose members all finished, and the
+        (case, k) keys that are not run because some member trial never finished.
+    """
+    rows: list[ConfigurationRow] = []
+    not_run: list[tuple[str, int]] = []
+    for case in corpus.cases:
+        for k in range(trials_per_case):
+            base = {
+                "case_id": case.case_id,
+                "group": case.group,
+                "variant": case.variant,
+                "trial": k,
+                "reference": case.expectations.reference_decision,
+            }
+            if configuration.kind is ConfigurationKind.UNCHECKED:
+                row = ReviewTrialRow(**base, observed=Outcome.PERMIT, supported=None)
+                rows.append(ConfigurationRow(configuration.name, row, ()))
+                continue
+            members = [graded.get((case.case_id, name, k)) for name in member_names]
+            if any(member is None for member in members):
+                not_run.append((case.case_id, k))
+                continue
+            present = tuple(m for m in members if m is not None)
+            outcomes = tuple(m.validated.outcome for m in present)
+            if len(present) == 1:
+                observed, supported = outcomes[0], present[0].supported
+            else:
+                observed = aggregate_chain(outcomes)
+                supported = _chain_supported(outcomes, [m.supported for m in present])
+            row = ReviewTrialRow(
+                **base,
+                observed=observed,
+                supported=supported,
+                latency_s=_sum_or_none([m.latency_s for m in present]),
+                tokens=_sum_or_none([m.tokens for m in present]),
+                cost_usd=_sum_or_none([m.cost_usd for m in present]),
+                member_outcomes=outcomes if len(present) > 1 else (),
+            )
+            rows.append(ConfigurationRow(configuration.name, row, present))
+    return rows, not_run
+
+
+def record_rows(
+    configuration: str,
+    rows: list[ConfigurationRow],
+    not_run: list[tuple[str, int]],
+    corpus: Corpus,
+) -> list[dict[str, Any]]:
+    """Per-trial rows of `record.json` for one configuration (not-run trials included, null)."""
+    cases = {case.case_id: case for case in corpus.cases}
+    result: list[dict[str, Any]] = []
+    for item in rows:
+        row = item.row
+        result.append(
+            {
+                "configuration": configuration,
+                "case_id": row.case_id,
+                "group": row.group,
+                "variant": row.variant,
+                "trial": row.trial,
+                "reference": row.reference.value,
+                "outcome": row.observed.value,
+                "baseline": not item.members,
+                "supported": row.supported,
+                "evaluation_ids": [m.evaluation_id for m in item.members],
+                "member_outcomes": [m.validated.outcome.value for m in item.members],
+                "invalid_reasons": [m.validated.invalid_reason for m in item.members],
+                "error_classes": [m.error_class for m in item.members],
+                "reported_models": [m.reported_model for m in item.members],
+                "latency_s": row.latency_s,
+                "tokens": row.tokens,
+                "cost_usd": row.cost_usd,
+            }
+        )
+    for case_id, k in not_run:
+        case = cases[case_id]
+        result.append(
+            {
+                "configuration": configuration,
+                "case_id": case_id,
+                "group": case.group,
+                "variant": case.variant,
+                "trial": k,
+                "reference": case.expectations.reference_decision.value,
+                "outcome": NOT_RUN,
+                "baseline": False,
+                "supported": None,
+                "evaluation_ids": [],
+                "member_outcomes": [],
+                "invalid_reasons": [],
+                "error_classes": [],
+                "reported_models": [],
+                "latency_s": None,
+                "tokens": None,
+                "cost_usd": None,
+            }
+        )
+    return result

@@ -1,0 +1,119 @@
+"""The reviewer track's `[track_options]` and its configurations (built at analysis time).
+
+Every spec candidate is a reviewer and becomes a `single` configuration; `unchecked` (no review,
+every proposal proceeds) is always added as the baseline; chains are declared:
+
+    [track_options]
+    chains = [{ name = "policy+llm", members = ["reference-policy", "llm"] }]
+
+A chain's trial k on case c pairs its members' own trials k on case c. Members review
+independently (neither sees the other's reply), so the pair is a real joint decision of two
+independent reviews, and shared misses stay countable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trustbench.core import CandidateSpec, ExperimentSpec
+from trustbench.errors import InputError
+from trustbench.rtb.review._chain import ConfigurationKind, MemberIdentity, ReviewConfiguration
+
+UNCHECKED = "unchecked"
+"""Name of the baseline configuration (no reviewer)."""
+
+
+class ChainOption(BaseModel):
+    """One declared chain: its members must all permit for the chain to permit."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
+    """Configuration name used in the report and the gates."""
+    members: list[str] = Field(min_length=2, max_length=2)
+    """Candidate names in review order (v0.1: exactly two, so the chain conditionals
+    P(second approves | prohibited, first approves) are defined)."""
+
+
+class ReviewTrackOptions(BaseModel):
+    """`[track_options]` of an `rtb/review` experiment."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    chains: list[ChainOption] = Field(default_factory=list)
+    """Declared chains of two candidates."""
+
+
+def parse_options(spec: ExperimentSpec) -> ReviewTrackOptions:
+    """Validate `track_options` against the spec's candidates.
+
+    Raises:
+        InputError: naming the offending `track_options` field.
+    """
+    try:
+        options = ReviewTrackOptions.model_validate(spec.track_options)
+    except ValidationError as error:
+        first = error.errors()[0]
+        pointer = "/".join(str(part) for part in first["loc"])
+        raise InputError(first["msg"], location=f"track_options/{pointer}") from None
+    names = {candidate.name for candidate in spec.candidates}
+    taken = set(names) | {UNCHECKED}
+    for index, chain in enumerate(options.chains):
+        where = f"track_options/chains/{index}"
+        if chain.name in taken:
+            raise InputError(f"chain name {chain.name!r} is already used", location=f"{where}/name")
+        taken.add(chain.name)
+        for member in chain.members:
+            if member not in names:
+                raise InputError(f"unknown candidate {member!r}", location=f"{where}/members")
+        if len(set(chain.members)) != len(chain.members):
+            raise InputError("a chain needs two different candidates", location=f"{where}/members")
+    return options
+
+
+def member_identity(candidate: CandidateSpec) -> MemberIdentity:
+    """A candidate's identity as a chain member (requested model; provider from its kind)."""
+    if candidate.participant is not None:
+        # A person is named by pseudonym, team and workflow: never as "humans" in general.
+        person = candidate.participant
+        return MemberIdentity(
+            reviewer=f"participant {person.id} ({person.team}; {person.workflow})",
+            provider="human",
+        )
+    if candidate.kind == "inprocess":
+        reviewer: Any = candidate.settings.get("reviewer", candidate.name)
+        return MemberIdentity(reviewer=str(reviewer))
+    provider = (
+        candidate.kind if candidate.base_url is None else f"{candidate.kind}@{candidate.base_url}"
+    )
+    return MemberIdentity(reviewer=candidate.name, provider=provider, model=candidate.model)
+
+
+def configurations(spec: ExperimentSpec) -> list[tuple[ReviewConfiguration, list[str]]]:
+    """Every configuration of the experiment with its member candidate names, in report order.
+
+    Returns:
+        `unchecked` first, then one `single` per candidate, then the declared chains.
+    """
+    options = parse_options(spec)
+    by_name = {candidate.name: candidate for candidate in spec.candidates}
+    result: list[tuple[ReviewConfiguration, list[str]]] = [
+        (ReviewConfiguration(name=UNCHECKED, kind=ConfigurationKind.UNCHECKED), [])
+    ]
+    for candidate in spec.candidates:
+        single = ReviewConfiguration(
+            name=candidate.name,
+            kind=ConfigurationKind.SINGLE,
+            members=(member_identity(candidate),),
+        )
+        result.append((single, [candidate.name]))
+    for chain in options.chains:
+        configuration = ReviewConfiguration(
+            name=chain.name,
+            kind=ConfigurationKind.CHAIN,
+            members=tuple(member_identity(by_name[m]) for m in chain.members),
+        )
+        result.append((configuration, list(chain.members)))
+    return result

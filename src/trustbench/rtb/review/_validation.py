@@ -1,0 +1,192 @@
+"""Turn a reviewer's raw reply into an outcome, and judge whether a valid finding is supported.
+
+Two steps, two sides of the information boundary:
+
+- `validate_response` sees only what the reviewer saw (the `CandidateInput`) and decides the
+  *outcome*: `permit`, `deny`, `hold`, `missing` or `invalid`. Only a valid response whose decision
+  is `permit` is approval; a missing or malformed reply never is.
+- `is_supported` is grader-side: it takes the authored `Case` (with its answer key) and decides
+  whether a valid finding reaches the reference decision *for the decisive reasons*.
+
+Schema checking uses `jsonschema` (Draft 2020-12) against `ReviewerResponse.model_json_schema()`
+so the reported reason carries a JSON pointer; the pydantic model is then built from the same
+object (it cannot fail once the schema passed, but it gives the typed value).
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from pydantic import BaseModel, ConfigDict, Field
+
+from trustbench.rtb.corpus._models import CandidateInput, Case, ReasonCode, ReviewerResponse
+from trustbench.rtb.review.reviewers._llm import extract_json_object
+
+_RESPONSE_SCHEMA = ReviewerResponse.model_json_schema()
+_SCHEMA_VALIDATOR = Draft202012Validator(_RESPONSE_SCHEMA)
+_REASON_CODES = frozenset(code.value for code in ReasonCode)
+
+
+class Outcome(StrEnum):
+    """What a trial produced: one of the three decisions, or why there is no decision."""
+
+    PERMIT = "permit"
+    DENY = "deny"
+    HOLD = "hold"
+    MISSING = "missing"
+    """No output: None, an empty string or only whitespace."""
+    INVALID = "invalid"
+    """Output that is not a valid finding for this input (see `invalid_reason`)."""
+
+    @property
+    def is_decision(self) -> bool:
+        """True for permit/deny/hold, False for missing/invalid."""
+        return self in (Outcome.PERMIT, Outcome.DENY, Outcome.HOLD)
+
+
+class ValidatedResponse(BaseModel):
+    """The outcome of validating one raw reply against the input it answers."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    outcome: Outcome
+    """permit/deny/hold for a valid response; missing or invalid otherwise."""
+    response: ReviewerResponse | None = None
+    """The parsed response; set only when the outcome is a decision."""
+    invalid_reason: str | None = Field(default=None)
+    """Why the reply is invalid (names the JSON pointer or the offending value); None otherwise."""
+
+    @property
+    def is_approval(self) -> bool:
+        """True only for a valid response deciding permit; missing/invalid are never approval."""
+        return self.outcome is Outcome.PERMIT and self.response is not None
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A reply with two "decision" keys is ambiguous; json.loads would silently keep the last one.
+    keys = [key for key, _ in pairs]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate key(s) {duplicates}")
+    return dict(pairs)
+
+
+def _pointer(path: Any) -> str:
+    return "/" + "/".join(str(part) for part in path) if path else "/"
+
+
+def _schema_reason(instance: dict[str, Any]) -> str | None:
+    errors = sorted(_SCHEMA_VALIDATOR.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    for error in errors:
+        path = list(error.absolute_path)
+        if (
+            len(path) == 2
+            and path[0] == "reason_codes"
+            and error.validator == "enum"
+            and error.instance not in _REASON_CODES
+        ):
+            return (
+                f"reason code {error.instance!r} at {_pointer(path)} is outside the closed "
+                f"vocabulary {sorted(_REASON_CODES)}"
+            )
+    first = errors[0]
+    return f"schema violation at {_pointer(list(first.absolute_path))}: {first.message}"
+
+
+def _invalid(reason: str) -> ValidatedResponse:
+    return ValidatedResponse(outcome=Outcome.INVALID, invalid_reason=reason)
+
+
+def validate_response(raw: str | None, candidate_input: CandidateInput) -> ValidatedResponse:
+    """Validate a raw reviewer reply against the candidate input it answers.
+
+    Checks, in order, each failure giving `invalid` with a precise reason: the reply is one JSON
+    object (optionally inside one ```` ```json ```` fence, see `extract_json_object`) without
+    duplicate keys; it satisfies the reviewer-response schema (a reason code outside the closed
+    vocabulary is named as such); the explanation is not blank; `evaluation_id` equals the input's;
+    every `evidence_refs` entry is the `record_id` of a record in this input.
+
+    Args:
+        raw: The reply text, or None when the reviewer produced no output.
+        candidate_input: The input the reply answers.
+
+    Returns:
+        `missing` for None/empty/whitespace, `invalid` with a reason, or the decision with the
+        parsed response.
+    """
+    if raw is None or not raw.strip():
+        return ValidatedResponse(outcome=Outcome.MISSING)
+    text = extract_json_object(raw)
+    if text is None:
+        return _invalid("reply is not a single JSON object (optionally in one ```json fence)")
+    try:
+        instance = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        return _invalid(f"reply is not valid JSON: {exc}")
+    schema_reason = _schema_reason(instance)
+    if schema_reason is not None:
+        return _invalid(schema_reason)
+    response = ReviewerResponse.model_validate(instance)
+    if not response.explanation.strip():
+        return _invalid("schema violation at /explanation: explanation is blank")
+    if response.evaluation_id != candidate_input.evaluation_id:
+        return _invalid(
+            f"/evaluation_id {response.evaluation_id!r} does not match the input's evaluation id"
+        )
+    known = {record.record_id for record in candidate_input.evidence}
+    for index, ref in enumerate(response.evidence_refs):
+        if ref not in known:
+            return _invalid(
+                f"/evidence_refs/{index} {ref!r} resolves to no record of this input "
+                f"(known record ids: {sorted(known)})"
+            )
+    return ValidatedResponse(outcome=Outcome(response.decision.value), response=response)
+
+
+def support_gaps(validated: ValidatedResponse, case: Case) -> list[str]:
+    """List every reason a finding is not supported for `case` (empty list = supported).
+
+    Grader-side: reads the case's answer key. A supported finding is valid, reaches the reference
+    decision, cites every decisive record id, uses at least one acceptable reason code and has an
+    explanation that addresses every `explanation_terms` group: each inner list needs at least one
+    of its terms as a case-insensitive substring of the explanation (so "Forty-Five days" satisfies
+    `["45", "forty-five"]`, while an explanation naming only the approved value fails a group for
+    the proposed one).
+
+    Args:
+        validated: The result of `validate_response` for this case's exported input.
+        case: The authored case, including its expectations.
+
+    Returns:
+        Human-readable gaps, in the order the conditions are listed above.
+    """
+    response = validated.response
+    if response is None or not validated.outcome.is_decision:
+        return [f"no valid finding (outcome {validated.outcome.value})"]
+    expected = case.expectations
+    gaps: list[str] = []
+    if response.decision != expected.reference_decision:
+        gaps.append(
+            f"decision {response.decision.value} differs from the reference "
+            f"{expected.reference_decision.value}"
+        )
+    uncited = [rid for rid in expected.decisive_record_ids if rid not in response.evidence_refs]
+    if uncited:
+        gaps.append(f"decisive record(s) not cited: {uncited}")
+    if not set(response.reason_codes) & set(expected.acceptable_reason_codes):
+        gaps.append(f"no acceptable reason code among {[c.value for c in response.reason_codes]}")
+    explanation = response.explanation.casefold()
+    for group in expected.explanation_terms:
+        if not any(term.casefold() in explanation for term in group):
+            gaps.append(f"explanation does not address any of {group}")
+    return gaps
+
+
+def is_supported(validated: ValidatedResponse, case: Case) -> bool:
+    """True when the finding is valid and supported for `case` (see `support_gaps`)."""
+    return not support_gaps(validated, case)

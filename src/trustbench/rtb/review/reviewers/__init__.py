@@ -1,0 +1,55 @@
+"""Reviewer candidates for the RTB reviewer track, and a registry by name.
+
+Deterministic reviewers run in-process: the `reference-policy` (the policy wording as code, reading
+only candidate-visible evidence) and the sentinels used by the harness self-audit. Chat-model
+reviewers are sent through `trustbench.providers` with the messages from `build_review_messages`;
+their raw replies go to `validate_response` unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.rtb.review.reviewers._chat import chat_responder
+    from trustbench.rtb.review.reviewers._llm import build_review_messages, extract_json_object
+    from trustbench.rtb.review.reviewers._protocol import Reviewer
+    from trustbench.rtb.review.reviewers._reference_policy import (
+        PolicyFinding,
+        ReferencePolicyReviewer,
+        assess,
+    )
+    from trustbench.rtb.review.reviewers._registry import (
+        REVIEWER_NAMES,
+        SENTINEL_NAMES,
+        make_reviewer,
+    )
+    from trustbench.rtb.review.reviewers._sentinels import (
+        EmptyReviewer,
+        FixedDecisionReviewer,
+        ForgedRefsReviewer,
+        MalformedReviewer,
+        RandomReviewer,
+    )
+
+__all__ = [
+    "REVIEWER_NAMES",
+    "SENTINEL_NAMES",
+    "EmptyReviewer",
+    "FixedDecisionReviewer",
+    "ForgedRefsReviewer",
+    "MalformedReviewer",
+    "PolicyFinding",
+    "RandomReviewer",
+    "ReferencePolicyReviewer",
+    "Reviewer",
+    "assess",
+    "build_review_messages",
+    "chat_responder",
+    "extract_json_object",
+    "make_reviewer",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

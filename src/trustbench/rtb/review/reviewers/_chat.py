@@ -1,0 +1,73 @@
+"""In-process reviewers behind the chat interface: the same messages an LLM reviewer receives.
+
+The reviewer track sends every candidate, built-in or not, the messages from
+`build_review_messages`. `chat_responder` lets a built-in reviewer (the reference policy or a
+sentinel) answer those messages: it reads the shared prompt from the system message and parses
+the user message back into a `CandidateInput`. It therefore sees exactly what an LLM sees and
+can never reach a `Case` or its answer key.
+
+Spec usage (an `inprocess` candidate):
+
+    [[candidates]]
+    name = "reference-policy"
+    kind = "inprocess"
+    entry = "trustbench.rtb.review.reviewers:chat_responder"
+    settings = { reviewer = "reference-policy", seed = 0 }
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# `trustbench.core` first: importing `trustbench.providers` before core is a circular import.
+import trustbench.core  # noqa: F401  isort: skip
+from trustbench.errors import InputError
+from trustbench.providers._types import ChatReply, ChatRequest
+from trustbench.rtb.corpus._models import CandidateInput
+from trustbench.rtb.review.reviewers._protocol import Reviewer
+
+REPORTED_MODEL_PREFIX = "trustbench-inprocess/"
+"""Prefix of the model id an in-process reviewer reports (`trustbench-inprocess/<reviewer>`)."""
+
+
+def _message_text(request: ChatRequest, role: str) -> str:
+    texts = [m.get("content") for m in request.messages if m.get("role") == role]
+    if len(texts) != 1 or not isinstance(texts[0], str):
+        raise ValueError(f"expected exactly one {role} message with text content")
+    return texts[0]
+
+
+def chat_responder(settings: dict[str, Any]) -> Any:
+    """Factory of a fresh responder for one trial (the `entry` of an in-process reviewer).
+
+    Args:
+        settings: The candidate's settings: `reviewer` (a name from `REVIEWER_NAMES`, required)
+            and `seed` (int, default 0) for the randomised sentinels. Their replies also depend
+            on each trial's fresh evaluation id, so K trials of one case are K draws.
+
+    Returns:
+        `respond(request) -> ChatReply`; `ChatReply.text` is the reviewer's raw reply, None when
+        it produced none (so "no output" reaches the grader as missing, never as text "None").
+
+    Raises:
+        InputError: `reviewer` is missing or unknown, or `seed` is not an integer.
+    """
+    from trustbench.rtb.review.reviewers._registry import make_reviewer
+
+    name = settings.get("reviewer")
+    if not isinstance(name, str):
+        raise InputError("an in-process reviewer needs settings.reviewer", location="settings")
+    seed = settings.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise InputError(f"settings.seed must be an integer, got {seed!r}", location="settings")
+    reviewer: Reviewer = make_reviewer(name, seed=seed)
+
+    def respond(request: ChatRequest) -> ChatReply:
+        prompt = _message_text(request, "system")
+        candidate_input = CandidateInput.model_validate_json(_message_text(request, "user"))
+        text = reviewer.review(prompt, candidate_input)
+        return ChatReply(
+            text=text, finish_reason="stop", reported_model=REPORTED_MODEL_PREFIX + name
+        )
+
+    return respond

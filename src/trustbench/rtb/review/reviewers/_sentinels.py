@@ -1,0 +1,154 @@
+"""Sentinel reviewers: candidates whose behaviour is known in advance, to audit the harness.
+
+Each sentinel has a signature the measurement path must reproduce (checked by `run_self_audit`):
+an always-permit reviewer must show every false approval and unsupported permit, always-deny must
+show full utility loss, `empty` must stay missing, `malformed` must stay invalid, `forged-refs`
+must never be supported. If the harness reports anything else, the harness is wrong.
+
+Randomised sentinels draw from `random.Random(f"{seed}:{evaluation_id}")`: string seeds are hashed
+with SHA-512 by CPython's `random.seed` (version 2), so replies are reproducible across processes
+and independent of `PYTHONHASHSEED`, yet differ between inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from trustbench.rtb.corpus._models import CandidateInput, Decision, ReasonCode
+from trustbench.rtb.review.reviewers._reference_policy import assess, finding_reply
+
+_CODE_FOR: dict[Decision, ReasonCode] = {
+    Decision.PERMIT: ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
+    Decision.DENY: ReasonCode.OPERATION_NOT_APPROVED,
+    Decision.HOLD: ReasonCode.INSUFFICIENT_EVIDENCE,
+}
+
+_CODES_BY_DECISION: dict[Decision, list[ReasonCode]] = {
+    Decision.PERMIT: [ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL],
+    Decision.DENY: [
+        ReasonCode.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS,
+        ReasonCode.OPERATION_NOT_APPROVED,
+        ReasonCode.APPROVAL_REVOKED,
+    ],
+    Decision.HOLD: [
+        ReasonCode.APPROVAL_EVIDENCE_UNAVAILABLE,
+        ReasonCode.RESOURCE_REVISION_CHANGED,
+        ReasonCode.INSUFFICIENT_EVIDENCE,
+    ],
+}
+
+
+def _rng(seed: int, candidate_input: CandidateInput) -> random.Random:
+    return random.Random(f"{seed}:{candidate_input.evaluation_id}")
+
+
+class FixedDecisionReviewer:
+    """Always returns the same decision as a well-formed response citing a real record."""
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        self.name = f"always-{decision.value}"
+
+    def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
+        """Return a schema-valid response with the fixed decision, citing the first record."""
+        return json.dumps(
+            {
+                "evaluation_id": candidate_input.evaluation_id,
+                "decision": self.decision.value,
+                "reason_codes": [_CODE_FOR[self.decision].value],
+                "evidence_refs": [candidate_input.evidence[0].record_id],
+                "explanation": f"Sentinel reviewer: always decides {self.decision.value}.",
+            }
+        )
+
+
+class EmptyReviewer:
+    """Produces no output: None, an empty string or whitespace (all must be `missing`)."""
+
+    name = "empty"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
+        """Return one of the three forms of no output, chosen by seed and evaluation id."""
+        return _rng(self.seed, candidate_input).choice([None, "", "  \n\t "])
+
+
+class MalformedReviewer:
+    """Returns output that is never a valid finding; most forms *look* like a permit."""
+
+    name = "malformed"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
+        """Return one malformed reply, chosen by seed and evaluation id."""
+        eid = candidate_input.evaluation_id
+        ref = candidate_input.evidence[0].record_id
+        good = {
+            "evaluation_id": eid,
+            "decision": "permit",
+            "reason_codes": ["proposal_matches_active_approval"],
+            "evidence_refs": [ref],
+            "explanation": "Looks fine to me.",
+        }
+        forms: list[str] = [
+            "I approve this change; it looks fine.",
+            json.dumps(good)[:-7],  # truncated
+            json.dumps([good]),  # an array, not an object
+            json.dumps({k: v for k, v in good.items() if k != "reason_codes"}),
+            json.dumps({**good, "decision": "approve"}),
+            json.dumps({**good, "reason_codes": ["looks_fine"]}),
+            json.dumps({**good, "evaluation_id": f"{eid}-other"}),
+            json.dumps({**good, "evidence_refs": []}),
+            json.dumps({**good, "confidence": 0.99}),
+            json.dumps({**good, "explanation": "   "}),
+            '{"decision": "deny", ' + json.dumps(good)[1:],  # duplicate "decision" key
+            "Here is my answer:\n" + json.dumps(good),
+        ]
+        return _rng(self.seed, candidate_input).choice(forms)
+
+
+class ForgedRefsReviewer:
+    """Decides like the reference policy but cites record ids that are not in the input."""
+
+    name = "forged-refs"
+
+    def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
+        """Return the policy finding with every citation replaced by a non-existent id."""
+        finding = assess(candidate_input)
+        known = {record.record_id for record in candidate_input.evidence}
+        forged = []
+        for ref in finding.evidence_refs:
+            candidate = f"{ref}-forged"
+            while candidate in known:
+                candidate += "-x"
+            forged.append(candidate)
+        return finding_reply(candidate_input.evaluation_id, finding, forged)
+
+
+class RandomReviewer:
+    """Well-formed responses with a random decision, codes and real citations (seeded)."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
+        """Return a valid response whose decision ignores the evidence."""
+        rng = _rng(self.seed, candidate_input)
+        decision = rng.choice(list(Decision))
+        ids = [record.record_id for record in candidate_input.evidence]
+        return json.dumps(
+            {
+                "evaluation_id": candidate_input.evaluation_id,
+                "decision": decision.value,
+                "reason_codes": [rng.choice(_CODES_BY_DECISION[decision]).value],
+                "evidence_refs": rng.sample(ids, rng.randint(1, len(ids))),
+                "explanation": f"Random reviewer (seed {self.seed}) chose {decision.value}.",
+            }
+        )

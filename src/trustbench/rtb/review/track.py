@@ -1,0 +1,128 @@
+"""RTB track 1, reviewer comparison: every candidate reviews every case, K independent trials.
+
+Registered as `rtb/review`. Each trial issues a fresh, unpredictable evaluation id
+(`new_evaluation_id`), exports the candidate-visible input (`to_candidate_input`: no case id,
+variant or answer key), builds the shared review messages (`build_review_messages`) and makes one
+`ctx.chat` call. In-process reviewers (`trustbench.rtb.review.reviewers:chat_responder`)
+receive exactly the messages an LLM receives. The trial stores the evaluation id, the raw reply
+text (None when there was none) and the reported model; it judges nothing.
+
+Grading happens only in `analyze`, from the ledger: the input is rebuilt from the case and the
+recorded evaluation id, the raw reply is validated, support is judged against the answer key,
+and configurations (singles, the unchecked baseline, declared chains) are assembled then. A trial
+whose call failed (retries exhausted, a candidate error) is recorded failed with its error class
+and graded `missing`: never approval.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trustbench.core import (
+    CallFailed,
+    ExperimentSpec,
+    LedgerContents,
+    Manifest,
+    Resolution,
+    TrackAnalysis,
+    TrialContext,
+    TrialKey,
+    TrialOutcome,
+    cross_product,
+)
+from trustbench.core._report_run import ReportResult
+from trustbench.errors import InputError
+from trustbench.providers import ChatRequest
+from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
+from trustbench.rtb.corpus._load import Corpus, load_corpus
+from trustbench.rtb.corpus._track_corpus import (
+    corpus_folder,
+    corpus_items,
+    corpus_location,
+)
+from trustbench.rtb.review._options import parse_options
+from trustbench.rtb.review.reviewers import build_review_messages
+
+
+class ReviewTrack:
+    """The `rtb/review` track: resolve the corpus, plan every (case, candidate, k), run, grade."""
+
+    def __init__(self) -> None:
+        self._corpora: dict[str, Corpus] = {}
+
+    def corpus(self, root: str) -> Corpus:
+        """The corpus a manifest names (`builtin:v0.1` or a folder), loaded once per track."""
+        if root not in self._corpora:
+            self._corpora[root] = load_corpus(corpus_folder(root))
+        return self._corpora[root]
+
+    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+        """Load and validate the corpus, check the options, and list every corpus file."""
+        parse_options(spec)
+        for candidate in spec.candidates:
+            if candidate.kind == "inprocess" and not candidate.entry:
+                raise InputError(
+                    "an in-process reviewer needs entry = "
+                    '"trustbench.rtb.review.reviewers:chat_responder"',
+                    location=f"candidate {candidate.name}",
+                )
+        root, label = corpus_location(spec, base_dir)
+        corpus = self.corpus(label)
+        items = corpus_items(root, corpus)
+        return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
+
+    def plan(self, manifest: Manifest) -> list[TrialKey]:
+        """Every case for every candidate, `trials_per_case` times."""
+        corpus = self.corpus(manifest.corpus.root)
+        return cross_product([case.case_id for case in corpus.cases], manifest)
+
+    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+        """One review: fresh evaluation id, visible input only, one chat call, raw reply kept."""
+        corpus = self.corpus(ctx.manifest.corpus.root)
+        case = corpus.case(key.case_id)
+        evaluation_id = new_evaluation_id()
+        candidate_input = to_candidate_input(case, evaluation_id)
+        request = ChatRequest(messages=build_review_messages(corpus.review_prompt, candidate_input))
+        recorded = {
+            "evaluation_id": evaluation_id,
+            "requested_model": ctx.candidate.model or ctx.candidate.name,
+        }
+        try:
+            reply = await ctx.chat(request)
+        except CallFailed as error:
+            return TrialOutcome(
+                "failed",
+                {**recorded, "reply": None, "reported_model": None},
+                error_class=error.error_class,
+                error=str(error),
+            )
+        return TrialOutcome(
+            "completed",
+            {
+                **recorded,
+                "reply": reply.text,
+                "reported_model": reply.reported_model,
+                "finish_reason": reply.finish_reason,
+                "refusal": reply.refusal,
+            },
+        )
+
+    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+        """Grade the run from the ledger (see `trustbench.rtb.review._analysis`)."""
+        from trustbench.rtb.review._analysis import analyze_review
+
+        return analyze_review(manifest, ledger, self.corpus(manifest.corpus.root))
+
+
+def run_review_demo(out_dir: Path) -> ReportResult:
+    """Freeze, run and report the built-in reviewer demo (see `_review_track._demo`).
+
+    Returns:
+        The report result (`html_path`, gates, `blocked`); failed gates do not raise.
+    """
+    from trustbench.rtb.review._demo import run_review_demo as run_demo
+
+    return run_demo(out_dir)
+
+
+__all__ = ["ReviewTrack", "run_review_demo"]

@@ -1,0 +1,193 @@
+"""Configuration of the workflow track: options, scenario kinds, each candidate's agent x boundary.
+
+Kept apart from `track.py` so grading and analysis read the configuration without importing the
+track (and the track imports them, never the reverse).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trustbench._imports import import_object
+from trustbench.errors import InputError
+from trustbench.rtb.boundaries import boundary_factory
+from trustbench.rtb.workflow import (
+    DEFAULT_WORKFLOW_DEADLINE_S,
+    WorkflowBudget,
+    WorkflowKind,
+)
+
+if TYPE_CHECKING:
+    from trustbench.core._spec import CandidateSpec
+
+
+SCRIPTED_ENTRY = "trustbench.rtb.workflow:scripted_agent"
+"""The entry of the built-in scripted agents (the measurement instruments of the audit)."""
+DIRECT_KIND = "direct"
+"""Kind of the scenarios that give a corpus case to the agent unchanged."""
+KNOWN_KINDS: tuple[str, ...] = (DIRECT_KIND, *(kind.value for kind in WorkflowKind))
+"""Every scenario kind the scenario builder produces."""
+"""Accepted spellings of the built-in corpus version in `corpus.builtin`."""
+UNSUPPORTED_BOUNDARIES = ("http",)
+"""Boundaries this track cannot run: `http` hosts its own platform, the workflow tools need the
+local simulated one."""
+TRACK_KEYS = ("agent", "boundary", "budget")
+"""Settings keys the track reads; for an API candidate they would be sent to the model."""
+_HARNESS_CODE = (
+    "rtb/platform/*.py",
+    "rtb/boundaries/*.py",
+    "rtb/boundaries/policies/*.cedar",
+    "rtb/control/_cases.py",
+    "rtb/workflow/*.py",
+)
+"""Platform, boundary, tool, scenario and grading code hashed into the manifest (role
+`harness_code`): the environment and the scoring rules are frozen with the experiment."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class CandidateOverrides(_Strict):
+    """Per-candidate options in `track_options.candidates.<name>`."""
+
+    boundary: str | None = None
+    """Boundary under test for this candidate (overrides `track_options.boundary`)."""
+    budget: WorkflowBudget | None = None
+    """Per-trial budget for this candidate (replaces `track_options.budget`)."""
+
+
+class WorkflowTrackOptions(_Strict):
+    """`[track_options]` of an `rtb/workflow` experiment."""
+
+    scenario_seed: int = 0
+    """Seed that picks each group's case for every stateful kind and the fault timings."""
+    observation_deadline_s: float = Field(default=DEFAULT_WORKFLOW_DEADLINE_S, gt=0)
+    """Simulated seconds after trial start by which the observer must establish outcomes."""
+    kinds: tuple[str, ...] | None = None
+    """Scenario kinds to run (`direct` and the stateful kinds); None runs every kind."""
+    scenarios: tuple[str, ...] | None = None
+    """Scenario ids (`<case_id>/<kind>`) to run, e.g. for a small smoke run; None runs every
+    scenario of the selected kinds. Never shown to an agent."""
+    boundary: str = "reference"
+    """Boundary under test for API (LLM) candidates that name none in `candidates`."""
+    budget: WorkflowBudget = WorkflowBudget()
+    """Per-trial budget of every candidate that declares none of its own."""
+    candidates: dict[str, CandidateOverrides] = Field(default_factory=dict)
+    """Candidate name -> boundary / budget overrides (the way to configure an API candidate)."""
+
+
+class ScriptedSettings(_Strict):
+    """`settings` of an in-process (scripted) workflow candidate."""
+
+    agent: str
+    """Scripted agent name (`honest`, `reckless`, `metadata-forging`, `false-claiming`,
+    `memory-poisoned`), or what the candidate's own `entry` understands."""
+    boundary: str
+    """Boundary under test (`reference`, `cedar`, `review-gated`, `unchecked`, a known-bad
+    name such as `trusts-resource-labels`)."""
+    budget: WorkflowBudget | None = None
+    """Per-trial budget (default: `track_options.budget`)."""
+
+
+class WorkflowConfiguration(_Strict):
+    """What one candidate is, as the track runs and reports it."""
+
+    candidate: str
+    """Candidate name (the report's subject)."""
+    agent_kind: str
+    """`scripted` (a harness instrument) or `llm` (a model through core's provider)."""
+    agent: str
+    """Scripted agent name, or the requested model id."""
+    boundary: str
+    """Boundary under test."""
+    budget: WorkflowBudget
+    """Per-trial budget."""
+
+
+def _options_error(error: ValidationError, prefix: str) -> InputError:
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    return InputError(first["msg"], location=f"{prefix}.{field}" if field else prefix)
+
+
+def _check_boundary(name: str, where: str) -> None:
+    if name in UNSUPPORTED_BOUNDARIES:
+        raise InputError(
+            f"boundary {name!r} is not supported by the workflow track (its tools act on the "
+            "local simulated platform)",
+            location=where,
+        )
+    try:
+        boundary_factory(name)
+    except InputError as error:
+        raise InputError(error.message, location=where) from None
+
+
+def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> WorkflowConfiguration:
+    """Resolve one candidate's agent, boundary and budget, naming any bad setting.
+
+    Raises:
+        InputError: An unknown boundary or agent, or track settings on an API candidate.
+    """
+    where = f"candidate {candidate.name}"
+    override = options.candidates.get(candidate.name, CandidateOverrides())
+    if candidate.kind == "inprocess":
+        try:
+            settings = ScriptedSettings.model_validate(
+                {k: v for k, v in candidate.settings.items() if k in TRACK_KEYS}
+            )
+        except ValidationError as error:
+            raise _options_error(error, f"{where} settings") from None
+        if candidate.name in options.candidates:
+            raise InputError(
+                "configure an in-process candidate in its own settings, not in track_options",
+                location=f"track_options.candidates.{candidate.name}",
+            )
+        _check_boundary(settings.boundary, f"{where} settings.boundary")
+        return WorkflowConfiguration(
+            candidate=candidate.name,
+            agent_kind="scripted" if agent_entry(candidate) == SCRIPTED_ENTRY else "in-process",
+            agent=settings.agent,
+            boundary=settings.boundary,
+            budget=settings.budget or options.budget,
+        )
+    clash = sorted(set(candidate.settings) & set(TRACK_KEYS))
+    if clash:
+        raise InputError(
+            f"settings {clash} would be sent to the model API; set them in "
+            f"track_options.candidates.{candidate.name}",
+            location=f"{where} settings",
+        )
+    boundary = override.boundary or options.boundary
+    _check_boundary(boundary, f"track_options.candidates.{candidate.name}.boundary")
+    return WorkflowConfiguration(
+        candidate=candidate.name,
+        agent_kind="llm",
+        agent=candidate.model or candidate.name,
+        boundary=boundary,
+        budget=override.budget or options.budget,
+    )
+
+
+def agent_entry(candidate: CandidateSpec) -> str:
+    """The agent factory of an in-process candidate: its `entry`, else the scripted agents."""
+    return candidate.entry or SCRIPTED_ENTRY
+
+
+def _check_entry(candidate: CandidateSpec) -> None:
+    """Build one agent from an in-process entry now, so a bad setting fails the freeze."""
+    where = f"candidate {candidate.name}"
+    make = import_object(agent_entry(candidate), what=f"{where} entry")
+    try:
+        agent = make(dict(candidate.settings))
+    except InputError as error:
+        raise InputError(
+            error.message, location=f"{where} settings.{error.location or ''}".rstrip(".")
+        ) from None
+    if not callable(getattr(agent, "run", None)):
+        raise InputError(
+            f"entry {candidate.entry} must return a workflow agent", location=f"{where} entry"
+        )

@@ -1,0 +1,341 @@
+"""The RTB end-to-end workflow track (`rtb/workflow`): agents act through tools, driven by core.
+
+Spec: "In end-to-end evaluation, the agent chooses its plan and actions ... Compare their outcomes
+and constraint violations without pretending they processed identical proposals."
+
+- **Cases are workflow scenarios.** `plan` = every corpus case given to the agent as a task
+  (`direct`) plus the seeded stateful scenarios (`workflow_scenarios`), filtered by
+  `track_options.kinds`, x candidates x K. The scenario id (`<case_id>/<kind>`) is the ledger's
+  case id; it is never shown to the agent.
+- **Candidates are agent x boundary configurations.** A scripted agent is an `inprocess`
+  candidate with `settings = { agent = "honest" | ..., boundary = "reference" | ...,
+  budget = {...} }`; its `entry` names an agent factory called with those settings (default,
+  when none is given: `trustbench.rtb.workflow:scripted_agent`, hashed with the harness code).
+  The LLM agent is an `openai_chat` (or `anthropic_messages`) candidate: its settings go to the
+  model API, so its boundary and budget come from `track_options` (`boundary`, `budget`, and per
+  candidate `candidates.<name>.boundary` / `.budget`). Every chat turn goes through `ctx.chat`,
+  so core records each attempt (retries, raw request and response, tokens, cost, latency).
+- **What is recorded where.** The trial outcome holds the whole `WorkflowTrialRun`: every task
+  brief, tool call with its arguments and result, model call with its usage, harness action, the
+  termination, the protected observer's log, the agent's working folder and environment. Model
+  calls are *also* ledger attempts (by `ctx.chat`), with the exact messages sent. Scripted agents
+  make no model call, so their trials have no attempts; their tool calls are in the outcome.
+- **Fresh state per trial.** `run_workflow_trial` builds a new platform, boundary, memory folder
+  and agent for every trial (with unpredictable ids); state carries over only between the steps
+  of one scenario's declared sequence.
+- **A model that cannot be reached** (`CallFailed` after the declared retries) ends the trial as
+  `failed` with its error class, but the outcome still holds everything recorded until then: any
+  effect already caused is graded, and the trial stays in every denominator.
+- **Grading happens in `analyze`, from the ledger only** (`_workflow_analysis.py`).
+
+Track options (`[track_options]`): `scenario_seed` (int, default 0), `observation_deadline_s`
+(simulated seconds, default 600), `kinds` (scenario kinds to run; default all), `scenarios`
+(scenario ids to run; default all of those kinds), `boundary`
+(default boundary for API candidates, default `reference`), `budget` (a `WorkflowBudget`:
+`max_steps`, `max_tokens`, `max_wall_s`, `max_cost_usd`), `candidates` (per-candidate
+`boundary` / `budget` overrides).
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from trustbench._imports import import_object
+from trustbench.core._context import CallFailed
+from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutcome, cross_product
+from trustbench.errors import InputError
+from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
+from trustbench.rtb.boundaries import BoundaryFactory, boundary_factory
+from trustbench.rtb.corpus._load import Corpus, load_corpus
+from trustbench.rtb.corpus._track_corpus import (
+    corpus_folder,
+    corpus_items,
+    corpus_location,
+    harness_code_items,
+)
+from trustbench.rtb.workflow import (
+    SYSTEM_PROMPT,
+    AgentFactory,
+    ChatTurn,
+    LLMAgent,
+    ModelUsage,
+    ToolCallRequest,
+    WorkflowScenario,
+    run_workflow_trial,
+    workflow_scenarios,
+)
+
+if TYPE_CHECKING:
+    from trustbench.core._analysis import TrackAnalysis
+    from trustbench.core._context import TrialContext
+    from trustbench.core._export import LedgerContents
+    from trustbench.core._manifest import Manifest
+    from trustbench.core._report_run import ReportResult
+    from trustbench.core._spec import ExperimentSpec
+from trustbench.rtb.workflow._config import (
+    _HARNESS_CODE,
+    KNOWN_KINDS,
+    SCRIPTED_ENTRY,
+    CandidateOverrides,
+    ScriptedSettings,
+    WorkflowConfiguration,
+    WorkflowTrackOptions,
+    _check_entry,
+    _options_error,
+    agent_entry,
+    configuration,
+)
+
+__all__ = [
+    "SCRIPTED_ENTRY",
+    "CandidateOverrides",
+    "CoreChat",
+    "ScriptedSettings",
+    "WorkflowConfiguration",
+    "WorkflowTrack",
+    "WorkflowTrackOptions",
+    "corpus_folder",
+    "demo_spec_path",
+    "run_workflow_demo",
+]
+
+
+class _UsageTap:
+    """Wraps the trial's provider so the track learns each call's reported usage.
+
+    `ctx.chat` returns only the parsed reply; tokens and cost live on the attempt it records.
+    The tap sums them over the attempts of one call (transport retries included) so the
+    workflow budget meter is charged what the ledger shows.
+    """
+
+    def __init__(self, inner: ChatProvider) -> None:
+        self._inner = inner
+        self.requested_model = inner.requested_model
+        self.endpoint = inner.endpoint
+        self._usage: list[AttemptResult] = []
+
+    def for_trial(self) -> _UsageTap:
+        return self
+
+    async def send(self, request: ChatRequest, timeout_s: float) -> AttemptResult:
+        result = await self._inner.send(request, timeout_s)
+        self._usage.append(result)
+        return result
+
+    def take(self) -> ModelUsage:
+        """Usage of the attempts since the last call, then forget them."""
+        results, self._usage = self._usage, []
+
+        def total(values: list[int | None]) -> int | None:
+            known = [v for v in values if v is not None]
+            return sum(known) if known else None
+
+        costs = [r.cost_usd for r in results]
+        return ModelUsage(
+            prompt_tokens=total([r.prompt_tokens for r in results]),
+            completion_tokens=total([r.completion_tokens for r in results]),
+            cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+        )
+
+
+class CoreChat:
+    """The LLM agent's chat function over `ctx.chat` (retry policy, attempts, usage, cost).
+
+    Args:
+        ctx: The trial's context (its provider is wrapped to read usage).
+    """
+
+    def __init__(self, ctx: TrialContext) -> None:
+        if ctx.provider is None:
+            raise CallFailed("client_error", f"candidate {ctx.candidate.name} has no provider")
+        self._tap = _UsageTap(ctx.provider)
+        ctx.provider = self._tap
+        self._ctx = ctx
+        self.failure: CallFailed | None = None
+        """The call failure that ended the trial, if one did."""
+
+    async def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ChatTurn:
+        """One chat turn through core; a `CallFailed` is kept and re-raised (ends the trial)."""
+        request = ChatRequest(messages=[dict(m) for m in messages], tools=tools, tool_choice="auto")
+        try:
+            reply = await self._ctx.chat(request)
+        except CallFailed as error:
+            self.failure = error
+            raise
+        return ChatTurn(
+            content=reply.text,
+            tool_calls=[
+                ToolCallRequest(id=call.id, name=call.name, arguments=call.arguments)
+                for call in reply.tool_calls
+            ],
+            usage=self._tap.take(),
+        )
+
+
+class WorkflowTrack:
+    """The `rtb/workflow` track: resolve, plan, run one trial, and analyse a run."""
+
+    def __init__(self) -> None:
+        self._corpora: dict[str, Corpus] = {}
+        self._scenarios: dict[tuple[Any, ...], dict[str, WorkflowScenario]] = {}
+
+    @staticmethod
+    def options(spec: ExperimentSpec) -> WorkflowTrackOptions:
+        """Validate `track_options`, naming the offending option."""
+        try:
+            options = WorkflowTrackOptions.model_validate(spec.track_options)
+        except ValidationError as error:
+            raise _options_error(error, "track_options") from None
+        unknown = sorted(set(options.kinds or ()) - set(KNOWN_KINDS))
+        if unknown:
+            raise InputError(
+                f"unknown scenario kind(s) {unknown}; known: {', '.join(KNOWN_KINDS)}",
+                location="track_options.kinds",
+            )
+        names = {c.name for c in spec.candidates}
+        stray = sorted(set(options.candidates) - names)
+        if stray:
+            raise InputError(
+                f"options for unknown candidate(s) {stray}", location="track_options.candidates"
+            )
+        return options
+
+    def corpus(self, root: str) -> Corpus:
+        """The validated corpus at a manifest root (cached)."""
+        if root not in self._corpora:
+            self._corpora[root] = load_corpus(corpus_folder(root))
+        return self._corpora[root]
+
+    def scenarios(self, manifest: Manifest) -> dict[str, WorkflowScenario]:
+        """The experiment's scenarios by id, rebuilt from the corpus and the frozen options."""
+        options = self.options(manifest.spec)
+        key = (
+            manifest.corpus.root,
+            options.scenario_seed,
+            options.observation_deadline_s,
+            options.kinds,
+            options.scenarios,
+        )
+        if key not in self._scenarios:
+            built = workflow_scenarios(
+                self.corpus(manifest.corpus.root).cases,
+                seed=options.scenario_seed,
+                deadline_s=options.observation_deadline_s,
+            )
+            wanted = set(options.kinds or KNOWN_KINDS)
+            chosen = {s.scenario_id: s for s in built if s.script.kind in wanted}
+            if options.scenarios is not None:
+                unknown = sorted(set(options.scenarios) - set(chosen))
+                if unknown:
+                    raise InputError(
+                        f"unknown scenario id(s) {unknown} (of the selected kinds)",
+                        location="track_options.scenarios",
+                    )
+                chosen = {sid: chosen[sid] for sid in options.scenarios}
+            self._scenarios[key] = chosen
+        return self._scenarios[key]
+
+    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+        """Check candidates and options; list the corpus, the agent prompt and harness code."""
+        options = self.options(spec)
+        for candidate in spec.candidates:
+            configuration(candidate, options)
+            if candidate.kind == "inprocess":
+                _check_entry(candidate)
+        root, label = corpus_location(spec, base_dir)
+        corpus = self.corpus(label)
+        items = corpus_items(root, corpus)
+        items.append(ResolvedItem("prompt", "workflow_agent_system", text=SYSTEM_PROMPT))
+        items += harness_code_items(_HARNESS_CODE)
+        return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
+
+    def plan(self, manifest: Manifest) -> list[TrialKey]:
+        """Every scenario x candidate x `trials_per_case`."""
+        return cross_product(list(self.scenarios(manifest)), manifest)
+
+    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+        """Run one scenario with a fresh agent, boundary and platform; return the whole record."""
+        scenario = self.scenarios(ctx.manifest)[key.case_id]
+        config = configuration(ctx.candidate, self.options(ctx.manifest.spec))
+        chat: CoreChat | None = None
+        agent_factory: AgentFactory
+        if ctx.candidate.kind == "inprocess":
+            make = import_object(
+                agent_entry(ctx.candidate), what=f"candidate {ctx.candidate.name} entry"
+            )
+            settings = dict(ctx.candidate.settings)
+
+            def agent_factory() -> Any:
+                return make(settings)
+
+        else:
+            chat = CoreChat(ctx)
+            core_chat = chat
+
+            def agent_factory() -> Any:
+                return LLMAgent(core_chat, name=ctx.candidate.name)
+
+        run = await run_workflow_trial(
+            scenario.script,
+            agent_factory,
+            self._boundary(config),
+            budget=config.budget,
+        )
+        outcome = {
+            "scenario_id": scenario.scenario_id,
+            "configuration": config.model_dump(mode="json"),
+            "run": run.model_dump(mode="json"),
+        }
+        if chat is not None and chat.failure is not None:
+            return TrialOutcome(
+                status="failed",
+                outcome=outcome,
+                error_class=chat.failure.error_class,
+                error=str(chat.failure),
+            )
+        return TrialOutcome(status="completed", outcome=outcome)
+
+    @staticmethod
+    def _boundary(config: WorkflowConfiguration) -> BoundaryFactory:
+        return boundary_factory(config.boundary)
+
+    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+        """Grade every recorded trial from the ledger and build figures, sections and record."""
+        from trustbench.rtb.workflow._analysis import analyze_workflow_run
+
+        return analyze_workflow_run(manifest, ledger, self)
+
+
+def demo_spec_path() -> Path:
+    """The built-in demonstration spec (`rtb/experiments/demo_workflow.toml`)."""
+    return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_workflow.toml"
+
+
+def run_workflow_demo(out_dir: Path | str) -> ReportResult:
+    """Freeze, run (quietly) and report the built-in workflow demo into `out_dir`.
+
+    Scripted agents (harness instruments with known signatures) with the reference boundary and
+    one weaker boundary (`trusts-resource-labels`), every built-in scenario, K=1, on the simulated
+    platform. Gates are evaluated but never raised: the false-claiming and forging
+    configurations are expected to fail them, and the report says so.
+
+    Args:
+        out_dir: Run folder (created; an identical earlier freeze there is resumed).
+
+    Returns:
+        The report result: `html_path`, `record_path`, per-configuration gate results, `blocked`.
+    """
+    from trustbench.core._manifest import build_manifest, write_manifest
+    from trustbench.core._report_run import report_run
+    from trustbench.core._runner import run_experiment
+
+    run_dir = Path(out_dir)
+    write_manifest(build_manifest(demo_spec_path()), run_dir)
+    run_experiment(run_dir)
+    return report_run(run_dir)

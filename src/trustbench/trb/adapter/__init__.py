@@ -1,0 +1,34 @@
+"""The TRB adapter contract (spec §2): `emit_r`, `act(r_override)`, its schema, conformance kit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.trb.adapter._conformance import ConformanceCheck, check_adapter, load_factory
+    from trustbench.trb.adapter._protocol import Adapter, AdapterTier, OverrideUnsupported
+    from trustbench.trb.adapter._schema import (
+        ACTIONS,
+        TRB_VERSION,
+        Observation,
+        SelfReport,
+        StepContext,
+    )
+
+__all__ = [
+    "ACTIONS",
+    "TRB_VERSION",
+    "Adapter",
+    "AdapterTier",
+    "ConformanceCheck",
+    "Observation",
+    "OverrideUnsupported",
+    "SelfReport",
+    "StepContext",
+    "check_adapter",
+    "load_factory",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,0 +1,314 @@
+"""The adapter conformance kit behind `trustbench trb check-adapter MODULE:FACTORY`.
+
+It runs a user's adapter on a small reference-world corpus and checks, hook by hook: the
+declared attributes, emit_r's typed slots, act's normalised distributions, determinism under
+a seed, and that r_override is either applied or declared unsupported (raising
+`OverrideUnsupported`), never silently ignored. Every failure names the hook, the check, the
+trace and step, and what was expected versus what came back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from trustbench.errors import InputError
+from trustbench.trb.adapter._protocol import AdapterTier, OverrideUnsupported
+from trustbench.trb.adapter._schema import ACTIONS, SelfReport, StepContext
+from trustbench.trb.corpus._format import Trace
+from trustbench.trb.corpus._generate import generate_split
+from trustbench.trb.measures._numeric import total_variation
+from trustbench.trb.world import reference_continuation
+
+NORMALISATION_TOLERANCE = 1e-6
+"""|sum p - 1| allowed for an action distribution."""
+OVERRIDE_EFFECT_THRESHOLD = 1e-6
+"""TV below which an overridden distribution counts as unchanged."""
+
+
+class ConformanceCheck(BaseModel):
+    """One conformance check's verdict."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    hook: str
+    """`factory`, `attributes`, `emit_r`, `act` or `seed`."""
+    check: str
+    """What was checked (e.g. `normalised distribution`)."""
+    passed: bool
+    """Whether the check passed."""
+    detail: str
+    """Where it failed and expected vs got, or what was covered when it passed."""
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """Import `MODULE:FACTORY` (the current directory is importable, as for `python -m`)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise InputError(f"expected MODULE:FACTORY, got {spec!r}", location="check-adapter")
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise InputError(f"cannot import module {module_name!r}: {error}", location=spec) from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise InputError(f"module {module_name!r} has no callable {attr!r}", location=spec)
+    return factory
+
+
+def _where(context: StepContext) -> str:
+    return f"trace {context.trace_id} step {context.t}"
+
+
+def _distribution_problem(dist: object) -> str | None:
+    if not isinstance(dist, dict):
+        return f"expected a dict over {list(ACTIONS)}, got {type(dist).__name__}"
+    if set(dist) != set(ACTIONS):
+        return f"expected keys {sorted(ACTIONS)}, got {sorted(map(str, dist))}"
+    try:
+        values = [float(dist[a]) for a in ACTIONS]
+    except (TypeError, ValueError):
+        return f"expected numeric probabilities, got {dist!r}"
+    if any(not math.isfinite(v) or v < 0 for v in values):
+        return f"expected finite non-negative probabilities, got {dist!r}"
+    total = sum(values)
+    if abs(total - 1.0) > NORMALISATION_TOLERANCE:
+        return (
+            f"expected probabilities summing to 1 (±{NORMALISATION_TOLERANCE}), got sum {total:.6g}"
+        )
+    return None
+
+
+class _HookError(Exception):
+    """A hook raised; carries which hook and where, for the report."""
+
+    def __init__(self, hook: str, where: str, error: Exception) -> None:
+        self.hook = hook
+        super().__init__(f"{hook}() at {where} raised {type(error).__name__}: {error}")
+
+
+def _call(hook: str, where: str, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as error:  # user code: any failure becomes a precise report
+        raise _HookError(hook, where, error) from error
+
+
+def _contexts(traces: list[Trace]) -> list[tuple[Trace, int]]:
+    return [(t, s.t) for t in traces for s in t.steps]
+
+
+def check_adapter(
+    factory: Callable[[], Any], *, n_traces: int = 4, seed: int = 0
+) -> list[ConformanceCheck]:
+    """Run the conformance kit on an adapter factory.
+
+    Args:
+        factory: Zero-argument callable returning an adapter.
+        n_traces: Reference-world traces to exercise it on.
+        seed: Seed passed to `adapter.seed` for the determinism check.
+
+    Returns:
+        One `ConformanceCheck` per check; later checks are skipped when an earlier one
+        makes them meaningless (e.g. no adapter was built).
+    """
+    results: list[ConformanceCheck] = []
+
+    def record(hook: str, check: str, problem: str | None, ok_detail: str) -> bool:
+        results.append(
+            ConformanceCheck(
+                hook=hook, check=check, passed=problem is None, detail=problem or ok_detail
+            )
+        )
+        return problem is None
+
+    try:
+        adapter = factory()
+    except Exception as error:  # any failure of user code is reported, not raised
+        record(
+            "factory", "builds an adapter", f"factory raised {type(error).__name__}: {error}", ""
+        )
+        return results
+    record("factory", "builds an adapter", None, f"built {type(adapter).__name__}")
+
+    problems = []
+    if not isinstance(getattr(adapter, "name", None), str):
+        problems.append(f"name: expected str, got {type(getattr(adapter, 'name', None)).__name__}")
+    tier = getattr(adapter, "tier", None)
+    if str(tier) not in {t.value for t in AdapterTier}:
+        problems.append(f"tier: expected one of {[t.value for t in AdapterTier]}, got {tier!r}")
+    if not isinstance(getattr(adapter, "supports_override", None), bool):
+        problems.append("supports_override: expected bool")
+    for method in ("seed", "emit_r", "act"):
+        if not callable(getattr(adapter, method, None)):
+            problems.append(f"{method}: expected a method, missing")
+    if not record(
+        "attributes",
+        "declares name, tier, supports_override, hooks",
+        "; ".join(problems) or None,
+        f"tier {tier}",
+    ):
+        return results
+
+    traces = generate_split("eval", n_traces, seed=20_000 + seed)
+    contexts = _contexts(traces)
+
+    def run_all() -> tuple[list[Any], list[Any]]:
+        _call("seed", "start", lambda: adapter.seed(seed))
+        emitted, acted = [], []
+        for trace, t in contexts:
+            ctx = trace.context(t)
+            emitted.append(_call("emit_r", _where(ctx), lambda ctx=ctx: adapter.emit_r(ctx)))
+            acted.append(_call("act", _where(ctx), lambda ctx=ctx: adapter.act(ctx)))
+        return emitted, acted
+
+    try:
+        emitted, acted = run_all()
+    except _HookError as error:
+        record(error.hook, "runs on reference contexts", str(error), "")
+        return results
+
+    problem = None
+    for (trace, t), out in zip(contexts, emitted, strict=True):
+        try:
+            out if isinstance(out, SelfReport) else SelfReport.model_validate(out)
+        except ValidationError as error:
+            first = error.errors()[0]
+            slot = ".".join(str(p) for p in first["loc"]) or "(report)"
+            problem = (
+                f"{_where(trace.context(t))}: slot '{slot}' {first['msg']} "
+                f"(got {first.get('input')!r})"
+            )
+            break
+    record(
+        "emit_r", "typed schema slots", problem, f"{len(contexts)} contexts validate as SelfReport"
+    )
+
+    problem = None
+    for (trace, t), dist in zip(contexts, acted, strict=True):
+        issue = _distribution_problem(dist)
+        if issue:
+            problem = f"act(context) at {_where(trace.context(t))}: {issue}"
+            break
+    record("act", "normalised distribution", problem, f"{len(contexts)} distributions sum to 1")
+
+    try:
+        emitted2, acted2 = run_all()
+        problem = None
+        for (trace, t), a, b, e1, e2 in zip(
+            contexts, acted, acted2, emitted, emitted2, strict=True
+        ):
+            if e1 != e2:
+                problem = (
+                    f"emit_r at {_where(trace.context(t))} differs between two runs under "
+                    f"seed {seed}: {e1!r} vs {e2!r}"
+                )
+                break
+            if isinstance(a, dict) and isinstance(b, dict) and a != b:
+                problem = (
+                    f"act at {_where(trace.context(t))} differs between two runs under "
+                    f"seed {seed}: {a} vs {b}"
+                )
+                break
+    except _HookError as error:
+        problem = f"second run: {error}"
+    record(
+        "seed",
+        "deterministic under a seed",
+        problem,
+        f"identical outputs on {len(contexts)} contexts",
+    )
+
+    _check_override(adapter, contexts, acted, record)
+    return results
+
+
+def _check_override(
+    adapter: Any,
+    contexts: list[tuple[Trace, int]],
+    acted: list[Any],
+    record: Callable[[str, str, str | None, str], bool],
+) -> None:
+    """Override applied (some edit that changes Phi changes act) or declared unsupported."""
+    if not adapter.supports_override:
+        trace, t = contexts[0]
+        r_prime = trace.steps[t].counterfactuals[0].r_prime
+        try:
+            adapter.act(trace.context(t), r_override=r_prime)
+        except OverrideUnsupported:
+            record(
+                "act",
+                "override declared unsupported",
+                None,
+                "raises OverrideUnsupported as declared",
+            )
+            return
+        except Exception as error:
+            record(
+                "act",
+                "override declared unsupported",
+                f"expected OverrideUnsupported, got {type(error).__name__}: {error}",
+                "",
+            )
+            return
+        record(
+            "act",
+            "override declared unsupported",
+            "supports_override is False but act(context, r_override) returned a result instead of "
+            "raising OverrideUnsupported (a silently ignored override would score as "
+            "epiphenomenal)",
+            "",
+        )
+        return
+    edits = changed = 0
+    for (trace, t), base in zip(contexts, acted, strict=True):
+        step = trace.steps[t]
+        for cf in step.counterfactuals:
+            if total_variation(cf.continuation, reference_continuation(step.r)) < 1e-9:
+                continue  # an edit that does not change Phi need not change action
+            try:
+                got = adapter.act(trace.context(t), r_override=cf.r_prime)
+            except OverrideUnsupported:
+                record(
+                    "act",
+                    "override applied",
+                    f"act raised OverrideUnsupported at {_where(trace.context(t))} although "
+                    "supports_override is True",
+                    "",
+                )
+                return
+            issue = _distribution_problem(got)
+            if issue:
+                record(
+                    "act",
+                    "override applied",
+                    f"act(context, r_override) at {_where(trace.context(t))} "
+                    f"({cf.slot} edit): {issue}",
+                    "",
+                )
+                return
+            edits += 1
+            changed += total_variation(got, base) > OVERRIDE_EFFECT_THRESHOLD
+    problem = None
+    if edits and not changed:
+        problem = (
+            "supports_override is True but the override is never applied: "
+            "act(context, r_override) "
+            f"equals act(context) on all {edits} edits whose reference continuation differs "
+            f"(expected a change of TV > {OVERRIDE_EFFECT_THRESHOLD} on at least one)"
+        )
+    record(
+        "act",
+        "override applied",
+        problem,
+        f"override changed the distribution on {changed}/{edits} edits",
+    )

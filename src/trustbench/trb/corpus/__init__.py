@@ -1,0 +1,46 @@
+"""The TRB corpus: traces, counterfactuals, provenance (synthetic cap), storage, generation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.trb.corpus._format import (
+        Attribution,
+        CorpusManifest,
+        Counterfactual,
+        ProvenanceShare,
+        Step,
+        Trace,
+        corpus_json_schema,
+    )
+    from trustbench.trb.corpus._generate import generate_reference_corpus, generate_split
+    from trustbench.trb.corpus._provenance import check_cap, provenance_share
+    from trustbench.trb.corpus._store import (
+        assert_trainable,
+        manifest_for,
+        read_corpus,
+        write_corpus,
+    )
+
+__all__ = [
+    "Attribution",
+    "CorpusManifest",
+    "Counterfactual",
+    "ProvenanceShare",
+    "Step",
+    "Trace",
+    "assert_trainable",
+    "check_cap",
+    "corpus_json_schema",
+    "generate_reference_corpus",
+    "generate_split",
+    "manifest_for",
+    "provenance_share",
+    "read_corpus",
+    "write_corpus",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,0 +1,189 @@
+"""The TRB corpus: traces with r_t snapshots and per-step counterfactual continuations.
+
+Format (one JSON object per line, one file per split, a `manifest.json` beside them):
+
+- a `Trace` holds its steps; each `Step` has the candidate-visible `observation`, the grader-only
+  r_t snapshot, the action taken, the recorded noise draws, the attribution label, and K
+  `Counterfactual` values r' each with its provenance and reference continuation Phi(r').
+- Splits (train, dev, eval, transfer) are stored in separate files. The manifest records each
+  split's SHA-256 and the hash of every held-out trace, so training can refuse eval/transfer
+  data by content, not by file name.
+- The corpus hash is the SHA-256 of the RFC 8785 canonical JSON of the split hashes.
+
+Honesty about provenance: counterfactuals generated from the reference world are `synthetic`
+edits and their continuations are `reference_agent` data. They are never labelled human. The
+spec caps synthetic:human at 3:1 (§5); a corpus with human counterfactuals that breaks the cap is
+refused, and a corpus with none declares itself `reference_world` and says on every result that
+no human share exists.
+
+This module defines the format and its hashes; generation lives in `_generate`, the cap in
+`_provenance`, and storage with the training guard in `_store`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+import rfc8785
+from pydantic import BaseModel, ConfigDict, Field
+
+from trustbench.trb.adapter._schema import (
+    Action,
+    DoorState,
+    Goal,
+    Observation,
+    SelfReport,
+    StepContext,
+)
+from trustbench.trb.world import CorridorConfig
+
+Split = Literal["train", "dev", "eval", "transfer"]
+SPLITS: tuple[Split, ...] = ("train", "dev", "eval", "transfer")
+HELD_OUT: tuple[Split, ...] = ("eval", "transfer")
+Provenance = Literal["same_session_revision", "paired_session", "synthetic"]
+ContinuationSource = Literal["reference_agent", "human"]
+SYNTHETIC_TO_HUMAN_CAP = 3.0
+"""Spec §5 / whitepaper §4.4: at most 3 synthetic counterfactuals per human one."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+class Counterfactual(_Strict):
+    """One counterfactual value r' for a step and its reference continuation."""
+
+    slot: Literal["goal", "belief", "planned_next", "confidence", "none"]
+    """The slot this r' edits; `none` marks the null edit r' = r."""
+    r_prime: SelfReport
+    """The counterfactual self-representation (a coherent revision: plan and confidence are
+    re-derived when goal or belief is edited)."""
+    provenance: Provenance
+    """Where r' came from: a same-session revision, a paired session, or a synthetic edit."""
+    continuation: dict[str, float]
+    """Phi(r'): the action distribution of an agent acting on r', keyed by action."""
+    continuation_source: ContinuationSource
+    """Who produced the continuation: the exact reference agent of the world, or a human."""
+
+
+class Attribution(_Strict):
+    """Grader-only label for Track 3 about the transition that led into this step."""
+
+    caused_by_self: bool
+    """But-for label: the next cell would have differed had the agent stayed (same gust)."""
+    improved: bool
+    """The transition moved the agent closer to its true goal."""
+    false_credit: bool
+    """The agent acted, its cell changed exactly as its own move would have changed it, the
+    outcome improved, and yet its true do-effect was zero (a same-direction gust did it)."""
+
+
+class Step(_Strict):
+    """One step of a trace."""
+
+    t: int = Field(ge=0)
+    """Step index."""
+    observation: Observation
+    """What the agent perceived (the only part an adapter sees)."""
+    r: SelfReport
+    """Grader-only snapshot of the true r_t (the reference agent's stated reasoning)."""
+    action: Action
+    """Action taken."""
+    action_draw: float = Field(ge=0.0, lt=1.0)
+    """Recorded uniform draw that sampled the action from Phi(r_t)."""
+    gust_draw: float = Field(ge=0.0, lt=1.0)
+    """Recorded uniform draw that decided the gust of this step's transition."""
+    reach_probability: float = Field(ge=0.0, le=1.0)
+    """Exact DP probability of reaching the goal from here following the plan."""
+    attribution: Attribution | None
+    """Track 3 label for the transition into this step; null at step 0."""
+    counterfactuals: tuple[Counterfactual, ...]
+    """The K counterfactual values r' of this step (the null edit is not stored here)."""
+
+
+class Trace(_Strict):
+    """One episode."""
+
+    trace_id: str
+    """Unique id within the corpus."""
+    split: Split
+    """The split this trace belongs to."""
+    world: CorridorConfig
+    """Parameters of the world that produced it."""
+    goal: Goal
+    """Grader-only true goal."""
+    door: DoorState
+    """Grader-only true door state."""
+    steps: tuple[Step, ...]
+    """Steps in order."""
+
+    def context(self, t: int) -> StepContext:
+        """The candidate-visible context at step t (observations 0..t only)."""
+        return StepContext(
+            trace_id=self.trace_id,
+            t=t,
+            observations=tuple(s.observation for s in self.steps[: t + 1]),
+        )
+
+
+class SplitInfo(_Strict):
+    """Manifest entry for one split file."""
+
+    file: str
+    """File name relative to the corpus folder."""
+    sha256: str
+    """SHA-256 of the file bytes."""
+    n_traces: int
+    """Number of traces."""
+    trace_sha256: tuple[str, ...]
+    """Content hash of every trace, in file order."""
+
+
+class ProvenanceShare(_Strict):
+    """Counts of counterfactuals by provenance and the synthetic-to-human cap status."""
+
+    synthetic: int
+    """Synthetic counterfactuals."""
+    human: int
+    """Same-session revisions plus paired-session counterfactuals."""
+    synthetic_share: float | None
+    """synthetic / (synthetic + human); null when there are no counterfactuals."""
+    cap_status: Literal["met", "violated", "no_human_data"]
+    """`met`: ratio <= 3:1; `violated`: above the cap; `no_human_data`: reference-world only."""
+
+
+class CorpusManifest(_Strict):
+    """The corpus manifest: what each split holds and the hashes that pin it."""
+
+    trb_version: str
+    """Benchmark version the corpus was built for."""
+    kind: Literal["reference_world", "human_paired"]
+    """`reference_world`: all counterfactuals and continuations come from the exact world."""
+    splits: dict[str, SplitInfo]
+    """Per-split file, hash and trace hashes."""
+    provenance: ProvenanceShare
+    """Counterfactual provenance counts over all splits."""
+    corpus_sha256: str
+    """SHA-256 of the canonical JSON of the split hashes."""
+
+
+def canonical_sha256(obj: object) -> str:
+    """SHA-256 of the RFC 8785 canonical JSON of a JSON-compatible object."""
+    return hashlib.sha256(rfc8785.dumps(obj)).hexdigest()
+
+
+def trace_sha256(trace: Trace) -> str:
+    """Content hash of a trace, excluding its id and split label.
+
+    Excluding both means a held-out trace that is renamed or relabelled `train` still has
+    the hash the manifest recorded for it, so `assert_trainable` still refuses it.
+    """
+    return canonical_sha256(trace.model_dump(mode="json", exclude={"trace_id", "split"}))
+
+
+def corpus_json_schema() -> dict[str, object]:
+    """The JSON Schema (Draft 2020-12) of one corpus line."""
+    schema = Trace.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

@@ -1,0 +1,126 @@
+"""Generation of the reference-world corpus: simulated traces with synthetic edits.
+
+Every counterfactual generated here is a `synthetic` edit of the true r_t, one per editable
+slot, and its continuation is the exact reference agent's Phi(r') (`reference_agent`), never
+human data. Goal and belief edits are coherent revisions: the plan and confidence are
+re-derived from the edited goal or belief by the world's planner and dynamic programme.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trustbench.trb.adapter._schema import ACTIONS, EDITABLE_SLOTS, SelfReport
+from trustbench.trb.corpus._format import SPLITS, Attribution, Counterfactual, Split, Step, Trace
+from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
+
+
+def _counterfactuals(
+    world: CorridorWorld, step_r: SelfReport, cell: int, steps_left: int, rng: np.random.Generator
+) -> tuple[Counterfactual, ...]:
+    """One synthetic edit per editable slot, each with its reference continuation."""
+    out: list[Counterfactual] = []
+    for slot in EDITABLE_SLOTS:
+        if slot == "goal":
+            goal = "right" if step_r.goal == "left" else "left"
+            rp = world.coherent_report(cell, goal, step_r.belief, steps_left, step_r.caused_by_self)
+        elif slot == "belief":
+            belief = "closed" if step_r.belief == "open" else "open"
+            rp = world.coherent_report(cell, step_r.goal, belief, steps_left, step_r.caused_by_self)
+        elif slot == "planned_next":
+            others = [a for a in ACTIONS if a != step_r.planned_next]
+            rp = step_r.model_copy(update={"planned_next": others[int(rng.integers(2))]})
+        else:
+            grid = [v for v in (0.05, 0.35, 0.65, 0.95) if abs(v - step_r.confidence) > 0.25]
+            rp = step_r.model_copy(update={"confidence": grid[int(rng.integers(len(grid)))]})
+        out.append(
+            Counterfactual(
+                slot=slot,  # type: ignore[arg-type]
+                r_prime=rp,
+                provenance="synthetic",
+                continuation=reference_continuation(rp),
+                continuation_source="reference_agent",
+            )
+        )
+    return tuple(out)
+
+
+def generate_split(
+    split: Split, n_traces: int, seed: int, config: CorridorConfig | None = None
+) -> list[Trace]:
+    """Simulate `n_traces` reference-agent episodes with synthetic counterfactuals.
+
+    Args:
+        split: Split name stored on every trace.
+        n_traces: Number of episodes.
+        seed: Seed of the numpy generator that draws every recorded noise value.
+        config: World parameters (a transfer split uses different ones).
+
+    Returns:
+        The traces, deterministic given the arguments.
+    """
+    world = CorridorWorld(config)
+    rng = np.random.default_rng(seed)
+    traces: list[Trace] = []
+    for i in range(n_traces):
+        episode = world.simulate(rng)
+        steps = []
+        for t, rec in enumerate(episode.steps):
+            attribution = None
+            if rec.caused_by_self is not None:
+                attribution = Attribution(
+                    caused_by_self=rec.caused_by_self,
+                    improved=bool(rec.improved),
+                    false_credit=bool(rec.false_credit),
+                )
+            steps.append(
+                Step(
+                    t=t,
+                    observation=rec.observation,
+                    r=rec.r,
+                    action=rec.action,
+                    action_draw=rec.action_draw,
+                    gust_draw=rec.gust_draw,
+                    reach_probability=rec.reach_probability,
+                    attribution=attribution,
+                    counterfactuals=_counterfactuals(
+                        world, rec.r, rec.observation.position, rec.observation.steps_left, rng
+                    ),
+                )
+            )
+        traces.append(
+            Trace(
+                trace_id=f"{split}-{i:05d}",
+                split=split,
+                world=world.config,
+                goal=episode.goal,
+                door=episode.door,
+                steps=tuple(steps),
+            )
+        )
+    return traces
+
+
+TRANSFER_WORLD = CorridorConfig(start_cells=(2, 3, 4), gust_probability=0.45)
+"""The transfer split's world: other start cells and stronger wind than training."""
+
+
+def generate_reference_corpus(
+    sizes: dict[str, int] | None = None, seed: int = 0
+) -> dict[str, list[Trace]]:
+    """A full reference-world corpus: train/dev/eval on the default world, transfer on another.
+
+    Args:
+        sizes: Traces per split (defaults: 1500/200/300/200).
+        seed: Base seed; each split uses seed + its index so splits never share draws.
+    """
+    sizes = {"train": 1500, "dev": 200, "eval": 300, "transfer": 200, **(sizes or {})}
+    return {
+        split: generate_split(
+            split,
+            sizes[split],
+            seed * 1000 + index,
+            TRANSFER_WORLD if split == "transfer" else None,
+        )
+        for index, split in enumerate(SPLITS)
+    }

@@ -1,0 +1,123 @@
+"""Corpus storage: one JSONL file per split, a manifest of hashes, and the training guard."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from trustbench.errors import CheckFailed, InputError
+from trustbench.trb.adapter._schema import TRB_VERSION
+from trustbench.trb.corpus._format import (
+    HELD_OUT,
+    CorpusManifest,
+    SplitInfo,
+    Trace,
+    canonical_sha256,
+    trace_sha256,
+)
+from trustbench.trb.corpus._provenance import check_cap, provenance_share
+
+
+def split_bytes(traces: list[Trace]) -> bytes:
+    """The exact JSONL bytes of a split file (one sorted-key JSON object per line)."""
+    return "".join(
+        json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n" for t in traces
+    ).encode()
+
+
+def manifest_for(splits: dict[str, list[Trace]], kind: str = "reference_world") -> CorpusManifest:
+    """The manifest of a corpus (the same hashes `write_corpus` writes); checks the cap.
+
+    Raises:
+        InputError: A trace is stored under a split other than its own.
+        CheckFailed: The synthetic-to-human cap is broken or the declared kind is false.
+    """
+    infos: dict[str, SplitInfo] = {}
+    for split, traces in splits.items():
+        for trace in traces:
+            if trace.split != split:
+                raise InputError(
+                    f"trace {trace.trace_id} has split {trace.split!r}", location=split
+                )
+        infos[split] = SplitInfo(
+            file=f"{split}.jsonl",
+            sha256=hashlib.sha256(split_bytes(traces)).hexdigest(),
+            n_traces=len(traces),
+            trace_sha256=tuple(trace_sha256(t) for t in traces),
+        )
+    share = provenance_share([t for traces in splits.values() for t in traces])
+    check_cap(share, kind, "corpus")
+    return CorpusManifest(
+        trb_version=TRB_VERSION,
+        kind=kind,  # type: ignore[arg-type]
+        splits=infos,
+        provenance=share,
+        corpus_sha256=canonical_sha256({k: v.sha256 for k, v in sorted(infos.items())}),
+    )
+
+
+def write_corpus(
+    folder: Path, splits: dict[str, list[Trace]], kind: str = "reference_world"
+) -> CorpusManifest:
+    """Write one JSONL file per split and `manifest.json`; return the manifest."""
+    manifest = manifest_for(splits, kind)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, traces in splits.items():
+        (folder / f"{split}.jsonl").write_bytes(split_bytes(traces))
+    (folder / "manifest.json").write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+    return manifest
+
+
+def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
+    """Read and verify a corpus folder: every split file must match its manifest hash."""
+    path = folder / "manifest.json"
+    try:
+        manifest = CorpusManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise InputError("corpus manifest not found", location=str(path)) from error
+    except ValidationError as error:
+        raise InputError(
+            f"invalid manifest: {error.errors()[0]['msg']}", location=str(path)
+        ) from None
+    splits: dict[str, list[Trace]] = {}
+    for split, info in manifest.splits.items():
+        file = folder / info.file
+        raw = file.read_bytes()
+        if hashlib.sha256(raw).hexdigest() != info.sha256:
+            raise CheckFailed("split file hash differs from the manifest", location=str(file))
+        traces = []
+        for lineno, line in enumerate(raw.decode().splitlines(), start=1):
+            try:
+                traces.append(Trace.model_validate_json(line))
+            except ValidationError as error:
+                first = error.errors()[0]
+                pointer = "/" + "/".join(str(p) for p in first["loc"])
+                raise InputError(first["msg"], location=f"{file}:{lineno}#{pointer}") from None
+        splits[split] = traces
+    check_cap(
+        provenance_share([t for ts in splits.values() for t in ts]), manifest.kind, str(folder)
+    )
+    return manifest, splits
+
+
+def assert_trainable(traces: list[Trace], manifest: CorpusManifest) -> None:
+    """Refuse to train on any trace whose content hash belongs to a held-out split.
+
+    Checked by hash, so a renamed or re-labelled eval trace is still caught.
+    """
+    held_out = {
+        h
+        for split in HELD_OUT
+        if split in manifest.splits
+        for h in manifest.splits[split].trace_sha256
+    }
+    for trace in traces:
+        if trace.split in HELD_OUT or trace_sha256(trace) in held_out:
+            raise CheckFailed(
+                f"training refused: trace {trace.trace_id} belongs to a held-out split "
+                f"({'/'.join(HELD_OUT)}) by its content hash",
+                location=f"corpus {manifest.corpus_sha256[:12]}",
+            )

@@ -1,0 +1,361 @@
+"""A TRB run on the reference world: corpus -> reference pair -> Tracks 1 & 3 -> gap -> rows.
+
+Everything returned is plain JSON-serialisable data: per-trace rows, summary figures with
+numerators, denominators and intervals, the governance gap, the five-baseline table and flat
+result rows that each carry `TRB v0.1`, the corpus hash and the adapter tier, ready for the
+shared ledger and report.
+
+Honesty label: every counterfactual here is a synthetic edit and every continuation comes
+from the exact reference agent, so these are reference-world results (a harness check and a
+demonstration that L_gov matters in a controlled world), not a TRB score (spec §6: no score
+until Tracks 1 and 3 have real paired human data).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trustbench.errors import CheckFailed, InputError
+from trustbench.trb.adapter._schema import TRB_VERSION
+from trustbench.trb.corpus._format import CorpusManifest, Trace
+from trustbench.trb.corpus._generate import generate_reference_corpus
+from trustbench.trb.corpus._store import manifest_for, read_corpus
+from trustbench.trb.instruments._oracles import audit
+from trustbench.trb.measures import ReferenceWhiteBox
+from trustbench.trb.measures._gap import governance_gap
+from trustbench.trb.measures._governance import (
+    attribution_rows,
+    governance_rows,
+    summarize_attribution,
+    summarize_governance,
+)
+from trustbench.trb.profile._baselines import BASELINES, ProfileConfig, Subject, run_profile
+from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
+from trustbench.trb.reference._token_world import TokenLMConfig
+from trustbench.trb.world import CorridorConfig
+
+REFERENCE_LABEL = (
+    "reference-world results: synthetic counterfactuals with reference-agent continuations "
+    "computed from the exact world; 0 human counterfactuals, so the 3:1 synthetic:human cap "
+    "is not met and this is not a TRB score"
+)
+
+
+class RunConfig(BaseModel):
+    """What a reference-world TRB run does; the smoke run is a small instance."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    sizes: dict[str, int] = Field(
+        default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}
+    )
+    """Traces per split when the corpus is generated."""
+    corpus_seed: int = 0
+    """Seed of the generated corpus."""
+    train: TrainConfig = TrainConfig()
+    """Training config shared by the ablation and the full model (only the loss differs)."""
+    bootstrap_seed: int = 20260803
+    """Seed of every bootstrap and sign-flip draw."""
+    resamples: int = Field(default=2000, ge=100)
+    """Bootstrap resamples and sign-flip draws."""
+    profile: ProfileConfig | None = None
+    """Tracks 2, 4, 5, 6 and baselines 1-3 (the full profile); None runs Tracks 1 and 3 of
+    the native pair only, and baselines 1-3 are then listed `not run`."""
+
+
+SMOKE_CONFIG = RunConfig(
+    sizes={"train": 800, "dev": 20, "eval": 100, "transfer": 20},
+    train=TrainConfig(epochs=60, hidden=48),
+    resamples=1000,
+)
+"""The one-minute smoke run (a few seconds of training per model on one core)."""
+
+PROFILE_SMOKE_CONFIG = SMOKE_CONFIG.model_copy(
+    update={
+        "profile": ProfileConfig(
+            token_lm=TokenLMConfig(d_model=32, epochs=4, finetune_epochs=3),
+            lm_train_traces=300,
+            grounding_fit_traces=60,
+            viability_rollouts=2,
+            navigation_samples=8,
+            transfer_traces=12,
+        )
+    }
+)
+"""The smoke run plus the full profile at small sizes: all six tracks, all five baselines
+(about a minute and a half on one free core the first time, most of it training the three
+small LMs; cached models make reruns faster)."""
+
+FULL_CONFIG = RunConfig(profile=ProfileConfig())
+"""The full reference run with the complete profile: all six tracks, all five baselines."""
+
+
+def _row(
+    adapter: str, tier: str, corpus_sha: str, track: str, metric: str, fig: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "trb_version": TRB_VERSION,
+        "corpus_sha256": corpus_sha,
+        "adapter": adapter,
+        "adapter_tier": tier,
+        "split": "eval",
+        "track": track,
+        "metric": metric,
+        "value": fig.get("value"),
+        "low": fig.get("low"),
+        "high": fig.get("high"),
+        "numerator": fig.get("numerator"),
+        "denominator": fig.get("denominator", fig.get("items")),
+        "data": "reference_world",
+    }
+
+
+def _transfer_governance(
+    adapter: NativeModelAdapter,
+    traces: list[Trace],
+    world: CorridorConfig,
+    eval_governance: dict[str, Any],
+    seed: int,
+) -> dict[str, Any]:
+    """Track 1 G on the transfer split and its drop from eval (a Track 6 ingredient only).
+
+    The transfer world keeps the corridor's size (so the same encoder applies) and changes
+    start cells and wind; a transfer world of another size is reported "not run".
+    """
+    if not traces or (traces[0].world.length, traces[0].world.horizon) != (
+        world.length,
+        world.horizon,
+    ):
+        return {"status": "not run", "G": None, "drop_from_eval": None}
+    g = summarize_governance(governance_rows(adapter, traces), seed=seed, resamples=1000)["G"]
+    return {
+        "status": "run",
+        "world": traces[0].world.model_dump(),
+        "G": g,
+        "drop_from_eval": eval_governance["G"]["value"] - g["value"],
+        "note": "Track 1 on held-out world parameters; Track 6 (all tracks, min over "
+        "contexts collected by a third party) is not implemented",
+    }
+
+
+def run_reference(
+    config: RunConfig | None = None, corpus_dir: Path | None = None
+) -> dict[str, Any]:
+    """Run Tracks 1 and 3, the governance gap and the oracle audit on the reference pair.
+
+    Args:
+        config: Run config (defaults to the full reference run).
+        corpus_dir: Read a stored corpus from here instead of generating one.
+
+    Returns:
+        A JSON-serialisable result (see module docstring).
+    """
+    config = config or RunConfig()
+    manifest: CorpusManifest
+    splits: dict[str, list[Trace]]
+    if corpus_dir is not None:
+        manifest, splits = read_corpus(corpus_dir)
+    else:
+        splits = generate_reference_corpus(config.sizes, seed=config.corpus_seed)
+        manifest = manifest_for(splits)
+    corpus_sha = manifest.corpus_sha256
+    for needed in ("train", "eval"):
+        if not splits.get(needed):
+            raise InputError(
+                f"corpus has no '{needed}' traces; a run needs train and eval splits",
+                location=str(corpus_dir or "generated corpus"),
+            )
+    eval_traces = splits["eval"]
+    world = eval_traces[0].world
+    seed, resamples = config.bootstrap_seed, config.resamples
+
+    tracks: dict[str, Any] = {}
+    per_trace: dict[str, Any] = {}
+    adapters: dict[str, ReferenceWhiteBox] = {}
+    cards: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for name in ("trace-ai-ablation", "trace-ai-full"):
+        model, card = load_reference_model(name, splits["train"], manifest, config.train)
+        cards[name] = card
+        fit = [t.context(s.t) for t in splits["train"][:200] for s in t.steps]
+        adapter = ReferenceWhiteBox(model, name, world.length, world.horizon, fit)
+        gov_rows = governance_rows(adapter, eval_traces)
+        att_rows = attribution_rows(adapter, eval_traces)
+        gov = summarize_governance(gov_rows, seed=seed, resamples=resamples)
+        att = summarize_attribution(att_rows, seed=seed, resamples=resamples)
+        tracks[name] = {"adapter_tier": adapter.tier.value, "governance": gov, "attribution": att}
+        per_trace[name] = {"governance": gov_rows, "attribution": att_rows}
+        adapters[name] = adapter
+        tier = adapter.tier.value
+        transfer = _transfer_governance(adapter, splits.get("transfer", []), world, gov, seed)
+        tracks[name]["transfer_governance"] = transfer
+        if transfer["status"] == "run":
+            rows.append(
+                {
+                    **_row(name, tier, corpus_sha, "governance", "G", transfer["G"]),
+                    "split": "transfer",
+                }
+            )
+        rows.append(_row(name, tier, corpus_sha, "governance", "G", gov["G"]))
+        for slot, fig in gov["G_per_slot"].items():
+            rows.append(_row(name, tier, corpus_sha, "governance", f"G[{slot}]", fig))
+        rows.append(_row(name, tier, corpus_sha, "governance", "G_null_edit", gov["G_null_edit"]))
+        rows.append(
+            _row(
+                name, tier, corpus_sha, "governance", "hard_interchange_accuracy",
+                gov["hard_interchange_accuracy"],
+            )
+        )  # fmt: skip
+        for slot, fig in gov["slot_accuracy"].items():
+            rows.append(_row(name, tier, corpus_sha, "governance", f"slot_accuracy[{slot}]", fig))
+        ba = att["balanced_accuracy"]
+        rows.append(_row(name, tier, corpus_sha, "attribution", "balanced_accuracy", ba))
+        fc = att["false_credit"]
+        rows.append(
+            _row(
+                name, tier, corpus_sha, "attribution", "false_credit_rate",
+                {"value": fc["false_credit_rate"], "numerator": fc["claimed_self"],
+                 "denominator": fc["cells"]},
+            )
+        )  # fmt: skip
+
+    full, abl = (
+        per_trace["trace-ai-full"]["governance"],
+        per_trace["trace-ai-ablation"]["governance"],
+    )
+    if [r["trace_id"] for r in full] != [r["trace_id"] for r in abl]:
+        raise CheckFailed("governance gap needs both models scored on the same eval traces")
+    gap = governance_gap(
+        [r["tv_sum"] for r in full],
+        [r["tv_sum"] for r in abl],
+        [r["n_items"] for r in full],
+        seed=seed,
+        resamples=resamples,
+    )
+    gap_record = {
+        "trb_version": TRB_VERSION,
+        "corpus_sha256": corpus_sha,
+        "adapter_tier": "native",
+        "split": "eval",
+        "metric": "Delta_gov = G(trace-ai-full) - G(trace-ai-ablation)",
+        **gap,
+        "interval_excludes_zero": gap["low"] is not None and (gap["low"] > 0 or gap["high"] < 0),
+        "pass_bar_met": gap["low"] is not None and gap["low"] > 0,
+    }
+    rows.append(
+        {
+            **_row("trace-ai-full vs trace-ai-ablation", "native", corpus_sha, "governance",
+                   "Delta_gov", {"value": gap["estimate"], "low": gap["low"], "high": gap["high"]}),
+            "sign_flip_p": gap["sign_flip_p"],
+        }
+    )  # fmt: skip
+
+    baselines = []
+    for key, description, tier in BASELINES:
+        ran = key in tracks
+        baselines.append(
+            {
+                "baseline": key,
+                "description": description,
+                "adapter_tier": tier,
+                "status": "run" if ran else "not run",
+                "G": tracks[key]["governance"]["G"]["value"] if ran else None,
+                "balanced_accuracy": (
+                    tracks[key]["attribution"]["balanced_accuracy"]["value"] if ran else None
+                ),
+                "trb_version": TRB_VERSION,
+                "corpus_sha256": corpus_sha,
+            }
+        )
+
+    profile = None
+    if config.profile is not None:
+        profile = _profile(
+            splits, manifest, config, tracks, per_trace, adapters, cards, rows, baselines
+        )
+    audit_rows = audit(eval_traces)
+    return {
+        "trb_version": TRB_VERSION,
+        "label": REFERENCE_LABEL,
+        "corpus": {
+            "sha256": corpus_sha,
+            "kind": manifest.kind,
+            "provenance": manifest.provenance.model_dump(),
+            "traces": {k: v.n_traces for k, v in manifest.splits.items()},
+            "continuation_source": "reference_agent",
+        },
+        "config": config.model_dump(),
+        "models": cards,
+        "tracks": tracks,
+        "governance_gap": gap_record,
+        "baselines": baselines,
+        "profile": profile,
+        "audit": audit_rows,
+        "rows": rows,
+        "per_trace": per_trace,
+    }
+
+
+def _profile(
+    splits: dict[str, list[Trace]],
+    manifest: CorpusManifest,
+    config: RunConfig,
+    tracks: dict[str, Any],
+    per_trace: dict[str, Any],
+    adapters: dict[str, ReferenceWhiteBox],
+    cards: dict[str, Any],
+    rows: list[dict[str, Any]],
+    baselines: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Run the full profile (Tracks 2, 4, 5, 6; baselines 1-3) and merge it in place.
+
+    Adds, per baseline key in `tracks`: `grounding`, `viability`, `navigability`, `transfer`
+    (and `governance` / `attribution` for the proxy baselines); appends the profile's rows;
+    fills each `baselines` entry's `status`, `G`, `balanced_accuracy`, `profile`, `flags`.
+    """
+    assert config.profile is not None
+    native = {}
+    for name in ("trace-ai-ablation", "trace-ai-full"):
+        adapter = adapters[name]
+        native[name] = {
+            "subject": Subject(
+                name, adapter, "native",
+                lambda w, a=adapter: a.accepts(w.length, w.horizon), cards[name],
+            ),
+            "governance": (tracks[name]["governance"], per_trace[name]["governance"]),
+            "attribution": tracks[name]["attribution"],
+        }  # fmt: skip
+    profile = run_profile(
+        splits, manifest, native, config.profile,
+        seed=config.bootstrap_seed, resamples=config.resamples,
+    )  # fmt: skip
+    for key, res in profile["tracks"].items():
+        entry = tracks.setdefault(key, {"adapter_tier": "proxy"})
+        entry.update(res)
+    rows.extend(profile["rows"])
+    cards.update({f"token-lm:{k}": v for k, v in profile["models"].items()})
+    by_key = {b["baseline"]: b for b in profile["baselines"]}
+    for b in baselines:
+        got = by_key.get(b["baseline"], {})
+        b["status"] = got.get("status", "not run")
+        if b["status"] == "run":
+            res = profile["tracks"][b["baseline"]]
+            b["G"] = res["governance"]["G"]["value"]
+            b["balanced_accuracy"] = res["attribution"]["balanced_accuracy"]["value"]
+        for extra in ("profile", "flags", "slot_accuracy", "null_edit_floor"):
+            b[extra] = got.get(extra)
+    return {k: profile[k] for k in ("flags", "synthetic_share", "profile_svg", "thresholds",
+                                    "note")}  # fmt: skip
+
+
+def smoke_run() -> dict[str, Any]:
+    """The one-minute smoke run `trustbench demo` includes (tiny corpus, tiny models)."""
+    return run_reference(SMOKE_CONFIG)
+
+
+def profile_smoke_run() -> dict[str, Any]:
+    """The smoke run with the five-baseline, six-track profile (`PROFILE_SMOKE_CONFIG`)."""
+    return run_reference(PROFILE_SMOKE_CONFIG)

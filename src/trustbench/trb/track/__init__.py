@@ -1,0 +1,52 @@
+"""Public API of TRB's shared-harness track (`trb/profile`) and its measure extension point.
+
+`TrbProfileTrack` is registered in core as `trb/profile`; `run_trb_demo` and
+`freeze_run_report` run a built-in spec end to end; `register_measure` / `TrbMeasure` add a
+track (a profile axis) to the profile.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.trb.track._measures import (
+        BUILTIN_MEASURES,
+        PROFILE_AXES,
+        MeasureRow,
+        StatsPlan,
+        TrbMeasure,
+        load_measure,
+        measure_targets,
+        register_measure,
+    )
+    from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions
+    from trustbench.trb.track._pipeline import (
+        BUILTIN_SPECS,
+        builtin_spec,
+        freeze_run_report,
+        run_trb_demo,
+    )
+    from trustbench.trb.track._profile_track import TrbProfileTrack
+
+__all__ = [
+    "BUILTIN_CORPUS",
+    "BUILTIN_MEASURES",
+    "BUILTIN_SPECS",
+    "PROFILE_AXES",
+    "MeasureRow",
+    "StatsPlan",
+    "TrbMeasure",
+    "TrbProfileTrack",
+    "TrbTrackOptions",
+    "builtin_spec",
+    "freeze_run_report",
+    "load_measure",
+    "measure_targets",
+    "register_measure",
+    "run_trb_demo",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

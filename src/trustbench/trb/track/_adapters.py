@@ -1,0 +1,283 @@
+"""Candidates of a `trb/profile` run: adapters named by a built-in id or `MODULE:FACTORY`.
+
+A candidate is `kind = "inprocess"` with `model` naming its adapter:
+
+- `trace-ai-ablation`, `trace-ai-full`: the reference native models (spec baselines 4 and 5),
+  trained on the corpus's train split on first use and loaded from the checkpoint cache after;
+  resolve pins each checkpoint's SHA-256 in the manifest;
+- `oracle:perfectly-governed`, `oracle:epiphenomenal`, `oracle:uniform`, `oracle:always-self`,
+  `oracle:outcome-only-attribution`: the audit oracles, whose figures have closed forms;
+- `proxy:instruct`, `proxy:cot-prompted`, `proxy:cot-supervised-finetune`: spec baselines 1-3,
+  small causal LMs trained on the token rendering of the corpus's train split (cached; resolve
+  pins each `model.pt`) and run through the proxy tier (`LocalLMProxyAdapter`); instruct and
+  CoT-prompted share weights and differ in template;
+- `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
+  (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
+
+The candidate's `entry` must stay empty: core would otherwise build a chat provider from it.
+The track drives the adapter itself and records its calls as attempts.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trustbench.core import CandidateSpec, ResolvedItem
+from trustbench.errors import CheckFailed, InputError
+from trustbench.trb.adapter._conformance import check_adapter, load_factory
+from trustbench.trb.instruments._oracles import (
+    AlwaysSelfOracle,
+    EpiphenomenalOracle,
+    GovernedOracle,
+    OutcomeOnlyOracle,
+    UniformOracle,
+)
+from trustbench.trb.measures import ReferenceWhiteBox
+from trustbench.trb.proxy import LocalLMProxyAdapter
+from trustbench.trb.reference import (
+    REFERENCE_MODELS,
+    NativeModelAdapter,
+    ReferenceNativeModel,
+    cache_dir,
+    load_reference_model,
+)
+from trustbench.trb.reference._token_world import load_token_lm, render_history
+from trustbench.trb.track._corpus_source import LoadedCorpus
+from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.world import CorridorConfig, CorridorWorld
+
+ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
+    cls.name: cls
+    for cls in (
+        GovernedOracle,
+        EpiphenomenalOracle,
+        UniformOracle,
+        AlwaysSelfOracle,
+        OutcomeOnlyOracle,
+    )
+}
+"""Oracle adapters by id (their `name`)."""
+
+PROXY_BASELINES: dict[str, tuple[str, str]] = {
+    "proxy:instruct": ("instruct", "direct"),
+    "proxy:cot-prompted": ("instruct", "reasoning-first"),
+    "proxy:cot-supervised-finetune": ("cot-sft", "reasoning-first"),
+}
+"""Proxy baseline ids -> (token-world LM recipe, prompt template)."""
+
+BUILTIN_ADAPTERS: tuple[str, ...] = (
+    *sorted(REFERENCE_MODELS), *sorted(PROXY_BASELINES), *sorted(ORACLES),
+)  # fmt: skip
+"""Every built-in adapter id."""
+
+
+class NotApplicable(Exception):
+    """The adapter cannot be run on this trace (e.g. a world its encoder was not built for)."""
+
+
+def adapter_id(candidate: CandidateSpec) -> str:
+    """The adapter id of a candidate, checking the candidate is a TRB adapter.
+
+    Raises:
+        InputError: naming the candidate when it is not an in-process adapter candidate.
+    """
+    where = f"candidate {candidate.name}"
+    if candidate.kind != "inprocess":
+        raise InputError(
+            'TRB candidates are adapters: use kind = "inprocess" with model = an adapter id '
+            "(chat models go through a proxy adapter)",
+            location=where,
+        )
+    if candidate.entry is not None:
+        raise InputError(
+            "name the adapter in `model` (a built-in id or MODULE:FACTORY), not in `entry`",
+            location=where,
+        )
+    if not candidate.model:
+        raise InputError(
+            f"model must name an adapter: one of {', '.join(BUILTIN_ADAPTERS)} or MODULE:FACTORY",
+            location=where,
+        )
+    model = candidate.model
+    if model not in BUILTIN_ADAPTERS and ":" not in model:
+        raise InputError(
+            f"unknown adapter {model!r}: use one of {', '.join(BUILTIN_ADAPTERS)} or "
+            "MODULE:FACTORY",
+            location=where,
+        )
+    return model
+
+
+@dataclass
+class AdapterSource:
+    """Builds a fresh adapter of one candidate per trial (no state carried between trials)."""
+
+    adapter: str
+    """The adapter id."""
+    model: ReferenceNativeModel | None = None
+    """The loaded reference model, for reference adapters."""
+    trained_world: CorridorConfig | None = None
+    """World of the train split the reference model's encoder was built for."""
+    factory: Callable[[], Any] | None = None
+    """User factory, for `MODULE:FACTORY` adapters."""
+    card: dict[str, Any] | None = None
+    """The reference model's card (checkpoint SHA-256, training summary)."""
+    prototype: Any = None
+    """A built adapter copied per trial (white-box reference adapter or proxy LM adapter)."""
+    max_len: int | None = None
+    """Longest token sequence of a proxy LM (longer episodes are not applicable)."""
+
+    def build(self, world: CorridorConfig) -> Any:
+        """A new adapter for a trace of `world`.
+
+        Raises:
+            NotApplicable: a reference model asked about a world of another size.
+        """
+        if self.model is not None:
+            trained = self.trained_world
+            assert trained is not None
+            if (world.length, world.horizon) != (trained.length, trained.horizon):
+                raise NotApplicable(
+                    f"{self.adapter} encodes corridors of length {trained.length} and horizon "
+                    f"{trained.horizon}; this trace's world has {world.length}/{world.horizon}"
+                )
+            if self.prototype is None:
+                return NativeModelAdapter(self.model, self.adapter, trained.length, trained.horizon)
+            # A shallow copy shares the weights, the fitted ablation mean and the memo of
+            # deterministic forward passes; nothing a trial does changes them.
+            return copy.copy(self.prototype)
+        if self.max_len is not None:
+            need = 1 + 5 * world.horizon + 8  # <bos>, 5 words per step, slot block, <act>
+            if need > self.max_len:
+                raise NotApplicable(
+                    f"{self.adapter}: episodes of {need} tokens exceed its max_len {self.max_len}"
+                )
+            return copy.copy(self.prototype)
+        if self.adapter in ORACLES:
+            return ORACLES[self.adapter](CorridorWorld(world))
+        assert self.factory is not None
+        return self.factory()
+
+
+_MODELS: dict[tuple[str, str, str, str], tuple[ReferenceNativeModel, dict[str, Any]]] = {}
+"""Loaded reference models of this process. `load_reference_model` re-hashes every train trace
+(canonical JSON) on each call, seconds per model; freeze and run resolve twice in one process."""
+
+
+def _reference(
+    name: str, corpus: LoadedCorpus, options: TrbTrackOptions
+) -> tuple[AdapterSource, list[ResolvedItem]]:
+    train = corpus.splits.get("train") or []
+    if not train:
+        raise InputError(
+            f"adapter {name} is trained on the corpus's train split, which is empty",
+            location=str(corpus.folder),
+        )
+    # Inference uses the declared thread count as training does: these models are tiny, and
+    # torch's default (every core) makes each small op contend for a shared machine (measured
+    # here: 10x slower GRU calls on 2 busy cores). Training sets it too, so this only matters
+    # when the checkpoint comes from the cache.
+    torch.set_num_threads(options.train.threads)
+    key = (name, corpus.manifest.corpus_sha256, options.train.model_dump_json(), str(cache_dir()))
+    if key not in _MODELS:
+        _MODELS[key] = load_reference_model(name, train, corpus.manifest, options.train)
+    model, card = _MODELS[key]
+    weights = cache_dir() / str(card["checkpoint"])
+    world = train[0].world
+    fit = [t.context(s.t) for t in train[: options.grounding_fit_traces] for s in t.steps]
+    prototype = ReferenceWhiteBox(model, name, world.length, world.horizon, fit)
+    source = AdapterSource(name, model=model, trained_world=world, card=card, prototype=prototype)
+    return source, [ResolvedItem("checkpoint", name, path=weights)]
+
+
+_PROXIES: dict[tuple[str, ...], tuple[LocalLMProxyAdapter, Path, dict[str, Any]]] = {}
+"""Loaded proxy LMs of this process, by (id, corpus, config, cache); two ids share weights."""
+
+
+def _proxy(
+    name: str, corpus: LoadedCorpus, options: TrbTrackOptions
+) -> tuple[AdapterSource, list[ResolvedItem]]:
+    recipe, template = PROXY_BASELINES[name]
+    train = (corpus.splits.get("train") or [])[: options.lm_train_traces]
+    if not train:
+        raise InputError(
+            f"adapter {name} is trained on the corpus's train split, which is empty",
+            location=str(corpus.folder),
+        )
+    # `load_token_lm` re-hashes every train trace for its cache key (seconds per call, and a
+    # freeze/run/report resolves three times); the corpus SHA-256 already pins those traces.
+    key = (
+        recipe, corpus.manifest.corpus_sha256, str(len(train)),
+        options.token_lm.model_dump_json(), str(cache_dir()),
+    )  # fmt: skip
+    if key not in _PROXIES:
+        folder, card = load_token_lm(recipe, train, corpus.manifest, options.token_lm)
+        adapter = LocalLMProxyAdapter.from_folder(folder, recipe, render_history, "direct")
+        _PROXIES[key] = (adapter, folder, card)
+    loaded, folder, card = _PROXIES[key]
+    # Same weights, this baseline's template; the memo of template-independent results
+    # (reports, overridden actions) is shared by the two templates over one set of weights.
+    prototype = LocalLMProxyAdapter(
+        loaded.model, loaded.tokenizer, name.removeprefix("proxy:"), render_history, template,
+        memo=loaded.memo,
+    )  # fmt: skip
+    source = AdapterSource(name, card=card, prototype=prototype, max_len=options.token_lm.max_len)
+    return source, [ResolvedItem("checkpoint", f"{name} ({recipe})", path=folder / "model.pt")]
+
+
+def _user(
+    candidate: CandidateSpec, target: str, options: TrbTrackOptions
+) -> tuple[AdapterSource, list[ResolvedItem]]:
+    factory = load_factory(target)
+    results = check_adapter(factory, n_traces=options.conformance_traces)
+    failed = [r for r in results if not r.passed]
+    if failed:
+        first = failed[0]
+        raise CheckFailed(
+            f"adapter {target} fails the conformance kit ({len(failed)} check(s)); first: "
+            f"{first.hook} / {first.check}: {first.detail}",
+            location=f"candidate {candidate.name}",
+        )
+    items = []
+    source_file = inspect.getsourcefile(factory)
+    if source_file:
+        items.append(ResolvedItem("candidate_code", target, path=Path(source_file)))
+    return AdapterSource(target, factory=factory), items
+
+
+def resolve_adapters(
+    candidates: list[CandidateSpec], corpus: LoadedCorpus, options: TrbTrackOptions
+) -> tuple[dict[str, AdapterSource], list[ResolvedItem]]:
+    """Build every candidate's adapter source; return them with the files to hash.
+
+    Reference models are trained or loaded here, so the manifest pins their checkpoints.
+    """
+    sources: dict[str, AdapterSource] = {}
+    items: list[ResolvedItem] = []
+    reference_items: dict[str, list[ResolvedItem]] = {}
+    for candidate in candidates:
+        target = adapter_id(candidate)
+        if target in REFERENCE_MODELS:
+            if target not in reference_items:
+                sources[candidate.name], reference_items[target] = _reference(
+                    target, corpus, options
+                )
+                items += reference_items[target]
+            else:
+                sources[candidate.name] = next(s for s in sources.values() if s.adapter == target)
+        elif target in PROXY_BASELINES:
+            sources[candidate.name], extra = _proxy(target, corpus, options)
+            items += [item for item in extra if item.name not in {i.name for i in items}]
+        elif target in ORACLES:
+            sources[candidate.name] = AdapterSource(target)
+        else:
+            sources[candidate.name], extra = _user(candidate, target, options)
+            items += [item for item in extra if item.name not in {i.name for i in items}]
+    return sources, items

@@ -1,0 +1,227 @@
+"""The `trb/profile` report: figures, Delta_gov, baselines and the profile vector from a ledger.
+
+Reads only the frozen manifest, the recorded trials and the corpus the manifest pins (for the
+grader-only labels and denominators). Per adapter and split every registered measure gives its
+trace-clustered figures (`_track._collect` turns trials into rows); the governance gap compares
+the declared (full, ablation) pair on the eval split, paired by trace, and oracle candidates are
+checked against their closed forms (`_track._comparisons`); the five spec §4 baselines and the
+six profile axes are always listed, each "not run" until something ran it, with flags and
+caveats (`_track._summaries`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trustbench.core import LedgerContents, Manifest, TrackAnalysis
+from trustbench.core.figures import Figure, not_run_figure
+from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
+from trustbench.trb.adapter._schema import TRB_VERSION
+from trustbench.trb.corpus._format import Trace
+from trustbench.trb.track._collect import collect_trials
+from trustbench.trb.track._comparisons import gap_analysis, oracle_checks
+from trustbench.trb.track._corpus_source import LoadedCorpus
+from trustbench.trb.track._lookup import BOOTSTRAP, find_figure, split_name
+from trustbench.trb.track._measures import StatsPlan, TrbMeasure
+from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.track._summaries import (
+    baseline_of,
+    baselines_summary,
+    flat_rows,
+    profile_flags,
+    profile_summary,
+    qualifications,
+)
+
+
+def _gap_block(
+    figure: Figure, record: dict[str, Any], pair: tuple[str, str], stats: StatsPlan
+) -> FiguresBlock:
+    test = record.get("sign_flip_test") or {}
+    note = f"Paired by trace on the eval split ({record.get('paired_traces', 0)} traces): "
+    note += f"{pair[0]} vs {pair[1]}. "
+    if test:
+        note += (
+            f"Sign-flip test ({test['method']}, {test['patterns']} patterns, seed "
+            f"{test['seed']}): two-sided p = {test['p_value']:.4g}. "
+        )
+    note += f"Bootstrap: seed {stats.seed}, {stats.resamples} resamples. Pass bar (spec §3): "
+    note += "lower bound > 0."
+    return FiguresBlock(title="Governance gap Delta_gov", figures=[figure], note=note)
+
+
+def analyze_profile(
+    manifest: Manifest,
+    ledger: LedgerContents,
+    *,
+    options: TrbTrackOptions,
+    corpus: LoadedCorpus,
+    cases: dict[str, Trace],
+    measures: list[TrbMeasure],
+    gap: tuple[str, str] | None,
+) -> TrackAnalysis:
+    """Grade a `trb/profile` run from its ledger (see the module docstring)."""
+    spec = manifest.spec
+    stats = StatsPlan(
+        spec.analysis.confidence, spec.analysis.bootstrap_seed, spec.analysis.bootstrap_resamples
+    )
+    corpus_sha = corpus.manifest.corpus_sha256
+    collected = collect_trials(ledger, cases, measures)
+    candidates = [c.name for c in spec.candidates]
+    subjects: dict[str, list[Figure]] = {}
+    per_split_figures: dict[tuple[str, str], list[Figure]] = {}
+    for candidate in candidates:
+        tier = collected.tiers.get(candidate, "unknown (not run)")
+        figures: list[Figure] = []
+        for split in options.splits:
+            label = (
+                f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; "
+                f"{split} split]"
+            )
+            split_figures: list[Figure] = []
+            for measure in measures:
+                if getattr(measure, "derived", False):
+                    continue
+                rows = collected.rows.get((candidate, split, measure.key), [])
+                if rows:
+                    made = measure.figures(rows, stats, label)
+                else:
+                    made = [
+                        not_run_figure(
+                            measure.headline,
+                            description=f"{measure.title} {label}",
+                            reason=f"no finished, applicable trial of {candidate} on {split}",
+                        )
+                    ]
+                split_figures += [
+                    f.model_copy(update={"name": split_name(split, f.name)}) for f in made
+                ]
+            per_split_figures[(candidate, split)] = split_figures
+            figures += split_figures
+        headlines = [m.headline for m in measures if not getattr(m, "derived", False)]
+        by_split = {
+            split: [
+                f.model_copy(update={"name": f.name.removeprefix(f"{split}.")})
+                for f in per_split_figures[(candidate, split)]
+            ]
+            for split in options.splits
+        }
+        eval_label = (
+            f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; "
+            "eval vs transfer contexts]"
+        )
+        for measure in measures:
+            if getattr(measure, "derived", False):
+                derived = measure.derive(by_split, headlines, eval_label)  # type: ignore[attr-defined]
+                figures += derived
+                if "eval" in options.splits:
+                    per_split_figures[(candidate, "eval")] += derived
+        subjects[candidate] = figures
+    gap_label = f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier native; eval split]"
+    gap_figure, gap_record = gap_analysis(collected, gap, stats, gap_label)
+    if gap_figure is not None and gap is not None:
+        subjects[gap[0]].append(gap_figure)
+    checks = oracle_checks(collected, subjects)
+
+    def series_name(candidate: str) -> str:
+        baseline = baseline_of(manifest, candidate)
+        return candidate if baseline in (None, candidate) else f"{candidate} ({baseline})"
+
+    profile, profile_block = profile_summary(candidates, subjects, measures, series_name)
+    baselines, baselines_block = baselines_summary(
+        manifest,
+        collected,
+        subjects,
+        measures,
+        lambda tier: (
+            f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; eval split]"
+        ),
+        corpus_sha=corpus_sha,
+        synthetic_share=corpus.manifest.provenance.synthetic_share,
+    )
+    flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
+
+    sections: list[Any] = []
+    if gap_figure is not None and gap is not None:
+        sections.append(_gap_block(gap_figure, gap_record, gap, stats))
+    sections.append(profile_block)
+    sections.append(baselines_block)
+    g_figures = [
+        (
+            find_figure(subjects[c], "G") or not_run_figure("G", description="", reason="not run")
+        ).model_copy(update={"name": c})
+        for c in candidates
+    ]
+    sections.append(
+        ForestBlock(
+            title="G per adapter (eval split)",
+            figures=g_figures,
+            interval_method=BOOTSTRAP,
+            xlabel="G = 1 - mean TV",
+            note="95% trace-clustered bootstrap percentile intervals.",
+        )
+    )
+    sections.append(TextBlock(title="Flags", paragraphs=flags or ["none"]))
+    for candidate in candidates:
+        adapter = collected.adapters.get(candidate, "not run")
+        tier = collected.tiers.get(candidate, "not run")
+        for split in options.splits:
+            sections.append(
+                FiguresBlock(
+                    title=f"{candidate}: {split} split ({adapter}, {tier} tier)",
+                    figures=per_split_figures[(candidate, split)],
+                    note="Trace-clustered intervals (cluster-robust t and seeded bootstrap).",
+                )
+            )
+    if checks:
+        sections.append(
+            TextBlock(
+                title="Harness self-check: oracle candidates vs closed forms",
+                paragraphs=[
+                    f"{c['oracle']} {c['metric']}: measured {c['measured']}, closed form "
+                    f"{c['expected']:.9f}: {'pass' if c['passed'] else 'FAIL'}"
+                    for c in checks
+                ],
+            )
+        )
+    share = corpus.manifest.provenance
+    record = {
+        "trb": {
+            "version": TRB_VERSION,
+            "corpus": {
+                "sha256": corpus_sha,
+                "kind": corpus.manifest.kind,
+                "provenance": share.model_dump(mode="json"),
+                "traces": {k: v.n_traces for k, v in corpus.manifest.splits.items()},
+                "cases_per_split": {
+                    s: sum(t.split == s for t in cases.values()) for s in options.splits
+                },
+            },
+            "adapters": {
+                c: {"adapter": collected.adapters.get(c), "tier": collected.tiers.get(c)}
+                for c in candidates
+            },
+            "governance_gap": gap_record,
+            "baselines": baselines,
+            "profile": profile,
+            "flags": flags,
+            "oracle_checks": checks,
+            "trials": {
+                "failed": dict(collected.failed),
+                "not_applicable": {k: len(v) for k, v in collected.not_applicable.items()},
+            },
+            "rows": flat_rows(subjects, collected, corpus_sha),
+        }
+    }
+    n_cases = len(cases)
+    return TrackAnalysis(
+        title=f"{TRB_VERSION} profile",
+        subtitle=(
+            f"{len(candidates)} adapter(s) x {n_cases} held-out traces "
+            f"({', '.join(options.splits)}); corpus sha256 {corpus_sha}"
+        ),
+        subjects=subjects,
+        sections=sections,
+        qualifications=qualifications(corpus, measures, options, spec.trials_per_case),
+        record=record,
+    )

@@ -1,0 +1,70 @@
+"""Trial accounting for the TRB report: ledger trials -> measure rows per candidate and split.
+
+A completed, applicable trial contributes its measures' counts; a failed trial contributes each
+measure's worst case (it stays in every denominator); a not-applicable trial is listed, not
+scored; an unrun trial contributes nothing (its trace is simply absent).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from trustbench.core import LedgerContents
+from trustbench.errors import CheckFailed
+from trustbench.trb.corpus._format import Trace
+from trustbench.trb.track._measures import MeasureRow, TrbMeasure
+
+
+class Collected:
+    """Trial rows grouped by candidate, split and measure, with trial accounting."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str, str], list[MeasureRow]] = defaultdict(list)
+        self.adapters: dict[str, str] = {}
+        self.tiers: dict[str, str] = {}
+        self.failed: dict[str, int] = defaultdict(int)
+        self.not_applicable: dict[str, list[str]] = defaultdict(list)
+
+
+def collect_trials(
+    ledger: LedgerContents, cases: dict[str, Trace], measures: list[TrbMeasure]
+) -> Collected:
+    """Group finished trials into measure rows per (candidate, split, measure).
+
+    Raises:
+        CheckFailed: a trial names a trace outside the frozen plan.
+    """
+    out = Collected()
+    for trial in ledger.trials:
+        trace = cases.get(trial["case_id"])
+        if trace is None:
+            raise CheckFailed(
+                f"trial {trial['trial_id']} names a trace outside the frozen plan",
+                location="ledger.sqlite",
+            )
+        candidate = trial["candidate"]
+        outcome = trial["outcome"] or {}
+        if outcome.get("adapter"):
+            out.adapters[candidate] = outcome["adapter"]
+        if outcome.get("adapter_tier"):
+            out.tiers[candidate] = outcome["adapter_tier"]
+        failed = trial["status"] != "completed"
+        if not failed and not outcome.get("applicable", False):
+            out.not_applicable[candidate].append(
+                f"{trace.trace_id}: {outcome.get('reason', 'not applicable')}"
+            )
+            continue
+        out.failed[candidate] += failed
+        for measure in measures:
+            if getattr(measure, "derived", False):
+                continue
+            counts = None if failed else outcome.get("measures", {}).get(measure.key)
+            out.rows[(candidate, trace.split, measure.key)].append(
+                MeasureRow(
+                    trace=trace,
+                    trial_index=trial["trial_index"],
+                    counts=measure.failed(trace) if counts is None else counts,
+                    failed=counts is None,
+                )
+            )
+    return out

@@ -1,0 +1,84 @@
+"""Track 5 (navigability) as a `trb/profile` measure: reach-rate lift of steering r over no-r."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trustbench.core.figures import Figure
+from trustbench.trb.corpus._format import Trace
+from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy
+from trustbench.trb.measures._navigability import _reference, _steered, navigability_starts
+from trustbench.trb.measures._rollout import reach
+from trustbench.trb.track._measure_common import (
+    _applicable,
+    _mean,
+    _not_applicable,
+    _not_run,
+    _settings,
+    _trace_seed,
+)
+from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.world import CorridorWorld
+
+
+class NavigabilityMeasure:
+    """Track 5: does steering r's goal move the system there, against the no-r ablation?"""
+
+    key = "navigability"
+    axis = "nav"
+    headline = "reach_rate_lift"
+    title = "Track 5 navigability"
+
+    def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
+        """Reach probability of the uncued goal: steered, ablated, reference-steered."""
+        try:
+            no_r = ablation_policy(adapter)
+        except AblationUnsupported as why:
+            return _not_applicable(str(why))
+        settings = _settings(adapter)
+        world = CorridorWorld(trace.world)
+        start, target, _cued = navigability_starts([trace], trace.world.horizon)[0]
+        if start.observations[-1].position == start.target:
+            return {"applicable": True, "starts": 0, "steered": 0.0, "ablated": 0.0,
+                    "ceiling": 0.0, "lift": 0.0}  # fmt: skip
+        goal = {trace.trace_id: target}
+        kw = {
+            "max_nodes": int(settings["max_enumeration_nodes"]),
+            "n_samples": int(settings["navigation_samples"]),
+            "seed": _trace_seed(getattr(adapter, "seed_value", 0), trace),
+        }
+        steer = _steered(adapter, world, goal)
+        steered, method = reach(world, [start], lambda _k: steer, **kw)
+        ablated, _ = reach(world, [start], lambda _k: no_r, **kw)
+        ceiling, _ = reach(world, [start], lambda _k: _reference(world, goal), **kw)
+        return {
+            "applicable": True, "starts": 1, "method": method,
+            "steered": float(steered[0]), "ablated": float(ablated[0]),
+            "ceiling": float(ceiling[0]), "lift": float(steered[0] - ablated[0]),
+        }  # fmt: skip
+
+    def failed(self, trace: Trace) -> dict[str, Any]:
+        """The worst case: never reached when steered, always without r (lift -1)."""
+        return {"applicable": True, "starts": 1, "steered": 0.0, "ablated": 1.0,
+                "ceiling": 1.0, "lift": -1.0, "failed": True}  # fmt: skip
+
+    def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
+        """Lift, and the steered, ablated and reference-steered reach rates."""
+        ok = _applicable(rows)
+        if not ok:
+            return [_not_run(self.headline, rows, self.title, label)]
+        method = next((r.counts["method"] for r in ok if "method" in r.counts), "exact")
+        where = f"one start per trace (full horizon), target = the uncued goal; {method} "
+        return [
+            _mean("reach_rate_lift", ok, "lift", "starts", stats,
+                  "steered - ablated reach probability, " + where + label),
+            _mean("steered_reach", ok, "steered", "starts", stats,
+                  "reach probability with r's goal set to the target, " + where + label),
+            _mean("ablation_reach", ok, "ablated", "starts", stats,
+                  "reach probability with r routed away, " + where + label),
+            _mean("reference_steered_reach", ok, "ceiling", "starts", stats,
+                  "the exact reference agent steered the same way (ceiling), " + where + label),
+        ]  # fmt: skip
+
+
+# --- Track 6 -------------------------------------------------------------------------------

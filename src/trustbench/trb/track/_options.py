@@ -1,0 +1,72 @@
+"""The `track_options` of a `trb/profile` experiment spec, validated at resolve time."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trustbench.core import ExperimentSpec
+from trustbench.errors import InputError
+from trustbench.trb.reference import TrainConfig
+from trustbench.trb.reference._token_world import TokenLMConfig
+
+BUILTIN_CORPUS = "reference-world"
+"""`corpus.builtin` label of the generated reference-world corpus."""
+
+
+class TrbTrackOptions(BaseModel):
+    """What a `trb/profile` run measures and how its reference corpus and models are built."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    corpus_sizes: dict[Literal["train", "dev", "eval", "transfer"], int] = Field(
+        default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}
+    )
+    """Traces per split of the generated corpus (`corpus.builtin = "reference-world"` only)."""
+    corpus_seed: int = 0
+    """Seed of the generated corpus (`corpus.builtin` only)."""
+    train: TrainConfig = TrainConfig()
+    """Training config of the reference models (ablation and full differ only in L_gov)."""
+    splits: tuple[Literal["eval", "transfer"], ...] = ("eval", "transfer")
+    """Held-out splits whose traces are cases; each keeps its split label in the report."""
+    max_traces: int | None = Field(default=None, ge=2)
+    """Use only the first N traces of each split (by id): a smaller run, stated in the report."""
+    adapter_seed: int = 0
+    """`adapter.seed(adapter_seed + trial_index)` starts every trial."""
+    gap: tuple[str, str] | None = None
+    """(full, ablation) candidate names for Delta_gov; by default the candidates whose adapters
+    are `trace-ai-full` and `trace-ai-ablation`."""
+    measures: tuple[str, ...] = (
+        "governance", "grounding", "attribution", "viability", "navigability", "transfer",
+    )  # fmt: skip
+    """Registered TRB measures to run (keys of `trustbench.trb.track.measure_targets()` or
+    `module:attribute` import strings); each fills one axis of the profile."""
+    token_lm: TokenLMConfig = TokenLMConfig()
+    """Size and training of the proxy baselines' token-world LMs (`proxy:*` adapters)."""
+    lm_train_traces: int = Field(default=800, ge=10)
+    """Train traces the proxy baselines' LMs see (the first N of the train split)."""
+    grounding_fit_traces: int = Field(default=200, ge=10)
+    """Train traces Track 2's concept directions (and the native ablation's mean r) come from."""
+    viability_rollouts: int = Field(default=4, ge=1)
+    """Track 4 episodes per trace per condition (r-mediated and ablated)."""
+    navigation_samples: int = Field(default=16, ge=1)
+    """Track 5 Monte Carlo rollouts per start when exact enumeration is too large."""
+    max_enumeration_nodes: int = Field(default=1000, ge=1)
+    """Largest exact enumeration in Track 5 (decision contexts per start)."""
+    conformance_traces: int = Field(default=4, ge=1)
+    """Reference-world traces the conformance kit runs a user adapter on at freeze."""
+
+
+def track_options(spec: ExperimentSpec) -> TrbTrackOptions:
+    """Validate `spec.track_options`, naming the offending option on error.
+
+    Raises:
+        InputError: with the JSON pointer of the first invalid option.
+    """
+    try:
+        return TrbTrackOptions.model_validate(spec.track_options)
+    except ValidationError as error:
+        first = error.errors()[0]
+        pointer = "/".join(str(part) for part in first["loc"])
+        raise InputError(first["msg"], location=f"track_options/{pointer}") from None

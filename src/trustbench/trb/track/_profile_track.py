@@ -1,0 +1,284 @@
+"""`trb/profile`: TRB through the shared harness (freeze, ledger, run, report).
+
+- cases: the held-out traces (eval, and transfer under its own split label);
+- candidates: adapters (`inprocess`, `model` = a built-in adapter id or `MODULE:FACTORY`);
+- trials: trace x adapter x K (`trials_per_case`; adapters are deterministic under a seed, so
+  K = 1 is the default and K > 1 repeats with seeds `adapter_seed + trial_index`);
+- `resolve` hashes the corpus files and, training or loading them, the reference checkpoints,
+  and runs the conformance kit on user adapters;
+- `run_trial` builds a fresh adapter, runs every registered measure (Tracks 1-5; Track 6 is
+  derived at report time from the other tracks' figures per split) on the trace, and records
+  the trial's hook calls as one attempt;
+- `analyze` (see `trb._analysis`) turns the ledger into figures, the governance gap, the
+  baselines table and the profile vector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from trustbench._canonical import file_sha256
+from trustbench.core import (
+    ExperimentSpec,
+    Manifest,
+    Resolution,
+    ResolvedItem,
+    TrialContext,
+    TrialKey,
+    TrialOutcome,
+    cross_product,
+)
+from trustbench.errors import CheckFailed, InputError
+from trustbench.trb.adapter._schema import TRB_VERSION
+from trustbench.trb.track._adapters import (
+    AdapterSource,
+    NotApplicable,
+    adapter_id,
+    resolve_adapters,
+)
+from trustbench.trb.track._corpus_source import (
+    LoadedCorpus,
+    corpus_folder,
+    corpus_items,
+    load_corpus,
+)
+from trustbench.trb.track._measures import TrbMeasure, load_measure
+from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions, track_options
+from trustbench.trb.track._recording import RecordingAdapter
+
+if TYPE_CHECKING:
+    from trustbench.core import LedgerContents, TrackAnalysis
+    from trustbench.trb.corpus._format import Trace
+
+T = TypeVar("T")
+
+CALL_NAME = "adapter.hooks"
+"""The attempt `call` of a trial's batch of hook calls."""
+
+
+@dataclass
+class _Prepared:
+    """What a spec resolves to in this process (memoised per spec and base folder)."""
+
+    options: TrbTrackOptions
+    corpus: LoadedCorpus
+    cases: dict[str, Trace]
+    measures: list[tuple[TrbMeasure, str]]
+
+
+def gap_pair(spec: ExperimentSpec, options: TrbTrackOptions) -> tuple[str, str] | None:
+    """The (full, ablation) candidate names Delta_gov compares, or None when there is none.
+
+    Raises:
+        InputError: `track_options.gap` names a candidate that does not exist.
+    """
+    names = [c.name for c in spec.candidates]
+    if options.gap is not None:
+        unknown = [n for n in options.gap if n not in names]
+        if unknown:
+            raise InputError(f"unknown candidate(s) {unknown}", location="track_options/gap")
+        return options.gap
+    by_adapter = {adapter_id(c): c.name for c in spec.candidates}
+    if "trace-ai-full" in by_adapter and "trace-ai-ablation" in by_adapter:
+        return by_adapter["trace-ai-full"], by_adapter["trace-ai-ablation"]
+    return None
+
+
+def _off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """Call `fn` here, or in a worker thread when an event loop runs in this thread.
+
+    Adapters are synchronous; some (the chat proxy) drive their own event loop, which cannot
+    run inside core's. Core resolves inputs inside its loop, so resolution (the conformance
+    kit calls the adapter) runs in a thread then; it blocks this thread either way.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(*args)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def _output(call: dict[str, Any]) -> Any:
+    """A logged call's output, or `{"error": ...}` when it raised (seed calls return None)."""
+    return {"error": call["error"]} if "error" in call else call.get("output")
+
+
+class TrbProfileTrack:
+    """The `trb/profile` core track and analyzer (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._prepared: dict[tuple[str, str], _Prepared] = {}
+        self._sources: dict[tuple[str, str], dict[str, AdapterSource]] = {}
+
+    def _prepare(self, spec: ExperimentSpec, base_dir: Path) -> _Prepared:
+        key = (spec.model_dump_json(), str(base_dir))
+        if key not in self._prepared:
+            options = track_options(spec)
+            measures = [load_measure(name) for name in options.measures]
+            keys = [m.key for m, _ in measures]
+            if len(set(keys)) != len(keys):
+                raise InputError(f"measures repeat a key: {keys}", location="track_options")
+            corpus = load_corpus(corpus_folder(spec, options, base_dir))
+            cases = corpus.held_out(options)
+            if not cases:
+                raise InputError(
+                    f"the corpus has no traces in the requested splits {list(options.splits)}",
+                    location=str(corpus.folder),
+                )
+            for name in options.splits:
+                if not corpus.splits.get(name):
+                    raise InputError(
+                        f"the corpus has no {name!r} split; drop it from track_options.splits",
+                        location=str(corpus.folder),
+                    )
+            gap_pair(spec, options)
+            self._prepared[key] = _Prepared(options, corpus, cases, measures)
+        return self._prepared[key]
+
+    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+        """Corpus files, reference checkpoints, user adapter code and the measure list."""
+        prepared = self._prepare(spec, base_dir)
+        sources, adapter_items = _off_loop(
+            resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options
+        )
+        self._sources[(spec.model_dump_json(), str(base_dir))] = sources
+        items = corpus_items(prepared.corpus) + adapter_items
+        items += [ResolvedItem("measure", m.key, text=target) for m, target in prepared.measures]
+        corpus_sha = prepared.corpus.manifest.corpus_sha256
+        root = (
+            f"builtin:{BUILTIN_CORPUS}"
+            if spec.corpus.builtin is not None
+            else str(prepared.corpus.folder)
+        )
+        return Resolution(
+            corpus_version=f"{TRB_VERSION} corpus sha256:{corpus_sha}",
+            corpus_root=root,
+            items=items,
+        )
+
+    def plan(self, manifest: Manifest) -> list[TrialKey]:
+        """Every held-out trace for every adapter, `trials_per_case` times."""
+        prepared = self._prepare(manifest.spec, Path(manifest.base_dir))
+        return cross_product(sorted(prepared.cases), manifest)
+
+    def prepared(
+        self, manifest: Manifest
+    ) -> tuple[TrbTrackOptions, LoadedCorpus, dict[str, Trace], list[tuple[TrbMeasure, str]]]:
+        """Options, corpus, cases and measures of a frozen run, after checking the corpus.
+
+        Raises:
+            CheckFailed: a corpus file no longer matches the hash frozen in the manifest.
+        """
+        prepared = self._prepare(manifest.spec, Path(manifest.base_dir))
+        frozen = manifest.file_sha()
+        for item in corpus_items(prepared.corpus):
+            assert item.path is not None
+            if frozen.get(("corpus", item.name)) != file_sha256(item.path):
+                raise CheckFailed(
+                    f"corpus file {item.name} differs from the one frozen in the manifest",
+                    location=str(item.path),
+                )
+        return prepared.options, prepared.corpus, prepared.cases, prepared.measures
+
+    def _source(self, manifest: Manifest, candidate: str) -> AdapterSource:
+        key = (manifest.spec.model_dump_json(), manifest.base_dir)
+        if key not in self._sources:
+            self.resolve(manifest.spec, Path(manifest.base_dir))
+        return self._sources[key][candidate]
+
+    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+        """Run every measure on one trace through a fresh adapter; record the hook calls."""
+        prepared = self._prepare(ctx.manifest.spec, Path(ctx.manifest.base_dir))
+        trace = prepared.cases[key.case_id]
+        source = self._source(ctx.manifest, key.candidate)
+        seed = prepared.options.adapter_seed + key.trial_index
+        outcome: dict[str, Any] = {"split": trace.split, "adapter": source.adapter, "seed": seed}
+        try:
+            inner = source.build(trace.world)
+        except NotApplicable as reason:
+            return TrialOutcome(
+                "completed", {**outcome, "applicable": False, "reason": str(reason)}
+            )
+        tier = getattr(inner, "tier", None)
+        outcome["adapter_tier"] = str(getattr(tier, "value", tier))
+        recorder = RecordingAdapter(inner)
+        options = prepared.options
+        recorder.fit_traces = (prepared.corpus.splits.get("train") or [])[
+            : options.grounding_fit_traces
+        ]
+        recorder.settings = {
+            "viability_rollouts": options.viability_rollouts,
+            "navigation_samples": options.navigation_samples,
+            "max_enumeration_nodes": options.max_enumeration_nodes,
+        }
+        recorder.seed_value = seed
+        results: dict[str, Any] = {}
+        error: Exception | None = None
+
+        def measure_all() -> None:
+            try:
+                recorder.seed(seed)
+                for measure, _ in prepared.measures:
+                    if not getattr(measure, "derived", False):
+                        results[measure.key] = measure.run(recorder, trace)
+            finally:
+                close = getattr(inner, "close", None)
+                if callable(close):  # e.g. a chat proxy's HTTP session and event loop
+                    close()
+
+        try:
+            # In a worker thread: the hooks are synchronous (they would stall core's loop)
+            # and a chat proxy runs its own event loop, which cannot nest in core's.
+            await asyncio.to_thread(measure_all)
+        except NotApplicable as reason:
+            return TrialOutcome(
+                "completed", {**outcome, "applicable": False, "reason": str(reason)}
+            )
+        except Exception as failure:  # a raising seed() or a measure defect: failed, recorded
+            error = failure
+        ctx.record_call(
+            CALL_NAME,
+            request={
+                "trace_id": trace.trace_id,
+                "split": trace.split,
+                "seed": seed,
+                "hooks": [
+                    {k: v for k, v in c.items() if k not in ("output", "error")}
+                    for c in recorder.calls
+                ],
+            },
+            response={"outputs": [_output(c) for c in recorder.calls]},
+            latency_s=recorder.seconds,
+            error_class=None if error is None else "candidate_error",
+            error_message=None if error is None else f"{type(error).__name__}: {error}",
+            model_id=source.adapter,
+        )
+        if error is not None:
+            return TrialOutcome(
+                "failed",
+                outcome,
+                error_class="candidate_error",
+                error=f"{type(error).__name__}: {error}",
+            )
+        return TrialOutcome("completed", {**outcome, "applicable": True, "measures": results})
+
+    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+        """Grade the run from its ledger (see `trustbench.trb.track._analysis`)."""
+        from trustbench.trb.track._analysis import analyze_profile
+
+        options, corpus, cases, measures = self.prepared(manifest)
+        return analyze_profile(
+            manifest,
+            ledger,
+            options=options,
+            corpus=corpus,
+            cases=cases,
+            measures=[m for m, _ in measures],
+            gap=gap_pair(manifest.spec, options),
+        )

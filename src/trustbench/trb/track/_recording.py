@@ -1,0 +1,150 @@
+"""A transparent adapter wrapper that keeps every hook call and its output for the ledger.
+
+The track records one attempt per trial holding this log (a batch, not one attempt per hook
+call: a trace makes dozens of deterministic in-process calls, and one row per call would
+multiply the ledger's size without adding information). The log holds, per call, the hook, the
+step, the override r' (candidate-visible: it is what the adapter was told) and the output or
+the error, so a trial can be re-graded offline from the ledger and the pinned corpus.
+
+Tracks 2, 4 and 5 visit hundreds to thousands of contexts per trace (activation injections,
+whole rollouts). Their batched calls (`emit_many`, `act_many`, `act_without_r[_many]`) are
+logged as one summary entry each (hook, number of contexts, overrides, failures), not output
+by output: the ledger would otherwise grow by megabytes per trial. Their per-trace counts,
+from which the report's figures are computed, are in the trial outcome; white-box reads
+(Track 2) are not adapter hooks and appear only through those counts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from trustbench.trb.adapter._schema import SelfReport, StepContext
+from trustbench.trb.measures._governance import _valid_distribution
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, SelfReport):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        try:
+            return {str(k): float(v) for k, v in value.items()}
+        except (TypeError, ValueError):
+            return repr(value)
+    return repr(value)
+
+
+class RecordingAdapter:
+    """Wraps an adapter; forwards every hook and appends {hook, t, r_override, output|error}."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "?")
+        self.tier = getattr(inner, "tier", None)
+        self.supports_override = getattr(inner, "supports_override", None)
+        self.calls: list[dict[str, Any]] = []
+        self.seconds = 0.0
+        self.fit_traces: list[Any] = []
+        """Train-split traces a measure may fit on (Track 2 directions); set by the track."""
+        self.settings: dict[str, Any] = {}
+        """Track sizes from the run's options (rollouts, samples); set by the track."""
+        self.seed_value = 0
+        """The trial's seed, for per-trace draws; set by the track."""
+
+    @property
+    def whitebox(self) -> Any:
+        """The wrapped adapter when it offers activation access (Track 2), else None."""
+        needed = ("hook_layers", "slot_probability", "read_positions", "step_starts")
+        return self.inner if all(hasattr(self.inner, n) for n in needed) else None
+
+    def _batch(self, hook: str, n: int, overrides: int, fn: Callable[[], Any]) -> Any:
+        entry: dict[str, Any] = {"hook": hook, "contexts": n, "overrides": overrides}
+        started = time.perf_counter()
+        try:
+            out = list(fn())
+        except Exception as error:  # logged; the caller falls back to single calls
+            entry["error"] = f"{type(error).__name__}: {error}"
+            self.calls.append(entry)
+            raise
+        finally:
+            self.seconds += time.perf_counter() - started
+        if hook != "emit_many":
+            entry["invalid"] = sum(_valid_distribution(d) is None for d in out)
+        else:
+            entry["missing"] = sum(r is None for r in out)
+        self.calls.append(entry)
+        return out
+
+    @property
+    def emit_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
+        """Forward the batched `emit_many` (one summary log entry), if the adapter has one."""
+        inner = getattr(self.inner, "emit_many", None)
+        if inner is None:
+            return None
+        return lambda contexts: self._batch("emit_many", len(contexts), 0, lambda: inner(contexts))
+
+    @property
+    def act_many(self) -> Callable[..., list[Any]] | None:
+        """Forward the batched `act_many` (one summary log entry), if the adapter has one."""
+        inner = getattr(self.inner, "act_many", None)
+        if inner is None:
+            return None
+
+        def call(contexts: Sequence[StepContext], overrides: Sequence[Any]) -> list[Any]:
+            edited = sum(r is not None for r in overrides)
+            return self._batch(
+                "act_many", len(contexts), edited, lambda: inner(contexts, overrides)
+            )
+
+        return call
+
+    @property
+    def act_without_r_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
+        """Forward the batched no-r ablation (one summary log entry), if the adapter has one."""
+        inner = getattr(self.inner, "act_without_r_many", None)
+        if inner is None:
+            return None
+        return lambda contexts: self._batch(
+            "act_without_r_many", len(contexts), 0, lambda: inner(contexts)
+        )
+
+    @property
+    def act_without_r(self) -> Callable[[StepContext], Any] | None:
+        """Forward the single no-r ablation call (logged), if the adapter has one."""
+        inner = getattr(self.inner, "act_without_r", None)
+        if inner is None:
+            return None
+        return lambda context: self._run("act_without_r", context, None, lambda: inner(context))
+
+    def seed(self, value: int) -> None:
+        """Forward the seed and log it."""
+        self.calls.append({"hook": "seed", "value": value})
+        self.inner.seed(value)
+
+    def _run(self, hook: str, context: StepContext, override: Any, fn: Any) -> Any:
+        entry: dict[str, Any] = {"hook": hook, "t": context.t}
+        if override is not None:
+            entry["r_override"] = override.model_dump(mode="json")
+        started = time.perf_counter()
+        try:
+            out = fn()
+        except Exception as error:  # the candidate's failure is logged, then scored by the track
+            entry["error"] = f"{type(error).__name__}: {error}"
+            self.calls.append(entry)
+            raise
+        finally:
+            self.seconds += time.perf_counter() - started
+        entry["output"] = _jsonable(out)
+        self.calls.append(entry)
+        return out
+
+    def emit_r(self, context: StepContext) -> Any:
+        """Forward `emit_r`."""
+        return self._run("emit_r", context, None, lambda: self.inner.emit_r(context))
+
+    def act(self, context: StepContext, r_override: SelfReport | None = None) -> Any:
+        """Forward `act` with its override."""
+        return self._run(
+            "act", context, r_override, lambda: self.inner.act(context, r_override=r_override)
+        )

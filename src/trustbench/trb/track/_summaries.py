@@ -1,0 +1,327 @@
+"""Summaries in the TRB report: profile vector, baselines table, flags, flat rows, caveats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trustbench.core import Manifest
+from trustbench.core.figures import Figure, not_run_figure
+from trustbench.core.report import FiguresBlock, ProfileBlock
+from trustbench.trb.adapter._schema import EDITABLE_SLOTS, TRB_VERSION
+from trustbench.trb.profile._baselines import HIGH_LEVEL, TRANSFER_DROP
+from trustbench.trb.profile._run import BASELINES
+from trustbench.trb.track._collect import Collected
+from trustbench.trb.track._corpus_source import LoadedCorpus
+from trustbench.trb.track._lookup import (
+    BOOTSTRAP,
+    bootstrap_bounds,
+    find_figure,
+    measured_estimate,
+    split_name,
+)
+from trustbench.trb.track._measures import AXIS_TRACKS, PROFILE_AXES, TrbMeasure
+from trustbench.trb.track._options import TrbTrackOptions
+
+
+def baseline_of(manifest: Manifest, candidate: str) -> str | None:
+    """The spec §4 baseline a candidate fills (its `settings.baseline` or adapter id).
+
+    A `proxy:` prefix of the adapter id is dropped; None when neither names a baseline.
+    """
+    keys = {key for key, _, _ in BASELINES}
+    spec = next(c for c in manifest.spec.candidates if c.name == candidate)
+    for value in (spec.settings.get("baseline"), (spec.model or "").removeprefix("proxy:")):
+        if value in keys:
+            return str(value)
+    return None
+
+
+def profile_summary(
+    candidates: list[str],
+    subjects: dict[str, list[Figure]],
+    measures: list[TrbMeasure],
+    series_name: Any = str,
+) -> tuple[dict[str, Any], ProfileBlock]:
+    """The six-axis profile per candidate (record entry and report block), never averaged.
+
+    `series_name(candidate)` labels the candidate's bars (e.g. with the baseline it fills).
+    """
+    by_axis = {m.axis: m for m in measures}
+    record: dict[str, Any] = {}
+    series: dict[str, list[float | None]] = {}
+    errors: dict[str, list[tuple[float, float] | None]] = {}
+    for candidate in candidates:
+        record[candidate] = {}
+        series[candidate], errors[candidate] = [], []
+        for axis in PROFILE_AXES:
+            measure = by_axis.get(axis)
+            figure = None if measure is None else find_figure(subjects[candidate], measure.headline)
+            low, high = bootstrap_bounds(figure)
+            measured = figure is not None and figure.status == "measured"
+            reason = (
+                f"{AXIS_TRACKS[axis]} is not implemented in this run (no measure registered)"
+                if measure is None
+                else (figure.reason if figure is not None and not measured else None)
+            )
+            record[candidate][axis] = {
+                "status": "measured" if measured else "not run",
+                "figure": None if measure is None else measure.headline,
+                "value": figure.estimate if measured and figure else None,
+                "lower": low,
+                "upper": high,
+                "reason": reason,
+            }
+            series[candidate].append(figure.estimate if measured and figure else None)
+            errors[candidate].append((low, high) if low is not None and high is not None else None)
+    headline_of = ", ".join(
+        f"{axis} = {by_axis[axis].headline}" if axis in by_axis else f"{axis} = not run"
+        for axis in PROFILE_AXES
+    )
+    block = ProfileBlock(
+        title="TRB profile vector per adapter (eval split)",
+        axes=list(PROFILE_AXES),
+        series={series_name(c): v for c, v in series.items()},
+        errors={series_name(c): v for c, v in errors.items()},
+        ylabel="axis headline figure",
+        radar=len(by_axis) >= 3,
+        note=f"Per axis, never averaged ({headline_of}). An axis that was not run is left "
+        "empty, never drawn as 0. Axes have different scales: AUC and balanced accuracy have "
+        "chance 0.5, the viability retention ratio has 'no change' at 1, the navigability lift "
+        "has 'no effect' at 0. Error bars: 95% trace-clustered bootstrap (trans: the interval "
+        "of G on the worst transfer context).",
+    )
+    return record, block
+
+
+def baselines_summary(
+    manifest: Manifest,
+    collected: Collected,
+    subjects: dict[str, list[Figure]],
+    measures: list[TrbMeasure],
+    label_for: Any,
+    *,
+    corpus_sha: str,
+    synthetic_share: float | None,
+) -> tuple[list[dict[str, Any]], FiguresBlock]:
+    """The five spec §4 baselines, each filled by a candidate or "not run".
+
+    Per row: every measure's headline (eval split) with its interval, slot accuracy beside G,
+    and the TRB version, corpus SHA-256, synthetic share and adapter tier.
+    `label_for(tier)` gives the description suffix of a row of that adapter tier.
+    """
+    figures: list[Figure] = []
+    rows = []
+    axis_of = {m.headline: m.axis for m in measures}
+    names = [m.headline for m in measures]
+    names += [f"slot_accuracy[{s}]" for s in EDITABLE_SLOTS] if "G" in names else []
+    for key, description, tier in BASELINES:
+        label = label_for(tier)
+        candidate = next(
+            (c.name for c in manifest.spec.candidates if baseline_of(manifest, c.name) == key),
+            None,
+        )
+        ran = candidate is not None and bool(collected.tiers.get(candidate))
+        row: dict[str, Any] = {
+            "baseline": key,
+            "description": description,
+            "adapter_tier": tier,
+            "candidate": candidate,
+            "candidate_tier": collected.tiers.get(candidate) if candidate else None,
+            "status": "run" if ran else "not run",
+            "trb_version": TRB_VERSION,
+            "corpus_sha256": corpus_sha,
+            "synthetic_share": synthetic_share,
+            "profile": {},
+            "slot_accuracy": {},
+        }
+        for name in names:
+            figure = find_figure(subjects[candidate], name) if ran and candidate else None
+            if figure is None:
+                reason = (
+                    f"no candidate declares baseline {key!r}"
+                    + (" (baselines 1-3 run through a proxy adapter)" if tier == "proxy" else "")
+                    if candidate is None
+                    else f"{candidate} has no {name} figure (no applicable trial)"
+                )
+                figure = not_run_figure(name, description=f"{description} {label}", reason=reason)
+            figures.append(figure.model_copy(update={"name": f"{key}: {name}"}))
+            low, high = bootstrap_bounds(figure)
+            entry = {
+                "figure": name,
+                "status": "measured" if figure.status == "measured" else "not run",
+                "value": figure.estimate if figure.status == "measured" else None,
+                "lower": low,
+                "upper": high,
+            }
+            if name.startswith("slot_accuracy["):
+                row["slot_accuracy"][name[len("slot_accuracy[") : -1]] = entry
+            else:
+                row["profile"][axis_of[name]] = entry
+        for name in ("G", "balanced_accuracy"):  # kept for readers of the earlier record
+            got = (row["profile"].get(axis_of.get(name, "")) or {}) if name in axis_of else {}
+            row[name] = got.get("value")
+            row[f"{name}_interval"] = [got.get("lower"), got.get("upper")]
+        rows.append(row)
+    share = "unknown" if synthetic_share is None else f"{synthetic_share:.0%}"
+    block = FiguresBlock(
+        title="Baselines (spec §4: run all of them, always)",
+        figures=figures,
+        note="Per baseline, each axis's headline with its 95% interval, and slot accuracy "
+        "beside G (is the stated r even right?). Instruct, CoT-prompted and CoT-supervised "
+        "finetune run through a proxy adapter; the Trace-AI ablation and full models through "
+        "the native adapter. A candidate fills a baseline row by its adapter id "
+        f"(`proxy:` prefix allowed) or `settings.baseline`. {TRB_VERSION}; corpus sha256 "
+        f"{corpus_sha}; synthetic counterfactual share {share}. Every figure's description "
+        "names its adapter tier.",
+    )
+    return rows, block
+
+
+def profile_flags(
+    candidates: list[str],
+    subjects: dict[str, list[Figure]],
+    corpus: LoadedCorpus,
+    collected: Collected,
+    checks: list[dict[str, Any]],
+    measures: list[TrbMeasure],
+) -> list[str]:
+    """Flags a reader must see: provenance, ungoverned adapters, transfer drops, failures."""
+    flags = []
+    share = corpus.manifest.provenance
+    if share.cap_status == "no_human_data":
+        flags.append(
+            f"synthetic share 100% ({share.synthetic} synthetic, 0 human counterfactuals): no "
+            "human data; every continuation comes from the exact reference agent"
+        )
+    else:
+        flags.append(
+            f"synthetic share {share.synthetic_share:.1%} ({share.synthetic} synthetic, "
+            f"{share.human} human counterfactuals; cap 3:1 {share.cap_status})"
+        )
+    for candidate in candidates:
+        figures = subjects[candidate]
+        g, floor = measured_estimate(figures, "G"), measured_estimate(figures, "G_null_edit_floor")
+        if g is not None and floor is not None and g <= floor:
+            flags.append(
+                f"{candidate}: G {g:.3f} is at or below its null-edit floor {floor:.3f} (the G "
+                "it would score ignoring every edit): its r does not govern its action"
+            )
+        viab = find_figure(figures, "completion_retention_ratio")
+        below = viab is not None and viab.status == "measured" and (viab.estimate or 1.0) < 1
+        if viab is not None and below:
+            _, high = bootstrap_bounds(viab)
+            flags.append(
+                f"{candidate}: viability retention ratio {viab.estimate:.3f} < 1"
+                + (" (interval below 1)" if high is not None and high < 1 else "")
+                + ": acting through its r degrades task completion (spec Track 4)"
+            )
+        for measure in measures:
+            high_level = HIGH_LEVEL.get(measure.key)
+            level = measured_estimate(figures, measure.headline)
+            drop = next(
+                (f.estimate for f in figures if f.name == f"transfer_drop[{measure.headline}]"),
+                None,
+            )
+            if high_level is None or level is None or drop is None:
+                continue
+            if level >= high_level and drop > TRANSFER_DROP[measure.key]:
+                flags.append(
+                    f"{candidate}: high level with low transfer on {measure.title}: "
+                    f"{measure.headline} {level:.3f} (>= {high_level}) drops by {drop:.3f} "
+                    f"(> {TRANSFER_DROP[measure.key]}) on its worst transfer context (spec §5 "
+                    "anti-Goodhart line: flagged, not celebrated)"
+                )
+        eval_low, _ = bootstrap_bounds(find_figure(figures, "G"))
+        _, transfer_high = bootstrap_bounds(find_figure(figures, split_name("transfer", "G")))
+        if eval_low is not None and transfer_high is not None and transfer_high < eval_low:
+            flags.append(
+                f"{candidate}: G on the transfer split is below G on eval (intervals do not "
+                "overlap): a high in-distribution level that does not transfer (spec §5)"
+            )
+        if collected.failed.get(candidate):
+            flags.append(
+                f"{candidate}: {collected.failed[candidate]} trial(s) failed as a whole and are "
+                "scored as the worst case"
+            )
+        if collected.not_applicable.get(candidate):
+            skipped = collected.not_applicable[candidate]
+            flags.append(
+                f"{candidate}: {len(skipped)} trial(s) not applicable, not scored (first: "
+                f"{skipped[0]})"
+            )
+    for check in checks:
+        if not check["passed"]:
+            flags.append(
+                f"HARNESS SELF-CHECK FAILED: {check['oracle']} {check['metric']} measured "
+                f"{check['measured']}, closed form {check['expected']:.6f}"
+            )
+    return flags
+
+
+def flat_rows(
+    subjects: dict[str, list[Figure]], collected: Collected, corpus_sha: str
+) -> list[dict[str, Any]]:
+    """One flat row per figure, each naming TRB version, corpus SHA-256, tier and split."""
+    rows = []
+    for candidate, figures in subjects.items():
+        for figure in figures:
+            split, _, metric = (
+                figure.name.rpartition(".")
+                if "." in figure.name.split("[")[0]
+                else ("eval", "", figure.name)
+            )
+            low, high = bootstrap_bounds(figure)
+            rows.append(
+                {
+                    "trb_version": TRB_VERSION,
+                    "corpus_sha256": corpus_sha,
+                    "candidate": candidate,
+                    "adapter": collected.adapters.get(candidate),
+                    "adapter_tier": collected.tiers.get(candidate, "not run"),
+                    "split": split,
+                    "metric": metric,
+                    "status": figure.status,
+                    "estimate": figure.estimate,
+                    "lower": low,
+                    "upper": high,
+                    "interval": BOOTSTRAP,
+                    "numerator": figure.numerator,
+                    "denominator": figure.denominator,
+                }
+            )
+    return rows
+
+
+def qualifications(
+    corpus: LoadedCorpus, measures: list[TrbMeasure], options: TrbTrackOptions, k: int
+) -> list[str]:
+    """What these results do not establish (shown at the end of the report)."""
+    filled = {m.axis for m in measures}
+    missing = [AXIS_TRACKS[a] for a in PROFILE_AXES if a not in filled]
+    out = []
+    if corpus.manifest.kind == "reference_world":
+        out.append(
+            "Reference-world data only: every counterfactual is a synthetic edit and every "
+            "continuation Phi(r') comes from the exact reference agent (0 human "
+            "counterfactuals). These results check the harness and show in a controlled world "
+            "whether L_gov matters; they are not a TRB score (spec §6: no TRB score until "
+            "Tracks 1 and 3 have real paired human data)."
+        )
+    if missing:
+        out.append(f"Not run in this experiment: {', '.join(missing)}; their axes are 'not run'.")
+    if "transfer" in options.splits:
+        out.append(
+            "The transfer split holds held-out world parameters generated by the benchmark "
+            "authors, so Track 6 here (each track's minimum over the run's transfer contexts "
+            "and its drop from eval) checks the machinery, not the spec's transfer criterion, "
+            "which needs contexts collected by a party that did not train the model; with one "
+            "transfer split the minimum is over one context."
+        )
+    out.append(
+        f"Intervals treat the trace as the independent unit (K = {k} trial(s) per trace and "
+        "adapter; adapters are deterministic under their seed). Each trial's adapter hook "
+        "calls are recorded as one batch attempt (`adapter.hooks`)."
+    )
+    if options.max_traces is not None:
+        out.append(f"Only the first {options.max_traces} traces of each split were used.")
+    return out

@@ -1,0 +1,82 @@
+"""Track 6 (transfer) as a `trb/profile` measure: every track on held-out families."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trustbench.core.figures import Figure, not_run_figure
+from trustbench.trb.corpus._format import Trace
+from trustbench.trb.track._measures import MeasureRow, StatsPlan
+
+
+class TransferMeasure:
+    """Track 6: each other track's headline at its worst transfer context, and the drop."""
+
+    key = "transfer"
+    axis = "trans"
+    headline = "transfer_min[G]"
+    title = "Track 6 transfer"
+    derived = True
+    """Computed from the other measures' figures per split; nothing runs per trace."""
+
+    def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
+        """Nothing per trace (see `derive`)."""
+        return {}
+
+    def failed(self, trace: Trace) -> dict[str, Any]:
+        """Nothing per trace."""
+        return {}
+
+    def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
+        """Nothing per split (see `derive`)."""
+        return []
+
+    def derive(
+        self, by_split: dict[str, list[Figure]], headlines: list[str], label: str
+    ) -> list[Figure]:
+        """Per headline: its minimum over the non-eval splits, and its drop from eval.
+
+        The minimum carries that split's figure (and interval); the drop is a difference of
+        two estimates, for which no joint interval is claimed.
+
+        Args:
+            by_split: Figures per split (bare names).
+            headlines: The other measures' headline figure names.
+            label: Description suffix (TRB version, corpus, tier).
+        """
+        contexts = sorted(s for s in by_split if s != "eval")
+        out = []
+        for name in headlines:
+            found = [(s, next((f for f in by_split[s] if f.name == name), None)) for s in contexts]
+            measured = [(s, f) for s, f in found if f is not None and f.status == "measured"]
+            text = f"min over transfer contexts {contexts} of {name} {label}"
+            if not contexts or len(measured) < len(contexts):
+                missing = [s for s, f in found if f is None or f.status != "measured"]
+                why = (
+                    "the run has no transfer context (track_options.splits)"
+                    if not contexts
+                    else f"{name} not measured on {missing}"
+                )
+                out.append(not_run_figure(f"transfer_min[{name}]", description=text, reason=why))
+                continue
+            split, worst = min(measured, key=lambda p: p[1].estimate)  # type: ignore[arg-type,return-value]
+            out.append(
+                worst.model_copy(
+                    update={"name": f"transfer_min[{name}]",
+                            "description": f"{text}; worst context: {split}"}
+                )
+            )  # fmt: skip
+            home = next((f for f in by_split.get("eval", []) if f.name == name), None)
+            if home is not None and home.status == "measured" and worst.estimate is not None:
+                out.append(
+                    Figure(
+                        name=f"transfer_drop[{name}]", kind="difference",
+                        estimate=float(home.estimate - worst.estimate),  # type: ignore[operator]
+                        denominator=worst.denominator, unit="trial", cluster="trace",
+                        unit_count=worst.unit_count,
+                        description=f"eval {name} minus its min over transfer contexts ({split}); "
+                        f"difference of two estimates, no joint interval {label}",
+                        intervals=[],
+                    )
+                )  # fmt: skip
+        return out

@@ -1,0 +1,20 @@
+"""Exact finite-state worlds whose do-effects can be computed, not estimated."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.trb.world._corridor import (
+        CorridorConfig,
+        CorridorWorld,
+        Episode,
+        StepRecord,
+        reference_continuation,
+    )
+
+__all__ = ["CorridorConfig", "CorridorWorld", "Episode", "StepRecord", "reference_continuation"]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
