@@ -12,19 +12,18 @@ import io
 import itertools
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from tests.rtb.test_human_fixtures import participant_answer, runs  # noqa: F401
+from tests.support.readiness import READY_TIMEOUT_S, LineReader
 
 from trustbench.core import report_run
 
@@ -68,7 +67,7 @@ class Browser:
             message["sessionId"] = self.session_id
         await self.ws.send_json(message)
         while True:
-            reply = json.loads((await self.ws.receive(timeout=30)).data)
+            reply = json.loads((await self.ws.receive(timeout=READY_TIMEOUT_S)).data)
             if reply.get("id") == ident:
                 assert "error" not in reply, reply
                 return reply["result"]
@@ -146,15 +145,11 @@ def start_server(run_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
         text=True,
         env={**os.environ, "PYTHONPATH": str(SRC)},
     )
-    links: dict[str, str] = {}
     assert server.stdout is not None
-    for line in server.stdout:
-        found = re.match(r"\s+(\S+): (http://127\.0\.0\.1:\d+/s/\S+)", line)
-        if found:
-            links[found.group(1)] = found.group(2)
-        if line.startswith("give each participant"):
-            return server, links
-    raise AssertionError(f"server did not start: {server.wait()}")
+    found = LineReader(server.stdout).wait_for(
+        server, r"^\s+(\S+): (http://127\.0\.0\.1:\d+/s/\S+)", until=r"^give each participant"
+    )
+    return server, {match.group(1): match.group(2) for match in found}
 
 
 def start_chromium(profile: Path) -> tuple[subprocess.Popen[str], str]:
@@ -176,15 +171,13 @@ def start_chromium(profile: Path) -> tuple[subprocess.Popen[str], str]:
         text=True,
     )
     assert browser.stderr is not None
-    deadline = time.monotonic() + 30
-    for line in browser.stderr:
-        found = re.search(r"DevTools listening on (ws://\S+)", line)
-        if found:
-            return browser, found.group(1)
-        if time.monotonic() > deadline:
-            break
-    browser.kill()
-    pytest.skip("chromium did not open a DevTools endpoint")
+    reader = LineReader(browser.stderr)
+    try:
+        found = reader.wait_for(browser, r"DevTools listening on (ws://\S+)")
+    except AssertionError as error:
+        browser.kill()
+        pytest.skip(f"chromium did not open a DevTools endpoint: {error}")
+    return browser, found[0].group(1)
 
 
 @pytest.mark.slow
@@ -212,7 +205,7 @@ def test_two_participants_in_headless_chromium_yield_a_report_with_the_visibilit
         chromium.terminate()
         chromium.wait(timeout=20)
         server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=30) == 0
+        assert server.wait(timeout=READY_TIMEOUT_S) == 0
         shutil.rmtree(profile, ignore_errors=True)
     for name in ("human-review-page.png", "human-session-finished.png"):
         assert (shots / name).read_bytes().startswith(b"\x89PNG")

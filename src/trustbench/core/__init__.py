@@ -11,13 +11,19 @@ from typing import TYPE_CHECKING
 from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from trustbench.core._analysis import Analyzer, TrackAnalysis
+    from trustbench.core._analysis import Analyzer, Evaluability, TrackAnalysis
+    from trustbench.core._api import ExperimentResult, SpecSource, run_spec, run_spec_async
     from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
     from trustbench.core._export import LedgerContents, export_ledger, read_ledger
     from trustbench.core._manifest import Manifest, build_manifest, read_manifest, write_manifest
     from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
     from trustbench.core._report_run import ReportResult, report_run
-    from trustbench.core._runner import RunSummary, run_experiment, trial_order
+    from trustbench.core._runner import (
+        RunSummary,
+        run_experiment,
+        run_experiment_async,
+        trial_order,
+    )
     from trustbench.core._spec import (
         AnalysisSpec,
         CandidateSpec,
@@ -45,6 +51,8 @@ __all__ = [
     "CallFailed",
     "CandidateSpec",
     "CorpusSpec",
+    "Evaluability",
+    "ExperimentResult",
     "ExperimentSpec",
     "GateSpec",
     "LedgerContents",
@@ -56,6 +64,7 @@ __all__ = [
     "ResolvedItem",
     "RetryPolicy",
     "RunSummary",
+    "SpecSource",
     "Track",
     "TrackAnalysis",
     "TrialContext",
@@ -72,6 +81,9 @@ __all__ = [
     "register_track",
     "report_run",
     "run_experiment",
+    "run_experiment_async",
+    "run_spec",
+    "run_spec_async",
     "trial_order",
     "verify_run",
     "write_manifest",

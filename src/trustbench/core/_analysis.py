@@ -18,6 +18,33 @@ if TYPE_CHECKING:
     from trustbench.core.report import Block
 
 
+@dataclass(frozen=True)
+class Evaluability:
+    """Whether a subject's error rates can mean anything: how many trials gave a usable answer.
+
+    A candidate that failed every call has no false approvals *because it never answered*; its
+    error rates are not evidence of safety. Every track counts, per subject, the attempted trials
+    and why the unusable ones were unusable, and the report shows the valid-response rate before
+    any error rate; a subject below the declared minimum is "not evaluable" and blocks release.
+    """
+
+    attempted: int
+    """Trials attempted (every planned trial that has a finished row)."""
+    valid: int
+    """Trials whose response was present and valid (the track's own validity rule)."""
+    missing: int = 0
+    """Trials where the candidate returned nothing usable (empty reply)."""
+    invalid: int = 0
+    """Trials whose reply failed validation (schema, evaluation id, unresolvable references)."""
+    transport_failed: int = 0
+    """Trials that never got a reply: connection errors, timeouts, refused requests."""
+
+    @property
+    def valid_rate(self) -> float | None:
+        """Valid / attempted, or None when nothing was attempted (never 0 for "not run")."""
+        return self.valid / self.attempted if self.attempted else None
+
+
 @dataclass
 class TrackAnalysis:
     """A track's graded results for one run."""
@@ -35,6 +62,12 @@ class TrackAnalysis:
     """What these results do not establish (shown at the end of the page)."""
     record: dict[str, Any] = field(default_factory=dict)
     """Track-specific JSON content of `record.json` (per-trial rows, breakdowns, tests)."""
+    evaluability: dict[str, Evaluability] = field(default_factory=dict)
+    """Subject -> its valid-response counts (see `Evaluability`); every track fills it."""
+    instruments: frozenset[str] = frozenset()
+    """Subjects that are measurement instruments with known signatures (sentinel reviewers,
+    known-bad boundaries, scripted agents, oracles): expected to fail some gates, shown apart
+    from candidate results, and never a candidate verdict."""
 
 
 @runtime_checkable

@@ -228,17 +228,19 @@ def _assert_no_secret(data: bytes, spec: ExperimentSpec) -> None:
             )
 
 
-def build_manifest(spec_path: Path) -> Manifest:
+def build_manifest(spec_path: Path, *, base_dir: Path | None = None) -> Manifest:
     """Freeze a spec file into a manifest (in memory).
 
     Args:
-        spec_path: The experiment spec TOML.
+        spec_path: The experiment spec (TOML, or JSON when named `*.json`).
+        base_dir: Folder that relative paths in the spec (a corpus, a prompt) are relative to;
+            default: the spec file's folder.
 
     Returns:
         The manifest with its hash.
     """
     spec = load_spec(spec_path)
-    base_dir = spec_path.resolve().parent
+    base_dir = (base_dir or spec_path.parent).resolve()
     track, entry = load_track(spec.track_id)
     resolution, files = resolve_inputs(track, spec, base_dir)
     body = {

@@ -310,6 +310,30 @@ def run_experiment(
         CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
         InputError: when the folder is not a run folder or is in use by another run.
     """
+    _check_runnable(run_dir, executor, address)
+    with _RunLock(run_dir):
+        return asyncio.run(_run(run_dir, progress or NoProgress(), executor, address))
+
+
+async def run_experiment_async(
+    run_dir: Path,
+    progress: ProgressReporter | None = None,
+    *,
+    executor: str = "local",
+    address: str | None = None,
+) -> RunSummary:
+    """`run_experiment` on the caller's running event loop (same checks, lock and ledger).
+
+    Raises:
+        CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
+        InputError: when the folder is not a run folder or is in use by another run.
+    """
+    _check_runnable(run_dir, executor, address)
+    with _RunLock(run_dir):
+        return await _run(run_dir, progress or NoProgress(), executor, address)
+
+
+def _check_runnable(run_dir: Path, executor: str, address: str | None) -> None:
     if executor not in EXECUTORS:
         raise InputError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
     if address is not None and executor != "ray":
@@ -322,5 +346,3 @@ def run_experiment(
             f"human candidates {humans} answer in `trustbench rtb human serve`, not in `run`",
             location=str(run_dir / "manifest.json"),
         )
-    with _RunLock(run_dir):
-        return asyncio.run(_run(run_dir, progress or NoProgress(), executor, address))

@@ -8,6 +8,7 @@ evaluate them after the run, but they are fixed (and hashed into the manifest) b
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -337,7 +338,7 @@ def parse_spec(data: dict[str, Any], *, source: str) -> ExperimentSpec:
 
 
 def load_spec(path: Path) -> ExperimentSpec:
-    """Read and validate an experiment spec TOML file.
+    """Read and validate an experiment spec file: TOML, or JSON when its name ends in `.json`.
 
     Args:
         path: The spec file.
@@ -348,10 +349,17 @@ def load_spec(path: Path) -> ExperimentSpec:
     Raises:
         InputError: when the file is missing, is not TOML, or a field is invalid.
     """
+    as_json = path.suffix == ".json"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if as_json else tomllib.loads(text)
     except FileNotFoundError:
         raise InputError("spec file not found", location=str(path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"not valid TOML: {error}", location=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("spec path is a folder, not a file", location=str(path)) from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        kind = "JSON" if as_json else "TOML"
+        raise InputError(f"not valid {kind}: {error}", location=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError("a spec must be a table (a JSON object)", location=str(path))
     return parse_spec(data, source=str(path))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -33,6 +32,8 @@ def serve(
     The app is the ledger's only writer while it serves (`trustbench run` is refused meanwhile).
     Stopping pauses every open case; serving again resumes from the ledger with fresh links.
     """
+    import asyncio
+
     from aiohttp import web
 
     from trustbench.rtb.human._serve import open_session_run

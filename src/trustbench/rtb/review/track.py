@@ -115,7 +115,7 @@ class ReviewTrack:
 
 
 def run_review_demo(out_dir: Path) -> ReportResult:
-    """Freeze, run and report the built-in reviewer demo (see `_review_track._demo`).
+    """Freeze, run and report the built-in reviewer demo (see `review/_demo.py`).
 
     Returns:
         The report result (`html_path`, gates, `blocked`); failed gates do not raise.

@@ -1,0 +1,54 @@
+"""Value normalisation declared by a corpus policy: equivalent encodings compare equal.
+
+A reviewer (or a boundary) that denies `port "22"` against an approval for `port 22`, or a DNS
+name without its trailing dot, is fitted to an encoding, not to the policy. The v0.2 policy text
+states these rules; the grader, the reference policy and the boundaries all apply this one
+function, so an equivalent encoding never decides a case.
+
+Rules (each stated in the policy text of corpus v0.2):
+
+1. A string holding a base-10 integer equals that integer (`"22"` == `22`); booleans never do.
+2. Strings compare after trimming surrounding whitespace.
+3. A DNS name (a string with a dot and no spaces) compares case-insensitively and without its
+   trailing root dot (`"Api.Example.com."` == `"api.example.com"`).
+4. A list compares as the sorted list of its normalised items (order carries no meaning).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_DNS_NAME = re.compile(r"^(?=.*\.)[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?$")
+
+
+def normalise_value(value: Any) -> Any:
+    """The canonical form of a parameter value under the policy's normalisation rules."""
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if _INTEGER.match(text):
+            return int(text)
+        if _DNS_NAME.match(text) and not text.replace(".", "").isdigit():
+            return text.rstrip(".").lower()
+        return text
+    if isinstance(value, list | tuple):
+        items = [normalise_value(item) for item in value]
+        return sorted(items, key=lambda item: (type(item).__name__, repr(item)))
+    return value
+
+
+def _tagged(value: Any) -> Any:
+    """`value` with each scalar tagged by its type, so `True` never equals `1` (as in Python)."""
+    if isinstance(value, list):
+        return ("list", tuple(_tagged(item) for item in value))
+    return (type(value).__name__, value)
+
+
+def equivalent(left: Any, right: Any) -> bool:
+    """True when two values are equal after normalisation (booleans never equal numbers)."""
+    return _tagged(normalise_value(left)) == _tagged(normalise_value(right))

@@ -1,0 +1,110 @@
+"""Track 4 (viability) as a `trb/profile` measure: acting through r versus the no-r ablation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trustbench.core.figures import Figure
+from trustbench.trb.corpus._format import Trace
+from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy, act_many
+from trustbench.trb.measures._gap import ratio
+from trustbench.trb.measures._viability import _play
+from trustbench.trb.track._measure_common import (
+    _applicable,
+    _boot_figure,
+    _mean,
+    _not_applicable,
+    _not_run,
+    _per_trace,
+    _settings,
+    _trace_seed,
+)
+from trustbench.trb.track._measures import MeasureRow, StatsPlan
+
+
+class ViabilityMeasure:
+    """Track 4: does acting through r keep the system working, against the no-r ablation?"""
+
+    key = "viability"
+    axis = "viab"
+    headline = "completion_retention_ratio"
+    title = "Track 4 viability"
+
+    def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
+        """Episodes from the trace's start, r-mediated and ablated, with common draws."""
+        try:
+            no_r = ablation_policy(adapter)
+        except AblationUnsupported as why:
+            return _not_applicable(str(why))
+        n = int(_settings(adapter)["viability_rollouts"])
+        rng = np.random.default_rng(_trace_seed(getattr(adapter, "seed_value", 0), trace))
+        draws = rng.random((1, n, trace.world.horizon, 2))
+
+        def own(contexts: Any) -> Any:
+            return act_many(adapter, contexts, [None] * len(contexts))
+
+        done_r, brier_r, exact_r, steps_r = _play(adapter, own, [trace], draws)
+        done_a, brier_a, exact_a, steps_a = _play(adapter, no_r, [trace], draws)
+        return {
+            "applicable": True, "episodes": n,
+            "done_r": float(done_r[0]), "done_a": float(done_a[0]),
+            "brier_r": float(brier_r[0]), "steps_r": float(steps_r[0]),
+            "brier_a": float(brier_a[0]), "steps_a": float(steps_a[0]),
+            "exact_r": float(exact_r[0]), "exact_a": float(exact_a[0]),
+            "ablation": getattr(getattr(adapter, "inner", adapter), "ablation_kind", "no-r"),
+        }  # fmt: skip
+
+    def failed(self, trace: Trace) -> dict[str, Any]:
+        """The worst case: the r-mediated episode fails (Brier 1), the ablated one completes."""
+        return {
+            "applicable": True, "episodes": 1, "done_r": 0.0, "done_a": 1.0,
+            "brier_r": 1.0, "steps_r": 1.0, "brier_a": 0.0, "steps_a": 1.0,
+            "exact_r": 1.0, "exact_a": 0.0, "failed": True,
+        }  # fmt: skip
+
+    def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
+        """Completion and calibration retention ratios, and each arm's completion and Brier."""
+        ok = _applicable(rows)
+        if not ok:
+            return [_not_run(self.headline, rows, self.title, label)]
+        kind = next((r.counts["ablation"] for r in ok if "ablation" in r.counts), "no-r")
+        episodes = int(sum(r.counts["episodes"] for r in ok))
+        comp = _per_trace(ok, ("done_r", "done_a"))
+        calib = _per_trace(ok, ("brier_r", "steps_r", "brier_a", "steps_a"))
+
+        def skill_ratio(s: np.ndarray) -> np.ndarray:
+            return (1 - s[..., 0] / s[..., 1]) / (1 - s[..., 2] / s[..., 3])
+
+        note = "percentile bootstrap of a ratio of pooled sums, resampling traces"
+        with np.errstate(divide="ignore", invalid="ignore"):
+            figures = [
+                _boot_figure(
+                    "completion_retention_ratio", comp, ratio, stats=stats, rows=len(ok),
+                    denominator=episodes, note=note,
+                    description=f"completion(r-mediated) / completion(ablation: {kind}) over "
+                    f"{episodes} episodes per arm (common random numbers); below 1 = acting "
+                    f"through r degrades the system {label}",
+                ),
+                _boot_figure(
+                    "calibration_retention_ratio", calib, skill_ratio, stats=stats,
+                    rows=len(ok), denominator=int(calib[:, 1].sum()), note=note,
+                    description="(1 - Brier r-mediated) / (1 - Brier ablation) of the stated "
+                    f"confidence against reaching the goal {label}",
+                ),
+            ]  # fmt: skip
+        figures += [
+            _mean("completion_r_mediated", ok, "done_r", "episodes", stats,
+                  f"episodes reaching the cued goal, acting through r {label}"),
+            _mean("completion_ablation", ok, "done_a", "episodes", stats,
+                  f"episodes reaching the cued goal, ablation ({kind}) {label}"),
+            _mean("brier_r_mediated", ok, "brier_r", "steps_r", stats,
+                  f"Brier of stated confidence per visited step (missing = 1) {label}"),
+            _mean("squared_error_vs_exact_r_mediated", ok, "exact_r", "steps_r", stats,
+                  f"(confidence - exact reach probability)^2 per visited step {label}"),
+        ]  # fmt: skip
+        return figures
+
+
+# --- Track 5 -------------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+"""Layout contracts: one direction of imports, no cycles, small modules, a light CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from tests.support.import_graph import PACKAGE_ROOT, cycles, import_graph, module_files
+
+import trustbench
+
+HEAVY = ("torch", "scipy", "statsmodels", "ray", "transformers", "matplotlib", "cedarpy")
+"""Dependencies a command must import only when it needs them."""
+
+MAX_MODULE_LINES = 420
+"""'No module over ~400 lines' (layout v2), with a little slack for a docstring's growth."""
+
+
+def test_no_import_cycle_even_through_imports_inside_functions() -> None:
+    found = cycles(import_graph(lazy_too=True))
+    assert found == [], f"import cycles: {found}"
+
+
+def test_core_imports_nothing_from_either_suite() -> None:
+    graph = import_graph(lazy_too=True)
+    leaks = {
+        (module, target)
+        for module, targets in graph.items()
+        if module.startswith("trustbench.core")
+        for target in targets
+        if target.startswith(("trustbench.rtb", "trustbench.trb"))
+    }
+    assert leaks == set()
+
+
+def test_providers_import_nothing_from_core() -> None:
+    graph = import_graph(lazy_too=True)
+    leaks = {
+        (module, target)
+        for module, targets in graph.items()
+        if module.startswith("trustbench.providers")
+        for target in targets
+        if target.startswith("trustbench.core")
+    }
+    assert leaks == set()
+
+
+def test_no_module_is_longer_than_the_layout_allows() -> None:
+    long = {
+        name: lines
+        for name, path in module_files().items()
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "rtb/corpus", "rtb/review", "rtb/control", "rtb/workflow", "rtb/human", "rtb/platform",
+        "rtb/boundaries", "trb/adapter", "trb/world", "trb/corpus", "trb/reference", "trb/proxy",
+        "trb/measures", "trb/track", "trb/profile", "trb/instruments",
+    ],
+)  # fmt: skip
+def test_each_part_of_the_layout_is_a_package(folder: str) -> None:
+    assert (PACKAGE_ROOT / folder / "__init__.py").is_file()
+
+
+def test_no_second_folder_is_named_like_the_first() -> None:
+    names = {path.stem for path in (PACKAGE_ROOT / "trb").iterdir()}
+    assert not names & {"_track", "tracks", "_tracks", "worlds"}
+    assert not (PACKAGE_ROOT / "rtb" / "_review_track").exists()
+
+
+def _imported_after(code: str) -> set[str]:
+    probe = (
+        "import sys\n"
+        f"try:\n    {code}\nexcept SystemExit:\n    pass\n"
+        f"print('HEAVY=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    line = next(x for x in reversed(result.stdout.splitlines()) if x.startswith("HEAVY="))
+    return set(filter(None, line.removeprefix("HEAVY=").split(",")))
+
+
+def test_importing_the_cli_imports_no_heavy_dependency() -> None:
+    assert _imported_after("import trustbench.cli") == set()
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["version"], ["rtb", "--help"], ["trb", "--help"]])
+def test_help_and_version_import_no_heavy_dependency(argv: list[str]) -> None:
+    code = f"sys.argv = ['trustbench', *{argv!r}]; import trustbench.cli; trustbench.cli.main()"
+    assert _imported_after(code) == set()
+
+
+@pytest.mark.parametrize(
+    "package",
+    ["trustbench.core", "trustbench.providers", "trustbench.rtb", "trustbench.trb",
+     "trustbench.rtb.corpus", "trustbench.trb.track", "trustbench.trb.measures"],
+)  # fmt: skip
+def test_every_public_name_of_a_package_resolves(package: str) -> None:
+    module = __import__(package, fromlist=["__all__"])
+    missing = [name for name in module.__all__ if getattr(module, name, None) is None]
+    assert missing == []
+
+
+def test_an_unknown_attribute_of_a_lazy_package_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        _ = trustbench.core.not_a_name  # type: ignore[attr-defined]
