@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from tests.support.anthropic_strict import anthropic_shape_error
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,8 @@ class OpenAIServer:
 
     latency_s: float = 0.0
     """Delay added to every default reply."""
+    strict_anthropic: bool = False
+    """Answer 400 to a `/messages` request that breaks the Anthropic API's shape rules."""
     requests: list[RecordedRequest] = field(default_factory=list)
     _queues: dict[str, deque[Behaviour]] = field(default_factory=dict)
     _script: Callable[[Any, int], Behaviour | None] | None = None
@@ -249,6 +252,14 @@ class OpenAIServer:
     async def _respond(
         self, writer: asyncio.StreamWriter, path: str, body: Any, behaviour: Behaviour
     ) -> bool:
+        if self.strict_anthropic and path.endswith("/messages"):
+            problem = anthropic_shape_error(body)
+            if problem is not None:
+                behaviour = Behaviour(
+                    kind="status",
+                    status=400,
+                    body=json.dumps({"type": "error", "error": {"message": problem}}),
+                )
         if behaviour.latency_s:
             await asyncio.sleep(behaviour.latency_s)
         if behaviour.kind == "drop":

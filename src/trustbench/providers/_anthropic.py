@@ -9,6 +9,10 @@ from typing import Any
 import aiohttp
 
 from trustbench._canonical import canonical_json
+from trustbench.providers._anthropic_messages import (
+    to_anthropic_messages,
+    to_anthropic_tool_choice,
+)
 from trustbench.providers._http import post_json, reply_or_malformed
 from trustbench.providers._pricing import PriceSpec, attempt_cost
 from trustbench.providers._types import AttemptResult, ChatReply, ChatRequest, ToolCall
@@ -25,6 +29,10 @@ class AnthropicMessagesProvider:
     adaptations: tuple[str, ...] = (
         "system messages are joined into the top-level `system` field",
         "OpenAI-style function tools are converted to Anthropic `input_schema` tools",
+        "assistant tool_calls become tool_use blocks and role=tool results become tool_result "
+        "blocks of the next user turn; same-role turns are merged so roles alternate",
+        "tool arguments that are not a JSON object are sent as {'__unparsed_arguments__': text}",
+        "tool_choice auto/required/none/function becomes auto/any/none/tool",
         "response_format=json_object has no native equivalent: the request is sent unchanged "
         "and JSON must come from the prompt",
         "logprobs are not available: such requests fail as client_error without being sent",
@@ -56,11 +64,11 @@ class AnthropicMessagesProvider:
 
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """Translate a request to the messages JSON body."""
-        system = [m["content"] for m in request.messages if m.get("role") == "system"]
+        system, turns = to_anthropic_messages(request.messages)
         body: dict[str, Any] = {**self.settings, "model": self.requested_model}
-        body["messages"] = [m for m in request.messages if m.get("role") != "system"]
-        if system:
-            body["system"] = "\n\n".join(str(part) for part in system)
+        body["messages"] = turns
+        if system is not None:
+            body["system"] = system
         if request.tools is not None:
             body["tools"] = [
                 {
@@ -70,6 +78,9 @@ class AnthropicMessagesProvider:
                 }
                 for tool in request.tools
             ]
+        choice = to_anthropic_tool_choice(request.tool_choice)
+        if choice is not None:
+            body["tool_choice"] = choice
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
         body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
