@@ -9,6 +9,7 @@ evaluate them after the run, but they are fixed (and hashed into the manifest) b
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -113,6 +114,14 @@ class HumanProtocolSpec(_Strict):
     be one of them, so the people measured are not the people who wrote the answer key."""
 
 
+SDK_DEFAULTS: dict[str, tuple[str, str, str]] = {
+    "openai_chat": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "anthropic_messages": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+}
+"""Per API kind: (base-URL variable, public endpoint, API-key variable), as the official SDKs
+default them; applied only when the candidate gives no `base_url`."""
+
+
 class CandidateSpec(_Strict):
     """One system under test: an API chat model, in-process code, or a person (`human`).
 
@@ -130,10 +139,14 @@ class CandidateSpec(_Strict):
     per attempt; a hosted alias may resolve to different revisions over time."""
     base_url: str | None = None
     """API base URL, e.g. `http://127.0.0.1:8000/v1` (OpenAI-compatible) or
-    `https://api.anthropic.com` (Anthropic). No credentials in the URL."""
+    `https://api.anthropic.com` (Anthropic). No credentials in the URL. Omitted, it defaults as
+    the official SDKs do: `$OPENAI_BASE_URL` / `$ANTHROPIC_BASE_URL` if set, else the vendor's
+    public endpoint; the resolved URL is what the manifest freezes."""
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """Name of the environment variable holding the API key. The value is read at run time
-    only and never written to the manifest or the ledger."""
+    only and never written to the manifest or the ledger. Omitted together with `base_url`, it
+    defaults to `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` (a candidate with an explicit `base_url`
+    and no `api_key_env`, e.g. a local server, sends no key)."""
     entry: str | None = None
     """For `inprocess`: import string `module:callable` of a factory called once per trial with
     the candidate's `settings`, returning a fresh responder (no state carried between trials)."""
@@ -148,6 +161,19 @@ class CandidateSpec(_Strict):
     participant: ParticipantSpec | None = None
     """For `human`: who reviews and under which protocol (required for `human`, refused
     otherwise)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sdk_defaults(cls, data: Any) -> Any:
+        """Fill `base_url` / `api_key_env` the way the vendors' SDKs do, before validation."""
+        if not isinstance(data, dict) or data.get("kind") not in SDK_DEFAULTS:
+            return data
+        if data.get("base_url") is None:
+            url_env, public_url, key_env = SDK_DEFAULTS[data["kind"]]
+            data = {**data, "base_url": os.environ.get(url_env) or public_url}
+            if data.get("api_key_env") is None:
+                data["api_key_env"] = key_env
+        return data
 
     @field_validator("settings")
     @classmethod
