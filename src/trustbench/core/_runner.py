@@ -168,7 +168,11 @@ EXECUTORS = ("local", "ray")
 
 
 async def _run(
-    run_dir: Path, progress: ProgressReporter, executor: str, address: str | None
+    run_dir: Path,
+    progress: ProgressReporter,
+    executor: str,
+    address: str | None,
+    limit: int | None = None,
 ) -> RunSummary:
     manifest = read_manifest(run_dir)
     track, entry = load_track(manifest.track.id)
@@ -186,7 +190,9 @@ async def _run(
 
         pool = RayTrialPool.start(manifest, address)
     try:
-        return await _run_into_ledger(run_dir, manifest, track, keys, progress, executor, pool)
+        return await _run_into_ledger(
+            run_dir, manifest, track, keys, progress, executor, pool, limit
+        )
     finally:
         if pool is not None:
             pool.close()
@@ -200,6 +206,7 @@ async def _run_into_ledger(
     progress: ProgressReporter,
     executor: str,
     pool: Any,
+    limit: int | None = None,
 ) -> RunSummary:
     spec = manifest.spec
     ledger = Ledger.open(run_dir, manifest.manifest_sha256)
@@ -212,6 +219,10 @@ async def _run_into_ledger(
         next_execution, abandoned = _mark_abandoned(ledger)
         order = list(enumerate(trial_order(keys, spec.order_seed)))
         remaining = [(position, key) for position, key in order if key.trial_id not in finished]
+        if limit is not None:
+            # The first `limit` remaining trials of the seeded interleaved order: every candidate
+            # gets its share, and the rest stay unrun (reported "not run") until a later run.
+            remaining = remaining[:limit]
         services = RunServices(
             ledger=ledger,
             policy=spec.retry,
@@ -292,6 +303,7 @@ def run_experiment(
     *,
     executor: str = "local",
     address: str | None = None,
+    limit: int | None = None,
 ) -> RunSummary:
     """Run or resume the frozen experiment in `run_dir` (holding the folder's lock).
 
@@ -302,6 +314,8 @@ def run_experiment(
             single-writer in this process.
         address: With `ray`, the cluster to connect to (`ray.init(address=...)`, e.g.
             `auto` or `ray://head:10001`); None starts a local Ray instance.
+        limit: Run at most this many of the remaining trials (seeded order), e.g. for a quick
+            check; the others stay unrun and a later run resumes them. None runs all.
 
     Returns:
         What this invocation did.
@@ -310,9 +324,9 @@ def run_experiment(
         CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
         InputError: when the folder is not a run folder or is in use by another run.
     """
-    _check_runnable(run_dir, executor, address)
+    _check_runnable(run_dir, executor, address, limit)
     with _RunLock(run_dir):
-        return asyncio.run(_run(run_dir, progress or NoProgress(), executor, address))
+        return asyncio.run(_run(run_dir, progress or NoProgress(), executor, address, limit))
 
 
 async def run_experiment_async(
@@ -321,6 +335,7 @@ async def run_experiment_async(
     *,
     executor: str = "local",
     address: str | None = None,
+    limit: int | None = None,
 ) -> RunSummary:
     """`run_experiment` on the caller's running event loop (same checks, lock and ledger).
 
@@ -328,12 +343,14 @@ async def run_experiment_async(
         CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
         InputError: when the folder is not a run folder or is in use by another run.
     """
-    _check_runnable(run_dir, executor, address)
+    _check_runnable(run_dir, executor, address, limit)
     with _RunLock(run_dir):
-        return await _run(run_dir, progress or NoProgress(), executor, address)
+        return await _run(run_dir, progress or NoProgress(), executor, address, limit)
 
 
-def _check_runnable(run_dir: Path, executor: str, address: str | None) -> None:
+def _check_runnable(run_dir: Path, executor: str, address: str | None, limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
     if executor not in EXECUTORS:
         raise InputError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
     if address is not None and executor != "ray":

@@ -20,6 +20,14 @@ ExecutorOpt = Annotated[
         "still written only here). `ray` needs the `ray` extra.",
     ),
 ]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        help="Run at most N of the remaining trials (seeded interleaved order) for a quick "
+        "check; the rest stay unrun (reported 'not run') and a later `run` resumes them.",
+    ),
+]
 AddressOpt = Annotated[
     str | None,
     typer.Option(
@@ -48,6 +56,7 @@ def run(
     quiet: QuietOpt = False,
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
+    limit: LimitOpt = None,
 ) -> None:
     """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
     from trustbench.core._progress import NoProgress, default_progress
@@ -58,6 +67,7 @@ def run(
         NoProgress() if quiet else default_progress(),
         executor=executor,
         address=address,
+        limit=limit,
     )
     finished = summary.finished_before + summary.completed + summary.failed
     typer.echo(

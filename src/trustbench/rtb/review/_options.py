@@ -13,6 +13,7 @@ independent reviews, and shared misses stay countable.
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -44,6 +45,26 @@ class ReviewTrackOptions(BaseModel):
 
     chains: list[ChainOption] = Field(default_factory=list)
     """Declared chains of two candidates."""
+    cases: list[str] | None = Field(default=None, min_length=1)
+    """Run only these cases: case ids or shell-style patterns (`dns_changes-*`), each of which
+    must match at least one case. Frozen with the spec, so a quick check on a few cases is its
+    own declared experiment, never a silently partial one. None runs every case."""
+
+
+def select_cases(case_ids: list[str], patterns: list[str] | None) -> list[str]:
+    """The case ids matching any of `patterns` (all of them for None), in corpus order.
+
+    Raises:
+        InputError: A pattern matches no case (a typo must not silently shrink the run).
+    """
+    if patterns is None:
+        return list(case_ids)
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(case_id, pattern) for case_id in case_ids):
+            raise InputError(
+                f"{pattern!r} matches no case of the corpus", location="track_options/cases"
+            )
+    return [c for c in case_ids if any(fnmatch.fnmatchcase(c, p) for p in patterns)]
 
 
 def parse_options(spec: ExperimentSpec) -> ReviewTrackOptions:

@@ -40,7 +40,7 @@ from trustbench.rtb.corpus._track_corpus import (
     corpus_items,
     corpus_location,
 )
-from trustbench.rtb.review._options import parse_options
+from trustbench.rtb.review._options import parse_options, select_cases
 from trustbench.rtb.review.reviewers import build_review_messages
 
 
@@ -56,9 +56,18 @@ class ReviewTrack:
             self._corpora[root] = load_corpus(corpus_folder(root))
         return self._corpora[root]
 
+    def selected(self, manifest: Manifest) -> Corpus:
+        """The manifest's corpus restricted to the cases `track_options.cases` selects."""
+        corpus = self.corpus(manifest.corpus.root)
+        patterns = parse_options(manifest.spec).cases
+        if patterns is None:
+            return corpus
+        keep = set(select_cases([case.case_id for case in corpus.cases], patterns))
+        return corpus.model_copy(update={"cases": [c for c in corpus.cases if c.case_id in keep]})
+
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Load and validate the corpus, check the options, and list every corpus file."""
-        parse_options(spec)
+        options = parse_options(spec)
         for candidate in spec.candidates:
             if candidate.kind == "inprocess" and not candidate.entry:
                 raise InputError(
@@ -68,13 +77,13 @@ class ReviewTrack:
                 )
         root, label = corpus_location(spec, base_dir)
         corpus = self.corpus(label)
+        select_cases([case.case_id for case in corpus.cases], options.cases)
         items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
     def plan(self, manifest: Manifest) -> list[TrialKey]:
-        """Every case for every candidate, `trials_per_case` times."""
-        corpus = self.corpus(manifest.corpus.root)
-        return cross_product([case.case_id for case in corpus.cases], manifest)
+        """Every (selected) case for every candidate, `trials_per_case` times."""
+        return cross_product([case.case_id for case in self.selected(manifest).cases], manifest)
 
     async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
         """One review: fresh evaluation id, visible input only, one chat call, raw reply kept."""
@@ -111,7 +120,7 @@ class ReviewTrack:
         """Grade the run from the ledger (see `trustbench.rtb.review._analysis`)."""
         from trustbench.rtb.review._analysis import analyze_review
 
-        return analyze_review(manifest, ledger, self.corpus(manifest.corpus.root))
+        return analyze_review(manifest, ledger, self.selected(manifest))
 
 
 def run_review_demo(out_dir: Path) -> ReportResult:
