@@ -19,7 +19,9 @@ Estimation, stated on the adapter (`estimation`) and in every result that uses i
 
 `prefill=False` sends the edited reasoning as a quoted user turn instead, for services that
 cannot continue an assistant message; the adapter then says so in `estimation`.
-The adapter is synchronous (the TRB contract is) and runs its own event loop.
+The adapter is synchronous (the TRB contract is). Inside a `trb/profile` run it is given a
+`transport` that sends each request through core's provider (`ctx.chat`: declared retries, rate
+limits, every attempt in the ledger); used on its own, it runs its own event loop and client.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
 import trustbench.core  # noqa: F401  (load core before providers: they import each other)
-from trustbench.providers import ChatRequest, OpenAIChatProvider, new_session
+from trustbench.providers import ChatReply, ChatRequest, OpenAIChatProvider, new_session
 from trustbench.trb.adapter._protocol import AdapterTier
 from trustbench.trb.adapter._schema import ACTIONS, Observation, SelfReport, StepContext
 from trustbench.trb.proxy._slots import _BLOCK, parse_slot_text, render_slot_text
@@ -89,6 +92,8 @@ class ChatProxyAdapter:
         samples: Completions per act when logprobs are missing.
         prefill: Continue the assistant turn (True) or quote the reasoning in a user turn.
         timeout_s: Per-request limit.
+        transport: Sends one request and returns the reply, raising on failure (the harness
+            passes core's `ctx.chat`); None: the adapter's own client, one attempt per call.
     """
 
     tier = AdapterTier.PROXY
@@ -108,8 +113,10 @@ class ChatProxyAdapter:
         samples: int = 8,
         prefill: bool = True,
         timeout_s: float = 60.0,
+        transport: Callable[[ChatRequest], ChatReply] | None = None,
     ) -> None:
         self.name = name
+        self._transport = transport
         self._args = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
                       "settings": settings}  # fmt: skip
         self._system = SYSTEM_PROMPT.format(last=length - 1, before=length - 2)
@@ -152,6 +159,13 @@ class ChatProxyAdapter:
 
     # --- transport ------------------------------------------------------------------------
     def _send(self, messages: list[dict[str, Any]], **request: Any) -> Any:
+        if self._transport is not None:
+            try:
+                return self._transport(ChatRequest(messages=messages, **request))
+            except Exception:
+                self.calls["failed"] += 1
+                raise
+
         async def go() -> Any:
             if self._session is None:
                 self._session = new_session(4)

@@ -14,7 +14,11 @@ A candidate is `kind = "inprocess"` with `model` naming its adapter:
 - `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
   (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
 
-The candidate's `entry` must stay empty: core would otherwise build a chat provider from it.
+A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, `api_key_env`,
+`rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
+adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes through core's
+provider (`ctx.chat`), so the declared retries and rate limits apply and each attempt is in the
+ledger. The candidate's `entry` must stay empty.
 The track drives the adapter itself and records its calls as attempts.
 """
 
@@ -31,6 +35,7 @@ import torch
 
 from trustbench.core import CandidateSpec, ResolvedItem
 from trustbench.errors import CheckFailed, InputError
+from trustbench.providers import ChatReply, ChatRequest
 from trustbench.trb.adapter._conformance import check_adapter, load_factory
 from trustbench.trb.instruments._oracles import (
     AlwaysSelfOracle,
@@ -41,6 +46,7 @@ from trustbench.trb.instruments._oracles import (
 )
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
+from trustbench.trb.proxy._chat import ChatProxyAdapter
 from trustbench.trb.reference import (
     REFERENCE_MODELS,
     NativeModelAdapter,
@@ -78,6 +84,10 @@ BUILTIN_ADAPTERS: tuple[str, ...] = (
 """Every built-in adapter id."""
 
 
+CHAT_PROXY = "proxy:chat"
+"""Adapter id of an `openai_chat` candidate: the chat proxy adapter over core's provider."""
+
+
 class NotApplicable(Exception):
     """The adapter cannot be run on this trace (e.g. a world its encoder was not built for)."""
 
@@ -89,10 +99,12 @@ def adapter_id(candidate: CandidateSpec) -> str:
         InputError: naming the candidate when it is not an in-process adapter candidate.
     """
     where = f"candidate {candidate.name}"
+    if candidate.kind == "openai_chat":
+        return CHAT_PROXY
     if candidate.kind != "inprocess":
         raise InputError(
-            'TRB candidates are adapters: use kind = "inprocess" with model = an adapter id '
-            "(chat models go through a proxy adapter)",
+            'TRB candidates are adapters: use kind = "inprocess" with model = an adapter id, '
+            'or kind = "openai_chat" for a chat model through the proxy adapter',
             location=where,
         )
     if candidate.entry is not None:
@@ -133,13 +145,30 @@ class AdapterSource:
     """A built adapter copied per trial (white-box reference adapter or proxy LM adapter)."""
     max_len: int | None = None
     """Longest token sequence of a proxy LM (longer episodes are not applicable)."""
+    chat: dict[str, Any] | None = None
+    """For `proxy:chat`: the adapter's arguments (model, estimation options)."""
 
-    def build(self, world: CorridorConfig) -> Any:
+    def build(
+        self, world: CorridorConfig, transport: Callable[[ChatRequest], ChatReply] | None = None
+    ) -> Any:
         """A new adapter for a trace of `world`.
+
+        Args:
+            world: The trace's world.
+            transport: For `proxy:chat`: sends one request through core's provider.
 
         Raises:
             NotApplicable: a reference model asked about a world of another size.
         """
+        if self.chat is not None:
+            if transport is None:
+                raise InputError(f"{self.adapter} needs the trial's chat transport")
+            return ChatProxyAdapter(
+                "http://transport.invalid/v1",  # never contacted: every call goes to transport
+                length=world.length,
+                transport=transport,
+                **self.chat,
+            )
         if self.model is not None:
             trained = self.trained_world
             assert trained is not None
@@ -277,6 +306,9 @@ def resolve_adapters(
             items += [item for item in extra if item.name not in {i.name for i in items}]
         elif target in ORACLES:
             sources[candidate.name] = AdapterSource(target)
+        elif target == CHAT_PROXY:
+            chat = {"model": candidate.model, "name": candidate.name}
+            sources[candidate.name] = AdapterSource(target, chat=chat)
         else:
             sources[candidate.name], extra = _user(candidate, target, options)
             items += [item for item in extra if item.name not in {i.name for i in items}]

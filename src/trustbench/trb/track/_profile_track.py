@@ -34,6 +34,7 @@ from trustbench.core import (
     cross_product,
 )
 from trustbench.errors import CheckFailed, InputError
+from trustbench.providers import ChatReply, ChatRequest
 from trustbench.trb.adapter._schema import TRB_VERSION
 from trustbench.trb.track._adapters import (
     AdapterSource,
@@ -199,8 +200,15 @@ class TrbProfileTrack:
         source = self._source(ctx.manifest, key.candidate)
         seed = prepared.options.adapter_seed + key.trial_index
         outcome: dict[str, Any] = {"split": trace.split, "adapter": source.adapter, "seed": seed}
+        loop = asyncio.get_running_loop()
+
+        def transport(request: ChatRequest) -> ChatReply:
+            # The hooks run on a worker thread; the call itself runs on core's loop, through
+            # the candidate's provider: declared retries, rate limit, every attempt recorded.
+            return asyncio.run_coroutine_threadsafe(ctx.chat(request), loop).result()
+
         try:
-            inner = source.build(trace.world)
+            inner = source.build(trace.world, transport)
         except NotApplicable as reason:
             return TrialOutcome(
                 "completed", {**outcome, "applicable": False, "reason": str(reason)}
