@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.review_track import corpus
+from bench._workload import corpus
 from trustbench.core._report_run import evaluate_subject_gates
 from trustbench.core.gates import GateSpec
 from trustbench.core.report import (

@@ -73,22 +73,25 @@ def spec_text(
     cases: int,
     trials_per_case: int,
     concurrency: int,
-    track: str = "bench/review",
 ) -> str:
-    """A spec for the reviewer workload: one HTTP candidate, or one in-process candidate."""
-    suite, name = track.split("/")
+    """A `rtb/review` spec for the workload: one HTTP candidate, or the in-process reviewer."""
+    from bench._workload import INPROCESS_ENTRY, case_ids
+
     if base_url is None:
-        candidate = 'kind = "inprocess"\nentry = "bench.review_track:reference_responder"'
+        candidate = (
+            f'kind = "inprocess"\nentry = "{INPROCESS_ENTRY}"\n'
+            'settings = { reviewer = "reference-policy" }'
+        )
     else:
         candidate = f'kind = "openai_chat"\nmodel = "bench-reviewer"\nbase_url = "{base_url}"'
     return f"""
-suite = "{suite}"
-track = "{name}"
+suite = "rtb"
+track = "review"
 trials_per_case = {trials_per_case}
 concurrency = {concurrency}
 timeout_s = 30.0
 order_seed = 7
-track_options = {{ cases = {cases} }}
+track_options = {{ cases = {json.dumps(case_ids(cases))} }}
 
 [corpus]
 builtin = "v0.1"

@@ -1,6 +1,6 @@
 """A synthetic, chain-valid ledger of the reviewer workload, as a long interrupted run leaves it.
 
-Rows are shaped exactly as `trustbench run` writes them for `bench/review` (one attempt per trial
+Rows are shaped exactly as `trustbench run` writes them for `rtb/review` (one attempt per trial
 with the real ~7 kB review request and a valid reviewer reply), chained with the real `Ledger`,
 but committed in batches (same rows and hashes, far faster to generate). The last `unfinished`
 trials of the seeded order have no trial row; the first ten of those have an attempt (executions
@@ -9,23 +9,36 @@ interrupted mid-trial, to be marked abandoned on resume).
 
 from __future__ import annotations
 
+import json
+import random
 from pathlib import Path
 from typing import Any
 
 from bench._common import spec_text
-from bench.review_track import corpus, reference_reply, register, review_messages
+from bench._workload import corpus, reference_reply, review_messages
 from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core import TrialKey, build_manifest, trial_order, write_manifest
 from trustbench.core._ledger import Ledger, utc_now
+from trustbench.rtb import new_evaluation_id
 
 BATCH = 5_000
+
+
+def outcome_json(evaluation_id: str, raw_response: str) -> str:
+    """The trial outcome `rtb/review` records for a reply (canonical JSON text)."""
+    reply = json.loads(raw_response)["choices"][0]["message"]["content"]
+    outcome = {
+        "evaluation_id": evaluation_id, "requested_model": "bench-reviewer", "reply": reply,
+        "reported_model": "bench-reviewer", "finish_reason": "stop", "refusal": None,
+    }  # fmt: skip
+    return canonical_json(outcome).decode()
 
 
 def write_ledger(
     run_dir: Path, *, cases: int, trials_per_case: int, unfinished: int
 ) -> dict[str, Any]:
     """Freeze the bench workload into `run_dir` and write its ledger; return counts."""
-    register()
+    ids = random.Random(11)  # reproducible 128-bit evaluation ids, shaped as the track's
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "spec.toml").write_text(
         spec_text(
@@ -54,7 +67,7 @@ def write_ledger(
             break
         template = templates.get(key.case_id)
         if template is None:
-            messages, candidate_input = review_messages(position_of[key.case_id], key.trial_id)
+            messages, candidate_input = review_messages(position_of[key.case_id])
             eid = candidate_input.evaluation_id
             body = {"model": "bench-reviewer", "messages": messages, "temperature": 0.0}
             reply = reference_reply(body)
@@ -64,7 +77,7 @@ def write_ledger(
             template = (eid, canonical_json(body).decode(), raw)
             templates[key.case_id] = template
         eid0, request0, raw0 = template
-        eid = "ev-" + sha256_hex(key.trial_id.encode())[:16]
+        eid = new_evaluation_id(ids)
         request = request0.replace(eid0, eid)
         now = utc_now()
         batch.append(
@@ -90,8 +103,7 @@ def write_ledger(
                         "trial_id": key.trial_id, "case_id": key.case_id,
                         "candidate": key.candidate, "trial_index": key.trial_index,
                         "execution": 1, "order_position": position, "status": "completed",
-                        "outcome": canonical_json({"outcome": "deny", "invalid_reason": None})
-                        .decode(),
+                        "outcome": outcome_json(eid, raw0.replace(eid0, eid)),
                         "error_class": None, "error": None, "started_at": now,
                         "finished_at": now, "duration_s": 0.05, "attempts": 1,
                     },

@@ -26,7 +26,7 @@ def _measure(section: Callable[[], Any]) -> dict[str, Any]:
 
 def _bodies(cases: int, trials_per_case: int) -> list[bytes]:
     """The request bodies trustbench sends, in the same seeded order, as canonical JSON."""
-    from bench.review_track import corpus, review_messages
+    from bench._workload import corpus, review_messages
     from trustbench._canonical import canonical_json
     from trustbench.core import TrialKey
     from trustbench.core._runner import trial_order
@@ -39,7 +39,7 @@ def _bodies(cases: int, trials_per_case: int) -> list[bytes]:
     position = {case.case_id: i for i, case in enumerate(corpus().cases)}
     bodies = []
     for key in trial_order(keys, 7):
-        messages, _ = review_messages(position[key.case_id], key.trial_id)
+        messages, _ = review_messages(position[key.case_id])  # a fresh id, as the track issues
         body = {"model": "bench-reviewer", "messages": messages, "temperature": 0.0}
         bodies.append(canonical_json(body))
     return bodies
@@ -78,14 +78,10 @@ def floor(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> 
     return {**measured, **result, "trials": len(bodies)}
 
 
-def trustbench_run(run_dir: str, spec: str, track: str) -> dict[str, Any]:
+def trustbench_run(run_dir: str, spec: str) -> dict[str, Any]:
     """Freeze (unmeasured) and run (measured) the workload through `trustbench run`."""
     from trustbench.core import build_manifest, run_experiment, write_manifest
 
-    if track == "bench/review":
-        from bench.review_track import register
-
-        register()
     folder = Path(run_dir)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "spec.toml").write_text(spec)
@@ -108,7 +104,7 @@ def trustbench_run(run_dir: str, spec: str, track: str) -> dict[str, Any]:
 
 def direct_inprocess(cases: int, trials_per_case: int) -> dict[str, Any]:
     """Baseline for in-process candidates: build, answer and validate each trial in a loop."""
-    from bench.review_track import corpus, reference_reply, review_messages
+    from bench._workload import corpus, reference_reply, review_messages
     from trustbench.rtb.review._validation import validate_response
 
     count = len(corpus().cases[:cases])
@@ -116,9 +112,8 @@ def direct_inprocess(cases: int, trials_per_case: int) -> dict[str, Any]:
     def section() -> dict[str, Any]:
         outcomes: dict[str, int] = {}
         for case_index in range(count):
-            for index in range(trials_per_case):
-                trial_id = f"c{case_index}/r/{index}"
-                messages, candidate_input = review_messages(case_index, trial_id)
+            for _ in range(trials_per_case):
+                messages, candidate_input = review_messages(case_index)
                 reply = reference_reply({"messages": messages})
                 validated = validate_response(reply, candidate_input)
                 outcomes[validated.outcome.value] = outcomes.get(validated.outcome.value, 0) + 1
@@ -153,11 +148,11 @@ def resume_startup(run_dir: str) -> dict[str, Any]:
     """
     import sqlite3
 
-    from bench.review_track import BenchReviewTrack, corpus, register
+    from bench._workload import corpus
     from trustbench.core import read_manifest, run_experiment, trial_order
     from trustbench.core._ledger import LEDGER_FILE, Ledger, verify_chain
+    from trustbench.rtb.review.track import ReviewTrack
 
-    register()
     corpus()  # the track's corpus cache, as a resumed process loads it anyway
     folder = Path(run_dir)
     with (folder / LEDGER_FILE).open("rb") as handle:  # warm the page cache for all timings
@@ -172,7 +167,7 @@ def resume_startup(run_dir: str) -> dict[str, Any]:
         finished = ledger.finished_trial_ids()
         interrupted = ledger.unfinished_executions()
         ledger.abandoned_marked()
-        keys = BenchReviewTrack().plan(manifest)
+        keys = ReviewTrack().plan(manifest)
         order = trial_order(keys, manifest.spec.order_seed)
         left = [key for key in order if key.trial_id not in finished]
         return {"remaining": len(left), "interrupted": len(interrupted)}

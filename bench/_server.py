@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.support.openai_server import Behaviour, OpenAIServer
 
-from bench.review_track import reference_reply, reply_cache_key
+from bench._workload import reference_reply, reply_cache_key
 
 
 def main() -> None:

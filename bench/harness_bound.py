@@ -24,7 +24,6 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=50)
     parser.add_argument("--trials-per-case", type=int, default=40)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--track", default="bench/review", help="e.g. rtb/review once merged")
     args = parser.parse_args()
     trials = args.cases * args.trials_per_case
     shape = {"cases": args.cases, "trials_per_case": args.trials_per_case}
@@ -32,17 +31,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with server(0.0) as base_url:
             floor = phase("floor", base_url=base_url, concurrency=args.concurrency, **shape)
-            spec = spec_text(
-                base_url=base_url, concurrency=args.concurrency, track=args.track, **shape
-            )
-            http = phase(
-                "trustbench_run", run_dir=str(Path(tmp) / "http"), spec=spec, track=args.track
-            )
+            spec = spec_text(base_url=base_url, concurrency=args.concurrency, **shape)
+            http = phase("trustbench_run", run_dir=str(Path(tmp) / "http"), spec=spec)
         direct = phase("direct_inprocess", **shape)
-        spec = spec_text(base_url=None, concurrency=args.concurrency, track=args.track, **shape)
-        inproc = phase(
-            "trustbench_run", run_dir=str(Path(tmp) / "inproc"), spec=spec, track=args.track
-        )
+        spec = spec_text(base_url=None, concurrency=args.concurrency, **shape)
+        inproc = phase("trustbench_run", run_dir=str(Path(tmp) / "inproc"), spec=spec)
     assert http["completed"] == trials and inproc["completed"] == trials, (http, inproc)
 
     def rate(figures: dict[str, float]) -> float:

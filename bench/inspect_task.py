@@ -1,9 +1,9 @@
 """The peer workload as an Inspect AI task: the same reviewer trials, the same validation.
 
-Each sample is one trial of the bench workload (same case, same evaluation id, same messages, in
-the same seeded order as `trustbench run`); the solver is one `generate()`; the scorer validates
-the reply with `validate_response`, as the bench track does. Task arguments: `cases`,
-`trials_per_case`. Run by `bench/peer_inspect.py`.
+Each sample is one trial of the bench workload (same case, a fresh evaluation id as the track
+issues, same messages, in the same seeded order as `trustbench run`); the solver is one
+`generate()`; the scorer validates the reply with `validate_response`, as the reviewer track's
+grading does. Task arguments: `cases`, `trials_per_case`. Run by `bench/peer_inspect.py`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer
 from inspect_ai.solver import TaskState, generate
 
-from bench.review_track import corpus, review_messages
+from bench._workload import corpus, review_messages
 from trustbench.core import TrialKey, trial_order
 from trustbench.rtb import CandidateInput
 from trustbench.rtb.review._validation import validate_response
@@ -40,7 +40,7 @@ def bench_review(cases: int = 50, trials_per_case: int = 40) -> Task:
     position = {case.case_id: i for i, case in enumerate(corpus().cases)}
     samples = []
     for key in trial_order(keys, 7):
-        messages, candidate_input = review_messages(position[key.case_id], key.trial_id)
+        messages, candidate_input = review_messages(position[key.case_id])
         samples.append(
             Sample(
                 id=key.trial_id,

@@ -22,7 +22,6 @@ def main() -> None:
     parser.add_argument("--trials-per-case", type=int, default=40)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--track", default="bench/review", help="e.g. rtb/review once merged")
     args = parser.parse_args()
     trials = args.cases * args.trials_per_case
     latency_s = args.latency_ms / 1000
@@ -43,9 +42,8 @@ def main() -> None:
             cases=args.cases,
             trials_per_case=args.trials_per_case,
             concurrency=args.concurrency,
-            track=args.track,
         )
-        ours = phase("trustbench_run", run_dir=str(Path(tmp) / "run"), spec=spec, track=args.track)
+        ours = phase("trustbench_run", run_dir=str(Path(tmp) / "run"), spec=spec)
     ideal = trials * latency_s / args.concurrency
     assert ours["completed"] == trials and floor["ok"] == trials, (ours, floor)
     print(f"  ideal                 {ideal:7.2f} s")

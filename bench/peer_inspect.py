@@ -46,7 +46,6 @@ def main() -> None:
                     "trustbench_run",
                     run_dir=str(Path(tmp) / f"run{index}"),
                     spec=spec,
-                    track="bench/review",
                 )
                 for index in range(3)
             ),
