@@ -12,6 +12,7 @@ import io
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +40,14 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium on PATH (CI: apt-get install -y chromium)"
 )
 SRC = Path(__file__).parents[2] / "src"
+
+
+class CdpError(AssertionError):
+    """The browser answered a DevTools command with an error."""
+
+
+NAVIGATING = re.compile(r"navigated or closed|Cannot find context|Execution context was destroyed")
+"""DevTools errors that only mean the page is between two documents."""
 
 
 class Browser:
@@ -69,7 +78,8 @@ class Browser:
         while True:
             reply = json.loads((await self.ws.receive(timeout=READY_TIMEOUT_S)).data)
             if reply.get("id") == ident:
-                assert "error" not in reply, reply
+                if "error" in reply:
+                    raise CdpError(reply["error"].get("message", str(reply)))
                 return reply["result"]
 
     async def evaluate(self, expression: str) -> Any:
@@ -81,7 +91,16 @@ class Browser:
         for _ in range(300):
             # One evaluation reads state and content together, so a half-parsed new document
             # (or the old one before navigation commits) is never taken for the loaded page.
-            found = await self.evaluate("[document.readyState, document.documentElement.outerHTML]")
+            try:
+                found = await self.evaluate(
+                    "[document.readyState, document.documentElement.outerHTML]"
+                )
+            except CdpError as error:
+                # Evaluating while the page navigates fails ("navigated or closed", "cannot
+                # find context"): the new document is not there yet, which is what we wait for.
+                if not NAVIGATING.search(str(error)):
+                    raise
+                found = None
             state, page = found if isinstance(found, list) else (None, None)
             if state == "complete" and page is not None and page != previous:
                 return page
