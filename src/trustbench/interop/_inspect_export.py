@@ -14,6 +14,7 @@ The ledger is verified first; an altered ledger is never exported.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,8 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
     """Write one Inspect eval log per candidate of the run into `out_dir`.
 
     Returns:
-        The log files written (`<candidate>.eval`), in candidate order.
+        The log files written (`<candidate>.eval`, `:` and other unsafe characters as `_`), in
+        candidate order.
 
     Raises:
         CheckFailed: the ledger, manifest or signed record was altered.
@@ -226,7 +228,8 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
             ),
             samples=samples,
         )
-        path = out_dir / f"{candidate.name}.eval"
+        # Candidate names may hold ":" (e.g. an imported `openai:gpt-x`): not in file names.
+        path = out_dir / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', candidate.name)}.eval"
         write_eval_log(log, path)
         written.append(path)
     return written
