@@ -164,3 +164,25 @@ def test_import_refuses_a_corpus_other_than_the_exported_one(
         "import-inspect", str(log), "--export", str(export_dir), "--out", str(tmp_path / "run")
     )
     assert code == 1 and "not the one this export was made from" in message
+
+
+def test_import_refuses_a_reply_edited_after_the_model_call(
+    exported: tuple[Path, Path],
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The cheap forgery: turn a prose reply into a supported finding in the log's output.
+    openai_server.script(ScriptedReviewer())
+    log_path = _run_inspect(exported, openai_server, tmp_path / "logs", monkeypatch)
+    log = inspect_ai.log.read_eval_log(str(log_path))
+    sample = log.samples[1]
+    sample.output = inspect_ai.model.ModelOutput.from_content("test-reviewer-1", '{"x": 1}')
+    forged = tmp_path / "forged.eval"
+    inspect_ai.log.write_eval_log(log, str(forged))
+    corpus, export_dir = exported
+    code, message = invoke(
+        "import-inspect", str(forged), "--export", str(export_dir), "--corpus", str(corpus),
+        "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert code == 1 and "not the reply of its last model call" in message

@@ -39,3 +39,9 @@ def test_without_inspect_the_commands_say_how_to_install_it(
     )
     code, message = invoke("export-inspect", str(tmp_path), "--out", str(tmp_path / "logs"))
     assert code == 2 and "pip install 'trustbench[inspect]'" in message
+
+
+def test_every_public_name_of_interop_resolves_without_running_inspect() -> None:
+    import trustbench.interop as interop
+
+    assert [name for name in interop.__all__ if getattr(interop, name, None) is None] == []

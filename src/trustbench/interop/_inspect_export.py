@@ -45,8 +45,11 @@ def _record_rows(run_dir: Path, manifest: Manifest) -> dict[tuple[str, str, int]
         check = check_record_statement(run_dir)
         if not check.ok:
             raise CheckFailed(check.problems[0], location=str(run_dir / STATEMENT_FILE))
-    record = json.loads(path.read_text(encoding="utf-8"))
-    if record.get("manifest_sha256") != manifest.manifest_sha256:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise CheckFailed(f"record.json is unreadable: {error}", location=str(path)) from None
+    if not isinstance(record, dict) or record.get("manifest_sha256") != manifest.manifest_sha256:
         raise CheckFailed("record.json belongs to another manifest", location=str(path))
     names = {candidate.name for candidate in manifest.spec.candidates}
     rows: dict[tuple[str, str, int], dict[str, Any]] = {}

@@ -76,6 +76,16 @@ def _check_sample(sample: Any, review: ExportedReview, log_path: Path) -> str:
             "its reply cannot be graded against that input",
             location=where,
         )
+    # The graded reply must be what the model returned: the output of the sample's last model
+    # call. A reply with no call behind it, or one edited after the call, is refused.
+    from inspect_ai.event import ModelEvent
+
+    calls = [e for e in sample.events if isinstance(e, ModelEvent)]
+    reply = sample.output.completion if sample.output is not None else ""
+    if (reply and not calls) or (calls and calls[-1].output.completion != reply):
+        raise CheckFailed(
+            "the sample's output is not the reply of its last model call", location=where
+        )
     return evaluation_id
 
 
