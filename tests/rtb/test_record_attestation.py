@@ -13,7 +13,8 @@ from tests.rtb.test_review_track import PERMIT_ALL, POLICY, run_spec, spec_text
 from tests.support.cli import invoke
 
 from trustbench.core import report_run
-from trustbench.core._attestation import KEY_ENV, STATEMENT_FILE, ledger_head
+from trustbench.core._attestation import KEY_ENV, STATEMENT_FILE
+from trustbench.core._export import export_ledger
 
 KEY = "test-record-key-0123456789abcdef"
 
@@ -33,14 +34,20 @@ def _copy(reported: Path, tmp_path: Path) -> Path:
     return run_dir
 
 
-def test_unsigned_statement_binds_record_report_manifest_and_ledger_head(reported: Path) -> None:
+def test_unsigned_statement_binds_record_report_manifest_and_ledger_head(
+    reported: Path, tmp_path: Path
+) -> None:
     statement = json.loads((reported / STATEMENT_FILE).read_text())
     record = json.loads((reported / "record.json").read_text())
     assert statement["_type"] == "https://in-toto.io/Statement/v1"
     assert [s["name"] for s in statement["subject"]] == ["record.json", "report.html"]
     predicate = statement["predicate"]
     assert predicate["manifest_sha256"] == record["manifest_sha256"]
-    assert predicate["ledger_head"]["row_hash"] == ledger_head(reported)["row_hash"]
+    # The head, read independently: the last row of the exported chain.
+    export_ledger(reported, tmp_path / "rows.jsonl")
+    rows = (tmp_path / "rows.jsonl").read_text().splitlines()
+    assert predicate["ledger_head"]["row_hash"] == json.loads(rows[-1])["row_hash"]
+    assert predicate["ledger_head"]["rows"] == len(rows)
     assert predicate["finished_trials"] == record["finished_trials"] == 24
     code, output = invoke("verify", str(reported), "--record")
     assert code == 0 and "UNSIGNED" in output
