@@ -64,3 +64,19 @@ def attempt_reply(attempt: dict[str, Any]) -> str | None:
         if isinstance(blocks, list):
             return "".join(b.get("text", "") for b in blocks if isinstance(b, dict)) or None
     return str(raw)
+
+
+def request_messages(request: Any) -> list[Any]:
+    """The messages of a recorded request, as Inspect chat messages.
+
+    A chat request's `messages` are converted one for one; any other recorded request (a tool
+    call, a boundary check, an adapter call) is shown whole, as JSON, in one user message, so no
+    call looks as if nothing was sent.
+    """
+    if request is None:
+        return []
+    if isinstance(request, dict) and isinstance(request.get("messages"), list):
+        return chat_messages(request["messages"])
+    return chat_messages(
+        [{"role": "user", "content": json.dumps(request, ensure_ascii=False, sort_keys=True)}]
+    )

@@ -21,19 +21,21 @@ from typing import Any
 from trustbench.core._attestation import STATEMENT_FILE, check_record_statement
 from trustbench.core._export import LedgerContents, read_ledger
 from trustbench.core._manifest import Manifest, read_manifest
+from trustbench.core._track import TrialKey
 from trustbench.core._verify import verify_run
 from trustbench.errors import CheckFailed
-from trustbench.interop._inspect import attempt_reply, chat_messages, require_inspect
+from trustbench.interop._inspect import attempt_reply, request_messages, require_inspect
 
 NOT_GRADED = "not_graded"
 """Score value of a trial that `record.json` does not grade (no report yet, or another track)."""
 
 
-def _record_rows(run_dir: Path, manifest: Manifest) -> dict[tuple[str, str, int], dict[str, Any]]:
-    """Per-trial grades of `record.json`, keyed `(candidate, case_id, trial index)`.
+def _record_rows(run_dir: Path, manifest: Manifest) -> dict[str, dict[str, Any]]:
+    """Per-trial grades of `record.json`, keyed by trial id.
 
-    Only single-candidate rows are taken (a reviewer-track row whose `configuration` is the
-    candidate's name); chains and baselines are not trials of one candidate.
+    Rows that name their `trial_id` (control path, workflow) are taken as they are; reviewer-track
+    rows are taken when their `configuration` is a candidate's name (a single), since chains
+    and the unchecked baseline are not trials of one candidate.
 
     Raises:
         CheckFailed: the record belongs to another manifest, or its statement does not match.
@@ -52,16 +54,19 @@ def _record_rows(run_dir: Path, manifest: Manifest) -> dict[tuple[str, str, int]
     if not isinstance(record, dict) or record.get("manifest_sha256") != manifest.manifest_sha256:
         raise CheckFailed("record.json belongs to another manifest", location=str(path))
     names = {candidate.name for candidate in manifest.spec.candidates}
-    rows: dict[tuple[str, str, int], dict[str, Any]] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for section in record.values():
         trials = section.get("trials") if isinstance(section, dict) else None
         for row in trials if isinstance(trials, list) else []:
             if not isinstance(row, dict):
                 continue
-            candidate = row.get("configuration", row.get("candidate"))
-            index = row.get("trial", row.get("trial_index"))
+            if isinstance(row.get("trial_id"), str):  # control / workflow rows name the trial
+                rows[row["trial_id"]] = row
+                continue
+            candidate = row.get("configuration")
+            index = row.get("trial")
             if candidate in names and isinstance(index, int) and "case_id" in row:
-                rows[(candidate, row["case_id"], index)] = row
+                rows[TrialKey(row["case_id"], candidate, index).trial_id] = row
     return rows
 
 
@@ -74,7 +79,9 @@ def _score(trial: dict[str, Any], grade: dict[str, Any] | None) -> Any:
             explanation="record.json grades no such trial: run `trustbench report` first",
             metadata={"status": trial["status"], "error_class": trial["error_class"]},
         )
-    outcome = grade.get("outcome")
+    nested = grade.get("grade") if isinstance(grade.get("grade"), dict) else {}
+    # A row without an outcome class is shown as not graded, never as some passing value.
+    outcome = grade.get("outcome", nested.get("outcome")) or NOT_GRADED
     reasons = [r for r in grade.get("invalid_reasons") or [] if r]
     errors = [e for e in grade.get("error_classes") or [] if e]
     explanation = f"trustbench outcome {outcome}; supported {grade.get('supported')}"
@@ -89,14 +96,13 @@ def _attempt_event(attempt: dict[str, Any], model: str) -> Any:
     from inspect_ai.event import ModelEvent
     from inspect_ai.model import GenerateConfig, ModelOutput
 
-    request = attempt.get("request") if isinstance(attempt.get("request"), dict) else {}
     reply = attempt_reply(attempt)
     error = attempt.get("error_message") or attempt.get("error_class")
     return ModelEvent(
         timestamp=attempt["started_at"],
         model=attempt.get("reported_model") or model,
         requested_model=attempt.get("requested_model"),
-        input=chat_messages(request.get("messages") or []),
+        input=request_messages(attempt.get("request")),
         tools=[],
         tool_choice="none",
         config=GenerateConfig(),
@@ -122,7 +128,7 @@ def _sample(
     attempts = ledger.attempts_of(trial["trial_id"])
     model = attempts[-1].get("requested_model") if attempts else trial["candidate"]
     first = attempts[0].get("request") if attempts else None
-    sent = chat_messages(first.get("messages") or []) if isinstance(first, dict) else []
+    sent = request_messages(first)
     reply = attempt_reply(attempts[-1]) if attempts else None
     failed = trial["status"] != "completed"
     messages = [*sent, ChatMessageAssistant(content=reply)] if reply else list(sent)
@@ -197,12 +203,7 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
             (t for t in ledger.trials if t["candidate"] == candidate.name),
             key=lambda t: t["order_position"],
         )
-        samples = [
-            _sample(
-                t, ledger, manifest, grades.get((t["candidate"], t["case_id"], t["trial_index"]))
-            )
-            for t in trials
-        ]
+        samples = [_sample(t, ledger, manifest, grades.get(t["trial_id"])) for t in trials]
         planned = manifest.plan.trials // max(len(manifest.candidates), 1)
         log = EvalLog(
             status="success" if not verification.problems else "cancelled",
