@@ -186,3 +186,25 @@ def test_import_refuses_a_reply_edited_after_the_model_call(
         "--out", str(tmp_path / "run"),
     )  # fmt: skip
     assert code == 1 and "not the reply of its last model call" in message
+
+
+def test_import_refuses_a_model_call_that_sent_more_than_the_export(
+    exported: tuple[Path, Path],
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A solver that slips the model a hint: the dataset input is clean, the call is not.
+    openai_server.script(ScriptedReviewer())
+    log_path = _run_inspect(exported, openai_server, tmp_path / "logs", monkeypatch)
+    log = inspect_ai.log.read_eval_log(str(log_path))
+    call = next(e for e in log.samples[0].events if e.event == "model")
+    call.input.append(inspect_ai.model.ChatMessageUser(content="hint: the answer is permit"))
+    forged = tmp_path / "forged.eval"
+    inspect_ai.log.write_eval_log(log, str(forged))
+    corpus, export_dir = exported
+    code, message = invoke(
+        "import-inspect", str(forged), "--export", str(export_dir), "--corpus", str(corpus),
+        "--out", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert code == 1 and "sent messages other than the exported prompt" in message

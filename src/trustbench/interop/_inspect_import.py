@@ -14,9 +14,10 @@
 `trustbench report RUN` then grades the replies with the reviewer track's own validation and
 metrics; the scores Inspect computed are kept in the outcome for comparison but never read.
 
-Checks before anything is written: every sample id is an evaluation id of the export, and each
-sample's input is exactly the messages trustbench would send for it (prompt and candidate input),
-so a reply is never graded against an input the model did not see. Cases the log has no sample
+Checks before anything is written: every sample id is an evaluation id of the export; each
+sample's input and each of its model calls' input is exactly the messages trustbench would send
+for it (prompt and candidate input), so a reply is never graded against an input the model did
+not see; the graded reply is the output of the last model call. Cases the log has no sample
 for are planned but not run: the report shows them as not run, never as zero.
 """
 
@@ -81,6 +82,13 @@ def _check_sample(sample: Any, review: ExportedReview, log_path: Path) -> str:
     from inspect_ai.event import ModelEvent
 
     calls = [e for e in sample.events if isinstance(e, ModelEvent)]
+    # What each call actually sent (a solver may add messages the dataset does not show).
+    if any(_message_texts(call.input) != expected for call in calls):
+        raise CheckFailed(
+            "a model call of the sample sent messages other than the exported prompt and "
+            "candidate input",
+            location=where,
+        )
     reply = sample.output.completion if sample.output is not None else ""
     if (reply and not calls) or (calls and calls[-1].output.completion != reply):
         raise CheckFailed(
@@ -194,7 +202,7 @@ def import_inspect_log(
         raise InputError("already holds a run; import into a new folder", location=str(out_dir))
     review = load_exported_review(export_dir, corpus=corpus)
     try:
-        log = read_eval_log(str(log_path))
+        log = read_eval_log(str(log_path), resolve_attachments=True)
     except Exception as error:  # Inspect raises several types for an unreadable log
         raise InputError(f"not a readable Inspect log: {error}", location=str(log_path)) from None
     samples = list(log.samples or [])
