@@ -20,7 +20,6 @@ from tests.support.openai_server import (
     Behaviour,
     OpenAIServer,
     json_reply,
-    openai_server,  # noqa: F401
     reply,
 )
 
@@ -75,42 +74,43 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return corpus, root / "export"
 
 
-def _run_inspect(
-    exported: tuple[Path, Path], server: OpenAIServer, log_dir: Path, monkeypatch: Any
-) -> Path:
+@pytest.fixture(scope="module")
+def inspect_run(exported: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The task run once under `inspect_ai.eval` on the scripted server: (log path, script)."""
     from trustbench.interop.inspect_task import rtb_review
 
     corpus, export_dir = exported
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key-not-secret")
-    [log] = inspect_ai.eval(
-        rtb_review(export_dir=str(export_dir), corpus=str(corpus)),
-        model="openai/test-reviewer-1",
-        model_base_url=server.base_url,
-        model_args={"responses_api": False},
-        limit=SAMPLED,
-        log_dir=str(log_dir),
-        display="none",
-        max_retries=0,
-    )
+    script = ScriptedReviewer()
+    with OpenAIServer() as server, pytest.MonkeyPatch.context() as patch:
+        server.script(script)
+        patch.setenv("OPENAI_API_KEY", "test-key-not-secret")
+        [log] = inspect_ai.eval(
+            rtb_review(export_dir=str(export_dir), corpus=str(corpus)),
+            model="openai/test-reviewer-1",
+            model_base_url=server.base_url,
+            model_args={"responses_api": False},
+            limit=SAMPLED,
+            log_dir=str(tmp_path_factory.mktemp("logs")),
+            display="none",
+            max_retries=0,
+        )
     assert log.status == "success", log.error
-    return Path(log.location)
+    return Path(log.location), script
+
+
+def _import(log_path: Path, exported: tuple[Path, Path], out: Path) -> tuple[int, str]:
+    corpus, export_dir = exported
+    return invoke(
+        "import-inspect", str(log_path), "--export", str(export_dir), "--corpus", str(corpus),
+        "--out", str(out),
+    )  # fmt: skip
 
 
 def test_inspect_run_imported_and_reported_gives_the_scripted_decisions(
-    exported: tuple[Path, Path],
-    tmp_path: Path,
-    openai_server: OpenAIServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
+    exported: tuple[Path, Path], inspect_run: Any, tmp_path: Path
 ) -> None:
-    script = ScriptedReviewer()
-    openai_server.script(script)
-    log_path = _run_inspect(exported, openai_server, tmp_path / "logs", monkeypatch)
-    corpus, export_dir = exported
-
-    code, output = invoke(
-        "import-inspect", str(log_path), "--export", str(export_dir), "--corpus", str(corpus),
-        "--out", str(tmp_path / "run"),
-    )  # fmt: skip
+    log_path, script = inspect_run
+    code, output = _import(log_path, exported, tmp_path / "run")
     assert code == 0, output
     report_run(tmp_path / "run")
     record = json.loads((tmp_path / "run" / "record.json").read_text())
@@ -131,27 +131,48 @@ def test_inspect_run_imported_and_reported_gives_the_scripted_decisions(
     assert answers == script.expected
 
 
-def test_import_refuses_a_log_whose_input_differs_from_the_export(
-    exported: tuple[Path, Path],
-    tmp_path: Path,
-    openai_server: OpenAIServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The cheap forgery: grade a reply against an input the model was never sent.
-    openai_server.script(ScriptedReviewer())
-    log_path = _run_inspect(exported, openai_server, tmp_path / "logs", monkeypatch)
-    log = inspect_ai.log.read_eval_log(str(log_path))
-    sample = log.samples[0]
-    sample.input[1].content = sample.input[1].text.replace('"task"', '"task" ', 1)
+def _forged(inspect_run: Any, tmp_path: Path, edit: Any) -> Path:
+    log = inspect_ai.log.read_eval_log(str(inspect_run[0]))
+    edit(log)
     forged = tmp_path / "forged.eval"
     inspect_ai.log.write_eval_log(log, str(forged))
-    corpus, export_dir = exported
-    code, message = invoke(
-        "import-inspect", str(forged), "--export", str(export_dir), "--corpus", str(corpus),
-        "--out", str(tmp_path / "run"),
-    )  # fmt: skip
+    return forged
+
+
+def test_import_refuses_a_log_whose_input_differs_from_the_export(
+    exported: tuple[Path, Path], inspect_run: Any, tmp_path: Path
+) -> None:
+    # The cheap forgery: grade a reply against an input the model was never sent.
+    def edit(log: Any) -> None:
+        message = log.samples[0].input[1]
+        message.content = message.text.replace('"task"', '"task" ', 1)
+
+    code, message = _import(_forged(inspect_run, tmp_path, edit), exported, tmp_path / "run")
     assert code == 1 and "not the exported prompt and candidate input" in message
     assert not (tmp_path / "run" / "ledger.sqlite").exists(), "nothing half-imported"
+
+
+def test_import_refuses_a_reply_edited_after_the_model_call(
+    exported: tuple[Path, Path], inspect_run: Any, tmp_path: Path
+) -> None:
+    # The cheap forgery: turn a reply into another one in the log's output.
+    def edit(log: Any) -> None:
+        log.samples[1].output = inspect_ai.model.ModelOutput.from_content("m", '{"x": 1}')
+
+    code, message = _import(_forged(inspect_run, tmp_path, edit), exported, tmp_path / "run")
+    assert code == 1 and "not the reply of its last model call" in message
+
+
+def test_import_refuses_a_model_call_that_sent_more_than_the_export(
+    exported: tuple[Path, Path], inspect_run: Any, tmp_path: Path
+) -> None:
+    # A solver that slips the model a hint: the dataset input is clean, the call is not.
+    def edit(log: Any) -> None:
+        call = next(e for e in log.samples[0].events if e.event == "model")
+        call.input.append(inspect_ai.model.ChatMessageUser(content="hint: the answer is permit"))
+
+    code, message = _import(_forged(inspect_run, tmp_path, edit), exported, tmp_path / "run")
+    assert code == 1 and "sent messages other than the exported prompt" in message
 
 
 def test_import_refuses_a_corpus_other_than_the_exported_one(
@@ -164,47 +185,3 @@ def test_import_refuses_a_corpus_other_than_the_exported_one(
         "import-inspect", str(log), "--export", str(export_dir), "--out", str(tmp_path / "run")
     )
     assert code == 1 and "not the one this export was made from" in message
-
-
-def test_import_refuses_a_reply_edited_after_the_model_call(
-    exported: tuple[Path, Path],
-    tmp_path: Path,
-    openai_server: OpenAIServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The cheap forgery: turn a prose reply into a supported finding in the log's output.
-    openai_server.script(ScriptedReviewer())
-    log_path = _run_inspect(exported, openai_server, tmp_path / "logs", monkeypatch)
-    log = inspect_ai.log.read_eval_log(str(log_path))
-    sample = log.samples[1]
-    sample.output = inspect_ai.model.ModelOutput.from_content("test-reviewer-1", '{"x": 1}')
-    forged = tmp_path / "forged.eval"
-    inspect_ai.log.write_eval_log(log, str(forged))
-    corpus, export_dir = exported
-    code, message = invoke(
-        "import-inspect", str(forged), "--export", str(export_dir), "--corpus", str(corpus),
-        "--out", str(tmp_path / "run"),
-    )  # fmt: skip
-    assert code == 1 and "not the reply of its last model call" in message
-
-
-def test_import_refuses_a_model_call_that_sent_more_than_the_export(
-    exported: tuple[Path, Path],
-    tmp_path: Path,
-    openai_server: OpenAIServer,  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # A solver that slips the model a hint: the dataset input is clean, the call is not.
-    openai_server.script(ScriptedReviewer())
-    log_path = _run_inspect(exported, openai_server, tmp_path / "logs", monkeypatch)
-    log = inspect_ai.log.read_eval_log(str(log_path))
-    call = next(e for e in log.samples[0].events if e.event == "model")
-    call.input.append(inspect_ai.model.ChatMessageUser(content="hint: the answer is permit"))
-    forged = tmp_path / "forged.eval"
-    inspect_ai.log.write_eval_log(log, str(forged))
-    corpus, export_dir = exported
-    code, message = invoke(
-        "import-inspect", str(forged), "--export", str(export_dir), "--corpus", str(corpus),
-        "--out", str(tmp_path / "run"),
-    )  # fmt: skip
-    assert code == 1 and "sent messages other than the exported prompt" in message
