@@ -11,7 +11,7 @@ $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: $(BIN)/activate pyproject.toml constraints.txt
-	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,torch,ray,hf]'
+	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,torch,ray,hf,inspect]'
 	touch $@
 
 venv: $(VENV)/.installed

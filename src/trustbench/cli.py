@@ -2,7 +2,8 @@
 
 Subcommands are defined next to the code they drive and only assembled here:
 `trustbench.rtb.cli` (the `rtb` group), `trustbench.trb.cli` (the `trb` group) and
-`trustbench.core.cli` (freeze / run / verify / report, shared by both suites).
+`trustbench.core.cli` (freeze / run / verify / report, shared by both suites) and
+`trustbench.interop.cli` (export-inspect / import-inspect).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from rich.text import Text
 from trustbench import __version__
 from trustbench.core.cli import register_core_commands
 from trustbench.errors import TrustbenchError
+from trustbench.interop.cli import register_interop_commands
 from trustbench.rtb.cli import rtb_app
 from trustbench.trb.cli import trb_app
 
@@ -29,6 +31,7 @@ app = typer.Typer(
 app.add_typer(rtb_app, name="rtb")
 app.add_typer(trb_app, name="trb")
 register_core_commands(app)
+register_interop_commands(app)
 
 
 @app.command()

@@ -15,6 +15,7 @@ from typing import Any
 
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
+from trustbench.core._attestation import write_record_statement
 from trustbench.core._export import read_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
@@ -136,4 +137,5 @@ def report_run(run_dir: Path) -> ReportResult:
         qualifications=analysis.qualifications,
     )
     html_path = write_report_html(run_dir / "report.html", page)
+    write_record_statement(run_dir)  # record.intoto.json: see core/_attestation.py
     return ReportResult(record_path, html_path, gates, complete)

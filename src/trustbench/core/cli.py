@@ -78,7 +78,17 @@ def run(
     )
 
 
-def verify(run_dir: RunDirArg) -> None:
+RecordOpt = Annotated[
+    bool,
+    typer.Option(
+        "--record",
+        help="Also check record.intoto.json against record.json, report.html, the manifest and "
+        "the ledger head (and its HMAC when signed; the key is read from $TRUSTBENCH_RECORD_KEY).",
+    ),
+]
+
+
+def verify(run_dir: RunDirArg, record: RecordOpt = False) -> None:
     """Recompute the manifest hash and the ledger chain; exit 1 naming the first bad row."""
     from trustbench.core._verify import verify_run
     from trustbench.errors import CheckFailed
@@ -90,6 +100,19 @@ def verify(run_dir: RunDirArg) -> None:
         f"intact: manifest {report.manifest_sha256[:12]}…, {report.rows} ledger rows chained, "
         f"{report.finished_trials}/{report.planned_trials} trials finished"
     )
+    if record:
+        from trustbench.core._attestation import require_record
+
+        checked = require_record(run_dir)
+        typer.echo(
+            "record: record.json, report.html, manifest and ledger head match "
+            + (
+                "record.intoto.json; HMAC-SHA256 (shared-secret) signature valid"
+                if checked.signing == "hmac-sha256"
+                else "record.intoto.json, which is UNSIGNED (no $TRUSTBENCH_RECORD_KEY when "
+                "written): it detects accidental changes, not a deliberate rewrite"
+            )
+        )
 
 
 def export_ledger(run_dir: RunDirArg, out: OutFileOpt) -> None:
@@ -111,6 +134,9 @@ def report(run_dir: RunDirArg) -> None:
     if not result.complete:
         typer.echo("note: the run was interrupted; unrun trials are reported as not run")
     typer.echo(f"wrote {result.record_path} and {result.html_path}")
+    from trustbench.core._attestation import STATEMENT_FILE, statement_signing
+
+    typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(run_dir)})")
     if result.blocked:
         failed = [g.spec.label for g in result.gates if g.status != "passed"]
         raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")

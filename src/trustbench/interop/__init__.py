@@ -1,0 +1,25 @@
+"""Interoperation with other evaluation tools (Inspect AI: the optional `inspect` extra).
+
+This package may import `trustbench.core` and the suites; neither imports it. Inspect AI itself
+is imported only when an interop function runs, so everything here loads without it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.interop._inspect_export import export_inspect_logs
+    from trustbench.interop._inspect_import import import_inspect_log
+    from trustbench.interop._rtb_export import ExportedReview, load_exported_review
+
+__all__ = [
+    "ExportedReview",
+    "export_inspect_logs",
+    "import_inspect_log",
+    "load_exported_review",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

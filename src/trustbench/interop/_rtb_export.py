@@ -1,0 +1,114 @@
+"""An `rtb export` folder read back: candidate inputs apart from the grader-side map and corpus.
+
+Used by the Inspect task (to build samples and score replies) and by `import-inspect` (to map each
+sample back to its case and to check that the model was sent exactly the exported input).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trustbench.errors import CheckFailed, InputError
+from trustbench.rtb.corpus._export import EVALUATION_MAP_PATH, EvaluationMap, load_evaluation_map
+from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus._models import CandidateInput
+from trustbench.rtb.review._validation import support_gaps, validate_response
+from trustbench.rtb.review.reviewers._llm import build_review_messages
+
+
+@dataclass(frozen=True)
+class ExportedReview:
+    """One export: what candidates see (`inputs`, `prompt`) and what only the grader reads."""
+
+    inputs: dict[str, CandidateInput]
+    """Evaluation id -> the candidate input exported under it."""
+    prompt: str
+    """The shared review prompt as exported (`review_prompt.md`)."""
+    evaluation_map: EvaluationMap
+    """Grader side: evaluation id -> case id, with the corpus hash it was exported from."""
+    corpus: Corpus
+    """Grader side: the corpus (answer key included) whose hash the map names."""
+    corpus_root: Path
+    """Folder of that corpus."""
+
+    def messages(self, evaluation_id: str) -> list[dict[str, str]]:
+        """The two messages a reviewer is sent for this input (as `trustbench run` sends them)."""
+        return build_review_messages(self.prompt, self.inputs[evaluation_id])
+
+    def grade(self, evaluation_id: str, reply: str | None) -> dict[str, Any]:
+        """Validate a reply and judge its support for the mapped case (grader side)."""
+        validated = validate_response(reply, self.inputs[evaluation_id])
+        case = self.corpus.case(self.evaluation_map.evaluations[evaluation_id])
+        gaps = support_gaps(validated, case)
+        return {
+            "outcome": validated.outcome.value,
+            "supported": not gaps,
+            "invalid_reason": validated.invalid_reason,
+            "explanation": "supported" if not gaps else "; ".join(gaps),
+        }
+
+
+def load_exported_review(
+    export_dir: Path, *, corpus: Path | None = None, grader_map: Path | None = None
+) -> ExportedReview:
+    """Read an export folder, its grader map and the corpus it was exported from.
+
+    Args:
+        export_dir: Folder written by `trustbench rtb export`.
+        corpus: The exported corpus folder (default: the built-in corpus).
+        grader_map: The grader-only map (default: `<export_dir>/grader/evaluation_map.json`).
+
+    Raises:
+        InputError: a file is missing or malformed.
+        CheckFailed: the corpus is not the one the map was exported from, or an input does not
+            match its case (the export was edited).
+    """
+    inputs_dir = export_dir / "inputs"
+    if not inputs_dir.is_dir():
+        raise InputError("no inputs/ folder: not an `rtb export` folder", location=str(export_dir))
+    inputs: dict[str, CandidateInput] = {}
+    for path in sorted(inputs_dir.glob("*.json")):
+        try:
+            candidate = CandidateInput.model_validate_json(path.read_bytes())
+        except ValueError as error:
+            raise InputError(f"not a candidate input: {error}", location=str(path)) from None
+        if candidate.evaluation_id != path.stem:
+            raise CheckFailed("evaluation_id differs from the file name", location=str(path))
+        inputs[candidate.evaluation_id] = candidate
+    prompt_path = export_dir / "review_prompt.md"
+    try:
+        prompt = prompt_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("review_prompt.md not found", location=str(prompt_path)) from None
+    evaluation_map = load_evaluation_map(grader_map or export_dir / EVALUATION_MAP_PATH)
+    root = (corpus or builtin_corpus_root()).resolve()
+    loaded = load_corpus(root)
+    if loaded.manifest_sha256 != evaluation_map.corpus_manifest_sha256:
+        raise CheckFailed(
+            f"the corpus at {root} is not the one this export was made from (MANIFEST.json "
+            f"sha256 {loaded.manifest_sha256[:12]}…, the map names "
+            f"{evaluation_map.corpus_manifest_sha256[:12]}…); pass --corpus / -T corpus=...",
+            location=str(export_dir),
+        )
+    if set(inputs) != set(evaluation_map.evaluations):
+        raise CheckFailed(
+            "inputs/ and the grader map list different evaluation ids", location=str(export_dir)
+        )
+    for evaluation_id, candidate in inputs.items():
+        case = loaded.case(evaluation_map.evaluations[evaluation_id])
+        if (candidate.task, candidate.proposal, candidate.evidence) != (
+            case.task,
+            case.proposal,
+            list(case.evidence),
+        ):
+            raise CheckFailed(
+                f"input {evaluation_id} differs from its case {case.case_id} (edited export?)",
+                location=str(inputs_dir / f"{evaluation_id}.json"),
+            )
+    if prompt != loaded.review_prompt:
+        raise CheckFailed(
+            "review_prompt.md differs from the corpus prompt", location=str(prompt_path)
+        )
+    return ExportedReview(inputs, prompt, evaluation_map, loaded, root)

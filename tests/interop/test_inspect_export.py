@@ -1,0 +1,127 @@
+"""`export-inspect`: a run's ledger as Inspect eval logs that `read_eval_log` reads back whole."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.rtb.test_review_track import run_spec, spec_text
+from tests.support.cli import invoke
+from tests.support.openai_server import (
+    Behaviour,
+    OpenAIServer,
+    json_reply,
+    openai_server,  # noqa: F401
+    reply,
+    server_error,
+)
+
+from trustbench.core import read_ledger, report_run
+from trustbench.rtb import CandidateInput
+from trustbench.rtb.review.reviewers import ReferencePolicyReviewer
+
+inspect_log = pytest.importorskip("inspect_ai.log", reason="needs the `inspect` extra")
+
+LLM = """[[candidates]]
+name = "llm"
+kind = "openai_chat"
+model = "test-reviewer-1"
+base_url = "{base_url}"
+"""
+RETRY = """
+[retry]
+transport_max_retries = 1
+backoff_base_s = 0.001
+backoff_max_s = 0.002
+"""
+
+
+class FlakyReviewer:
+    """A 500 on the first call for every third case, then the policy's reply; prose otherwise."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.order: list[str] = []
+
+    def __call__(self, body: Any, number: int) -> Behaviour | None:
+        visible = CandidateInput.model_validate_json(body["messages"][-1]["content"])
+        eid = visible.evaluation_id
+        if eid not in self.calls:
+            self.order.append(eid)
+        self.calls[eid] += 1
+        position = self.order.index(eid)
+        if position % 3 == 0 and self.calls[eid] == 1:
+            return server_error(500)
+        if position % 3 == 1:
+            return reply("approve")
+        good = ReferencePolicyReviewer().review(body["messages"][0]["content"], visible)
+        return json_reply(json.loads(good or "{}"))
+
+
+@pytest.fixture
+def reported(tmp_path: Path, openai_server: OpenAIServer) -> Path:  # noqa: F811
+    openai_server.script(FlakyReviewer())
+    text = spec_text(LLM.format(base_url=openai_server.base_url)).replace(
+        "[corpus]", RETRY + "\n[corpus]"
+    )
+    run_dir = run_spec(tmp_path, text)
+    report_run(run_dir)
+    return run_dir
+
+
+def test_every_trial_is_a_sample_scored_with_the_trustbench_grade(
+    reported: Path, tmp_path: Path
+) -> None:
+    code, output = invoke("export-inspect", str(reported), "--out", str(tmp_path / "logs"))
+    assert code == 0, output
+    log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
+    ledger = read_ledger(reported)
+    record = json.loads((reported / "record.json").read_text())
+    assert len(log.samples) == len(ledger.trials) == 12
+    grades = {
+        (r["case_id"], r["trial"]): r["outcome"]
+        for r in record["review"]["trials"]
+        if r["configuration"] == "llm"
+    }
+    scores = {
+        (s.metadata["case_id"], s.epoch - 1): s.scores["trustbench"].value for s in log.samples
+    }
+    assert scores == grades
+    assert Counter(scores.values())["invalid"] == 4
+    assert log.eval.metadata["manifest_sha256"] == record["manifest_sha256"]
+
+
+def test_transport_retries_are_visible_as_separate_model_events(
+    reported: Path, tmp_path: Path
+) -> None:
+    invoke("export-inspect", str(reported), "--out", str(tmp_path / "logs"))
+    log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
+    retried = [s for s in log.samples if s.metadata["transport_retries"]]
+    assert len(retried) == 4
+    for sample in retried:
+        first, second = [e for e in sample.events if e.event == "model"]
+        assert first.error and first.metadata["http_status"] == 500
+        assert second.error is None and sample.output.completion
+
+
+def test_an_altered_ledger_is_not_exported(reported: Path, tmp_path: Path) -> None:
+    with sqlite3.connect(reported / "ledger.sqlite") as connection:
+        connection.execute("UPDATE trials SET status = 'completed' WHERE id = 1")
+        connection.execute("UPDATE trials SET error = 'edited' WHERE id = 1")
+    code, message = invoke("export-inspect", str(reported), "--out", str(tmp_path / "logs"))
+    assert code == 1 and "refusing to export an altered run" in message
+    assert not (tmp_path / "logs").exists()
+
+
+def test_without_a_report_every_sample_is_not_graded_never_a_pass(
+    reported: Path, tmp_path: Path
+) -> None:
+    for name in ("record.json", "report.html", "record.intoto.json"):
+        (reported / name).unlink()
+    invoke("export-inspect", str(reported), "--out", str(tmp_path / "logs"))
+    log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
+    assert {s.scores["trustbench"].value for s in log.samples} == {"not_graded"}
