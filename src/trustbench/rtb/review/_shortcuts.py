@@ -33,7 +33,6 @@ from trustbench.rtb.review._surface import (
     record_kinds,
     revision_occurrences,
     statuses,
-    structure_features,
     surface_features,
     word_features,
 )
@@ -135,7 +134,7 @@ FITTED_RULES: dict[str, tuple[str, Callable[[], Any]]] = {
     "surface-tree": (
         "depth-3 tree over record counts by kind/status, parameter diff, revision-string count, "
         "record positions and word presence",
-        lambda: _TreeRule(lambda d: {**structure_features(d), **word_features(d)}),
+        lambda: _TreeRule(surface_features),
     ),
 }
 """Rules fitted on one half of the groups, scored on the other: name -> (description, factory)."""
@@ -288,10 +287,57 @@ def shortcut_audit(
     )
 
 
+def percent(share: float | None) -> str:
+    """A share as a percentage with one decimal, or `not run`."""
+    return "not run" if share is None else f"{100 * share:.1f}%"
+
+
+def chance_line(report: SaturationReport) -> str:
+    """How chance and the ceiling were computed, with their denominators."""
+    if report.chance is None:
+        return "No cases: chance and ceiling are undefined; the shortcut audit did not run."
+    majority = round(report.chance * report.cases)
+    return (
+        f"Chance = majority-class share (always answering {report.majority_decision}): "
+        f"{majority}/{report.cases} = {percent(report.chance)}; ceiling = chance + "
+        f"{100 * report.margin:g} points = {percent(report.ceiling)}."
+    )
+
+
+def rule_line(report: SaturationReport, rule: ShortcutRule) -> str:
+    """One rule's saturation with its verdict against the ceiling."""
+    if rule.accuracy is None:
+        verdict = "NOT RUN (fails the audit: an unrun check is not a pass)"
+    elif rule.rule in report.saturated_rules:
+        verdict = "ABOVE the ceiling"
+    else:
+        verdict = "at or below the ceiling"
+    return f"{rule.rule}: {percent(rule.accuracy)} ({rule.detail}); {verdict}. {rule.description}."
+
+
+def verdict_line(report: SaturationReport) -> str:
+    """One line: saturated (naming the rules) or not."""
+    if report.saturated_rules:
+        saturated = set(report.saturated_rules)
+        named = ", ".join(
+            f"{r.rule} {percent(r.accuracy)}" for r in report.rules if r.rule in saturated
+        )
+        return (
+            f"corpus saturated: {len(report.saturated_rules)} of {len(report.rules)} surface rules "
+            f"score above the ceiling {percent(report.ceiling)} ({named}); a score on this corpus "
+            "is not evidence of review ability"
+        )
+    if not report.ok:
+        return "corpus saturation not established: a shortcut rule could not run"
+    return (
+        f"corpus not saturated: all {len(report.rules)} surface rules at or below the ceiling "
+        f"{percent(report.ceiling)}"
+    )
+
+
 __all__ = [
     "DEFAULT_MARGIN",
     "SaturationReport",
     "ShortcutRule",
     "shortcut_audit",
-    "surface_features",
 ]
