@@ -21,7 +21,7 @@ from trustbench.rtb.control._audit import run_control_audit
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.review._audit import run_self_audit
-from trustbench.rtb.review._shortcuts import DEFAULT_MARGIN, SaturationReport, shortcut_audit
+from trustbench.rtb.review._shortcuts import DEFAULT_MARGIN, SaturationReport, corpus_saturation
 from trustbench.rtb.workflow import run_workflow_audit
 
 
@@ -66,9 +66,5 @@ def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
 
 
 def run_corpus_saturation(corpus: Corpus, *, margin: float = DEFAULT_MARGIN) -> SaturationReport:
-    """Score the shortcut rules on `corpus`'s candidate-visible inputs (see `shortcut_audit`)."""
-    documents = [
-        to_candidate_input(case, new_evaluation_id()).model_dump(mode="json")
-        for case in corpus.cases
-    ]
-    return shortcut_audit(corpus.cases, documents, margin=margin)
+    """Score the shortcut rules on `corpus` (see `trustbench.rtb.review._shortcuts`)."""
+    return corpus_saturation(corpus, margin=margin)

@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
+from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import Case, Decision
 from trustbench.rtb.review._cart import DecisionTree
 from trustbench.rtb.review._surface import (
@@ -287,6 +289,19 @@ def shortcut_audit(
     )
 
 
+def corpus_saturation(corpus: Corpus, *, margin: float = DEFAULT_MARGIN) -> SaturationReport:
+    """Score the shortcut rules on `corpus`'s exported candidate inputs (see `shortcut_audit`).
+
+    Inputs are exported with fresh evaluation ids, which no feature reads, so the result does
+    not depend on them.
+    """
+    documents = [
+        to_candidate_input(case, new_evaluation_id()).model_dump(mode="json")
+        for case in corpus.cases
+    ]
+    return shortcut_audit(corpus.cases, documents, margin=margin)
+
+
 def percent(share: float | None) -> str:
     """A share as a percentage with one decimal, or `not run`."""
     return "not run" if share is None else f"{100 * share:.1f}%"
@@ -339,5 +354,6 @@ __all__ = [
     "DEFAULT_MARGIN",
     "SaturationReport",
     "ShortcutRule",
+    "corpus_saturation",
     "shortcut_audit",
 ]
