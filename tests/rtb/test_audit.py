@@ -162,3 +162,23 @@ def test_self_audit_fails_on_a_decisive_record_id_missing_from_the_input() -> No
     report = run_self_audit(cases, PROMPT, export)
     failed = {check.signature: check.detail for check in report.failed}
     assert case.case_id in failed["a reply built from the answer key is valid and supported"]
+
+
+def test_self_audit_fails_when_the_support_grader_can_be_gamed(monkeypatch) -> None:
+    # A lenient grader (right decision, one acceptable code, decisive records cited) is what the
+    # gaming sentinels exploit; their "never supported" signature must expose it.
+    def lenient(validated, case: Case) -> bool:
+        response = validated.response
+        expected = case.expectations
+        return (
+            response is not None
+            and response.decision == expected.reference_decision
+            and bool(set(response.reason_codes) & set(expected.acceptable_reason_codes))
+            and set(expected.decisive_record_ids) <= set(response.evidence_refs)
+        )
+
+    monkeypatch.setattr(_audit, "is_supported", lenient)
+    report = run_self_audit(make_cases(), PROMPT, export)
+    failed = _failed(report)
+    assert ("keyword-stuffer", "no finding is supported") in failed
+    assert ("contradictory", "no finding is supported") in failed

@@ -32,8 +32,8 @@ _UNRESOLVED = object()
 
 def resolve_pointer(document: Any, pointer: str) -> Any:
     """The value at an RFC 6901 JSON pointer, or a private sentinel when it does not resolve."""
-    if pointer in ("", "/"):
-        return document if pointer == "" else _UNRESOLVED
+    if pointer == "":
+        return document
     value = document
     for token in pointer.split("/")[1:]:
         token = token.replace("~1", "/").replace("~0", "~")

@@ -194,7 +194,7 @@ def _citation_gaps(response: ReviewerResponse, case: Case) -> list[str]:
     uncited = [rid for rid in case.expectations.decisive_record_ids if rid not in cited]
     if uncited:
         gaps.append(f"decisive record(s) not cited: {uncited}")
-    others = {r.record_id for r in case.evidence if r.kind != "policy"} - decisive
+    others = {r.record_id for r in case.evidence if getattr(r, "kind", None) != "policy"} - decisive
     extra = [rid for rid in cited if rid in others]
     if extra and set(extra) == others:
         gaps.append(f"cites every non-decisive record {sorted(others)}: not a precise citation")
