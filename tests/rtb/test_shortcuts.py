@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from test_reviewers_fixtures import export, make_cases
 from typer.testing import CliRunner
 
+import trustbench.rtb.corpus as corpus_package
 from trustbench.cli import app
 from trustbench.rtb import load_corpus
 from trustbench.rtb._harness_audit import run_corpus_saturation
@@ -17,10 +19,13 @@ from trustbench.rtb.review._cart import DecisionTree
 from trustbench.rtb.review._shortcuts import shortcut_audit
 from trustbench.rtb.review._surface import structure_features
 
+V0_1 = Path(corpus_package.__file__).parent / "v0.1"
+"""The frozen v0.1 starter, named explicitly: these tests are about v0.1, whatever the default."""
+
 
 @pytest.fixture(scope="module")
 def builtin_saturation() -> _shortcuts.SaturationReport:
-    return run_corpus_saturation(load_corpus())
+    return run_corpus_saturation(load_corpus(V0_1))
 
 
 def _rule(report: _shortcuts.SaturationReport, name: str) -> _shortcuts.ShortcutRule:
@@ -51,11 +56,13 @@ def test_rtb_audit_exit_code_follows_saturation_when_the_harness_holds(monkeypat
 
     passing = [_harness_audit.AuditRow("reviewer", "stub", True, "stub")]
     monkeypatch.setattr(_harness_audit, "run_harness_audit", lambda corpus, seed: passing)
-    saturated = CliRunner().invoke(app, ["rtb", "audit"])
+    saturated = CliRunner().invoke(app, ["rtb", "audit", "--corpus", str(V0_1)])
     assert saturated.exit_code == 1, saturated.output
     assert "corpus saturated:" in saturated.output
     assert "revision-count 100.0%" in saturated.output
-    admitted = CliRunner().invoke(app, ["rtb", "audit", "--saturation-margin", "1"])
+    admitted = CliRunner().invoke(
+        app, ["rtb", "audit", "--corpus", str(V0_1), "--saturation-margin", "1"]
+    )
     assert admitted.exit_code == 0, admitted.output
     assert "corpus not saturated" in admitted.output
 

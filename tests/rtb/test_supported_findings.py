@@ -10,11 +10,13 @@ v0.2-style cases are built here from a fixture case plus a stand-in answer key c
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from test_reviewers_fixtures import case_by_id, export
 
+import trustbench.rtb.corpus as corpus_package
 from trustbench.rtb import load_corpus
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._export import to_candidate_input
@@ -28,7 +30,8 @@ from trustbench.rtb.review._validation import (
 )
 from trustbench.rtb.review.reviewers import make_reviewer
 
-BUILTIN = load_corpus()
+BUILTIN = load_corpus(Path(corpus_package.__file__).parent / "v0.1")
+"""The frozen v0.1 starter (named explicitly: these tests are about v0.1 replies)."""
 
 
 @pytest.mark.parametrize("name", ["keyword-stuffer", "contradictory"])
