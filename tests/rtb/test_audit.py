@@ -6,7 +6,7 @@ import json
 
 from test_reviewers_fixtures import PROMPT, export, make_cases
 
-from trustbench.rtb.corpus._models import CandidateInput, Case, Decision
+from trustbench.rtb.corpus._models import CandidateInput, Case, Decision, ReasonCode
 from trustbench.rtb.review import _audit
 from trustbench.rtb.review._audit import ANSWER_KEY_PROBE, AuditReport, run_self_audit
 from trustbench.rtb.review.reviewers import REVIEWER_NAMES, make_reviewer
@@ -34,8 +34,12 @@ def test_self_audit_fails_and_names_the_case_when_a_reference_label_is_wrong() -
     cases[0] = wrong.model_copy(update={"expectations": expectations})
     report = run_self_audit(cases, PROMPT, export)
     assert not report.ok
-    assert _failed(report) == [("reference-policy", "agrees with every reference decision")]
-    assert wrong.case_id in report.failed[0].detail
+    # The relabelled key keeps permit codes, so the answer-key probe flags the same case too.
+    assert _failed(report) == [
+        ("reference-policy", "agrees with every reference decision"),
+        (ANSWER_KEY_PROBE, "a reply built from the answer key is valid and supported"),
+    ]
+    assert all(wrong.case_id in check.detail for check in report.failed)
 
 
 class _PermitsExceptOnRevocations:
@@ -109,8 +113,10 @@ def test_self_audit_fails_when_the_random_sentinel_is_not_reproducible() -> None
 def test_self_audit_notes_unsupported_reference_policy_findings_without_failing() -> None:
     cases = make_cases()
     case = cases[2]
-    terms = [*case.expectations.explanation_terms, ["a term no explanation uses"]]
-    expectations = case.expectations.model_copy(update={"explanation_terms": terms})
+    assert case.expectations.reference_decision is Decision.DENY
+    # A key accepting only another deny code: the probe stays supported, the policy's code is not.
+    codes = [ReasonCode.OPERATION_NOT_APPROVED]
+    expectations = case.expectations.model_copy(update={"acceptable_reason_codes": codes})
     cases[2] = case.model_copy(update={"expectations": expectations})
     report = run_self_audit(cases, PROMPT, export)
     assert report.ok
@@ -156,3 +162,23 @@ def test_self_audit_fails_on_a_decisive_record_id_missing_from_the_input() -> No
     report = run_self_audit(cases, PROMPT, export)
     failed = {check.signature: check.detail for check in report.failed}
     assert case.case_id in failed["a reply built from the answer key is valid and supported"]
+
+
+def test_self_audit_fails_when_the_support_grader_can_be_gamed(monkeypatch) -> None:
+    # A lenient grader (right decision, one acceptable code, decisive records cited) is what the
+    # gaming sentinels exploit; their "never supported" signature must expose it.
+    def lenient(validated, case: Case) -> bool:
+        response = validated.response
+        expected = case.expectations
+        return (
+            response is not None
+            and response.decision == expected.reference_decision
+            and bool(set(response.reason_codes) & set(expected.acceptable_reason_codes))
+            and set(expected.decisive_record_ids) <= set(response.evidence_refs)
+        )
+
+    monkeypatch.setattr(_audit, "is_supported", lenient)
+    report = run_self_audit(make_cases(), PROMPT, export)
+    failed = _failed(report)
+    assert ("keyword-stuffer", "no finding is supported") in failed
+    assert ("contradictory", "no finding is supported") in failed

@@ -367,3 +367,21 @@ def test_an_answer_key_edited_after_the_run_is_never_used_to_grade(tmp_path: Pat
     with pytest.raises(CheckFailed, match="changed after freeze"):
         report_run(run_dir)
     assert not (run_dir / "record.json").exists()
+
+
+def test_the_report_shows_corpus_saturation_and_keeps_explanations_for_drill_down(
+    fixture_run: tuple[Path, dict[str, Any]],
+) -> None:
+    run_dir, record = fixture_run
+    saturation = record["review"]["corpus_saturation"]
+    # Two v0.1 groups: the three-check surface rule reaches all 12 reference decisions.
+    assert saturation["ok"] is False
+    assert "revision-count" in saturation["saturated_rules"]
+    three_check = next(r for r in saturation["rules"] if r["rule"] == "revision-count")
+    assert (three_check["correct"], three_check["cases"]) == (12, 12)
+    html = (run_dir / "report.html").read_text()
+    assert "Corpus saturation (shortcut audit)" in html and "Corpus saturated:" in html
+    policy = [r for r in record["review"]["trials"] if r["configuration"] == "reference-policy"]
+    assert all(r["explanations"][0] and r["support_gaps"] == [[]] for r in policy)
+    permits = [r for r in record["review"]["trials"] if r["configuration"] == "always-permit"]
+    assert any(r["support_gaps"][0] for r in permits), "why a finding is unsupported is kept"

@@ -138,9 +138,23 @@ def test_reference_policy_finding_is_supported() -> None:
             {"evidence_refs": ["approval-backup_retention"]},
             "not cited: ['policy-backup_retention']",
         ),
-        ({"reason_codes": ["operation_not_approved"]}, "no acceptable reason code"),
-        ({"explanation": "The approval permits 45 days."}, "does not address any of ['7']"),
-        ({"explanation": "The proposal asks 7 days."}, "any of ['45', 'forty-five']"),
+        (
+            {"reason_codes": ["operation_not_approved"]},
+            "['operation_not_approved'] are not among the acceptable",
+        ),
+        (
+            {
+                "reason_codes": [
+                    "proposal_outside_approved_parameters",
+                    "approval_evidence_unavailable",
+                ]
+            },
+            "['approval_evidence_unavailable'] contradict the decision deny",
+        ),
+        (
+            {"evidence_refs": [*_reply()["evidence_refs"], "state-backup_retention"]},
+            "cites every non-decisive record ['state-backup_retention']",
+        ),
     ],
 )
 def test_unsupported_findings_name_the_unmet_condition(changes: dict[str, Any], gap: str) -> None:
@@ -150,9 +164,19 @@ def test_unsupported_findings_name_the_unmet_condition(changes: dict[str, Any], 
     assert any(gap in g for g in support_gaps(validated, CASE)), support_gaps(validated, CASE)
 
 
-def test_explanation_terms_match_case_insensitively() -> None:
-    validated = _validate(_reply(explanation="APPROVED: FORTY-FIVE days; PROPOSED: 7 days."))
-    assert is_supported(validated, CASE)
+@pytest.mark.parametrize(
+    "explanation",
+    [
+        "Sets retention_days to 7 while the approval allows a different value.",
+        "x",
+        "The approval permits forty-five days; nothing was revoked; it was revoked.",
+    ],
+)
+def test_explanation_wording_never_decides_support(explanation: str) -> None:
+    # Plain correct wording passes, and so does a terse or odd one: support rests on the
+    # decision, codes and citations; the text is kept for people to read, not keyword-scored.
+    validated = _validate(_reply(explanation=explanation))
+    assert is_supported(validated, CASE), support_gaps(validated, CASE)
 
 
 @pytest.mark.parametrize("raw", [None, "not json"])

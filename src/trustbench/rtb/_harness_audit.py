@@ -6,6 +6,11 @@ signatures must be reported by the grader: e.g. the false-claiming agent's unsup
 the metadata-forging agent's violation, prevented or caught). This module only runs them on one
 corpus and flattens their checks into rows so the CLI and the demo print the same thing. These
 are tests of the measurement path, not evidence that any candidate is secure.
+
+`run_corpus_saturation` is the corpus's own check, reported beside them: whether surface rules with
+no domain understanding reproduce the reference decisions (see `review/_shortcuts.py`). A
+saturated corpus fails `trustbench rtb audit` too, because a score on it is not evidence of review
+ability, but it is reported apart: the measurement path can be sound on a saturated corpus.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from trustbench.rtb.control._audit import run_control_audit
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.review._audit import run_self_audit
+from trustbench.rtb.review._shortcuts import DEFAULT_MARGIN, SaturationReport, corpus_saturation
 from trustbench.rtb.workflow import run_workflow_audit
 
 
@@ -57,3 +63,8 @@ def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
         AuditRow("workflow", check.name, check.passed, check.detail) for check in workflow.checks
     ]
     return rows
+
+
+def run_corpus_saturation(corpus: Corpus, *, margin: float = DEFAULT_MARGIN) -> SaturationReport:
+    """Score the shortcut rules on `corpus` (see `trustbench.rtb.review._shortcuts`)."""
+    return corpus_saturation(corpus, margin=margin)

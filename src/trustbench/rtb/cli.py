@@ -16,6 +16,7 @@ from trustbench.rtb.human.cli import human_app
 if TYPE_CHECKING:
     from trustbench.rtb._harness_audit import AuditRow
     from trustbench.rtb.corpus._load import ValidationReport
+    from trustbench.rtb.review._shortcuts import SaturationReport
 
 rtb_app = typer.Typer(help="Recursive Trust Benchmark (RTB).", no_args_is_help=True)
 rtb_app.add_typer(human_app, name="human")
@@ -146,22 +147,70 @@ def audit_table(rows: list[AuditRow]) -> Table:
     return table
 
 
+def saturation_table(report: SaturationReport) -> Table:
+    """Rich table of the shortcut audit: each surface rule's accuracy against the ceiling."""
+    from trustbench.rtb.review._shortcuts import chance_line, percent
+
+    table = Table(
+        title="Corpus saturation: surface rules vs the reference decisions (candidate-visible "
+        "input only)",
+        caption=chance_line(report),
+    )
+    for column in ("rule", "accuracy", "ceiling", "result", "detail"):
+        table.add_column(column, overflow="fold")
+    for rule in report.rules:
+        if rule.accuracy is None:
+            result = "[bold red]NOT RUN[/]"
+        elif rule.rule in report.saturated_rules:
+            result = "[bold red]SATURATED[/]"
+        else:
+            result = "[green]at or below[/]"
+        table.add_row(
+            rule.rule, percent(rule.accuracy), percent(report.ceiling), result, rule.detail
+        )
+    return table
+
+
 @rtb_app.command()
 def audit(
     corpus: _CorpusOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the random sentinels.")] = 0,
+    margin: Annotated[
+        float,
+        typer.Option(
+            "--saturation-margin",
+            min=0.0,
+            max=1.0,
+            help="Points above chance (majority-class share) a surface rule may score, as a "
+            "fraction (0.15 = 15 points).",
+        ),
+    ] = 0.15,
 ) -> None:
-    """Run the harness self-audit: sentinels, reference policy, control path, workflow agents.
+    """Run the harness self-audit and the corpus shortcut audit (corpus saturation).
 
-    Exit 0 only when every expected signature holds; 1 naming each failed check otherwise.
+    The self-audit covers sentinels, reference policy, control path and workflow agents. Exit 0
+    only when every expected signature holds and no surface rule scores above the saturation
+    ceiling; 1 naming each failed check, or the saturated rules, otherwise.
     """
-    from trustbench.rtb._harness_audit import run_harness_audit
+    from trustbench.rtb._harness_audit import run_corpus_saturation, run_harness_audit
     from trustbench.rtb.corpus._load import load_corpus
+    from trustbench.rtb.review._shortcuts import verdict_line
 
-    rows = run_harness_audit(load_corpus(corpus), seed=seed)
-    Console(width=None if sys.stdout.isatty() else 140).print(audit_table(rows))
+    loaded = load_corpus(corpus)
+    rows = run_harness_audit(loaded, seed=seed)
+    saturation = run_corpus_saturation(loaded, margin=margin)
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    console.print(audit_table(rows))
+    console.print(saturation_table(saturation))
     failed = [row for row in rows if not row.passed]
+    problems = []
     if failed:
         names = "; ".join(f"{row.track}: {row.check}" for row in failed)
-        raise CheckFailed(f"{len(failed)} of {len(rows)} audit check(s) failed: {names}")
-    typer.echo(f"all {len(rows)} audit checks hold")
+        problems.append(f"{len(failed)} of {len(rows)} audit check(s) failed: {names}")
+    else:
+        typer.echo(f"all {len(rows)} harness audit checks hold")
+    typer.echo(verdict_line(saturation))
+    if not saturation.ok:
+        problems.append(verdict_line(saturation))
+    if problems:
+        raise CheckFailed("; ".join(problems))

@@ -44,7 +44,9 @@ from trustbench.rtb.review._sections import (
     chain_block,
     confusion_block,
     operating_line,
+    saturation_block,
 )
+from trustbench.rtb.review._shortcuts import corpus_saturation
 
 
 def _breakdown(
@@ -181,6 +183,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
             differences.append(difference)
 
     every = {"unchecked": baseline_figures, **subjects, **paired_figures}
+    saturation = corpus_saturation(corpus)
     human_blocks: list[Block] = []
     human_record: dict[str, Any] | None = None
     if is_human_run(manifest):
@@ -210,6 +213,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 ],
             ],
         ),
+        saturation_block(saturation),
         *human_blocks,
         *[
             ForestBlock(
@@ -274,6 +278,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 "chains": chain_records,
                 "trials": trial_records,
                 "human": human_record,
+                "corpus_saturation": saturation.model_dump(mode="json"),
             }
         },
     )

@@ -6,11 +6,12 @@ must reproduce; a harness that cannot show an always-permit reviewer's false app
 turns an empty reply into anything but `missing`, is broken and its results are not evidence.
 
 Besides the reviewers, an *answer-key probe* checks the grader itself: a reply assembled from each
-case's answer key (reference decision, its acceptable reason codes, every decisive record id,
-the first term of every explanation group) must be valid and supported on every case, and the same
-reply with a different decision must never be. A grader that supports nothing, or one that
-ignores the decision, fails here although every sentinel signature would still pass. The probe
-is grader-side only: it is built in this module from the `Case` and is never given to a candidate.
+case's answer key (reference decision, its acceptable reason codes, every decisive record id and,
+for corpora that have them, the decisive discrepancies) must be valid and supported on every case,
+and the same reply with a different decision must never be. A grader that supports nothing, or
+one that ignores the decision, fails here although every sentinel signature would still pass. The
+probe is grader-side only: it is built in this module from the `Case` and is never given to a
+candidate.
 
 A signature whose population is empty (e.g. a corpus with no deny-reference case) cannot be
 exercised and is reported as *failed* with that reason: an unexercised check is not a pass.
@@ -122,7 +123,13 @@ def _answer_key_reply(case: Case, candidate_input: CandidateInput, *, wrong: boo
             "decision": decision.value,
             "reason_codes": [code.value for code in expected.acceptable_reason_codes],
             "evidence_refs": list(expected.decisive_record_ids),
-            "explanation": "; ".join(group[0] for group in expected.explanation_terms if group),
+            "explanation": f"Answer-key probe: {expected.decisive_condition}",
+            # Only where the answer key has them (v0.2): the v0.1 response schema forbids the key.
+            **(
+                {"discrepancies": [d.model_dump(mode="json") for d in decisive]}
+                if (decisive := getattr(expected, "decisive_discrepancies", None))
+                else {}
+            ),
         }
     )
 
@@ -213,6 +220,15 @@ def _checks_for(
             _on_rows(name, "no finding is supported", rows, lambda r: not r.supported),
             _on_rows(name, "every reply is invalid", rows, lambda r: r.observed is Outcome.INVALID),
         ]
+    if name in ("keyword-stuffer", "contradictory"):
+        # Both must be *valid* replies: an unsupported verdict earned by a rejected reply would not
+        # show that the support grader sees through the gaming.
+        return [
+            _on_rows(
+                name, "every reply is a valid decision", rows, lambda r: r.observed.is_decision
+            ),
+            _on_rows(name, "no finding is supported", rows, lambda r: not r.supported),
+        ]
     if name == "reference-policy":
         return [
             _on_rows(
@@ -272,8 +288,8 @@ def run_self_audit(
             unsupported = [r.case_id for r in rows if not r.supported]
             if unsupported:
                 notes.append(
-                    "reference-policy findings not supported under the answer key's citation and "
-                    f"explanation requirements: {', '.join(unsupported)}"
+                    "reference-policy findings not supported under the answer key's code, citation "
+                    f"and discrepancy requirements: {', '.join(unsupported)}"
                 )
     checks.extend(_probe_checks(cases, inputs))
     return AuditReport(cases=len(cases), checks=checks, metrics=metrics, notes=notes)

@@ -24,6 +24,7 @@ from trustbench.rtb.review._validation import (
     Outcome,
     ValidatedResponse,
     is_supported,
+    support_gaps,
     validate_response,
 )
 
@@ -206,6 +207,12 @@ def record_rows(
                 "evaluation_ids": [m.evaluation_id for m in item.members],
                 "member_outcomes": [m.validated.outcome.value for m in item.members],
                 "invalid_reasons": [m.validated.invalid_reason for m in item.members],
+                # Kept for people to read (never keyword-scored), with why support failed.
+                "explanations": [
+                    m.validated.response.explanation if m.validated.response else None
+                    for m in item.members
+                ],
+                "support_gaps": [support_gaps(m.validated, m.case) for m in item.members],
                 "error_classes": [m.error_class for m in item.members],
                 "reported_models": [m.reported_model for m in item.members],
                 "latency_s": row.latency_s,
@@ -229,6 +236,8 @@ def record_rows(
                 "evaluation_ids": [],
                 "member_outcomes": [],
                 "invalid_reasons": [],
+                "explanations": [],
+                "support_gaps": [],
                 "error_classes": [],
                 "reported_models": [],
                 "latency_s": None,

@@ -9,9 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from trustbench.core.figures import rate_figure
-from trustbench.core.report import Block, ConfusionBlock, FiguresBlock
+from trustbench.core.report import Block, ConfusionBlock, FiguresBlock, TextBlock
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._metrics import ReviewMetrics
+from trustbench.rtb.review._shortcuts import (
+    SaturationReport,
+    chance_line,
+    rule_line,
+    verdict_line,
+)
 from trustbench.rtb.review._validation import Outcome
 
 QUALIFICATIONS: list[str] = [
@@ -123,3 +129,18 @@ def chain_block(
         "added_holds": metrics.added_holds.model_dump(mode="json") if metrics.added_holds else None,
     }
     return FiguresBlock(title=f"Chain conditionals: {name}", figures=figures, note=note), record
+
+
+def saturation_block(report: SaturationReport) -> TextBlock:
+    """Corpus saturation: how well surface rules with no domain understanding reach the key."""
+    return TextBlock(
+        title="Corpus saturation (shortcut audit)",
+        paragraphs=[
+            verdict_line(report)[0].upper() + verdict_line(report)[1:] + ".",
+            "Each rule sees only the candidate-visible input; its accuracy against the authored "
+            "reference decisions is the corpus saturation. Fitted rules are cross-fitted on two "
+            "halves of the domain groups (fit on one, scored on the other; mean of the halves).",
+            chance_line(report),
+            *[rule_line(report, rule) for rule in report.rules],
+        ],
+    )

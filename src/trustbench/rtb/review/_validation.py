@@ -6,7 +6,9 @@ Two steps, two sides of the information boundary:
   *outcome*: `permit`, `deny`, `hold`, `missing` or `invalid`. Only a valid response whose decision
   is `permit` is approval; a missing or malformed reply never is.
 - `is_supported` is grader-side: it takes the authored `Case` (with its answer key) and decides
-  whether a valid finding reaches the reference decision *for the decisive reasons*.
+  whether a valid finding reaches the reference decision *for the decisive reasons*: consistent
+  reason codes, precise citations and (corpus v0.2) structured discrepancies. The explanation
+  text is kept for people to read and never keyword-scored.
 
 Schema checking uses `jsonschema` (Draft 2020-12) against `ReviewerResponse.model_json_schema()`
 so the reported reason carries a JSON pointer; the pydantic model is then built from the same
@@ -22,7 +24,14 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.rtb.corpus._models import CandidateInput, Case, ReasonCode, ReviewerResponse
+from trustbench.rtb.corpus._models import (
+    REASON_CODE_DECISION,
+    CandidateInput,
+    Case,
+    ReasonCode,
+    ReviewerResponse,
+)
+from trustbench.rtb.review._findings import discrepancy_gaps
 from trustbench.rtb.review.reviewers._llm import extract_json_object
 
 _RESPONSE_SCHEMA = ReviewerResponse.model_json_schema()
@@ -148,15 +157,70 @@ def validate_response(raw: str | None, candidate_input: CandidateInput) -> Valid
     return ValidatedResponse(outcome=Outcome(response.decision.value), response=response)
 
 
+MAX_EXTRA_CITATIONS = 1
+"""Non-decisive, non-policy records a supported finding may cite besides every decisive one."""
+
+
+def _code_gaps(response: ReviewerResponse, case: Case) -> list[str]:
+    """Reason codes must all imply the reached decision and all be acceptable for the case."""
+    decision = response.decision
+    contradictory = [c.value for c in response.reason_codes if REASON_CODE_DECISION[c] != decision]
+    gaps = []
+    if contradictory:
+        gaps.append(f"reason code(s) {contradictory} contradict the decision {decision.value}")
+    acceptable = set(case.expectations.acceptable_reason_codes)
+    outside = [c.value for c in response.reason_codes if c not in acceptable]
+    if outside and not contradictory:
+        gaps.append(
+            f"reason code(s) {outside} are not among the acceptable "
+            f"{[c.value for c in case.expectations.acceptable_reason_codes]}"
+        )
+    return gaps
+
+
+def _citation_gaps(response: ReviewerResponse, case: Case) -> list[str]:
+    """Citations must be precise: every decisive record, and little else.
+
+    Rule: every decisive record is cited; a policy record may always be cited (the rule applied is
+    never an irrelevant citation); of the other non-decisive records at most
+    `MAX_EXTRA_CITATIONS` may be cited, and never all of them. Without the last clause, listing
+    every record id would pass on every v0.1 case (three records, at most one non-decisive);
+    with it, a list of everything is never precise, while a reviewer that cites one record of
+    context in a larger input is not penalised.
+    """
+    decisive = set(case.expectations.decisive_record_ids)
+    cited = list(dict.fromkeys(response.evidence_refs))
+    gaps = []
+    uncited = [rid for rid in case.expectations.decisive_record_ids if rid not in cited]
+    if uncited:
+        gaps.append(f"decisive record(s) not cited: {uncited}")
+    others = {r.record_id for r in case.evidence if getattr(r, "kind", None) != "policy"} - decisive
+    extra = [rid for rid in cited if rid in others]
+    if extra and set(extra) == others:
+        gaps.append(f"cites every non-decisive record {sorted(others)}: not a precise citation")
+    elif len(extra) > MAX_EXTRA_CITATIONS:
+        gaps.append(
+            f"cites {len(extra)} non-decisive records {extra} "
+            f"(at most {MAX_EXTRA_CITATIONS} tolerated)"
+        )
+    return gaps
+
+
 def support_gaps(validated: ValidatedResponse, case: Case) -> list[str]:
     """List every reason a finding is not supported for `case` (empty list = supported).
 
     Grader-side: reads the case's answer key. A supported finding is valid, reaches the reference
-    decision, cites every decisive record id, uses at least one acceptable reason code and has an
-    explanation that addresses every `explanation_terms` group: each inner list needs at least one
-    of its terms as a case-insensitive substring of the explanation (so "Forty-Five days" satisfies
-    `["45", "forty-five"]`, while an explanation naming only the approved value fails a group for
-    the proposed one).
+    decision, and
+    - uses reason codes that each imply that decision (no contradictory code) and are each among
+      the case's acceptable codes;
+    - cites every decisive record and, besides policy records, at most one other record and never
+      every non-decisive one (see `_citation_gaps`);
+    - where the case has `decisive_discrepancies` (corpus v0.2), carries structured
+      discrepancies that cover them and are true against the visible evidence
+      (`trustbench.rtb.review._findings.discrepancy_gaps`).
+
+    The explanation is never scored: keyword matching supported a keyword salad and failed correct
+    plain wording. It is kept with the trial and shown in the report for people to read.
 
     Args:
         validated: The result of `validate_response` for this case's exported input.
@@ -175,15 +239,17 @@ def support_gaps(validated: ValidatedResponse, case: Case) -> list[str]:
             f"decision {response.decision.value} differs from the reference "
             f"{expected.reference_decision.value}"
         )
-    uncited = [rid for rid in expected.decisive_record_ids if rid not in response.evidence_refs]
-    if uncited:
-        gaps.append(f"decisive record(s) not cited: {uncited}")
-    if not set(response.reason_codes) & set(expected.acceptable_reason_codes):
-        gaps.append(f"no acceptable reason code among {[c.value for c in response.reason_codes]}")
-    explanation = response.explanation.casefold()
-    for group in expected.explanation_terms:
-        if not any(term.casefold() in explanation for term in group):
-            gaps.append(f"explanation does not address any of {group}")
+    gaps += _code_gaps(response, case)
+    gaps += _citation_gaps(response, case)
+    # Read with getattr: the v0.2 answer key and response carry these fields, v0.1 ones do not.
+    decisive = getattr(expected, "decisive_discrepancies", None)
+    if decisive:
+        gaps += discrepancy_gaps(
+            getattr(response, "discrepancies", None),
+            decisive,
+            [record.model_dump(mode="json") for record in case.evidence],
+            case.proposal.model_dump(mode="json"),
+        )
     return gaps
 
 

@@ -27,9 +27,11 @@ if TYPE_CHECKING:
         make_reviewer,
     )
     from trustbench.rtb.review.reviewers._sentinels import (
+        ContradictoryReviewer,
         EmptyReviewer,
         FixedDecisionReviewer,
         ForgedRefsReviewer,
+        KeywordStufferReviewer,
         MalformedReviewer,
         RandomReviewer,
     )
@@ -37,9 +39,11 @@ if TYPE_CHECKING:
 __all__ = [
     "REVIEWER_NAMES",
     "SENTINEL_NAMES",
+    "ContradictoryReviewer",
     "EmptyReviewer",
     "FixedDecisionReviewer",
     "ForgedRefsReviewer",
+    "KeywordStufferReviewer",
     "MalformedReviewer",
     "PolicyFinding",
     "RandomReviewer",

@@ -11,9 +11,11 @@ from trustbench.rtb.review.reviewers._reference_policy import (
     ReferencePolicyReviewer,
 )
 from trustbench.rtb.review.reviewers._sentinels import (
+    ContradictoryReviewer,
     EmptyReviewer,
     FixedDecisionReviewer,
     ForgedRefsReviewer,
+    KeywordStufferReviewer,
     MalformedReviewer,
     RandomReviewer,
 )
@@ -27,6 +29,8 @@ _FACTORIES: dict[str, Callable[[int], Reviewer]] = {
     "malformed": lambda seed: MalformedReviewer(seed),
     "forged-refs": lambda seed: ForgedRefsReviewer(),
     "random": lambda seed: RandomReviewer(seed),
+    "keyword-stuffer": lambda seed: KeywordStufferReviewer(),
+    "contradictory": lambda seed: ContradictoryReviewer(),
 }
 
 REVIEWER_NAMES: tuple[str, ...] = tuple(_FACTORIES)

@@ -3,7 +3,9 @@
 Each sentinel has a signature the measurement path must reproduce (checked by `run_self_audit`):
 an always-permit reviewer must show every false approval and unsupported permit, always-deny must
 show full utility loss, `empty` must stay missing, `malformed` must stay invalid, `forged-refs`
-must never be supported. If the harness reports anything else, the harness is wrong.
+must never be supported, and the two gaming sentinels (`keyword-stuffer`, `contradictory`) reach
+the right decision with a finding that must never be supported. If the harness reports anything
+else, the harness is wrong.
 
 Randomised sentinels draw from `random.Random(f"{seed}:{evaluation_id}")`: string seeds are hashed
 with SHA-512 by CPython's `random.seed` (version 2), so replies are reproducible across processes
@@ -15,7 +17,13 @@ from __future__ import annotations
 import json
 import random
 
-from trustbench.rtb.corpus._models import CandidateInput, Decision, ReasonCode
+from trustbench.rtb.corpus._models import (
+    REASON_CODE_DECISION,
+    CandidateInput,
+    Decision,
+    ReasonCode,
+)
+from trustbench.rtb.review._shortcuts import revision_count
 from trustbench.rtb.review.reviewers._reference_policy import assess, finding_reply
 
 _CODE_FOR: dict[Decision, ReasonCode] = {
@@ -150,5 +158,69 @@ class RandomReviewer:
                 "reason_codes": [rng.choice(_CODES_BY_DECISION[decision]).value],
                 "evidence_refs": rng.sample(ids, rng.randint(1, len(ids))),
                 "explanation": f"Random reviewer (seed {self.seed}) chose {decision.value}.",
+            }
+        )
+
+
+def _scalars(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _scalars(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _scalars(item)]
+    return [] if value is None else [str(value)]
+
+
+class KeywordStufferReviewer:
+    """Games a keyword grader: every reason code, every record id, a salad of every value.
+
+    The decision comes from the v0.1 three-check surface rule (`revision_count`), which needs no
+    domain understanding. The explanation repeats every code's wording and every short value of
+    the input, so it contains whatever terms an answer key might list. It must never be supported.
+    """
+
+    name = "keyword-stuffer"
+
+    def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
+        """Return the stuffed reply for one input."""
+        document = candidate_input.model_dump(mode="json")
+        words = [code.value.replace("_", " ") for code in ReasonCode]
+        words += [text for text in _scalars(document) if len(text) <= 60]
+        words += ["days", "seven", "forty-five", "revoked", "unavailable", "revision", "changed"]
+        return json.dumps(
+            {
+                "evaluation_id": candidate_input.evaluation_id,
+                "decision": revision_count(document),
+                "reason_codes": [code.value for code in ReasonCode],
+                "evidence_refs": [record.record_id for record in candidate_input.evidence],
+                "explanation": "; ".join(dict.fromkeys(words)),
+            }
+        )
+
+
+class ContradictoryReviewer:
+    """The policy's decision and citations, with a contradictory code and self-contradicting text.
+
+    The finding adds a reason code that implies a different decision, and an explanation that
+    asserts both that nothing was revoked and that the approval was revoked. It must never be
+    supported, however right its decision.
+    """
+
+    name = "contradictory"
+
+    def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
+        """Return the contradictory reply for one input."""
+        finding = assess(candidate_input)
+        other = next(c for c in ReasonCode if REASON_CODE_DECISION[c] is not finding.decision)
+        return json.dumps(
+            {
+                "evaluation_id": candidate_input.evaluation_id,
+                "decision": finding.decision.value,
+                "reason_codes": [*(c.value for c in finding.reason_codes), other.value],
+                "evidence_refs": list(finding.evidence_refs),
+                "explanation": (
+                    "Nothing was revoked and the approval service answered, so the approval is "
+                    "active; the approval was revoked and the service was unavailable. The "
+                    "parameters match the approval exactly, and they differ from it."
+                ),
             }
         )
