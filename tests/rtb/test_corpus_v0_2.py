@@ -260,3 +260,21 @@ settings = { boundary = "reference" }
     )
     with pytest.raises(InputError, match=POLICY_ID_V2):
         build_manifest(spec)
+
+
+def test_each_reference_reviewer_refuses_an_input_of_the_other_policy(corpus: Any) -> None:
+    v2_input = to_candidate_input(corpus.cases[0], "rtb-2")
+    v1_input = to_candidate_input(load_corpus().cases[0], "rtb-1")
+    with pytest.raises(InputError, match="rtb-narrow-approval-v1"):
+        make_reviewer("reference-policy").review("", v2_input)
+    with pytest.raises(InputError, match=POLICY_ID_V2):
+        make_reviewer("reference-policy-v2").review("", v1_input)
+
+
+def test_answer_key_fields_cover_the_v0_2_answer_key_model() -> None:
+    from trustbench.rtb.corpus import ANSWER_KEY_FIELDS
+    from trustbench.rtb.corpus._models_v2 import CandidateInputV2, ExpectationsV2
+
+    assert set(ExpectationsV2.model_fields) <= ANSWER_KEY_FIELDS
+    hidden = set(CaseV2.model_fields) - set(CandidateInputV2.model_fields) - {"group", "variant"}
+    assert hidden <= ANSWER_KEY_FIELDS

@@ -38,6 +38,8 @@ ANSWER_KEY_FIELDS: frozenset[str] = frozenset(
         "decisive_record_ids",
         "decisive_condition",
         "explanation_terms",
+        "decisive_discrepancies",
+        "contestable_readings",
         "reference_status",
         "authoring",
     }

@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
+from trustbench.errors import InputError
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
 from trustbench.rtb.corpus._models_v2 import (
@@ -285,7 +286,16 @@ class ReferencePolicyV2Reviewer:
     """Policies this reviewer implements; a track refuses a corpus declaring another."""
 
     def review(self, prompt: str, candidate_input: CandidateInputV2) -> str | None:  # type: ignore[override]
-        """Return the v0.2 policy finding as a JSON reply (the prompt is unused)."""
+        """Return the v0.2 policy finding as a JSON reply (the prompt is unused).
+
+        Raises:
+            InputError: The input is not in the v0.2 format (this reviewer implements
+                `rtb-narrow-approval-v2` only).
+        """
         if not isinstance(candidate_input, CandidateInputV2):
-            return None
+            raise InputError(
+                f"{self.name} implements policy {POLICY_ID_V2}; got a "
+                f"{type(candidate_input).__name__}",
+                location=f"evaluation {getattr(candidate_input, 'evaluation_id', '?')}",
+            )
         return finding_reply_v2(candidate_input.evaluation_id, assess_v2(candidate_input))
