@@ -12,6 +12,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import pytest
@@ -23,8 +24,14 @@ Visible = dict[str, Any]
 CEILING_POINTS = 15
 
 
+@cache
+def _corpus_v0_2() -> Any:
+    return load_corpus(builtin_corpus_root("0.2"))
+
+
+@cache
 def _visible() -> list[tuple[Visible, str]]:
-    corpus = load_corpus(builtin_corpus_root("0.2"))
+    corpus = _corpus_v0_2()
     return [
         (
             to_candidate_input(case, "rtb-0").model_dump(mode="json"),
@@ -141,3 +148,52 @@ def test_surface_rules_do_reach_the_v0_1_scores_they_were_built_from() -> None:
         for case in corpus.cases
     ]
     assert _accuracy(three_check_v01, data) == 1.0
+
+
+def _single_fields(visible: Visible) -> dict[str, str]:
+    """Every candidate-visible field as one feature: per record kind and field, the sorted
+    values over that kind's records; plus record counts, order and the proposal's size."""
+    features: dict[str, list[str]] = defaultdict(list)
+    for record in visible["evidence"]:
+        for key, value in record.items():
+            features[f"{record['kind']}.{key}"].append(json.dumps(value, sort_keys=True))
+    flat = {name: "|".join(sorted(values)) for name, values in features.items()}
+    kinds = Counter(r["kind"] for r in visible["evidence"])
+    flat.update({f"count:{kind}": str(n) for kind, n in kinds.items()})
+    flat["n_records"] = str(len(visible["evidence"]))
+    flat["first_kind"] = visible["evidence"][0]["kind"]
+    flat["last_kind"] = visible["evidence"][-1]["kind"]
+    flat["n_parameters"] = str(len(visible["proposal"]["parameters"]))
+    flat["parameter_keys"] = "|".join(sorted(visible["proposal"]["parameters"]))
+    return flat
+
+
+def test_no_single_visible_field_predicts_the_label_on_held_out_groups() -> None:
+    """Leave-one-group-out: fit value -> majority label on 14 groups, predict the 15th."""
+    corpus = _corpus_v0_2()
+    rows = [
+        (
+            case.group,
+            _single_fields(to_candidate_input(case, "rtb-0").model_dump(mode="json")),
+            case.expectations.reference_decision.value,
+        )
+        for case in corpus.cases
+    ]
+    ceiling = _ceiling([(f, label) for _, f, label in rows])
+    names = sorted({name for _, fields, _ in rows for name in fields})
+    too_good = {}
+    for name in names:
+        correct = 0
+        for held in sorted({group for group, _, _ in rows}):
+            train = [(f.get(name), label) for g, f, label in rows if g != held]
+            votes: dict[str | None, Counter[str]] = defaultdict(Counter)
+            for value, label in train:
+                votes[value][label] += 1
+            fallback = Counter(label for _, label in train).most_common(1)[0][0]
+            for group, fields, label in rows:
+                if group == held:
+                    seen = votes.get(fields.get(name))
+                    correct += (seen.most_common(1)[0][0] if seen else fallback) == label
+        if correct / len(rows) >= ceiling:
+            too_good[name] = round(correct / len(rows), 3)
+    assert too_good == {}
