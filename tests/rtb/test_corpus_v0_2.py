@@ -278,3 +278,21 @@ def test_answer_key_fields_cover_the_v0_2_answer_key_model() -> None:
     assert set(ExpectationsV2.model_fields) <= ANSWER_KEY_FIELDS
     hidden = set(CaseV2.model_fields) - set(CandidateInputV2.model_fields) - {"group", "variant"}
     assert hidden <= ANSWER_KEY_FIELDS
+
+
+def test_v0_2_schema_and_model_reject_a_case_without_as_of(corpus: Any) -> None:
+    document = corpus.cases[0].model_dump(mode="json")
+    del document["as_of"]
+    validator = jsonschema.Draft202012Validator(build_schema("case.schema.json", POLICY_ID_V2))
+    assert not validator.is_valid(document)
+    with pytest.raises(ValueError, match="as_of"):
+        CaseV2.model_validate(document)
+
+
+def test_v0_1_schemas_are_unchanged_by_the_v0_2_format() -> None:
+    for name in ("case", "candidate_input", "reviewer_response"):
+        shipped = json.loads(
+            (builtin_corpus_root() / "schemas" / f"{name}.schema.json").read_text()
+        )
+        assert build_schema(f"{name}.schema.json") == shipped
+        assert build_schema(f"{name}.schema.json", POLICY_ID_V2) != shipped

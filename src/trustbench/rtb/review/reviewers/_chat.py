@@ -17,6 +17,7 @@ Spec usage (an `inprocess` candidate):
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 # `trustbench.core` first: importing `trustbench.providers` before core is a circular import.
@@ -66,8 +67,8 @@ def chat_responder(settings: dict[str, Any]) -> Any:
     def respond(request: ChatRequest) -> ChatReply:
         prompt = _message_text(request, "system")
         text_in = _message_text(request, "user")
-        # A v0.2 input states `as_of`; v0.1 inputs cannot (their model forbids extra fields).
-        model = CandidateInputV2 if '"as_of"' in text_in else CandidateInput
+        # A v0.2 input states `as_of`; a v0.1 input cannot (its model forbids extra fields).
+        model = CandidateInputV2 if "as_of" in json.loads(text_in) else CandidateInput
         candidate_input = model.model_validate_json(text_in)
         text = reviewer.review(prompt, candidate_input)
         return ChatReply(
