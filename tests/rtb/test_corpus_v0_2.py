@@ -296,3 +296,21 @@ def test_v0_1_schemas_are_unchanged_by_the_v0_2_format() -> None:
         )
         assert build_schema(f"{name}.schema.json") == shipped
         assert build_schema(f"{name}.schema.json", POLICY_ID_V2) != shipped
+
+
+def test_reference_policy_v2_cites_every_decisive_record_discrepancy_and_term(
+    corpus: Any,
+) -> None:
+    gaps = []
+    for case in corpus.cases:
+        finding = assess_v2(to_candidate_input(case, "rtb-1"))
+        key = case.expectations
+        found = {(d.record_id, d.field) for d in finding.discrepancies}
+        text = finding.explanation.casefold()
+        if not (
+            set(key.decisive_record_ids) <= set(finding.evidence_refs)
+            and {(d.record_id, d.field) for d in key.decisive_discrepancies} <= found
+            and all(any(t.casefold() in text for t in terms) for terms in key.explanation_terms)
+        ):
+            gaps.append(case.case_id)
+    assert gaps == []

@@ -213,8 +213,9 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
             [ReasonCodeV2.INSUFFICIENT_EVIDENCE],
             [a.record_id for a in governing_all],
             [Discrepancy(record_id=gov.record_id, field="/status", evidence_value=gov.status)],
-            f"The latest applicable approval {gov.approval_id} is {gov.status}; the approval "
-            "that governs now is not in the evidence.",
+            f"The latest applicable approval {gov.approval_id} is {gov.status} "
+            f"(successor {gov.superseded_by or 'not named'}); the approval that governs now is "
+            "not in the evidence.",
         )
     states = [
         r
