@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from trustbench.core import build_manifest, read_ledger, run_experiment, write_manifest
-from trustbench.errors import InputError
+from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.boundaries._cedar_v2 import cedar_assess_v2
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus, validate_corpus
 from trustbench.rtb.corpus._export import export_candidate_inputs, to_candidate_input
@@ -165,6 +165,9 @@ def test_unknown_policy_id_is_a_validation_problem_naming_the_manifest_field(
     assert any(
         p.pointer == "/policy_id" and "acme-change-policy-v7" in p.message for p in report.problems
     )
+    assert report.policy_id == "acme-change-policy-v7"
+    with pytest.raises(CheckFailed, match="policy_id"):
+        load_corpus(root)
 
 
 def test_hand_written_v0_2_user_corpus_validates_and_exports(tmp_path: Path) -> None:

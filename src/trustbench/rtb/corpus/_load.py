@@ -60,7 +60,8 @@ class ValidationReport(BaseModel):
     version: str | None
     """Corpus version from `MANIFEST.json`; None when the manifest could not be read."""
     policy_id: str
-    """Policy the corpus declares (`rtb-narrow-approval-v1` when the manifest names none)."""
+    """Policy the corpus declares (`rtb-narrow-approval-v1` when the manifest names none); an
+    unknown one is also a problem, and its cases were then read in the v0.1 format."""
     cases: list[Case] | list[CaseV2]
     """Cases that parsed and matched the schema, in file-name order."""
     problems: list[Problem]
@@ -160,6 +161,7 @@ def validate_corpus(
     problems: list[Problem] = []
     manifest = _read_manifest(root, problems)
     policy_id = policy_id or (manifest.policy_id if manifest else None) or POLICY_ID_V1
+    declared_policy = policy_id
     if policy_id not in FORMATS:
         problems.append(
             Problem(
@@ -210,7 +212,7 @@ def validate_corpus(
         root=root,
         starter=run_starter,
         version=manifest.version if manifest else None,
-        policy_id=policy_id,
+        policy_id=declared_policy,
         cases=cases,
         problems=problems,
         files=files,
