@@ -79,7 +79,10 @@ def validate(
     console.print(summary_table(report))
     if report.ok:
         checks = "schema, manifest, structure" + (", starter grid" if report.starter else "")
-        console.print(f"valid: {report.root} ({len(report.cases)} cases; checked {checks})")
+        console.print(
+            f"valid: {report.root} ({len(report.cases)} cases, policy {report.policy_id}; "
+            f"checked {checks})"
+        )
         return
     err = Console(stderr=True)
     for problem in report.problems[:_SHOWN_PROBLEMS]:
@@ -96,11 +99,19 @@ def manifest(
         str | None,
         typer.Option("--version", help="Corpus version to record (default: keep the current one)."),
     ] = None,
+    policy_id: Annotated[
+        str | None,
+        typer.Option(
+            "--policy-id",
+            help="Policy the corpus follows, e.g. rtb-narrow-approval-v2 (default: keep the "
+            "current one; none recorded means rtb-narrow-approval-v1).",
+        ),
+    ] = None,
 ) -> None:
     """Rewrite MANIFEST.json (SHA-256 per file, version, counts) for an otherwise valid corpus."""
     from trustbench.rtb.corpus._load import write_manifest
 
-    written = write_manifest(corpus, version)
+    written = write_manifest(corpus, version, policy_id)
     typer.echo(
         f"wrote MANIFEST.json: version {written.version}, {len(written.files)} files, "
         f"{written.counts.cases} cases"

@@ -13,9 +13,10 @@ from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._cedar import CedarBoundary
+    from trustbench.rtb.boundaries._cedar_v2 import CedarFinding, cedar_assess_v2
     from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
     from trustbench.rtb.boundaries._http_service import reference_service_app
-    from trustbench.rtb.boundaries._policy import PolicyFlaws, evaluate_policy
+    from trustbench.rtb.boundaries._policy import BOUNDARY_POLICY_IDS, PolicyFlaws, evaluate_policy
     from trustbench.rtb.boundaries._protocol import (
         Authorization,
         Boundary,
@@ -44,12 +45,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOUNDARIES_UNDER_TEST",
+    "BOUNDARY_POLICY_IDS",
     "KNOWN_BAD_FOR_FAULT",
     "KNOWN_BAD_SAFEGUARDS",
     "Authorization",
     "Boundary",
     "BoundaryFactory",
     "CedarBoundary",
+    "CedarFinding",
     "DispatchReceipt",
     "HttpBoundary",
     "HttpEnvironment",
@@ -66,6 +69,7 @@ __all__ = [
     "TrialScript",
     "UncheckedBoundary",
     "boundary_factory",
+    "cedar_assess_v2",
     "evaluate_policy",
     "reference_service_app",
     "run_trial",

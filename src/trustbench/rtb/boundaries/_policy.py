@@ -25,6 +25,13 @@ from trustbench.rtb.platform import (
     PlatformView,
 )
 
+BOUNDARY_POLICY_IDS: tuple[str, ...] = ("rtb-narrow-approval-v1",)
+"""Policies the control-path boundaries enforce on the live platform (`reference`, `cedar`,
+`http` and the known-bad ones). The v0.2 policy is encoded for case-level evaluation in
+`_cedar_v2.py`; the platform does not yet model approvers, revocation records or tickets, so a
+v0.2 corpus is refused by the control-path and workflow tracks rather than enforced with v0.1
+rules."""
+
 DECLARED_REVISION_LABEL = "declared-revision"
 """An actor-writable label; only the `trusts-resource-labels` known-bad boundary believes it."""
 

@@ -159,9 +159,21 @@ def _rng(seed: int, *parts: str) -> random.Random:
 def direct_scenarios(
     cases: list[Case], *, seed: int = 0, deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S
 ) -> list[ControlScenario]:
-    """Every case presented directly as a request, expectation from its reference decision."""
+    """Every case presented directly as a request, expectation from its reference decision.
+
+    Raises:
+        InputError: A case is not in the v0.1 format: the simulated platform and the boundaries
+            implement policy `rtb-narrow-approval-v1` only, and a v0.2 case's records (approvers,
+            revocation records, tickets) would silently vanish from the platform state.
+    """
     out = []
     for case in cases:
+        if not isinstance(case, Case):
+            raise InputError(
+                f"case {case.case_id!r} is not a v0.1-format case: the control path and its "
+                "boundaries implement policy rtb-narrow-approval-v1 only",
+                location=f"case {case.case_id}",
+            )
         rng = _rng(seed, case.case_id, DIRECT_PATH)
         reference = case.expectations.reference_decision
         out.append(

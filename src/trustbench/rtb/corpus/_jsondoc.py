@@ -83,14 +83,20 @@ def read_json(root: Path, rel: str, problems: list[Problem]) -> Any | None:
 
 
 @cache
-def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema_documents()[schema_name])
+def _validator(schema_name: str, policy_id: str | None = None) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema_documents(policy_id)[schema_name])
 
 
-def schema_problems(rel: str, document: Any, schema_name: str) -> list[Problem]:
-    """Problems of a document against one of the three schemas, each with its JSON pointer."""
+def schema_problems(
+    rel: str, document: Any, schema_name: str, policy_id: str | None = None
+) -> list[Problem]:
+    """Problems of a document against one of the three schemas, each with its JSON pointer.
+
+    `policy_id` picks the policy's format (None: v0.1).
+    """
     errors = sorted(
-        _validator(schema_name).iter_errors(document), key=lambda e: [str(p) for p in e.path]
+        _validator(schema_name, policy_id).iter_errors(document),
+        key=lambda e: [str(p) for p in e.path],
     )
     return [
         Problem(

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.corpus._jsondoc import json_pointer
 from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.corpus._models_v2 import CaseV2
 
 ANSWER_KEY_FIELDS: frozenset[str] = frozenset(
     {
@@ -37,6 +38,8 @@ ANSWER_KEY_FIELDS: frozenset[str] = frozenset(
         "decisive_record_ids",
         "decisive_condition",
         "explanation_terms",
+        "decisive_discrepancies",
+        "contestable_readings",
         "reference_status",
         "authoring",
     }
@@ -64,7 +67,7 @@ class Leak(BaseModel):
         return f"{self.pointer or '/'}: {self.kind} {self.found!r}"
 
 
-def grader_only_values(case: Case) -> set[str]:
+def grader_only_values(case: Case | CaseV2) -> set[str]:
     """The values of a case a candidate must never see.
 
     Returns:

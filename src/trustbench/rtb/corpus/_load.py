@@ -15,7 +15,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._checks import CaseFile, check_cases, check_starter
+from trustbench.rtb.corpus._checks import check_cases, check_starter
+from trustbench.rtb.corpus._checks_v2 import check_cases_v2
+from trustbench.rtb.corpus._formats import FORMATS, KNOWN_POLICY_IDS, POLICY_ID_V1
 from trustbench.rtb.corpus._jsondoc import Problem, json_pointer, read_json, schema_problems
 from trustbench.rtb.corpus._manifest import (
     MANIFEST_NAME,
@@ -27,18 +29,22 @@ from trustbench.rtb.corpus._manifest import (
     sha256_file,
 )
 from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._schemas import SCHEMA_MODELS, schema_documents
 
 BUILTIN_VERSION = "0.1"
-"""Version of the corpus shipped inside the package."""
+"""Version of the default built-in corpus (the v0.1 starter)."""
+
+BUILTIN_VERSIONS: tuple[str, ...] = ("0.1", "0.2")
+"""Every corpus version shipped inside the package (v0.1 frozen; v0.2 per issue 14)."""
 
 PROMPT_PATH = "prompts/review_prompt.md"
 """Where a corpus keeps the shared advisory-review prompt."""
 
 
-def builtin_corpus_root() -> Path:
-    """Folder of the built-in v0.1 starter corpus (package data)."""
-    return Path(__file__).parent / f"v{BUILTIN_VERSION}"
+def builtin_corpus_root(version: str = BUILTIN_VERSION) -> Path:
+    """Folder of a built-in corpus (package data); default the v0.1 starter."""
+    return Path(__file__).parent / f"v{version.removeprefix('v')}"
 
 
 class ValidationReport(BaseModel):
@@ -53,7 +59,10 @@ class ValidationReport(BaseModel):
     the built-in corpus and for copies whose manifest declares itself the starter."""
     version: str | None
     """Corpus version from `MANIFEST.json`; None when the manifest could not be read."""
-    cases: list[Case]
+    policy_id: str
+    """Policy the corpus declares (`rtb-narrow-approval-v1` when the manifest names none); an
+    unknown one is also a problem, and its cases were then read in the v0.1 format."""
+    cases: list[Case] | list[CaseV2]
     """Cases that parsed and matched the schema, in file-name order."""
     problems: list[Problem]
     """Every problem found, in the order checked; empty means the corpus is valid."""
@@ -91,9 +100,11 @@ class Corpus(BaseModel):
 
     version: str
     """Corpus version from `MANIFEST.json`."""
+    policy_id: str = POLICY_ID_V1
+    """Policy the corpus declares; graders and boundaries refuse a policy they do not implement."""
     root: Path
     """The corpus folder."""
-    cases: list[Case]
+    cases: list[Case] | list[CaseV2]
     """All cases, in file-name (= case id) order."""
     review_prompt: str
     """The shared advisory-review prompt (policy and response format; no answer)."""
@@ -102,7 +113,7 @@ class Corpus(BaseModel):
     manifest_sha256: str
     """SHA-256 of `MANIFEST.json`; record it to pin exactly this corpus in an experiment."""
 
-    def case(self, case_id: str) -> Case:
+    def case(self, case_id: str) -> Case | CaseV2:
         """The case with this id.
 
         Raises:
@@ -122,7 +133,11 @@ def _resolve_root(path: Path | None) -> tuple[Path, bool]:
 
 
 def validate_corpus(
-    path: Path | None = None, *, starter: bool | None = None, check_manifest: bool = True
+    path: Path | None = None,
+    *,
+    starter: bool | None = None,
+    check_manifest: bool = True,
+    policy_id: str | None = None,
 ) -> ValidationReport:
     """Validate a corpus folder and report every problem; never writes anything.
 
@@ -133,6 +148,8 @@ def validate_corpus(
             have any size and any groups.
         check_manifest: Compare files and counts against `MANIFEST.json` (off only while the
             manifest is being rewritten).
+        policy_id: Check against this policy's format instead of the one the manifest declares
+            (used while a manifest is being written for a new corpus).
 
     Returns:
         The report; `report.ok` is False when any problem was found.
@@ -143,15 +160,31 @@ def validate_corpus(
     root, is_builtin = _resolve_root(path)
     problems: list[Problem] = []
     manifest = _read_manifest(root, problems)
+    policy_id = policy_id or (manifest.policy_id if manifest else None) or POLICY_ID_V1
+    declared_policy = policy_id
+    if policy_id not in FORMATS:
+        problems.append(
+            Problem(
+                file=MANIFEST_NAME,
+                pointer="/policy_id",
+                message=f"policy {policy_id!r} is not implemented by trustbench (known: "
+                f"{', '.join(KNOWN_POLICY_IDS)}); its cases cannot be checked or graded",
+            )
+        )
+        policy_id = POLICY_ID_V1
     declared = manifest is not None and manifest.starter
     run_starter = (is_builtin or declared) if starter is None else starter
-    case_files = _load_cases(root, problems)
-    _check_schemas(root, problems)
+    run_starter = run_starter and policy_id == POLICY_ID_V1
+    case_files = _load_cases(root, problems, policy_id)
+    _check_schemas(root, problems, policy_id)
     prompt = _read_prompt(root, problems)
-    problems += check_cases(case_files)
+    if policy_id == POLICY_ID_V1:
+        problems += check_cases(case_files)  # type: ignore[arg-type]
+    else:
+        problems += check_cases_v2(case_files)  # type: ignore[arg-type]
     all_parsed = len(case_files) == len(list((root / "cases").glob("*.json")))
     if run_starter:
-        problems += check_starter(case_files, prompt, complete=all_parsed)
+        problems += check_starter(case_files, prompt, complete=all_parsed)  # type: ignore[arg-type]
     cases = [case for _, case in case_files]
     if manifest is not None and run_starter and manifest.version != BUILTIN_VERSION:
         problems.append(
@@ -179,6 +212,7 @@ def validate_corpus(
         root=root,
         starter=run_starter,
         version=manifest.version if manifest else None,
+        policy_id=declared_policy,
         cases=cases,
         problems=problems,
         files=files,
@@ -208,6 +242,7 @@ def load_corpus(path: Path | None = None) -> Corpus:
         raise CheckFailed(f"{report.root}: corpus validated but its manifest or prompt is missing")
     return Corpus(
         version=report.version,
+        policy_id=report.policy_id,
         root=report.root,
         cases=report.cases,
         review_prompt=report.review_prompt,
@@ -227,12 +262,16 @@ def failure_summary(report: ValidationReport, limit: int = 5) -> str:
     return "\n".join(lines)
 
 
-def write_manifest(path: Path | None = None, version: str | None = None) -> CorpusManifest:
+def write_manifest(
+    path: Path | None = None, version: str | None = None, policy_id: str | None = None
+) -> CorpusManifest:
     """Rewrite `MANIFEST.json` for a corpus whose files are otherwise valid.
 
     Args:
         path: Corpus folder; None for the built-in starter.
         version: Corpus version to record; default: the version in the existing manifest.
+        policy_id: Policy the corpus follows; default: the one in the existing manifest (none:
+            `rtb-narrow-approval-v1`, recorded by leaving the field out).
 
     Returns:
         The manifest written.
@@ -242,7 +281,9 @@ def write_manifest(path: Path | None = None, version: str | None = None) -> Corp
         CheckFailed: The corpus has problems other than its manifest; nothing is written, so a
             manifest never certifies a broken corpus.
     """
-    report = validate_corpus(path, check_manifest=False)
+    previous = _read_manifest(_resolve_root(path)[0], [])
+    chosen_policy = policy_id or (previous.policy_id if previous is not None else None)
+    report = validate_corpus(path, check_manifest=False, policy_id=chosen_policy)
     problems = [p for p in report.problems if p.file != MANIFEST_NAME]
     if problems:
         raise CheckFailed(failure_summary(report.model_copy(update={"problems": problems})))
@@ -251,14 +292,18 @@ def write_manifest(path: Path | None = None, version: str | None = None) -> Corp
         raise InputError(f"{report.root / MANIFEST_NAME}: no corpus version; pass --version")
     if report.starter and chosen != BUILTIN_VERSION:
         raise InputError(f"the built-in corpus is version {BUILTIN_VERSION}, not {chosen!r}")
-    previous = _read_manifest(report.root, [])
     starter = report.starter or (previous is not None and previous.starter)
-    manifest = build_manifest(report.root, chosen, report.cases, starter=starter)
+    recorded = None if chosen_policy in (None, POLICY_ID_V1) else chosen_policy
+    manifest = build_manifest(
+        report.root, chosen, report.cases, starter=starter, policy_id=recorded
+    )
     (report.root / MANIFEST_NAME).write_text(manifest_text(manifest), encoding="utf-8")
     return manifest
 
 
-def _load_cases(root: Path, problems: list[Problem]) -> list[CaseFile]:
+def _load_cases(
+    root: Path, problems: list[Problem], policy_id: str = POLICY_ID_V1
+) -> list[tuple[str, Case | CaseV2]]:
     cases_dir = root / "cases"
     if not cases_dir.is_dir():
         problems.append(Problem(file="cases/", message="missing folder of case files"))
@@ -266,7 +311,9 @@ def _load_cases(root: Path, problems: list[Problem]) -> list[CaseFile]:
     paths = sorted(p for p in cases_dir.iterdir())
     if not any(p.suffix == ".json" for p in paths):
         problems.append(Problem(file="cases/", message="no case files (*.json)"))
-    loaded: list[CaseFile] = []
+    loaded: list[tuple[str, Case | CaseV2]] = []
+    schema_policy = None if policy_id == POLICY_ID_V1 else policy_id
+    case_model = FORMATS[policy_id].case_model
     for path in paths:
         rel = path.relative_to(root).as_posix()
         if path.suffix != ".json" or not path.is_file():
@@ -275,12 +322,12 @@ def _load_cases(root: Path, problems: list[Problem]) -> list[CaseFile]:
         document = read_json(root, rel, problems)
         if document is None:
             continue
-        found = schema_problems(rel, document, "case.schema.json")
+        found = schema_problems(rel, document, "case.schema.json", schema_policy)
         if found:
             problems += found
             continue
         try:
-            case = Case.model_validate(document)
+            case = case_model.model_validate(document)
         except ValidationError as error:
             for detail in error.errors():
                 problems.append(
@@ -300,12 +347,12 @@ def _load_cases(root: Path, problems: list[Problem]) -> list[CaseFile]:
                 )
             )
             continue
-        loaded.append((rel, case))
+        loaded.append((rel, case))  # type: ignore[arg-type]
     return loaded
 
 
-def _check_schemas(root: Path, problems: list[Problem]) -> None:
-    expected = schema_documents()
+def _check_schemas(root: Path, problems: list[Problem], policy_id: str = POLICY_ID_V1) -> None:
+    expected = schema_documents(None if policy_id == POLICY_ID_V1 else policy_id)
     for name in SCHEMA_MODELS:
         rel = f"schemas/{name}"
         if not (root / rel).is_file():

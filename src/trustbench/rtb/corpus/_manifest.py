@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
 from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.corpus._models_v2 import CaseV2
 
 MANIFEST_NAME = "MANIFEST.json"
 """File name of the manifest at a corpus root."""
@@ -51,6 +52,10 @@ class CorpusManifest(BaseModel):
     """Identifies the folder as an RTB corpus."""
     version: str
     """Corpus version, e.g. `0.1` for the built-in starter."""
+    policy_id: str | None = None
+    """The policy the corpus's answer key follows (e.g. `rtb-narrow-approval-v2`); it fixes the
+    case format and the code allowed to grade it. Absent: `rtb-narrow-approval-v1` (the v0.1
+    starter predates this field)."""
     starter: bool = False
     """True for the v0.1 starter and its copies: the validator then also enforces the 10 x 6
     grid, the 20/20/20 split and the shared policy wording. User corpora leave it false."""
@@ -84,7 +89,7 @@ def hash_corpus_files(root: Path) -> dict[str, str]:
     return {rel: sha256_file(root / rel) for rel in corpus_file_paths(root)}
 
 
-def count_cases(cases: Iterable[Case]) -> CorpusCounts:
+def count_cases(cases: Iterable[Case | CaseV2]) -> CorpusCounts:
     """Count cases by reference decision, group and variant (keys sorted for stable output)."""
     case_list = list(cases)
     decisions = Counter(case.expectations.reference_decision.value for case in case_list)
@@ -99,21 +104,34 @@ def count_cases(cases: Iterable[Case]) -> CorpusCounts:
 
 
 def build_manifest(
-    root: Path, version: str, cases: Iterable[Case], *, starter: bool = False
+    root: Path,
+    version: str,
+    cases: Iterable[Case | CaseV2],
+    *,
+    starter: bool = False,
+    policy_id: str | None = None,
 ) -> CorpusManifest:
     """Build the manifest for the corpus at `root` as it is on disk now."""
     return CorpusManifest(
-        version=version, starter=starter, files=hash_corpus_files(root), counts=count_cases(cases)
+        version=version,
+        policy_id=policy_id,
+        starter=starter,
+        files=hash_corpus_files(root),
+        counts=count_cases(cases),
     )
 
 
 def manifest_text(manifest: CorpusManifest) -> str:
     """Serialize a manifest the way it is written (stable, no timestamps, so it is reproducible)."""
-    return json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    # `exclude_none` leaves an absent `policy_id` out, so v0.1 manifests stay byte-identical.
+    document = manifest.model_dump(mode="json", exclude_none=True)
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def compare_manifest(
-    manifest: CorpusManifest, files: dict[str, str], cases: list[Case] | None
+    manifest: CorpusManifest,
+    files: dict[str, str],
+    cases: list[Case] | list[CaseV2] | None,
 ) -> list[Problem]:
     """Problems of the files on disk (`files`: path -> sha256) and counts against a manifest.
 

@@ -40,48 +40,78 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "candidate_input.schema.json": CandidateInput,
     "reviewer_response.schema.json": ReviewerResponse,
 }
-"""Shipped schema file name (under a corpus's `schemas/`) -> the model it is generated from."""
+"""Shipped schema file name (under a corpus's `schemas/`) -> the v0.1 model it is generated from
+(v0.2 corpora use the same file names with the models of `_formats.FORMATS`)."""
 
-_EVIDENCE_DEFS = ("ApprovalRecord", "PolicyRecord", "ResourceStateRecord", "ServiceNoticeRecord")
+
+def _models_for(policy_id: str) -> dict[str, type[BaseModel]]:
+    from trustbench.rtb.corpus._formats import POLICY_ID_V1, corpus_format
+
+    if policy_id == POLICY_ID_V1:
+        return SCHEMA_MODELS
+    chosen = corpus_format(policy_id)
+    return {
+        "case.schema.json": chosen.case_model,
+        "candidate_input.schema.json": chosen.candidate_model,
+        "reviewer_response.schema.json": chosen.response_model,
+    }
 
 
-def reason_code_vocabulary_text() -> str:
+def reason_code_vocabulary_text(policy_id: str | None = None) -> str:
     """The closed reason-code vocabulary as one line per code: `code (decision): meaning`.
+
+    Args:
+        policy_id: The corpus policy; None for v0.1 (`rtb-narrow-approval-v1`).
 
     Returns:
         Text used in the reviewer-response schema description (the review prompt states the
         same vocabulary in its own words).
     """
+    if policy_id is None:
+        return "\n".join(
+            f"{code.value} ({REASON_CODE_DECISION[code].value}): {REASON_CODE_MEANING[code]}"
+            for code in ReasonCode
+        )
+    from trustbench.rtb.corpus._formats import corpus_format
+
+    chosen = corpus_format(policy_id)
     return "\n".join(
-        f"{code.value} ({REASON_CODE_DECISION[code].value}): {REASON_CODE_MEANING[code]}"
-        for code in ReasonCode
+        f"{code} ({chosen.reason_decision[code]}): {chosen.reason_meaning[code]}"
+        for code in chosen.reason_codes
     )
 
 
-def build_schema(file_name: str) -> dict[str, Any]:
+def build_schema(file_name: str, policy_id: str | None = None) -> dict[str, Any]:
     """Generate one shipped schema document from its model.
 
     Args:
         file_name: A key of `SCHEMA_MODELS`, e.g. `case.schema.json`.
+        policy_id: The corpus policy; None for v0.1 (whose schema text stays byte-identical).
 
     Returns:
         The Draft 2020-12 schema document, with `$schema` and a stable `$id`.
     """
-    model = SCHEMA_MODELS[file_name]
+    from trustbench.rtb.corpus._formats import FORMATS, POLICY_ID_V1
+
+    model = _models_for(policy_id or POLICY_ID_V1)[file_name]
     generated = model.model_json_schema()
     definitions: dict[str, Any] = generated.get("$defs", {})
-    for name in _EVIDENCE_DEFS:
+    for name in FORMATS[policy_id or POLICY_ID_V1].evidence_defs:
         if name in definitions:
             required = definitions[name].setdefault("required", [])
             if "kind" not in required:
                 required.insert(0, "kind")
-    if "ReasonCode" in definitions:
-        definitions["ReasonCode"]["description"] = (
-            "Closed vocabulary of reason codes; each supports one decision.\n"
-            + reason_code_vocabulary_text()
-        )
+    for enum_name in ("ReasonCode", "ReasonCodeV2"):
+        if enum_name in definitions:
+            definitions[enum_name]["description"] = (
+                "Closed vocabulary of reason codes; each supports one decision.\n"
+                + reason_code_vocabulary_text(policy_id)
+            )
     stem = file_name.removesuffix(".schema.json")
-    return {"$schema": DRAFT_2020_12, "$id": f"urn:trustbench:rtb:schema:{stem}", **generated}
+    urn = f"urn:trustbench:rtb:schema:{stem}"
+    if policy_id is not None and policy_id != POLICY_ID_V1:
+        urn = f"urn:trustbench:rtb:{policy_id}:schema:{stem}"
+    return {"$schema": DRAFT_2020_12, "$id": urn, **generated}
 
 
 def schema_text(document: dict[str, Any]) -> str:
@@ -89,23 +119,24 @@ def schema_text(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def schema_documents() -> dict[str, dict[str, Any]]:
-    """All three shipped schema documents, keyed by file name."""
-    return {name: build_schema(name) for name in SCHEMA_MODELS}
+def schema_documents(policy_id: str | None = None) -> dict[str, dict[str, Any]]:
+    """All three shipped schema documents of a policy's format, keyed by file name."""
+    return {name: build_schema(name, policy_id) for name in SCHEMA_MODELS}
 
 
-def write_schemas(schemas_dir: Path) -> list[Path]:
+def write_schemas(schemas_dir: Path, policy_id: str | None = None) -> list[Path]:
     """Write the three schema files into `schemas_dir` (created if absent).
 
     Args:
         schemas_dir: A corpus's `schemas/` folder.
+        policy_id: The corpus policy; None for v0.1.
 
     Returns:
         The paths written.
     """
     schemas_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, document in schema_documents().items():
+    for name, document in schema_documents(policy_id).items():
         path = schemas_dir / name
         path.write_text(schema_text(document), encoding="utf-8")
         written.append(path)

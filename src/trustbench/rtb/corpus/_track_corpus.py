@@ -12,10 +12,15 @@ from pathlib import Path
 
 from trustbench.core import ExperimentSpec, ResolvedItem
 from trustbench.errors import InputError
-from trustbench.rtb.corpus._load import BUILTIN_VERSION, Corpus, builtin_corpus_root
+from trustbench.rtb.corpus._load import (
+    BUILTIN_VERSION,
+    BUILTIN_VERSIONS,
+    Corpus,
+    builtin_corpus_root,
+)
 
 BUILTIN_LABEL = f"builtin:v{BUILTIN_VERSION}"
-"""How a manifest names the built-in corpus."""
+"""How a manifest names the default built-in corpus (`builtin:v0.2` names the v0.2 one)."""
 
 
 def corpus_location(spec: ExperimentSpec, base_dir: Path) -> tuple[Path, str]:
@@ -25,12 +30,14 @@ def corpus_location(spec: ExperimentSpec, base_dir: Path) -> tuple[Path, str]:
         InputError: an unknown built-in version (names the spec field).
     """
     if spec.corpus.builtin is not None:
-        if spec.corpus.builtin not in (BUILTIN_VERSION, f"v{BUILTIN_VERSION}"):
+        version = spec.corpus.builtin.removeprefix("v")
+        if version not in BUILTIN_VERSIONS:
+            known = ", ".join(f"v{v}" for v in BUILTIN_VERSIONS)
             raise InputError(
-                f"unknown built-in corpus {spec.corpus.builtin!r} (known: v{BUILTIN_VERSION})",
+                f"unknown built-in corpus {spec.corpus.builtin!r} (known: {known})",
                 location="corpus/builtin",
             )
-        return builtin_corpus_root(), BUILTIN_LABEL
+        return builtin_corpus_root(version), f"builtin:v{version}"
     assert spec.corpus.path is not None  # the spec model requires builtin or path
     root = (base_dir / spec.corpus.path).resolve()
     return root, str(root)
@@ -38,7 +45,9 @@ def corpus_location(spec: ExperimentSpec, base_dir: Path) -> tuple[Path, str]:
 
 def corpus_folder(label: str) -> Path:
     """The folder behind a manifest's `corpus.root` (`builtin:<version>` or a path)."""
-    return builtin_corpus_root() if label.startswith("builtin:") else Path(label)
+    if label.startswith("builtin:"):
+        return builtin_corpus_root(label.removeprefix("builtin:"))
+    return Path(label)
 
 
 def corpus_items(root: Path, corpus: Corpus) -> list[ResolvedItem]:

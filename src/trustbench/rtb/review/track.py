@@ -42,6 +42,7 @@ from trustbench.rtb.corpus._track_corpus import (
 )
 from trustbench.rtb.review._options import parse_options, select_cases
 from trustbench.rtb.review.reviewers import build_review_messages
+from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
 
 class ReviewTrack:
@@ -78,6 +79,10 @@ class ReviewTrack:
         root, label = corpus_location(spec, base_dir)
         corpus = self.corpus(label)
         select_cases([case.case_id for case in corpus.cases], options.cases)
+        for candidate in spec.candidates:
+            reviewer = (candidate.settings or {}).get("reviewer")
+            if candidate.kind == "inprocess" and isinstance(reviewer, str):
+                require_reviewer_policy(reviewer, label, corpus.policy_id)
         items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 

@@ -21,10 +21,19 @@ if TYPE_CHECKING:
         ReferencePolicyReviewer,
         assess,
     )
+    from trustbench.rtb.review.reviewers._reference_policy_v2 import (
+        FindingV2,
+        ReferencePolicyV2Reviewer,
+        assess_v2,
+    )
     from trustbench.rtb.review.reviewers._registry import (
+        ALL_REVIEWER_NAMES,
         REVIEWER_NAMES,
+        REVIEWER_POLICIES,
         SENTINEL_NAMES,
         make_reviewer,
+        require_reviewer_policy,
+        reviewer_names,
     )
     from trustbench.rtb.review.reviewers._sentinels import (
         ContradictoryReviewer,
@@ -37,10 +46,13 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "ALL_REVIEWER_NAMES",
     "REVIEWER_NAMES",
+    "REVIEWER_POLICIES",
     "SENTINEL_NAMES",
     "ContradictoryReviewer",
     "EmptyReviewer",
+    "FindingV2",
     "FixedDecisionReviewer",
     "ForgedRefsReviewer",
     "KeywordStufferReviewer",
@@ -48,12 +60,16 @@ __all__ = [
     "PolicyFinding",
     "RandomReviewer",
     "ReferencePolicyReviewer",
+    "ReferencePolicyV2Reviewer",
     "Reviewer",
     "assess",
+    "assess_v2",
     "build_review_messages",
     "chat_responder",
     "extract_json_object",
     "make_reviewer",
+    "require_reviewer_policy",
+    "reviewer_names",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

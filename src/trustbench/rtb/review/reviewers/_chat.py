@@ -17,6 +17,7 @@ Spec usage (an `inprocess` candidate):
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 # `trustbench.core` first: importing `trustbench.providers` before core is a circular import.
@@ -24,6 +25,7 @@ import trustbench.core  # noqa: F401  isort: skip
 from trustbench.errors import InputError
 from trustbench.providers._types import ChatReply, ChatRequest
 from trustbench.rtb.corpus._models import CandidateInput
+from trustbench.rtb.corpus._models_v2 import CandidateInputV2
 from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 REPORTED_MODEL_PREFIX = "trustbench-inprocess/"
@@ -64,7 +66,10 @@ def chat_responder(settings: dict[str, Any]) -> Any:
 
     def respond(request: ChatRequest) -> ChatReply:
         prompt = _message_text(request, "system")
-        candidate_input = CandidateInput.model_validate_json(_message_text(request, "user"))
+        text_in = _message_text(request, "user")
+        # A v0.2 input states `as_of`; a v0.1 input cannot (its model forbids extra fields).
+        model = CandidateInputV2 if "as_of" in json.loads(text_in) else CandidateInput
+        candidate_input = model.model_validate_json(text_in)
         text = reviewer.review(prompt, candidate_input)
         return ChatReply(
             text=text, finish_reason="stop", reported_model=REPORTED_MODEL_PREFIX + name

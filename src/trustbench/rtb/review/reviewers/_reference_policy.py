@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from trustbench.errors import InputError
 from trustbench.rtb.corpus._models import (
     ApprovalRecord,
     CandidateInput,
@@ -210,8 +211,22 @@ class ReferencePolicyReviewer:
     """Deterministic reviewer that answers with the policy finding of `assess`."""
 
     name = "reference-policy"
+    policy_ids: tuple[str, ...] = ("rtb-narrow-approval-v1",)
+    """Policies this reviewer implements; a track refuses a corpus declaring another."""
 
     def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
-        """Return the policy finding as a JSON reply (the policy is code; the prompt is unused)."""
+        """Return the policy finding as a JSON reply (the policy is code; the prompt is unused).
+
+        Raises:
+            InputError: The input is not in the v0.1 format (e.g. a v0.2 input with `as_of`):
+                this reviewer implements `rtb-narrow-approval-v1` only and would otherwise
+                misread the records it does not know.
+        """
+        if not isinstance(candidate_input, CandidateInput):
+            raise InputError(
+                f"{self.name} implements policy rtb-narrow-approval-v1; got a "
+                f"{type(candidate_input).__name__}",
+                location=f"evaluation {getattr(candidate_input, 'evaluation_id', '?')}",
+            )
         finding = assess(candidate_input)
         return finding_reply(candidate_input.evaluation_id, finding, list(finding.evidence_refs))

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from trustbench.errors import InputError
+from trustbench.rtb.corpus._formats import POLICY_ID_V1, require_policy
 from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2
 from trustbench.rtb.review.reviewers._protocol import Reviewer
 from trustbench.rtb.review.reviewers._reference_policy import (
     ReferencePolicyReviewer,
 )
+from trustbench.rtb.review.reviewers._reference_policy_v2 import ReferencePolicyV2Reviewer
 from trustbench.rtb.review.reviewers._sentinels import (
     ContradictoryReviewer,
     EmptyReviewer,
@@ -22,6 +25,7 @@ from trustbench.rtb.review.reviewers._sentinels import (
 
 _FACTORIES: dict[str, Callable[[int], Reviewer]] = {
     "reference-policy": lambda seed: ReferencePolicyReviewer(),
+    "reference-policy-v2": lambda seed: ReferencePolicyV2Reviewer(),
     "always-permit": lambda seed: FixedDecisionReviewer(Decision.PERMIT),
     "always-deny": lambda seed: FixedDecisionReviewer(Decision.DENY),
     "always-hold": lambda seed: FixedDecisionReviewer(Decision.HOLD),
@@ -33,18 +37,60 @@ _FACTORIES: dict[str, Callable[[int], Reviewer]] = {
     "contradictory": lambda seed: ContradictoryReviewer(),
 }
 
-REVIEWER_NAMES: tuple[str, ...] = tuple(_FACTORIES)
-"""Every in-process reviewer name, in registry order."""
+ALL_REVIEWER_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+"""Every in-process reviewer name, in registry order (any policy)."""
 
-SENTINEL_NAMES: tuple[str, ...] = tuple(name for name in _FACTORIES if name != "reference-policy")
+REVIEWER_POLICIES: dict[str, tuple[str, ...]] = {
+    "reference-policy": (POLICY_ID_V1,),
+    "reference-policy-v2": (POLICY_ID_V2,),
+}
+"""Reviewers that implement a policy -> the policy ids they implement. A corpus declaring any
+other policy is refused (the sentinels are policy-agnostic and absent here)."""
+
+SENTINEL_NAMES: tuple[str, ...] = tuple(
+    name for name in _FACTORIES if name not in REVIEWER_POLICIES
+)
 """The sentinel reviewers (known behaviour, used to audit the harness)."""
+
+
+def reviewer_names(policy_id: str) -> tuple[str, ...]:
+    """The reviewers that can review a corpus of this policy.
+
+    Returns:
+        Its reference reviewer(s) and the policy-agnostic sentinels, in registry order.
+    """
+    return tuple(
+        name
+        for name in _FACTORIES
+        if name not in REVIEWER_POLICIES or policy_id in REVIEWER_POLICIES[name]
+    )
+
+
+REVIEWER_NAMES: tuple[str, ...] = reviewer_names(POLICY_ID_V1)
+"""The reviewers for a v0.1-policy corpus (the set the self-audit runs); see
+`reviewer_names` for another policy and `ALL_REVIEWER_NAMES` for every name."""
+
+
+def require_reviewer_policy(name: str, corpus_root: object, policy_id: str) -> None:
+    """Refuse a corpus whose policy the named reviewer does not implement.
+
+    Args:
+        name: Registry name of the reviewer.
+        corpus_root: Corpus folder or label (named in the message).
+        policy_id: The corpus's declared policy id.
+
+    Raises:
+        InputError: The reviewer implements a different policy.
+    """
+    if name in REVIEWER_POLICIES:
+        require_policy(corpus_root, policy_id, REVIEWER_POLICIES[name], f"reviewer {name!r}")
 
 
 def make_reviewer(name: str, *, seed: int = 0) -> Reviewer:
     """Build an in-process reviewer by registry name.
 
     Args:
-        name: One of `REVIEWER_NAMES`.
+        name: One of `ALL_REVIEWER_NAMES`.
         seed: Seed for the randomised sentinels (`empty`, `malformed`, `random`); recorded by the
             caller with the trial. Ignored by deterministic reviewers.
 
@@ -58,7 +104,7 @@ def make_reviewer(name: str, *, seed: int = 0) -> Reviewer:
         factory = _FACTORIES[name]
     except KeyError:
         raise InputError(
-            f"unknown reviewer {name!r}; known reviewers: {', '.join(REVIEWER_NAMES)}",
+            f"unknown reviewer {name!r}; known reviewers: {', '.join(ALL_REVIEWER_NAMES)}",
             location="reviewer",
         ) from None
     return factory(seed)

@@ -1,0 +1,228 @@
+"""Policy `rtb-narrow-approval-v2` evaluated by Cedar on one candidate input.
+
+The second, independent encoding of the v0.2 policy text (`policies/approval_policy_v2.cedar`);
+a test requires it, `reference-policy-v2` and the authored answer key to agree on every v0.2
+case. This module only translates: it normalises values with the policy's own rule 7
+(`_normalise.normalise_value`), turns ISO 8601 times into epoch seconds, copies revocation
+times onto the approvals they name, asks Cedar, and applies rule 6 (precedence) to the
+`@decision` annotations of the policies that fired. Which approval governs, and whether it
+permits, is decided by Cedar. Any Cedar error fails closed (hold).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import cedarpy
+
+from trustbench.rtb.corpus._models import Decision, ParamValue, ServiceNoticeRecord
+from trustbench.rtb.corpus._models_v2 import (
+    POLICY_ID_V2,
+    ApprovalRecordV2,
+    CandidateInputV2,
+    PolicyRecordV2,
+    ReasonCodeV2,
+    ResourceStateRecordV2,
+    RevocationRecord,
+)
+from trustbench.rtb.corpus._normalise import normalise_value
+
+POLICY_IDS: tuple[str, ...] = (POLICY_ID_V2,)
+"""Policies this encoding implements."""
+NEVER = 2**62
+"""Stand-in epoch for "no expiry" / "never revoked" (Cedar has no null)."""
+_PROPOSAL = {"type": "Proposal", "id": "proposal"}
+
+
+@dataclass(frozen=True)
+class CedarFinding:
+    """Cedar's decision with the reason codes of the policies that fired at that level."""
+
+    decision: Decision
+    """permit, deny or hold."""
+    reason_codes: tuple[ReasonCodeV2, ...]
+    """Reasons at the decisive precedence level."""
+    detail: str = ""
+    """Why Cedar failed closed, when it did."""
+
+
+@cache
+def load_policy_text_v2() -> str:
+    """The shipped v0.2 Cedar policy file."""
+    return (
+        resources.files("trustbench.rtb.boundaries")
+        .joinpath("policies/approval_policy_v2.cedar")
+        .read_text(encoding="utf-8")
+    )
+
+
+@cache
+def _annotations() -> dict[str, tuple[str, str]]:
+    """Policy `@id` -> (`@decision`, `@reason`)."""
+    pairs = re.findall(
+        r'@id\("([^"]+)"\)\s*@decision\("([^"]+)"\)\s*@reason\("([^"]+)"\)',
+        load_policy_text_v2(),
+    )
+    return {pid: (decision, reason) for pid, decision, reason in pairs}
+
+
+def _norm(value: ParamValue) -> str:
+    return json.dumps(normalise_value(value), sort_keys=True)
+
+
+def _epoch(text: str | None) -> int:
+    if text is None:
+        return NEVER
+    return int(datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp())
+
+
+def _pairs(parameters: dict[str, ParamValue]) -> list[str]:
+    return sorted(f"{key.strip()}={_norm(value)}" for key, value in parameters.items())
+
+
+def _entities(ci: CandidateInputV2, approvals: list[ApprovalRecordV2]) -> list[dict[str, Any]]:
+    revocations = [r for r in ci.evidence if isinstance(r, RevocationRecord)]
+    proposal = ci.proposal
+    entities: list[dict[str, Any]] = [
+        {
+            "uid": _PROPOSAL,
+            "attrs": {
+                "operation": _norm(proposal.operation),
+                "target": _norm(proposal.target),
+                "param_pairs": _pairs(proposal.parameters),
+                "revision": _norm(proposal.resource_revision),
+                "as_of": _epoch(ci.as_of),
+            },
+            "parents": [],
+        }
+    ]
+    for a in approvals:
+        revoked = [
+            _epoch(r.revoked_at) for r in revocations if _norm(r.revokes) == _norm(a.approval_id)
+        ]
+        entities.append(
+            {
+                "uid": {"type": "Approval", "id": a.record_id},
+                "attrs": {
+                    "operation": _norm(a.operation),
+                    "target": _norm(a.target),
+                    "param_pairs": _pairs(a.approved_parameters),
+                    "approved_revision": _norm(a.approved_revision),
+                    "approved_by": _norm(a.approved_by),
+                    "status": a.status,
+                    "issued": _epoch(a.issued_at),
+                    "expires": _epoch(a.expires_at),
+                    "revoked_from": min(revoked, default=NEVER),
+                },
+                "parents": [],
+            }
+        )
+    return entities
+
+
+def _request(principal: dict, action: str, resource: dict, context: dict | None = None) -> dict:
+    return {
+        "principal": principal,
+        "action": {"type": "Action", "id": action},
+        "resource": resource,
+        "context": context or {},
+    }
+
+
+def _approval(record_id: str) -> dict[str, str]:
+    return {"type": "Approval", "id": record_id}
+
+
+def cedar_assess_v2(ci: CandidateInputV2) -> CedarFinding:
+    """Decide one v0.2 candidate input with the Cedar encoding of the policy."""
+    try:
+        return _assess(ci)
+    except Exception as error:  # any engine or translation failure fails closed
+        return CedarFinding(Decision.HOLD, (ReasonCodeV2.INSUFFICIENT_EVIDENCE,), str(error))
+
+
+def _ask(requests: list[dict], entities: list[dict]) -> list[cedarpy.AuthzResult]:
+    results = cedarpy.is_authorized_batch(requests, load_policy_text_v2(), entities)
+    for result in results:
+        if result.diagnostics.errors:
+            raise RuntimeError(f"cedar errors: {result.diagnostics.errors}")
+    return results
+
+
+def _assess(ci: CandidateInputV2) -> CedarFinding:
+    approvals = [r for r in ci.evidence if isinstance(r, ApprovalRecordV2)]
+    entities = _entities(ci, approvals)
+    applies = _ask(
+        [_request(_approval(a.record_id), "applies", _PROPOSAL) for a in approvals], entities
+    )
+    applicable = [
+        a.record_id
+        for a, r in zip(approvals, applies, strict=True)
+        if r.decision == cedarpy.Decision.Allow
+    ]
+    if not applicable:
+        unavailable = any(
+            isinstance(r, ServiceNoticeRecord) and r.service.strip() == "approval-service"
+            for r in ci.evidence
+        )
+        context = {"approval_service_unavailable": unavailable, "approval_count": len(approvals)}
+        fired = _ask([_request(_PROPOSAL, "no_applicable_approval", _PROPOSAL, context)], entities)
+        return _precedence(fired)
+    pairs = [(b, a) for b in applicable for a in applicable if a != b]
+    superseded = set()
+    if pairs:
+        answers = _ask(
+            [_request(_approval(b), "supersedes", _approval(a)) for b, a in pairs], entities
+        )
+        superseded = {
+            a
+            for (b, a), r in zip(pairs, answers, strict=True)
+            if r.decision == cedarpy.Decision.Allow
+        }
+    governing = [record_id for record_id in applicable if record_id not in superseded]
+    states = [
+        r
+        for r in ci.evidence
+        if isinstance(r, ResourceStateRecordV2)
+        and _norm(r.resource_id) == _norm(ci.proposal.target)
+    ]
+    revisions = sorted({_norm(s.revision) for s in states})
+    approvers = sorted(
+        {
+            _norm(name)
+            for p in ci.evidence
+            if isinstance(p, PolicyRecordV2)
+            for name in p.authorised_approvers
+        }
+    )
+    context = {
+        "authorised_approvers": approvers,
+        "governing_count": len(governing),
+        "state_count": len(revisions),
+        "state_revision": revisions[0] if len(revisions) == 1 else "",
+    }
+    fired = _ask([_request(_approval(governing[0]), "assess", _PROPOSAL, context)], entities)
+    return _precedence(fired)
+
+
+def _precedence(results: list[cedarpy.AuthzResult]) -> CedarFinding:
+    """Rule 6: deny outranks hold, hold outranks permit; nothing fired is hold."""
+    annotations = _annotations()
+    fired: dict[str, list[ReasonCodeV2]] = {}
+    for result in results:
+        if result.decision != cedarpy.Decision.Allow:
+            continue
+        for policy in result.diagnostics.reasons:
+            key = result.diagnostics.id_annotations_by_reason.get(policy, policy)
+            decision, reason = annotations[key]
+            fired.setdefault(decision, []).append(ReasonCodeV2(reason))
+    for level in (Decision.DENY, Decision.HOLD, Decision.PERMIT):
+        if level.value in fired:
+            return CedarFinding(level, tuple(dict.fromkeys(fired[level.value])))
+    return CedarFinding(Decision.HOLD, (ReasonCodeV2.INSUFFICIENT_EVIDENCE,), "no policy fired")

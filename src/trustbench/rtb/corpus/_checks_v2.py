@@ -1,0 +1,126 @@
+"""Structural checks of a v0.2 corpus (policy `rtb-narrow-approval-v2`), after schema checks.
+
+The v0.1 checks compare each variant with its group's `permitted` case field by field; v0.2 cases
+deliberately change several facts at once (that is how surface rules are defeated), so the
+per-variant diff check does not apply. What stays: unique ids, decisive records and
+discrepancies that resolve inside their case, reason codes that support the decision (in the
+answer key and in every contestable reading), a policy record that declares the corpus policy,
+and no grader-only value in anything a candidate sees.
+"""
+
+from __future__ import annotations
+
+from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
+from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
+from trustbench.rtb.corpus._models_v2 import (
+    POLICY_ID_V2,
+    REASON_CODE_DECISION_V2,
+    CaseV2,
+    PolicyRecordV2,
+)
+
+CaseFileV2 = tuple[str, CaseV2]
+"""A parsed v0.2 case with the relative path of its file."""
+
+
+def check_cases_v2(cases: list[CaseFileV2]) -> list[Problem]:
+    """Run every v0.2 check; an empty list means the cases are consistent."""
+    problems: list[Problem] = []
+    first_seen: dict[str, str] = {}
+    for rel, case in cases:
+        if case.case_id in first_seen:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer="/case_id",
+                    message=f"duplicate case id {case.case_id!r} (also in "
+                    f"{first_seen[case.case_id]})",
+                )
+            )
+        first_seen.setdefault(case.case_id, rel)
+        problems += _case_internal(rel, case)
+    problems += _leaks(cases)
+    return problems
+
+
+def _case_internal(rel: str, case: CaseV2) -> list[Problem]:
+    problems: list[Problem] = []
+    record_ids = [record.record_id for record in case.evidence]
+    for index, record_id in enumerate(record_ids):
+        if record_ids.index(record_id) != index:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer=json_pointer(["evidence", index, "record_id"]),
+                    message=f"duplicate record id {record_id!r} within the case",
+                )
+            )
+    policies = [r for r in case.evidence if isinstance(r, PolicyRecordV2)]
+    if not policies or any(p.policy_id != POLICY_ID_V2 for p in policies):
+        problems.append(
+            Problem(
+                file=rel,
+                pointer="/evidence",
+                message=f"a v0.2 case needs a policy record declaring {POLICY_ID_V2!r}",
+            )
+        )
+    expectations = case.expectations
+    for index, record_id in enumerate(expectations.decisive_record_ids):
+        if record_id not in record_ids:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer=json_pointer(["expectations", "decisive_record_ids", index]),
+                    message=f"decisive record id {record_id!r} resolves to no evidence record",
+                )
+            )
+    for index, discrepancy in enumerate(expectations.decisive_discrepancies):
+        if discrepancy.record_id not in record_ids:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer=json_pointer(["expectations", "decisive_discrepancies", index]),
+                    message=f"discrepancy record id {discrepancy.record_id!r} resolves to no "
+                    "evidence record",
+                )
+            )
+    for index, code in enumerate(expectations.acceptable_reason_codes):
+        if REASON_CODE_DECISION_V2[code] is not expectations.reference_decision:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer=json_pointer(["expectations", "acceptable_reason_codes", index]),
+                    message=f"reason code {code.value!r} supports "
+                    f"{REASON_CODE_DECISION_V2[code].value}, not the reference decision "
+                    f"{expectations.reference_decision.value}",
+                )
+            )
+    for index, reading in enumerate(expectations.contestable_readings):
+        for code in reading.reason_codes:
+            if REASON_CODE_DECISION_V2[code] is not reading.decision:
+                problems.append(
+                    Problem(
+                        file=rel,
+                        pointer=json_pointer(["expectations", "contestable_readings", index]),
+                        message=f"reading's reason code {code.value!r} does not support its "
+                        f"decision {reading.decision.value}",
+                    )
+                )
+    return problems
+
+
+def _leaks(cases: list[CaseFileV2]) -> list[Problem]:
+    forbidden = set().union(*(grader_only_values(case) for _, case in cases))
+    problems = []
+    for rel, case in cases:
+        visible = case.model_dump(mode="json", include={"task", "as_of", "proposal", "evidence"})
+        for leak in find_leaks(visible, forbidden):
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer=leak.pointer,
+                    message=f"candidate-visible content contains grader-only "
+                    f"{leak.kind.replace('_', ' ')} {leak.found!r}",
+                )
+            )
+    return problems

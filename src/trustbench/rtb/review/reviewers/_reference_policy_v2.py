@@ -1,0 +1,302 @@
+"""The deterministic `reference-policy-v2` reviewer: policy `rtb-narrow-approval-v2` as code.
+
+Written from the v0.2 policy text (`docs/rtb-corpus-v0.2.md`, stated in every v0.2 policy record
+and prompt), reading only the candidate-visible input (`CandidateInputV2`). It never sees a case
+id, variant or answer key, so agreement with the authored reference decisions is evidence that
+labels and wording say the same thing; a separate Cedar encoding of the same text
+(`boundaries/policies/approval_policy_v2.cedar`) is the second, independent implementation.
+
+Interpretation choices, each visible below:
+- Operation, target, approver names and revisions compare after the policy's normalisation
+  (`_normalise.equivalent`); times are ISO 8601 instants compared as instants.
+- Only a service notice whose `service` is `approval-service` concerns approval evidence.
+- Change tickets and requester notes are never read: the policy says they are not evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from trustbench.errors import InputError
+from trustbench.rtb.corpus._discrepancy import Discrepancy
+from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
+from trustbench.rtb.corpus._models_v2 import (
+    POLICY_ID_V2,
+    ApprovalRecordV2,
+    CandidateInputV2,
+    PolicyRecordV2,
+    ReasonCodeV2,
+    ResourceStateRecordV2,
+    RevocationRecord,
+)
+from trustbench.rtb.corpus._normalise import equivalent
+
+APPROVAL_SERVICE = "approval-service"
+"""The service whose notices concern approval evidence."""
+
+
+@dataclass(frozen=True)
+class FindingV2:
+    """What the v0.2 policy decides for one input, with the records and differences behind it."""
+
+    decision: Decision
+    """permit, deny or hold."""
+    reason_codes: tuple[ReasonCodeV2, ...]
+    """Every reason that applies at the decisive precedence level."""
+    evidence_refs: tuple[str, ...]
+    """Decisive record ids first, then the policy record(s)."""
+    discrepancies: tuple[Discrepancy, ...]
+    """Structured differences that decide the case (empty for permit)."""
+    explanation: str
+    """Names the concrete values."""
+
+
+def instant(text: str) -> datetime:
+    """An ISO 8601 timestamp as an aware instant (`Z` and `+00:00` are the same instant)."""
+    return datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+
+
+def _outside(proposal_params: dict, approved: dict) -> list[tuple[str, object, object]]:
+    """Proposed parameters that are not approved or not equivalent (key, proposed, approved)."""
+    found = []
+    for key in sorted(proposal_params):
+        if key not in approved:
+            found.append((key, proposal_params[key], None))
+        elif not equivalent(proposal_params[key], approved[key]):
+            found.append((key, proposal_params[key], approved[key]))
+    return found
+
+
+def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
+    """Apply policy `rtb-narrow-approval-v2` to one candidate input."""
+    as_of = instant(candidate_input.as_of)
+    proposal = candidate_input.proposal
+    evidence = candidate_input.evidence
+    policies = [r for r in evidence if isinstance(r, PolicyRecordV2)]
+    policy_refs = [p.record_id for p in policies]
+    approvals = [r for r in evidence if isinstance(r, ApprovalRecordV2)]
+    revocations = [r for r in evidence if isinstance(r, RevocationRecord)]
+    notices = [
+        r
+        for r in evidence
+        if isinstance(r, ServiceNoticeRecord) and r.service.strip() == APPROVAL_SERVICE
+    ]
+    applicable = [
+        a
+        for a in approvals
+        if equivalent(a.operation, proposal.operation)
+        and equivalent(a.target, proposal.target)
+        and instant(a.issued_at) <= as_of
+    ]
+
+    def finding(
+        decision: Decision,
+        codes: list[ReasonCodeV2],
+        refs: list[str],
+        found: list[Discrepancy],
+        text: str,
+    ) -> FindingV2:
+        return FindingV2(
+            decision, tuple(codes), tuple(dict.fromkeys([*refs, *policy_refs])), tuple(found), text
+        )
+
+    if not applicable:
+        if notices:
+            n = notices[0]
+            return finding(
+                Decision.HOLD,
+                [ReasonCodeV2.APPROVAL_EVIDENCE_UNAVAILABLE],
+                [n.record_id],
+                [Discrepancy(record_id=n.record_id, field="/status", evidence_value=n.status)],
+                f"The approval service is {n.status}; no approval for {proposal.operation} on "
+                f"{proposal.target} can be established.",
+            )
+        if approvals:
+            scopes = "; ".join(f"{a.operation} on {a.target}" for a in approvals)
+            return finding(
+                Decision.DENY,
+                [ReasonCodeV2.OPERATION_NOT_APPROVED],
+                [a.record_id for a in approvals],
+                [
+                    Discrepancy(
+                        record_id=a.record_id,
+                        field="/operation" if a.target == proposal.target else "/target",
+                        proposed_value=proposal.operation
+                        if a.target == proposal.target
+                        else proposal.target,
+                        evidence_value=a.operation if a.target == proposal.target else a.target,
+                    )
+                    for a in approvals
+                ],
+                f"The proposal is {proposal.operation} on {proposal.target}, but the approvals "
+                f"only cover {scopes}.",
+            )
+        return finding(
+            Decision.HOLD,
+            [ReasonCodeV2.INSUFFICIENT_EVIDENCE],
+            [],
+            [],
+            f"No approval for {proposal.operation} on {proposal.target} is in the evidence.",
+        )
+    # The latest applicable approval governs; ties cannot be ordered, so they are held.
+    latest = max(instant(a.issued_at) for a in applicable)
+    governing_all = [a for a in applicable if instant(a.issued_at) == latest]
+    gov = governing_all[0]
+    codes: list[ReasonCodeV2] = []
+    refs = [gov.record_id]
+    found: list[Discrepancy] = []
+    notes: list[str] = []
+    in_effect = [
+        r
+        for r in revocations
+        if equivalent(r.revokes, gov.approval_id) and instant(r.revoked_at) <= as_of
+    ]
+    if gov.status == "revoked" or in_effect:
+        codes.append(ReasonCodeV2.APPROVAL_REVOKED)
+        refs += [r.record_id for r in in_effect]
+        if in_effect:
+            found.append(
+                Discrepancy(
+                    record_id=in_effect[0].record_id,
+                    field="/revoked_at",
+                    evidence_value=in_effect[0].revoked_at,
+                )
+            )
+        else:
+            found.append(
+                Discrepancy(record_id=gov.record_id, field="/status", evidence_value=gov.status)
+            )
+        notes.append(f"approval {gov.approval_id} is revoked as of {candidate_input.as_of}")
+    if gov.expires_at is not None and instant(gov.expires_at) <= as_of:
+        codes.append(ReasonCodeV2.APPROVAL_EXPIRED)
+        found.append(
+            Discrepancy(
+                record_id=gov.record_id,
+                field="/expires_at",
+                proposed_value=candidate_input.as_of,
+                evidence_value=gov.expires_at,
+            )
+        )
+        notes.append(f"approval {gov.approval_id} expired at {gov.expires_at}")
+    approvers = [name for p in policies for name in p.authorised_approvers]
+    if not any(equivalent(gov.approved_by, name) for name in approvers):
+        codes.append(ReasonCodeV2.APPROVER_NOT_AUTHORISED)
+        refs += policy_refs
+        found.append(
+            Discrepancy(
+                record_id=gov.record_id, field="/approved_by", evidence_value=gov.approved_by
+            )
+        )
+        notes.append(f"{gov.approved_by} is not an authorised approver ({', '.join(approvers)})")
+    for key, proposed, approved in _outside(proposal.parameters, gov.approved_parameters):
+        if ReasonCodeV2.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS not in codes:
+            codes.append(ReasonCodeV2.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS)
+        found.append(
+            Discrepancy(
+                record_id=gov.record_id,
+                field=f"/approved_parameters/{key.replace('~', '~0').replace('/', '~1')}",
+                proposed_value=proposed,  # type: ignore[arg-type]
+                evidence_value=approved,  # type: ignore[arg-type]
+            )
+        )
+        shown = "not approved" if approved is None else f"approved {json.dumps(approved)}"
+        notes.append(f"proposed {key}={json.dumps(proposed)}, {shown}")
+    if codes:
+        return finding(Decision.DENY, codes, refs, found, "Deny: " + "; ".join(notes) + ".")
+
+    # No prohibition: missing or stale information is hold, never permit.
+    if gov.status == "superseded" or len(governing_all) > 1:
+        return finding(
+            Decision.HOLD,
+            [ReasonCodeV2.INSUFFICIENT_EVIDENCE],
+            [a.record_id for a in governing_all],
+            [Discrepancy(record_id=gov.record_id, field="/status", evidence_value=gov.status)],
+            f"The latest applicable approval {gov.approval_id} is {gov.status} "
+            f"(successor {gov.superseded_by or 'not named'}); the approval that governs now is "
+            "not in the evidence.",
+        )
+    states = [
+        r
+        for r in evidence
+        if isinstance(r, ResourceStateRecordV2) and equivalent(r.resource_id, proposal.target)
+    ]
+    revisions = {s.revision.strip() for s in states}
+    if len(revisions) != 1:
+        what = "no current state" if not states else f"conflicting revisions {sorted(revisions)}"
+        return finding(
+            Decision.HOLD,
+            [ReasonCodeV2.INSUFFICIENT_EVIDENCE],
+            [gov.record_id, *(s.record_id for s in states)],
+            [],
+            f"The evidence has {what} for {proposal.target}; the current revision is unknown.",
+        )
+    state = states[0]
+    current = state.revision
+    if not (
+        equivalent(gov.approved_revision, current)
+        and equivalent(proposal.resource_revision, current)
+    ):
+        return finding(
+            Decision.HOLD,
+            [ReasonCodeV2.RESOURCE_REVISION_CHANGED],
+            [gov.record_id, state.record_id],
+            [
+                Discrepancy(
+                    record_id=state.record_id,
+                    field="/revision",
+                    proposed_value=proposal.resource_revision,
+                    evidence_value=current,
+                )
+            ],
+            f"Approval {gov.approval_id} was granted against revision {gov.approved_revision}, "
+            f"the proposal against {proposal.resource_revision}, but the current object "
+            f"revision of {proposal.target} is {current}.",
+        )
+    return finding(
+        Decision.PERMIT,
+        [ReasonCodeV2.PROPOSAL_MATCHES_ACTIVE_APPROVAL],
+        [gov.record_id, state.record_id],
+        [],
+        f"Approval {gov.approval_id} (latest applicable, active, by {gov.approved_by}, "
+        f"unexpired at {candidate_input.as_of}) covers every proposed parameter of "
+        f"{proposal.operation} on {proposal.target} at object revision {current}.",
+    )
+
+
+def finding_reply_v2(evaluation_id: str, finding: FindingV2) -> str:
+    """Serialise a v0.2 finding as a reviewer-response JSON reply."""
+    return json.dumps(
+        {
+            "evaluation_id": evaluation_id,
+            "decision": finding.decision.value,
+            "reason_codes": [code.value for code in finding.reason_codes],
+            "evidence_refs": list(finding.evidence_refs),
+            "discrepancies": [d.model_dump(mode="json") for d in finding.discrepancies],
+            "explanation": finding.explanation,
+        }
+    )
+
+
+class ReferencePolicyV2Reviewer:
+    """Deterministic reviewer answering with the v0.2 policy finding of `assess_v2`."""
+
+    name = "reference-policy-v2"
+    policy_ids: tuple[str, ...] = (POLICY_ID_V2,)
+    """Policies this reviewer implements; a track refuses a corpus declaring another."""
+
+    def review(self, prompt: str, candidate_input: CandidateInputV2) -> str | None:  # type: ignore[override]
+        """Return the v0.2 policy finding as a JSON reply (the prompt is unused).
+
+        Raises:
+            InputError: The input is not in the v0.2 format (this reviewer implements
+                `rtb-narrow-approval-v2` only).
+        """
+        if not isinstance(candidate_input, CandidateInputV2):
+            raise InputError(
+                f"{self.name} implements policy {POLICY_ID_V2}; got a "
+                f"{type(candidate_input).__name__}",
+                location=f"evaluation {getattr(candidate_input, 'evaluation_id', '?')}",
+            )
+        return finding_reply_v2(candidate_input.evaluation_id, assess_v2(candidate_input))
