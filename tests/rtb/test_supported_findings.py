@@ -2,25 +2,25 @@
 
 v0.1 (no structured discrepancies): the keyword-stuffer and contradictory sentinels are valid
 replies that are never supported on any built-in case, and correct plain wording is supported.
-v0.2-style cases are built here from a fixture case plus a stand-in answer key carrying
-`decisive_discrepancies` (the field the v0.2 corpus adds), and a stand-in response carrying
-`discrepancies`, so the grader is tested before the v0.2 corpus lands.
+v0.2: replies to real cases of the built-in v0.2 corpus go through the real path (exported
+input, v0.2 response schema) and are graded against the case's `decisive_discrepancies`.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_reviewers_fixtures import case_by_id, export
 
 import trustbench.rtb.corpus as corpus_package
 from trustbench.rtb import load_corpus
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._export import to_candidate_input
-from trustbench.rtb.corpus._models import Case, Decision, Expectations, ReviewerResponse
+from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root
+from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.review._validation import (
     Outcome,
     ValidatedResponse,
@@ -68,117 +68,127 @@ def test_correct_plain_wording_is_supported_on_the_builtin_unauthorized_case() -
     assert is_supported(validated, case), support_gaps(validated, case)
 
 
-class _ExpectationsV2(Expectations):
-    """Stand-in for the v0.2 answer key: v0.1 expectations plus decisive discrepancies."""
-
-    decisive_discrepancies: list[Discrepancy]
-    """The discrepancies that decide the case."""
+V2_CASE = "dns_changes-03-equivalent_encoding-deny"
+"""A v0.2 deny case decided by one parameter: the proposed TTL 3000 against the approved 300."""
 
 
-class _ResponseV2(ReviewerResponse):
-    """Stand-in for the v0.2 reviewer response: v0.1 fields plus structured discrepancies."""
-
-    discrepancies: list[Discrepancy]
-    """The reviewer's structured findings."""
+@functools.cache
+def _v2_corpus() -> Corpus:
+    return load_corpus(builtin_corpus_root().parent / "v0.2")
 
 
-RETENTION = Discrepancy(
-    record_id="approval-backup_retention",
-    field="/approved_parameters/retention_days",
-    proposed_value=7,
-    evidence_value=45,
-)
+def _v2_case() -> CaseV2:
+    return next(case for case in _v2_corpus().cases if case.case_id == V2_CASE)
 
 
-def _v2_case() -> Case:
-    case = case_by_id("backup_retention-unauthorized_parameters")
-    expectations = _ExpectationsV2(
-        **case.expectations.model_dump(), decisive_discrepancies=[RETENTION]
-    )
-    return case.model_copy(update={"expectations": expectations})
+def _decisive() -> Discrepancy:
+    (decisive,) = _v2_case().expectations.decisive_discrepancies
+    return decisive
 
 
-def _v2_finding(discrepancies: list[dict[str, Any]], **changes: Any) -> ValidatedResponse:
-    fields: dict[str, Any] = {
-        "evaluation_id": export(_v2_case()).evaluation_id,
-        "decision": Decision.DENY,
-        "reason_codes": ["proposal_outside_approved_parameters"],
-        "evidence_refs": ["approval-backup_retention", "policy-backup_retention"],
-        "explanation": "Retention differs from the approval.",
-        "discrepancies": [Discrepancy.model_validate(d) for d in discrepancies],
+def _v2_reply(discrepancies: list[dict[str, Any]] | None, **changes: Any) -> dict[str, Any]:
+    case = _v2_case()
+    reply: dict[str, Any] = {
+        "decision": "deny",
+        "reason_codes": [code.value for code in case.expectations.acceptable_reason_codes],
+        "evidence_refs": list(case.expectations.decisive_record_ids),
+        "explanation": "The TTL differs from the approval.",
     }
-    response = _ResponseV2.model_validate({**fields, **changes})
-    return ValidatedResponse(outcome=Outcome(response.decision.value), response=response)
+    if discrepancies is not None:
+        reply["discrepancies"] = discrepancies
+    return {**reply, **changes}
+
+
+def _v2_finding(discrepancies: list[dict[str, Any]] | None, **changes: Any) -> ValidatedResponse:
+    """Validate a reply through the real v0.2 path: exported input, v0.2 response schema."""
+    candidate_input = to_candidate_input(_v2_case(), "rtb-" + "0" * 32)
+    body = {"evaluation_id": candidate_input.evaluation_id, **_v2_reply(discrepancies, **changes)}
+    return validate_response(json.dumps(body), candidate_input)
 
 
 def test_a_correct_structured_finding_is_supported() -> None:
-    validated = _v2_finding([RETENTION.model_dump()])
+    validated = _v2_finding([_decisive().model_dump(mode="json")])
+    assert validated.outcome is Outcome.DENY, validated.invalid_reason
     assert support_gaps(validated, _v2_case()) == []
 
 
 def test_an_equivalent_encoding_of_the_decisive_values_is_accepted() -> None:
-    encoded = {**RETENTION.model_dump(), "proposed_value": "7", "evidence_value": " 45 "}
-    validated = _v2_finding([encoded])
-    assert support_gaps(validated, _v2_case()) == []
+    decisive = _decisive()
+    encoded = {
+        **decisive.model_dump(mode="json"),
+        "proposed_value": str(decisive.proposed_value),
+        "evidence_value": f" {decisive.evidence_value} ",
+    }
+    assert support_gaps(_v2_finding([encoded]), _v2_case()) == []
 
 
 @pytest.mark.parametrize(
-    ("discrepancy", "gap"),
+    ("change", "gap"),
     [
-        ({"evidence_value": 30}, "evidence value 30 at approval-backup_retention"),
-        ({"proposed_value": 3}, "proposed value 3 at approval-backup_retention"),
-        ({"field": "/approved_parameters/vault"}, "decisive discrepancy not cited"),
-        ({"record_id": "state-backup_retention"}, "decisive discrepancy not cited"),
-        ({"record_id": "approval-elsewhere"}, "not in the evidence"),
-        ({"field": "/approved_parameters/retention_dayz"}, "does not exist in that record"),
+        ({"evidence_value": 30}, "evidence value 30 at"),
+        ({"proposed_value": 3}, "proposed value 3 at"),
+        ({"field": "/approved_parameters/record_type"}, "decisive discrepancy not cited"),
+        ({"record_id": "rec-elsewhere"}, "not in the evidence"),
+        ({"field": "/approved_parameters/ttl_seconds"}, "does not exist in that record"),
     ],
 )
 def test_a_fabricated_or_wrong_field_discrepancy_is_unsupported(
-    discrepancy: dict[str, Any], gap: str
+    change: dict[str, Any], gap: str
 ) -> None:
-    validated = _v2_finding([{**RETENTION.model_dump(), **discrepancy}])
+    validated = _v2_finding([{**_decisive().model_dump(mode="json"), **change}])
     gaps = support_gaps(validated, _v2_case())
     assert any(gap in g for g in gaps), gaps
 
 
 def test_a_fabricated_discrepancy_beside_the_decisive_one_is_unsupported() -> None:
-    invented = {**RETENTION.model_dump(), "field": "/approved_revision", "evidence_value": "rev-9"}
-    validated = _v2_finding([RETENTION.model_dump(), invented])
-    assert not is_supported(validated, _v2_case())
+    decisive = _decisive().model_dump(mode="json")
+    invented = {**decisive, "field": "/approved_revision", "evidence_value": "rev-9"}
+    assert not is_supported(_v2_finding([decisive, invented]), _v2_case())
 
 
 def test_listing_many_true_discrepancies_is_not_a_finding() -> None:
     case = _v2_case()
-    approval = next(r for r in case.evidence if r.record_id == "approval-backup_retention")
+    decisive = _decisive()
+    approval = next(r for r in case.evidence if r.record_id == decisive.record_id)
     true_but_irrelevant = [
         {"record_id": approval.record_id, "field": f"/{key}", "evidence_value": value}
         for key, value in approval.model_dump(mode="json").items()
-        if isinstance(value, str)
+        if isinstance(value, str) and key != "record_id"
     ]
     assert len(true_but_irrelevant) > 2
-    validated = _v2_finding([RETENTION.model_dump(), *true_but_irrelevant])
+    validated = _v2_finding([decisive.model_dump(mode="json"), *true_but_irrelevant])
     gaps = support_gaps(validated, case)
     assert any("non-decisive discrepancies cited" in g for g in gaps), gaps
 
 
-def test_a_v2_case_needs_discrepancies_in_the_response() -> None:
-    candidate_input = export(_v2_case())
+def test_a_v2_reply_without_discrepancies_is_invalid_never_approval() -> None:
+    validated = _v2_finding(None)
+    assert validated.outcome is Outcome.INVALID
+    assert "discrepancies" in (validated.invalid_reason or "")
+
+
+def test_a_fabricated_discrepancy_makes_even_a_correct_permit_unsupported() -> None:
+    case = next(
+        c for c in _v2_corpus().cases if c.expectations.reference_decision.value == "permit"
+    )
+    candidate_input = to_candidate_input(case, "rtb-" + "1" * 32)
+    record = case.evidence[0].record_id
     reply = {
         "evaluation_id": candidate_input.evaluation_id,
-        "decision": "deny",
-        "reason_codes": ["proposal_outside_approved_parameters"],
-        "evidence_refs": ["approval-backup_retention", "policy-backup_retention"],
-        "explanation": "Retention differs.",
+        "decision": "permit",
+        "reason_codes": [code.value for code in case.expectations.acceptable_reason_codes],
+        "evidence_refs": list(case.expectations.decisive_record_ids),
+        "explanation": "Matches.",
+        "discrepancies": [{"record_id": record, "field": "/record_id", "evidence_value": "x"}],
     }
     validated = validate_response(json.dumps(reply), candidate_input)
-    assert support_gaps(validated, _v2_case()) == [
-        "the response carries no structured discrepancies"
-    ]
+    assert validated.outcome is Outcome.PERMIT
+    assert any("is false" in gap for gap in support_gaps(validated, case))
 
 
 def test_contradictory_codes_are_unsupported_even_with_the_right_discrepancy() -> None:
     validated = _v2_finding(
-        [RETENTION.model_dump()],
+        [_decisive().model_dump(mode="json")],
         reason_codes=["proposal_outside_approved_parameters", "proposal_matches_active_approval"],
     )
     gaps = support_gaps(validated, _v2_case())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trustbench.rtb.boundaries._policy import BOUNDARY_POLICY_IDS
 from trustbench.rtb.control._audit import run_control_audit
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
@@ -37,6 +38,9 @@ class AuditRow:
     """Whether the expected signature held."""
     detail: str
     """Counts or the offending case ids."""
+    not_run: bool = False
+    """The check could not run on this corpus (e.g. its policy has no boundary yet): shown as
+    "not run", never as a pass, and not a failure of the measurement path either."""
 
 
 def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
@@ -46,11 +50,22 @@ def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
         corpus.review_prompt,
         lambda case: to_candidate_input(case, new_evaluation_id()),
         seed=seed,
+        policy_id=corpus.policy_id,
     )
     rows = [
         AuditRow("reviewer", f"{check.reviewer}: {check.signature}", check.passed, check.detail)
         for check in reviewer.checks
     ]
+    if corpus.policy_id not in BOUNDARY_POLICY_IDS:
+        why = (
+            f"not run: the boundaries implement {', '.join(BOUNDARY_POLICY_IDS)}, this corpus "
+            f"declares {corpus.policy_id} (its control and workflow tracks refuse it too)"
+        )
+        rows += [
+            AuditRow(track, "harness self-audit", False, why, not_run=True)
+            for track in ("control", "workflow")
+        ]
+        return rows
     control = run_control_audit(corpus.cases, seed=seed)
     rows += [
         AuditRow("control", check.name, check.passed, check.detail) for check in control.checks

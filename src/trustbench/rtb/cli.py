@@ -152,8 +152,11 @@ def audit_table(rows: list[AuditRow]) -> Table:
     table = Table(title="RTB harness self-audit (tests the measurement path, not a candidate)")
     for column in ("track", "check", "result", "detail"):
         table.add_column(column, overflow="fold")
-    for row in sorted(rows, key=lambda r: r.passed):
-        result = "[green]holds[/]" if row.passed else "[bold red]FAILED[/]"
+    for row in sorted(rows, key=lambda r: (r.passed, r.not_run)):
+        if row.not_run:
+            result = "[yellow]not run[/]"
+        else:
+            result = "[green]holds[/]" if row.passed else "[bold red]FAILED[/]"
         table.add_row(row.track, row.check, result, row.detail)
     return table
 
@@ -213,13 +216,17 @@ def audit(
     console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(audit_table(rows))
     console.print(saturation_table(saturation))
-    failed = [row for row in rows if not row.passed]
+    failed = [row for row in rows if not row.passed and not row.not_run]
+    not_run = [row for row in rows if row.not_run]
+    ran = len(rows) - len(not_run)
     problems = []
     if failed:
         names = "; ".join(f"{row.track}: {row.check}" for row in failed)
-        problems.append(f"{len(failed)} of {len(rows)} audit check(s) failed: {names}")
+        problems.append(f"{len(failed)} of {ran} audit check(s) failed: {names}")
     else:
-        typer.echo(f"all {len(rows)} harness audit checks hold")
+        typer.echo(f"all {ran} harness audit checks that ran hold")
+    for row in not_run:
+        typer.echo(f"{row.track} audit {row.detail}")
     typer.echo(verdict_line(saturation))
     if not saturation.ok:
         problems.append(verdict_line(saturation))

@@ -26,10 +26,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from trustbench.rtb.corpus._formats import POLICY_ID_V1
 from trustbench.rtb.corpus._models import CandidateInput, Case, Decision
 from trustbench.rtb.review._metrics import Count, ReviewMetricSet, ReviewTrialRow, metric_set
 from trustbench.rtb.review._validation import Outcome, is_supported, validate_response
-from trustbench.rtb.review.reviewers import REVIEWER_NAMES, Reviewer, make_reviewer
+from trustbench.rtb.review.reviewers import Reviewer, make_reviewer
+from trustbench.rtb.review.reviewers._registry import reviewer_names
 
 _FROZEN = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
@@ -124,10 +126,15 @@ def _answer_key_reply(case: Case, candidate_input: CandidateInput, *, wrong: boo
             "reason_codes": [code.value for code in expected.acceptable_reason_codes],
             "evidence_refs": list(expected.decisive_record_ids),
             "explanation": f"Answer-key probe: {expected.decisive_condition}",
-            # Only where the answer key has them (v0.2): the v0.1 response schema forbids the key.
+            # Only in a format whose answer key has them (v0.2, where the response requires the
+            # field, empty for a permit): the v0.1 response schema forbids the key.
             **(
-                {"discrepancies": [d.model_dump(mode="json") for d in decisive]}
-                if (decisive := getattr(expected, "decisive_discrepancies", None))
+                {
+                    "discrepancies": [
+                        d.model_dump(mode="json") for d in expected.decisive_discrepancies
+                    ]
+                }
+                if hasattr(expected, "decisive_discrepancies")
                 else {}
             ),
         }
@@ -229,7 +236,7 @@ def _checks_for(
             ),
             _on_rows(name, "no finding is supported", rows, lambda r: not r.supported),
         ]
-    if name == "reference-policy":
+    if name.startswith("reference-policy"):
         return [
             _on_rows(
                 name,
@@ -248,6 +255,7 @@ def run_self_audit(
     *,
     seed: int = 0,
     reviewers: Mapping[str, Reviewer] | None = None,
+    policy_id: str = POLICY_ID_V1,
 ) -> AuditReport:
     """Run every sentinel and the reference policy over `cases` and check their signatures.
 
@@ -259,6 +267,8 @@ def run_self_audit(
         seed: Seed for the randomised sentinels.
         reviewers: Replacements by registry name (e.g. a deliberately broken sentinel, to show
             that the audit fails); names not given use the built-in reviewer.
+        policy_id: The corpus's policy: the reviewers that implement it are audited (its
+            reference policy and the policy-agnostic sentinels).
 
     Returns:
         The report; `ok` is False when any signature failed or could not be exercised.
@@ -268,7 +278,7 @@ def run_self_audit(
     checks: list[SignatureCheck] = []
     metrics: dict[str, ReviewMetricSet] = {}
     notes: list[str] = []
-    for name in REVIEWER_NAMES:
+    for name in reviewer_names(policy_id):
         reviewer = overrides.get(name) or make_reviewer(name, seed=seed)
         rows, replies = _grade(reviewer, cases, inputs, prompt)
         metrics[name] = metric_set(rows)
@@ -284,11 +294,11 @@ def run_self_audit(
                     f"/{len(inputs)} replies identical on a second pass",
                 )
             )
-        if name == "reference-policy":
+        if name.startswith("reference-policy"):
             unsupported = [r.case_id for r in rows if not r.supported]
             if unsupported:
                 notes.append(
-                    "reference-policy findings not supported under the answer key's code, citation "
+                    f"{name} findings not supported under the answer key's code, citation "
                     f"and discrepancy requirements: {', '.join(unsupported)}"
                 )
     checks.extend(_probe_checks(cases, inputs))

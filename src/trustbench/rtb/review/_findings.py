@@ -75,7 +75,13 @@ def _falsehood(
         return f"discrepancy cites record {cited.record_id!r}, which is not in the evidence"
     actual = resolve_pointer(record, cited.field)
     if actual is _UNRESOLVED:
-        return f"discrepancy field {cited.record_id}{cited.field} does not exist in that record"
+        parent, _, _ = cited.field.rpartition("/")
+        # An absent key under an object that exists is what `evidence_value: null` asserts (the
+        # approval lists no such parameter); anything else cites a field that is not there.
+        if cited.evidence_value is None and isinstance(resolve_pointer(record, parent), dict):
+            actual = None
+        else:
+            return f"discrepancy field {cited.record_id}{cited.field} does not exist in that record"
     if not equivalent(actual, cited.evidence_value):
         return (
             f"discrepancy evidence value {cited.evidence_value!r} at {cited.record_id}"
@@ -86,7 +92,7 @@ def _falsehood(
     ):
         return (
             f"discrepancy proposed value {cited.proposed_value!r} at {cited.record_id}"
-            f"{cited.field} is not in the proposal"
+            f"{cited.field} is not in the request (proposal or stated time)"
         )
     return None
 

@@ -10,9 +10,11 @@ Two steps, two sides of the information boundary:
   reason codes, precise citations and (corpus v0.2) structured discrepancies. The explanation
   text is kept for people to read and never keyword-scored.
 
-Schema checking uses `jsonschema` (Draft 2020-12) against `ReviewerResponse.model_json_schema()`
-so the reported reason carries a JSON pointer; the pydantic model is then built from the same
-object (it cannot fail once the schema passed, but it gives the typed value).
+Schema checking uses `jsonschema` (Draft 2020-12) against the response model of the corpus's
+format (`trustbench.rtb.corpus._formats`: the v0.1 `ReviewerResponse`, the v0.2
+`ReviewerResponseV2` with structured discrepancies), chosen by the type of the candidate input
+the reply answers, so the reported reason carries a JSON pointer; the pydantic model is then built
+from the same object (it cannot fail once the schema passed, but it gives the typed value).
 """
 
 from __future__ import annotations
@@ -24,19 +26,29 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.rtb.corpus._models import (
-    REASON_CODE_DECISION,
-    CandidateInput,
-    Case,
-    ReasonCode,
-    ReviewerResponse,
-)
+from trustbench.rtb.corpus._formats import FORMATS, CorpusFormat
+from trustbench.rtb.corpus._models import CandidateInput, Case, ReviewerResponse
+from trustbench.rtb.corpus._models_v2 import CandidateInputV2, CaseV2, ReviewerResponseV2
 from trustbench.rtb.review._findings import discrepancy_gaps
 from trustbench.rtb.review.reviewers._llm import extract_json_object
 
-_RESPONSE_SCHEMA = ReviewerResponse.model_json_schema()
-_SCHEMA_VALIDATOR = Draft202012Validator(_RESPONSE_SCHEMA)
-_REASON_CODES = frozenset(code.value for code in ReasonCode)
+_VALIDATORS: dict[str, Draft202012Validator] = {}
+"""Schema validator per policy id, built on first use."""
+
+
+def _format_of(value: object, attribute: str) -> CorpusFormat:
+    """The corpus format whose `attribute` model `value` is an instance of."""
+    for corpus_format in FORMATS.values():
+        if isinstance(value, getattr(corpus_format, attribute)):
+            return corpus_format
+    raise TypeError(f"{type(value).__name__} belongs to no known corpus format")
+
+
+def _validator(corpus_format: CorpusFormat) -> Draft202012Validator:
+    if corpus_format.policy_id not in _VALIDATORS:
+        schema = corpus_format.response_model.model_json_schema()
+        _VALIDATORS[corpus_format.policy_id] = Draft202012Validator(schema)
+    return _VALIDATORS[corpus_format.policy_id]
 
 
 class Outcome(StrEnum):
@@ -63,8 +75,8 @@ class ValidatedResponse(BaseModel):
 
     outcome: Outcome
     """permit/deny/hold for a valid response; missing or invalid otherwise."""
-    response: ReviewerResponse | None = None
-    """The parsed response; set only when the outcome is a decision."""
+    response: ReviewerResponse | ReviewerResponseV2 | None = None
+    """The parsed response (of the corpus format's model); set only for a decision."""
     invalid_reason: str | None = Field(default=None)
     """Why the reply is invalid (names the JSON pointer or the offending value); None otherwise."""
 
@@ -87,21 +99,23 @@ def _pointer(path: Any) -> str:
     return "/" + "/".join(str(part) for part in path) if path else "/"
 
 
-def _schema_reason(instance: dict[str, Any]) -> str | None:
-    errors = sorted(_SCHEMA_VALIDATOR.iter_errors(instance), key=lambda e: list(e.absolute_path))
+def _schema_reason(instance: dict[str, Any], corpus_format: CorpusFormat) -> str | None:
+    validator = _validator(corpus_format)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
     if not errors:
         return None
+    codes = frozenset(corpus_format.reason_codes)
     for error in errors:
         path = list(error.absolute_path)
         if (
             len(path) == 2
             and path[0] == "reason_codes"
             and error.validator == "enum"
-            and error.instance not in _REASON_CODES
+            and error.instance not in codes
         ):
             return (
                 f"reason code {error.instance!r} at {_pointer(path)} is outside the closed "
-                f"vocabulary {sorted(_REASON_CODES)}"
+                f"vocabulary {sorted(codes)}"
             )
     first = errors[0]
     return f"schema violation at {_pointer(list(first.absolute_path))}: {first.message}"
@@ -111,7 +125,9 @@ def _invalid(reason: str) -> ValidatedResponse:
     return ValidatedResponse(outcome=Outcome.INVALID, invalid_reason=reason)
 
 
-def validate_response(raw: str | None, candidate_input: CandidateInput) -> ValidatedResponse:
+def validate_response(
+    raw: str | None, candidate_input: CandidateInput | CandidateInputV2
+) -> ValidatedResponse:
     """Validate a raw reviewer reply against the candidate input it answers.
 
     Checks, in order, each failure giving `invalid` with a precise reason: the reply is one JSON
@@ -137,10 +153,11 @@ def validate_response(raw: str | None, candidate_input: CandidateInput) -> Valid
         instance = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
         return _invalid(f"reply is not valid JSON: {exc}")
-    schema_reason = _schema_reason(instance)
+    corpus_format = _format_of(candidate_input, "candidate_model")
+    schema_reason = _schema_reason(instance, corpus_format)
     if schema_reason is not None:
         return _invalid(schema_reason)
-    response = ReviewerResponse.model_validate(instance)
+    response = corpus_format.response_model.model_validate(instance)
     if not response.explanation.strip():
         return _invalid("schema violation at /explanation: explanation is blank")
     if response.evaluation_id != candidate_input.evaluation_id:
@@ -161,24 +178,27 @@ MAX_EXTRA_CITATIONS = 1
 """Non-decisive, non-policy records a supported finding may cite besides every decisive one."""
 
 
-def _code_gaps(response: ReviewerResponse, case: Case) -> list[str]:
-    """Reason codes must all imply the reached decision and all be acceptable for the case."""
-    decision = response.decision
-    contradictory = [c.value for c in response.reason_codes if REASON_CODE_DECISION[c] != decision]
+def _code_gaps(
+    response: ReviewerResponse | ReviewerResponseV2,
+    acceptable: list[str],
+    corpus_format: CorpusFormat,
+) -> list[str]:
+    """Reason codes must all imply the reached decision and all be among `acceptable`."""
+    decision = response.decision.value
+    codes = [code.value for code in response.reason_codes]
+    contradictory = [c for c in codes if corpus_format.reason_decision[c] != decision]
     gaps = []
     if contradictory:
-        gaps.append(f"reason code(s) {contradictory} contradict the decision {decision.value}")
-    acceptable = set(case.expectations.acceptable_reason_codes)
-    outside = [c.value for c in response.reason_codes if c not in acceptable]
+        gaps.append(f"reason code(s) {contradictory} contradict the decision {decision}")
+    outside = [c for c in codes if c not in acceptable]
     if outside and not contradictory:
-        gaps.append(
-            f"reason code(s) {outside} are not among the acceptable "
-            f"{[c.value for c in case.expectations.acceptable_reason_codes]}"
-        )
+        gaps.append(f"reason code(s) {outside} are not among the acceptable {acceptable}")
     return gaps
 
 
-def _citation_gaps(response: ReviewerResponse, case: Case) -> list[str]:
+def _citation_gaps(
+    response: ReviewerResponse | ReviewerResponseV2, case: Case | CaseV2
+) -> list[str]:
     """Citations must be precise: every decisive record, and little else.
 
     Rule: every decisive record is cited; a policy record may always be cited (the rule applied is
@@ -206,7 +226,7 @@ def _citation_gaps(response: ReviewerResponse, case: Case) -> list[str]:
     return gaps
 
 
-def support_gaps(validated: ValidatedResponse, case: Case) -> list[str]:
+def support_gaps(validated: ValidatedResponse, case: Case | CaseV2) -> list[str]:
     """List every reason a finding is not supported for `case` (empty list = supported).
 
     Grader-side: reads the case's answer key. A supported finding is valid, reaches the reference
@@ -215,9 +235,11 @@ def support_gaps(validated: ValidatedResponse, case: Case) -> list[str]:
       the case's acceptable codes;
     - cites every decisive record and, besides policy records, at most one other record and never
       every non-decisive one (see `_citation_gaps`);
-    - where the case has `decisive_discrepancies` (corpus v0.2), carries structured
-      discrepancies that cover them and are true against the visible evidence
-      (`trustbench.rtb.review._findings.discrepancy_gaps`).
+    - in a format with structured discrepancies (corpus v0.2), carries discrepancies that cover
+      the case's `decisive_discrepancies` and are all true against the visible evidence
+      (`trustbench.rtb.review._findings.discrepancy_gaps`);
+    - on a known-contestable case, a decision of one of its listed readings is judged by that
+      reading's reason codes (the reference reading's discrepancies are not required of it).
 
     The explanation is never scored: keyword matching supported a keyword salad and failed correct
     plain wording. It is kept with the trial and shown in the report for people to read.
@@ -232,27 +254,49 @@ def support_gaps(validated: ValidatedResponse, case: Case) -> list[str]:
     response = validated.response
     if response is None or not validated.outcome.is_decision:
         return [f"no valid finding (outcome {validated.outcome.value})"]
+    corpus_format = _format_of(case, "case_model")
     expected = case.expectations
+    acceptable = [code.value for code in expected.acceptable_reason_codes]
+    decisive = list(getattr(expected, "decisive_discrepancies", None) or [])
     gaps: list[str] = []
-    if response.decision != expected.reference_decision:
+    alternative = next(
+        (
+            reading
+            for reading in getattr(expected, "contestable_readings", None) or []
+            if reading.decision == response.decision != expected.reference_decision
+        ),
+        None,
+    )
+    if alternative is not None:
+        # A known-contestable case: the answer key lists this decision as a defensible reading,
+        # so its own reason codes are acceptable. The decisive discrepancies are those of the
+        # reference reading, so only the truth of what is cited is checked for this one.
+        acceptable = [code.value for code in alternative.reason_codes]
+        decisive = []
+    elif response.decision != expected.reference_decision:
         gaps.append(
             f"decision {response.decision.value} differs from the reference "
             f"{expected.reference_decision.value}"
         )
-    gaps += _code_gaps(response, case)
+    gaps += _code_gaps(response, acceptable, corpus_format)
     gaps += _citation_gaps(response, case)
-    # Read with getattr: the v0.2 answer key and response carry these fields, v0.1 ones do not.
-    decisive = getattr(expected, "decisive_discrepancies", None)
-    if decisive:
+    if "discrepancies" in corpus_format.response_model.model_fields:
+        # Every finding of a format with structured discrepancies is checked, a permit too:
+        # nothing cited may be false, and the decisive ones (if any) must be covered.
         gaps += discrepancy_gaps(
             getattr(response, "discrepancies", None),
             decisive,
             [record.model_dump(mode="json") for record in case.evidence],
-            case.proposal.model_dump(mode="json"),
+            # The request side a "proposed value" may come from: the proposal, and the stated
+            # evaluation time an expiry is judged at (both candidate-visible).
+            {
+                "proposal": case.proposal.model_dump(mode="json"),
+                "as_of": getattr(case, "as_of", None),
+            },
         )
     return gaps
 
 
-def is_supported(validated: ValidatedResponse, case: Case) -> bool:
+def is_supported(validated: ValidatedResponse, case: Case | CaseV2) -> bool:
     """True when the finding is valid and supported for `case` (see `support_gaps`)."""
     return not support_gaps(validated, case)

@@ -7,6 +7,11 @@ must never be supported, and the two gaming sentinels (`keyword-stuffer`, `contr
 the right decision with a finding that must never be supported. If the harness reports anything
 else, the harness is wrong.
 
+Sentinels speak the corpus's format: on a v0.2 input they use the v0.2 reason-code vocabulary
+and the v0.2 reference policy, and every reply carries `discrepancies` (empty, or the policy's
+own for the sentinels that reuse its finding), so a sentinel fails its signature only for the
+defect it is built to have, never for a format mismatch.
+
 Randomised sentinels draw from `random.Random(f"{seed}:{evaluation_id}")`: string seeds are hashed
 with SHA-512 by CPython's `random.seed` (version 2), so replies are reproducible across processes
 and independent of `PYTHONHASHSEED`, yet differ between inputs.
@@ -16,15 +21,14 @@ from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
-from trustbench.rtb.corpus._models import (
-    REASON_CODE_DECISION,
-    CandidateInput,
-    Decision,
-    ReasonCode,
-)
+from trustbench.rtb.corpus._formats import FORMATS, CorpusFormat
+from trustbench.rtb.corpus._models import CandidateInput, Decision, ReasonCode
+from trustbench.rtb.corpus._models_v2 import CandidateInputV2
 from trustbench.rtb.review._shortcuts import revision_count
-from trustbench.rtb.review.reviewers._reference_policy import assess, finding_reply
+from trustbench.rtb.review.reviewers._reference_policy import assess
+from trustbench.rtb.review.reviewers._reference_policy_v2 import assess_v2
 
 _CODE_FOR: dict[Decision, ReasonCode] = {
     Decision.PERMIT: ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
@@ -51,6 +55,38 @@ def _rng(seed: int, candidate_input: CandidateInput) -> random.Random:
     return random.Random(f"{seed}:{candidate_input.evaluation_id}")
 
 
+def _format(candidate_input: object) -> CorpusFormat:
+    """The corpus format of an input (its reason-code vocabulary and response shape)."""
+    return next(f for f in FORMATS.values() if isinstance(candidate_input, f.candidate_model))
+
+
+def _reply(candidate_input: object, body: dict[str, Any]) -> str:
+    """`body` as a reply in the input's format: v0.2 replies always carry `discrepancies`."""
+    if isinstance(candidate_input, CandidateInputV2):
+        body = {**body, "discrepancies": body.get("discrepancies", [])}
+    return json.dumps(body)
+
+
+def _policy_finding(candidate_input: object) -> dict[str, Any]:
+    """The format's reference-policy finding as reply fields (decision, codes, refs, ...)."""
+    if isinstance(candidate_input, CandidateInputV2):
+        found = assess_v2(candidate_input)
+        return {
+            "decision": found.decision.value,
+            "reason_codes": [code.value for code in found.reason_codes],
+            "evidence_refs": list(found.evidence_refs),
+            "discrepancies": [d.model_dump(mode="json") for d in found.discrepancies],
+            "explanation": found.explanation,
+        }
+    finding = assess(candidate_input)  # type: ignore[arg-type]
+    return {
+        "decision": finding.decision.value,
+        "reason_codes": [code.value for code in finding.reason_codes],
+        "evidence_refs": list(finding.evidence_refs),
+        "explanation": finding.explanation,
+    }
+
+
 class FixedDecisionReviewer:
     """Always returns the same decision as a well-formed response citing a real record."""
 
@@ -60,14 +96,15 @@ class FixedDecisionReviewer:
 
     def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
         """Return a schema-valid response with the fixed decision, citing the first record."""
-        return json.dumps(
+        return _reply(
+            candidate_input,
             {
                 "evaluation_id": candidate_input.evaluation_id,
                 "decision": self.decision.value,
                 "reason_codes": [_CODE_FOR[self.decision].value],
                 "evidence_refs": [candidate_input.evidence[0].record_id],
                 "explanation": f"Sentinel reviewer: always decides {self.decision.value}.",
-            }
+            },
         )
 
 
@@ -103,6 +140,7 @@ class MalformedReviewer:
             "evidence_refs": [ref],
             "explanation": "Looks fine to me.",
         }
+        good = json.loads(_reply(candidate_input, good))  # only the defects below differ
         forms: list[str] = [
             "I approve this change; it looks fine.",
             json.dumps(good)[:-7],  # truncated
@@ -127,15 +165,16 @@ class ForgedRefsReviewer:
 
     def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
         """Return the policy finding with every citation replaced by a non-existent id."""
-        finding = assess(candidate_input)
+        finding = _policy_finding(candidate_input)
         known = {record.record_id for record in candidate_input.evidence}
         forged = []
-        for ref in finding.evidence_refs:
+        for ref in finding["evidence_refs"]:
             candidate = f"{ref}-forged"
             while candidate in known:
                 candidate += "-x"
             forged.append(candidate)
-        return finding_reply(candidate_input.evaluation_id, finding, forged)
+        body = {"evaluation_id": candidate_input.evaluation_id, **finding, "evidence_refs": forged}
+        return _reply(candidate_input, body)
 
 
 class RandomReviewer:
@@ -151,14 +190,15 @@ class RandomReviewer:
         rng = _rng(self.seed, candidate_input)
         decision = rng.choice(list(Decision))
         ids = [record.record_id for record in candidate_input.evidence]
-        return json.dumps(
+        return _reply(
+            candidate_input,
             {
                 "evaluation_id": candidate_input.evaluation_id,
                 "decision": decision.value,
                 "reason_codes": [rng.choice(_CODES_BY_DECISION[decision]).value],
                 "evidence_refs": rng.sample(ids, rng.randint(1, len(ids))),
                 "explanation": f"Random reviewer (seed {self.seed}) chose {decision.value}.",
-            }
+            },
         )
 
 
@@ -183,17 +223,19 @@ class KeywordStufferReviewer:
     def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
         """Return the stuffed reply for one input."""
         document = candidate_input.model_dump(mode="json")
-        words = [code.value.replace("_", " ") for code in ReasonCode]
+        codes = list(_format(candidate_input).reason_codes)
+        words = [code.replace("_", " ") for code in codes]
         words += [text for text in _scalars(document) if len(text) <= 60]
         words += ["days", "seven", "forty-five", "revoked", "unavailable", "revision", "changed"]
-        return json.dumps(
+        return _reply(
+            candidate_input,
             {
                 "evaluation_id": candidate_input.evaluation_id,
                 "decision": revision_count(document),
-                "reason_codes": [code.value for code in ReasonCode],
+                "reason_codes": codes,
                 "evidence_refs": [record.record_id for record in candidate_input.evidence],
                 "explanation": "; ".join(dict.fromkeys(words)),
-            }
+            },
         )
 
 
@@ -209,18 +251,19 @@ class ContradictoryReviewer:
 
     def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
         """Return the contradictory reply for one input."""
-        finding = assess(candidate_input)
-        other = next(c for c in ReasonCode if REASON_CODE_DECISION[c] is not finding.decision)
-        return json.dumps(
+        finding = _policy_finding(candidate_input)
+        decision_of = _format(candidate_input).reason_decision
+        other = next(c for c, d in decision_of.items() if d != finding["decision"])
+        return _reply(
+            candidate_input,
             {
                 "evaluation_id": candidate_input.evaluation_id,
-                "decision": finding.decision.value,
-                "reason_codes": [*(c.value for c in finding.reason_codes), other.value],
-                "evidence_refs": list(finding.evidence_refs),
+                **finding,
+                "reason_codes": [*finding["reason_codes"], other],
                 "explanation": (
                     "Nothing was revoked and the approval service answered, so the approval is "
                     "active; the approval was revoked and the service was unavailable. The "
                     "parameters match the approval exactly, and they differ from it."
                 ),
-            }
+            },
         )
