@@ -139,7 +139,14 @@ class TrialContext:
             if limiter is not None:
                 await limiter.acquire()
             started_at = utc_now()
-            result = await self.provider.send(request, services.timeout_s)
+            started = time.perf_counter()
+            try:
+                result = await self.provider.send(request, services.timeout_s)
+            except asyncio.CancelledError:
+                # The trial's time limit (or a shutdown) ended this call mid-flight: the attempt
+                # happened, so it is recorded before the cancellation goes on.
+                self._record(kind, "chat", started_at, self._cancelled(request, started))
+                raise
             self._record(kind, "chat", started_at, result)
             if result.error_class is None and result.reply is not None:
                 return result.reply
@@ -175,6 +182,17 @@ class TrialContext:
             response = function(request)
             if inspect.isawaitable(response):
                 response = await response
+        except asyncio.CancelledError:
+            self.record_call(
+                name,
+                request=request,
+                response=None,
+                latency_s=time.perf_counter() - started,
+                error_class="trial_timeout",
+                error_message="the call was cancelled before it finished (trial_timeout_s reached)",
+                started_at=started_at,
+            )
+            raise
         except Exception as error:  # the candidate's failure is a measured result
             self.record_call(
                 name,
@@ -233,6 +251,21 @@ class TrialContext:
             reported_model=model_id or self.candidate.model or self.candidate.name,
         )
         self._record("first", name, started_at or utc_now(), result)
+
+    def _cancelled(self, request: ChatRequest, started: float) -> AttemptResult:
+        """The attempt row of a call cancelled before it finished (no response observed)."""
+        provider = self.provider
+        build_body = getattr(provider, "build_body", None)
+        body = build_body(request) if callable(build_body) else {"messages": request.messages}
+        return AttemptResult(
+            request_body=body,
+            requested_model=provider.requested_model if provider is not None else None,
+            request_json=None,
+            endpoint=provider.endpoint if provider is not None else None,
+            error_class="trial_timeout",
+            error_message="the call was cancelled before it finished (trial_timeout_s reached)",
+            latency_s=time.perf_counter() - started,
+        )
 
     def _record(self, kind: str, call: str, started_at: str, result: AttemptResult) -> None:
         body = (

@@ -363,3 +363,21 @@ def load_spec(path: Path) -> ExperimentSpec:
     if not isinstance(data, dict):
         raise InputError("a spec must be a table (a JSON object)", location=str(path))
     return parse_spec(data, source=str(path))
+
+
+def refuse_unused_resample(spec: ExperimentSpec, track: object, *, source: str) -> None:
+    """Refuse `retry.candidate_resample > 0` for a track that never re-samples a candidate.
+
+    Re-sampling is a different decision policy; declaring it for a track that does not use it
+    would freeze a policy the run never applies. A track that re-samples says so with a class
+    attribute `uses_candidate_resample = True` (none of the built-in tracks does yet).
+
+    Raises:
+        InputError: naming the field.
+    """
+    if spec.retry.candidate_resample and not getattr(track, "uses_candidate_resample", False):
+        raise InputError(
+            f"track {spec.track_id} never re-samples a candidate, so candidate_resample = "
+            f"{spec.retry.candidate_resample} would have no effect; set it to 0",
+            location=f"{source}#/retry/candidate_resample",
+        )
