@@ -21,6 +21,7 @@ from trustbench.core._ledger import Ledger, utc_now
 from trustbench.core._pacing import TokenBucket, backoff_delay
 from trustbench.core._spec import CandidateSpec, RetryPolicy
 from trustbench.core._track import TrialKey
+from trustbench.providers._redact import redact, secret_values
 from trustbench.providers._types import AttemptResult, ChatProvider, ChatReply, ChatRequest
 
 if TYPE_CHECKING:
@@ -91,6 +92,11 @@ class TrialContext:
         self._attempt_index = 0
         self._call_index = -1
         self._resamples_used = 0
+        self._secrets = secret_values(c.api_key_env for c in manifest.spec.candidates)
+
+    def redact(self, text: str | None) -> str | None:
+        """`text` with every API key of the run replaced by `[REDACTED]` (before it is stored)."""
+        return redact(text, self._secrets)
 
     @property
     def attempts_recorded(self) -> int:
@@ -284,11 +290,11 @@ class TrialContext:
                 "call": call,
                 "started_at": started_at,
                 "request_digest": sha256_hex(body),
-                "request": body.decode("utf-8"),
-                "raw_response": result.raw_response,
+                "request": self.redact(body.decode("utf-8")),
+                "raw_response": self.redact(result.raw_response),
                 "http_status": result.http_status,
                 "error_class": result.error_class,
-                "error_message": result.error_message,
+                "error_message": self.redact(result.error_message),
                 "latency_s": result.latency_s,
                 "prompt_tokens": result.prompt_tokens,
                 "completion_tokens": result.completion_tokens,

@@ -220,7 +220,9 @@ async def _run_into_ledger(
             rng=random.Random(spec.order_seed + 1),
         )
         async with new_session(spec.concurrency) as session:
-            providers = {c.name: build_provider(c, session) for c in spec.candidates}
+            providers = {
+                c.name: build_provider(c, session, spec.max_response_bytes) for c in spec.candidates
+            }
             for candidate in spec.candidates:
                 provider = providers[candidate.name]
                 if candidate.rate_limit_per_s and provider is not None and provider.endpoint:
