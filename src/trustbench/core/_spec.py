@@ -366,6 +366,10 @@ def load_spec(path: Path) -> ExperimentSpec:
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
         kind = "JSON" if as_json else "TOML"
         raise InputError(f"not valid {kind}: {error}", location=str(path)) from None
+    except RecursionError:
+        raise InputError("nested too deeply to read", location=str(path)) from None
+    except OSError as error:
+        raise InputError(f"cannot read the spec: {error.strerror}", location=str(path)) from None
     if not isinstance(data, dict):
         raise InputError("a spec must be a table (a JSON object)", location=str(path))
     return parse_spec(data, source=str(path))
