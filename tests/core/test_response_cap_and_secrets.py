@@ -103,3 +103,15 @@ def test_inline_credentials_in_track_options_are_refused_and_ordinary_settings_p
     path.write_text(json.dumps(spec))
     code, message = invoke("freeze", str(path), "--out", str(tmp_path / "run"))
     assert code == 2 and "track_options.judge.password looks like a credential" in message
+
+
+def test_a_reply_nested_too_deeply_to_parse_is_a_malformed_response_not_a_harness_error(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    deep = "[" * 200_000 + "]" * 200_000
+    openai_server.on("case-000", raw_body(deep), raw_body(deep))
+    run_dir = _run(tmp_path, openai_server.base_url)
+    ledger = read_ledger(run_dir)
+    failed = [t for t in ledger.trials if t["status"] == "failed"]
+    assert {t["error_class"] for t in failed} == {"malformed_response"}
+    assert len(failed) == 2
