@@ -8,6 +8,7 @@ Subcommands are defined next to the code they drive and only assembled here:
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 
 import typer
@@ -51,12 +52,28 @@ def demo(
 
 
 def main() -> None:
-    """Console entry point: run the app, turning trustbench errors into messages and exit codes."""
+    """Console entry point: run the app, turning trustbench errors into messages and exit codes.
+
+    Input the code did not foresee (a path that is a folder or a file where the other was meant,
+    an unreadable file, JSON nested too deep to parse, a damaged SQLite file) is still bad input:
+    one line and exit 2 (1 for a damaged ledger, a failed check), never a traceback.
+    """
     try:
         app()
     except TrustbenchError as error:
-        # The message is data (it may hold `[brackets]`): never parse it as rich markup.
-        Console(stderr=True, soft_wrap=True).print(
-            "[bold red]error:[/]", Text(str(error)), highlight=False
-        )
-        sys.exit(error.exit_code)
+        _fail(str(error), error.exit_code)
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        _fail(f"{where}{error.strerror or type(error).__name__}", 2)
+    except RecursionError:
+        _fail("the input is nested too deeply to read", 2)
+    except sqlite3.DatabaseError as error:
+        _fail(f"ledger.sqlite is corrupted or not a SQLite ledger: {error}", 1)
+
+
+def _fail(message: str, exit_code: int) -> None:
+    # The message is data (it may hold `[brackets]`): never parse it as rich markup.
+    Console(stderr=True, soft_wrap=True).print(
+        "[bold red]error:[/]", Text(message), highlight=False
+    )
+    sys.exit(exit_code)

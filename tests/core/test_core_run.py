@@ -264,6 +264,8 @@ class _GreedyResampler:
 
     from tests.support.echo_track import EchoTrack as _Echo
 
+    uses_candidate_resample = True
+
     def __init__(self) -> None:
         self._echo = self._Echo()
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from tests.support.cli import invoke
+from tests.support.crash import crash_after_seq
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer, server_error
 
@@ -141,8 +142,8 @@ def test_ray_executor_resumes_a_run_the_local_executor_started(
     shutil.copy(local_dir / "ledger.sqlite", ray_dir / "ledger.sqlite")
     with sqlite3.connect(ray_dir / "ledger.sqlite") as db:
         kept = db.execute("SELECT MAX(seq) FROM trials WHERE order_position < 9").fetchone()[0]
-        for table in ("experiments", "trials", "attempts", "events"):
-            db.execute(f"DELETE FROM {table} WHERE seq > ?", (kept,))
+    db.close()
+    crash_after_seq(ray_dir, kept)
     summary = run_experiment(ray_dir, executor="ray")
     assert summary.finished_before == 9 and summary.completed == 9
     assert _results(ray_dir) == _results(local_dir)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from tests.support.cli import invoke
+from tests.support.crash import crash_after_seq
 from tests.support.echo_track import EchoTrack
 from tests.support.openai_server import OpenAIServer, reply
 
@@ -107,11 +108,8 @@ def _truncate_after_trials(run_dir: Path, keep: int) -> None:
     """Cut every row after the `keep`-th finished trial, as a crash at that moment would."""
     connection = sqlite3.connect(run_dir / "ledger.sqlite")
     seqs = [row[0] for row in connection.execute("SELECT seq FROM trials ORDER BY seq")]
-    cut = seqs[keep - 1] if keep else min(seqs) - 1
-    for table in ("trials", "attempts", "events"):
-        connection.execute(f"DELETE FROM {table} WHERE seq > ?", (cut,))
-    connection.commit()
     connection.close()
+    crash_after_seq(run_dir, seqs[keep - 1] if keep else min(seqs) - 1)
 
 
 def test_gates_are_evaluated_once_per_subject_and_a_failed_gate_exits_1(

@@ -29,6 +29,8 @@ def serve(run_dir: Path, driver: Driver) -> Any:
             assert served.app is not None
             tokens = {candidate: token for token, candidate in served.tokens.items()}
             async with TestClient(TestServer(served.app, host="127.0.0.1")) as client:
+                # A browser sends the page's origin with every form post; the app requires it.
+                client.session.headers["Origin"] = str(client.make_url("")).rstrip("/")
                 return await driver(client, tokens)
 
     return asyncio.run(main())

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from tests.support.cli import invoke
+from tests.support.crash import crash_after_seq
 
 from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
 from trustbench.errors import CheckFailed, InputError
@@ -314,10 +315,8 @@ def test_an_interrupted_review_run_reports_unrun_trials_as_not_run(tmp_path: Pat
     run_dir = run_spec(tmp_path, spec_text(POLICY + PERMIT_ALL))
     connection = sqlite3.connect(run_dir / "ledger.sqlite")
     seqs = [row[0] for row in connection.execute("SELECT seq FROM trials ORDER BY seq")]
-    for table in ("trials", "attempts", "events"):
-        connection.execute(f"DELETE FROM {table} WHERE seq > ?", (seqs[9],))
-    connection.commit()
     connection.close()
+    crash_after_seq(run_dir, seqs[9])
     result = report_run(run_dir)
     assert not result.complete
     record = json.loads((run_dir / "record.json").read_text())
@@ -335,6 +334,21 @@ def test_an_interrupted_review_run_reports_unrun_trials_as_not_run(tmp_path: Pat
             assert correct["denominator"] == count
         else:
             assert correct["status"] == "not_run" and correct["estimate"] is None
+
+
+def test_an_interrupted_review_run_with_k_trials_per_case_reports_pass_k_not_run(
+    tmp_path: Path,
+) -> None:
+    run_dir = run_spec(tmp_path, spec_text(POLICY, trials=3))
+    connection = sqlite3.connect(run_dir / "ledger.sqlite")
+    first = connection.execute("SELECT MIN(seq) FROM trials").fetchone()[0]
+    connection.close()
+    crash_after_seq(run_dir, first)  # one trial finished: no case has its 3 trials
+    result = report_run(run_dir)
+    assert not result.complete
+    record = json.loads((run_dir / "record.json").read_text())
+    pass_k = figures(record, "reference-policy")["correct_pass_hat_k"]
+    assert pass_k["status"] == "not_run" and pass_k["estimate"] is None
 
 
 def test_unknown_chain_member_is_refused_at_freeze_naming_the_option(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from trustbench.core._ledger import Ledger, utc_now
 from trustbench.core._pacing import TokenBucket, backoff_delay
 from trustbench.core._spec import CandidateSpec, RetryPolicy
 from trustbench.core._track import TrialKey
+from trustbench.providers._redact import redact, secret_values
 from trustbench.providers._types import AttemptResult, ChatProvider, ChatReply, ChatRequest
 
 if TYPE_CHECKING:
@@ -91,6 +92,11 @@ class TrialContext:
         self._attempt_index = 0
         self._call_index = -1
         self._resamples_used = 0
+        self._secrets = secret_values(c.api_key_env for c in manifest.spec.candidates)
+
+    def redact(self, text: str | None) -> str | None:
+        """`text` with every API key of the run replaced by `[REDACTED]` (before it is stored)."""
+        return redact(text, self._secrets)
 
     @property
     def attempts_recorded(self) -> int:
@@ -139,7 +145,14 @@ class TrialContext:
             if limiter is not None:
                 await limiter.acquire()
             started_at = utc_now()
-            result = await self.provider.send(request, services.timeout_s)
+            started = time.perf_counter()
+            try:
+                result = await self.provider.send(request, services.timeout_s)
+            except asyncio.CancelledError:
+                # The trial's time limit (or a shutdown) ended this call mid-flight: the attempt
+                # happened, so it is recorded before the cancellation goes on.
+                self._record(kind, "chat", started_at, self._cancelled(request, started))
+                raise
             self._record(kind, "chat", started_at, result)
             if result.error_class is None and result.reply is not None:
                 return result.reply
@@ -175,6 +188,17 @@ class TrialContext:
             response = function(request)
             if inspect.isawaitable(response):
                 response = await response
+        except asyncio.CancelledError:
+            self.record_call(
+                name,
+                request=request,
+                response=None,
+                latency_s=time.perf_counter() - started,
+                error_class="trial_timeout",
+                error_message="the call was cancelled before it finished (trial_timeout_s reached)",
+                started_at=started_at,
+            )
+            raise
         except Exception as error:  # the candidate's failure is a measured result
             self.record_call(
                 name,
@@ -234,6 +258,21 @@ class TrialContext:
         )
         self._record("first", name, started_at or utc_now(), result)
 
+    def _cancelled(self, request: ChatRequest, started: float) -> AttemptResult:
+        """The attempt row of a call cancelled before it finished (no response observed)."""
+        provider = self.provider
+        build_body = getattr(provider, "build_body", None)
+        body = build_body(request) if callable(build_body) else {"messages": request.messages}
+        return AttemptResult(
+            request_body=body,
+            requested_model=provider.requested_model if provider is not None else None,
+            request_json=None,
+            endpoint=provider.endpoint if provider is not None else None,
+            error_class="trial_timeout",
+            error_message="the call was cancelled before it finished (trial_timeout_s reached)",
+            latency_s=time.perf_counter() - started,
+        )
+
     def _record(self, kind: str, call: str, started_at: str, result: AttemptResult) -> None:
         body = (
             result.request_json
@@ -251,11 +290,11 @@ class TrialContext:
                 "call": call,
                 "started_at": started_at,
                 "request_digest": sha256_hex(body),
-                "request": body.decode("utf-8"),
-                "raw_response": result.raw_response,
+                "request": self.redact(body.decode("utf-8")),
+                "raw_response": self.redact(result.raw_response),
                 "http_status": result.http_status,
                 "error_class": result.error_class,
-                "error_message": result.error_message,
+                "error_message": self.redact(result.error_message),
                 "latency_s": result.latency_s,
                 "prompt_tokens": result.prompt_tokens,
                 "completion_tokens": result.completion_tokens,

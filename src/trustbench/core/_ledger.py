@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from trustbench._canonical import canonical_json, float_text, sha256_hex
+from trustbench.core._ledger_head import head_problems, write_head
 from trustbench.errors import CheckFailed, InputError
 
 LEDGER_FILE = "ledger.sqlite"
@@ -55,6 +57,12 @@ JSON_COLUMNS = frozenset({"outcome", "data", "request"})
 
 LEDGER_FORMAT = "trustbench.ledger/1"
 """Format id stored in the experiments row."""
+
+EMPTY_FILE = (
+    "ledger.sqlite is empty (0 bytes): it was truncated or replaced; restore it from a copy or "
+    "freeze into a new run folder"
+)
+NOT_A_LEDGER = "ledger.sqlite is corrupted or not a SQLite ledger"
 
 
 def utc_now() -> str:
@@ -192,35 +200,47 @@ class Ledger:
         self._head = head
         self._seq = seq
         self._ids = ids
+        self._anchor_to: tuple[Path, str] | None = None
+        self._anchored_at = float("-inf")
 
     @classmethod
     def open(cls, run_dir: Path, manifest_sha256: str) -> Ledger:
         """Open (or create) the run's ledger, checking it belongs to this manifest and is intact.
 
         Raises:
-            CheckFailed: when the ledger belongs to another manifest or its chain is broken.
+            CheckFailed: when the ledger belongs to another manifest, its chain is broken, rows
+                were cut off its end or re-hashed (see `ledger.head`), or the file is empty or
+                not a SQLite database.
         """
         path = run_dir / LEDGER_FILE
         existed = path.exists()
-        connection = _connect(path)
-        _create_tables(connection)
-        empty = not any(
-            connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
-            for table in TABLE_COLUMNS
-        )
-        # A ledger killed before its first row was committed is empty: start it afresh.
-        if existed and not empty:
-            problems = verify_chain(connection, manifest_sha256)
+        if existed and path.stat().st_size == 0:
+            raise CheckFailed(f"refusing to resume: {EMPTY_FILE}", location=str(path))
+        try:
+            connection = _connect(path)
+            _create_tables(connection)
+            empty = not any(
+                connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
+                for table in TABLE_COLUMNS
+            )
+            # A ledger killed before its first row was committed is empty: start it afresh,
+            # unless ledger.head says rows had been committed (then they were cut off).
+            problems = head_problems(connection, run_dir, manifest_sha256, empty=empty)
+            if existed and not empty:
+                problems = verify_chain(connection, manifest_sha256) + problems
             if problems:
                 connection.close()
                 raise CheckFailed(f"refusing to resume: {problems[0]}", location=str(path))
-        last = None if empty else _last_row(connection)
+            last = None if empty else _last_row(connection)
+            ids = {
+                table: connection.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
+                for table in TABLE_COLUMNS
+            }
+        except sqlite3.DatabaseError as error:
+            raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
         seq, head = last if last is not None else (0, manifest_sha256)
-        ids = {
-            table: connection.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
-            for table in TABLE_COLUMNS
-        }
         ledger = cls(connection, head, seq, ids)
+        ledger._anchor_to = (run_dir, manifest_sha256)
         if last is None:
             ledger.append(
                 "experiments",
@@ -230,7 +250,26 @@ class Ledger:
                     "created_at": utc_now(),
                 },
             )
+            ledger.anchor(force=True)
         return ledger
+
+    @property
+    def head(self) -> str:
+        """Hash of the most recent row (the manifest hash for an empty ledger)."""
+        return self._head
+
+    def anchor(self, *, force: bool = False) -> None:
+        """Record the current chain head in `ledger.head` (at most once a second unless `force`).
+
+        With the head outside the SQLite file, rows cut off the end or a chain re-hashed after an
+        edit no longer verify (see `_ledger_head`).
+        """
+        now = time.monotonic()
+        if self._anchor_to is None or (not force and now - self._anchored_at < 1.0):
+            return
+        run_dir, manifest_sha256 = self._anchor_to
+        write_head(run_dir, manifest_sha256, self._seq, self._head)
+        self._anchored_at = now
 
     def close(self) -> None:
         """Checkpoint the WAL into the database file and close."""
@@ -353,10 +392,22 @@ def open_for_reading(run_dir: Path) -> sqlite3.Connection:
 
     Raises:
         InputError: when the run folder has no ledger.
+        CheckFailed: when the ledger file is empty or not a SQLite database.
     """
     path = run_dir / LEDGER_FILE
     if not path.exists():
         raise InputError("no ledger.sqlite: run `trustbench run` first", location=str(path))
+    if path.stat().st_size == 0:
+        raise CheckFailed(EMPTY_FILE, location=str(path))
     # Not `mode=ro`: a ledger left by a killed writer may need its WAL recovered on open, which a
     # read-only connection cannot do. Nothing here writes rows.
-    return sqlite3.connect(path, isolation_level=None)
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.DatabaseError as error:
+        connection.close()
+        raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
+    if not set(TABLE_COLUMNS) <= tables:
+        connection.close()
+        raise CheckFailed(f"{NOT_A_LEDGER}: tables are missing", location=str(path))
+    return connection

@@ -21,7 +21,7 @@ from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha2
 from trustbench._imports import import_object
 from trustbench.core._environment import EnvironmentRecord, capture_environment
 from trustbench.core._registry import load_track
-from trustbench.core._spec import ExperimentSpec, load_spec
+from trustbench.core._spec import ExperimentSpec, load_spec, refuse_unused_resample
 from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey
 from trustbench.errors import CheckFailed, InputError
 
@@ -242,6 +242,7 @@ def build_manifest(spec_path: Path, *, base_dir: Path | None = None) -> Manifest
     spec = load_spec(spec_path)
     base_dir = (base_dir or spec_path.parent).resolve()
     track, entry = load_track(spec.track_id)
+    refuse_unused_resample(spec, track, source=str(spec_path))
     resolution, files = resolve_inputs(track, spec, base_dir)
     body = {
         "format": MANIFEST_FORMAT,

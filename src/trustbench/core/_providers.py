@@ -15,7 +15,7 @@ from trustbench.errors import InputError
 from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
 from trustbench.providers._openai import OpenAIChatProvider
-from trustbench.providers._types import ChatProvider
+from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES, ChatProvider
 
 
 def provider_classes() -> dict[str, type]:
@@ -43,8 +43,14 @@ def check_credentials(candidates: list[CandidateSpec]) -> None:
             )
 
 
-def build_provider(candidate: CandidateSpec, session: aiohttp.ClientSession) -> ChatProvider | None:
+def build_provider(
+    candidate: CandidateSpec,
+    session: aiohttp.ClientSession,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+) -> ChatProvider | None:
     """Create the provider for `candidate`, or None for an in-process one without an entry.
+
+    `max_response_bytes` is the spec's cap on one response body (API candidates).
 
     Raises:
         InputError: when `api_key_env` names an unset variable or `entry` cannot be imported.
@@ -63,4 +69,5 @@ def build_provider(candidate: CandidateSpec, session: aiohttp.ClientSession) -> 
         api_key_env=candidate.api_key_env,
         settings=candidate.settings,
         price=candidate.price,
+        max_response_bytes=max_response_bytes,
     )

@@ -85,7 +85,10 @@ class TrialWorker:
 
         spec = self.manifest.spec
         self._session = new_session(spec.concurrency)
-        self._providers = {c.name: build_provider(c, self._session) for c in spec.candidates}
+        self._providers = {
+            c.name: build_provider(c, self._session, spec.max_response_bytes)
+            for c in spec.candidates
+        }
         self._services = RunServices(
             ledger=AttemptCollector(),  # type: ignore[arg-type]
             policy=spec.retry,

@@ -154,6 +154,7 @@ class _Execution:
             self.ledger.append_many([("attempts", a) for a in attempts] + [("trials", row)])
             self.services.attempts += len(attempts)
             self.services.retries += retries
+        self.ledger.anchor()
         self.done += 1
         if row["status"] == "completed":
             self.completed += 1
@@ -230,7 +231,9 @@ async def _run_into_ledger(
             rng=random.Random(spec.order_seed + 1),
         )
         async with new_session(spec.concurrency) as session:
-            providers = {c.name: build_provider(c, session) for c in spec.candidates}
+            providers = {
+                c.name: build_provider(c, session, spec.max_response_bytes) for c in spec.candidates
+            }
             for candidate in spec.candidates:
                 provider = providers[candidate.name]
                 if candidate.rate_limit_per_s and provider is not None and provider.endpoint:
@@ -264,6 +267,7 @@ async def _run_into_ledger(
                     "remaining": len(remaining),
                 },
             )
+            ledger.anchor(force=True)
             progress.start(len(keys), len(finished))
             execution.done = len(finished)
             pending = iter(remaining)
@@ -289,9 +293,13 @@ async def _run_into_ledger(
             transport_retries=services.retries,
             abandoned_executions=abandoned,
         )
+        # The sign-off: the chain head it closes and the count of finished trials, recorded in
+        # the chain and (as the new head) in ledger.head, so a cut after it is detectable.
         ledger.event(
-            "run_finished", {**summary.__dict__, "finished": len(ledger.finished_trial_ids())}
+            "run_finished",
+            {**summary.__dict__, "finished": len(ledger.finished_trial_ids()), "head": ledger.head},
         )
+        ledger.anchor(force=True)
         return summary
     finally:
         ledger.close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,14 +17,15 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trustbench.core._credentials import refuse_credential_query, refuse_inline_credentials
 from trustbench.core.gates import GateSpec
 from trustbench.errors import InputError
 from trustbench.providers._pricing import PriceSpec
+from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES
 
 JsonValue = Any
 """A JSON-compatible value (pydantic validates the concrete types where it matters)."""
 
-_SECRET_LIKE_KEY = re.compile(r"(api[_-]?key|authorization|password|secret|token$|bearer)", re.I)
 TRANSIENT_ERROR_CLASSES: tuple[str, ...] = (
     "rate_limited",
     "server_error",
@@ -178,12 +178,7 @@ class CandidateSpec(_Strict):
     @field_validator("settings")
     @classmethod
     def _no_secret_settings(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        for key in value:
-            if _SECRET_LIKE_KEY.search(key):
-                raise ValueError(
-                    f"settings.{key} looks like a credential; name an environment variable "
-                    "in api_key_env instead"
-                )
+        refuse_inline_credentials(value, "settings")
         return value
 
     @field_validator("base_url")
@@ -196,6 +191,7 @@ class CandidateSpec(_Strict):
             raise ValueError(f"base_url must be an http(s) URL, got {value!r}")
         if parts.username or parts.password:
             raise ValueError("base_url must not carry credentials; use api_key_env")
+        refuse_credential_query(parts.query)
         return value.rstrip("/")
 
     @model_validator(mode="after")
@@ -288,6 +284,10 @@ class ExperimentSpec(_Strict):
     """Trials in flight at once."""
     timeout_s: float = Field(default=60.0, gt=0)
     """Limit for one call (attempt), from sending the request to reading the whole body."""
+    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1024, le=1 << 30)
+    """Largest response body read from an API candidate (default 4 MiB). A longer body is stored
+    cut to this size with error class `response_too_large` (the truncation flag) and never
+    parsed: the trial has no usable answer (missing or invalid, never approval)."""
     trial_timeout_s: float | None = Field(default=None, gt=0)
     """Limit for a whole trial; none = only per-call timeouts apply."""
     order_seed: int = 0
@@ -302,6 +302,12 @@ class ExperimentSpec(_Strict):
     """Track-specific options (the track validates them when it resolves the spec)."""
     human_protocol: HumanProtocolSpec | None = None
     """Required when any candidate is `human`: who supplied the reference decisions."""
+
+    @field_validator("track_options")
+    @classmethod
+    def _no_secret_track_options(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        refuse_inline_credentials(value, "track_options")
+        return value
 
     @property
     def track_id(self) -> str:
@@ -386,6 +392,28 @@ def load_spec(path: Path) -> ExperimentSpec:
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
         kind = "JSON" if as_json else "TOML"
         raise InputError(f"not valid {kind}: {error}", location=str(path)) from None
+    except RecursionError:
+        raise InputError("nested too deeply to read", location=str(path)) from None
+    except OSError as error:
+        raise InputError(f"cannot read the spec: {error.strerror}", location=str(path)) from None
     if not isinstance(data, dict):
         raise InputError("a spec must be a table (a JSON object)", location=str(path))
     return parse_spec(data, source=str(path))
+
+
+def refuse_unused_resample(spec: ExperimentSpec, track: object, *, source: str) -> None:
+    """Refuse `retry.candidate_resample > 0` for a track that never re-samples a candidate.
+
+    Re-sampling is a different decision policy; declaring it for a track that does not use it
+    would freeze a policy the run never applies. A track that re-samples says so with a class
+    attribute `uses_candidate_resample = True` (none of the built-in tracks does yet).
+
+    Raises:
+        InputError: naming the field.
+    """
+    if spec.retry.candidate_resample and not getattr(track, "uses_candidate_resample", False):
+        raise InputError(
+            f"track {spec.track_id} never re-samples a candidate, so candidate_resample = "
+            f"{spec.retry.candidate_resample} would have no effect; set it to 0",
+            location=f"{source}#/retry/candidate_resample",
+        )

@@ -1,13 +1,17 @@
-"""`verify`: recompute the manifest hash and the ledger chain; name the first broken row."""
+"""`verify`: recompute the manifest hash, the ledger chain and head, and the frozen inputs."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trustbench.core._ledger import open_for_reading, verify_chain
-from trustbench.core._manifest import read_manifest
+from trustbench.core._ledger import NOT_A_LEDGER, TABLE_COLUMNS, open_for_reading, verify_chain
+from trustbench.core._ledger_head import head_problems
+from trustbench.core._manifest import Manifest, check_inputs, read_manifest
+from trustbench.core._registry import load_track
+from trustbench.errors import TrustbenchError
 
 
 @dataclass
@@ -32,14 +36,17 @@ class VerifyReport:
 
 
 def verify_run(run_dir: Path) -> VerifyReport:
-    """Verify a run folder's manifest and ledger.
+    """Verify a run folder: manifest, ledger chain, recorded head, sign-offs and frozen inputs.
 
-    The chain proves no row was altered, removed or reordered; a truncated tail is caught by
-    requiring the ledger to end with a `run_finished` event (a ledger of an interrupted run
-    fails this too, and says so: resume it with `trustbench run`).
+    The chain proves no row was altered, removed or reordered; `ledger.head` (see
+    `_ledger_head`) catches rows cut off the end and a chain re-hashed after an edit; each
+    `run_finished` sign-off must match the trials before it; the corpus and prompt files are
+    re-hashed against the manifest. A ledger of an interrupted run (intact, but not ending with
+    a sign-off) fails too, and says so: resume it with `trustbench run`.
 
     Raises:
-        CheckFailed: when the manifest was changed (raised by `read_manifest`).
+        CheckFailed: when the manifest was changed (raised by `read_manifest`) or the ledger file
+            is empty or not a SQLite database.
         InputError: when the folder has no manifest or ledger.
     """
     manifest = read_manifest(run_dir)
@@ -47,29 +54,76 @@ def verify_run(run_dir: Path) -> VerifyReport:
     connection = open_for_reading(run_dir)
     try:
         report.problems = verify_chain(connection, manifest.manifest_sha256)
+        chain_intact = not report.problems
+        report.problems += head_problems(connection, run_dir, manifest.manifest_sha256, empty=False)
         report.rows = sum(
             connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in ("experiments", "trials", "attempts", "events")
+            for table in TABLE_COLUMNS
         )
         report.finished_trials = connection.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-        if not report.problems:
-            last = connection.execute(
-                "SELECT kind, data FROM events ORDER BY seq DESC LIMIT 1"
-            ).fetchone()
-            max_seq = max(
-                connection.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {t}").fetchone()[0]
-                for t in ("experiments", "trials", "attempts", "events")
-            )
-            last_event_seq = connection.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM events"
-            ).fetchone()[0]
-            if last is None or last[0] != "run_finished" or last_event_seq != max_seq:
-                report.problems.append(
-                    "the ledger does not end with a run_finished event: the run was interrupted "
-                    "(resume it with `trustbench run`) or rows were cut off its end"
-                )
-            elif json.loads(last[1]).get("finished") != report.finished_trials:
-                report.problems.append("the final run_finished event disagrees with the trial rows")
+        if chain_intact:
+            report.problems += _sign_off_problems(connection)
+        if not report.problems and not _ends_signed_off(connection):
+            report.problems.append(INTERRUPTED)
+    except sqlite3.DatabaseError as error:
+        report.problems.insert(0, f"{NOT_A_LEDGER}: {error}")
     finally:
         connection.close()
+    report.problems += _input_problems(manifest)
     return report
+
+
+INTERRUPTED = (
+    "the ledger does not end with a run_finished event: the run was interrupted "
+    "(resume it with `trustbench run`)"
+)
+"""The one verify problem that is not an integrity failure: `report` still reports such a run,
+marked incomplete."""
+
+
+def _sign_off_problems(connection: sqlite3.Connection) -> list[str]:
+    """Each `run_finished` must count the trials before it and name the head it closes."""
+    for seq, data in connection.execute(
+        "SELECT seq, data FROM events WHERE kind = 'run_finished' ORDER BY seq"
+    ):
+        signed = json.loads(data)
+        before = connection.execute("SELECT COUNT(*) FROM trials WHERE seq < ?", (seq,)).fetchone()
+        if signed.get("finished") != before[0]:
+            return [
+                f"events seq {seq}: the run_finished sign-off counts {signed.get('finished')} "
+                f"finished trials, the ledger holds {before[0]} before it"
+            ]
+        previous = next(
+            (
+                found[0]
+                for table in TABLE_COLUMNS
+                if (
+                    found := connection.execute(
+                        f"SELECT row_hash FROM {table} WHERE seq = ?", (seq - 1,)
+                    ).fetchone()
+                )
+            ),
+            None,
+        )
+        if "head" in signed and signed["head"] != previous:
+            return [f"events seq {seq}: the run_finished sign-off names another chain head"]
+    return []
+
+
+def _ends_signed_off(connection: sqlite3.Connection) -> bool:
+    last = max(
+        connection.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {t}").fetchone()[0]
+        for t in TABLE_COLUMNS
+    )
+    found = connection.execute("SELECT kind FROM events WHERE seq = ?", (last,)).fetchone()
+    return found is not None and found[0] == "run_finished"
+
+
+def _input_problems(manifest: Manifest) -> list[str]:
+    """Re-hash the corpus, prompts and every other frozen input against the manifest."""
+    try:
+        track, _ = load_track(manifest.spec.track_id)
+        check_inputs(manifest, track)
+    except TrustbenchError as error:
+        return [f"frozen inputs: {error}"]
+    return []

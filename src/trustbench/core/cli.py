@@ -41,7 +41,10 @@ AddressOpt = Annotated[
 def freeze(spec: SpecArg, out: OutDirOpt) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
     from trustbench.core._manifest import build_manifest, write_manifest
+    from trustbench.errors import InputError
 
+    if out.exists() and not out.is_dir():
+        raise InputError("--out must be a run folder, not a file", location=str(out))
     manifest = build_manifest(spec)
     path = write_manifest(manifest, out)
     typer.echo(

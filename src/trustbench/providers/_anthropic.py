@@ -15,7 +15,13 @@ from trustbench.providers._anthropic_messages import (
 )
 from trustbench.providers._http import post_json, reply_or_malformed
 from trustbench.providers._pricing import PriceSpec, attempt_cost
-from trustbench.providers._types import AttemptResult, ChatReply, ChatRequest, ToolCall
+from trustbench.providers._types import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    AttemptResult,
+    ChatReply,
+    ChatRequest,
+    ToolCall,
+)
 
 ANTHROPIC_VERSION = "2023-06-01"
 """The `anthropic-version` header sent with every request."""
@@ -48,12 +54,15 @@ class AnthropicMessagesProvider:
         api_key_env: str | None = None,
         settings: dict[str, Any] | None = None,
         price: PriceSpec | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.session = session
         self.requested_model: str | None = model
         self.endpoint: str | None = f"{base_url.rstrip('/')}/v1/messages"
         self.settings = dict(settings or {})
         self.price = price
+        self.max_response_bytes = max_response_bytes
+        """Largest response body read; a longer one is stored truncated, never parsed."""
         self._headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key_env:
             self._headers["x-api-key"] = os.environ[api_key_env]
@@ -103,7 +112,13 @@ class AnthropicMessagesProvider:
             return result
         assert self.endpoint is not None
         document = await post_json(
-            self.session, self.endpoint, self._headers, body, timeout_s, result
+            self.session,
+            self.endpoint,
+            self._headers,
+            body,
+            timeout_s,
+            result,
+            max_bytes=self.max_response_bytes,
         )
         if document is None:
             return result

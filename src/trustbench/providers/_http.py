@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 
 from trustbench._canonical import canonical_json
-from trustbench.providers._types import AttemptResult, ChatReply
+from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES, AttemptResult, ChatReply
 
 _MAX_ERROR_TEXT = 500
 
@@ -73,8 +73,13 @@ async def post_json(
     body: dict[str, Any],
     timeout_s: float,
     result: AttemptResult,
+    max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> Any:
     """POST `body` as canonical JSON and fill `result` with status, raw text and latency.
+
+    At most `max_bytes + 1` bytes of the body are read: a longer body is stored cut to
+    `max_bytes`, with error class `response_too_large` (the truncation flag), and is never parsed
+    into a reply, so an oversized answer can neither exhaust memory nor count as a decision.
 
     Args:
         session: The run's shared session.
@@ -83,6 +88,7 @@ async def post_json(
         body: JSON body.
         timeout_s: Limit for sending and reading the whole response.
         result: The attempt being recorded; filled in place.
+        max_bytes: Largest body accepted (the spec's `max_response_bytes`).
 
     Returns:
         The decoded JSON document on a 2xx with a JSON body, else None (with `result.error_class`
@@ -95,7 +101,7 @@ async def post_json(
             async with session.post(
                 url, data=data, headers={**headers, "Content-Type": "application/json"}
             ) as response:
-                raw = await response.read()
+                raw = await _read_capped(response.content, max_bytes)
                 result.http_status = response.status
                 result.retry_after_s = parse_retry_after(response.headers.get("Retry-After"))
     except TimeoutError:
@@ -109,19 +115,42 @@ async def post_json(
         result.error_message = f"{type(error).__name__}: {error}"[:_MAX_ERROR_TEXT]
         return None
     result.latency_s = time.perf_counter() - started
-    text = raw.decode("utf-8", errors="replace")
+    truncated = len(raw) > max_bytes
+    text = raw[:max_bytes].decode("utf-8", errors="replace")
     result.raw_response = text
     error_class = classify_status(result.http_status)
-    if error_class is not None:
+    if error_class is not None:  # an error status keeps its class (retries still apply)
         result.error_class = error_class
         result.error_message = f"HTTP {result.http_status}: {text[:_MAX_ERROR_TEXT]}"
+        if truncated:
+            result.error_message += f" (body truncated at max_response_bytes = {max_bytes})"
+        return None
+    if truncated:
+        result.error_class = "response_too_large"
+        result.error_message = (
+            f"HTTP {result.http_status}: response body exceeds max_response_bytes = {max_bytes}; "
+            "stored truncated (truncated: true), not parsed"
+        )
         return None
     try:
         return json.loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: absurdly nested JSON
         result.error_class = "malformed_response"
         result.error_message = f"response body is not JSON: {error}"
         return None
+
+
+async def _read_capped(stream: aiohttp.StreamReader, max_bytes: int) -> bytes:
+    """Read the body until EOF or until more than `max_bytes` arrived (then stop reading)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= max_bytes:
+        chunk = await stream.read(min(max_bytes + 1 - size, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def malformed(result: AttemptResult, why: str) -> None:

@@ -12,6 +12,7 @@ from trustbench._canonical import canonical_json
 from trustbench.providers._http import post_json, reply_or_malformed
 from trustbench.providers._pricing import PriceSpec, attempt_cost
 from trustbench.providers._types import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     AttemptResult,
     ChatReply,
     ChatRequest,
@@ -38,12 +39,15 @@ class OpenAIChatProvider:
         api_key_env: str | None = None,
         settings: dict[str, Any] | None = None,
         price: PriceSpec | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.session = session
         self.requested_model: str | None = model
         self.endpoint: str | None = f"{base_url.rstrip('/')}/chat/completions"
         self.settings = dict(settings or {})
         self.price = price
+        self.max_response_bytes = max_response_bytes
+        """Largest response body read; a longer one is stored truncated, never parsed."""
         # The key is read once, kept only in the Authorization header, never in a body or record.
         self._headers: dict[str, str] = {}
         if api_key_env:
@@ -84,7 +88,13 @@ class OpenAIChatProvider:
         )
         assert self.endpoint is not None
         document = await post_json(
-            self.session, self.endpoint, self._headers, body, timeout_s, result
+            self.session,
+            self.endpoint,
+            self._headers,
+            body,
+            timeout_s,
+            result,
+            max_bytes=self.max_response_bytes,
         )
         if document is None:
             return result

@@ -18,8 +18,16 @@ ERROR_CLASSES: tuple[str, ...] = (
     "malformed_response",
     "client_error",
     "candidate_error",
+    "response_too_large",
+    "trial_timeout",
 )
-"""Every error class an attempt can carry. `candidate_error`: an in-process candidate raised."""
+"""Every error class an attempt can carry. `candidate_error`: an in-process candidate raised;
+`response_too_large`: the body exceeded the declared `max_response_bytes` (stored truncated, the
+reply unusable); `trial_timeout`: the trial's time limit cancelled the call mid-flight."""
+
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+"""Default cap on one response body (4 MiB): far above any chat reply, far below a memory
+exhaustion (twelve 20 MiB replies once made a 506 MB ledger)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,14 +8,22 @@ per-session access token; an unknown token gets 403 and no page content):
 - `POST /s/<token>/pause` and `/resume`: stop and restart the case clock.
 
 Nothing else is served: no static files, no run-folder files, no API. Responses carry a strict
-Content-Security-Policy (no external or scripted content), `no-store` and `no-referrer` (the
-token is in the URL).
+Content-Security-Policy (no external or scripted content), `no-store` and `same-origin` referrer
+policy (the token is in the URL: it never leaves for another origin; `no-referrer` would make
+browsers send `Origin: null` on the app's own form posts).
+
+Every POST must come from a page of this app: its `Origin` (or, lacking one, its `Referer`) must
+name the host the request was sent to, or the browser must mark it `Sec-Fetch-Site: same-origin`,
+else 403, so another site open in the participant's
+browser cannot submit or pause for them. A form that cannot be parsed (malformed multipart, a
+file where text belongs) is answered 400, never 500.
 """
 
 from __future__ import annotations
 
 import hmac
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -33,7 +41,7 @@ _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
 
@@ -60,6 +68,42 @@ def _candidate(request: web.Request) -> str:
             headers=_HEADERS,
         )
     return found
+
+
+def _check_origin(request: web.Request) -> None:
+    """403 unless the POST comes from this app's own pages.
+
+    Accepted evidence: an `Origin` (or, lacking one, a `Referer`) naming this scheme and host, or
+    `Sec-Fetch-Site: same-origin` (set by the browser itself; a page cannot forge it).
+    """
+    if request.headers.get("Sec-Fetch-Site") == "same-origin":
+        return
+    source = request.headers.get("Origin") or request.headers.get("Referer")
+    parts = urlsplit(source) if source and source != "null" else None
+    if parts is None or parts.scheme != request.scheme or parts.netloc != request.host:
+        raise web.HTTPForbidden(
+            text="cross-origin or origin-less form posts are refused", headers=_HEADERS
+        )
+
+
+async def _form(request: web.Request) -> dict[str, Any]:
+    """The submitted finding form as text fields; 400 when it cannot be parsed."""
+    try:
+        data = await request.post()
+    except web.HTTPException:
+        raise
+    except (ValueError, AssertionError, UnicodeDecodeError) as error:
+        # aiohttp raises these for a broken multipart body (no boundary, truncated parts).
+        raise web.HTTPBadRequest(text=f"malformed form: {error}", headers=_HEADERS) from None
+    if any(not isinstance(value, str) for value in data.values()):
+        raise web.HTTPBadRequest(text="malformed form: only text fields", headers=_HEADERS)
+    return {
+        "evaluation_id": str(data.get("evaluation_id", "")),
+        "decision": data.get("decision"),
+        "reason_codes": [str(v) for v in data.getall("reason_codes", [])],
+        "evidence_refs": [str(v) for v in data.getall("evidence_refs", [])],
+        "explanation": str(data.get("explanation", "")),
+    }
 
 
 def _page(
@@ -111,14 +155,8 @@ async def _show(request: web.Request) -> web.Response:
 
 async def _submit(request: web.Request) -> web.Response:
     candidate = _candidate(request)
-    data = await request.post()
-    form = {
-        "evaluation_id": str(data.get("evaluation_id", "")),
-        "decision": data.get("decision"),
-        "reason_codes": [str(v) for v in data.getall("reason_codes", [])],
-        "evidence_refs": [str(v) for v in data.getall("evidence_refs", [])],
-        "explanation": str(data.get("explanation", "")),
-    }
+    _check_origin(request)
+    form = await _form(request)
     result = request.app[STORE_KEY].submit(candidate, form)
     if result.recorded:
         raise web.HTTPSeeOther(f"/s/{request.match_info['token']}", headers=_HEADERS)
@@ -127,12 +165,14 @@ async def _submit(request: web.Request) -> web.Response:
 
 async def _pause(request: web.Request) -> web.Response:
     candidate = _candidate(request)
+    _check_origin(request)
     request.app[STORE_KEY].pause(candidate)
     raise web.HTTPSeeOther(f"/s/{request.match_info['token']}", headers=_HEADERS)
 
 
 async def _resume(request: web.Request) -> web.Response:
     candidate = _candidate(request)
+    _check_origin(request)
     request.app[STORE_KEY].resume(candidate)
     raise web.HTTPSeeOther(f"/s/{request.match_info['token']}", headers=_HEADERS)
 

@@ -93,6 +93,7 @@ class SessionRun:
                 "served_by": "trustbench rtb human serve",
             },
         )
+        self._ledger.anchor(force=True)
         self.app = build_app(self.store, self.tokens, corpus.review_prompt)
 
     def __exit__(
@@ -107,8 +108,13 @@ class SessionRun:
                     self.store.pause(candidate)
                 self._ledger.event(
                     "run_finished",
-                    {"finished": self.store.finished_count(), "served_by": "human review app"},
+                    {
+                        "finished": self.store.finished_count(),
+                        "head": self._ledger.head,
+                        "served_by": "human review app",
+                    },
                 )
+                self._ledger.anchor(force=True)
             if self._ledger is not None:
                 self._ledger.close()
         finally:

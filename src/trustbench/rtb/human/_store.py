@@ -304,5 +304,6 @@ class SessionStore:
                 ),
             ]
         )
+        self._ledger.anchor(force=True)  # human pace: anchor every recorded finding
         session.submitted.add(clock.case_id)
         session.clock = None

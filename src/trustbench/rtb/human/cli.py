@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -29,6 +31,8 @@ def serve(
 ) -> None:
     """Serve the review app; print one private session link per participant; Ctrl-C to stop.
 
+    SIGTERM stops it exactly as Ctrl-C does.
+
     The app is the ledger's only writer while it serves (`trustbench run` is refused meanwhile).
     Stopping pauses every open case; serving again resumes from the ledger with fresh links.
     """
@@ -51,12 +55,15 @@ def serve(
                 typer.echo(f"  {candidate}: {link}")
             typer.echo("give each participant only their own link (it is their access token)")
             sys.stdout.flush()
+            # SIGTERM (a service manager, `kill`) stops exactly like Ctrl-C: the `with` block
+            # closes normally, pausing every open case clock and signing the ledger off.
+            stop = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
             try:
-                await asyncio.Event().wait()
+                await stop.wait()
             finally:
                 await runner.cleanup()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
-    except KeyboardInterrupt:
-        typer.echo("stopped: open cases paused; serve again to resume")
+    typer.echo("stopped: open cases paused; serve again to resume")

@@ -132,13 +132,19 @@ def pass_hat_k_figure(
         by_case.setdefault(row.case_id, (row.group, []))[1].append(correct)
     complete = {c: v for c, v in by_case.items() if len(v[1]) >= k}
     values = [pass_hat_k(sum(v[1]), len(v[1]), k) for v in complete.values()]
+    description = (
+        f"per case, chance that {k} fresh trials all reach the reference decision "
+        f"(unbiased C(c,{k})/C(n,{k})), averaged over cases with {k} trials run"
+    )
+    if not complete:  # an interrupted run may have no case with all K trials: not run, not 0
+        reason = f"no case has all {k} trials finished (interrupted run)"
+        return not_run_figure(PASS_HAT_K, description=description, reason=reason, unit="case")
     return clustered_figure(
         PASS_HAT_K,
         values,
         None,
         [v[0] for v in complete.values()],
-        description=f"per case, chance that {k} fresh trials all reach the reference decision "
-        f"(unbiased C(c,{k})/C(n,{k})), averaged over cases with {k} trials run",
+        description=description,
         cluster=CLUSTER,
         unit="case",
         confidence=confidence,

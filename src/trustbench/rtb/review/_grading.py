@@ -77,6 +77,11 @@ def _member_trial(case: Case, trial: dict[str, Any], ledger: LedgerContents) -> 
     raw = outcome.get("reply") if trial["status"] == "completed" else None
     if trial["status"] == "completed" and isinstance(evaluation_id, str):
         validated = validate_response(raw, to_candidate_input(case, evaluation_id))
+    elif trial.get("error_class") == "response_too_large":
+        # The candidate answered, but past the declared size cap: an unusable answer is invalid.
+        validated = ValidatedResponse(
+            outcome=Outcome.INVALID, invalid_reason="response exceeded max_response_bytes"
+        )
     else:
         validated = ValidatedResponse(outcome=Outcome.MISSING)
     attempts = ledger.attempts_of(trial["trial_id"])
