@@ -12,6 +12,7 @@ from trustbench.trb.profile._baselines import HIGH_LEVEL, TRANSFER_DROP
 from trustbench.trb.profile._run import BASELINES
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._corpus_source import LoadedCorpus
+from trustbench.trb.track._governance_flags import governance_flags
 from trustbench.trb.track._lookup import (
     BOOTSTRAP,
     bootstrap_bounds,
@@ -206,6 +207,7 @@ def profile_flags(
                 f"{candidate}: G {g:.3f} is at or below its null-edit floor {floor:.3f} (the G "
                 "it would score ignoring every edit): its r does not govern its action"
             )
+        flags += governance_flags(candidate, figures)  # Track 1 G* and Track 1b (issue 16)
         viab = find_figure(figures, "completion_retention_ratio")
         below = viab is not None and viab.status == "measured" and (viab.estimate or 1.0) < 1
         if viab is not None and below:
