@@ -178,11 +178,12 @@ def test_every_baseline_and_profile_axis_is_listed_and_unrun_ones_are_not_run(
     for key in ("instruct", "cot-prompted", "cot-supervised-finetune"):
         assert baselines[key]["status"] == "not run" and baselines[key]["G"] is None
     assert baselines["trace-ai-full"]["G"] == figure(record, "full", "G")["estimate"]
+    assert baselines["trace-ai-full"]["G_star"] == figure(record, "full", "G_star")["estimate"]
     for candidate, axes in record["trb"]["profile"].items():
         assert set(axes) == set(PROFILE_AXES)  # record.json sorts keys
         for axis in ("ground", "viab", "nav", "trans"):
             assert axes[axis]["status"] == "not run" and axes[axis]["value"] is None
-        assert axes["G"]["value"] == figure(record, candidate, "G")["estimate"]
+        assert axes["G"]["value"] == figure(record, candidate, "G_star")["estimate"]
         assert axes["attr"]["value"] == figure(record, candidate, "balanced_accuracy")["estimate"]
 
 

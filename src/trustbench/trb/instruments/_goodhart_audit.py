@@ -34,6 +34,9 @@ G_STAR_EQUIVALENCE = 0.01
 contains 0": its nudge direction is pseudo-random per call, so its true G* is a tiny non-zero
 number (~1e-5) and a 95% interval misses 0 about one time in twenty; equivalence to 0 at a
 margin far below any governance worth reporting is the signature that holds deterministically."""
+CHANCE_MARGIN = 0.6
+"""Report-garbage's balanced accuracy and goal slot accuracy must stay below this (chance is
+0.5). As with G*, "the interval contains 0.5" would fail by chance one corpus in twenty."""
 RESAMPLES = 500
 """Bootstrap resamples behind the audit's intervals (seeded with 0)."""
 ROLLOUT_TRACES = 20
@@ -130,12 +133,13 @@ def goodhart_audit(traces: list[Trace]) -> list[dict[str, Any]]:
     )["balanced_accuracy"]
     goal_accuracy = garbage["slot_accuracy"]["goal"]["value"]
     check("report-garbage",
-          "attribution at chance (balanced-accuracy interval contains 0.5), goal slot accuracy "
-          "below 0.6, and the Track 1b flag fires",
-          f"balanced accuracy {_fmt_fig(attribution)}; goal slot accuracy {goal_accuracy:.3f}; "
+          f"attribution and goal slot accuracy at chance (both below {CHANCE_MARGIN}; chance is "
+          "0.5), and the Track 1b flag fires",
+          f"balanced accuracy {_fmt_fig(attribution)} (interval contains 0.5: "
+          f"{_contains(attribution, 0.5)}); goal slot accuracy {goal_accuracy:.3f}; "
           f"flags {len(garbage['flags_1b'])}",
-          _contains(attribution, 0.5) and goal_accuracy < 0.6
-          and bool(garbage["flags_1b"]))  # fmt: skip
+          attribution["value"] is not None and attribution["value"] < CHANCE_MARGIN
+          and goal_accuracy < CHANCE_MARGIN and bool(garbage["flags_1b"]))  # fmt: skip
     return rows
 
 

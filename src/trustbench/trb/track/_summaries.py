@@ -114,7 +114,8 @@ def baselines_summary(
     rows = []
     axis_of = {m.headline: m.axis for m in measures}
     names = [m.headline for m in measures]
-    names += [f"slot_accuracy[{s}]" for s in EDITABLE_SLOTS] if "G" in names else []
+    if "G_star" in names:  # raw G and slot accuracy beside the G* headline (issue 16)
+        names += ["G", *(f"slot_accuracy[{s}]" for s in EDITABLE_SLOTS)]
     for key, description, tier in BASELINES:
         label = label_for(tier)
         candidate = next(
@@ -156,12 +157,15 @@ def baselines_summary(
             }
             if name.startswith("slot_accuracy["):
                 row["slot_accuracy"][name[len("slot_accuracy[") : -1]] = entry
+            elif name not in axis_of:  # raw G: reported beside its axis, not as it
+                row[name], row[f"{name}_interval"] = entry["value"], [low, high]
             else:
                 row["profile"][axis_of[name]] = entry
-        for name in ("G", "balanced_accuracy"):  # kept for readers of the earlier record
+        for name in ("G_star", "balanced_accuracy"):  # flat keys for readers of the record
             got = (row["profile"].get(axis_of.get(name, "")) or {}) if name in axis_of else {}
             row[name] = got.get("value")
             row[f"{name}_interval"] = [got.get("lower"), got.get("upper")]
+        row.setdefault("G", None)  # raw G (set above when the governance measure ran)
         rows.append(row)
     share = "unknown" if synthetic_share is None else f"{synthetic_share:.0%}"
     block = FiguresBlock(
