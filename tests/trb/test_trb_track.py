@@ -137,6 +137,16 @@ def test_governance_gap_is_positive_with_an_interval_excluding_zero(
     assert record["gates"]["results"][0]["status"] == "passed"
 
 
+def test_governance_gap_on_g_star_compares_each_model_against_its_own_floor(
+    reference_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = reference_run
+    gap = figure(record, "full", "governance_gap_G_star")
+    g_full, g_abl = figure(record, "full", "G_star"), figure(record, "ablation", "G_star")
+    assert gap["estimate"] == pytest.approx(g_full["estimate"] - g_abl["estimate"])
+    assert interval(gap)["lower"] > 0
+
+
 def test_oracle_figures_in_the_record_equal_their_closed_forms(
     reference_run: tuple[Path, dict[str, Any]],
 ) -> None:
