@@ -166,9 +166,21 @@ def _print_result(result: dict[str, Any]) -> None:
         detail.add_column(column)
     for name, t in result["tracks"].items():
         g = t["governance"]
+        star = g.get("G_star") or {}
+        detail.add_row(
+            name, "G* = (G - floor)/(1 - floor)",
+            _fmt(star.get("value")) if star.get("value") is not None else "not applicable",
+            _interval(star), str(g["G"]["items"]),
+        )  # fmt: skip
         detail.add_row(
             name, "G (edits)", _fmt(g["G"]["value"]), _interval(g["G"]), str(g["G"]["items"])
         )
+        for key, text in (("G_null_edit_floor", "floor: G ignoring every edit"),
+                          ("G_r_ignoring_ceiling", "best r-ignoring G (bound)"),
+                          ("self_consistency", "self-consistency (T1b)")):  # fmt: skip
+            if key in g:
+                detail.add_row(name, text, _fmt(g[key]["value"]), _interval(g[key]),
+                               str(g[key]["items"]))  # fmt: skip
         for slot, fig in g["G_per_slot"].items():
             detail.add_row(
                 name, escape(f"G[{slot}]"), _fmt(fig["value"]), _interval(fig), str(fig["items"])
