@@ -100,3 +100,24 @@ def test_flags_catch_a_high_level_that_collapses_off_distribution():
     assert got["high_level_low_transfer"]["viability"] is None  # not run, not "fine"
     assert got["g_at_or_below_null_edit_floor"] is True  # interval reaches 0
     assert got["viability_below_one"] is True
+
+
+def test_library_profile_flags_g_star_near_zero_and_a_hidden_goal():
+    from trustbench.trb.profile._vector import governance_star_flags
+
+    nudge = {
+        "G": {"value": 0.68},
+        "G_star": {"value": 1e-5, "low": -1e-5, "high": 3e-5},
+        "self_consistency": {"value": 0.7},
+        "identity_edit_agreement": {"value": 1.0},
+    }
+    assert governance_star_flags(nudge)["g_star_near_zero"] is True
+    hidden = {
+        "G": {"value": 1.0},
+        "G_star": {"value": 1.0, "low": 1.0, "high": 1.0},
+        "self_consistency": {"value": 0.45},
+        "identity_edit_agreement": {"value": 0.45},
+    }
+    got = governance_star_flags(hidden)
+    assert got["g_star_near_zero"] is False and len(got["self_consistency"]) == 2
+    assert governance_star_flags({})["g_star_near_zero"] is None  # absent, never "fine"

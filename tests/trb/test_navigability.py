@@ -4,6 +4,7 @@ import numpy as np
 
 from trustbench.trb import EpiphenomenalOracle, GovernedOracle, generate_split
 from trustbench.trb.adapter._schema import Observation
+from trustbench.trb.instruments import SabotagedAblation
 from trustbench.trb.measures import Start, exact_reach, navigability, sampled_reach
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
@@ -52,12 +53,7 @@ def test_a_failed_candidate_call_never_counts_as_reaching():
 
 def test_governed_oracle_steers_with_positive_lift_and_zero_path_dependence():
     traces = generate_split("eval", 12, seed=5)
-
-    class Governed(GovernedOracle):
-        def act_without_r(self, context):
-            return {"left": 1 / 3, "stay": 1 / 3, "right": 1 / 3}
-
-    result = navigability(Governed(), traces, n_samples=8, seed=1, resamples=200)
+    result = navigability(GovernedOracle(), traces, n_samples=8, seed=1, resamples=200)
     assert result["method"].startswith("seeded Monte Carlo")
     assert result["lift"]["value"] > 0.1
     # The oracle acts exactly as the reference agent does, so its loop penalty is the
@@ -65,14 +61,22 @@ def test_governed_oracle_steers_with_positive_lift_and_zero_path_dependence():
     assert result["path_dependence"]["difference"]["value"] == 0.0
 
 
-def test_model_that_ignores_r_has_no_lift_over_its_own_ablation():
+def test_model_that_ignores_r_has_no_lift_over_the_harness_no_r_arm():
     traces = generate_split("eval", 12, seed=5)
-
-    class Ignores(EpiphenomenalOracle):
-        def act_without_r(self, context):
-            return self.act(context)
-
-    result = navigability(Ignores(), traces, steps=3, max_nodes=100, seed=1, resamples=200)
+    result = navigability(
+        EpiphenomenalOracle(), traces, steps=3, max_nodes=100, seed=1, resamples=200
+    )
     assert result["method"] == "exact enumeration"
     assert result["lift"]["value"] == 0.0
     assert not result["lift"]["pass_bar_met"]
+
+
+def test_a_sabotaged_adapter_ablation_cannot_inflate_the_lift():
+    traces = generate_split("eval", 12, seed=5)
+    saboteur = SabotagedAblation()
+    kw = {"steps": 3, "max_nodes": 100, "seed": 1, "resamples": 200}
+    sabotaged = navigability(saboteur, traces, **kw)
+    honest = navigability(GovernedOracle(), traces, **kw)
+    assert saboteur.ablation_calls == 0
+    assert sabotaged["lift"] == honest["lift"]
+    assert sabotaged["ablation"].startswith("harness no-r arm")

@@ -100,14 +100,16 @@ def test_the_proxy_baselines_run_every_track_through_the_proxy_tier(
         assert [a for a in PROFILE_AXES if axes[a]["status"] != "measured"] == []
 
 
-def test_an_adapter_without_white_box_or_ablation_shows_those_axes_not_run(
+def test_an_adapter_without_white_box_shows_grounding_not_run_but_gets_the_harness_no_r_arm(
     profile_run: tuple[Path, dict[str, Any]],
 ) -> None:
     _, record = profile_run
     axes = record["trb"]["profile"]["epiphenomenal"]
-    for axis in ("ground", "viab", "nav"):
-        assert axes[axis]["status"] == "not run" and axes[axis]["value"] is None
-        assert axes[axis]["reason"]
+    assert axes["ground"]["status"] == "not run" and axes["ground"]["value"] is None
+    assert axes["ground"]["reason"]
+    # Tracks 4/5 build their no-r arm through r_override, so no adapter ablation is needed;
+    # an adapter that ignores r acts the same in both arms: ratio 1, lift 0.
+    assert axes["viab"]["value"] == 1.0 and axes["nav"]["value"] == 0.0
     assert axes["G"]["status"] == "measured"
 
 
@@ -138,7 +140,8 @@ def test_the_ledger_regrades_the_profile_offline(
         if a["call"] == "adapter.hooks"
         for h in a["request"]["hooks"]
     }
-    assert {"act", "emit_r", "act_many", "act_without_r_many"} <= hooks
+    assert {"act", "emit_r", "act_many"} <= hooks
+    assert not {"act_without_r", "act_without_r_many"} & hooks  # the harness builds no-r
     report_run(run_dir)
     again = json.loads((run_dir / "record.json").read_text())
     assert again["trb"]["profile"] == record["trb"]["profile"]
@@ -160,7 +163,7 @@ def test_transfer_is_the_worst_context_with_its_interval_and_the_drop_from_eval(
     out = TRANSFER.derive(
         {"eval": [fig(0.9)], "transfer": [fig(0.5)], "other": [fig(0.7)]}, ["G"], "[label]"
     )
-    worst = next(f for f in out if f.name == "transfer_min[G]")
+    worst = next(f for f in out if f.name == "transfer_min[G]")  # derive names by its input
     drop = next(f for f in out if f.name == "transfer_drop[G]")
     assert worst.estimate == 0.5 and worst.intervals[0].lower == pytest.approx(0.4)
     assert "worst context: transfer" in worst.description
@@ -295,8 +298,8 @@ def test_a_viability_ratio_below_one_is_flagged_and_one_above_is_not() -> None:
 
 def test_a_high_level_with_a_large_transfer_drop_is_flagged_not_celebrated() -> None:
     high_drop = [
-        _figure("G", 0.95, 0.9, 0.97, kind="rate"),
-        Figure(name="transfer_drop[G]", kind="difference", estimate=0.3, unit="trial",
+        _figure("G_star", 0.95, 0.9, 0.97, kind="mean"),
+        Figure(name="transfer_drop[G_star]", kind="difference", estimate=0.3, unit="trial",
                denominator=10, cluster="trace", description="", intervals=[]),
     ]  # fmt: skip
     assert any("high level with low transfer on Track 1 governance" in f for f in _flags(high_drop))
@@ -331,3 +334,23 @@ def test_a_failed_trial_scores_the_worst_case_on_tracks_2_4_and_5(
         ]
         headline = next(f for f in measure.figures(rows, stats, "") if f.name == measure.headline)
         assert headline.status == "measured" and headline.estimate == expected, key
+
+
+def test_a_g_star_interval_reaching_zero_is_flagged_however_high_g_is() -> None:
+    flags = _flags(
+        [_figure("G", 0.68, 0.66, 0.70), _figure("G_star", 0.001, -0.002, 0.004, "mean")]
+    )
+    assert any("m: G* 0.001" in f and "no evidence" in f for f in flags)
+    governed = _flags([_figure("G", 0.9, 0.88, 0.92), _figure("G_star", 0.8, 0.7, 0.9, "mean")])
+    assert not any("G*" in f for f in governed)
+
+
+def test_self_consistency_far_below_g_is_flagged_while_g_star_is_high() -> None:
+    base = [_figure("G", 1.0, 1.0, 1.0), _figure("G_star", 1.0, 1.0, 1.0, "mean")]
+    hidden = _flags([*base, _figure("self_consistency", 0.45, 0.4, 0.5),
+                     _figure("identity_edit_agreement", 0.45, 0.4, 0.5)])  # fmt: skip
+    assert any("self-consistency 0.450" in f for f in hidden)
+    assert any("identity-edit agreement 0.450" in f for f in hidden)
+    honest = _flags([*base, _figure("self_consistency", 0.97, 0.95, 0.99),
+                     _figure("identity_edit_agreement", 1.0, 1.0, 1.0)])  # fmt: skip
+    assert not any("self-consistency" in f or "identity-edit" in f for f in honest)

@@ -137,6 +137,16 @@ def test_governance_gap_is_positive_with_an_interval_excluding_zero(
     assert record["gates"]["results"][0]["status"] == "passed"
 
 
+def test_governance_gap_on_g_star_compares_each_model_against_its_own_floor(
+    reference_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = reference_run
+    gap = figure(record, "full", "governance_gap_G_star")
+    g_full, g_abl = figure(record, "full", "G_star"), figure(record, "ablation", "G_star")
+    assert gap["estimate"] == pytest.approx(g_full["estimate"] - g_abl["estimate"])
+    assert interval(gap)["lower"] > 0
+
+
 def test_oracle_figures_in_the_record_equal_their_closed_forms(
     reference_run: tuple[Path, dict[str, Any]],
 ) -> None:
@@ -178,11 +188,12 @@ def test_every_baseline_and_profile_axis_is_listed_and_unrun_ones_are_not_run(
     for key in ("instruct", "cot-prompted", "cot-supervised-finetune"):
         assert baselines[key]["status"] == "not run" and baselines[key]["G"] is None
     assert baselines["trace-ai-full"]["G"] == figure(record, "full", "G")["estimate"]
+    assert baselines["trace-ai-full"]["G_star"] == figure(record, "full", "G_star")["estimate"]
     for candidate, axes in record["trb"]["profile"].items():
         assert set(axes) == set(PROFILE_AXES)  # record.json sorts keys
         for axis in ("ground", "viab", "nav", "trans"):
             assert axes[axis]["status"] == "not run" and axes[axis]["value"] is None
-        assert axes["G"]["value"] == figure(record, candidate, "G")["estimate"]
+        assert axes["G"]["value"] == figure(record, candidate, "G_star")["estimate"]
         assert axes["attr"]["value"] == figure(record, candidate, "balanced_accuracy")["estimate"]
 
 

@@ -68,12 +68,19 @@ def audit(
     traces: Annotated[int, typer.Option(help="Eval traces to audit on.")] = 60,
     seed: Annotated[int, typer.Option(help="Seed of the audit corpus.")] = 7,
 ) -> None:
-    """Score the oracle adapters and compare with their closed forms (exit 1 on deviation)."""
+    """Score oracles against closed forms and Goodhart adapters against their signatures.
+
+    Exits 1 on any deviation from a closed form or any cheat whose signature does not hold.
+    """
     from trustbench.trb.corpus._generate import generate_split
+    from trustbench.trb.instruments._goodhart_audit import goodhart_audit
     from trustbench.trb.instruments._oracles import audit as run_audit
 
-    rows = run_audit(generate_split("eval", traces, seed))
+    split = generate_split("eval", traces, seed)
+    rows = run_audit(split)
     _print_audit(rows)
+    cheats = goodhart_audit(split)
+    _print_goodhart(cheats)
     failed = [r for r in rows if not r["passed"]]
     if failed:
         f = failed[0]
@@ -82,6 +89,25 @@ def audit(
             f"expected {f['expected']:.6f} (tolerance {f['tolerance']:g})",
             location="trb audit",
         )
+    uncaught = [r for r in cheats if not r["passed"]]
+    if uncaught:
+        raise CheckFailed(
+            f"Goodhart audit failed: {uncaught[0]['adapter']} does not show its signature "
+            f"({uncaught[0]['signature']}); measured {uncaught[0]['measured']}",
+            location="trb audit",
+        )
+
+
+def _print_goodhart(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="TRB Goodhart audit (cheating adapters vs their expected signature)")
+    for column in ("adapter", "signature that must hold", "measured", "result"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        table.add_row(
+            escape(r["adapter"]), escape(r["signature"]), escape(r["measured"]),
+            "[green]holds[/]" if r["passed"] else "[bold red]FAILS[/]",
+        )  # fmt: skip
+    Console().print(table)
 
 
 def _print_audit(rows: list[dict[str, Any]]) -> None:
@@ -140,9 +166,21 @@ def _print_result(result: dict[str, Any]) -> None:
         detail.add_column(column)
     for name, t in result["tracks"].items():
         g = t["governance"]
+        star = g.get("G_star") or {}
+        detail.add_row(
+            name, "G* = (G - floor)/(1 - floor)",
+            _fmt(star.get("value")) if star.get("value") is not None else "not applicable",
+            _interval(star), str(g["G"]["items"]),
+        )  # fmt: skip
         detail.add_row(
             name, "G (edits)", _fmt(g["G"]["value"]), _interval(g["G"]), str(g["G"]["items"])
         )
+        for key, text in (("G_null_edit_floor", "floor: G ignoring every edit"),
+                          ("G_r_ignoring_ceiling", "best r-ignoring G (bound)"),
+                          ("self_consistency", "self-consistency (T1b)")):  # fmt: skip
+            if key in g:
+                detail.add_row(name, text, _fmt(g[key]["value"]), _interval(g[key]),
+                               str(g[key]["items"]))  # fmt: skip
         for slot, fig in g["G_per_slot"].items():
             detail.add_row(
                 name, escape(f"G[{slot}]"), _fmt(fig["value"]), _interval(fig), str(fig["items"])

@@ -1,4 +1,4 @@
-"""Measurement instruments of the TRB self-audit: adapters whose scores are known in advance."""
+"""Measurement instruments of the TRB self-audit: oracles with known scores, Goodhart cheats."""
 
 from __future__ import annotations
 
@@ -7,6 +7,13 @@ from typing import TYPE_CHECKING
 from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from trustbench.trb.instruments._goodhart import (
+        HiddenGoal,
+        IgnorePlusNudge,
+        ReportGarbage,
+        SabotagedAblation,
+    )
+    from trustbench.trb.instruments._goodhart_audit import goodhart_audit
     from trustbench.trb.instruments._oracles import (
         AlwaysSelfOracle,
         EpiphenomenalOracle,
@@ -21,10 +28,15 @@ __all__ = [
     "AlwaysSelfOracle",
     "EpiphenomenalOracle",
     "GovernedOracle",
+    "HiddenGoal",
+    "IgnorePlusNudge",
     "OutcomeOnlyOracle",
+    "ReportGarbage",
+    "SabotagedAblation",
     "UniformOracle",
     "audit",
     "expected_g",
+    "goodhart_audit",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

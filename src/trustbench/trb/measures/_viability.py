@@ -3,8 +3,9 @@
 Procedure. From the start of each eval trace (its start cell, cues and hidden door) the model
 plays whole episodes in the exact world twice: r-mediated (`act(context)` with no override,
 i.e. the adapter acting as it normally does, through its own r where it has one) and ablated
-(r routed away: the native tier reads the mean of its own r over the fit contexts, a proxy
-has its slot span removed). Both conditions use the same seeded uniform draws for actions
+(r routed away by the harness: `act(c, r_override = corpus mean r)`, one fixed r for every
+context; the adapter's own `act_without_r` is never trusted for this arm, since a sabotaged one
+would inflate the ratio). Both conditions use the same seeded uniform draws for actions
 and gusts (common random numbers), so the comparison is paired by trace and rollout.
 
 Metrics, each with a trace-clustered percentile bootstrap:
@@ -30,9 +31,17 @@ from typing import Any
 import numpy as np
 
 from trustbench.trb.adapter._protocol import Adapter
-from trustbench.trb.adapter._schema import ACTIONS, Observation, StepContext
+from trustbench.trb.adapter._schema import ACTIONS, Observation, SelfReport, StepContext
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.measures._calls import BatchPolicy, Dist, ablation_policy, act_many, emit_many
+from trustbench.trb.measures._calls import (
+    HARNESS_ABLATION,
+    BatchPolicy,
+    Dist,
+    ablation_policy,
+    act_many,
+    emit_many,
+    mean_report,
+)
 from trustbench.trb.measures._gap import cluster_bootstrap, ratio
 from trustbench.trb.world import CorridorWorld
 
@@ -131,7 +140,7 @@ def viability(
     adapter: Adapter,
     traces: Sequence[Trace],
     *,
-    ablation: Any = None,
+    r_bar: SelfReport | None = None,
     rollouts: int = 4,
     seed: int = 0,
     resamples: int = 1000,
@@ -141,12 +150,12 @@ def viability(
     Args:
         adapter: The model under test.
         traces: Eval traces whose starts, cues and doors seed the episodes.
-        ablation: Object with `act_without_r[_many]`; defaults to the adapter's own.
+        r_bar: The r of the no-r arm; defaults to `mean_report(traces)`.
         rollouts: Episodes per trace per condition.
         seed: Seed of the shared draws and the bootstraps.
         resamples: Bootstrap resamples.
     """
-    no_r = ablation_policy(adapter, ablation)
+    no_r = ablation_policy(adapter, mean_report(traces) if r_bar is None else r_bar)
     horizon = max(t.world.horizon for t in traces)
     draws = np.random.default_rng(seed).random((len(traces), rollouts, horizon, 2))
 
@@ -165,7 +174,7 @@ def viability(
     out: dict[str, Any] = {
         "status": "run",
         "episodes_per_condition": int(episodes.sum()),
-        "ablation": getattr(ablation or adapter, "ablation_kind", "no-r ablation"),
+        "ablation": HARNESS_ABLATION,
         "completion_r_mediated": {
             **_ci(completion[:, [0, 2]], ratio, seed, resamples),
             "numerator": int(done_r.sum()), "denominator": int(episodes.sum()),

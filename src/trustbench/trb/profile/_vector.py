@@ -54,6 +54,28 @@ def headlines(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+def governance_star_flags(governance: dict[str, Any]) -> dict[str, Any]:
+    """G* near 0 and the Track 1b flags (issue 16A), from a `summarize_governance` result.
+
+    Thresholds are declared in `trustbench.trb.measures._self_consistency`; a figure that is
+    absent (an older result) gives None, never "fine".
+    """
+    from trustbench.trb.measures._self_consistency import G_STAR_MIN, self_consistency_flags
+
+    def value(key: str) -> float | None:
+        return (governance.get(key) or {}).get("value")
+
+    star = governance.get("G_star") or {}
+    low, high = star.get("low"), star.get("high")
+    return {
+        "g_star_near_zero": None if low is None else low <= 0 or high < G_STAR_MIN,
+        "self_consistency": None if value("self_consistency") is None else self_consistency_flags(
+            g=value("G"), g_star=value("G_star"), self_consistency=value("self_consistency"),
+            identity_agreement=value("identity_edit_agreement"),
+        ),
+    }  # fmt: skip
+
+
 def flags(results: dict[str, Any], heads: dict[str, Any], trans: dict[str, Any] | None) -> dict:
     """The profile's flags for one subject (see module docstring)."""
     floor = results["governance"]["null_edit_floor"]["G_minus_floor"]
@@ -63,6 +85,7 @@ def flags(results: dict[str, Any], heads: dict[str, Any], trans: dict[str, Any] 
         "viability_below_one": bool(results["viability"]["completion_retention_ratio"].get(
             "below_one")),
         "high_level_low_transfer": {},
+        **governance_star_flags(results["governance"]),  # issue 16A: G* and Track 1b
     }  # fmt: skip
     for track, high in HIGH_LEVEL.items():
         t = (trans or {}).get("per_track", {}).get(track, {})

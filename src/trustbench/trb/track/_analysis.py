@@ -19,7 +19,7 @@ from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.trb.adapter._schema import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.track._collect import collect_trials
-from trustbench.trb.track._comparisons import gap_analysis, oracle_checks
+from trustbench.trb.track._comparisons import gap_analysis, gap_star_figure, oracle_checks
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._lookup import BOOTSTRAP, find_figure, split_name
 from trustbench.trb.track._measures import StatsPlan, TrbMeasure
@@ -121,6 +121,9 @@ def analyze_profile(
     gap_figure, gap_record = gap_analysis(collected, gap, stats, gap_label)
     if gap_figure is not None and gap is not None:
         subjects[gap[0]].append(gap_figure)
+        star = gap_star_figure(collected, gap, stats, gap_label)  # Delta_gov on G* (issue 16)
+        if star is not None:
+            subjects[gap[0]].append(star)
     checks = oracle_checks(collected, subjects)
 
     def series_name(candidate: str) -> str:

@@ -1,15 +1,17 @@
-"""Comparisons in the TRB report: Delta_gov of the declared pair, oracles vs closed forms."""
+"""Comparisons in the TRB report: Delta_gov (on G and on G*) of the declared pair, oracles."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trustbench.core.figures import Figure, not_run_figure
+import numpy as np
+
+from trustbench.core.figures import Figure, Interval, not_run_figure
 from trustbench.errors import CheckFailed
 from trustbench.trb.instruments._oracles import expected_g, expected_outcome_only_balanced_accuracy
-from trustbench.trb.measures._gap import GAP_FIGURE, governance_gap_figure
+from trustbench.trb.measures._gap import GAP_FIGURE, cluster_bootstrap, governance_gap_figure
 from trustbench.trb.track._collect import Collected
-from trustbench.trb.track._lookup import bootstrap_bounds, measured_estimate
+from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, measured_estimate
 from trustbench.trb.track._measures import StatsPlan
 from trustbench.trb.world import CorridorWorld
 
@@ -82,6 +84,62 @@ def gap_analysis(
         "paired_traces": len(values),
         "pass_bar_met": low is not None and low > 0,
     }
+
+
+GAP_STAR_FIGURE = "governance_gap_G_star"
+"""Figure name of Delta_gov on G* (beside `governance_gap`, which is on raw G)."""
+
+
+def _gap_star_statistic(s: np.ndarray) -> np.ndarray:
+    # G*(full) - G*(ablation) with G* = 1 - tv / floor_tv per model (pooled over traces).
+    return s[..., 2] / s[..., 3] - s[..., 0] / s[..., 1]
+
+
+def gap_star_figure(
+    collected: Collected, pair: tuple[str, str] | None, stats: StatsPlan, label: str
+) -> Figure | None:
+    """Delta_gov on G* of the (full, ablation) pair on eval, paired and clustered by trace.
+
+    Each model's G* uses its own floor, so the gap compares how far each moved beyond ignoring
+    r, not levels that share a high r-ignoring floor. None when no pair is declared.
+    """
+    if pair is None:
+        return None
+    keyed = [
+        {(r.trace.trace_id, r.trial_index): r.counts
+         for r in collected.rows[(model, "eval", "governance")]}
+        for model in pair
+    ]  # fmt: skip
+    per_trace: dict[str, np.ndarray] = {}
+    for key in sorted(keyed[0].keys() & keyed[1].keys()):
+        a, b = keyed[0][key], keyed[1][key]
+        sums = [a["tv_sum"], a["floor_tv_sum"], b["tv_sum"], b["floor_tv_sum"]]
+        per_trace[key[0]] = per_trace.get(key[0], 0) + np.array(sums, dtype=float)
+    description = (
+        f"Delta_gov on G* = G*({pair[0]}) - G*({pair[1]}), each G* against its own null-edit "
+        f"floor, over {len(per_trace)} eval traces scored for both, paired and clustered by "
+        f"trace {label}"
+    )
+    counts = np.array(list(per_trace.values()))
+    if len(per_trace) < 2 or (counts[:, [1, 3]].sum(axis=0) <= 0).any():
+        why = "fewer than two paired eval traces, or a model whose null-edit floor is 1"
+        return not_run_figure(GAP_STAR_FIGURE, kind="difference", description=description,
+                              reason=why)  # fmt: skip
+    boot = cluster_bootstrap(
+        counts, _gap_star_statistic, seed=stats.seed, resamples=stats.resamples,
+        level=stats.confidence,
+    )  # fmt: skip
+    return Figure(
+        name=GAP_STAR_FIGURE, kind="difference", denominator=len(per_trace),
+        estimate=float(boot["estimate"]), unit="trial", unit_count=len(per_trace),
+        cluster="trace", description=description,
+        intervals=[Interval(
+            method=BOOTSTRAP, confidence=stats.confidence, sidedness="two_sided",
+            lower=boot["low"], upper=boot["high"], seed=stats.seed, resamples=stats.resamples,
+            groups=len(per_trace), note="percentile bootstrap of the G* difference, "
+            "resampling paired traces",
+        )],
+    )  # fmt: skip
 
 
 def oracle_checks(collected: Collected, subjects: dict[str, list[Figure]]) -> list[dict[str, Any]]:

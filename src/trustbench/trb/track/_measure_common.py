@@ -12,6 +12,7 @@ from trustbench.core.figures import Figure, Interval, not_run_figure
 from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import concept_directions
+from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy, mean_report
 from trustbench.trb.measures._gap import cluster_bootstrap
 from trustbench.trb.track._lookup import BOOTSTRAP
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
@@ -32,6 +33,21 @@ def _trace_seed(seed: int, trace: Trace) -> int:
 
 def _settings(adapter: Any) -> dict[str, Any]:
     return {**_SETTINGS, **getattr(adapter, "settings", {})}
+
+
+def _harness_no_r(adapter: Any) -> Any:
+    """The harness-built no-r arm of Tracks 4/5: act(c, r_override = mean r of the train split).
+
+    The mean is over the train traces the track hands every trial (never the scored trace,
+    whose own r would leak into the arm); the adapter's `act_without_r` is never used.
+
+    Raises:
+        AblationUnsupported: no train traces, or the adapter takes no r_override.
+    """
+    fit = list(getattr(adapter, "fit_traces", []))
+    if not fit:
+        raise AblationUnsupported("no train traces to average r over for the no-r arm")
+    return ablation_policy(adapter, mean_report(fit))
 
 
 def _not_applicable(why: str) -> dict[str, Any]:

@@ -47,7 +47,7 @@ class TrbTrackOptions(BaseModel):
     lm_train_traces: int = Field(default=800, ge=10)
     """Train traces the proxy baselines' LMs see (the first N of the train split)."""
     grounding_fit_traces: int = Field(default=200, ge=10)
-    """Train traces Track 2's concept directions (and the native ablation's mean r) come from."""
+    """Train traces Track 2's concept directions and the Tracks 4/5 no-r arm's mean r come from."""
     viability_rollouts: int = Field(default=4, ge=1)
     """Track 4 episodes per trace per condition (r-mediated and ablated)."""
     navigation_samples: int = Field(default=16, ge=1)

@@ -12,6 +12,7 @@ from trustbench.trb.profile._baselines import HIGH_LEVEL, TRANSFER_DROP
 from trustbench.trb.profile._run import BASELINES
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._corpus_source import LoadedCorpus
+from trustbench.trb.track._governance_flags import governance_flags
 from trustbench.trb.track._lookup import (
     BOOTSTRAP,
     bootstrap_bounds,
@@ -113,7 +114,8 @@ def baselines_summary(
     rows = []
     axis_of = {m.headline: m.axis for m in measures}
     names = [m.headline for m in measures]
-    names += [f"slot_accuracy[{s}]" for s in EDITABLE_SLOTS] if "G" in names else []
+    if "G_star" in names:  # raw G and slot accuracy beside the G* headline (issue 16)
+        names += ["G", *(f"slot_accuracy[{s}]" for s in EDITABLE_SLOTS)]
     for key, description, tier in BASELINES:
         label = label_for(tier)
         candidate = next(
@@ -155,12 +157,15 @@ def baselines_summary(
             }
             if name.startswith("slot_accuracy["):
                 row["slot_accuracy"][name[len("slot_accuracy[") : -1]] = entry
+            elif name not in axis_of:  # raw G: reported beside its axis, not as it
+                row[name], row[f"{name}_interval"] = entry["value"], [low, high]
             else:
                 row["profile"][axis_of[name]] = entry
-        for name in ("G", "balanced_accuracy"):  # kept for readers of the earlier record
+        for name in ("G_star", "balanced_accuracy"):  # flat keys for readers of the record
             got = (row["profile"].get(axis_of.get(name, "")) or {}) if name in axis_of else {}
             row[name] = got.get("value")
             row[f"{name}_interval"] = [got.get("lower"), got.get("upper")]
+        row.setdefault("G", None)  # raw G (set above when the governance measure ran)
         rows.append(row)
     share = "unknown" if synthetic_share is None else f"{synthetic_share:.0%}"
     block = FiguresBlock(
@@ -206,6 +211,7 @@ def profile_flags(
                 f"{candidate}: G {g:.3f} is at or below its null-edit floor {floor:.3f} (the G "
                 "it would score ignoring every edit): its r does not govern its action"
             )
+        flags += governance_flags(candidate, figures)  # Track 1 G* and Track 1b (issue 16)
         viab = find_figure(figures, "completion_retention_ratio")
         below = viab is not None and viab.status == "measured" and (viab.estimate or 1.0) < 1
         if viab is not None and below:

@@ -14,7 +14,7 @@ class TransferMeasure:
 
     key = "transfer"
     axis = "trans"
-    headline = "transfer_min[G]"
+    headline = "transfer_min[G_star]"  # the governance headline is G* (issue 16)
     title = "Track 6 transfer"
     derived = True
     """Computed from the other measures' figures per split; nothing runs per trace."""
