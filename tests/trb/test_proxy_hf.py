@@ -377,7 +377,7 @@ def test_cuda_requested_without_cuda_is_an_input_error_naming_the_device(word_mo
 
 @pytest.mark.parametrize(("device", "dtype"), [("tpu", "float32"), ("cpu", "int8")])
 def test_unknown_device_or_dtype_is_refused_before_loading(word_model, device, dtype):
-    with pytest.raises(InputError, match="device|dtype"):
+    with pytest.raises(InputError, match=r"device|dtype"):
         load_hf_causal_lm(word_model, device=device, dtype=dtype)
 
 

@@ -113,7 +113,9 @@ DTYPES: dict[str, torch.dtype] = {
 """Weight dtypes the adapter accepts, by name."""
 
 
-def resolve_device_dtype(device: str, dtype: str, location: str) -> tuple[torch.device, torch.dtype]:
+def resolve_device_dtype(
+    device: str, dtype: str, location: str
+) -> tuple[torch.device, torch.dtype]:
     """Validate a device and dtype name pair before any weight is loaded.
 
     Raises:
