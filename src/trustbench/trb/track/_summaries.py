@@ -293,9 +293,17 @@ def flat_rows(
 
 
 def qualifications(
-    corpus: LoadedCorpus, measures: list[TrbMeasure], options: TrbTrackOptions, k: int
+    corpus: LoadedCorpus,
+    measures: list[TrbMeasure],
+    options: TrbTrackOptions,
+    k: int,
+    seeds: dict[str, Any] | None = None,
 ) -> list[str]:
-    """What these results do not establish (shown at the end of the report)."""
+    """What these results do not establish (shown at the end of the report).
+
+    `seeds` is the governance gap's seed record: a run without seed replicas says that
+    Delta_gov rests on one training seed per model.
+    """
     filled = {m.axis for m in measures}
     missing = [AXIS_TRACKS[a] for a in PROFILE_AXES if a not in filled]
     out = []
@@ -324,4 +332,6 @@ def qualifications(
     )
     if options.max_traces is not None:
         out.append(f"Only the first {options.max_traces} traces of each split were used.")
+    if seeds is not None and seeds.get("status") != "run" and seeds.get("reason"):
+        out.append(f"Delta_gov's seed-and-trace interval is not run: {seeds['reason']}.")
     return out
