@@ -195,3 +195,23 @@ def test_threshold_rule_interpolates_in_log_strength_and_censors_both_ends():
 def test_a_threshold_interval_end_on_a_not_detected_draw_is_none_never_a_number():
     low, high, note = threshold_interval([0.1, 0.2, None, None, 0.15] * 20, 0.95)
     assert low == pytest.approx(0.1) and high is None and "above the grid" in note
+
+
+def test_a_failed_trial_pushes_the_threshold_up_never_down():
+    from trustbench.trb.corpus._format import Trace  # noqa: F401  (type of MeasureRow.trace)
+    from trustbench.trb.track._grounding_sweep import sweep_figures
+    from trustbench.trb.track._measures import MeasureRow, StatsPlan
+
+    traces = generate_reference_corpus({"train": 1, "dev": 1, "eval": 12, "transfer": 1})["eval"]
+    # Scores rising with strength: detected from a=0.25 on (AUC 1 there, 0.5 below).
+    inj = [0.9 if a >= 0.25 else 0.1 for a in ALPHAS]
+    good = {"trials": [{"sweep": {"0": {"injected": inj, "random": [0.1] * len(ALPHAS)}}}]}
+    stats = StatsPlan(0.95, 0, 200)
+    rows = [MeasureRow(t, 0, good, False) for t in traces]
+    clean = next(f for f in sweep_figures(rows, stats, "") if f.name == "detection_threshold")
+    failed = MeasureRow(traces[0], 0, {"trials": [{}, {}]}, True)
+    worse = next(
+        f for f in sweep_figures([*rows[1:], failed], stats, "") if f.name == "detection_threshold"
+    )
+    assert clean.status == "measured" and clean.estimate < 0.25
+    assert worse.status != "measured" or worse.estimate >= clean.estimate

@@ -331,3 +331,25 @@ def test_a_failed_trial_scores_the_worst_case_on_tracks_2_4_and_5(
         ]
         headline = next(f for f in measure.figures(rows, stats, "") if f.name == measure.headline)
         assert headline.status == "measured" and headline.estimate == expected, key
+
+
+def test_track_2_reports_auc_vs_strength_and_compares_the_pair_on_the_threshold(
+    profile_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = profile_run
+    names = {f["name"]: f for f in record["figures"]["full"]}
+    curve = [n for n in names if n.startswith("detection_auc[L0 a=")]
+    assert len(curve) == 9  # the declared grid, 2^-7 .. 2
+    threshold = names["detection_threshold"]
+    assert "reaches 0.75" in threshold["description"]
+    if threshold["status"] == "measured":
+        (interval,) = threshold["intervals"]
+        assert interval["upper"] is None or interval["lower"] <= threshold["estimate"]
+    comparison = record["trb"]["grounding_threshold"]
+    assert comparison["full"]["candidate"] == "full"
+    assert comparison["ablation"]["candidate"] == "ablation"
+    assert comparison["verdict"] in {
+        "full more sensitive (lower threshold, intervals separate)",
+        "ablation more sensitive (lower threshold, intervals separate)",
+        "not separated",
+    }

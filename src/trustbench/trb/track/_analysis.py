@@ -20,7 +20,12 @@ from trustbench.trb.adapter._schema import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures._gap import SEED_GAP_FIGURE
 from trustbench.trb.track._collect import collect_trials
-from trustbench.trb.track._comparisons import gap_analysis, oracle_checks, seed_gap_analysis
+from trustbench.trb.track._comparisons import (
+    gap_analysis,
+    oracle_checks,
+    seed_gap_analysis,
+    threshold_comparison,
+)
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._lookup import BOOTSTRAP, find_figure, split_name
 from trustbench.trb.track._measures import StatsPlan, TrbMeasure
@@ -222,6 +227,7 @@ def analyze_profile(
                 for c in candidates
             },
             "governance_gap": gap_record,
+            "grounding_threshold": threshold_comparison(subjects, gap),
             "baselines": baselines,
             "profile": profile,
             "flags": flags,

@@ -14,7 +14,7 @@ from trustbench.trb.measures._gap import (
     seed_trace_gap_figure,
 )
 from trustbench.trb.track._collect import Collected
-from trustbench.trb.track._lookup import bootstrap_bounds, measured_estimate
+from trustbench.trb.track._lookup import bootstrap_bounds, find_figure, measured_estimate
 from trustbench.trb.track._measures import StatsPlan
 from trustbench.trb.world import CorridorWorld
 
@@ -228,3 +228,51 @@ def oracle_checks(collected: Collected, subjects: dict[str, list[Figure]]) -> li
                 }
             )
     return checks
+
+
+def _threshold_entry(figure: Figure | None) -> dict[str, Any]:
+    if figure is None:
+        return {"status": "not run", "reason": "no Track 2 threshold figure"}
+    low, high = bootstrap_bounds(figure)
+    return {
+        "status": figure.status,
+        "threshold": figure.estimate,
+        "lower": low,
+        "upper": high,
+        "reason": figure.reason,
+    }
+
+
+def threshold_comparison(
+    subjects: dict[str, list[Figure]], pair: tuple[str, str] | None
+) -> dict[str, Any]:
+    """Track 2's spec comparison (full above the same-size ablation) made on the threshold.
+
+    The full model is called more sensitive only when its threshold's interval lies wholly
+    below the ablation's (or the ablation is not detected at any strength while the full
+    model's upper end is on the grid); overlapping intervals are "not separated". Lower
+    threshold = a weaker push already registers in the report.
+    """
+    if pair is None:
+        return {"status": "not run", "reason": "no (full, ablation) pair among candidates"}
+    full, ablation = (
+        _threshold_entry(find_figure(subjects.get(c, []), "detection_threshold")) for c in pair
+    )
+
+    def below(x: dict[str, Any], y: dict[str, Any]) -> bool:
+        """X's interval lies wholly below y's, or y is never detected while x's is on the grid."""
+        if x["status"] != "measured" or x["upper"] is None:
+            return False
+        return "not detected" in str(y.get("reason")) or (
+            y["lower"] is not None and x["upper"] < y["lower"]
+        )
+
+    verdict = "not separated"
+    if below(full, ablation):
+        verdict = "full more sensitive (lower threshold, intervals separate)"
+    elif below(ablation, full):
+        verdict = "ablation more sensitive (lower threshold, intervals separate)"
+    elif full["status"] != "measured" and "not detected" not in str(full.get("reason")):
+        verdict = "not run"
+    return {"status": "run", "full": {"candidate": pair[0], **full},
+            "ablation": {"candidate": pair[1], **ablation}, "verdict": verdict}  # fmt: skip
