@@ -345,7 +345,6 @@ def test_a_memorising_adapter_dropping_beyond_the_oracle_is_flagged_naming_the_c
         _figure("wind.reach_rate_lift", 0.45, 0.4, 0.5, kind="difference"),
         _figure("cue_delay.reach_rate_lift", 0.58, 0.5, 0.7, kind="difference"),
     ]
-    # fmt: skip
     flags = [f for f in _flags_with_oracle(memoriser, oracle) if "low transfer" in f]
     assert len(flags) == 1 and flags[0].startswith("m:")
     assert "'cue_delay'" in flags[0] and "own drop there is 0.020" in flags[0]
