@@ -19,6 +19,7 @@ from trustbench.errors import InputError  # noqa: E402
 from trustbench.trb import check_adapter, generate_split  # noqa: E402
 from trustbench.trb.adapter._schema import ACTIONS  # noqa: E402
 from trustbench.trb.measures import capture, grounding, inject  # noqa: E402
+from trustbench.trb.measures._threshold import SWEEP_ALPHAS  # noqa: E402
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, load_hf_causal_lm  # noqa: E402
 from trustbench.trb.proxy._slots import SLOT_OPTIONS, render_slots  # noqa: E402
 from trustbench.trb.reference._token_world import render_history, vocabulary  # noqa: E402
@@ -276,7 +277,7 @@ def test_white_box_hooks_reach_the_hf_decoder_blocks(adapter, traces):
 def test_grounding_runs_on_the_hf_model_through_block_hooks(adapter, traces, eval_traces):
     result = grounding(adapter, traces, eval_traces[:12], resamples=50)
     assert result["status"] == "run" and result["layers"] == 2
-    assert len(result["sweep"]) == 2 * 2 * 4  # concepts x layers x strengths
+    assert len(result["sweep"]) == 2 * 2 * len(SWEEP_ALPHAS)  # concepts x layers x strengths
     assert 0.0 <= result["auc_vs_random"]["value"] <= 1.0
 
 
