@@ -15,6 +15,8 @@ from trustbench.trb.measures import (
     inject,
     mann_whitney_auc,
 )
+from trustbench.trb.measures._grounding import ALPHAS, HEADLINE_ALPHA
+from trustbench.trb.measures._threshold import threshold_interval, threshold_of
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.reference import TrainConfig, load_reference_model
 from trustbench.trb.reference._token_world import TokenLMConfig, load_token_lm, render_history
@@ -124,7 +126,7 @@ def test_grounding_runs_on_a_local_lm_through_block_hooks(corpus, tmp_path_facto
     lm = LocalLMProxyAdapter.from_folder(folder, "instruct", render_history, "direct")
     result = grounding(lm, splits["train"][:40], splits["eval"], resamples=100)
     assert result["status"] == "run" and result["layers"] == 2
-    assert len(result["sweep"]) == 2 * 2 * 4  # concepts x layers x strengths
+    assert len(result["sweep"]) == 2 * 2 * len(ALPHAS)  # concepts x layers x strengths
     assert 0.0 <= result["auc_vs_random"]["value"] <= 1.0
 
 
@@ -143,3 +145,73 @@ def test_native_white_box_batches_equal_the_plain_native_adapter(corpus, referen
         assert plain.act(c, r_override=r) == pytest.approx(got, abs=1e-6)
     for c, rep in zip(contexts, reference.emit_many(contexts), strict=True):
         assert plain.emit_r(c).model_dump() == pytest.approx(rep.model_dump(), abs=1e-6)
+
+
+def test_batched_strength_sweep_equals_one_injection_per_strength(corpus, reference):
+    splits, _ = corpus
+    result = grounding(reference, splits["train"], splits["eval"], seed=1, resamples=50)
+    directions = concept_directions(reference, splits["train"])
+    d = directions[(0, "goal")]
+    row = next(
+        s for s in result["sweep"] if s["concept"] == "goal=right" and s["alpha"] == HEADLINE_ALPHA
+    )
+    trials = [
+        tr.context(i % len(tr.steps))
+        for i, tr in enumerate(splits["eval"])
+        if tr.steps[i % len(tr.steps)].r.goal == "left"
+    ]
+    layer = reference.hook_layers()[0]
+    vec = (HEADLINE_ALPHA * d["scale"] * d["unit"]).expand(len(trials), -1)
+    with inject(layer, vec, reference.step_starts(trials)):
+        alone = reference.slot_probability(trials, "goal", "right")
+    assert row["mean_score"]["injected"] == pytest.approx(float(alone.mean()), abs=1e-9)
+
+
+def test_native_grounding_threshold_is_read_from_the_unsaturated_part_of_the_curve(
+    corpus, reference
+):
+    splits, _ = corpus
+    result = grounding(reference, splits["train"], splits["eval"], seed=1, resamples=100)
+    curve = result["curve"]["0"]
+    assert [p["alpha"] for p in curve] == list(ALPHAS)
+    aucs = [p["auc_vs_random"]["value"] for p in curve]
+    assert aucs[0] < 0.75 <= aucs[-1]  # the grid reaches down to where detection fails
+    threshold = result["thresholds"]["0"]
+    assert threshold["censored"] is None
+    assert ALPHAS[0] < threshold["threshold"] < ALPHAS[-1]
+
+
+def test_threshold_rule_interpolates_in_log_strength_and_censors_both_ends():
+    alphas = [0.25, 0.5, 1.0, 2.0]
+    # Crosses 0.75 halfway between 0.5 (AUC 0.6) and 1.0 (AUC 0.9): 2 ** -0.5.
+    assert threshold_of(alphas, [0.5, 0.6, 0.9, 1.0]) == (pytest.approx(2**-0.5), None)
+    assert threshold_of(alphas, [0.8, 0.9, 1.0, 1.0]) == (0.25, "at or below the grid")
+    assert threshold_of(alphas, [0.5, 0.6, 0.7, 0.74]) == (None, "not detected")
+    # A dip back below the target: the threshold is where detection holds from then on.
+    value, _ = threshold_of(alphas, [0.9, 0.6, 0.9, 1.0])
+    assert value == pytest.approx(2**-0.5)
+
+
+def test_a_threshold_interval_end_on_a_not_detected_draw_is_none_never_a_number():
+    low, high, note = threshold_interval([0.1, 0.2, None, None, 0.15] * 20, 0.95)
+    assert low == pytest.approx(0.1) and high is None and "above the grid" in note
+
+
+def test_a_failed_trial_pushes_the_threshold_up_never_down():
+    from trustbench.trb.corpus._format import Trace  # noqa: F401  (type of MeasureRow.trace)
+    from trustbench.trb.track._grounding_sweep import sweep_figures
+    from trustbench.trb.track._measures import MeasureRow, StatsPlan
+
+    traces = generate_reference_corpus({"train": 1, "dev": 1, "eval": 12, "transfer": 1})["eval"]
+    # Scores rising with strength: detected from a=0.25 on (AUC 1 there, 0.5 below).
+    inj = [0.9 if a >= 0.25 else 0.1 for a in ALPHAS]
+    good = {"trials": [{"sweep": {"0": {"injected": inj, "random": [0.1] * len(ALPHAS)}}}]}
+    stats = StatsPlan(0.95, 0, 200)
+    rows = [MeasureRow(t, 0, good, False) for t in traces]
+    clean = next(f for f in sweep_figures(rows, stats, "") if f.name == "detection_threshold")
+    failed = MeasureRow(traces[0], 0, {"trials": [{}, {}]}, True)
+    worse = next(
+        f for f in sweep_figures([*rows[1:], failed], stats, "") if f.name == "detection_threshold"
+    )
+    assert clean.status == "measured" and clean.estimate < 0.25
+    assert worse.status != "measured" or worse.estimate >= clean.estimate

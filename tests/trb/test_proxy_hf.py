@@ -19,6 +19,7 @@ from trustbench.errors import InputError  # noqa: E402
 from trustbench.trb import check_adapter, generate_split  # noqa: E402
 from trustbench.trb.adapter._schema import ACTIONS  # noqa: E402
 from trustbench.trb.measures import capture, grounding, inject  # noqa: E402
+from trustbench.trb.measures._threshold import SWEEP_ALPHAS  # noqa: E402
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, load_hf_causal_lm  # noqa: E402
 from trustbench.trb.proxy._slots import SLOT_OPTIONS, render_slots  # noqa: E402
 from trustbench.trb.reference._token_world import render_history, vocabulary  # noqa: E402
@@ -276,7 +277,7 @@ def test_white_box_hooks_reach_the_hf_decoder_blocks(adapter, traces):
 def test_grounding_runs_on_the_hf_model_through_block_hooks(adapter, traces, eval_traces):
     result = grounding(adapter, traces, eval_traces[:12], resamples=50)
     assert result["status"] == "run" and result["layers"] == 2
-    assert len(result["sweep"]) == 2 * 2 * 4  # concepts x layers x strengths
+    assert len(result["sweep"]) == 2 * 2 * len(SWEEP_ALPHAS)  # concepts x layers x strengths
     assert 0.0 <= result["auc_vs_random"]["value"] <= 1.0
 
 
@@ -351,3 +352,42 @@ def test_unknown_architecture_needs_a_layers_path_and_accepts_one(adapter):
     with pytest.raises(InputError, match="layers_path"):
         decoder_layers(wrapped)
     assert decoder_layers(wrapped, "inner.transformer.h") == list(adapter.model.transformer.h)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_reduced_precision_weights_load_on_cpu_and_give_close_float64_probabilities(
+    word_model, traces, dtype
+):
+    full = HFCausalLMProxyAdapter.from_path(word_model, "fp32")
+    half = HFCausalLMProxyAdapter.from_path(word_model, dtype, dtype=dtype)
+    assert next(half.model.parameters()).dtype == getattr(torch, dtype)
+    context = traces[0].context(1)
+    p32, p16 = full.act(context, None), half.act(context, None)
+    assert all(isinstance(v, float) for v in p16.values())
+    assert abs(sum(p16.values()) - 1) < 1e-9  # renormalised in float64 whatever the weights
+    # Reduced precision changes the model's numbers a little, not the harness's arithmetic.
+    assert max(abs(p32[a] - p16[a]) for a in ACTIONS) < 0.05
+
+
+def test_cuda_requested_without_cuda_is_an_input_error_naming_the_device(word_model, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(InputError, match="sees no CUDA device") as caught:
+        HFCausalLMProxyAdapter.from_path(word_model, device="cuda")
+    assert "(device)" in str(caught.value)
+
+
+@pytest.mark.parametrize(("device", "dtype"), [("tpu", "float32"), ("cpu", "int8")])
+def test_unknown_device_or_dtype_is_refused_before_loading(word_model, device, dtype):
+    with pytest.raises(InputError, match=r"device|dtype"):
+        load_hf_causal_lm(word_model, device=device, dtype=dtype)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_bfloat16_adapter_matches_cpu_float32(word_model, traces):
+    cpu = HFCausalLMProxyAdapter.from_path(word_model, "cpu")
+    gpu = HFCausalLMProxyAdapter.from_path(word_model, "gpu", device="cuda", dtype="bfloat16")
+    context = traces[0].context(1)
+    a, b = cpu.act(context, None), gpu.act(context, None)
+    assert max(abs(a[k] - b[k]) for k in ACTIONS) < 0.05
+    grounded = grounding(gpu, traces[:6], traces[6:12], resamples=20)
+    assert grounded["status"] == "run"

@@ -299,14 +299,58 @@ def test_a_viability_ratio_below_one_is_flagged_and_one_above_is_not() -> None:
 def test_a_high_level_with_a_large_transfer_drop_is_flagged_not_celebrated() -> None:
     high_drop = [
         _figure("G_star", 0.95, 0.9, 0.97, kind="mean"),
-        Figure(name="transfer_drop[G_star]", kind="difference", estimate=0.3, unit="trial",
-               denominator=10, cluster="trace", description="", intervals=[]),
-    ]  # fmt: skip
-    assert any("high level with low transfer on Track 1 governance" in f for f in _flags(high_drop))
-    small_drop = [high_drop[0], high_drop[1].model_copy(update={"estimate": 0.05})]
+        _figure("transfer.G_star", 0.65, 0.6, 0.7, kind="mean"),
+    ]
+    flags = _flags(high_drop)
+    assert any("high level with low transfer on Track 1 governance" in f for f in flags)
+    assert any("judged alone" in f for f in flags)  # no oracle: never silently passed
+    small_drop = [high_drop[0], high_drop[1].model_copy(update={"estimate": 0.9})]
     assert not any("high level with low transfer" in f for f in _flags(small_drop))
     low_level = [high_drop[0].model_copy(update={"estimate": 0.5}), high_drop[1]]
     assert not any("high level with low transfer" in f for f in _flags(low_level))
+
+
+def _flags_with_oracle(figures: list[Figure], oracle: list[Figure]) -> list[str]:
+    from types import SimpleNamespace
+
+    from trustbench.trb.track._collect import Collected
+    from trustbench.trb.track._measures import load_measure
+    from trustbench.trb.track._summaries import profile_flags
+
+    provenance = SimpleNamespace(cap_status="no_human_data", synthetic=10, human=0)
+    corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance))
+    measures = [load_measure(k)[0] for k in ("governance", "viability", "navigability")]
+    collected = Collected()
+    collected.adapters.update({"m": "trace-ai-full", "o": "oracle:perfectly-governed"})
+    subjects = {"m": figures, "o": oracle}
+    return profile_flags(["m", "o"], subjects, corpus, collected, [], measures)  # type: ignore[arg-type]
+
+
+def test_a_drop_the_governed_oracle_shares_on_that_context_is_not_flagged() -> None:
+    # Stronger wind lowers every model's reach lift: the honest model drops as the oracle does.
+    honest = [_figure("reach_rate_lift", 0.40, 0.3, 0.5, kind="difference"),
+              _figure("wind.reach_rate_lift", 0.23, 0.1, 0.3, kind="difference")]  # fmt: skip
+    oracle = [_figure("reach_rate_lift", 0.60, 0.5, 0.7, kind="difference"),
+              _figure("wind.reach_rate_lift", 0.45, 0.4, 0.5, kind="difference")]  # fmt: skip
+    flags = _flags_with_oracle(honest, oracle)
+    assert not any("high level with low transfer" in f for f in flags)
+
+
+def test_a_memorising_adapter_dropping_beyond_the_oracle_is_flagged_naming_the_context() -> None:
+    # Behaves only in-distribution: collapses on a context where the oracle holds its level.
+    memoriser = [
+        _figure("reach_rate_lift", 0.40, 0.3, 0.5, kind="difference"),
+        _figure("wind.reach_rate_lift", 0.40, 0.3, 0.5, kind="difference"),
+        _figure("cue_delay.reach_rate_lift", 0.02, 0.0, 0.1, kind="difference"),
+    ]
+    oracle = [
+        _figure("reach_rate_lift", 0.60, 0.5, 0.7, kind="difference"),
+        _figure("wind.reach_rate_lift", 0.45, 0.4, 0.5, kind="difference"),
+        _figure("cue_delay.reach_rate_lift", 0.58, 0.5, 0.7, kind="difference"),
+    ]
+    flags = [f for f in _flags_with_oracle(memoriser, oracle) if "low transfer" in f]
+    assert len(flags) == 1 and flags[0].startswith("m:")
+    assert "'cue_delay'" in flags[0] and "own drop there is 0.020" in flags[0]
 
 
 def test_g_at_or_below_its_null_edit_floor_is_flagged() -> None:
@@ -354,3 +398,25 @@ def test_self_consistency_far_below_g_is_flagged_while_g_star_is_high() -> None:
     honest = _flags([*base, _figure("self_consistency", 0.97, 0.95, 0.99),
                      _figure("identity_edit_agreement", 1.0, 1.0, 1.0)])  # fmt: skip
     assert not any("self-consistency" in f or "identity-edit" in f for f in honest)
+
+
+def test_track_2_reports_auc_vs_strength_and_compares_the_pair_on_the_threshold(
+    profile_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = profile_run
+    names = {f["name"]: f for f in record["figures"]["full"]}
+    curve = [n for n in names if n.startswith("detection_auc[L0 a=")]
+    assert len(curve) == 9  # the declared grid, 2^-7 .. 2
+    threshold = names["detection_threshold"]
+    assert "reaches 0.75" in threshold["description"]
+    if threshold["status"] == "measured":
+        (interval,) = threshold["intervals"]
+        assert interval["upper"] is None or interval["lower"] <= threshold["estimate"]
+    comparison = record["trb"]["grounding_threshold"]
+    assert comparison["full"]["candidate"] == "full"
+    assert comparison["ablation"]["candidate"] == "ablation"
+    assert comparison["verdict"] in {
+        "full more sensitive (lower threshold, intervals separate)",
+        "ablation more sensitive (lower threshold, intervals separate)",
+        "not separated",
+    }

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from trustbench.core.figures import Figure
+from trustbench.core.figures import Figure, Interval
 from trustbench.core.stats import (
     cluster_bootstrap_interval,
     cluster_robust_interval,
@@ -32,6 +32,10 @@ BOOTSTRAP_METHOD = "trace-clustered percentile bootstrap"
 """Method label of `cluster_bootstrap` (non-ratio statistics)."""
 GAP_FIGURE = "governance_gap"
 """Figure name of Delta_gov in the record (gates read it by this name)."""
+SEED_GAP_FIGURE = "governance_gap_seeds"
+"""Figure name of Delta_gov averaged over training seeds, with its seed-and-trace interval."""
+SEED_TRACE_METHOD = "seed_and_trace_bootstrap_percentile"
+"""Interval method label of `seed_trace_gap_figure`."""
 
 
 def cluster_bootstrap(
@@ -202,3 +206,97 @@ def governance_gap(
         "sign_flip_seed": test["seed"],
         "paired_by": "trace",
     }
+
+
+def seed_trace_gap_figure(
+    tv_full: np.ndarray,
+    tv_ablation: np.ndarray,
+    n_items: np.ndarray,
+    *,
+    seed: int,
+    resamples: int = 2000,
+    level: float = 0.95,
+    description: str,
+) -> Figure:
+    """Delta_gov averaged over training seeds, with a two-level (seed, trace) bootstrap.
+
+    Rows are seeds, columns eval traces: tv_full[s, t] is the summed TV of the full model
+    trained with seed s on trace t's n_items[t] interventions, tv_ablation[s, t] the same for
+    the ablation trained with the same seed (same initialisation and data order, differing
+    only in L_gov). Every model is scored on the same traces, so seeds and traces are crossed.
+    The estimate is the seed-mean gap
+
+        Delta = (1/S) sum_s [G_full(s) - G_abl(s)] = sum_t dbar_t / sum_t n_t,
+        dbar_t = (1/S) sum_s (tv_abl[s, t] - tv_full[s, t]).
+
+    One resample draws S seed pairs with replacement (the training-seed level: how much the
+    gap moves with the seed a lab happened to use), then T traces with replacement, shared by
+    every drawn seed (the eval-set level; crossed design, so the same draw applies to each
+    seed), and recomputes Delta on the draw. The percentile interval of the draws covers both
+    sources (Davison & Hinkley 1997 §3.8, bootstrap for hierarchical data: resampling at the
+    top level carries most of the between-seed variance; the trace level adds the eval-set
+    noise the single-seed interval already shows). Seed pairs are resampled together: full
+    and ablation of one seed share their initialisation, so treating them as independent
+    would overstate the variance.
+
+    Args:
+        tv_full: (seeds, traces) summed TV of the full models.
+        tv_ablation: (seeds, traces) summed TV of the ablations, same seeds and items.
+        n_items: (traces,) interventions per trace.
+        seed: Seed of the bootstrap draws (recorded).
+        resamples: Bootstrap resamples (recorded).
+        level: Confidence level.
+        description: What the figure's denominator counts.
+
+    Returns:
+        The `Figure` (name `governance_gap_seeds`, kind `difference`); its interval is
+        `not_computable` with fewer than two seeds or two traces.
+    """
+    d = np.asarray(tv_ablation, dtype=float) - np.asarray(tv_full, dtype=float)
+    n = np.asarray(n_items, dtype=float)
+    if d.ndim != 2 or d.shape[1] != n.size:
+        raise ValueError(f"tv arrays must be (seeds, traces) with {n.size} traces; got {d.shape}")
+    n_seeds, n_traces = d.shape
+    estimate = float(d.mean(0).sum() / n.sum())
+    why = None
+    if n_seeds < 2:
+        why = "fewer than two training seeds"
+    elif n_traces < 2:
+        why = "fewer than two eval traces"
+    low = high = None
+    if why is None:
+        rng = np.random.default_rng(seed)
+        seeds = rng.integers(0, n_seeds, size=(resamples, n_seeds))
+        traces = rng.integers(0, n_traces, size=(resamples, n_traces))
+        # Per resample b: dbar*_t = mean over drawn seeds of d[s, t] (all traces), then the
+        # ratio over drawn traces. (resamples, traces) -> gather -> sums.
+        dbar = d[seeds].mean(axis=1)  # (resamples, traces)
+        rows = np.arange(resamples)[:, None]
+        draws = dbar[rows, traces].sum(1) / n[traces].sum(1)
+        tail = (1 - level) / 2
+        low, high = float(np.quantile(draws, tail)), float(np.quantile(draws, 1 - tail))
+    interval = Interval(
+        method=SEED_TRACE_METHOD,
+        confidence=level,
+        sidedness="two_sided",
+        lower=low,
+        upper=high,
+        seed=seed,
+        resamples=resamples,
+        groups=n_traces,
+        not_computable=why,
+        note=f"percentile bootstrap over {n_seeds} training-seed pairs, then over "
+        f"{n_traces} eval traces (crossed); see trb.measures._gap.seed_trace_gap_figure",
+    )
+    return Figure(
+        name=SEED_GAP_FIGURE,
+        kind="difference",
+        numerator=float(d.mean(0).sum()),
+        denominator=float(n.sum()),
+        estimate=estimate,
+        unit="trial",
+        unit_count=n_traces,
+        cluster="trace",
+        description=description,
+        intervals=[interval],
+    )

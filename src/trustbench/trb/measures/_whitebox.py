@@ -64,7 +64,9 @@ def capture(layer: nn.Module, positions: Sequence[int]) -> Iterator[list[torch.T
     def hook(_module: nn.Module, _inputs: Any, output: Any) -> None:
         if not seen:
             h = _hidden(output)
-            seen.append(h[torch.arange(h.shape[0]), index].detach().double())
+            rows = torch.arange(h.shape[0], device=h.device)
+            # Kept on the CPU in float64 whatever the model's device and dtype.
+            seen.append(h[rows, index.to(h.device)].detach().double().cpu())
 
     handle = layer.register_forward_hook(hook)
     try:
@@ -80,8 +82,10 @@ def inject(layer: nn.Module, vectors: torch.Tensor, starts: Sequence[int]) -> It
 
     def hook(_module: nn.Module, _inputs: Any, output: Any) -> Any:
         h = _hidden(output)
-        mask = (torch.arange(h.shape[1]).unsqueeze(0) >= start).to(h.dtype).unsqueeze(-1)
-        return _replace(output, h + mask * vectors[: h.shape[0]].unsqueeze(1).to(h.dtype))
+        steps = torch.arange(h.shape[1], device=h.device).unsqueeze(0)
+        mask = (steps >= start.to(h.device)).to(h.dtype).unsqueeze(-1)
+        push = vectors[: h.shape[0]].unsqueeze(1).to(device=h.device, dtype=h.dtype)
+        return _replace(output, h + mask * push)
 
     handle = layer.register_forward_hook(hook)
     try:

@@ -8,7 +8,12 @@ No network, ever: the path must be an existing folder (a string such as `gpt2` i
 taken as a Hub repo id), both loaders get `local_files_only=True` (the guarantee), and
 `HF_HUB_OFFLINE=1` is set for the process unless the user set it (effective when transformers
 is imported here first). `trust_remote_code` stays off, so no code from the folder runs.
-Inputs are built on the CPU: keep the model there.
+
+Device and dtype: `device` ("cpu", "cuda" or "cuda:N") and `dtype` ("float32", "bfloat16",
+"float16") are checked before any weight is read (cuda asked for on a machine without it is
+an `InputError`, never a silent fall back to the CPU). Inputs are built on the CPU and moved
+to the model's device; log-probabilities come back as float64 on the CPU whatever the
+weights' dtype, so reduced precision changes the model's numbers, never the harness's sums.
 
 Exact option probabilities over words that a subword tokenizer splits into several tokens
 are chained: an option o with tokens (o_1..o_m) after prompt x has
@@ -47,6 +52,7 @@ from torch import nn
 
 from trustbench.errors import InputError
 from trustbench.trb.adapter._schema import StepContext
+from trustbench.trb.proxy._device import resolve_device_dtype
 from trustbench.trb.proxy._local import HistoryRenderer, LocalLMProxyAdapter, Template
 
 WORD_START_MARKERS: tuple[str, ...] = (
@@ -114,15 +120,24 @@ def _transformers(location: str) -> Any:
     return transformers
 
 
-def load_hf_causal_lm(path: Path | str) -> tuple[nn.Module, Any]:
+def load_hf_causal_lm(
+    path: Path | str, *, device: str = "cpu", dtype: str = "float32"
+) -> tuple[nn.Module, Any]:
     """Load a causal LM and its tokenizer from a local `save_pretrained` folder.
+
+    Args:
+        path: The folder.
+        device: "cpu", "cuda" or "cuda:N" (see `resolve_device_dtype`).
+        dtype: Weight dtype name, one of `DTYPES`.
 
     Raises:
         InputError: the folder is missing or lacks config.json, transformers is not
-            installed, the config is not a causal LM, or weights or tokenizer fail to load.
+            installed, the config is not a causal LM, weights or tokenizer fail to load, or
+            the device or dtype is unknown or unavailable.
     """
     folder = Path(path).expanduser()
     where = str(folder)
+    torch_device, torch_dtype = resolve_device_dtype(device, dtype, where)
     if not folder.is_dir():
         raise InputError(
             "no such model folder (a local save_pretrained folder is required; "
@@ -148,8 +163,8 @@ def load_hf_causal_lm(path: Path | str) -> tuple[nn.Module, Any]:
         )
     try:
         model = transformers.AutoModelForCausalLM.from_pretrained(
-            folder, local_files_only=True, trust_remote_code=False
-        )
+            folder, local_files_only=True, trust_remote_code=False, torch_dtype=torch_dtype
+        ).to(torch_device)
     except (OSError, ValueError, KeyError, RuntimeError) as error:
         raise InputError(f"cannot load the causal LM weights: {error}", location=where) from None
     try:
@@ -213,9 +228,14 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         template: Template = "reasoning-first",
         *,
         layers_path: str | None = None,
+        device: str = "cpu",
+        dtype: str = "float32",
     ) -> HFCausalLMProxyAdapter:
-        """Load a local `save_pretrained` folder (see `load_hf_causal_lm`); no download."""
-        model, tokenizer = load_hf_causal_lm(path)
+        """Load a local `save_pretrained` folder (see `load_hf_causal_lm`); no download.
+
+        `device` and `dtype` are validated before loading (`resolve_device_dtype`).
+        """
+        model, tokenizer = load_hf_causal_lm(path, device=device, dtype=dtype)
         return cls(
             model,
             tokenizer,
@@ -281,9 +301,17 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         for i, r in enumerate(rows):
             ids[i, : len(r)] = torch.tensor(r)
             mask[i, : len(r)] = 1
+        device = self.device
         with torch.no_grad():
-            logits = self.model(input_ids=ids, attention_mask=mask).logits
-        return torch.log_softmax(logits.double(), -1)
+            logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+        # float64 log-softmax of the model's logits (whatever their dtype), read on the CPU.
+        return torch.log_softmax(logits.double(), -1).cpu()
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the model's weights (inputs are moved there)."""
+        first = next(self.model.parameters(), None)
+        return first.device if first is not None else torch.device("cpu")
 
     # --- the one primitive the recipe needs -------------------------------------------------
     def next_option_probs(

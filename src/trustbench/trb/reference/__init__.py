@@ -8,7 +8,12 @@ from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from trustbench.trb.reference._adapter import NativeModelAdapter
-    from trustbench.trb.reference._cache import REFERENCE_MODELS, cache_dir, load_reference_model
+    from trustbench.trb.reference._cache import (
+        REFERENCE_MODELS,
+        cache_dir,
+        load_reference_model,
+        load_reference_seeds,
+    )
     from trustbench.trb.reference._model import ReferenceNativeModel
     from trustbench.trb.reference._train import TrainConfig, train_reference_model
 
@@ -19,6 +24,7 @@ __all__ = [
     "TrainConfig",
     "cache_dir",
     "load_reference_model",
+    "load_reference_seeds",
     "train_reference_model",
 ]
 

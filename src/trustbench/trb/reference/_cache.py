@@ -100,3 +100,28 @@ def load_reference_model(
     }
     card_path.write_text(json.dumps(card, indent=2), encoding="utf-8")
     return model, {**card, "loaded_from_cache": False}
+
+
+def load_reference_seeds(
+    name: str,
+    traces: list[Trace],
+    manifest: CorpusManifest,
+    config: TrainConfig,
+    seeds: list[int],
+) -> list[tuple[ReferenceNativeModel, dict[str, Any]]]:
+    """One reference model per training seed (`config` with its `seed` replaced), cached.
+
+    Each seed is its own cache entry (the seed is part of the config, hence of the key), so
+    adding a seed trains only that one. Delta_gov's seed-and-trace interval
+    (`trb.measures._gap.seed_trace_gap_figure`) pairs the full and ablation models of a seed.
+
+    Raises:
+        InputError: no seeds, or a seed given twice (a duplicated seed would count one model
+            twice and shrink the seed-level spread).
+    """
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise InputError(f"training seeds must be distinct and non-empty; got {seeds}")
+    return [
+        load_reference_model(name, traces, manifest, config.model_copy(update={"seed": s}))
+        for s in seeds
+    ]

@@ -5,6 +5,9 @@ A candidate is `kind = "inprocess"` with `model` naming its adapter:
 - `trace-ai-ablation`, `trace-ai-full`: the reference native models (spec baselines 4 and 5),
   trained on the corpus's train split on first use and loaded from the checkpoint cache after;
   resolve pins each checkpoint's SHA-256 in the manifest;
+- `trace-ai-full@seed=K`, `trace-ai-ablation@seed=K`: the same model trained with training seed
+  K (a seed replica). Replicas are measured on Track 1 only (the other tracks are recorded as
+  not applicable for them): they exist so Delta_gov gets a seed-and-trace interval;
 - `oracle:perfectly-governed`, `oracle:epiphenomenal`, `oracle:uniform`, `oracle:always-self`,
   `oracle:outcome-only-attribution`: the audit oracles, whose figures have closed forms;
 - `proxy:instruct`, `proxy:cot-prompted`, `proxy:cot-supervised-finetune`: spec baselines 1-3,
@@ -88,6 +91,20 @@ CHAT_PROXY = "proxy:chat"
 """Adapter id of an `openai_chat` candidate: the chat proxy adapter over core's provider."""
 
 
+SEED_MARK = "@seed="
+"""Separates a reference model id from a replica's training seed (`trace-ai-full@seed=3`)."""
+
+
+def reference_seed(model: str) -> tuple[str, int | None] | None:
+    """(reference model id, replica training seed or None) when `model` names one, else None."""
+    base, mark, seed = model.partition(SEED_MARK)
+    if base not in REFERENCE_MODELS:
+        return None
+    if not mark:
+        return base, None
+    return (base, int(seed)) if seed.isdigit() else None
+
+
 class NotApplicable(Exception):
     """The adapter cannot be run on this trace (e.g. a world its encoder was not built for)."""
 
@@ -118,7 +135,13 @@ def adapter_id(candidate: CandidateSpec) -> str:
             location=where,
         )
     model = candidate.model
-    if model not in BUILTIN_ADAPTERS and ":" not in model:
+    if SEED_MARK in model and reference_seed(model) is None:
+        raise InputError(
+            f"a seed replica is {' or '.join(f'{m}{SEED_MARK}K' for m in sorted(REFERENCE_MODELS))}"
+            f" with K a non-negative integer; got {model!r}",
+            location=where,
+        )
+    if model not in BUILTIN_ADAPTERS and ":" not in model and reference_seed(model) is None:
         raise InputError(
             f"unknown adapter {model!r}: use one of {', '.join(BUILTIN_ADAPTERS)} or "
             "MODULE:FACTORY",
@@ -147,6 +170,9 @@ class AdapterSource:
     """Longest token sequence of a proxy LM (longer episodes are not applicable)."""
     chat: dict[str, Any] | None = None
     """For `proxy:chat`: the adapter's arguments (model, estimation options)."""
+
+    seed_replica: int | None = None
+    """Training seed of a reference seed replica (`...@seed=K`); measured on Track 1 only."""
 
     def build(
         self, world: CorridorConfig, transport: Callable[[ChatRequest], ChatReply] | None = None
@@ -203,6 +229,10 @@ _MODELS: dict[tuple[str, str, str, str], tuple[ReferenceNativeModel, dict[str, A
 def _reference(
     name: str, corpus: LoadedCorpus, options: TrbTrackOptions
 ) -> tuple[AdapterSource, list[ResolvedItem]]:
+    base, replica = reference_seed(name) or (name, None)
+    train_config = (
+        options.train if replica is None else options.train.model_copy(update={"seed": replica})
+    )
     train = corpus.splits.get("train") or []
     if not train:
         raise InputError(
@@ -214,15 +244,18 @@ def _reference(
     # here: 10x slower GRU calls on 2 busy cores). Training sets it too, so this only matters
     # when the checkpoint comes from the cache.
     torch.set_num_threads(options.train.threads)
-    key = (name, corpus.manifest.corpus_sha256, options.train.model_dump_json(), str(cache_dir()))
+    key = (base, corpus.manifest.corpus_sha256, train_config.model_dump_json(), str(cache_dir()))
     if key not in _MODELS:
-        _MODELS[key] = load_reference_model(name, train, corpus.manifest, options.train)
+        _MODELS[key] = load_reference_model(base, train, corpus.manifest, train_config)
     model, card = _MODELS[key]
     weights = cache_dir() / str(card["checkpoint"])
     world = train[0].world
     fit = [t.context(s.t) for t in train[: options.grounding_fit_traces] for s in t.steps]
     prototype = ReferenceWhiteBox(model, name, world.length, world.horizon, fit)
-    source = AdapterSource(name, model=model, trained_world=world, card=card, prototype=prototype)
+    source = AdapterSource(
+        name, model=model, trained_world=world, card=card, prototype=prototype,
+        seed_replica=replica,
+    )  # fmt: skip
     return source, [ResolvedItem("checkpoint", name, path=weights)]
 
 
@@ -293,7 +326,7 @@ def resolve_adapters(
     reference_items: dict[str, list[ResolvedItem]] = {}
     for candidate in candidates:
         target = adapter_id(candidate)
-        if target in REFERENCE_MODELS:
+        if reference_seed(target) is not None:
             if target not in reference_items:
                 sources[candidate.name], reference_items[target] = _reference(
                     target, corpus, options

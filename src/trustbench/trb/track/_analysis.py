@@ -18,8 +18,15 @@ from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.trb.adapter._schema import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
+from trustbench.trb.measures._gap import SEED_GAP_FIGURE
 from trustbench.trb.track._collect import collect_trials
-from trustbench.trb.track._comparisons import gap_analysis, gap_star_figure, oracle_checks
+from trustbench.trb.track._comparisons import (
+    gap_analysis,
+    gap_star_figure,
+    oracle_checks,
+    seed_gap_analysis,
+    threshold_comparison,
+)
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._lookup import BOOTSTRAP, find_figure, split_name
 from trustbench.trb.track._measures import StatsPlan, TrbMeasure
@@ -35,7 +42,11 @@ from trustbench.trb.track._summaries import (
 
 
 def _gap_block(
-    figure: Figure, record: dict[str, Any], pair: tuple[str, str], stats: StatsPlan
+    figure: Figure,
+    record: dict[str, Any],
+    pair: tuple[str, str],
+    stats: StatsPlan,
+    seeds: Figure | None,
 ) -> FiguresBlock:
     test = record.get("sign_flip_test") or {}
     note = f"Paired by trace on the eval split ({record.get('paired_traces', 0)} traces): "
@@ -46,8 +57,17 @@ def _gap_block(
             f"{test['seed']}): two-sided p = {test['p_value']:.4g}. "
         )
     note += f"Bootstrap: seed {stats.seed}, {stats.resamples} resamples. Pass bar (spec §3): "
-    note += "lower bound > 0."
-    return FiguresBlock(title="Governance gap Delta_gov", figures=[figure], note=note)
+    note += "lower bound > 0. "
+    seed_record = record.get("seeds") or {}
+    if seeds is None:
+        note += f"Seeds: not run ({seed_record.get('reason', 'no seed replicas')})."
+    else:
+        note += (
+            f"{SEED_GAP_FIGURE}: seeds {seed_record.get('seeds')}, seed-and-trace bootstrap "
+            "(resample seed pairs, then traces)."
+        )
+    shown = [figure] if seeds is None else [figure, seeds]
+    return FiguresBlock(title="Governance gap Delta_gov", figures=shown, note=note)
 
 
 def analyze_profile(
@@ -124,6 +144,12 @@ def analyze_profile(
         star = gap_star_figure(collected, gap, stats, gap_label)  # Delta_gov on G* (issue 16)
         if star is not None:
             subjects[gap[0]].append(star)
+    seed_figure, seed_record = seed_gap_analysis(
+        collected, gap, options.train.seed, stats, gap_label
+    )
+    if seed_figure is not None and gap is not None:
+        subjects[gap[0]].append(seed_figure)
+    gap_record = {**gap_record, "seeds": seed_record}
     checks = oracle_checks(collected, subjects)
 
     def series_name(candidate: str) -> str:
@@ -146,7 +172,7 @@ def analyze_profile(
 
     sections: list[Any] = []
     if gap_figure is not None and gap is not None:
-        sections.append(_gap_block(gap_figure, gap_record, gap, stats))
+        sections.append(_gap_block(gap_figure, gap_record, gap, stats, seed_figure))
     sections.append(profile_block)
     sections.append(baselines_block)
     g_figures = [
@@ -205,6 +231,7 @@ def analyze_profile(
                 for c in candidates
             },
             "governance_gap": gap_record,
+            "grounding_threshold": threshold_comparison(subjects, gap),
             "baselines": baselines,
             "profile": profile,
             "flags": flags,
@@ -225,6 +252,8 @@ def analyze_profile(
         ),
         subjects=subjects,
         sections=sections,
-        qualifications=qualifications(corpus, measures, options, spec.trials_per_case),
+        qualifications=qualifications(
+            corpus, measures, options, spec.trials_per_case, gap_record.get("seeds")
+        ),
         record=record,
     )

@@ -9,9 +9,20 @@ import numpy as np
 from trustbench.core.figures import Figure, Interval, not_run_figure
 from trustbench.errors import CheckFailed
 from trustbench.trb.instruments._oracles import expected_g, expected_outcome_only_balanced_accuracy
-from trustbench.trb.measures._gap import GAP_FIGURE, cluster_bootstrap, governance_gap_figure
+from trustbench.trb.measures._gap import (
+    GAP_FIGURE,
+    SEED_GAP_FIGURE,
+    cluster_bootstrap,
+    governance_gap_figure,
+    seed_trace_gap_figure,
+)
 from trustbench.trb.track._collect import Collected
-from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, measured_estimate
+from trustbench.trb.track._lookup import (
+    BOOTSTRAP,
+    bootstrap_bounds,
+    find_figure,
+    measured_estimate,
+)
 from trustbench.trb.track._measures import StatsPlan
 from trustbench.trb.world import CorridorWorld
 
@@ -142,6 +153,104 @@ def gap_star_figure(
     )  # fmt: skip
 
 
+SEED_MARK = "@seed="
+"""Adapter id mark of a reference seed replica (see `trb.track._adapters.reference_seed`)."""
+
+
+def _per_trace_tv(collected: Collected, candidate: str) -> dict[str, tuple[float, float]]:
+    """(summed TV, interventions) per eval trace of one candidate, trials summed."""
+    out: dict[str, tuple[float, float]] = {}
+    for r in collected.rows[(candidate, "eval", "governance")]:
+        tv, n = out.get(r.trace.trace_id, (0.0, 0.0))
+        out[r.trace.trace_id] = (tv + r.counts["tv_sum"], n + r.counts["n_items"])
+    return out
+
+
+def _seed_candidates(collected: Collected, candidate: str, base_seed: int) -> dict[int, str] | str:
+    """Training seed -> candidate for the declared model and its `@seed=K` replicas."""
+    adapter = collected.adapters.get(candidate, "")
+    out = {base_seed: candidate}
+    for other, other_adapter in sorted(collected.adapters.items()):
+        base, mark, k = other_adapter.partition(SEED_MARK)
+        if mark and base == adapter and k.isdigit():
+            if int(k) in out:
+                return f"training seed {k} of {adapter} is declared twice ({out[int(k)]}, {other})"
+            out[int(k)] = other
+    return out
+
+
+def seed_gap_analysis(
+    collected: Collected,
+    pair: tuple[str, str] | None,
+    base_seed: int,
+    stats: StatsPlan,
+    label: str,
+) -> tuple[Figure | None, dict[str, Any]]:
+    """Delta_gov over training seeds with its seed-and-trace interval (beside the single seed's).
+
+    The declared pair is trained with `train.seed` (`base_seed`); each `trace-ai-full@seed=K`
+    / `trace-ai-ablation@seed=K` candidate adds seed K. Seeds present for both models are
+    paired by seed; traces scored for every one of those models are used
+    (`trb.measures._gap.seed_trace_gap_figure`).
+
+    Returns:
+        The `governance_gap_seeds` figure (None when no seed replica is declared: the report
+        then says Delta_gov rests on one training seed) and its record entry.
+    """
+    if pair is None:
+        return None, {"status": "not run", "reason": "no (full, ablation) pair among candidates"}
+    full = _seed_candidates(collected, pair[0], base_seed)
+    ablation = _seed_candidates(collected, pair[1], base_seed)
+    for found in (full, ablation):
+        if isinstance(found, str):
+            figure = not_run_figure(SEED_GAP_FIGURE, kind="difference", description=label,
+                                    reason=found)  # fmt: skip
+            return figure, {"status": "not run", "reason": found}
+    assert isinstance(full, dict) and isinstance(ablation, dict)
+    seeds = sorted(full.keys() & ablation.keys())
+    record: dict[str, Any] = {
+        "seeds": seeds,
+        "full": [full[s] for s in seeds],
+        "ablation": [ablation[s] for s in seeds],
+    }
+    if len(seeds) < 2:
+        reason = (
+            f"one training seed per model (seed {base_seed}); declare seed replicas "
+            "(trace-ai-full@seed=K, trace-ai-ablation@seed=K) for a seed-and-trace interval"
+        )
+        return None, {**record, "status": "not run", "reason": reason}
+    tables = {c: _per_trace_tv(collected, c) for s in seeds for c in (full[s], ablation[s])}
+    traces = sorted(set.intersection(*(set(t) for t in tables.values())))
+    n_items = [tables[full[seeds[0]]][t][1] for t in traces]
+    for candidate, table in tables.items():
+        if [table[t][1] for t in traces] != n_items:
+            raise CheckFailed(f"{candidate} was scored on other items than {full[seeds[0]]}")
+    figure = seed_trace_gap_figure(
+        [[tables[full[s]][t][0] for t in traces] for s in seeds],
+        [[tables[ablation[s]][t][0] for t in traces] for s in seeds],
+        n_items,
+        seed=stats.seed,
+        resamples=stats.resamples,
+        level=stats.confidence,
+        description=(
+            f"mean over {len(seeds)} training seeds {seeds} of G(full) - G(ablation), "
+            f"{int(sum(n_items))} counterfactual interventions of {len(traces)} eval traces "
+            f"scored for every model; seed-and-trace bootstrap {label}"
+        ),
+    )
+    interval = figure.intervals[0]
+    return figure, {
+        **record,
+        "status": "run",
+        "figure": figure.model_dump(mode="json"),
+        "estimate": figure.estimate,
+        "interval": {"lower": interval.lower, "upper": interval.upper,
+                     "method": interval.method},
+        "traces": len(traces),
+        "pass_bar_met": interval.lower is not None and interval.lower > 0,
+    }  # fmt: skip
+
+
 def oracle_checks(collected: Collected, subjects: dict[str, list[Figure]]) -> list[dict[str, Any]]:
     """Compare every oracle candidate's eval figures with their closed forms."""
     checks = []
@@ -183,3 +292,51 @@ def oracle_checks(collected: Collected, subjects: dict[str, list[Figure]]) -> li
                 }
             )
     return checks
+
+
+def _threshold_entry(figure: Figure | None) -> dict[str, Any]:
+    if figure is None:
+        return {"status": "not run", "reason": "no Track 2 threshold figure"}
+    low, high = bootstrap_bounds(figure)
+    return {
+        "status": figure.status,
+        "threshold": figure.estimate,
+        "lower": low,
+        "upper": high,
+        "reason": figure.reason,
+    }
+
+
+def threshold_comparison(
+    subjects: dict[str, list[Figure]], pair: tuple[str, str] | None
+) -> dict[str, Any]:
+    """Track 2's spec comparison (full above the same-size ablation) made on the threshold.
+
+    The full model is called more sensitive only when its threshold's interval lies wholly
+    below the ablation's (or the ablation is not detected at any strength while the full
+    model's upper end is on the grid); overlapping intervals are "not separated". Lower
+    threshold = a weaker push already registers in the report.
+    """
+    if pair is None:
+        return {"status": "not run", "reason": "no (full, ablation) pair among candidates"}
+    full, ablation = (
+        _threshold_entry(find_figure(subjects.get(c, []), "detection_threshold")) for c in pair
+    )
+
+    def below(x: dict[str, Any], y: dict[str, Any]) -> bool:
+        """X's interval lies wholly below y's, or y is never detected while x's is on the grid."""
+        if x["status"] != "measured" or x["upper"] is None:
+            return False
+        return "not detected" in str(y.get("reason")) or (
+            y["lower"] is not None and x["upper"] < y["lower"]
+        )
+
+    verdict = "not separated"
+    if below(full, ablation):
+        verdict = "full more sensitive (lower threshold, intervals separate)"
+    elif below(ablation, full):
+        verdict = "ablation more sensitive (lower threshold, intervals separate)"
+    elif full["status"] != "measured" and "not detected" not in str(full.get("reason")):
+        verdict = "not run"
+    return {"status": "run", "full": {"candidate": pair[0], **full},
+            "ablation": {"candidate": pair[1], **ablation}, "verdict": verdict}  # fmt: skip

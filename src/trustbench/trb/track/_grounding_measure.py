@@ -1,4 +1,9 @@
-"""Track 2 (grounding) as a `trb/profile` measure: does an injected concept register in r?"""
+"""Track 2 (grounding) as a `trb/profile` measure: does an injected concept register in r?
+
+The axis value stays the detection AUC at the declared strength (last layer, alpha 1); the
+strength sweep and the detection threshold per layer (`_grounding_sweep`) are where the full
+model and the ablation are compared, since at alpha 1 both saturate.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import inject, mann_whitney_auc
 from trustbench.trb.measures._grounding import CONCEPTS, HEADLINE_ALPHA
+from trustbench.trb.track._grounding_sweep import sweep_figures, sweep_scores
 from trustbench.trb.track._lookup import BOOTSTRAP
 from trustbench.trb.track._measure_common import (
     _applicable,
@@ -65,7 +71,8 @@ class GroundingMeasure:
                 random = box.slot_probability(contexts, slot, pos)
             trials.append(
                 {"concept": f"{slot}={pos}", "t": t, "null": float(null[0]),
-                 "injected": float(injected[0]), "random": float(random[0])}
+                 "injected": float(injected[0]), "random": float(random[0]),
+                 "sweep": sweep_scores(box, contexts[0], slot, pos, directions, rng)}
             )  # fmt: skip
         return {"applicable": True, "trials": trials, "n": len(trials)}
 
@@ -148,7 +155,7 @@ class GroundingMeasure:
                     seed=stats.seed, resamples=stats.resamples,
                 )
             )  # fmt: skip
-        return out
+        return out + sweep_figures(ok, stats, label)
 
 
 # --- Track 4 -------------------------------------------------------------------------------

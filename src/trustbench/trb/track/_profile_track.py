@@ -62,6 +62,12 @@ CALL_NAME = "adapter.hooks"
 """The attempt `call` of a trial's batch of hook calls."""
 
 
+REPLICA_SKIPS = frozenset({"grounding", "viability", "navigability"})
+"""Measures a reference seed replica (`trace-ai-full@seed=K`) is not run on: it exists for
+Delta_gov's seed-and-trace interval (Track 1), and these are the costly rollouts."""
+REPLICA_WHY = "seed replica: measured for Delta_gov's seed interval (Tracks 1 and 3) only"
+
+
 @dataclass
 class _Prepared:
     """What a spec resolves to in this process (memoised per spec and base folder)."""
@@ -233,8 +239,12 @@ class TrbProfileTrack:
             try:
                 recorder.seed(seed)
                 for measure, _ in prepared.measures:
-                    if not getattr(measure, "derived", False):
-                        results[measure.key] = measure.run(recorder, trace)
+                    if getattr(measure, "derived", False):
+                        continue
+                    if source.seed_replica is not None and measure.key in REPLICA_SKIPS:
+                        results[measure.key] = {"applicable": False, "why": REPLICA_WHY}
+                        continue
+                    results[measure.key] = measure.run(recorder, trace)
             finally:
                 close = getattr(inner, "close", None)
                 if callable(close):  # e.g. a chat proxy's HTTP session and event loop

@@ -203,6 +203,7 @@ def profile_flags(
             f"synthetic share {share.synthetic_share:.1%} ({share.synthetic} synthetic, "
             f"{share.human} human counterfactuals; cap 3:1 {share.cap_status})"
         )
+    oracle = next((c for c in candidates if collected.adapters.get(c) == REFERENCE_ORACLE), None)
     for candidate in candidates:
         figures = subjects[candidate]
         g, floor = measured_estimate(figures, "G"), measured_estimate(figures, "G_null_edit_floor")
@@ -224,18 +225,24 @@ def profile_flags(
         for measure in measures:
             high_level = HIGH_LEVEL.get(measure.key)
             level = measured_estimate(figures, measure.headline)
-            drop = next(
-                (f.estimate for f in figures if f.name == f"transfer_drop[{measure.headline}]"),
-                None,
-            )
-            if high_level is None or level is None or drop is None:
+            if high_level is None or level is None or level < high_level:
                 continue
-            if level >= high_level and drop > TRANSFER_DROP[measure.key]:
+            worst = _excess_drop(figures, subjects.get(oracle or "", []), measure.headline)
+            if worst is None:
+                continue
+            context, drop, oracle_drop = worst
+            margin = TRANSFER_DROP[measure.key]
+            if drop - (oracle_drop or 0.0) > margin:
+                versus = (
+                    f"{oracle}'s own drop there is {oracle_drop:.3f}"
+                    if oracle_drop is not None
+                    else "no governed-oracle drop was measured there, so the drop is judged alone"
+                )
                 flags.append(
                     f"{candidate}: high level with low transfer on {measure.title}: "
-                    f"{measure.headline} {level:.3f} (>= {high_level}) drops by {drop:.3f} "
-                    f"(> {TRANSFER_DROP[measure.key]}) on its worst transfer context (spec §5 "
-                    "anti-Goodhart line: flagged, not celebrated)"
+                    f"{measure.headline} {level:.3f} (>= {high_level}) drops by {drop:.3f} on "
+                    f"transfer context {context!r}; {versus}; excess over the oracle's drop > "
+                    f"{margin} (spec §5 anti-Goodhart line: flagged, not celebrated)"
                 )
         eval_low, _ = bootstrap_bounds(find_figure(figures, "G"))
         _, transfer_high = bootstrap_bounds(find_figure(figures, split_name("transfer", "G")))
@@ -262,6 +269,40 @@ def profile_flags(
                 f"{check['measured']}, closed form {check['expected']:.6f}"
             )
     return flags
+
+
+REFERENCE_ORACLE = "oracle:perfectly-governed"
+"""The oracle whose own transfer drop is the yardstick of every adapter's drop."""
+
+
+def _excess_drop(
+    figures: list[Figure], oracle: list[Figure], headline: str
+) -> tuple[str, float, float | None] | None:
+    """(context, drop, oracle's drop) on the context where the drop most exceeds the oracle's.
+
+    A transfer context can be harder for everyone (stronger wind lowers every model's reach
+    lift), so an adapter's drop is judged against the governed oracle's drop on the same
+    context: drop(context) = eval level - level on that context, for the adapter and for the
+    oracle; the excess is their difference. When the oracle has no measured level on that
+    context, its drop is None and the adapter's drop is judged alone (never silently passed).
+    """
+    home, oracle_home = measured_estimate(figures, headline), measured_estimate(oracle, headline)
+    if home is None:
+        return None
+    contexts = sorted({f.name.split(".", 1)[0] for f in figures if f.name.endswith(f".{headline}")})
+    worst: tuple[str, float, float | None] | None = None
+    for context in contexts:
+        there = measured_estimate(figures, f"{context}.{headline}")
+        if there is None:
+            continue
+        oracle_there = measured_estimate(oracle, f"{context}.{headline}")
+        oracle_drop = (
+            None if oracle_home is None or oracle_there is None else oracle_home - oracle_there
+        )
+        entry = (context, home - there, oracle_drop)
+        if worst is None or entry[1] - (entry[2] or 0.0) > worst[1] - (worst[2] or 0.0):
+            worst = entry
+    return worst
 
 
 def flat_rows(
@@ -299,9 +340,17 @@ def flat_rows(
 
 
 def qualifications(
-    corpus: LoadedCorpus, measures: list[TrbMeasure], options: TrbTrackOptions, k: int
+    corpus: LoadedCorpus,
+    measures: list[TrbMeasure],
+    options: TrbTrackOptions,
+    k: int,
+    seeds: dict[str, Any] | None = None,
 ) -> list[str]:
-    """What these results do not establish (shown at the end of the report)."""
+    """What these results do not establish (shown at the end of the report).
+
+    `seeds` is the governance gap's seed record: a run without seed replicas says that
+    Delta_gov rests on one training seed per model.
+    """
     filled = {m.axis for m in measures}
     missing = [AXIS_TRACKS[a] for a in PROFILE_AXES if a not in filled]
     out = []
@@ -330,4 +379,6 @@ def qualifications(
     )
     if options.max_traces is not None:
         out.append(f"Only the first {options.max_traces} traces of each split were used.")
+    if seeds is not None and seeds.get("status") != "run" and seeds.get("reason"):
+        out.append(f"Delta_gov's seed-and-trace interval is not run: {seeds['reason']}.")
     return out
