@@ -20,6 +20,8 @@ if TYPE_CHECKING:
         ForestBlock,
         ProfileBlock,
         ReportPage,
+        SubjectCounts,
+        TableBlock,
         TextBlock,
     )
     from trustbench.core.report._format import (
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
         to_jsonable,
         write_record_json,
     )
+    from trustbench.core.report._verdict import Verdict, subject_verdicts
 
 __all__ = [
     "Block",
@@ -43,7 +46,10 @@ __all__ = [
     "ForestBlock",
     "ProfileBlock",
     "ReportPage",
+    "SubjectCounts",
+    "TableBlock",
     "TextBlock",
+    "Verdict",
     "format_counts",
     "format_estimate",
     "format_interval",
@@ -52,6 +58,7 @@ __all__ = [
     "record_json_text",
     "render_report_html",
     "sorted_gates",
+    "subject_verdicts",
     "to_jsonable",
     "write_record_json",
     "write_report_html",
