@@ -11,7 +11,9 @@ import pytest
 from tests.support.cli import invoke
 from tests.support.echo_track import EchoTrack
 from tests.support.openai_server import OpenAIServer, reply
+from typer.testing import CliRunner
 
+from trustbench.cli import app
 from trustbench.core import (
     LedgerContents,
     Manifest,
@@ -200,3 +202,38 @@ def test_a_track_without_analysis_cannot_be_reported(experiment: Path, tmp_path:
     code, output = invoke("report", str(run_dir))
     assert code == 2
     assert "has no analysis" in output
+
+
+def test_report_json_prints_verdicts_and_gate_configuration_with_the_same_exit_code(
+    experiment: Path, tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    _beta_fails_case_001(openai_server)
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    result = CliRunner().invoke(app, ["report", str(run_dir), "--json"])
+    assert isinstance(result.exception, CheckFailed) and result.exception.exit_code == 1
+    summary = json.loads(result.stdout)
+    assert summary["blocked"] is True and summary["exit_code"] == 1
+    assert summary["record"] == str(run_dir / "record.json")
+    assert summary["verdicts"]["alpha"]["status"] == "passed"
+    assert summary["verdicts"]["beta"] == {
+        "status": "blocked",
+        "headline": "blocked by gate echo_rate",
+        "instrument": False,
+        "evaluability": None,
+    }
+    beta = next(g for g in summary["gates"] if g["subject"] == "beta")
+    assert (beta["metric"], beta["comparison"], beta["threshold"]) == ("echo_rate", ">=", 0.9)
+    assert beta["compared"] == "estimate" and beta["value"] == pytest.approx(9 / 12)
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["verdicts"]["beta"]["status"] == "blocked"
+    assert {g["subject"] for g in record["gates"]["results"]} == {"alpha", "beta"}
+
+
+def test_a_subject_with_no_finished_trial_has_the_verdict_not_run(
+    experiment: Path, tmp_path: Path
+) -> None:
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    _truncate_after_trials(run_dir, 0)
+    result = report_run(run_dir)
+    assert {v.subject: v.status for v in result.verdicts} == {"alpha": "not_run", "beta": "not_run"}
+    assert "not run: no trial of this configuration ran" in result.html_path.read_text()

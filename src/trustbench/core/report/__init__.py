@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         to_jsonable,
         write_record_json,
     )
-    from trustbench.core.report._verdict import Verdict, subject_verdicts
+    from trustbench.core.report._verdict import Verdict, report_summary, subject_verdicts
 
 __all__ = [
     "Block",
@@ -57,6 +57,7 @@ __all__ = [
     "gates_record",
     "record_json_text",
     "render_report_html",
+    "report_summary",
     "sorted_gates",
     "subject_verdicts",
     "to_jsonable",

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import matplotlib as mpl
 import numpy as np
 from matplotlib.figure import Figure as PlotFigure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 _STRIP = [
     re.compile(r"<\?xml[^>]*\?>\s*"),
@@ -35,6 +35,12 @@ _STATUS_COLOUR = {
     "not_evaluable": "#b7791f",
     None: "#3b6ea8",
 }
+
+
+def cell_colour(agrees: bool, share: float) -> str:
+    """A confusion cell's fill: green scale when it agrees with the reference, red otherwise."""
+    scale = mpl.colormaps["Greens" if agrees else "Reds"]
+    return str(mpl.colors.to_hex(scale(0.08 + 0.8 * share)))
 
 
 def wrap(text: str, width: int = 14) -> str:
@@ -104,13 +110,14 @@ def confusion_svg(
     shares = np.divide(table, totals, out=np.zeros_like(table), where=totals > 0)
     figure = PlotFigure(figsize=(1.4 + 1.0 * len(columns), 1.2 + 0.55 * len(rows)))
     axes = figure.add_subplot()
-    good, bad = mpl.colormaps["Greens"], mpl.colormaps["Reds"]
-    image = np.zeros((*table.shape, 4))
+    # Cells are drawn as rectangles (not an embedded raster), so each fill is a plain colour in
+    # the SVG. Zero cells keep a faint tint (0.08) so the grid stays visible.
     for (i, j), share in np.ndenumerate(shares):
-        # Zero cells stay near-white; 0.08 keeps a faint tint so the grid stays visible.
-        scale = good if rows[i] == columns[j] else bad
-        image[i, j] = scale(0.08 + 0.8 * share)
-    axes.imshow(image, aspect="auto")
+        axes.add_patch(
+            Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=cell_colour(rows[i] == columns[j], share))
+        )
+    axes.set_xlim(-0.5, len(columns) - 0.5)
+    axes.set_ylim(len(rows) - 0.5, -0.5)
     for (i, j), value in np.ndenumerate(table):
         colour = "white" if shares[i, j] > 0.6 else "black"
         axes.text(j, i, f"{int(value)}", ha="center", va="center", color=colour, fontsize=9)

@@ -11,7 +11,7 @@ every gate is a `harness_problem`, because the gates then do not tell it from a 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -110,3 +110,57 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
             )
         )
     return verdicts
+
+
+def report_summary(result: Any) -> dict[str, Any]:
+    """The compact machine summary `trustbench report RUN --json` prints (for CI).
+
+    Args:
+        result: A `ReportResult` (typed loosely: `_report_run` imports this package).
+
+    Returns:
+        Plain JSON: record and page paths, completeness, whether release is blocked and the
+        exit code that goes with it, one verdict per subject (with its valid-response counts
+        when the track reports them) and every gate result with its configuration.
+    """
+    verdicts = {
+        v.subject: {
+            "status": v.status,
+            "headline": v.headline,
+            "instrument": v.instrument,
+            "evaluability": None
+            if v.evaluability is None
+            else {
+                **v.evaluability.model_dump(mode="json"),
+                "valid_rate": v.evaluability.valid_rate,
+            },
+        }
+        for v in result.verdicts
+    }
+    gates = [
+        {
+            "subject": g.subject,
+            "gate": g.spec.label,
+            "metric": g.spec.metric,
+            "status": g.status,
+            "compared": g.compared,
+            "value": g.value,
+            "comparison": g.spec.comparison,
+            "threshold": g.spec.threshold,
+            "unit": g.spec.unit,
+            "figure_estimate": g.figure_estimate,
+            "figure_unit": g.figure_unit,
+            "reason": g.reason,
+        }
+        for g in result.gates
+    ]
+    return {
+        "format": "trustbench.report-summary/1",
+        "record": str(result.record_path),
+        "report": str(result.html_path),
+        "complete": result.complete,
+        "blocked": result.blocked,
+        "exit_code": 1 if result.blocked else 0,
+        "verdicts": verdicts,
+        "gates": gates,
+    }
