@@ -57,6 +57,10 @@ class ConfusionBlock(_Section):
     """Axis title of the columns."""
     note: str = ""
     """Text shown under the heading (the unit counted, e.g. trials)."""
+    good: list[list[bool | None]] | None = None
+    """Per cell: `True` the desired outcome (shaded green), `False` an error (red), `None`
+    neither (grey, e.g. unresolved). Default: a cell is desired when its column is its row's
+    label and an error otherwise; all grey when no row label is a column."""
 
     @model_validator(mode="after")
     def _shape(self) -> ConfusionBlock:
@@ -66,7 +70,17 @@ class ConfusionBlock(_Section):
             len(row) != len(self.columns) for row in self.counts
         ):
             raise ValueError(f"confusion block {self.title!r}: counts shape != rows x columns")
+        if self.good is not None and [len(r) for r in self.good] != [len(r) for r in self.counts]:
+            raise ValueError(f"confusion block {self.title!r}: good shape != rows x columns")
         return self
+
+    def cell_kinds(self) -> list[list[bool | None]]:
+        """`good`, or its default (see the field)."""
+        if self.good is not None:
+            return self.good
+        if not set(self.rows) & set(self.columns):
+            return [[None] * len(self.columns) for _ in self.rows]
+        return [[row == column for column in self.columns] for row in self.rows]
 
 
 class TableBlock(_Section):

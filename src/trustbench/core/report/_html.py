@@ -125,9 +125,13 @@ def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str,
         rows.append(_figure_row(figure))
     # Rows are subjects; the gates on `block.metric` give each row its pass/fail colour and the
     # thresholds to draw (one line per distinct threshold declared on the metric).
-    mine = [g for g in gates if block.metric and g.spec.metric == block.metric]
+    # Rows named "<subject>: <metric>" (several metrics in one plot) take that gate's colour.
+    # With several gates on one row the worst outcome wins (failures are applied last).
+    worst_last = sorted(gates, key=lambda g: -_GATE_ORDER[g.status])
+    mine = [g for g in worst_last if block.metric and g.spec.metric == block.metric]
     thresholds = sorted({g.spec.threshold for g in mine})
     outcome = {g.subject: g.status for g in mine if g.subject}
+    outcome |= {f"{g.subject}: {g.spec.metric}": g.status for g in worst_last if g.subject}
     statuses = [outcome.get(figure.name) for figure in block.figures]
     svg = _plots.forest_svg(
         labels,
@@ -180,6 +184,7 @@ def _section(block: Block, index: int, gates: list[GateResult]) -> dict[str, Any
             row_title=block.row_title,
             column_title=block.column_title,
             salt=salt,
+            kinds=block.cell_kinds(),
         )
         totals = [sum(row) for row in block.counts]
         return {"block": block, "svg": Markup(svg), "totals": totals}

@@ -26,7 +26,19 @@ _STRIP = [
     re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL),
     re.compile(r'\s+xmlns(:\w+)?="[^"]*"'),
 ]
-_PALETTE = ["#3b6ea8", "#d08c2f", "#5a9e5a", "#b5475a", "#7c62a8", "#5f8f96", "#8c6d4f"]
+# Ten distinguishable series colours (after matplotlib's tab10): up to ten series never share one.
+_PALETTE = [
+    "#3b6ea8",
+    "#d08c2f",
+    "#5a9e5a",
+    "#b5475a",
+    "#7c62a8",
+    "#5f8f96",
+    "#8c6d4f",
+    "#d47fb8",
+    "#7f7f7f",
+    "#b8b83a",
+]
 # Gate outcome colours: a failed gate never shares the colour of a passed one (red vs green),
 # and "not evaluable" / no gate are neither (amber, blue-grey).
 _STATUS_COLOUR = {
@@ -37,9 +49,9 @@ _STATUS_COLOUR = {
 }
 
 
-def cell_colour(agrees: bool, share: float) -> str:
-    """A confusion cell's fill: green scale when it agrees with the reference, red otherwise."""
-    scale = mpl.colormaps["Greens" if agrees else "Reds"]
+def cell_colour(agrees: bool | None, share: float) -> str:
+    """A confusion cell's fill: green when desired, red when an error, grey when neither."""
+    scale = mpl.colormaps[{True: "Greens", False: "Reds", None: "Greys"}[agrees]]
     return str(mpl.colors.to_hex(scale(0.08 + 0.8 * share)))
 
 
@@ -96,12 +108,13 @@ def confusion_svg(
     row_title: str,
     column_title: str,
     salt: str,
+    kinds: Sequence[Sequence[bool | None]] | None = None,
 ) -> str:
     """Heatmap of a confusion table with the count written in every cell.
 
-    A cell is an agreement when its column is its row's label (the reference decision was
-    observed) and an error otherwise (another decision, missing, invalid): agreements are
-    shaded green, errors red, so a bad outcome never shares the colour of a good one. The shade
+    `kinds[i][j]` says whether a cell is the desired outcome (`True`, shaded green), an error
+    (`False`, red) or neither (`None`, grey); by default a cell is desired when its column is its
+    row's label. So a bad outcome never shares the colour of a good one. The shade
     is each cell's share of its row, so rows with different totals compare fairly; the count is
     printed so the colour never has to be read as a number.
     """
@@ -110,11 +123,12 @@ def confusion_svg(
     shares = np.divide(table, totals, out=np.zeros_like(table), where=totals > 0)
     figure = PlotFigure(figsize=(1.4 + 1.0 * len(columns), 1.2 + 0.55 * len(rows)))
     axes = figure.add_subplot()
+    kind = kinds or [[row == column for column in columns] for row in rows]
     # Cells are drawn as rectangles (not an embedded raster), so each fill is a plain colour in
     # the SVG. Zero cells keep a faint tint (0.08) so the grid stays visible.
     for (i, j), share in np.ndenumerate(shares):
         axes.add_patch(
-            Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=cell_colour(rows[i] == columns[j], share))
+            Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=cell_colour(kind[i][j], share))
         )
     axes.set_xlim(-0.5, len(columns) - 0.5)
     axes.set_ylim(len(rows) - 0.5, -0.5)
@@ -123,7 +137,7 @@ def confusion_svg(
         axes.text(j, i, f"{int(value)}", ha="center", va="center", color=colour, fontsize=9)
     axes.set_xticks(range(len(columns)), [plain(wrap(c, 9)) for c in columns], fontsize=8)
     axes.set_yticks(range(len(rows)), [plain(r) for r in rows], fontsize=8)
-    axes.set_xlabel(plain(column_title) + " (green: agrees with the reference; red: does not)",
+    axes.set_xlabel(plain(column_title) + " (green: desired; red: error; grey: neither)",
                     fontsize=8)  # fmt: skip
     axes.set_ylabel(plain(row_title), fontsize=9)
     axes.xaxis.set_label_position("top")

@@ -330,20 +330,24 @@ def _sections(
                 figures=figures,
                 note="Rates over trials (or steps, claims, scenarios as each row says); "
                 "clustered intervals treat the domain group as the independent unit.",
+                folded=True,
             )
         )
+    upper = "workflow_prohibited_effect_rate_upper"
+    # Rows named by configuration alone, so the page can colour each by its gate on `upper`.
     uppers = [
-        f.model_copy(update={"name": f"{name}: {f.name}"})
+        f.model_copy(update={"name": name})
         for name, figures in subjects.items()
         for f in figures
-        if f.name == "workflow_prohibited_effect_rate_upper"
+        if f.name == upper
     ]
     if uppers:
         sections.append(
             ForestBlock(
-                title="Prohibited-effect rate, upper bound (confirmed + unresolved)",
+                title=f"Prohibited-effect rate, upper bound (confirmed + unresolved): {upper}",
                 figures=uppers,
                 xlabel="share of tempting trials",
+                metric=upper,
             )
         )
     for name, kinds in by_kind.items():
@@ -360,6 +364,7 @@ def _sections(
                     figures=rows,
                     xlabel="share of tempting trials of the kind",
                     note="Per-group figures are in record.json (workflow.by_group).",
+                    folded=True,
                 )
             )
     findings: list[str] = []

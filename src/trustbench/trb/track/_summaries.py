@@ -175,6 +175,7 @@ def baselines_summary(
         f"(`proxy:` prefix allowed) or `settings.baseline`. {TRB_VERSION}; corpus sha256 "
         f"{corpus_sha}; synthetic counterfactual share {share}. Every figure's description "
         "names its adapter tier.",
+        folded=True,
     )
     return rows, block
 
