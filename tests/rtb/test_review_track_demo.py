@@ -139,7 +139,7 @@ def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_
             await browser.send("Page.navigate", url=result.html_path.as_uri())
             await browser.html_after(None)
             height = await browser.page_height()
-            await browser.screenshot(shots / "report-review-demo.png")
+            await browser.screenshot(shots / "report-review.png", max_height=2400)
             ids = await browser.evaluate(
                 "[...document.querySelectorAll('section[id]')].map(s => s.id)"
             )
@@ -159,4 +159,4 @@ def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_
     reviewers = [c for c in configurations if c["kind"] != "unchecked"]
     assert filtered["before"] == 60 * len(reviewers)
     assert filtered["after"] == 60 and filtered["all_match"]
-    assert (shots / "report-review-demo.png").read_bytes().startswith(b"\x89PNG")
+    assert (shots / "report-review.png").read_bytes().startswith(b"\x89PNG")

@@ -89,10 +89,17 @@ class Browser:
         """The laid-out document's height in CSS pixels."""
         return float((await self.send("Page.getLayoutMetrics"))["cssContentSize"]["height"])
 
-    async def screenshot(self, path: Path) -> None:
-        """The whole page as PNG, reduced to a 256-colour palette (flat UI colours survive)."""
+    async def screenshot(self, path: Path, max_height: float | None = None) -> None:
+        """The page as PNG, reduced to a 256-colour palette (flat UI colours survive).
+
+        Args:
+            path: Where to write the PNG.
+            max_height: Keep only the top this many CSS pixels (what a reader sees first);
+                `None` for the whole page.
+        """
         size = (await self.send("Page.getLayoutMetrics"))["cssContentSize"]
-        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+        height = size["height"] if max_height is None else min(size["height"], max_height)
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": height, "scale": 1}
         shot = await self.send(
             "Page.captureScreenshot", format="png", clip=clip, captureBeyondViewport=True
         )
