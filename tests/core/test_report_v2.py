@@ -6,14 +6,17 @@ import re
 
 import matplotlib as mpl
 
-from trustbench.core.figures import rate_figure
+from trustbench.core.figures import not_run_figure, rate_figure
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.report import (
+    ConfusionBlock,
     FiguresBlock,
+    ForestBlock,
     ProfileBlock,
     ReportPage,
     SubjectCounts,
     TableBlock,
+    breakdown_table,
     render_report_html,
     subject_verdicts,
 )
@@ -200,3 +203,42 @@ def test_profile_draws_one_panel_per_axis_and_one_legend_colour_per_series() -> 
     assert len(re.findall(r'id="p-axes_\d+"', svg)) == 3
     assert "not run" in svg
     assert len(re.findall(r'id="p-legend_\d+"', svg)) == 1
+
+
+def test_forest_rows_take_their_gate_colour_and_draw_the_threshold() -> None:
+    rows = [
+        rate_figure("good", 0, 20, unit="case", one_sided_upper=True, description="d"),
+        rate_figure("always-permit", 20, 20, unit="case", one_sided_upper=True, description="d"),
+    ]
+    block = ForestBlock(title="f", figures=rows, metric="false_approval_rate")
+    gates = _gates("good", 0, 0) + _gates("always-permit", 20, 0)
+    html = render_report_html(ReportPage(title="t", gates=gates, sections=[block]))
+    assert "good  [passed]" in html and "always-permit  [failed]" in html
+    assert "gate 0.15" in html
+    assert "upper clopper_pearson (the interval the gate compares)" in html
+
+
+def test_confusion_without_matching_labels_is_grey_not_all_red() -> None:
+    block = ConfusionBlock(
+        title="by path", rows=["direct", "replay"], columns=["prevented", "unresolved"],
+        counts=[[3, 1], [2, 2]],
+    )  # fmt: skip
+    assert block.cell_kinds() == [[None, None], [None, None]]
+    html = render_report_html(ReportPage(title="t", sections=[block]))
+    assert cell_colour(False, 0.5) not in html and cell_colour(None, 0.5) in html
+
+
+def test_breakdown_table_says_not_run_and_not_computed_instead_of_zero() -> None:
+    table = breakdown_table(
+        "Per-group breakdown: x",
+        "group",
+        {
+            "g1": [rate_figure(name, k, 4, description="d") for name, k in (("r", 1), ("s", 0))],
+            "g2": [not_run_figure("r", description="d", reason="interrupted")],
+        },
+    )
+    assert table.columns == ["group", "r", "s"]
+    assert table.rows == [
+        ["g1", "25.00% (1 / 4)", "0.00% (0 / 4)"],
+        ["g2", "not run", "not computed"],
+    ]

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         to_jsonable,
         write_record_json,
     )
+    from trustbench.core.report._tables import breakdown_table
     from trustbench.core.report._verdict import Verdict, report_summary, subject_verdicts
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "TableBlock",
     "TextBlock",
     "Verdict",
+    "breakdown_table",
     "format_counts",
     "format_estimate",
     "format_interval",

@@ -10,8 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from trustbench.core.figures import Figure, rate_figure
-from trustbench.core.report import Block, ConfusionBlock, FiguresBlock, TableBlock
-from trustbench.core.report._format import format_counts, format_estimate
+from trustbench.core.report import (
+    Block,
+    ConfusionBlock,
+    FiguresBlock,
+    TableBlock,
+    breakdown_table,
+)
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._grading import ConfigurationRow
 from trustbench.rtb.review._metrics import ReviewMetrics
@@ -200,27 +205,11 @@ def drilldown_block(all_rows: dict[str, list[ConfigurationRow]]) -> TableBlock:
 
 
 def breakdown_block(name: str, by: str, figures: dict[str, list[dict[str, Any]]]) -> TableBlock:
-    """A per-group or per-variant table: one row per value, the headline rates as columns."""
-    metrics = sorted({f["name"] for figs in figures.values() for f in figs})
-    rows = []
-    for value, figs in figures.items():
-        cells = {f["name"]: Figure.model_validate(f) for f in figs}
-        rows.append(
-            [
-                value,
-                *[
-                    f"{format_estimate(cells[m])} ({format_counts(cells[m])})"
-                    if m in cells
-                    else "not computed"
-                    for m in metrics
-                ],
-            ]
-        )
-    return TableBlock(
-        title=f"Per-{by} breakdown: {name}",
-        columns=[by, *metrics],
-        rows=rows,
-        folded=True,
+    """A per-group or per-variant table of one configuration (figures as in `record.json`)."""
+    return breakdown_table(
+        f"Per-{by} breakdown: {name}",
+        by,
+        {value: [Figure.model_validate(f) for f in figs] for value, figs in figures.items()},
         note=f"Per {by}: estimate (numerator / denominator); exact intervals for each are in "
         "record.json (review.breakdowns). A single group or variant holds few cases.",
     )
