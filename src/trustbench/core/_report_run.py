@@ -143,7 +143,13 @@ def report_run(run_dir: Path) -> ReportResult:
         instruments=sorted(analysis.instruments),
         not_run=_not_run(analysis),
         evaluability={
-            subject: SubjectCounts(**vars(counts))
+            subject: SubjectCounts(
+                attempted=counts.attempted,
+                valid=counts.valid,
+                missing=counts.missing,
+                invalid=counts.invalid,
+                transport_failed=counts.transport_failed,
+            )
             for subject, counts in analysis.evaluability.items()
         },
     )
