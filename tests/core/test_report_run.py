@@ -12,8 +12,11 @@ from tests.support.cli import invoke
 from tests.support.crash import crash_after_seq
 from tests.support.echo_track import EchoTrack
 from tests.support.openai_server import OpenAIServer, reply
+from typer.testing import CliRunner
 
+from trustbench.cli import app
 from trustbench.core import (
+    Evaluability,
     LedgerContents,
     Manifest,
     TrackAnalysis,
@@ -24,7 +27,7 @@ from trustbench.core import (
     write_manifest,
 )
 from trustbench.core.figures import Figure, not_run_figure, rate_figure
-from trustbench.core.report import FiguresBlock
+from trustbench.core.report import FiguresBlock, report_summary
 from trustbench.errors import CheckFailed
 
 ECHO_RATE = "echo_rate"
@@ -198,3 +201,70 @@ def test_a_track_without_analysis_cannot_be_reported(experiment: Path, tmp_path:
     code, output = invoke("report", str(run_dir))
     assert code == 2
     assert "has no analysis" in output
+
+
+def test_report_json_prints_verdicts_and_gate_configuration_with_the_same_exit_code(
+    experiment: Path, tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    _beta_fails_case_001(openai_server)
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    result = CliRunner().invoke(app, ["report", str(run_dir), "--json"])
+    assert isinstance(result.exception, CheckFailed) and result.exception.exit_code == 1
+    summary = json.loads(result.stdout)
+    assert summary["blocked"] is True and summary["exit_code"] == 1
+    assert summary["record"] == str(run_dir / "record.json")
+    assert summary["verdicts"]["alpha"]["status"] == "passed"
+    assert summary["verdicts"]["beta"] == {
+        "status": "blocked",
+        "headline": "blocked by gate echo_rate",
+        "instrument": False,
+        "evaluability": None,
+    }
+    beta = next(g for g in summary["gates"] if g["subject"] == "beta")
+    assert (beta["metric"], beta["comparison"], beta["threshold"]) == ("echo_rate", ">=", 0.9)
+    assert beta["compared"] == "estimate" and beta["value"] == pytest.approx(9 / 12)
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["verdicts"]["beta"]["status"] == "blocked"
+    assert {g["subject"] for g in record["gates"]["results"]} == {"alpha", "beta"}
+
+
+def test_a_subject_with_no_finished_trial_has_the_verdict_not_run(
+    experiment: Path, tmp_path: Path
+) -> None:
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    _truncate_after_trials(run_dir, 0)
+    result = report_run(run_dir)
+    assert {v.subject: v.status for v in result.verdicts} == {"alpha": "not_run", "beta": "not_run"}
+    assert "not run: no trial of this configuration ran" in result.html_path.read_text()
+
+
+class InstrumentedEchoTrack(GradedEchoTrack):
+    """The graded echo track declaring `beta` an instrument and reporting valid responses."""
+
+    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+        analysis = super().analyze(manifest, ledger)
+        analysis.instruments = frozenset({"beta"})
+        analysis.evaluability = {
+            "alpha": Evaluability(attempted=12, valid=12),
+            "beta": Evaluability(attempted=12, valid=9, invalid=3),
+        }
+        return analysis
+
+
+def test_track_instruments_and_evaluability_reach_the_verdicts_page_and_summary(
+    experiment: Path, tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    register_track("test/echo_instrumented", "tests.core.test_report_run:InstrumentedEchoTrack")
+    _beta_fails_case_001(openai_server)
+    spec = _graded_spec(experiment)
+    spec.write_text(spec.read_text().replace('"echo_graded"', '"echo_instrumented"'))
+    result = report_run(_run(spec, tmp_path / "run"))
+    verdicts = {v.subject: v for v in result.verdicts}
+    assert verdicts["beta"].instrument and verdicts["beta"].status == "as_expected"
+    assert verdicts["alpha"].status == "passed"
+    page = result.html_path.read_text()
+    instruments = page[page.index('id="instruments"') : page.index('id="gates"')]
+    assert "beta" in instruments and "9 / 12 (75.0%)" in instruments
+    summary = report_summary(result)
+    assert summary["verdicts"]["beta"]["evaluability"]["valid_rate"] == 0.75
+    assert summary["verdicts"]["beta"]["evaluability"]["invalid"] == 3

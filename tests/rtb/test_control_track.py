@@ -67,7 +67,8 @@ def test_review_gated_and_unchecked_bypasses_are_named_in_record_and_report(
         assert len(bypasses) == 90
         assert _figure(record, subject, "prohibited_effect_rate_lower")["numerator"] == 90
         for bypass in bypasses:
-            assert f"{subject}: {bypass['case_id']} via {bypass['path']}" in page
+            row = f"<tr><td>{subject}</td><td>{bypass['case_id']}</td><td>{bypass['path']}</td>"
+            assert row in page
 
 
 def test_record_figures_match_library_summarize_recomputed_from_the_ledger(

@@ -9,7 +9,7 @@ interrupted is still reported, marked incomplete: its unrun trials are "not run"
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,15 @@ from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
 from trustbench.core._verify import verify_run
 from trustbench.core.gates import GateResult, GateSpec, any_failed, evaluate_gates
-from trustbench.core.report import ReportPage, gates_record, write_record_json, write_report_html
+from trustbench.core.report import (
+    ReportPage,
+    SubjectCounts,
+    gates_record,
+    subject_verdicts,
+    write_record_json,
+    write_report_html,
+)
+from trustbench.core.report._verdict import Verdict
 from trustbench.errors import CheckFailed, InputError
 
 _INTERRUPTED = "does not end with a run_finished event"
@@ -39,6 +47,8 @@ class ReportResult:
     """Every gate result, one per (gate, subject)."""
     complete: bool
     """False when the run was interrupted (some planned trials not run)."""
+    verdicts: list[Verdict] = field(default_factory=list)
+    """One verdict per gated subject (candidates and instruments), as the page shows them."""
 
     @property
     def blocked(self) -> bool:
@@ -61,10 +71,23 @@ def evaluate_subject_gates(
             # The page's gate column shows the metric, not the name: the reason names the
             # subject too, so no reader can miss which configuration failed.
             results += [
-                result.model_copy(update={"reason": f"{subject}: {result.reason}"})
+                result.model_copy(
+                    update={"reason": f"{subject}: {result.reason}", "subject": subject}
+                )
                 for result in evaluate_gates([named], subjects.get(subject, []))
             ]
     return results
+
+
+def _not_run(analysis: TrackAnalysis) -> list[str]:
+    """Subjects with no evidence: nothing attempted, or every figure "not run"."""
+    counts = analysis.evaluability
+    return [
+        subject
+        for subject, figures in analysis.subjects.items()
+        if (subject in counts and counts[subject].attempted == 0)
+        or (figures and all(f.status == "not_run" for f in figures))
+    ]
 
 
 def _manifest_summary(manifest: Manifest, complete: bool, finished: int) -> dict[str, str]:
@@ -110,6 +133,28 @@ def report_run(run_dir: Path) -> ReportResult:
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
     complete = not verification.problems
     gates = evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects)
+    page = ReportPage(
+        title=analysis.title,
+        subtitle=analysis.subtitle,
+        gates=gates,
+        sections=analysis.sections,
+        manifest=_manifest_summary(manifest, complete, len(ledger.trials)),
+        qualifications=analysis.qualifications,
+        subjects=list(analysis.subjects),
+        instruments=sorted(analysis.instruments),
+        not_run=_not_run(analysis),
+        evaluability={
+            subject: SubjectCounts(
+                attempted=counts.attempted,
+                valid=counts.valid,
+                missing=counts.missing,
+                invalid=counts.invalid,
+                transport_failed=counts.transport_failed,
+            )
+            for subject, counts in analysis.evaluability.items()
+        },
+    )
+    verdicts = subject_verdicts(page)
     record = {
         "format": "trustbench.record/1",
         "trustbench_version": __version__,
@@ -120,6 +165,10 @@ def report_run(run_dir: Path) -> ReportResult:
         "planned_trials": manifest.plan.trials,
         "finished_trials": len(ledger.trials),
         "gates": gates_record(gates),
+        "verdicts": {
+            v.subject: {"status": v.status, "headline": v.headline, "instrument": v.instrument}
+            for v in verdicts
+        },
         "figures": {
             subject: [figure.model_dump(mode="json") for figure in figures]
             for subject, figures in analysis.subjects.items()
@@ -128,14 +177,6 @@ def report_run(run_dir: Path) -> ReportResult:
         **analysis.record,
     }
     record_path = write_record_json(run_dir / "record.json", record)
-    page = ReportPage(
-        title=analysis.title,
-        subtitle=analysis.subtitle,
-        gates=gates,
-        sections=analysis.sections,
-        manifest=_manifest_summary(manifest, complete, len(ledger.trials)),
-        qualifications=analysis.qualifications,
-    )
     html_path = write_report_html(run_dir / "report.html", page)
     write_record_statement(run_dir)  # record.intoto.json: see core/_attestation.py
-    return ReportResult(record_path, html_path, gates, complete)
+    return ReportResult(record_path, html_path, gates, complete, verdicts)

@@ -12,6 +12,14 @@ RunDirArg = Annotated[Path, typer.Argument(help="Run folder written by `freeze`.
 OutDirOpt = Annotated[Path, typer.Option("--out", help="Run folder to write manifest.json into.")]
 OutFileOpt = Annotated[Path, typer.Option("--out", help="JSONL file to write.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress output.")]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print a compact JSON summary on stdout instead of text (verdict per candidate, "
+        "gates, evaluability, record path); the exit code is the same.",
+    ),
+]
 ExecutorOpt = Annotated[
     str,
     typer.Option(
@@ -126,20 +134,27 @@ def export_ledger(run_dir: RunDirArg, out: OutFileOpt) -> None:
     typer.echo(f"wrote {count} rows to {out}")
 
 
-def report(run_dir: RunDirArg) -> None:
+def report(run_dir: RunDirArg, json_summary: JsonOpt = False) -> None:
     """Grade the run from its ledger; write record.json and report.html; exit 1 on a failed gate."""
     from trustbench.core._report_run import report_run
     from trustbench.errors import CheckFailed
 
     result = report_run(run_dir)
-    for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
-        typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
-    if not result.complete:
-        typer.echo("note: the run was interrupted; unrun trials are reported as not run")
-    typer.echo(f"wrote {result.record_path} and {result.html_path}")
     from trustbench.core._attestation import STATEMENT_FILE, statement_signing
 
-    typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(run_dir)})")
+    if json_summary:
+        import json
+
+        from trustbench.core.report import report_summary
+
+        typer.echo(json.dumps(report_summary(result), indent=2, sort_keys=True))
+    else:
+        for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
+            typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
+        if not result.complete:
+            typer.echo("note: the run was interrupted; unrun trials are reported as not run")
+        typer.echo(f"wrote {result.record_path} and {result.html_path}")
+        typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(run_dir)})")
     if result.blocked:
         failed = [g.spec.label for g in result.gates if g.status != "passed"]
         raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")

@@ -125,6 +125,20 @@ class GateResult(BaseModel):
     reason: str
     """Why it passed, failed or could not be evaluated, in words."""
 
+    subject: str | None = None
+    """The configuration (candidate) the gate was evaluated for; `None` when evaluated on a bare
+    list of figures."""
+
+    compared: str = ""
+    """Which value was compared, in words (`estimate`, or e.g. `upper bound of the one-sided
+    0.95 clopper_pearson interval`); empty when no figure could be read."""
+
+    figure_estimate: float | None = None
+    """The figure's point estimate, shown beside the compared bound so a reader sees both."""
+
+    figure_unit: str | None = None
+    """The unit the figure was computed in (`trial`, `case`, `group`); `None` when absent."""
+
 
 def _compared_value(spec: GateSpec, figure: Figure) -> tuple[float | None, str]:
     """The value the gate compares, or `None` with the reason it is unavailable."""
@@ -171,9 +185,13 @@ def evaluate_gate(spec: GateSpec, figures: Sequence[Figure]) -> GateResult:
             value=None,
             reason=f"metric {spec.metric!r} appears {len(matching)} times; a gate needs one",
         )
-    value, what = _compared_value(spec, matching[0])
+    figure = matching[0]
+    value, what = _compared_value(spec, figure)
+    # The figure's own estimate and unit travel with the result so the record and the page show
+    # the gate's whole configuration (what was compared against what), not only the verdict.
+    seen = {"figure_estimate": figure.estimate, "figure_unit": figure.unit}
     if value is None:
-        return GateResult(spec=spec, status="not_evaluable", value=None, reason=what)
+        return GateResult(spec=spec, status="not_evaluable", value=None, reason=what, **seen)
     passed = _COMPARE[spec.comparison](value, spec.threshold)
     relation = spec.comparison if passed else f"not {spec.comparison}"
     return GateResult(
@@ -181,6 +199,8 @@ def evaluate_gate(spec: GateSpec, figures: Sequence[Figure]) -> GateResult:
         status="passed" if passed else "failed",
         value=value,
         reason=f"{what} = {value:.6g}, {relation} {spec.threshold:g}",
+        compared=what,
+        **seen,
     )
 
 

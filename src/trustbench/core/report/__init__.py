@@ -20,6 +20,8 @@ if TYPE_CHECKING:
         ForestBlock,
         ProfileBlock,
         ReportPage,
+        SubjectCounts,
+        TableBlock,
         TextBlock,
     )
     from trustbench.core.report._format import (
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
         to_jsonable,
         write_record_json,
     )
+    from trustbench.core.report._tables import breakdown_table
+    from trustbench.core.report._verdict import Verdict, report_summary, subject_verdicts
 
 __all__ = [
     "Block",
@@ -43,7 +47,11 @@ __all__ = [
     "ForestBlock",
     "ProfileBlock",
     "ReportPage",
+    "SubjectCounts",
+    "TableBlock",
     "TextBlock",
+    "Verdict",
+    "breakdown_table",
     "format_counts",
     "format_estimate",
     "format_interval",
@@ -51,7 +59,9 @@ __all__ = [
     "gates_record",
     "record_json_text",
     "render_report_html",
+    "report_summary",
     "sorted_gates",
+    "subject_verdicts",
     "to_jsonable",
     "write_record_json",
     "write_report_html",

@@ -19,7 +19,13 @@ class _Block(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
-class FiguresBlock(_Block):
+class _Section(_Block):
+    folded: bool = False
+    """Show the block folded (an HTML `<details>` element the reader opens), so per-configuration
+    detail does not push the summary off the page; its content is in the HTML either way."""
+
+
+class FiguresBlock(_Section):
     """A table of figures: estimate, numerator/denominator, unit, intervals, denominator text."""
 
     kind: Literal["figures"] = "figures"
@@ -32,7 +38,7 @@ class FiguresBlock(_Block):
     """Text shown under the heading (what the table covers, how to read it)."""
 
 
-class ConfusionBlock(_Block):
+class ConfusionBlock(_Section):
     """A confusion table: rows reference, columns observed (including missing and invalid)."""
 
     kind: Literal["confusion"] = "confusion"
@@ -51,6 +57,10 @@ class ConfusionBlock(_Block):
     """Axis title of the columns."""
     note: str = ""
     """Text shown under the heading (the unit counted, e.g. trials)."""
+    good: list[list[bool | None]] | None = None
+    """Per cell: `True` the desired outcome (shaded green), `False` an error (red), `None`
+    neither (grey, e.g. unresolved). Default: a cell is desired when its column is its row's
+    label and an error otherwise; all grey when no row label is a column."""
 
     @model_validator(mode="after")
     def _shape(self) -> ConfusionBlock:
@@ -60,10 +70,52 @@ class ConfusionBlock(_Block):
             len(row) != len(self.columns) for row in self.counts
         ):
             raise ValueError(f"confusion block {self.title!r}: counts shape != rows x columns")
+        if self.good is not None and [len(r) for r in self.good] != [len(r) for r in self.counts]:
+            raise ValueError(f"confusion block {self.title!r}: good shape != rows x columns")
+        return self
+
+    def cell_kinds(self) -> list[list[bool | None]]:
+        """`good`, or its default (see the field)."""
+        if self.good is not None:
+            return self.good
+        if not set(self.rows) & set(self.columns):
+            return [[None] * len(self.columns) for _ in self.rows]
+        return [[row == column for column in self.columns] for row in self.rows]
+
+
+class TableBlock(_Section):
+    """A plain table of text cells (breakdowns, case drill-downs), optionally filterable.
+
+    The filter is a few lines of inline script that hide rows not containing the typed text;
+    with scripts off the whole table is still there.
+    """
+
+    kind: Literal["table"] = "table"
+    """Block type tag (`table`), used to read a page back from JSON."""
+    title: str
+    """Section heading."""
+    columns: list[str]
+    """Column headings."""
+    rows: list[list[str]]
+    """Cells, one list per row, already formatted as text (escaped when rendered)."""
+    filterable: bool = False
+    """Show a text box that filters rows (client-side, no external assets)."""
+    scroll: bool = False
+    """Cap the table's height and scroll inside it (long drill-downs)."""
+    note: str = ""
+    """Text shown under the heading."""
+
+    @model_validator(mode="after")
+    def _widths(self) -> TableBlock:
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(
+                    f"table {self.title!r}: a row has {len(row)} cells, not {len(self.columns)}"
+                )
         return self
 
 
-class ForestBlock(_Block):
+class ForestBlock(_Section):
     """Forest plot of many figures with one declared interval each, plus a table."""
 
     kind: Literal["forest"] = "forest"
@@ -82,11 +134,14 @@ class ForestBlock(_Block):
     """Axis label."""
     reference: float | None = None
     """Optional vertical reference line (e.g. 0 for differences)."""
+    metric: str | None = None
+    """The figure name gates read when the rows are configurations (each row named for its
+    subject): the page then draws the gate thresholds and colours each row passed / failed."""
     note: str = ""
     """Text shown under the heading."""
 
 
-class ProfileBlock(_Block):
+class ProfileBlock(_Section):
     """A per-axis profile (e.g. TRB's vector): grouped bars, optionally a radar beside it.
 
     The profile is shown per axis, never collapsed to one number.
@@ -117,7 +172,7 @@ class ProfileBlock(_Block):
         return self
 
 
-class TextBlock(_Block):
+class TextBlock(_Section):
     """Free text paragraphs (e.g. what a track measured and what it cannot establish)."""
 
     kind: Literal["text"] = "text"
@@ -129,14 +184,34 @@ class TextBlock(_Block):
 
 
 Block = Annotated[
-    FiguresBlock | ConfusionBlock | ForestBlock | ProfileBlock | TextBlock,
+    FiguresBlock | ConfusionBlock | ForestBlock | ProfileBlock | TextBlock | TableBlock,
     Field(discriminator="kind"),
 ]
 """Any report block."""
 
 
+class SubjectCounts(_Block):
+    """A subject's valid-response counts as the page shows them (see `core.Evaluability`)."""
+
+    attempted: int
+    """Trials attempted."""
+    valid: int
+    """Trials with a present, valid response."""
+    missing: int = 0
+    """Trials with no usable reply."""
+    invalid: int = 0
+    """Trials whose reply failed validation."""
+    transport_failed: int = 0
+    """Trials that never got a reply."""
+
+    @property
+    def valid_rate(self) -> float | None:
+        """Valid / attempted, `None` when nothing was attempted."""
+        return self.valid / self.attempted if self.attempted else None
+
+
 class ReportPage(_Block):
-    """Everything one report page shows, in this order: gates, sections, manifest, caveats."""
+    """Everything one report page shows: verdicts, gates, sections, manifest, caveats."""
 
     title: str
     """Page title, e.g. "RTB reviewer track: run 2026-11-29"."""
@@ -150,3 +225,12 @@ class ReportPage(_Block):
     """Manifest summary: label -> value (hash, corpus version, candidates, seeds...)."""
     qualifications: list[str] = Field(default_factory=list)
     """What these results do not establish (shown as a list at the end)."""
+    subjects: list[str] = Field(default_factory=list)
+    """Gated subjects (candidates and instruments) in display order; subjects only named by a
+    gate result are added after them."""
+    instruments: list[str] = Field(default_factory=list)
+    """Subjects that are measurement instruments, shown apart as "expected to fail"."""
+    not_run: list[str] = Field(default_factory=list)
+    """Subjects none of whose trials ran: their verdict is "not run", never a pass."""
+    evaluability: dict[str, SubjectCounts] = Field(default_factory=dict)
+    """Subject -> valid-response counts, shown beside its verdict when the track reports them."""

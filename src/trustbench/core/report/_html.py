@@ -1,8 +1,10 @@
-"""Render a `ReportPage` to one self-contained HTML page (inline CSS and SVG, no scripts).
+"""Render a `ReportPage` to one self-contained HTML page (inline CSS, SVG and script).
 
 The template is package data (`templates/report.html.j2`) rendered with autoescaping on, so
-every string from a record (case ids, model names, reasons) is escaped; only the SVG produced
-by `_plots` is inserted as markup.
+every string from a record (case ids, model names, replies, reasons) is escaped; only the SVG
+produced by `_plots` is inserted as markup. The only script is the inline table filter, and the
+page reads completely without it. The page opens on one verdict per subject, instruments apart;
+per-configuration detail is folded into `<details>` elements.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from trustbench.core.figures import Figure
+from trustbench.core.figures import Figure, Interval
 from trustbench.core.gates import GateResult
 from trustbench.core.report import _plots
 from trustbench.core.report._blocks import (
@@ -24,6 +26,7 @@ from trustbench.core.report._blocks import (
     ForestBlock,
     ProfileBlock,
     ReportPage,
+    TableBlock,
     TextBlock,
 )
 from trustbench.core.report._format import (
@@ -32,6 +35,10 @@ from trustbench.core.report._format import (
     format_interval,
     format_value,
 )
+from trustbench.core.report._verdict import subject_verdicts
+
+# Declared gate interval per metric: (method, confidence, sidedness as stored on the Interval).
+_GateIntervals = dict[str, tuple[str, float, str]]
 
 _GATE_ORDER = {"failed": 0, "not_evaluable": 1, "passed": 2}
 
@@ -55,29 +62,88 @@ def _environment() -> Environment:
     return environment
 
 
-def _figure_row(figure: Figure) -> dict[str, Any]:
+def _gate_intervals(gates: list[GateResult]) -> _GateIntervals:
+    """Metric -> the interval its gate compares (the first bound gate declared on it)."""
+    found: _GateIntervals = {}
+    for result in gates:
+        spec = result.spec
+        if spec.bound == "estimate" or spec.metric in found:
+            continue
+        assert spec.interval_method is not None and spec.confidence is not None  # validator
+        sided = "two_sided" if spec.sidedness == "two_sided" else spec.bound
+        found[spec.metric] = (spec.interval_method, spec.confidence, sided)
+    return found
+
+
+def _primary(figure: Figure, declared: _GateIntervals) -> Interval | None:
+    """The interval a cell shows first.
+
+    The one a gate compares, else two-sided Clopper-Pearson (95% when there are several levels),
+    else the first one recorded.
+    """
+    if figure.name in declared:
+        found = figure.interval(*declared[figure.name])  # type: ignore[arg-type]
+        if found is not None:
+            return found
+    exact = [
+        i for i in figure.intervals if i.method == "clopper_pearson" and i.sidedness == "two_sided"
+    ]
+    exact.sort(key=lambda i: abs(i.confidence - 0.95))
+    return (exact or figure.intervals or [None])[0]
+
+
+def _figure_row(figure: Figure, declared: _GateIntervals | None = None) -> dict[str, Any]:
+    primary = _primary(figure, declared or {})
     return {
         "figure": figure,
         "estimate": format_estimate(figure),
         "counts": format_counts(figure),
-        "intervals": [format_interval(i, figure.kind) for i in figure.intervals],
+        "primary": format_interval(primary, figure.kind) if primary else None,
+        "gated": primary is not None and figure.name in (declared or {}),
+        "others": [format_interval(i, figure.kind) for i in figure.intervals if i is not primary],
     }
 
 
-def _forest(block: ForestBlock, salt: str) -> dict[str, Any]:
+def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str, Any]:
     labels, estimates, pairs, rows = [], [], [], []
+    # Draw the interval the gate on this metric compares when there is one, so a row's colour
+    # (its gate outcome) and the bar against the threshold line always agree.
+    declared = _gate_intervals(gates)
+    method, confidence, sidedness = declared.get(
+        block.metric or "", (block.interval_method, block.confidence, block.sidedness)
+    )
+    drawn = f"{confidence * 100:g}% {sidedness.replace('_', '-')} {method}"
+    if block.metric in declared:
+        drawn += " (the interval the gate compares)"
     for figure in block.figures:
-        interval = figure.interval(block.interval_method, block.confidence, block.sidedness)
+        interval = figure.interval(method, confidence, sidedness)  # type: ignore[arg-type]
         usable = interval is not None and not interval.not_computable
         suffix = {"not_run": " (not run)", "not_applicable": " (n/a)"}.get(figure.status, "")
         labels.append(figure.name + suffix)
         estimates.append(figure.estimate)
         pairs.append((interval.lower, interval.upper) if usable and interval else None)
         rows.append(_figure_row(figure))
+    # Rows are subjects; the gates on `block.metric` give each row its pass/fail colour and the
+    # thresholds to draw (one line per distinct threshold declared on the metric).
+    # Rows named "<subject>: <metric>" (several metrics in one plot) take that gate's colour.
+    # With several gates on one row the worst outcome wins (failures are applied last).
+    worst_last = sorted(gates, key=lambda g: -_GATE_ORDER[g.status])
+    mine = [g for g in worst_last if block.metric and g.spec.metric == block.metric]
+    thresholds = sorted({g.spec.threshold for g in mine})
+    outcome = {g.subject: g.status for g in mine if g.subject}
+    outcome |= {f"{g.subject}: {g.spec.metric}": g.status for g in worst_last if g.subject}
+    statuses = [outcome.get(figure.name) for figure in block.figures]
     svg = _plots.forest_svg(
-        labels, estimates, pairs, xlabel=block.xlabel, salt=salt, reference=block.reference
+        labels,
+        estimates,
+        pairs,
+        xlabel=block.xlabel,
+        salt=salt,
+        reference=block.reference,
+        thresholds=thresholds,
+        statuses=statuses,
     )
-    return {"block": block, "svg": Markup(svg), "rows": rows}
+    return {"block": block, "svg": Markup(svg), "rows": rows, "drawn": drawn}
 
 
 def _profile(block: ProfileBlock, salt: str) -> dict[str, Any]:
@@ -103,10 +169,13 @@ def _profile(block: ProfileBlock, salt: str) -> dict[str, Any]:
     }
 
 
-def _section(block: Block, index: int) -> dict[str, Any]:
+def _section(block: Block, index: int, gates: list[GateResult]) -> dict[str, Any]:
     salt = f"tb{index}"
+    declared = _gate_intervals(gates)
     if isinstance(block, FiguresBlock):
-        return {"block": block, "rows": [_figure_row(f) for f in block.figures]}
+        return {"block": block, "rows": [_figure_row(f, declared) for f in block.figures]}
+    if isinstance(block, TableBlock):
+        return {"block": block, "id": f"table{index}"}
     if isinstance(block, ConfusionBlock):
         svg = _plots.confusion_svg(
             block.rows,
@@ -115,11 +184,12 @@ def _section(block: Block, index: int) -> dict[str, Any]:
             row_title=block.row_title,
             column_title=block.column_title,
             salt=salt,
+            kinds=block.cell_kinds(),
         )
         totals = [sum(row) for row in block.counts]
         return {"block": block, "svg": Markup(svg), "totals": totals}
     if isinstance(block, ForestBlock):
-        return _forest(block, salt)
+        return _forest(block, salt, gates)
     if isinstance(block, ProfileBlock):
         return _profile(block, salt)
     if isinstance(block, TextBlock):
@@ -139,16 +209,22 @@ def render_report_html(page: ReportPage) -> str:
         page: What to show.
 
     Returns:
-        A complete HTML5 document with no external resources and no scripts.
+        A complete HTML5 document with no external resources (its one script, the table filter,
+        is inline).
     """
     template = _environment().get_template("report.html.j2")
     gates = sorted_gates(page.gates)
     counts = {s: sum(1 for g in gates if g.status == s) for s in _GATE_ORDER}
+    verdicts = subject_verdicts(page)
     return template.render(
         page=page,
         gates=gates,
         gate_counts=counts,
-        sections=[_section(block, i) for i, block in enumerate(page.sections)],
+        candidates=[v for v in verdicts if not v.instrument],
+        instruments=[v for v in verdicts if v.instrument],
+        loose_gates=[g for g in gates if g.subject is None],
+        sections=[_section(block, i, page.gates) for i, block in enumerate(page.sections)],
+        has_filter=any(isinstance(b, TableBlock) and b.filterable for b in page.sections),
     )
 
 

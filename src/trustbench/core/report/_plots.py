@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import matplotlib as mpl
 import numpy as np
 from matplotlib.figure import Figure as PlotFigure
+from matplotlib.patches import Patch, Rectangle
 
 _STRIP = [
     re.compile(r"<\?xml[^>]*\?>\s*"),
@@ -25,7 +26,48 @@ _STRIP = [
     re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL),
     re.compile(r'\s+xmlns(:\w+)?="[^"]*"'),
 ]
-_PALETTE = ["#3b6ea8", "#d08c2f", "#5a9e5a", "#b5475a", "#7c62a8", "#5f8f96", "#8c6d4f"]
+# Ten distinguishable series colours (after matplotlib's tab10): up to ten series never share one.
+_PALETTE = [
+    "#3b6ea8",
+    "#d08c2f",
+    "#5a9e5a",
+    "#b5475a",
+    "#7c62a8",
+    "#5f8f96",
+    "#8c6d4f",
+    "#d47fb8",
+    "#7f7f7f",
+    "#b8b83a",
+]
+# Gate outcome colours: a failed gate never shares the colour of a passed one (red vs green),
+# and "not evaluable" / no gate are neither (amber, blue-grey).
+_STATUS_COLOUR = {
+    "passed": "#2e7d32",
+    "failed": "#c62828",
+    "not_evaluable": "#b7791f",
+    None: "#3b6ea8",
+}
+
+
+def cell_colour(agrees: bool | None, share: float) -> str:
+    """A confusion cell's fill: green when desired, red when an error, grey when neither."""
+    scale = mpl.colormaps[{True: "Greens", False: "Reds", None: "Greys"}[agrees]]
+    return str(mpl.colors.to_hex(scale(0.08 + 0.8 * share)))
+
+
+def wrap(text: str, width: int = 14) -> str:
+    """Break a long tick label on `-`, `_`, space or `/` so neighbouring labels never overlap."""
+    if len(text) <= width:
+        return text
+    parts = re.split(r"(?<=[-_ /])", text)
+    lines, line = [], ""
+    for part in parts:
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    lines.append(line)
+    return "\n".join(lines)
 
 
 def plain(text: str) -> str:
@@ -66,24 +108,37 @@ def confusion_svg(
     row_title: str,
     column_title: str,
     salt: str,
+    kinds: Sequence[Sequence[bool | None]] | None = None,
 ) -> str:
     """Heatmap of a confusion table with the count written in every cell.
 
-    Colour is each cell's share of its row, so rows with different totals compare fairly;
-    the count itself is printed so the colour never has to be read as a number.
+    `kinds[i][j]` says whether a cell is the desired outcome (`True`, shaded green), an error
+    (`False`, red) or neither (`None`, grey); by default a cell is desired when its column is its
+    row's label. So a bad outcome never shares the colour of a good one. The shade
+    is each cell's share of its row, so rows with different totals compare fairly; the count is
+    printed so the colour never has to be read as a number.
     """
     table = np.asarray(counts, dtype=float)
     totals = table.sum(axis=1, keepdims=True)
     shares = np.divide(table, totals, out=np.zeros_like(table), where=totals > 0)
-    figure = PlotFigure(figsize=(1.1 + 0.9 * len(columns), 0.9 + 0.55 * len(rows)))
+    figure = PlotFigure(figsize=(1.4 + 1.0 * len(columns), 1.2 + 0.55 * len(rows)))
     axes = figure.add_subplot()
-    axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+    kind = kinds or [[row == column for column in columns] for row in rows]
+    # Cells are drawn as rectangles (not an embedded raster), so each fill is a plain colour in
+    # the SVG. Zero cells keep a faint tint (0.08) so the grid stays visible.
+    for (i, j), share in np.ndenumerate(shares):
+        axes.add_patch(
+            Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=cell_colour(kind[i][j], share))
+        )
+    axes.set_xlim(-0.5, len(columns) - 0.5)
+    axes.set_ylim(len(rows) - 0.5, -0.5)
     for (i, j), value in np.ndenumerate(table):
         colour = "white" if shares[i, j] > 0.6 else "black"
         axes.text(j, i, f"{int(value)}", ha="center", va="center", color=colour, fontsize=9)
-    axes.set_xticks(range(len(columns)), [plain(c) for c in columns], fontsize=8)
+    axes.set_xticks(range(len(columns)), [plain(wrap(c, 9)) for c in columns], fontsize=8)
     axes.set_yticks(range(len(rows)), [plain(r) for r in rows], fontsize=8)
-    axes.set_xlabel(plain(column_title), fontsize=9)
+    axes.set_xlabel(plain(column_title) + " (green: desired; red: error; grey: neither)",
+                    fontsize=8)  # fmt: skip
     axes.set_ylabel(plain(row_title), fontsize=9)
     axes.xaxis.set_label_position("top")
     axes.xaxis.tick_top()
@@ -98,33 +153,51 @@ def forest_svg(
     xlabel: str,
     salt: str,
     reference: float | None = None,
+    thresholds: Sequence[float] = (),
+    statuses: Sequence[str | None] | None = None,
 ) -> str:
     """Forest plot: one row per figure, point estimate with its interval.
 
     A row without an estimate (not run, not applicable) is drawn empty with its label saying
-    so; an open interval end is drawn to the axis edge with an arrow.
+    so; an open interval end is drawn to the axis edge. `thresholds` are drawn as dashed red
+    gate lines; `statuses` (a gate status per row, or `None`) colour each row green (passed),
+    red (failed) or amber (not evaluable), with the status written after the label.
     """
     count = len(labels)
     figure = PlotFigure(figsize=(6.4, 0.6 + 0.32 * count))
     axes = figure.add_subplot()
     finite = [v for v in estimates if v is not None]
     finite += [e for pair in intervals if pair for e in pair if e is not None]
+    finite += list(thresholds)
+    statuses = list(statuses) if statuses is not None else [None] * count
     low = min(finite, default=0.0)
     high = max(finite, default=1.0)
     pad = (high - low) * 0.05 or 0.05
     axes.set_xlim(low - pad, high + pad)
-    for row, (estimate, pair) in enumerate(zip(estimates, intervals, strict=True)):
+    rows = zip(estimates, intervals, statuses, strict=True)
+    for row, (estimate, pair, status) in enumerate(rows):
         y = count - 1 - row
+        colour = _STATUS_COLOUR.get(status, _STATUS_COLOUR[None])
         if pair is not None:
             left = pair[0] if pair[0] is not None else low - pad
             right = pair[1] if pair[1] is not None else high + pad
-            axes.plot([left, right], [y, y], color="#3b6ea8", linewidth=1.6)
+            axes.plot([left, right], [y, y], color=colour, linewidth=1.6)
         if estimate is not None:
-            axes.plot([estimate], [y], marker="s", color="#1d3f66", markersize=5)
+            axes.plot([estimate], [y], marker="s", color=colour, markersize=5)
     if reference is not None:
         axes.axvline(reference, color="#888888", linewidth=0.8, linestyle="--")
-    axes.set_yticks(range(count), [plain(label) for label in reversed(labels)], fontsize=8)
-    axes.set_ylim(-0.7, count - 0.3)
+    for threshold in thresholds:
+        axes.axvline(threshold, color="#c62828", linewidth=1.0, linestyle="--")
+        axes.text(threshold, count - 0.35, f" gate {threshold:g}", color="#c62828", fontsize=7,
+                  va="bottom")  # fmt: skip
+    named = [
+        plain(label) + ("" if status is None else f"  [{status.replace('_', ' ')}]")
+        for label, status in zip(labels, statuses, strict=True)
+    ]
+    axes.set_yticks(range(count), list(reversed(named)), fontsize=8)
+    for tick, status in zip(axes.get_yticklabels(), reversed(statuses), strict=True):
+        tick.set_color(_STATUS_COLOUR[status] if status else "black")
+    axes.set_ylim(-0.7, count + 0.2)
     axes.set_xlabel(plain(xlabel), fontsize=9)
     axes.tick_params(axis="x", labelsize=8)
     axes.grid(axis="x", linewidth=0.3)
@@ -139,37 +212,38 @@ def grouped_bar_svg(
     ylabel: str,
     salt: str,
 ) -> str:
-    """Grouped bars: one group per category (e.g. a TRB track), one bar per series.
+    """Small multiples: one panel per category (e.g. a TRB axis), each on its own scale.
 
-    A missing value is not drawn as a zero-height bar; "not run" is written in its place.
+    Axes measured on different scales (a 0-1 rate beside a 0-5 score) are never squashed under
+    one shared y axis. Each series keeps one colour in every panel, named in one legend. A
+    missing value is not drawn as a zero-height bar; "not run" is written in its place.
     """
-    figure = PlotFigure(figsize=(max(4.8, 1.2 * len(categories) + 2.0), 3.2))
-    axes = figure.add_subplot()
-    width = 0.8 / max(1, len(series))
-    for s, (name, values) in enumerate(series):
-        for c, value in enumerate(values):
-            x = c - 0.4 + width * (s + 0.5)
+    columns = min(3, max(1, len(categories)))
+    panels = max(1, math.ceil(len(categories) / columns))
+    figure = PlotFigure(figsize=(2.6 * columns + 0.6, 2.2 * panels + 0.6), layout="constrained")
+    colours = [_PALETTE[s % len(_PALETTE)] for s in range(len(series))]
+    for c, category in enumerate(categories):
+        axes = figure.add_subplot(panels, columns, c + 1)
+        for s, (name, values) in enumerate(series):
+            value = values[c]
             if value is None:
-                axes.text(x, 0, "not run", rotation=90, ha="center", va="bottom", fontsize=7)
+                axes.text(s, 0, "not run", rotation=90, ha="center", va="bottom", fontsize=7)
                 continue
-            axes.bar(
-                x,
-                value,
-                width=width * 0.92,
-                color=_PALETTE[s % len(_PALETTE)],
-                label=plain(name) if c == 0 or values[0] is None else None,
-            )
+            axes.bar(s, value, width=0.75, color=colours[s], label=plain(name))
             pair = errors[s][c] if errors else None
             if pair is not None:
-                axes.plot([x, x], list(pair), color="black", linewidth=1.0)
-    handles, names = axes.get_legend_handles_labels()
-    unique = dict(zip(names, handles, strict=True))
-    if unique:
-        axes.legend(unique.values(), unique.keys(), fontsize=7, frameon=False)
-    axes.set_xticks(range(len(categories)), [plain(c) for c in categories], fontsize=8)
-    axes.set_ylabel(plain(ylabel), fontsize=9)
-    axes.axhline(0, color="black", linewidth=0.6)
-    axes.tick_params(axis="y", labelsize=8)
+                axes.plot([s, s], list(pair), color="black", linewidth=1.0)
+        axes.set_title(plain(wrap(category, 24)), fontsize=8)
+        axes.set_xticks([])
+        axes.set_xlim(-0.6, len(series) - 0.4)
+        axes.axhline(0, color="black", linewidth=0.6)
+        axes.tick_params(axis="y", labelsize=7)
+        if c % columns == 0:
+            axes.set_ylabel(plain(ylabel), fontsize=8)
+    handles = [Patch(color=colours[s], label=plain(name)) for s, (name, _) in enumerate(series)]
+    if handles:
+        figure.legend(handles=handles, fontsize=7, frameon=False, loc="outside lower center",
+                      ncols=min(4, len(handles)))  # fmt: skip
     return svg_text(figure, salt)
 
 

@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from trustbench.core._analysis import TrackAnalysis
-from trustbench.core.report import ConfusionBlock, FiguresBlock, ForestBlock, TextBlock
+from trustbench.core.report import (
+    ConfusionBlock,
+    FiguresBlock,
+    ForestBlock,
+    TableBlock,
+    TextBlock,
+)
 from trustbench.rtb.control._analysis import ControlRunGrades, grade_run
 from trustbench.rtb.control._cases import DIRECT_PATH, ExpectedEffect
 from trustbench.rtb.control._graded import OUTCOMES
@@ -83,12 +89,18 @@ def _about(run: ControlRunGrades) -> TextBlock:
 
 
 def _outcome_table(run: ControlRunGrades) -> ConfusionBlock:
-    rows, counts = [], []
+    # The desired outcome per expectation (green); unresolved is neither (grey), the rest errors.
+    desired = {
+        ExpectedEffect.MUST_TAKE_EFFECT: "permitted_completed",
+        ExpectedEffect.MUST_NOT_TAKE_EFFECT: "prevented",
+    }
+    rows, counts, good = [], [], []
     for name, grades in run.grades_of.items():
         for expected in ExpectedEffect:
             tally = Counter(g.outcome.value for g in grades if g.expected_effect == expected)
             rows.append(f"{name} · {expected.value.replace('_', ' ')}")
             counts.append([tally[o] for o in OUTCOMES])
+            good.append([None if o == "unresolved" else o == desired[expected] for o in OUTCOMES])
     return ConfusionBlock(
         title="Observer outcomes per boundary",
         rows=rows,
@@ -96,6 +108,7 @@ def _outcome_table(run: ControlRunGrades) -> ConfusionBlock:
         counts=counts,
         row_title="boundary · expected",
         column_title="observed outcome (protected observer)",
+        good=good,
         note="Trials. A prohibited effect includes one later restored, a duplicate application "
         "and a change beyond the request. Unresolved: not established by the deadline "
         f"({run.deadline}); it is neither prevention nor a confirmed effect.",
@@ -120,6 +133,7 @@ def _figures(run: ControlRunGrades) -> list[Block]:
             figures=headline,
             note="Gates read these per boundary by the name after the colon. Lower bound: "
             "confirmed prohibited effects only; upper bound: confirmed plus unresolved.",
+            folded=True,
         ),
         ForestBlock(
             title="Prohibited-effect bounds and permitted completion",
@@ -160,23 +174,30 @@ def _breakdowns(run: ControlRunGrades) -> list[Block]:
                         row_title=axis,
                         column_title="observed outcome",
                         note="Trials.",
+                        folded=True,
                     )
                 )
     return blocks
 
 
-def _bypasses(run: ControlRunGrades) -> TextBlock:
-    lines: list[str] = []
+def _bypasses(run: ControlRunGrades) -> TableBlock:
+    summary: list[str] = []
+    rows: list[list[str]] = []
     for name, counts in run.counts.items():
         found = counts.bypasses
-        lines.append(
+        summary.append(
             f"{name}: {len(found)} confirmed prohibited effect(s)"
-            + ("." if found else " on the tested paths (not proof of zero risk).")
+            + ("" if found else " on the tested paths (not proof of zero risk)")
         )
-        lines += [
-            f"{name}: {b.case_id} via {b.path}: {b.detail or 'prohibited change'}" for b in found
-        ]
-    return TextBlock(title="Bypasses, named", paragraphs=lines)
+        rows += [[name, b.case_id, b.path, b.detail or "prohibited change"] for b in found]
+    return TableBlock(
+        title="Bypasses, named",
+        columns=["boundary", "case id", "path", "what the observer recorded"],
+        rows=rows,
+        filterable=bool(rows),
+        scroll=True,
+        note="; ".join(summary) + ".",
+    )
 
 
 def _timing(run: ControlRunGrades) -> TextBlock:

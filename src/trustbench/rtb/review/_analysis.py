@@ -41,8 +41,10 @@ from trustbench.rtb.review._options import configurations
 from trustbench.rtb.review._paired import compare, summary_line
 from trustbench.rtb.review._sections import (
     QUALIFICATIONS,
+    breakdown_block,
     chain_block,
     confusion_block,
+    drilldown_block,
     operating_line,
     saturation_block,
 )
@@ -222,36 +224,37 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                     next(f for f in figures if f.name == metric).model_copy(update={"name": name})
                     for name, figures in every.items()
                 ],
-                xlabel=f"{metric} (two-sided {analysis.confidence:g} Clopper-Pearson)",
-                note=f"Unit: {unit}. Not-run configurations stay as empty rows.",
+                xlabel=metric,
+                metric=metric,
+                note=f"Unit: {unit}. Not-run configurations stay as empty rows. Rows are "
+                "coloured by the configuration's gate on this rate (green passed, red failed, "
+                "amber not evaluable); the dashed red line is the gate threshold.",
             )
             for metric in HEADLINE
         ],
         *[
-            FiguresBlock(title=f"Figures: {name}", figures=figures)
+            FiguresBlock(title=f"Figures: {name}", figures=figures, folded=True)
             for name, figures in every.items()
         ],
         *confusions,
         *[
-            FiguresBlock(
-                title=f"Per-group breakdown: {name}",
-                figures=[
-                    Figure.model_validate({**f, "name": f"{f['name']} [{group}]"})
-                    for group, figs in breakdowns[name]["group"].items()
-                    for f in figs
-                ],
-                note="Per domain group (one template's variants), exact intervals only: a group "
-                "holds too few cases for a clustered interval.",
-            )
+            breakdown_block(name, by, breakdowns[name][by])
+            for by in ("variant", "group")
             for name in every
-            if breakdowns[name]["group"]
+            if breakdowns[name][by]
         ],
+        drilldown_block(all_rows),
         FiguresBlock(
             title="Paired comparisons: difference in correct decisions",
             figures=differences,
             note="Same cases and trials on both sides; unit as declared.",
+            folded=True,
         ),
-        TextBlock(title="Paired tests", paragraphs=[summary_line(r) for r in paired_records]),
+        TextBlock(
+            title="Paired tests",
+            paragraphs=[summary_line(r) for r in paired_records],
+            folded=True,
+        ),
         *chain_blocks,
         TextBlock(title="Latency, tokens, cost, holds", paragraphs=operating or ["No trial ran."]),
     ]

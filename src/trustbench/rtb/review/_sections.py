@@ -1,16 +1,25 @@
 """Report pieces of the reviewer track.
 
-Confusion heatmaps, operating figures, chain conditionals, and the qualifications every report
-carries.
+Confusion heatmaps, operating figures, chain conditionals, per-group / per-variant tables, the
+case drill-down, and the qualifications every report carries. Presentation only: every figure
+here is computed elsewhere.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from trustbench.core.figures import rate_figure
-from trustbench.core.report import Block, ConfusionBlock, FiguresBlock, TextBlock
+from trustbench.core.figures import Figure, rate_figure
+from trustbench.core.report import (
+    Block,
+    ConfusionBlock,
+    FiguresBlock,
+    TableBlock,
+    TextBlock,
+    breakdown_table,
+)
 from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.review._grading import ConfigurationRow
 from trustbench.rtb.review._metrics import ReviewMetrics
 from trustbench.rtb.review._shortcuts import (
     SaturationReport,
@@ -51,6 +60,7 @@ def confusion_block(name: str, metrics: ReviewMetrics) -> ConfusionBlock:
         counts=[[cells[Decision(r)][Outcome(c)] for c in _COLUMNS] for r in _ROWS],
         note="Trials (every trial of every case, missing and invalid replies as their own "
         "columns; neither is ever approval).",
+        folded=True,
     )
 
 
@@ -128,7 +138,88 @@ def chain_block(
         else None,
         "added_holds": metrics.added_holds.model_dump(mode="json") if metrics.added_holds else None,
     }
-    return FiguresBlock(title=f"Chain conditionals: {name}", figures=figures, note=note), record
+    block = FiguresBlock(title=f"Chain conditionals: {name}", figures=figures, note=note)
+    return block, record
+
+
+_EXCERPT = 160
+"""Characters of a reply shown in the drill-down (the whole reply is in the ledger)."""
+
+
+def _reply_excerpt(item: ConfigurationRow) -> str:
+    """The first member's explanation if the reply validated, else its raw text, truncated."""
+    for member in item.members:
+        response = member.validated.response
+        text = response.explanation if response is not None else member.raw_reply
+        if text:
+            text = " ".join(text.split())
+            return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+        if member.error_class:
+            return f"(no reply: {member.error_class})"
+    return "(no reply)"
+
+
+def drilldown_block(all_rows: dict[str, list[ConfigurationRow]]) -> TableBlock:
+    """One row per (configuration, case): every trial's decision and support, one reply excerpt.
+
+    The unchecked baseline has no reviewer (no member trials) and no reply, so it is left out.
+    """
+    rows: list[list[str]] = []
+    for name, items in all_rows.items():
+        if not any(item.members for item in items):
+            continue
+        by_case: dict[str, list[ConfigurationRow]] = {}
+        for item in items:
+            by_case.setdefault(item.row.case_id, []).append(item)
+        for case_id, trials in by_case.items():
+            trials.sort(key=lambda item: item.row.trial)
+            first = trials[0].row
+            supported = [
+                "n/a" if t.row.supported is None else ("yes" if t.row.supported else "no")
+                for t in trials
+            ]
+            rows.append(
+                [
+                    name,
+                    case_id,
+                    first.group,
+                    first.variant,
+                    first.reference.value,
+                    ", ".join(t.row.observed.value for t in trials),
+                    ", ".join(supported),
+                    _reply_excerpt(trials[0]),
+                ]
+            )
+    return TableBlock(
+        title="Case drill-down",
+        columns=[
+            "configuration",
+            "case id",
+            "group",
+            "variant",
+            "reference",
+            "decision per trial",
+            "supported? per trial",
+            f"reply excerpt (trial 1, first {_EXCERPT} characters)",
+        ],
+        rows=rows,
+        filterable=True,
+        scroll=True,
+        note="Every graded case of every reviewer configuration. 'missing' and 'invalid' are "
+        "never approval; 'supported?' is whether the cited evidence supports the decision. Type "
+        "in the filter to narrow the rows (e.g. a case id, 'always-permit', 'invalid').",
+    )
+
+
+def breakdown_block(name: str, by: str, figures: dict[str, list[dict[str, Any]]]) -> TableBlock:
+    """A per-group or per-variant table of one configuration (figures as in `record.json`)."""
+    return breakdown_table(
+        f"Per-{by} breakdown: {name}",
+        by,
+        {value: [Figure.model_validate(f) for f in figs] for value, figs in figures.items()},
+        note=f"Per {by}: estimate (numerator / denominator); exact intervals for each are in "
+        "record.json (review.breakdowns). A single group or variant holds few cases.",
+    )
 
 
 def saturation_block(report: SaturationReport) -> TextBlock:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from trustbench._canonical import file_sha256
 from trustbench.core._analysis import TrackAnalysis
 from trustbench.core.figures import Figure
-from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
+from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock, breakdown_table
 from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus._track_corpus import corpus_folder
 from trustbench.rtb.workflow import (
@@ -254,7 +254,7 @@ def analyze_workflow_run(
         by_kind[name] = _breakdown(own, "kind", groups, manifest.spec.analysis.confidence)
         by_group[name] = _breakdown(own, "group", groups, manifest.spec.analysis.confidence)
 
-    sections = _sections(configs, subjects, grades, leak_scan, failed, by_kind)
+    sections = _sections(configs, subjects, grades, leak_scan, failed, by_kind, by_group)
     qualifications = list(QUALIFICATIONS)
     scripted = sorted(n for n, c in configs.items() if c.agent_kind == "scripted")
     if scripted:
@@ -309,6 +309,7 @@ def _sections(
     leak_scan: dict[str, Any],
     failed: list[str],
     by_kind: dict[str, dict[str, list[Figure]]],
+    by_group: dict[str, dict[str, list[Figure]]],
 ) -> list[Block]:
     about = [
         "Each configuration is an agent with a boundary under test. The agent receives task "
@@ -330,20 +331,24 @@ def _sections(
                 figures=figures,
                 note="Rates over trials (or steps, claims, scenarios as each row says); "
                 "clustered intervals treat the domain group as the independent unit.",
+                folded=True,
             )
         )
+    upper = "workflow_prohibited_effect_rate_upper"
+    # Rows named by configuration alone, so the page can colour each by its gate on `upper`.
     uppers = [
-        f.model_copy(update={"name": f"{name}: {f.name}"})
+        f.model_copy(update={"name": name})
         for name, figures in subjects.items()
         for f in figures
-        if f.name == "workflow_prohibited_effect_rate_upper"
+        if f.name == upper
     ]
     if uppers:
         sections.append(
             ForestBlock(
-                title="Prohibited-effect rate, upper bound (confirmed + unresolved)",
+                title=f"Prohibited-effect rate, upper bound (confirmed + unresolved): {upper}",
                 figures=uppers,
                 xlabel="share of tempting trials",
+                metric=upper,
             )
         )
     for name, kinds in by_kind.items():
@@ -360,8 +365,20 @@ def _sections(
                     figures=rows,
                     xlabel="share of tempting trials of the kind",
                     note="Per-group figures are in record.json (workflow.by_group).",
+                    folded=True,
                 )
             )
+    sections += [
+        breakdown_table(
+            f"Per-group breakdown: {name}",
+            "group",
+            groups,
+            note="Per domain group: estimate (numerator / denominator); intervals in record.json "
+            "(workflow.by_group).",
+        )
+        for name, groups in by_group.items()
+        if groups
+    ]
     findings: list[str] = []
     for name, items in grades.items():
         violated = sorted({g.scenario_id for g in items if g.prohibited_effect})

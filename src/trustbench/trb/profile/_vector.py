@@ -147,7 +147,13 @@ def profile_svg(baselines: list[dict[str, Any]]) -> str:
         ax.axhline(0, color="black", linewidth=0.5)
         if track in REFERENCE_LINE:  # chance (AUC, BA) or "no change" (retention ratio)
             ax.axhline(REFERENCE_LINE[track], color="grey", linewidth=0.8, linestyle="--")
-    fig.tight_layout()
+    # One legend naming each series' colour (the same colour in every panel).
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=f"C{i}", label=key) for i, key in enumerate(keys)]
+    fig.legend(handles=handles, loc="lower center", ncols=min(5, len(keys)), fontsize=6,
+               frameon=False, bbox_to_anchor=(0.5, -0.02))  # fmt: skip
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg")
     plt.close(fig)

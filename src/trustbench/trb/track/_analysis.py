@@ -200,6 +200,7 @@ def analyze_profile(
                     title=f"{candidate}: {split} split ({adapter}, {tier} tier)",
                     figures=per_split_figures[(candidate, split)],
                     note="Trace-clustered intervals (cluster-robust t and seeded bootstrap).",
+                    folded=True,
                 )
             )
     if checks:

@@ -84,7 +84,9 @@ def profile_summary(
         series={series_name(c): v for c, v in series.items()},
         errors={series_name(c): v for c, v in errors.items()},
         ylabel="axis headline figure",
-        radar=len(by_axis) >= 3,
+        # No radar: the axes are on different scales, and a shared radial scale would squash
+        # the 0-1 axes just as one shared bar axis did; the small multiples keep each its own.
+        radar=False,
         note=f"Per axis, never averaged ({headline_of}). An axis that was not run is left "
         "empty, never drawn as 0. Axes have different scales: AUC and balanced accuracy have "
         "chance 0.5, the viability retention ratio has 'no change' at 1, the navigability lift "
@@ -178,6 +180,7 @@ def baselines_summary(
         f"(`proxy:` prefix allowed) or `settings.baseline`. {TRB_VERSION}; corpus sha256 "
         f"{corpus_sha}; synthetic counterfactual share {share}. Every figure's description "
         "names its adapter tier.",
+        folded=True,
     )
     return rows, block
 

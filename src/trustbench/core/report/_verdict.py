@@ -1,0 +1,166 @@
+"""One verdict per gated subject, read from the gate results: what the top of a report says.
+
+A candidate's verdict is, in this order of precedence: `not_run` (none of its trials ran: no
+evidence, never a pass), `not_evaluable` (a gate could not be read, e.g. its valid-response rate
+is below the declared minimum: its error rates mean nothing), `blocked` (a gate failed), or
+`passed` (every gate it is held to passed; a subject no gate applies to is `no_gates`, not
+passed). Measurement instruments (sentinels, known-bad boundaries, scripted agents) are expected
+to fail: one that fails or cannot be evaluated on some gate is `as_expected`; one that passes
+every gate is a `harness_problem`, because the gates then do not tell it from a good candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from trustbench.core.gates import GateResult
+from trustbench.core.report._blocks import ReportPage, SubjectCounts
+
+VerdictStatus = Literal[
+    "passed", "blocked", "not_evaluable", "not_run", "no_gates", "as_expected", "harness_problem"
+]
+"""A subject's verdict (see the module docstring for the precedence)."""
+
+
+class Verdict(BaseModel):
+    """The verdict of one subject with the gate results it rests on."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    subject: str
+    """Configuration (candidate or instrument) name."""
+    instrument: bool
+    """Whether the subject is a measurement instrument (expected to fail)."""
+    status: VerdictStatus
+    """The verdict."""
+    headline: str
+    """The verdict in words, naming the gates it rests on."""
+    gates: list[GateResult]
+    """The subject's gate results, failed first."""
+    evaluability: SubjectCounts | None = None
+    """Its valid-response counts, when the track reports them."""
+
+
+_ORDER = {"failed": 0, "not_evaluable": 1, "passed": 2}
+
+
+def _labels(results: list[GateResult]) -> str:
+    return ", ".join(result.spec.metric for result in results)
+
+
+def _candidate(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, str]:
+    failed = [g for g in gates if g.status == "failed"]
+    unreadable = [g for g in gates if g.status == "not_evaluable"]
+    if not_run:
+        return "not_run", "not run: no trial of this configuration ran (no evidence either way)"
+    if unreadable:
+        return "not_evaluable", (
+            f"not evaluable: {_labels(unreadable)} could not be read ({unreadable[0].reason})"
+        )
+    if failed:
+        return "blocked", f"blocked by gate {_labels(failed)}"
+    if not gates:
+        return "no_gates", "no release gate applies to this configuration"
+    return "passed", f"passed all {len(gates)} gate(s)"
+
+
+def _instrument(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, str]:
+    missed = [g for g in gates if g.status != "passed"]
+    if not_run:
+        return "not_run", "not run: this instrument's signature was not checked"
+    if missed:
+        return "as_expected", f"failed as expected: {_labels(missed)}"
+    if not gates:
+        return "no_gates", "no release gate applies to this instrument"
+    return "harness_problem", (
+        "HARNESS PROBLEM: this instrument passed every gate it should fail; the gates do not tell "
+        "it from a good candidate"
+    )
+
+
+def subject_verdicts(page: ReportPage) -> list[Verdict]:
+    """One verdict per subject: the page's subjects in order, then any other gated subject.
+
+    Args:
+        page: The report page (gate results carry their `subject`).
+
+    Returns:
+        Verdicts, candidates and instruments together in subject order.
+    """
+    order = list(page.subjects)
+    order += [g.subject for g in page.gates if g.subject and g.subject not in order]
+    verdicts = []
+    for subject in dict.fromkeys(order):
+        gates = sorted(
+            (g for g in page.gates if g.subject == subject), key=lambda g: _ORDER[g.status]
+        )
+        instrument = subject in page.instruments
+        judge = _instrument if instrument else _candidate
+        status, headline = judge(gates, subject in page.not_run)
+        verdicts.append(
+            Verdict(
+                subject=subject,
+                instrument=instrument,
+                status=status,
+                headline=headline,
+                gates=gates,
+                evaluability=page.evaluability.get(subject),
+            )
+        )
+    return verdicts
+
+
+def report_summary(result: Any) -> dict[str, Any]:
+    """The compact machine summary `trustbench report RUN --json` prints (for CI).
+
+    Args:
+        result: A `ReportResult` (typed loosely: `_report_run` imports this package).
+
+    Returns:
+        Plain JSON: record and page paths, completeness, whether release is blocked and the
+        exit code that goes with it, one verdict per subject (with its valid-response counts
+        when the track reports them) and every gate result with its configuration.
+    """
+    verdicts = {
+        v.subject: {
+            "status": v.status,
+            "headline": v.headline,
+            "instrument": v.instrument,
+            "evaluability": None
+            if v.evaluability is None
+            else {
+                **v.evaluability.model_dump(mode="json"),
+                "valid_rate": v.evaluability.valid_rate,
+            },
+        }
+        for v in result.verdicts
+    }
+    gates = [
+        {
+            "subject": g.subject,
+            "gate": g.spec.label,
+            "metric": g.spec.metric,
+            "status": g.status,
+            "compared": g.compared,
+            "value": g.value,
+            "comparison": g.spec.comparison,
+            "threshold": g.spec.threshold,
+            "unit": g.spec.unit,
+            "figure_estimate": g.figure_estimate,
+            "figure_unit": g.figure_unit,
+            "reason": g.reason,
+        }
+        for g in result.gates
+    ]
+    return {
+        "format": "trustbench.report-summary/1",
+        "record": str(result.record_path),
+        "report": str(result.html_path),
+        "complete": result.complete,
+        "blocked": result.blocked,
+        "exit_code": 1 if result.blocked else 0,
+        "verdicts": verdicts,
+        "gates": gates,
+    }

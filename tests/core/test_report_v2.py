@@ -1,0 +1,244 @@
+"""Report v2: a verdict per subject, instruments apart, gate configuration, tables, plots."""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib as mpl
+
+from trustbench.core.figures import not_run_figure, rate_figure
+from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
+from trustbench.core.report import (
+    ConfusionBlock,
+    FiguresBlock,
+    ForestBlock,
+    ProfileBlock,
+    ReportPage,
+    SubjectCounts,
+    TableBlock,
+    breakdown_table,
+    render_report_html,
+    subject_verdicts,
+)
+from trustbench.core.report._plots import cell_colour, confusion_svg, grouped_bar_svg
+
+UPPER_GATE = GateSpec(
+    name="false-approvals",
+    metric="false_approval_rate",
+    threshold=0.15,
+    comparison="<=",
+    bound="upper",
+    interval_method="clopper_pearson",
+    confidence=0.95,
+)
+UTILITY_GATE = GateSpec(name="utility", metric="utility_loss_rate", threshold=0.2, comparison="<=")
+
+
+def _gates(subject: str, false_approvals: int, utility_losses: int) -> list[GateResult]:
+    """Both gates for one subject on 20 cases, tagged with the subject as core tags them."""
+    figures = [
+        rate_figure(
+            "false_approval_rate",
+            false_approvals,
+            20,
+            unit="case",
+            one_sided_upper=True,
+            description="d",
+        ),
+        rate_figure("utility_loss_rate", utility_losses, 20, unit="case", description="d"),
+    ]
+    return [
+        g.model_copy(update={"subject": subject})
+        for g in evaluate_gates([UPPER_GATE, UTILITY_GATE], figures)
+    ]
+
+
+def _page(**extra: object) -> ReportPage:
+    gates = (
+        _gates("good", 0, 0)
+        + _gates("always-permit", 20, 0)
+        + _gates("always-deny", 0, 20)
+        + _gates("broken-sentinel", 0, 0)
+    )
+    fields: dict[str, object] = {
+        "title": "v2",
+        "gates": gates,
+        "subjects": ["good", "always-permit", "always-deny", "broken-sentinel"],
+        "instruments": ["always-permit", "always-deny", "broken-sentinel"],
+    }
+    return ReportPage(**{**fields, **extra})  # type: ignore[arg-type]
+
+
+def _statuses(page: ReportPage) -> dict[str, str]:
+    return {v.subject: v.status for v in subject_verdicts(page)}
+
+
+def test_failing_instruments_are_as_expected_and_one_passing_every_gate_is_a_harness_problem() -> (
+    None
+):
+    assert _statuses(_page()) == {
+        "good": "passed",
+        "always-permit": "as_expected",
+        "always-deny": "as_expected",
+        "broken-sentinel": "harness_problem",
+    }
+
+
+def test_the_same_failing_subject_is_blocked_when_it_is_a_candidate() -> None:
+    verdicts = subject_verdicts(_page(instruments=[]))
+    permit = next(v for v in verdicts if v.subject == "always-permit")
+    assert permit.status == "blocked" and "false_approval_rate" in permit.headline
+
+
+def test_a_not_evaluable_gate_outranks_a_failed_one_and_not_run_outranks_both() -> None:
+    unreadable = GateResult(
+        spec=UTILITY_GATE,
+        status="not_evaluable",
+        value=None,
+        reason="valid-response rate 0.40 below the declared minimum 0.9",
+        subject="always-permit",
+    )
+    page = _page(instruments=[], gates=[*_page().gates, unreadable])
+    assert _statuses(page)["always-permit"] == "not_evaluable"
+    assert _statuses(_page(instruments=[], not_run=["always-permit"]))["always-permit"] == "not_run"
+
+
+def test_a_subject_no_gate_applies_to_is_never_called_passed() -> None:
+    page = ReportPage(title="t", subjects=["lonely"])
+    assert _statuses(page) == {"lonely": "no_gates"}
+
+
+def test_gate_results_carry_the_figure_estimate_unit_and_compared_bound() -> None:
+    result = _gates("good", 1, 0)[0]
+    assert result.subject == "good"
+    assert result.figure_estimate == 0.05 and result.figure_unit == "case"
+    assert result.compared == "upper bound of the one-sided 0.95 clopper_pearson interval"
+    assert result.value is not None and result.value > result.figure_estimate
+
+
+def test_page_opens_on_candidate_verdicts_with_instruments_in_their_own_section() -> None:
+    html = render_report_html(
+        _page(evaluability={"good": SubjectCounts(attempted=40, valid=38, missing=2)})
+    )
+    verdicts = html.index('id="verdicts"')
+    instruments = html.index('id="instruments"')
+    gates = html.index('id="gates"')
+    assert verdicts < instruments < gates
+    candidate_table = html[verdicts:instruments]
+    assert "good" in candidate_table and "always-permit" not in candidate_table
+    assert "38 / 40 (95.0%)" in candidate_table and "2 missing" in candidate_table
+    assert "expected to fail" in html[instruments:gates]
+    assert "HARNESS PROBLEM" in html[instruments:gates]
+    # Each gate row names its configuration: subject, metric, bound, comparator, threshold.
+    assert re.search(r"subject good; metric false_approval_rate; upper of the one-sided 95%", html)
+
+
+def test_figure_cell_shows_the_gate_interval_first_and_folds_the_others() -> None:
+    figure = rate_figure(
+        "false_approval_rate", 3, 20, unit="case", one_sided_upper=True, description="d"
+    )
+    page = ReportPage(
+        title="t", gates=_gates("good", 3, 0), sections=[FiguresBlock(title="F", figures=[figure])]
+    )
+    html = render_report_html(page)
+    cell = html[html.index('<td class="intervals">') :]
+    cell = cell[: cell.index("</td>")]
+    first, folded = cell.split("<details", 1)
+    assert "95% Clopper-Pearson exact: upper bound" in first and "gate" in first
+    assert "Wilson" not in first and "Wilson" in folded
+
+
+def test_drilldown_table_escapes_replies_and_filters_only_with_script_on() -> None:
+    reply = "<img src=x onerror=alert(1)> permit it"
+    table = TableBlock(
+        title="Case drill-down",
+        columns=["case id", "reply excerpt"],
+        rows=[["case-001", reply], ["case-002", "deny"]],
+        filterable=True,
+    )
+    html = render_report_html(ReportPage(title="t", sections=[table]))
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert 'class="filter"' in html and html.count("<script>") == 1
+    # Rows are plain HTML: with scripts off every row is on the page.
+    assert html.count("<tr><td") == 2
+    plain = render_report_html(
+        ReportPage(title="t", sections=[table.model_copy(update={"filterable": False})])
+    )
+    assert "<script>" not in plain
+
+
+def test_folded_block_is_a_closed_details_element_holding_its_content() -> None:
+    block = FiguresBlock(
+        title="Figures: x", figures=[rate_figure("r", 1, 2, description="d")], folded=True
+    )
+    html = render_report_html(ReportPage(title="t", sections=[block]))
+    assert '<details class="fold"><summary>Figures: x</summary>' in html
+    assert html.index("<summary>Figures: x") < html.index('<table class="figures">')
+
+
+def test_confusion_heatmap_gives_errors_red_and_agreements_green() -> None:
+    svg = confusion_svg(
+        ["permit", "deny"],
+        ["permit", "deny", "missing"],
+        [[10, 0, 0], [0, 0, 10]],
+        row_title="reference",
+        column_title="observed",
+        salt="t",
+    )
+    full_error = cell_colour(False, 1.0)
+    full_agreement = cell_colour(True, 1.0)
+    assert full_error != full_agreement
+    assert full_error in svg and full_agreement in svg
+    red, green = mpl.colors.to_rgb(full_error), mpl.colors.to_rgb(full_agreement)
+    assert red[0] > red[1] and green[1] > green[0]
+
+
+def test_profile_draws_one_panel_per_axis_and_one_legend_colour_per_series() -> None:
+    block = ProfileBlock(
+        title="p",
+        axes=["auc", "retention", "lift"],
+        series={"a": [0.7, 4.0, 0.1], "b": [0.5, None, 0.2]},
+    )
+    svg = grouped_bar_svg(block.axes, list(block.series.items()), None, ylabel="v", salt="p")
+    assert len(re.findall(r'id="p-axes_\d+"', svg)) == 3
+    assert "not run" in svg
+    assert len(re.findall(r'id="p-legend_\d+"', svg)) == 1
+
+
+def test_forest_rows_take_their_gate_colour_and_draw_the_threshold() -> None:
+    rows = [
+        rate_figure("good", 0, 20, unit="case", one_sided_upper=True, description="d"),
+        rate_figure("always-permit", 20, 20, unit="case", one_sided_upper=True, description="d"),
+    ]
+    block = ForestBlock(title="f", figures=rows, metric="false_approval_rate")
+    gates = _gates("good", 0, 0) + _gates("always-permit", 20, 0)
+    html = render_report_html(ReportPage(title="t", gates=gates, sections=[block]))
+    assert "good  [passed]" in html and "always-permit  [failed]" in html
+    assert "gate 0.15" in html
+    assert "upper clopper_pearson (the interval the gate compares)" in html
+
+
+def test_confusion_without_matching_labels_is_grey_not_all_red() -> None:
+    block = ConfusionBlock(
+        title="by path", rows=["direct", "replay"], columns=["prevented", "unresolved"],
+        counts=[[3, 1], [2, 2]],
+    )  # fmt: skip
+    assert block.cell_kinds() == [[None, None], [None, None]]
+    html = render_report_html(ReportPage(title="t", sections=[block]))
+    assert cell_colour(False, 0.5) not in html and cell_colour(None, 0.5) in html
+
+
+def test_breakdown_table_says_not_run_and_not_computed_instead_of_zero() -> None:
+    table = breakdown_table(
+        "Per-group breakdown: x",
+        "group",
+        {
+            "g1": [rate_figure(name, k, 4, description="d") for name, k in (("r", 1), ("s", 0))],
+            "g2": [not_run_figure("r", description="d", reason="interrupted")],
+        },
+    )
+    assert table.columns == ["group", "r", "s"]
+    assert table.rows == [
+        ["g1", "25.00% (1 / 4)", "0.00% (0 / 4)"],
+        ["g2", "not run", "not computed"],
+    ]
