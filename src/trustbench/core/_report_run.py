@@ -15,6 +15,11 @@ from typing import Any
 
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
+from trustbench.core._evaluability import (
+    apply_evaluability,
+    evaluability_blocks,
+    gate_on_evaluability,
+)
 from trustbench.core._export import read_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
@@ -108,7 +113,16 @@ def report_run(run_dir: Path) -> ReportResult:
     ledger = read_ledger(run_dir)
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
     complete = not verification.problems
-    gates = evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects)
+    # Evaluability first: the valid-response rate leads every subject's figures, and a subject
+    # that mostly failed to answer cannot pass a gate (its error rates are not evidence).
+    verdict = apply_evaluability(
+        analysis,
+        manifest.spec.analysis.min_valid_response_rate,
+        manifest.spec.analysis.confidence,
+    )
+    gates = gate_on_evaluability(
+        evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects), verdict
+    )
     record = {
         "format": "trustbench.record/1",
         "trustbench_version": __version__,
@@ -119,6 +133,7 @@ def report_run(run_dir: Path) -> ReportResult:
         "planned_trials": manifest.plan.trials,
         "finished_trials": len(ledger.trials),
         "gates": gates_record(gates),
+        "evaluability": verdict.record(),
         "figures": {
             subject: [figure.model_dump(mode="json") for figure in figures]
             for subject, figures in analysis.subjects.items()
@@ -131,7 +146,10 @@ def report_run(run_dir: Path) -> ReportResult:
         title=analysis.title,
         subtitle=analysis.subtitle,
         gates=gates,
-        sections=analysis.sections,
+        sections=[
+            *evaluability_blocks(verdict, manifest.spec.analysis.confidence),
+            *analysis.sections,
+        ],
         manifest=_manifest_summary(manifest, complete, len(ledger.trials)),
         qualifications=analysis.qualifications,
     )

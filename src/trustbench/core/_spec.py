@@ -241,6 +241,10 @@ class AnalysisSpec(_Strict):
     """Resamples of the clustered bootstrap."""
     bootstrap_seed: int = 0
     """Seed of the clustered bootstrap, recorded so the interval is reproducible."""
+    min_valid_response_rate: float = Field(default=0.95, ge=0, le=1)
+    """Least share of attempted trials with a present, valid response for a subject's error
+    rates to count as evidence; below it the subject is "not evaluable" and blocks release (a
+    candidate that never answered has no false approvals because it never approved anything)."""
 
 
 class ExperimentSpec(_Strict):

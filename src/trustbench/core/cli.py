@@ -43,6 +43,25 @@ def freeze(spec: SpecArg, out: OutDirOpt) -> None:
     typer.echo(f"manifest sha256 {manifest.manifest_sha256}")
 
 
+RUN_ALL_FAILED_EXIT = 3
+"""Exit code of `run` when some candidate failed every one of its trials (e.g. unreachable):
+the run finished, but that candidate's results cannot be evidence of anything."""
+
+
+def _candidates_that_never_completed(run_dir: Path) -> dict[str, str]:
+    """Candidate -> error classes, for candidates whose every finished trial failed."""
+    from trustbench.core._export import read_ledger
+
+    trials: dict[str, list[dict[str, object]]] = {}
+    for trial in read_ledger(run_dir).trials:
+        trials.setdefault(str(trial["candidate"]), []).append(trial)
+    return {
+        name: ", ".join(sorted({str(t.get("error_class") or "unknown") for t in rows}))
+        for name, rows in trials.items()
+        if all(t["status"] != "completed" for t in rows)
+    }
+
+
 def run(
     run_dir: RunDirArg,
     quiet: QuietOpt = False,
@@ -66,6 +85,11 @@ def run(
         f"{summary.attempts} attempts ({summary.transport_retries} transport retries), "
         f"{summary.abandoned_executions} interrupted executions marked abandoned"
     )
+    dead = _candidates_that_never_completed(run_dir)
+    for name, classes in dead.items():
+        typer.echo(f"candidate {name!r} failed every trial ({classes}): not evaluable", err=True)
+    if dead:
+        raise typer.Exit(RUN_ALL_FAILED_EXIT)
 
 
 def verify(run_dir: RunDirArg) -> None:
