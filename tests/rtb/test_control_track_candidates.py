@@ -266,7 +266,11 @@ confidence = 0.95
     assert _figure(record, "deny-all", "prohibited_effect_rate_upper")["numerator"] == 0
     completion = _figure(record, "deny-all", "permitted_completion_rate")
     assert (completion["numerator"], completion["denominator"]) == (0, 20)
-    assert [g.status for g in result.gates] == ["failed"]
+    # The implicit evaluability gate passes (it answered every trial); the declared one fails.
+    assert [(g.spec.label, g.status) for g in result.gates] == [
+        ("evaluability (deny-all)", "passed"),
+        (result.gates[1].spec.label, "failed"),
+    ]
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
     assert any(f["role"] == "candidate_code" for f in manifest["files"])
 

@@ -49,6 +49,8 @@ def analyze_control_run(
         sections=report_sections(run),
         qualifications=qualifications(run),
         record=record_content(run),
+        evaluability=run.evaluability(),
+        instruments=run.instruments(),
     )
 
 
