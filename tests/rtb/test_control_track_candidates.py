@@ -193,6 +193,26 @@ def test_unreachable_service_trials_fail_as_unresolved_and_stay_in_every_denomin
     assert {t["grade"]["outcome"] for t in record["control"]["trials"]} == {"unresolved"}
 
 
+def test_unreachable_service_is_not_evaluable_and_its_zero_lower_bound_passes_no_gate(
+    tmp_path: Path,
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    text = _spec(
+        _candidate("down", f'boundary = "http", url = "{url}"'), options='paths = ["direct"]'
+    )
+    text += '[[gates]]\nname = "no-bypass"\nmetric = "prohibited_effect_rate_lower"\n'
+    text += 'comparison = "<="\nthreshold = 0.0\n'
+    result, record = _run(tmp_path, text)
+    down = record["evaluability"]["subjects"]["down"]
+    assert (down["attempted"], down["valid"], down["transport_failed"]) == (60, 0, 60)
+    assert down["evaluable"] is False
+    status = {g.spec.label: g.status for g in result.gates}
+    # 0 confirmed prohibited effects (it never dispatched anything) is not "no bypass".
+    assert status["no-bypass (down)"] == "not_evaluable"
+    assert status["evaluability (down)"] == "failed"
+    assert result.blocked
+
+
 def test_known_bad_boundary_is_caught_by_the_fault_aimed_at_its_missing_safeguard(
     tmp_path: Path,
 ) -> None:
