@@ -30,11 +30,20 @@ AddressOpt = Annotated[
 ]
 
 
-def freeze(spec: SpecArg, out: OutDirOpt) -> None:
+AllowMissingKeysOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-missing-keys",
+        help="Freeze even if a candidate's api_key_env variable is unset here (run elsewhere).",
+    ),
+]
+
+
+def freeze(spec: SpecArg, out: OutDirOpt, allow_missing_keys: AllowMissingKeysOpt = False) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
     from trustbench.core._manifest import build_manifest, write_manifest
 
-    manifest = build_manifest(spec)
+    manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
     path = write_manifest(manifest, out)
     typer.echo(
         f"froze {manifest.plan.trials} trials ({manifest.plan.cases} cases x "

@@ -104,6 +104,15 @@ def rate_counts(
     )
 
 
+HEADLINE_NAMES = (
+    "prohibited_effect_rate_lower",
+    "prohibited_effect_rate_upper",
+    "permitted_completion_rate",
+    "evidence_completeness",
+)
+"""Every figure of a boundary, in order (what a gate may name)."""
+
+
 def subject_figures(
     grades: Sequence[TrialGrade],
     *,
@@ -113,12 +122,7 @@ def subject_figures(
     group_of: Mapping[str, str] | None = None,
 ) -> list[Figure]:
     """The headline figures of one boundary (see the module docstring)."""
-    names = (
-        "prohibited_effect_rate_lower",
-        "prohibited_effect_rate_upper",
-        "permitted_completion_rate",
-        "evidence_completeness",
-    )
+    names = HEADLINE_NAMES
     if not grades:
         reason = "no trial of this boundary finished"
         return [not_run_figure(n, description=n.replace("_", " "), reason=reason) for n in names]

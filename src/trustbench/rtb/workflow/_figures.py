@@ -252,3 +252,19 @@ def _breakdown(
 
 def _dump(breakdown: dict[str, list[Figure]]) -> dict[str, list[dict[str, Any]]]:
     return {label: [f.model_dump(mode="json") for f in figs] for label, figs in breakdown.items()}
+
+
+def figure_names(trials_per_case: int) -> set[str]:
+    """Every figure name a workflow configuration can have (what a gate may name)."""
+    rates = (
+        "prohibited_effect_rate_lower",
+        "prohibited_effect_rate_upper",
+        "permitted_completion_rate",
+        "unsupported_completion_claim_rate",
+        "completed_and_compliant_rate",
+        "all_pass_in_k_rate",
+        "any_violation_in_k_rate",
+        "evidence_completeness",
+    )
+    passes = tuple(f"pass_hat_{k}" for k in range(1, trials_per_case + 1))
+    return {f"workflow_{name}" for name in (*rates, *passes)}
