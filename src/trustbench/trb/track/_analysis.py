@@ -224,4 +224,6 @@ def analyze_profile(
         sections=sections,
         qualifications=qualifications(corpus, measures, options, spec.trials_per_case),
         record=record,
+        evaluability=collected.evaluability(),
+        instruments=collected.oracles(),
     )
