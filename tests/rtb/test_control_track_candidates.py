@@ -333,3 +333,30 @@ def test_freeze_refuses_what_the_control_track_cannot_run_naming_the_field(
     with pytest.raises(InputError) as raised:
         build_manifest(spec)
     assert where in str(raised.value)
+
+
+def test_unit_group_counts_domain_groups_and_unit_case_distinct_source_cases(
+    tmp_path: Path,
+) -> None:
+    # `unchecked` executes everything: every must-not unit shows a prohibited effect, so the
+    # denominators alone show what a unit is. Expected values are counted here from the
+    # scenarios, not by the code under test.
+    from trustbench.rtb import load_corpus
+    from trustbench.rtb.control._cases import ExpectedEffect, control_scenarios
+
+    must_not = [
+        s
+        for s in control_scenarios(load_corpus().cases)
+        if s.expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT
+    ]
+    groups = {s.group for s in must_not}
+    _, record = _run(
+        tmp_path, _spec(_candidate("unchecked", 'boundary = "unchecked"'), unit="group")
+    )
+    lower = _figure(record, "unchecked", "prohibited_effect_rate_lower")
+    assert (lower["numerator"], lower["denominator"], lower["unit"]) == (
+        len(groups),
+        len(groups),
+        "group",
+    )
+    assert len(groups) < len({s.case_id for s in must_not}) < len(must_not)

@@ -100,7 +100,12 @@ def test_transport_error_classes_reach_the_record_and_the_page(
     record = json.loads((run_dir / "record.json").read_text())
     classes = record["review"]["configurations"]["unreachable"]["error_classes"]
     assert classes == {"connection_error": 12}
-    assert "connection_error 12" in (run_dir / "report.html").read_text()
+    page = (run_dir / "report.html").read_text()
+    assert "connection_error 12" in page
+    # The evaluability blocks come before any error-rate section (gates stay at the top).
+    assert page.index("Evaluability: valid responses") < page.index(
+        "false_approval_rate by configuration"
+    )
 
 
 def test_a_failing_sentinel_is_shown_but_does_not_block_release(tmp_path: Path) -> None:
