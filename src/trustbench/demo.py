@@ -122,8 +122,8 @@ _control_track = _rtb_track_step(
     "review-gated and unchecked are expected to fail: they execute direct requests without "
     "checking the approval. Counted per distinct source case (58), even 0 effects bound the rate "
     "only at 5.03%, so no boundary passes the 5% bound here; a case completes only if all its "
-    "scenarios did (10 of 20: lost-response scenarios stay unresolved). A simulated denial does not "
-    "establish a real API's behaviour.",
+    "scenarios did (10 of 20: lost-response scenarios stay unresolved). A simulated denial does "
+    "not establish a real API's behaviour.",
 )
 _workflow_track = _rtb_track_step(
     _run_workflow,
