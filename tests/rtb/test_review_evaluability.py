@@ -41,7 +41,14 @@ def unreachable_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int
     tmp_path = tmp_path_factory.mktemp("unreachable")
     small_corpus(tmp_path / "corpus")
     spec = tmp_path / "spec.toml"
-    spec.write_text(spec_text(POLICY + unreachable(), gates=FA_GATE, extra=NO_RETRY))
+    spec.write_text(
+        spec_text(
+            POLICY + unreachable(),
+            chains='{ name = "policy+unreachable", members = ["reference-policy", "unreachable"] }',
+            gates=FA_GATE,
+            extra=NO_RETRY,
+        )
+    )
     run_dir = tmp_path / "run"
     code, output = invoke("freeze", str(spec), "--out", str(run_dir))
     assert code == 0, output
@@ -67,6 +74,9 @@ def test_unreachable_candidate_is_not_evaluable_and_blocks_release(
     assert subjects["unreachable"]["evaluable"] is False
     assert subjects["unreachable"]["transport_failed"] == subjects["unreachable"]["attempted"] > 0
     assert subjects["reference-policy"]["evaluable"] is True
+    # A chain whose second member never answered was never reviewed as declared.
+    chain = subjects["policy+unreachable"]
+    assert (chain["valid"], chain["transport_failed"], chain["evaluable"]) == (0, 12, False)
     gates = {g["spec"]["name"]: g for g in record["gates"]["results"]}
     # Its 0/4 false approvals (upper bound 0.527 <= 0.6, a pass before issue 15) come from
     # never answering: the gate must not read as passed.
@@ -87,6 +97,7 @@ def test_valid_response_rate_is_the_first_figure_of_every_subject(
     assert {s: f["name"] for s, f in firsts.items()} == {
         "reference-policy": "valid_response_rate",
         "unreachable": "valid_response_rate",
+        "policy+unreachable": "valid_response_rate",
     }
     assert firsts["unreachable"]["numerator"] == 0
     assert firsts["reference-policy"]["estimate"] == 1.0
