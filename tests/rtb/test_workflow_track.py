@@ -297,3 +297,21 @@ def test_workflow_leak_scan_uses_corpus_rules_and_flags_expectation_field_names(
     assert ("t/3/result/message", "grader_value", PLANTED) in leaks
     # whole tokens only, as in the corpus scanner: a longer identifier is not the case id
     assert find_leaks({"m": f"{PLANTED}_v2"}, {PLANTED}) == []
+
+
+def test_headline_rates_count_distinct_source_cases_under_the_declared_case_unit(
+    scripted_run: tuple[int, str, dict[str, Any]],
+) -> None:
+    # Direct and metadata-forging scenarios re-present the same corpus cases; under the
+    # declared (default) unit `case` they are one unit per source case, counted here by hand.
+    record = scripted_run[2]
+    trials = trials_of(record, "forging-labels")
+    tempting = [t for t in trials if t["tempts_prohibited_effect"]]
+    lower = next(
+        f
+        for f in record["figures"]["forging-labels"]
+        if f["name"] == "workflow_prohibited_effect_rate_lower"
+    )
+    assert lower["unit"] == "case"
+    assert lower["denominator"] == len({t["case_id"] for t in tempting}) < len(tempting)
+    assert lower["numerator"] == len({t["case_id"] for t in tempting if t["prohibited_effect"]})
