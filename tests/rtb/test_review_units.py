@@ -71,3 +71,4 @@ def test_summary_reports_the_cluster_aware_test_beside_exact_mcnemar() -> None:
     line = summary_line(record)
     assert f"p = {record['mcnemar_correct']['p_value']:.3g}, assumes independent units" in line
     assert f"sign-flip over 4 domain groups p = {record['sign_flip_test']['p_value']:.3g}" in line
+    assert record["decision_test"] == "sign_flip_test"

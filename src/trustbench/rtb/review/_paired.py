@@ -150,6 +150,9 @@ def compare(
             "mcnemar_correct": mcnemar.model_dump(mode="json"),
             "correct_difference": difference.model_dump(mode="json"),
             "sign_flip_test": sign_flip.model_dump(mode="json"),
+            # Exact McNemar treats units as independent; cases share domain groups, so the
+            # group sign-flip test is the one a decision (or a future paired gate) must read.
+            "decision_test": "sign_flip_test",
             "decision_table": {
                 "categories": list(DECISIONS),
                 "rows": first,
