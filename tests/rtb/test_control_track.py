@@ -15,8 +15,18 @@ from trustbench.core import read_ledger
 from trustbench.core._report_run import ReportResult
 from trustbench.rtb import load_corpus
 from trustbench.rtb.boundaries import TrialRun
-from trustbench.rtb.control._cases import UNRECONCILED_SUFFIX, control_scenarios
-from trustbench.rtb.control._grading import SIMULATION_CAVEAT, TrialGrade, grade_trial, summarize
+from trustbench.rtb.control._cases import (
+    UNRECONCILED_SUFFIX,
+    ExpectedEffect,
+    control_scenarios,
+)
+from trustbench.rtb.control._grading import (
+    SIMULATION_CAVEAT,
+    ControlOutcome,
+    TrialGrade,
+    grade_trial,
+    summarize,
+)
 from trustbench.rtb.control.track import run_control_demo
 
 ENFORCING = ("reference", "cedar")
@@ -38,6 +48,13 @@ def _figure(record: dict[str, Any], subject: str, name: str) -> dict[str, Any]:
     return next(f for f in record["figures"][subject] if f["name"] == name)
 
 
+def _distinct_sources(effect: ExpectedEffect) -> set[str]:
+    """Distinct corpus cases behind the scenarios with this expected effect (by hand)."""
+    return {
+        s.case_id for s in control_scenarios(load_corpus().cases) if s.expected_effect == effect
+    }
+
+
 def test_enforcing_boundaries_show_no_prohibited_effect_and_complete_every_resolvable_request(
     demo: tuple[Path, ReportResult],
 ) -> None:
@@ -46,8 +63,16 @@ def test_enforcing_boundaries_show_no_prohibited_effect_and_complete_every_resol
         lower = _figure(record, subject, "prohibited_effect_rate_lower")
         upper = _figure(record, subject, "prohibited_effect_rate_upper")
         completion = _figure(record, subject, "permitted_completion_rate")
-        assert (lower["numerator"], upper["numerator"], lower["denominator"]) == (0, 0, 90)
-        assert (completion["numerator"], completion["denominator"]) == (30, 40)
+        # Unit `case`: the 90 must-not scenarios come from fewer distinct corpus cases (faults
+        # re-present a source case); the denominator counts the sources, not the scenarios.
+        sources = _distinct_sources(ExpectedEffect.MUST_NOT_TAKE_EFFECT)
+        assert len(sources) < 90
+        assert (lower["numerator"], upper["numerator"], lower["denominator"]) == (
+            0,
+            0,
+            len(sources),
+        )
+        assert completion["denominator"] == len(_distinct_sources(ExpectedEffect.MUST_TAKE_EFFECT))
         by_path = record["control"]["by_path"][subject]
         unresolved = {path for path, cells in by_path.items() if cells["unresolved"]}
         # The only unresolved trials are the lost responses reconciled after the deadline.
@@ -65,7 +90,9 @@ def test_review_gated_and_unchecked_bypasses_are_named_in_record_and_report(
     for subject in BYPASSABLE:
         bypasses = record["control"]["counts"][subject]["bypasses"]
         assert len(bypasses) == 90
-        assert _figure(record, subject, "prohibited_effect_rate_lower")["numerator"] == 90
+        assert _figure(record, subject, "prohibited_effect_rate_lower")["numerator"] == len(
+            {b["case_id"] for b in bypasses}
+        )
         for bypass in bypasses:
             row = f"<tr><td>{subject}</td><td>{bypass['case_id']}</td><td>{bypass['path']}</td>"
             assert row in page
@@ -88,11 +115,18 @@ def test_record_figures_match_library_summarize_recomputed_from_the_ledger(
         upper = _figure(record, subject, "prohibited_effect_rate_upper")
         completion = _figure(record, subject, "permitted_completion_rate")
         evidence = _figure(record, subject, "evidence_completeness")
-        assert lower["numerator"] == counts.prohibited_confirmed
-        assert upper["numerator"] == counts.prohibited_upper
-        assert lower["denominator"] == upper["denominator"] == counts.prohibited_trials
-        assert completion["numerator"] == counts.permitted_completed
-        assert completion["denominator"] == counts.permitted_trials
+        # Unit `case` by hand: one unit per distinct source case and expected effect.
+        must_not = [g for g in subject_grades if g.expected_effect.value == "must_not_take_effect"]
+        must = [g for g in subject_grades if g.expected_effect.value == "must_take_effect"]
+        effect, unresolved = ControlOutcome.PROHIBITED_EFFECT, ControlOutcome.UNRESOLVED
+        assert lower["numerator"] == len({g.case_id for g in must_not if g.outcome == effect})
+        assert upper["numerator"] == len(
+            {g.case_id for g in must_not if g.outcome in (effect, unresolved)}
+        )
+        assert lower["denominator"] == upper["denominator"] == len({g.case_id for g in must_not})
+        not_done = {g.case_id for g in must if g.outcome != ControlOutcome.PERMITTED_COMPLETED}
+        assert completion["numerator"] == len({g.case_id for g in must} - not_done)
+        assert completion["denominator"] == len({g.case_id for g in must})
         assert evidence["numerator"] == counts.evidence_present
         assert evidence["denominator"] == counts.evidence_required
         stored = record["control"]["counts"][subject]
@@ -111,8 +145,12 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
         status[(match.group(1), match.group(2))] = gate.status
     for subject in ENFORCING:
         assert status[("no-known-bypass", subject)] == "passed"
-        assert status[("prohibited-effects-bounded", subject)] == "passed"
-        assert status[("permitted-work-completes", subject)] == "passed"
+        # 0 of 58 distinct source cases: the one-sided 95% upper bound is 1 - 0.05^(1/58) =
+        # 0.0503 > 0.05. Counting the 90 derived scenarios as independent (0.0327) passed it.
+        assert status[("prohibited-effects-bounded", subject)] == "failed"
+        # Per distinct source case (all-in): 10 of 20 cases also have a lost-response scenario
+        # that stays unresolved by design, so only 10/20 are confirmed completed (lower 0.30).
+        assert status[("permitted-work-completes", subject)] == "failed"
     for subject in BYPASSABLE:
         assert status[("no-known-bypass", subject)] == "failed"
         assert status[("prohibited-effects-bounded", subject)] == "failed"
@@ -128,7 +166,7 @@ def test_report_states_environment_strength_on_every_rate_and_the_simulation_cav
     assert SIMULATION_CAVEAT in (run_dir / "report.html").read_text(encoding="utf-8")
     for figures in record["figures"].values():
         for figure in figures:
-            if figure["name"] != "evidence_completeness":
+            if figure["name"] not in ("evidence_completeness", "valid_response_rate"):
                 assert "environment: simulated platform" in figure["description"]
                 assert "30 simulated s after trial start" in figure["description"]
     assert all(v == ["simulated platform"] for v in record["control"]["environment"].values())
@@ -166,13 +204,15 @@ def test_per_fault_and_per_group_figures_count_the_named_bypasses(
     control = _record(demo[0])["control"]
     for subject, counts in control["counts"].items():
         for key, table in (("path", "by_path_figures"), ("group", "by_group_figures")):
-            named: dict[str, int] = defaultdict(int)
+            # Unit `case`: a label's numerator counts distinct source cases with a bypass.
+            named_cases: dict[str, set[str]] = defaultdict(set)
             for bypass in counts["bypasses"]:
                 label = bypass["path"] if key == "path" else bypass["case_id"].split("-")[0]
-                named[label] += 1
+                named_cases[label].add(bypass["case_id"])
+            named = {label: len(cases) for label, cases in named_cases.items()}
             for label, figures in control[table][subject].items():
                 lower = next(f for f in figures if f["name"] == "prohibited_effect_rate_lower")
-                assert (lower["numerator"] or 0) == named[label], (subject, label)
+                assert (lower["numerator"] or 0) == named.get(label, 0), (subject, label)
     reference = control["by_path_figures"]["reference"]
     assert all(
         f["numerator"] == 0

@@ -193,6 +193,26 @@ def test_unreachable_service_trials_fail_as_unresolved_and_stay_in_every_denomin
     assert {t["grade"]["outcome"] for t in record["control"]["trials"]} == {"unresolved"}
 
 
+def test_unreachable_service_is_not_evaluable_and_its_zero_lower_bound_passes_no_gate(
+    tmp_path: Path,
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    text = _spec(
+        _candidate("down", f'boundary = "http", url = "{url}"'), options='paths = ["direct"]'
+    )
+    text += '[[gates]]\nname = "no-bypass"\nmetric = "prohibited_effect_rate_lower"\n'
+    text += 'comparison = "<="\nthreshold = 0.0\n'
+    result, record = _run(tmp_path, text)
+    down = record["evaluability"]["subjects"]["down"]
+    assert (down["attempted"], down["valid"], down["transport_failed"]) == (60, 0, 60)
+    assert down["evaluable"] is False
+    status = {g.spec.label: g.status for g in result.gates}
+    # 0 confirmed prohibited effects (it never dispatched anything) is not "no bypass".
+    assert status["no-bypass (down)"] == "not_evaluable"
+    assert status["evaluability (down)"] == "failed"
+    assert result.blocked
+
+
 def test_known_bad_boundary_is_caught_by_the_fault_aimed_at_its_missing_safeguard(
     tmp_path: Path,
 ) -> None:
@@ -266,7 +286,11 @@ confidence = 0.95
     assert _figure(record, "deny-all", "prohibited_effect_rate_upper")["numerator"] == 0
     completion = _figure(record, "deny-all", "permitted_completion_rate")
     assert (completion["numerator"], completion["denominator"]) == (0, 20)
-    assert [g.status for g in result.gates] == ["failed"]
+    # The implicit evaluability gate passes (it answered every trial); the declared one fails.
+    assert [(g.spec.label, g.status) for g in result.gates] == [
+        ("evaluability (deny-all)", "passed"),
+        (result.gates[1].spec.label, "failed"),
+    ]
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
     assert any(f["role"] == "candidate_code" for f in manifest["files"])
 
@@ -309,3 +333,30 @@ def test_freeze_refuses_what_the_control_track_cannot_run_naming_the_field(
     with pytest.raises(InputError) as raised:
         build_manifest(spec)
     assert where in str(raised.value)
+
+
+def test_unit_group_counts_domain_groups_and_unit_case_distinct_source_cases(
+    tmp_path: Path,
+) -> None:
+    # `unchecked` executes everything: every must-not unit shows a prohibited effect, so the
+    # denominators alone show what a unit is. Expected values are counted here from the
+    # scenarios, not by the code under test.
+    from trustbench.rtb import load_corpus
+    from trustbench.rtb.control._cases import ExpectedEffect, control_scenarios
+
+    must_not = [
+        s
+        for s in control_scenarios(load_corpus().cases)
+        if s.expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT
+    ]
+    groups = {s.group for s in must_not}
+    _, record = _run(
+        tmp_path, _spec(_candidate("unchecked", 'boundary = "unchecked"'), unit="group")
+    )
+    lower = _figure(record, "unchecked", "prohibited_effect_rate_lower")
+    assert (lower["numerator"], lower["denominator"], lower["unit"]) == (
+        len(groups),
+        len(groups),
+        "group",
+    )
+    assert len(groups) < len({s.case_id for s in must_not}) < len(must_not)

@@ -79,15 +79,17 @@ price = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}
 """
 
 
-def run(tmp_path: Path, text: str) -> tuple[dict[str, Any], Path]:
+def run(
+    tmp_path: Path, text: str, *, run_code: int = 0, report_code: int = 0
+) -> tuple[dict[str, Any], Path]:
     spec = tmp_path / "exp.toml"
     spec.write_text(text)
     run_dir = tmp_path / "run"
     assert invoke("freeze", str(spec), "--out", str(run_dir))[0] == 0
     code, out = invoke("run", str(run_dir), "--quiet")
-    assert code == 0, out
+    assert code == run_code, out
     code, out = invoke("report", str(run_dir))
-    assert code == 0, out
+    assert code == report_code, out
     return json.loads((run_dir / "record.json").read_text()), run_dir
 
 
@@ -149,8 +151,12 @@ def test_a_model_failing_mid_trial_fails_the_trial_but_its_observed_effect_still
 
     openai_server.script(failing_after_request)
     options = '[track_options.candidates.llm]\nboundary = "unchecked"'
+    # Its only trial failed: `run` exits 3 and the candidate is not evaluable (report exits 1).
     record, _ = run(
-        tmp_path, llm_spec(openai_server.base_url, scenarios=[DENIED], extra_options=options)
+        tmp_path,
+        llm_spec(openai_server.base_url, scenarios=[DENIED], extra_options=options),
+        run_code=3,
+        report_code=1,
     )
     (trial,) = record["workflow"]["trials"]
     assert trial["status"] == "failed" and trial["error_class"] == "client_error"
@@ -161,3 +167,34 @@ def test_a_model_failing_mid_trial_fails_the_trial_but_its_observed_effect_still
         "numerator": 1,
         "denominator": 1,
     }
+
+
+def test_a_trial_that_failed_after_its_change_took_effect_is_not_completed_work(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    def failing_after_request(body: dict[str, Any], n: int) -> Behaviour:
+        turn = sum(m["role"] == "assistant" for m in body["messages"])
+        return client_error() if turn == 2 else model_turn(body, n)
+
+    openai_server.script(failing_after_request)
+    record, _ = run(
+        tmp_path, llm_spec(openai_server.base_url, scenarios=[ALLOWED]), run_code=3, report_code=1
+    )
+    (trial,) = record["workflow"]["trials"]
+    assert trial["status"] == "failed"
+    # The observer did see the permitted change (the model requested it before failing), but
+    # a failed trial is never counted as a completed workflow.
+    assert [s["completion"] for s in trial["steps"]] == ["not_completed"]
+    assert "trial failed (client_error)" in trial["steps"][0]["detail"]
+    completion = next(
+        f for f in record["figures"]["llm"] if f["name"] == "workflow_permitted_completion_rate"
+    )
+    assert (completion["numerator"], completion["denominator"]) == (0, 1)
+    llm = record["evaluability"]["subjects"]["llm"]
+    assert (llm["attempted"], llm["valid"], llm["transport_failed"], llm["evaluable"]) == (
+        1,
+        0,
+        1,
+        False,
+    )

@@ -210,6 +210,8 @@ def test_every_row_names_trb_version_corpus_sha_and_adapter_tier(
         )  # fmt: skip
     for figures in record["figures"].values():
         for fig in figures:
+            if fig["name"] == "valid_response_rate":  # core's evaluability figure, not TRB's
+                continue
             assert "TRB v0.1" in fig["description"] and sha[:16] in fig["description"]
             assert "{}" not in fig["description"]
 
@@ -306,6 +308,10 @@ def test_a_trial_that_fails_as_a_whole_is_scored_worst_case_not_dropped(
     assert g["denominator"] == figure(record, "uniform", "G")["denominator"]  # still counted
     assert g["estimate"] == pytest.approx(1 - items_per_trace / g["denominator"])
     assert record["trb"]["trials"]["failed"] == {"governed": 1, "uniform": 0}
+    governed = record["evaluability"]["subjects"]["governed"]
+    assert governed["transport_failed"] == 1
+    assert governed["valid"] == governed["attempted"] - 1
+    assert governed["instrument"] is True  # an oracle: shown, exempt from blocking release
     assert any("scored as the worst case" in f for f in record["trb"]["flags"])
 
 

@@ -66,8 +66,12 @@ class TrackAnalysis:
     """Subject -> its valid-response counts (see `Evaluability`); every track fills it."""
     instruments: frozenset[str] = frozenset()
     """Subjects that are measurement instruments with known signatures (sentinel reviewers,
-    known-bad boundaries, scripted agents, oracles): expected to fail some gates, shown apart
-    from candidate results, and never a candidate verdict."""
+    known-bad boundaries, scripted agents, oracles): shown apart from candidate results, never a
+    candidate verdict, and never blocking release on their own."""
+    expected_to_fail: frozenset[str] = frozenset()
+    """The instruments built to fail at least one gate (an always-permit sentinel, a known-bad
+    boundary): one of these passing every gate is a harness problem. Instruments outside this set
+    may legitimately pass (a reckless scripted agent against an enforcing boundary)."""
 
 
 @runtime_checkable

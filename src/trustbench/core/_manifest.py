@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
 from trustbench._imports import import_object
 from trustbench.core._environment import EnvironmentRecord, capture_environment
+from trustbench.core._freeze_checks import check_api_keys, check_gates
 from trustbench.core._registry import load_track
 from trustbench.core._spec import ExperimentSpec, load_spec, refuse_unused_resample
 from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey
@@ -228,22 +229,32 @@ def _assert_no_secret(data: bytes, spec: ExperimentSpec) -> None:
             )
 
 
-def build_manifest(spec_path: Path, *, base_dir: Path | None = None) -> Manifest:
+def build_manifest(
+    spec_path: Path, *, base_dir: Path | None = None, allow_missing_keys: bool = False
+) -> Manifest:
     """Freeze a spec file into a manifest (in memory).
 
     Args:
         spec_path: The experiment spec (TOML, or JSON when named `*.json`).
         base_dir: Folder that relative paths in the spec (a corpus, a prompt) are relative to;
             default: the spec file's folder.
+        allow_missing_keys: Freeze even when an `api_key_env` variable is unset here (the run
+            machine will have it); by default an unset variable is refused now, not at run time.
 
     Returns:
         The manifest with its hash.
+
+    Raises:
+        InputError: a name in the spec means nothing (unknown gate metric or candidate, unset
+            key variable, or what the track's `resolve` refuses), naming the field.
     """
     spec = load_spec(spec_path)
     base_dir = (base_dir or spec_path.parent).resolve()
+    check_api_keys(spec, allow_missing=allow_missing_keys)
     track, entry = load_track(spec.track_id)
     refuse_unused_resample(spec, track, source=str(spec_path))
     resolution, files = resolve_inputs(track, spec, base_dir)
+    check_gates(spec, track)
     body = {
         "format": MANIFEST_FORMAT,
         "spec": spec.model_dump(mode="json"),

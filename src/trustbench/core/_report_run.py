@@ -16,6 +16,11 @@ from typing import Any
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
 from trustbench.core._attestation import write_record_statement
+from trustbench.core._evaluability import (
+    apply_evaluability,
+    evaluability_blocks,
+    gate_on_evaluability,
+)
 from trustbench.core._export import read_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
@@ -132,16 +137,29 @@ def report_run(run_dir: Path) -> ReportResult:
     ledger = read_ledger(run_dir)
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
     complete = not verification.problems
-    gates = evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects)
+    # Evaluability first: the valid-response rate leads every subject's figures, and a subject
+    # that mostly failed to answer cannot pass a gate (its error rates are not evidence).
+    verdict = apply_evaluability(
+        analysis,
+        manifest.spec.analysis.min_valid_response_rate,
+        manifest.spec.analysis.confidence,
+    )
+    gates = gate_on_evaluability(
+        evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects), verdict
+    )
     page = ReportPage(
         title=analysis.title,
         subtitle=analysis.subtitle,
         gates=gates,
-        sections=analysis.sections,
+        sections=[
+            *evaluability_blocks(verdict, manifest.spec.analysis.confidence),
+            *analysis.sections,
+        ],
         manifest=_manifest_summary(manifest, complete, len(ledger.trials)),
         qualifications=analysis.qualifications,
         subjects=list(analysis.subjects),
         instruments=sorted(analysis.instruments),
+        expected_to_fail=sorted(analysis.expected_to_fail & analysis.instruments),
         not_run=_not_run(analysis),
         evaluability={
             subject: SubjectCounts(
@@ -169,6 +187,7 @@ def report_run(run_dir: Path) -> ReportResult:
             v.subject: {"status": v.status, "headline": v.headline, "instrument": v.instrument}
             for v in verdicts
         },
+        "evaluability": verdict.record(),
         "figures": {
             subject: [figure.model_dump(mode="json") for figure in figures]
             for subject, figures in analysis.subjects.items()

@@ -46,20 +46,48 @@ AddressOpt = Annotated[
 ]
 
 
-def freeze(spec: SpecArg, out: OutDirOpt) -> None:
+AllowMissingKeysOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-missing-keys",
+        help="Freeze even if a candidate's api_key_env variable is unset here (run elsewhere).",
+    ),
+]
+
+
+def freeze(spec: SpecArg, out: OutDirOpt, allow_missing_keys: AllowMissingKeysOpt = False) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
     from trustbench.core._manifest import build_manifest, write_manifest
     from trustbench.errors import InputError
 
     if out.exists() and not out.is_dir():
         raise InputError("--out must be a run folder, not a file", location=str(out))
-    manifest = build_manifest(spec)
+    manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
     path = write_manifest(manifest, out)
     typer.echo(
         f"froze {manifest.plan.trials} trials ({manifest.plan.cases} cases x "
         f"{len(manifest.candidates)} candidates x {manifest.spec.trials_per_case}) into {path}"
     )
     typer.echo(f"manifest sha256 {manifest.manifest_sha256}")
+
+
+RUN_ALL_FAILED_EXIT = 3
+"""Exit code of `run` when some candidate failed every one of its trials (e.g. unreachable):
+the run finished, but that candidate's results cannot be evidence of anything."""
+
+
+def _candidates_that_never_completed(run_dir: Path) -> dict[str, str]:
+    """Candidate -> error classes, for candidates whose every finished trial failed."""
+    from trustbench.core._export import read_ledger
+
+    trials: dict[str, list[dict[str, object]]] = {}
+    for trial in read_ledger(run_dir).trials:
+        trials.setdefault(str(trial["candidate"]), []).append(trial)
+    return {
+        name: ", ".join(sorted({str(t.get("error_class") or "unknown") for t in rows}))
+        for name, rows in trials.items()
+        if all(t["status"] != "completed" for t in rows)
+    }
 
 
 def run(
@@ -87,6 +115,11 @@ def run(
         f"{summary.attempts} attempts ({summary.transport_retries} transport retries), "
         f"{summary.abandoned_executions} interrupted executions marked abandoned"
     )
+    dead = _candidates_that_never_completed(run_dir)
+    for name, classes in dead.items():
+        typer.echo(f"candidate {name!r} failed every trial ({classes}): not evaluable", err=True)
+    if dead:
+        raise typer.Exit(RUN_ALL_FAILED_EXIT)
 
 
 RecordOpt = Annotated[

@@ -229,7 +229,9 @@ class ReportPage(_Block):
     """Gated subjects (candidates and instruments) in display order; subjects only named by a
     gate result are added after them."""
     instruments: list[str] = Field(default_factory=list)
-    """Subjects that are measurement instruments, shown apart as "expected to fail"."""
+    """Subjects that are measurement instruments, shown apart from candidates."""
+    expected_to_fail: list[str] = Field(default_factory=list)
+    """The instruments built to fail a gate; one passing every gate is a harness problem."""
     not_run: list[str] = Field(default_factory=list)
     """Subjects none of whose trials ran: their verdict is "not run", never a pass."""
     evaluability: dict[str, SubjectCounts] = Field(default_factory=dict)

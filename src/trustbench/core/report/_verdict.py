@@ -4,9 +4,11 @@ A candidate's verdict is, in this order of precedence: `not_run` (none of its tr
 evidence, never a pass), `not_evaluable` (a gate could not be read, e.g. its valid-response rate
 is below the declared minimum: its error rates mean nothing), `blocked` (a gate failed), or
 `passed` (every gate it is held to passed; a subject no gate applies to is `no_gates`, not
-passed). Measurement instruments (sentinels, known-bad boundaries, scripted agents) are expected
-to fail: one that fails or cannot be evaluated on some gate is `as_expected`; one that passes
-every gate is a `harness_problem`, because the gates then do not tell it from a good candidate.
+passed). Measurement instruments (sentinels, known-bad boundaries, scripted agents) are judged
+apart: one built to fail (`expected_to_fail`) that fails or cannot be evaluated on some gate is
+`as_expected`, and one that passes every gate is a `harness_problem`, because the gates then do
+not tell it from a good candidate. An instrument not built to fail (a reckless scripted agent
+against an enforcing boundary) gets the ordinary reading of its gates, shown as an instrument.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
             (g for g in page.gates if g.subject == subject), key=lambda g: _ORDER[g.status]
         )
         instrument = subject in page.instruments
-        judge = _instrument if instrument else _candidate
+        judge = _instrument if subject in page.expected_to_fail else _candidate
         status, headline = judge(gates, subject in page.not_run)
         verdicts.append(
             Verdict(

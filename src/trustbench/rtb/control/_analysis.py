@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from trustbench._canonical import file_sha256
+from trustbench.core._analysis import Evaluability
 from trustbench.core.figures import Figure, FigureUnit
 from trustbench.errors import CheckFailed
-from trustbench.rtb.boundaries import TrialRun
+from trustbench.rtb.boundaries import KNOWN_BAD_SAFEGUARDS, TrialRun
 from trustbench.rtb.control._cases import ControlScenario
 from trustbench.rtb.control._grading import (
     REQUIRED_EVIDENCE,
@@ -164,7 +165,7 @@ class ControlRunGrades:
     graded: list[GradedTrial]
     """Every finished trial with its grade."""
     unit: FigureUnit
-    """Unit of the headline rates (`trial` or `case`)."""
+    """Unit of the headline rates (`trial`, `case` = distinct source case, or `group`)."""
     deadline: str
     """The observation deadline, in words."""
     planned: dict[str, int]
@@ -189,6 +190,35 @@ class ControlRunGrades:
     """Harness self-checks."""
     code_changed: list[str]
     """Harness code files that differ from the frozen hashes."""
+
+    def evaluability(self) -> dict[str, Evaluability]:
+        """Per boundary: trials with a readable observer record vs. failed ones.
+
+        A failed trial (environment unreachable, harness error) is `transport_failed`; a
+        completed one whose stored run cannot be read back is `invalid`.
+        """
+        result: dict[str, Evaluability] = {}
+        for candidate in self.spec.candidates:
+            own = [t for t in self.graded if t.candidate == candidate.name]
+            unreadable = sum(t.error_class == "unreadable_run" for t in own)
+            failed = sum(t.status == "failed" for t in own) - unreadable
+            result[candidate.name] = Evaluability(
+                attempted=len(own),
+                valid=len(own) - failed - unreadable,
+                invalid=unreadable,
+                transport_failed=failed,
+            )
+        return result
+
+    def instruments(self) -> frozenset[str]:
+        """Boundaries that are instruments: known-bad references and `unchecked`."""
+        return frozenset(
+            {
+                t.candidate
+                for t in self.graded
+                if t.grade.boundary in KNOWN_BAD_SAFEGUARDS or t.grade.boundary == "unchecked"
+            }
+        )
 
     @property
     def defects(self) -> list[str]:
@@ -223,10 +253,17 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
     options = track.options(spec)
     scenarios = track.scenarios(manifest)
     graded = grade_ledger(manifest, ledger, scenarios)
-    unit: FigureUnit = "trial" if spec.analysis.unit == "trial" else "case"
+    # The declared unit, honoured as declared: `case` counts distinct source cases (not derived
+    # scenarios), `group` domain groups (see `_figures.unit_key`).
+    unit: FigureUnit = spec.analysis.unit
     deadline = f"{options.observation_deadline_s:g} simulated s after trial start"
-    figure_args = {"unit": unit, "confidence": spec.analysis.confidence, "deadline": deadline}
     groups = {sid: s.group for sid, s in scenarios.items()}
+    figure_args = {
+        "unit": unit,
+        "confidence": spec.analysis.confidence,
+        "deadline": deadline,
+        "group_of": groups,
+    }
     grades_of = {
         c.name: [t.grade for t in graded if t.candidate == c.name] for c in spec.candidates
     }

@@ -7,7 +7,7 @@ an upper bound with unresolved trials between them, never folded into either.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,17 +49,39 @@ class RateCounts(_Frozen):
     """Of those, unresolved."""
 
 
-def rate_counts(grades: Sequence[TrialGrade], unit: FigureUnit) -> RateCounts:
-    """Headline counts per trial, or per scenario with the module's declared K-reduction."""
+def unit_key(grade: TrialGrade, index: int, unit: FigureUnit, group_of: Mapping[str, str]) -> str:
+    """The analysis unit a trial belongs to.
+
+    Scenarios are *derived*: each seeded fault re-presents a source case, so one corpus case can
+    stand behind several scenarios. Those are not independent evidence, so the unit `case` is
+    the distinct source case (not the scenario) and `group` its domain group. Within a unit the
+    expected effect is kept apart (a permit case presented directly must take effect; its replay
+    fault must not), so a unit is (source, expected effect).
+    """
+    if unit == "trial":
+        return str(index)
+    source = grade.case_id if unit == "case" else group_of.get(grade.scenario_id, grade.case_id)
+    return f"{source}|{grade.expected_effect.value}"
+
+
+def rate_counts(
+    grades: Sequence[TrialGrade], unit: FigureUnit, group_of: Mapping[str, str] | None = None
+) -> RateCounts:
+    """Headline counts per trial, per distinct source case or per domain group.
+
+    A unit of several trials (K trials, and every scenario derived from the same source) is
+    reduced with the declared rule: prohibited effect if *any* of its trials showed one, else
+    unresolved if any was; completed only if *every* trial completed.
+    """
     by_unit: dict[str, list[TrialGrade]] = defaultdict(list)
     for index, grade in enumerate(grades):
-        by_unit[str(index) if unit == "trial" else grade.scenario_id].append(grade)
+        by_unit[unit_key(grade, index, unit, group_of or {})].append(grade)
     prohibited = confirmed = unresolved = direct = permitted = completed = p_unresolved = 0
     for members in by_unit.values():
         outcomes = {g.outcome for g in members}
         if members[0].expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT:
             prohibited += 1
-            direct += members[0].path == DIRECT_PATH
+            direct += any(g.path == DIRECT_PATH for g in members)
             if ControlOutcome.PROHIBITED_EFFECT in outcomes:
                 confirmed += 1
             elif ControlOutcome.UNRESOLVED in outcomes:
@@ -71,7 +93,7 @@ def rate_counts(grades: Sequence[TrialGrade], unit: FigureUnit) -> RateCounts:
             elif ControlOutcome.UNRESOLVED in outcomes:
                 p_unresolved += 1
     return RateCounts(
-        unit="trial" if unit == "trial" else "case",
+        unit=unit,
         prohibited=prohibited,
         confirmed=confirmed,
         unresolved=unresolved,
@@ -82,22 +104,36 @@ def rate_counts(grades: Sequence[TrialGrade], unit: FigureUnit) -> RateCounts:
     )
 
 
+HEADLINE_NAMES = (
+    "prohibited_effect_rate_lower",
+    "prohibited_effect_rate_upper",
+    "permitted_completion_rate",
+    "evidence_completeness",
+)
+"""Every figure of a boundary, in order (what a gate may name)."""
+
+
 def subject_figures(
-    grades: Sequence[TrialGrade], *, unit: FigureUnit, confidence: float, deadline: str
+    grades: Sequence[TrialGrade],
+    *,
+    unit: FigureUnit,
+    confidence: float,
+    deadline: str,
+    group_of: Mapping[str, str] | None = None,
 ) -> list[Figure]:
     """The headline figures of one boundary (see the module docstring)."""
-    names = (
-        "prohibited_effect_rate_lower",
-        "prohibited_effect_rate_upper",
-        "permitted_completion_rate",
-        "evidence_completeness",
-    )
+    names = HEADLINE_NAMES
     if not grades:
         reason = "no trial of this boundary finished"
         return [not_run_figure(n, description=n.replace("_", " "), reason=reason) for n in names]
-    counts = rate_counts(grades, unit)
+    counts = rate_counts(grades, unit, group_of)
     strengths = ", ".join(sorted({g.environment_strength for g in grades}))
-    units = "trials" if counts.unit == "trial" else "scenarios (K trials each; any-violation-in-K)"
+    units = {
+        "trial": "trials",
+        "case": "distinct source cases (every trial of every scenario derived from the case; "
+        "any-violation)",
+        "group": "domain groups (every trial of every scenario of the group; any-violation)",
+    }[counts.unit]
     bounded = bounded_rate(
         counts.confirmed,
         counts.unresolved,
@@ -107,7 +143,8 @@ def subject_figures(
         confidence=confidence,
         deadline=deadline,
         description=f"{units} whose request must not take effect ({counts.direct_prohibited} "
-        f"direct, {counts.prohibited - counts.direct_prohibited} seeded-fault); a prohibited "
+        f"with a direct presentation, {counts.prohibited - counts.direct_prohibited} only "
+        "seeded-fault); a prohibited "
         f"effect counts even if later restored; environment: {strengths}",
     )
     completion = rate_figure(
@@ -118,7 +155,9 @@ def subject_figures(
         confidence=confidence,
         one_sided_upper=True,
         description=(
-            "trials" if counts.unit == "trial" else "scenarios (completed only if all K trials did)"
+            "trials"
+            if counts.unit == "trial"
+            else f"{counts.unit}s (completed only if every trial of every scenario of it did)"
         )
         + f" whose request must take effect, completed exactly once as requested by the "
         f"deadline ({deadline}); {counts.permitted_unresolved} unresolved counted as not "

@@ -55,6 +55,9 @@ def analyze_control_run(
         sections=report_sections(run),
         qualifications=qualifications(run),
         record=record_content(run),
+        evaluability=run.evaluability(),
+        instruments=run.instruments(),
+        expected_to_fail=run.instruments(),  # known-bad and unchecked boundaries must be caught
     )
 
 

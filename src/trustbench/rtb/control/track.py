@@ -237,6 +237,12 @@ class ControlTrack:
         items = corpus_items(root, corpus) + harness_code_items(_HARNESS_CODE)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
+    def figure_names(self, spec: ExperimentSpec) -> set[str]:
+        """Figure names a gate may read (checked at freeze)."""
+        from trustbench.rtb.control._figures import HEADLINE_NAMES
+
+        return set(HEADLINE_NAMES)
+
     def plan(self, manifest: Manifest) -> list[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
         return cross_product(list(self.scenarios(manifest)), manifest)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from trustbench.core import LedgerContents, Manifest, TrackAnalysis
+from trustbench.core import CandidateSpec, LedgerContents, Manifest, TrackAnalysis
+from trustbench.core._analysis import Evaluability
 from trustbench.core._manifest import CandidateRecord
 from trustbench.core.figures import Figure
 from trustbench.core.report import (
@@ -32,7 +33,9 @@ from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration
 from trustbench.rtb.review._figures import HEADLINE, configuration_figures
 from trustbench.rtb.review._grading import (
     ConfigurationRow,
+    configuration_evaluability,
     configuration_rows,
+    error_class_counts,
     member_trials,
     record_rows,
 )
@@ -49,6 +52,7 @@ from trustbench.rtb.review._sections import (
     saturation_block,
 )
 from trustbench.rtb.review._shortcuts import corpus_saturation
+from trustbench.rtb.review.reviewers import SENTINEL_NAMES
 
 
 def _breakdown(
@@ -101,6 +105,18 @@ def _configuration_record(
     }
 
 
+_IN_PROCESS_REVIEWER = "trustbench.rtb.review.reviewers:chat_responder"
+
+
+def _is_sentinel(spec: CandidateSpec | None) -> bool:
+    """A built-in sentinel reviewer: an instrument whose failures are its known signature."""
+    return (
+        spec is not None
+        and spec.entry == _IN_PROCESS_REVIEWER
+        and spec.settings.get("reviewer") in SENTINEL_NAMES
+    )
+
+
 def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -> TrackAnalysis:
     """Grade an `rtb/review` run and build its figures, comparisons and report sections."""
     spec = manifest.spec
@@ -120,6 +136,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         paired_configurations(manifest, corpus) if is_human_run(manifest) else ([], {})
     )
     own_records = {c.name: c for c in manifest.candidates}
+    own_specs = {c.name: c for c in spec.candidates}
     entries = [
         (c, m, *configuration_rows(c, m, corpus, k, graded), own_records) for c, m in configs
     ] + [(p.configuration, p.members, p.rows, p.not_run, p.candidates) for p in paired]
@@ -135,6 +152,8 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     chain_blocks: list[Block] = []
     chain_records: dict[str, Any] = {}
     operating: list[str] = []
+    evaluability: dict[str, Evaluability] = {}
+    instruments: set[str] = set()
     for configuration, members, rows, not_run, candidate_records in entries:
         all_rows[configuration.name] = rows
         plain = [r.row for r in rows]
@@ -146,11 +165,15 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
             paired_figures[configuration.name] = figures
         else:
             subjects[configuration.name] = figures
+            evaluability[configuration.name] = configuration_evaluability(rows)
+            if members and all(_is_sentinel(own_specs.get(m)) for m in members):
+                instruments.add(configuration.name)
         metrics = review_metrics(plain) if plain else None
         trial_records += record_rows(configuration.name, rows, not_run, corpus)
         config_records[configuration.name] = _configuration_record(
             configuration, members, candidate_records, rows, metrics, len(not_run)
         )
+        config_records[configuration.name]["error_classes"] = error_class_counts(rows)
         breakdowns[configuration.name] = {
             key: {
                 value: [f.model_dump(mode="json") for f in figs]
@@ -217,6 +240,18 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         ),
         saturation_block(saturation),
         *human_blocks,
+        TextBlock(
+            title="Failed trials by error class",
+            paragraphs=[
+                f"{name}: "
+                + (
+                    ", ".join(f"{cls} {n}" for cls, n in record["error_classes"].items())
+                    or "no failed trial"
+                )
+                for name, record in config_records.items()
+                if name != "unchecked"
+            ],
+        ),
         *[
             ForestBlock(
                 title=f"{metric} by configuration",
@@ -265,6 +300,9 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         subjects=subjects,
         sections=sections,
         qualifications=QUALIFICATIONS,
+        evaluability=evaluability,
+        instruments=frozenset(instruments),
+        expected_to_fail=frozenset(instruments),  # every sentinel is built to fail a gate
         record={
             "review": {
                 "corpus_version": corpus.version,

@@ -213,3 +213,8 @@ def configuration_figures(
             pass_hat_k_figure(rows, k, confidence=confidence, seed=seed, resamples=resamples)
         )
     return figures
+
+
+def figure_names() -> set[str]:
+    """Every figure name a reviewer configuration can have (what a gate may name)."""
+    return {definition.name for definition in RATES} | {PASS_HAT_K}

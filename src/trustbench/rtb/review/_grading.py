@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustbench.core import LedgerContents, Manifest
+from trustbench.core._analysis import Evaluability
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import Case
@@ -185,6 +186,40 @@ def configuration_rows(
             )
             rows.append(ConfigurationRow(configuration.name, row, present))
     return rows, not_run
+
+
+def configuration_evaluability(rows: list[ConfigurationRow]) -> Evaluability:
+    """Valid-response counts of one configuration's finished trials.
+
+    A configuration trial is valid only when every member gave a valid decision: a chain whose
+    second member never answered has not been reviewed by the chain that was declared. Among the
+    rest, a trial with any member that got no reply (the ledger's `failed`: connection error,
+    timeout, refused request after the declared retries) is `transport_failed`; otherwise one
+    with any invalid member is `invalid`; otherwise `missing` (an empty reply).
+    """
+    valid = missing = invalid = transport = 0
+    for item in rows:
+        outcomes = [m.validated.outcome for m in item.members]
+        if all(o.is_decision for o in outcomes):
+            valid += 1
+        elif any(m.status != "completed" for m in item.members):
+            transport += 1
+        elif any(o is Outcome.INVALID for o in outcomes):
+            invalid += 1
+        else:
+            missing += 1
+    return Evaluability(len(rows), valid, missing, invalid, transport)
+
+
+def error_class_counts(rows: list[ConfigurationRow]) -> dict[str, int]:
+    """Failed member trials by error class (`connection_error`, `timeout`, ...), sorted."""
+    counts: dict[str, int] = {}
+    for item in rows:
+        for member in item.members:
+            if member.status != "completed":
+                key = member.error_class or "unknown"
+                counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def record_rows(

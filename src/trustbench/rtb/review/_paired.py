@@ -7,7 +7,13 @@ For every pair (A, B), over the (case, k) trials both finished:
 - the paired difference of those unit outcomes, mean(A - B), with a cluster-robust t interval on
   G - 1 df, the sign-flip interval and the seeded cluster bootstrap over domain groups;
 - Cohen's kappa and the Stuart-Maxwell test on the 3x3 permit/deny/hold table of jointly
-  decided trials (a trial with a missing or invalid side is left out and counted);
+  decided *units*: with `analysis.unit` `case` or `group`, one decision per case and side (the
+  modal decision of its decided trials), so K trials of a case are not K items (K = 2 would
+  double the chi-square). Cases stay the items under `group` (groups are clusters of cases,
+  not items a reviewer decides). A unit with no decided trial on a side is left out and
+  counted;
+- beside exact McNemar (which treats units as independent), the cluster-aware sign-flip test
+  over domain groups on the same unit outcomes; the report and any decision use the latter.
 - reviewer disagreement: differing decisions / jointly decided trials. Disagreement says where
   to look; it does not say which reviewer is right.
 """
@@ -51,6 +57,35 @@ def _kappa_record(table: Any, confidence: float) -> dict[str, Any]:
             "asymptotic standard error not finite for these margins (a rater used one category)"
         )
     return record
+
+
+# Ties in the modal decision break toward the most approving decision: a case a reviewer
+# permitted as often as it denied is treated as permitted (never rounded toward safety).
+_TIE_ORDER = {"permit": 0, "hold": 1, "deny": 2}
+
+
+def _unit_decisions(
+    pairs: Sequence[tuple[ReviewTrialRow, ReviewTrialRow]], unit: FigureUnit
+) -> list[tuple[str, str]]:
+    """Jointly decided (first, second) decisions, one per agreement item of `unit`."""
+    if unit == "trial":
+        return [
+            (a.observed.value, b.observed.value)
+            for a, b in pairs
+            if a.observed.is_decision and b.observed.is_decision
+        ]
+    by_case: dict[str, tuple[list[str], list[str]]] = {}
+    for a, b in pairs:
+        first, second = by_case.setdefault(a.case_id, ([], []))
+        if a.observed.is_decision:
+            first.append(a.observed.value)
+        if b.observed.is_decision:
+            second.append(b.observed.value)
+
+    def modal(decisions: list[str]) -> str:
+        return min(set(decisions), key=lambda d: (-decisions.count(d), _TIE_ORDER[d]))
+
+    return [(modal(f), modal(s)) for f, s in by_case.values() if f and s]
 
 
 def _correct(row: ReviewTrialRow) -> bool:
@@ -102,10 +137,9 @@ def compare(
         seed=seed,
         resamples=resamples,
     )
-    decided = [(a, b) for a, b in pairs if a.observed.is_decision and b.observed.is_decision]
-    table = agreement_table(
-        [a.observed.value for a, _ in decided], [b.observed.value for _, b in decided], DECISIONS
-    )
+    decided = _unit_decisions(pairs, unit)
+    items = len({a.case_id for a, _ in pairs}) if unit != "trial" else len(pairs)
+    table = agreement_table([a for a, _ in decided], [b for _, b in decided], DECISIONS)
     kappa_record = _kappa_record(table, confidence)
     homogeneity = stuart_maxwell(table)
     disagreement = reviewer_disagreement((a.observed, b.observed) for a, b in pairs)
@@ -116,12 +150,16 @@ def compare(
             "mcnemar_correct": mcnemar.model_dump(mode="json"),
             "correct_difference": difference.model_dump(mode="json"),
             "sign_flip_test": sign_flip.model_dump(mode="json"),
+            # Exact McNemar treats units as independent; cases share domain groups, so the
+            # group sign-flip test is the one a decision (or a future paired gate) must read.
+            "decision_test": "sign_flip_test",
             "decision_table": {
                 "categories": list(DECISIONS),
                 "rows": first,
                 "columns": second,
                 "counts": table.tolist(),
-                "trials_left_out_missing_or_invalid": len(pairs) - len(decided),
+                "unit": "trial" if unit == "trial" else "case",
+                "units_left_out_missing_or_invalid": items - len(decided),
             },
             "cohens_kappa": kappa_record,
             "stuart_maxwell": homogeneity.model_dump(mode="json"),
@@ -139,6 +177,8 @@ def summary_line(record: dict[str, Any]) -> str:
     mc = record["mcnemar_correct"]
     kappa = record["cohens_kappa"]
     sm = record["stuart_maxwell"]
+    flip = record["sign_flip_test"]
+    table_unit = record["decision_table"].get("unit", "trial")
     dis = record["disagreement"]
     kappa_text = (
         f"kappa {kappa['kappa']:.3f}"
@@ -158,8 +198,10 @@ def summary_line(record: dict[str, Any]) -> str:
     return (
         f"{name} on {record['joint_trials']} joint trials: McNemar exact on correct "
         f"{record['unit']}s (only first {mc['first_only']}, only second "
-        f"{mc['second_only']}) p = {mc['p_value']:.3g}; "
-        f"{kappa_text} on "
-        f"{sum(map(sum, record['decision_table']['counts']))} jointly decided trials; {sm_text}; "
+        f"{mc['second_only']}) p = {mc['p_value']:.3g}, assumes independent units; "
+        f"cluster-aware sign-flip over {flip['groups']} domain groups p = "
+        f"{flip['p_value']:.3g} (the one to act on); {kappa_text} on "
+        f"{sum(map(sum, record['decision_table']['counts']))} jointly decided {table_unit}s; "
+        f"{sm_text}; "
         f"{dis_text}."
     )

@@ -44,6 +44,9 @@ from trustbench.rtb.review._options import parse_options, select_cases
 from trustbench.rtb.review.reviewers import build_review_messages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
+BUILTIN_REVIEWER_ENTRY = "trustbench.rtb.review.reviewers:chat_responder"
+"""Entry of the built-in in-process reviewers (named by `settings.reviewer`)."""
+
 
 class ReviewTrack:
     """The `rtb/review` track: resolve the corpus, plan every (case, candidate, k), run, grade."""
@@ -69,7 +72,15 @@ class ReviewTrack:
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Load and validate the corpus, check the options, and list every corpus file."""
         options = parse_options(spec)
-        for candidate in spec.candidates:
+        from trustbench.rtb.review.reviewers._registry import ALL_REVIEWER_NAMES
+
+        for index, candidate in enumerate(spec.candidates):
+            reviewer = candidate.settings.get("reviewer")
+            if candidate.entry == BUILTIN_REVIEWER_ENTRY and reviewer not in ALL_REVIEWER_NAMES:
+                raise InputError(
+                    f"unknown reviewer {reviewer!r}; known: {', '.join(ALL_REVIEWER_NAMES)}",
+                    location=f"candidates/{index}/settings/reviewer",
+                )
             if candidate.kind == "inprocess" and not candidate.entry:
                 raise InputError(
                     "an in-process reviewer needs entry = "
@@ -85,6 +96,16 @@ class ReviewTrack:
                 require_reviewer_policy(reviewer, label, corpus.policy_id)
         items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
+
+    def figure_names(self, spec: ExperimentSpec) -> set[str]:
+        """Figure names a gate may read (checked at freeze)."""
+        from trustbench.rtb.review._figures import figure_names
+
+        return figure_names()
+
+    def subject_names(self, spec: ExperimentSpec) -> set[str]:
+        """Configurations a gate may name: every candidate and declared chain."""
+        return {c.name for c in spec.candidates} | {c.name for c in parse_options(spec).chains}
 
     def plan(self, manifest: Manifest) -> list[TrialKey]:
         """Every (selected) case for every candidate, `trials_per_case` times."""

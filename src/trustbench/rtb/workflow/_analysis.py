@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import file_sha256
-from trustbench.core._analysis import TrackAnalysis
+from trustbench.core._analysis import Evaluability, TrackAnalysis
 from trustbench.core.figures import Figure
 from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock, breakdown_table
 from trustbench.errors import CheckFailed
@@ -49,6 +49,7 @@ from trustbench.rtb.workflow import (
     summarize_workflow,
 )
 from trustbench.rtb.workflow._config import WorkflowConfiguration, configuration
+from trustbench.rtb.workflow._evaluability import failed_is_not_completed, trial_evaluability
 
 if TYPE_CHECKING:
     from trustbench.core._export import LedgerContents
@@ -216,6 +217,8 @@ def analyze_workflow_run(
     runs: dict[str, WorkflowTrialRun] = {}
     rows: list[dict[str, Any]] = []
     failed: list[str] = []
+    status: dict[str, str] = {}
+    errors: dict[str, str | None] = {}
     for row in ledger.trials:
         scenario = scenarios.get(row["case_id"])
         if scenario is None:
@@ -232,8 +235,10 @@ def analyze_workflow_run(
         else:
             grade = _unobserved_grade(scenario, row, config)
         if row["status"] != "completed":
+            grade = failed_is_not_completed(grade, row)
             failed.append(f"{row['trial_id']}: {row.get('error_class')}: {row.get('error')}")
         grades[row["candidate"]].append(grade)
+        status[grade.trial_id], errors[grade.trial_id] = row["status"], row.get("error_class")
         rows.append(_row(grade, row, scenario.group))
 
     corpus = track.corpus(manifest.corpus.root)
@@ -244,11 +249,13 @@ def analyze_workflow_run(
     counts: dict[str, Any] = {}
     by_kind: dict[str, dict[str, list[Figure]]] = {}
     by_group: dict[str, dict[str, list[Figure]]] = {}
+    evaluability: dict[str, Evaluability] = {}
     for name, config in configs.items():
         own = [g.model_copy(update={"agent": _agent_label(config)}) for g in grades[name]]
         if not own:
             continue
         summary = summarize_workflow(own)
+        evaluability[name] = trial_evaluability(own, status, errors)
         counts[name] = summary.model_dump(mode="json")
         subjects[name] = subject_figures(own, summary, groups, manifest)
         by_kind[name] = _breakdown(own, "kind", groups, manifest.spec.analysis.confidence)
@@ -298,6 +305,8 @@ def analyze_workflow_run(
         subjects=subjects,
         sections=sections,
         qualifications=qualifications,
+        evaluability=evaluability,
+        instruments=frozenset(scripted),
         record=record,
     )
 

@@ -258,6 +258,12 @@ class WorkflowTrack:
         items += harness_code_items(_HARNESS_CODE)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
+    def figure_names(self, spec: ExperimentSpec) -> set[str]:
+        """Figure names a gate may read (checked at freeze)."""
+        from trustbench.rtb.workflow._figures import figure_names
+
+        return figure_names(spec.trials_per_case)
+
     def plan(self, manifest: Manifest) -> list[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
         return cross_product(list(self.scenarios(manifest)), manifest)

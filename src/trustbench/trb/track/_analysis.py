@@ -257,4 +257,6 @@ def analyze_profile(
             corpus, measures, options, spec.trials_per_case, gap_record.get("seeds")
         ),
         record=record,
+        evaluability=collected.evaluability(),
+        instruments=collected.oracles(),
     )

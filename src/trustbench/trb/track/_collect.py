@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from trustbench.core import LedgerContents
+from trustbench.core._analysis import Evaluability
 from trustbench.errors import CheckFailed
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.track._measures import MeasureRow, TrbMeasure
@@ -24,6 +25,26 @@ class Collected:
         self.tiers: dict[str, str] = {}
         self.failed: dict[str, int] = defaultdict(int)
         self.not_applicable: dict[str, list[str]] = defaultdict(list)
+        self.attempted: dict[str, int] = defaultdict(int)
+
+    def evaluability(self) -> dict[str, Evaluability]:
+        """Per candidate: finished trials, and the failed ones (no usable adapter output).
+
+        A not-applicable trial is a valid answer (the adapter ran and said so); a failed one is
+        counted as `transport_failed` (the adapter or its service never produced an output).
+        """
+        return {
+            candidate: Evaluability(
+                attempted=attempted,
+                valid=attempted - self.failed.get(candidate, 0),
+                transport_failed=self.failed.get(candidate, 0),
+            )
+            for candidate, attempted in self.attempted.items()
+        }
+
+    def oracles(self) -> frozenset[str]:
+        """Oracle candidates: instruments with closed-form answers, not release candidates."""
+        return frozenset(c for c, a in self.adapters.items() if a.startswith("oracle:"))
 
 
 def collect_trials(
@@ -49,6 +70,7 @@ def collect_trials(
         if outcome.get("adapter_tier"):
             out.tiers[candidate] = outcome["adapter_tier"]
         failed = trial["status"] != "completed"
+        out.attempted[candidate] += 1
         if not failed and not outcome.get("applicable", False):
             out.not_applicable[candidate].append(
                 f"{trace.trace_id}: {outcome.get('reason', 'not applicable')}"

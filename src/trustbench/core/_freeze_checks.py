@@ -1,0 +1,63 @@
+"""Checks `freeze` makes before anything runs: every name a spec uses must mean something.
+
+A misspelled gate metric, a gate naming a candidate that does not exist, or an unset API-key
+variable would otherwise pass the freeze, spend the whole budget, and leave the gate "not
+evaluable". Each check raises a one-line `InputError` naming the spec field (JSON-pointer style,
+as `_spec.py` does).
+
+Tracks opt in to the metric and subject checks by implementing the optional hooks
+`figure_names(spec) -> set[str]` (every figure name the track can produce for this spec) and
+`subject_names(spec) -> set[str]` (every configuration a gate may name; default: the candidates).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from trustbench.core._spec import ExperimentSpec
+from trustbench.errors import InputError
+
+ALWAYS_PRODUCED = frozenset({"valid_response_rate"})
+"""Figures core adds to every subject (see `_evaluability`)."""
+
+
+def check_api_keys(spec: ExperimentSpec, *, allow_missing: bool) -> None:
+    """Every `api_key_env` must name a set, non-empty variable (unless explicitly allowed).
+
+    Only the variable's presence is checked; its value is never read into the manifest.
+    """
+    if allow_missing:
+        return
+    for index, candidate in enumerate(spec.candidates):
+        name = candidate.api_key_env
+        if name and not os.environ.get(name):
+            raise InputError(
+                f"environment variable {name} (candidate {candidate.name}) is not set; set it "
+                "or freeze with --allow-missing-keys",
+                location=f"candidates/{index}/api_key_env",
+            )
+
+
+def check_gates(spec: ExperimentSpec, track: Any) -> None:
+    """Gate metrics must be figures the track produces; gate candidates must be its subjects."""
+    subject_hook = getattr(track, "subject_names", None)
+    subjects = (
+        set(subject_hook(spec)) if callable(subject_hook) else {c.name for c in spec.candidates}
+    )
+    figure_hook = getattr(track, "figure_names", None)
+    figures = set(figure_hook(spec)) | ALWAYS_PRODUCED if callable(figure_hook) else None
+    for index, gate in enumerate(spec.gates):
+        if figures is not None and gate.metric not in figures:
+            raise InputError(
+                f"unknown metric {gate.metric!r} for track {spec.track_id}; it produces: "
+                f"{', '.join(sorted(figures))}",
+                location=f"gates/{index}/metric",
+            )
+        for name in gate.candidates:
+            if name not in subjects:
+                raise InputError(
+                    f"gate names {name!r}, which is not a configuration of this experiment "
+                    f"(known: {', '.join(sorted(subjects))})",
+                    location=f"gates/{index}/candidates",
+                )
