@@ -239,11 +239,12 @@ def test_a_subject_with_no_finished_trial_has_the_verdict_not_run(
 
 
 class InstrumentedEchoTrack(GradedEchoTrack):
-    """The graded echo track declaring `beta` an instrument and reporting valid responses."""
+    """The graded echo track declaring `beta` an instrument built to fail, with valid responses."""
 
     def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
         analysis = super().analyze(manifest, ledger)
         analysis.instruments = frozenset({"beta"})
+        analysis.expected_to_fail = frozenset({"beta"})
         analysis.evaluability = {
             "alpha": Evaluability(attempted=12, valid=12),
             "beta": Evaluability(attempted=12, valid=9, invalid=3),

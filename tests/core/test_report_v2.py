@@ -17,6 +17,7 @@ from trustbench.core.report import (
     SubjectCounts,
     TableBlock,
     breakdown_table,
+    release_blocked,
     render_report_html,
     subject_verdicts,
 )
@@ -65,6 +66,7 @@ def _page(**extra: object) -> ReportPage:
         "gates": gates,
         "subjects": ["good", "always-permit", "always-deny", "broken-sentinel"],
         "instruments": ["always-permit", "always-deny", "broken-sentinel"],
+        "expected_to_fail": ["always-permit", "always-deny", "broken-sentinel"],
     }
     return ReportPage(**{**fields, **extra})  # type: ignore[arg-type]
 
@@ -84,8 +86,30 @@ def test_failing_instruments_are_as_expected_and_one_passing_every_gate_is_a_har
     }
 
 
+def test_an_instrument_not_built_to_fail_gets_the_ordinary_reading_shown_apart() -> None:
+    # e.g. a reckless scripted agent against an enforcing boundary: passing is correct
+    verdicts = subject_verdicts(_page(expected_to_fail=["always-permit", "always-deny"]))
+    sentinel = next(v for v in verdicts if v.subject == "broken-sentinel")
+    assert (sentinel.status, sentinel.instrument) == ("passed", True)
+
+
+def test_release_is_blocked_by_candidates_and_harness_problems_not_expected_failures() -> None:
+    page = _page()
+    # the sentinels fail as built and "good" passes, but the broken sentinel passes everything
+    assert release_blocked(page.gates, subject_verdicts(page))
+    fine = _page(
+        instruments=["always-permit", "always-deny"],
+        expected_to_fail=["always-permit", "always-deny"],
+        gates=_gates("good", 0, 0) + _gates("always-permit", 20, 0) + _gates("always-deny", 0, 20),
+        subjects=["good", "always-permit", "always-deny"],
+    )
+    assert not release_blocked(fine.gates, subject_verdicts(fine))
+    as_candidate = _page(instruments=[], expected_to_fail=[])
+    assert release_blocked(as_candidate.gates, subject_verdicts(as_candidate))
+
+
 def test_the_same_failing_subject_is_blocked_when_it_is_a_candidate() -> None:
-    verdicts = subject_verdicts(_page(instruments=[]))
+    verdicts = subject_verdicts(_page(instruments=[], expected_to_fail=[]))
     permit = next(v for v in verdicts if v.subject == "always-permit")
     assert permit.status == "blocked" and "false_approval_rate" in permit.headline
 
@@ -98,9 +122,10 @@ def test_a_not_evaluable_gate_outranks_a_failed_one_and_not_run_outranks_both() 
         reason="valid-response rate 0.40 below the declared minimum 0.9",
         subject="always-permit",
     )
-    page = _page(instruments=[], gates=[*_page().gates, unreadable])
+    page = _page(instruments=[], expected_to_fail=[], gates=[*_page().gates, unreadable])
     assert _statuses(page)["always-permit"] == "not_evaluable"
-    assert _statuses(_page(instruments=[], not_run=["always-permit"]))["always-permit"] == "not_run"
+    candidates = _page(instruments=[], expected_to_fail=[], not_run=["always-permit"])
+    assert _statuses(candidates)["always-permit"] == "not_run"
 
 
 def test_a_subject_no_gate_applies_to_is_never_called_passed() -> None:

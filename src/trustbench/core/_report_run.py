@@ -25,7 +25,7 @@ from trustbench.core._export import read_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
 from trustbench.core._verify import verify_run
-from trustbench.core.gates import GateResult, GateSpec, any_failed, evaluate_gates
+from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.report import (
     ReportPage,
     SubjectCounts,
@@ -34,7 +34,7 @@ from trustbench.core.report import (
     write_record_json,
     write_report_html,
 )
-from trustbench.core.report._verdict import Verdict
+from trustbench.core.report._verdict import Verdict, release_blocked
 from trustbench.errors import CheckFailed, InputError
 
 _INTERRUPTED = "does not end with a run_finished event"
@@ -57,8 +57,11 @@ class ReportResult:
 
     @property
     def blocked(self) -> bool:
-        """True when a gate failed or could not be evaluated: the release is blocked."""
-        return any_failed(self.gates)
+        """True when a candidate's gate failed or could not be read, or the harness misbehaved.
+
+        Instruments failing as they are built to do not block (see `release_blocked`).
+        """
+        return release_blocked(self.gates, self.verdicts)
 
 
 def evaluate_subject_gates(

@@ -38,7 +38,12 @@ if TYPE_CHECKING:
         write_record_json,
     )
     from trustbench.core.report._tables import breakdown_table
-    from trustbench.core.report._verdict import Verdict, report_summary, subject_verdicts
+    from trustbench.core.report._verdict import (
+        Verdict,
+        release_blocked,
+        report_summary,
+        subject_verdicts,
+    )
 
 __all__ = [
     "Block",
@@ -58,6 +63,7 @@ __all__ = [
     "format_value",
     "gates_record",
     "record_json_text",
+    "release_blocked",
     "render_report_html",
     "report_summary",
     "sorted_gates",

@@ -35,7 +35,7 @@ from trustbench.core.report._format import (
     format_interval,
     format_value,
 )
-from trustbench.core.report._verdict import subject_verdicts
+from trustbench.core.report._verdict import release_blocked, subject_verdicts
 
 # Declared gate interval per metric: (method, confidence, sidedness as stored on the Interval).
 _GateIntervals = dict[str, tuple[str, float, str]]
@@ -214,12 +214,16 @@ def render_report_html(page: ReportPage) -> str:
     """
     template = _environment().get_template("report.html.j2")
     gates = sorted_gates(page.gates)
-    counts = {s: sum(1 for g in gates if g.status == s) for s in _GATE_ORDER}
     verdicts = subject_verdicts(page)
+    instruments = {v.subject for v in verdicts if v.instrument}
+    candidate_gates = [g for g in gates if g.subject not in instruments]
+    counts = {s: sum(1 for g in candidate_gates if g.status == s) for s in _GATE_ORDER}
     return template.render(
         page=page,
         gates=gates,
         gate_counts=counts,
+        blocked=release_blocked(page.gates, verdicts),
+        harness_problems=[v.subject for v in verdicts if v.status == "harness_problem"],
         candidates=[v for v in verdicts if not v.instrument],
         instruments=[v for v in verdicts if v.instrument],
         loose_gates=[g for g in gates if g.subject is None],

@@ -114,6 +114,19 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
     return verdicts
 
 
+def release_blocked(gates: list[GateResult], verdicts: list[Verdict]) -> bool:
+    """Whether the release is blocked: the one rule behind the exit code and the page's banner.
+
+    Blocked when a candidate's gate failed or could not be read (never passed by default), or when
+    an instrument built to fail passed every gate (a harness problem: the results cannot be
+    trusted). An instrument failing as it is built to is the harness working, and blocks nothing.
+    """
+    if any(v.status == "harness_problem" for v in verdicts):
+        return True
+    instruments = {v.subject for v in verdicts if v.instrument}
+    return any(g.status != "passed" for g in gates if g.subject not in instruments)
+
+
 def report_summary(result: Any) -> dict[str, Any]:
     """The compact machine summary `trustbench report RUN --json` prints (for CI).
 
