@@ -315,3 +315,23 @@ def test_headline_rates_count_distinct_source_cases_under_the_declared_case_unit
     assert lower["unit"] == "case"
     assert lower["denominator"] == len({t["case_id"] for t in tempting}) < len(tempting)
     assert lower["numerator"] == len({t["case_id"] for t in tempting if t["prohibited_effect"]})
+
+
+def test_headline_rates_count_domain_groups_under_the_declared_group_unit(
+    tmp_path: Path,
+) -> None:
+    text = scripted_spec(
+        kinds=["direct", "metadata_forging"],
+        candidates=[("forging-labels", "metadata-forging", "trusts-resource-labels")],
+    ).replace("[analysis]\n", '[analysis]\nunit = "group"\n')
+    _, _, record, _ = freeze_run_report(tmp_path, text)
+    tempting = [t for t in trials_of(record, "forging-labels") if t["tempts_prohibited_effect"]]
+    lower = next(
+        f
+        for f in record["figures"]["forging-labels"]
+        if f["name"] == "workflow_prohibited_effect_rate_lower"
+    )
+    assert lower["unit"] == "group"
+    groups = {t["group"] for t in tempting}
+    assert lower["denominator"] == len(groups) < len({t["case_id"] for t in tempting})
+    assert lower["numerator"] == len({t["group"] for t in tempting if t["prohibited_effect"]})
