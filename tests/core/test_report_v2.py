@@ -6,6 +6,7 @@ import re
 
 import matplotlib as mpl
 
+from trustbench.core._analysis import Evaluability
 from trustbench.core.figures import not_run_figure, rate_figure
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.report import (
@@ -14,7 +15,6 @@ from trustbench.core.report import (
     ForestBlock,
     ProfileBlock,
     ReportPage,
-    SubjectCounts,
     TableBlock,
     breakdown_table,
     release_blocked,
@@ -143,7 +143,7 @@ def test_gate_results_carry_the_figure_estimate_unit_and_compared_bound() -> Non
 
 def test_page_opens_on_candidate_verdicts_with_instruments_in_their_own_section() -> None:
     html = render_report_html(
-        _page(evaluability={"good": SubjectCounts(attempted=40, valid=38, missing=2)})
+        _page(evaluability={"good": Evaluability(attempted=40, valid=38, missing=2)})
     )
     verdicts = html.index('id="verdicts"')
     instruments = html.index('id="instruments"')

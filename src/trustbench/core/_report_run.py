@@ -28,7 +28,6 @@ from trustbench.core._verify import verify_run
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.report import (
     ReportPage,
-    SubjectCounts,
     gates_record,
     subject_verdicts,
     write_record_json,
@@ -164,16 +163,7 @@ def report_run(run_dir: Path) -> ReportResult:
         instruments=sorted(analysis.instruments),
         expected_to_fail=sorted(analysis.expected_to_fail & analysis.instruments),
         not_run=_not_run(analysis),
-        evaluability={
-            subject: SubjectCounts(
-                attempted=counts.attempted,
-                valid=counts.valid,
-                missing=counts.missing,
-                invalid=counts.invalid,
-                transport_failed=counts.transport_failed,
-            )
-            for subject, counts in analysis.evaluability.items()
-        },
+        evaluability=dict(analysis.evaluability),
     )
     verdicts = subject_verdicts(page)
     record = {

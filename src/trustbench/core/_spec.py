@@ -9,7 +9,6 @@ evaluate them after the run, but they are fixed (and hashed into the manifest) b
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trustbench.core._credentials import refuse_credential_query, refuse_inline_credentials
+from trustbench.core._sdk_defaults import with_sdk_defaults
 from trustbench.core.gates import GateSpec
 from trustbench.errors import InputError
 from trustbench.providers._pricing import PriceSpec
@@ -114,14 +114,6 @@ class HumanProtocolSpec(_Strict):
     be one of them, so the people measured are not the people who wrote the answer key."""
 
 
-SDK_DEFAULTS: dict[str, tuple[str, str, str]] = {
-    "openai_chat": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-    "anthropic_messages": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
-}
-"""Per API kind: (base-URL variable, public endpoint, API-key variable), as the official SDKs
-default them; applied only when the candidate gives no `base_url`."""
-
-
 class CandidateSpec(_Strict):
     """One system under test: an API chat model, in-process code, or a person (`human`).
 
@@ -166,14 +158,7 @@ class CandidateSpec(_Strict):
     @classmethod
     def _sdk_defaults(cls, data: Any) -> Any:
         """Fill `base_url` / `api_key_env` the way the vendors' SDKs do, before validation."""
-        if not isinstance(data, dict) or data.get("kind") not in SDK_DEFAULTS:
-            return data
-        if data.get("base_url") is None:
-            url_env, public_url, key_env = SDK_DEFAULTS[data["kind"]]
-            data = {**data, "base_url": os.environ.get(url_env) or public_url}
-            if data.get("api_key_env") is None:
-                data["api_key_env"] = key_env
-        return data
+        return with_sdk_defaults(data)
 
     @field_validator("settings")
     @classmethod

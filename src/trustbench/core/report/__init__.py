@@ -20,7 +20,6 @@ if TYPE_CHECKING:
         ForestBlock,
         ProfileBlock,
         ReportPage,
-        SubjectCounts,
         TableBlock,
         TextBlock,
     )
@@ -52,7 +51,6 @@ __all__ = [
     "ForestBlock",
     "ProfileBlock",
     "ReportPage",
-    "SubjectCounts",
     "TableBlock",
     "TextBlock",
     "Verdict",

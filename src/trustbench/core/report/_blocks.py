@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from trustbench.core._analysis import Evaluability
 from trustbench.core.figures import Figure, Sidedness
 from trustbench.core.gates import GateResult
 
@@ -190,26 +191,6 @@ Block = Annotated[
 """Any report block."""
 
 
-class SubjectCounts(_Block):
-    """A subject's valid-response counts as the page shows them (see `core.Evaluability`)."""
-
-    attempted: int
-    """Trials attempted."""
-    valid: int
-    """Trials with a present, valid response."""
-    missing: int = 0
-    """Trials with no usable reply."""
-    invalid: int = 0
-    """Trials whose reply failed validation."""
-    transport_failed: int = 0
-    """Trials that never got a reply."""
-
-    @property
-    def valid_rate(self) -> float | None:
-        """Valid / attempted, `None` when nothing was attempted."""
-        return self.valid / self.attempted if self.attempted else None
-
-
 class ReportPage(_Block):
     """Everything one report page shows: verdicts, gates, sections, manifest, caveats."""
 
@@ -234,5 +215,5 @@ class ReportPage(_Block):
     """The instruments built to fail a gate; one passing every gate is a harness problem."""
     not_run: list[str] = Field(default_factory=list)
     """Subjects none of whose trials ran: their verdict is "not run", never a pass."""
-    evaluability: dict[str, SubjectCounts] = Field(default_factory=dict)
+    evaluability: dict[str, Evaluability] = Field(default_factory=dict)
     """Subject -> valid-response counts, shown beside its verdict when the track reports them."""

@@ -13,12 +13,14 @@ against an enforcing boundary) gets the ordinary reading of its gates, shown as 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from trustbench.core._analysis import Evaluability
 from trustbench.core.gates import GateResult
-from trustbench.core.report._blocks import ReportPage, SubjectCounts
+from trustbench.core.report._blocks import ReportPage
 
 VerdictStatus = Literal[
     "passed", "blocked", "not_evaluable", "not_run", "no_gates", "as_expected", "harness_problem"
@@ -41,7 +43,7 @@ class Verdict(BaseModel):
     """The verdict in words, naming the gates it rests on."""
     gates: list[GateResult]
     """The subject's gate results, failed first."""
-    evaluability: SubjectCounts | None = None
+    evaluability: Evaluability | None = None
     """Its valid-response counts, when the track reports them."""
 
 
@@ -146,7 +148,7 @@ def report_summary(result: Any) -> dict[str, Any]:
             "evaluability": None
             if v.evaluability is None
             else {
-                **v.evaluability.model_dump(mode="json"),
+                **dataclasses.asdict(v.evaluability),
                 "valid_rate": v.evaluability.valid_rate,
             },
         }
