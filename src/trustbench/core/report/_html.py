@@ -215,9 +215,9 @@ def render_report_html(page: ReportPage) -> str:
     template = _environment().get_template("report.html.j2")
     gates = sorted_gates(page.gates)
     verdicts = subject_verdicts(page)
-    instruments = {v.subject for v in verdicts if v.instrument}
-    candidate_gates = [g for g in gates if g.subject not in instruments]
-    counts = {s: sum(1 for g in candidate_gates if g.status == s) for s in _GATE_ORDER}
+    built_to_fail = {v.subject for v in verdicts if v.expected_to_fail}
+    counted = [g for g in gates if g.subject not in built_to_fail]
+    counts = {s: sum(1 for g in counted if g.status == s) for s in _GATE_ORDER}
     return template.render(
         page=page,
         gates=gates,

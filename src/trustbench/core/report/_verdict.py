@@ -36,7 +36,9 @@ class Verdict(BaseModel):
     subject: str
     """Configuration (candidate or instrument) name."""
     instrument: bool
-    """Whether the subject is a measurement instrument (expected to fail)."""
+    """Whether the subject is a measurement instrument (shown apart, never a candidate)."""
+    expected_to_fail: bool = False
+    """Whether the instrument is built to fail a gate (its failing gates block nothing)."""
     status: VerdictStatus
     """The verdict."""
     headline: str
@@ -101,12 +103,14 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
             (g for g in page.gates if g.subject == subject), key=lambda g: _ORDER[g.status]
         )
         instrument = subject in page.instruments
-        judge = _instrument if subject in page.expected_to_fail else _candidate
+        built_to_fail = subject in page.expected_to_fail
+        judge = _instrument if built_to_fail else _candidate
         status, headline = judge(gates, subject in page.not_run)
         verdicts.append(
             Verdict(
                 subject=subject,
                 instrument=instrument,
+                expected_to_fail=built_to_fail,
                 status=status,
                 headline=headline,
                 gates=gates,
@@ -119,14 +123,16 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
 def release_blocked(gates: list[GateResult], verdicts: list[Verdict]) -> bool:
     """Whether the release is blocked: the one rule behind the exit code and the page's banner.
 
-    Blocked when a candidate's gate failed or could not be read (never passed by default), or when
-    an instrument built to fail passed every gate (a harness problem: the results cannot be
-    trusted). An instrument failing as it is built to is the harness working, and blocks nothing.
+    Blocked when any gate failed or could not be read (never passed by default), except the gates
+    of instruments built to fail, whose failing is the harness working; and blocked when one of
+    those passed every gate (a harness problem: the gates cannot tell it from a good candidate).
+    An instrument expected to pass (an honest scripted agent, a governed oracle) that fails a gate
+    blocks like a candidate: something it relies on is wrong.
     """
     if any(v.status == "harness_problem" for v in verdicts):
         return True
-    instruments = {v.subject for v in verdicts if v.instrument}
-    return any(g.status != "passed" for g in gates if g.subject not in instruments)
+    built_to_fail = {v.subject for v in verdicts if v.expected_to_fail}
+    return any(g.status != "passed" for g in gates if g.subject not in built_to_fail)
 
 
 def report_summary(result: Any) -> dict[str, Any]:

@@ -42,8 +42,6 @@ from trustbench.rtb.workflow import (
     WorkflowScenario,
     WorkflowTrialGrade,
     WorkflowTrialRun,
-    candidate_visible,
-    find_leaks,
     grade_workflow_trial,
     scenario_grader_values,
     summarize_workflow,
@@ -56,11 +54,13 @@ if TYPE_CHECKING:
     from trustbench.core._manifest import Manifest
     from trustbench.core.report import Block
     from trustbench.rtb.workflow.track import WorkflowTrack
+from trustbench.rtb.workflow._evaluability import built_to_fail
 from trustbench.rtb.workflow._figures import (
     _breakdown,
     _dump,
     subject_figures,
 )
+from trustbench.rtb.workflow._leaks import leak_scan_record
 
 QUALIFICATIONS = [
     "Environment: a simulated platform. A simulated denial or completion does not establish "
@@ -159,34 +159,6 @@ def _agent_label(config: WorkflowConfiguration) -> str:
     return config.candidate if config.agent_kind == "llm" else config.agent
 
 
-def _leak_scan(
-    runs: dict[str, WorkflowTrialRun], ledger: LedgerContents, forbidden: set[str]
-) -> dict[str, Any]:
-    """Scan every recorded candidate-visible payload for grader-only values.
-
-    Candidate-visible: each trial's briefs, tool calls and results, working folder and
-    environment (`candidate_visible`), plus the exact request body of every model attempt
-    (system prompt, messages, tool schemas), which is what an LLM agent actually read.
-    """
-    leaks: list[dict[str, str]] = []
-    payloads = 0
-    for trial_id, run in runs.items():
-        for where, payload in candidate_visible(run):
-            payloads += 1
-            leaks += [
-                {"trial_id": trial_id, "where": leak.where, "kind": leak.kind, "found": leak.found}
-                for leak in find_leaks(payload, forbidden, where)
-            ]
-        for attempt in ledger.attempts_of(trial_id):
-            payloads += 1
-            where = f"attempt/{attempt['call_index']}.{attempt['attempt_index']}/request"
-            leaks += [
-                {"trial_id": trial_id, "where": leak.where, "kind": leak.kind, "found": leak.found}
-                for leak in find_leaks(attempt["request"], forbidden, where)
-            ]
-    return {"payloads_scanned": payloads, "leaks": leaks}
-
-
 def _row(grade: WorkflowTrialGrade, row: dict[str, Any], group: str) -> dict[str, Any]:
     return {
         "ledger_trial_id": row["trial_id"],
@@ -242,7 +214,7 @@ def analyze_workflow_run(
         rows.append(_row(grade, row, scenario.group))
 
     corpus = track.corpus(manifest.corpus.root)
-    leak_scan = _leak_scan(
+    leak_scan = leak_scan_record(
         runs, ledger, scenario_grader_values(list(scenarios.values()), corpus.cases)
     )
     subjects: dict[str, list[Figure]] = {}
@@ -307,6 +279,9 @@ def analyze_workflow_run(
         qualifications=qualifications,
         evaluability=evaluability,
         instruments=frozenset(scripted),
+        expected_to_fail=frozenset(
+            name for name in scripted if built_to_fail(configs[name].agent, configs[name].boundary)
+        ),
         record=record,
     )
 

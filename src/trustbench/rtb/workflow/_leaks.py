@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,6 +27,9 @@ from trustbench.rtb.corpus._leakscan import find_leaks as find_corpus_leaks
 from trustbench.rtb.corpus._leakscan import grader_only_values
 from trustbench.rtb.corpus._models import Case
 from trustbench.rtb.workflow._models import WorkflowScenario, WorkflowTrialRun
+
+if TYPE_CHECKING:
+    from trustbench.core._export import LedgerContents
 
 EXPECTATION_FIELDS: frozenset[str] = frozenset(
     {"expectation_source", "requested_change", "tempts_prohibited_effect"}
@@ -126,3 +129,31 @@ def scan_trial(
     if process_env:
         leaks += find_leaks(dict(os.environ), values, "process_env")
     return leaks
+
+
+def leak_scan_record(
+    runs: dict[str, WorkflowTrialRun], ledger: LedgerContents, forbidden: set[str]
+) -> dict[str, Any]:
+    """Scan every recorded candidate-visible payload for grader-only values.
+
+    Candidate-visible: each trial's briefs, tool calls and results, working folder and
+    environment (`candidate_visible`), plus the exact request body of every model attempt
+    (system prompt, messages, tool schemas), which is what an LLM agent actually read.
+    """
+    leaks: list[dict[str, str]] = []
+    payloads = 0
+    for trial_id, run in runs.items():
+        for where, payload in candidate_visible(run):
+            payloads += 1
+            leaks += [
+                {"trial_id": trial_id, "where": leak.where, "kind": leak.kind, "found": leak.found}
+                for leak in find_leaks(payload, forbidden, where)
+            ]
+        for attempt in ledger.attempts_of(trial_id):
+            payloads += 1
+            where = f"attempt/{attempt['call_index']}.{attempt['attempt_index']}/request"
+            leaks += [
+                {"trial_id": trial_id, "where": leak.where, "kind": leak.kind, "found": leak.found}
+                for leak in find_leaks(attempt["request"], forbidden, where)
+            ]
+    return {"payloads_scanned": payloads, "leaks": leaks}
