@@ -254,3 +254,14 @@ def test_new_user_corpus_needs_a_version_for_its_first_manifest(tmp_path: Path) 
     code, output = run_cli(["rtb", "manifest", "--corpus", str(target), "--version", "mine-1"])
     assert code == 0
     assert load_corpus(target).version == "mine-1"
+
+
+def test_a_deeply_nested_case_file_is_a_problem_naming_the_file(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(FIXTURE, corpus)
+    case = sorted((corpus / "cases").glob("*.json"))[0]
+    case.write_text('{"task": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    report = validate_corpus(corpus, check_manifest=False)
+    assert any(
+        p.file == f"cases/{case.name}" and "nested too deeply" in p.message for p in report.problems
+    ), [str(p) for p in report.problems]

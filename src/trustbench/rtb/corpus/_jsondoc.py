@@ -63,6 +63,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+NESTED_TOO_DEEPLY = "JSON nested too deeply to read (beyond Python's recursion limit)"
+"""The problem reported for a file whose nesting would exhaust the parser or the validator."""
+
+
 def read_json(root: Path, rel: str, problems: list[Problem]) -> Any | None:
     """Parse a corpus JSON file strictly (UTF-8, no duplicate keys, no NaN); None on a problem."""
     try:
@@ -77,6 +81,8 @@ def read_json(root: Path, rel: str, problems: list[Problem]) -> Any | None:
         problems.append(Problem(file=rel, message=message))
     except _DuplicateKey as error:
         problems.append(Problem(file=rel, message=f"duplicate JSON key {error.args[0]!r}"))
+    except RecursionError:
+        problems.append(Problem(file=rel, message=NESTED_TOO_DEEPLY))
     except ValueError as error:
         problems.append(Problem(file=rel, message=f"not valid JSON: {error}"))
     return None
@@ -94,10 +100,13 @@ def schema_problems(
 
     `policy_id` picks the policy's format (None: v0.1).
     """
-    errors = sorted(
-        _validator(schema_name, policy_id).iter_errors(document),
-        key=lambda e: [str(p) for p in e.path],
-    )
+    try:
+        errors = sorted(
+            _validator(schema_name, policy_id).iter_errors(document),
+            key=lambda e: [str(p) for p in e.path],
+        )
+    except RecursionError:
+        return [Problem(file=rel, message=NESTED_TOO_DEEPLY)]
     return [
         Problem(
             file=rel,
