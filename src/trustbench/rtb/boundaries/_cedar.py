@@ -21,6 +21,7 @@ from typing import Any
 import cedarpy
 
 from trustbench.rtb.boundaries._policy import PolicyResult, canonical_parameters
+from trustbench.rtb.boundaries._policy_v2 import Engine
 from trustbench.rtb.boundaries._python import PythonPolicyBoundary
 from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import (
@@ -102,7 +103,10 @@ class CedarBoundary(PythonPolicyBoundary):
             )
             self._linked.update(new)
 
-    def _evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
+    engine: Engine = "cedar"
+    """Under policy v2 the Cedar v2 encoding decides (`_policy_v2.py`)."""
+
+    def _evaluate_v1(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
         started = platform.now()
         try:
             approvals = platform.approvals_for(request.target)
