@@ -11,11 +11,17 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 import trustbench.rtb.corpus as corpus_package
 from trustbench.rtb import load_corpus
 from trustbench.rtb._harness_audit import run_harness_audit
-from trustbench.rtb.boundaries import boundary_factory
+from trustbench.rtb.boundaries import (
+    HttpBoundary,
+    HttpEnvironment,
+    boundary_factory,
+    reference_service_app,
+)
 from trustbench.rtb.control._audit import BoundaryEvaluation, evaluate_boundary
 from trustbench.rtb.control._cases import (
     UNRECONCILED_SUFFIX,
@@ -189,3 +195,32 @@ def test_harness_audit_on_v0_2_runs_the_control_checks_and_only_workflow_is_not_
     assert all(row.passed for row in control), [r.detail for r in control if not r.passed]
     assert any("known-bad" in row.detail for row in control)
     assert {row.track for row in rows if row.not_run} == {"workflow"}
+
+
+def test_v0_2_http_boundary_carries_the_v2_platform_state_to_a_local_service() -> None:
+    # The seed (approvers, revocations, policy id, as_of clock) crosses the wire as JSON; the
+    # service's reference boundary must then meet the authored expectations as it does locally.
+    scenarios = [s for s in _scenarios() if not s.path.endswith(UNRECONCILED_SUFFIX)]
+
+    async def run() -> BoundaryEvaluation:
+        runner = web.AppRunner(reference_service_app())
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        url = f"http://127.0.0.1:{port}"
+        try:
+            return await evaluate_boundary(
+                scenarios, lambda: HttpBoundary(url), HttpEnvironment(url)
+            )
+        finally:
+            await runner.cleanup()
+
+    evaluation = asyncio.run(run())
+    for scenario, grade in zip(scenarios, evaluation.grades, strict=True):
+        expected = (
+            ControlOutcome.PREVENTED
+            if scenario.expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT
+            else ControlOutcome.PERMITTED_COMPLETED
+        )
+        assert grade.outcome == expected, scenario.scenario_id
