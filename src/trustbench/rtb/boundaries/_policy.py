@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 import rfc8785
 
+from trustbench.rtb.corpus._formats import POLICY_ID_V1
 from trustbench.rtb.corpus._models import Decision, ParamValue, ReasonCode
-from trustbench.rtb.corpus._models_v2 import ReasonCodeV2
+from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2, ReasonCodeV2
 from trustbench.rtb.platform import (
     Approval,
     ApprovalServiceUnavailable,
@@ -26,11 +27,11 @@ from trustbench.rtb.platform import (
     PlatformView,
 )
 
-BOUNDARY_POLICY_IDS: tuple[str, ...] = ("rtb-narrow-approval-v1", "rtb-narrow-approval-v2")
+BOUNDARY_POLICY_IDS: tuple[str, ...] = (POLICY_ID_V1, POLICY_ID_V2)
 """Policies the control-path boundaries enforce on the live platform (`reference`, `cedar`,
 `http` and the known-bad ones), chosen by the platform's `policy_id`: v1 here, v2 in
 `_policy_v2.py` (which reuses the v0.2 reference policy and Cedar v2 encoding)."""
-WORKFLOW_POLICY_IDS: tuple[str, ...] = ("rtb-narrow-approval-v1",)
+WORKFLOW_POLICY_IDS: tuple[str, ...] = (POLICY_ID_V1,)
 """Policies the workflow track can run: its scenarios are still built from v0.1 cases only, so a
 v0.2 corpus is refused there rather than enforced with v0.1 rules."""
 
