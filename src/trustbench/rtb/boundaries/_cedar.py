@@ -8,6 +8,9 @@
   approval is unlinked before the next evaluation, so revocation is unlinking.
 - Every approval scoped to the target is asked about in one batch; any `Allow` permits. A Cedar
   error, `NoDecision`, an unavailable or slow approval service, or a missing resource fails closed.
+- On a platform declaring policy `rtb-narrow-approval-v2` the Cedar v2 encoding decides instead
+  (`_cedar_v2.py`, called from `_policy_v2.py` on live platform state); the template linking
+  above is the v1 encoding only.
 - Authorization is evaluated again right before commit, and dispatch uses the request's
   idempotency key (same dispatch-path safeguards as `reference`).
 """
