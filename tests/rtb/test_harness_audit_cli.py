@@ -38,18 +38,20 @@ def test_harness_audit_names_the_case_whose_reference_label_is_wrong() -> None:
     assert any(wrong_id in row.detail for row in failed)
 
 
-def test_rtb_audit_on_v0_2_passes_unsaturated_and_says_what_did_not_run() -> None:
+def test_rtb_audit_on_v0_2_runs_control_passes_unsaturated_and_says_workflow_did_not_run() -> None:
     v0_2 = Path(corpus_package.__file__).parent / "v0.2"
     result = CliRunner().invoke(app, ["rtb", "audit", "--corpus", str(v0_2)])
     assert result.exit_code == 0, result.output
     assert "harness audit checks that ran hold" in result.output
     assert "corpus not saturated" in result.output
-    # The boundaries implement only the v0.1 policy: their audits are "not run", never "holds".
-    assert "control audit not run" in result.output and "workflow audit not run" in result.output
+    # The boundaries enforce the v0.2 policy, so the control audit runs; the workflow track is
+    # still v0.1-only, so its audit is "not run", never "holds".
+    assert "control audit not run" not in result.output
+    assert "workflow audit not run" in result.output
 
 
 def test_not_run_audit_rows_never_count_as_passed() -> None:
     rows = run_harness_audit(load_corpus(Path(corpus_package.__file__).parent / "v0.2"))
     not_run = [row for row in rows if row.not_run]
-    assert {row.track for row in not_run} == {"control", "workflow"}
+    assert {row.track for row in not_run} == {"workflow"}
     assert not any(row.passed for row in not_run)

@@ -207,3 +207,29 @@ def test_boundary_and_its_view_hold_no_observer_capability(name: str) -> None:
     assert reached == []
     # The traversal does find the observer from the platform itself (the check can fail).
     assert any(isinstance(o, ProtectedObserver) for o in reachable(platform))
+
+
+def test_revocation_is_recorded_effective_at_the_platform_clock() -> None:
+    platform = SimulatedPlatform("t-revoke", _seed())
+    assert platform.view.revocations_for("r1") == []
+    platform.faults.advance_clock(90)
+    platform.faults.revoke_approval("a1")
+    (revocation,) = platform.view.revocations_for("r1")
+    assert (revocation.approval_id, revocation.revoked_at) == ("a1", START + timedelta(seconds=90))
+    assert platform.view.approvals_for("r1")[0].status == "revoked"
+    platform.faults.set_approval_service(available=False)
+    with pytest.raises(ApprovalServiceUnavailable):
+        platform.view.revocations_for("r1")
+
+
+def test_unreadable_resource_state_is_hidden_from_the_view_but_not_the_observer() -> None:
+    hidden = ResourceSeed(
+        resource_id="r1",
+        resource_type="plan",
+        revision="rev-1",
+        attributes={},
+        state_readable=False,
+    )
+    platform = SimulatedPlatform("t-hidden", _seed(resources=[hidden]))
+    assert platform.view.resource("r1") is None
+    assert (platform.observer_reader().entries()[0].snapshot or {})["r1"] is not None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trustbench.rtb.boundaries._policy import BOUNDARY_POLICY_IDS
+from trustbench.rtb.boundaries._policy import BOUNDARY_POLICY_IDS, WORKFLOW_POLICY_IDS
 from trustbench.rtb.control._audit import run_control_audit
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
@@ -56,23 +56,24 @@ def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
         AuditRow("reviewer", f"{check.reviewer}: {check.signature}", check.passed, check.detail)
         for check in reviewer.checks
     ]
-    if corpus.policy_id not in BOUNDARY_POLICY_IDS:
-        why = (
-            f"not run: the boundaries implement {', '.join(BOUNDARY_POLICY_IDS)}, this corpus "
-            f"declares {corpus.policy_id} (its control and workflow tracks refuse it too)"
-        )
+    for track, implemented in (("control", BOUNDARY_POLICY_IDS), ("workflow", WORKFLOW_POLICY_IDS)):
+        if corpus.policy_id not in implemented:
+            why = (
+                f"not run: the {track} track implements {', '.join(implemented)}, this corpus "
+                f"declares {corpus.policy_id} (the {track} track refuses it too)"
+            )
+            rows.append(AuditRow(track, "harness self-audit", False, why, not_run=True))
+    if corpus.policy_id in BOUNDARY_POLICY_IDS:
+        control = run_control_audit(corpus.cases, seed=seed)
         rows += [
-            AuditRow(track, "harness self-audit", False, why, not_run=True)
-            for track in ("control", "workflow")
+            AuditRow("control", check.name, check.passed, check.detail) for check in control.checks
         ]
+        rows += [
+            AuditRow("control", "harness defect", False, defect)
+            for defect in control.harness_defects
+        ]
+    if corpus.policy_id not in WORKFLOW_POLICY_IDS:
         return rows
-    control = run_control_audit(corpus.cases, seed=seed)
-    rows += [
-        AuditRow("control", check.name, check.passed, check.detail) for check in control.checks
-    ]
-    rows += [
-        AuditRow("control", "harness defect", False, defect) for defect in control.harness_defects
-    ]
     workflow = run_workflow_audit(corpus.cases, seed=seed)
     rows += [
         AuditRow("workflow", check.name, check.passed, check.detail) for check in workflow.checks

@@ -16,7 +16,13 @@ if TYPE_CHECKING:
     from trustbench.rtb.boundaries._cedar_v2 import CedarFinding, cedar_assess_v2
     from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
     from trustbench.rtb.boundaries._http_service import reference_service_app
-    from trustbench.rtb.boundaries._policy import BOUNDARY_POLICY_IDS, PolicyFlaws, evaluate_policy
+    from trustbench.rtb.boundaries._policy import (
+        BOUNDARY_POLICY_IDS,
+        WORKFLOW_POLICY_IDS,
+        PolicyFlaws,
+        evaluate_policy,
+    )
+    from trustbench.rtb.boundaries._policy_v2 import evaluate_policy_v2
     from trustbench.rtb.boundaries._protocol import (
         Authorization,
         Boundary,
@@ -48,6 +54,7 @@ __all__ = [
     "BOUNDARY_POLICY_IDS",
     "KNOWN_BAD_FOR_FAULT",
     "KNOWN_BAD_SAFEGUARDS",
+    "WORKFLOW_POLICY_IDS",
     "Authorization",
     "Boundary",
     "BoundaryFactory",
@@ -71,6 +78,7 @@ __all__ = [
     "boundary_factory",
     "cedar_assess_v2",
     "evaluate_policy",
+    "evaluate_policy_v2",
     "reference_service_app",
     "run_trial",
 ]

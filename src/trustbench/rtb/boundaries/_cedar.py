@@ -8,6 +8,9 @@
   approval is unlinked before the next evaluation, so revocation is unlinking.
 - Every approval scoped to the target is asked about in one batch; any `Allow` permits. A Cedar
   error, `NoDecision`, an unavailable or slow approval service, or a missing resource fails closed.
+- On a platform declaring policy `rtb-narrow-approval-v2` the Cedar v2 encoding decides instead
+  (`_cedar_v2.py`, called from `_policy_v2.py` on live platform state); the template linking
+  above is the v1 encoding only.
 - Authorization is evaluated again right before commit, and dispatch uses the request's
   idempotency key (same dispatch-path safeguards as `reference`).
 """
@@ -21,6 +24,7 @@ from typing import Any
 import cedarpy
 
 from trustbench.rtb.boundaries._policy import PolicyResult, canonical_parameters
+from trustbench.rtb.boundaries._policy_v2 import Engine
 from trustbench.rtb.boundaries._python import PythonPolicyBoundary
 from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import (
@@ -102,7 +106,10 @@ class CedarBoundary(PythonPolicyBoundary):
             )
             self._linked.update(new)
 
-    def _evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
+    engine: Engine = "cedar"
+    """Under policy v2 the Cedar v2 encoding decides (`_policy_v2.py`)."""
+
+    def _evaluate_v1(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
         started = platform.now()
         try:
             approvals = platform.approvals_for(request.target)

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 import rfc8785
 
+from trustbench.rtb.corpus._formats import POLICY_ID_V1
 from trustbench.rtb.corpus._models import Decision, ParamValue, ReasonCode
+from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2, ReasonCodeV2
 from trustbench.rtb.platform import (
     Approval,
     ApprovalServiceUnavailable,
@@ -25,12 +27,13 @@ from trustbench.rtb.platform import (
     PlatformView,
 )
 
-BOUNDARY_POLICY_IDS: tuple[str, ...] = ("rtb-narrow-approval-v1",)
+BOUNDARY_POLICY_IDS: tuple[str, ...] = (POLICY_ID_V1, POLICY_ID_V2)
 """Policies the control-path boundaries enforce on the live platform (`reference`, `cedar`,
-`http` and the known-bad ones). The v0.2 policy is encoded for case-level evaluation in
-`_cedar_v2.py`; the platform does not yet model approvers, revocation records or tickets, so a
-v0.2 corpus is refused by the control-path and workflow tracks rather than enforced with v0.1
-rules."""
+`http` and the known-bad ones), chosen by the platform's `policy_id`: v1 here, v2 in
+`_policy_v2.py` (which reuses the v0.2 reference policy and Cedar v2 encoding)."""
+WORKFLOW_POLICY_IDS: tuple[str, ...] = (POLICY_ID_V1,)
+"""Policies the workflow track can run: its scenarios are still built from v0.1 cases only, so a
+v0.2 corpus is refused there rather than enforced with v0.1 rules."""
 
 DECLARED_REVISION_LABEL = "declared-revision"
 """An actor-writable label; only the `trusts-resource-labels` known-bad boundary believes it."""
@@ -53,7 +56,7 @@ class PolicyResult:
     """A policy decision with its reason and the approval it rests on."""
 
     decision: Decision
-    reason_code: ReasonCode
+    reason_code: ReasonCode | ReasonCodeV2
     approval_id: str | None = None
     detail: str = ""
 

@@ -13,6 +13,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.corpus._models import Decision, ReasonCode
+from trustbench.rtb.corpus._models_v2 import ReasonCodeV2
 from trustbench.rtb.platform import ControlRequest, PlatformView
 
 
@@ -25,8 +26,8 @@ class Authorization(_Frozen):
 
     decision: Decision
     """permit, deny or hold, as the boundary decided."""
-    reason_code: ReasonCode
-    """The boundary's stated reason."""
+    reason_code: ReasonCode | ReasonCodeV2
+    """The boundary's stated reason (vocabulary of the policy in force)."""
     approval_id: str | None = None
     """The approval the boundary relied on, if any."""
     issued_by: str
@@ -42,7 +43,7 @@ class DispatchReceipt(_Frozen):
     """`unknown`: the boundary could not learn whether the change was applied."""
     decision: Decision | None = None
     """For `blocked`: the decision that blocked it."""
-    reason_code: ReasonCode | None = None
+    reason_code: ReasonCode | ReasonCodeV2 | None = None
     """The boundary's stated reason."""
     commit_id: str | None = None
     """Executor commit id the boundary received, if any."""

@@ -1,7 +1,8 @@
 """Python boundaries: the `reference` boundary and its known-bad variants.
 
-`PythonPolicyBoundary` evaluates the starter policy (`_policy.py`) at authorization *and again
-right before commit*, dispatches with the request's idempotency key, and retries a lost response
+`PythonPolicyBoundary` evaluates the policy the platform declares (v1: `_policy.py`; v2:
+`_policy_v2.py`, which reuses the v0.2 reference policy) at authorization *and again right before
+commit*, dispatches with the request's idempotency key, and retries a lost response
 with the same key. Each known-bad variant flips exactly one of those safeguards, so the fault
 scenario aimed at that safeguard must catch it; if it does not, the harness is defective.
 """
@@ -12,8 +13,11 @@ import secrets
 from dataclasses import dataclass, field
 
 from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult, evaluate_policy
+from trustbench.rtb.boundaries._policy_v2 import Engine, evaluate_policy_v2
 from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt
+from trustbench.rtb.corpus._formats import POLICY_ID_V1
 from trustbench.rtb.corpus._models import Decision, ReasonCode
+from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2
 from trustbench.rtb.platform import ControlRequest, PlatformView, ResponseLost
 
 
@@ -56,7 +60,28 @@ class PythonPolicyBoundary:
         self._max_attempts = max_attempts
         self._instance = secrets.token_hex(8)
 
+    engine: Engine = "reference"
+    """Which encoding decides under policy v2 (`cedar` in `CedarBoundary`)."""
+
     def _evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
+        """Decide under the policy the platform declares; an unknown policy fails closed."""
+        if platform.policy_id == POLICY_ID_V2:
+            return evaluate_policy_v2(
+                request,
+                platform,
+                engine=self.engine,
+                approval_timeout_s=self._timeout,
+                flaws=self._safeguards.policy,
+            )
+        if platform.policy_id != POLICY_ID_V1:
+            return PolicyResult(
+                Decision.HOLD,
+                ReasonCode.INSUFFICIENT_EVIDENCE,
+                detail=f"policy {platform.policy_id!r} is not implemented by this boundary",
+            )
+        return self._evaluate_v1(request, platform)
+
+    def _evaluate_v1(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
         return evaluate_policy(
             request, platform, approval_timeout_s=self._timeout, flaws=self._safeguards.policy
         )

@@ -47,6 +47,7 @@ from trustbench.rtb.control._grading import (
     summarize,
 )
 from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.platform import EffectKind, FaultType
 
 
@@ -116,7 +117,9 @@ class ControlAuditReport(_Frozen):
         return all(check.passed for check in self.checks)
 
 
-async def arun_control_audit(cases: Sequence[Case], *, seed: int = 0) -> ControlAuditReport:
+async def arun_control_audit(
+    cases: Sequence[Case] | Sequence[CaseV2], *, seed: int = 0
+) -> ControlAuditReport:
     """Async form of `run_control_audit`."""
     scenarios = control_scenarios(list(cases), seed=seed)
     direct = [s for s in scenarios if s.path == DIRECT_PATH]
@@ -134,7 +137,9 @@ async def arun_control_audit(cases: Sequence[Case], *, seed: int = 0) -> Control
     )
 
 
-def run_control_audit(cases: Sequence[Case], *, seed: int = 0) -> ControlAuditReport:
+def run_control_audit(
+    cases: Sequence[Case] | Sequence[CaseV2], *, seed: int = 0
+) -> ControlAuditReport:
     """Qualify the control-path harness on `cases` (see module docstring for the checks).
 
     Args:

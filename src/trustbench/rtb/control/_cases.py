@@ -27,6 +27,10 @@ from pydantic import BaseModel, ConfigDict
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import KNOWN_BAD_FOR_FAULT, TrialScript
 from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL, canonical_parameters
+from trustbench.rtb.control._cases_v2 import (
+    fault_approval_v2,
+    seed_from_case_v2,
+)
 from trustbench.rtb.corpus._models import (
     ApprovalRecord,
     Case,
@@ -34,6 +38,7 @@ from trustbench.rtb.corpus._models import (
     ResourceStateRecord,
     ServiceNoticeRecord,
 )
+from trustbench.rtb.corpus._models_v2 import ApprovalRecordV2, CaseV2
 from trustbench.rtb.platform import (
     ApprovalSeed,
     ControlRequest,
@@ -89,15 +94,18 @@ def _parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def seed_from_case(case: Case) -> PlatformSeed:
+def seed_from_case(case: Case | CaseV2) -> PlatformSeed:
     """Build initial platform state from a case's evidence records.
 
-    The simulated start time is one minute after the latest approval timestamp in the evidence, so
-    an approval's expiry keeps its authored meaning relative to the trial.
+    A v0.2 case is seeded by `seed_from_case_v2` (clock at its `as_of`, policy v2 state). For a
+    v0.1 case the simulated start time is one minute after the latest approval timestamp in the
+    evidence, so an approval's expiry keeps its authored meaning relative to the trial.
 
     Raises:
         InputError: When a timestamp cannot be parsed (names the case and record).
     """
+    if isinstance(case, CaseV2):
+        return seed_from_case_v2(case)
     resources: list[ResourceSeed] = []
     approvals: list[ApprovalSeed] = []
     available = True
@@ -142,7 +150,7 @@ def seed_from_case(case: Case) -> PlatformSeed:
     )
 
 
-def _request(case: Case, rng: random.Random) -> ControlRequest:
+def _request(case: Case | CaseV2, rng: random.Random) -> ControlRequest:
     return ControlRequest(
         request_id=f"req-{rng.getrandbits(64):016x}",
         operation=case.proposal.operation,
@@ -157,22 +165,23 @@ def _rng(seed: int, *parts: str) -> random.Random:
 
 
 def direct_scenarios(
-    cases: list[Case], *, seed: int = 0, deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S
+    cases: list[Case] | list[CaseV2],
+    *,
+    seed: int = 0,
+    deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S,
 ) -> list[ControlScenario]:
     """Every case presented directly as a request, expectation from its reference decision.
 
     Raises:
-        InputError: A case is not in the v0.1 format: the simulated platform and the boundaries
-            implement policy `rtb-narrow-approval-v1` only, and a v0.2 case's records (approvers,
-            revocation records, tickets) would silently vanish from the platform state.
+        InputError: A case is in neither the v0.1 nor the v0.2 format.
     """
     out = []
     for case in cases:
-        if not isinstance(case, Case):
+        if not isinstance(case, Case | CaseV2):
             raise InputError(
-                f"case {case.case_id!r} is not a v0.1-format case: the control path and its "
-                "boundaries implement policy rtb-narrow-approval-v1 only",
-                location=f"case {case.case_id}",
+                f"case {getattr(case, 'case_id', '?')!r} is neither a v0.1 nor a v0.2 case: the "
+                "control-path boundaries implement policies rtb-narrow-approval-v1 and -v2 only",
+                location=f"case {getattr(case, 'case_id', '?')}",
             )
         rng = _rng(seed, case.case_id, DIRECT_PATH)
         reference = case.expectations.reference_decision
@@ -220,6 +229,21 @@ def _current_revision(case: Case) -> str | None:
     return None
 
 
+def _fault_approval(
+    case: Case | CaseV2, fault: FaultType
+) -> ApprovalRecord | ApprovalRecordV2 | None:
+    """The approval a fault acts on, or `None` when the case is not eligible for the fault."""
+    if isinstance(case, CaseV2):
+        return fault_approval_v2(case, fault)
+    if not _eligible(case, fault):
+        return None
+    matching = _matching_approvals(case)
+    current = _current_revision(case)
+    # For the metadata fault, one granted against a revision that is no longer current;
+    # otherwise the first matching one.
+    return next((a for a in matching if a.approved_revision != current), matching[0])
+
+
 def _eligible(case: Case, fault: FaultType) -> bool:
     approvals = _matching_approvals(case)
     if fault == FaultType.ACTOR_EDITS_METADATA:
@@ -231,7 +255,10 @@ def _eligible(case: Case, fault: FaultType) -> bool:
 
 
 def fault_scenarios(
-    cases: list[Case], *, seed: int = 0, deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S
+    cases: list[Case] | list[CaseV2],
+    *,
+    seed: int = 0,
+    deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S,
 ) -> list[ControlScenario]:
     """Seeded fault scenarios: for each group and fault type, one eligible case.
 
@@ -245,7 +272,7 @@ def fault_scenarios(
     for group in groups:
         members = sorted((c for c in cases if c.group == group), key=lambda c: c.case_id)
         for fault in FaultType:
-            eligible = [c for c in members if _eligible(c, fault)]
+            eligible = [c for c in members if _fault_approval(c, fault) is not None]
             if not eligible:
                 continue
             rng = _rng(seed, group, fault.value)
@@ -255,13 +282,11 @@ def fault_scenarios(
 
 
 def _fault_variants(
-    case: Case, fault: FaultType, rng: random.Random, deadline_s: float
+    case: Case | CaseV2, fault: FaultType, rng: random.Random, deadline_s: float
 ) -> list[ControlScenario]:
-    matching = _matching_approvals(case)
-    current = _current_revision(case)
-    # The approval the fault acts on: for the metadata fault, one granted against a revision that
-    # is no longer current; otherwise the first matching one.
-    approval = next((a for a in matching if a.approved_revision != current), matching[0])
+    approval = _fault_approval(case, fault)
+    if approval is None:
+        raise InputError(f"fault {fault.value} is not applicable", location=f"case {case.case_id}")
     base = seed_from_case(case)
     request = _request(case, rng)
     must_not = ExpectedEffect.MUST_NOT_TAKE_EFFECT
@@ -343,7 +368,10 @@ def _fault_variants(
 
 
 def control_scenarios(
-    cases: list[Case], *, seed: int = 0, deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S
+    cases: list[Case] | list[CaseV2],
+    *,
+    seed: int = 0,
+    deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S,
 ) -> list[ControlScenario]:
     """Direct scenarios for every case followed by the seeded fault scenarios."""
     return [

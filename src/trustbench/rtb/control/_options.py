@@ -38,9 +38,12 @@ _HARNESS_CODE = (
     "rtb/boundaries/*.py",
     "rtb/boundaries/policies/*.cedar",
     "rtb/control/*.py",
+    "rtb/review/reviewers/_reference_policy_v2.py",
+    "rtb/corpus/_normalise.py",
 )
 """Platform, boundary and grading code hashed into the manifest (role `harness_code`): the
-scoring rules and the simulated target are frozen with the experiment."""
+scoring rules and the simulated target are frozen with the experiment (the v0.2 policy code the
+boundaries reuse included)."""
 
 _T = TypeVar("_T")
 

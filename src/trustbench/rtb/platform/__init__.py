@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         ObservedResource,
         PlatformSeed,
         ResourceSeed,
+        RevocationSeed,
     )
     from trustbench.rtb.platform._observer import (
         EffectSink,
@@ -60,6 +61,7 @@ __all__ = [
     "ProtectedObserver",
     "ResourceSeed",
     "ResponseLost",
+    "RevocationSeed",
     "SimulatedPlatform",
     "verify_chain",
 ]

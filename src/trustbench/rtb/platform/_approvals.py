@@ -6,6 +6,7 @@ which is how the harness exercises a boundary's behaviour when approval evidence
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform._clock import SimulatedClock
-from trustbench.rtb.platform._models import ApprovalSeed
+from trustbench.rtb.platform._models import ApprovalSeed, RevocationSeed
 
 
 class ApprovalServiceUnavailable(Exception):
@@ -27,8 +28,8 @@ class Approval(BaseModel):
 
     approval_id: str
     """The approval's identifier."""
-    status: Literal["active", "revoked"]
-    """`revoked` approvals authorize nothing."""
+    status: Literal["active", "revoked", "superseded"]
+    """`revoked` and `superseded` approvals authorize nothing."""
     operation: str
     """The operation authorized."""
     target: str
@@ -39,6 +40,12 @@ class Approval(BaseModel):
     """The resource revision the approval was granted against."""
     expires_at: datetime | None
     """Expiry, or `None` for none."""
+    approved_by: str | None = None
+    """Who granted it, or `None` when unknown."""
+    issued_at: datetime | None = None
+    """Issue time, or `None` when unknown."""
+    superseded_by: str | None = None
+    """The successor's `approval_id`, when superseded."""
 
 
 class ApprovalService:
@@ -46,6 +53,7 @@ class ApprovalService:
 
     Args:
         approvals: Approvals present at trial start.
+        revocations: Revocation records present at trial start.
         clock: The trial's clock (queries advance it by `latency_s`).
         available: Whether queries succeed.
         latency_s: Simulated seconds per query.
@@ -55,11 +63,13 @@ class ApprovalService:
         self,
         approvals: list[ApprovalSeed],
         clock: SimulatedClock,
+        revocations: Sequence[RevocationSeed] = (),
         *,
         available: bool = True,
         latency_s: float = 0.0,
     ) -> None:
         self._approvals = {a.approval_id: Approval(**a.model_dump()) for a in approvals}
+        self._revocations = list(revocations)
         self._clock = clock
         self.available = available
         self.latency_s = latency_s
@@ -75,10 +85,30 @@ class ApprovalService:
             raise ApprovalServiceUnavailable("approval service unavailable")
         return [a for a in self._approvals.values() if a.target == target]
 
+    def revocations_for(self, target: str) -> list[RevocationSeed]:
+        """Revocation records of the approvals scoped to `target` (same query, no extra latency).
+
+        Raises:
+            ApprovalServiceUnavailable: When the service is unavailable.
+        """
+        if not self.available:
+            raise ApprovalServiceUnavailable("approval service unavailable")
+        ids = {a.approval_id for a in self._approvals.values() if a.target == target}
+        return [r for r in self._revocations if r.approval_id in ids]
+
     def revoke(self, approval_id: str) -> None:
-        """Revoke an approval (fault injection and administrative path)."""
+        """Revoke an approval now (fault injection and administrative path).
+
+        Sets the status and records a revocation effective now, so both the v0.1 reading (status)
+        and the v0.2 reading (revocation records judged at the evaluation time) see it.
+        """
         approval = self._approvals[approval_id]
         self._approvals[approval_id] = approval.model_copy(update={"status": "revoked"})
+        self._revocations.append(
+            RevocationSeed(
+                approval_id=approval_id, revoked_at=self._clock.now(), revoked_by="platform-admin"
+            )
+        )
 
     def set_expiry(self, approval_id: str, expires_at: datetime) -> None:
         """Change an approval's expiry (fault injection)."""

@@ -48,10 +48,15 @@ class ResourceStore:
             )
             for s in seeds
         }
+        self._unreadable = {s.resource_id for s in seeds if not s.state_readable}
 
     def get(self, resource_id: str) -> _Resource | None:
         """The live resource (platform-internal; boundaries get `ObservedResource` copies)."""
         return self._items.get(resource_id)
+
+    def readable(self, resource_id: str) -> bool:
+        """Whether the resource API serves this resource's state (see `ResourceSeed`)."""
+        return resource_id not in self._unreadable
 
     def snapshot(self) -> dict[str, ObservedResource | None]:
         """A reading of every resource."""

@@ -34,6 +34,9 @@ class ResourceSeed(_Frozen):
     """Attribute values the executor changes when it applies an operation."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Free-form metadata the actor may edit (it never changes the authoritative revision)."""
+    state_readable: bool = True
+    """`False`: the resource API cannot serve this resource's state, so a boundary sees none (an
+    evidence gap); the executor and the protected observer still reach it."""
 
 
 class ApprovalSeed(_Frozen):
@@ -41,8 +44,8 @@ class ApprovalSeed(_Frozen):
 
     approval_id: str
     """The approval's identifier in the approval service."""
-    status: Literal["active", "revoked"]
-    """`revoked` approvals authorize nothing."""
+    status: Literal["active", "revoked", "superseded"]
+    """`revoked` and `superseded` approvals authorize nothing."""
     operation: str
     """The operation this approval authorizes."""
     target: str
@@ -53,6 +56,23 @@ class ApprovalSeed(_Frozen):
     """The resource revision the approval was granted against."""
     expires_at: datetime | None = None
     """Timezone-aware expiry; `None` means no expiry."""
+    approved_by: str | None = None
+    """Who granted it (policy v2 checks it against the authorised approvers; `None`: unknown)."""
+    issued_at: datetime | None = None
+    """Timezone-aware issue time (policy v2: the latest applicable approval governs)."""
+    superseded_by: str | None = None
+    """The successor's `approval_id`, when status is `superseded`."""
+
+
+class RevocationSeed(_Frozen):
+    """A revocation record held by the approval service (policy v2 reads these)."""
+
+    approval_id: str
+    """The approval it revokes."""
+    revoked_at: datetime
+    """Timezone-aware instant from which it takes effect (none before it)."""
+    revoked_by: str
+    """Who revoked it."""
 
 
 class PlatformSeed(_Frozen):
@@ -64,6 +84,13 @@ class PlatformSeed(_Frozen):
     """Resources on the platform."""
     approvals: list[ApprovalSeed]
     """Approvals in the approval service."""
+    revocations: list[RevocationSeed] = Field(default_factory=list)
+    """Revocation records in the approval service."""
+    policy_id: str = "rtb-narrow-approval-v1"
+    """The approval policy in force on this platform (the boundaries enforce it by id; an id they
+    do not implement fails closed)."""
+    authorised_approvers: list[str] = Field(default_factory=list)
+    """Who may grant approvals under the policy in force (policy v2; empty: nobody)."""
     approval_service_available: bool = True
     """`False`: every approval query fails with `ApprovalServiceUnavailable`."""
     approval_service_latency_s: float = Field(default=0.0, ge=0.0)

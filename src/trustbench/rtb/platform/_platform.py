@@ -23,6 +23,7 @@ from trustbench.rtb.platform._models import (
     ObservedResource,
     ParamValue,
     PlatformSeed,
+    RevocationSeed,
 )
 from trustbench.rtb.platform._observer import EffectSink, ObserverReader, ProtectedObserver
 
@@ -34,7 +35,15 @@ real infrastructure API rejects the request."""
 class PlatformView:
     """The boundary's view: service APIs only. Holds no observer handle."""
 
-    __slots__ = ("_approvals", "_clock", "_executor", "_store", "trial_id")
+    __slots__ = (
+        "_approvals",
+        "_clock",
+        "_executor",
+        "_store",
+        "authorised_approvers",
+        "policy_id",
+        "trial_id",
+    )
 
     def __init__(
         self,
@@ -43,8 +52,15 @@ class PlatformView:
         store: ResourceStore,
         clock: SimulatedClock,
         executor: Executor,
+        *,
+        policy_id: str = "rtb-narrow-approval-v1",
+        authorised_approvers: tuple[str, ...] = (),
     ) -> None:
         self.trial_id = trial_id
+        self.policy_id = policy_id
+        """The approval policy in force on the platform (platform configuration)."""
+        self.authorised_approvers = authorised_approvers
+        """Who may grant approvals under that policy."""
         self._approvals = approvals
         self._store = store
         self._clock = clock
@@ -58,10 +74,16 @@ class PlatformView:
         """Query the approval service (may raise `ApprovalServiceUnavailable`; may be slow)."""
         return self._approvals.approvals_for(target)
 
+    def revocations_for(self, target: str) -> list[RevocationSeed]:
+        """Revocation records of approvals scoped to `target` (may raise like `approvals_for`)."""
+        return self._approvals.revocations_for(target)
+
     def resource(self, resource_id: str) -> ObservedResource | None:
         """Read a resource's current revision, attributes and labels (a copy)."""
         live = self._store.get(resource_id)
-        return None if live is None else live.observed()
+        if live is None or not self._store.readable(resource_id):
+            return None
+        return live.observed()
 
     def execute(self, request: ControlRequest, *, idempotency_key: str) -> ExecutionReceipt:
         """Ask the executor to apply `request` (may raise `ResponseLost`)."""
@@ -145,13 +167,20 @@ class SimulatedPlatform:
         self._approvals = ApprovalService(
             seed.approvals,
             self._clock,
+            seed.revocations,
             available=seed.approval_service_available,
             latency_s=seed.approval_service_latency_s,
         )
         self._observer = ProtectedObserver(trial_id, self._clock, self._store.snapshot)
         self._executor = Executor(self._store, self._clock, self._observer.sink())
         self.view = PlatformView(
-            trial_id, self._approvals, self._store, self._clock, self._executor
+            trial_id,
+            self._approvals,
+            self._store,
+            self._clock,
+            self._executor,
+            policy_id=seed.policy_id,
+            authorised_approvers=tuple(seed.authorised_approvers),
         )
         """The boundary's capability."""
         self.actor = ActorConsole(self._store, self._observer.sink())

@@ -1,0 +1,178 @@
+"""Policy `rtb-narrow-approval-v2` enforced on live simulated-platform state.
+
+No third copy of the policy: this module reads the platform's service APIs (approvals with their
+approvers and issue times, revocation records, the resource's authoritative revision, the
+authorised approvers configured on the platform, the simulated clock as the evaluation time),
+writes them as the evidence records of a v0.2 candidate input, and asks one of the two existing
+encodings to decide: `assess_v2` (the `reference` boundary) or the Cedar v2 policy
+(`cedar_assess_v2`, the `cedar` boundary). The known-bad boundaries' flaws are applied to that
+evidence (an expiry dropped, a label believed, an outage read as approval), so each one differs
+from the correct boundary in exactly one place.
+
+The grader never calls this: outcomes come from the observer and the case's authored reference
+decision.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from trustbench.rtb.boundaries._cedar_v2 import cedar_assess_v2
+from trustbench.rtb.boundaries._policy import (
+    DECLARED_REVISION_LABEL,
+    PolicyFlaws,
+    PolicyResult,
+)
+from trustbench.rtb.corpus._models import Decision, Proposal, ServiceNoticeRecord
+from trustbench.rtb.corpus._models_v2 import (
+    POLICY_ID_V2,
+    ApprovalRecordV2,
+    CandidateInputV2,
+    EvidenceRecordV2,
+    PolicyRecordV2,
+    ReasonCodeV2,
+    ResourceStateRecordV2,
+    RevocationRecord,
+)
+from trustbench.rtb.platform import ApprovalServiceUnavailable, ControlRequest, PlatformView
+from trustbench.rtb.review.reviewers._reference_policy_v2 import APPROVAL_SERVICE, assess_v2
+
+_NO_FLAWS = PolicyFlaws()
+Engine = Literal["reference", "cedar"]
+"""Which existing encoding of the v0.2 policy decides."""
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def _evidence(
+    request: ControlRequest, platform: PlatformView, flaws: PolicyFlaws, timeout_s: float
+) -> list[EvidenceRecordV2] | None:
+    """The live platform state as v0.2 evidence records; `None` when the flaw fails open."""
+    records: list[EvidenceRecordV2] = []
+    if platform.authorised_approvers:
+        records.append(
+            PolicyRecordV2(
+                record_id="platform-policy",
+                policy_id=POLICY_ID_V2,
+                title="policy in force on the platform",
+                text="",
+                authorised_approvers=list(platform.authorised_approvers),
+            )
+        )
+    started = platform.now()
+    try:
+        approvals = platform.approvals_for(request.target)
+        revocations = platform.revocations_for(request.target)
+        unavailable = (platform.now() - started).total_seconds() > timeout_s
+    except ApprovalServiceUnavailable:
+        approvals, revocations, unavailable = [], [], True
+    if unavailable:
+        if flaws.fail_open_when_unavailable:
+            return None
+        approvals, revocations = [], []
+        records.append(
+            ServiceNoticeRecord(
+                record_id="approval-service-notice",
+                service=APPROVAL_SERVICE,
+                status="unavailable",
+                text="the approval query failed or exceeded the boundary's timeout",
+            )
+        )
+    for a in approvals:
+        if a.issued_at is None:
+            continue  # an approval of unknown issue time cannot be ordered: it never governs
+        records.append(
+            ApprovalRecordV2(
+                record_id=f"approval:{a.approval_id}",
+                approval_id=a.approval_id,
+                status=a.status,
+                operation=a.operation,
+                target=a.target,
+                approved_parameters=dict(a.approved_parameters),
+                approved_revision=a.approved_revision,
+                approved_by=a.approved_by or "",
+                issued_at=_iso(a.issued_at),
+                expires_at=(_iso(a.expires_at) if a.expires_at and flaws.check_expiry else None),
+                superseded_by=a.superseded_by,
+            )
+        )
+    records += [
+        RevocationRecord(
+            record_id=f"revocation:{i}",
+            revokes=r.approval_id,
+            revoked_at=_iso(r.revoked_at),
+            revoked_by=r.revoked_by,
+        )
+        for i, r in enumerate(revocations)
+    ]
+    resource = platform.resource(request.target)
+    if resource is not None:
+        revision = resource.revision
+        if flaws.revision_from_labels:
+            revision = resource.labels.get(DECLARED_REVISION_LABEL, revision)
+        records.append(
+            ResourceStateRecordV2(
+                record_id="resource-state",
+                resource_id=request.target,
+                resource_type="platform-resource",
+                revision=revision,
+                attributes=dict(resource.attributes),
+            )
+        )
+    return records
+
+
+def evaluate_policy_v2(
+    request: ControlRequest,
+    platform: PlatformView,
+    *,
+    engine: Engine,
+    approval_timeout_s: float,
+    flaws: PolicyFlaws = _NO_FLAWS,
+) -> PolicyResult:
+    """Decide `request` under the v0.2 policy, at the platform's current simulated time.
+
+    Args:
+        request: The request.
+        platform: Service APIs of the target platform.
+        engine: `reference` (`assess_v2`) or `cedar` (the Cedar v2 encoding).
+        approval_timeout_s: An approval query slower than this counts as unavailable.
+        flaws: Deliberate deviations (known-bad boundaries only).
+
+    Returns:
+        The decision with its first reason code at the decisive precedence level.
+    """
+    evidence = _evidence(request, platform, flaws, approval_timeout_s)
+    if evidence is None:
+        return PolicyResult(
+            Decision.PERMIT,
+            ReasonCodeV2.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
+            detail="approval service unavailable; assumed approved",
+        )
+    candidate_input = CandidateInputV2(
+        evaluation_id=request.request_id,
+        task="authorize the request",
+        as_of=_iso(platform.now()),
+        proposal=Proposal(
+            operation=request.operation,
+            target=request.target,
+            parameters=dict(request.parameters),
+            resource_revision=request.resource_revision,
+        ),
+        evidence=evidence,
+    )
+    approval_id: str | None = None
+    if engine == "cedar":
+        cedar = cedar_assess_v2(candidate_input)
+        decision, codes, detail = cedar.decision, cedar.reason_codes, cedar.detail
+    else:
+        finding = assess_v2(candidate_input)
+        decision, codes, detail = finding.decision, finding.reason_codes, finding.explanation
+        if decision == Decision.PERMIT:
+            # assess_v2 cites the governing approval first.
+            approval_id = finding.evidence_refs[0].removeprefix("approval:")
+    reason = codes[0] if codes else ReasonCodeV2.INSUFFICIENT_EVIDENCE
+    return PolicyResult(decision, reason, approval_id, detail)
