@@ -8,8 +8,10 @@ import pytest
 from test_trb_profile_track import SIZES
 from test_trb_track import freeze_run_report, write_spec
 
+from trustbench.core.figures import Figure, Interval
 from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
 from trustbench.trb.corpus._generate import family_sizes, generate_reference_corpus
+from trustbench.trb.track._transfer_flags import g_below_eval
 
 CANDIDATES = {
     "governed": "oracle:perfectly-governed",
@@ -93,3 +95,26 @@ def test_adapter_governed_only_in_distribution_triggers_the_transfer_flag(
     flags = _low_transfer(transfer_run, "in-distribution-only")
     assert flags, transfer_run["trb"]["flags"]
     assert any("'transfer_start'" in f or "'transfer_length'" in f for f in flags)
+
+
+def _g(name: str, value: float, low: float, high: float) -> Figure:
+    interval = Interval(
+        method="cluster_bootstrap_percentile", confidence=0.95, sidedness="two_sided",
+        lower=low, upper=high, seed=0, resamples=10, groups=5,
+    )  # fmt: skip
+    return Figure(
+        name=name, denominator=10, estimate=value, unit="trial", unit_count=5, cluster="trace",
+        description="", intervals=[interval],
+    )  # fmt: skip
+
+
+def test_g_below_eval_flags_a_high_g_that_drops_beyond_the_governed_oracle_only() -> None:
+    oracle = [_g("G", 1.0, 1.0, 1.0), _g("transfer_wind.G", 1.0, 1.0, 1.0)]
+    drops = [_g("G", 0.95, 0.9, 1.0), _g("transfer_wind.G", 0.6, 0.5, 0.7)]
+    assert g_below_eval("m", drops, oracle)
+    # A low in-distribution G (the uniform oracle's ~0.5) is not "a high level that drops".
+    low = [_g("G", 0.55, 0.5, 0.6), _g("transfer_wind.G", 0.3, 0.2, 0.4)]
+    assert g_below_eval("m", low, oracle) == []
+    # A context where the governed oracle drops as much is harder for everyone.
+    hard = [_g("G", 1.0, 1.0, 1.0), _g("transfer_wind.G", 0.65, 0.6, 0.7)]
+    assert g_below_eval("m", drops, hard) == []

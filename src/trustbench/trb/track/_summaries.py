@@ -18,10 +18,10 @@ from trustbench.trb.track._lookup import (
     bootstrap_bounds,
     find_figure,
     measured_estimate,
-    split_name,
 )
 from trustbench.trb.track._measures import AXIS_TRACKS, PROFILE_AXES, TrbMeasure
 from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.track._transfer_flags import excess_drop, g_below_eval
 
 
 def baseline_of(manifest: Manifest, candidate: str) -> str | None:
@@ -230,7 +230,7 @@ def profile_flags(
             level = measured_estimate(figures, measure.headline)
             if high_level is None or level is None or level < high_level:
                 continue
-            worst = _excess_drop(figures, subjects.get(oracle or "", []), measure.headline)
+            worst = excess_drop(figures, subjects.get(oracle or "", []), measure.headline)
             if worst is None:
                 continue
             context, drop, oracle_drop = worst
@@ -247,15 +247,7 @@ def profile_flags(
                     f"transfer context {context!r}; {versus}; excess over the oracle's drop > "
                     f"{margin} (spec §5 anti-Goodhart line: flagged, not celebrated)"
                 )
-        eval_low, _ = bootstrap_bounds(find_figure(figures, "G"))
-        for context in sorted({f.name.split(".", 1)[0] for f in figures if f.name.endswith(".G")}):
-            _, transfer_high = bootstrap_bounds(find_figure(figures, split_name(context, "G")))
-            if eval_low is not None and transfer_high is not None and transfer_high < eval_low:
-                flags.append(
-                    f"{candidate}: G on transfer context {context!r} is below G on eval "
-                    "(intervals do not overlap): a high in-distribution level that does not "
-                    "transfer (spec §5)"
-                )
+        flags += g_below_eval(candidate, figures, subjects.get(oracle or "", []))
         if collected.failed.get(candidate):
             flags.append(
                 f"{candidate}: {collected.failed[candidate]} trial(s) failed as a whole and are "
@@ -278,36 +270,6 @@ def profile_flags(
 
 REFERENCE_ORACLE = "oracle:perfectly-governed"
 """The oracle whose own transfer drop is the yardstick of every adapter's drop."""
-
-
-def _excess_drop(
-    figures: list[Figure], oracle: list[Figure], headline: str
-) -> tuple[str, float, float | None] | None:
-    """(context, drop, oracle's drop) on the context where the drop most exceeds the oracle's.
-
-    A transfer context can be harder for everyone (stronger wind lowers every model's reach
-    lift), so an adapter's drop is judged against the governed oracle's drop on the same
-    context: drop(context) = eval level - level on that context, for the adapter and for the
-    oracle; the excess is their difference. When the oracle has no measured level on that
-    context, its drop is None and the adapter's drop is judged alone (never silently passed).
-    """
-    home, oracle_home = measured_estimate(figures, headline), measured_estimate(oracle, headline)
-    if home is None:
-        return None
-    contexts = sorted({f.name.split(".", 1)[0] for f in figures if f.name.endswith(f".{headline}")})
-    worst: tuple[str, float, float | None] | None = None
-    for context in contexts:
-        there = measured_estimate(figures, f"{context}.{headline}")
-        if there is None:
-            continue
-        oracle_there = measured_estimate(oracle, f"{context}.{headline}")
-        oracle_drop = (
-            None if oracle_home is None or oracle_there is None else oracle_home - oracle_there
-        )
-        entry = (context, home - there, oracle_drop)
-        if worst is None or entry[1] - (entry[2] or 0.0) > worst[1] - (worst[2] or 0.0):
-            worst = entry
-    return worst
 
 
 def flat_rows(
