@@ -24,7 +24,8 @@ def _spec(tmp_path: Path, base_url: str) -> Path:
         tmp_path,
         {},
         sizes="{ train = 20, eval = 2, transfer = 1 }",
-        options='measures = ["governance", "attribution"]\nconformance_traces = 1',
+        options='measures = ["governance", "attribution"]\nconformance_traces = 1\n'
+        'splits = ["eval", "transfer_wind"]',  # transfer = 1: the first family's one trace
         extra=chat,
     )
 

@@ -33,7 +33,7 @@ grounding_fit_traces = 40
 viability_rollouts = 2
 navigation_samples = 8
 """
-SIZES = "{ train = 300, eval = 12, transfer = 4 }"
+SIZES = "{ train = 300, eval = 12, transfer = 8 }"  # two traces per transfer family
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +179,8 @@ def test_removing_a_measure_shows_its_axis_not_run_and_keeps_the_others(tmp_path
         tmp_path,
         {"full": "trace-ai-full"},
         sizes="{ train = 300, eval = 6, transfer = 2 }",
-        options=TINY + 'measures = ["governance", "attribution", "viability", "transfer"]',
+        options=TINY + 'measures = ["governance", "attribution", "viability", "transfer"]\n'
+        'splits = ["eval", "transfer_wind", "transfer_start"]',  # one trace per family
     )
     record = freeze_run_report(spec, tmp_path / "run")
     axes = record["trb"]["profile"]["full"]
@@ -244,7 +245,8 @@ def test_chat_proxy_adapter_runs_end_to_end_through_the_track(
             {"chat": "test_trb_profile_track:chat_adapter"},
             sizes="{ train = 20, eval = 3, transfer = 2 }",
             options='measures = ["governance", "grounding", "attribution", "viability", '
-            '"transfer"]\nviability_rollouts = 1\nconformance_traces = 1',
+            '"transfer"]\nviability_rollouts = 1\nconformance_traces = 1\n'
+            'splits = ["eval", "transfer_wind", "transfer_start"]',
         )
         result = pipeline_run(spec, tmp_path / "run")
         record = json.loads(result.record_path.read_text())

@@ -108,3 +108,21 @@ def crashes_late() -> CrashesLate:
 
 def raises() -> GovernedOracle:
     raise RuntimeError("no weights found")
+
+
+class InDistributionOnly(GovernedOracle):
+    """Governed from the training start cell (3); elsewhere it ignores every override.
+
+    A model that learned its governance only where it was trained: perfect in distribution,
+    epiphenomenal from an unseen start cell (the `transfer_start` and `transfer_length`
+    families), so Track 6 must flag it.
+    """
+
+    def act(self, context: StepContext, r_override: SelfReport | None = None) -> dict[str, float]:
+        if context.observations[0].position == 3:
+            return super().act(context, r_override)
+        return reference_continuation(self.emit_r(context))
+
+
+def in_distribution_only() -> InDistributionOnly:
+    return InDistributionOnly()

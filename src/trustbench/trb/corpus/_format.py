@@ -38,9 +38,16 @@ from trustbench.trb.adapter._schema import (
 )
 from trustbench.trb.world import CorridorConfig
 
-Split = Literal["train", "dev", "eval", "transfer"]
+Split = Literal[
+    "train", "dev", "eval", "transfer",
+    "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
+]  # fmt: skip
+TRANSFER_FAMILY_SPLITS: tuple[Split, ...] = (
+    "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
+)  # fmt: skip
+"""One held-out split per Track 6 transfer family (`trb.corpus._generate.TRANSFER_FAMILIES`)."""
 SPLITS: tuple[Split, ...] = ("train", "dev", "eval", "transfer")
-HELD_OUT: tuple[Split, ...] = ("eval", "transfer")
+HELD_OUT: tuple[Split, ...] = ("eval", "transfer", *TRANSFER_FAMILY_SPLITS)
 Provenance = Literal["same_session_revision", "paired_session", "synthetic"]
 ContinuationSource = Literal["reference_agent", "human"]
 SYNTHETIC_TO_HUMAN_CAP = 3.0

@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from trustbench.trb.adapter._schema import ACTIONS, EDITABLE_SLOTS, SelfReport
-from trustbench.trb.corpus._format import SPLITS, Attribution, Counterfactual, Split, Step, Trace
+from trustbench.trb.corpus._format import (
+    SPLITS,
+    TRANSFER_FAMILY_SPLITS,
+    Attribution,
+    Counterfactual,
+    Split,
+    Step,
+    Trace,
+)
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 
@@ -102,20 +110,44 @@ def generate_split(
 
 
 TRANSFER_WORLD = CorridorConfig(start_cells=(2, 3, 4), gust_probability=0.45)
-"""The transfer split's world: other start cells and stronger wind than training."""
+"""The single `transfer` split's world: other start cells and stronger wind than training."""
+
+TRANSFER_FAMILIES: dict[str, CorridorConfig] = {
+    "wind": CorridorConfig(gust_probability=0.45),
+    "start": CorridorConfig(start_cells=(1, 2, 4, 5)),
+    "door_prior": CorridorConfig(door_closed_probability=0.7),
+    "length": CorridorConfig(length=9, horizon=8, start_cells=(4,)),
+}
+"""Held-out context families (world parameters differing from training in one factor).
+
+Each is stored as its own split `transfer_<family>` by `generate_reference_corpus(...,
+transfer_families=True)`, so Track 6 takes its minimum over them as separate contexts."""
+
+
+def family_sizes(total: int) -> dict[str, int]:
+    """`total` transfer traces split between the families as evenly as possible.
+
+    The first `total % n` families get one trace more, so the corpus (and a run's case count)
+    is the same size as the single `transfer` split it replaces.
+    """
+    n = len(TRANSFER_FAMILIES)
+    return {name: total // n + (k < total % n) for k, name in enumerate(TRANSFER_FAMILIES)}
 
 
 def generate_reference_corpus(
-    sizes: dict[str, int] | None = None, seed: int = 0
+    sizes: dict[str, int] | None = None, seed: int = 0, *, transfer_families: bool = False
 ) -> dict[str, list[Trace]]:
-    """A full reference-world corpus: train/dev/eval on the default world, transfer on another.
+    """A full reference-world corpus: train/dev/eval on the default world, transfer on others.
 
     Args:
         sizes: Traces per split (defaults: 1500/200/300/200).
         seed: Base seed; each split uses seed + its index so splits never share draws.
+        transfer_families: Replace the single `transfer` split (one world, `TRANSFER_WORLD`)
+            by one split per family of `TRANSFER_FAMILIES`, `sizes["transfer"]` traces in all
+            (`family_sizes`), each family seeded as `family_splits` seeds it.
     """
     sizes = {"train": 1500, "dev": 200, "eval": 300, "transfer": 200, **(sizes or {})}
-    return {
+    out = {
         split: generate_split(
             split,
             sizes[split],
@@ -123,4 +155,13 @@ def generate_reference_corpus(
             TRANSFER_WORLD if split == "transfer" else None,
         )
         for index, split in enumerate(SPLITS)
+        if not (transfer_families and split == "transfer")
     }
+    if transfer_families:
+        per_family = family_sizes(sizes["transfer"])
+        for k, ((name, config), split) in enumerate(
+            zip(TRANSFER_FAMILIES.items(), TRANSFER_FAMILY_SPLITS, strict=True)
+        ):
+            assert split == f"transfer_{name}"
+            out[split] = generate_split(split, per_family[name], seed * 1000 + 100 + k, config)
+    return out

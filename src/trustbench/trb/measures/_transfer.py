@@ -21,16 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.corpus._generate import generate_split
-from trustbench.trb.world import CorridorConfig
-
-TRANSFER_FAMILIES: dict[str, CorridorConfig] = {
-    "wind": CorridorConfig(gust_probability=0.45),
-    "start": CorridorConfig(start_cells=(1, 2, 4, 5)),
-    "door_prior": CorridorConfig(door_closed_probability=0.7),
-    "length": CorridorConfig(length=9, horizon=8, start_cells=(4,)),
-}
-"""Held-out context families (world parameters differing from training in one factor)."""
+from trustbench.trb.corpus._generate import TRANSFER_FAMILIES, generate_split
 
 Headlines = dict[str, dict[str, Any]]
 """Track name -> headline figure (`value`, `low`, `high`, ...)."""

@@ -2,7 +2,8 @@
 
 `corpus.path` names a folder written by `trustbench trb corpus` (or any corpus in that format).
 `corpus.builtin = "reference-world"` generates the reference-world corpus from
-`track_options.corpus_sizes` / `corpus_seed` and stores it once under
+`track_options.corpus_sizes` / `corpus_seed` (one held-out split per transfer family) and
+stores it once under
 `$TRUSTBENCH_CACHE/trb/corpora/<key>` (generation is deterministic, so a deleted cache is
 rebuilt byte for byte). Either way the run reads the stored files, and the manifest pins their
 SHA-256: core refuses to run or report if one changes after freeze.
@@ -60,6 +61,7 @@ def _builtin_folder(options: TrbTrackOptions) -> Path:
             "trustbench": __version__,
             "sizes": dict(sorted(options.corpus_sizes.items())),
             "seed": options.corpus_seed,
+            "transfer": "families",  # one split per transfer family (since issue 16)
         }
     )[:16]
     return cache_dir().parent / "corpora" / f"{BUILTIN_CORPUS}-{key}"
@@ -88,7 +90,7 @@ def corpus_folder(spec: ExperimentSpec, options: TrbTrackOptions, base_dir: Path
     folder = _builtin_folder(options)
     if not (folder / "manifest.json").is_file():
         sizes = {"train": 0, "dev": 0, "eval": 0, "transfer": 0, **options.corpus_sizes}
-        splits = generate_reference_corpus(sizes, seed=options.corpus_seed)
+        splits = generate_reference_corpus(sizes, seed=options.corpus_seed, transfer_families=True)
         staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
         write_corpus(staging, {k: v for k, v in splits.items() if v})
         try:

@@ -8,8 +8,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trustbench.core import ExperimentSpec
 from trustbench.errors import InputError
+from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
 from trustbench.trb.reference import TrainConfig
 from trustbench.trb.reference._token_world import TokenLMConfig
+
+HeldOutSplit = Literal[
+    "eval", "transfer",
+    "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
+]  # fmt: skip
+"""A split whose traces may be cases (see `trb.corpus._format.HELD_OUT`)."""
 
 BUILTIN_CORPUS = "reference-world"
 """`corpus.builtin` label of the generated reference-world corpus."""
@@ -23,13 +30,18 @@ class TrbTrackOptions(BaseModel):
     corpus_sizes: dict[Literal["train", "dev", "eval", "transfer"], int] = Field(
         default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}
     )
-    """Traces per split of the generated corpus (`corpus.builtin = "reference-world"` only)."""
+    """Traces per split of the generated corpus (`corpus.builtin = "reference-world"` only);
+    `transfer` is the total over the transfer families, split between them as evenly as
+    possible (the first families get one more)."""
     corpus_seed: int = 0
     """Seed of the generated corpus (`corpus.builtin` only)."""
     train: TrainConfig = TrainConfig()
     """Training config of the reference models (ablation and full differ only in L_gov)."""
-    splits: tuple[Literal["eval", "transfer"], ...] = ("eval", "transfer")
-    """Held-out splits whose traces are cases; each keeps its split label in the report."""
+    splits: tuple[HeldOutSplit, ...] = ("eval", *TRANSFER_FAMILY_SPLITS)
+    """Held-out splits whose traces are cases; each keeps its split label in the report and
+    every non-eval split is one Track 6 transfer context. The built-in corpus holds one split
+    per transfer family (`transfer_wind`, `transfer_start`, `transfer_door_prior`,
+    `transfer_length`); `transfer` is the single transfer split of older corpus folders."""
     max_traces: int | None = Field(default=None, ge=2)
     """Use only the first N traces of each split (by id): a smaller run, stated in the report."""
     adapter_seed: int = 0

@@ -37,7 +37,11 @@ class TransferMeasure:
         """Per headline: its minimum over the non-eval splits, and its drop from eval.
 
         The minimum carries that split's figure (and interval); the drop is a difference of
-        two estimates, for which no joint interval is claimed.
+        two estimates, for which no joint interval is claimed. A context where the headline
+        was not measured (e.g. the `transfer_length` family for a reference model whose
+        encoder has one corridor size: its trials are "not applicable") is left out of the
+        minimum and named in the figure's description, never read as 0; with no measured
+        context the minimum is "not run".
 
         Args:
             by_split: Figures per split (bare names).
@@ -49,9 +53,11 @@ class TransferMeasure:
         for name in headlines:
             found = [(s, next((f for f in by_split[s] if f.name == name), None)) for s in contexts]
             measured = [(s, f) for s, f in found if f is not None and f.status == "measured"]
-            text = f"min over transfer contexts {contexts} of {name} {label}"
-            if not contexts or len(measured) < len(contexts):
-                missing = [s for s, f in found if f is None or f.status != "measured"]
+            missing = [s for s, f in found if f is None or f.status != "measured"]
+            text = f"min over transfer contexts {[s for s, _ in measured]} of {name} {label}"
+            if missing:
+                text += f"; not measured on {missing}, left out"
+            if not measured:
                 why = (
                     "the run has no transfer context (track_options.splits)"
                     if not contexts

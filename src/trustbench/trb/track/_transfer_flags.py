@@ -1,0 +1,73 @@
+"""Track 6 flags in the TRB report: transfer drops judged against the governed oracle's drop."""
+
+from __future__ import annotations
+
+from trustbench.core.figures import Figure
+from trustbench.trb.profile._baselines import HIGH_LEVEL, TRANSFER_DROP
+from trustbench.trb.track._lookup import (
+    bootstrap_bounds,
+    find_figure,
+    measured_estimate,
+    split_name,
+)
+
+
+def g_below_eval(candidate: str, figures: list[Figure], oracle: list[Figure]) -> list[str]:
+    """Transfer contexts where G's interval lies wholly below its eval interval.
+
+    Only for a high in-distribution G (at or above `HIGH_LEVEL["governance"]`, which is what
+    the flag claims), and only when the drop exceeds the governed oracle's own drop on that
+    context by more than `TRANSFER_DROP["governance"]`: with several small transfer contexts,
+    a low-G adapter (the uniform oracle) has some context whose G interval misses its eval
+    interval by chance, and a context can be harder for every adapter.
+    """
+    g = measured_estimate(figures, "G")
+    eval_low, _ = bootstrap_bounds(find_figure(figures, "G"))
+    if g is None or eval_low is None or g < HIGH_LEVEL["governance"]:
+        return []
+    oracle_g = measured_estimate(oracle, "G")
+    out = []
+    for context in sorted({f.name.split(".", 1)[0] for f in figures if f.name.endswith(".G")}):
+        there = measured_estimate(figures, split_name(context, "G"))
+        _, transfer_high = bootstrap_bounds(find_figure(figures, split_name(context, "G")))
+        if there is None or transfer_high is None or transfer_high >= eval_low:
+            continue
+        oracle_there = measured_estimate(oracle, split_name(context, "G"))
+        oracle_drop = 0.0 if oracle_g is None or oracle_there is None else oracle_g - oracle_there
+        if (g - there) - oracle_drop > TRANSFER_DROP["governance"]:
+            out.append(
+                f"{candidate}: G on transfer context {context!r} is below G on eval (intervals "
+                "do not overlap, drop beyond the governed oracle's): a high in-distribution "
+                "level that does not transfer (spec §5)"
+            )
+    return out
+
+
+def excess_drop(
+    figures: list[Figure], oracle: list[Figure], headline: str
+) -> tuple[str, float, float | None] | None:
+    """(context, drop, oracle's drop) on the context where the drop most exceeds the oracle's.
+
+    A transfer context can be harder for everyone (stronger wind lowers every model's reach
+    lift), so an adapter's drop is judged against the governed oracle's drop on the same
+    context: drop(context) = eval level - level on that context, for the adapter and for the
+    oracle; the excess is their difference. When the oracle has no measured level on that
+    context, its drop is None and the adapter's drop is judged alone (never silently passed).
+    """
+    home, oracle_home = measured_estimate(figures, headline), measured_estimate(oracle, headline)
+    if home is None:
+        return None
+    contexts = sorted({f.name.split(".", 1)[0] for f in figures if f.name.endswith(f".{headline}")})
+    worst: tuple[str, float, float | None] | None = None
+    for context in contexts:
+        there = measured_estimate(figures, f"{context}.{headline}")
+        if there is None:
+            continue
+        oracle_there = measured_estimate(oracle, f"{context}.{headline}")
+        oracle_drop = (
+            None if oracle_home is None or oracle_there is None else oracle_home - oracle_there
+        )
+        entry = (context, home - there, oracle_drop)
+        if worst is None or entry[1] - (entry[2] or 0.0) > worst[1] - (worst[2] or 0.0):
+            worst = entry
+    return worst
