@@ -22,7 +22,7 @@ import heapq
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from trustbench.core._ledger_head import head_problems, write_head
 from trustbench.core._ledger_rows import JSON_COLUMNS as JSON_COLUMNS
 from trustbench.core._ledger_rows import TABLE_COLUMNS, row_hash
 from trustbench.core._ledger_rows import row_canonical_json as row_canonical_json
+from trustbench.core._ledger_writer import CommitThread
 from trustbench.errors import CheckFailed, InputError
 
 LEDGER_FILE = "ledger.sqlite"
@@ -121,7 +122,8 @@ def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:
 class Ledger:
     """Single-writer append-only ledger of one run folder.
 
-    Only the runner's event loop writes; every `append_*` call is one committed transaction.
+    Only the runner's event loop writes; every `append_*` call is one committed transaction,
+    committed inline or, after `start_writer`, on the writer thread in call order.
     """
 
     def __init__(self, connection: sqlite3.Connection, head: str, seq: int, ids: dict[str, int]):
@@ -132,6 +134,7 @@ class Ledger:
         self._anchor_to: tuple[Path, str] | None = None
         self._anchored_at = float("-inf")
         self._known_contents: set[str] = set()
+        self._writer: CommitThread | None = None
 
     @classmethod
     def open(cls, run_dir: Path, manifest_sha256: str) -> Ledger:
@@ -200,12 +203,35 @@ class Ledger:
         if self._anchor_to is None or (not force and now - self._anchored_at < 1.0):
             return
         run_dir, manifest_sha256 = self._anchor_to
-        write_head(run_dir, manifest_sha256, self._seq, self._head)
+        seq, head = self._seq, self._head
+        self._run(lambda: write_head(run_dir, manifest_sha256, seq, head))
         self._anchored_at = now
 
+    def start_writer(self) -> None:
+        """From now on, commit and anchor on a writer thread, in order (see `_ledger_writer`).
+
+        Appends then return once their rows are hashed and queued; reads and `close` wait for
+        the queue to drain.
+        """
+        if self._writer is None:
+            self._writer = CommitThread()
+
+    def _run(self, job: Callable[[], object]) -> None:
+        if self._writer is None:
+            job()
+        else:
+            self._writer.submit(job)
+
+    def _drained(self) -> sqlite3.Connection:
+        if self._writer is not None:
+            self._writer.drain()
+        return self._db
+
     def close(self) -> None:
-        """Checkpoint the WAL into the database file and close."""
+        """Commit what is queued, checkpoint the WAL into the database file and close."""
         try:
+            if self._writer is not None:
+                self._writer.close()
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             self._db.close()
@@ -251,6 +277,19 @@ class Ledger:
                 )
             )
             ids.append(next_ids[table])
+        # Synchronously, the state advances only once committed. On the writer thread it
+        # advances now: a failed commit stops the writer, and every later call raises.
+        if self._writer is None:
+            self._commit(statements)
+        else:
+            self._writer.submit(lambda: self._commit(statements))
+        self._head, self._seq, self._ids = head, seq, next_ids
+        if len(self._known_contents) > 8192:  # bounded memory; INSERT OR IGNORE stays correct
+            self._known_contents.clear()
+        self._known_contents |= new_contents
+        return ids
+
+    def _commit(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
         self._db.execute("BEGIN")
         try:
             for sql, parameters in statements:
@@ -259,11 +298,6 @@ class Ledger:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self._head, self._seq, self._ids = head, seq, next_ids
-        if len(self._known_contents) > 8192:  # bounded memory; INSERT OR IGNORE stays correct
-            self._known_contents.clear()
-        self._known_contents |= new_contents
-        return ids
 
     def event(self, kind: str, data: Any) -> None:
         """Append an event with JSON data."""
@@ -273,12 +307,12 @@ class Ledger:
 
     def finished_trial_ids(self) -> set[str]:
         """Ids of trials that have a finished row (completed or failed)."""
-        return {row[0] for row in self._db.execute("SELECT trial_id FROM trials")}
+        return {row[0] for row in self._drained().execute("SELECT trial_id FROM trials")}
 
     def unfinished_executions(self) -> dict[str, list[tuple[int, list[int]]]]:
         """Attempts of trials without a finished row: `{trial_id: [(execution, attempt_ids)]}`."""
         found: dict[str, dict[int, list[int]]] = {}
-        for trial_id, execution, attempt_id in self._db.execute(
+        for trial_id, execution, attempt_id in self._drained().execute(
             "SELECT trial_id, execution, id FROM attempts WHERE trial_id NOT IN "
             "(SELECT trial_id FROM trials) ORDER BY id"
         ):
@@ -288,7 +322,7 @@ class Ledger:
     def abandoned_marked(self) -> set[tuple[str, int]]:
         """`(trial_id, execution)` pairs already marked abandoned by an event."""
         marked: set[tuple[str, int]] = set()
-        for (data,) in self._db.execute(
+        for (data,) in self._drained().execute(
             "SELECT data FROM events WHERE kind = 'execution_abandoned'"
         ):
             parsed = json.loads(data)

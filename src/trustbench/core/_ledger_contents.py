@@ -5,10 +5,10 @@ row held its full request. Format 2 moves each message's `content` of `MIN_STORE
 into the `contents` table (`digest` = SHA-256 hex of the UTF-8 text, `body` = its zlib
 compression), stored once however many attempts send it. The attempt's `request` column holds
 `canonical_json({"refs": {message index: digest}, "request": request})`, where each referenced
-message's content is replaced by its digest. The chain hashes that column, so it commits to the
-digests; `content_problems` (run by `verify`) re-hashes every stored body against its digest and
-checks every referenced digest is stored, so an edited or deleted body is caught. Readers get
-the request back exactly as sent (`materialised_request`).
+message's content is replaced by null (its digest is in `refs`). The chain hashes that column,
+so it commits to the digests; `content_problems` (run by `verify`) re-hashes every stored body
+against its digest and checks every referenced digest is stored, so an edited or deleted body is
+caught. Readers get the request back as sent (`ContentReader.request_text`).
 
 Format 1 ledgers (full requests inline) stay readable; resuming one is refused (see
 `Ledger.open`), so a ledger never mixes the two.
@@ -34,9 +34,8 @@ READABLE_FORMATS = (FORMAT_1, FORMAT_2)
 MIN_STORED_CHARS = 256
 """Contents shorter than this stay inline: a digest (64 chars) plus a row would save nothing."""
 
-CONTENTS_DDL = (
-    "CREATE TABLE IF NOT EXISTS contents (digest PRIMARY KEY, body NOT NULL) WITHOUT ROWID"
-)
+CONTENTS_DDL = "CREATE TABLE IF NOT EXISTS contents (digest UNIQUE NOT NULL, body NOT NULL)"
+"""A rowid table: bodies of about 1 kB in a WITHOUT ROWID table took a 4 kB page each."""
 INSERT_CONTENT = "INSERT OR IGNORE INTO contents (digest, body) VALUES (?, ?)"
 
 
@@ -75,7 +74,7 @@ def pack_attempt(
             digest, added = _stored(content, known, new)
             refs[str(index)] = digest
             inserts += added
-            message = {**message, "content": digest}
+            message = {**message, "content": None}  # its digest is in `refs`
         packed_messages.append(message)
     return {**values, "request": _packed(refs, {**request, "messages": packed_messages})}, inserts
 
