@@ -7,10 +7,11 @@ The identical workload (same server and latency, same prompts and evaluation ids
 the same order, same concurrency, every reply validated) through Inspect AI's OpenAI provider
 (`inspect eval bench/inspect_task.py --model openai/... -M responses_api=false --display none`)
 and through `trustbench run` with its full ledger (median of three runs). Prints both walls and
-CPU, Inspect's over ours, and its ceiling Inspect / floor (what zero overhead would get). Inspect's wall and CPU are those of
-its whole `inspect eval` process (start-up and log writing included, as a user meets them); ours
-are `run_experiment` only (freezing and imports excluded), so the CPU ratio flatters us by
-Inspect's start-up (a few seconds of CPU; see bench/README.md).
+CPU, Inspect's over ours, and its ceiling Inspect / floor (what zero overhead would get).
+Inspect's wall and CPU are those of its whole `inspect eval` process (start-up and log writing
+included, as a user meets them); ours are `run_experiment` only (freezing and imports
+excluded), so the CPU ratio flatters us by Inspect's start-up (a few seconds of CPU; see
+bench/README.md).
 """
 
 from __future__ import annotations
