@@ -8,9 +8,11 @@ import zlib
 from pathlib import Path
 
 import pytest
+from tests.support.echo_track import two_candidate_spec, write_corpus
+from tests.support.openai_server import OpenAIServer
 
 from trustbench.core import _ledger as ledger_module
-from trustbench.core import read_ledger
+from trustbench.core import build_manifest, read_ledger, run_experiment, verify_run, write_manifest
 from trustbench.core._ledger import Ledger, verify_chain
 from trustbench.core._ledger_contents import FORMAT_1, FORMAT_2, content_problems
 from trustbench.errors import CheckFailed
@@ -100,3 +102,25 @@ def test_a_format_1_ledger_stays_readable_and_resuming_it_is_refused(
     assert content_problems(_db(tmp_path)) == []
     with pytest.raises(CheckFailed, match=r"format trustbench\.ledger/1; this writes .*ledger/2"):
         Ledger.open(tmp_path, ANCHOR)
+
+
+def test_verify_of_a_real_run_fails_when_a_stored_prompt_is_edited(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    write_corpus(tmp_path / "corpus", 1)
+    case = tmp_path / "corpus" / "cases" / "case-000.json"
+    case.write_text(json.dumps({"id": "case-000", "prompt": PROMPT}))
+    spec = tmp_path / "exp.toml"
+    spec.write_text(two_candidate_spec(openai_server.base_url, trials=2))
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+    run_experiment(run_dir)
+    assert verify_run(run_dir).ok
+    db = _db(run_dir)
+    # Four attempts send the long prompt; it is stored once.
+    assert db.execute("SELECT COUNT(*) FROM contents").fetchone()[0] == 1
+    forged = zlib.compress(PROMPT.replace("Decide", "Permit").encode())
+    db.execute("UPDATE contents SET body = ?", (forged,))
+    db.close()
+    problems = verify_run(run_dir).problems
+    assert len(problems) == 1 and "does not match its digest" in problems[0]
