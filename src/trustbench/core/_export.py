@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trustbench.core._ledger import JSON_COLUMNS, iter_rows, open_for_reading
+from trustbench.core._ledger_contents import ContentReader
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,9 @@ class LedgerContents:
         return index
 
 
-def _parsed(row: dict[str, Any]) -> dict[str, Any]:
+def _parsed(row: dict[str, Any], contents: ContentReader) -> dict[str, Any]:
+    if "request" in row:  # format 2 stores message contents apart: put them back
+        row["request"] = contents.request_text(row["request"])
     for column in JSON_COLUMNS & row.keys():
         if isinstance(row[column], str):
             row[column] = json.loads(row[column])
@@ -55,7 +58,8 @@ def read_ledger(run_dir: Path) -> LedgerContents:
     """Read every row of a run's ledger (run `verify` first to trust it)."""
     connection = open_for_reading(run_dir)
     try:
-        rows = [(table, _parsed(row)) for table, row in iter_rows(connection)]
+        contents = ContentReader(connection)
+        rows = [(table, _parsed(row, contents)) for table, row in iter_rows(connection)]
     finally:
         connection.close()
     trials = [row for table, row in rows if table == "trials"]
@@ -81,9 +85,11 @@ def export_ledger(run_dir: Path, out: Path) -> int:
     connection = open_for_reading(run_dir)
     count = 0
     try:
+        contents = ContentReader(connection)
         with out.open("w", encoding="utf-8") as handle:
             for table, row in iter_rows(connection):
-                handle.write(json.dumps({"table": table, **_parsed(row)}, ensure_ascii=False))
+                parsed = _parsed(row, contents)
+                handle.write(json.dumps({"table": table, **parsed}, ensure_ascii=False))
                 handle.write("\n")
                 count += 1
     finally:

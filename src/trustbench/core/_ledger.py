@@ -22,41 +22,25 @@ import heapq
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
-from trustbench._canonical import canonical_json, float_text, sha256_hex
+from trustbench._canonical import canonical_json
+from trustbench.core._ledger_contents import CONTENTS_DDL, FORMAT_2, ContentReader, pack_attempt
 from trustbench.core._ledger_head import head_problems, write_head
+from trustbench.core._ledger_rows import JSON_COLUMNS as JSON_COLUMNS
+from trustbench.core._ledger_rows import TABLE_COLUMNS, row_hash
+from trustbench.core._ledger_rows import row_canonical_json as row_canonical_json
+from trustbench.core._ledger_writer import CommitThread
 from trustbench.errors import CheckFailed, InputError
 
 LEDGER_FILE = "ledger.sqlite"
 """Name of the ledger in a run folder."""
 
-TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "experiments": ("id", "seq", "manifest_sha256", "ledger_format", "created_at"),
-    "trials": (
-        "id", "seq", "trial_id", "case_id", "candidate", "trial_index", "execution",
-        "order_position", "status", "outcome", "error_class", "error", "started_at",
-        "finished_at", "duration_s", "attempts",
-    ),
-    "attempts": (
-        "id", "seq", "trial_id", "execution", "call_index", "attempt_index", "kind", "call",
-        "started_at", "request_digest", "request", "raw_response", "http_status", "error_class",
-        "error_message", "latency_s", "prompt_tokens", "completion_tokens", "cost_usd",
-        "requested_model", "reported_model", "endpoint",
-    ),
-    "events": ("id", "seq", "at", "kind", "data"),
-}  # fmt: skip
-"""Hashed columns of each table, in order; every table also has `row_hash`."""
-
-JSON_COLUMNS = frozenset({"outcome", "data", "request"})
-"""Columns holding canonical JSON text (parsed on export)."""
-
-LEDGER_FORMAT = "trustbench.ledger/1"
-"""Format id stored in the experiments row."""
+LEDGER_FORMAT = FORMAT_2
+"""Format id stored in the experiments row (what this version writes; see `_ledger_contents`)."""
 
 EMPTY_FILE = (
     "ledger.sqlite is empty (0 bytes): it was truncated or replaced; restore it from a copy or "
@@ -68,61 +52,6 @@ NOT_A_LEDGER = "ledger.sqlite is corrupted or not a SQLite ledger"
 def utc_now() -> str:
     """Current UTC time as ISO 8601 with microseconds."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def row_hash(prev_hash: str, table: str, row: dict[str, Any]) -> str:
-    """The chained hash of one row: sha256(prev_hash || canonical({"table": table, **row}))."""
-    return sha256_hex(prev_hash.encode("ascii") + row_canonical_json(table, row))
-
-
-_MAX_SAFE_INT = 2**53 - 1
-
-_ROW_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
-    table: tuple((name, encode_basestring(name) + ":") for name in sorted(("table", *columns)))
-    for table, columns in TABLE_COLUMNS.items()
-}
-"""Per table, the members of a hashed row in RFC 8785 order (all names are ASCII, so code-point
-order is UTF-16 order) with their encoded `"name":` prefixes, computed once."""
-
-
-def row_canonical_json(table: str, row: dict[str, Any]) -> bytes:
-    """`canonical_json({"table": table, **row})` for a ledger row, byte for byte, faster.
-
-    Hashing every row is the ledger's main CPU cost when writing and all of `verify`'s. A row is
-    a flat object of known members whose values are str, int, float or None, so it is encoded
-    here with the member order and prefixes precomputed and the C string encoder (see
-    `canonical_json`), about 3x faster than the general encoder. Anything else (a tampered row
-    holding a blob, an unsafe integer, unexpected members) takes the general path, so the bytes,
-    and any error, are exactly what `canonical_json` gives.
-    """
-    full = {"table": table, **row}
-    keys = _ROW_KEYS.get(table)
-    if keys is None or len(full) != len(keys):
-        return canonical_json(full)
-    parts: list[str] = []
-    separator = "{"
-    try:
-        for name, prefix in keys:
-            value = full[name]
-            kind = type(value)
-            if kind is str:
-                text = encode_basestring(value)
-            elif value is None:
-                text = "null"
-            elif kind is int and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
-                text = str(value)
-            elif kind is float:
-                text = float_text(value)
-            else:
-                return canonical_json(full)
-            parts.append(separator)
-            parts.append(prefix)
-            parts.append(text)
-            separator = ","
-        parts.append("}")
-        return "".join(parts).encode("utf-8")
-    except (KeyError, UnicodeEncodeError):
-        return canonical_json(full)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -141,6 +70,7 @@ def _create_tables(connection: sqlite3.Connection) -> None:
         connection.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body}, row_hash NOT NULL)")
     connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS trials_trial_id ON trials(trial_id)")
     connection.execute("CREATE INDEX IF NOT EXISTS attempts_trial ON attempts(trial_id)")
+    connection.execute(CONTENTS_DDL)
 
 
 def iter_rows(connection: sqlite3.Connection) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -192,7 +122,8 @@ def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:
 class Ledger:
     """Single-writer append-only ledger of one run folder.
 
-    Only the runner's event loop writes; every `append_*` call is one committed transaction.
+    Only the runner's event loop writes; every `append_*` call is one committed transaction,
+    committed inline or, after `start_writer`, on the writer thread in call order.
     """
 
     def __init__(self, connection: sqlite3.Connection, head: str, seq: int, ids: dict[str, int]):
@@ -202,6 +133,8 @@ class Ledger:
         self._ids = ids
         self._anchor_to: tuple[Path, str] | None = None
         self._anchored_at = float("-inf")
+        self._known_contents: set[str] = set()
+        self._writer: CommitThread | None = None
 
     @classmethod
     def open(cls, run_dir: Path, manifest_sha256: str) -> Ledger:
@@ -228,6 +161,8 @@ class Ledger:
             problems = head_problems(connection, run_dir, manifest_sha256, empty=empty)
             if existed and not empty:
                 problems = verify_chain(connection, manifest_sha256) + problems
+                if (found := ContentReader(connection).format) != LEDGER_FORMAT:
+                    problems.append(f"ledger.sqlite is format {found}; this writes {LEDGER_FORMAT}")
             if problems:
                 connection.close()
                 raise CheckFailed(f"refusing to resume: {problems[0]}", location=str(path))
@@ -268,12 +203,35 @@ class Ledger:
         if self._anchor_to is None or (not force and now - self._anchored_at < 1.0):
             return
         run_dir, manifest_sha256 = self._anchor_to
-        write_head(run_dir, manifest_sha256, self._seq, self._head)
+        seq, head = self._seq, self._head
+        self._run(lambda: write_head(run_dir, manifest_sha256, seq, head))
         self._anchored_at = now
 
+    def start_writer(self) -> None:
+        """From now on, commit and anchor on a writer thread, in order (see `_ledger_writer`).
+
+        Appends then return once their rows are hashed and queued; reads and `close` wait for
+        the queue to drain.
+        """
+        if self._writer is None:
+            self._writer = CommitThread()
+
+    def _run(self, job: Callable[[], object]) -> None:
+        if self._writer is None:
+            job()
+        else:
+            self._writer.submit(job)
+
+    def _drained(self) -> sqlite3.Connection:
+        if self._writer is not None:
+            self._writer.drain()
+        return self._db
+
     def close(self) -> None:
-        """Checkpoint the WAL into the database file and close."""
+        """Commit what is queued, checkpoint the WAL into the database file and close."""
         try:
+            if self._writer is not None:
+                self._writer.close()
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             self._db.close()
@@ -294,8 +252,12 @@ class Ledger:
         statements: list[tuple[str, tuple[Any, ...]]] = []
         head, seq = self._head, self._seq
         next_ids = dict(self._ids)
+        new_contents: set[str] = set()
         for table, values in rows:
             columns = TABLE_COLUMNS[table]
+            if table == "attempts":
+                values, inserts = pack_attempt(values, self._known_contents, new_contents)
+                statements += inserts
             next_ids[table] += 1
             seq += 1
             row = {"id": next_ids[table], "seq": seq, **values}
@@ -315,6 +277,19 @@ class Ledger:
                 )
             )
             ids.append(next_ids[table])
+        # Synchronously, the state advances only once committed. On the writer thread it
+        # advances now: a failed commit stops the writer, and every later call raises.
+        if self._writer is None:
+            self._commit(statements)
+        else:
+            self._writer.submit(lambda: self._commit(statements))
+        self._head, self._seq, self._ids = head, seq, next_ids
+        if len(self._known_contents) > 8192:  # bounded memory; INSERT OR IGNORE stays correct
+            self._known_contents.clear()
+        self._known_contents |= new_contents
+        return ids
+
+    def _commit(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
         self._db.execute("BEGIN")
         try:
             for sql, parameters in statements:
@@ -323,8 +298,6 @@ class Ledger:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self._head, self._seq, self._ids = head, seq, next_ids
-        return ids
 
     def event(self, kind: str, data: Any) -> None:
         """Append an event with JSON data."""
@@ -334,12 +307,12 @@ class Ledger:
 
     def finished_trial_ids(self) -> set[str]:
         """Ids of trials that have a finished row (completed or failed)."""
-        return {row[0] for row in self._db.execute("SELECT trial_id FROM trials")}
+        return {row[0] for row in self._drained().execute("SELECT trial_id FROM trials")}
 
     def unfinished_executions(self) -> dict[str, list[tuple[int, list[int]]]]:
         """Attempts of trials without a finished row: `{trial_id: [(execution, attempt_ids)]}`."""
         found: dict[str, dict[int, list[int]]] = {}
-        for trial_id, execution, attempt_id in self._db.execute(
+        for trial_id, execution, attempt_id in self._drained().execute(
             "SELECT trial_id, execution, id FROM attempts WHERE trial_id NOT IN "
             "(SELECT trial_id FROM trials) ORDER BY id"
         ):
@@ -349,7 +322,7 @@ class Ledger:
     def abandoned_marked(self) -> set[tuple[str, int]]:
         """`(trial_id, execution)` pairs already marked abandoned by an event."""
         marked: set[tuple[str, int]] = set()
-        for (data,) in self._db.execute(
+        for (data,) in self._drained().execute(
             "SELECT data FROM events WHERE kind = 'execution_abandoned'"
         ):
             parsed = json.loads(data)

@@ -218,6 +218,7 @@ async def _run_into_ledger(
                 "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
             )
         next_execution, abandoned = _mark_abandoned(ledger)
+        ledger.start_writer()  # SQLite commits off the event loop from here on
         order = list(enumerate(trial_order(keys, spec.order_seed)))
         remaining = [(position, key) for position, key in order if key.trial_id not in finished]
         if limit is not None:

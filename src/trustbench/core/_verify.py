@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trustbench.core._ledger import NOT_A_LEDGER, TABLE_COLUMNS, open_for_reading, verify_chain
+from trustbench.core._ledger_contents import content_problems
 from trustbench.core._ledger_head import head_problems
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
@@ -54,6 +55,8 @@ def verify_run(run_dir: Path) -> VerifyReport:
     connection = open_for_reading(run_dir)
     try:
         report.problems = verify_chain(connection, manifest.manifest_sha256)
+        # The chain commits to content digests; the stored bodies are re-hashed against them.
+        report.problems += content_problems(connection)
         chain_intact = not report.problems
         report.problems += head_problems(connection, run_dir, manifest.manifest_sha256, empty=False)
         report.rows = sum(

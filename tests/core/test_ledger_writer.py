@@ -1,0 +1,70 @@
+"""The ledger's writer thread: commits off the caller's thread, in order, fail-stop."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from trustbench.core._ledger import Ledger, verify_chain
+from trustbench.core._ledger_head import head_problems
+
+ANCHOR = "0" * 64
+
+
+def test_queued_appends_commit_in_order_on_another_thread_and_close_drains_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    committing_threads: set[int] = set()
+    commit = Ledger._commit
+
+    def recording_commit(self: Ledger, statements: list) -> None:
+        committing_threads.add(threading.get_ident())
+        commit(self, statements)
+
+    monkeypatch.setattr(Ledger, "_commit", recording_commit)
+    ledger = Ledger.open(tmp_path, ANCHOR)  # commits its experiments row inline
+    ledger.start_writer()
+    committing_threads.clear()
+    for trial in range(50):
+        ledger.append_many(
+            [("attempts", {"trial_id": f"t{trial}"}), ("trials", {"trial_id": f"t{trial}"})]
+        )
+        ledger.anchor()
+    ledger.event("run_finished", {})
+    ledger.anchor(force=True)
+    ledger.close()
+    assert committing_threads and threading.get_ident() not in committing_threads
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert verify_chain(db, ANCHOR) == []
+    assert [r[0] for r in db.execute("SELECT trial_id FROM trials ORDER BY seq")] == [
+        f"t{trial}" for trial in range(50)
+    ]
+    # The anchor written last names the last committed row (the sign-off event).
+    assert head_problems(db, tmp_path, ANCHOR, empty=False) == []
+
+
+def test_reads_wait_for_queued_appends(tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path, ANCHOR)
+    ledger.start_writer()
+    ledger.append("trials", {"trial_id": "t0"})
+    assert ledger.finished_trial_ids() == {"t0"}
+    ledger.close()
+
+
+def test_a_failed_commit_stops_the_writer_and_no_later_row_is_committed(tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path, ANCHOR)
+    db = sqlite3.connect(tmp_path / "ledger.sqlite", isolation_level=None)
+    db.execute(
+        "CREATE TRIGGER full BEFORE INSERT ON trials WHEN NEW.trial_id = 'bad' "
+        "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
+    ledger.start_writer()
+    ledger.append("trials", {"trial_id": "before"})
+    ledger.append("trials", {"trial_id": "bad"})
+    ledger.append("trials", {"trial_id": "after"})
+    with pytest.raises(sqlite3.IntegrityError, match="disk full"):
+        ledger.close()
+    assert [r[0] for r in db.execute("SELECT trial_id FROM trials")] == ["before"]
