@@ -125,3 +125,24 @@ def test_without_a_report_every_sample_is_not_graded_never_a_pass(
     invoke("export-inspect", str(reported), "--out", str(tmp_path / "logs"))
     log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
     assert {s.scores["trustbench"].value for s in log.samples} == {"not_graded"}
+
+
+def test_a_failed_trial_is_exported_as_a_sample_with_its_error(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    first: list[str] = []
+
+    def always_failing_first_case(body: Any, number: int) -> Behaviour | None:
+        eid = CandidateInput.model_validate_json(body["messages"][-1]["content"]).evaluation_id
+        first.append(first[0] if first else eid)
+        return server_error(500) if eid == first[0] else reply("approve")
+
+    openai_server.script(always_failing_first_case)
+    run_dir = run_spec(tmp_path, spec_text(LLM.format(base_url=openai_server.base_url)))
+    report_run(run_dir)
+    code, output = invoke("export-inspect", str(run_dir), "--out", str(tmp_path / "logs"))
+    assert code == 0, output
+    log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
+    failed = [s for s in log.samples if s.error is not None]
+    assert len(failed) == 1 and failed[0].metadata["error_class"] == "server_error"

@@ -152,7 +152,9 @@ def _sample(
             "transport_retries": sum(1 for a in attempts if a.get("kind") == "transport_retry"),
         },
         events=[_attempt_event(a, str(model)) for a in attempts],
-        error=EvalError(message=trial["error"] or str(trial["error_class"]), traceback="")
+        error=EvalError(
+            message=trial["error"] or str(trial["error_class"]), traceback="", traceback_ansi=""
+        )
         if failed
         else None,
         started_at=trial["started_at"],
