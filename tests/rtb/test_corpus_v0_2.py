@@ -236,14 +236,16 @@ def test_reviewer_track_refuses_a_corpus_whose_policy_the_reviewer_does_not_impl
     assert reviewer in str(info.value)
 
 
-def test_control_track_refuses_a_v0_2_corpus_instead_of_enforcing_v0_1_rules(
+def test_workflow_track_refuses_a_v0_2_corpus_instead_of_enforcing_v0_1_rules(
     tmp_path: Path,
 ) -> None:
-    spec = tmp_path / "control.toml"
+    # The control boundaries enforce v0.2 (tests/rtb/test_control_v0_2.py); the workflow track's
+    # scripted agents and tool texts are v0.1-only, so it must refuse a v0.2 corpus by policy id.
+    spec = tmp_path / "workflow.toml"
     spec.write_text(
         """
 suite = "rtb"
-track = "control"
+track = "workflow"
 trials_per_case = 1
 concurrency = 1
 timeout_s = 10.0
@@ -255,9 +257,9 @@ path = "CORPUS"
 unit = "case"
 
 [[candidates]]
-name = "reference"
+name = "honest"
 kind = "inprocess"
-settings = { boundary = "reference" }
+settings = { agent = "honest", boundary = "reference" }
 """.replace("CORPUS", str(USER_FIXTURE)),
         encoding="utf-8",
     )
