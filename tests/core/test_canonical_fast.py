@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 import math
 
 import pytest
@@ -10,7 +11,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustbench._canonical import canonical_json, float_text
+from trustbench._canonical import canonical_json, float_text, sha256_hex
 from trustbench.core._ledger import TABLE_COLUMNS, row_canonical_json
 
 _scalars = (
@@ -91,3 +92,9 @@ def test_tampered_row_values_get_the_general_encoding_and_its_errors(odd: object
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_float_text_is_the_rfc8785_number_format(value: float) -> None:
     assert float_text(value) == rfc8785.dumps(value).decode()
+
+
+@pytest.mark.parametrize("size", [0, 1, 2047, 2048, 4094, 4095, 6718, 100_000])
+def test_sha256_hex_in_gil_keeping_chunks_equals_hashlib_at_every_size(size: int) -> None:
+    data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+    assert sha256_hex(data) == hashlib.sha256(data).hexdigest()

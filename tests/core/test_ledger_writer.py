@@ -63,8 +63,58 @@ def test_a_failed_commit_stops_the_writer_and_no_later_row_is_committed(tmp_path
     )
     ledger.start_writer()
     ledger.append("trials", {"trial_id": "before"})
+    ledger.finished_trial_ids()  # waits until "before" is committed on its own
     ledger.append("trials", {"trial_id": "bad"})
     ledger.append("trials", {"trial_id": "after"})
     with pytest.raises(sqlite3.IntegrityError, match="disk full"):
         ledger.close()
     assert [r[0] for r in db.execute("SELECT trial_id FROM trials")] == ["before"]
+
+
+def test_rows_appended_while_the_writer_is_busy_are_committed_in_one_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    groups: list[int] = []
+    commit = Ledger._commit
+
+    def counting_commit(self: Ledger, statements: list) -> None:
+        groups.append(len(statements))
+        commit(self, statements)
+
+    monkeypatch.setattr(Ledger, "_commit", counting_commit)
+    ledger = Ledger.open(tmp_path, ANCHOR)
+    ledger.start_writer()
+    groups.clear()
+    busy, release = threading.Event(), threading.Event()
+    ledger._run(lambda: (busy.set(), release.wait(10)))  # the writer is busy with a slow job
+    busy.wait(10)
+    for trial in range(20):
+        ledger.append_many(
+            [("attempts", {"trial_id": f"t{trial}"}), ("trials", {"trial_id": f"t{trial}"})]
+        )
+    release.set()
+    ledger.close()
+    assert groups == [40]  # one transaction for all twenty appends
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert verify_chain(db, ANCHOR) == []
+    assert db.execute("SELECT COUNT(*) FROM trials").fetchone() == (20,)
+
+
+def test_a_group_with_a_failing_row_commits_none_of_its_appends(tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path, ANCHOR)
+    db = sqlite3.connect(tmp_path / "ledger.sqlite", isolation_level=None)
+    db.execute(
+        "CREATE TRIGGER full BEFORE INSERT ON trials WHEN NEW.trial_id = 'bad' "
+        "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
+    ledger.start_writer()
+    release = threading.Event()
+    ledger._run(lambda: release.wait(10))
+    for name in ("grouped", "bad", "after"):
+        ledger.append("trials", {"trial_id": name})
+    release.set()
+    with pytest.raises(sqlite3.IntegrityError, match="disk full"):
+        ledger.close()
+    # All or none per group, and never a row after a lost one: the trials are run again.
+    assert db.execute("SELECT COUNT(*) FROM trials").fetchone() == (0,)
+    assert verify_chain(db, ANCHOR) == []

@@ -303,6 +303,7 @@ class TrialContext:
                 "reported_model": result.reported_model,
                 "endpoint": result.endpoint,
             },
+            family=self.key.case_id,  # a case's trials send alike texts: compress them together
         )
         self._attempt_index += 1
         self._services.attempts += 1

@@ -46,8 +46,9 @@ class LedgerContents:
 
 
 def _parsed(row: dict[str, Any], contents: ContentReader) -> dict[str, Any]:
-    if "request" in row:  # format 2 stores message contents apart: put them back
+    if "request" in row:  # formats 2 and 3 store texts apart, by digest: put them back
         row["request"] = contents.request_text(row["request"])
+        row["raw_response"] = contents.response_text(row["raw_response"])
     for column in JSON_COLUMNS & row.keys():
         if isinstance(row[column], str):
             row[column] = json.loads(row[column])

@@ -7,10 +7,12 @@ and `row_hash = sha256(prev_row_hash || canonical_json({"table": ..., **row}))`,
 row's predecessor is the manifest hash. Changing one byte of a row, deleting a row or reordering
 rows breaks the chain at that row, which `verify_ledger` names.
 
-Durability: WAL journal with `synchronous=NORMAL`, one transaction per attempt and per finished
-trial. A committed WAL transaction survives the death of the process (SIGKILL, crash): the threat
-this ledger is built for. It may not survive a power loss or OS crash (that needs FULL, one fsync
-per commit); the run can then be resumed from what was flushed, with the chain still verifiable.
+Durability: WAL journal with `synchronous=NORMAL`; each `append_many` call (an attempt, a
+finished trial) is all-or-none, and the writer thread may commit several calls in one
+transaction. A committed WAL transaction survives the death of the process (SIGKILL, crash): the
+threat this ledger is built for. It may not survive a power loss or OS crash (that needs FULL,
+one fsync per commit); the run can then be resumed from what was flushed, with the chain still
+verifiable.
 
 Columns have no declared type (SQLite affinity NONE), so each value reads back exactly as it was
 written and the hash recomputed at verification sees the same value that was hashed at write time.
@@ -28,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from trustbench._canonical import canonical_json
-from trustbench.core._ledger_contents import CONTENTS_DDL, FORMAT_2, ContentReader, pack_attempt
+from trustbench.core._ledger_contents import (
+    CONTENTS_DDL,
+    FORMAT_3,
+    ContentReader,
+    ContentStore,
+    NewContent,
+    Statement,
+)
 from trustbench.core._ledger_head import head_problems, write_head
 from trustbench.core._ledger_rows import JSON_COLUMNS as JSON_COLUMNS
 from trustbench.core._ledger_rows import TABLE_COLUMNS, row_hash
@@ -39,7 +48,7 @@ from trustbench.errors import CheckFailed, InputError
 LEDGER_FILE = "ledger.sqlite"
 """Name of the ledger in a run folder."""
 
-LEDGER_FORMAT = FORMAT_2
+LEDGER_FORMAT = FORMAT_3
 """Format id stored in the experiments row (what this version writes; see `_ledger_contents`)."""
 
 EMPTY_FILE = (
@@ -47,6 +56,14 @@ EMPTY_FILE = (
     "freeze into a new run folder"
 )
 NOT_A_LEDGER = "ledger.sqlite is corrupted or not a SQLite ledger"
+
+
+_INSERT: dict[str, str] = {
+    table: f"INSERT INTO {table} ({', '.join(columns)}, row_hash) "
+    f"VALUES ({', '.join('?' * (len(columns) + 1))})"
+    for table, columns in TABLE_COLUMNS.items()
+}
+"""The `INSERT` statement of each table, built once."""
 
 
 def utc_now() -> str:
@@ -133,7 +150,7 @@ class Ledger:
         self._ids = ids
         self._anchor_to: tuple[Path, str] | None = None
         self._anchored_at = float("-inf")
-        self._known_contents: set[str] = set()
+        self._contents = ContentStore()
         self._writer: CommitThread | None = None
 
     @classmethod
@@ -214,7 +231,7 @@ class Ledger:
         the queue to drain.
         """
         if self._writer is None:
-            self._writer = CommitThread()
+            self._writer = CommitThread(self._commit)
 
     def _run(self, job: Callable[[], object]) -> None:
         if self._writer is None:
@@ -236,27 +253,31 @@ class Ledger:
         finally:
             self._db.close()
 
-    def append(self, table: str, values: dict[str, Any]) -> int:
+    def append(self, table: str, values: dict[str, Any], *, family: str | None = None) -> int:
         """Append one row in its own transaction; return its id.
 
         Args:
             table: One of `TABLE_COLUMNS`.
             values: Column values except id/seq (JSON columns already encoded as text); only
                 str, int, float and None are stored.
+            family: For attempts, what groups alike texts for compression (see
+                `_ledger_contents`); the runner passes the trial's case id.
         """
-        return self.append_many([(table, values)])[0]
+        return self.append_many([(table, values)], family=family)[0]
 
-    def append_many(self, rows: list[tuple[str, dict[str, Any]]]) -> list[int]:
+    def append_many(
+        self, rows: list[tuple[str, dict[str, Any]]], *, family: str | None = None
+    ) -> list[int]:
         """Append several rows in one transaction (all or none survive a crash)."""
         ids: list[int] = []
-        statements: list[tuple[str, tuple[Any, ...]]] = []
+        statements: list[Statement] = []
         head, seq = self._head, self._seq
         next_ids = dict(self._ids)
-        new_contents: set[str] = set()
+        batch = self._contents.begin()
         for table, values in rows:
             columns = TABLE_COLUMNS[table]
             if table == "attempts":
-                values, inserts = pack_attempt(values, self._known_contents, new_contents)
+                values, inserts = batch.pack_attempt(values, family)
                 statements += inserts
             next_ids[table] += 1
             seq += 1
@@ -269,30 +290,27 @@ class Ledger:
                 raise KeyError(f"unknown columns for {table}: {sorted(set(row) - set(columns))}")
             ordered = {name: row[name] for name in columns}
             head = row_hash(head, table, ordered)
-            placeholders = ", ".join("?" * (len(columns) + 1))
-            statements.append(
-                (
-                    f"INSERT INTO {table} ({', '.join(columns)}, row_hash) VALUES ({placeholders})",
-                    (*ordered.values(), head),
-                )
-            )
+            statements.append((_INSERT[table], (*ordered.values(), head)))
             ids.append(next_ids[table])
         # Synchronously, the state advances only once committed. On the writer thread it
         # advances now: a failed commit stops the writer, and every later call raises.
         if self._writer is None:
             self._commit(statements)
         else:
-            self._writer.submit(lambda: self._commit(statements))
+            self._writer.submit_statements(statements)
         self._head, self._seq, self._ids = head, seq, next_ids
-        if len(self._known_contents) > 8192:  # bounded memory; INSERT OR IGNORE stays correct
-            self._known_contents.clear()
-        self._known_contents |= new_contents
+        batch.commit()
         return ids
 
-    def _commit(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    def _commit(self, statements: list[Statement]) -> None:
+        # Contents are compressed here, on the writer thread when there is one (zlib releases
+        # the GIL), not on the event loop that appended them.
         self._db.execute("BEGIN")
         try:
-            for sql, parameters in statements:
+            for statement in statements:
+                sql, parameters = (
+                    statement.statement() if isinstance(statement, NewContent) else statement
+                )
                 self._db.execute(sql, parameters)
             self._db.execute("COMMIT")
         except BaseException:

@@ -1,17 +1,30 @@
-"""Ledger format 2: message contents stored once, by SHA-256, outside the chained rows.
+"""Ledger format 3: message contents and raw responses stored once, by SHA-256, compressed.
 
 Every attempt of a review repeats the same 3.7 kB review prompt, and in format 1 each attempt
-row held its full request. Format 2 moves each message's `content` of `MIN_STORED_CHARS` or more
-into the `contents` table (`digest` = SHA-256 hex of the UTF-8 text, `body` = its zlib
-compression), stored once however many attempts send it. The attempt's `request` column holds
-`canonical_json({"refs": {message index: digest}, "request": request})`, where each referenced
-message's content is replaced by null (its digest is in `refs`). The chain hashes that column,
-so it commits to the digests; `content_problems` (run by `verify`) re-hashes every stored body
-against its digest and checks every referenced digest is stored, so an edited or deleted body is
-caught. Readers get the request back as sent (`ContentReader.request_text`).
+row held its full request and its full raw response. Format 2 moved each request message's
+`content` of `MIN_STORED_CHARS` or more into the `contents` table (`digest` = SHA-256 hex of the
+UTF-8 text, `body` = its zlib compression), stored once however many attempts send it.
 
-Format 1 ledgers (full requests inline) stay readable; resuming one is refused (see
-`Ledger.open`), so a ledger never mixes the two.
+Format 3 adds two things:
+
+- The raw response is stored in `contents` too: the attempt's `raw_response` column holds its
+  digest (or null when there was no response).
+- A body may be compressed against a *base*: the text of another `contents` row, used as zlib's
+  preset dictionary (`base` = that row's digest; null for a body compressed alone). The writer
+  picks as base the first text it stored for the same message slot of the same *family* (the
+  caller's grouping, the trial's case for the runner). Trials of one case send messages that
+  differ only in their fresh evaluation id, so a 2.7 kB user message shrinks to about 0.1 kB
+  instead of about 1.1 kB alone, and a repeated reply likewise.
+
+The attempt's `request` column holds `canonical_json({"refs": {message index: digest},
+"request": request})`, where each referenced message's content is replaced by null. The chain
+hashes the `request` and `raw_response` columns, so it commits to the digests;
+`content_problems` (run by `verify`) decompresses and re-hashes every stored body against its
+digest and checks every referenced digest is stored, so an edited or deleted body (or base) is
+caught. Readers get the request and response back as sent (`ContentReader`).
+
+Format 1 and 2 ledgers stay readable; resuming one is refused (see `Ledger.open`), so a ledger
+never mixes formats.
 """
 
 from __future__ import annotations
@@ -20,82 +33,165 @@ import hashlib
 import json
 import sqlite3
 import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
-from trustbench._canonical import canonical_json
+from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.errors import CheckFailed
 
 FORMAT_1 = "trustbench.ledger/1"
-"""Full requests inline in each attempt row."""
+"""Full requests and responses inline in each attempt row."""
 FORMAT_2 = "trustbench.ledger/2"
-"""Message contents stored once by digest (this module)."""
-READABLE_FORMATS = (FORMAT_1, FORMAT_2)
+"""Request message contents stored once by digest."""
+FORMAT_3 = "trustbench.ledger/3"
+"""Request message contents and raw responses stored once by digest, against bases (this module)."""
+READABLE_FORMATS = (FORMAT_1, FORMAT_2, FORMAT_3)
 
 MIN_STORED_CHARS = 256
-"""Contents shorter than this stay inline: a digest (64 chars) plus a row would save nothing."""
+"""Request contents shorter than this stay inline: a digest (64 chars) plus a row would save
+nothing. (Raw responses always go by digest in format 3, so the column has one meaning.)"""
 
-CONTENTS_DDL = "CREATE TABLE IF NOT EXISTS contents (digest UNIQUE NOT NULL, body NOT NULL)"
+COMPRESSION_LEVEL = 6
+"""zlib level: 6 and 9 give the same sizes here; 1 is 45% larger against a base for no
+measurable CPU saving (the compression runs on the writer thread, outside the GIL)."""
+
+MAX_BASE_DEPTH = 8
+"""A body's base may itself have a base (a resumed run reuses earlier rows); deeper chains than
+this, or a cycle, can only come from tampering."""
+
+CONTENTS_DDL = "CREATE TABLE IF NOT EXISTS contents (digest UNIQUE NOT NULL, body NOT NULL, base)"
 """A rowid table: bodies of about 1 kB in a WITHOUT ROWID table took a 4 kB page each."""
-INSERT_CONTENT = "INSERT OR IGNORE INTO contents (digest, body) VALUES (?, ?)"
+INSERT_CONTENT = "INSERT OR IGNORE INTO contents (digest, body, base) VALUES (?, ?, ?)"
+
+RESPONSE_SLOT = "response"
+"""The slot of raw responses (request messages use their index)."""
 
 
-def pack_attempt(
-    values: dict[str, Any], known: set[str], new: set[str]
-) -> tuple[dict[str, Any], list[tuple[str, tuple[Any, ...]]]]:
-    """The format 2 form of an attempt row and the `contents` inserts it needs.
+@dataclass(frozen=True)
+class NewContent:
+    """A text to insert into `contents`; compressed only when committed (on the writer thread)."""
 
-    Args:
-        values: The attempt's column values; `request` is the request's JSON text.
-        known: Digests this writer has committed: their bodies are not compressed again.
-        new: Digests inserted by this transaction so far (updated); the caller adds them to
-            `known` once it commits, so a rolled-back body is never taken as stored.
+    digest: str
+    data: bytes
+    base: tuple[str, bytes] | None
+    """`(digest, text)` of the base whose text is the compression dictionary, or None."""
 
-    Returns:
-        The values with `request` packed, and `(sql, parameters)` inserts for new contents.
+    def statement(self) -> tuple[str, tuple[Any, ...]]:
+        """The `INSERT` of this content, its body compressed now."""
+        if self.base is None:
+            return INSERT_CONTENT, (self.digest, zlib.compress(self.data, COMPRESSION_LEVEL), None)
+        packer = zlib.compressobj(COMPRESSION_LEVEL, zdict=self.base[1])
+        body = packer.compress(self.data) + packer.flush()
+        return INSERT_CONTENT, (self.digest, body, self.base[0])
+
+
+Statement = tuple[str, tuple[Any, ...]] | NewContent
+"""A row insert: plain SQL with parameters, or a content compressed when committed."""
+
+
+class ContentStore:
+    """The writer's side of format 3: which texts are stored and which serve as bases.
+
+    Memory is bounded: at most `MAX_KNOWN` digests and `MAX_BASES` bases are remembered; a text
+    forgotten and seen again is inserted again and ignored by `INSERT OR IGNORE`.
     """
-    text = values.get("request")
-    if not isinstance(text, str):
-        return values, []
-    try:
-        request = json.loads(text)
-    except ValueError:
-        request = None
-    messages = request.get("messages") if isinstance(request, dict) else None
-    if not isinstance(messages, list):
-        # Not a chat request: stored whole, by digest (ref "*").
-        digest, inserts = _stored(text, known, new)
-        return {**values, "request": _packed({"*": digest}, None)}, inserts
-    refs: dict[str, str] = {}
-    inserts: list[tuple[str, tuple[Any, ...]]] = []
-    packed_messages = []
-    for index, message in enumerate(messages):
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str) and len(content) >= MIN_STORED_CHARS:
-            digest, added = _stored(content, known, new)
-            refs[str(index)] = digest
-            inserts += added
-            message = {**message, "content": None}  # its digest is in `refs`
-        packed_messages.append(message)
-    return {**values, "request": _packed(refs, {**request, "messages": packed_messages})}, inserts
+
+    MAX_KNOWN = 8192
+    MAX_BASES = 1024
+
+    def __init__(self) -> None:
+        self._known: set[str] = set()
+        self._bases: OrderedDict[tuple[str | None, str], tuple[str, bytes]] = OrderedDict()
+
+    def begin(self) -> _Batch:
+        """A batch of packs whose new texts and bases count only once `commit`ted."""
+        return _Batch(self)
+
+    def _remember(self, batch: _Batch) -> None:
+        if len(self._known) > self.MAX_KNOWN:
+            self._known.clear()
+        self._known |= batch.new
+        for key, base in batch.bases.items():
+            self._bases[key] = base
+            self._bases.move_to_end(key)
+        while len(self._bases) > self.MAX_BASES:
+            self._bases.popitem(last=False)
+
+
+class _Batch:
+    """The packs of one `append_many`: rolled back with it when it fails."""
+
+    def __init__(self, store: ContentStore) -> None:
+        self._store = store
+        self.new: set[str] = set()
+        self.bases: dict[tuple[str | None, str], tuple[str, bytes]] = {}
+
+    def commit(self) -> None:
+        """The batch's rows are committed (or queued for commit): remember its texts."""
+        self._store._remember(self)
+
+    def pack_attempt(
+        self, values: dict[str, Any], family: str | None
+    ) -> tuple[dict[str, Any], list[Statement]]:
+        """The format 3 form of an attempt row and the `contents` inserts it needs.
+
+        Args:
+            values: The attempt's column values; `request` is the request's JSON text.
+            family: Groups attempts whose texts are alike (the runner passes the case id);
+                None groups by message slot only.
+
+        Returns:
+            The values with `request` and `raw_response` packed, and the inserts they need.
+        """
+        inserts: list[Statement] = []
+        packed = dict(values)
+        raw = values.get("raw_response")
+        if isinstance(raw, str):
+            packed["raw_response"] = self._stored(raw, family, RESPONSE_SLOT, inserts)
+        text = values.get("request")
+        if not isinstance(text, str):
+            return packed, inserts
+        try:
+            request = json.loads(text)
+        except ValueError:
+            request = None
+        messages = request.get("messages") if isinstance(request, dict) else None
+        if not isinstance(messages, list):
+            # Not a chat request: stored whole, by digest (ref "*").
+            packed["request"] = _packed({"*": self._stored(text, family, "*", inserts)}, None)
+            return packed, inserts
+        refs: dict[str, str] = {}
+        packed_messages = []
+        for index, message in enumerate(messages):
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, str) and len(content) >= MIN_STORED_CHARS:
+                refs[str(index)] = self._stored(content, family, str(index), inserts)
+                message = {**message, "content": None}  # its digest is in `refs`
+            packed_messages.append(message)
+        packed["request"] = _packed(refs, {**request, "messages": packed_messages})
+        return packed, inserts
+
+    def _stored(self, text: str, family: str | None, slot: str, inserts: list[Statement]) -> str:
+        data = text.encode("utf-8")
+        digest = sha256_hex(data)
+        if digest in self._store._known or digest in self.new:
+            return digest
+        self.new.add(digest)
+        key = (family, slot)
+        base = self.bases.get(key) or self._store._bases.get(key)
+        if base is None:
+            self.bases[key] = (digest, data)  # the first of its kind is stored alone
+        inserts.append(NewContent(digest, data, base))
+        return digest
 
 
 def _packed(refs: dict[str, str], request: Any) -> str:
     return canonical_json({"refs": refs, "request": request}).decode("utf-8")
 
 
-def _stored(
-    text: str, known: set[str], new: set[str]
-) -> tuple[str, list[tuple[str, tuple[Any, ...]]]]:
-    data = text.encode("utf-8")
-    digest = hashlib.sha256(data).hexdigest()
-    if digest in known or digest in new:
-        return digest, []
-    new.add(digest)
-    return digest, [(INSERT_CONTENT, (digest, zlib.compress(data, 6)))]
-
-
 class ContentReader:
-    """Materialises format 2 requests from one open ledger; a no-op for format 1."""
+    """Materialises stored requests and responses from one open ledger; a no-op for format 1."""
 
     def __init__(self, connection: sqlite3.Connection):
         found = connection.execute(
@@ -105,11 +201,16 @@ class ContentReader:
         if self.format not in READABLE_FORMATS:
             raise CheckFailed(
                 f"ledger.sqlite is format {self.format!r}; this trustbench reads "
-                f"{' and '.join(READABLE_FORMATS)}: use the trustbench that wrote it",
+                f"{', '.join(READABLE_FORMATS)}: use the trustbench that wrote it",
                 location="ledger.sqlite",
             )
         self._db = connection
         self._cache: dict[str, str] = {}
+        self._select = (
+            "SELECT body, base FROM contents WHERE digest = ?"
+            if self.format == FORMAT_3
+            else "SELECT body, NULL FROM contents WHERE digest = ?"
+        )
 
     def request_text(self, stored: Any) -> Any:
         """The request JSON text as sent, from the stored `request` column."""
@@ -118,49 +219,82 @@ class ContentReader:
         packed = json.loads(stored)
         refs, request = packed["refs"], packed["request"]
         if "*" in refs:
-            return self._body(refs["*"])
+            return self.text(refs["*"])
         for index, digest in refs.items():
-            request["messages"][int(index)]["content"] = self._body(digest)
+            request["messages"][int(index)]["content"] = self.text(digest)
         return canonical_json(request).decode("utf-8")
 
-    def _body(self, digest: str) -> str:
+    def response_text(self, stored: Any) -> Any:
+        """The raw response as received, from the stored `raw_response` column."""
+        if self.format != FORMAT_3 or not isinstance(stored, str):
+            return stored
+        return self.text(stored)
+
+    def text(self, digest: str, depth: int = 0) -> str:
+        """The stored text of `digest`, decompressed against its base.
+
+        Raises:
+            CheckFailed: when it (or its base) is missing, undecodable, or bases nest too deep.
+        """
         text = self._cache.get(digest)
-        if text is None:
-            found = self._db.execute(
-                "SELECT body FROM contents WHERE digest = ?", (digest,)
-            ).fetchone()
-            if found is None:
-                raise CheckFailed(
-                    f"ledger.sqlite: stored content {digest} is missing (run `trustbench verify`)",
-                    location="ledger.sqlite",
-                )
-            text = zlib.decompress(found[0]).decode("utf-8")
-            if len(self._cache) < 4096:
-                self._cache[digest] = text
+        if text is not None:
+            return text
+        found = self._db.execute(self._select, (digest,)).fetchone()
+        if found is None:
+            raise CheckFailed(
+                f"ledger.sqlite: stored content {digest} is missing (run `trustbench verify`)",
+                location="ledger.sqlite",
+            )
+        body, base = found
+        if base is not None and depth >= MAX_BASE_DEPTH:
+            raise CheckFailed(
+                f"ledger.sqlite: stored content {digest}: its bases nest deeper than "
+                f"{MAX_BASE_DEPTH} (edited?)",
+                location="ledger.sqlite",
+            )
+        try:
+            if base is None:
+                data = zlib.decompress(body)
+            else:
+                unpacker = zlib.decompressobj(zdict=self.text(base, depth + 1).encode("utf-8"))
+                data = unpacker.decompress(body) + unpacker.flush()
+            text = data.decode("utf-8")
+        except (zlib.error, TypeError, UnicodeDecodeError, ValueError):
+            raise CheckFailed(
+                f"ledger.sqlite: stored content {digest} cannot be decompressed (edited?)",
+                location="ledger.sqlite",
+            ) from None
+        if len(self._cache) < 4096:
+            self._cache[digest] = text
         return text
 
 
 def content_problems(connection: sqlite3.Connection) -> list[str]:
-    """Format 2 contents that do not match their digests or are missing; empty when intact."""
+    """Contents that do not match their digests or are missing; empty when intact."""
     try:
-        if ContentReader(connection).format != FORMAT_2:
-            return []
+        reader = ContentReader(connection)
     except CheckFailed as error:  # an unknown format id (the chain says whether it was edited)
         return [str(error)]
+    if reader.format == FORMAT_1:
+        return []
     stored: set[str] = set()
-    for digest, body in connection.execute("SELECT digest, body FROM contents"):
+    for (digest,) in connection.execute("SELECT digest FROM contents"):
         try:
-            actual = hashlib.sha256(zlib.decompress(body)).hexdigest()
-        except (zlib.error, TypeError):
+            actual = hashlib.sha256(reader.text(digest).encode("utf-8")).hexdigest()
+        except CheckFailed:
             actual = None
         if actual != digest:
             return [f"contents {digest}: the stored body does not match its digest (edited?)"]
         stored.add(digest)
-    for attempt_id, request in connection.execute("SELECT id, request FROM attempts"):
+    for attempt_id, request, raw in connection.execute(
+        "SELECT id, request, raw_response FROM attempts"
+    ):
         try:
-            refs = json.loads(request)["refs"].values() if isinstance(request, str) else ()
+            refs = list(json.loads(request)["refs"].values()) if isinstance(request, str) else []
         except (ValueError, KeyError, TypeError, AttributeError):
             return [f"attempts id {attempt_id}: its request is not a format 2 request"]
+        if reader.format == FORMAT_3 and isinstance(raw, str):
+            refs.append(raw)
         missing = next((digest for digest in refs if digest not in stored), None)
         if missing is not None:
             return [f"attempts id {attempt_id}: its content {missing} is missing (deleted?)"]

@@ -49,8 +49,11 @@ class AttemptCollector:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def append(self, table: str, values: dict[str, Any]) -> int:
-        """Keep an `attempts` row (the only table a trial context writes)."""
+    def append(self, table: str, values: dict[str, Any], *, family: str | None = None) -> int:
+        """Keep an `attempts` row (the only table a trial context writes).
+
+        `family` is not kept: the driver passes the trial's case when it commits the rows.
+        """
         if table != "attempts":
             raise ValueError(f"a trial on a worker cannot write the {table} table")
         self.rows.append(values)

@@ -151,7 +151,9 @@ class _Execution:
             # The worker ran the trial and collected its attempts; the driver, the ledger's only
             # writer, commits them with the trial row in one transaction.
             attempts, row, retries = await self.remote(position, key, execution)
-            self.ledger.append_many([("attempts", a) for a in attempts] + [("trials", row)])
+            self.ledger.append_many(
+                [("attempts", a) for a in attempts] + [("trials", row)], family=key.case_id
+            )
             self.services.attempts += len(attempts)
             self.services.retries += retries
         self.ledger.anchor()

@@ -10,19 +10,19 @@ An export writes, under its output folder:
 
 Every input is checked before anything is written: it must match the candidate-input schema and
 the model, and a leak scan against the grader-only values of *every* case in the corpus must find
-nothing. Evaluation ids come from `secrets` (128 bits) unless a seed is given for a reproducible
-export; seeded ids are predictable to anyone who knows the seed.
+nothing. Evaluation ids come from the OS's CSPRNG (128 bits) unless a seed is given for a
+reproducible export; seeded ids are predictable to anyone who knows the seed.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import secrets
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from trustbench._unpredictable import random_bits
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._formats import FORMATS, POLICY_ID_V1
 from trustbench.rtb.corpus._jsondoc import schema_problems
@@ -74,10 +74,10 @@ def new_evaluation_id(rng: random.Random | None = None) -> str:
     """Issue an evaluation id: 128 random bits, hex-encoded, prefixed `rtb-`.
 
     Args:
-        rng: Source for a reproducible id; None (the default) uses `secrets`, which a candidate
-            cannot predict.
+        rng: Source for a reproducible id; None (the default) uses the OS's CSPRNG (as `secrets`
+            does; see `trustbench._unpredictable`), which a candidate cannot predict.
     """
-    bits = rng.getrandbits(128) if rng is not None else secrets.randbits(128)
+    bits = rng.getrandbits(128) if rng is not None else random_bits(128)
     return f"rtb-{bits:032x}"
 
 
