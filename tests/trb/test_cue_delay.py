@@ -12,9 +12,10 @@ import pytest
 from pydantic import ValidationError
 from trb_broken_adapters import FirstObservationCue
 
+from trustbench.errors import InputError
 from trustbench.trb import GovernedOracle, SelfReport, StepContext, Trace, generate_split
 from trustbench.trb.corpus._generate import CUE_DELAY_STEPS, TRANSFER_FAMILIES
-from trustbench.trb.corpus._store import read_corpus, split_bytes, write_corpus
+from trustbench.trb.corpus._store import manifest_for, read_corpus, split_bytes, write_corpus
 from trustbench.trb.instruments._oracles import audit
 from trustbench.trb.measures import navigability, viability
 from trustbench.trb.measures._governance import (
@@ -22,6 +23,7 @@ from trustbench.trb.measures._governance import (
     governance_rows,
     summarize_governance,
 )
+from trustbench.trb.reference._train import TrainConfig, train_reference_model
 from trustbench.trb.world import CorridorConfig, CorridorWorld
 
 DELAYED = TRANSFER_FAMILIES["cue_delay"]
@@ -138,3 +140,12 @@ def test_observation_zero_cue_cheat_is_governed_on_eval_and_collapses_under_cue_
 def test_undelayed_world_has_no_lead_in() -> None:
     episode = CorridorWorld(CorridorConfig()).simulate(np.random.default_rng(0))
     assert episode.lead_in == () and episode.steps[0].observation.goal_cue is not None
+
+
+def test_reference_training_refuses_a_delayed_trace_instead_of_dropping_its_lead_in(
+    delayed,
+) -> None:
+    train = [t.model_copy(update={"split": "train", "trace_id": f"train-{i}"}) for i, t in
+             enumerate(delayed)]  # fmt: skip
+    with pytest.raises(InputError, match="lead-in of 2 steps"):
+        train_reference_model(train, manifest_for({"train": train}), "full", TrainConfig())
