@@ -7,13 +7,21 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pytest
 from pydantic import ValidationError
 from trb_broken_adapters import FirstObservationCue
 
 from trustbench.errors import InputError
-from trustbench.trb import GovernedOracle, SelfReport, StepContext, Trace, generate_split
+from trustbench.trb import (
+    GovernedOracle,
+    SelfReport,
+    StepContext,
+    Trace,
+    corpus_json_schema,
+    generate_split,
+)
 from trustbench.trb.corpus._generate import CUE_DELAY_STEPS, TRANSFER_FAMILIES
 from trustbench.trb.corpus._store import manifest_for, read_corpus, split_bytes, write_corpus
 from trustbench.trb.instruments._oracles import audit
@@ -75,6 +83,7 @@ def test_cue_delay_trace_round_trips_with_its_lead_in(tmp_path: Path, delayed) -
     assert line["world"]["cue_step"] == K == CUE_DELAY_STEPS
     assert [s["action"] for s in line["lead_in"]] == ["stay"] * K
     assert all(0 <= s["gust_draw"] < 1 for s in line["lead_in"])
+    jsonschema.Draft202012Validator(corpus_json_schema()).validate(line)
 
 
 def test_lead_in_shows_no_cue_and_the_cue_step_starts_the_evaluated_steps(delayed) -> None:
