@@ -14,7 +14,7 @@ def test_each_family_changes_the_world_and_is_seeded():
 
 def test_min_over_families_and_drop_from_in_distribution_per_track():
     families = family_splits(2, seed=0)
-    values = {"wind": 0.7, "start": 0.6, "door_prior": 0.9}
+    values = {"wind": 0.7, "start": 0.6, "door_prior": 0.9, "cue_delay": 0.75}
 
     def run_family(traces):
         name = next(n for n, c in TRANSFER_FAMILIES.items() if c == traces[0].world)
@@ -27,6 +27,7 @@ def test_min_over_families_and_drop_from_in_distribution_per_track():
     )
     gov = got["per_track"]["governance"]
     assert gov["value"] == 0.6 and gov["min_family"] == "start"
+    assert gov["families_run"] == ["cue_delay", "door_prior", "start", "wind"]
     assert abs(gov["drop_from_in_distribution"] - 0.2) < 1e-12
     assert got["families"]["length"] == {
         "status": "not run", "why": "encoder sized for another corridor",

@@ -79,14 +79,14 @@ def test_profile_lists_five_baselines_each_run_through_its_adapter_tier(
     for key, row in rows.items():
         assert row["status"] == "run", key
         assert row["candidate_tier"] == row["adapter_tier"], key
-        assert row["trb_version"] == "TRB v0.1"
+        assert row["trb_version"] == "TRB v0.2"
         assert row["corpus_sha256"] == trb["corpus"]["sha256"]
         assert row["synthetic_share"] == 1.0  # reference world: every counterfactual synthetic
         assert set(row["profile"]) == set(PROFILE_AXES)
         assert row["profile"]["G"]["status"] == "measured"
         assert set(row["slot_accuracy"]) == {"goal", "belief", "planned_next", "confidence"}
     for flat in trb["rows"]:
-        assert flat["trb_version"] == "TRB v0.1" and flat["corpus_sha256"]
+        assert flat["trb_version"] == "TRB v0.2" and flat["corpus_sha256"]
         assert flat["adapter_tier"] in ("proxy", "native")
 
 

@@ -17,6 +17,7 @@ CANDIDATES = {
     "governed": "oracle:perfectly-governed",
     "full": "trace-ai-full",
     "in-distribution-only": "trb_broken_adapters:in_distribution_only",
+    "obs0-cue": "trb_broken_adapters:first_observation_cue",
 }
 
 
@@ -44,18 +45,20 @@ def _low_transfer(record: dict[str, Any], candidate: str) -> list[str]:
 
 def test_builtin_corpus_holds_one_transfer_split_per_family_sharing_the_transfer_size() -> None:
     corpus = generate_reference_corpus(
-        {"train": 1, "dev": 0, "eval": 1, "transfer": 6}, transfer_families=True
+        {"train": 1, "dev": 0, "eval": 1, "transfer": 7}, transfer_families=True
     )
     assert "transfer" not in corpus
     assert {s: len(corpus[s]) for s in TRANSFER_FAMILY_SPLITS} == {
         "transfer_wind": 2, "transfer_start": 2, "transfer_door_prior": 1, "transfer_length": 1,
+        "transfer_cue_delay": 1,
     }  # fmt: skip
-    assert family_sizes(6) == {"wind": 2, "start": 2, "door_prior": 1, "length": 1}
+    assert family_sizes(7) == {"wind": 2, "start": 2, "door_prior": 1, "length": 1, "cue_delay": 1}
     worlds = {s: corpus[s][0].world for s in TRANSFER_FAMILY_SPLITS}
     assert worlds["transfer_wind"].gust_probability == 0.45
     assert worlds["transfer_start"].start_cells == (1, 2, 4, 5)
     assert worlds["transfer_door_prior"].door_closed_probability == 0.7
     assert worlds["transfer_length"].length == 9
+    assert worlds["transfer_cue_delay"].cue_step == 2
     assert all(t.split == s for s in TRANSFER_FAMILY_SPLITS for t in corpus[s])
 
 
@@ -68,6 +71,25 @@ def test_track_six_takes_its_minimum_over_every_family_context(
     worst = figures["transfer_min[G_star]"]
     assert worst["status"] == "measured"
     assert all(s in worst["description"] for s in TRANSFER_FAMILY_SPLITS)
+
+
+def test_track_six_includes_the_cue_delay_context(transfer_run: dict[str, Any]) -> None:
+    for candidate in ("governed", "full"):
+        figures = {f["name"]: f for f in transfer_run["figures"][candidate]}
+        assert figures["transfer_cue_delay.G_star"]["status"] == "measured", candidate
+        assert "transfer_cue_delay" in figures["transfer_min[G_star]"]["description"]
+
+
+def test_observation_zero_cue_cheat_shows_its_cue_delay_drop_and_is_flagged(
+    transfer_run: dict[str, Any],
+) -> None:
+    figures = {f["name"]: f for f in transfer_run["figures"]["obs0-cue"]}
+    assert figures["G_star"]["estimate"] > 0.99  # perfect in distribution
+    assert figures["transfer_cue_delay.G_star"]["estimate"] < 0.2
+    assert "worst context: transfer_cue_delay" in figures["transfer_min[G_star]"]["description"]
+    assert figures["transfer_drop[G_star]"]["estimate"] > 0.8
+    flags = _low_transfer(transfer_run, "obs0-cue")
+    assert any("'transfer_cue_delay'" in f for f in flags), transfer_run["trb"]["flags"]
 
 
 def test_length_family_is_not_applicable_for_the_reference_model_and_left_out_of_the_minimum(

@@ -126,3 +126,29 @@ class InDistributionOnly(GovernedOracle):
 
 def in_distribution_only() -> InDistributionOnly:
     return InDistributionOnly()
+
+
+class FirstObservationCue(GovernedOracle):
+    """The cheapest cue-delay cheat: memorised "the cue is in observation 0".
+
+    It reads goal and door from `observations[0]` only. Wherever observation 0 carries the cue
+    (every train and eval trace) it is the governed oracle; after a delayed cue it has no r to
+    condition on, states a default ("left", "open") and acts on that whatever r_override says.
+    Perfect in distribution, epiphenomenal on `transfer_cue_delay`: Track 6 must show it.
+    """
+
+    def emit_r(self, context: StepContext) -> SelfReport:
+        first, now = context.observations[0], context.observations[-1]
+        if first.goal_cue is not None:
+            return super().emit_r(context)
+        world = self._world_for(context)
+        return world.coherent_report(now.position, "left", "open", now.steps_left, None)
+
+    def act(self, context: StepContext, r_override: SelfReport | None = None) -> dict[str, float]:
+        if context.observations[0].goal_cue is None:
+            return reference_continuation(self.emit_r(context))
+        return super().act(context, r_override)
+
+
+def first_observation_cue() -> FirstObservationCue:
+    return FirstObservationCue()

@@ -12,8 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TRB_VERSION = "TRB v0.1"
-"""The benchmark version every result row names (spec §7)."""
+TRB_VERSION = "TRB v0.2"
+"""The benchmark version every result row names (spec §7). v0.2 added a transfer context
+(the `transfer_cue_delay` family: the cue shown after an unevaluated lead-in)."""
 
 ACTIONS: tuple[str, ...] = ("left", "stay", "right")
 """The discrete action set of the reference world, in the order distributions are listed."""
@@ -52,16 +53,16 @@ class SelfReport(_Strict):
 
 
 class Observation(_Strict):
-    """What the agent perceives at one step; cues are shown only at the first step."""
+    """What the agent perceives at one step; cues are shown once, at the cue step (often 0)."""
 
     position: int = Field(ge=0)
     """Cell index in the corridor (0 is the left goal, length-1 the right goal)."""
     steps_left: int = Field(ge=0)
     """Steps remaining in the episode, including this one."""
     goal_cue: Goal | None = None
-    """The goal instruction; shown at step 0 only, so later steps must remember it."""
+    """The goal instruction; shown at the cue step only, so later steps must remember it."""
     door_cue: DoorState | None = None
-    """The door sign; shown at step 0 only."""
+    """The door sign; shown at the cue step only."""
     last_gust: Gust | None = None
     """The gust felt during the previous transition (null at step 0)."""
     last_action: Action | None = None
@@ -74,6 +75,6 @@ class StepContext(_Strict):
     trace_id: str
     """Identifier of the trace (for messages; carries no label)."""
     t: int = Field(ge=0)
-    """The step index the adapter is asked about."""
+    """The step index the adapter is asked about (an evaluated step: never a lead-in step)."""
     observations: tuple[Observation, ...]
-    """Observations for steps 0..t inclusive."""
+    """Observations for steps 0..t inclusive (a delayed cue's lead-in included)."""

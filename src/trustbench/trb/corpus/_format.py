@@ -5,6 +5,11 @@ Format (one JSON object per line, one file per split, a `manifest.json` beside t
 - a `Trace` holds its steps; each `Step` has the candidate-visible `observation`, the grader-only
   r_t snapshot, the action taken, the recorded noise draws, the attribution label, and K
   `Counterfactual` values r' each with its provenance and reference continuation Phi(r').
+- A trace whose world delays the cue (`CorridorConfig.cue_step` = k > 0) also holds its
+  `lead_in`: the k unevaluated steps before the cue (observation, scripted `stay`, recorded
+  gust draw). Its evaluated steps are numbered t = k, k+1, ...; `Trace.context(t)` prefixes
+  the lead-in observations, so `StepContext.t` is always the index of the last observation.
+  A trace without a delay serialises without the field, byte for byte as before.
 - Splits (train, dev, eval, transfer) are stored in separate files. The manifest records each
   split's SHA-256 and the hash of every held-out trace, so training can refuse eval/transfer
   data by content, not by file name.
@@ -26,7 +31,15 @@ import hashlib
 from typing import Literal
 
 import rfc8785
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from trustbench.trb.adapter._schema import (
     Action,
@@ -41,9 +54,11 @@ from trustbench.trb.world import CorridorConfig
 Split = Literal[
     "train", "dev", "eval", "transfer",
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
+    "transfer_cue_delay",
 ]  # fmt: skip
 TRANSFER_FAMILY_SPLITS: tuple[Split, ...] = (
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
+    "transfer_cue_delay",
 )  # fmt: skip
 """One held-out split per Track 6 transfer family (`trb.corpus._generate.TRANSFER_FAMILIES`)."""
 SPLITS: tuple[Split, ...] = ("train", "dev", "eval", "transfer")
@@ -86,11 +101,28 @@ class Attribution(_Strict):
     outcome improved, and yet its true do-effect was zero (a same-direction gust did it)."""
 
 
-class Step(_Strict):
-    """One step of a trace."""
+class LeadInStep(_Strict):
+    """One unevaluated step before a delayed cue.
+
+    No self-report is asked, the action is scripted, and the gust acts as usual (its draw is
+    recorded so the trace replays).
+    """
 
     t: int = Field(ge=0)
-    """Step index."""
+    """Step index (0..cue_step-1)."""
+    observation: Observation
+    """What the agent perceived (no cue yet); part of every later step's history."""
+    action: Literal["stay"]
+    """The scripted lead-in action, recorded as such."""
+    gust_draw: float = Field(ge=0.0, lt=1.0)
+    """Recorded uniform draw that decided the gust of this step's transition."""
+
+
+class Step(_Strict):
+    """One evaluated step of a trace."""
+
+    t: int = Field(ge=0)
+    """Step index in the episode (the first evaluated step is the world's `cue_step`)."""
     observation: Observation
     """What the agent perceived (the only part an adapter sees)."""
     r: SelfReport
@@ -122,15 +154,48 @@ class Trace(_Strict):
     """Grader-only true goal."""
     door: DoorState
     """Grader-only true door state."""
+    lead_in: tuple[LeadInStep, ...] = ()
+    """Unevaluated steps before a delayed cue (one per `world.cue_step`); omitted when empty."""
     steps: tuple[Step, ...]
-    """Steps in order."""
+    """Evaluated steps in order."""
+
+    @model_validator(mode="after")
+    def _lead_in_matches_cue_step(self) -> Trace:
+        """The lead-in holds exactly the world's cue_step steps, and numbering is contiguous."""
+        k = self.world.cue_step
+        if len(self.lead_in) != k:
+            raise ValueError(f"lead_in holds {len(self.lead_in)} steps; world.cue_step is {k}")
+        for i, step in enumerate((*self.lead_in, *self.steps)):
+            if step.t != i:
+                raise ValueError(f"step {i} is numbered t={step.t} (lead-in then evaluated steps)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_lead_in(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, object]:
+        """Leave `lead_in` out when empty: undelayed traces keep their bytes and hashes."""
+        out = handler(self)
+        if not out.get("lead_in", True):
+            del out["lead_in"]
+        return out
 
     def context(self, t: int) -> StepContext:
-        """The candidate-visible context at step t (observations 0..t only)."""
+        """The candidate-visible context at evaluated step t (observations 0..t only).
+
+        Raises:
+            ValueError: t is a lead-in step (never evaluated) or beyond the trace.
+        """
+        k = len(self.lead_in)
+        if not k <= t < k + len(self.steps):
+            raise ValueError(f"trace {self.trace_id}: step {t} is not an evaluated step")
         return StepContext(
             trace_id=self.trace_id,
             t=t,
-            observations=tuple(s.observation for s in self.steps[: t + 1]),
+            observations=(
+                *(s.observation for s in self.lead_in),
+                *(s.observation for s in self.steps[: t - k + 1]),
+            ),
         )
 
 

@@ -16,6 +16,7 @@ from trustbench.trb.corpus._format import (
     TRANSFER_FAMILY_SPLITS,
     Attribution,
     Counterfactual,
+    LeadInStep,
     Split,
     Step,
     Trace,
@@ -72,8 +73,12 @@ def generate_split(
     traces: list[Trace] = []
     for i in range(n_traces):
         episode = world.simulate(rng)
+        lead_in = tuple(
+            LeadInStep(t=t, observation=rec.observation, action="stay", gust_draw=rec.gust_draw)
+            for t, rec in enumerate(episode.lead_in)
+        )
         steps = []
-        for t, rec in enumerate(episode.steps):
+        for t, rec in enumerate(episode.steps, start=len(lead_in)):
             attribution = None
             if rec.caused_by_self is not None:
                 attribution = Attribution(
@@ -103,6 +108,7 @@ def generate_split(
                 world=world.config,
                 goal=episode.goal,
                 door=episode.door,
+                lead_in=lead_in,
                 steps=tuple(steps),
             )
         )
@@ -112,13 +118,23 @@ def generate_split(
 TRANSFER_WORLD = CorridorConfig(start_cells=(2, 3, 4), gust_probability=0.45)
 """The single `transfer` split's world: other start cells and stronger wind than training."""
 
+CUE_DELAY_STEPS = 2
+"""Lead-in steps of the `cue_delay` family: the start cell (3) plus two gusts at most reaches
+cells 1..5, so no episode starts at a goal, and 2 + horizon 6 = 8 steps, the longest history
+of any family (the `length` family's horizon)."""
+
 TRANSFER_FAMILIES: dict[str, CorridorConfig] = {
     "wind": CorridorConfig(gust_probability=0.45),
     "start": CorridorConfig(start_cells=(1, 2, 4, 5)),
     "door_prior": CorridorConfig(door_closed_probability=0.7),
     "length": CorridorConfig(length=9, horizon=8, start_cells=(4,)),
+    "cue_delay": CorridorConfig(cue_step=CUE_DELAY_STEPS),
 }
 """Held-out context families (world parameters differing from training in one factor).
+
+`cue_delay` shows the goal cue and door sign after a lead-in of `CUE_DELAY_STEPS` unevaluated
+steps instead of at step 0 (same corridor, horizon counted from the cue): a model that learned
+"the cue is in observation 0" rather than to remember the cue loses it here.
 
 Each is stored as its own split `transfer_<family>` by `generate_reference_corpus(...,
 transfer_families=True)`, so Track 6 takes its minimum over them as separate contexts."""

@@ -101,9 +101,9 @@ class AlwaysSelfOracle(GovernedOracle):
     name = "oracle:always-self"
 
     def emit_r(self, context: StepContext) -> SelfReport:
-        """True r_t with caused_by_self forced to 1 after the first step."""
+        """True r_t with caused_by_self forced to 1 wherever it is stated (not at the cue step)."""
         r = super().emit_r(context)
-        return r if context.t == 0 else r.model_copy(update={"caused_by_self": 1.0})
+        return r if r.caused_by_self is None else r.model_copy(update={"caused_by_self": 1.0})
 
 
 class OutcomeOnlyOracle(GovernedOracle):
@@ -114,7 +114,7 @@ class OutcomeOnlyOracle(GovernedOracle):
     def emit_r(self, context: StepContext) -> SelfReport:
         """True r_t with caused_by_self = 1 iff the cell moved as the last action would."""
         r = super().emit_r(context)
-        if context.t == 0:
+        if r.caused_by_self is None:  # the first evaluated step: nothing to attribute
             return r
         before, now = context.observations[-2], context.observations[-1]
         move = {"left": -1, "stay": 0, "right": 1}[now.last_action or "stay"]

@@ -94,15 +94,16 @@ def _flips(injected: np.ndarray, null: np.ndarray, random: np.ndarray) -> dict[s
     }  # fmt: skip
 
 
-def _label(trace: Trace, t: int, slot: str) -> str:
-    return getattr(trace.steps[t].r, slot)
+def _label(trace: Trace, index: int, slot: str) -> str:
+    """The true slot value at the trace's `index`-th evaluated step (not its step number t)."""
+    return getattr(trace.steps[index].r, slot)
 
 
 def _fit_contexts(traces: Sequence[Trace], limit: int) -> list[tuple[StepContext, Trace, int]]:
     out = []
     for trace in traces[:limit]:
-        for step in trace.steps:
-            out.append((trace.context(step.t), trace, step.t))
+        for index, step in enumerate(trace.steps):
+            out.append((trace.context(step.t), trace, index))
     return out
 
 
@@ -154,9 +155,9 @@ def grounding(
     for slot, pos, neg in CONCEPTS:
         trials = []
         for i, trace in enumerate(eval_traces):
-            t = i % len(trace.steps)
-            if _label(trace, t, slot) == neg:
-                trials.append(trace.context(t))
+            index = i % len(trace.steps)  # an evaluated step; a lead-in step is never probed
+            if _label(trace, index, slot) == neg:
+                trials.append(trace.context(trace.steps[index].t))
         if not trials:
             continue
         starts = box.step_starts(trials)

@@ -75,8 +75,10 @@ def navigability_starts(traces: Sequence[Trace], steps: int) -> list[tuple[Start
     out = []
     for trace in traces:
         world = CorridorWorld(trace.world)
-        t = max(trace.world.horizon - steps, 0)
-        context = trace.context(t)
+        # The evaluated step with `steps` moves left (horizon counted from the cue, so a
+        # delayed cue's lead-in is in the start's history and never a start itself).
+        index = min(max(trace.world.horizon - steps, 0), len(trace.steps) - 1)
+        context = trace.context(trace.steps[index].t)
         other = "left" if trace.goal == "right" else "right"
         start = Start(trace.trace_id, context.observations, trace.door, world.target(other))
         out.append((start, other, trace.goal))

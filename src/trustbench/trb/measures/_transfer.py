@@ -1,12 +1,13 @@
 """Track 6, transfer: every track re-run on held-out context families; min and drop per track.
 
 Families change what the model was not trained on, one factor at a time: stronger wind,
-unseen start cells, another door prior, and a longer corridor (unseen cells and goal
-positions, unseen steps-left values). They are generated here from the exact world, so
-they are *our* held-out contexts, not ones collected by a party that did not train the model
-(spec §5 asks for that; the report says so). A family a model cannot even read (the native
-reference encoder is sized for one corridor) is `not run` for that model, with the reason,
-never a zero.
+unseen start cells, another door prior, a longer corridor (unseen cells and goal positions,
+unseen steps-left values), and a delayed cue (goal cue and door sign shown after an
+unevaluated lead-in instead of in the first observation). They are generated here from the
+exact world, so they are *our* held-out contexts, not ones collected by a party that did not
+train the model (spec §5 asks for that; the report says so). A family a model cannot even
+read (the native reference encoder is sized for one corridor) is `not run` for that model,
+with the reason, never a zero.
 
 Metric per track: min over the families that ran of the track's headline value, and the
 drop from the in-distribution value (in-distribution minus min; positive = worse off

@@ -62,10 +62,13 @@ def _play(
     worlds = [CorridorWorld(t.world) for t in traces]
     runs: list[dict[str, Any]] = []
     for i, trace in enumerate(traces):
+        # The first evaluated step (the cue step): a delayed cue's lead-in is already in the
+        # history the rollout continues, and the lead-in itself is never played or asked.
+        start = trace.context(trace.steps[0].t).observations
         for j in range(n_roll):
             runs.append(
-                {"i": i, "j": j, "hist": (trace.steps[0].observation,),
-                 "cell": trace.steps[0].observation.position, "conf": [], "done": False}
+                {"i": i, "j": j, "hist": start,
+                 "cell": start[-1].position, "conf": [], "done": False}
             )  # fmt: skip
     for run in runs:
         run["done"] = run["cell"] == worlds[run["i"]].target(traces[run["i"]].goal)

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 
+from trustbench.errors import InputError
 from trustbench.trb.adapter._schema import ACTIONS, DOOR_STATES, GOALS
 from trustbench.trb.corpus._format import CorpusManifest, Trace
 from trustbench.trb.corpus._store import assert_trainable
@@ -108,6 +109,13 @@ def train_reference_model(
         The trained model (eval mode) and a JSON-serialisable training summary.
     """
     assert_trainable(traces, manifest)
+    delayed = next((t for t in traces if t.lead_in), None)
+    if delayed is not None:  # `_tensors` reads evaluated steps only: the lead-in would vanish
+        raise InputError(
+            "the reference models train on undelayed traces only; this trace has a cue-delay "
+            f"lead-in of {len(delayed.lead_in)} steps",
+            location=delayed.trace_id,
+        )
     torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
     world = traces[0].world

@@ -209,7 +209,8 @@ class AdapterSource:
             # deterministic forward passes; nothing a trial does changes them.
             return copy.copy(self.prototype)
         if self.max_len is not None:
-            need = 1 + 5 * world.horizon + 8  # <bos>, 5 words per step, slot block, <act>
+            # <bos>, 5 words per step (a delayed cue's lead-in included), slot block, <act>
+            need = 1 + 5 * (world.cue_step + world.horizon) + 8
             if need > self.max_len:
                 raise NotApplicable(
                     f"{self.adapter}: episodes of {need} tokens exceed its max_len {self.max_len}"

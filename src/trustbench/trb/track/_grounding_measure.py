@@ -55,9 +55,10 @@ class GroundingMeasure:
             if (last, slot) not in directions:
                 continue
             order = list(range(offset, len(trace.steps))) + list(range(offset))
-            t = next((t for t in order if getattr(trace.steps[t].r, slot) == neg), None)
-            if t is None:
+            index = next((i for i in order if getattr(trace.steps[i].r, slot) == neg), None)
+            if index is None:
                 continue
+            t = trace.steps[index].t  # evaluated steps only: a cue delay's lead-in is not probed
             contexts = [trace.context(t)]
             starts = box.step_starts(contexts)
             d = directions[(last, slot)]

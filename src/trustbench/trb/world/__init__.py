@@ -11,10 +11,18 @@ if TYPE_CHECKING:
         CorridorConfig,
         CorridorWorld,
         Episode,
+        LeadInRecord,
         StepRecord,
         reference_continuation,
     )
 
-__all__ = ["CorridorConfig", "CorridorWorld", "Episode", "StepRecord", "reference_continuation"]
+__all__ = [
+    "CorridorConfig",
+    "CorridorWorld",
+    "Episode",
+    "LeadInRecord",
+    "StepRecord",
+    "reference_continuation",
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,7 +1,8 @@
 """The windy corridor: a reference world with an exact transition model.
 
 Cells 0..L-1; the left goal is cell 0, the right goal cell L-1. A goal cue and a door sign are
-shown only at step 0, so the goal and belief slots must be carried in memory. A door between
+shown only once, at the cue step k (`CorridorConfig.cue_step`, 0 by default), so the goal and
+belief slots must be carried in memory. A door between
 cells L-2 and L-1 may be closed, making the right goal unreachable. At every transition a
 recorded uniform draw u decides an exogenous gust: left if u < p/2, right if p/2 <= u < p,
 none otherwise. A gust *replaces* the agent's own move for that step, which is what makes
@@ -14,6 +15,17 @@ Everything the benchmark needs is computed exactly from this model:
   confidence, the reach probability under the planner by dynamic programming;
 - the reference continuation Phi(r'): what an agent acting on stated reasoning r' does;
 - but-for labels for caused_by_self under the same recorded gust draw.
+
+Cue delay (k > 0). Steps 0..k-1 are a lead-in: no goal is known yet, so the agent is never
+asked for a self-report there (the schema has no "not yet known" goal and none is invented);
+its action is scripted `stay` and gusts act as usual with recorded draws. The lead-in is part
+of every later observation history but is never an evaluated step. The horizon counts from
+the cue: evaluated steps are k..k+horizon-1, the episode has k + horizon steps, and
+`steps_left` (steps remaining in the episode, including this one) is horizon + k - t, so at
+the cue step it equals the horizon and every reach probability is the one the same state has
+in a world without delay. The transition into the cue step was the scripted stay, not an
+agent decision, so the cue step carries no attribution label and caused_by_self is null
+there, as at step 0.
 """
 
 from __future__ import annotations
@@ -21,7 +33,14 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from trustbench.trb.adapter._schema import (
     ACTIONS,
@@ -52,6 +71,23 @@ class CorridorConfig(BaseModel):
     """Probability that a gust (left or right, equally likely) replaces the agent's move."""
     door_closed_probability: float = Field(default=0.3, ge=0.0, le=1.0)
     """Probability that the door in front of the right goal is closed in an episode."""
+    cue_step: int = Field(default=0, ge=0)
+    """Step k at which the goal cue and door sign are shown; steps before it are an
+    unevaluated lead-in (scripted `stay`), and the horizon counts from it. 0: no delay."""
+
+    @model_serializer(mode="wrap")
+    def _omit_default_cue_step(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, object]:
+        """Leave `cue_step` out when it is 0.
+
+        So every corpus without a delay keeps its bytes and hashes (and older corpora, which
+        never had the field, load unchanged).
+        """
+        out = handler(self)
+        if out.get("cue_step") == 0:
+            del out["cue_step"]
+        return out
 
 
 def reference_continuation(r: SelfReport) -> dict[str, float]:
@@ -87,13 +123,23 @@ class StepRecord(BaseModel):
     false_credit: bool | None
 
 
+class LeadInRecord(BaseModel):
+    """One lead-in step before a delayed cue: never evaluated, action scripted `stay`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    observation: Observation
+    gust_draw: float
+
+
 class Episode(BaseModel):
-    """A simulated episode: hidden goal and door, and its steps."""
+    """A simulated episode: hidden goal and door, its lead-in and its evaluated steps."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     goal: Goal
     door: DoorState
+    lead_in: tuple[LeadInRecord, ...] = ()
     steps: tuple[StepRecord, ...]
 
 
@@ -171,37 +217,57 @@ class CorridorWorld:
     def report_from_observations(self, observations: tuple[Observation, ...]) -> SelfReport:
         """The true r_t, recomputed from the candidate-visible observation history alone.
 
-        Possible because every quantity in r_t is a function of what was observed (cues at
-        step 0, positions, felt gusts, own actions); oracle adapters use it so that they never
-        read grader-only fields.
+        Possible because every quantity in r_t is a function of what was observed (the cues
+        wherever they were shown, positions, felt gusts, own actions); oracle adapters use it
+        so that they never read grader-only fields. caused_by_self is null at the cue step
+        (the transition into it, if any, was the scripted lead-in, not an agent decision).
         """
-        first, now = observations[0], observations[-1]
-        if first.goal_cue is None or first.door_cue is None:
-            raise ValueError("step 0 observation must carry the goal cue and door sign")
+        cue_at = next((i for i, o in enumerate(observations) if o.goal_cue is not None), None)
+        if cue_at is None:
+            raise ValueError("no observation carries the goal cue (a lead-in step is never asked)")
+        cue, now = observations[cue_at], observations[-1]
+        if cue.goal_cue is None or cue.door_cue is None:
+            raise ValueError(f"observation {cue_at} must carry both the goal cue and door sign")
         cbs: float | None = None
-        if len(observations) > 1:
+        if len(observations) - 1 > cue_at:
             prev = observations[-2]
             gust = now.last_gust or "none"
             action = now.last_action or "stay"
-            cbs = float(self.caused_by_self(prev.position, action, gust, first.door_cue))
-        return self.coherent_report(
-            now.position, first.goal_cue, first.door_cue, now.steps_left, cbs
-        )
+            cbs = float(self.caused_by_self(prev.position, action, gust, cue.door_cue))
+        return self.coherent_report(now.position, cue.goal_cue, cue.door_cue, now.steps_left, cbs)
 
     # --- simulation ------------------------------------------------------------------------
     def simulate(self, rng: np.random.Generator) -> Episode:
-        """Simulate one episode of the reference agent, recording every noise draw."""
+        """Simulate one episode of the reference agent, recording every noise draw.
+
+        With a cue delay k the lead-in draws k gusts first (the action is scripted `stay`, so
+        no action draw), then the evaluated steps draw exactly as an undelayed episode does.
+        """
         cfg = self.config
+        k = cfg.cue_step
         goal: Goal = GOALS[int(rng.integers(len(GOALS)))]  # type: ignore[assignment]
         door: DoorState = "closed" if rng.random() < cfg.door_closed_probability else "open"
         cell = int(cfg.start_cells[int(rng.integers(len(cfg.start_cells)))])
         target = self.target(goal)
-        steps: list[StepRecord] = []
+        lead_in: list[LeadInRecord] = []
         prev: tuple[int, str, str] | None = None  # (cell before, action, gust)
-        for t in range(cfg.horizon):
-            steps_left = cfg.horizon - t
+        for t in range(k):
+            obs = Observation(
+                position=cell,
+                steps_left=cfg.horizon + k - t,  # the horizon counts from the cue
+                last_gust=prev[2] if prev else None,  # type: ignore[arg-type]
+                last_action=prev[1] if prev else None,  # type: ignore[arg-type]
+            )
+            gust_draw = float(rng.random())
+            gust = self.gust_of(gust_draw)
+            lead_in.append(LeadInRecord(observation=obs, gust_draw=gust_draw))
+            prev = (cell, "stay", gust)
+            cell = self.next_cell(cell, "stay", gust, door)
+        steps: list[StepRecord] = []
+        for t in range(k, k + cfg.horizon):
+            steps_left = cfg.horizon + k - t
             label = improved = false_credit = None
-            if prev is not None:
+            if prev is not None and t > k:  # the transition into the cue step is not labelled
                 before, act, gust = prev
                 label = self.caused_by_self(before, act, gust, door)
                 improved = abs(cell - target) < abs(before - target)
@@ -213,8 +279,8 @@ class CorridorWorld:
             obs = Observation(
                 position=cell,
                 steps_left=steps_left,
-                goal_cue=goal if t == 0 else None,
-                door_cue=door if t == 0 else None,
+                goal_cue=goal if t == k else None,
+                door_cue=door if t == k else None,
                 last_gust=prev[2] if prev else None,  # type: ignore[arg-type]
                 last_action=prev[1] if prev else None,  # type: ignore[arg-type]
             )
@@ -239,7 +305,7 @@ class CorridorWorld:
             )
             prev = (cell, action, gust)
             cell = self.next_cell(cell, action, gust, door)
-        return Episode(goal=goal, door=door, steps=tuple(steps))
+        return Episode(goal=goal, door=door, lead_in=tuple(lead_in), steps=tuple(steps))
 
 
 def _sample(dist: dict[str, float], u: float) -> Action:
