@@ -133,6 +133,7 @@ def corpus(
     ],
     seed: Annotated[int, typer.Option(help="Corpus seed.")] = 0,
     train: Annotated[int, typer.Option(help="Train traces.")] = 1500,
+    dev: Annotated[int, typer.Option(help="Dev traces.")] = 200,
     eval_traces: Annotated[int, typer.Option("--eval", help="Eval traces.")] = 300,
     transfer: Annotated[
         int, typer.Option(help="Transfer traces in all, split between the transfer families.")
@@ -147,7 +148,7 @@ def corpus(
     from trustbench.trb.corpus._generate import generate_reference_corpus
     from trustbench.trb.corpus._store import write_corpus
 
-    sizes = {"train": train, "eval": eval_traces, "transfer": transfer}
+    sizes = {"train": train, "dev": dev, "eval": eval_traces, "transfer": transfer}
     splits = generate_reference_corpus(sizes, seed=seed, transfer_families=True)
     manifest = write_corpus(out, {k: v for k, v in splits.items() if v})
     (out / "trace.schema.json").write_text(json.dumps(corpus_json_schema(), indent=2))
