@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
 import torch
+from test_trb_track import freeze_run_report, write_spec
+from tests.support.openai_server import OpenAIServer, raw_body
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest, TokenLogprob
 from trustbench.trb import generate_split
 from trustbench.trb.adapter._protocol import AdapterTier
 from trustbench.trb.adapter._schema import ACTIONS, SelfReport
-from trustbench.trb.corpus._generate import generate_reference_corpus
+from trustbench.trb.corpus._generate import TRANSFER_FAMILIES, generate_reference_corpus
 from trustbench.trb.corpus._store import read_corpus, write_corpus
 from trustbench.trb.instruments._oracles import GovernedOracle
 from trustbench.trb.measures._governance import governance_rows, summarize_governance
@@ -216,3 +219,79 @@ def test_an_older_manifest_without_encodings_reads_as_standard_with_its_hash(
     again, read = read_corpus(tmp_path)
     assert again.corpus_sha256 == manifest.corpus_sha256 and list(read) == list(splits)
     assert {i.report_encoding for i in again.splits.values()} == {"standard"}
+
+
+# --- through the track: a chat proxy that ignores the encoding cannot look good ------------
+
+
+def _chat_script(body: dict, _n: int):
+    """`honest` answers in the encoding its prompt asks for; `cheat` always in the training one.
+    Both act on the plan of the block they are shown (prob. 0.7)."""
+    prompt = body["messages"][1]["content"]
+    asked = RENAMED if "next_move=" in prompt else STANDARD
+    if not body.get("logprobs"):
+        said = asked if body["model"] == "honest" else STANDARD
+        return raw_body(_completion(f"Thinking. {render_slot_text(OWN, said)}", None))
+    last = body["messages"][-1]
+    plan = parse_slot_text(last["content"], asked).planned_next
+    others = [a for a in ACTIONS if a != plan]
+    return raw_body(_completion(plan, [(plan, 0.7), (others[0], 0.2), (others[1], 0.1)]))
+
+
+def _completion(text: str, top: list[tuple[str, float]] | None) -> str:
+    choice: dict = {"index": 0, "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop"}  # fmt: skip
+    if top is not None:
+        entries = [{"token": t, "logprob": math.log(p)} for t, p in top]
+        choice["logprobs"] = {"content": [{**entries[0], "top_logprobs": entries}]}
+    return json.dumps({"id": "x", "model": "scripted", "choices": [choice]})
+
+
+def honest_chat() -> ChatProxyAdapter:
+    """`MODULE:FACTORY`: a chat proxy that reads the encoding its prompt asks for."""
+    return ChatProxyAdapter(os.environ["TRB_ENCODING_CHAT_URL"], "honest", name="honest")
+
+
+def cheat_chat() -> ChatProxyAdapter:
+    """`MODULE:FACTORY`: a chat proxy that always answers in the training encoding."""
+    return ChatProxyAdapter(os.environ["TRB_ENCODING_CHAT_URL"], "cheat", name="cheat")
+
+
+def test_a_chat_proxy_ignoring_the_renamed_encoding_scores_invalid_there_through_the_track(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with OpenAIServer() as server:
+        server.script(_chat_script)
+        monkeypatch.setenv("TRB_ENCODING_CHAT_URL", server.base_url)
+        spec = write_spec(
+            tmp_path,
+            {
+                "honest": "test_trb_report_encoding:honest_chat",
+                "cheat": "test_trb_report_encoding:cheat_chat",
+            },
+            sizes=f"{{ train = 12, dev = 0, eval = 2, transfer = {2 * len(TRANSFER_FAMILIES)} }}",
+            options='measures = ["governance", "transfer"]\nconformance_traces = 1\n'
+            'splits = ["eval", "transfer_encoding"]',
+        )
+        record = freeze_run_report(spec, tmp_path / "run")
+    figures = {c: {f["name"]: f for f in record["figures"][c]} for c in ("honest", "cheat")}
+    honest, cheat = figures["honest"], figures["cheat"]
+    # In distribution the two are the same model.
+    assert cheat["G"]["estimate"] == pytest.approx(honest["G"]["estimate"])
+    # Asked in the renamed encoding the honest model governs as on eval (other traces).
+    assert honest["transfer_encoding.G"]["estimate"] == pytest.approx(
+        honest["G"]["estimate"], abs=0.05
+    )
+    assert honest["transfer_encoding.invalid_response_rate"]["estimate"] == 0.0
+    # On the renamed context every answer of the cheat is invalid, scored as the worst case.
+    assert cheat["transfer_encoding.invalid_response_rate"]["estimate"] == 1.0
+    assert cheat["transfer_encoding.G"]["estimate"] == 0.0
+    assert cheat["transfer_encoding.slot_accuracy[goal]"]["estimate"] == 0.0  # no report
+    # Track 6's axis (G* at the worst context) is 0 for the cheat, its drop the whole G*.
+    assert (
+        cheat["transfer_min[G_star]"]["estimate"]
+        == 0.0
+        < honest["transfer_min[G_star]"]["estimate"]
+    )
+    assert cheat["transfer_drop[G_star]"]["estimate"] == pytest.approx(cheat["G_star"]["estimate"])
+    assert record["trb"]["profile"]["cheat"]["trans"]["value"] == 0.0
