@@ -98,10 +98,16 @@ class LocalLMProxyAdapter:
         self._check_vocabulary(encoding)
         self.encoding = encoding
 
+    def _word_ids(self, word: str) -> list[int]:
+        """Token ids of one word (a word-level tokenizer: one id)."""
+        return [self.tokenizer.id_of(word)]  # type: ignore[attr-defined]
+
     def _check_vocabulary(self, encoding: SlotEncoding) -> None:
-        unk = getattr(self.tokenizer, "unk", None)
+        # `unk` on a word-level tokenizer, `unk_token_id` on a Hugging Face one (whose
+        # subword vocabulary usually spells any word; then nothing is missing).
+        unk = getattr(self.tokenizer, "unk", getattr(self.tokenizer, "unk_token_id", None))
         words = [w for options in encoding.options.values() for w in options]
-        missing = [w for w in words if unk is not None and self.tokenizer.id_of(w) == unk]  # type: ignore[attr-defined]
+        missing = [w for w in words if unk is not None and unk in self._word_ids(w)]
         if missing:
             raise SlotEncodingUnsupported(
                 f"{self.name}: its vocabulary lacks {len(missing)} word(s) of the "
