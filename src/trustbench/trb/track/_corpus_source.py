@@ -76,9 +76,10 @@ def _builtin_folder(options: TrbTrackOptions) -> Path:
             "trustbench": __version__,
             "sizes": dict(sorted(options.corpus_sizes.items())),
             "seed": options.corpus_seed,
-            # one split per transfer family (since issue 16), each with its report encoding
+            # one split per transfer family (since issue 16): its world and report encoding,
+            # so a changed or added family never reuses a stored corpus
             "transfer": {
-                "families": list(TRANSFER_FAMILIES),
+                "families": {k: v.model_dump(mode="json") for k, v in TRANSFER_FAMILIES.items()},
                 "encodings": split_encodings(TRANSFER_FAMILY_SPLITS),
             },
         }
