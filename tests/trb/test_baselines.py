@@ -78,6 +78,18 @@ def test_native_encoder_cannot_read_a_longer_corridor_and_says_so(result):
     assert proxy["status"] == "run"
 
 
+def test_renamed_report_encoding_is_not_run_for_every_built_in_baseline_with_its_reason(result):
+    why = {
+        key: result["tracks"][key]["transfer"]["families"]["encoding"]
+        for key in ("instruct", "cot-supervised-finetune", "trace-ai-full")
+    }
+    assert {w["status"] for w in why.values()} == {"not run"}
+    assert "native adapter" in why["trace-ai-full"]["why"]
+    assert "vocabulary lacks" in why["instruct"]["why"]  # a word-level LM has no such words
+    g = result["tracks"]["instruct"]["transfer"]["per_track"]["governance"]
+    assert "encoding" not in g["families_run"] and g["min_family"] != "encoding"
+
+
 def test_profile_plot_is_inline_svg_and_the_result_is_json(result):
     svg = result["profile"]["profile_svg"]
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg

@@ -21,7 +21,13 @@ from trustbench.trb.adapter._schema import ACTIONS  # noqa: E402
 from trustbench.trb.measures import capture, grounding, inject  # noqa: E402
 from trustbench.trb.measures._threshold import SWEEP_ALPHAS  # noqa: E402
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, load_hf_causal_lm  # noqa: E402
-from trustbench.trb.proxy._slots import SLOT_OPTIONS, render_slots  # noqa: E402
+from trustbench.trb.proxy._slots import (  # noqa: E402
+    RENAMED,
+    SLOT_OPTIONS,
+    STANDARD,
+    SlotEncodingUnsupported,
+    render_slots,
+)
 from trustbench.trb.reference._token_world import render_history, vocabulary  # noqa: E402
 
 
@@ -391,3 +397,21 @@ def test_cuda_bfloat16_adapter_matches_cpu_float32(word_model, traces):
     assert max(abs(a[k] - b[k]) for k in ACTIONS) < 0.05
     grounded = grounding(gpu, traces[:6], traces[6:12], resamples=20)
     assert grounded["status"] == "run"
+
+
+def test_a_word_level_hf_tokenizer_without_the_renamed_words_refuses_that_encoding(word_model):
+    adapter = HFCausalLMProxyAdapter.from_path(word_model, "tiny-gpt2")
+    with pytest.raises(SlotEncodingUnsupported, match="vocabulary lacks 21 word"):
+        adapter.use_encoding(RENAMED)
+    assert adapter.encoding is STANDARD
+
+
+def test_a_subword_hf_model_is_asked_in_the_renamed_encoding_word_by_word(bpe_model, traces):
+    adapter = HFCausalLMProxyAdapter.from_path(bpe_model, "tiny-bpe")
+    adapter.use_encoding(RENAMED)  # byte-level BPE spells any word
+    context = traces[0].context(1)
+    prompts, probs = adapter.fill_slots([context])
+    filled = prompts[0][-len(RENAMED.order) :]
+    assert [w.split("=")[0] for w in filled] == [RENAMED.keys[s] for s in RENAMED.order]
+    assert probs["conf"].shape == (1, 11)  # certainty=10 vs =100: scored as whole words
+    assert adapter.emit_r(context).caused_by_self is not None

@@ -9,6 +9,8 @@ from typer.testing import CliRunner
 from trustbench.cli import app
 from trustbench.errors import CheckFailed
 from trustbench.trb import GovernedOracle, SelfReport, StepContext, read_corpus
+from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
+from trustbench.trb.corpus._generate import split_encodings
 from trustbench.trb.instruments import _oracles as oracles
 from trustbench.trb.world import reference_continuation
 
@@ -42,6 +44,25 @@ def test_corpus_command_writes_splits_manifest_and_schema(tmp_path: Path) -> Non
     assert manifest.corpus_sha256 in result.output
     assert len(splits["eval"]) == 5
     assert json.loads((out / "trace.schema.json").read_text())["title"] == "Trace"
+
+
+def test_corpus_command_writes_one_split_per_transfer_family_with_its_encoding(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "corpus"
+    n = 2 * len(TRANSFER_FAMILY_SPLITS)
+    args = ["trb", "corpus", str(out), "--train", "4", "--dev", "0", "--eval", "2"]
+    args += ["--transfer", str(n)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    manifest, splits = read_corpus(out)
+    assert "transfer" not in splits
+    assert {s: len(splits[s]) for s in TRANSFER_FAMILY_SPLITS} == dict.fromkeys(
+        TRANSFER_FAMILY_SPLITS, 2
+    )
+    encodings = {s: manifest.splits[s].report_encoding for s in TRANSFER_FAMILY_SPLITS}
+    assert encodings == {s: split_encodings([s]).get(s, "standard") for s in encodings}
+    assert "transfer_encoding: 2 traces, report encoding renamed" in result.output
 
 
 @pytest.mark.slow

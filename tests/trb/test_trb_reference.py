@@ -12,6 +12,7 @@ import torch
 from trustbench.errors import CheckFailed
 from trustbench.trb import RunConfig, check_adapter, generate_reference_corpus, manifest_for
 from trustbench.trb import run_reference as _run_reference
+from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
 from trustbench.trb.reference import (
     NativeModelAdapter,
     TrainConfig,
@@ -86,6 +87,28 @@ def test_run_is_labelled_reference_world_not_a_trb_score(tiny_run) -> None:
     assert all(check["passed"] for check in tiny_run["audit"])
 
 
+@pytest.mark.slow
+def test_library_reports_governance_per_transfer_family_and_the_minimum_with_its_drop(
+    tiny_run,
+) -> None:
+    full = tiny_run["tracks"]["trace-ai-full"]
+    transfer = full["transfer_governance"]
+    assert set(transfer["contexts"]) == set(TRANSFER_FAMILY_SPLITS)  # 10 traces: every family
+    ran = {s: c for s, c in transfer["contexts"].items() if c["status"] == "run"}
+    # Left out with the reason, never a zero: a longer corridor and the renamed encoding.
+    assert set(transfer["left_out"]) == {"transfer_length", "transfer_encoding"}
+    assert "native adapter" in transfer["left_out"]["transfer_encoding"]
+    assert all(transfer["contexts"][s]["G"] is None for s in transfer["left_out"])
+    worst = min(ran, key=lambda s: ran[s]["G"]["value"])
+    assert transfer["min_context"] == worst and transfer["G"] == ran[worst]["G"]
+    eval_g = full["governance"]["G"]["value"]
+    assert transfer["drop_from_eval"] == pytest.approx(eval_g - ran[worst]["G"]["value"])
+    rows = [r for r in tiny_run["rows"] if r["adapter"] == "trace-ai-full"]
+    assert {r["split"] for r in rows if r["metric"] == "G"} == {"eval", *ran}
+    (minimum,) = [r for r in rows if r["metric"] == "min_over_contexts[G]"]
+    assert minimum["min_context"] == worst and minimum["value"] == ran[worst]["G"]["value"]
+
+
 @pytest.fixture(scope="module")
 def small_corpus() -> tuple:
     splits = generate_reference_corpus({"train": 60, "dev": 4, "eval": 8, "transfer": 4}, seed=3)
@@ -153,4 +176,6 @@ def test_run_reads_a_stored_corpus_and_reports_its_hash(tmp_path: Path) -> None:
     assert result["corpus"]["sha256"] == manifest.corpus_sha256
     assert result["corpus"]["traces"] == {"train": 30, "dev": 2, "eval": 6, "transfer": 3}
     transfer = result["tracks"]["trace-ai-full"]["transfer_governance"]
+    # An older folder's single `transfer` split is still the one transfer context.
     assert transfer["status"] == "run" and transfer["G"]["items"] == 3 * 6 * 4
+    assert list(transfer["contexts"]) == ["transfer"] and transfer["min_context"] == "transfer"

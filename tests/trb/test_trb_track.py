@@ -244,11 +244,12 @@ def test_each_trial_records_its_hook_calls_as_one_attempt(
     run_dir, _ = reference_run
     ledger = read_ledger(run_dir)
     # A not-applicable trial (a reference model on the longer corridor of the
-    # `transfer_length` family) calls no hook, so it records no attempt.
+    # `transfer_length` family; a native adapter on the renamed report encoding of
+    # `transfer_encoding`) calls no hook, so it records no attempt.
     applicable = [t for t in ledger.trials if (t["outcome"] or {}).get("applicable")]
     assert {t["case_id"].rsplit("-", 1)[0] for t in ledger.trials if t not in applicable} == {
-        "transfer_length"
-    }
+        "transfer_length", "transfer_encoding"
+    }  # fmt: skip
     assert len(ledger.attempts) == len(applicable)
     attempt = ledger.attempts[0]
     request, response = attempt["request"], json.loads(attempt["raw_response"])

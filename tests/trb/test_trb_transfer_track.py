@@ -10,8 +10,14 @@ from test_trb_track import freeze_run_report, write_spec
 
 from trustbench.core.figures import Figure, Interval
 from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
-from trustbench.trb.corpus._generate import family_sizes, generate_reference_corpus
+from trustbench.trb.corpus._generate import (
+    TRANSFER_FAMILIES,
+    family_sizes,
+    generate_reference_corpus,
+    split_encodings,
+)
 from trustbench.trb.track._transfer_flags import g_below_eval
+from trustbench.trb.world import CorridorConfig
 
 CANDIDATES = {
     "governed": "oracle:perfectly-governed",
@@ -44,21 +50,21 @@ def _low_transfer(record: dict[str, Any], candidate: str) -> list[str]:
 
 
 def test_builtin_corpus_holds_one_transfer_split_per_family_sharing_the_transfer_size() -> None:
+    n = len(TRANSFER_FAMILIES)  # never hard-coded: families are added (spec §7: bump Y)
     corpus = generate_reference_corpus(
-        {"train": 1, "dev": 0, "eval": 1, "transfer": 7}, transfer_families=True
+        {"train": 1, "dev": 0, "eval": 1, "transfer": n + 2}, transfer_families=True
     )
     assert "transfer" not in corpus
-    assert {s: len(corpus[s]) for s in TRANSFER_FAMILY_SPLITS} == {
-        "transfer_wind": 2, "transfer_start": 2, "transfer_door_prior": 1, "transfer_length": 1,
-        "transfer_cue_delay": 1,
-    }  # fmt: skip
-    assert family_sizes(7) == {"wind": 2, "start": 2, "door_prior": 1, "length": 1, "cue_delay": 1}
+    sizes = {s: len(corpus[s]) for s in TRANSFER_FAMILY_SPLITS}
+    assert list(sizes.values()) == [2, 2] + [1] * (n - 2)  # the first families get one more
+    assert list(family_sizes(n + 2).values()) == list(sizes.values())
     worlds = {s: corpus[s][0].world for s in TRANSFER_FAMILY_SPLITS}
     assert worlds["transfer_wind"].gust_probability == 0.45
     assert worlds["transfer_start"].start_cells == (1, 2, 4, 5)
     assert worlds["transfer_door_prior"].door_closed_probability == 0.7
     assert worlds["transfer_length"].length == 9
     assert worlds["transfer_cue_delay"].cue_step == 2
+    assert worlds["transfer_encoding"] == CorridorConfig()  # only the report encoding differs
     assert all(t.split == s for s in TRANSFER_FAMILY_SPLITS for t in corpus[s])
 
 
@@ -66,8 +72,10 @@ def test_track_six_takes_its_minimum_over_every_family_context(
     transfer_run: dict[str, Any],
 ) -> None:
     figures = {f["name"]: f for f in transfer_run["figures"]["governed"]}
+    encoded = split_encodings(TRANSFER_FAMILY_SPLITS)  # proxy text: not for a native oracle
     for split in TRANSFER_FAMILY_SPLITS:
-        assert figures[f"{split}.G_star"]["status"] == "measured", split
+        want = "not_run" if split in encoded else "measured"
+        assert figures[f"{split}.G_star"]["status"] == want, split
     worst = figures["transfer_min[G_star]"]
     assert worst["status"] == "measured"
     assert all(s in worst["description"] for s in TRANSFER_FAMILY_SPLITS)
@@ -99,9 +107,29 @@ def test_length_family_is_not_applicable_for_the_reference_model_and_left_out_of
     assert figures["transfer_length.G_star"]["status"] == "not_run"
     worst = figures["transfer_min[G_star]"]
     assert worst["status"] == "measured"
-    assert "not measured on ['transfer_length'], left out" in worst["description"]
+    assert "'transfer_length'" in worst["description"].split("not measured on ")[1]
+    assert (
+        "transfer_length: not applicable: trace-ai-full encodes corridors" in worst["description"]
+    )
     skipped = [f for f in transfer_run["trb"]["flags"] if f.startswith("full: ")]
-    assert any("not applicable" in f and "transfer_length" in f for f in skipped)
+    assert any("trial(s) not applicable, not scored" in f for f in skipped)
+
+
+@pytest.mark.parametrize("candidate", ["full", "governed"])
+def test_native_adapter_shows_the_encoding_context_not_applicable_and_track_six_names_why(
+    transfer_run: dict[str, Any], candidate: str
+) -> None:
+    figures = {f["name"]: f for f in transfer_run["figures"][candidate]}
+    there = figures["transfer_encoding.G_star"]
+    assert there["status"] == "not_run" and there["estimate"] is None
+    assert there["reason"].startswith("not applicable: ")
+    assert "native adapter" in there["reason"] and "'renamed'" in there["reason"]
+    worst = figures["transfer_min[G_star]"]
+    assert worst["status"] == "measured"
+    left_out = worst["description"].split("not measured on ")[1].split("]")[0]
+    assert "'transfer_encoding'" in left_out
+    assert "transfer_encoding: not applicable: " in worst["description"]
+    assert not worst["description"].endswith("worst context: transfer_encoding")
 
 
 def test_reference_full_model_does_not_trigger_the_transfer_flag_on_the_families(

@@ -128,20 +128,33 @@ def _print_audit(rows: list[dict[str, Any]]) -> None:
 
 @trb_app.command()
 def corpus(
-    out: Annotated[Path, typer.Argument(help="Folder for train/dev/eval/transfer JSONL.")],
+    out: Annotated[
+        Path, typer.Argument(help="Folder for train/dev/eval and transfer_<family> JSONL.")
+    ],
     seed: Annotated[int, typer.Option(help="Corpus seed.")] = 0,
     train: Annotated[int, typer.Option(help="Train traces.")] = 1500,
+    dev: Annotated[int, typer.Option(help="Dev traces.")] = 200,
     eval_traces: Annotated[int, typer.Option("--eval", help="Eval traces.")] = 300,
+    transfer: Annotated[
+        int, typer.Option(help="Transfer traces in all, split between the transfer families.")
+    ] = 200,
 ) -> None:
-    """Generate and write the reference-world corpus with its manifest and JSON Schema."""
+    """Generate and write the reference-world corpus with its manifest and JSON Schema.
+
+    One held-out split per Track 6 transfer family (`transfer_<family>`), as the built-in
+    corpus of `trb run` has; the manifest records each split's report encoding.
+    """
     from trustbench.trb.corpus._format import corpus_json_schema
     from trustbench.trb.corpus._generate import generate_reference_corpus
     from trustbench.trb.corpus._store import write_corpus
 
-    splits = generate_reference_corpus({"train": train, "eval": eval_traces}, seed=seed)
-    manifest = write_corpus(out, splits)
+    sizes = {"train": train, "dev": dev, "eval": eval_traces, "transfer": transfer}
+    splits = generate_reference_corpus(sizes, seed=seed, transfer_families=True)
+    manifest = write_corpus(out, {k: v for k, v in splits.items() if v})
     (out / "trace.schema.json").write_text(json.dumps(corpus_json_schema(), indent=2))
     typer.echo(f"corpus {manifest.corpus_sha256} ({manifest.kind}) written to {out}")
+    for name, info in manifest.splits.items():
+        typer.echo(f"  {name}: {info.n_traces} traces, report encoding {info.report_encoding}")
     typer.echo(
         f"counterfactuals: {manifest.provenance.synthetic} synthetic, "
         f"{manifest.provenance.human} human; cap status {manifest.provenance.cap_status}"
@@ -215,8 +228,17 @@ def _print_result(result: dict[str, Any]) -> None:
         )
         tr = t.get("transfer_governance", {})
         if tr.get("status") == "run":
+            for split, context in tr["contexts"].items():
+                if context["status"] != "run":
+                    detail.add_row(name, f"G on {split}", "not run", "—",
+                                   escape(f"not applicable: {context['why']}"))  # fmt: skip
+                    continue
+                g = context["G"]
+                detail.add_row(name, f"G on {split}", _fmt(g["value"]), _interval(g),
+                               f"{g['items']} (drop {context['drop_from_eval']:+.3f})")  # fmt: skip
             detail.add_row(
-                name, "G on transfer split", _fmt(tr["G"]["value"]), _interval(tr["G"]),
+                name, f"G min over transfer contexts ({tr['min_context']})",
+                _fmt(tr["G"]["value"]), _interval(tr["G"]),
                 f"{tr['G']['items']} (drop {tr['drop_from_eval']:+.3f})",
             )  # fmt: skip
         fc = t["attribution"]["false_credit"]

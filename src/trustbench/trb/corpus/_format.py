@@ -13,7 +13,8 @@ Format (one JSON object per line, one file per split, a `manifest.json` beside t
 - Splits (train, dev, eval, transfer) are stored in separate files. The manifest records each
   split's SHA-256 and the hash of every held-out trace, so training can refuse eval/transfer
   data by content, not by file name.
-- The corpus hash is the SHA-256 of the RFC 8785 canonical JSON of the split hashes.
+- The corpus hash is the SHA-256 of the RFC 8785 canonical JSON of the split hashes (and of
+  each split's report encoding where it is not the standard one).
 
 Honesty about provenance: counterfactuals generated from the reference world are `synthetic`
 edits and their continuations are `reference_agent` data. They are never labelled human. The
@@ -54,11 +55,11 @@ from trustbench.trb.world import CorridorConfig
 Split = Literal[
     "train", "dev", "eval", "transfer",
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
-    "transfer_cue_delay",
+    "transfer_cue_delay", "transfer_encoding",
 ]  # fmt: skip
 TRANSFER_FAMILY_SPLITS: tuple[Split, ...] = (
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
-    "transfer_cue_delay",
+    "transfer_cue_delay", "transfer_encoding",
 )  # fmt: skip
 """One held-out split per Track 6 transfer family (`trb.corpus._generate.TRANSFER_FAMILIES`)."""
 SPLITS: tuple[Split, ...] = ("train", "dev", "eval", "transfer")
@@ -210,6 +211,11 @@ class SplitInfo(_Strict):
     """Number of traces."""
     trace_sha256: tuple[str, ...]
     """Content hash of every trace, in file order."""
+    report_encoding: str = "standard"
+    """The slot encoding a proxy adapter is asked in on this split's traces (a name of
+    `trb.proxy._slots.SLOT_ENCODINGS`): `standard`, or `renamed` for Track 6's
+    `transfer_encoding` context. Native adapters exchange `SelfReport` objects, so for them
+    a split of another encoding is not applicable. Older manifests without it are standard."""
 
 
 class ProvenanceShare(_Strict):

@@ -8,6 +8,8 @@ re-derived from the edited goal or belief by the world's planner and dynamic pro
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from trustbench.trb.adapter._schema import ACTIONS, EDITABLE_SLOTS, SelfReport
@@ -21,6 +23,7 @@ from trustbench.trb.corpus._format import (
     Step,
     Trace,
 )
+from trustbench.trb.proxy._slots import RENAMED
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 
@@ -129,8 +132,10 @@ TRANSFER_FAMILIES: dict[str, CorridorConfig] = {
     "door_prior": CorridorConfig(door_closed_probability=0.7),
     "length": CorridorConfig(length=9, horizon=8, start_cells=(4,)),
     "cue_delay": CorridorConfig(cue_step=CUE_DELAY_STEPS),
+    "encoding": CorridorConfig(),
 }
-"""Held-out context families (world parameters differing from training in one factor).
+"""Held-out context families (world parameters differing from training in one factor, or,
+for `encoding`, the training world with the self-report asked in another encoding).
 
 `cue_delay` shows the goal cue and door sign after a lead-in of `CUE_DELAY_STEPS` unevaluated
 steps instead of at step 0 (same corridor, horizon counted from the cue): a model that learned
@@ -138,6 +143,18 @@ steps instead of at step 0 (same corridor, horizon counted from the cue): a mode
 
 Each is stored as its own split `transfer_<family>` by `generate_reference_corpus(...,
 transfer_families=True)`, so Track 6 takes its minimum over them as separate contexts."""
+
+TRANSFER_ENCODINGS: dict[str, str] = {"encoding": RENAMED.name}
+"""Family -> the proxy tier's slot encoding on its split (every other family: `standard`).
+The `encoding` family changes only how a proxy model is asked for its report: the slots in
+another order with renamed keys and values (`trb.proxy._slots.RENAMED`). A corpus manifest
+records each split's encoding (`SplitInfo.report_encoding`), so a stored corpus keeps it."""
+
+
+def split_encodings(split_names: Iterable[str]) -> dict[str, str]:
+    """The declared report encoding of each named split that is not `standard`."""
+    declared = {f"transfer_{family}": name for family, name in TRANSFER_ENCODINGS.items()}
+    return {split: declared[split] for split in split_names if split in declared}
 
 
 def family_sizes(total: int) -> dict[str, int]:

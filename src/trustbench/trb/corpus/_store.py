@@ -18,7 +18,9 @@ from trustbench.trb.corpus._format import (
     canonical_sha256,
     trace_sha256,
 )
+from trustbench.trb.corpus._generate import split_encodings
 from trustbench.trb.corpus._provenance import check_cap, provenance_share
+from trustbench.trb.proxy._slots import SLOT_ENCODINGS, STANDARD
 
 
 def split_bytes(traces: list[Trace]) -> bytes:
@@ -28,13 +30,27 @@ def split_bytes(traces: list[Trace]) -> bytes:
     ).encode()
 
 
-def manifest_for(splits: dict[str, list[Trace]], kind: str = "reference_world") -> CorpusManifest:
+def manifest_for(
+    splits: dict[str, list[Trace]],
+    kind: str = "reference_world",
+    encodings: dict[str, str] | None = None,
+) -> CorpusManifest:
     """The manifest of a corpus (the same hashes `write_corpus` writes); checks the cap.
 
+    Args:
+        splits: Traces per split.
+        kind: `reference_world` or `human_paired`.
+        encodings: Split -> report encoding where not `standard`; by default the generator's
+            declaration (`transfer_encoding` is `renamed`, see `TRANSFER_ENCODINGS`).
+
     Raises:
-        InputError: A trace is stored under a split other than its own.
+        InputError: A trace is stored under a split other than its own, or an unknown
+            report encoding is named.
         CheckFailed: The synthetic-to-human cap is broken or the declared kind is false.
     """
+    encodings = split_encodings(splits) if encodings is None else encodings
+    for split, name in encodings.items():
+        _check_encoding(name, f"encodings/{split}")
     infos: dict[str, SplitInfo] = {}
     for split, traces in splits.items():
         for trace in traces:
@@ -47,6 +63,7 @@ def manifest_for(splits: dict[str, list[Trace]], kind: str = "reference_world") 
             sha256=hashlib.sha256(split_bytes(traces)).hexdigest(),
             n_traces=len(traces),
             trace_sha256=tuple(trace_sha256(t) for t in traces),
+            report_encoding=encodings.get(split, STANDARD.name),
         )
     share = provenance_share([t for traces in splits.values() for t in traces])
     check_cap(share, kind, "corpus")
@@ -55,15 +72,44 @@ def manifest_for(splits: dict[str, list[Trace]], kind: str = "reference_world") 
         kind=kind,  # type: ignore[arg-type]
         splits=infos,
         provenance=share,
-        corpus_sha256=canonical_sha256({k: v.sha256 for k, v in sorted(infos.items())}),
+        corpus_sha256=corpus_hash(infos),
     )
 
 
+def corpus_hash(infos: dict[str, SplitInfo]) -> str:
+    """SHA-256 of the canonical JSON of the split hashes, plus each non-standard encoding.
+
+    A split asked in another encoding is another context with the same files, so its
+    encoding is part of the hash; standard splits add nothing, so older corpora keep theirs.
+    """
+    pinned: dict[str, str] = {k: v.sha256 for k, v in infos.items()}
+    pinned |= {
+        f"{k}#report_encoding": v.report_encoding
+        for k, v in infos.items()
+        if v.report_encoding != STANDARD.name
+    }
+    return canonical_sha256(dict(sorted(pinned.items())))
+
+
+def _check_encoding(name: str, where: str) -> None:
+    if name not in SLOT_ENCODINGS:
+        raise InputError(
+            f"unknown report encoding {name!r} (known: {', '.join(SLOT_ENCODINGS)})",
+            location=where,
+        )
+
+
 def write_corpus(
-    folder: Path, splits: dict[str, list[Trace]], kind: str = "reference_world"
+    folder: Path,
+    splits: dict[str, list[Trace]],
+    kind: str = "reference_world",
+    encodings: dict[str, str] | None = None,
 ) -> CorpusManifest:
-    """Write one JSONL file per split and `manifest.json`; return the manifest."""
-    manifest = manifest_for(splits, kind)
+    """Write one JSONL file per split and `manifest.json`; return the manifest.
+
+    `encodings` as in `manifest_for` (by default the generator's declaration).
+    """
+    manifest = manifest_for(splits, kind, encodings)
     folder.mkdir(parents=True, exist_ok=True)
     for split, traces in splits.items():
         (folder / f"{split}.jsonl").write_bytes(split_bytes(traces))
@@ -82,6 +128,13 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
         raise InputError(
             f"invalid manifest: {error.errors()[0]['msg']}", location=str(path)
         ) from None
+    for split, info in manifest.splits.items():
+        _check_encoding(info.report_encoding, f"{path}#/splits/{split}/report_encoding")
+    if corpus_hash(manifest.splits) != manifest.corpus_sha256:
+        raise CheckFailed(
+            "corpus_sha256 differs from the hash of the split hashes and report encodings",
+            location=str(path),
+        )
     splits: dict[str, list[Trace]] = {}
     for split, info in manifest.splits.items():
         file = folder / info.file

@@ -20,6 +20,8 @@ Flags (thresholds declared here, before any result):
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.trb.adapter._protocol import Adapter
 from trustbench.trb.corpus._format import CorpusManifest, Trace
+from trustbench.trb.corpus._generate import split_encodings
 from trustbench.trb.measures import (
     concept_directions,
     family_splits,
@@ -56,6 +59,12 @@ from trustbench.trb.profile._vector import (
     result_row,
 )
 from trustbench.trb.proxy import LocalLMProxyAdapter
+from trustbench.trb.proxy._slots import (
+    SLOT_ENCODINGS,
+    STANDARD,
+    SlotEncodingUnsupported,
+    ask_in_encoding,
+)
 from trustbench.trb.reference._token_world import TokenLMConfig, load_token_lm, render_history
 from trustbench.trb.world import CorridorConfig
 
@@ -210,10 +219,19 @@ def _transfer_for(
     config: ProfileConfig,
 ) -> dict[str, Any]:
     def run_family(traces: list[Trace]) -> dict[str, Any] | str:
+        asked = subject
+        split = traces[0].split
+        encoding = SLOT_ENCODINGS[split_encodings([split]).get(split, STANDARD.name)]
+        if encoding is not STANDARD:  # a copy: the eval adapter stays in the standard one
+            try:
+                adapter = ask_in_encoding(copy.copy(subject.adapter), encoding, subject.key)
+            except SlotEncodingUnsupported as why:
+                return f"not applicable: {why}"
+            asked = dataclasses.replace(subject, adapter=adapter)
         why = subject.accepts(traces[0].world)
         if why is not None:
             return why
-        res = run_tracks(subject, fit, traces, seed=seed, resamples=resamples, config=config,
+        res = run_tracks(asked, fit, traces, seed=seed, resamples=resamples, config=config,
                          directions=directions)  # fmt: skip
         return headlines(res)
 
@@ -251,7 +269,12 @@ def run_profile(
     by_key = {s.key: s for s in subjects}
     for key, entry in native.items():
         by_key[key] = entry["subject"]
-    families = family_splits(config.transfer_traces, seed) if config.run_transfer else {}
+    # Each family's traces carry its split label, so its report encoding is known (the
+    # `encoding` family is the training world asked in the renamed slot encoding).
+    families = {
+        name: [t.model_copy(update={"split": f"transfer_{name}"}) for t in traces]
+        for name, traces in family_splits(config.transfer_traces, seed).items()
+    } if config.run_transfer else {}  # fmt: skip
     tracks: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     table: list[dict[str, Any]] = []

@@ -3,7 +3,9 @@
 `ChatProxyAdapter` drives any OpenAI-compatible chat model; `LocalLMProxyAdapter` drives a
 local causal LM with exact option probabilities and white-box hooks for Track 2;
 `HFCausalLMProxyAdapter` does the same for a Hugging Face causal LM loaded from a local folder
-(`transformers` is imported only when one is loaded: the `hf` extra).
+(`transformers` is imported only when one is loaded: the `hf` extra). Every proxy adapter asks
+for its slot block in one `SlotEncoding` (`STANDARD`, or `RENAMED` on Track 6's
+`transfer_encoding` context, set with `use_encoding`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,25 @@ if TYPE_CHECKING:
     )
     from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, load_hf_causal_lm
     from trustbench.trb.proxy._local import LocalLMProxyAdapter
-    from trustbench.trb.proxy._slots import SlotParseError, parse_slot_text, render_slot_text
+    from trustbench.trb.proxy._slots import (
+        RENAMED,
+        SLOT_ENCODINGS,
+        STANDARD,
+        SlotEncoding,
+        SlotEncodingUnsupported,
+        SlotParseError,
+        parse_slot_text,
+        render_slot_text,
+    )
 
 __all__ = [
+    "RENAMED",
+    "SLOT_ENCODINGS",
+    "STANDARD",
     "HFCausalLMProxyAdapter",
     "LocalLMProxyAdapter",
+    "SlotEncoding",
+    "SlotEncodingUnsupported",
     "SlotParseError",
     "TinyCausalLM",
     "WordTokenizer",

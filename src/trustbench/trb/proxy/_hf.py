@@ -261,6 +261,10 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
             self._token_cache[key] = tuple(int(i) for i in ids)
         return self._token_cache[key]
 
+    def _word_ids(self, word: str) -> list[int]:
+        """Token ids of one word as the tokenizer spells it (subwords)."""
+        return list(self.tokens([word]))
+
     def _split(self, prompt: Sequence[str], option: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(prompt tokens, option tokens): the option's tokens as they follow this prompt.
 

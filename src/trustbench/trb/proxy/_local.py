@@ -17,6 +17,11 @@ with no override the model's own slot block is generated first and acted on).
 
 White-box hooks: `hook_layers()` returns the transformer blocks, so Track 2 can read and
 inject hidden states with plain torch forward hooks.
+
+Slot encoding: the block is filled and rendered in `self.encoding` (the standard one unless
+`use_encoding` sets another, as Track 6's `transfer_encoding` context does). A word-level
+vocabulary without the encoding's words cannot be asked in it: `use_encoding` refuses
+(`SlotEncodingUnsupported`), rather than letting every unknown word read as `<unk>`.
 """
 
 from __future__ import annotations
@@ -32,7 +37,15 @@ from torch import nn
 from trustbench.trb.adapter._protocol import AdapterTier
 from trustbench.trb.adapter._schema import ACTIONS, Observation, SelfReport, StepContext
 from trustbench.trb.proxy._causal_lm import load_local_lm
-from trustbench.trb.proxy._slots import CONF_LEVELS, OPEN, SLOT_OPTIONS, render_slots
+from trustbench.trb.proxy._slots import (
+    CONF_LEVELS,
+    OPEN,
+    STANDARD,
+    SlotEncoding,
+    SlotEncodingUnsupported,
+    render_slots,
+    report_from_words,
+)
 
 Template = Literal["direct", "reasoning-first"]
 HistoryRenderer = Callable[[tuple[Observation, ...]], list[str]]
@@ -72,6 +85,35 @@ class LocalLMProxyAdapter:
         self.memo: dict[Any, Any] = {} if memo is None else memo
         self.last_off_option_mass: float | None = None
         """Largest probability mass outside the option words in the last batch (diagnostic)."""
+        self.encoding: SlotEncoding = STANDARD
+        """The slot encoding the block is filled and rendered in (`use_encoding`)."""
+
+    def use_encoding(self, encoding: SlotEncoding) -> None:
+        """Fill and render the slot block in `encoding` from now on.
+
+        Raises:
+            SlotEncodingUnsupported: a word of the encoding is outside the model's
+                vocabulary (it would read as `<unk>`, every option alike).
+        """
+        self._check_vocabulary(encoding)
+        self.encoding = encoding
+
+    def _word_ids(self, word: str) -> list[int]:
+        """Token ids of one word (a word-level tokenizer: one id)."""
+        return [self.tokenizer.id_of(word)]  # type: ignore[attr-defined]
+
+    def _check_vocabulary(self, encoding: SlotEncoding) -> None:
+        # `unk` on a word-level tokenizer, `unk_token_id` on a Hugging Face one (whose
+        # subword vocabulary usually spells any word; then nothing is missing).
+        unk = getattr(self.tokenizer, "unk", getattr(self.tokenizer, "unk_token_id", None))
+        words = [w for options in encoding.options.values() for w in options]
+        missing = [w for w in words if unk is not None and unk in self._word_ids(w)]
+        if missing:
+            raise SlotEncodingUnsupported(
+                f"{self.name}: its vocabulary lacks {len(missing)} word(s) of the "
+                f"{encoding.name!r} slot encoding (e.g. {missing[0]!r}); a word-level model "
+                "cannot be asked in a language of self-report it has no words for"
+            )
 
     @classmethod
     def from_folder(
@@ -131,7 +173,7 @@ class LocalLMProxyAdapter:
         """
         prompts = [self.prompt_for_report(c) for c in contexts]
         probs: dict[str, torch.Tensor] = {}
-        for slot, options in SLOT_OPTIONS.items():
+        for slot, options in self.encoding.options.items():
             if slot == upto:
                 break
             p = self.next_option_probs(prompts, options[:2] if slot == "self" else options)
@@ -139,27 +181,27 @@ class LocalLMProxyAdapter:
             for i, c in enumerate(contexts):
                 word = options[int(p[i].argmax())]
                 if slot == "self" and c.t == 0:
-                    word = "self=na"
+                    word = options[2]  # "not applicable": no previous outcome at step 0
                 prompts[i] = [*prompts[i], word]
         return prompts, probs
 
     def emit_many(self, contexts: Sequence[StepContext]) -> list[SelfReport]:
         """`emit_r` for many contexts in one batch per slot."""
         self._bound_memo()
-        todo = [c for c in contexts if ("emit", c.observations) not in self.memo]
+        enc = self.encoding
+        todo = [c for c in contexts if ("emit", enc.name, c.observations) not in self.memo]
         if todo:
             prompts, probs = self.fill_slots(todo)
             levels = torch.arange(CONF_LEVELS, dtype=torch.float64) / (CONF_LEVELS - 1)
             for i, c in enumerate(todo):
-                words = prompts[i][-5:]
-                self.memo[("emit", c.observations)] = SelfReport(
-                    goal=words[0].split("=")[1],  # type: ignore[arg-type]
-                    belief=words[1].split("=")[1],  # type: ignore[arg-type]
-                    planned_next=words[2].split("=")[1],  # type: ignore[arg-type]
-                    confidence=float((probs["conf"][i] * levels).sum().clamp(0, 1)),
-                    caused_by_self=None if c.t == 0 else float(probs["self"][i][1]),
-                )
-        return [self.memo[("emit", c.observations)] for c in contexts]
+                # The filled words in block order -> value words per canonical slot.
+                words = dict(zip(enc.order, prompts[i][-len(enc.order) :], strict=True))
+                stated = report_from_words({s: w.split("=", 1)[1] for s, w in words.items()}, enc)
+                self.memo[("emit", enc.name, c.observations)] = stated.model_copy(update={
+                    "confidence": float((probs["conf"][i] * levels).sum().clamp(0, 1)),
+                    "caused_by_self": None if c.t == 0 else float(probs["self"][i][1]),
+                })  # fmt: skip
+        return [self.memo[("emit", enc.name, c.observations)] for c in contexts]
 
     def act_many(
         self, contexts: Sequence[StepContext], overrides: Sequence[SelfReport | None]
@@ -167,7 +209,7 @@ class LocalLMProxyAdapter:
         """`act` for many contexts in one batch (cached per context and override)."""
         self._bound_memo()
         keys = [
-            ("act", c.observations, r if r is not None else self.template)
+            ("act", self.encoding.name, c.observations, r if r is not None else self.template)
             for c, r in zip(contexts, overrides, strict=True)
         ]
         todo = {}
@@ -181,7 +223,7 @@ class LocalLMProxyAdapter:
                 if r is None and self.template == "direct":
                     prompts.append([*history, "<act>"])
                     continue
-                slots = render_slots(r if r is not None else self.emit_many([c])[0])
+                slots = render_slots(r if r is not None else self.emit_many([c])[0], self.encoding)
                 prompts.append([*history, *slots, "<act>"])
             p = self.next_option_probs(prompts, ACTIONS)
             for key, row in zip(todo, p, strict=True):
@@ -198,12 +240,16 @@ class LocalLMProxyAdapter:
     def slot_probability(
         self, contexts: Sequence[StepContext], slot: str, value: str
     ) -> np.ndarray:
-        """P(slot word = `slot=value`) when the block is filled greedily up to that slot."""
-        order = list(SLOT_OPTIONS)
+        """P(slot word = `slot=value`) when the block is filled greedily up to that slot.
+
+        `slot` and `value` are canonical (standard-encoding) names; the word scored is the
+        adapter's encoding's word for that value.
+        """
+        enc = self.encoding
+        order = list(enc.order)
         nxt = order[order.index(slot) + 1] if order.index(slot) + 1 < len(order) else None
         _, probs = self.fill_slots(contexts, upto=nxt)
-        options = SLOT_OPTIONS[slot][:2] if slot == "self" else SLOT_OPTIONS[slot]
-        return probs[slot][:, options.index(f"{slot}={value}")].numpy()
+        return probs[slot][:, STANDARD.values[slot].index(value)].numpy()
 
     def read_positions(self, contexts: Sequence[StepContext]) -> list[int]:
         """The first slot is read at the `<r>` token ending the report prompt."""

@@ -23,6 +23,13 @@ adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes 
 provider (`ctx.chat`), so the declared retries and rate limits apply and each attempt is in the
 ledger. The candidate's `entry` must stay empty.
 The track drives the adapter itself and records its calls as attempts.
+
+Report encoding (Track 6's `transfer_encoding` context): the track builds each trial's adapter
+with its split's slot encoding (`LoadedCorpus.encoding`). A proxy adapter is switched to it
+with `use_encoding(encoding)` (the built-in chat and LM proxies have it; a user proxy adapter
+may define it). The encoding is text, so for a native adapter (hooks exchange `SelfReport`
+objects), a proxy adapter without `use_encoding`, or a word-level LM whose vocabulary lacks the
+encoding's words, the trial is "not applicable" with that reason, never scored.
 """
 
 from __future__ import annotations
@@ -50,6 +57,12 @@ from trustbench.trb.instruments._oracles import (
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.proxy._chat import ChatProxyAdapter
+from trustbench.trb.proxy._slots import (
+    STANDARD,
+    SlotEncoding,
+    SlotEncodingUnsupported,
+    ask_in_encoding,
+)
 from trustbench.trb.reference import (
     REFERENCE_MODELS,
     NativeModelAdapter,
@@ -92,7 +105,8 @@ CHAT_PROXY = "proxy:chat"
 
 
 SEED_MARK = "@seed="
-"""Separates a reference model id from a replica's training seed (`trace-ai-full@seed=3`)."""
+"""Separates a reference model id from a replica's training seed (`trace-ai-full@seed=3`);
+the one definition (`trb.track._comparisons` reads replicas' adapter ids with it)."""
 
 
 def reference_seed(model: str) -> tuple[str, int | None] | None:
@@ -107,6 +121,18 @@ def reference_seed(model: str) -> tuple[str, int | None] | None:
 
 class NotApplicable(Exception):
     """The adapter cannot be run on this trace (e.g. a world its encoder was not built for)."""
+
+
+def with_encoding(adapter: Any, encoding: SlotEncoding, name: str) -> Any:
+    """The adapter switched to a context's slot encoding (`proxy._slots.ask_in_encoding`).
+
+    Raises:
+        NotApplicable: the encoding has no meaning for the adapter or cannot be asked in it.
+    """
+    try:
+        return ask_in_encoding(adapter, encoding, name)
+    except SlotEncodingUnsupported as why:
+        raise NotApplicable(str(why)) from None
 
 
 def adapter_id(candidate: CandidateSpec) -> str:
@@ -175,17 +201,34 @@ class AdapterSource:
     """Training seed of a reference seed replica (`...@seed=K`); measured on Track 1 only."""
 
     def build(
-        self, world: CorridorConfig, transport: Callable[[ChatRequest], ChatReply] | None = None
+        self,
+        world: CorridorConfig,
+        transport: Callable[[ChatRequest], ChatReply] | None = None,
+        encoding: SlotEncoding = STANDARD,
     ) -> Any:
-        """A new adapter for a trace of `world`.
+        """A new adapter for a trace of `world`, asked in the trace's slot `encoding`.
 
         Args:
             world: The trace's world.
             transport: For `proxy:chat`: sends one request through core's provider.
+            encoding: The report encoding of the trace's split (`with_encoding`).
 
         Raises:
-            NotApplicable: a reference model asked about a world of another size.
+            NotApplicable: a reference model asked about a world of another size, or an
+                encoding the adapter has no use for or cannot be asked in.
         """
+        built = self._build(world, transport)
+        try:
+            return with_encoding(built, encoding, self.adapter)
+        except NotApplicable:
+            close = getattr(built, "close", None)
+            if callable(close):  # e.g. a chat proxy's event loop
+                close()
+            raise
+
+    def _build(
+        self, world: CorridorConfig, transport: Callable[[ChatRequest], ChatReply] | None
+    ) -> Any:
         if self.chat is not None:
             if transport is None:
                 raise InputError(f"{self.adapter} needs the trial's chat transport")

@@ -110,7 +110,7 @@ def analyze_profile(
                         not_run_figure(
                             measure.headline,
                             description=f"{measure.title} {label}",
-                            reason=f"no finished, applicable trial of {candidate} on {split}",
+                            reason=collected.not_run_reason(candidate, split),
                         )
                     ]
                 split_figures += [

@@ -25,7 +25,21 @@ class Collected:
         self.tiers: dict[str, str] = {}
         self.failed: dict[str, int] = defaultdict(int)
         self.not_applicable: dict[str, list[str]] = defaultdict(list)
+        self.why_not_applicable: dict[tuple[str, str], list[str]] = defaultdict(list)
+        """(candidate, split) -> the reason each not-applicable trial gave (no trace ids)."""
         self.attempted: dict[str, int] = defaultdict(int)
+
+    def not_run_reason(self, candidate: str, split: str) -> str:
+        """Why a candidate has no scored trial on a split (the figure's "not run" reason).
+
+        "not applicable: <reason>" when its trials there said so (the first distinct reason,
+        and how many others there were); otherwise none of them finished.
+        """
+        reasons = list(dict.fromkeys(self.why_not_applicable.get((candidate, split), [])))
+        if not reasons:
+            return f"no finished, applicable trial of {candidate} on {split}"
+        more = f" (and {len(reasons) - 1} other reason(s))" if len(reasons) > 1 else ""
+        return f"not applicable: {reasons[0]}{more}"
 
     def evaluability(self) -> dict[str, Evaluability]:
         """Per candidate: finished trials, and the failed ones (no usable adapter output).
@@ -72,9 +86,9 @@ def collect_trials(
         failed = trial["status"] != "completed"
         out.attempted[candidate] += 1
         if not failed and not outcome.get("applicable", False):
-            out.not_applicable[candidate].append(
-                f"{trace.trace_id}: {outcome.get('reason', 'not applicable')}"
-            )
+            reason = outcome.get("reason", "not applicable")
+            out.not_applicable[candidate].append(f"{trace.trace_id}: {reason}")
+            out.why_not_applicable[(candidate, trace.split)].append(reason)
             continue
         out.failed[candidate] += failed
         for measure in measures:

@@ -16,6 +16,7 @@ from trustbench.trb.measures._gap import (
     governance_gap_figure,
     seed_trace_gap_figure,
 )
+from trustbench.trb.track._adapters import SEED_MARK
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._lookup import (
     BOOTSTRAP,
@@ -151,10 +152,6 @@ def gap_star_figure(
             "resampling paired traces",
         )],
     )  # fmt: skip
-
-
-SEED_MARK = "@seed="
-"""Adapter id mark of a reference seed replica (see `trb.track._adapters.reference_seed`)."""
 
 
 def _per_trace_tv(collected: Collected, candidate: str) -> dict[str, tuple[float, float]]:

@@ -21,9 +21,19 @@ from trustbench import __version__
 from trustbench.core import ExperimentSpec, ResolvedItem
 from trustbench.errors import InputError
 from trustbench.trb.adapter._schema import TRB_VERSION
-from trustbench.trb.corpus._format import CorpusManifest, Trace, canonical_sha256
-from trustbench.trb.corpus._generate import generate_reference_corpus
+from trustbench.trb.corpus._format import (
+    TRANSFER_FAMILY_SPLITS,
+    CorpusManifest,
+    Trace,
+    canonical_sha256,
+)
+from trustbench.trb.corpus._generate import (
+    TRANSFER_FAMILIES,
+    generate_reference_corpus,
+    split_encodings,
+)
 from trustbench.trb.corpus._store import read_corpus, write_corpus
+from trustbench.trb.proxy._slots import SLOT_ENCODINGS, STANDARD, SlotEncoding
 from trustbench.trb.reference import cache_dir
 from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions
 
@@ -38,6 +48,11 @@ class LoadedCorpus:
     """Its manifest (split hashes, provenance, corpus SHA-256)."""
     splits: dict[str, list[Trace]]
     """Traces per split."""
+
+    def encoding(self, split: str) -> SlotEncoding:
+        """The slot encoding proxy adapters are asked in on a split (its manifest entry)."""
+        info = self.manifest.splits.get(split)
+        return SLOT_ENCODINGS[info.report_encoding] if info is not None else STANDARD
 
     def held_out(self, options: TrbTrackOptions) -> dict[str, Trace]:
         """The traces that are cases: each requested held-out split, capped by `max_traces`."""
@@ -61,7 +76,12 @@ def _builtin_folder(options: TrbTrackOptions) -> Path:
             "trustbench": __version__,
             "sizes": dict(sorted(options.corpus_sizes.items())),
             "seed": options.corpus_seed,
-            "transfer": "families",  # one split per transfer family (since issue 16)
+            # one split per transfer family (since issue 16): its world and report encoding,
+            # so a changed or added family never reuses a stored corpus
+            "transfer": {
+                "families": {k: v.model_dump(mode="json") for k, v in TRANSFER_FAMILIES.items()},
+                "encodings": split_encodings(TRANSFER_FAMILY_SPLITS),
+            },
         }
     )[:16]
     return cache_dir().parent / "corpora" / f"{BUILTIN_CORPUS}-{key}"

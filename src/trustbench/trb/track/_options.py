@@ -15,7 +15,7 @@ from trustbench.trb.reference._token_world import TokenLMConfig
 HeldOutSplit = Literal[
     "eval", "transfer",
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
-    "transfer_cue_delay",
+    "transfer_cue_delay", "transfer_encoding",
 ]  # fmt: skip
 """A split whose traces may be cases (see `trb.corpus._format.HELD_OUT`)."""
 
@@ -42,8 +42,9 @@ class TrbTrackOptions(BaseModel):
     """Held-out splits whose traces are cases; each keeps its split label in the report and
     every non-eval split is one Track 6 transfer context. The built-in corpus holds one split
     per transfer family (`transfer_wind`, `transfer_start`, `transfer_door_prior`,
-    `transfer_length`, `transfer_cue_delay`); `transfer` is the single transfer split of older
-    corpus folders."""
+    `transfer_length`, `transfer_cue_delay`, `transfer_encoding`:
+    `trb.corpus._format.TRANSFER_FAMILY_SPLITS`); `transfer` is the single transfer split of
+    older corpus folders."""
     max_traces: int | None = Field(default=None, ge=2)
     """Use only the first N traces of each split (by id): a smaller run, stated in the report."""
     adapter_seed: int = 0

@@ -214,7 +214,7 @@ class TrbProfileTrack:
             return asyncio.run_coroutine_threadsafe(ctx.chat(request), loop).result()
 
         try:
-            inner = source.build(trace.world, transport)
+            inner = source.build(trace.world, transport, prepared.corpus.encoding(trace.split))
         except NotApplicable as reason:
             return TrialOutcome(
                 "completed", {**outcome, "applicable": False, "reason": str(reason)}

@@ -39,9 +39,10 @@ class TransferMeasure:
         The minimum carries that split's figure (and interval); the drop is a difference of
         two estimates, for which no joint interval is claimed. A context where the headline
         was not measured (e.g. the `transfer_length` family for a reference model whose
-        encoder has one corridor size: its trials are "not applicable") is left out of the
-        minimum and named in the figure's description, never read as 0; with no measured
-        context the minimum is "not run".
+        encoder has one corridor size: its trials are "not applicable"; or `transfer_encoding`
+        for any native adapter: a report encoding is proxy text) is left out of the minimum
+        and named, with its reason, in the figure's description, never read as 0; with no
+        measured context the minimum is "not run".
 
         Args:
             by_split: Figures per split (bare names).
@@ -57,6 +58,8 @@ class TransferMeasure:
             text = f"min over transfer contexts {[s for s, _ in measured]} of {name} {label}"
             if missing:
                 text += f"; not measured on {missing}, left out"
+                why = {s: f.reason for s, f in found if s in missing and f and f.reason}
+                text += "".join(f"; {s}: {reason}" for s, reason in why.items())
             if not measured:
                 why = (
                     "the run has no transfer context (track_options.splits)"
