@@ -33,7 +33,7 @@ grounding_fit_traces = 40
 viability_rollouts = 2
 navigation_samples = 8
 """
-SIZES = "{ train = 300, eval = 12, transfer = 8 }"  # two traces per transfer family
+SIZES = "{ train = 300, eval = 12, transfer = 12 }"  # two traces per transfer family
 
 
 @pytest.fixture(scope="module")
