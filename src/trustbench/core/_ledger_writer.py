@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,9 +34,6 @@ class CommitThread:
     Args:
         commit: Commits a list of statements in one transaction (called on this thread).
     """
-
-    group_window_s = 0.0
-    """How long a flush waits for more rows before committing."""
 
     def __init__(self, commit: Callable[[Statements], None]) -> None:
         self._commit = commit
@@ -84,8 +80,6 @@ class CommitThread:
         self._raise_failure()
 
     def _flush(self) -> None:
-        if self.group_window_s:
-            time.sleep(self.group_window_s)  # let the group grow (the GIL is free meanwhile)
         with self._lock:
             statements, self._pending = self._pending, []
             self._flush_queued = False

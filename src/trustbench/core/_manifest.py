@@ -167,10 +167,19 @@ def hash_items(items: list[ResolvedItem]) -> list[FileRecord]:
 
 
 def resolve_inputs(
-    track: Track, spec: ExperimentSpec, base_dir: Path
+    track: Track, spec: ExperimentSpec, base_dir: Path, frozen: Manifest | None = None
 ) -> tuple[Resolution, list[FileRecord]]:
-    """Ask the track what the spec depends on, add in-process candidate code, and hash it all."""
-    resolution = track.resolve(spec, base_dir)
+    """Ask the track what the spec depends on, add in-process candidate code, and hash it all.
+
+    With `frozen` (the manifest of an experiment being re-checked), a track that defines the
+    optional `resolve_frozen(manifest)` is asked through it instead: it may skip repeating
+    checks the freeze already ran on unchanged inputs. The hashes are compared either way.
+    """
+    resolve_frozen = getattr(track, "resolve_frozen", None)
+    if frozen is not None and callable(resolve_frozen):
+        resolution = resolve_frozen(frozen)
+    else:
+        resolution = track.resolve(spec, base_dir)
     items = list(resolution.items)
     entries: set[str] = set()
     for candidate in spec.candidates:
@@ -345,7 +354,7 @@ def check_inputs(manifest: Manifest, track: Track) -> list[TrialKey]:
     Raises:
         CheckFailed: naming the first file added, removed or changed.
     """
-    _, files = resolve_inputs(track, manifest.spec, Path(manifest.base_dir))
+    _, files = resolve_inputs(track, manifest.spec, Path(manifest.base_dir), manifest)
     now = {(f.role, f.name): f.sha256 for f in files}
     frozen = manifest.file_sha()
     for key in sorted(frozen.keys() | now.keys()):

@@ -25,6 +25,7 @@ from typing import Any
 
 import trustbench
 from trustbench.core._context import RunServices
+from trustbench.core._gc import long_lived_objects_frozen
 from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
@@ -336,7 +337,7 @@ def run_experiment(
         InputError: when the folder is not a run folder or is in use by another run.
     """
     _check_runnable(run_dir, executor, address, limit)
-    with _RunLock(run_dir):
+    with _RunLock(run_dir), long_lived_objects_frozen():
         return asyncio.run(_run(run_dir, progress or NoProgress(), executor, address, limit))
 
 
@@ -355,7 +356,7 @@ async def run_experiment_async(
         InputError: when the folder is not a run folder or is in use by another run.
     """
     _check_runnable(run_dir, executor, address, limit)
-    with _RunLock(run_dir):
+    with _RunLock(run_dir), long_lived_objects_frozen():
         return await _run(run_dir, progress or NoProgress(), executor, address, limit)
 
 

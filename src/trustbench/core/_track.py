@@ -87,7 +87,12 @@ class Resolution:
 
 @runtime_checkable
 class Track(Protocol):
-    """A benchmark track: resolves its inputs, plans its trials and runs one trial at a time."""
+    """A benchmark track: resolves its inputs, plans its trials and runs one trial at a time.
+
+    Optional: `resolve_frozen(manifest) -> Resolution`, asked instead of `resolve` when a frozen
+    experiment's inputs are re-checked (before `run`, `report`, `verify`); it may skip checks
+    the freeze already ran on inputs whose hashes have not changed (see `rtb/review`).
+    """
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Return the corpus location and every file/prompt the experiment depends on.

@@ -88,7 +88,10 @@ def grader_only_values(case: Case | CaseV2) -> set[str]:
 _TOKEN_CHARS = "A-Za-z0-9_"
 
 
+@lru_cache(maxsize=8192)
 def _matcher(value: str) -> re.Pattern[str]:
+    # Compiled on first need only: a corpus has hundreds of grader-only values, nearly every
+    # text is clean, and compiling every pattern up front cost about 0.1 s of each corpus load.
     collapsed = " ".join(value.split())
     if " " in collapsed:
         return re.compile(re.escape(collapsed), re.IGNORECASE)
@@ -98,23 +101,21 @@ def _matcher(value: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=64)
-def _compiled(
-    forbidden: frozenset[str],
-) -> tuple[re.Pattern[str] | None, list[tuple[str, re.Pattern[str]]]]:
-    """One screening pattern for all values, plus one pattern per value.
+def _compiled(forbidden: frozenset[str]) -> tuple[re.Pattern[str] | None, list[str]]:
+    """One screening pattern for all values, and the values to check one by one (`_matcher`).
 
     Most strings are clean: the single alternation rejects them in one pass, and only a string
     it flags is checked value by value (which also reports overlapping values exactly).
     """
-    matchers = [(value, _matcher(value)) for value in sorted(forbidden) if value.strip()]
-    if not matchers:
+    values = [value for value in sorted(forbidden) if value.strip()]
+    if not values:
         return None, []
     # The screen runs on lower-cased text and has no look-arounds, so `re` can skip positions by
     # their first character; it may flag a token inside a longer identifier, which the exact
     # per-value patterns then reject.
-    literals = sorted({" ".join(value.split()).lower() for value, _ in matchers}, key=len)
+    literals = sorted({" ".join(value.split()).lower() for value in values}, key=len)
     screen = re.compile("|".join(re.escape(literal) for literal in reversed(literals)))
-    return screen, matchers
+    return screen, values
 
 
 def find_leaks(payload: Any, forbidden: Iterable[str]) -> list[Leak]:
@@ -137,14 +138,14 @@ def find_leaks(payload: Any, forbidden: Iterable[str]) -> list[Leak]:
         collapsed = " ".join(text.split())
         lowered = collapsed.lower()
         if field_screen is not None and field_screen.search(lowered):
-            for name, pattern in field_matchers:
-                if pattern.search(collapsed):
+            for name in field_matchers:
+                if _matcher(name).search(collapsed):
                     leaks.append(
                         Leak(pointer=json_pointer(path), kind="answer_key_field", found=name)
                     )
         if value_screen is not None and value_screen.search(lowered):
-            for value, pattern in value_matchers:
-                if pattern.search(collapsed):
+            for value in value_matchers:
+                if _matcher(value).search(collapsed):
                     leaks.append(Leak(pointer=json_pointer(path), kind="grader_value", found=value))
 
     def walk(node: Any, path: list[str | int]) -> None:

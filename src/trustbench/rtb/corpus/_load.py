@@ -125,7 +125,7 @@ class Corpus(BaseModel):
         raise InputError(f"no case {case_id!r} in the corpus at {self.root}")
 
 
-def _resolve_root(path: Path | None) -> tuple[Path, bool]:
+def resolve_root(path: Path | None) -> tuple[Path, bool]:
     root = builtin_corpus_root() if path is None else Path(path)
     if not root.is_dir():
         raise InputError(f"corpus folder not found: {root}")
@@ -157,7 +157,7 @@ def validate_corpus(
     Raises:
         InputError: The folder does not exist.
     """
-    root, is_builtin = _resolve_root(path)
+    root, is_builtin = resolve_root(path)
     problems: list[Problem] = []
     manifest = _read_manifest(root, problems)
     policy_id = policy_id or (manifest.policy_id if manifest else None) or POLICY_ID_V1
@@ -281,7 +281,7 @@ def write_manifest(
         CheckFailed: The corpus has problems other than its manifest; nothing is written, so a
             manifest never certifies a broken corpus.
     """
-    previous = _read_manifest(_resolve_root(path)[0], [])
+    previous = _read_manifest(resolve_root(path)[0], [])
     chosen_policy = policy_id or (previous.policy_id if previous is not None else None)
     report = validate_corpus(path, check_manifest=False, policy_id=chosen_policy)
     problems = [p for p in report.problems if p.file != MANIFEST_NAME]

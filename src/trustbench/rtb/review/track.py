@@ -1,9 +1,9 @@
 """RTB track 1, reviewer comparison: every candidate reviews every case, K independent trials.
 
 Registered as `rtb/review`. Each trial issues a fresh, unpredictable evaluation id
-(`new_evaluation_id`), exports the candidate-visible input (`to_candidate_input`: no case id,
-variant or answer key), builds the shared review messages (`build_review_messages`) and makes one
-`ctx.chat` call. In-process reviewers (`trustbench.rtb.review.reviewers:chat_responder`)
+(`new_evaluation_id`), builds the shared review messages of the candidate-visible input (no
+case id, variant or answer key; `ReviewMessages`, the text `build_review_messages` gives) and
+makes one `ctx.chat` call. In-process reviewers (`trustbench.rtb.review.reviewers:chat_responder`)
 receive exactly the messages an LLM receives. The trial stores the evaluation id, the raw reply
 text (None when there was none) and the reported model; it judges nothing.
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import trustbench
 from trustbench.core import (
     CallFailed,
     ExperimentSpec,
@@ -33,15 +34,18 @@ from trustbench.core import (
 from trustbench.core._report_run import ReportResult
 from trustbench.errors import InputError
 from trustbench.providers import ChatRequest
-from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
+from trustbench.rtb.corpus._export import new_evaluation_id
+from trustbench.rtb.corpus._frozen import load_frozen_corpus
 from trustbench.rtb.corpus._load import Corpus, load_corpus
+from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
     corpus_items,
     corpus_location,
 )
 from trustbench.rtb.review._options import parse_options, select_cases
-from trustbench.rtb.review.reviewers import build_review_messages
+from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
 BUILTIN_REVIEWER_ENTRY = "trustbench.rtb.review.reviewers:chat_responder"
@@ -53,11 +57,24 @@ class ReviewTrack:
 
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
+        self._cases: dict[str, dict[str, Case | CaseV2]] = {}
+        self._messages: dict[str, ReviewMessages] = {}
 
-    def corpus(self, root: str) -> Corpus:
-        """The corpus a manifest names (`builtin:v0.1` or a folder), loaded once per track."""
+    def corpus(self, root: str, frozen_files: dict[str, str] | None = None) -> Corpus:
+        """The corpus a manifest names (`builtin:v0.1` or a folder), loaded once per track.
+
+        `frozen_files` (see `resolve_frozen`) lets an unchanged frozen corpus skip re-validation.
+        """
         if root not in self._corpora:
-            self._corpora[root] = load_corpus(corpus_folder(root))
+            folder = corpus_folder(root)
+            corpus = (
+                load_corpus(folder)
+                if frozen_files is None
+                else load_frozen_corpus(folder, frozen_files)
+            )
+            self._corpora[root] = corpus
+            self._cases[root] = {case.case_id: case for case in corpus.cases}
+            self._messages[root] = ReviewMessages(corpus.review_prompt)
         return self._corpora[root]
 
     def selected(self, manifest: Manifest) -> Corpus:
@@ -71,6 +88,24 @@ class ReviewTrack:
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Load and validate the corpus, check the options, and list every corpus file."""
+        return self._resolve(spec, base_dir, None)
+
+    def resolve_frozen(self, manifest: Manifest) -> Resolution:
+        """`resolve` for a frozen experiment (core's `check_inputs` calls it before a run).
+
+        When the corpus files hash to exactly what the freeze recorded, by this trustbench
+        version, the corpus is parsed without repeating the checks the freeze ran on the same
+        bytes (`rtb.corpus._frozen`); otherwise it is validated in full. Core compares every
+        hash with the manifest afterwards either way.
+        """
+        frozen = None
+        if manifest.environment.trustbench_version == trustbench.__version__:
+            frozen = {f.name: f.sha256 for f in manifest.files if f.role == "corpus"}
+        return self._resolve(manifest.spec, Path(manifest.base_dir), frozen)
+
+    def _resolve(
+        self, spec: ExperimentSpec, base_dir: Path, frozen_files: dict[str, str] | None
+    ) -> Resolution:
         options = parse_options(spec)
         from trustbench.rtb.review.reviewers._registry import ALL_REVIEWER_NAMES
 
@@ -88,7 +123,7 @@ class ReviewTrack:
                     location=f"candidate {candidate.name}",
                 )
         root, label = corpus_location(spec, base_dir)
-        corpus = self.corpus(label)
+        corpus = self.corpus(label, frozen_files)
         select_cases([case.case_id for case in corpus.cases], options.cases)
         for candidate in spec.candidates:
             reviewer = (candidate.settings or {}).get("reviewer")
@@ -113,11 +148,13 @@ class ReviewTrack:
 
     async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
         """One review: fresh evaluation id, visible input only, one chat call, raw reply kept."""
-        corpus = self.corpus(ctx.manifest.corpus.root)
-        case = corpus.case(key.case_id)
+        root = ctx.manifest.corpus.root
+        self.corpus(root)
+        case = self._cases[root].get(key.case_id)
+        if case is None:
+            raise InputError(f"no case {key.case_id!r} in the corpus {root}")
         evaluation_id = new_evaluation_id()
-        candidate_input = to_candidate_input(case, evaluation_id)
-        request = ChatRequest(messages=build_review_messages(corpus.review_prompt, candidate_input))
+        request = ChatRequest(messages=self._messages[root].messages(case, evaluation_id))
         recorded = {
             "evaluation_id": evaluation_id,
             "requested_model": ctx.candidate.model or ctx.candidate.name,

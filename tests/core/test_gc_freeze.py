@@ -1,0 +1,34 @@
+"""A run freezes the objects alive at its start and hands them back when it ends."""
+
+from __future__ import annotations
+
+import gc
+
+from trustbench.core._gc import long_lived_objects_frozen
+
+
+def test_objects_alive_at_the_start_are_frozen_during_the_block_and_released_after() -> None:
+    assert gc.get_freeze_count() == 0
+    with long_lived_objects_frozen():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_callers_own_freeze_is_left_alone() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with long_lived_objects_frozen():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_the_freeze_is_released_when_the_block_raises() -> None:
+    try:
+        with long_lived_objects_frozen():
+            raise RuntimeError("a failed run")
+    except RuntimeError:
+        pass
+    assert gc.get_freeze_count() == 0
