@@ -118,3 +118,18 @@ def test_a_group_with_a_failing_row_commits_none_of_its_appends(tmp_path: Path) 
     # All or none per group, and never a row after a lost one: the trials are run again.
     assert db.execute("SELECT COUNT(*) FROM trials").fetchone() == (0,)
     assert verify_chain(db, ANCHOR) == []
+
+
+def test_an_unknown_column_or_a_value_that_would_not_read_back_is_refused_and_not_stored(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger.open(tmp_path, ANCHOR)
+    with pytest.raises(KeyError, match=r"unknown columns for trials: \['colour'\]"):
+        ledger.append("trials", {"trial_id": "t0", "colour": "red"})
+    with pytest.raises(TypeError, match=r"trials\.attempts must be str, int, float or None"):
+        ledger.append("trials", {"trial_id": "t0", "attempts": True})  # would read back as 1
+    ledger.append("trials", {"trial_id": "t0", "attempts": 1})
+    ledger.close()
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert db.execute("SELECT trial_id, attempts FROM trials").fetchall() == [("t0", 1)]
+    assert verify_chain(db, ANCHOR) == []

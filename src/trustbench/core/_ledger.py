@@ -8,11 +8,12 @@ row's predecessor is the manifest hash. Changing one byte of a row, deleting a r
 rows breaks the chain at that row, which `verify_ledger` names.
 
 Durability: WAL journal with `synchronous=NORMAL`; each `append_many` call (an attempt, a
-finished trial) is all-or-none, and the writer thread may commit several calls in one
-transaction. A committed WAL transaction survives the death of the process (SIGKILL, crash): the
-threat this ledger is built for. It may not survive a power loss or OS crash (that needs FULL,
-one fsync per commit); the run can then be resumed from what was flushed, with the chain still
-verifiable.
+finished trial) is all-or-none. During a run the writer thread commits the calls of each 20 ms
+together in one transaction (`_ledger_writer`), so a killed run loses at most its last 20 ms of
+rows, whose trials are run again on resume. A committed WAL transaction survives the death of
+the process (SIGKILL, crash): the threat this ledger is built for. It may not survive a power
+loss or OS crash (that needs FULL, one fsync per commit); the run can then be resumed from what
+was flushed, with the chain still verifiable.
 
 Columns have no declared type (SQLite affinity NONE), so each value reads back exactly as it was
 written and the hash recomputed at verification sees the same value that was hashed at write time.
@@ -57,6 +58,11 @@ EMPTY_FILE = (
 )
 NOT_A_LEDGER = "ledger.sqlite is corrupted or not a SQLite ledger"
 
+
+_STORABLE = (str, int, float, type(None))
+"""What a column may hold (bool excluded: it would read back as an integer)."""
+_PLAIN = frozenset(_STORABLE)
+"""The exact types of `_STORABLE`: checked first, as nearly every value is one of them."""
 
 _INSERT: dict[str, str] = {
     table: f"INSERT INTO {table} ({', '.join(columns)}, row_hash) "
@@ -282,13 +288,14 @@ class Ledger:
             next_ids[table] += 1
             seq += 1
             row = {"id": next_ids[table], "seq": seq, **values}
-            for name in columns:
-                value = row.setdefault(name, None)
-                if isinstance(value, bool) or not isinstance(value, str | int | float | type(None)):
+            ordered = {name: row.get(name) for name in columns}
+            for name, value in ordered.items():
+                if type(value) not in _PLAIN and (
+                    isinstance(value, bool) or not isinstance(value, _STORABLE)
+                ):
                     raise TypeError(f"{table}.{name} must be str, int, float or None")
-            if len(row) != len(columns):
-                raise KeyError(f"unknown columns for {table}: {sorted(set(row) - set(columns))}")
-            ordered = {name: row[name] for name in columns}
+            if len(row) != len(columns) and (unknown := sorted(row.keys() - ordered.keys())):
+                raise KeyError(f"unknown columns for {table}: {unknown}")
             head = row_hash(head, table, ordered)
             statements.append((_INSERT[table], (*ordered.values(), head)))
             ids.append(next_ids[table])

@@ -104,6 +104,21 @@ class ContentStore:
     def __init__(self) -> None:
         self._known: set[str] = set()
         self._bases: OrderedDict[tuple[str | None, str], tuple[str, bytes]] = OrderedDict()
+        self._digests: dict[str, str] = {}
+        """Digest of each recently stored text: the review prompt, sent by every trial, is
+        looked up (the same string object: an identity check) instead of hashed again."""
+
+    def digest(self, text: str) -> tuple[str, bytes | None]:
+        """The SHA-256 of `text`'s UTF-8, and the encoded bytes when they had to be made."""
+        digest = self._digests.get(text)
+        if digest is not None:
+            return digest, None
+        data = text.encode("utf-8")
+        digest = sha256_hex(data)
+        if len(self._digests) >= self.MAX_BASES:
+            self._digests.clear()
+        self._digests[text] = digest
+        return digest, data
 
     def begin(self) -> _Batch:
         """A batch of packs whose new texts and bases count only once `commit`ted."""
@@ -174,10 +189,11 @@ class _Batch:
         return packed, inserts
 
     def _stored(self, text: str, family: str | None, slot: str, inserts: list[Statement]) -> str:
-        data = text.encode("utf-8")
-        digest = sha256_hex(data)
+        digest, data = self._store.digest(text)
         if digest in self._store._known or digest in self.new:
             return digest
+        if data is None:  # known by digest but not stored (forgotten, or rolled back)
+            data = text.encode("utf-8")
         self.new.add(digest)
         key = (family, slot)
         base = self.bases.get(key) or self._store._bases.get(key)

@@ -5,13 +5,15 @@ long. `Ledger.start_writer` hands commits to this single thread, which runs them
 submission order, so the chain, the all-or-none rule for each appended group of rows and the
 head anchor (written after the rows it names are committed) are unchanged.
 
-Group commit: rows appended while the thread is busy wait in one pending list, and the thread
-commits everything pending in one transaction. Under load that is one commit for many trials
-instead of one per row (each commit and each hand-off between threads costs CPU: about 0.2 ms
-per trial of the reviewer workload when every row was its own transaction). A group holds whole
-`append_many` calls, so each call's rows still survive or vanish together. A process killed with
-rows still pending loses only rows that were not yet committed, as if it had been killed a
-moment earlier; resuming treats their trials as never run.
+Group commit: rows wait in one pending list, and the thread commits everything pending in one
+transaction, `GROUP_WINDOW_S` after the first of them arrived. Each commit rewrites the pages
+it touched (table tails and index pages) into the WAL, so fewer, larger commits cost less: in
+the latency-bound bench the writer's CPU went from about 0.15 to 0.09 ms per trial with a 20 ms
+window (about 300 commits down to 50 for 2,000 trials), and one commit per row had cost about
+0.2 ms per trial. A group holds whole `append_many` calls, so each call's rows still survive or
+vanish together. A process killed with rows still pending loses only rows that were not yet
+committed (at most the last window's), as if it had been killed a moment earlier; resuming
+treats their trials as never run.
 
 Fail-stop: after a job fails, later jobs are dropped (a later row must never be committed after
 an earlier one was lost) and the error is raised by the next `submit`, `drain` or `close`.
@@ -21,11 +23,15 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 Statements = list[tuple[str, tuple[Any, ...]]]
 """SQL statements with their parameters, committed together."""
+
+GROUP_WINDOW_S = 0.02
+"""How long a group collects rows before it is committed (a killed run loses at most this)."""
 
 
 class CommitThread:
@@ -80,6 +86,7 @@ class CommitThread:
         self._raise_failure()
 
     def _flush(self) -> None:
+        time.sleep(GROUP_WINDOW_S)  # let the group grow; the GIL is free meanwhile
         with self._lock:
             statements, self._pending = self._pending, []
             self._flush_queued = False
