@@ -54,14 +54,20 @@ def test_reads_wait_for_queued_appends(tmp_path: Path) -> None:
     ledger.close()
 
 
-def test_a_failed_commit_stops_the_writer_and_no_later_row_is_committed(tmp_path: Path) -> None:
-    ledger = Ledger.open(tmp_path, ANCHOR)
-    db = sqlite3.connect(tmp_path / "ledger.sqlite", isolation_level=None)
+def _ledger_whose_disk_fills_at_trial_bad(run_dir: Path) -> tuple[Ledger, sqlite3.Connection]:
+    """A ledger on its writer thread whose insert of trial `bad` fails, and a reader of it."""
+    ledger = Ledger.open(run_dir, ANCHOR)
+    db = sqlite3.connect(run_dir / "ledger.sqlite", isolation_level=None)
     db.execute(
         "CREATE TRIGGER full BEFORE INSERT ON trials WHEN NEW.trial_id = 'bad' "
         "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
     )
     ledger.start_writer()
+    return ledger, db
+
+
+def test_a_failed_commit_stops_the_writer_and_no_later_row_is_committed(tmp_path: Path) -> None:
+    ledger, db = _ledger_whose_disk_fills_at_trial_bad(tmp_path)
     ledger.append("trials", {"trial_id": "before"})
     ledger.finished_trial_ids()  # waits until "before" is committed on its own
     ledger.append("trials", {"trial_id": "bad"})
@@ -101,13 +107,7 @@ def test_rows_appended_while_the_writer_is_busy_are_committed_in_one_group(
 
 
 def test_a_group_with_a_failing_row_commits_none_of_its_appends(tmp_path: Path) -> None:
-    ledger = Ledger.open(tmp_path, ANCHOR)
-    db = sqlite3.connect(tmp_path / "ledger.sqlite", isolation_level=None)
-    db.execute(
-        "CREATE TRIGGER full BEFORE INSERT ON trials WHEN NEW.trial_id = 'bad' "
-        "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-    )
-    ledger.start_writer()
+    ledger, db = _ledger_whose_disk_fills_at_trial_bad(tmp_path)
     release = threading.Event()
     ledger._run(lambda: release.wait(10))
     for name in ("grouped", "bad", "after"):
