@@ -57,6 +57,12 @@ def float_text(value: float) -> str:
     integral values ("2.0" -> "2") and zero; a repr without any of those is already the answer,
     so only those cases pay for the reference routine.
     """
+    if value.is_integer() and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
+        # ECMAScript writes an integral value as an integer ("2"; "0" for -0.0), from its
+        # shortest round-trip digits, which below 2^53 are the integer itself (above, they are
+        # not: 9.999999999999999e20 is "999999999999999900000"). A request's
+        # `temperature = 0.0` took the slow path below in every trial.
+        return str(int(value))
     text = repr(value)
     if "e" in text or text.endswith(".0") or not text[-1].isdigit():
         return rfc8785.dumps(value).decode("ascii")
@@ -89,10 +95,11 @@ def _encode(value: Any, parts: list[str]) -> None:
             parts.append("{}")
             return
         keys = list(value)
-        if not all(type(key) is str for key in keys):
-            raise _NotFastPath
+        for key in keys:  # a loop, not all(...): most objects here have two to five members
+            if type(key) is not str:
+                raise _NotFastPath
         # For ASCII names code-point order is UTF-16 order; sort the cheap way when it is safe.
-        keys.sort(key=None if all(key.isascii() for key in keys) else _utf16_key)
+        keys.sort(key=None if "".join(keys).isascii() else _utf16_key)
         separator = "{"
         for key in keys:
             parts.append(separator)

@@ -98,3 +98,12 @@ def test_float_text_is_the_rfc8785_number_format(value: float) -> None:
 def test_sha256_hex_in_gil_keeping_chunks_equals_hashlib_at_every_size(size: int) -> None:
     data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
     assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "value", [0.0, -0.0, 2.0, -2.0, 2.0**53 - 1, 2.0**53, 1e20, 9.999999999999999e20, 1e21]
+)
+def test_integral_floats_near_the_fast_path_edges_are_written_as_rfc8785_writes_them(
+    value: float,
+) -> None:
+    assert float_text(value) == rfc8785.dumps(value).decode()
