@@ -94,12 +94,14 @@ Statement = tuple[str, tuple[Any, ...]] | NewContent
 class ContentStore:
     """The writer's side of format 3: which texts are stored and which serve as bases.
 
-    Memory is bounded: at most `MAX_KNOWN` digests and `MAX_BASES` bases are remembered; a text
-    forgotten and seen again is inserted again and ignored by `INSERT OR IGNORE`.
+    Memory is bounded: at most `MAX_KNOWN` stored digests, `MAX_BASES` bases and
+    `MAX_DIGESTS` text-to-digest entries are remembered; a text forgotten and seen again is
+    inserted again and ignored by `INSERT OR IGNORE`.
     """
 
     MAX_KNOWN = 8192
     MAX_BASES = 1024
+    MAX_DIGESTS = 1024
 
     def __init__(self) -> None:
         self._known: set[str] = set()
@@ -115,7 +117,7 @@ class ContentStore:
             return digest, None
         data = text.encode("utf-8")
         digest = sha256_hex(data)
-        if len(self._digests) >= self.MAX_BASES:
+        if len(self._digests) >= self.MAX_DIGESTS:
             self._digests.clear()
         self._digests[text] = digest
         return digest, data
@@ -309,7 +311,7 @@ def content_problems(connection: sqlite3.Connection) -> list[str]:
         try:
             refs = list(json.loads(request)["refs"].values()) if isinstance(request, str) else []
         except (ValueError, KeyError, TypeError, AttributeError):
-            return [f"attempts id {attempt_id}: its request is not a format 2 request"]
+            return [f"attempts id {attempt_id}: its request is not a packed request"]
         if reader.format == FORMAT_3 and isinstance(raw, str):
             refs.append(raw)
         missing = next((digest for digest in refs if digest not in stored), None)
