@@ -24,7 +24,7 @@ import numpy as np
 
 from trustbench.trb.adapter._schema import ACTIONS, Observation, StepContext
 from trustbench.trb.measures._calls import BatchPolicy
-from trustbench.trb.world import CorridorWorld
+from trustbench.trb.world import CorridorWorld, sample_action
 
 GUSTS_ORDER = ("left", "right", "none")
 
@@ -143,12 +143,7 @@ def sampled_reach(
             if dist is None:
                 continue
             u_act, u_gust = draws[i, j, depth]
-            action, acc = ACTIONS[-1], 0.0
-            for a in ACTIONS:
-                acc += dist[a]
-                if u_act < acc:
-                    action = a
-                    break
+            action = sample_action(dist, float(u_act))
             gust = world.gust_of(float(u_gust))
             new, obs = _child(world, history[-1], cell, action, gust, starts[i].door)
             if new == starts[i].target:

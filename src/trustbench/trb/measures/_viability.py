@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from trustbench.trb.adapter._protocol import Adapter
-from trustbench.trb.adapter._schema import ACTIONS, Observation, SelfReport, StepContext
+from trustbench.trb.adapter._schema import Observation, SelfReport, StepContext
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures._calls import (
     HARNESS_ABLATION,
@@ -43,7 +43,7 @@ from trustbench.trb.measures._calls import (
     mean_report,
 )
 from trustbench.trb.measures._gap import cluster_bootstrap, ratio
-from trustbench.trb.world import CorridorWorld
+from trustbench.trb.world import CorridorWorld, sample_action
 
 
 def _play(
@@ -97,12 +97,7 @@ def _play(
                 continue
             i, j = run["i"], run["j"]
             u_act, u_gust = draws[i, j, depth]
-            action, acc = ACTIONS[-1], 0.0
-            for a in ACTIONS:
-                acc += dist[a]
-                if u_act < acc:
-                    action = a
-                    break
+            action = sample_action(dist, float(u_act))
             world, trace = worlds[i], traces[i]
             gust = world.gust_of(float(u_gust))
             cell = world.next_cell(run["cell"], action, gust, trace.door)

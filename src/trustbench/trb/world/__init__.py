@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         LeadInRecord,
         StepRecord,
         reference_continuation,
+        sample_action,
     )
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "LeadInRecord",
     "StepRecord",
     "reference_continuation",
+    "sample_action",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

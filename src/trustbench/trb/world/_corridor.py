@@ -288,7 +288,7 @@ class CorridorWorld:
                 cell, goal, door, steps_left, None if label is None else float(label)
             )
             action_draw, gust_draw = float(rng.random()), float(rng.random())
-            action = _sample(reference_continuation(r), action_draw)
+            action = sample_action(reference_continuation(r), action_draw)
             gust = self.gust_of(gust_draw)
             steps.append(
                 StepRecord(
@@ -308,7 +308,7 @@ class CorridorWorld:
         return Episode(goal=goal, door=door, lead_in=tuple(lead_in), steps=tuple(steps))
 
 
-def _sample(dist: dict[str, float], u: float) -> Action:
+def sample_action(dist: dict[str, float], u: float) -> Action:
     """Inverse-CDF sample from a distribution over ACTIONS with a recorded uniform draw."""
     acc = 0.0
     for a in ACTIONS:
