@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import aiohttp
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
@@ -45,7 +46,13 @@ def test_a_chunked_body_over_the_cap_is_cut_and_flagged() -> None:
     assert result.raw_response == "x" * 4096
 
 
-def test_a_declared_body_over_the_cap_is_cut_and_flagged() -> None:
+def test_a_declared_body_over_the_cap_is_cut_and_flagged_without_reading_it_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def read_whole(self: aiohttp.ClientResponse) -> bytes:
+        raise AssertionError("a body declared over the cap was read whole")
+
+    monkeypatch.setattr(aiohttp.ClientResponse, "read", read_whole)
     result = asyncio.run(_post("declared", 50_000, 4096))
     assert result.error_class == "response_too_large"
     assert result.raw_response == "y" * 4096
