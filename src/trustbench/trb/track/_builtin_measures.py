@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from trustbench.core.figures import Figure, Interval
+from trustbench.core.figures import Figure
 from trustbench.core.stats import clustered_figure
 from trustbench.trb.adapter._schema import EDITABLE_SLOTS
 from trustbench.trb.corpus._format import Trace
@@ -52,7 +52,7 @@ from trustbench.trb.measures._governance import (
     governance_rows,
 )
 from trustbench.trb.measures._numeric import unique_argmax
-from trustbench.trb.track._measure_common import _boot_figure, _per_trace
+from trustbench.trb.track._measure_common import _boot_figure, _per_trace, bootstrap_interval
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 
 
@@ -333,16 +333,10 @@ class AttributionMeasure:
             per_trace, _balanced, seed=stats.seed, resamples=stats.resamples,
             level=stats.confidence,
         )  # fmt: skip
-        interval = Interval(
-            method="cluster_bootstrap_percentile",
-            confidence=stats.confidence,
-            sidedness="two_sided",
-            lower=boot["low"],
-            upper=boot["high"],
-            seed=stats.seed,
-            resamples=stats.resamples,
+        interval = bootstrap_interval(
+            boot,
+            stats,
             groups=len(per_trace),
-            not_computable=None if boot["low"] is not None else "fewer than two traces",
             note="percentile bootstrap of the balanced-accuracy statistic, resampling traces",
         )
         return Figure(

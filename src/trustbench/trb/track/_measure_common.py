@@ -72,6 +72,24 @@ def _per_trace(rows: list[MeasureRow], keys: tuple[str, ...]) -> np.ndarray:
     return np.array(list(traces.values()))
 
 
+def bootstrap_interval(
+    boot: dict[str, Any], stats: StatsPlan, *, groups: int, note: str
+) -> Interval:
+    """The two-sided percentile interval of a trace bootstrap (`cluster_bootstrap`'s result)."""
+    return Interval(
+        method=BOOTSTRAP,
+        confidence=stats.confidence,
+        sidedness="two_sided",
+        lower=boot["low"],
+        upper=boot["high"],
+        seed=stats.seed,
+        resamples=stats.resamples,
+        groups=groups,
+        not_computable=None if boot["low"] is not None else "fewer than two traces",
+        note=note,
+    )
+
+
 def _boot_figure(
     name: str,
     per_trace: np.ndarray,
@@ -94,18 +112,7 @@ def _boot_figure(
             unit_count=rows, cluster="trace", description=description,
             reason="the statistic is undefined on these counts (a zero denominator)",
         )  # fmt: skip
-    interval = Interval(
-        method=BOOTSTRAP,
-        confidence=stats.confidence,
-        sidedness="two_sided",
-        lower=boot["low"],
-        upper=boot["high"],
-        seed=stats.seed,
-        resamples=stats.resamples,
-        groups=len(per_trace),
-        not_computable=None if boot["low"] is not None else "fewer than two traces",
-        note=note,
-    )
+    interval = bootstrap_interval(boot, stats, groups=len(per_trace), note=note)
     return Figure(
         name=name, kind=kind, denominator=denominator, estimate=float(boot["estimate"]),  # type: ignore[arg-type]
         unit="trial", unit_count=rows, cluster="trace", description=description,
