@@ -107,3 +107,25 @@ def test_integral_floats_near_the_fast_path_edges_are_written_as_rfc8785_writes_
     value: float,
 ) -> None:
     assert float_text(value) == rfc8785.dumps(value).decode()
+
+
+def test_a_long_string_encoded_again_from_the_memo_is_still_rfc8785() -> None:
+    prompt = 'Decide whether the change may proceed.\n\t"quoted" \\ é \x01 ' * 60
+    body = {"messages": [{"role": "system", "content": prompt}], "temperature": 0.0}
+    first = canonical_json(body)
+    assert canonical_json(body) == first == rfc8785.dumps(body)
+    # An equal string that is another object, and one that differs in its last character.
+    assert canonical_json({"c": "".join(list(prompt))}) == rfc8785.dumps({"c": prompt})
+    assert canonical_json({"c": prompt[:-1] + "!"}) == rfc8785.dumps({"c": prompt[:-1] + "!"})
+
+
+def test_the_encoded_string_memo_stays_bounded() -> None:
+    from trustbench import _canonical
+
+    for index in range(3 * _canonical._MEMO_ENTRIES):
+        text = f"{index:08d}" * 200
+        assert canonical_json(text) == rfc8785.dumps(text)
+    assert len(_canonical._encoded_long_strings) <= _canonical._MEMO_ENTRIES
+    huge = "x" * (_canonical._MEMO_MAX_CHARS + 1)
+    assert canonical_json(huge) == rfc8785.dumps(huge)
+    assert huge not in _canonical._encoded_long_strings

@@ -171,3 +171,25 @@ def test_a_ledger_killed_before_its_first_row_starts_afresh(
     connection.close()
     assert run_experiment(run_dir).completed == 2
     assert verify_run(run_dir).ok
+
+
+@pytest.mark.parametrize(
+    "nanoseconds",
+    [
+        1_764_547_200_000_000_000,  # a whole second: the microseconds are still written
+        1_764_547_200_999_999_999,  # just below the next second
+        1_764_547_201_000_000_999,  # the next second, under one microsecond in
+        1_764_547_199_123_456_789,  # an earlier second again (the cache is not monotonic)
+    ],
+)
+def test_utc_now_writes_what_isoformat_writes_across_second_boundaries(
+    nanoseconds: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime as dt
+
+    from trustbench.core import _ledger as ledger_module
+
+    monkeypatch.setattr(ledger_module.time, "time_ns", lambda: nanoseconds)
+    second, rest = divmod(nanoseconds, 1_000_000_000)
+    expected = dt.datetime.fromtimestamp(second, dt.UTC).replace(microsecond=rest // 1000)
+    assert ledger_module.utc_now() == expected.isoformat(timespec="microseconds")

@@ -147,7 +147,9 @@ def test_a_format_1_ledger_stays_readable_and_resuming_it_is_refused(
     # What the first version wrote: full requests inline, format id /1.
     with monkeypatch.context() as patch:
         patch.setattr(ledger_module, "LEDGER_FORMAT", FORMAT_1)
-        patch.setattr(_Batch, "pack_attempt", lambda self, values, family: (values, []))
+        patch.setattr(
+            _Batch, "pack_attempt", lambda self, values, family, request=None: (values, [])
+        )
         requests = _write(tmp_path, 2)
     assert _db(tmp_path).execute("SELECT COUNT(*) FROM contents").fetchone()[0] == 0
     contents = read_ledger(tmp_path)
@@ -163,7 +165,9 @@ def test_a_format_2_ledger_stays_readable_and_resuming_it_is_refused(
     # What format 2 wrote: request contents by digest in a two-column table, responses inline.
     pack = _Batch.pack_attempt
 
-    def format_2(self: _Batch, values: dict, family: str | None) -> tuple[dict, list]:
+    def format_2(
+        self: _Batch, values: dict, family: str | None, request: object = None
+    ) -> tuple[dict, list]:
         packed, inserts = pack(self, {**values, "raw_response": None}, None)
         old_insert = "INSERT OR IGNORE INTO contents (digest, body) VALUES (?, ?)"
         statements = [(old_insert, (c.digest, zlib.compress(c.data))) for c in inserts]
@@ -209,3 +213,26 @@ def test_verify_of_a_real_run_fails_when_a_stored_prompt_is_edited(
     db.close()
     problems = verify_run(run_dir).problems
     assert len(problems) == 1 and "does not match its digest" in problems[0]
+
+
+_BODIES = [
+    json.loads(_request(7)),
+    {"messages": ({"role": "system", "content": PROMPT}, {"role": "user", "content": "hi"}),
+     "model": "m", "temperature": 0.0, "max_tokens": 10},
+    {"messages": [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}, "odd"]},
+    {"messages": "not a list", "model": "m"},
+    {"prompt": PROMPT},
+    [PROMPT, 1.5],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("body", _BODIES)
+def test_an_attempt_packed_from_its_body_equals_one_packed_from_its_text(body: object) -> None:
+    from trustbench._canonical import canonical_json
+    from trustbench.core._ledger_contents import ContentStore
+
+    text = canonical_json(body).decode()
+    values = {"trial_id": "c/x/0", "request": text, "raw_response": _reply(0)}
+    from_text = ContentStore().begin().pack_attempt(values, "c")
+    from_body = ContentStore().begin().pack_attempt(values, "c", body)
+    assert from_body == from_text

@@ -10,7 +10,13 @@ from tests.support.cli import ALPHA_KEY, invoke
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import Behaviour, OpenAIServer, raw_body, reply
 
-from trustbench.core import build_manifest, read_ledger, run_experiment, write_manifest
+from trustbench.core import (
+    build_manifest,
+    read_ledger,
+    run_experiment,
+    verify_run,
+    write_manifest,
+)
 from trustbench.core._spec import parse_spec
 
 
@@ -68,6 +74,30 @@ def test_a_server_echoing_the_api_key_never_gets_it_into_the_ledger(
     ledger = read_ledger(run_dir)
     assert any("Bearer [REDACTED]" in (a["raw_response"] or "") for a in ledger.attempts)
     assert any("bad key [REDACTED]" in (t["error"] or "") for t in ledger.trials)
+
+
+def test_a_request_quoting_the_api_key_is_stored_redacted_and_still_verifies(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    # A case text that quotes the key: the request sent carries it, the one stored must not.
+    write_corpus(tmp_path / "corpus", 2)
+    quoting = {"id": "case-001", "prompt": f"rotate {ALPHA_KEY} now; " + "context " * 60}
+    (tmp_path / "corpus" / "cases" / "case-001.json").write_text(json.dumps(quoting))
+    spec = tmp_path / "exp.toml"
+    spec.write_text(two_candidate_spec(openai_server.base_url, trials=1))
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+    run_experiment(run_dir)
+    assert any(ALPHA_KEY in json.dumps(r.body) for r in openai_server.requests)
+    assert ALPHA_KEY.encode() not in (run_dir / "ledger.sqlite").read_bytes()
+    ledger = read_ledger(run_dir)
+    quoted = [
+        a["request"]["messages"][-1]["content"]
+        for a in ledger.attempts
+        if a["trial_id"].startswith("case-001/")
+    ]
+    assert quoted and all(m.startswith("rotate [REDACTED] now; ") for m in quoted)
+    assert verify_run(run_dir).ok
 
 
 @pytest.mark.parametrize(

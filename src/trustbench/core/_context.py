@@ -64,6 +64,9 @@ class RunServices:
     """Transport retries in this run session."""
     on_retry: Callable[[], None] | None = None
     """Progress hook called on each transport retry."""
+    secrets: tuple[str, ...] | None = None
+    """The run's API key values to redact (`secret_values` of its candidates' `api_key_env`),
+    read from the environment by the first trial context and shared by the rest."""
 
 
 class TrialContext:
@@ -92,7 +95,9 @@ class TrialContext:
         self._attempt_index = 0
         self._call_index = -1
         self._resamples_used = 0
-        self._secrets = secret_values(c.api_key_env for c in manifest.spec.candidates)
+        if services.secrets is None:
+            services.secrets = secret_values(c.api_key_env for c in manifest.spec.candidates)
+        self._secrets = services.secrets
 
     def redact(self, text: str | None) -> str | None:
         """`text` with every API key of the run replaced by `[REDACTED]` (before it is stored)."""
@@ -279,6 +284,8 @@ class TrialContext:
             if result.request_json is not None
             else canonical_json(result.request_body)
         )
+        text = body.decode("utf-8")
+        stored = self.redact(text)
         self._services.ledger.append(
             "attempts",
             {
@@ -290,7 +297,7 @@ class TrialContext:
                 "call": call,
                 "started_at": started_at,
                 "request_digest": sha256_hex(body),
-                "request": self.redact(body.decode("utf-8")),
+                "request": stored,
                 "raw_response": self.redact(result.raw_response),
                 "http_status": result.http_status,
                 "error_class": result.error_class,
@@ -304,6 +311,9 @@ class TrialContext:
                 "endpoint": result.endpoint,
             },
             family=self.key.case_id,  # a case's trials send alike texts: compress them together
+            # `body` is `request_body`'s canonical JSON (`AttemptResult.request_json`): the ledger
+            # packs the body itself unless redaction changed the stored text.
+            request=result.request_body if stored is text else None,
         )
         self._attempt_index += 1
         self._services.attempts += 1

@@ -72,9 +72,23 @@ _INSERT: dict[str, str] = {
 """The `INSERT` statement of each table, built once."""
 
 
+_second_prefix: tuple[int, str] = (-1, "")
+"""The last whole second `utc_now` formatted, and its text up to the seconds."""
+
+
 def utc_now() -> str:
-    """Current UTC time as ISO 8601 with microseconds."""
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    """Current UTC time as ISO 8601 with microseconds (`datetime.now(UTC).isoformat(...)`).
+
+    Each trial stamps several rows; the date and time of day are formatted once per second and
+    only the microseconds per call (tested equal to `isoformat` across second boundaries).
+    """
+    global _second_prefix
+    second, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    cached = _second_prefix
+    if cached[0] != second:
+        text = datetime.fromtimestamp(second, UTC).isoformat()[:19]  # YYYY-MM-DDTHH:MM:SS
+        cached = _second_prefix = (second, text)
+    return f"{cached[1]}.{nanoseconds // 1000:06d}+00:00"
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -259,7 +273,14 @@ class Ledger:
         finally:
             self._db.close()
 
-    def append(self, table: str, values: dict[str, Any], *, family: str | None = None) -> int:
+    def append(
+        self,
+        table: str,
+        values: dict[str, Any],
+        *,
+        family: str | None = None,
+        request: Any = None,
+    ) -> int:
         """Append one row in its own transaction; return its id.
 
         Args:
@@ -268,13 +289,20 @@ class Ledger:
                 str, int, float and None are stored.
             family: For attempts, what groups alike texts for compression (see
                 `_ledger_contents`); the runner passes the trial's case id.
+            request: For attempts, the request as a JSON value whose canonical JSON is exactly
+                `values["request"]`, so it is packed without parsing the text again (None: parse).
         """
-        return self.append_many([(table, values)], family=family)[0]
+        return self._append([(table, values)], family, request)[0]
 
     def append_many(
         self, rows: list[tuple[str, dict[str, Any]]], *, family: str | None = None
     ) -> list[int]:
         """Append several rows in one transaction (all or none survive a crash)."""
+        return self._append(rows, family, None)
+
+    def _append(
+        self, rows: list[tuple[str, dict[str, Any]]], family: str | None, request: Any
+    ) -> list[int]:
         ids: list[int] = []
         statements: list[Statement] = []
         head, seq = self._head, self._seq
@@ -283,7 +311,7 @@ class Ledger:
         for table, values in rows:
             columns = TABLE_COLUMNS[table]
             if table == "attempts":
-                values, inserts = batch.pack_attempt(values, family)
+                values, inserts = batch.pack_attempt(values, family, request)
                 statements += inserts
             next_ids[table] += 1
             seq += 1
@@ -311,14 +339,20 @@ class Ledger:
 
     def _commit(self, statements: list[Statement]) -> None:
         # Contents are compressed here, on the writer thread when there is one (zlib releases
-        # the GIL), not on the event loop that appended them.
+        # the GIL), not on the event loop that appended them. The rows of one statement go in
+        # one `executemany`, in their order: inside one transaction the order across tables
+        # changes nothing stored (every row carries its id and seq), and each `execute` releases
+        # and re-takes the GIL, a hand-off with the event loop per row.
+        grouped: dict[str, list[tuple[Any, ...]]] = {}
+        for statement in statements:
+            sql, parameters = (
+                statement.statement() if isinstance(statement, NewContent) else statement
+            )
+            grouped.setdefault(sql, []).append(parameters)
         self._db.execute("BEGIN")
         try:
-            for statement in statements:
-                sql, parameters = (
-                    statement.statement() if isinstance(statement, NewContent) else statement
-                )
-                self._db.execute(sql, parameters)
+            for sql, rows in grouped.items():
+                self._db.executemany(sql, rows)
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")

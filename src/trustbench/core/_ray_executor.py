@@ -49,10 +49,18 @@ class AttemptCollector:
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def append(self, table: str, values: dict[str, Any], *, family: str | None = None) -> int:
+    def append(
+        self,
+        table: str,
+        values: dict[str, Any],
+        *,
+        family: str | None = None,
+        request: Any = None,
+    ) -> int:
         """Keep an `attempts` row (the only table a trial context writes).
 
-        `family` is not kept: the driver passes the trial's case when it commits the rows.
+        `family` and `request` are not kept: the driver passes the trial's case when it commits
+        the rows, and its ledger packs each request from the row's text.
         """
         if table != "attempts":
             raise ValueError(f"a trial on a worker cannot write the {table} table")
