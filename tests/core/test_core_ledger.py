@@ -187,9 +187,9 @@ def test_utc_now_writes_what_isoformat_writes_across_second_boundaries(
 ) -> None:
     import datetime as dt
 
-    from trustbench.core import _ledger as ledger_module
+    from trustbench.core import _clock
 
-    monkeypatch.setattr(ledger_module.time, "time_ns", lambda: nanoseconds)
+    monkeypatch.setattr(_clock.time, "time_ns", lambda: nanoseconds)
     second, rest = divmod(nanoseconds, 1_000_000_000)
     expected = dt.datetime.fromtimestamp(second, dt.UTC).replace(microsecond=rest // 1000)
-    assert ledger_module.utc_now() == expected.isoformat(timespec="microseconds")
+    assert _clock.utc_now() == expected.isoformat(timespec="microseconds")

@@ -14,7 +14,8 @@ from tests.support.openai_server import OpenAIServer
 
 from trustbench.core import _ledger as ledger_module
 from trustbench.core import build_manifest, read_ledger, run_experiment, verify_run, write_manifest
-from trustbench.core._ledger import Ledger, verify_chain
+from trustbench.core._ledger import Ledger
+from trustbench.core._ledger_chain import verify_chain
 from trustbench.core._ledger_contents import (
     FORMAT_1,
     FORMAT_2,

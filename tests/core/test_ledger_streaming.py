@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from trustbench.core._ledger import Ledger, iter_rows, verify_chain
+from trustbench.core._ledger import Ledger
+from trustbench.core._ledger_chain import iter_rows, verify_chain
 
 ANCHOR = "0" * 64
 

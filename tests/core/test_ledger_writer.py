@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trustbench.core._ledger import Ledger, verify_chain
+from trustbench.core._ledger import Ledger
+from trustbench.core._ledger_chain import verify_chain
 from trustbench.core._ledger_head import head_problems
 
 ANCHOR = "0" * 64

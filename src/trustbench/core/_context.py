@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import canonical_json, sha256_hex
-from trustbench.core._ledger import Ledger, utc_now
+from trustbench.core._clock import utc_now
+from trustbench.core._ledger import Ledger
 from trustbench.core._pacing import TokenBucket, backoff_delay
 from trustbench.core._spec import CandidateSpec, RetryPolicy
 from trustbench.core._track import TrialKey

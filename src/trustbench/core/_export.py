@@ -13,7 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from trustbench.core._ledger import JSON_COLUMNS, iter_rows, open_for_reading
+from trustbench.core._ledger import JSON_COLUMNS, open_for_reading
+from trustbench.core._ledger_chain import iter_rows
 from trustbench.core._ledger_contents import ContentReader
 
 

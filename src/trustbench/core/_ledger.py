@@ -21,16 +21,16 @@ written and the hash recomputed at verification sees the same value that was has
 
 from __future__ import annotations
 
-import heapq
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from trustbench._canonical import canonical_json
+from trustbench.core._clock import utc_now as utc_now
+from trustbench.core._ledger_chain import verify_chain
 from trustbench.core._ledger_contents import (
     CONTENTS_DDL,
     FORMAT_3,
@@ -72,25 +72,6 @@ _INSERT: dict[str, str] = {
 """The `INSERT` statement of each table, built once."""
 
 
-_second_prefix: tuple[int, str] = (-1, "")
-"""The last whole second `utc_now` formatted, and its text up to the seconds."""
-
-
-def utc_now() -> str:
-    """Current UTC time as ISO 8601 with microseconds (`datetime.now(UTC).isoformat(...)`).
-
-    Each trial stamps several rows; the date and time of day are formatted once per second and
-    only the microseconds per call (tested equal to `isoformat` across second boundaries).
-    """
-    global _second_prefix
-    second, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
-    cached = _second_prefix
-    if cached[0] != second:
-        text = datetime.fromtimestamp(second, UTC).isoformat()[:19]  # YYYY-MM-DDTHH:MM:SS
-        cached = _second_prefix = (second, text)
-    return f"{cached[1]}.{nanoseconds // 1000:06d}+00:00"
-
-
 def _connect(path: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     connection.execute("PRAGMA journal_mode=WAL")
@@ -108,40 +89,6 @@ def _create_tables(connection: sqlite3.Connection) -> None:
     connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS trials_trial_id ON trials(trial_id)")
     connection.execute("CREATE INDEX IF NOT EXISTS attempts_trial ON attempts(trial_id)")
     connection.execute(CONTENTS_DDL)
-
-
-def iter_rows(connection: sqlite3.Connection) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield `(table, row)` for every row of every table, in `seq` order (row includes hash).
-
-    Streams: each table is read in `seq` order (its unique index) and the four streams are
-    merged, so memory stays flat however long the ledger is (it used to hold every row at once:
-    about 2 GB for a 100,000-trial run of the reviewer workload). Ties between tables keep
-    table order, as the former stable sort did.
-    """
-    streams = []
-    strays: list[tuple[str, dict[str, Any]]] = []
-    for table, columns in TABLE_COLUMNS.items():
-        names = (*columns, "row_hash")
-        select = f"SELECT {', '.join(names)} FROM {table}"
-        cursor = connection.execute(f"{select} WHERE typeof(seq) = 'integer' ORDER BY seq, id")
-        streams.append(_table_stream(table, names, cursor))
-        # A tampered seq may not be an integer; such rows come last and fail verification there.
-        strays += [
-            (table, dict(zip(names, values, strict=True)))
-            for values in connection.execute(f"{select} WHERE typeof(seq) != 'integer'")
-        ]
-    for _, table, row in heapq.merge(*streams, key=lambda item: item[0]):
-        yield table, row
-    strays.sort(key=lambda item: str(item[1]["seq"]))
-    yield from strays
-
-
-def _table_stream(
-    table: str, names: tuple[str, ...], cursor: sqlite3.Cursor
-) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    for values in cursor:
-        row = dict(zip(names, values, strict=True))
-        yield row["seq"], table, row
 
 
 def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:
@@ -387,36 +334,6 @@ class Ledger:
             parsed = json.loads(data)
             marked.add((parsed["trial_id"], parsed["execution"]))
         return marked
-
-
-def verify_chain(connection: sqlite3.Connection, manifest_sha256: str) -> list[str]:
-    """Recompute the chain; return problems, the first altered or missing row first.
-
-    Args:
-        connection: An open ledger.
-        manifest_sha256: The anchor: the hash of the run's manifest.
-
-    Returns:
-        Human-readable problems (empty when the chain is intact).
-    """
-    head, expected_seq = manifest_sha256, 1
-    first = True
-    for table, row in iter_rows(connection):
-        where = f"{table} id {row['id']} (seq {row['seq']})"
-        if row["seq"] != expected_seq:
-            return [f"row seq {expected_seq} is missing (deleted?) before {where}"]
-        if first:
-            if table != "experiments" or row["manifest_sha256"] != manifest_sha256:
-                return [f"{where}: the ledger is not anchored at this manifest"]
-            first = False
-        stored = row.pop("row_hash")
-        head = row_hash(head, table, row)
-        if head != stored:
-            return [f"first altered row: {where}: its hash does not match its content and chain"]
-        expected_seq += 1
-    if first:
-        return ["the ledger is empty: no experiments row"]
-    return []
 
 
 def open_for_reading(run_dir: Path) -> sqlite3.Connection:

@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from trustbench._canonical import canonical_json
+from trustbench.core._clock import utc_now
 from trustbench.core._context import CallFailed, PolicyViolation, RunServices, TrialContext
-from trustbench.core._ledger import utc_now
 from trustbench.core._manifest import Manifest
 from trustbench.core._track import Track, TrialKey, TrialOutcome
 from trustbench.providers._types import ChatProvider

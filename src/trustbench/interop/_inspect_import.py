@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from trustbench._canonical import canonical_json, file_sha256, sha256_hex
-from trustbench.core._ledger import Ledger, utc_now
+from trustbench.core._clock import utc_now
+from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import build_manifest, write_manifest
 from trustbench.core._track import TrialKey
 from trustbench.errors import CheckFailed, InputError

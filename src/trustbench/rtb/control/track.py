@@ -41,7 +41,7 @@ import aiohttp
 from pydantic import BaseModel, ValidationError
 
 from trustbench._canonical import canonical_json
-from trustbench.core._ledger import utc_now
+from trustbench.core._clock import utc_now
 from trustbench.core._track import Resolution, TrialKey, TrialOutcome, cross_product
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
