@@ -22,7 +22,7 @@ from trustbench.core._ledger import Ledger
 from trustbench.core._pacing import TokenBucket, backoff_delay
 from trustbench.core._spec import CandidateSpec, RetryPolicy
 from trustbench.core._track import TrialKey
-from trustbench.providers._redact import redact, secret_values
+from trustbench.providers._redact import redact
 from trustbench.providers._types import AttemptResult, ChatProvider, ChatReply, ChatRequest
 
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ class RunServices:
     """Per-call time limit."""
     rng: random.Random
     """Seeded source of backoff jitter."""
+    secrets: tuple[str, ...]
+    """The API key values to redact from everything stored: `secret_values` of the candidates'
+    `api_key_env`, read from the environment once for the run."""
     limiters: dict[str, TokenBucket] = field(default_factory=dict)
     """Rate limiters by endpoint."""
     attempts: int = 0
@@ -65,9 +68,6 @@ class RunServices:
     """Transport retries in this run session."""
     on_retry: Callable[[], None] | None = None
     """Progress hook called on each transport retry."""
-    secrets: tuple[str, ...] | None = None
-    """The run's API key values to redact (`secret_values` of its candidates' `api_key_env`),
-    read from the environment by the first trial context and shared by the rest."""
 
 
 class TrialContext:
@@ -96,8 +96,6 @@ class TrialContext:
         self._attempt_index = 0
         self._call_index = -1
         self._resamples_used = 0
-        if services.secrets is None:
-            services.secrets = secret_values(c.api_key_env for c in manifest.spec.candidates)
         self._secrets = services.secrets
 
     def redact(self, text: str | None) -> str | None:

@@ -41,6 +41,7 @@ from trustbench.core._manifest import Manifest, check_inputs
 from trustbench.core._registry import track_from_target
 from trustbench.core._track import TrialKey
 from trustbench.errors import CheckFailed, InputError
+from trustbench.providers._redact import secret_values
 
 
 class AttemptCollector:
@@ -105,6 +106,7 @@ class TrialWorker:
             policy=spec.retry,
             timeout_s=spec.timeout_s,
             rng=self._rng,
+            secrets=secret_values(c.api_key_env for c in spec.candidates),
         )
 
     async def run_trial(

@@ -36,6 +36,7 @@ from trustbench.core._track import Track, TrialKey
 from trustbench.core._trial import execute_trial
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers._http import new_session
+from trustbench.providers._redact import secret_values
 from trustbench.providers._types import ChatProvider
 
 
@@ -233,6 +234,7 @@ async def _run_into_ledger(
             policy=spec.retry,
             timeout_s=spec.timeout_s,
             rng=random.Random(spec.order_seed + 1),
+            secrets=secret_values(c.api_key_env for c in spec.candidates),
         )
         async with new_session(spec.concurrency) as session:
             providers = {
