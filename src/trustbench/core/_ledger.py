@@ -34,6 +34,7 @@ from trustbench.core._ledger_chain import verify_chain
 from trustbench.core._ledger_contents import (
     CONTENTS_DDL,
     FORMAT_3,
+    BaseCompressor,
     ContentReader,
     ContentStore,
     NewContent,
@@ -118,6 +119,7 @@ class Ledger:
         self._anchor_to: tuple[Path, str] | None = None
         self._anchored_at = float("-inf")
         self._contents = ContentStore()
+        self._compressor = BaseCompressor()
         self._writer: CommitThread | None = None
 
     @classmethod
@@ -293,7 +295,9 @@ class Ledger:
         grouped: dict[str, list[tuple[Any, ...]]] = {}
         for statement in statements:
             sql, parameters = (
-                statement.statement() if isinstance(statement, NewContent) else statement
+                statement.statement(self._compressor)
+                if isinstance(statement, NewContent)
+                else statement
             )
             grouped.setdefault(sql, []).append(parameters)
         self._db.execute("BEGIN")
