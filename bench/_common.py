@@ -52,6 +52,24 @@ def server(latency_s: float) -> Iterator[str]:
         process.wait(10)
 
 
+@contextmanager
+def cpu_load(enabled: bool) -> Iterator[None]:
+    """While inside, keep one core busy with a pure-Python spin loop (`--load`), then stop it.
+
+    The load the targets "beside a CPU load" are stated for: one process running
+    `while True: pass`, started here so every round of a loaded bench meets the same load.
+    """
+    if not enabled:
+        yield
+        return
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        burner.kill()
+        burner.wait(10)
+
+
 def phase(name: str, **arguments: Any) -> dict[str, Any]:
     """Run one measured phase in a fresh process and return its JSON figures."""
     completed = subprocess.run(
@@ -103,6 +121,19 @@ transport_max_retries = 0
 name = "reviewer"
 {candidate}
 """
+
+
+def spread(values: list[float], unit: str = "x", digits: int = 2) -> str:
+    """`median (min to max)` of per-round figures, e.g. `1.08x (1.03x to 1.15x)`."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    if len(ordered) == 1:
+        return f"{median:.{digits}f}{unit}"
+    return (
+        f"{median:.{digits}f}{unit} (median of {len(ordered)}; "
+        f"{ordered[0]:.{digits}f}{unit} to {ordered[-1]:.{digits}f}{unit})"
+    )
 
 
 def ratio(numerator: float | None, denominator: float | None) -> str:

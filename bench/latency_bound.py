@@ -1,9 +1,10 @@
 """Latency-bound bench: 2,000 reviewer trials at 50 ms latency, concurrency 64.
 
-Run: `python -m bench.latency_bound` from the repository root (options: `--help`).
+Run: `python -m bench.latency_bound` from the repository root (options: `--help`);
+`--rounds 10 --load` is how the loaded target is measured.
 
 Prints wall / ideal (ideal = trials x latency / concurrency), wall / floor (the floor is a bare
-asyncio client sending the same requests to the same server in the same run), the CPU per
+asyncio client sending the same requests to the same server in the same round), the CPU per
 trial, peak RSS and ledger bytes per trial (target <= 40% of 8,954 B). The ledger is fully on.
 
 Start-up (what `trustbench run` does before its first trial: re-hash and re-validate the frozen
@@ -13,7 +14,12 @@ CPU figures are given both for the whole run and for the trials alone:
 - harness CPU per trial = (run CPU - start-up CPU) / trials - the bare client's CPU per request,
   i.e. what the harness adds to sending the request (target <= 0.5 ms);
 - wall / floor over the whole run and over the trials alone (targets <= 1.05x quiet,
-  <= 1.10x beside a CPU load; run `python -c 'while True: pass' &` for the load).
+  <= 1.10x beside a CPU load).
+
+Wall time on a shared 2-core machine moves by several percent between identical runs, so
+`--rounds N` measures the floor and trustbench N times, alternating which goes first, and
+prints every round and the median and range of each ratio. `--load` runs the rounds beside a
+CPU load (one `while True: pass` process, started and stopped by the bench).
 """
 
 from __future__ import annotations
@@ -21,11 +27,29 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from bench._common import machine, phase, ratio, server, spec_text
+from bench._common import cpu_load, machine, phase, ratio, server, spec_text, spread
 
 ISSUE_BASELINE_BYTES = 8954
 """Ledger bytes per trial when issue 17 was filed (format 1, the earlier stand-in track)."""
+
+
+def _round(args: argparse.Namespace, base_url: str, run_dir: Path, floor_first: bool) -> Any:
+    """One floor and one trustbench run on the same server, in the order given."""
+    shape = {
+        "cases": args.cases,
+        "trials_per_case": args.trials_per_case,
+        "concurrency": args.concurrency,
+    }
+    spec = spec_text(base_url=base_url, **shape)
+    measured: dict[str, dict[str, Any]] = {}
+    for name in ("floor", "ours") if floor_first else ("ours", "floor"):
+        if name == "floor":
+            measured[name] = phase("floor", base_url=base_url, **shape)
+        else:
+            measured[name] = phase("trustbench_run", run_dir=str(run_dir), spec=spec)
+    return measured["floor"], measured["ours"]
 
 
 def main() -> None:
@@ -34,61 +58,66 @@ def main() -> None:
     parser.add_argument("--trials-per-case", type=int, default=40)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=1, help="floor + trustbench pairs")
+    parser.add_argument("--load", action="store_true", help="run beside a CPU load")
     args = parser.parse_args()
     trials = args.cases * args.trials_per_case
     latency_s = args.latency_ms / 1000
+    ideal = trials * latency_s / args.concurrency
     print(
         f"latency-bound: {trials} trials, latency {args.latency_ms} ms, "
-        f"concurrency {args.concurrency}; {machine()}"
+        f"concurrency {args.concurrency}, {args.rounds} round(s), "
+        f"{'beside a CPU load' if args.load else 'no added load'}; {machine()}"
     )
-    with server(latency_s) as base_url, tempfile.TemporaryDirectory() as tmp:
-        floor = phase(
-            "floor",
-            base_url=base_url,
-            cases=args.cases,
-            trials_per_case=args.trials_per_case,
-            concurrency=args.concurrency,
-        )
-        spec = spec_text(
-            base_url=base_url,
-            cases=args.cases,
-            trials_per_case=args.trials_per_case,
-            concurrency=args.concurrency,
-        )
-        ours = phase("trustbench_run", run_dir=str(Path(tmp) / "run"), spec=spec)
-    ideal = trials * latency_s / args.concurrency
-    assert ours["completed"] == trials and floor["ok"] == trials, (ours, floor)
-    per_request = floor["cpu_s"] / trials
-    trial_cpu = (ours["cpu_s"] - ours["startup_cpu_s"]) / trials
-    trial_wall = ours["wall_s"] - ours["startup_wall_s"]
     print(f"  ideal                 {ideal:7.2f} s")
+    whole, alone, harness = [], [], []
+    with server(latency_s) as base_url, tempfile.TemporaryDirectory() as tmp, cpu_load(args.load):
+        for number in range(args.rounds):
+            floor, ours = _round(args, base_url, Path(tmp) / f"run{number}", number % 2 == 0)
+            assert ours["completed"] == trials and floor["ok"] == trials, (ours, floor)
+            per_request = floor["cpu_s"] / trials
+            trial_cpu = (ours["cpu_s"] - ours["startup_cpu_s"]) / trials
+            trial_wall = ours["wall_s"] - ours["startup_wall_s"]
+            whole.append(ours["wall_s"] / floor["wall_s"])
+            alone.append(trial_wall / floor["wall_s"])
+            harness.append(1000 * (trial_cpu - per_request))
+            _print_round(number, args.rounds, floor, ours, ideal, trials)
+            print(
+                f"    harness CPU/trial   {harness[-1]:.3f} ms "
+                f"(trial CPU {1000 * trial_cpu:.3f} ms - bare client {1000 * per_request:.3f} ms)"
+            )
     print(
-        f"  floor (bare client)   {floor['wall_s']:7.2f} s wall, "
-        f"{1000 * per_request:.3f} ms CPU/request, "
+        f"  wall / floor          {spread(whole)} whole run; {spread(alone)} trials alone  "
+        "(target <= 1.05x quiet, <= 1.10x beside a CPU load)"
+    )
+    print(f"  harness CPU/trial     {spread(harness, ' ms', 3)}  (target <= 0.5 ms)")
+
+
+def _print_round(
+    number: int, rounds: int, floor: dict[str, Any], ours: dict[str, Any], ideal: float, trials: int
+) -> None:
+    print(f"  round {number + 1} of {rounds}")
+    print(
+        f"    floor (bare client) {floor['wall_s']:7.2f} s wall, "
+        f"{1000 * floor['cpu_s'] / trials:.3f} ms CPU/request, "
         f"peak RSS {floor['peak_rss_mib']:.0f} MiB"
     )
     print(
-        f"  trustbench run        {ours['wall_s']:7.2f} s wall, "
+        f"    trustbench run      {ours['wall_s']:7.2f} s wall, "
         f"{1000 * ours['cpu_s'] / trials:.3f} ms CPU/trial, "
         f"peak RSS {ours['peak_rss_mib']:.0f} MiB, "
         f"ledger {ours['ledger_bytes'] / trials:.0f} B/trial "
         f"({100 * ours['ledger_bytes'] / trials / ISSUE_BASELINE_BYTES:.1f}% of 8,954)"
     )
     print(
-        f"    of which start-up   {ours['startup_wall_s']:7.2f} s wall, "
+        f"      of which start-up {ours['startup_wall_s']:7.2f} s wall, "
         f"{ours['startup_cpu_s']:.3f} s CPU (before the first trial)"
     )
-    print(f"  wall / ideal          {ratio(ours['wall_s'], ideal)}")
     print(
-        f"  wall / floor          {ratio(ours['wall_s'], floor['wall_s'])} whole run, "
-        f"{ratio(trial_wall, floor['wall_s'])} trials alone  "
-        "(target <= 1.05x quiet, <= 1.10x beside a CPU load)"
-    )
-    print(f"  CPU / floor CPU       {ratio(ours['cpu_s'], floor['cpu_s'])}")
-    print(
-        f"  harness CPU/trial     {1000 * (trial_cpu - per_request):.3f} ms "
-        f"(trial CPU {1000 * trial_cpu:.3f} ms - bare client {1000 * per_request:.3f} ms; "
-        "target <= 0.5 ms)"
+        f"    wall / ideal        {ratio(ours['wall_s'], ideal)}; wall / floor "
+        f"{ratio(ours['wall_s'], floor['wall_s'])} whole run, "
+        f"{ratio(ours['wall_s'] - ours['startup_wall_s'], floor['wall_s'])} trials alone; "
+        f"CPU / floor CPU {ratio(ours['cpu_s'], floor['cpu_s'])}"
     )
 
 
