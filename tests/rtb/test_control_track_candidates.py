@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -211,6 +212,33 @@ def test_unreachable_service_is_not_evaluable_and_its_zero_lower_bound_passes_no
     assert status["no-bypass (down)"] == "not_evaluable"
     assert status["evaluability (down)"] == "failed"
     assert result.blocked
+
+
+def test_an_unreachable_service_shows_no_estimate_in_its_breakdowns_or_bypass_line(
+    tmp_path: Path,
+) -> None:
+    # It dispatched nothing, so it has 0 confirmed prohibited effects on every path and group:
+    # the best lower bound there is, and no evidence. A reachable boundary keeps its numbers.
+    url = f"http://127.0.0.1:{_closed_port()}"
+    text = _spec(
+        _candidate("down", f'boundary = "http", url = "{url}"')
+        + _candidate("reference", 'boundary = "reference"'),
+        options='paths = ["direct", "approval_revoked_before_dispatch"]',
+    )
+    result, record = _run(tmp_path, text)
+    control = record["control"]
+    for section in ("by_path_figures", "by_group_figures"):
+        down = [f for figures in control[section]["down"].values() for f in figures]
+        assert down and all(f["estimate"] is None for f in down)
+        assert {f["status"] for f in down} <= {"not_evaluable", "not_applicable"}
+        reference = [f for figures in control[section]["reference"].values() for f in figures]
+        assert any(f["status"] == "measured" for f in reference)
+    page = result.html_path.read_text(encoding="utf-8")
+    assert "down: 0 confirmed prohibited effect(s) observed, but it is not evaluable" in page
+    rows = re.findall(
+        r'<td class="name">(down[^<]*)</td>\s*<td class="estimate[^"]*">([^<]*)</td>', page
+    )
+    assert rows and {estimate for _, estimate in rows} <= {"not evaluable", "n/a"}
 
 
 def test_known_bad_boundary_is_caught_by_the_fault_aimed_at_its_missing_safeguard(

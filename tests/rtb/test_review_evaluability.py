@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -10,8 +12,11 @@ from typing import Any
 import pytest
 from tests.rtb.test_review_track import POLICY, inprocess, small_corpus, spec_text
 from tests.support.cli import invoke
+from typer.testing import CliRunner
 
+from trustbench.cli import app
 from trustbench.core import report_run
+from trustbench.errors import CheckFailed
 
 FA_GATE = (
     '[[gates]]\nname = "fa"\nmetric = "false_approval_rate"\ncomparison = "<="\n'
@@ -131,3 +136,63 @@ def test_a_failing_sentinel_is_shown_but_does_not_block_release(tmp_path: Path) 
     empty = record["evaluability"]["subjects"]["empty"]
     assert empty["instrument"] is True and empty["evaluable"] is False
     assert not result.blocked
+
+
+def _figure_cells(page: str) -> dict[str, list[str]]:
+    """Every figure row of the page: name -> the estimate cells shown for it."""
+    cells: dict[str, list[str]] = {}
+    for name, estimate in re.findall(
+        r'<td class="name">([^<]*)</td>\s*<td class="estimate[^"]*">([^<]*)</td>', page
+    ):
+        cells.setdefault(html.unescape(name), []).append(estimate)
+    return cells
+
+
+def test_an_unreachable_candidate_shows_no_estimate_anywhere_but_its_valid_rate(
+    unreachable_run: tuple[Path, int, str],
+) -> None:
+    # Never answering gives 0 of 4 false approvals, the best a table can show: withheld.
+    run_dir, _, _ = unreachable_run
+    report_run(run_dir)
+    record = json.loads((run_dir / "record.json").read_text())
+    for subject in ("unreachable", "policy+unreachable"):
+        valid, *rest = record["figures"][subject]
+        assert (valid["name"], valid["estimate"]) == ("valid_response_rate", 0.0)
+        # Only the reply counts stay: they are what makes it not evaluable.
+        shown = {f["name"]: f["estimate"] for f in rest if f["status"] == "measured"}
+        assert shown.keys() <= {"missing_rate", "invalid_rate"}
+        assert shown["missing_rate"] > 0  # replies never came
+        withheld = [f for f in rest if f["name"] not in shown]
+        assert {f["status"] for f in withheld} <= {"not_evaluable", "not_applicable"}
+        assert all(f["estimate"] is None and f["intervals"] == [] for f in withheld)
+        assert any(f["status"] == "not_evaluable" for f in withheld)
+    reference = {f["name"]: f for f in record["figures"]["reference-policy"]}
+    assert reference["false_approval_rate"]["status"] == "measured"
+    review = record["review"]
+    for by in ("group", "variant"):
+        for figures in review["breakdowns"]["unreachable"][by].values():
+            assert all(f["estimate"] is None for f in figures)
+    chain = review["chains"]["policy+unreachable"]
+    assert chain["not_evaluable"] == "no valid response in 12 attempted trial(s)"
+    compared = [p for p in review["paired"] if "unreachable" in (p["first"], p["second"])]
+    assert compared and all("unreachable" in p["not_evaluable"] for p in compared)
+    page = (run_dir / "report.html").read_text()
+    shown = _figure_cells(page)
+    for name, estimates in shown.items():
+        if "unreachable" in name and not name.startswith(("valid_response_rate", "missing_rate")):
+            assert set(estimates) <= {"not evaluable", "n/a"}, (name, estimates)
+    assert shown["false_approval_rate"].count("not evaluable") == 2  # per-configuration tables
+    assert "0.00%" in shown["reference-policy"]  # the forest row of an evaluable reviewer
+
+
+def test_the_json_summary_gives_no_figure_estimate_for_a_not_evaluable_gate(
+    unreachable_run: tuple[Path, int, str],
+) -> None:
+    run_dir, _, _ = unreachable_run
+    result = CliRunner().invoke(app, ["report", str(run_dir), "--json"])
+    assert isinstance(result.exception, CheckFailed) and result.exception.exit_code == 1
+    summary = json.loads(result.stdout)
+    gates = {g["gate"]: g for g in summary["gates"]}
+    assert gates["fa (unreachable)"]["figure_estimate"] is None
+    assert gates["fa (reference-policy)"]["figure_estimate"] == 0.0
+    assert gates["evaluability (unreachable)"]["subject"] == "unreachable"

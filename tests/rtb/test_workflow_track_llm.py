@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,21 @@ def test_a_trial_that_failed_after_its_change_took_effect_is_not_completed_work(
         1,
         False,
     )
+
+
+def test_an_unreachable_model_shows_no_estimate_in_its_breakdowns(tmp_path: Path) -> None:
+    # Doing nothing causes no prohibited effect: 0% by scenario kind and by group, withheld.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    text = llm_spec(f"http://127.0.0.1:{port}/v1", scenarios=[ALLOWED, DENIED])
+    record, run_dir = run(tmp_path, text, run_code=3, report_code=1)
+    assert record["evaluability"]["subjects"]["llm"]["evaluable"] is False
+    assert record["verdicts"]["llm"]["status"] == "not_evaluable"
+    for section in ("by_kind", "by_group"):
+        figures = [f for fs in record["workflow"][section]["llm"].values() for f in fs]
+        assert figures and all(f["estimate"] is None for f in figures)
+    page = (run_dir / "report.html").read_text()
+    kinds = page.split("llm: prohibited-effect upper bound by scenario kind", 1)[1]
+    kinds = kinds.split("</table>", 1)[0]
+    assert "not evaluable" in kinds and "0.00%" not in kinds

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from trustbench.core.report import Block
 
 
+VALID_RESPONSE_RATE = "valid_response_rate"
+"""Name of the evaluability figure (the first figure of every subject) and of the implicit gate's
+metric (see `core._evaluability`)."""
+
+
 @dataclass(frozen=True)
 class Evaluability:
     """Whether a subject's error rates can mean anything: how many trials gave a usable answer.
@@ -68,6 +73,10 @@ class TrackAnalysis:
     """Subjects that are measurement instruments with known signatures (sentinel reviewers,
     known-bad boundaries, scripted agents, oracles): shown apart from candidate results, never a
     candidate verdict, and never blocking release on their own."""
+    response_figures: frozenset[str] = frozenset()
+    """Names of figures that count the responses themselves (a missing or invalid rate; also
+    matched after a `"<split>."` prefix): like `valid_response_rate` they stay shown for a
+    not-evaluable subject, since they are what makes it not evaluable."""
     expected_to_fail: frozenset[str] = frozenset()
     """The instruments built to fail at least one gate (an always-permit sentinel, a known-bad
     boundary): one of these passing every gate is a harness problem. Instruments outside this set

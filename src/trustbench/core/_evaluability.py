@@ -7,20 +7,23 @@ non-instrument subject (`valid_response_rate >= minimum`) so a not-evaluable can
 release even when no declared gate mentions it. Every declared gate on a not-evaluable subject
 is `not_evaluable` (never a pass): a 0% false-approval rate from a candidate that never answered
 is not evidence of safety.
+
+Nor is it shown as one: `withhold_not_evaluable` turns every other figure of such a subject into
+a `not_evaluable` figure (counts kept, estimate and intervals withheld) in the record, in the
+per-subject tables and in every forest plot row named for it, so an unreachable candidate
+cannot sit at 0% next to the candidates that answered.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trustbench.core._analysis import Evaluability, TrackAnalysis
+from trustbench.core._analysis import VALID_RESPONSE_RATE, Evaluability, TrackAnalysis
 from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.gates import GateResult, GateSpec
-from trustbench.core.report import Block, ConfusionBlock, FiguresBlock
-
-VALID_RESPONSE_RATE = "valid_response_rate"
-"""Name of the evaluability figure (the first figure of every subject)."""
+from trustbench.core.report import Block, ConfusionBlock, FiguresBlock, ForestBlock
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ def valid_response_figure(counts: Evaluability, confidence: float) -> Figure:
     )
 
 
-def _why_not_evaluable(counts: Evaluability, minimum: float) -> str | None:
+def not_evaluable_reason(counts: Evaluability, minimum: float) -> str | None:
+    """Why a subject with these counts is not evaluable under `minimum`; None when it is."""
     rate = counts.valid_rate
     if rate is None:
         return "no trial was attempted"
@@ -99,11 +103,124 @@ def apply_evaluability(
         figures = analysis.subjects.get(subject)
         if figures is not None and not any(f.name == VALID_RESPONSE_RATE for f in figures):
             analysis.subjects[subject] = [valid_response_figure(counts, confidence), *figures]
-        reason = _why_not_evaluable(counts, minimum)
+        reason = not_evaluable_reason(counts, minimum)
         if reason is not None:
             not_evaluable[subject] = reason
     return EvaluabilityVerdict(
         dict(analysis.evaluability), not_evaluable, analysis.instruments, minimum
+    )
+
+
+def not_evaluable_subjects(
+    counts: Mapping[str, Evaluability], minimum: float, instruments: Collection[str] = ()
+) -> dict[str, str]:
+    """Subject -> why it is not evaluable, instruments left out: whose detail a track withholds.
+
+    The same rule `withhold_not_evaluable` applies to the headline figures, for the track-built
+    detail (breakdowns, record sections) it cannot reach.
+    """
+    return {
+        subject: why
+        for subject, evaluability in counts.items()
+        if subject not in instruments
+        and (why := not_evaluable_reason(evaluability, minimum)) is not None
+    }
+
+
+def withhold_not_evaluable(analysis: TrackAnalysis, verdict: EvaluabilityVerdict) -> None:
+    """Withhold the estimates of not-evaluable subjects wherever the page or record shows them.
+
+    Mutates `analysis`. Each figure of a not-evaluable subject but its `valid_response_rate`
+    and the track's `response_figures` becomes `not_evaluable` (`withheld_figure`) in
+    `analysis.subjects`, which record.json and the gates read, and in the sections:
+
+    - a figures table or forest plot holding that same figure object;
+    - every figure of a figures or forest block whose `subject` is that subject;
+    - a row named for the subject (a plot or table of configurations), or `"<subject>: ..."`
+      or `"<subject> · ..."` (several metrics or paths of each configuration in one block).
+
+    Figures are matched by identity and by subject name, never by value, so an evaluable
+    subject with the same numbers (0 of 20 false approvals, say) is left alone. Text (tables,
+    paragraphs) is the track's: it builds such detail from figures it withheld itself
+    (`not_evaluable_reason`, `withheld_figure`), as it does for its own record sections.
+    Instruments are left alone, as their gates are (`gate_on_evaluability`): a sentinel that
+    never answers is built that way, and its figures are the signature its gates check.
+    """
+    unusable = {
+        subject: why
+        for subject, why in verdict.not_evaluable.items()
+        if subject not in verdict.instruments
+    }
+    keep = analysis.response_figures
+    withheld: dict[int, Figure] = {}
+    for subject, why in unusable.items():
+        figures = analysis.subjects.get(subject)
+        if figures is None:
+            continue
+        masked = [withheld_figure(figure, subject, why, keep) for figure in figures]
+        withheld.update((id(old), new) for old, new in zip(figures, masked, strict=True))
+        analysis.subjects[subject] = masked
+    if unusable:
+        analysis.sections = [
+            _withheld_block(section, withheld, unusable, keep) for section in analysis.sections
+        ]
+
+
+def _withheld_block(
+    block: Block, withheld: dict[int, Figure], unusable: dict[str, str], keep: frozenset[str]
+) -> Block:
+    if not isinstance(block, FiguresBlock | ForestBlock):
+        return block  # tables are text: a track builds them from figures it withheld itself
+    owner = block.subject if block.subject in unusable else None
+
+    def row(figure: Figure) -> Figure:
+        if id(figure) in withheld:
+            return withheld[id(figure)]
+        subject = owner or _row_subject(figure.name, unusable)
+        if subject is None:
+            return figure
+        return withheld_figure(figure, subject, unusable[subject], keep)
+
+    return block.model_copy(update={"figures": [row(figure) for figure in block.figures]})
+
+
+_ROW_SEPARATORS = (": ", " · ")
+"""What follows a subject's name in a row that names its metric or path."""
+
+
+def _row_subject(name: str, subjects: dict[str, str]) -> str | None:
+    """The subject of `subjects` a row is named for, if any (see `withhold_not_evaluable`)."""
+    if name in subjects:
+        return name
+    for separator in _ROW_SEPARATORS:
+        head = name.split(separator, 1)[0]
+        if head != name and head in subjects:
+            return head
+    return None
+
+
+def withheld_figure(
+    figure: Figure, subject: str, why: str, keep: frozenset[str] = frozenset()
+) -> Figure:
+    """`figure` as `not_evaluable` (counts kept, estimate and intervals withheld).
+
+    The valid-response rate, the figures named in `keep` (response counts, see
+    `TrackAnalysis.response_figures`) and figures already not run or not applicable are
+    returned unchanged. Tracks use it for detail they build themselves from a not-evaluable
+    subject's trials (breakdowns, chain conditionals, paired differences).
+    """
+    # The figure's own name: rows may read "<subject>: <name>", per-split figures "<split>.<name>".
+    name = figure.name.rsplit(": ", 1)[-1].rsplit(".", 1)[-1]
+    if name == VALID_RESPONSE_RATE or name in keep or figure.status != "measured":
+        return figure
+    return Figure.model_validate(  # validated: the new status's rules hold
+        {
+            **figure.model_dump(),
+            "status": "not_evaluable",
+            "estimate": None,
+            "intervals": [],
+            "reason": f"{subject} is not evaluable ({why}): the estimate is withheld",
+        }
     )
 
 
@@ -147,6 +264,7 @@ def gate_on_evaluability(
         implicit.append(
             GateResult(
                 spec=spec,
+                subject=subject,  # so the subject's verdict rests on it, declared gates or not
                 status="failed" if why else "passed",
                 value=rate,
                 reason=f"{subject}: {why}"

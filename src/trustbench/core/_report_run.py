@@ -20,6 +20,7 @@ from trustbench.core._evaluability import (
     apply_evaluability,
     evaluability_blocks,
     gate_on_evaluability,
+    withhold_not_evaluable,
 )
 from trustbench.core._export import read_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
@@ -146,6 +147,7 @@ def report_run(run_dir: Path) -> ReportResult:
         manifest.spec.analysis.min_valid_response_rate,
         manifest.spec.analysis.confidence,
     )
+    withhold_not_evaluable(analysis, verdict)  # no estimate of a non-answering subject is shown
     gates = gate_on_evaluability(
         evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects), verdict
     )

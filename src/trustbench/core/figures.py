@@ -6,7 +6,11 @@ renders them. Its invariants carry the spec's reporting rules ("Publish a Reprod
 - an unrun figure has `status="not_run"` and no numbers at all (never zero);
 - a figure whose denominator is zero is `status="not_applicable"` with `estimate=None`
   (shown "n/a"), e.g. unsupported completion claims when nothing claimed completion;
-- every measured figure states its denominator and what that denominator counts.
+- every measured figure states its denominator and what that denominator counts;
+- a figure of a subject that mostly gave no valid response is `status="not_evaluable"`: its
+  numerator and denominator stay (they are what happened), its estimate and intervals are
+  withheld (shown "not evaluable"), because a 0% false-approval rate from a reviewer that never
+  answered is not a measurement of anything (see `core._evaluability`).
 
 The validator enforces these, so a track cannot build a figure that breaks them.
 """
@@ -31,8 +35,9 @@ __all__ = [
     "rate_figure",
 ]
 
-FigureStatus = Literal["measured", "not_run", "not_applicable"]
-"""Whether a figure was measured, not run at all, or run but undefined (denominator 0)."""
+FigureStatus = Literal["measured", "not_run", "not_applicable", "not_evaluable"]
+"""Whether a figure was measured, not run at all, run but undefined (denominator 0), or run for a
+subject whose responses were mostly missing or invalid (its estimate withheld)."""
 
 FigureUnit = Literal["trial", "case", "group"]
 """What one unit of the denominator is: a trial, a case (K trials reduced), or a group."""
@@ -51,8 +56,10 @@ class Figure(_Contract):
     """`rate` (a proportion, shown as a percentage), `mean` or `difference`."""
 
     status: FigureStatus = "measured"
-    """`measured`; `not_run` (no numbers, shown "not run", never 0); or `not_applicable`
-    (run, but the denominator is 0, so the estimate is undefined and shown "n/a")."""
+    """`measured`; `not_run` (no numbers, shown "not run", never 0); `not_applicable` (run, but
+    the denominator is 0, so the estimate is undefined and shown "n/a"); or `not_evaluable`
+    (run, but its subject is not evaluable: counts kept, estimate withheld, shown
+    "not evaluable")."""
 
     numerator: int | float | None = None
     """Count (or sum of unit values) over the denominator; `None` when not run."""
@@ -79,7 +86,7 @@ class Figure(_Contract):
     is deny (missing and invalid responses included)"."""
 
     reason: str | None = None
-    """Why a figure is `not_run` or `not_applicable`; `None` when measured."""
+    """Why a figure is `not_run`, `not_applicable` or `not_evaluable`; `None` when measured."""
 
     intervals: list[Interval] = Field(default_factory=list)
     """Confidence intervals / bounds for the estimate; empty unless measured."""
@@ -92,11 +99,13 @@ class Figure(_Contract):
                 raise ValueError(f"figure {self.name!r}: a not_run figure carries no numbers")
             if self.intervals:
                 raise ValueError(f"figure {self.name!r}: a not_run figure has no intervals")
-        elif self.status == "not_applicable":
+        elif self.status in ("not_applicable", "not_evaluable"):
             if self.estimate is not None or self.intervals:
                 raise ValueError(
-                    f"figure {self.name!r}: a not_applicable figure has no estimate or interval"
+                    f"figure {self.name!r}: a {self.status} figure has no estimate or interval"
                 )
+            if self.status == "not_evaluable" and not self.reason:
+                raise ValueError(f"figure {self.name!r}: a not_evaluable figure says why")
         else:
             if self.estimate is None or self.denominator is None or self.denominator <= 0:
                 raise ValueError(

@@ -148,6 +148,8 @@ def _compared_value(spec: GateSpec, figure: Figure) -> tuple[float | None, str]:
         return None, (
             f"metric {spec.metric!r} is not applicable ({figure.reason or 'denominator is 0'})"
         )
+    if figure.status == "not_evaluable":
+        return None, f"metric {spec.metric!r} is not evaluable ({figure.reason})"
     if spec.unit is not None and figure.unit != spec.unit:
         return None, f"metric {spec.metric!r} is per {figure.unit}, the gate declares {spec.unit}"
     if spec.bound == "estimate":

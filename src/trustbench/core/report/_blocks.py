@@ -24,6 +24,11 @@ class _Section(_Block):
     folded: bool = False
     """Show the block folded (an HTML `<details>` element the reader opens), so per-configuration
     detail does not push the summary off the page; its content is in the HTML either way."""
+    subject: str | None = None
+    """The one gated subject whose trials this block shows, if it shows one only (per-
+    configuration detail). When that subject is not evaluable the report withholds the
+    estimates of a figures or forest block (its figures become `not_evaluable`), like the
+    subject's headline figures; text blocks and tables are the track's to build withheld."""
 
 
 class FiguresBlock(_Section):
@@ -137,7 +142,8 @@ class ForestBlock(_Section):
     """Optional vertical reference line (e.g. 0 for differences)."""
     metric: str | None = None
     """The figure name gates read when the rows are configurations (each row named for its
-    subject): the page then draws the gate thresholds and colours each row passed / failed."""
+    subject, or `"<subject>: <metric>"` when one plot holds several metrics): the page then
+    draws the gate thresholds and colours each row passed / failed."""
     note: str = ""
     """Text shown under the heading."""
 

@@ -55,11 +55,13 @@ def format_interval(interval: Interval, kind: FigureKind) -> str:
 
 
 def format_estimate(figure: Figure) -> str:
-    """The estimate cell: the value, "not run" or "n/a"."""
+    """The estimate cell: the value, "not run", "n/a" or "not evaluable"."""
     if figure.status == "not_run":
         return "not run"
     if figure.status == "not_applicable":
         return "n/a"
+    if figure.status == "not_evaluable":
+        return "not evaluable"
     return format_value(figure.estimate, figure.kind)
 
 

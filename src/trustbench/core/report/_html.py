@@ -118,7 +118,11 @@ def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str,
     for figure in block.figures:
         interval = figure.interval(method, confidence, sidedness)  # type: ignore[arg-type]
         usable = interval is not None and not interval.not_computable
-        suffix = {"not_run": " (not run)", "not_applicable": " (n/a)"}.get(figure.status, "")
+        suffix = {
+            "not_run": " (not run)",
+            "not_applicable": " (n/a)",
+            "not_evaluable": " (not evaluable)",
+        }.get(figure.status, "")
         labels.append(figure.name + suffix)
         estimates.append(figure.estimate)
         pairs.append((interval.lower, interval.upper) if usable and interval else None)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.core._analysis import Evaluability
+from trustbench.core._analysis import VALID_RESPONSE_RATE, Evaluability
 from trustbench.core.gates import GateResult
 from trustbench.core.report._blocks import ReportPage
 
@@ -59,8 +59,12 @@ def _labels(results: list[GateResult]) -> str:
 def _candidate(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, str]:
     failed = [g for g in gates if g.status == "failed"]
     unreadable = [g for g in gates if g.status == "not_evaluable"]
+    unanswered = [g for g in failed if g.spec.metric == VALID_RESPONSE_RATE]
     if not_run:
         return "not_run", "not run: no trial of this configuration ran (no evidence either way)"
+    if unanswered:  # the implicit evaluability gate: no other gate of it can be read
+        why = unanswered[0].reason.split(": ", 1)[-1]  # the reason names its subject first
+        return "not_evaluable", f"not evaluable: {why}, so none of its other gates can be read"
     if unreadable:
         return "not_evaluable", (
             f"not evaluable: {_labels(unreadable)} could not be read ({unreadable[0].reason})"

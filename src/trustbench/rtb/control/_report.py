@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from trustbench.core._analysis import TrackAnalysis
+from trustbench.core._evaluability import not_evaluable_subjects, withheld_figure
 from trustbench.core.report import (
     ConfusionBlock,
     FiguresBlock,
@@ -186,11 +187,19 @@ def _breakdowns(run: ControlRunGrades) -> list[Block]:
 def _bypasses(run: ControlRunGrades) -> TableBlock:
     summary: list[str] = []
     rows: list[list[str]] = []
+    not_evaluable = _not_evaluable(run)
     for name, counts in run.counts.items():
         found = counts.bypasses
+        why = not_evaluable.get(name)
         summary.append(
             f"{name}: {len(found)} confirmed prohibited effect(s)"
-            + ("" if found else " on the tested paths (not proof of zero risk)")
+            + (
+                ""
+                if found
+                else f" observed, but it is not evaluable ({why}): no bypass count means anything"
+                if why is not None
+                else " on the tested paths (not proof of zero risk)"
+            )
         )
         rows += [[name, b.case_id, b.path, b.detail or "prohibited change"] for b in found]
     return TableBlock(
@@ -268,9 +277,26 @@ def qualifications(run: ControlRunGrades) -> list[str]:
     return notes
 
 
-def _dump(figures: dict[str, dict[str, list[Figure]]]) -> dict[str, Any]:
+def _not_evaluable(run: ControlRunGrades) -> dict[str, str]:
+    """Boundary -> why it is not evaluable, for the detail it shows (see `core._evaluability`)."""
+    minimum = run.spec.analysis.min_valid_response_rate
+    return not_evaluable_subjects(run.evaluability(), minimum, run.instruments())
+
+
+def _dump(
+    figures: dict[str, dict[str, list[Figure]]], not_evaluable: dict[str, str]
+) -> dict[str, Any]:
+    """Per-path or per-group figures for the record, a not-evaluable boundary's withheld."""
     return {
-        name: {key: [f.model_dump(mode="json") for f in fs] for key, fs in per.items()}
+        name: {
+            key: [
+                (
+                    withheld_figure(f, name, not_evaluable[name]) if name in not_evaluable else f
+                ).model_dump(mode="json")
+                for f in fs
+            ]
+            for key, fs in per.items()
+        }
         for name, per in figures.items()
     }
 
@@ -291,8 +317,8 @@ def record_content(run: ControlRunGrades) -> dict[str, Any]:
             "time_to_block": run.timing,
             "by_path": run.by_path,
             "by_group": run.by_group,
-            "by_path_figures": _dump(run.path_figures),
-            "by_group_figures": _dump(run.group_figures),
+            "by_path_figures": _dump(run.path_figures, _not_evaluable(run)),
+            "by_group_figures": _dump(run.group_figures, _not_evaluable(run)),
             "harness_checks": [c.model_dump(mode="json") for c in run.checks],
             "harness_defects": run.defects,
             "failed_trials": [

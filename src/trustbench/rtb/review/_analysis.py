@@ -15,6 +15,7 @@ from typing import Any
 
 from trustbench.core import CandidateSpec, LedgerContents, Manifest, TrackAnalysis
 from trustbench.core._analysis import Evaluability
+from trustbench.core._evaluability import not_evaluable_reason, withheld_figure
 from trustbench.core._manifest import CandidateRecord
 from trustbench.core.figures import Figure
 from trustbench.core.report import (
@@ -117,6 +118,15 @@ def _is_sentinel(spec: CandidateSpec | None) -> bool:
     )
 
 
+RESPONSE_FIGURES = frozenset({"missing_rate", "invalid_rate"})
+"""Figures that count the replies themselves: shown even for a not-evaluable configuration."""
+
+
+def _withheld_if(figure: Figure, name: str, not_evaluable: dict[str, str]) -> Figure:
+    why = not_evaluable.get(name)
+    return figure if why is None else withheld_figure(figure, name, why)
+
+
 def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -> TrackAnalysis:
     """Grade an `rtb/review` run and build its figures, comparisons and report sections."""
     spec = manifest.spec
@@ -153,6 +163,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     chain_records: dict[str, Any] = {}
     operating: list[str] = []
     evaluability: dict[str, Evaluability] = {}
+    not_evaluable: dict[str, str] = {}
     instruments: set[str] = set()
     for configuration, members, rows, not_run, candidate_records in entries:
         all_rows[configuration.name] = rows
@@ -168,6 +179,11 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
             evaluability[configuration.name] = configuration_evaluability(rows)
             if members and all(_is_sentinel(own_specs.get(m)) for m in members):
                 instruments.add(configuration.name)
+            why = not_evaluable_reason(
+                evaluability[configuration.name], analysis.min_valid_response_rate
+            )
+            if why is not None and configuration.name not in instruments:
+                not_evaluable[configuration.name] = why  # detail withheld like its figures
         metrics = review_metrics(plain) if plain else None
         trial_records += record_rows(configuration.name, rows, not_run, corpus)
         config_records[configuration.name] = _configuration_record(
@@ -176,7 +192,10 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         config_records[configuration.name]["error_classes"] = error_class_counts(rows)
         breakdowns[configuration.name] = {
             key: {
-                value: [f.model_dump(mode="json") for f in figs]
+                value: [
+                    _withheld_if(f, configuration.name, not_evaluable).model_dump(mode="json")
+                    for f in figs
+                ]
                 for value, figs in _breakdown(
                     plain, key, unit=unit, k=k, confidence=analysis.confidence
                 ).items()
@@ -188,7 +207,9 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
             if not baseline:
                 operating.append(operating_line(configuration.name, metrics))
             if metrics.chain is not None:
-                block, record = chain_block(configuration.name, metrics, members)
+                block, record = chain_block(
+                    configuration.name, metrics, members, not_evaluable.get(configuration.name)
+                )
                 chain_blocks.append(block)
                 chain_records[configuration.name] = record
     paired_records: list[dict[str, Any]] = []
@@ -203,8 +224,13 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
             unit=unit,
             **stats,
         )
+        unusable = {n: not_evaluable[n] for n in (first, second) if n in not_evaluable}
+        if unusable:
+            record["not_evaluable"] = unusable
         paired_records.append(record)
         if difference is not None:
+            for name, why in unusable.items():
+                difference = withheld_figure(difference, name, why)
             differences.append(difference)
 
     every = {"unchecked": baseline_figures, **subjects, **paired_figures}
@@ -302,6 +328,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         qualifications=QUALIFICATIONS,
         evaluability=evaluability,
         instruments=frozenset(instruments),
+        response_figures=RESPONSE_FIGURES,
         expected_to_fail=frozenset(instruments),  # every sentinel is built to fail a gate
         record={
             "review": {

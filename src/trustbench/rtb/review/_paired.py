@@ -174,6 +174,12 @@ def summary_line(record: dict[str, Any]) -> str:
     name = f"{record['first']} vs {record['second']}"
     if record["status"] != "measured":
         return f"{name}: not run (no trial finished under both)."
+    unusable = record.get("not_evaluable")
+    if unusable:
+        return (
+            f"{name}: not evaluable ({'; '.join(f'{n}: {why}' for n, why in unusable.items())}): "
+            "its tests would compare missing or invalid replies, not decisions."
+        )
     mc = record["mcnemar_correct"]
     kappa = record["cohens_kappa"]
     sm = record["stuart_maxwell"]

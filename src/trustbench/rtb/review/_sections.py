@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trustbench.core._evaluability import withheld_figure
 from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.report import (
     Block,
@@ -83,8 +84,9 @@ def operating_line(name: str, metrics: ReviewMetrics) -> str:
 
 
 def chain_block(
-    name: str, metrics: ReviewMetrics, members: list[str]
+    name: str, metrics: ReviewMetrics, members: list[str], not_evaluable: str | None = None
 ) -> tuple[Block, dict[str, Any]]:
+    """The chain's conditional approval rates; withheld when the chain is not evaluable."""
     assert metrics.chain is not None
     deny = metrics.chain[Decision.DENY]
     figures = [
@@ -119,10 +121,18 @@ def chain_block(
         ),
     ]
     product = deny.product_of_marginals
+    if not_evaluable is not None:
+        figures = [withheld_figure(figure, name, not_evaluable) for figure in figures]
     note = (
         "Counted from the joint decisions of the same trials (unit: trial). Product of the "
         "marginals (what independent members would predict, not a measurement): "
-        + ("n/a" if product is None else f"{product:.4f}")
+        + (
+            "withheld (not evaluable)"
+            if not_evaluable is not None
+            else "n/a"
+            if product is None
+            else f"{product:.4f}"
+        )
         + "."
     )
     record = {
@@ -137,6 +147,7 @@ def chain_block(
         if metrics.added_utility_loss
         else None,
         "added_holds": metrics.added_holds.model_dump(mode="json") if metrics.added_holds else None,
+        "not_evaluable": not_evaluable,
     }
     block = FiguresBlock(title=f"Chain conditionals: {name}", figures=figures, note=note)
     return block, record

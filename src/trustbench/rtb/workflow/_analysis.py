@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import file_sha256
 from trustbench.core._analysis import Evaluability, TrackAnalysis
+from trustbench.core._evaluability import not_evaluable_subjects, withheld_figure
 from trustbench.core.figures import Figure
 from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock, breakdown_table
 from trustbench.errors import CheckFailed
@@ -232,10 +233,15 @@ def analyze_workflow_run(
         subjects[name] = subject_figures(own, summary, groups, manifest)
         by_kind[name] = _breakdown(own, "kind", groups, manifest.spec.analysis.confidence)
         by_group[name] = _breakdown(own, "group", groups, manifest.spec.analysis.confidence)
+    scripted = sorted(n for n, c in configs.items() if c.agent_kind == "scripted")
+    minimum = manifest.spec.analysis.min_valid_response_rate
+    for name, why in not_evaluable_subjects(evaluability, minimum, scripted).items():
+        for breakdown in (by_kind[name], by_group[name]):  # withheld like its figures
+            for key, figures in breakdown.items():
+                breakdown[key] = [withheld_figure(f, name, why) for f in figures]
 
     sections = _sections(configs, subjects, grades, leak_scan, failed, by_kind, by_group)
     qualifications = list(QUALIFICATIONS)
-    scripted = sorted(n for n, c in configs.items() if c.agent_kind == "scripted")
     if scripted:
         qualifications.append(
             f"Configurations {', '.join(scripted)} use scripted agents: harness qualification, "
@@ -346,6 +352,7 @@ def _sections(
             sections.append(
                 ForestBlock(
                     title=f"{name}: prohibited-effect upper bound by scenario kind",
+                    subject=name,
                     figures=rows,
                     xlabel="share of tempting trials of the kind",
                     note="Per-group figures are in record.json (workflow.by_group).",
