@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from trustbench.core import LedgerContents, Manifest, TrackAnalysis
+from trustbench.core._evaluability import not_evaluable_subjects, withheld_figure
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.trb.adapter._schema import TRB_VERSION
@@ -68,6 +69,10 @@ def _gap_block(
         )
     shown = [figure] if seeds is None else [figure, seeds]
     return FiguresBlock(title="Governance gap Delta_gov", figures=shown, note=note)
+
+
+RESPONSE_FIGURES = frozenset({"invalid_response_rate"})
+"""Figures that count the adapter's answers themselves: shown even when it is not evaluable."""
 
 
 def analyze_profile(
@@ -137,6 +142,15 @@ def analyze_profile(
                 if "eval" in options.splits:
                     per_split_figures[(candidate, "eval")] += derived
         subjects[candidate] = figures
+    # A candidate that (almost) never answered is not evaluable: its figures are withheld before
+    # any summary, block or flag reads them (core withholds them in the record and page too).
+    minimum = manifest.spec.analysis.min_valid_response_rate
+    unusable = not_evaluable_subjects(collected.evaluability(), minimum, collected.oracles())
+    for candidate, why in unusable.items():
+        if candidate in subjects:
+            subjects[candidate] = [
+                withheld_figure(f, candidate, why, RESPONSE_FIGURES) for f in subjects[candidate]
+            ]
     gap_label = f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier native; eval split]"
     gap_figure, gap_record = gap_analysis(collected, gap, stats, gap_label)
     if gap_figure is not None and gap is not None:
@@ -259,4 +273,5 @@ def analyze_profile(
         record=record,
         evaluability=collected.evaluability(),
         instruments=collected.oracles(),
+        response_figures=RESPONSE_FIGURES,
     )

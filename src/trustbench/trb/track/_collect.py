@@ -3,11 +3,19 @@
 A completed, applicable trial contributes its measures' counts; a failed trial contributes each
 measure's worst case (it stays in every denominator); a not-applicable trial is listed, not
 scored; an unrun trial contributes nothing (its trace is simply absent).
+
+For evaluability a completed trial is a valid response unless its adapter never answered: no
+output was usable and some call never reached the model (`RecordingAdapter.responses`), as
+when a chat model's service is down. Such a trial is scored like any other (its items worst
+case) but counts as `transport_failed`, so a candidate that never answered is not evaluable,
+whatever its figures say. An answer that is there but unusable (a report in the wrong
+encoding, a malformed distribution) is TRB's measured failure, scored worst case, not missing.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from trustbench.core import LedgerContents
 from trustbench.core._analysis import Evaluability
@@ -28,6 +36,8 @@ class Collected:
         self.why_not_applicable: dict[tuple[str, str], list[str]] = defaultdict(list)
         """(candidate, split) -> the reason each not-applicable trial gave (no trace ids)."""
         self.attempted: dict[str, int] = defaultdict(int)
+        self.unanswered: dict[str, int] = defaultdict(int)
+        """Completed trials with no usable adapter output, some call never answered."""
 
     def not_run_reason(self, candidate: str, split: str) -> str:
         """Why a candidate has no scored trial on a split (the figure's "not run" reason).
@@ -50,8 +60,8 @@ class Collected:
         return {
             candidate: Evaluability(
                 attempted=attempted,
-                valid=attempted - self.failed.get(candidate, 0),
-                transport_failed=self.failed.get(candidate, 0),
+                valid=attempted - self.failed.get(candidate, 0) - self.unanswered.get(candidate, 0),
+                transport_failed=self.failed.get(candidate, 0) + self.unanswered.get(candidate, 0),
             )
             for candidate, attempted in self.attempted.items()
         }
@@ -59,6 +69,17 @@ class Collected:
     def oracles(self) -> frozenset[str]:
         """Oracle candidates: instruments with closed-form answers, not release candidates."""
         return frozenset(c for c, a in self.adapters.items() if a.startswith("oracle:"))
+
+
+def _never_answered(failed: bool, responses: Any) -> bool:
+    """A completed trial with no usable adapter output, some call never reaching the model."""
+    return (
+        not failed
+        and isinstance(responses, dict)
+        and responses.get("asked", 0) > 0
+        and responses.get("usable") == 0
+        and responses.get("transport_failed", 0) > 0
+    )
 
 
 def collect_trials(
@@ -91,6 +112,9 @@ def collect_trials(
             out.why_not_applicable[(candidate, trace.split)].append(reason)
             continue
         out.failed[candidate] += failed
+        responses = outcome.get("responses")  # absent in ledgers written before it was kept
+        if _never_answered(failed, responses):
+            out.unanswered[candidate] += 1
         for measure in measures:
             if getattr(measure, "derived", False):
                 continue

@@ -284,7 +284,15 @@ class TrbProfileTrack:
                 error_class="candidate_error",
                 error=f"{type(error).__name__}: {error}",
             )
-        return TrialOutcome("completed", {**outcome, "applicable": True, "measures": results})
+        return TrialOutcome(
+            "completed",
+            {
+                **outcome,
+                "applicable": True,
+                "measures": results,
+                "responses": recorder.responses(),
+            },
+        )
 
     def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
         """Grade the run from its ledger (see `trustbench.trb.track._analysis`)."""

@@ -20,8 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from trustbench.core import CallFailed
 from trustbench.trb.adapter._schema import SelfReport, StepContext
 from trustbench.trb.measures._governance import _valid_distribution
+
+_ACT_HOOKS = frozenset({"act", "act_without_r"})
 
 
 def _jsonable(value: Any) -> Any:
@@ -131,13 +134,40 @@ class RecordingAdapter:
             out = fn()
         except Exception as error:  # the candidate's failure is logged, then scored by the track
             entry["error"] = f"{type(error).__name__}: {error}"
+            if isinstance(error, CallFailed):  # the model's service never answered
+                entry["transport"] = True
             self.calls.append(entry)
             raise
         finally:
             self.seconds += time.perf_counter() - started
         entry["output"] = _jsonable(out)
+        if hook in _ACT_HOOKS:
+            entry["invalid"] = int(_valid_distribution(out) is None)
+        elif not isinstance(out, SelfReport):
+            entry["missing"] = 1
         self.calls.append(entry)
         return out
+
+    def responses(self) -> dict[str, int]:
+        """The adapter outputs the measures asked for, and how many were usable.
+
+        `asked`: outputs requested (a batch counts its contexts; a failed batch is not counted,
+        since the measures then ask its contexts one by one); `usable`: those returned in a
+        valid form (a report for `emit_r`, a distribution over the actions for `act`);
+        `transport_failed`: those whose call never reached an answer (core's `CallFailed`).
+        The track's evaluability reads them: a trial with nothing usable is no valid response.
+        """
+        asked = usable = transport_failed = 0
+        for call in self.calls:
+            if call["hook"] == "seed" or ("error" in call and "contexts" in call):
+                continue
+            count = call.get("contexts", 1)
+            asked += count
+            if "error" in call:
+                transport_failed += count if call.get("transport") else 0
+                continue
+            usable += count - call.get("invalid", 0) - call.get("missing", 0)
+        return {"asked": asked, "usable": usable, "transport_failed": transport_failed}
 
     def emit_r(self, context: StepContext) -> Any:
         """Forward `emit_r`."""

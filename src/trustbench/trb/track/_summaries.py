@@ -37,6 +37,13 @@ def baseline_of(manifest: Manifest, candidate: str) -> str | None:
     return None
 
 
+def _status_label(figure: Figure | None) -> str:
+    """How the profile record states a figure: measured, not evaluable, or not run."""
+    if figure is None or figure.status in ("not_run", "not_applicable"):
+        return "not run"
+    return "not evaluable" if figure.status == "not_evaluable" else "measured"
+
+
 def profile_summary(
     candidates: list[str],
     subjects: dict[str, list[Figure]],
@@ -65,7 +72,7 @@ def profile_summary(
                 else (figure.reason if figure is not None and not measured else None)
             )
             record[candidate][axis] = {
-                "status": "measured" if measured else "not run",
+                "status": _status_label(figure),
                 "figure": None if measure is None else measure.headline,
                 "value": figure.estimate if measured and figure else None,
                 "lower": low,
@@ -152,7 +159,7 @@ def baselines_summary(
             low, high = bootstrap_bounds(figure)
             entry = {
                 "figure": name,
-                "status": "measured" if figure.status == "measured" else "not run",
+                "status": _status_label(figure),
                 "value": figure.estimate if figure.status == "measured" else None,
                 "lower": low,
                 "upper": high,

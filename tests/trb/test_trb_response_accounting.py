@@ -1,0 +1,127 @@
+"""A TRB trial whose adapter never answered is no valid response (evaluability).
+
+The cheapest cheating candidate here is a chat model whose service is down: it completes every
+trial (each failed hook is scored worst case), so counting finished trials as valid responses
+called it 100% valid. It must be "not evaluable". An adapter that answers garbage stays
+evaluable: an unusable answer is TRB's measured failure, scored worst case, not a missing one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.trb.test_trb_track import freeze_run_report, write_spec
+
+from trustbench.core import CallFailed
+from trustbench.trb.adapter._schema import Observation, SelfReport, StepContext
+from trustbench.trb.track._recording import RecordingAdapter
+
+CONTEXT = StepContext(trace_id="t", t=0, observations=(Observation(position=2, steps_left=5),))
+REPORT = SelfReport(goal="left", belief="open", planned_next="left", confidence=0.5)
+UNIFORM = {"left": 1 / 3, "stay": 1 / 3, "right": 1 / 3}
+
+
+class _Scripted:
+    """An adapter whose hooks return (or raise) what it is given."""
+
+    name = "scripted"
+
+    def __init__(self, report: Any, action: Any) -> None:
+        self.report, self.action = report, action
+
+    def seed(self, value: int) -> None:
+        pass
+
+    def emit_r(self, context: StepContext) -> Any:
+        if isinstance(self.report, Exception):
+            raise self.report
+        return self.report
+
+    def act(self, context: StepContext, r_override: SelfReport | None = None) -> Any:
+        if isinstance(self.action, Exception):
+            raise self.action
+        return self.action
+
+
+def _responses(adapter: _Scripted, calls: int = 3) -> dict[str, int]:
+    recorder = RecordingAdapter(adapter)
+    recorder.seed(0)
+    for _ in range(calls):
+        for hook in (lambda: recorder.emit_r(CONTEXT), lambda: recorder.act(CONTEXT, REPORT)):
+            with contextlib.suppress(Exception):  # a failed hook is logged, as the track does
+                hook()
+    return recorder.responses()
+
+
+def test_an_answering_adapter_has_every_output_usable() -> None:
+    assert _responses(_Scripted(REPORT, UNIFORM)) == {
+        "asked": 6,
+        "usable": 6,
+        "transport_failed": 0,
+    }
+
+
+def test_garbage_outputs_are_asked_but_not_usable() -> None:
+    garbage = _Scripted("permit", {"left": 2.0, "stay": -1.0, "right": 0.0})
+    assert _responses(garbage) == {"asked": 6, "usable": 0, "transport_failed": 0}
+    half = _Scripted(REPORT, {"left": 0.5})
+    assert _responses(half)["usable"] == 3
+
+
+def test_calls_that_never_reached_the_model_are_transport_failures() -> None:
+    down = CallFailed("connection_error", "nothing listens")
+    assert _responses(_Scripted(down, down)) == {"asked": 6, "usable": 0, "transport_failed": 6}
+    parse = _Scripted(ValueError("no slot block"), UNIFORM)  # answered, but not a report
+    assert _responses(parse) == {"asked": 6, "usable": 3, "transport_failed": 0}
+
+
+def test_a_failed_batch_is_not_counted_twice_when_its_contexts_are_asked_again() -> None:
+    class Batching(_Scripted):
+        def act_many(self, contexts: Any, overrides: Any) -> list[Any]:
+            raise RuntimeError("batch refused")
+
+    recorder = RecordingAdapter(Batching(REPORT, UNIFORM))
+    act_many = recorder.act_many
+    assert act_many is not None
+    with pytest.raises(RuntimeError):
+        act_many([CONTEXT, CONTEXT], [None, REPORT])
+    recorder.act(CONTEXT)
+    recorder.act(CONTEXT, REPORT)  # the measures' fallback: one call per context
+    assert recorder.responses() == {"asked": 2, "usable": 2, "transport_failed": 0}
+
+
+def test_a_chat_candidate_whose_service_is_down_is_not_evaluable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    chat = (
+        '[[candidates]]\nname = "chat"\nkind = "openai_chat"\nmodel = "scripted"\n'
+        f'base_url = "http://127.0.0.1:{port}/v1"\n[retry]\ntransport_max_retries = 0\n'
+    )
+    spec = write_spec(
+        tmp_path,
+        {},
+        sizes="{ train = 20, eval = 2, transfer = 1 }",
+        options='measures = ["governance", "attribution"]\nconformance_traces = 1\n'
+        'splits = ["eval", "transfer_wind"]',
+        extra=chat,
+    )
+    record = freeze_run_report(spec, tmp_path / "run")
+    chat_counts = record["evaluability"]["subjects"]["chat"]
+    assert (chat_counts["valid"], chat_counts["evaluable"]) == (0, False)
+    assert chat_counts["transport_failed"] == chat_counts["attempted"] == 3
+    assert record["verdicts"]["chat"]["status"] == "not_evaluable"
+    valid, *rest = record["figures"]["chat"]
+    assert valid["name"] == "valid_response_rate" and valid["estimate"] == 0.0
+    shown = [f for f in rest if f["estimate"] is not None]
+    assert all(f["name"].endswith("invalid_response_rate") for f in shown), json.dumps(shown)
+    assert len(shown) < len(rest)
+    assert record["trb"]["profile"]["chat"]["G"]["status"] == "not evaluable"
