@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -124,16 +125,12 @@ name = "reviewer"
 
 
 def spread(values: list[float], unit: str = "x", digits: int = 2) -> str:
-    """`median (min to max)` of per-round figures, e.g. `1.08x (1.03x to 1.15x)`."""
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    if len(ordered) == 1:
-        return f"{median:.{digits}f}{unit}"
-    return (
-        f"{median:.{digits}f}{unit} (median of {len(ordered)}; "
-        f"{ordered[0]:.{digits}f}{unit} to {ordered[-1]:.{digits}f}{unit})"
-    )
+    """`median (min to max)` of per-round figures, e.g. `1.08x (median of 5; 1.03x to 1.15x)`."""
+    median = f"{statistics.median(values):.{digits}f}{unit}"
+    if len(values) == 1:
+        return median
+    low, high = min(values), max(values)
+    return f"{median} (median of {len(values)}; {low:.{digits}f}{unit} to {high:.{digits}f}{unit})"
 
 
 def ratio(numerator: float | None, denominator: float | None) -> str:

@@ -35,7 +35,9 @@ ISSUE_BASELINE_BYTES = 8954
 """Ledger bytes per trial when issue 17 was filed (format 1, the earlier stand-in track)."""
 
 
-def _round(args: argparse.Namespace, base_url: str, run_dir: Path, floor_first: bool) -> Any:
+def _round(
+    args: argparse.Namespace, base_url: str, run_dir: Path, floor_first: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """One floor and one trustbench run on the same server, in the order given."""
     shape = {
         "cases": args.cases,
@@ -43,13 +45,11 @@ def _round(args: argparse.Namespace, base_url: str, run_dir: Path, floor_first: 
         "concurrency": args.concurrency,
     }
     spec = spec_text(base_url=base_url, **shape)
-    measured: dict[str, dict[str, Any]] = {}
-    for name in ("floor", "ours") if floor_first else ("ours", "floor"):
-        if name == "floor":
-            measured[name] = phase("floor", base_url=base_url, **shape)
-        else:
-            measured[name] = phase("trustbench_run", run_dir=str(run_dir), spec=spec)
-    return measured["floor"], measured["ours"]
+    if floor_first:
+        floor = phase("floor", base_url=base_url, **shape)
+        return floor, phase("trustbench_run", run_dir=str(run_dir), spec=spec)
+    ours = phase("trustbench_run", run_dir=str(run_dir), spec=spec)
+    return phase("floor", base_url=base_url, **shape), ours
 
 
 def main() -> None:

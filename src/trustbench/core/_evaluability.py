@@ -200,18 +200,19 @@ def _row_subject(name: str, subjects: dict[str, str]) -> str | None:
 
 
 def withheld_figure(
-    figure: Figure, subject: str, why: str, keep: frozenset[str] = frozenset()
+    figure: Figure, subject: str, why: str | None, keep: frozenset[str] = frozenset()
 ) -> Figure:
     """`figure` as `not_evaluable` (counts kept, estimate and intervals withheld).
 
-    The valid-response rate, the figures named in `keep` (response counts, see
-    `TrackAnalysis.response_figures`) and figures already not run or not applicable are
-    returned unchanged. Tracks use it for detail they build themselves from a not-evaluable
-    subject's trials (breakdowns, chain conditionals, paired differences).
+    Returned unchanged: every figure when `why` is None (the subject is evaluable), the
+    valid-response rate, the figures named in `keep` (response counts, see
+    `TrackAnalysis.response_figures`) and figures already not run or not applicable. Tracks
+    use it for detail they build themselves from a subject's trials (breakdowns, chain
+    conditionals, paired differences), passing `not_evaluable_subjects(...).get(subject)`.
     """
     # The figure's own name: rows may read "<subject>: <name>", per-split figures "<split>.<name>".
     name = figure.name.rsplit(": ", 1)[-1].rsplit(".", 1)[-1]
-    if name == VALID_RESPONSE_RATE or name in keep or figure.status != "measured":
+    if why is None or name == VALID_RESPONSE_RATE or name in keep or figure.status != "measured":
         return figure
     return Figure.model_validate(  # validated: the new status's rules hold
         {

@@ -290,9 +290,7 @@ def _dump(
     return {
         name: {
             key: [
-                (
-                    withheld_figure(f, name, not_evaluable[name]) if name in not_evaluable else f
-                ).model_dump(mode="json")
+                withheld_figure(f, name, not_evaluable.get(name)).model_dump(mode="json")
                 for f in fs
             ]
             for key, fs in per.items()

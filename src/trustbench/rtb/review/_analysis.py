@@ -122,11 +122,6 @@ RESPONSE_FIGURES = frozenset({"missing_rate", "invalid_rate"})
 """Figures that count the replies themselves: shown even for a not-evaluable configuration."""
 
 
-def _withheld_if(figure: Figure, name: str, not_evaluable: dict[str, str]) -> Figure:
-    why = not_evaluable.get(name)
-    return figure if why is None else withheld_figure(figure, name, why)
-
-
 def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -> TrackAnalysis:
     """Grade an `rtb/review` run and build its figures, comparisons and report sections."""
     spec = manifest.spec
@@ -193,7 +188,9 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         breakdowns[configuration.name] = {
             key: {
                 value: [
-                    _withheld_if(f, configuration.name, not_evaluable).model_dump(mode="json")
+                    withheld_figure(
+                        f, configuration.name, not_evaluable.get(configuration.name)
+                    ).model_dump(mode="json")
                     for f in figs
                 ]
                 for value, figs in _breakdown(

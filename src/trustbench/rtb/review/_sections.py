@@ -121,8 +121,7 @@ def chain_block(
         ),
     ]
     product = deny.product_of_marginals
-    if not_evaluable is not None:
-        figures = [withheld_figure(figure, name, not_evaluable) for figure in figures]
+    figures = [withheld_figure(figure, name, not_evaluable) for figure in figures]
     note = (
         "Counted from the joint decisions of the same trials (unit: trial). Product of the "
         "marginals (what independent members would predict, not a measurement): "
