@@ -14,6 +14,7 @@ import trustbench
 KEY_DEPENDENCIES: tuple[str, ...] = (
     "aiohttp",
     "cedarpy",
+    "httptools",
     "jinja2",
     "jsonschema",
     "matplotlib",

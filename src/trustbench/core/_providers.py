@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 
-import aiohttp
-
 from trustbench._imports import import_object
 from trustbench.core._spec import CandidateSpec
 from trustbench.errors import InputError
 from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
 from trustbench.providers._openai import OpenAIChatProvider
+from trustbench.providers._transport import HttpPool
 from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES, ChatProvider
 
 
@@ -45,7 +44,7 @@ def check_credentials(candidates: list[CandidateSpec]) -> None:
 
 def build_provider(
     candidate: CandidateSpec,
-    session: aiohttp.ClientSession,
+    session: HttpPool,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> ChatProvider | None:
     """Create the provider for `candidate`, or None for an in-process one without an entry.

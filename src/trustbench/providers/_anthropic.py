@@ -6,8 +6,6 @@ import json
 import os
 from typing import Any
 
-import aiohttp
-
 from trustbench._canonical import canonical_json
 from trustbench.providers._anthropic_messages import (
     to_anthropic_messages,
@@ -15,6 +13,7 @@ from trustbench.providers._anthropic_messages import (
 )
 from trustbench.providers._http import post_json, reply_or_malformed
 from trustbench.providers._pricing import PriceSpec, attempt_cost
+from trustbench.providers._transport import HttpPool
 from trustbench.providers._types import (
     DEFAULT_MAX_RESPONSE_BYTES,
     AttemptResult,
@@ -47,7 +46,7 @@ class AnthropicMessagesProvider:
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        session: HttpPool,
         *,
         base_url: str,
         model: str,

@@ -1,9 +1,10 @@
 """One HTTP POST with failure classification, shared by the API providers.
 
 No retries here (the runner retries, recording each attempt). Timeouts are ours
-(`asyncio.timeout` around sending *and* reading the body), so a server that stalls mid-body is a
-`timeout`, not a hang. The session is created with no aiohttp timeout and no cookie jar, so no
-state (cookies) can leak from one trial to the next through the shared connection pool.
+(`asyncio.timeout` around connecting, sending *and* reading the body), so a server that stalls
+mid-body is a `timeout`, not a hang. The transport (`_transport.HttpPool`) keeps no cookies and
+follows no redirects, so no state can leak from one trial to the next through the shared
+connection pool.
 """
 
 from __future__ import annotations
@@ -15,25 +16,20 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
-
 from trustbench._canonical import canonical_json
+from trustbench.providers._transport import HttpPool, HttpTransportError
 from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES, AttemptResult, ChatReply
 
 _MAX_ERROR_TEXT = 500
 
 
-def new_session(concurrency: int) -> aiohttp.ClientSession:
-    """Create the one shared session of a run: pooled connections, no cookies, our timeouts.
+def new_session(concurrency: int) -> HttpPool:
+    """Create the one shared connection pool of a run: keep-alive, no cookies, our timeouts.
 
     Args:
         concurrency: Trials in flight; the connection pool is sized to match.
     """
-    return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=max(concurrency, 1)),
-        timeout=aiohttp.ClientTimeout(total=None),
-        cookie_jar=aiohttp.DummyCookieJar(),
-    )
+    return HttpPool(concurrency)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -54,7 +50,11 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def classify_status(status: int) -> str | None:
-    """Map an HTTP status to an error class (None for 2xx)."""
+    """Map an HTTP status to an error class (None for 2xx).
+
+    A 3xx is a `client_error`: redirects are not followed, so the frozen endpoint is the only
+    one ever called.
+    """
     if 200 <= status < 300:
         return None
     if status == 429:
@@ -67,7 +67,7 @@ def classify_status(status: int) -> str | None:
 
 
 async def post_json(
-    session: aiohttp.ClientSession,
+    session: HttpPool,
     url: str,
     headers: dict[str, str],
     body: dict[str, Any],
@@ -82,7 +82,7 @@ async def post_json(
     into a reply, so an oversized answer can neither exhaust memory nor count as a decision.
 
     Args:
-        session: The run's shared session.
+        session: The run's shared connection pool.
         url: Full URL.
         headers: Request headers (credentials live only here, never in `body` or `result`).
         body: JSON body.
@@ -98,25 +98,24 @@ async def post_json(
     started = time.perf_counter()
     try:
         async with asyncio.timeout(timeout_s):
-            async with session.post(
-                url, data=data, headers={**headers, "Content-Type": "application/json"}
-            ) as response:
-                raw = await _read_capped(response, max_bytes)
-                result.http_status = response.status
-                result.retry_after_s = parse_retry_after(response.headers.get("Retry-After"))
+            response = await session.post(
+                url, {**headers, "Content-Type": "application/json"}, data, max_bytes
+            )
     except TimeoutError:
         result.latency_s = time.perf_counter() - started
         result.error_class = "timeout"
         result.error_message = f"no complete response within {timeout_s} s"
         return None
-    except (aiohttp.ClientError, OSError) as error:
+    except (HttpTransportError, OSError) as error:
         result.latency_s = time.perf_counter() - started
         result.error_class = "connection_error"
         result.error_message = f"{type(error).__name__}: {error}"[:_MAX_ERROR_TEXT]
         return None
     result.latency_s = time.perf_counter() - started
-    truncated = len(raw) > max_bytes
-    text = raw[:max_bytes].decode("utf-8", errors="replace")
+    result.http_status = response.status
+    result.retry_after_s = parse_retry_after(response.headers.get("retry-after"))
+    truncated = response.truncated
+    text = response.body[:max_bytes].decode("utf-8", errors="replace")
     result.raw_response = text
     error_class = classify_status(result.http_status)
     if error_class is not None:  # an error status keeps its class (retries still apply)
@@ -138,27 +137,6 @@ async def post_json(
         result.error_class = "malformed_response"
         result.error_message = f"response body is not JSON: {error}"
         return None
-
-
-async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
-    """Read the body until EOF or until more than `max_bytes` arrived (then stop reading).
-
-    A body whose declared `Content-Length` is within the cap is read in one call (aiohttp never
-    reads past the declared length), which saves the chunk loop's extra round on the event loop
-    for nearly every reply; any other body is read in chunks and cut.
-    """
-    if response.content_length is not None and response.content_length <= max_bytes:
-        return await response.read()
-    stream = response.content
-    chunks: list[bytes] = []
-    size = 0
-    while size <= max_bytes:
-        chunk = await stream.read(min(max_bytes + 1 - size, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def malformed(result: AttemptResult, why: str) -> None:

@@ -6,11 +6,10 @@ import json
 import os
 from typing import Any
 
-import aiohttp
-
 from trustbench._canonical import canonical_json
 from trustbench.providers._http import post_json, reply_or_malformed
 from trustbench.providers._pricing import PriceSpec, attempt_cost
+from trustbench.providers._transport import HttpPool
 from trustbench.providers._types import (
     DEFAULT_MAX_RESPONSE_BYTES,
     AttemptResult,
@@ -32,7 +31,7 @@ class OpenAIChatProvider:
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        session: HttpPool,
         *,
         base_url: str,
         model: str,

@@ -34,10 +34,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-
 import trustbench.core  # noqa: F401  (load core before providers: they import each other)
 from trustbench.providers import ChatReply, ChatRequest, OpenAIChatProvider, new_session
+from trustbench.providers._transport import HttpPool
 from trustbench.trb.adapter._protocol import AdapterTier
 from trustbench.trb.adapter._schema import ACTIONS, Observation, SelfReport, StepContext
 from trustbench.trb.proxy._slots import (
@@ -145,7 +144,7 @@ class ChatProxyAdapter:
         self.top_logprobs, self.samples, self.prefill = top_logprobs, samples, prefill
         self.timeout_s = timeout_s
         self._loop = asyncio.new_event_loop()
-        self._session: aiohttp.ClientSession | None = None
+        self._session: HttpPool | None = None
         self._provider: Any = None
         self._reasoning: dict[tuple[Observation, ...], str] = {}
         self.calls: dict[str, int] = {"logprobs": 0, "sampled": 0, "failed": 0}
