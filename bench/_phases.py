@@ -78,6 +78,37 @@ def floor(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> 
     return {**measured, **result, "trials": len(bodies)}
 
 
+def floor_lean(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> dict[str, Any]:
+    """The same bare client on trustbench's own transport (`providers._transport.HttpPool`).
+
+    The floor above uses aiohttp, what a hand-written client would; this one isolates what the
+    harness adds on top of the transport trustbench itself sends with.
+    """
+    from trustbench.providers._transport import HttpPool
+
+    bodies = _bodies(cases, trials_per_case)
+    url = f"{base_url}/chat/completions"
+    headers = {"Content-Type": "application/json"}
+
+    async def main() -> int:
+        pending = iter(bodies)
+        ok = 0
+        async with HttpPool(concurrency) as pool:
+
+            async def worker() -> None:
+                nonlocal ok
+                for body in pending:
+                    response = await pool.post(url, headers, body, 1 << 24)
+                    ok += response.status == 200
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return ok
+
+    result: dict[str, Any] = {}
+    measured = _measure(lambda: result.update(ok=asyncio.run(main())))
+    return {**measured, **result, "trials": len(bodies)}
+
+
 class _StartClock:
     """A progress reporter that notes the CPU and wall clocks when the first trial starts."""
 
@@ -285,6 +316,7 @@ PHASES: dict[str, Callable[..., dict[str, Any]]] = {
     "resume_startup": resume_startup,
     "make_ledger": make_ledger,
     "floor": floor,
+    "floor_lean": floor_lean,
     "trustbench_run": trustbench_run,
     "direct_inprocess": direct_inprocess,
 }
