@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import shutil
+import ssl
+import subprocess
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -313,3 +316,65 @@ def test_a_url_that_is_not_http_is_refused() -> None:
                 await pool.post("ftp://127.0.0.1/x", {}, b"{}", 10)
 
     asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 (and no other name), made with the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+         "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def _https_post(cert: str, key: str, host: str) -> AttemptResult:
+    result = _attempt()
+
+    async def run() -> None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        raw = RawServer(_always(_reply(b'{"tls": true}')))
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0, ssl=context)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with new_session(1) as pool:
+                url = f"https://{host}:{port}/v1/chat/completions"
+                await post_json(pool, url, {}, {}, 5.0, result, 1000)
+        finally:
+            server.close()
+
+    asyncio.run(run())
+    return result
+
+
+def test_https_works_with_a_certificate_the_trust_store_holds(
+    self_signed: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", self_signed[0])  # read by the default trust store
+    result = _https_post(*self_signed, "127.0.0.1")
+    assert result.error_class is None and result.raw_response == '{"tls": true}'
+
+
+def test_https_refuses_a_certificate_nobody_trusts(
+    self_signed: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    result = _https_post(*self_signed, "127.0.0.1")
+    assert result.error_class == "connection_error" and result.http_status is None
+    assert "CERTIFICATE_VERIFY_FAILED" in (result.error_message or "")
+
+
+def test_https_refuses_a_certificate_for_another_name(
+    self_signed: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", self_signed[0])
+    result = _https_post(*self_signed, "localhost")  # the certificate names 127.0.0.1 only
+    assert result.error_class == "connection_error" and result.http_status is None
+    assert "mismatch" in (result.error_message or "")
