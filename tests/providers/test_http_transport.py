@@ -241,6 +241,53 @@ def test_a_garbage_response_is_a_connection_error() -> None:
     assert "malformed HTTP response" in (result.error_message or "")
 
 
+def test_a_server_that_closes_at_once_is_a_connection_error_not_a_timeout() -> None:
+    result = _attempt()
+
+    async def run() -> None:
+        async def slam(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.transport.abort()
+
+        server = await asyncio.start_server(slam, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with new_session(1) as pool:
+                url = f"http://127.0.0.1:{port}/v1/chat/completions"
+                await post_json(pool, url, {}, {}, 30.0, result, 1000)
+        finally:
+            server.close()
+
+    asyncio.run(asyncio.wait_for(run(), 10))
+    assert result.error_class == "connection_error" and (result.latency_s or 99) < 5
+
+
+def test_a_second_unasked_response_closes_the_connection() -> None:
+    got: list[Any] = []
+
+    async def exchange(url: str) -> None:
+        async with new_session(1) as pool:
+            got.extend(await _posts(pool, url, 2))
+
+    two = _reply(b'{"first": 1}') + _reply(b'{"unasked": 2}')
+    raw = asyncio.run(_serve(_always(two), exchange))
+    assert [json.loads(r.body) for r in got] == [{"first": 1}, {"first": 1}]
+    assert raw.connections == 2  # the extra answer never reaches the next request
+
+
+def test_endless_response_headers_fail_fast() -> None:
+    async def respond(writer: asyncio.StreamWriter, number: int) -> bool:
+        writer.write(b"HTTP/1.1 200 OK\r\n")
+        for index in range(10_000):
+            writer.write(b"X-Filler-%d: %s\r\n" % (index, b"f" * 100))
+        await writer.drain()
+        await asyncio.sleep(5)
+        return False
+
+    result = _post_json(respond, timeout_s=30.0)
+    assert result.error_class == "connection_error"
+    assert "headers exceed 65536 bytes" in (result.error_message or "")
+
+
 def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent() -> None:
     result = _post_json(_always(_reply(b"{}")), Authorization="Bearer a\r\nX-Injected: 1")
     assert result.error_class == "connection_error"

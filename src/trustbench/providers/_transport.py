@@ -41,6 +41,10 @@ from trustbench import __version__
 IDLE_TIMEOUT_S = 15.0
 """A pooled connection idle for longer is closed rather than reused (servers drop idle ones)."""
 
+MAX_HEADER_BYTES = 65536
+"""Largest response head accepted: a server streaming headers forever fails fast, not at the
+call's timeout with the headers in memory."""
+
 _NO_BODY_STATUSES = frozenset({204, 304})
 
 
@@ -99,6 +103,7 @@ class _Connection(asyncio.Protocol):
 
     def _reset(self) -> None:
         self._header_pairs: list[tuple[bytes, bytes]] = []
+        self._header_bytes = 0
         self._headers: dict[str, str] | None = None
         self._chunks: list[bytes] = []
         self._size = 0
@@ -125,15 +130,22 @@ class _Connection(asyncio.Protocol):
         self.lost = True
         if self._waiter is None or self._waiter.done():
             return
-        if self._headers is not None and self._close_delimited():
-            self._complete(truncated=False)
+        if exc is None and self._headers is not None and self._close_delimited():
+            self._complete(truncated=False)  # a clean end of stream ends such a body (a reset not)
             return
         detail = f": {exc}" if exc is not None else ""
         self._fail(HttpTransportError(f"the server closed the connection{detail}"))
 
     # httptools callbacks
+    def on_message_begin(self) -> None:
+        if self._waiter is None or self._waiter.done():  # a response nobody asked for
+            self.close()
+
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_pairs.append((name, value))
+        self._header_bytes += len(name) + len(value) + 4
+        if self._header_bytes > MAX_HEADER_BYTES:
+            self._fail(HttpTransportError(f"response headers exceed {MAX_HEADER_BYTES} bytes"))
 
     def on_headers_complete(self) -> None:
         self._status = self._parser.get_status_code()
@@ -185,6 +197,8 @@ class _Connection(asyncio.Protocol):
     async def exchange(self, request: bytes, max_bytes: int) -> HttpResponse:
         """Send one request and wait for its whole response (or the cap, or a failure)."""
         assert self.transport is not None
+        if self.lost:  # closed by the server between connecting and sending
+            raise HttpTransportError("the server closed the connection before the request")
         self._reset()
         self._keep_alive = False
         self._max_bytes = max_bytes
