@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.support.cli import invoke
 
 from trustbench.core import build_manifest, read_ledger
 from trustbench.errors import InputError
+from trustbench.rtb.review._options import select_cases
 
 
 def _spec(tmp_path: Path, options: str = "") -> Path:
@@ -91,3 +95,20 @@ def test_a_limit_below_one_is_bad_usage(tmp_path: Path) -> None:
     invoke("freeze", str(_spec(tmp_path)), "--out", str(run_dir))
     code, out = invoke("run", str(run_dir), "--limit", "0")
     assert code == 2 and "--limit" in out
+
+
+_ids = st.lists(st.text("ab-*?[]", min_size=1, max_size=4), min_size=1, max_size=6, unique=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ids, st.lists(st.text("ab-*?[]", min_size=1, max_size=4), min_size=1, max_size=4))
+def test_case_selection_is_shell_pattern_matching_exact_ids_included(
+    case_ids: list[str], patterns: list[str]
+) -> None:
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(c, p) for c in case_ids)]
+    if unmatched:
+        with pytest.raises(InputError, match="matches no case"):
+            select_cases(case_ids, patterns)
+        return
+    expected = [c for c in case_ids if any(fnmatch.fnmatchcase(c, p) for p in patterns)]
+    assert select_cases(case_ids, patterns) == expected

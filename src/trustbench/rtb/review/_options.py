@@ -51,6 +51,9 @@ class ReviewTrackOptions(BaseModel):
     own declared experiment, never a silently partial one. None runs every case."""
 
 
+_SHELL_CHARS = frozenset("*?[")
+
+
 def select_cases(case_ids: list[str], patterns: list[str] | None) -> list[str]:
     """The case ids matching any of `patterns` (all of them for None), in corpus order.
 
@@ -59,12 +62,21 @@ def select_cases(case_ids: list[str], patterns: list[str] | None) -> list[str]:
     """
     if patterns is None:
         return list(case_ids)
+    known = set(case_ids)
+    # A pattern without `*`, `?` or `[` matches exactly itself: a set lookup, not a scan (a quick
+    # check naming 50 case ids cost 6,100 fnmatch calls, twice, at every run's start).
+    exact = {p for p in patterns if not _SHELL_CHARS & set(p)}
+    shells = [p for p in patterns if p not in exact]
     for pattern in patterns:
-        if not any(fnmatch.fnmatchcase(case_id, pattern) for case_id in case_ids):
+        if pattern in exact:
+            matched = pattern in known
+        else:
+            matched = any(fnmatch.fnmatchcase(c, pattern) for c in case_ids)
+        if not matched:
             raise InputError(
                 f"{pattern!r} matches no case of the corpus", location="track_options/cases"
             )
-    return [c for c in case_ids if any(fnmatch.fnmatchcase(c, p) for p in patterns)]
+    return [c for c in case_ids if c in exact or any(fnmatch.fnmatchcase(c, p) for p in shells)]
 
 
 def parse_options(spec: ExperimentSpec) -> ReviewTrackOptions:
