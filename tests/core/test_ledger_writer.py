@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,19 @@ def test_an_unknown_column_or_a_value_that_would_not_read_back_is_refused_and_no
     db = sqlite3.connect(tmp_path / "ledger.sqlite")
     assert db.execute("SELECT trial_id, attempts FROM trials").fetchall() == [("t0", 1)]
     assert verify_chain(db, ANCHOR) == []
+
+
+def test_drain_and_close_commit_the_pending_group_without_waiting_out_its_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("trustbench.core._ledger_writer.GROUP_WINDOW_S", 30.0)
+    ledger = Ledger.open(tmp_path, ANCHOR)
+    ledger.start_writer()
+    started = time.monotonic()
+    ledger.append("trials", {"trial_id": "t0"})
+    assert ledger.finished_trial_ids() == {"t0"}  # a read drains the queue
+    ledger.append("trials", {"trial_id": "t1"})
+    ledger.close()
+    assert time.monotonic() - started < 10  # not the 30 s window, twice
+    connection = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert {row[0] for row in connection.execute("SELECT trial_id FROM trials")} == {"t0", "t1"}

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +46,8 @@ class CommitThread:
         self._failure: BaseException | None = None
         self._pending: Statements = []
         self._flush_queued = False
+        self._hurry = threading.Event()
+        """Set while someone waits for the queue (drain, close): a group is committed at once."""
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._work, name="ledger-writer", daemon=True)
         self._thread.start()
@@ -76,17 +77,24 @@ class CommitThread:
 
     def drain(self) -> None:
         """Wait until every submitted job has run; raise the first failure if there was one."""
-        self._jobs.join()
+        self._hurry.set()
+        try:
+            self._jobs.join()
+        finally:
+            self._hurry.clear()
         self._raise_failure()
 
     def close(self) -> None:
         """Run what is queued, stop the thread, and raise the first failure if there was one."""
+        self._hurry.set()
         self._jobs.put(None)
         self._thread.join()
         self._raise_failure()
 
     def _flush(self) -> None:
-        time.sleep(GROUP_WINDOW_S)  # let the group grow; the GIL is free meanwhile
+        # Let the group grow (the GIL is free meanwhile), unless someone is waiting for it: the
+        # end of a run waited out a whole window before its last commit.
+        self._hurry.wait(GROUP_WINDOW_S)
         with self._lock:
             statements, self._pending = self._pending, []
             self._flush_queued = False
