@@ -11,7 +11,7 @@ import json
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,30 +45,23 @@ def _bodies(cases: int, trials_per_case: int) -> list[bytes]:
     return bodies
 
 
-def floor(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> dict[str, Any]:
-    """A bare asyncio client: the same requests, same concurrency, no harness at all."""
-    import aiohttp
-
-    bodies = _bodies(cases, trials_per_case)
+def _bare_client(
+    bodies: list[bytes],
+    concurrency: int,
+    client: Callable[[], Any],
+    send: Callable[[Any, bytes], Awaitable[int]],
+) -> dict[str, Any]:
+    """`concurrency` workers sending `bodies` through `client()` (an async context manager)."""
 
     async def main() -> int:
         pending = iter(bodies)
         ok = 0
-
-        async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=concurrency)
-        ) as session:
+        async with client() as session:
 
             async def worker() -> None:
                 nonlocal ok
                 for body in pending:
-                    async with session.post(
-                        f"{base_url}/chat/completions",
-                        data=body,
-                        headers={"Content-Type": "application/json"},
-                    ) as response:
-                        await response.read()
-                        ok += response.status == 200
+                    ok += await send(session, body) == 200
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
         return ok
@@ -76,6 +69,24 @@ def floor(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> 
     result: dict[str, Any] = {}
     measured = _measure(lambda: result.update(ok=asyncio.run(main())))
     return {**measured, **result, "trials": len(bodies)}
+
+
+def floor(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> dict[str, Any]:
+    """A bare aiohttp client: the same requests, same concurrency, no harness at all."""
+    import aiohttp
+
+    url = f"{base_url}/chat/completions"
+    headers = {"Content-Type": "application/json"}
+
+    def client() -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency))
+
+    async def send(session: aiohttp.ClientSession, body: bytes) -> int:
+        async with session.post(url, data=body, headers=headers) as response:
+            await response.read()
+            return response.status
+
+    return _bare_client(_bodies(cases, trials_per_case), concurrency, client, send)
 
 
 def floor_lean(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> dict[str, Any]:
@@ -86,27 +97,15 @@ def floor_lean(base_url: str, cases: int, trials_per_case: int, concurrency: int
     """
     from trustbench.providers._transport import HttpPool
 
-    bodies = _bodies(cases, trials_per_case)
     url = f"{base_url}/chat/completions"
     headers = {"Content-Type": "application/json"}
 
-    async def main() -> int:
-        pending = iter(bodies)
-        ok = 0
-        async with HttpPool(concurrency) as pool:
+    async def send(pool: HttpPool, body: bytes) -> int:
+        return (await pool.post(url, headers, body, 1 << 24)).status
 
-            async def worker() -> None:
-                nonlocal ok
-                for body in pending:
-                    response = await pool.post(url, headers, body, 1 << 24)
-                    ok += response.status == 200
-
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return ok
-
-    result: dict[str, Any] = {}
-    measured = _measure(lambda: result.update(ok=asyncio.run(main())))
-    return {**measured, **result, "trials": len(bodies)}
+    return _bare_client(
+        _bodies(cases, trials_per_case), concurrency, lambda: HttpPool(concurrency), send
+    )
 
 
 class _StartClock:

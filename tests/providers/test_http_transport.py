@@ -82,6 +82,26 @@ def _reply(body: bytes, *extra: str, status: str = "200 OK") -> bytes:
     ).encode() + body
 
 
+async def _post_once(
+    handle: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    result: AttemptResult,
+    *,
+    scheme: str = "http",
+    host: str = "127.0.0.1",
+    tls: ssl.SSLContext | None = None,
+    timeout_s: float = 5.0,
+) -> None:
+    """One `post_json` through a fresh pool to a server running `handle` on 127.0.0.1."""
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with new_session(1) as pool:
+            url = f"{scheme}://{host}:{port}/v1/chat/completions"
+            await post_json(pool, url, {}, {}, timeout_s, result, 1000)
+    finally:
+        server.close()
+
+
 def _always(data: bytes, keep: bool = True) -> Respond:
     async def respond(writer: asyncio.StreamWriter, number: int) -> bool:
         writer.write(data)
@@ -244,20 +264,10 @@ def test_a_garbage_response_is_a_connection_error() -> None:
 def test_a_server_that_closes_at_once_is_a_connection_error_not_a_timeout() -> None:
     result = _attempt()
 
-    async def run() -> None:
-        async def slam(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.transport.abort()
+    async def slam(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.transport.abort()
 
-        server = await asyncio.start_server(slam, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        try:
-            async with new_session(1) as pool:
-                url = f"http://127.0.0.1:{port}/v1/chat/completions"
-                await post_json(pool, url, {}, {}, 30.0, result, 1000)
-        finally:
-            server.close()
-
-    asyncio.run(asyncio.wait_for(run(), 10))
+    asyncio.run(asyncio.wait_for(_post_once(slam, result, timeout_s=30.0), 10))
     assert result.error_class == "connection_error" and (result.latency_s or 99) < 5
 
 
@@ -384,20 +394,10 @@ def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 def _https_post(cert: str, key: str, host: str) -> AttemptResult:
     result = _attempt()
 
-    async def run() -> None:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(cert, key)
-        raw = RawServer(_always(_reply(b'{"tls": true}')))
-        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0, ssl=context)
-        port = server.sockets[0].getsockname()[1]
-        try:
-            async with new_session(1) as pool:
-                url = f"https://{host}:{port}/v1/chat/completions"
-                await post_json(pool, url, {}, {}, 5.0, result, 1000)
-        finally:
-            server.close()
-
-    asyncio.run(run())
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    raw = RawServer(_always(_reply(b'{"tls": true}')))
+    asyncio.run(_post_once(raw.handle, result, scheme="https", host=host, tls=context))
     return result
 
 
@@ -425,3 +425,10 @@ def test_https_refuses_a_certificate_for_another_name(
     result = _https_post(*self_signed, "localhost")  # the certificate names 127.0.0.1 only
     assert result.error_class == "connection_error" and result.http_status is None
     assert "mismatch" in (result.error_message or "")
+
+
+def test_a_provider_given_another_kind_of_session_says_what_to_pass() -> None:
+    from trustbench.providers import OpenAIChatProvider
+
+    with pytest.raises(TypeError, match=r"new_session\(\.\.\.\) \(an HttpPool\), not builtins"):
+        OpenAIChatProvider(object(), base_url="http://127.0.0.1:9/v1", model="m")

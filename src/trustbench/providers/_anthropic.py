@@ -13,7 +13,7 @@ from trustbench.providers._anthropic_messages import (
 )
 from trustbench.providers._http import post_json, reply_or_malformed
 from trustbench.providers._pricing import PriceSpec, attempt_cost
-from trustbench.providers._transport import HttpPool
+from trustbench.providers._transport import HttpPool, require_pool
 from trustbench.providers._types import (
     DEFAULT_MAX_RESPONSE_BYTES,
     AttemptResult,
@@ -55,7 +55,7 @@ class AnthropicMessagesProvider:
         price: PriceSpec | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        self.session = session
+        self.session = require_pool(session)
         self.requested_model: str | None = model
         self.endpoint: str | None = f"{base_url.rstrip('/')}/v1/messages"
         self.settings = dict(settings or {})

@@ -9,7 +9,7 @@ from typing import Any
 from trustbench._canonical import canonical_json
 from trustbench.providers._http import post_json, reply_or_malformed
 from trustbench.providers._pricing import PriceSpec, attempt_cost
-from trustbench.providers._transport import HttpPool
+from trustbench.providers._transport import HttpPool, require_pool
 from trustbench.providers._types import (
     DEFAULT_MAX_RESPONSE_BYTES,
     AttemptResult,
@@ -40,7 +40,7 @@ class OpenAIChatProvider:
         price: PriceSpec | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        self.session = session
+        self.session = require_pool(session)
         self.requested_model: str | None = model
         self.endpoint: str | None = f"{base_url.rstrip('/')}/chat/completions"
         self.settings = dict(settings or {})

@@ -333,6 +333,20 @@ class HttpPool:
                 return
 
 
+def require_pool(session: object) -> HttpPool:
+    """`session` if it is an `HttpPool`; a clear error for what callers passed before (aiohttp).
+
+    Raises:
+        TypeError: naming what was passed and what to pass instead.
+    """
+    if not isinstance(session, HttpPool):
+        raise TypeError(
+            f"the provider's session must be trustbench.providers.new_session(...) (an HttpPool), "
+            f"not {type(session).__module__}.{type(session).__qualname__}"
+        )
+    return session
+
+
 _USER_AGENT = f"trustbench/{__version__}"
 
 
