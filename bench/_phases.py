@@ -61,7 +61,8 @@ def _bare_client(
             async def worker() -> None:
                 nonlocal ok
                 for body in pending:
-                    ok += await send(session, body) == 200
+                    status = await send(session, body)  # not `ok += await ...`: that reads `ok`
+                    ok += status == 200  # before the await, losing the other workers' counts
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
         return ok
