@@ -331,6 +331,17 @@ def test_run_without_the_named_key_variable_fails_before_anything_runs(
     assert not (run_dir / "ledger.sqlite").exists()
 
 
+def test_a_key_with_a_line_break_fails_before_anything_runs(
+    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _freeze(experiment, tmp_path / "run")
+    monkeypatch.setenv("TB_TEST_ALPHA_KEY", "sk-test\n")
+    code, message = invoke("run", str(run_dir), "--quiet")
+    assert code == 2 and "TB_TEST_ALPHA_KEY holds a line break" in message
+    assert "sk-test" not in message  # the key itself is never shown
+    assert not (run_dir / "ledger.sqlite").exists()
+
+
 def test_run_on_a_folder_without_a_manifest_is_a_usage_error(tmp_path: Path) -> None:
     code, message = invoke("run", str(tmp_path), "--quiet")
     assert code == 2 and "trustbench freeze" in message

@@ -29,16 +29,28 @@ def provider_adaptations(candidate: CandidateSpec) -> tuple[str, ...]:
 
 
 def check_credentials(candidates: list[CandidateSpec]) -> None:
-    """Fail before anything runs when a named API key variable is unset.
+    """Fail before anything runs when a named API key variable is unset or not one line.
+
+    A key holding a line break (a file read with its trailing newline) would make every request
+    a refused header: refused here, once, instead of as a connection error in every trial.
 
     Raises:
         InputError: naming the candidate and the variable.
     """
     for candidate in candidates:
-        if candidate.api_key_env and candidate.api_key_env not in os.environ:
+        if not candidate.api_key_env:
+            continue
+        where = f"candidate {candidate.name} api_key_env"
+        value = os.environ.get(candidate.api_key_env)
+        if value is None:
             raise InputError(
-                f"environment variable {candidate.api_key_env} is not set",
-                location=f"candidate {candidate.name} api_key_env",
+                f"environment variable {candidate.api_key_env} is not set", location=where
+            )
+        if "\r" in value or "\n" in value:
+            raise InputError(
+                f"environment variable {candidate.api_key_env} holds a line break "
+                "(an API key is one line; strip the trailing newline)",
+                location=where,
             )
 
 
