@@ -1,11 +1,11 @@
 """A lean HTTP/1.1 client for the API providers: pooled keep-alive connections, one POST at a time.
 
-Why not aiohttp here: at concurrency 64 against a local server, aiohttp's client cost 0.32 to
-0.36 ms of CPU per request on the run's event loop; this client (an `asyncio.Protocol` with the
-llhttp parser of `httptools`) costs 0.09 to 0.12 ms for the same requests (`python -m
-bench.latency_bound` prints both bare clients). At 2,000 trials that was most of what kept
-`trustbench run` above the bare-client floor. It does only what a provider call needs and
-nothing hidden:
+Why not aiohttp here: at concurrency 64 against a local server, aiohttp's client cost 0.26 to
+0.40 ms of CPU per request on the run's event loop; this client (an `asyncio.Protocol` with the
+llhttp parser of `httptools`) costs 0.12 to 0.16 ms for the same requests (`python -m
+bench.latency_bound` prints both bare clients: the floor and the lean floor). At 2,000 trials
+that was most of what kept `trustbench run` above the bare-client floor. It does only what a
+provider call needs and nothing hidden:
 
 - **No redirects followed, no proxies, no cookies**: the endpoint frozen in the manifest is the
   one called; a 3xx is an error status like any other non-2xx.
