@@ -95,3 +95,91 @@ def test_rechecking_a_frozen_review_experiment_skips_validation_only_for_the_sam
     older = manifest.model_copy(update={"environment": environment})  # type: ignore[attr-defined]
     check_inputs(older, ReviewTrack())  # type: ignore[arg-type]
     assert len(validated) == 1
+
+
+def _copy_spec(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    shutil.copytree(builtin_corpus_root("v0.1"), root)
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        'suite = "rtb"\ntrack = "review"\ntrials_per_case = 1\n[corpus]\npath = "corpus"\n'
+        '[[candidates]]\nname = "ref"\nkind = "inprocess"\n'
+        'entry = "trustbench.rtb.review.reviewers:chat_responder"\n'
+        'settings = { reviewer = "reference-policy" }\n'
+    )
+    return spec
+
+
+def test_a_file_changed_after_validation_is_pinned_as_validated_so_the_run_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest hashes the bytes the validator read, not the file a moment later.
+
+    Were the file read again to hash it, the swapped bytes would be pinned, and every later run
+    would parse them without validation (they would hash to what the freeze recorded).
+    """
+    from trustbench.core import build_manifest
+    from trustbench.core._manifest import check_inputs
+    from trustbench.rtb.corpus import _snapshot
+    from trustbench.rtb.review.track import ReviewTrack
+
+    spec = _copy_spec(tmp_path)
+    case = sorted((tmp_path / "corpus" / "cases").glob("*.json"))[0]
+    take = _snapshot.CorpusSnapshot.take.__func__  # type: ignore[attr-defined]
+
+    def take_then_swap(cls: type, root: Path) -> object:
+        snapshot = take(cls, root)
+        case.write_text(case.read_text().replace('"task"', '"tusk"', 1))  # invalid now
+        return snapshot
+
+    monkeypatch.setattr(_snapshot.CorpusSnapshot, "take", classmethod(take_then_swap))
+    manifest = build_manifest(spec)
+    monkeypatch.undo()
+    pinned = {f.name: f.sha256 for f in manifest.files if f.role == "corpus"}
+    assert pinned[f"cases/{case.name}"] != sha256_file(case)
+    with pytest.raises(CheckFailed, match=f"cases/{case.name}: schema"):
+        check_inputs(manifest, ReviewTrack())  # the hash differs: validated in full, refused
+
+
+def test_a_run_start_reads_each_corpus_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.core import build_manifest
+    from trustbench.core._manifest import check_inputs
+    from trustbench.rtb.review.track import ReviewTrack
+
+    manifest = build_manifest(_copy_spec(tmp_path))
+    corpus = (tmp_path / "corpus").resolve()
+    reads: list[Path] = []
+    read_bytes = Path.read_bytes
+
+    def counting(path: Path) -> bytes:
+        if path.is_relative_to(corpus):
+            reads.append(path)
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", counting)
+    check_inputs(manifest, ReviewTrack())
+    every_file = {path for path in corpus.rglob("*") if path.is_file()}
+    assert sorted(reads) == sorted(every_file)
+
+
+def test_an_unreadable_corpus_file_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.errors import InputError
+
+    root = tmp_path / "corpus"
+    shutil.copytree(builtin_corpus_root("v0.1"), root)
+    case = sorted((root / "cases").glob("*.json"))[0]
+    read_bytes = Path.read_bytes
+
+    def refusing(path: Path) -> bytes:
+        if path == case:
+            raise PermissionError(13, "Permission denied", str(path))
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", refusing)
+    with pytest.raises(InputError, match="cannot read corpus file: Permission denied") as caught:
+        load_corpus(root)
+    assert caught.value.location == str(case)

@@ -133,14 +133,24 @@ class Manifest(_Record):
 
 
 def hash_items(items: list[ResolvedItem]) -> list[FileRecord]:
-    """Hash every resolved item (file bytes or text UTF-8)."""
+    """Hash every resolved item (file bytes, as the track read them when it says so, or text)."""
     records: list[FileRecord] = []
     seen: set[tuple[str, str]] = set()
     for item in items:
         if (item.role, item.name) in seen:
             raise InputError(f"track resolved {item.role} {item.name!r} twice")
         seen.add((item.role, item.name))
-        if item.path is not None:
+        if item.path is not None and item.data is not None:
+            records.append(
+                FileRecord(
+                    role=item.role,
+                    name=item.name,
+                    kind="file",
+                    sha256=sha256_hex(item.data),
+                    size=len(item.data),
+                )
+            )
+        elif item.path is not None:
             if not item.path.is_file():
                 raise InputError(f"{item.role} file not found", location=str(item.path))
             records.append(

@@ -71,6 +71,10 @@ class ResolvedItem:
     """The file on disk; core hashes its bytes. None for an inline text."""
     text: str | None = None
     """Inline text (e.g. a prompt built from options); core hashes its UTF-8 bytes."""
+    data: bytes | None = None
+    """With `path`: the file's bytes exactly as the track read and checked them. Core then
+    hashes these instead of reading the file again, so the manifest pins the bytes that were
+    checked, not whatever the file held a moment later."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ everything else the run does before its first trial together. When every corpus 
 exactly what the freeze recorded, and the trustbench that froze it is this one, the checks would
 only repeat themselves: the corpus is parsed into its models (which still enforce their types)
 and nothing else. Any difference, or anything that fails to parse, falls back to the full
-validation with its usual messages.
+validation with its usual messages. The hashes compared and the cases parsed come from one read
+of each file (`_snapshot`), so the bytes trusted are the bytes that matched.
 """
 
 from __future__ import annotations
@@ -18,14 +19,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from trustbench.rtb.corpus._formats import FORMATS, POLICY_ID_V1
-from trustbench.rtb.corpus._jsondoc import Problem, read_json
+from trustbench.rtb.corpus._jsondoc import Problem
 from trustbench.rtb.corpus._load import PROMPT_PATH, Corpus, load_corpus, resolve_root
-from trustbench.rtb.corpus._manifest import (
-    MANIFEST_NAME,
-    CorpusManifest,
-    hash_corpus_files,
-    sha256_file,
-)
+from trustbench.rtb.corpus._manifest import MANIFEST_NAME, CorpusManifest
+from trustbench.rtb.corpus._snapshot import CorpusSnapshot
 
 
 def load_frozen_corpus(path: Path | None, frozen_files: Mapping[str, str]) -> Corpus:
@@ -48,27 +45,25 @@ def load_frozen_corpus(path: Path | None, frozen_files: Mapping[str, str]) -> Co
 
 def _parsed_if_unchanged(path: Path | None, frozen_files: Mapping[str, str]) -> Corpus | None:
     root, _ = resolve_root(path)
-    files = hash_corpus_files(root)
-    manifest_path = root / MANIFEST_NAME
-    if not manifest_path.is_file():
-        return None
-    manifest_sha256 = sha256_file(manifest_path)
-    if {**files, MANIFEST_NAME: manifest_sha256} != dict(frozen_files):
+    snapshot = CorpusSnapshot.take(root)
+    files = snapshot.file_hashes()
+    manifest_sha256 = snapshot.sha256(MANIFEST_NAME)
+    if manifest_sha256 is None or {**files, MANIFEST_NAME: manifest_sha256} != dict(frozen_files):
         return None
     problems: list[Problem] = []
-    document = read_json(root, MANIFEST_NAME, problems)
+    document = snapshot.read_json(MANIFEST_NAME, problems)
     try:
         manifest = CorpusManifest.model_validate(document)
         policy_id = manifest.policy_id or POLICY_ID_V1
         case_model = FORMATS[policy_id].case_model
         cases = []
         for rel in sorted(name for name in files if name.startswith("cases/")):
-            case = case_model.model_validate(read_json(root, rel, problems))
+            case = case_model.model_validate(snapshot.read_json(rel, problems))
             if problems or case.case_id != Path(rel).stem:
                 return None
             cases.append(case)
-        prompt = (root / PROMPT_PATH).read_bytes().decode("utf-8")
-    except (ValidationError, KeyError, OSError, UnicodeDecodeError):
+        prompt = snapshot.data[PROMPT_PATH].decode("utf-8")
+    except (ValidationError, KeyError, UnicodeDecodeError):
         return None
     if problems or not cases:
         return None
@@ -80,4 +75,4 @@ def _parsed_if_unchanged(path: Path | None, frozen_files: Mapping[str, str]) -> 
         review_prompt=prompt,
         files=files,
         manifest_sha256=manifest_sha256,
-    )
+    ).with_snapshot(snapshot)

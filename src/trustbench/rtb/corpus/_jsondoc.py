@@ -51,12 +51,17 @@ class _DuplicateKey(ValueError):
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise _DuplicateKey(key)
-        seen.add(key)
-    return dict(pairs)
+    # A duplicate makes the dict shorter than its pairs. Comparing lengths keeps the parser's
+    # hook in C for every object; the per-key loop that names the duplicate runs only then (it
+    # ran for every object of every file: 40% of reading the corpus).
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return document
 
 
 def _reject_constant(name: str) -> Any:
@@ -69,8 +74,13 @@ NESTED_TOO_DEEPLY = "JSON nested too deeply to read (beyond Python's recursion l
 
 def read_json(root: Path, rel: str, problems: list[Problem]) -> Any | None:
     """Parse a corpus JSON file strictly (UTF-8, no duplicate keys, no NaN); None on a problem."""
+    return parse_json(rel, (root / rel).read_bytes(), problems)
+
+
+def parse_json(rel: str, data: bytes, problems: list[Problem]) -> Any | None:
+    """Parse the bytes of corpus file `rel` as `read_json` does; None on a problem."""
     try:
-        text = (root / rel).read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         problems.append(Problem(file=rel, message=f"not UTF-8 text ({error.reason})"))
         return None

@@ -12,25 +12,24 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._checks import check_cases, check_starter
 from trustbench.rtb.corpus._checks_v2 import check_cases_v2
 from trustbench.rtb.corpus._formats import FORMATS, KNOWN_POLICY_IDS, POLICY_ID_V1
-from trustbench.rtb.corpus._jsondoc import Problem, json_pointer, read_json, schema_problems
+from trustbench.rtb.corpus._jsondoc import Problem, json_pointer, schema_problems
 from trustbench.rtb.corpus._manifest import (
     MANIFEST_NAME,
     CorpusManifest,
     build_manifest,
     compare_manifest,
-    hash_corpus_files,
     manifest_text,
-    sha256_file,
 )
 from trustbench.rtb.corpus._models import Case
 from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._schemas import SCHEMA_MODELS, schema_documents
+from trustbench.rtb.corpus._snapshot import CorpusSnapshot
 
 BUILTIN_VERSION = "0.1"
 """Version of the default built-in corpus (the v0.1 starter)."""
@@ -112,6 +111,20 @@ class Corpus(BaseModel):
     """Relative path -> SHA-256 of every corpus file (all match `MANIFEST.json`)."""
     manifest_sha256: str
     """SHA-256 of `MANIFEST.json`; record it to pin exactly this corpus in an experiment."""
+    _snapshot: CorpusSnapshot | None = PrivateAttr(default=None)
+    """The bytes the corpus was parsed and validated from (see `file_data`)."""
+
+    def file_data(self, rel: str) -> bytes | None:
+        """The bytes of corpus file `rel` (`MANIFEST.json` included) as they were validated.
+
+        None when unknown (a corpus built by hand, not loaded).
+        """
+        return None if self._snapshot is None else self._snapshot.data.get(rel)
+
+    def with_snapshot(self, snapshot: CorpusSnapshot) -> Corpus:
+        """Remember the bytes this corpus was parsed from and return it (its loaders call this)."""
+        self._snapshot = snapshot
+        return self
 
     def case(self, case_id: str) -> Case | CaseV2:
         """The case with this id.
@@ -138,6 +151,7 @@ def validate_corpus(
     starter: bool | None = None,
     check_manifest: bool = True,
     policy_id: str | None = None,
+    snapshot: CorpusSnapshot | None = None,
 ) -> ValidationReport:
     """Validate a corpus folder and report every problem; never writes anything.
 
@@ -150,16 +164,20 @@ def validate_corpus(
             manifest is being rewritten).
         policy_id: Check against this policy's format instead of the one the manifest declares
             (used while a manifest is being written for a new corpus).
+        snapshot: The folder's files as already read (`CorpusSnapshot.take`); default: read
+            now. Every check and every hash in the report comes from these bytes.
 
     Returns:
         The report; `report.ok` is False when any problem was found.
 
     Raises:
-        InputError: The folder does not exist.
+        InputError: The folder does not exist, or a file in it cannot be read.
     """
     root, is_builtin = resolve_root(path)
+    if snapshot is None:
+        snapshot = CorpusSnapshot.take(root)
     problems: list[Problem] = []
-    manifest = _read_manifest(root, problems)
+    manifest = _read_manifest(snapshot, problems)
     policy_id = policy_id or (manifest.policy_id if manifest else None) or POLICY_ID_V1
     declared_policy = policy_id
     if policy_id not in FORMATS:
@@ -175,9 +193,9 @@ def validate_corpus(
     declared = manifest is not None and manifest.starter
     run_starter = (is_builtin or declared) if starter is None else starter
     run_starter = run_starter and policy_id == POLICY_ID_V1
-    case_files = _load_cases(root, problems, policy_id)
-    _check_schemas(root, problems, policy_id)
-    prompt = _read_prompt(root, problems)
+    case_files = _load_cases(snapshot, problems, policy_id)
+    _check_schemas(snapshot, problems, policy_id)
+    prompt = _read_prompt(snapshot, problems)
     if policy_id == POLICY_ID_V1:
         problems += check_cases(case_files)  # type: ignore[arg-type]
     else:
@@ -195,7 +213,7 @@ def validate_corpus(
                 f"found {manifest.version!r}",
             )
         )
-    files = hash_corpus_files(root)
+    files = snapshot.file_hashes()
     if check_manifest:
         if manifest is None and not (root / MANIFEST_NAME).exists():
             problems.append(
@@ -207,7 +225,6 @@ def validate_corpus(
             )
         elif manifest is not None:
             problems += compare_manifest(manifest, files, cases if all_parsed else None)
-    manifest_path = root / MANIFEST_NAME
     return ValidationReport(
         root=root,
         starter=run_starter,
@@ -217,7 +234,7 @@ def validate_corpus(
         problems=problems,
         files=files,
         review_prompt=prompt,
-        manifest_sha256=sha256_file(manifest_path) if manifest_path.is_file() else None,
+        manifest_sha256=snapshot.sha256(MANIFEST_NAME),
     )
 
 
@@ -235,7 +252,8 @@ def load_corpus(path: Path | None = None) -> Corpus:
         CheckFailed: Validation found problems; the message names the first ones (file and
             JSON pointer) and how to see them all.
     """
-    report = validate_corpus(path)
+    snapshot = CorpusSnapshot.take(resolve_root(path)[0])
+    report = validate_corpus(path, snapshot=snapshot)
     if not report.ok:
         raise CheckFailed(failure_summary(report))
     if not (report.version and report.review_prompt is not None and report.manifest_sha256):
@@ -248,7 +266,7 @@ def load_corpus(path: Path | None = None) -> Corpus:
         review_prompt=report.review_prompt,
         files=report.files,
         manifest_sha256=report.manifest_sha256,
-    )
+    ).with_snapshot(snapshot)
 
 
 def failure_summary(report: ValidationReport, limit: int = 5) -> str:
@@ -281,7 +299,7 @@ def write_manifest(
         CheckFailed: The corpus has problems other than its manifest; nothing is written, so a
             manifest never certifies a broken corpus.
     """
-    previous = _read_manifest(resolve_root(path)[0], [])
+    previous = _read_manifest(CorpusSnapshot.take(resolve_root(path)[0]), [])
     chosen_policy = policy_id or (previous.policy_id if previous is not None else None)
     report = validate_corpus(path, check_manifest=False, policy_id=chosen_policy)
     problems = [p for p in report.problems if p.file != MANIFEST_NAME]
@@ -302,8 +320,9 @@ def write_manifest(
 
 
 def _load_cases(
-    root: Path, problems: list[Problem], policy_id: str = POLICY_ID_V1
+    snapshot: CorpusSnapshot, problems: list[Problem], policy_id: str = POLICY_ID_V1
 ) -> list[tuple[str, Case | CaseV2]]:
+    root = snapshot.root
     cases_dir = root / "cases"
     if not cases_dir.is_dir():
         problems.append(Problem(file="cases/", message="missing folder of case files"))
@@ -319,7 +338,7 @@ def _load_cases(
         if path.suffix != ".json" or not path.is_file():
             problems.append(Problem(file=rel, message="not a case file (cases/ holds *.json only)"))
             continue
-        document = read_json(root, rel, problems)
+        document = snapshot.read_json(rel, problems)
         if document is None:
             continue
         found = schema_problems(rel, document, "case.schema.json", schema_policy)
@@ -351,14 +370,16 @@ def _load_cases(
     return loaded
 
 
-def _check_schemas(root: Path, problems: list[Problem], policy_id: str = POLICY_ID_V1) -> None:
+def _check_schemas(
+    snapshot: CorpusSnapshot, problems: list[Problem], policy_id: str = POLICY_ID_V1
+) -> None:
     expected = schema_documents(None if policy_id == POLICY_ID_V1 else policy_id)
     for name in SCHEMA_MODELS:
         rel = f"schemas/{name}"
-        if not (root / rel).is_file():
+        if rel not in snapshot:
             problems.append(Problem(file=rel, message="missing schema file"))
             continue
-        document = read_json(root, rel, problems)
+        document = snapshot.read_json(rel, problems)
         if document is not None and document != expected[name]:
             problems.append(
                 Problem(
@@ -369,13 +390,13 @@ def _check_schemas(root: Path, problems: list[Problem], policy_id: str = POLICY_
             )
 
 
-def _read_prompt(root: Path, problems: list[Problem]) -> str | None:
-    path = root / PROMPT_PATH
-    if not path.is_file():
+def _read_prompt(snapshot: CorpusSnapshot, problems: list[Problem]) -> str | None:
+    data = snapshot.data.get(PROMPT_PATH)
+    if data is None:
         problems.append(Problem(file=PROMPT_PATH, message="missing shared review prompt"))
         return None
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         problems.append(Problem(file=PROMPT_PATH, message=f"not UTF-8 text ({error.reason})"))
         return None
@@ -385,10 +406,10 @@ def _read_prompt(root: Path, problems: list[Problem]) -> str | None:
     return text
 
 
-def _read_manifest(root: Path, problems: list[Problem]) -> CorpusManifest | None:
-    if not (root / MANIFEST_NAME).is_file():
+def _read_manifest(snapshot: CorpusSnapshot, problems: list[Problem]) -> CorpusManifest | None:
+    if MANIFEST_NAME not in snapshot:
         return None
-    document = read_json(root, MANIFEST_NAME, problems)
+    document = snapshot.read_json(MANIFEST_NAME, problems)
     if document is None:
         return None
     try:

@@ -51,9 +51,13 @@ def corpus_folder(label: str) -> Path:
 
 
 def corpus_items(root: Path, corpus: Corpus) -> list[ResolvedItem]:
-    """Every corpus file, `MANIFEST.json` included, as manifest inputs to hash."""
+    """Every corpus file, `MANIFEST.json` included, as manifest inputs to hash.
+
+    Each carries the bytes the corpus was validated from (`Corpus.file_data`), so the manifest
+    pins what was checked.
+    """
     return [
-        ResolvedItem("corpus", name, path=root / name)
+        ResolvedItem("corpus", name, path=root / name, data=corpus.file_data(name))
         for name in sorted({*corpus.files, "MANIFEST.json"})
     ]
 
