@@ -462,3 +462,30 @@ def test_track_driven_inprocess_calls_are_recorded_as_attempts(tmp_path: Path) -
     assert all(a["raw_response"] is None for a in failed)
     ok = [a for a in ledger.attempts if not a["error_class"]]
     assert all(json.loads(a["raw_response"]) == {"decision": "deny"} for a in ok)
+
+
+def test_the_wal_checkpoint_starts_once_every_trial_is_handed_out(
+    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.core import _runner
+    from trustbench.core._ledger import Ledger
+
+    started: list[str] = []
+    at_checkpoint: list[int] = []
+    execute = _runner.execute_trial
+
+    async def counting(*args: object, **options: object) -> object:
+        started.append("trial")
+        return await execute(*args, **options)  # type: ignore[arg-type]
+
+    checkpoint_ahead = Ledger.checkpoint_ahead
+
+    def recording(self: Ledger) -> None:
+        at_checkpoint.append(len(started))
+        checkpoint_ahead(self)
+
+    monkeypatch.setattr(_runner, "execute_trial", counting)
+    monkeypatch.setattr(Ledger, "checkpoint_ahead", recording)
+    summary = run_experiment(_freeze(experiment, tmp_path / "run"))
+    assert at_checkpoint == [summary.planned] == [24]
+    assert verify_run(tmp_path / "run").ok

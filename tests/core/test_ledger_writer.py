@@ -151,3 +151,25 @@ def test_drain_and_close_commit_the_pending_group_without_waiting_out_its_window
     assert time.monotonic() - started < 10  # not the 30 s window, twice
     connection = sqlite3.connect(tmp_path / "ledger.sqlite")
     assert {row[0] for row in connection.execute("SELECT trial_id FROM trials")} == {"t0", "t1"}
+
+
+def test_checkpoint_ahead_copies_the_committed_rows_into_the_database_file_before_close(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger.open(tmp_path, ANCHOR)
+    ledger.start_writer()
+    for trial in range(200):
+        ledger.append_many(
+            [("attempts", {"trial_id": f"t{trial}", "request": "x" * 300}), ("trials", {})]
+        )
+    ledger.finished_trial_ids()  # committed, still in the WAL only
+    database = tmp_path / "ledger.sqlite"
+    before = database.stat().st_size
+    ledger.checkpoint_ahead()
+    ledger.finished_trial_ids()  # waits for the checkpoint job too
+    assert database.stat().st_size > before + 100 * 300
+    ledger.append("trials", {"trial_id": "late"})  # rows after it still commit and close
+    ledger.close()
+    db = sqlite3.connect(database)
+    assert verify_chain(db, ANCHOR) == []
+    assert db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 201

@@ -81,15 +81,25 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _create_tables(connection: sqlite3.Connection) -> None:
-    for table, columns in TABLE_COLUMNS.items():
-        body = ", ".join(
-            "id INTEGER PRIMARY KEY" if c == "id" else ("seq UNIQUE NOT NULL" if c == "seq" else c)
-            for c in columns
-        )
-        connection.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body}, row_hash NOT NULL)")
-    connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS trials_trial_id ON trials(trial_id)")
-    connection.execute("CREATE INDEX IF NOT EXISTS attempts_trial ON attempts(trial_id)")
-    connection.execute(CONTENTS_DDL)
+    # One transaction: all or none of the schema, and one WAL write instead of seven.
+    connection.execute("BEGIN")
+    try:
+        for table, columns in TABLE_COLUMNS.items():
+            body = ", ".join(
+                "id INTEGER PRIMARY KEY"
+                if c == "id"
+                else ("seq UNIQUE NOT NULL" if c == "seq" else c)
+                for c in columns
+            )
+            connection.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body}, row_hash NOT NULL)")
+        connection.execute("CREATE UNIQUE INDEX IF NOT EXISTS trials_trial_id ON trials(trial_id)")
+        connection.execute("CREATE INDEX IF NOT EXISTS attempts_trial ON attempts(trial_id)")
+        connection.execute(CONTENTS_DDL)
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
 
 
 def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:
@@ -212,6 +222,19 @@ class Ledger:
         if self._writer is not None:
             self._writer.drain()
         return self._db
+
+    def checkpoint_ahead(self) -> None:
+        """Start copying the WAL into the database file on the writer thread, now.
+
+        `close` must checkpoint everything left in the WAL (a `ledger.sqlite` copied without
+        its `-wal` file would lack those rows), with an fsync of each file: at the end of a
+        2,000-trial run that was 10 to 30 ms, after the last trial. The runner calls this
+        when it hands out its last trial, so most of that copying overlaps the trials still in
+        flight (SQLite releases the GIL while it checkpoints); `close` then copies only the
+        rows committed since. A no-op without a writer thread (it would block the caller).
+        """
+        if self._writer is not None:
+            self._writer.submit(lambda: self._db.execute("PRAGMA wal_checkpoint(PASSIVE)"))
 
     def close(self) -> None:
         """Commit what is queued, checkpoint the WAL into the database file and close."""

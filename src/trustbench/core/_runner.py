@@ -277,10 +277,15 @@ async def _run_into_ledger(
             progress.start(len(keys), len(finished))
             execution.done = len(finished)
             pending = iter(remaining)
+            checkpointing = False
 
             async def worker() -> None:
+                nonlocal checkpointing
                 for position, key in pending:
                     await execution.run_trial(position, key)
+                if not checkpointing:  # every trial is handed out; the last are in flight
+                    checkpointing = True
+                    ledger.checkpoint_ahead()
 
             try:
                 workers = [
