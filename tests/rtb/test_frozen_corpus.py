@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from trustbench._canonical import file_sha256
 from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus import _load as load_module
 from trustbench.rtb.corpus._frozen import load_frozen_corpus
 from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
-from trustbench.rtb.corpus._manifest import MANIFEST_NAME, sha256_file
+from trustbench.rtb.corpus._manifest import MANIFEST_NAME
 
 
 def _frozen_files(root: Path) -> dict[str, str]:
     corpus = load_corpus(root)
-    return {**corpus.files, MANIFEST_NAME: sha256_file(root / MANIFEST_NAME)}
+    return {**corpus.files, MANIFEST_NAME: corpus.manifest_sha256}
 
 
 def _no_validation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,6 +111,38 @@ def _copy_spec(tmp_path: Path) -> Path:
     return spec
 
 
+def _swap_a_case_once_read(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Make the next corpus read swap a case file for an invalid one right after reading it."""
+    from trustbench.rtb.corpus import _snapshot
+
+    case = sorted((root / "cases").glob("*.json"))[0]
+    take = _snapshot.CorpusSnapshot.take.__func__  # type: ignore[attr-defined]
+
+    def take_then_swap(cls: type, folder: Path) -> object:
+        snapshot = take(cls, folder)
+        if not case.read_text().count('"tusk"'):
+            case.write_text(case.read_text().replace('"task"', '"tusk"', 1))
+        return snapshot
+
+    monkeypatch.setattr(_snapshot.CorpusSnapshot, "take", classmethod(take_then_swap))
+    return case
+
+
+def test_rewriting_the_manifest_certifies_the_bytes_it_validated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.rtb.corpus._load import validate_corpus, write_manifest
+
+    root = tmp_path / "corpus"
+    shutil.copytree(builtin_corpus_root("v0.1"), root)
+    case = _swap_a_case_once_read(root, monkeypatch)
+    manifest = write_manifest(root)
+    monkeypatch.undo()
+    assert manifest.files[f"cases/{case.name}"] != file_sha256(case)
+    problems = [str(p) for p in validate_corpus(root).problems]
+    assert any(f"cases/{case.name}: sha256" in p and "differs from MANIFEST" in p for p in problems)
+
+
 def test_a_file_changed_after_validation_is_pinned_as_validated_so_the_run_refuses_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -120,23 +153,14 @@ def test_a_file_changed_after_validation_is_pinned_as_validated_so_the_run_refus
     """
     from trustbench.core import build_manifest
     from trustbench.core._manifest import check_inputs
-    from trustbench.rtb.corpus import _snapshot
     from trustbench.rtb.review.track import ReviewTrack
 
     spec = _copy_spec(tmp_path)
-    case = sorted((tmp_path / "corpus" / "cases").glob("*.json"))[0]
-    take = _snapshot.CorpusSnapshot.take.__func__  # type: ignore[attr-defined]
-
-    def take_then_swap(cls: type, root: Path) -> object:
-        snapshot = take(cls, root)
-        case.write_text(case.read_text().replace('"task"', '"tusk"', 1))  # invalid now
-        return snapshot
-
-    monkeypatch.setattr(_snapshot.CorpusSnapshot, "take", classmethod(take_then_swap))
+    case = _swap_a_case_once_read(tmp_path / "corpus", monkeypatch)
     manifest = build_manifest(spec)
     monkeypatch.undo()
     pinned = {f.name: f.sha256 for f in manifest.files if f.role == "corpus"}
-    assert pinned[f"cases/{case.name}"] != sha256_file(case)
+    assert pinned[f"cases/{case.name}"] != file_sha256(case)
     with pytest.raises(CheckFailed, match=f"cases/{case.name}: schema"):
         check_inputs(manifest, ReviewTrack())  # the hash differs: validated in full, refused
 

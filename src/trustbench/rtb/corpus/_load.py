@@ -299,9 +299,10 @@ def write_manifest(
         CheckFailed: The corpus has problems other than its manifest; nothing is written, so a
             manifest never certifies a broken corpus.
     """
-    previous = _read_manifest(CorpusSnapshot.take(resolve_root(path)[0]), [])
+    snapshot = CorpusSnapshot.take(resolve_root(path)[0])  # the bytes the manifest certifies
+    previous = _read_manifest(snapshot, [])
     chosen_policy = policy_id or (previous.policy_id if previous is not None else None)
-    report = validate_corpus(path, check_manifest=False, policy_id=chosen_policy)
+    report = validate_corpus(path, check_manifest=False, policy_id=chosen_policy, snapshot=snapshot)
     problems = [p for p in report.problems if p.file != MANIFEST_NAME]
     if problems:
         raise CheckFailed(failure_summary(report.model_copy(update={"problems": problems})))
@@ -313,7 +314,7 @@ def write_manifest(
     starter = report.starter or (previous is not None and previous.starter)
     recorded = None if chosen_policy in (None, POLICY_ID_V1) else chosen_policy
     manifest = build_manifest(
-        report.root, chosen, report.cases, starter=starter, policy_id=recorded
+        report.files, chosen, report.cases, starter=starter, policy_id=recorded
     )
     (report.root / MANIFEST_NAME).write_text(manifest_text(manifest), encoding="utf-8")
     return manifest

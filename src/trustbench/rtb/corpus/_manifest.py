@@ -8,7 +8,6 @@ validator or the loader.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -67,11 +66,6 @@ class CorpusManifest(BaseModel):
     """Case counts, checked against the cases actually present."""
 
 
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes (no newline or encoding normalization: bytes are the truth)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def corpus_file_paths(root: Path) -> list[str]:
     """Every regular file under `root` except the manifest, as sorted relative POSIX paths.
 
@@ -82,11 +76,6 @@ def corpus_file_paths(root: Path) -> list[str]:
         for path in root.rglob("*")
         if path.is_file() and path.relative_to(root).as_posix() != MANIFEST_NAME
     )
-
-
-def hash_corpus_files(root: Path) -> dict[str, str]:
-    """Relative path -> SHA-256 for every corpus file (see `corpus_file_paths`)."""
-    return {rel: sha256_file(root / rel) for rel in corpus_file_paths(root)}
 
 
 def count_cases(cases: Iterable[Case | CaseV2]) -> CorpusCounts:
@@ -104,19 +93,19 @@ def count_cases(cases: Iterable[Case | CaseV2]) -> CorpusCounts:
 
 
 def build_manifest(
-    root: Path,
+    files: dict[str, str],
     version: str,
     cases: Iterable[Case | CaseV2],
     *,
     starter: bool = False,
     policy_id: str | None = None,
 ) -> CorpusManifest:
-    """Build the manifest for the corpus at `root` as it is on disk now."""
+    """Build the manifest certifying `files` (path -> SHA-256 of the bytes validated)."""
     return CorpusManifest(
         version=version,
         policy_id=policy_id,
         starter=starter,
-        files=hash_corpus_files(root),
+        files=files,
         counts=count_cases(cases),
     )
 
@@ -137,7 +126,7 @@ def compare_manifest(
 
     Args:
         manifest: The manifest as read.
-        files: Every corpus file as found now (see `hash_corpus_files`).
+        files: Every corpus file as read now (see `CorpusSnapshot.file_hashes`).
         cases: The parsed cases, or None when some case failed to parse (then counts would only
             repeat that failure and are not compared).
     """

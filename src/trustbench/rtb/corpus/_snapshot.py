@@ -59,7 +59,7 @@ class CorpusSnapshot:
         return None if data is None else sha256_hex(data)
 
     def file_hashes(self) -> dict[str, str]:
-        """Relative path -> SHA-256 of every file except the manifest (`hash_corpus_files`)."""
+        """Relative path -> SHA-256 of every file except the manifest."""
         return {rel: sha256_hex(data) for rel, data in self.data.items() if rel != MANIFEST_NAME}
 
     def read_json(self, rel: str, problems: list[Problem]) -> Any | None:
