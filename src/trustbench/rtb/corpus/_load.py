@@ -12,13 +12,20 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._checks import check_cases, check_starter
 from trustbench.rtb.corpus._checks_v2 import check_cases_v2
+from trustbench.rtb.corpus._corpus_parts import PROMPT_PATH as PROMPT_PATH
+from trustbench.rtb.corpus._corpus_parts import (
+    check_schemas,
+    load_cases,
+    read_manifest,
+    read_prompt,
+)
 from trustbench.rtb.corpus._formats import FORMATS, KNOWN_POLICY_IDS, POLICY_ID_V1
-from trustbench.rtb.corpus._jsondoc import Problem, json_pointer, schema_problems
+from trustbench.rtb.corpus._jsondoc import Problem
 from trustbench.rtb.corpus._manifest import (
     MANIFEST_NAME,
     CorpusManifest,
@@ -28,7 +35,6 @@ from trustbench.rtb.corpus._manifest import (
 )
 from trustbench.rtb.corpus._models import Case
 from trustbench.rtb.corpus._models_v2 import CaseV2
-from trustbench.rtb.corpus._schemas import SCHEMA_MODELS, schema_documents
 from trustbench.rtb.corpus._snapshot import CorpusSnapshot
 
 BUILTIN_VERSION = "0.1"
@@ -36,9 +42,6 @@ BUILTIN_VERSION = "0.1"
 
 BUILTIN_VERSIONS: tuple[str, ...] = ("0.1", "0.2")
 """Every corpus version shipped inside the package (v0.1 frozen; v0.2 per issue 14)."""
-
-PROMPT_PATH = "prompts/review_prompt.md"
-"""Where a corpus keeps the shared advisory-review prompt."""
 
 
 def builtin_corpus_root(version: str = BUILTIN_VERSION) -> Path:
@@ -177,7 +180,7 @@ def validate_corpus(
     if snapshot is None:
         snapshot = CorpusSnapshot.take(root)
     problems: list[Problem] = []
-    manifest = _read_manifest(snapshot, problems)
+    manifest = read_manifest(snapshot, problems)
     policy_id = policy_id or (manifest.policy_id if manifest else None) or POLICY_ID_V1
     declared_policy = policy_id
     if policy_id not in FORMATS:
@@ -193,9 +196,9 @@ def validate_corpus(
     declared = manifest is not None and manifest.starter
     run_starter = (is_builtin or declared) if starter is None else starter
     run_starter = run_starter and policy_id == POLICY_ID_V1
-    case_files = _load_cases(snapshot, problems, policy_id)
-    _check_schemas(snapshot, problems, policy_id)
-    prompt = _read_prompt(snapshot, problems)
+    case_files = load_cases(snapshot, problems, policy_id)
+    check_schemas(snapshot, problems, policy_id)
+    prompt = read_prompt(snapshot, problems)
     if policy_id == POLICY_ID_V1:
         problems += check_cases(case_files)  # type: ignore[arg-type]
     else:
@@ -300,7 +303,7 @@ def write_manifest(
             manifest never certifies a broken corpus.
     """
     snapshot = CorpusSnapshot.take(resolve_root(path)[0])  # the bytes the manifest certifies
-    previous = _read_manifest(snapshot, [])
+    previous = read_manifest(snapshot, [])
     chosen_policy = policy_id or (previous.policy_id if previous is not None else None)
     report = validate_corpus(path, check_manifest=False, policy_id=chosen_policy, snapshot=snapshot)
     problems = [p for p in report.problems if p.file != MANIFEST_NAME]
@@ -318,108 +321,3 @@ def write_manifest(
     )
     (report.root / MANIFEST_NAME).write_text(manifest_text(manifest), encoding="utf-8")
     return manifest
-
-
-def _load_cases(
-    snapshot: CorpusSnapshot, problems: list[Problem], policy_id: str = POLICY_ID_V1
-) -> list[tuple[str, Case | CaseV2]]:
-    root = snapshot.root
-    cases_dir = root / "cases"
-    if not cases_dir.is_dir():
-        problems.append(Problem(file="cases/", message="missing folder of case files"))
-        return []
-    paths = sorted(p for p in cases_dir.iterdir())
-    if not any(p.suffix == ".json" for p in paths):
-        problems.append(Problem(file="cases/", message="no case files (*.json)"))
-    loaded: list[tuple[str, Case | CaseV2]] = []
-    schema_policy = None if policy_id == POLICY_ID_V1 else policy_id
-    case_model = FORMATS[policy_id].case_model
-    for path in paths:
-        rel = path.relative_to(root).as_posix()
-        if path.suffix != ".json" or not path.is_file():
-            problems.append(Problem(file=rel, message="not a case file (cases/ holds *.json only)"))
-            continue
-        document = snapshot.read_json(rel, problems)
-        if document is None:
-            continue
-        found = schema_problems(rel, document, "case.schema.json", schema_policy)
-        if found:
-            problems += found
-            continue
-        try:
-            case = case_model.model_validate(document)
-        except ValidationError as error:
-            for detail in error.errors():
-                problems.append(
-                    Problem(
-                        file=rel,
-                        pointer=json_pointer(detail["loc"]),
-                        message=f"model (schema accepted it): {detail['msg']}",
-                    )
-                )
-            continue
-        if case.case_id != path.stem:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer="/case_id",
-                    message=f"case id {case.case_id!r} does not match the file name {path.name!r}",
-                )
-            )
-            continue
-        loaded.append((rel, case))  # type: ignore[arg-type]
-    return loaded
-
-
-def _check_schemas(
-    snapshot: CorpusSnapshot, problems: list[Problem], policy_id: str = POLICY_ID_V1
-) -> None:
-    expected = schema_documents(None if policy_id == POLICY_ID_V1 else policy_id)
-    for name in SCHEMA_MODELS:
-        rel = f"schemas/{name}"
-        if rel not in snapshot:
-            problems.append(Problem(file=rel, message="missing schema file"))
-            continue
-        document = snapshot.read_json(rel, problems)
-        if document is not None and document != expected[name]:
-            problems.append(
-                Problem(
-                    file=rel,
-                    message="differs from the schema generated from trustbench's models; copy "
-                    "the built-in corpus's schemas/ (the contract is the same for every corpus)",
-                )
-            )
-
-
-def _read_prompt(snapshot: CorpusSnapshot, problems: list[Problem]) -> str | None:
-    data = snapshot.data.get(PROMPT_PATH)
-    if data is None:
-        problems.append(Problem(file=PROMPT_PATH, message="missing shared review prompt"))
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        problems.append(Problem(file=PROMPT_PATH, message=f"not UTF-8 text ({error.reason})"))
-        return None
-    if not text.strip():
-        problems.append(Problem(file=PROMPT_PATH, message="empty review prompt"))
-        return None
-    return text
-
-
-def _read_manifest(snapshot: CorpusSnapshot, problems: list[Problem]) -> CorpusManifest | None:
-    if MANIFEST_NAME not in snapshot:
-        return None
-    document = snapshot.read_json(MANIFEST_NAME, problems)
-    if document is None:
-        return None
-    try:
-        return CorpusManifest.model_validate(document)
-    except ValidationError as error:
-        for detail in error.errors():
-            problems.append(
-                Problem(
-                    file=MANIFEST_NAME, pointer=json_pointer(detail["loc"]), message=detail["msg"]
-                )
-            )
-        return None
