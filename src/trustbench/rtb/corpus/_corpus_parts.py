@@ -23,6 +23,7 @@ PROMPT_PATH = "prompts/review_prompt.md"
 def load_cases(
     snapshot: CorpusSnapshot, problems: list[Problem], policy_id: str = POLICY_ID_V1
 ) -> list[tuple[str, Case | CaseV2]]:
+    """`(rel, case)` of every case file that parses, matches the schema and its file name."""
     root = snapshot.root
     cases_dir = root / "cases"
     if not cases_dir.is_dir():
@@ -74,6 +75,7 @@ def load_cases(
 def check_schemas(
     snapshot: CorpusSnapshot, problems: list[Problem], policy_id: str = POLICY_ID_V1
 ) -> None:
+    """Report each schema file that is missing or differs from the one generated from the models."""
     expected = schema_documents(None if policy_id == POLICY_ID_V1 else policy_id)
     for name in SCHEMA_MODELS:
         rel = f"schemas/{name}"
@@ -92,6 +94,7 @@ def check_schemas(
 
 
 def read_prompt(snapshot: CorpusSnapshot, problems: list[Problem]) -> str | None:
+    """The shared review prompt's text; None (with a problem) when missing, not UTF-8 or empty."""
     data = snapshot.data.get(PROMPT_PATH)
     if data is None:
         problems.append(Problem(file=PROMPT_PATH, message="missing shared review prompt"))
@@ -108,6 +111,7 @@ def read_prompt(snapshot: CorpusSnapshot, problems: list[Problem]) -> str | None
 
 
 def read_manifest(snapshot: CorpusSnapshot, problems: list[Problem]) -> CorpusManifest | None:
+    """`MANIFEST.json` parsed; None when absent (no problem) or invalid (problems added)."""
     if MANIFEST_NAME not in snapshot:
         return None
     document = snapshot.read_json(MANIFEST_NAME, problems)
