@@ -140,39 +140,18 @@ def hash_items(items: list[ResolvedItem]) -> list[FileRecord]:
         if (item.role, item.name) in seen:
             raise InputError(f"track resolved {item.role} {item.name!r} twice")
         seen.add((item.role, item.name))
-        if item.path is not None and item.data is not None:
-            records.append(
-                FileRecord(
-                    role=item.role,
-                    name=item.name,
-                    kind="file",
-                    sha256=sha256_hex(item.data),
-                    size=len(item.data),
-                )
-            )
-        elif item.path is not None:
-            if not item.path.is_file():
-                raise InputError(f"{item.role} file not found", location=str(item.path))
-            records.append(
-                FileRecord(
-                    role=item.role,
-                    name=item.name,
-                    kind="file",
-                    sha256=file_sha256(item.path),
-                    size=item.path.stat().st_size,
-                )
-            )
-        else:
+        if item.path is None:
             data = (item.text or "").encode("utf-8")
-            records.append(
-                FileRecord(
-                    role=item.role,
-                    name=item.name,
-                    kind="text",
-                    sha256=sha256_hex(data),
-                    size=len(data),
-                )
-            )
+            kind, sha256, size = "text", sha256_hex(data), len(data)
+        elif item.data is not None:  # the bytes the track read and checked
+            kind, sha256, size = "file", sha256_hex(item.data), len(item.data)
+        elif item.path.is_file():
+            kind, sha256, size = "file", file_sha256(item.path), item.path.stat().st_size
+        else:
+            raise InputError(f"{item.role} file not found", location=str(item.path))
+        records.append(
+            FileRecord(role=item.role, name=item.name, kind=kind, sha256=sha256, size=size)
+        )
     return sorted(records, key=lambda record: (record.role, record.name))
 
 
