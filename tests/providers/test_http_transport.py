@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from tests.support.openai_server import read_request_head
 
 from trustbench.providers._http import new_session, post_json
 from trustbench.providers._transport import HttpPool, HttpTransportError
@@ -45,15 +46,9 @@ class RawServer:
         self.most_open = max(self.most_open, self.open_now)
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                headers = {}
-                for line in lines[1:]:
-                    if ":" in line:
-                        name, value = line.split(":", 1)
-                        headers[name.strip().lower()] = value.strip()
+                request_line, headers = await read_request_head(reader)
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                self.requests.append((number, lines[0].encode(), headers, body))
+                self.requests.append((number, request_line.encode(), headers, body))
                 if not await self.respond(writer, len(self.requests)):
                     break
         except (asyncio.IncompleteReadError, ConnectionError):

@@ -32,6 +32,18 @@ import pytest
 from tests.support.anthropic_strict import anthropic_shape_error
 
 
+async def read_request_head(reader: asyncio.StreamReader) -> tuple[str, dict[str, str]]:
+    """An HTTP/1.1 request's line and its headers (names lower-cased) from `reader`."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+    return lines[0], headers
+
+
 @dataclass(frozen=True)
 class Behaviour:
     """What the server does with one request."""
@@ -225,14 +237,8 @@ class OpenAIServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                _, path, _ = lines[0].split(" ", 2)
-                headers = {}
-                for line in lines[1:]:
-                    if ":" in line:
-                        name, value = line.split(":", 1)
-                        headers[name.strip().lower()] = value.strip()
+                request_line, headers = await read_request_head(reader)
+                _, path, _ = request_line.split(" ", 2)
                 raw = await reader.readexactly(int(headers.get("content-length", "0")))
                 try:
                     body = json.loads(raw)
