@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from trustbench.providers._inprocess import InProcessProvider
     from trustbench.providers._openai import OpenAIChatProvider
     from trustbench.providers._pricing import PriceSpec, attempt_cost
-    from trustbench.providers._transport import HttpPool, HttpTransportError
+    from trustbench.providers._pool import HttpPool, HttpTransportError
     from trustbench.providers._types import (
         ERROR_CLASSES,
         AttemptResult,
