@@ -29,7 +29,6 @@ Every failure is `HttpTransportError` or an `OSError` (the providers classify bo
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from dataclasses import dataclass
 from types import TracebackType
