@@ -180,7 +180,7 @@ def tinyproxy_forward_proxy(folder: Path) -> Iterator[int]:
     conf = folder / "tinyproxy.conf"
     conf.write_text(
         f"Port {port}\nListen 127.0.0.1\nTimeout 30\nAllow 127.0.0.1\nMaxClients 64\n"
-        f"LogLevel Warning\nPidFile \"{folder / 'tinyproxy.pid'}\"\n"
+        f'LogLevel Warning\nPidFile "{folder / "tinyproxy.pid"}"\n'
     )
     process = subprocess.Popen(
         [binary, "-d", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE

@@ -15,10 +15,15 @@ module fixes how trustbench uses it, so nothing hidden happens between the recor
   it a `client_error`), **no cookies** (`DummyCookieJar`), **no retries**: POST is never retried
   by aiohttp, so a failed request is one failed attempt, which the runner records and retries
   under the declared policy.
-- **A pooled connection the server closed** (the request fails before any response arrives:
-  `ServerDisconnectedError`, a reset) fails that attempt as a connection error, and the same
-  request sent again goes on a fresh connection, never on another pooled one that may be dead
-  too: a runner retry of it cannot meet the same fault.
+- **A pooled connection the server closed is not reused.** aiohttp reuses an idle connection
+  while the event loop has not yet read the server's FIN, which under load is most of them
+  against a server that closes after each response without saying so. So before a pooled
+  connection is handed out, its socket is polled (as httpcore, the openai SDK's transport, does):
+  readable while idle means closed, or in an unknown state, and it is closed instead. Where the
+  close still comes too late (the request fails before any response: `ServerDisconnectedError`,
+  a reset), that attempt fails as a connection error and the same request sent again goes on a
+  fresh connection: the runner's retry of it, recorded as its own attempt, cannot meet the same
+  fault.
 - **Bounded reads**: at most `max_bytes + 1` body bytes are read (after decoding); once the cap
   is passed the connection is dropped without reading further, whatever length was declared.
   `Accept-Encoding: identity` asks servers not to compress.
@@ -29,6 +34,7 @@ Every failure is `HttpTransportError` or an `OSError` (the providers classify bo
 
 from __future__ import annotations
 
+import select
 import ssl
 from dataclasses import dataclass
 from types import TracebackType
@@ -81,6 +87,35 @@ class _Target:
     tls: bool
 
 
+def _peer_closed(transport: Any) -> bool:
+    """Whether an idle connection's socket is readable: the server closed it (or sent junk)."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return False
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)
+
+
+class _CheckedConnector(aiohttp.TCPConnector):
+    """A connector that never hands out an idle connection the server has already closed.
+
+    `_get` is aiohttp's "next reusable connection" step (private; its argument list changed
+    between releases, hence `*args`); `tests/providers/test_http_dead_connections.py` fails if
+    a release stops calling it.
+    """
+
+    async def _get(self, key: Any, *args: Any) -> Any:
+        while True:
+            connection = await super()._get(key, *args)
+            if connection is None or not _peer_closed(connection.transport):
+                return connection
+            connection.close()  # released as closed; try the next idle one
+
+
 class HttpPool:
     """The run's shared connections: at most `limit` open at once, reused per origin.
 
@@ -117,7 +152,8 @@ class HttpPool:
         self._session = self._fresh_session = None
 
     def _new_session(self, *, fresh: bool) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=self.limit, force_close=fresh)
+        connector_type = aiohttp.TCPConnector if fresh else _CheckedConnector
+        connector = connector_type(limit=self.limit, force_close=fresh)
         return aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(total=None),  # ours: `asyncio.timeout` in post_json
