@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import select
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -70,10 +71,10 @@ class StaleConnectionError(HttpTransportError):
 
 @dataclass(frozen=True)
 class HttpResponse:
-    """What came back: status, headers (names lower-case), the body as kept, and whether cut."""
+    """What came back: status, headers (case-insensitive), the body as kept, and whether cut."""
 
     status: int
-    headers: dict[str, str]
+    headers: Mapping[str, str]
     body: bytes
     truncated: bool
     """True when the body passed `max_bytes`: `body` then holds `max_bytes + 1` bytes or more."""
@@ -252,7 +253,7 @@ async def _read_capped(reply: aiohttp.ClientResponse, max_bytes: int) -> HttpRes
     call (aiohttp never reads past the declared length); any other body is read in chunks and
     cut, the connection then closed so nothing unread is left on it.
     """
-    headers = {name.lower(): value for name, value in reply.headers.items()}
+    headers = reply.headers  # case-insensitive (aiohttp's CIMultiDictProxy)
     declared = reply.content_length
     if declared is not None and declared <= max_bytes and "content-encoding" not in headers:
         return HttpResponse(reply.status, headers, await reply.read(), False)
