@@ -49,8 +49,15 @@ MODEL_PREFIX = {"openai_chat": "openai", "anthropic_messages": "anthropic"}
 """Inspect's provider prefix per candidate kind (others are `trustbench/<candidate>`)."""
 
 
-def inspect_model_name(kind: str, requested_model: str | None, candidate: str) -> str:
-    """A candidate's model as Inspect names models: `<provider>/<model>`."""
+def inspect_model_name(
+    kind: str, requested_model: str | None, candidate: str, imported_from: Any = None
+) -> str:
+    """A candidate's model as Inspect names models: `<provider>/<model>`.
+
+    A candidate imported from an Inspect log (`import-inspect`) keeps the log's model name.
+    """
+    if isinstance(imported_from, str) and "/" in imported_from:
+        return imported_from
     prefix = MODEL_PREFIX.get(kind)
     if prefix is None or not requested_model:
         return f"trustbench/{candidate}"
@@ -313,6 +320,7 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
     grades = _record_rows(run_dir, manifest)
     spec = manifest.spec
     created = ledger.experiment.get("created_at") or ""
+    settings_of = {c.name: c.settings for c in spec.candidates}
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for candidate in manifest.candidates:
@@ -320,7 +328,10 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
             (t for t in ledger.trials if t["candidate"] == candidate.name),
             key=lambda t: t["order_position"],
         )
-        model = inspect_model_name(candidate.kind, candidate.requested_model, candidate.name)
+        settings = settings_of.get(candidate.name) or {}
+        model = inspect_model_name(
+            candidate.kind, candidate.requested_model, candidate.name, settings.get("inspect_model")
+        )
         samples = [_sample(t, ledger, manifest, grades.get(t["trial_id"]), model) for t in trials]
         planned = manifest.plan.trials // max(len(manifest.candidates), 1)
         usage = None
