@@ -15,11 +15,12 @@ import pytest
 
 from trustbench.core import build_manifest, read_ledger, run_experiment, write_manifest
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.boundaries._cedar_v2 import cedar_assess_v2
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus, validate_corpus
 from trustbench.rtb.corpus._export import export_candidate_inputs, to_candidate_input
 from trustbench.rtb.corpus._formats import POLICY_ID_V1
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._schemas import build_schema
+from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     CaseV2,
     ChangeTicketRecord,
@@ -27,9 +28,8 @@ from trustbench.rtb.corpus._models_v2 import (
     ReviewerResponseV2,
     RevocationRecord,
 )
-from trustbench.rtb.corpus._schemas import build_schema
+from trustbench.rtb.policy.narrow_v2._reviewer import assess_v2
 from trustbench.rtb.review.reviewers import make_reviewer
-from trustbench.rtb.review.reviewers._reference_policy_v2 import assess_v2
 
 REPO = Path(__file__).resolve().parents[2]
 USER_FIXTURE = Path(__file__).parent / "fixtures" / "rtb_v0_2_user"
@@ -278,7 +278,7 @@ def test_each_reference_reviewer_refuses_an_input_of_the_other_policy(corpus: An
 
 def test_answer_key_fields_cover_the_v0_2_answer_key_model() -> None:
     from trustbench.rtb.corpus import ANSWER_KEY_FIELDS
-    from trustbench.rtb.corpus._models_v2 import CandidateInputV2, ExpectationsV2
+    from trustbench.rtb.policy.narrow_v2._models import CandidateInputV2, ExpectationsV2
 
     assert set(ExpectationsV2.model_fields) <= ANSWER_KEY_FIELDS
     hidden = set(CaseV2.model_fields) - set(CandidateInputV2.model_fields) - {"group", "variant"}

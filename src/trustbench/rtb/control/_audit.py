@@ -47,8 +47,8 @@ from trustbench.rtb.control._grading import (
     summarize,
 )
 from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.platform import EffectKind, FaultType
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 
 
 class _Frozen(BaseModel):

@@ -51,12 +51,10 @@ from trustbench.rtb.boundaries import (
     DispatchReceipt,
     run_trial,
 )
-from trustbench.rtb.boundaries._policy import BOUNDARY_POLICY_IDS
 from trustbench.rtb.control._cases import (
     ControlScenario,
     control_scenarios,
 )
-from trustbench.rtb.corpus._formats import require_policy
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
@@ -233,7 +231,6 @@ class ControlTrack:
             _factory_for(candidate)
         root, label = corpus_location(spec, base_dir)
         corpus = self._corpus(label)
-        require_policy(label, corpus.policy_id, BOUNDARY_POLICY_IDS, "the control-path boundaries")
         items = corpus_items(root, corpus) + harness_code_items(_HARNESS_CODE)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 

@@ -63,7 +63,8 @@ if TYPE_CHECKING:
         ServiceNoticeRecord,
         Variant,
     )
-    from trustbench.rtb.corpus._models_v2 import (
+    from trustbench.rtb.corpus._schemas import schema_documents
+    from trustbench.rtb.policy.narrow_v2._models import (
         POLICY_ID_V2,
         ApprovalRecordV2,
         CandidateInputV2,
@@ -78,7 +79,6 @@ if TYPE_CHECKING:
         ReviewerResponseV2,
         RevocationRecord,
     )
-    from trustbench.rtb.corpus._schemas import schema_documents
 
 __all__ = [
     "ANSWER_KEY_FIELDS",

@@ -12,9 +12,9 @@ from trustbench.rtb.corpus._formats import FORMATS, POLICY_ID_V1
 from trustbench.rtb.corpus._jsondoc import Problem, json_pointer, schema_problems
 from trustbench.rtb.corpus._manifest import MANIFEST_NAME, CorpusManifest
 from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._schemas import SCHEMA_MODELS, schema_documents
 from trustbench.rtb.corpus._snapshot import CorpusSnapshot
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 
 PROMPT_PATH = "prompts/review_prompt.md"
 """Where a corpus keeps the shared advisory-review prompt."""

@@ -29,8 +29,8 @@ from trustbench.rtb.corpus._jsondoc import schema_problems
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import CandidateInput, Case
-from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2, CandidateInputV2, CaseV2
 from trustbench.rtb.corpus._schemas import build_schema, schema_text
+from trustbench.rtb.policy.narrow_v2._models import POLICY_ID_V2, CandidateInputV2, CaseV2
 
 EVALUATION_MAP_PATH = "grader/evaluation_map.json"
 """Where an export keeps the grader-side map, relative to its output folder."""

@@ -22,7 +22,7 @@ from trustbench.rtb.corpus._models import (
     ReasonCode,
     ReviewerResponse,
 )
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,
     REASON_CODE_MEANING_V2,

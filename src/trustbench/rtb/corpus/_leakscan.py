@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.corpus._jsondoc import json_pointer
 from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 
 ANSWER_KEY_FIELDS: frozenset[str] = frozenset(
     {

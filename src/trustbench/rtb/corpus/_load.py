@@ -15,8 +15,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._checks import check_cases, check_starter
-from trustbench.rtb.corpus._checks_v2 import check_cases_v2
 from trustbench.rtb.corpus._corpus_parts import PROMPT_PATH as PROMPT_PATH
 from trustbench.rtb.corpus._corpus_parts import (
     check_schemas,
@@ -34,8 +32,10 @@ from trustbench.rtb.corpus._manifest import (
     manifest_text,
 )
 from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._snapshot import CorpusSnapshot
+from trustbench.rtb.policy.narrow_v1._checks import check_cases, check_starter
+from trustbench.rtb.policy.narrow_v2._checks import check_cases_v2
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 
 BUILTIN_VERSION = "0.1"
 """Version of the default built-in corpus (the v0.1 starter)."""

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
 from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 
 MANIFEST_NAME = "MANIFEST.json"
 """File name of the manifest at a corpus root."""

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.rtb.corpus._formats import FORMATS, CorpusFormat
 from trustbench.rtb.corpus._models import CandidateInput, Case, ReviewerResponse
-from trustbench.rtb.corpus._models_v2 import CandidateInputV2, CaseV2, ReviewerResponseV2
+from trustbench.rtb.policy.narrow_v2._models import CandidateInputV2, CaseV2, ReviewerResponseV2
 from trustbench.rtb.review._findings import discrepancy_gaps
 from trustbench.rtb.review.reviewers._llm import extract_json_object
 

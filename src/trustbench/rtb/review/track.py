@@ -38,12 +38,12 @@ from trustbench.rtb.corpus._export import new_evaluation_id
 from trustbench.rtb.corpus._frozen import load_frozen_corpus
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
     corpus_items,
     corpus_location,
 )
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 from trustbench.rtb.review._options import parse_options, select_cases
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy

@@ -50,8 +50,6 @@ from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutc
 from trustbench.errors import InputError
 from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
 from trustbench.rtb.boundaries import BoundaryFactory, boundary_factory
-from trustbench.rtb.boundaries._policy import WORKFLOW_POLICY_IDS
-from trustbench.rtb.corpus._formats import require_policy
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
@@ -252,7 +250,6 @@ class WorkflowTrack:
                 _check_entry(candidate)
         root, label = corpus_location(spec, base_dir)
         corpus = self.corpus(label)
-        require_policy(label, corpus.policy_id, WORKFLOW_POLICY_IDS, "the workflow boundaries")
         items = corpus_items(root, corpus)
         items.append(ResolvedItem("prompt", "workflow_agent_system", text=SYSTEM_PROMPT))
         items += harness_code_items(_HARNESS_CODE)

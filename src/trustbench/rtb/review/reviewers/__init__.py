@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from trustbench.rtb.review.reviewers._chat import chat_responder
-    from trustbench.rtb.review.reviewers._llm import build_review_messages, extract_json_object
-    from trustbench.rtb.review.reviewers._protocol import Reviewer
-    from trustbench.rtb.review.reviewers._reference_policy import (
+    from trustbench.rtb.policy.narrow_v1._reviewer import (
         PolicyFinding,
         ReferencePolicyReviewer,
         assess,
     )
-    from trustbench.rtb.review.reviewers._reference_policy_v2 import (
+    from trustbench.rtb.policy.narrow_v2._reviewer import (
         FindingV2,
         ReferencePolicyV2Reviewer,
         assess_v2,
     )
+    from trustbench.rtb.review.reviewers._chat import chat_responder
+    from trustbench.rtb.review.reviewers._llm import build_review_messages, extract_json_object
+    from trustbench.rtb.review.reviewers._protocol import Reviewer
     from trustbench.rtb.review.reviewers._registry import (
         ALL_REVIEWER_NAMES,
         REVIEWER_NAMES,

@@ -25,7 +25,7 @@ import trustbench.core  # noqa: F401  isort: skip
 from trustbench.errors import InputError
 from trustbench.providers._types import ChatReply, ChatRequest
 from trustbench.rtb.corpus._models import CandidateInput
-from trustbench.rtb.corpus._models_v2 import CandidateInputV2
+from trustbench.rtb.policy.narrow_v2._models import CandidateInputV2
 from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 REPORTED_MODEL_PREFIX = "trustbench-inprocess/"

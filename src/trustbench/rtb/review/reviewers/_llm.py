@@ -11,7 +11,7 @@ import re
 
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._models import CandidateInput, Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 
 _FENCE = re.compile(r"\A```(?:json)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", re.DOTALL | re.IGNORECASE)
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._formats import POLICY_ID_V1, require_policy
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2
-from trustbench.rtb.review.reviewers._protocol import Reviewer
-from trustbench.rtb.review.reviewers._reference_policy import (
+from trustbench.rtb.policy.narrow_v1._reviewer import (
     ReferencePolicyReviewer,
 )
-from trustbench.rtb.review.reviewers._reference_policy_v2 import ReferencePolicyV2Reviewer
+from trustbench.rtb.policy.narrow_v2._models import POLICY_ID_V2
+from trustbench.rtb.policy.narrow_v2._reviewer import ReferencePolicyV2Reviewer
+from trustbench.rtb.review.reviewers._protocol import Reviewer
 from trustbench.rtb.review.reviewers._sentinels import (
     ContradictoryReviewer,
     EmptyReviewer,

@@ -25,10 +25,10 @@ from typing import Any
 
 from trustbench.rtb.corpus._formats import FORMATS, CorpusFormat
 from trustbench.rtb.corpus._models import CandidateInput, Decision, ReasonCode
-from trustbench.rtb.corpus._models_v2 import CandidateInputV2
+from trustbench.rtb.policy.narrow_v1._reviewer import assess
+from trustbench.rtb.policy.narrow_v2._models import CandidateInputV2
+from trustbench.rtb.policy.narrow_v2._reviewer import assess_v2
 from trustbench.rtb.review._shortcuts import revision_count
-from trustbench.rtb.review.reviewers._reference_policy import assess
-from trustbench.rtb.review.reviewers._reference_policy_v2 import assess_v2
 
 _CODE_FOR: dict[Decision, ReasonCode] = {
     Decision.PERMIT: ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL,

@@ -22,7 +22,8 @@ from datetime import datetime
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._normalise import equivalent
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     ApprovalRecordV2,
     CandidateInputV2,
@@ -31,7 +32,6 @@ from trustbench.rtb.corpus._models_v2 import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
-from trustbench.rtb.corpus._normalise import equivalent
 
 APPROVAL_SERVICE = "approval-service"
 """The service whose notices concern approval evidence."""

@@ -19,15 +19,6 @@ from datetime import UTC, datetime
 
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
-from trustbench.rtb.corpus._models_v2 import (
-    POLICY_ID_V2,
-    ApprovalRecordV2,
-    CaseV2,
-    PolicyRecordV2,
-    ReasonCodeV2,
-    ResourceStateRecordV2,
-    RevocationRecord,
-)
 from trustbench.rtb.corpus._normalise import equivalent
 from trustbench.rtb.platform import (
     ApprovalSeed,
@@ -35,6 +26,15 @@ from trustbench.rtb.platform import (
     PlatformSeed,
     ResourceSeed,
     RevocationSeed,
+)
+from trustbench.rtb.policy.narrow_v2._models import (
+    POLICY_ID_V2,
+    ApprovalRecordV2,
+    CaseV2,
+    PolicyRecordV2,
+    ReasonCodeV2,
+    ResourceStateRecordV2,
+    RevocationRecord,
 )
 
 APPROVAL_SERVICE = "approval-service"

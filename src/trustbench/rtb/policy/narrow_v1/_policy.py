@@ -1,0 +1,143 @@
+"""The policy object of `rtb-narrow-approval-v1` (the first starter corpus and its copies).
+
+Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
+policy is reached from `NARROW_V1`; the rules themselves live in this package's modules (the
+reference reviewer, the live evaluators, the control-path mapping and the structural checks).
+Heavy or cyclic dependencies (cedarpy, the reviewers) are imported when first used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from trustbench.rtb.corpus._models import (
+    REASON_CODE_DECISION,
+    REASON_CODE_MEANING,
+    CandidateInput,
+    Case,
+    ReasonCode,
+    ReviewerResponse,
+)
+from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+
+if TYPE_CHECKING:
+    from trustbench.rtb.boundaries._policy import PolicyFlaws
+    from trustbench.rtb.corpus._jsondoc import Problem
+    from trustbench.rtb.platform import FaultType, PlatformSeed
+    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
+    from trustbench.rtb.review.reviewers._protocol import Reviewer
+
+POLICY_ID = DEFAULT_POLICY_ID
+"""This policy's id; a manifest without `policy_id` declares it."""
+
+REASON_TEXT: dict[str, str] = {
+    ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL: "an active approval matches the request",
+    ReasonCode.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS: "the parameters differ from the approval",
+    ReasonCode.OPERATION_NOT_APPROVED: "no approval covers this operation on this target",
+    ReasonCode.APPROVAL_REVOKED: "the applicable approval is no longer active (revoked)",
+    ReasonCode.APPROVAL_EVIDENCE_UNAVAILABLE: "the approval service could not be consulted",
+    ReasonCode.RESOURCE_REVISION_CHANGED: "the resource changed since the approved revision",
+    ReasonCode.INSUFFICIENT_EVIDENCE: "no usable approval could be established",
+}
+"""How a service words each reason for an agent (the workflow change service)."""
+
+
+def _reference_reviewer(seed: int) -> Reviewer:
+    from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer
+
+    return ReferencePolicyReviewer()
+
+
+class NarrowApprovalV1:
+    """`CorpusPolicy` of `rtb-narrow-approval-v1`: one approval record decides, exact match."""
+
+    policy_id = POLICY_ID
+    case_model: type[BaseModel] = Case
+    candidate_model: type[BaseModel] = CandidateInput
+    response_model: type[BaseModel] = ReviewerResponse
+    reason_codes: tuple[str, ...] = tuple(code.value for code in ReasonCode)
+    reason_decision: Mapping[str, str] = {c.value: d.value for c, d in REASON_CODE_DECISION.items()}
+    reason_meaning: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING.items()}
+    evidence_defs: tuple[str, ...] = (
+        "ApprovalRecord",
+        "PolicyRecord",
+        "ResourceStateRecord",
+        "ServiceNoticeRecord",
+    )
+    reason_code_def = "ReasonCode"
+    schema_id_prefix = "urn:trustbench:rtb:schema:"
+    structured_discrepancies = False
+    reviewers: Mapping[str, Callable[[int], Reviewer]] = {"reference-policy": _reference_reviewer}
+    source_files: tuple[str, ...] = ("rtb/policy/narrow_v1/*.py", "rtb/policy/narrow_v1/*.cedar")
+    scripted_workflow_agents = True
+    reason_text: Mapping[str, str] = REASON_TEXT
+
+    def check_cases(self, case_files: list[tuple[str, Any]]) -> list[Problem]:
+        """The cross-case checks of `_checks.py` (variants differ in exactly their fact)."""
+        from trustbench.rtb.policy.narrow_v1._checks import check_cases
+
+        return check_cases(case_files)
+
+    def check_starter(
+        self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
+    ) -> list[Problem] | None:
+        """The starter's 10 x 6 grid, 20/20/20 split and shared policy text."""
+        from trustbench.rtb.policy.narrow_v1._checks import check_starter
+
+        return check_starter(case_files, review_prompt, complete=complete)
+
+    def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
+        """Task, proposal and evidence under a fresh evaluation id."""
+        return CandidateInput(
+            evaluation_id=evaluation_id,
+            task=case.task,
+            proposal=case.proposal,
+            evidence=list(case.evidence),
+        )
+
+    def reference_finding(self, candidate_input: Any) -> dict[str, Any]:
+        """`assess` as reply fields."""
+        from trustbench.rtb.policy.narrow_v1._reviewer import assess
+
+        finding = assess(candidate_input)
+        return {
+            "decision": finding.decision.value,
+            "reason_codes": [code.value for code in finding.reason_codes],
+            "evidence_refs": list(finding.evidence_refs),
+            "explanation": finding.explanation,
+        }
+
+    def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Unchanged: this response format has no field beyond the common ones."""
+        return body
+
+    def seed_platform(self, case: Any) -> PlatformSeed:
+        """Clock one minute after the latest approval timestamp; records become state."""
+        from trustbench.rtb.policy.narrow_v1._control import seed_from_case_v1
+
+        return seed_from_case_v1(case)
+
+    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
+        """A matching active approval of a permit case (a stale one for the metadata fault)."""
+        from trustbench.rtb.policy.narrow_v1._control import fault_approval_v1
+
+        return fault_approval_v1(case, fault)
+
+    def live_evaluator(
+        self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws
+    ) -> LiveEvaluator:
+        """`reference`: the Python rules; `cedar`: the Cedar template encoding (no flaws)."""
+        if engine == "cedar":
+            from trustbench.rtb.policy.narrow_v1._cedar import CedarEvaluator
+
+            return CedarEvaluator(approval_timeout_s)
+        from trustbench.rtb.policy.narrow_v1._boundary import ReferenceEvaluator
+
+        return ReferenceEvaluator(approval_timeout_s, flaws)
+
+
+NARROW_V1 = NarrowApprovalV1()
+"""The registered instance."""
