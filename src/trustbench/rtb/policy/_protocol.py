@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
-    from trustbench.rtb.corpus._jsondoc import Problem
+    from trustbench.rtb.corpus._problem import Problem
     from trustbench.rtb.platform import ControlRequest, FaultType, PlatformSeed, PlatformView
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
@@ -46,6 +46,11 @@ class AuthoredCase(Protocol):
         ...
 
     @property
+    def task(self) -> str:
+        """The task statement a candidate sees."""
+        ...
+
+    @property
     def proposal(self) -> Any:
         """The proposed change (`trustbench.rtb.corpus.Proposal`)."""
         ...
@@ -58,6 +63,16 @@ class AuthoredCase(Protocol):
     @property
     def expectations(self) -> Any:
         """The answer key: `reference_decision`, `acceptable_reason_codes`, ..."""
+        ...
+
+    @property
+    def authoring(self) -> Any:
+        """Authoring metadata (`notes` are grader-only)."""
+        ...
+
+    @property
+    def reference_status(self) -> Any:
+        """Review status of the answer key (`disagreements` are grader-only)."""
         ...
 
 

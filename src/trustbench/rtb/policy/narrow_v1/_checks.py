@@ -21,7 +21,6 @@ import json
 from collections import Counter
 from typing import Any
 
-from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
 from trustbench.rtb.corpus._models import (
     REASON_CODE_DECISION,
@@ -35,6 +34,7 @@ from trustbench.rtb.corpus._models import (
     ServiceNoticeRecord,
     Variant,
 )
+from trustbench.rtb.corpus._problem import Problem, json_pointer
 
 _VARIANT_NAMES = frozenset(variant.value for variant in Variant)
 

@@ -10,8 +10,8 @@ and no grader-only value in anything a candidate sees.
 
 from __future__ import annotations
 
-from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
+from trustbench.rtb.corpus._problem import Problem, json_pointer
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,

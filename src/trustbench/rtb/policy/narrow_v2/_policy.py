@@ -25,7 +25,7 @@ from trustbench.rtb.policy.narrow_v2._models import (
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.corpus._jsondoc import Problem
+    from trustbench.rtb.corpus._problem import Problem
     from trustbench.rtb.platform import FaultType, PlatformSeed
     from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
     from trustbench.rtb.policy.narrow_v2._boundary import Engine

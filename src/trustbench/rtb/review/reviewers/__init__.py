@@ -1,7 +1,9 @@
 """Reviewer candidates for the RTB reviewer track, and a registry by name.
 
-Deterministic reviewers run in-process: the `reference-policy` (the policy wording as code, reading
-only candidate-visible evidence) and the sentinels used by the harness self-audit. Chat-model
+Deterministic reviewers run in-process: each corpus policy's reference reviewer(s)
+(`CorpusPolicy.reviewers`: the policy wording as code, reading only candidate-visible evidence;
+`ReferencePolicyReviewer` is the default policy's) and the sentinels used by the harness
+self-audit. Chat-model
 reviewers are sent through `trustbench.providers` with the messages from `build_review_messages`;
 their raw replies go to `validate_response` unchanged.
 """
@@ -17,11 +19,6 @@ if TYPE_CHECKING:
         PolicyFinding,
         ReferencePolicyReviewer,
         assess,
-    )
-    from trustbench.rtb.policy.narrow_v2._reviewer import (
-        FindingV2,
-        ReferencePolicyV2Reviewer,
-        assess_v2,
     )
     from trustbench.rtb.review.reviewers._chat import chat_responder
     from trustbench.rtb.review.reviewers._llm import build_review_messages, extract_json_object
@@ -52,7 +49,6 @@ __all__ = [
     "SENTINEL_NAMES",
     "ContradictoryReviewer",
     "EmptyReviewer",
-    "FindingV2",
     "FixedDecisionReviewer",
     "ForgedRefsReviewer",
     "KeywordStufferReviewer",
@@ -60,10 +56,8 @@ __all__ = [
     "PolicyFinding",
     "RandomReviewer",
     "ReferencePolicyReviewer",
-    "ReferencePolicyV2Reviewer",
     "Reviewer",
     "assess",
-    "assess_v2",
     "build_review_messages",
     "chat_responder",
     "extract_json_object",
