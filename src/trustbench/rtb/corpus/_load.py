@@ -36,7 +36,7 @@ from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.policy._registry import known_policy_ids, policy_for
 
 BUILTIN_VERSION = "0.1"
-"""Version of the default built-in corpus (the starter, data folder `v0.1`)."""
+"""Version of the default built-in corpus (the starter; data folder `v<version>`)."""
 
 BUILTIN_VERSIONS: tuple[str, ...] = tuple(
     sorted(

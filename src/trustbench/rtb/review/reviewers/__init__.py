@@ -1,11 +1,10 @@
 """Reviewer candidates for the RTB reviewer track, and a registry by name.
 
 Deterministic reviewers run in-process: each corpus policy's reference reviewer(s)
-(`CorpusPolicy.reviewers`: the policy wording as code, reading only candidate-visible evidence;
-`ReferencePolicyReviewer` is the default policy's) and the sentinels used by the harness
-self-audit. Chat-model
-reviewers are sent through `trustbench.providers` with the messages from `build_review_messages`;
-their raw replies go to `validate_response` unchanged.
+(`CorpusPolicy.reviewers`: the policy wording as code, reading only candidate-visible evidence)
+and the sentinels used by the harness self-audit. Chat-model reviewers are sent through
+`trustbench.providers` with the messages from `build_review_messages`; their raw replies go to
+`validate_response` unchanged.
 """
 
 from __future__ import annotations
@@ -15,11 +14,6 @@ from typing import TYPE_CHECKING
 from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from trustbench.rtb.policy.narrow_v1._reviewer import (
-        PolicyFinding,
-        ReferencePolicyReviewer,
-        assess,
-    )
     from trustbench.rtb.review.reviewers._chat import chat_responder
     from trustbench.rtb.review.reviewers._llm import build_review_messages, extract_json_object
     from trustbench.rtb.review.reviewers._protocol import Reviewer
@@ -53,11 +47,8 @@ __all__ = [
     "ForgedRefsReviewer",
     "KeywordStufferReviewer",
     "MalformedReviewer",
-    "PolicyFinding",
     "RandomReviewer",
-    "ReferencePolicyReviewer",
     "Reviewer",
-    "assess",
     "build_review_messages",
     "chat_responder",
     "extract_json_object",
