@@ -155,7 +155,20 @@ def execute_with_retries(
     )
 
 
-class UncheckedBoundary:
+class _ExecutesEverything:
+    """A dispatch path that checks nothing (what `unchecked` and `review-gated` share)."""
+
+    async def dispatch(
+        self,
+        request: ControlRequest,
+        authorization: Authorization | None,
+        platform: PlatformView,
+    ) -> DispatchReceipt:
+        """Execute without checking any approval, retrying idempotently on a lost response."""
+        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)
+
+
+class UncheckedBoundary(_ExecutesEverything):
     """Executes everything: what happens without the tested assurance layer (simulator only)."""
 
     enforcement: Enforcement = "built-to-fail"
@@ -174,17 +187,8 @@ class UncheckedBoundary:
             detail="unchecked: nothing was checked",
         )
 
-    async def dispatch(
-        self,
-        request: ControlRequest,
-        authorization: Authorization | None,
-        platform: PlatformView,
-    ) -> DispatchReceipt:
-        """Execute, retrying idempotently on a lost response."""
-        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)
 
-
-class ReviewGatedBoundary:
+class ReviewGatedBoundary(_ExecutesEverything):
     """The spec's cautionary design: a reviewer gates the application, not the executor.
 
     `authorize` asks the reviewer (by default a correct one: the starter policy on live state), so
@@ -207,12 +211,3 @@ class ReviewGatedBoundary:
     async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
         """The reviewer's verdict (advisory: nothing downstream enforces it)."""
         return await self._reviewer.authorize(request, platform)
-
-    async def dispatch(
-        self,
-        request: ControlRequest,
-        authorization: Authorization | None,
-        platform: PlatformView,
-    ) -> DispatchReceipt:
-        """Execute without checking any approval."""
-        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)

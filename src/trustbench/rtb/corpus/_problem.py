@@ -7,6 +7,7 @@ schema machinery that in turn asks the policies for their models.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,3 +32,21 @@ class Problem(BaseModel):
 def json_pointer(parts: Iterable[str | int]) -> str:
     """RFC 6901 JSON pointer for a path of keys and indices (`~` and `/` escaped)."""
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def duplicate_case_ids(case_files: Iterable[tuple[str, Any]]) -> list[Problem]:
+    """A problem for each case file whose case id an earlier file already used (any policy)."""
+    first_seen: dict[str, str] = {}
+    problems = []
+    for rel, case in case_files:
+        if case.case_id in first_seen:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer="/case_id",
+                    message=f"duplicate case id {case.case_id!r} "
+                    f"(also in {first_seen[case.case_id]})",
+                )
+            )
+        first_seen.setdefault(case.case_id, rel)
+    return problems

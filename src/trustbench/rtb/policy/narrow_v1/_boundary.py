@@ -27,6 +27,14 @@ from trustbench.rtb.platform import (
     PlatformView,
 )
 
+
+def no_resource(target: str) -> PolicyResult:
+    """Hold: the target's state cannot be read, so nothing establishes a permit."""
+    return PolicyResult(
+        Decision.HOLD, ReasonCode.INSUFFICIENT_EVIDENCE, detail=f"no resource {target!r}"
+    )
+
+
 _NO_FLAWS = PolicyFlaws()
 """The correct behaviour (every known-bad flaw off)."""
 
@@ -65,11 +73,7 @@ def evaluate_policy(
         return PolicyResult(Decision.HOLD, ReasonCode.APPROVAL_EVIDENCE_UNAVAILABLE)
     resource = platform.resource(request.target)
     if resource is None:
-        return PolicyResult(
-            Decision.HOLD,
-            ReasonCode.INSUFFICIENT_EVIDENCE,
-            detail=f"no resource {request.target!r}",
-        )
+        return no_resource(request.target)
     current = resource.revision
     if flaws.revision_from_labels:
         current = resource.labels.get(DECLARED_REVISION_LABEL, current)

@@ -26,6 +26,7 @@ from trustbench.rtb.platform import (
     ControlRequest,
     PlatformView,
 )
+from trustbench.rtb.policy.narrow_v1._boundary import no_resource
 
 TEMPLATE_ID = "approved-change"
 """`@id` of the approval template in the policy file."""
@@ -106,11 +107,7 @@ class CedarEvaluator:
             )
         resource = platform.resource(request.target)
         if resource is None:
-            return PolicyResult(
-                Decision.HOLD,
-                ReasonCode.INSUFFICIENT_EVIDENCE,
-                detail=f"no resource {request.target!r}",
-            )
+            return no_resource(request.target)
         if not approvals:
             return PolicyResult(
                 Decision.HOLD,

@@ -20,6 +20,7 @@ from trustbench.rtb.corpus._models import (
     ServiceNoticeRecord,
 )
 from trustbench.rtb.platform import ApprovalSeed, FaultType, PlatformSeed, ResourceSeed
+from trustbench.rtb.policy._records import approval_terms, resource_seed
 
 _FALLBACK_START = datetime(2026, 1, 1, tzinfo=UTC)
 """Start time of a case with no timestamp at all."""
@@ -43,24 +44,12 @@ def seed_from_case_v1(case: Case) -> PlatformSeed:
     for record in case.evidence:
         try:
             if isinstance(record, ResourceStateRecord):
-                resources.append(
-                    ResourceSeed(
-                        resource_id=record.resource_id,
-                        resource_type=record.resource_type,
-                        revision=record.revision,
-                        attributes=dict(record.attributes),
-                    )
-                )
+                resources.append(resource_seed(record))
             elif isinstance(record, ApprovalRecord):
                 stamps += [_parse_time(t) for t in (record.issued_at, record.revoked_at) if t]
                 approvals.append(
                     ApprovalSeed(
-                        approval_id=record.approval_id,
-                        status=record.status,
-                        operation=record.operation,
-                        target=record.target,
-                        approved_parameters=dict(record.approved_parameters),
-                        approved_revision=record.approved_revision,
+                        **approval_terms(record),
                         expires_at=_parse_time(record.expires_at) if record.expires_at else None,
                     )
                 )

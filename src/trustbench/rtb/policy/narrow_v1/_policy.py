@@ -3,7 +3,7 @@
 Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
 policy is reached from `NARROW_V1`; the rules themselves live in this package's modules (the
 reference reviewer, the live evaluators, the control-path mapping and the structural checks).
-Heavy or cyclic dependencies (cedarpy, the reviewers) are imported when first used.
+The Cedar encoding (cedarpy, a heavy import) is imported when first used.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from trustbench.rtb.corpus._models import (
     ReviewerResponse,
 )
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy.narrow_v1._checks import check_cases, check_starter
+from trustbench.rtb.policy.narrow_v1._control import fault_approval_v1, seed_from_case_v1
+from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer, reference_finding
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.corpus._problem import Problem
-    from trustbench.rtb.platform import FaultType, PlatformSeed
-    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
+    from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 POLICY_ID = DEFAULT_POLICY_ID
@@ -43,12 +44,6 @@ REASON_TEXT: dict[str, str] = {
     ReasonCode.INSUFFICIENT_EVIDENCE: "no usable approval could be established",
 }
 """How a service words each reason for an agent (the workflow change service)."""
-
-
-def _reference_reviewer(seed: int) -> Reviewer:
-    from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer
-
-    return ReferencePolicyReviewer()
 
 
 class NarrowApprovalV1:
@@ -70,24 +65,23 @@ class NarrowApprovalV1:
     reason_code_def = "ReasonCode"
     schema_id_prefix = "urn:trustbench:rtb:schema:"
     structured_discrepancies = False
-    reviewers: Mapping[str, Callable[[int], Reviewer]] = {"reference-policy": _reference_reviewer}
+    reviewers: Mapping[str, Callable[[int], Reviewer]] = {
+        "reference-policy": lambda seed: ReferencePolicyReviewer()
+    }
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v1/*.py", "rtb/policy/narrow_v1/*.cedar")
     scripted_workflow_agents = True
     reason_text: Mapping[str, str] = REASON_TEXT
 
-    def check_cases(self, case_files: list[tuple[str, Any]]) -> list[Problem]:
-        """The cross-case checks of `_checks.py` (variants differ in exactly their fact)."""
-        from trustbench.rtb.policy.narrow_v1._checks import check_cases
-
-        return check_cases(case_files)
-
-    def check_starter(
-        self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
-    ) -> list[Problem] | None:
-        """The starter's 10 x 6 grid, 20/20/20 split and shared policy text."""
-        from trustbench.rtb.policy.narrow_v1._checks import check_starter
-
-        return check_starter(case_files, review_prompt, complete=complete)
+    check_cases = staticmethod(check_cases)
+    """The cross-case checks of `_checks.py` (variants differ in exactly their fact)."""
+    check_starter = staticmethod(check_starter)
+    """The starter's 10 x 6 grid, 20/20/20 split and shared policy text."""
+    reference_finding = staticmethod(reference_finding)
+    """`assess` as reply fields."""
+    seed_platform = staticmethod(seed_from_case_v1)
+    """Clock one minute after the latest approval timestamp; records become state."""
+    fault_approval = staticmethod(fault_approval_v1)
+    """A matching active approval of a permit case (a stale one for the metadata fault)."""
 
     def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
         """Task, proposal and evidence under a fresh evaluation id."""
@@ -98,33 +92,9 @@ class NarrowApprovalV1:
             evidence=list(case.evidence),
         )
 
-    def reference_finding(self, candidate_input: Any) -> dict[str, Any]:
-        """`assess` as reply fields."""
-        from trustbench.rtb.policy.narrow_v1._reviewer import assess
-
-        finding = assess(candidate_input)
-        return {
-            "decision": finding.decision.value,
-            "reason_codes": [code.value for code in finding.reason_codes],
-            "evidence_refs": list(finding.evidence_refs),
-            "explanation": finding.explanation,
-        }
-
     def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """Unchanged: this response format has no field beyond the common ones."""
         return body
-
-    def seed_platform(self, case: Any) -> PlatformSeed:
-        """Clock one minute after the latest approval timestamp; records become state."""
-        from trustbench.rtb.policy.narrow_v1._control import seed_from_case_v1
-
-        return seed_from_case_v1(case)
-
-    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
-        """A matching active approval of a permit case (a stale one for the metadata fault)."""
-        from trustbench.rtb.policy.narrow_v1._control import fault_approval_v1
-
-        return fault_approval_v1(case, fault)
 
     def live_evaluator(
         self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws

@@ -26,6 +26,7 @@ from trustbench.rtb.boundaries._policy import (
 )
 from trustbench.rtb.corpus._models import Decision, Proposal, ServiceNoticeRecord
 from trustbench.rtb.platform import ApprovalServiceUnavailable, ControlRequest, PlatformView
+from trustbench.rtb.policy._records import approval_terms
 from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
@@ -107,12 +108,7 @@ def _evidence(
         records.append(
             ApprovalRecordV2(
                 record_id=f"approval:{a.approval_id}",
-                approval_id=a.approval_id,
-                status=a.status,
-                operation=a.operation,
-                target=a.target,
-                approved_parameters=dict(a.approved_parameters),
-                approved_revision=a.approved_revision,
+                **approval_terms(a),
                 approved_by=a.approved_by or "",
                 issued_at=_iso(a.issued_at),
                 expires_at=(_iso(a.expires_at) if a.expires_at and flaws.check_expiry else None),

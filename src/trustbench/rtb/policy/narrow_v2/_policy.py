@@ -3,7 +3,8 @@
 Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
 policy is reached from `NARROW_V2`; the rules live in this package's modules (models, checks, the
 reference reviewer `assess_v2`, the Cedar v2 encoding, the live evaluation and the control-path
-mapping). Heavy or cyclic dependencies (cedarpy, the reviewers) are imported when first used.
+mapping). The live evaluation (it imports the Cedar encoding, cedarpy) is imported when first
+used.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
+from trustbench.rtb.policy.narrow_v2._checks import check_cases_v2
+from trustbench.rtb.policy.narrow_v2._control import fault_approval_v2, seed_from_case_v2
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,
@@ -22,20 +25,14 @@ from trustbench.rtb.policy.narrow_v2._models import (
     ReasonCodeV2,
     ReviewerResponseV2,
 )
+from trustbench.rtb.policy.narrow_v2._reviewer import ReferencePolicyV2Reviewer, reference_finding
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
     from trustbench.rtb.corpus._problem import Problem
-    from trustbench.rtb.platform import FaultType, PlatformSeed
-    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
+    from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.policy.narrow_v2._boundary import Engine
     from trustbench.rtb.review.reviewers._protocol import Reviewer
-
-
-def _reference_reviewer(seed: int) -> Reviewer:
-    from trustbench.rtb.policy.narrow_v2._reviewer import ReferencePolicyV2Reviewer
-
-    return cast("Reviewer", ReferencePolicyV2Reviewer())
 
 
 class NarrowApprovalV2:
@@ -63,17 +60,20 @@ class NarrowApprovalV2:
     schema_id_prefix = f"urn:trustbench:rtb:{POLICY_ID_V2}:schema:"
     structured_discrepancies = True
     reviewers: Mapping[str, Callable[[int], Reviewer]] = {
-        "reference-policy-v2": _reference_reviewer
+        "reference-policy-v2": lambda seed: cast("Reviewer", ReferencePolicyV2Reviewer())
     }
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v2/*.py", "rtb/policy/narrow_v2/*.cedar")
     scripted_workflow_agents = False
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V2.items()}
 
-    def check_cases(self, case_files: list[tuple[str, Any]]) -> list[Problem]:
-        """Unique ids, resolvable decisive records and discrepancies, codes, leaks."""
-        from trustbench.rtb.policy.narrow_v2._checks import check_cases_v2
-
-        return check_cases_v2(case_files)
+    check_cases = staticmethod(check_cases_v2)
+    """Unique ids, resolvable decisive records and discrepancies, codes, leaks."""
+    reference_finding = staticmethod(reference_finding)
+    """`assess_v2` as reply fields (with its structured discrepancies)."""
+    seed_platform = staticmethod(seed_from_case_v2)
+    """Clock at the case's `as_of`; approvers, revocations and approvals become state."""
+    fault_approval = staticmethod(fault_approval_v2)
+    """The decisive active approval of an uncontested permit (stale one: metadata fault)."""
 
     def check_starter(
         self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
@@ -91,34 +91,9 @@ class NarrowApprovalV2:
             evidence=list(case.evidence),
         )
 
-    def reference_finding(self, candidate_input: Any) -> dict[str, Any]:
-        """`assess_v2` as reply fields (with its structured discrepancies)."""
-        from trustbench.rtb.policy.narrow_v2._reviewer import assess_v2
-
-        found = assess_v2(candidate_input)
-        return {
-            "decision": found.decision.value,
-            "reason_codes": [code.value for code in found.reason_codes],
-            "evidence_refs": list(found.evidence_refs),
-            "discrepancies": [d.model_dump(mode="json") for d in found.discrepancies],
-            "explanation": found.explanation,
-        }
-
     def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """Every reply carries `discrepancies` (the response schema requires the key)."""
         return {**body, "discrepancies": body.get("discrepancies", [])}
-
-    def seed_platform(self, case: Any) -> PlatformSeed:
-        """Clock at the case's `as_of`; approvers, revocations and approvals become state."""
-        from trustbench.rtb.policy.narrow_v2._control import seed_from_case_v2
-
-        return seed_from_case_v2(case)
-
-    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
-        """The decisive active approval of an uncontested permit (stale one: metadata fault)."""
-        from trustbench.rtb.policy.narrow_v2._control import fault_approval_v2
-
-        return fault_approval_v2(case, fault)
 
     def live_evaluator(
         self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws
