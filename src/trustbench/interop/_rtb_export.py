@@ -5,7 +5,8 @@ sample back to its case and to check that the model was sent exactly the exporte
 
 Every corpus version trustbench ships is read: the corpus is loaded first, and the inputs are
 validated with the candidate-input model of the policy its manifest declares
-(`candidate_input_model`), so a v0.2 input is read as a v0.2 input, never forced into v0.1's.
+(`candidate_input_model`, from its `CorpusPolicy` object), so a v0.2 input is read as a v0.2
+input, never forced into v0.1's.
 """
 
 from __future__ import annotations
@@ -23,10 +24,8 @@ from trustbench.rtb.corpus._export import (
     load_evaluation_map,
     to_candidate_input,
 )
-from trustbench.rtb.corpus._formats import corpus_format
 from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root, load_corpus
-from trustbench.rtb.corpus._models import CandidateInput
-from trustbench.rtb.corpus._models_v2 import CandidateInputV2
+from trustbench.rtb.policy import policy_for
 from trustbench.rtb.review._validation import support_gaps, validate_response
 from trustbench.rtb.review.reviewers._llm import build_review_messages
 
@@ -35,7 +34,7 @@ from trustbench.rtb.review.reviewers._llm import build_review_messages
 class ExportedReview:
     """One export: what candidates see (`inputs`, `prompt`) and what only the grader reads."""
 
-    inputs: dict[str, CandidateInput | CandidateInputV2]
+    inputs: dict[str, Any]
     """Evaluation id -> the candidate input exported under it (the corpus policy's model)."""
     prompt: str
     """The shared review prompt as exported (`review_prompt.md`)."""
@@ -64,12 +63,12 @@ class ExportedReview:
 
 
 def candidate_input_model(policy_id: str) -> type[BaseModel]:
-    """The candidate-input model of a corpus policy: the one place the export reader asks.
+    """The candidate-input model of a corpus policy (its `CorpusPolicy` object's).
 
     Raises:
         InputError: trustbench implements no such policy.
     """
-    return corpus_format(policy_id).candidate_model
+    return policy_for(policy_id).candidate_model
 
 
 def load_exported_review(
@@ -101,7 +100,7 @@ def load_exported_review(
             location=str(export_dir),
         )
     model = candidate_input_model(loaded.policy_id)
-    inputs: dict[str, CandidateInput | CandidateInputV2] = {}
+    inputs: dict[str, Any] = {}
     for path in sorted(inputs_dir.glob("*.json")):
         try:
             candidate = model.model_validate_json(path.read_bytes())
@@ -109,7 +108,6 @@ def load_exported_review(
             raise InputError(
                 f"not a candidate input of policy {loaded.policy_id}: {error}", location=str(path)
             ) from None
-        assert isinstance(candidate, CandidateInput | CandidateInputV2)
         if candidate.evaluation_id != path.stem:
             raise CheckFailed("evaluation_id differs from the file name", location=str(path))
         inputs[candidate.evaluation_id] = candidate
