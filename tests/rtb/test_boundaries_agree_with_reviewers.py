@@ -43,20 +43,8 @@ def _reviewer_decision(case: CaseV2) -> str:
     return assess_v2(to_candidate_input(case, "eval-agree")).decision.value
 
 
-def _dns_permit() -> CaseV2:
-    return (
-        next(
-            c
-            for c in CASES
-            if c.expectations.reference_decision.value == "permit"
-            and "." in c.proposal.target
-            and "/" not in c.proposal.target
-        )
-        if any("." in c.proposal.target and "/" not in c.proposal.target for c in CASES)
-        else _retarget(
-            next(c for c in CASES if c.expectations.reference_decision.value == "permit")
-        )
-    )
+def _permit() -> CaseV2:
+    return next(c for c in CASES if c.expectations.reference_decision.value == "permit")
 
 
 def _retarget(case: CaseV2) -> CaseV2:
@@ -129,14 +117,12 @@ def test_boundaries_and_the_reviewer_agree_on_every_v0_2_case(name: str) -> None
 
 @pytest.mark.parametrize("name", ["reference", "cedar"])
 def test_an_approval_written_in_another_encoding_of_the_target_is_found(name: str) -> None:
-    case = _approval_target_in_another_encoding(_retarget(_dns_permit()))
+    case = _approval_target_in_another_encoding(_retarget(_permit()))
     assert _reviewer_decision(case) == "permit"
     assert _boundary_decision(name, case) == "permit"
 
 
 @pytest.mark.parametrize("name", ["reference", "cedar"])
 def test_an_outage_while_a_valid_approval_is_shown_is_decided_alike(name: str) -> None:
-    case = _outage_with_the_approval_shown(
-        next(c for c in CASES if c.expectations.reference_decision.value == "permit")
-    )
+    case = _outage_with_the_approval_shown(_permit())
     assert _boundary_decision(name, case) == _reviewer_decision(case)
