@@ -14,7 +14,7 @@ Rules (each stated in the policy text that declares them):
    more dot-separated labels of letters, digits and hyphens, none empty or starting or ending
    with a hyphen, the last (top-level) label letters only. A version string (`V14.1`,
    `release_2.0`) is not one and keeps its case; the Cedar encoding reads the same rule on its
-   own side (`policy/narrow_v2/_cedar_values.py`) and a differential test holds the two to it.
+   own side (in its policy object's package) and a differential test holds the two to it.
 4. A list compares as the sorted list of its normalised items (order carries no meaning).
 """
 
