@@ -25,6 +25,7 @@ from trustbench.core._evaluability import (
 from trustbench.core._export import read_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
+from trustbench.core._signing import load_private_key
 from trustbench.core._verify import verify_run
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.report import (
@@ -115,14 +116,19 @@ def _manifest_summary(manifest: Manifest, complete: bool, finished: int) -> dict
     }
 
 
-def report_run(run_dir: Path) -> ReportResult:
+def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     """Grade `run_dir` and write `record.json` and `report.html` into it.
+
+    With `sign_key` (an Ed25519 private key file), `record.intoto.json` is a signed DSSE
+    envelope; the key is read before anything is written, so a bad key file changes nothing.
 
     Raises:
         CheckFailed: the manifest, the ledger chain or a frozen input (e.g. the corpus) was
             altered.
         InputError: the run folder is incomplete or its track cannot be analysed.
     """
+    if sign_key is not None:
+        load_private_key(sign_key)
     verification = verify_run(run_dir)
     tampering = [p for p in verification.problems if _INTERRUPTED not in p]
     if tampering:
@@ -192,5 +198,5 @@ def report_run(run_dir: Path) -> ReportResult:
     }
     record_path = write_record_json(run_dir / "record.json", record)
     html_path = write_report_html(run_dir / "report.html", page)
-    write_record_statement(run_dir)  # record.intoto.json: see core/_attestation.py
+    write_record_statement(run_dir, sign_key)  # record.intoto.json: see core/_attestation.py
     return ReportResult(record_path, html_path, gates, complete, verdicts)
