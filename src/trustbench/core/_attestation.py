@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from trustbench import __version__
 from trustbench._canonical import file_sha256
 from trustbench.core._ledger import TABLE_COLUMNS, open_for_reading
+from trustbench.core._ledger_head import STATEMENT_FILE as STATEMENT_FILE
 from trustbench.core._manifest import read_manifest
 from trustbench.core._signing import SCHEME, load_private_key, open_envelope, sign_envelope
 from trustbench.errors import CheckFailed, InputError
@@ -35,8 +36,6 @@ from trustbench.errors import CheckFailed, InputError
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-STATEMENT_FILE = "record.intoto.json"
-"""Name of the statement (or its DSSE envelope) in a run folder."""
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 """in-toto Statement v1 `_type`."""
 PREDICATE_TYPE = "https://trustbench.dev/attestation/record/v1"

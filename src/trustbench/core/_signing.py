@@ -152,7 +152,7 @@ def sign_envelope(payload_type: str, payload: bytes, key: Ed25519PrivateKey) -> 
     }
 
 
-def _b64(text: Any) -> bytes:
+def decode_base64(text: Any) -> bytes:
     """Standard or URL-safe base64 (DSSE: verifiers must accept either)."""
     if not isinstance(text, str):
         raise ValueError("not a base64 string")
@@ -183,7 +183,7 @@ def open_envelope(document: dict[str, Any], public_key: Ed25519PublicKey | None)
     signatures = document.get("signatures")
     if not isinstance(payload_type, str) or not isinstance(signatures, list):
         raise ValueError("payloadType or signatures is missing")
-    payload = _b64(document.get("payload"))
+    payload = decode_base64(document.get("payload"))
     keyids = tuple(str(s.get("keyid")) for s in signatures if isinstance(s, dict) and "keyid" in s)
     verified = None
     if public_key is not None:
@@ -192,7 +192,7 @@ def open_envelope(document: dict[str, Any], public_key: Ed25519PublicKey | None)
         message = pae(payload_type, payload)
         for signature in signatures:
             try:
-                public_key.verify(_b64(signature.get("sig")), message)
+                public_key.verify(decode_base64(signature.get("sig")), message)
             except (InvalidSignature, ValueError, AttributeError, binascii.Error):
                 continue
             verified = key_id(public_key)
