@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
-from trustbench._imports import import_object
+from trustbench.core._candidate_code import code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
 from trustbench.core._freeze_checks import check_api_keys, check_gates
 from trustbench.core._registry import load_track
@@ -171,16 +171,18 @@ def resolve_inputs(
         resolution = track.resolve(spec, base_dir)
     items = list(resolution.items)
     entries: set[str] = set()
+    package: dict[str, ResolvedItem] = {}
     for candidate in spec.candidates:
         # Several candidates may share one factory (e.g. built-in reviewers with different
-        # settings): its code is hashed once.
+        # settings): its code is hashed once, and a package shared by factories once.
         if candidate.entry and candidate.entry not in entries:
             entries.add(candidate.entry)
-            factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
+            factory = load_factory(candidate.entry, f"candidate {candidate.name}")
             source = inspect.getsourcefile(factory)
             if source:
                 items.append(ResolvedItem("candidate_code", candidate.entry, path=Path(source)))
-    return resolution, hash_items(items)
+            package.update((item.name, item) for item in code_items(factory))
+    return resolution, hash_items(items + list(package.values()))
 
 
 def plan_record(keys: list[TrialKey], spec: ExperimentSpec) -> PlanRecord:
