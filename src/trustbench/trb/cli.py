@@ -144,10 +144,12 @@ def corpus(
     One held-out split per Track 6 transfer family (`transfer_<family>`), as the built-in
     corpus of `trb run` has; the manifest records each split's report encoding.
     """
+    from trustbench.core._outputs import check_output_folder
     from trustbench.trb.corpus._format import corpus_json_schema
     from trustbench.trb.corpus._generate import generate_reference_corpus
     from trustbench.trb.corpus._store import write_corpus
 
+    check_output_folder(out, option="OUT")
     sizes = {"train": train, "dev": dev, "eval": eval_traces, "transfer": transfer}
     splits = generate_reference_corpus(sizes, seed=seed, transfer_families=True)
     manifest = write_corpus(out, {k: v for k, v in splits.items() if v})
@@ -266,6 +268,9 @@ def _print_result(result: dict[str, Any]) -> None:
 def _finish(result: dict[str, Any], out: Path | None) -> None:
     _print_result(result)
     if out is not None:
+        from trustbench.core._outputs import check_output_file
+
+        check_output_file(out, force=True)  # never over a run's evidence
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2), encoding="utf-8")
         typer.echo(f"result written to {out}")
