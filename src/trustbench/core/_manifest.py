@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
 from trustbench.core._candidate_code import code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
-from trustbench.core._freeze_checks import check_api_keys, check_gates
+from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
 from trustbench.core._registry import load_track
 from trustbench.core._spec import ExperimentSpec, load_spec, refuse_unused_resample
 from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey
@@ -251,6 +251,7 @@ def build_manifest(
     spec = load_spec(spec_path)
     base_dir = (base_dir or spec_path.parent).resolve()
     check_api_keys(spec, allow_missing=allow_missing_keys)
+    check_references(spec, base_dir)
     track, entry = load_track(spec.track_id)
     refuse_unused_resample(spec, track, source=str(spec_path))
     resolution, files = resolve_inputs(track, spec, base_dir)

@@ -231,10 +231,17 @@ def report(run_dir: RunDirArg, json_summary: JsonOpt = False, sign_key: SignKeyO
     else:
         for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
             typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
-        if not result.complete:
-            typer.echo("note: the run was interrupted; unrun trials are reported as not run")
         typer.echo(f"wrote {result.record_path} and {result.html_path}")
         typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(run_dir)})")
+    if not result.complete:
+        from trustbench.core.report._verdict import INCOMPLETE_EXIT
+
+        typer.echo(
+            f"run incomplete: {result.incomplete}; nothing is released (exit {INCOMPLETE_EXIT}): "
+            "finish it with `trustbench run` and report again",
+            err=True,
+        )
+        raise typer.Exit(INCOMPLETE_EXIT)
     if result.blocked:
         failed = [g.spec.label for g in result.gates if g.status != "passed"]
         raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
