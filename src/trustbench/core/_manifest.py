@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
+from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
 from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
@@ -169,9 +170,10 @@ def resolve_inputs(
         resolution = resolve_frozen(frozen)
     else:
         resolution = track.resolve(spec, base_dir)
-    items = list(resolution.items)
+    # A package shared by several factories (a track's own, and the core loop's) is hashed once.
+    items = [item for item in resolution.items if item.role != CODE_ROLE]
+    package = {item.name: item for item in resolution.items if item.role == CODE_ROLE}
     entries: set[str] = set()
-    package: dict[str, ResolvedItem] = {}
     for candidate in spec.candidates:
         # Several candidates may share one factory (e.g. built-in reviewers with different
         # settings): its code is hashed once, and a package shared by factories once.
