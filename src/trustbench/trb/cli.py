@@ -268,9 +268,6 @@ def _print_result(result: dict[str, Any]) -> None:
 def _finish(result: dict[str, Any], out: Path | None) -> None:
     _print_result(result)
     if out is not None:
-        from trustbench.core._outputs import check_output_file
-
-        check_output_file(out, force=True)  # never over a run's evidence
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2), encoding="utf-8")
         typer.echo(f"result written to {out}")
@@ -382,11 +379,15 @@ def smoke_command(
         Path | None, typer.Option("--corpus", help="Stored corpus instead of the generated one.")
     ] = None,
     full: Annotated[bool, typer.Option(help="Full-size reference configuration.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Quick look without a run folder: the reference pair through Tracks 1 & 3 and the gap.
 
     Prints results directly (no manifest, ledger or report); `trb run` is the recorded run.
     """
+    from trustbench.core._outputs import check_output_file
     from trustbench.trb.profile._run import SMOKE_CONFIG, RunConfig, run_reference
 
+    if out is not None:  # checked before the run, not after it
+        check_output_file(out, force=force)
     _finish(run_reference(RunConfig() if full else SMOKE_CONFIG, corpus_dir), out)
