@@ -124,9 +124,7 @@ def _last_seq(connection: sqlite3.Connection) -> int:
     return max(connection.execute(f"SELECT MAX(seq) FROM {t}").fetchone()[0] for t in TABLES)
 
 
-def test_row_inserted_after_the_last_head_is_named_inserted(
-    reported: Path, tmp_path: Path
-) -> None:
+def test_row_inserted_after_the_last_head_is_named_inserted(reported: Path, tmp_path: Path) -> None:
     run_dir = _copy(reported, tmp_path)
     connection = sqlite3.connect(run_dir / "ledger.sqlite")
     row = list(connection.execute("SELECT * FROM trials ORDER BY seq DESC LIMIT 1").fetchone())
@@ -169,13 +167,14 @@ def test_tail_cut_with_rewritten_head_is_refused_by_verify_report_and_run(
     head = json.loads((run_dir / "ledger.head").read_text())
     head.update(seq=seq, row_hash=row_hash)
     (run_dir / "ledger.head").write_text(json.dumps(head))
-    trials_before = sqlite3.connect(run_dir / "ledger.sqlite").execute(
-        "SELECT COUNT(*) FROM trials"
-    ).fetchone()
+    trials_before = (
+        sqlite3.connect(run_dir / "ledger.sqlite").execute("SELECT COUNT(*) FROM trials").fetchone()
+    )
     for command in (("verify",), ("report",), ("run", "--quiet")):
         code, message = invoke(command[0], str(run_dir), *command[1:])
         assert code == 1 and "disagrees with record.intoto.json" in message, (command, message)
     # Nothing was re-run: the cut trials were not rolled again.
-    assert sqlite3.connect(run_dir / "ledger.sqlite").execute(
-        "SELECT COUNT(*) FROM trials"
-    ).fetchone() == trials_before
+    assert (
+        sqlite3.connect(run_dir / "ledger.sqlite").execute("SELECT COUNT(*) FROM trials").fetchone()
+        == trials_before
+    )
