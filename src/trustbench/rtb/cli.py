@@ -24,7 +24,7 @@ rtb_app.add_typer(human_app, name="human")
 _CorpusOption = Annotated[
     Path | None,
     typer.Option(
-        "--corpus", help="Corpus folder of the same format (default: the built-in v0.1 starter)."
+        "--corpus", help="Corpus folder of the same format (default: the built-in starter)."
     ),
 ]
 _SHOWN_PROBLEMS = 20
@@ -103,8 +103,8 @@ def manifest(
         str | None,
         typer.Option(
             "--policy-id",
-            help="Policy the corpus follows, e.g. rtb-narrow-approval-v2 (default: keep the "
-            "current one; none recorded means rtb-narrow-approval-v1).",
+            help="Policy the corpus follows, a registered policy id (default: keep the current "
+            "one; none recorded means the default policy).",
         ),
     ] = None,
 ) -> None:
