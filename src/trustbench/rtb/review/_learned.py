@@ -139,8 +139,7 @@ def _models(seed: int) -> dict[str, tuple[str, str, Callable[[], Any]]]:
             ),
         ),
         "tfidf-linear": (
-            "TF-IDF of every word (bare and with its field name), + "
-            "logistic regression",
+            "TF-IDF of every word (bare and with its field name), + logistic regression",
             "text",
             lambda: make_pipeline(
                 TfidfVectorizer(token_pattern=r"\S+", sublinear_tf=True),
