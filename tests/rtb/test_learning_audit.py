@@ -72,9 +72,7 @@ def test_a_planted_field_relation_is_learned_and_saturates_the_corpus() -> None:
 
 def test_a_planted_id_suffix_is_learned_by_some_attacker() -> None:
     report = learned_audit(*_corpus(3, plant="id-suffix"))
-    assert report.saturating, [
-        (a.attacker, a.accuracy) for a in report.attackers
-    ]
+    assert report.saturating, [(a.attacker, a.accuracy) for a in report.attackers]
 
 
 def test_learned_attackers_are_reproducible_for_a_seed() -> None:

@@ -38,7 +38,7 @@ from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.policy._registry import policy_for, policy_of
 
 INPUT_MTIME = 946_684_800
-"""Modification (and access) time of every exported input: 2000-01-01T00:00:00Z, the same for all."""
+"""Modification and access time of every exported input (2000-01-01T00:00:00Z), one for all."""
 
 EVALUATION_MAP_PATH = "grader/evaluation_map.json"
 """Where an export keeps the grader-side map, relative to its output folder."""
