@@ -71,7 +71,8 @@ def test_rewritten_unsigned_statement_is_caught_by_recomputed_ledger_head(
     statement["predicate"]["ledger_head"]["row_hash"] = "0" * 64
     (run_dir / STATEMENT_FILE).write_text(json.dumps(statement))
     code, message = invoke("verify", str(run_dir), "--record")
-    assert code == 1 and "predicate.ledger_head differs" in message
+    # Caught before the record check: the statement is also the ledger's second anchor.
+    assert code == 1 and "disagrees with record.intoto.json" in message
 
 
 def test_missing_statement_fails_verify_record(reported: Path, tmp_path: Path) -> None:
