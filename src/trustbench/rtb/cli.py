@@ -246,3 +246,16 @@ def audit(
             problems.append(line)
     if problems:
         raise CheckFailed("; ".join(problems))
+
+
+def _register_heldout() -> None:
+    """Held-out set commands (issue #33), kept in `rtb/heldout/cli.py`."""
+    from trustbench.rtb.heldout import cli as heldout_cli
+
+    rtb_app.command(name="keygen-seal")(heldout_cli.keygen_seal)
+    rtb_app.command(name="seal")(heldout_cli.seal)
+    rtb_app.command(name="retire")(heldout_cli.retire)
+    rtb_app.add_typer(heldout_cli.heldout_app, name="heldout")
+
+
+_register_heldout()

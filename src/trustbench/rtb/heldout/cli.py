@@ -1,0 +1,166 @@
+"""`trustbench rtb keygen-seal | seal | retire` and the `trustbench rtb heldout` group."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trustbench.errors import CheckFailed, InputError
+
+heldout_app = typer.Typer(
+    help="Governed held-out sets: exposure log, report, verify, open.", no_args_is_help=True
+)
+
+_SetArg = Annotated[Path, typer.Argument(help="Sealed held-out set folder.")]
+_KeyOption = Annotated[
+    Path | None,
+    typer.Option("--key", help="Owner's X25519 private key file (else $TRUSTBENCH_HELDOUT_KEY)."),
+]
+_ByOption = Annotated[str | None, typer.Option("--by", help="Who did it (default: OS user).")]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _who(by: str | None) -> str:
+    return by or os.environ.get("USER") or getpass.getuser()
+
+
+def keygen_seal(
+    out: Annotated[Path, typer.Option("--out", help="Private key file to write (mode 600).")],
+) -> None:
+    """Make an X25519 key pair for a held-out set owner; prints the public key."""
+    from trustbench.rtb.heldout._crypto import new_key_pair
+
+    if out.exists():
+        raise InputError("refusing to overwrite an existing key file", location=str(out))
+    private, public = new_key_pair()
+    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(private + "\n")
+    typer.echo(f"private key (keep away from candidates): {out}")
+    typer.echo(public)
+
+
+def seal(
+    corpus: Annotated[Path, typer.Argument(help="Corpus folder to seal.")],
+    recipient: Annotated[str, typer.Option("--recipient", help="Owner's X25519 public key.")],
+    out: Annotated[Path, typer.Option("--out", help="Sealed set folder to write.")],
+    budget: Annotated[int, typer.Option("--budget", help="Declared evaluation budget.")] = 5,
+    set_id: Annotated[str | None, typer.Option("--set-id", help="Set id (default random).")] = None,
+    by: _ByOption = None,
+) -> None:
+    """Seal a corpus: candidate inputs in the clear, the answer key encrypted to the owner."""
+    from trustbench.rtb.heldout._seal import seal_corpus
+
+    manifest = seal_corpus(
+        corpus, recipient, out, budget=budget, set_id=set_id, sealed_by=_who(by), at=_now()
+    )
+    typer.echo(
+        f"sealed held-out set {manifest['set_id']}: {manifest['case_count']} cases, "
+        f"budget {manifest['budget']}, in {out}"
+    )
+
+
+def retire(
+    folder: _SetArg,
+    reason: Annotated[str, typer.Option("--reason", help="Why (e.g. cases published).")],
+    by: _ByOption = None,
+) -> None:
+    """Mark a held-out set exposed; every later report says so in its verdict line."""
+    from trustbench.rtb.heldout._exposure import append_entry
+    from trustbench.rtb.heldout._seal import read_set_manifest
+
+    if not reason.strip():
+        raise InputError("--reason must say why the set is retired")
+    manifest = read_set_manifest(folder)
+    append_entry(folder, manifest, kind="retire", candidates=[], trials=0, at=_now(), by=_who(by),
+                 reason=reason)  # fmt: skip
+    typer.echo(f"held-out set {manifest['set_id']} retired: {reason}")
+
+
+@heldout_app.command()
+def freeze(
+    folder: _SetArg,
+    candidate: Annotated[list[str], typer.Option("--candidate", help="Candidate identity.")],
+    trials: Annotated[int, typer.Option("--trials", help="Trials per case.")] = 1,
+    reason: Annotated[str, typer.Option("--reason", help="Required past the budget.")] = "",
+    by: _ByOption = None,
+) -> None:
+    """Record one evaluation of the set before it runs (counted even if the run is killed)."""
+    from trustbench.rtb.heldout._exposure import freeze_against
+    from trustbench.rtb.heldout._seal import read_set_manifest
+
+    manifest = read_set_manifest(folder)
+    entry = freeze_against(folder, manifest, candidates=candidate, trials=trials, at=_now(),
+                           by=_who(by), reason=reason)  # fmt: skip
+    typer.echo(f"held-out set {manifest['set_id']}: evaluation {entry['seq']} recorded")
+    if reason:
+        typer.echo(f"over-budget reason recorded: {reason}")
+
+
+@heldout_app.command()
+def verify(folder: _SetArg) -> None:
+    """Check the pinned clear and sealed bytes and the exposure log's chain (no key needed)."""
+    from trustbench.rtb.heldout._exposure import log_problems
+    from trustbench.rtb.heldout._seal import pin_problems, read_set_manifest
+
+    manifest = read_set_manifest(folder)
+    problems = pin_problems(folder, manifest) + log_problems(folder, manifest)
+    for problem in problems:
+        typer.echo(f"problem: {problem}", err=True)
+    if problems:
+        raise CheckFailed(f"held-out set {manifest['set_id']}: {len(problems)} problem(s)")
+    typer.echo(f"held-out set {manifest['set_id']}: pins and exposure log intact")
+
+
+@heldout_app.command()
+def report(
+    folder: _SetArg,
+    key: _KeyOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
+    html_out: Annotated[Path | None, typer.Option("--html", help="Write an HTML section.")] = None,
+) -> None:
+    """Report on a set with the owner's key: what was withheld, exposure, retirement."""
+    from trustbench.rtb.heldout._crypto import read_private_key
+    from trustbench.rtb.heldout._exposure import exposure_summary
+    from trustbench.rtb.heldout._report import summary_html, summary_lines
+    from trustbench.rtb.heldout._seal import open_set
+
+    private = read_private_key(key)
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = open_set(folder, private, Path(tmp))
+    summary = exposure_summary(folder, manifest)
+    if html_out is not None:
+        html_out.write_text(summary_html(summary), encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps({"held_out_set": summary}, indent=2))
+    else:
+        for line in summary_lines(summary):
+            typer.echo(line)
+    if summary["log_problems"]:
+        raise CheckFailed("exposure log tampered")
+
+
+@heldout_app.command(name="open")
+def open_command(
+    folder: _SetArg,
+    out: Annotated[Path, typer.Option("--out", help="Grader-side folder to write.")],
+    key: _KeyOption = None,
+) -> None:
+    """Decrypt the answer key (grader side only): `OUT/corpus/` and `OUT/grader/`."""
+    from trustbench.rtb.heldout._crypto import read_private_key
+    from trustbench.rtb.heldout._seal import open_set
+
+    if out.exists() and any(out.iterdir()):
+        raise InputError("--out already holds files", location=str(out))
+    manifest = open_set(folder, read_private_key(key), out)
+    typer.echo(f"opened held-out set {manifest['set_id']} into {out} (grader side only)")
