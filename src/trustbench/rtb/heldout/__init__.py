@@ -1,4 +1,6 @@
-"""Governed held-out sets: sealed answer keys, an exposure log, retirement (see docs/held-out-sets.md).
+"""Governed held-out sets: sealed answer keys, an exposure log, retirement.
+
+See docs/held-out-sets.md.
 
 A sealed set keeps what a candidate may see (exported inputs, the prompt, the response schema) in
 the clear and everything only the grader may see (case files with their expectations and

@@ -68,7 +68,7 @@ def seal_corpus(
     with tempfile.TemporaryDirectory() as tmp:
         exported = export_candidate_inputs(corpus, Path(tmp) / "export")
         payload: dict[str, str] = {}
-        for rel in sorted(corpus.files) + ["MANIFEST.json"]:
+        for rel in [*sorted(corpus.files), "MANIFEST.json"]:
             data = corpus.file_data(rel)
             if data is None:
                 data = (corpus.root / rel).read_bytes()
