@@ -44,6 +44,15 @@ def _clear_files(folder: Path) -> dict[str, str]:
     return {rel: sha256_hex((folder / rel).read_bytes()) for rel in rels}
 
 
+def _is_builtin(manifest_sha256: str) -> bool:
+    from trustbench.rtb.corpus._load import BUILTIN_VERSIONS, builtin_corpus_root
+
+    return any(
+        sha256_hex((builtin_corpus_root(v) / "MANIFEST.json").read_bytes()) == manifest_sha256
+        for v in BUILTIN_VERSIONS
+    )
+
+
 def seal_corpus(
     corpus_root: Path | None,
     recipient: str,
@@ -64,6 +73,11 @@ def seal_corpus(
     if out.exists() and any(out.iterdir()):
         raise InputError("the held-out set folder already holds files", location=str(out))
     corpus = load_corpus(corpus_root)
+    if _is_builtin(corpus.manifest_sha256):
+        raise InputError(
+            "this corpus ships inside the installed package with its answer key in the clear; "
+            "sealing a copy would hide nothing: seal a corpus of your own"
+        )
     set_id = set_id or f"heldout-{random_bits(64):016x}"
     with tempfile.TemporaryDirectory() as tmp:
         exported = export_candidate_inputs(corpus, Path(tmp) / "export")
