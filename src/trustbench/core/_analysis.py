@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from trustbench.core._export import LedgerContents
     from trustbench.core._manifest import Manifest
     from trustbench.core.figures import Figure
+    from trustbench.core.gates import GateResult
     from trustbench.core.report import Block
 
 
@@ -77,6 +78,9 @@ class TrackAnalysis:
     """Names of figures that count the responses themselves (a missing or invalid rate; also
     matched after a `"<split>."` prefix): like `valid_response_rate` they stay shown for a
     not-evaluable subject, since they are what makes it not evaluable."""
+    implicit_gates: list[GateResult] = field(default_factory=list)
+    """Gates the track itself holds subjects to, beside the declared ones (e.g. TRB's combined
+    trust verdict); each names its `subject` and its reason starts with `"<subject>: "`."""
     expected_to_fail: frozenset[str] = frozenset()
     """The instruments built to fail at least one gate (an always-permit sentinel, a known-bad
     boundary): one of these passing every gate is a harness problem. Instruments outside this set

@@ -148,9 +148,8 @@ def report_run(run_dir: Path) -> ReportResult:
         manifest.spec.analysis.confidence,
     )
     withhold_not_evaluable(analysis, verdict)  # no estimate of a non-answering subject is shown
-    gates = gate_on_evaluability(
-        evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects), verdict
-    )
+    declared = evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects)
+    gates = gate_on_evaluability(declared + list(analysis.implicit_gates), verdict)
     page = ReportPage(
         title=analysis.title,
         subtitle=analysis.subtitle,

@@ -16,6 +16,10 @@ A candidate is `kind = "inprocess"` with `model` naming its adapter:
   CoT-prompted share weights and differ in template;
 - `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
   (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
+  It is untrusted code, so it never runs in the harness process: its module is located without
+  being imported, and the conformance kit and every trial run in a sandboxed worker process
+  (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
+  the corpus nor the cache; a readable path holding either is refused at freeze.
 
 A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, `api_key_env`,
 `rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
@@ -35,7 +39,6 @@ encoding's words, the trial is "not applicable" with that reason, never scored.
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +49,7 @@ import torch
 from trustbench.core import CandidateSpec, ResolvedItem
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
-from trustbench.trb.adapter._conformance import check_adapter, load_factory
+from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.instruments._oracles import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,
@@ -54,6 +57,7 @@ from trustbench.trb.instruments._oracles import (
     OutcomeOnlyOracle,
     UniformOracle,
 )
+from trustbench.trb.isolation._client import AdapterWorker, read_paths, refuse_overlap
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.proxy._chat import ChatProxyAdapter
@@ -187,7 +191,9 @@ class AdapterSource:
     trained_world: CorridorConfig | None = None
     """World of the train split the reference model's encoder was built for."""
     factory: Callable[[], Any] | None = None
-    """User factory, for `MODULE:FACTORY` adapters."""
+    """A trusted in-process factory (tests); user `MODULE:FACTORY` adapters use `worker`."""
+    worker: AdapterWorker | None = None
+    """The sandboxed worker a `MODULE:FACTORY` adapter runs in (one per candidate)."""
     card: dict[str, Any] | None = None
     """The reference model's card (checkpoint SHA-256, training summary)."""
     prototype: Any = None
@@ -261,6 +267,8 @@ class AdapterSource:
             return copy.copy(self.prototype)
         if self.adapter in ORACLES:
             return ORACLES[self.adapter](CorridorWorld(world))
+        if self.worker is not None:
+            return self.worker.adapter()
         assert self.factory is not None
         return self.factory()
 
@@ -339,23 +347,52 @@ def _proxy(
 
 
 def _user(
-    candidate: CandidateSpec, target: str, options: TrbTrackOptions
+    candidate: CandidateSpec, target: str, corpus: LoadedCorpus, options: TrbTrackOptions
 ) -> tuple[AdapterSource, list[ResolvedItem]]:
-    factory = load_factory(target)
-    results = check_adapter(factory, n_traces=options.conformance_traces)
+    if ":" not in target.strip(":") or target.count(":") != 1:
+        raise InputError(f"expected MODULE:FACTORY, got {target!r}", location=candidate.name)
+    read, roots = read_paths(target, options.adapter_read_paths)
+    refuse_overlap(
+        [p for p in read if not p.startswith(("/usr", "/lib", "/bin", "/etc", "/dev"))],
+        {"corpus": corpus.folder, "TRB cache": cache_dir()},
+    )
+    worker = AdapterWorker(target, read, roots)
+    try:
+        results = [ConformanceCheck.model_validate(r) for r in
+                   worker.conformance(options.conformance_traces)]  # fmt: skip
+    except Exception as error:
+        worker.close()
+        raise CheckFailed(
+            f"adapter {target} could not be started in its sandboxed worker: {error}",
+            location=f"candidate {candidate.name}",
+        ) from None
     failed = [r for r in results if not r.passed]
     if failed:
         first = failed[0]
+        worker.close()
         raise CheckFailed(
             f"adapter {target} fails the conformance kit ({len(failed)} check(s)); first: "
             f"{first.hook} / {first.check}: {first.detail}",
             location=f"candidate {candidate.name}",
         )
     items = []
-    source_file = inspect.getsourcefile(factory)
-    if source_file:
-        items.append(ResolvedItem("candidate_code", target, path=Path(source_file)))
-    return AdapterSource(target, factory=factory), items
+    source_file = _source_file(target)
+    if source_file is not None:
+        items.append(ResolvedItem("candidate_code", target, path=source_file))
+    return AdapterSource(target, worker=worker), items
+
+
+def _source_file(target: str) -> Path | None:
+    """The factory module's file, located without importing it (its code is untrusted)."""
+    from importlib.util import find_spec
+
+    module = target.partition(":")[0]
+    try:  # a dotted name imports its parent packages, never the module itself
+        spec = find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    origin = None if spec is None else spec.origin
+    return Path(origin) if origin and Path(origin).is_file() else None
 
 
 def resolve_adapters(
@@ -387,6 +424,6 @@ def resolve_adapters(
             chat = {"model": candidate.model, "name": candidate.name}
             sources[candidate.name] = AdapterSource(target, chat=chat)
         else:
-            sources[candidate.name], extra = _user(candidate, target, options)
+            sources[candidate.name], extra = _user(candidate, target, corpus, options)
             items += [item for item in extra if item.name not in {i.name for i in items}]
     return sources, items

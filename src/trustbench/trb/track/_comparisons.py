@@ -16,6 +16,7 @@ from trustbench.trb.measures._gap import (
     governance_gap_figure,
     seed_trace_gap_figure,
 )
+from trustbench.trb.measures._governance import star_sums
 from trustbench.trb.track._adapters import SEED_MARK
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._lookup import (
@@ -125,10 +126,10 @@ def gap_star_figure(
     per_trace: dict[str, np.ndarray] = {}
     for key in sorted(keyed[0].keys() & keyed[1].keys()):
         a, b = keyed[0][key], keyed[1][key]
-        sums = [a["tv_sum"], a["floor_tv_sum"], b["tv_sum"], b["floor_tv_sum"]]
+        sums = [*star_sums(a), *star_sums(b)]
         per_trace[key[0]] = per_trace.get(key[0], 0) + np.array(sums, dtype=float)
     description = (
-        f"Delta_gov on G* = G*({pair[0]}) - G*({pair[1]}), each G* against its own null-edit "
+        f"Delta_gov on G* = G*({pair[0]}) - G*({pair[1]}), each G* against its own cross-edit "
         f"floor, over {len(per_trace)} eval traces scored for both, paired and clustered by "
         f"trace {label}"
     )

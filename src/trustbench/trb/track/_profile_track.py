@@ -232,6 +232,9 @@ class TrbProfileTrack:
             "max_enumeration_nodes": options.max_enumeration_nodes,
         }
         recorder.seed_value = seed
+        recorder.blind_key = ctx.manifest.manifest_sha256  # opaque trace ids, per run
+        sandbox = getattr(inner, "sandbox", None)
+        outcome["isolation"] = sandbox or "in-process (a built-in adapter of the benchmark)"
         results: dict[str, Any] = {}
         error: Exception | None = None
 
