@@ -145,3 +145,15 @@ def test_a_memoriser_submitted_to_a_trb_run_ends_at_chance_in_its_sandbox(tmp_pa
     # The spy withholds its attribution wherever the id it saw named a split: nowhere.
     assert figure(record, "spy", "balanced_accuracy")["estimate"] == pytest.approx(1.0)
     assert figure(record, "spy", "attribution_missing_rate")["estimate"] == 0.0
+
+
+def test_a_second_measure_on_an_axis_is_refused_naming_both(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trustbench.trb.track import load_measures
+
+    monkeypatch.syspath_prepend(str(HERE))
+    with pytest.raises(InputError, match="both fill the profile axis 'G'"):
+        load_measures(["governance", "trb_outside_measure:SECOND_GOVERNANCE"])
+    loaded = load_measures(["governance", "trb_outside_measure:PLAIN"])
+    assert [m.axis for m, _ in loaded] == ["G", "attr"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +14,7 @@ from trustbench.core.figures import Figure, Interval, not_run_figure
 from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import concept_directions
-from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy, mean_report
+from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy, act_many
 from trustbench.trb.measures._gap import cluster_bootstrap
 from trustbench.trb.track._lookup import BOOTSTRAP
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
@@ -35,19 +37,69 @@ def _settings(adapter: Any) -> dict[str, Any]:
     return {**_SETTINGS, **getattr(adapter, "settings", {})}
 
 
-def _harness_no_r(adapter: Any) -> Any:
-    """The harness-built no-r arm of Tracks 4/5: act(c, r_override = mean r of the train split).
+ZERO_R = "native: r routed to zero at act (the reference model's r input set to 0)"
+"""The no-r arm of a built-in native model (spec Track 4: "route r_t to zero at act")."""
+MARGINAL_R = (
+    "black box: act(c, r_override = r drawn per context from the train split's r marginal, "
+    "seeded by context; the draws are recorded)"
+)
+"""The no-r arm of every other adapter: an r it cannot tell from a real one, per context."""
 
-    The mean is over the train traces the track hands every trial (never the scored trace,
-    whose own r would leak into the arm); the adapter's `act_without_r` is never used.
+
+class NoRArm:
+    """The harness-built no-r arm of Tracks 4/5, and the record of what it drew.
+
+    A built-in native model (harness code, exposing `act_zero_r_many` through the recorder)
+    has r routed to zero at act. Any other adapter gets, per context, an r drawn from the r
+    marginal of the train traces (other contexts; never the scored trace's), by a hash of
+    (trial seed, trace, observation history): a fixed arm (one mean r everywhere) is easy to
+    recognise and sabotage, a per-context draw from the marginal looks like any real r.
+    The adapter's own `act_without_r` is never used.
 
     Raises:
         AblationUnsupported: no train traces, or the adapter takes no r_override.
     """
-    fit = list(getattr(adapter, "fit_traces", []))
-    if not fit:
-        raise AblationUnsupported("no train traces to average r over for the no-r arm")
-    return ablation_policy(adapter, mean_report(fit))
+
+    def __init__(self, adapter: Any, trace: Trace) -> None:
+        self.draws: list[int] = []
+        zero = getattr(adapter, "act_zero_r_many", None)
+        if callable(zero):
+            self.kind, self._policy = ZERO_R, zero
+            return
+        fit = list(getattr(adapter, "fit_traces", []))
+        pool = [step.r for t in fit for step in t.steps]
+        if not pool:
+            raise AblationUnsupported("no train traces to draw r from for the no-r arm")
+        ablation_policy(adapter, pool[0])  # refuses an adapter without r_override
+        self.kind = MARGINAL_R
+        salt = f"{getattr(adapter, 'seed_value', 0)}|{trace.trace_id}|"
+
+        def policy(contexts: Any) -> Any:
+            picks = [_draw(salt, c, len(pool)) for c in contexts]
+            self.draws += picks
+            return act_many(adapter, contexts, [pool[i].model_copy() for i in picks])
+
+        self._policy = policy
+
+    def __call__(self, contexts: Any) -> Any:
+        """Answer the contexts under the arm."""
+        return self._policy(contexts)
+
+    def record(self) -> dict[str, Any]:
+        """What the arm was, and its draws (indices into the train r pool, in call order)."""
+        digest = hashlib.sha256(json.dumps(self.draws).encode()).hexdigest()
+        return {"ablation": self.kind, "arm_draws": len(self.draws), "arm_draws_sha256": digest}
+
+
+def _draw(salt: str, context: Any, n: int) -> int:
+    history = [(o.position, o.last_action, o.last_gust) for o in context.observations]
+    key = f"{salt}{context.t}|{json.dumps(history)}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % n
+
+
+def _harness_no_r(adapter: Any, trace: Trace) -> NoRArm:
+    """The no-r arm for one trace (`NoRArm`)."""
+    return NoRArm(adapter, trace)
 
 
 def _not_applicable(why: str) -> dict[str, Any]:

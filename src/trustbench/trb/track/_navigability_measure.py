@@ -6,7 +6,7 @@ from typing import Any
 
 from trustbench.core.figures import Figure
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.measures._calls import HARNESS_ABLATION, AblationUnsupported
+from trustbench.trb.measures._calls import AblationUnsupported
 from trustbench.trb.measures._navigability import _reference, _steered, navigability_starts
 from trustbench.trb.measures._rollout import reach
 from trustbench.trb.track._measure_common import (
@@ -33,7 +33,7 @@ class NavigabilityMeasure:
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Reach probability of the uncued goal: steered, ablated, reference-steered."""
         try:
-            no_r = _harness_no_r(adapter)
+            no_r = _harness_no_r(adapter, trace)
         except AblationUnsupported as why:
             return _not_applicable(str(why))
         settings = _settings(adapter)
@@ -56,7 +56,7 @@ class NavigabilityMeasure:
             "applicable": True, "starts": 1, "method": method,
             "steered": float(steered[0]), "ablated": float(ablated[0]),
             "ceiling": float(ceiling[0]), "lift": float(steered[0] - ablated[0]),
-            "ablation": HARNESS_ABLATION,
+            **no_r.record(),
         }  # fmt: skip
 
     def failed(self, trace: Trace) -> dict[str, Any]:
@@ -70,6 +70,7 @@ class NavigabilityMeasure:
         if not ok:
             return [_not_run(self.headline, rows, self.title, label)]
         method = next((r.counts["method"] for r in ok if "method" in r.counts), "exact")
+        kind = next((r.counts["ablation"] for r in ok if "ablation" in r.counts), "no-r arm")
         where = f"one start per trace (full horizon), target = the uncued goal; {method} "
         return [
             _mean("reach_rate_lift", ok, "lift", "starts", stats,
@@ -77,8 +78,8 @@ class NavigabilityMeasure:
             _mean("steered_reach", ok, "steered", "starts", stats,
                   "reach probability with r's goal set to the target, " + where + label),
             _mean("ablation_reach", ok, "ablated", "starts", stats,
-                  "reach probability with r routed away by the harness (r_override = mean "
-                  "train r), " + where + label),
+                  f"reach probability with r routed away by the harness ({kind}), "
+                  + where + label),
             _mean("reference_steered_reach", ok, "ceiling", "starts", stats,
                   "the exact reference agent steered the same way (ceiling), " + where + label),
         ]  # fmt: skip

@@ -55,6 +55,9 @@ class RecordingAdapter:
         """Track sizes from the run's options (rollouts, samples); set by the track."""
         self.seed_value = 0
         """The trial's seed, for per-trace draws; set by the track."""
+        self.trusted_native = False
+        """The wrapped adapter is a built-in native model (harness code): its `act_zero_r_many`
+        (r routed to zero) is the Track 4/5 no-r arm. Set by the track; never for user code."""
         self.blind_key: str | None = None
         """Key of the opaque trace ids the adapter is shown (`isolation._opaque`); None sends
         the corpus id (library use). The track sets the frozen manifest's SHA-256."""
@@ -123,6 +126,16 @@ class RecordingAdapter:
             return None
         return lambda contexts: self._batch(
             "act_without_r_many", len(contexts), 0, lambda: inner(self._blind_all(contexts))
+        )
+
+    @property
+    def act_zero_r_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
+        """A built-in native model's r-routed-to-zero act (one summary log entry), else None."""
+        inner = getattr(self.inner, "act_zero_r_many", None)
+        if not self.trusted_native or inner is None:
+            return None
+        return lambda contexts: self._batch(
+            "act_zero_r_many", len(contexts), 0, lambda: inner(self._blind_all(contexts))
         )
 
     @property

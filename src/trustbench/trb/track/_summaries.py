@@ -232,6 +232,15 @@ def profile_flags(
                 + (" (interval below 1)" if high is not None and high < 1 else "")
                 + ": acting through its r degrades task completion (spec Track 4)"
             )
+        calib = find_figure(figures, "calibration_retention_ratio")
+        if calib is not None and calib.status == "measured" and (calib.estimate or 1.0) < 1:
+            _, high = bootstrap_bounds(calib)
+            flags.append(
+                f"{candidate}: calibration retention ratio {calib.estimate:.3f} < 1"
+                + (" (interval below 1)" if high is not None and high < 1 else "")
+                + ": acting through its r, its stated confidence tracks reaching the goal worse "
+                "than under the no-r arm (spec Track 4: part of the viability verdict)"
+            )
         for measure in measures:
             high_level = HIGH_LEVEL.get(measure.key)
             level = measured_estimate(figures, measure.headline)

@@ -8,7 +8,7 @@ import numpy as np
 
 from trustbench.core.figures import Figure
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.measures._calls import HARNESS_ABLATION, AblationUnsupported, act_many
+from trustbench.trb.measures._calls import AblationUnsupported, act_many
 from trustbench.trb.measures._gap import ratio
 from trustbench.trb.measures._viability import _play
 from trustbench.trb.track._measure_common import (
@@ -36,7 +36,7 @@ class ViabilityMeasure:
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Episodes from the trace's start, r-mediated and ablated, with common draws."""
         try:
-            no_r = _harness_no_r(adapter)
+            no_r = _harness_no_r(adapter, trace)
         except AblationUnsupported as why:
             return _not_applicable(str(why))
         n = int(_settings(adapter)["viability_rollouts"])
@@ -54,7 +54,7 @@ class ViabilityMeasure:
             "brier_r": float(brier_r[0]), "steps_r": float(steps_r[0]),
             "brier_a": float(brier_a[0]), "steps_a": float(steps_a[0]),
             "exact_r": float(exact_r[0]), "exact_a": float(exact_a[0]),
-            "ablation": HARNESS_ABLATION,
+            **no_r.record(), "arm_draw_indices": list(no_r.draws),
         }  # fmt: skip
 
     def failed(self, trace: Trace) -> dict[str, Any]:
