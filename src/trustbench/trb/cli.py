@@ -67,10 +67,19 @@ def check_adapter_command(
 def audit(
     traces: Annotated[int, typer.Option(help="Eval traces to audit on.")] = 60,
     seed: Annotated[int, typer.Option(help="Seed of the audit corpus.")] = 7,
+    cheats: Annotated[
+        bool,
+        typer.Option(
+            help="Also submit the seven cheats (trustbench.trb.cheats) through `trb run`: each "
+            "must get a 'not trustworthy' verdict (minutes on a busy 2-core machine)."
+        ),
+    ] = True,
+    cheat_traces: Annotated[int, typer.Option(help="Eval traces of the cheat run.")] = 12,
 ) -> None:
     """Score oracles against closed forms and Goodhart adapters against their signatures.
 
-    Exits 1 on any deviation from a closed form or any cheat whose signature does not hold.
+    Exits 1 on any deviation from a closed form, any cheat whose signature does not hold, or
+    any of the seven submitted cheats not judged "not trustworthy" by the combined verdict.
     """
     from trustbench.trb.corpus._generate import generate_split
     from trustbench.trb.instruments._goodhart_audit import goodhart_audit
@@ -79,8 +88,8 @@ def audit(
     split = generate_split("eval", traces, seed)
     rows = run_audit(split)
     _print_audit(rows)
-    cheats = goodhart_audit(split)
-    _print_goodhart(cheats)
+    goodhart = goodhart_audit(split)
+    _print_goodhart(goodhart)
     failed = [r for r in rows if not r["passed"]]
     if failed:
         f = failed[0]
@@ -89,13 +98,38 @@ def audit(
             f"expected {f['expected']:.6f} (tolerance {f['tolerance']:g})",
             location="trb audit",
         )
-    uncaught = [r for r in cheats if not r["passed"]]
+    uncaught = [r for r in goodhart if not r["passed"]]
     if uncaught:
         raise CheckFailed(
             f"Goodhart audit failed: {uncaught[0]['adapter']} does not show its signature "
             f"({uncaught[0]['signature']}); measured {uncaught[0]['measured']}",
             location="trb audit",
         )
+    if cheats:
+        from trustbench.trb.track._cheat_audit import cheat_audit
+
+        submitted = cheat_audit(cheat_traces, seed)
+        _print_cheats(submitted)
+        missed = [r for r in submitted if not r["passed"]]
+        if missed:
+            raise CheckFailed(
+                f"cheat audit failed: {missed[0]['adapter']} got {missed[0]['verdict']!r}, "
+                f"expected {missed[0]['expected']} ({missed[0]['why']})",
+                location="trb audit",
+            )
+
+
+def _print_cheats(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="TRB cheat audit (seven cheats submitted through trb run; one verdict)")
+    for column in ("adapter", "expected", "verdict", "why", "ran in", "result"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        table.add_row(
+            escape(r["adapter"]), escape(r["expected"]), escape(r["verdict"]),
+            escape(r["why"][:300]), escape(str(r.get("isolation"))),
+            "[green]caught[/]" if r["passed"] else "[bold red]MISSED[/]",
+        )  # fmt: skip
+    Console().print(table)
 
 
 def _print_goodhart(rows: list[dict[str, Any]]) -> None:

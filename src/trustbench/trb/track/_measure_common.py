@@ -16,8 +16,10 @@ from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import concept_directions
 from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy, act_many
 from trustbench.trb.measures._gap import cluster_bootstrap
+from trustbench.trb.measures._numeric import total_variation
 from trustbench.trb.track._lookup import BOOTSTRAP
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.world import reference_continuation
 
 _SETTINGS: dict[str, Any] = {
     "viability_rollouts": 4,
@@ -62,6 +64,9 @@ class NoRArm:
 
     def __init__(self, adapter: Any, trace: Trace) -> None:
         self.draws: list[int] = []
+        self.tv_sum = 0.0
+        """Sum of TV(answer, Phi(drawn r)) over the arm's calls: the arm is a blinded set of
+        overrides, so a governed adapter follows them as it follows Track 1's edits."""
         zero = getattr(adapter, "act_zero_r_many", None)
         if callable(zero):
             self.kind, self._policy = ZERO_R, zero
@@ -77,7 +82,11 @@ class NoRArm:
         def policy(contexts: Any) -> Any:
             picks = [_draw(salt, c, len(pool)) for c in contexts]
             self.draws += picks
-            return act_many(adapter, contexts, [pool[i].model_copy() for i in picks])
+            answers = act_many(adapter, contexts, [pool[i].model_copy() for i in picks])
+            for i, answer in zip(picks, answers, strict=True):
+                phi = reference_continuation(pool[i])
+                self.tv_sum += 1.0 if answer is None else total_variation(answer, phi)
+            return answers
 
         self._policy = policy
 
@@ -88,7 +97,12 @@ class NoRArm:
     def record(self) -> dict[str, Any]:
         """What the arm was, and its draws (indices into the train r pool, in call order)."""
         digest = hashlib.sha256(json.dumps(self.draws).encode()).hexdigest()
-        return {"ablation": self.kind, "arm_draws": len(self.draws), "arm_draws_sha256": digest}
+        out: dict[str, Any] = {
+            "ablation": self.kind, "arm_draws": len(self.draws), "arm_draws_sha256": digest,
+        }  # fmt: skip
+        if self.kind == MARGINAL_R:
+            out["arm_tv_sum"] = self.tv_sum
+        return out
 
 
 def _draw(salt: str, context: Any, n: int) -> int:

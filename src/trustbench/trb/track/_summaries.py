@@ -22,6 +22,7 @@ from trustbench.trb.track._lookup import (
 from trustbench.trb.track._measures import AXIS_TRACKS, PROFILE_AXES, TrbMeasure
 from trustbench.trb.track._options import TrbTrackOptions
 from trustbench.trb.track._transfer_flags import excess_drop, g_below_eval
+from trustbench.trb.track._viability_flags import viability_flags
 
 
 def baseline_of(manifest: Manifest, candidate: str) -> str | None:
@@ -232,15 +233,7 @@ def profile_flags(
                 + (" (interval below 1)" if high is not None and high < 1 else "")
                 + ": acting through its r degrades task completion (spec Track 4)"
             )
-        calib = find_figure(figures, "calibration_retention_ratio")
-        if calib is not None and calib.status == "measured" and (calib.estimate or 1.0) < 1:
-            _, high = bootstrap_bounds(calib)
-            flags.append(
-                f"{candidate}: calibration retention ratio {calib.estimate:.3f} < 1"
-                + (" (interval below 1)" if high is not None and high < 1 else "")
-                + ": acting through its r, its stated confidence tracks reaching the goal worse "
-                "than under the no-r arm (spec Track 4: part of the viability verdict)"
-            )
+        flags += viability_flags(candidate, figures)
         for measure in measures:
             high_level = HIGH_LEVEL.get(measure.key)
             level = measured_estimate(figures, measure.headline)
