@@ -36,12 +36,13 @@ from trustbench.core.figures import Figure
 from trustbench.core.gates import GateResult, GateSpec
 from trustbench.trb.measures._self_consistency import G_STAR_MIN
 from trustbench.trb.track._lookup import bootstrap_bounds, find_figure
+from trustbench.trb.track._transfer_flags import NOISE_DROP
 
 BALANCED_ACCURACY_MIN = 0.6
 """Track 3's "well above 0.5": the balanced accuracy's lower bound must exceed this."""
 TRUST_METRIC = "trb_trustworthy"
 """The implicit gate's metric name."""
-INFORMATIVE = ("trial(s) not applicable, not scored",)
+INFORMATIVE = ("trial(s) not applicable, not scored", NOISE_DROP)
 """Flag texts that inform without disqualifying (a trace the adapter cannot be asked on)."""
 COT_SFT = "cot-supervised-finetune"
 PROXY_BASELINES = ("instruct", "cot-prompted", "cot-supervised-finetune")
