@@ -13,6 +13,7 @@ from trustbench.trb.measures._gap import (
     GAP_FIGURE,
     SEED_GAP_FIGURE,
     cluster_bootstrap,
+    governance_gap,
     governance_gap_figure,
     seed_trace_gap_figure,
 )
@@ -237,8 +238,22 @@ def seed_gap_analysis(
         ),
     )
     interval = figure.intervals[0]
+    per_seed = []
+    for s in seeds:  # each seed's own paired, trace-clustered Delta_gov beside the pooled one
+        one = governance_gap(
+            [tables[full[s]][t][0] for t in traces], [tables[ablation[s]][t][0] for t in traces],
+            n_items, seed=stats.seed, resamples=stats.resamples, level=stats.confidence,
+        )  # fmt: skip
+        per_seed.append({
+            "seed": s, "full": full[s], "ablation": ablation[s], "estimate": one["estimate"],
+            "interval": {"lower": one["low"], "upper": one["high"],
+                         "method": one.get("interval_method")},
+            "pass_bar_met": one["low"] is not None and one["low"] > 0,
+        })  # fmt: skip
     return figure, {
         **record,
+        "per_seed": per_seed,
+        "every_seed_above_0": all(p["pass_bar_met"] for p in per_seed),
         "status": "run",
         "figure": figure.model_dump(mode="json"),
         "estimate": figure.estimate,

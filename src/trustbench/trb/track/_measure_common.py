@@ -54,8 +54,9 @@ class NoRArm:
     A built-in native model (harness code, exposing `act_zero_r_many` through the recorder)
     has r routed to zero at act. Any other adapter gets, per context, an r drawn from the r
     marginal of the train traces (other contexts; never the scored trace's), by a hash of
-    (trial seed, trace, observation history): a fixed arm (one mean r everywhere) is easy to
-    recognise and sabotage, a per-context draw from the marginal looks like any real r.
+    (trial seed, trace, step; `_draw`): a fixed arm (one mean r everywhere) is easy to
+    recognise and sabotage, a draw from the marginal looks like any real r, and the arm's
+    answers are scored against Phi(drawn r) so treating it apart shows.
     The adapter's own `act_without_r` is never used.
 
     Raises:
@@ -106,8 +107,13 @@ class NoRArm:
 
 
 def _draw(salt: str, context: Any, n: int) -> int:
-    history = [(o.position, o.last_action, o.last_gust) for o in context.observations]
-    key = f"{salt}{context.t}|{json.dumps(history)}".encode()
+    """One draw per (trial seed, trace, step): every rollout at step t acts on the same r.
+
+    Common random numbers across rollouts (less variance between arms), and it makes repeated
+    overrides a normal part of the arm, so an adapter that stalls on a repeated override (as a
+    fixed-arm detector does) shows it in `no_r_arm_agreement` instead of gaining.
+    """
+    key = f"{salt}{context.t}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % n
 
 
