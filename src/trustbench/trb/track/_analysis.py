@@ -40,7 +40,7 @@ from trustbench.trb.track._summaries import (
     profile_summary,
     qualifications,
 )
-from trustbench.trb.track._trust_summary import trust_summary
+from trustbench.trb.track._trust_summary import baseline_coincidence, trust_summary
 
 
 def _gap_block(
@@ -277,7 +277,8 @@ def analyze_profile(
         sections=sections,
         qualifications=qualifications(
             corpus, measures, options, spec.trials_per_case, gap_record.get("seeds")
-        ),
+        )
+        + baseline_coincidence(manifest, subjects, [m.headline for m in measures]),
         record=record,
         evaluability=collected.evaluability(),
         instruments=collected.oracles(),

@@ -71,3 +71,42 @@ def trust_summary(
         "A submitted adapter, or one a declared gate names, is held to it as a release gate.",
     )
     return record, block, gates
+
+
+SAME_WEIGHTS = ("instruct", "cot-prompted")
+"""Baselines 1 and 2 of the built-in proxies share one LM and differ only in template."""
+
+
+def baseline_coincidence(
+    manifest: Manifest, subjects: dict[str, list[Figure]], headlines: list[str]
+) -> list[str]:
+    """Say where the instruct and CoT-prompted baselines coincide, and why (or that they differ).
+
+    The built-in pair shares weights; the template changes only calls without an override (the
+    proxy tier's intervention re-renders the slot span, the same text under either template).
+    So every Track 1 item, and whatever else is asked only through overrides, coincides by
+    construction; they can differ where the model acts unprompted (Track 1b, Track 4's
+    r-mediated arm). Listing the coinciding axes keeps a reader from taking two rows for two
+    independent measurements.
+    """
+    by_baseline = {baseline_of(manifest, c): c for c in subjects}
+    pair = [by_baseline.get(b) for b in SAME_WEIGHTS]
+    if None in pair:
+        return []
+    a, b = pair
+    same, differ = [], []
+    for name in headlines:
+        fa = next((f for f in subjects[a] if f.name == name), None)  # type: ignore[index]
+        fb = next((f for f in subjects[b] if f.name == name), None)  # type: ignore[index]
+        if fa is None or fb is None or fa.estimate is None or fb.estimate is None:
+            continue
+        (same if abs(fa.estimate - fb.estimate) < 1e-6 else differ).append(name)
+    if not same:
+        return [f"baselines {a} and {b} differ on every measured headline ({', '.join(differ)})"]
+    return [
+        f"baselines {a} (instruct) and {b} (CoT-prompted) coincide on {', '.join(same)}"
+        + (f" and differ on {', '.join(differ)}" if differ else "")
+        + ": the built-in pair shares one LM and differs only in the template of calls without "
+        "an override; an override re-renders the slot span, the same text under either "
+        "template, so what is asked only through overrides coincides by construction"
+    ]
