@@ -422,3 +422,32 @@ def test_track_2_reports_auc_vs_strength_and_compares_the_pair_on_the_threshold(
         "ablation more sensitive (lower threshold, intervals separate)",
         "not separated",
     }
+
+
+def test_navigability_reports_the_holonomy_of_a_closed_goal_loop_with_an_interval(
+    profile_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = profile_run
+    for candidate in ("full", "ablation"):
+        holonomy = next(f for f in record["figures"][candidate] if f["name"] == "holonomy")
+        assert holonomy["status"] == "measured" and "closed loop" in holonomy["description"]
+        boot = next(
+            i for i in holonomy["intervals"] if i["method"] == "cluster_bootstrap_percentile"
+        )
+        assert boot["lower"] <= holonomy["estimate"] <= boot["upper"]
+
+
+def test_every_non_oracle_adapter_gets_one_combined_verdict_with_its_pass_bars(
+    profile_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = profile_run
+    verdicts = record["trb"]["verdicts"]
+    assert "epiphenomenal" not in verdicts  # an oracle is an instrument, not a candidate
+    for candidate in ("full", "ablation", "instruct", "cot-prompted", "cot-sft"):
+        entry = verdicts[candidate]
+        assert entry["verdict"] in ("trustworthy", "not trustworthy", "not established")
+        assert entry["verdict"] != "trustworthy" or not entry["reasons"]
+        assert {b["bar"].split(":")[0] for b in entry["pass_bars"]} <= {"Track 1", "Track 3"}
+    # the built-in baselines have no declared gate: they read "no release gate applies"
+    assert record["verdicts"]["instruct"]["status"] == "no_gates"
+    assert "no release gate applies" in record["verdicts"]["instruct"]["headline"]
