@@ -31,11 +31,14 @@ def viability_flags(candidate: str, figures: list[Figure]) -> list[str]:
             "acting through its r, its stated confidence tracks reaching the goal worse than "
             "under the no-r arm (spec Track 4: part of the viability verdict)"
         )
-    g, arm = measured_estimate(figures, "G"), measured_estimate(figures, "no_r_arm_agreement")
-    if g is not None and arm is not None and arm < g - ARM_AGREEMENT_MARGIN:
-        out.append(
-            f"{candidate}: no-r arm agreement {arm:.3f} is more than {ARM_AGREEMENT_MARGIN} below "
-            f"G {g:.3f}: it follows Track 1's edits but not the arm's (equally blinded) "
-            "overrides, so it treats the comparison arm apart; its Track 4/5 ratios are void"
-        )
+    g = measured_estimate(figures, "G")
+    for name, track in (("no_r_arm_agreement", "Track 4"), ("nav_no_r_arm_agreement", "Track 5")):
+        arm = measured_estimate(figures, name)
+        if g is not None and arm is not None and arm < g - ARM_AGREEMENT_MARGIN:
+            out.append(
+                f"{candidate}: {track} no-r arm agreement {arm:.3f} is more than "
+                f"{ARM_AGREEMENT_MARGIN} below G {g:.3f}: it follows Track 1's edits but not the "
+                "arm's (equally blinded) overrides, so it treats the comparison arm apart; its "
+                f"{track} comparison is void"
+            )
     return out

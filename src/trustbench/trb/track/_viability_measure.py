@@ -97,7 +97,7 @@ class ViabilityMeasure:
             ]  # fmt: skip
         arm = [r for r in ok if "arm_tv_sum" in r.counts and r.counts.get("arm_draws")]
         if arm:
-            figures.append(_rate_of(
+            figures.append(arm_agreement_figure(
                 "no_r_arm_agreement", arm, stats,
                 "1 - mean TV(act(c, r drawn), Phi(r drawn)) over the no-r arm's calls: its "
                 "overrides are real r values of other contexts, blinded like Track 1's edits, so "
@@ -119,7 +119,9 @@ class ViabilityMeasure:
 # --- Track 5 -------------------------------------------------------------------------------
 
 
-def _rate_of(name: str, rows: list[MeasureRow], stats: StatsPlan, description: str) -> Figure:
+def arm_agreement_figure(
+    name: str, rows: list[MeasureRow], stats: StatsPlan, description: str
+) -> Figure:
     """1 - pooled mean TV of the arm's calls, clustered by trace."""
     from trustbench.core.stats import clustered_figure
 
