@@ -106,10 +106,10 @@ def audit(
             location="trb audit",
         )
     if cheats:
-        from trustbench.trb.track._cheat_audit import cheat_audit
+        from trustbench.trb.track._cheat_audit import cheat_audit, print_cheats
 
         submitted = cheat_audit(cheat_traces, seed)
-        _print_cheats(submitted)
+        print_cheats(submitted)
         missed = [r for r in submitted if not r["passed"]]
         if missed:
             raise CheckFailed(
@@ -117,19 +117,6 @@ def audit(
                 f"expected {missed[0]['expected']} ({missed[0]['why']})",
                 location="trb audit",
             )
-
-
-def _print_cheats(rows: list[dict[str, Any]]) -> None:
-    table = Table(title="TRB cheat audit (seven cheats submitted through trb run; one verdict)")
-    for column in ("adapter", "expected", "verdict", "why", "ran in", "result"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(
-            escape(r["adapter"]), escape(r["expected"]), escape(r["verdict"]),
-            escape(r["why"][:300]), escape(str(r.get("isolation"))),
-            "[green]caught[/]" if r["passed"] else "[bold red]MISSED[/]",
-        )  # fmt: skip
-    Console().print(table)
 
 
 def _print_goodhart(rows: list[dict[str, Any]]) -> None:

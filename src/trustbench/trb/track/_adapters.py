@@ -47,9 +47,8 @@ from typing import Any
 import torch
 
 from trustbench.core import CandidateSpec, ResolvedItem
-from trustbench.errors import CheckFailed, InputError
+from trustbench.errors import InputError
 from trustbench.providers import ChatReply, ChatRequest
-from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.instruments._oracles import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,
@@ -57,7 +56,7 @@ from trustbench.trb.instruments._oracles import (
     OutcomeOnlyOracle,
     UniformOracle,
 )
-from trustbench.trb.isolation._client import AdapterWorker, read_paths, refuse_overlap
+from trustbench.trb.isolation._client import AdapterWorker
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.proxy._chat import ChatProxyAdapter
@@ -346,55 +345,6 @@ def _proxy(
     return source, [ResolvedItem("checkpoint", f"{name} ({recipe})", path=folder / "model.pt")]
 
 
-def _user(
-    candidate: CandidateSpec, target: str, corpus: LoadedCorpus, options: TrbTrackOptions
-) -> tuple[AdapterSource, list[ResolvedItem]]:
-    if ":" not in target.strip(":") or target.count(":") != 1:
-        raise InputError(f"expected MODULE:FACTORY, got {target!r}", location=candidate.name)
-    read, roots = read_paths(target, options.adapter_read_paths)
-    refuse_overlap(
-        [p for p in read if not p.startswith(("/usr", "/lib", "/bin", "/etc", "/dev"))],
-        {"corpus": corpus.folder, "TRB cache": cache_dir()},
-    )
-    worker = AdapterWorker(target, read, roots)
-    try:
-        results = [ConformanceCheck.model_validate(r) for r in
-                   worker.conformance(options.conformance_traces)]  # fmt: skip
-    except Exception as error:
-        worker.close()
-        raise CheckFailed(
-            f"adapter {target} could not be started in its sandboxed worker: {error}",
-            location=f"candidate {candidate.name}",
-        ) from None
-    failed = [r for r in results if not r.passed]
-    if failed:
-        first = failed[0]
-        worker.close()
-        raise CheckFailed(
-            f"adapter {target} fails the conformance kit ({len(failed)} check(s)); first: "
-            f"{first.hook} / {first.check}: {first.detail}",
-            location=f"candidate {candidate.name}",
-        )
-    items = []
-    source_file = _source_file(target)
-    if source_file is not None:
-        items.append(ResolvedItem("candidate_code", target, path=source_file))
-    return AdapterSource(target, worker=worker), items
-
-
-def _source_file(target: str) -> Path | None:
-    """The factory module's file, located without importing it (its code is untrusted)."""
-    from importlib.util import find_spec
-
-    module = target.partition(":")[0]
-    try:  # a dotted name imports its parent packages, never the module itself
-        spec = find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    origin = None if spec is None else spec.origin
-    return Path(origin) if origin and Path(origin).is_file() else None
-
-
 def resolve_adapters(
     candidates: list[CandidateSpec], corpus: LoadedCorpus, options: TrbTrackOptions
 ) -> tuple[dict[str, AdapterSource], list[ResolvedItem]]:
@@ -424,6 +374,8 @@ def resolve_adapters(
             chat = {"model": candidate.model, "name": candidate.name}
             sources[candidate.name] = AdapterSource(target, chat=chat)
         else:
-            sources[candidate.name], extra = _user(candidate, target, corpus, options)
+            from trustbench.trb.track._user_adapter import user_adapter
+
+            sources[candidate.name], extra = user_adapter(candidate, target, corpus, options)
             items += [item for item in extra if item.name not in {i.name for i in items}]
     return sources, items
