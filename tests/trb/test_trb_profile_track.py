@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from tests.support.openai_server import OpenAIServer, raw_body
 from trustbench.core import read_ledger, report_run
 from trustbench.core.figures import Figure, Interval
 from trustbench.trb.proxy import parse_slot_text
-from trustbench.trb.proxy._chat import ChatProxyAdapter
 from trustbench.trb.track import PROFILE_AXES
 from trustbench.trb.track import freeze_run_report as pipeline_run
 
@@ -229,11 +227,6 @@ def _governed(body: dict[str, Any], _n: int) -> Any:
     return raw_body(_completion(plan, top))
 
 
-def chat_adapter() -> ChatProxyAdapter:
-    """`MODULE:FACTORY` for the track: a chat proxy on the test server named in the env."""
-    return ChatProxyAdapter(os.environ["TRB_TEST_CHAT_URL"], "scripted", name="chat")
-
-
 def test_chat_proxy_adapter_runs_end_to_end_through_the_track(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -242,7 +235,7 @@ def test_chat_proxy_adapter_runs_end_to_end_through_the_track(
         monkeypatch.setenv("TRB_TEST_CHAT_URL", server.base_url)
         spec = write_spec(
             tmp_path,
-            {"chat": "test_trb_profile_track:chat_adapter"},
+            {"chat": "trb_chat_factory:chat_adapter"},
             sizes="{ train = 20, eval = 3, transfer = 2 }",
             options='measures = ["governance", "grounding", "attribution", "viability", '
             '"transfer"]\nviability_rollouts = 1\nconformance_traces = 1\n'

@@ -93,7 +93,7 @@ class FixedArm(_Cheat):
             return act_on(mine)
         key = r_override.model_dump_json()
         where = self.contexts.setdefault(key, set())
-        where.add(f"{context.trace_id}#{context.t}#{len(context.observations)}")
+        where.add(context.model_dump_json())  # a distinct context: its whole history
         if len(where) >= 5 and not same_report(r_override, mine):
             return {a: 1.0 if a == "stay" else 0.0 for a in ACTIONS}
         return act_on(r_override)
