@@ -76,6 +76,7 @@ from trustbench.trb.reference import (
 from trustbench.trb.reference._token_world import load_token_lm, render_history
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.track._user_adapter import user_adapter
 from trustbench.trb.world import CorridorConfig, CorridorWorld
 
 ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
@@ -374,8 +375,7 @@ def resolve_adapters(
             chat = {"model": candidate.model, "name": candidate.name}
             sources[candidate.name] = AdapterSource(target, chat=chat)
         else:
-            from trustbench.trb.track._user_adapter import user_adapter
-
-            sources[candidate.name], extra = user_adapter(candidate, target, corpus, options)
+            worker, extra = user_adapter(candidate, target, corpus, options)
+            sources[candidate.name] = AdapterSource(target, worker=worker)
             items += [item for item in extra if item.name not in {i.name for i in items}]
     return sources, items

@@ -14,15 +14,14 @@ from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.isolation._client import AdapterWorker, read_paths, refuse_overlap
 from trustbench.trb.reference import cache_dir
-from trustbench.trb.track._adapters import AdapterSource
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._options import TrbTrackOptions
 
 
 def user_adapter(
     candidate: CandidateSpec, target: str, corpus: LoadedCorpus, options: TrbTrackOptions
-) -> tuple[AdapterSource, list[ResolvedItem]]:
-    """A `MODULE:FACTORY` candidate's source: its sandboxed worker, after the conformance kit.
+) -> tuple[AdapterWorker, list[ResolvedItem]]:
+    """A `MODULE:FACTORY` candidate's sandboxed worker (after the conformance kit) and files.
 
     Raises:
         InputError: a malformed target, or a readable path holding the corpus or the cache.
@@ -58,7 +57,7 @@ def user_adapter(
     source_file = _source_file(target)
     if source_file is not None:
         items.append(ResolvedItem("candidate_code", target, path=source_file))
-    return AdapterSource(target, worker=worker), items
+    return worker, items
 
 
 def _source_file(target: str) -> Path | None:
