@@ -10,9 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from trustbench.core import CandidateSpec, ResolvedItem
+from trustbench.core._candidate_code import MAX_FILES, ROLE
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._conformance import ConformanceCheck
-from trustbench.trb.isolation._client import AdapterWorker, read_paths, refuse_overlap
+from trustbench.trb.isolation._client import (
+    AdapterWorker,
+    _module_paths,
+    read_paths,
+    refuse_overlap,
+)
 from trustbench.trb.reference import cache_dir
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._options import TrbTrackOptions
@@ -57,7 +63,30 @@ def user_adapter(
     source_file = _source_file(target)
     if source_file is not None:
         items.append(ResolvedItem("candidate_code", target, path=source_file))
+    items += _package_items(target)  # the adapter's package as a whole, not its entry file
     return worker, items
+
+
+def _package_items(target: str) -> list[ResolvedItem]:
+    """The files of the factory's top-level package (or its single module), unimported."""
+    top = target.partition(":")[0].split(".")[0]
+    folders, _ = _module_paths(target)
+    items: dict[str, ResolvedItem] = {}
+    for root in map(Path, folders):
+        files = [root] if root.is_file() else sorted(
+            p for p in root.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        )  # fmt: skip
+        for path in files:
+            name = top if root.is_file() else f"{top}/{path.relative_to(root).as_posix()}"
+            items.setdefault(name, ResolvedItem(ROLE, name, path=path))
+        if len(items) > MAX_FILES:
+            raise InputError(
+                f"the candidate's package {top!r} holds more than {MAX_FILES} files: put the "
+                "factory in a package of its own",
+                location=target,
+            )
+    return list(items.values())
 
 
 def _source_file(target: str) -> Path | None:
