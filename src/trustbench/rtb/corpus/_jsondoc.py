@@ -13,13 +13,15 @@ import json
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema.exceptions import ValidationError as SchemaError
 from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.corpus._schemas import schema_documents
+
+if TYPE_CHECKING:  # jsonschema is imported where a document is validated, not by `run`'s imports
+    import jsonschema
+    from jsonschema.exceptions import ValidationError as SchemaError
 
 _MAX_MESSAGE = 240
 
@@ -100,6 +102,8 @@ def parse_json(rel: str, data: bytes, problems: list[Problem]) -> Any | None:
 
 @cache
 def _validator(schema_name: str, policy_id: str | None = None) -> jsonschema.Draft202012Validator:
+    import jsonschema
+
     return jsonschema.Draft202012Validator(schema_documents(policy_id)[schema_name])
 
 

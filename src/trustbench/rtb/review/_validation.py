@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.rtb.corpus._formats import FORMATS, CorpusFormat
@@ -31,6 +30,9 @@ from trustbench.rtb.corpus._models import CandidateInput, Case, ReviewerResponse
 from trustbench.rtb.corpus._models_v2 import CandidateInputV2, CaseV2, ReviewerResponseV2
 from trustbench.rtb.review._findings import discrepancy_gaps
 from trustbench.rtb.review.reviewers._llm import extract_json_object
+
+if TYPE_CHECKING:  # imported on first validation: `run` only records replies (start-up, issue 35)
+    from jsonschema import Draft202012Validator
 
 _VALIDATORS: dict[str, Draft202012Validator] = {}
 """Schema validator per policy id, built on first use."""
@@ -46,6 +48,8 @@ def _format_of(value: object, attribute: str) -> CorpusFormat:
 
 def _validator(corpus_format: CorpusFormat) -> Draft202012Validator:
     if corpus_format.policy_id not in _VALIDATORS:
+        from jsonschema import Draft202012Validator
+
         schema = corpus_format.response_model.model_json_schema()
         _VALIDATORS[corpus_format.policy_id] = Draft202012Validator(schema)
     return _VALIDATORS[corpus_format.policy_id]

@@ -17,6 +17,7 @@ and graded `missing`: never approval.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trustbench
 from trustbench.core import (
@@ -31,7 +32,6 @@ from trustbench.core import (
     TrialOutcome,
     cross_product,
 )
-from trustbench.core._report_run import ReportResult
 from trustbench.errors import InputError
 from trustbench.providers import ChatRequest
 from trustbench.rtb.corpus._export import new_evaluation_id
@@ -47,6 +47,9 @@ from trustbench.rtb.corpus._track_corpus import (
 from trustbench.rtb.review._options import parse_options, select_cases
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
+
+if TYPE_CHECKING:  # the report step (matplotlib included) is imported only by `report`
+    from trustbench.core._report_run import ReportResult
 
 BUILTIN_REVIEWER_ENTRY = "trustbench.rtb.review.reviewers:chat_responder"
 """Entry of the built-in in-process reviewers (named by `settings.reviewer`)."""
