@@ -33,7 +33,9 @@ from trustbench.core.report import (
     subject_verdicts,
     write_record_json,
     write_report_html,
+    write_trial_rows,
 )
+from trustbench.core.report._trial_rows import TRIAL_ROWS_FILE
 from trustbench.core.report._verdict import Verdict, release_blocked
 from trustbench.errors import CheckFailed, InputError
 
@@ -188,6 +190,9 @@ def report_run(run_dir: Path) -> ReportResult:
             for subject, figures in analysis.subjects.items()
         },
         "qualifications": analysis.qualifications,
+        # Per-trial rows live beside the record (one JSON line each); the record names the
+        # file and commits to it by digest, and stays small however long the run.
+        "trial_rows": write_trial_rows(run_dir / TRIAL_ROWS_FILE, analysis.trial_rows),
         **analysis.record,
     }
     record_path = write_record_json(run_dir / "record.json", record)

@@ -327,6 +327,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         instruments=frozenset(instruments),
         response_figures=RESPONSE_FIGURES,
         expected_to_fail=frozenset(instruments),  # every sentinel is built to fail a gate
+        trial_rows={"review": trial_records},
         record={
             "review": {
                 "corpus_version": corpus.version,
@@ -341,7 +342,6 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 "breakdowns": breakdowns,
                 "paired": paired_records,
                 "chains": chain_records,
-                "trials": trial_records,
                 "human": human_record,
                 "corpus_saturation": saturation.model_dump(mode="json"),
             }

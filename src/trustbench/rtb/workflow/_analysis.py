@@ -268,7 +268,6 @@ def analyze_workflow_run(
             "by_kind": {name: _dump(b) for name, b in by_kind.items()},
             "by_group": {name: _dump(b) for name, b in by_group.items()},
             "units": UNITS_NOTE,
-            "trials": rows,
             "failed_trials": failed,
             "leak_scan": leak_scan,
             "harness_code_changed": code_changed,
@@ -289,6 +288,7 @@ def analyze_workflow_run(
             name for name in scripted if built_to_fail(configs[name].agent, configs[name].boundary)
         ),
         record=record,
+        trial_rows={"workflow": rows},
     )
 
 
