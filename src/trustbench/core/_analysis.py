@@ -94,5 +94,10 @@ class Analyzer(Protocol):
     """A track that can grade a finished (or partial) run from its ledger."""
 
     def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
-        """Grade the run and return figures, report blocks and record content."""
+        """Grade the run and return figures, report blocks and record content.
+
+        A track whose grading reads no attempt's `request` or `raw_response` (only outcomes,
+        latencies, tokens, costs) may set a class attribute `reads_attempt_texts = False`: the
+        report then reads the ledger without them (`read_ledger(attempt_texts=False)`).
+        """
         ...

@@ -139,7 +139,9 @@ def report_run(run_dir: Path) -> ReportResult:
     # Grading reads the corpus (its answer key included): it must be the corpus frozen before
     # the run, or an edited reference decision would silently re-grade the recorded replies.
     check_inputs(manifest, track)
-    ledger = read_ledger(run_dir)
+    # A track that grades from outcomes alone says so (`reads_attempt_texts = False`), and its
+    # report then never decompresses or holds the attempts' request and response texts.
+    ledger = read_ledger(run_dir, attempt_texts=getattr(track, "reads_attempt_texts", True))
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
     complete = not verification.problems
     # Evaluability first: the valid-response rate leads every subject's figures, and a subject

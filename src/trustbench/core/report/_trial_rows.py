@@ -52,8 +52,7 @@ def write_trial_rows(
             for part, rows in parts.items():
                 counts[part] = 0
                 for row in rows:
-                    pointer = f"{target}#{part}/{counts[part]}"
-                    line = _line({"part": part, **to_jsonable(row, pointer)})  # type: ignore[dict-item]
+                    line = _line(part, row, f"{target}#{part}/{counts[part]}")
                     stream.write(line)
                     digest.update(line)
                     counts[part] += 1
@@ -64,12 +63,38 @@ def write_trial_rows(
     return {"file": target.name, "rows": counts, "sha256": digest.hexdigest()}
 
 
-def _line(row: dict[str, Any]) -> bytes:
+def _line(part: str, row: Mapping[str, Any], pointer: str) -> bytes:
+    """One row as a line, by `json`'s C encoder.
+
+    Rows are mostly plain JSON values, which the encoder takes as they are; only a value it
+    cannot take (a model, an enum, NaN) goes through `to_jsonable`, which converts it or names
+    it by JSON pointer, instead of every row being copied through `to_jsonable` first.
+    """
     try:
-        text = json.dumps(row, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except ValueError as error:  # to_jsonable refuses NaN first; kept as a second guard
-        raise InputError(f"trial row is not JSON: {error}") from None
+        text = json.dumps(
+            {"part": part, **row},
+            sort_keys=True,
+            ensure_ascii=False,
+            allow_nan=False,
+            default=_unusual,
+        )
+    except (TypeError, ValueError):
+        converted = to_jsonable(row, pointer)  # raises InputError naming the value's pointer
+        try:
+            text = json.dumps(
+                {"part": part, **converted},  # type: ignore[dict-item]
+                sort_keys=True,
+                ensure_ascii=False,
+                allow_nan=False,
+            )
+        except ValueError as error:
+            raise InputError(f"trial row is not JSON: {error}", location=pointer) from None
     return text.encode("utf-8") + b"\n"
+
+
+def _unusual(value: Any) -> Any:
+    """A value the C encoder cannot write (a model, an enum, a path): its plain JSON form."""
+    return to_jsonable(value)
 
 
 def iter_trial_rows(run_dir: Path, part: str | None = None) -> Iterator[dict[str, Any]]:

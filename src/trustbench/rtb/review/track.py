@@ -58,6 +58,10 @@ BUILTIN_REVIEWER_ENTRY = "trustbench.rtb.review.reviewers:chat_responder"
 class ReviewTrack:
     """The `rtb/review` track: resolve the corpus, plan every (case, candidate, k), run, grade."""
 
+    reads_attempt_texts = False
+    """Grading reads each trial's recorded outcome (the reply) and its attempts' latency, tokens
+    and cost, never an attempt's request or raw response: `report` skips those texts."""
+
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
         self._cases: dict[str, dict[str, Case | CaseV2]] = {}
