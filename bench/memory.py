@@ -3,9 +3,10 @@
 Run: `python -m bench.memory` from the repository root (options: `--help`).
 
 - `run`: the in-process reference-policy reviewer on the built-in corpus (50 cases, K = trials /
-  50), `run_experiment` in a fresh process, at each of `--run-trials` (default 5,000 and 50,000;
-  add 200,000 where a few minutes allow). Target: peak RSS at the largest size within 1.2x of
-  the smallest (a run holds the plan and the trials in flight, nothing per finished trial).
+  50), `trustbench run RUN --quiet` as a process (exec to exit), at each of `--run-trials`
+  (default 5,000 and 50,000; add 200,000 where a few minutes allow). Target: peak RSS at the
+  largest size within 1.2x of the smallest (a run holds the plan and the trials in flight,
+  nothing per finished trial).
   Then `trustbench report` on the same folder, as a process: target its wall at most the run's.
 - `report` on generated ledgers (`bench/_ledger_fixture.py`: the reviewer workload's real rows,
   HTTP-shaped attempts, written in batches) of `--report-trials` (default 50,000 and 1,000,000):
@@ -45,14 +46,14 @@ def _report_line(label: str, figures: dict[str, Any], trials: int) -> str:
 
 
 def _runs(sizes: list[int], tmp: Path) -> None:
-    print("  run (in-process reviewer, run_experiment in a fresh process), then report")
+    print("  `trustbench run` (in-process reviewer) then `trustbench report`, both as processes")
     runs: dict[int, dict[str, Any]] = {}
     for trials in sizes:
         folder = tmp / f"run{trials}"
         spec = spec_text(
             base_url=None, cases=CASES, trials_per_case=trials // CASES, concurrency=16
         )
-        ran = phase("trustbench_run", run_dir=str(folder), spec=spec)
+        ran = phase("cli_run", run_dir=str(folder), spec=spec)
         assert ran["completed"] == trials, ran
         reported = phase("cli_report", run_dir=str(folder))
         runs[trials] = {"run": ran, "report": reported}

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         TRIAL_ROWS_FILE,
         iter_trial_rows,
         read_trial_rows,
+        trial_rows_problems,
         write_trial_rows,
     )
     from trustbench.core.report._verdict import (
@@ -76,6 +77,7 @@ __all__ = [
     "sorted_gates",
     "subject_verdicts",
     "to_jsonable",
+    "trial_rows_problems",
     "write_record_json",
     "write_report_html",
     "write_trial_rows",
