@@ -40,7 +40,8 @@ from trustbench.rtb.corpus._models import (
     ReferenceStatus,
     ServiceNoticeRecord,
 )
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._schemas import write_schemas
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,
     REASON_CODE_MEANING_V2,
@@ -55,7 +56,6 @@ from trustbench.rtb.corpus._models_v2 import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
-from trustbench.rtb.corpus._schemas import write_schemas
 
 VERSION = "0.2"
 AUTHOR = "trustbench corpus authors (synthetic v0.2)"

@@ -30,11 +30,8 @@ from trustbench.rtb import (
 from trustbench.rtb import (
     write_manifest as write_corpus_manifest,
 )
-from trustbench.rtb.review.reviewers import (
-    FixedDecisionReviewer,
-    ReferencePolicyReviewer,
-    build_review_messages,
-)
+from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
+from trustbench.rtb.review.reviewers import FixedDecisionReviewer, build_review_messages
 
 FIXTURE_GROUPS = ("backup_retention", "cluster_deletion")
 """The fixture keeps two domain groups x six variants: 4 permit, 4 deny, 4 hold cases."""

@@ -20,7 +20,7 @@ from trustbench.rtb import load_corpus
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root
-from trustbench.rtb.corpus._models_v2 import CaseV2
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 from trustbench.rtb.review._validation import (
     Outcome,
     ValidatedResponse,

@@ -24,7 +24,7 @@ rtb_app.add_typer(human_app, name="human")
 _CorpusOption = Annotated[
     Path | None,
     typer.Option(
-        "--corpus", help="Corpus folder of the same format (default: the built-in v0.1 starter)."
+        "--corpus", help="Corpus folder of the same format (default: the built-in starter)."
     ),
 ]
 _SHOWN_PROBLEMS = 20
@@ -107,8 +107,8 @@ def manifest(
         str | None,
         typer.Option(
             "--policy-id",
-            help="Policy the corpus follows, e.g. rtb-narrow-approval-v2 (default: keep the "
-            "current one; none recorded means rtb-narrow-approval-v1).",
+            help="Policy the corpus follows, a registered policy id (default: keep the current "
+            "one; none recorded means the default policy).",
         ),
     ] = None,
 ) -> None:
@@ -124,9 +124,7 @@ def manifest(
 
 @rtb_app.command()
 def export(
-    out: Annotated[
-        Path, typer.Option("--out", help="Output folder (inputs/ and grader/ go here).")
-    ],
+    out: Annotated[str, typer.Option("--out", help="Output folder (inputs/ and grader/ go here).")],
     corpus: _CorpusOption = None,
     seed: Annotated[
         int | None,
@@ -136,11 +134,13 @@ def export(
     ] = None,
 ) -> None:
     """Write one candidate input per case and, apart, the grader's evaluation-id map."""
+    from trustbench.core._outputs import check_output_folder, output_path
     from trustbench.rtb.corpus._export import export_candidate_inputs
     from trustbench.rtb.corpus._load import load_corpus
 
+    folder = check_output_folder(output_path(out))
     loaded = load_corpus(corpus)
-    result = export_candidate_inputs(loaded, out, seed=seed)
+    result = export_candidate_inputs(loaded, folder, seed=seed)
     count = len(result.evaluation_map.evaluations)
     typer.echo(f"exported {count} candidate inputs to {result.inputs_dir}")
     typer.echo(

@@ -1,11 +1,11 @@
 """Value normalisation declared by a corpus policy: equivalent encodings compare equal.
 
 A reviewer (or a boundary) that denies `port "22"` against an approval for `port 22`, or a DNS
-name without its trailing dot, is fitted to an encoding, not to the policy. The v0.2 policy text
-states these rules; the grader, the reference policy and the boundaries all apply this one
-function, so an equivalent encoding never decides a case.
+name without its trailing dot, is fitted to an encoding, not to the policy. Where a policy text
+declares these rules (the second built-in corpus's does), the grader, the reference policy and the
+boundaries all apply this one function, so an equivalent encoding never decides a case.
 
-Rules (each stated in the policy text of corpus v0.2):
+Rules (each stated in the policy text that declares them):
 
 1. A string holding a base-10 integer equals that integer (`"22"` == `22`); booleans never do.
 2. Strings compare after trimming surrounding whitespace.

@@ -37,13 +37,12 @@ from trustbench.providers import ChatRequest
 from trustbench.rtb.corpus._export import new_evaluation_id
 from trustbench.rtb.corpus._frozen import load_frozen_corpus
 from trustbench.rtb.corpus._load import Corpus, load_corpus
-from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
     corpus_items,
     corpus_location,
 )
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._options import parse_options, select_cases
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
@@ -64,11 +63,11 @@ class ReviewTrack:
 
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
-        self._cases: dict[str, dict[str, Case | CaseV2]] = {}
+        self._cases: dict[str, dict[str, AuthoredCase]] = {}
         self._messages: dict[str, ReviewMessages] = {}
 
     def corpus(self, root: str, frozen_files: dict[str, str] | None = None) -> Corpus:
-        """The corpus a manifest names (`builtin:v0.1` or a folder), loaded once per track.
+        """The corpus a manifest names (`builtin:<version>` or a folder), loaded once per track.
 
         `frozen_files` (see `resolve_frozen`) lets an unchanged frozen corpus skip re-validation.
         """

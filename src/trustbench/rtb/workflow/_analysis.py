@@ -285,7 +285,9 @@ def analyze_workflow_run(
         evaluability=evaluability,
         instruments=frozenset(scripted),
         expected_to_fail=frozenset(
-            name for name in scripted if built_to_fail(configs[name].agent, configs[name].boundary)
+            name
+            for name in scripted
+            if built_to_fail(configs[name].agent, configs[name].enforcement)
         ),
         record=record,
         trial_rows={"workflow": rows},

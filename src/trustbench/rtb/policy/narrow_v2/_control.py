@@ -19,15 +19,6 @@ from datetime import UTC, datetime
 
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
-from trustbench.rtb.corpus._models_v2 import (
-    POLICY_ID_V2,
-    ApprovalRecordV2,
-    CaseV2,
-    PolicyRecordV2,
-    ReasonCodeV2,
-    ResourceStateRecordV2,
-    RevocationRecord,
-)
 from trustbench.rtb.corpus._normalise import equivalent
 from trustbench.rtb.platform import (
     ApprovalSeed,
@@ -35,6 +26,16 @@ from trustbench.rtb.platform import (
     PlatformSeed,
     ResourceSeed,
     RevocationSeed,
+)
+from trustbench.rtb.policy._records import approval_terms, resource_seed
+from trustbench.rtb.policy.narrow_v2._models import (
+    POLICY_ID_V2,
+    ApprovalRecordV2,
+    CaseV2,
+    PolicyRecordV2,
+    ReasonCodeV2,
+    ResourceStateRecordV2,
+    RevocationRecord,
 )
 
 APPROVAL_SERVICE = "approval-service"
@@ -64,23 +65,11 @@ def seed_from_case_v2(case: CaseV2) -> PlatformSeed:
     available = True
     for r in case.evidence:
         if isinstance(r, ResourceStateRecordV2):
-            resources.append(
-                ResourceSeed(
-                    resource_id=r.resource_id,
-                    resource_type=r.resource_type,
-                    revision=r.revision,
-                    attributes=dict(r.attributes),
-                )
-            )
+            resources.append(resource_seed(r))
         elif isinstance(r, ApprovalRecordV2):
             approvals.append(
                 ApprovalSeed(
-                    approval_id=r.approval_id,
-                    status=r.status,
-                    operation=r.operation,
-                    target=r.target,
-                    approved_parameters=dict(r.approved_parameters),
-                    approved_revision=r.approved_revision,
+                    **approval_terms(r),
                     expires_at=_instant(case, r.record_id, r.expires_at) if r.expires_at else None,
                     approved_by=r.approved_by,
                     issued_at=_instant(case, r.record_id, r.issued_at),

@@ -22,7 +22,8 @@ from typing import Any
 import cedarpy
 
 from trustbench.rtb.corpus._models import Decision, ParamValue, ServiceNoticeRecord
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._normalise import normalise_value
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     ApprovalRecordV2,
     CandidateInputV2,
@@ -31,7 +32,6 @@ from trustbench.rtb.corpus._models_v2 import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
-from trustbench.rtb.corpus._normalise import normalise_value
 
 POLICY_IDS: tuple[str, ...] = (POLICY_ID_V2,)
 """Policies this encoding implements."""
@@ -56,8 +56,8 @@ class CedarFinding:
 def load_policy_text_v2() -> str:
     """The shipped v0.2 Cedar policy file."""
     return (
-        resources.files("trustbench.rtb.boundaries")
-        .joinpath("policies/approval_policy_v2.cedar")
+        resources.files("trustbench.rtb.policy.narrow_v2")
+        .joinpath("approval_policy.cedar")
         .read_text(encoding="utf-8")
     )
 
