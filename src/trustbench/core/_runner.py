@@ -228,11 +228,10 @@ async def _run_into_ledger(
         # keys, once, in seeded order. The frozen list, the finished ids and the ordered copy
         # are dropped before the trials start (issue 30: memory bounded by the work in flight).
         order = trial_order(keys, spec.order_seed)
-        del keys
         remaining = [
             (position, key) for position, key in enumerate(order) if key.trial_id not in finished
         ]
-        del order, finished
+        del keys, order, finished
         if limit is not None:
             # The first `limit` remaining trials of the seeded interleaved order: every candidate
             # gets its share, and the rest stay unrun (reported "not run") until a later run.
@@ -285,8 +284,7 @@ async def _run_into_ledger(
             progress.start(planned, finished_before)
             execution.done = finished_before
             workers_wanted = min(spec.concurrency, len(remaining))
-            pending = _handed_out(remaining)
-            del remaining
+            pending = _handed_out(remaining)  # clears each slot as it hands the trial out
             checkpointing = False
 
             async def worker() -> None:

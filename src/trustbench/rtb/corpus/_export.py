@@ -12,11 +12,16 @@ Every input is checked before anything is written: it must match the candidate-i
 the model, and a leak scan against the grader-only values of *every* case in the corpus must find
 nothing. Evaluation ids come from the OS's CSPRNG (128 bits) unless a seed is given for a
 reproducible export; seeded ids are predictable to anyone who knows the seed.
+
+The inputs are written in a shuffled order (seeded with the export's seed, else from the CSPRNG)
+and all get one fixed modification time, `INPUT_MTIME`: neither the files' times nor the order
+in which the file system allocated them can reproduce the corpus's case order.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,9 @@ from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._schemas import build_schema, schema_text
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.policy._registry import policy_for, policy_of
+
+INPUT_MTIME = 946_684_800
+"""Modification and access time of every exported input (2000-01-01T00:00:00Z), one for all."""
 
 EVALUATION_MAP_PATH = "grader/evaluation_map.json"
 """Where an export keeps the grader-side map, relative to its output folder."""
@@ -152,9 +160,13 @@ def export_candidate_inputs(corpus: Corpus, out_dir: Path, seed: int | None = No
 
     inputs_dir = out_dir / "inputs"
     inputs_dir.mkdir(parents=True, exist_ok=True)
-    for evaluation_id, candidate in prepared.items():
+    order = list(prepared.items())
+    (rng or random.SystemRandom()).shuffle(order)
+    for evaluation_id, candidate in order:
         text = json.dumps(candidate.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        (inputs_dir / f"{evaluation_id}.json").write_text(text, encoding="utf-8")
+        path = inputs_dir / f"{evaluation_id}.json"
+        path.write_text(text, encoding="utf-8")
+        os.utime(path, (INPUT_MTIME, INPUT_MTIME))
     prompt_path = out_dir / "review_prompt.md"
     prompt_path.write_text(corpus.review_prompt, encoding="utf-8")
     response_schema_path = out_dir / "reviewer_response.schema.json"

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
     from trustbench.rtb.corpus._problem import Problem
     from trustbench.rtb.platform import ControlRequest, FaultType, PlatformSeed, PlatformView
+    from trustbench.rtb.policy._finding_rules import FindingRules
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
@@ -133,6 +134,10 @@ class CorpusPolicy(Protocol):
     """Prefix of each shipped schema's `$id` (the file stem follows)."""
     structured_discrepancies: bool
     """Whether a response carries `discrepancies` (then every finding's are checked for truth)."""
+    finding_rules: FindingRules
+    """Every rule the grader applies to a finding's citations and discrepancies, as data, with
+    the sentence the review prompt states it in (`trustbench.rtb.policy._finding_rules`); a test
+    holds every corpus prompt of the policy to those sentences."""
     reviewers: Mapping[str, Callable[[int], Reviewer]]
     """The deterministic reviewers implementing this policy: name -> factory(seed)."""
     source_files: tuple[str, ...]

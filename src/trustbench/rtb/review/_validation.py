@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
+from trustbench.rtb.policy._finding_rules import CitationRule
 from trustbench.rtb.policy._protocol import AuthoredCase, CorpusPolicy
 from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._findings import discrepancy_gaps
@@ -168,10 +169,6 @@ def validate_response(raw: str | None, candidate_input: BaseModel) -> ValidatedR
     return ValidatedResponse(outcome=Outcome(response.decision.value), response=response)
 
 
-MAX_EXTRA_CITATIONS = 1
-"""Non-decisive, non-policy records a supported finding may cite besides every decisive one."""
-
-
 def _code_gaps(
     response: Any,
     acceptable: list[str],
@@ -190,15 +187,13 @@ def _code_gaps(
     return gaps
 
 
-def _citation_gaps(response: Any, case: AuthoredCase) -> list[str]:
-    """Citations must be precise: every decisive record, and little else.
+def _citation_gaps(response: Any, case: AuthoredCase, rules: CitationRule) -> list[str]:
+    """Citations must cover every decisive record and stay within the policy's stated limits.
 
-    Rule: every decisive record is cited; a policy record may always be cited (the rule applied is
-    never an irrelevant citation); of the other non-decisive records at most
-    `MAX_EXTRA_CITATIONS` may be cited, and never all of them. Without the last clause, listing
-    every record id would pass on every case of the first starter (three records, at most one
-    non-decisive); with it, a list of everything is never precise, while a reviewer that cites
-    one record of context in a larger input is not penalised.
+    Rule (data, `CorpusPolicy.finding_rules.citations`, stated verbatim in the prompt): every
+    decisive record is cited; records of the rule's free kinds may always be cited; of the other
+    non-decisive records at most `max_other` may be cited, and (where the rule says so) never all
+    of them.
     """
     decisive = set(case.expectations.decisive_record_ids)
     cited = list(dict.fromkeys(response.evidence_refs))
@@ -206,14 +201,16 @@ def _citation_gaps(response: Any, case: AuthoredCase) -> list[str]:
     uncited = [rid for rid in case.expectations.decisive_record_ids if rid not in cited]
     if uncited:
         gaps.append(f"decisive record(s) not cited: {uncited}")
-    others = {r.record_id for r in case.evidence if getattr(r, "kind", None) != "policy"} - decisive
+    free = set(rules.free_kinds)
+    others = {r.record_id for r in case.evidence if getattr(r, "kind", None) not in free}
+    others -= decisive
     extra = [rid for rid in cited if rid in others]
-    if extra and set(extra) == others:
+    if extra and rules.never_all_others and set(extra) == others:
         gaps.append(f"cites every non-decisive record {sorted(others)}: not a precise citation")
-    elif len(extra) > MAX_EXTRA_CITATIONS:
+    elif len(extra) > rules.max_other:
         gaps.append(
-            f"cites {len(extra)} non-decisive records {extra} "
-            f"(at most {MAX_EXTRA_CITATIONS} tolerated)"
+            f"cites {len(extra)} non-decisive record(s) {extra} of kinds the prompt says not to "
+            f"cite unless decisive (at most {rules.max_other} tolerated)"
         )
     return gaps
 
@@ -225,8 +222,8 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
     decision, and
     - uses reason codes that each imply that decision (no contradictory code) and are each among
       the case's acceptable codes;
-    - cites every decisive record and, besides policy records, at most one other record and never
-      every non-decisive one (see `_citation_gaps`);
+    - cites every decisive record and otherwise stays within the policy's citation rule (see
+      `_citation_gaps`);
     - in a policy with structured discrepancies (`CorpusPolicy.structured_discrepancies`), carries
       discrepancies that cover the case's `decisive_discrepancies` and are all true against the
       visible evidence (`trustbench.rtb.review._findings.discrepancy_gaps`);
@@ -271,7 +268,8 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
             f"{expected.reference_decision.value}"
         )
     gaps += _code_gaps(response, acceptable, corpus_format)
-    gaps += _citation_gaps(response, case)
+    rules = corpus_format.finding_rules
+    gaps += _citation_gaps(response, case, rules.citations)
     if corpus_format.structured_discrepancies:
         # Every finding of a format with structured discrepancies is checked, a permit too:
         # nothing cited may be false, and the decisive ones (if any) must be covered.
@@ -279,12 +277,13 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
             getattr(response, "discrepancies", None),
             decisive,
             [record.model_dump(mode="json") for record in case.evidence],
-            # The request side a "proposed value" may come from: the proposal, and the stated
+            # The request side a "proposed value" comes from: the proposal, and the stated
             # evaluation time an expiry is judged at (both candidate-visible).
             {
                 "proposal": case.proposal.model_dump(mode="json"),
                 "as_of": getattr(case, "as_of", None),
             },
+            rules,
         )
     return gaps
 

@@ -12,13 +12,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from importlib import resources
 from typing import Any
 
 import cedarpy
 
-from trustbench.rtb.boundaries._policy import PolicyResult, canonical_parameters
+from trustbench.rtb.boundaries._policy import PolicyResult
 from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import (
     Approval,
@@ -26,7 +27,6 @@ from trustbench.rtb.platform import (
     ControlRequest,
     PlatformView,
 )
-from trustbench.rtb.policy.narrow_v1._boundary import no_resource
 
 TEMPLATE_ID = "approved-change"
 """`@id` of the approval template in the policy file."""
@@ -37,6 +37,26 @@ _DENY_REASONS = {
     ReasonCode.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS,
     ReasonCode.OPERATION_NOT_APPROVED,
 }
+
+
+def _cedar_parameters(parameters: dict[str, Any]) -> str:
+    """Parameters as one Cedar string, written on this side.
+
+    No helper is shared with the reference boundary: key order never matters and every scalar
+    keeps its JSON type, so `true` never equals `1`, while `1.0` and `1` are one JSON number
+    (the v0.1 policy declares no other equivalence).
+    """
+
+    def number(value: Any) -> Any:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, list):
+            return [number(item) for item in value]
+        if isinstance(value, dict):
+            return {key: number(item) for key, item in value.items()}
+        return value
+
+    return json.dumps(number(parameters), sort_keys=True, separators=(",", ":"))
 
 
 def load_policy_text() -> str:
@@ -107,7 +127,11 @@ class CedarEvaluator:
             )
         resource = platform.resource(request.target)
         if resource is None:
-            return no_resource(request.target)
+            return PolicyResult(
+                Decision.HOLD,
+                ReasonCode.INSUFFICIENT_EVIDENCE,
+                detail=f"no resource {request.target!r}",
+            )
         if not approvals:
             return PolicyResult(
                 Decision.HOLD,
@@ -129,7 +153,7 @@ class CedarEvaluator:
                     "status": a.status,
                     "operation": a.operation,
                     "target": a.target,
-                    "parameters": canonical_parameters(a.approved_parameters).decode(),
+                    "parameters": _cedar_parameters(a.approved_parameters),
                     "approved_revision": a.approved_revision,
                     "expires_at_ms": _ms(a),
                     "scope": {"__entity": {"type": "Resource", "id": a.target}},
@@ -141,7 +165,7 @@ class CedarEvaluator:
         context = {
             "target": request.target,
             "operation": request.operation,
-            "parameters": canonical_parameters(request.parameters).decode(),
+            "parameters": _cedar_parameters(request.parameters),
             "proposal_revision": request.resource_revision,
             "now_ms": int(platform.now().timestamp() * 1000),
         }

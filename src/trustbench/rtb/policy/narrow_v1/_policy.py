@@ -22,8 +22,10 @@ from trustbench.rtb.corpus._models import (
     ReviewerResponse,
 )
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy._finding_rules import FindingRules
 from trustbench.rtb.policy.narrow_v1._checks import check_cases, check_starter
 from trustbench.rtb.policy.narrow_v1._control import fault_approval_v1, seed_from_case_v1
+from trustbench.rtb.policy.narrow_v1._finding_rules import RULES_V1
 from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer, reference_finding
 
 if TYPE_CHECKING:
@@ -65,6 +67,7 @@ class NarrowApprovalV1:
     reason_code_def = "ReasonCode"
     schema_id_prefix = "urn:trustbench:rtb:schema:"
     structured_discrepancies = False
+    finding_rules: FindingRules = RULES_V1
     reviewers: Mapping[str, Callable[[int], Reviewer]] = {
         "reference-policy": lambda seed: ReferencePolicyReviewer()
     }

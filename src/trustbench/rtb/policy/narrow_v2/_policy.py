@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
+from trustbench.rtb.policy._finding_rules import FindingRules
 from trustbench.rtb.policy.narrow_v2._checks import check_cases_v2
 from trustbench.rtb.policy.narrow_v2._control import fault_approval_v2, seed_from_case_v2
+from trustbench.rtb.policy.narrow_v2._finding_rules import RULES_V2
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,
@@ -59,6 +61,7 @@ class NarrowApprovalV2:
     reason_code_def = "ReasonCodeV2"
     schema_id_prefix = f"urn:trustbench:rtb:{POLICY_ID_V2}:schema:"
     structured_discrepancies = True
+    finding_rules: FindingRules = RULES_V2
     reviewers: Mapping[str, Callable[[int], Reviewer]] = {
         "reference-policy-v2": lambda seed: cast("Reviewer", ReferencePolicyV2Reviewer())
     }
