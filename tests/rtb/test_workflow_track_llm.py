@@ -15,6 +15,7 @@ from tests.support.openai_server import (
     openai_server,  # noqa: F401  (pytest fixture)
     reply,
 )
+from tests.support.records import full_record
 
 from trustbench.core import read_ledger
 
@@ -91,7 +92,7 @@ def run(
     assert code == run_code, out
     code, out = invoke("report", str(run_dir))
     assert code == report_code, out
-    return json.loads((run_dir / "record.json").read_text()), run_dir
+    return full_record(run_dir), run_dir
 
 
 def test_llm_agent_completes_through_ctx_chat_and_is_graded_from_the_observer(

@@ -18,7 +18,7 @@ import asyncio
 import fcntl
 import os
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,9 +195,9 @@ async def _run(
 
         pool = RayTrialPool.start(manifest, address)
     try:
-        return await _run_into_ledger(
-            run_dir, manifest, track, keys, progress, executor, pool, limit
-        )
+        running = _run_into_ledger(run_dir, manifest, track, keys, progress, executor, pool, limit)
+        del keys  # held by the run alone, which drops it once the trials are ordered
+        return await running
     finally:
         if pool is not None:
             pool.close()
@@ -223,8 +223,15 @@ async def _run_into_ledger(
             )
         next_execution, abandoned = _mark_abandoned(ledger)
         ledger.start_writer()  # SQLite commits off the event loop from here on
-        order = list(enumerate(trial_order(keys, spec.order_seed)))
-        remaining = [(position, key) for position, key in order if key.trial_id not in finished]
+        planned, finished_before = len(keys), len(finished)
+        # The plan is the one per-trial state a run holds (besides the trials in flight): the
+        # keys, once, in seeded order. The frozen list, the finished ids and the ordered copy
+        # are dropped before the trials start (issue 30: memory bounded by the work in flight).
+        order = trial_order(keys, spec.order_seed)
+        remaining = [
+            (position, key) for position, key in enumerate(order) if key.trial_id not in finished
+        ]
+        del keys, order, finished
         if limit is not None:
             # The first `limit` remaining trials of the seeded interleaved order: every candidate
             # gets its share, and the rest stay unrun (reported "not run") until a later run.
@@ -268,15 +275,16 @@ async def _run_into_ledger(
                     "pid": os.getpid(),
                     "executor": executor,
                     "trustbench_version": trustbench.__version__,
-                    "planned": len(keys),
-                    "finished_before": len(finished),
+                    "planned": planned,
+                    "finished_before": finished_before,
                     "remaining": len(remaining),
                 },
             )
             ledger.anchor(force=True)
-            progress.start(len(keys), len(finished))
-            execution.done = len(finished)
-            pending = iter(remaining)
+            progress.start(planned, finished_before)
+            execution.done = finished_before
+            workers_wanted = min(spec.concurrency, len(remaining))
+            pending = _handed_out(remaining)  # clears each slot as it hands the trial out
             checkpointing = False
 
             async def worker() -> None:
@@ -288,16 +296,13 @@ async def _run_into_ledger(
                     ledger.checkpoint_ahead()
 
             try:
-                workers = [
-                    asyncio.create_task(worker())
-                    for _ in range(min(spec.concurrency, len(remaining)))
-                ]
+                workers = [asyncio.create_task(worker()) for _ in range(workers_wanted)]
                 await asyncio.gather(*workers)
             finally:
                 progress.close()
         summary = RunSummary(
-            planned=len(keys),
-            finished_before=len(finished),
+            planned=planned,
+            finished_before=finished_before,
             completed=execution.completed,
             failed=execution.failed,
             attempts=services.attempts,
@@ -308,12 +313,26 @@ async def _run_into_ledger(
         # the chain and (as the new head) in ledger.head, so a cut after it is detectable.
         ledger.event(
             "run_finished",
-            {**summary.__dict__, "finished": len(ledger.finished_trial_ids()), "head": ledger.head},
+            {**summary.__dict__, "finished": ledger.finished_trial_count(), "head": ledger.head},
         )
         ledger.anchor(force=True)
         return summary
     finally:
         ledger.close()
+
+
+def _handed_out(
+    remaining: list[tuple[int, TrialKey]],
+) -> Iterator[tuple[int, TrialKey]]:
+    """The remaining trials in order, each entry released once handed out.
+
+    A worker holds its own trial; the list's slot is cleared as it is taken, so trials that
+    finished are no longer referenced by the run (their outcomes went to the ledger).
+    """
+    for index in range(len(remaining)):
+        item = remaining[index]
+        remaining[index] = None  # type: ignore[call-overload]
+        yield item
 
 
 def run_experiment(

@@ -86,17 +86,38 @@ the run finished, but that candidate's results cannot be evidence of anything.""
 
 
 def _candidates_that_never_completed(run_dir: Path) -> dict[str, str]:
-    """Candidate -> error classes, for candidates whose every finished trial failed."""
-    from trustbench.core._export import read_ledger
+    """Candidate -> error classes, for candidates whose every finished trial failed.
 
-    trials: dict[str, list[dict[str, object]]] = {}
-    for trial in read_ledger(run_dir).trials:
-        trials.setdefault(str(trial["candidate"]), []).append(trial)
-    return {
-        name: ", ".join(sorted({str(t.get("error_class") or "unknown") for t in rows}))
-        for name, rows in trials.items()
-        if all(t["status"] != "completed" for t in rows)
-    }
+    Counted by SQLite over the trials table: reading the whole ledger back (every attempt's
+    request and response decompressed) made this check grow with the run, in memory and time,
+    after the run itself had finished (issue 30).
+    """
+    from trustbench.core._ledger import open_for_reading
+
+    connection = open_for_reading(run_dir)
+    try:
+        never = [
+            str(name)
+            for name, completed in connection.execute(
+                "SELECT candidate, MAX(status = 'completed') FROM trials GROUP BY candidate"
+            )
+            if not completed
+        ]
+        return {
+            name: ", ".join(
+                sorted(
+                    {
+                        str(error_class or "unknown")
+                        for (error_class,) in connection.execute(
+                            "SELECT DISTINCT error_class FROM trials WHERE candidate = ?", (name,)
+                        )
+                    }
+                )
+            )
+            for name in never
+        }
+    finally:
+        connection.close()
 
 
 def run(

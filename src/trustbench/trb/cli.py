@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from trustbench.errors import CheckFailed
+
+if TYPE_CHECKING:  # rich is imported by the commands that print, not by `trustbench run`
+    pass
 
 trb_app = typer.Typer(help="Trace AI Reflection Benchmark (TRB).", no_args_is_help=True)
 
@@ -43,6 +43,9 @@ def check_adapter_command(
     seed: Annotated[int, typer.Option(help="Seed for the determinism check.")] = 0,
 ) -> None:
     """Run the conformance kit on an adapter: types, distributions, determinism, override."""
+    from rich.console import Console
+    from rich.table import Table
+
     from trustbench.trb.adapter._conformance import check_adapter, load_factory
 
     results = check_adapter(load_factory(spec), n_traces=traces, seed=seed)
@@ -120,6 +123,10 @@ def audit(
 
 
 def _print_goodhart(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title="TRB Goodhart audit (cheating adapters vs their expected signature)")
     for column in ("adapter", "signature that must hold", "measured", "result"):
         table.add_column(column, overflow="fold")
@@ -132,6 +139,9 @@ def _print_goodhart(rows: list[dict[str, Any]]) -> None:
 
 
 def _print_audit(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title="TRB harness audit (oracle adapters vs closed form)")
     for column in ("oracle", "metric", "expected", "measured", "deviation", "result"):
         table.add_column(column, overflow="fold")
@@ -185,6 +195,10 @@ def corpus(
 
 
 def _print_result(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     console = Console()
     console.print(f"[bold]{result['trb_version']}[/]  corpus {result['corpus']['sha256'][:16]}…")
     console.print(f"[yellow]{escape(result['label'])}[/]")
@@ -339,6 +353,10 @@ def run(
 
 
 def _print_profile_record(record: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     console = Console()
     trb = record["trb"]
     console.print(f"[bold]{trb['version']}[/]  corpus sha256 {trb['corpus']['sha256']}")

@@ -277,6 +277,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         instruments=frozenset(out.instruments),
         response_figures=RESPONSE_FIGURES,
         expected_to_fail=frozenset(out.instruments),  # every sentinel is built to fail a gate
+        trial_rows={"review": out.trial_records},
         record={
             "review": {
                 "corpus_version": corpus.version,
@@ -294,7 +295,6 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 "breakdowns": out.breakdowns,
                 "paired": comparisons[0],
                 "chains": out.chain_records,
-                "trials": out.trial_records,
                 "human": human_record,
                 "corpus_saturation": saturation.model_dump(mode="json"),
             }

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from trustbench.rtb.policy._finding_rules import CitationRule
@@ -33,12 +32,17 @@ from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._findings import discrepancy_gaps
 from trustbench.rtb.review.reviewers._llm import extract_json_object
 
+if TYPE_CHECKING:  # imported on first validation: `run` only records replies (start-up, issue 35)
+    from jsonschema import Draft202012Validator
+
 _VALIDATORS: dict[str, Draft202012Validator] = {}
 """Schema validator per policy id, built on first use."""
 
 
 def _validator(corpus_format: CorpusPolicy) -> Draft202012Validator:
     if corpus_format.policy_id not in _VALIDATORS:
+        from jsonschema import Draft202012Validator
+
         schema = corpus_format.response_model.model_json_schema()
         _VALIDATORS[corpus_format.policy_id] = Draft202012Validator(schema)
     return _VALIDATORS[corpus_format.policy_id]

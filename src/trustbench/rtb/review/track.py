@@ -17,6 +17,7 @@ and graded `missing`: never approval.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trustbench
 from trustbench.core import (
@@ -31,7 +32,6 @@ from trustbench.core import (
     TrialOutcome,
     cross_product,
 )
-from trustbench.core._report_run import ReportResult
 from trustbench.errors import InputError
 from trustbench.providers import ChatRequest
 from trustbench.rtb.corpus._export import new_evaluation_id
@@ -47,12 +47,19 @@ from trustbench.rtb.review._options import parse_options, select_cases
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
+if TYPE_CHECKING:  # the report step (matplotlib included) is imported only by `report`
+    from trustbench.core._report_run import ReportResult
+
 BUILTIN_REVIEWER_ENTRY = "trustbench.rtb.review.reviewers:chat_responder"
 """Entry of the built-in in-process reviewers (named by `settings.reviewer`)."""
 
 
 class ReviewTrack:
     """The `rtb/review` track: resolve the corpus, plan every (case, candidate, k), run, grade."""
+
+    reads_attempt_texts = False
+    """Grading reads each trial's recorded outcome (the reply) and its attempts' latency, tokens
+    and cost, never an attempt's request or raw response: `report` skips those texts."""
 
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
