@@ -29,6 +29,7 @@ from trustbench.core._gc import long_lived_objects_frozen
 from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
+from trustbench.core._preflight import preflight as run_preflight
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
@@ -178,6 +179,7 @@ async def _run(
     executor: str,
     address: str | None,
     limit: int | None = None,
+    preflight: bool = True,
 ) -> RunSummary:
     manifest = read_manifest(run_dir)
     track, entry = load_track(manifest.track.id)
@@ -196,7 +198,7 @@ async def _run(
         pool = RayTrialPool.start(manifest, address)
     try:
         return await _run_into_ledger(
-            run_dir, manifest, track, keys, progress, executor, pool, limit
+            run_dir, manifest, track, keys, progress, executor, pool, limit, preflight
         )
     finally:
         if pool is not None:
@@ -212,6 +214,7 @@ async def _run_into_ledger(
     executor: str,
     pool: Any,
     limit: int | None = None,
+    preflight: bool = True,
 ) -> RunSummary:
     spec = manifest.spec
     ledger = Ledger.open(run_dir, manifest.manifest_sha256)
@@ -249,6 +252,13 @@ async def _run_into_ledger(
                         services.limiters[provider.endpoint] = TokenBucket(
                             candidate.rate_limit_per_s
                         )
+            if preflight and remaining:
+                # One small request per API candidate before the first trial (events only).
+                structured = getattr(track, "requires_structured_output", None)
+                await run_preflight(
+                    spec, providers, ledger,
+                    structured_output=bool(structured and structured(spec)),
+                )  # fmt: skip
             execution = _Execution(
                 manifest,
                 track,
@@ -323,6 +333,7 @@ def run_experiment(
     executor: str = "local",
     address: str | None = None,
     limit: int | None = None,
+    preflight: bool = False,
 ) -> RunSummary:
     """Run or resume the frozen experiment in `run_dir` (holding the folder's lock).
 
@@ -335,6 +346,9 @@ def run_experiment(
             `auto` or `ray://head:10001`); None starts a local Ray instance.
         limit: Run at most this many of the remaining trials (seeded order), e.g. for a quick
             check; the others stay unrun and a later run resumes them. None runs all.
+        preflight: Probe every API candidate once before the first trial and stop with the
+            server's message on a failure (`trustbench.core._preflight`). `trustbench run`
+            does (`--no-preflight` skips it); in code it is asked for explicitly.
 
     Returns:
         What this invocation did.
@@ -345,7 +359,9 @@ def run_experiment(
     """
     _check_runnable(run_dir, executor, address, limit)
     with _RunLock(run_dir), long_lived_objects_frozen():
-        return asyncio.run(_run(run_dir, progress or NoProgress(), executor, address, limit))
+        return asyncio.run(
+            _run(run_dir, progress or NoProgress(), executor, address, limit, preflight)
+        )
 
 
 async def run_experiment_async(
@@ -355,6 +371,7 @@ async def run_experiment_async(
     executor: str = "local",
     address: str | None = None,
     limit: int | None = None,
+    preflight: bool = False,
 ) -> RunSummary:
     """`run_experiment` on the caller's running event loop (same checks, lock and ledger).
 
@@ -364,7 +381,7 @@ async def run_experiment_async(
     """
     _check_runnable(run_dir, executor, address, limit)
     with _RunLock(run_dir), long_lived_objects_frozen():
-        return await _run(run_dir, progress or NoProgress(), executor, address, limit)
+        return await _run(run_dir, progress or NoProgress(), executor, address, limit, preflight)
 
 
 def _check_runnable(run_dir: Path, executor: str, address: str | None, limit: int | None) -> None:

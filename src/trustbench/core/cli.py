@@ -45,6 +45,15 @@ AddressOpt = Annotated[
     ),
 ]
 
+NoPreflightOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-preflight",
+        help="Skip the one small request per API candidate sent before the first trial "
+        "(model known, key accepted, structured output honoured when declared).",
+    ),
+]
+
 
 AllowMissingKeysOpt = Annotated[
     bool,
@@ -96,6 +105,7 @@ def run(
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
     limit: LimitOpt = None,
+    no_preflight: NoPreflightOpt = False,
 ) -> None:
     """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
     from trustbench.core._progress import NoProgress, default_progress
@@ -107,6 +117,7 @@ def run(
         executor=executor,
         address=address,
         limit=limit,
+        preflight=not no_preflight,
     )
     finished = summary.finished_before + summary.completed + summary.failed
     typer.echo(

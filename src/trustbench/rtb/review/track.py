@@ -138,6 +138,10 @@ class ReviewTrack:
         items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
+    def requires_structured_output(self, spec: ExperimentSpec) -> bool:
+        """Whether the spec declares server-side structured output (the preflight probes it)."""
+        return parse_options(spec).answer_extraction == "structured_output"
+
     def figure_names(self, spec: ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""
         from trustbench.rtb.review._figures import figure_names
