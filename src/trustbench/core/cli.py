@@ -178,6 +178,14 @@ def export_ledger(run_dir: RunDirArg, out: OutFileOpt) -> None:
     typer.echo(f"wrote {count} rows to {out}")
 
 
+def _console_notes(record_path: Path) -> list[str]:
+    """The lines a track asked the console to show (`console_notes` in record.json)."""
+    import json
+
+    notes = json.loads(record_path.read_text()).get("console_notes")
+    return [str(n) for n in notes] if isinstance(notes, list) else []
+
+
 def report(run_dir: RunDirArg, json_summary: JsonOpt = False) -> None:
     """Grade the run from its ledger; write record.json and report.html; exit 1 on a failed gate."""
     from trustbench.core._report_run import report_run
@@ -197,6 +205,8 @@ def report(run_dir: RunDirArg, json_summary: JsonOpt = False) -> None:
             typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
         if not result.complete:
             typer.echo("note: the run was interrupted; unrun trials are reported as not run")
+        for line in _console_notes(result.record_path):
+            typer.echo(f"note: {line}")
         typer.echo(f"wrote {result.record_path} and {result.html_path}")
         typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(run_dir)})")
     if result.blocked:

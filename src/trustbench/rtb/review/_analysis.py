@@ -40,8 +40,9 @@ from trustbench.rtb.review._grading import (
     member_trials,
     record_rows,
 )
+from trustbench.rtb.review._invalid_reasons import invalid_reasons, reason_lines
 from trustbench.rtb.review._metrics import ReviewMetrics, ReviewTrialRow, review_metrics
-from trustbench.rtb.review._options import configurations
+from trustbench.rtb.review._options import configurations, parse_options
 from trustbench.rtb.review._paired import compare, summary_line
 from trustbench.rtb.review._sections import (
     QUALIFICATIONS,
@@ -133,6 +134,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         "resamples": analysis.bootstrap_resamples,
     }
     graded = member_trials(manifest, ledger, corpus)
+    invalid = invalid_reasons(graded.values())
     configs = configurations(spec)
     # A human run pairs its participants with AI configurations of earlier, verified runs; they
     # join the report as configurations of their own (figures, paired comparisons), not as gated
@@ -315,6 +317,10 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         ),
         *chain_blocks,
         TextBlock(title="Latency, tokens, cost, holds", paragraphs=operating or ["No trial ran."]),
+        TextBlock(
+            title="Invalid replies: top reasons",
+            paragraphs=reason_lines(invalid) or ["No reply was invalid."],
+        ),
     ]
     return TrackAnalysis(
         title="RTB reviewer track",
@@ -344,6 +350,10 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 "trials": trial_records,
                 "human": human_record,
                 "corpus_saturation": saturation.model_dump(mode="json"),
-            }
+                "answer_extraction": parse_options(spec).answer_extraction,
+                "invalid_reasons": invalid,
+            },
+            # Printed by `trustbench report` under the gates (core reads only this key).
+            "console_notes": reason_lines(invalid),
         },
     )
