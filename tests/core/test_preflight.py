@@ -126,3 +126,48 @@ def test_a_cheating_probe_reply_is_not_taken_for_honoured_structured_output() ->
     assert not honours_schema('Sure: {"preflight": "tb-1234"}', "tb-1234")
     assert not honours_schema('{"preflight": "tb-1234", "extra": 1}', "tb-1234")
     assert not honours_schema(None, "tb-1234")
+
+
+def test_a_candidate_whose_first_trials_fail_with_one_client_error_is_stopped(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    openai_server.script(lambda body, n: Behaviour("status", status=404, body=NOT_FOUND))
+    small_corpus(tmp_path / "corpus")
+    text = spec_text(
+        _llm(openai_server.base_url),
+        trials=3,
+        extra="retry = { transport_max_retries = 0, stop_after_client_errors = 2 }",
+    )
+    text = text.replace("concurrency = 4", "concurrency = 1")  # fmt: skip
+    (tmp_path / "spec.toml").write_text(text)
+    run_dir = tmp_path / "run"
+    assert invoke("freeze", str(tmp_path / "spec.toml"), "--out", str(run_dir))[0] == 0
+    code, out = invoke("run", str(run_dir), "--quiet", "--no-preflight")
+    ledger = read_ledger(run_dir)
+    assert len(ledger.trials) == 2  # the rest stay unrun ("not run"), never failed or zero
+    stopped = [e for e in ledger.events if e["kind"] == "candidate_stopped"]
+    assert len(stopped) == 1
+    assert code == 3 and "stopped" in out and "does not exist" in out
+
+
+def test_different_client_errors_do_not_stop_a_candidate(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    def varying(body: Any, n: int) -> Behaviour:
+        return Behaviour("status", status=400, body=f'{{"error": "bad request {n}"}}')
+
+    openai_server.script(varying)
+    small_corpus(tmp_path / "corpus")
+    text = spec_text(
+        _llm(openai_server.base_url),
+        extra="retry = { transport_max_retries = 0, stop_after_client_errors = 2 }",
+    )
+    (tmp_path / "spec.toml").write_text(text)
+    run_dir = tmp_path / "run"
+    assert invoke("freeze", str(tmp_path / "spec.toml"), "--out", str(run_dir))[0] == 0
+    invoke("run", str(run_dir), "--quiet", "--no-preflight")
+    ledger = read_ledger(run_dir)
+    assert not [e for e in ledger.events if e["kind"] == "candidate_stopped"]
+    assert len(ledger.trials) > 2

@@ -14,6 +14,10 @@ text, and is refused before any trial.
 A failure raises `InputError` (exit 2) naming the candidate and quoting the server's message.
 Every probe is recorded as a ledger *event* (`preflight`), never as an attempt or a trial,
 so it counts in no denominator. `trustbench run --no-preflight` skips it.
+
+During the run, `stop_reason` stops a candidate whose first N trials all failed with one and
+the same client error (`retry.stop_after_client_errors`, default 5): its remaining trials
+stay unrun ("not run", never zero) and the run says why.
 """
 
 from __future__ import annotations
@@ -141,3 +145,20 @@ def _record(
             **extra,
         },
     )
+
+
+def stop_reason(seen: list[str | None], limit: int, row: dict[str, Any]) -> str | None:
+    """Why a candidate stops after this finished trial row, or None (it goes on).
+
+    `seen` holds the candidate's first finished trials' client errors (None for any other
+    result) and grows here up to `limit`; when all `limit` of them are one and the same client
+    error, retrying the rest would only repeat it (`retry.stop_after_client_errors`).
+    """
+    if limit == 0 or len(seen) >= limit:
+        return None
+    failed = row["status"] != "completed" and row.get("error_class") == "client_error"
+    seen.append(f"client_error: {row.get('error')}" if failed else None)
+    if len(seen) == limit and seen[0] is not None and len(set(seen)) == 1:
+        return (f"its first {limit} trials all failed with the same client error "
+                f"({seen[0]}); its remaining trials were not run")  # fmt: skip
+    return None

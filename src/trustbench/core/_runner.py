@@ -19,7 +19,7 @@ import fcntl
 import os
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
 from trustbench.core._preflight import preflight as run_preflight
+from trustbench.core._preflight import stop_reason
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
@@ -59,6 +60,8 @@ class RunSummary:
     """Transport retries made by this invocation."""
     abandoned_executions: int
     """Executions of earlier, interrupted invocations marked abandoned now."""
+    stopped: dict[str, str] = field(default_factory=dict)
+    """Candidate -> why its remaining trials were not run (`retry.stop_after_client_errors`)."""
 
 
 def trial_order(keys: list[TrialKey], seed: int) -> list[TrialKey]:
@@ -136,6 +139,9 @@ class _Execution:
         self.remote = remote
         self.next_execution: dict[str, int] = {}
         self.done = self.completed = self.failed = 0
+        self.first_errors: dict[str, list[str | None]] = {}
+        self.stopped: dict[str, str] = {}
+        """Candidate -> why its remaining trials are not run (`stop_after_client_errors`)."""
 
     async def run_trial(self, position: int, key: TrialKey) -> None:
         execution = self.next_execution.get(key.trial_id, 1)
@@ -160,12 +166,21 @@ class _Execution:
             self.services.attempts += len(attempts)
             self.services.retries += retries
         self.ledger.anchor()
+        self._watch_client_errors(key.candidate, row)
         self.done += 1
         if row["status"] == "completed":
             self.completed += 1
         else:
             self.failed += 1
         self.progress.update(self.done, self.failed, self.services.retries)
+
+    def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
+        seen = self.first_errors.setdefault(candidate, [])
+        limit = self.manifest.spec.retry.stop_after_client_errors
+        why = None if candidate in self.stopped else stop_reason(seen, limit, row)
+        if why is not None:
+            self.stopped[candidate] = why
+            self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
 
 
 EXECUTORS = ("local", "ray")
@@ -292,6 +307,8 @@ async def _run_into_ledger(
             async def worker() -> None:
                 nonlocal checkpointing
                 for position, key in pending:
+                    if key.candidate in execution.stopped:
+                        continue  # left unrun: reported "not run", with the reason
                     await execution.run_trial(position, key)
                 if not checkpointing:  # every trial is handed out; the last are in flight
                     checkpointing = True
@@ -313,6 +330,7 @@ async def _run_into_ledger(
             attempts=services.attempts,
             transport_retries=services.retries,
             abandoned_executions=abandoned,
+            stopped=dict(execution.stopped),
         )
         # The sign-off: the chain head it closes and the count of finished trials, recorded in
         # the chain and (as the new head) in ledger.head, so a cut after it is detectable.

@@ -126,6 +126,8 @@ def run(
         f"{summary.attempts} attempts ({summary.transport_retries} transport retries), "
         f"{summary.abandoned_executions} interrupted executions marked abandoned"
     )
+    for name, why in summary.stopped.items():
+        typer.echo(f"candidate {name!r} stopped: {why}", err=True)
     dead = _candidates_that_never_completed(run_dir)
     for name, classes in dead.items():
         typer.echo(f"candidate {name!r} failed every trial ({classes}): not evaluable", err=True)
