@@ -138,17 +138,26 @@ def test_structured_output_is_refused_on_transformers_serve_which_ignores_it(
 def test_trb_chat_proxy_acts_on_the_served_model_by_sampling_without_logprobs(
     smollm2_server: Served,  # noqa: F811
 ) -> None:
+    """The server ignores `logprobs`, so the act is estimated from samples, or refused.
+
+    A 135M model may name no action in its three-token samples; then the adapter raises (a
+    missing answer the tracks count as invalid), never returning a default distribution.
+    """
     from trustbench.trb.proxy._chat import ChatProxyAdapter
 
     adapter = ChatProxyAdapter(smollm2_server.base_url, smollm2_server.model, name="smollm2",
                                samples=3, timeout_s=240.0)  # fmt: skip
     try:
         dist = adapter.act_without_r(_short_trace().context(0))
+    except RuntimeError as error:
+        assert "no sampled answer named an action" in str(error)
+        assert adapter.calls == {"logprobs": 0, "sampled": 0, "failed": 1}
+    else:
+        assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0)
+        assert adapter.calls["sampled"] == 1 and adapter.calls["logprobs"] == 0
+        assert "3 samples each" in adapter.estimation
     finally:
         adapter.close()
-    assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0)
-    assert adapter.calls["sampled"] == 1 and adapter.calls["logprobs"] == 0
-    assert "3 samples each" in adapter.estimation
 
 
 def test_transformers_serve_returns_no_tool_call_for_smollm2_even_when_required(
