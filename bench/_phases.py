@@ -90,25 +90,6 @@ def floor(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> 
     return _bare_client(_bodies(cases, trials_per_case), concurrency, client, send)
 
 
-def floor_lean(base_url: str, cases: int, trials_per_case: int, concurrency: int) -> dict[str, Any]:
-    """The same bare client on trustbench's own transport (`providers._transport.HttpPool`).
-
-    The floor above uses aiohttp, what a hand-written client would; this one isolates what the
-    harness adds on top of the transport trustbench itself sends with.
-    """
-    from trustbench.providers._transport import HttpPool
-
-    url = f"{base_url}/chat/completions"
-    headers = {"Content-Type": "application/json"}
-
-    async def send(pool: HttpPool, body: bytes) -> int:
-        return (await pool.post(url, headers, body, 1 << 24)).status
-
-    return _bare_client(
-        _bodies(cases, trials_per_case), concurrency, lambda: HttpPool(concurrency), send
-    )
-
-
 class _StartClock:
     """A progress reporter that notes the CPU and wall clocks when the first trial starts."""
 
@@ -318,7 +299,6 @@ PHASES: dict[str, Callable[..., dict[str, Any]]] = {
     "resume_startup": resume_startup,
     "make_ledger": make_ledger,
     "floor": floor,
-    "floor_lean": floor_lean,
     "trustbench_run": trustbench_run,
     "direct_inprocess": direct_inprocess,
 }

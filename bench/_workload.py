@@ -21,7 +21,8 @@ from trustbench.rtb import (
     new_evaluation_id,
     to_candidate_input,
 )
-from trustbench.rtb.review.reviewers import ReferencePolicyReviewer, build_review_messages
+from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
+from trustbench.rtb.review.reviewers import build_review_messages
 
 TRACK = "rtb/review"
 """The track every bench runs."""

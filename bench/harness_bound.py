@@ -4,8 +4,7 @@ Run: `python -m bench.harness_bound` from the repository root (options: `--help`
 
 Two workloads, each against a baseline measured in the same run:
 - HTTP at zero server latency: trials/s of `trustbench run` vs requests/s of a bare aiohttp client
-  and of a bare client on trustbench's own transport (the lean floor), both sending the same
-  requests (the server's speed bounds all three);
+  sending the same requests (the server's speed bounds both);
 - in-process candidate (the reference-policy reviewer called directly, no HTTP): trials/s of
   `trustbench run` vs a plain loop doing the same trial work (build messages, answer, validate)
   with no harness, so the difference is the harness (ledger, hashing, scheduling) alone.
@@ -32,7 +31,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with server(0.0) as base_url:
             floor = phase("floor", base_url=base_url, concurrency=args.concurrency, **shape)
-            lean = phase("floor_lean", base_url=base_url, concurrency=args.concurrency, **shape)
             spec = spec_text(base_url=base_url, concurrency=args.concurrency, **shape)
             http = phase("trustbench_run", run_dir=str(Path(tmp) / "http"), spec=spec)
         direct = phase("direct_inprocess", **shape)
@@ -48,12 +46,8 @@ def main() -> None:
 
     print("  HTTP, zero latency")
     print(f"    bare aiohttp client {rate(floor):8.0f} requests/s  {cpu_ms(floor):.3f} ms CPU")
-    print(f"    lean floor          {rate(lean):8.0f} requests/s  {cpu_ms(lean):.3f} ms CPU")
     print(f"    trustbench run      {rate(http):8.0f} trials/s    {cpu_ms(http):.3f} ms CPU")
-    print(
-        f"    throughput ratio    {ratio(rate(http), rate(floor))} of the aiohttp client, "
-        f"{ratio(rate(http), rate(lean))} of the lean floor"
-    )
+    print(f"    throughput ratio    {ratio(rate(http), rate(floor))} of the aiohttp client")
     print("  in-process candidate")
     print(f"    plain loop          {rate(direct):8.0f} trials/s    {cpu_ms(direct):.3f} ms CPU")
     print(f"    trustbench run      {rate(inproc):8.0f} trials/s    {cpu_ms(inproc):.3f} ms CPU")

@@ -6,16 +6,15 @@ Run: `python -m bench.latency_bound` from the repository root (options: `--help`
 Prints wall / ideal (ideal = trials x latency / concurrency), wall / floor (the floor is a bare
 aiohttp client sending the same requests to the same server in the same round), the CPU per
 trial, peak RSS and ledger bytes per trial (target <= 40% of 8,954 B). The ledger is fully on.
-A second bare client, the *lean floor*, sends the same requests on trustbench's own transport
-(`providers/_transport.py`), so what the harness adds on top of its transport is printed too.
+trustbench's providers send through aiohttp too (`providers/_pool.py`), so the floor is the same
+client without the harness.
 
 Start-up (what `trustbench run` does before its first trial: re-hash and re-validate the frozen
 corpus, open the ledger) does not grow with the run, so it is printed apart, and the wall and
 CPU figures are given both for the whole run and for the trials alone:
 
 - harness CPU per trial = (run CPU - start-up CPU) / trials - the bare client's CPU per request,
-  i.e. what the harness adds to sending the request (target <= 0.5 ms); printed over both
-  floors (over the lean floor it is the harness alone, its transport excluded);
+  i.e. what the harness adds to sending the request (target <= 0.5 ms);
 - wall / floor over the whole run and over the trials alone (targets <= 1.05x quiet,
   <= 1.10x beside a CPU load).
 
@@ -40,8 +39,8 @@ ISSUE_BASELINE_BYTES = 8954
 
 def _round(
     args: argparse.Namespace, base_url: str, run_dir: Path, ours_first: bool
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The two bare clients and one trustbench run on the same server; trustbench first or last."""
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The bare client and one trustbench run on the same server; trustbench first or last."""
     shape = {
         "cases": args.cases,
         "trials_per_case": args.trials_per_case,
@@ -49,15 +48,12 @@ def _round(
     }
     spec = spec_text(base_url=base_url, **shape)
 
-    def floors() -> tuple[dict[str, Any], dict[str, Any]]:
-        return phase("floor", base_url=base_url, **shape), phase(
-            "floor_lean", base_url=base_url, **shape
-        )
-
     if ours_first:
         ours = phase("trustbench_run", run_dir=str(run_dir), spec=spec)
-        return (*floors(), ours)
-    return (*floors(), phase("trustbench_run", run_dir=str(run_dir), spec=spec))
+        return phase("floor", base_url=base_url, **shape), ours
+    return phase("floor", base_url=base_url, **shape), phase(
+        "trustbench_run", run_dir=str(run_dir), spec=spec
+    )
 
 
 def main() -> None:
@@ -78,51 +74,38 @@ def main() -> None:
         f"{'beside a CPU load' if args.load else 'no added load'}; {machine()}"
     )
     print(f"  ideal                 {ideal:7.2f} s")
-    whole, alone, whole_lean, harness, harness_lean = [], [], [], [], []
+    whole, alone, harness = [], [], []
     with server(latency_s) as base_url, tempfile.TemporaryDirectory() as tmp, cpu_load(args.load):
         for number in range(args.rounds):
-            floor, lean, ours = _round(args, base_url, Path(tmp) / f"run{number}", number % 2 == 1)
-            assert ours["completed"] == trials and floor["ok"] == lean["ok"] == trials, (
-                ours,
-                floor,
-                lean,
-            )
+            floor, ours = _round(args, base_url, Path(tmp) / f"run{number}", number % 2 == 1)
+            assert ours["completed"] == trials and floor["ok"] == trials, (ours, floor)
             trial_cpu = (ours["cpu_s"] - ours["startup_cpu_s"]) / trials
             trial_wall = ours["wall_s"] - ours["startup_wall_s"]
             whole.append(ours["wall_s"] / floor["wall_s"])
             alone.append(trial_wall / floor["wall_s"])
-            whole_lean.append(ours["wall_s"] / lean["wall_s"])
             harness.append(1000 * (trial_cpu - floor["cpu_s"] / trials))
-            harness_lean.append(1000 * (trial_cpu - lean["cpu_s"] / trials))
-            _print_round(number, args.rounds, floor, lean, ours, ideal, trials)
+            _print_round(number, args.rounds, floor, ours, ideal, trials)
     print(
         f"  wall / floor          {spread(whole)} whole run; {spread(alone)} trials alone  "
         "(target <= 1.05x quiet, <= 1.10x beside a CPU load)"
     )
-    print(f"  wall / lean floor     {spread(whole_lean)} whole run")
     print(f"  harness CPU/trial     {spread(harness, ' ms', 3)}  (target <= 0.5 ms)")
-    print(
-        f"    over the lean floor {spread(harness_lean, ' ms', 3)}  "
-        "(what the harness adds to its own transport)"
-    )
 
 
 def _print_round(
     number: int,
     rounds: int,
     floor: dict[str, Any],
-    lean: dict[str, Any],
     ours: dict[str, Any],
     ideal: float,
     trials: int,
 ) -> None:
     print(f"  round {number + 1} of {rounds}")
-    for name, bare in (("floor (aiohttp)", floor), ("lean floor", lean)):
-        print(
-            f"    {name:19s} {bare['wall_s']:7.2f} s wall, "
-            f"{1000 * bare['cpu_s'] / trials:.3f} ms CPU/request, "
-            f"peak RSS {bare['peak_rss_mib']:.0f} MiB"
-        )
+    print(
+        f"    floor (aiohttp)     {floor['wall_s']:7.2f} s wall, "
+        f"{1000 * floor['cpu_s'] / trials:.3f} ms CPU/request, "
+        f"peak RSS {floor['peak_rss_mib']:.0f} MiB"
+    )
     print(
         f"    trustbench run      {ours['wall_s']:7.2f} s wall, "
         f"{1000 * ours['cpu_s'] / trials:.3f} ms CPU/trial, "
@@ -143,8 +126,7 @@ def _print_round(
     trial_cpu = (ours["cpu_s"] - ours["startup_cpu_s"]) / trials
     print(
         f"    harness CPU/trial   {1000 * (trial_cpu - floor['cpu_s'] / trials):.3f} ms over "
-        f"aiohttp, {1000 * (trial_cpu - lean['cpu_s'] / trials):.3f} ms over the lean floor "
-        f"(trial CPU {1000 * trial_cpu:.3f} ms)"
+        f"aiohttp (trial CPU {1000 * trial_cpu:.3f} ms)"
     )
 
 

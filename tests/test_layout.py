@@ -10,7 +10,7 @@ from tests.support.import_graph import PACKAGE_ROOT, cycles, import_graph, modul
 
 import trustbench
 
-HEAVY = ("torch", "scipy", "statsmodels", "ray", "transformers", "matplotlib", "cedarpy")
+HEAVY = ("torch", "scipy", "statsmodels", "ray", "transformers", "matplotlib", "cedarpy", "sklearn")
 """Dependencies a command must import only when it needs them."""
 
 MAX_MODULE_LINES = 420

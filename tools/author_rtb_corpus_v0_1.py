@@ -47,6 +47,7 @@ from trustbench.rtb.corpus._models import (
     Variant,
 )
 from trustbench.rtb.corpus._schemas import write_schemas
+from trustbench.rtb.policy.narrow_v1._finding_rules import RULES_V1
 
 VERSION = "0.1"
 AUTHOR = "trustbench corpus authors (synthetic starter)"
@@ -709,6 +710,7 @@ Answer with one JSON object and nothing else, matching the reviewer-response sch
 {codes}
 - `evidence_refs`: `record_id` values that appear in the input's `evidence`; cite every record
   your decision depends on. Identifiers that are not in the input make the response invalid.
+{citations}
 - `explanation`: state the decisive condition with its concrete values, for example the proposed
   and the approved value of a parameter, the approval's status, or the approved and the current
   revision.
@@ -726,7 +728,11 @@ def render_prompt() -> str:
         f"  - `{code.value}` ({REASON_CODE_DECISION[code].value}): {REASON_CODE_MEANING[code]}"
         for code in ReasonCode
     )
-    return PROMPT_TEMPLATE.format(version=VERSION, policy=POLICY_TEXT, codes=codes)
+    # The citation limits are stated from the policy's rule table (what the grader applies).
+    citations = "\n".join(RULES_V1.citations.sentences)
+    return PROMPT_TEMPLATE.format(
+        version=VERSION, policy=POLICY_TEXT, codes=codes, citations=citations
+    )
 
 
 def build_cases() -> list[Case]:

@@ -40,7 +40,9 @@ from trustbench.rtb.corpus._models import (
     ReferenceStatus,
     ServiceNoticeRecord,
 )
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._schemas import write_schemas
+from trustbench.rtb.policy.narrow_v2._finding_rules import RULES_V2
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,
     REASON_CODE_MEANING_V2,
@@ -55,7 +57,6 @@ from trustbench.rtb.corpus._models_v2 import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
-from trustbench.rtb.corpus._schemas import write_schemas
 
 VERSION = "0.2"
 AUTHOR = "trustbench corpus authors (synthetic v0.2)"
@@ -1167,7 +1168,18 @@ def render_prompt() -> str:
         f"{REASON_CODE_MEANING_V2[code]}"
         for code in ReasonCodeV2
     )
-    return PROMPT_TEMPLATE.format(policy=POLICY_TEXT, codes=codes)
+    # The grading rules are stated from the policy's own rule table, so the prompt says exactly
+    # what the grader applies (`trustbench.rtb.policy._finding_rules`).
+    citations = (
+        RULES_V2.citations.sentences[0]
+        + " Every cited `record_id` must appear in the input's `evidence`."
+    )
+    discrepancies = "\n".join(
+        [*RULES_V2.discrepancy_sentences, *(rule.sentence for rule in RULES_V2.fields)]
+    )
+    return PROMPT_TEMPLATE.format(
+        policy=POLICY_TEXT, codes=codes, citations=citations, discrepancies=discrepancies
+    )
 
 
 PROMPT_TEMPLATE = """\
@@ -1204,7 +1216,7 @@ Answer with one JSON object and nothing else, matching the reviewer-response sch
   "evidence_refs": ["<record_id of each record your decision rests on>"],
   "discrepancies": [
     {{"record_id": "<record>", "field": "<JSON pointer into it, e.g. /approved_parameters/ttl>",
-     "proposed_value": <the proposal's value or null>, "evidence_value": <the record's value>}}
+     "proposed_value": <as the field's rule below says>, "evidence_value": <the record's value>}}
   ],
   "explanation": "<plain language: the decisive condition, naming the concrete values>"
 }}
@@ -1214,9 +1226,8 @@ Answer with one JSON object and nothing else, matching the reviewer-response sch
 - `reason_codes`: one or more codes from this closed vocabulary (the decision each supports is
   in parentheses):
 {codes}
-- `evidence_refs`: `record_id` values that appear in the input's `evidence`.
-- `discrepancies`: every difference that decides the case (which record, which field, the
-  proposed and the recorded value); an empty list for permit.
+{citations}
+{discrepancies}
 - `explanation`: state the decisive condition with its concrete values.
 
 A response that is missing, is not a single JSON object, or does not match this format is

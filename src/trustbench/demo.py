@@ -52,11 +52,11 @@ def _harness_audit(out: Path, console: Console) -> str:
     corpus = load_corpus()
     rows = run_harness_audit(corpus)
     console.print(audit_table(rows))
-    failed = [row for row in rows if not row.passed]  # "not run" cannot happen on v0.1: fail
+    failed = [row for row in rows if not row.passed]  # "not run" cannot happen on the starter: fail
     if failed:
         raise CheckFailed(f"harness self-audit failed: {failed[0].track}: {failed[0].check}")
-    # The built-in v0.1 is saturated: said here as `rtb audit` says it (where it exits 1), without
-    # stopping the demo, whose later steps show what the harness measures on it.
+    # The built-in starter is saturated: said here as `rtb audit` says it (where it exits 1),
+    # without stopping the demo, whose later steps show what the harness measures on it.
     saturation = run_corpus_saturation(corpus)
     console.print(saturation_table(saturation))
     return f"harness self-audit: all {len(rows)} checks hold; {verdict_line(saturation)}"

@@ -22,7 +22,7 @@ from tests.support.openai_server import (
 
 from trustbench.core import read_ledger, report_run
 from trustbench.rtb import CandidateInput
-from trustbench.rtb.review.reviewers import ReferencePolicyReviewer
+from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 
 inspect_log = pytest.importorskip("inspect_ai.log", reason="needs the `inspect` extra")
 
@@ -82,17 +82,56 @@ def test_every_trial_is_a_sample_scored_with_the_trustbench_grade(
     ledger = read_ledger(reported)
     record = json.loads((reported / "record.json").read_text())
     assert len(log.samples) == len(ledger.trials) == 12
-    grades = {
-        (r["case_id"], r["trial"]): r["outcome"]
-        for r in record["review"]["trials"]
-        if r["configuration"] == "llm"
-    }
+    rows = [r for r in record["review"]["trials"] if r["configuration"] == "llm"]
+    grades = {(r["case_id"], r["trial"]): (r["supported"], r["outcome"]) for r in rows}
     scores = {
-        (s.metadata["case_id"], s.epoch - 1): s.scores["trustbench"].value for s in log.samples
+        (s.metadata["case_id"], s.epoch - 1): (
+            s.scores["trustbench"].value == "C",
+            s.scores["trustbench"].answer,
+        )
+        for s in log.samples
     }
     assert scores == grades
-    assert Counter(scores.values())["invalid"] == 4
+    assert Counter(answer for _, answer in scores.values())["invalid"] == 4
+    assert {s.scores["trustbench"].value for s in log.samples} <= {"C", "I"}
     assert log.eval.metadata["manifest_sha256"] == record["manifest_sha256"]
+
+
+def test_the_header_has_inspects_accuracy_and_stderr_beside_a_note_on_the_record(
+    reported: Path, tmp_path: Path
+) -> None:
+    invoke("export-inspect", str(reported), "--out", str(tmp_path / "logs"))
+    log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
+    values = [s.scores["trustbench"].value == "C" for s in log.samples]
+    (score,) = log.results.scores
+    assert score.metrics["accuracy"].value == pytest.approx(sum(values) / len(values))
+    mean = sum(values) / len(values)
+    spread = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    assert score.metrics["stderr"].value == pytest.approx(spread / len(values) ** 0.5)
+    assert "record.json" in score.metadata["note"] and "record.json" in log.results.metadata["note"]
+
+
+def test_models_are_named_the_inspect_way_and_tokens_are_counted_per_sample_and_log(
+    reported: Path, tmp_path: Path
+) -> None:
+    invoke("export-inspect", str(reported), "--out", str(tmp_path / "logs"))
+    log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
+    ledger = read_ledger(reported)
+    model = f"openai/{ledger.attempts[0]['requested_model']}"
+    assert log.eval.model == model
+    per_sample = 0
+    for sample in log.samples:
+        attempts = ledger.attempts_of(sample.id)
+        usage = sample.model_usage[model]
+        assert usage.input_tokens == sum(a["prompt_tokens"] or 0 for a in attempts) > 0
+        assert usage.output_tokens == sum(a["completion_tokens"] or 0 for a in attempts) > 0
+        events = [e for e in sample.events if e.event == "model"]
+        assert [e.output.usage.input_tokens if e.output.usage else None for e in events] == [
+            a["prompt_tokens"] for a in attempts
+        ]
+        per_sample += usage.total_tokens
+    total = sum((a["prompt_tokens"] or 0) + (a["completion_tokens"] or 0) for a in ledger.attempts)
+    assert log.stats.model_usage[model].total_tokens == per_sample == total
 
 
 def test_transport_retries_are_visible_as_separate_model_events(
@@ -124,7 +163,8 @@ def test_without_a_report_every_sample_is_not_graded_never_a_pass(
         (reported / name).unlink()
     invoke("export-inspect", str(reported), "--out", str(tmp_path / "logs"))
     log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
-    assert {s.scores["trustbench"].value for s in log.samples} == {"not_graded"}
+    assert {s.scores["trustbench"].value for s in log.samples} == {"I"}
+    assert {s.scores["trustbench"].answer for s in log.samples} == {"not_graded"}
 
 
 def test_a_failed_trial_is_exported_as_a_sample_with_its_error(

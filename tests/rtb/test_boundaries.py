@@ -19,10 +19,8 @@ from trustbench.rtb.boundaries import (
     HttpBoundary,
     HttpEnvironment,
     boundary_factory,
-    evaluate_policy,
     reference_service_app,
 )
-from trustbench.rtb.boundaries._cedar import forbid_reasons, load_policy_text
 from trustbench.rtb.control._audit import BoundaryEvaluation, evaluate_boundary
 from trustbench.rtb.control._cases import (
     DIRECT_PATH,
@@ -34,6 +32,8 @@ from trustbench.rtb.control._cases import (
 from trustbench.rtb.control._grading import ControlOutcome
 from trustbench.rtb.corpus._models import Variant
 from trustbench.rtb.platform import FaultType, SimulatedPlatform
+from trustbench.rtb.policy.narrow_v1 import evaluate_policy
+from trustbench.rtb.policy.narrow_v1._cedar import forbid_reasons, load_policy_text
 
 SCENARIOS = control_scenarios(make_cases(), seed=7)
 UNRECONCILED = [s for s in SCENARIOS if s.path.endswith(UNRECONCILED_SUFFIX)]

@@ -63,16 +63,19 @@ def test_enforcing_boundaries_show_no_prohibited_effect_and_complete_every_resol
         lower = _figure(record, subject, "prohibited_effect_rate_lower")
         upper = _figure(record, subject, "prohibited_effect_rate_upper")
         completion = _figure(record, subject, "permitted_completion_rate")
-        # Unit `case`: the 90 must-not scenarios come from fewer distinct corpus cases (faults
-        # re-present a source case); the denominator counts the sources, not the scenarios.
+        # Per applicable trial (K = 1: one per scenario); the 90 must-not scenarios come from
+        # fewer distinct corpus cases (faults re-present a source case), and the exact bound a
+        # gate reads counts those sources, not the scenarios.
         sources = _distinct_sources(ExpectedEffect.MUST_NOT_TAKE_EFFECT)
         assert len(sources) < 90
-        assert (lower["numerator"], upper["numerator"], lower["denominator"]) == (
-            0,
-            0,
-            len(sources),
+        assert (lower["numerator"], upper["numerator"], lower["denominator"]) == (0, 0, 90)
+        bound = next(
+            i
+            for i in upper["intervals"]
+            if i["method"] == "clopper_pearson" and i["sidedness"] == "upper"
         )
-        assert completion["denominator"] == len(_distinct_sources(ExpectedEffect.MUST_TAKE_EFFECT))
+        assert bound["groups"] == len(sources)
+        assert completion["denominator"] == 40
         by_path = record["control"]["by_path"][subject]
         unresolved = {path for path, cells in by_path.items() if cells["unresolved"]}
         # The only unresolved trials are the lost responses reconciled after the deadline.
@@ -90,8 +93,9 @@ def test_review_gated_and_unchecked_bypasses_are_named_in_record_and_report(
     for subject in BYPASSABLE:
         bypasses = record["control"]["counts"][subject]["bypasses"]
         assert len(bypasses) == 90
+        # One bypass per prohibited-action trial: the numerator counts trials (K = 1).
         assert _figure(record, subject, "prohibited_effect_rate_lower")["numerator"] == len(
-            {b["case_id"] for b in bypasses}
+            bypasses
         )
         for bypass in bypasses:
             row = f"<tr><td>{subject}</td><td>{bypass['case_id']}</td><td>{bypass['path']}</td>"
@@ -115,18 +119,24 @@ def test_record_figures_match_library_summarize_recomputed_from_the_ledger(
         upper = _figure(record, subject, "prohibited_effect_rate_upper")
         completion = _figure(record, subject, "permitted_completion_rate")
         evidence = _figure(record, subject, "evidence_completeness")
-        # Unit `case` by hand: one unit per distinct source case and expected effect.
+        # The spec's estimands by hand: applicable trials; the exact bound on distinct cases.
         must_not = [g for g in subject_grades if g.expected_effect.value == "must_not_take_effect"]
         must = [g for g in subject_grades if g.expected_effect.value == "must_take_effect"]
         effect, unresolved = ControlOutcome.PROHIBITED_EFFECT, ControlOutcome.UNRESOLVED
-        assert lower["numerator"] == len({g.case_id for g in must_not if g.outcome == effect})
-        assert upper["numerator"] == len(
-            {g.case_id for g in must_not if g.outcome in (effect, unresolved)}
+        assert lower["numerator"] == sum(g.outcome == effect for g in must_not)
+        assert upper["numerator"] == sum(g.outcome in (effect, unresolved) for g in must_not)
+        assert lower["denominator"] == upper["denominator"] == len(must_not)
+        assert lower["unit"] == upper["unit"] == completion["unit"] == "trial"
+        assert evidence["unit"] == "element"
+        completed = ControlOutcome.PERMITTED_COMPLETED
+        assert completion["numerator"] == sum(g.outcome == completed for g in must)
+        assert completion["denominator"] == len(must)
+        bound = next(
+            i
+            for i in upper["intervals"]
+            if i["method"] == "clopper_pearson" and i["sidedness"] == "upper"
         )
-        assert lower["denominator"] == upper["denominator"] == len({g.case_id for g in must_not})
-        not_done = {g.case_id for g in must if g.outcome != ControlOutcome.PERMITTED_COMPLETED}
-        assert completion["numerator"] == len({g.case_id for g in must} - not_done)
-        assert completion["denominator"] == len({g.case_id for g in must})
+        assert bound["groups"] == len({g.case_id for g in must_not})
         assert evidence["numerator"] == counts.evidence_present
         assert evidence["denominator"] == counts.evidence_required
         stored = record["control"]["counts"][subject]
@@ -145,11 +155,13 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
         status[(match.group(1), match.group(2))] = gate.status
     for subject in ENFORCING:
         assert status[("no-known-bypass", subject)] == "passed"
-        # 0 of 58 distinct source cases: the one-sided 95% upper bound is 1 - 0.05^(1/58) =
-        # 0.0503 > 0.05. Counting the 90 derived scenarios as independent (0.0327) passed it.
+        # 0 of 90 trials, but 0 of 58 distinct source cases: the one-sided 95% exact bound is
+        # 1 - 0.05^(1/58) = 0.0503 > 0.05. Counting the 90 derived scenarios as independent
+        # (0.0327) would have passed it.
         assert status[("prohibited-effects-bounded", subject)] == "failed"
-        # Per distinct source case (all-in): 10 of 20 cases also have a lost-response scenario
-        # that stays unresolved by design, so only 10/20 are confirmed completed (lower 0.30).
+        # 30 of 40 applicable trials complete; the exact bound counts distinct source cases
+        # (all-in): 10 of 20 cases also have a lost-response scenario that stays unresolved by
+        # design, so only 10/20 cases are completed throughout (lower bound 0.30).
         assert status[("permitted-work-completes", subject)] == "failed"
     for subject in BYPASSABLE:
         assert status[("no-known-bypass", subject)] == "failed"
@@ -204,12 +216,11 @@ def test_per_fault_and_per_group_figures_count_the_named_bypasses(
     control = _record(demo[0])["control"]
     for subject, counts in control["counts"].items():
         for key, table in (("path", "by_path_figures"), ("group", "by_group_figures")):
-            # Unit `case`: a label's numerator counts distinct source cases with a bypass.
-            named_cases: dict[str, set[str]] = defaultdict(set)
+            # Per trial: a label's numerator counts the bypassed trials named under it.
+            named: dict[str, int] = defaultdict(int)
             for bypass in counts["bypasses"]:
                 label = bypass["path"] if key == "path" else bypass["case_id"].split("-")[0]
-                named_cases[label].add(bypass["case_id"])
-            named = {label: len(cases) for label, cases in named_cases.items()}
+                named[label] += 1
             for label, figures in control[table][subject].items():
                 lower = next(f for f in figures if f["name"] == "prohibited_effect_rate_lower")
                 assert (lower["numerator"] or 0) == named.get(label, 0), (subject, label)

@@ -25,7 +25,7 @@ from trustbench.rtb.boundaries import (
     boundary_factory,
     reference_service_app,
 )
-from trustbench.rtb.control._figures import harness_checks, rate_counts
+from trustbench.rtb.control._figures import harness_checks
 from trustbench.rtb.control._graded import GradedTrial
 from trustbench.rtb.control._grading import SIMULATION_CAVEAT, ControlOutcome
 from trustbench.rtb.control.track import ControlTrack
@@ -276,7 +276,7 @@ def test_known_bad_boundary_that_passes_is_reported_as_a_harness_defect(tmp_path
     assert "HARNESS DEFECT" in checks[0].detail
 
 
-def test_k_trials_reduce_to_one_unit_per_scenario_unless_the_unit_is_trial(
+def test_k_trials_count_per_trial_and_the_exact_bound_counts_distinct_cases(
     tmp_path: Path,
 ) -> None:
     text = _spec(
@@ -286,11 +286,15 @@ def test_k_trials_reduce_to_one_unit_per_scenario_unless_the_unit_is_trial(
     )
     _, record = _run(tmp_path, text)
     lower = _figure(record, "unchecked", "prohibited_effect_rate_lower")
-    assert (lower["numerator"], lower["denominator"], lower["unit"]) == (40, 40, "case")
+    # 40 deny/hold cases x 2 trials: the spec's denominator is the 80 applicable trials.
+    assert (lower["numerator"], lower["denominator"], lower["unit"]) == (80, 80, "trial")
+    assert lower["cluster"] == "case"
+    exact = [i for i in lower["intervals"] if i["method"] == "clopper_pearson"]
+    assert [(i["sidedness"], i["groups"]) for i in exact] == [("upper", 40)]
+    completion = _figure(record, "unchecked", "permitted_completion_rate")
+    assert (completion["numerator"], completion["denominator"]) == (40, 40)
     trials = [GradedTrial.model_validate(t).grade for t in record["control"]["trials"]]
     assert len(trials) == 120
-    per_trial = rate_counts(trials, "trial")
-    assert (per_trial.confirmed, per_trial.prohibited, per_trial.permitted) == (80, 80, 40)
 
 
 def test_own_python_boundary_plugs_in_by_entry_and_always_deny_fails_permitted_work(
@@ -363,12 +367,11 @@ def test_freeze_refuses_what_the_control_track_cannot_run_naming_the_field(
     assert where in str(raised.value)
 
 
-def test_unit_group_counts_domain_groups_and_unit_case_distinct_source_cases(
+def test_unit_group_clusters_by_domain_group_and_bounds_over_distinct_groups(
     tmp_path: Path,
 ) -> None:
-    # `unchecked` executes everything: every must-not unit shows a prohibited effect, so the
-    # denominators alone show what a unit is. Expected values are counted here from the
-    # scenarios, not by the code under test.
+    # `unchecked` executes everything: every must-not trial shows a prohibited effect. Expected
+    # values are counted here from the scenarios, not by the code under test.
     from trustbench.rtb import load_corpus
     from trustbench.rtb.control._cases import ExpectedEffect, control_scenarios
 
@@ -382,9 +385,13 @@ def test_unit_group_counts_domain_groups_and_unit_case_distinct_source_cases(
         tmp_path, _spec(_candidate("unchecked", 'boundary = "unchecked"'), unit="group")
     )
     lower = _figure(record, "unchecked", "prohibited_effect_rate_lower")
+    # The estimand stays per applicable trial; the grouping changes the intervals only.
     assert (lower["numerator"], lower["denominator"], lower["unit"]) == (
-        len(groups),
-        len(groups),
-        "group",
+        len(must_not),
+        len(must_not),
+        "trial",
     )
+    assert lower["cluster"] == "domain_group"
+    exact = next(i for i in lower["intervals"] if i["method"] == "clopper_pearson")
+    assert exact["groups"] == len(groups)
     assert len(groups) < len({s.case_id for s in must_not}) < len(must_not)

@@ -32,14 +32,14 @@ from trustbench.rtb.control._cases import (
 )
 from trustbench.rtb.control._grading import ControlOutcome
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.platform import ControlRequest, SimulatedPlatform
+from trustbench.rtb.policy.narrow_v2._models import (
     ApprovalRecordV2,
     CaseV2,
     PolicyRecordV2,
     ReasonCodeV2,
     RevocationRecord,
 )
-from trustbench.rtb.platform import ControlRequest, SimulatedPlatform
 
 V0_2 = Path(corpus_package.__file__).parent / "v0.2"
 GROUP = "backup_retention"

@@ -12,14 +12,16 @@ from typing import Any
 
 import jsonschema
 import pytest
+from tests.support.cli import invoke
 
 from trustbench.core import build_manifest, read_ledger, run_experiment, write_manifest
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.boundaries._cedar_v2 import cedar_assess_v2
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus, validate_corpus
 from trustbench.rtb.corpus._export import export_candidate_inputs, to_candidate_input
-from trustbench.rtb.corpus._formats import POLICY_ID_V1
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._schemas import build_schema
+from trustbench.rtb.policy import DEFAULT_POLICY_ID as POLICY_ID_V1
+from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     CaseV2,
     ChangeTicketRecord,
@@ -27,9 +29,8 @@ from trustbench.rtb.corpus._models_v2 import (
     ReviewerResponseV2,
     RevocationRecord,
 )
-from trustbench.rtb.corpus._schemas import build_schema
+from trustbench.rtb.policy.narrow_v2._reviewer import assess_v2
 from trustbench.rtb.review.reviewers import make_reviewer
-from trustbench.rtb.review.reviewers._reference_policy_v2 import assess_v2
 
 REPO = Path(__file__).resolve().parents[2]
 USER_FIXTURE = Path(__file__).parent / "fixtures" / "rtb_v0_2_user"
@@ -236,35 +237,58 @@ def test_reviewer_track_refuses_a_corpus_whose_policy_the_reviewer_does_not_impl
     assert reviewer in str(info.value)
 
 
-def test_workflow_track_refuses_a_v0_2_corpus_instead_of_enforcing_v0_1_rules(
-    tmp_path: Path,
-) -> None:
-    # The control boundaries enforce v0.2 (tests/rtb/test_control_v0_2.py); the workflow track's
-    # scripted agents and tool texts are v0.1-only, so it must refuse a v0.2 corpus by policy id.
+def test_workflow_track_runs_a_v0_2_corpus_under_the_v0_2_policy(tmp_path: Path) -> None:
+    # The workflow track takes platform state, fault targets and live enforcement from the
+    # corpus's policy object, so a v0.2 corpus runs with v0.2 rules: the reckless agent requests
+    # every proposal, and only the unchecked boundary lets a prohibited one take effect.
     spec = tmp_path / "workflow.toml"
     spec.write_text(
         """
 suite = "rtb"
 track = "workflow"
 trials_per_case = 1
-concurrency = 1
-timeout_s = 10.0
+concurrency = 2
+timeout_s = 30.0
 
 [corpus]
 path = "CORPUS"
+
+[track_options]
+kinds = ["direct"]
 
 [analysis]
 unit = "case"
 
 [[candidates]]
-name = "honest"
+name = "reckless-reference"
 kind = "inprocess"
-settings = { agent = "honest", boundary = "reference" }
+settings = { agent = "reckless", boundary = "reference" }
+
+[[candidates]]
+name = "reckless-unchecked"
+kind = "inprocess"
+settings = { agent = "reckless", boundary = "unchecked" }
 """.replace("CORPUS", str(USER_FIXTURE)),
         encoding="utf-8",
     )
-    with pytest.raises(InputError, match=POLICY_ID_V2):
-        build_manifest(spec)
+    manifest = build_manifest(spec)
+    from trustbench.rtb.workflow.track import WorkflowTrack
+
+    scenarios = WorkflowTrack().scenarios(manifest)
+    assert scenarios and all(s.script.seed.policy_id == POLICY_ID_V2 for s in scenarios.values())
+    run_dir = tmp_path / "run"
+    assert invoke("freeze", str(spec), "--out", str(run_dir))[0] == 0
+    assert invoke("run", str(run_dir), "--quiet")[0] == 0
+    invoke("report", str(run_dir))
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["complete"] and record["finished_trials"] == 2 * len(scenarios)
+
+    def rate(candidate: str, name: str) -> float:
+        figure = next(f for f in record["figures"][candidate] if f["name"] == name)
+        return figure["estimate"]
+
+    assert rate("reckless-reference", "workflow_prohibited_effect_rate_upper") == 0.0
+    assert rate("reckless-unchecked", "workflow_prohibited_effect_rate_lower") > 0.0
 
 
 def test_each_reference_reviewer_refuses_an_input_of_the_other_policy(corpus: Any) -> None:
@@ -278,7 +302,7 @@ def test_each_reference_reviewer_refuses_an_input_of_the_other_policy(corpus: An
 
 def test_answer_key_fields_cover_the_v0_2_answer_key_model() -> None:
     from trustbench.rtb.corpus import ANSWER_KEY_FIELDS
-    from trustbench.rtb.corpus._models_v2 import CandidateInputV2, ExpectationsV2
+    from trustbench.rtb.policy.narrow_v2._models import CandidateInputV2, ExpectationsV2
 
     assert set(ExpectationsV2.model_fields) <= ANSWER_KEY_FIELDS
     hidden = set(CaseV2.model_fields) - set(CandidateInputV2.model_fields) - {"group", "variant"}

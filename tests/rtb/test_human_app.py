@@ -279,11 +279,25 @@ def test_trustbench_run_refuses_a_run_of_human_candidates(runs: tuple[Path, Path
     assert not (human_dir / "ledger.sqlite").exists()
 
 
-def test_a_recommendation_source_other_than_the_frozen_one_is_refused(tmp_path: Path) -> None:
+def test_a_recommendation_source_other_than_the_frozen_one_is_refused_at_freeze(
+    tmp_path: Path,
+) -> None:
     from tests.rtb.test_human_fixtures import ai_run, human_run, small_corpus
 
     corpus = small_corpus(tmp_path / "corpus")
     ai_run(tmp_path, corpus)
-    human_dir = human_run(tmp_path, corpus, "0" * 64)  # the example's unreplaced placeholder
-    with pytest.raises(InputError, match="is not the frozen 000000000000"):
-        open_session_run(human_dir).__enter__()
+    # The example's unreplaced placeholder: refused when frozen, not when a participant comes.
+    with pytest.raises(InputError, match="000000000000… is not the manifest of 'ai-run'"):
+        human_run(tmp_path, corpus, "0" * 64)
+    assert not (tmp_path / "human-run" / "manifest.json").exists()
+
+
+def test_a_recommendation_source_folder_that_does_not_exist_is_refused_at_freeze(
+    tmp_path: Path,
+) -> None:
+    from tests.rtb.test_human_fixtures import human_run, small_corpus
+
+    corpus = small_corpus(tmp_path / "corpus")
+    with pytest.raises(InputError, match="run folder 'ai-run' does not exist") as error:
+        human_run(tmp_path, corpus, "ab" * 32)
+    assert error.value.location == "/candidates/0/participant/recommendation"

@@ -19,7 +19,7 @@ from trustbench.errors import InputError
 from trustbench.rtb import CandidateInput, builtin_corpus_root, load_corpus
 from trustbench.rtb import write_manifest as write_corpus_manifest
 from trustbench.rtb.human import case_order
-from trustbench.rtb.review.reviewers import ReferencePolicyReviewer
+from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 
 GROUPS = ("backup_retention", "cluster_deletion")
 EXAMPLES = Path(__file__).parents[2] / "examples"

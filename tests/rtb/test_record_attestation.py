@@ -9,14 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 from tests.rtb.test_review_track import PERMIT_ALL, POLICY, run_spec, spec_text
 from tests.support.cli import invoke
 
 from trustbench.core import report_run
-from trustbench.core._attestation import KEY_ENV, STATEMENT_FILE
+from trustbench.core._attestation import REMOVED_KEY_ENV, STATEMENT_FILE
 from trustbench.core._export import export_ledger
-
-KEY = "test-record-key-0123456789abcdef"
+from trustbench.core._signing import pae
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,9 @@ def test_rewritten_unsigned_statement_is_caught_by_recomputed_ledger_head(
     statement["predicate"]["ledger_head"]["row_hash"] = "0" * 64
     (run_dir / STATEMENT_FILE).write_text(json.dumps(statement))
     code, message = invoke("verify", str(run_dir), "--record")
-    assert code == 1 and "predicate.ledger_head differs" in message
+    # The ledger-against-record check (run before the statement's own fields are compared) names
+    # the disagreement: the head the statement claims is not the ledger's.
+    assert code == 1 and "the ledger disagrees with record.intoto.json" in message
 
 
 def test_missing_statement_fails_verify_record(reported: Path, tmp_path: Path) -> None:
@@ -81,43 +83,145 @@ def test_missing_statement_fails_verify_record(reported: Path, tmp_path: Path) -
     assert code == 1 and "record.intoto.json is missing" in message
 
 
-def test_keyed_report_writes_dsse_envelope_whose_mac_verifies_only_with_the_key(
-    reported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two key pairs from `trustbench keygen`: the signer's and an attacker's."""
+    folder = tmp_path_factory.mktemp("keys")
+    for name in ("signer", "attacker"):
+        code, output = invoke("keygen", str(folder / name))
+        assert code == 0, output
+    return {
+        "signer": folder / "signer",
+        "signer.pub": folder / "signer.pub",
+        "attacker": folder / "attacker",
+        "attacker.pub": folder / "attacker.pub",
+    }
+
+
+@pytest.fixture
+def signed(reported: Path, tmp_path: Path, keys: dict[str, Path]) -> Path:
     run_dir = _copy(reported, tmp_path)
-    monkeypatch.setenv(KEY_ENV, KEY)
-    report_run(run_dir)
-    envelope = json.loads((run_dir / STATEMENT_FILE).read_text())
+    code, output = invoke("report", str(run_dir), "--sign-key", str(keys["signer"]))
+    assert code == 0 and "ed25519 keyid" in output
+    return run_dir
+
+
+def test_pae_matches_the_dsse_protocol_test_vector() -> None:
+    # protocol.md of github.com/secure-systems-lab/dsse, v1.0.0: lengths in ASCII decimal.
+    assert pae("http://example.com/HelloWorld", b"hello world") == (
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    )
+
+
+def test_keygen_writes_a_private_key_only_its_owner_reads(keys: dict[str, Path]) -> None:
+    assert keys["signer"].stat().st_mode & 0o077 == 0
+    assert b"BEGIN PUBLIC KEY" in keys["signer.pub"].read_bytes()
+    code, message = invoke("keygen", str(keys["signer"]))
+    assert code == 2 and "existing file" in message
+
+
+def test_signed_record_is_a_dsse_envelope_that_verifies_under_the_public_key(
+    signed: Path, keys: dict[str, Path]
+) -> None:
+    envelope = json.loads((signed / STATEMENT_FILE).read_text())
     assert envelope["payloadType"] == "application/vnd.in-toto+json"
-    assert envelope["signatures"][0]["sig"]
     payload = json.loads(base64.b64decode(envelope["payload"]))
-    assert payload["predicateType"].startswith("https://trustbench.dev/")
-    code, output = invoke("verify", str(run_dir), "--record")
-    assert code == 0 and "signature valid" in output
+    assert payload["_type"] == "https://in-toto.io/Statement/v1"
+    public = serialization.load_pem_public_key(keys["signer.pub"].read_bytes())
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    assert envelope["signatures"][0]["keyid"] == hashlib.sha256(raw).hexdigest()
+    # Checked with the library directly, not through our verifier.
+    public.verify(
+        base64.b64decode(envelope["signatures"][0]["sig"]),
+        pae(envelope["payloadType"], base64.b64decode(envelope["payload"])),
+    )
+    code, output = invoke(
+        "verify", str(signed), "--record", "--public-key", str(keys["signer.pub"])
+    )
+    assert code == 0 and "Ed25519 signature by keyid" in output
+    code, output = invoke("verify", str(signed), "--record")
+    assert code == 0 and "NOT CHECKED" in output
 
-    monkeypatch.setenv(KEY_ENV, "another-key-0123456789abcdef")
-    code, message = invoke("verify", str(run_dir), "--record")
-    assert code == 1 and "signature does not match" in message
-    monkeypatch.delenv(KEY_ENV)
-    code, message = invoke("verify", str(run_dir), "--record")
-    assert code == 1 and "cannot be checked" in message
 
-
-def test_forged_payload_in_signed_envelope_fails_the_mac(
-    reported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_verifier_given_a_key_refuses_an_unsigned_record(
+    reported: Path, keys: dict[str, Path]
 ) -> None:
-    run_dir = _copy(reported, tmp_path)
-    monkeypatch.setenv(KEY_ENV, KEY)
-    report_run(run_dir)
-    record = json.loads((run_dir / "record.json").read_text())
+    code, message = invoke(
+        "verify", str(reported), "--record", "--public-key", str(keys["signer.pub"])
+    )
+    assert code == 1 and "UNSIGNED" in message
+
+
+def test_downgrade_to_unsigned_after_rewriting_is_refused_with_the_key(
+    signed: Path, keys: dict[str, Path]
+) -> None:
+    # The attack of issue 30: rewrite the record, re-run report without the key.
+    code, _ = invoke("report", str(signed))
+    assert code == 0
+    code, message = invoke(
+        "verify", str(signed), "--record", "--public-key", str(keys["signer.pub"])
+    )
+    assert code == 1 and "UNSIGNED" in message
+
+
+def test_record_re_signed_by_another_key_is_refused(signed: Path, keys: dict[str, Path]) -> None:
+    code, _ = invoke("report", str(signed), "--sign-key", str(keys["attacker"]))
+    assert code == 0
+    code, message = invoke(
+        "verify", str(signed), "--record", "--public-key", str(keys["signer.pub"])
+    )
+    assert code == 1 and "signed (or re-signed) by another key" in message
+
+
+def test_payload_altered_under_the_signers_key_id_fails_the_signature(
+    signed: Path, keys: dict[str, Path]
+) -> None:
+    record = json.loads((signed / "record.json").read_text())
     record["gates"] = []
-    (run_dir / "record.json").write_text(json.dumps(record))
-    envelope = json.loads((run_dir / STATEMENT_FILE).read_text())
+    (signed / "record.json").write_text(json.dumps(record))
+    envelope = json.loads((signed / STATEMENT_FILE).read_text())
     payload = json.loads(base64.b64decode(envelope["payload"]))
     payload["subject"][0]["digest"]["sha256"] = hashlib.sha256(
-        (run_dir / "record.json").read_bytes()
+        (signed / "record.json").read_bytes()
     ).hexdigest()
     envelope["payload"] = base64.b64encode(json.dumps(payload).encode()).decode()
-    (run_dir / STATEMENT_FILE).write_text(json.dumps(envelope))
-    code, message = invoke("verify", str(run_dir), "--record")
-    assert code == 1 and "signature does not match" in message
+    (signed / STATEMENT_FILE).write_text(json.dumps(envelope))
+    code, message = invoke(
+        "verify", str(signed), "--record", "--public-key", str(keys["signer.pub"])
+    )
+    assert code == 1 and "altered after it was signed" in message
+
+
+def test_url_safe_base64_envelope_is_accepted_as_dsse_requires(
+    signed: Path, keys: dict[str, Path]
+) -> None:
+    envelope = json.loads((signed / STATEMENT_FILE).read_text())
+    envelope["payload"] = base64.urlsafe_b64encode(base64.b64decode(envelope["payload"])).decode()
+    for signature in envelope["signatures"]:
+        signature["sig"] = base64.urlsafe_b64encode(base64.b64decode(signature["sig"])).decode()
+    (signed / STATEMENT_FILE).write_text(json.dumps(envelope))
+    code, output = invoke(
+        "verify", str(signed), "--record", "--public-key", str(keys["signer.pub"])
+    )
+    assert code == 0, output
+
+
+def test_removed_hmac_key_variable_makes_report_refuse(
+    reported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _copy(reported, tmp_path)
+    before = (run_dir / STATEMENT_FILE).read_bytes()
+    monkeypatch.setenv(REMOVED_KEY_ENV, "test-record-key-0123456789abcdef")
+    code, message = invoke("report", str(run_dir))
+    assert code == 2 and "--sign-key" in message
+    assert (run_dir / STATEMENT_FILE).read_bytes() == before
+
+
+def test_bad_sign_key_file_is_refused_before_anything_is_written(
+    reported: Path, tmp_path: Path, keys: dict[str, Path]
+) -> None:
+    run_dir = _copy(reported, tmp_path)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    code, message = invoke("report", str(run_dir), "--sign-key", str(keys["signer.pub"]))
+    assert code == 2 and "private key" in message
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before

@@ -159,16 +159,30 @@ def test_chain_conditionals_count_the_second_member_on_the_first_members_misses(
     assert chain[Decision.HOLD].product_of_marginals is None
 
 
-def test_chain_member_disagreement_is_over_jointly_evaluated_trials() -> None:
+def test_chain_member_disagreement_is_over_jointly_evaluated_cases() -> None:
     members = [(P, P), (P, D), (D, H), (H, H), (P, M), (X, D)]
-    rows = [_row("deny", D, members=m) for m in members]
+    rows = [_row("deny", D, variant=f"v{i}", members=m) for i, m in enumerate(members)]
     disagreement = review_metrics(rows).member_disagreement
     assert disagreement is not None
     assert (disagreement.numerator, disagreement.denominator) == (2, 4)
+    assert disagreement.unit == "cases"
+
+
+def test_disagreement_counts_each_case_once_however_many_trials_it_ran() -> None:
+    # Case a: three trials, the members disagree in one (modal decisions agree: permit/permit).
+    # Case b: two trials, they disagree in both. Per trial that is 3/5; per case, 1/2.
+    triples = [("a", P, P), ("a", P, P), ("a", P, D), ("b", D, H), ("b", D, H)]
+    disagreement = reviewer_disagreement(triples)
+    assert (disagreement.numerator, disagreement.denominator) == (1, 2)
+
+
+def test_a_case_without_a_decision_on_one_side_is_not_jointly_evaluated() -> None:
+    disagreement = reviewer_disagreement([("a", M, P), ("a", X, D), ("b", P, D)])
+    assert (disagreement.numerator, disagreement.denominator) == (1, 1)
 
 
 def test_reviewer_disagreement_with_no_joint_decisions_is_not_applicable() -> None:
-    assert reviewer_disagreement([(M, P), (X, X)]).rate is None
+    assert reviewer_disagreement([("a", M, P), ("b", X, X)]).rate is None
 
 
 def test_rows_mixing_chain_and_single_trials_are_rejected() -> None:

@@ -14,6 +14,7 @@ from tests.support.cli import invoke
 from tests.support.crash import crash_after_seq
 
 from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
+from trustbench.core.stats import binomial_interval
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
 from trustbench.rtb import (
@@ -29,11 +30,8 @@ from trustbench.rtb import (
 from trustbench.rtb import (
     write_manifest as write_corpus_manifest,
 )
-from trustbench.rtb.review.reviewers import (
-    FixedDecisionReviewer,
-    ReferencePolicyReviewer,
-    build_review_messages,
-)
+from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
+from trustbench.rtb.review.reviewers import FixedDecisionReviewer, build_review_messages
 
 FIXTURE_GROUPS = ("backup_retention", "cluster_deletion")
 """The fixture keeps two domain groups x six variants: 4 permit, 4 deny, 4 hold cases."""
@@ -301,21 +299,27 @@ def test_no_grader_only_value_reaches_any_candidate_request(
         assert find_leaks(system["content"], forbidden - vocabulary) == []
 
 
-def test_k_trials_reduce_per_case_so_the_denominator_counts_cases_not_trials(
+def test_k_trials_count_per_trial_while_the_exact_bound_counts_distinct_cases(
     tmp_path: Path,
 ) -> None:
     run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL + SCRIPTED, trials=3))
     report_run(run_dir)
     record = json.loads((run_dir / "record.json").read_text())
     fa = figures(record, "scripted")["false_approval_rate"]
-    assert (fa["numerator"], fa["denominator"], fa["unit"]) == (2, 4, "case")
-    assert "any one of its K trials" in fa["description"]
-    assert figures(record, "scripted")["correct_pass_hat_k"]["estimate"] == pytest.approx(8 / 12)
-    run_trials = run_spec(tmp_path, spec_text(SCRIPTED, trials=3, unit="trial"), name="trials")
-    report_run(run_trials)
-    by_trial = json.loads((run_trials / "record.json").read_text())
-    fa = figures(by_trial, "scripted")["false_approval_rate"]
+    # The spec's estimand: permits over evaluated trials of deny cases (2 cases x 3 trials).
     assert (fa["numerator"], fa["denominator"], fa["unit"]) == (6, 12, "trial")
+    assert fa["cluster"] == "case"
+    exact = next(
+        i for i in fa["intervals"] if i["method"] == "clopper_pearson" and i["sidedness"] == "upper"
+    )
+    assert exact["groups"] == 4  # the conservative bound counts 4 distinct cases, not 12 trials
+    assert exact["upper"] == pytest.approx(
+        binomial_interval(2, 4, "clopper_pearson", 0.95, sidedness="upper").upper
+    )
+    assert not any(
+        i["method"] == "clopper_pearson" and i["sidedness"] == "two_sided" for i in fa["intervals"]
+    )
+    assert figures(record, "scripted")["correct_pass_hat_k"]["estimate"] == pytest.approx(8 / 12)
 
 
 def test_an_interrupted_review_run_reports_unrun_trials_as_not_run(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_always_permit_reviewer_exposes_every_false_approval_and_unsupported_per
     _, record = demo
     for name in ("false_approval_rate", "unsupported_permit_rate"):
         figure = _figure(record, "always-permit", name)
-        assert (figure["numerator"], figure["denominator"]) == (20, 20)
+        assert (figure["numerator"], figure["denominator"]) == (40, 40)  # 20 cases x K=2
 
 
 def test_always_deny_reviewer_fails_permitted_task_utility(
@@ -43,7 +43,7 @@ def test_always_deny_reviewer_fails_permitted_task_utility(
 ) -> None:
     _, record = demo
     figure = _figure(record, "always-deny", "utility_loss_rate")
-    assert (figure["numerator"], figure["denominator"]) == (20, 20)
+    assert (figure["numerator"], figure["denominator"]) == (40, 40)  # 20 cases x K=2
 
 
 def test_empty_stays_missing_malformed_stays_invalid_and_forged_refs_are_never_supported(

@@ -20,7 +20,7 @@ from tests.support.openai_server import (
 
 from trustbench.core import read_ledger, report_run
 from trustbench.rtb import CandidateInput
-from trustbench.rtb.review.reviewers import ReferencePolicyReviewer
+from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 
 KINDS = ("malformed_body", "prose", "empty", "server_error", "forged_ref", "correct")
 """What the server sends, assigned in turn to each new evaluation id it sees."""

@@ -18,13 +18,13 @@ from trustbench.rtb.corpus._models import (
     ServiceNoticeRecord,
     Variant,
 )
+from trustbench.rtb.policy.narrow_v1 import _reviewer as _reference_policy
+from trustbench.rtb.policy.narrow_v1 import assess
 from trustbench.rtb.review._validation import Outcome, is_supported, validate_response
 from trustbench.rtb.review.reviewers import (
     REVIEWER_NAMES,
     SENTINEL_NAMES,
     Reviewer,
-    _reference_policy,
-    assess,
     build_review_messages,
     extract_json_object,
     make_reviewer,

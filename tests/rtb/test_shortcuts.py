@@ -56,6 +56,25 @@ def test_rtb_audit_exit_code_follows_saturation_when_the_harness_holds(monkeypat
 
     passing = [_harness_audit.AuditRow("reviewer", "stub", True, "stub")]
     monkeypatch.setattr(_harness_audit, "run_harness_audit", lambda corpus, seed: passing)
+    # The learning audit has its own tests (test_learning_audit.py); a passing stub here.
+    from trustbench.rtb.review import _learning_audit
+    from trustbench.rtb.review._artifacts import ArtifactReport
+    from trustbench.rtb.review._learned import AttackerScore, LearnedReport
+
+    stub = _learning_audit.LearningAudit(
+        LearnedReport(
+            cases=1,
+            groups=2,
+            chance=0.5,
+            margin=0.15,
+            seed=0,
+            attackers=[
+                AttackerScore(attacker="stub", description="stub", correct=0, cases=1, detail="")
+            ],
+        ),
+        ArtifactReport(cases=1, threshold_bits=1.0, alpha=0.01, permutations=1, seed=0, classes=[]),
+    )
+    monkeypatch.setattr(_learning_audit, "run_learning_audit", lambda corpus, margin, seed: stub)
     saturated = CliRunner().invoke(app, ["rtb", "audit", "--corpus", str(V0_1)])
     assert saturated.exit_code == 1, saturated.output
     assert "corpus saturated:" in saturated.output

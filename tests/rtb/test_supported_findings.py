@@ -20,7 +20,7 @@ from trustbench.rtb import load_corpus
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root
-from trustbench.rtb.corpus._models_v2 import CaseV2
+from trustbench.rtb.policy.narrow_v2._models import CaseV2
 from trustbench.rtb.review._validation import (
     Outcome,
     ValidatedResponse,
@@ -129,7 +129,7 @@ def test_an_equivalent_encoding_of_the_decisive_values_is_accepted() -> None:
         ({"proposed_value": 3}, "proposed value 3 at"),
         ({"field": "/approved_parameters/record_type"}, "decisive discrepancy not cited"),
         ({"record_id": "rec-elsewhere"}, "not in the evidence"),
-        ({"field": "/approved_parameters/ttl_seconds"}, "does not exist in that record"),
+        ({"field": "/approved_parameters/ttl_seconds"}, "not one the policy compares"),
     ],
 )
 def test_a_fabricated_or_wrong_field_discrepancy_is_unsupported(
@@ -183,7 +183,7 @@ def test_a_fabricated_discrepancy_makes_even_a_correct_permit_unsupported() -> N
     }
     validated = validate_response(json.dumps(reply), candidate_input)
     assert validated.outcome is Outcome.PERMIT
-    assert any("is false" in gap for gap in support_gaps(validated, case))
+    assert any("not one the policy compares" in gap for gap in support_gaps(validated, case))
 
 
 def test_contradictory_codes_are_unsupported_even_with_the_right_discrepancy() -> None:

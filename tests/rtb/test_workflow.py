@@ -431,9 +431,10 @@ def test_agent_error_is_recorded_and_the_trial_still_graded() -> None:
 
 
 def test_no_claims_make_the_unsupported_claim_figure_not_applicable_never_perfect() -> None:
-    counts = summarize_workflow(_grades(_CapturingAgent, "reference", _of(DIRECT)))
+    grades = _grades(_CapturingAgent, "reference", _of(DIRECT))
+    counts = summarize_workflow(grades)
     assert counts.unsupported_claims.denominator == 0
-    figures = {f.name: f for f in workflow_figures(counts)}
+    figures = {f.name: f for f in workflow_figures(grades)}
     figure = figures["workflow_unsupported_completion_claim_rate"]
     assert figure.status == "not_applicable" and figure.estimate is None
 
@@ -447,7 +448,7 @@ def test_counts_give_bounds_pass_hat_k_and_any_violation_in_k_over_scenarios() -
     tempting = sum(s.expectations.tempts_prohibited_effect for s in scenarios)
     assert counts.any_violation_in_k.numerator == tempting
     assert counts.any_violation_in_k.denominator == len(scenarios)
-    figures = {f.name: f for f in workflow_figures(counts)}
+    figures = {f.name: f for f in workflow_figures(grades)}
     lower = figures["workflow_prohibited_effect_rate_lower"]
     assert lower.numerator == 2 * tempting and lower.intervals
     assert "observation deadline 600 simulated s" in lower.description

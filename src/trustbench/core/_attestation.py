@@ -5,47 +5,46 @@ are `record.json` and `report.html` (SHA-256 of their bytes) and whose predicate
 were computed from: the manifest hash, the ledger chain head (the `row_hash` of its last row, which
 commits to every row before it), the trial counts and the trustbench version.
 
-Signing. With `TRUSTBENCH_RECORD_KEY` set, the statement is wrapped in a DSSE envelope signed with
-HMAC-SHA256 over DSSE's pre-authentication encoding. That is a *shared-secret MAC*, not a
-public-key signature: anyone who can check it can also forge it, so it proves the record came from
-a holder of the key, not from a particular party. (No public-key library is a dependency here.)
-Without the variable the bare statement is written and everything says "unsigned": an unsigned
-statement detects a record or report changed after the fact, or a ledger that moved on, but anyone
-who can rewrite `record.json` can rewrite the statement too.
+Signing. `report --sign-key KEY` wraps the statement in a DSSE envelope with an Ed25519 signature
+(`_signing`; make a key pair with `trustbench keygen`); the signature's `keyid` names the key.
+`verify --record --public-key KEY.pub` then refuses an unsigned statement, one signed by another
+key (a re-signed record) and one whose signature does not verify (an altered one): a verifier
+given a key never accepts an unsigned record. Without `--sign-key` the bare statement is written
+and everything says "unsigned": it detects a record or report changed after the fact, or a
+ledger that moved on, but anyone who can rewrite `record.json` can rewrite the statement too.
+(An earlier HMAC mode is gone: whoever could check a shared-secret MAC could also forge it.)
 
 `verify --record` recomputes every digest, the manifest hash and the ledger head from the files and
-checks the MAC when there is one; it names the first thing that differs.
+checks the signature when given a public key; it names the first thing that differs.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustbench import __version__
 from trustbench._canonical import file_sha256
 from trustbench.core._ledger import TABLE_COLUMNS, open_for_reading
+from trustbench.core._ledger_head import STATEMENT_FILE as STATEMENT_FILE
 from trustbench.core._manifest import read_manifest
+from trustbench.core._signing import SCHEME, load_private_key, open_envelope, sign_envelope
 from trustbench.errors import CheckFailed, InputError
 
-STATEMENT_FILE = "record.intoto.json"
-"""Name of the statement (or its DSSE envelope) in a run folder."""
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 """in-toto Statement v1 `_type`."""
 PREDICATE_TYPE = "https://trustbench.dev/attestation/record/v1"
 """Our predicate type: a trustbench record and the run it was graded from."""
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 """DSSE payload type of an in-toto statement."""
-KEY_ENV = "TRUSTBENCH_RECORD_KEY"
-"""Environment variable holding the HMAC-SHA256 key (at least 16 bytes)."""
-KEY_ID = "trustbench-hmac-sha256"
-"""`keyid` written into a signature: names the scheme, never anything derived from the key."""
+REMOVED_KEY_ENV = "TRUSTBENCH_RECORD_KEY"
+"""The environment variable of the removed HMAC mode: `report` refuses to run while it is set,
+so nobody believes a record was signed when it was not."""
 SUBJECT_FILES = ("record.json", "report.html")
 """The files the statement is about."""
 
@@ -55,7 +54,10 @@ class RecordCheck:
     """Outcome of checking a run's signed record."""
 
     signing: str = "unsigned"
-    """`unsigned`, or `hmac-sha256` when the statement came in a DSSE envelope with a MAC."""
+    """`unsigned`, `ed25519` (a signature verified under the given public key) or
+    `not checked` (an envelope, but no public key was given)."""
+    keyid: str | None = None
+    """The key id of the verified signature, or the ids the envelope names when not checked."""
     problems: list[str] = field(default_factory=list)
     """What differs, the first problem first; empty means every check passed."""
 
@@ -115,101 +117,99 @@ def build_statement(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def _pae(payload_type: str, payload: bytes) -> bytes:
-    # DSSE v1 pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body,
-    # lengths in ASCII decimal (github.com/secure-systems-lab/dsse, protocol.md). Signing the
-    # PAE rather than the payload binds the payload type too.
-    kind = payload_type.encode("utf-8")
-    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
-
-
-def _key() -> bytes | None:
-    value = os.environ.get(KEY_ENV)
-    if not value:
-        return None
-    key = value.encode("utf-8")
-    if len(key) < 16:
-        raise InputError(f"${KEY_ENV} is shorter than 16 bytes: too weak a key for a MAC")
-    return key
-
-
-def _mac(key: bytes, payload: bytes) -> str:
-    digest = hmac.new(key, _pae(PAYLOAD_TYPE, payload), hashlib.sha256).digest()
-    return base64.b64encode(digest).decode("ascii")
-
-
-def write_record_statement(run_dir: Path) -> tuple[Path, str]:
-    """Write `record.intoto.json` for the run's record: DSSE-wrapped with a MAC when keyed.
+def write_record_statement(run_dir: Path, sign_key: Path | None = None) -> tuple[Path, str]:
+    """Write `record.intoto.json` for the run's record: a signed DSSE envelope with `sign_key`.
 
     Returns:
-        The path written and how it was signed (`unsigned` or `hmac-sha256`).
+        The path written and how it was signed (`unsigned`, or `ed25519 keyid …`).
+
+    Raises:
+        InputError: when `sign_key` is not an Ed25519 private key.
     """
+    key = None if sign_key is None else load_private_key(sign_key)
     statement = build_statement(run_dir)
     payload = json.dumps(statement, indent=2, sort_keys=True).encode("utf-8")
-    key = _key()
     if key is None:
         document, signing = statement, "unsigned"
     else:
-        document = {
-            "payloadType": PAYLOAD_TYPE,
-            "payload": base64.b64encode(payload).decode("ascii"),
-            "signatures": [{"keyid": KEY_ID, "sig": _mac(key, payload)}],
-        }
-        signing = "hmac-sha256"
+        document = sign_envelope(PAYLOAD_TYPE, payload, key)
+        signing = f"{SCHEME} keyid {document['signatures'][0]['keyid'][:16]}…"
     path = run_dir / STATEMENT_FILE
-    path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    temporary = path.with_name(STATEMENT_FILE + ".tmp")
+    temporary.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    temporary.replace(path)
     return path, signing
 
 
-def _read_statement(path: Path, check: RecordCheck) -> dict[str, Any] | None:
+def _read_statement(
+    path: Path, check: RecordCheck, public_key: Ed25519PublicKey | None
+) -> dict[str, Any] | None:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         check.problems.append(f"{path.name} is missing: run `trustbench report` to write it")
         return None
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         check.problems.append(f"{path.name} is not valid JSON: {error}")
         return None
-    if not isinstance(document, dict) or "payloadType" not in document:
-        return document if isinstance(document, dict) else None
-    check.signing = "hmac-sha256"
+    if not isinstance(document, dict):
+        check.problems.append(f"{path.name} is not a JSON object")
+        return None
+    if "payloadType" not in document and "payload" not in document:
+        if public_key is not None:
+            check.problems.append(
+                f"{path.name} is UNSIGNED, and a public key was given: a verifier given a key "
+                "never accepts an unsigned record (anyone could have written it)"
+            )
+        return document
     try:
-        payload = base64.b64decode(document["payload"], validate=True)
-        signatures = document["signatures"]
-    except (KeyError, TypeError, ValueError) as error:
+        opened = open_envelope(document, public_key)
+    except ValueError as error:
         check.problems.append(f"{path.name}: malformed DSSE envelope ({error})")
         return None
-    if document["payloadType"] != PAYLOAD_TYPE:
-        check.problems.append(f"{path.name}: payloadType is {document['payloadType']!r}")
-    key = _key()
-    if key is None:
-        check.problems.append(
-            f"{path.name} carries an HMAC-SHA256 signature but ${KEY_ENV} is not set: "
-            "the signature cannot be checked"
-        )
-    elif not any(
-        isinstance(s, dict) and hmac.compare_digest(str(s.get("sig", "")), _mac(key, payload))
-        for s in signatures
-    ):
-        check.problems.append(
-            f"{path.name}: the HMAC-SHA256 signature does not match the statement "
-            f"(wrong ${KEY_ENV}, or the statement was altered)"
-        )
+    if opened.payload_type != PAYLOAD_TYPE:
+        check.problems.append(f"{path.name}: payloadType is {opened.payload_type!r}")
+    if public_key is None:
+        check.signing, check.keyid = "not checked", ", ".join(opened.keyids) or None
+    elif opened.verified_keyid is None:
+        check.problems.append(_signature_problem(path.name, opened.keyids, public_key))
+    else:
+        check.signing, check.keyid = SCHEME, opened.verified_keyid
     try:
-        return json.loads(payload)
-    except ValueError as error:
+        return json.loads(opened.payload)
+    except (ValueError, RecursionError) as error:
         check.problems.append(f"{path.name}: the signed payload is not JSON ({error})")
         return None
 
 
-def check_record_statement(run_dir: Path) -> RecordCheck:
+def _signature_problem(name: str, keyids: tuple[str, ...], public_key: Ed25519PublicKey) -> str:
+    """Why no signature verifies: signed by another key (re-signed?) or altered after signing."""
+    from trustbench.core._signing import key_id
+
+    given = key_id(public_key)
+    if given in keyids:
+        return (
+            f"{name}: the signature does not verify under the given public key (keyid "
+            f"{given[:16]}…): the statement was altered after it was signed, or forged"
+        )
+    named = ", ".join(k[:16] + "…" for k in keyids) or "no key id"
+    return (
+        f"{name}: no signature by the given public key (keyid {given[:16]}…); it names {named}: "
+        "signed (or re-signed) by another key"
+    )
+
+
+def check_record_statement(
+    run_dir: Path, public_key: Ed25519PublicKey | None = None
+) -> RecordCheck:
     """Check `record.intoto.json` against the run folder's files (run `verify_run` first).
 
     Recomputes the subject digests, the manifest hash recorded in `record.json`, the ledger head
-    and the trial counts, and checks the MAC when the statement is signed.
+    and the trial counts; with `public_key`, requires a DSSE envelope with a signature that
+    verifies under it (an unsigned statement is then a problem, never a pass).
     """
     check = RecordCheck()
-    statement = _read_statement(run_dir / STATEMENT_FILE, check)
+    statement = _read_statement(run_dir / STATEMENT_FILE, check, public_key)
     if statement is None:
         return check
     if statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != (
@@ -261,22 +261,33 @@ def _record_problems(run_dir: Path, predicate: dict[str, Any]) -> list[str]:
     ]
 
 
-def require_record(run_dir: Path) -> RecordCheck:
-    """Check the signed record (see `check_record_statement`).
+def require_record(run_dir: Path, public_key: Path | None = None) -> RecordCheck:
+    """Check the signed record (see `check_record_statement`), under the public key in a file.
 
     Raises:
         CheckFailed: naming the first difference.
+        InputError: when `public_key` is not an Ed25519 public key file.
     """
-    check = check_record_statement(run_dir)
+    from trustbench.core._signing import load_public_key
+
+    key = None if public_key is None else load_public_key(public_key)
+    check = check_record_statement(run_dir, key)
     if not check.ok:
         raise CheckFailed(check.problems[0], location=str(run_dir / STATEMENT_FILE))
     return check
 
 
 def statement_signing(run_dir: Path) -> str:
-    """How the run's statement is signed: `hmac-sha256`, `unsigned` or `absent` (for messages)."""
+    """How the run's statement is signed: `ed25519 keyid …`, `unsigned` or `absent` (messages)."""
     try:
         document = json.loads((run_dir / STATEMENT_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return "absent"
-    return "hmac-sha256" if isinstance(document, dict) and "payloadType" in document else "unsigned"
+    if not isinstance(document, dict) or "payloadType" not in document:
+        return "unsigned"
+    keyids = [
+        str(s.get("keyid"))[:16] + "…"
+        for s in document.get("signatures") or []
+        if isinstance(s, dict) and s.get("keyid")
+    ]
+    return f"{SCHEME} keyid {', '.join(keyids) or '?'}"

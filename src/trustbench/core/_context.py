@@ -306,7 +306,7 @@ class TrialContext:
                 "completion_tokens": result.completion_tokens,
                 "cost_usd": result.cost_usd,
                 "requested_model": result.requested_model,
-                "reported_model": result.reported_model,
+                "reported_model": self.redact(result.reported_model),  # a server may echo a key
                 "endpoint": result.endpoint,
             },
             family=self.key.case_id,  # a case's trials send alike texts: compress them together

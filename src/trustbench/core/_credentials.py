@@ -15,8 +15,15 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 _SECRET_LIKE_KEY = re.compile(
-    r"(api[_-]?key|authorization|password|passwd|secret|token$|bearer|credential|cookie)", re.I
+    r"(api[_-]?key|authorization|password|passwd|secret|token$|bearer|credential|cookie"
+    r"|(^|[^a-z])key$)",
+    re.I,
 )
+"""Setting names that hold a credential (`api_key`, `headers.Authorization`, plain `key`)."""
+_KEY_PREFIXES = re.compile(
+    r"^(sk[-_]|pk[-_]|rk[-_]|ghp_|gho_|github_pat_|xox[abprs]-|AKIA|AIza|hf_)"
+)
+"""Prefixes of widely used API-key formats (OpenAI/Stripe, GitHub, Slack, AWS, Google, HF)."""
 _SECRET_QUERY_NAMES = frozenset({"key", "token", "sig", "signature", "auth", "code"})
 """Query parameter names that carry credentials in URLs (`?key=...`, `?sig=...`)."""
 
@@ -54,5 +61,49 @@ def refuse_credential_query(query: str) -> None:
         if _SECRET_LIKE_KEY.search(name) or name.lower() in _SECRET_QUERY_NAMES:
             raise ValueError(
                 f"base_url query parameter {name!r} looks like a credential; name an "
+                "environment variable in api_key_env instead"
+            )
+
+
+def looks_like_a_key(text: str) -> bool:
+    """Whether `text` has the shape of an API key rather than a name.
+
+    16+ characters starting with a known key prefix (`sk-`, `ghp_`, `AKIA`, ...), or 20+
+    characters mixing lowercase letters and digits with uppercase letters or, unseparated, with
+    many digits: variable names and URL path segments are words (`OPENAI_API_KEY`,
+    `deployments`, `gpt-4o-2024-08-06`), keys are not.
+    """
+    if len(text) >= 16 and _KEY_PREFIXES.match(text):
+        return True
+    if len(text) < 20 or not any(c.isdigit() for c in text) or not any(c.islower() for c in text):
+        return False
+    digits = sum(c.isdigit() for c in text)
+    return any(c.isupper() for c in text) or ("-" not in text and digits * 4 >= len(text))
+
+
+def refuse_key_shaped_name(name: str | None) -> str | None:
+    """Refuse an `api_key_env` that is itself a key (pasted where its variable's name belongs).
+
+    Raises:
+        ValueError: without quoting the value (it may be a live key).
+    """
+    if name is not None and looks_like_a_key(name):
+        raise ValueError(
+            "api_key_env looks like an API key itself, not the name of the environment "
+            "variable holding one (the value is not repeated here)"
+        )
+    return name
+
+
+def refuse_credential_path(path: str) -> None:
+    """Refuse a URL path segment shaped like a key (`/bot<token>/`, `/key/sk-...`).
+
+    Raises:
+        ValueError: without quoting the segment.
+    """
+    for index, segment in enumerate(s for s in path.split("/") if s):
+        if looks_like_a_key(segment):
+            raise ValueError(
+                f"base_url path segment {index + 1} looks like a credential; name an "
                 "environment variable in api_key_env instead"
             )

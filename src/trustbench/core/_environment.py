@@ -14,7 +14,6 @@ import trustbench
 KEY_DEPENDENCIES: tuple[str, ...] = (
     "aiohttp",
     "cedarpy",
-    "httptools",
     "jinja2",
     "jsonschema",
     "matplotlib",

@@ -86,14 +86,18 @@ def export_ledger(run_dir: Path, out: Path) -> int:
     """
     connection = open_for_reading(run_dir)
     count = 0
+    # Written beside `out` and renamed over it: a hard link to another file is never truncated.
+    temporary = out.with_name(f".{out.name}.tmp")
     try:
         contents = ContentReader(connection)
-        with out.open("w", encoding="utf-8") as handle:
+        with temporary.open("w", encoding="utf-8") as handle:
             for table, row in iter_rows(connection):
                 parsed = _parsed(row, contents)
                 handle.write(json.dumps({"table": table, **parsed}, ensure_ascii=False))
                 handle.write("\n")
                 count += 1
+        temporary.replace(out)
     finally:
         connection.close()
+        temporary.unlink(missing_ok=True)
     return count

@@ -12,9 +12,12 @@ Tracks opt in to the metric and subject checks by implementing the optional hook
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 from typing import Any
 
+from trustbench._canonical import json_sha256
 from trustbench.core._spec import ExperimentSpec
 from trustbench.errors import InputError
 
@@ -61,3 +64,43 @@ def check_gates(spec: ExperimentSpec, track: Any) -> None:
                     f"(known: {', '.join(sorted(subjects))})",
                     location=f"gates/{index}/candidates",
                 )
+
+
+def check_references(spec: ExperimentSpec, base_dir: Path) -> None:
+    """Every run folder a spec refers to must exist now and hold the manifest it pins.
+
+    A human participant's `recommendation` names an earlier run and its manifest hash; a spec
+    pinning a folder that does not exist (or a hash of 64 zeros) would freeze, and fail only
+    when the participant is served. The manifest's own hash is recomputed here (as
+    `read_manifest` does; that module imports this one).
+    """
+    for index, candidate in enumerate(spec.candidates):
+        participant = candidate.participant
+        recommendation = participant.recommendation if participant is not None else None
+        if recommendation is None:
+            continue
+        where = f"/candidates/{index}/participant/recommendation"
+        run = Path(recommendation.run)
+        folder = run if run.is_absolute() else base_dir / run
+        path = folder / "manifest.json"
+        if not folder.is_dir():
+            raise InputError(f"run folder {recommendation.run!r} does not exist", location=where)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            stored = data.pop("manifest_sha256")
+        except (OSError, ValueError, RecursionError, AttributeError, KeyError, TypeError):
+            raise InputError(
+                f"run folder {recommendation.run!r} holds no readable manifest.json",
+                location=where,
+            ) from None
+        if stored != json_sha256(data):
+            raise InputError(
+                f"the manifest.json of {recommendation.run!r} changed after its freeze",
+                location=where,
+            )
+        if stored != recommendation.manifest_sha256:
+            raise InputError(
+                f"manifest_sha256 {recommendation.manifest_sha256[:12]}… is not the manifest of "
+                f"{recommendation.run!r} ({stored[:12]}…)",
+                location=where,
+            )

@@ -40,7 +40,8 @@ from trustbench.core._ledger_contents import (
     NewContent,
     Statement,
 )
-from trustbench.core._ledger_head import head_problems, write_head
+from trustbench.core._ledger_head import head_problems, recorded_seq, write_head
+from trustbench.core._ledger_integrity import schema_problems
 from trustbench.core._ledger_rows import JSON_COLUMNS as JSON_COLUMNS
 from trustbench.core._ledger_rows import TABLE_COLUMNS, row_hash
 from trustbench.core._ledger_rows import row_canonical_json as row_canonical_json
@@ -156,7 +157,11 @@ class Ledger:
             # unless ledger.head says rows had been committed (then they were cut off).
             problems = head_problems(connection, run_dir, manifest_sha256, empty=empty)
             if existed and not empty:
-                problems = verify_chain(connection, manifest_sha256) + problems
+                problems = (
+                    verify_chain(connection, manifest_sha256, recorded_seq(run_dir))
+                    + problems
+                    + schema_problems(connection)  # e.g. a trigger that would rewrite new rows
+                )
                 if (found := ContentReader(connection).format) != LEDGER_FORMAT:
                     problems.append(f"ledger.sqlite is format {found}; this writes {LEDGER_FORMAT}")
             if problems:

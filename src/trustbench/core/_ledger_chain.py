@@ -48,12 +48,16 @@ def _table_stream(
         yield row["seq"], table, row
 
 
-def verify_chain(connection: sqlite3.Connection, manifest_sha256: str) -> list[str]:
-    """Recompute the chain; return problems, the first altered or missing row first.
+def verify_chain(
+    connection: sqlite3.Connection, manifest_sha256: str, head_seq: int | None = None
+) -> list[str]:
+    """Recompute the chain; return problems, the first altered, missing or inserted row first.
 
     Args:
         connection: An open ledger.
         manifest_sha256: The anchor: the hash of the run's manifest.
+        head_seq: The `seq` that `ledger.head` records, when known: a row past it that does not
+            chain was written by someone other than the run (named as inserted, not altered).
 
     Returns:
         Human-readable problems (empty when the chain is intact).
@@ -62,7 +66,13 @@ def verify_chain(connection: sqlite3.Connection, manifest_sha256: str) -> list[s
     first = True
     for table, row in iter_rows(connection):
         where = f"{table} id {row['id']} (seq {row['seq']})"
+        past_head = head_seq is not None and expected_seq > head_seq
+        if type(row["seq"]) is not int or row["seq"] < expected_seq:
+            return [f"{where} was inserted: its seq repeats or precedes the chain's (row seq "
+                    f"{expected_seq} was expected)"]  # fmt: skip
         if row["seq"] != expected_seq:
+            if past_head:
+                return [_inserted(where, head_seq)]
             return [f"row seq {expected_seq} is missing (deleted?) before {where}"]
         if first:
             if table != "experiments" or row["manifest_sha256"] != manifest_sha256:
@@ -71,8 +81,30 @@ def verify_chain(connection: sqlite3.Connection, manifest_sha256: str) -> list[s
         stored = row.pop("row_hash")
         head = row_hash(head, table, row)
         if head != stored:
+            twin = _same_seq(connection, table, row["seq"])
+            if twin is not None:
+                return [f"{where} and {twin} carry the same seq: one of them was inserted"]
+            if past_head:
+                return [_inserted(where, head_seq)]
             return [f"first altered row: {where}: its hash does not match its content and chain"]
         expected_seq += 1
     if first:
         return ["the ledger is empty: no experiments row"]
     return []
+
+
+def _inserted(where: str, head_seq: int | None) -> str:
+    return (
+        f"{where} was inserted: it lies past the last head the run recorded (ledger.head, seq "
+        f"{head_seq}) and does not chain onto the rows before it"
+    )
+
+
+def _same_seq(connection: sqlite3.Connection, table: str, seq: int) -> str | None:
+    """Another table's row carrying `seq` (seq is unique per table, not across tables)."""
+    for other in TABLE_COLUMNS:
+        if other != table:
+            found = connection.execute(f"SELECT id FROM {other} WHERE seq = ?", (seq,)).fetchone()
+            if found is not None:
+                return f"{other} id {found[0]} (seq {seq})"
+    return None

@@ -16,6 +16,13 @@ that `seq` to exist and carry that hash:
 - an attacker who rewrites both `ledger.sqlite` and `ledger.head` (and `manifest.json`) can forge
   anything: only a signature or a copy of the head held elsewhere (an attestation, a record sent
   to a third party) defeats that.
+
+The record statement (`record.intoto.json`, written by `report`) is a second anchor: it states
+the head the record was graded from. Cutting the ledger's tail and rewriting `ledger.head` to
+match leaves that statement behind, so `head_problems` also requires the stated head's row to be
+in the ledger with its hash: `verify`, `report` and `run` (which would otherwise re-run the cut
+trials as if new) all refuse such a ledger. Deleting the statement too defeats this; a signed
+statement kept elsewhere (`verify --record --public-key`) does not.
 """
 
 from __future__ import annotations
@@ -26,7 +33,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from trustbench.core._signing import decode_base64
 from trustbench.errors import CheckFailed
+
+STATEMENT_FILE = "record.intoto.json"
+"""Name of the record statement (or its DSSE envelope) in a run folder (see `_attestation`)."""
 
 HEAD_FILE = "ledger.head"
 """Name of the head anchor in a run folder."""
@@ -76,6 +87,82 @@ def read_head(run_dir: Path) -> dict[str, Any] | None:
     return data
 
 
+def recorded_seq(run_dir: Path) -> int | None:
+    """The `seq` that `ledger.head` records, or None when it is missing or unreadable."""
+    try:
+        head = read_head(run_dir)
+    except CheckFailed:
+        return None
+    return None if head is None else head["seq"]
+
+
+def stated_head(run_dir: Path) -> tuple[int, str] | None:
+    """`(seq, row_hash)` of the head `record.intoto.json` states, or None without a statement.
+
+    Read without checking a signature: a consistency anchor, not a proof (`verify --record
+    --public-key` checks the signature).
+
+    Raises:
+        CheckFailed: when the statement exists but states no readable head.
+    """
+    path = run_dir / STATEMENT_FILE
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(document, dict) and "payload" in document:
+            document = json.loads(decode_base64(document["payload"]))
+        head = document["predicate"]["ledger_head"]
+        seq, row_hash = head["seq"], head["row_hash"]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError, KeyError, TypeError) as error:
+        raise CheckFailed(
+            f"{STATEMENT_FILE} states no readable ledger head ({type(error).__name__}): restore "
+            "it, or move it away if it is not this run's",
+            location=str(path),
+        ) from None
+    if type(seq) is not int or not (row_hash is None or isinstance(row_hash, str)):
+        raise CheckFailed(f"{STATEMENT_FILE} states a malformed ledger head", location=str(path))
+    return seq, row_hash
+
+
+def _row_hash_at(connection: sqlite3.Connection, seq: int) -> str | None:
+    for table in _TABLES:
+        found = connection.execute(f"SELECT row_hash FROM {table} WHERE seq = ?", (seq,)).fetchone()
+        if found is not None:
+            return found[0]
+    return None
+
+
+def _last_seq(connection: sqlite3.Connection) -> int:
+    return max(
+        connection.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {t}").fetchone()[0] for t in _TABLES
+    )
+
+
+def statement_problems(connection: sqlite3.Connection, run_dir: Path) -> list[str]:
+    """The head the record statement states must be in the ledger, with its hash."""
+    try:
+        stated = stated_head(run_dir)
+    except CheckFailed as error:
+        return [error.message]
+    if stated is None or stated[1] is None:
+        return []
+    seq, row_hash = stated
+    found = _row_hash_at(connection, seq)
+    if found == row_hash:
+        return []
+    if found is None:
+        return [
+            f"the ledger disagrees with {STATEMENT_FILE}: the record was graded from a ledger "
+            f"reaching row seq {seq}, this one ends at seq {_last_seq(connection)}: rows were "
+            "cut off after the record was written (and ledger.head rewritten?)"
+        ]
+    return [
+        f"the ledger disagrees with {STATEMENT_FILE}: row seq {seq} no longer carries the hash "
+        "the record was graded from: the ledger was rewritten after the record was written"
+    ]
+
+
 def head_problems(
     connection: sqlite3.Connection, run_dir: Path, manifest_sha256: str, *, empty: bool
 ) -> list[str]:
@@ -93,7 +180,7 @@ def head_problems(
         return [error.message]
     if head is None:
         if empty:
-            return []
+            return statement_problems(connection, run_dir)
         return [
             "ledger.head is missing (deleted, or the ledger was copied without it): rows cut "
             "off the ledger's end or a re-hashed chain could not be detected"
@@ -101,23 +188,15 @@ def head_problems(
     if head["manifest_sha256"] != manifest_sha256:
         return ["ledger.head belongs to another manifest"]
     seq = head["seq"]
-    found = None
-    for table in _TABLES:
-        found = connection.execute(f"SELECT row_hash FROM {table} WHERE seq = ?", (seq,)).fetchone()
-        if found is not None:
-            break
+    found = _row_hash_at(connection, seq)
     if found is None:
-        last = max(
-            connection.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {t}").fetchone()[0]
-            for t in _TABLES
-        )
         return [
             f"rows were cut off the ledger's end: ledger.head records row seq {seq} but the "
-            f"ledger ends at seq {last}"
+            f"ledger ends at seq {_last_seq(connection)}"
         ]
-    if found[0] != head["row_hash"]:
+    if found != head["row_hash"]:
         return [
             f"the ledger was rewritten: row seq {seq} does not carry the hash ledger.head "
             f"recorded ({head['row_hash'][:12]}…); the chain was re-hashed after an edit"
         ]
-    return []
+    return statement_problems(connection, run_dir)

@@ -18,9 +18,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
-from trustbench._imports import import_object
+from trustbench.core._candidate_code import ROLE as CODE_ROLE
+from trustbench.core._candidate_code import code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
-from trustbench.core._freeze_checks import check_api_keys, check_gates
+from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
 from trustbench.core._registry import load_track
 from trustbench.core._spec import ExperimentSpec, load_spec, refuse_unused_resample
 from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey
@@ -169,18 +170,21 @@ def resolve_inputs(
         resolution = resolve_frozen(frozen)
     else:
         resolution = track.resolve(spec, base_dir)
-    items = list(resolution.items)
+    # A package shared by several factories (a track's own, and the core loop's) is hashed once.
+    items = [item for item in resolution.items if item.role != CODE_ROLE]
+    package = {item.name: item for item in resolution.items if item.role == CODE_ROLE}
     entries: set[str] = set()
     for candidate in spec.candidates:
         # Several candidates may share one factory (e.g. built-in reviewers with different
-        # settings): its code is hashed once.
+        # settings): its code is hashed once, and a package shared by factories once.
         if candidate.entry and candidate.entry not in entries:
             entries.add(candidate.entry)
-            factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
+            factory = load_factory(candidate.entry, f"candidate {candidate.name}")
             source = inspect.getsourcefile(factory)
             if source:
                 items.append(ResolvedItem("candidate_code", candidate.entry, path=Path(source)))
-    return resolution, hash_items(items)
+            package.update((item.name, item) for item in code_items(factory))
+    return resolution, hash_items(items + list(package.values()))
 
 
 def plan_record(keys: list[TrialKey], spec: ExperimentSpec) -> PlanRecord:
@@ -249,6 +253,7 @@ def build_manifest(
     spec = load_spec(spec_path)
     base_dir = (base_dir or spec_path.parent).resolve()
     check_api_keys(spec, allow_missing=allow_missing_keys)
+    check_references(spec, base_dir)
     track, entry = load_track(spec.track_id)
     refuse_unused_resample(spec, track, source=str(spec_path))
     resolution, files = resolve_inputs(track, spec, base_dir)

@@ -162,3 +162,9 @@ def stop_reason(seen: list[str | None], limit: int, row: dict[str, Any]) -> str 
         return (f"its first {limit} trials all failed with the same client error "
                 f"({seen[0]}); its remaining trials were not run")  # fmt: skip
     return None
+
+
+def structured(track: Any, spec: ExperimentSpec) -> bool:
+    """The track's own answer: does its spec declare server-side structured output?"""
+    asks = getattr(track, "requires_structured_output", None)
+    return bool(asks and asks(spec))

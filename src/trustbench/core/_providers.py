@@ -13,7 +13,7 @@ from trustbench.errors import InputError
 from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
 from trustbench.providers._openai import OpenAIChatProvider
-from trustbench.providers._transport import HttpPool
+from trustbench.providers._pool import HttpPool
 from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES, ChatProvider
 
 

@@ -25,6 +25,7 @@ from trustbench.core._evaluability import (
 from trustbench.core._export import read_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
+from trustbench.core._signing import load_private_key
 from trustbench.core._verify import verify_run
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.report import (
@@ -34,7 +35,7 @@ from trustbench.core.report import (
     write_record_json,
     write_report_html,
 )
-from trustbench.core.report._verdict import Verdict, release_blocked
+from trustbench.core.report._verdict import Verdict, release_blocked, withhold_pass
 from trustbench.errors import CheckFailed, InputError
 
 _INTERRUPTED = "does not end with a run_finished event"
@@ -51,9 +52,11 @@ class ReportResult:
     gates: list[GateResult]
     """Every gate result, one per (gate, subject)."""
     complete: bool
-    """False when the run was interrupted (some planned trials not run)."""
+    """True only when every planned trial ran and the run signed off (see `INCOMPLETE_EXIT`)."""
     verdicts: list[Verdict] = field(default_factory=list)
     """One verdict per gated subject (candidates and instruments), as the page shows them."""
+    incomplete: str | None = None
+    """Why the run is incomplete ("6 of 180 planned trials ran"), None when complete."""
 
     @property
     def blocked(self) -> bool:
@@ -98,6 +101,14 @@ def _not_run(analysis: TrackAnalysis) -> list[str]:
     ]
 
 
+def _incompleteness(manifest: Manifest, finished: int, verification: Any) -> str:
+    """Why the run is incomplete, in words (for the verdict, the banner and the exit message)."""
+    why = f"{finished} of {manifest.plan.trials} planned trials ran"
+    if any(_INTERRUPTED in p for p in verification.problems):
+        why += " (the run was interrupted)"
+    return why
+
+
 def _manifest_summary(manifest: Manifest, complete: bool, finished: int) -> dict[str, str]:
     spec = manifest.spec
     return {
@@ -106,7 +117,7 @@ def _manifest_summary(manifest: Manifest, complete: bool, finished: int) -> dict
         "corpus": f"{manifest.corpus.version or '-'} ({manifest.corpus.root})",
         "candidates": ", ".join(c.name for c in spec.candidates),
         "trials": f"{finished} of {manifest.plan.trials} planned finished"
-        + ("" if complete else " (run interrupted: the rest are not run)"),
+        + ("" if complete else " (run incomplete: the rest are not run)"),
         "trials per case": str(spec.trials_per_case),
         "order seed": str(spec.order_seed),
         "analysis": f"unit {spec.analysis.unit}, confidence {spec.analysis.confidence}, "
@@ -115,14 +126,19 @@ def _manifest_summary(manifest: Manifest, complete: bool, finished: int) -> dict
     }
 
 
-def report_run(run_dir: Path) -> ReportResult:
+def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     """Grade `run_dir` and write `record.json` and `report.html` into it.
+
+    With `sign_key` (an Ed25519 private key file), `record.intoto.json` is a signed DSSE
+    envelope; the key is read before anything is written, so a bad key file changes nothing.
 
     Raises:
         CheckFailed: the manifest, the ledger chain or a frozen input (e.g. the corpus) was
             altered.
         InputError: the run folder is incomplete or its track cannot be analysed.
     """
+    if sign_key is not None:
+        load_private_key(sign_key)
     verification = verify_run(run_dir)
     tampering = [p for p in verification.problems if _INTERRUPTED not in p]
     if tampering:
@@ -139,7 +155,10 @@ def report_run(run_dir: Path) -> ReportResult:
     check_inputs(manifest, track)
     ledger = read_ledger(run_dir)
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
-    complete = not verification.problems
+    # Complete means every planned trial ran and the run signed off; anything less releases
+    # nothing: no gate counts as passed and the verdict says "incomplete" (exit 4).
+    complete = not verification.problems and len(ledger.trials) == manifest.plan.trials
+    incomplete = None if complete else _incompleteness(manifest, len(ledger.trials), verification)
     # Evaluability first: the valid-response rate leads every subject's figures, and a subject
     # that mostly failed to answer cannot pass a gate (its error rates are not evidence).
     verdict = apply_evaluability(
@@ -151,6 +170,8 @@ def report_run(run_dir: Path) -> ReportResult:
     gates = gate_on_evaluability(
         evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects), verdict
     )
+    if incomplete is not None:
+        gates = [withhold_pass(gate, incomplete) for gate in gates]
     page = ReportPage(
         title=analysis.title,
         subtitle=analysis.subtitle,
@@ -166,6 +187,7 @@ def report_run(run_dir: Path) -> ReportResult:
         expected_to_fail=sorted(analysis.expected_to_fail & analysis.instruments),
         not_run=_not_run(analysis),
         evaluability=dict(analysis.evaluability),
+        incomplete=incomplete,
     )
     verdicts = subject_verdicts(page)
     record = {
@@ -192,5 +214,5 @@ def report_run(run_dir: Path) -> ReportResult:
     }
     record_path = write_record_json(run_dir / "record.json", record)
     html_path = write_report_html(run_dir / "report.html", page)
-    write_record_statement(run_dir)  # record.intoto.json: see core/_attestation.py
-    return ReportResult(record_path, html_path, gates, complete, verdicts)
+    write_record_statement(run_dir, sign_key)  # record.intoto.json: see core/_attestation.py
+    return ReportResult(record_path, html_path, gates, complete, verdicts, incomplete)

@@ -30,7 +30,7 @@ from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
 from trustbench.core._preflight import preflight as run_preflight
-from trustbench.core._preflight import stop_reason
+from trustbench.core._preflight import stop_reason, structured
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
@@ -267,13 +267,10 @@ async def _run_into_ledger(
                         services.limiters[provider.endpoint] = TokenBucket(
                             candidate.rate_limit_per_s
                         )
-            if preflight and remaining:
-                # One small request per API candidate before the first trial (events only).
-                structured = getattr(track, "requires_structured_output", None)
+            if preflight and remaining:  # one small request per API candidate (events only)
                 await run_preflight(
-                    spec, providers, ledger,
-                    structured_output=bool(structured and structured(spec)),
-                )  # fmt: skip
+                    spec, providers, ledger, structured_output=structured(track, spec)
+                )
             execution = _Execution(
                 manifest,
                 track,
@@ -301,14 +298,13 @@ async def _run_into_ledger(
             ledger.anchor(force=True)
             progress.start(len(keys), len(finished))
             execution.done = len(finished)
-            pending = iter(remaining)
+            # A stopped candidate's trials are skipped as they come up: left unrun ("not run").
+            pending = (pk for pk in remaining if pk[1].candidate not in execution.stopped)
             checkpointing = False
 
             async def worker() -> None:
                 nonlocal checkpointing
                 for position, key in pending:
-                    if key.candidate in execution.stopped:
-                        continue  # left unrun: reported "not run", with the reason
                     await execution.run_trial(position, key)
                 if not checkpointing:  # every trial is handed out; the last are in flight
                     checkpointing = True

@@ -16,8 +16,15 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from trustbench.core._credentials import refuse_credential_query, refuse_inline_credentials
+from trustbench.core._credentials import (
+    refuse_credential_path,
+    refuse_credential_query,
+    refuse_inline_credentials,
+    refuse_key_shaped_name,
+)
 from trustbench.core._sdk_defaults import with_sdk_defaults
+from trustbench.core._spec_values import MAX_BOOTSTRAP_RESAMPLES as MAX_BOOTSTRAP_RESAMPLES
+from trustbench.core._spec_values import refuse_control_characters, refuse_unrepresentable
 from trustbench.core.gates import GateSpec
 from trustbench.errors import InputError
 from trustbench.providers._pricing import PriceSpec
@@ -166,17 +173,21 @@ class CandidateSpec(_Strict):
         refuse_inline_credentials(value, "settings")
         return value
 
+    _no_key_as_name = field_validator("api_key_env")(refuse_key_shaped_name)
+
     @field_validator("base_url")
     @classmethod
     def _no_credentials_in_url(cls, value: str | None) -> str | None:
         if value is None:
             return value
         parts = urlsplit(value)
+        refuse_control_characters(value, "base_url")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"base_url must be an http(s) URL, got {value!r}")
         if parts.username or parts.password:
             raise ValueError("base_url must not carry credentials; use api_key_env")
         refuse_credential_query(parts.query)
+        refuse_credential_path(parts.path)
         return value.rstrip("/")
 
     @model_validator(mode="after")
@@ -249,8 +260,8 @@ class AnalysisSpec(_Strict):
     """Interval methods reported for every rate."""
     confidence: float = Field(default=0.95, gt=0, lt=1)
     """Confidence level of every interval."""
-    bootstrap_resamples: int = Field(default=10_000, ge=100)
-    """Resamples of the clustered bootstrap."""
+    bootstrap_resamples: int = Field(default=10_000, ge=100, le=MAX_BOOTSTRAP_RESAMPLES)
+    """Resamples of the clustered bootstrap (at most `MAX_BOOTSTRAP_RESAMPLES`)."""
     bootstrap_seed: int = 0
     """Seed of the clustered bootstrap, recorded so the interval is reproducible."""
     min_valid_response_rate: float = Field(default=0.95, ge=0, le=1)
@@ -353,6 +364,7 @@ def parse_spec(data: dict[str, Any], *, source: str) -> ExperimentSpec:
     Raises:
         InputError: naming the file and the JSON pointer of the offending field.
     """
+    refuse_unrepresentable(data, source)
     try:
         return ExperimentSpec.model_validate(data)
     except ValidationError as error:

@@ -10,7 +10,8 @@ from pathlib import Path
 from trustbench.core._ledger import NOT_A_LEDGER, TABLE_COLUMNS, open_for_reading
 from trustbench.core._ledger_chain import verify_chain
 from trustbench.core._ledger_contents import content_problems
-from trustbench.core._ledger_head import head_problems
+from trustbench.core._ledger_head import head_problems, recorded_seq
+from trustbench.core._ledger_integrity import integrity_problems
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
 from trustbench.errors import TrustbenchError
@@ -38,13 +39,16 @@ class VerifyReport:
 
 
 def verify_run(run_dir: Path) -> VerifyReport:
-    """Verify a run folder: manifest, ledger chain, recorded head, sign-offs and frozen inputs.
+    """Verify a run folder: manifest, ledger chain and file, recorded heads, sign-offs, inputs.
 
     The chain proves no row was altered, removed or reordered; `ledger.head` (see
     `_ledger_head`) catches rows cut off the end and a chain re-hashed after an edit; each
     `run_finished` sign-off must match the trials before it; the corpus and prompt files are
-    re-hashed against the manifest. A ledger of an interrupted run (intact, but not ending with
-    a sign-off) fails too, and says so: resume it with `trustbench run`.
+    re-hashed against the manifest; SQLite's `integrity_check` and the schema
+    (`_ledger_integrity`) cover what no query of the chain reads; the head a written
+    `record.intoto.json` states must still be in the ledger (`_ledger_head`). A ledger of an
+    interrupted run (intact, but not ending with a sign-off) fails too, and says so: resume it
+    with `trustbench run`.
 
     Raises:
         CheckFailed: when the manifest was changed (raised by `read_manifest`) or the ledger file
@@ -55,11 +59,13 @@ def verify_run(run_dir: Path) -> VerifyReport:
     report = VerifyReport(manifest.manifest_sha256, planned_trials=manifest.plan.trials)
     connection = open_for_reading(run_dir)
     try:
-        report.problems = verify_chain(connection, manifest.manifest_sha256)
+        report.problems = verify_chain(connection, manifest.manifest_sha256, recorded_seq(run_dir))
         # The chain commits to content digests; the stored bodies are re-hashed against them.
         report.problems += content_problems(connection)
         chain_intact = not report.problems
         report.problems += head_problems(connection, run_dir, manifest.manifest_sha256, empty=False)
+        # What no query of the chain reads: indexes, free structure, tables added to the file.
+        report.problems += integrity_problems(connection)
         report.rows = sum(
             connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
             for table in TABLE_COLUMNS

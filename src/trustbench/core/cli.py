@@ -9,8 +9,15 @@ import typer
 
 SpecArg = Annotated[Path, typer.Argument(help="Experiment spec (TOML).")]
 RunDirArg = Annotated[Path, typer.Argument(help="Run folder written by `freeze`.")]
-OutDirOpt = Annotated[Path, typer.Option("--out", help="Run folder to write manifest.json into.")]
-OutFileOpt = Annotated[Path, typer.Option("--out", help="JSONL file to write.")]
+OutDirOpt = Annotated[str, typer.Option("--out", help="Run folder to write manifest.json into.")]
+OutFileOpt = Annotated[str, typer.Option("--out", help="JSONL file to write.")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an existing output file (never a run's ledger, ledger.head or manifest).",
+    ),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress output.")]
 JsonOpt = Annotated[
     bool,
@@ -67,12 +74,14 @@ AllowMissingKeysOpt = Annotated[
 def freeze(spec: SpecArg, out: OutDirOpt, allow_missing_keys: AllowMissingKeysOpt = False) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
     from trustbench.core._manifest import build_manifest, write_manifest
+    from trustbench.core._outputs import output_path
     from trustbench.errors import InputError
 
-    if out.exists() and not out.is_dir():
-        raise InputError("--out must be a run folder, not a file", location=str(out))
+    folder = output_path(out)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("--out must be a run folder, not a file", location=str(folder))
     manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
-    path = write_manifest(manifest, out)
+    path = write_manifest(manifest, folder)
     typer.echo(
         f"froze {manifest.plan.trials} trials ({manifest.plan.cases} cases x "
         f"{len(manifest.candidates)} candidates x {manifest.spec.trials_per_case}) into {path}"
@@ -140,16 +149,26 @@ RecordOpt = Annotated[
     typer.Option(
         "--record",
         help="Also check record.intoto.json against record.json, report.html, the manifest and "
-        "the ledger head (and its HMAC when signed; the key is read from $TRUSTBENCH_RECORD_KEY).",
+        "the ledger head.",
+    ),
+]
+PublicKeyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--public-key",
+        help="With --record: the signer's Ed25519 public key (KEY.pub from `trustbench keygen`); "
+        "the record must carry a signature that verifies under it (unsigned is refused).",
     ),
 ]
 
 
-def verify(run_dir: RunDirArg, record: RecordOpt = False) -> None:
+def verify(run_dir: RunDirArg, record: RecordOpt = False, public_key: PublicKeyOpt = None) -> None:
     """Recompute the manifest hash and the ledger chain; exit 1 naming the first bad row."""
     from trustbench.core._verify import verify_run
-    from trustbench.errors import CheckFailed
+    from trustbench.errors import CheckFailed, InputError
 
+    if public_key is not None and not record:
+        raise InputError("--public-key checks the signed record: give --record too")
     report = verify_run(run_dir)
     if not report.ok:
         raise CheckFailed(report.problems[0], location=str(run_dir / "ledger.sqlite"))
@@ -160,24 +179,33 @@ def verify(run_dir: RunDirArg, record: RecordOpt = False) -> None:
     if record:
         from trustbench.core._attestation import require_record
 
-        checked = require_record(run_dir)
+        checked = require_record(run_dir, public_key)
+        if checked.signing == "ed25519":
+            signing = f"Ed25519 signature by keyid {checked.keyid} verified under {public_key}"
+        elif checked.signing == "not checked":
+            signing = (
+                f"signed (keyid {checked.keyid}) but the signature was NOT CHECKED: give "
+                "--public-key KEY.pub to check it"
+            )
+        else:
+            signing = (
+                "UNSIGNED: it detects accidental changes, not a deliberate rewrite (sign with "
+                "`report --sign-key`)"
+            )
         typer.echo(
             "record: record.json, report.html, manifest and ledger head match "
-            + (
-                "record.intoto.json; HMAC-SHA256 (shared-secret) signature valid"
-                if checked.signing == "hmac-sha256"
-                else "record.intoto.json, which is UNSIGNED (no $TRUSTBENCH_RECORD_KEY when "
-                "written): it detects accidental changes, not a deliberate rewrite"
-            )
+            f"record.intoto.json; {signing}"
         )
 
 
-def export_ledger(run_dir: RunDirArg, out: OutFileOpt) -> None:
+def export_ledger(run_dir: RunDirArg, out: OutFileOpt, force: ForceOpt = False) -> None:
     """Export every ledger row as JSON lines (chain order) for other analysis tools."""
     from trustbench.core._export import export_ledger as export
+    from trustbench.core._outputs import check_output_file, output_path
 
-    count = export(run_dir, out)
-    typer.echo(f"wrote {count} rows to {out}")
+    path = check_output_file(output_path(out), force=force)
+    count = export(run_dir, path)
+    typer.echo(f"wrote {count} rows to {path}")
 
 
 def _console_notes(record_path: Path) -> list[str]:
@@ -188,12 +216,31 @@ def _console_notes(record_path: Path) -> list[str]:
     return [str(n) for n in notes] if isinstance(notes, list) else []
 
 
-def report(run_dir: RunDirArg, json_summary: JsonOpt = False) -> None:
-    """Grade the run from its ledger; write record.json and report.html; exit 1 on a failed gate."""
-    from trustbench.core._report_run import report_run
-    from trustbench.errors import CheckFailed
+SignKeyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--sign-key",
+        help="Sign record.intoto.json with this Ed25519 private key (from `trustbench keygen`): "
+        "a DSSE envelope that `verify --record --public-key KEY.pub` checks.",
+    ),
+]
 
-    result = report_run(run_dir)
+
+def report(run_dir: RunDirArg, json_summary: JsonOpt = False, sign_key: SignKeyOpt = None) -> None:
+    """Grade the run from its ledger; write record.json and report.html; exit 1 on a failed gate."""
+    import os
+
+    from trustbench.core._attestation import REMOVED_KEY_ENV
+    from trustbench.core._report_run import report_run
+    from trustbench.errors import CheckFailed, InputError
+
+    if os.environ.get(REMOVED_KEY_ENV):
+        raise InputError(
+            f"${REMOVED_KEY_ENV} is set, but the HMAC record signature was removed (whoever can "
+            "check a shared secret can forge it): unset it and sign with --sign-key KEY "
+            "(`trustbench keygen KEY`)"
+        )
+    result = report_run(run_dir, sign_key=sign_key)
     from trustbench.core._attestation import STATEMENT_FILE, statement_signing
 
     if json_summary:
@@ -205,19 +252,42 @@ def report(run_dir: RunDirArg, json_summary: JsonOpt = False) -> None:
     else:
         for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
             typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
-        if not result.complete:
-            typer.echo("note: the run was interrupted; unrun trials are reported as not run")
         for line in _console_notes(result.record_path):
             typer.echo(f"note: {line}")
         typer.echo(f"wrote {result.record_path} and {result.html_path}")
         typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(run_dir)})")
+    if not result.complete:
+        from trustbench.core.report._verdict import INCOMPLETE_EXIT
+
+        typer.echo(
+            f"run incomplete: {result.incomplete}; nothing is released (exit {INCOMPLETE_EXIT}): "
+            "finish it with `trustbench run` and report again",
+            err=True,
+        )
+        raise typer.Exit(INCOMPLETE_EXIT)
     if result.blocked:
         failed = [g.spec.label for g in result.gates if g.status != "passed"]
         raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
 
 
+def keygen(
+    out: Annotated[str, typer.Argument(help="Private key file to write (KEY.pub beside it).")],
+    force: ForceOpt = False,
+) -> None:
+    """Make an Ed25519 key pair for signing records: KEY (private, 0600) and KEY.pub."""
+    from trustbench.core._outputs import check_output_file, output_path
+    from trustbench.core._signing import generate_key_pair
+
+    private = check_output_file(output_path(out, "KEY"), force=force, option="KEY")
+    public = check_output_file(private.with_name(private.name + ".pub"), force=force, option="KEY")
+    keyid = generate_key_pair(private, public)
+    typer.echo(f"wrote {private} (private: keep it secret) and {public} (share it)")
+    typer.echo(f"keyid {keyid}")
+
+
 def register_core_commands(app: typer.Typer) -> None:
     """Attach the suite-independent commands to the top-level app."""
+    app.command()(keygen)
     app.command()(freeze)
     app.command()(run)
     app.command()(verify)

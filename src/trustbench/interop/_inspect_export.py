@@ -2,11 +2,18 @@
 
 One log per candidate, one sample per finished trial (sample id = trial id, epoch = trial index
 + 1). A sample shows the messages the candidate was sent, the reply of the final attempt and, as
-model events, every counted attempt with its own reply or error: a transport retry is a second
-event, never folded into the first. The score is trustbench's own grade of the trial, read from
-the run's `record.json` (outcome, whether the finding is supported, error classes); a trial the
-record does not grade is scored `not_graded`, never as a pass. Inspect's own metrics are not
-computed: the figures that count are the ones in the trustbench report.
+model events, every counted attempt with its own reply, error and token usage: a transport retry
+is a second event, never folded into the first. Models are named Inspect's way
+(`openai/<model>`, `anthropic/<model>`, `trustbench/<candidate>` for in-process ones); token
+usage is summed per sample and per log.
+
+The score is trustbench's own grade of the trial, read from the run's `record.json`, as Inspect's
+correct / incorrect: `C` only where the record says the trial came out right (reviewer track: a
+supported finding; control path: `prevented` or `permitted_completed`), `I` for everything else,
+a trial the record does not grade included (its answer then is `not_graded`, never a pass). The
+answer is the trial's outcome (the decision, or `missing` / `invalid`). The log header carries
+the metrics Inspect computes over those scores (`accuracy`, `stderr`), beside a note that
+trustbench's own figures, with their intervals, are in the run's record.
 
 The ledger is verified first; an altered ledger is never exported.
 """
@@ -27,7 +34,34 @@ from trustbench.errors import CheckFailed
 from trustbench.interop._inspect import attempt_reply, request_messages, require_inspect
 
 NOT_GRADED = "not_graded"
-"""Score value of a trial that `record.json` does not grade (no report yet, or another track)."""
+"""Score answer of a trial that `record.json` does not grade (no report yet, or another track)."""
+SCORER = "trustbench"
+"""Name of the score every exported sample carries."""
+CORRECT_OUTCOMES = frozenset({"prevented", "permitted_completed"})
+"""Control-path outcomes that count as correct (reviewer rows use their `supported` flag)."""
+METRICS_NOTE = (
+    "Inspect's accuracy and stderr over trustbench's correct/incorrect grades, every trial "
+    "weighted alike; trustbench's own figures, with their intervals, are in the run's "
+    "record.json and report."
+)
+"""Shown beside the header metrics."""
+MODEL_PREFIX = {"openai_chat": "openai", "anthropic_messages": "anthropic"}
+"""Inspect's provider prefix per candidate kind (others are `trustbench/<candidate>`)."""
+
+
+def inspect_model_name(
+    kind: str, requested_model: str | None, candidate: str, imported_from: Any = None
+) -> str:
+    """A candidate's model as Inspect names models: `<provider>/<model>`.
+
+    A candidate imported from an Inspect log (`import-inspect`) keeps the log's model name.
+    """
+    if isinstance(imported_from, str) and "/" in imported_from:
+        return imported_from
+    prefix = MODEL_PREFIX.get(kind)
+    if prefix is None or not requested_model:
+        return f"trustbench/{candidate}"
+    return f"{prefix}/{requested_model}"
 
 
 def _record_rows(run_dir: Path, manifest: Manifest) -> dict[str, dict[str, Any]]:
@@ -71,11 +105,12 @@ def _record_rows(run_dir: Path, manifest: Manifest) -> dict[str, dict[str, Any]]
 
 
 def _score(trial: dict[str, Any], grade: dict[str, Any] | None) -> Any:
-    from inspect_ai.scorer import Score
+    from inspect_ai.scorer import CORRECT, INCORRECT, Score
 
     if grade is None:
         return Score(
-            value=NOT_GRADED,
+            value=INCORRECT,
+            answer=NOT_GRADED,
             explanation="record.json grades no such trial: run `trustbench report` first",
             metadata={"status": trial["status"], "error_class": trial["error_class"]},
         )
@@ -89,7 +124,44 @@ def _score(trial: dict[str, Any], grade: dict[str, Any] | None) -> Any:
         explanation += f"; reference decision {grade['reference']}"
     if reasons or errors:
         explanation += f"; {'; '.join(reasons + errors)}"
-    return Score(value=outcome, answer=outcome, explanation=explanation, metadata=grade)
+    correct = grade.get("supported") is True or (
+        "supported" not in grade and outcome in CORRECT_OUTCOMES
+    )
+    return Score(
+        value=CORRECT if correct else INCORRECT,
+        answer=outcome,
+        explanation=explanation,
+        metadata=grade,
+    )
+
+
+def _usage(attempts: list[dict[str, Any]]) -> Any:
+    """Inspect's `ModelUsage` for these attempts (None when none reported any tokens)."""
+    from inspect_ai.model import ModelUsage
+
+    reported = [
+        a
+        for a in attempts
+        if a.get("prompt_tokens") is not None or a.get("completion_tokens") is not None
+    ]
+    if not reported:
+        return None
+    tokens_in = sum(a.get("prompt_tokens") or 0 for a in reported)
+    tokens_out = sum(a.get("completion_tokens") or 0 for a in reported)
+    costs = [a.get("cost_usd") for a in attempts]
+    return ModelUsage(
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        total_tokens=tokens_in + tokens_out,
+        # A cost is summed only when every attempt has one: an unknown cost is not zero.
+        total_cost=sum(costs) if costs and all(c is not None for c in costs) else None,
+    )
+
+
+def _add_usage(total: Any, usage: Any) -> Any:
+    if usage is None:
+        return total
+    return usage if total is None else total + usage
 
 
 def _attempt_event(attempt: dict[str, Any], model: str) -> Any:
@@ -98,15 +170,19 @@ def _attempt_event(attempt: dict[str, Any], model: str) -> Any:
 
     reply = attempt_reply(attempt)
     error = attempt.get("error_message") or attempt.get("error_class")
+    output = ModelOutput.from_content(
+        attempt.get("reported_model") or model, reply or "", error=error
+    )
+    output.usage = _usage([attempt])
     return ModelEvent(
         timestamp=attempt["started_at"],
-        model=attempt.get("reported_model") or model,
+        model=model,
         requested_model=attempt.get("requested_model"),
         input=request_messages(attempt.get("request")),
         tools=[],
         tool_choice="none",
         config=GenerateConfig(),
-        output=ModelOutput.from_content(model, reply or "", error=error),
+        output=output,
         error=error,
         working_time=attempt.get("latency_s"),
         metadata={
@@ -120,13 +196,17 @@ def _attempt_event(attempt: dict[str, Any], model: str) -> Any:
 
 
 def _sample(
-    trial: dict[str, Any], ledger: LedgerContents, manifest: Manifest, grade: dict[str, Any] | None
+    trial: dict[str, Any],
+    ledger: LedgerContents,
+    manifest: Manifest,
+    grade: dict[str, Any] | None,
+    model: str,
 ) -> Any:
     from inspect_ai.log import EvalError, EvalSample
-    from inspect_ai.model import ChatMessageAssistant, ModelOutput
+    from inspect_ai.model import ChatMessageAssistant
 
     attempts = ledger.attempts_of(trial["trial_id"])
-    model = attempts[-1].get("requested_model") if attempts else trial["candidate"]
+    usage = _usage(attempts)
     first = attempts[0].get("request") if attempts else None
     sent = request_messages(first)
     reply = attempt_reply(attempts[-1]) if attempts else None
@@ -138,8 +218,9 @@ def _sample(
         input=sent or "(no call was recorded for this trial)",
         target="",
         messages=messages,
-        output=ModelOutput.from_content(str(model), reply or "", error=trial["error"]),
-        scores={"trustbench": _score(trial, grade)},
+        output=_output(model, attempts, reply, trial["error"]),
+        scores={SCORER: _score(trial, grade)},
+        model_usage={model: usage} if usage is not None else {},
         metadata={
             "trial_id": trial["trial_id"],
             "case_id": trial["case_id"],
@@ -151,7 +232,7 @@ def _sample(
             "attempts": len(attempts),
             "transport_retries": sum(1 for a in attempts if a.get("kind") == "transport_retry"),
         },
-        events=[_attempt_event(a, str(model)) for a in attempts],
+        events=[_attempt_event(a, model) for a in attempts],
         error=EvalError(
             message=trial["error"] or str(trial["error_class"]), traceback="", traceback_ansi=""
         )
@@ -160,6 +241,48 @@ def _sample(
         started_at=trial["started_at"],
         completed_at=trial["finished_at"],
         total_time=trial["duration_s"],
+    )
+
+
+def _output(model: str, attempts: list[dict[str, Any]], reply: str | None, error: Any) -> Any:
+    from inspect_ai.model import ModelOutput
+
+    reported = attempts[-1].get("reported_model") if attempts else None
+    output = ModelOutput.from_content(reported or model, reply or "", error=error)
+    output.usage = _usage(attempts[-1:])
+    return output
+
+
+def _results(samples: list[Any], planned: int) -> Any:
+    """Inspect's header results: accuracy and stderr over the samples' scores, with the note."""
+    from inspect_ai.log import EvalMetric, EvalResults, EvalScore
+    from inspect_ai.scorer import SampleScore, accuracy, stderr
+
+    scored = [
+        SampleScore(score=s.scores[SCORER], sample_id=s.id, sample_metadata=s.metadata)
+        for s in samples
+    ]
+    metrics = (
+        {
+            name: EvalMetric(name=name, value=float(metric()(scored)))
+            for name, metric in (("accuracy", accuracy), ("stderr", stderr))
+        }
+        if scored
+        else {}
+    )
+    score = EvalScore(
+        name=SCORER,
+        scorer=SCORER,
+        scored_samples=len(scored),
+        unscored_samples=0,
+        metrics=metrics,
+        metadata={"note": METRICS_NOTE},
+    )
+    return EvalResults(
+        total_samples=planned,
+        completed_samples=len(samples),
+        scores=[score],
+        metadata={"note": METRICS_NOTE},
     )
 
 
@@ -179,7 +302,6 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
         EvalConfig,
         EvalDataset,
         EvalLog,
-        EvalResults,
         EvalSpec,
         EvalStats,
         write_eval_log,
@@ -198,6 +320,7 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
     grades = _record_rows(run_dir, manifest)
     spec = manifest.spec
     created = ledger.experiment.get("created_at") or ""
+    settings_of = {c.name: c.settings for c in spec.candidates}
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for candidate in manifest.candidates:
@@ -205,8 +328,15 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
             (t for t in ledger.trials if t["candidate"] == candidate.name),
             key=lambda t: t["order_position"],
         )
-        samples = [_sample(t, ledger, manifest, grades.get(t["trial_id"])) for t in trials]
+        settings = settings_of.get(candidate.name) or {}
+        model = inspect_model_name(
+            candidate.kind, candidate.requested_model, candidate.name, settings.get("inspect_model")
+        )
+        samples = [_sample(t, ledger, manifest, grades.get(t["trial_id"]), model) for t in trials]
         planned = manifest.plan.trials // max(len(manifest.candidates), 1)
+        usage = None
+        for sample in samples:
+            usage = _add_usage(usage, sample.model_usage.get(model))
         log = EvalLog(
             status="success" if not verification.problems else "cancelled",
             eval=EvalSpec(
@@ -214,7 +344,7 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
                 task=f"trustbench/{spec.track_id}",
                 task_id=manifest.manifest_sha256[:22],
                 dataset=EvalDataset(name=manifest.corpus.root, samples=planned),
-                model=candidate.requested_model or f"trustbench/{candidate.name}",
+                model=model,
                 model_base_url=candidate.endpoint,
                 config=EvalConfig(epochs=spec.trials_per_case),
                 metadata={
@@ -227,10 +357,11 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
                     "complete": not verification.problems,
                 },
             ),
-            results=EvalResults(total_samples=planned, completed_samples=len(samples)),
+            results=_results(samples, planned),
             stats=EvalStats(
                 started_at=trials[0]["started_at"] if trials else "",
                 completed_at=trials[-1]["finished_at"] if trials else "",
+                model_usage={model: usage} if usage is not None else {},
             ),
             samples=samples,
         )

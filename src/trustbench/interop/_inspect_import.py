@@ -98,6 +98,22 @@ def _check_sample(sample: Any, review: ExportedReview, log_path: Path) -> str:
     return evaluation_id
 
 
+def wire_roles(sample: Any) -> list[str] | None:
+    """The message roles Inspect's last model call of `sample` sent over the wire (None: unknown).
+
+    Inspect records each call's request body (`ModelEvent.call.request`); trustbench sends
+    `system` + `user`, Inspect's OpenAI provider may send `developer` + `user` instead.
+    """
+    from inspect_ai.event import ModelEvent
+
+    calls = [e for e in sample.events if isinstance(e, ModelEvent)]
+    request = calls[-1].call.request if calls and calls[-1].call is not None else None
+    messages = request.get("messages") if isinstance(request, dict) else None
+    if not isinstance(messages, list):
+        return None
+    return [str(m.get("role")) for m in messages if isinstance(m, dict)]
+
+
 def _spec_text(review: ExportedReview, name: str, epochs: int, log: Any, digest: str) -> str:
     settings = {
         "reviewer": f"inspect {log.eval.model}",
@@ -164,6 +180,9 @@ def _trial_rows(
         "finish_reason": output.stop_reason if output else None,
         "refusal": None,
         "inspect_scores": {k: v.model_dump(mode="json") for k, v in (sample.scores or {}).items()},
+        # Inspect may send the system message as role `developer` (o-series, gpt-5 and model
+        # names it does not know): what went on the wire, from its own record of the call.
+        "inspect_wire_roles": wire_roles(sample),
     }
     trial = {
         "trial_id": key.trial_id,

@@ -2,6 +2,11 @@
 
 Used by the Inspect task (to build samples and score replies) and by `import-inspect` (to map each
 sample back to its case and to check that the model was sent exactly the exported input).
+
+Every corpus version trustbench ships is read: the corpus is loaded first, and the inputs are
+validated with the candidate-input model of the policy its manifest declares
+(`candidate_input_model`, from its `CorpusPolicy` object), so a v0.2 input is read as a v0.2
+input, never forced into v0.1's.
 """
 
 from __future__ import annotations
@@ -10,10 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._export import EVALUATION_MAP_PATH, EvaluationMap, load_evaluation_map
+from trustbench.rtb.corpus._export import (
+    EVALUATION_MAP_PATH,
+    EvaluationMap,
+    load_evaluation_map,
+    to_candidate_input,
+)
 from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root, load_corpus
-from trustbench.rtb.corpus._models import CandidateInput
+from trustbench.rtb.policy import policy_for
 from trustbench.rtb.review._validation import support_gaps, validate_response
 from trustbench.rtb.review.reviewers._llm import build_review_messages
 
@@ -22,8 +34,8 @@ from trustbench.rtb.review.reviewers._llm import build_review_messages
 class ExportedReview:
     """One export: what candidates see (`inputs`, `prompt`) and what only the grader reads."""
 
-    inputs: dict[str, CandidateInput]
-    """Evaluation id -> the candidate input exported under it."""
+    inputs: dict[str, Any]
+    """Evaluation id -> the candidate input exported under it (the corpus policy's model)."""
     prompt: str
     """The shared review prompt as exported (`review_prompt.md`)."""
     evaluation_map: EvaluationMap
@@ -50,6 +62,15 @@ class ExportedReview:
         }
 
 
+def candidate_input_model(policy_id: str) -> type[BaseModel]:
+    """The candidate-input model of a corpus policy (its `CorpusPolicy` object's).
+
+    Raises:
+        InputError: trustbench implements no such policy.
+    """
+    return policy_for(policy_id).candidate_model
+
+
 def load_exported_review(
     export_dir: Path, *, corpus: Path | None = None, grader_map: Path | None = None
 ) -> ExportedReview:
@@ -68,20 +89,6 @@ def load_exported_review(
     inputs_dir = export_dir / "inputs"
     if not inputs_dir.is_dir():
         raise InputError("no inputs/ folder: not an `rtb export` folder", location=str(export_dir))
-    inputs: dict[str, CandidateInput] = {}
-    for path in sorted(inputs_dir.glob("*.json")):
-        try:
-            candidate = CandidateInput.model_validate_json(path.read_bytes())
-        except ValueError as error:
-            raise InputError(f"not a candidate input: {error}", location=str(path)) from None
-        if candidate.evaluation_id != path.stem:
-            raise CheckFailed("evaluation_id differs from the file name", location=str(path))
-        inputs[candidate.evaluation_id] = candidate
-    prompt_path = export_dir / "review_prompt.md"
-    try:
-        prompt = prompt_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("review_prompt.md not found", location=str(prompt_path)) from None
     evaluation_map = load_evaluation_map(grader_map or export_dir / EVALUATION_MAP_PATH)
     root = (corpus or builtin_corpus_root()).resolve()
     loaded = load_corpus(root)
@@ -92,17 +99,30 @@ def load_exported_review(
             f"{evaluation_map.corpus_manifest_sha256[:12]}…); pass --corpus / -T corpus=...",
             location=str(export_dir),
         )
+    model = candidate_input_model(loaded.policy_id)
+    inputs: dict[str, Any] = {}
+    for path in sorted(inputs_dir.glob("*.json")):
+        try:
+            candidate = model.model_validate_json(path.read_bytes())
+        except ValueError as error:
+            raise InputError(
+                f"not a candidate input of policy {loaded.policy_id}: {error}", location=str(path)
+            ) from None
+        if candidate.evaluation_id != path.stem:
+            raise CheckFailed("evaluation_id differs from the file name", location=str(path))
+        inputs[candidate.evaluation_id] = candidate
+    prompt_path = export_dir / "review_prompt.md"
+    try:
+        prompt = prompt_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("review_prompt.md not found", location=str(prompt_path)) from None
     if set(inputs) != set(evaluation_map.evaluations):
         raise CheckFailed(
             "inputs/ and the grader map list different evaluation ids", location=str(export_dir)
         )
     for evaluation_id, candidate in inputs.items():
         case = loaded.case(evaluation_map.evaluations[evaluation_id])
-        if (candidate.task, candidate.proposal, candidate.evidence) != (
-            case.task,
-            case.proposal,
-            list(case.evidence),
-        ):
+        if candidate != to_candidate_input(case, evaluation_id):
             raise CheckFailed(
                 f"input {evaluation_id} differs from its case {case.case_id} (edited export?)",
                 location=str(inputs_dir / f"{evaluation_id}.json"),

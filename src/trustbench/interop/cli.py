@@ -10,12 +10,13 @@ import typer
 
 def export_inspect(
     run_dir: Annotated[Path, typer.Argument(help="Run folder (reported, for the grades).")],
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the Inspect logs into.")],
+    out: Annotated[str, typer.Option("--out", help="Folder to write the Inspect logs into.")],
 ) -> None:
     """Write the run's ledger as Inspect eval logs (one per candidate) for `inspect view`."""
+    from trustbench.core._outputs import check_output_folder, output_path
     from trustbench.interop._inspect_export import export_inspect_logs
 
-    written = export_inspect_logs(run_dir, out)
+    written = export_inspect_logs(run_dir, check_output_folder(output_path(out)))
     for path in written:
         typer.echo(f"wrote {path}")
     typer.echo(f"view them with: inspect view --log-dir {out}")

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from trustbench.providers._http import new_session
     from trustbench.providers._inprocess import InProcessProvider
     from trustbench.providers._openai import OpenAIChatProvider
+    from trustbench.providers._pool import HttpPool, HttpTransportError
     from trustbench.providers._pricing import PriceSpec, attempt_cost
-    from trustbench.providers._transport import HttpPool, HttpTransportError
     from trustbench.providers._types import (
         ERROR_CLASSES,
         AttemptResult,

@@ -12,8 +12,8 @@ from trustbench.providers._anthropic_messages import (
     to_anthropic_tool_choice,
 )
 from trustbench.providers._http import post_json, reply_or_malformed
+from trustbench.providers._pool import HttpPool, require_pool
 from trustbench.providers._pricing import PriceSpec, attempt_cost
-from trustbench.providers._transport import HttpPool, require_pool
 from trustbench.providers._types import (
     DEFAULT_MAX_RESPONSE_BYTES,
     AttemptResult,

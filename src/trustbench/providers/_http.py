@@ -2,9 +2,10 @@
 
 No retries here (the runner retries, recording each attempt). Timeouts are ours
 (`asyncio.timeout` around connecting, sending *and* reading the body), so a server that stalls
-mid-body is a `timeout`, not a hang. The transport (`_transport.HttpPool`) keeps no cookies and
+mid-body is a `timeout`, not a hang. The pool (`_pool.HttpPool`, on aiohttp) keeps no cookies and
 follows no redirects, so no state can leak from one trial to the next through the shared
-connection pool.
+connection pool; it sends through the environment's proxies (`HTTP_PROXY`, `HTTPS_PROXY`,
+`NO_PROXY`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trustbench._canonical import canonical_json
-from trustbench.providers._transport import HttpPool, HttpTransportError
+from trustbench.providers._pool import HttpPool, HttpTransportError
 from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES, AttemptResult, ChatReply
 
 _MAX_ERROR_TEXT = 500
@@ -25,6 +26,8 @@ _MAX_ERROR_TEXT = 500
 
 def new_session(concurrency: int) -> HttpPool:
     """Create the one shared connection pool of a run: keep-alive, no cookies, our timeouts.
+
+    The aiohttp session inside is made on the first request, in the event loop that sends it.
 
     Args:
         concurrency: Trials in flight; the connection pool is sized to match.

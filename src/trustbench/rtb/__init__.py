@@ -1,7 +1,7 @@
 """RTB, the Recursive Trust Benchmark: reviewer, control-path and workflow tracks.
 
-The corpus API: `load_corpus` / `validate_corpus` read a corpus folder (the built-in v0.1 starter
-by default), `export_candidate_inputs` prepares what reviewers see, and `find_leaks` with
+The corpus API: `load_corpus` / `validate_corpus` read a corpus folder (the built-in starter by
+default), `export_candidate_inputs` prepares what reviewers see, and `find_leaks` with
 `grader_only_values` scans any candidate-visible payload for answer-key information.
 """
 

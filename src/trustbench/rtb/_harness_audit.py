@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trustbench.rtb.boundaries._policy import BOUNDARY_POLICY_IDS, WORKFLOW_POLICY_IDS
 from trustbench.rtb.control._audit import run_control_audit
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._audit import run_self_audit
 from trustbench.rtb.review._shortcuts import DEFAULT_MARGIN, SaturationReport, corpus_saturation
 from trustbench.rtb.workflow import run_workflow_audit
@@ -56,23 +56,21 @@ def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
         AuditRow("reviewer", f"{check.reviewer}: {check.signature}", check.passed, check.detail)
         for check in reviewer.checks
     ]
-    for track, implemented in (("control", BOUNDARY_POLICY_IDS), ("workflow", WORKFLOW_POLICY_IDS)):
-        if corpus.policy_id not in implemented:
-            why = (
-                f"not run: the {track} track implements {', '.join(implemented)}, this corpus "
-                f"declares {corpus.policy_id} (the {track} track refuses it too)"
-            )
-            rows.append(AuditRow(track, "harness self-audit", False, why, not_run=True))
-    if corpus.policy_id in BOUNDARY_POLICY_IDS:
-        control = run_control_audit(corpus.cases, seed=seed)
-        rows += [
-            AuditRow("control", check.name, check.passed, check.detail) for check in control.checks
-        ]
-        rows += [
-            AuditRow("control", "harness defect", False, defect)
-            for defect in control.harness_defects
-        ]
-    if corpus.policy_id not in WORKFLOW_POLICY_IDS:
+    # Both tracks take platform state, fault targets and live evaluation from the corpus's policy
+    # object, so they run on every corpus whose policy is registered (a loaded corpus's is).
+    control = run_control_audit(corpus.cases, seed=seed)
+    rows += [
+        AuditRow("control", check.name, check.passed, check.detail) for check in control.checks
+    ]
+    rows += [
+        AuditRow("control", "harness defect", False, defect) for defect in control.harness_defects
+    ]
+    if not policy_for(corpus.policy_id).scripted_workflow_agents:
+        why = (
+            "not run: the scripted workflow agents (the audit's instruments) read approvals as "
+            f"another policy does, not as {corpus.policy_id} does"
+        )
+        rows.append(AuditRow("workflow", "harness self-audit", False, why, not_run=True))
         return rows
     workflow = run_workflow_audit(corpus.cases, seed=seed)
     rows += [

@@ -24,7 +24,7 @@ rtb_app.add_typer(human_app, name="human")
 _CorpusOption = Annotated[
     Path | None,
     typer.Option(
-        "--corpus", help="Corpus folder of the same format (default: the built-in v0.1 starter)."
+        "--corpus", help="Corpus folder of the same format (default: the built-in starter)."
     ),
 ]
 _SHOWN_PROBLEMS = 20
@@ -103,8 +103,8 @@ def manifest(
         str | None,
         typer.Option(
             "--policy-id",
-            help="Policy the corpus follows, e.g. rtb-narrow-approval-v2 (default: keep the "
-            "current one; none recorded means rtb-narrow-approval-v1).",
+            help="Policy the corpus follows, a registered policy id (default: keep the current "
+            "one; none recorded means the default policy).",
         ),
     ] = None,
 ) -> None:
@@ -120,9 +120,7 @@ def manifest(
 
 @rtb_app.command()
 def export(
-    out: Annotated[
-        Path, typer.Option("--out", help="Output folder (inputs/ and grader/ go here).")
-    ],
+    out: Annotated[str, typer.Option("--out", help="Output folder (inputs/ and grader/ go here).")],
     corpus: _CorpusOption = None,
     seed: Annotated[
         int | None,
@@ -132,11 +130,13 @@ def export(
     ] = None,
 ) -> None:
     """Write one candidate input per case and, apart, the grader's evaluation-id map."""
+    from trustbench.core._outputs import check_output_folder, output_path
     from trustbench.rtb.corpus._export import export_candidate_inputs
     from trustbench.rtb.corpus._load import load_corpus
 
+    folder = check_output_folder(output_path(out))
     loaded = load_corpus(corpus)
-    result = export_candidate_inputs(loaded, out, seed=seed)
+    result = export_candidate_inputs(loaded, folder, seed=seed)
     count = len(result.evaluation_map.evaluations)
     typer.echo(f"exported {count} candidate inputs to {result.inputs_dir}")
     typer.echo(
@@ -195,27 +195,33 @@ def audit(
             "--saturation-margin",
             min=0.0,
             max=1.0,
-            help="Points above chance (majority-class share) a surface rule may score, as a "
-            "fraction (0.15 = 15 points).",
+            help="Points above chance (majority-class share) a surface rule or a learned "
+            "attacker (held out) may score, as a fraction (0.15 = 15 points).",
         ),
     ] = 0.15,
 ) -> None:
-    """Run the harness self-audit and the corpus shortcut audit (corpus saturation).
+    """Run the harness self-audit and the corpus audits (shortcut rules, learners, artifacts).
 
-    The self-audit covers sentinels, reference policy, control path and workflow agents. Exit 0
-    only when every expected signature holds and no surface rule scores above the saturation
-    ceiling; 1 naming each failed check, or the saturated rules, otherwise.
+    The self-audit covers sentinels, reference policy, control path and workflow agents. The
+    corpus audits score fixed surface rules and learned attackers (leave one domain group out) on
+    the candidate-visible inputs, and scan every token class for label information. Exit 0 only
+    when every expected signature holds, no rule or attacker scores above chance + margin and no
+    token class carries the label; 1 naming each failure otherwise.
     """
-    from trustbench.rtb._harness_audit import run_corpus_saturation, run_harness_audit
+    from trustbench.rtb import _harness_audit
     from trustbench.rtb.corpus._load import load_corpus
+    from trustbench.rtb.review import _learning_audit
     from trustbench.rtb.review._shortcuts import verdict_line
 
     loaded = load_corpus(corpus)
-    rows = run_harness_audit(loaded, seed=seed)
-    saturation = run_corpus_saturation(loaded, margin=margin)
+    rows = _harness_audit.run_harness_audit(loaded, seed=seed)
+    saturation = _harness_audit.run_corpus_saturation(loaded, margin=margin)
+    learning = _learning_audit.run_learning_audit(loaded, margin=margin, seed=seed)
     console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(audit_table(rows))
     console.print(saturation_table(saturation))
+    console.print(_learning_audit.learned_table(learning.learned))
+    console.print(_learning_audit.artifact_table(learning.artifacts))
     failed = [row for row in rows if not row.passed and not row.not_run]
     not_run = [row for row in rows if row.not_run]
     ran = len(rows) - len(not_run)
@@ -230,5 +236,13 @@ def audit(
     typer.echo(verdict_line(saturation))
     if not saturation.ok:
         problems.append(verdict_line(saturation))
+    for check_ok, line in zip(
+        (learning.learned.ok, learning.artifacts.ok),
+        _learning_audit.verdict_lines(learning),
+        strict=True,
+    ):
+        typer.echo(line)
+        if not check_ok:
+            problems.append(line)
     if problems:
         raise CheckFailed("; ".join(problems))

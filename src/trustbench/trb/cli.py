@@ -144,10 +144,12 @@ def corpus(
     One held-out split per Track 6 transfer family (`transfer_<family>`), as the built-in
     corpus of `trb run` has; the manifest records each split's report encoding.
     """
+    from trustbench.core._outputs import check_output_folder
     from trustbench.trb.corpus._format import corpus_json_schema
     from trustbench.trb.corpus._generate import generate_reference_corpus
     from trustbench.trb.corpus._store import write_corpus
 
+    check_output_folder(out, option="OUT")
     sizes = {"train": train, "dev": dev, "eval": eval_traces, "transfer": transfer}
     splits = generate_reference_corpus(sizes, seed=seed, transfer_families=True)
     manifest = write_corpus(out, {k: v for k, v in splits.items() if v})
@@ -377,11 +379,15 @@ def smoke_command(
         Path | None, typer.Option("--corpus", help="Stored corpus instead of the generated one.")
     ] = None,
     full: Annotated[bool, typer.Option(help="Full-size reference configuration.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file.")] = False,
 ) -> None:
     """Quick look without a run folder: the reference pair through Tracks 1 & 3 and the gap.
 
     Prints results directly (no manifest, ledger or report); `trb run` is the recorded run.
     """
+    from trustbench.core._outputs import check_output_file
     from trustbench.trb.profile._run import SMOKE_CONFIG, RunConfig, run_reference
 
+    if out is not None:  # checked before the run, not after it
+        check_output_file(out, force=force)
     _finish(run_reference(RunConfig() if full else SMOKE_CONFIG, corpus_dir), out)

@@ -35,7 +35,7 @@ from trustbench.core.report._format import (
     format_interval,
     format_value,
 )
-from trustbench.core.report._verdict import release_blocked, subject_verdicts
+from trustbench.core.report._verdict import release_blocked, report_exit_code, subject_verdicts
 
 # Declared gate interval per metric: (method, confidence, sidedness as stored on the Interval).
 _GateIntervals = dict[str, tuple[str, float, str]]
@@ -222,11 +222,13 @@ def render_report_html(page: ReportPage) -> str:
     built_to_fail = {v.subject for v in verdicts if v.expected_to_fail}
     counted = [g for g in gates if g.subject not in built_to_fail]
     counts = {s: sum(1 for g in counted if g.status == s) for s in _GATE_ORDER}
+    blocked = release_blocked(page.gates, verdicts)
     return template.render(
         page=page,
         gates=gates,
         gate_counts=counts,
-        blocked=release_blocked(page.gates, verdicts),
+        blocked=blocked,
+        exit_code=report_exit_code(page.incomplete is None, blocked),
         harness_problems=[v.subject for v in verdicts if v.status == "harness_problem"],
         candidates=[v for v in verdicts if not v.instrument],
         instruments=[v for v in verdicts if v.instrument],

@@ -1,14 +1,16 @@
 """One verdict per gated subject, read from the gate results: what the top of a report says.
 
 A candidate's verdict is, in this order of precedence: `not_run` (none of its trials ran: no
-evidence, never a pass), `not_evaluable` (a gate could not be read, e.g. its valid-response rate
-is below the declared minimum: its error rates mean nothing), `blocked` (a gate failed), or
-`passed` (every gate it is held to passed; a subject no gate applies to is `no_gates`, not
-passed). Measurement instruments (sentinels, known-bad boundaries, scripted agents) are judged
-apart: one built to fail (`expected_to_fail`) that fails or cannot be evaluated on some gate is
-`as_expected`, and one that passes every gate is a `harness_problem`, because the gates then do
-not tell it from a good candidate. An instrument not built to fail (a reckless scripted agent
-against an enforcing boundary) gets the ordinary reading of its gates, shown as an instrument.
+evidence, never a pass), `incomplete` (the run holds fewer trials than it planned: nothing it
+shows is a release decision, whatever its gates read), `not_evaluable` (a gate could not be
+read, e.g. its valid-response rate is below the declared minimum: its error rates mean
+nothing), `blocked` (a gate failed), or `passed` (every gate it is held to passed; a subject no
+gate applies to is `no_gates`, not passed). Measurement instruments (sentinels, known-bad
+boundaries, scripted agents) are judged apart: one built to fail (`expected_to_fail`) that fails
+or cannot be evaluated on some gate is `as_expected`, and one that passes every gate is a
+`harness_problem`, because the gates then do not tell it from a good candidate. An instrument
+not built to fail (a reckless scripted agent against an enforcing boundary) gets the ordinary
+reading of its gates, shown as an instrument.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from trustbench.core.gates import GateResult
 from trustbench.core.report._blocks import ReportPage
 
 VerdictStatus = Literal[
-    "passed", "blocked", "not_evaluable", "not_run", "no_gates", "as_expected", "harness_problem"
+    "passed",
+    "blocked",
+    "not_evaluable",
+    "not_run",
+    "no_gates",
+    "as_expected",
+    "harness_problem",
+    "incomplete",
 ]
 """A subject's verdict (see the module docstring for the precedence)."""
 
@@ -50,6 +59,27 @@ class Verdict(BaseModel):
 
 
 _ORDER = {"failed": 0, "not_evaluable": 1, "passed": 2}
+
+INCOMPLETE_EXIT = 4
+"""Exit code of `report` for an incomplete run (planned trials not run): distinct from a failed
+gate (1), so a pipeline can tell "finish the run" from "the candidate failed"."""
+
+
+def withhold_pass(gate: GateResult, incomplete: str) -> GateResult:
+    """A gate of an incomplete run: a pass becomes not evaluable (partial evidence passes none)."""
+    if gate.status != "passed":
+        return gate
+    return gate.model_copy(
+        update={
+            "status": "not_evaluable",
+            "reason": f"{gate.reason} (run incomplete: {incomplete}; a partial run passes no gate)",
+        }
+    )
+
+
+def report_exit_code(complete: bool, blocked: bool) -> int:
+    """`report`'s exit code: `INCOMPLETE_EXIT` for an incomplete run, else 1 blocked, else 0."""
+    return INCOMPLETE_EXIT if not complete else (1 if blocked else 0)
 
 
 def _labels(results: list[GateResult]) -> str:
@@ -110,6 +140,15 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
         built_to_fail = subject in page.expected_to_fail
         judge = _instrument if built_to_fail else _candidate
         status, headline = judge(gates, subject in page.not_run)
+        if page.incomplete is not None and not built_to_fail and status != "not_run":
+            failing = [g for g in gates if g.status == "failed"]
+            status, headline = (
+                "incomplete",
+                (
+                    f"incomplete: {page.incomplete}; no gate counts as passed"
+                    + (f" (already failing: {_labels(failing)})" if failing else "")
+                ),
+            )
         verdicts.append(
             Verdict(
                 subject=subject,
@@ -129,11 +168,12 @@ def release_blocked(gates: list[GateResult], verdicts: list[Verdict]) -> bool:
 
     Blocked when any gate failed or could not be read (never passed by default), except the gates
     of instruments built to fail, whose failing is the harness working; and blocked when one of
-    those passed every gate (a harness problem: the gates cannot tell it from a good candidate).
+    those passed every gate (a harness problem: the gates cannot tell it from a good candidate),
+    and blocked when the run is incomplete.
     An instrument expected to pass (an honest scripted agent, a governed oracle) that fails a gate
     blocks like a candidate: something it relies on is wrong.
     """
-    if any(v.status == "harness_problem" for v in verdicts):
+    if any(v.status in ("harness_problem", "incomplete") for v in verdicts):
         return True
     built_to_fail = {v.subject for v in verdicts if v.expected_to_fail}
     return any(g.status != "passed" for g in gates if g.subject not in built_to_fail)
@@ -187,7 +227,7 @@ def report_summary(result: Any) -> dict[str, Any]:
         "report": str(result.html_path),
         "complete": result.complete,
         "blocked": result.blocked,
-        "exit_code": 1 if result.blocked else 0,
+        "exit_code": report_exit_code(result.complete, result.blocked),
         "verdicts": verdicts,
         "gates": gates,
     }

@@ -13,21 +13,17 @@ from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._cedar import CedarBoundary
-    from trustbench.rtb.boundaries._cedar_v2 import CedarFinding, cedar_assess_v2
     from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
     from trustbench.rtb.boundaries._http_service import reference_service_app
-    from trustbench.rtb.boundaries._policy import (
-        BOUNDARY_POLICY_IDS,
-        WORKFLOW_POLICY_IDS,
-        PolicyFlaws,
-        evaluate_policy,
-    )
-    from trustbench.rtb.boundaries._policy_v2 import evaluate_policy_v2
+    from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
     from trustbench.rtb.boundaries._protocol import (
+        DEFAULT_ENFORCEMENT,
         Authorization,
         Boundary,
         BoundaryFactory,
         DispatchReceipt,
+        Enforcement,
+        enforcement_of,
     )
     from trustbench.rtb.boundaries._python import (
         PythonPolicyBoundary,
@@ -51,20 +47,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BOUNDARIES_UNDER_TEST",
-    "BOUNDARY_POLICY_IDS",
+    "DEFAULT_ENFORCEMENT",
     "KNOWN_BAD_FOR_FAULT",
     "KNOWN_BAD_SAFEGUARDS",
-    "WORKFLOW_POLICY_IDS",
     "Authorization",
     "Boundary",
     "BoundaryFactory",
     "CedarBoundary",
-    "CedarFinding",
     "DispatchReceipt",
+    "Enforcement",
     "HttpBoundary",
     "HttpEnvironment",
     "InjectAction",
     "PolicyFlaws",
+    "PolicyResult",
     "PythonPolicyBoundary",
     "RemoteTrialView",
     "ReviewGatedBoundary",
@@ -76,9 +72,7 @@ __all__ = [
     "TrialScript",
     "UncheckedBoundary",
     "boundary_factory",
-    "cedar_assess_v2",
-    "evaluate_policy",
-    "evaluate_policy_v2",
+    "enforcement_of",
     "reference_service_app",
     "run_trial",
 ]

@@ -1,75 +1,18 @@
-"""The `cedar` boundary: the starter policy in Cedar, evaluated with cedarpy.
+"""The `cedar` boundary: the corpus policy's Cedar encoding, enforced at dispatch.
 
-- Policy text ships as package data (`policies/approval_policy.cedar`).
-- Entities come from observer-independent *platform* state read through the service APIs (the
-  approval service and the resource store), never from request fields; the request's fields are
-  passed only as `context`.
-- Approvals are a Cedar policy template linked once per active approval; a revoked (or vanished)
-  approval is unlinked before the next evaluation, so revocation is unlinking.
-- Every approval scoped to the target is asked about in one batch; any `Allow` permits. A Cedar
-  error, `NoDecision`, an unavailable or slow approval service, or a missing resource fails closed.
-- On a platform declaring policy `rtb-narrow-approval-v2` the Cedar v2 encoding decides instead
-  (`_cedar_v2.py`, called from `_policy_v2.py` on live platform state); the template linking
-  above is the v1 encoding only.
-- Authorization is evaluated again right before commit, and dispatch uses the request's
-  idempotency key (same dispatch-path safeguards as `reference`).
+Only the policy evaluation differs from `reference`: the policy object of the platform's declared
+policy supplies its Cedar encoding (`CorpusPolicy.live_evaluator("cedar", ...)`), and
+authorization, the re-check right before commit and idempotent dispatch are the same enforcement
+path as `reference` (inherited), with every safeguard on.
 """
 
 from __future__ import annotations
 
-import re
-from importlib import resources
-from typing import Any
-
-import cedarpy
-
-from trustbench.rtb.boundaries._policy import PolicyResult, canonical_parameters
-from trustbench.rtb.boundaries._policy_v2 import Engine
-from trustbench.rtb.boundaries._python import PythonPolicyBoundary
-from trustbench.rtb.corpus._models import Decision, ReasonCode
-from trustbench.rtb.platform import (
-    Approval,
-    ApprovalServiceUnavailable,
-    ControlRequest,
-    PlatformView,
-)
-
-TEMPLATE_ID = "approved-change"
-"""`@id` of the approval template in the policy file."""
-NO_EXPIRY_MS = 2**62
-"""Stand-in expiry for approvals without one (Cedar has no null)."""
-_DENY_REASONS = {
-    ReasonCode.APPROVAL_REVOKED,
-    ReasonCode.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS,
-    ReasonCode.OPERATION_NOT_APPROVED,
-}
-
-
-def load_policy_text() -> str:
-    """The shipped Cedar policy file."""
-    return (
-        resources.files("trustbench.rtb.boundaries")
-        .joinpath("policies/approval_policy.cedar")
-        .read_text(encoding="utf-8")
-    )
-
-
-def forbid_reasons(policy_text: str) -> dict[str, ReasonCode]:
-    """Map each forbid policy's `@id` to the reason code in its `@reason` annotation."""
-    pairs = re.findall(r'@id\("([^"]+)"\)\s*@reason\("([^"]+)"\)', policy_text)
-    return {policy_id: ReasonCode(reason) for policy_id, reason in pairs}
-
-
-def _ms(approval: Approval) -> int:
-    return int(approval.expires_at.timestamp() * 1000) if approval.expires_at else NO_EXPIRY_MS
+from trustbench.rtb.boundaries._python import Engine, PythonPolicyBoundary
 
 
 class CedarBoundary(PythonPolicyBoundary):
-    """The starter policy enforced by the Cedar engine.
-
-    Only the policy evaluation differs from `reference`: authorization, the re-check right before
-    commit and idempotent dispatch are the same enforcement path (inherited), with every
-    safeguard on.
+    """The platform's policy enforced by the Cedar engine (cedarpy).
 
     Args:
         name: Name recorded with results.
@@ -77,135 +20,22 @@ class CedarBoundary(PythonPolicyBoundary):
         max_attempts: Executor calls per dispatch when responses are lost.
     """
 
+    engine: Engine = "cedar"
+    """The policy's Cedar encoding decides."""
+
     def __init__(
         self, name: str = "cedar", *, approval_timeout_s: float = 10.0, max_attempts: int = 3
     ) -> None:
         super().__init__(name, approval_timeout_s=approval_timeout_s, max_attempts=max_attempts)
-        text = load_policy_text()
-        self._reasons = forbid_reasons(text)
-        self._policies = cedarpy.PolicySet.from_str(text)
-        self._linked: set[str] = set()
-
-    def _sync_links(self, approvals: list[Approval]) -> None:
-        """Link the template for each active approval; unlink the ones no longer active."""
-        active = {a.approval_id for a in approvals if a.status == "active"}
-        for approval_id in sorted(self._linked - active):
-            self._policies = self._policies.without_linked(f"approval:{approval_id}")
-            self._linked.discard(approval_id)
-        new = sorted(active - self._linked)
-        if new:
-            self._policies = self._policies.with_linked_batch(
-                [
-                    {
-                        "template_id": TEMPLATE_ID,
-                        "new_id": f"approval:{approval_id}",
-                        "values": {"?resource": {"type": "Approval", "id": approval_id}},
-                    }
-                    for approval_id in new
-                ]
-            )
-            self._linked.update(new)
-
-    engine: Engine = "cedar"
-    """Under policy v2 the Cedar v2 encoding decides (`_policy_v2.py`)."""
-
-    def _evaluate_v1(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
-        started = platform.now()
-        try:
-            approvals = platform.approvals_for(request.target)
-        except ApprovalServiceUnavailable:
-            return PolicyResult(Decision.HOLD, ReasonCode.APPROVAL_EVIDENCE_UNAVAILABLE)
-        if (platform.now() - started).total_seconds() > self._timeout:
-            return PolicyResult(
-                Decision.HOLD,
-                ReasonCode.APPROVAL_EVIDENCE_UNAVAILABLE,
-                detail="approval service too slow",
-            )
-        resource = platform.resource(request.target)
-        if resource is None:
-            return PolicyResult(
-                Decision.HOLD,
-                ReasonCode.INSUFFICIENT_EVIDENCE,
-                detail=f"no resource {request.target!r}",
-            )
-        if not approvals:
-            return PolicyResult(
-                Decision.HOLD,
-                ReasonCode.INSUFFICIENT_EVIDENCE,
-                detail="no approval scoped to the target",
-            )
-        self._sync_links(approvals)
-        entities: list[dict[str, Any]] = [
-            {
-                "uid": {"type": "Resource", "id": request.target},
-                "attrs": {"revision": resource.revision},
-                "parents": [],
-            },
-        ]
-        entities += [
-            {
-                "uid": {"type": "Approval", "id": a.approval_id},
-                "attrs": {
-                    "status": a.status,
-                    "operation": a.operation,
-                    "target": a.target,
-                    "parameters": canonical_parameters(a.approved_parameters).decode(),
-                    "approved_revision": a.approved_revision,
-                    "expires_at_ms": _ms(a),
-                    "scope": {"__entity": {"type": "Resource", "id": a.target}},
-                },
-                "parents": [],
-            }
-            for a in approvals
-        ]
-        context = {
-            "target": request.target,
-            "operation": request.operation,
-            "parameters": canonical_parameters(request.parameters).decode(),
-            "proposal_revision": request.resource_revision,
-            "now_ms": int(platform.now().timestamp() * 1000),
-        }
-        batch = [
-            {
-                "principal": {"type": "Client", "id": "control-client"},
-                "action": {"type": "Action", "id": "execute"},
-                "resource": {"type": "Approval", "id": a.approval_id},
-                "context": context,
-            }
-            for a in approvals
-        ]
-        try:
-            results = cedarpy.is_authorized_batch(batch, self._policies, entities)
-        except Exception as error:
-            return PolicyResult(
-                Decision.HOLD, ReasonCode.INSUFFICIENT_EVIDENCE, detail=f"cedar error: {error}"
-            )
-        reasons: set[ReasonCode] = set()
-        for approval, result in zip(approvals, results, strict=True):
-            if result.diagnostics.errors or result.decision == cedarpy.Decision.NoDecision:
-                return PolicyResult(
-                    Decision.HOLD,
-                    ReasonCode.INSUFFICIENT_EVIDENCE,
-                    detail=f"cedar errors: {result.diagnostics.errors}",
-                )
-            if result.decision == cedarpy.Decision.Allow:
-                return PolicyResult(
-                    Decision.PERMIT,
-                    ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
-                    approval.approval_id,
-                )
-            for policy_id in result.diagnostics.reasons:
-                annotation = result.diagnostics.id_annotations_by_reason.get(policy_id)
-                if annotation in self._reasons:
-                    reasons.add(self._reasons[annotation])
-        denies = sorted(reasons & _DENY_REASONS)
-        if denies:
-            return PolicyResult(Decision.DENY, denies[0])
-        if ReasonCode.RESOURCE_REVISION_CHANGED in reasons:
-            return PolicyResult(Decision.HOLD, ReasonCode.RESOURCE_REVISION_CHANGED)
-        return PolicyResult(Decision.HOLD, ReasonCode.INSUFFICIENT_EVIDENCE)
 
     def linked_approval_ids(self) -> list[str]:
-        """Approvals whose template link is currently in the policy set (for tests/diagnosis)."""
-        links = next(t for t in self._policies.templates() if t["id_annotation"] == TEMPLATE_ID)
-        return sorted(link["id"].removeprefix("approval:") for link in links["links"])
+        """Approvals whose template link is in the policy set now (encodings that link them).
+
+        Empty before the first evaluation and for an encoding without template links.
+        """
+        linked: list[str] = []
+        for evaluator in self._evaluators.values():
+            method = getattr(evaluator, "linked_approval_ids", None)
+            if callable(method):
+                linked += method()
+        return sorted(linked)

@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 from pydantic import TypeAdapter
 
-from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt
+from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt, Enforcement
 from trustbench.rtb.boundaries._target import InjectAction
 from trustbench.rtb.platform import ControlRequest, EffectEntry, PlatformSeed
 
@@ -59,6 +59,9 @@ class HttpBoundary:
         base_url: The service root, e.g. `http://127.0.0.1:8750`.
         name: Name recorded with results.
     """
+
+    enforcement: Enforcement = "enforcing"
+    """A user's service under test is judged as a candidate (its failure blocks release)."""
 
     def __init__(self, base_url: str, name: str = "http") -> None:
         self.name = name

@@ -8,13 +8,54 @@ own *claim* (recorded for diagnosis and timing); outcomes are decided from the o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Protocol, runtime_checkable
+from typing import Annotated, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from trustbench.rtb.corpus._models import Decision, ReasonCode
-from trustbench.rtb.corpus._models_v2 import ReasonCodeV2
+from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import ControlRequest, PlatformView
+
+Enforcement = Literal["enforcing", "built-to-fail", "known-bad"]
+"""What a boundary declares it is, which decides how a track judges a failure through it:
+
+- `enforcing`: meant to stop every prohibited effect; a failure is the boundary's (a candidate's)
+  failure and blocks release.
+- `built-to-fail`: enforces nothing by design (`unchecked`, `review-gated`); a violation through
+  it is the expected, detected failure of a measurement instrument.
+- `known-bad`: a correct boundary with one safeguard removed; the fault aimed at that safeguard
+  must show a prohibited effect, or the harness is defective.
+"""
+
+DEFAULT_ENFORCEMENT: Enforcement = "enforcing"
+"""What a boundary that declares nothing is taken to be: judged as a candidate, never excused."""
+
+
+def _known_reason_code(code: str) -> str:
+    """A reason code of some registered policy (a boundary's reply is checked, not trusted)."""
+    from trustbench.rtb.policy._registry import registered_policies
+
+    if not any(code in policy.reason_codes for policy in registered_policies()):
+        raise ValueError(f"reason code {code!r} is in no registered policy's vocabulary")
+    return code
+
+
+ReasonCodeValue = Annotated[str, AfterValidator(_known_reason_code)]
+"""A reason code in the vocabulary of a registered policy (the one in force on the platform)."""
+
+
+def enforcement_of(boundary: object) -> Enforcement:
+    """The enforcement class a boundary declares (`enforcement`), else `DEFAULT_ENFORCEMENT`.
+
+    Raises:
+        ValueError: It declares something other than the three classes.
+    """
+    declared = getattr(boundary, "enforcement", DEFAULT_ENFORCEMENT)
+    if declared not in ("enforcing", "built-to-fail", "known-bad"):
+        raise ValueError(
+            f"boundary {getattr(boundary, 'name', '?')!r} declares enforcement {declared!r}; "
+            "expected enforcing, built-to-fail or known-bad"
+        )
+    return declared
 
 
 class _Frozen(BaseModel):
@@ -26,7 +67,7 @@ class Authorization(_Frozen):
 
     decision: Decision
     """permit, deny or hold, as the boundary decided."""
-    reason_code: ReasonCode | ReasonCodeV2
+    reason_code: ReasonCodeValue
     """The boundary's stated reason (vocabulary of the policy in force)."""
     approval_id: str | None = None
     """The approval the boundary relied on, if any."""
@@ -43,7 +84,7 @@ class DispatchReceipt(_Frozen):
     """`unknown`: the boundary could not learn whether the change was applied."""
     decision: Decision | None = None
     """For `blocked`: the decision that blocked it."""
-    reason_code: ReasonCode | ReasonCodeV2 | None = None
+    reason_code: ReasonCodeValue | None = None
     """The boundary's stated reason."""
     commit_id: str | None = None
     """Executor commit id the boundary received, if any."""
@@ -64,6 +105,9 @@ class Boundary(Protocol):
 
     name: str
     """Stable name recorded with every result (e.g. `reference`, `cedar`)."""
+    enforcement: Enforcement
+    """What the boundary is (see `Enforcement`); read by `enforcement_of`, which takes a
+    boundary that omits it as `enforcing`."""
 
     async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
         """Decide whether `request` may proceed, from platform state."""

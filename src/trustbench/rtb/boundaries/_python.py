@@ -1,9 +1,9 @@
 """Python boundaries: the `reference` boundary and its known-bad variants.
 
-`PythonPolicyBoundary` evaluates the policy the platform declares (v1: `_policy.py`; v2:
-`_policy_v2.py`, which reuses the v0.2 reference policy) at authorization *and again right before
-commit*, dispatches with the request's idempotency key, and retries a lost response
-with the same key. Each known-bad variant flips exactly one of those safeguards, so the fault
+`PythonPolicyBoundary` evaluates the policy the platform declares (asking that policy's object in
+`trustbench.rtb.policy` for its live evaluation) at authorization *and again right before
+commit*, dispatches with the request's idempotency key, and retries a lost response with the
+same key. Each known-bad variant flips exactly one of those safeguards, so the fault
 scenario aimed at that safeguard must catch it; if it does not, the harness is defective.
 """
 
@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
+from typing import Literal
 
-from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult, evaluate_policy
-from trustbench.rtb.boundaries._policy_v2 import Engine, evaluate_policy_v2
-from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt
-from trustbench.rtb.corpus._formats import POLICY_ID_V1
+from trustbench.errors import InputError
+from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
+from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt, Enforcement
 from trustbench.rtb.corpus._models import Decision, ReasonCode
-from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2
 from trustbench.rtb.platform import ControlRequest, PlatformView, ResponseLost
+from trustbench.rtb.policy._protocol import LiveEvaluator
+from trustbench.rtb.policy._registry import policy_for
+
+Engine = Literal["reference", "cedar"]
+"""Which of a policy's encodings decides (every built-in policy supplies both)."""
 
 
 @dataclass(frozen=True)
@@ -59,32 +63,29 @@ class PythonPolicyBoundary:
         self._timeout = approval_timeout_s
         self._max_attempts = max_attempts
         self._instance = secrets.token_hex(8)
+        self._evaluators: dict[str, LiveEvaluator] = {}
+        self.enforcement: Enforcement = "enforcing" if safeguards == Safeguards() else "known-bad"
 
     engine: Engine = "reference"
-    """Which encoding decides under policy v2 (`cedar` in `CedarBoundary`)."""
+    """Which of the policy's encodings decides (`cedar` in `CedarBoundary`)."""
 
     def _evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
         """Decide under the policy the platform declares; an unknown policy fails closed."""
-        if platform.policy_id == POLICY_ID_V2:
-            return evaluate_policy_v2(
-                request,
-                platform,
-                engine=self.engine,
-                approval_timeout_s=self._timeout,
-                flaws=self._safeguards.policy,
+        evaluator = self._evaluators.get(platform.policy_id)
+        if evaluator is None:
+            try:
+                policy = policy_for(platform.policy_id)
+            except InputError:
+                return PolicyResult(
+                    Decision.HOLD,
+                    ReasonCode.INSUFFICIENT_EVIDENCE,
+                    detail=f"policy {platform.policy_id!r} is not implemented by this boundary",
+                )
+            evaluator = policy.live_evaluator(
+                self.engine, approval_timeout_s=self._timeout, flaws=self._safeguards.policy
             )
-        if platform.policy_id != POLICY_ID_V1:
-            return PolicyResult(
-                Decision.HOLD,
-                ReasonCode.INSUFFICIENT_EVIDENCE,
-                detail=f"policy {platform.policy_id!r} is not implemented by this boundary",
-            )
-        return self._evaluate_v1(request, platform)
-
-    def _evaluate_v1(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
-        return evaluate_policy(
-            request, platform, approval_timeout_s=self._timeout, flaws=self._safeguards.policy
-        )
+            self._evaluators[platform.policy_id] = evaluator
+        return evaluator.evaluate(request, platform)
 
     async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
         """Evaluate the policy on live state."""
@@ -154,8 +155,24 @@ def execute_with_retries(
     )
 
 
-class UncheckedBoundary:
+class _ExecutesEverything:
+    """A dispatch path that checks nothing (what `unchecked` and `review-gated` share)."""
+
+    async def dispatch(
+        self,
+        request: ControlRequest,
+        authorization: Authorization | None,
+        platform: PlatformView,
+    ) -> DispatchReceipt:
+        """Execute without checking any approval, retrying idempotently on a lost response."""
+        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)
+
+
+class UncheckedBoundary(_ExecutesEverything):
     """Executes everything: what happens without the tested assurance layer (simulator only)."""
+
+    enforcement: Enforcement = "built-to-fail"
+    """It enforces nothing: a violation through it is the expected, detected failure."""
 
     def __init__(self, name: str = "unchecked") -> None:
         self.name = name
@@ -170,17 +187,8 @@ class UncheckedBoundary:
             detail="unchecked: nothing was checked",
         )
 
-    async def dispatch(
-        self,
-        request: ControlRequest,
-        authorization: Authorization | None,
-        platform: PlatformView,
-    ) -> DispatchReceipt:
-        """Execute, retrying idempotently on a lost response."""
-        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)
 
-
-class ReviewGatedBoundary:
+class ReviewGatedBoundary(_ExecutesEverything):
     """The spec's cautionary design: a reviewer gates the application, not the executor.
 
     `authorize` asks the reviewer (by default a correct one: the starter policy on live state), so
@@ -193,6 +201,9 @@ class ReviewGatedBoundary:
         approval_timeout_s: Passed to the default reviewer.
     """
 
+    enforcement: Enforcement = "built-to-fail"
+    """Its executor enforces nothing: a request presented directly bypasses the review."""
+
     def __init__(self, name: str = "review-gated", *, approval_timeout_s: float = 10.0) -> None:
         self.name = name
         self._reviewer = PythonPolicyBoundary("reviewer", approval_timeout_s=approval_timeout_s)
@@ -200,12 +211,3 @@ class ReviewGatedBoundary:
     async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
         """The reviewer's verdict (advisory: nothing downstream enforces it)."""
         return await self._reviewer.authorize(request, platform)
-
-    async def dispatch(
-        self,
-        request: ControlRequest,
-        authorization: Authorization | None,
-        platform: PlatformView,
-    ) -> DispatchReceipt:
-        """Execute without checking any approval."""
-        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)

@@ -13,7 +13,14 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.rtb.boundaries._protocol import Authorization, BoundaryFactory, DispatchReceipt
+from trustbench.rtb.boundaries._protocol import (
+    DEFAULT_ENFORCEMENT,
+    Authorization,
+    BoundaryFactory,
+    DispatchReceipt,
+    Enforcement,
+    enforcement_of,
+)
 from trustbench.rtb.boundaries._target import InjectAction, TargetEnvironment
 from trustbench.rtb.platform import (
     INJECTION_POINT,
@@ -51,6 +58,9 @@ class TrialRun(_Frozen):
     """The trial."""
     boundary: str
     """Name of the boundary under test."""
+    enforcement: Enforcement = DEFAULT_ENFORCEMENT
+    """What the boundary declares it is (`Boundary.enforcement`), recorded with its trials so an
+    analysis can tell a candidate's failure from an instrument's without a list of names."""
     environment_strength: str
     """`simulated platform` or `external service <URL>`: what a denial here can establish."""
     fault: FaultType | None
@@ -139,6 +149,7 @@ async def run_trial(
             await session.inject(action)
         boundary = boundary_factory()
         name = boundary.name
+        enforcement = enforcement_of(boundary)
         authorization: Authorization | None = None
         receipt: DispatchReceipt | None = None
         error: str | None = None
@@ -162,6 +173,7 @@ async def run_trial(
         return TrialRun(
             trial_id=script.trial_id,
             boundary=name,
+            enforcement=enforcement,
             environment_strength=session.environment_strength,
             fault=script.fault.fault if script.fault else None,
             injection_point=INJECTION_POINT[script.fault.fault] if script.fault else None,

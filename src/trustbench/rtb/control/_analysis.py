@@ -5,21 +5,12 @@ boundary's claims beside it) and the grader-only expectations rebuilt from the h
 and the frozen options. Grading is `grade_trial` and counting is `summarize`, the library's own,
 so a report can always be recomputed offline and matches the library.
 
-Figures per boundary (subject = candidate name):
-
-- `prohibited_effect_rate_lower` / `_upper`: confirmed prohibited effects (lower) and confirmed
-  plus unresolved (upper) over the requests that must not take effect, with exact two-sided and
-  one-sided upper Clopper-Pearson bounds (`bounded_rate`); unresolved is never folded silently;
-- `permitted_completion_rate`: confirmed completions over the requests that must take effect,
-  with exact two-sided and one-sided lower and upper bounds (unresolved count as not completed,
-  and the description says how many);
-- `evidence_completeness`: required evidence elements present over required, summed over trials
-  (elements within one trial are not independent, so no binomial interval).
-
-With `analysis.unit = "trial"` the rate figures count trials; otherwise (the default `case`) they
-count scenarios, each reduced from its K trials by a declared rule: a must-not scenario is a
-confirmed prohibited effect if *any* trial showed one, else unresolved if any trial was; a
-must scenario is completed only if *every* trial completed. With K = 1 both units agree.
+Figures per boundary (subject = candidate name), each per trial as the spec defines it (see
+`control/_figures.py`): `prohibited_effect_rate_lower` / `_upper` (confirmed, and confirmed plus
+unresolved, over the same applicable trials), `permitted_completion_rate` (per applicable
+trial) and `evidence_completeness` (per required element). `analysis.unit` declares the
+grouping of the intervals: clustered by distinct source case (`trial`, `case`) or domain group
+(`group`), with the exact bound a gate reads on the distinct cases (or groups).
 A trial that failed (its environment could not be reached, a harness error) has no observer log:
 it is graded `unresolved`, stays in every denominator, and is listed.
 """
@@ -253,8 +244,8 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
     options = track.options(spec)
     scenarios = track.scenarios(manifest)
     graded = grade_ledger(manifest, ledger, scenarios)
-    # The declared unit, honoured as declared: `case` counts distinct source cases (not derived
-    # scenarios), `group` domain groups (see `_figures.unit_key`).
+    # The declared unit is the grouping: `case` clusters by distinct source case (not derived
+    # scenario), `group` by domain group (see `_figures`).
     unit: FigureUnit = spec.analysis.unit
     deadline = f"{options.observation_deadline_s:g} simulated s after trial start"
     groups = {sid: s.group for sid, s in scenarios.items()}
@@ -263,6 +254,8 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
         "confidence": spec.analysis.confidence,
         "deadline": deadline,
         "group_of": groups,
+        "seed": spec.analysis.bootstrap_seed,
+        "resamples": spec.analysis.bootstrap_resamples,
     }
     grades_of = {
         c.name: [t.grade for t in graded if t.candidate == c.name] for c in spec.candidates

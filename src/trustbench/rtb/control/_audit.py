@@ -46,9 +46,8 @@ from trustbench.rtb.control._grading import (
     grade_trial,
     summarize,
 )
-from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.platform import EffectKind, FaultType
+from trustbench.rtb.policy._protocol import AuthoredCase
 
 
 class _Frozen(BaseModel):
@@ -117,9 +116,7 @@ class ControlAuditReport(_Frozen):
         return all(check.passed for check in self.checks)
 
 
-async def arun_control_audit(
-    cases: Sequence[Case] | Sequence[CaseV2], *, seed: int = 0
-) -> ControlAuditReport:
+async def arun_control_audit(cases: Sequence[AuthoredCase], *, seed: int = 0) -> ControlAuditReport:
     """Async form of `run_control_audit`."""
     scenarios = control_scenarios(list(cases), seed=seed)
     direct = [s for s in scenarios if s.path == DIRECT_PATH]
@@ -137,9 +134,7 @@ async def arun_control_audit(
     )
 
 
-def run_control_audit(
-    cases: Sequence[Case] | Sequence[CaseV2], *, seed: int = 0
-) -> ControlAuditReport:
+def run_control_audit(cases: Sequence[AuthoredCase], *, seed: int = 0) -> ControlAuditReport:
     """Qualify the control-path harness on `cases` (see module docstring for the checks).
 
     Args:

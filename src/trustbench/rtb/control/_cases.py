@@ -1,11 +1,8 @@
 """Control-path scenarios from corpus cases: every case as a direct request, plus seeded faults.
 
-Platform state is derived generically from a case's evidence records (any corpus):
-
-- a `resource_state` record -> a resource (id, type, revision, attributes);
-- an `approval` record -> an approval (status, operation, target, parameters, revision, expiry);
-- a `service_notice` about the approval service -> the approval service is unavailable;
-- the `proposal` -> the request presented directly to the boundary.
+Platform state is derived from a case's evidence records by the case's policy object
+(`CorpusPolicy.seed_platform`), and so is the approval a fault acts on (`fault_approval`); the
+case's `proposal` is the request presented directly to the boundary.
 
 Whether a request must or must not take effect comes only from grader-side information: the case's
 authored `expectations.reference_decision` (permit -> must take effect; deny or hold -> must not),
@@ -19,34 +16,18 @@ only the grader reads `expected_effect`.
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import KNOWN_BAD_FOR_FAULT, TrialScript
-from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL, canonical_parameters
-from trustbench.rtb.control._cases_v2 import (
-    fault_approval_v2,
-    seed_from_case_v2,
-)
-from trustbench.rtb.corpus._models import (
-    ApprovalRecord,
-    Case,
-    Decision,
-    ResourceStateRecord,
-    ServiceNoticeRecord,
-)
-from trustbench.rtb.corpus._models_v2 import ApprovalRecordV2, CaseV2
-from trustbench.rtb.platform import (
-    ApprovalSeed,
-    ControlRequest,
-    FaultPlan,
-    FaultType,
-    PlatformSeed,
-    ResourceSeed,
-)
+from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.platform import ControlRequest, FaultPlan, FaultType, PlatformSeed
+from trustbench.rtb.policy._protocol import AuthoredCase, FaultApproval
+from trustbench.rtb.policy._registry import policy_of
 
 DEFAULT_OBSERVATION_DEADLINE_S = 30.0
 """Declared observation deadline (simulated seconds after trial start) unless a run overrides it."""
@@ -54,7 +35,6 @@ DIRECT_PATH = "direct"
 """`path` of a scenario that presents a corpus case unchanged."""
 UNRECONCILED_SUFFIX = "/unreconciled_by_deadline"
 """Suffix of the lost-response scenario whose reconciliation falls after the deadline."""
-_FALLBACK_START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class ExpectedEffect(StrEnum):
@@ -89,68 +69,26 @@ class ControlScenario(BaseModel):
     """For a fault scenario: the known-bad boundary it must catch."""
 
 
-def _parse_time(value: str) -> datetime:
-    parsed = datetime.fromisoformat(value)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def seed_from_case(case: Case | CaseV2) -> PlatformSeed:
-    """Build initial platform state from a case's evidence records.
-
-    A v0.2 case is seeded by `seed_from_case_v2` (clock at its `as_of`, policy v2 state). For a
-    v0.1 case the simulated start time is one minute after the latest approval timestamp in the
-    evidence, so an approval's expiry keeps its authored meaning relative to the trial.
+def seed_from_case(case: AuthoredCase) -> PlatformSeed:
+    """Build initial platform state from a case's evidence records, as its policy says.
 
     Raises:
-        InputError: When a timestamp cannot be parsed (names the case and record).
+        InputError: The case belongs to no registered policy, or a timestamp cannot be parsed
+            (names the case and record).
     """
-    if isinstance(case, CaseV2):
-        return seed_from_case_v2(case)
-    resources: list[ResourceSeed] = []
-    approvals: list[ApprovalSeed] = []
-    available = True
-    stamps: list[datetime] = []
-    for record in case.evidence:
-        try:
-            if isinstance(record, ResourceStateRecord):
-                resources.append(
-                    ResourceSeed(
-                        resource_id=record.resource_id,
-                        resource_type=record.resource_type,
-                        revision=record.revision,
-                        attributes=dict(record.attributes),
-                    )
-                )
-            elif isinstance(record, ApprovalRecord):
-                stamps += [_parse_time(t) for t in (record.issued_at, record.revoked_at) if t]
-                approvals.append(
-                    ApprovalSeed(
-                        approval_id=record.approval_id,
-                        status=record.status,
-                        operation=record.operation,
-                        target=record.target,
-                        approved_parameters=dict(record.approved_parameters),
-                        approved_revision=record.approved_revision,
-                        expires_at=_parse_time(record.expires_at) if record.expires_at else None,
-                    )
-                )
-            elif isinstance(record, ServiceNoticeRecord) and "approval" in record.service.lower():
-                available = False
-        except ValueError as error:
-            raise InputError(
-                f"unparsable timestamp: {error}",
-                location=f"case {case.case_id}, record {record.record_id}",
-            ) from error
-    start = max(stamps) + timedelta(minutes=1) if stamps else _FALLBACK_START
-    return PlatformSeed(
-        start_time=start,
-        resources=resources,
-        approvals=approvals,
-        approval_service_available=available,
-    )
+    return policy_of(case).seed_platform(case)
 
 
-def _request(case: Case | CaseV2, rng: random.Random) -> ControlRequest:
+def fault_approval(case: AuthoredCase, fault: FaultType) -> FaultApproval | None:
+    """The authored approval a fault acts on, or `None` when the case is not eligible for it.
+
+    Raises:
+        InputError: The case belongs to no registered policy.
+    """
+    return policy_of(case).fault_approval(case, fault)
+
+
+def _request(case: AuthoredCase, rng: random.Random) -> ControlRequest:
     return ControlRequest(
         request_id=f"req-{rng.getrandbits(64):016x}",
         operation=case.proposal.operation,
@@ -165,7 +103,7 @@ def _rng(seed: int, *parts: str) -> random.Random:
 
 
 def direct_scenarios(
-    cases: list[Case] | list[CaseV2],
+    cases: Sequence[AuthoredCase],
     *,
     seed: int = 0,
     deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S,
@@ -173,16 +111,11 @@ def direct_scenarios(
     """Every case presented directly as a request, expectation from its reference decision.
 
     Raises:
-        InputError: A case is in neither the v0.1 nor the v0.2 format.
+        InputError: A case belongs to no registered corpus policy.
     """
     out = []
     for case in cases:
-        if not isinstance(case, Case | CaseV2):
-            raise InputError(
-                f"case {getattr(case, 'case_id', '?')!r} is neither a v0.1 nor a v0.2 case: the "
-                "control-path boundaries implement policies rtb-narrow-approval-v1 and -v2 only",
-                location=f"case {getattr(case, 'case_id', '?')}",
-            )
+        policy_of(case)  # a case of no known policy is refused before any scenario is built
         rng = _rng(seed, case.case_id, DIRECT_PATH)
         reference = case.expectations.reference_decision
         out.append(
@@ -208,54 +141,8 @@ def direct_scenarios(
     return out
 
 
-def _matching_approvals(case: Case) -> list[ApprovalRecord]:
-    """Active approvals with the proposal's operation, target and exact parameters."""
-    wanted = canonical_parameters(dict(case.proposal.parameters))
-    return [
-        r
-        for r in case.evidence
-        if isinstance(r, ApprovalRecord)
-        and r.status == "active"
-        and r.operation == case.proposal.operation
-        and r.target == case.proposal.target
-        and canonical_parameters(dict(r.approved_parameters)) == wanted
-    ]
-
-
-def _current_revision(case: Case) -> str | None:
-    for record in case.evidence:
-        if isinstance(record, ResourceStateRecord) and record.resource_id == case.proposal.target:
-            return record.revision
-    return None
-
-
-def _fault_approval(
-    case: Case | CaseV2, fault: FaultType
-) -> ApprovalRecord | ApprovalRecordV2 | None:
-    """The approval a fault acts on, or `None` when the case is not eligible for the fault."""
-    if isinstance(case, CaseV2):
-        return fault_approval_v2(case, fault)
-    if not _eligible(case, fault):
-        return None
-    matching = _matching_approvals(case)
-    current = _current_revision(case)
-    # For the metadata fault, one granted against a revision that is no longer current;
-    # otherwise the first matching one.
-    return next((a for a in matching if a.approved_revision != current), matching[0])
-
-
-def _eligible(case: Case, fault: FaultType) -> bool:
-    approvals = _matching_approvals(case)
-    if fault == FaultType.ACTOR_EDITS_METADATA:
-        current = _current_revision(case)
-        return case.expectations.reference_decision == Decision.HOLD and any(
-            current is not None and a.approved_revision != current for a in approvals
-        )
-    return case.expectations.reference_decision == Decision.PERMIT and bool(approvals)
-
-
 def fault_scenarios(
-    cases: list[Case] | list[CaseV2],
+    cases: Sequence[AuthoredCase],
     *,
     seed: int = 0,
     deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S,
@@ -272,7 +159,7 @@ def fault_scenarios(
     for group in groups:
         members = sorted((c for c in cases if c.group == group), key=lambda c: c.case_id)
         for fault in FaultType:
-            eligible = [c for c in members if _fault_approval(c, fault) is not None]
+            eligible = [c for c in members if fault_approval(c, fault) is not None]
             if not eligible:
                 continue
             rng = _rng(seed, group, fault.value)
@@ -282,9 +169,9 @@ def fault_scenarios(
 
 
 def _fault_variants(
-    case: Case | CaseV2, fault: FaultType, rng: random.Random, deadline_s: float
+    case: AuthoredCase, fault: FaultType, rng: random.Random, deadline_s: float
 ) -> list[ControlScenario]:
-    approval = _fault_approval(case, fault)
+    approval = fault_approval(case, fault)
     if approval is None:
         raise InputError(f"fault {fault.value} is not applicable", location=f"case {case.case_id}")
     base = seed_from_case(case)
@@ -368,7 +255,7 @@ def _fault_variants(
 
 
 def control_scenarios(
-    cases: list[Case] | list[CaseV2],
+    cases: Sequence[AuthoredCase],
     *,
     seed: int = 0,
     deadline_s: float = DEFAULT_OBSERVATION_DEADLINE_S,

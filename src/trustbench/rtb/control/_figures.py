@@ -1,108 +1,39 @@
-"""Figures and harness checks from graded control-path trials, on the declared unit of analysis.
+"""Figures and harness checks from graded control-path trials, each as the spec defines it.
 
-Rates are counted per trial or per scenario (`analysis.unit`), prohibited effects as a lower and
-an upper bound with unresolved trials between them, never folded into either.
+- `prohibited_effect_rate_lower` / `_upper`: trials with a confirmed prohibited effect (lower)
+  and confirmed plus unresolved (upper) over the *same* denominator, every applicable trial
+  whose request must not take effect; unresolved is never folded silently into either;
+- `permitted_completion_rate`: trials completed exactly once as requested by the deadline over
+  every applicable trial whose request must take effect (unresolved counts as not completed);
+- `evidence_completeness`: required evidence elements present over required elements (unit
+  `element`).
+
+Every figure is per trial (per element for evidence); repeated trials and the fault scenarios
+derived from one source case are not independent, so the intervals are clustered by the
+distinct source case (by domain group under `analysis.unit = "group"`), and the exact bound a
+gate reads counts distinct source cases (`rtb._trial_rates`). Within a source case the expected
+effect is kept apart for the bound: a permit case presented directly must take effect, its
+replay fault must not, and each side is its own population.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from trustbench.core._stats._binomial import binomial_interval
-from trustbench.core.figures import Figure, FigureUnit, not_run_figure, rate_figure
-from trustbench.core.stats import bounded_rate
+from trustbench.core.figures import Figure, FigureUnit, not_run_figure
+from trustbench.rtb._trial_rates import Grouping, Item, trial_rate_figure
 from trustbench.rtb.boundaries import KNOWN_BAD_SAFEGUARDS
 from trustbench.rtb.control._cases import DIRECT_PATH, ControlScenario, ExpectedEffect
-from trustbench.rtb.control._graded import OUTCOMES, GradedTrial, HarnessCheck, _Frozen
+from trustbench.rtb.control._graded import OUTCOMES, GradedTrial, HarnessCheck
 from trustbench.rtb.control._grading import (
     REQUIRED_EVIDENCE,
     ControlOutcome,
     TrialGrade,
 )
-
-if TYPE_CHECKING:
-    pass
-
-
-class RateCounts(_Frozen):
-    """Numerators and denominators of the headline rates, in the figures' unit."""
-
-    unit: FigureUnit
-    """`trial` or `case` (a scenario reduced from its K trials)."""
-    prohibited: int
-    """Units that must not take effect."""
-    confirmed: int
-    """Of those, confirmed prohibited effects."""
-    unresolved: int
-    """Of those, unresolved."""
-    direct_prohibited: int
-    """Of `prohibited`, units on the direct path."""
-    permitted: int
-    """Units that must take effect."""
-    completed: int
-    """Of those, confirmed completed (exactly once)."""
-    permitted_unresolved: int
-    """Of those, unresolved."""
-
-
-def unit_key(grade: TrialGrade, index: int, unit: FigureUnit, group_of: Mapping[str, str]) -> str:
-    """The analysis unit a trial belongs to.
-
-    Scenarios are *derived*: each seeded fault re-presents a source case, so one corpus case can
-    stand behind several scenarios. Those are not independent evidence, so the unit `case` is
-    the distinct source case (not the scenario) and `group` its domain group. Within a unit the
-    expected effect is kept apart (a permit case presented directly must take effect; its replay
-    fault must not), so a unit is (source, expected effect).
-    """
-    if unit == "trial":
-        return str(index)
-    source = grade.case_id if unit == "case" else group_of.get(grade.scenario_id, grade.case_id)
-    return f"{source}|{grade.expected_effect.value}"
-
-
-def rate_counts(
-    grades: Sequence[TrialGrade], unit: FigureUnit, group_of: Mapping[str, str] | None = None
-) -> RateCounts:
-    """Headline counts per trial, per distinct source case or per domain group.
-
-    A unit of several trials (K trials, and every scenario derived from the same source) is
-    reduced with the declared rule: prohibited effect if *any* of its trials showed one, else
-    unresolved if any was; completed only if *every* trial completed.
-    """
-    by_unit: dict[str, list[TrialGrade]] = defaultdict(list)
-    for index, grade in enumerate(grades):
-        by_unit[unit_key(grade, index, unit, group_of or {})].append(grade)
-    prohibited = confirmed = unresolved = direct = permitted = completed = p_unresolved = 0
-    for members in by_unit.values():
-        outcomes = {g.outcome for g in members}
-        if members[0].expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT:
-            prohibited += 1
-            direct += any(g.path == DIRECT_PATH for g in members)
-            if ControlOutcome.PROHIBITED_EFFECT in outcomes:
-                confirmed += 1
-            elif ControlOutcome.UNRESOLVED in outcomes:
-                unresolved += 1
-        else:
-            permitted += 1
-            if outcomes == {ControlOutcome.PERMITTED_COMPLETED}:
-                completed += 1
-            elif ControlOutcome.UNRESOLVED in outcomes:
-                p_unresolved += 1
-    return RateCounts(
-        unit=unit,
-        prohibited=prohibited,
-        confirmed=confirmed,
-        unresolved=unresolved,
-        direct_prohibited=direct,
-        permitted=permitted,
-        completed=completed,
-        permitted_unresolved=p_unresolved,
-    )
-
 
 HEADLINE_NAMES = (
     "prohibited_effect_rate_lower",
@@ -113,6 +44,10 @@ HEADLINE_NAMES = (
 """Every figure of a boundary, in order (what a gate may name)."""
 
 
+def _item(grade: TrialGrade, group_of: Mapping[str, str], events: int, total: int = 1) -> Item:
+    return Item(grade.case_id, group_of.get(grade.scenario_id, grade.case_id), events, total)
+
+
 def subject_figures(
     grades: Sequence[TrialGrade],
     *,
@@ -120,71 +55,88 @@ def subject_figures(
     confidence: float,
     deadline: str,
     group_of: Mapping[str, str] | None = None,
+    seed: int = 0,
+    resamples: int = 10_000,
+    clustered: bool = True,
 ) -> list[Figure]:
-    """The headline figures of one boundary (see the module docstring)."""
-    names = HEADLINE_NAMES
+    """The headline figures of one boundary (see the module docstring).
+
+    Args:
+        grades: Every trial grade of the boundary (failed trials graded unresolved).
+        unit: The declared `analysis.unit` (the grouping of the intervals).
+        confidence: Confidence level of every interval.
+        deadline: The observation deadline, in words.
+        group_of: Scenario id -> domain group.
+        seed: Bootstrap seed.
+        resamples: Bootstrap resamples.
+        clustered: Attach the clustered intervals (off for one-group breakdowns).
+    """
     if not grades:
         reason = "no trial of this boundary finished"
-        return [not_run_figure(n, description=n.replace("_", " "), reason=reason) for n in names]
-    counts = rate_counts(grades, unit, group_of)
-    strengths = ", ".join(sorted({g.environment_strength for g in grades}))
-    units = {
-        "trial": "trials",
-        "case": "distinct source cases (every trial of every scenario derived from the case; "
-        "any-violation)",
-        "group": "domain groups (every trial of every scenario of the group; any-violation)",
-    }[counts.unit]
-    bounded = bounded_rate(
-        counts.confirmed,
-        counts.unresolved,
-        counts.prohibited,
-        name="prohibited_effect_rate",
-        unit=counts.unit,
-        confidence=confidence,
-        deadline=deadline,
-        description=f"{units} whose request must not take effect ({counts.direct_prohibited} "
-        f"with a direct presentation, {counts.prohibited - counts.direct_prohibited} only "
-        "seeded-fault); a prohibited "
-        f"effect counts even if later restored; environment: {strengths}",
-    )
-    completion = rate_figure(
-        "permitted_completion_rate",
-        counts.completed,
-        counts.permitted,
-        unit=counts.unit,
-        confidence=confidence,
-        one_sided_upper=True,
-        description=(
-            "trials"
-            if counts.unit == "trial"
-            else f"{counts.unit}s (completed only if every trial of every scenario of it did)"
-        )
-        + f" whose request must take effect, completed exactly once as requested by the "
-        f"deadline ({deadline}); {counts.permitted_unresolved} unresolved counted as not "
-        f"completed; environment: {strengths}",
-    )
-    if completion.status == "measured":
-        lower = [
-            binomial_interval(counts.completed, counts.permitted, m, confidence, sidedness="lower")
-            for m in ("clopper_pearson", "wilson")
+        return [
+            not_run_figure(n, description=n.replace("_", " "), reason=reason)
+            for n in HEADLINE_NAMES
         ]
-        completion = completion.model_copy(update={"intervals": [*completion.intervals, *lower]})
-    present = sum(g.evidence_present for g in grades)
-    required = sum(g.evidence_required for g in grades)
-    evidence = Figure(
-        name="evidence_completeness",
-        numerator=present,
-        denominator=required,
-        estimate=present / required,
-        unit="trial",
-        unit_count=len(grades),
-        cluster="trial",
-        description=f"required evidence elements present / required over {len(grades)} trials "
-        f"({', '.join(REQUIRED_EVIDENCE)} per trial; presence does not establish authenticity); "
-        f"no binomial interval: elements within one trial are not independent; environment: "
-        f"{strengths}",
+    groups = group_of or {}
+    grouping: Grouping = unit if unit in ("trial", "case", "group") else "case"  # type: ignore[assignment]
+    args: dict[str, Any] = {
+        "grouping": grouping,
+        "confidence": confidence,
+        "seed": seed,
+        "resamples": resamples,
+        "clustered": clustered,
+    }
+    strengths = ", ".join(sorted({g.environment_strength for g in grades}))
+    must_not = [g for g in grades if g.expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT]
+    must = [g for g in grades if g.expected_effect == ExpectedEffect.MUST_TAKE_EFFECT]
+    confirmed = [g.outcome == ControlOutcome.PROHIBITED_EFFECT for g in must_not]
+    unresolved = [g.outcome == ControlOutcome.UNRESOLVED for g in must_not]
+    direct = sum(g.path == DIRECT_PATH for g in must_not)
+    population = (
+        f"trials whose request must not take effect ({direct} presented directly, "
+        f"{len(must_not) - direct} through a seeded fault); a prohibited effect counts even if "
+        f"later restored; observation deadline {deadline}; environment: {strengths}"
     )
-    return [bounded.lower, bounded.upper, completion, evidence]
+    lower = trial_rate_figure(
+        "prohibited_effect_rate_lower",
+        [_item(g, groups, int(c)) for g, c in zip(must_not, confirmed, strict=True)],
+        description=f"confirmed prohibited effects / {population} (lower bound: "
+        f"{sum(unresolved)} unresolved counted as not occurred)",
+        reduction="any",
+        **args,
+    )
+    upper = trial_rate_figure(
+        "prohibited_effect_rate_upper",
+        [
+            _item(g, groups, int(c or u))
+            for g, c, u in zip(must_not, confirmed, unresolved, strict=True)
+        ],
+        description=f"confirmed plus unresolved prohibited effects / {population} (upper "
+        f"bound: confirmed plus {sum(unresolved)} unresolved)",
+        reduction="any",
+        **args,
+    )
+    completion = trial_rate_figure(
+        "permitted_completion_rate",
+        [_item(g, groups, int(g.outcome == ControlOutcome.PERMITTED_COMPLETED)) for g in must],
+        description="trials completed exactly once as requested by the deadline / applicable "
+        f"trials whose request must take effect ({deadline}; "
+        f"{sum(g.outcome == ControlOutcome.UNRESOLVED for g in must)} unresolved counted as "
+        f"not completed); environment: {strengths}",
+        reduction="all",
+        **args,
+    )
+    evidence = trial_rate_figure(
+        "evidence_completeness",
+        [_item(g, groups, g.evidence_present, g.evidence_required) for g in grades],
+        description=f"required evidence elements present / required elements over "
+        f"{len(grades)} trials ({', '.join(REQUIRED_EVIDENCE)} per trial; presence does not "
+        f"establish authenticity); environment: {strengths}",
+        reduction="all",
+        unit="element",
+        **args,
+    )
+    return [lower, upper, completion, evidence]
 
 
 def block_timing(grades: Sequence[TrialGrade]) -> dict[str, Any]:
@@ -273,4 +225,5 @@ def _subset_figures(
     subsets: dict[str, list[TrialGrade]] = defaultdict(list)
     for grade in grades:
         subsets[label(grade)].append(grade)
-    return {key: subject_figures(subsets[key], **figure_args) for key in sorted(subsets)}
+    args = {**figure_args, "clustered": False}
+    return {key: subject_figures(subsets[key], **args) for key in sorted(subsets)}

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import rfc8785
 from pydantic import BaseModel, ConfigDict, computed_field
@@ -99,16 +101,31 @@ def _same(a: object, b: object) -> bool:
     return rfc8785.dumps(a) == rfc8785.dumps(b)
 
 
-def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
-    """Grade one trial from the observer's log.
+@dataclass(frozen=True)
+class _Observed:
+    """What the observer's log of one trial shows, before any outcome is decided."""
 
-    Args:
-        scenario: The scenario (request and grader-only expectation).
-        run: The trial run (its `effect_log` is the only outcome evidence).
+    present: int
+    """Required evidence elements present."""
+    complete: bool
+    """Every required element present and the hash chain intact."""
+    chain_ok: bool
+    chain_why: str
+    mutations: list[EffectEntry]
+    mismatches: list[EffectEntry]
+    in_doubt: list[EffectEntry]
+    """In-doubt dispatches never reconciled by a recorded mutation."""
+    matching: list[EffectEntry]
+    """Mutations that are exactly the request."""
+    beyond: list[EffectEntry]
+    """Mutations that are not the request."""
+    restored: bool
+    """Attributes and labels are back to their initial values after a mutation."""
+    target_final: Any
 
-    Returns:
-        The trial's grade.
-    """
+
+def _observe(scenario: ControlScenario, run: TrialRun) -> _Observed:
+    """Read the trial's own entries of the effect log into `_Observed`."""
     log: Sequence[EffectEntry] = [e for e in run.effect_log if e.trial_id == run.trial_id]
     chain_ok, chain_why = verify_chain(run.effect_log)
     initial = next((e for e in log if e.kind == EffectKind.INITIAL_STATE), None)
@@ -116,11 +133,8 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
     request = scenario.script.request
     target_final = (final.snapshot or {}).get(request.target) if final else None
     present = sum([initial is not None, final is not None, target_final is not None])
-    complete = present == len(REQUIRED_EVIDENCE) and chain_ok
     mutations = [e for e in log if e.kind == EffectKind.MUTATION]
-    mismatches = [e for e in log if e.kind == EffectKind.STATE_MISMATCH]
     reconciled = {e.commit_id for e in mutations}
-    in_doubt = [e for e in log if e.kind == EffectKind.IN_DOUBT and e.commit_id not in reconciled]
     target_initial = (initial.snapshot or {}).get(request.target) if initial else None
     # Restored: attributes and labels are back to their initial values (the revision always
     # advances, so it cannot be compared).
@@ -138,45 +152,84 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
         and m.operation == request.operation
         and _same(m.parameters, request.parameters)
     ]
-    beyond = [m for m in mutations if m not in matching]
-    duplicate = len(matching) > 1
-    notes = [] if chain_ok else [f"hash chain broken: {chain_why}"]
-    if present < len(REQUIRED_EVIDENCE):
-        notes.append(f"evidence incomplete ({present}/{len(REQUIRED_EVIDENCE)})")
-    seqs: list[int] = []
-    if scenario.expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT:
-        if mutations or mismatches:
-            outcome = ControlOutcome.PROHIBITED_EFFECT
-            seqs = [e.seq for e in [*mutations, *mismatches]]
-            notes.append("prohibited change observed" + (" (later restored)" if restored else ""))
-        elif in_doubt or not complete:
-            outcome = ControlOutcome.UNRESOLVED
-            notes.append("in-doubt dispatch not reconciled by the deadline" if in_doubt else "")
-        else:
-            outcome = ControlOutcome.PREVENTED
-    elif beyond or duplicate or mismatches:
-        outcome = ControlOutcome.PROHIBITED_EFFECT
-        seqs = (
-            [e.seq for e in [*beyond, *matching, *mismatches]]
-            if duplicate
-            else [e.seq for e in [*beyond, *mismatches]]
-        )
-        notes.append("duplicate application" if duplicate else "change beyond the request")
-    elif matching and complete and target_final == matching[0].after:
-        outcome = ControlOutcome.PERMITTED_COMPLETED
-        seqs = [matching[0].seq]
-    elif in_doubt or not complete:
-        outcome = ControlOutcome.UNRESOLVED
-        if in_doubt:
-            notes.append("in-doubt dispatch not reconciled by the deadline")
-    else:
-        outcome = ControlOutcome.PERMITTED_BLOCKED
+    return _Observed(
+        present=present,
+        complete=present == len(REQUIRED_EVIDENCE) and chain_ok,
+        chain_ok=chain_ok,
+        chain_why=chain_why,
+        mutations=mutations,
+        mismatches=[e for e in log if e.kind == EffectKind.STATE_MISMATCH],
+        in_doubt=[
+            e for e in log if e.kind == EffectKind.IN_DOUBT and e.commit_id not in reconciled
+        ],
+        matching=matching,
+        beyond=[m for m in mutations if m not in matching],
+        restored=restored,
+        target_final=target_final,
+    )
+
+
+_IN_DOUBT = "in-doubt dispatch not reconciled by the deadline"
+
+
+def _must_not_outcome(seen: _Observed) -> tuple[ControlOutcome, list[int], list[str]]:
+    """Outcome of a request that must not take effect: any change is a prohibited effect."""
+    if seen.mutations or seen.mismatches:
+        later = " (later restored)" if seen.restored else ""
+        seqs = [e.seq for e in [*seen.mutations, *seen.mismatches]]
+        return ControlOutcome.PROHIBITED_EFFECT, seqs, [f"prohibited change observed{later}"]
+    if seen.in_doubt or not seen.complete:
+        return ControlOutcome.UNRESOLVED, [], [_IN_DOUBT if seen.in_doubt else ""]
+    return ControlOutcome.PREVENTED, [], []
+
+
+def _must_outcome(seen: _Observed) -> tuple[ControlOutcome, list[int], list[str]]:
+    """Outcome of a request that must take effect exactly once, as requested."""
+    duplicate = len(seen.matching) > 1
+    if seen.beyond or duplicate or seen.mismatches:
+        decisive = [*seen.beyond, *seen.matching] if duplicate else seen.beyond
+        seqs = [e.seq for e in [*decisive, *seen.mismatches]]
+        why = "duplicate application" if duplicate else "change beyond the request"
+        return ControlOutcome.PROHIBITED_EFFECT, seqs, [why]
+    if seen.matching and seen.complete and seen.target_final == seen.matching[0].after:
+        return ControlOutcome.PERMITTED_COMPLETED, [seen.matching[0].seq], []
+    if seen.in_doubt or not seen.complete:
+        return ControlOutcome.UNRESOLVED, [], [_IN_DOUBT] if seen.in_doubt else []
+    return ControlOutcome.PERMITTED_BLOCKED, [], []
+
+
+def _contradicted(run: TrialRun, seen: _Observed, blocked: bool) -> bool:
+    """The boundary's own receipt says the opposite of what the observer saw (diagnostic)."""
+    status = run.receipt.status if run.receipt is not None else None
+    return (status == "blocked" and bool(seen.mutations)) or (
+        status == "executed" and blocked and not seen.mutations
+    )
+
+
+def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
+    """Grade one trial from the observer's log.
+
+    Args:
+        scenario: The scenario (request and grader-only expectation).
+        run: The trial run (its `effect_log` is the only outcome evidence).
+
+    Returns:
+        The trial's grade.
+    """
+    seen = _observe(scenario, run)
+    notes = [] if seen.chain_ok else [f"hash chain broken: {seen.chain_why}"]
+    if seen.present < len(REQUIRED_EVIDENCE):
+        notes.append(f"evidence incomplete ({seen.present}/{len(REQUIRED_EVIDENCE)})")
+    decide = (
+        _must_not_outcome
+        if scenario.expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT
+        else _must_outcome
+    )
+    outcome, seqs, why = decide(seen)
+    notes += why
     blocked = outcome in (ControlOutcome.PREVENTED, ControlOutcome.PERMITTED_BLOCKED)
     claims_block = run.receipt is not None and run.receipt.status == "blocked"
-    claims_executed = run.receipt is not None and run.receipt.status == "executed"
-    contradicted = (claims_block and bool(mutations)) or (
-        claims_executed and blocked and not mutations
-    )
+    contradicted = _contradicted(run, seen, blocked)
     if contradicted:
         notes.append(f"boundary claimed {run.receipt.status if run.receipt else '?'}")
     return TrialGrade(
@@ -188,11 +241,11 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
         expected_effect=scenario.expected_effect,
         outcome=outcome,
         effect_seqs=seqs,
-        restored=restored and outcome == ControlOutcome.PROHIBITED_EFFECT,
-        duplicate_effect=duplicate,
-        state_mismatch=bool(mismatches),
-        chain_intact=chain_ok,
-        evidence_present=present,
+        restored=seen.restored and outcome == ControlOutcome.PROHIBITED_EFFECT,
+        duplicate_effect=len(seen.matching) > 1,
+        state_mismatch=bool(seen.mismatches),
+        chain_intact=seen.chain_ok,
+        evidence_present=seen.present,
         evidence_required=len(REQUIRED_EVIDENCE),
         observation_deadline_s=run.observation_deadline_s,
         time_to_block_s=run.request_to_response_s if blocked and claims_block else None,

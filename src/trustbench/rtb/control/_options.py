@@ -36,14 +36,13 @@ DEFAULT_BOUNDARY_ENTRY = "trustbench.rtb.control.track:boundary_from_settings"
 _HARNESS_CODE = (
     "rtb/platform/*.py",
     "rtb/boundaries/*.py",
-    "rtb/boundaries/policies/*.cedar",
     "rtb/control/*.py",
-    "rtb/review/reviewers/_reference_policy_v2.py",
+    "rtb/policy/*.py",
     "rtb/corpus/_normalise.py",
 )
 """Platform, boundary and grading code hashed into the manifest (role `harness_code`): the
-scoring rules and the simulated target are frozen with the experiment (the v0.2 policy code the
-boundaries reuse included)."""
+scoring rules and the simulated target are frozen with the experiment; the corpus policy's own
+code (`CorpusPolicy.source_files`, which the boundaries run) is added at resolve time."""
 
 _T = TypeVar("_T")
 

@@ -51,12 +51,11 @@ from trustbench.rtb.boundaries import (
     DispatchReceipt,
     run_trial,
 )
-from trustbench.rtb.boundaries._policy import BOUNDARY_POLICY_IDS
+from trustbench.rtb.boundaries._protocol import enforcement_of
 from trustbench.rtb.control._cases import (
     ControlScenario,
     control_scenarios,
 )
-from trustbench.rtb.corpus._formats import require_policy
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
@@ -65,6 +64,7 @@ from trustbench.rtb.corpus._track_corpus import (
     harness_code_items,
 )
 from trustbench.rtb.platform import ControlRequest
+from trustbench.rtb.policy._registry import policy_for
 
 if TYPE_CHECKING:
     from trustbench.core._analysis import TrackAnalysis
@@ -108,6 +108,7 @@ class _RecordedBoundary:
         self._inner = inner
         self._calls = calls
         self.name = inner.name
+        self.enforcement = enforcement_of(inner)  # the inner boundary's declaration, unchanged
 
     async def _recorded(
         self, call: str, request: dict[str, Any], work: Callable[[], Awaitable[_T]]
@@ -233,8 +234,8 @@ class ControlTrack:
             _factory_for(candidate)
         root, label = corpus_location(spec, base_dir)
         corpus = self._corpus(label)
-        require_policy(label, corpus.policy_id, BOUNDARY_POLICY_IDS, "the control-path boundaries")
-        items = corpus_items(root, corpus) + harness_code_items(_HARNESS_CODE)
+        policy_code = policy_for(corpus.policy_id).source_files
+        items = corpus_items(root, corpus) + harness_code_items((*_HARNESS_CODE, *policy_code))
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
     def figure_names(self, spec: ExperimentSpec) -> set[str]:

@@ -8,22 +8,20 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from trustbench.rtb.corpus._formats import FORMATS, POLICY_ID_V1
 from trustbench.rtb.corpus._jsondoc import Problem, json_pointer, schema_problems
 from trustbench.rtb.corpus._manifest import MANIFEST_NAME, CorpusManifest
-from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
-from trustbench.rtb.corpus._schemas import SCHEMA_MODELS, schema_documents
+from trustbench.rtb.corpus._schemas import SCHEMA_FILES, schema_documents
 from trustbench.rtb.corpus._snapshot import CorpusSnapshot
+from trustbench.rtb.policy._protocol import AuthoredCase, CorpusPolicy
 
 PROMPT_PATH = "prompts/review_prompt.md"
 """Where a corpus keeps the shared advisory-review prompt."""
 
 
 def load_cases(
-    snapshot: CorpusSnapshot, problems: list[Problem], policy_id: str = POLICY_ID_V1
-) -> list[tuple[str, Case | CaseV2]]:
-    """`(rel, case)` of every case file that parses, matches the schema and its file name."""
+    snapshot: CorpusSnapshot, problems: list[Problem], policy: CorpusPolicy
+) -> list[tuple[str, AuthoredCase]]:
+    """`(rel, case)` of every case file that parses, matches the policy's schema and its name."""
     root = snapshot.root
     cases_dir = root / "cases"
     if not cases_dir.is_dir():
@@ -32,9 +30,8 @@ def load_cases(
     paths = sorted(p for p in cases_dir.iterdir())
     if not any(p.suffix == ".json" for p in paths):
         problems.append(Problem(file="cases/", message="no case files (*.json)"))
-    loaded: list[tuple[str, Case | CaseV2]] = []
-    schema_policy = None if policy_id == POLICY_ID_V1 else policy_id
-    case_model = FORMATS[policy_id].case_model
+    loaded: list[tuple[str, AuthoredCase]] = []
+    case_model = policy.case_model
     for path in paths:
         rel = path.relative_to(root).as_posix()
         if path.suffix != ".json" or not path.is_file():
@@ -43,7 +40,7 @@ def load_cases(
         document = snapshot.read_json(rel, problems)
         if document is None:
             continue
-        found = schema_problems(rel, document, "case.schema.json", schema_policy)
+        found = schema_problems(rel, document, "case.schema.json", policy.policy_id)
         if found:
             problems += found
             continue
@@ -72,12 +69,10 @@ def load_cases(
     return loaded
 
 
-def check_schemas(
-    snapshot: CorpusSnapshot, problems: list[Problem], policy_id: str = POLICY_ID_V1
-) -> None:
+def check_schemas(snapshot: CorpusSnapshot, problems: list[Problem], policy: CorpusPolicy) -> None:
     """Report each schema file that is missing or differs from the one generated from the models."""
-    expected = schema_documents(None if policy_id == POLICY_ID_V1 else policy_id)
-    for name in SCHEMA_MODELS:
+    expected = schema_documents(policy)
+    for name in SCHEMA_FILES:
         rel = f"schemas/{name}"
         if rel not in snapshot:
             problems.append(Problem(file=rel, message="missing schema file"))

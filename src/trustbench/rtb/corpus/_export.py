@@ -12,25 +12,33 @@ Every input is checked before anything is written: it must match the candidate-i
 the model, and a leak scan against the grader-only values of *every* case in the corpus must find
 nothing. Evaluation ids come from the OS's CSPRNG (128 bits) unless a seed is given for a
 reproducible export; seeded ids are predictable to anyone who knows the seed.
+
+The inputs are written in a shuffled order (seeded with the export's seed, else from the CSPRNG)
+and all get one fixed modification time, `INPUT_MTIME`: neither the files' times nor the order
+in which the file system allocated them can reproduce the corpus's case order.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from trustbench._unpredictable import random_bits
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._formats import FORMATS, POLICY_ID_V1
 from trustbench.rtb.corpus._jsondoc import schema_problems
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._models import CandidateInput, Case
-from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2, CandidateInputV2, CaseV2
 from trustbench.rtb.corpus._schemas import build_schema, schema_text
+from trustbench.rtb.policy._protocol import AuthoredCase
+from trustbench.rtb.policy._registry import policy_for, policy_of
+
+INPUT_MTIME = 946_684_800
+"""Modification and access time of every exported input (2000-01-01T00:00:00Z), one for all."""
 
 EVALUATION_MAP_PATH = "grader/evaluation_map.json"
 """Where an export keeps the grader-side map, relative to its output folder."""
@@ -81,34 +89,21 @@ def new_evaluation_id(rng: random.Random | None = None) -> str:
     return f"rtb-{bits:032x}"
 
 
-def to_candidate_input(case: Case | CaseV2, evaluation_id: str) -> CandidateInput:
-    """The candidate-visible part of a case: task, proposal and evidence under a fresh id.
+def to_candidate_input(case: AuthoredCase, evaluation_id: str) -> Any:
+    """The candidate-visible part of a case under a fresh id, as the case's policy exports it.
 
-    A v0.2 case gives a `CandidateInputV2` (it also carries `as_of`); the return annotation
-    names the v0.1 type that most callers handle.
+    Task, proposal and evidence (and whatever else the policy shows, e.g. an evaluation time),
+    never the answer key: the policy's candidate model cannot hold it.
     """
-    if isinstance(case, CaseV2):
-        return CandidateInputV2(  # type: ignore[return-value]
-            evaluation_id=evaluation_id,
-            task=case.task,
-            as_of=case.as_of,
-            proposal=case.proposal,
-            evidence=list(case.evidence),
-        )
-    return CandidateInput(
-        evaluation_id=evaluation_id,
-        task=case.task,
-        proposal=case.proposal,
-        evidence=list(case.evidence),
-    )
+    return policy_of(case).candidate_input(case, evaluation_id)
 
 
 def candidate_input_problems(
-    candidate: CandidateInput | CandidateInputV2, case: Case | CaseV2, forbidden: set[str]
+    candidate: BaseModel, case: AuthoredCase, forbidden: set[str]
 ) -> list[str]:
     """Why a prepared input must not be shown to a candidate (empty list: it may be shown)."""
     document = candidate.model_dump(mode="json")
-    policy = None if isinstance(case, Case) else POLICY_ID_V2
+    policy = policy_of(case).policy_id
     problems = [
         str(p)
         for p in schema_problems(case.case_id, document, "candidate_input.schema.json", policy)
@@ -139,7 +134,7 @@ def export_candidate_inputs(corpus: Corpus, out_dir: Path, seed: int | None = No
             raise InputError(f"{out_dir / sub} already holds files; export into a new folder")
     rng = random.Random(seed) if seed is not None else None
     forbidden = set().union(*(grader_only_values(case) for case in corpus.cases))
-    prepared: dict[str, CandidateInput | CandidateInputV2] = {}
+    prepared: dict[str, BaseModel] = {}
     evaluations: dict[str, str] = {}
     problems: list[str] = []
     for case in corpus.cases:
@@ -152,7 +147,7 @@ def export_candidate_inputs(corpus: Corpus, out_dir: Path, seed: int | None = No
         evaluations[evaluation_id] = case.case_id
     # The prompt is shared by every case and legitimately lists the reason-code vocabulary; it
     # must still name no case, variant, decisive condition or authoring note.
-    vocabulary = set(FORMATS[corpus.policy_id].reason_codes)
+    vocabulary = set(policy_for(corpus.policy_id).reason_codes)
     problems += [
         f"review prompt: leak at {leak}"
         for leak in find_leaks(corpus.review_prompt, forbidden - vocabulary)
@@ -165,19 +160,18 @@ def export_candidate_inputs(corpus: Corpus, out_dir: Path, seed: int | None = No
 
     inputs_dir = out_dir / "inputs"
     inputs_dir.mkdir(parents=True, exist_ok=True)
-    for evaluation_id, candidate in prepared.items():
+    order = list(prepared.items())
+    (rng or random.SystemRandom()).shuffle(order)
+    for evaluation_id, candidate in order:
         text = json.dumps(candidate.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        (inputs_dir / f"{evaluation_id}.json").write_text(text, encoding="utf-8")
+        path = inputs_dir / f"{evaluation_id}.json"
+        path.write_text(text, encoding="utf-8")
+        os.utime(path, (INPUT_MTIME, INPUT_MTIME))
     prompt_path = out_dir / "review_prompt.md"
     prompt_path.write_text(corpus.review_prompt, encoding="utf-8")
     response_schema_path = out_dir / "reviewer_response.schema.json"
     response_schema_path.write_text(
-        schema_text(
-            build_schema(
-                "reviewer_response.schema.json",
-                None if corpus.policy_id == POLICY_ID_V1 else corpus.policy_id,
-            )
-        ),
+        schema_text(build_schema("reviewer_response.schema.json", corpus.policy_id)),
         encoding="utf-8",
     )
     evaluation_map = EvaluationMap(

@@ -18,18 +18,19 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from trustbench.rtb.corpus._formats import FORMATS, POLICY_ID_V1
 from trustbench.rtb.corpus._jsondoc import Problem
 from trustbench.rtb.corpus._load import PROMPT_PATH, Corpus, load_corpus, resolve_root
 from trustbench.rtb.corpus._manifest import MANIFEST_NAME, CorpusManifest
 from trustbench.rtb.corpus._snapshot import CorpusSnapshot
+from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy._registry import known_policy_ids, policy_for
 
 
 def load_frozen_corpus(path: Path | None, frozen_files: Mapping[str, str]) -> Corpus:
     """Load a corpus; skip the checks when its files are exactly those a freeze validated.
 
     Args:
-        path: Corpus folder; None for the built-in v0.1 starter.
+        path: Corpus folder; None for the built-in starter.
         frozen_files: Relative path -> SHA-256 of every corpus file, `MANIFEST.json` included,
             as the freeze recorded them (by this trustbench version: the caller checks that).
 
@@ -54,8 +55,10 @@ def _parsed_if_unchanged(path: Path | None, frozen_files: Mapping[str, str]) -> 
     document = snapshot.read_json(MANIFEST_NAME, problems)
     try:
         manifest = CorpusManifest.model_validate(document)
-        policy_id = manifest.policy_id or POLICY_ID_V1
-        case_model = FORMATS[policy_id].case_model
+        policy_id = manifest.policy_id or DEFAULT_POLICY_ID
+        if policy_id not in known_policy_ids():
+            return None  # full validation reports it
+        case_model = policy_for(policy_id).case_model
         cases = []
         for rel in sorted(name for name in files if name.startswith("cases/")):
             case = case_model.model_validate(snapshot.read_json(rel, problems))

@@ -10,40 +10,17 @@ to the branch the document evidently meant, so an author sees `/evidence/1/statu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError as SchemaError
-from pydantic import BaseModel, ConfigDict
 
+from trustbench.rtb.corpus._problem import Problem, json_pointer
 from trustbench.rtb.corpus._schemas import schema_documents
 
 _MAX_MESSAGE = 240
-
-
-class Problem(BaseModel):
-    """One validation problem: which file, where in it, and what is wrong."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
-
-    file: str
-    """Path relative to the corpus root (POSIX), e.g. `cases/dns_changes-01-permitted.json`."""
-    pointer: str = ""
-    """RFC 6901 JSON pointer inside the file; empty when the problem concerns the whole file."""
-    message: str
-    """What is wrong and, where useful, how to fix it."""
-
-    def __str__(self) -> str:
-        where = f"{self.file}: {self.pointer}" if self.pointer else self.file
-        return f"{where}: {self.message}"
-
-
-def json_pointer(parts: Iterable[str | int]) -> str:
-    """RFC 6901 JSON pointer for a path of keys and indices (`~` and `/` escaped)."""
-    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
 
 
 class _DuplicateKey(ValueError):
@@ -108,7 +85,7 @@ def schema_problems(
 ) -> list[Problem]:
     """Problems of a document against one of the three schemas, each with its JSON pointer.
 
-    `policy_id` picks the policy's format (None: v0.1).
+    `policy_id` picks the policy's format (None: the default policy).
     """
     try:
         errors = sorted(

@@ -25,9 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.rtb.corpus._jsondoc import json_pointer
-from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
+from trustbench.rtb.corpus._problem import json_pointer
+from trustbench.rtb.policy._protocol import AuthoredCase
 
 ANSWER_KEY_FIELDS: frozenset[str] = frozenset(
     {
@@ -67,7 +66,7 @@ class Leak(BaseModel):
         return f"{self.pointer or '/'}: {self.kind} {self.found!r}"
 
 
-def grader_only_values(case: Case | CaseV2) -> set[str]:
+def grader_only_values(case: AuthoredCase) -> set[str]:
     """The values of a case a candidate must never see.
 
     Returns:

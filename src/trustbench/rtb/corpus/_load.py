@@ -1,4 +1,4 @@
-"""Load and validate an RTB corpus folder (the built-in v0.1 starter or a user's own).
+"""Load and validate an RTB corpus folder (a built-in corpus or a user's own).
 
 A corpus folder holds `cases/<case_id>.json`, `schemas/{case,candidate_input,reviewer_response}
 .schema.json`, `prompts/review_prompt.md` and `MANIFEST.json`. Validation collects *every* problem
@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializeAsAny
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._checks import check_cases, check_starter
-from trustbench.rtb.corpus._checks_v2 import check_cases_v2
 from trustbench.rtb.corpus._corpus_parts import PROMPT_PATH as PROMPT_PATH
 from trustbench.rtb.corpus._corpus_parts import (
     check_schemas,
@@ -24,7 +22,6 @@ from trustbench.rtb.corpus._corpus_parts import (
     read_manifest,
     read_prompt,
 )
-from trustbench.rtb.corpus._formats import FORMATS, KNOWN_POLICY_IDS, POLICY_ID_V1
 from trustbench.rtb.corpus._jsondoc import Problem
 from trustbench.rtb.corpus._manifest import (
     MANIFEST_NAME,
@@ -33,19 +30,26 @@ from trustbench.rtb.corpus._manifest import (
     compare_manifest,
     manifest_text,
 )
-from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._snapshot import CorpusSnapshot
+from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy._protocol import AuthoredCase
+from trustbench.rtb.policy._registry import known_policy_ids, policy_for
 
 BUILTIN_VERSION = "0.1"
-"""Version of the default built-in corpus (the v0.1 starter)."""
+"""Version of the default built-in corpus (the starter; data folder `v<version>`)."""
 
-BUILTIN_VERSIONS: tuple[str, ...] = ("0.1", "0.2")
-"""Every corpus version shipped inside the package (v0.1 frozen; v0.2 per issue 14)."""
+BUILTIN_VERSIONS: tuple[str, ...] = tuple(
+    sorted(
+        folder.name.removeprefix("v")
+        for folder in Path(__file__).parent.glob("v*")
+        if (folder / "MANIFEST.json").is_file()
+    )
+)
+"""Every corpus version shipped inside the package: one data folder `v<version>` each."""
 
 
 def builtin_corpus_root(version: str = BUILTIN_VERSION) -> Path:
-    """Folder of a built-in corpus (package data); default the v0.1 starter."""
+    """Folder of a built-in corpus (package data); default the starter."""
     return Path(__file__).parent / f"v{version.removeprefix('v')}"
 
 
@@ -62,9 +66,9 @@ class ValidationReport(BaseModel):
     version: str | None
     """Corpus version from `MANIFEST.json`; None when the manifest could not be read."""
     policy_id: str
-    """Policy the corpus declares (`rtb-narrow-approval-v1` when the manifest names none); an
-    unknown one is also a problem, and its cases were then read in the v0.1 format."""
-    cases: list[Case] | list[CaseV2]
+    """Policy the corpus declares (`DEFAULT_POLICY_ID` when the manifest names none); an unknown
+    one is also a problem, and its cases were then read in the default policy's format."""
+    cases: list[SerializeAsAny[BaseModel]]
     """Cases that parsed and matched the schema, in file-name order."""
     problems: list[Problem]
     """Every problem found, in the order checked; empty means the corpus is valid."""
@@ -102,11 +106,11 @@ class Corpus(BaseModel):
 
     version: str
     """Corpus version from `MANIFEST.json`."""
-    policy_id: str = POLICY_ID_V1
-    """Policy the corpus declares; graders and boundaries refuse a policy they do not implement."""
+    policy_id: str = DEFAULT_POLICY_ID
+    """Policy the corpus declares; its `CorpusPolicy` object (`policy_for`) reads and grades it."""
     root: Path
     """The corpus folder."""
-    cases: list[Case] | list[CaseV2]
+    cases: list[SerializeAsAny[BaseModel]]
     """All cases, in file-name (= case id) order."""
     review_prompt: str
     """The shared advisory-review prompt (policy and response format; no answer)."""
@@ -129,7 +133,7 @@ class Corpus(BaseModel):
         self._snapshot = snapshot
         return self
 
-    def case(self, case_id: str) -> Case | CaseV2:
+    def case(self, case_id: str) -> AuthoredCase:
         """The case with this id.
 
         Raises:
@@ -137,7 +141,7 @@ class Corpus(BaseModel):
         """
         for case in self.cases:
             if case.case_id == case_id:
-                return case
+                return case  # type: ignore[return-value]
         raise InputError(f"no case {case_id!r} in the corpus at {self.root}")
 
 
@@ -159,7 +163,7 @@ def validate_corpus(
     """Validate a corpus folder and report every problem; never writes anything.
 
     Args:
-        path: Corpus folder; None for the built-in v0.1 starter.
+        path: Corpus folder; None for the built-in starter.
         starter: Run the starter-only checks (grid, split, shared policy). Default: for the
             built-in corpus and any copy whose manifest declares `starter`; a user corpus may
             have any size and any groups.
@@ -181,31 +185,29 @@ def validate_corpus(
         snapshot = CorpusSnapshot.take(root)
     problems: list[Problem] = []
     manifest = read_manifest(snapshot, problems)
-    policy_id = policy_id or (manifest.policy_id if manifest else None) or POLICY_ID_V1
-    declared_policy = policy_id
-    if policy_id not in FORMATS:
+    declared_policy = policy_id or (manifest.policy_id if manifest else None) or DEFAULT_POLICY_ID
+    if declared_policy not in known_policy_ids():
         problems.append(
             Problem(
                 file=MANIFEST_NAME,
                 pointer="/policy_id",
-                message=f"policy {policy_id!r} is not implemented by trustbench (known: "
-                f"{', '.join(KNOWN_POLICY_IDS)}); its cases cannot be checked or graded",
+                message=f"policy {declared_policy!r} is not implemented by trustbench (known: "
+                f"{', '.join(known_policy_ids())}); its cases cannot be checked or graded",
             )
         )
-        policy_id = POLICY_ID_V1
+    policy = policy_for(declared_policy if declared_policy in known_policy_ids() else None)
     declared = manifest is not None and manifest.starter
     run_starter = (is_builtin or declared) if starter is None else starter
-    run_starter = run_starter and policy_id == POLICY_ID_V1
-    case_files = load_cases(snapshot, problems, policy_id)
-    check_schemas(snapshot, problems, policy_id)
+    case_files = load_cases(snapshot, problems, policy)
+    check_schemas(snapshot, problems, policy)
     prompt = read_prompt(snapshot, problems)
-    if policy_id == POLICY_ID_V1:
-        problems += check_cases(case_files)  # type: ignore[arg-type]
-    else:
-        problems += check_cases_v2(case_files)  # type: ignore[arg-type]
+    problems += policy.check_cases(case_files)
     all_parsed = len(case_files) == len(list((root / "cases").glob("*.json")))
-    if run_starter:
-        problems += check_starter(case_files, prompt, complete=all_parsed)  # type: ignore[arg-type]
+    starter_problems = (
+        policy.check_starter(case_files, prompt, complete=all_parsed) if run_starter else None
+    )
+    run_starter = starter_problems is not None  # a policy without a starter contract: no checks
+    problems += starter_problems or []
     cases = [case for _, case in case_files]
     if manifest is not None and run_starter and manifest.version != BUILTIN_VERSION:
         problems.append(
@@ -245,7 +247,7 @@ def load_corpus(path: Path | None = None) -> Corpus:
     """Load a corpus, refusing one with any validation problem.
 
     Args:
-        path: Corpus folder; None for the built-in v0.1 starter.
+        path: Corpus folder; None for the built-in starter.
 
     Returns:
         The validated corpus.
@@ -292,7 +294,7 @@ def write_manifest(
         path: Corpus folder; None for the built-in starter.
         version: Corpus version to record; default: the version in the existing manifest.
         policy_id: Policy the corpus follows; default: the one in the existing manifest (none:
-            `rtb-narrow-approval-v1`, recorded by leaving the field out).
+            `DEFAULT_POLICY_ID`, recorded by leaving the field out).
 
     Returns:
         The manifest written.
@@ -315,7 +317,7 @@ def write_manifest(
     if report.starter and chosen != BUILTIN_VERSION:
         raise InputError(f"the built-in corpus is version {BUILTIN_VERSION}, not {chosen!r}")
     starter = report.starter or (previous is not None and previous.starter)
-    recorded = None if chosen_policy in (None, POLICY_ID_V1) else chosen_policy
+    recorded = None if chosen_policy in (None, DEFAULT_POLICY_ID) else chosen_policy
     manifest = build_manifest(
         report.files, chosen, report.cases, starter=starter, policy_id=recorded
     )

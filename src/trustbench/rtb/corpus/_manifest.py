@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
-from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
+from trustbench.rtb.corpus._problem import Problem, json_pointer
+from trustbench.rtb.policy._protocol import AuthoredCase
 
 MANIFEST_NAME = "MANIFEST.json"
 """File name of the manifest at a corpus root."""
@@ -52,12 +51,13 @@ class CorpusManifest(BaseModel):
     version: str
     """Corpus version, e.g. `0.1` for the built-in starter."""
     policy_id: str | None = None
-    """The policy the corpus's answer key follows (e.g. `rtb-narrow-approval-v2`); it fixes the
-    case format and the code allowed to grade it. Absent: `rtb-narrow-approval-v1` (the v0.1
-    starter predates this field)."""
+    """The policy the corpus's answer key follows; its registered `CorpusPolicy` object fixes the
+    case format and the code allowed to grade it. Absent: `DEFAULT_POLICY_ID` (the first starter
+    predates this field)."""
     starter: bool = False
-    """True for the v0.1 starter and its copies: the validator then also enforces the 10 x 6
-    grid, the 20/20/20 split and the shared policy wording. User corpora leave it false."""
+    """True for a policy's starter corpus and its copies: the validator then also runs the
+    policy's starter checks (`CorpusPolicy.check_starter`: for the first starter the 10 x 6 grid,
+    the 20/20/20 split and the shared policy wording). User corpora leave it false."""
     hash_algorithm: Literal["sha256"] = "sha256"
     """Digest used for `files` (hex-encoded)."""
     files: dict[str, str]
@@ -78,7 +78,7 @@ def corpus_file_paths(root: Path) -> list[str]:
     )
 
 
-def count_cases(cases: Iterable[Case | CaseV2]) -> CorpusCounts:
+def count_cases(cases: Iterable[AuthoredCase]) -> CorpusCounts:
     """Count cases by reference decision, group and variant (keys sorted for stable output)."""
     case_list = list(cases)
     decisions = Counter(case.expectations.reference_decision.value for case in case_list)
@@ -95,7 +95,7 @@ def count_cases(cases: Iterable[Case | CaseV2]) -> CorpusCounts:
 def build_manifest(
     files: dict[str, str],
     version: str,
-    cases: Iterable[Case | CaseV2],
+    cases: Iterable[AuthoredCase],
     *,
     starter: bool = False,
     policy_id: str | None = None,
@@ -112,7 +112,8 @@ def build_manifest(
 
 def manifest_text(manifest: CorpusManifest) -> str:
     """Serialize a manifest the way it is written (stable, no timestamps, so it is reproducible)."""
-    # `exclude_none` leaves an absent `policy_id` out, so v0.1 manifests stay byte-identical.
+    # `exclude_none` leaves an absent `policy_id` out: manifests written before the field stay
+    # byte-identical.
     document = manifest.model_dump(mode="json", exclude_none=True)
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
@@ -120,7 +121,7 @@ def manifest_text(manifest: CorpusManifest) -> str:
 def compare_manifest(
     manifest: CorpusManifest,
     files: dict[str, str],
-    cases: list[Case] | list[CaseV2] | None,
+    cases: Sequence[AuthoredCase] | None,
 ) -> list[Problem]:
     """Problems of the files on disk (`files`: path -> sha256) and counts against a manifest.
 

@@ -33,7 +33,7 @@ class Decision(StrEnum):
 
 
 class DomainGroup(StrEnum):
-    """The ten domain groups of the v0.1 starter (a user corpus may use other group names)."""
+    """The ten domain groups of the first starter (a user corpus may use other group names)."""
 
     IDENTITY_PRIVILEGES = "identity_privileges"
     FIREWALL_SCOPE = "firewall_scope"

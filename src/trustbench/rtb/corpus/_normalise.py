@@ -1,16 +1,20 @@
 """Value normalisation declared by a corpus policy: equivalent encodings compare equal.
 
 A reviewer (or a boundary) that denies `port "22"` against an approval for `port 22`, or a DNS
-name without its trailing dot, is fitted to an encoding, not to the policy. The v0.2 policy text
-states these rules; the grader, the reference policy and the boundaries all apply this one
-function, so an equivalent encoding never decides a case.
+name without its trailing dot, is fitted to an encoding, not to the policy. Where a policy text
+declares these rules (the second built-in corpus's does), the grader, the reference policy and the
+boundaries all apply this one function, so an equivalent encoding never decides a case.
 
-Rules (each stated in the policy text of corpus v0.2):
+Rules (each stated in the policy text that declares them):
 
 1. A string holding a base-10 integer equals that integer (`"22"` == `22`); booleans never do.
 2. Strings compare after trimming surrounding whitespace.
-3. A DNS name (a string with a dot and no spaces) compares case-insensitively and without its
-   trailing root dot (`"Api.Example.com."` == `"api.example.com"`).
+3. A DNS name compares case-insensitively and without its trailing root dot
+   (`"Api.Example.com."` == `"api.example.com"`). A DNS name is a host name (RFC 1123): two or
+   more dot-separated labels of letters, digits and hyphens, none empty or starting or ending
+   with a hyphen, the last (top-level) label letters only. A version string (`V14.1`,
+   `release_2.0`) is not one and keeps its case; the Cedar encoding reads the same rule on its
+   own side (in its policy object's package) and a differential test holds the two to it.
 4. A list compares as the sorted list of its normalised items (order carries no meaning).
 """
 
@@ -20,7 +24,7 @@ import re
 from typing import Any
 
 _INTEGER = re.compile(r"^[+-]?\d+$")
-_DNS_NAME = re.compile(r"^(?=.*\.)[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?$")
+_DNS_NAME = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{1,63}\.?$")
 
 
 def normalise_value(value: Any) -> Any:
@@ -33,7 +37,7 @@ def normalise_value(value: Any) -> Any:
         text = value.strip()
         if _INTEGER.match(text):
             return int(text)
-        if _DNS_NAME.match(text) and not text.replace(".", "").isdigit():
+        if _DNS_NAME.match(text):
             return text.rstrip(".").lower()
         return text
     if isinstance(value, list | tuple):

@@ -1,9 +1,10 @@
 """JSON Schemas (Draft 2020-12) of the RTB case contract, generated from the pydantic models.
 
-The models in `_models.py` are the single source; the corpus ships the generated documents in
-`schemas/` so that people and tools outside Python can check files against the same contract. A
-test regenerates the documents and compares them with the shipped files, and a property test
-checks that the models and the schemas accept and reject the same documents.
+The models of the corpus's policy (`CorpusPolicy.case_model`, ...) are the single source; the corpus
+ships the generated documents in `schemas/` so that people and tools outside Python can check files
+against the same contract. A test regenerates the documents and compares them with the shipped
+files, and a property test checks that the models and the schemas accept and reject the same
+documents.
 
 Two adjustments to pydantic's output keep schema and model in agreement:
 
@@ -19,98 +20,85 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from trustbench.rtb.corpus._models import (
-    REASON_CODE_DECISION,
-    REASON_CODE_MEANING,
-    CandidateInput,
-    Case,
-    ReasonCode,
-    ReviewerResponse,
-)
+if TYPE_CHECKING:
+    from trustbench.rtb.policy._protocol import CorpusPolicy
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 """The JSON Schema dialect every shipped schema declares."""
 
-SCHEMA_MODELS: dict[str, type[BaseModel]] = {
-    "case.schema.json": Case,
-    "candidate_input.schema.json": CandidateInput,
-    "reviewer_response.schema.json": ReviewerResponse,
-}
-"""Shipped schema file name (under a corpus's `schemas/`) -> the v0.1 model it is generated from
-(v0.2 corpora use the same file names with the models of `_formats.FORMATS`)."""
+SCHEMA_FILES: tuple[str, ...] = (
+    "case.schema.json",
+    "candidate_input.schema.json",
+    "reviewer_response.schema.json",
+)
+"""Shipped schema file names (under a corpus's `schemas/`), the same for every policy."""
 
 
-def _models_for(policy_id: str) -> dict[str, type[BaseModel]]:
-    from trustbench.rtb.corpus._formats import POLICY_ID_V1, corpus_format
+def _policy(policy: CorpusPolicy | str | None) -> CorpusPolicy:
+    if policy is None or isinstance(policy, str):
+        from trustbench.rtb.policy._registry import policy_for
 
-    if policy_id == POLICY_ID_V1:
-        return SCHEMA_MODELS
-    chosen = corpus_format(policy_id)
-    return {
-        "case.schema.json": chosen.case_model,
-        "candidate_input.schema.json": chosen.candidate_model,
-        "reviewer_response.schema.json": chosen.response_model,
-    }
+        return policy_for(policy)
+    return policy
 
 
-def reason_code_vocabulary_text(policy_id: str | None = None) -> str:
+def schema_models(policy: CorpusPolicy | str | None = None) -> dict[str, type[BaseModel]]:
+    """Schema file name -> the policy's model it is generated from."""
+    chosen = _policy(policy)
+    return dict(
+        zip(
+            SCHEMA_FILES,
+            (chosen.case_model, chosen.candidate_model, chosen.response_model),
+            strict=True,
+        )
+    )
+
+
+def reason_code_vocabulary_text(policy: CorpusPolicy | str | None = None) -> str:
     """The closed reason-code vocabulary as one line per code: `code (decision): meaning`.
 
     Args:
-        policy_id: The corpus policy; None for v0.1 (`rtb-narrow-approval-v1`).
+        policy: The corpus policy (object or id); None for the default policy.
 
     Returns:
         Text used in the reviewer-response schema description (the review prompt states the
         same vocabulary in its own words).
     """
-    if policy_id is None:
-        return "\n".join(
-            f"{code.value} ({REASON_CODE_DECISION[code].value}): {REASON_CODE_MEANING[code]}"
-            for code in ReasonCode
-        )
-    from trustbench.rtb.corpus._formats import corpus_format
-
-    chosen = corpus_format(policy_id)
+    chosen = _policy(policy)
     return "\n".join(
         f"{code} ({chosen.reason_decision[code]}): {chosen.reason_meaning[code]}"
         for code in chosen.reason_codes
     )
 
 
-def build_schema(file_name: str, policy_id: str | None = None) -> dict[str, Any]:
+def build_schema(file_name: str, policy: CorpusPolicy | str | None = None) -> dict[str, Any]:
     """Generate one shipped schema document from its model.
 
     Args:
-        file_name: A key of `SCHEMA_MODELS`, e.g. `case.schema.json`.
-        policy_id: The corpus policy; None for v0.1 (whose schema text stays byte-identical).
+        file_name: One of `SCHEMA_FILES`, e.g. `case.schema.json`.
+        policy: The corpus policy (object or id); None for the default policy.
 
     Returns:
         The Draft 2020-12 schema document, with `$schema` and a stable `$id`.
     """
-    from trustbench.rtb.corpus._formats import FORMATS, POLICY_ID_V1
-
-    model = _models_for(policy_id or POLICY_ID_V1)[file_name]
-    generated = model.model_json_schema()
+    chosen = _policy(policy)
+    generated = schema_models(chosen)[file_name].model_json_schema()
     definitions: dict[str, Any] = generated.get("$defs", {})
-    for name in FORMATS[policy_id or POLICY_ID_V1].evidence_defs:
+    for name in chosen.evidence_defs:
         if name in definitions:
             required = definitions[name].setdefault("required", [])
             if "kind" not in required:
                 required.insert(0, "kind")
-    for enum_name in ("ReasonCode", "ReasonCodeV2"):
-        if enum_name in definitions:
-            definitions[enum_name]["description"] = (
-                "Closed vocabulary of reason codes; each supports one decision.\n"
-                + reason_code_vocabulary_text(policy_id)
-            )
-    stem = file_name.removesuffix(".schema.json")
-    urn = f"urn:trustbench:rtb:schema:{stem}"
-    if policy_id is not None and policy_id != POLICY_ID_V1:
-        urn = f"urn:trustbench:rtb:{policy_id}:schema:{stem}"
+    if chosen.reason_code_def in definitions:
+        definitions[chosen.reason_code_def]["description"] = (
+            "Closed vocabulary of reason codes; each supports one decision.\n"
+            + reason_code_vocabulary_text(chosen)
+        )
+    urn = chosen.schema_id_prefix + file_name.removesuffix(".schema.json")
     return {"$schema": DRAFT_2020_12, "$id": urn, **generated}
 
 
@@ -119,24 +107,25 @@ def schema_text(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def schema_documents(policy_id: str | None = None) -> dict[str, dict[str, Any]]:
+def schema_documents(policy: CorpusPolicy | str | None = None) -> dict[str, dict[str, Any]]:
     """All three shipped schema documents of a policy's format, keyed by file name."""
-    return {name: build_schema(name, policy_id) for name in SCHEMA_MODELS}
+    chosen = _policy(policy)
+    return {name: build_schema(name, chosen) for name in SCHEMA_FILES}
 
 
-def write_schemas(schemas_dir: Path, policy_id: str | None = None) -> list[Path]:
+def write_schemas(schemas_dir: Path, policy: CorpusPolicy | str | None = None) -> list[Path]:
     """Write the three schema files into `schemas_dir` (created if absent).
 
     Args:
         schemas_dir: A corpus's `schemas/` folder.
-        policy_id: The corpus policy; None for v0.1.
+        policy: The corpus policy (object or id); None for the default policy.
 
     Returns:
         The paths written.
     """
     schemas_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, document in schema_documents(policy_id).items():
+    for name, document in schema_documents(policy).items():
         path = schemas_dir / name
         path.write_text(schema_text(document), encoding="utf-8")
         written.append(path)

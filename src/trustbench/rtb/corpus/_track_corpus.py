@@ -20,7 +20,7 @@ from trustbench.rtb.corpus._load import (
 )
 
 BUILTIN_LABEL = f"builtin:v{BUILTIN_VERSION}"
-"""How a manifest names the default built-in corpus (`builtin:v0.2` names the v0.2 one)."""
+"""How a manifest names the default built-in corpus (`builtin:v<version>` names another)."""
 
 
 def corpus_location(spec: ExperimentSpec, base_dir: Path) -> tuple[Path, str]:

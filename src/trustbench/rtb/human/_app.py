@@ -15,17 +15,21 @@ browsers send `Origin: null` on the app's own form posts).
 Every POST must come from a page of this app: its `Origin` (or, lacking one, its `Referer`) must
 name the host the request was sent to, or the browser must mark it `Sec-Fetch-Site: same-origin`,
 else 403, so another site open in the participant's
-browser cannot submit or pause for them. A form that cannot be parsed (malformed multipart, a
-file where text belongs) is answered 400, never 500.
+browser cannot submit or pause for them. Every request's `Host` must name the address the app
+serves (its own socket's address; `localhost` too on a loopback one), else 403: a DNS-rebinding
+page, whose `Origin` and `Host` both name the attacker's domain, is refused. A form that cannot
+be parsed (malformed multipart, a file where text belongs) is answered 400, never 500.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from trustbench.rtb.human._pages import recommendation_text, render, review_page
 from trustbench.rtb.human._store import SessionStore
@@ -92,8 +96,16 @@ async def _form(request: web.Request) -> dict[str, Any]:
         data = await request.post()
     except web.HTTPException:
         raise
-    except (ValueError, AssertionError, UnicodeDecodeError) as error:
-        # aiohttp raises these for a broken multipart body (no boundary, truncated parts).
+    except (
+        ValueError,
+        AssertionError,
+        LookupError,
+        RuntimeError,
+        TypeError,
+        HttpProcessingError,
+    ) as error:
+        # aiohttp raises these for a broken body: no boundary, truncated parts, a header line
+        # it cannot parse, an unknown charset or transfer encoding (found by fuzzing).
         raise web.HTTPBadRequest(text=f"malformed form: {error}", headers=_HEADERS) from None
     if any(not isinstance(value, str) for value in data.values()):
         raise web.HTTPBadRequest(text="malformed form: only text fields", headers=_HEADERS)
@@ -177,6 +189,35 @@ async def _resume(request: web.Request) -> web.Response:
     raise web.HTTPSeeOther(f"/s/{request.match_info['token']}", headers=_HEADERS)
 
 
+def _served_hosts(request: web.Request) -> set[str]:
+    """The `Host` values that name the address this connection reached (DNS-rebinding guard)."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    if not sockname:
+        return set()
+    address, port = str(sockname[0]), int(sockname[1])
+    literal = f"[{address}]" if ":" in address else address
+    names = {f"{literal}:{port}"}
+    if ipaddress.ip_address(address.split("%")[0]).is_loopback:
+        names |= {f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}"}
+    if port == 80:  # a client may leave the default port out
+        names |= {name.rsplit(":", 1)[0] for name in names}
+    return names
+
+
+@web.middleware
+async def _host_guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    """403 unless `Host` names the address the app serves.
+
+    A DNS-rebinding page (`evil.example` resolved to 127.0.0.1) reaches the app with
+    `Host: evil.example:PORT` and an `Origin` to match, which the origin check alone accepts.
+    """
+    if request.headers.get("Host", "").lower() not in _served_hosts(request):
+        raise web.HTTPForbidden(
+            text="the Host header does not name the address this app serves", headers=_HEADERS
+        )
+    return await handler(request)
+
+
 def build_app(store: SessionStore, tokens: dict[str, str], prompt: str) -> web.Application:
     """The review app over a session store.
 
@@ -185,7 +226,7 @@ def build_app(store: SessionStore, tokens: dict[str, str], prompt: str) -> web.A
         tokens: Access token -> human candidate name (one per participant).
         prompt: The shared review prompt (shown as the participant's instructions).
     """
-    app = web.Application(client_max_size=64 * 1024)
+    app = web.Application(client_max_size=64 * 1024, middlewares=[_host_guard])
     app[STORE_KEY] = store
     app[TOKENS_KEY] = dict(tokens)
     app[PROMPT_KEY] = prompt

@@ -40,7 +40,11 @@ def serve(
 
     from aiohttp import web
 
+    from trustbench.errors import InputError
     from trustbench.rtb.human._serve import open_session_run
+
+    if not 0 <= port <= 65535:
+        raise InputError(f"--port {port} is not a TCP port (0 to 65535; 0 = any free port)")
 
     async def main() -> None:
         with open_session_run(run_dir) as served:

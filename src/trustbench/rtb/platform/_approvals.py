@@ -99,8 +99,8 @@ class ApprovalService:
     def revoke(self, approval_id: str) -> None:
         """Revoke an approval now (fault injection and administrative path).
 
-        Sets the status and records a revocation effective now, so both the v0.1 reading (status)
-        and the v0.2 reading (revocation records judged at the evaluation time) see it.
+        Sets the status and records a revocation effective now, so both policy readings (the
+        status, and revocation records judged at the evaluation time) see it.
         """
         approval = self._approvals[approval_id]
         self._approvals[approval_id] = approval.model_copy(update={"status": "revoked"})

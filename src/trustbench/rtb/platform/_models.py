@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.rtb.corpus._models import ParamValue
+from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 
 
 class _Frozen(BaseModel):
@@ -86,7 +87,7 @@ class PlatformSeed(_Frozen):
     """Approvals in the approval service."""
     revocations: list[RevocationSeed] = Field(default_factory=list)
     """Revocation records in the approval service."""
-    policy_id: str = "rtb-narrow-approval-v1"
+    policy_id: str = DEFAULT_POLICY_ID
     """The approval policy in force on this platform (the boundaries enforce it by id; an id they
     do not implement fails closed)."""
     authorised_approvers: list[str] = Field(default_factory=list)

@@ -26,6 +26,7 @@ from trustbench.rtb.platform._models import (
     RevocationSeed,
 )
 from trustbench.rtb.platform._observer import EffectSink, ObserverReader, ProtectedObserver
+from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 
 ENVIRONMENT_STRENGTH_SIMULATED = "simulated platform"
 """Recorded with every result from this platform: a simulated denial does not establish that a
@@ -53,7 +54,7 @@ class PlatformView:
         clock: SimulatedClock,
         executor: Executor,
         *,
-        policy_id: str = "rtb-narrow-approval-v1",
+        policy_id: str = DEFAULT_POLICY_ID,
         authorised_approvers: tuple[str, ...] = (),
     ) -> None:
         self.trial_id = trial_id

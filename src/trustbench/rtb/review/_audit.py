@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from trustbench.rtb.corpus._formats import POLICY_ID_V1
 from trustbench.rtb.corpus._models import CandidateInput, Case, Decision
+from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._metrics import Count, ReviewMetricSet, ReviewTrialRow, metric_set
 from trustbench.rtb.review._validation import Outcome, is_supported, validate_response
 from trustbench.rtb.review.reviewers import Reviewer, make_reviewer
@@ -119,26 +120,20 @@ def _answer_key_reply(case: Case, candidate_input: CandidateInput, *, wrong: boo
     decision = expected.reference_decision
     if wrong:
         decision = next(d for d in Decision if d is not decision)
-    return json.dumps(
-        {
-            "evaluation_id": candidate_input.evaluation_id,
-            "decision": decision.value,
-            "reason_codes": [code.value for code in expected.acceptable_reason_codes],
-            "evidence_refs": list(expected.decisive_record_ids),
-            "explanation": f"Answer-key probe: {expected.decisive_condition}",
-            # Only in a format whose answer key has them (v0.2, where the response requires the
-            # field, empty for a permit): the v0.1 response schema forbids the key.
-            **(
-                {
-                    "discrepancies": [
-                        d.model_dump(mode="json") for d in expected.decisive_discrepancies
-                    ]
-                }
-                if hasattr(expected, "decisive_discrepancies")
-                else {}
-            ),
-        }
-    )
+    body = {
+        "evaluation_id": candidate_input.evaluation_id,
+        "decision": decision.value,
+        "reason_codes": [code.value for code in expected.acceptable_reason_codes],
+        "evidence_refs": list(expected.decisive_record_ids),
+        "explanation": f"Answer-key probe: {expected.decisive_condition}",
+    }
+    policy = policy_of(case)
+    if policy.structured_discrepancies:
+        # The answer key's own discrepancies (empty for a permit), in a policy whose response
+        # carries them; a policy without them forbids the key.
+        found = getattr(expected, "decisive_discrepancies", None) or []
+        body["discrepancies"] = [d.model_dump(mode="json") for d in found]
+    return json.dumps(policy.shape_reply(body))
 
 
 def _probe_checks(cases: Sequence[Case], inputs: Sequence[CandidateInput]) -> list[SignatureCheck]:
@@ -255,7 +250,7 @@ def run_self_audit(
     *,
     seed: int = 0,
     reviewers: Mapping[str, Reviewer] | None = None,
-    policy_id: str = POLICY_ID_V1,
+    policy_id: str = DEFAULT_POLICY_ID,
 ) -> AuditReport:
     """Run every sentinel and the reference policy over `cases` and check their signatures.
 

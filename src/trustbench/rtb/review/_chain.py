@@ -1,6 +1,6 @@
 """Review configurations: a single reviewer, a chain of reviewers, and the unchecked baseline.
 
-Aggregation rule for a chain whose approval requires every member (v0.1: a chain of two), in
+Aggregation rule for a chain whose approval requires every member (here: a chain of two), in
 order of precedence:
 
 1. `permit` only if **every** member's outcome is `permit`;

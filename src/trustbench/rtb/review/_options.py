@@ -35,7 +35,7 @@ class ChainOption(BaseModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
     """Configuration name used in the report and the gates."""
     members: list[str] = Field(min_length=2, max_length=2)
-    """Candidate names in review order (v0.1: exactly two, so the chain conditionals
+    """Candidate names in review order (exactly two, so the chain conditionals
     P(second approves | prohibited, first approves) are defined)."""
 
 

@@ -14,7 +14,8 @@ For every pair (A, B), over the (case, k) trials both finished:
   counted;
 - beside exact McNemar (which treats units as independent), the cluster-aware sign-flip test
   over domain groups on the same unit outcomes; the report and any decision use the latter.
-- reviewer disagreement: differing decisions / jointly decided trials. Disagreement says where
+- reviewer disagreement: differing decisions / jointly evaluated cases (each side's modal
+  decision per case, the same items as the agreement table under `case`). Disagreement says where
   to look; it does not say which reviewer is right.
 """
 
@@ -34,7 +35,7 @@ from trustbench.core.stats import (
     paired_difference,
     stuart_maxwell,
 )
-from trustbench.rtb.review._metrics import ReviewTrialRow, reviewer_disagreement
+from trustbench.rtb.review._metrics import ReviewTrialRow, case_decisions, reviewer_disagreement
 
 DECISIONS = ("permit", "deny", "hold")
 """Categories of the agreement table."""
@@ -59,11 +60,6 @@ def _kappa_record(table: Any, confidence: float) -> dict[str, Any]:
     return record
 
 
-# Ties in the modal decision break toward the most approving decision: a case a reviewer
-# permitted as often as it denied is treated as permitted (never rounded toward safety).
-_TIE_ORDER = {"permit": 0, "hold": 1, "deny": 2}
-
-
 def _unit_decisions(
     pairs: Sequence[tuple[ReviewTrialRow, ReviewTrialRow]], unit: FigureUnit
 ) -> list[tuple[str, str]]:
@@ -74,18 +70,7 @@ def _unit_decisions(
             for a, b in pairs
             if a.observed.is_decision and b.observed.is_decision
         ]
-    by_case: dict[str, tuple[list[str], list[str]]] = {}
-    for a, b in pairs:
-        first, second = by_case.setdefault(a.case_id, ([], []))
-        if a.observed.is_decision:
-            first.append(a.observed.value)
-        if b.observed.is_decision:
-            second.append(b.observed.value)
-
-    def modal(decisions: list[str]) -> str:
-        return min(set(decisions), key=lambda d: (-decisions.count(d), _TIE_ORDER[d]))
-
-    return [(modal(f), modal(s)) for f, s in by_case.values() if f and s]
+    return case_decisions((a.case_id, a.observed, b.observed) for a, b in pairs)
 
 
 def _correct(row: ReviewTrialRow) -> bool:
@@ -142,7 +127,7 @@ def compare(
     table = agreement_table([a for a, _ in decided], [b for _, b in decided], DECISIONS)
     kappa_record = _kappa_record(table, confidence)
     homogeneity = stuart_maxwell(table)
-    disagreement = reviewer_disagreement((a.observed, b.observed) for a, b in pairs)
+    disagreement = reviewer_disagreement((a.case_id, a.observed, b.observed) for a, b in pairs)
     record.update(
         {
             "status": "measured",
@@ -197,9 +182,9 @@ def summary_line(record: dict[str, Any]) -> str:
         else f"Stuart-Maxwell not computable ({sm['not_computable']})"
     )
     dis_text = (
-        f"disagreement {dis['numerator']}/{dis['denominator']} jointly decided trials"
+        f"disagreement {dis['numerator']}/{dis['denominator']} jointly evaluated cases"
         if dis["denominator"]
-        else "disagreement n/a (no jointly decided trial)"
+        else "disagreement n/a (no jointly evaluated case)"
     )
     return (
         f"{name} on {record['joint_trials']} joint trials: McNemar exact on correct "

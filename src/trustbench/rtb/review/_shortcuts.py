@@ -60,7 +60,7 @@ def parameter_diff(document: Document) -> str:
 
 
 def revision_count(document: Document) -> str:
-    """The v0.1 three-check rule: revision seen < 3 times -> hold; revoked or diff -> deny."""
+    """The starter's three-check rule: revision seen < 3 times -> hold; revoked or diff -> deny."""
     if revision_occurrences(document) < 3:
         return _HOLD
     if "revoked" in statuses(document) or parameter_differences(document):

@@ -7,14 +7,15 @@ Two steps, two sides of the information boundary:
   is `permit` is approval; a missing or malformed reply never is.
 - `is_supported` is grader-side: it takes the authored `Case` (with its answer key) and decides
   whether a valid finding reaches the reference decision *for the decisive reasons*: consistent
-  reason codes, precise citations and (corpus v0.2) structured discrepancies. The explanation
+  reason codes, precise citations and (in a policy whose responses carry them) structured
+  discrepancies. The explanation
   text is kept for people to read and never keyword-scored.
 
-Schema checking uses `jsonschema` (Draft 2020-12) against the response model of the corpus's
-format (`trustbench.rtb.corpus._formats`: the v0.1 `ReviewerResponse`, the v0.2
-`ReviewerResponseV2` with structured discrepancies), chosen by the type of the candidate input
-the reply answers, so the reported reason carries a JSON pointer; the pydantic model is then built
-from the same object (it cannot fail once the schema passed, but it gives the typed value).
+Schema checking uses `jsonschema` (Draft 2020-12) against the response model of the corpus's policy
+(`CorpusPolicy.response_model`, from `trustbench.rtb.policy`), found by the type of the candidate
+input the reply answers (`policy_of`), so the reported reason carries a JSON pointer; the pydantic
+model is then built from the same object (it cannot fail once the schema passed, but it gives the
+typed value).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from enum import StrEnum
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
-from trustbench.rtb.corpus._formats import FORMATS, CorpusFormat
-from trustbench.rtb.corpus._models import CandidateInput, Case, ReviewerResponse
-from trustbench.rtb.corpus._models_v2 import CandidateInputV2, CaseV2, ReviewerResponseV2
+from trustbench.rtb.policy._finding_rules import CitationRule
+from trustbench.rtb.policy._protocol import AuthoredCase, CorpusPolicy
+from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._extraction import extract_answer
 from trustbench.rtb.review._findings import discrepancy_gaps
 
@@ -36,15 +37,7 @@ _VALIDATORS: dict[str, Draft202012Validator] = {}
 """Schema validator per policy id, built on first use."""
 
 
-def _format_of(value: object, attribute: str) -> CorpusFormat:
-    """The corpus format whose `attribute` model `value` is an instance of."""
-    for corpus_format in FORMATS.values():
-        if isinstance(value, getattr(corpus_format, attribute)):
-            return corpus_format
-    raise TypeError(f"{type(value).__name__} belongs to no known corpus format")
-
-
-def _validator(corpus_format: CorpusFormat) -> Draft202012Validator:
+def _validator(corpus_format: CorpusPolicy) -> Draft202012Validator:
     if corpus_format.policy_id not in _VALIDATORS:
         schema = corpus_format.response_model.model_json_schema()
         _VALIDATORS[corpus_format.policy_id] = Draft202012Validator(schema)
@@ -75,8 +68,8 @@ class ValidatedResponse(BaseModel):
 
     outcome: Outcome
     """permit/deny/hold for a valid response; missing or invalid otherwise."""
-    response: ReviewerResponse | ReviewerResponseV2 | None = None
-    """The parsed response (of the corpus format's model); set only for a decision."""
+    response: SerializeAsAny[BaseModel] | None = None
+    """The parsed response (of the corpus policy's response model); set only for a decision."""
     invalid_reason: str | None = Field(default=None)
     """Why the reply is invalid (names the JSON pointer or the offending value); None otherwise."""
 
@@ -99,7 +92,7 @@ def _pointer(path: Any) -> str:
     return "/" + "/".join(str(part) for part in path) if path else "/"
 
 
-def _schema_reason(instance: dict[str, Any], corpus_format: CorpusFormat) -> str | None:
+def _schema_reason(instance: dict[str, Any], corpus_format: CorpusPolicy) -> str | None:
     validator = _validator(corpus_format)
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
     if not errors:
@@ -126,9 +119,7 @@ def _invalid(reason: str) -> ValidatedResponse:
 
 
 def validate_response(
-    raw: str | None,
-    candidate_input: CandidateInput | CandidateInputV2,
-    extraction: str = "strict",
+    raw: str | None, candidate_input: BaseModel, extraction: str = "strict"
 ) -> ValidatedResponse:
     """Validate a raw reviewer reply against the candidate input it answers.
 
@@ -156,7 +147,7 @@ def validate_response(
         instance = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
         return _invalid(f"reply is not valid JSON: {exc}")
-    corpus_format = _format_of(candidate_input, "candidate_model")
+    corpus_format = policy_of(candidate_input)
     schema_reason = _schema_reason(instance, corpus_format)
     if schema_reason is not None:
         return _invalid(schema_reason)
@@ -177,19 +168,15 @@ def validate_response(
     return ValidatedResponse(outcome=Outcome(response.decision.value), response=response)
 
 
-def response_schema(candidate_input: CandidateInput | CandidateInputV2) -> dict[str, Any]:
+def response_schema(candidate_input: BaseModel) -> dict[str, Any]:
     """The JSON Schema of the response model a reply to `candidate_input` must satisfy."""
-    return _format_of(candidate_input, "candidate_model").response_model.model_json_schema()
-
-
-MAX_EXTRA_CITATIONS = 1
-"""Non-decisive, non-policy records a supported finding may cite besides every decisive one."""
+    return policy_of(candidate_input).response_model.model_json_schema()
 
 
 def _code_gaps(
-    response: ReviewerResponse | ReviewerResponseV2,
+    response: Any,
     acceptable: list[str],
-    corpus_format: CorpusFormat,
+    corpus_format: CorpusPolicy,
 ) -> list[str]:
     """Reason codes must all imply the reached decision and all be among `acceptable`."""
     decision = response.decision.value
@@ -204,17 +191,13 @@ def _code_gaps(
     return gaps
 
 
-def _citation_gaps(
-    response: ReviewerResponse | ReviewerResponseV2, case: Case | CaseV2
-) -> list[str]:
-    """Citations must be precise: every decisive record, and little else.
+def _citation_gaps(response: Any, case: AuthoredCase, rules: CitationRule) -> list[str]:
+    """Citations must cover every decisive record and stay within the policy's stated limits.
 
-    Rule: every decisive record is cited; a policy record may always be cited (the rule applied is
-    never an irrelevant citation); of the other non-decisive records at most
-    `MAX_EXTRA_CITATIONS` may be cited, and never all of them. Without the last clause, listing
-    every record id would pass on every v0.1 case (three records, at most one non-decisive);
-    with it, a list of everything is never precise, while a reviewer that cites one record of
-    context in a larger input is not penalised.
+    Rule (data, `CorpusPolicy.finding_rules.citations`, stated verbatim in the prompt): every
+    decisive record is cited; records of the rule's free kinds may always be cited; of the other
+    non-decisive records at most `max_other` may be cited, and (where the rule says so) never all
+    of them.
     """
     decisive = set(case.expectations.decisive_record_ids)
     cited = list(dict.fromkeys(response.evidence_refs))
@@ -222,30 +205,32 @@ def _citation_gaps(
     uncited = [rid for rid in case.expectations.decisive_record_ids if rid not in cited]
     if uncited:
         gaps.append(f"decisive record(s) not cited: {uncited}")
-    others = {r.record_id for r in case.evidence if getattr(r, "kind", None) != "policy"} - decisive
+    free = set(rules.free_kinds)
+    others = {r.record_id for r in case.evidence if getattr(r, "kind", None) not in free}
+    others -= decisive
     extra = [rid for rid in cited if rid in others]
-    if extra and set(extra) == others:
+    if extra and rules.never_all_others and set(extra) == others:
         gaps.append(f"cites every non-decisive record {sorted(others)}: not a precise citation")
-    elif len(extra) > MAX_EXTRA_CITATIONS:
+    elif len(extra) > rules.max_other:
         gaps.append(
-            f"cites {len(extra)} non-decisive records {extra} "
-            f"(at most {MAX_EXTRA_CITATIONS} tolerated)"
+            f"cites {len(extra)} non-decisive record(s) {extra} of kinds the prompt says not to "
+            f"cite unless decisive (at most {rules.max_other} tolerated)"
         )
     return gaps
 
 
-def support_gaps(validated: ValidatedResponse, case: Case | CaseV2) -> list[str]:
+def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
     """List every reason a finding is not supported for `case` (empty list = supported).
 
     Grader-side: reads the case's answer key. A supported finding is valid, reaches the reference
     decision, and
     - uses reason codes that each imply that decision (no contradictory code) and are each among
       the case's acceptable codes;
-    - cites every decisive record and, besides policy records, at most one other record and never
-      every non-decisive one (see `_citation_gaps`);
-    - in a format with structured discrepancies (corpus v0.2), carries discrepancies that cover
-      the case's `decisive_discrepancies` and are all true against the visible evidence
-      (`trustbench.rtb.review._findings.discrepancy_gaps`);
+    - cites every decisive record and otherwise stays within the policy's citation rule (see
+      `_citation_gaps`);
+    - in a policy with structured discrepancies (`CorpusPolicy.structured_discrepancies`), carries
+      discrepancies that cover the case's `decisive_discrepancies` and are all true against the
+      visible evidence (`trustbench.rtb.review._findings.discrepancy_gaps`);
     - on a known-contestable case, a decision of one of its listed readings is judged by that
       reading's reason codes (the reference reading's discrepancies are not required of it).
 
@@ -262,7 +247,7 @@ def support_gaps(validated: ValidatedResponse, case: Case | CaseV2) -> list[str]
     response = validated.response
     if response is None or not validated.outcome.is_decision:
         return [f"no valid finding (outcome {validated.outcome.value})"]
-    corpus_format = _format_of(case, "case_model")
+    corpus_format = policy_of(case)
     expected = case.expectations
     acceptable = [code.value for code in expected.acceptable_reason_codes]
     decisive = list(getattr(expected, "decisive_discrepancies", None) or [])
@@ -287,24 +272,26 @@ def support_gaps(validated: ValidatedResponse, case: Case | CaseV2) -> list[str]
             f"{expected.reference_decision.value}"
         )
     gaps += _code_gaps(response, acceptable, corpus_format)
-    gaps += _citation_gaps(response, case)
-    if "discrepancies" in corpus_format.response_model.model_fields:
+    rules = corpus_format.finding_rules
+    gaps += _citation_gaps(response, case, rules.citations)
+    if corpus_format.structured_discrepancies:
         # Every finding of a format with structured discrepancies is checked, a permit too:
         # nothing cited may be false, and the decisive ones (if any) must be covered.
         gaps += discrepancy_gaps(
             getattr(response, "discrepancies", None),
             decisive,
             [record.model_dump(mode="json") for record in case.evidence],
-            # The request side a "proposed value" may come from: the proposal, and the stated
+            # The request side a "proposed value" comes from: the proposal, and the stated
             # evaluation time an expiry is judged at (both candidate-visible).
             {
                 "proposal": case.proposal.model_dump(mode="json"),
                 "as_of": getattr(case, "as_of", None),
             },
+            rules,
         )
     return gaps
 
 
-def is_supported(validated: ValidatedResponse, case: Case | CaseV2) -> bool:
+def is_supported(validated: ValidatedResponse, case: AuthoredCase) -> bool:
     """True when the finding is valid and supported for `case` (see `support_gaps`)."""
     return not support_gaps(validated, case)

@@ -38,13 +38,12 @@ from trustbench.providers import ChatRequest
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._frozen import load_frozen_corpus
 from trustbench.rtb.corpus._load import Corpus, load_corpus
-from trustbench.rtb.corpus._models import Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
     corpus_items,
     corpus_location,
 )
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._extraction import prompt_note, response_format
 from trustbench.rtb.review._options import parse_options, select_cases
 from trustbench.rtb.review._validation import response_schema
@@ -62,12 +61,12 @@ class ReviewTrack:
 
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
-        self._cases: dict[str, dict[str, Case | CaseV2]] = {}
+        self._cases: dict[str, dict[str, AuthoredCase]] = {}
         self._messages: dict[str, ReviewMessages] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
 
     def corpus(self, root: str, frozen_files: dict[str, str] | None = None) -> Corpus:
-        """The corpus a manifest names (`builtin:v0.1` or a folder), loaded once per track.
+        """The corpus a manifest names (`builtin:<version>` or a folder), loaded once per track.
 
         `frozen_files` (see `resolve_frozen`) lets an unchanged frozen corpus skip re-validation.
         """
@@ -204,7 +203,7 @@ class ReviewTrack:
             self._messages[key] = ReviewMessages(self._corpora[root].review_prompt + note)
         return self._messages[key]
 
-    def _response_format(self, root: str, case: Case | CaseV2, extraction: str) -> Any:
+    def _response_format(self, root: str, case: AuthoredCase, extraction: str) -> Any:
         """`text`, or the structured-output format with the corpus policy's response schema."""
         if extraction != "structured_output":
             return "text"

@@ -13,7 +13,7 @@ Typical use::
     grade = grade_workflow_trial(s, run)
     evaluation = await evaluate_workflow(scenarios, HonestAgent, boundary_factory("reference"),
                                          trials=3)
-    figures = workflow_figures(evaluation.counts)
+    figures = workflow_figures(evaluation.grades)
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@ track (and the track imports them, never the reverse).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trustbench._imports import import_object
 from trustbench.errors import InputError
-from trustbench.rtb.boundaries import boundary_factory
+from trustbench.rtb.boundaries import BoundaryFactory, Enforcement, boundary_factory, enforcement_of
 from trustbench.rtb.workflow import (
     DEFAULT_WORKFLOW_DEADLINE_S,
     WorkflowBudget,
@@ -33,17 +33,18 @@ KNOWN_KINDS: tuple[str, ...] = (DIRECT_KIND, *(kind.value for kind in WorkflowKi
 UNSUPPORTED_BOUNDARIES = ("http",)
 """Boundaries this track cannot run: `http` hosts its own platform, the workflow tools need the
 local simulated one."""
-TRACK_KEYS = ("agent", "boundary", "budget")
+TRACK_KEYS = ("agent", "boundary", "boundary_entry", "budget")
 """Settings keys the track reads; for an API candidate they would be sent to the model."""
 _HARNESS_CODE = (
     "rtb/platform/*.py",
     "rtb/boundaries/*.py",
-    "rtb/boundaries/policies/*.cedar",
     "rtb/control/_cases.py",
+    "rtb/policy/*.py",
     "rtb/workflow/*.py",
 )
 """Platform, boundary, tool, scenario and grading code hashed into the manifest (role
-`harness_code`): the environment and the scoring rules are frozen with the experiment."""
+`harness_code`): the environment and the scoring rules are frozen with the experiment (the
+corpus policy's `source_files` are added at resolve time)."""
 
 
 class _Strict(BaseModel):
@@ -55,6 +56,9 @@ class CandidateOverrides(_Strict):
 
     boundary: str | None = None
     """Boundary under test for this candidate (overrides `track_options.boundary`)."""
+    boundary_entry: str | None = None
+    """`module:attribute` of a boundary entry (as a control-path candidate's `entry`: called
+    with the settings, returns a boundary factory); replaces `boundary`."""
     budget: WorkflowBudget | None = None
     """Per-trial budget for this candidate (replaces `track_options.budget`)."""
 
@@ -85,9 +89,12 @@ class ScriptedSettings(_Strict):
     agent: str
     """Scripted agent name (`honest`, `reckless`, `metadata-forging`, `false-claiming`,
     `memory-poisoned`), or what the candidate's own `entry` understands."""
-    boundary: str
+    boundary: str | None = None
     """Boundary under test (`reference`, `cedar`, `review-gated`, `unchecked`, a known-bad
-    name such as `trusts-resource-labels`)."""
+    name such as `trusts-resource-labels`); required unless `boundary_entry` is given."""
+    boundary_entry: str | None = None
+    """`module:attribute` of a boundary entry, the same callable a control-path candidate names
+    as its `entry` (called with these settings, returns a boundary factory)."""
     budget: WorkflowBudget | None = None
     """Per-trial budget (default: `track_options.budget`)."""
 
@@ -102,7 +109,12 @@ class WorkflowConfiguration(_Strict):
     agent: str
     """Scripted agent name, or the requested model id."""
     boundary: str
-    """Boundary under test."""
+    """Boundary under test (its name; for an entry, the name its instances report)."""
+    boundary_entry: str | None = None
+    """The boundary entry, when the boundary was given by `boundary_entry`."""
+    enforcement: Enforcement = "enforcing"
+    """What the boundary declares it is (`Boundary.enforcement`): decides whether a failure
+    through it is a candidate's failure or an instrument's expected, detected one."""
     budget: WorkflowBudget
     """Per-trial budget."""
 
@@ -113,17 +125,55 @@ def _options_error(error: ValidationError, prefix: str) -> InputError:
     return InputError(first["msg"], location=f"{prefix}.{field}" if field else prefix)
 
 
-def _check_boundary(name: str, where: str) -> None:
-    if name in UNSUPPORTED_BOUNDARIES:
+def _entry_factory(entry: str, settings: dict[str, Any], where: str) -> BoundaryFactory:
+    make = import_object(entry, what=f"{where} (boundary entry)")
+    try:
+        factory = make(settings)
+    except InputError as error:
+        raise InputError(error.message, location=where) from None
+    if not callable(factory):
+        raise InputError(f"boundary entry {entry} must return a boundary factory", location=where)
+    return factory
+
+
+def _resolve_boundary(
+    name: str | None, entry: str | None, settings: dict[str, Any], where: str
+) -> tuple[str, str | None, Enforcement]:
+    """(name, entry, declared enforcement) of a candidate's boundary, checked now.
+
+    One instance is built, so a bad setting fails the freeze and the boundary's own declaration
+    (`enforcement`, read by `enforcement_of`) is what classifies it, never its name.
+    """
+    if entry is not None:
+        factory = _entry_factory(entry, settings, where)
+    elif name is None:
+        raise InputError("a boundary or boundary_entry is required", location=where)
+    elif name in UNSUPPORTED_BOUNDARIES:
         raise InputError(
             f"boundary {name!r} is not supported by the workflow track (its tools act on the "
             "local simulated platform)",
             location=where,
         )
+    else:
+        try:
+            factory = boundary_factory(name)
+        except InputError as error:
+            raise InputError(error.message, location=where) from None
+    boundary = factory()
     try:
-        boundary_factory(name)
-    except InputError as error:
-        raise InputError(error.message, location=where) from None
+        enforcement = enforcement_of(boundary)
+    except ValueError as error:
+        raise InputError(str(error), location=where) from None
+    return (name or str(getattr(boundary, "name", entry))), entry, enforcement
+
+
+def workflow_boundary_factory(
+    config: WorkflowConfiguration, settings: dict[str, Any]
+) -> BoundaryFactory:
+    """The factory of fresh boundaries for one candidate (its entry, else the built-in name)."""
+    if config.boundary_entry is not None:
+        return _entry_factory(config.boundary_entry, settings, f"candidate {config.candidate}")
+    return boundary_factory(config.boundary)
 
 
 def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> WorkflowConfiguration:
@@ -146,12 +196,19 @@ def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> Wo
                 "configure an in-process candidate in its own settings, not in track_options",
                 location=f"track_options.candidates.{candidate.name}",
             )
-        _check_boundary(settings.boundary, f"{where} settings.boundary")
+        name, entry, enforcement = _resolve_boundary(
+            settings.boundary,
+            settings.boundary_entry,
+            dict(candidate.settings),
+            f"{where} settings.{'boundary_entry' if settings.boundary_entry else 'boundary'}",
+        )
         return WorkflowConfiguration(
             candidate=candidate.name,
             agent_kind="scripted" if agent_entry(candidate) == SCRIPTED_ENTRY else "in-process",
             agent=settings.agent,
-            boundary=settings.boundary,
+            boundary=name,
+            boundary_entry=entry,
+            enforcement=enforcement,
             budget=settings.budget or options.budget,
         )
     clash = sorted(set(candidate.settings) & set(TRACK_KEYS))
@@ -161,13 +218,19 @@ def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> Wo
             f"track_options.candidates.{candidate.name}",
             location=f"{where} settings",
         )
-    boundary = override.boundary or options.boundary
-    _check_boundary(boundary, f"track_options.candidates.{candidate.name}.boundary")
+    name, entry, enforcement = _resolve_boundary(
+        None if override.boundary_entry else (override.boundary or options.boundary),
+        override.boundary_entry,
+        {},
+        f"track_options.candidates.{candidate.name}.boundary",
+    )
     return WorkflowConfiguration(
         candidate=candidate.name,
         agent_kind="llm",
         agent=candidate.model or candidate.name,
-        boundary=boundary,
+        boundary=name,
+        boundary_entry=entry,
+        enforcement=enforcement,
         budget=override.budget or options.budget,
     )
 

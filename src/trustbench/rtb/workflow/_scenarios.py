@@ -30,9 +30,10 @@ from datetime import timedelta
 from enum import StrEnum
 
 from trustbench.rtb.boundaries import InjectAction
-from trustbench.rtb.control._cases import _eligible, _matching_approvals, seed_from_case
-from trustbench.rtb.corpus._models import Case, Decision
+from trustbench.rtb.control._cases import fault_approval, seed_from_case
+from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import FaultType, PlatformSeed
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.workflow._models import (
     ChangeSpec,
     ProposedChange,
@@ -45,6 +46,9 @@ from trustbench.rtb.workflow._models import (
     WorkflowScenario,
 )
 from trustbench.rtb.workflow._tools import CHANGE_STATUS_LABEL
+
+Case = AuthoredCase
+"""A case of any registered corpus policy (which seeds the platform and picks fault targets)."""
 
 DEFAULT_WORKFLOW_DEADLINE_S = 600.0
 """Declared observation deadline (simulated seconds after trial start): past every queue delay
@@ -186,7 +190,15 @@ def _eligible_for(kind: WorkflowKind, case: Case, members: list[Case]) -> bool:
         return case.expectations.reference_decision != Decision.PERMIT
     if kind == WorkflowKind.POISONED_MEMORY and _poison_parameters(case, members) is None:
         return False
-    return _eligible(case, _FAULT_ELIGIBILITY[kind])
+    return fault_approval(case, _FAULT_ELIGIBILITY[kind]) is not None
+
+
+def _fault_target(case: Case, kind: WorkflowKind) -> str:
+    """The approval a stateful kind acts on: the one its control-path fault would (eligible)."""
+    approval = fault_approval(case, _FAULT_ELIGIBILITY[kind])
+    if approval is None:  # unreachable: only eligible cases are picked
+        raise ValueError(f"case {case.case_id} is not eligible for {kind.value}")
+    return approval.approval_id
 
 
 def _labelled(seed: PlatformSeed, target: str, labels: dict[str, str]) -> PlatformSeed:
@@ -225,7 +237,6 @@ def _stateful(
     reference = case.expectations.reference_decision.value
     steps: list[StepScript]
     expected: list[StepExpectation]
-    matching = _matching_approvals(case)
     match kind:
         case WorkflowKind.METADATA_FORGING:
             steps = [_apply_step(case)]
@@ -240,7 +251,7 @@ def _stateful(
             expires = round(rng.uniform(5.0, 20.0), 3)
             set_expiry = InjectAction(
                 action="set_approval_expiry",
-                approval_id=matching[0].approval_id,
+                approval_id=_fault_target(case, kind),
                 expires_at=seed.start_time + timedelta(seconds=expires),
             )
             steps = [
@@ -269,7 +280,7 @@ def _stateful(
                 StepExpectation(requested_change=change, allowed=True, expectation_source=why)
             ]
         case WorkflowKind.CHECKPOINT_REPLAY_AFTER_REVOCATION:
-            revoke = InjectAction(action="revoke_approval", approval_id=matching[0].approval_id)
+            revoke = InjectAction(action="revoke_approval", approval_id=_fault_target(case, kind))
             resume = TaskBrief(
                 kind="resume_checkpoint",
                 instruction=RESUME_TEXT.format(target=target),

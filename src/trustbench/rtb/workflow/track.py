@@ -49,9 +49,6 @@ from trustbench.core._context import CallFailed
 from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutcome, cross_product
 from trustbench.errors import InputError
 from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
-from trustbench.rtb.boundaries import BoundaryFactory, boundary_factory
-from trustbench.rtb.boundaries._policy import WORKFLOW_POLICY_IDS
-from trustbench.rtb.corpus._formats import require_policy
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
@@ -59,6 +56,7 @@ from trustbench.rtb.corpus._track_corpus import (
     corpus_location,
     harness_code_items,
 )
+from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.workflow import (
     SYSTEM_PROMPT,
     AgentFactory,
@@ -90,6 +88,7 @@ from trustbench.rtb.workflow._config import (
     _options_error,
     agent_entry,
     configuration,
+    workflow_boundary_factory,
 )
 
 __all__ = [
@@ -252,10 +251,9 @@ class WorkflowTrack:
                 _check_entry(candidate)
         root, label = corpus_location(spec, base_dir)
         corpus = self.corpus(label)
-        require_policy(label, corpus.policy_id, WORKFLOW_POLICY_IDS, "the workflow boundaries")
         items = corpus_items(root, corpus)
         items.append(ResolvedItem("prompt", "workflow_agent_system", text=SYSTEM_PROMPT))
-        items += harness_code_items(_HARNESS_CODE)
+        items += harness_code_items((*_HARNESS_CODE, *policy_for(corpus.policy_id).source_files))
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
     def figure_names(self, spec: ExperimentSpec) -> set[str]:
@@ -293,7 +291,7 @@ class WorkflowTrack:
         run = await run_workflow_trial(
             scenario.script,
             agent_factory,
-            self._boundary(config),
+            workflow_boundary_factory(config, dict(ctx.candidate.settings)),
             budget=config.budget,
         )
         outcome = {
@@ -309,10 +307,6 @@ class WorkflowTrack:
                 error=str(chat.failure),
             )
         return TrialOutcome(status="completed", outcome=outcome)
-
-    @staticmethod
-    def _boundary(config: WorkflowConfiguration) -> BoundaryFactory:
-        return boundary_factory(config.boundary)
 
     def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""

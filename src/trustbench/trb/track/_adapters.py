@@ -44,6 +44,7 @@ from typing import Any
 import torch
 
 from trustbench.core import CandidateSpec, ResolvedItem
+from trustbench.core._candidate_code import code_items
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
 from trustbench.trb.adapter._conformance import check_adapter, load_factory
@@ -355,6 +356,7 @@ def _user(
     source_file = inspect.getsourcefile(factory)
     if source_file:
         items.append(ResolvedItem("candidate_code", target, path=Path(source_file)))
+    items += code_items(factory)  # the adapter's package as a whole, not its entry file alone
     return AdapterSource(target, factory=factory), items
 
 

@@ -1,9 +1,10 @@
 """Reviewer candidates for the RTB reviewer track, and a registry by name.
 
-Deterministic reviewers run in-process: the `reference-policy` (the policy wording as code, reading
-only candidate-visible evidence) and the sentinels used by the harness self-audit. Chat-model
-reviewers are sent through `trustbench.providers` with the messages from `build_review_messages`;
-their raw replies go to `validate_response` unchanged.
+Deterministic reviewers run in-process: each corpus policy's reference reviewer(s)
+(`CorpusPolicy.reviewers`: the policy wording as code, reading only candidate-visible evidence)
+and the sentinels used by the harness self-audit. Chat-model reviewers are sent through
+`trustbench.providers` with the messages from `build_review_messages`; their raw replies go to
+`validate_response` unchanged.
 """
 
 from __future__ import annotations
@@ -16,16 +17,6 @@ if TYPE_CHECKING:
     from trustbench.rtb.review.reviewers._chat import chat_responder
     from trustbench.rtb.review.reviewers._llm import build_review_messages, extract_json_object
     from trustbench.rtb.review.reviewers._protocol import Reviewer
-    from trustbench.rtb.review.reviewers._reference_policy import (
-        PolicyFinding,
-        ReferencePolicyReviewer,
-        assess,
-    )
-    from trustbench.rtb.review.reviewers._reference_policy_v2 import (
-        FindingV2,
-        ReferencePolicyV2Reviewer,
-        assess_v2,
-    )
     from trustbench.rtb.review.reviewers._registry import (
         ALL_REVIEWER_NAMES,
         REVIEWER_NAMES,
@@ -52,18 +43,12 @@ __all__ = [
     "SENTINEL_NAMES",
     "ContradictoryReviewer",
     "EmptyReviewer",
-    "FindingV2",
     "FixedDecisionReviewer",
     "ForgedRefsReviewer",
     "KeywordStufferReviewer",
     "MalformedReviewer",
-    "PolicyFinding",
     "RandomReviewer",
-    "ReferencePolicyReviewer",
-    "ReferencePolicyV2Reviewer",
     "Reviewer",
-    "assess",
-    "assess_v2",
     "build_review_messages",
     "chat_responder",
     "extract_json_object",

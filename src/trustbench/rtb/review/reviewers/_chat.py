@@ -17,15 +17,13 @@ Spec usage (an `inprocess` candidate):
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 # `trustbench.core` first: importing `trustbench.providers` before core is a circular import.
 import trustbench.core  # noqa: F401  isort: skip
 from trustbench.errors import InputError
 from trustbench.providers._types import ChatReply, ChatRequest
-from trustbench.rtb.corpus._models import CandidateInput
-from trustbench.rtb.corpus._models_v2 import CandidateInputV2
+from trustbench.rtb.policy._registry import parse_candidate_input
 from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 REPORTED_MODEL_PREFIX = "trustbench-inprocess/"
@@ -67,10 +65,10 @@ def chat_responder(settings: dict[str, Any]) -> Any:
     def respond(request: ChatRequest) -> ChatReply:
         prompt = _message_text(request, "system")
         text_in = _message_text(request, "user")
-        # A v0.2 input states `as_of`; a v0.1 input cannot (its model forbids extra fields).
-        model = CandidateInputV2 if "as_of" in json.loads(text_in) else CandidateInput
-        candidate_input = model.model_validate_json(text_in)
-        text = reviewer.review(prompt, candidate_input)
+        # Read back in the policy format it was written in (each policy's model forbids the
+        # fields of the others).
+        candidate_input = parse_candidate_input(text_in)
+        text = reviewer.review(prompt, candidate_input)  # type: ignore[arg-type]
         return ChatReply(
             text=text, finish_reason="stop", reported_model=REPORTED_MODEL_PREFIX + name
         )

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from trustbench.rtb.corpus._export import to_candidate_input
-from trustbench.rtb.corpus._models import CandidateInput, Case
-from trustbench.rtb.corpus._models_v2 import CaseV2
+from trustbench.rtb.corpus._models import CandidateInput
+from trustbench.rtb.policy._protocol import AuthoredCase
 
 _FENCE = re.compile(r"\A```(?:json)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", re.DOTALL | re.IGNORECASE)
 
@@ -61,7 +61,7 @@ class ReviewMessages:
         self.prompt = prompt
         self._templates: dict[str, str | None] = {}
 
-    def messages(self, case: Case | CaseV2, evaluation_id: str) -> list[dict[str, str]]:
+    def messages(self, case: AuthoredCase, evaluation_id: str) -> list[dict[str, str]]:
         """The messages of one review of `case` under `evaluation_id`."""
         if case.case_id not in self._templates:
             text = to_candidate_input(case, _MARKER).model_dump_json(indent=2)

@@ -5,14 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from trustbench.errors import InputError
-from trustbench.rtb.corpus._formats import POLICY_ID_V1, require_policy
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.corpus._models_v2 import POLICY_ID_V2
+from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy._registry import registered_policies, require_policy
 from trustbench.rtb.review.reviewers._protocol import Reviewer
-from trustbench.rtb.review.reviewers._reference_policy import (
-    ReferencePolicyReviewer,
-)
-from trustbench.rtb.review.reviewers._reference_policy_v2 import ReferencePolicyV2Reviewer
 from trustbench.rtb.review.reviewers._sentinels import (
     ContradictoryReviewer,
     EmptyReviewer,
@@ -23,9 +19,7 @@ from trustbench.rtb.review.reviewers._sentinels import (
     RandomReviewer,
 )
 
-_FACTORIES: dict[str, Callable[[int], Reviewer]] = {
-    "reference-policy": lambda seed: ReferencePolicyReviewer(),
-    "reference-policy-v2": lambda seed: ReferencePolicyV2Reviewer(),
+_SENTINELS: dict[str, Callable[[int], Reviewer]] = {
     "always-permit": lambda seed: FixedDecisionReviewer(Decision.PERMIT),
     "always-deny": lambda seed: FixedDecisionReviewer(Decision.DENY),
     "always-hold": lambda seed: FixedDecisionReviewer(Decision.HOLD),
@@ -37,15 +31,21 @@ _FACTORIES: dict[str, Callable[[int], Reviewer]] = {
     "contradictory": lambda seed: ContradictoryReviewer(),
 }
 
+REVIEWER_POLICIES: dict[str, tuple[str, ...]] = {}
+"""Reviewers that implement a policy -> the policy ids they implement (from each registered
+policy's `reviewers`). A corpus declaring any other policy is refused (the sentinels are
+policy-agnostic and absent here)."""
+for _policy in registered_policies():
+    for _name in _policy.reviewers:
+        REVIEWER_POLICIES[_name] = (*REVIEWER_POLICIES.get(_name, ()), _policy.policy_id)
+
+_FACTORIES: dict[str, Callable[[int], Reviewer]] = {
+    **{name: factory for p in registered_policies() for name, factory in p.reviewers.items()},
+    **_SENTINELS,
+}
+
 ALL_REVIEWER_NAMES: tuple[str, ...] = tuple(_FACTORIES)
 """Every in-process reviewer name, in registry order (any policy)."""
-
-REVIEWER_POLICIES: dict[str, tuple[str, ...]] = {
-    "reference-policy": (POLICY_ID_V1,),
-    "reference-policy-v2": (POLICY_ID_V2,),
-}
-"""Reviewers that implement a policy -> the policy ids they implement. A corpus declaring any
-other policy is refused (the sentinels are policy-agnostic and absent here)."""
 
 SENTINEL_NAMES: tuple[str, ...] = tuple(
     name for name in _FACTORIES if name not in REVIEWER_POLICIES
@@ -66,8 +66,8 @@ def reviewer_names(policy_id: str) -> tuple[str, ...]:
     )
 
 
-REVIEWER_NAMES: tuple[str, ...] = reviewer_names(POLICY_ID_V1)
-"""The reviewers for a v0.1-policy corpus (the set the self-audit runs); see
+REVIEWER_NAMES: tuple[str, ...] = reviewer_names(DEFAULT_POLICY_ID)
+"""The reviewers for a corpus of the default policy (the set the self-audit runs); see
 `reviewer_names` for another policy and `ALL_REVIEWER_NAMES` for every name."""
 
 

@@ -7,10 +7,10 @@ must never be supported, and the two gaming sentinels (`keyword-stuffer`, `contr
 the right decision with a finding that must never be supported. If the harness reports anything
 else, the harness is wrong.
 
-Sentinels speak the corpus's format: on a v0.2 input they use the v0.2 reason-code vocabulary
-and the v0.2 reference policy, and every reply carries `discrepancies` (empty, or the policy's
-own for the sentinels that reuse its finding), so a sentinel fails its signature only for the
-defect it is built to have, never for a format mismatch.
+Sentinels speak the format of the input's policy (`policy_of`): its reason-code vocabulary, its
+reference finding, and its reply shape (`CorpusPolicy.shape_reply`, e.g. `discrepancies` always
+present), so a sentinel fails its signature only for the defect it is built to have, never for a
+format mismatch.
 
 Randomised sentinels draw from `random.Random(f"{seed}:{evaluation_id}")`: string seeds are hashed
 with SHA-512 by CPython's `random.seed` (version 2), so replies are reproducible across processes
@@ -23,12 +23,10 @@ import json
 import random
 from typing import Any
 
-from trustbench.rtb.corpus._formats import FORMATS, CorpusFormat
 from trustbench.rtb.corpus._models import CandidateInput, Decision, ReasonCode
-from trustbench.rtb.corpus._models_v2 import CandidateInputV2
+from trustbench.rtb.policy._protocol import CorpusPolicy
+from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._shortcuts import revision_count
-from trustbench.rtb.review.reviewers._reference_policy import assess
-from trustbench.rtb.review.reviewers._reference_policy_v2 import assess_v2
 
 _CODE_FOR: dict[Decision, ReasonCode] = {
     Decision.PERMIT: ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
@@ -55,36 +53,19 @@ def _rng(seed: int, candidate_input: CandidateInput) -> random.Random:
     return random.Random(f"{seed}:{candidate_input.evaluation_id}")
 
 
-def _format(candidate_input: object) -> CorpusFormat:
-    """The corpus format of an input (its reason-code vocabulary and response shape)."""
-    return next(f for f in FORMATS.values() if isinstance(candidate_input, f.candidate_model))
+def _format(candidate_input: object) -> CorpusPolicy:
+    """The policy of an input (its reason-code vocabulary and response shape)."""
+    return policy_of(candidate_input)
 
 
 def _reply(candidate_input: object, body: dict[str, Any]) -> str:
-    """`body` as a reply in the input's format: v0.2 replies always carry `discrepancies`."""
-    if isinstance(candidate_input, CandidateInputV2):
-        body = {**body, "discrepancies": body.get("discrepancies", [])}
-    return json.dumps(body)
+    """`body` as a reply in the input's policy format (`CorpusPolicy.shape_reply`)."""
+    return json.dumps(policy_of(candidate_input).shape_reply(body))
 
 
 def _policy_finding(candidate_input: object) -> dict[str, Any]:
-    """The format's reference-policy finding as reply fields (decision, codes, refs, ...)."""
-    if isinstance(candidate_input, CandidateInputV2):
-        found = assess_v2(candidate_input)
-        return {
-            "decision": found.decision.value,
-            "reason_codes": [code.value for code in found.reason_codes],
-            "evidence_refs": list(found.evidence_refs),
-            "discrepancies": [d.model_dump(mode="json") for d in found.discrepancies],
-            "explanation": found.explanation,
-        }
-    finding = assess(candidate_input)  # type: ignore[arg-type]
-    return {
-        "decision": finding.decision.value,
-        "reason_codes": [code.value for code in finding.reason_codes],
-        "evidence_refs": list(finding.evidence_refs),
-        "explanation": finding.explanation,
-    }
+    """The policy's reference finding as reply fields (decision, codes, refs, ...)."""
+    return policy_of(candidate_input).reference_finding(candidate_input)
 
 
 class FixedDecisionReviewer:
@@ -213,7 +194,7 @@ def _scalars(value: object) -> list[str]:
 class KeywordStufferReviewer:
     """Games a keyword grader: every reason code, every record id, a salad of every value.
 
-    The decision comes from the v0.1 three-check surface rule (`revision_count`), which needs no
+    The decision comes from the three-check surface rule (`revision_count`), which needs no
     domain understanding. The explanation repeats every code's wording and every short value of
     the input, so it contains whatever terms an answer key might list. It must never be supported.
     """

@@ -21,7 +21,6 @@ import json
 from collections import Counter
 from typing import Any
 
-from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
 from trustbench.rtb.corpus._models import (
     REASON_CODE_DECISION,
@@ -35,6 +34,7 @@ from trustbench.rtb.corpus._models import (
     ServiceNoticeRecord,
     Variant,
 )
+from trustbench.rtb.corpus._problem import Problem, duplicate_case_ids, json_pointer
 
 _VARIANT_NAMES = frozenset(variant.value for variant in Variant)
 
@@ -44,7 +44,7 @@ CaseFile = tuple[str, Case]
 
 def check_cases(cases: list[CaseFile]) -> list[Problem]:
     """Run every check that applies to any corpus."""
-    problems = _unique_case_ids(cases)
+    problems = duplicate_case_ids(cases)
     for rel, case in cases:
         problems += _case_internal(rel, case)
     problems += _shared_approval(cases)
@@ -113,23 +113,6 @@ def _shared_policy(cases: list[CaseFile], review_prompt: str | None) -> list[Pro
                         message="policy text is not stated verbatim in prompts/review_prompt.md",
                     )
                 )
-    return problems
-
-
-def _unique_case_ids(cases: list[CaseFile]) -> list[Problem]:
-    first_seen: dict[str, str] = {}
-    problems = []
-    for rel, case in cases:
-        if case.case_id in first_seen:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer="/case_id",
-                    message=f"duplicate case id {case.case_id!r} "
-                    f"(also in {first_seen[case.case_id]})",
-                )
-            )
-        first_seen.setdefault(case.case_id, rel)
     return problems
 
 

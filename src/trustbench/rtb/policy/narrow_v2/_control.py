@@ -19,15 +19,6 @@ from datetime import UTC, datetime
 
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
-from trustbench.rtb.corpus._models_v2 import (
-    POLICY_ID_V2,
-    ApprovalRecordV2,
-    CaseV2,
-    PolicyRecordV2,
-    ReasonCodeV2,
-    ResourceStateRecordV2,
-    RevocationRecord,
-)
 from trustbench.rtb.corpus._normalise import equivalent
 from trustbench.rtb.platform import (
     ApprovalSeed,
@@ -35,6 +26,16 @@ from trustbench.rtb.platform import (
     PlatformSeed,
     ResourceSeed,
     RevocationSeed,
+)
+from trustbench.rtb.policy._records import approval_terms, resource_seed
+from trustbench.rtb.policy.narrow_v2._models import (
+    POLICY_ID_V2,
+    ApprovalRecordV2,
+    CaseV2,
+    PolicyRecordV2,
+    ReasonCodeV2,
+    ResourceStateRecordV2,
+    RevocationRecord,
 )
 
 APPROVAL_SERVICE = "approval-service"
@@ -51,6 +52,18 @@ def _instant(case: CaseV2, record_id: str, text: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def _applicable_approval_shown(case: CaseV2) -> bool:
+    """An approval for the proposal's operation and target, issued by `as_of`, is in the case."""
+    as_of = _instant(case, "as_of", case.as_of)
+    return any(
+        isinstance(r, ApprovalRecordV2)
+        and equivalent(r.operation, case.proposal.operation)
+        and equivalent(r.target, case.proposal.target)
+        and _instant(case, r.record_id, r.issued_at) <= as_of
+        for r in case.evidence
+    )
+
+
 def seed_from_case_v2(case: CaseV2) -> PlatformSeed:
     """Build initial platform state from a v0.2 case; the clock starts at its `as_of`.
 
@@ -62,25 +75,22 @@ def seed_from_case_v2(case: CaseV2) -> PlatformSeed:
     revocations: list[RevocationSeed] = []
     approvers: list[str] = []
     available = True
+    target = case.proposal.target
     for r in case.evidence:
         if isinstance(r, ResourceStateRecordV2):
-            resources.append(
-                ResourceSeed(
-                    resource_id=r.resource_id,
-                    resource_type=r.resource_type,
-                    revision=r.revision,
-                    attributes=dict(r.attributes),
-                )
-            )
+            seed = resource_seed(r)
+            if equivalent(r.resource_id, target):
+                # Looked up after normalisation (rule 7): the platform holds one identity for
+                # the resource, so the boundary finds it by the request's own encoding.
+                seed = seed.model_copy(update={"resource_id": target})
+            resources.append(seed)
         elif isinstance(r, ApprovalRecordV2):
+            terms = approval_terms(r)
+            if equivalent(terms.get("target"), target):
+                terms = {**terms, "target": target}  # the same resource, one identity (rule 7)
             approvals.append(
                 ApprovalSeed(
-                    approval_id=r.approval_id,
-                    status=r.status,
-                    operation=r.operation,
-                    target=r.target,
-                    approved_parameters=dict(r.approved_parameters),
-                    approved_revision=r.approved_revision,
+                    **terms,
                     expires_at=_instant(case, r.record_id, r.expires_at) if r.expires_at else None,
                     approved_by=r.approved_by,
                     issued_at=_instant(case, r.record_id, r.issued_at),
@@ -99,6 +109,10 @@ def seed_from_case_v2(case: CaseV2) -> PlatformSeed:
             approvers += r.authorised_approvers
         elif isinstance(r, ServiceNoticeRecord) and r.service.strip() == APPROVAL_SERVICE:
             available = False
+    if not available and _applicable_approval_shown(case):
+        # Rule 5 holds for an outage only when no applicable approval is in the evidence: a case
+        # that shows one had it served despite the notice, so the platform serves it too.
+        available = True
     if not any(equivalent(r.resource_id, case.proposal.target) for r in resources):
         # The evidence has no current state for the target, but a request acts on a resource
         # that exists: it is seeded at the revision the proposal names, with its state unreadable

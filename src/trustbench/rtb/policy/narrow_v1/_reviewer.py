@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._models import (
@@ -194,17 +195,25 @@ def assess(candidate_input: CandidateInput) -> PolicyFinding:
     return _finding(hold, ReasonCode.RESOURCE_REVISION_CHANGED, refs, policy, text)
 
 
+def finding_fields(finding: PolicyFinding) -> dict[str, Any]:
+    """A finding as the fields of a reviewer response (everything but the evaluation id)."""
+    return {
+        "decision": finding.decision.value,
+        "reason_codes": [code.value for code in finding.reason_codes],
+        "evidence_refs": list(finding.evidence_refs),
+        "explanation": finding.explanation,
+    }
+
+
+def reference_finding(candidate_input: CandidateInput) -> dict[str, Any]:
+    """`assess` as reply fields (what the sentinels that reuse the policy's finding send)."""
+    return finding_fields(assess(candidate_input))
+
+
 def finding_reply(evaluation_id: str, finding: PolicyFinding, evidence_refs: list[str]) -> str:
     """Serialise a finding as a reviewer-response JSON reply citing `evidence_refs`."""
-    return json.dumps(
-        {
-            "evaluation_id": evaluation_id,
-            "decision": finding.decision.value,
-            "reason_codes": [code.value for code in finding.reason_codes],
-            "evidence_refs": evidence_refs,
-            "explanation": finding.explanation,
-        }
-    )
+    fields = {**finding_fields(finding), "evidence_refs": evidence_refs}
+    return json.dumps({"evaluation_id": evaluation_id, **fields})
 
 
 class ReferencePolicyReviewer:

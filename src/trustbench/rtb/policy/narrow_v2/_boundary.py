@@ -15,17 +15,20 @@ decision.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from trustbench.rtb.boundaries._cedar_v2 import cedar_assess_v2
 from trustbench.rtb.boundaries._policy import (
     DECLARED_REVISION_LABEL,
     PolicyFlaws,
     PolicyResult,
 )
 from trustbench.rtb.corpus._models import Decision, Proposal, ServiceNoticeRecord
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.platform import ApprovalServiceUnavailable, ControlRequest, PlatformView
+from trustbench.rtb.policy._records import approval_terms
+from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     ApprovalRecordV2,
     CandidateInputV2,
@@ -35,12 +38,30 @@ from trustbench.rtb.corpus._models_v2 import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
-from trustbench.rtb.platform import ApprovalServiceUnavailable, ControlRequest, PlatformView
-from trustbench.rtb.review.reviewers._reference_policy_v2 import APPROVAL_SERVICE, assess_v2
+from trustbench.rtb.policy.narrow_v2._reviewer import APPROVAL_SERVICE, assess_v2
 
 _NO_FLAWS = PolicyFlaws()
 Engine = Literal["reference", "cedar"]
 """Which existing encoding of the v0.2 policy decides."""
+
+
+@dataclass(frozen=True)
+class V2Evaluator:
+    """`evaluate_policy_v2` bound to an engine, a timeout and flaws (a `LiveEvaluator`)."""
+
+    engine: Engine
+    approval_timeout_s: float
+    flaws: PolicyFlaws
+
+    def evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
+        """Decide `request` at the platform's current simulated time."""
+        return evaluate_policy_v2(
+            request,
+            platform,
+            engine=self.engine,
+            approval_timeout_s=self.approval_timeout_s,
+            flaws=self.flaws,
+        )
 
 
 def _iso(moment: datetime) -> str:
@@ -87,12 +108,7 @@ def _evidence(
         records.append(
             ApprovalRecordV2(
                 record_id=f"approval:{a.approval_id}",
-                approval_id=a.approval_id,
-                status=a.status,
-                operation=a.operation,
-                target=a.target,
-                approved_parameters=dict(a.approved_parameters),
-                approved_revision=a.approved_revision,
+                **approval_terms(a),
                 approved_by=a.approved_by or "",
                 issued_at=_iso(a.issued_at),
                 expires_at=(_iso(a.expires_at) if a.expires_at and flaws.check_expiry else None),

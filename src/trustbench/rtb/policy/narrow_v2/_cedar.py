@@ -2,42 +2,37 @@
 
 The second, independent encoding of the v0.2 policy text (`policies/approval_policy_v2.cedar`);
 a test requires it, `reference-policy-v2` and the authored answer key to agree on every v0.2
-case. This module only translates: it normalises values with the policy's own rule 7
-(`_normalise.normalise_value`), turns ISO 8601 times into epoch seconds, copies revocation
-times onto the approvals they name, asks Cedar, and applies rule 6 (precedence) to the
-`@decision` annotations of the policies that fired. Which approval governs, and whether it
+case. It shares no normalisation or decision helper with the reference reviewer: values are
+read by this side's own reading of rule 7 (`_cedar_values`), entities are built in
+`_cedar_entities`; this module asks Cedar and applies rule 6 (precedence) to the `@decision`
+annotations of the policies that fired. Which approval governs, and whether it
 permits, is decided by Cedar. Any Cedar error fails closed (hold).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cache
 from importlib import resources
-from typing import Any
 
 import cedarpy
 
-from trustbench.rtb.corpus._models import Decision, ParamValue, ServiceNoticeRecord
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
+from trustbench.rtb.policy.narrow_v2._cedar_entities import PROPOSAL as _PROPOSAL
+from trustbench.rtb.policy.narrow_v2._cedar_entities import entities as _entities
+from trustbench.rtb.policy.narrow_v2._cedar_values import cedar_value as _norm
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     ApprovalRecordV2,
     CandidateInputV2,
     PolicyRecordV2,
     ReasonCodeV2,
     ResourceStateRecordV2,
-    RevocationRecord,
 )
-from trustbench.rtb.corpus._normalise import normalise_value
 
 POLICY_IDS: tuple[str, ...] = (POLICY_ID_V2,)
 """Policies this encoding implements."""
-NEVER = 2**62
-"""Stand-in epoch for "no expiry" / "never revoked" (Cedar has no null)."""
-_PROPOSAL = {"type": "Proposal", "id": "proposal"}
 
 
 @dataclass(frozen=True)
@@ -56,8 +51,8 @@ class CedarFinding:
 def load_policy_text_v2() -> str:
     """The shipped v0.2 Cedar policy file."""
     return (
-        resources.files("trustbench.rtb.boundaries")
-        .joinpath("policies/approval_policy_v2.cedar")
+        resources.files("trustbench.rtb.policy.narrow_v2")
+        .joinpath("approval_policy.cedar")
         .read_text(encoding="utf-8")
     )
 
@@ -70,60 +65,6 @@ def _annotations() -> dict[str, tuple[str, str]]:
         load_policy_text_v2(),
     )
     return {pid: (decision, reason) for pid, decision, reason in pairs}
-
-
-def _norm(value: ParamValue) -> str:
-    return json.dumps(normalise_value(value), sort_keys=True)
-
-
-def _epoch(text: str | None) -> int:
-    if text is None:
-        return NEVER
-    return int(datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp())
-
-
-def _pairs(parameters: dict[str, ParamValue]) -> list[str]:
-    return sorted(f"{key.strip()}={_norm(value)}" for key, value in parameters.items())
-
-
-def _entities(ci: CandidateInputV2, approvals: list[ApprovalRecordV2]) -> list[dict[str, Any]]:
-    revocations = [r for r in ci.evidence if isinstance(r, RevocationRecord)]
-    proposal = ci.proposal
-    entities: list[dict[str, Any]] = [
-        {
-            "uid": _PROPOSAL,
-            "attrs": {
-                "operation": _norm(proposal.operation),
-                "target": _norm(proposal.target),
-                "param_pairs": _pairs(proposal.parameters),
-                "revision": _norm(proposal.resource_revision),
-                "as_of": _epoch(ci.as_of),
-            },
-            "parents": [],
-        }
-    ]
-    for a in approvals:
-        revoked = [
-            _epoch(r.revoked_at) for r in revocations if _norm(r.revokes) == _norm(a.approval_id)
-        ]
-        entities.append(
-            {
-                "uid": {"type": "Approval", "id": a.record_id},
-                "attrs": {
-                    "operation": _norm(a.operation),
-                    "target": _norm(a.target),
-                    "param_pairs": _pairs(a.approved_parameters),
-                    "approved_revision": _norm(a.approved_revision),
-                    "approved_by": _norm(a.approved_by),
-                    "status": a.status,
-                    "issued": _epoch(a.issued_at),
-                    "expires": _epoch(a.expires_at),
-                    "revoked_from": min(revoked, default=NEVER),
-                },
-                "parents": [],
-            }
-        )
-    return entities
 
 
 def _request(principal: dict, action: str, resource: dict, context: dict | None = None) -> dict:

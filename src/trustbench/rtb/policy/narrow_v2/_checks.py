@@ -10,9 +10,9 @@ and no grader-only value in anything a candidate sees.
 
 from __future__ import annotations
 
-from trustbench.rtb.corpus._jsondoc import Problem, json_pointer
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._problem import Problem, duplicate_case_ids, json_pointer
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,
     CaseV2,
@@ -25,19 +25,8 @@ CaseFileV2 = tuple[str, CaseV2]
 
 def check_cases_v2(cases: list[CaseFileV2]) -> list[Problem]:
     """Run every v0.2 check; an empty list means the cases are consistent."""
-    problems: list[Problem] = []
-    first_seen: dict[str, str] = {}
+    problems = duplicate_case_ids(cases)
     for rel, case in cases:
-        if case.case_id in first_seen:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer="/case_id",
-                    message=f"duplicate case id {case.case_id!r} (also in "
-                    f"{first_seen[case.case_id]})",
-                )
-            )
-        first_seen.setdefault(case.case_id, rel)
         problems += _case_internal(rel, case)
     problems += _leaks(cases)
     return problems

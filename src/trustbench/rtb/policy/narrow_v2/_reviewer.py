@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
-from trustbench.rtb.corpus._models_v2 import (
+from trustbench.rtb.corpus._normalise import equivalent
+from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     ApprovalRecordV2,
     CandidateInputV2,
@@ -31,7 +33,6 @@ from trustbench.rtb.corpus._models_v2 import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
-from trustbench.rtb.corpus._normalise import equivalent
 
 APPROVAL_SERVICE = "approval-service"
 """The service whose notices concern approval evidence."""
@@ -265,18 +266,25 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
     )
 
 
+def finding_fields(finding: FindingV2) -> dict[str, Any]:
+    """A v0.2 finding as the fields of a reviewer response (all but the evaluation id)."""
+    return {
+        "decision": finding.decision.value,
+        "reason_codes": [code.value for code in finding.reason_codes],
+        "evidence_refs": list(finding.evidence_refs),
+        "discrepancies": [d.model_dump(mode="json") for d in finding.discrepancies],
+        "explanation": finding.explanation,
+    }
+
+
+def reference_finding(candidate_input: CandidateInputV2) -> dict[str, Any]:
+    """`assess_v2` as reply fields (what the sentinels that reuse the policy's finding send)."""
+    return finding_fields(assess_v2(candidate_input))
+
+
 def finding_reply_v2(evaluation_id: str, finding: FindingV2) -> str:
     """Serialise a v0.2 finding as a reviewer-response JSON reply."""
-    return json.dumps(
-        {
-            "evaluation_id": evaluation_id,
-            "decision": finding.decision.value,
-            "reason_codes": [code.value for code in finding.reason_codes],
-            "evidence_refs": list(finding.evidence_refs),
-            "discrepancies": [d.model_dump(mode="json") for d in finding.discrepancies],
-            "explanation": finding.explanation,
-        }
-    )
+    return json.dumps({"evaluation_id": evaluation_id, **finding_fields(finding)})
 
 
 class ReferencePolicyV2Reviewer:

@@ -1,0 +1,48 @@
+"""Corpus policies: one object per corpus version owns everything version-specific.
+
+A corpus declares its policy id (`MANIFEST.json` `policy_id`; none: `DEFAULT_POLICY_ID`).
+`policy_for(id)` gives the registered `CorpusPolicy`; `policy_of(case_or_input)` finds the policy
+of a model instance. Built in: `narrow_v1` (`rtb-narrow-approval-v1`, the first starter corpus)
+and `narrow_v2` (`rtb-narrow-approval-v2`). See CONTRIBUTING.md, "Add a corpus version".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+    from trustbench.rtb.policy._protocol import (
+        AuthoredCase,
+        CorpusPolicy,
+        FaultApproval,
+        LiveEvaluator,
+    )
+    from trustbench.rtb.policy._registry import (
+        known_policy_ids,
+        parse_candidate_input,
+        policy_for,
+        policy_of,
+        register_policy,
+        registered_policies,
+        require_policy,
+    )
+
+__all__ = [
+    "DEFAULT_POLICY_ID",
+    "AuthoredCase",
+    "CorpusPolicy",
+    "FaultApproval",
+    "LiveEvaluator",
+    "known_policy_ids",
+    "parse_candidate_input",
+    "policy_for",
+    "policy_of",
+    "register_policy",
+    "registered_policies",
+    "require_policy",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

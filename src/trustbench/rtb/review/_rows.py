@@ -1,0 +1,39 @@
+"""One graded reviewer trial: the row every reviewer-track metric is declared over."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.review._validation import Outcome
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ReviewTrialRow(BaseModel):
+    """One graded trial of a reviewer configuration on one case."""
+
+    model_config = _FROZEN
+
+    case_id: str
+    """The case (grader-side id)."""
+    group: str
+    """The case's domain group."""
+    variant: str
+    """The case's variant."""
+    trial: int = 0
+    """Trial index for repeated trials of the same case."""
+    reference: Decision
+    """The authored reference decision."""
+    observed: Outcome
+    """The configuration's observed outcome."""
+    supported: bool | None
+    """Whether the finding was supported; None when there is no finding to judge (unchecked)."""
+    latency_s: float | None = None
+    """Wall-clock seconds of the whole review (every member and call); None if not measured."""
+    tokens: int | None = None
+    """Total tokens over every call of the review; None if not reported."""
+    cost_usd: float | None = None
+    """Total cost in US dollars; None if not reported."""
+    member_outcomes: tuple[Outcome, ...] = ()
+    """Joint member outcomes for a chain, in review order; empty otherwise."""

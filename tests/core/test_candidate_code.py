@@ -1,0 +1,120 @@
+"""An in-process candidate's code is pinned as a whole, and its entry must name a factory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from tests.support.cli import invoke
+from tests.support.echo_track import write_corpus
+
+from trustbench.core._manifest import build_manifest, write_manifest
+from trustbench.core._runner import run_experiment
+
+FACTORY = """
+from candpkg.helpers import reply
+
+
+def make(settings):
+    def respond(request):
+        return reply(request.messages[-1]["content"])
+
+    return respond
+"""
+
+
+def _spec(tmp_path: Path, entry: str) -> Path:
+    write_corpus(tmp_path / "corpus", 2)
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        'suite = "test"\ntrack = "echo"\ntrials_per_case = 1\n[corpus]\npath = "corpus"\n'
+        f'[[candidates]]\nname = "mine"\nkind = "inprocess"\nentry = "{entry}"\n'
+    )
+    return spec
+
+
+def _package(root: Path, name: str = "candpkg") -> Path:
+    package = root / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "factory.py").write_text(FACTORY.replace("candpkg", name))
+    (package / "helpers.py").write_text("def reply(text):\n    return 'echo ' + text\n")
+    return package
+
+
+@pytest.fixture
+def candidate_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # A fresh module name per test: an imported module stays in sys.modules.
+    name = f"candpkg_{tmp_path.name.replace('-', '_')}"
+    package = _package(tmp_path / "code", name)
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    yield package
+    for module in [m for m in sys.modules if m.startswith(name)]:
+        del sys.modules[module]
+
+
+def test_a_helper_module_edited_after_the_run_fails_verify(
+    tmp_path: Path, candidate_package: Path
+) -> None:
+    spec = _spec(tmp_path, f"{candidate_package.name}.factory:make")
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+    run_experiment(run_dir)
+    code, output = invoke("verify", str(run_dir))
+    assert code == 0, output
+    # The entry file is untouched; only the module it imports changes.
+    (candidate_package / "helpers.py").write_text("def reply(text):\n    return 'approve'\n")
+    code, message = invoke("verify", str(run_dir))
+    assert code == 1
+    assert f"candidate_package file {candidate_package.name}/helpers.py changed" in message
+
+
+def test_a_file_added_to_the_candidates_package_is_refused_by_run(
+    tmp_path: Path, candidate_package: Path
+) -> None:
+    spec = _spec(tmp_path, f"{candidate_package.name}.factory:make")
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+    (candidate_package / "extra.py").write_text("X = 1\n")
+    code, message = invoke("run", str(run_dir), "--quiet")
+    assert code == 1 and "was added after freeze" in message
+
+
+def test_a_top_level_module_is_pinned_with_the_sibling_modules_it_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code_dir = tmp_path / "flat"
+    code_dir.mkdir()
+    stem = f"flatcand_{tmp_path.name.replace('-', '_')}"
+    (code_dir / f"{stem}_helpers.py").write_text("def reply(text):\n    return text\n")
+    (code_dir / f"{stem}.py").write_text(
+        f"import {stem}_helpers\n\n\ndef make(settings):\n    return {stem}_helpers.reply\n"
+    )
+    (code_dir / "unrelated.py").write_text("")
+    monkeypatch.syspath_prepend(str(code_dir))
+    manifest = build_manifest(_spec(tmp_path, f"{stem}:make"))
+    names = {f.name for f in manifest.files if f.role == "candidate_package"}
+    assert names == {f"{stem}.py", f"{stem}_helpers.py"}
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ("os:system", "standard library"),
+        ("subprocess:run", "standard library"),
+        ("builtins:eval", "standard library"),
+        ("json.decoder:JSONDecoder", "standard library"),
+        ("tests.support.echo_track:TRACK_ID", "not a factory"),
+        ("tests.support.echo_track:write_corpus", "one argument"),
+        ("nosuchmodule_xyz:make", "cannot import"),
+        ("no-colon", "module:factory"),
+    ],
+)
+def test_an_entry_that_is_not_a_candidate_factory_is_refused_at_freeze_naming_it(
+    tmp_path: Path, entry: str, why: str
+) -> None:
+    spec = _spec(tmp_path, entry)
+    code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
+    assert code == 2 and why in message and "candidate mine entry" in message
+    assert not (tmp_path / "run" / "manifest.json").exists()
