@@ -24,7 +24,7 @@ from tests.support.openai_server import Behaviour, OpenAIServer, json_reply, rep
 from trustbench.core import read_ledger
 from trustbench.rtb import CandidateInput, export_candidate_inputs, load_corpus
 from trustbench.rtb.corpus._load import builtin_corpus_root
-from trustbench.rtb.review.reviewers import ReferencePolicyReviewer
+from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 
 inspect_ai = pytest.importorskip("inspect_ai", reason="needs the `inspect` extra")
 pytest.importorskip("openai", reason="Inspect's openai/ provider needs the openai package")

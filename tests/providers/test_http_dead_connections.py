@@ -2,8 +2,9 @@
 
 The server of the first two tests closes every connection right after its response without
 saying so (`Content-Length`, no `Connection: close`): aiohttp alone reused such connections for
-about half of 120 requests at concurrency 8 (57 failed); the pool polls an idle socket before
-reuse, and the runner's retry of a request that still met one goes on a fresh connection.
+about half of 120 requests at concurrency 8 (57 failed); the pool gives the event loop a turn
+to read a pending FIN before reuse, and the runner's retry of a request that still met one goes
+on a fresh connection.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def test_connections_the_server_closed_after_responding_are_rarely_reused() -> N
     with ClosingServer() as server:
         errors = asyncio.run(_first_attempts(f"http://127.0.0.1:{server.port}/v1", 120))
     failed = [e for e in errors if e is not None]
-    # Without the idle-socket check, 57 of 120 failed here; what is left is the race of a FIN
+    # Without the check before reuse, 57 of 120 failed here; what is left is the race of a FIN
     # still in flight, and each such attempt says its resend goes on a fresh connection.
     assert len(failed) <= 12, failed
     assert all("resent on a fresh connection" in e for e in failed), failed

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.providers.test_http_pool import self_signed  # noqa: F401
 from tests.support.real_servers import (
     ChatApp,
     nginx_reverse_proxy,
@@ -20,16 +21,6 @@ from tests.support.real_servers import (
 )
 
 from trustbench.providers import AttemptResult, ChatRequest, OpenAIChatProvider, new_session
-
-_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
-
-
-@pytest.fixture(autouse=True)
-def _no_proxy_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test sets the proxy variables it means; none leak in from the machine."""
-    for name in _PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
 
 
 @pytest.fixture
@@ -133,3 +124,22 @@ def test_a_proxy_that_is_down_is_a_connection_error_not_a_direct_call(
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
     (result,) = asyncio.run(_send_all(f"http://127.0.0.1:{uvicorn_port}/v1", ["x"], 1))
     assert result.error_class == "connection_error" and app.requests == []
+
+
+def test_https_goes_through_the_proxy_that_https_proxy_names_by_connect(
+    self_signed: tuple[str, str],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A TLS endpoint behind tinyproxy (CONNECT), its certificate trusted via SSL_CERT_FILE."""
+    from tests.providers.test_http_pool import _https_post
+    from tests.support.real_servers import free_port
+
+    monkeypatch.setenv("SSL_CERT_FILE", self_signed[0])
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens
+    refused = _https_post(*self_signed, "127.0.0.1")
+    assert refused.error_class == "connection_error" and refused.http_status is None
+    with tinyproxy_forward_proxy(tmp_path / "tinyproxy") as proxy_port:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_port}")
+        result = _https_post(*self_signed, "127.0.0.1")
+    assert result.error_class is None and result.raw_response == '{"tls": true}'
