@@ -88,7 +88,9 @@ def run(
     spec.write_text(text)
     run_dir = tmp_path / "run"
     assert invoke("freeze", str(spec), "--out", str(run_dir))[0] == 0
-    code, out = invoke("run", str(run_dir), "--quiet")
+    # The scripted agent answers only the workflow's own turns (a preflight probe would make
+    # it drop the connection), so this module runs past preflight (tested in test_preflight).
+    code, out = invoke("run", str(run_dir), "--quiet", "--no-preflight")
     assert code == run_code, out
     code, out = invoke("report", str(run_dir))
     assert code == report_code, out
