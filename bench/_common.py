@@ -12,6 +12,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,11 +26,20 @@ def env() -> dict[str, str]:
 
     A `PYTHONPATH` set by the caller comes first, so `PYTHONPATH=/elsewhere/src python -m
     bench...` measures another checkout's trustbench (how the before/after figures were taken).
+    Bytecode is cached (as an installed package's is), but under a folder in the temporary
+    directory (`PYTHONPYCACHEPREFIX`, unless the caller set one), never in the checkout: with
+    `PYTHONDONTWRITEBYTECODE` set, every process would recompile trustbench's sources and the
+    start-up figures would time the compiler, not the program.
     """
     paths = [str(REPO / "src"), str(REPO)]
     if os.environ.get("PYTHONPATH"):
         paths.insert(0, os.environ["PYTHONPATH"])
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
+    environment.setdefault(
+        "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "trustbench-bench-pycache")
+    )
+    return environment
 
 
 @contextmanager

@@ -293,7 +293,14 @@ def inspect_eval(
     }
 
 
+def _process_phases() -> dict[str, Callable[..., dict[str, Any]]]:
+    from bench._process import cli_report, cli_run, floor_process
+
+    return {"cli_run": cli_run, "cli_report": cli_report, "floor_process": floor_process}
+
+
 PHASES: dict[str, Callable[..., dict[str, Any]]] = {
+    **_process_phases(),
     "inspect_eval": inspect_eval,
     "analysis": analysis,
     "resume_startup": resume_startup,

@@ -1,4 +1,4 @@
-"""CLI start-up bench: wall time of `trustbench --help` and `trustbench version` in fresh processes.
+"""CLI start-up bench: wall time of `trustbench --help`, `version` and `run` on a finished folder.
 
 Run: `python -m bench.cli_startup` from the repository root (options: `--help`).
 
@@ -8,6 +8,11 @@ that only imports the CLI framework (`import typer`), so the ratios show what tr
 adds. Reported: the median and range of wall seconds, and the ratio of the medians. Target
 (layout v2): `--help` and `version` under 0.3 s on the 2-core development machine. Nothing asserts
 a time; the script only checks every command exited 0.
+
+`trustbench run RUN` on a finished folder (a small in-process reviewer run, finished before the
+rounds) is start-up alone: imports, re-checking the frozen inputs and the ledger, the sign-off.
+Its baseline is an interpreter that imports aiohttp, what a hand-written client starts with;
+target (issue 35) within 1.5x of it.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from bench._common import REPO, env, machine, ratio
+from bench._common import REPO, env, machine, phase, ratio, spec_text
 
 COMMANDS: dict[str, list[str]] = {
     "python -c pass (baseline)": ["-c", "pass"],
@@ -27,8 +34,11 @@ COMMANDS: dict[str, list[str]] = {
     "trustbench version": ["-m", "trustbench", "version"],
     "trustbench rtb --help": ["-m", "trustbench", "rtb", "--help"],
     "trustbench trb --help": ["-m", "trustbench", "trb", "--help"],
+    "import aiohttp (baseline)": ["-c", "import aiohttp"],
 }
 TARGET_S = 0.3
+RUN_TARGET = 1.5
+"""`trustbench run` on a finished folder over `import aiohttp`."""
 
 
 def _wall(arguments: list[str]) -> float:
@@ -45,14 +55,31 @@ def main() -> None:
     args = parser.parse_args()
     print(f"cli_startup: {args.rounds} rounds per command; {machine()}")
     medians: dict[str, float] = {}
-    for name, arguments in COMMANDS.items():
-        _wall(arguments)  # warm the page cache and bytecode cache once
-        walls = [_wall(arguments) for _ in range(args.rounds)]
+    with tempfile.TemporaryDirectory() as tmp:
+        finished = Path(tmp) / "run"
+        spec = spec_text(base_url=None, cases=5, trials_per_case=2, concurrency=4)
+        phase("trustbench_run", run_dir=str(finished), spec=spec)  # freeze and run, untimed
+        commands = {
+            **COMMANDS,
+            "trustbench run (finished)": ["-m", "trustbench", "run", str(finished), "--quiet"],
+        }
+        _rounds(commands, args.rounds, medians)
+    _report(medians)
+
+
+def _rounds(commands: dict[str, list[str]], rounds: int, medians: dict[str, float]) -> None:
+    """Each command once to warm the page and bytecode caches, then `rounds` timed runs."""
+    for name, arguments in commands.items():
+        _wall(arguments)
+        walls = [_wall(arguments) for _ in range(rounds)]
         medians[name] = statistics.median(walls)
         print(
             f"  {name:28s} median {medians[name]:.3f} s "
             f"(range {min(walls):.3f} to {max(walls):.3f})"
         )
+
+
+def _report(medians: dict[str, float]) -> None:
     bare = medians["python -c pass (baseline)"]
     typer_only = medians["import typer (baseline)"]
     for name in ("trustbench --help", "trustbench version"):
@@ -61,6 +88,12 @@ def main() -> None:
             f"{name}: {medians[name]:.3f} s = {ratio(medians[name], bare)} a bare interpreter, "
             f"{ratio(medians[name], typer_only)} `import typer`; target < {TARGET_S} s {verdict}"
         )
+    run, aiohttp = medians["trustbench run (finished)"], medians["import aiohttp (baseline)"]
+    verdict = "met" if run <= RUN_TARGET * aiohttp else "NOT met"
+    print(
+        f"trustbench run (finished folder): {run:.3f} s = {ratio(run, aiohttp)} `import aiohttp` "
+        f"({aiohttp:.3f} s); target <= {RUN_TARGET}x {verdict}"
+    )
 
 
 if __name__ == "__main__":

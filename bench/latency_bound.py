@@ -18,6 +18,13 @@ CPU figures are given both for the whole run and for the trials alone:
 - wall / floor over the whole run and over the trials alone (targets <= 1.05x quiet,
   <= 1.10x beside a CPU load).
 
+As a user runs it: each round also times the command, `trustbench run RUN --quiet`, as a
+process from exec to exit (interpreter, imports, checks, trials, sign-off), against the bare
+aiohttp client as a process of its own (`bench/_bare_client.py`: standard library and aiohttp,
+the same request bodies prepared beforehand). Targets (issue 35): process wall within 1.15x of
+the bare client's at 50 ms latency, within 1.02x at 1.5 s (`--latency-ms 1500`; a few hundred
+trials suffice there, e.g. `--cases 10 --trials-per-case 20`).
+
 Wall time on a shared 2-core machine moves by several percent between identical runs, so
 `--rounds N` measures the floors and trustbench N times, trustbench last and first in turn, and
 prints every round and the median and range of each ratio. `--load` runs the rounds beside a
@@ -35,6 +42,36 @@ from bench._common import cpu_load, machine, phase, ratio, server, spec_text, sp
 
 ISSUE_BASELINE_BYTES = 8954
 """Ledger bytes per trial when issue 17 was filed (format 1, the earlier stand-in track)."""
+
+
+def _process_round(
+    args: argparse.Namespace, base_url: str, run_dir: Path, ours_first: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The bare client and `trustbench run` as processes, exec to exit; trustbench first or last."""
+    shape = {"cases": args.cases, "trials_per_case": args.trials_per_case}
+    spec = spec_text(base_url=base_url, concurrency=args.concurrency, **shape)
+
+    def bare() -> dict[str, Any]:
+        return phase("floor_process", base_url=base_url, concurrency=args.concurrency, **shape)
+
+    if ours_first:
+        ours = phase("cli_run", run_dir=str(run_dir), spec=spec)
+        return bare(), ours
+    return bare(), phase("cli_run", run_dir=str(run_dir), spec=spec)
+
+
+def _print_process_round(
+    number: int, rounds: int, bare: dict[str, Any], command: dict[str, Any], ideal: float
+) -> None:
+    print(
+        f"  round {number + 1} of {rounds}, as processes (exec to exit)\n"
+        f"    bare client process {bare['wall_s']:7.2f} s wall, "
+        f"{bare['cpu_s']:.2f} s CPU, peak RSS {bare['peak_rss_mib']:.0f} MiB\n"
+        f"    trustbench run      {command['wall_s']:7.2f} s wall, "
+        f"{command['cpu_s']:.2f} s CPU, peak RSS {command['peak_rss_mib']:.0f} MiB\n"
+        f"    process wall / bare {ratio(command['wall_s'], bare['wall_s'])}; "
+        f"/ ideal {ratio(command['wall_s'], ideal)} (bare / ideal {ratio(bare['wall_s'], ideal)})"
+    )
 
 
 def _round(
@@ -74,9 +111,16 @@ def main() -> None:
         f"{'beside a CPU load' if args.load else 'no added load'}; {machine()}"
     )
     print(f"  ideal                 {ideal:7.2f} s")
-    whole, alone, harness = [], [], []
+    whole, alone, harness, process = [], [], [], []
+    target = 1.15 if args.latency_ms < 1000 else 1.02
     with server(latency_s) as base_url, tempfile.TemporaryDirectory() as tmp, cpu_load(args.load):
         for number in range(args.rounds):
+            bare, command = _process_round(
+                args, base_url, Path(tmp) / f"cli{number}", number % 2 == 0
+            )
+            assert bare["ok"] == trials and command["completed"] == trials, (bare, command)
+            process.append(command["wall_s"] / bare["wall_s"])
+            _print_process_round(number, args.rounds, bare, command, ideal)
             floor, ours = _round(args, base_url, Path(tmp) / f"run{number}", number % 2 == 1)
             assert ours["completed"] == trials and floor["ok"] == trials, (ours, floor)
             trial_cpu = (ours["cpu_s"] - ours["startup_cpu_s"]) / trials
@@ -85,6 +129,10 @@ def main() -> None:
             alone.append(trial_wall / floor["wall_s"])
             harness.append(1000 * (trial_cpu - floor["cpu_s"] / trials))
             _print_round(number, args.rounds, floor, ours, ideal, trials)
+    print(
+        f"  process wall / bare   {spread(process)}  (`trustbench run` exec to exit over the "
+        f"bare client process; target <= {target:.2f}x at this latency)"
+    )
     print(
         f"  wall / floor          {spread(whole)} whole run; {spread(alone)} trials alone  "
         "(target <= 1.05x quiet, <= 1.10x beside a CPU load)"

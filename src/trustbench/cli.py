@@ -12,8 +12,6 @@ import sqlite3
 import sys
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from trustbench import __version__
 from trustbench.core.cli import register_core_commands
@@ -72,6 +70,9 @@ def main() -> None:
 
 
 def _fail(message: str, exit_code: int) -> None:
+    from rich.console import Console  # only on the error path: never a start-up cost
+    from rich.text import Text
+
     # The message is data (it may hold `[brackets]`): never parse it as rich markup.
     Console(stderr=True, soft_wrap=True).print(
         "[bold red]error:[/]", Text(message), highlight=False

@@ -305,11 +305,11 @@ def test_candidate_resampling_beyond_the_declared_policy_is_a_recorded_harness_e
 def test_a_second_concurrent_run_on_the_same_folder_is_refused(
     experiment: Path, tmp_path: Path
 ) -> None:
-    from trustbench.core._runner import _RunLock
+    from trustbench.core._run_folder import RunLock
     from trustbench.errors import InputError
 
     run_dir = _freeze(experiment, tmp_path / "run")
-    with _RunLock(run_dir), pytest.raises(InputError, match="another `trustbench run`"):
+    with RunLock(run_dir), pytest.raises(InputError, match="another `trustbench run`"):
         run_experiment(run_dir)
 
 

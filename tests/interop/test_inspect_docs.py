@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from tests.support.openai_server import Behaviour, OpenAIServer, json_reply, reply
+from tests.support.records import full_record
 
 from trustbench.core import read_ledger
 from trustbench.rtb import CandidateInput, export_candidate_inputs, load_corpus
@@ -89,7 +90,7 @@ def test_the_documented_round_trip_runs_verbatim_and_grades_what_the_server_sent
         )
         done = _bash(_doc_commands(), tmp_path, env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    record = json.loads((tmp_path / "runs/from-inspect/record.json").read_text())
+    record = full_record(tmp_path / "runs/from-inspect")
     rows = [r for r in record["review"]["trials"] if r["configuration"] == "openai:my-model"]
     graded = {r["evaluation_ids"][0]: r["outcome"] for r in rows}
     assert len(graded) == 60 and graded == server_script.decisions
@@ -157,7 +158,7 @@ def test_the_task_runs_and_imports_on_every_shipped_corpus(version: str, tmp_pat
     )  # fmt: skip
     assert code == 0, output
     report_run(tmp_path / "run")
-    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    record = full_record(tmp_path / "run")
     graded = {
         r["evaluation_ids"][0]: r["outcome"]
         for r in record["review"]["trials"]

@@ -19,6 +19,7 @@ from tests.support.openai_server import (
     reply,
     server_error,
 )
+from tests.support.records import full_record
 
 from trustbench.core import read_ledger, report_run
 from trustbench.rtb import CandidateInput
@@ -80,7 +81,7 @@ def test_every_trial_is_a_sample_scored_with_the_trustbench_grade(
     assert code == 0, output
     log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
     ledger = read_ledger(reported)
-    record = json.loads((reported / "record.json").read_text())
+    record = full_record(reported)
     assert len(log.samples) == len(ledger.trials) == 12
     rows = [r for r in record["review"]["trials"] if r["configuration"] == "llm"]
     grades = {(r["case_id"], r["trial"]): (r["supported"], r["outcome"]) for r in rows}

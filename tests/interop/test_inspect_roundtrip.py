@@ -22,6 +22,7 @@ from tests.support.openai_server import (
     json_reply,
     reply,
 )
+from tests.support.records import full_record
 
 from trustbench.core import report_run
 from trustbench.rtb import CandidateInput, export_candidate_inputs, load_corpus
@@ -113,7 +114,7 @@ def test_inspect_run_imported_and_reported_gives_the_scripted_decisions(
     code, output = _import(log_path, exported, tmp_path / "run")
     assert code == 0, output
     report_run(tmp_path / "run")
-    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    record = full_record(tmp_path / "run")
 
     rows = [r for r in record["review"]["trials"] if r["configuration"] == "openai:test-reviewer-1"]
     graded = {r["evaluation_ids"][0]: r["outcome"] for r in rows if r["outcome"] != "not_run"}

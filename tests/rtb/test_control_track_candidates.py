@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from tests.support.records import full_record
 
 from trustbench.core import read_ledger
 from trustbench.core._manifest import build_manifest, write_manifest
@@ -71,7 +72,7 @@ def _run(tmp_path: Path, text: str) -> tuple[ReportResult, dict[str, Any]]:
     write_manifest(build_manifest(spec), run_dir)
     run_experiment(run_dir)
     result = report_run(run_dir)
-    return result, json.loads(result.record_path.read_text(encoding="utf-8"))
+    return result, full_record(result.record_path.parent)
 
 
 def _figure(record: dict[str, Any], subject: str, name: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from tests.rtb.test_human_fixtures import page_input, participant_answer, runs  # noqa: F401
+from tests.support.records import full_record
 
 from trustbench.core import read_ledger, report_run, run_experiment
 from trustbench.errors import InputError
@@ -89,7 +90,7 @@ def test_two_participants_yield_a_report_with_both_configurations_timings_and_vi
     assert len(pages) == 31
     result = report_run(human_dir)
     assert result.complete
-    review = json.loads(result.record_path.read_text())["review"]
+    review = full_record(result.record_path.parent)["review"]
     paired_ai = next(name for name in review["configurations"] if name.startswith("always-permit"))
     assert {"sre-cab-p01", "sre-cab-p02", paired_ai} <= set(review["configurations"])
     p01 = review["configurations"]["sre-cab-p01"]

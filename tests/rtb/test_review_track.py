@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from tests.support.cli import invoke
 from tests.support.crash import crash_after_seq
+from tests.support.records import full_record
 
 from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
 from trustbench.core.stats import binomial_interval
@@ -155,7 +156,7 @@ def fixture_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
         ),
     )
     report_run(run_dir)
-    return run_dir, json.loads((run_dir / "record.json").read_text())
+    return run_dir, full_record(run_dir)
 
 
 def test_hand_computed_fixture_counts_and_intervals_match_the_record(
@@ -304,7 +305,7 @@ def test_k_trials_count_per_trial_while_the_exact_bound_counts_distinct_cases(
 ) -> None:
     run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL + SCRIPTED, trials=3))
     report_run(run_dir)
-    record = json.loads((run_dir / "record.json").read_text())
+    record = full_record(run_dir)
     fa = figures(record, "scripted")["false_approval_rate"]
     # The spec's estimand: permits over evaluated trials of deny cases (2 cases x 3 trials).
     assert (fa["numerator"], fa["denominator"], fa["unit"]) == (6, 12, "trial")
@@ -330,7 +331,7 @@ def test_an_interrupted_review_run_reports_unrun_trials_as_not_run(tmp_path: Pat
     crash_after_seq(run_dir, seqs[9])
     result = report_run(run_dir)
     assert not result.complete
-    record = json.loads((run_dir / "record.json").read_text())
+    record = full_record(run_dir)
     rows = [r for r in record["review"]["trials"] if r["configuration"] != "unchecked"]
     not_run = [r for r in rows if r["outcome"] == "not_run"]
     assert len(not_run) == 24 - 10
@@ -357,7 +358,7 @@ def test_an_interrupted_review_run_with_k_trials_per_case_reports_pass_k_not_run
     crash_after_seq(run_dir, first)  # one trial finished: no case has its 3 trials
     result = report_run(run_dir)
     assert not result.complete
-    record = json.loads((run_dir / "record.json").read_text())
+    record = full_record(run_dir)
     pass_k = figures(record, "reference-policy")["correct_pass_hat_k"]
     assert pass_k["status"] == "not_run" and pass_k["estimate"] is None
 

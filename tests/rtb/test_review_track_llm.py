@@ -17,6 +17,7 @@ from tests.support.openai_server import (
     reply,
     server_error,
 )
+from tests.support.records import full_record
 
 from trustbench.core import read_ledger, report_run
 from trustbench.rtb import CandidateInput
@@ -87,7 +88,7 @@ def test_llm_reviewer_missing_and_invalid_counts_equal_what_the_server_sent(
     ).replace("[corpus]", RETRY + "\n[corpus]")
     run_dir = run_spec(tmp_path, text)
     report_run(run_dir)
-    record = json.loads((run_dir / "record.json").read_text())
+    record = full_record(run_dir)
 
     sent = Counter(EXPECTED_OUTCOME[kind] for kind in script.kind_of.values())
     assert sum(sent.values()) == 12 and set(sent) == {"missing", "invalid", "decision"}

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from tests.support.cli import invoke
+from tests.support.records import full_record
 
 from trustbench.core import read_ledger
 from trustbench.rtb import builtin_corpus_root
@@ -82,7 +83,7 @@ def freeze_run_report(tmp_path: Path, spec_text: str) -> tuple[int, str, dict[st
     code, out = invoke("run", str(run_dir), "--quiet")
     assert code == 0, out
     code, out = invoke("report", str(run_dir))
-    record = json.loads((run_dir / "record.json").read_text())
+    record = full_record(run_dir)
     return code, out, record, run_dir
 
 

@@ -15,6 +15,7 @@ from tests.support.openai_server import (
     openai_server,  # noqa: F401  (pytest fixture)
     reply,
 )
+from tests.support.records import full_record
 
 from trustbench.core import read_ledger
 
@@ -87,11 +88,13 @@ def run(
     spec.write_text(text)
     run_dir = tmp_path / "run"
     assert invoke("freeze", str(spec), "--out", str(run_dir))[0] == 0
-    code, out = invoke("run", str(run_dir), "--quiet")
+    # The scripted agent answers only the workflow's own turns (a preflight probe would make
+    # it drop the connection), so this module runs past preflight (tested in test_preflight).
+    code, out = invoke("run", str(run_dir), "--quiet", "--no-preflight")
     assert code == run_code, out
     code, out = invoke("report", str(run_dir))
     assert code == report_code, out
-    return json.loads((run_dir / "record.json").read_text()), run_dir
+    return full_record(run_dir), run_dir
 
 
 def test_llm_agent_completes_through_ctx_chat_and_is_graded_from_the_observer(

@@ -173,6 +173,6 @@ def test_goodhart_audit_catches_every_cheat_and_passes_the_control(
 def test_audit_command_exits_1_when_a_cheat_goes_uncaught(monkeypatch: pytest.MonkeyPatch) -> None:
     # A "nudge" adapter that in fact follows every edit must break the ignore-r signature.
     monkeypatch.setattr(cheats, "IgnorePlusNudge", GovernedOracle)
-    result = CliRunner().invoke(app, ["trb", "audit", "--traces", "20"])
+    result = CliRunner().invoke(app, ["trb", "audit", "--traces", "20", "--no-cheats"])
     assert isinstance(result.exception, CheckFailed)
     assert "ignore-plus-nudge" in str(result.exception)

@@ -16,7 +16,7 @@ from trustbench.trb.world import reference_continuation
 
 
 def test_audit_command_exits_0_when_every_oracle_matches_its_closed_form() -> None:
-    result = CliRunner().invoke(app, ["trb", "audit", "--traces", "20"])
+    result = CliRunner().invoke(app, ["trb", "audit", "--traces", "20", "--no-cheats"])
     assert result.exit_code == 0, result.output
     assert "epiphenomenal" in result.output
 
@@ -30,7 +30,7 @@ class _IgnoresConfidence(GovernedOracle):
 def test_audit_command_exits_1_when_an_oracle_deviates(monkeypatch: pytest.MonkeyPatch) -> None:
     broken = {**oracles.default_oracles(), "perfectly-governed": _IgnoresConfidence}
     monkeypatch.setattr(oracles, "default_oracles", lambda: broken)
-    result = CliRunner().invoke(app, ["trb", "audit", "--traces", "20"])
+    result = CliRunner().invoke(app, ["trb", "audit", "--traces", "20", "--no-cheats"])
     assert isinstance(result.exception, CheckFailed)
     assert result.exception.exit_code == 1
     assert "perfectly-governed G" in str(result.exception)

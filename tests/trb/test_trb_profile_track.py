@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from tests.support.openai_server import OpenAIServer, raw_body
 from trustbench.core import read_ledger, report_run
 from trustbench.core.figures import Figure, Interval
 from trustbench.trb.proxy import parse_slot_text
-from trustbench.trb.proxy._chat import ChatProxyAdapter
 from trustbench.trb.track import PROFILE_AXES
 from trustbench.trb.track import freeze_run_report as pipeline_run
 
@@ -229,11 +227,6 @@ def _governed(body: dict[str, Any], _n: int) -> Any:
     return raw_body(_completion(plan, top))
 
 
-def chat_adapter() -> ChatProxyAdapter:
-    """`MODULE:FACTORY` for the track: a chat proxy on the test server named in the env."""
-    return ChatProxyAdapter(os.environ["TRB_TEST_CHAT_URL"], "scripted", name="chat")
-
-
 def test_chat_proxy_adapter_runs_end_to_end_through_the_track(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -242,7 +235,7 @@ def test_chat_proxy_adapter_runs_end_to_end_through_the_track(
         monkeypatch.setenv("TRB_TEST_CHAT_URL", server.base_url)
         spec = write_spec(
             tmp_path,
-            {"chat": "test_trb_profile_track:chat_adapter"},
+            {"chat": "trb_chat_factory:chat_adapter"},
             sizes="{ train = 20, eval = 3, transfer = 2 }",
             options='measures = ["governance", "grounding", "attribution", "viability", '
             '"transfer"]\nviability_rollouts = 1\nconformance_traces = 1\n'
@@ -422,3 +415,32 @@ def test_track_2_reports_auc_vs_strength_and_compares_the_pair_on_the_threshold(
         "ablation more sensitive (lower threshold, intervals separate)",
         "not separated",
     }
+
+
+def test_navigability_reports_the_holonomy_of_a_closed_goal_loop_with_an_interval(
+    profile_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = profile_run
+    for candidate in ("full", "ablation"):
+        holonomy = next(f for f in record["figures"][candidate] if f["name"] == "holonomy")
+        assert holonomy["status"] == "measured" and "closed loop" in holonomy["description"]
+        boot = next(
+            i for i in holonomy["intervals"] if i["method"] == "cluster_bootstrap_percentile"
+        )
+        assert boot["lower"] <= holonomy["estimate"] <= boot["upper"]
+
+
+def test_every_non_oracle_adapter_gets_one_combined_verdict_with_its_pass_bars(
+    profile_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = profile_run
+    verdicts = record["trb"]["verdicts"]
+    assert "epiphenomenal" not in verdicts  # an oracle is an instrument, not a candidate
+    for candidate in ("full", "ablation", "instruct", "cot-prompted", "cot-sft"):
+        entry = verdicts[candidate]
+        assert entry["verdict"] in ("trustworthy", "not trustworthy", "not established")
+        assert entry["verdict"] != "trustworthy" or not entry["reasons"]
+        assert {b["bar"].split(":")[0] for b in entry["pass_bars"]} <= {"Track 1", "Track 3"}
+    # the built-in baselines have no declared gate: they read "no release gate applies"
+    assert record["verdicts"]["instruct"]["status"] == "no_gates"
+    assert "no release gate applies" in record["verdicts"]["instruct"]["headline"]

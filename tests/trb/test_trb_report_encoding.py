@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -247,16 +246,6 @@ def _completion(text: str, top: list[tuple[str, float]] | None) -> str:
     return json.dumps({"id": "x", "model": "scripted", "choices": [choice]})
 
 
-def honest_chat() -> ChatProxyAdapter:
-    """`MODULE:FACTORY`: a chat proxy that reads the encoding its prompt asks for."""
-    return ChatProxyAdapter(os.environ["TRB_ENCODING_CHAT_URL"], "honest", name="honest")
-
-
-def cheat_chat() -> ChatProxyAdapter:
-    """`MODULE:FACTORY`: a chat proxy that always answers in the training encoding."""
-    return ChatProxyAdapter(os.environ["TRB_ENCODING_CHAT_URL"], "cheat", name="cheat")
-
-
 def test_a_chat_proxy_ignoring_the_renamed_encoding_scores_invalid_there_through_the_track(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -266,8 +255,8 @@ def test_a_chat_proxy_ignoring_the_renamed_encoding_scores_invalid_there_through
         spec = write_spec(
             tmp_path,
             {
-                "honest": "test_trb_report_encoding:honest_chat",
-                "cheat": "test_trb_report_encoding:cheat_chat",
+                "honest": "trb_chat_factory:honest_chat",
+                "cheat": "trb_chat_factory:cheat_chat",
             },
             sizes=f"{{ train = 12, dev = 0, eval = 2, transfer = {2 * len(TRANSFER_FAMILIES)} }}",
             options='measures = ["governance", "transfer"]\nconformance_traces = 1\n'

@@ -81,3 +81,17 @@ def test_a_malformed_seed_replica_id_is_refused_naming_the_candidate(model: str)
     with pytest.raises(InputError, match="seed replica") as caught:
         adapter_id(CandidateSpec(name="c", kind="inprocess", model=model))
     assert "candidate c" in str(caught.value)
+
+
+def test_the_record_keeps_each_seeds_own_delta_gov_beside_the_pooled_one(
+    seed_run: dict[str, Any],
+) -> None:
+    seeds = seed_run["trb"]["governance_gap"]["seeds"]
+    per_seed = seeds["per_seed"]
+    assert [p["seed"] for p in per_seed] == [0, 1, 2]
+    for entry in per_seed:
+        assert entry["interval"]["lower"] <= entry["estimate"] <= entry["interval"]["upper"]
+        assert entry["pass_bar_met"] == (entry["interval"]["lower"] > 0)
+    assert seeds["every_seed_above_0"] == all(p["pass_bar_met"] for p in per_seed)
+    pooled = sum(p["estimate"] for p in per_seed) / len(per_seed)
+    assert pooled == pytest.approx(seeds["estimate"], abs=1e-9)

@@ -8,6 +8,7 @@ writes `record.json` and `report.html`, and exits 1 on a failed gate.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from trustbench.core._export import LedgerContents
     from trustbench.core._manifest import Manifest
     from trustbench.core.figures import Figure
+    from trustbench.core.gates import GateResult
     from trustbench.core.report import Block
 
 
@@ -66,7 +68,12 @@ class TrackAnalysis:
     qualifications: list[str] = field(default_factory=list)
     """What these results do not establish (shown at the end of the page)."""
     record: dict[str, Any] = field(default_factory=dict)
-    """Track-specific JSON content of `record.json` (per-trial rows, breakdowns, tests)."""
+    """Track-specific JSON content of `record.json` (breakdowns, counts, tests): what stays small
+    however many trials ran. Per-trial rows go in `trial_rows`."""
+    trial_rows: dict[str, Iterable[dict[str, Any]]] = field(default_factory=dict)
+    """Part name (the track's record section, e.g. `review`) -> its per-trial rows, written to
+    `record.trials.jsonl` beside `record.json` (see `core.report._trial_rows`), never into it: a
+    record that grew with the run cost 85 MB and its full parse at 50,000 trials."""
     evaluability: dict[str, Evaluability] = field(default_factory=dict)
     """Subject -> its valid-response counts (see `Evaluability`); every track fills it."""
     instruments: frozenset[str] = frozenset()
@@ -77,6 +84,9 @@ class TrackAnalysis:
     """Names of figures that count the responses themselves (a missing or invalid rate; also
     matched after a `"<split>."` prefix): like `valid_response_rate` they stay shown for a
     not-evaluable subject, since they are what makes it not evaluable."""
+    implicit_gates: list[GateResult] = field(default_factory=list)
+    """Gates the track itself holds subjects to, beside the declared ones (e.g. TRB's combined
+    trust verdict); each names its `subject` and its reason starts with `"<subject>: "`."""
     expected_to_fail: frozenset[str] = frozenset()
     """The instruments built to fail at least one gate (an always-permit sentinel, a known-bad
     boundary): one of these passing every gate is a harness problem. Instruments outside this set
@@ -88,5 +98,10 @@ class Analyzer(Protocol):
     """A track that can grade a finished (or partial) run from its ledger."""
 
     def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
-        """Grade the run and return figures, report blocks and record content."""
+        """Grade the run and return figures, report blocks and record content.
+
+        A track whose grading reads no attempt's `request` or `raw_response` (only outcomes,
+        latencies, tokens, costs) may set a class attribute `reads_attempt_texts = False`: the
+        report then reads the ledger without them (`read_ledger(attempt_texts=False)`).
+        """
         ...

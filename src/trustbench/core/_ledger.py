@@ -347,6 +347,10 @@ class Ledger:
         """Ids of trials that have a finished row (completed or failed)."""
         return {row[0] for row in self._drained().execute("SELECT trial_id FROM trials")}
 
+    def finished_trial_count(self) -> int:
+        """How many trials have a finished row (counted by SQLite, no id held)."""
+        return int(self._drained().execute("SELECT COUNT(*) FROM trials").fetchone()[0])
+
     def unfinished_executions(self) -> dict[str, list[tuple[int, list[int]]]]:
         """Attempts of trials without a finished row: `{trial_id: [(execution, attempt_ids)]}`."""
         found: dict[str, dict[int, list[int]]] = {}

@@ -6,16 +6,6 @@ import sys
 import time
 from typing import Protocol, TextIO
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 
 class ProgressReporter(Protocol):
     """Receives run progress; implementations must be cheap (called once per trial)."""
@@ -80,6 +70,18 @@ class RichProgress:
     """A live progress bar (done/total, failed, retries, ETA) on a terminal."""
 
     def __init__(self) -> None:
+        # rich is imported here, for a terminal's bar only: `run --quiet` and plain lines never
+        # load it (start-up, issue 35).
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self._progress = Progress(
             TextColumn("trials"),
             BarColumn(),

@@ -34,7 +34,9 @@ from trustbench.core.report import (
     subject_verdicts,
     write_record_json,
     write_report_html,
+    write_trial_rows,
 )
+from trustbench.core.report._trial_rows import TRIAL_ROWS_FILE
 from trustbench.core.report._verdict import Verdict, release_blocked, withhold_pass
 from trustbench.errors import CheckFailed, InputError
 
@@ -153,7 +155,9 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     # Grading reads the corpus (its answer key included): it must be the corpus frozen before
     # the run, or an edited reference decision would silently re-grade the recorded replies.
     check_inputs(manifest, track)
-    ledger = read_ledger(run_dir)
+    # A track that grades from outcomes alone says so (`reads_attempt_texts = False`), and its
+    # report then never decompresses or holds the attempts' request and response texts.
+    ledger = read_ledger(run_dir, attempt_texts=getattr(track, "reads_attempt_texts", True))
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
     # Complete means every planned trial ran and the run signed off; anything less releases
     # nothing: no gate counts as passed and the verdict says "incomplete" (exit 4).
@@ -167,9 +171,8 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
         manifest.spec.analysis.confidence,
     )
     withhold_not_evaluable(analysis, verdict)  # no estimate of a non-answering subject is shown
-    gates = gate_on_evaluability(
-        evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects), verdict
-    )
+    declared = evaluate_subject_gates(list(manifest.spec.gates), analysis.subjects)
+    gates = gate_on_evaluability(declared + list(analysis.implicit_gates), verdict)
     if incomplete is not None:
         gates = [withhold_pass(gate, incomplete) for gate in gates]
     page = ReportPage(
@@ -210,6 +213,9 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
             for subject, figures in analysis.subjects.items()
         },
         "qualifications": analysis.qualifications,
+        # Per-trial rows live beside the record (one JSON line each); the record names the
+        # file and commits to it by digest, and stays small however long the run.
+        "trial_rows": write_trial_rows(run_dir / TRIAL_ROWS_FILE, analysis.trial_rows),
         **analysis.record,
     }
     record_path = write_record_json(run_dir / "record.json", record)

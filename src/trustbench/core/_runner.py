@@ -15,11 +15,10 @@ ledger.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import random
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +28,12 @@ from trustbench.core._gc import long_lived_objects_frozen
 from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
+from trustbench.core._preflight import preflight as run_preflight
+from trustbench.core._preflight import stop_reason, structured
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
+from trustbench.core._run_folder import RunLock, mark_abandoned
 from trustbench.core._track import Track, TrialKey
 from trustbench.core._trial import execute_trial
 from trustbench.errors import CheckFailed, InputError
@@ -58,6 +60,8 @@ class RunSummary:
     """Transport retries made by this invocation."""
     abandoned_executions: int
     """Executions of earlier, interrupted invocations marked abandoned now."""
+    stopped: dict[str, str] = field(default_factory=dict)
+    """Candidate -> why its remaining trials were not run (`retry.stop_after_client_errors`)."""
 
 
 def trial_order(keys: list[TrialKey], seed: int) -> list[TrialKey]:
@@ -65,46 +69,6 @@ def trial_order(keys: list[TrialKey], seed: int) -> list[TrialKey]:
     ordered = sorted(keys)
     random.Random(seed).shuffle(ordered)
     return ordered
-
-
-class _RunLock:
-    """An exclusive lock on the run folder; the OS drops it if the process dies."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / ".run.lock"
-        self._fd: int | None = None
-
-    def __enter__(self) -> _RunLock:
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            raise InputError(
-                "another `trustbench run` is using this folder", location=str(self.path)
-            ) from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-
-
-def _mark_abandoned(ledger: Ledger) -> tuple[dict[str, int], int]:
-    """Mark unfinished executions abandoned; return the next execution number per trial."""
-    next_execution: dict[str, int] = {}
-    marked = ledger.abandoned_marked()
-    count = 0
-    for trial_id, executions in ledger.unfinished_executions().items():
-        for execution, attempt_ids in executions:
-            if (trial_id, execution) not in marked:
-                ledger.event(
-                    "execution_abandoned",
-                    {"trial_id": trial_id, "execution": execution, "attempt_ids": attempt_ids},
-                )
-                count += 1
-        next_execution[trial_id] = max(execution for execution, _ in executions) + 1
-    return next_execution, count
 
 
 RemoteTrial = Callable[
@@ -135,6 +99,9 @@ class _Execution:
         self.remote = remote
         self.next_execution: dict[str, int] = {}
         self.done = self.completed = self.failed = 0
+        self.first_errors: dict[str, list[str | None]] = {}
+        self.stopped: dict[str, str] = {}
+        """Candidate -> why its remaining trials are not run (`stop_after_client_errors`)."""
 
     async def run_trial(self, position: int, key: TrialKey) -> None:
         execution = self.next_execution.get(key.trial_id, 1)
@@ -159,12 +126,21 @@ class _Execution:
             self.services.attempts += len(attempts)
             self.services.retries += retries
         self.ledger.anchor()
+        self._watch_client_errors(key.candidate, row)
         self.done += 1
         if row["status"] == "completed":
             self.completed += 1
         else:
             self.failed += 1
         self.progress.update(self.done, self.failed, self.services.retries)
+
+    def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
+        seen = self.first_errors.setdefault(candidate, [])
+        limit = self.manifest.spec.retry.stop_after_client_errors
+        why = None if candidate in self.stopped else stop_reason(seen, limit, row)
+        if why is not None:
+            self.stopped[candidate] = why
+            self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
 
 
 EXECUTORS = ("local", "ray")
@@ -178,6 +154,7 @@ async def _run(
     executor: str,
     address: str | None,
     limit: int | None = None,
+    preflight: bool = True,
 ) -> RunSummary:
     manifest = read_manifest(run_dir)
     track, entry = load_track(manifest.track.id)
@@ -195,12 +172,24 @@ async def _run(
 
         pool = RayTrialPool.start(manifest, address)
     try:
-        return await _run_into_ledger(
-            run_dir, manifest, track, keys, progress, executor, pool, limit
+        running = _run_into_ledger(
+            run_dir, manifest, track, keys, progress, executor, pool, limit, preflight
         )
+        del keys  # held by the run alone, which drops it once the trials are ordered
+        return await running
     finally:
         if pool is not None:
             pool.close()
+
+
+def _share_rate_limits(spec: Any, providers: dict[str, Any], services: RunServices) -> None:
+    """One token bucket per endpoint; candidates sharing an endpoint share the strictest limit."""
+    for candidate in spec.candidates:
+        provider = providers[candidate.name]
+        if candidate.rate_limit_per_s and provider is not None and provider.endpoint:
+            current = services.limiters.get(provider.endpoint)
+            if current is None or current.rate > candidate.rate_limit_per_s:
+                services.limiters[provider.endpoint] = TokenBucket(candidate.rate_limit_per_s)
 
 
 async def _run_into_ledger(
@@ -212,6 +201,7 @@ async def _run_into_ledger(
     executor: str,
     pool: Any,
     limit: int | None = None,
+    preflight: bool = True,
 ) -> RunSummary:
     spec = manifest.spec
     ledger = Ledger.open(run_dir, manifest.manifest_sha256)
@@ -221,10 +211,17 @@ async def _run_into_ledger(
             raise CheckFailed(
                 "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
             )
-        next_execution, abandoned = _mark_abandoned(ledger)
+        next_execution, abandoned = mark_abandoned(ledger)
         ledger.start_writer()  # SQLite commits off the event loop from here on
-        order = list(enumerate(trial_order(keys, spec.order_seed)))
-        remaining = [(position, key) for position, key in order if key.trial_id not in finished]
+        planned, finished_before = len(keys), len(finished)
+        # The plan is the one per-trial state a run holds (besides the trials in flight): the
+        # keys, once, in seeded order. The frozen list, the finished ids and the ordered copy
+        # are dropped before the trials start (issue 30: memory bounded by the work in flight).
+        order = trial_order(keys, spec.order_seed)
+        remaining = [
+            (position, key) for position, key in enumerate(order) if key.trial_id not in finished
+        ]
+        del keys, order, finished
         if limit is not None:
             # The first `limit` remaining trials of the seeded interleaved order: every candidate
             # gets its share, and the rest stay unrun (reported "not run") until a later run.
@@ -240,15 +237,11 @@ async def _run_into_ledger(
             providers = {
                 c.name: build_provider(c, session, spec.max_response_bytes) for c in spec.candidates
             }
-            for candidate in spec.candidates:
-                provider = providers[candidate.name]
-                if candidate.rate_limit_per_s and provider is not None and provider.endpoint:
-                    # One bucket per endpoint; candidates sharing it share the strictest limit.
-                    current = services.limiters.get(provider.endpoint)
-                    if current is None or current.rate > candidate.rate_limit_per_s:
-                        services.limiters[provider.endpoint] = TokenBucket(
-                            candidate.rate_limit_per_s
-                        )
+            _share_rate_limits(spec, providers, services)
+            if preflight and remaining:  # one small request per API candidate (events only)
+                await run_preflight(
+                    spec, providers, ledger, structured_output=structured(track, spec)
+                )
             execution = _Execution(
                 manifest,
                 track,
@@ -268,15 +261,20 @@ async def _run_into_ledger(
                     "pid": os.getpid(),
                     "executor": executor,
                     "trustbench_version": trustbench.__version__,
-                    "planned": len(keys),
-                    "finished_before": len(finished),
+                    "planned": planned,
+                    "finished_before": finished_before,
                     "remaining": len(remaining),
                 },
             )
             ledger.anchor(force=True)
-            progress.start(len(keys), len(finished))
-            execution.done = len(finished)
-            pending = iter(remaining)
+            progress.start(planned, finished_before)
+            execution.done = finished_before
+            workers_wanted = min(spec.concurrency, len(remaining))
+            # Each slot is cleared as the trial is handed out; a stopped candidate's trials are
+            # skipped as they come up and stay unrun ("not run").
+            pending = (
+                pk for pk in _handed_out(remaining) if pk[1].candidate not in execution.stopped
+            )
             checkpointing = False
 
             async def worker() -> None:
@@ -288,32 +286,44 @@ async def _run_into_ledger(
                     ledger.checkpoint_ahead()
 
             try:
-                workers = [
-                    asyncio.create_task(worker())
-                    for _ in range(min(spec.concurrency, len(remaining)))
-                ]
+                workers = [asyncio.create_task(worker()) for _ in range(workers_wanted)]
                 await asyncio.gather(*workers)
             finally:
                 progress.close()
         summary = RunSummary(
-            planned=len(keys),
-            finished_before=len(finished),
+            planned=planned,
+            finished_before=finished_before,
             completed=execution.completed,
             failed=execution.failed,
             attempts=services.attempts,
             transport_retries=services.retries,
             abandoned_executions=abandoned,
+            stopped=dict(execution.stopped),
         )
         # The sign-off: the chain head it closes and the count of finished trials, recorded in
         # the chain and (as the new head) in ledger.head, so a cut after it is detectable.
         ledger.event(
             "run_finished",
-            {**summary.__dict__, "finished": len(ledger.finished_trial_ids()), "head": ledger.head},
+            {**summary.__dict__, "finished": ledger.finished_trial_count(), "head": ledger.head},
         )
         ledger.anchor(force=True)
         return summary
     finally:
         ledger.close()
+
+
+def _handed_out(
+    remaining: list[tuple[int, TrialKey]],
+) -> Iterator[tuple[int, TrialKey]]:
+    """The remaining trials in order, each entry released once handed out.
+
+    A worker holds its own trial; the list's slot is cleared as it is taken, so trials that
+    finished are no longer referenced by the run (their outcomes went to the ledger).
+    """
+    for index in range(len(remaining)):
+        item = remaining[index]
+        remaining[index] = None  # type: ignore[call-overload]
+        yield item
 
 
 def run_experiment(
@@ -323,6 +333,7 @@ def run_experiment(
     executor: str = "local",
     address: str | None = None,
     limit: int | None = None,
+    preflight: bool = False,
 ) -> RunSummary:
     """Run or resume the frozen experiment in `run_dir` (holding the folder's lock).
 
@@ -335,6 +346,9 @@ def run_experiment(
             `auto` or `ray://head:10001`); None starts a local Ray instance.
         limit: Run at most this many of the remaining trials (seeded order), e.g. for a quick
             check; the others stay unrun and a later run resumes them. None runs all.
+        preflight: Probe every API candidate once before the first trial and stop with the
+            server's message on a failure (`trustbench.core._preflight`). `trustbench run`
+            does (`--no-preflight` skips it); in code it is asked for explicitly.
 
     Returns:
         What this invocation did.
@@ -344,8 +358,10 @@ def run_experiment(
         InputError: when the folder is not a run folder or is in use by another run.
     """
     _check_runnable(run_dir, executor, address, limit)
-    with _RunLock(run_dir), long_lived_objects_frozen():
-        return asyncio.run(_run(run_dir, progress or NoProgress(), executor, address, limit))
+    with RunLock(run_dir), long_lived_objects_frozen():
+        return asyncio.run(
+            _run(run_dir, progress or NoProgress(), executor, address, limit, preflight)
+        )
 
 
 async def run_experiment_async(
@@ -355,6 +371,7 @@ async def run_experiment_async(
     executor: str = "local",
     address: str | None = None,
     limit: int | None = None,
+    preflight: bool = False,
 ) -> RunSummary:
     """`run_experiment` on the caller's running event loop (same checks, lock and ledger).
 
@@ -363,8 +380,8 @@ async def run_experiment_async(
         InputError: when the folder is not a run folder or is in use by another run.
     """
     _check_runnable(run_dir, executor, address, limit)
-    with _RunLock(run_dir), long_lived_objects_frozen():
-        return await _run(run_dir, progress or NoProgress(), executor, address, limit)
+    with RunLock(run_dir), long_lived_objects_frozen():
+        return await _run(run_dir, progress or NoProgress(), executor, address, limit, preflight)
 
 
 def _check_runnable(run_dir: Path, executor: str, address: str | None, limit: int | None) -> None:

@@ -233,6 +233,8 @@ class RetryPolicy(_Strict):
     candidate_resample: int = Field(default=0, ge=0, le=20)
     """Times a track may re-ask a candidate whose answer it judged unusable. 0 (default) = off.
     Anything above 0 defines a different decision policy, recorded and reported as such."""
+    stop_after_client_errors: int = Field(default=5, ge=0, le=10_000)
+    """First N trials all one same client error (a model-id typo): the rest stay "not run"."""
 
     @field_validator("retry_on")
     @classmethod

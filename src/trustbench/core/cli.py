@@ -52,6 +52,15 @@ AddressOpt = Annotated[
     ),
 ]
 
+NoPreflightOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-preflight",
+        help="Skip the one small request per API candidate sent before the first trial "
+        "(model known, key accepted, structured output honoured when declared).",
+    ),
+]
+
 
 AllowMissingKeysOpt = Annotated[
     bool,
@@ -86,17 +95,38 @@ the run finished, but that candidate's results cannot be evidence of anything.""
 
 
 def _candidates_that_never_completed(run_dir: Path) -> dict[str, str]:
-    """Candidate -> error classes, for candidates whose every finished trial failed."""
-    from trustbench.core._export import read_ledger
+    """Candidate -> error classes, for candidates whose every finished trial failed.
 
-    trials: dict[str, list[dict[str, object]]] = {}
-    for trial in read_ledger(run_dir).trials:
-        trials.setdefault(str(trial["candidate"]), []).append(trial)
-    return {
-        name: ", ".join(sorted({str(t.get("error_class") or "unknown") for t in rows}))
-        for name, rows in trials.items()
-        if all(t["status"] != "completed" for t in rows)
-    }
+    Counted by SQLite over the trials table: reading the whole ledger back (every attempt's
+    request and response decompressed) made this check grow with the run, in memory and time,
+    after the run itself had finished (issue 30).
+    """
+    from trustbench.core._ledger import open_for_reading
+
+    connection = open_for_reading(run_dir)
+    try:
+        never = [
+            str(name)
+            for name, completed in connection.execute(
+                "SELECT candidate, MAX(status = 'completed') FROM trials GROUP BY candidate"
+            )
+            if not completed
+        ]
+        return {
+            name: ", ".join(
+                sorted(
+                    {
+                        str(error_class or "unknown")
+                        for (error_class,) in connection.execute(
+                            "SELECT DISTINCT error_class FROM trials WHERE candidate = ?", (name,)
+                        )
+                    }
+                )
+            )
+            for name in never
+        }
+    finally:
+        connection.close()
 
 
 def run(
@@ -105,6 +135,7 @@ def run(
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
     limit: LimitOpt = None,
+    no_preflight: NoPreflightOpt = False,
 ) -> None:
     """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
     from trustbench.core._progress import NoProgress, default_progress
@@ -116,6 +147,7 @@ def run(
         executor=executor,
         address=address,
         limit=limit,
+        preflight=not no_preflight,
     )
     finished = summary.finished_before + summary.completed + summary.failed
     typer.echo(
@@ -124,6 +156,8 @@ def run(
         f"{summary.attempts} attempts ({summary.transport_retries} transport retries), "
         f"{summary.abandoned_executions} interrupted executions marked abandoned"
     )
+    for name, why in summary.stopped.items():
+        typer.echo(f"candidate {name!r} stopped: {why}", err=True)
     dead = _candidates_that_never_completed(run_dir)
     for name, classes in dead.items():
         typer.echo(f"candidate {name!r} failed every trial ({classes}): not evaluable", err=True)
@@ -195,6 +229,14 @@ def export_ledger(run_dir: RunDirArg, out: OutFileOpt, force: ForceOpt = False) 
     typer.echo(f"wrote {count} rows to {path}")
 
 
+def _console_notes(record_path: Path) -> list[str]:
+    """The lines a track asked the console to show (`console_notes` in record.json)."""
+    import json
+
+    notes = json.loads(record_path.read_text()).get("console_notes")
+    return [str(n) for n in notes] if isinstance(notes, list) else []
+
+
 SignKeyOpt = Annotated[
     Path | None,
     typer.Option(
@@ -231,6 +273,8 @@ def report(run_dir: RunDirArg, json_summary: JsonOpt = False, sign_key: SignKeyO
     else:
         for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
             typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
+        for line in _console_notes(result.record_path):
+            typer.echo(f"note: {line}")
         typer.echo(f"wrote {result.record_path} and {result.html_path}")
         typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(run_dir)})")
     if not result.complete:

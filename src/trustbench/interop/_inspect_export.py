@@ -30,6 +30,11 @@ from trustbench.core._export import LedgerContents, read_ledger
 from trustbench.core._manifest import Manifest, read_manifest
 from trustbench.core._track import TrialKey
 from trustbench.core._verify import verify_run
+from trustbench.core.report._trial_rows import (
+    TRIAL_ROWS_FILE,
+    iter_trial_rows,
+    trial_rows_problems,
+)
 from trustbench.errors import CheckFailed
 from trustbench.interop._inspect import attempt_reply, request_messages, require_inspect
 
@@ -65,14 +70,15 @@ def inspect_model_name(
 
 
 def _record_rows(run_dir: Path, manifest: Manifest) -> dict[str, dict[str, Any]]:
-    """Per-trial grades of `record.json`, keyed by trial id.
+    """Per-trial grades of the report (`record.trials.jsonl`, checked against `record.json`).
 
     Rows that name their `trial_id` (control path, workflow) are taken as they are; reviewer-track
     rows are taken when their `configuration` is a candidate's name (a single), since chains
     and the unchecked baseline are not trials of one candidate.
 
     Raises:
-        CheckFailed: the record belongs to another manifest, or its statement does not match.
+        CheckFailed: the record belongs to another manifest, its statement does not match, or
+            the trial rows are not the ones the record names by digest.
     """
     path = run_dir / "record.json"
     if not path.exists():
@@ -87,20 +93,20 @@ def _record_rows(run_dir: Path, manifest: Manifest) -> dict[str, dict[str, Any]]
         raise CheckFailed(f"record.json is unreadable: {error}", location=str(path)) from None
     if not isinstance(record, dict) or record.get("manifest_sha256") != manifest.manifest_sha256:
         raise CheckFailed("record.json belongs to another manifest", location=str(path))
+    problems = trial_rows_problems(run_dir, record)
+    if problems:
+        raise CheckFailed(problems[0], location=str(run_dir / TRIAL_ROWS_FILE))
     names = {candidate.name for candidate in manifest.spec.candidates}
     rows: dict[str, dict[str, Any]] = {}
-    for section in record.values():
-        trials = section.get("trials") if isinstance(section, dict) else None
-        for row in trials if isinstance(trials, list) else []:
-            if not isinstance(row, dict):
-                continue
-            if isinstance(row.get("trial_id"), str):  # control / workflow rows name the trial
-                rows[row["trial_id"]] = row
-                continue
-            candidate = row.get("configuration")
-            index = row.get("trial")
-            if candidate in names and isinstance(index, int) and "case_id" in row:
-                rows[TrialKey(row["case_id"], candidate, index).trial_id] = row
+    for row in iter_trial_rows(run_dir):
+        row.pop("part")
+        if isinstance(row.get("trial_id"), str):  # control / workflow rows name the trial
+            rows[row["trial_id"]] = row
+            continue
+        candidate = row.get("configuration")
+        index = row.get("trial")
+        if candidate in names and isinstance(index, int) and "case_id" in row:
+            rows[TrialKey(row["case_id"], candidate, index).trial_id] = row
     return rows
 
 

@@ -62,6 +62,8 @@ class OpenAIChatProvider:
         body["messages"] = request.messages
         if request.response_format == "json_object":
             body["response_format"] = {"type": "json_object"}
+        elif isinstance(request.response_format, dict):
+            body["response_format"] = request.response_format
         if request.logprobs:
             body["logprobs"] = True
             if request.top_logprobs is not None:

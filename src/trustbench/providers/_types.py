@@ -36,8 +36,10 @@ class ChatRequest:
 
     messages: list[dict[str, Any]]
     """OpenAI-style messages: `{"role": "system"|"user"|"assistant"|"tool", "content": ...}`."""
-    response_format: Literal["text", "json_object"] = "text"
-    """`json_object` asks for a JSON reply where the API supports it (OpenAI-compatible)."""
+    response_format: Literal["text", "json_object"] | dict[str, Any] = "text"
+    """`json_object` asks for a JSON reply where the API supports it (OpenAI-compatible); a
+    dict is sent as the body's `response_format` as it is (e.g. `{"type": "json_schema", ...}`
+    for structured output)."""
     logprobs: bool = False
     """Return per-token log-probabilities (OpenAI-compatible only)."""
     top_logprobs: int | None = None

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from trustbench.errors import CheckFailed
 from trustbench.rtb.human.cli import human_app
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich is imported by the commands that print tables, not by `trustbench run`
+    from rich.table import Table
+
     from trustbench.rtb._harness_audit import AuditRow
     from trustbench.rtb.corpus._load import ValidationReport
     from trustbench.rtb.review._shortcuts import SaturationReport
@@ -32,6 +32,8 @@ _SHOWN_PROBLEMS = 20
 
 def summary_table(report: ValidationReport) -> Table:
     """Group x variant table of authored reference decisions, with decision totals below."""
+    from rich.table import Table
+
     from trustbench.rtb.corpus._models import Variant
 
     grid = report.grid()
@@ -71,6 +73,8 @@ def validate(
 
     Writes nothing. Exit 0 when valid, 1 with `FILE: /json/pointer: message` lines otherwise.
     """
+    from rich.console import Console
+
     from trustbench.rtb.corpus._load import validate_corpus
 
     # Wide enough for the 10 x 6 table when piped (rich assumes 80 columns off a terminal).
@@ -149,6 +153,8 @@ def export(
 
 def audit_table(rows: list[AuditRow]) -> Table:
     """Rich table of harness self-audit checks, failures first."""
+    from rich.table import Table
+
     table = Table(title="RTB harness self-audit (tests the measurement path, not a candidate)")
     for column in ("track", "check", "result", "detail"):
         table.add_column(column, overflow="fold")
@@ -163,6 +169,8 @@ def audit_table(rows: list[AuditRow]) -> Table:
 
 def saturation_table(report: SaturationReport) -> Table:
     """Rich table of the shortcut audit: each surface rule's accuracy against the ceiling."""
+    from rich.table import Table
+
     from trustbench.rtb.review._shortcuts import chance_line, percent
 
     table = Table(
@@ -208,6 +216,8 @@ def audit(
     when every expected signature holds, no rule or attacker scores above chance + margin and no
     token class carries the label; 1 naming each failure otherwise.
     """
+    from rich.console import Console
+
     from trustbench.rtb import _harness_audit
     from trustbench.rtb.corpus._load import load_corpus
     from trustbench.rtb.review import _learning_audit

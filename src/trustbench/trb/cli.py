@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from trustbench.errors import CheckFailed
+
+if TYPE_CHECKING:  # rich is imported by the commands that print, not by `trustbench run`
+    pass
 
 trb_app = typer.Typer(help="Trace AI Reflection Benchmark (TRB).", no_args_is_help=True)
 
@@ -43,6 +43,9 @@ def check_adapter_command(
     seed: Annotated[int, typer.Option(help="Seed for the determinism check.")] = 0,
 ) -> None:
     """Run the conformance kit on an adapter: types, distributions, determinism, override."""
+    from rich.console import Console
+    from rich.table import Table
+
     from trustbench.trb.adapter._conformance import check_adapter, load_factory
 
     results = check_adapter(load_factory(spec), n_traces=traces, seed=seed)
@@ -67,10 +70,19 @@ def check_adapter_command(
 def audit(
     traces: Annotated[int, typer.Option(help="Eval traces to audit on.")] = 60,
     seed: Annotated[int, typer.Option(help="Seed of the audit corpus.")] = 7,
+    cheats: Annotated[
+        bool,
+        typer.Option(
+            help="Also submit the seven cheats (trustbench.trb.cheats) through `trb run`: each "
+            "must get a 'not trustworthy' verdict (minutes on a busy 2-core machine)."
+        ),
+    ] = True,
+    cheat_traces: Annotated[int, typer.Option(help="Eval traces of the cheat run.")] = 12,
 ) -> None:
     """Score oracles against closed forms and Goodhart adapters against their signatures.
 
-    Exits 1 on any deviation from a closed form or any cheat whose signature does not hold.
+    Exits 1 on any deviation from a closed form, any cheat whose signature does not hold, or
+    any of the seven submitted cheats not judged "not trustworthy" by the combined verdict.
     """
     from trustbench.trb.corpus._generate import generate_split
     from trustbench.trb.instruments._goodhart_audit import goodhart_audit
@@ -79,8 +91,8 @@ def audit(
     split = generate_split("eval", traces, seed)
     rows = run_audit(split)
     _print_audit(rows)
-    cheats = goodhart_audit(split)
-    _print_goodhart(cheats)
+    goodhart = goodhart_audit(split)
+    _print_goodhart(goodhart)
     failed = [r for r in rows if not r["passed"]]
     if failed:
         f = failed[0]
@@ -89,16 +101,32 @@ def audit(
             f"expected {f['expected']:.6f} (tolerance {f['tolerance']:g})",
             location="trb audit",
         )
-    uncaught = [r for r in cheats if not r["passed"]]
+    uncaught = [r for r in goodhart if not r["passed"]]
     if uncaught:
         raise CheckFailed(
             f"Goodhart audit failed: {uncaught[0]['adapter']} does not show its signature "
             f"({uncaught[0]['signature']}); measured {uncaught[0]['measured']}",
             location="trb audit",
         )
+    if cheats:
+        from trustbench.trb.track._cheat_audit import cheat_audit, print_cheats
+
+        submitted = cheat_audit(cheat_traces, seed)
+        print_cheats(submitted)
+        missed = [r for r in submitted if not r["passed"]]
+        if missed:
+            raise CheckFailed(
+                f"cheat audit failed: {missed[0]['adapter']} got {missed[0]['verdict']!r}, "
+                f"expected {missed[0]['expected']} ({missed[0]['why']})",
+                location="trb audit",
+            )
 
 
 def _print_goodhart(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title="TRB Goodhart audit (cheating adapters vs their expected signature)")
     for column in ("adapter", "signature that must hold", "measured", "result"):
         table.add_column(column, overflow="fold")
@@ -111,6 +139,9 @@ def _print_goodhart(rows: list[dict[str, Any]]) -> None:
 
 
 def _print_audit(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title="TRB harness audit (oracle adapters vs closed form)")
     for column in ("oracle", "metric", "expected", "measured", "deviation", "result"):
         table.add_column(column, overflow="fold")
@@ -164,6 +195,10 @@ def corpus(
 
 
 def _print_result(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     console = Console()
     console.print(f"[bold]{result['trb_version']}[/]  corpus {result['corpus']['sha256'][:16]}…")
     console.print(f"[yellow]{escape(result['label'])}[/]")
@@ -318,6 +353,10 @@ def run(
 
 
 def _print_profile_record(record: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     console = Console()
     trb = record["trb"]
     console.print(f"[bold]{trb['version']}[/]  corpus sha256 {trb['corpus']['sha256']}")

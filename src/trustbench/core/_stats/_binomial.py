@@ -2,11 +2,12 @@
 
 Both come from `scipy.stats.binomtest(k, n).proportion_ci`, so the arithmetic is scipy's; this
 module chooses the form, records it in an `Interval`, and refuses n = 0 instead of inventing one.
+`scipy.stats` is imported on first use, not with this module: `figures` (and through it `gates`
+and the spec) import this module, and `trustbench run`, which computes no interval, would
+otherwise pay scipy's ~1.8 s import on every start (issue 35).
 """
 
 from __future__ import annotations
-
-from scipy.stats import binomtest
 
 from trustbench.core._interval import Interval, Sidedness
 
@@ -66,6 +67,8 @@ def binomial_interval(
             upper=None,
             not_computable="no units evaluated (n = 0)",
         )
+    from scipy.stats import binomtest
+
     ci = binomtest(k, n, alternative=_ALTERNATIVE[sidedness]).proportion_ci(
         confidence_level=confidence, method=_SCIPY_METHOD[method]
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from trustbench.core._stats._groups import FloatArray
 from trustbench.core.figures import Interval, Sidedness
@@ -89,6 +88,8 @@ def cluster_robust_interval(
         return Interval(**base, lower=None, upper=None, groups=groups, not_computable=EQUAL_RATIOS)
     alpha = 1.0 - confidence
     tail = alpha / 2 if sidedness == "two_sided" else alpha
+    from scipy.stats import t as student_t  # on first use: `run` imports this module
+
     half = float(student_t.ppf(1.0 - tail, groups - 1)) * math.sqrt(variance)
     lower: float | None = ratio - half
     upper: float | None = ratio + half

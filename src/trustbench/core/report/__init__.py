@@ -3,7 +3,7 @@
 Tracks compose a `ReportPage` from blocks (`FiguresBlock`, `ConfusionBlock`, `ForestBlock`,
 `ProfileBlock`, `TextBlock`) plus the gate results, manifest summary and qualifications;
 `write_report_html` renders it with gates first. `write_record_json` writes the record with
-sorted keys and no NaN.
+sorted keys and no NaN; `write_trial_rows` the per-trial rows beside it (`record.trials.jsonl`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ if TYPE_CHECKING:
         write_record_json,
     )
     from trustbench.core.report._tables import breakdown_table
+    from trustbench.core.report._trial_rows import (
+        TRIAL_ROWS_FILE,
+        iter_trial_rows,
+        read_trial_rows,
+        trial_rows_problems,
+        write_trial_rows,
+    )
     from trustbench.core.report._verdict import (
         Verdict,
         release_blocked,
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "TRIAL_ROWS_FILE",
     "Block",
     "ConfusionBlock",
     "FiguresBlock",
@@ -60,6 +68,8 @@ __all__ = [
     "format_interval",
     "format_value",
     "gates_record",
+    "iter_trial_rows",
+    "read_trial_rows",
     "record_json_text",
     "release_blocked",
     "render_report_html",
@@ -67,8 +77,10 @@ __all__ = [
     "sorted_gates",
     "subject_verdicts",
     "to_jsonable",
+    "trial_rows_problems",
     "write_record_json",
     "write_report_html",
+    "write_trial_rows",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -101,8 +101,10 @@ def _candidate(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, s
         )
     if failed:
         return "blocked", f"blocked by gate {_labels(failed)}"
-    if not gates:
-        return "no_gates", "no release gate applies to this configuration"
+    if not gates or all(g.spec.metric == VALID_RESPONSE_RATE for g in gates):
+        # The implicit evaluability gate says it answered; it is not a release gate.
+        answered = " (it answered: valid-response rate passed)" if gates else ""
+        return "no_gates", f"no release gate applies to this configuration{answered}"
     return "passed", f"passed all {len(gates)} gate(s)"
 
 

@@ -56,6 +56,7 @@ def analyze_control_run(
         sections=report_sections(run),
         qualifications=qualifications(run),
         record=record_content(run),
+        trial_rows={"control": (t.model_dump(mode="json") for t in run.graded)},
         evaluability=run.evaluability(),
         instruments=run.instruments(),
         expected_to_fail=run.instruments(),  # known-bad and unchecked boundaries must be caught
@@ -322,6 +323,5 @@ def record_content(run: ControlRunGrades) -> dict[str, Any]:
             "failed_trials": [
                 {"trial_id": t.trial_id, "error_class": t.error_class} for t in run.failed
             ],
-            "trials": [t.model_dump(mode="json") for t in run.graded],
         }
     }

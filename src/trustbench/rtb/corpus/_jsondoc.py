@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import ValidationError as SchemaError
+from typing import TYPE_CHECKING, Any
 
 from trustbench.rtb.corpus._problem import Problem, json_pointer
 from trustbench.rtb.corpus._schemas import schema_documents
+
+if TYPE_CHECKING:  # jsonschema is imported where a document is validated, not by `run`'s imports
+    import jsonschema
+    from jsonschema.exceptions import ValidationError as SchemaError
 
 _MAX_MESSAGE = 240
 
@@ -77,6 +78,8 @@ def parse_json(rel: str, data: bytes, problems: list[Problem]) -> Any | None:
 
 @cache
 def _validator(schema_name: str, policy_id: str | None = None) -> jsonschema.Draft202012Validator:
+    import jsonschema
+
     return jsonschema.Draft202012Validator(schema_documents(policy_id)[schema_name])
 
 

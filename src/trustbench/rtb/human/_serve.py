@@ -21,7 +21,7 @@ from trustbench.core._export import read_ledger
 from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import check_inputs, read_manifest
 from trustbench.core._registry import load_track
-from trustbench.core._runner import _RunLock
+from trustbench.core._run_folder import RunLock
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.human._app import build_app
 from trustbench.rtb.human._protocol import participant_plans
@@ -41,7 +41,7 @@ class SessionRun:
     """The sessions (set while open)."""
     app: web.Application | None = None
     """The review app (set while open)."""
-    _lock: _RunLock | None = None
+    _lock: RunLock | None = None
     _ledger: Ledger | None = None
 
     def links(self, base_url: str) -> dict[str, str]:
@@ -49,7 +49,7 @@ class SessionRun:
         return {candidate: f"{base_url}/s/{token}" for token, candidate in self.tokens.items()}
 
     def __enter__(self) -> SessionRun:
-        lock = _RunLock(self.run_dir)
+        lock = RunLock(self.run_dir)
         lock.__enter__()
         self._lock = lock
         try:

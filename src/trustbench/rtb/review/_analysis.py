@@ -18,9 +18,7 @@ from trustbench.core import CandidateSpec, LedgerContents, Manifest, TrackAnalys
 from trustbench.core._evaluability import not_evaluable_reason, withheld_figure
 from trustbench.core._manifest import CandidateRecord
 from trustbench.core.figures import Figure
-from trustbench.core.report import (
-    Block,
-)
+from trustbench.core.report import Block, TextBlock
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.human._analysis import (
     human_report,
@@ -38,8 +36,9 @@ from trustbench.rtb.review._grading import (
     member_trials,
     record_rows,
 )
+from trustbench.rtb.review._invalid_reasons import invalid_reasons, reason_lines
 from trustbench.rtb.review._metrics import ReviewMetrics, ReviewTrialRow, review_metrics
-from trustbench.rtb.review._options import configurations
+from trustbench.rtb.review._options import configurations, parse_options
 from trustbench.rtb.review._paired import compare
 from trustbench.rtb.review._sections import (
     QUALIFICATIONS,
@@ -240,6 +239,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     spec = manifest.spec
     analysis = spec.analysis
     graded = member_trials(manifest, ledger, corpus)
+    invalid = invalid_reasons(graded.values())
     human = is_human_run(manifest)
     run = _Run(
         manifest=manifest,
@@ -271,12 +271,19 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         subtitle=f"{len(out.subjects)} reviewer configuration(s) plus the unchecked baseline on "
         f"{len(corpus.cases)} cases x {run.k} trial(s); grouping {run.unit}",
         subjects=out.subjects,
-        sections=sections(run, out, entries, comparisons, human_blocks, saturation),
+        sections=[
+            *sections(run, out, entries, comparisons, human_blocks, saturation),
+            TextBlock(
+                title="Invalid replies: top reasons",
+                paragraphs=reason_lines(invalid) or ["No reply was invalid."],
+            ),
+        ],
         qualifications=QUALIFICATIONS,
         evaluability=out.evaluability,
         instruments=frozenset(out.instruments),
         response_figures=RESPONSE_FIGURES,
         expected_to_fail=frozenset(out.instruments),  # every sentinel is built to fail a gate
+        trial_rows={"review": out.trial_records},
         record={
             "review": {
                 "corpus_version": corpus.version,
@@ -294,9 +301,12 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 "breakdowns": out.breakdowns,
                 "paired": comparisons[0],
                 "chains": out.chain_records,
-                "trials": out.trial_records,
                 "human": human_record,
                 "corpus_saturation": saturation.model_dump(mode="json"),
-            }
+                "answer_extraction": parse_options(spec).answer_extraction,
+                "invalid_reasons": invalid,
+            },
+            # Printed by `trustbench report` under the gates (core reads only this key).
+            "console_notes": reason_lines(invalid),
         },
     )

@@ -21,6 +21,7 @@ from trustbench.rtb.corpus._models import Case
 from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration, aggregate_chain
 from trustbench.rtb.review._chain import chain_supported as _chain_supported
 from trustbench.rtb.review._metrics import ReviewTrialRow
+from trustbench.rtb.review._options import parse_options
 from trustbench.rtb.review._validation import (
     Outcome,
     ValidatedResponse,
@@ -72,12 +73,14 @@ def _sum_or_none(values: list[Any]) -> Any:
     return sum(known) if known else None
 
 
-def _member_trial(case: Case, trial: dict[str, Any], ledger: LedgerContents) -> MemberTrial:
+def _member_trial(
+    case: Case, trial: dict[str, Any], ledger: LedgerContents, extraction: str = "strict"
+) -> MemberTrial:
     outcome = trial.get("outcome") if isinstance(trial.get("outcome"), dict) else {}
     evaluation_id = outcome.get("evaluation_id")
     raw = outcome.get("reply") if trial["status"] == "completed" else None
     if trial["status"] == "completed" and isinstance(evaluation_id, str):
-        validated = validate_response(raw, to_candidate_input(case, evaluation_id))
+        validated = validate_response(raw, to_candidate_input(case, evaluation_id), extraction)
     elif trial.get("error_class") == "response_too_large":
         # The candidate answered, but past the declared size cap: an unusable answer is invalid.
         validated = ValidatedResponse(
@@ -115,11 +118,13 @@ def member_trials(
 ) -> dict[tuple[str, str, int], MemberTrial]:
     """Grade every finished trial: `(case_id, candidate, k)` -> `MemberTrial`."""
     cases = {case.case_id: case for case in corpus.cases}
+    # The frozen spec's rule grades every trial alike (each trial also records it).
+    extraction = parse_options(manifest.spec).answer_extraction
     graded: dict[tuple[str, str, int], MemberTrial] = {}
     for trial in ledger.trials:
         case = cases[trial["case_id"]]
         graded[(trial["case_id"], trial["candidate"], int(trial["trial_index"]))] = _member_trial(
-            case, trial, ledger
+            case, trial, ledger, extraction
         )
     return graded
 

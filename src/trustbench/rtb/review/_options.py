@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trustbench.core import CandidateSpec, ExperimentSpec
 from trustbench.errors import InputError
 from trustbench.rtb.review._chain import ConfigurationKind, MemberIdentity, ReviewConfiguration
+from trustbench.rtb.review._extraction import AnswerExtraction
 
 UNCHECKED = "unchecked"
 """Name of the baseline configuration (no reviewer)."""
@@ -49,6 +50,10 @@ class ReviewTrackOptions(BaseModel):
     """Run only these cases: case ids or shell-style patterns (`dns_changes-*`), each of which
     must match at least one case. Frozen with the spec, so a quick check on a few cases is its
     own declared experiment, never a silently partial one. None runs every case."""
+    answer_extraction: AnswerExtraction = "strict"
+    """How the answer is taken out of a reply (`strict`, `fenced`, `first_json_object`,
+    `structured_output`; see `trustbench.rtb.review._extraction`). Frozen with the spec,
+    stated in the prompt, recorded with every trial, applied alike to every candidate."""
 
 
 _SHELL_CHARS = frozenset("*?[")

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from trustbench.rtb.policy._finding_rules import CitationRule
 from trustbench.rtb.policy._protocol import AuthoredCase, CorpusPolicy
 from trustbench.rtb.policy._registry import policy_of
+from trustbench.rtb.review._extraction import extract_answer
 from trustbench.rtb.review._findings import discrepancy_gaps
-from trustbench.rtb.review.reviewers._llm import extract_json_object
+
+if TYPE_CHECKING:  # imported on first validation: `run` only records replies (start-up, issue 35)
+    from jsonschema import Draft202012Validator
 
 _VALIDATORS: dict[str, Draft202012Validator] = {}
 """Schema validator per policy id, built on first use."""
@@ -39,6 +41,8 @@ _VALIDATORS: dict[str, Draft202012Validator] = {}
 
 def _validator(corpus_format: CorpusPolicy) -> Draft202012Validator:
     if corpus_format.policy_id not in _VALIDATORS:
+        from jsonschema import Draft202012Validator
+
         schema = corpus_format.response_model.model_json_schema()
         _VALIDATORS[corpus_format.policy_id] = Draft202012Validator(schema)
     return _VALIDATORS[corpus_format.policy_id]
@@ -118,7 +122,9 @@ def _invalid(reason: str) -> ValidatedResponse:
     return ValidatedResponse(outcome=Outcome.INVALID, invalid_reason=reason)
 
 
-def validate_response(raw: str | None, candidate_input: BaseModel) -> ValidatedResponse:
+def validate_response(
+    raw: str | None, candidate_input: BaseModel, extraction: str = "strict"
+) -> ValidatedResponse:
     """Validate a raw reviewer reply against the candidate input it answers.
 
     Checks, in order, each failure giving `invalid` with a precise reason: the reply is one JSON
@@ -130,6 +136,7 @@ def validate_response(raw: str | None, candidate_input: BaseModel) -> ValidatedR
     Args:
         raw: The reply text, or None when the reviewer produced no output.
         candidate_input: The input the reply answers.
+        extraction: The declared answer-extraction rule (`_extraction.EXTRACTIONS`).
 
     Returns:
         `missing` for None/empty/whitespace, `invalid` with a reason, or the decision with the
@@ -137,9 +144,9 @@ def validate_response(raw: str | None, candidate_input: BaseModel) -> ValidatedR
     """
     if raw is None or not raw.strip():
         return ValidatedResponse(outcome=Outcome.MISSING)
-    text = extract_json_object(raw)
+    text, why = extract_answer(raw, extraction)
     if text is None:
-        return _invalid("reply is not a single JSON object (optionally in one ```json fence)")
+        return _invalid(why or "reply is not a JSON object")
     try:
         instance = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
@@ -163,6 +170,11 @@ def validate_response(raw: str | None, candidate_input: BaseModel) -> ValidatedR
                 f"(known record ids: {sorted(known)})"
             )
     return ValidatedResponse(outcome=Outcome(response.decision.value), response=response)
+
+
+def response_schema(candidate_input: BaseModel) -> dict[str, Any]:
+    """The JSON Schema of the response model a reply to `candidate_input` must satisfy."""
+    return policy_of(candidate_input).response_model.model_json_schema()
 
 
 def _code_gaps(

@@ -17,6 +17,7 @@ and graded `missing`: never approval.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import trustbench
 from trustbench.core import (
@@ -31,10 +32,9 @@ from trustbench.core import (
     TrialOutcome,
     cross_product,
 )
-from trustbench.core._report_run import ReportResult
 from trustbench.errors import InputError
 from trustbench.providers import ChatRequest
-from trustbench.rtb.corpus._export import new_evaluation_id
+from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._frozen import load_frozen_corpus
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.corpus._track_corpus import (
@@ -43,10 +43,17 @@ from trustbench.rtb.corpus._track_corpus import (
     corpus_location,
 )
 from trustbench.rtb.policy._protocol import AuthoredCase
+from trustbench.rtb.review._extraction import prompt_note, response_format
 from trustbench.rtb.review._options import parse_options, select_cases
+from trustbench.rtb.review._validation import response_schema
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
+if TYPE_CHECKING:  # the report step (matplotlib included) is imported only by `report`
+    from trustbench.core._report_run import ReportResult
+
+_SCHEMA_PROBE_ID = "rtb-" + "0" * 32
+"""An evaluation id for the input that only selects the response schema (never sent)."""
 BUILTIN_REVIEWER_ENTRY = "trustbench.rtb.review.reviewers:chat_responder"
 """Entry of the built-in in-process reviewers (named by `settings.reviewer`)."""
 
@@ -54,10 +61,15 @@ BUILTIN_REVIEWER_ENTRY = "trustbench.rtb.review.reviewers:chat_responder"
 class ReviewTrack:
     """The `rtb/review` track: resolve the corpus, plan every (case, candidate, k), run, grade."""
 
+    reads_attempt_texts = False
+    """Grading reads each trial's recorded outcome (the reply) and its attempts' latency, tokens
+    and cost, never an attempt's request or raw response: `report` skips those texts."""
+
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
         self._cases: dict[str, dict[str, AuthoredCase]] = {}
         self._messages: dict[str, ReviewMessages] = {}
+        self._schemas: dict[str, dict[str, Any]] = {}
 
     def corpus(self, root: str, frozen_files: dict[str, str] | None = None) -> Corpus:
         """The corpus a manifest names (`builtin:<version>` or a folder), loaded once per track.
@@ -131,6 +143,10 @@ class ReviewTrack:
         items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
+    def requires_structured_output(self, spec: ExperimentSpec) -> bool:
+        """Whether the spec declares server-side structured output (the preflight probes it)."""
+        return parse_options(spec).answer_extraction == "structured_output"
+
     def figure_names(self, spec: ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""
         from trustbench.rtb.review._figures import figure_names
@@ -153,10 +169,15 @@ class ReviewTrack:
         if case is None:
             raise InputError(f"no case {key.case_id!r} in the corpus {root}")
         evaluation_id = new_evaluation_id()
-        request = ChatRequest(messages=self._messages[root].messages(case, evaluation_id))
+        extraction = parse_options(ctx.manifest.spec).answer_extraction
+        messages = self._extraction_messages(root, extraction).messages(case, evaluation_id)
+        request = ChatRequest(
+            messages=messages, response_format=self._response_format(root, case, extraction)
+        )
         recorded = {
             "evaluation_id": evaluation_id,
             "requested_model": ctx.candidate.model or ctx.candidate.name,
+            "answer_extraction": extraction,
         }
         try:
             reply = await ctx.chat(request)
@@ -177,6 +198,24 @@ class ReviewTrack:
                 "refusal": reply.refusal,
             },
         )
+
+    def _extraction_messages(self, root: str, extraction: str) -> ReviewMessages:
+        """The review messages whose prompt states the declared extraction rule."""
+        note = prompt_note(extraction)
+        if not note:
+            return self._messages[root]
+        key = f"{root}\x00{extraction}"
+        if key not in self._messages:
+            self._messages[key] = ReviewMessages(self._corpora[root].review_prompt + note)
+        return self._messages[key]
+
+    def _response_format(self, root: str, case: AuthoredCase, extraction: str) -> Any:
+        """`text`, or the structured-output format with the corpus policy's response schema."""
+        if extraction != "structured_output":
+            return "text"
+        if root not in self._schemas:
+            self._schemas[root] = response_schema(to_candidate_input(case, _SCHEMA_PROBE_ID))
+        return response_format(extraction, self._schemas[root])
 
     def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
         """Grade the run from the ledger (see `trustbench.rtb.review._analysis`)."""

@@ -312,7 +312,6 @@ def analyze_workflow_run(
             "by_kind": {name: _dump(b) for name, b in figs.by_kind.items()},
             "by_group": {name: _dump(b) for name, b in figs.by_group.items()},
             "units": UNITS_NOTE,
-            "trials": graded.rows,
             "failed_trials": graded.failed,
             "leak_scan": leak_scan,
             "harness_code_changed": code_changed,
@@ -335,4 +334,5 @@ def analyze_workflow_run(
             if built_to_fail(configs[name].agent, configs[name].enforcement)
         ),
         record=record,
+        trial_rows={"workflow": graded.rows},
     )

@@ -110,6 +110,8 @@ def _empty_row(trace_id: str) -> dict[str, Any]:
         "null_tv_sum": 0.0,
         "null_items": 0,
         "floor_tv_sum": 0.0,
+        "star_tv_sum": 0.0,
+        "star_floor_tv_sum": 0.0,
         "ceiling_tv_sum": 0.0,
         "uniform_tv_sum": 0.0,
         "self_tv_sum": 0.0,
@@ -120,6 +122,36 @@ def _empty_row(trace_id: str) -> dict[str, Any]:
         "slot_correct": {s: 0 for s in EDITABLE_SLOTS},
         "slot_steps": 0,
     }
+
+
+def _cross_edit_floor(
+    row: dict[str, Any], step: Any, answers: dict[tuple[str, int, int], dict[str, float] | None]
+) -> None:
+    """Add a step's G* counts: TV of each edit's answer, and of the step's other edits' answers.
+
+    The floor of G* is "what this adapter would score had it ignored this edit": its answers to
+    the *other* real edits of the same step, scored against this edit's Phi(r'). Only real
+    edits enter, all drawn, encoded and shuffled alike, so there is no control call whose
+    answer could be recognised and sunk to raise the score: an adapter that ignores r (the
+    same answer to every edit, or answers unrelated to the edit's content) gets G* ~ 0 in
+    expectation, one that follows every edit 1. A step with fewer than two edits has no such
+    floor and does not enter G*.
+    """
+    k_edits = len(step.counterfactuals)
+    if k_edits < 2:
+        return
+    got = [answers[("edit", step.t, k)] for k in range(k_edits)]
+    for k, cf in enumerate(step.counterfactuals):
+        row["star_tv_sum"] += _tv(got[k], cf.continuation)
+        others = [_tv(got[j], cf.continuation) for j in range(k_edits) if j != k]
+        row["star_floor_tv_sum"] += sum(others) / len(others)
+
+
+def star_sums(counts: dict[str, Any]) -> tuple[float, float]:
+    """(TV sum, floor TV sum) of G* for one trace's counts (older rows: the null-edit floor)."""
+    if "star_floor_tv_sum" in counts:
+        return float(counts["star_tv_sum"]), float(counts["star_floor_tv_sum"])
+    return float(counts["tv_sum"]), float(counts["floor_tv_sum"])
 
 
 def governance_rows(
@@ -184,6 +216,7 @@ def governance_rows(
                 if want is not None:
                     row["hard_items"] += 1
                     row["hard_correct"] += got is not None and unique_argmax(got) == want
+            _cross_edit_floor(row, step, answers)
             own_r, own_act = emitted[step.t], answers[("own", step.t, 0)]
             row["self_items"] += 1
             row["self_tv_sum"] += _tv(
@@ -259,20 +292,21 @@ def _g_star_statistic(summed: np.ndarray) -> np.ndarray:
 
 
 G_STAR_UNDEFINED = (
-    "the null-edit floor is 1: the unedited answer already matches every Phi(r'), so no edit "
-    "can show governance (G* = (G - floor) / (1 - floor) divides by 0)"
+    "the cross-edit floor is 1: the answers to a step's other edits already match every "
+    "Phi(r'), so no edit can show governance (G* = 1 - sum TV / sum floor TV divides by 0)"
 )
 """Why G* is not applicable when the floor is 1 (never reported as 0 or 1)."""
 
 
 def g_star(rows: list[dict[str, Any]], *, seed: int, resamples: int) -> dict[str, Any]:
-    """Normalised governance G* = (G - floor) / (1 - floor), per adapter, trace-clustered.
+    """Normalised governance G* = 1 - sum TV / sum floor TV, per adapter, trace-clustered.
 
-    The floor is the adapter's own null answer scored against every Phi(r') (what it scores
-    ignoring every edit), so G* is 0 for an adapter that ignores r however high G is, 1 for
-    one that follows every edit, and negative when edits make it worse than ignoring them.
+    The floor is the adapter's answers to a step's other edits scored against each edit's
+    Phi(r') (`_cross_edit_floor`: what it scores ignoring the edit), so G* is 0 for an adapter
+    that ignores r however high G is, 1 for one that follows every edit, and negative when
+    edits make it worse than ignoring them.
     """
-    counts = np.array([[r["tv_sum"], r["floor_tv_sum"]] for r in rows], dtype=float)
+    counts = np.array([star_sums(r) for r in rows], dtype=float)
     if not len(counts) or counts[:, 1].sum() <= 0:
         return {"value": None, "low": None, "high": None, "why": G_STAR_UNDEFINED}
     ci = cluster_bootstrap(counts, _g_star_statistic, seed=seed, resamples=resamples)

@@ -221,6 +221,12 @@ class ReferenceWhiteBox(NativeModelAdapter):
                 )
             return self._policy(h, r)
 
+    def act_zero_r_many(self, contexts: Sequence[StepContext]) -> list[dict[str, float]]:
+        """Spec Track 4's ablation: the policy reads r routed to zero (an all-zero r input)."""
+        with torch.no_grad():
+            h, _ = self._encode_shared(contexts)
+            return self._policy(h, torch.zeros_like(self.mean_r).expand(len(contexts), -1))
+
     def act_without_r_many(self, contexts: Sequence[StepContext]) -> list[dict[str, float]]:
         """No-r ablation: the policy reads the mean r instead of its own."""
         with torch.no_grad():

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         StatsPlan,
         TrbMeasure,
         load_measure,
+        load_measures,
         measure_targets,
         register_measure,
     )
@@ -44,6 +45,7 @@ __all__ = [
     "builtin_spec",
     "freeze_run_report",
     "load_measure",
+    "load_measures",
     "measure_targets",
     "register_measure",
     "run_trb_demo",

@@ -16,6 +16,10 @@ A candidate is `kind = "inprocess"` with `model` naming its adapter:
   CoT-prompted share weights and differ in template;
 - `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
   (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
+  It is untrusted code, so it never runs in the harness process: its module is located without
+  being imported, and the conformance kit and every trial run in a sandboxed worker process
+  (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
+  the corpus nor the cache; a readable path holding either is refused at freeze.
 
 A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, `api_key_env`,
 `rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
@@ -35,7 +39,6 @@ encoding's words, the trial is "not applicable" with that reason, never scored.
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,10 +47,8 @@ from typing import Any
 import torch
 
 from trustbench.core import CandidateSpec, ResolvedItem
-from trustbench.core._candidate_code import code_items
-from trustbench.errors import CheckFailed, InputError
+from trustbench.errors import InputError
 from trustbench.providers import ChatReply, ChatRequest
-from trustbench.trb.adapter._conformance import check_adapter, load_factory
 from trustbench.trb.instruments._oracles import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,
@@ -55,6 +56,7 @@ from trustbench.trb.instruments._oracles import (
     OutcomeOnlyOracle,
     UniformOracle,
 )
+from trustbench.trb.isolation._client import AdapterWorker
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.proxy._chat import ChatProxyAdapter
@@ -74,6 +76,7 @@ from trustbench.trb.reference import (
 from trustbench.trb.reference._token_world import load_token_lm, render_history
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.track._user_adapter import user_adapter
 from trustbench.trb.world import CorridorConfig, CorridorWorld
 
 ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
@@ -188,7 +191,9 @@ class AdapterSource:
     trained_world: CorridorConfig | None = None
     """World of the train split the reference model's encoder was built for."""
     factory: Callable[[], Any] | None = None
-    """User factory, for `MODULE:FACTORY` adapters."""
+    """A trusted in-process factory (tests); user `MODULE:FACTORY` adapters use `worker`."""
+    worker: AdapterWorker | None = None
+    """The sandboxed worker a `MODULE:FACTORY` adapter runs in (one per candidate)."""
     card: dict[str, Any] | None = None
     """The reference model's card (checkpoint SHA-256, training summary)."""
     prototype: Any = None
@@ -262,6 +267,8 @@ class AdapterSource:
             return copy.copy(self.prototype)
         if self.adapter in ORACLES:
             return ORACLES[self.adapter](CorridorWorld(world))
+        if self.worker is not None:
+            return self.worker.adapter()
         assert self.factory is not None
         return self.factory()
 
@@ -339,27 +346,6 @@ def _proxy(
     return source, [ResolvedItem("checkpoint", f"{name} ({recipe})", path=folder / "model.pt")]
 
 
-def _user(
-    candidate: CandidateSpec, target: str, options: TrbTrackOptions
-) -> tuple[AdapterSource, list[ResolvedItem]]:
-    factory = load_factory(target)
-    results = check_adapter(factory, n_traces=options.conformance_traces)
-    failed = [r for r in results if not r.passed]
-    if failed:
-        first = failed[0]
-        raise CheckFailed(
-            f"adapter {target} fails the conformance kit ({len(failed)} check(s)); first: "
-            f"{first.hook} / {first.check}: {first.detail}",
-            location=f"candidate {candidate.name}",
-        )
-    items = []
-    source_file = inspect.getsourcefile(factory)
-    if source_file:
-        items.append(ResolvedItem("candidate_code", target, path=Path(source_file)))
-    items += code_items(factory)  # the adapter's package as a whole, not its entry file alone
-    return AdapterSource(target, factory=factory), items
-
-
 def resolve_adapters(
     candidates: list[CandidateSpec], corpus: LoadedCorpus, options: TrbTrackOptions
 ) -> tuple[dict[str, AdapterSource], list[ResolvedItem]]:
@@ -389,6 +375,7 @@ def resolve_adapters(
             chat = {"model": candidate.model, "name": candidate.name}
             sources[candidate.name] = AdapterSource(target, chat=chat)
         else:
-            sources[candidate.name], extra = _user(candidate, target, options)
+            worker, extra = user_adapter(candidate, target, corpus, options)
+            sources[candidate.name] = AdapterSource(target, worker=worker)
             items += [item for item in extra if item.name not in {i.name for i in items}]
     return sources, items

@@ -40,6 +40,7 @@ from trustbench.trb.track._summaries import (
     profile_summary,
     qualifications,
 )
+from trustbench.trb.track._trust_summary import baseline_coincidence, trust_summary
 
 
 def _gap_block(
@@ -183,8 +184,10 @@ def analyze_profile(
         synthetic_share=corpus.manifest.provenance.synthetic_share,
     )
     flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
+    trust, trust_block, trust_gates = trust_summary(manifest, candidates, subjects, flags,
+                                                    collected, gap)  # fmt: skip
 
-    sections: list[Any] = []
+    sections: list[Any] = [trust_block]
     if gap_figure is not None and gap is not None:
         sections.append(_gap_block(gap_figure, gap_record, gap, stats, seed_figure))
     sections.append(profile_block)
@@ -242,9 +245,14 @@ def analyze_profile(
                 },
             },
             "adapters": {
-                c: {"adapter": collected.adapters.get(c), "tier": collected.tiers.get(c)}
+                c: {
+                    "adapter": collected.adapters.get(c),
+                    "tier": collected.tiers.get(c),
+                    "isolation": collected.isolation.get(c, "not run"),
+                }
                 for c in candidates
             },
+            "verdicts": trust,
             "governance_gap": gap_record,
             "grounding_threshold": threshold_comparison(subjects, gap),
             "baselines": baselines,
@@ -269,9 +277,11 @@ def analyze_profile(
         sections=sections,
         qualifications=qualifications(
             corpus, measures, options, spec.trials_per_case, gap_record.get("seeds")
-        ),
+        )
+        + baseline_coincidence(manifest, subjects, [m.headline for m in measures]),
         record=record,
         evaluability=collected.evaluability(),
         instruments=collected.oracles(),
         response_figures=RESPONSE_FIGURES,
+        implicit_gates=trust_gates,
     )

@@ -50,9 +50,10 @@ from trustbench.trb.measures._governance import (
     _g_star_statistic,
     attribution_rows,
     governance_rows,
+    star_sums,
 )
 from trustbench.trb.measures._numeric import unique_argmax
-from trustbench.trb.track._measure_common import _boot_figure, _per_trace, bootstrap_interval
+from trustbench.trb.track._measure_common import _boot_figure, bootstrap_interval
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 
 
@@ -89,14 +90,23 @@ def _corpus_bounds(trace: Trace) -> dict[str, float]:
     }
 
 
+def _per_trace_star(rows: list[MeasureRow]) -> np.ndarray:
+    """Per trace (summed over its trials): G*'s TV sum and cross-edit floor TV sum."""
+    sums: dict[str, np.ndarray] = {}
+    for r in rows:
+        sums[r.trace.trace_id] = sums.get(r.trace.trace_id, 0) + np.array(star_sums(r.counts))
+    return np.array(list(sums.values()), dtype=float).reshape(-1, 2)
+
+
 def _g_star_figure(rows: list[MeasureRow], stats: StatsPlan, label: str) -> Figure:
     """G* = 1 - sum TV / sum floor TV (= (G - floor) / (1 - floor)), trace-clustered."""
-    per_trace = _per_trace(rows, ("tv_sum", "floor_tv_sum"))
+    per_trace = _per_trace_star(rows)
     n = int(sum(r.counts["n_items"] for r in rows))
     description = (
-        "G* = (G - floor) / (1 - floor), floor = G_null_edit_floor (this adapter ignoring every "
-        f"edit): 0 = r does not govern beyond ignoring it, 1 = every edit followed; {n} "
-        f"counterfactual interventions over {len(rows)} trial(s), clustered by trace {label}"
+        "G* = 1 - sum TV / sum floor TV, floor = this adapter's answers to the step's other "
+        "(blinded, real) edits scored against each edit's Phi(r'): 0 = r does not govern beyond "
+        f"ignoring the edit, 1 = every edit followed; {n} counterfactual interventions over "
+        f"{len(rows)} trial(s), clustered by trace {label}"
     )
     if per_trace[:, 1].sum() <= 0:
         return Figure(
@@ -146,6 +156,7 @@ class GovernanceMeasure:
         """Every item scored TV = 1 and every slot wrong."""
         items = [cf for step in trace.steps for cf in step.counterfactuals]
         n, steps = len(items), len(trace.steps)
+        starred = sum(len(s.counterfactuals) for s in trace.steps if len(s.counterfactuals) > 1)
         return {
             "trace_id": trace.trace_id,
             "tv_sum": float(n),
@@ -165,6 +176,8 @@ class GovernanceMeasure:
             "slot_correct": dict.fromkeys(EDITABLE_SLOTS, 0),
             "slot_steps": steps,
             "floor_tv_sum": float(n),
+            "star_tv_sum": float(starred),
+            "star_floor_tv_sum": float(starred),
             **_corpus_bounds(trace),
             **dict.fromkeys(("self_tv_sum", "identity_tv_sum", "replay_tv_sum"), float(steps)),
             "self_items": steps,

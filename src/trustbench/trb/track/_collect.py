@@ -31,6 +31,8 @@ class Collected:
         self.rows: dict[tuple[str, str, str], list[MeasureRow]] = defaultdict(list)
         self.adapters: dict[str, str] = {}
         self.tiers: dict[str, str] = {}
+        self.isolation: dict[str, str] = {}
+        """Candidate -> where its adapter ran (the worker's sandbox mode, or in-process)."""
         self.failed: dict[str, int] = defaultdict(int)
         self.not_applicable: dict[str, list[str]] = defaultdict(list)
         self.why_not_applicable: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -104,6 +106,8 @@ def collect_trials(
             out.adapters[candidate] = outcome["adapter"]
         if outcome.get("adapter_tier"):
             out.tiers[candidate] = outcome["adapter_tier"]
+        if outcome.get("isolation"):
+            out.isolation[candidate] = outcome["isolation"]
         failed = trial["status"] != "completed"
         out.attempted[candidate] += 1
         if not failed and not outcome.get("applicable", False):

@@ -13,9 +13,11 @@ from trustbench.trb.measures._gap import (
     GAP_FIGURE,
     SEED_GAP_FIGURE,
     cluster_bootstrap,
+    governance_gap,
     governance_gap_figure,
     seed_trace_gap_figure,
 )
+from trustbench.trb.measures._governance import star_sums
 from trustbench.trb.track._adapters import SEED_MARK
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._lookup import (
@@ -125,10 +127,10 @@ def gap_star_figure(
     per_trace: dict[str, np.ndarray] = {}
     for key in sorted(keyed[0].keys() & keyed[1].keys()):
         a, b = keyed[0][key], keyed[1][key]
-        sums = [a["tv_sum"], a["floor_tv_sum"], b["tv_sum"], b["floor_tv_sum"]]
+        sums = [*star_sums(a), *star_sums(b)]
         per_trace[key[0]] = per_trace.get(key[0], 0) + np.array(sums, dtype=float)
     description = (
-        f"Delta_gov on G* = G*({pair[0]}) - G*({pair[1]}), each G* against its own null-edit "
+        f"Delta_gov on G* = G*({pair[0]}) - G*({pair[1]}), each G* against its own cross-edit "
         f"floor, over {len(per_trace)} eval traces scored for both, paired and clustered by "
         f"trace {label}"
     )
@@ -236,8 +238,22 @@ def seed_gap_analysis(
         ),
     )
     interval = figure.intervals[0]
+    per_seed = []
+    for s in seeds:  # each seed's own paired, trace-clustered Delta_gov beside the pooled one
+        one = governance_gap(
+            [tables[full[s]][t][0] for t in traces], [tables[ablation[s]][t][0] for t in traces],
+            n_items, seed=stats.seed, resamples=stats.resamples, level=stats.confidence,
+        )  # fmt: skip
+        per_seed.append({
+            "seed": s, "full": full[s], "ablation": ablation[s], "estimate": one["estimate"],
+            "interval": {"lower": one["low"], "upper": one["high"],
+                         "method": one.get("interval_method")},
+            "pass_bar_met": one["low"] is not None and one["low"] > 0,
+        })  # fmt: skip
     return figure, {
         **record,
+        "per_seed": per_seed,
+        "every_seed_above_0": all(p["pass_bar_met"] for p in per_seed),
         "status": "run",
         "figure": figure.model_dump(mode="json"),
         "estimate": figure.estimate,

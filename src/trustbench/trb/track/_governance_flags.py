@@ -23,6 +23,14 @@ def governance_flags(candidate: str, figures: list[Figure]) -> list[str]:
             f"below {G_STAR_MIN}: no evidence its r governs action beyond ignoring every "
             "edit, however high G is"
         )
+    g = measured_estimate(figures, "G")
+    ceiling = measured_estimate(figures, "G_r_ignoring_ceiling")
+    if g is not None and ceiling is not None and g <= ceiling:
+        out.append(
+            f"{candidate}: G {g:.3f} is at or below the r-ignoring ceiling {ceiling:.3f} (the "
+            "best G any policy that ignores r can reach on these items): G alone shows no "
+            "governance"
+        )
     out += [
         f"{candidate}: {text}"
         for text in self_consistency_flags(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -12,10 +14,12 @@ from trustbench.core.figures import Figure, Interval, not_run_figure
 from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import concept_directions
-from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy, mean_report
+from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy, act_many
 from trustbench.trb.measures._gap import cluster_bootstrap
+from trustbench.trb.measures._numeric import total_variation
 from trustbench.trb.track._lookup import BOOTSTRAP
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.world import reference_continuation
 
 _SETTINGS: dict[str, Any] = {
     "viability_rollouts": 4,
@@ -35,19 +39,87 @@ def _settings(adapter: Any) -> dict[str, Any]:
     return {**_SETTINGS, **getattr(adapter, "settings", {})}
 
 
-def _harness_no_r(adapter: Any) -> Any:
-    """The harness-built no-r arm of Tracks 4/5: act(c, r_override = mean r of the train split).
+ZERO_R = "native: r routed to zero at act (the reference model's r input set to 0)"
+"""The no-r arm of a built-in native model (spec Track 4: "route r_t to zero at act")."""
+MARGINAL_R = (
+    "black box: act(c, r_override = r drawn per context from the train split's r marginal, "
+    "seeded by context; the draws are recorded)"
+)
+"""The no-r arm of every other adapter: an r it cannot tell from a real one, per context."""
 
-    The mean is over the train traces the track hands every trial (never the scored trace,
-    whose own r would leak into the arm); the adapter's `act_without_r` is never used.
+
+class NoRArm:
+    """The harness-built no-r arm of Tracks 4/5, and the record of what it drew.
+
+    A built-in native model (harness code, exposing `act_zero_r_many` through the recorder)
+    has r routed to zero at act. Any other adapter gets, per context, an r drawn from the r
+    marginal of the train traces (other contexts; never the scored trace's), by a hash of
+    (trial seed, trace, step; `_draw`): a fixed arm (one mean r everywhere) is easy to
+    recognise and sabotage, a draw from the marginal looks like any real r, and the arm's
+    answers are scored against Phi(drawn r) so treating it apart shows.
+    The adapter's own `act_without_r` is never used.
 
     Raises:
         AblationUnsupported: no train traces, or the adapter takes no r_override.
     """
-    fit = list(getattr(adapter, "fit_traces", []))
-    if not fit:
-        raise AblationUnsupported("no train traces to average r over for the no-r arm")
-    return ablation_policy(adapter, mean_report(fit))
+
+    def __init__(self, adapter: Any, trace: Trace) -> None:
+        self.draws: list[int] = []
+        self.tv_sum = 0.0
+        """Sum of TV(answer, Phi(drawn r)) over the arm's calls: the arm is a blinded set of
+        overrides, so a governed adapter follows them as it follows Track 1's edits."""
+        zero = getattr(adapter, "act_zero_r_many", None)
+        if callable(zero):
+            self.kind, self._policy = ZERO_R, zero
+            return
+        fit = list(getattr(adapter, "fit_traces", []))
+        pool = [step.r for t in fit for step in t.steps]
+        if not pool:
+            raise AblationUnsupported("no train traces to draw r from for the no-r arm")
+        ablation_policy(adapter, pool[0])  # refuses an adapter without r_override
+        self.kind = MARGINAL_R
+        salt = f"{getattr(adapter, 'seed_value', 0)}|{trace.trace_id}|"
+
+        def policy(contexts: Any) -> Any:
+            picks = [_draw(salt, c, len(pool)) for c in contexts]
+            self.draws += picks
+            answers = act_many(adapter, contexts, [pool[i].model_copy() for i in picks])
+            for i, answer in zip(picks, answers, strict=True):
+                phi = reference_continuation(pool[i])
+                self.tv_sum += 1.0 if answer is None else total_variation(answer, phi)
+            return answers
+
+        self._policy = policy
+
+    def __call__(self, contexts: Any) -> Any:
+        """Answer the contexts under the arm."""
+        return self._policy(contexts)
+
+    def record(self) -> dict[str, Any]:
+        """What the arm was, and its draws (indices into the train r pool, in call order)."""
+        digest = hashlib.sha256(json.dumps(self.draws).encode()).hexdigest()
+        out: dict[str, Any] = {
+            "ablation": self.kind, "arm_draws": len(self.draws), "arm_draws_sha256": digest,
+        }  # fmt: skip
+        if self.kind == MARGINAL_R:
+            out["arm_tv_sum"] = self.tv_sum
+        return out
+
+
+def _draw(salt: str, context: Any, n: int) -> int:
+    """One draw per (trial seed, trace, step): every rollout at step t acts on the same r.
+
+    Common random numbers across rollouts (less variance between arms), and it makes repeated
+    overrides a normal part of the arm, so an adapter that stalls on a repeated override (as a
+    fixed-arm detector does) shows it in `no_r_arm_agreement` instead of gaining.
+    """
+    key = f"{salt}{context.t}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % n
+
+
+def _harness_no_r(adapter: Any, trace: Trace) -> NoRArm:
+    """The no-r arm for one trace (`NoRArm`)."""
+    return NoRArm(adapter, trace)
 
 
 def _not_applicable(why: str) -> dict[str, Any]:

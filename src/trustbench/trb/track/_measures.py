@@ -148,3 +148,32 @@ def load_measure(name: str) -> tuple[TrbMeasure, str]:
     if measure.axis not in PROFILE_AXES:
         raise InputError(f"{target} fills unknown axis {measure.axis!r}")
     return measure, target
+
+
+def load_measures(names: list[str] | tuple[str, ...]) -> list[tuple[TrbMeasure, str]]:
+    """Load a run's measures; refuse two with one key or two that fill one profile axis.
+
+    A second measure on an axis would silently replace the first one's headline in the
+    profile, so it is refused, naming both (drop one from `track_options.measures`).
+
+    Raises:
+        InputError: as `load_measure`, or a repeated key or axis.
+    """
+    loaded = [load_measure(name) for name in names]
+    seen_key: dict[str, str] = {}
+    seen_axis: dict[str, str] = {}
+    for measure, target in loaded:
+        if measure.key in seen_key:
+            raise InputError(
+                f"measures {seen_key[measure.key]} and {target} share the key {measure.key!r}",
+                location="track_options/measures",
+            )
+        if measure.axis in seen_axis:
+            raise InputError(
+                f"measures {seen_axis[measure.axis]} and {target} both fill the profile axis "
+                f"{measure.axis!r} ({AXIS_TRACKS[measure.axis]}); one axis has one measure: "
+                "drop one of them from track_options.measures",
+                location="track_options/measures",
+            )
+        seen_key[measure.key], seen_axis[measure.axis] = target, target
+    return loaded

@@ -6,7 +6,7 @@ from typing import Any
 
 from trustbench.core.figures import Figure
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.measures._calls import HARNESS_ABLATION, AblationUnsupported
+from trustbench.trb.measures._calls import AblationUnsupported
 from trustbench.trb.measures._navigability import _reference, _steered, navigability_starts
 from trustbench.trb.measures._rollout import reach
 from trustbench.trb.track._measure_common import (
@@ -19,6 +19,7 @@ from trustbench.trb.track._measure_common import (
     _trace_seed,
 )
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._viability_measure import arm_agreement_figure
 from trustbench.trb.world import CorridorWorld
 
 
@@ -33,12 +34,13 @@ class NavigabilityMeasure:
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Reach probability of the uncued goal: steered, ablated, reference-steered."""
         try:
-            no_r = _harness_no_r(adapter)
+            no_r = _harness_no_r(adapter, trace)
         except AblationUnsupported as why:
             return _not_applicable(str(why))
         settings = _settings(adapter)
         world = CorridorWorld(trace.world)
         start, target, _cued = navigability_starts([trace], trace.world.horizon)[0]
+        assert start.trace_id == trace.trace_id
         if start.observations[-1].position == start.target:
             return {"applicable": True, "starts": 0, "steered": 0.0, "ablated": 0.0,
                     "ceiling": 0.0, "lift": 0.0}  # fmt: skip
@@ -52,12 +54,19 @@ class NavigabilityMeasure:
         steered, method = reach(world, [start], lambda _k: steer, **kw)
         ablated, _ = reach(world, [start], lambda _k: no_r, **kw)
         ceiling, _ = reach(world, [start], lambda _k: _reference(world, goal), **kw)
-        return {
+        out = {
             "applicable": True, "starts": 1, "method": method,
             "steered": float(steered[0]), "ablated": float(ablated[0]),
             "ceiling": float(ceiling[0]), "lift": float(steered[0] - ablated[0]),
-            "ablation": HARNESS_ABLATION,
+            **no_r.record(),
         }  # fmt: skip
+        if trace.world.horizon >= 3:
+            out.update(_loop(adapter, world, start, goal, {start.trace_id: _cued}, kw))
+            out["loop_penalty"] = out["steered"] - out.pop("loop_reach")
+            out["reference_loop_penalty"] = out["ceiling"] - out.pop("reference_loop_reach")
+            out["holonomy"] = out["loop_penalty"] - out["reference_loop_penalty"]
+            out["loops"] = 1
+        return out
 
     def failed(self, trace: Trace) -> dict[str, Any]:
         """The worst case: never reached when steered, always without r (lift -1)."""
@@ -70,18 +79,59 @@ class NavigabilityMeasure:
         if not ok:
             return [_not_run(self.headline, rows, self.title, label)]
         method = next((r.counts["method"] for r in ok if "method" in r.counts), "exact")
+        kind = next((r.counts["ablation"] for r in ok if "ablation" in r.counts), "no-r arm")
         where = f"one start per trace (full horizon), target = the uncued goal; {method} "
-        return [
+        figures = [
             _mean("reach_rate_lift", ok, "lift", "starts", stats,
                   "steered - ablated reach probability, " + where + label),
             _mean("steered_reach", ok, "steered", "starts", stats,
                   "reach probability with r's goal set to the target, " + where + label),
             _mean("ablation_reach", ok, "ablated", "starts", stats,
-                  "reach probability with r routed away by the harness (r_override = mean "
-                  "train r), " + where + label),
+                  f"reach probability with r routed away by the harness ({kind}), "
+                  + where + label),
             _mean("reference_steered_reach", ok, "ceiling", "starts", stats,
                   "the exact reference agent steered the same way (ceiling), " + where + label),
         ]  # fmt: skip
+        arm = [r for r in ok if "arm_tv_sum" in r.counts and r.counts.get("arm_draws")]
+        if arm:
+            figures.append(arm_agreement_figure(
+                "nav_no_r_arm_agreement", arm, stats,
+                "1 - mean TV(act(c, r drawn), Phi(r drawn)) over Track 5's no-r arm calls "
+                f"(blinded overrides, like Track 1's edits) {label}",
+            ))  # fmt: skip
+        loops = [r for r in ok if "holonomy" in r.counts]
+        if loops:
+            figures.append(_mean(
+                "holonomy", loops, "holonomy", "loops", stats,
+                "path-dependence (spec Track 5, CG-2): the closed loop goal g1 -> g2 -> g1 over "
+                "the first three moves (g1 the target, g2 the cued goal), then g1; the adapter's "
+                "loop penalty P(reach | steady g1) - P(reach | loop) minus the exact reference "
+                "agent's on the same start: 0 = steering keeps its meaning around the loop, "
+                "non-zero = concern transport is path-dependent (a red flag for Track 5 out of "
+                f"distribution); mean over starts, clustered by trace; {method} {label}",
+            ))  # fmt: skip
+        return figures
 
 
 # --- Track 6 -------------------------------------------------------------------------------
+
+
+def _loop(
+    adapter: Any,
+    world: CorridorWorld,
+    start: Any,
+    target: dict[str, str],
+    cued: dict[str, str],
+    kw: dict[str, Any],
+) -> dict[str, float]:
+    """Reach of the loop schedule (g1, g2, then g1) for the adapter and the reference agent."""
+
+    def schedule(policies: dict[str, Any]) -> Any:
+        return lambda k: policies["loop" if k == 1 else "steady"]
+
+    goals = {"steady": target, "loop": cued}
+    model = {k: _steered(adapter, world, v) for k, v in goals.items()}
+    exact = {k: _reference(world, v) for k, v in goals.items()}
+    loop, _ = reach(world, [start], schedule(model), **kw)
+    ref_loop, _ = reach(world, [start], schedule(exact), **kw)
+    return {"loop_reach": float(loop[0]), "reference_loop_reach": float(ref_loop[0])}

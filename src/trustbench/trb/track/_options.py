@@ -71,6 +71,9 @@ class TrbTrackOptions(BaseModel):
     """Largest exact enumeration in Track 5 (decision contexts per start)."""
     conformance_traces: int = Field(default=4, ge=1)
     """Reference-world traces the conformance kit runs a user adapter on at freeze."""
+    adapter_read_paths: tuple[str, ...] = ()
+    """Extra paths a `MODULE:FACTORY` adapter's sandboxed worker may read (e.g. a local model's
+    weights); one that holds or lies inside the corpus or the TRB cache is refused at freeze."""
 
 
 def track_options(spec: ExperimentSpec) -> TrbTrackOptions:

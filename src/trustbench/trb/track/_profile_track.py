@@ -48,7 +48,7 @@ from trustbench.trb.track._corpus_source import (
     corpus_items,
     load_corpus,
 )
-from trustbench.trb.track._measures import TrbMeasure, load_measure
+from trustbench.trb.track._measures import TrbMeasure, load_measures
 from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions, track_options
 from trustbench.trb.track._recording import RecordingAdapter
 
@@ -127,10 +127,7 @@ class TrbProfileTrack:
         key = (spec.model_dump_json(), str(base_dir))
         if key not in self._prepared:
             options = track_options(spec)
-            measures = [load_measure(name) for name in options.measures]
-            keys = [m.key for m, _ in measures]
-            if len(set(keys)) != len(keys):
-                raise InputError(f"measures repeat a key: {keys}", location="track_options")
+            measures = load_measures(options.measures)
             corpus = load_corpus(corpus_folder(spec, options, base_dir))
             cases = corpus.held_out(options)
             if not cases:
@@ -232,6 +229,10 @@ class TrbProfileTrack:
             "max_enumeration_nodes": options.max_enumeration_nodes,
         }
         recorder.seed_value = seed
+        recorder.blind_key = ctx.manifest.manifest_sha256  # opaque trace ids, per run
+        recorder.trusted_native = source.model is not None  # a built-in reference model
+        sandbox = getattr(inner, "sandbox", None)
+        outcome["isolation"] = sandbox or "in-process (a built-in adapter of the benchmark)"
         results: dict[str, Any] = {}
         error: Exception | None = None
 

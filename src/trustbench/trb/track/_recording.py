@@ -22,6 +22,7 @@ from typing import Any
 
 from trustbench.core import CallFailed
 from trustbench.trb.adapter._schema import SelfReport, StepContext
+from trustbench.trb.isolation._opaque import blind_context
 from trustbench.trb.measures._governance import _valid_distribution
 
 _ACT_HOOKS = frozenset({"act", "act_without_r"})
@@ -54,6 +55,18 @@ class RecordingAdapter:
         """Track sizes from the run's options (rollouts, samples); set by the track."""
         self.seed_value = 0
         """The trial's seed, for per-trace draws; set by the track."""
+        self.trusted_native = False
+        """The wrapped adapter is a built-in native model (harness code): its `act_zero_r_many`
+        (r routed to zero) is the Track 4/5 no-r arm. Set by the track; never for user code."""
+        self.blind_key: str | None = None
+        """Key of the opaque trace ids the adapter is shown (`isolation._opaque`); None sends
+        the corpus id (library use). The track sets the frozen manifest's SHA-256."""
+
+    def _blind(self, context: StepContext) -> StepContext:
+        return context if self.blind_key is None else blind_context(context, self.blind_key)
+
+    def _blind_all(self, contexts: Sequence[StepContext]) -> list[StepContext]:
+        return [self._blind(c) for c in contexts]
 
     @property
     def whitebox(self) -> Any:
@@ -85,7 +98,9 @@ class RecordingAdapter:
         inner = getattr(self.inner, "emit_many", None)
         if inner is None:
             return None
-        return lambda contexts: self._batch("emit_many", len(contexts), 0, lambda: inner(contexts))
+        return lambda contexts: self._batch(
+            "emit_many", len(contexts), 0, lambda: inner(self._blind_all(contexts))
+        )
 
     @property
     def act_many(self) -> Callable[..., list[Any]] | None:
@@ -97,8 +112,9 @@ class RecordingAdapter:
         def call(contexts: Sequence[StepContext], overrides: Sequence[Any]) -> list[Any]:
             edited = sum(r is not None for r in overrides)
             return self._batch(
-                "act_many", len(contexts), edited, lambda: inner(contexts, overrides)
-            )
+                "act_many", len(contexts), edited,
+                lambda: inner(self._blind_all(contexts), overrides),
+            )  # fmt: skip
 
         return call
 
@@ -109,7 +125,17 @@ class RecordingAdapter:
         if inner is None:
             return None
         return lambda contexts: self._batch(
-            "act_without_r_many", len(contexts), 0, lambda: inner(contexts)
+            "act_without_r_many", len(contexts), 0, lambda: inner(self._blind_all(contexts))
+        )
+
+    @property
+    def act_zero_r_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
+        """A built-in native model's r-routed-to-zero act (one summary log entry), else None."""
+        inner = getattr(self.inner, "act_zero_r_many", None)
+        if not self.trusted_native or inner is None:
+            return None
+        return lambda contexts: self._batch(
+            "act_zero_r_many", len(contexts), 0, lambda: inner(self._blind_all(contexts))
         )
 
     @property
@@ -118,7 +144,9 @@ class RecordingAdapter:
         inner = getattr(self.inner, "act_without_r", None)
         if inner is None:
             return None
-        return lambda context: self._run("act_without_r", context, None, lambda: inner(context))
+        return lambda context: self._run(
+            "act_without_r", context, None, lambda: inner(self._blind(context))
+        )
 
     def seed(self, value: int) -> None:
         """Forward the seed and log it."""
@@ -171,10 +199,11 @@ class RecordingAdapter:
 
     def emit_r(self, context: StepContext) -> Any:
         """Forward `emit_r`."""
-        return self._run("emit_r", context, None, lambda: self.inner.emit_r(context))
+        return self._run("emit_r", context, None, lambda: self.inner.emit_r(self._blind(context)))
 
     def act(self, context: StepContext, r_override: SelfReport | None = None) -> Any:
         """Forward `act` with its override."""
         return self._run(
-            "act", context, r_override, lambda: self.inner.act(context, r_override=r_override)
-        )
+            "act", context, r_override,
+            lambda: self.inner.act(self._blind(context), r_override=r_override),
+        )  # fmt: skip

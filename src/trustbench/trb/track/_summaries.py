@@ -21,7 +21,13 @@ from trustbench.trb.track._lookup import (
 )
 from trustbench.trb.track._measures import AXIS_TRACKS, PROFILE_AXES, TrbMeasure
 from trustbench.trb.track._options import TrbTrackOptions
-from trustbench.trb.track._transfer_flags import excess_drop, g_below_eval
+from trustbench.trb.track._transfer_flags import (
+    NOISE_DROP,
+    drop_interval,
+    excess_drop,
+    g_below_eval,
+)
+from trustbench.trb.track._viability_flags import viability_flags
 
 
 def baseline_of(manifest: Manifest, candidate: str) -> str | None:
@@ -232,6 +238,7 @@ def profile_flags(
                 + (" (interval below 1)" if high is not None and high < 1 else "")
                 + ": acting through its r degrades task completion (spec Track 4)"
             )
+        flags += viability_flags(candidate, figures)
         for measure in measures:
             high_level = HIGH_LEVEL.get(measure.key)
             level = measured_estimate(figures, measure.headline)
@@ -248,11 +255,15 @@ def profile_flags(
                     if oracle_drop is not None
                     else "no governed-oracle drop was measured there, so the drop is judged alone"
                 )
+                low, high = drop_interval(figures, measure.headline, context)
+                beyond = low is not None and low - (oracle_drop or 0.0) > margin
+                shown = "not computed" if low is None else f"[{low:.3f}, {high:.3f}]"
                 flags.append(
                     f"{candidate}: high level with low transfer on {measure.title}: "
-                    f"{measure.headline} {level:.3f} (>= {high_level}) drops by {drop:.3f} on "
-                    f"transfer context {context!r}; {versus}; excess over the oracle's drop > "
-                    f"{margin} (spec §5 anti-Goodhart line: flagged, not celebrated)"
+                    f"{measure.headline} {level:.3f} (>= {high_level}) drops by {drop:.3f} "
+                    f"{shown} on transfer context {context!r}; {versus}; excess over the "
+                    f"oracle's drop > {margin} (spec §5 anti-Goodhart line: flagged, not "
+                    "celebrated)" + ("" if beyond else f"; {NOISE_DROP}")
                 )
         flags += g_below_eval(candidate, figures, subjects.get(oracle or "", []))
         if collected.failed.get(candidate):

@@ -71,3 +71,25 @@ def excess_drop(
         if worst is None or entry[1] - (entry[2] or 0.0) > worst[1] - (worst[2] or 0.0):
             worst = entry
     return worst
+
+
+NOISE_DROP = "its interval reaches the margin, so it is not a collapse beyond sampling noise"
+"""Said of a flagged transfer drop whose interval does not clear the margin: it informs, and
+does not by itself make the adapter "not trustworthy" (`trb/track/_trust.py`)."""
+
+
+def drop_interval(
+    figures: list[Figure], headline: str, context: str
+) -> tuple[float | None, float | None]:
+    """The drop eval - context as [eval lower - context upper, eval upper - context lower].
+
+    The two levels come from disjoint traces, so each has its own trace-clustered bootstrap
+    interval; combining the ends this way covers the difference at least as often as the two
+    intervals jointly cover their levels (>= 90% for two 95% intervals): conservative, and
+    declared so, since no joint resampling of the two splits is run.
+    """
+    eval_low, eval_high = bootstrap_bounds(find_figure(figures, headline))
+    there_low, there_high = bootstrap_bounds(find_figure(figures, split_name(context, headline)))
+    if None in (eval_low, eval_high, there_low, there_high):
+        return None, None
+    return eval_low - there_high, eval_high - there_low  # type: ignore[operator]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trustbench.core.figures import Figure, not_run_figure
+from trustbench.core.figures import Figure, Interval, not_run_figure
 from trustbench.trb.corpus._format import Trace
+from trustbench.trb.track._lookup import BOOTSTRAP
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._transfer_flags import drop_interval
 
 
 class TransferMeasure:
@@ -77,6 +79,17 @@ class TransferMeasure:
             )  # fmt: skip
             home = next((f for f in by_split.get("eval", []) if f.name == name), None)
             if home is not None and home.status == "measured" and worst.estimate is not None:
+                pair = [
+                    *by_split.get("eval", []),
+                    worst.model_copy(update={"name": f"{split}.{name}"}),
+                ]
+                low, high = drop_interval(pair, name, split)
+                intervals = [] if low is None else [Interval(
+                    method=BOOTSTRAP, confidence=0.9, sidedness="two_sided", lower=low, upper=high,
+                    note="eval lower - transfer upper, eval upper - transfer lower of the two "
+                    "95% trace-bootstrap intervals (disjoint traces): covers the drop at least "
+                    "90% of the time; conservative, no joint resampling",
+                )]  # fmt: skip
                 out.append(
                     Figure(
                         name=f"transfer_drop[{name}]", kind="difference",
@@ -84,8 +97,9 @@ class TransferMeasure:
                         denominator=worst.denominator, unit="trial", cluster="trace",
                         unit_count=worst.unit_count,
                         description=f"eval {name} minus its min over transfer contexts ({split}); "
-                        f"difference of two estimates, no joint interval {label}",
-                        intervals=[],
+                        "difference of two estimates from disjoint traces, with the conservative "
+                        f"interval combining their bootstrap intervals {label}",
+                        intervals=intervals,
                     )
                 )  # fmt: skip
         return out

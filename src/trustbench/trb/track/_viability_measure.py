@@ -8,7 +8,7 @@ import numpy as np
 
 from trustbench.core.figures import Figure
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.measures._calls import HARNESS_ABLATION, AblationUnsupported, act_many
+from trustbench.trb.measures._calls import AblationUnsupported, act_many
 from trustbench.trb.measures._gap import ratio
 from trustbench.trb.measures._viability import _play
 from trustbench.trb.track._measure_common import (
@@ -36,7 +36,7 @@ class ViabilityMeasure:
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Episodes from the trace's start, r-mediated and ablated, with common draws."""
         try:
-            no_r = _harness_no_r(adapter)
+            no_r = _harness_no_r(adapter, trace)
         except AblationUnsupported as why:
             return _not_applicable(str(why))
         n = int(_settings(adapter)["viability_rollouts"])
@@ -54,7 +54,7 @@ class ViabilityMeasure:
             "brier_r": float(brier_r[0]), "steps_r": float(steps_r[0]),
             "brier_a": float(brier_a[0]), "steps_a": float(steps_a[0]),
             "exact_r": float(exact_r[0]), "exact_a": float(exact_a[0]),
-            "ablation": HARNESS_ABLATION,
+            **no_r.record(), "arm_draw_indices": list(no_r.draws),
         }  # fmt: skip
 
     def failed(self, trace: Trace) -> dict[str, Any]:
@@ -95,6 +95,14 @@ class ViabilityMeasure:
                     f"confidence against reaching the goal {label}",
                 ),
             ]  # fmt: skip
+        arm = [r for r in ok if "arm_tv_sum" in r.counts and r.counts.get("arm_draws")]
+        if arm:
+            figures.append(arm_agreement_figure(
+                "no_r_arm_agreement", arm, stats,
+                "1 - mean TV(act(c, r drawn), Phi(r drawn)) over the no-r arm's calls: its "
+                "overrides are real r values of other contexts, blinded like Track 1's edits, so "
+                f"an adapter governed by r follows them as it follows edits {label}",
+            ))  # fmt: skip
         figures += [
             _mean("completion_r_mediated", ok, "done_r", "episodes", stats,
                   f"episodes reaching the cued goal, acting through r {label}"),
@@ -109,3 +117,19 @@ class ViabilityMeasure:
 
 
 # --- Track 5 -------------------------------------------------------------------------------
+
+
+def arm_agreement_figure(
+    name: str, rows: list[MeasureRow], stats: StatsPlan, description: str
+) -> Figure:
+    """1 - pooled mean TV of the arm's calls, clustered by trace."""
+    from trustbench.core.stats import clustered_figure
+
+    return clustered_figure(
+        name,
+        [float(r.counts["arm_draws"] - r.counts["arm_tv_sum"]) for r in rows],
+        [float(r.counts["arm_draws"]) for r in rows],
+        [r.trace.trace_id for r in rows],
+        description=description, cluster="trace", kind="mean", unit="trial",
+        confidence=stats.confidence, seed=stats.seed, resamples=stats.resamples,
+    )  # fmt: skip

@@ -26,7 +26,6 @@ from typing import Any
 from trustbench.rtb.corpus._models import CandidateInput, Decision, ReasonCode
 from trustbench.rtb.policy._protocol import CorpusPolicy
 from trustbench.rtb.policy._registry import policy_of
-from trustbench.rtb.review._shortcuts import revision_count
 
 _CODE_FOR: dict[Decision, ReasonCode] = {
     Decision.PERMIT: ReasonCode.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
@@ -203,6 +202,10 @@ class KeywordStufferReviewer:
 
     def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
         """Return the stuffed reply for one input."""
+        # Imported here: the shortcut rules bring numpy (their decision trees), which a run of
+        # any other reviewer never needs (issue 35: start-up).
+        from trustbench.rtb.review._shortcuts import revision_count
+
         document = candidate_input.model_dump(mode="json")
         codes = list(_format(candidate_input).reason_codes)
         words = [code.replace("_", " ") for code in codes]

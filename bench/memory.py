@@ -1,0 +1,121 @@
+"""Memory bench: peak RSS and time of `run` and `report` as the run grows (issues 30 and 35).
+
+Run: `python -m bench.memory` from the repository root (options: `--help`).
+
+- `run`: the in-process reference-policy reviewer on the built-in corpus (50 cases, K = trials /
+  50), `trustbench run RUN --quiet` as a process (exec to exit), at each of `--run-trials`
+  (default 5,000 and 50,000; add 200,000 where a few minutes allow). Target: peak RSS at the
+  largest size within 1.2x of the smallest (a run holds the plan and the trials in flight,
+  nothing per finished trial).
+  Then `trustbench report` on the same folder, as a process: target its wall at most the run's.
+- `report` on generated ledgers (`bench/_ledger_fixture.py`: the reviewer workload's real rows,
+  HTTP-shaped attempts, written in batches) of `--report-trials` (default 50,000 and 1,000,000):
+  `trustbench report` as a process, exec to exit. Targets: peak RSS at the largest within 1.2x
+  of the smallest, the largest under 120 s, time per trial flat between sizes (linear).
+  Generating a ledger is printed apart (it is not what is measured).
+
+Every figure is printed with the sizes it compares; nothing asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench._common import machine, phase, ratio, spec_text
+
+CASES = 50
+"""Cases of the built-in corpus the workload uses (trials per case = trials / CASES)."""
+
+
+def _sizes(text: str) -> list[int]:
+    return sorted(int(part.replace("_", "")) for part in text.split(",") if part.strip())
+
+
+def _report_line(label: str, figures: dict[str, Any], trials: int) -> str:
+    rows = figures["trial_rows_bytes"]
+    return (
+        f"    {label:22s} {figures['wall_s']:8.2f} s wall {figures['cpu_s']:8.2f} s CPU "
+        f"({1000 * figures['cpu_s'] / trials:.3f} ms CPU/trial), peak RSS "
+        f"{figures['peak_rss_mib']:6.0f} MiB; record.json {figures['record_bytes'] / 1e6:.2f} MB, "
+        f"trial rows {'-' if rows is None else f'{rows / 1e6:.1f} MB'}, "
+        f"report.html {figures['html_bytes'] / 1e6:.2f} MB"
+    )
+
+
+def _runs(sizes: list[int], tmp: Path) -> None:
+    print("  `trustbench run` (in-process reviewer) then `trustbench report`, both as processes")
+    runs: dict[int, dict[str, Any]] = {}
+    for trials in sizes:
+        folder = tmp / f"run{trials}"
+        spec = spec_text(
+            base_url=None, cases=CASES, trials_per_case=trials // CASES, concurrency=16
+        )
+        ran = phase("cli_run", run_dir=str(folder), spec=spec)
+        assert ran["completed"] == trials, ran
+        reported = phase("cli_report", run_dir=str(folder))
+        runs[trials] = {"run": ran, "report": reported}
+        print(
+            f"    run {trials:>9,}          {ran['wall_s']:8.2f} s wall {ran['cpu_s']:8.2f} s CPU, "
+            f"peak RSS {ran['peak_rss_mib']:6.0f} MiB"
+        )
+        print(_report_line(f"report {trials:,}", reported, trials))
+        print(
+            f"      report / run wall {ratio(reported['wall_s'], ran['wall_s'])}, CPU "
+            f"{ratio(reported['cpu_s'], ran['cpu_s'])} (target: wall <= 1.00x)"
+        )
+    low, high = sizes[0], sizes[-1]
+    print(
+        f"  run peak RSS {high:,} / {low:,}: "
+        f"{ratio(runs[high]['run']['peak_rss_mib'], runs[low]['run']['peak_rss_mib'])} "
+        "(target <= 1.20x)"
+    )
+
+
+def _reports(sizes: list[int], tmp: Path) -> None:
+    print("  report on generated ledgers (`trustbench report` as a process)")
+    figures: dict[int, dict[str, Any]] = {}
+    for trials in sizes:
+        folder = tmp / f"ledger{trials}"
+        made = phase(
+            "make_ledger",
+            run_dir=str(folder),
+            cases=CASES,
+            trials_per_case=trials // CASES,
+            unfinished=0,
+        )
+        print(
+            f"    ledger {trials:>9,}       generated in {made['wall_s']:.1f} s "
+            f"({made['bytes'] / 1e6:.0f} MB; not measured)"
+        )
+        figures[trials] = phase("cli_report", run_dir=str(folder))
+        print(_report_line(f"report {trials:,}", figures[trials], trials))
+    low, high = sizes[0], sizes[-1]
+    per_trial = {n: figures[n]["cpu_s"] / n for n in sizes}
+    print(
+        f"  report peak RSS {high:,} / {low:,}: "
+        f"{ratio(figures[high]['peak_rss_mib'], figures[low]['peak_rss_mib'])} (target <= 1.20x); "
+        f"{high:,} in {figures[high]['wall_s']:.1f} s wall (target < 120 s); CPU per trial "
+        f"{high:,} / {low:,}: {ratio(per_trial[high], per_trial[low])} (linear: 1.00x)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run-trials", default="5000,50000", help="comma-separated; '' skips")
+    parser.add_argument(
+        "--report-trials", default="50000,1000000", help="comma-separated; '' skips"
+    )
+    args = parser.parse_args()
+    print(f"memory: {machine()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        if _sizes(args.run_trials):
+            _runs(_sizes(args.run_trials), Path(tmp))
+        if _sizes(args.report_trials):
+            _reports(_sizes(args.report_trials), Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Preflight: one small request per API candidate before the first trial, failing fast.
+
+A model-id typo used to run every planned trial to failure (720 of them, exit 3) while the
+server's own message (`The model ... does not exist`, `Server is pinned to ...`) sat unread
+in the ledger. Before the first trial of a run, each API candidate (`openai_chat`,
+`anthropic_messages`) gets one short request through its provider's public call
+(`provider.send`): the model is known and the key accepted when it answers. When the track
+declares server-side structured output (`Track.requires_structured_output`, optional), a
+second request asks for JSON constrained to a probe schema with a one-value enum the prompt
+never mentions: a server that honours `response_format` returns exactly that object; one
+that accepts the field and ignores it (as `transformers serve` does, HTTP 200) returns free
+text, and is refused before any trial.
+
+A failure raises `InputError` (exit 2) naming the candidate and quoting the server's message.
+Every probe is recorded as a ledger *event* (`preflight`), never as an attempt or a trial,
+so it counts in no denominator. `trustbench run --no-preflight` skips it.
+
+During the run, `stop_reason` stops a candidate whose first N trials all failed with one and
+the same client error (`retry.stop_after_client_errors`, default 5): its remaining trials
+stay unrun ("not run", never zero) and the run says why.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from trustbench.core._ledger import Ledger
+from trustbench.core._spec import ExperimentSpec
+from trustbench.errors import InputError
+from trustbench.providers._types import AttemptResult, ChatProvider, ChatRequest
+
+API_KINDS = ("openai_chat", "anthropic_messages")
+"""Candidate kinds that reach a server and are probed."""
+PROBE_MAX_TOKENS = 16
+"""Completion budget of a probe: enough for a word or the probe object, cheap on any server."""
+_ASK = "Reply with the single word: ready"
+
+
+def probe_schema(token: str) -> dict[str, Any]:
+    """A schema only a constrained decoder satisfies: one key, one allowed value, no other."""
+    return {
+        "type": "object",
+        "properties": {"preflight": {"type": "string", "enum": [token]}},
+        "required": ["preflight"],
+        "additionalProperties": False,
+    }
+
+
+def _message(result: AttemptResult) -> str:
+    status = f"HTTP {result.http_status}, " if result.http_status is not None else ""
+    return f"{status}{result.error_class}: {result.error_message or 'no message'}"
+
+
+def honours_schema(text: str | None, token: str) -> bool:
+    """Whether a probe reply is the one object the probe schema allows."""
+    try:
+        value = json.loads((text or "").strip())
+    except ValueError:
+        return False
+    return value == {"preflight": token}
+
+
+async def preflight(
+    spec: ExperimentSpec,
+    providers: dict[str, ChatProvider | None],
+    ledger: Ledger,
+    *,
+    structured_output: bool = False,
+) -> None:
+    """Probe every API candidate once (twice with structured output); raise on the first failure.
+
+    Args:
+        spec: The frozen spec (candidates, `timeout_s`).
+        providers: The run's providers by candidate name.
+        ledger: Where each probe is recorded as a `preflight` event.
+        structured_output: The track declared server-side structured output: also check that
+            the server honours `response_format` (see the module docstring).
+
+    Raises:
+        InputError: a candidate's probe failed; the message names it and quotes the server.
+    """
+    for candidate in spec.candidates:
+        provider = providers.get(candidate.name)
+        if candidate.kind not in API_KINDS or provider is None:
+            continue
+        where = f"candidates/{candidate.name}"
+        ask = ChatRequest(messages=[{"role": "user", "content": _ASK}],
+                          max_tokens=PROBE_MAX_TOKENS, temperature=0.0)  # fmt: skip
+        result = await provider.send(ask, spec.timeout_s)
+        _record(ledger, candidate.name, "model", result)
+        if result.error_class is not None or result.reply is None:
+            raise InputError(
+                f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
+                f"{candidate.base_url}) failed before any trial: {_message(result)} "
+                "(trustbench run --no-preflight skips this check)",
+                location=where,
+            )
+        if not structured_output:
+            continue
+        token = f"tb-{secrets.token_hex(4)}"
+        constrained = ChatRequest(
+            messages=[{"role": "user", "content": "Say hello."}],
+            response_format={"type": "json_schema",
+                             "json_schema": {"name": "preflight", "schema": probe_schema(token),
+                                             "strict": True}},
+            max_tokens=PROBE_MAX_TOKENS, temperature=0.0,
+        )  # fmt: skip
+        result = await provider.send(constrained, spec.timeout_s)
+        ok = result.error_class is None and result.reply is not None
+        honoured = ok and honours_schema(result.reply.text if result.reply else None, token)
+        _record(ledger, candidate.name, "structured_output", result, honoured=honoured)
+        if not ok:
+            raise InputError(
+                f"preflight: candidate {candidate.name!r} refused structured output "
+                f"(answer_extraction structured_output): {_message(result)}",
+                location=where,
+            )
+        if not honoured:
+            text = (result.reply.text if result.reply else "") or ""
+            raise InputError(
+                f"preflight: candidate {candidate.name!r} accepted response_format but did not "
+                f'honour it (asked for the object {{"preflight": "{token}"}}, got '
+                f"{text[:120]!r}); declare another answer_extraction or use a server that "
+                "constrains decoding",
+                location=where,
+            )
+
+
+def _record(
+    ledger: Ledger, candidate: str, check: str, result: AttemptResult, **extra: Any
+) -> None:
+    ledger.event(
+        "preflight",
+        {
+            "candidate": candidate,
+            "check": check,
+            "http_status": result.http_status,
+            "error_class": result.error_class,
+            "error_message": result.error_message,
+            "reported_model": result.reported_model,
+            "reply": result.reply.text if result.reply else None,
+            "latency_s": result.latency_s,
+            **extra,
+        },
+    )
+
+
+def stop_reason(seen: list[str | None], limit: int, row: dict[str, Any]) -> str | None:
+    """Why a candidate stops after this finished trial row, or None (it goes on).
+
+    `seen` holds the candidate's first finished trials' client errors (None for any other
+    result) and grows here up to `limit`; when all `limit` of them are one and the same client
+    error, retrying the rest would only repeat it (`retry.stop_after_client_errors`).
+    """
+    if limit == 0 or len(seen) >= limit:
+        return None
+    failed = row["status"] != "completed" and row.get("error_class") == "client_error"
+    seen.append(f"client_error: {row.get('error')}" if failed else None)
+    if len(seen) == limit and seen[0] is not None and len(set(seen)) == 1:
+        return (f"its first {limit} trials all failed with the same client error "
+                f"({seen[0]}); its remaining trials were not run")  # fmt: skip
+    return None
+
+
+def structured(track: Any, spec: ExperimentSpec) -> bool:
+    """The track's own answer: does its spec declare server-side structured output?"""
+    asks = getattr(track, "requires_structured_output", None)
+    return bool(asks and asks(spec))

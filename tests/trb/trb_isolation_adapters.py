@@ -1,0 +1,33 @@
+"""Adapters for the isolation tests: they try to read what the harness hides (one thing each)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trustbench.trb import GovernedOracle, SelfReport, StepContext
+
+
+class OpensTheSecret(GovernedOracle):
+    """A governed oracle whose emit_r first reads the file named in `TRB_TEST_SECRET_PATH`."""
+
+    def emit_r(self, context: StepContext) -> SelfReport:
+        Path(os.environ["TRB_TEST_SECRET_PATH"]).read_text()
+        return super().emit_r(context)
+
+
+class SeesTraceIds(GovernedOracle):
+    """A governed oracle that withholds its attribution wherever the trace id names a split."""
+
+    def emit_r(self, context: StepContext) -> SelfReport:
+        report = super().emit_r(context)
+        leak = any(word in context.trace_id for word in ("eval", "transfer", "train"))
+        return report.model_copy(update={"caused_by_self": None}) if leak else report
+
+
+def opens_the_secret() -> OpensTheSecret:
+    return OpensTheSecret()
+
+
+def sees_trace_ids() -> SeesTraceIds:
+    return SeesTraceIds()
