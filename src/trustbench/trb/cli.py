@@ -10,30 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from trustbench.errors import CheckFailed
-
-if TYPE_CHECKING:  # rich is imported by the commands that print, not by `trustbench run`
-    pass
+from trustbench.trb._cli_tables import _fmt, _interval, _print_audit, _print_goodhart
 
 trb_app = typer.Typer(help="Trace AI Reflection Benchmark (TRB).", no_args_is_help=True)
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "not run"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _interval(fig: dict[str, Any]) -> str:
-    if fig.get("low") is None:
-        return "—"
-    return f"[{fig['low']:.3f}, {fig['high']:.3f}]"
 
 
 @trb_app.command("check-adapter")
@@ -120,41 +104,6 @@ def audit(
                 f"expected {missed[0]['expected']} ({missed[0]['why']})",
                 location="trb audit",
             )
-
-
-def _print_goodhart(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title="TRB Goodhart audit (cheating adapters vs their expected signature)")
-    for column in ("adapter", "signature that must hold", "measured", "result"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(
-            escape(r["adapter"]), escape(r["signature"]), escape(r["measured"]),
-            "[green]holds[/]" if r["passed"] else "[bold red]FAILS[/]",
-        )  # fmt: skip
-    Console().print(table)
-
-
-def _print_audit(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="TRB harness audit (oracle adapters vs closed form)")
-    for column in ("oracle", "metric", "expected", "measured", "deviation", "result"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(
-            r["oracle"],
-            r["metric"],
-            f"{r['expected']:.6f}",
-            _fmt(r["measured"], 6),
-            _fmt(r["deviation"], 2) if r["deviation"] is None else f"{r['deviation']:.1e}",
-            "[green]pass[/]" if r["passed"] else "[bold red]FAIL[/]",
-        )
-    Console().print(table)
 
 
 @trb_app.command()
