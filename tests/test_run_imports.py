@@ -91,4 +91,4 @@ def test_run_of_an_http_reviewer_imports_no_statistics_or_plotting(
     )
     ran = _cli("run", str(run_dir), "--quiet")
     assert ran == {"code": 0, "loaded": []}
-    assert len(openai_server.requests) == 4  # the trials did run, over HTTP
+    assert len(openai_server.requests) == 1 + 4  # one preflight probe, then the 4 trials over HTTP
