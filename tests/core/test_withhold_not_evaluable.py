@@ -146,7 +146,9 @@ def test_a_not_evaluable_candidate_without_declared_gates_is_not_evaluable_not_u
     verdicts = {v.subject: v for v in subject_verdicts(page)}
     assert verdicts[DEAD].status == "not_evaluable"
     assert "no valid response in 20 attempted trial(s)" in verdicts[DEAD].headline
-    assert verdicts[LIVE].status == "passed"
+    # An evaluable subject whose only gate is the implicit evaluability check has no declared
+    # release gate: it reads "no release gate applies", never "passed all gates".
+    assert verdicts[LIVE].status == "no_gates"
 
 
 def test_a_not_evaluable_figure_must_say_why_and_carry_no_estimate() -> None:

@@ -13,6 +13,7 @@ from tests.support.openai_server import (
     openai_server,  # noqa: F401
     reply,
 )
+from tests.support.records import full_record
 from typer.testing import CliRunner
 
 from trustbench.cli import app
@@ -53,7 +54,7 @@ def test_report_prints_why_replies_with_a_preamble_were_invalid_under_strict(
     code, out = invoke("run", str(run_dir), "--quiet")
     assert code in (0, 1), out
     out = CliRunner().invoke(app, ["report", str(run_dir)]).output  # printed before exit 1
-    planned = len(json.loads((run_dir / "record.json").read_text())["review"]["trials"])
+    planned = len(full_record(run_dir)["review"]["trials"])
     assert "note: llm:" in out and "invalid replies: reply is not a single JSON object" in out
     assert "(e.g. " in out
     record = json.loads((run_dir / "record.json").read_text())
