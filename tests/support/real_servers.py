@@ -15,12 +15,12 @@ that echoes the last user message and keeps every request's headers.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -193,76 +193,74 @@ def tinyproxy_forward_proxy(folder: Path) -> Iterator[int]:
         process.wait(10)
 
 
+_CLOSING_SERVER = r"""
+import asyncio, json, sys
+
+async def read_head(reader):
+    headers = {}
+    await reader.readline()
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return headers
+
+async def handle(reader, writer):
+    try:
+        headers = await read_head(reader)
+        request = json.loads(await reader.readexactly(int(headers.get("content-length", 0))))
+        last = (request.get("messages") or [{"content": ""}])[-1]["content"]
+        body = json.dumps({
+            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": f"echo: {last}"}}],
+        }).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+        pass
+    finally:
+        writer.close()
+
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+asyncio.run(main())
+"""
+
+
 class ClosingServer:
     """A raw HTTP/1.1 server that closes every connection right after its response, saying nothing.
 
     Its responses carry `Content-Length` and no `Connection: close`, so a client may pool the
     connection, and then finds it dead when it sends on it: the fault a pooled client must survive.
-    Runs in a background thread; `port` is set inside the `with` block.
+    It runs in its own process, as a real server would: in a thread of the test's process the
+    GIL would let the client send its next request between the server's response and its close,
+    a race of the test's making (under load it failed a quarter of the requests whatever the
+    client did). `port` is set inside the `with` block; closing standard input stops it.
     """
 
     def __init__(self) -> None:
         self.port = 0
-        self.responses = 0
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._server: asyncio.AbstractServer | None = None
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from tests.support.openai_server import read_request_head
-
-        try:
-            _, headers = await read_request_head(reader)
-            request = json.loads(await reader.readexactly(int(headers.get("content-length", 0))))
-            last = (request.get("messages") or [{"content": ""}])[-1]["content"]
-            body = json.dumps(
-                {
-                    "id": "c",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": "m",
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": f"echo: {last}"},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                }
-            ).encode()
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-            )
-            await writer.drain()
-            self.responses += 1
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
-            pass
-        finally:
-            writer.close()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-
-        async def start() -> None:
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-            self.port = self._server.sockets[0].getsockname()[1]
-            self._ready.set()
-
-        self._loop.run_until_complete(start())
-        self._loop.run_forever()
+        self._process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> ClosingServer:
-        self._thread.start()
-        self._ready.wait(10)
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _CLOSING_SERVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        self.port = int(self._process.stdout.readline())
         return self
 
     def __exit__(self, *exc: object) -> None:
-        def stop() -> None:
-            if self._server is not None:
-                self._server.close()
-            self._loop.stop()
-
-        self._loop.call_soon_threadsafe(stop)
-        self._thread.join(10)
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.close()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(10)
