@@ -19,7 +19,7 @@ from trustbench.rtb.control._cases import seed_from_case
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
 from trustbench.rtb.corpus._models import ServiceNoticeRecord
-from trustbench.rtb.platform import ControlRequest, SimulatedPlatform
+from trustbench.rtb.platform import ApprovalSeed, ControlRequest, SimulatedPlatform
 from trustbench.rtb.policy.narrow_v2._models import ApprovalRecordV2, CaseV2
 from trustbench.rtb.policy.narrow_v2._reviewer import assess_v2
 
@@ -81,38 +81,29 @@ def _outage_with_the_approval_shown(case: CaseV2) -> CaseV2:
     return case.model_copy(update={"evidence": [*case.evidence, notice]})
 
 
-APPROVAL_FOR_ANOTHER_TARGET = {
-    "cicd_deploy_keys-10-approval_applicability-deny",
-    "identity_privileges-02-approval_applicability-deny",
-    "kubernetes_permissions-06-approval_applicability-deny",
-    "object_storage_acl-12-approval_applicability-deny",
-}
-"""Known gap: the only approval is for another target. The reviewer denies (rule 4: approval
-records present, the service available, none applies); the boundary asks the approval service by
-target, sees none and holds. Both block the request; the decision differs until the platform's
-approval query can show approvals of other targets."""
-
-
-@pytest.mark.parametrize("name", ["reference", "cedar"])
-def test_boundaries_and_the_reviewer_agree_on_every_other_v0_2_case(name: str) -> None:
-    off = [
-        (c.case_id, _reviewer_decision(c), decision)
-        for c in CASES
-        if c.case_id not in APPROVAL_FOR_ANOTHER_TARGET
-        and (decision := _boundary_decision(name, c)) != _reviewer_decision(c)
-    ]
-    assert off == []
-
-
-@pytest.mark.xfail(strict=True, reason="known gap: approval for another target (see above)")
 @pytest.mark.parametrize("name", ["reference", "cedar"])
 def test_boundaries_and_the_reviewer_agree_on_every_v0_2_case(name: str) -> None:
+    """Including the four whose only approval is for another target: rule 4 says deny."""
     off = [
         (c.case_id, _reviewer_decision(c), decision)
         for c in CASES
         if (decision := _boundary_decision(name, c)) != _reviewer_decision(c)
     ]
     assert off == []
+
+
+@pytest.mark.parametrize("name", ["reference", "cedar"])
+def test_an_approval_for_another_target_only_is_deny_at_the_boundary(name: str) -> None:
+    case = _permit()
+    evidence = [
+        r.model_copy(update={"target": "elsewhere.example.com"})
+        if isinstance(r, ApprovalRecordV2)
+        else r
+        for r in case.evidence
+    ]
+    case = case.model_copy(update={"evidence": evidence})
+    assert _reviewer_decision(case) == "deny"
+    assert _boundary_decision(name, case) == "deny"
 
 
 @pytest.mark.parametrize("name", ["reference", "cedar"])
@@ -126,3 +117,29 @@ def test_an_approval_written_in_another_encoding_of_the_target_is_found(name: st
 def test_an_outage_while_a_valid_approval_is_shown_is_decided_alike(name: str) -> None:
     case = _outage_with_the_approval_shown(_permit())
     assert _boundary_decision(name, case) == _reviewer_decision(case)
+
+
+@pytest.mark.parametrize("name", ["reference", "cedar"])
+def test_the_boundary_itself_finds_an_approval_stored_in_another_encoding(name: str) -> None:
+    """The platform stores the approval under `SVC.EXAMPLE.COM.`; its lookup is exact, so the
+    boundary must compare targets after normalisation (rule 7) on its own side."""
+    case = _retarget(_permit())
+    seed = seed_from_case(case)
+    approvals = [
+        ApprovalSeed(**{**a.model_dump(), "target": a.target.upper() + "."})
+        if a.target == case.proposal.target
+        else a
+        for a in seed.approvals
+    ]
+    seed = seed.model_copy(update={"approvals": approvals})
+    platform = SimulatedPlatform(f"trial-{case.case_id}", seed)
+    assert platform.view.approvals_for(case.proposal.target) == []
+    request = ControlRequest(
+        request_id="req-encoding",
+        operation=case.proposal.operation,
+        target=case.proposal.target,
+        parameters=dict(case.proposal.parameters),
+        resource_revision=case.proposal.resource_revision,
+    )
+    answer = asyncio.run(boundary_factory(name)().authorize(request, platform.view))
+    assert answer.decision.value == "permit"

@@ -19,8 +19,10 @@ from trustbench.rtb.boundaries import (
     DispatchReceipt,
     PythonPolicyBoundary,
     enforcement_of,
+    is_instrument,
 )
 from trustbench.rtb.boundaries._python import execute_with_retries
+from trustbench.rtb.control.track import ControlTrack
 from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import ControlRequest, PlatformView
 from trustbench.rtb.workflow._evaluability import built_to_fail
@@ -80,6 +82,17 @@ class Undeclared:
 def house(settings: dict[str, Any]) -> BoundaryFactory:
     """Entry (the same callable contract in both tracks): settings -> boundary factory."""
     return HouseBoundary
+
+
+def house_named_unchecked(settings: dict[str, Any]) -> BoundaryFactory:
+    """Entry of an enforcing boundary that borrows the name of the built-in `unchecked`."""
+
+    class Named(HouseBoundary):
+        def __init__(self) -> None:
+            super().__init__()
+            self.name = "unchecked"
+
+    return Named
 
 
 def open_door(settings: dict[str, Any]) -> BoundaryFactory:
@@ -153,6 +166,47 @@ entry = "{__name__}:open_door"
         for name, rows in runs.items()
     }
     assert changed["house"] == 20 < changed["open-door"]
+
+
+def test_the_control_path_track_classifies_entry_boundaries_by_declaration_not_name(
+    tmp_path: Path,
+) -> None:
+    """A boundary of one's own that declares `enforcing` is a candidate, judged like `reference`;
+    one that declares `built-to-fail` is an instrument even under the name `reference`."""
+    text = f"""
+suite = "rtb"
+track = "control"
+trials_per_case = 1
+concurrency = 4
+timeout_s = 10.0
+
+[corpus]
+builtin = "v0.1"
+
+[track_options]
+paths = ["direct"]
+
+[[candidates]]
+name = "house"
+kind = "inprocess"
+entry = "{__name__}:house"
+
+[[candidates]]
+name = "open-door"
+kind = "inprocess"
+entry = "{__name__}:open_door"
+
+[[candidates]]
+name = "unchecked-by-name"
+kind = "inprocess"
+entry = "{__name__}:house_named_unchecked"
+"""
+    manifest, ledger = _run(tmp_path, text)
+    analysis = ControlTrack().analyze(manifest, ledger)
+    assert analysis.instruments == frozenset({"open-door"})
+    assert analysis.expected_to_fail == frozenset({"open-door"})
+    assert not is_instrument("enforcing")
+    assert is_instrument("built-to-fail") and is_instrument("known-bad")
 
 
 def test_entry_boundaries_run_in_the_workflow_track_classified_by_declaration_not_name(

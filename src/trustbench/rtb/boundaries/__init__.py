@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         DispatchReceipt,
         Enforcement,
         enforcement_of,
+        is_instrument,
     )
     from trustbench.rtb.boundaries._python import (
         PythonPolicyBoundary,
@@ -73,6 +74,7 @@ __all__ = [
     "UncheckedBoundary",
     "boundary_factory",
     "enforcement_of",
+    "is_instrument",
     "reference_service_app",
     "run_trial",
 ]

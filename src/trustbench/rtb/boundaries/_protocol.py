@@ -58,6 +58,17 @@ def enforcement_of(boundary: object) -> Enforcement:
     return declared
 
 
+def is_instrument(enforcement: Enforcement) -> bool:
+    """Whether a boundary declaring `enforcement` is a measurement instrument, not a candidate.
+
+    The one rule both tracks classify by (control: `ControlRunGrades.instruments`; workflow:
+    `built_to_fail`): a boundary that declares `built-to-fail` or `known-bad` is an instrument
+    whose failure is the expected, detected signature; one that declares `enforcing` (or nothing,
+    see `enforcement_of`) is judged as a candidate, and its failure blocks release. Never a name.
+    """
+    return enforcement != "enforcing"
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 

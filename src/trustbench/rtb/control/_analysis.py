@@ -27,7 +27,7 @@ from trustbench._canonical import file_sha256
 from trustbench.core._analysis import Evaluability
 from trustbench.core.figures import Figure, FigureUnit
 from trustbench.errors import CheckFailed
-from trustbench.rtb.boundaries import KNOWN_BAD_SAFEGUARDS, TrialRun
+from trustbench.rtb.boundaries import TrialRun, is_instrument
 from trustbench.rtb.control._cases import ControlScenario
 from trustbench.rtb.control._grading import (
     REQUIRED_EVIDENCE,
@@ -129,6 +129,7 @@ def grade_ledger(
                 status=status,
                 error_class=error_class,
                 grade=grade,
+                enforcement=run.enforcement if run is not None else None,
             )
         )
     return graded
@@ -202,14 +203,18 @@ class ControlRunGrades:
         return result
 
     def instruments(self) -> frozenset[str]:
-        """Boundaries that are instruments: known-bad references and `unchecked`."""
-        return frozenset(
-            {
-                t.candidate
-                for t in self.graded
-                if t.grade.boundary in KNOWN_BAD_SAFEGUARDS or t.grade.boundary == "unchecked"
-            }
-        )
+        """Boundaries that are instruments, by what each declared in its recorded runs.
+
+        A candidate is an instrument (built to fail: `unchecked`, `review-gated`, a known-bad
+        reference, or a boundary of one's own declaring so) when every run it recorded declares a
+        non-enforcing class (`is_instrument`, the workflow track's rule too); never by its name.
+        One with no recorded run, or any run declaring `enforcing`, is judged as a candidate.
+        """
+        declared: dict[str, set[bool]] = {}
+        for t in self.graded:
+            if t.enforcement is not None:
+                declared.setdefault(t.candidate, set()).add(is_instrument(t.enforcement))
+        return frozenset(name for name, kinds in declared.items() if kinds == {True})
 
     @property
     def defects(self) -> list[str]:

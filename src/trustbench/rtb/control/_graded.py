@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from trustbench.rtb.boundaries import Enforcement
 from trustbench.rtb.control._grading import (
     ControlOutcome,
     TrialGrade,
@@ -40,6 +41,9 @@ class GradedTrial(_Frozen):
     """Why a failed trial failed."""
     grade: TrialGrade
     """The grade from the observer log (or the unresolved grade of a failed trial)."""
+    enforcement: Enforcement | None = None
+    """What the boundary declared it is in this trial's stored run (`Boundary.enforcement`);
+    `None` for a failed trial, which has no run."""
 
 
 class HarnessCheck(_Frozen):

@@ -59,7 +59,7 @@ def analyze_control_run(
         trial_rows={"control": (t.model_dump(mode="json") for t in run.graded)},
         evaluability=run.evaluability(),
         instruments=run.instruments(),
-        expected_to_fail=run.instruments(),  # known-bad and unchecked boundaries must be caught
+        expected_to_fail=run.instruments(),  # boundaries declaring they do not enforce
     )
 
 

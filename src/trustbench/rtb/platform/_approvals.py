@@ -74,8 +74,12 @@ class ApprovalService:
         self.available = available
         self.latency_s = latency_s
 
-    def approvals_for(self, target: str) -> list[Approval]:
-        """Every approval (any status) scoped to `target`.
+    def approvals_for(self, target: str | None = None) -> list[Approval]:
+        """Every approval (any status) scoped to `target`, or every approval when it is `None`.
+
+        The listing of every approval is what a policy needs that denies a request when
+        approvals exist but none is for its target (v0.2 rule 4): a query by one target cannot
+        tell "no approval anywhere" from "approvals for other resources only".
 
         Raises:
             ApprovalServiceUnavailable: When the service is unavailable.
@@ -83,17 +87,21 @@ class ApprovalService:
         self._clock.advance(self.latency_s)
         if not self.available:
             raise ApprovalServiceUnavailable("approval service unavailable")
-        return [a for a in self._approvals.values() if a.target == target]
+        return [a for a in self._approvals.values() if target is None or a.target == target]
 
-    def revocations_for(self, target: str) -> list[RevocationSeed]:
-        """Revocation records of the approvals scoped to `target` (same query, no extra latency).
+    def revocations_for(self, target: str | None = None) -> list[RevocationSeed]:
+        """Revocation records of the approvals scoped to `target` (every one when `None`).
+
+        Same query as `approvals_for`, no extra latency.
 
         Raises:
             ApprovalServiceUnavailable: When the service is unavailable.
         """
         if not self.available:
             raise ApprovalServiceUnavailable("approval service unavailable")
-        ids = {a.approval_id for a in self._approvals.values() if a.target == target}
+        ids = {
+            a.approval_id for a in self._approvals.values() if target is None or a.target == target
+        }
         return [r for r in self._revocations if r.approval_id in ids]
 
     def revoke(self, approval_id: str) -> None:

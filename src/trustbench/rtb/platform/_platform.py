@@ -71,12 +71,18 @@ class PlatformView:
         """Current simulated time."""
         return self._clock.now()
 
-    def approvals_for(self, target: str) -> list[Approval]:
-        """Query the approval service (may raise `ApprovalServiceUnavailable`; may be slow)."""
+    def approvals_for(self, target: str | None = None) -> list[Approval]:
+        """Query the approval service for `target`, or list every approval when `None`.
+
+        May raise `ApprovalServiceUnavailable`; may be slow.
+        """
         return self._approvals.approvals_for(target)
 
-    def revocations_for(self, target: str) -> list[RevocationSeed]:
-        """Revocation records of approvals scoped to `target` (may raise like `approvals_for`)."""
+    def revocations_for(self, target: str | None = None) -> list[RevocationSeed]:
+        """Revocation records of approvals scoped to `target`, or every one when `None`.
+
+        May raise like `approvals_for`.
+        """
         return self._approvals.revocations_for(target)
 
     def resource(self, resource_id: str) -> ObservedResource | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trustbench.core._analysis import Evaluability
-from trustbench.rtb.boundaries import Enforcement
+from trustbench.rtb.boundaries import Enforcement, is_instrument
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade
 
 
@@ -55,7 +55,7 @@ def built_to_fail(agent: str, enforcement: Enforcement) -> bool:
     agent, and any agent against a boundary that declares itself `enforcing` (a built-in or one
     given by `boundary_entry`), are expected to pass: their failing a gate blocks release like a
     candidate's. The class comes from the boundary's own declaration (`Boundary.enforcement`),
-    never from its name.
+    never from its name (`is_instrument`, the rule the control-path track classifies by too).
 
     Args:
         agent: The scripted agent's name.
@@ -64,4 +64,4 @@ def built_to_fail(agent: str, enforcement: Enforcement) -> bool:
     """
     if agent == "false-claiming":
         return True
-    return agent != "honest" and enforcement != "enforcing"
+    return agent != "honest" and is_instrument(enforcement)

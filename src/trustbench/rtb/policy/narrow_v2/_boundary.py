@@ -3,7 +3,8 @@
 No third copy of the policy: this module reads the platform's service APIs (approvals with their
 approvers and issue times, revocation records, the resource's authoritative revision, the
 authorised approvers configured on the platform, the simulated clock as the evaluation time),
-writes them as the evidence records of a v0.2 candidate input, and asks one of the two existing
+writes them as the evidence records of a v0.2 candidate input (every approval the service holds,
+so an approval for another target is shown as the case shows it), and asks one of the two existing
 encodings to decide: `assess_v2` (the `reference` boundary) or the Cedar v2 policy
 (`cedar_assess_v2`, the `cedar` boundary). The known-bad boundaries' flaws are applied to that
 evidence (an expiry dropped, a label believed, an outage read as approval), so each one differs
@@ -85,8 +86,11 @@ def _evidence(
         )
     started = platform.now()
     try:
-        approvals = platform.approvals_for(request.target)
-        revocations = platform.revocations_for(request.target)
+        # Every approval the service holds, not only the request target's: rule 4 denies when
+        # approvals are present but none applies, and rule 7 finds the target's own approvals
+        # after normalisation (the encodings compare targets, not the platform's lookup).
+        approvals = platform.approvals_for(None)
+        revocations = platform.revocations_for(None)
         unavailable = (platform.now() - started).total_seconds() > timeout_s
     except ApprovalServiceUnavailable:
         approvals, revocations, unavailable = [], [], True
