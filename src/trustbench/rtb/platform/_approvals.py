@@ -78,7 +78,7 @@ class ApprovalService:
         """Every approval (any status) scoped to `target`, or every approval when it is `None`.
 
         The listing of every approval is what a policy needs that denies a request when
-        approvals exist but none is for its target (v0.2 rule 4): a query by one target cannot
+        approvals exist but none is for its target (the narrow policy's rule 4): a query by one target cannot
         tell "no approval anywhere" from "approvals for other resources only".
 
         Raises:
