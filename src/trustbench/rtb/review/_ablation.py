@@ -31,6 +31,7 @@ from trustbench.rtb.review._audit import _grade
 from trustbench.rtb.review._demo import DEMO_SPEC
 from trustbench.rtb.review._figures import configuration_figures
 from trustbench.rtb.review._rows import ReviewTrialRow
+from trustbench.rtb.review._validation import validate_response
 from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
@@ -132,11 +133,37 @@ def run_ablation_audit(corpus: Corpus) -> AblationReport:
 
 def deciding_rules(report: AblationReport) -> dict[str, tuple[str, ...]]:
     """Case id -> the rules that decide it (those whose ablation flips the case)."""
+    return _by_case({a.rule.rule_id: a.flipped for a in report.ablations})
+
+
+def _by_case(flipped: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
     found: dict[str, list[str]] = {}
-    for ablation in report.ablations:
-        for case_id in ablation.flipped:
-            found.setdefault(case_id, []).append(ablation.rule.rule_id)
+    for rule_id, case_ids in flipped.items():
+        for case_id in case_ids:
+            found.setdefault(case_id, []).append(rule_id)
     return {case_id: tuple(rules) for case_id, rules in found.items()}
+
+
+def cases_deciding(corpus: Corpus) -> dict[str, tuple[str, ...]]:
+    """Case id -> the rules whose ablated reader's outcome on it differs from its label.
+
+    What `deciding_rules` gives, without the gates or the support grading (the reviewer report
+    needs only the outcomes). A case no rule decides is absent.
+    """
+    policy = policy_for(corpus.policy_id)
+    inputs = [to_candidate_input(case, new_evaluation_id()) for case in corpus.cases]
+    flipped: dict[str, tuple[str, ...]] = {}
+    for rule in policy.rules:
+        reviewer = policy.ablated_reviewer(rule.rule_id)
+        flipped[rule.rule_id] = tuple(
+            case.case_id
+            for case, candidate_input in zip(corpus.cases, inputs, strict=True)
+            if validate_response(
+                reviewer.review(corpus.review_prompt, candidate_input), candidate_input
+            ).outcome.value
+            != case.expectations.reference_decision.value
+        )
+    return _by_case(flipped)
 
 
 def ablation_table(report: AblationReport) -> Table:
@@ -187,6 +214,7 @@ __all__ = [
     "AblationReport",
     "RuleAblation",
     "ablation_table",
+    "cases_deciding",
     "counts_line",
     "deciding_rules",
     "run_ablation_audit",
