@@ -28,6 +28,7 @@ from trustbench.rtb.review._ablation import (
     run_ablation_audit,
     verdict_line,
 )
+from trustbench.rtb.review._rule_breakdown import rule_breakdown
 
 
 @pytest.fixture(scope="module")
@@ -213,9 +214,11 @@ def test_a_policy_declaring_no_rules_is_not_run_never_passed(
 
     monkeypatch.setattr(_registry, "_POLICIES", dict(_registry._POLICIES))
     register_policy(_NoRules())
-    report = run_ablation_audit(corpora["0.1"].model_copy(update={"policy_id": _NoRules.policy_id}))
+    corpus = corpora["0.1"].model_copy(update={"policy_id": _NoRules.policy_id})
+    report = run_ablation_audit(corpus)
     assert not report.ok
     assert "not run" in verdict_line(report)
+    assert rule_breakdown(corpus, {}, {}) == {}  # the report leaves the table out
 
 
 @pytest.mark.parametrize("version", ["0.1", "0.2"])

@@ -17,7 +17,7 @@ from typing import Any
 from trustbench.core.report import TableBlock
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._registry import policy_for
-from trustbench.rtb.review._ablation import cases_deciding
+from trustbench.rtb.review._ablation import cases_deciding, declared_rules
 from trustbench.rtb.review._grading import ConfigurationRow
 
 ATTRIBUTION = (
@@ -65,7 +65,7 @@ def rule_breakdown(
     *,
     skip: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """The breakdown as `record.json` stores it (`review.rule_breakdown`).
+    """The breakdown as `record.json` stores it (`review.rule_breakdown`; empty without rules).
 
     Args:
         corpus: The run's corpus (its policy object declares the rules).
@@ -73,10 +73,12 @@ def rule_breakdown(
         withheld: Configuration -> why its figures are withheld (not evaluable).
         skip: Configurations not broken down (the unchecked baseline decides nothing).
     """
-    policy = policy_for(corpus.policy_id)
+    rules = declared_rules(policy_for(corpus.policy_id))
+    if not rules:
+        return {}  # nothing to attribute to: the report leaves the table out
     deciding = cases_deciding(corpus)
     run_cases = {item.row.case_id for rows in all_rows.values() for item in rows}
-    rule_ids = [rule.rule_id for rule in policy.rules]
+    rule_ids = [rule.rule_id for rule in rules]
     return {
         "attribution": ATTRIBUTION,
         "rules": [
@@ -86,7 +88,7 @@ def rule_breakdown(
                 "statement": rule.statement,
                 "cases": sum(rule.rule_id in deciding.get(c, ()) for c in run_cases),
             }
-            for rule in policy.rules
+            for rule in rules
         ],
         "cases_no_rule_decides": sum(c not in deciding for c in run_cases),
         "configurations": {
