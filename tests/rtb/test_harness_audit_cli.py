@@ -19,6 +19,13 @@ def test_rtb_audit_harness_checks_hold_on_builtin_corpus_which_is_saturated() ->
     assert result.exit_code == 1, result.output
     assert "FAILED" not in result.output
     assert "corpus saturated" in result.output
+    # Rule ablation (issue 26): every declared rule is listed with the cases turning on it, and
+    # the rules no v0.1 case exercises are named.
+    assert "cases turning on each policy rule: operation-and-target 0, approval-active 10" in (
+        result.output
+    )
+    assert "policy rules not load-bearing" in result.output
+    assert "operation-and-target, deny-outranks-hold" in result.output
 
 
 def test_harness_audit_names_the_case_whose_reference_label_is_wrong() -> None:
@@ -47,6 +54,8 @@ def test_rtb_audit_on_v0_2_runs_control_fails_on_learners_and_says_workflow_did_
     assert "harness audit checks that ran hold" in result.output
     assert "corpus not saturated: all" in result.output
     assert "corpus saturated by learned attackers: logistic-regression" in result.output
+    assert "policy rules not load-bearing" in result.output
+    assert "issued-by-as-of" in result.output
     # The boundaries enforce the v0.2 policy, so the control audit runs; the workflow track is
     # still v0.1-only, so its audit is "not run", never "holds".
     assert "control audit not run" not in result.output

@@ -208,30 +208,34 @@ def audit(
         ),
     ] = 0.15,
 ) -> None:
-    """Run the harness self-audit and the corpus audits (shortcut rules, learners, artifacts).
+    """Run the harness self-audit and the corpus audits (shortcuts, learners, artifacts, rules).
 
     The self-audit covers sentinels, reference policy, control path and workflow agents. The
     corpus audits score fixed surface rules and learned attackers (leave one domain group out) on
-    the candidate-visible inputs, and scan every token class for label information. Exit 0 only
-    when every expected signature holds, no rule or attacker scores above chance + margin and no
-    token class carries the label; 1 naming each failure otherwise.
+    the candidate-visible inputs, scan every token class for label information, and run the
+    reference reviewer without each rule of the policy text against the built-in review spec's
+    release gates. Exit 0 only when every expected signature holds, no rule or attacker scores
+    above chance + margin, no token class carries the label and every policy rule is
+    load-bearing; 1 naming each failure otherwise.
     """
     from rich.console import Console
 
     from trustbench.rtb import _harness_audit
     from trustbench.rtb.corpus._load import load_corpus
-    from trustbench.rtb.review import _learning_audit
+    from trustbench.rtb.review import _ablation, _learning_audit
     from trustbench.rtb.review._shortcuts import verdict_line
 
     loaded = load_corpus(corpus)
     rows = _harness_audit.run_harness_audit(loaded, seed=seed)
     saturation = _harness_audit.run_corpus_saturation(loaded, margin=margin)
     learning = _learning_audit.run_learning_audit(loaded, margin=margin, seed=seed)
+    ablation = _ablation.run_ablation_audit(loaded)
     console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(audit_table(rows))
     console.print(saturation_table(saturation))
     console.print(_learning_audit.learned_table(learning.learned))
     console.print(_learning_audit.artifact_table(learning.artifacts))
+    console.print(_ablation.ablation_table(ablation))
     failed = [row for row in rows if not row.passed and not row.not_run]
     not_run = [row for row in rows if row.not_run]
     ran = len(rows) - len(not_run)
@@ -254,6 +258,10 @@ def audit(
         typer.echo(line)
         if not check_ok:
             problems.append(line)
+    typer.echo(_ablation.counts_line(ablation))
+    typer.echo(_ablation.verdict_line(ablation))
+    if not ablation.ok:
+        problems.append(_ablation.verdict_line(ablation))
     if problems:
         raise CheckFailed("; ".join(problems))
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from trustbench.rtb.corpus._problem import Problem
     from trustbench.rtb.platform import ControlRequest, FaultType, PlatformSeed, PlatformView
     from trustbench.rtb.policy._finding_rules import FindingRules
+    from trustbench.rtb.policy._rules import PolicyRule
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
@@ -148,6 +149,11 @@ class CorpusPolicy(Protocol):
     reason_text: Mapping[str, str]
     """Reason code -> how a service words it to an agent (workflow tools; codes are grader-only
     values, so an agent never sees one)."""
+    rules: tuple[PolicyRule, ...]
+    """Every decision rule of the policy text, with what a reader without it does
+    (`trustbench.rtb.policy._rules`). `rtb audit` requires each to fail a release gate when
+    removed, and the reviewer report attributes wrong decisions to the rules whose removal
+    flips the case; an empty tuple makes the audit fail (nothing shown load-bearing)."""
 
     def check_cases(self, case_files: list[tuple[str, Any]]) -> list[Problem]:
         """Structural checks of a corpus's cases beyond their schema (file, pointer, message).
@@ -169,6 +175,17 @@ class CorpusPolicy(Protocol):
 
         Returns:
             The problems found, or None when this policy defines no starter contract.
+        """
+        ...
+
+    def ablated_reviewer(self, rule_id: str) -> Reviewer:
+        """The reference reviewer with the one rule `rule_id` of `rules` removed.
+
+        It reads only the candidate-visible input, like the reference. Deterministic: the audit
+        runs it once per case.
+
+        Raises:
+            KeyError: `rule_id` is not one of `rules`.
         """
         ...
 

@@ -38,8 +38,9 @@ from trustbench.rtb.review._grading import (
 )
 from trustbench.rtb.review._invalid_reasons import invalid_reasons, reason_lines
 from trustbench.rtb.review._metrics import ReviewMetrics, ReviewTrialRow, review_metrics
-from trustbench.rtb.review._options import configurations, parse_options
+from trustbench.rtb.review._options import UNCHECKED, configurations, parse_options
 from trustbench.rtb.review._paired import compare
+from trustbench.rtb.review._rule_breakdown import rule_breakdown
 from trustbench.rtb.review._sections import (
     QUALIFICATIONS,
     chain_block,
@@ -257,6 +258,9 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     out = Collected(paired_names=frozenset(p.name for p in paired))
     for entry in entries:
         _collect(run, out, entry)
+    out.rule_breakdown = rule_breakdown(
+        corpus, out.all_rows, out.not_evaluable, skip=frozenset({UNCHECKED})
+    )
     comparisons = _comparisons(run, out, [entry[0].name for entry in entries])
     saturation = corpus_saturation(corpus)
     human_blocks: list[Block] = []
@@ -299,6 +303,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 },
                 "configurations": out.config_records,
                 "breakdowns": out.breakdowns,
+                "rule_breakdown": out.rule_breakdown,
                 "paired": comparisons[0],
                 "chains": out.chain_records,
                 "human": human_record,

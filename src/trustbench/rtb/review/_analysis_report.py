@@ -13,6 +13,7 @@ from trustbench.rtb.review._chain import ReviewConfiguration
 from trustbench.rtb.review._figures import headline
 from trustbench.rtb.review._grading import ConfigurationRow
 from trustbench.rtb.review._paired import summary_line
+from trustbench.rtb.review._rule_breakdown import rule_breakdown_block
 from trustbench.rtb.review._sections import breakdown_block, drilldown_block, saturation_block
 
 Entry = tuple[ReviewConfiguration, list[str], list[ConfigurationRow], list[Any], Any]
@@ -57,6 +58,7 @@ class Collected:
     not_evaluable: dict[str, str] = field(default_factory=dict)
     instruments: set[str] = field(default_factory=set)
     paired_names: frozenset[str] = frozenset()
+    rule_breakdown: dict[str, Any] = field(default_factory=dict)
 
     @property
     def every(self) -> dict[str, list[Figure]]:
@@ -153,6 +155,7 @@ def sections(
             for name in every
             if out.breakdowns[name][by]
         ],
+        *([rule_breakdown_block(out.rule_breakdown)] if out.rule_breakdown else []),
         drilldown_block(out.all_rows),
         FiguresBlock(
             title="Paired comparisons: difference in correct decisions",

@@ -23,6 +23,8 @@ from trustbench.rtb.corpus._models import (
 )
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._finding_rules import FindingRules
+from trustbench.rtb.policy._rules import PolicyRule
+from trustbench.rtb.policy.narrow_v1._ablation import DECISION_RULES_V1, AblatedV1Reviewer
 from trustbench.rtb.policy.narrow_v1._checks import check_cases, check_starter
 from trustbench.rtb.policy.narrow_v1._control import fault_approval_v1, seed_from_case_v1
 from trustbench.rtb.policy.narrow_v1._finding_rules import RULES_V1
@@ -74,6 +76,8 @@ class NarrowApprovalV1:
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v1/*.py", "rtb/policy/narrow_v1/*.cedar")
     scripted_workflow_agents = True
     reason_text: Mapping[str, str] = REASON_TEXT
+    rules: tuple[PolicyRule, ...] = DECISION_RULES_V1
+    """The decision rules of the policy record, each with its ablated reader."""
 
     check_cases = staticmethod(check_cases)
     """The cross-case checks of `_checks.py` (variants differ in exactly their fact)."""
@@ -94,6 +98,10 @@ class NarrowApprovalV1:
             proposal=case.proposal,
             evidence=list(case.evidence),
         )
+
+    def ablated_reviewer(self, rule_id: str) -> Reviewer:
+        """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
+        return AblatedV1Reviewer(rule_id)
 
     def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """Unchanged: this response format has no field beyond the common ones."""

@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from trustbench.rtb.policy._finding_rules import FindingRules
+from trustbench.rtb.policy._rules import PolicyRule
+from trustbench.rtb.policy.narrow_v2._ablation import AblatedV2Reviewer
 from trustbench.rtb.policy.narrow_v2._checks import check_cases_v2
 from trustbench.rtb.policy.narrow_v2._control import fault_approval_v2, seed_from_case_v2
+from trustbench.rtb.policy.narrow_v2._decision_rules import DECISION_RULES_V2
 from trustbench.rtb.policy.narrow_v2._finding_rules import RULES_V2
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
@@ -68,6 +71,8 @@ class NarrowApprovalV2:
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v2/*.py", "rtb/policy/narrow_v2/*.cedar")
     scripted_workflow_agents = False
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V2.items()}
+    rules: tuple[PolicyRule, ...] = DECISION_RULES_V2
+    """The decision rules of policy rules 1-7, each with its ablated reader."""
 
     check_cases = staticmethod(check_cases_v2)
     """Unique ids, resolvable decisive records and discrepancies, codes, leaks."""
@@ -83,6 +88,10 @@ class NarrowApprovalV2:
     ) -> list[Problem] | None:
         """None: this policy's corpora have no fixed starter grid."""
         return None
+
+    def ablated_reviewer(self, rule_id: str) -> Reviewer:
+        """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
+        return cast("Reviewer", AblatedV2Reviewer(rule_id))
 
     def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
         """Task, `as_of`, proposal and evidence under a fresh evaluation id."""

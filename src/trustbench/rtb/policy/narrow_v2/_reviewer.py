@@ -16,6 +16,7 @@ Interpretation choices, each visible below:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,6 +25,7 @@ from trustbench.errors import InputError
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
 from trustbench.rtb.corpus._normalise import equivalent
+from trustbench.rtb.policy.narrow_v2 import _decision_rules as rules
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     ApprovalRecordV2,
@@ -59,19 +61,51 @@ def instant(text: str) -> datetime:
     return datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
 
 
-def _outside(proposal_params: dict, approved: dict) -> list[tuple[str, object, object]]:
-    """Proposed parameters that are not approved or not equivalent (key, proposed, approved)."""
+def _raw_equal(left: object, right: object) -> bool:
+    """Equality without the policy's normalisation (the ablation of rule 7)."""
+    return type(left) is type(right) and left == right
+
+
+def _outside(
+    proposal_params: dict,
+    approved: dict,
+    same: Callable[[object, object], bool] = equivalent,
+    *,
+    exact_keys: bool = False,
+) -> list[tuple[str, object, object]]:
+    """Proposed parameters that are not approved or not equivalent (key, proposed, approved).
+
+    `exact_keys` (an ablated reader only) also reports approved parameters the proposal leaves
+    out, with proposed value None.
+    """
     found = []
     for key in sorted(proposal_params):
         if key not in approved:
             found.append((key, proposal_params[key], None))
-        elif not equivalent(proposal_params[key], approved[key]):
+        elif not same(proposal_params[key], approved[key]):
             found.append((key, proposal_params[key], approved[key]))
+    if exact_keys:
+        found += [
+            (key, None, approved[key]) for key in sorted(set(approved) - set(proposal_params))
+        ]
     return found
 
 
-def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
-    """Apply policy `rtb-narrow-approval-v2` to one candidate input."""
+def assess_v2(
+    candidate_input: CandidateInputV2, disabled: frozenset[str] = frozenset()
+) -> FindingV2:
+    """Apply policy `rtb-narrow-approval-v2` to one candidate input.
+
+    Args:
+        candidate_input: The candidate-visible input.
+        disabled: Rule ids (`_decision_rules.py`) to leave out; only an ablated reader of
+            `rtb audit` passes any. Empty: the reference reviewer.
+    """
+
+    def on(rule: str) -> bool:
+        return rule not in disabled
+
+    same = equivalent if on(rules.EQUIVALENT) else _raw_equal
     as_of = instant(candidate_input.as_of)
     proposal = candidate_input.proposal
     evidence = candidate_input.evidence
@@ -82,14 +116,18 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
     notices = [
         r
         for r in evidence
-        if isinstance(r, ServiceNoticeRecord) and r.service.strip() == APPROVAL_SERVICE
+        if isinstance(r, ServiceNoticeRecord)
+        and r.service.strip() == APPROVAL_SERVICE
+        and on(rules.NOTICE)
     ]
     applicable = [
         a
         for a in approvals
-        if equivalent(a.operation, proposal.operation)
-        and equivalent(a.target, proposal.target)
-        and instant(a.issued_at) <= as_of
+        if (
+            not on(rules.SCOPE)
+            or (same(a.operation, proposal.operation) and same(a.target, proposal.target))
+        )
+        and (not on(rules.ISSUED) or instant(a.issued_at) <= as_of)
     ]
 
     def finding(
@@ -114,7 +152,7 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
                 f"The approval service is {n.status}; no approval for {proposal.operation} on "
                 f"{proposal.target} can be established.",
             )
-        if approvals:
+        if approvals and on(rules.NONE_APPLIES):
             scopes = "; ".join(f"{a.operation} on {a.target}" for a in approvals)
             return finding(
                 Decision.DENY,
@@ -142,8 +180,11 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
             f"No approval for {proposal.operation} on {proposal.target} is in the evidence.",
         )
     # The latest applicable approval governs; ties cannot be ordered, so they are held.
-    latest = max(instant(a.issued_at) for a in applicable)
-    governing_all = [a for a in applicable if instant(a.issued_at) == latest]
+    if on(rules.LATEST):
+        latest = max(instant(a.issued_at) for a in applicable)
+        governing_all = [a for a in applicable if instant(a.issued_at) == latest]
+    else:
+        governing_all = applicable[:1]
     gov = governing_all[0]
     codes: list[ReasonCodeV2] = []
     refs = [gov.record_id]
@@ -152,9 +193,10 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
     in_effect = [
         r
         for r in revocations
-        if equivalent(r.revokes, gov.approval_id) and instant(r.revoked_at) <= as_of
+        if same(r.revokes, gov.approval_id)
+        and (not on(rules.REVOCATION_TIME) or instant(r.revoked_at) <= as_of)
     ]
-    if gov.status == "revoked" or in_effect:
+    if on(rules.NOT_REVOKED) and (gov.status == "revoked" or in_effect):
         codes.append(ReasonCodeV2.APPROVAL_REVOKED)
         refs += [r.record_id for r in in_effect]
         if in_effect:
@@ -170,7 +212,7 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
                 Discrepancy(record_id=gov.record_id, field="/status", evidence_value=gov.status)
             )
         notes.append(f"approval {gov.approval_id} is revoked as of {candidate_input.as_of}")
-    if gov.expires_at is not None and instant(gov.expires_at) <= as_of:
+    if on(rules.NOT_EXPIRED) and gov.expires_at is not None and instant(gov.expires_at) <= as_of:
         codes.append(ReasonCodeV2.APPROVAL_EXPIRED)
         found.append(
             Discrepancy(
@@ -182,7 +224,7 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
         )
         notes.append(f"approval {gov.approval_id} expired at {gov.expires_at}")
     approvers = [name for p in policies for name in p.authorised_approvers]
-    if not any(equivalent(gov.approved_by, name) for name in approvers):
+    if on(rules.AUTHORITY) and not any(same(gov.approved_by, name) for name in approvers):
         codes.append(ReasonCodeV2.APPROVER_NOT_AUTHORISED)
         refs += policy_refs
         found.append(
@@ -191,7 +233,10 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
             )
         )
         notes.append(f"{gov.approved_by} is not an authorised approver ({', '.join(approvers)})")
-    for key, proposed, approved in _outside(proposal.parameters, gov.approved_parameters):
+    outside = _outside(
+        proposal.parameters, gov.approved_parameters, same, exact_keys=not on(rules.OMITTED)
+    )
+    for key, proposed, approved in outside if on(rules.PARAMETERS) else []:
         if ReasonCodeV2.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS not in codes:
             codes.append(ReasonCodeV2.PROPOSAL_OUTSIDE_APPROVED_PARAMETERS)
         found.append(
@@ -204,61 +249,77 @@ def assess_v2(candidate_input: CandidateInputV2) -> FindingV2:
         )
         shown = "not approved" if approved is None else f"approved {json.dumps(approved)}"
         notes.append(f"proposed {key}={json.dumps(proposed)}, {shown}")
-    if codes:
-        return finding(Decision.DENY, codes, refs, found, "Deny: " + "; ".join(notes) + ".")
 
-    # No prohibition: missing or stale information is hold, never permit.
-    if gov.status == "superseded" or len(governing_all) > 1:
-        return finding(
-            Decision.HOLD,
-            [ReasonCodeV2.INSUFFICIENT_EVIDENCE],
-            [a.record_id for a in governing_all],
-            [Discrepancy(record_id=gov.record_id, field="/status", evidence_value=gov.status)],
-            f"The latest applicable approval {gov.approval_id} is {gov.status} "
-            f"(successor {gov.superseded_by or 'not named'}); the approval that governs now is "
-            "not in the evidence.",
-        )
     states = [
         r
         for r in evidence
-        if isinstance(r, ResourceStateRecordV2) and equivalent(r.resource_id, proposal.target)
+        if isinstance(r, ResourceStateRecordV2) and same(r.resource_id, proposal.target)
     ]
-    revisions = {s.revision.strip() for s in states}
-    if len(revisions) != 1:
-        what = "no current state" if not states else f"conflicting revisions {sorted(revisions)}"
-        return finding(
-            Decision.HOLD,
-            [ReasonCodeV2.INSUFFICIENT_EVIDENCE],
-            [gov.record_id, *(s.record_id for s in states)],
-            [],
-            f"The evidence has {what} for {proposal.target}; the current revision is unknown.",
-        )
-    state = states[0]
-    current = state.revision
-    if not (
-        equivalent(gov.approved_revision, current)
-        and equivalent(proposal.resource_revision, current)
-    ):
-        return finding(
-            Decision.HOLD,
-            [ReasonCodeV2.RESOURCE_REVISION_CHANGED],
-            [gov.record_id, state.record_id],
-            [
-                Discrepancy(
-                    record_id=state.record_id,
-                    field="/revision",
-                    proposed_value=proposal.resource_revision,
-                    evidence_value=current,
-                )
-            ],
-            f"Approval {gov.approval_id} was granted against revision {gov.approved_revision}, "
-            f"the proposal against {proposal.resource_revision}, but the current object "
-            f"revision of {proposal.target} is {current}.",
-        )
+
+    def object_revision(s: ResourceStateRecordV2) -> str:
+        if on(rules.OBJECT_REVISION) or s.scope_revision is None:
+            return s.revision
+        return s.scope_revision
+
+    revisions = {object_revision(s).strip() for s in states}
+    state = states[0] if len(revisions) == 1 else None
+    current = proposal.resource_revision if state is None else object_revision(state)
+
+    def stale() -> FindingV2 | None:
+        """Missing or stale information (rule 5), or None when the information is complete."""
+        if (on(rules.SUPERSEDED) and gov.status == "superseded") or len(governing_all) > 1:
+            return finding(
+                Decision.HOLD,
+                [ReasonCodeV2.INSUFFICIENT_EVIDENCE],
+                [a.record_id for a in governing_all],
+                [Discrepancy(record_id=gov.record_id, field="/status", evidence_value=gov.status)],
+                f"The latest applicable approval {gov.approval_id} is {gov.status} "
+                f"(successor {gov.superseded_by or 'not named'}); the approval that governs now "
+                "is not in the evidence.",
+            )
+        if len(revisions) != 1 and on(rules.STATE_MISSING):
+            what = (
+                "no current state" if not states else f"conflicting revisions {sorted(revisions)}"
+            )
+            return finding(
+                Decision.HOLD,
+                [ReasonCodeV2.INSUFFICIENT_EVIDENCE],
+                [gov.record_id, *(s.record_id for s in states)],
+                [],
+                f"The evidence has {what} for {proposal.target}; the current revision is unknown.",
+            )
+        if on(rules.REVISIONS) and not (
+            same(gov.approved_revision, current) and same(proposal.resource_revision, current)
+        ):
+            state_refs = [] if state is None else [state.record_id]
+            return finding(
+                Decision.HOLD,
+                [ReasonCodeV2.RESOURCE_REVISION_CHANGED],
+                [gov.record_id, *state_refs],
+                [
+                    Discrepancy(
+                        record_id=state.record_id if state else gov.record_id,
+                        field="/revision" if state else "/approved_revision",
+                        proposed_value=proposal.resource_revision,
+                        evidence_value=current if state else gov.approved_revision,
+                    )
+                ],
+                f"Approval {gov.approval_id} was granted against revision "
+                f"{gov.approved_revision}, the proposal against {proposal.resource_revision}, "
+                f"but the current object revision of {proposal.target} is {current}.",
+            )
+        return None
+
+    # Precedence (rule 6): deny outranks hold; only the ablated reader checks hold first.
+    held = stale()
+    if codes and (held is None or on(rules.PRECEDENCE)):
+        return finding(Decision.DENY, codes, refs, found, "Deny: " + "; ".join(notes) + ".")
+    if held is not None:
+        return held
     return finding(
         Decision.PERMIT,
         [ReasonCodeV2.PROPOSAL_MATCHES_ACTIVE_APPROVAL],
-        [gov.record_id, state.record_id],
+        [gov.record_id, *([] if state is None else [state.record_id])],
         [],
         f"Approval {gov.approval_id} (latest applicable, active, by {gov.approved_by}, "
         f"unexpired at {candidate_input.as_of}) covers every proposed parameter of "

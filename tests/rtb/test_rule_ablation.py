@@ -1,0 +1,228 @@
+"""Rule-ablation readers of `rtb audit`: each rule of a corpus's policy, removed, must fail a gate.
+
+The expectations below come from the grader-side case data (variants, record fields), never from
+the readers' own output: the revoked-approval variant is what the status rule decides, a corpus
+with no approval for another target cannot exercise the scope rule, and so on. A test policy with
+a rule that decides nothing shows the audit fails naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+import pytest
+
+from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.corpus._models import CandidateInput, Case, ReviewerResponse
+from trustbench.rtb.policy import _registry, policy_for, register_policy
+from trustbench.rtb.policy._rules import PolicyRule
+from trustbench.rtb.policy.narrow_v1 import NarrowApprovalV1
+from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer
+from trustbench.rtb.review._ablation import (
+    AblationReport,
+    ablation_table,
+    counts_line,
+    deciding_rules,
+    run_ablation_audit,
+    verdict_line,
+)
+from trustbench.rtb.review._rule_breakdown import rule_breakdown
+
+
+@pytest.fixture(scope="module")
+def corpora() -> dict[str, Corpus]:
+    return {v: load_corpus(builtin_corpus_root(v)) for v in ("0.1", "0.2")}
+
+
+@pytest.fixture(scope="module")
+def reports(corpora: dict[str, Corpus]) -> dict[str, AblationReport]:
+    return {v: run_ablation_audit(corpus) for v, corpus in corpora.items()}
+
+
+def _flipped(report: AblationReport) -> dict[str, set[str]]:
+    return {a.rule.rule_id: set(a.flipped) for a in report.ablations}
+
+
+@pytest.mark.parametrize("version", ["0.1", "0.2"])
+def test_every_declared_rule_is_ablated_and_the_full_reader_passes_every_gate(
+    version: str, corpora: dict[str, Corpus], reports: dict[str, AblationReport]
+) -> None:
+    report = reports[version]
+    declared = [rule.rule_id for rule in policy_for(corpora[version].policy_id).rules]
+    assert [a.rule.rule_id for a in report.ablations] == declared
+    assert len(declared) >= 7
+    # Otherwise "fails a gate" would say nothing about the rule.
+    assert report.reference_not_passed == ()
+    assert set(report.gates) == {
+        "false-approvals",
+        "unsupported-permits",
+        "supported-findings",
+        "utility",
+    }
+    line = counts_line(report)
+    for ablation in report.ablations:
+        assert f"{ablation.rule.rule_id} {len(ablation.flipped)}" in line
+
+
+def test_v0_1_each_variant_is_decided_by_its_own_rule(
+    corpora: dict[str, Corpus], reports: dict[str, AblationReport]
+) -> None:
+    variant = {case.case_id: case.variant for case in corpora["0.1"].cases}
+
+    def cases_of(name: str) -> set[str]:
+        return {case_id for case_id, v in variant.items() if v == name}
+
+    flipped = _flipped(reports["0.1"])
+    assert flipped["approval-active"] == cases_of("revoked_approval")
+    assert flipped["exact-parameters"] == cases_of("unauthorized_parameters")
+    assert flipped["revision-current"] == cases_of("changed_resource_revision")
+    assert flipped["missing-is-hold"] == cases_of("unavailable_approval_evidence")
+    # Without the notice rule the reader still holds (missing information), for the wrong
+    # reason: no decision turns, but the supported-findings gate fails.
+    assert flipped["service-notice-holds"] == set()
+    by_rule = {a.rule.rule_id: a for a in reports["0.1"].ablations}
+    assert by_rule["service-notice-holds"].failed_gates == ("supported-findings",)
+
+
+def test_v0_1_rules_no_case_exercises_are_named_not_load_bearing(
+    corpora: dict[str, Corpus], reports: dict[str, AblationReport]
+) -> None:
+    # Every v0.1 approval is for its proposal's operation and target, and each variant changes
+    # one fact, so no case has both a prohibition and stale information.
+    cases = corpora["0.1"].cases
+    assert all(
+        (record.operation, record.target) == (case.proposal.operation, case.proposal.target)
+        for case in cases
+        for record in case.evidence
+        if record.kind == "approval"
+    )
+    report = reports["0.1"]
+    assert report.not_load_bearing == ("operation-and-target", "deny-outranks-hold")
+    assert not report.ok
+    assert "operation-and-target, deny-outranks-hold" in verdict_line(report)
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+
+
+def test_v0_2_every_rule_a_case_exercises_turns_a_case(
+    corpora: dict[str, Corpus], reports: dict[str, AblationReport]
+) -> None:
+    cases = corpora["0.2"].cases
+    issued_late = [
+        case.case_id
+        for case in cases
+        for record in case.evidence
+        if record.kind == "approval" and _instant(record.issued_at) > _instant(case.as_of)
+    ]
+    flipped = _flipped(reports["0.2"])
+    # No v0.2 approval is issued after as_of, so ignoring that part of rule 2 turns no case.
+    assert issued_late == []
+    assert flipped["issued-by-as-of"] == set()
+    assert all(flipped[rule] for rule in flipped if rule != "issued-by-as-of")
+    variant = {case.case_id: case.variant for case in cases}
+    kinds = {rule: {variant[c] for c in ids} for rule, ids in flipped.items()}
+    assert kinds["authorised-approver"] == {"approver_authority"}
+    assert kinds["none-applies-denies"] == {"approval_applicability"}
+    assert kinds["deny-outranks-hold"] == {"deny_hold_precedence"}
+    assert kinds["superseded-holds"] == {"latest_record"}
+
+
+def test_v0_2_rules_whose_removal_passes_every_gate_fail_the_audit(
+    reports: dict[str, AblationReport],
+) -> None:
+    report = reports["0.2"]
+    assert "issued-by-as-of" in report.not_load_bearing
+    assert not report.ok
+    for rule_id in report.not_load_bearing:
+        assert rule_id in verdict_line(report)
+    for ablation in report.ablations:
+        # A reader that turns no case and cites as the reference does cannot fail a gate.
+        assert ablation.load_bearing or ablation.rule.rule_id in verdict_line(report)
+
+
+def test_deciding_rules_are_the_rules_whose_ablation_flips_the_case(
+    reports: dict[str, AblationReport],
+) -> None:
+    decided = deciding_rules(reports["0.1"])
+    revoked = next(c for c in decided if c.endswith("revoked_approval"))
+    assert decided[revoked] == ("approval-active",)
+    assert not any(c.endswith("-permitted") for c in decided)  # the permit base turns on none
+
+
+class _InertCase(Case):
+    pass
+
+
+class _InertInput(CandidateInput):
+    pass
+
+
+class _InertResponse(ReviewerResponse):
+    pass
+
+
+INERT = "inert-rule"
+
+
+class _InertRulePolicy(NarrowApprovalV1):
+    """v0.1's policy plus one rule whose removal changes no reading (a deliberate defect)."""
+
+    policy_id = "rtb-test-inert-rule"
+    case_model = _InertCase
+    candidate_model = _InertInput
+    response_model = _InertResponse
+    rules = (
+        *NarrowApprovalV1.rules,
+        PolicyRule(INERT, "test", "a rule no case turns on", "reads as the reference does"),
+    )
+
+    def ablated_reviewer(self, rule_id: str):  # type: ignore[no-untyped-def]
+        if rule_id == INERT:
+            return ReferencePolicyReviewer()
+        return super().ablated_reviewer(rule_id)
+
+
+@pytest.fixture
+def inert_policy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setattr(_registry, "_POLICIES", dict(_registry._POLICIES))
+    register_policy(_InertRulePolicy())
+    yield _InertRulePolicy.policy_id
+
+
+def test_a_rule_whose_removal_changes_nothing_fails_the_audit_naming_it(
+    inert_policy: str, corpora: dict[str, Corpus]
+) -> None:
+    corpus = corpora["0.1"].model_copy(update={"policy_id": inert_policy})
+    report = run_ablation_audit(corpus)
+    assert not report.ok
+    assert INERT in report.not_load_bearing
+    inert = next(a for a in report.ablations if a.rule.rule_id == INERT)
+    assert inert.flipped == () and inert.failed_gates == ()
+    assert INERT in verdict_line(report)
+    assert any(INERT in str(cell) for cell in ablation_table(report).columns[0].cells)
+
+
+def test_a_policy_declaring_no_rules_is_not_run_never_passed(
+    monkeypatch: pytest.MonkeyPatch, corpora: dict[str, Corpus]
+) -> None:
+    class _NoRules(_InertRulePolicy):
+        rules = ()
+
+    monkeypatch.setattr(_registry, "_POLICIES", dict(_registry._POLICIES))
+    register_policy(_NoRules())
+    corpus = corpora["0.1"].model_copy(update={"policy_id": _NoRules.policy_id})
+    report = run_ablation_audit(corpus)
+    assert not report.ok
+    assert "not run" in verdict_line(report)
+    assert rule_breakdown(corpus, {}, {}) == {}  # the report leaves the table out
+
+
+@pytest.mark.parametrize("version", ["0.1", "0.2"])
+def test_an_unknown_rule_id_is_refused_naming_the_declared_ones(version: str) -> None:
+    policy = policy_for(load_corpus(builtin_corpus_root(version)).policy_id)
+    with pytest.raises(KeyError, match=policy.rules[0].rule_id):
+        policy.ablated_reviewer("no-such-rule")
