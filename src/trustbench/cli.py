@@ -65,7 +65,11 @@ def version() -> None:
 
 @app.command()
 def demo(
-    out: str = typer.Option("", help="Run folder to write into (default: a new temporary folder)."),
+    out: str = typer.Option(
+        "",
+        help="Run folder to write into (default: ./trustbench-demo/, or the next free "
+        "./trustbench-demo-N/ when an earlier demo is there).",
+    ),
 ) -> None:
     """Run the built-in demonstration on defaults: no network, no API keys."""
     from trustbench.demo import run_demo
