@@ -42,6 +42,8 @@ def _all(groups: dict[str, set[str]]) -> set[str]:
     return set().union(*groups.values()) if groups else set()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # about 130 s on a quiet machine, 5 min on a loaded 2-core one
 def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
