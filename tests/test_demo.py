@@ -51,7 +51,7 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     result = CliRunner().invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
     out = tmp_path / DEFAULT_OUT
-    assert f"writing into {DEFAULT_OUT}" in result.output
+    assert f"writing into {out}" in result.output
     assert len(list((out / "rtb-export" / "inputs").glob("*.json"))) == 60
     assert (out / "rtb-export" / "grader" / "evaluation_map.json").is_file()
     for step in range(1, 7):
