@@ -1,19 +1,76 @@
-"""`trustbench demo` runs every step on built-in defaults and leaves its outputs in one folder."""
+"""`trustbench demo` runs every step on built-in defaults, leaves its outputs in
+`./trustbench-demo/`, and closes with what it showed: one line per lesson, the instruments and
+candidates classified exactly as each `report.html` classifies them."""
 
+import re
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from trustbench.cli import app
+from trustbench.demo import DEFAULT_OUT, default_out
+
+TRACKS = {"rtb-review": "reviewer track", "rtb-control": "control-path track",
+          "rtb-workflow": "workflow track", "trb": "TRB profile"}  # fmt: skip
 
 
-def test_demo_runs_every_step_into_the_given_folder(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    result = CliRunner().invoke(app, ["demo", "--out", str(out)])
+def test_the_default_folder_is_beside_the_user_and_never_an_earlier_demo(tmp_path: Path) -> None:
+    assert default_out(tmp_path) == tmp_path / DEFAULT_OUT
+    (tmp_path / DEFAULT_OUT).mkdir()
+    assert default_out(tmp_path) == tmp_path / DEFAULT_OUT  # empty: used
+    (tmp_path / DEFAULT_OUT / "manifest.json").write_text("{}")
+    assert default_out(tmp_path) == tmp_path / f"{DEFAULT_OUT}-2"
+
+
+def _section_names(html: str, section: str) -> set[str]:
+    start = html.index(f'<section id="{section}"')
+    body = html[start : html.index("</section>", start)]
+    return set(re.findall(r'<td class="name">([^<]+)</td>', body))
+
+
+def _lesson_sets(line: str, kind: str) -> dict[str, set[str]]:
+    """`candidates [passed: a, b | blocked: c]` -> {"passed": {a, b}, "blocked": {c}}."""
+    found = re.search(rf"{kind} \[([^\]]*)\]", line)
+    if found is None:
+        return {}
+    groups = dict(group.split(": ", 1) for group in found.group(1).split(" | "))
+    return {k: set() if v == "none" else set(v.split(", ")) for k, v in groups.items()}
+
+
+def _all(groups: dict[str, set[str]]) -> set[str]:
+    return set().union(*groups.values()) if groups else set()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # about 130 s on a quiet machine, 5 min on a loaded 2-core one
+def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
+    out = tmp_path / DEFAULT_OUT
+    assert f"writing into {out}" in result.output
     assert len(list((out / "rtb-export" / "inputs").glob("*.json"))) == 60
     assert (out / "rtb-export" / "grader" / "evaluation_map.json").is_file()
-    assert "self-audit: all" in result.output
-    for track in ("rtb-review", "rtb-control", "rtb-workflow", "trb"):
+    for step in range(1, 7):
+        assert f"{step}/6 " in result.output
+    assert "trials 0/" in result.output  # run progress, every track (the TRB step included)
+    assert len(re.findall(r"^trials \d+/\d+ done", result.output, re.MULTILINE)) >= 8
+    lessons = result.output.split("what the demo showed", 1)[1].split("outputs", 1)[0]
+    lines = [line[2:] for line in lessons.splitlines() if line.startswith("- ")]
+    assert lines[0].startswith("harness checks: all ") and " held " in lines[0]
+    assert lines[1].startswith("corpus ") and "saturat" in lines[1]
+    assert lines[-1].startswith("TRB governance gap Delta_gov = ")
+    for track, name in TRACKS.items():
         assert (out / track / "record.json").is_file()
-        assert (out / track / "report.html").is_file()
+        html = (out / track / "report.html").read_text()
+        line = next(line for line in lines if line.startswith(f"{name}: "))
+        assert _all(_lesson_sets(line, "candidates")) == _section_names(html, "verdicts"), track
+        instruments = _all(_lesson_sets(line, "instruments"))
+        assert instruments == (_section_names(html, "instruments") if instruments else set())
+    control = next(line for line in lines if line.startswith("control-path track"))
+    assert "review-gated" in _lesson_sets(control, "candidates")["blocked"]
+    assert _lesson_sets(control, "instruments")["failed as built"] == {"unchecked"}
+    assert not any("HARNESS PROBLEM" in line for line in lines)

@@ -26,7 +26,31 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Plain (click) help, not typer's rich panels: those print `<bool>` beside every flag, as if
+    # `--quiet` took a value; the plain formatter shows a type only where a value is expected.
+    rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"trustbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the trustbench version and exit.",
+    ),
+) -> None:
+    """Measure whether an AI system's safeguards and stated reasoning govern what happens."""
+
+
 app.add_typer(rtb_app, name="rtb")
 app.add_typer(trb_app, name="trb")
 register_core_commands(app)
@@ -41,7 +65,11 @@ def version() -> None:
 
 @app.command()
 def demo(
-    out: str = typer.Option("", help="Run folder to write into (default: a new temporary folder)."),
+    out: str = typer.Option(
+        "",
+        help="Run folder to write into (default: ./trustbench-demo/, or the next free "
+        "./trustbench-demo-N/ when an earlier demo is there).",
+    ),
 ) -> None:
     """Run the built-in demonstration on defaults: no network, no API keys."""
     from trustbench.demo import run_demo

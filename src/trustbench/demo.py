@@ -1,33 +1,60 @@
 """`trustbench demo`: the main job on built-in defaults (no network, no API keys).
 
 The demo is a sequence of steps, each one a real command of the toolkit run on the built-in
-corpus and built-in candidates, writing into one run folder. A step that fails stops the demo
-with its error (exit code per `trustbench.errors`): the demo never papers over a broken step.
-Expected *findings* are different: a sentinel reviewer failing its release gate is the harness
-working, and the demo says so instead of exiting non-zero.
+corpus and built-in candidates, writing into one run folder (`./trustbench-demo/` unless told
+otherwise, so its outputs sit beside the clone, not in a temporary folder). A step that fails
+stops the demo with its error (exit code per `trustbench.errors`): the demo never papers over a
+broken step. Expected *findings* are different: a sentinel reviewer failing its release gate is
+the harness working, and the demo says so instead of exiting non-zero.
+
+Every step shows progress (trial counts, and one line per model trained on first use) and
+returns what it taught, one line each; the closing summary prints those lines, then the paths.
+Who is a candidate and who an instrument is read from the report's own verdicts, so the console
+and `report.html` always classify a configuration the same way.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
-import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from trustbench.core import ReportResult
+from trustbench.core._progress import ProgressReporter, default_progress
 from trustbench.errors import CheckFailed
+
+DEFAULT_OUT = "trustbench-demo"
+"""The demo's run folder, relative to where it is started."""
+
+StepOutcome = tuple[str, list[str]]
+"""What a step returns: where its outputs are (one line), and what it taught (one line each)."""
 
 
 def _console() -> Console:
     return Console(width=None if sys.stdout.isatty() else 120)
 
 
-def _validate_and_export(out: Path, console: Console) -> str:
+def default_out(cwd: Path) -> Path:
+    """`./trustbench-demo/`, or the first free `./trustbench-demo-N/` after it.
+
+    An earlier demo's outputs are evidence: a second demo never writes over them.
+    """
+    candidate, number = cwd / DEFAULT_OUT, 1
+    while candidate.exists() and any(candidate.iterdir()):
+        number += 1
+        candidate = cwd / f"{DEFAULT_OUT}-{number}"
+    return candidate
+
+
+def _validate_and_export(out: Path, console: Console) -> StepOutcome:
     from trustbench.rtb import export_candidate_inputs, load_corpus, validate_corpus
     from trustbench.rtb.cli import summary_table
 
@@ -40,10 +67,10 @@ def _validate_and_export(out: Path, console: Console) -> str:
     return (
         f"corpus {report.version} valid ({len(report.cases)} cases); {count} candidate inputs "
         f"in {result.inputs_dir} (answer key kept apart in {result.grader_map_path.parent})"
-    )
+    ), []
 
 
-def _harness_audit(out: Path, console: Console) -> str:
+def _harness_audit(out: Path, console: Console) -> StepOutcome:
     from trustbench.rtb import load_corpus
     from trustbench.rtb._harness_audit import run_corpus_saturation, run_harness_audit
     from trustbench.rtb.cli import audit_table, saturation_table
@@ -59,103 +86,163 @@ def _harness_audit(out: Path, console: Console) -> str:
     # without stopping the demo, whose later steps show what the harness measures on it.
     saturation = run_corpus_saturation(corpus)
     console.print(saturation_table(saturation))
-    return f"harness self-audit: all {len(rows)} checks hold; {verdict_line(saturation)}"
+    tracks = ", ".join(dict.fromkeys(row.track for row in rows))
+    return f"harness self-audit: all {len(rows)} checks hold", [
+        f"harness checks: all {len(rows)} self-audit checks held ({tracks}): every known-bad "
+        "instrument was caught and every known-good one passed",
+        f"corpus {corpus.version} saturation: {verdict_line(saturation)}",
+    ]
 
 
-def _gate_table(title: str, result: ReportResult) -> Table:
-    """Gates per subject: the first thing a reader of a report should see."""
-    by_subject: dict[str, dict[str, list[str]]] = {}
-    for gate in result.gates:
-        name, _, subject = gate.spec.label.rpartition(" (")
-        cell = by_subject.setdefault(subject.rstrip(")"), {})
-        cell.setdefault(gate.status, []).append(name)
+def _role(instrument: bool, built_to_fail: bool) -> str:
+    return (
+        ("instrument, built to fail" if built_to_fail else "instrument")
+        if instrument
+        else ("candidate")
+    )
+
+
+def verdict_table(title: str, result: ReportResult) -> Table:
+    """One row per configuration: its role and verdict, exactly as `report.html` states them."""
     table = Table(title=title)
-    for column in ("configuration", "gates passed", "gates failed / not evaluable"):
+    for column in ("configuration", "role", "verdict"):
         table.add_column(column, overflow="fold")
-    for subject, cell in by_subject.items():
-        blocked = cell.get("failed", []) + cell.get("not_evaluable", [])
+    for verdict in result.verdicts:
+        good = verdict.status in ("passed", "as_expected")
+        headline = escape(verdict.headline)
         table.add_row(
-            subject,
-            ", ".join(cell.get("passed", [])) or "-",
-            f"[bold red]{', '.join(blocked)}[/]" if blocked else "-",
+            escape(verdict.subject),
+            _role(verdict.instrument, verdict.expected_to_fail),
+            headline if good else f"[bold red]{headline}[/]",
         )
     return table
 
 
-def _rtb_track_step(
-    run: Callable[[Path], ReportResult], folder: str, title: str, expectation: str
-) -> Callable[[Path, Console], str]:
-    """A demo step that freezes, runs and reports one RTB track, then shows its gates."""
+_GROUPS = {
+    "passed": "passed",
+    "blocked": "blocked",
+    "not_evaluable": "not evaluable",
+    "not_run": "not run",
+    "incomplete": "incomplete",
+    "no_gates": "no release gate",
+    "as_expected": "failed as built",
+    "harness_problem": "HARNESS PROBLEM (passed every gate it is built to fail)",
+}
+"""Verdict status -> how a lesson line groups the subjects that have it, in this order."""
 
-    def step(out: Path, console: Console) -> str:
-        result = run(out / folder)
-        console.print(_gate_table(title, result))
-        console.print(expectation)
-        return f"{title.split(':')[0]} report: {result.html_path}"
+
+def _grouped(verdicts: dict[str, dict[str, object]], always: str) -> str:
+    by_status = {
+        label: [s for s, v in verdicts.items() if v["status"] == status]
+        for status, label in _GROUPS.items()
+    }
+    groups = [
+        f"{label}: {', '.join(names) or 'none'}"
+        for label, names in by_status.items()
+        if names or label == always
+    ]
+    return "[" + " | ".join(groups) + "]"
+
+
+def track_lesson(track: str, verdicts: dict[str, dict[str, object]]) -> str:
+    """One line: which candidates passed or were blocked, which instruments failed as built.
+
+    Args:
+        track: The track's name as the line starts.
+        verdicts: `record.json`'s `verdicts` (subject -> status, headline, instrument): the
+            same verdicts `report.html` shows, so both classify every subject alike.
+    """
+    candidates = {s: v for s, v in verdicts.items() if not v["instrument"]}
+    instruments = {s: v for s, v in verdicts.items() if v["instrument"]}
+    line = f"{track}: " + (
+        f"candidates {_grouped(candidates, 'passed')}" if candidates else "no candidates"
+    )
+    return line + (f"; instruments {_grouped(instruments, '')}" if instruments else "")
+
+
+def _rtb_track_step(
+    run: Callable[[Path, ProgressReporter], ReportResult], folder: str, title: str, note: str
+) -> Callable[[Path, Console], StepOutcome]:
+    """A demo step that freezes, runs and reports one RTB track, then shows its verdicts."""
+
+    def step(out: Path, console: Console) -> StepOutcome:
+        result = run(out / folder, default_progress())
+        console.print(verdict_table(title, result))
+        for verdict in result.verdicts:
+            if verdict.status == "blocked":  # why, in the gate's words (bound vs threshold)
+                for gate in verdict.gates:
+                    if gate.status == "failed":
+                        console.print(f"  {gate.reason}", highlight=False)
+        console.print(note)
+        record = json.loads(result.record_path.read_text(encoding="utf-8"))
+        name = title.split(":")[0].removeprefix("RTB ")
+        return f"{title.split(':')[0]} report: {result.html_path}", [
+            track_lesson(name, record["verdicts"])
+        ]
 
     return step
 
 
-def _run_review(out: Path) -> ReportResult:
-    from trustbench.rtb.review.track import run_review_demo
+def _run_review(out: Path, progress: ProgressReporter) -> ReportResult:
+    from trustbench.rtb.review._demo import run_review_demo
 
-    return run_review_demo(out)
+    return run_review_demo(out, progress)
 
 
-def _run_control(out: Path) -> ReportResult:
+def _run_control(out: Path, progress: ProgressReporter) -> ReportResult:
     from trustbench.rtb.control.track import run_control_demo
 
-    return run_control_demo(out)
+    return run_control_demo(out, progress)
 
 
-def _run_workflow(out: Path) -> ReportResult:
+def _run_workflow(out: Path, progress: ProgressReporter) -> ReportResult:
     from trustbench.rtb.workflow.track import run_workflow_demo
 
-    return run_workflow_demo(out)
+    return run_workflow_demo(out, progress)
 
 
 _review_track = _rtb_track_step(
     _run_review,
     "rtb-review",
-    "RTB reviewer track: release gates per configuration",
-    "Sentinels (always-permit, always-deny, empty, malformed, forged-refs, random) are expected "
-    "to fail gates: that is the harness measuring them correctly.",
+    "RTB reviewer track: verdict per configuration",
+    "Sentinels (always-permit, always-deny, empty, malformed, forged-refs, random) are "
+    "instruments built to fail their gates: that is the harness measuring them correctly.",
 )
 _control_track = _rtb_track_step(
     _run_control,
     "rtb-control",
-    "RTB control-path track: release gates per boundary",
-    "review-gated and unchecked are expected to fail: they execute direct requests without "
-    "checking the approval. Counted per distinct source case (58), even 0 effects bound the rate "
-    "only at 5.03%, so no boundary passes the 5% bound here; a case completes only if all its "
-    "scenarios did (10 of 20: lost-response scenarios stay unresolved). A simulated denial does "
-    "not establish a real API's behaviour.",
+    "RTB control-path track: verdict per boundary",
+    "review-gated gates the application, not the executor, so a direct request bypasses it; "
+    "unchecked is the instrument that must be caught. A gate on the upper bound of a rate is "
+    "read per distinct source case: with this few cases even zero effects may not bound the "
+    "rate under the gate (the reasons above say by how much). A simulated denial does not "
+    "establish a real API's behaviour.",
 )
 _workflow_track = _rtb_track_step(
     _run_workflow,
     "rtb-workflow",
-    "RTB workflow track: release gates per agent + boundary",
-    "Scripted agents qualify the harness; they are not candidates. Expected: honest passes "
-    "all but the 5% bound (57 distinct source cases bound 0 effects only at 5.12%); "
-    "false-claiming fails the unsupported-claims gate; forging through a label-trusting "
-    "boundary fails the prohibited-effect gates; outcomes come only from the observer.",
+    "RTB workflow track: verdict per agent + boundary",
+    "Scripted agents qualify the harness; they are not candidates: false-claiming must fail the "
+    "unsupported-claims gate, forging through a label-trusting boundary the prohibited-effect "
+    "gates; an agent not built to fail that is blocked shows why above (at this sample size a "
+    "bound gate can block even zero effects). Outcomes come only from the observer.",
 )
 
 
-def _trb_profile(out: Path, console: Console) -> str:
-    from trustbench.trb.track import run_trb_demo
+def _trb_profile(out: Path, console: Console) -> StepOutcome:
+    from trustbench.trb.track import builtin_spec, freeze_run_report
 
-    html_path = run_trb_demo(out / "trb")
-    record = json.loads((html_path.parent / "record.json").read_text(encoding="utf-8"))
+    result = freeze_run_report(builtin_spec("smoke"), out / "trb", default_progress())
+    record = json.loads(result.record_path.read_text(encoding="utf-8"))
     gap = record["trb"]["governance_gap"]
     interval = gap["bootstrap"]
-    console.print(
+    gap_line = (
         f"governance gap Delta_gov = G({gap['full']}) - G({gap['ablation']}) = "
         f"{gap['estimate']:.3f}, {interval['confidence']:.0%} trace-clustered bootstrap interval "
         f"[{interval['lower']:.3f}, {interval['upper']:.3f}] over {gap['paired_traces']} eval "
-        f"traces (seed {interval['seed']}, {interval['resamples']} resamples)",
-        highlight=False,
+        f"traces (seed {interval['seed']}, {interval['resamples']} resamples)"
     )
+    console.print(gap_line, highlight=False)
     console.print(
         "TRB smoke: all six tracks (G, grounding, attribution, viability, navigability, "
         "transfer) for the five spec baselines (instruct, CoT-prompted and CoT-supervised "
@@ -164,10 +251,13 @@ def _trb_profile(out: Path, console: Console) -> str:
         "(synthetic counterfactuals, no human data, one author-generated transfer context): a "
         "harness check, not a TRB score."
     )
-    return f"TRB profile report: {html_path}"
+    return f"TRB profile report: {result.html_path}", [
+        track_lesson("TRB profile", record["verdicts"]),
+        f"TRB {gap_line} (reference world: a harness check, not a TRB score)",
+    ]
 
 
-Step = tuple[str, Callable[[Path, Console], str]]
+Step = tuple[str, Callable[[Path, Console], StepOutcome]]
 
 STEPS: list[Step] = [
     ("RTB corpus: validate and export candidate inputs", _validate_and_export),
@@ -175,24 +265,50 @@ STEPS: list[Step] = [
     ("RTB reviewer track: freeze, run, report", _review_track),
     ("RTB control-path track: freeze, run, report", _control_track),
     ("RTB workflow track: freeze, run, report", _workflow_track),
-    ("TRB profile: freeze, run, report", _trb_profile),
+    ("TRB profile: freeze (trains small models on first use), run, report", _trb_profile),
 ]
-"""The demo's steps, in order: (title, function(run folder, console) -> one-line summary)."""
+"""The demo's steps, in order: (title, function(run folder, console) -> (where, lessons))."""
+
+
+@contextmanager
+def _show_status(console: Console) -> Iterator[None]:
+    """Print the toolkit's status lines (a model trained on first use...) while a step runs."""
+
+    class _Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            console.print(f"  ... {record.getMessage()}", highlight=False, markup=False)
+
+    logger, handler = logging.getLogger("trustbench"), _Lines(logging.INFO)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def run_demo(out: str | None) -> Path:
-    """Run every demo step into `out` (a new temporary folder when None); return the folder."""
-    root = Path(out) if out else Path(tempfile.mkdtemp(prefix="trustbench-demo-"))
+    """Run every demo step into `out` (default `./trustbench-demo/`); return the folder."""
+    root = Path(out) if out else default_out(Path.cwd())
     root.mkdir(parents=True, exist_ok=True)
     console = _console()
+    console.print(f"trustbench demo: writing into {root}", highlight=False)
     summaries: list[str] = []
-    for index, (title, step) in enumerate(STEPS, start=1):
-        console.rule(f"[bold]{index}/{len(STEPS)} {title}")
-        started = time.perf_counter()
-        summary = step(root, console)
-        summaries.append(f"{summary} ({time.perf_counter() - started:.1f} s)")
-    console.rule("[bold]summary")
+    lessons: list[str] = []
+    with _show_status(console):
+        for index, (title, step) in enumerate(STEPS, start=1):
+            console.rule(f"[bold]{index}/{len(STEPS)} {title}")
+            started = time.perf_counter()
+            where, learned = step(root, console)
+            summaries.append(f"{where} ({time.perf_counter() - started:.1f} s)")
+            lessons += learned
+    console.rule("[bold]what the demo showed")
+    for lesson in lessons:
+        console.print(f"- {lesson}", highlight=False, markup=False, soft_wrap=True)
+    console.rule("[bold]outputs")
     for summary in summaries:
-        console.print(f"- {summary}", highlight=False)
-    console.print(f"demo outputs: {root}", highlight=False)
+        console.print(f"- {summary}", highlight=False, markup=False, soft_wrap=True)
+    console.print(f"demo outputs: {root}", highlight=False, markup=False)
     return root

@@ -6,6 +6,9 @@ Messages name the file, field (JSON pointer) or case so the user knows what to f
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class TrustbenchError(Exception):
     """Base class: an error the CLI reports as one clear message instead of a traceback."""
@@ -28,3 +31,24 @@ class CheckFailed(TrustbenchError):
     """A check ran and failed: corrupt corpus, changed hash, broken chain, failed gate (exit 1)."""
 
     exit_code = 1
+
+
+def did_you_mean(word: object, known: Iterable[str]) -> str:
+    """A `"; did you mean 'x'?"` suffix for an unknown name, or `""` when nothing is close.
+
+    A typo (`transport_max_retires`, `refrence-policy`) should be one look away from its fix,
+    not a scan of a list of every known name.
+
+    Args:
+        word: The name the user wrote (anything; only a string can be close to a name).
+        known: The names it should have been one of.
+
+    Returns:
+        The suffix naming the closest known name (difflib's ratio >= 0.6), or "".
+    """
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"; did you mean {close[0]!r}?"

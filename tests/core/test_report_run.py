@@ -216,8 +216,9 @@ def test_report_json_prints_verdicts_and_gate_configuration_with_the_same_exit_c
     assert summary["verdicts"]["alpha"]["status"] == "passed"
     assert summary["verdicts"]["beta"] == {
         "status": "blocked",
-        "headline": "blocked by gate echo_rate",
+        "headline": "blocked by gate echoes",
         "instrument": False,
+        "failed_gates": ["echoes"],
         "evaluability": None,
     }
     beta = next(g for g in summary["gates"] if g["subject"] == "beta")

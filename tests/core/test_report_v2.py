@@ -111,7 +111,7 @@ def test_release_is_blocked_by_candidates_and_harness_problems_not_expected_fail
 def test_the_same_failing_subject_is_blocked_when_it_is_a_candidate() -> None:
     verdicts = subject_verdicts(_page(instruments=[], expected_to_fail=[]))
     permit = next(v for v in verdicts if v.subject == "always-permit")
-    assert permit.status == "blocked" and "false_approval_rate" in permit.headline
+    assert permit.status == "blocked" and "false-approvals" in permit.headline
 
 
 def test_a_not_evaluable_gate_outranks_a_failed_one_and_not_run_outranks_both() -> None:

@@ -38,7 +38,7 @@ def test_without_inspect_the_commands_say_how_to_install_it(
         importlib.util, "find_spec", lambda name, *a: None if name == "inspect_ai" else real(name)
     )
     code, message = invoke("export-inspect", str(tmp_path), "--out", str(tmp_path / "logs"))
-    assert code == 2 and "pip install 'trustbench[inspect]'" in message
+    assert code == 2 and "pip install -e '.[inspect]'" in message
 
 
 def test_every_public_name_of_interop_resolves_without_running_inspect() -> None:

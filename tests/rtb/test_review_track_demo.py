@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,56 @@ def test_demo_page_parses_and_references_nothing_outside_itself(
         assert phrase in text
 
 
+UNUSABLE = "Evaluability: why trials were unusable"
+HEATMAP_JS = (
+    "[...document.querySelectorAll('section h2')]"
+    f".find(h => h.textContent === {UNUSABLE!r}).parentElement.querySelector('svg')"
+)
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    value = hex_colour.lstrip("#")
+    red, green, blue = (int(value[i : i + 2], 16) for i in (0, 2, 4))
+    return red, green, blue
+
+
+def _hue(rgb: tuple[int, int, int]) -> str:
+    """`green`, `red` or `grey`: which colour of the heatmap's key a fill reads as."""
+    red, green, blue = rgb
+    if green > red and green >= blue:
+        return "green"
+    if red > green and red > blue:
+        return "red"
+    return "grey"
+
+
+def test_evaluability_heatmap_is_drawn_in_the_colours_its_key_names(
+    demo: tuple[ReportResult, dict[str, Any]],
+) -> None:
+    """Each cell of "why trials were unusable": valid green, missing / invalid / transport red,
+    in the SVG the page embeds (cells are drawn row by row after the two backgrounds)."""
+    result, record = demo
+    text = result.html_path.read_text()
+    start = text.index(f"<h2>{UNUSABLE}</h2>")
+    svg = text[text.index("<svg", start) : text.index("</svg>", start)]
+    fills = re.findall(
+        r'<g id="[^"]*patch_\d+">\s*<path d="[^"]*"[^>]*style="fill: (#[0-9a-f]{6})', svg
+    )
+    table = text[text.index('<table class="confusion">', start) :]
+    subjects = re.findall(r"<tr><th>([^<]+)</th><td", table[: table.index("</table>")])
+    assert set(subjects) == set(record["evaluability"]["subjects"])
+    columns = ["valid", "missing", "invalid", "transport_failed"]
+    cells = fills[2 : 2 + len(subjects) * len(columns)]  # after the figure and axes backgrounds
+    assert len(cells) == len(subjects) * len(columns)
+    hues = [_hue(_rgb(fill)) for fill in cells]
+    assert hues == ["green", "red", "red", "red"] * len(subjects)
+    assert "trial outcome (green: desired; red: error)" in svg
+    # The sentinel that never answers fills its `missing` cell with a full-strength red.
+    empty = subjects.index("empty")
+    missing = _rgb(cells[empty * len(columns) + 1])
+    assert missing[0] > 140 and missing[1] < 60, missing
+
+
 FILTER_AND_COUNT = """(() => {
   const box = document.querySelector("input.filter");
   const rows = () => [...document.querySelectorAll("#" + box.dataset.table + " tbody tr")];
@@ -149,11 +200,12 @@ def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_
                 "[...document.querySelectorAll('section[id]')].map(s => s.id)"
             )
             filtered = await browser.evaluate(FILTER_AND_COUNT)
+            heatmap = await browser.element_pixels(HEATMAP_JS)
             await browser.ws.close()
-            return height, ids, filtered
+            return height, ids, filtered, heatmap
 
     try:
-        height, ids, filtered = asyncio.run(inspect())
+        height, ids, filtered, heatmap = asyncio.run(inspect())
     finally:
         chromium.terminate()
         chromium.wait(timeout=20)
@@ -165,3 +217,16 @@ def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_
     assert filtered["before"] == 60 * len(reviewers)
     assert filtered["after"] == 60 and filtered["all_match"]
     assert (shots / "report-review.png").read_bytes().startswith(b"\x89PNG")
+    # Sampled from the rendered evaluability heatmap: its key says green and red, so both show
+    # as strong colours, and no cell is drawn in the near-black grey of an unmarked scale.
+    raw = heatmap.tobytes()
+    pixels = list(zip(raw[0::3], raw[1::3], raw[2::3], strict=True))
+    strong = {
+        "green": sum(1 for r, g, b in pixels if g > r + 40 and g > b),
+        "red": sum(1 for r, g, b in pixels if r > g + 60 and r > b + 40),
+        "dark grey": sum(
+            1 for r, g, b in pixels if max(r, g, b) < 90 and max(r, g, b) - min(r, g, b) < 12
+        ),
+    }
+    assert strong["green"] > 0.02 * len(pixels) and strong["red"] > 0.02 * len(pixels), strong
+    assert strong["dark grey"] < 0.02 * len(pixels), strong

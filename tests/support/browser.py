@@ -128,6 +128,27 @@ class Browser:
         image = Image.open(io.BytesIO(base64.b64decode(shot["data"])))
         image.convert("RGB").quantize(colors=256).save(path, optimize=True)
 
+    async def element_pixels(self, selector_js: str) -> Any:
+        """The pixels of one element as rendered (a PIL RGB image), to sample its colours.
+
+        Args:
+            selector_js: A JavaScript expression that yields the element.
+        """
+        rect = await self.evaluate(
+            f"(() => {{ const r = ({selector_js}).getBoundingClientRect();"
+            " return {x: r.x + window.scrollX, y: r.y + window.scrollY,"
+            " width: r.width, height: r.height}; })()"
+        )
+        shot = await self.send(
+            "Page.captureScreenshot",
+            format="png",
+            clip={**rect, "scale": 1},
+            captureBeyondViewport=True,
+        )
+        from PIL import Image
+
+        return Image.open(io.BytesIO(base64.b64decode(shot["data"]))).convert("RGB")
+
 
 def start_chromium(profile: Path) -> tuple[subprocess.Popen[str], str]:
     """Start headless Chromium with a DevTools endpoint; skip the test if none opens.

@@ -309,6 +309,9 @@ def evaluability_blocks(verdict: EvaluabilityVerdict, confidence: float) -> list
             ],
             row_title="subject",
             column_title="trial outcome",
+            # A valid reply is the desired outcome; every other kind of trial is an error of
+            # the subject or its transport (the colours follow the heatmap's key).
+            good=[[True, False, False, False] for _ in subjects],
             note="Trials per subject; a transport failure is a trial that never got a reply.",
         ),
     ]

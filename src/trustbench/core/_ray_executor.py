@@ -170,7 +170,9 @@ class RayTrialPool:
             import ray
         except ImportError:
             raise InputError(
-                "--executor ray needs ray: pip install 'trustbench[ray]'", location="--executor"
+                "--executor ray needs ray: pip install -e '.[ray]' in a clone (README: Installing "
+                "without make)",
+                location="--executor",
             ) from None
         started = False
         if not ray.is_initialized():

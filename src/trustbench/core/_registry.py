@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 
 from trustbench._imports import import_object
 from trustbench.core._track import Track
-from trustbench.errors import InputError
+from trustbench.errors import InputError, did_you_mean
 
 BUILTIN_TRACKS: dict[str, str] = {
     "rtb/review": "trustbench.rtb.review.track:ReviewTrack",
@@ -65,7 +65,10 @@ def load_track(track_id: str) -> tuple[Track, str]:
     target = _target(track_id)
     if target is None:
         known = ", ".join(sorted(track_targets())) or "none"
-        raise InputError(f"unknown track {track_id!r} (known: {known})", location="suite/track")
+        hint = did_you_mean(track_id, track_targets())
+        raise InputError(
+            f"unknown track {track_id!r}{hint} (known: {known})", location="suite/track"
+        )
     return track_from_target(target, track_id), target
 
 

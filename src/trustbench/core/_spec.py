@@ -344,10 +344,6 @@ class ExperimentSpec(_Strict):
         return self
 
 
-def _error_pointer(loc: tuple[int | str, ...]) -> str:
-    return "/" + "/".join(str(part) for part in loc)
-
-
 def parse_spec(data: dict[str, Any], *, source: str) -> ExperimentSpec:
     """Validate spec data, turning the first validation error into an `InputError`.
 
@@ -365,9 +361,9 @@ def parse_spec(data: dict[str, Any], *, source: str) -> ExperimentSpec:
     try:
         return ExperimentSpec.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        pointer = _error_pointer(tuple(first["loc"]))
-        raise InputError(first["msg"], location=f"{source}#{pointer}") from None
+        from trustbench.core._spec_hints import spec_error
+
+        raise spec_error(ExperimentSpec, error.errors(), source=source) from None
 
 
 def load_spec(path: Path) -> ExperimentSpec:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from trustbench.core._report_run import ReportResult
 
 SpecArg = Annotated[Path, typer.Argument(help="Experiment spec (TOML).")]
 RunDirArg = Annotated[Path, typer.Argument(help="Run folder written by `freeze`.")]
@@ -253,7 +256,7 @@ def report(run_dir: RunDirArg, json_summary: JsonOpt = False, sign_key: SignKeyO
 
     from trustbench.core._attestation import REMOVED_KEY_ENV
     from trustbench.core._report_run import report_run
-    from trustbench.errors import CheckFailed, InputError
+    from trustbench.errors import InputError
 
     if os.environ.get(REMOVED_KEY_ENV):
         raise InputError(
@@ -261,8 +264,17 @@ def report(run_dir: RunDirArg, json_summary: JsonOpt = False, sign_key: SignKeyO
             "check a shared secret can forge it): unset it and sign with --sign-key KEY "
             "(`trustbench keygen KEY`)"
         )
-    result = report_run(run_dir, sign_key=sign_key)
+    report_exit(report_run(run_dir, sign_key=sign_key), json_summary=json_summary)
+
+
+def report_exit(result: ReportResult, *, json_summary: bool = False) -> None:
+    """Print a report's gate lines (or its JSON summary) and exit as `report` does.
+
+    Shared by `report` and the quick paths (`rtb review --model`), so both say and exit alike:
+    4 for an incomplete run, 1 for a failed gate, else 0.
+    """
     from trustbench.core._attestation import STATEMENT_FILE, statement_signing
+    from trustbench.errors import CheckFailed
 
     if json_summary:
         import json
@@ -276,7 +288,7 @@ def report(run_dir: RunDirArg, json_summary: JsonOpt = False, sign_key: SignKeyO
         for line in _console_notes(result.record_path):
             typer.echo(f"note: {line}")
         typer.echo(f"wrote {result.record_path} and {result.html_path}")
-        typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(run_dir)})")
+        typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(result.record_path.parent)})")
     if not result.complete:
         from trustbench.core.report._verdict import INCOMPLETE_EXIT
 

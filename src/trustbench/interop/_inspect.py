@@ -1,6 +1,6 @@
 """Shared pieces of the Inspect AI interop: the optional-dependency check and message conversion.
 
-Inspect AI is an optional extra (`pip install 'trustbench[inspect]'`); nothing outside
+Inspect AI is an optional extra (`pip install -e '.[inspect]'`); nothing outside
 `trustbench.interop` imports it, and the interop commands import it only when they run.
 """
 
@@ -12,7 +12,10 @@ from typing import Any
 
 from trustbench.errors import InputError
 
-INSTALL_HINT = "install the `inspect` extra: pip install 'trustbench[inspect]'"
+INSTALL_HINT = (
+    "install the `inspect` extra: pip install -e '.[inspect]' in a clone (README: Installing "
+    "without make)"
+)
 """What to tell a user who runs an interop command without Inspect AI."""
 
 

@@ -100,6 +100,20 @@ def svg_text(figure: PlotFigure, salt: str) -> str:
     return text.strip()
 
 
+def confusion_legend(kinds: Sequence[Sequence[bool | None]]) -> str:
+    """The heatmap's colour key, naming only the colours its cells are drawn in.
+
+    A key that promises green and red over a table drawn all in grey tells a reader the
+    opposite of what it shows; so each colour is named only when some cell takes it.
+    """
+    used = {kind for row in kinds for kind in row}
+    names = [(True, "green: desired"), (False, "red: error"), (None, "grey: neither")]
+    shown = [text for kind, text in names if kind in used]
+    if used == {None}:
+        return " (grey: no cell is marked desired or an error)"
+    return " (" + "; ".join(shown) + ")"
+
+
 def confusion_svg(
     rows: Sequence[str],
     columns: Sequence[str],
@@ -137,8 +151,7 @@ def confusion_svg(
         axes.text(j, i, f"{int(value)}", ha="center", va="center", color=colour, fontsize=9)
     axes.set_xticks(range(len(columns)), [plain(wrap(c, 9)) for c in columns], fontsize=8)
     axes.set_yticks(range(len(rows)), [plain(r) for r in rows], fontsize=8)
-    axes.set_xlabel(plain(column_title) + " (green: desired; red: error; grey: neither)",
-                    fontsize=8)  # fmt: skip
+    axes.set_xlabel(plain(column_title) + confusion_legend(kind), fontsize=8)
     axes.set_ylabel(plain(row_title), fontsize=9)
     axes.xaxis.set_label_position("top")
     axes.xaxis.tick_top()

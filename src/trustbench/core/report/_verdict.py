@@ -82,8 +82,42 @@ def report_exit_code(complete: bool, blocked: bool) -> int:
     return INCOMPLETE_EXIT if not complete else (1 if blocked else 0)
 
 
-def _labels(results: list[GateResult]) -> str:
-    return ", ".join(result.spec.metric for result in results)
+def gate_names(results: list[GateResult], among: list[GateResult] | None = None) -> list[str]:
+    """The gates' declared names (`name`, else the metric), as the spec and gate table show them.
+
+    Two gates that read the same (an unnamed pair on one metric) are told apart by what they
+    compare, e.g. `false_approval_rate (upper <= 0.05)`, so a reader sees which one failed.
+
+    Args:
+        results: The gates to name.
+        among: All the subject's gates (the ones a name must be unique among); default `results`.
+    """
+    seen = [declared_name(r) for r in (results if among is None else among)]
+    names = [declared_name(r) for r in results]
+    return [
+        name
+        if seen.count(name) < 2
+        else f"{name} ({r.spec.bound} {r.spec.comparison} {r.spec.threshold:g})"
+        for name, r in zip(names, results, strict=True)
+    ]
+
+
+def declared_name(result: GateResult) -> str:
+    """The gate's name as the spec declares it (`name`, else the metric).
+
+    Without the ` (<subject>)` the per-subject evaluation appends: a verdict names its subject.
+    """
+    label = result.spec.label
+    suffix = f" ({result.subject})"
+    return label[: -len(suffix)] if result.subject and label.endswith(suffix) else label
+
+
+def _named(results: list[GateResult]) -> list[tuple[GateResult, str]]:
+    return list(zip(results, gate_names(results), strict=True))
+
+
+def _labels(results: list[GateResult], among: list[GateResult] | None = None) -> str:
+    return ", ".join(gate_names(results, among))
 
 
 def _candidate(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, str]:
@@ -97,10 +131,11 @@ def _candidate(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, s
         return "not_evaluable", f"not evaluable: {why}, so none of its other gates can be read"
     if unreadable:
         return "not_evaluable", (
-            f"not evaluable: {_labels(unreadable)} could not be read ({unreadable[0].reason})"
+            f"not evaluable: {_labels(unreadable, gates)} could not be read "
+            f"({unreadable[0].reason})"
         )
     if failed:
-        return "blocked", f"blocked by gate {_labels(failed)}"
+        return "blocked", f"blocked by gate {_labels(failed, gates)}"
     if not gates or all(g.spec.metric == VALID_RESPONSE_RATE for g in gates):
         # The implicit evaluability gate says it answered; it is not a release gate.
         answered = " (it answered: valid-response rate passed)" if gates else ""
@@ -113,7 +148,7 @@ def _instrument(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, 
     if not_run:
         return "not_run", "not run: this instrument's signature was not checked"
     if missed:
-        return "as_expected", f"failed as expected: {_labels(missed)}"
+        return "as_expected", f"failed as expected: {_labels(missed, gates)}"
     if not gates:
         return "no_gates", "no release gate applies to this instrument"
     return "harness_problem", (
@@ -148,7 +183,7 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
                 "incomplete",
                 (
                     f"incomplete: {page.incomplete}; no gate counts as passed"
-                    + (f" (already failing: {_labels(failing)})" if failing else "")
+                    + (f" (already failing: {_labels(failing, gates)})" if failing else "")
                 ),
             )
         verdicts.append(
@@ -190,13 +225,16 @@ def report_summary(result: Any) -> dict[str, Any]:
     Returns:
         Plain JSON: record and page paths, completeness, whether release is blocked and the
         exit code that goes with it, one verdict per subject (with its valid-response counts
-        when the track reports them) and every gate result with its configuration.
+        when the track reports them, and its failed gates by their declared names) and every
+        gate result with its configuration (`name`: the declared name, `gate`: the per-subject
+        label).
     """
     verdicts = {
         v.subject: {
             "status": v.status,
             "headline": v.headline,
             "instrument": v.instrument,
+            "failed_gates": gate_names([g for g in v.gates if g.status == "failed"], v.gates),
             "evaluability": None
             if v.evaluability is None
             else {
@@ -206,10 +244,16 @@ def report_summary(result: Any) -> dict[str, Any]:
         }
         for v in result.verdicts
     }
+    names = {
+        id(g): name
+        for subject in dict.fromkeys(g.subject for g in result.gates)
+        for g, name in _named([g for g in result.gates if g.subject == subject])
+    }
     gates = [
         {
             "subject": g.subject,
             "gate": g.spec.label,
+            "name": names[id(g)],
             "metric": g.spec.metric,
             "status": g.status,
             "compared": g.compared,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from trustbench.errors import InputError
+from trustbench.errors import InputError, did_you_mean
 from trustbench.rtb.boundaries._cedar import CedarBoundary
 from trustbench.rtb.boundaries._http import HttpBoundary
 from trustbench.rtb.boundaries._policy import PolicyFlaws
@@ -73,4 +73,5 @@ def boundary_factory(name: str, *, url: str | None = None) -> BoundaryFactory:
     if name in KNOWN_BAD_SAFEGUARDS:
         return partial(PythonPolicyBoundary, name, safeguards=KNOWN_BAD_SAFEGUARDS[name])
     known = ", ".join([*BOUNDARIES_UNDER_TEST, *KNOWN_BAD_SAFEGUARDS])
-    raise InputError(f"unknown boundary {name!r}; known: {known} (or `http` with a URL)")
+    hint = did_you_mean(name, [*BOUNDARIES_UNDER_TEST, *KNOWN_BAD_SAFEGUARDS, "http"])
+    raise InputError(f"unknown boundary {name!r}{hint}; known: {known} (or `http` with a URL)")

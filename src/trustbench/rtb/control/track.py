@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from trustbench.core._context import TrialContext
     from trustbench.core._export import LedgerContents
     from trustbench.core._manifest import Manifest
+    from trustbench.core._progress import ProgressReporter
     from trustbench.core._report_run import ReportResult
     from trustbench.core._spec import ExperimentSpec
 from trustbench.rtb.control._options import (
@@ -294,7 +295,7 @@ def demo_spec_path() -> Path:
     return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_control.toml"
 
 
-def run_control_demo(out_dir: Path | str) -> ReportResult:
+def run_control_demo(out_dir: Path | str, progress: ProgressReporter | None = None) -> ReportResult:
     """Freeze, run (quietly) and report the built-in control-path demo into `out_dir`.
 
     Four boundaries (reference, cedar, review-gated, unchecked) x every built-in scenario, K=1,
@@ -303,6 +304,7 @@ def run_control_demo(out_dir: Path | str) -> ReportResult:
 
     Args:
         out_dir: Run folder (created; an identical earlier freeze there is resumed).
+        progress: Where the run's progress goes (default: nowhere).
 
     Returns:
         The report result: `html_path`, `record_path`, per-boundary gate results, `blocked`.
@@ -313,5 +315,5 @@ def run_control_demo(out_dir: Path | str) -> ReportResult:
 
     run_dir = Path(out_dir)
     write_manifest(build_manifest(demo_spec_path()), run_dir)
-    run_experiment(run_dir)
+    run_experiment(run_dir, progress)
     return report_run(run_dir)

@@ -32,7 +32,7 @@ from trustbench.core import (
     TrialOutcome,
     cross_product,
 )
-from trustbench.errors import InputError
+from trustbench.errors import InputError, did_you_mean
 from trustbench.providers import ChatRequest
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._frozen import load_frozen_corpus
@@ -124,7 +124,8 @@ class ReviewTrack:
             reviewer = candidate.settings.get("reviewer")
             if candidate.entry == BUILTIN_REVIEWER_ENTRY and reviewer not in ALL_REVIEWER_NAMES:
                 raise InputError(
-                    f"unknown reviewer {reviewer!r}; known: {', '.join(ALL_REVIEWER_NAMES)}",
+                    f"unknown reviewer {reviewer!r}{did_you_mean(reviewer, ALL_REVIEWER_NAMES)}; "
+                    f"known: {', '.join(ALL_REVIEWER_NAMES)}",
                     location=f"candidates/{index}/settings/reviewer",
                 )
             if candidate.kind == "inprocess" and not candidate.entry:

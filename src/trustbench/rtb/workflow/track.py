@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from trustbench.core._context import TrialContext
     from trustbench.core._export import LedgerContents
     from trustbench.core._manifest import Manifest
+    from trustbench.core._progress import ProgressReporter
     from trustbench.core._report_run import ReportResult
     from trustbench.core._spec import ExperimentSpec
 from trustbench.rtb.workflow._config import (
@@ -320,7 +321,9 @@ def demo_spec_path() -> Path:
     return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_workflow.toml"
 
 
-def run_workflow_demo(out_dir: Path | str) -> ReportResult:
+def run_workflow_demo(
+    out_dir: Path | str, progress: ProgressReporter | None = None
+) -> ReportResult:
     """Freeze, run (quietly) and report the built-in workflow demo into `out_dir`.
 
     Scripted agents (harness instruments with known signatures) with the reference boundary and
@@ -330,6 +333,7 @@ def run_workflow_demo(out_dir: Path | str) -> ReportResult:
 
     Args:
         out_dir: Run folder (created; an identical earlier freeze there is resumed).
+        progress: Where the run's progress goes (default: nowhere).
 
     Returns:
         The report result: `html_path`, `record_path`, per-configuration gate results, `blocked`.
@@ -340,5 +344,5 @@ def run_workflow_demo(out_dir: Path | str) -> ReportResult:
 
     run_dir = Path(out_dir)
     write_manifest(build_manifest(demo_spec_path()), run_dir)
-    run_experiment(run_dir)
+    run_experiment(run_dir, progress)
     return report_run(run_dir)

@@ -69,7 +69,10 @@ WORD_START_MARKERS: tuple[str, ...] = (
 )
 """Prefixes of token strings that begin a new word: byte-level BPE, SentencePiece, byte fallback."""
 
-INSTALL_HINT = "install the optional extra: pip install 'trustbench[hf]'"
+INSTALL_HINT = (
+    "install the optional extra: pip install -e '.[hf]' in a clone (README: Installing without "
+    "make)"
+)
 """What to do when `transformers` is missing."""
 
 LAYER_PATHS: tuple[str, ...] = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from trustbench.trb.corpus._format import CorpusManifest, Trace, canonical_sha25
 from trustbench.trb.corpus._store import assert_trainable
 from trustbench.trb.reference._model import ReferenceNativeModel
 from trustbench.trb.reference._train import Objective, TrainConfig, train_reference_model
+
+_LOG = logging.getLogger(__name__)
 
 REFERENCE_MODELS: dict[str, Objective] = {
     "trace-ai-ablation": "ablation",
@@ -84,6 +87,9 @@ def load_reference_model(
         model.load_state_dict(state)
         model.eval()
         return model, {**card, "loaded_from_cache": True}
+    # Minutes on a busy CPU: say so (the demo and `trb run` show this logger's lines).
+    _LOG.info("training reference model %s on %d train traces (first use; cached after)",
+              name, len(traces))  # fmt: skip
     model, summary = train_reference_model(traces, manifest, objective, config)
     buffer = io.BytesIO()
     torch.save(model.state_dict(), buffer)

@@ -24,6 +24,7 @@ is next-token cross-entropy on the completion only (after `<r>` or `<act>`).
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -43,6 +44,8 @@ from trustbench.trb.proxy._causal_lm import (
 )
 from trustbench.trb.proxy._slots import CLOSE, OPEN, SLOT_OPTIONS, render_slots
 from trustbench.trb.reference import cache_dir
+
+_LOG = logging.getLogger(__name__)
 
 MAX_CELLS = 16
 """Position and steps-left words exist up to here, so larger transfer worlds still tokenize
@@ -238,6 +241,8 @@ def load_token_lm(
     if recipe == "cot-sft":
         base_folder, _ = load_token_lm("instruct", traces, manifest, cfg)
         start_from, _, _ = load_local_lm(base_folder)
+    _LOG.info("training token-world LM %s on %d train traces (first use; cached after)",
+              recipe, len(traces))  # fmt: skip
     model, tok, summary = train_token_lm(traces, manifest, recipe, cfg, start_from)
     card = save_local_lm(folder, model, tok, {"name": recipe, "cache_key": key, **summary})
     return folder, {**card, "loaded_from_cache": False}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trustbench.errors import InputError
+from trustbench.errors import InputError, did_you_mean
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._registry import registered_policies, require_policy
@@ -104,7 +104,8 @@ def make_reviewer(name: str, *, seed: int = 0) -> Reviewer:
         factory = _FACTORIES[name]
     except KeyError:
         raise InputError(
-            f"unknown reviewer {name!r}; known reviewers: {', '.join(ALL_REVIEWER_NAMES)}",
+            f"unknown reviewer {name!r}{did_you_mean(name, ALL_REVIEWER_NAMES)}; known "
+            f"reviewers: {', '.join(ALL_REVIEWER_NAMES)}",
             location="reviewer",
         ) from None
     return factory(seed)
