@@ -24,7 +24,7 @@ from trustbench.core._environment import EnvironmentRecord, capture_environment
 from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
 from trustbench.core._registry import load_track
 from trustbench.core._spec import ExperimentSpec, load_spec, refuse_unused_resample
-from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey
+from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey, track_hook
 from trustbench.errors import CheckFailed, InputError
 
 MANIFEST_FORMAT = "trustbench.manifest/1"
@@ -302,6 +302,17 @@ def write_manifest(manifest: Manifest, run_dir: Path) -> Path:
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
     return path
+
+
+def freeze_manifest(manifest: Manifest, run_dir: Path) -> tuple[Path, list[str]]:
+    """`write_manifest`, then the track's `after_freeze` hook; returns the path and its notes.
+
+    Every freeze (the CLI's and `run_spec`'s) goes through here, so a track that must record a
+    freeze (a sealed held-out corpus counts its exposures) sees each one.
+    """
+    path = write_manifest(manifest, run_dir)
+    track, _ = load_track(manifest.track.id)
+    return path, track_hook(track, "after_freeze", manifest, run_dir)
 
 
 def read_manifest(run_dir: Path) -> Manifest:

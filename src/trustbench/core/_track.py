@@ -96,6 +96,12 @@ class Track(Protocol):
     Optional: `resolve_frozen(manifest) -> Resolution`, asked instead of `resolve` when a frozen
     experiment's inputs are re-checked (before `run`, `report`, `verify`); it may skip checks
     the freeze already ran on inputs whose hashes have not changed (see `rtb/review`).
+
+    Optional hooks (see `track_hook`): `after_freeze(manifest, run_dir) -> list[str]`, called
+    once the manifest is written, and `before_run(manifest, run_dir) -> list[str]`, called by
+    every `run` after its inputs are re-checked and before any trial starts. Both may refuse
+    (raise `InputError`); the lines they return are shown as notes. A sealed held-out corpus
+    uses them to count every freeze and run against it (`rtb/heldout`).
     """
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
@@ -119,6 +125,15 @@ class Track(Protocol):
         not be reached; core records the trial as failed with that error class.
         """
         ...
+
+
+def track_hook(track: object, name: str, manifest: Manifest, run_dir: Path) -> list[str]:
+    """Call a track's optional hook `name` (`after_freeze`, `before_run`); its note lines.
+
+    A track without the hook gives no notes: core itself knows nothing of what a hook does.
+    """
+    hook = getattr(track, name, None)
+    return [str(line) for line in hook(manifest, run_dir)] if callable(hook) else []
 
 
 def cross_product(case_ids: list[str], manifest: Manifest) -> list[TrialKey]:
