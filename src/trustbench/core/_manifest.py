@@ -305,14 +305,19 @@ def write_manifest(manifest: Manifest, run_dir: Path) -> Path:
 
 
 def freeze_manifest(manifest: Manifest, run_dir: Path) -> tuple[Path, list[str]]:
-    """`write_manifest`, then the track's `after_freeze` hook; returns the path and its notes.
+    """The track's `on_freeze` hook, then `write_manifest`; returns the path and the notes.
 
     Every freeze (the CLI's and `run_spec`'s) goes through here, so a track that must record a
-    freeze (a sealed held-out corpus counts its exposures) sees each one.
+    freeze (a sealed held-out corpus counts its exposures) sees each one. The hook runs before
+    the manifest is written, so a freeze it refuses writes nothing; a folder holding another
+    experiment is refused before the hook is asked.
     """
-    path = write_manifest(manifest, run_dir)
+    existing = run_dir / MANIFEST_FILE
+    if existing.exists() and read_manifest(run_dir).manifest_sha256 != manifest.manifest_sha256:
+        write_manifest(manifest, run_dir)  # refuses, naming the folder
     track, _ = load_track(manifest.track.id)
-    return path, track_hook(track, "after_freeze", manifest, run_dir)
+    notes = track_hook(track, "on_freeze", manifest, run_dir)
+    return write_manifest(manifest, run_dir), notes
 
 
 def read_manifest(run_dir: Path) -> Manifest:

@@ -1,8 +1,9 @@
 """How `trustbench freeze` / `run` / `report` treat a sealed held-out set used as a corpus.
 
-- `freeze` (the track's `resolve`): refuses a tampered, retired or over-budget set unless the
-  spec gives `heldout_reason` in `[track_options]`; once the manifest is written (`after_freeze`)
-  the freeze is appended to the exposure log, naming the experiment by its manifest hash.
+- `freeze` (`on_freeze`, before the manifest is written): refuses a tampered or retired set, and
+  one past its budget unless the spec gives `heldout_reason` in `[track_options]`; otherwise the
+  freeze is appended to the exposure log, naming the experiment by its manifest hash (freezing
+  the same experiment again counts nothing new).
 - `run` (`before_run`): before any trial, a `run` entry is appended and fsynced (who froze it,
   who runs it, candidates, trials), so a run killed at any point has been recorded; an experiment
   frozen against another copy of the set is counted there and then, under the same budget rule.
@@ -31,7 +32,6 @@ from trustbench.rtb.heldout._exposure import (
     freeze_against,
     now_utc,
     record_run,
-    refuse_freeze,
     who,
 )
 from trustbench.rtb.heldout._report import summary_lines, verdict_line
@@ -48,16 +48,16 @@ def spec_reason(spec: ExperimentSpec) -> str:
     return value.strip()
 
 
-def check_freeze(sealed: SealedSet, spec: ExperimentSpec) -> None:
-    """Refuse to freeze against an altered, tampered, retired or (unreasoned) over-budget set."""
+def check_sealed_spec(sealed: SealedSet, spec: ExperimentSpec) -> None:
+    """Refuse an altered set, and options a sealed set cannot honour (asked at every resolve)."""
     sealed.check_pins()
+    spec_reason(spec)
     if spec.track_options.get("cases") is not None:
         raise InputError(
             "a sealed held-out set cannot select cases: its case ids are part of the sealed "
             "answer key",
             location="track_options/cases",
         )
-    refuse_freeze(exposure_summary(sealed.folder, sealed.manifest), spec_reason(spec))
 
 
 def _exposure_notes(sealed: SealedSet, reason: str) -> list[str]:
@@ -68,8 +68,12 @@ def _exposure_notes(sealed: SealedSet, reason: str) -> list[str]:
     return notes
 
 
-def after_freeze(sealed: SealedSet, manifest: Manifest) -> list[str]:
-    """Count the freeze in the set's exposure log (once per experiment); the lines to print."""
+def on_freeze(sealed: SealedSet, manifest: Manifest) -> list[str]:
+    """Count the freeze in the set's exposure log (once per experiment); the lines to print.
+
+    Refused (before the manifest is written) for a tampered or retired set, and past the
+    budget without `heldout_reason`; an experiment already counted is not counted again.
+    """
     spec = manifest.spec
     entry = freeze_against(
         sealed.folder, sealed.manifest, candidates=[c.name for c in spec.candidates],

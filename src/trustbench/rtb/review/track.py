@@ -142,10 +142,10 @@ class ReviewTrack:
                     '"trustbench.rtb.review.reviewers:chat_responder"',
                     location=f"candidate {candidate.name}",
                 )
-        root, label = corpus_location(spec, base_dir)
+        root, label = corpus_location(spec, base_dir, sealed_ok=True)
         sealed = self.sealed_set(label)
         if sealed is not None:
-            return self._resolve_sealed(spec, sealed, label, fresh=frozen_files is None)
+            return self._resolve_sealed(spec, sealed, label)
         corpus = self.corpus(label, frozen_files)
         select_cases([case.case_id for case in corpus.cases], options.cases)
         for candidate in spec.candidates:
@@ -155,21 +155,16 @@ class ReviewTrack:
         items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
-    def _resolve_sealed(
-        self, spec: ExperimentSpec, sealed: SealedSet, label: str, *, fresh: bool
-    ) -> Resolution:
+    def _resolve_sealed(self, spec: ExperimentSpec, sealed: SealedSet, label: str) -> Resolution:
         """A sealed held-out set: its clear parts and pins only (no key is needed to run it)."""
         if parse_options(spec).answer_extraction == "structured_output":
             raise InputError(
                 "structured_output is not supported on a sealed held-out set yet",
                 location="track_options/answer_extraction",
             )
-        if fresh:  # a new freeze: refused past the budget without a reason (see _pipeline)
-            from trustbench.rtb.heldout._pipeline import check_freeze
+        from trustbench.rtb.heldout._pipeline import check_sealed_spec
 
-            check_freeze(sealed, spec)
-        else:
-            sealed.check_pins()
+        check_sealed_spec(sealed, spec)
         for candidate in spec.candidates:
             reviewer = (candidate.settings or {}).get("reviewer")
             if candidate.kind == "inprocess" and isinstance(reviewer, str):
@@ -177,14 +172,14 @@ class ReviewTrack:
         version = str(sealed.manifest["corpus_version"])
         return Resolution(corpus_version=version, corpus_root=label, items=sealed.items())
 
-    def after_freeze(self, manifest: Manifest, run_dir: Path) -> list[str]:
-        """Count a freeze against a sealed held-out set in its exposure log."""
+    def on_freeze(self, manifest: Manifest, run_dir: Path) -> list[str]:
+        """Count a freeze against a sealed held-out set (refused past its budget unreasoned)."""
         sealed = self.sealed_set(manifest.corpus.root)
         if sealed is None:
             return []
-        from trustbench.rtb.heldout._pipeline import after_freeze
+        from trustbench.rtb.heldout._pipeline import on_freeze
 
-        return after_freeze(sealed, manifest)
+        return on_freeze(sealed, manifest)
 
     def before_run(self, manifest: Manifest, run_dir: Path) -> list[str]:
         """Record a run against a sealed held-out set before its first trial."""
