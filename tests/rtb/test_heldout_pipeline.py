@@ -247,3 +247,20 @@ def test_run_spec_api_counts_its_run_and_other_rtb_tracks_refuse_a_sealed_set(
     assert (_summary(sealed)["evaluations"], _summary(sealed)["runs"]) == (1, 1)
     refused = _cli(tmp_path, "freeze", str(_spec(tmp_path, "c", track="control")), "--out", "c")
     assert refused.returncode == 2 and "cannot run a sealed held-out set" in refused.stderr
+
+
+def test_export_needs_no_key_and_audits_refuse_without_it(tmp_path: Path, sealed: Path) -> None:
+    from trustbench.rtb.heldout._open import corpus_with_labels
+
+    exported = _ok(_cli(tmp_path, "rtb", "export", "--corpus", "set", "--out", "exp"))
+    assert "exported 5 candidate inputs" in exported
+    assert sorted(p.name for p in (tmp_path / "exp" / "inputs").iterdir()) == sorted(
+        p.name for p in (sealed / "inputs").iterdir()
+    )
+    assert not (tmp_path / "exp" / "grader").exists()
+    refused = _cli(tmp_path, "rtb", "audit", "--corpus", "set")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "--heldout-key" in refused.stderr and KEY_ENV in refused.stderr
+    # With the key, the audits read the very corpus that was sealed.
+    with corpus_with_labels(sealed, tmp_path / "owner.key", "the audit") as opened:
+        assert opened.manifest_sha256 == load_corpus(FIXTURE).manifest_sha256

@@ -125,6 +125,25 @@ def add_held_out_parts(analysis: TrackAnalysis, sealed: SealedSet) -> TrackAnaly
     )
 
 
+def owner_key(sealed: SealedSet, what: str, key_file: Path | None = None) -> str:
+    """The owner's private key (`key_file`, else `$TRUSTBENCH_HELDOUT_KEY`), or a refusal.
+
+    Raises:
+        InputError: Neither is given; one line naming both, and what needs the key.
+    """
+    from trustbench.rtb.heldout._crypto import KEY_ENV, read_private_key
+
+    try:
+        return read_private_key(key_file)
+    except InputError:
+        if key_file is not None:
+            raise
+        raise InputError(
+            f"held-out set {sealed.set_id} is sealed: {what} needs the owner's private key "
+            f"(--heldout-key FILE or ${KEY_ENV}); refusing without it"
+        ) from None
+
+
 def analyze_sealed(
     sealed: SealedSet,
     manifest: Manifest,
@@ -146,16 +165,9 @@ def analyze_sealed(
     """
     from trustbench.rtb.corpus._export import EVALUATION_MAP_PATH, load_evaluation_map
     from trustbench.rtb.corpus._load import load_corpus
-    from trustbench.rtb.heldout._crypto import KEY_ENV, read_private_key
     from trustbench.rtb.heldout._seal import open_set
 
-    try:
-        private = read_private_key(None)
-    except InputError:
-        raise InputError(
-            f"held-out set {sealed.set_id} is sealed: grading needs the owner's private key "
-            f"(--heldout-key FILE or ${KEY_ENV}); refusing to report without it"
-        ) from None
+    private = owner_key(sealed, "grading")
     problems = exposure_summary(sealed.folder, sealed.manifest)["log_problems"]
     if problems:  # a count that cannot be trusted is never reported as one
         raise CheckFailed(
