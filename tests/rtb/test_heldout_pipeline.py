@@ -243,7 +243,11 @@ def test_run_spec_api_counts_its_run_and_other_rtb_tracks_refuse_a_sealed_set(
 
     monkeypatch.setenv(KEY_ENV, str(tmp_path / "owner.key"))
     result = run_spec(_spec(tmp_path, "spec"), tmp_path / "run")
-    assert json.loads(result.report.record_path.read_text())["held_out_set"]["evaluations"] == 1
+    held = json.loads(result.report.record_path.read_text())["held_out_set"]
+    assert held["evaluations"] == 1
+    # The key was in the run's environment, within an in-process candidate's reach: said so.
+    assert held["answer_key_available_to_candidate"] is True
+    assert "YES" in " ".join(result.report.html_path.read_text().split())
     assert (_summary(sealed)["evaluations"], _summary(sealed)["runs"]) == (1, 1)
     refused = _cli(tmp_path, "freeze", str(_spec(tmp_path, "c", track="control")), "--out", "c")
     assert refused.returncode == 2 and "cannot run a sealed held-out set" in refused.stderr

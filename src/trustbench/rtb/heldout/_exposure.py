@@ -8,7 +8,8 @@ Each line of `exposure.jsonl` is one canonical-JSON entry: `seq`, `kind` (`freez
 evaluation, `run` for a `trustbench run` of a frozen evaluation, `retire` for a retirement),
 `set_id`, `candidates`, `trials`, `at`, `by`, `reason`, optionally `experiment` (the frozen
 manifest's SHA-256, so one experiment is counted once however often it is resumed) and
-`frozen_by` (on a `run` entry: who froze it), `prev_hash` and `hash` = sha256(prev_hash ||
+`frozen_by` and `key_in_environment` (on a `run` entry: who froze it, and whether the owner's key
+was in the run's environment), `prev_hash` and `hash` = sha256(prev_hash ||
 canonical entry without `hash`), the same chaining rule as the run ledger's rows (the first entry
 chains from a hash of the set id and recipient key, so a log cannot be moved to another set). A
 freeze is appended and fsynced *before* anything runs, and a `run` entry before the run's first
@@ -166,7 +167,10 @@ def exposure_summary(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
         "retired_reason": retired["reason"] if retired else None,
         "retired_at": retired["at"] if retired else None,
         "log_problems": problems,
-        "answer_key_available_to_candidate": False,
+        # Whether any run had the owner's key in its environment (in-process candidates share it).
+        "answer_key_available_to_candidate": any(
+            e["kind"] == "run" and e.get("key_in_environment") == "yes" for e in entries
+        ),
         "withheld": manifest.get("withheld", ""),
     }
 
@@ -245,6 +249,7 @@ def record_run(
     at: str,
     by: str,
     reason: str = "",
+    key_in_environment: str = "no",
 ) -> dict[str, Any]:
     """Record one `run` of a frozen experiment before any of its trials starts.
 
@@ -256,4 +261,5 @@ def record_run(
     return append_entry(
         folder, manifest, kind="run", candidates=candidates, trials=trials, at=at, by=by,
         reason=frozen["reason"], experiment=experiment, frozen_by=frozen["by"],
+        key_in_environment=key_in_environment,
     )  # fmt: skip

@@ -18,6 +18,7 @@ Every log read and write goes through `_exposure.py`.
 from __future__ import annotations
 
 import dataclasses
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -27,10 +28,12 @@ from trustbench.core import ExperimentSpec, LedgerContents, Manifest, TrackAnaly
 from trustbench.core.report import TextBlock
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.heldout._corpus import SealedSet
+from trustbench.rtb.heldout._crypto import KEY_ENV
 from trustbench.rtb.heldout._exposure import (
     exposure_summary,
     freeze_against,
     now_utc,
+    read_log,
     record_run,
     who,
 )
@@ -86,13 +89,22 @@ def on_freeze(sealed: SealedSet, manifest: Manifest) -> list[str]:
 def before_run(sealed: SealedSet, manifest: Manifest) -> list[str]:
     """Append (and fsync) this run to the exposure log before any trial starts."""
     spec = manifest.spec
+    # An in-process candidate shares this process's environment: if the owner's key is in it,
+    # the answer key was within the candidate's reach, and the report must say so.
+    exposed = "yes" if os.environ.get(KEY_ENV, "").strip() else "no"
     entry = record_run(
         sealed.folder, sealed.manifest, experiment=manifest.manifest_sha256,
         candidates=[c.name for c in spec.candidates], trials=spec.trials_per_case,
-        at=now_utc(), by=who(), reason=spec_reason(spec),
+        at=now_utc(), by=who(), reason=spec_reason(spec), key_in_environment=exposed,
     )  # fmt: skip
     notes = _exposure_notes(sealed, str(entry["reason"]))
-    return [f"{notes[0]}; run {entry['seq']} of the log recorded (frozen by {entry['frozen_by']})"]
+    notes = [f"{notes[0]}; run {entry['seq']} of the log recorded (frozen by {entry['frozen_by']})"]
+    if exposed == "yes":
+        notes.append(
+            f"${KEY_ENV} is set in this run's environment: the answer key is within the "
+            "candidates' reach, and the report will say so"
+        )
+    return notes
 
 
 def _held_out_section(summary: dict[str, Any]) -> TextBlock:
@@ -100,15 +112,28 @@ def _held_out_section(summary: dict[str, Any]) -> TextBlock:
         title="Held-out set: what was withheld and why",
         paragraphs=[
             *summary_lines(summary),
-            "The candidate side saw only the set's clear parts (the exported inputs, the prompt "
-            "and the response schema); the answer key was opened only to grade this report.",
+            "The candidate side was sent only the set's clear parts (the exported inputs, the "
+            "prompt and the response schema); the answer key was opened only to grade this "
+            "report.",
         ],
     )
 
 
-def add_held_out_parts(analysis: TrackAnalysis, sealed: SealedSet) -> TrackAnalysis:
-    """The held-out section in the record, the page, `--json` and every verdict line."""
+def add_held_out_parts(
+    analysis: TrackAnalysis, sealed: SealedSet, manifest: Manifest
+) -> TrackAnalysis:
+    """The held-out section in the record, the page, `--json` and every verdict line.
+
+    The answer key counts as available to the candidate side when any run of this experiment
+    had the owner's key in its environment (recorded by `before_run`).
+    """
     summary = exposure_summary(sealed.folder, sealed.manifest)
+    summary["answer_key_available_to_candidate"] = any(
+        e["kind"] == "run"
+        and e.get("experiment") == manifest.manifest_sha256
+        and e.get("key_in_environment") == "yes"
+        for e in read_log(sealed.folder)
+    )
     notes = analysis.record.get("console_notes")
     console = [*(notes if isinstance(notes, list) else []), *summary_lines(summary)]
     return dataclasses.replace(
@@ -131,7 +156,7 @@ def owner_key(sealed: SealedSet, what: str, key_file: Path | None = None) -> str
     Raises:
         InputError: Neither is given; one line naming both, and what needs the key.
     """
-    from trustbench.rtb.heldout._crypto import KEY_ENV, read_private_key
+    from trustbench.rtb.heldout._crypto import read_private_key
 
     try:
         return read_private_key(key_file)
@@ -185,4 +210,4 @@ def analyze_sealed(
             raise CheckFailed(f"the sealed answer key has no case for evaluation {missing[0]}")
         trials = [{**t, "case_id": evaluations[t["case_id"]]} for t in ledger.trials]
         analysis = grade(manifest, dataclasses.replace(ledger, trials=trials), corpus)
-    return add_held_out_parts(analysis, sealed)
+    return add_held_out_parts(analysis, sealed, manifest)
