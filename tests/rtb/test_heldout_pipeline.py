@@ -189,15 +189,19 @@ def test_freeze_past_the_budget_needs_a_reason_recorded_and_printed(
     refused = _cli(tmp_path, "freeze", str(_spec(tmp_path, "second", trials=2)), "--out", "run2")
     assert refused.returncode == 2 and "budget 1" in refused.stderr
     assert "heldout_reason" in refused.stderr and not (tmp_path / "run2").exists()
-    reasoned = _spec(tmp_path, "third", trials=2, reason="grader fix re-run")
-    frozen = _ok(_cli(tmp_path, "freeze", str(reasoned), "--out", "run3"))
+    third = str(_spec(tmp_path, "third", trials=2))
+    frozen = _ok(_cli(tmp_path, "freeze", third, "--out", "run3", "--reason", "grader fix re-run"))
     assert "over-budget reason recorded: grader fix re-run" in frozen
+    # The reason may be declared in the spec instead (frozen with it).
+    fourth = _spec(tmp_path, "fourth", trials=3, reason="second look")
+    frozen = _ok(_cli(tmp_path, "freeze", str(fourth), "--out", "r4"))
+    assert "reason recorded: second look" in frozen
     _ok(_cli(tmp_path, "run", "run3", "--quiet"))
     report = _ok(_cli(tmp_path, "report", "run3", "--heldout-key", "owner.key"))
-    assert "evaluated 2 times (budget 1)" in report and "OVER BUDGET" in report
+    assert "evaluated 3 times (budget 1)" in report and "OVER BUDGET" in report
     assert "reason recorded: grader fix re-run" in report
     record = json.loads((tmp_path / "run3" / "record.json").read_text())
-    assert record["held_out_set"]["over_budget_reasons"] == ["grader fix re-run"]
+    assert record["held_out_set"]["over_budget_reasons"] == ["grader fix re-run", "second look"]
 
 
 def test_tampered_exposure_log_is_detected_and_stops_run_and_report(

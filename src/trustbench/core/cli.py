@@ -73,7 +73,22 @@ AllowMissingKeysOpt = Annotated[
 ]
 
 
-def freeze(spec: SpecArg, out: OutDirOpt, allow_missing_keys: AllowMissingKeysOpt = False) -> None:
+ReasonOpt = Annotated[
+    str,
+    typer.Option(
+        "--reason",
+        help="Why an exception the track allows only with a reason is taken (e.g. freezing a "
+        "sealed held-out set past its exposure budget); recorded by the track and printed.",
+    ),
+]
+
+
+def freeze(
+    spec: SpecArg,
+    out: OutDirOpt,
+    allow_missing_keys: AllowMissingKeysOpt = False,
+    reason: ReasonOpt = "",
+) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
     from trustbench.core._manifest import build_manifest, freeze_manifest
     from trustbench.core._outputs import output_path
@@ -83,7 +98,7 @@ def freeze(spec: SpecArg, out: OutDirOpt, allow_missing_keys: AllowMissingKeysOp
     if folder.exists() and not folder.is_dir():
         raise InputError("--out must be a run folder, not a file", location=str(folder))
     manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
-    path, notes = freeze_manifest(manifest, folder)
+    path, notes = freeze_manifest(manifest, folder, reason)
     typer.echo(
         f"froze {manifest.plan.trials} trials ({manifest.plan.cases} cases x "
         f"{len(manifest.candidates)} candidates x {manifest.spec.trials_per_case}) into {path}"

@@ -192,8 +192,8 @@ def refuse_freeze(summary: dict[str, Any], reason: str) -> None:
     if summary["evaluations"] >= summary["budget"] and not reason.strip():
         raise InputError(
             f"held-out set {set_id} has been evaluated {summary['evaluations']} times (budget "
-            f"{summary['budget']}); give a reason to freeze past the budget (`--reason`, or "
-            "`heldout_reason` in the spec's [track_options])"
+            f"{summary['budget']}); give a reason to freeze past the budget (--reason, or "
+            "heldout_reason in the spec's [track_options])"
         )
 
 

@@ -1,7 +1,8 @@
 """How `trustbench freeze` / `run` / `report` treat a sealed held-out set used as a corpus.
 
 - `freeze` (`on_freeze`, before the manifest is written): refuses a tampered or retired set, and
-  one past its budget unless the spec gives `heldout_reason` in `[track_options]`; otherwise the
+  one past its budget unless `freeze --reason` (or `heldout_reason` in `[track_options]`) says
+  why; otherwise the
   freeze is appended to the exposure log, naming the experiment by its manifest hash (freezing
   the same experiment again counts nothing new).
 - `run` (`before_run`): before any trial, a `run` entry is appended and fsynced (who froze it,
@@ -71,16 +72,18 @@ def _exposure_notes(sealed: SealedSet, reason: str) -> list[str]:
     return notes
 
 
-def on_freeze(sealed: SealedSet, manifest: Manifest) -> list[str]:
+def on_freeze(sealed: SealedSet, manifest: Manifest, reason: str = "") -> list[str]:
     """Count the freeze in the set's exposure log (once per experiment); the lines to print.
 
     Refused (before the manifest is written) for a tampered or retired set, and past the
-    budget without `heldout_reason`; an experiment already counted is not counted again.
+    budget without a reason (`freeze --reason`, else the spec's `heldout_reason`); an
+    experiment already counted is not counted again.
     """
     spec = manifest.spec
     entry = freeze_against(
         sealed.folder, sealed.manifest, candidates=[c.name for c in spec.candidates],
-        trials=spec.trials_per_case, at=now_utc(), by=who(), reason=spec_reason(spec),
+        trials=spec.trials_per_case, at=now_utc(), by=who(),
+        reason=reason.strip() or spec_reason(spec),
         experiment=manifest.manifest_sha256,
     )  # fmt: skip
     return _exposure_notes(sealed, str(entry["reason"]))

@@ -172,14 +172,14 @@ class ReviewTrack:
         version = str(sealed.manifest["corpus_version"])
         return Resolution(corpus_version=version, corpus_root=label, items=sealed.items())
 
-    def on_freeze(self, manifest: Manifest, run_dir: Path) -> list[str]:
+    def on_freeze(self, manifest: Manifest, run_dir: Path, reason: str = "") -> list[str]:
         """Count a freeze against a sealed held-out set (refused past its budget unreasoned)."""
         sealed = self.sealed_set(manifest.corpus.root)
         if sealed is None:
             return []
         from trustbench.rtb.heldout._pipeline import on_freeze
 
-        return on_freeze(sealed, manifest)
+        return on_freeze(sealed, manifest, reason)
 
     def before_run(self, manifest: Manifest, run_dir: Path) -> list[str]:
         """Record a run against a sealed held-out set before its first trial."""
