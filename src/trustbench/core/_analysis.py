@@ -87,6 +87,11 @@ class TrackAnalysis:
     implicit_gates: list[GateResult] = field(default_factory=list)
     """Gates the track itself holds subjects to, beside the declared ones (e.g. TRB's combined
     trust verdict); each names its `subject` and its reason starts with `"<subject>: "`."""
+    verdict_note: str = ""
+    """A fact about the whole run that heads every subject's verdict line (e.g. the corpus is a
+    retired held-out set, so no figure is evidence of held-out performance); empty: none."""
+    summary: dict[str, Any] = field(default_factory=dict)
+    """Track-specific keys added to `report --json`'s summary (small: e.g. `held_out_set`)."""
     expected_to_fail: frozenset[str] = frozenset()
     """The instruments built to fail at least one gate (an always-permit sentinel, a known-bad
     boundary): one of these passing every gate is a harness problem. Instruments outside this set

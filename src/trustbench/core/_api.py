@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trustbench.core._manifest import Manifest, build_manifest, write_manifest
+from trustbench.core._manifest import Manifest, build_manifest, freeze_manifest
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._report_run import ReportResult, report_run
 from trustbench.core._runner import RunSummary, run_experiment, run_experiment_async
@@ -46,7 +46,7 @@ class ExperimentResult:
 def _freeze(spec: SpecSource, run_dir: Path, base_dir: Path | None) -> Manifest:
     if not isinstance(spec, Mapping):
         manifest = build_manifest(Path(spec), base_dir=base_dir)
-        write_manifest(manifest, run_dir)
+        freeze_manifest(manifest, run_dir)
         return manifest
     try:
         text = json.dumps(spec, indent=2, sort_keys=True, allow_nan=False) + "\n"
@@ -58,7 +58,7 @@ def _freeze(spec: SpecSource, run_dir: Path, base_dir: Path | None) -> Manifest:
         draft = Path(scratch) / SPEC_FILE
         draft.write_text(text, encoding="utf-8")
         manifest = build_manifest(draft, base_dir=base_dir or Path.cwd())
-        write_manifest(manifest, run_dir)
+        freeze_manifest(manifest, run_dir)
     kept = run_dir / SPEC_FILE
     if not kept.exists():
         kept.write_text(text, encoding="utf-8")

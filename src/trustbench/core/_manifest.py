@@ -24,7 +24,7 @@ from trustbench.core._environment import EnvironmentRecord, capture_environment
 from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
 from trustbench.core._registry import load_track
 from trustbench.core._spec import ExperimentSpec, load_spec, refuse_unused_resample
-from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey
+from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey, track_hook
 from trustbench.errors import CheckFailed, InputError
 
 MANIFEST_FORMAT = "trustbench.manifest/1"
@@ -302,6 +302,23 @@ def write_manifest(manifest: Manifest, run_dir: Path) -> Path:
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
     return path
+
+
+def freeze_manifest(manifest: Manifest, run_dir: Path, reason: str = "") -> tuple[Path, list[str]]:
+    """The track's `on_freeze` hook, then `write_manifest`; returns the path and the notes.
+
+    Every freeze (the CLI's and `run_spec`'s) goes through here, so a track that must record a
+    freeze (a sealed held-out corpus counts its exposures) sees each one. The hook runs before
+    the manifest is written, so a freeze it refuses writes nothing; a folder holding another
+    experiment is refused before the hook is asked. `reason` (`freeze --reason`) is handed to
+    the hook: why an exception the track allows only with a reason is taken.
+    """
+    existing = run_dir / MANIFEST_FILE
+    if existing.exists() and read_manifest(run_dir).manifest_sha256 != manifest.manifest_sha256:
+        write_manifest(manifest, run_dir)  # refuses, naming the folder
+    track, _ = load_track(manifest.track.id)
+    notes = track_hook(track, "on_freeze", manifest, run_dir, reason=reason)
+    return write_manifest(manifest, run_dir), notes
 
 
 def read_manifest(run_dir: Path) -> Manifest:

@@ -59,6 +59,8 @@ class ReportResult:
     """One verdict per gated subject (candidates and instruments), as the page shows them."""
     incomplete: str | None = None
     """Why the run is incomplete ("6 of 180 planned trials ran"), None when complete."""
+    summary: dict[str, Any] = field(default_factory=dict)
+    """The track's keys for `report --json` (`TrackAnalysis.summary`)."""
 
     @property
     def blocked(self) -> bool:
@@ -191,6 +193,7 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
         not_run=_not_run(analysis),
         evaluability=dict(analysis.evaluability),
         incomplete=incomplete,
+        verdict_note=analysis.verdict_note,
     )
     verdicts = subject_verdicts(page)
     record = {
@@ -221,4 +224,6 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     record_path = write_record_json(run_dir / "record.json", record)
     html_path = write_report_html(run_dir / "report.html", page)
     write_record_statement(run_dir, sign_key)  # record.intoto.json: see core/_attestation.py
-    return ReportResult(record_path, html_path, gates, complete, verdicts, incomplete)
+    return ReportResult(
+        record_path, html_path, gates, complete, verdicts, incomplete, analysis.summary
+    )

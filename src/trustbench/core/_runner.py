@@ -15,6 +15,7 @@ ledger.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 from collections.abc import Awaitable, Callable, Iterator
@@ -34,7 +35,7 @@ from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
 from trustbench.core._run_folder import RunLock, mark_abandoned
-from trustbench.core._track import Track, TrialKey
+from trustbench.core._track import Track, TrialKey, track_hook
 from trustbench.core._trial import execute_trial
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers._http import new_session
@@ -62,6 +63,8 @@ class RunSummary:
     """Executions of earlier, interrupted invocations marked abandoned now."""
     stopped: dict[str, str] = field(default_factory=dict)
     """Candidate -> why its remaining trials were not run (`retry.stop_after_client_errors`)."""
+    notes: tuple[str, ...] = ()
+    """What the track's `before_run` hook asked to show (e.g. a held-out set's exposure)."""
 
 
 def trial_order(keys: list[TrialKey], seed: int) -> list[TrialKey]:
@@ -166,6 +169,9 @@ async def _run(
     keys = check_inputs(manifest, track)
     spec = manifest.spec
     check_credentials(spec.candidates)
+    # Before any trial: a track that must record each run (a sealed held-out set) does so now,
+    # so a run killed at any point has been recorded.
+    notes = tuple(track_hook(track, "before_run", manifest, run_dir))
     pool = None
     if executor == "ray":
         from trustbench.core._ray_executor import RayTrialPool
@@ -176,7 +182,7 @@ async def _run(
             run_dir, manifest, track, keys, progress, executor, pool, limit, preflight
         )
         del keys  # held by the run alone, which drops it once the trials are ordered
-        return await running
+        return dataclasses.replace(await running, notes=notes)
     finally:
         if pool is not None:
             pool.close()

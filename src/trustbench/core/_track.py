@@ -96,6 +96,13 @@ class Track(Protocol):
     Optional: `resolve_frozen(manifest) -> Resolution`, asked instead of `resolve` when a frozen
     experiment's inputs are re-checked (before `run`, `report`, `verify`); it may skip checks
     the freeze already ran on inputs whose hashes have not changed (see `rtb/review`).
+
+    Optional hooks (see `track_hook`): `on_freeze(manifest, run_dir, reason) -> list[str]`,
+    called by every freeze just before the manifest is written (`reason`: `freeze --reason`),
+    and `before_run(manifest, run_dir) -> list[str]`, called by every `run` after its inputs
+    are re-checked and before any trial starts. Both may refuse (raise `InputError`: nothing is
+    written, nothing runs); the lines they return are shown as notes. A sealed held-out corpus
+    uses them to count every freeze and run against it (`rtb/heldout`).
     """
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
@@ -119,6 +126,18 @@ class Track(Protocol):
         not be reached; core records the trial as failed with that error class.
         """
         ...
+
+
+def track_hook(
+    track: object, name: str, manifest: Manifest, run_dir: Path, **context: str
+) -> list[str]:
+    """Call a track's optional hook `name` (`on_freeze`, `before_run`); its note lines.
+
+    `context` is passed on as keywords (`on_freeze` gets `reason`, `freeze --reason`). A track
+    without the hook gives no notes: core itself knows nothing of what a hook does.
+    """
+    hook = getattr(track, name, None)
+    return [str(line) for line in hook(manifest, run_dir, **context)] if callable(hook) else []
 
 
 def cross_product(case_ids: list[str], manifest: Manifest) -> list[TrialKey]:

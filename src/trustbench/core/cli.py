@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from trustbench.errors import InputError
+
 if TYPE_CHECKING:
     from trustbench.core._report_run import ReportResult
 
@@ -74,9 +76,24 @@ AllowMissingKeysOpt = Annotated[
 ]
 
 
-def freeze(spec: SpecArg, out: OutDirOpt, allow_missing_keys: AllowMissingKeysOpt = False) -> None:
+ReasonOpt = Annotated[
+    str,
+    typer.Option(
+        "--reason",
+        help="Why an exception the track allows only with a reason is taken (e.g. freezing a "
+        "sealed held-out set past its exposure budget); recorded by the track and printed.",
+    ),
+]
+
+
+def freeze(
+    spec: SpecArg,
+    out: OutDirOpt,
+    allow_missing_keys: AllowMissingKeysOpt = False,
+    reason: ReasonOpt = "",
+) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
-    from trustbench.core._manifest import build_manifest, write_manifest
+    from trustbench.core._manifest import build_manifest, freeze_manifest
     from trustbench.core._outputs import output_path
     from trustbench.errors import InputError
 
@@ -84,12 +101,14 @@ def freeze(spec: SpecArg, out: OutDirOpt, allow_missing_keys: AllowMissingKeysOp
     if folder.exists() and not folder.is_dir():
         raise InputError("--out must be a run folder, not a file", location=str(folder))
     manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
-    path = write_manifest(manifest, folder)
+    path, notes = freeze_manifest(manifest, folder, reason)
     typer.echo(
         f"froze {manifest.plan.trials} trials ({manifest.plan.cases} cases x "
         f"{len(manifest.candidates)} candidates x {manifest.spec.trials_per_case}) into {path}"
     )
     typer.echo(f"manifest sha256 {manifest.manifest_sha256}")
+    for note in notes:
+        typer.echo(f"note: {note}")
 
 
 RUN_ALL_FAILED_EXIT = 3
@@ -159,6 +178,8 @@ def run(
         f"{summary.attempts} attempts ({summary.transport_retries} transport retries), "
         f"{summary.abandoned_executions} interrupted executions marked abandoned"
     )
+    for note in summary.notes:
+        typer.echo(f"note: {note}")
     for name, why in summary.stopped.items():
         typer.echo(f"candidate {name!r} stopped: {why}", err=True)
     dead = _candidates_that_never_completed(run_dir)
@@ -250,13 +271,34 @@ SignKeyOpt = Annotated[
 ]
 
 
-def report(run_dir: RunDirArg, json_summary: JsonOpt = False, sign_key: SignKeyOpt = None) -> None:
+HeldoutKeyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--heldout-key",
+        help="The owner's X25519 private key file of a sealed held-out corpus (else "
+        "$TRUSTBENCH_HELDOUT_KEY): grading a run against a sealed set needs it.",
+    ),
+]
+HELDOUT_KEY_ENV = "TRUSTBENCH_HELDOUT_KEY"
+"""Where a track reads a sealed corpus's key from (core only hands the file's path on)."""
+
+
+def report(
+    run_dir: RunDirArg,
+    json_summary: JsonOpt = False,
+    sign_key: SignKeyOpt = None,
+    heldout_key: HeldoutKeyOpt = None,
+) -> None:
     """Grade the run from its ledger; write record.json and report.html; exit 1 on a failed gate."""
     import os
 
+    if heldout_key is not None:
+        if not heldout_key.is_file():
+            raise InputError("the held-out key file does not exist", location=str(heldout_key))
+        os.environ[HELDOUT_KEY_ENV] = str(heldout_key.resolve())
+
     from trustbench.core._attestation import REMOVED_KEY_ENV
     from trustbench.core._report_run import report_run
-    from trustbench.errors import InputError
 
     if os.environ.get(REMOVED_KEY_ENV):
         raise InputError(

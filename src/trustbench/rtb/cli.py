@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from trustbench.errors import CheckFailed
+from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.human.cli import human_app
 
 if TYPE_CHECKING:  # rich is imported by the commands that print tables, not by `trustbench run`
@@ -139,6 +139,15 @@ def export(
     from trustbench.rtb.corpus._load import load_corpus
 
     folder = check_output_folder(output_path(out))
+    if corpus is not None and (corpus / "HELDOUT.json").is_file():  # a sealed held-out set
+        from trustbench.rtb.heldout._open import export_clear
+
+        if seed is not None:
+            raise InputError("--seed: a sealed set's evaluation ids were fixed when it was sealed")
+        count = export_clear(corpus, folder)
+        typer.echo(f"exported {count} candidate inputs of the sealed set to {folder / 'inputs'}")
+        typer.echo("the grader-only evaluation map stays sealed to the set owner's key")
+        return
     loaded = load_corpus(corpus)
     result = export_candidate_inputs(loaded, folder, seed=seed)
     count = len(result.evaluation_map.evaluations)
@@ -207,6 +216,14 @@ def audit(
             "attacker (held out) may score, as a fraction (0.15 = 15 points).",
         ),
     ] = 0.15,
+    heldout_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--heldout-key",
+            help="With --corpus a sealed held-out set: the owner's private key file (else "
+            "$TRUSTBENCH_HELDOUT_KEY); the audits read its labels.",
+        ),
+    ] = None,
 ) -> None:
     """Run the harness self-audit and the corpus audits (shortcuts, learners, artifacts, rules).
 
@@ -221,15 +238,15 @@ def audit(
     from rich.console import Console
 
     from trustbench.rtb import _harness_audit
-    from trustbench.rtb.corpus._load import load_corpus
+    from trustbench.rtb.heldout._open import corpus_with_labels
     from trustbench.rtb.review import _ablation, _learning_audit
     from trustbench.rtb.review._shortcuts import verdict_line
 
-    loaded = load_corpus(corpus)
-    rows = _harness_audit.run_harness_audit(loaded, seed=seed)
-    saturation = _harness_audit.run_corpus_saturation(loaded, margin=margin)
-    learning = _learning_audit.run_learning_audit(loaded, margin=margin, seed=seed)
-    ablation = _ablation.run_ablation_audit(loaded)
+    with corpus_with_labels(corpus, heldout_key, "the audit") as loaded:
+        rows = _harness_audit.run_harness_audit(loaded, seed=seed)
+        saturation = _harness_audit.run_corpus_saturation(loaded, margin=margin)
+        learning = _learning_audit.run_learning_audit(loaded, margin=margin, seed=seed)
+        ablation = _ablation.run_ablation_audit(loaded)
     console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(audit_table(rows))
     console.print(saturation_table(saturation))

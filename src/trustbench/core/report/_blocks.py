@@ -223,6 +223,8 @@ class ReportPage(_Block):
     """Subjects none of whose trials ran: their verdict is "not run", never a pass."""
     evaluability: dict[str, Evaluability] = Field(default_factory=dict)
     """Subject -> valid-response counts, shown beside its verdict when the track reports them."""
+    verdict_note: str = ""
+    """Heads every verdict line when set (`TrackAnalysis.verdict_note`, e.g. a retired set)."""
     incomplete: str | None = None
     """Why the run is incomplete ("50 of 720 planned trials ran"), or None for a complete run.
     Set, every candidate's verdict is "incomplete", no gate counts as passed and `report` exits

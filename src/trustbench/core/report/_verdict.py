@@ -186,6 +186,8 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
                     + (f" (already failing: {_labels(failing, gates)})" if failing else "")
                 ),
             )
+        if page.verdict_note:
+            headline = f"{page.verdict_note}; {headline}"
         verdicts.append(
             Verdict(
                 subject=subject,
@@ -276,4 +278,5 @@ def report_summary(result: Any) -> dict[str, Any]:
         "exit_code": report_exit_code(result.complete, result.blocked),
         "verdicts": verdicts,
         "gates": gates,
+        **getattr(result, "summary", {}),
     }

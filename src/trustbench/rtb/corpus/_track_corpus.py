@@ -23,11 +23,20 @@ BUILTIN_LABEL = f"builtin:v{BUILTIN_VERSION}"
 """How a manifest names the default built-in corpus (`builtin:v<version>` names another)."""
 
 
-def corpus_location(spec: ExperimentSpec, base_dir: Path) -> tuple[Path, str]:
+def corpus_location(
+    spec: ExperimentSpec, base_dir: Path, *, sealed_ok: bool = False
+) -> tuple[Path, str]:
     """The corpus folder a spec names and the label the manifest records for it.
 
+    Args:
+        spec: The experiment spec.
+        base_dir: The spec file's folder.
+        sealed_ok: Whether the track can run a sealed held-out set (`HELDOUT.json`): only the
+            reviewer track can, since its trials need only the set's clear inputs.
+
     Raises:
-        InputError: an unknown built-in version (names the spec field).
+        InputError: an unknown built-in version (names the spec field), or a sealed held-out
+            set given to a track that needs the answer key to run its trials.
     """
     if spec.corpus.builtin is not None:
         version = spec.corpus.builtin.removeprefix("v")
@@ -40,6 +49,12 @@ def corpus_location(spec: ExperimentSpec, base_dir: Path) -> tuple[Path, str]:
         return builtin_corpus_root(version), f"builtin:v{version}"
     assert spec.corpus.path is not None  # the spec model requires builtin or path
     root = (base_dir / spec.corpus.path).resolve()
+    if not sealed_ok and (root / "HELDOUT.json").is_file():
+        raise InputError(
+            f"track {spec.track_id} cannot run a sealed held-out set: its trials read grader-only "
+            "case data (only rtb/review runs a sealed set without the key)",
+            location="corpus/path",
+        )
     return root, str(root)
 
 

@@ -1,19 +1,29 @@
 """The exposure log of a held-out set: append-only, hash-chained, kept in the set folder.
 
+This module is the one place that reads, checks and appends to the log: `rtb heldout freeze`,
+`rtb retire` and the pipeline hooks (`trustbench freeze` / `run` against a sealed corpus, see
+`_pipeline.py`) all go through it.
+
 Each line of `exposure.jsonl` is one canonical-JSON entry: `seq`, `kind` (`freeze` for an
-evaluation, `retire` for a retirement), `set_id`, `candidates`, `trials`, `at`, `by`, `reason`,
-`prev_hash` and `hash` = sha256(prev_hash || canonical entry without `hash`), the same chaining
-rule as the run ledger's rows (the first entry chains from the set manifest's hash, so a log
-cannot be moved to another set). A freeze is appended and fsynced *before* anything runs, so a
-run killed at any point has already been counted. Editing, dropping, reordering or inserting an
-entry breaks the chain, which `verify_log` reports; truncating the tail is caught by the
-`HELDOUT.json`-independent `exposure.head` file, rewritten after every append.
+evaluation, `run` for a `trustbench run` of a frozen evaluation, `retire` for a retirement),
+`set_id`, `candidates`, `trials`, `at`, `by`, `reason`, optionally `experiment` (the frozen
+manifest's SHA-256, so one experiment is counted once however often it is resumed) and
+`frozen_by` and `key_in_environment` (on a `run` entry: who froze it, and whether the owner's key
+was in the run's environment), `prev_hash` and `hash` = sha256(prev_hash ||
+canonical entry without `hash`), the same chaining rule as the run ledger's rows (the first entry
+chains from a hash of the set id and recipient key, so a log cannot be moved to another set). A
+freeze is appended and fsynced *before* anything runs, and a `run` entry before the run's first
+trial, so a run killed at any point has already been counted. Editing, dropping, reordering or
+inserting an entry breaks the chain, which `log_problems` reports; truncating the tail is caught
+by the `exposure.head` file (count and last hash), rewritten after every append.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +32,16 @@ from trustbench.errors import InputError
 
 LOG_NAME = "exposure.jsonl"
 HEAD_NAME = "exposure.head"
+
+
+def now_utc() -> str:
+    """The date and time an entry is made (UTC, to the second)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def who(by: str | None = None) -> str:
+    """Who makes an entry: `by` when given, else the OS user."""
+    return by or os.environ.get("USER") or getpass.getuser()
 
 
 def _genesis(manifest: dict[str, Any]) -> str:
@@ -93,8 +113,12 @@ def append_entry(
     at: str,
     by: str,
     reason: str = "",
+    **extra: str,
 ) -> dict[str, Any]:
-    """Append one entry (refusing to extend a broken log) and fsync it before returning."""
+    """Append one entry (refusing to extend a broken log) and fsync it before returning.
+
+    `extra` adds text fields (`experiment`, `frozen_by`); they are chained like the others.
+    """
     problems = log_problems(folder, manifest)
     if problems:
         raise InputError("exposure log tampered; refusing to append: " + "; ".join(problems))
@@ -109,6 +133,7 @@ def append_entry(
         "at": at,
         "by": by,
         "reason": reason,
+        **extra,
         "prev_hash": prev,
     }
     entry["hash"] = _entry_hash(entry)
@@ -135,15 +160,53 @@ def exposure_summary(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
         "set_id": manifest["set_id"],
         "case_count": manifest["case_count"],
         "evaluations": len(freezes),
+        "runs": sum(1 for e in entries if e["kind"] == "run"),
         "budget": manifest["budget"],
         "over_budget_reasons": [e["reason"] for e in freezes[manifest["budget"] :]],
         "retired": retired is not None,
         "retired_reason": retired["reason"] if retired else None,
         "retired_at": retired["at"] if retired else None,
         "log_problems": problems,
-        "answer_key_available_to_candidate": False,
+        # Whether any run had the owner's key in its environment (in-process candidates share it).
+        "answer_key_available_to_candidate": any(
+            e["kind"] == "run" and e.get("key_in_environment") == "yes" for e in entries
+        ),
         "withheld": manifest.get("withheld", ""),
     }
+
+
+def refuse_freeze(summary: dict[str, Any], reason: str) -> None:
+    """Refuse a new evaluation of a tampered or retired set, or one past its budget unreasoned.
+
+    Raises:
+        InputError: Naming the set and what is missing (a `--reason`, or the log repaired).
+    """
+    set_id = summary["set_id"]
+    if summary["log_problems"]:
+        raise InputError("exposure log tampered: " + "; ".join(summary["log_problems"]))
+    if summary["retired"]:
+        raise InputError(
+            f"held-out set {set_id} is retired ({summary['retired_reason']}); "
+            "it can no longer serve as a held-out set"
+        )
+    if summary["evaluations"] >= summary["budget"] and not reason.strip():
+        raise InputError(
+            f"held-out set {set_id} has been evaluated {summary['evaluations']} times (budget "
+            f"{summary['budget']}); give a reason to freeze past the budget (--reason, or "
+            "heldout_reason in the spec's [track_options])"
+        )
+
+
+def _frozen_entry(folder: Path, experiment: str) -> dict[str, Any] | None:
+    """The `freeze` entry that counted the experiment `experiment`, if any."""
+    return next(
+        (
+            e
+            for e in read_log(folder)
+            if e["kind"] == "freeze" and experiment and e.get("experiment") == experiment
+        ),
+        None,
+    )
 
 
 def freeze_against(
@@ -155,22 +218,48 @@ def freeze_against(
     at: str,
     by: str,
     reason: str = "",
+    experiment: str = "",
 ) -> dict[str, Any]:
-    """Record one evaluation; past the budget only with a reason (recorded)."""
-    summary = exposure_summary(folder, manifest)
-    if summary["log_problems"]:
-        raise InputError("exposure log tampered: " + "; ".join(summary["log_problems"]))
-    if summary["retired"]:
-        raise InputError(
-            f"held-out set {manifest['set_id']} is retired ({summary['retired_reason']}); "
-            "it can no longer serve as a held-out set"
-        )
-    if summary["evaluations"] >= manifest["budget"] and not reason.strip():
-        raise InputError(
-            f"held-out set {manifest['set_id']} has been evaluated {summary['evaluations']} "
-            f"times (budget {manifest['budget']}); give --reason to freeze past the budget"
-        )
+    """Record one evaluation; past the budget only with a reason (recorded).
+
+    An `experiment` (a frozen manifest's hash) already counted is not counted again: freezing
+    the same spec twice is one evaluation. Returns the entry that counts it.
+    """
+    problems = log_problems(folder, manifest)
+    if problems:
+        raise InputError("exposure log tampered: " + "; ".join(problems))
+    counted = _frozen_entry(folder, experiment)
+    if counted is not None:
+        return counted
+    refuse_freeze(exposure_summary(folder, manifest), reason)
+    extra = {"experiment": experiment} if experiment else {}
     return append_entry(
         folder, manifest, kind="freeze", candidates=candidates, trials=trials, at=at, by=by,
-        reason=reason,
+        reason=reason, **extra,
+    )  # fmt: skip
+
+
+def record_run(
+    folder: Path,
+    manifest: dict[str, Any],
+    *,
+    experiment: str,
+    candidates: list[str],
+    trials: int,
+    at: str,
+    by: str,
+    reason: str = "",
+    key_in_environment: str = "no",
+) -> dict[str, Any]:
+    """Record one `run` of a frozen experiment before any of its trials starts.
+
+    An experiment frozen elsewhere (its freeze not in this log) is counted now, under the same
+    budget rule. The `run` entry names who froze the experiment and who runs it.
+    """
+    frozen = freeze_against(folder, manifest, candidates=candidates, trials=trials, at=at,
+                            by=by, reason=reason, experiment=experiment)  # fmt: skip
+    return append_entry(
+        folder, manifest, kind="run", candidates=candidates, trials=trials, at=at, by=by,
+        reason=frozen["reason"], experiment=experiment, frozen_by=frozen["by"],
+        key_in_environment=key_in_environment,
     )  # fmt: skip

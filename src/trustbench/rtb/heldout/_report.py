@@ -27,7 +27,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"(budget {summary['budget']})",
         f"cases: {summary['case_count']}",
         f"withheld: {summary['withheld']}",
-        "answer key available to the candidate's side: no (sealed to the owner's key)",
+        "answer key available to the candidate's side: "
+        + (
+            "YES: the owner's key was in the environment of a run of this experiment"
+            if summary["answer_key_available_to_candidate"]
+            else "no (sealed to the owner's key)"
+        ),
         f"retired: {'yes: ' + str(summary['retired_reason']) if summary['retired'] else 'no'}",
     ]
     lines += [

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -27,11 +25,15 @@ _ByOption = Annotated[str | None, typer.Option("--by", help="Who did it (default
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    from trustbench.rtb.heldout._exposure import now_utc
+
+    return now_utc()
 
 
 def _who(by: str | None) -> str:
-    return by or os.environ.get("USER") or getpass.getuser()
+    from trustbench.rtb.heldout._exposure import who
+
+    return who(by)
 
 
 def keygen_seal(

@@ -42,6 +42,7 @@ from trustbench.rtb.corpus._track_corpus import (
     corpus_items,
     corpus_location,
 )
+from trustbench.rtb.heldout._corpus import SealedSet, is_sealed_set
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._extraction import prompt_note, response_format
 from trustbench.rtb.review._options import parse_options, select_cases
@@ -70,6 +71,14 @@ class ReviewTrack:
         self._cases: dict[str, dict[str, AuthoredCase]] = {}
         self._messages: dict[str, ReviewMessages] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
+        self._sealed: dict[str, SealedSet | None] = {}
+
+    def sealed_set(self, root: str) -> SealedSet | None:
+        """The sealed held-out set a manifest's corpus root names, None for an open corpus."""
+        if root not in self._sealed:
+            folder = corpus_folder(root)
+            self._sealed[root] = SealedSet(folder) if is_sealed_set(folder) else None
+        return self._sealed[root]
 
     def corpus(self, root: str, frozen_files: dict[str, str] | None = None) -> Corpus:
         """The corpus a manifest names (`builtin:<version>` or a folder), loaded once per track.
@@ -134,7 +143,10 @@ class ReviewTrack:
                     '"trustbench.rtb.review.reviewers:chat_responder"',
                     location=f"candidate {candidate.name}",
                 )
-        root, label = corpus_location(spec, base_dir)
+        root, label = corpus_location(spec, base_dir, sealed_ok=True)
+        sealed = self.sealed_set(label)
+        if sealed is not None:
+            return self._resolve_sealed(spec, sealed, label)
         corpus = self.corpus(label, frozen_files)
         select_cases([case.case_id for case in corpus.cases], options.cases)
         for candidate in spec.candidates:
@@ -143,6 +155,41 @@ class ReviewTrack:
                 require_reviewer_policy(reviewer, label, corpus.policy_id)
         items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
+
+    def _resolve_sealed(self, spec: ExperimentSpec, sealed: SealedSet, label: str) -> Resolution:
+        """A sealed held-out set: its clear parts and pins only (no key is needed to run it)."""
+        if parse_options(spec).answer_extraction == "structured_output":
+            raise InputError(
+                "structured_output is not supported on a sealed held-out set yet",
+                location="track_options/answer_extraction",
+            )
+        from trustbench.rtb.heldout._pipeline import check_sealed_spec
+
+        check_sealed_spec(sealed, spec)
+        for candidate in spec.candidates:
+            reviewer = (candidate.settings or {}).get("reviewer")
+            if candidate.kind == "inprocess" and isinstance(reviewer, str):
+                require_reviewer_policy(reviewer, label, sealed.policy_id)
+        version = str(sealed.manifest["corpus_version"])
+        return Resolution(corpus_version=version, corpus_root=label, items=sealed.items())
+
+    def on_freeze(self, manifest: Manifest, run_dir: Path, reason: str = "") -> list[str]:
+        """Count a freeze against a sealed held-out set (refused past its budget unreasoned)."""
+        sealed = self.sealed_set(manifest.corpus.root)
+        if sealed is None:
+            return []
+        from trustbench.rtb.heldout._pipeline import on_freeze
+
+        return on_freeze(sealed, manifest, reason)
+
+    def before_run(self, manifest: Manifest, run_dir: Path) -> list[str]:
+        """Record a run against a sealed held-out set before its first trial."""
+        sealed = self.sealed_set(manifest.corpus.root)
+        if sealed is None:
+            return []
+        from trustbench.rtb.heldout._pipeline import before_run
+
+        return before_run(sealed, manifest)
 
     def requires_structured_output(self, spec: ExperimentSpec) -> bool:
         """Whether the spec declares server-side structured output (the preflight probes it)."""
@@ -159,22 +206,33 @@ class ReviewTrack:
         return {c.name for c in spec.candidates} | {c.name for c in parse_options(spec).chains}
 
     def plan(self, manifest: Manifest) -> list[TrialKey]:
-        """Every (selected) case for every candidate, `trials_per_case` times."""
+        """Every (selected) case for every candidate, `trials_per_case` times.
+
+        On a sealed held-out set the cases are its exported evaluation ids (case ids are sealed).
+        """
+        sealed = self.sealed_set(manifest.corpus.root)
+        if sealed is not None:
+            return cross_product(sealed.evaluation_ids(), manifest)
         return cross_product([case.case_id for case in self.selected(manifest).cases], manifest)
 
     async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
         """One review: fresh evaluation id, visible input only, one chat call, raw reply kept."""
         root = ctx.manifest.corpus.root
-        self.corpus(root)
-        case = self._cases[root].get(key.case_id)
-        if case is None:
-            raise InputError(f"no case {key.case_id!r} in the corpus {root}")
         evaluation_id = new_evaluation_id()
         extraction = parse_options(ctx.manifest.spec).answer_extraction
-        messages = self._extraction_messages(root, extraction).messages(case, evaluation_id)
-        request = ChatRequest(
-            messages=messages, response_format=self._response_format(root, case, extraction)
-        )
+        sealed = self.sealed_set(root)
+        if sealed is not None:  # the clear input, under this trial's fresh id
+            messages = sealed.messages(key.case_id, evaluation_id, prompt_note(extraction))
+            request = ChatRequest(messages=messages, response_format="text")
+        else:
+            self.corpus(root)
+            case = self._cases[root].get(key.case_id)
+            if case is None:
+                raise InputError(f"no case {key.case_id!r} in the corpus {root}")
+            messages = self._extraction_messages(root, extraction).messages(case, evaluation_id)
+            request = ChatRequest(
+                messages=messages, response_format=self._response_format(root, case, extraction)
+            )
         recorded = {
             "evaluation_id": evaluation_id,
             "requested_model": ctx.candidate.model or ctx.candidate.name,
@@ -222,6 +280,11 @@ class ReviewTrack:
         """Grade the run from the ledger (see `trustbench.rtb.review._analysis`)."""
         from trustbench.rtb.review._analysis import analyze_review
 
+        sealed = self.sealed_set(manifest.corpus.root)
+        if sealed is not None:  # needs the owner's key; refused without it
+            from trustbench.rtb.heldout._pipeline import analyze_sealed
+
+            return analyze_sealed(sealed, manifest, ledger, analyze_review)
         return analyze_review(manifest, ledger, self.selected(manifest))
 
 
