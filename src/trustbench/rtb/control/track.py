@@ -49,6 +49,7 @@ from trustbench.rtb.boundaries import (
     Boundary,
     BoundaryFactory,
     DispatchReceipt,
+    Enforcement,
     run_trial,
 )
 from trustbench.rtb.boundaries._protocol import enforcement_of
@@ -107,8 +108,9 @@ class _RecordedBoundary:
     def __init__(self, inner: Boundary, calls: list[dict[str, Any]]) -> None:
         self._inner = inner
         self._calls = calls
-        self.name = inner.name
-        self.enforcement = enforcement_of(inner)  # the inner boundary's declaration, unchanged
+        self.name: str = inner.name
+        # The inner boundary's declaration, unchanged.
+        self.enforcement: Enforcement = enforcement_of(inner)
 
     async def _recorded(
         self, call: str, request: dict[str, Any], work: Callable[[], Awaitable[_T]]

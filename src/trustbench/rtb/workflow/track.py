@@ -59,7 +59,6 @@ from trustbench.rtb.corpus._track_corpus import (
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.workflow import (
     SYSTEM_PROMPT,
-    AgentFactory,
     ChatTurn,
     LLMAgent,
     ModelUsage,
@@ -271,7 +270,6 @@ class WorkflowTrack:
         scenario = self.scenarios(ctx.manifest)[key.case_id]
         config = configuration(ctx.candidate, self.options(ctx.manifest.spec))
         chat: CoreChat | None = None
-        agent_factory: AgentFactory
         if ctx.candidate.kind == "inprocess":
             make = import_object(
                 agent_entry(ctx.candidate), what=f"candidate {ctx.candidate.name} entry"
