@@ -25,16 +25,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trustbench.core._attestation import STATEMENT_FILE, check_record_statement
-from trustbench.core._export import LedgerContents, read_ledger
-from trustbench.core._manifest import Manifest, read_manifest
-from trustbench.core._track import TrialKey
-from trustbench.core._verify import verify_run
-from trustbench.core.report._trial_rows import (
-    TRIAL_ROWS_FILE,
-    iter_trial_rows,
-    trial_rows_problems,
+from trustbench.core import (
+    LedgerContents,
+    Manifest,
+    TrialKey,
+    read_ledger,
+    read_manifest,
+    verify_run,
 )
+from trustbench.core.attestation import STATEMENT_FILE, check_record_statement
+from trustbench.core.report import TRIAL_ROWS_FILE, iter_trial_rows, trial_rows_problems
 from trustbench.errors import CheckFailed
 from trustbench.interop._inspect import attempt_reply, request_messages, require_inspect
 
@@ -315,10 +315,8 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
         write_eval_log,
     )
 
-    from trustbench.core._report_run import _INTERRUPTED
-
     verification = verify_run(run_dir)
-    tampering = [p for p in verification.problems if _INTERRUPTED not in p]
+    tampering = verification.alterations
     if tampering:
         raise CheckFailed(
             f"refusing to export an altered run: {tampering[0]}", location=str(run_dir)

@@ -27,7 +27,7 @@ from trustbench.rtb.control._cases import (
 from trustbench.rtb.platform import FaultType
 
 if TYPE_CHECKING:
-    from trustbench.core._spec import CandidateSpec
+    from trustbench.core import CandidateSpec
 
 
 DEFAULT_BOUNDARY_ENTRY = "trustbench.rtb.control.track:boundary_from_settings"

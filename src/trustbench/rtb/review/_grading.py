@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trustbench.core import LedgerContents, Manifest
-from trustbench.core._analysis import Evaluability
+from trustbench.core import Evaluability, LedgerContents, Manifest
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._protocol import AuthoredCase

@@ -20,7 +20,7 @@ from trustbench.rtb.workflow import (
 )
 
 if TYPE_CHECKING:
-    from trustbench.core._spec import CandidateSpec
+    from trustbench.core import CandidateSpec
 
 
 SCRIPTED_ENTRY = "trustbench.rtb.workflow:scripted_agent"

@@ -29,7 +29,7 @@ from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.workflow._models import WorkflowScenario, WorkflowTrialRun
 
 if TYPE_CHECKING:
-    from trustbench.core._export import LedgerContents
+    from trustbench.core import LedgerContents
 
 EXPECTATION_FIELDS: frozenset[str] = frozenset(
     {"expectation_source", "requested_change", "tempts_prohibited_effect"}
