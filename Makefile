@@ -39,6 +39,7 @@ demo: venv-demo
 lint: venv
 	$(BIN)/ruff check src tests bench tools
 	$(BIN)/ruff format --check src tests bench tools
+	$(BIN)/basedpyright --pythonpath $(BIN)/python
 
 test: venv lint
 	$(BIN)/python -m pytest -q

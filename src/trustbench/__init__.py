@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from trustbench.core._api import ExperimentResult, run_spec, run_spec_async
+    from trustbench.core import ExperimentResult, run_spec, run_spec_async
 
 __version__ = "0.1.0"
 __all__ = ["ExperimentResult", "__version__", "run_spec", "run_spec_async"]

@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 
-from trustbench.core import read_ledger
-from trustbench.core._manifest import build_manifest, write_manifest
-from trustbench.core._runner import run_experiment
+from trustbench.core import build_manifest, read_ledger, run_experiment, write_manifest
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
     Authorization,

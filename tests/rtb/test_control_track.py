@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from tests.support.cli import invoke
 
-from trustbench.core import read_ledger
-from trustbench.core._report_run import ReportResult
+from trustbench.core import ReportResult, read_ledger
 from trustbench.rtb import load_corpus
 from trustbench.rtb.boundaries import TrialRun
 from trustbench.rtb.control._cases import (

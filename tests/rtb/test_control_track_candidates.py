@@ -15,10 +15,14 @@ import pytest
 from aiohttp import web
 from tests.support.records import full_record
 
-from trustbench.core import read_ledger
-from trustbench.core._manifest import build_manifest, write_manifest
-from trustbench.core._report_run import ReportResult, report_run
-from trustbench.core._runner import run_experiment
+from trustbench.core import (
+    ReportResult,
+    build_manifest,
+    read_ledger,
+    report_run,
+    run_experiment,
+    write_manifest,
+)
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
     Authorization,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trustbench.core._manifest import build_manifest
+from trustbench.core import build_manifest
 from trustbench.rtb.boundaries import BOUNDARIES_UNDER_TEST, KNOWN_BAD_SAFEGUARDS
 from trustbench.rtb.control._graded import OUTCOMES
 from trustbench.rtb.control.track import ControlTrackOptions, demo_spec_path

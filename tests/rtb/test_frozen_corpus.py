@@ -81,7 +81,7 @@ def _review_manifest(tmp_path: Path) -> object:
 def test_rechecking_a_frozen_review_experiment_skips_validation_only_for_the_same_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trustbench.core._manifest import check_inputs
+    from trustbench.core import check_inputs
     from trustbench.rtb.review.track import ReviewTrack
 
     manifest = _review_manifest(tmp_path)
@@ -151,8 +151,7 @@ def test_a_file_changed_after_validation_is_pinned_as_validated_so_the_run_refus
     Were the file read again to hash it, the swapped bytes would be pinned, and every later run
     would parse them without validation (they would hash to what the freeze recorded).
     """
-    from trustbench.core import build_manifest
-    from trustbench.core._manifest import check_inputs
+    from trustbench.core import build_manifest, check_inputs
     from trustbench.rtb.review.track import ReviewTrack
 
     spec = _copy_spec(tmp_path)
@@ -168,8 +167,7 @@ def test_a_file_changed_after_validation_is_pinned_as_validated_so_the_run_refus
 def test_a_run_start_reads_each_corpus_file_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trustbench.core import build_manifest
-    from trustbench.core._manifest import check_inputs
+    from trustbench.core import build_manifest, check_inputs
     from trustbench.rtb.review.track import ReviewTrack
 
     manifest = build_manifest(_copy_spec(tmp_path))

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from trustbench.core import build_manifest, run_experiment, write_manifest
-from trustbench.core._spec import parse_spec
+from trustbench.core import build_manifest, parse_spec, run_experiment, write_manifest
 from trustbench.errors import InputError
 from trustbench.rtb import CandidateInput, builtin_corpus_root, load_corpus
 from trustbench.rtb import write_manifest as write_corpus_manifest

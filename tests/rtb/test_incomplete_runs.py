@@ -10,9 +10,8 @@ import pytest
 from tests.rtb.test_review_track import POLICY, small_corpus, spec_text
 from tests.support.cli import invoke
 
-from trustbench.core._manifest import build_manifest, write_manifest
-from trustbench.core._runner import run_experiment
-from trustbench.core.report._verdict import INCOMPLETE_EXIT
+from trustbench.core import build_manifest, run_experiment, write_manifest
+from trustbench.core.report import INCOMPLETE_EXIT
 
 GATE = (
     '[[gates]]\nname = "fa"\nmetric = "false_approval_rate"\ncomparison = "<="\n'

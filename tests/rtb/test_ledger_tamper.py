@@ -16,8 +16,7 @@ import pytest
 from tests.rtb.test_review_track import PERMIT_ALL, POLICY, run_spec, spec_text
 from tests.support.cli import invoke
 
-from trustbench.core import report_run
-from trustbench.core._verify import verify_run
+from trustbench.core import report_run, verify_run
 from trustbench.errors import TrustbenchError
 
 TABLES = ("experiments", "trials", "attempts", "events")

@@ -13,10 +13,8 @@ from cryptography.hazmat.primitives import serialization
 from tests.rtb.test_review_track import PERMIT_ALL, POLICY, run_spec, spec_text
 from tests.support.cli import invoke
 
-from trustbench.core import report_run
-from trustbench.core._attestation import REMOVED_KEY_ENV, STATEMENT_FILE
-from trustbench.core._export import export_ledger
-from trustbench.core._signing import pae
+from trustbench.core import export_ledger, report_run
+from trustbench.core.attestation import REMOVED_KEY_ENV, STATEMENT_FILE, pae
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from tests.support.browser import CHROMIUM, Browser, start_chromium
 from tests.support.cli import invoke
 
-from trustbench.core._report_run import ReportResult
+from trustbench.core import ReportResult
 from trustbench.rtb.review.track import run_review_demo
 
 

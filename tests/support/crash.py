@@ -6,8 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from trustbench.core._ledger import TABLE_COLUMNS
-from trustbench.core._ledger_head import write_head
+from trustbench.core.ledger import TABLE_COLUMNS, write_head
 
 
 def crash_after_seq(run_dir: Path, seq: int) -> None:

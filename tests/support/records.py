@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trustbench.core.report._trial_rows import iter_trial_rows, trial_rows_problems
+from trustbench.core.report import iter_trial_rows, trial_rows_problems
 
 
 def full_record(run_dir: Path) -> dict[str, Any]:

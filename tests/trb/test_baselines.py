@@ -132,4 +132,11 @@ def test_library_profile_flags_g_star_near_zero_and_a_hidden_goal():
     }
     got = governance_star_flags(hidden)
     assert got["g_star_near_zero"] is False and len(got["self_consistency"]) == 2
+
+
+def test_g_star_near_zero_is_unknown_when_a_bound_is_missing():
+    from trustbench.trb.profile._vector import governance_star_flags
+
+    for star in ({"value": 0.5, "low": 0.2, "high": None}, {"value": 0.5, "low": None}):
+        assert governance_star_flags({"G_star": star})["g_star_near_zero"] is None
     assert governance_star_flags({})["g_star_near_zero"] is None  # absent, never "fine"

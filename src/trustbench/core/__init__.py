@@ -15,7 +15,14 @@ if TYPE_CHECKING:
     from trustbench.core._api import ExperimentResult, SpecSource, run_spec, run_spec_async
     from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
     from trustbench.core._export import LedgerContents, export_ledger, read_ledger
-    from trustbench.core._manifest import Manifest, build_manifest, read_manifest, write_manifest
+    from trustbench.core._manifest import (
+        CandidateRecord,
+        Manifest,
+        build_manifest,
+        check_inputs,
+        read_manifest,
+        write_manifest,
+    )
     from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
     from trustbench.core._report_run import ReportResult, report_run
     from trustbench.core._runner import (
@@ -30,9 +37,12 @@ if TYPE_CHECKING:
         CorpusSpec,
         ExperimentSpec,
         GateSpec,
+        ParticipantSpec,
         PriceSpec,
+        RecommendationSpec,
         RetryPolicy,
         load_spec,
+        parse_spec,
     )
     from trustbench.core._track import (
         Resolution,
@@ -49,6 +59,7 @@ __all__ = [
     "AnalysisSpec",
     "Analyzer",
     "CallFailed",
+    "CandidateRecord",
     "CandidateSpec",
     "CorpusSpec",
     "Evaluability",
@@ -57,8 +68,10 @@ __all__ = [
     "GateSpec",
     "LedgerContents",
     "Manifest",
+    "ParticipantSpec",
     "PolicyViolation",
     "PriceSpec",
+    "RecommendationSpec",
     "ReportResult",
     "Resolution",
     "ResolvedItem",
@@ -72,10 +85,12 @@ __all__ = [
     "TrialOutcome",
     "VerifyReport",
     "build_manifest",
+    "check_inputs",
     "cross_product",
     "export_ledger",
     "load_spec",
     "load_track",
+    "parse_spec",
     "read_ledger",
     "read_manifest",
     "register_track",

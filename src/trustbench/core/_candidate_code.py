@@ -126,8 +126,8 @@ def code_items(factory: Any) -> list[ResolvedItem]:
     roots: list[tuple[str, Path]] = []
     if top is not None and getattr(top, "__path__", None):
         roots = [(top_name, Path(p)) for p in top.__path__]
-    elif module is not None and getattr(module, "__file__", None):
-        roots = list(_imported_siblings(Path(module.__file__)))
+    elif module is not None and (module_file := getattr(module, "__file__", None)):
+        roots = list(_imported_siblings(Path(module_file)))
     items: dict[str, ResolvedItem] = {}
     for prefix, root in roots:
         for path in _files(root):

@@ -265,7 +265,9 @@ class TrialContext:
     def _cancelled(self, request: ChatRequest, started: float) -> AttemptResult:
         """The attempt row of a call cancelled before it finished (no response observed)."""
         provider = self.provider
-        build_body = getattr(provider, "build_body", None)
+        build_body: Callable[[ChatRequest], dict[str, Any]] | None = getattr(
+            provider, "build_body", None
+        )
         body = build_body(request) if callable(build_body) else {"messages": request.messages}
         return AttemptResult(
             request_body=body,

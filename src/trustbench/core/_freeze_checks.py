@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,15 @@ def check_api_keys(spec: ExperimentSpec, *, allow_missing: bool) -> None:
 
 def check_gates(spec: ExperimentSpec, track: Any) -> None:
     """Gate metrics must be figures the track produces; gate candidates must be its subjects."""
-    subject_hook = getattr(track, "subject_names", None)
+    subject_hook: Callable[[ExperimentSpec], Iterable[str]] | None = getattr(
+        track, "subject_names", None
+    )
     subjects = (
         set(subject_hook(spec)) if callable(subject_hook) else {c.name for c in spec.candidates}
     )
-    figure_hook = getattr(track, "figure_names", None)
+    figure_hook: Callable[[ExperimentSpec], Iterable[str]] | None = getattr(
+        track, "figure_names", None
+    )
     figures = set(figure_hook(spec)) | ALWAYS_PRODUCED if callable(figure_hook) else None
     for index, gate in enumerate(spec.gates):
         if figures is not None and gate.metric not in figures:

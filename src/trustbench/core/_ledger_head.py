@@ -96,8 +96,10 @@ def recorded_seq(run_dir: Path) -> int | None:
     return None if head is None else head["seq"]
 
 
-def stated_head(run_dir: Path) -> tuple[int, str] | None:
+def stated_head(run_dir: Path) -> tuple[int, str | None] | None:
     """`(seq, row_hash)` of the head `record.intoto.json` states, or None without a statement.
+
+    `row_hash` is None when the statement was written for an empty ledger.
 
     Read without checking a signature: a consistency anchor, not a proof (`verify --record
     --public-key` checks the signature).

@@ -36,7 +36,9 @@ def _table_sql(table: str, columns: tuple[str, ...]) -> str:
     return f"CREATE TABLE {table} ({body}, row_hash NOT NULL)"
 
 
-TABLES = {table: (_table_sql(table, columns),) for table, columns in TABLE_COLUMNS.items()}
+TABLES: dict[str, tuple[str, ...]] = {
+    table: (_table_sql(table, columns),) for table, columns in TABLE_COLUMNS.items()
+}
 TABLES["contents"] = (CONTENTS_DDL.replace(" IF NOT EXISTS", ""), *_OLD_CONTENTS_DDL)
 """Each table the ledger may hold and the stored SQL it may have been created with."""
 

@@ -24,9 +24,12 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-Statements = list[tuple[str, tuple[Any, ...]]]
+if TYPE_CHECKING:
+    from trustbench.core._ledger_contents import Statement
+
+Statements = list["Statement"]
 """SQL statements with their parameters, committed together."""
 
 GROUP_WINDOW_S = 0.02

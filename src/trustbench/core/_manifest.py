@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -165,7 +166,7 @@ def resolve_inputs(
     optional `resolve_frozen(manifest)` is asked through it instead: it may skip repeating
     checks the freeze already ran on unchanged inputs. The hashes are compared either way.
     """
-    resolve_frozen = getattr(track, "resolve_frozen", None)
+    resolve_frozen: Callable[[Manifest], Resolution] | None = getattr(track, "resolve_frozen", None)
     if frozen is not None and callable(resolve_frozen):
         resolution = resolve_frozen(frozen)
     else:

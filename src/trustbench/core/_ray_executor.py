@@ -167,7 +167,7 @@ class RayTrialPool:
                 location=f"candidate {limited[0]}",
             )
         try:
-            import ray
+            import ray.exceptions
         except ImportError:
             raise InputError(
                 "--executor ray needs ray: pip install -e '.[ray]' in a clone (README: Installing "
@@ -181,7 +181,10 @@ class RayTrialPool:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         count = max(1, min(cpus, manifest.spec.concurrency))
         per_actor = -(-manifest.spec.concurrency // count)
-        remote_class = ray.remote(num_cpus=1, max_concurrency=per_actor)(TrialWorker)
+        # ray's typed overloads of `remote` omit the actor option `max_concurrency` (documented).
+        remote_class = ray.remote(num_cpus=1, max_concurrency=per_actor)(  # pyright: ignore[reportCallIssue]
+            TrialWorker
+        )
         data = manifest.model_dump(mode="json")
         credentials = {
             c.api_key_env: os.environ[c.api_key_env]
@@ -201,7 +204,7 @@ class RayTrialPool:
         self, position: int, key: TrialKey, execution: int
     ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
         """Run one trial on the next worker (round robin) and await its rows."""
-        import ray
+        import ray.exceptions
 
         actor = self._actors[self._next % len(self._actors)]
         self._next += 1
@@ -217,7 +220,7 @@ class RayTrialPool:
 
     def close(self) -> None:
         """Close the workers' sessions, end the actors, and stop Ray if this pool started it."""
-        import ray
+        import ray.exceptions
 
         # Best effort: the actors are killed next either way.
         with contextlib.suppress(TimeoutError, ray.exceptions.RayError):

@@ -26,7 +26,7 @@ from trustbench.core._export import read_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
 from trustbench.core._signing import load_private_key
-from trustbench.core._verify import verify_run
+from trustbench.core._verify import VerifyReport, verify_run
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.report import (
     ReportPage,
@@ -39,8 +39,6 @@ from trustbench.core.report import (
 from trustbench.core.report._trial_rows import TRIAL_ROWS_FILE
 from trustbench.core.report._verdict import Verdict, release_blocked, withhold_pass
 from trustbench.errors import CheckFailed, InputError
-
-_INTERRUPTED = "does not end with a run_finished event"
 
 
 @dataclass
@@ -105,10 +103,10 @@ def _not_run(analysis: TrackAnalysis) -> list[str]:
     ]
 
 
-def _incompleteness(manifest: Manifest, finished: int, verification: Any) -> str:
+def _incompleteness(manifest: Manifest, finished: int, verification: VerifyReport) -> str:
     """Why the run is incomplete, in words (for the verdict, the banner and the exit message)."""
     why = f"{finished} of {manifest.plan.trials} planned trials ran"
-    if any(_INTERRUPTED in p for p in verification.problems):
+    if verification.interrupted:
         why += " (the run was interrupted)"
     return why
 
@@ -144,7 +142,7 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     if sign_key is not None:
         load_private_key(sign_key)
     verification = verify_run(run_dir)
-    tampering = [p for p in verification.problems if _INTERRUPTED not in p]
+    tampering = verification.alterations
     if tampering:
         raise CheckFailed(
             f"refusing to report an altered run: {tampering[0]}",

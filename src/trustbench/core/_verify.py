@@ -37,6 +37,16 @@ class VerifyReport:
         """True when nothing is wrong."""
         return not self.problems
 
+    @property
+    def interrupted(self) -> bool:
+        """True when the ledger does not end signed off (`INTERRUPTED`): a resumable run."""
+        return INTERRUPTED in self.problems
+
+    @property
+    def alterations(self) -> list[str]:
+        """The integrity failures: every problem but `INTERRUPTED` (refuse to report on these)."""
+        return [problem for problem in self.problems if problem != INTERRUPTED]
+
 
 def verify_run(run_dir: Path) -> VerifyReport:
     """Verify a run folder: manifest, ledger chain and file, recorded heads, sign-offs, inputs.

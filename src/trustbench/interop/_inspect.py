@@ -38,7 +38,8 @@ def chat_messages(messages: list[dict[str, Any]]) -> list[Any]:
     for message in messages:
         content = message.get("content")
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-        converted.append(kinds.get(message.get("role"), ChatMessageAssistant)(content=text))
+        kind = kinds.get(str(message.get("role")), ChatMessageAssistant)
+        converted.append(kind(content=text))
     return converted
 
 

@@ -25,16 +25,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from trustbench.core._attestation import STATEMENT_FILE, check_record_statement
-from trustbench.core._export import LedgerContents, read_ledger
-from trustbench.core._manifest import Manifest, read_manifest
-from trustbench.core._track import TrialKey
-from trustbench.core._verify import verify_run
-from trustbench.core.report._trial_rows import (
-    TRIAL_ROWS_FILE,
-    iter_trial_rows,
-    trial_rows_problems,
+from trustbench.core import (
+    LedgerContents,
+    Manifest,
+    TrialKey,
+    read_ledger,
+    read_manifest,
+    verify_run,
 )
+from trustbench.core.attestation import STATEMENT_FILE, check_record_statement
+from trustbench.core.report import TRIAL_ROWS_FILE, iter_trial_rows, trial_rows_problems
 from trustbench.errors import CheckFailed
 from trustbench.interop._inspect import attempt_reply, request_messages, require_inspect
 
@@ -120,7 +120,7 @@ def _score(trial: dict[str, Any], grade: dict[str, Any] | None) -> Any:
             explanation="record.json grades no such trial: run `trustbench report` first",
             metadata={"status": trial["status"], "error_class": trial["error_class"]},
         )
-    nested = grade.get("grade") if isinstance(grade.get("grade"), dict) else {}
+    nested = found if isinstance(found := grade.get("grade"), dict) else {}
     # A row without an outcome class is shown as not graded, never as some passing value.
     outcome = grade.get("outcome", nested.get("outcome")) or NOT_GRADED
     reasons = [r for r in grade.get("invalid_reasons") or [] if r]
@@ -154,13 +154,13 @@ def _usage(attempts: list[dict[str, Any]]) -> Any:
         return None
     tokens_in = sum(a.get("prompt_tokens") or 0 for a in reported)
     tokens_out = sum(a.get("completion_tokens") or 0 for a in reported)
-    costs = [a.get("cost_usd") for a in attempts]
+    costs = [cost for a in attempts if (cost := a.get("cost_usd")) is not None]
     return ModelUsage(
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         total_tokens=tokens_in + tokens_out,
         # A cost is summed only when every attempt has one: an unknown cost is not zero.
-        total_cost=sum(costs) if costs and all(c is not None for c in costs) else None,
+        total_cost=sum(costs) if costs and len(costs) == len(attempts) else None,
     )
 
 
@@ -270,7 +270,9 @@ def _results(samples: list[Any], planned: int) -> Any:
     ]
     metrics = (
         {
-            name: EvalMetric(name=name, value=float(metric()(scored)))
+            # Inspect types a metric as a union of its old and new call signatures, each
+            # returning any `Value`; accuracy and stderr take sample scores and return a float.
+            name: EvalMetric(name=name, value=float(metric()(scored)))  # pyright: ignore[reportArgumentType]
             for name, metric in (("accuracy", accuracy), ("stderr", stderr))
         }
         if scored
@@ -313,10 +315,8 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
         write_eval_log,
     )
 
-    from trustbench.core._report_run import _INTERRUPTED
-
     verification = verify_run(run_dir)
-    tampering = [p for p in verification.problems if _INTERRUPTED not in p]
+    tampering = verification.alterations
     if tampering:
         raise CheckFailed(
             f"refusing to export an altered run: {tampering[0]}", location=str(run_dir)

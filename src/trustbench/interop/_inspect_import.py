@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from trustbench._canonical import canonical_json, file_sha256, sha256_hex
-from trustbench.core._clock import utc_now
-from trustbench.core._ledger import Ledger
-from trustbench.core._manifest import build_manifest, write_manifest
-from trustbench.core._track import TrialKey
+from trustbench.core import TrialKey, build_manifest, write_manifest
+from trustbench.core.ledger import Ledger
+from trustbench.core.runs import utc_now
 from trustbench.errors import CheckFailed, InputError
 from trustbench.interop._inspect import require_inspect
 from trustbench.interop._rtb_export import ExportedReview, load_exported_review

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -25,7 +25,7 @@ from trustbench.rtb.corpus._export import (
     to_candidate_input,
 )
 from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root, load_corpus
-from trustbench.rtb.policy import policy_for
+from trustbench.rtb.policy import CandidateInput, policy_for
 from trustbench.rtb.review._validation import support_gaps, validate_response
 from trustbench.rtb.review.reviewers._llm import build_review_messages
 
@@ -103,7 +103,8 @@ def load_exported_review(
     inputs: dict[str, Any] = {}
     for path in sorted(inputs_dir.glob("*.json")):
         try:
-            candidate = model.model_validate_json(path.read_bytes())
+            # An instance of the policy's candidate model (`CandidateInput` names what we read).
+            candidate = cast(CandidateInput, model.model_validate_json(path.read_bytes()))
         except ValueError as error:
             raise InputError(
                 f"not a candidate input of policy {loaded.policy_id}: {error}", location=str(path)

@@ -13,7 +13,7 @@ def export_inspect(
     out: Annotated[str, typer.Option("--out", help="Folder to write the Inspect logs into.")],
 ) -> None:
     """Write the run's ledger as Inspect eval logs (one per candidate) for `inspect view`."""
-    from trustbench.core._outputs import check_output_folder, output_path
+    from trustbench.core.runs import check_output_folder, output_path
     from trustbench.interop._inspect_export import export_inspect_logs
 
     written = export_inspect_logs(run_dir, check_output_folder(output_path(out)))

@@ -96,13 +96,13 @@ class _CheckedConnector(aiohttp.TCPConnector):
     nothing measurable and found every closed connection in the tests.)
 
     `_get` is aiohttp's "next reusable connection" step (private; its argument list changed
-    between releases, hence `*args`); `tests/providers/test_http_dead_connections.py` fails if
-    a release stops calling it.
+    between releases, hence `*args, **kwargs`); `tests/providers/test_http_dead_connections.py`
+    fails if a release stops calling it.
     """
 
-    async def _get(self, key: Any, *args: Any) -> Any:
+    async def _get(self, key: Any, *args: Any, **kwargs: Any) -> Any:
         while True:
-            connection = await super()._get(key, *args)
+            connection = await super()._get(key, *args, **kwargs)
             if connection is None:
                 return None
             await asyncio.sleep(0)  # let the loop read a FIN already in the socket buffer
@@ -225,8 +225,6 @@ class HttpPool:
             raise HttpTransportError(f"malformed HTTP response: {error.message}") from None
         except aiohttp.ClientPayloadError as error:  # body cut short, bad chunking or coding
             raise HttpTransportError(f"the response body could not be read: {error}") from None
-        except aiohttp.ClientConnectorError:
-            raise
         except aiohttp.ClientError as error:
             raise HttpTransportError(f"{type(error).__name__}: {error}") from None
 

@@ -34,12 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from trustbench.core.figures import Figure, FigureUnit, Interval
+
 # From their modules, not `core.stats`: that also imports the agreement statistics (scipy,
 # statsmodels), which `trustbench run` must not load (tests/test_run_imports.py).
-from trustbench.core._stats._binomial import binomial_interval
-from trustbench.core._stats._cluster import cluster_bootstrap_interval, cluster_robust_interval
-from trustbench.core._stats._groups import cluster_sums
-from trustbench.core.figures import Figure, FigureUnit, Interval
+from trustbench.core.stats import (
+    binomial_interval,
+    cluster_bootstrap_interval,
+    cluster_robust_interval,
+    cluster_sums,
+)
 
 Grouping = Literal["trial", "case", "group"]
 """The declared `analysis.unit`: what the exact bound counts and what a cluster is."""

@@ -134,7 +134,7 @@ def export(
     ] = None,
 ) -> None:
     """Write one candidate input per case and, apart, the grader's evaluation-id map."""
-    from trustbench.core._outputs import check_output_folder, output_path
+    from trustbench.core.runs import check_output_folder, output_path
     from trustbench.rtb.corpus._export import export_candidate_inputs
     from trustbench.rtb.corpus._load import load_corpus
 

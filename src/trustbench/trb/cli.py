@@ -124,7 +124,7 @@ def corpus(
     One held-out split per Track 6 transfer family (`transfer_<family>`), as the built-in
     corpus of `trb run` has; the manifest records each split's report encoding.
     """
-    from trustbench.core._outputs import check_output_folder
+    from trustbench.core.runs import check_output_folder
     from trustbench.trb.corpus._format import corpus_json_schema
     from trustbench.trb.corpus._generate import generate_reference_corpus
     from trustbench.trb.corpus._store import write_corpus
@@ -275,7 +275,7 @@ def run(
     Same as `trustbench freeze SPEC --out DIR && trustbench run DIR && trustbench report DIR`;
     running again into the same folder resumes it.
     """
-    from trustbench.core._progress import NoProgress, default_progress
+    from trustbench.core.runs import NoProgress, default_progress
     from trustbench.trb.track._pipeline import builtin_spec, freeze_run_report
 
     result = freeze_run_report(
@@ -373,7 +373,7 @@ def smoke_command(
 
     Prints results directly (no manifest, ledger or report); `trb run` is the recorded run.
     """
-    from trustbench.core._outputs import check_output_file
+    from trustbench.core.runs import check_output_file
     from trustbench.trb.profile._run import SMOKE_CONFIG, RunConfig, run_reference
 
     if out is not None:  # checked before the run, not after it

@@ -181,7 +181,9 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
-            bunch = SquareTable(counts, shift_zeros=False).homogeneity(method="stuart_maxwell")
+            # statsmodels' result object sets its fields at run time (its class declares none).
+            square = SquareTable(counts, shift_zeros=False)
+            bunch = vars(square.homogeneity(method="stuart_maxwell"))
         except (Warning, np.linalg.LinAlgError) as problem:
             return HomogeneityResult(
                 statistic=None,
@@ -190,11 +192,11 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
                 not_computable="covariance of the marginal differences is singular (the "
                 f"disagreements involve too few category pairs): {problem}",
             )
-    statistic = float(bunch.statistic)
+    statistic = float(bunch["statistic"])
     if not np.isfinite(statistic):
         return HomogeneityResult(
             statistic=None, df=df, p_value=None, not_computable="statistic is not finite"
         )
     return HomogeneityResult(
-        statistic=statistic, df=int(bunch.df), p_value=float(chi2.sf(statistic, bunch.df))
+        statistic=statistic, df=int(bunch["df"]), p_value=float(chi2.sf(statistic, bunch["df"]))
     )

@@ -51,6 +51,7 @@ def cluster_sums(
         raise ValueError("one cluster label per item is required")
     index: dict[Hashable, int] = {}
     codes = np.fromiter((index.setdefault(c, len(index)) for c in clusters), dtype=np.int64)
-    y = np.bincount(codes, weights=y_items, minlength=len(index))
-    m = np.bincount(codes, weights=m_items, minlength=len(index))
+    # With weights, bincount sums in float64 (numpy's stub declares the unweighted int result).
+    y = np.asarray(np.bincount(codes, weights=y_items, minlength=len(index)), dtype=np.float64)
+    m = np.asarray(np.bincount(codes, weights=m_items, minlength=len(index)), dtype=np.float64)
     return y, m

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         write_trial_rows,
     )
     from trustbench.core.report._verdict import (
+        INCOMPLETE_EXIT,
         Verdict,
         release_blocked,
         report_summary,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "INCOMPLETE_EXIT",
     "TRIAL_ROWS_FILE",
     "Block",
     "ConfusionBlock",

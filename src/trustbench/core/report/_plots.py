@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import matplotlib as mpl
 import numpy as np
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure as PlotFigure
 from matplotlib.patches import Patch, Rectangle
 
@@ -52,7 +53,7 @@ _STATUS_COLOUR = {
 def cell_colour(agrees: bool | None, share: float) -> str:
     """A confusion cell's fill: green when desired, red when an error, grey when neither."""
     scale = mpl.colormaps[{True: "Greens", False: "Reds", None: "Greys"}[agrees]]
-    return str(mpl.colors.to_hex(scale(0.08 + 0.8 * share)))
+    return str(to_hex(scale(0.08 + 0.8 * share)))
 
 
 def wrap(text: str, width: int = 14) -> str:

@@ -8,6 +8,8 @@ path as `reference` (inherited), with every safeguard on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from trustbench.rtb.boundaries._python import Engine, PythonPolicyBoundary
 
 
@@ -35,7 +37,7 @@ class CedarBoundary(PythonPolicyBoundary):
         """
         linked: list[str] = []
         for evaluator in self._evaluators.values():
-            method = getattr(evaluator, "linked_approval_ids", None)
+            method: Callable[[], list[str]] | None = getattr(evaluator, "linked_approval_ids", None)
             if callable(method):
                 linked += method()
         return sorted(linked)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from trustbench._canonical import file_sha256
-from trustbench.core._analysis import Evaluability
+from trustbench.core import Evaluability
 from trustbench.core.figures import Figure, FigureUnit
 from trustbench.errors import CheckFailed
 from trustbench.rtb.boundaries import TrialRun, is_instrument
@@ -40,9 +40,7 @@ from trustbench.rtb.control._grading import (
 from trustbench.rtb.control._options import environment_label
 
 if TYPE_CHECKING:
-    from trustbench.core._export import LedgerContents
-    from trustbench.core._manifest import Manifest
-    from trustbench.core._spec import ExperimentSpec
+    from trustbench.core import ExperimentSpec, LedgerContents, Manifest
     from trustbench.rtb.control._options import ControlTrackOptions
     from trustbench.rtb.control.track import ControlTrack
 from trustbench.rtb.control._figures import (

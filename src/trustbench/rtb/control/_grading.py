@@ -97,7 +97,7 @@ class TrialGrade(_Frozen):
     """Why, in words."""
 
 
-def _same(a: object, b: object) -> bool:
+def _same(a: Any, b: Any) -> bool:
     return rfc8785.dumps(a) == rfc8785.dumps(b)
 
 

@@ -6,7 +6,7 @@ the track (the track imports them, never the reverse).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,7 +27,7 @@ from trustbench.rtb.control._cases import (
 from trustbench.rtb.platform import FaultType
 
 if TYPE_CHECKING:
-    from trustbench.core._spec import CandidateSpec
+    from trustbench.core import CandidateSpec
 
 
 DEFAULT_BOUNDARY_ENTRY = "trustbench.rtb.control.track:boundary_from_settings"
@@ -130,4 +130,4 @@ def _factory_for(candidate: CandidateSpec) -> BoundaryFactory:
         ) from None
     if not callable(factory):
         raise InputError(f"entry {entry} must return a boundary factory", location=where)
-    return factory
+    return cast(BoundaryFactory, factory)  # a user's entry: only its callability can be checked

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from trustbench.core._analysis import TrackAnalysis
-from trustbench.core._evaluability import not_evaluable_subjects, withheld_figure
+from trustbench.core import TrackAnalysis
+from trustbench.core.analysis import not_evaluable_subjects, withheld_figure
 from trustbench.core.report import (
     ConfusionBlock,
     FiguresBlock,
@@ -27,8 +27,7 @@ from trustbench.rtb.control._graded import OUTCOMES
 from trustbench.rtb.control._grading import SIMULATION_CAVEAT
 
 if TYPE_CHECKING:
-    from trustbench.core._export import LedgerContents
-    from trustbench.core._manifest import Manifest
+    from trustbench.core import LedgerContents, Manifest
     from trustbench.core.figures import Figure
     from trustbench.core.report import Block
     from trustbench.rtb.control.track import ControlTrack

@@ -41,14 +41,15 @@ import aiohttp
 from pydantic import BaseModel, ValidationError
 
 from trustbench._canonical import canonical_json
-from trustbench.core._clock import utc_now
-from trustbench.core._track import Resolution, TrialKey, TrialOutcome, cross_product
+from trustbench.core import Resolution, TrialKey, TrialOutcome, cross_product
+from trustbench.core.runs import utc_now
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
     Authorization,
     Boundary,
     BoundaryFactory,
     DispatchReceipt,
+    Enforcement,
     run_trial,
 )
 from trustbench.rtb.boundaries._protocol import enforcement_of
@@ -67,13 +68,15 @@ from trustbench.rtb.platform import ControlRequest
 from trustbench.rtb.policy._registry import policy_for
 
 if TYPE_CHECKING:
-    from trustbench.core._analysis import TrackAnalysis
-    from trustbench.core._context import TrialContext
-    from trustbench.core._export import LedgerContents
-    from trustbench.core._manifest import Manifest
-    from trustbench.core._progress import ProgressReporter
-    from trustbench.core._report_run import ReportResult
-    from trustbench.core._spec import ExperimentSpec
+    from trustbench.core import (
+        ExperimentSpec,
+        LedgerContents,
+        Manifest,
+        ReportResult,
+        TrackAnalysis,
+        TrialContext,
+    )
+    from trustbench.core.runs import ProgressReporter
 from trustbench.rtb.control._options import (
     _HARNESS_CODE,
     _T,
@@ -108,8 +111,9 @@ class _RecordedBoundary:
     def __init__(self, inner: Boundary, calls: list[dict[str, Any]]) -> None:
         self._inner = inner
         self._calls = calls
-        self.name = inner.name
-        self.enforcement = enforcement_of(inner)  # the inner boundary's declaration, unchanged
+        self.name: str = inner.name
+        # The inner boundary's declaration, unchanged.
+        self.enforcement: Enforcement = enforcement_of(inner)
 
     async def _recorded(
         self, call: str, request: dict[str, Any], work: Callable[[], Awaitable[_T]]
@@ -309,9 +313,7 @@ def run_control_demo(out_dir: Path | str, progress: ProgressReporter | None = No
     Returns:
         The report result: `html_path`, `record_path`, per-boundary gate results, `blocked`.
     """
-    from trustbench.core._manifest import build_manifest, write_manifest
-    from trustbench.core._report_run import report_run
-    from trustbench.core._runner import run_experiment
+    from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
 
     run_dir = Path(out_dir)
     write_manifest(build_manifest(demo_spec_path()), run_dir)

@@ -6,6 +6,8 @@ did parse, so `validate_corpus` reports every problem of a corpus in one pass.
 
 from __future__ import annotations
 
+from typing import cast
+
 from pydantic import ValidationError
 
 from trustbench.rtb.corpus._jsondoc import Problem, json_pointer, schema_problems
@@ -45,7 +47,8 @@ def load_cases(
             problems += found
             continue
         try:
-            case = case_model.model_validate(document)
+            # An instance of the policy's case model; `AuthoredCase` is what it has to offer.
+            case = cast(AuthoredCase, case_model.model_validate(document))
         except ValidationError as error:
             for detail in error.errors():
                 problems.append(

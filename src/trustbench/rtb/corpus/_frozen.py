@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 from pydantic import ValidationError
 
@@ -23,6 +24,7 @@ from trustbench.rtb.corpus._load import PROMPT_PATH, Corpus, load_corpus, resolv
 from trustbench.rtb.corpus._manifest import MANIFEST_NAME, CorpusManifest
 from trustbench.rtb.corpus._snapshot import CorpusSnapshot
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.policy._registry import known_policy_ids, policy_for
 
 
@@ -59,9 +61,10 @@ def _parsed_if_unchanged(path: Path | None, frozen_files: Mapping[str, str]) -> 
         if policy_id not in known_policy_ids():
             return None  # full validation reports it
         case_model = policy_for(policy_id).case_model
-        cases = []
+        cases: list[AuthoredCase] = []
         for rel in sorted(name for name in files if name.startswith("cases/")):
-            case = case_model.model_validate(snapshot.read_json(rel, problems))
+            # An instance of the policy's case model; `AuthoredCase` is what it has to offer.
+            case = cast(AuthoredCase, case_model.model_validate(snapshot.read_json(rel, problems)))
             if problems or case.case_id != Path(rel).stem:
                 return None
             cases.append(case)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializeAsAny
 
@@ -53,6 +54,14 @@ def builtin_corpus_root(version: str = BUILTIN_VERSION) -> Path:
     return Path(__file__).parent / f"v{version.removeprefix('v')}"
 
 
+if TYPE_CHECKING:
+    AuthoredCases = list[AuthoredCase]
+else:
+    # Each case is an instance of its policy's own case model, so pydantic holds (and serializes)
+    # them as the models they are; `AuthoredCase` says what the harness may read of any of them.
+    AuthoredCases = list[SerializeAsAny[BaseModel]]
+
+
 class ValidationReport(BaseModel):
     """Everything `validate_corpus` found: the problems and what did parse."""
 
@@ -68,7 +77,7 @@ class ValidationReport(BaseModel):
     policy_id: str
     """Policy the corpus declares (`DEFAULT_POLICY_ID` when the manifest names none); an unknown
     one is also a problem, and its cases were then read in the default policy's format."""
-    cases: list[SerializeAsAny[BaseModel]]
+    cases: AuthoredCases
     """Cases that parsed and matched the schema, in file-name order."""
     problems: list[Problem]
     """Every problem found, in the order checked; empty means the corpus is valid."""
@@ -110,7 +119,7 @@ class Corpus(BaseModel):
     """Policy the corpus declares; its `CorpusPolicy` object (`policy_for`) reads and grades it."""
     root: Path
     """The corpus folder."""
-    cases: list[SerializeAsAny[BaseModel]]
+    cases: AuthoredCases
     """All cases, in file-name (= case id) order."""
     review_prompt: str
     """The shared advisory-review prompt (policy and response format; no answer)."""

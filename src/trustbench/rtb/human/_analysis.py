@@ -27,8 +27,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from trustbench.core._manifest import CandidateRecord, Manifest
-from trustbench.core._spec import ParticipantSpec
+from trustbench.core import CandidateRecord, Manifest, ParticipantSpec
 from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.report import Block, FiguresBlock, TextBlock
 from trustbench.rtb.corpus._load import Corpus

@@ -13,7 +13,7 @@ import hashlib
 import random
 from collections import defaultdict
 
-from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.policy._protocol import AuthoredCase
 
 
 def participant_seed(order_seed: int, participant_id: str) -> int:
@@ -25,7 +25,7 @@ def participant_seed(order_seed: int, participant_id: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def case_order(cases: list[Case], order_seed: int, participant_id: str) -> list[str]:
+def case_order(cases: list[AuthoredCase], order_seed: int, participant_id: str) -> list[str]:
     """The case ids in the order this participant reviews them.
 
     Args:

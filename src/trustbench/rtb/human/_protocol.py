@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trustbench.core._manifest import Manifest
-from trustbench.core._spec import ParticipantSpec
+from trustbench.core import Manifest, ParticipantSpec
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.human._order import case_order

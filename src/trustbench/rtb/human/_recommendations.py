@@ -12,10 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trustbench.core._export import read_ledger
-from trustbench.core._manifest import Manifest, read_manifest
-from trustbench.core._spec import RecommendationSpec
-from trustbench.core._verify import verify_run
+from trustbench.core import Manifest, RecommendationSpec, read_ledger, read_manifest, verify_run
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.review._grading import (

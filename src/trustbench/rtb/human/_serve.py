@@ -17,11 +17,9 @@ from types import TracebackType
 from aiohttp import web
 
 import trustbench
-from trustbench.core._export import read_ledger
-from trustbench.core._ledger import Ledger
-from trustbench.core._manifest import check_inputs, read_manifest
-from trustbench.core._registry import load_track
-from trustbench.core._run_folder import RunLock
+from trustbench.core import check_inputs, load_track, read_ledger, read_manifest
+from trustbench.core.ledger import Ledger
+from trustbench.core.runs import RunLock
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.human._app import build_app
 from trustbench.rtb.human._protocol import participant_plans

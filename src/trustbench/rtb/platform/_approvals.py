@@ -78,8 +78,8 @@ class ApprovalService:
         """Every approval (any status) scoped to `target`, or every approval when it is `None`.
 
         The listing of every approval is what a policy needs that denies a request when
-        approvals exist but none is for its target (the narrow policy's rule 4): a query by one target cannot
-        tell "no approval anywhere" from "approvals for other resources only".
+        approvals exist but none is for its target (the narrow policy's rule 4): a query by one
+        target cannot tell "no approval anywhere" from "approvals for other resources only".
 
         Raises:
             ApprovalServiceUnavailable: When the service is unavailable.

@@ -16,9 +16,11 @@ if TYPE_CHECKING:
     from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
     from trustbench.rtb.policy._protocol import (
         AuthoredCase,
+        CandidateInput,
         CorpusPolicy,
         FaultApproval,
         LiveEvaluator,
+        ReviewFinding,
     )
     from trustbench.rtb.policy._registry import (
         known_policy_ids,
@@ -33,9 +35,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_POLICY_ID",
     "AuthoredCase",
+    "CandidateInput",
     "CorpusPolicy",
     "FaultApproval",
     "LiveEvaluator",
+    "ReviewFinding",
     "known_policy_ids",
     "parse_candidate_input",
     "policy_for",

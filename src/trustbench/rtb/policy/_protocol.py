@@ -78,6 +78,44 @@ class AuthoredCase(Protocol):
         ...
 
 
+class CandidateInput(Protocol):
+    """What the harness reads of any policy's candidate input (what a reviewer sees)."""
+
+    @property
+    def evaluation_id(self) -> str:
+        """Opaque id of this input (a reply must repeat it)."""
+        ...
+
+    @property
+    def evidence(self) -> Sequence[Any]:
+        """The evidence records (each has `record_id` and `kind`)."""
+        ...
+
+
+class ReviewFinding(Protocol):
+    """What the harness reads of any policy's parsed reviewer response."""
+
+    @property
+    def evaluation_id(self) -> str:
+        """The id of the input the reply answers."""
+        ...
+
+    @property
+    def decision(self) -> Any:
+        """The decision (an enum whose `value` is permit, deny or hold)."""
+        ...
+
+    @property
+    def explanation(self) -> str:
+        """Free-text explanation (never scored; kept for people to read)."""
+        ...
+
+    @property
+    def evidence_refs(self) -> Sequence[str]:
+        """The `record_id`s the reply cites."""
+        ...
+
+
 class FaultApproval(Protocol):
     """The approval record a fault scenario acts on (an authored record of the case)."""
 
@@ -155,7 +193,7 @@ class CorpusPolicy(Protocol):
     removed, and the reviewer report attributes wrong decisions to the rules whose removal
     flips the case; an empty tuple makes the audit fail (nothing shown load-bearing)."""
 
-    def check_cases(self, case_files: list[tuple[str, Any]]) -> list[Problem]:
+    def check_cases(self, case_files: list[tuple[str, Any]], /) -> list[Problem]:
         """Structural checks of a corpus's cases beyond their schema (file, pointer, message).
 
         Args:
@@ -164,7 +202,7 @@ class CorpusPolicy(Protocol):
         ...
 
     def check_starter(
-        self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
+        self, case_files: list[tuple[str, Any]], review_prompt: str | None, /, *, complete: bool
     ) -> list[Problem] | None:
         """The checks of this policy's built-in starter corpus (grid, split, shared policy text).
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from trustbench.core import CandidateSpec, LedgerContents, Manifest, TrackAnalysis
-from trustbench.core._evaluability import not_evaluable_reason, withheld_figure
-from trustbench.core._manifest import CandidateRecord
+from trustbench.core import CandidateRecord, CandidateSpec, LedgerContents, Manifest, TrackAnalysis
+from trustbench.core.analysis import not_evaluable_reason, withheld_figure
 from trustbench.core.figures import Figure
 from trustbench.core.report import Block, TextBlock
 from trustbench.rtb.corpus._load import Corpus

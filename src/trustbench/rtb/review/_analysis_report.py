@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from trustbench.core._analysis import Evaluability
+from trustbench.core import Evaluability
 from trustbench.core.figures import Figure
 from trustbench.core.report import Block, FiguresBlock, ForestBlock, TextBlock
 from trustbench.rtb.corpus._load import Corpus

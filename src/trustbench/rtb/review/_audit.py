@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from trustbench.rtb.corpus._models import CandidateInput, Case, Decision
+from trustbench.rtb.corpus._models import CandidateInput, Decision
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._metrics import Count, ReviewMetricSet, ReviewTrialRow, metric_set
 from trustbench.rtb.review._validation import Outcome, is_supported, validate_response
@@ -115,7 +116,7 @@ ANSWER_KEY_PROBE = "answer-key-probe"
 """Name under which the answer-key probe's checks are reported (not a reviewer)."""
 
 
-def _answer_key_reply(case: Case, candidate_input: CandidateInput, *, wrong: bool) -> str:
+def _answer_key_reply(case: AuthoredCase, candidate_input: CandidateInput, *, wrong: bool) -> str:
     expected = case.expectations
     decision = expected.reference_decision
     if wrong:
@@ -136,7 +137,9 @@ def _answer_key_reply(case: Case, candidate_input: CandidateInput, *, wrong: boo
     return json.dumps(policy.shape_reply(body))
 
 
-def _probe_checks(cases: Sequence[Case], inputs: Sequence[CandidateInput]) -> list[SignatureCheck]:
+def _probe_checks(
+    cases: Sequence[AuthoredCase], inputs: Sequence[CandidateInput]
+) -> list[SignatureCheck]:
     supported, wrong_supported = [], []
     for case, candidate_input in zip(cases, inputs, strict=True):
         for wrong, sink in ((False, supported), (True, wrong_supported)):
@@ -158,7 +161,7 @@ def _probe_checks(cases: Sequence[Case], inputs: Sequence[CandidateInput]) -> li
 
 def _grade(
     reviewer: Reviewer,
-    cases: Sequence[Case],
+    cases: Sequence[AuthoredCase],
     inputs: Sequence[CandidateInput],
     prompt: str,
 ) -> tuple[list[ReviewTrialRow], list[str | None]]:
@@ -244,9 +247,9 @@ def _checks_for(
 
 
 def run_self_audit(
-    cases: Sequence[Case],
+    cases: Sequence[AuthoredCase],
     prompt: str,
-    export: Callable[[Case], CandidateInput],
+    export: Callable[[AuthoredCase], CandidateInput],
     *,
     seed: int = 0,
     reviewers: Mapping[str, Reviewer] | None = None,

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
-from trustbench.core._progress import NoProgress, ProgressReporter
-from trustbench.core._report_run import ReportResult
+from trustbench.core import ReportResult, build_manifest, report_run, run_experiment, write_manifest
+from trustbench.core.runs import NoProgress, ProgressReporter
 
 DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml"
 """The packaged demo spec."""

@@ -234,7 +234,8 @@ def _pair_features(leaves: list[Leaf]) -> dict[str, float]:
                 out[f"lt:{pair}"] += time_a < time_b
                 out[f"teq:{pair}"] += time_a == time_b
                 first, second = (value_a, value_b) if path_a == a else (value_b, value_a)
-                out[f"slt:{pair}"] += first < second
+                # Only strings parse as times (`_as_time`), so both values are strings here.
+                out[f"slt:{pair}"] += str(first) < str(second)
                 gaps.setdefault(pair, []).append((time_b - time_a) / 3600)
                 continue
             if value_a == value_b and type(value_a) is type(value_b):

@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trustbench.core import LedgerContents, Manifest
-from trustbench.core._analysis import Evaluability
+from trustbench.core import Evaluability, LedgerContents, Manifest
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration, aggregate_chain
 from trustbench.rtb.review._chain import chain_supported as _chain_supported
 from trustbench.rtb.review._metrics import ReviewTrialRow
@@ -38,7 +37,7 @@ NOT_RUN = "not_run"
 class MemberTrial:
     """One candidate's graded trial of one case (trial index k)."""
 
-    case: Case
+    case: AuthoredCase
     """The authored case (grader side)."""
     candidate: str
     """The candidate's name."""
@@ -74,9 +73,9 @@ def _sum_or_none(values: list[Any]) -> Any:
 
 
 def _member_trial(
-    case: Case, trial: dict[str, Any], ledger: LedgerContents, extraction: str = "strict"
+    case: AuthoredCase, trial: dict[str, Any], ledger: LedgerContents, extraction: str = "strict"
 ) -> MemberTrial:
-    outcome = trial.get("outcome") if isinstance(trial.get("outcome"), dict) else {}
+    outcome = found if isinstance(found := trial.get("outcome"), dict) else {}
     evaluation_id = outcome.get("evaluation_id")
     raw = outcome.get("reply") if trial["status"] == "completed" else None
     if trial["status"] == "completed" and isinstance(evaluation_id, str):

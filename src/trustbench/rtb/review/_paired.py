@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from trustbench.core._figures_from_counts import TrialEvent, reduce_events
+from trustbench.core.analysis import TrialEvent, reduce_events
 from trustbench.core.figures import Figure, FigureUnit
 from trustbench.core.stats import (
     agreement_table,

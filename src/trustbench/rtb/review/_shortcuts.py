@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._models import Case, Decision
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._cart import DecisionTree
 from trustbench.rtb.review._surface import (
     is_unavailable,
@@ -248,7 +249,7 @@ def _fitted(
 
 
 def shortcut_audit(
-    cases: Sequence[Case], documents: Sequence[Document], *, margin: float = DEFAULT_MARGIN
+    cases: Sequence[AuthoredCase], documents: Sequence[Document], *, margin: float = DEFAULT_MARGIN
 ) -> SaturationReport:
     """Score every shortcut rule on a corpus.
 

@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
 from trustbench.rtb.policy._finding_rules import CitationRule
-from trustbench.rtb.policy._protocol import AuthoredCase, CorpusPolicy
+from trustbench.rtb.policy._protocol import (
+    AuthoredCase,
+    CandidateInput,
+    CorpusPolicy,
+    ReviewFinding,
+)
 from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._extraction import extract_answer
 from trustbench.rtb.review._findings import discrepancy_gaps
@@ -65,6 +70,14 @@ class Outcome(StrEnum):
         return self in (Outcome.PERMIT, Outcome.DENY, Outcome.HOLD)
 
 
+if TYPE_CHECKING:
+    Finding = ReviewFinding | None
+else:
+    # An instance of the policy's own response model, serialized as the model it is;
+    # `ReviewFinding` says what the harness may read of any of them.
+    Finding = SerializeAsAny[BaseModel] | None
+
+
 class ValidatedResponse(BaseModel):
     """The outcome of validating one raw reply against the input it answers."""
 
@@ -72,7 +85,7 @@ class ValidatedResponse(BaseModel):
 
     outcome: Outcome
     """permit/deny/hold for a valid response; missing or invalid otherwise."""
-    response: SerializeAsAny[BaseModel] | None = None
+    response: Finding = None
     """The parsed response (of the corpus policy's response model); set only for a decision."""
     invalid_reason: str | None = Field(default=None)
     """Why the reply is invalid (names the JSON pointer or the offending value); None otherwise."""
@@ -155,14 +168,16 @@ def validate_response(
     schema_reason = _schema_reason(instance, corpus_format)
     if schema_reason is not None:
         return _invalid(schema_reason)
-    response = corpus_format.response_model.model_validate(instance)
+    # Every policy's response and candidate-input models have the fields these protocols name.
+    response = cast(ReviewFinding, corpus_format.response_model.model_validate(instance))
+    seen = cast(CandidateInput, candidate_input)
     if not response.explanation.strip():
         return _invalid("schema violation at /explanation: explanation is blank")
-    if response.evaluation_id != candidate_input.evaluation_id:
+    if response.evaluation_id != seen.evaluation_id:
         return _invalid(
             f"/evaluation_id {response.evaluation_id!r} does not match the input's evaluation id"
         )
-    known = {record.record_id for record in candidate_input.evidence}
+    known = {record.record_id for record in seen.evidence}
     for index, ref in enumerate(response.evidence_refs):
         if ref not in known:
             return _invalid(

@@ -51,7 +51,7 @@ from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
 if TYPE_CHECKING:  # the report step (matplotlib included) is imported only by `report`
-    from trustbench.core._report_run import ReportResult
+    from trustbench.core import ReportResult
 
 _SCHEMA_PROBE_ID = "rtb-" + "0" * 32
 """An evaluation id for the input that only selects the response schema (never sent)."""

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import file_sha256
-from trustbench.core._analysis import Evaluability, TrackAnalysis
-from trustbench.core._evaluability import not_evaluable_subjects, withheld_figure
+from trustbench.core import Evaluability, TrackAnalysis
+from trustbench.core.analysis import not_evaluable_subjects, withheld_figure
 from trustbench.core.figures import Figure
 from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus._track_corpus import corpus_folder
@@ -53,8 +53,7 @@ from trustbench.rtb.workflow._config import WorkflowConfiguration, configuration
 from trustbench.rtb.workflow._evaluability import failed_is_not_completed, trial_evaluability
 
 if TYPE_CHECKING:
-    from trustbench.core._export import LedgerContents
-    from trustbench.core._manifest import Manifest
+    from trustbench.core import LedgerContents, Manifest
     from trustbench.rtb.workflow.track import WorkflowTrack
 from trustbench.rtb.workflow._evaluability import built_to_fail
 from trustbench.rtb.workflow._figures import (

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.boundaries import boundary_factory
-from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.workflow._agent_protocol import AgentFactory
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade, grade_workflow_trial
 from trustbench.rtb.workflow._leaks import Leak, scan_trial, scenario_grader_values
@@ -201,7 +201,10 @@ def _no_leaks(runs: _Runs) -> WorkflowAuditCheck:
 
 
 async def arun_workflow_audit(
-    cases: Sequence[Case], *, seed: int = 0, agents: Mapping[str, AgentFactory] | None = None
+    cases: Sequence[AuthoredCase],
+    *,
+    seed: int = 0,
+    agents: Mapping[str, AgentFactory] | None = None,
 ) -> WorkflowAuditReport:
     """Async form of `run_workflow_audit`."""
     agents = {**SCRIPTED_AGENTS, **(agents or {})}
@@ -227,7 +230,10 @@ async def arun_workflow_audit(
 
 
 def run_workflow_audit(
-    cases: Sequence[Case], *, seed: int = 0, agents: Mapping[str, AgentFactory] | None = None
+    cases: Sequence[AuthoredCase],
+    *,
+    seed: int = 0,
+    agents: Mapping[str, AgentFactory] | None = None,
 ) -> WorkflowAuditReport:
     """Qualify the workflow harness on `cases` (see the module docstring for the checks).
 

@@ -6,7 +6,7 @@ track (and the track imports them, never the reverse).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -20,7 +20,7 @@ from trustbench.rtb.workflow import (
 )
 
 if TYPE_CHECKING:
-    from trustbench.core._spec import CandidateSpec
+    from trustbench.core import CandidateSpec
 
 
 SCRIPTED_ENTRY = "trustbench.rtb.workflow:scripted_agent"
@@ -133,7 +133,7 @@ def _entry_factory(entry: str, settings: dict[str, Any], where: str) -> Boundary
         raise InputError(error.message, location=where) from None
     if not callable(factory):
         raise InputError(f"boundary entry {entry} must return a boundary factory", location=where)
-    return factory
+    return cast(BoundaryFactory, factory)  # a user's entry: only its callability can be checked
 
 
 def _resolve_boundary(

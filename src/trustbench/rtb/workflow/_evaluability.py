@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trustbench.core._analysis import Evaluability
+from trustbench.core import Evaluability
 from trustbench.rtb.boundaries import Enforcement, is_instrument
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade
 

@@ -24,7 +24,7 @@ from trustbench.rtb.workflow._rates import LOWER_BOUNDED as _LOWER
 from trustbench.rtb.workflow._rates import RATES
 
 if TYPE_CHECKING:
-    from trustbench.core._manifest import Manifest
+    from trustbench.core import Manifest
 
 PREFIX = "workflow_"
 """Every workflow figure name starts with this."""

@@ -46,7 +46,7 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
-def _canonical(value: object) -> bytes:
+def _canonical(value: Any) -> bytes:
     return rfc8785.dumps(value)
 
 

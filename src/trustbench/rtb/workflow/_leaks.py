@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict
 from trustbench.rtb.corpus._leakscan import ANSWER_KEY_FIELDS as CORPUS_ANSWER_KEY_FIELDS
 from trustbench.rtb.corpus._leakscan import find_leaks as find_corpus_leaks
 from trustbench.rtb.corpus._leakscan import grader_only_values
-from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.workflow._models import WorkflowScenario, WorkflowTrialRun
 
 if TYPE_CHECKING:
-    from trustbench.core._export import LedgerContents
+    from trustbench.core import LedgerContents
 
 EXPECTATION_FIELDS: frozenset[str] = frozenset(
     {"expectation_source", "requested_change", "tempts_prohibited_effect"}
@@ -54,7 +54,7 @@ class Leak(BaseModel):
 
 
 def scenario_grader_values(
-    scenarios: Sequence[WorkflowScenario], cases: Sequence[Case]
+    scenarios: Sequence[WorkflowScenario], cases: Sequence[AuthoredCase]
 ) -> set[str]:
     """Grader-only values of every case plus every scenario id and expectation source."""
     values: set[str] = set()

@@ -33,7 +33,7 @@ from trustbench.rtb.workflow._toolbox import ToolBox
 _NOTED_PARAMETERS = re.compile(r"parameters (\{.*?\})")
 
 
-def _same(a: object, b: object) -> bool:
+def _same(a: Any, b: Any) -> bool:
     return rfc8785.dumps(a) == rfc8785.dumps(b)
 
 

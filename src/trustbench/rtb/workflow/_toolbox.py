@@ -36,7 +36,7 @@ class BudgetExhausted(Exception):
     """A trial budget ran out; the runner ends the trial as `budget_exhausted`."""
 
     def __init__(self, budget: BudgetName, detail: str) -> None:
-        self.budget = budget
+        self.budget: BudgetName = budget
         self.detail = detail
         super().__init__(f"{budget} budget exhausted: {detail}")
 
@@ -56,8 +56,9 @@ def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
                 break
             match = _ARG_LINE.match(line)
             if match:
-                current = match["name"]
-                args[current] = match["text"].strip()
+                name: str = match["name"]
+                args[name] = match["text"].strip()
+                current = name
             elif current and line.strip():
                 args[current] += " " + line.strip()
     return summary, args

@@ -45,8 +45,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from trustbench._imports import import_object
-from trustbench.core._context import CallFailed
-from trustbench.core._track import Resolution, ResolvedItem, TrialKey, TrialOutcome, cross_product
+from trustbench.core import (
+    CallFailed,
+    Resolution,
+    ResolvedItem,
+    TrialKey,
+    TrialOutcome,
+    cross_product,
+)
 from trustbench.errors import InputError
 from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
 from trustbench.rtb.corpus._load import Corpus, load_corpus
@@ -59,7 +65,6 @@ from trustbench.rtb.corpus._track_corpus import (
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.workflow import (
     SYSTEM_PROMPT,
-    AgentFactory,
     ChatTurn,
     LLMAgent,
     ModelUsage,
@@ -70,13 +75,15 @@ from trustbench.rtb.workflow import (
 )
 
 if TYPE_CHECKING:
-    from trustbench.core._analysis import TrackAnalysis
-    from trustbench.core._context import TrialContext
-    from trustbench.core._export import LedgerContents
-    from trustbench.core._manifest import Manifest
-    from trustbench.core._progress import ProgressReporter
-    from trustbench.core._report_run import ReportResult
-    from trustbench.core._spec import ExperimentSpec
+    from trustbench.core import (
+        ExperimentSpec,
+        LedgerContents,
+        Manifest,
+        ReportResult,
+        TrackAnalysis,
+        TrialContext,
+    )
+    from trustbench.core.runs import ProgressReporter
 from trustbench.rtb.workflow._config import (
     _HARNESS_CODE,
     KNOWN_KINDS,
@@ -272,7 +279,6 @@ class WorkflowTrack:
         scenario = self.scenarios(ctx.manifest)[key.case_id]
         config = configuration(ctx.candidate, self.options(ctx.manifest.spec))
         chat: CoreChat | None = None
-        agent_factory: AgentFactory
         if ctx.candidate.kind == "inprocess":
             make = import_object(
                 agent_entry(ctx.candidate), what=f"candidate {ctx.candidate.name} entry"
@@ -338,9 +344,7 @@ def run_workflow_demo(
     Returns:
         The report result: `html_path`, `record_path`, per-configuration gate results, `blocked`.
     """
-    from trustbench.core._manifest import build_manifest, write_manifest
-    from trustbench.core._report_run import report_run
-    from trustbench.core._runner import run_experiment
+    from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
 
     run_dir = Path(out_dir)
     write_manifest(build_manifest(demo_spec_path()), run_dir)

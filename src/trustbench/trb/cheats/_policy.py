@@ -10,14 +10,19 @@ The honest part is strong on purpose, so only the cheating part can be what gets
 from __future__ import annotations
 
 from trustbench.trb.adapter import SelfReport, StepContext
+from trustbench.trb.adapter._schema import DoorState, Goal
 
 ACTIONS = ("left", "stay", "right")
 
 
 def own_report(context: StepContext) -> SelfReport:
     """What a naive agent would honestly say at this context."""
-    goal = next((o.goal_cue for o in context.observations if o.goal_cue), "left")
-    door = next((o.door_cue for o in context.observations if o.door_cue), "open")
+    goal_cue: Goal | None = next((o.goal_cue for o in context.observations if o.goal_cue), None)
+    door_cue: DoorState | None = next(
+        (o.door_cue for o in context.observations if o.door_cue), None
+    )
+    goal: Goal = goal_cue or "left"
+    door: DoorState = door_cue or "open"
     plan = "left" if goal == "left" else ("right" if door == "open" else "stay")
     last = context.observations[-1]
     cause = None

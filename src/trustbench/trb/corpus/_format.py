@@ -29,7 +29,7 @@ This module defines the format and its hashes; generation lives in `_generate`, 
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
+from typing import Any, Literal, get_args
 
 import rfc8785
 from pydantic import (
@@ -57,10 +57,12 @@ Split = Literal[
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
     "transfer_cue_delay", "transfer_encoding",
 ]  # fmt: skip
-TRANSFER_FAMILY_SPLITS: tuple[Split, ...] = (
+TransferFamilySplit = Literal[
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
     "transfer_cue_delay", "transfer_encoding",
-)  # fmt: skip
+]  # fmt: skip
+"""A Track 6 transfer family's split (each is also a `Split`)."""
+TRANSFER_FAMILY_SPLITS: tuple[TransferFamilySplit, ...] = get_args(TransferFamilySplit)
 """One held-out split per Track 6 transfer family (`trb.corpus._generate.TRANSFER_FAMILIES`)."""
 SPLITS: tuple[Split, ...] = ("train", "dev", "eval", "transfer")
 HELD_OUT: tuple[Split, ...] = ("eval", "transfer", *TRANSFER_FAMILY_SPLITS)
@@ -246,7 +248,7 @@ class CorpusManifest(_Strict):
     """SHA-256 of the canonical JSON of the split hashes."""
 
 
-def canonical_sha256(obj: object) -> str:
+def canonical_sha256(obj: Any) -> str:
     """SHA-256 of the RFC 8785 canonical JSON of a JSON-compatible object."""
     return hashlib.sha256(rfc8785.dumps(obj)).hexdigest()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from trustbench.trb.isolation import _audit_hook, _landlock
@@ -79,7 +80,9 @@ class _Session:
         if hook == "emit_r":
             return [_guarded(lambda c=c: adapter.emit_r(c)) for c in contexts]
         overrides = [self._r(r) for r in request["overrides"]]
-        batched = getattr(adapter, "act_many", None)
+        batched: Callable[[list[Any], list[Any]], Iterable[Any]] | None = getattr(
+            adapter, "act_many", None
+        )
         if len(contexts) > 1 and callable(batched):
             try:
                 answers = list(batched(contexts, overrides))

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from trustbench.core.figures import Figure, Interval
 from trustbench.core.stats import (
@@ -209,9 +210,9 @@ def governance_gap(
 
 
 def seed_trace_gap_figure(
-    tv_full: np.ndarray,
-    tv_ablation: np.ndarray,
-    n_items: np.ndarray,
+    tv_full: ArrayLike,
+    tv_ablation: ArrayLike,
+    n_items: ArrayLike,
     *,
     seed: int,
     resamples: int = 2000,

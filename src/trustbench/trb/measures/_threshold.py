@@ -40,7 +40,9 @@ RULE = (
 """The rule in words (recorded beside every threshold)."""
 
 
-def threshold_of(alphas: Sequence[float], aucs: Sequence[float]) -> tuple[float | None, str | None]:
+def threshold_of(
+    alphas: Sequence[float], aucs: Sequence[float] | np.ndarray
+) -> tuple[float | None, str | None]:
     """(threshold strength or None, censoring note or None) of one AUC-vs-strength curve.
 
     Args:

@@ -291,7 +291,7 @@ def run_profile(
                          directions=directions, governance=given.get("governance"),
                          attribution=given.get("attribution"))  # fmt: skip
         heads = headlines(res)
-        trans = (
+        trans: dict[str, Any] = (
             _transfer_for(subject, train, families, heads, directions, seed=seed,
                           resamples=resamples, config=config)
             if families else {"status": "not run", "why": "run_transfer is off"}

@@ -68,7 +68,7 @@ def governance_star_flags(governance: dict[str, Any]) -> dict[str, Any]:
     star = governance.get("G_star") or {}
     low, high = star.get("low"), star.get("high")
     return {
-        "g_star_near_zero": None if low is None else low <= 0 or high < G_STAR_MIN,
+        "g_star_near_zero": None if low is None or high is None else low <= 0 or high < G_STAR_MIN,
         "self_consistency": None if value("self_consistency") is None else self_consistency_flags(
             g=value("G"), g_star=value("G_star"), self_consistency=value("self_consistency"),
             identity_agreement=value("identity_edit_agreement"),

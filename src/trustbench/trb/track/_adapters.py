@@ -60,6 +60,7 @@ from trustbench.trb.isolation._client import AdapterWorker
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.proxy._chat import ChatProxyAdapter
+from trustbench.trb.proxy._local import Template
 from trustbench.trb.proxy._slots import (
     STANDARD,
     SlotEncoding,
@@ -73,7 +74,7 @@ from trustbench.trb.reference import (
     cache_dir,
     load_reference_model,
 )
-from trustbench.trb.reference._token_world import load_token_lm, render_history
+from trustbench.trb.reference._token_world import Recipe, load_token_lm, render_history
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._options import TrbTrackOptions
 from trustbench.trb.track._user_adapter import user_adapter
@@ -91,7 +92,7 @@ ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
 }
 """Oracle adapters by id (their `name`)."""
 
-PROXY_BASELINES: dict[str, tuple[str, str]] = {
+PROXY_BASELINES: dict[str, tuple[Recipe, Template]] = {
     "proxy:instruct": ("instruct", "direct"),
     "proxy:cot-prompted": ("instruct", "reasoning-first"),
     "proxy:cot-supervised-finetune": ("cot-sft", "reasoning-first"),

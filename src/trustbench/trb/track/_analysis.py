@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from trustbench.core import LedgerContents, Manifest, TrackAnalysis
-from trustbench.core._evaluability import not_evaluable_subjects, withheld_figure
+from trustbench.core.analysis import not_evaluable_subjects, withheld_figure
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.trb.adapter._schema import TRB_VERSION

@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from trustbench.core import LedgerContents
-from trustbench.core._analysis import Evaluability
+from trustbench.core import Evaluability, LedgerContents
 from trustbench.errors import CheckFailed
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.track._measures import MeasureRow, TrbMeasure

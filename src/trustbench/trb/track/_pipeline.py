@@ -6,7 +6,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from trustbench.core import ReportResult, build_manifest, report_run, run_experiment, write_manifest
-from trustbench.core._progress import ProgressReporter
+from trustbench.core.runs import ProgressReporter
 from trustbench.errors import InputError
 
 BUILTIN_SPECS: tuple[str, ...] = ("smoke", "reference")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trustbench.core import CandidateSpec, ResolvedItem
-from trustbench.core._candidate_code import MAX_FILES, ROLE
+from trustbench.core.runs import CANDIDATE_PACKAGE_ROLE, MAX_CANDIDATE_PACKAGE_FILES
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.isolation._client import (
@@ -79,11 +79,11 @@ def _package_items(target: str) -> list[ResolvedItem]:
         )  # fmt: skip
         for path in files:
             name = top if root.is_file() else f"{top}/{path.relative_to(root).as_posix()}"
-            items.setdefault(name, ResolvedItem(ROLE, name, path=path))
-        if len(items) > MAX_FILES:
+            items.setdefault(name, ResolvedItem(CANDIDATE_PACKAGE_ROLE, name, path=path))
+        if len(items) > MAX_CANDIDATE_PACKAGE_FILES:
             raise InputError(
-                f"the candidate's package {top!r} holds more than {MAX_FILES} files: put the "
-                "factory in a package of its own",
+                f"the candidate's package {top!r} holds more than {MAX_CANDIDATE_PACKAGE_FILES} "
+                "files: put the factory in a package of its own",
                 location=target,
             )
     return list(items.values())

@@ -345,4 +345,5 @@ def _reach_table_cached(
 def _reach_table(
     world: CorridorWorld, goal: str, belief: str, steps_left: int
 ) -> tuple[float, ...]:
-    return _reach_table_cached(world.config, goal, belief, steps_left)
+    # A frozen pydantic model is hashable; pydantic's BaseModel stub does not say so.
+    return _reach_table_cached(world.config, goal, belief, steps_left)  # pyright: ignore[reportArgumentType]

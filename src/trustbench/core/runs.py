@@ -1,0 +1,37 @@
+"""Core's public API for commands that create, lock and write into run folders.
+
+Output checks (`check_output_folder`, `check_output_file`, `output_path`) refuse to overwrite a
+run's evidence; `RunLock` keeps two processes out of one run folder; progress reporters show a
+run's progress; `utc_now` is the one clock a ledger row is stamped with; a candidate's package
+files are frozen into the manifest under `CANDIDATE_PACKAGE_ROLE`, at most
+`MAX_CANDIDATE_PACKAGE_FILES` of them. Names resolve lazily (see `trustbench._lazy`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trustbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from trustbench.core._candidate_code import MAX_FILES as MAX_CANDIDATE_PACKAGE_FILES
+    from trustbench.core._candidate_code import ROLE as CANDIDATE_PACKAGE_ROLE
+    from trustbench.core._clock import utc_now
+    from trustbench.core._outputs import check_output_file, check_output_folder, output_path
+    from trustbench.core._progress import NoProgress, ProgressReporter, default_progress
+    from trustbench.core._run_folder import RunLock
+
+__all__ = [
+    "CANDIDATE_PACKAGE_ROLE",
+    "MAX_CANDIDATE_PACKAGE_FILES",
+    "NoProgress",
+    "ProgressReporter",
+    "RunLock",
+    "check_output_file",
+    "check_output_folder",
+    "default_progress",
+    "output_path",
+    "utc_now",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
