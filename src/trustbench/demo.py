@@ -28,7 +28,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trustbench.core import ReportResult
-from trustbench.core._progress import ProgressReporter, default_progress
+from trustbench.core.runs import ProgressReporter, default_progress
 from trustbench.errors import CheckFailed
 
 DEFAULT_OUT = "trustbench-demo"

@@ -17,7 +17,12 @@ if TYPE_CHECKING:
     from trustbench.core._candidate_code import MAX_FILES as MAX_CANDIDATE_PACKAGE_FILES
     from trustbench.core._candidate_code import ROLE as CANDIDATE_PACKAGE_ROLE
     from trustbench.core._clock import utc_now
-    from trustbench.core._outputs import check_output_file, check_output_folder, output_path
+    from trustbench.core._outputs import (
+        check_output_file,
+        check_output_folder,
+        is_run_folder,
+        output_path,
+    )
     from trustbench.core._progress import NoProgress, ProgressReporter, default_progress
     from trustbench.core._run_folder import RunLock
 
@@ -30,6 +35,7 @@ __all__ = [
     "check_output_file",
     "check_output_folder",
     "default_progress",
+    "is_run_folder",
     "output_path",
     "utc_now",
 ]

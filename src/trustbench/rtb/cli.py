@@ -337,8 +337,8 @@ def review(
     incomplete run, e.g. with --limit).
     """
     from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
-    from trustbench.core._progress import default_progress
     from trustbench.core.cli import report_exit
+    from trustbench.core.runs import default_progress
     from trustbench.rtb.review._quick import candidate_name, quick_spec_text, write_quick_spec
 
     spec_text = quick_spec_text(

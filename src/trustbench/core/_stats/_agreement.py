@@ -2,6 +2,10 @@
 
 Both report "not computable" with a reason for degenerate tables instead of returning NaN:
 a NaN in a release record reads as a number; a reason reads as what it is.
+
+scipy and statsmodels are imported where they are used: `core.stats` re-exports these functions,
+and `trustbench run`, which computes no statistics, must not pay for their import
+(tests/test_run_imports.py).
 """
 
 from __future__ import annotations
@@ -11,9 +15,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy.stats import chi2, norm
-from statsmodels.stats.contingency_tables import SquareTable
-from statsmodels.stats.inter_rater import cohens_kappa as _sm_cohens_kappa
 
 from trustbench.core.figures import Interval
 
@@ -112,6 +113,9 @@ def cohens_kappa(table: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
             not_computable="chance agreement is 1 (both raters used one and the same category "
             "for every case), so kappa is 0/0",
         )
+    from scipy.stats import norm
+    from statsmodels.stats.inter_rater import cohens_kappa as _sm_cohens_kappa
+
     result = _sm_cohens_kappa(counts)
     kappa = float(result["kappa"])
     se = float(result["std_kappa"])
@@ -165,6 +169,9 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
     Returns:
         The `HomogeneityResult`.
     """
+    from scipy.stats import chi2
+    from statsmodels.stats.contingency_tables import SquareTable
+
     counts = np.asarray(table, dtype=np.float64)
     if counts.ndim != 2 or counts.shape[0] != counts.shape[1] or counts.shape[0] < 2:
         raise ValueError("Stuart-Maxwell needs a square table with at least 2 categories")

@@ -10,7 +10,6 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy.stats import binomtest
 
 from trustbench.core._stats._cluster import cluster_bootstrap_interval, cluster_robust_interval
 from trustbench.core._stats._groups import cluster_sums
@@ -73,6 +72,8 @@ def mcnemar_exact(first: Sequence[bool], second: Sequence[bool]) -> McNemarResul
     first_only = int(np.sum(a & ~b))
     second_only = int(np.sum(~a & b))
     discordant = first_only + second_only
+    from scipy.stats import binomtest  # on use: `run` imports no scipy
+
     p_value = 1.0 if discordant == 0 else float(binomtest(first_only, discordant, 0.5).pvalue)
     return McNemarResult(
         both=int(np.sum(a & b)),

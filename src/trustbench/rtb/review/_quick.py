@@ -119,7 +119,7 @@ def write_quick_spec(run_dir: Path, text: str) -> Path:
     Raises:
         InputError: the folder holds a different spec or another run.
     """
-    from trustbench.core._outputs import is_run_folder
+    from trustbench.core.runs import is_run_folder
 
     path = run_dir / SPEC_FILE
     if path.exists():
