@@ -6,6 +6,7 @@ from typer.testing import CliRunner
 
 import trustbench.rtb.corpus as corpus_package
 from trustbench.cli import app
+from trustbench.errors import CheckFailed
 from trustbench.rtb import load_corpus
 from trustbench.rtb._harness_audit import run_harness_audit
 from trustbench.rtb.corpus._models import Decision
@@ -67,3 +68,13 @@ def test_not_run_audit_rows_never_count_as_passed() -> None:
     not_run = [row for row in rows if row.not_run]
     assert {row.track for row in not_run} == {"workflow"}
     assert not any(row.passed for row in not_run)
+
+
+def test_rtb_audit_on_a_five_case_corpus_fails_with_reasons_not_a_traceback() -> None:
+    # Fewer training inputs than the kNN attacker's 5 neighbours once a group is held out: the
+    # attacker uses as many as there are, and the audit still ends in a verdict.
+    small = Path(__file__).parent / "fixtures" / "rtb_v0_2_user"
+    result = CliRunner().invoke(app, ["rtb", "audit", "--corpus", str(small)])
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, (SystemExit, CheckFailed)), result.exception
+    assert "learned attacker" in result.output

@@ -176,7 +176,12 @@ def _held_out(
         if len(set(train_labels)) < 2:
             predicted = [train_labels[0]] * len(test)
         else:
-            model = make().fit(_rows(x, train), train_labels)
+            model = make()
+            if "kneighborsclassifier__n_neighbors" in model.get_params():
+                # A small corpus has fewer training inputs than neighbours asked for.
+                k = model.get_params()["kneighborsclassifier__n_neighbors"]
+                model.set_params(kneighborsclassifier__n_neighbors=min(k, len(train)))
+            model = model.fit(_rows(x, train), train_labels)
             predicted = list(model.predict(_rows(x, test)))
         hits = sum(p == labels[i] for p, i in zip(predicted, test, strict=True))
         correct += hits
