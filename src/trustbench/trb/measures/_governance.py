@@ -17,7 +17,7 @@ Track 3: read caused_by_self from emit_r at each step after an outcome and score
 but-for label with balanced accuracy; the false_credit cell is shown separately.
 
 A malformed distribution or a missing/invalid self-report is counted, never excused: it scores
-TV = 1 / a wrong attribution.
+TV = 1 / a wrong attribution. An adapter estimating by sampling widens G's interval (`_sampling`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures._floors import min_sum_tv, uniform_sum_tv
 from trustbench.trb.measures._gap import cluster_bootstrap, ratio
 from trustbench.trb.measures._numeric import total_variation, unique_argmax
+from trustbench.trb.measures._sampling import (
+    add_sampling_error,
+    new_sample_sizes,
+    sizes_mark,
+    with_sampling_error,
+)
 from trustbench.trb.measures._self_consistency import blinded_order, replay_pick
 from trustbench.trb.world import reference_continuation
 
@@ -190,11 +196,15 @@ def governance_rows(
             again = step.r if pick < 0 else step.counterfactuals[pick].r_prime
             calls.append(("replay", step.t, pick, c, _copy(again)))
         order = blinded_order(len(calls), trace.trace_id, seed)
+        mark = sizes_mark(adapter)  # a sampling adapter's per-call sample sizes (`_sampling`)
         shuffled = act_many(adapter, [calls[i][3] for i in order], [calls[i][4] for i in order])
+        drawn = new_sample_sizes(adapter, mark, len(order))
         answers: dict[tuple[str, int, int], dict[str, float] | None] = {}
+        sizes: dict[tuple[str, int, int], int] = {}
         for position, i in enumerate(order):
-            kind, t, k, _, _ = calls[i]
-            answers[(kind, t, k)] = shuffled[position]
+            answers[calls[i][:3]] = shuffled[position]
+            if drawn is not None:
+                sizes[calls[i][:3]] = drawn[position]
         for step in trace.steps:
             null = answers[("null", step.t, 0)]
             row["null_tv_sum"] += _tv(null, reference_continuation(step.r))
@@ -235,6 +245,7 @@ def governance_rows(
                 else:
                     ok = getattr(own_r, slot) == getattr(step.r, slot)
                 row["slot_correct"][slot] += int(ok)
+        add_sampling_error(row, trace, answers, sizes)
         rows.append(row)
     return rows
 
@@ -340,7 +351,7 @@ def summarize_governance(rows: list[dict[str, Any]], *, seed: int, resamples: in
 
     steps = sum(r["slot_steps"] for r in rows)
     return {
-        "G": g_of("tv_sum", "n_items"),
+        "G": with_sampling_error(g_of("tv_sum", "n_items"), rows),
         "G_star": g_star(rows, seed=seed, resamples=resamples),
         "G_null_edit_floor": g_of("floor_tv_sum", "n_items"),
         "G_r_ignoring_ceiling": g_of("ceiling_tv_sum", "n_items"),
