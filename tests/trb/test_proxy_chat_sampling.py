@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.support.openai_server import OpenAIServer, raw_body
+from tests.trb.test_trb_track import freeze_run_report, write_spec
 
 from trustbench.core.stats import clustered_figure
 from trustbench.trb import generate_split, governance_rows, summarize_governance
@@ -121,3 +123,25 @@ def test_the_sampling_estimator_is_declared_in_the_track_options() -> None:
         TrbTrackOptions.model_validate({"chat_samples": 0})
     with pytest.raises(ValueError):
         ChatProxyAdapter("http://127.0.0.1:9/v1", "m", name="x", estimator="guess")
+
+
+def test_a_profile_run_on_a_chat_endpoint_without_logprobs_widens_g_for_its_sampling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The declared estimator reaches the track: no logprob request, G's interval widened."""
+    monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
+    with OpenAIServer() as server:
+        server.script(_no_logprobs_server())
+        chat = ('[[candidates]]\nname = "chat"\nkind = "openai_chat"\nmodel = "sampled"\n'
+                f'base_url = "{server.base_url}"\n')  # fmt: skip
+        spec = write_spec(tmp_path, {}, sizes="{ train = 20, eval = 2, transfer = 1 }",
+                          options='measures = ["governance"]\nconformance_traces = 1\n'
+                          'splits = ["eval"]\nchat_samples = 4\nchat_estimator = "sampling"',
+                          extra=chat)  # fmt: skip
+        record = freeze_run_report(spec, tmp_path / "run")
+        asked_logprobs = [r for r in server.requests if r.body.get("logprobs")]
+    assert asked_logprobs == []
+    g = next(f for f in record["figures"]["chat"] if f["name"] == "G")
+    assert g["status"] == "measured"
+    notes = [i.get("note") or "" for i in g["intervals"]]
+    assert any("widened for sampling" in n and ">= " in n for n in notes), notes
