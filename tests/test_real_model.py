@@ -213,7 +213,7 @@ def test_workflow_track_runs_the_served_smollm2_as_a_tool_calling_agent_or_says_
 suite = "rtb"
 track = "workflow"
 trials_per_case = 1
-timeout_s = 240.0
+timeout_s = 600.0
 
 [corpus]
 builtin = "v0.2"
@@ -224,14 +224,14 @@ retry_on = ["rate_limited", "server_error", "connection_error"]
 
 [track_options]
 scenarios = ["{WORKFLOW_SCENARIO}"]
-budget = {{ max_steps = 6, max_tokens = 20000, max_wall_s = 900.0 }}
+budget = {{ max_steps = 4, max_tokens = 20000, max_wall_s = 1000.0 }}
 
 [[candidates]]
 name = "smollm2"
 kind = "openai_chat"
 model = "{smollm2_server.model}"
 base_url = "{smollm2_server.base_url}"
-settings = {{ temperature = 0.0, max_tokens = 48 }}
+settings = {{ temperature = 0.0, max_tokens = 32 }}
 """)
     run_dir = tmp_path / "run-workflow"
     code, out = invoke("freeze", str(spec), "--out", str(run_dir))
