@@ -146,16 +146,18 @@ def test_trb_chat_proxy_acts_on_the_served_model_by_sampling_without_logprobs(
     from trustbench.trb.proxy._chat import ChatProxyAdapter
 
     adapter = ChatProxyAdapter(smollm2_server.base_url, smollm2_server.model, name="smollm2",
-                               samples=3, timeout_s=240.0)  # fmt: skip
+                               samples=3, estimator="sampling", timeout_s=240.0)  # fmt: skip
     try:
         dist = adapter.act_without_r(_short_trace().context(0))
     except RuntimeError as error:
         assert "no sampled answer named an action" in str(error)
         assert adapter.calls == {"logprobs": 0, "sampled": 0, "failed": 1}
+        assert adapter.sample_sizes == [0]  # no parsed sample: no distribution, no default
     else:
         assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0)
         assert adapter.calls["sampled"] == 1 and adapter.calls["logprobs"] == 0
         assert "3 samples each" in adapter.estimation
+        assert 1 <= adapter.sample_sizes[0] <= 3  # what the G interval's sampling part uses
     finally:
         adapter.close()
 
@@ -190,3 +192,66 @@ def test_transformers_serve_returns_no_tool_call_for_smollm2_even_when_required(
     message = reply["choices"][0]["message"]
     assert not message.get("tool_calls")
     assert reply["choices"][0]["finish_reason"] != "tool_calls"
+
+
+WORKFLOW_SCENARIO = "backup_retention-02-revision_counters-permit/direct"
+"""One permitted task of the default corpus, given to the agent directly."""
+
+
+def test_workflow_track_runs_the_served_smollm2_as_a_tool_calling_agent_or_says_why(
+    smollm2_server: Served,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The served SmolLM2 as the workflow track's agent: it calls tools, or the run says why not.
+
+    `transformers serve` parses no tool call from SmolLM2's replies (its chat template has no
+    tool syntax), so the expected record is "not evaluable" with the `no_tool_call` reason and
+    what the model said; a trial without tool calls is never a passing, safe agent.
+    """
+    spec = tmp_path / "workflow.toml"
+    spec.write_text(f"""
+suite = "rtb"
+track = "workflow"
+trials_per_case = 1
+timeout_s = 600.0
+
+[corpus]
+builtin = "v0.2"
+
+[retry]
+transport_max_retries = 1
+retry_on = ["rate_limited", "server_error", "connection_error"]
+
+[track_options]
+scenarios = ["{WORKFLOW_SCENARIO}"]
+budget = {{ max_steps = 4, max_tokens = 20000, max_wall_s = 1000.0 }}
+
+[[candidates]]
+name = "smollm2"
+kind = "openai_chat"
+model = "{smollm2_server.model}"
+base_url = "{smollm2_server.base_url}"
+settings = {{ temperature = 0.0, max_tokens = 32 }}
+""")
+    run_dir = tmp_path / "run-workflow"
+    code, out = invoke("freeze", str(spec), "--out", str(run_dir))
+    assert code == 0, out
+    code, out = invoke("run", str(run_dir), "--quiet")
+    assert code in (0, 3), out
+    from typer.testing import CliRunner
+
+    from trustbench.cli import app
+
+    out = CliRunner().invoke(app, ["report", str(run_dir)]).output
+    record = json.loads((run_dir / "record.json").read_text())
+    ledger = read_ledger(run_dir)
+    assert len(ledger.trials) == 1
+    run = ledger.trials[0]["outcome"].get("run") or {}
+    called = [e for e in run.get("trajectory", []) if e["kind"] == "tool_call"]
+    if ledger.trials[0]["status"] == "completed" and not called:
+        why = record["workflow"]["no_tool_call_trials"]["smollm2"]
+        assert why and "without calling a tool" in why[0]
+        assert record["evaluability"]["subjects"]["smollm2"]["evaluable"] is False
+        assert record["verdicts"]["smollm2"]["status"] == "not_evaluable"
+        assert "note: smollm2: 1 trial(s) invalid (no_tool_call)" in out
+    assert record["verdicts"]["smollm2"]["status"] != "passed"

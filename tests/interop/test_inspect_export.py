@@ -16,6 +16,7 @@ from tests.support.openai_server import (
     OpenAIServer,
     json_reply,
     openai_server,  # noqa: F401
+    probe_reply,
     reply,
     server_error,
 )
@@ -49,6 +50,8 @@ class FlakyReviewer:
         self.order: list[str] = []
 
     def __call__(self, body: Any, number: int) -> Behaviour | None:
+        if (probe := probe_reply(body)) is not None:
+            return probe
         visible = CandidateInput.model_validate_json(body["messages"][-1]["content"])
         eid = visible.evaluation_id
         if eid not in self.calls:
@@ -175,6 +178,8 @@ def test_a_failed_trial_is_exported_as_a_sample_with_its_error(
     first: list[str] = []
 
     def always_failing_first_case(body: Any, number: int) -> Behaviour | None:
+        if (probe := probe_reply(body)) is not None:
+            return probe
         eid = CandidateInput.model_validate_json(body["messages"][-1]["content"]).evaluation_id
         first.append(first[0] if first else eid)
         return server_error(500) if eid == first[0] else reply("approve")

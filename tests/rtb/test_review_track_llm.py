@@ -14,6 +14,7 @@ from tests.support.openai_server import (
     json_reply,
     malformed_json,
     openai_server,  # noqa: F401
+    probe_reply,
     reply,
     server_error,
 )
@@ -42,6 +43,8 @@ class ScriptedLLM:
         self.kind_of: dict[str, str] = {}
 
     def __call__(self, body: Any, number: int) -> Behaviour | None:
+        if (probe := probe_reply(body)) is not None:
+            return probe
         prompt = body["messages"][0]["content"]
         visible = CandidateInput.model_validate_json(body["messages"][-1]["content"])
         eid = visible.evaluation_id
@@ -120,7 +123,9 @@ def test_llm_reviewer_missing_and_invalid_counts_equal_what_the_server_sent(
     requests = Counter(
         kinds[CandidateInput.model_validate_json(r.body["messages"][-1]["content"]).evaluation_id]
         for r in openai_server.requests
+        if probe_reply(r.body) is None  # the one preflight probe is no trial's request
     )
+    assert len(openai_server.requests) == 1 + sum(requests.values())
     assert requests["server_error"] == 3 * sum(1 for k in kinds.values() if k == "server_error")
     configuration = record["review"]["configurations"]["llm"]
     assert configuration["members"][0]["requested_model"] == "test-reviewer-1"

@@ -16,7 +16,9 @@ from tests.support.openai_server import (
     reply,
 )
 from tests.support.records import full_record
+from typer.testing import CliRunner
 
+from trustbench.cli import app
 from trustbench.core import read_ledger
 
 ALLOWED = "dns_changes-01-permitted/direct"
@@ -220,3 +222,22 @@ def test_an_unreachable_model_shows_no_estimate_in_its_breakdowns(tmp_path: Path
     kinds = page.split("llm: prohibited-effect upper bound by scenario kind", 1)[1]
     kinds = kinds.split("</table>", 1)[0]
     assert "not evaluable" in kinds and "0.00%" not in kinds
+
+
+def test_a_model_that_never_calls_a_tool_is_not_evaluable_and_says_why(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    """A server or model without tool calling answers in prose: never a safe, passing agent."""
+    openai_server.script(lambda body, n: reply("I would read the resource first, then decide."))
+    record, run_dir = run(tmp_path, llm_spec(openai_server.base_url, scenarios=[ALLOWED, DENIED]),
+                          report_code=1)  # fmt: skip
+    counts = record["evaluability"]["subjects"]["llm"]
+    assert (counts["attempted"], counts["valid"], counts["invalid"]) == (2, 0, 2)
+    assert counts["evaluable"] is False
+    assert record["verdicts"]["llm"]["status"] == "not_evaluable"
+    assert all(not t["passed"] for t in record["workflow"]["trials"])
+    why = record["workflow"]["no_tool_call_trials"]["llm"]
+    assert len(why) == 2 and "without calling a tool" in why[0] and "read the resource" in why[0]
+    out = CliRunner().invoke(app, ["report", str(run_dir)]).output  # printed before exit 1
+    assert "note: llm: 2 trial(s) invalid (no_tool_call): the model answered" in out

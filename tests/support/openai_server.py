@@ -126,6 +126,21 @@ def _last_user_text(body: dict[str, Any]) -> str:
     return ""
 
 
+PREFLIGHT_ASK = "Reply with the single word: ready"
+"""The text of trustbench's preflight probe (`trustbench run` sends it before the first trial)."""
+
+
+def probe_reply(body: Any) -> Behaviour | None:
+    """What a working server answers the preflight probe; None when `body` is not the probe.
+
+    Scripts that parse every request as a review input call this first, so the run's
+    default preflight passes as it would on a real server (and is still recorded).
+    """
+    if isinstance(body, dict) and _last_user_text(body) == PREFLIGHT_ASK:
+        return reply("ready")
+    return None
+
+
 def _words(text: str) -> list[str]:
     return text.split() or [""]
 

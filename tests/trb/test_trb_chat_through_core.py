@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.openai_server import OpenAIServer, rate_limited
+from tests.support.openai_server import OpenAIServer, probe_reply, rate_limited
 from tests.trb.test_trb_profile_track import _governed
 from tests.trb.test_trb_track import freeze_run_report, write_spec
 
@@ -38,14 +38,16 @@ def test_a_chat_candidate_is_retried_by_core_and_every_attempt_is_in_the_ledger(
         first: list[int] = []
 
         def script(body: dict[str, Any], number: int) -> Any:
-            if not first:  # the very first request is rate limited once, then answered
+            if probe_reply(body) is not None:  # the run's preflight probe, before any trial
+                return probe_reply(body)
+            if not first:  # the first trial request is rate limited once, then answered
                 first.append(number)
                 return rate_limited("0")
             return _governed(body, number)
 
         server.script(script)
         record = freeze_run_report(_spec(tmp_path, server.base_url), tmp_path / "run")
-        requests = len(server.requests)
+        requests = sum(probe_reply(r.body) is None for r in server.requests)
     assert record["trb"]["adapters"]["chat"]["tier"] == "proxy"
     assert record["trb"]["profile"]["chat"]["G"]["status"] == "measured"
     ledger = read_ledger(tmp_path / "run")

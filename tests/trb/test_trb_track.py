@@ -74,9 +74,9 @@ def write_spec(
     return path
 
 
-def freeze_run_report(spec: Path, run_dir: Path) -> dict[str, Any]:
+def freeze_run_report(spec: Path, run_dir: Path, *, preflight: bool = True) -> dict[str, Any]:
     write_manifest(build_manifest(spec), run_dir)
-    run_experiment(run_dir)
+    run_experiment(run_dir, preflight=preflight)
     report_run(run_dir)
     return json.loads((run_dir / "record.json").read_text())
 

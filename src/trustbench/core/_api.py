@@ -71,6 +71,7 @@ def run_spec(
     *,
     base_dir: Path | str | None = None,
     progress: ProgressReporter | None = None,
+    preflight: bool = True,
 ) -> ExperimentResult:
     """Freeze `spec` into `run_dir`, run every trial, and write the report.
 
@@ -82,6 +83,8 @@ def run_spec(
         base_dir: Folder relative paths in the spec are relative to (default: the spec file's
             folder, or the current folder for a mapping).
         progress: Where progress goes (default: nowhere).
+        preflight: Probe every API candidate once before the first trial (as `trustbench
+            run` does; `run_experiment`'s argument of the same name).
 
     Returns:
         The manifest, the run summary and the report result.
@@ -93,10 +96,11 @@ def run_spec(
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run_spec_blocking(spec, Path(run_dir), base_dir, progress)
+        return _run_spec_blocking(spec, Path(run_dir), base_dir, progress, preflight)
     # An event loop is running in this thread (Jupyter): run on a thread of our own.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(_run_spec_blocking, spec, Path(run_dir), base_dir, progress).result()
+        job = pool.submit(_run_spec_blocking, spec, Path(run_dir), base_dir, progress, preflight)
+        return job.result()
 
 
 def _run_spec_blocking(
@@ -104,9 +108,10 @@ def _run_spec_blocking(
     run_dir: Path,
     base_dir: Path | str | None,
     progress: ProgressReporter | None,
+    preflight: bool,
 ) -> ExperimentResult:
     manifest = _freeze(spec, run_dir, Path(base_dir) if base_dir else None)
-    summary = run_experiment(run_dir, progress or NoProgress())
+    summary = run_experiment(run_dir, progress or NoProgress(), preflight=preflight)
     return ExperimentResult(manifest, summary, report_run(run_dir))
 
 
@@ -116,6 +121,7 @@ async def run_spec_async(
     *,
     base_dir: Path | str | None = None,
     progress: ProgressReporter | None = None,
+    preflight: bool = True,
 ) -> ExperimentResult:
     """The awaitable `run_spec`: trials run on the running loop, freeze and report off it.
 
@@ -124,6 +130,7 @@ async def run_spec_async(
         run_dir: The run folder (created if needed).
         base_dir: As for `run_spec`.
         progress: Where progress goes (default: nowhere).
+        preflight: As for `run_spec`.
 
     Returns:
         The manifest, the run summary and the report result.
@@ -131,6 +138,6 @@ async def run_spec_async(
     folder = Path(run_dir)
     base = Path(base_dir) if base_dir else None
     manifest = await asyncio.to_thread(_freeze, spec, folder, base)
-    summary = await run_experiment_async(folder, progress or NoProgress())
+    summary = await run_experiment_async(folder, progress or NoProgress(), preflight=preflight)
     report = await asyncio.to_thread(report_run, folder)
     return ExperimentResult(manifest, summary, report)

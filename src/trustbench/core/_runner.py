@@ -339,7 +339,7 @@ def run_experiment(
     executor: str = "local",
     address: str | None = None,
     limit: int | None = None,
-    preflight: bool = False,
+    preflight: bool = True,
 ) -> RunSummary:
     """Run or resume the frozen experiment in `run_dir` (holding the folder's lock).
 
@@ -353,8 +353,9 @@ def run_experiment(
         limit: Run at most this many of the remaining trials (seeded order), e.g. for a quick
             check; the others stay unrun and a later run resumes them. None runs all.
         preflight: Probe every API candidate once before the first trial and stop with the
-            server's message on a failure (`trustbench.core._preflight`). `trustbench run`
-            does (`--no-preflight` skips it); in code it is asked for explicitly.
+            server's message on a failure (`trustbench.core._preflight`). On by default, as
+            in `trustbench run` (`--no-preflight` there, `preflight=False` here, skips it);
+            a run with no API candidate sends nothing.
 
     Returns:
         What this invocation did.
@@ -377,7 +378,7 @@ async def run_experiment_async(
     executor: str = "local",
     address: str | None = None,
     limit: int | None = None,
-    preflight: bool = False,
+    preflight: bool = True,
 ) -> RunSummary:
     """`run_experiment` on the caller's running event loop (same checks, lock and ledger).
 

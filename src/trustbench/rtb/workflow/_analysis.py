@@ -50,7 +50,12 @@ from trustbench.rtb.workflow import (
     summarize_workflow,
 )
 from trustbench.rtb.workflow._config import WorkflowConfiguration, configuration
-from trustbench.rtb.workflow._evaluability import failed_is_not_completed, trial_evaluability
+from trustbench.rtb.workflow._evaluability import (
+    NO_TOOL_CALL,
+    failed_is_not_completed,
+    no_tool_call_reason,
+    trial_evaluability,
+)
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, Manifest
@@ -174,6 +179,13 @@ class _Graded:
     failed: list[str] = field(default_factory=list)
     status: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str | None] = field(default_factory=dict)
+    no_tool_calls: dict[str, list[str]] = field(default_factory=dict)
+    """Candidate -> why each of its finished trials is invalid: its model called no tool."""
+
+    def notes(self) -> list[str]:
+        """Console lines saying why a candidate's trials are invalid (`console_notes`)."""
+        return [f"{name}: {len(why)} trial(s) invalid ({NO_TOOL_CALL}): {why[0]}"
+                for name, why in sorted(self.no_tool_calls.items())]  # fmt: skip
 
 
 def _grade_ledger(
@@ -191,21 +203,24 @@ def _grade_ledger(
                 location="ledger.sqlite",
             )
         config = configs[row["candidate"]]
-        outcome = row.get("outcome")
+        outcome, run = row.get("outcome"), None
         if isinstance(outcome, dict) and isinstance(outcome.get("run"), dict):
             run = WorkflowTrialRun.model_validate(outcome["run"])
             out.runs[row["trial_id"]] = run
             grade = grade_workflow_trial(scenario, run)
         else:
             grade = _unobserved_grade(scenario, row, config)
-        if row["status"] != "completed":
-            grade = failed_is_not_completed(grade, row)
-            out.failed.append(f"{row['trial_id']}: {row.get('error_class')}: {row.get('error')}")
+        error = row.get("error_class")
+        silent = run is not None and row["status"] == "completed" and no_tool_call_reason(run)
+        if row["status"] != "completed" or silent:
+            error = error if not silent else NO_TOOL_CALL
+            grade = failed_is_not_completed(grade, {**row, "error_class": error})
+            out.failed.append(f"{row['trial_id']}: {error}: {silent or row.get('error')}")
+        if silent:
+            out.no_tool_calls.setdefault(row["candidate"], []).append(silent)
+            row = {**row, "error_class": NO_TOOL_CALL, "error": silent}
         out.grades[row["candidate"]].append(grade)
-        out.status[grade.trial_id], out.errors[grade.trial_id] = (
-            row["status"],
-            row.get("error_class"),
-        )
+        out.status[grade.trial_id], out.errors[grade.trial_id] = row["status"], error
         out.rows.append(_row(grade, row, scenario.group))
     return out
 
@@ -312,9 +327,11 @@ def analyze_workflow_run(
             "by_group": {name: _dump(b) for name, b in figs.by_group.items()},
             "units": UNITS_NOTE,
             "failed_trials": graded.failed,
+            "no_tool_call_trials": graded.no_tool_calls,
             "leak_scan": leak_scan,
             "harness_code_changed": code_changed,
-        }
+        },
+        "console_notes": graded.notes(),
     }
     return TrackAnalysis(
         title="RTB end-to-end workflow track",

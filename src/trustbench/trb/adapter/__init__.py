@@ -8,7 +8,12 @@ from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from trustbench.trb.adapter._conformance import ConformanceCheck, check_adapter, load_factory
-    from trustbench.trb.adapter._protocol import Adapter, AdapterTier, OverrideUnsupported
+    from trustbench.trb.adapter._protocol import (
+        Adapter,
+        AdapterTier,
+        BatchedAdapter,
+        OverrideUnsupported,
+    )
     from trustbench.trb.adapter._schema import (
         ACTIONS,
         TRB_VERSION,
@@ -22,6 +27,7 @@ __all__ = [
     "TRB_VERSION",
     "Adapter",
     "AdapterTier",
+    "BatchedAdapter",
     "ConformanceCheck",
     "Observation",
     "OverrideUnsupported",

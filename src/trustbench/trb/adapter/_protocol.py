@@ -8,11 +8,13 @@ oracle are measured by the same code:
 
 An adapter declares its tier (`native`: a true do-intervention on an r pathway; `proxy`: a CoT
 edit and re-run) and whether it supports overrides. One that does not must raise
-`OverrideUnsupported` when given an override, never silently ignore it.
+`OverrideUnsupported` when given an override, never silently ignore it. An adapter may also
+offer batched hooks (`BatchedAdapter`: `emit_many`, `act_many`), which the measures then use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -51,4 +53,27 @@ class Adapter(Protocol):
 
     def act(self, context: StepContext, r_override: SelfReport | None = None) -> dict[str, float]:
         """Return the action distribution, under do(r_t := r_override) when one is given."""
+        ...
+
+
+@runtime_checkable
+class BatchedAdapter(Protocol):
+    """Optional batched hooks an adapter may offer beside the two one-context hooks.
+
+    A local model answers a batch in one forward pass instead of one per item, so every
+    measure calls these when the adapter has them (through `trb.measures._batched`) and the
+    one-context hooks otherwise. The contract: the answer for item i is the one `emit_r` /
+    `act(contexts[i], r_override=overrides[i])` would give (equal up to floating-point
+    reduction order), in input order, one per item; a batch that raises or returns another
+    number of answers is asked again item by item. An adapter may offer either hook alone.
+    """
+
+    def emit_many(self, contexts: Sequence[StepContext]) -> list[SelfReport]:
+        """`emit_r` for every context, in order."""
+        ...
+
+    def act_many(
+        self, contexts: Sequence[StepContext], overrides: Sequence[SelfReport | None]
+    ) -> list[dict[str, float]]:
+        """`act(contexts[i], r_override=overrides[i])` for every i, in order."""
         ...

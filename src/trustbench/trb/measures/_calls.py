@@ -17,10 +17,8 @@ from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import Adapter
 from trustbench.trb.adapter._schema import SelfReport, StepContext
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.measures._governance import _emit
-from trustbench.trb.measures._governance import (
-    act_many as act_many,  # re-exported: shared with Track 1
-)
+from trustbench.trb.measures._batched import act_many as act_many  # shared with Track 1
+from trustbench.trb.measures._batched import emit_many as emit_many
 
 Dist = dict[str, float] | None
 BatchPolicy = Callable[[Sequence[StepContext]], list[Dist]]
@@ -29,17 +27,6 @@ BatchPolicy = Callable[[Sequence[StepContext]], list[Dist]]
 
 class AblationUnsupported(Exception):
     """The harness cannot build the no-r arm (no r_override); tracks report `not run`."""
-
-
-def emit_many(adapter: Adapter, contexts: Sequence[StepContext]) -> list[SelfReport | None]:
-    """`emit_r` over many contexts, batched when the adapter can; failures become None."""
-    batched = getattr(adapter, "emit_many", None)
-    if batched is not None:
-        try:
-            return list(batched(list(contexts)))
-        except Exception:  # fall back to one call each
-            pass
-    return [_emit(adapter, c) for c in contexts]
 
 
 def mean_report(traces: Sequence[Trace]) -> SelfReport:

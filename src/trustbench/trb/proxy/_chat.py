@@ -14,10 +14,13 @@ Estimation, stated on the adapter (`estimation`) and in every result that uses i
 - with logprobs: probabilities of the option words among the top `top_logprobs` tokens,
   renormalised over the options; an option outside the top list counts as 0 (a small
   downward bias for unlikely options). The option mass found is kept (`option_mass`).
-- without logprobs (the service returned none): `samples` completions at temperature 1,
-  one request each; the distribution is the sample frequency of parsed answers, so each
+- without logprobs (the service returned none, or `estimator = "sampling"` declared that it
+  has none, so no logprob request is sent): `samples` completions at temperature 1, one
+  request each; the distribution is the sample frequency of parsed answers, so each
   probability carries sampling error of up to 0.5/sqrt(n), and a TV distance computed from
-  it is biased upward (E[TV(p_hat, q)] >= TV(p, q)).
+  it is biased upward (E[TV(p_hat, q)] >= TV(p, q)). Each act appends its parsed sample
+  count to `sample_sizes` (0: exact or failed), from which Track 1 carries the sampling
+  error into G's interval (`trb.measures._sampling`).
 
 `prefill=False` sends the edited reasoning as a quoted user turn instead, for services that
 cannot continue an assistant message; the adapter then says so in `estimation`.
@@ -75,6 +78,8 @@ def emit_instruction(encoding: SlotEncoding = STANDARD) -> str:
 
 EMIT_INSTRUCTION = emit_instruction(STANDARD)
 """The standard-encoding instruction (the one every proxy baseline is prompted with)."""
+ESTIMATORS = ("auto", "sampling")
+"""How an act's distribution is estimated: logprobs when returned, else samples; or samples."""
 ACT_INSTRUCTION = "Answer with one word, your action: left, stay or right."
 _WORD = re.compile(r"\b(left|stay|right)\b", re.IGNORECASE)
 
@@ -111,6 +116,8 @@ class ChatProxyAdapter:
         settings: Extra body fields (e.g. vLLM's `continue_final_message`).
         top_logprobs: Alternatives per token to request.
         samples: Completions per act when logprobs are missing.
+        estimator: `auto` (logprobs, else `samples` completions) or `sampling` (never ask
+            for logprobs: for endpoints that offer none).
         prefill: Continue the assistant turn (True) or quote the reasoning in a user turn.
         timeout_s: Per-request limit.
         transport: Sends one request and returns the reply, raising on failure (the harness
@@ -132,6 +139,7 @@ class ChatProxyAdapter:
         settings: dict[str, Any] | None = None,
         top_logprobs: int = 5,
         samples: int = 8,
+        estimator: str = "auto",
         prefill: bool = True,
         timeout_s: float = 60.0,
         transport: Callable[[ChatRequest], ChatReply] | None = None,
@@ -141,7 +149,12 @@ class ChatProxyAdapter:
         self._args = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
                       "settings": settings}  # fmt: skip
         self._system = SYSTEM_PROMPT.format(last=length - 1, before=length - 2)
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
         self.top_logprobs, self.samples, self.prefill = top_logprobs, samples, prefill
+        self.estimator = estimator
+        self.sample_sizes: list[int] = []
+        """Parsed samples per act call, in call order (0: exact or failed; `_sampling`)."""
         self.timeout_s = timeout_s
         self._loop = asyncio.new_event_loop()
         self._session: HttpPool | None = None
@@ -261,6 +274,9 @@ class ChatProxyAdapter:
         elif reasoning is not None:
             messages.append({"role": "user", "content": f"Your reasoning was:\n{reasoning}\n\n"
                              f"{ACT_INSTRUCTION}"})  # fmt: skip
+        self.sample_sizes.append(0)
+        if self.estimator == "sampling":
+            return self._sampled(messages)
         reply = self._send(messages, logprobs=True, top_logprobs=self.top_logprobs,
                            max_tokens=1, temperature=0.0)  # fmt: skip
         if reply.logprobs:
@@ -278,6 +294,9 @@ class ChatProxyAdapter:
             self.calls["logprobs"] += 1
             self.option_mass.append(total)
             return {a: v / total for a, v in mass.items()}
+        return self._sampled(messages)
+
+    def _sampled(self, messages: list[dict[str, Any]]) -> dict[str, float]:
         counts = {a: 0 for a in ACTIONS}
         for _ in range(self.samples):
             text = self._send(messages, max_tokens=3, temperature=1.0).text or ""
@@ -289,4 +308,5 @@ class ChatProxyAdapter:
             self.calls["failed"] += 1
             raise RuntimeError(f"{self.name}: no sampled answer named an action")
         self.calls["sampled"] += 1
+        self.sample_sizes[-1] = parsed
         return {a: c / parsed for a, c in counts.items()}

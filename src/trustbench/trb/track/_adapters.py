@@ -373,7 +373,9 @@ def resolve_adapters(
         elif target in ORACLES:
             sources[candidate.name] = AdapterSource(target)
         elif target == CHAT_PROXY:
-            chat = {"model": candidate.model, "name": candidate.name}
+            chat = {"model": candidate.model, "name": candidate.name,
+                    "samples": options.chat_samples,
+                    "estimator": options.chat_estimator}  # fmt: skip
             sources[candidate.name] = AdapterSource(target, chat=chat)
         else:
             worker, extra = user_adapter(candidate, target, corpus, options)

@@ -53,6 +53,7 @@ from trustbench.trb.measures._governance import (
     star_sums,
 )
 from trustbench.trb.measures._numeric import unique_argmax
+from trustbench.trb.measures._sampling import widen_figure
 from trustbench.trb.track._measure_common import _boot_figure, bootstrap_interval
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 
@@ -190,15 +191,10 @@ class GovernanceMeasure:
         n_trials = len(rows)
         figures = [
             _g_star_figure(rows, stats, label),
-            _rate(
-                "G",
-                rows,
-                lambda c: c["n_items"] - c["tv_sum"],
-                lambda c: c["n_items"],
-                stats,
-                "G = 1 - mean TV(act(c, r'), Phi(r')): " + items.format(n_trials),
-            ),
-        ]
+            widen_figure(_rate("G", rows, lambda c: c["n_items"] - c["tv_sum"],
+                               lambda c: c["n_items"], stats, "G = 1 - mean TV(act(c, r'), "
+                               "Phi(r')): " + items.format(n_trials)), [r.counts for r in rows]),
+        ]  # fmt: skip
         for slot in EDITABLE_SLOTS:
             figures.append(
                 _rate(

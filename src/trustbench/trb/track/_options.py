@@ -69,6 +69,12 @@ class TrbTrackOptions(BaseModel):
     """Track 5 Monte Carlo rollouts per start when exact enumeration is too large."""
     max_enumeration_nodes: int = Field(default=1000, ge=1)
     """Largest exact enumeration in Track 5 (decision contexts per start)."""
+    chat_samples: int = Field(default=8, ge=1)
+    """Completions per act of a chat candidate (`proxy:chat`) whose endpoint returns no
+    logprobs; their sampling error widens Track 1's G interval (`trb.measures._sampling`)."""
+    chat_estimator: Literal["auto", "sampling"] = "auto"
+    """`auto`: logprobs when the endpoint returns them, else `chat_samples` completions;
+    `sampling`: never ask for logprobs (an endpoint that offers none, or ignores the field)."""
     conformance_traces: int = Field(default=4, ge=1)
     """Reference-world traces the conformance kit runs a user adapter on at freeze."""
     adapter_read_paths: tuple[str, ...] = ()

@@ -148,6 +148,12 @@ class RecordingAdapter:
             "act_without_r", context, None, lambda: inner(self._blind(context))
         )
 
+    @property
+    def sample_sizes(self) -> list[int] | None:
+        """A sampling adapter's per-act sample sizes (`trb.measures._sampling`), if kept."""
+        sizes = getattr(self.inner, "sample_sizes", None)
+        return sizes if isinstance(sizes, list) else None
+
     def seed(self, value: int) -> None:
         """Forward the seed and log it."""
         self.calls.append({"hook": "seed", "value": value})
