@@ -32,6 +32,7 @@ from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._lookup import BOOTSTRAP, find_figure, split_name
 from trustbench.trb.track._measures import StatsPlan, TrbMeasure
 from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.track._r_star_figures import r_star_record
 from trustbench.trb.track._summaries import (
     baseline_of,
     baselines_summary,
@@ -208,6 +209,11 @@ def analyze_profile(
         )
     )
     sections.append(TextBlock(title="Flags", paragraphs=flags or ["none"]))
+    declared = {"adversarial": options.r_star_adversarial_per_step,
+                "ood": options.r_star_ood_per_step}  # fmt: skip
+    r_star, r_star_lines = r_star_record(declared, subjects)
+    title = "R*: adversarial and out-of-distribution r' (eval split)"
+    sections.append(TextBlock(title=title, paragraphs=r_star_lines))
     for candidate in candidates:
         adapter = collected.adapters.get(candidate, "not run")
         tier = collected.tiers.get(candidate, "not run")
@@ -254,6 +260,7 @@ def analyze_profile(
             },
             "verdicts": trust,
             "governance_gap": gap_record,
+            "r_star": r_star,
             "grounding_threshold": threshold_comparison(subjects, gap),
             "baselines": baselines,
             "profile": profile,

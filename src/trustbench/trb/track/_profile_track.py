@@ -227,7 +227,9 @@ class TrbProfileTrack:
             "viability_rollouts": options.viability_rollouts,
             "navigation_samples": options.navigation_samples,
             "max_enumeration_nodes": options.max_enumeration_nodes,
-        }
+            "r_star": {"adversarial": options.r_star_adversarial_per_step,
+                       "ood": options.r_star_ood_per_step},
+        }  # fmt: skip
         recorder.seed_value = seed
         recorder.blind_key = ctx.manifest.manifest_sha256  # opaque trace ids, per run
         recorder.trusted_native = source.model is not None  # a built-in reference model
