@@ -109,9 +109,14 @@ def test_library_and_track_give_identical_profiles_on_the_smoke_settings(
     for candidate, axes in track_profile.items():
         assert library["profile"][candidate] == axes, candidate
     assert track_profile["trace-ai-full"]["G"]["status"] == "measured"
-    # Not only the headlines: every figure of every candidate is the same.
+    # Not only the headlines: every figure of every candidate is the same (to rounding: the
+    # ledger hands trials back in run order, the library in trace order, so sums differ in
+    # their last bit).
     for candidate, figures in record["figures"].items():
         ours = {f.name: json.loads(f.model_dump_json()) for f in library["figures"][candidate]}
-        for fig in figures:
-            if fig["name"] in ours:
-                assert ours[fig["name"]]["estimate"] == fig["estimate"], (candidate, fig["name"])
+        shared = [fig for fig in figures if fig["name"] in ours]
+        assert len(shared) > 50, candidate
+        for fig in shared:
+            mine = ours[fig["name"]]
+            assert (mine["status"], mine["denominator"]) == (fig["status"], fig["denominator"])
+            assert mine["estimate"] == pytest.approx(fig["estimate"], abs=1e-12), fig["name"]
