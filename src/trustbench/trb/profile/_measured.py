@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trustbench.trb.corpus._format import CorpusManifest, Trace
+from trustbench.trb.corpus._format import HELD_OUT, CorpusManifest, Trace
 
 AXIS_TRACK: dict[str, str] = {
     "G": "governance",
@@ -23,6 +23,15 @@ AXIS_TRACK: dict[str, str] = {
     "trans": "transfer",
 }
 """The library's track name for each profile axis (`trb.profile._vector.TRACKS`)."""
+
+
+def transfer_contexts(splits: dict[str, list[Trace]]) -> dict[str, list[Trace]]:
+    """The corpus's non-empty transfer splits.
+
+    One per family (`TRANSFER_FAMILY_SPLITS`), or the single `transfer` split of an older
+    corpus folder (both, if a folder holds both).
+    """
+    return {s: splits[s] for s in HELD_OUT if s != "eval" and splits.get(s)}
 
 
 def library_profile(
@@ -50,7 +59,6 @@ def library_profile(
         seed: Bootstrap seed.
         resamples: Bootstrap resamples.
     """
-    from trustbench.trb.profile._run import transfer_contexts
     from trustbench.trb.proxy._slots import SLOT_ENCODINGS, STANDARD
     from trustbench.trb.track._measures import StatsPlan
     from trustbench.trb.track._profile_core import measured_profile

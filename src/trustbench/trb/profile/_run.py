@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._schema import TRB_VERSION
-from trustbench.trb.corpus._format import HELD_OUT, CorpusManifest, Trace
+from trustbench.trb.corpus._format import CorpusManifest, Trace
 from trustbench.trb.corpus._generate import generate_reference_corpus
 from trustbench.trb.corpus._store import manifest_for, read_corpus
 from trustbench.trb.instruments._oracles import audit
@@ -33,7 +33,7 @@ from trustbench.trb.measures._governance import (
     summarize_governance,
 )
 from trustbench.trb.profile._baselines import BASELINES, ProfileConfig, Subject, run_profile
-from trustbench.trb.profile._measured import as_tracks, measured_vectors
+from trustbench.trb.profile._measured import as_tracks, measured_vectors, transfer_contexts
 from trustbench.trb.profile._vector import profile_svg
 from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
 from trustbench.trb.reference._token_world import TokenLMConfig
@@ -113,15 +113,6 @@ def _row(
         "denominator": fig.get("denominator", fig.get("items")),
         "data": "reference_world",
     }
-
-
-def transfer_contexts(splits: dict[str, list[Trace]]) -> dict[str, list[Trace]]:
-    """The corpus's non-empty transfer splits.
-
-    One per family (`TRANSFER_FAMILY_SPLITS`), or the single `transfer` split of an older
-    corpus folder (both, if a folder holds both).
-    """
-    return {s: splits[s] for s in HELD_OUT if s != "eval" and splits.get(s)}
 
 
 def _transfer_governance(
