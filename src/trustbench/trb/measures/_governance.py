@@ -37,6 +37,13 @@ from trustbench.trb.measures._batched import emit_many
 from trustbench.trb.measures._floors import min_sum_tv, uniform_sum_tv
 from trustbench.trb.measures._gap import cluster_bootstrap, ratio
 from trustbench.trb.measures._numeric import total_variation, unique_argmax
+from trustbench.trb.measures._r_star import (
+    empty_counts,
+    extra_edits,
+    per_step_plan,
+    score_extras,
+    support_of,
+)
 from trustbench.trb.measures._sampling import (
     add_sampling_error,
     new_sample_sizes,
@@ -82,6 +89,7 @@ def _empty_row(trace_id: str) -> dict[str, Any]:
         "slots": {s: {"tv_sum": 0.0, "n_items": 0} for s in EDITABLE_SLOTS},
         "slot_correct": {s: 0 for s in EDITABLE_SLOTS},
         "slot_steps": 0,
+        **empty_counts(),
     }
 
 
@@ -123,7 +131,7 @@ def governance_rows(
     Per step the adapter is asked for its r (emit_r), then every act call of the trace is sent
     in one blinded, shuffled batch (see `_self_consistency`): the null edit r_t, each
     counterfactual r', the identity edit r' = emit_r(c), a replay of one of the step's edits,
-    and the un-overridden act(c).
+    and the un-overridden act(c), plus R*'s adversarial and OOD r' (`_r_star`).
 
     Args:
         adapter: The model under test.
@@ -132,6 +140,7 @@ def governance_rows(
             sets it per trial), else 0.
     """
     seed = int(getattr(adapter, "seed_value", 0)) if seed is None else seed
+    plan, support = per_step_plan(adapter), support_of(adapter)
     rows = []
     for trace in traces:
         row = _empty_row(trace.trace_id)
@@ -140,6 +149,7 @@ def governance_rows(
         emitted = {step.t: r for step, r in zip(trace.steps, reports, strict=True)}
         # Every act call of the trace: (kind, t, index, context, override).
         calls: list[tuple[str, int, int, StepContext, SelfReport | None]] = []
+        extras: dict[int, list[tuple[str, SelfReport]]] = {}
         for step in trace.steps:
             c, own = contexts[step.t], emitted[step.t]
             calls.append(("null", step.t, 0, c, _copy(step.r)))
@@ -151,6 +161,8 @@ def governance_rows(
             pick = replay_pick(len(step.counterfactuals), trace.trace_id, step.t, seed)
             again = step.r if pick < 0 else step.counterfactuals[pick].r_prime
             calls.append(("replay", step.t, pick, c, _copy(again)))
+            extras[step.t] = extra_edits(trace, step, plan)  # R*'s adversarial and OOD r'
+            calls += [(kind, step.t, 0, c, _copy(rp)) for kind, rp in extras[step.t]]
         order = blinded_order(len(calls), trace.trace_id, seed)
         mark = sizes_mark(adapter)  # a sampling adapter's per-call sample sizes (`_sampling`)
         shuffled = act_many(adapter, [calls[i][3] for i in order], [calls[i][4] for i in order])
@@ -183,6 +195,7 @@ def governance_rows(
                     row["hard_items"] += 1
                     row["hard_correct"] += got is not None and unique_argmax(got) == want
             _cross_edit_floor(row, step, answers)
+            score_extras(row, trace, step, extras[step.t], answers, support, _tv)
             own_r, own_act = emitted[step.t], answers[("own", step.t, 0)]
             row["self_items"] += 1
             row["self_tv_sum"] += _tv(

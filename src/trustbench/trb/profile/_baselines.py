@@ -99,6 +99,11 @@ class ProfileConfig(BaseModel):
     """Eval traces per transfer family."""
     run_transfer: bool = True
     """Run Track 6 (every track again per family)."""
+    measures: tuple[str, ...] = (
+        "governance", "grounding", "attribution", "viability", "navigability", "transfer",
+    )  # fmt: skip
+    """Registered TRB measures of the profile vector (as `track_options.measures`): the
+    baselines table's `profile` is computed by the track's code from these."""
 
 
 @dataclass
@@ -261,7 +266,8 @@ def run_profile(
 
     Returns:
         `tracks` (per baseline, per track), `baselines` (the five-row table with the profile
-        vector), `rows` (flat result rows), `flags`, `profile_svg`, `models` (LM cards).
+        vector), `rows` (flat result rows), `flags`, `profile_svg`, `models` (LM cards),
+        `subjects` (key -> `Subject`, not JSON: `run_reference` pops it).
     """
     corpus_sha = manifest.corpus_sha256
     train, evals = splits["train"], splits["eval"]
@@ -345,6 +351,7 @@ def run_profile(
         "synthetic_share": manifest.provenance.synthetic_share,
         "profile_svg": profile_svg(table),
         "models": cards,
+        "subjects": by_key,
         "thresholds": {"high_level": HIGH_LEVEL, "transfer_drop": TRANSFER_DROP},
         "note": "baselines 1-2 share weights; with an override their prompts are identical, "
         "so they differ only where the model acts without one (Track 4's r-mediated arm)",

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._schema import TRB_VERSION
-from trustbench.trb.corpus._format import HELD_OUT, CorpusManifest, Trace
+from trustbench.trb.corpus._format import CorpusManifest, Trace
 from trustbench.trb.corpus._generate import generate_reference_corpus
 from trustbench.trb.corpus._store import manifest_for, read_corpus
 from trustbench.trb.instruments._oracles import audit
@@ -33,6 +33,8 @@ from trustbench.trb.measures._governance import (
     summarize_governance,
 )
 from trustbench.trb.profile._baselines import BASELINES, ProfileConfig, Subject, run_profile
+from trustbench.trb.profile._measured import as_tracks, measured_vectors, transfer_contexts
+from trustbench.trb.profile._vector import profile_svg
 from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
 from trustbench.trb.reference._token_world import TokenLMConfig
 from trustbench.trb.world import CorridorConfig
@@ -111,15 +113,6 @@ def _row(
         "denominator": fig.get("denominator", fig.get("items")),
         "data": "reference_world",
     }
-
-
-def transfer_contexts(splits: dict[str, list[Trace]]) -> dict[str, list[Trace]]:
-    """The corpus's non-empty transfer splits.
-
-    One per family (`TRANSFER_FAMILY_SPLITS`), or the single `transfer` split of an older
-    corpus folder (both, if a folder holds both).
-    """
-    return {s: splits[s] for s in HELD_OUT if s != "eval" and splits.get(s)}
 
 
 def _transfer_governance(
@@ -220,11 +213,12 @@ def run_reference(
     tracks: dict[str, Any] = {}
     per_trace: dict[str, Any] = {}
     adapters: dict[str, ReferenceWhiteBox] = {}
+    models: dict[str, Any] = {}
     cards: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     for name in ("trace-ai-ablation", "trace-ai-full"):
         model, card = load_reference_model(name, splits["train"], manifest, config.train)
-        cards[name] = card
+        cards[name], models[name] = card, model
         fit = [t.context(s.t) for t in splits["train"][:200] for s in t.steps]
         adapter = ReferenceWhiteBox(model, name, world.length, world.horizon, fit)
         gov_rows = governance_rows(adapter, eval_traces)
@@ -324,7 +318,7 @@ def run_reference(
     profile = None
     if config.profile is not None:
         profile = _profile(
-            splits, manifest, config, tracks, per_trace, adapters, cards, rows, baselines
+            splits, manifest, config, tracks, per_trace, adapters, cards, rows, baselines, models
         )
     audit_rows = audit(eval_traces)
     return {
@@ -359,12 +353,14 @@ def _profile(
     cards: dict[str, Any],
     rows: list[dict[str, Any]],
     baselines: list[dict[str, Any]],
+    models: dict[str, Any],
 ) -> dict[str, Any]:
     """Run the full profile (Tracks 2, 4, 5, 6; baselines 1-3) and merge it in place.
 
     Adds, per baseline key in `tracks`: `grounding`, `viability`, `navigability`, `transfer`
     (and `governance` / `attribution` for the proxy baselines); appends the profile's rows;
-    fills each `baselines` entry's `status`, `G`, `balanced_accuracy`, `profile`, `flags`.
+    fills each `baselines` entry's `status`, `G`, `balanced_accuracy`, `flags`, and its
+    `profile_vector` (and `profile`, the same keyed by track) computed by the track's code.
     """
     assert config.profile is not None
     native = {}
@@ -382,6 +378,7 @@ def _profile(
         splits, manifest, native, config.profile,
         seed=config.bootstrap_seed, resamples=config.resamples,
     )  # fmt: skip
+    vectors = measured_vectors(splits, manifest, config, profile.pop("subjects"), models)
     for key, res in profile["tracks"].items():
         entry = tracks.setdefault(key, {"adapter_tier": "proxy"})
         entry.update(res)
@@ -395,10 +392,12 @@ def _profile(
             res = profile["tracks"][b["baseline"]]
             b["G"] = res["governance"]["G"]["value"]
             b["balanced_accuracy"] = res["attribution"]["balanced_accuracy"]["value"]
-        for extra in ("profile", "flags", "slot_accuracy", "null_edit_floor"):
+        for extra in ("flags", "slot_accuracy", "null_edit_floor"):
             b[extra] = got.get(extra)
-    return {k: profile[k] for k in ("flags", "synthetic_share", "profile_svg", "thresholds",
-                                    "note")}  # fmt: skip
+        b["profile_vector"] = vectors.get(b["baseline"])
+        b["profile"] = None if b["profile_vector"] is None else as_tracks(b["profile_vector"])
+    out = {k: profile[k] for k in ("flags", "synthetic_share", "thresholds", "note")}
+    return {**out, "profile_svg": profile_svg(baselines)}
 
 
 def smoke_run() -> dict[str, Any]:

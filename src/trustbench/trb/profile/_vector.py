@@ -141,7 +141,8 @@ def profile_svg(baselines: list[dict[str, Any]]) -> str:
             lo, hi = f.get("low"), f.get("high")
             err = None if lo is None else [[v - lo], [hi - v]]
             ax.bar(i, v, color=f"C{i}", yerr=err, capsize=2)
-        ax.set_title(f"{track}\n({HEADLINE_METRIC[track]})", fontsize=7)
+        named = [((b.get("profile") or {}).get(track) or {}).get("figure") for b in baselines]
+        ax.set_title(f"{track}\n({next(filter(None, named), HEADLINE_METRIC[track])})", fontsize=7)
         ax.set_xticks(range(len(keys)), keys, rotation=60, ha="right", fontsize=6)
         ax.tick_params(axis="y", labelsize=6)
         ax.axhline(0, color="black", linewidth=0.5)

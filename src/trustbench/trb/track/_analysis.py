@@ -29,9 +29,11 @@ from trustbench.trb.track._comparisons import (
     threshold_comparison,
 )
 from trustbench.trb.track._corpus_source import LoadedCorpus
-from trustbench.trb.track._lookup import BOOTSTRAP, find_figure, split_name
+from trustbench.trb.track._lookup import BOOTSTRAP, find_figure
 from trustbench.trb.track._measures import StatsPlan, TrbMeasure
 from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.track._profile_core import measure_figures
+from trustbench.trb.track._r_star_figures import r_star_record
 from trustbench.trb.track._summaries import (
     baseline_of,
     baselines_summary,
@@ -97,52 +99,11 @@ def analyze_profile(
     subjects: dict[str, list[Figure]] = {}
     per_split_figures: dict[tuple[str, str], list[Figure]] = {}
     for candidate in candidates:
-        tier = collected.tiers.get(candidate, "unknown (not run)")
-        figures: list[Figure] = []
-        for split in options.splits:
-            label = (
-                f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; "
-                f"{split} split]"
-            )
-            split_figures: list[Figure] = []
-            for measure in measures:
-                if getattr(measure, "derived", False):
-                    continue
-                rows = collected.rows.get((candidate, split, measure.key), [])
-                if rows:
-                    made = measure.figures(rows, stats, label)
-                else:
-                    made = [
-                        not_run_figure(
-                            measure.headline,
-                            description=f"{measure.title} {label}",
-                            reason=collected.not_run_reason(candidate, split),
-                        )
-                    ]
-                split_figures += [
-                    f.model_copy(update={"name": split_name(split, f.name)}) for f in made
-                ]
-            per_split_figures[(candidate, split)] = split_figures
-            figures += split_figures
-        headlines = [m.headline for m in measures if not getattr(m, "derived", False)]
-        by_split = {
-            split: [
-                f.model_copy(update={"name": f.name.removeprefix(f"{split}.")})
-                for f in per_split_figures[(candidate, split)]
-            ]
-            for split in options.splits
-        }
-        eval_label = (
-            f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; "
-            "eval vs transfer contexts]"
+        subjects[candidate], by_split = measure_figures(
+            collected, candidate, options.splits, measures, stats, corpus_sha
         )
-        for measure in measures:
-            if getattr(measure, "derived", False):
-                derived = measure.derive(by_split, headlines, eval_label)  # type: ignore[attr-defined]
-                figures += derived
-                if "eval" in options.splits:
-                    per_split_figures[(candidate, "eval")] += derived
-        subjects[candidate] = figures
+        for split, figs in by_split.items():
+            per_split_figures[(candidate, split)] = figs
     # A candidate that (almost) never answered is not evaluable: its figures are withheld before
     # any summary, block or flag reads them (core withholds them in the record and page too).
     minimum = manifest.spec.analysis.min_valid_response_rate
@@ -208,6 +169,11 @@ def analyze_profile(
         )
     )
     sections.append(TextBlock(title="Flags", paragraphs=flags or ["none"]))
+    declared = {"adversarial": options.r_star_adversarial_per_step,
+                "ood": options.r_star_ood_per_step}  # fmt: skip
+    r_star, r_star_lines = r_star_record(declared, subjects)
+    title = "R*: adversarial and out-of-distribution r' (eval split)"
+    sections.append(TextBlock(title=title, paragraphs=r_star_lines))
     for candidate in candidates:
         adapter = collected.adapters.get(candidate, "not run")
         tier = collected.tiers.get(candidate, "not run")
@@ -254,6 +220,7 @@ def analyze_profile(
             },
             "verdicts": trust,
             "governance_gap": gap_record,
+            "r_star": r_star,
             "grounding_threshold": threshold_comparison(subjects, gap),
             "baselines": baselines,
             "profile": profile,

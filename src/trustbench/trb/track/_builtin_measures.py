@@ -23,7 +23,9 @@ Track 1 figures (items: counterfactual interventions (step, r'); a trace is a cl
   has a unique argmax;
 - `slot_accuracy[slot]`: emit_r's slot equals the true r_t (confidence within 0.1), per step;
 - `invalid_response_rate`: act calls that raised or returned a malformed distribution (each
-  scored TV = 1 above, never skipped).
+  scored TV = 1 above, never skipped);
+- R*'s adversarial and OOD r' (`_r_star_figures`): `G_adversarial`, `G_ood`, `G_R_star_pooled`
+  and each kind's `r_star_share_*`, beside G (which stays on the stored edits).
 
 Track 3 figures (items: steps with an attribution label):
 - `balanced_accuracy` = (sensitivity + specificity) / 2 of caused_by_self >= 0.5 against the
@@ -47,6 +49,7 @@ from trustbench.trb.measures._floors import min_sum_tv, uniform_sum_tv
 from trustbench.trb.measures._gap import cluster_bootstrap
 from trustbench.trb.measures._governance import (
     G_STAR_UNDEFINED,
+    _balanced,
     _g_star_statistic,
     attribution_rows,
     governance_rows,
@@ -56,6 +59,7 @@ from trustbench.trb.measures._numeric import unique_argmax
 from trustbench.trb.measures._sampling import widen_figure
 from trustbench.trb.track._measure_common import _boot_figure, bootstrap_interval
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._r_star_figures import r_star_failed, r_star_figures
 
 
 def _rate(
@@ -182,6 +186,7 @@ class GovernanceMeasure:
             **_corpus_bounds(trace),
             **dict.fromkeys(("self_tv_sum", "identity_tv_sum", "replay_tv_sum"), float(steps)),
             "self_items": steps,
+            **r_star_failed(trace),
         }
 
     def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
@@ -277,11 +282,7 @@ class GovernanceMeasure:
                 "act calls under r' that raised or returned a malformed distribution " + label,
             )
         )
-        return figures
-
-
-def _balanced(summed: np.ndarray) -> np.ndarray:
-    return 0.5 * (summed[..., 0] / summed[..., 1] + summed[..., 2] / summed[..., 3])
+        return figures + r_star_figures(rows, stats, label)  # R*'s adversarial and OOD r'
 
 
 class AttributionMeasure:

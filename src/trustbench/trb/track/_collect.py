@@ -83,6 +83,47 @@ def _never_answered(failed: bool, responses: Any) -> bool:
     )
 
 
+def add_trial(
+    out: Collected,
+    measures: list[TrbMeasure],
+    candidate: str,
+    trace: Trace,
+    *,
+    failed: bool,
+    outcome: dict[str, Any],
+    trial_index: int = 0,
+) -> None:
+    """Add one trial (from a ledger, or measured in this process by the library) to `out`."""
+    if outcome.get("adapter"):
+        out.adapters[candidate] = outcome["adapter"]
+    if outcome.get("adapter_tier"):
+        out.tiers[candidate] = outcome["adapter_tier"]
+    if outcome.get("isolation"):
+        out.isolation[candidate] = outcome["isolation"]
+    out.attempted[candidate] += 1
+    if not failed and not outcome.get("applicable", False):
+        reason = outcome.get("reason", "not applicable")
+        out.not_applicable[candidate].append(f"{trace.trace_id}: {reason}")
+        out.why_not_applicable[(candidate, trace.split)].append(reason)
+        return
+    out.failed[candidate] += failed
+    responses = outcome.get("responses")  # absent in ledgers written before it was kept
+    if _never_answered(failed, responses):
+        out.unanswered[candidate] += 1
+    for measure in measures:
+        if getattr(measure, "derived", False):
+            continue
+        counts = None if failed else outcome.get("measures", {}).get(measure.key)
+        out.rows[(candidate, trace.split, measure.key)].append(
+            MeasureRow(
+                trace=trace,
+                trial_index=trial_index,
+                counts=measure.failed(trace) if counts is None else counts,
+                failed=counts is None,
+            )
+        )
+
+
 def collect_trials(
     ledger: LedgerContents, cases: dict[str, Trace], measures: list[TrbMeasure]
 ) -> Collected:
@@ -99,35 +140,9 @@ def collect_trials(
                 f"trial {trial['trial_id']} names a trace outside the frozen plan",
                 location="ledger.sqlite",
             )
-        candidate = trial["candidate"]
-        outcome = trial["outcome"] or {}
-        if outcome.get("adapter"):
-            out.adapters[candidate] = outcome["adapter"]
-        if outcome.get("adapter_tier"):
-            out.tiers[candidate] = outcome["adapter_tier"]
-        if outcome.get("isolation"):
-            out.isolation[candidate] = outcome["isolation"]
-        failed = trial["status"] != "completed"
-        out.attempted[candidate] += 1
-        if not failed and not outcome.get("applicable", False):
-            reason = outcome.get("reason", "not applicable")
-            out.not_applicable[candidate].append(f"{trace.trace_id}: {reason}")
-            out.why_not_applicable[(candidate, trace.split)].append(reason)
-            continue
-        out.failed[candidate] += failed
-        responses = outcome.get("responses")  # absent in ledgers written before it was kept
-        if _never_answered(failed, responses):
-            out.unanswered[candidate] += 1
-        for measure in measures:
-            if getattr(measure, "derived", False):
-                continue
-            counts = None if failed else outcome.get("measures", {}).get(measure.key)
-            out.rows[(candidate, trace.split, measure.key)].append(
-                MeasureRow(
-                    trace=trace,
-                    trial_index=trial["trial_index"],
-                    counts=measure.failed(trace) if counts is None else counts,
-                    failed=counts is None,
-                )
-            )
+        add_trial(
+            out, measures, trial["candidate"], trace,
+            failed=trial["status"] != "completed", outcome=trial["outcome"] or {},
+            trial_index=trial["trial_index"],
+        )  # fmt: skip
     return out

@@ -75,6 +75,12 @@ class TrbTrackOptions(BaseModel):
     chat_estimator: Literal["auto", "sampling"] = "auto"
     """`auto`: logprobs when the endpoint returns them, else `chat_samples` completions;
     `sampling`: never ask for logprobs (an endpoint that offers none, or ignores the field)."""
+    r_star_adversarial_per_step: int = Field(default=1, ge=0, le=1)
+    """Adversarial r' added to R* per eval step (0 or 1; `trb.measures._r_star`): the plan moved
+    farthest from r_t's at confidence 1. Their G and share of R* are reported beside G."""
+    r_star_ood_per_step: int = Field(default=1, ge=0, le=1)
+    """Out-of-distribution r' added to R* per eval step (0 or 1): goal and belief flipped with a
+    plan incoherent with both, an edit shape no stored edit has. G and share reported beside G."""
     conformance_traces: int = Field(default=4, ge=1)
     """Reference-world traces the conformance kit runs a user adapter on at freeze."""
     adapter_read_paths: tuple[str, ...] = ()

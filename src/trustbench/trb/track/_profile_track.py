@@ -50,7 +50,7 @@ from trustbench.trb.track._corpus_source import (
 )
 from trustbench.trb.track._measures import TrbMeasure, load_measures
 from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions, track_options
-from trustbench.trb.track._recording import RecordingAdapter
+from trustbench.trb.track._profile_core import measure_trace, prepare_adapter
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, TrackAnalysis
@@ -109,6 +109,17 @@ def _off_loop(fn: Callable[..., T], *args: Any) -> T:
         return fn(*args)
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(fn, *args).result()
+
+
+def run_settings(options: TrbTrackOptions) -> dict[str, Any]:
+    """The track sizes every measure reads from its adapter (`_measure_common._settings`)."""
+    return {
+        "viability_rollouts": options.viability_rollouts,
+        "navigation_samples": options.navigation_samples,
+        "max_enumeration_nodes": options.max_enumeration_nodes,
+        "r_star": {"adversarial": options.r_star_adversarial_per_step,
+                   "ood": options.r_star_ood_per_step},
+    }  # fmt: skip
 
 
 def _output(call: dict[str, Any]) -> Any:
@@ -218,34 +229,26 @@ class TrbProfileTrack:
             )
         tier = getattr(inner, "tier", None)
         outcome["adapter_tier"] = str(getattr(tier, "value", tier))
-        recorder = RecordingAdapter(inner)
         options = prepared.options
-        recorder.fit_traces = (prepared.corpus.splits.get("train") or [])[
-            : options.grounding_fit_traces
-        ]
-        recorder.settings = {
-            "viability_rollouts": options.viability_rollouts,
-            "navigation_samples": options.navigation_samples,
-            "max_enumeration_nodes": options.max_enumeration_nodes,
-        }
-        recorder.seed_value = seed
-        recorder.blind_key = ctx.manifest.manifest_sha256  # opaque trace ids, per run
-        recorder.trusted_native = source.model is not None  # a built-in reference model
+        recorder = prepare_adapter(
+            inner,
+            fit_traces=(prepared.corpus.splits.get("train") or [])[: options.grounding_fit_traces],
+            settings=run_settings(options),
+            seed=seed,
+            blind_key=ctx.manifest.manifest_sha256,
+            trusted_native=source.model is not None,
+        )
         sandbox = getattr(inner, "sandbox", None)
         outcome["isolation"] = sandbox or "in-process (a built-in adapter of the benchmark)"
         results: dict[str, Any] = {}
         error: Exception | None = None
+        skip = dict.fromkeys(REPLICA_SKIPS, REPLICA_WHY) if source.seed_replica is not None else {}
 
         def measure_all() -> None:
             try:
-                recorder.seed(seed)
-                for measure, _ in prepared.measures:
-                    if getattr(measure, "derived", False):
-                        continue
-                    if source.seed_replica is not None and measure.key in REPLICA_SKIPS:
-                        results[measure.key] = {"applicable": False, "why": REPLICA_WHY}
-                        continue
-                    results[measure.key] = measure.run(recorder, trace)
+                results.update(
+                    measure_trace([m for m, _ in prepared.measures], recorder, trace, seed, skip)
+                )
             finally:
                 close = getattr(inner, "close", None)
                 if callable(close):  # e.g. a chat proxy's HTTP session and event loop

@@ -8,8 +8,7 @@ from trustbench.core import Manifest
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ProfileBlock
 from trustbench.trb.adapter._schema import EDITABLE_SLOTS, TRB_VERSION
-from trustbench.trb.profile._baselines import HIGH_LEVEL, TRANSFER_DROP
-from trustbench.trb.profile._run import BASELINES
+from trustbench.trb.profile._baselines import BASELINES, HIGH_LEVEL, TRANSFER_DROP
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._governance_flags import governance_flags
