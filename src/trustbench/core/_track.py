@@ -16,9 +16,10 @@ A track is registered under `"suite/track"` with an import string (see `_registr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 if TYPE_CHECKING:
     from trustbench.core._context import TrialContext
@@ -137,7 +138,11 @@ def track_hook(
     without the hook gives no notes: core itself knows nothing of what a hook does.
     """
     hook = getattr(track, name, None)
-    return [str(line) for line in hook(manifest, run_dir, **context)] if callable(hook) else []
+    if not callable(hook):
+        return []
+    # A hook returns its note lines; a track object's attributes are untyped (`getattr`).
+    lines = cast("Iterable[object]", hook(manifest, run_dir, **context))
+    return [str(line) for line in lines]
 
 
 def cross_product(case_ids: list[str], manifest: Manifest) -> list[TrialKey]:
