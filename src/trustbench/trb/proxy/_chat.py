@@ -194,7 +194,11 @@ class ChatProxyAdapter:
         return "; ".join(how) or "no act calls yet"
 
     def seed(self, value: int) -> None:
-        """Seed sent with sampled requests (services may ignore it)."""
+        """Keep the track's seed; it is not sent.
+
+        `ChatRequest` has no seed field, so sampled completions are as random as the service
+        makes them; the sampling error carried into G's interval accounts for that.
+        """
         self._seed = value
 
     def close(self) -> None:
