@@ -73,6 +73,7 @@ class NarrowApprovalV1:
     }
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v1/*.py", "rtb/policy/narrow_v1/*.cedar")
     scripted_workflow_agents = True
+    control_path = True
     reason_text: Mapping[str, str] = REASON_TEXT
 
     check_cases = staticmethod(check_cases)

@@ -67,6 +67,7 @@ class NarrowApprovalV2:
     }
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v2/*.py", "rtb/policy/narrow_v2/*.cedar")
     scripted_workflow_agents = False
+    control_path = True
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V2.items()}
 
     check_cases = staticmethod(check_cases_v2)
