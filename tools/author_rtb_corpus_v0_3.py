@@ -290,6 +290,27 @@ def logo_right(cases: list[CaseV3], seed: int) -> tuple[list[int], list[float]]:
     return right, accuracy
 
 
+def artifact_carriers(cases: list[CaseV3]) -> set[str]:
+    """Cases holding the top token of a class the audit's artifact scan finds label-carrying."""
+    import re
+
+    from trustbench.rtb.review._artifacts import artifact_scan
+    from trustbench.rtb.review._features import FeatureSpace, token_features
+
+    documents = _documents(cases)
+    labels = [c.expectations.reference_decision.value for c in cases]
+    report = artifact_scan(documents, labels, [c.group for c in cases], seed=0)
+    tokens = {s.top_token for s in report.classes if s.token_class in set(report.carrying)}
+    space = FeatureSpace.infer(documents)
+    carriers = set()
+    for case, document in zip(cases, documents, strict=True):
+        held = set(token_features(space, document))
+        held |= {re.sub(r"\[[^\]]*\]", "", token) for token in held}
+        if held & tokens:
+            carriers.add(case.case_id)
+    return carriers
+
+
 def build_cases(pool: list[CaseV3], keep: int, ceiling: float) -> list[CaseV3]:
     """Filter the pool, select, and re-select until every attacker is at or below `ceiling`."""
     pool = aflite(pool, keep=keep, rounds=1, step=0.2, threshold=0.4, min_cell=8)
@@ -297,10 +318,17 @@ def build_cases(pool: list[CaseV3], keep: int, ceiling: float) -> list[CaseV3]:
     for attempt in range(8):
         chosen = select(pool, score)
         right, accuracy = logo_right(chosen, 0)
-        print(f"selection {attempt}: attackers {[round(a, 3) for a in accuracy]}", file=sys.stderr)
-        if max(accuracy) <= ceiling:
+        carriers = artifact_carriers(chosen)
+        print(
+            f"selection {attempt}: attackers {[round(a, 3) for a in accuracy]}, "
+            f"artifact carriers {len(carriers)}",
+            file=sys.stderr,
+        )
+        if max(accuracy) <= ceiling and not carriers:
             break
         worst = {c.case_id for c, r in zip(chosen, right, strict=True) if r >= 3}
+        if max(accuracy) <= ceiling:
+            worst = carriers
         pool = [c for c in pool if c.case_id not in worst]
     else:
         raise AuthoringError(f"no selection at or below the ceiling {ceiling:.3f}")
@@ -328,21 +356,13 @@ Each case names the policy rules that decide it (`expectations.decisive_rules`).
 """
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Write the corpus into `--out` (default: the built-in v0.3 folder)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=builtin_corpus_root(VERSION))
-    parser.add_argument("--per-twist", type=int, default=1)
-    parser.add_argument("--keep", type=int, default=600)
-    args = parser.parse_args(argv)
-    root: Path = args.out
+def write_corpus(root: Path, cases: list[CaseV3]) -> None:
+    """Write cases, schemas, prompt, README and manifest of a v0.3 corpus folder."""
     cases_dir = root / "cases"
     cases_dir.mkdir(parents=True, exist_ok=True)
     for stale in cases_dir.glob("*.json"):
         stale.unlink()
-    # Chance is 1/3 (balanced); the audit's ceiling is chance + 15 points. Select with 2 points
-    # of headroom so the audit's own run (same seeds) is not on the edge.
-    for case in build_cases(draw_pool(args.per_twist), args.keep, 1 / 3 + 0.13):
+    for case in cases:
         text = case.model_dump_json(indent=2, exclude_defaults=False) + "\n"
         (cases_dir / f"{case.case_id}.json").write_text(text, encoding="utf-8")
     write_schemas(root / "schemas", POLICY_ID_V3)
@@ -350,6 +370,18 @@ def main(argv: list[str] | None = None) -> int:
     (root / "prompts" / "review_prompt.md").write_text(render_prompt_v3(), encoding="utf-8")
     (root / "README.md").write_text(README, encoding="utf-8")
     write_manifest(root, VERSION, POLICY_ID_V3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the corpus into `--out` (default: the built-in v0.3 folder)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=builtin_corpus_root(VERSION))
+    parser.add_argument("--per-twist", type=int, default=1)
+    parser.add_argument("--keep", type=int, default=600)
+    args = parser.parse_args(argv)
+    # Chance is 1/3 (balanced); the audit's ceiling is chance + 15 points. Select with 2 points
+    # of headroom so the audit's own run (same seeds) is not on the edge.
+    write_corpus(args.out, build_cases(draw_pool(args.per_twist), args.keep, 1 / 3 + 0.13))
     return 0
 
 

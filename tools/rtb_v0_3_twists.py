@@ -8,6 +8,7 @@ that decide it); `None` means the change stays permitted (the twist sets a condi
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -21,6 +22,7 @@ from rtb_v0_3_world import (
     freeze,
     glass,
     hours,
+    opaque,
     open_span,
     window,
 )
@@ -52,7 +54,7 @@ def sod_self(w: World) -> Effect:
     return _deny(
         "requester_approved_own_change",
         "separation_of_duties",
-        "the requester approved their own change",
+        "self-approval by the requester",
     )
 
 
@@ -502,7 +504,9 @@ def gap_op(w: World) -> Effect:
 def gap_superseded(w: World) -> Effect:
     """Hold: the governing approval is superseded by one not in the evidence."""
     w.approval["status"] = "superseded"
-    w.approval["superseded_by"] = "chg-" + "".join(w.rng.choice("0123456789") for _ in range(10))
+    # The successor's id looks like every other approval id (a digits-only id was a label
+    # artifact), drawn from its own RNG seeded by the approval's id.
+    w.approval["superseded_by"] = opaque(random.Random(w.approval["approval_id"]), "chg-")
     return _hold("insufficient_evidence", "hold", "governing approval superseded, successor absent")
 
 
