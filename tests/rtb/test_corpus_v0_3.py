@@ -166,7 +166,9 @@ def test_reviewer_and_cedar_agree_on_generated_edge_values(corpus: Any) -> None:
             ci = NARROW_V3.candidate_model.model_validate(edited)
             ref, cedar = assess_v3(ci), cedar_assess_v3(ci)  # type: ignore[arg-type]
             checked += 1
-            if ref.decision is not cedar.decision or set(ref.reason_codes) != set(
+            # As for v0.2: the same decision, and reason codes that overlap (at the hold level
+            # the reference reviewer reports its first reason, Cedar every hold policy fired).
+            if ref.decision is not cedar.decision or not set(ref.reason_codes) & set(
                 cedar.reason_codes
             ):
                 off.append(f"{case.case_id} at {edited['as_of']}: {ref} / {cedar}")
