@@ -111,6 +111,7 @@ def test_label_equals_reference_and_cedar_on_every_case(corpus: Any) -> None:
 def test_hand_written_held_out_cases_are_decided_as_their_labels_say() -> None:
     files = sorted(HELD_OUT.glob("*.json"))
     assert len(files) >= 12
+    assert validate_corpus(HELD_OUT.parent).problems == []
     cases = [(f.name, CaseV3.model_validate_json(f.read_text(encoding="utf-8"))) for f in files]
     assert NARROW_V3.check_cases(cases) == []
     assert {c.expectations.reference_decision.value for _, c in cases} == {"permit", "deny", "hold"}
