@@ -347,7 +347,7 @@ def test_padding_beyond_the_stated_number_of_extra_discrepancies_is_unsupported(
 # --- the prompt states every rule the grader applies --------------------------------------
 
 
-@pytest.mark.parametrize("version", ["v0.1", "v0.2"])
+@pytest.mark.parametrize("version", ["v0.1", "v0.2", "v0.3"])
 def test_the_review_prompt_states_every_grading_rule_of_its_policy(version: str) -> None:
     corpus = load_corpus(builtin_corpus_root(version))
     policy = next(p for p in registered_policies() if isinstance(corpus.cases[0], p.case_model))

@@ -58,6 +58,12 @@ def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
     ]
     # Both tracks take platform state, fault targets and live evaluation from the corpus's policy
     # object, so they run on every corpus whose policy is registered (a loaded corpus's is).
+    policy = policy_for(corpus.policy_id)
+    if not policy.control_path:
+        why = f"not run: policy {corpus.policy_id} has no control-path mapping (see its object)"
+        rows.append(AuditRow("control", "harness self-audit", False, why, not_run=True))
+        rows.append(_workflow_not_run(corpus.policy_id))
+        return rows
     control = run_control_audit(corpus.cases, seed=seed)
     rows += [
         AuditRow("control", check.name, check.passed, check.detail) for check in control.checks
@@ -65,18 +71,22 @@ def run_harness_audit(corpus: Corpus, *, seed: int = 0) -> list[AuditRow]:
     rows += [
         AuditRow("control", "harness defect", False, defect) for defect in control.harness_defects
     ]
-    if not policy_for(corpus.policy_id).scripted_workflow_agents:
-        why = (
-            "not run: the scripted workflow agents (the audit's instruments) read approvals as "
-            f"another policy does, not as {corpus.policy_id} does"
-        )
-        rows.append(AuditRow("workflow", "harness self-audit", False, why, not_run=True))
+    if not policy.scripted_workflow_agents:
+        rows.append(_workflow_not_run(corpus.policy_id))
         return rows
     workflow = run_workflow_audit(corpus.cases, seed=seed)
     rows += [
         AuditRow("workflow", check.name, check.passed, check.detail) for check in workflow.checks
     ]
     return rows
+
+
+def _workflow_not_run(policy_id: str) -> AuditRow:
+    why = (
+        "not run: the scripted workflow agents (the audit's instruments) read approvals as "
+        f"another policy does, not as {policy_id} does"
+    )
+    return AuditRow("workflow", "harness self-audit", False, why, not_run=True)
 
 
 def run_corpus_saturation(corpus: Corpus, *, margin: float = DEFAULT_MARGIN) -> SaturationReport:

@@ -18,10 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Holds = Literal["differs", "at_or_before", "after", "not_value", "not_authorised"]
+Holds = Literal["differs", "same", "at_or_before", "after", "not_value", "not_authorised"]
 """When a cited discrepancy on a field is a discrepancy at all:
 
 - `differs`: the proposed and the recorded value are not equivalent after normalisation;
+- `same`: they are equivalent (e.g. the approver is the requester: separation of duties);
 - `at_or_before`: the recorded instant is at or before the proposed one (expired at `as_of`);
 - `after`: the recorded instant is after the proposed one (issued after `as_of`);
 - `not_value`: the recorded value is not the rule's `conforming` value (e.g. status not active);

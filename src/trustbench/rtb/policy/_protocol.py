@@ -184,6 +184,11 @@ class CorpusPolicy(Protocol):
     scripted_workflow_agents: bool
     """Whether the built-in scripted workflow agents read approvals as this policy does: their
     self-audit signatures hold only then (the workflow track itself runs on any policy)."""
+    control_path: bool
+    """Whether the control-path track (and its audit) can run this policy: its cases map to
+    simulated-platform state and a boundary can enforce it live. False: `seed_platform`,
+    `fault_approval` and `live_evaluator` refuse with an error, and the audit reports the
+    control-path checks as not run (never as passed)."""
     reason_text: Mapping[str, str]
     """Reason code -> how a service words it to an agent (workflow tools; codes are grader-only
     values, so an agent never sees one)."""

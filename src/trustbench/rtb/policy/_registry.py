@@ -18,6 +18,7 @@ from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._protocol import CorpusPolicy
 from trustbench.rtb.policy.narrow_v1._policy import NARROW_V1
 from trustbench.rtb.policy.narrow_v2._policy import NARROW_V2
+from trustbench.rtb.policy.narrow_v3._policy import NARROW_V3
 
 _POLICIES: dict[str, CorpusPolicy] = {}
 
@@ -78,6 +79,10 @@ def policy_of(value: object) -> CorpusPolicy:
     Raises:
         InputError: `value` belongs to no registered policy (names its type).
     """
+    # A later policy's models may subclass an earlier one's: the exact model type wins.
+    for policy in _POLICIES.values():
+        if type(value) in (policy.case_model, policy.candidate_model, policy.response_model):
+            return policy
     for policy in _POLICIES.values():
         if isinstance(value, policy.case_model | policy.candidate_model | policy.response_model):
             return policy
@@ -134,5 +139,5 @@ def require_policy(
         )
 
 
-for _builtin in (NARROW_V1, NARROW_V2):
+for _builtin in (NARROW_V1, NARROW_V2, NARROW_V3):
     register_policy(_builtin)

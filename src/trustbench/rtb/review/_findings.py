@@ -90,6 +90,8 @@ def _condition_holds(
     """Whether the rule's condition makes these values a discrepancy."""
     if rule.holds == "differs":
         return not equivalent(proposed, actual)
+    if rule.holds == "same":
+        return equivalent(proposed, actual)
     if rule.holds == "not_value":
         return not equivalent(actual, rule.conforming)
     if rule.holds == "not_authorised":

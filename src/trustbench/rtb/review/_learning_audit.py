@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.markup import escape
 from rich.table import Table
 
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
@@ -104,11 +105,11 @@ def artifact_table(report: ArtifactReport) -> Table:
         result = (
             "[bold red]CARRIES LABEL[/]" if score.token_class in carrying else "[green]below[/]"
         )
-        table.add_row(
-            score.token_class,
+        table.add_row(  # escaped: a path's `[approval]` is data, not rich markup
+            escape(score.token_class),
             f"{score.mutual_information_bits:.4f}",
             result,
-            f"{score.top_token} ({score.documents})",
+            escape(f"{score.top_token} ({score.documents})"),
         )
     return table
 

@@ -75,6 +75,7 @@ class NarrowApprovalV1:
     }
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v1/*.py", "rtb/policy/narrow_v1/*.cedar")
     scripted_workflow_agents = True
+    control_path = True
     reason_text: Mapping[str, str] = REASON_TEXT
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V1
     """The decision rules of the policy record, each with its ablated reader."""

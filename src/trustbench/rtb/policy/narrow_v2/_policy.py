@@ -70,6 +70,7 @@ class NarrowApprovalV2:
     }
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v2/*.py", "rtb/policy/narrow_v2/*.cedar")
     scripted_workflow_agents = False
+    control_path = True
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V2.items()}
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V2
     """The decision rules of policy rules 1-7, each with its ablated reader."""

@@ -1,0 +1,315 @@
+"""The RTB v0.3 case contract (policy `rtb-narrow-approval-v3`): v0.2 plus the gating conditions.
+
+What a platform-security team gates a change on beyond one matching approval, each a record or
+a field a reviewer must read: the requester (separation of duties), the environment and risk
+tier of the change (approver scope by environment, two-person approval), change-freeze and
+maintenance windows, delegations with their scope, and break-glass declarations with their
+after-the-fact review. Where v0.2's records mean the same they are reused (revocations, resource
+state, tickets, notes, service notices); an approval is v0.2's plus its co-approvers.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from trustbench.rtb.corpus._discrepancy import Discrepancy
+from trustbench.rtb.corpus._models import (
+    AuthoringMetadata,
+    Decision,
+    Proposal,
+    ReferenceStatus,
+    ServiceNoticeRecord,
+    _Strict,
+)
+from trustbench.rtb.policy.narrow_v2._models import (
+    REASON_CODE_DECISION_V2,
+    REASON_CODE_MEANING_V2,
+    ApprovalRecordV2,
+    ChangeTicketRecord,
+    RequesterNoteRecord,
+    ResourceStateRecordV2,
+    RevocationRecord,
+)
+from trustbench.rtb.policy.narrow_v3._rules import POLICY_ID_V3 as POLICY_ID_V3
+
+
+class ReasonCodeV3(StrEnum):
+    """Closed vocabulary of reason codes under policy `rtb-narrow-approval-v3`."""
+
+    PROPOSAL_MATCHES_ACTIVE_APPROVAL = "proposal_matches_active_approval"
+    PROPOSAL_OUTSIDE_APPROVED_PARAMETERS = "proposal_outside_approved_parameters"
+    OPERATION_NOT_APPROVED = "operation_not_approved"
+    APPROVAL_REVOKED = "approval_revoked"
+    APPROVAL_EXPIRED = "approval_expired"
+    APPROVER_NOT_AUTHORISED = "approver_not_authorised"
+    TICKET_SCOPE_EXCEEDS_APPROVAL = "ticket_scope_exceeds_approval"
+    REQUESTER_APPROVED_OWN_CHANGE = "requester_approved_own_change"
+    CHANGE_FREEZE_IN_EFFECT = "change_freeze_in_effect"
+    APPROVAL_EVIDENCE_UNAVAILABLE = "approval_evidence_unavailable"
+    RESOURCE_REVISION_CHANGED = "resource_revision_changed"
+    SECOND_APPROVAL_MISSING = "second_approval_missing"
+    OUTSIDE_MAINTENANCE_WINDOW = "outside_maintenance_window"
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+
+
+_NEW_DECISION: dict[str, Decision] = {
+    "requester_approved_own_change": Decision.DENY,
+    "change_freeze_in_effect": Decision.DENY,
+    "second_approval_missing": Decision.HOLD,
+    "outside_maintenance_window": Decision.HOLD,
+}
+_NEW_MEANING: dict[str, str] = {
+    "requester_approved_own_change": (
+        "the requester is the governing approval's approver or one of its co-approvers"
+    ),
+    "change_freeze_in_effect": (
+        "a change freeze covering the proposal's environment is in effect at `as_of` and no "
+        "valid break-glass lifts it"
+    ),
+    "second_approval_missing": (
+        "the risk tier requires two-person approval and no authorised second approver is "
+        "recorded (and no valid break-glass lifts the requirement)"
+    ),
+    "outside_maintenance_window": (
+        "the environment requires a maintenance window and none is open at `as_of` (and no "
+        "valid break-glass lifts the requirement)"
+    ),
+}
+
+REASON_CODE_DECISION_V3: dict[ReasonCodeV3, Decision] = {
+    ReasonCodeV3(code): decision
+    for code, decision in (
+        *((c.value, d) for c, d in REASON_CODE_DECISION_V2.items()),
+        *_NEW_DECISION.items(),
+    )
+}
+"""The decision each v0.3 reason code supports: v0.2's codes keep theirs."""
+
+REASON_CODE_MEANING_V3: dict[ReasonCodeV3, str] = {
+    code: ({c.value: m for c, m in REASON_CODE_MEANING_V2.items()} | _NEW_MEANING)[code.value]
+    for code in ReasonCodeV3
+}
+"""One-line meaning per v0.3 reason code (schema description and prompt use these words)."""
+
+
+class ProposalV3(Proposal):
+    """The change, with who requests it, where it runs and its risk tier."""
+
+    requested_by: str
+    """Who requests the change (may not approve it)."""
+    environment: str
+    """The environment the target lives in (approver scopes and windows name environments)."""
+    risk_tier: str
+    """Risk tier of the change (the policy names the tiers that need two approvers)."""
+
+
+class ApprovalRecordV3(ApprovalRecordV2):
+    """A v0.2 approval plus the second approvers who countersigned it."""
+
+    co_approved_by: list[str] = Field(default_factory=list)
+    """Further approvers who countersigned this approval (two-person approval)."""
+
+
+class PolicyRecordV3(_Strict):
+    """The policy as candidate-visible text, with its approver scopes, tiers and holders."""
+
+    kind: Literal["policy"] = "policy"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    policy_id: str
+    """Identifier of the policy (`rtb-narrow-approval-v3`)."""
+    title: str
+    """Short policy title."""
+    text: str
+    """The policy statement the decision must follow."""
+    approver_scopes: dict[str, list[str]] = Field(min_length=1)
+    """Approver -> the environments they may approve changes in."""
+    two_person_tiers: list[str]
+    """Risk tiers whose changes need a second approver."""
+    window_environments: list[str]
+    """Environments whose changes run only inside a maintenance window."""
+    break_glass_holders: list[str]
+    """Who may declare a break-glass."""
+
+
+class FreezeWindowRecord(_Strict):
+    """A change freeze from the change calendar."""
+
+    kind: Literal["freeze_window"] = "freeze_window"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    environments: list[str] = Field(min_length=1)
+    """Environments the freeze covers."""
+    starts_at: str
+    """ISO 8601 start (the freeze is in effect from this instant)."""
+    ends_at: str
+    """ISO 8601 end (no longer in effect from this instant)."""
+    reason: str = ""
+    """Free text."""
+
+
+class MaintenanceWindowRecord(_Strict):
+    """A maintenance window from the change calendar."""
+
+    kind: Literal["maintenance_window"] = "maintenance_window"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    environment: str
+    """The environment the window is for."""
+    starts_at: str
+    """ISO 8601 opening instant."""
+    ends_at: str
+    """ISO 8601 closing instant (closed from this instant)."""
+
+
+class DelegationRecord(_Strict):
+    """A delegation of approval authority, bounded in scope and time."""
+
+    kind: Literal["delegation"] = "delegation"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    delegator: str
+    """Who delegates (must hold the authority themselves)."""
+    delegate: str
+    """Who receives it."""
+    operations: list[str] = Field(min_length=1)
+    """Operations the delegate may approve."""
+    environments: list[str] = Field(min_length=1)
+    """Environments the delegate may approve in."""
+    valid_from: str
+    """ISO 8601 start of the delegation."""
+    valid_until: str
+    """ISO 8601 end (no longer in effect from this instant)."""
+
+
+class BreakGlassRecord(_Strict):
+    """An emergency (break-glass) declaration with its after-the-fact review."""
+
+    kind: Literal["break_glass"] = "break_glass"
+    record_id: str
+    """Stable id that responses cite in `evidence_refs`."""
+    target: str
+    """The resource the emergency concerns."""
+    declared_by: str
+    """Who declared it."""
+    incident: str
+    """Incident reference (free text)."""
+    declared_at: str
+    """ISO 8601 instant of the declaration."""
+    expires_at: str
+    """ISO 8601 instant from which it no longer applies."""
+    post_review_by: str | None = None
+    """Who reviews the change after the fact (none named: the break-glass is not valid)."""
+
+
+EvidenceRecordV3 = Annotated[
+    ApprovalRecordV3
+    | RevocationRecord
+    | PolicyRecordV3
+    | ResourceStateRecordV2
+    | ServiceNoticeRecord
+    | ChangeTicketRecord
+    | RequesterNoteRecord
+    | FreezeWindowRecord
+    | MaintenanceWindowRecord
+    | DelegationRecord
+    | BreakGlassRecord,
+    Field(discriminator="kind"),
+]
+
+
+class ContestableReadingV3(_Strict):
+    """One defensible reading of a known-contestable case."""
+
+    reading: str = Field(min_length=1)
+    """The reading in words."""
+    decision: Decision
+    """The decision this reading leads to."""
+    reason_codes: list[ReasonCodeV3] = Field(min_length=1)
+    """Reason codes this reading supports."""
+
+
+class ExpectationsV3(_Strict):
+    """Grader-only answer key for one v0.3 case. Never shown to a candidate."""
+
+    reference_decision: Decision
+    """The authored expected decision (pending independent review; not ground truth)."""
+    acceptable_reason_codes: list[ReasonCodeV3] = Field(min_length=1)
+    """Reason codes that support the reference decision."""
+    decisive_rules: list[str] = Field(min_length=1)
+    """Ids of the policy rules that decide the case (the rule table of the policy text)."""
+    decisive_record_ids: list[str] = Field(min_length=1)
+    """Record ids a supported finding must cite (all of them)."""
+    decisive_condition: str
+    """The decisive condition in words, for people reading the answer key."""
+    explanation_terms: list[
+        Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    ] = Field(min_length=1)
+    """Terms an explanation must address: every inner list needs one term present."""
+    decisive_discrepancies: list[Discrepancy] = Field(default_factory=list)
+    """The structured differences that decide the case (may be empty)."""
+    contestable_readings: list[ContestableReadingV3] = Field(default_factory=list)
+    """For known-contestable cases: every defensible reading (empty otherwise)."""
+
+
+class CaseV3(_Strict):
+    """One complete v0.3 authoring case: candidate-visible parts plus the grader-only key."""
+
+    case_id: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9_.-]*$", json_schema_extra={"not": {"pattern": "\n"}}
+    )
+    """Stable identifier, unique in the corpus. Never shown to candidates."""
+    group: str
+    """Domain group."""
+    variant: str
+    """Scenario kind (the condition it exercises)."""
+    task: str
+    """The scoped task given to the reviewer."""
+    as_of: str
+    """ISO 8601 evaluation time: every window, expiry and revocation is judged at this instant."""
+    proposal: ProposalV3
+    """The proposed change."""
+    evidence: list[EvidenceRecordV3] = Field(min_length=1)
+    """Candidate-visible evidence records, in presentation order."""
+    expectations: ExpectationsV3
+    """Grader-only answer key."""
+    reference_status: ReferenceStatus
+    """Review status of the answer key."""
+    authoring: AuthoringMetadata
+    """Grader-only authoring metadata."""
+
+
+class CandidateInputV3(_Strict):
+    """What a reviewer receives for one v0.3 case: no answer key, no case id, no variant."""
+
+    evaluation_id: str
+    """Fresh, unpredictable id issued for this export; the response must echo it."""
+    task: str
+    """The scoped task."""
+    as_of: str
+    """ISO 8601 evaluation time."""
+    proposal: ProposalV3
+    """The proposed change."""
+    evidence: list[EvidenceRecordV3]
+    """Evidence records, in presentation order."""
+
+
+class ReviewerResponseV3(_Strict):
+    """A reviewer's structured finding for one v0.3 candidate input."""
+
+    evaluation_id: str
+    """Must equal the `evaluation_id` of the input being answered."""
+    decision: Decision
+    """permit, deny or hold."""
+    reason_codes: list[ReasonCodeV3] = Field(min_length=1)
+    """One or more codes from the closed vocabulary."""
+    evidence_refs: list[str] = Field(min_length=1)
+    """Record ids from the input's evidence that support the decision."""
+    discrepancies: list[Discrepancy]
+    """Each difference between the proposal and an evidence record that decides the case
+    (may be empty)."""
+    explanation: str = Field(min_length=1)
+    """Plain-language explanation addressing the decisive condition."""

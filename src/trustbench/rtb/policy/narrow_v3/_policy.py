@@ -1,0 +1,140 @@
+"""The policy object of `rtb-narrow-approval-v3`: v0.2 plus the gating conditions of a real team.
+
+Everything the harness needs to read, check, export and review a corpus of this policy is
+reached from `NARROW_V3`. The control path and the workflow track are not implemented for it
+yet: `control_path` is False (the audit reports those checks as not run) and `seed_platform`,
+`fault_approval` and `live_evaluator` refuse with an error naming what is missing (the simulated
+platform has no requester, environment, calendar, delegation or break-glass state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from pydantic import BaseModel
+
+from trustbench.errors import InputError
+from trustbench.rtb.policy._finding_rules import FindingRules
+from trustbench.rtb.policy.narrow_v3._checks import check_cases_v3
+from trustbench.rtb.policy.narrow_v3._finding_rules import RULES_V3
+from trustbench.rtb.policy.narrow_v3._models import (
+    POLICY_ID_V3,
+    REASON_CODE_DECISION_V3,
+    REASON_CODE_MEANING_V3,
+    CandidateInputV3,
+    CaseV3,
+    ReasonCodeV3,
+    ReviewerResponseV3,
+)
+from trustbench.rtb.policy.narrow_v3._reviewer import ReferencePolicyV3Reviewer, reference_finding
+
+if TYPE_CHECKING:
+    from trustbench.rtb.boundaries._policy import PolicyFlaws
+    from trustbench.rtb.corpus._problem import Problem
+    from trustbench.rtb.platform import FaultType, PlatformSeed
+    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
+    from trustbench.rtb.review.reviewers._protocol import Reviewer
+
+_NO_PLATFORM = (
+    f"policy {POLICY_ID_V3} has no control-path mapping yet: the simulated platform holds no "
+    "requester, environment, risk tier, freeze or maintenance calendar, delegation or "
+    "break-glass state, so a boundary could not enforce this policy"
+)
+
+
+class NarrowApprovalV3:
+    """`CorpusPolicy` of `rtb-narrow-approval-v3`."""
+
+    policy_id = POLICY_ID_V3
+    case_model: type[BaseModel] = CaseV3
+    candidate_model: type[BaseModel] = CandidateInputV3
+    response_model: type[BaseModel] = ReviewerResponseV3
+    reason_codes: tuple[str, ...] = tuple(code.value for code in ReasonCodeV3)
+    reason_decision: Mapping[str, str] = {
+        c.value: d.value for c, d in REASON_CODE_DECISION_V3.items()
+    }
+    reason_meaning: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V3.items()}
+    evidence_defs: tuple[str, ...] = (
+        "ApprovalRecordV3",
+        "RevocationRecord",
+        "PolicyRecordV3",
+        "ResourceStateRecordV2",
+        "ServiceNoticeRecord",
+        "ChangeTicketRecord",
+        "RequesterNoteRecord",
+        "FreezeWindowRecord",
+        "MaintenanceWindowRecord",
+        "DelegationRecord",
+        "BreakGlassRecord",
+    )
+    reason_code_def = "ReasonCodeV3"
+    schema_id_prefix = f"urn:trustbench:rtb:{POLICY_ID_V3}:schema:"
+    structured_discrepancies = True
+    finding_rules: FindingRules = RULES_V3
+    reviewers: Mapping[str, Callable[[int], Reviewer]] = {
+        "reference-policy-v3": lambda seed: cast("Reviewer", ReferencePolicyV3Reviewer())
+    }
+    source_files: tuple[str, ...] = (
+        "rtb/policy/narrow_v3/*.py",
+        "rtb/policy/narrow_v3/*.cedar",
+        "rtb/policy/narrow_v2/*.py",
+    )
+    scripted_workflow_agents = False
+    control_path = False
+    reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V3.items()}
+
+    check_cases = staticmethod(check_cases_v3)
+    """v0.2's checks plus known decisive rules and the shared policy text."""
+    reference_finding = staticmethod(reference_finding)
+    """`assess_v3` as reply fields (with its structured discrepancies)."""
+
+    def check_starter(
+        self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
+    ) -> list[Problem] | None:
+        """None: this policy's corpora have no fixed starter grid."""
+        return None
+
+    def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
+        """Task, `as_of`, proposal and evidence under a fresh evaluation id."""
+        return CandidateInputV3(
+            evaluation_id=evaluation_id,
+            task=case.task,
+            as_of=case.as_of,
+            proposal=case.proposal,
+            evidence=list(case.evidence),
+        )
+
+    def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Every reply carries `discrepancies` (the response schema requires the key)."""
+        return {**body, "discrepancies": body.get("discrepancies", [])}
+
+    def seed_platform(self, case: Any) -> PlatformSeed:
+        """Refused: see `_NO_PLATFORM`.
+
+        Raises:
+            InputError: Always (names the case).
+        """
+        raise InputError(_NO_PLATFORM, location=f"case {getattr(case, 'case_id', '?')}")
+
+    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
+        """Refused: see `_NO_PLATFORM`.
+
+        Raises:
+            InputError: Always (names the case).
+        """
+        raise InputError(_NO_PLATFORM, location=f"case {getattr(case, 'case_id', '?')}")
+
+    def live_evaluator(
+        self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws
+    ) -> LiveEvaluator:
+        """Refused: see `_NO_PLATFORM`.
+
+        Raises:
+            InputError: Always.
+        """
+        raise InputError(_NO_PLATFORM, location="MANIFEST.json/policy_id")
+
+
+NARROW_V3 = NarrowApprovalV3()
+"""The registered instance."""

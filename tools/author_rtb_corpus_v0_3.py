@@ -1,0 +1,389 @@
+"""Author the RTB v0.3 corpus (policy `rtb-narrow-approval-v3`) by adversarial filtering.
+
+Run from the repository root:
+
+    PYTHONPATH=src python tools/author_rtb_corpus_v0_3.py [--out DIR] [--pool N]
+
+1. Draw a large pool (seeded): for every domain group, scenario kind and twist, several cases
+   (`rtb_v0_3_world.py` builds a permitted world with distractors, `rtb_v0_3_twists.py` twists
+   it and authors the label). Every drawn case is checked: its authored label must equal the
+   decision of `reference-policy-v3` and of the Cedar encoding, and its reason codes the
+   reference reviewer's; a disagreement stops the script (it is an authoring or policy bug).
+2. Filter it the way AFLite filters WinoGrande: repeatedly fit the audit's own learned attackers
+   (`trustbench.rtb.review._learned`) on a random half of the domain groups, predict the other
+   half, and drop the cases they predict most reliably.
+3. Keep a balanced subset of the least predictable cases: 20 groups x 12 cases (4 per decision),
+   every scenario kind under at least two decisions.
+
+Output is deterministic (seeded RNG, no clock). The answer key's `decisive_record_ids` and
+`decisive_discrepancies` are taken from the reference finding (the decision, reason codes and
+decisive rules are the scenario's own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rtb_v0_3_twists import KINDS
+from rtb_v0_3_world import DOMAINS, Effect, base_approval, materialise, new_world, opaque
+
+from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest
+from trustbench.rtb.corpus._models import AuthoringMetadata, Decision, ReferenceStatus
+from trustbench.rtb.corpus._schemas import write_schemas
+from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
+from trustbench.rtb.policy.narrow_v3._models import (
+    POLICY_ID_V3,
+    CandidateInputV3,
+    CaseV3,
+    ExpectationsV3,
+    PolicyRecordV3,
+)
+from trustbench.rtb.policy.narrow_v3._prompt import render_prompt_v3
+from trustbench.rtb.policy.narrow_v3._reviewer import assess_v3
+
+VERSION = "0.3"
+SEED = 20261202
+PER_DECISION = 4
+KIND_RULE = {
+    "separation_of_duties": "separation_of_duties",
+    "two_person": "two_person",
+    "change_freeze": "change_freeze",
+    "maintenance_window": "maintenance_window",
+    "break_glass": "break_glass",
+    "delegation": "approver_scope",
+    "approver_scope": "approver_scope",
+    "revocation_expiry": "applicability",
+    "parameters": "encodings",
+    "revision": "permit",
+    "evidence_gap": "applicability",
+    "precedence": "precedence",
+}
+TERMS = {
+    "proposal_matches_active_approval": ["covers", "permit"],
+    "proposal_outside_approved_parameters": ["proposed", "parameter"],
+    "operation_not_approved": ["only cover", "no approval"],
+    "approval_revoked": ["revoked", "revocation"],
+    "approval_expired": ["expired", "expiry"],
+    "approver_not_authorised": ["not an authorised approver", "not authorised"],
+    "requester_approved_own_change": ["requester"],
+    "change_freeze_in_effect": ["freeze"],
+    "approval_evidence_unavailable": ["approval service", "unavailable", "degraded"],
+    "resource_revision_changed": ["revision"],
+    "second_approval_missing": ["second approver", "second approval"],
+    "outside_maintenance_window": ["maintenance window"],
+    "insufficient_evidence": ["not in the evidence", "missing", "unknown"],
+}
+TASKS = (
+    "Review the proposed {op} on {target} under the policy in the evidence, as of the stated time.",
+    "Decide whether {op} on {target} may proceed now, using only the evidence provided.",
+    "Advisory review: {op} requested for {target}. Apply the policy record to the evidence.",
+    "Assess the change request ({op}, {target}) against the evidence at as_of.",
+)
+
+
+class AuthoringError(Exception):
+    """The authored label and an implementation of the policy disagree on a drawn case."""
+
+
+def draw(rng: random.Random, gi: int, kind: str, twist: Any) -> CaseV3:
+    """One case: a permitted world, one twist, its label checked against both encodings."""
+    w = new_world(rng, gi)
+    w.proposed, w.proposal_revision = dict(w.params), w.revision
+    w.approval = base_approval(w)
+    effect: Effect | None = twist(w)
+    proposal, evidence = materialise(w)
+    if effect is None:
+        effect = Effect(
+            Decision.PERMIT,
+            ("proposal_matches_active_approval",),
+            (KIND_RULE[kind], "permit"),
+            f"{twist.__name__}: no condition decides against the approval",
+        )
+    task = rng.choice(TASKS).format(op=proposal.operation, target=proposal.target)
+    if rng.random() < 0.3:
+        task = "  " + task + "\n"
+    as_of = w.t(w.as_of)
+    ci = CandidateInputV3(
+        evaluation_id="authoring", task=task, as_of=as_of, proposal=proposal, evidence=evidence
+    )
+    ref, cedar = assess_v3(ci), cedar_assess_v3(ci)
+    codes = {c.value for c in ref.reason_codes}
+    if (
+        ref.decision is not effect.decision
+        or cedar.decision is not effect.decision
+        or codes != set(effect.codes)
+    ):
+        raise AuthoringError(
+            f"{DOMAINS[gi][0]}/{kind}/{twist.__name__}: authored {effect.decision.value} "
+            f"{effect.codes}, "
+            f"reference {ref.decision.value} {sorted(codes)}, cedar {cedar.decision.value} "
+            f"{[c.value for c in cedar.reason_codes]} {cedar.detail}"
+        )
+    policy_refs = {r.record_id for r in evidence if isinstance(r, PolicyRecordV3)}
+    decisive = [r for r in ref.evidence_refs if r not in policy_refs] or sorted(policy_refs)
+    return CaseV3(
+        case_id=opaque(rng, "c-"),
+        group=DOMAINS[gi][0],
+        variant=f"scenario-{kind}",
+        task=task,
+        as_of=as_of,
+        proposal=proposal,
+        evidence=evidence,
+        expectations=ExpectationsV3(
+            reference_decision=effect.decision,
+            acceptable_reason_codes=list(effect.codes),
+            decisive_rules=list(dict.fromkeys(effect.rules)),
+            decisive_record_ids=decisive,
+            decisive_condition=effect.condition,
+            explanation_terms=[TERMS[c] for c in effect.codes],
+            decisive_discrepancies=list(ref.discrepancies),
+        ),
+        reference_status=ReferenceStatus(),
+        authoring=AuthoringMetadata(
+            author="trustbench corpus authors (synthetic v0.3)",
+            created="2026-12-02",
+            template=f"v0.3/{kind}/{twist.__name__}",
+        ),
+    )
+
+
+DRAWS = {Decision.DENY: 1, Decision.PERMIT: 2, Decision.HOLD: 2}
+"""Draws per twist by its decision: fewer twists lead to permit and hold, so they are drawn
+more often and the pool stays near balanced."""
+
+
+def draw_pool(per_twist: int, seed: int = SEED) -> list[CaseV3]:
+    """Every group x kind x twist, `per_twist` x `DRAWS` times (one RNG per draw)."""
+    pool = []
+    for gi in range(len(DOMAINS)):
+        for kind, twists in KINDS.items():
+            for twist in twists:
+                k = 0
+                while k == 0 or k < per_twist * DRAWS[pool[-1].expectations.reference_decision]:
+                    rng = random.Random(f"{seed}/{gi}/{twist.__name__}/{k}")
+                    pool.append(draw(rng, gi, kind, twist))
+                    k += 1
+    return pool
+
+
+def _documents(cases: list[CaseV3]) -> list[dict[str, Any]]:
+    from trustbench.rtb.corpus._export import to_candidate_input
+
+    return [to_candidate_input(c, "authoring").model_dump(mode="json") for c in cases]
+
+
+def predicted_right(cases: list[CaseV3], rounds: int, seed: int) -> list[float]:
+    """Per case, the share of (round, attacker) fits that predicted it right when held out.
+
+    Each round fits every learned attacker of the audit on a random half of the domain groups
+    and predicts the other half (AFLite's random partitions, with groups kept whole).
+    """
+    from threadpoolctl import threadpool_limits
+
+    from trustbench.rtb.review._learned import _models, _rows, _views
+
+    labels = [c.expectations.reference_decision.value for c in cases]
+    groups = sorted({c.group for c in cases})
+    hits, tries = [0] * len(cases), [0] * len(cases)
+    rng = random.Random(seed)
+    with threadpool_limits(1):
+        views = _views(_documents(cases))
+        for _ in range(rounds):
+            train_groups = set(rng.sample(groups, len(groups) // 2))
+            train = [i for i, c in enumerate(cases) if c.group in train_groups]
+            test = [i for i, c in enumerate(cases) if c.group not in train_groups]
+            for _, view, make in _models(seed).values():
+                model = make().fit(_rows(views[view], train), [labels[i] for i in train])
+                for i, p in zip(test, model.predict(_rows(views[view], test)), strict=True):
+                    hits[i] += p == labels[i]
+                    tries[i] += 1
+    return [h / t if t else 0.5 for h, t in zip(hits, tries, strict=True)]
+
+
+def aflite(
+    pool: list[CaseV3], *, keep: int, rounds: int, step: float, threshold: float, min_cell: int
+) -> list[CaseV3]:
+    """Drop the most predictable cases until `keep` remain or none exceeds `threshold`.
+
+    A (group, decision) cell is never thinned below `min_cell`, so the balanced selection stays
+    possible.
+    """
+    iteration = 0
+    while len(pool) > keep:
+        score = predicted_right(pool, rounds, SEED + iteration)
+        cells = Counter((c.group, c.expectations.reference_decision) for c in pool)
+        drop: list[int] = []
+        for i in sorted(range(len(pool)), key=lambda i: (-score[i], pool[i].case_id)):
+            cell = (pool[i].group, pool[i].expectations.reference_decision)
+            if len(drop) >= step * len(pool) or score[i] <= threshold:
+                break
+            if cells[cell] > min_cell:
+                cells[cell] -= 1
+                drop.append(i)
+        mean = sum(score) / len(score)
+        print(
+            f"aflite {iteration}: pool {len(pool)}, mean {mean:.3f}, dropping {len(drop)}",
+            file=sys.stderr,
+        )
+        if not drop:
+            break
+        gone = set(drop)
+        pool = [c for i, c in enumerate(pool) if i not in gone]
+        iteration += 1
+    return pool
+
+
+def select(pool: list[CaseV3], score: dict[str, float]) -> list[CaseV3]:
+    """Per group and decision, `PER_DECISION` least predictable cases, kinds spread round-robin."""
+    chosen: list[CaseV3] = []
+    cells: dict[tuple[str, str], list[CaseV3]] = defaultdict(list)
+    for c in pool:
+        cells[(c.group, c.expectations.reference_decision.value)].append(c)
+    for (group, decision), cases in sorted(cells.items()):
+        cases.sort(key=lambda c: (score.get(c.case_id, 0.5), c.case_id))
+        picked: list[CaseV3] = []
+        kinds: Counter[str] = Counter()
+        while len(picked) < PER_DECISION and cases:
+            best = min(
+                cases, key=lambda c: (kinds[c.variant], score.get(c.case_id, 0.5), c.case_id)
+            )
+            picked.append(best)
+            kinds[best.variant] += 1
+            cases.remove(best)
+        if len(picked) < PER_DECISION:
+            raise AuthoringError(f"group {group} has only {len(picked)} {decision} cases left")
+        chosen += picked
+    return chosen
+
+
+def logo_right(cases: list[CaseV3], seed: int) -> tuple[list[int], list[float]]:
+    """Per case, how many attackers predict it right held out by group; each attacker's score.
+
+    The same leave-one-domain-group-out scoring as `trustbench rtb audit`.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from trustbench.rtb.review._learned import _models, _rows, _views
+
+    labels = [c.expectations.reference_decision.value for c in cases]
+    right = [0] * len(cases)
+    accuracy = []
+    with threadpool_limits(1):
+        views = _views(_documents(cases))
+        for _, view, make in _models(seed).values():
+            correct = 0
+            for group in sorted({c.group for c in cases}):
+                test = [i for i, c in enumerate(cases) if c.group == group]
+                train = [i for i, c in enumerate(cases) if c.group != group]
+                model = make().fit(_rows(views[view], train), [labels[i] for i in train])
+                for i, p in zip(test, model.predict(_rows(views[view], test)), strict=True):
+                    right[i] += p == labels[i]
+                    correct += p == labels[i]
+            accuracy.append(correct / len(cases))
+    return right, accuracy
+
+
+def artifact_carriers(cases: list[CaseV3]) -> set[str]:
+    """Cases holding the top token of a class the audit's artifact scan finds label-carrying."""
+    import re
+
+    from trustbench.rtb.review._artifacts import artifact_scan
+    from trustbench.rtb.review._features import FeatureSpace, token_features
+
+    documents = _documents(cases)
+    labels = [c.expectations.reference_decision.value for c in cases]
+    report = artifact_scan(documents, labels, [c.group for c in cases], seed=0)
+    tokens = {s.top_token for s in report.classes if s.token_class in set(report.carrying)}
+    space = FeatureSpace.infer(documents)
+    carriers = set()
+    for case, document in zip(cases, documents, strict=True):
+        held = set(token_features(space, document))
+        held |= {re.sub(r"\[[^\]]*\]", "", token) for token in held}
+        if held & tokens:
+            carriers.add(case.case_id)
+    return carriers
+
+
+def build_cases(pool: list[CaseV3], keep: int, ceiling: float) -> list[CaseV3]:
+    """Filter the pool, select, and re-select until every attacker is at or below `ceiling`."""
+    pool = aflite(pool, keep=keep, rounds=1, step=0.2, threshold=0.4, min_cell=8)
+    score = dict(zip((c.case_id for c in pool), predicted_right(pool, 2, SEED + 99), strict=True))
+    for attempt in range(8):
+        chosen = select(pool, score)
+        right, accuracy = logo_right(chosen, 0)
+        carriers = artifact_carriers(chosen)
+        print(
+            f"selection {attempt}: attackers {[round(a, 3) for a in accuracy]}, "
+            f"artifact carriers {len(carriers)}",
+            file=sys.stderr,
+        )
+        if max(accuracy) <= ceiling and not carriers:
+            break
+        worst = {c.case_id for c, r in zip(chosen, right, strict=True) if r >= 3}
+        if max(accuracy) <= ceiling:
+            worst = carriers
+        pool = [c for c in pool if c.case_id not in worst]
+    else:
+        raise AuthoringError(f"no selection at or below the ceiling {ceiling:.3f}")
+    random.Random(SEED).shuffle(chosen)
+    return chosen
+
+
+README = """\
+# RTB corpus v0.3 (policy `rtb-narrow-approval-v3`)
+
+240 synthetic cases in 20 domain groups (4 permit, 4 deny, 4 hold each), authored by
+`tools/author_rtb_corpus_v0_3.py` (deterministic; do not edit the JSON by hand, edit the script
+and regenerate). The policy adds to v0.2: separation of duties, two-person approval by risk
+tier, change-freeze and maintenance windows, break-glass with after-the-fact review, delegated
+authority and its scope, and approver scope by environment. See `docs/rtb-corpus-v0.3.md`.
+
+The cases were kept from a larger drawn pool by adversarial filtering: the learned attackers of
+`trustbench rtb audit` were fitted on random halves of the domain groups and the cases they
+predicted most reliably were dropped. Case ids and record ids are opaque random strings; every
+case gets the same presentation variation (UTC offsets, record order, distractor records of
+every kind).
+
+Reference status: every reference decision is *authored, pending independent domain review*.
+Each case names the policy rules that decide it (`expectations.decisive_rules`).
+"""
+
+
+def write_corpus(root: Path, cases: list[CaseV3]) -> None:
+    """Write cases, schemas, prompt, README and manifest of a v0.3 corpus folder."""
+    cases_dir = root / "cases"
+    cases_dir.mkdir(parents=True, exist_ok=True)
+    for stale in cases_dir.glob("*.json"):
+        stale.unlink()
+    for case in cases:
+        text = case.model_dump_json(indent=2, exclude_defaults=False) + "\n"
+        (cases_dir / f"{case.case_id}.json").write_text(text, encoding="utf-8")
+    write_schemas(root / "schemas", POLICY_ID_V3)
+    (root / "prompts").mkdir(exist_ok=True)
+    (root / "prompts" / "review_prompt.md").write_text(render_prompt_v3(), encoding="utf-8")
+    (root / "README.md").write_text(README, encoding="utf-8")
+    write_manifest(root, VERSION, POLICY_ID_V3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the corpus into `--out` (default: the built-in v0.3 folder)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=builtin_corpus_root(VERSION))
+    parser.add_argument("--per-twist", type=int, default=1)
+    parser.add_argument("--keep", type=int, default=600)
+    args = parser.parse_args(argv)
+    # Chance is 1/3 (balanced); the audit's ceiling is chance + 15 points. Select with 2 points
+    # of headroom so the audit's own run (same seeds) is not on the edge.
+    write_corpus(args.out, build_cases(draw_pool(args.per_twist), args.keep, 1 / 3 + 0.13))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
