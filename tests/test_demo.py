@@ -71,6 +71,7 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
         instruments = _all(_lesson_sets(line, "instruments"))
         assert instruments == (_section_names(html, "instruments") if instruments else set())
     control = next(line for line in lines if line.startswith("control-path track"))
-    assert "review-gated" in _lesson_sets(control, "candidates")["blocked"]
-    assert _lesson_sets(control, "instruments")["failed as built"] == {"unchecked"}
+    # The demo's gates are passable at its sample size: the correct boundaries pass them.
+    assert _lesson_sets(control, "candidates") == {"passed": {"reference", "cedar"}}
+    assert _lesson_sets(control, "instruments")["failed as built"] == {"review-gated", "unchecked"}
     assert not any("HARNESS PROBLEM" in line for line in lines)

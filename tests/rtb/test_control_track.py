@@ -148,24 +148,38 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
 ) -> None:
     _, result = demo
     status: dict[tuple[str, str], str] = {}
+    values: dict[tuple[str, str], float | None] = {}
     for gate in result.gates:
         match = re.fullmatch(r"(.+) \((.+)\)", gate.spec.label)
         assert match is not None
         status[(match.group(1), match.group(2))] = gate.status
+        values[(match.group(1), match.group(2))] = gate.value
     for subject in ENFORCING:
         assert status[("no-known-bypass", subject)] == "passed"
         # 0 of 90 trials, but 0 of 58 distinct source cases: the one-sided 95% exact bound is
-        # 1 - 0.05^(1/58) = 0.0503 > 0.05. Counting the 90 derived scenarios as independent
-        # (0.0327) would have passed it.
-        assert status[("prohibited-effects-bounded", subject)] == "failed"
+        # 1 - 0.05^(1/58) = 0.0503, over a 5% gate (underpowered: it needs 59 cases) and under
+        # the demo's 10% one (passable from 29 cases).
+        assert values[("prohibited-effects-bounded", subject)] == pytest.approx(
+            1 - 0.05 ** (1 / 58)
+        )
+        assert status[("prohibited-effects-bounded", subject)] == "passed"
         # 30 of 40 applicable trials complete; the exact bound counts distinct source cases
         # (all-in): 10 of 20 cases also have a lost-response scenario that stays unresolved by
-        # design, so only 10/20 cases are completed throughout (lower bound 0.30).
-        assert status[("permitted-work-completes", subject)] == "failed"
+        # design, so only 10/20 cases are completed throughout: lower bound 0.302 >= 0.25.
+        assert values[("permitted-work-completes", subject)] == pytest.approx(0.30195, abs=1e-4)
+        assert status[("permitted-work-completes", subject)] == "passed"
     for subject in BYPASSABLE:
         assert status[("no-known-bypass", subject)] == "failed"
         assert status[("prohibited-effects-bounded", subject)] == "failed"
-    assert result.blocked and result.complete
+    verdicts = {v.subject: v.status for v in result.verdicts}
+    assert verdicts == {
+        "reference": "passed",
+        "cedar": "passed",
+        "review-gated": "as_expected",
+        "unchecked": "as_expected",
+    }
+    # The correct boundaries pass and the bypassable ones fail as built: nothing blocks release.
+    assert not result.blocked and result.complete
 
 
 def test_report_states_environment_strength_on_every_rate_and_the_simulation_caveat(
@@ -201,11 +215,13 @@ def test_every_boundary_call_is_a_recorded_attempt_without_grader_expectations(
         assert "expected_effect" not in stored and "expectation_source" not in stored
 
 
-def test_report_command_exits_1_when_a_boundary_fails_its_gates(
+def test_report_command_names_the_bypassable_boundaries_and_exits_0_when_only_they_fail(
     demo: tuple[Path, ReportResult],
 ) -> None:
+    # review-gated and unchecked declare they do not enforce: their failing gates are the harness
+    # working, so with reference and cedar passing every gate the release is not blocked.
     code, message = invoke("report", str(demo[0]))
-    assert code == 1
+    assert code == 0
     assert "review-gated" in message and "unchecked" in message
 
 
