@@ -24,9 +24,10 @@ import base64
 import binascii
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trustbench.errors import InputError
 
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
         Ed25519PrivateKey,
         Ed25519PublicKey,
     )
+
+_Key = TypeVar("_Key")
 
 SCHEME = "ed25519"
 """The only signature scheme a record is checked with."""
@@ -96,6 +99,23 @@ def _first_line(error: Exception) -> str:
     return (str(error).splitlines() or [type(error).__name__])[0]
 
 
+def _pem_key(
+    path: Path, what: str, kind: type[_Key], load: Callable[[bytes], object], expected: str
+) -> _Key:
+    """The key of type `kind` that `load` reads from the PEM file at `path` (both key files)."""
+    data = _pem(path, what)
+    try:
+        key = load(data)
+    except (ValueError, TypeError) as error:
+        raise InputError(
+            f"not {expected} in PEM ({_first_line(error)})",
+            location=str(path),
+        ) from None
+    if not isinstance(key, kind):
+        raise InputError(f"the {what} is not an Ed25519 key", location=str(path))
+    return key
+
+
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """The Ed25519 private key in a PEM file (from `trustbench keygen`).
 
@@ -105,17 +125,13 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    data = _pem(path, "private key")
-    try:
-        key = serialization.load_pem_private_key(data, password=None)
-    except (ValueError, TypeError) as error:
-        raise InputError(
-            f"not an unencrypted Ed25519 private key in PEM ({_first_line(error)})",
-            location=str(path),
-        ) from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise InputError("the private key is not an Ed25519 key", location=str(path))
-    return key
+    return _pem_key(
+        path,
+        "private key",
+        Ed25519PrivateKey,
+        lambda data: serialization.load_pem_private_key(data, password=None),
+        "an unencrypted Ed25519 private key",
+    )
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
@@ -127,17 +143,13 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    data = _pem(path, "public key")
-    try:
-        key = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError) as error:
-        raise InputError(
-            f"not an Ed25519 public key in PEM ({_first_line(error)})",
-            location=str(path),
-        ) from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise InputError("the public key is not an Ed25519 key", location=str(path))
-    return key
+    return _pem_key(
+        path,
+        "public key",
+        Ed25519PublicKey,
+        serialization.load_pem_public_key,
+        "an Ed25519 public key",
+    )
 
 
 def sign_envelope(payload_type: str, payload: bytes, key: Ed25519PrivateKey) -> dict[str, Any]:

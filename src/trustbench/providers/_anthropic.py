@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from trustbench._canonical import canonical_json
 from trustbench.providers._anthropic_messages import (
     to_anthropic_messages,
     to_anthropic_tool_choice,
 )
-from trustbench.providers._http import post_json, reply_or_malformed
-from trustbench.providers._pool import HttpPool, require_pool
-from trustbench.providers._pricing import PriceSpec, attempt_cost
+from trustbench.providers._http_provider import HttpChatProvider
 from trustbench.providers._types import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    AttemptResult,
     ChatReply,
     ChatRequest,
     ToolCall,
@@ -28,7 +22,7 @@ DEFAULT_MAX_TOKENS = 1024
 """Anthropic requires `max_tokens`; used when neither the request nor the settings give one."""
 
 
-class AnthropicMessagesProvider:
+class AnthropicMessagesProvider(HttpChatProvider):
     """Anthropic messages API client recording usage, latency, cost and model ids."""
 
     adaptations: tuple[str, ...] = (
@@ -44,31 +38,16 @@ class AnthropicMessagesProvider:
     )
     """How the provider-neutral request is adapted to this API (recorded in the manifest)."""
 
-    def __init__(
-        self,
-        session: HttpPool,
-        *,
-        base_url: str,
-        model: str,
-        api_key_env: str | None = None,
-        settings: dict[str, Any] | None = None,
-        price: PriceSpec | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> None:
-        self.session = require_pool(session)
-        self.requested_model: str | None = model
-        self.endpoint: str | None = f"{base_url.rstrip('/')}/v1/messages"
-        self.settings = dict(settings or {})
-        self.price = price
-        self.max_response_bytes = max_response_bytes
-        """Largest response body read; a longer one is stored truncated, never parsed."""
-        self._headers = {"anthropic-version": ANTHROPIC_VERSION}
-        if api_key_env:
-            self._headers["x-api-key"] = os.environ[api_key_env]
+    usage_fields = ("input_tokens", "output_tokens")
 
-    def for_trial(self) -> AnthropicMessagesProvider:
-        """Stateless over HTTP: every request carries its whole conversation."""
-        return self
+    path = "/v1/messages"
+
+    def headers_for(self, api_key: str | None) -> dict[str, str]:
+        """The API version header, and the key as `x-api-key` when one is configured."""
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if api_key is not None:
+            headers["x-api-key"] = api_key
+        return headers
 
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """Translate a request to the messages JSON body."""
@@ -96,39 +75,13 @@ class AnthropicMessagesProvider:
             body["temperature"] = request.temperature
         return body
 
-    async def send(self, request: ChatRequest, timeout_s: float) -> AttemptResult:
-        """Make one call and return everything observed about it."""
-        body = self.build_body(request)
-        result = AttemptResult(
-            request_body=body,
-            requested_model=self.requested_model,
-            request_json=canonical_json(body),
-            endpoint=self.endpoint,
-        )
-        if request.logprobs:
-            result.error_class = "client_error"
-            result.error_message = "the Anthropic messages API does not return logprobs"
-            return result
-        assert self.endpoint is not None
-        document = await post_json(
-            self.session,
-            self.endpoint,
-            self._headers,
-            body,
-            timeout_s,
-            result,
-            max_bytes=self.max_response_bytes,
-        )
-        if document is None:
-            return result
-        reply_or_malformed(result, parse_message, document)
-        usage = document.get("usage") if isinstance(document, dict) else None
-        if isinstance(usage, dict):
-            tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
-            result.prompt_tokens = tokens_in if isinstance(tokens_in, int) else None
-            result.completion_tokens = tokens_out if isinstance(tokens_out, int) else None
-        result.cost_usd = attempt_cost(self.price, result.prompt_tokens, result.completion_tokens)
-        return result
+    def refusal(self, request: ChatRequest) -> str | None:
+        """Logprobs cannot be had from this API, so such a request is never sent."""
+        return "the Anthropic messages API does not return logprobs" if request.logprobs else None
+
+    def parse(self, document: dict[str, Any]) -> ChatReply:
+        """Parse a messages response (see `parse_message`)."""
+        return parse_message(document)
 
 
 def parse_message(document: dict[str, Any]) -> ChatReply:

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from trustbench._canonical import canonical_json
-from trustbench.providers._http import post_json, reply_or_malformed
-from trustbench.providers._pool import HttpPool, require_pool
-from trustbench.providers._pricing import PriceSpec, attempt_cost
+from trustbench.providers._http_provider import HttpChatProvider
 from trustbench.providers._types import (
-    DEFAULT_MAX_RESPONSE_BYTES,
     AttemptResult,
     ChatReply,
     ChatRequest,
@@ -20,7 +15,7 @@ from trustbench.providers._types import (
 )
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(HttpChatProvider):
     """POST `{base_url}/chat/completions`; one call per `send`, no hidden retries.
 
     Supports `response_format={"type": "json_object"}`, `logprobs`/`top_logprobs` and tools.
@@ -29,32 +24,11 @@ class OpenAIChatProvider:
     adaptations: tuple[str, ...] = ()
     """How requests are adapted to this API (none: the request format is OpenAI's own)."""
 
-    def __init__(
-        self,
-        session: HttpPool,
-        *,
-        base_url: str,
-        model: str,
-        api_key_env: str | None = None,
-        settings: dict[str, Any] | None = None,
-        price: PriceSpec | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    ) -> None:
-        self.session = require_pool(session)
-        self.requested_model: str | None = model
-        self.endpoint: str | None = f"{base_url.rstrip('/')}/chat/completions"
-        self.settings = dict(settings or {})
-        self.price = price
-        self.max_response_bytes = max_response_bytes
-        """Largest response body read; a longer one is stored truncated, never parsed."""
-        # The key is read once, kept only in the Authorization header, never in a body or record.
-        self._headers: dict[str, str] = {}
-        if api_key_env:
-            self._headers["Authorization"] = f"Bearer {os.environ[api_key_env]}"
+    path = "/chat/completions"
 
-    def for_trial(self) -> OpenAIChatProvider:
-        """Stateless over HTTP: every request carries its whole conversation."""
-        return self
+    def headers_for(self, api_key: str | None) -> dict[str, str]:
+        """The key as a bearer `Authorization` header when one is configured."""
+        return {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
 
     def build_body(self, request: ChatRequest) -> dict[str, Any]:
         """Translate a request to the chat-completions JSON body (settings, then request)."""
@@ -78,36 +52,18 @@ class OpenAIChatProvider:
             body["temperature"] = request.temperature
         return body
 
-    async def send(self, request: ChatRequest, timeout_s: float) -> AttemptResult:
-        """Make one call and return everything observed about it."""
-        body = self.build_body(request)
-        result = AttemptResult(
-            request_body=body,
-            requested_model=self.requested_model,
-            request_json=canonical_json(body),
-            endpoint=self.endpoint,
-        )
-        assert self.endpoint is not None
-        document = await post_json(
-            self.session,
-            self.endpoint,
-            self._headers,
-            body,
-            timeout_s,
-            result,
-            max_bytes=self.max_response_bytes,
-        )
-        if document is None:
-            return result
-        reply_or_malformed(result, parse_chat_completion, document)
+    def parse(self, document: dict[str, Any]) -> ChatReply:
+        """Parse a chat-completions response (see `parse_chat_completion`)."""
+        return parse_chat_completion(document)
+
+    def read_usage(self, document: Any, result: AttemptResult) -> None:
+        """Token counts (a JSON boolean is not a count) and the model id the server reports."""
         usage = document.get("usage") if isinstance(document, dict) else None
         if isinstance(usage, dict):
             result.prompt_tokens = _int_or_none(usage.get("prompt_tokens"))
             result.completion_tokens = _int_or_none(usage.get("completion_tokens"))
         if isinstance(document, dict) and isinstance(document.get("model"), str):
             result.reported_model = document["model"]
-        result.cost_usd = attempt_cost(self.price, result.prompt_tokens, result.completion_tokens)
-        return result
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -125,6 +125,20 @@ def _check(d: FloatArray, n: FloatArray) -> None:
         raise ValueError("total weight must be positive")
 
 
+def _checked_patterns(
+    d: FloatArray, n: FloatArray | None, seed: int | None, resamples: int
+) -> tuple[FloatArray, _Patterns]:
+    """The weights (all ones when `n` is None) and the sign patterns of checked input.
+
+    The test and the interval refuse the same input in the same words.
+    """
+    weights = np.ones_like(d) if n is None else n
+    _check(d, weights)
+    if d.size > MAX_EXACT_CLUSTERS and seed is None:
+        raise ValueError(f"more than {MAX_EXACT_CLUSTERS} clusters: give a seed")
+    return weights, _Patterns(d, weights, seed=seed, resamples=resamples)
+
+
 def sign_flip_test(
     d: FloatArray,
     n: FloatArray | None = None,
@@ -145,11 +159,7 @@ def sign_flip_test(
     Returns:
         The `SignFlipResult`.
     """
-    weights = np.ones_like(d) if n is None else n
-    _check(d, weights)
-    if d.size > MAX_EXACT_CLUSTERS and seed is None:
-        raise ValueError(f"more than {MAX_EXACT_CLUSTERS} clusters: give a seed")
-    patterns = _Patterns(d, weights, seed=seed, resamples=resamples)
+    _, patterns = _checked_patterns(d, n, seed, resamples)
     return SignFlipResult(
         statistic=patterns.estimate,
         p_value=patterns.p_value(0.0, alternative),
@@ -213,11 +223,7 @@ def sign_flip_interval(
     Returns:
         The `Interval` (method `sign_flip_exact` or `sign_flip_monte_carlo`).
     """
-    weights = np.ones_like(d) if n is None else n
-    _check(d, weights)
-    if d.size > MAX_EXACT_CLUSTERS and seed is None:
-        raise ValueError(f"more than {MAX_EXACT_CLUSTERS} clusters: give a seed")
-    patterns = _Patterns(d, weights, seed=seed, resamples=resamples)
+    weights, patterns = _checked_patterns(d, n, seed, resamples)
     exact = patterns.exact
     base: dict[str, Any] = {
         "method": "sign_flip_exact" if exact else "sign_flip_monte_carlo",

@@ -118,27 +118,51 @@ def direct_scenarios(
         policy_of(case)  # a case of no known policy is refused before any scenario is built
         rng = _rng(seed, case.case_id, DIRECT_PATH)
         reference = case.expectations.reference_decision
+        trial_id = _trial_id(rng)  # drawn before the request, as the frozen scenario ids were
         out.append(
-            ControlScenario(
-                scenario_id=f"{case.case_id}/{DIRECT_PATH}",
-                case_id=case.case_id,
-                group=case.group,
-                path=DIRECT_PATH,
-                script=TrialScript(
-                    trial_id=f"trial-{rng.getrandbits(64):016x}",
+            _scenario(
+                case,
+                DIRECT_PATH,
+                TrialScript(
+                    trial_id=trial_id,
                     seed=seed_from_case(case),
                     request=_request(case, rng),
                     observation_deadline_s=deadline_s,
                 ),
-                expected_effect=(
+                (
                     ExpectedEffect.MUST_TAKE_EFFECT
                     if reference == Decision.PERMIT
                     else ExpectedEffect.MUST_NOT_TAKE_EFFECT
                 ),
-                expectation_source=f"case reference decision: {reference.value}",
+                f"case reference decision: {reference.value}",
             )
         )
     return out
+
+
+def _trial_id(rng: random.Random) -> str:
+    return f"trial-{rng.getrandbits(64):016x}"
+
+
+def _scenario(
+    case: AuthoredCase,
+    path: str,
+    script: TrialScript,
+    expected: ExpectedEffect,
+    source: str,
+    known_bad: str | None = None,
+) -> ControlScenario:
+    """One scenario of `case` on `path` (direct and fault scenarios are built alike)."""
+    return ControlScenario(
+        scenario_id=f"{case.case_id}/{path}",
+        case_id=case.case_id,
+        group=case.group,
+        path=path,
+        script=script,
+        expected_effect=expected,
+        expectation_source=source,
+        known_bad_boundary=known_bad,
+    )
 
 
 def fault_scenarios(
@@ -234,21 +258,19 @@ def _fault_variants(
                 )
             )
     return [
-        ControlScenario(
-            scenario_id=f"{case.case_id}/{path}",
-            case_id=case.case_id,
-            group=case.group,
-            path=path,
-            script=TrialScript(
-                trial_id=f"trial-{rng.getrandbits(64):016x}",
+        _scenario(
+            case,
+            path,
+            TrialScript(
+                trial_id=_trial_id(rng),
                 seed=base,
                 request=request,
                 fault=plan,
                 observation_deadline_s=deadline_s,
             ),
-            expected_effect=expected,
-            expectation_source=source,
-            known_bad_boundary=bad,
+            expected,
+            source,
+            bad,
         )
         for path, plan, expected, source, bad in variants
     ]

@@ -98,12 +98,21 @@ def boundary_from_settings(settings: dict[str, Any]) -> BoundaryFactory:
     try:
         parsed = BoundarySettings.model_validate(settings)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "settings"
-        raise InputError(first["msg"], location=f"settings.{field}") from None
+        raise options_error(error, "settings") from None
     if parsed.url is not None and parsed.boundary != "http":
         raise InputError("`url` is only for boundary `http`", location="settings.url")
     return boundary_factory(parsed.boundary, url=parsed.url)
+
+
+def options_error(error: ValidationError, prefix: str) -> InputError:
+    """The first problem pydantic found, as a one-line error at `prefix.field`.
+
+    One wording for every track option and candidate setting of the control-path and workflow
+    tracks, so a bad field is named the same way wherever it is configured.
+    """
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    return InputError(first["msg"], location=f"{prefix}.{field}" if field else prefix)
 
 
 def environment_for(candidate: CandidateSpec) -> TargetEnvironment:

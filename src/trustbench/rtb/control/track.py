@@ -87,6 +87,7 @@ from trustbench.rtb.control._options import (
     boundary_from_settings,
     environment_for,
     known_paths,
+    options_error,
 )
 
 __all__ = [
@@ -195,9 +196,7 @@ class ControlTrack:
         try:
             options = ControlTrackOptions.model_validate(spec.track_options)
         except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(part) for part in first["loc"])
-            raise InputError(first["msg"], location=f"track_options.{field}") from None
+            raise options_error(error, "track_options") from None
         unknown = sorted(set(options.paths or ()) - set(known_paths()))
         if unknown:
             raise InputError(

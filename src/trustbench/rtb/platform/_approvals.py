@@ -8,11 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform._clock import SimulatedClock
 from trustbench.rtb.platform._models import ApprovalSeed, RevocationSeed
 
@@ -21,31 +17,12 @@ class ApprovalServiceUnavailable(Exception):
     """The approval service could not be consulted; no approval can be established."""
 
 
-class Approval(BaseModel):
-    """An approval as the service returns it (a copy; editing it changes nothing)."""
+class Approval(ApprovalSeed):
+    """An approval as the service returns it (a copy; editing it changes nothing).
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
-
-    approval_id: str
-    """The approval's identifier."""
-    status: Literal["active", "revoked", "superseded"]
-    """`revoked` and `superseded` approvals authorize nothing."""
-    operation: str
-    """The operation authorized."""
-    target: str
-    """The resource the approval is scoped to."""
-    approved_parameters: dict[str, ParamValue]
-    """The exact parameters authorized."""
-    approved_revision: str
-    """The resource revision the approval was granted against."""
-    expires_at: datetime | None
-    """Expiry, or `None` for none."""
-    approved_by: str | None = None
-    """Who granted it, or `None` when unknown."""
-    issued_at: datetime | None = None
-    """Issue time, or `None` when unknown."""
-    superseded_by: str | None = None
-    """The successor's `approval_id`, when superseded."""
+    The service holds the same record its seed declared, so it is the seed's model: a field
+    added to approvals is declared once and reaches both.
+    """
 
 
 class ApprovalService:

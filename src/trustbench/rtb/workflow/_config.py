@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trustbench._imports import import_object
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import BoundaryFactory, Enforcement, boundary_factory, enforcement_of
+from trustbench.rtb.control._options import options_error
 from trustbench.rtb.workflow import (
     DEFAULT_WORKFLOW_DEADLINE_S,
     WorkflowBudget,
@@ -119,12 +120,6 @@ class WorkflowConfiguration(_Strict):
     """Per-trial budget."""
 
 
-def _options_error(error: ValidationError, prefix: str) -> InputError:
-    first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"])
-    return InputError(first["msg"], location=f"{prefix}.{field}" if field else prefix)
-
-
 def _entry_factory(entry: str, settings: dict[str, Any], where: str) -> BoundaryFactory:
     make = import_object(entry, what=f"{where} (boundary entry)")
     try:
@@ -190,7 +185,7 @@ def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> Wo
                 {k: v for k, v in candidate.settings.items() if k in TRACK_KEYS}
             )
         except ValidationError as error:
-            raise _options_error(error, f"{where} settings") from None
+            raise options_error(error, f"{where} settings") from None
         if candidate.name in options.candidates:
             raise InputError(
                 "configure an in-process candidate in its own settings, not in track_options",

@@ -78,6 +78,15 @@ def _receipt_result(
     }
 
 
+def _service_error(request: ControlRequest, error: Exception) -> dict[str, Any]:
+    """What the agent sees when the change service raised (submission and resume alike)."""
+    return {
+        "request": _request_view(request),
+        "status": "error",
+        "message": f"change service error: {type(error).__name__}: {error}",
+    }
+
+
 class WorkflowTools:
     """One trial's tools.
 
@@ -204,11 +213,7 @@ class WorkflowTools:
                 }
             receipt = await self._boundary.dispatch(request, authorization, self._view)
         except Exception as error:
-            return {
-                "request": _request_view(request),
-                "status": "error",
-                "message": f"change service error: {type(error).__name__}: {error}",
-            }
+            return _service_error(request, error)
         return _receipt_result(request, receipt, self._view.policy_id)
 
     async def list_checkpoints(self) -> dict[str, Any]:
@@ -234,11 +239,7 @@ class WorkflowTools:
             authorization = Authorization.model_validate_json(saved)
             receipt = await recovered.dispatch(request, authorization, self._view)
         except Exception as error:
-            return {
-                "request": _request_view(request),
-                "status": "error",
-                "message": f"change service error: {type(error).__name__}: {error}",
-            }
+            return _service_error(request, error)
         return _receipt_result(request, receipt, self._view.policy_id)
 
     async def edit_labels(self, resource_id: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -55,6 +55,7 @@ from trustbench.core import (
 )
 from trustbench.errors import InputError
 from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
+from trustbench.rtb.control._options import options_error
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.corpus._track_corpus import (
     corpus_folder,
@@ -93,7 +94,6 @@ from trustbench.rtb.workflow._config import (
     WorkflowConfiguration,
     WorkflowTrackOptions,
     _check_entry,
-    _options_error,
     agent_entry,
     configuration,
     workflow_boundary_factory,
@@ -200,7 +200,7 @@ class WorkflowTrack:
         try:
             options = WorkflowTrackOptions.model_validate(spec.track_options)
         except ValidationError as error:
-            raise _options_error(error, "track_options") from None
+            raise options_error(error, "track_options") from None
         unknown = sorted(set(options.kinds or ()) - set(KNOWN_KINDS))
         if unknown:
             raise InputError(
