@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trustbench.core import ReportResult, build_manifest, report_run, run_experiment, write_manifest
-from trustbench.core.runs import NoProgress, ProgressReporter
+from trustbench.core import ReportResult, run_spec
+from trustbench.core.runs import ProgressReporter
 
 DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml"
 """The packaged demo spec."""
@@ -29,7 +29,4 @@ def run_review_demo(out_dir: Path, progress: ProgressReporter | None = None) -> 
         The report result: `html_path`, `record_path`, every gate result, and `blocked` (True
         here, by design: the sentinels fail their gates). Failed gates do not raise.
     """
-    out_dir = Path(out_dir)
-    write_manifest(build_manifest(DEMO_SPEC), out_dir)
-    run_experiment(out_dir, progress or NoProgress())
-    return report_run(out_dir)
+    return run_spec(DEMO_SPEC, Path(out_dir), progress=progress).report

@@ -344,9 +344,6 @@ def run_workflow_demo(
     Returns:
         The report result: `html_path`, `record_path`, per-configuration gate results, `blocked`.
     """
-    from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
+    from trustbench.core import run_spec
 
-    run_dir = Path(out_dir)
-    write_manifest(build_manifest(demo_spec_path()), run_dir)
-    run_experiment(run_dir, progress)
-    return report_run(run_dir)
+    return run_spec(demo_spec_path(), Path(out_dir), progress=progress).report

@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from trustbench.core import ReportResult, build_manifest, report_run, run_experiment, write_manifest
+from trustbench.core import ReportResult, run_spec
 from trustbench.core.runs import ProgressReporter
 from trustbench.errors import InputError
 
@@ -38,9 +38,7 @@ def freeze_run_report(
     Re-running into a folder holding the same frozen manifest resumes it; a different one is
     refused by `write_manifest`.
     """
-    write_manifest(build_manifest(spec), out_dir)
-    run_experiment(out_dir, progress)
-    return report_run(out_dir)
+    return run_spec(spec, out_dir, progress=progress).report
 
 
 def run_trb_demo(out_dir: Path) -> Path:
