@@ -4,7 +4,8 @@ Rows are shaped exactly as `trustbench run` writes them for `rtb/review` (one at
 with the real ~7 kB review request and a valid reviewer reply), chained with the real `Ledger`,
 but committed in batches (same rows and hashes, far faster to generate). The last `unfinished`
 trials of the seeded order have no trial row; the first ten of those have an attempt (executions
-interrupted mid-trial, to be marked abandoned on resume).
+interrupted mid-trial, to be marked abandoned on resume). With none unfinished the ledger ends
+with the run's `run_finished` sign-off, so `report` reads it as a complete run.
 """
 
 from __future__ import annotations
@@ -114,10 +115,12 @@ def write_ledger(
             batch = []
     if batch:
         ledger.append_many(batch)
+    if unfinished == 0:  # a finished run signs off, as `trustbench run` does (else: interrupted)
+        ledger.event("run_finished", {"finished": finished_count, "head": ledger.head})
     ledger.close()
     return {
         "planned": len(keys),
         "finished": finished_count,
-        "interrupted": 10,
+        "interrupted": min(unfinished, 10),
         "bytes": (run_dir / "ledger.sqlite").stat().st_size,
     }
