@@ -9,7 +9,8 @@ Run: `python -m bench.memory` from the repository root (options: `--help`).
   Then `trustbench report` on the same folder, as a process (for runs up to
   `--run-report-max` trials): target its wall at most the run's.
 - `report` on generated ledgers (`bench/_ledger_fixture.py`: the reviewer workload's real rows,
-  HTTP-shaped attempts, written in batches) of `--report-trials` (default 50,000 and 1,000,000):
+  HTTP-shaped attempts, written in batches; two identical reviewers, so three configurations
+  and one paired comparison) of `--report-trials` (default 50,000 and 1,000,000):
   `trustbench report` as a process, exec to exit. Targets: peak RSS at the largest within 1.2x
   of the smallest, the largest under 120 s, time per trial flat between sizes (linear).
   Generating a ledger is printed apart (it is not what is measured); `--keep DIR` keeps the
@@ -32,6 +33,9 @@ from bench._common import machine, phase, ratio, spec_text
 
 CASES = 50
 """Cases of the built-in corpus the workload uses (trials per case = trials / CASES)."""
+REPORT_CANDIDATES = 2
+"""Identical reviewers of the generated ledgers, at every size (the spec allows at most 10,000
+trials per case: 1,000,000 trials of 50 cases need two candidates)."""
 
 
 def _sizes(text: str) -> list[int]:
@@ -110,8 +114,9 @@ def _reports(sizes: list[int], tmp: Path) -> None:
                 "make_ledger",
                 run_dir=str(folder),
                 cases=CASES,
-                trials_per_case=trials // CASES,
+                trials_per_case=trials // (CASES * REPORT_CANDIDATES),
                 unfinished=0,
+                candidates=REPORT_CANDIDATES,
             )
             print(
                 f"    ledger {trials:>9,}       generated in {made['wall_s']:.1f} s "
