@@ -10,6 +10,7 @@ of every denominator and listed as such, never counted as zero or as missing.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +36,14 @@ NOT_RUN = "not_run"
 """Outcome label of a planned trial that never finished."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemberTrial:
-    """One candidate's graded trial of one case (trial index k)."""
+    """One candidate's graded trial of one case (trial index k).
+
+    One is held per finished trial for the whole report, so it keeps what the figures and the
+    per-trial rows read, not the parsed reply: `validated` has no `response` (its explanation
+    and support gaps are kept instead), repeated names are interned.
+    """
 
     case: Case
     """The authored case (grader side)."""
@@ -55,7 +61,8 @@ class MemberTrial:
     reported_model: str | None
     """Model id the service reported."""
     validated: ValidatedResponse
-    """Outcome of validation (missing for a failed trial)."""
+    """Outcome of validation (missing for a failed trial) and why a reply was invalid; its
+    parsed `response` is not kept (see `explanation`, `support_gaps`)."""
     supported: bool
     """Whether the finding is valid and supported for the case."""
     latency_s: float | None
@@ -68,6 +75,27 @@ class MemberTrial:
     """Counted attempts of the trial."""
     error_class: str | None
     """Why a failed trial failed (e.g. `server_error` after the retries ran out)."""
+    explanation: str | None = None
+    """The valid finding's explanation (for people to read, never scored); None without one."""
+    support_gaps: tuple[str, ...] = ()
+    """Why the finding is not supported for the case (`support_gaps`); empty when it is."""
+
+
+_SLIM: dict[Outcome, ValidatedResponse] = {}
+
+
+def _slim(validated: ValidatedResponse) -> ValidatedResponse:
+    """`validated` without its parsed response: one shared instance per plain outcome."""
+    if validated.invalid_reason is not None:
+        return ValidatedResponse(outcome=validated.outcome, invalid_reason=validated.invalid_reason)
+    if validated.outcome not in _SLIM:
+        _SLIM[validated.outcome] = ValidatedResponse(outcome=validated.outcome)
+    return _SLIM[validated.outcome]
+
+
+def _name(value: Any) -> Any:
+    """A repeated name (candidate, model, error class) held once, not once per trial."""
+    return sys.intern(value) if type(value) is str else value
 
 
 def _sum_or_none(values: list[Any]) -> Any:
@@ -96,23 +124,26 @@ def _member_trial(
         else None
         for a in attempts
     ]
+    response = validated.response
     return MemberTrial(
         case=case,
-        candidate=trial["candidate"],
+        candidate=_name(trial["candidate"]),
         trial=int(trial["trial_index"]),
-        status=trial["status"],
+        status=_name(trial["status"]),
         evaluation_id=evaluation_id if isinstance(evaluation_id, str) else None,
         # The raw text is read only where no finding was parsed (the invalid-reply reasons, the
         # drill-down's excerpt): a parsed reply's text is not held for the whole report.
-        raw_reply=raw if isinstance(raw, str) and validated.response is None else None,
-        reported_model=outcome.get("reported_model"),
-        validated=validated,
+        raw_reply=raw if isinstance(raw, str) and response is None else None,
+        reported_model=_name(outcome.get("reported_model")),
+        validated=_slim(validated),
         supported=is_supported(validated, case),
         latency_s=_sum_or_none([a["latency_s"] for a in attempts]),
         tokens=_sum_or_none(tokens),
         cost_usd=_sum_or_none([a["cost_usd"] for a in attempts]),
         attempts=len(attempts),
-        error_class=trial.get("error_class"),
+        error_class=_name(trial.get("error_class")),
+        explanation=response.explanation if response is not None else None,
+        support_gaps=tuple(_name(gap) for gap in support_gaps(validated, case)),
     )
 
 
@@ -262,11 +293,8 @@ def record_rows(
             "member_outcomes": [m.validated.outcome.value for m in item.members],
             "invalid_reasons": [m.validated.invalid_reason for m in item.members],
             # Kept for people to read (never keyword-scored), with why support failed.
-            "explanations": [
-                m.validated.response.explanation if m.validated.response else None
-                for m in item.members
-            ],
-            "support_gaps": [support_gaps(m.validated, m.case) for m in item.members],
+            "explanations": [m.explanation for m in item.members],
+            "support_gaps": [list(m.support_gaps) for m in item.members],
             "error_classes": [m.error_class for m in item.members],
             "reported_models": [m.reported_model for m in item.members],
             "latency_s": row.latency_s,
