@@ -167,7 +167,7 @@ def member_trials(
     return graded
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConfigurationRow:
     """One configuration trial (case c, trial k) with its graded row and its members."""
 
