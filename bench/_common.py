@@ -102,8 +102,13 @@ def spec_text(
     cases: int,
     trials_per_case: int,
     concurrency: int,
+    candidates: int = 1,
 ) -> str:
-    """A `rtb/review` spec for the workload: one HTTP candidate, or the in-process reviewer."""
+    """A `rtb/review` spec for the workload: HTTP candidates, or the in-process reviewer.
+
+    `candidates` > 1 adds identical candidates `reviewer-2`, ... (the spec caps trials per
+    case at 10,000, so a 1,000,000-trial ledger of 50 cases needs two).
+    """
     from bench._workload import INPROCESS_ENTRY, case_ids
 
     if base_url is None:
@@ -127,11 +132,14 @@ builtin = "v0.1"
 
 [retry]
 transport_max_retries = 0
+""" + "".join(
+        f'\n[[candidates]]\nname = "{name}"\n{candidate}\n' for name in candidate_names(candidates)
+    )
 
-[[candidates]]
-name = "reviewer"
-{candidate}
-"""
+
+def candidate_names(count: int) -> list[str]:
+    """The workload's candidate names: `reviewer`, then `reviewer-2`, `reviewer-3`, ..."""
+    return ["reviewer"] + [f"reviewer-{index}" for index in range(2, count + 1)]
 
 
 def spread(values: list[float], unit: str = "x", digits: int = 2) -> str:

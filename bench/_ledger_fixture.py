@@ -4,7 +4,8 @@ Rows are shaped exactly as `trustbench run` writes them for `rtb/review` (one at
 with the real ~7 kB review request and a valid reviewer reply), chained with the real `Ledger`,
 but committed in batches (same rows and hashes, far faster to generate). The last `unfinished`
 trials of the seeded order have no trial row; the first ten of those have an attempt (executions
-interrupted mid-trial, to be marked abandoned on resume).
+interrupted mid-trial, to be marked abandoned on resume). With none unfinished the ledger ends
+with the run's `run_finished` sign-off, so `report` reads it as a complete run.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from bench._common import spec_text
+from bench._common import candidate_names, spec_text
 from bench._workload import corpus, reference_reply, review_messages
 from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core import TrialKey, build_manifest, trial_order, write_manifest
@@ -35,9 +36,10 @@ def outcome_json(evaluation_id: str, raw_response: str) -> str:
 
 
 def write_ledger(
-    run_dir: Path, *, cases: int, trials_per_case: int, unfinished: int
+    run_dir: Path, *, cases: int, trials_per_case: int, unfinished: int, candidates: int = 1
 ) -> dict[str, Any]:
-    """Freeze the bench workload into `run_dir` and write its ledger; return counts."""
+    """Freeze the bench workload (`candidates` identical reviewers) into `run_dir` and write its
+    ledger; return counts."""
     ids = random.Random(11)  # reproducible 128-bit evaluation ids, shaped as the track's
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "spec.toml").write_text(
@@ -46,13 +48,15 @@ def write_ledger(
             cases=cases,
             trials_per_case=trials_per_case,
             concurrency=64,
+            candidates=candidates,
         )
     )
     manifest = build_manifest(run_dir / "spec.toml")
     write_manifest(manifest, run_dir)
     keys = [
-        TrialKey(case.case_id, "reviewer", index)
+        TrialKey(case.case_id, name, index)
         for case in corpus().cases[:cases]
+        for name in candidate_names(candidates)
         for index in range(trials_per_case)
     ]
     order = trial_order(keys, manifest.spec.order_seed)
@@ -114,10 +118,12 @@ def write_ledger(
             batch = []
     if batch:
         ledger.append_many(batch)
+    if unfinished == 0:  # a finished run signs off, as `trustbench run` does (else: interrupted)
+        ledger.event("run_finished", {"finished": finished_count, "head": ledger.head})
     ledger.close()
     return {
         "planned": len(keys),
         "finished": finished_count,
-        "interrupted": 10,
+        "interrupted": min(unfinished, 10),
         "bytes": (run_dir / "ledger.sqlite").stat().st_size,
     }

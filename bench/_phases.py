@@ -226,7 +226,9 @@ def resume_startup(run_dir: str) -> dict[str, Any]:
     return {"startup": startup, "verify": verify, "remaining": remaining, **seen}
 
 
-def make_ledger(run_dir: str, cases: int, trials_per_case: int, unfinished: int) -> dict[str, Any]:
+def make_ledger(
+    run_dir: str, cases: int, trials_per_case: int, unfinished: int, candidates: int = 1
+) -> dict[str, Any]:
     """Write the synthetic ledger (timed only for information)."""
     from bench._ledger_fixture import write_ledger
 
@@ -238,6 +240,7 @@ def make_ledger(run_dir: str, cases: int, trials_per_case: int, unfinished: int)
                 cases=cases,
                 trials_per_case=trials_per_case,
                 unfinished=unfinished,
+                candidates=candidates,
             )
         )
     )

@@ -173,3 +173,22 @@ def test_checkpoint_ahead_copies_the_committed_rows_into_the_database_file_befor
     db = sqlite3.connect(database)
     assert verify_chain(db, ANCHOR) == []
     assert db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 201
+
+
+def test_a_submitter_waits_once_too_many_statements_are_pending() -> None:
+    from trustbench.core._ledger_writer import MAX_PENDING, CommitThread
+
+    committed: list[int] = []
+
+    def slow_commit(statements: list) -> None:
+        time.sleep(0.05)  # a disk slower than the producer
+        committed.append(len(statements))
+
+    writer = CommitThread(slow_commit)
+    batch = [("INSERT", ())] * 100
+    for _ in range(200):  # 20,000 statements, far more than may wait
+        writer.submit_statements(batch)
+    writer.close()
+    assert sum(committed) == 20_000
+    # Each commit takes at most what was pending: the cap plus the batch that found it full.
+    assert max(committed) <= MAX_PENDING + len(batch)

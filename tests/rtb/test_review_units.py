@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from trustbench.rtb.corpus._models import Decision
@@ -56,8 +58,7 @@ def test_modal_decision_ties_break_toward_permit() -> None:
     split = rows([d.value for d in REFERENCE], 2)
     # Case c1 (reference deny): one trial denies, the other permits.
     split = [
-        r.model_copy(update={"observed": Outcome.PERMIT}) if r.case_id == "c1" and r.trial else r
-        for r in split
+        replace(r, observed=Outcome.PERMIT) if r.case_id == "c1" and r.trial else r for r in split
     ]
     record, _ = compare(
         "a", "b", split, rows(SECOND, 2), unit="case", confidence=0.95, seed=1, resamples=200

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from trustbench.core._analysis import Analyzer, Evaluability, TrackAnalysis
     from trustbench.core._api import ExperimentResult, SpecSource, run_spec, run_spec_async
     from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
-    from trustbench.core._export import LedgerContents, export_ledger, read_ledger
+    from trustbench.core._export import LedgerContents, export_ledger, open_ledger, read_ledger
     from trustbench.core._manifest import (
         CandidateRecord,
         Manifest,
@@ -90,6 +90,7 @@ __all__ = [
     "export_ledger",
     "load_spec",
     "load_track",
+    "open_ledger",
     "parse_spec",
     "read_ledger",
     "read_manifest",

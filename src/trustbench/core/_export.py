@@ -8,7 +8,7 @@ its raw response. Attempts of abandoned executions (a run killed mid-trial) are 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -16,20 +16,59 @@ from typing import Any
 from trustbench.core._ledger import JSON_COLUMNS, open_for_reading
 from trustbench.core._ledger_chain import iter_rows
 from trustbench.core._ledger_contents import ContentReader
+from trustbench.core._ledger_stream import (
+    TrialWithAttempts,
+    finished_trial_count,
+    iter_trials_with_attempts,
+)
 
 
-@dataclass(frozen=True)
 class LedgerContents:
-    """All rows of a ledger, JSON columns parsed."""
+    """A ledger's rows, JSON columns parsed: held as lists, or streamed from the file.
 
-    trials: list[dict[str, Any]]
-    """Finished trials (completed and failed), in insertion order."""
-    attempts: list[dict[str, Any]]
-    """Every attempt; `counted` is False for attempts of abandoned executions."""
-    events: list[dict[str, Any]]
-    """Run events."""
-    experiment: dict[str, Any]
-    """The experiments row (manifest hash, format, creation time)."""
+    `read_ledger` reads every row at once (`trials`, `attempts`, `events`, `experiment`).
+    `open_ledger` holds nothing: `iter_trials` streams each finished trial with its counted
+    attempts from the file (what `report` grades from, in memory bounded by the trials that were
+    in flight together), and the lists are read only when a grader asks for them.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path | None = None,
+        *,
+        attempt_texts: bool = True,
+        rows: tuple[list[dict[str, Any]], ...] | None = None,
+    ) -> None:
+        self._run_dir = run_dir
+        self._attempt_texts = attempt_texts
+        self._rows = rows
+
+    def _all(self) -> tuple[list[dict[str, Any]], ...]:
+        if self._rows is None:
+            assert self._run_dir is not None
+            self._rows = _read_all(self._run_dir, self._attempt_texts)
+        return self._rows
+
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        """Finished trials (completed and failed), in insertion order."""
+        return self._all()[0]
+
+    @property
+    def attempts(self) -> list[dict[str, Any]]:
+        """Every attempt; `counted` is False for attempts of abandoned executions."""
+        return self._all()[1]
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Run events."""
+        return self._all()[2]
+
+    @property
+    def experiment(self) -> dict[str, Any]:
+        """The experiments row (manifest hash, format, creation time)."""
+        found = self._all()[3]
+        return found[0] if found else {}
 
     def attempts_of(self, trial_id: str) -> list[dict[str, Any]]:
         """Counted attempts of one trial, in order."""
@@ -44,6 +83,37 @@ class LedgerContents:
             if attempt["counted"]:
                 index.setdefault(attempt["trial_id"], []).append(attempt)
         return index
+
+    def iter_trials(self) -> Iterator[TrialWithAttempts]:
+        """Every finished trial with its counted attempts, in insertion (chain) order.
+
+        Streamed from the file when the rows are not held (see `core._ledger_stream`): a grader
+        that keeps only what it needs per trial holds no ledger row beyond the current one.
+        """
+        if self._rows is not None or self._run_dir is None:
+            for trial in self.trials:
+                yield trial, self.attempts_of(trial["trial_id"])
+            return
+        connection = open_for_reading(self._run_dir)
+        try:
+            contents = ContentReader(connection)
+            texts = self._attempt_texts
+            yield from iter_trials_with_attempts(
+                connection, lambda row: _parsed(row, contents, texts), attempt_texts=texts
+            )
+        finally:
+            connection.close()
+
+    @cached_property
+    def finished_count(self) -> int:
+        """Finished trials (one row each), counted without reading them."""
+        if self._rows is not None or self._run_dir is None:
+            return len(self.trials)
+        connection = open_for_reading(self._run_dir)
+        try:
+            return finished_trial_count(connection)
+        finally:
+            connection.close()
 
 
 def _parsed(
@@ -72,6 +142,16 @@ def read_ledger(run_dir: Path, *, attempt_texts: bool = True) -> LedgerContents:
             False: the texts are most of a ledger (a 7 kB review request per attempt) and held
             parsed they were most of `report`'s memory (issue 30). The keys are then absent.
     """
+    return LedgerContents(rows=_read_all(run_dir, attempt_texts), attempt_texts=attempt_texts)
+
+
+def open_ledger(run_dir: Path, *, attempt_texts: bool = True) -> LedgerContents:
+    """A run's ledger to stream (`LedgerContents.iter_trials`); nothing is read yet."""
+    open_for_reading(run_dir).close()  # a missing or broken ledger fails here, not mid-report
+    return LedgerContents(run_dir, attempt_texts=attempt_texts)
+
+
+def _read_all(run_dir: Path, attempt_texts: bool) -> tuple[list[dict[str, Any]], ...]:
     connection = open_for_reading(run_dir)
     try:
         contents = ContentReader(connection)
@@ -87,9 +167,9 @@ def read_ledger(run_dir: Path, *, attempt_texts: bool = True) -> LedgerContents:
         if table == "attempts":
             row["counted"] = final_execution.get(row["trial_id"]) == row["execution"]
             attempts.append(row)
-    experiment = next((row for table, row in rows if table == "experiments"), {})
+    experiments = [row for table, row in rows if table == "experiments"][:1]
     events = [row for table, row in rows if table == "events"]
-    return LedgerContents(trials=trials, attempts=attempts, events=events, experiment=experiment)
+    return trials, attempts, events, experiments
 
 
 def export_ledger(run_dir: Path, out: Path) -> int:

@@ -35,6 +35,14 @@ Statements = list["Statement"]
 GROUP_WINDOW_S = 0.02
 """How long a group collects rows before it is committed (a killed run loses at most this)."""
 
+MAX_PENDING = 4096
+"""Statements that may wait for a commit; a submitter past this waits for the writer.
+
+Back-pressure: without it, an event loop that makes rows faster than the thread commits them
+(a fast in-process candidate, a slow disk) grows the pending list with the run, not with the
+trials in flight (issue 30). Past this many the submitter waits (the GIL is free meanwhile)
+until a commit takes them."""
+
 
 class CommitThread:
     """One thread running submitted jobs in order; errors surface in the submitting thread.
@@ -52,6 +60,8 @@ class CommitThread:
         self._hurry = threading.Event()
         """Set while someone waits for the queue (drain, close): a group is committed at once."""
         self._lock = threading.Lock()
+        self._taken = threading.Condition(self._lock)
+        """Notified when a flush takes the pending statements (see `MAX_PENDING`)."""
         self._thread = threading.Thread(target=self._work, name="ledger-writer", daemon=True)
         self._thread.start()
 
@@ -72,6 +82,10 @@ class CommitThread:
         """
         self._raise_failure()
         with self._lock:
+            while len(self._pending) >= MAX_PENDING and self._flush_queued:
+                if self._failure is not None or not self._thread.is_alive():
+                    break  # nothing will take them: the failure is raised on the next call
+                self._taken.wait(0.1)
             self._pending += statements
             if self._flush_queued:
                 return  # a queued flush, ahead of any job submitted later, will take them
@@ -101,6 +115,7 @@ class CommitThread:
         with self._lock:
             statements, self._pending = self._pending, []
             self._flush_queued = False
+            self._taken.notify_all()
         if statements:
             self._commit(statements)
 

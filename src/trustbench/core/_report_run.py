@@ -22,7 +22,7 @@ from trustbench.core._evaluability import (
     gate_on_evaluability,
     withhold_not_evaluable,
 )
-from trustbench.core._export import read_ledger
+from trustbench.core._export import open_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
 from trustbench.core._signing import load_private_key
@@ -156,13 +156,15 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     # the run, or an edited reference decision would silently re-grade the recorded replies.
     check_inputs(manifest, track)
     # A track that grades from outcomes alone says so (`reads_attempt_texts = False`), and its
-    # report then never decompresses or holds the attempts' request and response texts.
-    ledger = read_ledger(run_dir, attempt_texts=getattr(track, "reads_attempt_texts", True))
+    # report then never decompresses or holds the attempts' request and response texts. The
+    # ledger is streamed: a track that grades from `iter_trials` holds no ledger row for long.
+    ledger = open_ledger(run_dir, attempt_texts=getattr(track, "reads_attempt_texts", True))
     analysis: TrackAnalysis = track.analyze(manifest, ledger)
+    finished = ledger.finished_count
     # Complete means every planned trial ran and the run signed off; anything less releases
     # nothing: no gate counts as passed and the verdict says "incomplete" (exit 4).
-    complete = not verification.problems and len(ledger.trials) == manifest.plan.trials
-    incomplete = None if complete else _incompleteness(manifest, len(ledger.trials), verification)
+    complete = not verification.problems and finished == manifest.plan.trials
+    incomplete = None if complete else _incompleteness(manifest, finished, verification)
     # Evaluability first: the valid-response rate leads every subject's figures, and a subject
     # that mostly failed to answer cannot pass a gate (its error rates are not evidence).
     verdict = apply_evaluability(
@@ -183,7 +185,7 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
             *evaluability_blocks(verdict, manifest.spec.analysis.confidence),
             *analysis.sections,
         ],
-        manifest=_manifest_summary(manifest, complete, len(ledger.trials)),
+        manifest=_manifest_summary(manifest, complete, finished),
         qualifications=analysis.qualifications,
         subjects=list(analysis.subjects),
         instruments=sorted(analysis.instruments),
@@ -202,7 +204,7 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
         "track": manifest.spec.track,
         "complete": complete,
         "planned_trials": manifest.plan.trials,
-        "finished_trials": len(ledger.trials),
+        "finished_trials": finished,
         "gates": gates_record(gates),
         "verdicts": {
             v.subject: {"status": v.status, "headline": v.headline, "instrument": v.instrument}

@@ -213,7 +213,9 @@ async def _run_into_ledger(
     ledger = Ledger.open(run_dir, manifest.manifest_sha256)
     try:
         finished = ledger.finished_trial_ids()
-        if not finished <= {key.trial_id for key in keys}:
+        # The plan's ids as a set (a string per planned trial, at the run's peak) only when
+        # resuming: a fresh run has no finished trial to check against the plan.
+        if finished and not finished <= {key.trial_id for key in keys}:
             raise CheckFailed(
                 "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
             )

@@ -11,7 +11,7 @@ happens without review), not a release candidate; its figures are still reported
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import chain, combinations
 from typing import Any
 
 from trustbench.core import CandidateRecord, CandidateSpec, LedgerContents, Manifest, TrackAnalysis
@@ -190,7 +190,7 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
     figures = configuration_figures(plain, unit=run.unit, k=run.k, baseline=baseline, **run.stats)
     _classify(run, out, entry, figures)
     metrics = review_metrics(plain) if plain else None
-    out.trial_records += record_rows(name, rows, not_run, run.corpus)
+    out.trial_records.append(record_rows(name, rows, not_run, run.corpus))  # made when written
     record = _configuration_record(
         configuration, members, candidate_records, rows, metrics, len(not_run)
     )
@@ -286,7 +286,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         instruments=frozenset(out.instruments),
         response_figures=RESPONSE_FIGURES,
         expected_to_fail=frozenset(out.instruments),  # every sentinel is built to fail a gate
-        trial_rows={"review": out.trial_records},
+        trial_rows={"review": chain.from_iterable(out.trial_records)},
         record={
             "review": {
                 "corpus_version": corpus.version,

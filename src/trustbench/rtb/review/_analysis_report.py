@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -47,7 +48,8 @@ class Collected:
     subjects: dict[str, list[Figure]] = field(default_factory=dict)
     paired_figures: dict[str, list[Figure]] = field(default_factory=dict)
     baseline_figures: list[Figure] = field(default_factory=list)
-    trial_records: list[dict[str, Any]] = field(default_factory=list)
+    trial_records: list[Iterable[dict[str, Any]]] = field(default_factory=list)
+    """Each configuration's per-trial rows, made only as `record.trials.jsonl` is written."""
     config_records: dict[str, Any] = field(default_factory=dict)
     breakdowns: dict[str, Any] = field(default_factory=dict)
     confusions: list[Block] = field(default_factory=list)

@@ -10,6 +10,8 @@ of every denominator and listed as such, never counted as zero or as missing.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +35,14 @@ NOT_RUN = "not_run"
 """Outcome label of a planned trial that never finished."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemberTrial:
-    """One candidate's graded trial of one case (trial index k)."""
+    """One candidate's graded trial of one case (trial index k).
+
+    One is held per finished trial for the whole report, so it keeps what the figures and the
+    per-trial rows read, not the parsed reply: `validated` has no `response` (its explanation
+    and support gaps are kept instead), repeated names are interned.
+    """
 
     case: AuthoredCase
     """The authored case (grader side)."""
@@ -48,11 +55,13 @@ class MemberTrial:
     evaluation_id: str | None
     """The evaluation id the candidate saw; None if the trial failed before recording one."""
     raw_reply: str | None
-    """The reply text exactly as received; None when there was none."""
+    """The reply text exactly as received, kept only when no finding was parsed from it (a
+    missing or invalid reply: its reasons and excerpts read it); None otherwise."""
     reported_model: str | None
     """Model id the service reported."""
     validated: ValidatedResponse
-    """Outcome of validation (missing for a failed trial)."""
+    """Outcome of validation (missing for a failed trial) and why a reply was invalid; its
+    parsed `response` is not kept (see `explanation`, `support_gaps`)."""
     supported: bool
     """Whether the finding is valid and supported for the case."""
     latency_s: float | None
@@ -65,6 +74,27 @@ class MemberTrial:
     """Counted attempts of the trial."""
     error_class: str | None
     """Why a failed trial failed (e.g. `server_error` after the retries ran out)."""
+    explanation: str | None = None
+    """The valid finding's explanation (for people to read, never scored); None without one."""
+    support_gaps: tuple[str, ...] = ()
+    """Why the finding is not supported for the case (`support_gaps`); empty when it is."""
+
+
+_SLIM: dict[Outcome, ValidatedResponse] = {}
+
+
+def _slim(validated: ValidatedResponse) -> ValidatedResponse:
+    """`validated` without its parsed response: one shared instance per plain outcome."""
+    if validated.invalid_reason is not None:
+        return ValidatedResponse(outcome=validated.outcome, invalid_reason=validated.invalid_reason)
+    if validated.outcome not in _SLIM:
+        _SLIM[validated.outcome] = ValidatedResponse(outcome=validated.outcome)
+    return _SLIM[validated.outcome]
+
+
+def _name(value: Any) -> Any:
+    """A repeated name (candidate, model, error class) held once, not once per trial."""
+    return sys.intern(value) if type(value) is str else value
 
 
 def _sum_or_none(values: list[Any]) -> Any:
@@ -73,7 +103,10 @@ def _sum_or_none(values: list[Any]) -> Any:
 
 
 def _member_trial(
-    case: AuthoredCase, trial: dict[str, Any], ledger: LedgerContents, extraction: str = "strict"
+    case: AuthoredCase,
+    trial: dict[str, Any],
+    attempts: list[dict[str, Any]],
+    extraction: str = "strict",
 ) -> MemberTrial:
     outcome = found if isinstance(found := trial.get("outcome"), dict) else {}
     evaluation_id = outcome.get("evaluation_id")
@@ -87,48 +120,56 @@ def _member_trial(
         )
     else:
         validated = ValidatedResponse(outcome=Outcome.MISSING)
-    attempts = ledger.attempts_of(trial["trial_id"])
     tokens = [
         (a["prompt_tokens"] or 0) + (a["completion_tokens"] or 0)
         if a["prompt_tokens"] is not None or a["completion_tokens"] is not None
         else None
         for a in attempts
     ]
+    response = validated.response
     return MemberTrial(
         case=case,
-        candidate=trial["candidate"],
+        candidate=_name(trial["candidate"]),
         trial=int(trial["trial_index"]),
-        status=trial["status"],
+        status=_name(trial["status"]),
         evaluation_id=evaluation_id if isinstance(evaluation_id, str) else None,
-        raw_reply=raw if isinstance(raw, str) else None,
-        reported_model=outcome.get("reported_model"),
-        validated=validated,
+        # The raw text is read only where no finding was parsed (the invalid-reply reasons, the
+        # drill-down's excerpt): a parsed reply's text is not held for the whole report.
+        raw_reply=raw if isinstance(raw, str) and response is None else None,
+        reported_model=_name(outcome.get("reported_model")),
+        validated=_slim(validated),
         supported=is_supported(validated, case),
         latency_s=_sum_or_none([a["latency_s"] for a in attempts]),
         tokens=_sum_or_none(tokens),
         cost_usd=_sum_or_none([a["cost_usd"] for a in attempts]),
         attempts=len(attempts),
-        error_class=trial.get("error_class"),
+        error_class=_name(trial.get("error_class")),
+        explanation=response.explanation if response is not None else None,
+        support_gaps=tuple(_name(gap) for gap in support_gaps(validated, case)),
     )
 
 
 def member_trials(
     manifest: Manifest, ledger: LedgerContents, corpus: Corpus
 ) -> dict[tuple[str, str, int], MemberTrial]:
-    """Grade every finished trial: `(case_id, candidate, k)` -> `MemberTrial`."""
+    """Grade every finished trial: `(case_id, candidate, k)` -> `MemberTrial`.
+
+    Streams the ledger (`LedgerContents.iter_trials`): each trial row and its attempts are
+    dropped once graded, so only the graded trials are held.
+    """
     cases = {case.case_id: case for case in corpus.cases}
     # The frozen spec's rule grades every trial alike (each trial also records it).
     extraction = parse_options(manifest.spec).answer_extraction
     graded: dict[tuple[str, str, int], MemberTrial] = {}
-    for trial in ledger.trials:
+    for trial, attempts in ledger.iter_trials():
         case = cases[trial["case_id"]]
         graded[(trial["case_id"], trial["candidate"], int(trial["trial_index"]))] = _member_trial(
-            case, trial, ledger, extraction
+            case, trial, attempts, extraction
         )
     return graded
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConfigurationRow:
     """One configuration trial (case c, trial k) with its graded row and its members."""
 
@@ -231,62 +272,57 @@ def record_rows(
     rows: list[ConfigurationRow],
     not_run: list[tuple[str, int]],
     corpus: Corpus,
-) -> list[dict[str, Any]]:
-    """Per-trial rows of `record.json` for one configuration (not-run trials included, null)."""
+) -> Iterator[dict[str, Any]]:
+    """Per-trial rows of one configuration (not-run trials included, null), one at a time.
+
+    A generator: `report` writes each row to `record.trials.jsonl` as it is made, so the rows
+    (about 1.5 kB each as dicts) are never all held.
+    """
     cases = {case.case_id: case for case in corpus.cases}
-    result: list[dict[str, Any]] = []
     for item in rows:
         row = item.row
-        result.append(
-            {
-                "configuration": configuration,
-                "case_id": row.case_id,
-                "group": row.group,
-                "variant": row.variant,
-                "trial": row.trial,
-                "reference": row.reference.value,
-                "outcome": row.observed.value,
-                "baseline": not item.members,
-                "supported": row.supported,
-                "evaluation_ids": [m.evaluation_id for m in item.members],
-                "member_outcomes": [m.validated.outcome.value for m in item.members],
-                "invalid_reasons": [m.validated.invalid_reason for m in item.members],
-                # Kept for people to read (never keyword-scored), with why support failed.
-                "explanations": [
-                    m.validated.response.explanation if m.validated.response else None
-                    for m in item.members
-                ],
-                "support_gaps": [support_gaps(m.validated, m.case) for m in item.members],
-                "error_classes": [m.error_class for m in item.members],
-                "reported_models": [m.reported_model for m in item.members],
-                "latency_s": row.latency_s,
-                "tokens": row.tokens,
-                "cost_usd": row.cost_usd,
-            }
-        )
+        yield {
+            "configuration": configuration,
+            "case_id": row.case_id,
+            "group": row.group,
+            "variant": row.variant,
+            "trial": row.trial,
+            "reference": row.reference.value,
+            "outcome": row.observed.value,
+            "baseline": not item.members,
+            "supported": row.supported,
+            "evaluation_ids": [m.evaluation_id for m in item.members],
+            "member_outcomes": [m.validated.outcome.value for m in item.members],
+            "invalid_reasons": [m.validated.invalid_reason for m in item.members],
+            # Kept for people to read (never keyword-scored), with why support failed.
+            "explanations": [m.explanation for m in item.members],
+            "support_gaps": [list(m.support_gaps) for m in item.members],
+            "error_classes": [m.error_class for m in item.members],
+            "reported_models": [m.reported_model for m in item.members],
+            "latency_s": row.latency_s,
+            "tokens": row.tokens,
+            "cost_usd": row.cost_usd,
+        }
     for case_id, k in not_run:
         case = cases[case_id]
-        result.append(
-            {
-                "configuration": configuration,
-                "case_id": case_id,
-                "group": case.group,
-                "variant": case.variant,
-                "trial": k,
-                "reference": case.expectations.reference_decision.value,
-                "outcome": NOT_RUN,
-                "baseline": False,
-                "supported": None,
-                "evaluation_ids": [],
-                "member_outcomes": [],
-                "invalid_reasons": [],
-                "explanations": [],
-                "support_gaps": [],
-                "error_classes": [],
-                "reported_models": [],
-                "latency_s": None,
-                "tokens": None,
-                "cost_usd": None,
-            }
-        )
-    return result
+        yield {
+            "configuration": configuration,
+            "case_id": case_id,
+            "group": case.group,
+            "variant": case.variant,
+            "trial": k,
+            "reference": case.expectations.reference_decision.value,
+            "outcome": NOT_RUN,
+            "baseline": False,
+            "supported": None,
+            "evaluation_ids": [],
+            "member_outcomes": [],
+            "invalid_reasons": [],
+            "explanations": [],
+            "support_gaps": [],
+            "error_classes": [],
+            "reported_models": [],
+            "latency_s": None,
+            "tokens": None,
+            "cost_usd": None,
+        }

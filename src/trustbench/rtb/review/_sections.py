@@ -159,8 +159,8 @@ _EXCERPT = 160
 def _reply_excerpt(item: ConfigurationRow) -> str:
     """The first member's explanation if the reply validated, else its raw text, truncated."""
     for member in item.members:
-        response = member.validated.response
-        text = response.explanation if response is not None else member.raw_reply
+        # A reply whose finding parsed keeps its explanation, one that did not its raw text.
+        text = member.raw_reply if member.raw_reply is not None else member.explanation
         if text:
             text = " ".join(text.split())
             return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
