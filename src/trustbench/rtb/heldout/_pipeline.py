@@ -212,5 +212,8 @@ def analyze_sealed(
         if missing:
             raise CheckFailed(f"the sealed answer key has no case for evaluation {missing[0]}")
         trials = [{**t, "case_id": evaluations[t["case_id"]]} for t in ledger.trials]
-        analysis = grade(manifest, dataclasses.replace(ledger, trials=trials), corpus)
+        # The rows held in memory (a sealed set is small): the same ledger, its trials renamed.
+        experiment = [ledger.experiment] if ledger.experiment else []
+        renamed = LedgerContents(rows=(trials, ledger.attempts, ledger.events, experiment))
+        analysis = grade(manifest, renamed, corpus)
     return add_held_out_parts(analysis, sealed, manifest)
