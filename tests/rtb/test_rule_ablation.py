@@ -33,7 +33,7 @@ from trustbench.rtb.review._rule_breakdown import rule_breakdown
 
 @pytest.fixture(scope="module")
 def corpora() -> dict[str, Corpus]:
-    return {v: load_corpus(builtin_corpus_root(v)) for v in ("0.1", "0.2")}
+    return {v: load_corpus(builtin_corpus_root(v)) for v in ("0.1", "0.2", "0.3")}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def _flipped(report: AblationReport) -> dict[str, set[str]]:
     return {a.rule.rule_id: set(a.flipped) for a in report.ablations}
 
 
-@pytest.mark.parametrize("version", ["0.1", "0.2"])
+@pytest.mark.parametrize("version", ["0.1", "0.2", "0.3"])
 def test_every_declared_rule_is_ablated_and_the_full_reader_passes_every_gate(
     version: str, corpora: dict[str, Corpus], reports: dict[str, AblationReport]
 ) -> None:
@@ -144,6 +144,60 @@ def test_v0_2_rules_whose_removal_passes_every_gate_fail_the_audit(
         assert ablation.load_bearing or ablation.rule.rule_id in verdict_line(report)
 
 
+def test_v0_3_declares_v0_2s_rules_then_its_own_and_each_turns_only_its_own_scenarios(
+    corpora: dict[str, Corpus], reports: dict[str, AblationReport]
+) -> None:
+    v2_rules = policy_for(corpora["0.2"].policy_id).rules
+    v3_rules = policy_for(corpora["0.3"].policy_id).rules
+    assert [r.rule_id for r in v3_rules[: len(v2_rules)]] == [r.rule_id for r in v2_rules]
+    assert len(v3_rules) > len(v2_rules)
+    variant = {case.case_id: case.variant for case in corpora["0.3"].cases}
+    kinds = {
+        rule: {variant[c].removeprefix("scenario-") for c in ids}
+        for rule, ids in _flipped(reports["0.3"]).items()
+    }
+    assert kinds["two-person-approval"] == {"two_person"}
+    assert kinds["delegation-in-scope"] == {"delegation"}
+    assert kinds["separation-of-duties"] <= {"separation_of_duties", "precedence"}
+    assert kinds["change-freeze-denies"] <= {"change_freeze", "precedence", "break_glass"}
+    assert kinds["maintenance-window-holds"] <= {"maintenance_window", "break_glass"}
+    for rule in ("break-glass-lifts", "break-glass-validity", "break-glass-lifts-only-gating"):
+        assert kinds[rule] == {"break_glass"}
+    # The holds whose only reason is the missing second approval are what that reader permits
+    # (a case also outside its maintenance window still holds without the two-person rule).
+    two_person_holds = {
+        case.case_id
+        for case in corpora["0.3"].cases
+        if "two_person" in case.expectations.decisive_rules
+        and [c.value for c in case.expectations.acceptable_reason_codes]
+        == ["second_approval_missing"]
+    }
+    assert _flipped(reports["0.3"])["two-person-approval"] == two_person_holds
+
+
+def test_v0_3_rules_no_case_exercises_turn_nothing_and_fail_the_audit(
+    corpora: dict[str, Corpus], reports: dict[str, AblationReport]
+) -> None:
+    cases = corpora["0.3"].cases
+    # No v0.3 proposal leaves out a parameter its approval grants, and every case has exactly one
+    # current state of its target: the omitted-parameter and missing-state rules decide nothing.
+    assert not any(
+        set(record.approved_parameters) - set(case.proposal.parameters)
+        for case in cases
+        for record in case.evidence
+        if record.kind == "approval"
+    )
+    assert all(len([r for r in case.evidence if r.kind == "resource_state"]) == 1 for case in cases)
+    flipped = _flipped(reports["0.3"])
+    unexercised = {"omitted-parameters-allowed", "state-missing-holds"}
+    assert {rule for rule, ids in flipped.items() if not ids} == unexercised
+    report = reports["0.3"]
+    assert unexercised <= set(report.not_load_bearing)
+    assert not report.ok
+    for rule_id in report.not_load_bearing:
+        assert rule_id in verdict_line(report)
+
+
 def test_deciding_rules_are_the_rules_whose_ablation_flips_the_case(
     reports: dict[str, AblationReport],
 ) -> None:
@@ -221,7 +275,7 @@ def test_a_policy_declaring_no_rules_is_not_run_never_passed(
     assert rule_breakdown(corpus, {}, {}) == {}  # the report leaves the table out
 
 
-@pytest.mark.parametrize("version", ["0.1", "0.2"])
+@pytest.mark.parametrize("version", ["0.1", "0.2", "0.3"])
 def test_an_unknown_rule_id_is_refused_naming_the_declared_ones(version: str) -> None:
     policy = policy_for(load_corpus(builtin_corpus_root(version)).policy_id)
     with pytest.raises(KeyError, match=policy.rules[0].rule_id):

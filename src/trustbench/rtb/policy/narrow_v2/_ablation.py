@@ -3,13 +3,15 @@
 Most rules are left out inside `assess_v2` (its `disabled` set); two change only the last step
 and are applied here: a reader that believes change tickets and requester notes (rule 1), and one
 that fails open where information is missing (rule 6). Each reader sees only the
-candidate-visible input, as the reference does.
+candidate-visible input, as the reference does. v0.3's ablated readers reuse both last steps on
+its own finding (`assess`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.policy._rules import unknown_rule
@@ -31,13 +33,16 @@ _AGAINST = re.compile(r"revok|reject|do not|don't|must not", re.IGNORECASE)
 """Words with which a note or ticket argues against the change (the credulous reader obeys)."""
 
 _MISSING_CODES = frozenset(
-    {ReasonCodeV2.APPROVAL_EVIDENCE_UNAVAILABLE, ReasonCodeV2.INSUFFICIENT_EVIDENCE}
+    {ReasonCodeV2.APPROVAL_EVIDENCE_UNAVAILABLE.value, ReasonCodeV2.INSUFFICIENT_EVIDENCE.value}
 )
 
+Assess = Callable[[Any], FindingV2]
+"""A full reader of one candidate input (`assess_v2`, or a later policy's reader built on it)."""
 
-def _credulous(candidate_input: CandidateInputV2) -> FindingV2:
+
+def credulous(candidate_input: Any, assess: Assess = assess_v2) -> FindingV2:
     """Take each ticket and note at its word: the last one read decides."""
-    finding = assess_v2(candidate_input)
+    finding = assess(candidate_input)
     claims = [
         (r.record_id, r.summary if isinstance(r, ChangeTicketRecord) else r.text)
         for r in candidate_input.evidence
@@ -55,10 +60,11 @@ def _credulous(candidate_input: CandidateInputV2) -> FindingV2:
     )
 
 
-def _fail_open(candidate_input: CandidateInputV2) -> FindingV2:
+def fail_open(candidate_input: Any, assess: Assess = assess_v2) -> FindingV2:
     """Permit where the reference holds only for missing information."""
-    finding = assess_v2(candidate_input)
-    if finding.decision is Decision.HOLD and set(finding.reason_codes) <= _MISSING_CODES:
+    finding = assess(candidate_input)
+    codes = {code.value for code in finding.reason_codes}
+    if finding.decision is Decision.HOLD and codes <= _MISSING_CODES:
         return FindingV2(
             Decision.PERMIT,
             (ReasonCodeV2.PROPOSAL_MATCHES_ACTIVE_APPROVAL,),
@@ -70,8 +76,8 @@ def _fail_open(candidate_input: CandidateInputV2) -> FindingV2:
 
 
 _LAST_STEP: dict[str, Callable[[CandidateInputV2], FindingV2]] = {
-    rules.EVIDENCE: _credulous,
-    rules.MISSING: _fail_open,
+    rules.EVIDENCE: credulous,
+    rules.MISSING: fail_open,
 }
 
 

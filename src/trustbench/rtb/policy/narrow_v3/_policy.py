@@ -16,7 +16,10 @@ from pydantic import BaseModel
 
 from trustbench.errors import InputError
 from trustbench.rtb.policy._finding_rules import FindingRules
+from trustbench.rtb.policy._rules import PolicyRule
+from trustbench.rtb.policy.narrow_v3._ablation import AblatedV3Reviewer
 from trustbench.rtb.policy.narrow_v3._checks import check_cases_v3
+from trustbench.rtb.policy.narrow_v3._decision_rules import DECISION_RULES_V3
 from trustbench.rtb.policy.narrow_v3._finding_rules import RULES_V3
 from trustbench.rtb.policy.narrow_v3._models import (
     POLICY_ID_V3,
@@ -83,6 +86,8 @@ class NarrowApprovalV3:
     scripted_workflow_agents = False
     control_path = False
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V3.items()}
+    rules: tuple[PolicyRule, ...] = DECISION_RULES_V3
+    """v0.2's decision rules as the v0.3 text states them, then v0.3's own, each ablatable."""
 
     check_cases = staticmethod(check_cases_v3)
     """v0.2's checks plus known decisive rules and the shared policy text."""
@@ -94,6 +99,10 @@ class NarrowApprovalV3:
     ) -> list[Problem] | None:
         """None: this policy's corpora have no fixed starter grid."""
         return None
+
+    def ablated_reviewer(self, rule_id: str) -> Reviewer:
+        """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
+        return cast("Reviewer", AblatedV3Reviewer(rule_id))
 
     def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
         """Task, `as_of`, proposal and evidence under a fresh evaluation id."""
