@@ -60,6 +60,23 @@ def test_edited_record_fails_verify_record_naming_the_file(reported: Path, tmp_p
     assert code == 1 and "record.json differs from the statement" in message
 
 
+def test_edited_per_trial_rows_fail_verify_record_naming_the_rows_file(
+    reported: Path, tmp_path: Path
+) -> None:
+    # The rows live beside record.json, which names their sha256: a flipped outcome in them
+    # must not pass the signed-record check that record.json itself passes.
+    from trustbench.core.report import TRIAL_ROWS_FILE
+
+    run_dir = _copy(reported, tmp_path)
+    rows = (run_dir / TRIAL_ROWS_FILE).read_text().splitlines()
+    first = json.loads(rows[0])
+    first["trial_index"] = int(first.get("trial_index", 0)) + 1
+    rows[0] = json.dumps(first)
+    (run_dir / TRIAL_ROWS_FILE).write_text("\n".join(rows) + "\n")
+    code, message = invoke("verify", str(run_dir), "--record")
+    assert code == 1 and TRIAL_ROWS_FILE in message, message
+
+
 def test_rewritten_unsigned_statement_is_caught_by_recomputed_ledger_head(
     reported: Path, tmp_path: Path
 ) -> None:

@@ -254,11 +254,16 @@ def _record_problems(run_dir: Path, predicate: dict[str, Any]) -> list[str]:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         return [f"cannot read record.json: {error}"]
-    return [
+    from trustbench.core.report._trial_rows import trial_rows_problems
+
+    problems = [
         f"record.json says {name} {record.get(name)!r}, the run has {predicate[name]!r}"
         for name in ("manifest_sha256", "planned_trials", "finished_trials")
         if not isinstance(record, dict) or record.get(name) != predicate[name]
     ]
+    # The per-trial rows sit beside the record, committed to by the sha256 it names: the
+    # statement's digest of record.json covers them only through that check.
+    return problems + (trial_rows_problems(run_dir, record) if isinstance(record, dict) else [])
 
 
 def require_record(run_dir: Path, public_key: Path | None = None) -> RecordCheck:
