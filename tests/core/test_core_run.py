@@ -48,7 +48,8 @@ def test_two_candidates_with_three_trials_run_to_completion_against_the_local_se
     for trial in ledger.trials:
         assert trial["outcome"]["reply"] == f"echo: prompt of {trial['case_id']}"
     assert verify_run(run_dir).ok
-    assert len(openai_server.requests) == 24
+    # One request per trial, plus each API candidate's one preflight probe (never a trial).
+    assert len(openai_server.requests) == 24 + 2
 
 
 def test_attempts_record_usage_cost_and_requested_and_reported_model(

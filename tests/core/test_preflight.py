@@ -11,6 +11,7 @@ from tests.support.cli import invoke
 from tests.support.openai_server import (
     Behaviour,
     OpenAIServer,
+    drop_connection,
     openai_server,  # noqa: F401
     reply,
 )
@@ -171,3 +172,35 @@ def test_different_client_errors_do_not_stop_a_candidate(
     ledger = read_ledger(run_dir)
     assert not [e for e in ledger.events if e["kind"] == "candidate_stopped"]
     assert len(ledger.trials) > 2
+
+
+def test_a_probe_whose_connection_drops_is_sent_once_more_and_both_are_recorded(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    # A connection the server dropped says nothing about the model or the key (a pooled one a
+    # server closed looks the same): the probe goes again, once; a second drop would stop the run.
+    sent: list[int] = []
+
+    def first_dropped(body: Any, number: int) -> Behaviour:
+        sent.append(number)
+        return drop_connection() if len(sent) == 1 else reply("ready")
+
+    openai_server.script(first_dropped)
+    run_dir = _frozen(tmp_path, openai_server.base_url)
+    code, out = invoke("run", str(run_dir), "--quiet")
+    assert code in (0, 1), out
+    checks = _preflight_events(run_dir)
+    assert [e["check"] for e in checks] == ["model", "model"]
+    assert checks[0]["error_class"] == "connection_error" and checks[1]["error_class"] is None
+
+
+def test_a_probe_dropped_twice_stops_the_run_before_any_trial(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    openai_server.script(lambda body, n: drop_connection())
+    run_dir = _frozen(tmp_path, openai_server.base_url)
+    code, message = invoke("run", str(run_dir), "--quiet")
+    assert code == 2 and "connection_error" in message, message
+    assert read_ledger(run_dir).trials == [] and len(_preflight_events(run_dir)) == 2

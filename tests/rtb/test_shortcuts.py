@@ -75,6 +75,18 @@ def test_rtb_audit_exit_code_follows_saturation_when_the_harness_holds(monkeypat
         ArtifactReport(cases=1, threshold_bits=1.0, alpha=0.01, permutations=1, seed=0, classes=[]),
     )
     monkeypatch.setattr(_learning_audit, "run_learning_audit", lambda corpus, margin, seed: stub)
+    # The rule ablation has its own tests (test_rule_ablation.py): an empty-but-passing stub is
+    # not possible (no rules is "not run"), so the stub declares one load-bearing rule.
+    from trustbench.rtb.policy._rules import PolicyRule
+    from trustbench.rtb.review import _ablation
+
+    rule = _ablation.RuleAblation(
+        rule=PolicyRule(rule_id="stub", clause="stub", statement="stub", ablation="stub"),
+        flipped=("case",),
+        failed_gates=("stub",),
+    )
+    ablation = _ablation.AblationReport("stub", ("stub",), (), (rule,))
+    monkeypatch.setattr(_ablation, "run_ablation_audit", lambda corpus: ablation)
     saturated = CliRunner().invoke(app, ["rtb", "audit", "--corpus", str(V0_1)])
     assert saturated.exit_code == 1, saturated.output
     assert "corpus saturated:" in saturated.output

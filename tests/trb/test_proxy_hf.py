@@ -317,7 +317,7 @@ def test_folder_without_a_config_is_refused(tmp_path):
 
 def test_missing_transformers_is_an_input_error_with_the_install_hint(word_model, monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)  # import now raises ImportError
-    with pytest.raises(InputError, match=r"trustbench\[hf\]") as error:
+    with pytest.raises(InputError, match=r"\[hf\]") as error:
         load_hf_causal_lm(word_model)
     assert str(word_model) in str(error.value)
 

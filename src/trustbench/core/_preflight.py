@@ -88,8 +88,7 @@ async def preflight(
         where = f"candidates/{candidate.name}"
         ask = ChatRequest(messages=[{"role": "user", "content": _ASK}],
                           max_tokens=PROBE_MAX_TOKENS, temperature=0.0)  # fmt: skip
-        result = await provider.send(ask, spec.timeout_s)
-        _record(ledger, candidate.name, "model", result)
+        result = await _send(provider, ask, spec.timeout_s, ledger, candidate.name, "model")
         if result.error_class is not None or result.reply is None:
             raise InputError(
                 f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
@@ -107,7 +106,15 @@ async def preflight(
                                              "strict": True}},
             max_tokens=PROBE_MAX_TOKENS, temperature=0.0,
         )  # fmt: skip
-        result = await provider.send(constrained, spec.timeout_s)
+        result = await _send(
+            provider,
+            constrained,
+            spec.timeout_s,
+            ledger,
+            candidate.name,
+            "structured_output",
+            record_last=False,
+        )
         ok = result.error_class is None and result.reply is not None
         honoured = ok and honours_schema(result.reply.text if result.reply else None, token)
         _record(ledger, candidate.name, "structured_output", result, honoured=honoured)
@@ -126,6 +133,32 @@ async def preflight(
                 "constrains decoding",
                 location=where,
             )
+
+
+async def _send(
+    provider: ChatProvider,
+    request: ChatRequest,
+    timeout_s: float,
+    ledger: Ledger,
+    name: str,
+    probe: str,
+    *,
+    record_last: bool = True,
+) -> AttemptResult:
+    """Send a probe; one that met a connection the server had closed is sent once more.
+
+    The pool resends such a request on a fresh connection (`providers._pool`), as the runner's
+    retry of a trial would: a pooled connection a server dropped says nothing about the model
+    or the key. Every send is recorded (the last one by the caller when `record_last` is false,
+    with what it concluded).
+    """
+    result = await provider.send(request, timeout_s)
+    if result.error_class == "connection_error":
+        _record(ledger, name, probe, result)
+        result = await provider.send(request, timeout_s)
+    if record_last:
+        _record(ledger, name, probe, result)
+    return result
 
 
 def _record(
