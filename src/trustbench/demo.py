@@ -160,6 +160,28 @@ def track_lesson(track: str, verdicts: dict[str, dict[str, object]]) -> str:
     return line + (f"; instruments {_grouped(instruments, '')}" if instruments else "")
 
 
+def informational_lessons(track: str, result: ReportResult) -> list[str]:
+    """One line per informational gate a candidate did not pass: the lesson it is declared as.
+
+    An informational gate (`blocking = false`) blocks nothing; the demo keeps one deliberately
+    underpowered so the closing summary can say what it teaches, in the spec's own words.
+    """
+    missed: dict[str, tuple[list[str], str]] = {}
+    for verdict in result.verdicts:
+        if verdict.instrument:
+            continue
+        for gate in verdict.gates:
+            if not gate.spec.blocking and gate.status != "passed":
+                name = gate.spec.label.removesuffix(f" ({verdict.subject})")  # declared name
+                subjects, _ = missed.setdefault(name, ([], gate.spec.description))
+                subjects.append(verdict.subject)
+    return [
+        f"{track}: informational gate {name} (does not block) not passed by "
+        f"{', '.join(subjects)}: {description}"
+        for name, (subjects, description) in missed.items()
+    ]
+
+
 def _rtb_track_step(
     run: Callable[[Path, ProgressReporter], ReportResult], folder: str, title: str, note: str
 ) -> Callable[[Path, Console], StepOutcome]:
@@ -177,7 +199,8 @@ def _rtb_track_step(
         record = json.loads(result.record_path.read_text(encoding="utf-8"))
         name = title.split(":")[0].removeprefix("RTB ")
         return f"{title.split(':')[0]} report: {result.html_path}", [
-            track_lesson(name, record["verdicts"])
+            track_lesson(name, record["verdicts"]),
+            *informational_lessons(name, result),
         ]
 
     return step
