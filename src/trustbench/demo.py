@@ -239,7 +239,8 @@ _control_track = _rtb_track_step(
     "unchecked is the instrument that must be caught; both are built to fail. A gate on the "
     "upper bound of a rate is read per distinct source case: 0 effects in n cases bound it at "
     "1 - 0.05^(1/n), about 3/n, so a 5% gate is underpowered under 59 cases; the demo's gates "
-    "are set to what a correct boundary can show at its case count (the spec says why). A "
+    "are set to what a correct boundary can show at its case count (the spec says why), and the "
+    "5% gate is kept as an informational one that fails and blocks nothing. A "
     "simulated denial does not establish a real API's behaviour.",
 )
 _workflow_track = _rtb_track_step(

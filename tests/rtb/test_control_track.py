@@ -237,6 +237,8 @@ def test_report_command_names_the_bypassable_boundaries_and_exits_0_when_only_th
     assert "review-gated" in message and "unchecked" in message
     # The failed informational gate is shown as such and does not set the exit code.
     assert f"gate FAILED (informational): {LESSON} (reference)" in message
+    html = (demo[0] / "report.html").read_text(encoding="utf-8")
+    assert "No blocking gate failed" in html and "informational: does not block" in html
 
 
 def test_the_demo_closing_lines_name_the_underpowered_gate_as_its_lesson(

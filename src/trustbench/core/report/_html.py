@@ -221,9 +221,10 @@ def render_report_html(page: ReportPage) -> str:
     gates = sorted_gates(page.gates)
     verdicts = subject_verdicts(page)
     built_to_fail = {v.subject for v in verdicts if v.expected_to_fail}
-    counted = [g for g in gates if g.subject not in built_to_fail and g.spec.blocking]
+    judged = [g for g in gates if g.subject not in built_to_fail]
+    counted = [g for g in judged if g.spec.blocking]
     counts = {s: sum(1 for g in counted if g.status == s) for s in _GATE_ORDER}
-    informational = [g for g in gates if not g.spec.blocking and g.status != "passed"]
+    informational = [g for g in judged if not g.spec.blocking and g.status != "passed"]
     blocked = release_blocked(page.gates, verdicts)
     return template.render(
         page=page,
