@@ -326,8 +326,7 @@ def report_exit(result: ReportResult, *, json_summary: bool = False) -> None:
         typer.echo(json.dumps(report_summary(result), indent=2, sort_keys=True))
     else:
         for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
-            kind = "" if gate.spec.blocking else " (informational)"
-            typer.echo(f"gate {gate.status.upper()}{kind}: {gate.spec.label}: {gate.reason}")
+            typer.echo(gate.console_line())
         for line in _console_notes(result.record_path):
             typer.echo(f"note: {line}")
         typer.echo(f"wrote {result.record_path} and {result.html_path}")

@@ -153,6 +153,11 @@ class GateResult(BaseModel):
         """
         return self.spec.blocking and self.status != "passed"
 
+    def console_line(self) -> str:
+        """The result as the CLI prints it, e.g. `gate FAILED (informational): name: reason`."""
+        kind = "" if self.spec.blocking else " (informational)"
+        return f"gate {self.status.upper()}{kind}: {self.spec.label}: {self.reason}"
+
 
 def _compared_value(spec: GateSpec, figure: Figure) -> tuple[float | None, str]:
     """The value the gate compares, or `None` with the reason it is unavailable."""
