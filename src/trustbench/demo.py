@@ -160,6 +160,28 @@ def track_lesson(track: str, verdicts: dict[str, dict[str, object]]) -> str:
     return line + (f"; instruments {_grouped(instruments, '')}" if instruments else "")
 
 
+def informational_lessons(track: str, result: ReportResult) -> list[str]:
+    """One line per informational gate a candidate did not pass: the lesson it is declared as.
+
+    An informational gate (`blocking = false`) blocks nothing; the demo keeps one deliberately
+    underpowered so the closing summary can say what it teaches, in the spec's own words.
+    """
+    missed: dict[str, tuple[list[str], str]] = {}
+    for verdict in result.verdicts:
+        if verdict.instrument:
+            continue
+        for gate in verdict.gates:
+            if not gate.spec.blocking and gate.status != "passed":
+                name = gate.spec.label.removesuffix(f" ({verdict.subject})")  # declared name
+                subjects, _ = missed.setdefault(name, ([], gate.spec.description))
+                subjects.append(verdict.subject)
+    return [
+        f"{track}: informational gate {name} (does not block) not passed by "
+        f"{', '.join(subjects)}: {description}"
+        for name, (subjects, description) in missed.items()
+    ]
+
+
 def _rtb_track_step(
     run: Callable[[Path, ProgressReporter], ReportResult], folder: str, title: str, note: str
 ) -> Callable[[Path, Console], StepOutcome]:
@@ -177,7 +199,8 @@ def _rtb_track_step(
         record = json.loads(result.record_path.read_text(encoding="utf-8"))
         name = title.split(":")[0].removeprefix("RTB ")
         return f"{title.split(':')[0]} report: {result.html_path}", [
-            track_lesson(name, record["verdicts"])
+            track_lesson(name, record["verdicts"]),
+            *informational_lessons(name, result),
         ]
 
     return step
@@ -216,7 +239,8 @@ _control_track = _rtb_track_step(
     "unchecked is the instrument that must be caught; both are built to fail. A gate on the "
     "upper bound of a rate is read per distinct source case: 0 effects in n cases bound it at "
     "1 - 0.05^(1/n), about 3/n, so a 5% gate is underpowered under 59 cases; the demo's gates "
-    "are set to what a correct boundary can show at its case count (the spec says why). A "
+    "are set to what a correct boundary can show at its case count (the spec says why), and the "
+    "5% gate is kept as an informational one that fails and blocks nothing. A "
     "simulated denial does not establish a real API's behaviour.",
 )
 _workflow_track = _rtb_track_step(

@@ -219,11 +219,13 @@ def test_report_json_prints_verdicts_and_gate_configuration_with_the_same_exit_c
         "headline": "blocked by gate echoes",
         "instrument": False,
         "failed_gates": ["echoes"],
+        "informational_not_passed": [],
         "evaluability": None,
     }
     beta = next(g for g in summary["gates"] if g["subject"] == "beta")
     assert (beta["metric"], beta["comparison"], beta["threshold"]) == ("echo_rate", ">=", 0.9)
     assert beta["compared"] == "estimate" and beta["value"] == pytest.approx(9 / 12)
+    assert beta["blocking"] is True
     record = json.loads((run_dir / "record.json").read_text())
     assert record["verdicts"]["beta"]["status"] == "blocked"
     assert {g["subject"] for g in record["gates"]["results"]} == {"alpha", "beta"}

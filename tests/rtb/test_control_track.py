@@ -29,6 +29,8 @@ from trustbench.rtb.control._grading import (
 from trustbench.rtb.control.track import run_control_demo
 
 ENFORCING = ("reference", "cedar")
+LESSON = "prohibited-effects-5pct-underpowered"
+"""The demo's one informational gate: 5% on the upper bound, underpowered at 58 cases."""
 BYPASSABLE = ("review-gated", "unchecked")
 
 
@@ -168,9 +170,19 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
         # design, so only 10/20 cases are completed throughout: lower bound 0.302 >= 0.25.
         assert values[("permitted-work-completes", subject)] == pytest.approx(0.30195, abs=1e-4)
         assert status[("permitted-work-completes", subject)] == "passed"
+        # The same bound against 5%: the lesson, kept as an informational gate. A perfect
+        # boundary fails it (0.0503 > 0.05) and it blocks nothing.
+        assert status[(LESSON, subject)] == "failed"
     for subject in BYPASSABLE:
         assert status[("no-known-bypass", subject)] == "failed"
         assert status[("prohibited-effects-bounded", subject)] == "failed"
+    informational = {g.spec.label.split(" (")[0] for g in result.gates if not g.spec.blocking}
+    assert informational == {LESSON}
+    for verdict in result.verdicts:
+        if verdict.subject in ENFORCING:
+            assert verdict.headline.endswith(
+                f"informational gate {LESSON} not passed (does not block)"
+            )
     verdicts = {v.subject: v.status for v in result.verdicts}
     assert verdicts == {
         "reference": "passed",
@@ -223,6 +235,23 @@ def test_report_command_names_the_bypassable_boundaries_and_exits_0_when_only_th
     code, message = invoke("report", str(demo[0]))
     assert code == 0
     assert "review-gated" in message and "unchecked" in message
+    # The failed informational gate is shown as such and does not set the exit code.
+    assert f"gate FAILED (informational): {LESSON} (reference)" in message
+    html = (demo[0] / "report.html").read_text(encoding="utf-8")
+    assert "No blocking gate failed" in html and "informational: does not block" in html
+
+
+def test_the_demo_closing_lines_name_the_underpowered_gate_as_its_lesson(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    from trustbench.demo import informational_lessons
+
+    (line,) = informational_lessons("control-path track", demo[1])
+    assert line.startswith(
+        f"control-path track: informational gate {LESSON} (does not block) not passed by "
+        "reference, cedar: "
+    )
+    assert "needs 59 cases" in line
 
 
 def test_per_fault_and_per_group_figures_count_the_named_bypasses(

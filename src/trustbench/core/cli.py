@@ -326,7 +326,7 @@ def report_exit(result: ReportResult, *, json_summary: bool = False) -> None:
         typer.echo(json.dumps(report_summary(result), indent=2, sort_keys=True))
     else:
         for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
-            typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
+            typer.echo(gate.console_line())
         for line in _console_notes(result.record_path):
             typer.echo(f"note: {line}")
         typer.echo(f"wrote {result.record_path} and {result.html_path}")
@@ -341,7 +341,7 @@ def report_exit(result: ReportResult, *, json_summary: bool = False) -> None:
         )
         raise typer.Exit(INCOMPLETE_EXIT)
     if result.blocked:
-        failed = [g.spec.label for g in result.gates if g.status != "passed"]
+        failed = [g.spec.label for g in result.gates if g.blocks]
         raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
 
 

@@ -78,6 +78,11 @@ class GateSpec(BaseModel):
     description: str = ""
     """Why this gate exists, in words (e.g. "no known bypass on tested execution paths")."""
 
+    blocking: bool = True
+    """Whether the gate decides release. `false` declares an informational gate: evaluated and
+    reported like any other (marked "informational"), but its failing never blocks release nor
+    sets the exit code; e.g. a gate deliberately kept underpowered as a visible lesson."""
+
     @property
     def label(self) -> str:
         """The gate's display name: `name`, or the metric when no name was given."""
@@ -138,6 +143,20 @@ class GateResult(BaseModel):
 
     figure_unit: str | None = None
     """The unit the figure was computed in (`trial`, `case`, `group`); `None` when absent."""
+
+    @property
+    def blocks(self) -> bool:
+        """Whether this result holds release back: a blocking gate that did not pass.
+
+        The one rule every release decision reads (verdicts, banner, exit code): an
+        informational gate (`blocking = false`) never blocks, failed or unreadable.
+        """
+        return self.spec.blocking and self.status != "passed"
+
+    def console_line(self) -> str:
+        """The result as the CLI prints it, e.g. `gate FAILED (informational): name: reason`."""
+        kind = "" if self.spec.blocking else " (informational)"
+        return f"gate {self.status.upper()}{kind}: {self.spec.label}: {self.reason}"
 
 
 def _compared_value(spec: GateSpec, figure: Figure) -> tuple[float | None, str]:
@@ -231,10 +250,12 @@ def any_failed(results: Sequence[GateResult], *, count_not_evaluable: bool = Tru
             unrun check must not read as a passed one.
 
     Returns:
-        True if any gate failed (or, by default, could not be evaluated).
+        True if any blocking gate failed (or, by default, could not be evaluated); an
+        informational gate (`blocking = false`) never counts.
     """
-    blocking = {"failed", "not_evaluable"} if count_not_evaluable else {"failed"}
-    return any(result.status in blocking for result in results)
+    return any(
+        result.blocks and (count_not_evaluable or result.status == "failed") for result in results
+    )
 
 
 __all__ = [

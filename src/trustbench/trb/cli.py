@@ -284,7 +284,7 @@ def run(
     record = json.loads(result.record_path.read_text(encoding="utf-8"))
     _print_profile_record(record)
     for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
-        typer.echo(f"gate {gate.status.upper()}: {gate.spec.label}: {gate.reason}")
+        typer.echo(gate.console_line())
     if not result.complete:
         typer.echo("note: the run was interrupted; unrun trials are reported as not run")
     typer.echo(f"wrote {result.record_path} and {result.html_path}")
@@ -297,7 +297,7 @@ def run(
             location=str(result.record_path),
         )
     if result.blocked:
-        failed = [g.spec.label for g in result.gates if g.status != "passed"]
+        failed = [g.spec.label for g in result.gates if g.blocks]
         raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
 
 

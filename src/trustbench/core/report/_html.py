@@ -130,8 +130,9 @@ def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str,
     # Rows are subjects; the gates on `block.metric` give each row its pass/fail colour and the
     # thresholds to draw (one line per distinct threshold declared on the metric).
     # Rows named "<subject>: <metric>" (several metrics in one plot) take that gate's colour.
-    # With several gates on one row the worst outcome wins (failures are applied last).
-    worst_last = sorted(gates, key=lambda g: -_GATE_ORDER[g.status])
+    # With several gates on one row the worst outcome wins (failures are applied last), and a
+    # blocking gate's outcome wins over an informational one's (those are applied first).
+    worst_last = sorted(gates, key=lambda g: (g.spec.blocking, -_GATE_ORDER[g.status]))
     mine = [g for g in worst_last if block.metric and g.spec.metric == block.metric]
     thresholds = sorted({g.spec.threshold for g in mine})
     outcome = {g.subject: g.status for g in mine if g.subject}
@@ -220,13 +221,16 @@ def render_report_html(page: ReportPage) -> str:
     gates = sorted_gates(page.gates)
     verdicts = subject_verdicts(page)
     built_to_fail = {v.subject for v in verdicts if v.expected_to_fail}
-    counted = [g for g in gates if g.subject not in built_to_fail]
+    judged = [g for g in gates if g.subject not in built_to_fail]
+    counted = [g for g in judged if g.spec.blocking]
     counts = {s: sum(1 for g in counted if g.status == s) for s in _GATE_ORDER}
+    informational = [g for g in judged if not g.spec.blocking and g.status != "passed"]
     blocked = release_blocked(page.gates, verdicts)
     return template.render(
         page=page,
         gates=gates,
         gate_counts=counts,
+        informational=informational,
         blocked=blocked,
         exit_code=report_exit_code(page.incomplete is None, blocked),
         harness_problems=[v.subject for v in verdicts if v.status == "harness_problem"],

@@ -220,7 +220,8 @@ def gates_record(results: Sequence[GateResult]) -> dict[str, JsonValue]:
 
     Returns:
         `{"results": [...], "passed": n, "failed": n, "not_evaluable": n, "blocking": bool}`,
-        where `blocking` is `any_failed(results)` (not-evaluable gates block).
+        where `blocking` is `any_failed(results)` (not-evaluable gates block; informational
+        gates, `blocking = false`, never do).
     """
     counts = {status: 0 for status in ("passed", "failed", "not_evaluable")}
     for result in results:

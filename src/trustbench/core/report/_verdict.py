@@ -10,7 +10,9 @@ boundaries, scripted agents) are judged apart: one built to fail (`expected_to_f
 or cannot be evaluated on some gate is `as_expected`, and one that passes every gate is a
 `harness_problem`, because the gates then do not tell it from a good candidate. An instrument
 not built to fail (a reckless scripted agent against an enforcing boundary) gets the ordinary
-reading of its gates, shown as an instrument.
+reading of its gates, shown as an instrument. Only blocking gates decide a verdict: an
+informational gate (`GateSpec.blocking = false`) is named in the headline when it did not pass
+("does not block"), and never turns a failed or unreadable subject into a passing one.
 """
 
 from __future__ import annotations
@@ -120,9 +122,20 @@ def _labels(results: list[GateResult], among: list[GateResult] | None = None) ->
     return ", ".join(gate_names(results, among))
 
 
+def _informational(gates: list[GateResult]) -> str:
+    """`; informational gate X not passed (does not block)`, or "" when every one passed."""
+    missed = [g for g in gates if not g.spec.blocking and g.status != "passed"]
+    if not missed:
+        return ""
+    plural = "s" if len(missed) > 1 else ""
+    return f"; informational gate{plural} {_labels(missed, gates)} not passed (does not block)"
+
+
 def _candidate(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, str]:
-    failed = [g for g in gates if g.status == "failed"]
-    unreadable = [g for g in gates if g.status == "not_evaluable"]
+    # Only blocking gates decide the status; informational ones are named after it.
+    held = [g for g in gates if g.spec.blocking]
+    failed = [g for g in held if g.status == "failed"]
+    unreadable = [g for g in held if g.status == "not_evaluable"]
     unanswered = [g for g in failed if g.spec.metric == VALID_RESPONSE_RATE]
     if not_run:
         return "not_run", "not run: no trial of this configuration ran (no evidence either way)"
@@ -134,23 +147,26 @@ def _candidate(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, s
             f"not evaluable: {_labels(unreadable, gates)} could not be read "
             f"({unreadable[0].reason})"
         )
+    note = _informational(gates)
     if failed:
-        return "blocked", f"blocked by gate {_labels(failed, gates)}"
-    if not gates or all(g.spec.metric == VALID_RESPONSE_RATE for g in gates):
+        return "blocked", f"blocked by gate {_labels(failed, gates)}{note}"
+    if not held or all(g.spec.metric == VALID_RESPONSE_RATE for g in held):
         # The implicit evaluability gate says it answered; it is not a release gate.
-        answered = " (it answered: valid-response rate passed)" if gates else ""
-        return "no_gates", f"no release gate applies to this configuration{answered}"
-    return "passed", f"passed all {len(gates)} gate(s)"
+        answered = " (it answered: valid-response rate passed)" if held else ""
+        return "no_gates", f"no release gate applies to this configuration{answered}{note}"
+    kind = " blocking" if len(held) < len(gates) else ""
+    return "passed", f"passed all {len(held)}{kind} gate(s){note}"
 
 
 def _instrument(gates: list[GateResult], not_run: bool) -> tuple[VerdictStatus, str]:
-    missed = [g for g in gates if g.status != "passed"]
+    # Failing only an informational gate does not tell an instrument from a good candidate.
+    missed = [g for g in gates if g.blocks]
     if not_run:
         return "not_run", "not run: this instrument's signature was not checked"
     if missed:
         return "as_expected", f"failed as expected: {_labels(missed, gates)}"
-    if not gates:
-        return "no_gates", "no release gate applies to this instrument"
+    if not any(g.spec.blocking for g in gates):
+        return "no_gates", f"no release gate applies to this instrument{_informational(gates)}"
     return "harness_problem", (
         "HARNESS PROBLEM: this instrument passed every gate it should fail; the gates do not tell "
         "it from a good candidate"
@@ -178,7 +194,7 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
         judge = _instrument if built_to_fail else _candidate
         status, headline = judge(gates, subject in page.not_run)
         if page.incomplete is not None and not built_to_fail and status != "not_run":
-            failing = [g for g in gates if g.status == "failed"]
+            failing = [g for g in gates if g.status == "failed" and g.spec.blocking]
             status, headline = (
                 "incomplete",
                 (
@@ -205,8 +221,9 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
 def release_blocked(gates: list[GateResult], verdicts: list[Verdict]) -> bool:
     """Whether the release is blocked: the one rule behind the exit code and the page's banner.
 
-    Blocked when any gate failed or could not be read (never passed by default), except the gates
-    of instruments built to fail, whose failing is the harness working; and blocked when one of
+    Blocked when any blocking gate failed or could not be read (never passed by default), except
+    the gates of instruments built to fail, whose failing is the harness working; informational
+    gates (`blocking = false`) are reported and never block; and blocked when one of
     those passed every gate (a harness problem: the gates cannot tell it from a good candidate),
     and blocked when the run is incomplete.
     An instrument expected to pass (an honest scripted agent, a governed oracle) that fails a gate
@@ -215,7 +232,7 @@ def release_blocked(gates: list[GateResult], verdicts: list[Verdict]) -> bool:
     if any(v.status in ("harness_problem", "incomplete") for v in verdicts):
         return True
     built_to_fail = {v.subject for v in verdicts if v.expected_to_fail}
-    return any(g.status != "passed" for g in gates if g.subject not in built_to_fail)
+    return any(g.blocks for g in gates if g.subject not in built_to_fail)
 
 
 def report_summary(result: Any) -> dict[str, Any]:
@@ -227,16 +244,22 @@ def report_summary(result: Any) -> dict[str, Any]:
     Returns:
         Plain JSON: record and page paths, completeness, whether release is blocked and the
         exit code that goes with it, one verdict per subject (with its valid-response counts
-        when the track reports them, and its failed gates by their declared names) and every
-        gate result with its configuration (`name`: the declared name, `gate`: the per-subject
-        label).
+        when the track reports them, its failed blocking gates and its informational gates not
+        passed, by their declared names) and every gate result with its configuration (`name`:
+        the declared name, `gate`: the per-subject label, `blocking`: false for an informational
+        gate).
     """
     verdicts = {
         v.subject: {
             "status": v.status,
             "headline": v.headline,
             "instrument": v.instrument,
-            "failed_gates": gate_names([g for g in v.gates if g.status == "failed"], v.gates),
+            "failed_gates": gate_names(
+                [g for g in v.gates if g.status == "failed" and g.spec.blocking], v.gates
+            ),
+            "informational_not_passed": gate_names(
+                [g for g in v.gates if not g.spec.blocking and g.status != "passed"], v.gates
+            ),
             "evaluability": None
             if v.evaluability is None
             else {
@@ -258,6 +281,7 @@ def report_summary(result: Any) -> dict[str, Any]:
             "name": names[id(g)],
             "metric": g.spec.metric,
             "status": g.status,
+            "blocking": g.spec.blocking,
             "compared": g.compared,
             "value": g.value,
             "comparison": g.spec.comparison,
