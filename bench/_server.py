@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tests.support.openai_server import Behaviour, OpenAIServer
+from tests.support.openai_server import Behaviour, OpenAIServer, probe_reply
 
 from bench._workload import reference_reply, reply_cache_key
 
@@ -22,6 +22,9 @@ def main() -> None:
     cache: dict[str, str] = {}
 
     def answer(body: Any, number: int) -> Behaviour:
+        probe = probe_reply(body)  # `trustbench run` preflights, as against a real server
+        if probe is not None:
+            return probe
         content = body["messages"][-1]["content"]
         eid, key = reply_cache_key(content)
         template = cache.get(key)
