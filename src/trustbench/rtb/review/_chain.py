@@ -26,7 +26,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from trustbench.rtb.corpus._models import CandidateInput, Case
-from trustbench.rtb.review._metrics import ReviewTrialRow
+from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._validation import (
     Outcome,
     ValidatedResponse,
