@@ -37,8 +37,8 @@ demo: venv-demo
 	$(BIN)/trustbench demo
 
 lint: venv
-	$(BIN)/ruff check src tests bench tools
-	$(BIN)/ruff format --check src tests bench tools
+	$(BIN)/ruff check --no-cache src tests bench tools
+	$(BIN)/ruff format --no-cache --check src tests bench tools
 	$(BIN)/basedpyright --pythonpath $(BIN)/python
 
 test: venv lint
