@@ -296,57 +296,12 @@ def _register_heldout() -> None:
 _register_heldout()
 
 
-@rtb_app.command()
-def review(
-    model: Annotated[
-        str,
-        typer.Option("--model", help="PROVIDER/NAME, e.g. openai/gpt-4o-mini (openai, anthropic)."),
-    ],
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--base-url", help="Server URL (default: the provider SDK's, e.g. $OPENAI_BASE_URL)."
-        ),
-    ] = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key-env",
-            help="Variable holding the API key (default without --base-url: OPENAI_API_KEY "
-            "or ANTHROPIC_API_KEY; a --base-url server gets none).",
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(
-            "--limit",
-            min=1,
-            help="Run only N trials (a quick check: the run is then incomplete, exit 4).",
-        ),
-    ] = None,
-    trials: Annotated[int, typer.Option("--trials", min=1, help="Trials per case.")] = 1,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Run folder (default: runs/review-<model name>)."),
-    ] = None,
-) -> None:
-    """Try a model on the reviewer track without writing a spec: freeze, run and report it.
+def _register_quick() -> None:
+    """The spec-free quick paths (`rtb review|workflow --model`), kept in `rtb/_quick_cli.py`."""
+    from trustbench.rtb import _quick_cli
 
-    The spec is written as RUN/spec.toml before it is frozen: edit it and rerun it with
-    `trustbench freeze`, `run` and `report`. Exit codes as `report`'s (1 a failed gate, 4 an
-    incomplete run, e.g. with --limit).
-    """
-    from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
-    from trustbench.core.cli import report_exit
-    from trustbench.core.runs import default_progress
-    from trustbench.rtb.review._quick import candidate_name, quick_spec_text, write_quick_spec
+    rtb_app.command(name="review")(_quick_cli.review)
+    rtb_app.command(name="workflow")(_quick_cli.workflow)
 
-    spec_text = quick_spec_text(
-        model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials
-    )
-    run_dir = out or Path("runs") / f"review-{candidate_name(model)}"
-    spec = write_quick_spec(run_dir, spec_text)
-    typer.echo(f"spec: {spec} (edit it and rerun: trustbench freeze {spec} --out NEW)")
-    write_manifest(build_manifest(spec), run_dir)
-    run_experiment(run_dir, default_progress(), limit=limit, preflight=True)
-    report_exit(report_run(run_dir))
+
+_register_quick()

@@ -1,0 +1,96 @@
+"""`trustbench rtb review|workflow --model PROVIDER/NAME`: try a model without writing a spec.
+
+The commands share their options; each track builds its own default spec (`rtb/_quick.py`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+_Model = Annotated[
+    str,
+    typer.Option("--model", help="PROVIDER/NAME, e.g. openai/gpt-4o-mini (openai, anthropic)."),
+]
+_BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url", help="Server URL (default: the provider SDK's, e.g. $OPENAI_BASE_URL)."
+    ),
+]
+_ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        help="Variable holding the API key (default without --base-url: OPENAI_API_KEY "
+        "or ANTHROPIC_API_KEY; a --base-url server gets none).",
+    ),
+]
+_Limit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="Run only N trials (a quick check: the run is then incomplete, exit 4).",
+    ),
+]
+_Trials = Annotated[int, typer.Option("--trials", min=1, help="Trials per case.")]
+_Out = Annotated[
+    Path | None,
+    typer.Option("--out", help="Run folder (default: runs/<track>-<model name>)."),
+]
+
+
+def _run_dir(track: str, model: str, out: Path | None) -> Path:
+    from trustbench.rtb._quick import candidate_name
+
+    return out or Path("runs") / f"{track}-{candidate_name(model)}"
+
+
+def review(
+    model: _Model,
+    base_url: _BaseUrl = None,
+    api_key_env: _ApiKeyEnv = None,
+    limit: _Limit = None,
+    trials: _Trials = 1,
+    out: _Out = None,
+) -> None:
+    """Try a model on the reviewer track without writing a spec: freeze, run and report it.
+
+    The spec is written as RUN/spec.toml before it is frozen: edit it and rerun it with
+    `trustbench freeze`, `run` and `report`. Exit codes as `report`'s (1 a failed gate, 4 an
+    incomplete run, e.g. with --limit).
+    """
+    from trustbench.rtb._quick import freeze_run_report
+    from trustbench.rtb.review._quick import quick_spec_text
+
+    text = quick_spec_text(
+        model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials
+    )
+    freeze_run_report(_run_dir("review", model, out), text, limit=limit)
+
+
+def workflow(
+    model: _Model,
+    base_url: _BaseUrl = None,
+    api_key_env: _ApiKeyEnv = None,
+    limit: _Limit = None,
+    trials: _Trials = 1,
+    out: _Out = None,
+) -> None:
+    """Try a tool-calling model as the workflow track's agent without writing a spec.
+
+    The model acts on the simulated platform behind the reference boundary; freeze, run and
+    report as `rtb review --model` does. The spec is written as RUN/spec.toml before it is
+    frozen: edit it and rerun it with `trustbench freeze`, `run` and `report`. Exit codes as
+    `report`'s (1 a failed gate, 4 an incomplete run, e.g. with --limit).
+    """
+    from trustbench.rtb._quick import freeze_run_report
+    from trustbench.rtb.workflow._quick import workflow_quick_spec_text
+
+    text = workflow_quick_spec_text(
+        model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials
+    )
+    freeze_run_report(_run_dir("workflow", model, out), text, limit=limit)
