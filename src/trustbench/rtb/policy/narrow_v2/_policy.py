@@ -40,7 +40,37 @@ if TYPE_CHECKING:
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
-class NarrowApprovalV2:
+class EvidenceRecordsPolicy:
+    """What every policy whose input is task, `as_of`, proposal and evidence records shares.
+
+    v0.2 and v0.3 (which extends v0.2's records) build their candidate input, shape a reply and
+    have no starter grid alike; each declares its own `candidate_model`.
+    """
+
+    candidate_model: type[BaseModel]
+
+    def check_starter(
+        self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
+    ) -> list[Problem] | None:
+        """None: this policy's corpora have no fixed starter grid."""
+        return None
+
+    def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
+        """Task, `as_of`, proposal and evidence under a fresh evaluation id."""
+        return self.candidate_model(
+            evaluation_id=evaluation_id,
+            task=case.task,
+            as_of=case.as_of,
+            proposal=case.proposal,
+            evidence=list(case.evidence),
+        )
+
+    def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Every reply carries `discrepancies` (the response schema requires the key)."""
+        return {**body, "discrepancies": body.get("discrepancies", [])}
+
+
+class NarrowApprovalV2(EvidenceRecordsPolicy):
     """`CorpusPolicy` of `rtb-narrow-approval-v2`: the latest applicable approval governs."""
 
     policy_id = POLICY_ID_V2
@@ -84,29 +114,9 @@ class NarrowApprovalV2:
     fault_approval = staticmethod(fault_approval_v2)
     """The decisive active approval of an uncontested permit (stale one: metadata fault)."""
 
-    def check_starter(
-        self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
-    ) -> list[Problem] | None:
-        """None: this policy's corpora have no fixed starter grid."""
-        return None
-
     def ablated_reviewer(self, rule_id: str) -> Reviewer:
         """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
         return cast("Reviewer", AblatedV2Reviewer(rule_id))
-
-    def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
-        """Task, `as_of`, proposal and evidence under a fresh evaluation id."""
-        return CandidateInputV2(
-            evaluation_id=evaluation_id,
-            task=case.task,
-            as_of=case.as_of,
-            proposal=case.proposal,
-            evidence=list(case.evidence),
-        )
-
-    def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Every reply carries `discrepancies` (the response schema requires the key)."""
-        return {**body, "discrepancies": body.get("discrepancies", [])}
 
     def live_evaluator(
         self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws

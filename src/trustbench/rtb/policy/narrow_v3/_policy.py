@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from trustbench.errors import InputError
 from trustbench.rtb.policy._finding_rules import FindingRules
 from trustbench.rtb.policy._rules import PolicyRule
+from trustbench.rtb.policy.narrow_v2._policy import EvidenceRecordsPolicy
 from trustbench.rtb.policy.narrow_v3._ablation import AblatedV3Reviewer
 from trustbench.rtb.policy.narrow_v3._checks import check_cases_v3
 from trustbench.rtb.policy.narrow_v3._decision_rules import DECISION_RULES_V3
@@ -34,7 +35,6 @@ from trustbench.rtb.policy.narrow_v3._reviewer import ReferencePolicyV3Reviewer,
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.corpus._problem import Problem
     from trustbench.rtb.platform import FaultType, PlatformSeed
     from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
@@ -46,7 +46,7 @@ _NO_PLATFORM = (
 )
 
 
-class NarrowApprovalV3:
+class NarrowApprovalV3(EvidenceRecordsPolicy):
     """`CorpusPolicy` of `rtb-narrow-approval-v3`."""
 
     policy_id = POLICY_ID_V3
@@ -94,29 +94,9 @@ class NarrowApprovalV3:
     reference_finding = staticmethod(reference_finding)
     """`assess_v3` as reply fields (with its structured discrepancies)."""
 
-    def check_starter(
-        self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
-    ) -> list[Problem] | None:
-        """None: this policy's corpora have no fixed starter grid."""
-        return None
-
     def ablated_reviewer(self, rule_id: str) -> Reviewer:
         """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
         return cast("Reviewer", AblatedV3Reviewer(rule_id))
-
-    def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
-        """Task, `as_of`, proposal and evidence under a fresh evaluation id."""
-        return CandidateInputV3(
-            evaluation_id=evaluation_id,
-            task=case.task,
-            as_of=case.as_of,
-            proposal=case.proposal,
-            evidence=list(case.evidence),
-        )
-
-    def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Every reply carries `discrepancies` (the response schema requires the key)."""
-        return {**body, "discrepancies": body.get("discrepancies", [])}
 
     def seed_platform(self, case: Any) -> PlatformSeed:
         """Refused: see `_NO_PLATFORM`.
