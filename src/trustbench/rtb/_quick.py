@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from trustbench.errors import InputError, did_you_mean
@@ -104,6 +105,37 @@ def header_lines(
         "candidate_resample = 0",
         "",
     ]
+
+
+def quick_spec(
+    track: str,
+    model: str,
+    *,
+    description: str,
+    demo_spec: Path,
+    max_tokens: int,
+    track_options: Sequence[str] = (),
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    trials_per_case: int = 1,
+) -> str:
+    """A track's default spec for one API model, as TOML: what `rtb TRACK --model` freezes.
+
+    The header (built-in corpus, transport retries), the track's options, the model as the one
+    candidate (temperature 0, `max_tokens`), and the analysis and gates of the track's packaged
+    demo spec.
+
+    Raises:
+        InputError: a malformed `--model` (see `parse_model`).
+    """
+    candidate = candidate_lines(
+        model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        settings=f"{{ temperature = 0.0, max_tokens = {max_tokens} }}",
+    )
+    header = header_lines(track, model, description=description, trials_per_case=trials_per_case)
+    return "\n".join([*header, *track_options, *candidate, "", analysis_and_gates(demo_spec)])
 
 
 def analysis_and_gates(demo_spec: Path) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trustbench.rtb._quick import analysis_and_gates, candidate_lines, header_lines
+from trustbench.rtb._quick import quick_spec
 
 DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml"
 """The packaged reviewer demo spec: its `[analysis]` and `[[gates]]` are the quick path's."""
@@ -34,16 +34,13 @@ def quick_spec_text(
     Raises:
         InputError: a malformed `--model`.
     """
-    candidate = candidate_lines(
-        model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        settings="{ temperature = 0.0, max_tokens = 800 }",
-    )
-    header = header_lines(
+    return quick_spec(
         "review",
         model,
         description=f"Reviewer track quick check of {model}.",
+        demo_spec=DEMO_SPEC,
+        max_tokens=800,
+        base_url=base_url,
+        api_key_env=api_key_env,
         trials_per_case=trials_per_case,
     )
-    return "\n".join([*header, *candidate, "", analysis_and_gates(DEMO_SPEC)])

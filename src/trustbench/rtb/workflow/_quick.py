@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trustbench.rtb._quick import analysis_and_gates, candidate_lines, header_lines
+from trustbench.rtb._quick import quick_spec
 
 DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_workflow.toml"
 """The packaged workflow demo spec: its `[analysis]` and `[[gates]]` are the quick path's."""
@@ -47,16 +47,14 @@ def workflow_quick_spec_text(
     Raises:
         InputError: a malformed `--model`.
     """
-    candidate = candidate_lines(
-        model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        settings="{ temperature = 0.0, max_tokens = 1024 }",
-    )
-    header = header_lines(
+    return quick_spec(
         "workflow",
         model,
         description=f"Workflow track quick check of {model} as a tool-calling agent.",
+        demo_spec=DEMO_SPEC,
+        max_tokens=1024,
+        track_options=TRACK_OPTIONS,
+        base_url=base_url,
+        api_key_env=api_key_env,
         trials_per_case=trials_per_case,
     )
-    return "\n".join([*header, *TRACK_OPTIONS, *candidate, "", analysis_and_gates(DEMO_SPEC)])
