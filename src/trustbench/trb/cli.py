@@ -1,4 +1,4 @@
-"""The `trustbench trb` command group: check-adapter, audit, corpus, run, smoke.
+"""The `trustbench trb` command group: check-adapter, audit, corpus, run, smoke, collect.
 
 `trb run` freezes a built-in (or given) spec of the `trb/profile` track, runs it through the
 shared ledger and writes `record.json` and `report.html`; `trb smoke` is the quick direct
@@ -16,8 +16,10 @@ import typer
 
 from trustbench.errors import CheckFailed
 from trustbench.trb._cli_tables import _fmt, _interval, _print_audit, _print_goodhart
+from trustbench.trb.collect.cli import collect_app
 
 trb_app = typer.Typer(help="Trace AI Reflection Benchmark (TRB).", no_args_is_help=True)
+trb_app.add_typer(collect_app, name="collect")
 
 
 @trb_app.command("check-adapter")

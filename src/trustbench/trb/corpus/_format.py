@@ -76,6 +76,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
 
+class HumanCollection(_Strict):
+    """Where a human Phi(r') came from: the paired sessions of a frozen collection protocol."""
+
+    protocol_sha256: str
+    """SHA-256 of the frozen collection protocol (`trustbench trb collect freeze`)."""
+    sessions: tuple[str, ...]
+    """Session ids (`<participant>@<protocol hash prefix>`) whose answers make up Phi(r')."""
+    participants: tuple[str, ...]
+    """Their participant pseudonyms."""
+    answers: int = Field(ge=1)
+    """How many answers Phi(r') is the empirical distribution of."""
+    r_prime_origin: Provenance
+    """Where the r' value shown to the participants came from in the source corpus."""
+
+
 class Counterfactual(_Strict):
     """One counterfactual value r' for a step and its reference continuation."""
 
@@ -90,6 +105,28 @@ class Counterfactual(_Strict):
     """Phi(r'): the action distribution of an agent acting on r', keyed by action."""
     continuation_source: ContinuationSource
     """Who produced the continuation: the exact reference agent of the world, or a human."""
+    collected: HumanCollection | None = None
+    """For a human continuation from a collection protocol: its provenance (participants,
+    sessions, protocol hash); omitted otherwise, so reference corpora keep their bytes."""
+
+    @model_validator(mode="after")
+    def _collected_is_human(self) -> Counterfactual:
+        """A collection record belongs only to a human, non-synthetic counterfactual."""
+        if self.collected is not None and (
+            self.continuation_source != "human" or self.provenance == "synthetic"
+        ):
+            raise ValueError("a collected continuation must be human and not synthetic")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_no_collection(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, object]:
+        """Leave `collected` out when absent: existing corpora keep their bytes and hashes."""
+        out = handler(self)
+        if out.get("collected", 0) is None:
+            del out["collected"]
+        return out
 
 
 class Attribution(_Strict):

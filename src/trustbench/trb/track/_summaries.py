@@ -8,6 +8,7 @@ from trustbench.core import Manifest
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ProfileBlock
 from trustbench.trb.adapter._schema import EDITABLE_SLOTS, TRB_VERSION
+from trustbench.trb.corpus._provenance import provenance_share
 from trustbench.trb.profile._baselines import BASELINES, HIGH_LEVEL, TRANSFER_DROP
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._corpus_source import LoadedCorpus
@@ -218,6 +219,13 @@ def profile_flags(
             f"synthetic share {share.synthetic_share:.1%} ({share.synthetic} synthetic, "
             f"{share.human} human counterfactuals; cap 3:1 {share.cap_status})"
         )
+    for split, traces in sorted(corpus.splits.items()):  # the cap per split, too
+        part = provenance_share(traces)
+        if part.cap_status == "violated":
+            flags.append(
+                f"split {split} is OVER the 3:1 synthetic:human cap ({part.synthetic} synthetic, "
+                f"{part.human} human counterfactuals)"
+            )
     oracle = next((c for c in candidates if collected.adapters.get(c) == REFERENCE_ORACLE), None)
     for candidate in candidates:
         figures = subjects[candidate]

@@ -1,0 +1,113 @@
+"""`trustbench trb collect ...`: freeze a paired counterfactual protocol, serve it, export it."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+collect_app = typer.Typer(
+    help="Paired counterfactual collection: real human continuations for Tracks 1 and 3.",
+    no_args_is_help=True,
+)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound before the folder is opened, so a used port fails at once."""
+    from trustbench.errors import InputError
+
+    if not 0 <= port <= 65535:
+        raise InputError(f"--port {port} is not a TCP port (0 to 65535; 0 = any free port)")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as error:
+        raise InputError(
+            f"cannot listen on {host}:{port}: {error.strerror or error}; choose another port "
+            "with --port N (--port 0: any free port)",
+            location="--port",
+        ) from None
+
+
+@collect_app.command()
+def freeze(
+    protocol: Annotated[Path, typer.Argument(help="Collection protocol TOML file.")],
+    out: Annotated[Path, typer.Option("--out", help="New collection folder.")],
+) -> None:
+    """Freeze a protocol: resolve its items against the source corpus and pin them by hash."""
+    from trustbench.core.runs import check_output_folder
+    from trustbench.trb.collect._protocol import freeze_protocol
+
+    check_output_folder(out)
+    frozen = freeze_protocol(protocol, out)
+    typer.echo(f"froze protocol {frozen.protocol_sha256} into {out}")
+    for p in frozen.protocol.participants:
+        typer.echo(f"  {p.id}: split {p.split}, {len(frozen.items_for(p.split))} items")
+
+
+@collect_app.command()
+def serve(
+    folder: Annotated[Path, typer.Argument(help="Collection folder (from `collect freeze`).")],
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0 = any free port).")] = 8766,
+) -> None:
+    """Serve the sessions; print one private link per participant; Ctrl-C or SIGTERM stops.
+
+    Every answer is in the ledger when its page is answered: stopping loses nothing, and
+    serving again resumes each session at its next unanswered item (with fresh links).
+    """
+    import asyncio
+
+    from aiohttp import web
+
+    from trustbench.trb.collect._serve import CollectionRun
+
+    listening = _listen(host, port)
+
+    async def main() -> None:
+        with listening, CollectionRun(folder) as served:
+            assert served.app is not None
+            runner = web.AppRunner(served.app, access_log=None)
+            await runner.setup()
+            await web.SockSite(runner, listening).start()
+            bound = listening.getsockname()[1]
+            typer.echo(f"serving {folder} on http://{host}:{bound} (Ctrl-C stops)")
+            for who, link in sorted(served.links(f"http://{host}:{bound}").items()):
+                typer.echo(f"  {who}: {link}")
+            typer.echo("give each participant only their own link (it is their access token)")
+            sys.stdout.flush()
+            stop = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            try:
+                await stop.wait()
+            finally:
+                await runner.cleanup()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+    typer.echo("stopped; serve again to resume")
+
+
+@collect_app.command()
+def export(
+    folder: Annotated[Path, typer.Argument(help="Collection folder.")],
+    out: Annotated[Path, typer.Option("--out", help="New folder for the human corpus.")],
+) -> None:
+    """Write the collected continuations as a TRB corpus (`human/`, `synthetic/`) and a report.
+
+    `OUT/human` holds human Phi(r') where collected; `OUT/synthetic` the same traces with the
+    synthetic-only continuations, so Tracks 1 and 3 can be run on both and read side by side.
+    """
+    from trustbench.core.runs import check_output_folder
+    from trustbench.trb.collect._export import export_collection, summary_lines
+
+    check_output_folder(out)
+    report = export_collection(folder, out)
+    for line in summary_lines(report):
+        typer.echo(line)
+    typer.echo(f"wrote {out / 'human'}, {out / 'synthetic'} and {out / 'collection.json'}")
