@@ -23,6 +23,8 @@ from trustbench.core import read_ledger
 from trustbench.errors import CheckFailed
 from trustbench.trb.collect import CollectionRun, export_collection
 from trustbench.trb.corpus._store import read_corpus
+from trustbench.trb.instruments._oracles import GovernedOracle
+from trustbench.trb.measures._governance import governance_rows
 
 Driver = Callable[[TestClient, dict[str, str]], Awaitable[Any]]
 
@@ -217,3 +219,23 @@ def test_a_hand_edited_protocol_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     with pytest.raises(CheckFailed, match="differs from its recorded hash"):
         serve(folder, lambda client, tokens: asyncio.sleep(0))
+
+
+def test_track_1_counts_split_g_by_where_phi_came_from(tmp_path: Path) -> None:
+    protocol = PROTOCOL.replace('r_prime_slots = ["goal", "belief", "planned_next", "confidence"]',
+                                'r_prime_slots = ["goal", "belief"]')  # fmt: skip
+    folder = frozen_collection(tmp_path, protocol)
+
+    async def driver(client: TestClient, tokens: dict[str, str]) -> None:
+        await complete(client, tokens["p01"])
+
+    serve(folder, driver)
+    report = export_collection(folder, tmp_path / "out")
+    _, splits = read_corpus(tmp_path / "out" / "human")
+    rows = governance_rows(GovernedOracle(), splits["eval"])
+    human = sum(r["human_phi_items"] for r in rows)
+    assert (human, sum(r["synthetic_phi_items"] for r in rows)) == (4, 4)
+    assert sum(r["synthetic_phi_tv_sum"] for r in rows) == pytest.approx(0.0)  # its own Phi
+    g_human = 1 - sum(r["human_phi_tv_sum"] for r in rows) / human
+    assert g_human == pytest.approx(report["reference_agent"]["G_against_human"])
+    assert report["splits"]["eval"]["label"] == "cap 3:1 met"

@@ -118,3 +118,6 @@ def test_a_participant_session_in_headless_chromium_yields_a_corpus_tracks_1_and
     assert record["profile"]["governed"]["attr"]["value"] == pytest.approx(1.0)
     assert all(c["passed"] for c in record["oracle_checks"])
     assert any("synthetic share 0.0%" in flag for flag in record["flags"])
+    human_g = next(r for r in record["rows"] if r["metric"] == "G_human_phi")
+    assert human_g["estimate"] == pytest.approx(g["estimate"])  # every r' here is human
+    assert any(f.startswith("governed: G against human Phi(r')") for f in record["flags"])

@@ -89,6 +89,8 @@ def _empty_row(trace_id: str) -> dict[str, Any]:
         "slots": {s: {"tv_sum": 0.0, "n_items": 0} for s in EDITABLE_SLOTS},
         "slot_correct": {s: 0 for s in EDITABLE_SLOTS},
         "slot_steps": 0,
+        **dict.fromkeys(("human_phi_tv_sum", "synthetic_phi_tv_sum"), 0.0),
+        **dict.fromkeys(("human_phi_items", "synthetic_phi_items"), 0),
         **empty_counts(),
     }
 
@@ -190,6 +192,9 @@ def governance_rows(
                 row["n_items"] += 1
                 row["slots"][cf.slot]["tv_sum"] += tv
                 row["slots"][cf.slot]["n_items"] += 1
+                source = "human" if cf.continuation_source == "human" else "synthetic"
+                row[f"{source}_phi_tv_sum"] += tv  # G against human Phi beside synthetic-only
+                row[f"{source}_phi_items"] += 1
                 want = unique_argmax(cf.continuation)
                 if want is not None:
                     row["hard_items"] += 1

@@ -59,6 +59,7 @@ from trustbench.trb.measures._numeric import unique_argmax
 from trustbench.trb.measures._sampling import widen_figure
 from trustbench.trb.track._measure_common import _boot_figure, bootstrap_interval
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._phi_source import phi_source_figures
 from trustbench.trb.track._r_star_figures import r_star_failed, r_star_figures
 
 
@@ -282,7 +283,8 @@ class GovernanceMeasure:
                 "act calls under r' that raised or returned a malformed distribution " + label,
             )
         )
-        return figures + r_star_figures(rows, stats, label)  # R*'s adversarial and OOD r'
+        # R*'s adversarial and OOD r', then G against human Phi(r') beside the synthetic-only G
+        return figures + r_star_figures(rows, stats, label) + phi_source_figures(rows, stats, label)
 
 
 class AttributionMeasure:

@@ -226,6 +226,13 @@ def profile_flags(
                 f"split {split} is OVER the 3:1 synthetic:human cap ({part.synthetic} synthetic, "
                 f"{part.human} human counterfactuals)"
             )
+    for candidate in candidates:  # Track 1 against human Phi(r'), synthetic-only G beside it
+        human_g = measured_estimate(subjects[candidate], "G_human_phi")
+        if human_g is not None:
+            synthetic_g = measured_estimate(subjects[candidate], "G_synthetic_phi")
+            beside = "no synthetic r'" if synthetic_g is None else f"{synthetic_g:.3f}"
+            flags.append(f"{candidate}: G against human Phi(r') {human_g:.3f}; "
+                         f"synthetic-only G {beside}")  # fmt: skip
     oracle = next((c for c in candidates if collected.adapters.get(c) == REFERENCE_ORACLE), None)
     for candidate in candidates:
         figures = subjects[candidate]
