@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.support.cli import invoke
 from tests.trb.collect_fixtures import (
     PROTOCOL,
@@ -22,6 +24,8 @@ from tests.trb.collect_fixtures import (
 from trustbench.core import read_ledger
 from trustbench.errors import CheckFailed
 from trustbench.trb.collect import CollectionRun, export_collection
+from trustbench.trb.collect._export import split_shares
+from trustbench.trb.corpus._generate import generate_split
 from trustbench.trb.corpus._store import read_corpus
 from trustbench.trb.instruments._oracles import GovernedOracle
 from trustbench.trb.measures._governance import governance_rows
@@ -239,3 +243,29 @@ def test_track_1_counts_split_g_by_where_phi_came_from(tmp_path: Path) -> None:
     g_human = 1 - sum(r["human_phi_tv_sum"] for r in rows) / human
     assert g_human == pytest.approx(report["reference_agent"]["G_against_human"])
     assert report["splits"]["eval"]["label"] == "cap 3:1 met"
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(text=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_a_malformed_protocol_file_is_one_clear_error_never_a_traceback(
+    tmp_path: Path, text: bytes
+) -> None:
+    (tmp_path / "p.toml").write_bytes(text)
+    code, _ = invoke("trb", "collect", "freeze", str(tmp_path / "p.toml"),
+                     "--out", str(tmp_path / "c"))  # fmt: skip
+    assert code == 2
+
+
+def test_a_split_over_the_cap_is_labelled_so(tmp_path: Path) -> None:
+    traces = generate_split("eval", 1, seed=11)
+    step = traces[0].steps[0]
+    human = step.counterfactuals[0].model_copy(
+        update={"provenance": "paired_session", "continuation_source": "human"}
+    )
+    steps = (step.model_copy(update={"counterfactuals": (human, *step.counterfactuals[1:])}),
+             *traces[0].steps[1:])  # fmt: skip
+    over = [traces[0].model_copy(update={"steps": steps})]  # 1 human, 23 synthetic
+    shares = split_shares({"eval": over})
+    assert shares["eval"]["over_cap"] is True
+    assert shares["eval"]["label"] == "OVER the 3:1 synthetic:human cap"

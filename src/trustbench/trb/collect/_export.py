@@ -27,6 +27,7 @@ from typing import Any
 
 from trustbench.core.ledger import Ledger, read_ledger
 from trustbench.core.runs import RunLock
+from trustbench.errors import InputError
 from trustbench.trb.collect._derived import Answer, empirical, outcome_trace, with_human_phi
 from trustbench.trb.collect._protocol import FrozenProtocol, read_frozen
 from trustbench.trb.collect._store import Session, rebuild_sessions, session_id
@@ -126,7 +127,8 @@ def _attribution(frozen: FrozenProtocol, sessions: dict[str, Session]) -> dict[s
     }
 
 
-def _split_shares(splits: dict[str, list[Trace]]) -> dict[str, Any]:
+def split_shares(splits: dict[str, list[Trace]]) -> dict[str, Any]:
+    """The synthetic:human share of each split, labelled when over the 3:1 cap."""
     out = {}
     for split, traces in splits.items():
         share = provenance_share(traces)
@@ -167,8 +169,11 @@ def export_collection(folder: Path, out: Path) -> dict[str, Any]:
     """Write `out/human`, `out/synthetic` and `out/collection.json`; return the report.
 
     Raises:
+        InputError: `out` already holds an export.
         CheckFailed: no answer was collected, or the human corpus breaks the 3:1 cap overall.
     """
+    if (out / "collection.json").exists():
+        raise InputError("already exported here; export into a new folder", location=str(out))
     frozen, sessions = _read(folder)
     answers = _answers(frozen, sessions)
     human: dict[str, list[Trace]] = {}
@@ -216,7 +221,7 @@ def export_collection(folder: Path, out: Path) -> dict[str, Any]:
                 "kind": synthetic_manifest.kind,
             },
         },
-        "splits": _split_shares(human),
+        "splits": split_shares(human),
         "agreement": agreement(answers),
         "reference_agent": reference_vs_human(
             [t for ts in human.values() for t in ts], [t for ts in synthetic.values() for t in ts]

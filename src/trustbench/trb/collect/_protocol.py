@@ -156,10 +156,12 @@ def load_protocol(path: Path) -> CollectionProtocol:
         InputError: unreadable TOML or an invalid field (named by its pointer).
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except (FileNotFoundError, IsADirectoryError):
         raise InputError("protocol file not found", location=str(path)) from None
-    except tomllib.TOMLDecodeError as error:
+    except UnicodeDecodeError:
+        raise InputError("protocol file is not UTF-8 text", location=str(path)) from None
+    except (tomllib.TOMLDecodeError, RecursionError) as error:
         raise InputError(f"invalid TOML: {error}", location=str(path)) from None
     try:
         return CollectionProtocol.model_validate(data)
