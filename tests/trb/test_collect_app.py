@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -269,3 +270,22 @@ def test_a_split_over_the_cap_is_labelled_so(tmp_path: Path) -> None:
     shares = split_shares({"eval": over})
     assert shares["eval"]["over_cap"] is True
     assert shares["eval"]["label"] == "OVER the 3:1 synthetic:human cap"
+
+
+def test_the_model_continuation_is_shown_only_when_the_protocol_says_so(tmp_path: Path) -> None:
+    async def first_page(client: TestClient, tokens: dict[str, str]) -> str:
+        return await (await client.get(f"/s/{tokens['p01']}")).text()
+
+    hidden = serve(frozen_collection(tmp_path / "a"), first_page)
+    shown_protocol = PROTOCOL.replace("show_model_continuation = false",
+                                      "show_model_continuation = true")  # fmt: skip
+    shown = serve(frozen_collection(tmp_path / "b", shown_protocol), first_page)
+    assert 'id="model-continuation"' in shown and 'id="model-continuation"' not in hidden
+
+
+def test_serving_on_a_port_in_use_is_refused_at_once(tmp_path: Path) -> None:
+    folder = frozen_collection(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        code, output = invoke("trb", "collect", "serve", str(folder), "--port", str(port))
+    assert code == 2 and f"cannot listen on 127.0.0.1:{port}" in output
