@@ -121,3 +121,6 @@ def test_a_participant_session_in_headless_chromium_yields_a_corpus_tracks_1_and
     human_g = next(r for r in record["rows"] if r["metric"] == "G_human_phi")
     assert human_g["estimate"] == pytest.approx(g["estimate"])  # every r' here is human
     assert any(f.startswith("governed: G against human Phi(r')") for f in record["flags"])
+    ba = next(r for r in record["rows"] if r["metric"] == "balanced_accuracy_human_sessions")
+    assert ba["denominator"] == 8  # one labelled outcome per Track 3 answer, 2 sessions x 4
+    assert any("Track 3 balanced accuracy on human-session outcomes" in f for f in record["flags"])

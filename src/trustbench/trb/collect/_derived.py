@@ -10,7 +10,8 @@ the synthetic-only figure beside the human one.
 
 `outcome_trace` is a Track 3 item as a trace: the source trace up to step t, where the
 participant's move and the protocol's exogenous change replace the recorded action and gust,
-then step t+1 with the resulting observation and its but-for `Attribution` label. Its earlier
+then step t+1 with the resulting observation and its but-for `Attribution` label; its
+`session` names the paired session (Track 3 reports it apart from the reference traces). Its earlier
 steps carry neither counterfactuals nor labels (the source trace already scores them), and its
 last step's action is the reference agent's under a seeded draw (never scored by Tracks 1/3).
 The gust is stored as a draw inside the band `CorridorWorld.gust_of` maps to it.
@@ -24,6 +25,7 @@ from typing import Any
 
 from trustbench.trb.adapter._schema import ACTIONS, Observation
 from trustbench.trb.collect._protocol import FrozenProtocol, Item
+from trustbench.trb.collect._store import session_id
 from trustbench.trb.corpus._format import (
     Attribution,
     Counterfactual,
@@ -140,5 +142,9 @@ def outcome_trace(
     )
     safe = item.item_id.replace("/", "-")
     return trace.model_copy(
-        update={"trace_id": f"{trace.trace_id}~{participant}~{safe}", "steps": tuple(steps)}
+        update={
+            "trace_id": f"{trace.trace_id}~{participant}~{safe}",
+            "steps": tuple(steps),
+            "session": session_id(frozen, participant),
+        }
     )

@@ -198,6 +198,10 @@ class Trace(_Strict):
     """Unevaluated steps before a delayed cue (one per `world.cue_step`); omitted when empty."""
     steps: tuple[Step, ...]
     """Evaluated steps in order."""
+    session: str | None = None
+    """The paired session (`trustbench trb collect`) whose participant's move and the
+    protocol's exogenous change drove this trajectory's last transition (a Track 3 outcome
+    trace); omitted for traces of the reference agent."""
 
     @model_validator(mode="after")
     def _lead_in_matches_cue_step(self) -> Trace:
@@ -218,6 +222,8 @@ class Trace(_Strict):
         out = handler(self)
         if not out.get("lead_in", True):
             del out["lead_in"]
+        if out.get("session", 0) is None:  # likewise an absent session
+            del out["session"]
         return out
 
     def context(self, t: int) -> StepContext:

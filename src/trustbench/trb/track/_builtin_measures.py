@@ -59,7 +59,7 @@ from trustbench.trb.measures._numeric import unique_argmax
 from trustbench.trb.measures._sampling import widen_figure
 from trustbench.trb.track._measure_common import _boot_figure, bootstrap_interval
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
-from trustbench.trb.track._phi_source import phi_source_figures
+from trustbench.trb.track._phi_source import by_session, phi_source_figures
 from trustbench.trb.track._r_star_figures import r_star_failed, r_star_figures
 
 
@@ -409,6 +409,7 @@ class AttributionMeasure:
                 stats,
                 "labelled steps without a usable caused_by_self " + label,
             ),
+            *by_session(self._balanced_figure, rows, stats, label),  # human paired sessions apart
         ]
 
 

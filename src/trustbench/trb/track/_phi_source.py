@@ -1,4 +1,4 @@
-"""Track 1 against human Phi(r') where it exists, with the synthetic-only G beside it.
+"""Tracks 1 and 3 against human paired data where it exists, the synthetic-only figure beside.
 
 A corpus exported by `trustbench trb collect export` holds human continuations (collected in
 paired sessions) beside the synthetic reference-agent ones. G pools both; these two figures
@@ -6,12 +6,19 @@ split it by where Phi(r') came from: `G_human_phi` over the r' whose continuatio
 `G_synthetic_phi` over the rest. A corpus without human continuations gets neither (its G is
 synthetic-only already, and its reports stay as they were). A trial that failed as a whole
 counts every r' of its trace at TV 1 on both.
+
+Track 3: `by_session` adds balanced accuracy over the outcome traces of human paired sessions
+(`Trace.session` set: the participant's move and the protocol's exogenous change caused the
+labelled outcome) beside balanced accuracy over the reference-agent traces, when a run has both.
 """
 
 from __future__ import annotations
 
-from trustbench.core.figures import Figure
+from collections.abc import Callable
+
+from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.stats import clustered_figure
+from trustbench.trb.track._lookup import measured_estimate
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 
 SOURCES = {"human": "human Phi(r') (paired sessions)", "synthetic": "synthetic Phi(r') only"}
@@ -51,3 +58,50 @@ def phi_source_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> 
             )
         )
     return figures
+
+
+BalancedFigure = Callable[[list[MeasureRow], StatsPlan, str], Figure]
+"""Track 3's balanced-accuracy figure over some rows (`AttributionMeasure._balanced_figure`)."""
+
+
+def by_session(
+    balanced: BalancedFigure, rows: list[MeasureRow], stats: StatsPlan, label: str
+) -> list[Figure]:
+    """Balanced accuracy on human-session outcome traces beside the reference traces' figure."""
+    if not any(r.trace.session for r in rows):
+        return []
+    parts = (
+        ("balanced_accuracy_human_sessions", [r for r in rows if r.trace.session],
+         "outcome traces of human paired sessions"),
+        ("balanced_accuracy_reference_traces", [r for r in rows if not r.trace.session],
+         "reference-agent traces (synthetic only)"),
+    )  # fmt: skip
+    out = []
+    for name, part, what in parts:
+        text = f"over the {what} {label}"
+        if not part:
+            out.append(not_run_figure(name, description=text, reason=f"no {what} in this run"))
+            continue
+        out.append(balanced(part, stats, text).model_copy(update={"name": name}))
+    return out
+
+
+def paired_data_flags(candidate: str, figures: list[Figure]) -> list[str]:
+    """Report flags: G against human Phi(r') and Track 3 on human sessions, figures beside."""
+    flags = []
+    human_g = measured_estimate(figures, "G_human_phi")
+    if human_g is not None:
+        synthetic_g = measured_estimate(figures, "G_synthetic_phi")
+        beside = "no synthetic r'" if synthetic_g is None else f"{synthetic_g:.3f}"
+        flags.append(
+            f"{candidate}: G against human Phi(r') {human_g:.3f}; synthetic-only G {beside}"
+        )
+    human_ba = measured_estimate(figures, "balanced_accuracy_human_sessions")
+    if human_ba is not None:
+        ref_ba = measured_estimate(figures, "balanced_accuracy_reference_traces")
+        beside = "not measured" if ref_ba is None else f"{ref_ba:.3f}"
+        flags.append(
+            f"{candidate}: Track 3 balanced accuracy on human-session outcomes {human_ba:.3f}; "
+            f"on the reference traces {beside}"
+        )
+    return flags

@@ -21,6 +21,7 @@ from trustbench.trb.track._lookup import (
 )
 from trustbench.trb.track._measures import AXIS_TRACKS, PROFILE_AXES, TrbMeasure
 from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.track._phi_source import paired_data_flags
 from trustbench.trb.track._transfer_flags import (
     NOISE_DROP,
     drop_interval,
@@ -226,13 +227,6 @@ def profile_flags(
                 f"split {split} is OVER the 3:1 synthetic:human cap ({part.synthetic} synthetic, "
                 f"{part.human} human counterfactuals)"
             )
-    for candidate in candidates:  # Track 1 against human Phi(r'), synthetic-only G beside it
-        human_g = measured_estimate(subjects[candidate], "G_human_phi")
-        if human_g is not None:
-            synthetic_g = measured_estimate(subjects[candidate], "G_synthetic_phi")
-            beside = "no synthetic r'" if synthetic_g is None else f"{synthetic_g:.3f}"
-            flags.append(f"{candidate}: G against human Phi(r') {human_g:.3f}; "
-                         f"synthetic-only G {beside}")  # fmt: skip
     oracle = next((c for c in candidates if collected.adapters.get(c) == REFERENCE_ORACLE), None)
     for candidate in candidates:
         figures = subjects[candidate]
@@ -243,6 +237,7 @@ def profile_flags(
                 "it would score ignoring every edit): its r does not govern its action"
             )
         flags += governance_flags(candidate, figures)  # Track 1 G* and Track 1b (issue 16)
+        flags += paired_data_flags(candidate, figures)  # human Phi / sessions (issue 32)
         viab = find_figure(figures, "completion_retention_ratio")
         below = viab is not None and viab.status == "measured" and (viab.estimate or 1.0) < 1
         if viab is not None and below:
