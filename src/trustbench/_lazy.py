@@ -1,11 +1,12 @@
 """Lazy re-exports for package `__init__` modules (PEP 562), so importing a package costs nothing.
 
 A package lists its public names once, as ordinary imports under `if TYPE_CHECKING:` (which type
-checkers and editors read), plus `__all__`. At run time nothing under that block executes; instead
-`lazy_exports` reads the block from the package's own source and resolves each name on first
-access. So `trustbench --help` does not import torch, scipy or ray just because a command module
-lives in a package whose `__init__` re-exports heavy code, and the public surface is still the one
-explicit list.
+checkers and editors read), plus `__all__`. A package that re-exports a whole lazy subpackage says
+`from SUBPACKAGE import *` there and adds `SUBPACKAGE.__all__` to its own, so the list stands
+once. At run time nothing under that block executes; instead `lazy_exports` reads the block from
+the package's own source and resolves each name on first access. So `trustbench --help` does not
+import torch, scipy or ray just because a command module lives in a package whose `__init__`
+re-exports heavy code, and the public surface is still the one explicit list.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _exports(init_file: str) -> dict[str, tuple[str, str]]:
-    """Public name -> (module, attribute), from the `if TYPE_CHECKING:` imports of `init_file`."""
+    """Public name -> (module, attribute), from the `if TYPE_CHECKING:` imports of `init_file`.
+
+    `from PACKAGE import *` stands for every name of that (lazy) package's `__all__`.
+    """
     tree = ast.parse(Path(init_file).read_text(encoding="utf-8"), filename=init_file)
     exports: dict[str, tuple[str, str]] = {}
     for node in tree.body:
@@ -34,7 +38,11 @@ def _exports(init_file: str) -> dict[str, tuple[str, str]]:
         for statement in node.body:
             if isinstance(statement, ast.ImportFrom) and statement.module and statement.level == 0:
                 for alias in statement.names:
-                    exports[alias.asname or alias.name] = (statement.module, alias.name)
+                    if alias.name == "*":
+                        star = importlib.import_module(statement.module).__all__
+                        exports.update((name, (statement.module, name)) for name in star)
+                    else:
+                        exports[alias.asname or alias.name] = (statement.module, alias.name)
     return exports
 
 

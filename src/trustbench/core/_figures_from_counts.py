@@ -35,7 +35,7 @@ from typing import Literal
 
 from trustbench.core._stats._binomial import binomial_interval
 from trustbench.core._stats._clustered_figure import clustered_figure
-from trustbench.core.figures import Figure, FigureUnit, Interval
+from trustbench.core.figures import Figure, FigureUnit, Interval, counts_figure
 
 Reduction = Literal["any", "all"]
 """How the trials of one unit become one 0/1 value: `any` trial had the event, or `all` did."""
@@ -129,41 +129,31 @@ def unit_rate_figure(
     full = f"{description} [unit {unit}; {how}]"
     n = len(units)
     k = sum(1 for _, hit in units if hit)
-    if n == 0:
-        return Figure(
-            name=name,
-            status="not_applicable",
-            numerator=0,
-            denominator=0,
-            unit=unit,
-            unit_count=0,
-            cluster=cluster,
-            description=full,
-            reason="no unit in the population (denominator 0)",
-        )
-    intervals = binomial_intervals(k, n, confidence)
-    if clustered and unit != "group":
-        grouped = clustered_figure(
-            name,
-            [1.0 if hit else 0.0 for _, hit in units],
-            None,
-            [c for c, _ in units],
-            description=full,
-            cluster=cluster,
-            unit=unit,
-            confidence=confidence,
-            seed=seed,
-            resamples=resamples,
-        )
-        intervals += grouped.intervals
-    return Figure(
-        name=name,
-        numerator=k,
-        denominator=n,
-        estimate=k / n,
-        unit=unit,
-        unit_count=n,
-        cluster=cluster,
+
+    def intervals() -> list[Interval]:
+        found = binomial_intervals(k, n, confidence)
+        if clustered and unit != "group":
+            found += clustered_figure(
+                name,
+                [1.0 if hit else 0.0 for _, hit in units],
+                None,
+                [c for c, _ in units],
+                description=full,
+                cluster=cluster,
+                unit=unit,
+                confidence=confidence,
+                seed=seed,
+                resamples=resamples,
+            ).intervals
+        return found
+
+    return counts_figure(
+        name,
+        k,
+        n,
+        intervals,
         description=full,
-        intervals=intervals,
+        unit=unit,
+        cluster=cluster,
+        reason_if_empty="no unit in the population (denominator 0)",
     )

@@ -17,6 +17,7 @@ The validator enforces these, so a track cannot build a figure that breaks them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -196,6 +197,57 @@ def rate_figure(
     """
     if numerator < 0 or denominator < 0 or numerator > denominator:
         raise ValueError(f"figure {name!r}: need 0 <= numerator <= denominator")
+
+    def intervals() -> list[Interval]:
+        found = [binomial_interval(numerator, denominator, m, confidence) for m in methods]
+        if one_sided_upper:
+            found += [
+                binomial_interval(numerator, denominator, m, confidence, sidedness="upper")
+                for m in methods
+            ]
+        return found
+
+    return counts_figure(
+        name,
+        numerator,
+        denominator,
+        intervals,
+        description=description,
+        unit=unit,
+        cluster=cluster,
+        reason_if_empty=reason_if_empty,
+    )
+
+
+def counts_figure(
+    name: str,
+    numerator: int,
+    denominator: int,
+    intervals: Callable[[], list[Interval]],
+    *,
+    description: str,
+    unit: FigureUnit,
+    cluster: str | None,
+    reason_if_empty: str,
+) -> Figure:
+    """Build the rate figure `numerator / denominator` of counted units with given intervals.
+
+    Every rate built from counts (binomial, clustered or exact-bound intervals alike) goes
+    through here, so an empty population is always `not_applicable` (shown "n/a", never 0).
+
+    Args:
+        name: Figure name.
+        numerator: Units with the event.
+        denominator: Units evaluated.
+        intervals: Builds the figure's intervals; called only when the denominator is not 0.
+        description: What the denominator counts.
+        unit: What one unit is.
+        cluster: What a group is, if intervals are clustered.
+        reason_if_empty: Reason recorded when the denominator is 0.
+
+    Returns:
+        The `Figure`.
+    """
     if denominator == 0:
         return Figure(
             name=name,
@@ -208,12 +260,6 @@ def rate_figure(
             description=description,
             reason=reason_if_empty,
         )
-    intervals = [binomial_interval(numerator, denominator, m, confidence) for m in methods]
-    if one_sided_upper:
-        intervals += [
-            binomial_interval(numerator, denominator, m, confidence, sidedness="upper")
-            for m in methods
-        ]
     return Figure(
         name=name,
         numerator=numerator,
@@ -223,5 +269,5 @@ def rate_figure(
         unit_count=denominator,
         cluster=cluster,
         description=description,
-        intervals=intervals,
+        intervals=intervals(),
     )

@@ -10,89 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trustbench._lazy import lazy_exports
+from trustbench.rtb import corpus
 
 if TYPE_CHECKING:
-    from trustbench.rtb.corpus._export import (
-        EvaluationMap,
-        ExportResult,
-        export_candidate_inputs,
-        load_evaluation_map,
-        new_evaluation_id,
-        to_candidate_input,
-    )
-    from trustbench.rtb.corpus._jsondoc import Problem
-    from trustbench.rtb.corpus._leakscan import (
-        ANSWER_KEY_FIELDS,
-        Leak,
-        find_leaks,
-        grader_only_values,
-    )
-    from trustbench.rtb.corpus._load import (
-        BUILTIN_VERSION,
-        Corpus,
-        ValidationReport,
-        builtin_corpus_root,
-        load_corpus,
-        validate_corpus,
-        write_manifest,
-    )
-    from trustbench.rtb.corpus._manifest import CorpusCounts, CorpusManifest
-    from trustbench.rtb.corpus._models import (
-        REASON_CODE_DECISION,
-        VARIANT_REFERENCE,
-        ApprovalRecord,
-        CandidateInput,
-        Case,
-        Decision,
-        DomainGroup,
-        Expectations,
-        PolicyRecord,
-        Proposal,
-        ReasonCode,
-        ResourceStateRecord,
-        ReviewerResponse,
-        ServiceNoticeRecord,
-        Variant,
-    )
-    from trustbench.rtb.corpus._schemas import schema_documents
+    from trustbench.rtb.corpus import *  # noqa: F403  (the corpus API, listed once there)
 
-__all__ = [
-    "ANSWER_KEY_FIELDS",
-    "BUILTIN_VERSION",
-    "REASON_CODE_DECISION",
-    "VARIANT_REFERENCE",
-    "ApprovalRecord",
-    "CandidateInput",
-    "Case",
-    "Corpus",
-    "CorpusCounts",
-    "CorpusManifest",
-    "Decision",
-    "DomainGroup",
-    "EvaluationMap",
-    "Expectations",
-    "ExportResult",
-    "Leak",
-    "PolicyRecord",
-    "Problem",
-    "Proposal",
-    "ReasonCode",
-    "ResourceStateRecord",
-    "ReviewerResponse",
-    "ServiceNoticeRecord",
-    "ValidationReport",
-    "Variant",
-    "builtin_corpus_root",
-    "export_candidate_inputs",
-    "find_leaks",
-    "grader_only_values",
-    "load_corpus",
-    "load_evaluation_map",
-    "new_evaluation_id",
-    "schema_documents",
-    "to_candidate_input",
-    "validate_corpus",
-    "write_manifest",
-]
+__all__: list[str] = []
+__all__ += corpus.__all__
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

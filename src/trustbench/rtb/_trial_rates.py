@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from trustbench.core.figures import Figure, FigureUnit, Interval
+from trustbench.core.figures import Figure, FigureUnit, Interval, counts_figure
 
 # From their modules, not `core.stats`: that also imports the agreement statistics (scipy,
 # statsmodels), which `trustbench run` must not load (tests/test_run_imports.py).
@@ -170,29 +170,20 @@ def trial_rate_figure(
         f"clustered by {cluster.replace('_', ' ')}, exact bound on distinct "
         f"{'trials' if grouping == 'trial' else cluster.replace('_', ' ') + 's'}]"
     )
-    if total == 0:
-        return Figure(
-            name=name,
-            status="not_applicable",
-            numerator=0,
-            denominator=0,
-            unit=unit,
-            unit_count=0,
-            cluster=cluster,
-            description=full,
-            reason=f"no applicable {unit} (denominator 0)",
-        )
-    intervals = _exact_bounds(items, grouping, reduction, confidence)
-    if clustered:
-        intervals += _clustered(items, grouping, confidence, seed, resamples)
-    return Figure(
-        name=name,
-        numerator=events,
-        denominator=total,
-        estimate=events / total,
-        unit=unit,
-        unit_count=total,
-        cluster=cluster,
+
+    def intervals() -> list[Interval]:
+        found = _exact_bounds(items, grouping, reduction, confidence)
+        if clustered:
+            found += _clustered(items, grouping, confidence, seed, resamples)
+        return found
+
+    return counts_figure(
+        name,
+        events,
+        total,
+        intervals,
         description=full,
-        intervals=intervals,
+        unit=unit,
+        cluster=cluster,
+        reason_if_empty=f"no applicable {unit} (denominator 0)",
     )

@@ -180,7 +180,8 @@ def saturation_table(report: SaturationReport) -> Table:
     """Rich table of the shortcut audit: each surface rule's accuracy against the ceiling."""
     from rich.table import Table
 
-    from trustbench.rtb.review._shortcuts import chance_line, percent
+    from trustbench.rtb.review._ceiling import percent, verdict_cell
+    from trustbench.rtb.review._shortcuts import chance_line
 
     table = Table(
         title="Corpus saturation: surface rules vs the reference decisions (candidate-visible "
@@ -190,12 +191,7 @@ def saturation_table(report: SaturationReport) -> Table:
     for column in ("rule", "accuracy", "ceiling", "result", "detail"):
         table.add_column(column, overflow="fold")
     for rule in report.rules:
-        if rule.accuracy is None:
-            result = "[bold red]NOT RUN[/]"
-        elif rule.rule in report.saturated_rules:
-            result = "[bold red]SATURATED[/]"
-        else:
-            result = "[green]at or below[/]"
+        result = verdict_cell(rule.accuracy, rule.rule in report.saturated_rules, "SATURATED")
         table.add_row(
             rule.rule, percent(rule.accuracy), percent(report.ceiling), result, rule.detail
         )

@@ -3,8 +3,10 @@
 Public API: the adapter contract (`Adapter`, `AdapterTier`, `SelfReport`, `StepContext`,
 `OverrideUnsupported`), the exact reference world, the corpus format, the tracks (1 and 3
 here; 2, 4, 5, 6 in `trustbench.trb.measures`), the proxy adapters (`trustbench.trb.proxy`),
-the governance gap, the oracle audit, the conformance kit, the reference run and the
-five-baseline profile (`run_profile`, `ProfileConfig`, `FULL_CONFIG`).
+the governance gap, the oracle audit and Goodhart cheats, the conformance kit, the reference run
+and the five-baseline profile (`run_profile`, `ProfileConfig`, `FULL_CONFIG`, its vector's
+`headlines` / `flags` / `profile_svg`). The corpus, instruments and profile names are those of
+their own packages' `__all__`, re-exported whole.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trustbench._lazy import lazy_exports
+from trustbench.trb import corpus, instruments, profile
 
 if TYPE_CHECKING:
     from trustbench.trb.adapter._conformance import ConformanceCheck, check_adapter, load_factory
@@ -23,32 +26,10 @@ if TYPE_CHECKING:
         SelfReport,
         StepContext,
     )
-    from trustbench.trb.corpus._format import (
-        Attribution,
-        CorpusManifest,
-        Counterfactual,
-        ProvenanceShare,
-        Step,
-        Trace,
-        corpus_json_schema,
-    )
-    from trustbench.trb.corpus._generate import generate_reference_corpus, generate_split
-    from trustbench.trb.corpus._provenance import check_cap, provenance_share
-    from trustbench.trb.corpus._store import (
-        assert_trainable,
-        manifest_for,
-        read_corpus,
-        write_corpus,
-    )
-    from trustbench.trb.instruments._oracles import (
-        AlwaysSelfOracle,
-        EpiphenomenalOracle,
-        GovernedOracle,
-        OutcomeOnlyOracle,
-        UniformOracle,
-        audit,
-        expected_g,
-    )
+
+    # The corpus, instruments and profile APIs (each listed once, in its own package):
+    from trustbench.trb.corpus import *  # noqa: F403
+    from trustbench.trb.instruments import *  # noqa: F403
     from trustbench.trb.measures._gap import cluster_bootstrap, governance_gap
     from trustbench.trb.measures._governance import (
         attribution_rows,
@@ -56,69 +37,29 @@ if TYPE_CHECKING:
         summarize_attribution,
         summarize_governance,
     )
-    from trustbench.trb.profile._baselines import TRACKS, ProfileConfig, run_profile
-    from trustbench.trb.profile._run import (
-        BASELINES,
-        FULL_CONFIG,
-        PROFILE_SMOKE_CONFIG,
-        SMOKE_CONFIG,
-        RunConfig,
-        profile_smoke_run,
-        run_reference,
-        smoke_run,
-    )
+    from trustbench.trb.profile import *  # noqa: F403
 
 __all__ = [
     "ACTIONS",
-    "BASELINES",
-    "FULL_CONFIG",
-    "PROFILE_SMOKE_CONFIG",
-    "SMOKE_CONFIG",
-    "TRACKS",
     "TRB_VERSION",
     "Adapter",
     "AdapterTier",
-    "AlwaysSelfOracle",
-    "Attribution",
     "ConformanceCheck",
-    "CorpusManifest",
-    "Counterfactual",
-    "EpiphenomenalOracle",
-    "GovernedOracle",
     "Observation",
-    "OutcomeOnlyOracle",
     "OverrideUnsupported",
-    "ProfileConfig",
-    "ProvenanceShare",
-    "RunConfig",
     "SelfReport",
-    "Step",
     "StepContext",
-    "Trace",
-    "UniformOracle",
-    "assert_trainable",
     "attribution_rows",
-    "audit",
     "check_adapter",
-    "check_cap",
     "cluster_bootstrap",
-    "corpus_json_schema",
-    "expected_g",
-    "generate_reference_corpus",
-    "generate_split",
     "governance_gap",
     "governance_rows",
     "load_factory",
-    "manifest_for",
-    "profile_smoke_run",
-    "provenance_share",
-    "read_corpus",
-    "run_profile",
-    "run_reference",
-    "smoke_run",
     "summarize_attribution",
     "summarize_governance",
-    "write_corpus",
 ]
+__all__ += corpus.__all__
+__all__ += instruments.__all__
+__all__ += profile.__all__
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

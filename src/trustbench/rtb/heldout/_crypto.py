@@ -64,26 +64,31 @@ def public_key_of(private_text: str) -> str:
     return PUBLIC_PREFIX + _b64(public)
 
 
+def _raw_key(text: str, prefix: str, wrong_kind: str, what: str) -> bytes:
+    """The 32 raw key bytes of `PREFIX + base64` text; `wrong_kind` names the refusal."""
+    text = text.strip()
+    if not text.startswith(prefix):
+        raise InputError(f"{wrong_kind} ({prefix}...)")
+    raw = _unb64(text.removeprefix(prefix), what)
+    if len(raw) != 32:
+        raise InputError(f"{what} is not 32 bytes")
+    return raw
+
+
 def parse_public(text: str) -> X25519PublicKey:
     """Read `tbx25519-public:...` (refusing anything else, e.g. an Ed25519 key)."""
-    text = text.strip()
-    if not text.startswith(PUBLIC_PREFIX):
-        raise InputError(f"--recipient must be an X25519 public key ({PUBLIC_PREFIX}...)")
-    raw = _unb64(text.removeprefix(PUBLIC_PREFIX), "the recipient key")
-    if len(raw) != 32:
-        raise InputError("the recipient key is not 32 bytes")
-    return X25519PublicKey.from_public_bytes(raw)
+    wrong = "--recipient must be an X25519 public key"
+    return X25519PublicKey.from_public_bytes(
+        _raw_key(text, PUBLIC_PREFIX, wrong, "the recipient key")
+    )
 
 
 def parse_private(text: str) -> X25519PrivateKey:
     """Read `tbx25519-private:...`."""
-    text = text.strip()
-    if not text.startswith(PRIVATE_PREFIX):
-        raise InputError(f"the held-out key must be an X25519 private key ({PRIVATE_PREFIX}...)")
-    raw = _unb64(text.removeprefix(PRIVATE_PREFIX), "the private key")
-    if len(raw) != 32:
-        raise InputError("the private key is not 32 bytes")
-    return X25519PrivateKey.from_private_bytes(raw)
+    wrong = "the held-out key must be an X25519 private key"
+    return X25519PrivateKey.from_private_bytes(
+        _raw_key(text, PRIVATE_PREFIX, wrong, "the private key")
+    )
 
 
 def read_private_key(key_file: Path | None) -> str:

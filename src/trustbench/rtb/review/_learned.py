@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from trustbench.rtb.review._ceiling import CeilingAudit
 from trustbench.rtb.review._features import (
     Document,
     FeatureSpace,
@@ -59,7 +60,7 @@ class AttackerScore(BaseModel):
         return None if not self.cases or self.correct is None else self.correct / self.cases
 
 
-class LearnedReport(BaseModel):
+class LearnedReport(CeilingAudit):
     """Every learned attacker's held-out accuracy, the ceiling, and the verdict."""
 
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
@@ -77,29 +78,15 @@ class LearnedReport(BaseModel):
     attackers: list[AttackerScore]
     """Every attacker, in a fixed order."""
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ceiling(self) -> float | None:
-        """Chance + margin (capped at 1)."""
-        return None if self.chance is None else min(1.0, self.chance + self.margin)
+    def scores(self) -> list[tuple[str, float | None]]:
+        """Every attacker's `(name, held-out accuracy)`."""
+        return [(a.attacker, a.accuracy) for a in self.attackers]
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def saturating(self) -> list[str]:
         """Attackers above the ceiling."""
-        ceiling = self.ceiling
-        return [
-            a.attacker
-            for a in self.attackers
-            if ceiling is not None and a.accuracy is not None and a.accuracy > ceiling + 1e-12
-        ]
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ok(self) -> bool:
-        """True only when every attacker ran and none exceeds the ceiling."""
-        ran = self.cases > 0 and all(a.accuracy is not None for a in self.attackers)
-        return ran and not self.saturating
+        return self.above()
 
 
 def _models(seed: int) -> dict[str, tuple[str, str, Callable[[], Any]]]:

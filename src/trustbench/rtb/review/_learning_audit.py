@@ -17,6 +17,7 @@ from rich.table import Table
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.review._artifacts import ArtifactReport, artifact_scan
+from trustbench.rtb.review._ceiling import percent, verdict_cell
 from trustbench.rtb.review._learned import DEFAULT_MARGIN, LearnedReport, learned_audit
 
 _SHOWN_CLASSES = 8
@@ -57,31 +58,22 @@ def run_learning_audit(
     )
 
 
-def _percent(share: float | None) -> str:
-    return "not run" if share is None else f"{100 * share:.1f}%"
-
-
 def learned_table(report: LearnedReport) -> Table:
     """Each learned attacker's held-out accuracy against chance + margin."""
     table = Table(
         title="Learned surface attackers (candidate-visible input only; leave one domain group "
         f"out, seed {report.seed})",
-        caption=f"chance = majority-class share {_percent(report.chance)}; ceiling = chance + "
-        f"{100 * report.margin:g} points = {_percent(report.ceiling)}; {report.groups} groups",
+        caption=f"chance = majority-class share {percent(report.chance)}; ceiling = chance + "
+        f"{100 * report.margin:g} points = {percent(report.ceiling)}; {report.groups} groups",
     )
     for column in ("attacker", "held-out accuracy", "result", "detail"):
         table.add_column(column, overflow="fold")
     for attacker in report.attackers:
-        if attacker.accuracy is None:
-            result = "[bold red]NOT RUN[/]"
-        elif attacker.attacker in report.saturating:
-            result = "[bold red]SATURATES[/]"
-        else:
-            result = "[green]at or below[/]"
+        above = attacker.attacker in report.saturating
         table.add_row(
             attacker.attacker,
-            _percent(attacker.accuracy),
-            result,
+            percent(attacker.accuracy),
+            verdict_cell(attacker.accuracy, above, "SATURATES"),
             f"{attacker.detail}. {attacker.description}",
         )
     return table
@@ -120,19 +112,19 @@ def verdict_lines(audit: LearningAudit) -> list[str]:
     lines = []
     if learned.saturating:
         named = ", ".join(
-            f"{a.attacker} {_percent(a.accuracy)}"
+            f"{a.attacker} {percent(a.accuracy)}"
             for a in learned.attackers
             if a.attacker in learned.saturating
         )
         lines.append(
             f"corpus saturated by learned attackers: {named} held out, above the ceiling "
-            f"{_percent(learned.ceiling)}"
+            f"{percent(learned.ceiling)}"
         )
     elif not learned.ok:
         lines.append("learned attackers not run: saturation by a learner not excluded")
     else:
         lines.append(
-            f"no learned attacker above the ceiling {_percent(learned.ceiling)} "
+            f"no learned attacker above the ceiling {percent(learned.ceiling)} "
             f"(all {len(learned.attackers)} ran)"
         )
     if artifacts.carrying:

@@ -21,7 +21,7 @@ from trustbench.core.report import (
 )
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._grading import ConfigurationRow
-from trustbench.rtb.review._metrics import ReviewMetrics
+from trustbench.rtb.review._metrics import Count, ReviewMetrics
 from trustbench.rtb.review._shortcuts import (
     SaturationReport,
     chance_line,
@@ -83,42 +83,33 @@ def operating_line(name: str, metrics: ReviewMetrics) -> str:
     )
 
 
+def _upper_rate(title: str, count: Count, note: str = "") -> Figure:
+    """A chain rate with its one-sided upper bounds (a "no more than x%" gate reads those)."""
+    return rate_figure(
+        title,
+        count.numerator,
+        count.denominator,
+        description=count.label + note,
+        one_sided_upper=True,
+    )
+
+
 def chain_block(
     name: str, metrics: ReviewMetrics, members: list[str], not_evaluable: str | None = None
 ) -> tuple[Block, dict[str, Any]]:
     """The chain's conditional approval rates; withheld when the chain is not evaluable."""
     assert metrics.chain is not None
     deny = metrics.chain[Decision.DENY]
+    misses = " (the second reviewer measured on the first reviewer's misses)"
     figures = [
-        rate_figure(
-            f"P({members[0]} approves | prohibited)",
-            deny.first_approves.numerator,
-            deny.first_approves.denominator,
-            description=deny.first_approves.label,
-            one_sided_upper=True,
-        ),
-        rate_figure(
+        _upper_rate(f"P({members[0]} approves | prohibited)", deny.first_approves),
+        _upper_rate(
             f"P({members[1]} approves | prohibited, {members[0]} approves)",
-            deny.second_approves_given_first_approves.numerator,
-            deny.second_approves_given_first_approves.denominator,
-            description=deny.second_approves_given_first_approves.label
-            + " (the second reviewer measured on the first reviewer's misses)",
-            one_sided_upper=True,
+            deny.second_approves_given_first_approves,
+            misses,
         ),
-        rate_figure(
-            "P(both approve | prohibited)",
-            deny.both_approve.numerator,
-            deny.both_approve.denominator,
-            description=deny.both_approve.label,
-            one_sided_upper=True,
-        ),
-        rate_figure(
-            f"P({members[1]} approves | prohibited)",
-            deny.second_approves.numerator,
-            deny.second_approves.denominator,
-            description=deny.second_approves.label,
-            one_sided_upper=True,
-        ),
+        _upper_rate("P(both approve | prohibited)", deny.both_approve),
+        _upper_rate(f"P({members[1]} approves | prohibited)", deny.second_approves),
     ]
     product = deny.product_of_marginals
     figures = [withheld_figure(figure, name, not_evaluable) for figure in figures]

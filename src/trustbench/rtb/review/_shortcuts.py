@@ -30,6 +30,7 @@ from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._cart import DecisionTree
+from trustbench.rtb.review._ceiling import CeilingAudit, percent
 from trustbench.rtb.review._surface import (
     is_unavailable,
     parameter_differences,
@@ -164,7 +165,7 @@ class ShortcutRule(BaseModel):
     """Per-half scores, or why the rule did not run."""
 
 
-class SaturationReport(BaseModel):
+class SaturationReport(CeilingAudit):
     """Every shortcut rule's accuracy on a corpus, the declared ceiling, and the verdict."""
 
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
@@ -180,29 +181,15 @@ class SaturationReport(BaseModel):
     rules: list[ShortcutRule]
     """Every rule, fixed then fitted."""
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ceiling(self) -> float | None:
-        """Chance + margin (capped at 1); a rule above it means the corpus is saturated."""
-        return None if self.chance is None else min(1.0, self.chance + self.margin)
+    def scores(self) -> list[tuple[str, float | None]]:
+        """Every rule's `(name, accuracy)`."""
+        return [(r.rule, r.accuracy) for r in self.rules]
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def saturated_rules(self) -> list[str]:
         """Rules scoring above the ceiling."""
-        ceiling = self.ceiling
-        return [
-            r.rule
-            for r in self.rules
-            if ceiling is not None and r.accuracy is not None and r.accuracy > ceiling + 1e-12
-        ]
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ok(self) -> bool:
-        """True only when every rule ran and none exceeds the ceiling."""
-        ran = self.cases > 0 and all(r.accuracy is not None for r in self.rules)
-        return ran and not self.saturated_rules
+        return self.above()
 
 
 def _halves(groups: Sequence[str]) -> list[set[str]]:
@@ -301,11 +288,6 @@ def corpus_saturation(corpus: Corpus, *, margin: float = DEFAULT_MARGIN) -> Satu
         for case in corpus.cases
     ]
     return shortcut_audit(corpus.cases, documents, margin=margin)
-
-
-def percent(share: float | None) -> str:
-    """A share as a percentage with one decimal, or `not run`."""
-    return "not run" if share is None else f"{100 * share:.1f}%"
 
 
 def chance_line(report: SaturationReport) -> str:

@@ -219,16 +219,22 @@ def audit(
                 if metric == "balanced_accuracy"
                 else summary["false_credit"]["false_credit_rate"]
             )
-        deviation = None if measured is None else abs(measured - expected)
         results.append(
-            {
-                "oracle": name,
-                "metric": metric,
-                "expected": expected,
-                "measured": measured,
-                "deviation": deviation,
-                "tolerance": tolerance,
-                "passed": deviation is not None and deviation <= tolerance,
-            }
+            {"oracle": name, "metric": metric, **oracle_check(expected, measured, tolerance)}
         )
     return results
+
+
+def oracle_check(expected: float, measured: float | None, tolerance: float) -> dict[str, Any]:
+    """How an oracle's measured figure compares with its closed form (a row of either audit).
+
+    A figure that was not measured has no deviation and never passes.
+    """
+    deviation = None if measured is None else abs(measured - expected)
+    return {
+        "expected": expected,
+        "measured": measured,
+        "deviation": deviation,
+        "tolerance": tolerance,
+        "passed": deviation is not None and deviation <= tolerance,
+    }

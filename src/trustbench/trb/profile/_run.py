@@ -34,7 +34,7 @@ from trustbench.trb.measures._governance import (
 )
 from trustbench.trb.profile._baselines import BASELINES, ProfileConfig, Subject, run_profile
 from trustbench.trb.profile._measured import as_tracks, measured_vectors, transfer_contexts
-from trustbench.trb.profile._vector import profile_svg
+from trustbench.trb.profile._vector import profile_svg, result_row
 from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
 from trustbench.trb.reference._token_world import TokenLMConfig
 from trustbench.trb.world import CorridorConfig
@@ -98,21 +98,11 @@ FULL_CONFIG = RunConfig(profile=ProfileConfig())
 def _row(
     adapter: str, tier: str, corpus_sha: str, track: str, metric: str, fig: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "trb_version": TRB_VERSION,
-        "corpus_sha256": corpus_sha,
-        "adapter": adapter,
-        "adapter_tier": tier,
-        "split": "eval",
-        "track": track,
-        "metric": metric,
-        "value": fig.get("value"),
-        "low": fig.get("low"),
-        "high": fig.get("high"),
-        "numerator": fig.get("numerator"),
-        "denominator": fig.get("denominator", fig.get("items")),
-        "data": "reference_world",
-    }
+    """`result_row` on the eval split; a figure's `items` stands in for a missing denominator."""
+    denominator = fig.get("denominator", fig.get("items"))
+    return result_row(
+        adapter, tier, corpus_sha, "eval", track, metric, {**fig, "denominator": denominator}
+    )
 
 
 def _transfer_governance(

@@ -87,6 +87,30 @@ def _rate(
     )
 
 
+def _g_rates(
+    rows: list[MeasureRow], stats: StatsPlan, specs: tuple[tuple[str, str, str, str], ...]
+) -> list[Figure]:
+    """G-type figures 1 - mean TV, each from `(name, items key, TV-sum key, description)`."""
+    return [
+        _rate(name, rows, lambda c, i=items, t=tv: c[i] - c[t], lambda c, i=items: c[i], stats,
+              description)
+        for name, items, tv, description in specs
+    ]  # fmt: skip
+
+
+def _count_rates(
+    rows: list[MeasureRow],
+    stats: StatsPlan,
+    specs: tuple[tuple[str, str, tuple[str, ...], str, str], ...],
+) -> list[Figure]:
+    """Counted figures, each from `(name, numerator key, denominator keys, description, kind)`."""
+    return [
+        _rate(name, rows, lambda c, k=numerator: c[k],
+              lambda c, ks=denominator: sum(c[k] for k in ks), stats, description, kind=kind)
+        for name, numerator, denominator, description, kind in specs
+    ]  # fmt: skip
+
+
 def _corpus_bounds(trace: Trace) -> dict[str, float]:
     """TV sums of the r-ignoring ceiling and the uniform policy (adapter-independent)."""
     per_step = [[cf.continuation for cf in step.counterfactuals] for step in trace.steps]
@@ -132,18 +156,14 @@ def _g_star_figure(rows: list[MeasureRow], stats: StatsPlan, label: str) -> Figu
 def _track_1b_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
     """Track 1b: self-consistency, identity-edit and replay agreement (blinded calls)."""
     steps = "over steps, clustered by trace; a missing answer or report scores TV = 1 " + label
-    specs = (
-        ("self_consistency", "self_tv_sum", "1 - mean TV(act(c), Phi(emit_r(c))), no override, "),
-        ("identity_edit_agreement", "identity_tv_sum",
-         "1 - mean TV(act(c), act(c, r_override=emit_r(c))): its own r written back, "),
-        ("replay_agreement", "replay_tv_sum",
-         "1 - mean TV between two answers to one identical (blinded) override call, "),
-    )  # fmt: skip
-    return [
-        _rate(name, rows, lambda c, k=key: c["self_items"] - c[k], lambda c: c["self_items"],
-              stats, text + steps)
-        for name, key, text in specs
-    ]  # fmt: skip
+    return _g_rates(rows, stats, (
+        ("self_consistency", "self_items", "self_tv_sum",
+         "1 - mean TV(act(c), Phi(emit_r(c))), no override, " + steps),
+        ("identity_edit_agreement", "self_items", "identity_tv_sum",
+         "1 - mean TV(act(c), act(c, r_override=emit_r(c))): its own r written back, " + steps),
+        ("replay_agreement", "self_items", "replay_tv_sum",
+         "1 - mean TV between two answers to one identical (blinded) override call, " + steps),
+    ))  # fmt: skip
 
 
 class GovernanceMeasure:
@@ -194,12 +214,12 @@ class GovernanceMeasure:
         """G overall and per slot, the null edit and its floor, hard accuracy, slot accuracy."""
         items = "counterfactual interventions (step, r') over {} trial(s), clustered by trace; "
         items += "invalid responses scored TV = 1 " + label
-        n_trials = len(rows)
+        all_items = items.format(len(rows))
         figures = [
             _g_star_figure(rows, stats, label),
             widen_figure(_rate("G", rows, lambda c: c["n_items"] - c["tv_sum"],
                                lambda c: c["n_items"], stats, "G = 1 - mean TV(act(c, r'), "
-                               "Phi(r')): " + items.format(n_trials)), [r.counts for r in rows]),
+                               "Phi(r')): " + all_items), [r.counts for r in rows]),
         ]  # fmt: skip
         for slot in EDITABLE_SLOTS:
             figures.append(
@@ -209,56 +229,26 @@ class GovernanceMeasure:
                     lambda c, s=slot: c["slots"][s]["n_items"] - c["slots"][s]["tv_sum"],
                     lambda c, s=slot: c["slots"][s]["n_items"],
                     stats,
-                    f"G over {slot} edits: " + items.format(n_trials),
+                    f"G over {slot} edits: " + all_items,
                 )
             )
-        figures += [
-            _rate(
-                "G_null_edit",
-                rows,
-                lambda c: c["null_items"] - c["null_tv_sum"],
-                lambda c: c["null_items"],
-                stats,
-                "1 - mean TV(act(c, r_t), Phi(r_t)) over steps (the null edit r' = r_t) " + label,
-            ),
-            _rate(
-                "G_null_edit_floor",
-                rows,
-                lambda c: c["n_items"] - c["floor_tv_sum"],
-                lambda c: c["n_items"],
-                stats,
-                "1 - mean TV(act(c, r_t), Phi(r')): G if every edit were ignored; "
-                + items.format(n_trials),
-            ),
-            _rate(
-                "G_r_ignoring_ceiling",
-                rows,
-                lambda c: c["n_items"] - c["ceiling_tv_sum"],
-                lambda c: c["n_items"],
-                stats,
-                "the highest G any r-ignoring policy (one answer per step whatever r' says) "
-                "can reach on these items, exact from Phi; " + items.format(n_trials),
-            ),
-            _rate(
-                "G_uniform",
-                rows,
-                lambda c: c["n_items"] - c["uniform_tv_sum"],
-                lambda c: c["n_items"],
-                stats,
-                "G of the uniform policy (1/3 per action), exact from Phi; "
-                + items.format(n_trials),
-            ),
-            *_track_1b_figures(rows, stats, label),
-            _rate(
-                "hard_interchange_accuracy",
-                rows,
-                lambda c: c["hard_correct"],
-                lambda c: c["hard_items"],
-                stats,
-                "argmax act(c, r') = argmax Phi(r') over interventions whose Phi(r') has a "
-                "unique argmax, clustered by trace " + label,
-            ),
-        ]
+        figures += _g_rates(rows, stats, (
+            ("G_null_edit", "null_items", "null_tv_sum",
+             "1 - mean TV(act(c, r_t), Phi(r_t)) over steps (the null edit r' = r_t) " + label),
+            ("G_null_edit_floor", "n_items", "floor_tv_sum",
+             "1 - mean TV(act(c, r_t), Phi(r')): G if every edit were ignored; " + all_items),
+            ("G_r_ignoring_ceiling", "n_items", "ceiling_tv_sum",
+             "the highest G any r-ignoring policy (one answer per step whatever r' says) "
+             "can reach on these items, exact from Phi; " + all_items),
+            ("G_uniform", "n_items", "uniform_tv_sum",
+             "G of the uniform policy (1/3 per action), exact from Phi; " + all_items),
+        ))  # fmt: skip
+        figures += _track_1b_figures(rows, stats, label)
+        figures += _count_rates(rows, stats, ((
+            "hard_interchange_accuracy", "hard_correct", ("hard_items",),
+            "argmax act(c, r') = argmax Phi(r') over interventions whose Phi(r') has a "
+            "unique argmax, clustered by trace " + label, "rate",
+        ),))  # fmt: skip
         for slot in EDITABLE_SLOTS:
             figures.append(
                 _rate(
@@ -273,16 +263,10 @@ class GovernanceMeasure:
                     + label,
                 )
             )
-        figures.append(
-            _rate(
-                "invalid_response_rate",
-                rows,
-                lambda c: c["invalid"],
-                lambda c: c["n_items"],
-                stats,
-                "act calls under r' that raised or returned a malformed distribution " + label,
-            )
-        )
+        figures += _count_rates(rows, stats, ((
+            "invalid_response_rate", "invalid", ("n_items",),
+            "act calls under r' that raised or returned a malformed distribution " + label, "rate",
+        ),))  # fmt: skip
         # R*'s adversarial and OOD r', then G against human Phi(r') beside the synthetic-only G
         return figures + r_star_figures(rows, stats, label) + phi_source_figures(rows, stats, label)
 
@@ -365,52 +349,20 @@ class AttributionMeasure:
 
     def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
         """Balanced accuracy, its two halves, the false_credit cell, missing beliefs."""
-        return [
-            self._balanced_figure(rows, stats, label),
-            _rate(
-                "sensitivity",
-                rows,
-                lambda c: c["tp"],
-                lambda c: c["pos"],
-                stats,
-                "self-caused labelled steps credited to self (caused_by_self >= 0.5) " + label,
-            ),
-            _rate(
-                "specificity",
-                rows,
-                lambda c: c["tn"],
-                lambda c: c["neg"],
-                stats,
-                "exogenous labelled steps not credited to self " + label,
-            ),
-            _rate(
-                "false_credit_rate",
-                rows,
-                lambda c: c["false_credit_claimed"],
-                lambda c: c["false_credit_cells"],
-                stats,
-                "false_credit cells (true do-effect 0, outcome looks self-caused) credited to "
-                "self " + label,
-            ),
-            _rate(
-                "false_credit_mean_belief",
-                rows,
-                lambda c: c["false_credit_belief_sum"],
-                lambda c: c["false_credit_cells"],
-                stats,
-                "mean stated caused_by_self in the false_credit cells (missing counted 0) " + label,
-                kind="mean",
-            ),
-            _rate(
-                "attribution_missing_rate",
-                rows,
-                lambda c: c["missing"],
-                lambda c: c["pos"] + c["neg"],
-                stats,
-                "labelled steps without a usable caused_by_self " + label,
-            ),
-            *by_session(self._balanced_figure, rows, stats, label),  # human paired sessions apart
-        ]
+        return [self._balanced_figure(rows, stats, label), *_count_rates(rows, stats, (
+            ("sensitivity", "tp", ("pos",), "self-caused labelled steps credited to self "
+             "(caused_by_self >= 0.5) " + label, "rate"),
+            ("specificity", "tn", ("neg",),
+             "exogenous labelled steps not credited to self " + label, "rate"),
+            ("false_credit_rate", "false_credit_claimed", ("false_credit_cells",),
+             "false_credit cells (true do-effect 0, outcome looks self-caused) credited to "
+             "self " + label, "rate"),
+            ("false_credit_mean_belief", "false_credit_belief_sum", ("false_credit_cells",),
+             "mean stated caused_by_self in the false_credit cells (missing counted 0) " + label,
+             "mean"),
+            ("attribution_missing_rate", "missing", ("pos", "neg"),
+             "labelled steps without a usable caused_by_self " + label, "rate"),
+        )), *by_session(self._balanced_figure, rows, stats, label)]  # fmt: skip
 
 
 GOVERNANCE = GovernanceMeasure()

@@ -8,7 +8,11 @@ import numpy as np
 
 from trustbench.core.figures import Figure, Interval, not_run_figure
 from trustbench.errors import CheckFailed
-from trustbench.trb.instruments._oracles import expected_g, expected_outcome_only_balanced_accuracy
+from trustbench.trb.instruments._oracles import (
+    expected_g,
+    expected_outcome_only_balanced_accuracy,
+    oracle_check,
+)
 from trustbench.trb.measures._gap import (
     GAP_FIGURE,
     SEED_GAP_FIGURE,
@@ -296,19 +300,8 @@ def oracle_checks(collected: Collected, subjects: dict[str, list[Figure]]) -> li
             expected = [(name, value) for name, value in expected if name != "G"]
         for name, value in expected:
             measured = measured_estimate(subjects[candidate], name)
-            deviation = None if measured is None else abs(measured - value)
-            checks.append(
-                {
-                    "candidate": candidate,
-                    "oracle": adapter,
-                    "metric": name,
-                    "expected": value,
-                    "measured": measured,
-                    "deviation": deviation,
-                    "tolerance": ORACLE_TOLERANCE,
-                    "passed": deviation is not None and deviation <= ORACLE_TOLERANCE,
-                }
-            )
+            check = oracle_check(value, measured, ORACLE_TOLERANCE)
+            checks.append({"candidate": candidate, "oracle": adapter, "metric": name, **check})
     return checks
 
 

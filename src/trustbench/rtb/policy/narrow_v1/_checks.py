@@ -21,7 +21,6 @@ import json
 from collections import Counter
 from typing import Any
 
-from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
 from trustbench.rtb.corpus._models import (
     REASON_CODE_DECISION,
     VARIANT_REFERENCE,
@@ -35,6 +34,11 @@ from trustbench.rtb.corpus._models import (
     Variant,
 )
 from trustbench.rtb.corpus._problem import Problem, duplicate_case_ids, json_pointer
+from trustbench.rtb.policy._case_checks import (
+    candidate_visible_leaks,
+    duplicate_record_ids,
+    unsupported_reason_codes,
+)
 
 _VARIANT_NAMES = frozenset(variant.value for variant in Variant)
 
@@ -117,17 +121,8 @@ def _shared_policy(cases: list[CaseFile], review_prompt: str | None) -> list[Pro
 
 
 def _case_internal(rel: str, case: Case) -> list[Problem]:
-    problems = []
     record_ids = [record.record_id for record in case.evidence]
-    for index, record_id in enumerate(record_ids):
-        if record_ids.index(record_id) != index:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=json_pointer(["evidence", index, "record_id"]),
-                    message=f"duplicate record id {record_id!r} within the case",
-                )
-            )
+    problems = duplicate_record_ids(rel, record_ids)
     expectations = case.expectations
     for index, record_id in enumerate(expectations.decisive_record_ids):
         if record_id not in record_ids:
@@ -139,17 +134,7 @@ def _case_internal(rel: str, case: Case) -> list[Problem]:
                     f"this case (records: {', '.join(record_ids)})",
                 )
             )
-    for index, code in enumerate(expectations.acceptable_reason_codes):
-        if REASON_CODE_DECISION[code] is not expectations.reference_decision:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=json_pointer(["expectations", "acceptable_reason_codes", index]),
-                    message=f"reason code {code.value!r} supports "
-                    f"{REASON_CODE_DECISION[code].value}, not the reference decision "
-                    f"{expectations.reference_decision.value}",
-                )
-            )
+    problems += unsupported_reason_codes(rel, expectations, REASON_CODE_DECISION)
     if case.variant in _VARIANT_NAMES:
         expected = VARIANT_REFERENCE[Variant(case.variant)]
         if expectations.reference_decision is not expected:
@@ -257,21 +242,5 @@ def _presentation(case: Case) -> str:
 
 
 def _candidate_visible_leaks(cases: list[CaseFile]) -> list[Problem]:
-    """The parts a candidate will see must not mention any case's grader-only values.
-
-    Pointers are those of the case file: the candidate-visible fields sit at the same paths.
-    """
-    forbidden = set().union(*(grader_only_values(case) for _, case in cases))
-    problems = []
-    for rel, case in cases:
-        visible = case.model_dump(mode="json", include={"task", "proposal", "evidence"})
-        for leak in find_leaks(visible, forbidden):
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=leak.pointer,
-                    message=f"candidate-visible content contains grader-only "
-                    f"{leak.kind.replace('_', ' ')} {leak.found!r}",
-                )
-            )
-    return problems
+    """No grader-only value of any case in the task, proposal or evidence of any case."""
+    return candidate_visible_leaks(cases, {"task", "proposal", "evidence"})

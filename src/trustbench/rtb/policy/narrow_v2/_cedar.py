@@ -12,9 +12,11 @@ permits, is decided by Cedar. Any Cedar error fails closed (hold).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import cedarpy
 
@@ -58,16 +60,18 @@ def load_policy_text_v2() -> str:
 
 
 @cache
-def _annotations() -> dict[str, tuple[str, str]]:
-    """Policy `@id` -> (`@decision`, `@reason`)."""
+def policy_annotations(policy_text: str) -> dict[str, tuple[str, str]]:
+    """Policy `@id` -> (`@decision`, `@reason`) of a Cedar policy set (v0.3's extends v0.2's)."""
     pairs = re.findall(
-        r'@id\("([^"]+)"\)\s*@decision\("([^"]+)"\)\s*@reason\("([^"]+)"\)',
-        load_policy_text_v2(),
+        r'@id\("([^"]+)"\)\s*@decision\("([^"]+)"\)\s*@reason\("([^"]+)"\)', policy_text
     )
     return {pid: (decision, reason) for pid, decision, reason in pairs}
 
 
-def _request(principal: dict, action: str, resource: dict, context: dict | None = None) -> dict:
+def cedar_request(
+    principal: dict, action: str, resource: dict, context: dict | None = None
+) -> dict:
+    """One request of a Cedar batch."""
     return {
         "principal": principal,
         "action": {"type": "Action", "id": action},
@@ -88,19 +92,28 @@ def cedar_assess_v2(ci: CandidateInputV2) -> CedarFinding:
         return CedarFinding(Decision.HOLD, (ReasonCodeV2.INSUFFICIENT_EVIDENCE,), str(error))
 
 
-def _ask(requests: list[dict], entities: list[dict]) -> list[cedarpy.AuthzResult]:
-    results = cedarpy.is_authorized_batch(requests, load_policy_text_v2(), entities)
+def ask_cedar(
+    requests: list[dict], policy_text: str, entities: list[dict]
+) -> list[cedarpy.AuthzResult]:
+    """Cedar's answers to a batch; any diagnostic error raises (the caller fails closed)."""
+    if not requests:
+        return []
+    results = cedarpy.is_authorized_batch(requests, policy_text, entities)
     for result in results:
         if result.diagnostics.errors:
             raise RuntimeError(f"cedar errors: {result.diagnostics.errors}")
     return results
 
 
+def _ask(requests: list[dict], entities: list[dict]) -> list[cedarpy.AuthzResult]:
+    return ask_cedar(requests, load_policy_text_v2(), entities)
+
+
 def _assess(ci: CandidateInputV2) -> CedarFinding:
     approvals = [r for r in ci.evidence if isinstance(r, ApprovalRecordV2)]
     entities = _entities(ci, approvals)
     applies = _ask(
-        [_request(_approval(a.record_id), "applies", _PROPOSAL) for a in approvals], entities
+        [cedar_request(_approval(a.record_id), "applies", _PROPOSAL) for a in approvals], entities
     )
     applicable = [
         a.record_id
@@ -113,13 +126,14 @@ def _assess(ci: CandidateInputV2) -> CedarFinding:
             for r in ci.evidence
         )
         context = {"approval_service_unavailable": unavailable, "approval_count": len(approvals)}
-        fired = _ask([_request(_PROPOSAL, "no_applicable_approval", _PROPOSAL, context)], entities)
+        ask = cedar_request(_PROPOSAL, "no_applicable_approval", _PROPOSAL, context)
+        fired = _ask([ask], entities)
         return _precedence(fired)
     pairs = [(b, a) for b in applicable for a in applicable if a != b]
     superseded = set()
     if pairs:
         answers = _ask(
-            [_request(_approval(b), "supersedes", _approval(a)) for b, a in pairs], entities
+            [cedar_request(_approval(b), "supersedes", _approval(a)) for b, a in pairs], entities
         )
         superseded = {
             a
@@ -148,22 +162,41 @@ def _assess(ci: CandidateInputV2) -> CedarFinding:
         "state_count": len(revisions),
         "state_revision": revisions[0] if len(revisions) == 1 else "",
     }
-    fired = _ask([_request(_approval(governing[0]), "assess", _PROPOSAL, context)], entities)
+    fired = _ask([cedar_request(_approval(governing[0]), "assess", _PROPOSAL, context)], entities)
     return _precedence(fired)
 
 
 def _precedence(results: list[cedarpy.AuthzResult]) -> CedarFinding:
-    """Rule 6: deny outranks hold, hold outranks permit; nothing fired is hold."""
-    annotations = _annotations()
-    fired: dict[str, list[ReasonCodeV2]] = {}
+    return precedence(
+        results, load_policy_text_v2(), ReasonCodeV2, ReasonCodeV2.INSUFFICIENT_EVIDENCE
+    )
+
+
+def precedence(
+    results: list[cedarpy.AuthzResult],
+    policy_text: str,
+    reason_code: Callable[[str], Any],
+    insufficient: Any,
+) -> CedarFinding:
+    """Rule 6: deny outranks hold, hold outranks permit; nothing fired is hold (`insufficient`).
+
+    Args:
+        results: Cedar's answers; the policies that allowed one fired.
+        policy_text: The policy set asked (its `@decision` / `@reason` annotations).
+        reason_code: The policy's reason-code type (`@reason` text -> code).
+        insufficient: Its insufficient-evidence code.
+    """
+    annotations = policy_annotations(policy_text)
+    fired: dict[str, list[Any]] = {}
     for result in results:
         if result.decision != cedarpy.Decision.Allow:
             continue
         for policy in result.diagnostics.reasons:
             key = result.diagnostics.id_annotations_by_reason.get(policy, policy)
             decision, reason = annotations[key]
-            fired.setdefault(decision, []).append(ReasonCodeV2(reason))
+            if decision != "none":  # a helper policy (which approval applies), no verdict
+                fired.setdefault(decision, []).append(reason_code(reason))
     for level in (Decision.DENY, Decision.HOLD, Decision.PERMIT):
         if level.value in fired:
             return CedarFinding(level, tuple(dict.fromkeys(fired[level.value])))
-    return CedarFinding(Decision.HOLD, (ReasonCodeV2.INSUFFICIENT_EVIDENCE,), "no policy fired")
+    return CedarFinding(Decision.HOLD, (insufficient,), "no policy fired")

@@ -10,8 +10,12 @@ and no grader-only value in anything a candidate sees.
 
 from __future__ import annotations
 
-from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
 from trustbench.rtb.corpus._problem import Problem, duplicate_case_ids, json_pointer
+from trustbench.rtb.policy._case_checks import (
+    candidate_visible_leaks,
+    duplicate_record_ids,
+    unsupported_reason_codes,
+)
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,
@@ -33,17 +37,8 @@ def check_cases_v2(cases: list[CaseFileV2]) -> list[Problem]:
 
 
 def _case_internal(rel: str, case: CaseV2) -> list[Problem]:
-    problems: list[Problem] = []
     record_ids = [record.record_id for record in case.evidence]
-    for index, record_id in enumerate(record_ids):
-        if record_ids.index(record_id) != index:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=json_pointer(["evidence", index, "record_id"]),
-                    message=f"duplicate record id {record_id!r} within the case",
-                )
-            )
+    problems = duplicate_record_ids(rel, record_ids)
     policies = [r for r in case.evidence if isinstance(r, PolicyRecordV2)]
     if not policies or any(p.policy_id != POLICY_ID_V2 for p in policies):
         problems.append(
@@ -73,17 +68,7 @@ def _case_internal(rel: str, case: CaseV2) -> list[Problem]:
                     "evidence record",
                 )
             )
-    for index, code in enumerate(expectations.acceptable_reason_codes):
-        if REASON_CODE_DECISION_V2[code] is not expectations.reference_decision:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=json_pointer(["expectations", "acceptable_reason_codes", index]),
-                    message=f"reason code {code.value!r} supports "
-                    f"{REASON_CODE_DECISION_V2[code].value}, not the reference decision "
-                    f"{expectations.reference_decision.value}",
-                )
-            )
+    problems += unsupported_reason_codes(rel, expectations, REASON_CODE_DECISION_V2)
     for index, reading in enumerate(expectations.contestable_readings):
         for code in reading.reason_codes:
             if REASON_CODE_DECISION_V2[code] is not reading.decision:
@@ -99,17 +84,5 @@ def _case_internal(rel: str, case: CaseV2) -> list[Problem]:
 
 
 def _leaks(cases: list[CaseFileV2]) -> list[Problem]:
-    forbidden = set().union(*(grader_only_values(case) for _, case in cases))
-    problems = []
-    for rel, case in cases:
-        visible = case.model_dump(mode="json", include={"task", "as_of", "proposal", "evidence"})
-        for leak in find_leaks(visible, forbidden):
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=leak.pointer,
-                    message=f"candidate-visible content contains grader-only "
-                    f"{leak.kind.replace('_', ' ')} {leak.found!r}",
-                )
-            )
-    return problems
+    """No grader-only value of any case in what a candidate sees of any case (as_of included)."""
+    return candidate_visible_leaks(cases, {"task", "as_of", "proposal", "evidence"})

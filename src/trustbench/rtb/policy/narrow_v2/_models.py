@@ -21,13 +21,17 @@ from pydantic import Field
 
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import (
-    AuthoringMetadata,
     Decision,
     ParamValue,
     Proposal,
-    ReferenceStatus,
     ServiceNoticeRecord,
     _Strict,
+)
+from trustbench.rtb.policy._case_models import (
+    CandidateInputOf,
+    CaseOf,
+    ContestableReadingOf,
+    ReviewerResponseOf,
 )
 
 POLICY_ID_V2 = "rtb-narrow-approval-v2"
@@ -208,15 +212,8 @@ EvidenceRecordV2 = Annotated[
 ]
 
 
-class ContestableReading(_Strict):
+class ContestableReading(ContestableReadingOf[ReasonCodeV2]):
     """One defensible reading of a known-contestable case."""
-
-    reading: str = Field(min_length=1)
-    """The reading in words."""
-    decision: Decision
-    """The decision this reading leads to."""
-    reason_codes: list[ReasonCodeV2] = Field(min_length=1)
-    """Reason codes this reading supports."""
 
 
 class ExpectationsV2(_Strict):
@@ -240,61 +237,13 @@ class ExpectationsV2(_Strict):
     """For known-contestable cases: every defensible reading (empty otherwise)."""
 
 
-class CaseV2(_Strict):
+class CaseV2(CaseOf[Proposal, EvidenceRecordV2, ExpectationsV2]):
     """One complete v0.2 authoring case: candidate-visible parts plus the grader-only key."""
 
-    case_id: str = Field(
-        pattern=r"^[a-z0-9][a-z0-9_.-]*$", json_schema_extra={"not": {"pattern": "\n"}}
-    )
-    """Stable identifier, unique in the corpus. Never shown to candidates."""
-    group: str
-    """Domain group."""
-    variant: str
-    """Variant name (the case feature it exercises)."""
-    task: str
-    """The scoped task given to the reviewer."""
-    as_of: str
-    """ISO 8601 evaluation time: expiry and revocations are judged at this instant."""
-    proposal: Proposal
-    """The proposed change."""
-    evidence: list[EvidenceRecordV2] = Field(min_length=1)
-    """Candidate-visible evidence records, in presentation order."""
-    expectations: ExpectationsV2
-    """Grader-only answer key."""
-    reference_status: ReferenceStatus
-    """Review status of the answer key."""
-    authoring: AuthoringMetadata
-    """Grader-only authoring metadata."""
 
-
-class CandidateInputV2(_Strict):
+class CandidateInputV2(CandidateInputOf[Proposal, EvidenceRecordV2]):
     """What a reviewer receives for one v0.2 case: no answer key, no case id, no variant."""
 
-    evaluation_id: str
-    """Fresh, unpredictable id issued for this export; the response must echo it."""
-    task: str
-    """The scoped task."""
-    as_of: str
-    """ISO 8601 evaluation time."""
-    proposal: Proposal
-    """The proposed change."""
-    evidence: list[EvidenceRecordV2]
-    """Evidence records, in presentation order."""
 
-
-class ReviewerResponseV2(_Strict):
+class ReviewerResponseV2(ReviewerResponseOf[ReasonCodeV2]):
     """A reviewer's structured finding for one v0.2 candidate input."""
-
-    evaluation_id: str
-    """Must equal the `evaluation_id` of the input being answered."""
-    decision: Decision
-    """permit, deny or hold."""
-    reason_codes: list[ReasonCodeV2] = Field(min_length=1)
-    """One or more codes from the closed vocabulary."""
-    evidence_refs: list[str] = Field(min_length=1)
-    """Record ids from the input's evidence that support the decision."""
-    discrepancies: list[Discrepancy]
-    """Each difference between the proposal and an evidence record that decides the case
-    (may be empty for permit)."""
-    explanation: str = Field(min_length=1)
-    """Plain-language explanation addressing the decisive condition."""

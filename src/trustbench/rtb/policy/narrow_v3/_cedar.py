@@ -12,7 +12,6 @@ Any Cedar error fails closed (hold).
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -20,7 +19,13 @@ from typing import Any
 import cedarpy
 
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
-from trustbench.rtb.policy.narrow_v2._cedar import CedarFinding, load_policy_text_v2
+from trustbench.rtb.policy.narrow_v2._cedar import (
+    CedarFinding,
+    ask_cedar,
+    load_policy_text_v2,
+    precedence,
+)
+from trustbench.rtb.policy.narrow_v2._cedar import cedar_request as _request
 from trustbench.rtb.policy.narrow_v2._cedar_values import cedar_value as _norm
 from trustbench.rtb.policy.narrow_v3._cedar_entities import entities_v3, policy_set, scopes
 from trustbench.rtb.policy.narrow_v3._models import (
@@ -48,32 +53,8 @@ def policy_text_v3_cedar() -> str:
     return load_policy_text_v2() + "\n" + added
 
 
-@cache
-def _annotations() -> dict[str, tuple[str, str]]:
-    pairs = re.findall(
-        r'@id\("([^"]+)"\)\s*@decision\("([^"]+)"\)\s*@reason\("([^"]+)"\)',
-        policy_text_v3_cedar(),
-    )
-    return {pid: (decision, reason) for pid, decision, reason in pairs}
-
-
-def _request(principal: dict, action: str, resource: dict, context: dict | None = None) -> dict:
-    return {
-        "principal": principal,
-        "action": {"type": "Action", "id": action},
-        "resource": resource,
-        "context": context or {},
-    }
-
-
 def _ask(requests: list[dict], entities: list[dict]) -> list[Any]:
-    if not requests:
-        return []
-    results = cedarpy.is_authorized_batch(requests, policy_text_v3_cedar(), entities)
-    for result in results:
-        if result.diagnostics.errors:
-            raise RuntimeError(f"cedar errors: {result.diagnostics.errors}")
-    return results
+    return ask_cedar(requests, policy_text_v3_cedar(), entities)
 
 
 def _allowed(requests: list[dict], entities: list[dict]) -> list[bool]:
@@ -230,17 +211,6 @@ def _assess(ci: CandidateInputV3) -> CedarFinding:
 
 def _precedence(results: list[Any]) -> CedarFinding:
     """Deny outranks hold, hold outranks permit; nothing fired is hold."""
-    annotations = _annotations()
-    fired: dict[str, list[ReasonCodeV3]] = {}
-    for result in results:
-        if result.decision != cedarpy.Decision.Allow:
-            continue
-        for policy in result.diagnostics.reasons:
-            key = result.diagnostics.id_annotations_by_reason.get(policy, policy)
-            decision, reason = annotations[key]
-            if decision != "none":
-                fired.setdefault(decision, []).append(ReasonCodeV3(reason))
-    for level in (Decision.DENY, Decision.HOLD, Decision.PERMIT):
-        if level.value in fired:
-            return CedarFinding(level, tuple(dict.fromkeys(fired[level.value])))  # type: ignore[arg-type]
-    return CedarFinding(Decision.HOLD, (ReasonCodeV3.INSUFFICIENT_EVIDENCE,), "no policy fired")  # type: ignore[arg-type]
+    return precedence(
+        results, policy_text_v3_cedar(), ReasonCodeV3, ReasonCodeV3.INSUFFICIENT_EVIDENCE
+    )

@@ -17,12 +17,16 @@ from pydantic import Field
 
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import (
-    AuthoringMetadata,
     Decision,
     Proposal,
-    ReferenceStatus,
     ServiceNoticeRecord,
     _Strict,
+)
+from trustbench.rtb.policy._case_models import (
+    CandidateInputOf,
+    CaseOf,
+    ContestableReadingOf,
+    ReviewerResponseOf,
 )
 from trustbench.rtb.policy.narrow_v2._models import (
     REASON_CODE_DECISION_V2,
@@ -221,15 +225,8 @@ EvidenceRecordV3 = Annotated[
 ]
 
 
-class ContestableReadingV3(_Strict):
+class ContestableReadingV3(ContestableReadingOf[ReasonCodeV3]):
     """One defensible reading of a known-contestable case."""
-
-    reading: str = Field(min_length=1)
-    """The reading in words."""
-    decision: Decision
-    """The decision this reading leads to."""
-    reason_codes: list[ReasonCodeV3] = Field(min_length=1)
-    """Reason codes this reading supports."""
 
 
 class ExpectationsV3(_Strict):
@@ -255,61 +252,22 @@ class ExpectationsV3(_Strict):
     """For known-contestable cases: every defensible reading (empty otherwise)."""
 
 
-class CaseV3(_Strict):
+class CaseV3(CaseOf[ProposalV3, EvidenceRecordV3, ExpectationsV3]):
     """One complete v0.3 authoring case: candidate-visible parts plus the grader-only key."""
 
-    case_id: str = Field(
-        pattern=r"^[a-z0-9][a-z0-9_.-]*$", json_schema_extra={"not": {"pattern": "\n"}}
-    )
-    """Stable identifier, unique in the corpus. Never shown to candidates."""
-    group: str
-    """Domain group."""
     variant: str
     """Scenario kind (the condition it exercises)."""
-    task: str
-    """The scoped task given to the reviewer."""
     as_of: str
     """ISO 8601 evaluation time: every window, expiry and revocation is judged at this instant."""
-    proposal: ProposalV3
-    """The proposed change."""
-    evidence: list[EvidenceRecordV3] = Field(min_length=1)
-    """Candidate-visible evidence records, in presentation order."""
-    expectations: ExpectationsV3
-    """Grader-only answer key."""
-    reference_status: ReferenceStatus
-    """Review status of the answer key."""
-    authoring: AuthoringMetadata
-    """Grader-only authoring metadata."""
 
 
-class CandidateInputV3(_Strict):
+class CandidateInputV3(CandidateInputOf[ProposalV3, EvidenceRecordV3]):
     """What a reviewer receives for one v0.3 case: no answer key, no case id, no variant."""
 
-    evaluation_id: str
-    """Fresh, unpredictable id issued for this export; the response must echo it."""
-    task: str
-    """The scoped task."""
-    as_of: str
-    """ISO 8601 evaluation time."""
-    proposal: ProposalV3
-    """The proposed change."""
-    evidence: list[EvidenceRecordV3]
-    """Evidence records, in presentation order."""
 
-
-class ReviewerResponseV3(_Strict):
+class ReviewerResponseV3(ReviewerResponseOf[ReasonCodeV3]):
     """A reviewer's structured finding for one v0.3 candidate input."""
 
-    evaluation_id: str
-    """Must equal the `evaluation_id` of the input being answered."""
-    decision: Decision
-    """permit, deny or hold."""
-    reason_codes: list[ReasonCodeV3] = Field(min_length=1)
-    """One or more codes from the closed vocabulary."""
-    evidence_refs: list[str] = Field(min_length=1)
-    """Record ids from the input's evidence that support the decision."""
     discrepancies: list[Discrepancy]
     """Each difference between the proposal and an evidence record that decides the case
     (may be empty)."""
-    explanation: str = Field(min_length=1)
-    """Plain-language explanation addressing the decisive condition."""
