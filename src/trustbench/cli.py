@@ -4,31 +4,51 @@ Subcommands are defined next to the code they drive and only assembled here:
 `trustbench.rtb.cli` (the `rtb` group), `trustbench.trb.cli` (the `trb` group) and
 `trustbench.core.cli` (freeze / run / verify / report, shared by both suites) and
 `trustbench.interop.cli` (export-inspect / import-inspect).
+
+The two suite groups are imported when a command line names them (or a help page lists them):
+`trustbench run` does not pay for every suite's commands and what they import (issue 35).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import sys
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from trustbench import __version__
+from trustbench._lazy_commands import LazyCommands
 from trustbench.core.cli import register_core_commands
 from trustbench.errors import TrustbenchError
 from trustbench.interop.cli import register_interop_commands
-from trustbench.rtb.cli import rtb_app
-from trustbench.trb.cli import trb_app
+
+_SETTINGS: dict[str, Any] = {
+    "pretty_exceptions_enable": False,
+    "add_completion": False,
+    # Plain (click) help, not typer's rich panels: those print `<bool>` beside every flag, as if
+    # `--quiet` took a value; the plain formatter shows a type only where a value is expected.
+    "rich_markup_mode": None,
+}
+_SUITE_GROUPS = {"rtb": "trustbench.rtb.cli:rtb_app", "trb": "trustbench.trb.cli:trb_app"}
+"""Suite command groups, after the top-level commands, built on first use."""
+
+
+class _Commands(TyperGroup):
+    """The top-level group; its `commands` builds a suite group when first looked up."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = LazyCommands(self.commands, _SUITE_GROUPS, _SETTINGS)
+
 
 app = typer.Typer(
     name="trustbench",
     help="Measure whether an AI system's safeguards and stated reasoning govern what happens.",
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    # Plain (click) help, not typer's rich panels: those print `<bool>` beside every flag, as if
-    # `--quiet` took a value; the plain formatter shows a type only where a value is expected.
-    rich_markup_mode=None,
+    cls=_Commands,
+    **_SETTINGS,
 )
 
 
@@ -51,8 +71,6 @@ def _root(
     """Measure whether an AI system's safeguards and stated reasoning govern what happens."""
 
 
-app.add_typer(rtb_app, name="rtb")
-app.add_typer(trb_app, name="trb")
 register_core_commands(app)
 register_interop_commands(app)
 
