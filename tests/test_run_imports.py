@@ -29,11 +29,13 @@ NOT_FOR_A_REVIEW_RUN = (
     "trustbench.trb",
     "trustbench.rtb.review._chain",
     "trustbench.core._analysis",
+    "trustbench.core.figures",
     "cryptography",
 )
 """Modules (and their submodules) a run of a v0.1 reviewer corpus does not use: the other
 versions' policy objects, the control-path mapping and the platform it builds, the `rtb` and
-`trb` command groups, the report's configurations and analysis, the held-out cipher suite."""
+`trb` command groups, the report's configurations, analysis and figures, the held-out cipher
+suite."""
 
 _PROBE = """
 import json, sys
