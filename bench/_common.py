@@ -7,6 +7,7 @@ The server runs in a further process; CPU figures are the measured process's use
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -135,6 +136,43 @@ transport_max_retries = 0
 """ + "".join(
         f'\n[[candidates]]\nname = "{name}"\n{candidate}\n' for name in candidate_names(candidates)
     )
+
+
+LONG_LATENCY_S = 1.0
+"""From this latency up, the latency-bound shape defaults to a short run (`shape_defaults`)."""
+
+
+def add_shape_options(parser: argparse.ArgumentParser) -> None:
+    """`--latency` (or `--latency-ms`), `--cases`, `--trials-per-case`, `--concurrency`."""
+    latency = parser.add_mutually_exclusive_group()
+    latency.add_argument(
+        "--latency", type=float, help="server latency per request in seconds (default 0.05)"
+    )
+    latency.add_argument("--latency-ms", type=float, help="the same in milliseconds")
+    parser.add_argument(
+        "--cases", type=int, help="default 50 (8 from 1 s latency up: 256 trials in all)"
+    )
+    parser.add_argument("--trials-per-case", type=int, help="default 40 (32 from 1 s up)")
+    parser.add_argument("--concurrency", type=int, help="default 64 (128 from 1 s up)")
+
+
+def shape_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill the shape options left out: 2,000 trials at concurrency 64 at a short latency; at a
+    realistic one (1 s and up) 256 trials at concurrency 128, so the run stays a few seconds.
+
+    `args.latency_ms` is set either way (the benches read it).
+    """
+    if args.latency_ms is None:
+        args.latency_ms = 1000 * (0.05 if args.latency is None else args.latency)
+    long = args.latency_ms >= 1000 * LONG_LATENCY_S
+    for name, short, realistic in (
+        ("cases", 50, 8),
+        ("trials_per_case", 40, 32),
+        ("concurrency", 64, 128),
+    ):
+        if getattr(args, name) is None:
+            setattr(args, name, realistic if long else short)
+    return args
 
 
 def candidate_names(count: int) -> list[str]:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,19 @@ from bench._common import REPO, env
 
 
 def child(arguments: list[str], accept: tuple[int, ...] = (0,)) -> dict[str, Any]:
-    """Run `python ARGUMENTS` as a child; its wall, CPU and peak RSS (fails on another code)."""
+    """Run `python ARGUMENTS` as a child; its wall, CPU and peak RSS (fails on another code).
+
+    `exec_at` / `exit_at` are the wall clock (`time.time()`) at exec and at exit, for placing
+    the child's own timestamps (the ledger's) between them.
+    """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    exec_at = time.time()
     started = time.perf_counter()
     completed = subprocess.run(
         [sys.executable, *arguments], env=env(), cwd=REPO, capture_output=True, text=True
     )
     wall = time.perf_counter() - started
+    exit_at = time.time()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if completed.returncode not in accept:
         raise RuntimeError(
@@ -42,6 +49,8 @@ def child(arguments: list[str], accept: tuple[int, ...] = (0,)) -> dict[str, Any
         "peak_rss_mib": after.ru_maxrss / 1024,
         "exit_code": completed.returncode,
         "stdout": completed.stdout[-2000:],
+        "exec_at": exec_at,
+        "exit_at": exit_at,
     }
 
 
@@ -63,12 +72,38 @@ def _finished(folder: Path) -> int:
         connection.close()
 
 
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+def _split(folder: Path, exec_at: float, exit_at: float) -> dict[str, float]:
+    """Where a run's process wall went, from the ledger's own clock.
+
+    `before_first_trial_s`: exec to the `run_started` event (interpreter, imports, the input
+    checks, opening the ledger, the preflight); `after_last_trial_s`: the last trial's end to
+    exit (the sign-off, closing the ledger, the CLI's after-run check, the interpreter's exit).
+    """
+    connection = sqlite3.connect(folder / "ledger.sqlite")
+    try:
+        (started,) = connection.execute(
+            "SELECT at FROM events WHERE kind = 'run_started' ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        (last,) = connection.execute("SELECT MAX(finished_at) FROM trials").fetchone()
+    finally:
+        connection.close()
+    return {
+        "before_first_trial_s": _seconds(started) - exec_at,
+        "after_last_trial_s": exit_at - _seconds(last),
+    }
+
+
 def cli_run(run_dir: str, spec: str) -> dict[str, Any]:
     """Freeze (untimed), then time `trustbench run RUN --quiet` as a process."""
     folder = _frozen(run_dir, spec)
     measured = child(["-m", "trustbench", "run", str(folder), "--quiet"])
     return {
         **measured,
+        **_split(folder, measured["exec_at"], measured["exit_at"]),
         "completed": _finished(folder),
         "ledger_bytes": (folder / "ledger.sqlite").stat().st_size,
     }
@@ -98,4 +133,10 @@ def floor_process(
         path.write_bytes(b"".join(body + b"\n" for body in _bodies(cases, trials_per_case)))
         url = f"{base_url}/chat/completions"
         measured = child(["-m", "bench._bare_client", str(path), url, str(concurrency)])
-    return {**measured, "ok": int(measured["stdout"].split()[-1])}
+    first, last, ok = measured["stdout"].split()[-3:]
+    return {
+        **measured,
+        "ok": int(ok),
+        "before_first_trial_s": float(first) - measured["exec_at"],
+        "after_last_trial_s": measured["exit_at"] - float(last),
+    }

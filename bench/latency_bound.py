@@ -22,8 +22,12 @@ As a user runs it: each round also times the command, `trustbench run RUN --quie
 process from exec to exit (interpreter, imports, checks, trials, sign-off), against the bare
 aiohttp client as a process of its own (`bench/_bare_client.py`: standard library and aiohttp,
 the same request bodies prepared beforehand). Targets (issue 35): process wall within 1.15x of
-the bare client's at 50 ms latency, within 1.02x at 1.5 s (`--latency-ms 1500`; a few hundred
-trials suffice there, e.g. `--cases 10 --trials-per-case 20`).
+the bare client's at 50 ms latency, within 1.02x at 1.5 s (`--latency 1.5`: from 1 s up the
+shape defaults to a short run, 256 trials at concurrency 128, two waves of requests). Each
+process wall is split, for both programs, into exec to the first request (for trustbench, to
+its `run_started` event: imports, input checks, ledger, preflight) and the last response to
+exit (sign-off, ledger close, interpreter exit), read from the ledger's and the client's own
+wall-clock stamps.
 
 Wall time on a shared 2-core machine moves by several percent between identical runs, so
 `--rounds N` measures the floors and trustbench N times, trustbench last and first in turn, and
@@ -38,7 +42,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench._common import cpu_load, machine, phase, ratio, server, spec_text, spread
+from bench._common import (
+    add_shape_options,
+    cpu_load,
+    machine,
+    phase,
+    ratio,
+    server,
+    shape_defaults,
+    spec_text,
+    spread,
+)
 
 ISSUE_BASELINE_BYTES = 8954
 """Ledger bytes per trial when issue 17 was filed (format 1, the earlier stand-in track)."""
@@ -66,11 +80,19 @@ def _print_process_round(
     print(
         f"  round {number + 1} of {rounds}, as processes (exec to exit)\n"
         f"    bare client process {bare['wall_s']:7.2f} s wall, "
-        f"{bare['cpu_s']:.2f} s CPU, peak RSS {bare['peak_rss_mib']:.0f} MiB\n"
+        f"{bare['cpu_s']:.2f} s CPU, peak RSS {bare['peak_rss_mib']:.0f} MiB; {_ends(bare)}\n"
         f"    trustbench run      {command['wall_s']:7.2f} s wall, "
-        f"{command['cpu_s']:.2f} s CPU, peak RSS {command['peak_rss_mib']:.0f} MiB\n"
+        f"{command['cpu_s']:.2f} s CPU, peak RSS {command['peak_rss_mib']:.0f} MiB; "
+        f"{_ends(command)}\n"
         f"    process wall / bare {ratio(command['wall_s'], bare['wall_s'])}; "
         f"/ ideal {ratio(command['wall_s'], ideal)} (bare / ideal {ratio(bare['wall_s'], ideal)})"
+    )
+
+
+def _ends(process: dict[str, Any]) -> str:
+    return (
+        f"exec to first request {process['before_first_trial_s']:.2f} s, "
+        f"last response to exit {process['after_last_trial_s']:.2f} s"
     )
 
 
@@ -95,13 +117,10 @@ def _round(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=50)
-    parser.add_argument("--trials-per-case", type=int, default=40)
-    parser.add_argument("--latency-ms", type=float, default=50.0)
-    parser.add_argument("--concurrency", type=int, default=64)
+    add_shape_options(parser)
     parser.add_argument("--rounds", type=int, default=1, help="floor + trustbench pairs")
     parser.add_argument("--load", action="store_true", help="run beside a CPU load")
-    args = parser.parse_args()
+    args = shape_defaults(parser.parse_args())
     trials = args.cases * args.trials_per_case
     latency_s = args.latency_ms / 1000
     ideal = trials * latency_s / args.concurrency

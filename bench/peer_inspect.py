@@ -13,7 +13,9 @@ included, as a user meets them). Ours are given both ways: `run_experiment` in-p
 and imports excluded, which flatters us by Inspect's start-up) and, as a user runs it,
 `trustbench run RUN --quiet` as a process from exec to exit (median of three), beside the bare
 aiohttp client as a process (`bench/_bare_client.py`). The process ratios are the fair ones.
-`--latency-ms 1500` with a few hundred trials gives the realistic-latency figures.
+`--latency 1.5` gives the realistic-latency figures (the shape then defaults to 256 trials at
+concurrency 128, so the run stays short); each process wall is split into exec to the first
+request and the last response to exit (see `bench.latency_bound`).
 """
 
 from __future__ import annotations
@@ -21,17 +23,23 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from bench._common import machine, phase, ratio, server, spec_text
+from bench._common import (
+    add_shape_options,
+    machine,
+    phase,
+    ratio,
+    server,
+    shape_defaults,
+    spec_text,
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=50)
-    parser.add_argument("--trials-per-case", type=int, default=40)
-    parser.add_argument("--latency-ms", type=float, default=50.0)
-    parser.add_argument("--concurrency", type=int, default=64)
-    args = parser.parse_args()
+    add_shape_options(parser)
+    args = shape_defaults(parser.parse_args())
     trials = args.cases * args.trials_per_case
     shape = {"cases": args.cases, "trials_per_case": args.trials_per_case}
     print(
@@ -92,9 +100,10 @@ def main() -> None:
     ideal = trials * args.latency_ms / 1000 / args.concurrency
     print("  as processes, exec to exit (what a user waits for)")
     print(
-        f"    bare client         {bare['wall_s']:7.2f} s wall {bare['cpu_s']:6.2f} s CPU\n"
+        f"    bare client         {bare['wall_s']:7.2f} s wall {bare['cpu_s']:6.2f} s CPU; "
+        f"{_ends(bare)}\n"
         f"    trustbench run      {command['wall_s']:7.2f} s wall {command['cpu_s']:6.2f} s CPU  "
-        f"(median of {command_walls} s)\n"
+        f"(median of {command_walls} s); {_ends(command)}\n"
         f"    inspect eval        {peer['wall_s']:7.2f} s wall {peer['cpu_s']:6.2f} s CPU"
     )
     print(
@@ -103,6 +112,13 @@ def main() -> None:
         f"{ratio(peer['wall_s'], command['wall_s'])}; ideal {ideal:.2f} s"
     )
     print(f"    CPU:  Inspect / ours {ratio(peer['cpu_s'], command['cpu_s'])}")
+
+
+def _ends(process: dict[str, Any]) -> str:
+    return (
+        f"exec to first request {process['before_first_trial_s']:.2f} s, "
+        f"last response to exit {process['after_last_trial_s']:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""`trustbench run` imports no statistics or plotting library: those belong to `report`.
+"""`trustbench run` imports nothing it does not use: statistics and plotting belong to `report`.
 
 Start-up is what a user waits for before the first trial and on every resume; scipy alone costs
 about 1.8 s of import and matplotlib about 1.4 s, and a run computes no interval and draws no
-plot (issue 35). Each test runs the real CLI in a fresh interpreter and lists, at exit, which of
-the report-only libraries it loaded.
+plot (issue 35). Nor does a run of a reviewer corpus need the other corpus versions' policies,
+the suite command groups it was not invoked through, the simulated platform, the held-out set's
+cipher suite or the track's analysis. Each test runs the real CLI in a fresh interpreter and
+lists, at exit, which of the watched modules it loaded.
 """
 
 from __future__ import annotations
@@ -18,10 +20,28 @@ from tests.support.openai_server import OpenAIServer, openai_server  # noqa: F40
 REPORT_ONLY = ("scipy", "statsmodels", "matplotlib")
 """Top-level packages only `report` (statistics, plots) may import."""
 
+NOT_FOR_A_REVIEW_RUN = (
+    "trustbench.rtb.policy.narrow_v2",
+    "trustbench.rtb.policy.narrow_v3",
+    "trustbench.rtb.policy.narrow_v1._control",
+    "trustbench.rtb.platform",
+    "trustbench.rtb.cli",
+    "trustbench.trb",
+    "trustbench.rtb.review._chain",
+    "trustbench.core._analysis",
+    "trustbench.core.figures",
+    "cryptography",
+)
+"""Modules (and their submodules) a run of a v0.1 reviewer corpus does not use: the other
+versions' policy objects, the control-path mapping and the platform it builds, the `rtb` and
+`trb` command groups, the report's configurations, analysis and figures, the held-out cipher
+suite."""
+
 _PROBE = """
 import json, sys
 from trustbench.cli import main
 watched = set(json.loads(sys.argv[2]))
+narrow = json.loads(sys.argv[3])
 sys.argv = ["trustbench", *json.loads(sys.argv[1])]
 try:
     main()
@@ -30,14 +50,26 @@ except SystemExit as stop:
 else:
     code = 0
 loaded = sorted({name.split(".")[0] for name in sys.modules} & watched)
-print("\\nPROBE " + json.dumps({"code": code, "loaded": loaded}))
+unused = sorted(
+    prefix for prefix in narrow
+    if any(name == prefix or name.startswith(prefix + ".") for name in sys.modules)
+)
+print("\\nPROBE " + json.dumps({"code": code, "loaded": loaded, "unused": unused}))
 """
 
 
 def _cli(*arguments: str) -> dict[str, object]:
-    """Run the CLI in a fresh interpreter; its exit code and the report-only modules it loaded."""
+    """Run the CLI in a fresh interpreter: its exit code, the report-only packages it loaded
+    (`loaded`) and which of `NOT_FOR_A_REVIEW_RUN` it imported (`unused`)."""
     completed = subprocess.run(
-        [sys.executable, "-c", _PROBE, json.dumps(arguments), json.dumps(REPORT_ONLY)],
+        [
+            sys.executable,
+            "-c",
+            _PROBE,
+            json.dumps(arguments),
+            json.dumps(REPORT_ONLY),
+            json.dumps(NOT_FOR_A_REVIEW_RUN),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -73,12 +105,18 @@ def test_run_of_an_in_process_reviewer_imports_no_statistics_or_plotting(tmp_pat
         'settings = { reviewer = "reference-policy" }',
     )
     ran = _cli("run", str(run_dir), "--quiet")
-    assert ran == {"code": 0, "loaded": []}
+    # The in-process reviewer reads each input back in whichever policy format wrote it, so a
+    # run that answers trials tries every policy's input model; the other checks hold.
+    assert ran["code"] == 0 and ran["loaded"] == [], ran
+    assert set(ran["unused"]) <= {NOT_FOR_A_REVIEW_RUN[0], NOT_FOR_A_REVIEW_RUN[1]}, ran
     # A resume of the finished folder (nothing left to do) is start-up alone.
-    assert _cli("run", str(run_dir), "--quiet") == {"code": 0, "loaded": []}
-    # The probe sees these libraries when they are loaded: `report` does load them.
+    assert _cli("run", str(run_dir), "--quiet") == {"code": 0, "loaded": [], "unused": []}
+    # The probe sees these modules when they are loaded: `report` loads the libraries, and
+    # `rtb --help` the command group and the policies it reviews with.
     reported = _cli("report", str(run_dir))
     assert reported["loaded"] and set(reported["loaded"]) <= set(REPORT_ONLY), reported
+    assert "trustbench.core._analysis" in reported["unused"], reported
+    assert "trustbench.rtb.cli" in _cli("rtb", "--help")["unused"]
 
 
 def test_run_of_an_http_reviewer_imports_no_statistics_or_plotting(
@@ -90,5 +128,5 @@ def test_run_of_an_http_reviewer_imports_no_statistics_or_plotting(
         f'kind = "openai_chat"\nmodel = "m"\nbase_url = "{openai_server.base_url}"',
     )
     ran = _cli("run", str(run_dir), "--quiet")
-    assert ran == {"code": 0, "loaded": []}
+    assert ran == {"code": 0, "loaded": [], "unused": []}
     assert len(openai_server.requests) == 1 + 4  # one preflight probe, then the 4 trials over HTTP

@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from trustbench.core._figure_unit import FigureUnit
 from trustbench.core._interval import Interval, Sidedness, _Contract
 from trustbench.core._stats._binomial import binomial_interval
 
@@ -40,9 +41,6 @@ FigureStatus = Literal["measured", "not_run", "not_applicable", "not_evaluable"]
 """Whether a figure was measured, not run at all, run but undefined (denominator 0), or run for a
 subject whose responses were mostly missing or invalid (its estimate withheld)."""
 
-FigureUnit = Literal["trial", "case", "group", "scenario", "claim", "element"]
-"""What one unit of the denominator is: a trial, a case (K trials reduced), a group, a scenario
-(a derived case, K trials reduced), a completion claim, or a required evidence element."""
 
 FigureKind = Literal["rate", "mean", "difference"]
 """How to read the estimate: a proportion in [0, 1], a mean of unit values, or a difference."""

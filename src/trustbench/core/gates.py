@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from trustbench.core.figures import Figure, FigureUnit
+from trustbench.core._figure_unit import FigureUnit
+
+if TYPE_CHECKING:  # gates are read with every spec; figures (and statistics) only in `report`
+    from trustbench.core.figures import Figure
 
 Comparison = Literal["<=", "<", ">=", ">"]
 """How the compared value must relate to the threshold for the gate to pass."""

@@ -27,7 +27,6 @@ from typing import Any
 from trustbench._canonical import canonical_json, sha256_hex
 from trustbench._unpredictable import random_bits
 from trustbench.errors import InputError
-from trustbench.rtb.heldout._crypto import SEAL_FORMAT, parse_public, seal, unseal
 
 HELDOUT_NAME = "HELDOUT.json"
 SEALED_PATH = "sealed/answer_key.seal"
@@ -66,6 +65,7 @@ def seal_corpus(
     """Seal a corpus into `out` (which must not exist or be empty); returns the set manifest."""
     from trustbench.rtb.corpus._export import export_candidate_inputs
     from trustbench.rtb.corpus._load import load_corpus
+    from trustbench.rtb.heldout._crypto import SEAL_FORMAT, parse_public, seal
 
     parse_public(recipient)
     if budget < 1:
@@ -154,6 +154,10 @@ def open_set(folder: Path, private_key: str, into: Path) -> dict[str, Any]:
 
     Refuses a set whose pinned bytes changed, so a grader never scores against altered files.
     """
+    # The cipher suite (cryptography) is imported by the commands that seal or open a set: a
+    # run reads the clear parts and pins only, never a key.
+    from trustbench.rtb.heldout._crypto import unseal
+
     manifest = read_set_manifest(folder)
     problems = pin_problems(folder, manifest)
     if problems:

@@ -1,26 +1,90 @@
 """Policy id -> the one `CorpusPolicy` object that owns it.
 
-The built-in policies register here on import; a plug-in registers its own with
-`register_policy` before a corpus declaring its id is loaded. A second object for an id already
-registered is refused, so two implementations can never silently disagree about one corpus.
+The built-in policies are declared here (id, where the object lives, the reviewers it names) and
+imported only when first asked for: a run of a corpus of one policy loads that policy's models,
+checks and reviewers, not every version's (issue 35: each built-in costs tens of milliseconds of
+pydantic model building at import). Questions about every policy (`registered_policies`,
+`parse_candidate_input`, `policy_of` a value of an unloaded policy) load them all first, so the
+answers are those of the eager registry. A plug-in registers its own with `register_policy`
+before a corpus declaring its id is loaded. A second object for an id already registered is
+refused, so two implementations can never silently disagree about one corpus.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from trustbench.errors import InputError
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._protocol import CorpusPolicy
-from trustbench.rtb.policy.narrow_v1._policy import NARROW_V1
-from trustbench.rtb.policy.narrow_v2._policy import NARROW_V2
-from trustbench.rtb.policy.narrow_v3._policy import NARROW_V3
 
-_POLICIES: dict[str, CorpusPolicy] = {}
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from trustbench.rtb.review.reviewers._protocol import Reviewer
+
+
+class _BuiltIn(NamedTuple):
+    """A built-in policy, before its module is imported."""
+
+    module: str
+    """Module holding the registered instance."""
+    attribute: str
+    """The instance's name in it."""
+    reviewers: tuple[str, ...]
+    """Its `reviewers` names (checked against the object when it loads)."""
+
+
+_BUILT_IN: dict[str, _BuiltIn] = {
+    DEFAULT_POLICY_ID: _BuiltIn(
+        "trustbench.rtb.policy.narrow_v1._policy", "NARROW_V1", ("reference-policy",)
+    ),
+    "rtb-narrow-approval-v2": _BuiltIn(
+        "trustbench.rtb.policy.narrow_v2._policy", "NARROW_V2", ("reference-policy-v2",)
+    ),
+    "rtb-narrow-approval-v3": _BuiltIn(
+        "trustbench.rtb.policy.narrow_v3._policy", "NARROW_V3", ("reference-policy-v3",)
+    ),
+}
+"""The built-in policies in registration order; each is imported on first use."""
+
+_POLICIES: dict[str, CorpusPolicy | None] = dict.fromkeys(_BUILT_IN)
+"""Every registered id in registration order -> its object (None: a built-in not loaded yet)."""
+
+
+def _load(policy_id: str) -> CorpusPolicy:
+    """The object of a registered id, importing a built-in on first use."""
+    policy = _POLICIES[policy_id]
+    if policy is None:
+        declared = _BUILT_IN[policy_id]
+        policy = getattr(importlib.import_module(declared.module), declared.attribute)
+        if policy.policy_id != policy_id or tuple(policy.reviewers) != declared.reviewers:
+            raise RuntimeError(
+                f"built-in policy {declared.module}:{declared.attribute} is not the one declared "
+                f"for {policy_id!r} in the registry (id or reviewers differ)"
+            )
+        _refuse_reused_models(policy)
+        _POLICIES[policy_id] = policy
+    return policy
+
+
+def _loaded() -> list[CorpusPolicy]:
+    return [policy for policy in _POLICIES.values() if policy is not None]
+
+
+def _refuse_reused_models(policy: CorpusPolicy) -> None:
+    for other in _loaded():
+        if other is not policy and (
+            other.case_model is policy.case_model or other.candidate_model is policy.candidate_model
+        ):
+            raise ValueError(
+                f"policy {policy.policy_id!r} reuses the models of {other.policy_id!r}"
+            )
 
 
 def register_policy(policy: CorpusPolicy) -> CorpusPolicy:
@@ -33,28 +97,23 @@ def register_policy(policy: CorpusPolicy) -> CorpusPolicy:
         ValueError: Another object is registered under the same id, or owns the same case or
             candidate-input model (the model type is how a case finds its policy).
     """
+    registered_policies()  # every built-in loaded, so the checks below see all of them
     existing = _POLICIES.get(policy.policy_id)
     if existing is not None and existing is not policy:
         raise ValueError(f"policy {policy.policy_id!r} is already registered")
-    for other in _POLICIES.values():
-        if other is not policy and (
-            other.case_model is policy.case_model or other.candidate_model is policy.candidate_model
-        ):
-            raise ValueError(
-                f"policy {policy.policy_id!r} reuses the models of {other.policy_id!r}"
-            )
+    _refuse_reused_models(policy)
     _POLICIES[policy.policy_id] = policy
     return policy
 
 
 def known_policy_ids() -> tuple[str, ...]:
-    """Every registered policy id, in registration order."""
+    """Every registered policy id, in registration order (loads no policy)."""
     return tuple(_POLICIES)
 
 
 def registered_policies() -> tuple[CorpusPolicy, ...]:
-    """Every registered policy object, in registration order."""
-    return tuple(_POLICIES.values())
+    """Every registered policy object, in registration order (loads every built-in)."""
+    return tuple(_load(policy_id) for policy_id in _POLICIES)
 
 
 def policy_for(policy_id: str | None) -> CorpusPolicy:
@@ -64,13 +123,12 @@ def policy_for(policy_id: str | None) -> CorpusPolicy:
         InputError: No policy of that id is registered (the message lists the known ones).
     """
     chosen = DEFAULT_POLICY_ID if policy_id is None else policy_id
-    try:
-        return _POLICIES[chosen]
-    except KeyError:
+    if chosen not in _POLICIES:
         raise InputError(
             f"policy id {chosen!r} is not implemented; known: {', '.join(known_policy_ids())}",
             location="MANIFEST.json/policy_id",
-        ) from None
+        )
+    return _load(chosen)
 
 
 def policy_of(value: object) -> CorpusPolicy:
@@ -79,11 +137,17 @@ def policy_of(value: object) -> CorpusPolicy:
     Raises:
         InputError: `value` belongs to no registered policy (names its type).
     """
-    # A later policy's models may subclass an earlier one's: the exact model type wins.
-    for policy in _POLICIES.values():
+    # A later policy's models may subclass an earlier one's: the exact model type wins. A value
+    # of a loaded policy's own model is that policy's (no two policies share a case or input
+    # model); anything else is looked up among all of them, as before policies loaded lazily.
+    for policy in _loaded():
+        if type(value) in (policy.case_model, policy.candidate_model):
+            return policy
+    policies = registered_policies()
+    for policy in policies:
         if type(value) in (policy.case_model, policy.candidate_model, policy.response_model):
             return policy
-    for policy in _POLICIES.values():
+    for policy in policies:
         if isinstance(value, policy.case_model | policy.candidate_model | policy.response_model):
             return policy
     raise InputError(
@@ -107,7 +171,7 @@ def parse_candidate_input(text: str) -> BaseModel:
     document: Any = json.loads(text)
     keys = set(document) if isinstance(document, dict) else set()
     failures: list[tuple[int, ValidationError]] = []
-    for policy in reversed(_POLICIES.values()):
+    for policy in reversed(registered_policies()):
         try:
             return policy.candidate_model.model_validate_json(text)
         except ValidationError as error:
@@ -139,5 +203,19 @@ def require_policy(
         )
 
 
-for _builtin in (NARROW_V1, NARROW_V2, NARROW_V3):
-    register_policy(_builtin)
+def reviewer_policies() -> dict[str, tuple[str, ...]]:
+    """Reviewer name -> the ids of the policies whose `reviewers` name it, in registration order.
+
+    Read from the built-ins' declarations and the registered objects: loads no policy.
+    """
+    owners: dict[str, tuple[str, ...]] = {}
+    for policy_id, policy in _POLICIES.items():
+        names = _BUILT_IN[policy_id].reviewers if policy is None else tuple(policy.reviewers)
+        for name in names:
+            owners[name] = (*owners.get(name, ()), policy_id)
+    return owners
+
+
+def policy_reviewer(policy_id: str, name: str) -> Callable[[int], Reviewer]:
+    """The factory of reviewer `name` of the policy `policy_id` (loads that policy only)."""
+    return policy_for(policy_id).reviewers[name]

@@ -14,14 +14,16 @@ independent reviews, and shared misses stay countable.
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trustbench.core import CandidateSpec, ExperimentSpec
 from trustbench.errors import InputError
-from trustbench.rtb.review._chain import ConfigurationKind, MemberIdentity, ReviewConfiguration
 from trustbench.rtb.review._extraction import AnswerExtraction
+
+if TYPE_CHECKING:  # the configuration models are the report's; a run only parses the options
+    from trustbench.rtb.review._chain import MemberIdentity, ReviewConfiguration
 
 UNCHECKED = "unchecked"
 """Name of the baseline configuration (no reviewer)."""
@@ -116,6 +118,8 @@ def parse_options(spec: ExperimentSpec) -> ReviewTrackOptions:
 
 def member_identity(candidate: CandidateSpec) -> MemberIdentity:
     """A candidate's identity as a chain member (requested model; provider from its kind)."""
+    from trustbench.rtb.review._chain import MemberIdentity
+
     if candidate.participant is not None:
         # A person is named by pseudonym, team and workflow: never as "humans" in general.
         person = candidate.participant
@@ -138,6 +142,8 @@ def configurations(spec: ExperimentSpec) -> list[tuple[ReviewConfiguration, list
     Returns:
         `unchecked` first, then one `single` per candidate, then the declared chains.
     """
+    from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration
+
     options = parse_options(spec)
     by_name = {candidate.name: candidate for candidate in spec.candidates}
     result: list[tuple[ReviewConfiguration, list[str]]] = [

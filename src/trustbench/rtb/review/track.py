@@ -20,18 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trustbench
-from trustbench.core import (
-    CallFailed,
-    ExperimentSpec,
-    LedgerContents,
-    Manifest,
-    Resolution,
-    TrackAnalysis,
-    TrialContext,
-    TrialKey,
-    TrialOutcome,
-    cross_product,
-)
+from trustbench.core import CallFailed, Resolution, TrialOutcome, cross_product
 from trustbench.errors import InputError, did_you_mean
 from trustbench.providers import ChatRequest
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
@@ -50,8 +39,18 @@ from trustbench.rtb.review._validation import response_schema
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
-if TYPE_CHECKING:  # the report step (matplotlib included) is imported only by `report`
-    from trustbench.core import ReportResult
+if TYPE_CHECKING:
+    # The report step (matplotlib included) and the analysis types are imported only by
+    # `report`; a run reads neither (issue 35).
+    from trustbench.core import (
+        ExperimentSpec,
+        LedgerContents,
+        Manifest,
+        ReportResult,
+        TrackAnalysis,
+        TrialContext,
+        TrialKey,
+    )
 
 _SCHEMA_PROBE_ID = "rtb-" + "0" * 32
 """An evaluation id for the input that only selects the response schema (never sent)."""

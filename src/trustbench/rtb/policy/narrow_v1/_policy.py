@@ -26,13 +26,13 @@ from trustbench.rtb.policy._finding_rules import FindingRules
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v1._ablation import DECISION_RULES_V1, AblatedV1Reviewer
 from trustbench.rtb.policy.narrow_v1._checks import check_cases, check_starter
-from trustbench.rtb.policy.narrow_v1._control import fault_approval_v1, seed_from_case_v1
 from trustbench.rtb.policy.narrow_v1._finding_rules import RULES_V1
 from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer, reference_finding
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.policy._protocol import LiveEvaluator
+    from trustbench.rtb.platform import FaultType, PlatformSeed
+    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 POLICY_ID = DEFAULT_POLICY_ID
@@ -86,10 +86,22 @@ class NarrowApprovalV1:
     """The starter's 10 x 6 grid, 20/20/20 split and shared policy text."""
     reference_finding = staticmethod(reference_finding)
     """`assess` as reply fields."""
-    seed_platform = staticmethod(seed_from_case_v1)
-    """Clock one minute after the latest approval timestamp; records become state."""
-    fault_approval = staticmethod(fault_approval_v1)
-    """A matching active approval of a permit case (a stale one for the metadata fault)."""
+
+    def seed_platform(self, case: Any) -> PlatformSeed:
+        """Clock one minute after the latest approval timestamp; records become state.
+
+        The control-path mapping (and the platform models it builds) is imported here, by the
+        control-path and workflow tracks only: a reviewer run never needs it.
+        """
+        from trustbench.rtb.policy.narrow_v1._control import seed_from_case_v1
+
+        return seed_from_case_v1(case)
+
+    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
+        """A matching active approval of a permit case (a stale one for the metadata fault)."""
+        from trustbench.rtb.policy.narrow_v1._control import fault_approval_v1
+
+        return fault_approval_v1(case, fault)
 
     def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
         """Task, proposal and evidence under a fresh evaluation id."""

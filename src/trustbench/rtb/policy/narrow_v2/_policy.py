@@ -18,7 +18,6 @@ from trustbench.rtb.policy._finding_rules import FindingRules
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v2._ablation import AblatedV2Reviewer
 from trustbench.rtb.policy.narrow_v2._checks import check_cases_v2
-from trustbench.rtb.policy.narrow_v2._control import fault_approval_v2, seed_from_case_v2
 from trustbench.rtb.policy.narrow_v2._decision_rules import DECISION_RULES_V2
 from trustbench.rtb.policy.narrow_v2._finding_rules import RULES_V2
 from trustbench.rtb.policy.narrow_v2._models import (
@@ -35,7 +34,8 @@ from trustbench.rtb.policy.narrow_v2._reviewer import ReferencePolicyV2Reviewer,
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
     from trustbench.rtb.corpus._problem import Problem
-    from trustbench.rtb.policy._protocol import LiveEvaluator
+    from trustbench.rtb.platform import FaultType, PlatformSeed
+    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
     from trustbench.rtb.policy.narrow_v2._boundary import Engine
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
@@ -109,10 +109,22 @@ class NarrowApprovalV2(EvidenceRecordsPolicy):
     """Unique ids, resolvable decisive records and discrepancies, codes, leaks."""
     reference_finding = staticmethod(reference_finding)
     """`assess_v2` as reply fields (with its structured discrepancies)."""
-    seed_platform = staticmethod(seed_from_case_v2)
-    """Clock at the case's `as_of`; approvers, revocations and approvals become state."""
-    fault_approval = staticmethod(fault_approval_v2)
-    """The decisive active approval of an uncontested permit (stale one: metadata fault)."""
+
+    def seed_platform(self, case: Any) -> PlatformSeed:
+        """Clock at the case's `as_of`; approvers, revocations and approvals become state.
+
+        The control-path mapping (and the platform models it builds) is imported here, by the
+        control-path and workflow tracks only: a reviewer run never needs it.
+        """
+        from trustbench.rtb.policy.narrow_v2._control import seed_from_case_v2
+
+        return seed_from_case_v2(case)
+
+    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
+        """The decisive active approval of an uncontested permit (stale one: metadata fault)."""
+        from trustbench.rtb.policy.narrow_v2._control import fault_approval_v2
+
+        return fault_approval_v2(case, fault)
 
     def ablated_reviewer(self, rule_id: str) -> Reviewer:
         """The reference reviewer without rule `rule_id` (`_ablation.py`)."""

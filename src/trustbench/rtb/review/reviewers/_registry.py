@@ -7,7 +7,7 @@ from collections.abc import Callable
 from trustbench.errors import InputError, did_you_mean
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
-from trustbench.rtb.policy._registry import registered_policies, require_policy
+from trustbench.rtb.policy._registry import policy_reviewer, require_policy, reviewer_policies
 from trustbench.rtb.review.reviewers._protocol import Reviewer
 from trustbench.rtb.review.reviewers._sentinels import (
     ContradictoryReviewer,
@@ -31,24 +31,19 @@ _SENTINELS: dict[str, Callable[[int], Reviewer]] = {
     "contradictory": lambda seed: ContradictoryReviewer(),
 }
 
-REVIEWER_POLICIES: dict[str, tuple[str, ...]] = {}
+REVIEWER_POLICIES: dict[str, tuple[str, ...]] = reviewer_policies()
 """Reviewers that implement a policy -> the policy ids they implement (from each registered
 policy's `reviewers`). A corpus declaring any other policy is refused (the sentinels are
-policy-agnostic and absent here)."""
-for _policy in registered_policies():
-    for _name in _policy.reviewers:
-        REVIEWER_POLICIES[_name] = (*REVIEWER_POLICIES.get(_name, ()), _policy.policy_id)
+policy-agnostic and absent here). Read from the registry's declarations: importing this module
+loads no policy; a reviewer's policy is loaded when the reviewer is made."""
 
-_FACTORIES: dict[str, Callable[[int], Reviewer]] = {
-    **{name: factory for p in registered_policies() for name, factory in p.reviewers.items()},
-    **_SENTINELS,
-}
-
-ALL_REVIEWER_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+ALL_REVIEWER_NAMES: tuple[str, ...] = tuple(
+    {**dict.fromkeys(REVIEWER_POLICIES), **dict.fromkeys(_SENTINELS)}
+)
 """Every in-process reviewer name, in registry order (any policy)."""
 
 SENTINEL_NAMES: tuple[str, ...] = tuple(
-    name for name in _FACTORIES if name not in REVIEWER_POLICIES
+    name for name in ALL_REVIEWER_NAMES if name not in REVIEWER_POLICIES
 )
 """The sentinel reviewers (known behaviour, used to audit the harness)."""
 
@@ -61,7 +56,7 @@ def reviewer_names(policy_id: str) -> tuple[str, ...]:
     """
     return tuple(
         name
-        for name in _FACTORIES
+        for name in ALL_REVIEWER_NAMES
         if name not in REVIEWER_POLICIES or policy_id in REVIEWER_POLICIES[name]
     )
 
@@ -100,12 +95,13 @@ def make_reviewer(name: str, *, seed: int = 0) -> Reviewer:
     Raises:
         InputError: For an unknown name (the message lists the known names).
     """
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
+    if name in _SENTINELS:  # a sentinel's name wins over a policy reviewer of the same name
+        return _SENTINELS[name](seed)
+    if name not in REVIEWER_POLICIES:
         raise InputError(
             f"unknown reviewer {name!r}{did_you_mean(name, ALL_REVIEWER_NAMES)}; known "
             f"reviewers: {', '.join(ALL_REVIEWER_NAMES)}",
             location="reviewer",
-        ) from None
-    return factory(seed)
+        )
+    # Of the policies naming it, the last registered one's reviewer (as a merged name table).
+    return policy_reviewer(REVIEWER_POLICIES[name][-1], name)(seed)
