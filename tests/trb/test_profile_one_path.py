@@ -91,6 +91,15 @@ def test_registering_a_second_measure_on_an_axis_is_refused_in_the_library_too(
         )  # fmt: skip
 
 
+def _rounded(value: Any) -> Any:
+    """`value` with every float rounded to 12 places (sums in other orders differ in a last bit)."""
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rounded(item) for item in value]
+    return round(value, 12) if isinstance(value, float) else value
+
+
 @pytest.mark.slow
 def test_library_and_track_give_identical_profiles_on_the_smoke_settings(
     tmp_path: Path,
@@ -107,7 +116,8 @@ def test_library_and_track_give_identical_profiles_on_the_smoke_settings(
     track_profile = record["trb"]["profile"]
     assert set(track_profile) == set(library["profile"]) and len(track_profile) == 8
     for candidate, axes in track_profile.items():
-        assert library["profile"][candidate] == axes, candidate
+        # Headlines too are equal to rounding only (see the figures below).
+        assert _rounded(library["profile"][candidate]) == _rounded(axes), candidate
     assert track_profile["trace-ai-full"]["G"]["status"] == "measured"
     # Not only the headlines: every figure of every candidate is the same (to rounding: the
     # ledger hands trials back in run order, the library in trace order, so sums differ in
