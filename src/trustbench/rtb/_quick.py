@@ -154,7 +154,7 @@ def quick_spec(
 def analysis_and_gates(demo_spec: Path) -> str:
     """A packaged demo spec's `[analysis]` and `[[gates]]` (everything from `[analysis]` on)."""
     demo = demo_spec.read_text(encoding="utf-8")
-    return demo[demo.index("[analysis]") :]
+    return demo[demo.index("\n[analysis]") + 1 :]  # the table, not a comment naming it
 
 
 def write_quick_spec(run_dir: Path, text: str) -> Path:
