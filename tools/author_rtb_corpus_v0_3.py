@@ -13,7 +13,12 @@ Run from the repository root:
    (`trustbench.rtb.review._learned`) on a random half of the domain groups, predict the other
    half, and drop the cases they predict most reliably.
 3. Keep a balanced subset of the least predictable cases: 20 groups x 12 cases (4 per decision),
-   every scenario kind under at least two decisions.
+   every scenario kind under at least two decisions, and every rule the policy object declares
+   deciding at least `LEAST_DECIDED` cases (its ablated reader, as `rtb audit` runs it, decides
+   them otherwise than the label), so every rule is load-bearing under the policy's gates.
+
+`--groups 2 --no-filter --least-decided 1` runs the same path on two groups in seconds (a test
+checks it is reproducible and passes the corpus checks); never ship its output.
 
 Output is deterministic (seeded RNG, no clock). The answer key's `decisive_record_ids` and
 `decisive_discrepancies` are taken from the reference finding (the decision, reason codes and
