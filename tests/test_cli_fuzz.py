@@ -73,7 +73,9 @@ def test_no_spec_file_content_makes_freeze_print_a_traceback(
 def user_corpus_spec(tmp_path: Path) -> Path:
     shutil.copytree(BUILTIN_CORPUS, tmp_path / "corpus")
     spec = tmp_path / "exp.toml"
-    spec.write_text(DEMO_SPEC.read_text().replace('builtin = "v0.1"', 'path = "corpus"'))
+    # The demo spec on a copy of the starter (its own reference reviewer).
+    text = DEMO_SPEC.read_text().replace('builtin = "v0.3"', 'path = "corpus"')
+    spec.write_text(text.replace('"reference-policy-v3"', '"reference-policy"'))
     return spec
 
 

@@ -13,7 +13,12 @@ Run from the repository root:
    (`trustbench.rtb.review._learned`) on a random half of the domain groups, predict the other
    half, and drop the cases they predict most reliably.
 3. Keep a balanced subset of the least predictable cases: 20 groups x 12 cases (4 per decision),
-   every scenario kind under at least two decisions.
+   every scenario kind under at least two decisions, and every rule the policy object declares
+   deciding at least `LEAST_DECIDED` cases (its ablated reader, as `rtb audit` runs it, decides
+   them otherwise than the label), so every rule is load-bearing under the policy's gates.
+
+`--groups 2 --no-filter --least-decided 1` runs the same path on two groups in seconds (a test
+checks it is reproducible and passes the corpus checks); never ship its output.
 
 Output is deterministic (seeded RNG, no clock). The answer key's `decisive_record_ids` and
 `decisive_discrepancies` are taken from the reference finding (the decision, reason codes and
@@ -38,6 +43,7 @@ from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest
 from trustbench.rtb.corpus._models import AuthoringMetadata, Decision, ReferenceStatus
 from trustbench.rtb.corpus._schemas import write_schemas
 from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
+from trustbench.rtb.policy.narrow_v3._decision_rules import DECISION_RULES_V3
 from trustbench.rtb.policy.narrow_v3._models import (
     POLICY_ID_V3,
     CandidateInputV3,
@@ -51,6 +57,11 @@ from trustbench.rtb.policy.narrow_v3._reviewer import assess_v3
 VERSION = "0.3"
 SEED = 20261202
 PER_DECISION = 4
+RULES_DECLARED = tuple(rule.rule_id for rule in DECISION_RULES_V3)
+"""Every rule the policy object declares (the audit ablates each)."""
+LEAST_DECIDED = 5
+"""Each declared rule decides at least this many selected cases: one wrong permit fails an exact
+5 % gate on 80 cases, and four deny/hold confusions one on 160 (see the review gates)."""
 KIND_RULE = {
     "separation_of_duties": "separation_of_duties",
     "two_person": "two_person",
@@ -63,6 +74,7 @@ KIND_RULE = {
     "parameters": "encodings",
     "revision": "permit",
     "evidence_gap": "applicability",
+    "resource_state": "hold",
     "precedence": "precedence",
 }
 TERMS = {
@@ -159,10 +171,10 @@ DRAWS = {Decision.DENY: 1, Decision.PERMIT: 2, Decision.HOLD: 2}
 more often and the pool stays near balanced."""
 
 
-def draw_pool(per_twist: int, seed: int = SEED) -> list[CaseV3]:
-    """Every group x kind x twist, `per_twist` x `DRAWS` times (one RNG per draw)."""
+def draw_pool(per_twist: int, seed: int = SEED, groups: int = len(DOMAINS)) -> list[CaseV3]:
+    """The first `groups` groups x kind x twist, `per_twist` x `DRAWS` times (one RNG per draw)."""
     pool = []
-    for gi in range(len(DOMAINS)):
+    for gi in range(groups):
         for kind, twists in KINDS.items():
             for twist in twists:
                 k = 0
@@ -179,7 +191,27 @@ def _documents(cases: list[CaseV3]) -> list[dict[str, Any]]:
     return [to_candidate_input(c, "authoring").model_dump(mode="json") for c in cases]
 
 
-def predicted_right(cases: list[CaseV3], rounds: int, seed: int) -> list[float]:
+def pool_views(cases: list[CaseV3]) -> Any:
+    """The attackers' feature views of every case, computed once for the whole pool."""
+    from threadpoolctl import threadpool_limits
+
+    from trustbench.rtb.review._learned import _views
+
+    with threadpool_limits(1):
+        return _views(_documents(cases)), {c.case_id: i for i, c in enumerate(cases)}
+
+
+def _sub_views(views: Any, cases: list[CaseV3]) -> dict[str, Any]:
+    from trustbench.rtb.review._learned import _rows
+
+    full, index = views
+    rows = [index[c.case_id] for c in cases]
+    return {name: _rows(view, rows) for name, view in full.items()}
+
+
+def predicted_right(
+    cases: list[CaseV3], rounds: int, seed: int, views: dict[str, Any] | None = None
+) -> list[float]:
     """Per case, the share of (round, attacker) fits that predicted it right when held out.
 
     Each round fits every learned attacker of the audit on a random half of the domain groups
@@ -194,7 +226,7 @@ def predicted_right(cases: list[CaseV3], rounds: int, seed: int) -> list[float]:
     hits, tries = [0] * len(cases), [0] * len(cases)
     rng = random.Random(seed)
     with threadpool_limits(1):
-        views = _views(_documents(cases))
+        views = _views(_documents(cases)) if views is None else views
         for _ in range(rounds):
             train_groups = set(rng.sample(groups, len(groups) // 2))
             train = [i for i, c in enumerate(cases) if c.group in train_groups]
@@ -207,24 +239,46 @@ def predicted_right(cases: list[CaseV3], rounds: int, seed: int) -> list[float]:
     return [h / t if t else 0.5 for h, t in zip(hits, tries, strict=True)]
 
 
+def protected(pool: list[CaseV3], deciding: dict[str, frozenset[str]], least: int) -> set[str]:
+    """Ids the filter keeps whatever the attackers say.
+
+    Per declared rule, `2 * least` of the pool cases it decides (a rule decides few drawn cases,
+    and the quota needs them).
+    """
+    keep: set[str] = set()
+    for rule in RULES_DECLARED:
+        cases = sorted(c.case_id for c in pool if rule in deciding[c.case_id])
+        keep |= set(random.Random(f"{SEED}/{rule}").sample(cases, min(len(cases), 2 * least)))
+    return keep
+
+
 def aflite(
-    pool: list[CaseV3], *, keep: int, rounds: int, step: float, threshold: float, min_cell: int
+    pool: list[CaseV3],
+    *,
+    keep: int,
+    rounds: int,
+    step: float,
+    threshold: float,
+    min_cell: int,
+    spare: set[str] = frozenset(),  # type: ignore[assignment]
+    views: Any = None,
 ) -> list[CaseV3]:
     """Drop the most predictable cases until `keep` remain or none exceeds `threshold`.
 
     A (group, decision) cell is never thinned below `min_cell`, so the balanced selection stays
-    possible.
+    possible; a case in `spare` is never dropped.
     """
     iteration = 0
     while len(pool) > keep:
-        score = predicted_right(pool, rounds, SEED + iteration)
+        sub = None if views is None else _sub_views(views, pool)
+        score = predicted_right(pool, rounds, SEED + iteration, sub)
         cells = Counter((c.group, c.expectations.reference_decision) for c in pool)
         drop: list[int] = []
         for i in sorted(range(len(pool)), key=lambda i: (-score[i], pool[i].case_id)):
             cell = (pool[i].group, pool[i].expectations.reference_decision)
             if len(drop) >= step * len(pool) or score[i] <= threshold:
                 break
-            if cells[cell] > min_cell:
+            if cells[cell] > min_cell and pool[i].case_id not in spare:
                 cells[cell] -= 1
                 drop.append(i)
         mean = sum(score) / len(score)
@@ -240,16 +294,106 @@ def aflite(
     return pool
 
 
-def select(pool: list[CaseV3], score: dict[str, float]) -> list[CaseV3]:
-    """Per group and decision, `PER_DECISION` least predictable cases, kinds spread round-robin."""
-    chosen: list[CaseV3] = []
+def deciding_rules(cases: list[CaseV3]) -> dict[str, frozenset[str]]:
+    """Case id -> the rules the case turns on.
+
+    The declared rules whose ablated reader (as `rtb audit` runs it) decides otherwise than the
+    label.
+    """
+    import json
+
+    from trustbench.rtb.corpus._export import to_candidate_input
+    from trustbench.rtb.policy.narrow_v3._policy import NARROW_V3
+
+    readers = {rule.rule_id: NARROW_V3.ablated_reviewer(rule.rule_id) for rule in NARROW_V3.rules}
+    found: dict[str, frozenset[str]] = {}
+    for case in cases:
+        ci = to_candidate_input(case, "authoring")
+        label = case.expectations.reference_decision.value
+        found[case.case_id] = frozenset(
+            rule_id
+            for rule_id, reader in readers.items()
+            if json.loads(reader.review("", ci) or "{}").get("decision") != label
+        )
+    return found
+
+
+def _cells(pool: list[CaseV3]) -> dict[tuple[str, str], list[CaseV3]]:
     cells: dict[tuple[str, str], list[CaseV3]] = defaultdict(list)
     for c in pool:
         cells[(c.group, c.expectations.reference_decision.value)].append(c)
-    for (group, decision), cases in sorted(cells.items()):
+    return cells
+
+
+def rule_quota(
+    pool: list[CaseV3], score: dict[str, float], deciding: dict[str, frozenset[str]], least: int
+) -> list[CaseV3]:
+    """Cases chosen first so that every declared rule decides at least `least` of the selection.
+
+    Rarest rule first; for each, the least predictable pool cases it decides, while their
+    (group, decision) cell has room. Raises when the pool cannot meet a rule's quota.
+    """
+    counts: Counter[str] = Counter()
+    room: Counter[tuple[str, str]] = Counter()
+    taken: list[CaseV3] = []
+    for rule in sorted(RULES_DECLARED, key=lambda r: (sum(r in d for d in deciding.values()), r)):
+        candidates = sorted(
+            (c for c in pool if rule in deciding[c.case_id] and c not in taken),
+            key=lambda c: (score.get(c.case_id, 0.5), c.case_id),
+        )
+        for c in candidates:
+            if counts[rule] >= least:
+                break
+            cell = (c.group, c.expectations.reference_decision.value)
+            if room[cell] < PER_DECISION:
+                room[cell] += 1
+                taken.append(c)
+                counts.update(deciding[c.case_id])
+        if counts[rule] < least:
+            raise AuthoringError(f"rule {rule} decides only {counts[rule]} selectable cases")
+    return taken + _kind_quota(pool, score, taken, room)
+
+
+def _kind_quota(
+    pool: list[CaseV3],
+    score: dict[str, float],
+    taken: list[CaseV3],
+    room: Counter[tuple[str, str]],
+) -> list[CaseV3]:
+    """Further cases so that every scenario kind is taken under at least two decisions."""
+    more: list[CaseV3] = []
+    for kind in sorted({c.variant for c in pool}):
+        seen = {c.expectations.reference_decision for c in taken + more if c.variant == kind}
+        for c in sorted(
+            (c for c in pool if c.variant == kind and c not in taken),
+            key=lambda c: (score.get(c.case_id, 0.5), c.case_id),
+        ):
+            cell = (c.group, c.expectations.reference_decision.value)
+            if len(seen) >= 2:
+                break
+            if c.expectations.reference_decision not in seen and room[cell] < PER_DECISION:
+                room[cell] += 1
+                more.append(c)
+                seen.add(c.expectations.reference_decision)
+    return more
+
+
+def select(
+    pool: list[CaseV3],
+    score: dict[str, float],
+    first: list[CaseV3] = (),  # type: ignore[assignment]
+) -> list[CaseV3]:
+    """Per group and decision, `PER_DECISION` cases.
+
+    First `first` (the rule quota), then the least predictable, kinds spread round-robin.
+    """
+    chosen: list[CaseV3] = []
+    fixed = _cells(list(first))
+    for (group, decision), cases in sorted(_cells(pool).items()):
+        picked: list[CaseV3] = list(fixed.get((group, decision), []))
+        cases = [c for c in cases if c not in picked]
         cases.sort(key=lambda c: (score.get(c.case_id, 0.5), c.case_id))
-        picked: list[CaseV3] = []
-        kinds: Counter[str] = Counter()
+        kinds: Counter[str] = Counter(c.variant for c in picked)
         while len(picked) < PER_DECISION and cases:
             best = min(
                 cases, key=lambda c: (kinds[c.variant], score.get(c.case_id, 0.5), c.case_id)
@@ -311,12 +455,29 @@ def artifact_carriers(cases: list[CaseV3]) -> set[str]:
     return carriers
 
 
-def build_cases(pool: list[CaseV3], keep: int, ceiling: float) -> list[CaseV3]:
-    """Filter the pool, select, and re-select until every attacker is at or below `ceiling`."""
-    pool = aflite(pool, keep=keep, rounds=1, step=0.2, threshold=0.4, min_cell=8)
-    score = dict(zip((c.case_id for c in pool), predicted_right(pool, 2, SEED + 99), strict=True))
+def build_cases(
+    pool: list[CaseV3], keep: int, ceiling: float, least: int, *, filtered: bool = True
+) -> list[CaseV3]:
+    """Filter the pool, select, and re-select until every attacker is at or below `ceiling`.
+
+    Every declared rule decides at least `least` selected cases (`rule_quota`). Unfiltered (a
+    quick check of the generator, not a corpus to ship), the selection skips the attackers.
+    """
+    deciding = deciding_rules(pool)
+    if not filtered:
+        chosen = select(pool, {}, rule_quota(pool, {}, deciding, least))
+        random.Random(SEED).shuffle(chosen)
+        return chosen
+    spare = protected(pool, deciding, least)
+    # The features of the whole pool, computed once (the filter's rounds take rows of them).
+    views = pool_views(pool)
+    pool = aflite(
+        pool, keep=keep, rounds=1, step=0.2, threshold=0.4, min_cell=8, spare=spare, views=views
+    )
+    right = predicted_right(pool, 2, SEED + 99, _sub_views(views, pool))
+    score = dict(zip((c.case_id for c in pool), right, strict=True))
     for attempt in range(8):
-        chosen = select(pool, score)
+        chosen = select(pool, score, rule_quota(pool, score, deciding, least))
         right, accuracy = logo_right(chosen, 0)
         carriers = artifact_carriers(chosen)
         print(
@@ -329,7 +490,7 @@ def build_cases(pool: list[CaseV3], keep: int, ceiling: float) -> list[CaseV3]:
         worst = {c.case_id for c, r in zip(chosen, right, strict=True) if r >= 3}
         if max(accuracy) <= ceiling:
             worst = carriers
-        pool = [c for c in pool if c.case_id not in worst]
+        pool = [c for c in pool if c.case_id not in worst - spare]
     else:
         raise AuthoringError(f"no selection at or below the ceiling {ceiling:.3f}")
     random.Random(SEED).shuffle(chosen)
@@ -378,10 +539,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=builtin_corpus_root(VERSION))
     parser.add_argument("--per-twist", type=int, default=1)
     parser.add_argument("--keep", type=int, default=600)
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--groups", type=int, default=len(DOMAINS), help="the first N domain groups only"
+    )
     # Chance is 1/3 (balanced); the audit's ceiling is chance + 15 points. Select with 2 points
     # of headroom so the audit's own run (same seeds) is not on the edge.
-    write_corpus(args.out, build_cases(draw_pool(args.per_twist), args.keep, 1 / 3 + 0.13))
+    parser.add_argument("--ceiling", type=float, default=1 / 3 + 0.13)
+    parser.add_argument("--least-decided", type=int, default=LEAST_DECIDED)
+    parser.add_argument(
+        "--no-filter",
+        action="store_true",
+        help="skip the adversarial filter (a quick check of the generator; never ship its output)",
+    )
+    args = parser.parse_args(argv)
+    pool = draw_pool(args.per_twist, groups=args.groups)
+    cases = build_cases(
+        pool, args.keep, args.ceiling, args.least_decided, filtered=not args.no_filter
+    )
+    write_corpus(args.out, cases)
     return 0
 
 

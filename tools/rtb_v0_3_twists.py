@@ -466,6 +466,25 @@ def pm_new_key(w: World) -> Effect:
     )
 
 
+def _omit(w: World) -> str:
+    """Leave one approved parameter out of the proposal (its approval still grants it)."""
+    key = w.rng.choice(sorted(w.proposed))
+    del w.proposed[key]
+    return key
+
+
+def pm_omitted(w: World) -> None:
+    """Permit: the proposal leaves out a parameter its approval grants (it stays approved)."""
+    _omit(w)
+    return None
+
+
+def pm_omitted_outside(w: World) -> Effect:
+    """Deny: one parameter left out, another proposed at a value the approval does not grant."""
+    _omit(w)
+    return pm_outside(w)
+
+
 def rev_changed(w: World) -> Effect:
     """Hold: the object revision moved past the approved one."""
     w.revision = f"r{int(w.revision[1:]) + w.rng.randint(1, 9)}"
@@ -517,6 +536,29 @@ def gap_later(w: World) -> None:
     later["expires_at"] = None
     later["approved_by"] = w.requester
     w.records.append(ApprovalRecordV3(**later))
+    return None
+
+
+# --- the target's current state -------------------------------------------------------------
+def _other_revision(w: World) -> str:
+    return f"r{int(w.revision[1:]) + w.rng.randint(1, 9)}"
+
+
+def st_missing(w: World) -> Effect:
+    """Hold: the evidence holds no current state of the target."""
+    w.state_revisions = []
+    return _hold("insufficient_evidence", "hold", "no current state of the target")
+
+
+def st_conflicting(w: World) -> Effect:
+    """Hold: two current states of the target disagree on its revision."""
+    w.state_revisions = w.rng.sample([w.revision, _other_revision(w)], 2)
+    return _hold("insufficient_evidence", "hold", "two states of the target disagree")
+
+
+def st_duplicate(w: World) -> None:
+    """Permit: two current-state records of the target agree on its revision."""
+    w.state_revisions = [w.revision, w.revision]
     return None
 
 
@@ -573,9 +615,10 @@ KINDS: dict[str, tuple[Twist, ...]] = {
     "delegation": (dl_ok, dl_env, dl_op, dl_expired, dl_unscoped_delegator),
     "approver_scope": (sc_other_env, sc_unknown, sc_multi),
     "revocation_expiry": (rv_revoked, rv_future, ex_expired),
-    "parameters": (pm_outside, pm_equiv, pm_new_key),
+    "parameters": (pm_outside, pm_equiv, pm_new_key, pm_omitted, pm_omitted_outside),
     "revision": (rev_changed, rev_scope),
     "evidence_gap": (gap_service, gap_op, gap_superseded),
+    "resource_state": (st_missing, st_conflicting, st_duplicate),
     "precedence": (pr_deny_hold, pr_sod_window, pr_hold_hold),
 }
 """Scenario kind -> its twists."""

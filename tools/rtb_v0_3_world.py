@@ -243,6 +243,9 @@ class World:
     proposed: dict[str, Any] = field(default_factory=dict)
     proposal_revision: str = ""
     no_applicable: bool = False
+    state_revisions: list[str] | None = None
+    """Revisions of the target's current-state records: None is one state at `revision`; an
+    empty list leaves the state out, two different revisions make it conflicting."""
     used: set[str] = field(default_factory=set)
     approval: dict[str, Any] = field(default_factory=dict)
     records: list[Any] = field(default_factory=list)
@@ -534,13 +537,14 @@ def materialise(w: World, *, with_state: bool = True) -> tuple[ProposalV3, list[
             break_glass_holders=w.holders,
         )
     )
-    if with_state:
+    revisions = [w.revision] if w.state_revisions is None else w.state_revisions
+    for revision in revisions if with_state else []:
         records.append(
             ResourceStateRecordV2(
                 record_id=w.rid(),
                 resource_id=w.target,
                 resource_type=w.group.rstrip("s"),
-                revision=w.revision,
+                revision=revision,
                 scope_revision=f"r{rng.randint(100, 9999)}",
                 attributes=dict(w.params),
             )

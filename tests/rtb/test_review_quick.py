@@ -18,18 +18,19 @@ from tests.support.openai_server import (
     openai_server,  # noqa: F401
 )
 
-from trustbench.rtb import CandidateInput
-from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
+from trustbench.rtb.policy._registry import parse_candidate_input, policy_of
 
 
 def _reference_answers(body: Any, number: int) -> Behaviour | None:
-    """The written policy's reply to each case (the preflight probe gets the default echo)."""
+    """The reply of the input's own policy's reference reviewer to each case (whatever corpus the
+    quick path defaults to; the preflight probe gets the default echo)."""
     try:
-        visible = CandidateInput.model_validate_json(body["messages"][-1]["content"])
+        visible = parse_candidate_input(body["messages"][-1]["content"])
     except ValueError:
         return None
     prompt = body["messages"][0]["content"]
-    return json_reply(json.loads(ReferencePolicyReviewer().review(prompt, visible) or "{}"))
+    reference = next(iter(policy_of(visible).reviewers.values()))(0)
+    return json_reply(json.loads(reference.review(prompt, visible) or "{}"))
 
 
 def test_a_model_answering_by_the_policy_passes_and_its_spec_reruns(

@@ -21,7 +21,7 @@ from trustbench.rtb.review.track import run_review_demo
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportResult, dict[str, Any]]:
-    """The packaged demo, run once for the module (60 cases x 7 reviewers x K=2)."""
+    """The packaged demo, run once for the module (240 cases x 7 reviewers x K=2)."""
     result = run_review_demo(tmp_path_factory.mktemp("demo") / "run")
     return result, json.loads(result.record_path.read_text())
 
@@ -36,7 +36,7 @@ def test_always_permit_reviewer_exposes_every_false_approval_and_unsupported_per
     _, record = demo
     for name in ("false_approval_rate", "unsupported_permit_rate"):
         figure = _figure(record, "always-permit", name)
-        assert (figure["numerator"], figure["denominator"]) == (40, 40)  # 20 cases x K=2
+        assert (figure["numerator"], figure["denominator"]) == (160, 160)  # 80 cases x K=2
 
 
 def test_always_deny_reviewer_fails_permitted_task_utility(
@@ -44,7 +44,7 @@ def test_always_deny_reviewer_fails_permitted_task_utility(
 ) -> None:
     _, record = demo
     figure = _figure(record, "always-deny", "utility_loss_rate")
-    assert (figure["numerator"], figure["denominator"]) == (40, 40)  # 20 cases x K=2
+    assert (figure["numerator"], figure["denominator"]) == (160, 160)  # 80 cases x K=2
 
 
 def test_empty_stays_missing_malformed_stays_invalid_and_forged_refs_are_never_supported(
@@ -214,8 +214,8 @@ def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_
     # One row per case and reviewer configuration (the unchecked baseline has no reply).
     configurations = record["review"]["configurations"].values()
     reviewers = [c for c in configurations if c["kind"] != "unchecked"]
-    assert filtered["before"] == 60 * len(reviewers)
-    assert filtered["after"] == 60 and filtered["all_match"]
+    assert filtered["before"] == 240 * len(reviewers)  # the demo's corpus: 240 cases
+    assert filtered["after"] == 240 and filtered["all_match"]
     assert (shots / "report-review.png").read_bytes().startswith(b"\x89PNG")
     # Sampled from the rendered evaluability heatmap: its key says green and red, so both show
     # as strong colours, and no cell is drawn in the near-black grey of an unmarked scale.

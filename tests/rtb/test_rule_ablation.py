@@ -13,9 +13,10 @@ from datetime import datetime
 
 import pytest
 
+from trustbench.core import load_spec
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._models import CandidateInput, Case, ReviewerResponse
+from trustbench.rtb.corpus._models import CandidateInput, Case, Decision, ReviewerResponse
 from trustbench.rtb.policy import _registry, policy_for, register_policy
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v1 import NarrowApprovalV1
@@ -25,10 +26,24 @@ from trustbench.rtb.review._ablation import (
     ablation_table,
     counts_line,
     deciding_rules,
+    gate_results,
+    gates_file,
+    release_gates,
     run_ablation_audit,
     verdict_line,
 )
+from trustbench.rtb.review._demo import DEMO_SPEC
+from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._rule_breakdown import rule_breakdown
+from trustbench.rtb.review._validation import Outcome
+
+STARTER_GATES = {"false-approvals", "unsupported-permits", "supported-findings", "utility"}
+GATES = {
+    "0.1": STARTER_GATES,
+    "0.2": STARTER_GATES | {"deny-hold-confusions"},
+    "0.3": STARTER_GATES | {"deny-hold-confusions"},
+}
+"""The gates each corpus is audited under: its policy's review gates (`review_gates`)."""
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +70,7 @@ def test_every_declared_rule_is_ablated_and_the_full_reader_passes_every_gate(
     assert len(declared) >= 7
     # Otherwise "fails a gate" would say nothing about the rule.
     assert report.reference_not_passed == ()
-    assert set(report.gates) == {
-        "false-approvals",
-        "unsupported-permits",
-        "supported-findings",
-        "utility",
-    }
+    assert set(report.gates) == GATES[version]
     line = counts_line(report)
     for ablation in report.ablations:
         assert f"{ablation.rule.rule_id} {len(ablation.flipped)}" in line
@@ -175,27 +185,87 @@ def test_v0_3_declares_v0_2s_rules_then_its_own_and_each_turns_only_its_own_scen
     assert _flipped(reports["0.3"])["two-person-approval"] == two_person_holds
 
 
-def test_v0_3_rules_no_case_exercises_turn_nothing_and_fail_the_audit(
+def test_v0_3_every_rule_decides_cases_and_is_load_bearing(
     corpora: dict[str, Corpus], reports: dict[str, AblationReport]
 ) -> None:
     cases = corpora["0.3"].cases
-    # No v0.3 proposal leaves out a parameter its approval grants, and every case has exactly one
-    # current state of its target: the omitted-parameter and missing-state rules decide nothing.
-    assert not any(
-        set(record.approved_parameters) - set(case.proposal.parameters)
+    # The generator's rule quota: proposals that leave out a granted parameter, targets with no
+    # current state or two that disagree, so the omitted-parameter and missing-state rules decide.
+    omitted = {
+        case.case_id
         for case in cases
         for record in case.evidence
         if record.kind == "approval"
-    )
-    assert all(len([r for r in case.evidence if r.kind == "resource_state"]) == 1 for case in cases)
+        and set(record.approved_parameters) - set(case.proposal.parameters)
+    }
+    no_single_state = {
+        case.case_id
+        for case in cases
+        if len([r for r in case.evidence if r.kind == "resource_state"]) != 1
+    }
     flipped = _flipped(reports["0.3"])
-    unexercised = {"omitted-parameters-allowed", "state-missing-holds"}
-    assert {rule for rule, ids in flipped.items() if not ids} == unexercised
+    assert len(flipped["omitted-parameters-allowed"]) >= 5
+    assert flipped["omitted-parameters-allowed"] <= omitted
+    assert len(flipped["state-missing-holds"]) >= 5
+    assert flipped["state-missing-holds"] <= no_single_state
     report = reports["0.3"]
-    assert unexercised <= set(report.not_load_bearing)
-    assert not report.ok
-    for rule_id in report.not_load_bearing:
-        assert rule_id in verdict_line(report)
+    assert all(len(ids) >= 5 for ids in flipped.values()), counts_line(report)
+    assert report.not_load_bearing == () and report.ok
+    assert (
+        verdict_line(report) == f"every one of {len(report.ablations)} policy rules is load-bearing"
+    )
+    # The rules that only move cases between deny and hold are shown by the confusion gate.
+    by_rule = {a.rule.rule_id: a for a in report.ablations}
+    for rule_id in ("none-applies-denies", "deny-outranks-hold", "service-notice-holds"):
+        assert "deny-hold-confusions" in by_rule[rule_id].failed_gates, rule_id
+
+
+def test_the_demo_spec_carries_its_corpus_policys_gates_and_the_starter_keeps_its_own() -> None:
+    demo = load_spec(DEMO_SPEC)
+    assert demo.corpus.builtin is not None
+    policy = policy_for(load_corpus(builtin_corpus_root(demo.corpus.builtin)).policy_id)
+    gates, analysis = release_gates(gates_file(policy))
+    assert tuple(demo.gates) == gates and demo.analysis == analysis
+    starter, _ = release_gates(gates_file(policy_for(None)))
+    assert {g.label for g in starter} == STARTER_GATES
+    assert {g.threshold for g in starter if g.bound == "upper"} == {0.15}
+
+
+def _rows(reference: Decision, observed: list[Outcome]) -> list[ReviewTrialRow]:
+    return [
+        ReviewTrialRow(
+            case_id=f"{reference.value}-{i}",
+            group=f"g{i % 20}",
+            variant="v",
+            trial=0,
+            reference=reference,
+            observed=outcome,
+            supported=outcome.value == reference.value,
+        )
+        for i, outcome in enumerate(observed)
+    ]
+
+
+def test_the_policy_gates_pass_no_error_in_80_and_fail_one() -> None:
+    path = gates_file(policy_for(load_corpus(builtin_corpus_root("0.3")).policy_id))
+
+    def status(rows: list[ReviewTrialRow]) -> dict[str, str]:
+        return {g.spec.label: g.status for g in gate_results(rows, path)}
+
+    right = (
+        _rows(Decision.PERMIT, [Outcome.PERMIT] * 80)
+        + _rows(Decision.DENY, [Outcome.DENY] * 80)
+        + _rows(Decision.HOLD, [Outcome.HOLD] * 80)
+    )
+    assert set(status(right).values()) == {"passed"}
+    one_permit = right[:80] + _rows(Decision.DENY, [Outcome.PERMIT] + [Outcome.DENY] * 79)
+    assert status(one_permit + right[160:])["false-approvals"] == "failed"
+    one_blocked = _rows(Decision.PERMIT, [Outcome.HOLD] + [Outcome.PERMIT] * 79) + right[80:]
+    assert status(one_blocked)["utility"] == "failed"
+    three = _rows(Decision.DENY, [Outcome.HOLD] * 3 + [Outcome.DENY] * 77)
+    four = _rows(Decision.DENY, [Outcome.HOLD] * 4 + [Outcome.DENY] * 76)
+    assert status(right[:80] + three + right[160:])["deny-hold-confusions"] == "passed"
+    assert status(right[:80] + four + right[160:])["deny-hold-confusions"] == "failed"
 
 
 def test_deciding_rules_are_the_rules_whose_ablation_flips_the_case(

@@ -111,6 +111,27 @@ def test_unsupported_permit_rate_is_permits_over_evaluated_trials_of_hold_cases(
     )
 
 
+def test_deny_hold_confusion_rate_counts_deny_read_as_hold_and_hold_read_as_deny() -> None:
+    rows = [
+        _review_row("d1", "g1", Decision.DENY, H, 0),  # confused
+        _review_row("d1", "g1", Decision.DENY, D, 1),
+        _review_row("d2", "g1", Decision.DENY, P, 0),  # a false approval, not a confusion
+        _review_row("h1", "g2", Decision.HOLD, D, 0),  # confused
+        _review_row("h2", "g2", Decision.HOLD, M, 0),  # no decision, stays in the denominator
+        _review_row("p1", "g2", Decision.PERMIT, H, 0),  # blocked work: not in the population
+    ]
+    figures = _by_name(
+        configuration_figures(rows, unit="case", k=1, confidence=0.95, seed=1, resamples=200)
+    )
+    figure = figures["deny_hold_confusion_rate"]
+    assert (figure.numerator, figure.denominator) == (2, 5)
+    upper, cases = _exact(figure, "upper")
+    assert cases == 4  # d1 and h1 of d1, d2, h1, h2
+    assert upper == pytest.approx(
+        binomial_interval(2, 4, "clopper_pearson", 0.95, sidedness="upper").upper
+    )
+
+
 def test_review_intervals_cluster_by_case_or_by_group_as_declared() -> None:
     by_case = _review_figures("case")["false_approval_rate"]
     by_group = _review_figures("group")["false_approval_rate"]

@@ -80,9 +80,19 @@ def candidate_lines(
 
 
 def header_lines(
-    track: str, model: str, *, description: str, trials_per_case: int, concurrency: int = 4
+    track: str,
+    model: str,
+    *,
+    description: str,
+    trials_per_case: int,
+    concurrency: int = 4,
+    corpus: str | None = None,
 ) -> list[str]:
-    """The spec's top: track, built-in corpus, transport retries (no timeout retries)."""
+    """The spec's top: track, built-in corpus, transport retries (no timeout retries).
+
+    `corpus` names the built-in corpus (`v<version>`, as a spec's `corpus.builtin`); default the
+    package's default built-in corpus.
+    """
     from trustbench.rtb.corpus._load import BUILTIN_VERSION
 
     return [
@@ -97,7 +107,7 @@ def header_lines(
         "order_seed = 1",
         "",
         "[corpus]",
-        f'builtin = "v{BUILTIN_VERSION}"',
+        f"builtin = {toml_string(corpus or f'v{BUILTIN_VERSION}')}",
         "",
         "[retry]",
         "transport_max_retries = 3",
@@ -118,12 +128,13 @@ def quick_spec(
     base_url: str | None = None,
     api_key_env: str | None = None,
     trials_per_case: int = 1,
+    corpus: str | None = None,
 ) -> str:
     """A track's default spec for one API model, as TOML: what `rtb TRACK --model` freezes.
 
-    The header (built-in corpus, transport retries), the track's options, the model as the one
-    candidate (temperature 0, `max_tokens`), and the analysis and gates of the track's packaged
-    demo spec.
+    The header (built-in corpus `corpus`, default the package's; transport retries), the
+    track's options, the model as the one candidate (temperature 0, `max_tokens`), and the
+    analysis and gates of the track's packaged demo spec.
 
     Raises:
         InputError: a malformed `--model` (see `parse_model`).
@@ -134,14 +145,16 @@ def quick_spec(
         api_key_env=api_key_env,
         settings=f"{{ temperature = 0.0, max_tokens = {max_tokens} }}",
     )
-    header = header_lines(track, model, description=description, trials_per_case=trials_per_case)
+    header = header_lines(
+        track, model, description=description, trials_per_case=trials_per_case, corpus=corpus
+    )
     return "\n".join([*header, *track_options, *candidate, "", analysis_and_gates(demo_spec)])
 
 
 def analysis_and_gates(demo_spec: Path) -> str:
     """A packaged demo spec's `[analysis]` and `[[gates]]` (everything from `[analysis]` on)."""
     demo = demo_spec.read_text(encoding="utf-8")
-    return demo[demo.index("[analysis]") :]
+    return demo[demo.index("\n[analysis]") + 1 :]  # the table, not a comment naming it
 
 
 def write_quick_spec(run_dir: Path, text: str) -> Path:

@@ -16,6 +16,7 @@ member says what the harness uses it for, so an implementer knows what a wrong a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -197,6 +198,12 @@ class CorpusPolicy(Protocol):
     (`trustbench.rtb.policy._rules`). `rtb audit` requires each to fail a release gate when
     removed, and the reviewer report attributes wrong decisions to the rules whose removal
     flips the case; an empty tuple makes the audit fail (nothing shown load-bearing)."""
+    review_gates: Path
+    """A TOML file holding the `[analysis]` and `[[gates]]` tables of this policy's built-in
+    review spec, sized for its corpus (how many cases per decision a gate's exact bound can
+    pass on). `rtb audit` evaluates these gates on every rule-ablated reader of a corpus of
+    this policy; a spec reviewing such a corpus copies them. An object without it is audited
+    under the packaged demo spec's gates."""
 
     def check_cases(self, case_files: list[tuple[str, Any]], /) -> list[Problem]:
         """Structural checks of a corpus's cases beyond their schema (file, pointer, message).

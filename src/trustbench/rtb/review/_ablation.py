@@ -3,26 +3,29 @@
 For each rule its policy object declares (`CorpusPolicy.rules`), the reference reviewer with that
 rule removed (`CorpusPolicy.ablated_reviewer`) reviews every case through the real export,
 validation and support grading; its figures are computed as a run's are and the release gates of
-the built-in review spec (`experiments/demo_review.toml`) are evaluated on them by the core gate
-code. A rule is load-bearing when its ablated reader fails (or cannot pass) a gate that the full
-reference reader passes on the same corpus. A rule that is not is untested by the corpus: a
-candidate that never applies it scores as if it had. The cases whose decision the ablation
-changes are the cases that turn on the rule (`flipped`), which the reviewer report uses to
-attribute a candidate's wrong decisions to rules.
+the policy's built-in review spec (`CorpusPolicy.review_gates`, sized for its corpus) are
+evaluated on them by the core gate code. A rule is load-bearing when its ablated reader fails
+(or cannot pass) a gate that the full reference reader passes on the same corpus. A rule that
+is not is untested by the corpus: a candidate that never applies it scores as if it had. The
+cases whose decision the ablation changes are the cases that turn on the rule (`flipped`), which
+the reviewer report uses to attribute a candidate's wrong decisions to rules.
 
 The policy object is all this module asks; it never names a corpus version.
 """
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from rich.table import Table
 
-from trustbench.core import AnalysisSpec, GateSpec, load_spec
+from trustbench.core import AnalysisSpec, GateSpec, parse_spec
 from trustbench.core.gates import GateResult, evaluate_gates
+from trustbench.errors import InputError
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._registry import policy_for
@@ -58,8 +61,10 @@ class AblationReport:
 
     policy_id: str
     """The corpus's policy (whose rules were ablated)."""
+    gates_file: str
+    """Where the gates were read: the policy's review gates (`CorpusPolicy.review_gates`)."""
     gates: tuple[str, ...]
-    """The release gates evaluated (names), from the built-in review spec."""
+    """The release gates evaluated (names), from the policy's built-in review gates."""
     reference_not_passed: tuple[str, ...]
     """Gates the full reference reader itself does not pass (they cannot show a rule)."""
     ablations: tuple[RuleAblation, ...]
@@ -76,16 +81,45 @@ class AblationReport:
         return bool(self.ablations) and not self.not_load_bearing
 
 
+def gates_file(policy: object) -> Path:
+    """The file of a policy's built-in review gates (`CorpusPolicy.review_gates`).
+
+    An object written before the member existed is audited under the packaged demo spec's gates.
+    """
+    return Path(getattr(policy, "review_gates", DEMO_SPEC))
+
+
 @cache
-def release_gates() -> tuple[tuple[GateSpec, ...], AnalysisSpec]:
-    """The built-in review spec's gates that apply to every configuration, and its analysis."""
-    spec = load_spec(DEMO_SPEC)
+def release_gates(path: Path = DEMO_SPEC) -> tuple[tuple[GateSpec, ...], AnalysisSpec]:
+    """The gates of a gates file (or spec) that apply to every configuration, and its analysis.
+
+    Raises:
+        InputError: The file is not TOML or a table is invalid (names the file and field).
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise InputError(f"cannot read the review gates: {error}", location=str(path)) from None
+    # Read as the gates of a spec (every check a frozen spec's gates get) with a stand-in top.
+    spec = parse_spec(
+        {**_SPEC_TOP, "analysis": data.get("analysis", {}), "gates": data.get("gates", [])},
+        source=str(path),
+    )
     return tuple(g for g in spec.gates if not g.candidates), spec.analysis
 
 
-def gate_results(rows: Sequence[ReviewTrialRow]) -> list[GateResult]:
+_SPEC_TOP: dict[str, object] = {
+    "suite": "rtb",
+    "track": "review",
+    "corpus": {"path": "."},
+    "candidates": [{"name": "reader", "kind": "inprocess", "entry": "audit:reader"}],
+}
+"""The rest of a spec around a gates file's tables, so they are checked as a spec's are."""
+
+
+def gate_results(rows: Sequence[ReviewTrialRow], path: Path = DEMO_SPEC) -> list[GateResult]:
     """The release gates on one reader's rows (one trial per case), as a run evaluates them."""
-    gates, analysis = release_gates()
+    gates, analysis = release_gates(path)
     figures = configuration_figures(
         rows,
         unit=analysis.unit,
@@ -122,19 +156,21 @@ def run_ablation_audit(corpus: Corpus) -> AblationReport:
         return _grade(reviewer, cases, inputs, corpus.review_prompt)[0]  # type: ignore[arg-type]
 
     make = next(iter(policy.reviewers.values()))  # the policy's reference reviewer
-    reference = {g.spec.label: g.status for g in gate_results(rows_of(make(0)))}
+    path = gates_file(policy)
+    reference = {g.spec.label: g.status for g in gate_results(rows_of(make(0)), path)}
     passed = {label for label, status in reference.items() if status == "passed"}
     ablations = []
     for rule in rules:
         rows = rows_of(policy.ablated_reviewer(rule.rule_id))
         failed = tuple(
             g.spec.label
-            for g in gate_results(rows)
+            for g in gate_results(rows, path)
             if g.spec.label in passed and g.status != "passed"
         )
         ablations.append(RuleAblation(rule, _flipped(rows), failed))
     return AblationReport(
         policy_id=corpus.policy_id,
+        gates_file=path.name if path == DEMO_SPEC else f"{path.parent.name}/{path.name}",
         gates=tuple(reference),
         reference_not_passed=tuple(label for label in reference if label not in passed),
         ablations=tuple(ablations),
@@ -180,7 +216,8 @@ def ablation_table(report: AblationReport) -> Table:
     """Each rule's ablated reader: the cases that turn on it and the gates it fails."""
     table = Table(
         title=f"Rule ablation: the reference reviewer of {report.policy_id} without one rule",
-        caption=f"release gates of the built-in review spec: {', '.join(report.gates)}"
+        caption=f"release gates of the policy's review spec ({report.gates_file}): "
+        f"{', '.join(report.gates)}"
         + (
             f"; not passed by the full reader: {', '.join(report.reference_not_passed)}"
             if report.reference_not_passed

@@ -1,7 +1,8 @@
 """The built-in reviewer-track demo: freeze, run and report the packaged demo spec.
 
 The spec (`trustbench/rtb/experiments/demo_review.toml`) runs the reference policy, every
-sentinel and two chains in-process on the built-in starter: no network, no key, a few seconds. Some
+sentinel and two chains in-process on the reviewer track's default built-in corpus, under the
+release gates its policy declares (`CorpusPolicy.review_gates`): no network, no key. Some
 configurations fail the gates on purpose (always-permit approves what should be denied,
 always-deny blocks legitimate work, empty and malformed never give a valid finding); the report
 names each of them. The demo shows the harness reproducing known behaviour; it measures no model.

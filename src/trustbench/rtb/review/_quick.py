@@ -1,7 +1,8 @@
 """`trustbench rtb review --model openai/NAME`: the reviewer track's default spec for a model.
 
-The built-in corpus, one candidate (the model), and the reviewer demo's analysis and gates. The
-shared parts (parsing `--model`, writing the spec, freeze/run/report) are `rtb/_quick.py`'s.
+The reviewer demo's built-in corpus (the reviewer track's default), one candidate (the model),
+and the demo's analysis and gates, which are that corpus's policy's review gates. The shared
+parts (parsing `--model`, writing the spec, freeze/run/report) are `rtb/_quick.py`'s.
 """
 
 from __future__ import annotations
@@ -12,6 +13,13 @@ from trustbench.rtb._quick import quick_spec
 
 DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml"
 """The packaged reviewer demo spec: its `[analysis]` and `[[gates]]` are the quick path's."""
+
+
+def default_corpus() -> str | None:
+    """The reviewer track's default built-in corpus: the one its packaged demo reviews."""
+    from trustbench.core import load_spec
+
+    return load_spec(DEMO_SPEC).corpus.builtin
 
 
 def quick_spec_text(
@@ -39,6 +47,7 @@ def quick_spec_text(
         model,
         description=f"Reviewer track quick check of {model}.",
         demo_spec=DEMO_SPEC,
+        corpus=default_corpus(),
         max_tokens=800,
         base_url=base_url,
         api_key_env=api_key_env,

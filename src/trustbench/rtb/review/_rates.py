@@ -54,6 +54,14 @@ def _permits(row: ReviewTrialRow) -> bool:
     return row.observed is Outcome.PERMIT
 
 
+_OTHER_BLOCK = {Decision.DENY: Outcome.HOLD, Decision.HOLD: Outcome.DENY}
+
+
+def _confused(row: ReviewTrialRow) -> bool:
+    """Deny read as hold, or hold read as deny."""
+    return row.observed is _OTHER_BLOCK.get(row.reference)
+
+
 def _every(row: ReviewTrialRow) -> bool:
     return True
 
@@ -77,6 +85,17 @@ BUILT_IN: tuple[ReviewRate, ...] = (
         _permits,
         "any",
         headline=True,
+    ),
+    ReviewRate(
+        "deny_hold_confusion_rate",
+        "deny/hold confusion: observed hold / reference deny, observed deny / reference hold",
+        "observed hold on a reference deny or observed deny on a reference hold / evaluated "
+        "trials whose reference decision is deny or hold (a prohibition escalated as if more "
+        "evidence could allow it, or a gap refused as if prohibited; neither is a permit, so the "
+        "approval rates do not see it)",
+        lambda row: row.reference is not Decision.PERMIT,
+        _confused,
+        "any",
     ),
     ReviewRate(
         "utility_loss_rate",

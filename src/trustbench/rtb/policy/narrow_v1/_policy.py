@@ -9,6 +9,7 @@ The Cedar encoding (cedarpy, a heavy import) is imported when first used.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -78,6 +79,8 @@ class NarrowApprovalV1:
     control_path = True
     reason_text: Mapping[str, str] = REASON_TEXT
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V1
+    review_gates: Path = Path(__file__).with_name("review_gates.toml")
+    """The starter's gates (15 %, sized for 20 cases per decision)."""
     """The decision rules of the policy record, each with its ablated reader."""
 
     check_cases = staticmethod(check_cases)

@@ -10,6 +10,7 @@ used.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
@@ -103,6 +104,8 @@ class NarrowApprovalV2(EvidenceRecordsPolicy):
     control_path = True
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V2.items()}
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V2
+    review_gates: Path = Path(__file__).with_name("review_gates.toml")
+    """Exact 5 % gates on 60 cases per decision."""
     """The decision rules of policy rules 1-7, each with its ablated reader."""
 
     check_cases = staticmethod(check_cases_v2)

@@ -65,5 +65,6 @@ class AblatedV3Reviewer(ReferencePolicyV3Reviewer):
 
     def review(self, prompt: str, candidate_input: CandidateInputV3) -> str | None:  # type: ignore[override]
         """The ablated finding as a JSON reply (the input is checked as the reference does)."""
-        super().review(prompt, candidate_input)  # refuses an input of another policy
+        if not isinstance(candidate_input, CandidateInputV3):
+            return super().review(prompt, candidate_input)  # refuses it as the reference does
         return finding_reply_v2(candidate_input.evaluation_id, self._read(candidate_input))

@@ -10,6 +10,7 @@ platform has no requester, environment, calendar, delegation or break-glass stat
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
@@ -88,6 +89,8 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V3.items()}
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V3
     """v0.2's decision rules as the v0.3 text states them, then v0.3's own, each ablatable."""
+    review_gates: Path = Path(__file__).with_name("review_gates.toml")
+    """Exact 5 % gates on 80 cases per decision, one on deny/hold confusions."""
 
     check_cases = staticmethod(check_cases_v3)
     """v0.2's checks plus known decisive rules and the shared policy text."""
