@@ -14,7 +14,6 @@ from functools import cache
 import pytest
 
 from trustbench.rtb import load_corpus
-from trustbench.rtb._harness_audit import run_harness_audit
 from trustbench.rtb.boundaries import boundary_factory
 from trustbench.rtb.control._audit import evaluate_boundary
 from trustbench.rtb.control._cases import (
@@ -154,11 +153,3 @@ def test_v0_3_unclassified_target_is_never_permitted(name: str) -> None:
     governance = seed.governance.model_copy(update={"resource_classes": {}})
     decision, _ = _authorize(name, seed.model_copy(update={"governance": governance}), case)
     assert decision != Decision.PERMIT
-
-
-def test_harness_audit_on_v0_3_runs_the_control_checks_and_they_hold() -> None:
-    rows = run_harness_audit(load_corpus(ROOT))
-    control = [row for row in rows if row.track == "control"]
-    assert control and not any(row.not_run for row in control)
-    assert all(row.passed for row in control), [r.detail for r in control if not r.passed]
-    assert any("known-bad" in row.detail for row in control)

@@ -164,3 +164,30 @@ class V3Evaluator:
                 approval_id = governing.approval_id
         reason = codes[0] if codes else ReasonCodeV3.INSUFFICIENT_EVIDENCE
         return PolicyResult(decision, reason, approval_id, detail)
+
+
+def change_records_v3(target: str, platform: PlatformView) -> dict[str, Any]:
+    """What the workflow tool `read_change_records` shows: the live evidence the boundary reads.
+
+    The same reading as `V3Evaluator` (no flaws, no timeout: an outage shows as the
+    approval-service notice), for a change to `target`, with the proposal context the platform
+    supplies. Record ids are the platform's, never a case's.
+    """
+    probe = ControlRequest(
+        request_id="records", operation="", target=target, parameters={}, resource_revision=""
+    )
+    evidence = live_evidence(probe, platform, PolicyFlaws(), float("inf"), ApprovalRecordV3) or []
+    governance = platform.governance
+    context = live_proposal(probe, governance)
+    return {
+        "policy_id": POLICY_ID_V3,
+        "proposal_context": {
+            "requested_by": context.requested_by,
+            "environment": context.environment,
+            "risk_tier": context.risk_tier,
+        },
+        "records": [
+            r.model_dump(mode="json") for r in [*governance_evidence(governance), *evidence]
+        ],
+        "service_time": iso(platform.now()),
+    }

@@ -10,7 +10,7 @@ first used) writes that state back as v0.3 evidence and asks `assess_v3` or the 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
@@ -35,6 +35,7 @@ from trustbench.rtb.policy.narrow_v3._reviewer import ReferencePolicyV3Reviewer,
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
+    from trustbench.rtb.platform import PlatformView
     from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
@@ -76,7 +77,7 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
         "rtb/policy/narrow_v3/*.cedar",
         "rtb/policy/narrow_v2/*.py",
     )
-    scripted_workflow_agents = False
+    scripted_workflow_agents = True
     control_path = True
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V3.items()}
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V3
@@ -95,6 +96,12 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
     """v0.2's state plus the governance records: requester, classification, calendar, ..."""
     fault_approval = staticmethod(fault_approval_v3)
     """v0.2's eligibility: the decisive active approval of an uncontested permit (or stale)."""
+
+    def change_records(self, target: str, platform: PlatformView) -> dict[str, Any] | None:
+        """Requester, environment, risk tier and every record v0.3 reads, as v0.3 evidence."""
+        from trustbench.rtb.policy.narrow_v3._boundary import change_records_v3
+
+        return change_records_v3(target, platform)
 
     def live_evaluator(
         self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws
