@@ -112,5 +112,5 @@ class GovernanceSeed(_Frozen):
     """Break-glass declarations."""
 
     def is_empty(self) -> bool:
-        """Whether the platform holds no governance record at all (v0.1-style platforms)."""
+        """Whether the platform holds no governance record at all (a policy that gates on none)."""
         return self == GovernanceSeed()
