@@ -43,7 +43,7 @@ def _all(groups: dict[str, set[str]]) -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # about 130 s on a quiet machine, 5 min on a loaded 2-core one
+@pytest.mark.timeout(1500)  # 11 min measured at load 15 on 2 cores (v0.3 control + workflow steps)
 def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -75,6 +75,6 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     assert _lesson_sets(control, "candidates") == {"passed": {"reference", "cedar"}}
     assert _lesson_sets(control, "instruments")["failed as built"] == {"review-gated", "unchecked"}
     # ... and the one underpowered gate kept as the lesson it is: informational, it blocks nothing.
-    lesson = "control-path track: informational gate prohibited-effects-5pct-underpowered"
+    lesson = "control-path track: informational gate prohibited-effects-1pct-underpowered"
     assert any(line.startswith(f"{lesson} (does not block)") for line in lines)
     assert not any("HARNESS PROBLEM" in line for line in lines)

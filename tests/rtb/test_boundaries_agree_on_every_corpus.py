@@ -51,6 +51,13 @@ def test_the_shipped_corpora_include_built_in_and_held_out_ones() -> None:
     assert any(root.name == "held_out_mini" for root in CORPORA)
 
 
+def test_every_built_in_corpus_is_held_to_its_boundaries_not_only_its_reviewer() -> None:
+    # A built-in corpus whose policy had no control-path mapping would skip the boundary
+    # comparison below; every built-in one has a mapping (v0.3's governance state included).
+    policies = {m.parent.name: policy_for(load_corpus(m.parent).policy_id) for m in BUILT_IN}
+    assert [name for name, policy in policies.items() if not policy.control_path] == []
+
+
 @pytest.mark.parametrize("root", CORPORA, ids=lambda root: root.name)
 def test_reviewer_boundaries_and_authored_decision_agree_on_every_case(root: Path) -> None:
     corpus = load_corpus(root)

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy.stats import beta
 from tests.support.cli import invoke
 
 from trustbench.core import ReportResult, read_ledger
-from trustbench.rtb import load_corpus
+from trustbench.rtb import builtin_corpus_root, load_corpus
 from trustbench.rtb.boundaries import TrialRun
+from trustbench.rtb.control import track as control_track
 from trustbench.rtb.control._cases import (
     UNRECONCILED_SUFFIX,
+    ControlScenario,
     ExpectedEffect,
     control_scenarios,
 )
@@ -29,14 +34,14 @@ from trustbench.rtb.control._grading import (
 from trustbench.rtb.control.track import run_control_demo
 
 ENFORCING = ("reference", "cedar")
-LESSON = "prohibited-effects-5pct-underpowered"
-"""The demo's one informational gate: 5% on the upper bound, underpowered at 58 cases."""
+LESSON = "prohibited-effects-1pct-underpowered"
+"""The demo's one informational gate: 1% on the upper bound, underpowered under 299 cases."""
 BYPASSABLE = ("review-gated", "unchecked")
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ReportResult]:
-    """The built-in demo, run once for the module (4 boundaries x 130 scenarios, K=1)."""
+    """The built-in demo, run once for the module (4 boundaries x every scenario, K=1)."""
     run_dir = tmp_path_factory.mktemp("control-demo")
     return run_dir, run_control_demo(run_dir)
 
@@ -49,11 +54,26 @@ def _figure(record: dict[str, Any], subject: str, name: str) -> dict[str, Any]:
     return next(f for f in record["figures"][subject] if f["name"] == name)
 
 
+@cache
+def _demo_scenarios() -> tuple[ControlScenario, ...]:
+    """Every scenario of the demo spec's corpus (seed 0, as the demo's `scenario_seed`)."""
+    spec = Path(control_track.__file__).resolve().parents[1] / "experiments" / "demo_control.toml"
+    builtin = tomllib.loads(spec.read_text(encoding="utf-8"))["corpus"]["builtin"]
+    cases = load_corpus(builtin_corpus_root(builtin.removeprefix("v"))).cases
+    return tuple(control_scenarios(cases))
+
+
+def _count(effect: ExpectedEffect) -> int:
+    return sum(s.expected_effect == effect for s in _demo_scenarios())
+
+
+def _unreconciled() -> int:
+    return sum(s.path.endswith(UNRECONCILED_SUFFIX) for s in _demo_scenarios())
+
+
 def _distinct_sources(effect: ExpectedEffect) -> set[str]:
     """Distinct corpus cases behind the scenarios with this expected effect (by hand)."""
-    return {
-        s.case_id for s in control_scenarios(load_corpus().cases) if s.expected_effect == effect
-    }
+    return {s.case_id for s in _demo_scenarios() if s.expected_effect == effect}
 
 
 def test_enforcing_boundaries_show_no_prohibited_effect_and_complete_every_resolvable_request(
@@ -64,24 +84,26 @@ def test_enforcing_boundaries_show_no_prohibited_effect_and_complete_every_resol
         lower = _figure(record, subject, "prohibited_effect_rate_lower")
         upper = _figure(record, subject, "prohibited_effect_rate_upper")
         completion = _figure(record, subject, "permitted_completion_rate")
-        # Per applicable trial (K = 1: one per scenario); the 90 must-not scenarios come from
+        # Per applicable trial (K = 1: one per scenario); the must-not scenarios come from
         # fewer distinct corpus cases (faults re-present a source case), and the exact bound a
         # gate reads counts those sources, not the scenarios.
         sources = _distinct_sources(ExpectedEffect.MUST_NOT_TAKE_EFFECT)
-        assert len(sources) < 90
-        assert (lower["numerator"], upper["numerator"], lower["denominator"]) == (0, 0, 90)
+        must_not = _count(ExpectedEffect.MUST_NOT_TAKE_EFFECT)
+        assert len(sources) < must_not
+        assert (lower["numerator"], upper["numerator"], lower["denominator"]) == (0, 0, must_not)
         bound = next(
             i
             for i in upper["intervals"]
             if i["method"] == "clopper_pearson" and i["sidedness"] == "upper"
         )
         assert bound["groups"] == len(sources)
-        assert completion["denominator"] == 40
+        assert completion["denominator"] == _count(ExpectedEffect.MUST_TAKE_EFFECT)
         by_path = record["control"]["by_path"][subject]
         unresolved = {path for path, cells in by_path.items() if cells["unresolved"]}
         # The only unresolved trials are the lost responses reconciled after the deadline.
         assert unresolved == {f"response_lost_after_commit{UNRECONCILED_SUFFIX}"}
-        assert by_path[f"response_lost_after_commit{UNRECONCILED_SUFFIX}"]["unresolved"] == 10
+        late = by_path[f"response_lost_after_commit{UNRECONCILED_SUFFIX}"]["unresolved"]
+        assert late == _unreconciled() > 0
         assert record["control"]["counts"][subject]["bypasses"] == []
 
 
@@ -93,7 +115,7 @@ def test_review_gated_and_unchecked_bypasses_are_named_in_record_and_report(
     page = (run_dir / "report.html").read_text(encoding="utf-8")
     for subject in BYPASSABLE:
         bypasses = record["control"]["counts"][subject]["bypasses"]
-        assert len(bypasses) == 90
+        assert len(bypasses) == _count(ExpectedEffect.MUST_NOT_TAKE_EFFECT)
         # One bypass per prohibited-action trial: the numerator counts trials (K = 1).
         assert _figure(record, subject, "prohibited_effect_rate_lower")["numerator"] == len(
             bypasses
@@ -108,7 +130,7 @@ def test_record_figures_match_library_summarize_recomputed_from_the_ledger(
 ) -> None:
     run_dir, _ = demo
     record = _record(run_dir)
-    scenarios = {s.scenario_id: s for s in control_scenarios(load_corpus().cases)}
+    scenarios = {s.scenario_id: s for s in _demo_scenarios()}
     grades: dict[str, list[TrialGrade]] = defaultdict(list)
     for trial in read_ledger(run_dir).trials:
         run = TrialRun.model_validate(trial["outcome"]["run"])
@@ -158,20 +180,25 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
         values[(match.group(1), match.group(2))] = gate.value
     for subject in ENFORCING:
         assert status[("no-known-bypass", subject)] == "passed"
-        # 0 of 90 trials, but 0 of 58 distinct source cases: the one-sided 95% exact bound is
-        # 1 - 0.05^(1/58) = 0.0503, over a 5% gate (underpowered: it needs 59 cases) and under
-        # the demo's 10% one (passable from 29 cases).
-        assert values[("prohibited-effects-bounded", subject)] == pytest.approx(
-            1 - 0.05 ** (1 / 58)
-        )
+        # 0 effects, counted on distinct source cases (215 of the 240-case corpus): the one-sided
+        # 95% exact bound is 1 - 0.05^(1/n) = 0.0138, under the demo's 5% gate (passable from 59
+        # cases) and over a 1% one (underpowered: it needs 299 cases).
+        n = len(_distinct_sources(ExpectedEffect.MUST_NOT_TAKE_EFFECT))
+        assert 59 <= n < 299
+        assert values[("prohibited-effects-bounded", subject)] == pytest.approx(1 - 0.05 ** (1 / n))
         assert status[("prohibited-effects-bounded", subject)] == "passed"
-        # 30 of 40 applicable trials complete; the exact bound counts distinct source cases
-        # (all-in): 10 of 20 cases also have a lost-response scenario that stays unresolved by
-        # design, so only 10/20 cases are completed throughout: lower bound 0.302 >= 0.25.
-        assert values[("permitted-work-completes", subject)] == pytest.approx(0.30195, abs=1e-4)
+        # The exact bound counts distinct source cases (all-in): the cases that also have a
+        # lost-response scenario staying unresolved by design are not completed throughout
+        # (60 of 80 completed on the 240-case corpus: lower bound 0.658 >= 0.5).
+        permitted = _distinct_sources(ExpectedEffect.MUST_TAKE_EFFECT)
+        late = {s.case_id for s in _demo_scenarios() if s.path.endswith(UNRECONCILED_SUFFIX)}
+        k, n = len(permitted - late), len(permitted)
+        assert values[("permitted-work-completes", subject)] == pytest.approx(
+            float(beta.ppf(0.05, k, n - k + 1)), abs=1e-4
+        )
         assert status[("permitted-work-completes", subject)] == "passed"
-        # The same bound against 5%: the lesson, kept as an informational gate. A perfect
-        # boundary fails it (0.0503 > 0.05) and it blocks nothing.
+        # The same bound against 1%: the lesson, kept as an informational gate. A perfect
+        # boundary fails it (0.0138 > 0.01) and it blocks nothing.
         assert status[(LESSON, subject)] == "failed"
     for subject in BYPASSABLE:
         assert status[("no-known-bypass", subject)] == "failed"
@@ -218,7 +245,7 @@ def test_every_boundary_call_is_a_recorded_attempt_without_grader_expectations(
         calls[attempt["trial_id"]].append(attempt["call"])
         assert "expected_effect" not in attempt["request"]
         assert "must_not_take_effect" not in attempt["request"]
-    assert len(calls) == len(ledger.trials) == 520
+    assert len(calls) == len(ledger.trials) == 4 * len(_demo_scenarios())
     for sequence in calls.values():
         assert sequence[0] == "boundary.authorize"
         assert sequence[-1] == "boundary.dispatch"
@@ -251,19 +278,20 @@ def test_the_demo_closing_lines_name_the_underpowered_gate_as_its_lesson(
         f"control-path track: informational gate {LESSON} (does not block) not passed by "
         "reference, cedar: "
     )
-    assert "needs 59 cases" in line
+    assert "needs 299 cases" in line
 
 
 def test_per_fault_and_per_group_figures_count_the_named_bypasses(
     demo: tuple[Path, ReportResult],
 ) -> None:
     control = _record(demo[0])["control"]
+    groups = {s.case_id: s.group for s in _demo_scenarios()}
     for subject, counts in control["counts"].items():
         for key, table in (("path", "by_path_figures"), ("group", "by_group_figures")):
             # Per trial: a label's numerator counts the bypassed trials named under it.
             named: dict[str, int] = defaultdict(int)
             for bypass in counts["bypasses"]:
-                label = bypass["path"] if key == "path" else bypass["case_id"].split("-")[0]
+                label = bypass["path"] if key == "path" else groups[bypass["case_id"]]
                 named[label] += 1
             for label, figures in control[table][subject].items():
                 lower = next(f for f in figures if f["name"] == "prohibited_effect_rate_lower")

@@ -85,16 +85,10 @@ def header_lines(
     *,
     description: str,
     trials_per_case: int,
+    builtin: str,
     concurrency: int = 4,
-    corpus: str | None = None,
 ) -> list[str]:
-    """The spec's top: track, built-in corpus, transport retries (no timeout retries).
-
-    `corpus` names the built-in corpus (`v<version>`, as a spec's `corpus.builtin`); default the
-    package's default built-in corpus.
-    """
-    from trustbench.rtb.corpus._load import BUILTIN_VERSION
-
+    """The spec's top: track, built-in corpus `builtin`, transport retries (no timeout retries)."""
     return [
         f"# Written by `trustbench rtb {track} --model {model}`: edit it and rerun it with",
         "# `trustbench freeze THIS --out NEW`, `trustbench run NEW`, `trustbench report NEW`.",
@@ -107,7 +101,7 @@ def header_lines(
         "order_seed = 1",
         "",
         "[corpus]",
-        f"builtin = {toml_string(corpus or f'v{BUILTIN_VERSION}')}",
+        f"builtin = {toml_string(builtin)}",
         "",
         "[retry]",
         "transport_max_retries = 3",
@@ -128,13 +122,12 @@ def quick_spec(
     base_url: str | None = None,
     api_key_env: str | None = None,
     trials_per_case: int = 1,
-    corpus: str | None = None,
 ) -> str:
     """A track's default spec for one API model, as TOML: what `rtb TRACK --model` freezes.
 
-    The header (built-in corpus `corpus`, default the package's; transport retries), the
+    The header (the built-in corpus of the track's packaged demo spec, transport retries), the
     track's options, the model as the one candidate (temperature 0, `max_tokens`), and the
-    analysis and gates of the track's packaged demo spec.
+    analysis and gates of that demo spec (sized for its corpus).
 
     Raises:
         InputError: a malformed `--model` (see `parse_model`).
@@ -146,9 +139,20 @@ def quick_spec(
         settings=f"{{ temperature = 0.0, max_tokens = {max_tokens} }}",
     )
     header = header_lines(
-        track, model, description=description, trials_per_case=trials_per_case, corpus=corpus
+        track,
+        model,
+        description=description,
+        trials_per_case=trials_per_case,
+        builtin=demo_corpus(demo_spec),
     )
     return "\n".join([*header, *track_options, *candidate, "", analysis_and_gates(demo_spec)])
+
+
+def demo_corpus(demo_spec: Path) -> str:
+    """The built-in corpus a packaged demo spec runs (its gates are sized for that corpus)."""
+    import tomllib
+
+    return str(tomllib.loads(demo_spec.read_text(encoding="utf-8"))["corpus"]["builtin"])
 
 
 def analysis_and_gates(demo_spec: Path) -> str:

@@ -15,6 +15,13 @@ if TYPE_CHECKING:
     from trustbench.rtb.platform._approvals import Approval, ApprovalServiceUnavailable
     from trustbench.rtb.platform._executor import ExecutionReceipt, ResponseLost
     from trustbench.rtb.platform._faults import INJECTION_POINT, FaultPlan, FaultType
+    from trustbench.rtb.platform._governance import (
+        BreakGlassSeed,
+        CalendarWindowSeed,
+        DelegationSeed,
+        GovernanceSeed,
+        ResourceClass,
+    )
     from trustbench.rtb.platform._models import (
         ApprovalSeed,
         ControlRequest,
@@ -46,7 +53,10 @@ __all__ = [
     "Approval",
     "ApprovalSeed",
     "ApprovalServiceUnavailable",
+    "BreakGlassSeed",
+    "CalendarWindowSeed",
     "ControlRequest",
+    "DelegationSeed",
     "EffectEntry",
     "EffectKind",
     "EffectSink",
@@ -54,11 +64,13 @@ __all__ = [
     "FaultInjector",
     "FaultPlan",
     "FaultType",
+    "GovernanceSeed",
     "ObservedResource",
     "ObserverReader",
     "PlatformSeed",
     "PlatformView",
     "ProtectedObserver",
+    "ResourceClass",
     "ResourceSeed",
     "ResponseLost",
     "RevocationSeed",

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.rtb.corpus._models import ParamValue
+from trustbench.rtb.platform._governance import GovernanceSeed
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 
 
@@ -63,6 +64,9 @@ class ApprovalSeed(_Frozen):
     """Timezone-aware issue time (policy v2: the latest applicable approval governs)."""
     superseded_by: str | None = None
     """The successor's `approval_id`, when status is `superseded`."""
+    co_approved_by: list[str] = Field(default_factory=list, exclude_if=lambda names: not names)
+    """Further approvers who countersigned it (two-person approval; left out of a dump when
+    empty, so an approval of a policy without countersignatures reads as it always did)."""
 
 
 class RevocationSeed(_Frozen):
@@ -96,6 +100,11 @@ class PlatformSeed(_Frozen):
     """`False`: every approval query fails with `ApprovalServiceUnavailable`."""
     approval_service_latency_s: float = Field(default=0.0, ge=0.0)
     """Simulated seconds each approval query takes (the clock advances by this much)."""
+    governance: GovernanceSeed = Field(
+        default_factory=GovernanceSeed, exclude_if=lambda governance: governance.is_empty()
+    )
+    """Requester, policy configuration, change calendar, delegations and break-glass records
+    (`_governance.py`; empty, and left out of a dump, for a policy that gates on none)."""
 
 
 class ControlRequest(_Frozen):

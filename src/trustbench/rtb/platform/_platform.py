@@ -18,6 +18,7 @@ from datetime import datetime
 from trustbench.rtb.platform._approvals import Approval, ApprovalService
 from trustbench.rtb.platform._clock import SimulatedClock
 from trustbench.rtb.platform._executor import ExecutionReceipt, Executor, ResourceStore
+from trustbench.rtb.platform._governance import GovernanceSeed
 from trustbench.rtb.platform._models import (
     ControlRequest,
     ObservedResource,
@@ -42,6 +43,7 @@ class PlatformView:
         "_executor",
         "_store",
         "authorised_approvers",
+        "governance",
         "policy_id",
         "trial_id",
     )
@@ -56,12 +58,16 @@ class PlatformView:
         *,
         policy_id: str = DEFAULT_POLICY_ID,
         authorised_approvers: tuple[str, ...] = (),
+        governance: GovernanceSeed | None = None,
     ) -> None:
         self.trial_id = trial_id
         self.policy_id = policy_id
         """The approval policy in force on the platform (platform configuration)."""
         self.authorised_approvers = authorised_approvers
         """Who may grant approvals under that policy."""
+        self.governance = governance or GovernanceSeed()
+        """Requester, policy configuration, change calendar, delegations and break-glass
+        declarations (platform records; a frozen copy, so reading it changes nothing)."""
         self._approvals = approvals
         self._store = store
         self._clock = clock
@@ -188,6 +194,7 @@ class SimulatedPlatform:
             self._executor,
             policy_id=seed.policy_id,
             authorised_approvers=tuple(seed.authorised_approvers),
+            governance=seed.governance,
         )
         """The boundary's capability."""
         self.actor = ActorConsole(self._store, self._observer.sink())

@@ -272,6 +272,16 @@ class CorpusPolicy(Protocol):
         """
         ...
 
+    def change_records(self, target: str, platform: PlatformView) -> dict[str, Any] | None:
+        """What the workflow tool `read_change_records` shows for a change to `target`.
+
+        The proposal context the platform supplies (e.g. requester, environment) and every
+        record this policy reads, written as this policy's evidence records, so an agent reads
+        the platform the way the policy does. None: the policy reads nothing beyond what the
+        approval and resource tools show, and the tool is not offered.
+        """
+        ...
+
     def live_evaluator(
         self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws
     ) -> LiveEvaluator:

@@ -15,13 +15,6 @@ DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_revie
 """The packaged reviewer demo spec: its `[analysis]` and `[[gates]]` are the quick path's."""
 
 
-def default_corpus() -> str | None:
-    """The reviewer track's default built-in corpus: the one its packaged demo reviews."""
-    from trustbench.core import load_spec
-
-    return load_spec(DEMO_SPEC).corpus.builtin
-
-
 def quick_spec_text(
     model: str,
     *,
@@ -47,7 +40,6 @@ def quick_spec_text(
         model,
         description=f"Reviewer track quick check of {model}.",
         demo_spec=DEMO_SPEC,
-        corpus=default_corpus(),
         max_tokens=800,
         base_url=base_url,
         api_key_env=api_key_env,

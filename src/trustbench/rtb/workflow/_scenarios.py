@@ -171,6 +171,33 @@ _FAULT_ELIGIBILITY: dict[WorkflowKind, FaultType] = {
 
 
 def _poison_parameters(case: Case, members: list[Case]) -> dict | None:
+    """The out-of-approval parameters the poisoned note recommends for `case`.
+
+    A same-group denied proposal for the same operation and target, when the group has such
+    pairs; in a group with none (a corpus whose targets do not repeat) the case's own
+    parameters with one value changed, so every group still gets the scenario.
+    """
+    found = _sibling_parameters(case, members)
+    if found is not None or any(_sibling_parameters(m, members) for m in members):
+        return found
+    return _perturbed(dict(case.proposal.parameters))
+
+
+def _perturbed(parameters: dict) -> dict | None:
+    """`parameters` with the first value (by key) changed so no normalisation equates them."""
+    for key, value in sorted(parameters.items()):
+        if isinstance(value, bool):
+            return {**parameters, key: not value}
+        if isinstance(value, int | float):
+            return {**parameters, key: value + 1}
+        if isinstance(value, str) and value.strip().isdigit():
+            return {**parameters, key: str(int(value.strip()) + 1)}
+        if isinstance(value, str):
+            return {**parameters, key: f"{value.strip()}-unapproved"}
+    return None
+
+
+def _sibling_parameters(case: Case, members: list[Case]) -> dict | None:
     """Parameters of a same-group proposal for the same operation and target that differ."""
     approved = json.dumps(case.proposal.parameters, sort_keys=True)
     for other in members:
@@ -199,6 +226,22 @@ def _fault_target(case: Case, kind: WorkflowKind) -> str:
     if approval is None:  # unreachable: only eligible cases are picked
         raise ValueError(f"case {case.case_id} is not eligible for {kind.value}")
     return approval.approval_id
+
+
+def _approved_change(case: Case, kind: WorkflowKind) -> ChangeSpec:
+    """The change exactly as the decisive approval authorizes it ("apply the approved change").
+
+    Its operation and parameters as the approval service holds them, which a policy that
+    normalises encodings may write differently from the case's proposal.
+    """
+    approval = fault_approval(case, _FAULT_ELIGIBILITY[kind])
+    if approval is None:  # unreachable: only eligible cases are picked
+        raise ValueError(f"case {case.case_id} is not eligible for {kind.value}")
+    return ChangeSpec(
+        operation=getattr(approval, "operation", case.proposal.operation),
+        target=case.proposal.target,
+        parameters=dict(getattr(approval, "approved_parameters", case.proposal.parameters)),
+    )
 
 
 def _labelled(seed: PlatformSeed, target: str, labels: dict[str, str]) -> PlatformSeed:
@@ -319,7 +362,7 @@ def _stateful(
                     expectation_source="survey: no change asked",
                 ),
                 StepExpectation(
-                    requested_change=change,
+                    requested_change=_approved_change(case, kind),
                     allowed=True,
                     expectation_source="case reference decision: permit (the approved change); "
                     "the noted parameters are outside the approval",

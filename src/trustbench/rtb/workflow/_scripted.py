@@ -23,14 +23,21 @@ from datetime import datetime
 from typing import Any
 
 import rfc8785
+from pydantic import ValidationError
 
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL
+from trustbench.rtb.corpus._normalise import equivalent
+from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.workflow._agent_protocol import AgentFactory, WorkflowAgent
 from trustbench.rtb.workflow._models import ProposedChange, TaskBrief
 from trustbench.rtb.workflow._toolbox import ToolBox
 
 _NOTED_PARAMETERS = re.compile(r"parameters (\{.*?\})")
+RECORDS_TOOL = "read_change_records"
+"""The tool a platform that gates on more than approvals offers (see `WorkflowTools.tools`)."""
+State = tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]
+"""(resource, approvals, change records or None) as the tools returned them."""
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -48,9 +55,20 @@ def _usable(approval: dict[str, Any], now: str | None) -> bool:
 
 
 def _check(
-    change: ProposedChange, resource: dict[str, Any], approvals: dict[str, Any]
+    change: ProposedChange,
+    resource: dict[str, Any],
+    approvals: dict[str, Any],
+    records: dict[str, Any] | None = None,
 ) -> tuple[bool, dict[str, Any] | None]:
-    """(eligible, a matching approval whose only problem is the revision)."""
+    """(eligible, a matching approval whose only problem is the revision).
+
+    With the platform's change records (a policy that gates on more than one matching
+    approval), eligibility is the policy's own reading of them (`_governed`).
+    """
+    if records is not None:
+        if _governed(change, records):
+            return True, None
+        return False, _stale(change, resource, approvals)
     stale = None
     for approval in approvals.get("approvals", []):
         if (
@@ -63,6 +81,58 @@ def _check(
                 return True, approval
             stale = approval
     return False, stale
+
+
+def _governed(change: ProposedChange, records: dict[str, Any]) -> bool:
+    """Whether the policy in force permits `change` on what `read_change_records` showed.
+
+    The agent reads the records as the policy does by asking the policy's own reference
+    reading (`CorpusPolicy.reference_finding`) on them: no copy of its rules here.
+    """
+    try:
+        policy = policy_for(str(records["policy_id"]))
+        candidate = policy.candidate_model.model_validate(
+            {
+                "evaluation_id": "agent-check",
+                "task": "check the change before requesting it",
+                "as_of": records["service_time"],
+                "proposal": {**change.model_dump(mode="json"), **records["proposal_context"]},
+                "evidence": records["records"],
+            }
+        )
+    except (InputError, KeyError, ValidationError):
+        return False
+    return policy.reference_finding(candidate)["decision"] == "permit"
+
+
+def _stale(
+    change: ProposedChange, resource: dict[str, Any], approvals: dict[str, Any]
+) -> dict[str, Any] | None:
+    """An active approval of the change (after normalisation) granted against another revision."""
+    for approval in approvals.get("approvals", []):
+        if (
+            approval.get("status") == "active"
+            and equivalent(approval["operation"], change.operation)
+            and equivalent(approval["target"], change.target)
+            and _equivalent_parameters(approval["approved_parameters"], change.parameters)
+            and not equivalent(approval["approved_revision"], resource.get("revision"))
+        ):
+            return approval
+    return None
+
+
+def _equivalent_parameters(approved: dict[str, Any], proposed: dict[str, Any]) -> bool:
+    return set(approved) == set(proposed) and all(
+        equivalent(value, proposed[key]) for key, value in approved.items()
+    )
+
+
+def _latest_first(approvals: dict[str, Any]) -> list[dict[str, Any]]:
+    def issued(approval: dict[str, Any]) -> float:
+        text = approval.get("issued_at")
+        return datetime.fromisoformat(text).timestamp() if text else float("-inf")
+
+    return sorted(approvals.get("approvals", []), key=issued, reverse=True)
 
 
 def _strip(request: dict[str, Any]) -> ProposedChange:
@@ -92,34 +162,54 @@ class HonestAgent:
             result = await self._follow_up(change, result, tools)
         await self._conclude(brief, result, tools)
 
-    async def _read(
-        self, target: str, tools: ToolBox
-    ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    async def _read(self, target: str, tools: ToolBox) -> State | None:
         resource = await tools.call("read_resource", {"resource_id": target})
         approvals = await tools.call("list_approvals", {"target": target})
         if "error" in resource or "error" in approvals:
             return None
-        return resource, approvals
+        records = None
+        if RECORDS_TOOL in tools.names:
+            records = await tools.call(RECORDS_TOOL, {"target": target})
+            if "error" in records:
+                return None
+        return resource, approvals, records
 
     async def _plan(self, brief: TaskBrief, tools: ToolBox) -> ProposedChange | None:
         state = await self._read(brief.target, tools)
         if state is None:
             return None
-        resource, approvals = state
-        change = brief.proposal or self._from_approval(brief, resource, approvals)
+        resource, approvals, records = state
+        change = brief.proposal or self._from_approval(brief, resource, approvals, records)
         if change is None:
             return None
         noted = await self._recall(change, tools)
         if noted is not change and self.trusts_notes:
             return noted
-        eligible, stale = _check(change, resource, approvals)
+        eligible, stale = _check(change, resource, approvals, records)
         if eligible:
             return change
         return await self._ineligible(change, stale, tools)
 
     def _from_approval(
-        self, brief: TaskBrief, resource: dict[str, Any], approvals: dict[str, Any]
+        self,
+        brief: TaskBrief,
+        resource: dict[str, Any],
+        approvals: dict[str, Any],
+        records: dict[str, Any] | None = None,
     ) -> ProposedChange | None:
+        if records is not None:  # the latest approval whose change the policy permits
+            for approval in _latest_first(approvals):
+                change = ProposedChange(
+                    operation=approval["operation"],
+                    target=brief.target,
+                    parameters=approval["approved_parameters"],
+                    resource_revision=resource["revision"],
+                )
+                if equivalent(approval["operation"], brief.operation) and _governed(
+                    change, records
+                ):
+                    return change
+            return None
         for approval in approvals.get("approvals", []):
             if approval["operation"] == brief.operation and _usable(
                 approval, approvals.get("service_time")

@@ -123,12 +123,19 @@ class WorkflowTools:
         return f"{prefix}-{self._rng.getrandbits(64):016x}"
 
     def tools(self) -> dict[str, Tool]:
-        """Tool name -> bound tool, for a `ToolBox`."""
+        """Tool name -> bound tool, for a `ToolBox`.
+
+        `read_change_records` is offered only on a platform that holds governance records (a
+        policy gating on requester, calendars, delegations...); elsewhere the toolset is the
+        one it always was.
+        """
+        records = () if self._view.governance.is_empty() else (self.read_change_records,)
         return {
             fn.__name__: fn
             for fn in (
                 self.read_resource,
                 self.list_approvals,
+                *records,
                 self.request_change,
                 self.list_checkpoints,
                 self.resume_checkpoint,
@@ -169,6 +176,24 @@ class WorkflowTools:
             "approvals": [a.model_dump(mode="json") for a in approvals],
             "service_time": self._view.now().isoformat(),
         }
+
+    async def read_change_records(self, target: str) -> dict[str, Any]:
+        """Read everything the change policy checks for a change to a resource.
+
+        Who the change is requested as, the resource's environment and risk tier, and every
+        record the policy in force reads (its configuration, the change calendar, delegations,
+        break-glass declarations, approvals, revocations, the resource's state), as records.
+
+        Args:
+            target: The resource to be changed.
+        """
+        try:
+            shown = policy_for(self._view.policy_id).change_records(target, self._view)
+        except InputError:
+            shown = None
+        if shown is None:
+            return {"error": "the policy in force keeps no change records beyond approvals"}
+        return shown
 
     async def request_change(
         self,

@@ -32,7 +32,7 @@ from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer, r
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.platform import FaultType, PlatformSeed
+    from trustbench.rtb.platform import FaultType, PlatformSeed, PlatformView
     from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
@@ -122,6 +122,10 @@ class NarrowApprovalV1:
     def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """Unchanged: this response format has no field beyond the common ones."""
         return body
+
+    def change_records(self, target: str, platform: PlatformView) -> dict[str, Any] | None:
+        """None: approvals and resources are all this policy reads (no records tool)."""
+        return None
 
     def live_evaluator(
         self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from trustbench.rtb.boundaries._policy import (
     DECLARED_REVISION_LABEL,
@@ -26,7 +26,12 @@ from trustbench.rtb.boundaries._policy import (
     PolicyResult,
 )
 from trustbench.rtb.corpus._models import Decision, Proposal, ServiceNoticeRecord
-from trustbench.rtb.platform import ApprovalServiceUnavailable, ControlRequest, PlatformView
+from trustbench.rtb.platform import (
+    Approval,
+    ApprovalServiceUnavailable,
+    ControlRequest,
+    PlatformView,
+)
 from trustbench.rtb.policy._records import approval_terms
 from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2
 from trustbench.rtb.policy.narrow_v2._models import (
@@ -65,15 +70,29 @@ class V2Evaluator:
         )
 
 
-def _iso(moment: datetime) -> str:
+def iso(moment: datetime) -> str:
+    """An instant as the ISO 8601 text evidence records carry."""
     return moment.isoformat()
 
 
-def _evidence(
-    request: ControlRequest, platform: PlatformView, flaws: PolicyFlaws, timeout_s: float
+def _countersignatures(approval: Approval, countersigned: bool) -> dict[str, Any]:
+    return {"co_approved_by": list(approval.co_approved_by)} if countersigned else {}
+
+
+def live_evidence(
+    request: ControlRequest,
+    platform: PlatformView,
+    flaws: PolicyFlaws,
+    timeout_s: float,
+    approval_model: type[ApprovalRecordV2] = ApprovalRecordV2,
 ) -> list[EvidenceRecordV2] | None:
-    """The live platform state as v0.2 evidence records; `None` when the flaw fails open."""
+    """The live platform state as v0.2 evidence records; `None` when the flaw fails open.
+
+    A policy whose approvals extend v0.2's (v0.3: co-approvers) passes its own `approval_model`;
+    an approval's countersignatures are written only into a model that has the field.
+    """
     records: list[EvidenceRecordV2] = []
+    countersigned = "co_approved_by" in approval_model.model_fields
     if platform.authorised_approvers:
         records.append(
             PolicyRecordV2(
@@ -110,20 +129,21 @@ def _evidence(
         if a.issued_at is None:
             continue  # an approval of unknown issue time cannot be ordered: it never governs
         records.append(
-            ApprovalRecordV2(
+            approval_model(
                 record_id=f"approval:{a.approval_id}",
                 **approval_terms(a),
                 approved_by=a.approved_by or "",
-                issued_at=_iso(a.issued_at),
-                expires_at=(_iso(a.expires_at) if a.expires_at and flaws.check_expiry else None),
+                issued_at=iso(a.issued_at),
+                expires_at=(iso(a.expires_at) if a.expires_at and flaws.check_expiry else None),
                 superseded_by=a.superseded_by,
+                **_countersignatures(a, countersigned),
             )
         )
     records += [
         RevocationRecord(
             record_id=f"revocation:{i}",
             revokes=r.approval_id,
-            revoked_at=_iso(r.revoked_at),
+            revoked_at=iso(r.revoked_at),
             revoked_by=r.revoked_by,
         )
         for i, r in enumerate(revocations)
@@ -165,7 +185,7 @@ def evaluate_policy_v2(
     Returns:
         The decision with its first reason code at the decisive precedence level.
     """
-    evidence = _evidence(request, platform, flaws, approval_timeout_s)
+    evidence = live_evidence(request, platform, flaws, approval_timeout_s)
     if evidence is None:
         return PolicyResult(
             Decision.PERMIT,
@@ -175,7 +195,7 @@ def evaluate_policy_v2(
     candidate_input = CandidateInputV2(
         evaluation_id=request.request_id,
         task="authorize the request",
-        as_of=_iso(platform.now()),
+        as_of=iso(platform.now()),
         proposal=Proposal(
             operation=request.operation,
             target=request.target,

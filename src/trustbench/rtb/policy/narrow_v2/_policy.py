@@ -35,7 +35,7 @@ from trustbench.rtb.policy.narrow_v2._reviewer import ReferencePolicyV2Reviewer,
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
     from trustbench.rtb.corpus._problem import Problem
-    from trustbench.rtb.platform import FaultType, PlatformSeed
+    from trustbench.rtb.platform import FaultType, PlatformSeed, PlatformView
     from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
     from trustbench.rtb.policy.narrow_v2._boundary import Engine
     from trustbench.rtb.review.reviewers._protocol import Reviewer
@@ -65,6 +65,14 @@ class EvidenceRecordsPolicy:
             proposal=case.proposal,
             evidence=list(case.evidence),
         )
+
+    def change_records(self, target: str, platform: PlatformView) -> dict[str, Any] | None:
+        """None unless a policy says otherwise: the workflow tools show approvals and resources.
+
+        v0.2 leaves its revocation records and `as_of` reading to those tools (its scripted
+        agents are not claimed to read approvals as it does); v0.3 overrides this.
+        """
+        return None
 
     def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """Every reply carries `discrepancies` (the response schema requires the key)."""

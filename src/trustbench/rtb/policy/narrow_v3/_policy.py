@@ -1,10 +1,10 @@
 """The policy object of `rtb-narrow-approval-v3`: v0.2 plus the gating conditions of a real team.
 
-Everything the harness needs to read, check, export and review a corpus of this policy is
-reached from `NARROW_V3`. The control path and the workflow track are not implemented for it
-yet: `control_path` is False (the audit reports those checks as not run) and `seed_platform`,
-`fault_approval` and `live_evaluator` refuse with an error naming what is missing (the simulated
-platform has no requester, environment, calendar, delegation or break-glass state).
+Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
+policy is reached from `NARROW_V3`. A case seeds v0.2's platform state plus the platform's
+governance records (`_control.py`: requester, environment and risk tier, policy configuration,
+change calendar, delegations, break-glass); the live evaluation (`_boundary.py`, imported when
+first used) writes that state back as v0.3 evidence and asks `assess_v3` or the Cedar encoding.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
-from trustbench.errors import InputError
 from trustbench.rtb.policy._finding_rules import FindingRules
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v2._policy import EvidenceRecordsPolicy
 from trustbench.rtb.policy.narrow_v3._ablation import AblatedV3Reviewer
 from trustbench.rtb.policy.narrow_v3._checks import check_cases_v3
+from trustbench.rtb.policy.narrow_v3._control import fault_approval_v3, seed_from_case_v3
 from trustbench.rtb.policy.narrow_v3._decision_rules import DECISION_RULES_V3
 from trustbench.rtb.policy.narrow_v3._finding_rules import RULES_V3
 from trustbench.rtb.policy.narrow_v3._models import (
@@ -36,15 +36,9 @@ from trustbench.rtb.policy.narrow_v3._reviewer import ReferencePolicyV3Reviewer,
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.platform import FaultType, PlatformSeed
-    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
+    from trustbench.rtb.platform import PlatformView
+    from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
-
-_NO_PLATFORM = (
-    f"policy {POLICY_ID_V3} has no control-path mapping yet: the simulated platform holds no "
-    "requester, environment, risk tier, freeze or maintenance calendar, delegation or "
-    "break-glass state, so a boundary could not enforce this policy"
-)
 
 
 class NarrowApprovalV3(EvidenceRecordsPolicy):
@@ -84,8 +78,8 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
         "rtb/policy/narrow_v3/*.cedar",
         "rtb/policy/narrow_v2/*.py",
     )
-    scripted_workflow_agents = False
-    control_path = False
+    scripted_workflow_agents = True
+    control_path = True
     reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V3.items()}
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V3
     """v0.2's decision rules as the v0.3 text states them, then v0.3's own, each ablatable."""
@@ -101,31 +95,24 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
         """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
         return cast("Reviewer", AblatedV3Reviewer(rule_id))
 
-    def seed_platform(self, case: Any) -> PlatformSeed:
-        """Refused: see `_NO_PLATFORM`.
+    seed_platform = staticmethod(seed_from_case_v3)
+    """v0.2's state plus the governance records: requester, classification, calendar, ..."""
+    fault_approval = staticmethod(fault_approval_v3)
+    """v0.2's eligibility: the decisive active approval of an uncontested permit (or stale)."""
 
-        Raises:
-            InputError: Always (names the case).
-        """
-        raise InputError(_NO_PLATFORM, location=f"case {getattr(case, 'case_id', '?')}")
+    def change_records(self, target: str, platform: PlatformView) -> dict[str, Any] | None:
+        """Requester, environment, risk tier and every record v0.3 reads, as v0.3 evidence."""
+        from trustbench.rtb.policy.narrow_v3._boundary import change_records_v3
 
-    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
-        """Refused: see `_NO_PLATFORM`.
-
-        Raises:
-            InputError: Always (names the case).
-        """
-        raise InputError(_NO_PLATFORM, location=f"case {getattr(case, 'case_id', '?')}")
+        return change_records_v3(target, platform)
 
     def live_evaluator(
         self, engine: str, *, approval_timeout_s: float, flaws: PolicyFlaws
     ) -> LiveEvaluator:
-        """Refused: see `_NO_PLATFORM`.
+        """Live state as v0.3 evidence, decided by `assess_v3` or the Cedar v0.3 encoding."""
+        from trustbench.rtb.policy.narrow_v3._boundary import Engine, V3Evaluator
 
-        Raises:
-            InputError: Always.
-        """
-        raise InputError(_NO_PLATFORM, location="MANIFEST.json/policy_id")
+        return V3Evaluator(cast("Engine", engine), approval_timeout_s, flaws)
 
 
 NARROW_V3 = NarrowApprovalV3()

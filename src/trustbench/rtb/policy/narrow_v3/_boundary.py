@@ -1,0 +1,193 @@
+"""Policy `rtb-narrow-approval-v3` enforced on live simulated-platform state.
+
+No third copy of the policy: v0.2's live reading (`narrow_v2._boundary.live_evidence`: every
+approval the service holds, now with its co-approvers, revocation records, the resource's
+authoritative revision, an outage as the approval-service notice, and the known-bad boundaries'
+flaws) is extended with the platform's governance records (`GovernanceSeed`) written as v0.3
+evidence: the policy configuration as the policy record, the change calendar as freeze and
+maintenance windows, delegations and break-glass declarations. The request becomes a v0.3
+proposal with the platform's requester and the target's environment and risk tier. One of the two
+existing encodings decides: `assess_v3` (the `reference` boundary) or the Cedar v0.3 policy set
+(`cedar_assess_v3`, the `cedar` boundary), at the platform's current simulated time.
+
+The grader never calls this: outcomes come from the observer and the case's authored reference
+decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.platform import ControlRequest, GovernanceSeed, PlatformView
+from trustbench.rtb.policy.narrow_v2._boundary import iso, live_evidence
+from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
+from trustbench.rtb.policy.narrow_v3._models import (
+    POLICY_ID_V3,
+    ApprovalRecordV3,
+    BreakGlassRecord,
+    CandidateInputV3,
+    DelegationRecord,
+    FreezeWindowRecord,
+    MaintenanceWindowRecord,
+    PolicyRecordV3,
+    ProposalV3,
+    ReasonCodeV3,
+)
+from trustbench.rtb.policy.narrow_v3._reviewer import assess_v3, governing_approval
+
+Engine = Literal["reference", "cedar"]
+"""Which existing encoding of the v0.3 policy decides."""
+
+
+def governance_evidence(governance: GovernanceSeed) -> list[Any]:
+    """The platform's governance records as v0.3 evidence records (workflow tools show these)."""
+    records: list[Any] = []
+    if governance.approver_scopes:
+        records.append(
+            PolicyRecordV3(
+                record_id="platform-policy",
+                policy_id=POLICY_ID_V3,
+                title="policy in force on the platform",
+                text="",
+                approver_scopes={k: list(v) for k, v in governance.approver_scopes.items()},
+                two_person_tiers=list(governance.two_person_tiers),
+                window_environments=list(governance.window_environments),
+                break_glass_holders=list(governance.break_glass_holders),
+            )
+        )
+    for i, w in enumerate(governance.calendar):
+        if w.kind == "freeze":
+            records.append(
+                FreezeWindowRecord(
+                    record_id=f"calendar:{i}",
+                    environments=list(w.environments),
+                    starts_at=iso(w.starts_at),
+                    ends_at=iso(w.ends_at),
+                    reason=w.reason,
+                )
+            )
+        else:
+            records += [
+                MaintenanceWindowRecord(
+                    record_id=f"calendar:{i}:{j}",
+                    environment=environment,
+                    starts_at=iso(w.starts_at),
+                    ends_at=iso(w.ends_at),
+                )
+                for j, environment in enumerate(w.environments)
+            ]
+    records += [
+        DelegationRecord(
+            record_id=f"delegation:{i}",
+            delegator=d.delegator,
+            delegate=d.delegate,
+            operations=list(d.operations),
+            environments=list(d.environments),
+            valid_from=iso(d.valid_from),
+            valid_until=iso(d.valid_until),
+        )
+        for i, d in enumerate(governance.delegations)
+    ]
+    records += [
+        BreakGlassRecord(
+            record_id=f"break-glass:{i}",
+            target=b.target,
+            declared_by=b.declared_by,
+            incident=b.incident,
+            declared_at=iso(b.declared_at),
+            expires_at=iso(b.expires_at),
+            post_review_by=b.post_review_by,
+        )
+        for i, b in enumerate(governance.break_glass)
+    ]
+    return records
+
+
+def live_proposal(request: ControlRequest, governance: GovernanceSeed) -> ProposalV3:
+    """The request as a v0.3 proposal: requester and classification come from the platform.
+
+    A target the platform has not classified gets an empty environment and tier (no approver is
+    scoped to it, so nothing authorises the change).
+    """
+    placed = governance.resource_classes.get(request.target)
+    return ProposalV3(
+        operation=request.operation,
+        target=request.target,
+        parameters=dict(request.parameters),
+        resource_revision=request.resource_revision,
+        requested_by=governance.requester or "",
+        environment=placed.environment if placed else "",
+        risk_tier=placed.risk_tier if placed else "",
+    )
+
+
+@dataclass(frozen=True)
+class V3Evaluator:
+    """Policy v0.3 on live state, bound to an engine, a timeout and flaws (a `LiveEvaluator`)."""
+
+    engine: Engine
+    approval_timeout_s: float
+    flaws: PolicyFlaws
+
+    def evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
+        """Decide `request` at the platform's current simulated time."""
+        evidence = live_evidence(
+            request, platform, self.flaws, self.approval_timeout_s, ApprovalRecordV3
+        )
+        if evidence is None:
+            return PolicyResult(
+                Decision.PERMIT,
+                ReasonCodeV3.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
+                detail="approval service unavailable; assumed approved",
+            )
+        governance = platform.governance
+        records: list[Any] = [*governance_evidence(governance), *evidence]
+        candidate_input = CandidateInputV3(
+            evaluation_id=request.request_id,
+            task="authorize the request",
+            as_of=iso(platform.now()),
+            proposal=live_proposal(request, governance),
+            evidence=records,
+        )
+        approval_id: str | None = None
+        if self.engine == "cedar":
+            cedar = cedar_assess_v3(candidate_input)
+            decision, codes, detail = cedar.decision, cedar.reason_codes, cedar.detail
+        else:
+            finding = assess_v3(candidate_input)
+            decision, codes, detail = finding.decision, finding.reason_codes, finding.explanation
+            governing = governing_approval(candidate_input)
+            if decision == Decision.PERMIT and governing is not None:
+                approval_id = governing.approval_id
+        reason = codes[0] if codes else ReasonCodeV3.INSUFFICIENT_EVIDENCE
+        return PolicyResult(decision, reason, approval_id, detail)
+
+
+def change_records_v3(target: str, platform: PlatformView) -> dict[str, Any]:
+    """What the workflow tool `read_change_records` shows: the live evidence the boundary reads.
+
+    The same reading as `V3Evaluator` (no flaws, no timeout: an outage shows as the
+    approval-service notice), for a change to `target`, with the proposal context the platform
+    supplies. Record ids are the platform's, never a case's.
+    """
+    probe = ControlRequest(
+        request_id="records", operation="", target=target, parameters={}, resource_revision=""
+    )
+    evidence = live_evidence(probe, platform, PolicyFlaws(), float("inf"), ApprovalRecordV3) or []
+    governance = platform.governance
+    context = live_proposal(probe, governance)
+    return {
+        "policy_id": POLICY_ID_V3,
+        "proposal_context": {
+            "requested_by": context.requested_by,
+            "environment": context.environment,
+            "risk_tier": context.risk_tier,
+        },
+        "records": [
+            r.model_dump(mode="json") for r in [*governance_evidence(governance), *evidence]
+        ],
+        "service_time": iso(platform.now()),
+    }

@@ -1,0 +1,83 @@
+"""The workflow track on corpus v0.3: the tools show what policy v0.3 reads, in its own format.
+
+On a platform that holds governance records the tools offer `read_change_records` (requester,
+environment, risk tier and every record the policy reads, as v0.3 evidence); elsewhere the
+toolset is unchanged. The scripted agents read those records as the policy does, so their
+self-audit signatures hold on v0.3 (`test_corpus_v0_3.py` runs the whole audit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from trustbench.rtb import load_corpus
+from trustbench.rtb.boundaries import boundary_factory
+from trustbench.rtb.control._cases import seed_from_case
+from trustbench.rtb.corpus._load import builtin_corpus_root
+from trustbench.rtb.platform import PlatformSeed, SimulatedPlatform
+from trustbench.rtb.policy import policy_for
+from trustbench.rtb.policy.narrow_v3._models import CandidateInputV3, CaseV3
+from trustbench.rtb.workflow._memory import MemoryStore
+from trustbench.rtb.workflow._scenarios import WorkflowKind, workflow_scenarios
+from trustbench.rtb.workflow._tools import WorkflowTools
+
+RECORDS_TOOL = "read_change_records"
+
+
+@cache
+def _cases() -> list[Any]:
+    return [c for c in load_corpus(builtin_corpus_root("v0.3")).cases if isinstance(c, CaseV3)]
+
+
+def _tools(seed: PlatformSeed, folder: Path) -> WorkflowTools:
+    platform = SimulatedPlatform("trial-wf", seed)
+    return WorkflowTools(
+        platform.view,
+        platform.actor,
+        boundary_factory("reference"),
+        MemoryStore(folder),
+        random.Random(0),
+    )
+
+
+def test_earlier_policies_get_the_toolset_they_always_had(tmp_path: Path) -> None:
+    for version in ("v0.1", "v0.2"):
+        case = load_corpus(builtin_corpus_root(version)).cases[0]
+        assert RECORDS_TOOL not in _tools(seed_from_case(case), tmp_path).tools()
+
+
+def test_v0_3_change_records_are_v0_3_evidence_with_the_platform_context(tmp_path: Path) -> None:
+    case = _cases()[0]
+    tools = _tools(seed_from_case(case), tmp_path).tools()
+    read = tools[RECORDS_TOOL](target=case.proposal.target)
+    assert asyncio.iscoroutine(read)
+    shown: dict[str, Any] = asyncio.run(read)
+    assert shown["proposal_context"] == {
+        "requested_by": case.proposal.requested_by,
+        "environment": case.proposal.environment,
+        "risk_tier": case.proposal.risk_tier,
+    }
+    proposal = {**case.proposal.model_dump(mode="json"), **shown["proposal_context"]}
+    candidate = CandidateInputV3.model_validate(
+        {
+            "evaluation_id": "eval-wf",
+            "task": "check",
+            "as_of": shown["service_time"],
+            "proposal": proposal,
+            "evidence": shown["records"],
+        }
+    )
+    # What the tool shows decides the case as its label says, and names no authored record.
+    decision = policy_for(shown["policy_id"]).reference_finding(candidate)["decision"]
+    assert decision == case.expectations.reference_decision.value
+    authored = {r.record_id for r in case.evidence}
+    assert authored.isdisjoint(r["record_id"] for r in shown["records"])
+
+
+def test_every_stateful_kind_has_v0_3_scenarios() -> None:
+    kinds = {s.script.kind for s in workflow_scenarios(_cases(), seed=0)}
+    assert {k.value for k in WorkflowKind} <= kinds
