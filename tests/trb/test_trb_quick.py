@@ -9,10 +9,11 @@ import json
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.cli import invoke
-from tests.support.openai_server import OpenAIServer, probe_reply
+from tests.support.openai_server import Behaviour, OpenAIServer, probe_reply
 from tests.trb.test_trb_profile_track import _governed
 from tests.trb.test_trb_track import write_spec
 
@@ -30,7 +31,7 @@ def _tiny_spec(tmp_path: Path) -> Path:
     )
 
 
-def _script(body: dict[str, object], number: int) -> object:
+def _script(body: Any, number: int) -> Behaviour | None:
     return probe_reply(body) or _governed(body, number)
 
 

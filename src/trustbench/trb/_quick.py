@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -30,7 +31,7 @@ CHAT_KIND = "openai_chat"
 """The one candidate kind the TRB chat proxy adapter speaks (see `track/_adapters.py`)."""
 
 
-def _base_spec(spec: str) -> tuple[Path, str, dict[str, object]]:
+def _base_spec(spec: str) -> tuple[Path, str, dict[str, Any]]:
     """The spec to add the model to: its path, text and parsed tables.
 
     Raises:
