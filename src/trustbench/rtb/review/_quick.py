@@ -1,6 +1,7 @@
 """`trustbench rtb review --model openai/NAME`: the reviewer track's default spec for a model.
 
-The built-in corpus, one candidate (the model), and the reviewer demo's analysis and gates. The
+The reviewer-side default built-in corpus (`corpus._load.DEFAULT_VERSION`), one candidate (the
+model), and the reviewer demo's analysis and gates. The
 shared parts (parsing `--model`, writing the spec, freeze/run/report) are `rtb/_quick.py`'s.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trustbench.rtb._quick import quick_spec
+from trustbench.rtb.corpus._load import DEFAULT_VERSION
 
 DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml"
 """The packaged reviewer demo spec: its `[analysis]` and `[[gates]]` are the quick path's."""
@@ -24,7 +26,7 @@ def quick_spec_text(
     """The default reviewer-track spec for one API model, as TOML.
 
     Args:
-        model: `PROVIDER/NAME` (see `trustbench.rtb._quick.PROVIDERS`).
+        model: `PROVIDER/NAME` (see `trustbench._quick_model.PROVIDERS`).
         base_url: The server (default: the provider SDK's: `$OPENAI_BASE_URL` or the public
             endpoint, with the key in `OPENAI_API_KEY`).
         api_key_env: Name of the variable holding the key; a local `base_url` sends none unless
@@ -43,4 +45,5 @@ def quick_spec_text(
         base_url=base_url,
         api_key_env=api_key_env,
         trials_per_case=trials_per_case,
+        corpus_version=DEFAULT_VERSION,
     )
