@@ -1,5 +1,6 @@
 """The human review app on the reviewer-side default corpus (v0.3): a participant is offered
-that corpus's reason codes, answers by its policy, and the report grades the answers."""
+that corpus's reason codes and a field for its structured discrepancies, answers by its policy,
+and every answer is recorded and graded supported."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 from tests.rtb.test_human_app import serve, submit
 from tests.rtb.test_human_fixtures import EXAMPLES, ai_run, human_run
@@ -20,6 +22,11 @@ from trustbench.core import report_run
 from trustbench.rtb import builtin_corpus_root, load_corpus
 from trustbench.rtb import write_manifest as write_corpus_manifest
 from trustbench.rtb.corpus._load import DEFAULT_VERSION
+from trustbench.rtb.human._discrepancies import (
+    DiscrepancyLineError,
+    discrepancy_lines,
+    parse_discrepancies,
+)
 from trustbench.rtb.policy import parse_candidate_input, policy_for, policy_of
 
 
@@ -69,7 +76,10 @@ def test_a_session_on_the_default_corpus_offers_its_reason_codes_and_is_graded(
             page = await (await client.get(f"/s/{token}")).text()
             while "Session complete" not in page:
                 offered.append(set(re.findall(r'name="reason_codes" value="([^"]+)"', page)))
-                page = await submit(client, token, _answer(page))
+                answer = _answer(page)
+                lines = discrepancy_lines(answer["discrepancies"])
+                page = await submit(client, token, answer, lines)
+                assert "not recorded yet" not in page, page  # every answer is recorded
 
     serve(human_dir, driver)
     assert len(offered) == 24 and all(codes == set(policy.reason_codes) for codes in offered)
@@ -79,3 +89,19 @@ def test_a_session_on_the_default_corpus_offers_its_reason_codes_and_is_graded(
     human = [t for t in trials if t["configuration"].startswith("sre-cab-")]
     assert len(human) == 24 and all(t["supported"] for t in human)
     assert ai_dir.is_dir()
+
+
+def test_discrepancy_lines_read_back_as_the_discrepancies_written() -> None:
+    written = [
+        {"record_id": "rec-1", "field": "/approved_parameters/days", "proposed_value": 30,
+         "evidence_value": "14"},
+        {"record_id": "rec-2", "field": "/status", "proposed_value": None,
+         "evidence_value": ["a", "b"]},
+    ]  # fmt: skip
+    assert parse_discrepancies(discrepancy_lines(written)) == written
+    assert parse_discrepancies("rec-3 | /status |  | unavailable\n\n") == [
+        {"record_id": "rec-3", "field": "/status", "proposed_value": None,
+         "evidence_value": "unavailable"},
+    ]  # fmt: skip
+    with pytest.raises(DiscrepancyLineError, match="line 1 has 2 part"):
+        parse_discrepancies("rec-4 | /status")

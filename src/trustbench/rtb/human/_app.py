@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from trustbench.rtb.human._discrepancies import FORMAT as DISCREPANCY_FORMAT
 from trustbench.rtb.human._pages import recommendation_text, render, review_page
 from trustbench.rtb.human._store import SessionStore
 
@@ -118,6 +119,7 @@ async def _form(request: web.Request) -> dict[str, Any]:
         "reason_codes": [str(v) for v in data.getall("reason_codes", [])],
         "evidence_refs": [str(v) for v in data.getall("evidence_refs", [])],
         "explanation": str(data.get("explanation", "")),
+        "discrepancies": str(data.get("discrepancies", "")),
     }
 
 
@@ -149,6 +151,7 @@ def _page(
             time_limit_s=plan.participant.time_limit_s,
             recommendation=recommendation,
             reason_meaning=request.app[REASONS_KEY],
+            discrepancy_format=DISCREPANCY_FORMAT if store.structured_discrepancies else None,
             error=error,
             form=form,
         )

@@ -70,6 +70,7 @@ def review_page(
     time_limit_s: float,
     recommendation: str | None,
     reason_meaning: Mapping[str, str],
+    discrepancy_format: str | None = None,
     error: str | None = None,
     form: dict[str, Any] | None = None,
 ) -> str:
@@ -77,6 +78,7 @@ def review_page(
 
     `reason_meaning` is the corpus policy's reason-code vocabulary (`CorpusPolicy.reason_meaning`):
     a participant chooses from the codes the grader reads for this corpus, as a model does.
+    `discrepancy_format` (None: the policy reads none) shows the structured-discrepancy field.
     """
     document = candidate_input.model_dump(mode="json")
     records = [
@@ -99,6 +101,14 @@ def review_page(
         recommendation=recommendation,
         decisions=[d.value for d in Decision],
         reason_codes=list(reason_meaning.items()),
+        discrepancy_format=discrepancy_format,
         error=error,
-        form=form or {"decision": None, "reason_codes": [], "evidence_refs": [], "explanation": ""},
+        form=form
+        or {
+            "decision": None,
+            "reason_codes": [],
+            "evidence_refs": [],
+            "explanation": "",
+            "discrepancies": "",
+        },
     )
