@@ -302,8 +302,7 @@ def run(
         Path | None,
         typer.Option(
             "--out",
-            help="Run folder: manifest.json, ledger.sqlite, record, report (required without "
-            "--model; with it, default runs/trb-<model name>).",
+            help="Run folder: manifest, ledger, record, report (with --model: runs/trb-NAME).",
         ),
     ] = None,
     spec: Annotated[

@@ -1,7 +1,8 @@
 """The finding form's structured discrepancies, one per line, for policies whose grader reads them.
 
-From v0.2 on a corpus policy supports a finding by structured discrepancies (`Discrepancy`:
-record, JSON pointer, proposed and evidence values), and its response schema requires the list.
+A corpus policy may support a finding by structured discrepancies (`Discrepancy`: record, JSON
+pointer, proposed and evidence values; `CorpusPolicy.structured_discrepancies`), and its
+response schema then requires the list.
 A participant writes them as lines `RECORD_ID | /json/pointer | proposed value | evidence value`;
 a value is read as JSON when it parses (`14`, `"14"`, `["a", "b"]`, `null`) and as text
 otherwise, and an empty value is null. The list built from the lines goes into the reply as a
