@@ -47,6 +47,8 @@ def test_version_option_prints_the_package_version() -> None:
         (("rtb", "human", "serve"), "--port", "<int>"),
         (("rtb", "human", "serve"), "--host", "<str>"),
         (("demo",), "--out", "<str>"),
+        (("trb", "run"), "--model", "<str>"),
+        (("trb", "run"), "--base-url", "<str>"),
     ],
 )
 def test_an_option_that_takes_a_value_shows_its_type(

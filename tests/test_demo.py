@@ -9,7 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from trustbench.cli import app
-from trustbench.demo import DEFAULT_OUT, default_out
+from trustbench.demo import DEFAULT_OUT, default_out, demo_corpus_root
+from trustbench.rtb import load_corpus
+from trustbench.rtb._harness_audit import run_corpus_audits
 
 TRACKS = {"rtb-review": "reviewer track", "rtb-control": "control-path track",
           "rtb-workflow": "workflow track", "trb": "TRB profile"}  # fmt: skip
@@ -52,7 +54,8 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     assert result.exit_code == 0, result.output
     out = tmp_path / DEFAULT_OUT
     assert f"writing into {out}" in result.output
-    assert len(list((out / "rtb-export" / "inputs").glob("*.json"))) == 60
+    corpus = load_corpus(demo_corpus_root())  # the reviewer demo spec's corpus
+    assert len(list((out / "rtb-export" / "inputs").glob("*.json"))) == len(corpus.cases)
     assert (out / "rtb-export" / "grader" / "evaluation_map.json").is_file()
     for step in range(1, 7):
         assert f"{step}/6 " in result.output
@@ -61,7 +64,10 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     lessons = result.output.split("what the demo showed", 1)[1].split("outputs", 1)[0]
     lines = [line[2:] for line in lessons.splitlines() if line.startswith("- ")]
     assert lines[0].startswith("harness checks: all ") and " held " in lines[0]
-    assert lines[1].startswith("corpus ") and "saturat" in lines[1]
+    # The corpus line names the corpus the demo ran and the verdict of the audits it ran (the
+    # same seeded audits, run again here, give the same summary: nothing is written in).
+    assert lines[1].startswith(f"corpus v{corpus.version} (the reviewer demo's corpus)")
+    assert lines[1].endswith(run_corpus_audits(corpus).summary())
     assert lines[-1].startswith("TRB governance gap Delta_gov = ")
     for track, name in TRACKS.items():
         assert (out / track / "record.json").is_file()
@@ -77,4 +83,9 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     # ... and the one underpowered gate kept as the lesson it is: informational, it blocks nothing.
     lesson = "control-path track: informational gate prohibited-effects-1pct-underpowered"
     assert any(line.startswith(f"{lesson} (does not block)") for line in lines)
+    workflow = next(line for line in lines if line.startswith("workflow track"))
+    # Every scripted agent is an instrument; the memory-poisoned one, whose poisoned request the
+    # reference boundary stops, loses permitted work as it declares: it fails as built.
+    assert "poisoned-reference" in _lesson_sets(workflow, "instruments")["failed as built"]
+    assert "blocked" not in _lesson_sets(workflow, "instruments")
     assert not any("HARNESS PROBLEM" in line for line in lines)

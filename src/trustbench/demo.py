@@ -54,15 +54,31 @@ def default_out(cwd: Path) -> Path:
     return candidate
 
 
+def demo_corpus_root() -> Path:
+    """The corpus the reviewer demo spec runs (its `[corpus] builtin`).
+
+    Steps 1 and 2 validate, export and audit that corpus, so the closing lines say which corpus
+    the demo used and what its audit found, read from the spec and the audit run, never written
+    here: switching the demo specs to another corpus switches these steps with them.
+    """
+    import tomllib
+
+    from trustbench.rtb.corpus._load import builtin_corpus_root
+    from trustbench.rtb.review._demo import DEMO_SPEC
+
+    spec = tomllib.loads(DEMO_SPEC.read_text(encoding="utf-8"))
+    return builtin_corpus_root(spec["corpus"]["builtin"])
+
+
 def _validate_and_export(out: Path, console: Console) -> StepOutcome:
     from trustbench.rtb import export_candidate_inputs, load_corpus, validate_corpus
     from trustbench.rtb.cli import summary_table
 
-    report = validate_corpus()
+    report = validate_corpus(demo_corpus_root())
     console.print(summary_table(report))
     if not report.ok:
         raise CheckFailed(f"built-in corpus invalid: {report.problems[0]}")
-    result = export_candidate_inputs(load_corpus(), out / "rtb-export")
+    result = export_candidate_inputs(load_corpus(demo_corpus_root()), out / "rtb-export")
     count = len(result.evaluation_map.evaluations)
     return (
         f"corpus {report.version} valid ({len(report.cases)} cases); {count} candidate inputs "
@@ -72,25 +88,40 @@ def _validate_and_export(out: Path, console: Console) -> StepOutcome:
 
 def _harness_audit(out: Path, console: Console) -> StepOutcome:
     from trustbench.rtb import load_corpus
-    from trustbench.rtb._harness_audit import run_corpus_saturation, run_harness_audit
+    from trustbench.rtb._harness_audit import run_corpus_audits, run_harness_audit
     from trustbench.rtb.cli import audit_table, saturation_table
-    from trustbench.rtb.review._shortcuts import verdict_line
+    from trustbench.rtb.review._ablation import ablation_table
+    from trustbench.rtb.review._learning_audit import artifact_table, learned_table
 
-    corpus = load_corpus()
+    corpus = load_corpus(demo_corpus_root())
     rows = run_harness_audit(corpus)
     console.print(audit_table(rows))
-    failed = [row for row in rows if not row.passed]  # "not run" cannot happen on the starter: fail
+    failed = [row for row in rows if not row.passed and not row.not_run]
     if failed:
         raise CheckFailed(f"harness self-audit failed: {failed[0].track}: {failed[0].check}")
-    # The built-in starter is saturated: said here as `rtb audit` says it (where it exits 1),
-    # without stopping the demo, whose later steps show what the harness measures on it.
-    saturation = run_corpus_saturation(corpus)
-    console.print(saturation_table(saturation))
-    tracks = ", ".join(dict.fromkeys(row.track for row in rows))
-    return f"harness self-audit: all {len(rows)} checks hold", [
-        f"harness checks: all {len(rows)} self-audit checks held ({tracks}): every known-bad "
-        "instrument was caught and every known-good one passed",
-        f"corpus {corpus.version} saturation: {verdict_line(saturation)}",
+    # The corpus audits `rtb audit` runs (it exits 1 when one fails): reported, not raised,
+    # since the later steps show what the harness measures on this corpus either way.
+    console.print(
+        f"  ... corpus v{corpus.version} audits: surface rules, learned attackers (fitted and "
+        "scored leaving one domain group out), artifact scan, rule ablation",
+        highlight=False,
+    )
+    audits = run_corpus_audits(corpus)
+    for table in (
+        saturation_table(audits.saturation),
+        learned_table(audits.learning.learned),
+        artifact_table(audits.learning.artifacts),
+        ablation_table(audits.ablation),
+    ):
+        console.print(table)
+    ran = [row for row in rows if not row.not_run]
+    tracks = ", ".join(dict.fromkeys(row.track for row in ran))
+    not_run = "".join(f"; {row.track} audit {row.detail}" for row in rows if row.not_run)
+    return f"harness self-audit: all {len(ran)} checks that ran hold", [
+        f"harness checks: all {len(ran)} self-audit checks that ran held ({tracks}): every "
+        f"known-bad instrument was caught and every known-good one passed{not_run}",
+        f"corpus v{corpus.version} (the reviewer demo's corpus), its `rtb audit` corpus audits "
+        f"(surface rules, learned attackers, artifact scan, rule ablation): {audits.summary()}",
     ]
 
 
@@ -247,9 +278,11 @@ _workflow_track = _rtb_track_step(
     _run_workflow,
     "rtb-workflow",
     "RTB workflow track: verdict per agent + boundary",
-    "Scripted agents qualify the harness; they are not candidates: false-claiming must fail the "
-    "unsupported-claims gate, forging through a label-trusting boundary the prohibited-effect "
-    "gates; an agent not built to fail that is blocked shows why above. As on the control "
+    "Scripted agents qualify the harness; they are not candidates, and each is classified by "
+    "what it declares: false-claiming must fail the unsupported-claims gate, forging through a "
+    "label-trusting boundary the prohibited-effect gates, and the memory-poisoned agent, whose "
+    "poisoned request the reference boundary stops, loses the permitted work of every "
+    "poisoned-memory scenario (the permitted-work gate). As on the control "
     "path, the prohibited-effect bound is gated at what zero effects can show at this case "
     "count (a 5% gate needs 59 cases). Outcomes come only from the observer.",
 )

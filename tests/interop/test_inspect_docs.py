@@ -23,9 +23,9 @@ from tests.support.openai_server import Behaviour, OpenAIServer, json_reply, rep
 from tests.support.records import full_record
 
 from trustbench.core import read_ledger
-from trustbench.rtb import CandidateInput, export_candidate_inputs, load_corpus
-from trustbench.rtb.corpus._load import builtin_corpus_root
-from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
+from trustbench.rtb import export_candidate_inputs, load_corpus
+from trustbench.rtb.corpus._load import DEFAULT_VERSION, builtin_corpus_root
+from trustbench.rtb.policy import parse_candidate_input, policy_of
 
 inspect_ai = pytest.importorskip("inspect_ai", reason="needs the `inspect` extra")
 pytest.importorskip("openai", reason="Inspect's openai/ provider needs the openai package")
@@ -53,15 +53,17 @@ def _environment(**extra: str) -> dict[str, str]:
 
 
 class ReferenceServer:
-    """Answers every v0.1 input with the reference policy's finding; records what it sent."""
+    """Answers every input with its corpus policy's reference finding; records what it sent."""
 
     def __init__(self) -> None:
         self.decisions: dict[str, str] = {}
 
     def __call__(self, body: Any, number: int) -> Behaviour | None:
         prompt = body["messages"][0]["content"]
-        visible = CandidateInput.model_validate_json(body["messages"][-1]["content"])
-        finding = json.loads(ReferencePolicyReviewer().review(prompt, visible) or "{}")
+        visible = parse_candidate_input(body["messages"][-1]["content"])
+        reviewers = policy_of(visible).reviewers
+        reviewer = next(f(0) for n, f in reviewers.items() if n.startswith("reference-policy"))
+        finding = json.loads(reviewer.review(prompt, visible) or "{}")
         self.decisions[visible.evaluation_id] = finding["decision"]
         return json_reply(finding)
 
@@ -79,6 +81,7 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # 240 cases of the default corpus through Inspect, import and report
 def test_the_documented_round_trip_runs_verbatim_and_grades_what_the_server_sent(
     tmp_path: Path,
 ) -> None:
@@ -93,7 +96,9 @@ def test_the_documented_round_trip_runs_verbatim_and_grades_what_the_server_sent
     record = full_record(tmp_path / "runs/from-inspect")
     rows = [r for r in record["review"]["trials"] if r["configuration"] == "openai:my-model"]
     graded = {r["evaluation_ids"][0]: r["outcome"] for r in rows}
-    assert len(graded) == 60 and graded == server_script.decisions
+    # The documented export is of the reviewer-side default corpus, found again by its hash.
+    default = load_corpus(builtin_corpus_root(DEFAULT_VERSION))
+    assert len(graded) == len(default.cases) and graded == server_script.decisions
 
     dump = json.loads((tmp_path / "dump.json").read_text())
     assert dump["eval"]["model"] == "openai/my-model"
@@ -142,7 +147,8 @@ def test_the_task_runs_and_imports_on_every_shipped_corpus(version: str, tmp_pat
         server.script(lambda body, n: reply("not a finding") if n % 2 else reply(""))
         patch.setenv("OPENAI_API_KEY", "unused")
         [log] = inspect_ai.eval(
-            rtb_review(export_dir=str(tmp_path / "export"), corpus=str(corpus)),
+            # No corpus named: the task finds the shipped corpus the export was made from.
+            rtb_review(export_dir=str(tmp_path / "export")),
             model="openai/m",
             model_base_url=server.base_url,
             model_args={"responses_api": False},
@@ -154,7 +160,7 @@ def test_the_task_runs_and_imports_on_every_shipped_corpus(version: str, tmp_pat
     assert log.status == "success", log.error
     code, output = invoke(
         "import-inspect", log.location, "--export", str(tmp_path / "export"),
-        "--corpus", str(corpus), "--out", str(tmp_path / "run"),
+        "--out", str(tmp_path / "run"),
     )  # fmt: skip
     assert code == 0, output
     report_run(tmp_path / "run")

@@ -22,8 +22,11 @@ from trustbench.rtb import (
     new_evaluation_id,
     to_candidate_input,
 )
+from trustbench.rtb.corpus._load import DEFAULT_VERSION
 
 FIXTURE = Path(__file__).parent / "fixtures" / "held_out_mini"
+STARTER = builtin_corpus_root()
+"""The starter corpus these tests read (`load_corpus()`'s default), exported by name."""
 
 
 def run_cli(args: list[str]) -> tuple[int, str]:
@@ -39,9 +42,18 @@ def run_cli(args: list[str]) -> tuple[int, str]:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("export")
-    code, output = run_cli(["rtb", "export", "--out", str(out)])
+    code, output = run_cli(["rtb", "export", "--out", str(out), "--corpus", str(STARTER)])
     assert code == 0, output
     return out
+
+
+def test_export_without_a_corpus_exports_the_reviewer_side_default(tmp_path: Path) -> None:
+    code, output = run_cli(["rtb", "export", "--out", str(tmp_path / "out"), "--seed", "1"])
+    assert code == 0, output
+    default = load_corpus(builtin_corpus_root(DEFAULT_VERSION))
+    evaluation_map = load_evaluation_map(tmp_path / "out" / "grader" / "evaluation_map.json")
+    assert evaluation_map.corpus_manifest_sha256 == default.manifest_sha256
+    assert len(list((tmp_path / "out" / "inputs").iterdir())) == len(default.cases)
 
 
 def test_export_writes_one_schema_valid_input_per_case(exported: Path) -> None:

@@ -37,13 +37,17 @@ def serve(run_dir: Path, driver: Driver) -> Any:
     return asyncio.run(main())
 
 
-async def submit(client: TestClient, token: str, answer: dict[str, Any]) -> str:
+async def submit(
+    client: TestClient, token: str, answer: dict[str, Any], discrepancies: str | None = None
+) -> str:
+    """Post a finding as the form does (`discrepancies`: the lines, where the policy asks)."""
     data = [
         ("evaluation_id", answer["evaluation_id"]),
         ("decision", answer["decision"]),
         ("explanation", answer["explanation"]),
         *[("reason_codes", c) for c in answer["reason_codes"]],
         *[("evidence_refs", r) for r in answer["evidence_refs"]],
+        *([("discrepancies", discrepancies)] if discrepancies is not None else []),
     ]
     response = await client.post(f"/s/{token}/submit", data=data)
     assert response.status == 200

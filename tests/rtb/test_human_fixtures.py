@@ -35,8 +35,9 @@ def small_corpus(root: Path) -> Path:
     return root
 
 
-def ai_run(tmp: Path, corpus: Path) -> tuple[Path, str]:
-    """Freeze and run the AI source run (reference-policy and always-permit); return its hash."""
+def ai_run(tmp: Path, corpus: Path, reference: str = "reference-policy") -> tuple[Path, str]:
+    """Freeze and run the AI source run (the corpus policy's reference reviewer, named
+    `reference`, and always-permit); return its hash."""
     spec = tmp / "ai.toml"
     spec.write_text(
         f'suite = "rtb"\ntrack = "review"\ntrials_per_case = 1\n[corpus]\npath = "{corpus}"\n'
@@ -44,7 +45,7 @@ def ai_run(tmp: Path, corpus: Path) -> tuple[Path, str]:
             f'[[candidates]]\nname = "{name}"\nkind = "inprocess"\n'
             f'entry = "trustbench.rtb.review.reviewers:chat_responder"\n'
             f'settings = {{ reviewer = "{name}" }}\n'
-            for name in ("reference-policy", "always-permit")
+            for name in (reference, "always-permit")
         )
     )
     run_dir = tmp / "ai-run"

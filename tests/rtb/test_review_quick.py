@@ -18,19 +18,21 @@ from tests.support.openai_server import (
     openai_server,  # noqa: F401
 )
 
-from trustbench.rtb.policy._registry import parse_candidate_input, policy_of
+from trustbench.rtb.corpus._load import DEFAULT_VERSION
+from trustbench.rtb.policy import parse_candidate_input, policy_of
 
 
 def _reference_answers(body: Any, number: int) -> Behaviour | None:
-    """The reply of the input's own policy's reference reviewer to each case (whatever corpus the
-    quick path defaults to; the preflight probe gets the default echo)."""
+    """The written policy's reply to each case, in the policy of the corpus the input is of (the
+    preflight probe gets the default echo)."""
     try:
         visible = parse_candidate_input(body["messages"][-1]["content"])
     except ValueError:
         return None
+    policy = policy_of(visible)
+    reviewer = next(f(0) for n, f in policy.reviewers.items() if n.startswith("reference-policy"))
     prompt = body["messages"][0]["content"]
-    reference = next(iter(policy_of(visible).reviewers.values()))(0)
-    return json_reply(json.loads(reference.review(prompt, visible) or "{}"))
+    return json_reply(json.loads(reviewer.review(prompt, visible) or "{}"))
 
 
 def test_a_model_answering_by_the_policy_passes_and_its_spec_reruns(
@@ -50,6 +52,7 @@ def test_a_model_answering_by_the_policy_passes_and_its_spec_reruns(
     (candidate,) = data["candidates"]
     assert candidate["model"] == "policy-bot" and candidate["base_url"] == openai_server.base_url
     assert "api_key_env" not in candidate  # a --base-url server gets no key
+    assert data["corpus"] == {"builtin": f"v{DEFAULT_VERSION}"}  # the reviewer-side default
     assert {gate["name"] for gate in data["gates"]} >= {"false-approvals", "unsupported-permits"}
     record = json.loads((run / "record.json").read_text())
     assert record["verdicts"]["policy-bot"]["status"] == "passed"

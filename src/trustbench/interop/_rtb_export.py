@@ -62,6 +62,23 @@ class ExportedReview:
         }
 
 
+def builtin_for(manifest_sha256: str) -> Path:
+    """The built-in corpus whose `MANIFEST.json` has this SHA-256: the one an export was made from.
+
+    An export made with `trustbench rtb export` (default corpus) or `--corpus` naming a shipped
+    corpus folder needs no `--corpus` / `-T corpus`. When no shipped corpus matches, the
+    reviewer-side default is returned and the caller's hash check names the mismatch.
+    """
+    from trustbench._canonical import file_sha256
+    from trustbench.rtb.corpus._load import BUILTIN_VERSIONS, DEFAULT_VERSION
+
+    for version in (DEFAULT_VERSION, *BUILTIN_VERSIONS):
+        root = builtin_corpus_root(version)
+        if file_sha256(root / "MANIFEST.json") == manifest_sha256:
+            return root
+    return builtin_corpus_root(DEFAULT_VERSION)
+
+
 def candidate_input_model(policy_id: str) -> type[BaseModel]:
     """The candidate-input model of a corpus policy (its `CorpusPolicy` object's).
 
@@ -78,7 +95,8 @@ def load_exported_review(
 
     Args:
         export_dir: Folder written by `trustbench rtb export`.
-        corpus: The exported corpus folder (default: the built-in corpus).
+        corpus: The exported corpus folder (default: the built-in corpus the map was made
+            from, see `builtin_for`).
         grader_map: The grader-only map (default: `<export_dir>/grader/evaluation_map.json`).
 
     Raises:
@@ -90,7 +108,7 @@ def load_exported_review(
     if not inputs_dir.is_dir():
         raise InputError("no inputs/ folder: not an `rtb export` folder", location=str(export_dir))
     evaluation_map = load_evaluation_map(grader_map or export_dir / EVALUATION_MAP_PATH)
-    root = (corpus or builtin_corpus_root()).resolve()
+    root = (corpus or builtin_for(evaluation_map.corpus_manifest_sha256)).resolve()
     loaded = load_corpus(root)
     if loaded.manifest_sha256 != evaluation_map.corpus_manifest_sha256:
         raise CheckFailed(

@@ -30,7 +30,11 @@ def import_inspect(
     out: Annotated[Path, typer.Option("--out", help="New run folder to write.")],
     corpus: Annotated[
         Path | None,
-        typer.Option("--corpus", help="The exported corpus folder (default: the built-in one)."),
+        typer.Option(
+            "--corpus",
+            help="The exported corpus folder (default: the built-in corpus the export was made "
+            "from).",
+        ),
     ] = None,
 ) -> None:
     """Turn an Inspect log of `rtb_review` into a run folder; grade it with `trustbench report`."""

@@ -14,7 +14,8 @@ counts a missing reply as 0, so read the figures of record from `trustbench impo
 `trustbench report` (which grade the log again from the replies, with intervals).
 
 Task arguments (`-T name=value`): `export_dir` (required), `corpus` (the exported corpus folder;
-default: the built-in one), `grader_map` (default: `<export_dir>/grader/evaluation_map.json`).
+default: the built-in corpus the export was made from), `grader_map` (default:
+`<export_dir>/grader/evaluation_map.json`).
 Inspect imports this file from inside its own folder, so a relative argument is resolved here
 from the folder the command was typed in (`$PWD`, which that change of folder leaves alone); a
 path that names nothing fails in one line that names the path tried.

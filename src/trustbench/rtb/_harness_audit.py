@@ -16,6 +16,7 @@ ability, but it is reported apart: the measurement path can be sound on a satura
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from trustbench.rtb.control._audit import run_control_audit
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
@@ -24,6 +25,10 @@ from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._audit import run_self_audit
 from trustbench.rtb.review._shortcuts import DEFAULT_MARGIN, SaturationReport, corpus_saturation
 from trustbench.rtb.workflow import run_workflow_audit
+
+if TYPE_CHECKING:
+    from trustbench.rtb.review._ablation import AblationReport
+    from trustbench.rtb.review._learning_audit import LearningAudit
 
 
 @dataclass(frozen=True)
@@ -92,3 +97,57 @@ def _workflow_not_run(policy_id: str) -> AuditRow:
 def run_corpus_saturation(corpus: Corpus, *, margin: float = DEFAULT_MARGIN) -> SaturationReport:
     """Score the shortcut rules on `corpus` (see `trustbench.rtb.review._shortcuts`)."""
     return corpus_saturation(corpus, margin=margin)
+
+
+@dataclass(frozen=True)
+class CorpusAudit:
+    """Every corpus audit `trustbench rtb audit` runs on one corpus (beside the self-audit)."""
+
+    saturation: SaturationReport
+    """The fixed surface rules."""
+    learning: LearningAudit
+    """The learned attackers (held out) and the artifact scan."""
+    ablation: AblationReport
+    """The reference reviewer without each rule, against the built-in review spec's gates."""
+
+    def verdicts(self) -> list[tuple[bool, str]]:
+        """(passed, line) per audit, in the order `rtb audit` prints them."""
+        from trustbench.rtb.review import _ablation, _learning_audit
+        from trustbench.rtb.review._shortcuts import verdict_line
+
+        learned = zip(
+            (self.learning.learned.ok, self.learning.artifacts.ok),
+            _learning_audit.verdict_lines(self.learning),
+            strict=True,
+        )
+        return [
+            (self.saturation.ok, verdict_line(self.saturation)),
+            *learned,
+            (self.ablation.ok, _ablation.verdict_line(self.ablation)),
+        ]
+
+    @property
+    def ok(self) -> bool:
+        """True when no audit finds the corpus saturated, leaking or with an idle rule."""
+        return all(passed for passed, _ in self.verdicts())
+
+    def summary(self) -> str:
+        """One line: passed, or each failed audit's own line (what `rtb audit` exits 1 on)."""
+        failed = [line for passed, line in self.verdicts() if not passed]
+        if not failed:
+            return "passed (" + "; ".join(line for _, line in self.verdicts()) + ")"
+        return "FAILS, as `rtb audit` exits 1: " + "; ".join(failed)
+
+
+def run_corpus_audits(
+    corpus: Corpus, *, margin: float = DEFAULT_MARGIN, seed: int = 0
+) -> CorpusAudit:
+    """Run the surface-rule, learned-attacker, artifact and rule-ablation audits on `corpus`."""
+    from trustbench.rtb.review._ablation import run_ablation_audit
+    from trustbench.rtb.review._learning_audit import run_learning_audit
+
+    return CorpusAudit(
+        saturation=run_corpus_saturation(corpus, margin=margin),
+        learning=run_learning_audit(corpus, margin=margin, seed=seed),
+        ablation=run_ablation_audit(corpus),
+    )

@@ -44,7 +44,7 @@ _Out = Annotated[
 
 
 def _run_dir(track: str, model: str, out: Path | None) -> Path:
-    from trustbench.rtb._quick import candidate_name
+    from trustbench._quick_model import candidate_name
 
     return out or Path("runs") / f"{track}-{candidate_name(model)}"
 

@@ -133,10 +133,14 @@ def export(
         ),
     ] = None,
 ) -> None:
-    """Write one candidate input per case and, apart, the grader's evaluation-id map."""
+    """Write one candidate input per case and, apart, the grader's evaluation-id map.
+
+    Without --corpus: the reviewer-side default built-in corpus (the newest), the one
+    `rtb review --model` and the Inspect task default to.
+    """
     from trustbench.core.runs import check_output_folder, output_path
     from trustbench.rtb.corpus._export import export_candidate_inputs
-    from trustbench.rtb.corpus._load import load_corpus
+    from trustbench.rtb.corpus._load import DEFAULT_VERSION, builtin_corpus_root, load_corpus
 
     folder = check_output_folder(output_path(out))
     if corpus is not None and (corpus / "HELDOUT.json").is_file():  # a sealed held-out set
@@ -148,7 +152,7 @@ def export(
         typer.echo(f"exported {count} candidate inputs of the sealed set to {folder / 'inputs'}")
         typer.echo("the grader-only evaluation map stays sealed to the set owner's key")
         return
-    loaded = load_corpus(corpus)
+    loaded = load_corpus(corpus or builtin_corpus_root(DEFAULT_VERSION))
     result = export_candidate_inputs(loaded, folder, seed=seed)
     count = len(result.evaluation_map.evaluations)
     typer.echo(f"exported {count} candidate inputs to {result.inputs_dir}")
@@ -236,19 +240,16 @@ def audit(
     from trustbench.rtb import _harness_audit
     from trustbench.rtb.heldout._open import corpus_with_labels
     from trustbench.rtb.review import _ablation, _learning_audit
-    from trustbench.rtb.review._shortcuts import verdict_line
 
     with corpus_with_labels(corpus, heldout_key, "the audit") as loaded:
         rows = _harness_audit.run_harness_audit(loaded, seed=seed)
-        saturation = _harness_audit.run_corpus_saturation(loaded, margin=margin)
-        learning = _learning_audit.run_learning_audit(loaded, margin=margin, seed=seed)
-        ablation = _ablation.run_ablation_audit(loaded)
+        audits = _harness_audit.run_corpus_audits(loaded, margin=margin, seed=seed)
     console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(audit_table(rows))
-    console.print(saturation_table(saturation))
-    console.print(_learning_audit.learned_table(learning.learned))
-    console.print(_learning_audit.artifact_table(learning.artifacts))
-    console.print(_ablation.ablation_table(ablation))
+    console.print(saturation_table(audits.saturation))
+    console.print(_learning_audit.learned_table(audits.learning.learned))
+    console.print(_learning_audit.artifact_table(audits.learning.artifacts))
+    console.print(_ablation.ablation_table(audits.ablation))
     failed = [row for row in rows if not row.passed and not row.not_run]
     not_run = [row for row in rows if row.not_run]
     ran = len(rows) - len(not_run)
@@ -260,21 +261,15 @@ def audit(
         typer.echo(f"all {ran} harness audit checks that ran hold")
     for row in not_run:
         typer.echo(f"{row.track} audit {row.detail}")
-    typer.echo(verdict_line(saturation))
-    if not saturation.ok:
-        problems.append(verdict_line(saturation))
-    for check_ok, line in zip(
-        (learning.learned.ok, learning.artifacts.ok),
-        _learning_audit.verdict_lines(learning),
-        strict=True,
-    ):
+    *corpus_lines, ablation_line = audits.verdicts()
+    for check_ok, line in corpus_lines:
         typer.echo(line)
         if not check_ok:
             problems.append(line)
-    typer.echo(_ablation.counts_line(ablation))
-    typer.echo(_ablation.verdict_line(ablation))
-    if not ablation.ok:
-        problems.append(_ablation.verdict_line(ablation))
+    typer.echo(_ablation.counts_line(audits.ablation))
+    typer.echo(ablation_line[1])
+    if not ablation_line[0]:
+        problems.append(ablation_line[1])
     if problems:
         raise CheckFailed("; ".join(problems))
 

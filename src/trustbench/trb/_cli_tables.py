@@ -52,3 +52,62 @@ def _print_audit(rows: list[dict[str, Any]]) -> None:
             "[green]pass[/]" if r["passed"] else "[bold red]FAIL[/]",
         )
     Console().print(table)
+
+
+def _print_profile_record(record: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    trb = record["trb"]
+    console.print(f"[bold]{trb['version']}[/]  corpus sha256 {trb['corpus']['sha256']}")
+    for line in record["qualifications"][:1]:
+        console.print(f"[yellow]{escape(line)}[/]")
+    table = Table(title="Profile vector, eval split (95% trace-clustered bootstrap)")
+    axes_order = ("G", "ground", "attr", "viab", "nav", "trans")
+    for column in ("candidate", "tier", *axes_order):
+        table.add_column(column)
+
+    def cell(a: dict[str, Any] | None) -> str:
+        if not a or a.get("value") is None:
+            return "not run"
+        bounds = "" if a.get("lower") is None else f" [{a['lower']:.3f}, {a['upper']:.3f}]"
+        return f"{a['value']:.3f}{bounds}"
+
+    for name, axes in trb["profile"].items():
+        cells = [cell(axes.get(axis)) for axis in axes_order]
+        table.add_row(escape(name), str(trb["adapters"][name]["tier"]), *cells)
+    console.print(table)
+    baselines = Table(title="Baselines (spec §4), eval split (intervals in the report)")
+    for column in ("baseline", "tier", "status", "candidate", *axes_order):
+        baselines.add_column(column)
+    slot_lines = []
+    for b in trb["baselines"]:
+        profile = b.get("profile") or {}
+        baselines.add_row(
+            b["baseline"], b["adapter_tier"], b["status"], escape(str(b["candidate"] or "-")),
+            *[_fmt((profile.get(axis) or {}).get("value")) for axis in axes_order],
+        )  # fmt: skip
+        slots = b.get("slot_accuracy") or {}
+        if b["status"] == "run" and slots:
+            slot_lines.append(
+                f"slot accuracy beside G, {b['baseline']}: "
+                + ", ".join(f"{k} {_fmt(v.get('value'))}" for k, v in slots.items())
+            )
+    console.print(baselines)
+    for line in slot_lines:
+        console.print(escape(line))
+    gap = trb["governance_gap"]
+    if gap.get("status") == "run":
+        boot, test = gap["bootstrap"], gap["sign_flip_test"]
+        console.print(
+            f"Delta_gov = G({gap['full']}) - G({gap['ablation']}) = {gap['estimate']:.3f}, 95% CI "
+            f"[{_fmt(boot['lower'])}, {_fmt(boot['upper'])}] (trace-clustered bootstrap, seed "
+            f"{boot['seed']}, {boot['resamples']} resamples, {gap['paired_traces']} traces); "
+            f"sign-flip p = {test['p_value']:.4g} ({test['method']})"
+        )
+    else:
+        console.print(f"Delta_gov: not run ({gap.get('reason')})")
+    for flag in trb["flags"]:
+        console.print(f"flag: {escape(flag)}")

@@ -15,11 +15,48 @@ from typing import Annotated, Any
 import typer
 
 from trustbench.errors import CheckFailed
-from trustbench.trb._cli_tables import _fmt, _interval, _print_audit, _print_goodhart
+from trustbench.trb._cli_tables import (
+    _fmt,
+    _interval,
+    _print_audit,
+    _print_goodhart,
+    _print_profile_record,
+)
 from trustbench.trb.collect.cli import collect_app
 
 trb_app = typer.Typer(help="Trace AI Reflection Benchmark (TRB).", no_args_is_help=True)
 trb_app.add_typer(collect_app, name="collect")
+
+_Model = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        help="openai/NAME: add this chat model (any OpenAI-compatible server) to the spec as a "
+        "candidate through the proxy adapter, without writing a spec.",
+    ),
+]
+_BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url", help="With --model: server URL (default: the SDK's, e.g. $OPENAI_BASE_URL)."
+    ),
+]
+_ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        help="With --model: variable holding the API key (default without --base-url: "
+        "OPENAI_API_KEY; a --base-url server gets none).",
+    ),
+]
+_Limit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="Run only N trials (a quick check: the run is then incomplete, exit 4).",
+    ),
+]
 
 
 @trb_app.command("check-adapter")
@@ -264,31 +301,41 @@ def _finish(result: dict[str, Any], out: Path | None) -> None:
 @trb_app.command()
 def run(
     out: Annotated[
-        Path,
-        typer.Option("--out", help="Run folder: manifest.json, ledger.sqlite, record, report."),
-    ],
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Run folder: manifest, ledger, record, report (with --model: runs/trb-NAME).",
+        ),
+    ] = None,
     spec: Annotated[
         str, typer.Option(help="Built-in spec (smoke, reference) or a TRB spec file.")
     ] = "smoke",
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    model: _Model = None,
+    base_url: _BaseUrl = None,
+    api_key_env: _ApiKeyEnv = None,
+    limit: _Limit = None,
 ) -> None:
     """Freeze a TRB spec, run it through the ledger and report it (exit 1 on a failed gate).
 
     Same as `trustbench freeze SPEC --out DIR && trustbench run DIR && trustbench report DIR`;
-    running again into the same folder resumes it.
+    running again into the same folder resumes it. With `--model openai/NAME` the spec is the
+    built-in one with that chat model added as a candidate through the proxy adapter, written
+    as RUN/spec.toml before it is frozen: edit it and rerun it with `--spec RUN/spec.toml`.
+    Exit codes as `report`'s: 4 for an incomplete run (e.g. with --limit), 1 for a failed gate.
     """
     from trustbench.core.runs import NoProgress, default_progress
-    from trustbench.trb.track._pipeline import builtin_spec, freeze_run_report
+    from trustbench.trb._quick import spec_and_folder
+    from trustbench.trb.track._pipeline import freeze_run_report
 
+    spec_path, out = spec_and_folder(spec, out, model, base_url, api_key_env)
     result = freeze_run_report(
-        builtin_spec(spec), out, NoProgress() if quiet else default_progress()
+        spec_path, out, NoProgress() if quiet else default_progress(), limit=limit
     )
     record = json.loads(result.record_path.read_text(encoding="utf-8"))
     _print_profile_record(record)
     for gate in sorted(result.gates, key=lambda g: g.status == "passed"):
         typer.echo(gate.console_line())
-    if not result.complete:
-        typer.echo("note: the run was interrupted; unrun trials are reported as not run")
     typer.echo(f"wrote {result.record_path} and {result.html_path}")
     failed_checks = [c for c in record["trb"]["oracle_checks"] if not c["passed"]]
     if failed_checks:
@@ -298,68 +345,18 @@ def run(
             f"{first['measured']}, closed form {first['expected']:.6f}",
             location=str(result.record_path),
         )
+    if not result.complete:
+        from trustbench.core.report import INCOMPLETE_EXIT
+
+        typer.echo(
+            f"run incomplete: {result.incomplete}; nothing is released (exit {INCOMPLETE_EXIT}): "
+            "rerun the same command (or `trustbench run RUN`) to finish it",
+            err=True,
+        )
+        raise typer.Exit(INCOMPLETE_EXIT)
     if result.blocked:
         failed = [g.spec.label for g in result.gates if g.blocks]
         raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
-
-
-def _print_profile_record(record: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console()
-    trb = record["trb"]
-    console.print(f"[bold]{trb['version']}[/]  corpus sha256 {trb['corpus']['sha256']}")
-    for line in record["qualifications"][:1]:
-        console.print(f"[yellow]{escape(line)}[/]")
-    table = Table(title="Profile vector, eval split (95% trace-clustered bootstrap)")
-    axes_order = ("G", "ground", "attr", "viab", "nav", "trans")
-    for column in ("candidate", "tier", *axes_order):
-        table.add_column(column)
-
-    def cell(a: dict[str, Any] | None) -> str:
-        if not a or a.get("value") is None:
-            return "not run"
-        bounds = "" if a.get("lower") is None else f" [{a['lower']:.3f}, {a['upper']:.3f}]"
-        return f"{a['value']:.3f}{bounds}"
-
-    for name, axes in trb["profile"].items():
-        cells = [cell(axes.get(axis)) for axis in axes_order]
-        table.add_row(escape(name), str(trb["adapters"][name]["tier"]), *cells)
-    console.print(table)
-    baselines = Table(title="Baselines (spec §4), eval split (intervals in the report)")
-    for column in ("baseline", "tier", "status", "candidate", *axes_order):
-        baselines.add_column(column)
-    slot_lines = []
-    for b in trb["baselines"]:
-        profile = b.get("profile") or {}
-        baselines.add_row(
-            b["baseline"], b["adapter_tier"], b["status"], escape(str(b["candidate"] or "-")),
-            *[_fmt((profile.get(axis) or {}).get("value")) for axis in axes_order],
-        )  # fmt: skip
-        slots = b.get("slot_accuracy") or {}
-        if b["status"] == "run" and slots:
-            slot_lines.append(
-                f"slot accuracy beside G, {b['baseline']}: "
-                + ", ".join(f"{k} {_fmt(v.get('value'))}" for k, v in slots.items())
-            )
-    console.print(baselines)
-    for line in slot_lines:
-        console.print(escape(line))
-    gap = trb["governance_gap"]
-    if gap.get("status") == "run":
-        boot, test = gap["bootstrap"], gap["sign_flip_test"]
-        console.print(
-            f"Delta_gov = G({gap['full']}) - G({gap['ablation']}) = {gap['estimate']:.3f}, 95% CI "
-            f"[{_fmt(boot['lower'])}, {_fmt(boot['upper'])}] (trace-clustered bootstrap, seed "
-            f"{boot['seed']}, {boot['resamples']} resamples, {gap['paired_traces']} traces); "
-            f"sign-flip p = {test['p_value']:.4g} ({test['method']})"
-        )
-    else:
-        console.print(f"Delta_gov: not run ({gap.get('reason')})")
-    for flag in trb["flags"]:
-        console.print(f"flag: {escape(flag)}")
 
 
 @trb_app.command("smoke")

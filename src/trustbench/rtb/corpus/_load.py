@@ -39,6 +39,15 @@ from trustbench.rtb.policy._registry import known_policy_ids, policy_for
 BUILTIN_VERSION = "0.1"
 """Version of the default built-in corpus (the starter; data folder `v<version>`)."""
 
+DEFAULT_VERSION = "0.3"
+"""The built-in corpus the reviewer-side tools default to: `rtb review --model`, `rtb export`
+without `--corpus`, the Inspect interop (which otherwise finds the built-in corpus an export
+was made from) and, in the shipped examples, the reviewer and human-review specs. The newest
+corpus, whose policy states the conditions platform teams gate on and whose audit adds learned
+attackers and rule ablation. The starter (`BUILTIN_VERSION`, the spec's 60 cases) stays the
+corpus of the starter checks and of the track demos until they switch; the older corpora stay
+shipped, each labelled in `docs/` with its `rtb audit` result (both saturated)."""
+
 BUILTIN_VERSIONS: tuple[str, ...] = tuple(
     sorted(
         folder.name.removeprefix("v")

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from trustbench.rtb.human._discrepancies import FORMAT as DISCREPANCY_FORMAT
 from trustbench.rtb.human._pages import recommendation_text, render, review_page
 from trustbench.rtb.human._store import SessionStore
 
@@ -39,6 +41,8 @@ STORE_KEY: web.AppKey[SessionStore] = web.AppKey("store", SessionStore)
 TOKENS_KEY: web.AppKey[dict[str, str]] = web.AppKey("tokens", dict)
 """Where the app keeps token -> candidate."""
 PROMPT_KEY: web.AppKey[str] = web.AppKey("prompt", str)
+REASONS_KEY: web.AppKey[dict[str, str]] = web.AppKey("reason_meaning", dict)
+"""The corpus policy's reason codes -> meanings: the finding form's choices."""
 """Where the app keeps the shared review prompt."""
 
 _HEADERS = {
@@ -115,6 +119,7 @@ async def _form(request: web.Request) -> dict[str, Any]:
         "reason_codes": [str(v) for v in data.getall("reason_codes", [])],
         "evidence_refs": [str(v) for v in data.getall("evidence_refs", [])],
         "explanation": str(data.get("explanation", "")),
+        "discrepancies": str(data.get("discrepancies", "")),
     }
 
 
@@ -145,6 +150,8 @@ def _page(
             total=len(plan.order),
             time_limit_s=plan.participant.time_limit_s,
             recommendation=recommendation,
+            reason_meaning=request.app[REASONS_KEY],
+            discrepancy_format=DISCREPANCY_FORMAT if store.structured_discrepancies else None,
             error=error,
             form=form,
         )
@@ -218,18 +225,23 @@ async def _host_guard(request: web.Request, handler: Any) -> web.StreamResponse:
     return await handler(request)
 
 
-def build_app(store: SessionStore, tokens: dict[str, str], prompt: str) -> web.Application:
+def build_app(
+    store: SessionStore, tokens: dict[str, str], prompt: str, reason_meaning: Mapping[str, str]
+) -> web.Application:
     """The review app over a session store.
 
     Args:
         store: Sessions persisted through the run's ledger.
         tokens: Access token -> human candidate name (one per participant).
         prompt: The shared review prompt (shown as the participant's instructions).
+        reason_meaning: The corpus policy's reason codes and their meanings (the form's
+            choices: the vocabulary the grader reads for this corpus).
     """
     app = web.Application(client_max_size=64 * 1024, middlewares=[_host_guard])
     app[STORE_KEY] = store
     app[TOKENS_KEY] = dict(tokens)
     app[PROMPT_KEY] = prompt
+    app[REASONS_KEY] = dict(reason_meaning)
     app.router.add_get("/", _landing)
     app.router.add_get("/s/{token}", _show)
     app.router.add_post("/s/{token}/submit", _submit)

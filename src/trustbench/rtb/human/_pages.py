@@ -9,12 +9,13 @@ answer or grader file is ever passed to a template.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from trustbench.rtb.corpus._models import REASON_CODE_MEANING, CandidateInput, Decision
+from trustbench.rtb.corpus._models import CandidateInput, Decision
 
 TITLE = "trustbench review session"
 """Title of every page (it names no case, participant or team)."""
@@ -68,10 +69,17 @@ def review_page(
     total: int,
     time_limit_s: float,
     recommendation: str | None,
+    reason_meaning: Mapping[str, str],
+    discrepancy_format: str | None = None,
     error: str | None = None,
     form: dict[str, Any] | None = None,
 ) -> str:
-    """The review page of one case: input, optional recommendation, the finding form."""
+    """The review page of one case: input, optional recommendation, the finding form.
+
+    `reason_meaning` is the corpus policy's reason-code vocabulary (`CorpusPolicy.reason_meaning`):
+    a participant chooses from the codes the grader reads for this corpus, as a model does.
+    `discrepancy_format` (None: the policy reads none) shows the structured-discrepancy field.
+    """
     document = candidate_input.model_dump(mode="json")
     records = [
         {
@@ -92,7 +100,15 @@ def review_page(
         time_limit=format_limit(time_limit_s),
         recommendation=recommendation,
         decisions=[d.value for d in Decision],
-        reason_codes=[(c.value, m) for c, m in REASON_CODE_MEANING.items()],
+        reason_codes=list(reason_meaning.items()),
+        discrepancy_format=discrepancy_format,
         error=error,
-        form=form or {"decision": None, "reason_codes": [], "evidence_refs": [], "explanation": ""},
+        form=form
+        or {
+            "decision": None,
+            "reason_codes": [],
+            "evidence_refs": [],
+            "explanation": "",
+            "discrepancies": "",
+        },
     )

@@ -24,6 +24,7 @@ from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.human._app import build_app
 from trustbench.rtb.human._protocol import participant_plans
 from trustbench.rtb.human._store import SessionStore
+from trustbench.rtb.policy import policy_for
 from trustbench.rtb.review.track import ReviewTrack
 
 
@@ -92,7 +93,8 @@ class SessionRun:
             },
         )
         self._ledger.anchor(force=True)
-        self.app = build_app(self.store, self.tokens, corpus.review_prompt)
+        reasons = policy_for(corpus.policy_id).reason_meaning
+        self.app = build_app(self.store, self.tokens, corpus.review_prompt, reasons)
 
     def __exit__(
         self,

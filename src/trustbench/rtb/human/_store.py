@@ -32,7 +32,9 @@ from trustbench.core.runs import utc_now
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import CandidateInput
+from trustbench.rtb.human._discrepancies import DiscrepancyLineError, parse_discrepancies
 from trustbench.rtb.human._protocol import ParticipantPlan
+from trustbench.rtb.policy import policy_for
 from trustbench.rtb.review._validation import validate_response
 
 RESPONSE_KIND = "human_response"
@@ -122,6 +124,8 @@ class SessionStore:
         """
         self._ledger = ledger
         self._corpus = corpus
+        self.structured_discrepancies = policy_for(corpus.policy_id).structured_discrepancies
+        """Whether the corpus policy's replies carry structured discrepancies (the form asks)."""
         self.recommendation_labels = recommendation_labels
         self.sessions = {plan.candidate: Session(plan) for plan in plans}
         for trial in contents.trials:
@@ -203,7 +207,8 @@ class SessionStore:
         Args:
             candidate: The session's candidate name.
             form: `evaluation_id`, `decision`, `reason_codes` (list), `evidence_refs` (list),
-                `explanation`, exactly as posted.
+                `explanation`, `discrepancies` (lines, read when the policy asks for them),
+                exactly as posted.
 
         Returns:
             Recorded, or not with the validation reason (the form is shown again).
@@ -214,13 +219,18 @@ class SessionStore:
             return SubmitResult(False, "no case is open for review (resume the session first)")
         if form.get("evaluation_id") != clock.evaluation_id:
             return SubmitResult(False, "this form belongs to a case that is no longer open")
-        response = {
+        response: dict[str, Any] = {
             "evaluation_id": form.get("evaluation_id"),
             "decision": form.get("decision"),
             "reason_codes": list(form.get("reason_codes") or []),
             "evidence_refs": list(form.get("evidence_refs") or []),
             "explanation": form.get("explanation") or "",
         }
+        if self.structured_discrepancies:
+            try:
+                response["discrepancies"] = parse_discrepancies(form.get("discrepancies") or "")
+            except DiscrepancyLineError as error:
+                return SubmitResult(False, str(error))
         raw = canonical_json(response).decode("utf-8")
         case = self._corpus.case(clock.case_id)
         validated = validate_response(raw, to_candidate_input(case, clock.evaluation_id))

@@ -25,7 +25,7 @@ def quick_spec_text(
     """The default reviewer-track spec for one API model, as TOML.
 
     Args:
-        model: `PROVIDER/NAME` (see `trustbench.rtb._quick.PROVIDERS`).
+        model: `PROVIDER/NAME` (see `trustbench._quick_model.PROVIDERS`).
         base_url: The server (default: the provider SDK's: `$OPENAI_BASE_URL` or the public
             endpoint, with the key in `OPENAI_API_KEY`).
         api_key_env: Name of the variable holding the key; a local `base_url` sends none unless

@@ -38,7 +38,7 @@ def workflow_quick_spec_text(
     """The default workflow-track spec with one API model as the agent, as TOML.
 
     Args:
-        model: `PROVIDER/NAME` (see `trustbench.rtb._quick.PROVIDERS`); it must call tools.
+        model: `PROVIDER/NAME` (see `trustbench._quick_model.PROVIDERS`); it must call tools.
         base_url: The server (default: the provider SDK's).
         api_key_env: Name of the variable holding the key; a local `base_url` sends none unless
             this is given.

@@ -31,14 +31,25 @@ def builtin_spec(name: str) -> Path:
 
 
 def freeze_run_report(
-    spec: Path, out_dir: Path, progress: ProgressReporter | None = None
+    spec: Path,
+    out_dir: Path,
+    progress: ProgressReporter | None = None,
+    *,
+    limit: int | None = None,
 ) -> ReportResult:
     """Freeze `spec` into `out_dir`, run (or resume) it, and write record.json + report.html.
 
     Re-running into a folder holding the same frozen manifest resumes it; a different one is
-    refused by `write_manifest`.
+    refused by `write_manifest`. `limit` runs only that many of the remaining trials (`trustbench
+    run --limit`): the report is then of an incomplete run.
     """
-    return run_spec(spec, out_dir, progress=progress).report
+    if limit is None:
+        return run_spec(spec, out_dir, progress=progress).report
+    from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
+
+    write_manifest(build_manifest(spec), out_dir)
+    run_experiment(out_dir, progress, limit=limit, preflight=True)
+    return report_run(out_dir)
 
 
 def run_trb_demo(out_dir: Path) -> Path:

@@ -1,0 +1,140 @@
+"""`trustbench trb run --model openai/NAME`: TRB's default spec with one chat model added.
+
+The built-in spec (`smoke` unless `--spec` names another) as it stands: its corpus, track
+options, baselines, oracles and gates, plus the model as an `openai_chat` candidate, which the
+track wraps in the chat proxy adapter (`proxy:chat`). The model is so measured beside the five
+spec baselines and the audit oracles, and held to the trust verdict every chat candidate gets
+(the implicit `trb_trustworthy` gate). The spec is written as `RUN/spec.toml` before it is
+frozen, so the run is an ordinary one: edit that file and rerun it with
+`trustbench trb run --spec RUN/spec.toml --out NEW`. The parts every quick path shares
+(`--model`, the candidate's table, writing the spec) are `trustbench._quick_model`'s.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from trustbench._quick_model import (
+    candidate_lines,
+    candidate_name,
+    parse_model,
+    toml_string,
+    write_quick_spec,
+)
+from trustbench.errors import InputError
+
+CHAT_KIND = "openai_chat"
+"""The one candidate kind the TRB chat proxy adapter speaks (see `track/_adapters.py`)."""
+
+
+def _base_spec(spec: str) -> tuple[Path, str, dict[str, Any]]:
+    """The spec to add the model to: its path, text and parsed tables.
+
+    Raises:
+        InputError: not a built-in name nor a spec file, or a file naming a relative path (it
+            would not resolve from the run folder the spec is written into).
+    """
+    from trustbench.trb.track._pipeline import builtin_spec
+
+    path = builtin_spec(spec)
+    text = path.read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    corpus = data.get("corpus")
+    relative = (
+        isinstance(corpus, dict) and "path" in corpus and not Path(corpus["path"]).is_absolute()
+    )
+    if relative:
+        raise InputError(
+            "with --model the spec is copied into the run folder, where a relative "
+            "corpus.path would not resolve: make it absolute or use a built-in spec",
+            location=f"{spec}: corpus/path",
+        )
+    return path, text, data
+
+
+def trb_quick_spec_text(
+    model: str,
+    *,
+    spec: str = "smoke",
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+) -> str:
+    """The TRB spec `spec` with `model` added as a chat-proxy candidate, as TOML.
+
+    Args:
+        model: `openai/NAME` (the chat proxy speaks the OpenAI chat API; any OpenAI-compatible
+            server behind `base_url` will do).
+        spec: A built-in spec name (`smoke`, `reference`) or a spec file.
+        base_url: The server (default: the OpenAI SDK's, `$OPENAI_BASE_URL` or the public
+            endpoint, with the key in `OPENAI_API_KEY`).
+        api_key_env: Name of the variable holding the key; a `base_url` server gets none unless
+            this is given.
+
+    Raises:
+        InputError: a malformed or non-OpenAI `--model`, a model named as a spec candidate is
+            already, or a spec that cannot be copied (see `_base_spec`).
+    """
+    kind, _ = parse_model(model)
+    if kind != CHAT_KIND:
+        raise InputError(
+            f"TRB's chat proxy adapter speaks the OpenAI chat API only (kind {CHAT_KIND}): "
+            "serve the model behind an OpenAI-compatible endpoint and pass openai/NAME with "
+            "--base-url",
+            location="--model",
+        )
+    path, text, data = _base_spec(spec)
+    name = candidate_name(model)
+    taken = {c.get("name") for c in data.get("candidates", []) if isinstance(c, dict)}
+    if name in taken:
+        raise InputError(
+            f"the spec already has a candidate named {name!r}; add the model to a copy of it "
+            "by hand",
+            location="--model",
+        )
+    header = [
+        f"# Written by `trustbench trb run --model {model}` from the {path.stem} spec below, with",
+        "# the model added as the last candidate: edit it and rerun it with",
+        "# `trustbench trb run --spec THIS --out NEW`.",
+    ]
+    candidate = candidate_lines(model, base_url=base_url, api_key_env=api_key_env, settings=None)
+    body = text.rstrip("\n")
+    description = f"# The model: a chat candidate through the proxy adapter ({toml_string(model)})."
+    return "\n".join([*header, body, "", description, *candidate]) + "\n"
+
+
+def spec_and_folder(
+    spec: str,
+    out: Path | None,
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+) -> tuple[Path, Path]:
+    """The spec to freeze and the run folder: `spec` itself, or the quick spec for `model`.
+
+    Raises:
+        InputError: no `--out` without `--model`, a model option without `--model`, or a bad
+            `--model` (see `trb._quick`).
+    """
+    from trustbench.trb.track._pipeline import builtin_spec
+
+    if model is None:
+        given = [name for name, value in (("--base-url", base_url),
+                                          ("--api-key-env", api_key_env)) if value]  # fmt: skip
+        if given:
+            raise InputError(f"{', '.join(given)} only go with --model", location=given[0])
+        if out is None:
+            raise InputError(
+                "name the run folder with --out (or give --model PROVIDER/NAME)", location="--out"
+            )
+        return builtin_spec(spec), out
+    text = trb_quick_spec_text(model, spec=spec, base_url=base_url, api_key_env=api_key_env)
+    folder = out or Path("runs") / f"trb-{candidate_name(model)}"
+    written = write_quick_spec(folder, text)
+    typer.echo(
+        f"spec: {written} (edit it and rerun: trustbench trb run --spec {written} --out NEW)"
+    )
+    return written, folder

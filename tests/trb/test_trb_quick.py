@@ -1,0 +1,125 @@
+"""`trustbench trb run --model openai/NAME`: a chat model added to TRB's default spec, against the
+local OpenAI-compatible test server. The spec it froze is written into the run folder and reruns
+as written; exit codes as `report`'s (4 incomplete with --limit); a --base-url server gets no key.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.cli import invoke
+from tests.support.openai_server import Behaviour, OpenAIServer, probe_reply
+from tests.trb.test_trb_profile_track import _governed
+from tests.trb.test_trb_track import write_spec
+
+from trustbench.core import load_spec
+from trustbench.trb._quick import trb_quick_spec_text
+
+
+def _tiny_spec(tmp_path: Path) -> Path:
+    """A built-in-corpus spec small enough to run in seconds (one oracle, Tracks 1 and 3)."""
+    return write_spec(
+        tmp_path / "base",
+        {"governed": "oracle:perfectly-governed"},
+        sizes="{ train = 20, eval = 2, transfer = 1 }",
+        options='measures = ["governance", "attribution"]\nsplits = ["eval"]',
+    )
+
+
+def _script(body: Any, number: int) -> Behaviour | None:
+    return probe_reply(body) or _governed(body, number)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[OpenAIServer]:
+    monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with OpenAIServer() as running:
+        running.script(_script)
+        yield running
+
+
+def test_the_model_is_added_as_a_chat_candidate_and_its_written_spec_reruns(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    code, output = invoke(
+        "trb", "run", "--spec", str(_tiny_spec(tmp_path)), "--model", "openai/gov-bot",
+        "--base-url", server.base_url, "--out", str(run), "--quiet",
+    )  # fmt: skip
+    spec = run / "spec.toml"
+    # Reported either way: two traces may not establish trust (the implicit gate then fails).
+    assert code == 0 or (code == 1 and "TRB trustworthy (gov-bot)" in output), output
+    data = tomllib.loads(spec.read_text())
+    *_, candidate = data["candidates"]
+    # No api_key_env: a --base-url server gets no key.
+    expected = {"name": "gov-bot", "kind": "openai_chat", "model": "gov-bot"}
+    assert candidate == {**expected, "base_url": server.base_url}
+    assert {c["name"] for c in data["candidates"]} == {"governed", "gov-bot"}
+    record = json.loads((run / "record.json").read_text())
+    assert record["trb"]["adapters"]["gov-bot"]["tier"] == "proxy"
+    assert record["trb"]["profile"]["gov-bot"]["G"]["status"] == "measured"
+    assert record["verdicts"]["gov-bot"]["status"] in ("passed", "blocked")
+    models = {r.body["model"] for r in server.requests if r.path.endswith("completions")}
+    assert models == {"gov-bot"}
+    assert all("authorization" not in r.headers for r in server.requests)
+    # The written spec is an ordinary spec: it runs again as it stands.
+    again = invoke("trb", "run", "--spec", str(spec), "--out", str(tmp_path / "again"), "--quiet")
+    assert again[0] == code, again[1]
+
+
+def test_limit_runs_a_few_trials_and_exits_4_for_the_incomplete_run(
+    server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["trb", "run", "--spec", str(_tiny_spec(tmp_path)), "--model", "openai/gov-bot"]
+    args += ["--base-url", server.base_url, "--limit", "1", "--quiet"]
+    code, output = invoke(*args)
+    assert code == 4, output
+    run = tmp_path / "runs" / "trb-gov-bot"
+    assert f"spec: {Path('runs') / 'trb-gov-bot' / 'spec.toml'}" in output
+    record = json.loads((run / "record.json").read_text())
+    assert record["complete"] is False
+    assert all(v["status"] in ("incomplete", "not_run") for v in record["verdicts"].values())
+    # The same command resumes the same folder (same spec) and runs one more trial.
+    assert invoke(*args)[0] in (0, 1, 4)
+    assert json.loads((run / "record.json").read_text())["finished_trials"] == 2
+
+
+def test_the_default_spec_is_the_smoke_spec_with_the_model_as_its_last_candidate(
+    tmp_path: Path,
+) -> None:
+    text = trb_quick_spec_text("openai/gpt-4o-mini")
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    spec = load_spec(path)
+    names = [c.name for c in spec.candidates]
+    assert names[:2] == ["trace-ai-full", "trace-ai-ablation"] and names[-1] == "gpt-4o-mini"
+    *_, chat = tomllib.loads(text)["candidates"]
+    # No server or key written: the SDK defaults apply ($OPENAI_BASE_URL, OPENAI_API_KEY).
+    assert chat == {"name": "gpt-4o-mini", "kind": "openai_chat", "model": "gpt-4o-mini"}
+    assert spec.track_options["max_traces"] == 40  # the smoke spec's sizes, unchanged
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--model", "anthropic/claude"], "OpenAI chat API only"),
+        (["--model", "opnai/x"], "did you mean 'openai'?"),
+        (["--model", "gpt-4o"], "must be PROVIDER/NAME"),
+        (["--base-url", "http://127.0.0.1:9"], "only go with --model"),
+        ([], "name the run folder with --out"),
+    ],
+)
+def test_bad_model_options_are_refused_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], expected: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, message = invoke("trb", "run", *args)
+    assert code == 2 and expected in message, message
+    assert not (tmp_path / "runs").exists()
