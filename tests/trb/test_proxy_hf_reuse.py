@@ -12,12 +12,13 @@ import torch
 pytest.importorskip("transformers", reason="transformers is not installed (trustbench[hf])")
 pytest.importorskip("tokenizers", reason="tokenizers is not installed")
 
-from tests.support.hf_reference import ReferenceHFAdapter  # noqa: E402
-from trustbench.trb import generate_split  # noqa: E402
-from trustbench.trb.adapter._schema import ACTIONS  # noqa: E402
-from trustbench.trb.proxy import HFCausalLMProxyAdapter, _hf_batch  # noqa: E402
-from trustbench.trb.proxy._slots import RENAMED, STANDARD, render_slots  # noqa: E402
-from trustbench.trb.reference._token_world import documents, vocabulary  # noqa: E402
+from tests.support.hf_reference import ReferenceHFAdapter
+
+from trustbench.trb import generate_split
+from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.proxy import HFCausalLMProxyAdapter, _hf_batch
+from trustbench.trb.proxy._slots import RENAMED, STANDARD, render_slots
+from trustbench.trb.reference._token_world import documents, vocabulary
 
 TOLERANCE = 1e-6
 
@@ -60,7 +61,8 @@ def _bpe_llama():
     config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, vocab_size=len(fast),
                          max_position_embeddings=1024, initializer_range=0.3,
-                         pad_token_id=fast.pad_token_id, eos_token_id=fast.eos_token_id)  # fmt: skip
+                         pad_token_id=fast.pad_token_id,
+                         eos_token_id=fast.eos_token_id)  # fmt: skip
     return LlamaForCausalLM(config).eval(), fast
 
 
@@ -123,8 +125,8 @@ def test_reports_in_the_renamed_encoding_equal_the_reference(llama, contexts):
 def test_actions_with_and_without_overrides_equal_the_reference(lm, contexts):
     fast, slow = _pair(lm)
     reports = slow.emit_many(contexts)
-    flipped = [r.model_copy(update={"planned_next": "left" if r.planned_next != "left" else "right"})
-               for r in reports]  # fmt: skip
+    other = {"left": "right", "stay": "left", "right": "left"}
+    flipped = [r.model_copy(update={"planned_next": other[r.planned_next]}) for r in reports]
     overrides = [None, *reports, *flipped]
     batch = [contexts[0], *contexts, *contexts]
     _assert_distributions_equal(fast.act_many(batch, overrides), slow.act_many(batch, overrides))
