@@ -57,21 +57,8 @@ from trustbench.trb.proxy._device import resolve_device_dtype
 from trustbench.trb.proxy._hf_batch import Prefix, chain_per_option, run_rows, score_options
 from trustbench.trb.proxy._hf_emit import fill_reusing_prefix
 from trustbench.trb.proxy._hf_layers import decoder_layers
+from trustbench.trb.proxy._hf_words import word_start_ids
 from trustbench.trb.proxy._local import HistoryRenderer, LocalLMProxyAdapter, Template
-
-WORD_START_MARKERS: tuple[str, ...] = (
-    "Ġ",
-    "Ċ",
-    "ĉ",
-    "▁",
-    " ",
-    "\n",
-    "\t",
-    "<0x20>",
-    "<0x0A>",
-    "<0x09>",
-)
-"""Prefixes of token strings that begin a new word: byte-level BPE, SentencePiece, byte fallback."""
 
 _GLOBAL_HOOKS = nn.modules.module._global_forward_hooks
 """Hooks `register_module_forward_hook` attached to every module (the same dict object)."""
@@ -378,14 +365,7 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         with `▁`; a byte-fallback whitespace byte counts too. A word-level vocabulary marks
         nothing (every token is a word), and then there is no boundary to score.
         """
-        vocab: dict[str, int] = self.tokenizer.get_vocab()  # type: ignore[attr-defined]
-        ids = {i for token, i in vocab.items() if token.startswith(WORD_START_MARKERS)}
-        if not ids:
-            return None
-        eos = getattr(self.tokenizer, "eos_token_id", None)
-        if eos is not None:
-            ids.add(int(eos))
-        return torch.tensor(sorted(ids))
+        return word_start_ids(self.tokenizer)
 
     def _fill_for_report(
         self, contexts: Sequence[StepContext]

@@ -120,6 +120,9 @@ class Prefix:
     """(N, V) float64 log-probabilities of the next token per row (CPU)."""
     reads: list[torch.Tensor]
     """Per row, float64 log-probabilities after each position from the read start (CPU)."""
+    pending: torch.Tensor
+    """(N,) float64 log-probability of tokens run after the last scored option: the start
+    every next option shares (zero when none)."""
 
 
 def run_rows(
@@ -149,7 +152,8 @@ def run_rows(
         column = torch.searchsorted(keep, wanted) if subset else wanted
         reads.append(torch.log_softmax(logits[i, column.to(logits.device)].double(), -1).cpu())
     next_logp = torch.stack([r[-1] for r in reads])
-    return Prefix(cache, mask, torch.tensor(ends), next_logp, reads)
+    pending = torch.zeros(len(rows), dtype=torch.float64)
+    return Prefix(cache, mask, torch.tensor(ends), next_logp, reads, pending)
 
 
 def chain_per_option(
@@ -189,7 +193,10 @@ class Scored:
     logp: torch.Tensor
     """(N, K) float64 log P(option tokens | prefix) per row and option."""
     prefix: Prefix
-    tails: list[list[tuple[int, ...]]]
+    rows: list[tuple[int, ...]]
+    """The pass's rows, n * K + k: option k's scored tokens, then its `then` tokens."""
+    scored: list[int]
+    """Per row, how many of its tokens are the option's own (the rest are `then`)."""
     cache: Any
     mask: torch.Tensor
     """(N * K, C + M) attention mask of the option rows over cache and option tokens."""
@@ -197,13 +204,25 @@ class Scored:
     """(N * K, M, V) float64 log-probabilities after each option token."""
 
     def advance(self, chosen: Sequence[int]) -> Prefix:
-        """The prefix extended by option `chosen[n]` on row n (the cache is reused, not rerun)."""
-        k = len(self.tails[0])
-        rows = torch.tensor([n * k + c for n, c in enumerate(chosen)])
-        ends = torch.tensor([len(self.tails[n][c]) for n, c in enumerate(chosen)])
-        cache = select_rows(self.cache, rows)
-        next_logp = self.token_logp[rows, ends - 1]
-        return Prefix(cache, self.mask[rows], self.prefix.length + ends, next_logp, [])
+        """The prefix extended by option `chosen[n]` (and its `then` tokens) on row n.
+
+        The `then` tokens' log-probability is kept in `Prefix.pending`: the next slot's
+        options all begin with them, so it is part of every one of their chains.
+        """
+        k = len(self.logp[0])
+        rows = [n * k + c for n, c in enumerate(chosen)]
+        ends = torch.tensor([len(self.rows[r]) for r in rows])
+        pending = torch.zeros(len(rows), dtype=torch.float64)
+        for i, r in enumerate(rows):
+            own, row = self.scored[r], self.rows[r]
+            if len(row) > own:
+                steps = torch.arange(own - 1, len(row) - 1)
+                pending[i] = self.token_logp[r, steps, torch.tensor(row[own:])].sum()
+        index = torch.tensor(rows)
+        cache = select_rows(self.cache, index)
+        next_logp = self.token_logp[index, ends - 1]
+        length = self.prefix.length + ends
+        return Prefix(cache, self.mask[index], length, next_logp, [], pending)
 
 
 def score_options(
@@ -212,18 +231,22 @@ def score_options(
     tails: list[list[tuple[int, ...]]],
     pad: int,
     boundary: torch.Tensor | None,
+    then: list[list[tuple[int, ...]]] | None = None,
 ) -> Scored:
     """Chain log P(o_1..o_m | prefix) for every (row, option) in one pass over the cache.
 
     `tails[n][k]` are option k's tokens after row n's prefix. Row n*K + k of the pass holds
     them at positions length[n].., attending to row n's cache; the first token is read from
-    `prefix.next_logp`, token j from the pass's logits after token j - 1. With `boundary`, the
-    log-probability that a new word (or the text's end) follows is added, read after the last
-    token (options whose tokens begin another's are scored as whole words).
+    `prefix.next_logp`, token j from the pass's logits after token j - 1, and
+    `prefix.pending` (tokens fed before, shared by every option) is added. With `boundary`,
+    the log-probability that a new word (or the text's end) follows is added, read after the
+    last token (options whose tokens begin another's are scored as whole words). `then[n][k]`
+    are tokens run after option k but not scored with it (the next slot's shared start).
     """
     n_rows, k = len(tails), len(tails[0])
     flat = [t for row in tails for t in row]
-    ids, option_mask = padded(flat, pad)
+    rows = [t + (then[i // k][i % k] if then else ()) for i, t in enumerate(flat)]
+    ids, option_mask = padded(rows, pad)
     index = torch.arange(n_rows).repeat_interleave(k)
     positions = prefix.length[index].unsqueeze(1) + torch.arange(ids.shape[1]).unsqueeze(0)
     mask = torch.cat([prefix.mask[index], option_mask], dim=1)
@@ -241,11 +264,11 @@ def score_options(
     logp = torch.empty((n_rows, k), dtype=torch.float64)
     for row, tail in enumerate(flat):
         n = row // k
-        total = prefix.next_logp[n, tail[0]]
+        total = prefix.pending[n] + prefix.next_logp[n, tail[0]]
         if len(tail) > 1:
             steps = torch.arange(len(tail) - 1)
             total = total + token_logp[row, steps, torch.tensor(tail[1:])].sum()
         if boundary is not None:
             total = total + torch.logsumexp(token_logp[row, len(tail) - 1, boundary], -1)
         logp[n, row % k] = total
-    return Scored(logp, prefix, tails, cache, mask, token_logp)
+    return Scored(logp, prefix, rows, [len(t) for t in flat], cache, mask, token_logp)

@@ -5,8 +5,11 @@ whole prompt so far and, on a subword tokenizer, one more pass per multi-token o
 25 passes of the full prompt per self-report on SmolLM2. Here the prompt `history <r>` runs
 once with its key/value cache kept; each slot then scores all its options in one pass over
 that cache (`_hf_batch.score_options`, only the options' tokens are new), and the chosen
-option's row becomes the next slot's prefix. The words, the probabilities and their order
-are the ones `fill_slots` gives (the test keeps the per-slot path as the reference).
+option's row becomes the next slot's prefix. The tokens every option of a slot begins with
+(` conf`, `=`) are run once, at the end of the previous slot's rows (or of the prompt), so
+a row holds only an option's own tokens: their log-probability is added to every option's
+chain (`Prefix.pending`), as the per-option chain counts it. The words, the probabilities
+and their order are the ones `fill_slots` gives (the tests keep the slow path as reference).
 
 The self slot is scored over its first two words, as in `fill_slots`, but all three rows are
 run: at step 0 the block says `na`, and that row's cache is the one continued.
@@ -19,8 +22,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from trustbench.errors import InputError
 from trustbench.trb.adapter._schema import StepContext
-from trustbench.trb.proxy._hf_batch import Prefix, score_options
+from trustbench.trb.proxy._hf_batch import score_options
 
 if TYPE_CHECKING:
     from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter
@@ -45,30 +49,80 @@ def fill_reusing_prefix(
     return prompts, {slot: torch.cat(p) for slot, p in parts.items()}
 
 
+def _shared_start(tails: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The tokens every option begins with (`conf`, `=`), leaving each at least one of its own."""
+    width = min(len(t) for t in tails) - 1
+    for i in range(width):
+        if any(t[i] != tails[0][i] for t in tails):
+            return tails[0][:i]
+    return tails[0][:width]
+
+
+def _slot_tails(
+    adapter: HFCausalLMProxyAdapter, prompts: list[list[str]], options: Sequence[str], scored: int
+) -> tuple[list[tuple[int, ...]], list[list[tuple[int, ...]]], bool]:
+    """`_option_tokens` over the scored options, with the stated-but-unscored rows appended."""
+    heads, tails, whole_word = adapter._option_tokens(prompts, options[:scored])
+    if scored < len(options):  # the self slot's `na`: stated at step 0, never scored
+        rest = [[adapter._split(p, o)[1] for o in options[scored:]] for p in prompts]
+        tails = [[*row, *more] for row, more in zip(tails, rest, strict=True)]
+    return heads, tails, whole_word
+
+
+def _next_start(
+    adapter: HFCausalLMProxyAdapter, prompt: list[str], word: str, options: Sequence[str]
+) -> tuple[int, ...]:
+    """The next slot's shared start after `prompt word`.
+
+    None when a tokenisation is refused: the next slot's own call then says why, for the word
+    actually chosen.
+    """
+    try:
+        return _shared_start([adapter._split([*prompt, word], o)[1] for o in options])
+    except InputError:
+        return ()
+
+
 def _fill_chunk(
     adapter: HFCausalLMProxyAdapter, contexts: Sequence[StepContext]
 ) -> tuple[list[list[str]], dict[str, torch.Tensor]]:
+    """One chunk of contexts, filled slot by slot over one cached prompt.
+
+    The prompt and the first slot's shared start run in one pass; then a pass per slot holds
+    each option's own tokens followed by the next slot's shared start.
+    """
+    slots = list(adapter.encoding.options.items())
     prompts = [adapter.prompt_for_report(c) for c in contexts]
     probs: dict[str, torch.Tensor] = {}
-    prefix: Prefix | None = None
-    last = list(adapter.encoding.options)[-1]
-    for slot, options in adapter.encoding.options.items():
-        scored = options[:2] if slot == "self" else options
-        heads, tails, whole_word = adapter._option_tokens(prompts, scored)
-        if len(scored) < len(options):  # the rows of words stated but never scored
-            tails = [[*row, *adapter._option_tokens([p], options[len(scored) :])[1][0]]
-                     for p, row in zip(prompts, tails, strict=True)]  # fmt: skip
-        adapter._check_width(max(len(h) + len(t) for h, row in zip(heads, tails, strict=True)
+    heads, tails, whole_word = _slot_tails(adapter, prompts, slots[0][1], _scored(slots[0]))
+    shared = [_shared_start(row) for row in tails]
+    rows = [h + c for h, c in zip(heads, shared, strict=True)]
+    prefix = adapter._run_rows(rows, [len(h) - 1 for h in heads], keep_cache=True)
+    for i, c in enumerate(shared):
+        prefix.pending[i] = prefix.reads[i][torch.arange(len(c)), torch.tensor(c)].sum()
+    for s, (slot, options) in enumerate(slots):
+        scored = _scored((slot, options))
+        if s:
+            heads, tails, whole_word = _slot_tails(adapter, prompts, options, scored)
+        own = [[t[len(c) :] for t in row] for row, c in zip(tails, shared, strict=True)]
+        then = None
+        if s + 1 < len(slots):
+            then = [[_next_start(adapter, p, o, slots[s + 1][1]) for o in options] for p in prompts]
+        adapter._check_width(max(len(h) + len(t) + 2 for h, row in zip(heads, tails, strict=True)
                                  for t in row))  # fmt: skip
-        if prefix is None:
-            prefix = adapter._run_rows(heads, keep_cache=True)
         boundary = adapter._boundary if whole_word else None
-        step = score_options(adapter.model, prefix, tails, adapter._pad, boundary)
-        p = adapter._renormalised(step.logp[:, : len(scored)])
+        step = score_options(adapter.model, prefix, own, adapter._pad, boundary, then)
+        p = adapter._renormalised(step.logp[:, :scored])
         probs[slot] = p
         chosen = [2 if slot == "self" and c.t == 0 else int(p[i].argmax())
                   for i, c in enumerate(contexts)]  # fmt: skip
         prompts = [[*prompt, options[k]] for prompt, k in zip(prompts, chosen, strict=True)]
-        if slot != last:
+        if then is not None:
+            shared = [then[n][k] for n, k in enumerate(chosen)]
             prefix = step.advance(chosen)
     return prompts, probs
+
+
+def _scored(slot: tuple[str, Sequence[str]]) -> int:
+    """How many of a slot's words are scored: the self slot's `na` is stated, not asked."""
+    return 2 if slot[0] == "self" else len(slot[1])
