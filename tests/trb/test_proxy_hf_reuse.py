@@ -23,18 +23,17 @@ from trustbench.trb.reference._token_world import documents, vocabulary
 TOLERANCE = 1e-6
 
 
-def _subword_gpt2():
+def _subword_gpt2(split_on_equals=True):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     words = vocabulary()
     pieces = ["=", *[w for w in words if "=" not in w]]
-    pieces += [p for w in words for p in w.split("=") if p]
+    pieces += [p for w in words for p in w.split("=") if p] if split_on_equals else words
     ids = {w: i for i, w in enumerate(dict.fromkeys(pieces))}
     tok = Tokenizer(models.WordLevel(ids, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Split("=", behavior="isolated")]
-    )
+    split = [pre_tokenizers.Split("=", behavior="isolated")] if split_on_equals else []
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), *split])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
                                    bos_token="<bos>", eos_token="<eos>")  # fmt: skip
     torch.manual_seed(0)
@@ -113,6 +112,13 @@ def test_batched_and_single_reports_equal_the_slot_by_slot_reference(lm, context
     assert len({r.model_dump_json() for r in want}) > 1  # the reports differ between contexts
     _assert_reports_equal(fast.emit_many(contexts), want)
     _assert_reports_equal([_pair(lm)[0].emit_r(c) for c in contexts[:3]], want[:3])
+
+
+def test_reports_of_a_word_level_model_equal_the_reference(contexts):
+    # Every option one token and no shared start: each slot pass holds one token per option.
+    fast, slow = _pair(_subword_gpt2(split_on_equals=False))
+    assert all(len(fast.tokens([w])) == 1 for w in STANDARD.options["conf"])
+    _assert_reports_equal(fast.emit_many(contexts), slow.emit_many(contexts))
 
 
 def test_reports_in_the_renamed_encoding_equal_the_reference(llama, contexts):

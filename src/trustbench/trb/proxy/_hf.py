@@ -301,8 +301,6 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         so injection hooks see the same rows and starts every time.
         """
         heads, tails, whole_word = self._option_tokens(prompts, options)
-        self._check_width(max(len(h) + len(t) for h, row in zip(heads, tails, strict=True)
-                              for t in row))  # fmt: skip
         boundary = self._boundary if whole_word else None
         single = boundary is None and all(len(t) == 1 for row in tails for t in row)
         if self._hooked():
@@ -310,7 +308,9 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         elif single:
             first = self._run_rows(heads).next_logp
             logp = first.gather(1, torch.tensor([[t[0] for t in row] for row in tails]))
-        else:
+        else:  # every option token is fed: the last one needs a position too
+            self._check_width(max(len(h) + len(t) for h, row in zip(heads, tails, strict=True)
+                                  for t in row))  # fmt: skip
             prefix = self._run_rows(heads, keep_cache=True)
             logp = score_options(self.model, prefix, tails, self._pad, boundary).logp
         return self._renormalised(logp)

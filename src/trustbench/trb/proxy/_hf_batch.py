@@ -81,18 +81,15 @@ def keeps_logits_subset(model: nn.Module) -> bool:
     return "logits_to_keep" in _forward_parameters(type(model))
 
 
-def select_rows(cache: Any, rows: torch.Tensor) -> Any:
-    """The cache with batch rows `rows` (repeats allowed): a `Cache` object or legacy tuples."""
+def select_rows(cache: Any, rows: torch.Tensor, device: torch.device) -> Any:
+    """The cache with batch rows `rows` (repeats allowed).
+
+    A `Cache` object is changed in place; legacy per-layer tuples are indexed into new ones.
+    """
     if hasattr(cache, "batch_select_indices"):
-        cache.batch_select_indices(rows.to(_cache_device(cache, rows)))
+        cache.batch_select_indices(rows.to(device))
         return cache
     return tuple(tuple(t[rows.to(t.device)] for t in layer) for layer in cache)
-
-
-def _cache_device(cache: Any, fallback: torch.Tensor) -> torch.device:
-    layers = getattr(cache, "layers", None)
-    keys = getattr(layers[0], "keys", None) if layers else None
-    return keys.device if isinstance(keys, torch.Tensor) else fallback.device
 
 
 def padded(rows: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -202,6 +199,8 @@ class Scored:
     """(N * K, C + M) attention mask of the option rows over cache and option tokens."""
     token_logp: torch.Tensor
     """(N * K, M, V) float64 log-probabilities after each option token."""
+    device: torch.device
+    """The model's device (where the cache lives)."""
 
     def advance(self, chosen: Sequence[int]) -> Prefix:
         """The prefix extended by option `chosen[n]` (and its `then` tokens) on row n.
@@ -219,7 +218,7 @@ class Scored:
                 steps = torch.arange(own - 1, len(row) - 1)
                 pending[i] = self.token_logp[r, steps, torch.tensor(row[own:])].sum()
         index = torch.tensor(rows)
-        cache = select_rows(self.cache, index)
+        cache = select_rows(self.cache, index, self.device)
         next_logp = self.token_logp[index, ends - 1]
         length = self.prefix.length + ends
         return Prefix(cache, self.mask[index], length, next_logp, [], pending)
@@ -250,8 +249,8 @@ def score_options(
     index = torch.arange(n_rows).repeat_interleave(k)
     positions = prefix.length[index].unsqueeze(1) + torch.arange(ids.shape[1]).unsqueeze(0)
     mask = torch.cat([prefix.mask[index], option_mask], dim=1)
-    device = _cache_device(prefix.cache, ids) if prefix.cache is not None else ids.device
-    cache = select_rows(prefix.cache, index)
+    device = next(model.parameters()).device
+    cache = select_rows(prefix.cache, index, device)
     logits, cache = forward(
         model,
         ids.to(device),
@@ -271,4 +270,5 @@ def score_options(
         if boundary is not None:
             total = total + torch.logsumexp(token_logp[row, len(tail) - 1, boundary], -1)
         logp[n, row % k] = total
-    return Scored(logp, prefix, rows, [len(t) for t in flat], cache, mask, token_logp)
+    own = [len(t) for t in flat]
+    return Scored(logp, prefix, rows, own, cache, mask, token_logp, device)

@@ -99,7 +99,8 @@ def _fill_chunk(
     rows = [h + c for h, c in zip(heads, shared, strict=True)]
     prefix = adapter._run_rows(rows, [len(h) - 1 for h in heads], keep_cache=True)
     for i, c in enumerate(shared):
-        prefix.pending[i] = prefix.reads[i][torch.arange(len(c)), torch.tensor(c)].sum()
+        if c:
+            prefix.pending[i] = prefix.reads[i][torch.arange(len(c)), torch.tensor(c)].sum()
     for s, (slot, options) in enumerate(slots):
         scored = _scored((slot, options))
         if s:
@@ -108,8 +109,10 @@ def _fill_chunk(
         then = None
         if s + 1 < len(slots):
             then = [[_next_start(adapter, p, o, slots[s + 1][1]) for o in options] for p in prompts]
-        adapter._check_width(max(len(h) + len(t) + 2 for h, row in zip(heads, tails, strict=True)
-                                 for t in row))  # fmt: skip
+        after = then or [[()] * len(options)] * len(prompts)
+        adapter._check_width(max(len(h) + len(t) + len(a)
+                                 for h, row, more in zip(heads, tails, after, strict=True)
+                                 for t, a in zip(row, more, strict=True)))  # fmt: skip
         boundary = adapter._boundary if whole_word else None
         step = score_options(adapter.model, prefix, own, adapter._pad, boundary, then)
         p = adapter._renormalised(step.logp[:, :scored])
