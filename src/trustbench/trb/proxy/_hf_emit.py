@@ -78,7 +78,7 @@ def _next_start(
 ) -> tuple[int, ...]:
     """The next slot's shared start after `prompt word`.
 
-    None when a tokenisation is refused: the next slot's own call then says why, for the word
+    Empty when a tokenisation is refused: the next slot's own call then says why, for the word
     actually chosen.
     """
     try:
@@ -104,7 +104,8 @@ def _fill_chunk(
     """One chunk of contexts, filled slot by slot over one cached prompt.
 
     The prompt and the first slot's shared start run in one pass; then a pass per slot holds
-    each option's own tokens followed by the next slot's shared start. Two adjacent slots
+    each option's own tokens followed by the next slot's shared start (when the next slot has
+    at least as many options; else its own rows begin with it). Two adjacent slots
     with few options (goal and belief: 2 x 2 rows) share one pass, every pair of their
     options in a row (`_pair`), since a pass costs about the same however few tokens it has.
     """
@@ -149,7 +150,11 @@ def _single(
     own = [[t[len(c) :] for t in row] for row, c in zip(tails, state.shared, strict=True)]
     then = None
     if following is not None:
-        then = [[_next_start(adapter, p, o, following) for o in options] for p in state.prompts]
+        # Run the next slot's shared start once per option row here only when there are no
+        # more rows here than there (else the next slot's rows carry it themselves).
+        few = len(options) <= len(following)
+        then = [[_next_start(adapter, p, o, following) if few else () for o in options]
+                for p in state.prompts]  # fmt: skip
     after = then or [[()] * len(options)] * len(state.prompts)
     adapter._check_width(max(len(h) + len(t) + len(a)
                              for h, row, more in zip(heads, tails, after, strict=True)
@@ -189,7 +194,9 @@ def _pair(
                   for p in state.prompts]  # fmt: skip
     except InputError:
         return False
-    then2 = [[[_next_start(adapter, [*p, w], o, following) if following else ()
+    after3 = following or ()
+    few = len(options1) * len(options2) <= len(after3)
+    then2 = [[[_next_start(adapter, [*p, w], o, after3) if few else ()
                for o in options2] for w in options1] for p in state.prompts]  # fmt: skip
     k1, k2 = len(options1), len(options2)
     joint = [[own1[n][j] for j in range(k1) for _ in range(k2)] for n in range(len(heads))]
