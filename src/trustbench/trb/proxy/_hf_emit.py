@@ -4,11 +4,12 @@
 whole prompt so far and, on a subword tokenizer, one more pass per multi-token option: about
 25 passes of the full prompt per self-report on SmolLM2. Here the prompt `history <r>` runs
 once with its key/value cache kept; each slot then scores all its options in one pass over
-that cache (`_hf_batch.score_options`, only the options' tokens are new), and the chosen
-option's row becomes the next slot's prefix. The tokens every option of a slot begins with
-(` conf`, `=`) are run once, at the end of the previous slot's rows (or of the prompt), so
-a row holds only an option's own tokens: their log-probability is added to every option's
-chain (`Prefix.pending`), as the per-option chain counts it. The words, the probabilities
+that cache (`_hf_batch.score_options`, only the options' tokens are new; two adjacent slots
+with few options, goal and belief, share one), and the chosen option's row becomes the next
+slot's prefix. The tokens every option of a slot begins with (` conf`, `=`) are run once, at
+the end of the previous slot's rows (or of the prompt) when those are no more than this
+slot's, so a row holds only an option's own tokens: their log-probability is added to every
+option's chain (`Prefix.pending`), as the per-option chain counts it. The words, the probabilities
 and their order are the ones `fill_slots` gives (the tests keep the slow path as reference).
 
 The self slot is scored over its first two words, as in `fill_slots`, but all three rows are
