@@ -15,13 +15,18 @@ fresh (its memo cold):
   batch with its attention mask, the logits at each prompt's last position, log-softmax over
   the vocabulary, the three option tokens renormalised (what the adapter computes when every
   option is one token and none begins another, as for SmolLM2's ` left`/` stay`/` right`).
-Prints both paths against the raw forward (target: batched act / raw >= 0.8) after checking
-they give the same distributions (max abs difference).
+Prints both paths against the raw forward (target: batched act / raw >= 0.9 in throughput)
+after checking they give the same distributions (max abs difference), then each of raw and
+batched run once in a fresh process of this bench for its peak RSS (`VmHWM` after resetting
+it with `/proc/self/clear_refs`, Linux; target: batched / raw <= 1.2; `--no-memory` skips).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +34,7 @@ from typing import Any
 
 import torch
 
-from bench._common import machine, ratio
+from bench._common import env, machine, ratio
 from trustbench.trb import generate_split
 from trustbench.trb.adapter._schema import ACTIONS
 from trustbench.trb.measures._batched import act_many
@@ -69,14 +74,20 @@ def _rows(adapter: HFCausalLMProxyAdapter, items: list[Any]) -> tuple[list[Any],
     return heads, options
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folder", help="a dequantised SmolLM2 folder (default: smollm2_folder)")
     parser.add_argument("--traces", type=int, default=2)
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    parser.add_argument("--peak-of", choices=["raw", "batched"], help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def _setup(args: argparse.Namespace) -> tuple[str, dict[str, Callable[[], Any]]]:
+    """The workload's description and its three paths (each a fresh adapter, memo cold)."""
     torch.set_num_threads(args.threads)
     if args.folder:
         folder = Path(args.folder)
@@ -90,9 +101,9 @@ def main() -> None:
     items = [(trace.context(step.t), cf.r_prime) for trace in traces
              for step in trace.steps for cf in step.counterfactuals]  # fmt: skip
     heads, option_ids = _rows(loaded, items)
-    print(f"hf act: {len(items)} items from {len(traces)} trace(s) x {args.steps} step(s), "
-          f"prompts {min(map(len, heads))}-{max(map(len, heads))} tokens, {args.threads} torch "
-          f"thread(s), SmolLM2-135M float32; {machine()}")  # fmt: skip
+    about = (f"{len(items)} items from {len(traces)} trace(s) x {args.steps} step(s), prompts "
+             f"{min(map(len, heads))}-{max(map(len, heads))} tokens, {args.threads} torch "
+             f"thread(s), SmolLM2-135M float32")  # fmt: skip
 
     def fresh() -> HFCausalLMProxyAdapter:
         return HFCausalLMProxyAdapter(loaded.model, loaded.tokenizer, "smollm2")
@@ -120,19 +131,71 @@ def main() -> None:
         logp = torch.log_softmax(logits[torch.arange(len(heads)), last].double(), -1)[:, picked]
         return (logp - torch.logsumexp(logp, -1, keepdim=True)).exp()
 
-    best = _best({"raw": raw, "batched": batched, "per_item": per_item}, args.repeats)
+    return about, {"raw": raw, "batched": batched, "per_item": per_item}
+
+
+def _status_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise SystemExit(f"/proc/self/status has no {field}: peak memory needs Linux")
+
+
+def _peak_child(function: Callable[[], Any]) -> None:
+    """Run one path once and print its peak RSS above the loaded-model baseline (kB, JSON).
+
+    Writing 5 to /proc/self/clear_refs resets the high-water mark (VmHWM) to the current RSS,
+    so the figure is this path's own peak, after the model and inputs are in memory.
+    """
+    Path("/proc/self/clear_refs").write_text("5")
+    base = _status_kb("VmRSS")
+    function()
+    print(json.dumps({"base_kb": base, "peak_kb": _status_kb("VmHWM")}))
+
+
+def _peaks(names: list[str]) -> dict[str, dict[str, int]]:
+    """Each path's peak in a fresh process of this bench (no allocator state shared)."""
+    out = {}
+    for name in names:
+        argv = [a for a in sys.argv[1:] if a != "--no-memory"]
+        run = subprocess.run([sys.executable, "-m", "bench.hf_act", *argv, "--peak-of", name],
+                             capture_output=True, text=True, check=True, env=env())  # fmt: skip
+        out[name] = json.loads(run.stdout.strip().splitlines()[-1])
+    return out
+
+
+def main() -> None:
+    args = _arguments()
+    about, paths = _setup(args)
+    if args.peak_of:
+        _peak_child(paths[args.peak_of])
+        return
+    print(f"hf act: {about}; {machine()}")
+    best = _best(paths, args.repeats)
     (raw_s, raw_out), (batch_s, batch_out) = best["raw"], best["batched"]
     item_s, item_out = best["per_item"]
+    n = len(item_out)
     if any(d is None for d in batch_out):
         raise SystemExit("a batched distribution failed validation: no figure computed")
     for label, out in (("batched act", batch_out), ("per-item act", item_out)):
         got = torch.tensor([[d[a] for a in ACTIONS] for d in out], dtype=torch.float64)
         print(f"  max |{label} - raw|  {float((got - raw_out).abs().max()):.2e}")
-    print(f"  raw batched forward   {len(items) / raw_s:8.2f} items/s  ({raw_s:.2f} s)")
-    print(f"  batched act_many      {len(items) / batch_s:8.2f} items/s  ({batch_s:.2f} s)")
-    print(f"  per-item act          {len(items) / item_s:8.2f} items/s  ({item_s:.2f} s)")
-    print(f"  batched act / raw     {ratio(raw_s, batch_s)}  (target >= 0.8)")
+    print(f"  raw batched forward   {n / raw_s:8.2f} items/s  ({raw_s:.2f} s)")
+    print(f"  batched act_many      {n / batch_s:8.2f} items/s  ({batch_s:.2f} s)")
+    print(f"  per-item act          {n / item_s:8.2f} items/s  ({item_s:.2f} s)")
+    print(f"  batched act / raw     {ratio(raw_s, batch_s)}  (throughput; target >= 0.9)")
     print(f"  per-item act / raw    {ratio(raw_s, item_s)}  (Track 1's old call pattern)")
+    if not args.no_memory:
+        peaks = _peaks(["raw", "batched"])
+        above = {name: (p["peak_kb"] - p["base_kb"]) / 1024 for name, p in peaks.items()}
+        for name, p in peaks.items():
+            print(f"  peak RSS {name:8s} {p['peak_kb'] / 1024:8.1f} MB  "
+                  f"({above[name]:.1f} MB above the loaded model)")  # fmt: skip
+        raw_p, batch_p = peaks["raw"]["peak_kb"], peaks["batched"]["peak_kb"]
+        print(
+            f"  peak memory batched / raw  {batch_p / raw_p:.2f}x  (target <= 1.2); above "
+            f"the loaded model {above['batched'] / max(above['raw'], 1e-9):.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -58,6 +58,26 @@ def test_hf_adapter_runs_tracks_1_1b_and_3_on_smollm2(smollm2_folder: Path) -> N
     assert attribution[0]["trace_id"] == trace.trace_id
 
 
+def test_hf_adapter_fast_paths_equal_the_slow_reference_on_smollm2(smollm2_folder: Path) -> None:  # noqa: F811
+    from tests.support.hf_reference import ReferenceHFAdapter
+
+    from trustbench.trb.proxy import HFCausalLMProxyAdapter
+
+    fast = HFCausalLMProxyAdapter.from_path(smollm2_folder, "smollm2-135m")
+    slow = ReferenceHFAdapter(fast.model, fast.tokenizer, "reference")
+    trace = generate_split("eval", 1, seed=11)[0]
+    context = trace.context(trace.steps[1].t)  # step 1: the self slot is scored
+    got, want = fast.emit_r(context), slow.emit_r(context)
+    assert got.model_dump(exclude={"confidence", "caused_by_self"}) == want.model_dump(
+        exclude={"confidence", "caused_by_self"}
+    )
+    assert got.confidence == pytest.approx(want.confidence, abs=1e-6)
+    assert got.caused_by_self == pytest.approx(want.caused_by_self, abs=1e-6)
+    r = trace.steps[1].counterfactuals[0].r_prime
+    a, b = fast.act(context, r_override=r), slow.act(context, r_override=r)
+    assert [a[x] for x in ACTIONS] == pytest.approx([b[x] for x in ACTIONS], abs=1e-6)
+
+
 def _review_spec(tmp_path: Path, served: Served, model: str, extraction: str) -> Path:
     spec = tmp_path / f"review-{extraction}.toml"
     spec.write_text(f"""

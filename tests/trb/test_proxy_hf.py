@@ -151,7 +151,9 @@ def test_act_returns_exact_option_probabilities_renormalised_over_the_actions(ad
     p = logp[-1, ids].exp()
     want = dict(zip(ACTIONS, (p / p.sum()).tolist(), strict=True))
     got = adapter.act(context, r_override=r)
-    assert got == pytest.approx(want, abs=1e-12)
+    # The adapter computes logits at the read position only: a float32 product of another
+    # shape, equal to the full forward's to rounding (about 1e-9 here).
+    assert got == pytest.approx(want, abs=1e-8)
     assert sum(got.values()) == pytest.approx(1.0, abs=1e-12)
     assert 0 < adapter.last_off_option_mass < 1  # a random model puts mass elsewhere too
 
@@ -215,8 +217,8 @@ def test_option_outside_the_vocabulary_is_refused_not_scored_as_unknown(adapter,
 
 def test_override_changes_only_the_slot_span_of_the_token_ids(adapter, traces):
     rows = []
-    original = adapter._forward
-    adapter._forward = lambda r: rows.append(r) or original(r)
+    original = adapter._run_rows
+    adapter._run_rows = lambda r, *more, **named: rows.append(r) or original(r, *more, **named)
     try:
         context = traces[2].context(3)
         own = adapter.emit_r(context)
@@ -225,7 +227,7 @@ def test_override_changes_only_the_slot_span_of_the_token_ids(adapter, traces):
         adapter.act(context, r_override=own)
         adapter.act(context, r_override=flipped)
     finally:
-        del adapter._forward
+        del adapter._run_rows
     a, b = rows[0][0], rows[1][0]
     diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
     assert len(a) == len(b) and len(diff) == 1

@@ -47,66 +47,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
 from trustbench.errors import InputError
 from trustbench.trb.adapter._schema import StepContext
 from trustbench.trb.proxy._device import resolve_device_dtype
+from trustbench.trb.proxy._hf_batch import Prefix, chain_per_option, run_rows, score_options
+from trustbench.trb.proxy._hf_emit import fill_reusing_prefix
+from trustbench.trb.proxy._hf_layers import decoder_layers
+from trustbench.trb.proxy._hf_words import word_start_ids
 from trustbench.trb.proxy._local import HistoryRenderer, LocalLMProxyAdapter, Template
 
-WORD_START_MARKERS: tuple[str, ...] = (
-    "Ġ",
-    "Ċ",
-    "ĉ",
-    "▁",
-    " ",
-    "\n",
-    "\t",
-    "<0x20>",
-    "<0x0A>",
-    "<0x09>",
-)
-"""Prefixes of token strings that begin a new word: byte-level BPE, SentencePiece, byte fallback."""
+_GLOBAL_HOOKS = nn.modules.module._global_forward_hooks
+"""Hooks `register_module_forward_hook` attached to every module (the same dict object)."""
 
 INSTALL_HINT = (
     "install the optional extra: pip install -e '.[hf]' in a clone (README: Installing without "
     "make)"
 )
 """What to do when `transformers` is missing."""
-
-LAYER_PATHS: tuple[str, ...] = (
-    "transformer.h",  # GPT-2, GPT-J, GPT-Neo, Bloom, Falcon
-    "model.layers",  # Llama, Mistral, Qwen, Gemma, Phi-3
-    "gpt_neox.layers",  # GPT-NeoX, Pythia
-    "model.decoder.layers",  # OPT
-    "transformer.blocks",  # MPT
-)
-"""Attribute paths of the decoder block list in common causal-LM families, tried in order."""
-
-
-def decoder_layers(model: nn.Module, path: str | None = None) -> list[nn.Module]:
-    """The decoder blocks of a causal LM, in depth order.
-
-    Args:
-        model: The loaded model.
-        path: Dotted attribute path of the block list; tried from `LAYER_PATHS` when None.
-
-    Raises:
-        InputError: when no block list is found (pass `layers_path`).
-    """
-    for candidate in (path,) if path else LAYER_PATHS:
-        found: Any = model
-        for part in candidate.split("."):
-            found = getattr(found, part, None)
-        if isinstance(found, nn.ModuleList) and len(found) > 0:
-            return list(found)
-    tried = path or ", ".join(LAYER_PATHS)
-    raise InputError(
-        f"no decoder block list at {tried} in {type(model).__name__}; "
-        "pass layers_path='dotted.path.to.blocks'",
-        location="hook_layers",
-    )
 
 
 def _transformers(location: str) -> Any:
@@ -221,6 +182,8 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         # Rows are right-padded and read at real positions only, and the causal mask keeps
         # a real position from seeing later pads, so the pad id never changes a result.
         self._pad = int(pad) if pad is not None else 0
+        self._white_box = False
+        """True inside `slot_probability`: Track 2's passes keep one whole row per context."""
 
     @classmethod
     def from_path(
@@ -291,9 +254,8 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
             )
         return head, tail
 
-    def _forward(self, rows: Sequence[Sequence[int]]) -> torch.Tensor:
-        """Log-probabilities (N, T, V) in float64; one row per context, right-padded."""
-        width = max(len(r) for r in rows)
+    def _check_width(self, width: int) -> None:
+        """Refuse a row longer than the model's positions (it would wrap or fail inside)."""
         config = getattr(self.model, "config", None)
         limit = getattr(config, "max_position_embeddings", None) or getattr(
             config, "n_positions", None
@@ -303,16 +265,22 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
                 f"a prompt of {width} tokens exceeds the model's {limit} positions",
                 location=self.location,
             )
-        ids = torch.full((len(rows), width), self._pad, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = torch.tensor(r)
-            mask[i, : len(r)] = 1
-        device = self.device
-        with torch.no_grad():
-            logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-        # float64 log-softmax of the model's logits (whatever their dtype), read on the CPU.
-        return torch.log_softmax(logits.double(), -1).cpu()
+
+    def _run_rows(
+        self,
+        rows: Sequence[Sequence[int]],
+        starts: Sequence[int] | None = None,
+        keep_cache: bool = False,
+    ) -> Prefix:
+        """One right-padded pass, one row per context, read from `starts` (default: last token)."""
+        self._check_width(max(len(r) for r in rows))
+        return run_rows(self.model, rows, self._pad, self.device, starts, keep_cache)
+
+    def _hooked(self) -> bool:
+        """Whether forward hooks are attached (Track 2): then passes keep whole rows."""
+        if self._white_box or _GLOBAL_HOOKS:
+            return True
+        return any(m._forward_hooks or m._forward_pre_hooks for m in self.model.modules())
 
     @property
     def device(self) -> torch.device:
@@ -326,34 +294,40 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
     ) -> torch.Tensor:
         """P(next word = option | prompt), chained over tokens, renormalised: (N, options).
 
-        The first forward pass is the prompts alone (the pass Track 2 captures); every
-        option longer than one token (every option, when a word boundary is scored) adds one
-        pass of the prompt and the option's tokens. Each pass has one row per prompt, so
-        injection hooks see the same rows and starts every time.
+        Single-token options are read from one pass at each prompt's last token. Longer ones
+        are scored in one more pass over the prompts' cache (`_hf_batch.score_options`); with
+        forward hooks attached (Track 2) every pass is instead a whole row per prompt, the
+        prompts alone first and one pass per multi-token option after (`chain_per_option`),
+        so injection hooks see the same rows and starts every time.
         """
+        heads, tails, whole_word = self._option_tokens(prompts, options)
+        boundary = self._boundary if whole_word else None
+        single = boundary is None and all(len(t) == 1 for row in tails for t in row)
+        if self._hooked():
+            logp = chain_per_option(self._run_rows, heads, tails, boundary)
+        elif single:
+            first = self._run_rows(heads).next_logp
+            logp = first.gather(1, torch.tensor([[t[0] for t in row] for row in tails]))
+        else:  # every option token is fed: the last one needs a position too
+            self._check_width(max(len(h) + len(t) for h, row in zip(heads, tails, strict=True)
+                                  for t in row))  # fmt: skip
+            prefix = self._run_rows(heads, keep_cache=True)
+            logp = score_options(self.model, prefix, tails, self._pad, boundary).logp
+        return self._renormalised(logp)
+
+    def _option_tokens(
+        self, prompts: Sequence[list[str]], options: Sequence[str]
+    ) -> tuple[list[tuple[int, ...]], list[list[tuple[int, ...]]], bool]:
+        """Prompt tokens, option tokens per prompt, and whether options are whole words."""
         splits = [[self._split(p, o) for o in options] for p in prompts]
         whole_word = False
         for tails in {tuple(t for _, t in row) for row in splits}:
             whole_word |= self._needs_word_boundary(options, tails)
-        heads = [row[0][0] for row in splits]
-        first = self._forward(heads)
-        logp = torch.empty((len(prompts), len(options)), dtype=torch.float64)
-        for k in range(len(options)):
-            tails = [row[k][1] for row in splits]
-            if not whole_word and all(len(t) == 1 for t in tails):
-                for i, (h, t) in enumerate(zip(heads, tails, strict=True)):
-                    logp[i, k] = first[i, len(h) - 1, t[0]]
-                continue
-            keep = 0 if whole_word else 1  # the boundary is read after the last token
-            lp = self._forward([h + t[: len(t) - keep] for h, t in zip(heads, tails, strict=True)])
-            for i, (h, t) in enumerate(zip(heads, tails, strict=True)):
-                # Position len(h) - 1 + j predicts token t[j] (0-based j).
-                logp[i, k] = sum(float(lp[i, len(h) - 1 + j, tok]) for j, tok in enumerate(t))
-                if whole_word:
-                    after = lp[i, len(h) + len(t) - 1, self._boundary]
-                    logp[i, k] += float(torch.logsumexp(after, -1))
-        probs = logp.exp()
-        mass = probs.sum(-1, keepdim=True)
+        return [row[0][0] for row in splits], [[t for _, t in row] for row in splits], whole_word
+
+    def _renormalised(self, logp: torch.Tensor) -> torch.Tensor:
+        """The options' distribution; the mass left outside them goes to `last_off_option_mass`."""
+        mass = logp.exp().sum(-1, keepdim=True)
         self.last_off_option_mass = float((1 - mass).max())
         # Renormalise in log space: exp(logp - logsumexp) stays exact when every option is
         # individually tiny (a randomly initialised model spreads mass over the vocabulary).
@@ -391,16 +365,31 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         with `▁`; a byte-fallback whitespace byte counts too. A word-level vocabulary marks
         nothing (every token is a word), and then there is no boundary to score.
         """
-        vocab: dict[str, int] = self.tokenizer.get_vocab()  # type: ignore[attr-defined]
-        ids = {i for token, i in vocab.items() if token.startswith(WORD_START_MARKERS)}
-        if not ids:
-            return None
-        eos = getattr(self.tokenizer, "eos_token_id", None)
-        if eos is not None:
-            ids.add(int(eos))
-        return torch.tensor(sorted(ids))
+        return word_start_ids(self.tokenizer)
+
+    def _fill_for_report(
+        self, contexts: Sequence[StepContext]
+    ) -> tuple[list[list[str]], dict[str, torch.Tensor]]:
+        """The block filled over one cached prompt (`_hf_emit`); slot by slot under hooks."""
+        if self._hooked():
+            return self.fill_slots(contexts)
+        return fill_reusing_prefix(self, contexts)
 
     # --- positions in tokens (Track 2) ------------------------------------------------------
+    def slot_probability(
+        self, contexts: Sequence[StepContext], slot: str, value: str
+    ) -> np.ndarray:
+        """`LocalLMProxyAdapter.slot_probability` with whole rows per context in every pass.
+
+        Track 2 compares injected against plain calls: both take the same (hook-safe) path,
+        so their difference is the injection's, never a change of arithmetic.
+        """
+        self._white_box = True
+        try:
+            return super().slot_probability(contexts, slot, value)
+        finally:
+            self._white_box = False
+
     def read_positions(self, contexts: Sequence[StepContext]) -> list[int]:
         """The first slot is read at the last token of the report prompt (`<r>`)."""
         return [len(self.tokens(self.prompt_for_report(c))) - 1 for c in contexts]

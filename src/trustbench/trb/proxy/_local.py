@@ -185,13 +185,22 @@ class LocalLMProxyAdapter:
                 prompts[i] = [*prompts[i], word]
         return prompts, probs
 
+    def _fill_for_report(
+        self, contexts: Sequence[StepContext]
+    ) -> tuple[list[list[str]], dict[str, torch.Tensor]]:
+        """The whole block filled for `emit_many` (an adapter may fill it faster, same result)."""
+        return self.fill_slots(contexts)
+
     def emit_many(self, contexts: Sequence[StepContext]) -> list[SelfReport]:
         """`emit_r` for many contexts in one batch per slot."""
         self._bound_memo()
         enc = self.encoding
-        todo = [c for c in contexts if ("emit", enc.name, c.observations) not in self.memo]
+        # Keyed by observations: identical contexts (the viability measure sends n_roll copies
+        # of each) are filled once.
+        todo = list({c.observations: c for c in contexts
+                     if ("emit", enc.name, c.observations) not in self.memo}.values())  # fmt: skip
         if todo:
-            prompts, probs = self.fill_slots(todo)
+            prompts, probs = self._fill_for_report(todo)
             levels = torch.arange(CONF_LEVELS, dtype=torch.float64) / (CONF_LEVELS - 1)
             for i, c in enumerate(todo):
                 # The filled words in block order -> value words per canonical slot.

@@ -1,0 +1,274 @@
+"""Forward passes of the Hugging Face adapter that read only what is used, and reuse a prefix.
+
+Two costs dominated the adapter (issue 35): a float64 log-softmax over every position and the
+whole vocabulary of every row, when a read needs one position per row; and one forward pass
+of the full prompt per multi-token option per slot, about 25 per self-report, although every
+option of a slot shares the prompt before it. Here:
+
+- `run_rows` runs right-padded rows once, asks the model for logits only at each row's last
+  position (`logits_to_keep`, where the model's forward takes it), and keeps the model's
+  key/value cache when asked to;
+- `score_options` scores every option of a slot in one batched pass over that cache: row
+  (context n, option k) holds only option k's tokens, attends to context n's cached prefix,
+  and sits at its true positions (`position_ids`), pads in the cache masked out;
+- `Scored.advance` keeps the chosen option's row per context, so the next slot continues from
+  the cache instead of running the prompt again. A self-report is one prefix pass and one
+  small pass per slot.
+
+Only the read positions are cast to float64 before the log-softmax (the model's logits stay in
+its dtype); the sums are the same as on the full tensor. A padded key is masked to weight zero,
+so a row's result equals the unpadded row's up to float rounding of differently shaped matrix
+products (about 1e-7 in float32).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@functools.cache
+def _forward_parameters(model_class: type) -> frozenset[str]:
+    """Names the model class's forward accepts (to pick the cache and logits arguments)."""
+    return frozenset(inspect.signature(model_class.forward).parameters)
+
+
+def forward(
+    model: nn.Module,
+    ids: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    keep: torch.Tensor | None = None,
+    positions: torch.Tensor | None = None,
+    cache: Any = None,
+    use_cache: bool = False,
+) -> tuple[torch.Tensor, Any]:
+    """One forward pass: logits (B, T', V) in the model's dtype, and the cache when kept.
+
+    Args:
+        model: A `transformers` causal LM.
+        ids: Token ids (B, T) on the model's device.
+        mask: Attention mask over cache and new tokens (B, C + T).
+        keep: Sequence positions whose logits are computed (all when None or unsupported;
+            the caller reads positions by their index in `keep` only when it was applied).
+        positions: Position ids (B, T); the model's default when None.
+        cache: The model's key/value cache from an earlier pass, continued here.
+        use_cache: Whether to return the cache.
+    """
+    names = _forward_parameters(type(model))
+    kwargs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, "use_cache": use_cache}
+    if keep is not None and "logits_to_keep" in names:
+        kwargs["logits_to_keep"] = keep
+    if positions is not None:
+        kwargs["position_ids"] = positions
+    if cache is not None:
+        kwargs["cache" if "cache" in names else "past_key_values"] = cache
+    with torch.no_grad():
+        out = model(**kwargs)
+    if not use_cache:
+        return out.logits, None
+    return out.logits, out.cache if "cache" in names else out.past_key_values
+
+
+def keeps_logits_subset(model: nn.Module) -> bool:
+    """Whether the model's forward computes logits at chosen positions only."""
+    return "logits_to_keep" in _forward_parameters(type(model))
+
+
+def select_rows(cache: Any, rows: torch.Tensor, device: torch.device) -> Any:
+    """The cache with batch rows `rows` (repeats allowed).
+
+    A `Cache` object is changed in place; legacy per-layer tuples are indexed into new ones.
+    """
+    if hasattr(cache, "batch_select_indices"):
+        cache.batch_select_indices(rows.to(device))
+        return cache
+    return tuple(tuple(t[rows.to(t.device)] for t in layer) for layer in cache)
+
+
+def padded(rows: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids (N, T) and their attention mask (N, T), on the CPU."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        mask[i, : len(r)] = 1
+    return ids, mask
+
+
+@dataclass
+class Prefix:
+    """Rows run so far: the cache over them and what the next token is read from."""
+
+    cache: Any
+    """The model's key/value cache (None when not kept)."""
+    mask: torch.Tensor
+    """(N, C) 1 where a cache position holds a real token, 0 for a pad (CPU, long)."""
+    length: torch.Tensor
+    """(N,) real tokens so far per row: the position of the next token (CPU, long)."""
+    next_logp: torch.Tensor
+    """(N, V) float64 log-probabilities of the next token per row (CPU)."""
+    reads: list[torch.Tensor]
+    """Per row, float64 log-probabilities after each position from the read start (CPU)."""
+    pending: torch.Tensor
+    """(N,) float64 log-probability of tokens run after the last scored option: the start
+    every next option shares (zero when none)."""
+
+
+def run_rows(
+    model: nn.Module,
+    rows: Sequence[Sequence[int]],
+    pad: int,
+    device: torch.device,
+    starts: Sequence[int] | None = None,
+    keep_cache: bool = False,
+) -> Prefix:
+    """Run right-padded rows once; read log-probabilities from `starts[i]` to each row's end.
+
+    `starts` defaults to each row's last token. Logits are computed only at read positions
+    where the model allows it (`logits_to_keep`), and only those are cast to float64.
+    """
+    ids, mask = padded(rows, pad)
+    ends = [len(r) for r in rows]
+    first = [e - 1 for e in ends] if starts is None else list(starts)
+    keep = torch.unique(torch.cat([torch.arange(a, e) for a, e in zip(first, ends, strict=True)]))
+    logits, cache = forward(
+        model, ids.to(device), mask.to(device), keep=keep.to(device), use_cache=keep_cache
+    )
+    subset = keeps_logits_subset(model)
+    reads = []
+    for i, (a, e) in enumerate(zip(first, ends, strict=True)):
+        wanted = torch.arange(a, e)
+        column = torch.searchsorted(keep, wanted) if subset else wanted
+        reads.append(torch.log_softmax(logits[i, column.to(logits.device)].double(), -1).cpu())
+    next_logp = torch.stack([r[-1] for r in reads])
+    pending = torch.zeros(len(rows), dtype=torch.float64)
+    return Prefix(cache, mask, torch.tensor(ends), next_logp, reads, pending)
+
+
+def chain_per_option(
+    run: Callable[..., Prefix],
+    heads: Sequence[tuple[int, ...]],
+    tails: Sequence[Sequence[tuple[int, ...]]],
+    boundary: torch.Tensor | None,
+) -> torch.Tensor:
+    """Chained option log-probabilities (N, K), each pass a whole row per prompt (hooks apply).
+
+    The prompts alone first (the pass Track 2 captures); then one pass of prompt + option
+    tokens per option longer than one token (every option, when a word boundary is scored),
+    reading position len(head) - 1 + j for token j and, with `boundary`, the word's end.
+    """
+    first = run(heads).next_logp
+    logp = torch.empty((len(heads), len(tails[0])), dtype=torch.float64)
+    for k in range(len(tails[0])):
+        column = [row[k] for row in tails]
+        if boundary is None and all(len(t) == 1 for t in column):
+            logp[:, k] = first[torch.arange(len(heads)), torch.tensor([t[0] for t in column])]
+            continue
+        keep = 0 if boundary is not None else 1  # the boundary is read after the last token
+        rows = [h + t[: len(t) - keep] for h, t in zip(heads, column, strict=True)]
+        reads = run(rows, [len(h) - 1 for h in heads]).reads
+        for i, t in enumerate(column):
+            # reads[i][j] is the distribution of token j of the option (0-based).
+            logp[i, k] = reads[i][torch.arange(len(t)), torch.tensor(t)].sum()
+            if boundary is not None:
+                logp[i, k] += torch.logsumexp(reads[i][len(t), boundary], -1)
+    return logp
+
+
+@dataclass
+class Scored:
+    """Every option of a slot scored over a prefix; `advance` continues with one per row."""
+
+    logp: torch.Tensor
+    """(N, K) float64 log P(option tokens | prefix) per row and option."""
+    prefix: Prefix
+    rows: list[tuple[int, ...]]
+    """The pass's rows, n * K + k: option k's scored tokens, then its `then` tokens."""
+    scored: list[int]
+    """Per row, how many of its tokens are the option's own (the rest are `then`)."""
+    cache: Any
+    mask: torch.Tensor
+    """(N * K, C + M) attention mask of the option rows over cache and option tokens."""
+    token_logp: torch.Tensor
+    """(N * K, M, V) float64 log-probabilities after each option token."""
+    device: torch.device
+    """The model's device (where the cache lives)."""
+
+    def advance(self, chosen: Sequence[int]) -> Prefix:
+        """The prefix extended by option `chosen[n]` (and its `then` tokens) on row n.
+
+        The `then` tokens' log-probability is kept in `Prefix.pending`: the next slot's
+        options all begin with them, so it is part of every one of their chains.
+        """
+        k = len(self.logp[0])
+        rows = [n * k + c for n, c in enumerate(chosen)]
+        ends = torch.tensor([len(self.rows[r]) for r in rows])
+        pending = torch.zeros(len(rows), dtype=torch.float64)
+        for i, r in enumerate(rows):
+            own, row = self.scored[r], self.rows[r]
+            if len(row) > own:
+                steps = torch.arange(own - 1, len(row) - 1)
+                pending[i] = self.token_logp[r, steps, torch.tensor(row[own:])].sum()
+        index = torch.tensor(rows)
+        cache = select_rows(self.cache, index, self.device)
+        next_logp = self.token_logp[index, ends - 1]
+        length = self.prefix.length + ends
+        return Prefix(cache, self.mask[index], length, next_logp, [], pending)
+
+
+def score_options(
+    model: nn.Module,
+    prefix: Prefix,
+    tails: list[list[tuple[int, ...]]],
+    pad: int,
+    boundary: torch.Tensor | None,
+    then: list[list[tuple[int, ...]]] | None = None,
+) -> Scored:
+    """Chain log P(o_1..o_m | prefix) for every (row, option) in one pass over the cache.
+
+    `tails[n][k]` are option k's tokens after row n's prefix. Row n*K + k of the pass holds
+    them at positions length[n].., attending to row n's cache; the first token is read from
+    `prefix.next_logp`, token j from the pass's logits after token j - 1, and
+    `prefix.pending` (tokens fed before, shared by every option) is added. With `boundary`,
+    the log-probability that a new word (or the text's end) follows is added, read after the
+    last token (options whose tokens begin another's are scored as whole words). `then[n][k]`
+    are tokens run after option k but not scored with it (the next slot's shared start).
+    """
+    n_rows, k = len(tails), len(tails[0])
+    flat = [t for row in tails for t in row]
+    rows = [t + (then[i // k][i % k] if then else ()) for i, t in enumerate(flat)]
+    ids, option_mask = padded(rows, pad)
+    index = torch.arange(n_rows).repeat_interleave(k)
+    positions = prefix.length[index].unsqueeze(1) + torch.arange(ids.shape[1]).unsqueeze(0)
+    mask = torch.cat([prefix.mask[index], option_mask], dim=1)
+    device = next(model.parameters()).device
+    cache = select_rows(prefix.cache, index, device)
+    logits, cache = forward(
+        model,
+        ids.to(device),
+        mask.to(device),
+        positions=positions.to(device),
+        cache=cache,
+        use_cache=True,
+    )
+    token_logp = torch.log_softmax(logits.double(), -1).cpu()
+    logp = torch.empty((n_rows, k), dtype=torch.float64)
+    for row, tail in enumerate(flat):
+        n = row // k
+        total = prefix.pending[n] + prefix.next_logp[n, tail[0]]
+        if len(tail) > 1:
+            steps = torch.arange(len(tail) - 1)
+            total = total + token_logp[row, steps, torch.tensor(tail[1:])].sum()
+        if boundary is not None:
+            total = total + torch.logsumexp(token_logp[row, len(tail) - 1, boundary], -1)
+        logp[n, row % k] = total
+    own = [len(t) for t in flat]
+    return Scored(logp, prefix, rows, own, cache, mask, token_logp, device)
