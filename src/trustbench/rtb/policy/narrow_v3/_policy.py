@@ -20,7 +20,6 @@ from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v2._policy import EvidenceRecordsPolicy
 from trustbench.rtb.policy.narrow_v3._ablation import AblatedV3Reviewer
 from trustbench.rtb.policy.narrow_v3._checks import check_cases_v3
-from trustbench.rtb.policy.narrow_v3._control import fault_approval_v3, seed_from_case_v3
 from trustbench.rtb.policy.narrow_v3._decision_rules import DECISION_RULES_V3
 from trustbench.rtb.policy.narrow_v3._finding_rules import RULES_V3
 from trustbench.rtb.policy.narrow_v3._models import (
@@ -36,8 +35,8 @@ from trustbench.rtb.policy.narrow_v3._reviewer import ReferencePolicyV3Reviewer,
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.platform import PlatformView
-    from trustbench.rtb.policy._protocol import LiveEvaluator
+    from trustbench.rtb.platform import FaultType, PlatformSeed, PlatformView
+    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
@@ -95,10 +94,21 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
         """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
         return cast("Reviewer", AblatedV3Reviewer(rule_id))
 
-    seed_platform = staticmethod(seed_from_case_v3)
-    """v0.2's state plus the governance records: requester, classification, calendar, ..."""
-    fault_approval = staticmethod(fault_approval_v3)
-    """v0.2's eligibility: the decisive active approval of an uncontested permit (or stale)."""
+    def seed_platform(self, case: Any) -> PlatformSeed:
+        """v0.2's state plus the governance records: requester, classification, calendar, ...
+
+        The control-path mapping (and the platform models it builds) is imported here, by the
+        control-path and workflow tracks only: a reviewer run never needs it.
+        """
+        from trustbench.rtb.policy.narrow_v3._control import seed_from_case_v3
+
+        return seed_from_case_v3(case)
+
+    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
+        """v0.2's eligibility: the decisive active approval of an uncontested permit (or stale)."""
+        from trustbench.rtb.policy.narrow_v3._control import fault_approval_v3
+
+        return fault_approval_v3(case, fault)
 
     def change_records(self, target: str, platform: PlatformView) -> dict[str, Any] | None:
         """Requester, environment, risk tier and every record v0.3 reads, as v0.3 evidence."""
