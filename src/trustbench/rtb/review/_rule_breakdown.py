@@ -11,7 +11,7 @@ evaluable) has its breakdown withheld too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trustbench.core.report import TableBlock
@@ -28,7 +28,7 @@ ATTRIBUTION = (
 
 
 def _configuration(
-    rows: Sequence[ConfigurationRow], deciding: Mapping[str, tuple[str, ...]], rule_ids: list[str]
+    rows: Iterable[ConfigurationRow], deciding: Mapping[str, tuple[str, ...]], rule_ids: list[str]
 ) -> dict[str, Any]:
     per_rule: dict[str, dict[str, Any]] = {
         r: {"wrong_trials": 0, "trials": 0, "wrong_cases": []} for r in rule_ids
@@ -60,7 +60,7 @@ def _configuration(
 
 def rule_breakdown(
     corpus: Corpus,
-    all_rows: Mapping[str, Sequence[ConfigurationRow]],
+    all_rows: Mapping[str, Iterable[ConfigurationRow]],
     withheld: Mapping[str, str],
     *,
     skip: frozenset[str] = frozenset(),
