@@ -218,18 +218,11 @@ def _comparisons(
     differences: list[Figure] = []
     for first, second in combinations(names, 2):
         rows_a, rows_b = out.all_rows[first], out.all_rows[second]
-        streamed = isinstance(rows_a, ConfigurationTrials) and isinstance(
-            rows_b, ConfigurationTrials
-        )
-        record, difference = compare(
-            first,
-            second,
-            (r.row for r in rows_a),
-            (r.row for r in rows_b),
-            unit=run.unit,
-            order=run.case_order if streamed else None,
-            **run.stats,
-        )
+        if isinstance(rows_a, ConfigurationTrials) and isinstance(rows_b, ConfigurationTrials):
+            sides, order = (rows_a.decisions(), rows_b.decisions()), run.case_order
+        else:  # a paired human configuration: its trials are a list
+            sides, order = ((r.row for r in rows_a), (r.row for r in rows_b)), None
+        record, difference = compare(first, second, *sides, unit=run.unit, order=order, **run.stats)
         unusable = {n: out.not_evaluable[n] for n in (first, second) if n in out.not_evaluable}
         if unusable:
             record["not_evaluable"] = unusable

@@ -31,6 +31,10 @@ from trustbench.rtb.review._validation import (
     validate_response,
 )
 
+_OUTCOMES = tuple(Outcome)
+_NONE = 255
+"""No trial at this (case, k) (`ConfigurationTrials.decisions`)."""
+
 NOT_RUN = "not_run"
 """Outcome label of a planned trial that never finished."""
 
@@ -214,8 +218,11 @@ class ConfigurationTrials:
         self.not_run: list[tuple[str, int]] = []
         """(case, k) keys not run because some member trial never finished."""
         self._unchecked = configuration.kind is ConfigurationKind.UNCHECKED
+        self.case_ids: list[str] = []
+        """Cases with at least one trial here, in corpus order."""
         count = 0
         for case in self._cases:
+            before = count
             for k in range(trials_per_case):
                 if self._unchecked or all(
                     (case.case_id, name, k) in graded for name in member_names
@@ -223,14 +230,46 @@ class ConfigurationTrials:
                     count += 1
                 else:
                     self.not_run.append((case.case_id, k))
+            if count > before:
+                self.case_ids.append(case.case_id)
         self._count = count
+        self._observed: bytearray | None = None
+        """Each (case, k)'s observed outcome (`_OUTCOMES` index, `_NONE` when not run), kept by
+        the first full pass so `decisions` need not read the member trials again."""
 
     def __len__(self) -> int:
         return self._count
 
     def __iter__(self) -> Iterator[ConfigurationRow]:
+        observed = bytearray([_NONE]) * (len(self._cases) * self._k)
+        for slot, item in self._made():
+            observed[slot] = _OUTCOMES.index(item.row.observed)
+            yield item
+        self._observed = observed
+
+    def decisions(self) -> Iterator[ReviewTrialRow]:
+        """Each trial's row as far as a comparison reads it.
+
+        Case, group, trial, reference and observed outcome (no support, cost or members), made
+        without reading a member trial again once the trials were iterated in full.
+        """
+        if self._observed is None:
+            yield from (item.row for item in self)
+            return
+        codes = self._observed
+        for position, case in enumerate(self._cases):
+            for k in range(self._k):
+                code = codes[position * self._k + k]
+                if code != _NONE:
+                    yield ReviewTrialRow(
+                        case_id=case.case_id, group=case.group, variant=case.variant, trial=k,
+                        reference=case.expectations.reference_decision,
+                        observed=_OUTCOMES[code], supported=None,
+                    )  # fmt: skip
+
+    def _made(self) -> Iterator[tuple[int, ConfigurationRow]]:
         name = self._configuration.name
-        for case in self._cases:
+        for position, case in enumerate(self._cases):
             base = {
                 "case_id": case.case_id,
                 "group": case.group,
@@ -238,15 +277,23 @@ class ConfigurationTrials:
                 "reference": case.expectations.reference_decision,
             }
             for k in range(self._k):
+                slot = position * self._k + k
                 if self._unchecked:
                     row = ReviewTrialRow(**base, trial=k, observed=Outcome.PERMIT, supported=None)
-                    yield ConfigurationRow(name, row, ())
+                    yield slot, ConfigurationRow(name, row, ())
                     continue
                 keys = [(case.case_id, member, k) for member in self._names]
                 if any(key not in self._graded for key in keys):
                     continue
                 present = tuple(self._graded[key] for key in keys)
-                yield ConfigurationRow(name, _row(base, k, present), present)
+                yield slot, ConfigurationRow(name, _row(base, k, present), present)
+
+
+def case_ids(rows: Iterable[ConfigurationRow]) -> set[str]:
+    """The cases with a trial in `rows` (without making the trials of `ConfigurationTrials`)."""
+    if isinstance(rows, ConfigurationTrials):
+        return set(rows.case_ids)
+    return {item.row.case_id for item in rows}
 
 
 def _row(base: dict[str, Any], k: int, present: tuple[MemberTrial, ...]) -> ReviewTrialRow:

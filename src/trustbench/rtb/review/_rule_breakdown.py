@@ -18,7 +18,7 @@ from trustbench.core.report import TableBlock
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._ablation import cases_deciding, declared_rules
-from trustbench.rtb.review._grading import ConfigurationRow
+from trustbench.rtb.review._grading import ConfigurationRow, case_ids
 
 ATTRIBUTION = (
     "a case counts for each policy rule whose ablated reference reader (the reference reviewer "
@@ -77,7 +77,7 @@ def rule_breakdown(
     if not rules:
         return {}  # nothing to attribute to: the report leaves the table out
     deciding = cases_deciding(corpus)
-    run_cases = {item.row.case_id for rows in all_rows.values() for item in rows}
+    run_cases = set[str]().union(*(case_ids(rows) for rows in all_rows.values()))
     rule_ids = [rule.rule_id for rule in rules]
     return {
         "attribution": ATTRIBUTION,
