@@ -73,3 +73,24 @@ def test_summary_reports_the_cluster_aware_test_beside_exact_mcnemar() -> None:
     assert f"p = {record['mcnemar_correct']['p_value']:.3g}, assumes independent units" in line
     assert f"sign-flip over 4 domain groups p = {record['sign_flip_test']['p_value']:.3g}" in line
     assert record["decision_test"] == "sign_flip_test"
+
+
+def test_merged_comparison_equals_indexed_comparison_and_skips_unpaired_trials() -> None:
+    first = rows([d.value for d in REFERENCE], 3)
+    second = [r for r in rows(SECOND, 3) if (r.case_id, r.trial) not in {("c2", 1), ("c5", 0)}]
+    order = {f"c{i}": i for i in range(len(REFERENCE))}
+    args = {"unit": "case", "confidence": 0.95, "seed": 1, "resamples": 200}
+    indexed, _ = compare("a", "b", first, second, **args)
+    merged, _ = compare("a", "b", iter(first), iter(second), order=order, **args)
+    assert merged == indexed
+    assert merged["joint_trials"] == 36 - 2
+
+
+def test_merged_comparison_refuses_trials_out_of_order() -> None:
+    first = rows([d.value for d in REFERENCE], 2)
+    order = {f"c{i}": i for i in range(len(REFERENCE))}
+    with pytest.raises(ValueError, match="out of order"):
+        compare(
+            "a", "b", first[::-1], first, unit="case", confidence=0.95, seed=1, resamples=50,
+            order=order,
+        )  # fmt: skip

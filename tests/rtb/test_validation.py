@@ -184,3 +184,15 @@ def test_missing_or_invalid_is_never_supported(raw: str | None) -> None:
     validated = validate_response(raw, INPUT)
     assert not is_supported(validated, CASE)
     assert support_gaps(validated, CASE) == [f"no valid finding (outcome {validated.outcome})"]
+
+
+def test_a_reply_valid_but_for_its_id_is_still_checked_against_its_own_input() -> None:
+    first = _validate(_reply())
+    again = _validate(_reply(evaluation_id="0" * 32))  # the schema result is remembered...
+    assert first.outcome is Outcome.DENY
+    assert again.outcome is Outcome.INVALID  # ...but the id is still compared with the input's
+    assert again.invalid_reason is not None and "evaluation id" in again.invalid_reason
+    bad_id = _validate(_reply(evaluation_id=7))  # not a string: the schema says why
+    assert bad_id.invalid_reason is not None and "/evaluation_id" in bad_id.invalid_reason
+    code = _validate(_reply(reason_codes=["no_such_code"]))
+    assert code.invalid_reason is not None and "closed vocabulary" in code.invalid_reason

@@ -29,9 +29,9 @@ declared unit is `trial`, and then the clustered interval still treats groups as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from trustbench.core._stats._binomial import binomial_interval
 from trustbench.core._stats._clustered_figure import clustered_figure
@@ -56,8 +56,42 @@ class TrialEvent:
     """True when the trial had the event being counted."""
 
 
+class EventReducer:
+    """`reduce_events`, one event at a time: per unit its cluster and folded value.
+
+    Under `case` and `group` a unit keeps one value (`any` or `all` of its trials so far), so a
+    million trials of fifty cases cost fifty entries; under `trial` every trial is a unit.
+    """
+
+    def __init__(self, unit: FigureUnit, reduction: Reduction) -> None:
+        self.unit = unit
+        self.reduction = reduction
+        self._trials: list[tuple[str, bool]] = []
+        self._keyed: dict[str, list[Any]] = {}
+
+    def add(self, case_id: str, cluster: str, hit: bool) -> None:
+        """Count one trial's event."""
+        if self.unit == "trial":
+            self._trials.append((cluster, hit))
+            return
+        key = case_id if self.unit == "case" else cluster
+        folded = self._keyed.get(key)
+        if folded is None:
+            self._keyed[key] = [cluster, hit]
+        elif self.reduction == "any":
+            folded[1] = folded[1] or hit
+        else:
+            folded[1] = folded[1] and hit
+
+    def units(self) -> list[tuple[str, bool]]:
+        """One `(cluster, hit)` per unit, in first-seen order."""
+        if self.unit == "trial":
+            return list(self._trials)
+        return [(cluster, hit) for cluster, hit in self._keyed.values()]
+
+
 def reduce_events(
-    events: Sequence[TrialEvent], unit: FigureUnit, reduction: Reduction
+    events: Iterable[TrialEvent], unit: FigureUnit, reduction: Reduction
 ) -> list[tuple[str, bool]]:
     """Reduce trial events to one `(cluster, hit)` per unit, in first-seen order.
 
@@ -67,16 +101,12 @@ def reduce_events(
         reduction: `any` or `all` (ignored for `trial`).
 
     Returns:
-        One `(cluster, hit)` per unit.
+        One `(cluster, hit)` per unit (see `EventReducer`).
     """
-    if unit == "trial":
-        return [(event.cluster, event.hit) for event in events]
-    keyed: dict[str, tuple[str, list[bool]]] = {}
+    reducer = EventReducer(unit, reduction)
     for event in events:
-        key = event.case_id if unit == "case" else event.cluster
-        keyed.setdefault(key, (event.cluster, []))[1].append(event.hit)
-    combine = any if reduction == "any" else all
-    return [(cluster, combine(hits)) for cluster, hits in keyed.values()]
+        reducer.add(event.case_id, event.cluster, event.hit)
+    return reducer.units()
 
 
 def binomial_intervals(k: int, n: int, confidence: float) -> list[Interval]:

@@ -24,12 +24,13 @@ if TYPE_CHECKING:
         not_evaluable_subjects,
         withheld_figure,
     )
-    from trustbench.core._figures_from_counts import TrialEvent, reduce_events
+    from trustbench.core._figures_from_counts import EventReducer, TrialEvent, reduce_events
 
 __all__ = [
     "VALID_RESPONSE_RATE",
     "Analyzer",
     "Evaluability",
+    "EventReducer",
     "TrackAnalysis",
     "TrialEvent",
     "not_evaluable_reason",

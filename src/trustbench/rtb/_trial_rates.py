@@ -30,9 +30,9 @@ Count"), but the fix for that is the interval, not a different estimand. So ever
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from trustbench.core.figures import Figure, FigureUnit, Interval, counts_figure
 
@@ -74,28 +74,101 @@ def cluster_name(grouping: Grouping) -> str:
     return "domain_group" if grouping == "group" else "case"
 
 
-def _unit_key(item: Item, index: int, grouping: Grouping) -> str:
-    if grouping == "trial":
-        return str(index)
-    return item.group if grouping == "group" else item.case_id
+class RateTally:
+    """The sums one rate's figure reads, added item by item (no item is held).
+
+    Per case, in first-seen order: its group, event and item sums, how many items it holds and
+    how many had the event (`events > 0`) or were full (`events == total`); and the set of item
+    totals. That is everything the exact bounds (on trials, cases or groups) and the clustered
+    intervals (per case or group, first-seen order, which seeds the bootstrap) are computed
+    from, so a million-trial run's figure costs a few numbers per case, not an object per trial.
+    """
+
+    __slots__ = ("_cases", "_item_totals")
+
+    def __init__(self) -> None:
+        self._cases: dict[str, list[Any]] = {}
+        self._item_totals: set[int] = set()
+
+    def add(self, case_id: str, group: str, events: int, total: int = 1) -> None:
+        """Count one item of `case_id` (in `group`) with `events` of `total`."""
+        sums = self._cases.get(case_id)
+        if sums is None:
+            sums = self._cases[case_id] = [group, 0, 0, 0, 0, 0]
+        sums[1] += events
+        sums[2] += total
+        sums[3] += 1
+        sums[4] += events > 0
+        sums[5] += events == total
+        self._item_totals.add(total)
+
+    def add_item(self, item: Item) -> None:
+        """Count `item`."""
+        self.add(item.case_id, item.group, item.events, item.total)
+
+    @property
+    def events(self) -> int:
+        """Items' events, summed."""
+        return sum(s[1] for s in self._cases.values())
+
+    @property
+    def total(self) -> int:
+        """Items' totals, summed (the denominator)."""
+        return sum(s[2] for s in self._cases.values())
+
+    @property
+    def cases(self) -> int:
+        """Distinct cases with an item."""
+        return len(self._cases)
+
+    def units(self, grouping: Grouping) -> list[tuple[int, int, int, int, int]]:
+        """Per unit of `grouping`: (events, total, items, items with an event, full items).
+
+        Under `trial` every item is a unit: one tuple per case holding its items' sums (the
+        bounds then read them as item counts).
+        """
+        if grouping != "group":
+            return [(s[1], s[2], s[3], s[4], s[5]) for s in self._cases.values()]
+        groups: dict[str, list[int]] = {}
+        for s in self._cases.values():
+            g = groups.setdefault(s[0], [0, 0, 0, 0, 0])
+            for index in range(5):
+                g[index] += s[index + 1]
+        return [(g[0], g[1], g[2], g[3], g[4]) for g in groups.values()]
+
+    def cluster_sums(self, grouping: Grouping) -> tuple[list[int], list[int], list[str]]:
+        """Per-case event and total sums and each case's cluster, in first-seen order."""
+        keys = [s[0] if grouping == "group" else case for case, s in self._cases.items()]
+        return [s[1] for s in self._cases.values()], [s[2] for s in self._cases.values()], keys
+
+    def exact_per_item(self, grouping: Grouping) -> bool:
+        """Whether every unit holds exactly one item of total 1 (the bound is per item)."""
+        if grouping == "trial":
+            return self._item_totals <= {1}
+        return all(u[2] == 1 and u[1] == 1 for u in self.units(grouping))
+
+    def weights(self, grouping: Grouping) -> set[int]:
+        """The distinct totals of the units."""
+        if grouping == "trial":
+            return set(self._item_totals)
+        return {u[1] for u in self.units(grouping)}
 
 
 def _exact_bounds(
-    items: Sequence[Item], grouping: Grouping, reduction: Reduction, confidence: float
+    tally: RateTally, grouping: Grouping, reduction: Reduction, confidence: float
 ) -> list[Interval]:
     """Exact bounds on the distinct units, the conservative side only (see the module)."""
-    units: dict[str, list[Item]] = {}
-    for index, item in enumerate(items):
-        units.setdefault(_unit_key(item, index, grouping), []).append(item)
-    if reduction == "any":
-        hits = sum(any(i.events > 0 for i in members) for members in units.values())
+    units = tally.units(grouping)
+    if grouping == "trial":
+        n = sum(u[2] for u in units)
+        hits = sum(u[3] if reduction == "any" else u[4] for u in units)
     else:
-        hits = sum(all(i.events == i.total for i in members) for members in units.values())
-    n = len(units)
+        n = len(units)
+        hits = sum((u[3] > 0) if reduction == "any" else (u[4] == u[2]) for u in units)
     what = {"trial": "trials", "case": "distinct cases", "group": "domain groups"}[grouping]
     rule = "any of its items had the event" if reduction == "any" else "every item had it"
-    exact_per_item = all(len(m) == 1 and m[0].total == 1 for m in units.values())
-    weights = {sum(i.total for i in members) for members in units.values()}
+    exact_per_item = tally.exact_per_item(grouping)
+    weights = tally.weights(grouping)
     sides: list[Literal["two_sided", "upper", "lower"]] = (
         ["two_sided", "upper", "lower"]
         if exact_per_item
@@ -119,10 +192,10 @@ def _exact_bounds(
 
 
 def _clustered(
-    items: Sequence[Item], grouping: Grouping, confidence: float, seed: int, resamples: int
+    tally: RateTally, grouping: Grouping, confidence: float, seed: int, resamples: int
 ) -> list[Interval]:
-    clusters = [i.group if grouping == "group" else i.case_id for i in items]
-    y, m = cluster_sums([i.events for i in items], [i.total for i in items], clusters)
+    events, totals, clusters = tally.cluster_sums(grouping)
+    y, m = cluster_sums(events, totals, clusters)
     robust = [
         cluster_robust_interval(y, m, confidence=confidence, sidedness=side, clip=(0.0, 1.0))
         for side in ("two_sided", "upper", "lower")
@@ -133,7 +206,7 @@ def _clustered(
 
 def trial_rate_figure(
     name: str,
-    items: Sequence[Item],
+    items: Iterable[Item] | RateTally,
     *,
     description: str,
     grouping: Grouping,
@@ -148,7 +221,7 @@ def trial_rate_figure(
 
     Args:
         name: Stable figure name (gates find it by this).
-        items: Every applicable item (the denominator), none dropped.
+        items: Every applicable item (the denominator), none dropped, or their `RateTally`.
         description: What the denominator counts, in words.
         grouping: The declared `analysis.unit` (cluster and exact-bound unit).
         reduction: `any` for error events, `all` for success events (exact bound only).
@@ -161,10 +234,14 @@ def trial_rate_figure(
     Returns:
         The figure; `not_applicable` (shown "n/a", never 0) when nothing is applicable.
     """
-    total = sum(i.total for i in items)
-    events = sum(i.events for i in items)
+    if isinstance(items, RateTally):
+        tally = items
+    else:
+        tally = RateTally()
+        for item in items:
+            tally.add_item(item)
+    total, events, cases = tally.total, tally.events, tally.cases
     cluster = cluster_name(grouping)
-    cases = len({i.case_id for i in items})
     full = (
         f"{description} [per {unit}: {events}/{total} over {cases} distinct cases; intervals "
         f"clustered by {cluster.replace('_', ' ')}, exact bound on distinct "
@@ -172,9 +249,9 @@ def trial_rate_figure(
     )
 
     def intervals() -> list[Interval]:
-        found = _exact_bounds(items, grouping, reduction, confidence)
+        found = _exact_bounds(tally, grouping, reduction, confidence)
         if clustered:
-            found += _clustered(items, grouping, confidence, seed, resamples)
+            found += _clustered(tally, grouping, confidence, seed, resamples)
         return found
 
     return counts_figure(

@@ -100,9 +100,10 @@ def load_source_run(
     graded = member_trials(manifest, read_ledger(run_dir), corpus)
     rows: dict[str, list[ConfigurationRow]] = {}
     for name, (configuration, members) in configs.items():
-        rows[name], _ = configuration_rows(
+        trials, _ = configuration_rows(
             configuration, members, corpus, manifest.spec.trials_per_case, graded
         )
+        rows[name] = list(trials)  # a human run's trials: few
     return SourceRun(run_dir=run_dir, manifest=manifest, rows=rows)
 
 

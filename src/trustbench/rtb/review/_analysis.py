@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from itertools import chain, combinations
 from typing import Any
 
-from trustbench.core import CandidateRecord, CandidateSpec, LedgerContents, Manifest, TrackAnalysis
+from trustbench.core import (
+    CandidateRecord,
+    CandidateSpec,
+    Evaluability,
+    LedgerContents,
+    Manifest,
+    TrackAnalysis,
+)
 from trustbench.core.analysis import not_evaluable_reason, withheld_figure
 from trustbench.core.figures import Figure
 from trustbench.core.report import Block, TextBlock
@@ -26,17 +33,17 @@ from trustbench.rtb.human._analysis import (
 )
 from trustbench.rtb.review._analysis_report import Collected, Entry, sections
 from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration
+from trustbench.rtb.review._configuration_tally import ConfigurationTally, tally_configuration
 from trustbench.rtb.review._figures import configuration_figures, headline
 from trustbench.rtb.review._grading import (
-    ConfigurationRow,
-    configuration_evaluability,
+    ConfigurationTrials,
+    MemberTrial,
     configuration_rows,
-    error_class_counts,
     member_trials,
     record_rows,
 )
 from trustbench.rtb.review._invalid_reasons import invalid_reasons, reason_lines
-from trustbench.rtb.review._metrics import ReviewMetrics, ReviewTrialRow, review_metrics
+from trustbench.rtb.review._metrics import ReviewMetrics
 from trustbench.rtb.review._options import UNCHECKED, configurations, parse_options
 from trustbench.rtb.review._paired import compare
 from trustbench.rtb.review._rule_breakdown import rule_breakdown
@@ -47,39 +54,19 @@ from trustbench.rtb.review._sections import (
     operating_line,
 )
 from trustbench.rtb.review._shortcuts import corpus_saturation
+from trustbench.rtb.review._validation import Outcome
 from trustbench.rtb.review.reviewers import SENTINEL_NAMES
-
-
-def _breakdown(
-    rows: list[ReviewTrialRow], key: str, *, unit: Any, k: int, confidence: float
-) -> dict[str, list[Figure]]:
-    values = sorted({getattr(r, key) for r in rows})
-    return {
-        value: configuration_figures(
-            [r for r in rows if getattr(r, key) == value],
-            unit=unit,
-            k=k,
-            confidence=confidence,
-            seed=0,
-            resamples=100,
-            clustered=False,
-            only=headline(),
-        )
-        for value in values
-    }
 
 
 def _configuration_record(
     configuration: ReviewConfiguration,
     member_names: list[str],
     candidates: dict[str, CandidateRecord],
-    rows: list[ConfigurationRow],
+    tally: ConfigurationTally,
     metrics: ReviewMetrics | None,
     not_run: int,
 ) -> dict[str, Any]:
-    reported = sorted(
-        {m.reported_model for r in rows for m in r.members if m.reported_model is not None}
-    )
+    reported = sorted(tally.reported_models)
     records = candidates
     return {
         "kind": configuration.kind.value,
@@ -94,7 +81,7 @@ def _configuration_record(
         ],
         "provider_relation": configuration.provider_relation.value,
         "reported_models": reported,
-        "trials": len(rows),
+        "trials": tally.trials,
         "trials_not_run": not_run,
         "counts": metrics.model_dump(mode="json") if metrics else None,
     }
@@ -126,6 +113,7 @@ class _Run:
     k: int
     stats: dict[str, Any]
     own_specs: dict[str, CandidateSpec]
+    case_order: dict[str, int]
 
 
 def _entries(run: _Run, graded: Any) -> tuple[list[Entry], Any]:
@@ -146,9 +134,11 @@ def _entries(run: _Run, graded: Any) -> tuple[list[Entry], Any]:
     return entries, (paired, sources)
 
 
-def _classify(run: _Run, out: Collected, entry: Entry, figures: list[Figure]) -> None:
+def _classify(
+    run: _Run, out: Collected, entry: Entry, figures: list[Figure], evaluability: Evaluability
+) -> None:
     """File a configuration's figures as baseline, paired or gated subject (with evaluability)."""
-    configuration, members, rows, _, _ = entry
+    configuration, members, _, _, _ = entry
     name = configuration.name
     if configuration.kind is ConfigurationKind.UNCHECKED:
         out.baseline_figures = figures
@@ -157,7 +147,7 @@ def _classify(run: _Run, out: Collected, entry: Entry, figures: list[Figure]) ->
         out.paired_figures[name] = figures
         return
     out.subjects[name] = figures
-    out.evaluability[name] = configuration_evaluability(rows)
+    out.evaluability[name] = evaluability
     if members and all(_is_sentinel(run.own_specs.get(m)) for m in members):
         out.instruments.add(name)
     minimum = run.manifest.spec.analysis.min_valid_response_rate
@@ -166,37 +156,49 @@ def _classify(run: _Run, out: Collected, entry: Entry, figures: list[Figure]) ->
         out.not_evaluable[name] = why  # detail withheld like its figures
 
 
-def _breakdowns(run: _Run, name: str, plain: list[ReviewTrialRow], why: str | None) -> Any:
+def _breakdowns(run: _Run, name: str, tally: ConfigurationTally, why: str | None) -> Any:
     """Headline figures per variant and per group, withheld like the configuration's own."""
     confidence = run.stats["confidence"]
     return {
         key: {
-            value: [withheld_figure(f, name, why).model_dump(mode="json") for f in figs]
-            for value, figs in _breakdown(
-                plain, key, unit=run.unit, k=run.k, confidence=confidence
-            ).items()
+            value: [
+                withheld_figure(f, name, why).model_dump(mode="json")
+                for f in configuration_figures(
+                    parts[value],
+                    unit=run.unit,
+                    k=run.k,
+                    confidence=confidence,
+                    seed=0,
+                    resamples=100,
+                    clustered=False,
+                    only=headline(),
+                )
+            ]
+            for value in sorted(parts)
         }
-        for key in ("group", "variant")
+        for key, parts in tally.breakdowns.items()
     }
 
 
 def _collect(run: _Run, out: Collected, entry: Entry) -> None:
-    """Figures, counts, record and report blocks of one configuration."""
+    """Figures, counts, record and report blocks of one configuration (one pass over its trials)."""
     configuration, members, rows, not_run, candidate_records = entry
     name = configuration.name
     out.all_rows[name] = rows
-    plain = [r.row for r in rows]
     baseline = configuration.kind is ConfigurationKind.UNCHECKED
-    figures = configuration_figures(plain, unit=run.unit, k=run.k, baseline=baseline, **run.stats)
-    _classify(run, out, entry, figures)
-    metrics = review_metrics(plain) if plain else None
+    tally = tally_configuration(rows, baseline=baseline)
+    figures = configuration_figures(
+        tally.figures, unit=run.unit, k=run.k, baseline=baseline, **run.stats
+    )
+    _classify(run, out, entry, figures, tally.evaluability)
+    metrics = tally.metrics.result() if tally.trials else None
     out.trial_records.append(record_rows(name, rows, not_run, run.corpus))  # made when written
     record = _configuration_record(
-        configuration, members, candidate_records, rows, metrics, len(not_run)
+        configuration, members, candidate_records, tally, metrics, len(not_run)
     )
-    record["error_classes"] = error_class_counts(rows)
+    record["error_classes"] = tally.error_classes
     out.config_records[name] = record
-    out.breakdowns[name] = _breakdowns(run, name, plain, out.not_evaluable.get(name))
+    out.breakdowns[name] = _breakdowns(run, name, tally, out.not_evaluable.get(name))
     if metrics is None:
         return
     out.confusions.append(confusion_block(name, metrics))
@@ -215,14 +217,12 @@ def _comparisons(
     records: list[dict[str, Any]] = []
     differences: list[Figure] = []
     for first, second in combinations(names, 2):
-        record, difference = compare(
-            first,
-            second,
-            [r.row for r in out.all_rows[first]],
-            [r.row for r in out.all_rows[second]],
-            unit=run.unit,
-            **run.stats,
-        )
+        rows_a, rows_b = out.all_rows[first], out.all_rows[second]
+        if isinstance(rows_a, ConfigurationTrials) and isinstance(rows_b, ConfigurationTrials):
+            sides, order = (rows_a.decisions(), rows_b.decisions()), run.case_order
+        else:  # a paired human configuration: its trials are a list
+            sides, order = ((r.row for r in rows_a), (r.row for r in rows_b)), None
+        record, difference = compare(first, second, *sides, unit=run.unit, order=order, **run.stats)
         unusable = {n: out.not_evaluable[n] for n in (first, second) if n in out.not_evaluable}
         if unusable:
             record["not_evaluable"] = unusable
@@ -238,9 +238,18 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     """Grade an `rtb/review` run and build its figures, comparisons and report sections."""
     spec = manifest.spec
     analysis = spec.analysis
-    graded = member_trials(manifest, ledger, corpus)
-    invalid = invalid_reasons(graded.values())
     human = is_human_run(manifest)
+    invalid_members: list[MemberTrial] = []  # in ledger order: each reason's first example
+    in_order: list[MemberTrial] = []  # a human run's graded trials (few), in ledger order
+
+    def seen(member: MemberTrial) -> None:
+        if member.validated.outcome is Outcome.INVALID:
+            invalid_members.append(member)
+        if human:
+            in_order.append(member)
+
+    graded = member_trials(manifest, ledger, corpus, on_graded=seen)
+    invalid = invalid_reasons(invalid_members)
     run = _Run(
         manifest=manifest,
         corpus=corpus,
@@ -252,6 +261,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
             "resamples": analysis.bootstrap_resamples,
         },
         own_specs={c.name: c for c in spec.candidates},
+        case_order={case.case_id: i for i, case in enumerate(corpus.cases)},
     )
     entries, (paired, sources) = _entries(run, graded)
     out = Collected(paired_names=frozenset(p.name for p in paired))
@@ -266,8 +276,9 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     human_record: dict[str, Any] | None = None
     if human:
         outcomes = {t["trial_id"]: t.get("outcome") or {} for t in ledger.trials}
+        ordered = {(m.case.case_id, m.candidate, m.trial): m for m in in_order}
         human_blocks, human_record = human_report(
-            manifest, corpus, graded, outcomes, sources, analysis.confidence
+            manifest, corpus, ordered, outcomes, sources, analysis.confidence
         )
     return TrackAnalysis(
         title="RTB reviewer track",

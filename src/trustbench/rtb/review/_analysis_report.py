@@ -17,7 +17,7 @@ from trustbench.rtb.review._paired import summary_line
 from trustbench.rtb.review._rule_breakdown import rule_breakdown_block
 from trustbench.rtb.review._sections import breakdown_block, drilldown_block, saturation_block
 
-Entry = tuple[ReviewConfiguration, list[str], list[ConfigurationRow], list[Any], Any]
+Entry = tuple[ReviewConfiguration, list[str], Iterable[ConfigurationRow], list[Any], Any]
 """(configuration, member names, graded rows, trials not run, candidate records)."""
 
 
@@ -44,7 +44,7 @@ class RunFacts(Protocol):
 class Collected:
     """What the per-configuration step gathers, in report order."""
 
-    all_rows: dict[str, list[ConfigurationRow]] = field(default_factory=dict)
+    all_rows: dict[str, Iterable[ConfigurationRow]] = field(default_factory=dict)
     subjects: dict[str, list[Figure]] = field(default_factory=dict)
     paired_figures: dict[str, list[Figure]] = field(default_factory=dict)
     baseline_figures: list[Figure] = field(default_factory=list)

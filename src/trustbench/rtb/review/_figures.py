@@ -12,11 +12,12 @@ clustered intervals) is reported beside them, per case.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from trustbench.core.figures import Figure, FigureUnit, not_run_figure
 from trustbench.core.stats import clustered_figure, pass_hat_k
-from trustbench.rtb._trial_rates import Item, trial_rate_figure
+from trustbench.rtb._trial_rates import Item, RateTally, trial_rate_figure
 from trustbench.rtb.review._rates import RESERVED, ReviewRate, headline_names, review_rates
 from trustbench.rtb.review._rows import ReviewTrialRow
 
@@ -37,16 +38,49 @@ def items(rows: Sequence[ReviewTrialRow], rate: ReviewRate) -> list[Item]:
     ]
 
 
+class FigureTally:
+    """What a configuration's figures read, added row by row (no row is held).
+
+    One `RateTally` per declared rate (its population's trials, per case) and, per case, its
+    group, trials and correct decisions (for pass^K). `report` feeds it each configuration
+    trial once, as the trials stream, and computes the figures from the sums.
+    """
+
+    def __init__(self, *, baseline: bool = False, only: tuple[str, ...] | None = None) -> None:
+        self.baseline = baseline
+        self.only = only
+        self.rates = [r for r in review_rates() if only is None or r.name in only]
+        self._counted = [r for r in self.rates if not (baseline and r.needs_finding)]
+        self.tallies = {rate.name: RateTally() for rate in self._counted}
+        self.rows = 0
+        self.by_case: dict[str, list[Any]] = {}
+        """Case -> [group, trials, trials reaching the reference decision]."""
+
+    def add(self, row: ReviewTrialRow) -> None:
+        """Count one trial of the configuration."""
+        self.rows += 1
+        for rate in self._counted:
+            if rate.population(row):
+                self.tallies[rate.name].add(row.case_id, row.group, int(rate.event(row)))
+        case = self.by_case.get(row.case_id)
+        if case is None:
+            case = self.by_case[row.case_id] = [row.group, 0, 0]
+        case[1] += 1
+        case[2] += row.observed.value == row.reference.value
+
+
 def pass_hat_k_figure(
-    rows: Sequence[ReviewTrialRow], k: int, *, confidence: float, seed: int, resamples: int
+    rows: Sequence[ReviewTrialRow] | FigureTally,
+    k: int,
+    *,
+    confidence: float,
+    seed: int,
+    resamples: int,
 ) -> Figure:
     """Mean over cases of the unbiased pass^K of a correct decision (cases with K trials run)."""
-    by_case: dict[str, tuple[str, list[bool]]] = {}
-    for row in rows:
-        correct = row.observed.value == row.reference.value
-        by_case.setdefault(row.case_id, (row.group, []))[1].append(correct)
-    complete = {c: v for c, v in by_case.items() if len(v[1]) >= k}
-    values = [pass_hat_k(sum(v[1]), len(v[1]), k) for v in complete.values()]
+    tally = rows if isinstance(rows, FigureTally) else _tally(rows, baseline=False, only=())
+    complete = [v for v in tally.by_case.values() if v[1] >= k]
+    values = [pass_hat_k(v[2], v[1], k) for v in complete]
     description = (
         f"per case, chance that {k} fresh trials all reach the reference decision "
         f"(unbiased C(c,{k})/C(n,{k})), averaged over cases with {k} trials run"
@@ -58,7 +92,7 @@ def pass_hat_k_figure(
         PASS_HAT_K,
         values,
         None,
-        [v[0] for v in complete.values()],
+        [v[0] for v in complete],
         description=description,
         cluster=CLUSTER,
         unit="case",
@@ -70,7 +104,7 @@ def pass_hat_k_figure(
 
 def rate_figure_of(
     rate: ReviewRate,
-    rows: Sequence[ReviewTrialRow],
+    rows: Sequence[ReviewTrialRow] | FigureTally,
     *,
     unit: FigureUnit,
     confidence: float,
@@ -80,7 +114,7 @@ def rate_figure_of(
     baseline: bool,
 ) -> Figure:
     """One declared rate of one configuration (not run without trials)."""
-    if not rows:
+    if not (rows.rows if isinstance(rows, FigureTally) else rows):
         return not_run_figure(
             rate.name,
             description=rate.description,
@@ -95,7 +129,7 @@ def rate_figure_of(
         )
     return trial_rate_figure(
         rate.name,
-        items(rows, rate),
+        rows.tallies[rate.name] if isinstance(rows, FigureTally) else items(rows, rate),
         description=rate.description,
         grouping="trial" if unit == "trial" else unit,  # type: ignore[arg-type]
         reduction=rate.reduction,
@@ -106,8 +140,17 @@ def rate_figure_of(
     )
 
 
+def _tally(
+    rows: Iterable[ReviewTrialRow], *, baseline: bool, only: tuple[str, ...] | None
+) -> FigureTally:
+    tally = FigureTally(baseline=baseline, only=only)
+    for row in rows:
+        tally.add(row)
+    return tally
+
+
 def configuration_figures(
-    rows: Sequence[ReviewTrialRow],
+    rows: Iterable[ReviewTrialRow] | FigureTally,
     *,
     unit: FigureUnit,
     k: int,
@@ -121,16 +164,17 @@ def configuration_figures(
     """Every declared figure of one configuration (not run when it has no trial).
 
     `unit` is the declared `analysis.unit`: the grouping of the intervals (every rate is per
-    trial). `only` restricts the rates computed (the breakdowns show the headline ones).
+    trial). `only` restricts the rates computed (the breakdowns show the headline ones). `rows`
+    may be the configuration's `FigureTally` (made with the same `baseline` and `only`).
     """
+    tally = rows if isinstance(rows, FigureTally) else _tally(rows, baseline=baseline, only=only)
     args = {"confidence": confidence, "seed": seed, "resamples": resamples}
     figures = [
-        rate_figure_of(rate, rows, unit=unit, clustered=clustered, baseline=baseline, **args)
-        for rate in review_rates()
-        if only is None or rate.name in only
+        rate_figure_of(rate, tally, unit=unit, clustered=clustered, baseline=baseline, **args)
+        for rate in tally.rates
     ]
-    if rows and clustered and not baseline and only is None:
-        figures.append(pass_hat_k_figure(rows, k, **args))
+    if tally.rows and clustered and not baseline and only is None:
+        figures.append(pass_hat_k_figure(tally, k, **args))
     return figures
 
 

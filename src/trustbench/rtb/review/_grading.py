@@ -11,7 +11,7 @@ of every denominator and listed as such, never counted as zero or as missing.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,10 @@ from trustbench.rtb.review._validation import (
     support_gaps,
     validate_response,
 )
+
+_OUTCOMES = tuple(Outcome)
+_NONE = 255
+"""No trial at this (case, k) (`ConfigurationTrials.decisions`)."""
 
 NOT_RUN = "not_run"
 """Outcome label of a planned trial that never finished."""
@@ -83,7 +87,7 @@ class MemberTrial:
 _SLIM: dict[Outcome, ValidatedResponse] = {}
 
 
-def _slim(validated: ValidatedResponse) -> ValidatedResponse:
+def slim_validated(validated: ValidatedResponse) -> ValidatedResponse:
     """`validated` without its parsed response: one shared instance per plain outcome."""
     if validated.invalid_reason is not None:
         return ValidatedResponse(outcome=validated.outcome, invalid_reason=validated.invalid_reason)
@@ -137,7 +141,7 @@ def _member_trial(
         # drill-down's excerpt): a parsed reply's text is not held for the whole report.
         raw_reply=raw if isinstance(raw, str) and response is None else None,
         reported_model=_name(outcome.get("reported_model")),
-        validated=_slim(validated),
+        validated=slim_validated(validated),
         supported=is_supported(validated, case),
         latency_s=_sum_or_none([a["latency_s"] for a in attempts]),
         tokens=_sum_or_none(tokens),
@@ -150,22 +154,31 @@ def _member_trial(
 
 
 def member_trials(
-    manifest: Manifest, ledger: LedgerContents, corpus: Corpus
-) -> dict[tuple[str, str, int], MemberTrial]:
+    manifest: Manifest,
+    ledger: LedgerContents,
+    corpus: Corpus,
+    on_graded: Callable[[MemberTrial], None] | None = None,
+) -> Mapping[tuple[str, str, int], MemberTrial]:
     """Grade every finished trial: `(case_id, candidate, k)` -> `MemberTrial`.
 
     Streams the ledger (`LedgerContents.iter_trials`): each trial row and its attempts are
-    dropped once graded, so only the graded trials are held.
+    dropped once graded, and each graded trial goes to a `MemberStore` (a temporary file, 8
+    bytes a trial in memory). `on_graded` sees each graded trial in ledger order.
     """
+    from trustbench.rtb.review._member_store import MemberStore
+
     cases = {case.case_id: case for case in corpus.cases}
     # The frozen spec's rule grades every trial alike (each trial also records it).
     extraction = parse_options(manifest.spec).answer_extraction
-    graded: dict[tuple[str, str, int], MemberTrial] = {}
+    graded = MemberStore(
+        corpus, [c.name for c in manifest.spec.candidates], manifest.spec.trials_per_case
+    )
     for trial, attempts in ledger.iter_trials():
         case = cases[trial["case_id"]]
-        graded[(trial["case_id"], trial["candidate"], int(trial["trial_index"]))] = _member_trial(
-            case, trial, attempts, extraction
-        )
+        member = _member_trial(case, trial, attempts, extraction)
+        graded.put(member)
+        if on_graded is not None:
+            on_graded(member)
     return graded
 
 
@@ -181,59 +194,159 @@ class ConfigurationRow:
     """The member trials behind it (empty for the unchecked baseline)."""
 
 
+class ConfigurationTrials:
+    """A configuration's trials, made one at a time from its members' graded trials.
+
+    Iterating yields a `ConfigurationRow` per (case, k) whose members all finished, in corpus
+    order then k; nothing is held between rows (the member trials are read from the
+    `MemberStore`), so each pass over a million-trial configuration costs time, not memory.
+    """
+
+    def __init__(
+        self,
+        configuration: ReviewConfiguration,
+        member_names: list[str],
+        corpus: Corpus,
+        trials_per_case: int,
+        graded: Mapping[tuple[str, str, int], MemberTrial],
+    ) -> None:
+        self._configuration = configuration
+        self._names = member_names
+        self._cases = corpus.cases
+        self._k = trials_per_case
+        self._graded = graded
+        self.not_run: list[tuple[str, int]] = []
+        """(case, k) keys not run because some member trial never finished."""
+        self._unchecked = configuration.kind is ConfigurationKind.UNCHECKED
+        self.case_ids: list[str] = []
+        """Cases with at least one trial here, in corpus order."""
+        count = 0
+        for case in self._cases:
+            before = count
+            for k in range(trials_per_case):
+                if self._unchecked or all(
+                    (case.case_id, name, k) in graded for name in member_names
+                ):
+                    count += 1
+                else:
+                    self.not_run.append((case.case_id, k))
+            if count > before:
+                self.case_ids.append(case.case_id)
+        self._count = count
+        self._observed: bytearray | None = None
+        """Each (case, k)'s observed outcome (`_OUTCOMES` index, `_NONE` when not run), kept by
+        the first full pass so `decisions` need not read the member trials again."""
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[ConfigurationRow]:
+        observed = bytearray([_NONE]) * (len(self._cases) * self._k)
+        for slot, item in self._made():
+            observed[slot] = _OUTCOMES.index(item.row.observed)
+            yield item
+        self._observed = observed
+
+    def decisions(self) -> Iterator[ReviewTrialRow]:
+        """Each trial's row as far as a comparison reads it.
+
+        Case, group, trial, reference and observed outcome (no support, cost or members), made
+        without reading a member trial again once the trials were iterated in full.
+        """
+        if self._observed is None:
+            yield from (item.row for item in self)
+            return
+        codes = self._observed
+        for position, case in enumerate(self._cases):
+            for k in range(self._k):
+                code = codes[position * self._k + k]
+                if code != _NONE:
+                    yield ReviewTrialRow(
+                        case_id=case.case_id, group=case.group, variant=case.variant, trial=k,
+                        reference=case.expectations.reference_decision,
+                        observed=_OUTCOMES[code], supported=None,
+                    )  # fmt: skip
+
+    def _made(self) -> Iterator[tuple[int, ConfigurationRow]]:
+        name = self._configuration.name
+        for position, case in enumerate(self._cases):
+            base = {
+                "case_id": case.case_id,
+                "group": case.group,
+                "variant": case.variant,
+                "reference": case.expectations.reference_decision,
+            }
+            for k in range(self._k):
+                slot = position * self._k + k
+                if self._unchecked:
+                    row = ReviewTrialRow(**base, trial=k, observed=Outcome.PERMIT, supported=None)
+                    yield slot, ConfigurationRow(name, row, ())
+                    continue
+                keys = [(case.case_id, member, k) for member in self._names]
+                if any(key not in self._graded for key in keys):
+                    continue
+                present = tuple(self._graded[key] for key in keys)
+                yield slot, ConfigurationRow(name, _row(base, k, present), present)
+
+
+def case_ids(rows: Iterable[ConfigurationRow]) -> set[str]:
+    """The cases with a trial in `rows` (without making the trials of `ConfigurationTrials`)."""
+    if isinstance(rows, ConfigurationTrials):
+        return set(rows.case_ids)
+    return {item.row.case_id for item in rows}
+
+
+def _row(base: dict[str, Any], k: int, present: tuple[MemberTrial, ...]) -> ReviewTrialRow:
+    outcomes = tuple(m.validated.outcome for m in present)
+    if len(present) == 1:
+        observed, supported = outcomes[0], present[0].supported
+    else:
+        observed = aggregate_chain(outcomes)
+        supported = _chain_supported(outcomes, [m.supported for m in present])
+    return ReviewTrialRow(
+        **base,
+        trial=k,
+        observed=observed,
+        supported=supported,
+        latency_s=_sum_or_none([m.latency_s for m in present]),
+        tokens=_sum_or_none([m.tokens for m in present]),
+        cost_usd=_sum_or_none([m.cost_usd for m in present]),
+        member_outcomes=outcomes if len(present) > 1 else (),
+    )
+
+
 def configuration_rows(
     configuration: ReviewConfiguration,
     member_names: list[str],
     corpus: Corpus,
     trials_per_case: int,
-    graded: dict[tuple[str, str, int], MemberTrial],
-) -> tuple[list[ConfigurationRow], list[tuple[str, int]]]:
+    graded: Mapping[tuple[str, str, int], MemberTrial],
+) -> tuple[ConfigurationTrials, list[tuple[str, int]]]:
     """Assemble a configuration's trials from its members' trials.
 
     Returns:
-        `(rows, not_run)`: a row for every (case, k) whose members all finished, and the
-        (case, k) keys that are not run because some member trial never finished.
+        `(rows, not_run)`: a row for every (case, k) whose members all finished (made as they
+        are iterated, see `ConfigurationTrials`), and the (case, k) keys that are not run
+        because some member trial never finished.
     """
-    rows: list[ConfigurationRow] = []
-    not_run: list[tuple[str, int]] = []
-    for case in corpus.cases:
-        for k in range(trials_per_case):
-            base = {
-                "case_id": case.case_id,
-                "group": case.group,
-                "variant": case.variant,
-                "trial": k,
-                "reference": case.expectations.reference_decision,
-            }
-            if configuration.kind is ConfigurationKind.UNCHECKED:
-                row = ReviewTrialRow(**base, observed=Outcome.PERMIT, supported=None)
-                rows.append(ConfigurationRow(configuration.name, row, ()))
-                continue
-            members = [graded.get((case.case_id, name, k)) for name in member_names]
-            if any(member is None for member in members):
-                not_run.append((case.case_id, k))
-                continue
-            present = tuple(m for m in members if m is not None)
-            outcomes = tuple(m.validated.outcome for m in present)
-            if len(present) == 1:
-                observed, supported = outcomes[0], present[0].supported
-            else:
-                observed = aggregate_chain(outcomes)
-                supported = _chain_supported(outcomes, [m.supported for m in present])
-            row = ReviewTrialRow(
-                **base,
-                observed=observed,
-                supported=supported,
-                latency_s=_sum_or_none([m.latency_s for m in present]),
-                tokens=_sum_or_none([m.tokens for m in present]),
-                cost_usd=_sum_or_none([m.cost_usd for m in present]),
-                member_outcomes=outcomes if len(present) > 1 else (),
-            )
-            rows.append(ConfigurationRow(configuration.name, row, present))
-    return rows, not_run
+    rows = ConfigurationTrials(configuration, member_names, corpus, trials_per_case, graded)
+    return rows, rows.not_run
 
 
-def configuration_evaluability(rows: list[ConfigurationRow]) -> Evaluability:
+def evaluability_kind(item: ConfigurationRow) -> int:
+    """Where one configuration trial counts in `Evaluability` (see `configuration_evaluability`).
+
+    0 valid, 1 missing, 2 invalid, 3 transport failed.
+    """
+    outcomes = [m.validated.outcome for m in item.members]
+    if all(o.is_decision for o in outcomes):
+        return 0
+    if any(m.status != "completed" for m in item.members):
+        return 3
+    return 2 if any(o is Outcome.INVALID for o in outcomes) else 1
+
+
+def configuration_evaluability(rows: Iterable[ConfigurationRow]) -> Evaluability:
     """Valid-response counts of one configuration's finished trials.
 
     A configuration trial is valid only when every member gave a valid decision: a chain whose
@@ -242,34 +355,31 @@ def configuration_evaluability(rows: list[ConfigurationRow]) -> Evaluability:
     timeout, refused request after the declared retries) is `transport_failed`; otherwise one
     with any invalid member is `invalid`; otherwise `missing` (an empty reply).
     """
-    valid = missing = invalid = transport = 0
+    counts = [0, 0, 0, 0]
     for item in rows:
-        outcomes = [m.validated.outcome for m in item.members]
-        if all(o.is_decision for o in outcomes):
-            valid += 1
-        elif any(m.status != "completed" for m in item.members):
-            transport += 1
-        elif any(o is Outcome.INVALID for o in outcomes):
-            invalid += 1
-        else:
-            missing += 1
-    return Evaluability(len(rows), valid, missing, invalid, transport)
+        counts[evaluability_kind(item)] += 1
+    return Evaluability(sum(counts), *counts)
 
 
-def error_class_counts(rows: list[ConfigurationRow]) -> dict[str, int]:
+def count_error_classes(item: ConfigurationRow, counts: dict[str, int]) -> None:
+    """Add one configuration trial's failed member trials to `counts` by error class."""
+    for member in item.members:
+        if member.status != "completed":
+            key = member.error_class or "unknown"
+            counts[key] = counts.get(key, 0) + 1
+
+
+def error_class_counts(rows: Iterable[ConfigurationRow]) -> dict[str, int]:
     """Failed member trials by error class (`connection_error`, `timeout`, ...), sorted."""
     counts: dict[str, int] = {}
     for item in rows:
-        for member in item.members:
-            if member.status != "completed":
-                key = member.error_class or "unknown"
-                counts[key] = counts.get(key, 0) + 1
+        count_error_classes(item, counts)
     return dict(sorted(counts.items()))
 
 
 def record_rows(
     configuration: str,
-    rows: list[ConfigurationRow],
+    rows: Iterable[ConfigurationRow],
     not_run: list[tuple[str, int]],
     corpus: Corpus,
 ) -> Iterator[dict[str, Any]]:

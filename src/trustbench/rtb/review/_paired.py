@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from trustbench.core.analysis import TrialEvent, reduce_events
+from trustbench.core.analysis import EventReducer
 from trustbench.core.figures import Figure, FigureUnit
 from trustbench.core.stats import (
     agreement_table,
@@ -35,7 +35,8 @@ from trustbench.core.stats import (
     paired_difference,
     stuart_maxwell,
 )
-from trustbench.rtb.review._metrics import ReviewTrialRow, case_decisions, reviewer_disagreement
+from trustbench.rtb.review._metric_tally import DecisionTally
+from trustbench.rtb.review._metrics import ReviewTrialRow
 
 DECISIONS = ("permit", "deny", "hold")
 """Categories of the agreement table."""
@@ -60,54 +61,109 @@ def _kappa_record(table: Any, confidence: float) -> dict[str, Any]:
     return record
 
 
-def _unit_decisions(
-    pairs: Sequence[tuple[ReviewTrialRow, ReviewTrialRow]], unit: FigureUnit
-) -> list[tuple[str, str]]:
-    """Jointly decided (first, second) decisions, one per agreement item of `unit`."""
-    if unit == "trial":
-        return [
-            (a.observed.value, b.observed.value)
-            for a, b in pairs
-            if a.observed.is_decision and b.observed.is_decision
-        ]
-    return case_decisions((a.case_id, a.observed, b.observed) for a, b in pairs)
-
-
 def _correct(row: ReviewTrialRow) -> bool:
     return row.observed.value == row.reference.value
+
+
+class _PairTally:
+    """What a comparison reads from the jointly finished trials, paired trial by paired trial."""
+
+    def __init__(self, unit: FigureUnit) -> None:
+        self.unit = unit
+        self.joint = 0
+        self.units_a = EventReducer(unit, "all")
+        self.units_b = EventReducer(unit, "all")
+        self.cases = DecisionTally()  # per case: each side's decisions (modal, disagreement)
+        self.case_ids: set[str] = set()
+        self.trial_decisions: list[tuple[str, str]] = []
+
+    def add(self, a: ReviewTrialRow, b: ReviewTrialRow) -> None:
+        self.joint += 1
+        self.units_a.add(a.case_id, a.group, _correct(a))
+        self.units_b.add(b.case_id, b.group, _correct(b))
+        self.cases.add(a.case_id, a.observed, b.observed)
+        self.case_ids.add(a.case_id)
+        if self.unit == "trial" and a.observed.is_decision and b.observed.is_decision:
+            self.trial_decisions.append((a.observed.value, b.observed.value))
+
+    def decided(self) -> list[tuple[str, str]]:
+        """Jointly decided (first, second) decisions, one per agreement item of the unit."""
+        return self.trial_decisions if self.unit == "trial" else self.cases.decisions()
+
+
+def joint_trials(
+    rows_a: Iterable[ReviewTrialRow], rows_b: Iterable[ReviewTrialRow], order: Mapping[str, int]
+) -> Iterator[tuple[ReviewTrialRow, ReviewTrialRow]]:
+    """The (case, trial) pairs both finished, in `rows_a`'s order, holding neither side.
+
+    Both sides must come in the order of (`order[case_id]`, trial), as configuration trials do
+    (`ConfigurationTrials`): the two are merged, not indexed.
+
+    Raises:
+        ValueError: a side is out of that order (it would silently lose pairs otherwise).
+    """
+    b_rows = iter(rows_b)
+    b = next(b_rows, None)
+    last_a = last_b = (-1, -1)
+    for a in rows_a:
+        key_a = (order[a.case_id], a.trial)
+        if key_a <= last_a:
+            raise ValueError(f"configuration trials out of order at {a.case_id} trial {a.trial}")
+        last_a = key_a
+        while b is not None and (key_b := (order[b.case_id], b.trial)) < key_a:
+            if key_b <= last_b:
+                raise ValueError(f"configuration trials out of order at {b.case_id}")
+            last_b = key_b
+            b = next(b_rows, None)
+        if b is not None and (order[b.case_id], b.trial) == key_a:
+            yield a, b
 
 
 def compare(
     first: str,
     second: str,
-    rows_a: Sequence[ReviewTrialRow],
-    rows_b: Sequence[ReviewTrialRow],
+    rows_a: Iterable[ReviewTrialRow],
+    rows_b: Iterable[ReviewTrialRow],
     *,
     unit: FigureUnit,
     confidence: float,
     seed: int,
     resamples: int,
+    order: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any], Figure | None]:
     """Compare configurations `first` and `second` on their jointly finished trials.
+
+    Args:
+        first: The first configuration's name.
+        second: The second configuration's name.
+        rows_a: `first`'s trials, read once.
+        rows_b: `second`'s trials, read once.
+        order: Each case's position: both sides come in (position, trial) order and are merged
+            without holding either (`joint_trials`); without it `rows_b` is indexed.
+        unit: The declared unit of analysis.
+        confidence: Confidence level of every interval.
+        seed: Bootstrap seed.
+        resamples: Bootstrap resamples.
 
     Returns:
         `(record, difference_figure)`: the JSON record of every test, and the paired difference
         figure (None when no trial was run by both).
     """
-    by_key_b = {(r.case_id, r.trial): r for r in rows_b}
-    pairs = [
-        (a, by_key_b[(a.case_id, a.trial)]) for a in rows_a if (a.case_id, a.trial) in by_key_b
-    ]
-    record: dict[str, Any] = {"first": first, "second": second, "joint_trials": len(pairs)}
-    if not pairs:
+    if order is not None:
+        pairs: Iterable[tuple[ReviewTrialRow, ReviewTrialRow]] = joint_trials(rows_a, rows_b, order)
+    else:
+        by_key = {(r.case_id, r.trial): r for r in rows_b}
+        pairs = (
+            (a, by_key[(a.case_id, a.trial)]) for a in rows_a if (a.case_id, a.trial) in by_key
+        )
+    tally = _PairTally(unit)
+    for a, b in pairs:
+        tally.add(a, b)
+    record: dict[str, Any] = {"first": first, "second": second, "joint_trials": tally.joint}
+    if not tally.joint:
         record["status"] = "not_run"
         return record, None
-    units_a = reduce_events(
-        [TrialEvent(a.case_id, a.group, _correct(a)) for a, _ in pairs], unit, "all"
-    )
-    units_b = reduce_events(
-        [TrialEvent(b.case_id, b.group, _correct(b)) for _, b in pairs], unit, "all"
-    )
+    units_a, units_b = tally.units_a.units(), tally.units_b.units()
     mcnemar = mcnemar_exact([hit for _, hit in units_a], [hit for _, hit in units_b])
     difference, sign_flip = paired_difference(
         f"correct_decision_rate_difference[{first} - {second}]",
@@ -122,12 +178,12 @@ def compare(
         seed=seed,
         resamples=resamples,
     )
-    decided = _unit_decisions(pairs, unit)
-    items = len({a.case_id for a, _ in pairs}) if unit != "trial" else len(pairs)
+    decided = tally.decided()
+    items = len(tally.case_ids) if unit != "trial" else tally.joint
     table = agreement_table([a for a, _ in decided], [b for _, b in decided], DECISIONS)
     kappa_record = _kappa_record(table, confidence)
     homogeneity = stuart_maxwell(table)
-    disagreement = reviewer_disagreement((a.case_id, a.observed, b.observed) for a, b in pairs)
+    disagreement = tally.cases.disagreement()
     record.update(
         {
             "status": "measured",

@@ -11,14 +11,14 @@ evaluable) has its breakdown withheld too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trustbench.core.report import TableBlock
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._ablation import cases_deciding, declared_rules
-from trustbench.rtb.review._grading import ConfigurationRow
+from trustbench.rtb.review._grading import ConfigurationRow, case_ids
 
 ATTRIBUTION = (
     "a case counts for each policy rule whose ablated reference reader (the reference reviewer "
@@ -28,7 +28,7 @@ ATTRIBUTION = (
 
 
 def _configuration(
-    rows: Sequence[ConfigurationRow], deciding: Mapping[str, tuple[str, ...]], rule_ids: list[str]
+    rows: Iterable[ConfigurationRow], deciding: Mapping[str, tuple[str, ...]], rule_ids: list[str]
 ) -> dict[str, Any]:
     per_rule: dict[str, dict[str, Any]] = {
         r: {"wrong_trials": 0, "trials": 0, "wrong_cases": []} for r in rule_ids
@@ -60,7 +60,7 @@ def _configuration(
 
 def rule_breakdown(
     corpus: Corpus,
-    all_rows: Mapping[str, Sequence[ConfigurationRow]],
+    all_rows: Mapping[str, Iterable[ConfigurationRow]],
     withheld: Mapping[str, str],
     *,
     skip: frozenset[str] = frozenset(),
@@ -77,7 +77,7 @@ def rule_breakdown(
     if not rules:
         return {}  # nothing to attribute to: the report leaves the table out
     deciding = cases_deciding(corpus)
-    run_cases = {item.row.case_id for rows in all_rows.values() for item in rows}
+    run_cases = set[str]().union(*(case_ids(rows) for rows in all_rows.values()))
     rule_ids = [rule.rule_id for rule in rules]
     return {
         "attribution": ATTRIBUTION,

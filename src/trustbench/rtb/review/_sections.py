@@ -7,6 +7,8 @@ here is computed elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from itertools import groupby
 from typing import Any
 
 from trustbench.core.analysis import withheld_figure
@@ -160,37 +162,40 @@ def _reply_excerpt(item: ConfigurationRow) -> str:
     return "(no reply)"
 
 
-def drilldown_block(all_rows: dict[str, list[ConfigurationRow]]) -> TableBlock:
+def drilldown_block(all_rows: Mapping[str, Iterable[ConfigurationRow]]) -> TableBlock:
     """One row per (configuration, case): every trial's decision and support, one reply excerpt.
 
     The unchecked baseline has no reviewer (no member trials) and no reply, so it is left out.
+    A configuration's trials come case by case (`ConfigurationTrials`), so one case's trials
+    are held at a time.
     """
     rows: list[list[str]] = []
     for name, items in all_rows.items():
         if not any(item.members for item in items):
             continue
-        by_case: dict[str, list[ConfigurationRow]] = {}
-        for item in items:
-            by_case.setdefault(item.row.case_id, []).append(item)
-        for case_id, trials in by_case.items():
-            trials.sort(key=lambda item: item.row.trial)
-            first = trials[0].row
-            supported = [
-                "n/a" if t.row.supported is None else ("yes" if t.row.supported else "no")
-                for t in trials
-            ]
-            rows.append(
-                [
-                    name,
-                    case_id,
-                    first.group,
-                    first.variant,
-                    first.reference.value,
-                    ", ".join(t.row.observed.value for t in trials),
-                    ", ".join(supported),
-                    _reply_excerpt(trials[0]),
-                ]
-            )
+        for case_id, group in groupby(items, key=lambda item: item.row.case_id):
+            rows.append(_drilldown_row(name, case_id, sorted(group, key=lambda i: i.row.trial)))
+    return _drilldown_table(rows)
+
+
+def _drilldown_row(name: str, case_id: str, trials: list[ConfigurationRow]) -> list[str]:
+    first = trials[0].row
+    supported = [
+        "n/a" if t.row.supported is None else ("yes" if t.row.supported else "no") for t in trials
+    ]
+    return [
+        name,
+        case_id,
+        first.group,
+        first.variant,
+        first.reference.value,
+        ", ".join(t.row.observed.value for t in trials),
+        ", ".join(supported),
+        _reply_excerpt(trials[0]),
+    ]
+
+
+def _drilldown_table(rows: list[list[str]]) -> TableBlock:
     return TableBlock(
         title="Case drill-down",
         columns=[

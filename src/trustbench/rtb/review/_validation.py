@@ -109,10 +109,58 @@ def _pointer(path: Any) -> str:
     return "/" + "/".join(str(part) for part in path) if path else "/"
 
 
+_PLAIN_ROOT = frozenset({"type", "properties", "required", "additionalProperties", "title",
+                         "description", "$defs"})  # fmt: skip
+_PLAIN_STRING = frozenset({"type", "title", "description"})
+_NEVER: set[str] = set()
+"""The marker of a policy whose schema may constrain the id's value: nothing is remembered."""
+_VALID: dict[str, set[str]] = {}
+"""Per policy whose schema constrains `evaluation_id` by its type alone: replies found valid,
+as sorted JSON with the evaluation id blanked (`_valid_key`). Each trial's reply differs from
+the case's others only in its fresh id, and schema validation was half of `report`'s grading."""
+_MAX_VALID = 4096
+
+
+def _id_by_type_only(corpus_format: CorpusPolicy) -> bool:
+    """Whether the schema's only word on `evaluation_id`'s value is "a string"."""
+    schema = _validator(corpus_format).schema
+    prop = schema.get("properties", {}).get("evaluation_id") if isinstance(schema, dict) else None
+    return (
+        isinstance(schema, dict)
+        and set(schema) <= _PLAIN_ROOT
+        and isinstance(prop, dict)
+        and set(prop) <= _PLAIN_STRING
+        and prop.get("type") == "string"
+    )
+
+
+def _valid_key(instance: Any) -> str | None:
+    if type(instance) is not dict or type(instance.get("evaluation_id")) is not str:
+        return None
+    return json.dumps({**instance, "evaluation_id": ""}, sort_keys=True)
+
+
 def _schema_reason(instance: dict[str, Any], corpus_format: CorpusPolicy) -> str | None:
+    """Why `instance` violates the response schema, or None.
+
+    A reply equal to one already found valid but for its evaluation id is valid too when the
+    schema says nothing about the id but that it is a string (`_id_by_type_only`); only valid
+    results are remembered, so every reason is the validator's own for this reply.
+    """
+    policy_id = corpus_format.policy_id
+    if policy_id not in _VALID:
+        _VALID[policy_id] = set() if _id_by_type_only(corpus_format) else _NEVER
+    valid = _VALID[policy_id]
+    key = _valid_key(instance) if valid is not _NEVER else None
+    if key is not None and key in valid:
+        return None
     validator = _validator(corpus_format)
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
     if not errors:
+        if key is not None:
+            if len(valid) >= _MAX_VALID:
+                valid.clear()
+            valid.add(key)
         return None
     codes = frozenset(corpus_format.reason_codes)
     for error in errors:

@@ -1,0 +1,78 @@
+"""One pass over a configuration's trials, counting everything its report reads.
+
+`report` used to hold every configuration's trials as objects and walk them once per figure,
+metric, breakdown and count. Here each trial is made (`ConfigurationTrials`), handed to every
+tally once and dropped: the figures (`FigureTally`), the metrics (`MetricsTally`), the headline
+figures per group and per variant, the valid-response counts, the failed trials' error classes
+and the models the service reported. What is kept is per case, group or variant, and flat
+arrays of latencies and costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trustbench.core import Evaluability
+from trustbench.rtb.review._figures import FigureTally, headline
+from trustbench.rtb.review._grading import (
+    ConfigurationRow,
+    count_error_classes,
+    evaluability_kind,
+)
+from trustbench.rtb.review._metric_tally import MetricsTally
+
+BREAKDOWN_KEYS = ("group", "variant")
+"""The breakdowns of the headline figures (`ReviewTrialRow` attributes)."""
+
+
+class ConfigurationTally:
+    """Every count of one configuration's report, fed one trial at a time."""
+
+    def __init__(self, *, baseline: bool) -> None:
+        self.figures = FigureTally(baseline=baseline)
+        self.metrics = MetricsTally()
+        self.breakdowns: dict[str, dict[str, FigureTally]] = {key: {} for key in BREAKDOWN_KEYS}
+        self._evaluability = [0, 0, 0, 0]
+        self._errors: dict[str, int] = {}
+        self.reported_models: set[str] = set()
+        """Model ids the service reported in any member trial."""
+
+    def add(self, item: ConfigurationRow) -> None:
+        """Count one configuration trial."""
+        row = item.row
+        self.figures.add(row)
+        self.metrics.add(row)
+        for key, parts in self.breakdowns.items():
+            value = getattr(row, key)
+            part = parts.get(value)
+            if part is None:
+                part = parts[value] = FigureTally(only=headline())
+            part.add(row)
+        self._evaluability[evaluability_kind(item)] += 1
+        count_error_classes(item, self._errors)
+        self.reported_models.update(
+            m.reported_model for m in item.members if m.reported_model is not None
+        )
+
+    @property
+    def trials(self) -> int:
+        """Trials counted."""
+        return self.figures.rows
+
+    @property
+    def evaluability(self) -> Evaluability:
+        """Valid-response counts (as `configuration_evaluability`)."""
+        return Evaluability(sum(self._evaluability), *self._evaluability)
+
+    @property
+    def error_classes(self) -> dict[str, int]:
+        """Failed member trials by error class, sorted (as `error_class_counts`)."""
+        return dict(sorted(self._errors.items()))
+
+
+def tally_configuration(rows: Iterable[ConfigurationRow], *, baseline: bool) -> ConfigurationTally:
+    """Count every trial of `rows` once."""
+    tally = ConfigurationTally(baseline=baseline)
+    for item in rows:
+        tally.add(item)
+    return tally

@@ -1,0 +1,264 @@
+"""The reviewer-track counts (`_metrics`) added trial by trial, so no trial is held.
+
+`report` streams a million-trial run: each configuration trial is made, counted here and
+dropped. What stays is a few numbers per case, group and variant, plus the latencies and costs
+as flat arrays of doubles (8 bytes a trial: the nearest-rank percentiles need every measured
+latency, and a float sum must add in the rows' order to give the same last bit). The functions
+of `_metrics` (`metric_set`, `review_metrics`, `reviewer_disagreement`) run through these
+tallies, so there is one way to count.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.review._metrics import (
+    ChainConditionals,
+    ConfusionTable,
+    Count,
+    ReviewMetrics,
+    ReviewMetricSet,
+    modal_decision,
+)
+from trustbench.rtb.review._rates import review_rates
+from trustbench.rtb.review._rows import ReviewTrialRow
+from trustbench.rtb.review._validation import Outcome
+
+PERMIT = Outcome.PERMIT
+
+
+def percentile_of(values: array[float], percent: float) -> float | None:
+    """Nearest-rank percentile of a flat array (as `nearest_rank_percentile`, sorted in numpy)."""
+    if not values:
+        return None
+    ordered = np.sort(np.frombuffer(values, dtype=np.float64))
+    rank = max(1, math.ceil(percent / 100 * len(ordered)))
+    return float(ordered[rank - 1])
+
+
+class MetricSetTally:
+    """`ReviewMetricSet` counts of one population, trial by trial."""
+
+    __slots__ = ("_cells", "_costs", "_latencies", "_rates", "_tokens", "_tokens_n", "trials")
+
+    def __init__(self) -> None:
+        self.trials = 0
+        self._cells = {ref: dict.fromkeys(Outcome, 0) for ref in Decision}
+        self._rates = {rate.name: [0, 0] for rate in review_rates()}
+        self._latencies: array[float] = array("d")
+        self._tokens = 0
+        self._tokens_n = 0
+        self._costs: array[float] = array("d")
+
+    def add(self, row: ReviewTrialRow) -> None:
+        """Count one trial."""
+        self.trials += 1
+        self._cells[row.reference][row.observed] += 1
+        for rate in review_rates():
+            if rate.population(row):
+                counts = self._rates[rate.name]
+                counts[1] += 1
+                counts[0] += bool(rate.event(row))
+        if row.latency_s is not None:
+            self._latencies.append(row.latency_s)
+        if row.tokens is not None:
+            self._tokens += row.tokens
+            self._tokens_n += 1
+        if row.cost_usd is not None:
+            self._costs.append(row.cost_usd)
+
+    def result(self) -> ReviewMetricSet:
+        """The counts as `metric_set` reports them."""
+        return ReviewMetricSet(
+            trials=self.trials,
+            confusion=ConfusionTable(cells=self._cells),
+            rates={
+                rate.name: Count(
+                    label=rate.label,
+                    numerator=self._rates[rate.name][0],
+                    denominator=self._rates[rate.name][1],
+                )
+                for rate in review_rates()
+            },
+            latency_p50_s=percentile_of(self._latencies, 50),
+            latency_p95_s=percentile_of(self._latencies, 95),
+            latency_measured=len(self._latencies),
+            tokens_total=self._tokens if self._tokens_n else None,
+            tokens_reported=self._tokens_n,
+            cost_total_usd=sum(self._costs) if self._costs else None,
+            cost_reported=len(self._costs),
+        )
+
+
+class DecisionTally:
+    """Per case, each side's decided outcomes counted (for its modal decision)."""
+
+    __slots__ = ("_by_case",)
+
+    def __init__(self) -> None:
+        self._by_case: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+
+    def add(self, case_id: str, first: Outcome, second: Outcome) -> None:
+        """Count one paired trial of `case_id`."""
+        sides = self._by_case.get(case_id)
+        if sides is None:
+            sides = self._by_case[case_id] = ({}, {})
+        for side, outcome in zip(sides, (first, second), strict=True):
+            if outcome.is_decision:
+                side[outcome.value] = side.get(outcome.value, 0) + 1
+
+    def decisions(self) -> list[tuple[str, str]]:
+        """One (first, second) modal decision per case both sides decided, first-seen order."""
+        return [
+            (modal_decision(f), modal_decision(s)) for f, s in self._by_case.values() if f and s
+        ]
+
+    def disagreement(self) -> Count:
+        """Differing decisions / jointly evaluated cases (see `reviewer_disagreement`)."""
+        joint = self.decisions()
+        return Count(
+            label="reviewer disagreement: differing decisions / jointly evaluated cases",
+            numerator=sum(1 for a, b in joint if a != b),
+            denominator=len(joint),
+            unit="cases",
+        )
+
+
+def _chain_name(reference: Decision) -> str:
+    return "prohibited (reference deny)" if reference is Decision.DENY else f"reference {reference}"
+
+
+class _ChainTally:
+    """A two-member chain's joint permits on one reference population."""
+
+    __slots__ = ("bad", "both", "first", "n", "reference", "second")
+
+    def __init__(self, reference: Decision) -> None:
+        self.reference = reference
+        self.n = self.first = self.second = self.both = 0
+        self.bad: str | None = None
+
+    def add(self, row: ReviewTrialRow) -> None:
+        if len(row.member_outcomes) != 2:
+            if self.bad is None:
+                self.bad = (
+                    f"case {row.case_id} trial {row.trial}: chain conditionals need exactly two "
+                    f"member outcomes, got {len(row.member_outcomes)}"
+                )
+            return
+        first, second = (o is PERMIT for o in row.member_outcomes)
+        self.n += 1
+        self.first += first
+        self.second += second
+        self.both += first and second
+
+    def result(self) -> ChainConditionals:
+        if self.bad is not None:
+            raise ValueError(self.bad)
+        name = _chain_name(self.reference)
+        first = Count(
+            label=f"first member permits / {name}", numerator=self.first, denominator=self.n
+        )
+        second = Count(
+            label=f"second member permits / {name}", numerator=self.second, denominator=self.n
+        )
+        given = Count(
+            label=f"second member permits / {name} where the first member permits",
+            numerator=self.both,
+            denominator=self.first,
+        )
+        both = Count(
+            label=f"both members permit / {name} (joint decisions)",
+            numerator=self.both,
+            denominator=self.n,
+        )
+        product = (
+            first.rate * second.rate if first.rate is not None and second.rate is not None else None
+        )
+        return ChainConditionals(
+            reference=self.reference,
+            first_approves=first,
+            second_approves_given_first_approves=given,
+            both_approve=both,
+            second_approves=second,
+            product_of_marginals=product,
+        )
+
+
+class MetricsTally:
+    """`ReviewMetrics` of one configuration, trial by trial.
+
+    Overall, per group and per variant, and a chain's joint counts.
+    """
+
+    def __init__(self) -> None:
+        self.overall = MetricSetTally()
+        self.by_group: dict[str, MetricSetTally] = {}
+        self.by_variant: dict[str, MetricSetTally] = {}
+        self._with_members = 0
+        self._chain = {ref: _ChainTally(ref) for ref in (Decision.DENY, Decision.HOLD)}
+        self._members = DecisionTally()
+        self._first_passes = [0, 0, 0]  # trials, not permitted by the chain, held by the chain
+
+    def add(self, row: ReviewTrialRow) -> None:
+        """Count one trial of the configuration."""
+        self.overall.add(row)
+        _part(self.by_group, row.group).add(row)
+        _part(self.by_variant, row.variant).add(row)
+        if not row.member_outcomes:
+            return
+        self._with_members += 1
+        chain = self._chain.get(row.reference)
+        if chain is not None:
+            chain.add(row)
+        outcomes: tuple[Outcome, ...] = row.member_outcomes
+        if len(outcomes) >= 2:
+            self._members.add(row.case_id, outcomes[0], outcomes[1])
+        if row.reference is Decision.PERMIT and outcomes[:1] == (PERMIT,):
+            self._first_passes[0] += 1
+            self._first_passes[1] += row.observed is not PERMIT
+            self._first_passes[2] += row.observed is Outcome.HOLD
+
+    def result(self) -> ReviewMetrics:
+        """The counts as `review_metrics` reports them."""
+        chain = disagreement = added_loss = added_holds = None
+        if self._with_members:
+            if self._with_members != self.overall.trials:
+                raise ValueError("some trials have member outcomes and others do not")
+            chain = {ref: tally.result() for ref, tally in self._chain.items()}
+            disagreement = self._members.disagreement()
+            population = "reference permit where the first member permits"
+            n, loss, holds = self._first_passes
+            added_loss = Count(
+                label=f"chain does not permit / {population}", numerator=loss, denominator=n
+            )
+            added_holds = Count(label=f"chain holds / {population}", numerator=holds, denominator=n)
+        return ReviewMetrics(
+            overall=self.overall.result(),
+            by_group={g: self.by_group[g].result() for g in sorted(self.by_group)},
+            by_variant={v: self.by_variant[v].result() for v in sorted(self.by_variant)},
+            chain=chain,
+            member_disagreement=disagreement,
+            added_utility_loss=added_loss,
+            added_holds=added_holds,
+        )
+
+
+def _part(parts: dict[str, MetricSetTally], key: str) -> MetricSetTally:
+    tally = parts.get(key)
+    if tally is None:
+        tally = parts[key] = MetricSetTally()
+    return tally
+
+
+def tallied(rows: Iterable[ReviewTrialRow], make: Callable[[], MetricsTally]) -> MetricsTally:
+    """A fresh tally of `rows`."""
+    tally = make()
+    for row in rows:
+        tally.add(row)
+    return tally
