@@ -95,11 +95,23 @@ def _with_human(traces: list[Trace], per_step: int, n_traces: int) -> list[Trace
     return out
 
 
-def test_corpus_violating_the_synthetic_cap_is_refused() -> None:
+def test_corpus_over_the_synthetic_cap_loads_labelled_over_the_cap_and_not_a_score(
+    tmp_path: Path,
+) -> None:
+    from trustbench.trb.corpus._provenance import over_cap_label
+    from trustbench.trb.track._corpus_source import LoadedCorpus
+    from trustbench.trb.track._options import TrbTrackOptions
+    from trustbench.trb.track._summaries import qualifications
+
     splits = generate_reference_corpus(SIZES, seed=0)
     splits["eval"] = _with_human(splits["eval"], per_step=1, n_traces=1)
-    with pytest.raises(CheckFailed, match=r"exceeds the spec cap 3:1"):
-        manifest_for(splits, kind="human_paired")
+    manifest = manifest_for(splits, kind="human_paired")
+    assert manifest.provenance.cap_status == "violated"
+    label = over_cap_label(manifest.provenance)
+    assert label is not None and "OVER the spec cap" in label and "not a TRB score" in label
+    corpus = LoadedCorpus(folder=tmp_path, manifest=manifest, splits=splits)
+    said = qualifications(corpus, [], TrbTrackOptions(), k=1)
+    assert any(label in line for line in said)
 
 
 def test_corpus_at_three_to_one_meets_the_cap() -> None:

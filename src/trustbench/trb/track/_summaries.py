@@ -8,7 +8,7 @@ from trustbench.core import Manifest
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ProfileBlock
 from trustbench.trb.adapter._schema import EDITABLE_SLOTS, TRB_VERSION
-from trustbench.trb.corpus._provenance import provenance_share
+from trustbench.trb.corpus._provenance import over_cap_label, provenance_share
 from trustbench.trb.profile._baselines import BASELINES, HIGH_LEVEL, TRANSFER_DROP
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._corpus_source import LoadedCorpus
@@ -220,6 +220,8 @@ def profile_flags(
             f"synthetic share {share.synthetic_share:.1%} ({share.synthetic} synthetic, "
             f"{share.human} human counterfactuals; cap 3:1 {share.cap_status})"
         )
+        if (label := over_cap_label(share)) is not None:
+            flags.append(f"corpus {label}")
     for split, traces in sorted(corpus.splits.items()):  # the cap per split, too
         part = provenance_share(traces)
         if part.cap_status == "violated":
@@ -355,6 +357,11 @@ def qualifications(
             "counterfactuals). These results check the harness and show in a controlled world "
             "whether L_gov matters; they are not a TRB score (spec §6: no TRB score until "
             "Tracks 1 and 3 have real paired human data)."
+        )
+    if (label := over_cap_label(corpus.manifest.provenance)) is not None:
+        out.append(
+            f"The corpus is {label} (the spec caps synthetic counterfactuals at 3:1 and asks "
+            "for their share)."
         )
     if missing:
         out.append(f"Not run in this experiment: {', '.join(missing)}; their axes are 'not run'.")
