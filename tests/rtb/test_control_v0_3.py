@@ -27,6 +27,7 @@ from trustbench.rtb.control._grading import ControlOutcome
 from trustbench.rtb.corpus._load import builtin_corpus_root
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import ControlRequest, PlatformSeed, SimulatedPlatform
+from trustbench.rtb.policy.narrow_v2._models import ResourceStateRecordV2
 from trustbench.rtb.policy.narrow_v3._models import (
     ApprovalRecordV3,
     BreakGlassRecord,
@@ -153,3 +154,42 @@ def test_v0_3_unclassified_target_is_never_permitted(name: str) -> None:
     governance = seed.governance.model_copy(update={"resource_classes": {}})
     decision, _ = _authorize(name, seed.model_copy(update={"governance": governance}), case)
     assert decision != Decision.PERMIT
+
+
+@pytest.mark.parametrize("name", ["reference", "cedar"])
+def test_every_v0_3_case_seeded_on_the_platform_gets_its_authored_decision(name: str) -> None:
+    # Every group, every twist: an approval re-issued under its id, a target with no, two
+    # agreeing or two conflicting current states. The platform must hold what the records say.
+    wrong = [
+        (case.case_id, decision)
+        for case in _cases()
+        if (decision := _authorize(name, seed_from_case(case), case)[0])
+        != case.expectations.reference_decision
+    ]
+    assert wrong == []
+
+
+def _target_revisions(case: CaseV3) -> set[str]:
+    return {
+        r.revision.strip()
+        for r in case.evidence
+        if isinstance(r, ResourceStateRecordV2) and r.resource_id == case.proposal.target
+    }
+
+
+def test_v0_3_target_states_that_disagree_are_unreadable_and_states_that_agree_are_one() -> None:
+    def states(case: CaseV3) -> int:
+        return sum(
+            isinstance(r, ResourceStateRecordV2) and r.resource_id == case.proposal.target
+            for r in case.evidence
+        )
+
+    conflicting = next(c for c in _cases() if len(_target_revisions(c)) > 1)
+    agreeing = next(c for c in _cases() if states(c) > 1 and len(_target_revisions(c)) == 1)
+    for case, readable in ((conflicting, False), (agreeing, True)):
+        seeded = [
+            r for r in seed_from_case(case).resources if r.resource_id == case.proposal.target
+        ]
+        assert [r.state_readable for r in seeded] == [readable], case.case_id
+        view = SimulatedPlatform("trial-v3", seed_from_case(case)).view
+        assert (view.resource(case.proposal.target) is not None) == readable

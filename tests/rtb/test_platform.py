@@ -222,6 +222,17 @@ def test_revocation_is_recorded_effective_at_the_platform_clock() -> None:
         platform.view.revocations_for("r1")
 
 
+def test_an_approval_reissued_under_its_id_is_served_as_every_record_and_revoked_whole() -> None:
+    first = _seed().approvals[0]
+    reissued = first.model_copy(update={"approved_by": "someone-else", "issued_at": START})
+    platform = SimulatedPlatform("t-reissued", _seed(approvals=[first, reissued]))
+    assert [a.approved_by for a in platform.view.approvals_for("r1")] == [None, "someone-else"]
+    platform.faults.revoke_approval("a1")
+    assert [a.status for a in platform.view.approvals_for("r1")] == ["revoked", "revoked"]
+    with pytest.raises(KeyError):
+        platform.faults.revoke_approval("no-such-approval")
+
+
 def test_unreadable_resource_state_is_hidden_from_the_view_but_not_the_observer() -> None:
     hidden = ResourceSeed(
         resource_id="r1",

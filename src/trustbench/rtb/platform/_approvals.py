@@ -28,6 +28,11 @@ class Approval(ApprovalSeed):
 class ApprovalService:
     """In-memory approval service for one trial.
 
+    It holds approval records, not one record per id: an approval can be issued again under the
+    same id (a later record by another approver, at another time), and the service serves every
+    record it was given, in order, as the evidence would show them. Revoking or re-dating an
+    approval acts on every record of that id, as a revocation record names an approval id.
+
     Args:
         approvals: Approvals present at trial start.
         revocations: Revocation records present at trial start.
@@ -45,7 +50,7 @@ class ApprovalService:
         available: bool = True,
         latency_s: float = 0.0,
     ) -> None:
-        self._approvals = {a.approval_id: Approval(**a.model_dump()) for a in approvals}
+        self._approvals = [Approval(**a.model_dump()) for a in approvals]
         self._revocations = list(revocations)
         self._clock = clock
         self.available = available
@@ -64,7 +69,7 @@ class ApprovalService:
         self._clock.advance(self.latency_s)
         if not self.available:
             raise ApprovalServiceUnavailable("approval service unavailable")
-        return [a for a in self._approvals.values() if target is None or a.target == target]
+        return [a for a in self._approvals if target is None or a.target == target]
 
     def revocations_for(self, target: str | None = None) -> list[RevocationSeed]:
         """Revocation records of the approvals scoped to `target` (every one when `None`).
@@ -76,9 +81,7 @@ class ApprovalService:
         """
         if not self.available:
             raise ApprovalServiceUnavailable("approval service unavailable")
-        ids = {
-            a.approval_id for a in self._approvals.values() if target is None or a.target == target
-        }
+        ids = {a.approval_id for a in self._approvals if target is None or a.target == target}
         return [r for r in self._revocations if r.approval_id in ids]
 
     def revoke(self, approval_id: str) -> None:
@@ -87,8 +90,7 @@ class ApprovalService:
         Sets the status and records a revocation effective now, so both policy readings (the
         status, and revocation records judged at the evaluation time) see it.
         """
-        approval = self._approvals[approval_id]
-        self._approvals[approval_id] = approval.model_copy(update={"status": "revoked"})
+        self._update(approval_id, {"status": "revoked"})
         self._revocations.append(
             RevocationSeed(
                 approval_id=approval_id, revoked_at=self._clock.now(), revoked_by="platform-admin"
@@ -97,5 +99,17 @@ class ApprovalService:
 
     def set_expiry(self, approval_id: str, expires_at: datetime) -> None:
         """Change an approval's expiry (fault injection)."""
-        approval = self._approvals[approval_id]
-        self._approvals[approval_id] = approval.model_copy(update={"expires_at": expires_at})
+        self._update(approval_id, {"expires_at": expires_at})
+
+    def _update(self, approval_id: str, changes: dict[str, object]) -> None:
+        """Apply `changes` to every record of `approval_id`.
+
+        Raises:
+            KeyError: When the service holds no approval of that id.
+        """
+        if not any(a.approval_id == approval_id for a in self._approvals):
+            raise KeyError(approval_id)
+        self._approvals = [
+            a.model_copy(update=changes) if a.approval_id == approval_id else a
+            for a in self._approvals
+        ]

@@ -45,7 +45,8 @@ class ApprovalSeed(_Frozen):
     """An approval held by the platform's approval service when a trial starts."""
 
     approval_id: str
-    """The approval's identifier in the approval service."""
+    """The approval's identifier in the approval service (an approval re-issued later under the
+    same id is a further record with it; the service holds both)."""
     status: Literal["active", "revoked", "superseded"]
     """`revoked` and `superseded` approvals authorize nothing."""
     operation: str

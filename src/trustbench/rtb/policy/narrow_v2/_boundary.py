@@ -79,6 +79,24 @@ def _countersignatures(approval: Approval, countersigned: bool) -> dict[str, Any
     return {"co_approved_by": list(approval.co_approved_by)} if countersigned else {}
 
 
+def _approval_record_id(approval_id: str, shown: dict[str, int]) -> str:
+    """A unique record id for the next record of `approval_id` (one approval may be re-issued).
+
+    The first record keeps `approval:<id>`; a later record of the same id is `approval:<id>#<n>`.
+    """
+    count = shown.get(approval_id, 0)
+    shown[approval_id] = count + 1
+    return f"approval:{approval_id}" + (f"#{count + 1}" if count else "")
+
+
+def _governing_approval_id(candidate_input: CandidateInputV2, record_id: str) -> str | None:
+    """The approval id of the approval record `record_id` in the live evidence."""
+    for r in candidate_input.evidence:
+        if isinstance(r, ApprovalRecordV2) and r.record_id == record_id:
+            return r.approval_id
+    return None
+
+
 def live_evidence(
     request: ControlRequest,
     platform: PlatformView,
@@ -125,12 +143,13 @@ def live_evidence(
                 text="the approval query failed or exceeded the boundary's timeout",
             )
         )
+    shown: dict[str, int] = {}
     for a in approvals:
         if a.issued_at is None:
             continue  # an approval of unknown issue time cannot be ordered: it never governs
         records.append(
             approval_model(
-                record_id=f"approval:{a.approval_id}",
+                record_id=_approval_record_id(a.approval_id, shown),
                 **approval_terms(a),
                 approved_by=a.approved_by or "",
                 issued_at=iso(a.issued_at),
@@ -213,6 +232,6 @@ def evaluate_policy_v2(
         decision, codes, detail = finding.decision, finding.reason_codes, finding.explanation
         if decision == Decision.PERMIT:
             # assess_v2 cites the governing approval first.
-            approval_id = finding.evidence_refs[0].removeprefix("approval:")
+            approval_id = _governing_approval_id(candidate_input, finding.evidence_refs[0])
     reason = codes[0] if codes else ReasonCodeV2.INSUFFICIENT_EVIDENCE
     return PolicyResult(decision, reason, approval_id, detail)

@@ -2,9 +2,11 @@
 
 Every record that bears on the v0.2 policy becomes live platform state, so the boundary decides
 from the platform, not from the case: approvals keep their approver, issue time, expiry, status
-and successor; revocation records keep their effective instant; the policy record's authorised
+and successor (each approval record is seeded, an approval re-issued under its id included);
+revocation records keep their effective instant; the policy record's authorised
 approvers become the platform's configuration; a notice that the `approval-service` is down makes
-it unavailable; a target with no state record exists with its state unreadable. The simulated
+it unavailable; a target with no state record, or with state records that disagree on its
+revision, exists with its state unreadable (records that agree are one state). The simulated
 clock starts at the case's `as_of`, so expiry and revocations are judged at the authored
 evaluation time. Change tickets and requester notes are not evidence under
 the policy and are not seeded.
@@ -64,6 +66,23 @@ def _applicable_approval_shown(case: CaseV2) -> bool:
     )
 
 
+def _one_target_state(resources: list[ResourceSeed], target: str) -> list[ResourceSeed]:
+    """The platform holds one state of the target: the evidence's, or an unreadable one.
+
+    Several current-state records of the target that agree on its revision are one state (the
+    first is seeded). Records that disagree leave its current revision unknown (the policy's
+    hold for a missing state): the first is seeded with its state unreadable through the
+    resource API, so the boundary faces the same gap and the observer still sees any change.
+    """
+    states = [r for r in resources if r.resource_id == target]
+    if len(states) < 2:
+        return resources
+    others = [r for r in resources if r.resource_id != target]
+    agreed = len({s.revision.strip() for s in states}) == 1
+    first = states[0] if agreed else states[0].model_copy(update={"state_readable": False})
+    return [*others, first]
+
+
 def seed_from_case_v2(case: CaseV2) -> PlatformSeed:
     """Build initial platform state from a v0.2 case; the clock starts at its `as_of`.
 
@@ -113,6 +132,7 @@ def seed_from_case_v2(case: CaseV2) -> PlatformSeed:
         # Rule 5 holds for an outage only when no applicable approval is in the evidence: a case
         # that shows one had it served despite the notice, so the platform serves it too.
         available = True
+    resources = _one_target_state(resources, target)
     if not any(equivalent(r.resource_id, case.proposal.target) for r in resources):
         # The evidence has no current state for the target, but a request acts on a resource
         # that exists: it is seeded at the revision the proposal names, with its state unreadable

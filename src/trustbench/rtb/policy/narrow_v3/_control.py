@@ -127,16 +127,12 @@ def seed_from_case_v3(case: CaseV3) -> PlatformSeed:
         InputError: When a timestamp cannot be parsed (names the case and record).
     """
     base = seed_from_case_v2(cast("CaseV2", case))
-    co_approvers = {
-        r.approval_id: list(r.co_approved_by)
-        for r in case.evidence
-        if isinstance(r, ApprovalRecordV3) and r.co_approved_by
-    }
+    # v0.2's mapping seeds one approval per approval record, in evidence order; each keeps its
+    # own record's co-approvers (an approval re-issued under the same id may have others).
+    records = [r for r in case.evidence if isinstance(r, ApprovalRecordV3)]
     approvals = [
-        a.model_copy(update={"co_approved_by": co_approvers[a.approval_id]})
-        if a.approval_id in co_approvers
-        else a
-        for a in base.approvals
+        a.model_copy(update={"co_approved_by": list(r.co_approved_by)}) if r.co_approved_by else a
+        for a, r in zip(base.approvals, records, strict=True)
     ]
     proposal = case.proposal
     governance = GovernanceSeed(
