@@ -21,7 +21,7 @@ from trustbench.rtb.review._chain import (
     grade_trial,
     run_configuration,
 )
-from trustbench.rtb.review._metrics import review_metrics
+from trustbench.rtb.review._metric_tally import review_metrics
 from trustbench.rtb.review._validation import Outcome
 from trustbench.rtb.review.reviewers import make_reviewer
 

@@ -22,7 +22,8 @@ from trustbench.rtb.control._figures import subject_figures as control_figures
 from trustbench.rtb.control._grading import ControlOutcome, TrialGrade
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._figures import configuration_figures
-from trustbench.rtb.review._metrics import ReviewTrialRow, reviewer_disagreement
+from trustbench.rtb.review._metric_tally import reviewer_disagreement
+from trustbench.rtb.review._metrics import ReviewTrialRow
 from trustbench.rtb.review._validation import Outcome
 from trustbench.rtb.workflow._figures import workflow_figures
 from trustbench.rtb.workflow._grading import ClaimGrade, StepGrade, WorkflowTrialGrade

@@ -30,7 +30,8 @@ from trustbench.rtb.corpus._models import CandidateInput, Decision
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.policy._registry import policy_of
-from trustbench.rtb.review._metrics import Count, ReviewMetricSet, ReviewTrialRow, metric_set
+from trustbench.rtb.review._metric_tally import metric_set
+from trustbench.rtb.review._metrics import Count, ReviewMetricSet, ReviewTrialRow
 from trustbench.rtb.review._validation import Outcome, is_supported, validate_response
 from trustbench.rtb.review.reviewers import Reviewer, make_reviewer
 from trustbench.rtb.review.reviewers._registry import reviewer_names

@@ -21,6 +21,8 @@ from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration, aggregate_chain
 from trustbench.rtb.review._chain import chain_supported as _chain_supported
+from trustbench.rtb.review._member_store import MemberStore
+from trustbench.rtb.review._member_trial import MemberTrial, slim_validated
 from trustbench.rtb.review._metrics import ReviewTrialRow
 from trustbench.rtb.review._options import parse_options
 from trustbench.rtb.review._validation import (
@@ -37,63 +39,6 @@ _NONE = 255
 
 NOT_RUN = "not_run"
 """Outcome label of a planned trial that never finished."""
-
-
-@dataclass(frozen=True, slots=True)
-class MemberTrial:
-    """One candidate's graded trial of one case (trial index k).
-
-    One is held per finished trial for the whole report, so it keeps what the figures and the
-    per-trial rows read, not the parsed reply: `validated` has no `response` (its explanation
-    and support gaps are kept instead), repeated names are interned.
-    """
-
-    case: AuthoredCase
-    """The authored case (grader side)."""
-    candidate: str
-    """The candidate's name."""
-    trial: int
-    """Trial index k."""
-    status: str
-    """`completed` or `failed` (the ledger's trial status)."""
-    evaluation_id: str | None
-    """The evaluation id the candidate saw; None if the trial failed before recording one."""
-    raw_reply: str | None
-    """The reply text exactly as received, kept only when no finding was parsed from it (a
-    missing or invalid reply: its reasons and excerpts read it); None otherwise."""
-    reported_model: str | None
-    """Model id the service reported."""
-    validated: ValidatedResponse
-    """Outcome of validation (missing for a failed trial) and why a reply was invalid; its
-    parsed `response` is not kept (see `explanation`, `support_gaps`)."""
-    supported: bool
-    """Whether the finding is valid and supported for the case."""
-    latency_s: float | None
-    """Sum of the trial's counted attempts' latencies (retries included)."""
-    tokens: int | None
-    """Sum of reported prompt + completion tokens; None when no attempt reported any."""
-    cost_usd: float | None
-    """Sum of reported attempt costs; None (unknown, never 0) when no attempt had a cost."""
-    attempts: int
-    """Counted attempts of the trial."""
-    error_class: str | None
-    """Why a failed trial failed (e.g. `server_error` after the retries ran out)."""
-    explanation: str | None = None
-    """The valid finding's explanation (for people to read, never scored); None without one."""
-    support_gaps: tuple[str, ...] = ()
-    """Why the finding is not supported for the case (`support_gaps`); empty when it is."""
-
-
-_SLIM: dict[Outcome, ValidatedResponse] = {}
-
-
-def slim_validated(validated: ValidatedResponse) -> ValidatedResponse:
-    """`validated` without its parsed response: one shared instance per plain outcome."""
-    if validated.invalid_reason is not None:
-        return ValidatedResponse(outcome=validated.outcome, invalid_reason=validated.invalid_reason)
-    if validated.outcome not in _SLIM:
-        _SLIM[validated.outcome] = ValidatedResponse(outcome=validated.outcome)
-    return _SLIM[validated.outcome]
 
 
 def _name(value: Any) -> Any:
@@ -165,8 +110,6 @@ def member_trials(
     dropped once graded, and each graded trial goes to a `MemberStore` (a temporary file, 8
     bytes a trial in memory). `on_graded` sees each graded trial in ledger order.
     """
-    from trustbench.rtb.review._member_store import MemberStore
-
     cases = {case.case_id: case for case in corpus.cases}
     # The frozen spec's rule grades every trial alike (each trial also records it).
     extraction = parse_options(manifest.spec).answer_extraction

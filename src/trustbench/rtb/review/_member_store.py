@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.review._grading import MemberTrial, slim_validated
+from trustbench.rtb.review._member_trial import MemberTrial, slim_validated
 from trustbench.rtb.review._validation import Outcome, ValidatedResponse
 
 Key = tuple[str, str, int]

@@ -3,9 +3,9 @@
 `report` streams a million-trial run: each configuration trial is made, counted here and
 dropped. What stays is a few numbers per case, group and variant, plus the latencies and costs
 as flat arrays of doubles (8 bytes a trial: the nearest-rank percentiles need every measured
-latency, and a float sum must add in the rows' order to give the same last bit). The functions
-of `_metrics` (`metric_set`, `review_metrics`, `reviewer_disagreement`) run through these
-tallies, so there is one way to count.
+latency, and a float sum must add in the rows' order to give the same last bit). The counting
+functions (`metric_set`, `review_metrics`, `case_decisions`, `reviewer_disagreement`) live here
+and run through these tallies, so there is one way to count; `_metrics` holds the models only.
 """
 
 from __future__ import annotations
@@ -262,3 +262,59 @@ def tallied(rows: Iterable[ReviewTrialRow], make: Callable[[], MetricsTally]) ->
     for row in rows:
         tally.add(row)
     return tally
+
+
+def metric_set(rows: Iterable[ReviewTrialRow]) -> ReviewMetricSet:
+    """Compute every single-population count for `rows` (through `MetricSetTally`)."""
+    tally = MetricSetTally()
+    for row in rows:
+        tally.add(row)
+    return tally.result()
+
+
+def case_decisions(triples: Iterable[tuple[str, Outcome, Outcome]]) -> list[tuple[str, str]]:
+    """One (first, second) decision per jointly evaluated case, from paired trials.
+
+    Args:
+        triples: `(case_id, first outcome, second outcome)` per paired trial.
+
+    Returns:
+        Per case both sides decided at least once: each side's modal decision over its decided
+        trials (missing and invalid replies are no decision; ties toward the most approving).
+    """
+    tally = DecisionTally()
+    for case_id, a, b in triples:
+        tally.add(case_id, a, b)
+    return tally.decisions()
+
+
+def reviewer_disagreement(triples: Iterable[tuple[str, Outcome, Outcome]]) -> Count:
+    """Differing decisions / jointly evaluated cases, as the spec defines disagreement.
+
+    A case is jointly evaluated when both reviewers gave it a decision (permit/deny/hold) in at
+    least one trial; a side's decision is its modal one (`case_decisions`). Repeated trials do
+    not multiply the denominator. Disagreement says where to look, not which reviewer is right.
+    """
+    tally = DecisionTally()
+    for case_id, a, b in triples:
+        tally.add(case_id, a, b)
+    return tally.disagreement()
+
+
+def review_metrics(rows: Iterable[ReviewTrialRow]) -> ReviewMetrics:
+    """Compute overall, per-group and per-variant counts, plus chain counts for chain rows.
+
+    Args:
+        rows: Every trial of one configuration (none dropped: missing and invalid included).
+
+    Returns:
+        The counts (through `MetricsTally`). Chain fields are set when every row has exactly
+        two member outcomes and are None when no row has member outcomes.
+
+    Raises:
+        ValueError: When some rows have member outcomes and others do not, or not exactly two.
+    """
+    tally = MetricsTally()
+    for row in rows:
+        tally.add(row)
+    return tally.result()

@@ -17,7 +17,7 @@ figures, the gates and the report); rows are trials. Besides them:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
@@ -25,7 +25,7 @@ from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._validation import Outcome
 
-__all__ = ["Count", "ReviewMetricSet", "ReviewMetrics", "ReviewTrialRow", "metric_set"]
+__all__ = ["Count", "ReviewMetricSet", "ReviewMetrics", "ReviewTrialRow"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -146,16 +146,6 @@ def nearest_rank_percentile(values: Sequence[float], percent: float) -> float | 
     return ordered[rank - 1]
 
 
-def metric_set(rows: Iterable[ReviewTrialRow]) -> ReviewMetricSet:
-    """Compute every single-population count for `rows` (through `MetricSetTally`)."""
-    from trustbench.rtb.review._metric_tally import MetricSetTally
-
-    tally = MetricSetTally()
-    for row in rows:
-        tally.add(row)
-    return tally.result()
-
-
 class ChainConditionals(BaseModel):
     """Counts from the joint decisions of a two-member chain on one reference population.
 
@@ -192,39 +182,6 @@ def modal_decision(counts: dict[str, int]) -> str:
     return min(counts, key=lambda d: (-counts[d], _TIE_ORDER[d]))
 
 
-def case_decisions(triples: Iterable[tuple[str, Outcome, Outcome]]) -> list[tuple[str, str]]:
-    """One (first, second) decision per jointly evaluated case, from paired trials.
-
-    Args:
-        triples: `(case_id, first outcome, second outcome)` per paired trial.
-
-    Returns:
-        Per case both sides decided at least once: each side's modal decision over its decided
-        trials (missing and invalid replies are no decision; ties toward the most approving).
-    """
-    from trustbench.rtb.review._metric_tally import DecisionTally
-
-    tally = DecisionTally()
-    for case_id, a, b in triples:
-        tally.add(case_id, a, b)
-    return tally.decisions()
-
-
-def reviewer_disagreement(triples: Iterable[tuple[str, Outcome, Outcome]]) -> Count:
-    """Differing decisions / jointly evaluated cases, as the spec defines disagreement.
-
-    A case is jointly evaluated when both reviewers gave it a decision (permit/deny/hold) in at
-    least one trial; a side's decision is its modal one (`case_decisions`). Repeated trials do
-    not multiply the denominator. Disagreement says where to look, not which reviewer is right.
-    """
-    from trustbench.rtb.review._metric_tally import DecisionTally
-
-    tally = DecisionTally()
-    for case_id, a, b in triples:
-        tally.add(case_id, a, b)
-    return tally.disagreement()
-
-
 class ReviewMetrics(BaseModel):
     """All reviewer-track counts for one configuration's trials."""
 
@@ -247,24 +204,3 @@ class ReviewMetrics(BaseModel):
     added_holds: Count | None = None
     """For a two-member chain: of the same population, trials the chain holds (added false
     holds, i.e. extra escalations caused by the second member)."""
-
-
-def review_metrics(rows: Iterable[ReviewTrialRow]) -> ReviewMetrics:
-    """Compute overall, per-group and per-variant counts, plus chain counts for chain rows.
-
-    Args:
-        rows: Every trial of one configuration (none dropped: missing and invalid included).
-
-    Returns:
-        The counts (through `MetricsTally`). Chain fields are set when every row has exactly
-        two member outcomes and are None when no row has member outcomes.
-
-    Raises:
-        ValueError: When some rows have member outcomes and others do not, or not exactly two.
-    """
-    from trustbench.rtb.review._metric_tally import MetricsTally
-
-    tally = MetricsTally()
-    for row in rows:
-        tally.add(row)
-    return tally.result()
