@@ -279,7 +279,7 @@ def _flags(figures: list[Figure]) -> list[str]:
     from trustbench.trb.track._summaries import profile_flags
 
     provenance = SimpleNamespace(cap_status="no_human_data", synthetic=10, human=0)
-    corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance))
+    corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance), splits={})
     measures = [load_measure(k)[0] for k in ("governance", "viability", "navigability")]
     return profile_flags(["m"], {"m": figures}, corpus, Collected(), [], measures)  # type: ignore[arg-type]
 
@@ -313,7 +313,7 @@ def _flags_with_oracle(figures: list[Figure], oracle: list[Figure]) -> list[str]
     from trustbench.trb.track._summaries import profile_flags
 
     provenance = SimpleNamespace(cap_status="no_human_data", synthetic=10, human=0)
-    corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance))
+    corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance), splits={})
     measures = [load_measure(k)[0] for k in ("governance", "viability", "navigability")]
     collected = Collected()
     collected.adapters.update({"m": "trace-ai-full", "o": "oracle:perfectly-governed"})
