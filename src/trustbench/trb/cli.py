@@ -326,18 +326,9 @@ def run(
             f"{first['measured']}, closed form {first['expected']:.6f}",
             location=str(result.record_path),
         )
-    if not result.complete:
-        from trustbench.core.report import INCOMPLETE_EXIT
+    from trustbench.core.cli import release_exit
 
-        typer.echo(
-            f"run incomplete: {result.incomplete}; nothing is released (exit {INCOMPLETE_EXIT}): "
-            "rerun the same command (or `trustbench run RUN`) to finish it",
-            err=True,
-        )
-        raise typer.Exit(INCOMPLETE_EXIT)
-    if result.blocked:
-        failed = [g.spec.label for g in result.gates if g.blocks]
-        raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
+    release_exit(result, finish="rerun the same command (or `trustbench run RUN`) to finish it")
 
 
 @trb_app.command("smoke")
