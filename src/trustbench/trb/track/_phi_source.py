@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from trustbench.core.figures import Figure, not_run_figure
-from trustbench.core.stats import clustered_figure
 from trustbench.trb.track._lookup import measured_estimate
+from trustbench.trb.track._measure_common import trace_figure
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 
 SOURCES = {"human": "human Phi(r') (paired sessions)", "synthetic": "synthetic Phi(r') only"}
@@ -42,21 +42,12 @@ def phi_source_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> 
         n = [float(_items(r, source)) for r in rows]
         tv = [float(r.counts.get(f"{source}_phi_tv_sum", k)) for r, k in zip(rows, n, strict=True)]
         figures.append(
-            clustered_figure(
-                f"G_{source}_phi",
-                [k - t for k, t in zip(n, tv, strict=True)],
-                n,
-                [r.trace.trace_id for r in rows],
-                description=f"G = 1 - mean TV(act(c, r'), Phi(r')) over the r' with {what}; "
+            trace_figure(
+                f"G_{source}_phi", rows, [k - t for k, t in zip(n, tv, strict=True)], n, stats,
+                f"G = 1 - mean TV(act(c, r'), Phi(r')) over the r' with {what}; "
                 f"invalid answers scored TV = 1, clustered by trace {label}",
-                cluster="trace",
-                kind="rate",
-                unit="trial",
-                confidence=stats.confidence,
-                seed=stats.seed,
-                resamples=stats.resamples,
             )
-        )
+        )  # fmt: skip
     return figures
 
 
