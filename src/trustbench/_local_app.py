@@ -27,13 +27,18 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, cast
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, Self, cast
 from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from multidict import MultiDictProxy
 
+from trustbench.core.ledger import Ledger
+from trustbench.core.runs import RunLock
 from trustbench.errors import InputError
 
 HEADERS = {
@@ -176,6 +181,61 @@ def listen_socket(host: str, port: int) -> socket.socket:
             f"port {port} or choose another with --port N (--port 0: any free port)",
             location="--port",
         ) from None
+
+
+@dataclass(kw_only=True)
+class ServedFolder:
+    """A folder open for serving (use as a context manager), under its `RunLock` throughout.
+
+    The lock is the one `trustbench run` (and `trb collect export`) take, so two writers never
+    share one ledger. A subclass opens its ledger, sessions, tokens and app in `_open` and signs
+    the ledger off in `_close`; a failure while opening closes whatever was opened.
+    """
+
+    tokens: dict[str, str] = field(default_factory=dict)
+    """Access token -> participant (fresh for every serve; give each only to its owner)."""
+    app: web.Application | None = None
+    """The app (set while open)."""
+    _lock: RunLock | None = None
+    _ledger: Ledger | None = None
+
+    def __enter__(self) -> Self:
+        lock = RunLock(self.served_folder)
+        lock.__enter__()
+        self._lock = lock
+        try:
+            self._open()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    @property
+    def served_folder(self) -> Path:
+        """The run or collection folder."""
+        raise NotImplementedError
+
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _close(self, ledger: Ledger) -> None:
+        """Sign the open ledger off (it is closed, and the lock released, right after)."""
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        try:
+            if self._ledger is not None:
+                self._close(self._ledger)
+                self._ledger.close()
+        finally:
+            self._ledger = None
+            if self._lock is not None:
+                self._lock.__exit__(None, None, None)
+                self._lock = None
 
 
 class Served(Protocol):
