@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from bench._common import env, machine, ratio
+from bench._hf_smollm2 import hf_parser, load_smollm2
 from trustbench.trb import generate_split
 from trustbench.trb.adapter._schema import ACTIONS
 from trustbench.trb.measures._batched import act_many
@@ -75,12 +76,7 @@ def _rows(adapter: HFCausalLMProxyAdapter, items: list[Any]) -> tuple[list[Any],
 
 
 def _arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folder", help="a dequantised SmolLM2 folder (default: smollm2_folder)")
-    parser.add_argument("--traces", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser = hf_parser(__doc__.splitlines()[0])
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
     parser.add_argument("--peak-of", choices=["raw", "batched"], help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -88,14 +84,7 @@ def _arguments() -> argparse.Namespace:
 
 def _setup(args: argparse.Namespace) -> tuple[str, dict[str, Callable[[], Any]]]:
     """The workload's description and its three paths (each a fresh adapter, memo cold)."""
-    torch.set_num_threads(args.threads)
-    if args.folder:
-        folder = Path(args.folder)
-    else:
-        from trustbench.trb.proxy import smollm2_folder
-
-        folder = smollm2_folder()
-    loaded = HFCausalLMProxyAdapter.from_path(folder, "smollm2")
+    loaded = load_smollm2(args)
     traces = [t.model_copy(update={"steps": t.steps[: args.steps]})
               for t in generate_split("eval", args.traces, seed=11)]  # fmt: skip
     items = [(trace.context(step.t), cf.r_prime) for trace in traces

@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from bench._common import machine
+from bench._hf_smollm2 import hf_parser, load_smollm2
 from trustbench.trb import generate_split
 from trustbench.trb.measures._batched import emit_many
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, _hf_batch
@@ -36,12 +36,7 @@ from trustbench.trb.proxy._slots import render_slots
 
 
 def _arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folder", help="a dequantised SmolLM2 folder (default: smollm2_folder)")
-    parser.add_argument("--traces", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser = hf_parser(__doc__.splitlines()[0])
     return parser.parse_args()
 
 
@@ -75,14 +70,7 @@ def _difference(batched: list[Any], per_item: list[Any]) -> float:
 
 def main() -> None:
     args = _arguments()
-    torch.set_num_threads(args.threads)
-    if args.folder:
-        folder = Path(args.folder)
-    else:
-        from trustbench.trb.proxy import smollm2_folder
-
-        folder = smollm2_folder()
-    loaded = HFCausalLMProxyAdapter.from_path(folder, "smollm2")
+    loaded = load_smollm2(args)
     traces = generate_split("eval", args.traces, seed=11)
     steps = [(trace, step) for trace in traces for step in trace.steps[: args.steps]]
     contexts = [trace.context(step.t) for trace, step in steps]

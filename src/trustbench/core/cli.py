@@ -316,7 +316,6 @@ def report_exit(result: ReportResult, *, json_summary: bool = False) -> None:
     4 for an incomplete run, 1 for a failed gate, else 0.
     """
     from trustbench.core._attestation import STATEMENT_FILE, statement_signing
-    from trustbench.errors import CheckFailed
 
     if json_summary:
         import json
@@ -331,12 +330,25 @@ def report_exit(result: ReportResult, *, json_summary: bool = False) -> None:
             typer.echo(f"note: {line}")
         typer.echo(f"wrote {result.record_path} and {result.html_path}")
         typer.echo(f"wrote {STATEMENT_FILE} ({statement_signing(result.record_path.parent)})")
-    if not result.complete:
-        from trustbench.core.report._verdict import INCOMPLETE_EXIT
+    release_exit(result, finish="finish it with `trustbench run` and report again")
 
+
+def release_exit(result: ReportResult, *, finish: str) -> None:
+    """Exit 4 for an incomplete run (saying `finish`: how to complete it), 1 for a failed gate.
+
+    Every command that reports a run (`report`, the quick paths, `trb run`) ends here, so an
+    incomplete or gated run never exits 0, and all say so alike.
+
+    Raises:
+        CheckFailed: A blocking release gate did not pass.
+    """
+    from trustbench.core.report._verdict import INCOMPLETE_EXIT
+    from trustbench.errors import CheckFailed
+
+    if not result.complete:
         typer.echo(
             f"run incomplete: {result.incomplete}; nothing is released (exit {INCOMPLETE_EXIT}): "
-            "finish it with `trustbench run` and report again",
+            + finish,
             err=True,
         )
         raise typer.Exit(INCOMPLETE_EXIT)

@@ -10,32 +10,14 @@ from typing import Annotated
 
 import typer
 
+from trustbench._quick_options import Limit, api_key_env_option, base_url_option
+
 _Model = Annotated[
     str,
     typer.Option("--model", help="PROVIDER/NAME, e.g. openai/gpt-4o-mini (openai, anthropic)."),
 ]
-_BaseUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--base-url", help="Server URL (default: the provider SDK's, e.g. $OPENAI_BASE_URL)."
-    ),
-]
-_ApiKeyEnv = Annotated[
-    str | None,
-    typer.Option(
-        "--api-key-env",
-        help="Variable holding the API key (default without --base-url: OPENAI_API_KEY "
-        "or ANTHROPIC_API_KEY; a --base-url server gets none).",
-    ),
-]
-_Limit = Annotated[
-    int | None,
-    typer.Option(
-        "--limit",
-        min=1,
-        help="Run only N trials (a quick check: the run is then incomplete, exit 4).",
-    ),
-]
+_BaseUrl = Annotated[str | None, base_url_option()]
+_ApiKeyEnv = Annotated[str | None, api_key_env_option("OPENAI_API_KEY or ANTHROPIC_API_KEY")]
 _Trials = Annotated[int, typer.Option("--trials", min=1, help="Trials per case.")]
 _Out = Annotated[
     Path | None,
@@ -53,7 +35,7 @@ def review(
     model: _Model,
     base_url: _BaseUrl = None,
     api_key_env: _ApiKeyEnv = None,
-    limit: _Limit = None,
+    limit: Limit = None,
     trials: _Trials = 1,
     out: _Out = None,
 ) -> None:
@@ -76,7 +58,7 @@ def workflow(
     model: _Model,
     base_url: _BaseUrl = None,
     api_key_env: _ApiKeyEnv = None,
-    limit: _Limit = None,
+    limit: Limit = None,
     trials: _Trials = 1,
     out: _Out = None,
 ) -> None:

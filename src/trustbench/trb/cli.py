@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from trustbench._quick_options import Limit, api_key_env_option, base_url_option
 from trustbench.errors import CheckFailed
 from trustbench.trb._cli_tables import (
     _fmt,
@@ -35,28 +36,8 @@ _Model = Annotated[
         "candidate through the proxy adapter, without writing a spec.",
     ),
 ]
-_BaseUrl = Annotated[
-    str | None,
-    typer.Option(
-        "--base-url", help="With --model: server URL (default: the SDK's, e.g. $OPENAI_BASE_URL)."
-    ),
-]
-_ApiKeyEnv = Annotated[
-    str | None,
-    typer.Option(
-        "--api-key-env",
-        help="With --model: variable holding the API key (default without --base-url: "
-        "OPENAI_API_KEY; a --base-url server gets none).",
-    ),
-]
-_Limit = Annotated[
-    int | None,
-    typer.Option(
-        "--limit",
-        min=1,
-        help="Run only N trials (a quick check: the run is then incomplete, exit 4).",
-    ),
-]
+_BaseUrl = Annotated[str | None, base_url_option(prefix="With --model: ")]
+_ApiKeyEnv = Annotated[str | None, api_key_env_option("OPENAI_API_KEY", prefix="With --model: ")]
 
 
 @trb_app.command("check-adapter")
@@ -314,7 +295,7 @@ def run(
     model: _Model = None,
     base_url: _BaseUrl = None,
     api_key_env: _ApiKeyEnv = None,
-    limit: _Limit = None,
+    limit: Limit = None,
 ) -> None:
     """Freeze a TRB spec, run it through the ledger and report it (exit 1 on a failed gate).
 
@@ -345,18 +326,9 @@ def run(
             f"{first['measured']}, closed form {first['expected']:.6f}",
             location=str(result.record_path),
         )
-    if not result.complete:
-        from trustbench.core.report import INCOMPLETE_EXIT
+    from trustbench.core.cli import release_exit
 
-        typer.echo(
-            f"run incomplete: {result.incomplete}; nothing is released (exit {INCOMPLETE_EXIT}): "
-            "rerun the same command (or `trustbench run RUN`) to finish it",
-            err=True,
-        )
-        raise typer.Exit(INCOMPLETE_EXIT)
-    if result.blocked:
-        failed = [g.spec.label for g in result.gates if g.blocks]
-        raise CheckFailed(f"release gate(s) not passed: {', '.join(failed)}")
+    release_exit(result, finish="rerun the same command (or `trustbench run RUN`) to finish it")
 
 
 @trb_app.command("smoke")

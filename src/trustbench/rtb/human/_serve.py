@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-
-from aiohttp import web
 
 import trustbench
+from trustbench._local_app import ServedFolder
 from trustbench.core import check_inputs, load_track, read_ledger, read_manifest
 from trustbench.core.ledger import Ledger
-from trustbench.core.runs import RunLock
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.human._app import build_app
 from trustbench.rtb.human._protocol import participant_plans
@@ -29,34 +26,22 @@ from trustbench.rtb.review.track import ReviewTrack
 
 
 @dataclass
-class SessionRun:
+class SessionRun(ServedFolder):
     """A run folder open for serving (use as a context manager)."""
 
     run_dir: Path
     """The run folder."""
-    tokens: dict[str, str] = field(default_factory=dict)
-    """Access token -> human candidate name (fresh for every serve; print each to its owner)."""
     store: SessionStore | None = None
     """The sessions (set while open)."""
-    app: web.Application | None = None
-    """The review app (set while open)."""
-    _lock: RunLock | None = None
-    _ledger: Ledger | None = None
+
+    @property
+    def served_folder(self) -> Path:
+        """The run folder."""
+        return self.run_dir
 
     def links(self, base_url: str) -> dict[str, str]:
         """Candidate -> personal session URL."""
         return {candidate: f"{base_url}/s/{token}" for token, candidate in self.tokens.items()}
-
-    def __enter__(self) -> SessionRun:
-        lock = RunLock(self.run_dir)
-        lock.__enter__()
-        self._lock = lock
-        try:
-            self._open()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
 
     def _open(self) -> None:
         manifest = read_manifest(self.run_dir)
@@ -96,32 +81,19 @@ class SessionRun:
         reasons = policy_for(corpus.policy_id).reason_meaning
         self.app = build_app(self.store, self.tokens, corpus.review_prompt, reasons)
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        try:
-            if self._ledger is not None and self.store is not None:
-                for candidate in self.store.sessions:
-                    self.store.pause(candidate)
-                self._ledger.event(
-                    "run_finished",
-                    {
-                        "finished": self.store.finished_count(),
-                        "head": self._ledger.head,
-                        "served_by": "human review app",
-                    },
-                )
-                self._ledger.anchor(force=True)
-            if self._ledger is not None:
-                self._ledger.close()
-        finally:
-            self._ledger = None
-            if self._lock is not None:
-                self._lock.__exit__(None, None, None)
-                self._lock = None
+    def _close(self, ledger: Ledger) -> None:
+        if self.store is not None:
+            for candidate in self.store.sessions:
+                self.store.pause(candidate)
+            ledger.event(
+                "run_finished",
+                {
+                    "finished": self.store.finished_count(),
+                    "head": ledger.head,
+                    "served_by": "human review app",
+                },
+            )
+            ledger.anchor(force=True)
 
 
 def open_session_run(run_dir: Path) -> SessionRun:

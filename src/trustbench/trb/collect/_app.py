@@ -8,29 +8,38 @@ Routes (session routes are under `/s/<token>`, the participant's access token):
 - `POST /s/<token>/attribute`: the cause of a Track 3 outcome (`nonce`, `cause`);
 - `POST /s/<token>/withdraw`: leave the study (`confirm=yes`).
 
-Nothing else is served: no static files, no folder files, no API. Guards: `_guards`.
+Nothing else is served: no static files, no folder files, no API. The guards (token, `Host`,
+`Origin`, malformed bodies answered 400) are `trustbench._local_app`'s, shared with the RTB
+human review app.
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from trustbench.trb.collect._guards import HEADERS, check_origin, host_guard, text_form, token_owner
+from trustbench._local_app import (
+    HEADERS,
+    back_to_session,
+    check_origin,
+    html,
+    new_app,
+    posted_form,
+    token_owner,
+)
 from trustbench.trb.collect._pages import format_limit, item_page, message_page, outcome_page
 from trustbench.trb.collect._store import CollectionStore
 
 STORE_KEY: web.AppKey[CollectionStore] = web.AppKey("store", CollectionStore)
 """Where the app keeps its session store."""
-TOKENS_KEY: web.AppKey[dict[str, str]] = web.AppKey("tokens", dict)
-"""Where the app keeps token -> participant."""
 
 
-def _html(text: str, status: int = 200) -> web.Response:
-    return web.Response(text=text, status=status, content_type="text/html", headers=HEADERS)
+async def _text_form(request: web.Request) -> dict[str, str]:
+    """The posted form as text fields; 400 when it cannot be parsed."""
+    return {key: str(value) for key, value in (await posted_form(request)).items()}
 
 
 def _participant(request: web.Request) -> str:
-    found = token_owner(request.app[TOKENS_KEY], request.match_info["token"])
+    found = token_owner(request)
     if found is None:
         raise web.HTTPForbidden(
             text=message_page("Unknown session link", "Use the link you were given."),
@@ -45,20 +54,18 @@ def _page(request: web.Request, participant: str, error: str | None = None) -> w
     session = store.sessions[participant]
     base = f"/s/{request.match_info['token']}"
     if session.withdrawn:
-        return _html(message_page("You have withdrawn", "None of your answers will be used."))
+        return html(message_page("You have withdrawn", "None of your answers will be used."))
     opened = store.open_item(participant)
     total = len(session.order)
     if opened is None:
-        return _html(
-            message_page("Session complete", f"Thank you: all {total} items are recorded.")
-        )
+        return html(message_page("Session complete", f"Thank you: all {total} items are recorded."))
     item, shown = opened
     progress = f"item {session.position + 1} of {total}"
     trace = store.frozen.trace(item.trace_id)
     answer = session.answers.get(item.item_id)
     if answer is not None:  # a Track 3 item answered: ask what caused its outcome
         outcome = answer["outcome"]
-        return _html(
+        return html(
             outcome_page(
                 base=base, length=trace.world.length, action=answer["action"],
                 before=outcome["cell_before"], after=outcome["cell_after"],
@@ -66,7 +73,7 @@ def _page(request: web.Request, participant: str, error: str | None = None) -> w
             )
         )  # fmt: skip
     rules = store.frozen.protocol.session
-    return _html(
+    return html(
         item_page(
             base=base, trace=trace, t=item.t, k=item.k, nonce=shown["nonce"],
             progress=progress, time_limit=format_limit(rules.time_limit_s),
@@ -76,7 +83,7 @@ def _page(request: web.Request, participant: str, error: str | None = None) -> w
 
 
 async def _landing(request: web.Request) -> web.Response:
-    return _html(message_page("Continuation sessions", "Open the session link you were given."))
+    return html(message_page("Continuation sessions", "Open the session link you were given."))
 
 
 async def _show(request: web.Request) -> web.Response:
@@ -85,32 +92,32 @@ async def _show(request: web.Request) -> web.Response:
 
 def _after(request: web.Request, participant: str, problem: str | None) -> web.Response:
     if problem is None:
-        raise web.HTTPSeeOther(f"/s/{request.match_info['token']}", headers=HEADERS)
+        raise back_to_session(request)
     return _page(request, participant, error=problem)
 
 
 async def _answer(request: web.Request) -> web.Response:
     participant = _participant(request)
     check_origin(request)
-    form = await text_form(request)
+    form = await _text_form(request)
     return _after(request, participant, request.app[STORE_KEY].answer(participant, form))
 
 
 async def _attribute(request: web.Request) -> web.Response:
     participant = _participant(request)
     check_origin(request)
-    form = await text_form(request)
+    form = await _text_form(request)
     return _after(request, participant, request.app[STORE_KEY].attribute(participant, form))
 
 
 async def _withdraw(request: web.Request) -> web.Response:
     participant = _participant(request)
     check_origin(request)
-    form = await text_form(request)
+    form = await _text_form(request)
     if form.get("confirm") != "yes":
         return _page(request, participant, error="tick the box to confirm the withdrawal")
     request.app[STORE_KEY].withdraw(participant)
-    raise web.HTTPSeeOther(f"/s/{request.match_info['token']}", headers=HEADERS)
+    raise back_to_session(request)
 
 
 def build_app(store: CollectionStore, tokens: dict[str, str]) -> web.Application:
@@ -120,11 +127,8 @@ def build_app(store: CollectionStore, tokens: dict[str, str]) -> web.Application
         store: Sessions persisted through the folder's ledger.
         tokens: Access token -> participant pseudonym.
     """
-    app = web.Application(client_max_size=64 * 1024, middlewares=[host_guard])
+    app = new_app(tokens, _landing, _show)
     app[STORE_KEY] = store
-    app[TOKENS_KEY] = dict(tokens)
-    app.router.add_get("/", _landing)
-    app.router.add_get("/s/{token}", _show)
     app.router.add_post("/s/{token}/answer", _answer)
     app.router.add_post("/s/{token}/attribute", _attribute)
     app.router.add_post("/s/{token}/withdraw", _withdraw)

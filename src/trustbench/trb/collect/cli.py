@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import socket
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -15,23 +11,6 @@ collect_app = typer.Typer(
     help="Paired counterfactual collection: real human continuations for Tracks 1 and 3.",
     no_args_is_help=True,
 )
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A socket bound before the folder is opened, so a used port fails at once."""
-    from trustbench.errors import InputError
-
-    if not 0 <= port <= 65535:
-        raise InputError(f"--port {port} is not a TCP port (0 to 65535; 0 = any free port)")
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family)
-    except OSError as error:
-        raise InputError(
-            f"cannot listen on {host}:{port}: {error.strerror or error}; choose another port "
-            "with --port N (--port 0: any free port)",
-            location="--port",
-        ) from None
 
 
 @collect_app.command()
@@ -61,35 +40,14 @@ def serve(
     Every answer is in the ledger when its page is answered: stopping loses nothing, and
     serving again resumes each session at its next unanswered item (with fresh links).
     """
-    import asyncio
-
-    from aiohttp import web
-
+    from trustbench._local_app import listen_socket, serve_until_stopped
     from trustbench.trb.collect._serve import CollectionRun
 
-    listening = _listen(host, port)
+    listening = listen_socket(host, port)  # before the folder is opened: a used port fails at once
 
-    async def main() -> None:
-        with listening, CollectionRun(folder) as served:
-            assert served.app is not None
-            runner = web.AppRunner(served.app, access_log=None)
-            await runner.setup()
-            await web.SockSite(runner, listening).start()
-            bound = listening.getsockname()[1]
-            typer.echo(f"serving {folder} on http://{host}:{bound} (Ctrl-C stops)")
-            for who, link in sorted(served.links(f"http://{host}:{bound}").items()):
-                typer.echo(f"  {who}: {link}")
-            typer.echo("give each participant only their own link (it is their access token)")
-            sys.stdout.flush()
-            stop = asyncio.Event()
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-            try:
-                await stop.wait()
-            finally:
-                await runner.cleanup()
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    serve_until_stopped(
+        listening, host, CollectionRun(folder), what=str(folder), stops="Ctrl-C stops"
+    )
     typer.echo("stopped; serve again to resume")
 
 

@@ -41,8 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from trustbench.core.figures import Figure
-from trustbench.core.stats import clustered_figure
+from trustbench.core.figures import Figure, FigureKind
 from trustbench.trb.adapter._schema import EDITABLE_SLOTS
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures._floors import min_sum_tv, uniform_sum_tv
@@ -57,7 +56,7 @@ from trustbench.trb.measures._governance import (
 )
 from trustbench.trb.measures._numeric import unique_argmax
 from trustbench.trb.measures._sampling import widen_figure
-from trustbench.trb.track._measure_common import _boot_figure, bootstrap_interval
+from trustbench.trb.track._measure_common import _boot_figure, bootstrap_interval, trace_figure
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 from trustbench.trb.track._phi_source import by_session, phi_source_figures
 from trustbench.trb.track._r_star_figures import r_star_failed, r_star_figures
@@ -70,21 +69,11 @@ def _rate(
     denominator: Any,
     stats: StatsPlan,
     description: str,
-    kind: str = "rate",
+    kind: FigureKind = "rate",
 ) -> Figure:
-    return clustered_figure(
-        name,
-        [float(numerator(r.counts)) for r in rows],
-        [float(denominator(r.counts)) for r in rows],
-        [r.trace.trace_id for r in rows],
-        description=description,
-        cluster="trace",
-        kind=kind,  # type: ignore[arg-type]
-        unit="trial",
-        confidence=stats.confidence,
-        seed=stats.seed,
-        resamples=stats.resamples,
-    )
+    numerators = [float(numerator(r.counts)) for r in rows]
+    denominators = [float(denominator(r.counts)) for r in rows]
+    return trace_figure(name, rows, numerators, denominators, stats, description, kind)
 
 
 def _g_rates(
@@ -101,7 +90,7 @@ def _g_rates(
 def _count_rates(
     rows: list[MeasureRow],
     stats: StatsPlan,
-    specs: tuple[tuple[str, str, tuple[str, ...], str, str], ...],
+    specs: tuple[tuple[str, str, tuple[str, ...], str, FigureKind], ...],
 ) -> list[Figure]:
     """Counted figures, each from `(name, numerator key, denominator keys, description, kind)`."""
     return [

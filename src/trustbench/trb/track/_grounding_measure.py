@@ -13,7 +13,6 @@ import numpy as np
 import torch
 
 from trustbench.core.figures import Figure, Interval, not_run_figure
-from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import inject, mann_whitney_auc
 from trustbench.trb.measures._grounding import CONCEPTS, HEADLINE_ALPHA
@@ -25,6 +24,7 @@ from trustbench.trb.track._measure_common import (
     _not_applicable,
     _not_run,
     _trace_seed,
+    trace_figure,
 )
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 
@@ -145,15 +145,12 @@ class GroundingMeasure:
         ]  # fmt: skip
         for arm in ("injected", "random"):
             out.append(
-                clustered_figure(
-                    f"report_flip_rate[{arm}]",
+                trace_figure(
+                    f"report_flip_rate[{arm}]", ok,
                     [float(sum(t[arm] >= 0.5 for t in r.counts["trials"])) for r in ok],
-                    [float(r.counts["n"]) for r in ok],
-                    [r.trace.trace_id for r in ok],
-                    description=f"trials whose report names the injected value (score >= 0.5), "
-                    f"{arm} arm {label}",
-                    cluster="trace", kind="rate", unit="trial", confidence=stats.confidence,
-                    seed=stats.seed, resamples=stats.resamples,
+                    [float(r.counts["n"]) for r in ok], stats,
+                    f"trials whose report names the injected value (score >= 0.5), {arm} arm "
+                    + label,
                 )
             )  # fmt: skip
         return out + sweep_figures(ok, stats, label)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from trustbench.core.figures import Figure, Interval, not_run_figure
+from trustbench.core.figures import Figure, FigureKind, Interval, not_run_figure
 from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import concept_directions
@@ -192,21 +192,37 @@ def _boot_figure(
     )  # fmt: skip
 
 
-def _mean(
-    name: str, rows: list[MeasureRow], key: str, den: str, stats: StatsPlan, text: str
+def trace_figure(
+    name: str,
+    rows: list[MeasureRow],
+    numerators: list[float],
+    denominators: list[float],
+    stats: StatsPlan,
+    description: str,
+    kind: FigureKind = "rate",
 ) -> Figure:
+    """A per-trial rate or mean over `rows`, its interval clustered by trace (the stats plan's)."""
     return clustered_figure(
         name,
-        [float(r.counts[key]) for r in rows],
-        [float(r.counts[den]) for r in rows],
+        numerators,
+        denominators,
         [r.trace.trace_id for r in rows],
-        description=text,
+        description=description,
         cluster="trace",
-        kind="mean",
+        kind=kind,
         unit="trial",
         confidence=stats.confidence,
         seed=stats.seed,
         resamples=stats.resamples,
+    )
+
+
+def _mean(
+    name: str, rows: list[MeasureRow], key: str, den: str, stats: StatsPlan, text: str
+) -> Figure:
+    numerators = [float(r.counts[key]) for r in rows]
+    return trace_figure(
+        name, rows, numerators, [float(r.counts[den]) for r in rows], stats, text, kind="mean"
     )
 
 

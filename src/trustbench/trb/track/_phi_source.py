@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from trustbench.core.figures import Figure, not_run_figure
-from trustbench.core.stats import clustered_figure
 from trustbench.trb.track._lookup import measured_estimate
+from trustbench.trb.track._measure_common import trace_figure
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 
 SOURCES = {"human": "human Phi(r') (paired sessions)", "synthetic": "synthetic Phi(r') only"}
@@ -42,21 +42,12 @@ def phi_source_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> 
         n = [float(_items(r, source)) for r in rows]
         tv = [float(r.counts.get(f"{source}_phi_tv_sum", k)) for r, k in zip(rows, n, strict=True)]
         figures.append(
-            clustered_figure(
-                f"G_{source}_phi",
-                [k - t for k, t in zip(n, tv, strict=True)],
-                n,
-                [r.trace.trace_id for r in rows],
-                description=f"G = 1 - mean TV(act(c, r'), Phi(r')) over the r' with {what}; "
+            trace_figure(
+                f"G_{source}_phi", rows, [k - t for k, t in zip(n, tv, strict=True)], n, stats,
+                f"G = 1 - mean TV(act(c, r'), Phi(r')) over the r' with {what}; "
                 f"invalid answers scored TV = 1, clustered by trace {label}",
-                cluster="trace",
-                kind="rate",
-                unit="trial",
-                confidence=stats.confidence,
-                seed=stats.seed,
-                resamples=stats.resamples,
             )
-        )
+        )  # fmt: skip
     return figures
 
 
@@ -86,22 +77,28 @@ def by_session(
     return out
 
 
+def _beside(figures: list[Figure], name: str, other: str, missing: str) -> tuple[float, str] | None:
+    """`name`'s estimate and `other`'s formatted (or `missing`); None if `name` is unmeasured."""
+    value = measured_estimate(figures, name)
+    if value is None:
+        return None
+    beside = measured_estimate(figures, other)
+    return value, missing if beside is None else f"{beside:.3f}"
+
+
 def paired_data_flags(candidate: str, figures: list[Figure]) -> list[str]:
     """Report flags: G against human Phi(r') and Track 3 on human sessions, figures beside."""
     flags = []
-    human_g = measured_estimate(figures, "G_human_phi")
-    if human_g is not None:
-        synthetic_g = measured_estimate(figures, "G_synthetic_phi")
-        beside = "no synthetic r'" if synthetic_g is None else f"{synthetic_g:.3f}"
+    g = _beside(figures, "G_human_phi", "G_synthetic_phi", "no synthetic r'")
+    if g is not None:
+        flags.append(f"{candidate}: G against human Phi(r') {g[0]:.3f}; synthetic-only G {g[1]}")
+    ba = _beside(
+        figures, "balanced_accuracy_human_sessions", "balanced_accuracy_reference_traces",
+        "not measured",
+    )  # fmt: skip
+    if ba is not None:
         flags.append(
-            f"{candidate}: G against human Phi(r') {human_g:.3f}; synthetic-only G {beside}"
-        )
-    human_ba = measured_estimate(figures, "balanced_accuracy_human_sessions")
-    if human_ba is not None:
-        ref_ba = measured_estimate(figures, "balanced_accuracy_reference_traces")
-        beside = "not measured" if ref_ba is None else f"{ref_ba:.3f}"
-        flags.append(
-            f"{candidate}: Track 3 balanced accuracy on human-session outcomes {human_ba:.3f}; "
-            f"on the reference traces {beside}"
+            f"{candidate}: Track 3 balanced accuracy on human-session outcomes {ba[0]:.3f}; "
+            f"on the reference traces {ba[1]}"
         )
     return flags

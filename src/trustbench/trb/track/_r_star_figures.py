@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from trustbench.core.figures import Figure, not_run_figure
-from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures._r_star import DEFAULT_PER_STEP, R_STAR_KINDS
+from trustbench.trb.track._measure_common import trace_figure
 from trustbench.trb.track._measures import MeasureRow, StatsPlan
 
 TITLES = {
@@ -33,19 +33,8 @@ def _total(counts: dict[str, Any]) -> int:
 
 
 def _g(name: str, rows: list[MeasureRow], tv: Any, n: Any, stats: StatsPlan, text: str) -> Figure:
-    return clustered_figure(
-        name,
-        [float(n(r.counts) - tv(r.counts)) for r in rows],
-        [float(n(r.counts)) for r in rows],
-        [r.trace.trace_id for r in rows],
-        description=text,
-        cluster="trace",
-        kind="rate",
-        unit="trial",
-        confidence=stats.confidence,
-        seed=stats.seed,
-        resamples=stats.resamples,
-    )
+    numerators = [float(n(r.counts) - tv(r.counts)) for r in rows]
+    return trace_figure(name, rows, numerators, [float(n(r.counts)) for r in rows], stats, text)
 
 
 def r_star_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
