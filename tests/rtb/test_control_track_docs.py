@@ -37,8 +37,11 @@ def test_doc_names_every_option_boundary_outcome_and_figure() -> None:
 @pytest.mark.parametrize("spec", [*EXAMPLES, demo_spec_path()], ids=lambda p: p.name)
 def test_examples_and_demo_spec_freeze_to_every_scenario_for_every_candidate(spec: Path) -> None:
     manifest = build_manifest(spec)
-    assert manifest.plan.cases == 130
-    assert manifest.plan.trials == 130 * len(manifest.spec.candidates)
+    # Corpus v0.3: its 240 cases presented directly plus the seeded fault scenarios.
+    assert manifest.plan.cases == 370
+    assert (
+        manifest.plan.trials == 370 * len(manifest.spec.candidates) * manifest.spec.trials_per_case
+    )
     assert {f.role for f in manifest.files} >= {"corpus", "harness_code"}
 
 

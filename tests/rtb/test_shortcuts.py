@@ -85,7 +85,7 @@ def test_rtb_audit_exit_code_follows_saturation_when_the_harness_holds(monkeypat
         flipped=("case",),
         failed_gates=("stub",),
     )
-    ablation = _ablation.AblationReport("stub", ("stub",), (), (rule,))
+    ablation = _ablation.AblationReport("stub", "stub.toml", ("stub",), (), (rule,))
     monkeypatch.setattr(_ablation, "run_ablation_audit", lambda corpus: ablation)
     saturated = CliRunner().invoke(app, ["rtb", "audit", "--corpus", str(V0_1)])
     assert saturated.exit_code == 1, saturated.output

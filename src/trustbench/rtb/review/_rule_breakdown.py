@@ -130,7 +130,7 @@ def rule_breakdown_block(breakdown: dict[str, Any]) -> TableBlock:
         + [_cell(configurations[n], None, "no_decision_trials") for n in names]
     )
     return TableBlock(
-        folded=len(rows) > 12,  # a long policy (v0.3: 29 rules) would push the verdicts away
+        folded=len(rows) > 12,  # a long policy (29 rules, say) would push the verdicts away
         title="Per-rule breakdown: wrong decisions by policy rule",
         columns=["policy rule", "clause", "cases it decides", *names],
         rows=rows,
