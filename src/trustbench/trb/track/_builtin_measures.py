@@ -57,7 +57,7 @@ from trustbench.trb.measures._governance import (
 from trustbench.trb.measures._numeric import unique_argmax
 from trustbench.trb.measures._sampling import widen_figure
 from trustbench.trb.track._measure_common import _boot_figure, bootstrap_interval, trace_figure
-from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._measures import MeasureNames, MeasureRow, StatsPlan
 from trustbench.trb.track._phi_source import by_session, phi_source_figures
 from trustbench.trb.track._r_star_figures import r_star_failed, r_star_figures
 
@@ -155,13 +155,8 @@ def _track_1b_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> l
     ))  # fmt: skip
 
 
-class GovernanceMeasure:
+class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_star"):
     """Track 1: does act follow the intervened r? (see module docstring)."""
-
-    key = "governance"
-    axis = "G"
-    headline = "G_star"
-    title = "Track 1 governance"
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Track 1 counts of one trace, the null-edit floor's TV sum included."""
@@ -260,13 +255,10 @@ class GovernanceMeasure:
         return figures + r_star_figures(rows, stats, label) + phi_source_figures(rows, stats, label)
 
 
-class AttributionMeasure:
+class AttributionMeasure(
+    MeasureNames, key="attribution", axis="attr", headline="balanced_accuracy"
+):
     """Track 3: is caused_by_self right, above all in the false_credit cell?"""
-
-    key = "attribution"
-    axis = "attr"
-    headline = "balanced_accuracy"
-    title = "Track 3 self-attribution"
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Track 3 counts of one trace."""

@@ -26,16 +26,11 @@ from trustbench.trb.track._measure_common import (
     _trace_seed,
     trace_figure,
 )
-from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._measures import MeasureNames, MeasureRow, StatsPlan
 
 
-class GroundingMeasure:
+class GroundingMeasure(MeasureNames, key="grounding", axis="ground", headline="detection_auc"):
     """Track 2: does an injected concept register in the self-report? (white box only)."""
-
-    key = "grounding"
-    axis = "ground"
-    headline = "detection_auc"
-    title = "Track 2 grounding"
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Null, injected and random-direction scores of one trace's trials."""

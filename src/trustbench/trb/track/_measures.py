@@ -104,6 +104,27 @@ class TrbMeasure(Protocol):
         ...
 
 
+class MeasureNames:
+    """The names a built-in measure declares, given once on its class line.
+
+    Each built-in wrote the same four attributes out by hand; a subclass states its key, axis
+    and headline as class keywords instead (`class X(MeasureNames, key=..., axis=...,
+    headline=...)`), and its report title is the axis's entry in `AXIS_TRACKS`, so the two
+    cannot drift apart.
+    """
+
+    key: str
+    axis: ProfileAxis
+    headline: str
+    title: str
+
+    def __init_subclass__(
+        cls, *, key: str, axis: ProfileAxis, headline: str, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.key, cls.axis, cls.headline, cls.title = key, axis, headline, AXIS_TRACKS[axis]
+
+
 BUILTIN_MEASURES: dict[str, str] = {
     "governance": "trustbench.trb.track._builtin_measures:GOVERNANCE",
     "attribution": "trustbench.trb.track._builtin_measures:ATTRIBUTION",

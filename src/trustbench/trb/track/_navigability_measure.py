@@ -18,18 +18,13 @@ from trustbench.trb.track._measure_common import (
     _settings,
     _trace_seed,
 )
-from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._measures import MeasureNames, MeasureRow, StatsPlan
 from trustbench.trb.track._viability_measure import arm_agreement_figure
 from trustbench.trb.world import CorridorWorld
 
 
-class NavigabilityMeasure:
+class NavigabilityMeasure(MeasureNames, key="navigability", axis="nav", headline="reach_rate_lift"):
     """Track 5: does steering r's goal move the system there, against the no-r ablation?"""
-
-    key = "navigability"
-    axis = "nav"
-    headline = "reach_rate_lift"
-    title = "Track 5 navigability"
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Reach probability of the uncued goal: steered, ablated, reference-steered."""

@@ -7,17 +7,16 @@ from typing import Any
 from trustbench.core.figures import Figure, Interval, not_run_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.track._lookup import BOOTSTRAP
-from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._measures import MeasureNames, MeasureRow, StatsPlan
 from trustbench.trb.track._transfer_flags import drop_interval
 
 
-class TransferMeasure:
-    """Track 6: each other track's headline at its worst transfer context, and the drop."""
+class TransferMeasure(MeasureNames, key="transfer", axis="trans", headline="transfer_min[G_star]"):
+    """Track 6: each other track's headline at its worst transfer context, and the drop.
 
-    key = "transfer"
-    axis = "trans"
-    headline = "transfer_min[G_star]"  # the governance headline is G* (issue 16)
-    title = "Track 6 transfer"
+    The headline is taken at governance's G* (issue 16).
+    """
+
     derived = True
     """Computed from the other measures' figures per split; nothing runs per trace."""
 

@@ -22,16 +22,13 @@ from trustbench.trb.track._measure_common import (
     _settings,
     _trace_seed,
 )
-from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.track._measures import MeasureNames, MeasureRow, StatsPlan
 
 
-class ViabilityMeasure:
+class ViabilityMeasure(
+    MeasureNames, key="viability", axis="viab", headline="completion_retention_ratio"
+):
     """Track 4: does acting through r keep the system working, against the no-r ablation?"""
-
-    key = "viability"
-    axis = "viab"
-    headline = "completion_retention_ratio"
-    title = "Track 4 viability"
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Episodes from the trace's start, r-mediated and ablated, with common draws."""
