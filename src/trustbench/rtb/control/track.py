@@ -68,14 +68,7 @@ from trustbench.rtb.platform import ControlRequest
 from trustbench.rtb.policy._registry import policy_for
 
 if TYPE_CHECKING:
-    from trustbench.core import (
-        ExperimentSpec,
-        LedgerContents,
-        Manifest,
-        ReportResult,
-        TrackAnalysis,
-        TrialContext,
-    )
+    from trustbench import core
     from trustbench.core.runs import ProgressReporter
 from trustbench.rtb.control._options import (
     _HARNESS_CODE,
@@ -167,7 +160,7 @@ class _RecordedBoundary:
         )
 
 
-def _flush(calls: list[dict[str, Any]], ctx: TrialContext) -> None:
+def _flush(calls: list[dict[str, Any]], ctx: core.TrialContext) -> None:
     """Write the trial's buffered boundary calls to the ledger as attempts, in call order."""
     for call in calls:
         ctx.record_call(
@@ -191,7 +184,7 @@ class ControlTrack:
         self._factories: dict[str, BoundaryFactory] = {}
 
     @staticmethod
-    def options(spec: ExperimentSpec) -> ControlTrackOptions:
+    def options(spec: core.ExperimentSpec) -> ControlTrackOptions:
         """Validate `track_options`, naming the offending option."""
         try:
             options = ControlTrackOptions.model_validate(spec.track_options)
@@ -210,7 +203,7 @@ class ControlTrack:
             self._corpora[root] = load_corpus(corpus_folder(root))
         return self._corpora[root]
 
-    def scenarios(self, manifest: Manifest) -> dict[str, ControlScenario]:
+    def scenarios(self, manifest: core.Manifest) -> dict[str, ControlScenario]:
         """The experiment's scenarios by id, rebuilt from the corpus and the frozen options."""
         options = self.options(manifest.spec)
         key = (manifest.corpus.root, options)
@@ -225,7 +218,7 @@ class ControlTrack:
             self._scenarios[key] = {s.scenario_id: s for s in built if s.path in wanted}
         return self._scenarios[key]
 
-    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+    def resolve(self, spec: core.ExperimentSpec, base_dir: Path) -> Resolution:
         """Check candidates and options; list the corpus files and harness code to hash."""
         self.options(spec)
         for candidate in spec.candidates:
@@ -242,17 +235,17 @@ class ControlTrack:
         items = corpus_items(root, corpus) + harness_code_items((*_HARNESS_CODE, *policy_code))
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
-    def figure_names(self, spec: ExperimentSpec) -> set[str]:
+    def figure_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""
         from trustbench.rtb.control._figures import HEADLINE_NAMES
 
         return set(HEADLINE_NAMES)
 
-    def plan(self, manifest: Manifest) -> list[TrialKey]:
+    def plan(self, manifest: core.Manifest) -> list[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
         return cross_product(list(self.scenarios(manifest)), manifest)
 
-    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+    async def run_trial(self, key: TrialKey, ctx: core.TrialContext) -> TrialOutcome:
         """Run one scenario against a fresh boundary on fresh platform state.
 
         The stored outcome is the `TrialRun` (observer log and the boundary's claims) as JSON:
@@ -286,7 +279,7 @@ class ControlTrack:
         canonical_json(outcome)  # fail here, as a harness defect, if it is not JSON
         return TrialOutcome(status="completed", outcome=outcome)
 
-    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+    def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""
         from trustbench.rtb.control._report import analyze_control_run
 
@@ -298,7 +291,9 @@ def demo_spec_path() -> Path:
     return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_control.toml"
 
 
-def run_control_demo(out_dir: Path | str, progress: ProgressReporter | None = None) -> ReportResult:
+def run_control_demo(
+    out_dir: Path | str, progress: ProgressReporter | None = None
+) -> core.ReportResult:
     """Freeze, run (quietly) and report the built-in control-path demo into `out_dir`.
 
     Four boundaries (reference, cedar, review-gated, unchecked) x every built-in scenario, K=1,

@@ -42,15 +42,7 @@ from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 if TYPE_CHECKING:
     # The report step (matplotlib included) and the analysis types are imported only by
     # `report`; a run reads neither (issue 35).
-    from trustbench.core import (
-        ExperimentSpec,
-        LedgerContents,
-        Manifest,
-        ReportResult,
-        TrackAnalysis,
-        TrialContext,
-        TrialKey,
-    )
+    from trustbench import core
 
 _SCHEMA_PROBE_ID = "rtb-" + "0" * 32
 """An evaluation id for the input that only selects the response schema (never sent)."""
@@ -96,7 +88,7 @@ class ReviewTrack:
             self._messages[root] = ReviewMessages(corpus.review_prompt)
         return self._corpora[root]
 
-    def selected(self, manifest: Manifest) -> Corpus:
+    def selected(self, manifest: core.Manifest) -> Corpus:
         """The manifest's corpus restricted to the cases `track_options.cases` selects."""
         corpus = self.corpus(manifest.corpus.root)
         patterns = parse_options(manifest.spec).cases
@@ -105,11 +97,11 @@ class ReviewTrack:
         keep = set(select_cases([case.case_id for case in corpus.cases], patterns))
         return corpus.model_copy(update={"cases": [c for c in corpus.cases if c.case_id in keep]})
 
-    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+    def resolve(self, spec: core.ExperimentSpec, base_dir: Path) -> Resolution:
         """Load and validate the corpus, check the options, and list every corpus file."""
         return self._resolve(spec, base_dir, None)
 
-    def resolve_frozen(self, manifest: Manifest) -> Resolution:
+    def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
         """`resolve` for a frozen experiment (core's `check_inputs` calls it before a run).
 
         When the corpus files hash to exactly what the freeze recorded, by this trustbench
@@ -123,7 +115,7 @@ class ReviewTrack:
         return self._resolve(manifest.spec, Path(manifest.base_dir), frozen)
 
     def _resolve(
-        self, spec: ExperimentSpec, base_dir: Path, frozen_files: dict[str, str] | None
+        self, spec: core.ExperimentSpec, base_dir: Path, frozen_files: dict[str, str] | None
     ) -> Resolution:
         options = parse_options(spec)
         from trustbench.rtb.review.reviewers._registry import ALL_REVIEWER_NAMES
@@ -155,7 +147,9 @@ class ReviewTrack:
         items = corpus_items(root, corpus)
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
-    def _resolve_sealed(self, spec: ExperimentSpec, sealed: SealedSet, label: str) -> Resolution:
+    def _resolve_sealed(
+        self, spec: core.ExperimentSpec, sealed: SealedSet, label: str
+    ) -> Resolution:
         """A sealed held-out set: its clear parts and pins only (no key is needed to run it)."""
         if parse_options(spec).answer_extraction == "structured_output":
             raise InputError(
@@ -172,7 +166,7 @@ class ReviewTrack:
         version = str(sealed.manifest["corpus_version"])
         return Resolution(corpus_version=version, corpus_root=label, items=sealed.items())
 
-    def on_freeze(self, manifest: Manifest, run_dir: Path, reason: str = "") -> list[str]:
+    def on_freeze(self, manifest: core.Manifest, run_dir: Path, reason: str = "") -> list[str]:
         """Count a freeze against a sealed held-out set (refused past its budget unreasoned)."""
         sealed = self.sealed_set(manifest.corpus.root)
         if sealed is None:
@@ -181,7 +175,7 @@ class ReviewTrack:
 
         return on_freeze(sealed, manifest, reason)
 
-    def before_run(self, manifest: Manifest, run_dir: Path) -> list[str]:
+    def before_run(self, manifest: core.Manifest, run_dir: Path) -> list[str]:
         """Record a run against a sealed held-out set before its first trial."""
         sealed = self.sealed_set(manifest.corpus.root)
         if sealed is None:
@@ -190,21 +184,21 @@ class ReviewTrack:
 
         return before_run(sealed, manifest)
 
-    def requires_structured_output(self, spec: ExperimentSpec) -> bool:
+    def requires_structured_output(self, spec: core.ExperimentSpec) -> bool:
         """Whether the spec declares server-side structured output (the preflight probes it)."""
         return parse_options(spec).answer_extraction == "structured_output"
 
-    def figure_names(self, spec: ExperimentSpec) -> set[str]:
+    def figure_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""
         from trustbench.rtb.review._figures import figure_names
 
         return figure_names()
 
-    def subject_names(self, spec: ExperimentSpec) -> set[str]:
+    def subject_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Configurations a gate may name: every candidate and declared chain."""
         return {c.name for c in spec.candidates} | {c.name for c in parse_options(spec).chains}
 
-    def plan(self, manifest: Manifest) -> list[TrialKey]:
+    def plan(self, manifest: core.Manifest) -> list[core.TrialKey]:
         """Every (selected) case for every candidate, `trials_per_case` times.
 
         On a sealed held-out set the cases are its exported evaluation ids (case ids are sealed).
@@ -214,7 +208,7 @@ class ReviewTrack:
             return cross_product(sealed.evaluation_ids(), manifest)
         return cross_product([case.case_id for case in self.selected(manifest).cases], manifest)
 
-    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+    async def run_trial(self, key: core.TrialKey, ctx: core.TrialContext) -> TrialOutcome:
         """One review: fresh evaluation id, visible input only, one chat call, raw reply kept."""
         root = ctx.manifest.corpus.root
         evaluation_id = new_evaluation_id()
@@ -275,7 +269,7 @@ class ReviewTrack:
             self._schemas[root] = response_schema(to_candidate_input(case, _SCHEMA_PROBE_ID))
         return response_format(extraction, self._schemas[root])
 
-    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+    def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade the run from the ledger (see `trustbench.rtb.review._analysis`)."""
         from trustbench.rtb.review._analysis import analyze_review
 
@@ -287,7 +281,7 @@ class ReviewTrack:
         return analyze_review(manifest, ledger, self.selected(manifest))
 
 
-def run_review_demo(out_dir: Path) -> ReportResult:
+def run_review_demo(out_dir: Path) -> core.ReportResult:
     """Freeze, run and report the built-in reviewer demo (see `review/_demo.py`).
 
     Returns:

@@ -76,14 +76,7 @@ from trustbench.rtb.workflow import (
 )
 
 if TYPE_CHECKING:
-    from trustbench.core import (
-        ExperimentSpec,
-        LedgerContents,
-        Manifest,
-        ReportResult,
-        TrackAnalysis,
-        TrialContext,
-    )
+    from trustbench import core
     from trustbench.core.runs import ProgressReporter
 from trustbench.rtb.workflow._config import (
     _HARNESS_CODE,
@@ -158,7 +151,7 @@ class CoreChat:
         ctx: The trial's context (its provider is wrapped to read usage).
     """
 
-    def __init__(self, ctx: TrialContext) -> None:
+    def __init__(self, ctx: core.TrialContext) -> None:
         if ctx.provider is None:
             raise CallFailed("client_error", f"candidate {ctx.candidate.name} has no provider")
         self._tap = _UsageTap(ctx.provider)
@@ -195,7 +188,7 @@ class WorkflowTrack:
         self._scenarios: dict[tuple[Any, ...], dict[str, WorkflowScenario]] = {}
 
     @staticmethod
-    def options(spec: ExperimentSpec) -> WorkflowTrackOptions:
+    def options(spec: core.ExperimentSpec) -> WorkflowTrackOptions:
         """Validate `track_options`, naming the offending option."""
         try:
             options = WorkflowTrackOptions.model_validate(spec.track_options)
@@ -221,7 +214,7 @@ class WorkflowTrack:
             self._corpora[root] = load_corpus(corpus_folder(root))
         return self._corpora[root]
 
-    def scenarios(self, manifest: Manifest) -> dict[str, WorkflowScenario]:
+    def scenarios(self, manifest: core.Manifest) -> dict[str, WorkflowScenario]:
         """The experiment's scenarios by id, rebuilt from the corpus and the frozen options."""
         options = self.options(manifest.spec)
         key = (
@@ -250,7 +243,7 @@ class WorkflowTrack:
             self._scenarios[key] = chosen
         return self._scenarios[key]
 
-    def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
+    def resolve(self, spec: core.ExperimentSpec, base_dir: Path) -> Resolution:
         """Check candidates and options; list the corpus, the agent prompt and harness code."""
         options = self.options(spec)
         for candidate in spec.candidates:
@@ -264,17 +257,17 @@ class WorkflowTrack:
         items += harness_code_items((*_HARNESS_CODE, *policy_for(corpus.policy_id).source_files))
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
 
-    def figure_names(self, spec: ExperimentSpec) -> set[str]:
+    def figure_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""
         from trustbench.rtb.workflow._figures import figure_names
 
         return figure_names(spec.trials_per_case)
 
-    def plan(self, manifest: Manifest) -> list[TrialKey]:
+    def plan(self, manifest: core.Manifest) -> list[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
         return cross_product(list(self.scenarios(manifest)), manifest)
 
-    async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:
+    async def run_trial(self, key: TrialKey, ctx: core.TrialContext) -> TrialOutcome:
         """Run one scenario with a fresh agent, boundary and platform; return the whole record."""
         scenario = self.scenarios(ctx.manifest)[key.case_id]
         config = configuration(ctx.candidate, self.options(ctx.manifest.spec))
@@ -315,7 +308,7 @@ class WorkflowTrack:
             )
         return TrialOutcome(status="completed", outcome=outcome)
 
-    def analyze(self, manifest: Manifest, ledger: LedgerContents) -> TrackAnalysis:
+    def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""
         from trustbench.rtb.workflow._analysis import analyze_workflow_run
 
@@ -329,7 +322,7 @@ def demo_spec_path() -> Path:
 
 def run_workflow_demo(
     out_dir: Path | str, progress: ProgressReporter | None = None
-) -> ReportResult:
+) -> core.ReportResult:
     """Freeze, run (quietly) and report the built-in workflow demo into `out_dir`.
 
     Scripted agents (harness instruments with known signatures) with the reference boundary and
