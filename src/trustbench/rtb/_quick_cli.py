@@ -5,6 +5,8 @@ The commands share their options; each track builds its own default spec (`rtb/_
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 from typing import Annotated
 
@@ -31,48 +33,50 @@ def _run_dir(track: str, model: str, out: Path | None) -> Path:
     return out or Path("runs") / f"{track}-{candidate_name(model)}"
 
 
-def review(
-    model: _Model,
-    base_url: _BaseUrl = None,
-    api_key_env: _ApiKeyEnv = None,
-    limit: Limit = None,
-    trials: _Trials = 1,
-    out: _Out = None,
-) -> None:
+def _quick_command(track: str, builder_name: str, doc: str) -> Callable[..., None]:
+    """One quick-path command for `track`: both share every option and step.
+
+    The track's spec builder (`builder_name` in `trustbench.rtb.<track>._quick`) is imported only
+    when the command runs, so the CLI starts without the track's modules.
+    """
+
+    def command(
+        model: _Model,
+        base_url: _BaseUrl = None,
+        api_key_env: _ApiKeyEnv = None,
+        limit: Limit = None,
+        trials: _Trials = 1,
+        out: _Out = None,
+    ) -> None:
+        from trustbench.rtb._quick import freeze_run_report
+
+        builder = getattr(import_module(f"trustbench.rtb.{track}._quick"), builder_name)
+        text = builder(model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials)
+        freeze_run_report(_run_dir(track, model, out), text, limit=limit)
+
+    command.__name__ = command.__qualname__ = track
+    command.__doc__ = doc
+    return command
+
+
+review = _quick_command(
+    "review",
+    "quick_spec_text",
     """Try a model on the reviewer track without writing a spec: freeze, run and report it.
 
     The spec is written as RUN/spec.toml before it is frozen: edit it and rerun it with
     `trustbench freeze`, `run` and `report`. Exit codes as `report`'s (1 a failed gate, 4 an
     incomplete run, e.g. with --limit).
-    """
-    from trustbench.rtb._quick import freeze_run_report
-    from trustbench.rtb.review._quick import quick_spec_text
-
-    text = quick_spec_text(
-        model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials
-    )
-    freeze_run_report(_run_dir("review", model, out), text, limit=limit)
-
-
-def workflow(
-    model: _Model,
-    base_url: _BaseUrl = None,
-    api_key_env: _ApiKeyEnv = None,
-    limit: Limit = None,
-    trials: _Trials = 1,
-    out: _Out = None,
-) -> None:
+    """,
+)
+workflow = _quick_command(
+    "workflow",
+    "workflow_quick_spec_text",
     """Try a tool-calling model as the workflow track's agent without writing a spec.
 
     The model acts on the simulated platform behind the reference boundary; freeze, run and
     report as `rtb review --model` does. The spec is written as RUN/spec.toml before it is
     frozen: edit it and rerun it with `trustbench freeze`, `run` and `report`. Exit codes as
     `report`'s (1 a failed gate, 4 an incomplete run, e.g. with --limit).
-    """
-    from trustbench.rtb._quick import freeze_run_report
-    from trustbench.rtb.workflow._quick import workflow_quick_spec_text
-
-    text = workflow_quick_spec_text(
-        model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials
-    )
-    freeze_run_report(_run_dir("workflow", model, out), text, limit=limit)
+    """,
+)
