@@ -91,7 +91,8 @@ class HttpPool:
     """The run's shared connections: at most `limit` open at once, reused per origin.
 
     Use as an async context manager (`async with new_session(n) as pool`) or call `close`.
-    Created anywhere; the aiohttp session is made on the first request, in its event loop.
+    Created anywhere; the aiohttp session is made on the first request, in its event loop, and
+    aiohttp is imported by `load_client` (each HTTP provider calls it when made) or by then.
     """
 
     def __init__(self, limit: int) -> None:
@@ -102,6 +103,15 @@ class HttpPool:
         self._tls: ssl.SSLContext | None = None
         self._targets: dict[str, _Target] = {}
         self._resend_fresh: set[tuple[str, bytes]] = set()
+
+    def load_client(self) -> None:
+        """Import aiohttp now, if not yet: what an HTTP provider calls when it is made.
+
+        The pool itself does not need it until its first session (a run with nothing left to
+        send, or only in-process candidates, never loads it), but a provider's first request
+        must not pay its import (about 0.2 s) inside the exchange it times and bounds.
+        """
+        import trustbench.providers._connector  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     async def __aenter__(self) -> HttpPool:
         return self
