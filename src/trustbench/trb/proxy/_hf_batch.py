@@ -8,11 +8,13 @@ option of a slot shares the prompt before it. Here:
 - `run_rows` runs right-padded rows once, asks the model for logits only at each row's last
   position (`logits_to_keep`, where the model's forward takes it), and keeps the model's
   key/value cache when asked to;
-- `score_options` scores every option of a slot in one batched pass over that cache: row
-  (context n, option k) holds only option k's tokens, attends to context n's cached prefix,
-  and sits at its true positions (`position_ids`), pads in the cache masked out;
-- `Scored.advance` keeps the chosen option's row per context, so the next slot continues from
-  the cache instead of running the prompt again. A self-report is one prefix pass and one
+- `score_options` scores every option of a slot in one batched pass over that cache: each
+  context's options form one row, a tree of their tokens (shared leading tokens once), where
+  a 4D mask lets each token see only context n's cached prefix and its own option's earlier
+  tokens, at its true positions (`position_ids`), pads in the cache masked out;
+- `Scored.advance` keeps the chosen option's tokens visible per context (the others stay in
+  the cache, masked), so the next slot continues from the cache instead of running the
+  prompt again. A self-report is one prefix pass and one
   small pass per slot.
 
 Only the read positions are cast to float64 before the log-softmax (the model's logits stay in
@@ -79,17 +81,6 @@ def forward(
 def keeps_logits_subset(model: nn.Module) -> bool:
     """Whether the model's forward computes logits at chosen positions only."""
     return "logits_to_keep" in _forward_parameters(type(model))
-
-
-def select_rows(cache: Any, rows: torch.Tensor, device: torch.device) -> Any:
-    """The cache with batch rows `rows` (repeats allowed).
-
-    A `Cache` object is changed in place; legacy per-layer tuples are indexed into new ones.
-    """
-    if hasattr(cache, "batch_select_indices"):
-        cache.batch_select_indices(rows.to(device))
-        return cache
-    return tuple(tuple(t[rows.to(t.device)] for t in layer) for layer in cache)
 
 
 def padded(rows: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
