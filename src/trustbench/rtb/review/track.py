@@ -16,6 +16,7 @@ and graded `missing`: never approval.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,7 +205,7 @@ class ReviewTrack:
         """Configurations a gate may name: every candidate and declared chain."""
         return {c.name for c in spec.candidates} | {c.name for c in parse_options(spec).chains}
 
-    def plan(self, manifest: Manifest) -> list[TrialKey]:
+    def plan(self, manifest: Manifest) -> Sequence[TrialKey]:
         """Every (selected) case for every candidate, `trials_per_case` times.
 
         On a sealed held-out set the cases are its exported evaluation ids (case ids are sealed).
