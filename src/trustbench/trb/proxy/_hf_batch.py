@@ -14,8 +14,10 @@ option of a slot shares the prompt before it. Here:
   tokens, at its true positions (`position_ids`), pads in the cache masked out;
 - `Scored.advance` keeps the chosen option's tokens visible per context (the others stay in
   the cache, masked), so the next slot continues from the cache instead of running the
-  prompt again. A self-report is one prefix pass and one
-  small pass per slot.
+  prompt again;
+- a `Lead` (`lead_prefix`) puts the prompt rows at the head of the first slot's pass, the
+  option tree after them, so the prompt costs no pass of its own (a pass has a fixed cost of
+  about a quarter of a forward on SmolLM2). A self-report is one pass per slot or slot pair.
 
 Only the read positions are cast to float64 before the log-softmax (the model's logits stay in
 its dtype); the sums are the same as on the full tensor. A padded key is masked to weight zero,
@@ -111,6 +113,72 @@ class Prefix:
     pending: torch.Tensor
     """(N,) float64 log-probability of tokens run after the last scored option: the start
     every next option shares (zero when none)."""
+    lead: Lead | None = None
+    """Prompt rows not run yet: the next `score_options` runs them first in its pass."""
+
+
+@dataclass
+class Lead:
+    """Prompt rows left-padded to one width P, run ahead of a slot's option tree in one pass.
+
+    Each prompt token sees its own row's earlier tokens (causal), at positions 0.. from its
+    first real token; a pad sees only itself. Read from `starts` on, as `run_rows` reads.
+    """
+
+    ids: torch.Tensor
+    """(N, P) token ids, left-padded (CPU, long)."""
+    starts: torch.Tensor
+    """(N,) index in `ids` of each row's first read position (CPU, long)."""
+
+    def joined(
+        self, prefix: Prefix, ids: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The prompt block before the tree's: ids, positions, visibility, logits kept."""
+        n_rows, width = self.ids.shape
+        valid = prefix.mask.bool()
+        causal = torch.ones((width, width), dtype=torch.bool).tril() & valid.unsqueeze(1)
+        causal |= torch.eye(width, dtype=torch.bool)
+        tree = torch.zeros((n_rows, width, ids.shape[1]), dtype=torch.bool)
+        top = torch.cat([causal, tree], 2)
+        own = (valid.long().cumsum(1) - 1).clamp(min=0)
+        keep = torch.arange(int(self.starts.min()), width + ids.shape[1])
+        return (torch.cat([self.ids, ids], 1), torch.cat([own, positions], 1),
+                torch.cat([top, visible], 1), keep)  # fmt: skip
+
+    def read(self, prefix: Prefix, logits: torch.Tensor, offset: int) -> torch.Tensor:
+        """Fill `prefix`'s next-token and pending log-probabilities; the tree's logits.
+
+        `offset` is the sequence index of `logits[:, 0]` (the first kept position).
+        """
+        width = self.ids.shape[1]
+        nexts = []
+        for n in range(len(self.ids)):
+            at = torch.arange(int(self.starts[n]), width)
+            reads = torch.log_softmax(logits[n, (at - offset).to(logits.device)].double(), -1)
+            reads = reads.cpu()
+            tokens = self.ids[n, at[1:]]  # the shared start run after the prompt
+            prefix.pending[n] = reads[torch.arange(len(tokens)), tokens].sum()
+            nexts.append(reads[-1])
+        prefix.next_logp = torch.stack(nexts)
+        return logits[:, width - offset :]
+
+
+def lead_prefix(rows: Sequence[Sequence[int]], starts: Sequence[int], pad: int) -> Prefix:
+    """Rows to run at the head of the next `score_options` pass, read from `starts[i]` on.
+
+    The first slot's options then go in the prompt's own pass, saving a pass's fixed cost.
+    """
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
+        mask[i, width - len(r) :] = 1
+    shift = torch.tensor([width - len(r) for r in rows])
+    lead = Lead(ids, torch.tensor(list(starts)) + shift)
+    zeros = torch.zeros(len(rows), dtype=torch.float64)
+    length = torch.tensor([len(r) for r in rows])
+    return Prefix(None, mask, length, torch.empty((len(rows), 0)), [], zeros, lead)
 
 
 def run_rows(
@@ -287,6 +355,9 @@ def score_options(
     if then is None and boundary is None and any(len(t) > 1 for t in flat):
         rows = [t[:-1] for t in flat]  # nothing reads the logits after an option's last token
     ids, positions, visible, places = _packed(rows, k, prefix, pad)
+    keep = None
+    if prefix.lead is not None:
+        ids, positions, visible, keep = prefix.lead.joined(prefix, ids, positions, visible)
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
     additive = torch.zeros(visible.shape, dtype=dtype).masked_fill(~visible, torch.finfo(dtype).min)
@@ -294,10 +365,15 @@ def score_options(
         model,
         ids.to(device),
         additive.unsqueeze(1).to(device),
+        keep=None if keep is None else keep.to(device),
         positions=positions.to(device),
         cache=prefix.cache,
         use_cache=True,
     )
+    if prefix.lead is not None and keep is not None:
+        offset = int(keep[0]) if keeps_logits_subset(model) else 0
+        logits = prefix.lead.read(prefix, logits, offset)
+        ids = ids[:, prefix.lead.ids.shape[1] :]
     packed_logp = torch.log_softmax(logits.double(), -1).cpu()
     longest = max(len(r) for r in rows)
     column = torch.tensor([[p[min(j, len(p) - 1)] if p else 0 for j in range(max(longest, 1))]
