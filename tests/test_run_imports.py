@@ -58,16 +58,16 @@ print("\\nPROBE " + json.dumps({"code": code, "loaded": loaded, "unused": unused
 """
 
 
-def _cli(*arguments: str) -> dict[str, object]:
-    """Run the CLI in a fresh interpreter: its exit code, the report-only packages it loaded
-    (`loaded`) and which of `NOT_FOR_A_REVIEW_RUN` it imported (`unused`)."""
+def _cli(*arguments: str, watched: tuple[str, ...] = REPORT_ONLY) -> dict[str, object]:
+    """Run the CLI in a fresh interpreter: its exit code, the `watched` top-level packages it
+    loaded (`loaded`) and which of `NOT_FOR_A_REVIEW_RUN` it imported (`unused`)."""
     completed = subprocess.run(
         [
             sys.executable,
             "-c",
             _PROBE,
             json.dumps(arguments),
-            json.dumps(REPORT_ONLY),
+            json.dumps(watched),
             json.dumps(NOT_FOR_A_REVIEW_RUN),
         ],
         capture_output=True,
@@ -130,3 +130,31 @@ def test_run_of_an_http_reviewer_imports_no_statistics_or_plotting(
     ran = _cli("run", str(run_dir), "--quiet")
     assert ran == {"code": 0, "loaded": [], "unused": []}
     assert len(openai_server.requests) == 1 + 4  # one preflight probe, then the 4 trials over HTTP
+
+
+def test_a_run_with_nothing_to_send_over_http_never_imports_aiohttp(tmp_path: Path) -> None:
+    """aiohttp (with its TLS set-up, about 0.2 s) is loaded by an HTTP provider, not the pool."""
+    run_dir = _frozen(
+        tmp_path,
+        'kind = "inprocess"\nentry = "trustbench.rtb.review.reviewers:chat_responder"\n'
+        'settings = { reviewer = "reference-policy" }',
+    )
+    ran = _cli("run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
+    assert ran["code"] == 0 and ran["loaded"] == [], ran
+    resumed = _cli("run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
+    assert resumed["code"] == 0 and resumed["loaded"] == [], resumed
+
+
+def test_an_http_provider_loads_aiohttp_when_made_not_in_its_first_timed_request() -> None:
+    probe = (
+        "import sys\n"
+        "from trustbench.providers import OpenAIChatProvider, new_session\n"
+        "pool = new_session(1)\n"
+        "before = 'aiohttp' in sys.modules\n"
+        "OpenAIChatProvider(pool, base_url='http://127.0.0.1:9/v1', model='m')\n"
+        "print(before, 'aiohttp' in sys.modules)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.split() == ["False", "True"], completed.stderr

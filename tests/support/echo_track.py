@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ class EchoTrack:
                 self._cases[case["id"]] = case
         return self._cases
 
-    def plan(self, manifest: Manifest) -> list[TrialKey]:
+    def plan(self, manifest: Manifest) -> Sequence[TrialKey]:
         return cross_product(list(self._load(manifest.corpus.root)), manifest)
 
     async def run_trial(self, key: TrialKey, ctx: TrialContext) -> TrialOutcome:

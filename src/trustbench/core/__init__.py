@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         read_manifest,
         write_manifest,
     )
+    from trustbench.core._plan import cross_product
     from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
     from trustbench.core._report_run import ReportResult, report_run
     from trustbench.core._runner import (
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
         Track,
         TrialKey,
         TrialOutcome,
-        cross_product,
     )
     from trustbench.core._verify import VerifyReport, verify_run
 

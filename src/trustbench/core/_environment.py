@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import platform
 import subprocess
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -79,6 +78,8 @@ def git_state(source: Path) -> GitState | None:
 
 
 def _version(distribution: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version  # at freeze only, not at run
+
     try:
         return version(distribution)
     except PackageNotFoundError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +23,7 @@ from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
 from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
+from trustbench.core._plan import CrossProduct
 from trustbench.core._registry import load_track
 from trustbench.core._spec import ExperimentSpec, load_spec, refuse_unused_resample
 from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey, track_hook
@@ -188,9 +189,16 @@ def resolve_inputs(
     return resolution, hash_items(items + list(package.values()))
 
 
-def plan_record(keys: list[TrialKey], spec: ExperimentSpec) -> PlanRecord:
+def plan_record(keys: Sequence[TrialKey], spec: ExperimentSpec) -> PlanRecord:
     """Check a plan against the spec and summarise it for the manifest."""
     names = {candidate.name for candidate in spec.candidates}
+    if isinstance(keys, CrossProduct):
+        digest = keys.ids_sha256()
+        if digest is not None:  # the same checks and digest, without holding the trial ids
+            if not set(keys.candidates) <= names or keys.trials > spec.trials_per_case:
+                raise InputError(f"the track planned an impossible trial {keys[-1].trial_id}")
+            cases = len(set(keys.case_ids)) if len(keys) else 0
+            return PlanRecord(trials=len(keys), cases=cases, keys_sha256=digest)
     ids = [key.trial_id for key in keys]
     if len(set(ids)) != len(ids):
         raise InputError("the track planned the same trial twice")
@@ -357,7 +365,7 @@ def read_manifest(run_dir: Path) -> Manifest:
         ) from None
 
 
-def check_inputs(manifest: Manifest, track: Track) -> list[TrialKey]:
+def check_inputs(manifest: Manifest, track: Track) -> Sequence[TrialKey]:
     """Re-resolve and re-hash every input; refuse if anything changed since the freeze.
 
     Returns:

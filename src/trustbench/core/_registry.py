@@ -10,11 +10,14 @@ the installed distributions' entry points (10 to 15 ms at every `freeze` and `ru
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
 
 from trustbench._imports import import_object
 from trustbench.core._track import Track
 from trustbench.errors import InputError, did_you_mean
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoints
 
 BUILTIN_TRACKS: dict[str, str] = {
     "rtb/review": "trustbench.rtb.review.track:ReviewTrack",
@@ -38,6 +41,17 @@ def register_track(track_id: str, target: str) -> None:
     if track_id.count("/") != 1 or ":" not in target:
         raise InputError(f"bad track registration {track_id!r} -> {target!r}")
     _registered[track_id] = target
+
+
+def entry_points(group: str) -> EntryPoints:
+    """The installed distributions' entry points in `group`.
+
+    `importlib.metadata` is imported here, not with the module: about 10 ms that a run of a
+    built-in track never needs.
+    """
+    from importlib.metadata import entry_points as installed
+
+    return installed(group=group)
 
 
 def track_targets() -> dict[str, str]:

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import os
 import random
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ class RunSummary:
     """What the track's `before_run` hook asked to show (e.g. a held-out set's exposure)."""
 
 
-def trial_order(keys: list[TrialKey], seed: int) -> list[TrialKey]:
+def trial_order(keys: Sequence[TrialKey], seed: int) -> list[TrialKey]:
     """The seeded interleaved order: sort for a stable start, then shuffle with `seed`."""
     ordered = sorted(keys)
     random.Random(seed).shuffle(ordered)
@@ -202,7 +202,7 @@ async def _run_into_ledger(
     run_dir: Path,
     manifest: Manifest,
     track: Track,
-    keys: list[TrialKey],
+    keys: Sequence[TrialKey],
     progress: ProgressReporter,
     executor: str,
     pool: Any,

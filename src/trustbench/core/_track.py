@@ -16,7 +16,7 @@ A track is registered under `"suite/track"` with an import string (see `_registr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
@@ -116,7 +116,7 @@ class Track(Protocol):
         """
         ...
 
-    def plan(self, manifest: Manifest) -> list[TrialKey]:
+    def plan(self, manifest: Manifest) -> Sequence[TrialKey]:
         """Return every trial of the experiment (order does not matter; core shuffles)."""
         ...
 
@@ -143,22 +143,3 @@ def track_hook(
     # A hook returns its note lines; a track object's attributes are untyped (`getattr`).
     lines = cast("Iterable[object]", hook(manifest, run_dir, **context))
     return [str(line) for line in lines]
-
-
-def cross_product(case_ids: list[str], manifest: Manifest) -> list[TrialKey]:
-    """Plan every case for every candidate, `trials_per_case` times (the usual plan).
-
-    Args:
-        case_ids: The cases of the corpus.
-        manifest: The frozen manifest (its spec gives candidates and trial count).
-
-    Returns:
-        One key per (case, candidate, trial index).
-    """
-    spec = manifest.spec
-    return [
-        TrialKey(case_id, candidate.name, index)
-        for case_id in case_ids
-        for candidate in spec.candidates
-        for index in range(spec.trials_per_case)
-    ]

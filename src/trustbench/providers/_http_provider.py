@@ -43,6 +43,7 @@ class HttpChatProvider:
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         self.session = require_pool(session)
+        self.session.load_client()  # aiohttp now, not in the first timed request
         self.requested_model: str | None = model
         self.endpoint: str | None = f"{base_url.rstrip('/')}{self.path}"
         self.settings = dict(settings or {})

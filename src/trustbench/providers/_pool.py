@@ -34,18 +34,17 @@ Every failure is `HttpTransportError` or an `OSError` (the providers classify bo
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
-
-import aiohttp
-from aiohttp.helpers import get_env_proxy_for_url
-from yarl import URL
+from typing import TYPE_CHECKING, Any
 
 from trustbench import __version__
+
+if TYPE_CHECKING:
+    import aiohttp
+    from yarl import URL
 
 MAX_HEADER_BYTES = 65536
 """Largest response header line / field accepted: a server streaming headers forever fails
@@ -88,34 +87,12 @@ class _Target:
     tls: bool
 
 
-class _CheckedConnector(aiohttp.TCPConnector):
-    """A connector that does not hand out an idle connection whose FIN is already in the buffer.
-
-    (Polling the socket instead, as httpcore does, cost about 0.4 ms of CPU per request here:
-    the syscall's release of the GIL beside the ledger's writer thread; one loop turn costs
-    nothing measurable and found every closed connection in the tests.)
-
-    `_get` is aiohttp's "next reusable connection" step (private; its argument list changed
-    between releases, hence `*args, **kwargs`); `tests/providers/test_http_dead_connections.py`
-    fails if a release stops calling it.
-    """
-
-    async def _get(self, key: Any, *args: Any, **kwargs: Any) -> Any:
-        while True:
-            connection = await super()._get(key, *args, **kwargs)
-            if connection is None:
-                return None
-            await asyncio.sleep(0)  # let the loop read a FIN already in the socket buffer
-            if connection.transport is not None and not connection.transport.is_closing():
-                return connection
-            connection.close()  # released as closed; try the next idle one
-
-
 class HttpPool:
     """The run's shared connections: at most `limit` open at once, reused per origin.
 
     Use as an async context manager (`async with new_session(n) as pool`) or call `close`.
-    Created anywhere; the aiohttp session is made on the first request, in its event loop.
+    Created anywhere; the aiohttp session is made on the first request, in its event loop, and
+    aiohttp is imported by `load_client` (each HTTP provider calls it when made) or by then.
     """
 
     def __init__(self, limit: int) -> None:
@@ -126,6 +103,15 @@ class HttpPool:
         self._tls: ssl.SSLContext | None = None
         self._targets: dict[str, _Target] = {}
         self._resend_fresh: set[tuple[str, bytes]] = set()
+
+    def load_client(self) -> None:
+        """Import aiohttp now, if not yet: what an HTTP provider calls when it is made.
+
+        The pool itself does not need it until its first session (a run with nothing left to
+        send, or only in-process candidates, never loads it), but a provider's first request
+        must not pay its import (about 0.2 s) inside the exchange it times and bounds.
+        """
+        import trustbench.providers._connector  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     async def __aenter__(self) -> HttpPool:
         return self
@@ -147,29 +133,22 @@ class HttpPool:
         self._session = self._fresh_session = None
 
     def _new_session(self, *, fresh: bool) -> aiohttp.ClientSession:
-        connector_type = aiohttp.TCPConnector if fresh else _CheckedConnector
-        connector = connector_type(limit=self.limit, force_close=fresh)
-        return aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(total=None),  # ours: `asyncio.timeout` in post_json
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=False,  # the environment's proxies are resolved once, in `_target`
-            max_line_size=MAX_HEADER_BYTES,
-            max_field_size=MAX_HEADER_BYTES,
-            headers=_FIXED_HEADERS,
+        from trustbench.providers._connector import client_session  # aiohttp: on first use
+
+        return client_session(
+            self.limit, fresh=fresh, max_header_bytes=MAX_HEADER_BYTES, headers=_FIXED_HEADERS
         )
 
     def _target(self, url: str) -> _Target:
         target = self._targets.get(url)
         if target is not None:
             return target
+        from trustbench.providers._connector import URL, env_proxy  # aiohttp: on first use
+
         parsed = URL(url)
         if parsed.scheme not in ("http", "https") or not parsed.host:
             raise HttpTransportError(f"not an http(s) URL: {url!r}")
-        try:
-            proxy, proxy_auth = get_env_proxy_for_url(parsed)
-        except LookupError:  # no proxy for this URL (none set, or NO_PROXY names it)
-            proxy, proxy_auth = None, None
+        proxy, proxy_auth = env_proxy(parsed)
         tls = parsed.scheme == "https"
         if tls and self._tls is None:
             self._tls = ssl.create_default_context()  # reads SSL_CERT_FILE / SSL_CERT_DIR now
@@ -193,6 +172,8 @@ class HttpPool:
         """
         if self.closed:
             raise HttpTransportError("the HTTP pool is closed")
+        import aiohttp  # imported by `_target` already; here for the errors caught below
+
         target = self._target(url)
         for name, value in headers.items():
             if any(c in name for c in "\r\n:") or "\r" in value or "\n" in value:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -241,7 +241,7 @@ class ControlTrack:
 
         return set(HEADLINE_NAMES)
 
-    def plan(self, manifest: core.Manifest) -> list[TrialKey]:
+    def plan(self, manifest: core.Manifest) -> Sequence[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
         return cross_product(list(self.scenarios(manifest)), manifest)
 

@@ -8,7 +8,7 @@ here is computed elsewhere.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import groupby
+from itertools import chain, groupby
 from typing import Any
 
 from trustbench.core.analysis import withheld_figure
@@ -162,36 +162,61 @@ def _reply_excerpt(item: ConfigurationRow) -> str:
     return "(no reply)"
 
 
+_LISTED = 20
+"""Trials of a case listed one by one in the drill-down; past that their values are counted (at
+10,000 trials a case the lists made the page 12 MB and its rendering most of `report`'s memory)."""
+
+
 def drilldown_block(all_rows: Mapping[str, Iterable[ConfigurationRow]]) -> TableBlock:
     """One row per (configuration, case): every trial's decision and support, one reply excerpt.
 
     The unchecked baseline has no reviewer (no member trials) and no reply, so it is left out.
-    A configuration's trials come case by case (`ConfigurationTrials`), so one case's trials
-    are held at a time.
+    A configuration's trials come case by case (`ConfigurationTrials`); of one case only the
+    first trial and each trial's two labels are held.
     """
     rows: list[list[str]] = []
     for name, items in all_rows.items():
         if not any(item.members for item in items):
             continue
         for case_id, group in groupby(items, key=lambda item: item.row.case_id):
-            rows.append(_drilldown_row(name, case_id, sorted(group, key=lambda i: i.row.trial)))
+            rows.append(_drilldown_row(name, case_id, group))
     return _drilldown_table(rows)
 
 
-def _drilldown_row(name: str, case_id: str, trials: list[ConfigurationRow]) -> list[str]:
-    first = trials[0].row
-    supported = [
-        "n/a" if t.row.supported is None else ("yes" if t.row.supported else "no") for t in trials
-    ]
+def _supported_label(supported: bool | None) -> str:
+    return "n/a" if supported is None else ("yes" if supported else "no")
+
+
+def _per_trial(labels: list[str]) -> str:
+    """The labels in trial order, or past `_LISTED` trials each label's count (first seen first)."""
+    if len(labels) <= _LISTED:
+        return ", ".join(labels)
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(f"{label} x{count:,}" for label, count in counts.items())
+
+
+def _drilldown_row(name: str, case_id: str, trials: Iterable[ConfigurationRow]) -> list[str]:
+    stream = iter(trials)
+    first = next(stream)  # `groupby` yields no empty group
+    marks: list[tuple[int, str, str]] = []
+    for item in chain([first], stream):
+        row = item.row
+        if row.trial < first.row.trial:
+            first = item
+        marks.append((row.trial, row.observed.value, _supported_label(row.supported)))
+    marks.sort(key=lambda mark: mark[0])
+    head = first.row
     return [
         name,
         case_id,
-        first.group,
-        first.variant,
-        first.reference.value,
-        ", ".join(t.row.observed.value for t in trials),
-        ", ".join(supported),
-        _reply_excerpt(trials[0]),
+        head.group,
+        head.variant,
+        head.reference.value,
+        _per_trial([mark[1] for mark in marks]),
+        _per_trial([mark[2] for mark in marks]),
+        _reply_excerpt(first),
     ]
 
 
@@ -211,8 +236,9 @@ def _drilldown_table(rows: list[list[str]]) -> TableBlock:
         rows=rows,
         filterable=True,
         scroll=True,
-        note="Every graded case of every reviewer configuration. 'missing' and 'invalid' are "
-        "never approval; 'supported?' is whether the cited evidence supports the decision. Type "
+        note="Every graded case of every reviewer configuration (past "
+        f"{_LISTED} trials a case, each value's count). 'missing' and 'invalid' are never "
+        "approval; 'supported?' is whether the cited evidence supports the decision. Type "
         "in the filter to narrow the rows (e.g. a case id, 'always-permit', 'invalid').",
     )
 

@@ -16,6 +16,7 @@ and graded `missing`: never approval.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -198,7 +199,7 @@ class ReviewTrack:
         """Configurations a gate may name: every candidate and declared chain."""
         return {c.name for c in spec.candidates} | {c.name for c in parse_options(spec).chains}
 
-    def plan(self, manifest: core.Manifest) -> list[core.TrialKey]:
+    def plan(self, manifest: core.Manifest) -> Sequence[core.TrialKey]:
         """Every (selected) case for every candidate, `trials_per_case` times.
 
         On a sealed held-out set the cases are its exported evaluation ids (case ids are sealed).

@@ -38,6 +38,7 @@ Track options (`[track_options]`): `scenario_seed` (int, default 0), `observatio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -263,7 +264,7 @@ class WorkflowTrack:
 
         return figure_names(spec.trials_per_case)
 
-    def plan(self, manifest: core.Manifest) -> list[TrialKey]:
+    def plan(self, manifest: core.Manifest) -> Sequence[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
         return cross_product(list(self.scenarios(manifest)), manifest)
 

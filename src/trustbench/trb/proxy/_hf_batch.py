@@ -8,12 +8,16 @@ option of a slot shares the prompt before it. Here:
 - `run_rows` runs right-padded rows once, asks the model for logits only at each row's last
   position (`logits_to_keep`, where the model's forward takes it), and keeps the model's
   key/value cache when asked to;
-- `score_options` scores every option of a slot in one batched pass over that cache: row
-  (context n, option k) holds only option k's tokens, attends to context n's cached prefix,
-  and sits at its true positions (`position_ids`), pads in the cache masked out;
-- `Scored.advance` keeps the chosen option's row per context, so the next slot continues from
-  the cache instead of running the prompt again. A self-report is one prefix pass and one
-  small pass per slot.
+- `score_options` scores every option of a slot in one batched pass over that cache: each
+  context's options form one row, a tree of their tokens (shared leading tokens once), where
+  a 4D mask lets each token see only context n's cached prefix and its own option's earlier
+  tokens, at its true positions (`position_ids`), pads in the cache masked out;
+- `Scored.advance` keeps the chosen option's tokens visible per context (the others stay in
+  the cache, masked), so the next slot continues from the cache instead of running the
+  prompt again;
+- a `Lead` (`lead_prefix`) puts the prompt rows at the head of the first slot's pass, the
+  option tree after them, so the prompt costs no pass of its own (a pass has a fixed cost of
+  about a quarter of a forward on SmolLM2). A self-report is one pass per slot or slot pair.
 
 Only the read positions are cast to float64 before the log-softmax (the model's logits stay in
 its dtype); the sums are the same as on the full tensor. A padded key is masked to weight zero,
@@ -81,17 +85,6 @@ def keeps_logits_subset(model: nn.Module) -> bool:
     return "logits_to_keep" in _forward_parameters(type(model))
 
 
-def select_rows(cache: Any, rows: torch.Tensor, device: torch.device) -> Any:
-    """The cache with batch rows `rows` (repeats allowed).
-
-    A `Cache` object is changed in place; legacy per-layer tuples are indexed into new ones.
-    """
-    if hasattr(cache, "batch_select_indices"):
-        cache.batch_select_indices(rows.to(device))
-        return cache
-    return tuple(tuple(t[rows.to(t.device)] for t in layer) for layer in cache)
-
-
 def padded(rows: Sequence[Sequence[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-padded ids (N, T) and their attention mask (N, T), on the CPU."""
     width = max(len(r) for r in rows)
@@ -120,6 +113,72 @@ class Prefix:
     pending: torch.Tensor
     """(N,) float64 log-probability of tokens run after the last scored option: the start
     every next option shares (zero when none)."""
+    lead: Lead | None = None
+    """Prompt rows not run yet: the next `score_options` runs them first in its pass."""
+
+
+@dataclass
+class Lead:
+    """Prompt rows left-padded to one width P, run ahead of a slot's option tree in one pass.
+
+    Each prompt token sees its own row's earlier tokens (causal), at positions 0.. from its
+    first real token; a pad sees only itself. Read from `starts` on, as `run_rows` reads.
+    """
+
+    ids: torch.Tensor
+    """(N, P) token ids, left-padded (CPU, long)."""
+    starts: torch.Tensor
+    """(N,) index in `ids` of each row's first read position (CPU, long)."""
+
+    def joined(
+        self, prefix: Prefix, ids: torch.Tensor, positions: torch.Tensor, visible: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The prompt block before the tree's: ids, positions, visibility, logits kept."""
+        n_rows, width = self.ids.shape
+        valid = prefix.mask.bool()
+        causal = torch.ones((width, width), dtype=torch.bool).tril() & valid.unsqueeze(1)
+        causal |= torch.eye(width, dtype=torch.bool)
+        tree = torch.zeros((n_rows, width, ids.shape[1]), dtype=torch.bool)
+        top = torch.cat([causal, tree], 2)
+        own = (valid.long().cumsum(1) - 1).clamp(min=0)
+        keep = torch.arange(int(self.starts.min()), width + ids.shape[1])
+        return (torch.cat([self.ids, ids], 1), torch.cat([own, positions], 1),
+                torch.cat([top, visible], 1), keep)  # fmt: skip
+
+    def read(self, prefix: Prefix, logits: torch.Tensor, offset: int) -> torch.Tensor:
+        """Fill `prefix`'s next-token and pending log-probabilities; the tree's logits.
+
+        `offset` is the sequence index of `logits[:, 0]` (the first kept position).
+        """
+        width = self.ids.shape[1]
+        nexts = []
+        for n in range(len(self.ids)):
+            at = torch.arange(int(self.starts[n]), width)
+            reads = torch.log_softmax(logits[n, (at - offset).to(logits.device)].double(), -1)
+            reads = reads.cpu()
+            tokens = self.ids[n, at[1:]]  # the shared start run after the prompt
+            prefix.pending[n] = reads[torch.arange(len(tokens)), tokens].sum()
+            nexts.append(reads[-1])
+        prefix.next_logp = torch.stack(nexts)
+        return logits[:, width - offset :]
+
+
+def lead_prefix(rows: Sequence[Sequence[int]], starts: Sequence[int], pad: int) -> Prefix:
+    """Rows to run at the head of the next `score_options` pass, read from `starts[i]` on.
+
+    The first slot's options then go in the prompt's own pass, saving a pass's fixed cost.
+    """
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
+        mask[i, width - len(r) :] = 1
+    shift = torch.tensor([width - len(r) for r in rows])
+    lead = Lead(ids, torch.tensor(list(starts)) + shift)
+    zeros = torch.zeros(len(rows), dtype=torch.float64)
+    length = torch.tensor([len(r) for r in rows])
+    return Prefix(None, mask, length, torch.empty((len(rows), 0)), [], zeros, lead)
 
 
 def run_rows(
@@ -196,9 +255,11 @@ class Scored:
     """Per row, how many of its tokens are the option's own (the rest are `then`)."""
     cache: Any
     mask: torch.Tensor
-    """(N * K, C + M) attention mask of the option rows over cache and option tokens."""
+    """(N * K, C + W) per option row, the cache entries it sees: its context's prefix and its
+    own tokens in the packed row of width W."""
     token_logp: torch.Tensor
-    """(N * K, M, V) float64 log-probabilities after each option token."""
+    """(N * K, M, V) float64 log-probabilities after each option token (padded rows repeat
+    their last)."""
     device: torch.device
     """The model's device (where the cache lives)."""
 
@@ -218,10 +279,51 @@ class Scored:
                 steps = torch.arange(own - 1, len(row) - 1)
                 pending[i] = self.token_logp[r, steps, torch.tensor(row[own:])].sum()
         index = torch.tensor(rows)
-        cache = select_rows(self.cache, index, self.device)
+        # The pass packed each context's options into its one row: the cache rows are the
+        # contexts already, and the mask keeps only the chosen option's entries visible.
+        cache = self.cache
         next_logp = self.token_logp[index, ends - 1]
         length = self.prefix.length + ends
         return Prefix(cache, self.mask[index], length, next_logp, [], pending)
+
+
+def _packed(
+    rows: Sequence[tuple[int, ...]], k: int, prefix: Prefix, pad: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[list[int]]]:
+    """Each context's K rows as one row of a token tree: ids, positions, 4D visibility, places.
+
+    Rows of a context that begin alike (` plan`, `=` before every plan word) share those
+    tokens' places: `places[r][i]` is where token i of row r sits, at true position
+    `length[n] + i`. A token sees context n's valid cache and its own ancestors in the tree,
+    so each row's tokens are computed as if alone. A pad sees the cache and itself.
+    """
+    n_rows = len(prefix.length)
+    nodes: list[dict[tuple[int, int], int]] = [{} for _ in range(n_rows)]
+    parents: list[list[int]] = [[] for _ in range(n_rows)]
+    tokens: list[list[int]] = [[] for _ in range(n_rows)]
+    places = []
+    for r, row in enumerate(rows):
+        n, at, place = r // k, -1, []
+        for token in row:
+            if (at, token) not in nodes[n]:
+                nodes[n][(at, token)] = len(tokens[n])
+                parents[n].append(at)
+                tokens[n].append(token)
+            at = nodes[n][(at, token)]
+            place.append(at)
+        places.append(place)
+    width = max(1, *(len(t) for t in tokens))
+    ids = torch.full((n_rows, width), pad, dtype=torch.long)
+    positions = prefix.length.unsqueeze(1).repeat(1, width)
+    local = torch.eye(width, dtype=torch.bool).repeat(n_rows, 1, 1)
+    for n in range(n_rows):
+        for i, (token, parent) in enumerate(zip(tokens[n], parents[n], strict=True)):
+            ids[n, i] = token
+            if parent >= 0:  # a child sees what its parent sees, one position later
+                local[n, i] |= local[n, parent]
+                positions[n, i] = positions[n, parent] + 1
+    cached = prefix.mask.bool().unsqueeze(1).expand(n_rows, width, prefix.mask.shape[1])
+    return ids, positions, torch.cat([cached, local], dim=2), places
 
 
 def score_options(
@@ -234,32 +336,56 @@ def score_options(
 ) -> Scored:
     """Chain log P(o_1..o_m | prefix) for every (row, option) in one pass over the cache.
 
-    `tails[n][k]` are option k's tokens after row n's prefix. Row n*K + k of the pass holds
-    them at positions length[n].., attending to row n's cache; the first token is read from
+    `tails[n][k]` are option k's tokens after row n's prefix. Option row n*K + k holds them
+    at positions length[n].., attending to row n's cache; the first token is read from
     `prefix.next_logp`, token j from the pass's logits after token j - 1, and
     `prefix.pending` (tokens fed before, shared by every option) is added. With `boundary`,
     the log-probability that a new word (or the text's end) follows is added, read after the
     last token (options whose tokens begin another's are scored as whole words). `then[n][k]`
     are tokens run after option k but not scored with it (the next slot's shared start).
+
+    The K option rows of a context are packed into one row of a token tree with a 4D mask
+    (`_packed`): rows of one or two tokens padded to the widest, each with the tokens every
+    option begins with, would spend much of the pass on pads, repeats and K cache copies.
+    Without `then` or `boundary`, an option's last token is not fed (nothing reads after it).
     """
     n_rows, k = len(tails), len(tails[0])
     flat = [t for row in tails for t in row]
     rows = [t + (then[i // k][i % k] if then else ()) for i, t in enumerate(flat)]
-    ids, option_mask = padded(rows, pad)
-    index = torch.arange(n_rows).repeat_interleave(k)
-    positions = prefix.length[index].unsqueeze(1) + torch.arange(ids.shape[1]).unsqueeze(0)
-    mask = torch.cat([prefix.mask[index], option_mask], dim=1)
+    if then is None and boundary is None and any(len(t) > 1 for t in flat):
+        rows = [t[:-1] for t in flat]  # nothing reads the logits after an option's last token
+    ids, positions, visible, places = _packed(rows, k, prefix, pad)
+    keep = None
+    if prefix.lead is not None:
+        ids, positions, visible, keep = prefix.lead.joined(prefix, ids, positions, visible)
     device = next(model.parameters()).device
-    cache = select_rows(prefix.cache, index, device)
+    dtype = next(model.parameters()).dtype
+    additive = torch.zeros(visible.shape, dtype=dtype).masked_fill(~visible, torch.finfo(dtype).min)
     logits, cache = forward(
         model,
         ids.to(device),
-        mask.to(device),
+        additive.unsqueeze(1).to(device),
+        keep=None if keep is None else keep.to(device),
         positions=positions.to(device),
-        cache=cache,
+        cache=prefix.cache,
         use_cache=True,
     )
-    token_logp = torch.log_softmax(logits.double(), -1).cpu()
+    if prefix.lead is not None and keep is not None:
+        offset = int(keep[0]) if keeps_logits_subset(model) else 0
+        logits = prefix.lead.read(prefix, logits, offset)
+        ids = ids[:, prefix.lead.ids.shape[1] :]
+    packed_logp = torch.log_softmax(logits.double(), -1).cpu()
+    longest = max(len(r) for r in rows)
+    column = torch.tensor([[p[min(j, len(p) - 1)] if p else 0 for j in range(max(longest, 1))]
+                           for p in places])  # fmt: skip
+    context = torch.arange(n_rows).repeat_interleave(k)
+    token_logp = packed_logp[context.unsqueeze(1), column]
+    cached = prefix.mask.shape[1]
+    mask = torch.cat(
+        [prefix.mask[context], torch.zeros((len(rows), ids.shape[1]), dtype=torch.long)], 1
+    )
+    for r, place in enumerate(places):
+        mask[r, [cached + i for i in place]] = 1
     logp = torch.empty((n_rows, k), dtype=torch.float64)
     for row, tail in enumerate(flat):
         n = row // k

@@ -3,9 +3,10 @@
 `LocalLMProxyAdapter.fill_slots` fills the block slot by slot, each slot a fresh pass of the
 whole prompt so far and, on a subword tokenizer, one more pass per multi-token option: about
 25 passes of the full prompt per self-report on SmolLM2. Here the prompt `history <r>` runs
-once with its key/value cache kept; each slot then scores all its options in one pass over
-that cache (`_hf_batch.score_options`, only the options' tokens are new; two adjacent slots
-with few options, goal and belief, share one), and the chosen option's row becomes the next
+once, in the first slot's pass ahead of its options (`_hf_batch.Lead`), with its key/value
+cache kept; each later slot scores all its options in one pass over that cache
+(`_hf_batch.score_options`, only the options' tokens are new; two adjacent slots with few
+options, goal and belief, share one), and the chosen option's row becomes the next
 slot's prefix. The tokens every option of a slot begins with (` conf`, `=`) are run once, at
 the end of the previous slot's rows (or of the prompt) when those are no more than this
 slot's, so a row holds only an option's own tokens: their log-probability is added to every
@@ -26,7 +27,7 @@ import torch
 
 from trustbench.errors import InputError
 from trustbench.trb.adapter._schema import StepContext
-from trustbench.trb.proxy._hf_batch import Prefix, score_options
+from trustbench.trb.proxy._hf_batch import Prefix, lead_prefix, score_options
 
 if TYPE_CHECKING:
     from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter
@@ -104,7 +105,8 @@ def _fill_chunk(
 ) -> tuple[list[list[str]], dict[str, torch.Tensor]]:
     """One chunk of contexts, filled slot by slot over one cached prompt.
 
-    The prompt and the first slot's shared start run in one pass; then a pass per slot holds
+    The prompt and the first slot's shared start run in the first slot's pass, ahead of its
+    option tree (`_hf_batch.Lead`); a pass per slot holds
     each option's own tokens followed by the next slot's shared start (when the next slot has
     at least as many options; else its own rows begin with it). Two adjacent slots
     with few options (goal and belief: 2 x 2 rows) share one pass, every pair of their
@@ -115,10 +117,8 @@ def _fill_chunk(
     heads, tails, _ = _slot_tails(adapter, prompts, slots[0][1], _scored(slots[0]))
     shared = [_shared_start(row) for row in tails]
     rows = [h + c for h, c in zip(heads, shared, strict=True)]
-    prefix = adapter._run_rows(rows, [len(h) - 1 for h in heads], keep_cache=True)
-    for i, c in enumerate(shared):
-        if c:
-            prefix.pending[i] = prefix.reads[i][torch.arange(len(c)), torch.tensor(c)].sum()
+    adapter._check_width(max(len(r) for r in rows))
+    prefix = lead_prefix(rows, [len(h) - 1 for h in heads], adapter._pad)  # run with slot 1
     state = _Fill(contexts, prompts, prefix, shared, {})
     s = 0
     while s < len(slots):

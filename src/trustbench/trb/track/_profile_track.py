@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,7 +177,7 @@ class TrbProfileTrack:
             items=items,
         )
 
-    def plan(self, manifest: Manifest) -> list[TrialKey]:
+    def plan(self, manifest: Manifest) -> Sequence[TrialKey]:
         """Every held-out trace for every adapter, `trials_per_case` times."""
         prepared = self._prepare(manifest.spec, Path(manifest.base_dir))
         return cross_product(sorted(prepared.cases), manifest)

@@ -1,0 +1,134 @@
+"""The usual plan, every case x candidate x trial index, made on demand rather than held.
+
+A million-trial reviewer plan held as `TrialKey` objects, and the trial ids its digest is
+computed over, took about 270 MB of `report` (issue 30: `verify` and `report` re-plan every run
+to check it against the frozen digest). `CrossProduct` is a read-only sequence of the same keys,
+in the same order, made one at a time; and for the digest it gives the trial ids already in
+sorted order (`sorted_trial_ids`), so `plan_record` need not hold or sort them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Iterator, Sequence
+from json.encoder import encode_basestring
+from typing import TYPE_CHECKING, overload
+
+from trustbench.core._track import TrialKey
+
+if TYPE_CHECKING:
+    from trustbench.core._manifest import Manifest
+
+
+class CrossProduct(Sequence[TrialKey]):
+    """Keys `(case, candidate, index)` for every case, then candidate, then index (in order)."""
+
+    __slots__ = ("_cases", "_names", "_trials")
+
+    def __init__(self, case_ids: Sequence[str], candidates: Sequence[str], trials: int) -> None:
+        self._cases = tuple(case_ids)
+        self._names = tuple(candidates)
+        self._trials = max(trials, 0)
+
+    def __len__(self) -> int:
+        return len(self._cases) * len(self._names) * self._trials
+
+    @overload
+    def __getitem__(self, index: int) -> TrialKey: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TrialKey]: ...
+
+    def __getitem__(self, index: int | slice) -> TrialKey | list[TrialKey]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        size = len(self)
+        position = index + size if index < 0 else index
+        if not 0 <= position < size:
+            raise IndexError("plan index out of range")
+        case, rest = divmod(position, len(self._names) * self._trials)
+        name, trial = divmod(rest, self._trials)
+        return TrialKey(self._cases[case], self._names[name], trial)
+
+    def __iter__(self) -> Iterator[TrialKey]:
+        indexes = range(self._trials)
+        for case_id in self._cases:
+            for name in self._names:
+                for index in indexes:
+                    yield TrialKey(case_id, name, index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a list of the same keys, like a list
+
+    def __repr__(self) -> str:
+        return f"CrossProduct({len(self._cases)} cases x {self._names!r} x {self._trials})"
+
+    @property
+    def case_ids(self) -> tuple[str, ...]:
+        """The cases, in plan order."""
+        return self._cases
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """The candidates' names, in plan order."""
+        return self._names
+
+    @property
+    def trials(self) -> int:
+        """Trial indexes per case and candidate (`0 .. trials - 1`)."""
+        return self._trials
+
+    def sorted_trial_ids(self) -> Iterator[str] | None:
+        """Every trial id (`case/candidate/index`) in `sorted()` order, or None when unsafe.
+
+        The ids of one (case, candidate) share the prefix `case/candidate/` and differ in their
+        digits. When no prefix equals or begins another (names may hold "/"), two ids of
+        different prefixes compare as their prefixes do, so the sorted ids are the sorted
+        prefixes, each followed by the sorted index texts, and none repeats. Otherwise None:
+        the caller sorts the ids themselves (and finds any duplicate).
+        """
+        prefixes = sorted(f"{case}/{name}/" for case in self._cases for name in self._names)
+        if any(b.startswith(a) for a, b in itertools.pairwise(prefixes)):
+            return None
+        suffixes = sorted(str(index) for index in range(self._trials))
+        return (prefix + suffix for prefix in prefixes for suffix in suffixes)
+
+    def ids_sha256(self) -> str | None:
+        """`json_sha256(sorted(ids))`, streamed over `sorted_trial_ids`; None where not exact.
+
+        The canonical JSON of a list of strings is `[`, the strings encoded as `canonical_json`
+        encodes them (the C string encoder) joined by `,`, then `]`; a string that encoder
+        refuses (a lone surrogate) is left to the general path.
+        """
+        ordered = self.sorted_trial_ids()
+        if ordered is None:
+            return None
+        digest = hashlib.sha256()
+        separator = b"["
+        try:
+            for trial_id in ordered:
+                digest.update(separator + encode_basestring(trial_id).encode("utf-8"))
+                separator = b","
+        except UnicodeEncodeError:
+            return None
+        digest.update(b"[]" if separator == b"[" else b"]")
+        return digest.hexdigest()
+
+
+def cross_product(case_ids: list[str], manifest: Manifest) -> CrossProduct:
+    """Plan every case for every candidate, `trials_per_case` times (the usual plan).
+
+    Args:
+        case_ids: The cases of the corpus.
+        manifest: The frozen manifest (its spec gives candidates and trial count).
+
+    Returns:
+        One key per (case, candidate, trial index), made as it is read (`CrossProduct`).
+    """
+    spec = manifest.spec
+    return CrossProduct(case_ids, [c.name for c in spec.candidates], spec.trials_per_case)
