@@ -277,12 +277,17 @@ def serve_until_stopped(
     async def main() -> None:
         with listening, opened as served:
             assert served.app is not None
+            stop = asyncio.Event()
+            # Both signals stop the loop itself, set before the links are shown: Python turns
+            # Ctrl-C into KeyboardInterrupt only where SIGINT was not ignored when it started
+            # (a shell's background job inherits it ignored), and such a server would outlive
+            # `kill -INT`.
+            for stopping in (signal.SIGINT, signal.SIGTERM):
+                asyncio.get_running_loop().add_signal_handler(stopping, stop.set)
             runner = web.AppRunner(served.app, access_log=None)
             await runner.setup()
             await web.SockSite(runner, listening).start()
             _announce(served, what, f"http://{host}:{listening.getsockname()[1]}", stops)
-            stop = asyncio.Event()
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
             try:
                 await stop.wait()
             finally:

@@ -58,7 +58,14 @@ async def review_session(browser: Browser, link: str, follow_ai: bool, shots: Pa
     return cases
 
 
-def start_server(run_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
+def ignore_sigint() -> None:
+    """In the child before exec: SIGINT ignored, as a shell's background job inherits it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def start_server(
+    run_dir: Path, *, sigint_ignored: bool = False
+) -> tuple[subprocess.Popen[str], dict[str, str]]:
     server = subprocess.Popen(
         [
             sys.executable,
@@ -73,6 +80,7 @@ def start_server(run_dir: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONPATH": str(SRC)},
+        preexec_fn=ignore_sigint if sigint_ignored else None,
     )
     assert server.stdout is not None
     found = LineReader(server.stdout).wait_for(

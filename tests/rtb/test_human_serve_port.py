@@ -32,3 +32,15 @@ def test_a_free_port_serves_one_link_per_participant(runs: tuple[Path, Path]) ->
     finally:
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=READY_TIMEOUT_S) == 0
+
+
+def test_sigint_stops_the_server_even_when_it_started_with_sigint_ignored(
+    runs: tuple[Path, Path],  # noqa: F811
+) -> None:
+    _, human_dir = runs
+    server, _ = start_server(human_dir, sigint_ignored=True)
+    server.send_signal(signal.SIGINT)
+    try:
+        assert server.wait(timeout=READY_TIMEOUT_S) == 0
+    finally:
+        server.kill()
