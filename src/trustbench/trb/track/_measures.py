@@ -119,10 +119,25 @@ class MeasureNames:
     title: str
 
     def __init_subclass__(
-        cls, *, key: str, axis: ProfileAxis, headline: str, **kwargs: Any
+        cls,
+        *,
+        key: str | None = None,
+        axis: ProfileAxis | None = None,
+        headline: str | None = None,
+        **kwargs: Any,
     ) -> None:
+        """Set the names given on the class line.
+
+        A subclass of a measure (a variant from outside) that gives none keeps what it
+        inherits or states in its own body.
+        """
         super().__init_subclass__(**kwargs)
-        cls.key, cls.axis, cls.headline, cls.title = key, axis, headline, AXIS_TRACKS[axis]
+        if key is not None:
+            cls.key = key
+        if axis is not None:
+            cls.axis, cls.title = axis, AXIS_TRACKS[axis]
+        if headline is not None:
+            cls.headline = headline
 
 
 BUILTIN_MEASURES: dict[str, str] = {
