@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import random
+from array import array
 from collections.abc import Iterator, Sequence
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, overload
@@ -83,6 +85,14 @@ class CrossProduct(Sequence[TrialKey]):
         """Trial indexes per case and candidate (`0 .. trials - 1`)."""
         return self._trials
 
+    def sorted(self) -> CrossProduct:
+        """The same keys in `sorted()` order, still made on demand.
+
+        `TrialKey` orders by case, then candidate, then index, so the sorted plan is the plan of
+        the sorted cases and sorted candidates (each listed once in a plan).
+        """
+        return CrossProduct(sorted(self._cases), sorted(self._names), self._trials)
+
     def sorted_trial_ids(self) -> Iterator[str] | None:
         """Every trial id (`case/candidate/index`) in `sorted()` order, or None when unsafe.
 
@@ -118,6 +128,44 @@ class CrossProduct(Sequence[TrialKey]):
             return None
         digest.update(b"[]" if separator == b"[" else b"]")
         return digest.hexdigest()
+
+
+class SeededOrder(Sequence[TrialKey]):
+    """A plan in its seeded interleaved order, held as 4 bytes a trial (issue 30).
+
+    `trial_order` sorts the keys and shuffles them with `Random(seed)`. A shuffle's swaps depend
+    only on the length and the generator, so shuffling the positions `0 .. n-1` instead gives
+    the same permutation: key `p` of the order is `sorted_plan[permutation[p]]`. A
+    `CrossProduct` plan stays made on demand (its sorted form is one too), so a run of a million
+    trials holds a 4 MB array, not a million keys.
+    """
+
+    __slots__ = ("_permutation", "_sorted")
+
+    def __init__(self, keys: Sequence[TrialKey], seed: int) -> None:
+        self._sorted: Sequence[TrialKey] = (
+            keys.sorted() if isinstance(keys, CrossProduct) else sorted(keys)
+        )
+        permutation = array("I", range(len(self._sorted)))
+        random.Random(seed).shuffle(permutation)  # pyright: ignore[reportArgumentType]
+        self._permutation = permutation
+
+    def __len__(self) -> int:
+        return len(self._permutation)
+
+    @overload
+    def __getitem__(self, index: int) -> TrialKey: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TrialKey]: ...
+
+    def __getitem__(self, index: int | slice) -> TrialKey | list[TrialKey]:
+        if isinstance(index, slice):
+            return [self._sorted[i] for i in self._permutation[index]]
+        return self._sorted[self._permutation[index]]
+
+    def __iter__(self) -> Iterator[TrialKey]:
+        return (self._sorted[i] for i in self._permutation)
 
 
 def cross_product(case_ids: list[str], manifest: Manifest) -> CrossProduct:

@@ -18,7 +18,8 @@ import asyncio
 import dataclasses
 import os
 import random
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from array import array
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from trustbench.core._gc import long_lived_objects_frozen
 from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
+from trustbench.core._plan import SeededOrder
 from trustbench.core._preflight import preflight as run_preflight
 from trustbench.core._preflight import stop_reason, structured
 from trustbench.core._progress import NoProgress, ProgressReporter
@@ -223,13 +225,15 @@ async def _run_into_ledger(
         ledger.start_writer()  # SQLite commits off the event loop from here on
         planned, finished_before = len(keys), len(finished)
         # The plan is the one per-trial state a run holds (besides the trials in flight): the
-        # keys, once, in seeded order. The frozen list, the finished ids and the ordered copy
-        # are dropped before the trials start (issue 30: memory bounded by the work in flight).
-        order = trial_order(keys, spec.order_seed)
-        remaining = [
-            (position, key) for position, key in enumerate(order) if key.trial_id not in finished
-        ]
-        del keys, order, finished
+        # seeded order as 4 bytes a trial, and the positions still to run only when resuming
+        # (issue 30: memory bounded by the work in flight, not the run).
+        order = SeededOrder(keys, spec.order_seed)
+        remaining: Sequence[int] = (
+            array("I", (p for p, key in enumerate(order) if key.trial_id not in finished))
+            if finished
+            else range(len(order))
+        )
+        del keys, finished
         if limit is not None:
             # The first `limit` remaining trials of the seeded interleaved order: every candidate
             # gets its share, and the rest stay unrun (reported "not run") until a later run.
@@ -278,11 +282,7 @@ async def _run_into_ledger(
             progress.start(planned, finished_before)
             execution.done = finished_before
             workers_wanted = min(spec.concurrency, len(remaining))
-            # Each slot is cleared as the trial is handed out; a stopped candidate's trials are
-            # skipped as they come up and stay unrun ("not run").
-            pending = (
-                pk for pk in _handed_out(remaining) if pk[1].candidate not in execution.stopped
-            )
+            pending = _handed_out(order, remaining, execution.stopped)
             checkpointing = False
 
             async def worker() -> None:
@@ -321,17 +321,18 @@ async def _run_into_ledger(
 
 
 def _handed_out(
-    remaining: list[tuple[int, TrialKey]],
+    order: Sequence[TrialKey], positions: Iterable[int], stopped: Mapping[str, str]
 ) -> Iterator[tuple[int, TrialKey]]:
-    """The remaining trials in order, each entry released once handed out.
+    """The remaining trials in order, each key made as its trial is handed out.
 
-    A worker holds its own trial; the list's slot is cleared as it is taken, so trials that
-    finished are no longer referenced by the run (their outcomes went to the ledger).
+    A stopped candidate's trials are skipped as they come up and stay unrun ("not run"); no
+    key is held past its trial (the run keeps the order's 4 bytes a trial and the trials in
+    flight).
     """
-    for index in range(len(remaining)):
-        item = remaining[index]
-        remaining[index] = None  # type: ignore[call-overload]
-        yield item
+    for position in positions:
+        key = order[position]
+        if key.candidate not in stopped:
+            yield position, key
 
 
 def run_experiment(
