@@ -23,7 +23,31 @@ if TYPE_CHECKING:
     from trustbench.core._manifest import Manifest
 
 
-class CrossProduct(Sequence[TrialKey]):
+class _KeysOnDemand(Sequence[TrialKey]):
+    """A read-only sequence of keys made one at a time by `_key(position)` (indexes, slices)."""
+
+    __slots__ = ()
+
+    def _key(self, position: int) -> TrialKey:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> TrialKey: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TrialKey]: ...
+
+    def __getitem__(self, index: int | slice) -> TrialKey | list[TrialKey]:
+        if isinstance(index, slice):
+            return [self._key(i) for i in range(*index.indices(len(self)))]
+        size = len(self)
+        position = index + size if index < 0 else index
+        if not 0 <= position < size:
+            raise IndexError("plan index out of range")
+        return self._key(position)
+
+
+class CrossProduct(_KeysOnDemand):
     """Keys `(case, candidate, index)` for every case, then candidate, then index (in order)."""
 
     __slots__ = ("_cases", "_names", "_trials")
@@ -36,19 +60,7 @@ class CrossProduct(Sequence[TrialKey]):
     def __len__(self) -> int:
         return len(self._cases) * len(self._names) * self._trials
 
-    @overload
-    def __getitem__(self, index: int) -> TrialKey: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[TrialKey]: ...
-
-    def __getitem__(self, index: int | slice) -> TrialKey | list[TrialKey]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        size = len(self)
-        position = index + size if index < 0 else index
-        if not 0 <= position < size:
-            raise IndexError("plan index out of range")
+    def _key(self, position: int) -> TrialKey:
         case, rest = divmod(position, len(self._names) * self._trials)
         name, trial = divmod(rest, self._trials)
         return TrialKey(self._cases[case], self._names[name], trial)
@@ -130,7 +142,7 @@ class CrossProduct(Sequence[TrialKey]):
         return digest.hexdigest()
 
 
-class SeededOrder(Sequence[TrialKey]):
+class SeededOrder(_KeysOnDemand):
     """A plan in its seeded interleaved order, held as 4 bytes a trial (issue 30).
 
     `trial_order` sorts the keys and shuffles them with `Random(seed)`. A shuffle's swaps depend
@@ -153,16 +165,8 @@ class SeededOrder(Sequence[TrialKey]):
     def __len__(self) -> int:
         return len(self._permutation)
 
-    @overload
-    def __getitem__(self, index: int) -> TrialKey: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[TrialKey]: ...
-
-    def __getitem__(self, index: int | slice) -> TrialKey | list[TrialKey]:
-        if isinstance(index, slice):
-            return [self._sorted[i] for i in self._permutation[index]]
-        return self._sorted[self._permutation[index]]
+    def _key(self, position: int) -> TrialKey:
+        return self._sorted[self._permutation[position]]
 
     def __iter__(self) -> Iterator[TrialKey]:
         return (self._sorted[i] for i in self._permutation)
