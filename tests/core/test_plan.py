@@ -49,3 +49,18 @@ def test_streamed_plan_digest_is_the_digest_of_the_sorted_ids(
     digest = CrossProduct(cases, names, trials).ids_sha256()
     ids = sorted(key.trial_id for key in held(cases, names, trials))
     assert digest is None or digest == json_sha256(ids)
+
+
+def test_an_impossible_cross_product_names_its_first_impossible_trial() -> None:
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    import pytest
+
+    from trustbench.core._manifest import plan_record
+    from trustbench.errors import InputError
+
+    spec = cast(Any, SimpleNamespace(candidates=[SimpleNamespace(name="a")], trials_per_case=2))
+    with pytest.raises(InputError, match=r"impossible trial c1/ghost/0$"):
+        plan_record(CrossProduct(["c1", "c2"], ["ghost", "a"], 2), spec)
+    assert plan_record(CrossProduct(["c1", "c2"], ["a"], 2), spec).trials == 4

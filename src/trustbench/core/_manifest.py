@@ -194,9 +194,10 @@ def plan_record(keys: Sequence[TrialKey], spec: ExperimentSpec) -> PlanRecord:
     names = {candidate.name for candidate in spec.candidates}
     if isinstance(keys, CrossProduct):
         digest = keys.ids_sha256()
-        if digest is not None:  # the same checks and digest, without holding the trial ids
-            if not set(keys.candidates) <= names or keys.trials > spec.trials_per_case:
-                raise InputError(f"the track planned an impossible trial {keys[-1].trial_id}")
+        possible = set(keys.candidates) <= names and keys.trials <= spec.trials_per_case
+        # The same digest without holding the trial ids; an impossible plan takes the general
+        # path below, which names its first impossible trial.
+        if digest is not None and possible:
             cases = len(set(keys.case_ids)) if len(keys) else 0
             return PlanRecord(trials=len(keys), cases=cases, keys_sha256=digest)
     ids = [key.trial_id for key in keys]
