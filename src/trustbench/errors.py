@@ -20,6 +20,15 @@ class TrustbenchError(Exception):
         self.location = location
         super().__init__(f"{location}: {message}" if location else message)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickled as its parts, so an error raised in a second process (a `report`'s
+        # verification, see `core/_verify_beside.py`) arrives with its location intact.
+        return (_rebuilt, (type(self), self.message, self.location))
+
+
+def _rebuilt(kind: type[TrustbenchError], message: str, location: str | None) -> TrustbenchError:
+    return kind(message, location=location)
+
 
 class InputError(TrustbenchError):
     """Bad usage or input: a missing file, unparsable data, an unknown name (exit code 2)."""

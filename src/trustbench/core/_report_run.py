@@ -1,8 +1,9 @@
 """`trustbench report RUN_DIR`: grade a run from its ledger, evaluate gates, write the record.
 
-Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported);
-re-check every frozen input (an answer key edited after the freeze is never used to grade);
-let the track grade the recorded trials; evaluate every declared gate exactly as frozen, once per
+Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported;
+a large ledger is verified in a second process while the track grades, and nothing is written
+before it answers: `_verify_beside.py`); re-check every frozen input (an answer key edited after
+the freeze is never used to grade); let the track grade the recorded trials; evaluate every declared gate exactly as frozen, once per
 subject it applies to; write `record.json` (machine) and `report.html` (people). A run that was
 interrupted is still reported, marked incomplete: its unrun trials are "not run", never zero.
 """
@@ -22,11 +23,12 @@ from trustbench.core._evaluability import (
     gate_on_evaluability,
     withhold_not_evaluable,
 )
-from trustbench.core._export import open_ledger
+from trustbench.core._export import LedgerContents, open_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._registry import load_track
 from trustbench.core._signing import load_private_key
-from trustbench.core._verify import VerifyReport, verify_run
+from trustbench.core._verify import VerifyReport
+from trustbench.core._verify_beside import Verification
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.report import (
     ReportPage,
@@ -128,6 +130,31 @@ def _manifest_summary(manifest: Manifest, complete: bool, finished: int) -> dict
     }
 
 
+def _refuse_altered(run_dir: Path, verification: VerifyReport) -> None:
+    """Raise when verification found the run altered (an interrupted run is still reported)."""
+    tampering = verification.alterations
+    if tampering:
+        raise CheckFailed(
+            f"refusing to report an altered run: {tampering[0]}",
+            location=str(run_dir / "ledger.sqlite"),
+        )
+
+
+def _graded(run_dir: Path, manifest: Manifest) -> tuple[LedgerContents, TrackAnalysis]:
+    """The run's opened ledger and its track's analysis of it."""
+    track, _ = load_track(manifest.spec.track_id)
+    if not isinstance(track, Analyzer):
+        raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
+    # Grading reads the corpus (its answer key included): it must be the corpus frozen before
+    # the run, or an edited reference decision would silently re-grade the recorded replies.
+    check_inputs(manifest, track)
+    # A track that grades from outcomes alone says so (`reads_attempt_texts = False`), and its
+    # report then never decompresses or holds the attempts' request and response texts. The
+    # ledger is streamed: a track that grades from `iter_trials` holds no ledger row for long.
+    ledger = open_ledger(run_dir, attempt_texts=getattr(track, "reads_attempt_texts", True))
+    return ledger, track.analyze(manifest, ledger)
+
+
 def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     """Grade `run_dir` and write `record.json` and `report.html` into it.
 
@@ -141,25 +168,19 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     """
     if sign_key is not None:
         load_private_key(sign_key)
-    verification = verify_run(run_dir)
-    tampering = verification.alterations
-    if tampering:
-        raise CheckFailed(
-            f"refusing to report an altered run: {tampering[0]}",
-            location=str(run_dir / "ledger.sqlite"),
-        )
-    manifest = read_manifest(run_dir)
-    track, _ = load_track(manifest.spec.track_id)
-    if not isinstance(track, Analyzer):
-        raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
-    # Grading reads the corpus (its answer key included): it must be the corpus frozen before
-    # the run, or an edited reference decision would silently re-grade the recorded replies.
-    check_inputs(manifest, track)
-    # A track that grades from outcomes alone says so (`reads_attempt_texts = False`), and its
-    # report then never decompresses or holds the attempts' request and response texts. The
-    # ledger is streamed: a track that grades from `iter_trials` holds no ledger row for long.
-    ledger = open_ledger(run_dir, attempt_texts=getattr(track, "reads_attempt_texts", True))
-    analysis: TrackAnalysis = track.analyze(manifest, ledger)
+    manifest = read_manifest(run_dir)  # a changed manifest is refused here
+    with Verification(run_dir, manifest) as verification_job:
+        if not verification_job.beside:
+            _refuse_altered(run_dir, verification_job.result())  # before any grading
+        try:
+            ledger, analysis = _graded(run_dir, manifest)
+        except Exception:
+            # Beside, grading an altered run may fail anywhere (an edited corpus, a ledger row
+            # no track expects): the alteration is what to report, as when verified first.
+            _refuse_altered(run_dir, verification_job.result())
+            raise
+        verification = verification_job.result()
+        _refuse_altered(run_dir, verification)
     finished = ledger.finished_count
     # Complete means every planned trial ran and the run signed off; anything less releases
     # nothing: no gate counts as passed and the verdict says "incomplete" (exit 4).

@@ -66,14 +66,25 @@ def verify_run(run_dir: Path) -> VerifyReport:
         InputError: when the folder has no manifest or ledger.
     """
     manifest = read_manifest(run_dir)
-    report = VerifyReport(manifest.manifest_sha256, planned_trials=manifest.plan.trials)
+    report = verify_ledger(run_dir, manifest.manifest_sha256, manifest.plan.trials)
+    report.problems += input_problems(manifest)
+    return report
+
+
+def verify_ledger(run_dir: Path, manifest_sha256: str, planned_trials: int) -> VerifyReport:
+    """The ledger's part of `verify_run` (all but the frozen inputs) for a manifest read before.
+
+    It reads only the run folder's files, never the registries of this process, so it can run
+    in a second process (`core/_verify_beside.py`).
+    """
+    report = VerifyReport(manifest_sha256, planned_trials=planned_trials)
     connection = open_for_reading(run_dir)
     try:
-        report.problems = verify_chain(connection, manifest.manifest_sha256, recorded_seq(run_dir))
+        report.problems = verify_chain(connection, manifest_sha256, recorded_seq(run_dir))
         # The chain commits to content digests; the stored bodies are re-hashed against them.
         report.problems += content_problems(connection)
         chain_intact = not report.problems
-        report.problems += head_problems(connection, run_dir, manifest.manifest_sha256, empty=False)
+        report.problems += head_problems(connection, run_dir, manifest_sha256, empty=False)
         # What no query of the chain reads: indexes, free structure, tables added to the file.
         report.problems += integrity_problems(connection)
         report.rows = sum(
@@ -89,7 +100,6 @@ def verify_run(run_dir: Path) -> VerifyReport:
         report.problems.insert(0, f"{NOT_A_LEDGER}: {error}")
     finally:
         connection.close()
-    report.problems += _input_problems(manifest)
     return report
 
 
@@ -139,7 +149,7 @@ def _ends_signed_off(connection: sqlite3.Connection) -> bool:
     return found is not None and found[0] == "run_finished"
 
 
-def _input_problems(manifest: Manifest) -> list[str]:
+def input_problems(manifest: Manifest) -> list[str]:
     """Re-hash the corpus, prompts and every other frozen input against the manifest."""
     try:
         track, _ = load_track(manifest.spec.track_id)
