@@ -20,6 +20,7 @@ from trustbench.rtb.review._grading import (
     evaluability_kind,
 )
 from trustbench.rtb.review._metric_tally import MetricsTally
+from trustbench.rtb.review._rates import marks_of, review_rates
 
 BREAKDOWN_KEYS = ("group", "variant")
 """The breakdowns of the headline figures (`ReviewTrialRow` attributes)."""
@@ -29,8 +30,9 @@ class ConfigurationTally:
     """Every count of one configuration's report, fed one trial at a time."""
 
     def __init__(self, *, baseline: bool) -> None:
-        self.figures = FigureTally(baseline=baseline)
-        self.metrics = MetricsTally()
+        self._rates = review_rates()
+        self.figures = FigureTally(baseline=baseline, rates=self._rates)
+        self.metrics = MetricsTally(self._rates)
         self.breakdowns: dict[str, dict[str, FigureTally]] = {key: {} for key in BREAKDOWN_KEYS}
         self._evaluability = [0, 0, 0, 0]
         self._errors: dict[str, int] = {}
@@ -40,14 +42,15 @@ class ConfigurationTally:
     def add(self, item: ConfigurationRow) -> None:
         """Count one configuration trial."""
         row = item.row
-        self.figures.add(row)
-        self.metrics.add(row)
+        marks = marks_of(row, self._rates)  # each rate asked once for all nine tallies
+        self.figures.add(row, marks)
+        self.metrics.add(row, marks)
         for key, parts in self.breakdowns.items():
             value = getattr(row, key)
             part = parts.get(value)
             if part is None:
-                part = parts[value] = FigureTally(only=headline())
-            part.add(row)
+                part = parts[value] = FigureTally(only=headline(), rates=self._rates)
+            part.add(row, marks)
         self._evaluability[evaluability_kind(item)] += 1
         count_error_classes(item, self._errors)
         self.reported_models.update(

@@ -18,7 +18,14 @@ from typing import Any
 from trustbench.core.figures import Figure, FigureUnit, not_run_figure
 from trustbench.core.stats import clustered_figure, pass_hat_k
 from trustbench.rtb._trial_rates import Item, RateTally, trial_rate_figure
-from trustbench.rtb.review._rates import RESERVED, ReviewRate, headline_names, review_rates
+from trustbench.rtb.review._rates import (
+    RESERVED,
+    Marks,
+    ReviewRate,
+    headline_names,
+    marks_of,
+    review_rates,
+)
 from trustbench.rtb.review._rows import ReviewTrialRow
 
 CLUSTER = "domain_group"
@@ -46,25 +53,43 @@ class FigureTally:
     trial once, as the trials stream, and computes the figures from the sums.
     """
 
-    def __init__(self, *, baseline: bool = False, only: tuple[str, ...] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        baseline: bool = False,
+        only: tuple[str, ...] | None = None,
+        rates: tuple[ReviewRate, ...] | None = None,
+    ) -> None:
+        declared = review_rates() if rates is None else rates
         self.baseline = baseline
         self.only = only
-        self.rates = [r for r in review_rates() if only is None or r.name in only]
+        self.rates = [r for r in declared if only is None or r.name in only]
         self._counted = [r for r in self.rates if not (baseline and r.needs_finding)]
         self.tallies = {rate.name: RateTally() for rate in self._counted}
+        self._declared = declared
+        self._slots = [
+            (index, self.tallies[rate.name])
+            for index, rate in enumerate(declared)
+            if rate.name in self.tallies
+        ]
+        """Each counted rate's index in `declared` (the order of a row's `Marks`)."""
         self.rows = 0
         self.by_case: dict[str, list[Any]] = {}
         """Case -> [group, trials, trials reaching the reference decision]."""
 
-    def add(self, row: ReviewTrialRow) -> None:
-        """Count one trial of the configuration."""
+    def add(self, row: ReviewTrialRow, marks: Marks | None = None) -> None:
+        """Count one trial of the configuration (`marks`: its `marks_of` the declared rates)."""
         self.rows += 1
-        for rate in self._counted:
-            if rate.population(row):
-                self.tallies[rate.name].add(row.case_id, row.group, int(rate.event(row)))
-        case = self.by_case.get(row.case_id)
+        if marks is None:
+            marks = marks_of(row, self._declared)
+        case_id, group = row.case_id, row.group
+        for index, tally in self._slots:
+            mark = marks[index]
+            if mark >= 0:
+                tally.add(case_id, group, mark)
+        case = self.by_case.get(case_id)
         if case is None:
-            case = self.by_case[row.case_id] = [row.group, 0, 0]
+            case = self.by_case[case_id] = [group, 0, 0]
         case[1] += 1
         case[2] += row.observed.value == row.reference.value
 

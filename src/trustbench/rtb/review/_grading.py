@@ -28,7 +28,6 @@ from trustbench.rtb.review._options import parse_options
 from trustbench.rtb.review._validation import (
     Outcome,
     ValidatedResponse,
-    is_supported,
     support_gaps,
     validate_response,
 )
@@ -76,6 +75,7 @@ def _member_trial(
         for a in attempts
     ]
     response = validated.response
+    gaps = support_gaps(validated, case)  # once: `supported` is "no gap"
     return MemberTrial(
         case=case,
         candidate=_name(trial["candidate"]),
@@ -87,14 +87,14 @@ def _member_trial(
         raw_reply=raw if isinstance(raw, str) and response is None else None,
         reported_model=_name(outcome.get("reported_model")),
         validated=slim_validated(validated),
-        supported=is_supported(validated, case),
+        supported=not gaps,
         latency_s=_sum_or_none([a["latency_s"] for a in attempts]),
         tokens=_sum_or_none(tokens),
         cost_usd=_sum_or_none([a["cost_usd"] for a in attempts]),
         attempts=len(attempts),
         error_class=_name(trial.get("error_class")),
         explanation=response.explanation if response is not None else None,
-        support_gaps=tuple(_name(gap) for gap in support_gaps(validated, case)),
+        support_gaps=tuple(_name(gap) for gap in gaps),
     )
 
 

@@ -25,7 +25,7 @@ from trustbench.rtb.review._metrics import (
     ReviewMetricSet,
     modal_decision,
 )
-from trustbench.rtb.review._rates import review_rates
+from trustbench.rtb.review._rates import Marks, ReviewRate, marks_of, review_rates
 from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._validation import Outcome
 
@@ -44,26 +44,38 @@ def percentile_of(values: array[float], percent: float) -> float | None:
 class MetricSetTally:
     """`ReviewMetricSet` counts of one population, trial by trial."""
 
-    __slots__ = ("_cells", "_costs", "_latencies", "_rates", "_tokens", "_tokens_n", "trials")
+    __slots__ = (
+        "_cells",
+        "_costs",
+        "_declared",
+        "_latencies",
+        "_rates",
+        "_tokens",
+        "_tokens_n",
+        "trials",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, rates: tuple[ReviewRate, ...] | None = None) -> None:
+        self._declared = review_rates() if rates is None else rates
         self.trials = 0
         self._cells = {ref: dict.fromkeys(Outcome, 0) for ref in Decision}
-        self._rates = {rate.name: [0, 0] for rate in review_rates()}
+        self._rates = [[0, 0] for _ in self._declared]
+        """[events, population] of each declared rate, in `_declared` order."""
         self._latencies: array[float] = array("d")
         self._tokens = 0
         self._tokens_n = 0
         self._costs: array[float] = array("d")
 
-    def add(self, row: ReviewTrialRow) -> None:
-        """Count one trial."""
+    def add(self, row: ReviewTrialRow, marks: Marks | None = None) -> None:
+        """Count one trial (`marks`: its `marks_of` the declared rates, when already known)."""
         self.trials += 1
         self._cells[row.reference][row.observed] += 1
-        for rate in review_rates():
-            if rate.population(row):
-                counts = self._rates[rate.name]
+        if marks is None:
+            marks = marks_of(row, self._declared)
+        for counts, mark in zip(self._rates, marks, strict=True):
+            if mark >= 0:
                 counts[1] += 1
-                counts[0] += bool(rate.event(row))
+                counts[0] += mark
         if row.latency_s is not None:
             self._latencies.append(row.latency_s)
         if row.tokens is not None:
@@ -78,12 +90,8 @@ class MetricSetTally:
             trials=self.trials,
             confusion=ConfusionTable(cells=self._cells),
             rates={
-                rate.name: Count(
-                    label=rate.label,
-                    numerator=self._rates[rate.name][0],
-                    denominator=self._rates[rate.name][1],
-                )
-                for rate in review_rates()
+                rate.name: Count(label=rate.label, numerator=counts[0], denominator=counts[1])
+                for rate, counts in zip(self._declared, self._rates, strict=True)
             },
             latency_p50_s=percentile_of(self._latencies, 50),
             latency_p95_s=percentile_of(self._latencies, 95),
@@ -196,8 +204,10 @@ class MetricsTally:
     Overall, per group and per variant, and a chain's joint counts.
     """
 
-    def __init__(self) -> None:
-        self.overall = MetricSetTally()
+    def __init__(self, rates: tuple[ReviewRate, ...] | None = None) -> None:
+        self.rates = review_rates() if rates is None else rates
+        """The declared rates every part counts (the order of a row's `Marks`)."""
+        self.overall = MetricSetTally(self.rates)
         self.by_group: dict[str, MetricSetTally] = {}
         self.by_variant: dict[str, MetricSetTally] = {}
         self._with_members = 0
@@ -205,11 +215,13 @@ class MetricsTally:
         self._members = DecisionTally()
         self._first_passes = [0, 0, 0]  # trials, not permitted by the chain, held by the chain
 
-    def add(self, row: ReviewTrialRow) -> None:
-        """Count one trial of the configuration."""
-        self.overall.add(row)
-        _part(self.by_group, row.group).add(row)
-        _part(self.by_variant, row.variant).add(row)
+    def add(self, row: ReviewTrialRow, marks: Marks | None = None) -> None:
+        """Count one trial of the configuration (`marks`: its `marks_of` `self.rates`)."""
+        if marks is None:
+            marks = marks_of(row, self.rates)
+        self.overall.add(row, marks)
+        _part(self.by_group, row.group, self.rates).add(row, marks)
+        _part(self.by_variant, row.variant, self.rates).add(row, marks)
         if not row.member_outcomes:
             return
         self._with_members += 1
@@ -249,10 +261,12 @@ class MetricsTally:
         )
 
 
-def _part(parts: dict[str, MetricSetTally], key: str) -> MetricSetTally:
+def _part(
+    parts: dict[str, MetricSetTally], key: str, rates: tuple[ReviewRate, ...]
+) -> MetricSetTally:
     tally = parts.get(key)
     if tally is None:
-        tally = parts[key] = MetricSetTally()
+        tally = parts[key] = MetricSetTally(rates)
     return tally
 
 

@@ -182,6 +182,20 @@ def review_rates() -> tuple[ReviewRate, ...]:
     return tuple(_REGISTRY.values())
 
 
+Marks = tuple[int, ...]
+"""One row's place in each of a tuple of rates: -1 outside its population, else its event (0/1)."""
+
+
+def marks_of(row: ReviewTrialRow, rates: tuple[ReviewRate, ...]) -> Marks:
+    """Where `row` counts in each of `rates`, computed once for every tally a row feeds.
+
+    A configuration trial feeds nine tallies (figures, breakdowns, counts overall, per group
+    and per variant); asking each rate's population and event of it once, not nine times, was
+    a fifth of a million-trial report's counting.
+    """
+    return tuple((1 if rate.event(row) else 0) if rate.population(row) else -1 for rate in rates)
+
+
 def headline_names() -> tuple[str, ...]:
     """The rates shown in the forest plots and the breakdowns."""
     return tuple(rate.name for rate in _REGISTRY.values() if rate.headline)

@@ -34,6 +34,7 @@ from trustbench.rtb.policy._protocol import (
     ReviewFinding,
 )
 from trustbench.rtb.policy._registry import policy_of
+from trustbench.rtb.review._answer_key import AnswerKey, answer_key
 from trustbench.rtb.review._extraction import extract_answer
 from trustbench.rtb.review._findings import discrepancy_gaps
 
@@ -258,7 +259,7 @@ def _code_gaps(
     return gaps
 
 
-def _citation_gaps(response: Any, case: AuthoredCase, rules: CitationRule) -> list[str]:
+def _citation_gaps(response: Any, key: AnswerKey, rules: CitationRule) -> list[str]:
     """Citations must cover every decisive record and stay within the policy's stated limits.
 
     Rule (data, `CorpusPolicy.finding_rules.citations`, stated verbatim in the prompt): every
@@ -266,15 +267,12 @@ def _citation_gaps(response: Any, case: AuthoredCase, rules: CitationRule) -> li
     non-decisive records at most `max_other` may be cited, and (where the rule says so) never all
     of them.
     """
-    decisive = set(case.expectations.decisive_record_ids)
     cited = list(dict.fromkeys(response.evidence_refs))
     gaps = []
-    uncited = [rid for rid in case.expectations.decisive_record_ids if rid not in cited]
+    uncited = [rid for rid in key.decisive_ids if rid not in cited]
     if uncited:
         gaps.append(f"decisive record(s) not cited: {uncited}")
-    free = set(rules.free_kinds)
-    others = {r.record_id for r in case.evidence if getattr(r, "kind", None) not in free}
-    others -= decisive
+    others = key.others
     extra = [rid for rid in cited if rid in others]
     if extra and rules.never_all_others and set(extra) == others:
         gaps.append(f"cites every non-decisive record {sorted(others)}: not a precise citation")
@@ -314,16 +312,16 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
     response = validated.response
     if response is None or not validated.outcome.is_decision:
         return [f"no valid finding (outcome {validated.outcome.value})"]
-    corpus_format = policy_of(case)
-    expected = case.expectations
-    acceptable = [code.value for code in expected.acceptable_reason_codes]
-    decisive = list(getattr(expected, "decisive_discrepancies", None) or [])
+    key = answer_key(case)  # read once per case, not once per trial
+    corpus_format = key.policy
+    acceptable = key.acceptable
+    decisive = key.decisive
     gaps: list[str] = []
     alternative = next(
         (
             reading
-            for reading in getattr(expected, "contestable_readings", None) or []
-            if reading.decision == response.decision != expected.reference_decision
+            for reading in key.readings
+            if reading.decision == response.decision != key.reference
         ),
         None,
     )
@@ -333,28 +331,20 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
         # reference reading, so only the truth of what is cited is checked for this one.
         acceptable = [code.value for code in alternative.reason_codes]
         decisive = []
-    elif response.decision != expected.reference_decision:
+    elif response.decision != key.reference:
         gaps.append(
-            f"decision {response.decision.value} differs from the reference "
-            f"{expected.reference_decision.value}"
+            f"decision {response.decision.value} differs from the reference {key.reference.value}"
         )
     gaps += _code_gaps(response, acceptable, corpus_format)
     rules = corpus_format.finding_rules
-    gaps += _citation_gaps(response, case, rules.citations)
+    gaps += _citation_gaps(response, key, rules.citations)
     if corpus_format.structured_discrepancies:
         # Every finding of a format with structured discrepancies is checked, a permit too:
-        # nothing cited may be false, and the decisive ones (if any) must be covered.
+        # nothing cited may be false, and the decisive ones (if any) must be covered. The
+        # request side a "proposed value" comes from is the proposal and the stated evaluation
+        # time an expiry is judged at (both candidate-visible).
         gaps += discrepancy_gaps(
-            getattr(response, "discrepancies", None),
-            decisive,
-            [record.model_dump(mode="json") for record in case.evidence],
-            # The request side a "proposed value" comes from: the proposal, and the stated
-            # evaluation time an expiry is judged at (both candidate-visible).
-            {
-                "proposal": case.proposal.model_dump(mode="json"),
-                "as_of": getattr(case, "as_of", None),
-            },
-            rules,
+            getattr(response, "discrepancies", None), decisive, key.evidence, key.request, rules
         )
     return gaps
 
