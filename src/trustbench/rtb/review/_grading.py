@@ -239,18 +239,29 @@ def case_ids(rows: Iterable[ConfigurationRow]) -> set[str]:
     return {item.row.case_id for item in rows}
 
 
+def _one(value: Any) -> Any:
+    """`_sum_or_none([value])` without the list: `0 + value`, as `sum` adds (-0.0 gives 0.0)."""
+    return None if value is None else 0 + value
+
+
 def _row(base: dict[str, Any], k: int, present: tuple[MemberTrial, ...]) -> ReviewTrialRow:
+    if len(present) == 1:  # a single reviewer: most configurations, so made the short way
+        member = present[0]
+        return ReviewTrialRow(
+            **base,
+            trial=k,
+            observed=member.validated.outcome,
+            supported=member.supported,
+            latency_s=_one(member.latency_s),
+            tokens=_one(member.tokens),
+            cost_usd=_one(member.cost_usd),
+        )
     outcomes = tuple(m.validated.outcome for m in present)
-    if len(present) == 1:
-        observed, supported = outcomes[0], present[0].supported
-    else:
-        observed = aggregate_chain(outcomes)
-        supported = _chain_supported(outcomes, [m.supported for m in present])
     return ReviewTrialRow(
         **base,
         trial=k,
-        observed=observed,
-        supported=supported,
+        observed=aggregate_chain(outcomes),
+        supported=_chain_supported(outcomes, [m.supported for m in present]),
         latency_s=_sum_or_none([m.latency_s for m in present]),
         tokens=_sum_or_none([m.tokens for m in present]),
         cost_usd=_sum_or_none([m.cost_usd for m in present]),

@@ -25,8 +25,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.review._member_trial import MemberTrial, slim_validated
-from trustbench.rtb.review._validation import Outcome, ValidatedResponse
+from trustbench.rtb.review._member_trial import MemberTrial, slim_of
+from trustbench.rtb.review._validation import Outcome
 
 Key = tuple[str, str, int]
 """`(case_id, candidate, trial index)`."""
@@ -125,9 +125,7 @@ def _member(case: Any, candidate: str, k: int, values: tuple[Any, ...]) -> Membe
     (status, evaluation_id, raw_reply, reported_model, outcome, invalid_reason,
      supported, latency_s, tokens, cost_usd, attempts, error_class, explanation,
      gaps) = values  # fmt: skip
-    validated = slim_validated(
-        ValidatedResponse(outcome=_OUTCOMES[outcome], invalid_reason=invalid_reason)
-    )
+    validated = slim_of(_OUTCOMES[outcome], invalid_reason)
     return MemberTrial(
         case=case, candidate=candidate, trial=k, status=status, evaluation_id=evaluation_id,
         raw_reply=raw_reply, reported_model=reported_model, validated=validated,

@@ -57,16 +57,28 @@ class MemberTrial:
     """Why the finding is not supported for the case (`support_gaps`); empty when it is."""
 
 
-_SLIM: dict[Outcome, ValidatedResponse] = {}
+_SLIM: dict[tuple[Outcome, str | None], ValidatedResponse] = {}
+_MAX_SLIM = 1024
+
+
+def slim_of(outcome: Outcome, invalid_reason: str | None) -> ValidatedResponse:
+    """The slim `ValidatedResponse` of an outcome and reason: one shared instance of each.
+
+    A report reads every member trial back several times (`MemberStore`); building a pydantic
+    model on each read cost more than reading the trial itself.
+    """
+    key = (outcome, invalid_reason)
+    found = _SLIM.get(key)
+    if found is None:
+        if len(_SLIM) >= _MAX_SLIM:
+            _SLIM.clear()
+        found = _SLIM[key] = ValidatedResponse(outcome=outcome, invalid_reason=invalid_reason)
+    return found
 
 
 def slim_validated(validated: ValidatedResponse) -> ValidatedResponse:
-    """`validated` without its parsed response: one shared instance per plain outcome."""
-    if validated.invalid_reason is not None:
-        return ValidatedResponse(outcome=validated.outcome, invalid_reason=validated.invalid_reason)
-    if validated.outcome not in _SLIM:
-        _SLIM[validated.outcome] = ValidatedResponse(outcome=validated.outcome)
-    return _SLIM[validated.outcome]
+    """`validated` without its parsed response: one shared instance per outcome and reason."""
+    return slim_of(validated.outcome, validated.invalid_reason)
 
 
-__all__ = ["MemberTrial", "slim_validated"]
+__all__ = ["MemberTrial", "slim_of", "slim_validated"]

@@ -18,7 +18,8 @@ from trustbench.core.report import TableBlock
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._ablation import cases_deciding, declared_rules
-from trustbench.rtb.review._grading import ConfigurationRow, case_ids
+from trustbench.rtb.review._grading import ConfigurationRow, ConfigurationTrials, case_ids
+from trustbench.rtb.review._rows import ReviewTrialRow
 
 ATTRIBUTION = (
     "a case counts for each policy rule whose ablated reference reader (the reference reviewer "
@@ -27,15 +28,21 @@ ATTRIBUTION = (
 )
 
 
+def _decided(rows: Iterable[ConfigurationRow]) -> Iterable[ReviewTrialRow]:
+    """Each trial's decision row; a configuration's from its first pass (no member re-read)."""
+    if isinstance(rows, ConfigurationTrials):
+        return rows.decisions()
+    return (item.row for item in rows)
+
+
 def _configuration(
-    rows: Iterable[ConfigurationRow], deciding: Mapping[str, tuple[str, ...]], rule_ids: list[str]
+    rows: Iterable[ReviewTrialRow], deciding: Mapping[str, tuple[str, ...]], rule_ids: list[str]
 ) -> dict[str, Any]:
     per_rule: dict[str, dict[str, Any]] = {
         r: {"wrong_trials": 0, "trials": 0, "wrong_cases": []} for r in rule_ids
     }
     wrong = unattributed = no_decision = 0
-    for item in rows:
-        row = item.row
+    for row in rows:
         rules = deciding.get(row.case_id, ())
         for rule_id in rules:
             per_rule[rule_id]["trials"] += 1
@@ -95,7 +102,7 @@ def rule_breakdown(
             name: (
                 {"withheld": withheld[name]}
                 if name in withheld
-                else _configuration(rows, deciding, rule_ids)
+                else _configuration(_decided(rows), deciding, rule_ids)
             )
             for name, rows in all_rows.items()
             if name not in skip
