@@ -188,39 +188,36 @@ class TrialContext:
         """
         started_at = utc_now()
         started = time.perf_counter()
+
+        def record(
+            response: Any, error_class: str | None = None, message: str | None = None
+        ) -> None:
+            self.record_call(
+                name,
+                request=request,
+                response=response,
+                latency_s=time.perf_counter() - started,
+                error_class=error_class,
+                error_message=message,
+                started_at=started_at,
+            )
+
         try:
             response = function(request)
             if inspect.isawaitable(response):
                 response = await response
         except asyncio.CancelledError:
-            self.record_call(
-                name,
-                request=request,
-                response=None,
-                latency_s=time.perf_counter() - started,
-                error_class="trial_timeout",
-                error_message="the call was cancelled before it finished (trial_timeout_s reached)",
-                started_at=started_at,
+            record(
+                None,
+                "trial_timeout",
+                "the call was cancelled before it finished (trial_timeout_s reached)",
             )
             raise
         except Exception as error:  # the candidate's failure is a measured result
-            self.record_call(
-                name,
-                request=request,
-                response=None,
-                latency_s=time.perf_counter() - started,
-                error_class="candidate_error",
-                error_message=f"{type(error).__name__}: {error}",
-                started_at=started_at,
-            )
-            raise CallFailed("candidate_error", f"{type(error).__name__}: {error}") from error
-        self.record_call(
-            name,
-            request=request,
-            response=response,
-            latency_s=time.perf_counter() - started,
-            started_at=started_at,
-        )
+            failure = f"{type(error).__name__}: {error}"
+            record(None, "candidate_error", failure)
+            raise CallFailed("candidate_error", failure) from error
+        record(response)
         return response
 
     def record_call(

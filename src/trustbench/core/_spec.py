@@ -28,7 +28,7 @@ from trustbench.core._spec_values import refuse_control_characters, refuse_unrep
 from trustbench.core.gates import GateSpec
 from trustbench.errors import InputError
 from trustbench.providers._pricing import PriceSpec
-from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES
+from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES, RetryableErrorClass
 
 JsonValue = Any
 """A JSON-compatible value (pydantic validates the concrete types where it matters)."""
@@ -40,15 +40,6 @@ TRANSIENT_ERROR_CLASSES: tuple[str, ...] = (
     "timeout",
 )
 """Error classes retried by default: the service, not the candidate, failed to answer."""
-
-ErrorClass = Literal[
-    "rate_limited",
-    "server_error",
-    "connection_error",
-    "timeout",
-    "malformed_response",
-    "client_error",
-]
 
 
 class _Strict(BaseModel):
@@ -217,7 +208,7 @@ class RetryPolicy(_Strict):
     transport_max_retries: int = Field(default=3, ge=0, le=20)
     """Extra attempts after the first when the service fails transiently (see `retry_on`). Each
     retry is recorded as its own `transport_retry` attempt."""
-    retry_on: tuple[ErrorClass, ...] = TRANSIENT_ERROR_CLASSES
+    retry_on: tuple[RetryableErrorClass, ...] = TRANSIENT_ERROR_CLASSES
     """Error classes that trigger a transport retry. `client_error` is never retried."""
     backoff_base_s: float = Field(default=0.5, ge=0)
     """Base of the exponential backoff: retry n waits up to `base * 2**n` seconds."""

@@ -8,15 +8,20 @@ classifies it (`error_class`) and keeps whatever raw text came back.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-ERROR_CLASSES: tuple[str, ...] = (
+RetryableErrorClass = Literal[
     "rate_limited",
     "server_error",
     "connection_error",
     "timeout",
     "malformed_response",
     "client_error",
+]
+"""The error classes a spec's `retry_on` may name (the first of `ERROR_CLASSES`)."""
+
+ERROR_CLASSES: tuple[str, ...] = (
+    *get_args(RetryableErrorClass),
     "candidate_error",
     "response_too_large",
     "trial_timeout",

@@ -4,13 +4,15 @@ Inspect users expect `inspect eval TASK --model openai/NAME`. A quick path build
 default spec for that model, writes it as `spec.toml` into the run folder before freezing it,
 then runs freeze, run and report as the three commands would. The written spec is an ordinary
 one: edit it and rerun it with `trustbench freeze SPEC --out NEW`, `run NEW`, `report NEW`.
-Each track says only what differs (`rtb/review/_quick.py`, `rtb/workflow/_quick.py`); the
-parts every suite's quick path shares are `trustbench._quick_model`'s.
+Each track says only what differs, as a `QuickTrack` (`rtb/review/_quick.py`,
+`rtb/workflow/_quick.py`); the parts every suite's quick path shares are
+`trustbench._quick_model`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from trustbench._quick_model import candidate_lines, toml_string, write_quick_spec
@@ -48,42 +50,62 @@ def header_lines(
     ]
 
 
-def quick_spec(
-    track: str,
-    model: str,
-    *,
-    description: str,
-    demo_spec: Path,
-    max_tokens: int,
-    track_options: Sequence[str] = (),
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    trials_per_case: int = 1,
-    corpus_version: str | None = None,
-) -> str:
-    """A track's default spec for one API model, as TOML: what `rtb TRACK --model` freezes.
+@dataclass(frozen=True)
+class QuickTrack:
+    """What one track's quick path says; the rest of its spec is the same for every track.
 
-    The header (the built-in corpus of the track's packaged demo spec, transport retries), the
-    track's options, the model as the one candidate (temperature 0, `max_tokens`), and the
-    analysis and gates of that demo spec (sized for its corpus).
-
-    Raises:
-        InputError: a malformed `--model` (see `parse_model`).
+    The spec: the header (the built-in corpus of the track's packaged demo spec, transport
+    retries), the track's options, the model as the one candidate (temperature 0,
+    `max_tokens`), and the analysis and gates of that demo spec (sized for its corpus).
     """
-    candidate = candidate_lines(
-        model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        settings=f"{{ temperature = 0.0, max_tokens = {max_tokens} }}",
-    )
-    header = header_lines(
-        track,
-        model,
-        description=description,
-        trials_per_case=trials_per_case,
-        builtin=demo_corpus(demo_spec),
-    )
-    return "\n".join([*header, *track_options, *candidate, "", analysis_and_gates(demo_spec)])
+
+    track: str
+    """The track (`review`, `workflow`): the spec's `track` and the command's name."""
+    description: str
+    """The spec's description, `{model}` standing for the model."""
+    demo_spec: Path
+    """The packaged demo spec whose corpus, `[analysis]` and `[[gates]]` the spec takes."""
+    max_tokens: int
+    """The candidate's completion token limit."""
+    track_options: Sequence[str] = ()
+    """The spec's `[track_options]` lines (none: the track's defaults)."""
+
+    def spec_text(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        trials_per_case: int = 1,
+    ) -> str:
+        """The track's default spec for one API model, as TOML: what `rtb TRACK --model` freezes.
+
+        Args:
+            model: `PROVIDER/NAME` (see `trustbench._quick_model.PROVIDERS`).
+            base_url: The server (default: the provider SDK's: e.g. `$OPENAI_BASE_URL` or the
+                public endpoint, with the key in `OPENAI_API_KEY`).
+            api_key_env: Name of the variable holding the key; a local `base_url` sends none
+                unless this is given.
+            trials_per_case: Repeated trials of each case (or scenario).
+
+        Raises:
+            InputError: a malformed `--model` (see `parse_model`).
+        """
+        candidate = candidate_lines(
+            model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            settings=f"{{ temperature = 0.0, max_tokens = {self.max_tokens} }}",
+        )
+        header = header_lines(
+            self.track,
+            model,
+            description=self.description.format(model=model),
+            trials_per_case=trials_per_case,
+            builtin=demo_corpus(self.demo_spec),
+        )
+        parts = [*header, *self.track_options, *candidate, "", analysis_and_gates(self.demo_spec)]
+        return "\n".join(parts)
 
 
 def demo_corpus(demo_spec: Path) -> str:

@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from trustbench._quick_options import Limit, api_key_env_option, base_url_option
+
+if TYPE_CHECKING:
+    from trustbench.rtb._quick import QuickTrack
 
 _Model = Annotated[
     str,
@@ -33,11 +36,11 @@ def _run_dir(track: str, model: str, out: Path | None) -> Path:
     return out or Path("runs") / f"{track}-{candidate_name(model)}"
 
 
-def _quick_command(track: str, builder_name: str, doc: str) -> Callable[..., None]:
+def _quick_command(track: str, doc: str) -> Callable[..., None]:
     """One quick-path command for `track`: both share every option and step.
 
-    The track's spec builder (`builder_name` in `trustbench.rtb.<track>._quick`) is imported only
-    when the command runs, so the CLI starts without the track's modules.
+    The track's `QuickTrack` (`QUICK` in `trustbench.rtb.<track>._quick`) is imported only when
+    the command runs, so the CLI starts without the track's modules.
     """
 
     def command(
@@ -50,8 +53,10 @@ def _quick_command(track: str, builder_name: str, doc: str) -> Callable[..., Non
     ) -> None:
         from trustbench.rtb._quick import freeze_run_report
 
-        builder = getattr(import_module(f"trustbench.rtb.{track}._quick"), builder_name)
-        text = builder(model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials)
+        quick: QuickTrack = import_module(f"trustbench.rtb.{track}._quick").QUICK
+        text = quick.spec_text(
+            model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials
+        )
         freeze_run_report(_run_dir(track, model, out), text, limit=limit)
 
     command.__name__ = command.__qualname__ = track
@@ -61,7 +66,6 @@ def _quick_command(track: str, builder_name: str, doc: str) -> Callable[..., Non
 
 review = _quick_command(
     "review",
-    "quick_spec_text",
     """Try a model on the reviewer track without writing a spec: freeze, run and report it.
 
     The spec is written as RUN/spec.toml before it is frozen: edit it and rerun it with
@@ -71,7 +75,6 @@ review = _quick_command(
 )
 workflow = _quick_command(
     "workflow",
-    "workflow_quick_spec_text",
     """Try a tool-calling model as the workflow track's agent without writing a spec.
 
     The model acts on the simulated platform behind the reference boundary; freeze, run and

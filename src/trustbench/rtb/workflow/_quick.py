@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trustbench.rtb._quick import quick_spec
-
-DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_workflow.toml"
-"""The packaged workflow demo spec: its `[analysis]` and `[[gates]]` are the quick path's."""
+from trustbench.rtb._quick import QuickTrack
 
 TRACK_OPTIONS = [
     "[track_options]",
@@ -27,34 +24,12 @@ TRACK_OPTIONS = [
 ]
 """The agent's boundary and per-trial budget (an API candidate's settings go to the model)."""
 
-
-def workflow_quick_spec_text(
-    model: str,
-    *,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    trials_per_case: int = 1,
-) -> str:
-    """The default workflow-track spec with one API model as the agent, as TOML.
-
-    Args:
-        model: `PROVIDER/NAME` (see `trustbench._quick_model.PROVIDERS`); it must call tools.
-        base_url: The server (default: the provider SDK's).
-        api_key_env: Name of the variable holding the key; a local `base_url` sends none unless
-            this is given.
-        trials_per_case: Independent trials of each scenario.
-
-    Raises:
-        InputError: a malformed `--model`.
-    """
-    return quick_spec(
-        "workflow",
-        model,
-        description=f"Workflow track quick check of {model} as a tool-calling agent.",
-        demo_spec=DEMO_SPEC,
-        max_tokens=1024,
-        track_options=TRACK_OPTIONS,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        trials_per_case=trials_per_case,
-    )
+QUICK = QuickTrack(
+    "workflow",
+    description="Workflow track quick check of {model} as a tool-calling agent.",
+    demo_spec=Path(__file__).resolve().parent.parent / "experiments" / "demo_workflow.toml",
+    max_tokens=1024,
+    track_options=TRACK_OPTIONS,
+)
+"""The workflow track's quick path: the model must call tools; the packaged workflow demo's
+corpus, analysis and gates."""
