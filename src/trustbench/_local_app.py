@@ -3,7 +3,8 @@
 Request guards, the bound socket and the serve loop, kept outside both suites so neither
 imports the other:
 
-- every session route is under `/s/<token>`; `token_owner` matches a token in constant time;
+- every session route is under `/s/<token>`; `token_owner` matches a token in constant time
+  and `session_owner` answers an unknown one 403;
 - `host_guard`: every request's `Host` must name the address the app's socket serves
   (`localhost` too on a loopback one), so a DNS-rebinding page, whose `Origin` and `Host` both
   name the attacker's domain, is refused;
@@ -13,7 +14,8 @@ imports the other:
 - `posted_form`: a body that cannot be parsed, or holds a file where text belongs, is answered
   400, never 500;
 - `listen_socket` binds before the run is opened, so a used port is reported at once;
-  `serve_until_stopped` serves on that very socket until Ctrl-C or SIGTERM.
+  `serve_until_stopped` serves on that very socket until Ctrl-C or SIGTERM;
+- `page_renderer` renders an app's own jinja2 templates, autoescaped.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self, cast
@@ -35,6 +38,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from jinja2 import Environment, PackageLoader, select_autoescape
 from multidict import MultiDictProxy
 
 from trustbench.core.ledger import Ledger
@@ -85,6 +89,14 @@ def token_owner(request: web.Request) -> str | None:
     for known, owner in request.app[TOKENS_KEY].items():
         if hmac.compare_digest(known.encode(), token.encode()):
             found = owner
+    return found
+
+
+def session_owner(request: web.Request, unknown_page: Callable[[], str]) -> str:
+    """Who owns the access token in the URL, or 403 with `unknown_page()` and no other content."""
+    found = token_owner(request)
+    if found is None:
+        raise web.HTTPForbidden(text=unknown_page(), content_type="text/html", headers=HEADERS)
     return found
 
 
@@ -160,6 +172,36 @@ async def host_guard(request: web.Request, handler: Any) -> web.StreamResponse:
     return await handler(request)
 
 
+def page_renderer(package: str, title: str) -> Callable[..., str]:
+    """`render(template, **values)` over `package`'s `templates` folder (package data).
+
+    Every value is autoescaped; `title` (the app's page title, naming no participant or item)
+    and `progress` (None) are filled in unless given. The environment is built on first use.
+    """
+
+    @lru_cache(maxsize=1)
+    def environment() -> Environment:
+        return Environment(
+            loader=PackageLoader(package, "templates"),
+            autoescape=select_autoescape(["html", "j2"], default=True),
+        )
+
+    def render(template: str, **values: Any) -> str:
+        values.setdefault("title", title)
+        values.setdefault("progress", None)
+        return environment().get_template(template).render(**values)
+
+    return render
+
+
+def format_limit(seconds: float) -> str:
+    """`300` -> `5 min`, `90` -> `1 min 30 s`."""
+    minutes, rest = divmod(round(seconds), 60)
+    if not minutes:
+        return f"{rest} s"
+    return f"{minutes} min" + (f" {rest} s" if rest else "")
+
+
 def listen_socket(host: str, port: int) -> socket.socket:
     """A socket listening on `host:port`, bound before the run is opened.
 
@@ -214,6 +256,16 @@ class ServedFolder:
     def served_folder(self) -> Path:
         """The run or collection folder."""
         raise NotImplementedError
+
+    def links(self, base_url: str) -> dict[str, str]:
+        """Participant -> personal session URL (`/s/<token>`), for each one `_serves`."""
+        return {
+            who: f"{base_url}/s/{token}" for token, who in self.tokens.items() if self._serves(who)
+        }
+
+    def _serves(self, participant: str) -> bool:
+        """Whether `participant` still gets a session link (withdrawn participants do not)."""
+        return True
 
     def _open(self) -> None:
         raise NotImplementedError

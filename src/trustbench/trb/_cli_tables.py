@@ -19,39 +19,49 @@ def _interval(fig: dict[str, Any]) -> str:
     return f"[{fig['low']:.3f}, {fig['high']:.3f}]"
 
 
-def _print_goodhart(rows: list[dict[str, Any]]) -> None:
+def print_audit_table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """Print one audit's table of `rows` (cells already formatted; long text folds)."""
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="TRB Goodhart audit (cheating adapters vs their expected signature)")
-    for column in ("adapter", "signature that must hold", "measured", "result"):
+    table = Table(title=title)
+    for column in columns:
         table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(
-            escape(r["adapter"]), escape(r["signature"]), escape(r["measured"]),
-            "[green]holds[/]" if r["passed"] else "[bold red]FAILS[/]",
-        )  # fmt: skip
+    for cells in rows:
+        table.add_row(*cells)
     Console().print(table)
+
+
+def verdict_cell(passed: bool, good: str, bad: str) -> str:
+    """An audit row's result: `good` in green when it passed, else `bad` in bold red."""
+    return f"[green]{good}[/]" if passed else f"[bold red]{bad}[/]"
+
+
+def _print_goodhart(rows: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+
+    print_audit_table(
+        "TRB Goodhart audit (cheating adapters vs their expected signature)",
+        ("adapter", "signature that must hold", "measured", "result"),
+        [
+            (escape(r["adapter"]), escape(r["signature"]), escape(r["measured"]),
+             verdict_cell(r["passed"], "holds", "FAILS"))
+            for r in rows
+        ],
+    )  # fmt: skip
 
 
 def _print_audit(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="TRB harness audit (oracle adapters vs closed form)")
-    for column in ("oracle", "metric", "expected", "measured", "deviation", "result"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(
-            r["oracle"],
-            r["metric"],
-            f"{r['expected']:.6f}",
-            _fmt(r["measured"], 6),
-            _fmt(r["deviation"], 2) if r["deviation"] is None else f"{r['deviation']:.1e}",
-            "[green]pass[/]" if r["passed"] else "[bold red]FAIL[/]",
-        )
-    Console().print(table)
+    print_audit_table(
+        "TRB harness audit (oracle adapters vs closed form)",
+        ("oracle", "metric", "expected", "measured", "deviation", "result"),
+        [
+            (r["oracle"], r["metric"], f"{r['expected']:.6f}", _fmt(r["measured"], 6),
+             _fmt(r["deviation"], 2) if r["deviation"] is None else f"{r['deviation']:.1e}",
+             verdict_cell(r["passed"], "pass", "FAIL"))
+            for r in rows
+        ],
+    )  # fmt: skip
 
 
 def _print_profile_record(record: dict[str, Any]) -> None:

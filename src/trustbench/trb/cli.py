@@ -9,6 +9,7 @@ look that prints results without a run folder. Failures raise `CheckFailed`
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -97,33 +98,43 @@ def audit(
     _print_audit(rows)
     goodhart = goodhart_audit(split)
     _print_goodhart(goodhart)
-    failed = [r for r in rows if not r["passed"]]
-    if failed:
-        f = failed[0]
-        raise CheckFailed(
-            f"harness audit failed: {f['oracle']} {f['metric']} measured {_fmt(f['measured'], 6)}, "
-            f"expected {f['expected']:.6f} (tolerance {f['tolerance']:g})",
-            location="trb audit",
-        )
-    uncaught = [r for r in goodhart if not r["passed"]]
-    if uncaught:
-        raise CheckFailed(
-            f"Goodhart audit failed: {uncaught[0]['adapter']} does not show its signature "
-            f"({uncaught[0]['signature']}); measured {uncaught[0]['measured']}",
-            location="trb audit",
-        )
+    _fail_on_first(
+        rows,
+        lambda f: (
+            f"harness audit failed: {f['oracle']} {f['metric']} measured "
+            f"{_fmt(f['measured'], 6)}, expected {f['expected']:.6f} (tolerance {f['tolerance']:g})"
+        ),
+    )
+    _fail_on_first(
+        goodhart,
+        lambda f: (
+            f"Goodhart audit failed: {f['adapter']} does not show its signature "
+            f"({f['signature']}); measured {f['measured']}"
+        ),
+    )
     if cheats:
         from trustbench.trb.track._cheat_audit import cheat_audit, print_cheats
 
         submitted = cheat_audit(cheat_traces, seed)
         print_cheats(submitted)
-        missed = [r for r in submitted if not r["passed"]]
-        if missed:
-            raise CheckFailed(
-                f"cheat audit failed: {missed[0]['adapter']} got {missed[0]['verdict']!r}, "
-                f"expected {missed[0]['expected']} ({missed[0]['why']})",
-                location="trb audit",
-            )
+        _fail_on_first(
+            submitted,
+            lambda f: (
+                f"cheat audit failed: {f['adapter']} got {f['verdict']!r}, "
+                f"expected {f['expected']} ({f['why']})"
+            ),
+        )
+
+
+def _fail_on_first(rows: list[dict[str, Any]], message: Callable[[dict[str, Any]], str]) -> None:
+    """Exit 1 (`CheckFailed`) with `message` of the first audit row that did not pass, if any.
+
+    Raises:
+        CheckFailed: some row did not pass.
+    """
+    failed = next((r for r in rows if not r["passed"]), None)
+    if failed is not None:
+        raise CheckFailed(message(failed), location="trb audit")
 
 
 @trb_app.command()

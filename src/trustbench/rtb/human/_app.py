@@ -29,13 +29,12 @@ from typing import Any
 from aiohttp import web
 
 from trustbench._local_app import (
-    HEADERS,
     back_to_session,
     check_origin,
     html,
     new_app,
     posted_form,
-    token_owner,
+    session_owner,
 )
 from trustbench.rtb.human._discrepancies import FORMAT as DISCREPANCY_FORMAT
 from trustbench.rtb.human._pages import recommendation_text, render, review_page
@@ -51,18 +50,14 @@ REASONS_KEY: web.AppKey[dict[str, str]] = web.AppKey("reason_meaning", dict)
 
 def _candidate(request: web.Request) -> str:
     """The candidate whose token is in the URL (constant-time comparison), or 403."""
-    found = token_owner(request)
-    if found is None:
-        raise web.HTTPForbidden(
-            text=render(
-                "landing.html.j2",
-                heading="Unknown session link",
-                message="This link does not open a review session. Use the link you were given.",
-            ),
-            content_type="text/html",
-            headers=HEADERS,
-        )
-    return found
+    return session_owner(
+        request,
+        lambda: render(
+            "landing.html.j2",
+            heading="Unknown session link",
+            message="This link does not open a review session. Use the link you were given.",
+        ),
+    )
 
 
 async def _form(request: web.Request) -> dict[str, Any]:

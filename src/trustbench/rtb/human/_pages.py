@@ -10,42 +10,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-
+from trustbench._local_app import format_limit, page_renderer
 from trustbench.rtb.corpus._models import CandidateInput, Decision
 
 TITLE = "trustbench review session"
 """Title of every page (it names no case, participant or team)."""
 
 
-@lru_cache(maxsize=1)
-def _environment() -> Environment:
-    return Environment(
-        loader=PackageLoader("trustbench.rtb.human", "templates"),
-        autoescape=select_autoescape(["html", "j2"], default=True),
-    )
-
-
-def render(template: str, **values: Any) -> str:
-    """Render one template with the common values (title, progress)."""
-    values.setdefault("title", TITLE)
-    values.setdefault("progress", None)
-    return _environment().get_template(template).render(**values)
+render = page_renderer("trustbench.rtb.human", TITLE)
+"""Render one template with the common values (title, progress)."""
 
 
 def _record_fields(record: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(k.replace("_", " "), v) for k, v in record.items() if k not in ("kind", "record_id")]
-
-
-def format_limit(seconds: float) -> str:
-    """`300` -> `5 min`, `90` -> `1 min 30 s`."""
-    minutes, rest = divmod(round(seconds), 60)
-    if not minutes:
-        return f"{rest} s"
-    return f"{minutes} min" + (f" {rest} s" if rest else "")
 
 
 def recommendation_text(configuration: str, outcome: str | None) -> str:

@@ -39,10 +39,6 @@ class SessionRun(ServedFolder):
         """The run folder."""
         return self.run_dir
 
-    def links(self, base_url: str) -> dict[str, str]:
-        """Candidate -> personal session URL."""
-        return {candidate: f"{base_url}/s/{token}" for token, candidate in self.tokens.items()}
-
     def _open(self) -> None:
         manifest = read_manifest(self.run_dir)
         track, _ = load_track(manifest.spec.track_id)

@@ -18,15 +18,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from trustbench._local_app import (
-    HEADERS,
     back_to_session,
     check_origin,
+    format_limit,
     html,
     new_app,
     posted_form,
-    token_owner,
+    session_owner,
 )
-from trustbench.trb.collect._pages import format_limit, item_page, message_page, outcome_page
+from trustbench.trb.collect._pages import item_page, message_page, outcome_page
 from trustbench.trb.collect._store import CollectionStore
 
 STORE_KEY: web.AppKey[CollectionStore] = web.AppKey("store", CollectionStore)
@@ -39,14 +39,9 @@ async def _text_form(request: web.Request) -> dict[str, str]:
 
 
 def _participant(request: web.Request) -> str:
-    found = token_owner(request)
-    if found is None:
-        raise web.HTTPForbidden(
-            text=message_page("Unknown session link", "Use the link you were given."),
-            content_type="text/html",
-            headers=HEADERS,
-        )
-    return found
+    return session_owner(
+        request, lambda: message_page("Unknown session link", "Use the link you were given.")
+    )
 
 
 def _page(request: web.Request, participant: str, error: str | None = None) -> web.Response:

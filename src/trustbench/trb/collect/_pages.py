@@ -7,11 +7,9 @@ door state, the trace id, the gust of a Track 3 outcome or its cause label, othe
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-
+from trustbench._local_app import page_renderer
 from trustbench.trb.adapter._schema import ACTIONS, SelfReport
 from trustbench.trb.corpus._format import Trace
 
@@ -27,19 +25,8 @@ _SLOTS = (
 )
 
 
-@lru_cache(maxsize=1)
-def _environment() -> Environment:
-    return Environment(
-        loader=PackageLoader("trustbench.trb.collect", "templates"),
-        autoescape=select_autoescape(["html", "j2"], default=True),
-    )
-
-
-def render(template: str, **values: Any) -> str:
-    """Render one template with the common values."""
-    values.setdefault("title", TITLE)
-    values.setdefault("progress", None)
-    return _environment().get_template(template).render(**values)
+render = page_renderer("trustbench.trb.collect", TITLE)
+"""Render one template with the common values (title, progress)."""
 
 
 def message_page(heading: str, message: str, progress: str | None = None) -> str:
@@ -150,11 +137,3 @@ def outcome_page(
         progress=progress,
         error=error,
     )
-
-
-def format_limit(seconds: float) -> str:
-    """`120` -> `2 min`, `90` -> `1 min 30 s`."""
-    minutes, rest = divmod(round(seconds), 60)
-    if not minutes:
-        return f"{rest} s"
-    return f"{minutes} min" + (f" {rest} s" if rest else "")

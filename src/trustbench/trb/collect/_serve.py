@@ -35,14 +35,10 @@ class CollectionRun(ServedFolder):
         """The collection folder."""
         return self.folder
 
-    def links(self, base_url: str) -> dict[str, str]:
-        """Participant -> personal session URL (withdrawn participants get none)."""
+    def _serves(self, participant: str) -> bool:
+        """Withdrawn participants get no session link."""
         assert self.store is not None
-        return {
-            who: f"{base_url}/s/{token}"
-            for token, who in self.tokens.items()
-            if not self.store.sessions[who].withdrawn
-        }
+        return not self.store.sessions[participant].withdrawn
 
     def _open(self) -> None:
         frozen = read_frozen(self.folder)

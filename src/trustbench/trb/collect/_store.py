@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,30 +185,47 @@ class CollectionStore:
         )  # fmt: skip
         return reason
 
-    def _check_form(self, participant: str, form: dict[str, str]) -> tuple[Item, str | None]:
+    def _accepted(
+        self,
+        participant: str,
+        form: dict[str, str],
+        problem: Callable[[Session, Item], str | None],
+    ) -> tuple[Session, Item] | str:
+        """The session and open item a posted form is for, or why the form is refused.
+
+        With no item open the reason is only returned; a form for an item no longer open, or
+        one `problem` finds fault with, is also logged (`collect_rejected`).
+        """
         session = self.sessions[participant]
         item = session.current
         if item is None or session.withdrawn:
-            raise LookupError("no item is open in this session")
+            return "no item is open in this session"
         shown = session.shown.get(item.item_id)
         if shown is None or form.get("nonce") != shown["nonce"]:
-            return item, "this form belongs to an item that is no longer open"
-        return item, None
+            reason = "this form belongs to an item that is no longer open"
+        else:
+            reason = problem(session, item)
+        if reason is not None:
+            return self._refuse(participant, item, reason)
+        return session, item
 
     def answer(self, participant: str, form: dict[str, str]) -> str | None:
         """Record the continuation chosen for the open item; the refusal reason otherwise."""
-        try:
-            item, problem = self._check_form(participant, form)
-        except LookupError as error:
-            return str(error)
-        session = self.sessions[participant]
         action = form.get("action", "")
-        if problem is None and item.item_id in session.answers:
-            problem = "this item is already answered"
-        if problem is None and action not in ACTIONS:
-            problem = f"choose one action ({', '.join(ACTIONS)})"
-        if problem is not None:
-            return self._refuse(participant, item, problem)
+        accepted = self._accepted(
+            participant,
+            form,
+            lambda session, item: (
+                "this item is already answered"
+                if item.item_id in session.answers
+                else f"choose one action ({', '.join(ACTIONS)})"
+                if action not in ACTIONS
+                else None
+            ),
+        )
+        if isinstance(accepted, str):
+            return accepted
+        session, item = accepted
         now = time.time()
         on_task = now - session.shown[item.item_id]["at_epoch"]
         rules = self.frozen.protocol.session
@@ -232,17 +250,20 @@ class CollectionStore:
 
     def attribute(self, participant: str, form: dict[str, str]) -> str | None:
         """Record the participant's attribution of the open item's outcome."""
-        try:
-            item, problem = self._check_form(participant, form)
-        except LookupError as error:
-            return str(error)
-        session = self.sessions[participant]
-        if problem is None and item.item_id not in session.answers:
-            problem = "answer the item before its outcome"
-        if problem is None and form.get("cause") not in ATTRIBUTIONS:
-            problem = "choose what caused the outcome"
-        if problem is not None:
-            return self._refuse(participant, item, problem)
+        accepted = self._accepted(
+            participant,
+            form,
+            lambda session, item: (
+                "answer the item before its outcome"
+                if item.item_id not in session.answers
+                else "choose what caused the outcome"
+                if form.get("cause") not in ATTRIBUTIONS
+                else None
+            ),
+        )
+        if isinstance(accepted, str):
+            return accepted
+        session, item = accepted
         now = time.time()
         self._event(
             "collect_attribution",

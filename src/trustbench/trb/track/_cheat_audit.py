@@ -108,17 +108,17 @@ def cheat_audit(eval_traces: int = 12, seed: int = 7) -> list[dict[str, Any]]:
 
 def print_cheats(rows: list[dict[str, Any]]) -> None:
     """Print the cheat audit as a table."""
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table(title="TRB cheat audit (seven cheats submitted through trb run; one verdict)")
-    for column in ("adapter", "expected", "verdict", "why", "ran in", "result"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(
-            escape(r["adapter"]), escape(r["expected"]), escape(r["verdict"]),
-            escape(r["why"][:300]), escape(str(r.get("isolation"))),
-            "[green]caught[/]" if r["passed"] else "[bold red]MISSED[/]",
-        )  # fmt: skip
-    Console().print(table)
+    from trustbench.trb._cli_tables import print_audit_table, verdict_cell
+
+    print_audit_table(
+        "TRB cheat audit (seven cheats submitted through trb run; one verdict)",
+        ("adapter", "expected", "verdict", "why", "ran in", "result"),
+        [
+            (escape(r["adapter"]), escape(r["expected"]), escape(r["verdict"]),
+             escape(r["why"][:300]), escape(str(r.get("isolation"))),
+             verdict_cell(r["passed"], "caught", "MISSED"))
+            for r in rows
+        ],
+    )  # fmt: skip

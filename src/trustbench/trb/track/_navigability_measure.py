@@ -19,7 +19,7 @@ from trustbench.trb.track._measure_common import (
     _trace_seed,
 )
 from trustbench.trb.track._measures import MeasureNames, MeasureRow, StatsPlan
-from trustbench.trb.track._viability_measure import arm_agreement_figure
+from trustbench.trb.track._viability_measure import arm_agreement_figures
 from trustbench.trb.world import CorridorWorld
 
 
@@ -87,13 +87,11 @@ class NavigabilityMeasure(MeasureNames, key="navigability", axis="nav", headline
             _mean("reference_steered_reach", ok, "ceiling", "starts", stats,
                   "the exact reference agent steered the same way (ceiling), " + where + label),
         ]  # fmt: skip
-        arm = [r for r in ok if "arm_tv_sum" in r.counts and r.counts.get("arm_draws")]
-        if arm:
-            figures.append(arm_agreement_figure(
-                "nav_no_r_arm_agreement", arm, stats,
-                "1 - mean TV(act(c, r drawn), Phi(r drawn)) over Track 5's no-r arm calls "
-                f"(blinded overrides, like Track 1's edits) {label}",
-            ))  # fmt: skip
+        figures += arm_agreement_figures(
+            "nav_no_r_arm_agreement", ok, stats,
+            "1 - mean TV(act(c, r drawn), Phi(r drawn)) over Track 5's no-r arm calls "
+            f"(blinded overrides, like Track 1's edits) {label}",
+        )  # fmt: skip
         loops = [r for r in ok if "holonomy" in r.counts]
         if loops:
             figures.append(_mean(

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trustbench.core import ExperimentSpec
 from trustbench.errors import InputError
 from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
+from trustbench.trb.profile._sizes import MEASURES, ProfileSizes
 from trustbench.trb.reference import TrainConfig
-from trustbench.trb.reference._token_world import TokenLMConfig
 
 HeldOutSplit = Literal[
     "eval", "transfer",
@@ -23,8 +23,12 @@ BUILTIN_CORPUS = "reference-world"
 """`corpus.builtin` label of the generated reference-world corpus."""
 
 
-class TrbTrackOptions(BaseModel):
-    """What a `trb/profile` run measures and how its reference corpus and models are built."""
+class _CorpusAndMeasures(BaseModel):
+    """The options a `trb/profile` spec lists first: its corpus, cases, pair and measures.
+
+    A base of `TrbTrackOptions` only so its fields keep their place ahead of `ProfileSizes`'
+    (pydantic orders a model's fields base by base, and validation reports the first bad one).
+    """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
 
@@ -52,23 +56,14 @@ class TrbTrackOptions(BaseModel):
     gap: tuple[str, str] | None = None
     """(full, ablation) candidate names for Delta_gov; by default the candidates whose adapters
     are `trace-ai-full` and `trace-ai-ablation`."""
-    measures: tuple[str, ...] = (
-        "governance", "grounding", "attribution", "viability", "navigability", "transfer",
-    )  # fmt: skip
+    measures: tuple[str, ...] = MEASURES
     """Registered TRB measures to run (keys of `trustbench.trb.track.measure_targets()` or
     `module:attribute` import strings); each fills one axis of the profile."""
-    token_lm: TokenLMConfig = TokenLMConfig()
-    """Size and training of the proxy baselines' token-world LMs (`proxy:*` adapters)."""
-    lm_train_traces: int = Field(default=800, ge=10)
-    """Train traces the proxy baselines' LMs see (the first N of the train split)."""
-    grounding_fit_traces: int = Field(default=200, ge=10)
-    """Train traces Track 2's concept directions and the Tracks 4/5 no-r arm's mean r come from."""
-    viability_rollouts: int = Field(default=4, ge=1)
-    """Track 4 episodes per trace per condition (r-mediated and ablated)."""
-    navigation_samples: int = Field(default=16, ge=1)
-    """Track 5 Monte Carlo rollouts per start when exact enumeration is too large."""
-    max_enumeration_nodes: int = Field(default=1000, ge=1)
-    """Largest exact enumeration in Track 5 (decision contexts per start)."""
+
+
+class TrbTrackOptions(ProfileSizes, _CorpusAndMeasures):
+    """What a `trb/profile` run measures and how its reference corpus and models are built."""
+
     chat_samples: int = Field(default=8, ge=1)
     """Completions per act of a chat candidate (`proxy:chat`) whose endpoint returns no
     logprobs; their sampling error widens Track 1's G interval (`trb.measures._sampling`)."""

@@ -92,15 +92,19 @@ class RecordingAdapter:
         self.calls.append(entry)
         return out
 
-    @property
-    def emit_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
-        """Forward the batched `emit_many` (one summary log entry), if the adapter has one."""
-        inner = getattr(self.inner, "emit_many", None)
+    def _contexts_batch(self, hook: str) -> Callable[[Sequence[StepContext]], list[Any]] | None:
+        """The adapter's batched `hook` over contexts alone, forwarded and logged, if it has one."""
+        inner = getattr(self.inner, hook, None)
         if inner is None:
             return None
         return lambda contexts: self._batch(
-            "emit_many", len(contexts), 0, lambda: inner(self._blind_all(contexts))
+            hook, len(contexts), 0, lambda: inner(self._blind_all(contexts))
         )
+
+    @property
+    def emit_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
+        """Forward the batched `emit_many` (one summary log entry), if the adapter has one."""
+        return self._contexts_batch("emit_many")
 
     @property
     def act_many(self) -> Callable[..., list[Any]] | None:
@@ -121,22 +125,12 @@ class RecordingAdapter:
     @property
     def act_without_r_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
         """Forward the batched no-r ablation (one summary log entry), if the adapter has one."""
-        inner = getattr(self.inner, "act_without_r_many", None)
-        if inner is None:
-            return None
-        return lambda contexts: self._batch(
-            "act_without_r_many", len(contexts), 0, lambda: inner(self._blind_all(contexts))
-        )
+        return self._contexts_batch("act_without_r_many")
 
     @property
     def act_zero_r_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
         """A built-in native model's r-routed-to-zero act (one summary log entry), else None."""
-        inner = getattr(self.inner, "act_zero_r_many", None)
-        if not self.trusted_native or inner is None:
-            return None
-        return lambda contexts: self._batch(
-            "act_zero_r_many", len(contexts), 0, lambda: inner(self._blind_all(contexts))
-        )
+        return self._contexts_batch("act_zero_r_many") if self.trusted_native else None
 
     @property
     def act_without_r(self) -> Callable[[StepContext], Any] | None:

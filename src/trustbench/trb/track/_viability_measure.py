@@ -92,14 +92,12 @@ class ViabilityMeasure(
                     f"confidence against reaching the goal {label}",
                 ),
             ]  # fmt: skip
-        arm = [r for r in ok if "arm_tv_sum" in r.counts and r.counts.get("arm_draws")]
-        if arm:
-            figures.append(arm_agreement_figure(
-                "no_r_arm_agreement", arm, stats,
-                "1 - mean TV(act(c, r drawn), Phi(r drawn)) over the no-r arm's calls: its "
-                "overrides are real r values of other contexts, blinded like Track 1's edits, so "
-                f"an adapter governed by r follows them as it follows edits {label}",
-            ))  # fmt: skip
+        figures += arm_agreement_figures(
+            "no_r_arm_agreement", ok, stats,
+            "1 - mean TV(act(c, r drawn), Phi(r drawn)) over the no-r arm's calls: its "
+            "overrides are real r values of other contexts, blinded like Track 1's edits, so "
+            f"an adapter governed by r follows them as it follows edits {label}",
+        )  # fmt: skip
         figures += [
             _mean("completion_r_mediated", ok, "done_r", "episodes", stats,
                   f"episodes reaching the cued goal, acting through r {label}"),
@@ -116,17 +114,20 @@ class ViabilityMeasure(
 # --- Track 5 -------------------------------------------------------------------------------
 
 
-def arm_agreement_figure(
-    name: str, rows: list[MeasureRow], stats: StatsPlan, description: str
-) -> Figure:
-    """1 - pooled mean TV of the arm's calls, clustered by trace."""
+def arm_agreement_figures(
+    name: str, ok: list[MeasureRow], stats: StatsPlan, description: str
+) -> list[Figure]:
+    """1 - pooled mean TV of the no-r arm's calls, clustered by trace; none without such calls."""
     from trustbench.core.stats import clustered_figure
 
-    return clustered_figure(
+    rows = [r for r in ok if "arm_tv_sum" in r.counts and r.counts.get("arm_draws")]
+    if not rows:
+        return []
+    return [clustered_figure(
         name,
         [float(r.counts["arm_draws"] - r.counts["arm_tv_sum"]) for r in rows],
         [float(r.counts["arm_draws"]) for r in rows],
         [r.trace.trace_id for r in rows],
         description=description, cluster="trace", kind="mean", unit="trial",
         confidence=stats.confidence, seed=stats.seed, resamples=stats.resamples,
-    )  # fmt: skip
+    )]  # fmt: skip

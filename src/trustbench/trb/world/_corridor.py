@@ -31,16 +31,10 @@ there, as at step 0.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import ClassVar
 
 import numpy as np
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench.trb.adapter._schema import (
     ACTIONS,
@@ -52,11 +46,12 @@ from trustbench.trb.adapter._schema import (
     Observation,
     SelfReport,
 )
+from trustbench.trb.world._omitting import OmitsDefaults
 
 _MOVE: dict[str, int] = {"left": -1, "stay": 0, "right": 1}
 
 
-class CorridorConfig(BaseModel):
+class CorridorConfig(OmitsDefaults):
     """Parameters of one windy-corridor world (a transfer split may use different ones)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
@@ -75,19 +70,9 @@ class CorridorConfig(BaseModel):
     """Step k at which the goal cue and door sign are shown; steps before it are an
     unevaluated lead-in (scripted `stay`), and the horizon counts from it. 0: no delay."""
 
-    @model_serializer(mode="wrap")
-    def _omit_default_cue_step(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, object]:
-        """Leave `cue_step` out when it is 0.
-
-        So every corpus without a delay keeps its bytes and hashes (and older corpora, which
-        never had the field, load unchanged).
-        """
-        out = handler(self)
-        if out.get("cue_step") == 0:
-            del out["cue_step"]
-        return out
+    OMITTED: ClassVar[dict[str, tuple[object, ...]]] = {"cue_step": (0,)}
+    """`cue_step` is left out when it is 0, so every corpus without a delay keeps its bytes and
+    hashes (and older corpora, which never had the field, load unchanged)."""
 
 
 def reference_continuation(r: SelfReport) -> dict[str, float]:
