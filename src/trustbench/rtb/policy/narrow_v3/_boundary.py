@@ -17,12 +17,15 @@ decision.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
 
-from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
-from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.boundaries._policy import PolicyFlaws
 from trustbench.rtb.platform import ControlRequest, GovernanceSeed, PlatformView
-from trustbench.rtb.policy.narrow_v2._boundary import iso, live_evidence
+from trustbench.rtb.policy.narrow_v2._boundary import V2Evaluator, iso, live_evidence
+from trustbench.rtb.policy.narrow_v2._cedar import CedarFinding
+from trustbench.rtb.policy.narrow_v2._models import ApprovalRecordV2
+from trustbench.rtb.policy.narrow_v2._reviewer import FindingV2
 from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
 from trustbench.rtb.policy.narrow_v3._models import (
     POLICY_ID_V3,
@@ -125,45 +128,40 @@ def live_proposal(request: ControlRequest, governance: GovernanceSeed) -> Propos
 
 
 @dataclass(frozen=True)
-class V3Evaluator:
+class V3Evaluator(V2Evaluator):
     """Policy v0.3 on live state, bound to an engine, a timeout and flaws (a `LiveEvaluator`)."""
 
-    engine: Engine
-    approval_timeout_s: float
-    flaws: PolicyFlaws
+    reason_codes: ClassVar[type[StrEnum]] = ReasonCodeV3
+    """The policy's vocabulary."""
+    approval_model: ClassVar[type[ApprovalRecordV2]] = ApprovalRecordV3
+    """Approvals with their co-approvers."""
 
-    def evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
-        """Decide `request` at the platform's current simulated time."""
-        evidence = live_evidence(
-            request, platform, self.flaws, self.approval_timeout_s, ApprovalRecordV3
-        )
-        if evidence is None:
-            return PolicyResult(
-                Decision.PERMIT,
-                ReasonCodeV3.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
-                detail="approval service unavailable; assumed approved",
-            )
+    def candidate_input(
+        self, request: ControlRequest, platform: PlatformView, evidence: list[Any]
+    ) -> CandidateInputV3:
+        """The governance records, then v0.2's live evidence, under the v0.3 proposal."""
         governance = platform.governance
         records: list[Any] = [*governance_evidence(governance), *evidence]
-        candidate_input = CandidateInputV3(
+        return CandidateInputV3(
             evaluation_id=request.request_id,
             task="authorize the request",
             as_of=iso(platform.now()),
             proposal=live_proposal(request, governance),
             evidence=records,
         )
-        approval_id: str | None = None
-        if self.engine == "cedar":
-            cedar = cedar_assess_v3(candidate_input)
-            decision, codes, detail = cedar.decision, cedar.reason_codes, cedar.detail
-        else:
-            finding = assess_v3(candidate_input)
-            decision, codes, detail = finding.decision, finding.reason_codes, finding.explanation
-            governing = governing_approval(candidate_input)
-            if decision == Decision.PERMIT and governing is not None:
-                approval_id = governing.approval_id
-        reason = codes[0] if codes else ReasonCodeV3.INSUFFICIENT_EVIDENCE
-        return PolicyResult(decision, reason, approval_id, detail)
+
+    def cedar(self, candidate_input: Any) -> CedarFinding:
+        """The Cedar v0.3 encoding's decision (`cedar_assess_v3`)."""
+        return cedar_assess_v3(candidate_input)
+
+    def assess(self, candidate_input: Any) -> FindingV2:
+        """The reference reviewer's finding (`assess_v3`)."""
+        return assess_v3(candidate_input)
+
+    def permitted_approval(self, candidate_input: Any, finding: FindingV2) -> str | None:
+        """The approval id of the governing approval, if one governs."""
+        governing = governing_approval(candidate_input)
+        return None if governing is None else governing.approval_id
 
 
 def change_records_v3(target: str, platform: PlatformView) -> dict[str, Any]:
