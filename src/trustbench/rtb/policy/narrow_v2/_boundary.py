@@ -21,6 +21,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
+from pydantic import BaseModel
+
 from trustbench.rtb.boundaries._policy import (
     DECLARED_REVISION_LABEL,
     PolicyFlaws,
@@ -71,21 +73,32 @@ class V2Evaluator:
     approval_model: ClassVar[type[ApprovalRecordV2]] = ApprovalRecordV2
     """The approval record the live approvals are written as."""
 
+    input_model: ClassVar[type[BaseModel]] = CandidateInputV2
+    """The policy's candidate input, which the live state is written as."""
+
+    def proposal(self, request: ControlRequest, platform: PlatformView) -> Proposal:
+        """The request as the policy's proposal."""
+        return Proposal(
+            operation=request.operation,
+            target=request.target,
+            parameters=dict(request.parameters),
+            resource_revision=request.resource_revision,
+        )
+
+    def records(self, platform: PlatformView, evidence: list[Any]) -> list[Any]:
+        """Every evidence record of the input: here the live evidence alone."""
+        return evidence
+
     def candidate_input(
         self, request: ControlRequest, platform: PlatformView, evidence: list[Any]
     ) -> Any:
         """The request and the live `evidence` as the policy's candidate input."""
-        return CandidateInputV2(
+        return self.input_model(
             evaluation_id=request.request_id,
             task="authorize the request",
             as_of=iso(platform.now()),
-            proposal=Proposal(
-                operation=request.operation,
-                target=request.target,
-                parameters=dict(request.parameters),
-                resource_revision=request.resource_revision,
-            ),
-            evidence=evidence,
+            proposal=self.proposal(request, platform),
+            evidence=self.records(platform, evidence),
         )
 
     def cedar(self, candidate_input: Any) -> CedarFinding:

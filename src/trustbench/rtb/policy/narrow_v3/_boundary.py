@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
+from pydantic import BaseModel
+
 from trustbench.rtb.boundaries._policy import PolicyFlaws
 from trustbench.rtb.platform import ControlRequest, GovernanceSeed, PlatformView
 from trustbench.rtb.policy.narrow_v2._boundary import V2Evaluator, iso, live_evidence
@@ -136,19 +138,16 @@ class V3Evaluator(V2Evaluator):
     approval_model: ClassVar[type[ApprovalRecordV2]] = ApprovalRecordV3
     """Approvals with their co-approvers."""
 
-    def candidate_input(
-        self, request: ControlRequest, platform: PlatformView, evidence: list[Any]
-    ) -> CandidateInputV3:
-        """The governance records, then v0.2's live evidence, under the v0.3 proposal."""
-        governance = platform.governance
-        records: list[Any] = [*governance_evidence(governance), *evidence]
-        return CandidateInputV3(
-            evaluation_id=request.request_id,
-            task="authorize the request",
-            as_of=iso(platform.now()),
-            proposal=live_proposal(request, governance),
-            evidence=records,
-        )
+    input_model: ClassVar[type[BaseModel]] = CandidateInputV3
+    """The v0.3 candidate input."""
+
+    def proposal(self, request: ControlRequest, platform: PlatformView) -> ProposalV3:
+        """The request with the requester and classification the platform supplies."""
+        return live_proposal(request, platform.governance)
+
+    def records(self, platform: PlatformView, evidence: list[Any]) -> list[Any]:
+        """The governance records, then v0.2's live evidence."""
+        return [*governance_evidence(platform.governance), *evidence]
 
     def cedar(self, candidate_input: Any) -> CedarFinding:
         """The Cedar v0.3 encoding's decision (`cedar_assess_v3`)."""
