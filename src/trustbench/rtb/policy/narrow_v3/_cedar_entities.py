@@ -29,6 +29,11 @@ def _set(values: list[str]) -> list[str]:
     return sorted({_norm(v) for v in values})
 
 
+def _span(window: Any) -> dict[str, int]:
+    """A freeze's or maintenance window's instants as the `starts` and `ends` epochs Cedar reads."""
+    return {"starts": _epoch(window.starts_at), "ends": _epoch(window.ends_at)}
+
+
 def entities_v3(ci: models.CandidateInputV3) -> list[dict[str, Any]]:
     """Every entity of the input: v0.2's, extended, and v0.3's own."""
     approvals = [r for r in ci.evidence if isinstance(r, models.ApprovalRecordV3)]
@@ -64,18 +69,10 @@ def entities_v3(ci: models.CandidateInputV3) -> list[dict[str, Any]]:
                 )
             )
         elif isinstance(r, models.FreezeWindowRecord):
-            attrs = {
-                "environments": _set(r.environments),
-                "starts": _epoch(r.starts_at),
-                "ends": _epoch(r.ends_at),
-            }
+            attrs = {"environments": _set(r.environments), **_span(r)}
             out.append(_entity("Freeze", r.record_id, attrs))
         elif isinstance(r, models.MaintenanceWindowRecord):
-            attrs = {
-                "environment": _norm(r.environment),
-                "starts": _epoch(r.starts_at),
-                "ends": _epoch(r.ends_at),
-            }
+            attrs = {"environment": _norm(r.environment), **_span(r)}
             out.append(_entity("Window", r.record_id, attrs))
         elif isinstance(r, models.BreakGlassRecord):
             reviewer = r.post_review_by
