@@ -7,12 +7,25 @@ returns `Problem`s naming the case file and the JSON pointer at fault.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
-from trustbench.rtb.corpus._problem import Problem, json_pointer
+from trustbench.rtb.corpus._problem import Problem, duplicate_case_ids, json_pointer
+
+CaseT = TypeVar("CaseT")
+"""The policy's case model."""
+
+
+def each_case(
+    cases: Sequence[tuple[str, CaseT]], check: Callable[[str, CaseT], list[Problem]]
+) -> list[Problem]:
+    """Duplicate case ids, then the problems `check` finds in each case file, in corpus order."""
+    problems = duplicate_case_ids(cases)
+    for rel, case in cases:
+        problems += check(rel, case)
+    return problems
 
 
 def duplicate_record_ids(rel: str, record_ids: Sequence[str]) -> list[Problem]:
@@ -25,6 +38,30 @@ def duplicate_record_ids(rel: str, record_ids: Sequence[str]) -> list[Problem]:
         )
         for index, record_id in enumerate(record_ids)
         if record_ids.index(record_id) != index
+    ]
+
+
+def unresolved_record_ids(
+    rel: str, where: str, ids: Sequence[str], record_ids: Sequence[str], suffix: str = ""
+) -> list[Problem]:
+    """A problem for each id of answer-key field `where` that names no evidence record of the case.
+
+    Args:
+        rel: The case file.
+        where: The field of `expectations` the ids come from (`decisive_record_ids`, ...).
+        ids: The record ids it names, in order.
+        record_ids: The case's evidence record ids.
+        suffix: Appended to each message (a policy's own wording of where it looked).
+    """
+    what = "discrepancy" if where == "decisive_discrepancies" else "decisive"
+    return [
+        Problem(
+            file=rel,
+            pointer=json_pointer(["expectations", where, index]),
+            message=f"{what} record id {record_id!r} resolves to no evidence record{suffix}",
+        )
+        for index, record_id in enumerate(ids)
+        if record_id not in record_ids
     ]
 
 

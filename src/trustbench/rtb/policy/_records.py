@@ -7,9 +7,14 @@ revocations) stays in each policy's own mapping.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from trustbench.rtb.platform import ResourceSeed
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def approval_terms(approval: Any) -> dict[str, Any]:
@@ -32,3 +37,17 @@ def resource_seed(record: Any) -> ResourceSeed:
         revision=record.revision,
         attributes=dict(record.attributes),
     )
+
+
+def same_named(
+    source: BaseModel, target: type[ModelT], convert: Callable[[str, Any], Any], **given: Any
+) -> ModelT:
+    """A `target` from `given` and every other field of it that `source` has under the same name.
+
+    A governance record of a case and the platform seed it becomes (and the record a boundary
+    writes back) carry the same fields under the same names, but for their ids; what differs is
+    the form of a value (an instant is text in a record, a datetime in a seed), which `convert`
+    (field name, value) supplies.
+    """
+    shared = [n for n in target.model_fields if n not in given and n in type(source).model_fields]
+    return target(**given, **{n: convert(n, getattr(source, n)) for n in shared})

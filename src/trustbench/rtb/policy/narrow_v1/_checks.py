@@ -33,10 +33,12 @@ from trustbench.rtb.corpus._models import (
     ServiceNoticeRecord,
     Variant,
 )
-from trustbench.rtb.corpus._problem import Problem, duplicate_case_ids, json_pointer
+from trustbench.rtb.corpus._problem import Problem, json_pointer
 from trustbench.rtb.policy._case_checks import (
     candidate_visible_leaks,
     duplicate_record_ids,
+    each_case,
+    unresolved_record_ids,
     unsupported_reason_codes,
 )
 
@@ -48,9 +50,7 @@ CaseFile = tuple[str, Case]
 
 def check_cases(cases: list[CaseFile]) -> list[Problem]:
     """Run every check that applies to any corpus."""
-    problems = duplicate_case_ids(cases)
-    for rel, case in cases:
-        problems += _case_internal(rel, case)
+    problems = each_case(cases, _case_internal)
     problems += _shared_approval(cases)
     problems += _variant_facts(cases)
     problems += _candidate_visible_leaks(cases)
@@ -124,16 +124,13 @@ def _case_internal(rel: str, case: Case) -> list[Problem]:
     record_ids = [record.record_id for record in case.evidence]
     problems = duplicate_record_ids(rel, record_ids)
     expectations = case.expectations
-    for index, record_id in enumerate(expectations.decisive_record_ids):
-        if record_id not in record_ids:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=json_pointer(["expectations", "decisive_record_ids", index]),
-                    message=f"decisive record id {record_id!r} resolves to no evidence record of "
-                    f"this case (records: {', '.join(record_ids)})",
-                )
-            )
+    problems += unresolved_record_ids(
+        rel,
+        "decisive_record_ids",
+        expectations.decisive_record_ids,
+        record_ids,
+        f" of this case (records: {', '.join(record_ids)})",
+    )
     problems += unsupported_reason_codes(rel, expectations, REASON_CODE_DECISION)
     if case.variant in _VARIANT_NAMES:
         expected = VARIANT_REFERENCE[Variant(case.variant)]

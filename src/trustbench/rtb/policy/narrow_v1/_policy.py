@@ -24,6 +24,7 @@ from trustbench.rtb.corpus._models import (
 )
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._finding_rules import FindingRules
+from trustbench.rtb.policy._policy_base import LazyControlPath, reason_tables
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v1._ablation import DECISION_RULES_V1, AblatedV1Reviewer
 from trustbench.rtb.policy.narrow_v1._checks import check_cases, check_starter
@@ -32,8 +33,8 @@ from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer, r
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.platform import FaultType, PlatformSeed, PlatformView
-    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
+    from trustbench.rtb.platform import PlatformView
+    from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 POLICY_ID = DEFAULT_POLICY_ID
@@ -51,16 +52,16 @@ REASON_TEXT: dict[str, str] = {
 """How a service words each reason for an agent (the workflow change service)."""
 
 
-class NarrowApprovalV1:
+class NarrowApprovalV1(LazyControlPath):
     """`CorpusPolicy` of `rtb-narrow-approval-v1`: one approval record decides, exact match."""
 
     policy_id = POLICY_ID
     case_model: type[BaseModel] = Case
     candidate_model: type[BaseModel] = CandidateInput
     response_model: type[BaseModel] = ReviewerResponse
-    reason_codes: tuple[str, ...] = tuple(code.value for code in ReasonCode)
-    reason_decision: Mapping[str, str] = {c.value: d.value for c, d in REASON_CODE_DECISION.items()}
-    reason_meaning: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING.items()}
+    reason_codes, reason_decision, reason_meaning = reason_tables(
+        ReasonCode, REASON_CODE_DECISION, REASON_CODE_MEANING
+    )
     evidence_defs: tuple[str, ...] = (
         "ApprovalRecord",
         "PolicyRecord",
@@ -90,21 +91,11 @@ class NarrowApprovalV1:
     reference_finding = staticmethod(reference_finding)
     """`assess` as reply fields."""
 
-    def seed_platform(self, case: Any) -> PlatformSeed:
-        """Clock one minute after the latest approval timestamp; records become state.
-
-        The control-path mapping (and the platform models it builds) is imported here, by the
-        control-path and workflow tracks only: a reviewer run never needs it.
-        """
-        from trustbench.rtb.policy.narrow_v1._control import seed_from_case_v1
-
-        return seed_from_case_v1(case)
-
-    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
-        """A matching active approval of a permit case (a stale one for the metadata fault)."""
-        from trustbench.rtb.policy.narrow_v1._control import fault_approval_v1
-
-        return fault_approval_v1(case, fault)
+    control_module = "trustbench.rtb.policy.narrow_v1._control"
+    seed_function = "seed_from_case_v1"
+    """Clock one minute after the latest approval timestamp; records become state."""
+    fault_function = "fault_approval_v1"
+    """A matching active approval of a permit case (a stale one for the metadata fault)."""
 
     def candidate_input(self, case: Any, evaluation_id: str) -> BaseModel:
         """Task, proposal and evidence under a fresh evaluation id."""

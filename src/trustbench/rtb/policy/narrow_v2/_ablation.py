@@ -10,11 +10,11 @@ its own finding (`assess`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.policy._rules import unknown_rule
+from trustbench.rtb.policy._rules import PolicyRule, unknown_rule
 from trustbench.rtb.policy.narrow_v2 import _decision_rules as rules
 from trustbench.rtb.policy.narrow_v2._models import (
     CandidateInputV2,
@@ -26,7 +26,6 @@ from trustbench.rtb.policy.narrow_v2._reviewer import (
     FindingV2,
     ReferencePolicyV2Reviewer,
     assess_v2,
-    finding_reply_v2,
 )
 
 _AGAINST = re.compile(r"revok|reject|do not|don't|must not", re.IGNORECASE)
@@ -82,18 +81,25 @@ _LAST_STEP: dict[str, Callable[[CandidateInputV2], FindingV2]] = {
 
 
 class AblatedV2Reviewer(ReferencePolicyV2Reviewer):
-    """The v0.2 reference reviewer with one rule of the policy text removed."""
+    """The v0.2 reference reviewer with one rule of the policy text removed.
+
+    v0.3's ablated reviewer is this one on v0.3's reference reviewer, with v0.3's rules and last
+    steps: the rule is left out of the reviewer's own `assess` unless a last step replaces it.
+    """
+
+    decision_rules: tuple[PolicyRule, ...] = rules.DECISION_RULES_V2
+    """The rules that may be removed."""
+    last_steps: Mapping[str, Callable[[Any], FindingV2]] = _LAST_STEP
+    """Rules whose removal changes only the last step, with the reader that results."""
 
     def __init__(self, rule_id: str) -> None:
-        if rule_id not in {rule.rule_id for rule in rules.DECISION_RULES_V2}:
-            raise unknown_rule(rule_id, rules.DECISION_RULES_V2)
+        if rule_id not in {rule.rule_id for rule in self.decision_rules}:
+            raise unknown_rule(rule_id, self.decision_rules)
         self.rule_id = rule_id
-        self.name = f"reference-policy-v2-without-{rule_id}"
+        self.name = f"{self.name}-without-{rule_id}"
         disabled = frozenset({rule_id})
-        self._read = _LAST_STEP.get(rule_id) or (lambda ci: assess_v2(ci, disabled))
+        self._read = self.last_steps.get(rule_id) or (lambda ci: self.assess(ci, disabled))
 
-    def review(self, prompt: str, candidate_input: CandidateInputV2) -> str | None:  # type: ignore[override]
-        """The ablated finding as a JSON reply (the input is checked as the reference does)."""
-        if not isinstance(candidate_input, CandidateInputV2):
-            return super().review(prompt, candidate_input)  # refuses it as the reference does
-        return finding_reply_v2(candidate_input.evaluation_id, self._read(candidate_input))
+    def read(self, candidate_input: Any) -> FindingV2:
+        """The ablated finding (the input is checked by `review` as the reference does)."""
+        return self._read(candidate_input)

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel
 
 from trustbench.rtb.boundaries._policy import (
     DECLARED_REVISION_LABEL,
@@ -33,7 +36,7 @@ from trustbench.rtb.platform import (
     PlatformView,
 )
 from trustbench.rtb.policy._records import approval_terms
-from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2
+from trustbench.rtb.policy.narrow_v2._cedar import CedarFinding, cedar_assess_v2
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     ApprovalRecordV2,
@@ -44,7 +47,7 @@ from trustbench.rtb.policy.narrow_v2._models import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
-from trustbench.rtb.policy.narrow_v2._reviewer import APPROVAL_SERVICE, assess_v2
+from trustbench.rtb.policy.narrow_v2._reviewer import APPROVAL_SERVICE, FindingV2, assess_v2
 
 _NO_FLAWS = PolicyFlaws()
 Engine = Literal["reference", "cedar"]
@@ -53,21 +56,86 @@ Engine = Literal["reference", "cedar"]
 
 @dataclass(frozen=True)
 class V2Evaluator:
-    """`evaluate_policy_v2` bound to an engine, a timeout and flaws (a `LiveEvaluator`)."""
+    """`evaluate_policy_v2` bound to an engine, a timeout and flaws (a `LiveEvaluator`).
+
+    A later policy that writes live state as evidence extending v0.2's (v0.3) subclasses it and
+    names what differs: its approval model, its candidate input, its two encodings and how it
+    finds the approval a permit rests on. Reading the state, failing open and picking the reason
+    are this class's.
+    """
 
     engine: Engine
     approval_timeout_s: float
     flaws: PolicyFlaws
 
+    reason_codes: ClassVar[type[StrEnum]] = ReasonCodeV2
+    """The policy's vocabulary."""
+    approval_model: ClassVar[type[ApprovalRecordV2]] = ApprovalRecordV2
+    """The approval record the live approvals are written as."""
+
+    input_model: ClassVar[type[BaseModel]] = CandidateInputV2
+    """The policy's candidate input, which the live state is written as."""
+
+    def proposal(self, request: ControlRequest, platform: PlatformView) -> Proposal:
+        """The request as the policy's proposal."""
+        return Proposal(
+            operation=request.operation,
+            target=request.target,
+            parameters=dict(request.parameters),
+            resource_revision=request.resource_revision,
+        )
+
+    def records(self, platform: PlatformView, evidence: list[Any]) -> list[Any]:
+        """Every evidence record of the input: here the live evidence alone."""
+        return evidence
+
+    def candidate_input(
+        self, request: ControlRequest, platform: PlatformView, evidence: list[Any]
+    ) -> Any:
+        """The request and the live `evidence` as the policy's candidate input."""
+        return self.input_model(
+            evaluation_id=request.request_id,
+            task="authorize the request",
+            as_of=iso(platform.now()),
+            proposal=self.proposal(request, platform),
+            evidence=self.records(platform, evidence),
+        )
+
+    def cedar(self, candidate_input: Any) -> CedarFinding:
+        """The Cedar encoding's decision (`cedar_assess_v2`)."""
+        return cedar_assess_v2(candidate_input)
+
+    def assess(self, candidate_input: Any) -> FindingV2:
+        """The reference reviewer's finding (`assess_v2`)."""
+        return assess_v2(candidate_input)
+
+    def permitted_approval(self, candidate_input: Any, finding: FindingV2) -> str | None:
+        """The approval id a permit of the reference rests on (`assess_v2` cites it first)."""
+        return _governing_approval_id(candidate_input, finding.evidence_refs[0])
+
     def evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
         """Decide `request` at the platform's current simulated time."""
-        return evaluate_policy_v2(
-            request,
-            platform,
-            engine=self.engine,
-            approval_timeout_s=self.approval_timeout_s,
-            flaws=self.flaws,
+        evidence = live_evidence(
+            request, platform, self.flaws, self.approval_timeout_s, self.approval_model
         )
+        if evidence is None:
+            return PolicyResult(
+                Decision.PERMIT,
+                self.reason_codes("proposal_matches_active_approval"),
+                detail="approval service unavailable; assumed approved",
+            )
+        candidate_input = self.candidate_input(request, platform, evidence)
+        approval_id: str | None = None
+        if self.engine == "cedar":
+            cedar = self.cedar(candidate_input)
+            decision, codes, detail = cedar.decision, cedar.reason_codes, cedar.detail
+        else:
+            finding = self.assess(candidate_input)
+            decision, codes, detail = finding.decision, finding.reason_codes, finding.explanation
+            if decision == Decision.PERMIT:
+                approval_id = self.permitted_approval(candidate_input, finding)
+        reason = codes[0] if codes else self.reason_codes("insufficient_evidence")
+        return PolicyResult(decision, reason, approval_id, detail)
 
 
 def iso(moment: datetime) -> str:
@@ -204,34 +272,4 @@ def evaluate_policy_v2(
     Returns:
         The decision with its first reason code at the decisive precedence level.
     """
-    evidence = live_evidence(request, platform, flaws, approval_timeout_s)
-    if evidence is None:
-        return PolicyResult(
-            Decision.PERMIT,
-            ReasonCodeV2.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
-            detail="approval service unavailable; assumed approved",
-        )
-    candidate_input = CandidateInputV2(
-        evaluation_id=request.request_id,
-        task="authorize the request",
-        as_of=iso(platform.now()),
-        proposal=Proposal(
-            operation=request.operation,
-            target=request.target,
-            parameters=dict(request.parameters),
-            resource_revision=request.resource_revision,
-        ),
-        evidence=evidence,
-    )
-    approval_id: str | None = None
-    if engine == "cedar":
-        cedar = cedar_assess_v2(candidate_input)
-        decision, codes, detail = cedar.decision, cedar.reason_codes, cedar.detail
-    else:
-        finding = assess_v2(candidate_input)
-        decision, codes, detail = finding.decision, finding.reason_codes, finding.explanation
-        if decision == Decision.PERMIT:
-            # assess_v2 cites the governing approval first.
-            approval_id = _governing_approval_id(candidate_input, finding.evidence_refs[0])
-    reason = codes[0] if codes else ReasonCodeV2.INSUFFICIENT_EVIDENCE
-    return PolicyResult(decision, reason, approval_id, detail)
+    return V2Evaluator(engine, approval_timeout_s, flaws).evaluate(request, platform)

@@ -21,19 +21,12 @@ from typing import Any
 import cedarpy
 
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
+from trustbench.rtb.policy.narrow_v2 import _models as models
 from trustbench.rtb.policy.narrow_v2._cedar_entities import PROPOSAL as _PROPOSAL
 from trustbench.rtb.policy.narrow_v2._cedar_entities import entities as _entities
 from trustbench.rtb.policy.narrow_v2._cedar_values import cedar_value as _norm
-from trustbench.rtb.policy.narrow_v2._models import (
-    POLICY_ID_V2,
-    ApprovalRecordV2,
-    CandidateInputV2,
-    PolicyRecordV2,
-    ReasonCodeV2,
-    ResourceStateRecordV2,
-)
 
-POLICY_IDS: tuple[str, ...] = (POLICY_ID_V2,)
+POLICY_IDS: tuple[str, ...] = (models.POLICY_ID_V2,)
 """Policies this encoding implements."""
 
 
@@ -43,7 +36,7 @@ class CedarFinding:
 
     decision: Decision
     """permit, deny or hold."""
-    reason_codes: tuple[ReasonCodeV2, ...]
+    reason_codes: tuple[models.ReasonCodeV2, ...]
     """Reasons at the decisive precedence level."""
     detail: str = ""
     """Why Cedar failed closed, when it did."""
@@ -84,12 +77,12 @@ def _approval(record_id: str) -> dict[str, str]:
     return {"type": "Approval", "id": record_id}
 
 
-def cedar_assess_v2(ci: CandidateInputV2) -> CedarFinding:
+def cedar_assess_v2(ci: models.CandidateInputV2) -> CedarFinding:
     """Decide one v0.2 candidate input with the Cedar encoding of the policy."""
     try:
         return _assess(ci)
     except Exception as error:  # any engine or translation failure fails closed
-        return CedarFinding(Decision.HOLD, (ReasonCodeV2.INSUFFICIENT_EVIDENCE,), str(error))
+        return CedarFinding(Decision.HOLD, (models.ReasonCodeV2.INSUFFICIENT_EVIDENCE,), str(error))
 
 
 def ask_cedar(
@@ -109,8 +102,8 @@ def _ask(requests: list[dict], entities: list[dict]) -> list[cedarpy.AuthzResult
     return ask_cedar(requests, load_policy_text_v2(), entities)
 
 
-def _assess(ci: CandidateInputV2) -> CedarFinding:
-    approvals = [r for r in ci.evidence if isinstance(r, ApprovalRecordV2)]
+def _assess(ci: models.CandidateInputV2) -> CedarFinding:
+    approvals = [r for r in ci.evidence if isinstance(r, models.ApprovalRecordV2)]
     entities = _entities(ci, approvals)
     applies = _ask(
         [cedar_request(_approval(a.record_id), "applies", _PROPOSAL) for a in approvals], entities
@@ -144,7 +137,7 @@ def _assess(ci: CandidateInputV2) -> CedarFinding:
     states = [
         r
         for r in ci.evidence
-        if isinstance(r, ResourceStateRecordV2)
+        if isinstance(r, models.ResourceStateRecordV2)
         and _norm(r.resource_id) == _norm(ci.proposal.target)
     ]
     revisions = sorted({_norm(s.revision) for s in states})
@@ -152,7 +145,7 @@ def _assess(ci: CandidateInputV2) -> CedarFinding:
         {
             _norm(name)
             for p in ci.evidence
-            if isinstance(p, PolicyRecordV2)
+            if isinstance(p, models.PolicyRecordV2)
             for name in p.authorised_approvers
         }
     )
@@ -168,7 +161,10 @@ def _assess(ci: CandidateInputV2) -> CedarFinding:
 
 def _precedence(results: list[cedarpy.AuthzResult]) -> CedarFinding:
     return precedence(
-        results, load_policy_text_v2(), ReasonCodeV2, ReasonCodeV2.INSUFFICIENT_EVIDENCE
+        results,
+        load_policy_text_v2(),
+        models.ReasonCodeV2,
+        models.ReasonCodeV2.INSUFFICIENT_EVIDENCE,
     )
 
 

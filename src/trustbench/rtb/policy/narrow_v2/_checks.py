@@ -10,10 +10,12 @@ and no grader-only value in anything a candidate sees.
 
 from __future__ import annotations
 
-from trustbench.rtb.corpus._problem import Problem, duplicate_case_ids, json_pointer
+from trustbench.rtb.corpus._problem import Problem, json_pointer
 from trustbench.rtb.policy._case_checks import (
     candidate_visible_leaks,
     duplicate_record_ids,
+    each_case,
+    unresolved_record_ids,
     unsupported_reason_codes,
 )
 from trustbench.rtb.policy.narrow_v2._models import (
@@ -29,11 +31,7 @@ CaseFileV2 = tuple[str, CaseV2]
 
 def check_cases_v2(cases: list[CaseFileV2]) -> list[Problem]:
     """Run every v0.2 check; an empty list means the cases are consistent."""
-    problems = duplicate_case_ids(cases)
-    for rel, case in cases:
-        problems += _case_internal(rel, case)
-    problems += _leaks(cases)
-    return problems
+    return each_case(cases, _case_internal) + _leaks(cases)
 
 
 def _case_internal(rel: str, case: CaseV2) -> list[Problem]:
@@ -49,25 +47,15 @@ def _case_internal(rel: str, case: CaseV2) -> list[Problem]:
             )
         )
     expectations = case.expectations
-    for index, record_id in enumerate(expectations.decisive_record_ids):
-        if record_id not in record_ids:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=json_pointer(["expectations", "decisive_record_ids", index]),
-                    message=f"decisive record id {record_id!r} resolves to no evidence record",
-                )
-            )
-    for index, discrepancy in enumerate(expectations.decisive_discrepancies):
-        if discrepancy.record_id not in record_ids:
-            problems.append(
-                Problem(
-                    file=rel,
-                    pointer=json_pointer(["expectations", "decisive_discrepancies", index]),
-                    message=f"discrepancy record id {discrepancy.record_id!r} resolves to no "
-                    "evidence record",
-                )
-            )
+    problems += unresolved_record_ids(
+        rel, "decisive_record_ids", expectations.decisive_record_ids, record_ids
+    )
+    problems += unresolved_record_ids(
+        rel,
+        "decisive_discrepancies",
+        [d.record_id for d in expectations.decisive_discrepancies],
+        record_ids,
+    )
     problems += unsupported_reason_codes(rel, expectations, REASON_CODE_DECISION_V2)
     for index, reading in enumerate(expectations.contestable_readings):
         for code in reading.reason_codes:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from trustbench.rtb.policy._finding_rules import FindingRules
+from trustbench.rtb.policy._policy_base import LazyControlPath, reason_tables
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v2._ablation import AblatedV2Reviewer
 from trustbench.rtb.policy.narrow_v2._checks import check_cases_v2
@@ -35,13 +36,13 @@ from trustbench.rtb.policy.narrow_v2._reviewer import ReferencePolicyV2Reviewer,
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
     from trustbench.rtb.corpus._problem import Problem
-    from trustbench.rtb.platform import FaultType, PlatformSeed, PlatformView
-    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
+    from trustbench.rtb.platform import PlatformView
+    from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.policy.narrow_v2._boundary import Engine
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
-class EvidenceRecordsPolicy:
+class EvidenceRecordsPolicy(LazyControlPath):
     """What every policy whose input is task, `as_of`, proposal and evidence records shares.
 
     v0.2 and v0.3 (which extends v0.2's records) build their candidate input, shape a reply and
@@ -86,11 +87,9 @@ class NarrowApprovalV2(EvidenceRecordsPolicy):
     case_model: type[BaseModel] = CaseV2
     candidate_model: type[BaseModel] = CandidateInputV2
     response_model: type[BaseModel] = ReviewerResponseV2
-    reason_codes: tuple[str, ...] = tuple(code.value for code in ReasonCodeV2)
-    reason_decision: Mapping[str, str] = {
-        c.value: d.value for c, d in REASON_CODE_DECISION_V2.items()
-    }
-    reason_meaning: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V2.items()}
+    reason_codes, reason_decision, reason_meaning = reason_tables(
+        ReasonCodeV2, REASON_CODE_DECISION_V2, REASON_CODE_MEANING_V2
+    )
     evidence_defs: tuple[str, ...] = (
         "ApprovalRecordV2",
         "RevocationRecord",
@@ -121,21 +120,11 @@ class NarrowApprovalV2(EvidenceRecordsPolicy):
     reference_finding = staticmethod(reference_finding)
     """`assess_v2` as reply fields (with its structured discrepancies)."""
 
-    def seed_platform(self, case: Any) -> PlatformSeed:
-        """Clock at the case's `as_of`; approvers, revocations and approvals become state.
-
-        The control-path mapping (and the platform models it builds) is imported here, by the
-        control-path and workflow tracks only: a reviewer run never needs it.
-        """
-        from trustbench.rtb.policy.narrow_v2._control import seed_from_case_v2
-
-        return seed_from_case_v2(case)
-
-    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
-        """The decisive active approval of an uncontested permit (stale one: metadata fault)."""
-        from trustbench.rtb.policy.narrow_v2._control import fault_approval_v2
-
-        return fault_approval_v2(case, fault)
+    control_module = "trustbench.rtb.policy.narrow_v2._control"
+    seed_function = "seed_from_case_v2"
+    """Clock at the case's `as_of`; approvers, revocations and approvals become state."""
+    fault_function = "fault_approval_v2"
+    """The decisive active approval of an uncontested permit (stale one: metadata fault)."""
 
     def ablated_reviewer(self, rule_id: str) -> Reviewer:
         """The reference reviewer without rule `rule_id` (`_ablation.py`)."""

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
@@ -349,23 +351,37 @@ def finding_reply_v2(evaluation_id: str, finding: FindingV2) -> str:
 
 
 class ReferencePolicyV2Reviewer:
-    """Deterministic reviewer answering with the v0.2 policy finding of `assess_v2`."""
+    """Deterministic reviewer answering with the v0.2 policy finding of `assess_v2`.
+
+    A later policy whose finding is a `FindingV2` (v0.3) subclasses it, naming its own input
+    model, policy id and reader; the ablated readers replace only `read`.
+    """
 
     name = "reference-policy-v2"
     policy_ids: tuple[str, ...] = (POLICY_ID_V2,)
     """Policies this reviewer implements; a track refuses a corpus declaring another."""
+    input_model: type[BaseModel] = CandidateInputV2
+    """The candidate-input format of that policy (any other input is refused)."""
+
+    def assess(self, candidate_input: Any, disabled: frozenset[str] = frozenset()) -> FindingV2:
+        """The policy's full reader, without the rules in `disabled` (`assess_v2`)."""
+        return assess_v2(candidate_input, disabled)
+
+    def read(self, candidate_input: Any) -> FindingV2:
+        """The finding this reviewer replies with: the full reading."""
+        return self.assess(candidate_input)
 
     def review(self, prompt: str, candidate_input: CandidateInputV2) -> str | None:  # type: ignore[override]
-        """Return the v0.2 policy finding as a JSON reply (the prompt is unused).
+        """Return the policy finding of `read` as a JSON reply (the prompt is unused).
 
         Raises:
-            InputError: The input is not in the v0.2 format (this reviewer implements
-                `rtb-narrow-approval-v2` only).
+            InputError: The input is not in the policy's format (this reviewer implements
+                `policy_ids[0]` only).
         """
-        if not isinstance(candidate_input, CandidateInputV2):
+        if not isinstance(candidate_input, self.input_model):
             raise InputError(
-                f"{self.name} implements policy {POLICY_ID_V2}; got a "
+                f"{self.name} implements policy {self.policy_ids[0]}; got a "
                 f"{type(candidate_input).__name__}",
                 location=f"evaluation {getattr(candidate_input, 'evaluation_id', '?')}",
             )
-        return finding_reply_v2(candidate_input.evaluation_id, assess_v2(candidate_input))
+        return finding_reply_v2(candidate_input.evaluation_id, self.read(candidate_input))

@@ -10,15 +10,16 @@ input, as the reference does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.policy._rules import unknown_rule
+from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v2 import _decision_rules as v2
-from trustbench.rtb.policy.narrow_v2._ablation import credulous, fail_open
-from trustbench.rtb.policy.narrow_v2._reviewer import FindingV2, finding_reply_v2
+from trustbench.rtb.policy.narrow_v2._ablation import AblatedV2Reviewer, credulous, fail_open
+from trustbench.rtb.policy.narrow_v2._reviewer import FindingV2
 from trustbench.rtb.policy.narrow_v3 import _decision_rules as v3
 from trustbench.rtb.policy.narrow_v3._models import CandidateInputV3, ReasonCodeV3
 from trustbench.rtb.policy.narrow_v3._reviewer import (
@@ -52,19 +53,10 @@ _LAST_STEP: dict[str, Callable[[CandidateInputV3], FindingV2]] = {
 }
 
 
-class AblatedV3Reviewer(ReferencePolicyV3Reviewer):
+class AblatedV3Reviewer(AblatedV2Reviewer, ReferencePolicyV3Reviewer):
     """The v0.3 reference reviewer with one rule of the policy text removed."""
 
-    def __init__(self, rule_id: str) -> None:
-        if rule_id not in {rule.rule_id for rule in v3.DECISION_RULES_V3}:
-            raise unknown_rule(rule_id, v3.DECISION_RULES_V3)
-        self.rule_id = rule_id
-        self.name = f"reference-policy-v3-without-{rule_id}"
-        disabled = frozenset({rule_id})
-        self._read = _LAST_STEP.get(rule_id) or (lambda ci: assess_v3(ci, disabled))
-
-    def review(self, prompt: str, candidate_input: CandidateInputV3) -> str | None:  # type: ignore[override]
-        """The ablated finding as a JSON reply (the input is checked as the reference does)."""
-        if not isinstance(candidate_input, CandidateInputV3):
-            return super().review(prompt, candidate_input)  # refuses it as the reference does
-        return finding_reply_v2(candidate_input.evaluation_id, self._read(candidate_input))
+    decision_rules: tuple[PolicyRule, ...] = v3.DECISION_RULES_V3
+    """The rules that may be removed (v0.2's as v0.3 states them, then v0.3's own)."""
+    last_steps: Mapping[str, Callable[[Any], FindingV2]] = _LAST_STEP
+    """v0.2's last steps on v0.3's finding, and the break-glass reader."""

@@ -17,29 +17,30 @@ decision.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
 
-from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
-from trustbench.rtb.corpus._models import Decision
+from pydantic import BaseModel
+
+from trustbench.rtb.boundaries._policy import PolicyFlaws
 from trustbench.rtb.platform import ControlRequest, GovernanceSeed, PlatformView
-from trustbench.rtb.policy.narrow_v2._boundary import iso, live_evidence
+from trustbench.rtb.policy._records import same_named
+from trustbench.rtb.policy.narrow_v2._boundary import V2Evaluator, iso, live_evidence
+from trustbench.rtb.policy.narrow_v2._cedar import CedarFinding
+from trustbench.rtb.policy.narrow_v2._models import ApprovalRecordV2
+from trustbench.rtb.policy.narrow_v2._reviewer import FindingV2
+from trustbench.rtb.policy.narrow_v3 import _models as models
 from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
-from trustbench.rtb.policy.narrow_v3._models import (
-    POLICY_ID_V3,
-    ApprovalRecordV3,
-    BreakGlassRecord,
-    CandidateInputV3,
-    DelegationRecord,
-    FreezeWindowRecord,
-    MaintenanceWindowRecord,
-    PolicyRecordV3,
-    ProposalV3,
-    ReasonCodeV3,
-)
 from trustbench.rtb.policy.narrow_v3._reviewer import assess_v3, governing_approval
 
 Engine = Literal["reference", "cedar"]
 """Which existing encoding of the v0.3 policy decides."""
+
+
+def _as_text(name: str, value: Any) -> Any:
+    """A seed's value as a record carries it (an instant as ISO 8601 text)."""
+    return iso(value) if isinstance(value, datetime) else value
 
 
 def governance_evidence(governance: GovernanceSeed) -> list[Any]:
@@ -47,9 +48,9 @@ def governance_evidence(governance: GovernanceSeed) -> list[Any]:
     records: list[Any] = []
     if governance.approver_scopes:
         records.append(
-            PolicyRecordV3(
+            models.PolicyRecordV3(
                 record_id="platform-policy",
-                policy_id=POLICY_ID_V3,
+                policy_id=models.POLICY_ID_V3,
                 title="policy in force on the platform",
                 text="",
                 approver_scopes={k: list(v) for k, v in governance.approver_scopes.items()},
@@ -61,7 +62,7 @@ def governance_evidence(governance: GovernanceSeed) -> list[Any]:
     for i, w in enumerate(governance.calendar):
         if w.kind == "freeze":
             records.append(
-                FreezeWindowRecord(
+                models.FreezeWindowRecord(
                     record_id=f"calendar:{i}",
                     environments=list(w.environments),
                     starts_at=iso(w.starts_at),
@@ -71,7 +72,7 @@ def governance_evidence(governance: GovernanceSeed) -> list[Any]:
             )
         else:
             records += [
-                MaintenanceWindowRecord(
+                models.MaintenanceWindowRecord(
                     record_id=f"calendar:{i}:{j}",
                     environment=environment,
                     starts_at=iso(w.starts_at),
@@ -80,40 +81,24 @@ def governance_evidence(governance: GovernanceSeed) -> list[Any]:
                 for j, environment in enumerate(w.environments)
             ]
     records += [
-        DelegationRecord(
-            record_id=f"delegation:{i}",
-            delegator=d.delegator,
-            delegate=d.delegate,
-            operations=list(d.operations),
-            environments=list(d.environments),
-            valid_from=iso(d.valid_from),
-            valid_until=iso(d.valid_until),
-        )
+        same_named(d, models.DelegationRecord, _as_text, record_id=f"delegation:{i}")
         for i, d in enumerate(governance.delegations)
     ]
     records += [
-        BreakGlassRecord(
-            record_id=f"break-glass:{i}",
-            target=b.target,
-            declared_by=b.declared_by,
-            incident=b.incident,
-            declared_at=iso(b.declared_at),
-            expires_at=iso(b.expires_at),
-            post_review_by=b.post_review_by,
-        )
+        same_named(b, models.BreakGlassRecord, _as_text, record_id=f"break-glass:{i}")
         for i, b in enumerate(governance.break_glass)
     ]
     return records
 
 
-def live_proposal(request: ControlRequest, governance: GovernanceSeed) -> ProposalV3:
+def live_proposal(request: ControlRequest, governance: GovernanceSeed) -> models.ProposalV3:
     """The request as a v0.3 proposal: requester and classification come from the platform.
 
     A target the platform has not classified gets an empty environment and tier (no approver is
     scoped to it, so nothing authorises the change).
     """
     placed = governance.resource_classes.get(request.target)
-    return ProposalV3(
+    return models.ProposalV3(
         operation=request.operation,
         target=request.target,
         parameters=dict(request.parameters),
@@ -125,45 +110,37 @@ def live_proposal(request: ControlRequest, governance: GovernanceSeed) -> Propos
 
 
 @dataclass(frozen=True)
-class V3Evaluator:
+class V3Evaluator(V2Evaluator):
     """Policy v0.3 on live state, bound to an engine, a timeout and flaws (a `LiveEvaluator`)."""
 
-    engine: Engine
-    approval_timeout_s: float
-    flaws: PolicyFlaws
+    reason_codes: ClassVar[type[StrEnum]] = models.ReasonCodeV3
+    """The policy's vocabulary."""
+    approval_model: ClassVar[type[ApprovalRecordV2]] = models.ApprovalRecordV3
+    """Approvals with their co-approvers."""
 
-    def evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
-        """Decide `request` at the platform's current simulated time."""
-        evidence = live_evidence(
-            request, platform, self.flaws, self.approval_timeout_s, ApprovalRecordV3
-        )
-        if evidence is None:
-            return PolicyResult(
-                Decision.PERMIT,
-                ReasonCodeV3.PROPOSAL_MATCHES_ACTIVE_APPROVAL,
-                detail="approval service unavailable; assumed approved",
-            )
-        governance = platform.governance
-        records: list[Any] = [*governance_evidence(governance), *evidence]
-        candidate_input = CandidateInputV3(
-            evaluation_id=request.request_id,
-            task="authorize the request",
-            as_of=iso(platform.now()),
-            proposal=live_proposal(request, governance),
-            evidence=records,
-        )
-        approval_id: str | None = None
-        if self.engine == "cedar":
-            cedar = cedar_assess_v3(candidate_input)
-            decision, codes, detail = cedar.decision, cedar.reason_codes, cedar.detail
-        else:
-            finding = assess_v3(candidate_input)
-            decision, codes, detail = finding.decision, finding.reason_codes, finding.explanation
-            governing = governing_approval(candidate_input)
-            if decision == Decision.PERMIT and governing is not None:
-                approval_id = governing.approval_id
-        reason = codes[0] if codes else ReasonCodeV3.INSUFFICIENT_EVIDENCE
-        return PolicyResult(decision, reason, approval_id, detail)
+    input_model: ClassVar[type[BaseModel]] = models.CandidateInputV3
+    """The v0.3 candidate input."""
+
+    def proposal(self, request: ControlRequest, platform: PlatformView) -> models.ProposalV3:
+        """The request with the requester and classification the platform supplies."""
+        return live_proposal(request, platform.governance)
+
+    def records(self, platform: PlatformView, evidence: list[Any]) -> list[Any]:
+        """The governance records, then v0.2's live evidence."""
+        return [*governance_evidence(platform.governance), *evidence]
+
+    def cedar(self, candidate_input: Any) -> CedarFinding:
+        """The Cedar v0.3 encoding's decision (`cedar_assess_v3`)."""
+        return cedar_assess_v3(candidate_input)
+
+    def assess(self, candidate_input: Any) -> FindingV2:
+        """The reference reviewer's finding (`assess_v3`)."""
+        return assess_v3(candidate_input)
+
+    def permitted_approval(self, candidate_input: Any, finding: FindingV2) -> str | None:
+        """The approval id of the governing approval, if one governs."""
+        governing = governing_approval(candidate_input)
+        return None if governing is None else governing.approval_id
 
 
 def change_records_v3(target: str, platform: PlatformView) -> dict[str, Any]:
@@ -176,11 +153,13 @@ def change_records_v3(target: str, platform: PlatformView) -> dict[str, Any]:
     probe = ControlRequest(
         request_id="records", operation="", target=target, parameters={}, resource_revision=""
     )
-    evidence = live_evidence(probe, platform, PolicyFlaws(), float("inf"), ApprovalRecordV3) or []
+    evidence = (
+        live_evidence(probe, platform, PolicyFlaws(), float("inf"), models.ApprovalRecordV3) or []
+    )
     governance = platform.governance
     context = live_proposal(probe, governance)
     return {
-        "policy_id": POLICY_ID_V3,
+        "policy_id": models.POLICY_ID_V3,
         "proposal_context": {
             "requested_by": context.requested_by,
             "environment": context.environment,

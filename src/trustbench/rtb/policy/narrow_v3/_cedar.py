@@ -27,17 +27,8 @@ from trustbench.rtb.policy.narrow_v2._cedar import (
 )
 from trustbench.rtb.policy.narrow_v2._cedar import cedar_request as _request
 from trustbench.rtb.policy.narrow_v2._cedar_values import cedar_value as _norm
+from trustbench.rtb.policy.narrow_v3 import _models as models
 from trustbench.rtb.policy.narrow_v3._cedar_entities import entities_v3, policy_set, scopes
-from trustbench.rtb.policy.narrow_v3._models import (
-    ApprovalRecordV3,
-    BreakGlassRecord,
-    CandidateInputV3,
-    DelegationRecord,
-    FreezeWindowRecord,
-    MaintenanceWindowRecord,
-    ReasonCodeV3,
-    ResourceStateRecordV2,
-)
 
 _PROPOSAL = {"type": "Proposal", "id": "proposal"}
 
@@ -61,19 +52,19 @@ def _allowed(requests: list[dict], entities: list[dict]) -> list[bool]:
     return [r.decision == cedarpy.Decision.Allow for r in _ask(requests, entities)]
 
 
-def cedar_assess_v3(ci: CandidateInputV3) -> CedarFinding:
+def cedar_assess_v3(ci: models.CandidateInputV3) -> CedarFinding:
     """Decide one v0.3 candidate input with the Cedar encoding of the policy."""
     try:
         return _assess(ci)
     except Exception as error:  # any engine or translation failure fails closed
-        return CedarFinding(Decision.HOLD, (ReasonCodeV3.INSUFFICIENT_EVIDENCE,), str(error))  # type: ignore[arg-type]
+        return CedarFinding(Decision.HOLD, (models.ReasonCodeV3.INSUFFICIENT_EVIDENCE,), str(error))  # type: ignore[arg-type]
 
 
-def _ids(kind: type, ci: CandidateInputV3) -> list[str]:
+def _ids(kind: type, ci: models.CandidateInputV3) -> list[str]:
     return [r.record_id for r in ci.evidence if isinstance(r, kind)]
 
 
-def _authorised(ci: CandidateInputV3, entities: list[dict]) -> list[str]:
+def _authorised(ci: models.CandidateInputV3, entities: list[dict]) -> list[str]:
     scoped = scopes(ci)
     hits = _allowed(
         [
@@ -83,7 +74,7 @@ def _authorised(ci: CandidateInputV3, entities: list[dict]) -> list[str]:
         entities,
     )
     direct = sorted({_norm(name) for (name, _), ok in zip(scoped, hits, strict=True) if ok})
-    delegations = [r for r in ci.evidence if isinstance(r, DelegationRecord)]
+    delegations = [r for r in ci.evidence if isinstance(r, models.DelegationRecord)]
     hits = _allowed(
         [
             _request(
@@ -105,7 +96,7 @@ def _count(
     kind: type,
     entity: str,
     action: str,
-    ci: CandidateInputV3,
+    ci: models.CandidateInputV3,
     entities: list[dict],
     context: dict | None = None,
 ) -> int:
@@ -117,13 +108,13 @@ def _count(
     )
 
 
-def _assess(ci: CandidateInputV3) -> CedarFinding:
+def _assess(ci: models.CandidateInputV3) -> CedarFinding:
     entities = entities_v3(ci)
-    approvals = [r for r in ci.evidence if isinstance(r, ApprovalRecordV3)]
+    approvals = [r for r in ci.evidence if isinstance(r, models.ApprovalRecordV3)]
     authorised = _authorised(ci, entities)
     glass = (
         _count(
-            BreakGlassRecord,
+            models.BreakGlassRecord,
             "BreakGlass",
             "lifts",
             ci,
@@ -134,8 +125,8 @@ def _assess(ci: CandidateInputV3) -> CedarFinding:
     )
     gate = {
         "break_glass": glass,
-        "freeze_count": _count(FreezeWindowRecord, "Freeze", "freezes", ci, entities),
-        "open_windows": _count(MaintenanceWindowRecord, "Window", "opens", ci, entities),
+        "freeze_count": _count(models.FreezeWindowRecord, "Freeze", "freezes", ci, entities),
+        "open_windows": _count(models.MaintenanceWindowRecord, "Window", "opens", ci, entities),
         "window_environments": policy_set(ci, "window_environments"),
     }
     fired = _ask([_request(_PROPOSAL, "gate", _PROPOSAL, gate)], entities)
@@ -189,7 +180,7 @@ def _assess(ci: CandidateInputV3) -> CedarFinding:
         {
             _norm(s.revision)
             for s in ci.evidence
-            if isinstance(s, ResourceStateRecordV2)
+            if isinstance(s, models.ResourceStateRecordV2)
             and _norm(s.resource_id) == _norm(ci.proposal.target)
         }
     )
@@ -212,5 +203,8 @@ def _assess(ci: CandidateInputV3) -> CedarFinding:
 def _precedence(results: list[Any]) -> CedarFinding:
     """Deny outranks hold, hold outranks permit; nothing fired is hold."""
     return precedence(
-        results, policy_text_v3_cedar(), ReasonCodeV3, ReasonCodeV3.INSUFFICIENT_EVIDENCE
+        results,
+        policy_text_v3_cedar(),
+        models.ReasonCodeV3,
+        models.ReasonCodeV3.INSUFFICIENT_EVIDENCE,
     )

@@ -14,15 +14,7 @@ from typing import Any
 from trustbench.rtb.policy.narrow_v2._cedar_entities import entities as v2_entities
 from trustbench.rtb.policy.narrow_v2._cedar_values import cedar_epoch as _epoch
 from trustbench.rtb.policy.narrow_v2._cedar_values import cedar_value as _norm
-from trustbench.rtb.policy.narrow_v3._models import (
-    ApprovalRecordV3,
-    BreakGlassRecord,
-    CandidateInputV3,
-    DelegationRecord,
-    FreezeWindowRecord,
-    MaintenanceWindowRecord,
-    PolicyRecordV3,
-)
+from trustbench.rtb.policy.narrow_v3 import _models as models
 
 
 def _uid(kind: str, key: str) -> dict[str, str]:
@@ -37,9 +29,14 @@ def _set(values: list[str]) -> list[str]:
     return sorted({_norm(v) for v in values})
 
 
-def entities_v3(ci: CandidateInputV3) -> list[dict[str, Any]]:
+def _span(window: Any) -> dict[str, int]:
+    """A freeze's or maintenance window's instants as the `starts` and `ends` epochs Cedar reads."""
+    return {"starts": _epoch(window.starts_at), "ends": _epoch(window.ends_at)}
+
+
+def entities_v3(ci: models.CandidateInputV3) -> list[dict[str, Any]]:
     """Every entity of the input: v0.2's, extended, and v0.3's own."""
-    approvals = [r for r in ci.evidence if isinstance(r, ApprovalRecordV3)]
+    approvals = [r for r in ci.evidence if isinstance(r, models.ApprovalRecordV3)]
     out = v2_entities(ci, approvals)  # type: ignore[arg-type]
     proposal = ci.proposal
     out[0]["attrs"] |= {
@@ -56,7 +53,7 @@ def entities_v3(ci: CandidateInputV3) -> list[dict[str, Any]]:
             _entity("Scope", str(index), {"approver": _norm(name), "environments": _set(envs)})
         )
     for r in ci.evidence:
-        if isinstance(r, DelegationRecord):
+        if isinstance(r, models.DelegationRecord):
             out.append(
                 _entity(
                     "Delegation",
@@ -71,21 +68,13 @@ def entities_v3(ci: CandidateInputV3) -> list[dict[str, Any]]:
                     },
                 )
             )
-        elif isinstance(r, FreezeWindowRecord):
-            attrs = {
-                "environments": _set(r.environments),
-                "starts": _epoch(r.starts_at),
-                "ends": _epoch(r.ends_at),
-            }
+        elif isinstance(r, models.FreezeWindowRecord):
+            attrs = {"environments": _set(r.environments), **_span(r)}
             out.append(_entity("Freeze", r.record_id, attrs))
-        elif isinstance(r, MaintenanceWindowRecord):
-            attrs = {
-                "environment": _norm(r.environment),
-                "starts": _epoch(r.starts_at),
-                "ends": _epoch(r.ends_at),
-            }
+        elif isinstance(r, models.MaintenanceWindowRecord):
+            attrs = {"environment": _norm(r.environment), **_span(r)}
             out.append(_entity("Window", r.record_id, attrs))
-        elif isinstance(r, BreakGlassRecord):
+        elif isinstance(r, models.BreakGlassRecord):
             reviewer = r.post_review_by
             attrs = {
                 "target": _norm(r.target),
@@ -99,18 +88,18 @@ def entities_v3(ci: CandidateInputV3) -> list[dict[str, Any]]:
     return out
 
 
-def scopes(ci: CandidateInputV3) -> list[tuple[str, list[str]]]:
+def scopes(ci: models.CandidateInputV3) -> list[tuple[str, list[str]]]:
     """(approver, environments) of every policy record, in order."""
     return [
         (name, envs)
         for p in ci.evidence
-        if isinstance(p, PolicyRecordV3)
+        if isinstance(p, models.PolicyRecordV3)
         for name, envs in p.approver_scopes.items()
     ]
 
 
-def policy_set(ci: CandidateInputV3, field: str) -> list[str]:
+def policy_set(ci: models.CandidateInputV3, field: str) -> list[str]:
     """A policy-record list (tiers, window environments, holders) as Cedar values."""
     return _set(
-        [v for p in ci.evidence if isinstance(p, PolicyRecordV3) for v in getattr(p, field)]
+        [v for p in ci.evidence if isinstance(p, models.PolicyRecordV3) for v in getattr(p, field)]
     )

@@ -8,7 +8,8 @@ in `decisive_rules` is a rule of the policy text, and each policy record states 
 
 from __future__ import annotations
 
-from trustbench.rtb.corpus._problem import Problem, duplicate_case_ids, json_pointer
+from trustbench.rtb.corpus._problem import Problem, json_pointer
+from trustbench.rtb.policy._case_checks import each_case
 from trustbench.rtb.policy.narrow_v2._checks import _leaks
 from trustbench.rtb.policy.narrow_v3._models import (
     POLICY_ID_V3,
@@ -21,11 +22,13 @@ from trustbench.rtb.policy.narrow_v3._rules import RULE_IDS, policy_text_v3
 
 def check_cases_v3(cases: list[tuple[str, CaseV3]]) -> list[Problem]:
     """Run every v0.3 check; an empty list means the cases are consistent."""
-    problems = duplicate_case_ids(cases)
-    for rel, case in cases:
-        problems += [Problem(file=rel, pointer=p, message=m) for p, m in _case_internal(case)]
-    problems += _leaks(cases)  # type: ignore[arg-type]
-    return problems
+    problems = each_case(
+        cases,
+        lambda rel, case: [
+            Problem(file=rel, pointer=p, message=m) for p, m in _case_internal(case)
+        ],
+    )
+    return problems + _leaks(cases)  # type: ignore[arg-type]
 
 
 def _case_internal(case: CaseV3) -> list[tuple[str, str]]:

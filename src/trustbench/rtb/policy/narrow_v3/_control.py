@@ -17,7 +17,10 @@ decisive approvals, never a boundary's evaluation.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from datetime import datetime
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel
 
 from trustbench.rtb.platform import (
     BreakGlassSeed,
@@ -28,6 +31,7 @@ from trustbench.rtb.platform import (
     PlatformSeed,
     ResourceClass,
 )
+from trustbench.rtb.policy._records import same_named
 from trustbench.rtb.policy.narrow_v2._control import _instant, fault_approval_v2, seed_from_case_v2
 from trustbench.rtb.policy.narrow_v2._models import ApprovalRecordV2, CaseV2
 from trustbench.rtb.policy.narrow_v3._models import (
@@ -40,6 +44,8 @@ from trustbench.rtb.policy.narrow_v3._models import (
     MaintenanceWindowRecord,
     PolicyRecordV3,
 )
+
+SeedT = TypeVar("SeedT", bound=BaseModel)
 
 
 def _policy_configuration(case: CaseV3) -> dict[str, Any]:
@@ -86,38 +92,20 @@ def _calendar(case: CaseV3) -> list[CalendarWindowSeed]:
     return windows
 
 
-def _delegations(case: CaseV3) -> list[DelegationSeed]:
+def _seeds(
+    case: CaseV3, record_type: type[Any], seed_type: type[SeedT], id_field: str
+) -> list[SeedT]:
+    """Each `record_type` record of the case as a `seed_type`: id as `id_field`, instants parsed."""
     at = cast("CaseV2", case)
-    return [
-        DelegationSeed(
-            delegation_id=d.record_id,
-            delegator=d.delegator,
-            delegate=d.delegate,
-            operations=list(d.operations),
-            environments=list(d.environments),
-            valid_from=_instant(at, d.record_id, d.valid_from),
-            valid_until=_instant(at, d.record_id, d.valid_until),
-        )
-        for d in case.evidence
-        if isinstance(d, DelegationRecord)
-    ]
+    instants = {n for n, f in seed_type.model_fields.items() if f.annotation is datetime}
 
+    def seed(r: Any) -> SeedT:
+        def convert(name: str, value: Any) -> Any:
+            return _instant(at, r.record_id, value) if name in instants else value
 
-def _break_glass(case: CaseV3) -> list[BreakGlassSeed]:
-    at = cast("CaseV2", case)
-    return [
-        BreakGlassSeed(
-            declaration_id=b.record_id,
-            target=b.target,
-            declared_by=b.declared_by,
-            incident=b.incident,
-            declared_at=_instant(at, b.record_id, b.declared_at),
-            expires_at=_instant(at, b.record_id, b.expires_at),
-            post_review_by=b.post_review_by,
-        )
-        for b in case.evidence
-        if isinstance(b, BreakGlassRecord)
-    ]
+        return same_named(r, seed_type, convert, **{id_field: r.record_id})
+
+    return [seed(r) for r in case.evidence if isinstance(r, record_type)]
 
 
 def seed_from_case_v3(case: CaseV3) -> PlatformSeed:
@@ -144,8 +132,8 @@ def seed_from_case_v3(case: CaseV3) -> PlatformSeed:
         },
         **_policy_configuration(case),
         calendar=_calendar(case),
-        delegations=_delegations(case),
-        break_glass=_break_glass(case),
+        delegations=_seeds(case, DelegationRecord, DelegationSeed, "delegation_id"),
+        break_glass=_seeds(case, BreakGlassRecord, BreakGlassSeed, "declaration_id"),
     )
     return base.model_copy(
         update={"approvals": approvals, "policy_id": POLICY_ID_V3, "governance": governance}

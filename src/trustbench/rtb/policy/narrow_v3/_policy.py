@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from trustbench.rtb.policy._finding_rules import FindingRules
+from trustbench.rtb.policy._policy_base import reason_tables
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v2._policy import EvidenceRecordsPolicy
 from trustbench.rtb.policy.narrow_v3._ablation import AblatedV3Reviewer
@@ -35,8 +36,8 @@ from trustbench.rtb.policy.narrow_v3._reviewer import ReferencePolicyV3Reviewer,
 
 if TYPE_CHECKING:
     from trustbench.rtb.boundaries._policy import PolicyFlaws
-    from trustbench.rtb.platform import FaultType, PlatformSeed, PlatformView
-    from trustbench.rtb.policy._protocol import FaultApproval, LiveEvaluator
+    from trustbench.rtb.platform import PlatformView
+    from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
@@ -47,11 +48,9 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
     case_model: type[BaseModel] = CaseV3
     candidate_model: type[BaseModel] = CandidateInputV3
     response_model: type[BaseModel] = ReviewerResponseV3
-    reason_codes: tuple[str, ...] = tuple(code.value for code in ReasonCodeV3)
-    reason_decision: Mapping[str, str] = {
-        c.value: d.value for c, d in REASON_CODE_DECISION_V3.items()
-    }
-    reason_meaning: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V3.items()}
+    reason_codes, reason_decision, reason_meaning = reason_tables(
+        ReasonCodeV3, REASON_CODE_DECISION_V3, REASON_CODE_MEANING_V3
+    )
     evidence_defs: tuple[str, ...] = (
         "ApprovalRecordV3",
         "RevocationRecord",
@@ -94,21 +93,11 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
         """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
         return cast("Reviewer", AblatedV3Reviewer(rule_id))
 
-    def seed_platform(self, case: Any) -> PlatformSeed:
-        """v0.2's state plus the governance records: requester, classification, calendar, ...
-
-        The control-path mapping (and the platform models it builds) is imported here, by the
-        control-path and workflow tracks only: a reviewer run never needs it.
-        """
-        from trustbench.rtb.policy.narrow_v3._control import seed_from_case_v3
-
-        return seed_from_case_v3(case)
-
-    def fault_approval(self, case: Any, fault: FaultType) -> FaultApproval | None:
-        """v0.2's eligibility: the decisive active approval of an uncontested permit (or stale)."""
-        from trustbench.rtb.policy.narrow_v3._control import fault_approval_v3
-
-        return fault_approval_v3(case, fault)
+    control_module = "trustbench.rtb.policy.narrow_v3._control"
+    seed_function = "seed_from_case_v3"
+    """v0.2's state plus the governance records: requester, classification, calendar, ..."""
+    fault_function = "fault_approval_v3"
+    """v0.2's eligibility: the decisive active approval of an uncontested permit (or stale)."""
 
     def change_records(self, target: str, platform: PlatformView) -> dict[str, Any] | None:
         """Requester, environment, risk tier and every record v0.3 reads, as v0.3 evidence."""

@@ -18,13 +18,13 @@ Interpretation choices, each visible below:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from trustbench.errors import InputError
+from pydantic import BaseModel
+
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.corpus._normalise import equivalent
@@ -32,6 +32,7 @@ from trustbench.rtb.policy.narrow_v2 import _decision_rules as v2
 from trustbench.rtb.policy.narrow_v2._models import CandidateInputV2, PolicyRecordV2
 from trustbench.rtb.policy.narrow_v2._reviewer import (
     FindingV2,
+    ReferencePolicyV2Reviewer,
     _raw_equal,
     assess_v2,
     finding_fields,
@@ -297,24 +298,15 @@ def reference_finding(candidate_input: CandidateInputV3) -> dict[str, Any]:
     return finding_fields(assess_v3(candidate_input))
 
 
-class ReferencePolicyV3Reviewer:
+class ReferencePolicyV3Reviewer(ReferencePolicyV2Reviewer):
     """Deterministic reviewer answering with the v0.3 policy finding of `assess_v3`."""
 
     name = "reference-policy-v3"
     policy_ids: tuple[str, ...] = (POLICY_ID_V3,)
     """Policies this reviewer implements; a track refuses a corpus declaring another."""
+    input_model: type[BaseModel] = CandidateInputV3
+    """The v0.3 candidate-input format (a v0.2 input is refused)."""
 
-    def review(self, prompt: str, candidate_input: CandidateInputV3) -> str | None:  # type: ignore[override]
-        """Return the v0.3 policy finding as a JSON reply (the prompt is unused).
-
-        Raises:
-            InputError: The input is not in the v0.3 format.
-        """
-        if not isinstance(candidate_input, CandidateInputV3):
-            raise InputError(
-                f"{self.name} implements policy {POLICY_ID_V3}; got a "
-                f"{type(candidate_input).__name__}",
-                location=f"evaluation {getattr(candidate_input, 'evaluation_id', '?')}",
-            )
-        fields = finding_fields(assess_v3(candidate_input))
-        return json.dumps({"evaluation_id": candidate_input.evaluation_id, **fields})
+    def assess(self, candidate_input: Any, disabled: frozenset[str] = NONE) -> FindingV2:
+        """The policy's full reader, without the rules in `disabled` (`assess_v3`)."""
+        return assess_v3(candidate_input, disabled)
