@@ -75,7 +75,12 @@ def test_hf_adapter_fast_paths_equal_the_slow_reference_on_smollm2(smollm2_folde
     assert got.caused_by_self == pytest.approx(want.caused_by_self, abs=1e-6)
     r = trace.steps[1].counterfactuals[0].r_prime
     a, b = fast.act(context, r_override=r), slow.act(context, r_override=r)
-    assert [a[x] for x in ACTIONS] == pytest.approx([b[x] for x in ACTIONS], abs=1e-6)
+    # Both run the float32 model, on different row layouts (packed option rows against one
+    # right-padded row each), so their sums are rounded in different orders: on an AMD EPYC
+    # the action probabilities differ by 2.7e-6 (1e-6 held on the machine the fast path was
+    # written on). A logical slip (a wrong position, option id or mask) changes the
+    # distribution itself, far beyond rounding.
+    assert [a[x] for x in ACTIONS] == pytest.approx([b[x] for x in ACTIONS], abs=1e-5)
 
 
 def _review_spec(tmp_path: Path, served: Served, model: str, extraction: str) -> Path:

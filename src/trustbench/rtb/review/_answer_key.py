@@ -31,8 +31,9 @@ class AnswerKey:
     """The known-contestable readings (empty when the case has none)."""
     decisive_ids: list[str]
     """The decisive record ids, in authored order."""
-    others: frozenset[str]
-    """Non-decisive record ids of kinds the citation rule does not leave free."""
+    kinds: tuple[tuple[str, Any], ...]
+    """Each evidence record's id and kind (None without one), in authored order. The citation
+    rule's free kinds are applied at grading time: the rule is the policy's, read when used."""
     evidence: list[dict[str, Any]]
     """The candidate-visible evidence records as JSON (for the discrepancy checks)."""
     request: dict[str, Any]
@@ -58,9 +59,6 @@ def answer_key(case: AuthoredCase) -> AnswerKey:
 def _made(case: AuthoredCase) -> AnswerKey:
     policy = policy_of(case)
     expected = case.expectations
-    free = set(policy.finding_rules.citations.free_kinds)
-    decisive_ids = list(expected.decisive_record_ids)
-    others = {r.record_id for r in case.evidence if getattr(r, "kind", None) not in free}
     structured = policy.structured_discrepancies
     return AnswerKey(
         policy=policy,
@@ -68,8 +66,8 @@ def _made(case: AuthoredCase) -> AnswerKey:
         acceptable=[code.value for code in expected.acceptable_reason_codes],
         decisive=list(getattr(expected, "decisive_discrepancies", None) or []),
         readings=list(getattr(expected, "contestable_readings", None) or []),
-        decisive_ids=decisive_ids,
-        others=frozenset(others - set(decisive_ids)),
+        decisive_ids=list(expected.decisive_record_ids),
+        kinds=tuple((r.record_id, getattr(r, "kind", None)) for r in case.evidence),
         evidence=[record.model_dump(mode="json") for record in case.evidence] if structured else [],
         request=(
             {

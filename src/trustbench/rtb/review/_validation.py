@@ -34,7 +34,7 @@ from trustbench.rtb.policy._protocol import (
     ReviewFinding,
 )
 from trustbench.rtb.policy._registry import policy_of
-from trustbench.rtb.review._answer_key import AnswerKey, answer_key
+from trustbench.rtb.review._answer_key import answer_key
 from trustbench.rtb.review._extraction import extract_answer
 from trustbench.rtb.review._findings import discrepancy_gaps
 
@@ -259,7 +259,7 @@ def _code_gaps(
     return gaps
 
 
-def _citation_gaps(response: Any, key: AnswerKey, rules: CitationRule) -> list[str]:
+def _citation_gaps(response: Any, case: AuthoredCase, rules: CitationRule) -> list[str]:
     """Citations must cover every decisive record and stay within the policy's stated limits.
 
     Rule (data, `CorpusPolicy.finding_rules.citations`, stated verbatim in the prompt): every
@@ -267,12 +267,14 @@ def _citation_gaps(response: Any, key: AnswerKey, rules: CitationRule) -> list[s
     non-decisive records at most `max_other` may be cited, and (where the rule says so) never all
     of them.
     """
+    key = answer_key(case)
     cited = list(dict.fromkeys(response.evidence_refs))
     gaps = []
     uncited = [rid for rid in key.decisive_ids if rid not in cited]
     if uncited:
         gaps.append(f"decisive record(s) not cited: {uncited}")
-    others = key.others
+    free = set(rules.free_kinds)
+    others = {rid for rid, kind in key.kinds if kind not in free} - set(key.decisive_ids)
     extra = [rid for rid in cited if rid in others]
     if extra and rules.never_all_others and set(extra) == others:
         gaps.append(f"cites every non-decisive record {sorted(others)}: not a precise citation")
@@ -337,7 +339,7 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
         )
     gaps += _code_gaps(response, acceptable, corpus_format)
     rules = corpus_format.finding_rules
-    gaps += _citation_gaps(response, key, rules.citations)
+    gaps += _citation_gaps(response, case, rules.citations)
     if corpus_format.structured_discrepancies:
         # Every finding of a format with structured discrepancies is checked, a permit too:
         # nothing cited may be false, and the decisive ones (if any) must be covered. The
