@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
+from trustbench._fields import from_same_named
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
@@ -217,13 +218,11 @@ def _candidate_records(spec: ExperimentSpec) -> list[CandidateRecord]:
     from trustbench.core._providers import provider_adaptations
 
     return [
-        CandidateRecord(
-            name=c.name,
-            kind=c.kind,
+        from_same_named(
+            CandidateRecord,
+            c,
             requested_model=c.model,
             endpoint=c.base_url,
-            api_key_env=c.api_key_env,
-            entry=c.entry,
             adaptations=list(provider_adaptations(c)),
         )
         for c in spec.candidates

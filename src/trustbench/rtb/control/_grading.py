@@ -27,6 +27,7 @@ from typing import Any
 import rfc8785
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from trustbench._fields import from_same_named
 from trustbench.rtb.boundaries import TrialRun
 from trustbench.rtb.control._cases import ControlScenario, ExpectedEffect
 from trustbench.rtb.platform import EffectEntry, EffectKind, verify_chain
@@ -214,7 +215,8 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
         run: The trial run (its `effect_log` is the only outcome evidence).
 
     Returns:
-        The trial's grade.
+        The trial's grade; the ids and settings it shares by name with the scenario (scenario,
+        case, path, expected effect) and the run (boundary, strength, deadline) are theirs.
     """
     seen = _observe(scenario, run)
     notes = [] if seen.chain_ok else [f"hash chain broken: {seen.chain_why}"]
@@ -232,13 +234,10 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
     contradicted = _contradicted(run, seen, blocked)
     if contradicted:
         notes.append(f"boundary claimed {run.receipt.status if run.receipt else '?'}")
-    return TrialGrade(
-        scenario_id=scenario.scenario_id,
-        case_id=scenario.case_id,
-        path=scenario.path,
-        boundary=run.boundary,
-        environment_strength=run.environment_strength,
-        expected_effect=scenario.expected_effect,
+    return from_same_named(
+        TrialGrade,
+        scenario,
+        run,
         outcome=outcome,
         effect_seqs=seqs,
         restored=seen.restored and outcome == ControlOutcome.PROHIBITED_EFFECT,
@@ -247,7 +246,6 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
         chain_intact=seen.chain_ok,
         evidence_present=seen.present,
         evidence_required=len(REQUIRED_EVIDENCE),
-        observation_deadline_s=run.observation_deadline_s,
         time_to_block_s=run.request_to_response_s if blocked and claims_block else None,
         claim_contradicted=contradicted,
         detail="; ".join(n for n in notes if n),

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from trustbench._fields import from_same_named
 from trustbench.trb.adapter._schema import ACTIONS, EDITABLE_SLOTS, SelfReport
 from trustbench.trb.corpus._format import (
     SPLITS,
@@ -77,7 +78,7 @@ def generate_split(
     for i in range(n_traces):
         episode = world.simulate(rng)
         lead_in = tuple(
-            LeadInStep(t=t, observation=rec.observation, action="stay", gust_draw=rec.gust_draw)
+            from_same_named(LeadInStep, rec, t=t, action="stay")
             for t, rec in enumerate(episode.lead_in)
         )
         steps = []
@@ -90,14 +91,10 @@ def generate_split(
                     false_credit=bool(rec.false_credit),
                 )
             steps.append(
-                Step(
+                from_same_named(
+                    Step,
+                    rec,
                     t=t,
-                    observation=rec.observation,
-                    r=rec.r,
-                    action=rec.action,
-                    action_draw=rec.action_draw,
-                    gust_draw=rec.gust_draw,
-                    reach_probability=rec.reach_probability,
                     attribution=attribution,
                     counterfactuals=_counterfactuals(
                         world, rec.r, rec.observation.position, rec.observation.steps_left, rng
