@@ -1,8 +1,9 @@
 """Pieces of a `CorpusPolicy` object that every built-in policy builds the same way.
 
 Each version's `_policy.py` declares its models, vocabulary and rules; what it would otherwise
-write out again (the reason-code tables from its enum and maps, the control-path members that
-import the version's `_control.py` only when first asked) is written once here.
+write out again (the reason-code tables from its enum and maps, the schema names of its evidence
+records, the control-path members that import the version's `_control.py` only when first asked)
+is written once here.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 from importlib import import_module
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, get_args
 
 if TYPE_CHECKING:
     from trustbench.rtb.platform import FaultType, PlatformSeed
@@ -26,6 +27,8 @@ class ReasonTables(NamedTuple):
     """Code -> the decision it supports."""
     meaning: Mapping[str, str]
     """Code -> its one-line meaning."""
+    schema_def: str
+    """The vocabulary's `$defs` name in the shipped schemas (pydantic names it by its enum)."""
 
 
 def reason_tables(
@@ -36,7 +39,19 @@ def reason_tables(
         tuple(code.value for code in codes),
         {c.value: d.value for c, d in decision.items()},
         {c.value: m for c, m in meaning.items()},
+        codes.__name__,
     )
+
+
+def evidence_defs(evidence_record: Any) -> tuple[str, ...]:
+    """The `$defs` names of an evidence union's records: their model names, in the union's order.
+
+    `evidence_record` is a policy's `Annotated[A | B | ..., Field(discriminator="kind")]`; the
+    schemas name each record by its model, so the names are read off the union rather than
+    listed again beside it.
+    """
+    records = get_args(get_args(evidence_record)[0])
+    return tuple(record.__name__ for record in records)
 
 
 class LazyControlPath:
@@ -53,6 +68,8 @@ class LazyControlPath:
     """The mapping's function from an authored case to a `PlatformSeed`."""
     fault_function: str
     """The mapping's function from a case and a fault to the approval the fault acts on."""
+    control_path = True
+    """A policy that names its control-path mapping can run the control-path track."""
 
     def seed_platform(self, case: Any) -> PlatformSeed:
         """The simulated platform's starting state for `case` (`seed_function`)."""

@@ -19,12 +19,13 @@ from trustbench.rtb.corpus._models import (
     REASON_CODE_MEANING,
     CandidateInput,
     Case,
+    EvidenceRecord,
     ReasonCode,
     ReviewerResponse,
 )
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._finding_rules import FindingRules
-from trustbench.rtb.policy._policy_base import LazyControlPath, reason_tables
+from trustbench.rtb.policy._policy_base import LazyControlPath, evidence_defs, reason_tables
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v1._ablation import DECISION_RULES_V1, AblatedV1Reviewer
 from trustbench.rtb.policy.narrow_v1._checks import check_cases, check_starter
@@ -59,16 +60,10 @@ class NarrowApprovalV1(LazyControlPath):
     case_model: type[BaseModel] = Case
     candidate_model: type[BaseModel] = CandidateInput
     response_model: type[BaseModel] = ReviewerResponse
-    reason_codes, reason_decision, reason_meaning = reason_tables(
+    reason_codes, reason_decision, reason_meaning, reason_code_def = reason_tables(
         ReasonCode, REASON_CODE_DECISION, REASON_CODE_MEANING
     )
-    evidence_defs: tuple[str, ...] = (
-        "ApprovalRecord",
-        "PolicyRecord",
-        "ResourceStateRecord",
-        "ServiceNoticeRecord",
-    )
-    reason_code_def = "ReasonCode"
+    evidence_defs: tuple[str, ...] = evidence_defs(EvidenceRecord)
     schema_id_prefix = "urn:trustbench:rtb:schema:"
     structured_discrepancies = False
     finding_rules: FindingRules = RULES_V1
@@ -77,7 +72,6 @@ class NarrowApprovalV1(LazyControlPath):
     }
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v1/*.py", "rtb/policy/narrow_v1/*.cedar")
     scripted_workflow_agents = True
-    control_path = True
     reason_text: Mapping[str, str] = REASON_TEXT
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V1
     review_gates: Path = Path(__file__).with_name("review_gates.toml")

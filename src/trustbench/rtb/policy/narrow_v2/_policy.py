@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from trustbench.rtb.policy._finding_rules import FindingRules
-from trustbench.rtb.policy._policy_base import LazyControlPath, reason_tables
+from trustbench.rtb.policy._policy_base import LazyControlPath, evidence_defs, reason_tables
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v2._ablation import AblatedV2Reviewer
 from trustbench.rtb.policy.narrow_v2._checks import check_cases_v2
@@ -28,6 +28,7 @@ from trustbench.rtb.policy.narrow_v2._models import (
     REASON_CODE_MEANING_V2,
     CandidateInputV2,
     CaseV2,
+    EvidenceRecordV2,
     ReasonCodeV2,
     ReviewerResponseV2,
 )
@@ -50,6 +51,8 @@ class EvidenceRecordsPolicy(LazyControlPath):
     """
 
     candidate_model: type[BaseModel]
+    structured_discrepancies = True
+    """A reply states the differences that decide the case (`shape_reply` adds the key)."""
 
     def check_starter(
         self, case_files: list[tuple[str, Any]], review_prompt: str | None, *, complete: bool
@@ -87,29 +90,18 @@ class NarrowApprovalV2(EvidenceRecordsPolicy):
     case_model: type[BaseModel] = CaseV2
     candidate_model: type[BaseModel] = CandidateInputV2
     response_model: type[BaseModel] = ReviewerResponseV2
-    reason_codes, reason_decision, reason_meaning = reason_tables(
+    reason_codes, reason_decision, reason_meaning, reason_code_def = reason_tables(
         ReasonCodeV2, REASON_CODE_DECISION_V2, REASON_CODE_MEANING_V2
     )
-    evidence_defs: tuple[str, ...] = (
-        "ApprovalRecordV2",
-        "RevocationRecord",
-        "PolicyRecordV2",
-        "ResourceStateRecordV2",
-        "ServiceNoticeRecord",
-        "ChangeTicketRecord",
-        "RequesterNoteRecord",
-    )
-    reason_code_def = "ReasonCodeV2"
+    evidence_defs: tuple[str, ...] = evidence_defs(EvidenceRecordV2)
     schema_id_prefix = f"urn:trustbench:rtb:{POLICY_ID_V2}:schema:"
-    structured_discrepancies = True
     finding_rules: FindingRules = RULES_V2
     reviewers: Mapping[str, Callable[[int], Reviewer]] = {
         "reference-policy-v2": lambda seed: cast("Reviewer", ReferencePolicyV2Reviewer())
     }
     source_files: tuple[str, ...] = ("rtb/policy/narrow_v2/*.py", "rtb/policy/narrow_v2/*.cedar")
     scripted_workflow_agents = False
-    control_path = True
-    reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V2.items()}
+    reason_text: Mapping[str, str] = reason_meaning
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V2
     review_gates: Path = Path(__file__).with_name("review_gates.toml")
     """Exact 5 % gates on 60 cases per decision."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from trustbench.rtb.policy._finding_rules import FindingRules
-from trustbench.rtb.policy._policy_base import reason_tables
+from trustbench.rtb.policy._policy_base import evidence_defs, reason_tables
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v2._policy import EvidenceRecordsPolicy
 from trustbench.rtb.policy.narrow_v3._ablation import AblatedV3Reviewer
@@ -29,6 +29,7 @@ from trustbench.rtb.policy.narrow_v3._models import (
     REASON_CODE_MEANING_V3,
     CandidateInputV3,
     CaseV3,
+    EvidenceRecordV3,
     ReasonCodeV3,
     ReviewerResponseV3,
 )
@@ -48,25 +49,11 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
     case_model: type[BaseModel] = CaseV3
     candidate_model: type[BaseModel] = CandidateInputV3
     response_model: type[BaseModel] = ReviewerResponseV3
-    reason_codes, reason_decision, reason_meaning = reason_tables(
+    reason_codes, reason_decision, reason_meaning, reason_code_def = reason_tables(
         ReasonCodeV3, REASON_CODE_DECISION_V3, REASON_CODE_MEANING_V3
     )
-    evidence_defs: tuple[str, ...] = (
-        "ApprovalRecordV3",
-        "RevocationRecord",
-        "PolicyRecordV3",
-        "ResourceStateRecordV2",
-        "ServiceNoticeRecord",
-        "ChangeTicketRecord",
-        "RequesterNoteRecord",
-        "FreezeWindowRecord",
-        "MaintenanceWindowRecord",
-        "DelegationRecord",
-        "BreakGlassRecord",
-    )
-    reason_code_def = "ReasonCodeV3"
+    evidence_defs: tuple[str, ...] = evidence_defs(EvidenceRecordV3)
     schema_id_prefix = f"urn:trustbench:rtb:{POLICY_ID_V3}:schema:"
-    structured_discrepancies = True
     finding_rules: FindingRules = RULES_V3
     reviewers: Mapping[str, Callable[[int], Reviewer]] = {
         "reference-policy-v3": lambda seed: cast("Reviewer", ReferencePolicyV3Reviewer())
@@ -77,8 +64,7 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
         "rtb/policy/narrow_v2/*.py",
     )
     scripted_workflow_agents = True
-    control_path = True
-    reason_text: Mapping[str, str] = {c.value: m for c, m in REASON_CODE_MEANING_V3.items()}
+    reason_text: Mapping[str, str] = reason_meaning
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V3
     """v0.2's decision rules as the v0.3 text states them, then v0.3's own, each ablatable."""
     review_gates: Path = Path(__file__).with_name("review_gates.toml")
