@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trustbench._fields import from_same_named
 from trustbench.rtb.boundaries._protocol import (
     DEFAULT_ENFORCEMENT,
     Authorization,
@@ -141,7 +142,7 @@ async def run_trial(
             out-of-band state change the observer must report).
 
     Returns:
-        The trial's run record.
+        The trial's run record: the script's trial id and deadline, the fault type of its fault.
     """
     session = await environment.open_trial(script.trial_id, script.seed)
     try:
@@ -170,14 +171,14 @@ async def run_trial(
             await session.inject(action)
         await session.settle(script.observation_deadline_s)
         log = await session.observer_entries()
-        return TrialRun(
-            trial_id=script.trial_id,
+        return from_same_named(
+            TrialRun,
+            script,
             boundary=name,
             enforcement=enforcement,
             environment_strength=session.environment_strength,
             fault=script.fault.fault if script.fault else None,
             injection_point=INJECTION_POINT[script.fault.fault] if script.fault else None,
-            observation_deadline_s=script.observation_deadline_s,
             authorization=authorization,
             receipt=receipt,
             boundary_error=error,

@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from trustbench._fields import from_same_named
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import KNOWN_BAD_FOR_FAULT, TrialScript
 from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL
@@ -152,11 +153,14 @@ def _scenario(
     source: str,
     known_bad: str | None = None,
 ) -> ControlScenario:
-    """One scenario of `case` on `path` (direct and fault scenarios are built alike)."""
-    return ControlScenario(
+    """One scenario of `case` on `path` (direct and fault scenarios are built alike).
+
+    The scenario keeps its case's id and group under the same names.
+    """
+    return from_same_named(
+        ControlScenario,
+        case,
         scenario_id=f"{case.case_id}/{path}",
-        case_id=case.case_id,
-        group=case.group,
         path=path,
         script=script,
         expected_effect=expected,
