@@ -50,5 +50,12 @@ def from_same_named(
 
     `given` wins over every source: a field that a source has under the same name but with
     another meaning (a run's `termination` record, a grade's `termination` status) is given.
+
+    Raises:
+        TypeError: A name in `given` is no field of `target` (a misspelt keyword is refused even
+            by a model that ignores unknown input).
     """
+    unknown = sorted(given.keys() - target.model_fields.keys())
+    if unknown:
+        raise TypeError(f"{target.__name__} has no field {', '.join(unknown)}")
     return target(**{**same_named_fields(target, *sources), **given})

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -155,11 +156,12 @@ def _scenario(
 ) -> ControlScenario:
     """One scenario of `case` on `path` (direct and fault scenarios are built alike).
 
-    The scenario keeps its case's id and group under the same names.
+    The scenario keeps its case's id and group under the same names (the case is an instance
+    of its policy's `case_model`, a pydantic model; `AuthoredCase` is what it has to offer).
     """
     return from_same_named(
         ControlScenario,
-        case,
+        cast("BaseModel", case),
         scenario_id=f"{case.case_id}/{path}",
         path=path,
         script=script,
