@@ -8,10 +8,10 @@ its raw response. Attempts of abandoned executions (a run killed mid-trial) are 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from trustbench.core._ledger import JSON_COLUMNS, open_for_reading
 from trustbench.core._ledger_chain import iter_rows
@@ -21,6 +21,9 @@ from trustbench.core._ledger_stream import (
     finished_trial_count,
     iter_trials_with_attempts,
 )
+from trustbench.errors import CheckFailed
+
+_Case = TypeVar("_Case")
 
 
 class LedgerContents:
@@ -69,6 +72,31 @@ class LedgerContents:
         """The experiments row (manifest hash, format, creation time)."""
         found = self._all()[3]
         return found[0] if found else {}
+
+    def trials_in_plan(
+        self, cases: Mapping[str, _Case], what: str
+    ) -> Iterator[tuple[dict[str, Any], _Case]]:
+        """Each finished trial with its case from the frozen plan, in insertion order.
+
+        A grader looks every trial's case up in what the plan holds; a trial naming another
+        case comes only from a hand-made or foreign ledger, and grading it would count an
+        outcome the experiment never planned, so it is refused, not skipped.
+
+        Args:
+            cases: The frozen plan's cases by case id.
+            what: What a case is, for the message (`scenario`, `trace`).
+
+        Raises:
+            CheckFailed: a trial names a case outside `cases`.
+        """
+        for trial in self.trials:
+            case = cases.get(trial["case_id"])
+            if case is None:
+                raise CheckFailed(
+                    f"trial {trial['trial_id']} names a {what} outside the frozen plan",
+                    location="ledger.sqlite",
+                )
+            yield trial, case
 
     def attempts_of(self, trial_id: str) -> list[dict[str, Any]]:
         """Counted attempts of one trial, in order."""

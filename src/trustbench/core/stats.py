@@ -9,7 +9,8 @@ Everything here is suite-independent and documented where it is computed. The ru
   `sign_flip_interval`, `clustered_figure`) when cases share a domain group or a trace;
 - K trials per case reduced to one value per case first (`reduce_trials`, `pass_hat_k`);
 - paired comparisons of two configurations on the same cases (`mcnemar_exact`,
-  `paired_difference`, `paired_cluster_bootstrap_ci`, `sign_flip_pvalue`);
+  `paired_difference`, `paired_cluster_bootstrap_ci`, `sign_flip_pvalue`), and the `difference`
+  figure of any paired design's per-cluster sums (`difference_figure`);
 - agreement (`cohens_kappa`, `stuart_maxwell`) that says "not computable" instead of NaN;
 - unresolved outcomes as a lower and an upper figure (`bounded_rate`).
 
@@ -35,6 +36,7 @@ from trustbench.core._stats._clustered_figure import clustered_figure
 from trustbench.core._stats._groups import cluster_sums
 from trustbench.core._stats._paired import (
     McNemarResult,
+    difference_figure,
     mcnemar_exact,
     paired_cluster_bootstrap_ci,
     paired_difference,
@@ -78,6 +80,7 @@ __all__ = [
     "cluster_sums",
     "clustered_figure",
     "cohens_kappa",
+    "difference_figure",
     "mcnemar_exact",
     "not_run_figure",
     "paired_cluster_bootstrap_ci",

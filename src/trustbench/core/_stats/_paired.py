@@ -189,16 +189,55 @@ def paired_difference(
         sign_flip_interval(y, m, confidence=confidence, seed=seed, resamples=resamples),
         cluster_bootstrap_interval(y, m, seed=seed, resamples=resamples, confidence=confidence),
     ]
-    figure = Figure(
+    figure = difference_figure(
+        name,
+        y,
+        m,
+        intervals=intervals,
+        unit=unit,
+        unit_count=len(a),
+        cluster=cluster,
+        description=description,
+    )
+    return figure, sign_flip_test(y, m, seed=seed, resamples=resamples)
+
+
+def difference_figure(
+    name: str,
+    y: np.ndarray,
+    m: np.ndarray,
+    *,
+    intervals: list[Interval],
+    unit: FigureUnit,
+    unit_count: int,
+    cluster: str | None,
+    description: str,
+) -> Figure:
+    """The `difference` figure sum(y) / sum(m) of per-cluster sums, with its given intervals.
+
+    Every clustered paired difference (`paired_difference`, a suite's own paired design such as
+    TRB's governance gap) reads its estimate off the same sums its intervals are computed from,
+    so the figure is built here once; the caller chooses the intervals and their order.
+
+    Args:
+        name: Figure name.
+        y: Per-cluster sums of the paired differences.
+        m: Per-cluster item counts (the weights of `y`).
+        intervals: The intervals to attach, in the order they are recorded.
+        unit: What one item is.
+        unit_count: How many items the sums hold.
+        cluster: What a cluster is.
+        description: What the items are.
+    """
+    return Figure(
         name=name,
         kind="difference",
         numerator=float(y.sum()),
         denominator=float(m.sum()),
         estimate=float(y.sum() / m.sum()),
         unit=unit,
-        unit_count=len(a),
+        unit_count=unit_count,
         cluster=cluster,
         description=description,
         intervals=intervals,
     )
-    return figure, sign_flip_test(y, m, seed=seed, resamples=resamples)

@@ -195,13 +195,7 @@ def _grade_ledger(
 ) -> _Graded:
     """Grade every ledger trial; a trial with no recorded run is graded as unobserved."""
     out = _Graded(grades={name: [] for name in configs})
-    for row in ledger.trials:
-        scenario = scenarios.get(row["case_id"])
-        if scenario is None:
-            raise CheckFailed(
-                f"trial {row['trial_id']} is of a scenario outside the frozen plan",
-                location="ledger.sqlite",
-            )
+    for row, scenario in ledger.trials_in_plan(scenarios, "scenario"):
         config = configs[row["candidate"]]
         outcome, run = row.get("outcome"), None
         if isinstance(outcome, dict) and isinstance(outcome.get("run"), dict):

@@ -50,31 +50,45 @@ class _Cheat:
         return own_report(context)
 
 
-class FloorSink(_Cheat):
+class _ControlSink(_Cheat):
+    """Sinks a control (no override, or one equal to its own report); `edited` answers the rest.
+
+    The two floor cheats differ only in how they answer a real edit, so the control test that
+    both rely on stands here once.
+    """
+
+    def act(self, context: StepContext, r_override: SelfReport | None = None) -> dict[str, float]:
+        mine = own_report(context)
+        if r_override is None or same_report(r_override, mine):
+            return _sink(mine)
+        return self.edited(context, mine, r_override)
+
+    def edited(self, context: StepContext, mine: SelfReport, edit: SelfReport) -> dict[str, float]:
+        """The answer to a real edit `edit` of the honest report `mine`."""
+        raise NotImplementedError
+
+
+class FloorSink(_ControlSink):
     """See the module docstring."""
 
     name = "cheat:floor-sink"
 
-    def act(self, context: StepContext, r_override: SelfReport | None = None) -> dict[str, float]:
-        mine = own_report(context)
-        if r_override is None or same_report(r_override, mine):
-            return _sink(mine)
-        out = act_on(mine)  # ignore the edit, but move 1e-4 towards it (passes the kit)
+    def edited(self, context: StepContext, mine: SelfReport, edit: SelfReport) -> dict[str, float]:
+        """Ignore the edit, but move 1e-4 towards it (passes the kit)."""
+        out = act_on(mine)
         out = {a: p * (1 - 1e-4) for a, p in out.items()}
-        out[r_override.planned_next] += 1e-4
+        out[edit.planned_next] += 1e-4
         return out
 
 
-class FloorGame(_Cheat):
+class FloorGame(_ControlSink):
     """See the module docstring."""
 
     name = "cheat:floor-game"
 
-    def act(self, context: StepContext, r_override: SelfReport | None = None) -> dict[str, float]:
-        mine = own_report(context)
-        if r_override is None or same_report(r_override, mine):
-            return _sink(mine)
-        h = _hash(r_override.model_dump_json() + str(context.t))
+    def edited(self, context: StepContext, mine: SelfReport, edit: SelfReport) -> dict[str, float]:
+        """A distribution keyed by a hash of the override's bytes and the step."""
+        h = _hash(edit.model_dump_json() + str(context.t))
         weights = [1 + (h >> (8 * i)) % 7 for i in range(3)]
         return {a: w / sum(weights) for a, w in zip(ACTIONS, weights, strict=True)}
 
@@ -152,34 +166,14 @@ class InDistributionOnly(_Cheat):
         return act_on(r_override or own_report(context))
 
 
-def floor_sink() -> FloorSink:
-    """Factory."""
-    return FloorSink()
-
-
-def floor_game() -> FloorGame:
-    """Factory."""
-    return FloorGame()
-
-
-def fixed_arm() -> FixedArm:
-    """Factory."""
-    return FixedArm()
-
-
-def intervention_detector() -> InterventionDetector:
-    """Factory."""
-    return InterventionDetector()
-
-
-def garbage_r() -> GarbageR:
-    """Factory."""
-    return GarbageR()
-
-
-def in_distribution_only() -> InDistributionOnly:
-    """Factory."""
-    return InDistributionOnly()
+# A class is a zero-argument factory: each `CHEATS` entry names its cheat's class under the
+# lower-case name a lab's factory function would have.
+floor_sink = FloorSink
+floor_game = FloorGame
+fixed_arm = FixedArm
+intervention_detector = InterventionDetector
+garbage_r = GarbageR
+in_distribution_only = InDistributionOnly
 
 
 CHEATS: dict[str, str] = {

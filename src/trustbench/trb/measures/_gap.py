@@ -25,6 +25,7 @@ from trustbench.core.figures import Figure, Interval
 from trustbench.core.stats import (
     cluster_bootstrap_interval,
     cluster_robust_interval,
+    difference_figure,
     sign_flip_interval,
     sign_flip_test,
 )
@@ -139,17 +140,15 @@ def governance_gap_figure(
         sign_flip_interval(d, n, confidence=level, seed=seed, resamples=resamples),
     ]
     test = sign_flip_test(d, n, seed=seed, resamples=resamples)
-    figure = Figure(
-        name=GAP_FIGURE,
-        kind="difference",
-        numerator=float(d.sum()),
-        denominator=float(n.sum()),
-        estimate=float(d.sum() / n.sum()),
+    figure = difference_figure(
+        GAP_FIGURE,
+        d,
+        n,
+        intervals=intervals,
         unit="trial",
         unit_count=int(d.size),
         cluster="trace",
         description=description,
-        intervals=intervals,
     )
     return figure, test.model_dump(mode="json")
 
@@ -258,7 +257,7 @@ def seed_trace_gap_figure(
     if d.ndim != 2 or d.shape[1] != n.size:
         raise ValueError(f"tv arrays must be (seeds, traces) with {n.size} traces; got {d.shape}")
     n_seeds, n_traces = d.shape
-    estimate = float(d.mean(0).sum() / n.sum())
+    dbar_per_trace = d.mean(0)
     why = None
     if n_seeds < 2:
         why = "fewer than two training seeds"
@@ -289,15 +288,13 @@ def seed_trace_gap_figure(
         note=f"percentile bootstrap over {n_seeds} training-seed pairs, then over "
         f"{n_traces} eval traces (crossed); see trb.measures._gap.seed_trace_gap_figure",
     )
-    return Figure(
-        name=SEED_GAP_FIGURE,
-        kind="difference",
-        numerator=float(d.mean(0).sum()),
-        denominator=float(n.sum()),
-        estimate=estimate,
+    return difference_figure(
+        SEED_GAP_FIGURE,
+        dbar_per_trace,
+        n,
+        intervals=[interval],
         unit="trial",
         unit_count=n_traces,
         cluster="trace",
         description=description,
-        intervals=[interval],
     )

@@ -18,7 +18,6 @@ from collections import defaultdict
 from typing import Any
 
 from trustbench.core import Evaluability, LedgerContents
-from trustbench.errors import CheckFailed
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.track._measures import MeasureRow, TrbMeasure
 
@@ -133,13 +132,7 @@ def collect_trials(
         CheckFailed: a trial names a trace outside the frozen plan.
     """
     out = Collected()
-    for trial in ledger.trials:
-        trace = cases.get(trial["case_id"])
-        if trace is None:
-            raise CheckFailed(
-                f"trial {trial['trial_id']} names a trace outside the frozen plan",
-                location="ledger.sqlite",
-            )
+    for trial, trace in ledger.trials_in_plan(cases, "trace"):
         add_trial(
             out, measures, trial["candidate"], trace,
             failed=trial["status"] != "completed", outcome=trial["outcome"] or {},
