@@ -112,35 +112,45 @@ def _encode(value: Any, parts: list[str]) -> None:
     elif kind is float:
         parts.append(float_text(value))
     elif kind is dict:
-        if not value:
-            parts.append("{}")
-            return
-        keys = list(value)
-        for key in keys:  # a loop, not all(...): most objects here have two to five members
-            if type(key) is not str:
-                raise _NotFastPath
-        # For ASCII names code-point order is UTF-16 order; sort the cheap way when it is safe.
-        keys.sort(key=None if "".join(keys).isascii() else _utf16_key)
-        separator = "{"
-        for key in keys:
-            parts.append(separator)
-            parts.append(encode_basestring(key))
-            parts.append(":")
-            _encode(value[key], parts)
-            separator = ","
-        parts.append("}")
+        _encode_object(value, parts)
     elif kind is list or kind is tuple:
-        if not value:
-            parts.append("[]")
-            return
-        separator = "["
-        for item in value:
-            parts.append(separator)
-            _encode(item, parts)
-            separator = ","
-        parts.append("]")
+        _encode_array(value, parts)
     else:
         raise _NotFastPath
+
+
+def _encode_object(value: dict[Any, Any], parts: list[str]) -> None:
+    """An object's members, sorted by name as RFC 8785 orders them."""
+    if not value:
+        parts.append("{}")
+        return
+    keys = list(value)
+    for key in keys:  # a loop, not all(...): most objects here have two to five members
+        if type(key) is not str:
+            raise _NotFastPath
+    # For ASCII names code-point order is UTF-16 order; sort the cheap way when it is safe.
+    keys.sort(key=None if "".join(keys).isascii() else _utf16_key)
+    separator = "{"
+    for key in keys:
+        parts.append(separator)
+        parts.append(encode_basestring(key))
+        parts.append(":")
+        _encode(value[key], parts)
+        separator = ","
+    parts.append("}")
+
+
+def _encode_array(value: list[Any] | tuple[Any, ...], parts: list[str]) -> None:
+    """An array's items in order."""
+    if not value:
+        parts.append("[]")
+        return
+    separator = "["
+    for item in value:
+        parts.append(separator)
+        _encode(item, parts)
+        separator = ","
+    parts.append("]")
 
 
 _GIL_KEEPING_CHUNK = 2047

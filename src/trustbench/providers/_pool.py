@@ -175,20 +175,13 @@ class HttpPool:
         import aiohttp  # imported by `_target` already; here for the errors caught below
 
         target = self._target(url)
-        for name, value in headers.items():
-            if any(c in name for c in "\r\n:") or "\r" in value or "\n" in value:
-                raise HttpTransportError(f"header {name!r} contains a line break or a colon")
+        _check_header_values(headers)
         mark = (url, body)
         fresh = bool(self._resend_fresh) and mark in self._resend_fresh
         if fresh:
             self._resend_fresh.discard(mark)
         session = self._session_for(fresh=fresh)
-        options: dict[str, Any] = {"allow_redirects": False}
-        if target.tls:
-            options["ssl"] = self._tls
-        if target.proxy is not None:
-            options["proxy"] = target.proxy
-            options["proxy_auth"] = target.proxy_auth
+        options = self._request_options(target)
         try:
             async with session.post(target.url, data=body, headers=headers, **options) as reply:
                 return await _read_capped(reply, max_bytes)
@@ -209,6 +202,16 @@ class HttpPool:
         except aiohttp.ClientError as error:
             raise HttpTransportError(f"{type(error).__name__}: {error}") from None
 
+    def _request_options(self, target: _Target) -> dict[str, Any]:
+        """The per-request options aiohttp takes for `target`: TLS context, proxy, no redirects."""
+        options: dict[str, Any] = {"allow_redirects": False}
+        if target.tls:
+            options["ssl"] = self._tls
+        if target.proxy is not None:
+            options["proxy"] = target.proxy
+            options["proxy_auth"] = target.proxy_auth
+        return options
+
     def _session_for(self, *, fresh: bool) -> aiohttp.ClientSession:
         if fresh:
             if self._fresh_session is None:
@@ -217,6 +220,13 @@ class HttpPool:
         if self._session is None:
             self._session = self._new_session(fresh=False)
         return self._session
+
+
+def _check_header_values(headers: dict[str, str]) -> None:
+    """Refuse a header that would split the request (a line break) or rename itself (a colon)."""
+    for name, value in headers.items():
+        if any(c in name for c in "\r\n:") or "\r" in value or "\n" in value:
+            raise HttpTransportError(f"header {name!r} contains a line break or a colon")
 
 
 async def _read_capped(reply: aiohttp.ClientResponse, max_bytes: int) -> HttpResponse:

@@ -50,6 +50,10 @@ words or plausible parameter names; their *values* are covered by `grader_only_v
 checks this set against the models."""
 
 
+LeakKind = Literal["answer_key_field", "grader_value"]
+"""An answer-key field name, or a grader-only value."""
+
+
 class Leak(BaseModel):
     """One grader-only item found in a candidate-visible payload."""
 
@@ -57,7 +61,7 @@ class Leak(BaseModel):
 
     pointer: str
     """JSON pointer to the key or string where it was found (empty: the payload itself)."""
-    kind: Literal["answer_key_field", "grader_value"]
+    kind: LeakKind
     """Whether an answer-key field name or a grader-only value was found."""
     found: str
     """The forbidden name or value that matched."""
@@ -117,6 +121,15 @@ def _compiled(forbidden: frozenset[str]) -> tuple[re.Pattern[str] | None, list[s
     return screen, values
 
 
+def _screened(
+    collapsed: str, lowered: str, screen: re.Pattern[str] | None, matchers: list[str]
+) -> list[str]:
+    """The values of `matchers` found in a text, checked one by one only where `screen` flags it."""
+    if screen is None or not screen.search(lowered):
+        return []
+    return [value for value in matchers if _matcher(value).search(collapsed)]
+
+
 def find_leaks(payload: Any, forbidden: Iterable[str]) -> list[Leak]:
     """Find answer-key field names and forbidden values anywhere in a payload.
 
@@ -136,16 +149,15 @@ def find_leaks(payload: Any, forbidden: Iterable[str]) -> list[Leak]:
     def scan_text(text: str, path: list[str | int]) -> None:
         collapsed = " ".join(text.split())
         lowered = collapsed.lower()
-        if field_screen is not None and field_screen.search(lowered):
-            for name in field_matchers:
-                if _matcher(name).search(collapsed):
-                    leaks.append(
-                        Leak(pointer=json_pointer(path), kind="answer_key_field", found=name)
-                    )
-        if value_screen is not None and value_screen.search(lowered):
-            for value in value_matchers:
-                if _matcher(value).search(collapsed):
-                    leaks.append(Leak(pointer=json_pointer(path), kind="grader_value", found=value))
+        screens: tuple[tuple[LeakKind, re.Pattern[str] | None, list[str]], ...] = (
+            ("answer_key_field", field_screen, field_matchers),
+            ("grader_value", value_screen, value_matchers),
+        )
+        for kind, screen, matchers in screens:
+            leaks.extend(
+                Leak(pointer=json_pointer(path), kind=kind, found=found)
+                for found in _screened(collapsed, lowered, screen, matchers)
+            )
 
     def walk(node: Any, path: list[str | int]) -> None:
         if isinstance(node, dict):

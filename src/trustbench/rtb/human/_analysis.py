@@ -27,7 +27,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from trustbench.core import CandidateRecord, Manifest, ParticipantSpec
+from trustbench.core import CandidateRecord, Manifest, ParticipantSpec, RecommendationSpec
 from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.report import Block, FiguresBlock, TextBlock
 from trustbench.rtb.corpus._load import Corpus
@@ -141,6 +141,59 @@ def _outcome(trial: MemberTrial) -> str:
     return trial.validated.outcome.value
 
 
+def _by_session_half(
+    name: str,
+    trials: list[MemberTrial],
+    outcomes: list[dict[str, Any]],
+    n_cases: int,
+    confidence: float,
+) -> tuple[dict[str, dict[str, int]], list[Figure]]:
+    """Supported findings in the first and second half of a session (does a reviewer learn?)."""
+    half = (n_cases + 1) // 2
+    learning: dict[str, dict[str, int]] = {}
+    figures: list[Figure] = []
+    positions = [o.get("position") for o in outcomes]
+    for label, first_half in (
+        (f"positions 1-{half}", True),
+        (f"positions {half + 1}-{n_cases}", False),
+    ):
+        chosen = [
+            t
+            for t, p in zip(trials, positions, strict=True)
+            if isinstance(p, int) and (p < half) == first_half
+        ]
+        learning[label] = {"supported": sum(t.supported for t in chosen), "cases": len(chosen)}
+        figures.append(
+            rate_figure(
+                f"supported_finding_rate [{name}; {label}]",
+                sum(t.supported for t in chosen),
+                len(chosen),
+                description=f"supported findings of cases reviewed at {label} of the session",
+                unit="case",
+                confidence=confidence,
+            )
+        )
+    return learning, figures
+
+
+def _agreement_counts(
+    source: SourceRun, rec: RecommendationSpec, trials: list[MemberTrial]
+) -> tuple[int, int, int, int]:
+    """(agreed, AI decisions, followed AI errors, AI errors) of one participant's trials."""
+    agree = n = follow_err = n_err = 0
+    for trial in trials:
+        ai = source.decision(rec.configuration, trial.case.case_id, trial.trial)
+        if ai not in ("permit", "deny", "hold"):
+            continue
+        n += 1
+        same = _outcome(trial) == ai
+        agree += same
+        if ai != trial.case.expectations.reference_decision.value:
+            n_err += 1
+            follow_err += same
+    return agree, n, follow_err, n_err
+
+
 def human_report(
     manifest: Manifest,
     corpus: Corpus,
@@ -198,29 +251,10 @@ def human_report(
                 confidence=confidence,
             )
         )
-        half = (len(corpus.cases) + 1) // 2
-        learning: dict[str, dict[str, int]] = {}
-        positions = [o.get("position") for o in outcomes]
-        for label, first_half in (
-            (f"positions 1-{half}", True),
-            (f"positions {half + 1}-{len(corpus.cases)}", False),
-        ):
-            chosen = [
-                t
-                for t, p in zip(trials, positions, strict=True)
-                if isinstance(p, int) and (p < half) == first_half
-            ]
-            learning[label] = {"supported": sum(t.supported for t in chosen), "cases": len(chosen)}
-            learning_figures.append(
-                rate_figure(
-                    f"supported_finding_rate [{candidate.name}; {label}]",
-                    sum(t.supported for t in chosen),
-                    len(chosen),
-                    description=f"supported findings of cases reviewed at {label} of the session",
-                    unit="case",
-                    confidence=confidence,
-                )
-            )
+        learning, figures = _by_session_half(
+            candidate.name, trials, outcomes, len(corpus.cases), confidence
+        )
+        learning_figures += figures
         timing_lines.append(
             f"{candidate.name}: {len(trials)} case(s) submitted of {len(corpus.cases)}; time on "
             "task (pauses excluded) "
@@ -245,17 +279,7 @@ def human_report(
         if rec is not None:
             source = sources[rec.manifest_sha256]
             key = "visible" if rec.visible else "not_visible"
-            agree = n = follow_err = n_err = 0
-            for trial in trials:
-                ai = source.decision(rec.configuration, trial.case.case_id, trial.trial)
-                if ai not in ("permit", "deny", "hold"):
-                    continue
-                n += 1
-                same = _outcome(trial) == ai
-                agree += same
-                if ai != trial.case.expectations.reference_decision.value:
-                    n_err += 1
-                    follow_err += same
+            agree, n, follow_err, n_err = _agreement_counts(source, rec, trials)
             counts = [agree, n, follow_err, n_err]
             pooled[key] = [a + b for a, b in zip(pooled[key], counts, strict=True)]
             label = "visible" if rec.visible else "not visible"

@@ -140,22 +140,12 @@ def check_adapter(
         return results
     record("factory", "builds an adapter", None, f"built {type(adapter).__name__}")
 
-    problems = []
-    if not isinstance(getattr(adapter, "name", None), str):
-        problems.append(f"name: expected str, got {type(getattr(adapter, 'name', None)).__name__}")
-    tier = getattr(adapter, "tier", None)
-    if str(tier) not in {t.value for t in AdapterTier}:
-        problems.append(f"tier: expected one of {[t.value for t in AdapterTier]}, got {tier!r}")
-    if not isinstance(getattr(adapter, "supports_override", None), bool):
-        problems.append("supports_override: expected bool")
-    for method in ("seed", "emit_r", "act"):
-        if not callable(getattr(adapter, method, None)):
-            problems.append(f"{method}: expected a method, missing")
+    problems = _attribute_problems(adapter)
     if not record(
         "attributes",
         "declares name, tier, supports_override, hooks",
         "; ".join(problems) or None,
-        f"tier {tier}",
+        f"tier {getattr(adapter, 'tier', None)}",
     ):
         return results
 
@@ -177,48 +167,21 @@ def check_adapter(
         record(error.hook, "runs on reference contexts", str(error), "")
         return results
 
-    problem = None
-    for (trace, t), out in zip(contexts, emitted, strict=True):
-        try:
-            out if isinstance(out, SelfReport) else SelfReport.model_validate(out)
-        except ValidationError as error:
-            first = error.errors()[0]
-            slot = ".".join(str(p) for p in first["loc"]) or "(report)"
-            problem = (
-                f"{_where(trace.context(t))}: slot '{slot}' {first['msg']} "
-                f"(got {first.get('input')!r})"
-            )
-            break
     record(
-        "emit_r", "typed schema slots", problem, f"{len(contexts)} contexts validate as SelfReport"
+        "emit_r",
+        "typed schema slots",
+        _schema_problem(contexts, emitted),
+        f"{len(contexts)} contexts validate as SelfReport",
     )
-
-    problem = None
-    for (trace, t), dist in zip(contexts, acted, strict=True):
-        issue = _distribution_problem(dist)
-        if issue:
-            problem = f"act(context) at {_where(trace.context(t))}: {issue}"
-            break
-    record("act", "normalised distribution", problem, f"{len(contexts)} distributions sum to 1")
-
+    record(
+        "act",
+        "normalised distribution",
+        _normalisation_problem(contexts, acted),
+        f"{len(contexts)} distributions sum to 1",
+    )
     try:
         emitted2, acted2 = run_all()
-        problem = None
-        for (trace, t), a, b, e1, e2 in zip(
-            contexts, acted, acted2, emitted, emitted2, strict=True
-        ):
-            if e1 != e2:
-                problem = (
-                    f"emit_r at {_where(trace.context(t))} differs between two runs under "
-                    f"seed {seed}: {e1!r} vs {e2!r}"
-                )
-                break
-            if isinstance(a, dict) and isinstance(b, dict) and a != b:
-                problem = (
-                    f"act at {_where(trace.context(t))} differs between two runs under "
-                    f"seed {seed}: {a} vs {b}"
-                )
-                break
+        problem = _determinism_problem(contexts, (emitted, acted), (emitted2, acted2), seed)
     except _HookError as error:
         problem = f"second run: {error}"
     record(
@@ -230,6 +193,67 @@ def check_adapter(
 
     _check_override(adapter, contexts, acted, record)
     return results
+
+
+def _attribute_problems(adapter: Any) -> list[str]:
+    """What the adapter's declared attributes and hooks lack (empty when all are there)."""
+    problems = []
+    if not isinstance(getattr(adapter, "name", None), str):
+        problems.append(f"name: expected str, got {type(getattr(adapter, 'name', None)).__name__}")
+    tier = getattr(adapter, "tier", None)
+    if str(tier) not in {t.value for t in AdapterTier}:
+        problems.append(f"tier: expected one of {[t.value for t in AdapterTier]}, got {tier!r}")
+    if not isinstance(getattr(adapter, "supports_override", None), bool):
+        problems.append("supports_override: expected bool")
+    for method in ("seed", "emit_r", "act"):
+        if not callable(getattr(adapter, method, None)):
+            problems.append(f"{method}: expected a method, missing")
+    return problems
+
+
+def _schema_problem(contexts: list[tuple[Trace, int]], emitted: list[Any]) -> str | None:
+    """The first `emit_r` output that is not a valid `SelfReport`, named by trace, step, slot."""
+    for (trace, t), out in zip(contexts, emitted, strict=True):
+        try:
+            out if isinstance(out, SelfReport) else SelfReport.model_validate(out)
+        except ValidationError as error:
+            first = error.errors()[0]
+            slot = ".".join(str(p) for p in first["loc"]) or "(report)"
+            return (
+                f"{_where(trace.context(t))}: slot '{slot}' {first['msg']} "
+                f"(got {first.get('input')!r})"
+            )
+    return None
+
+
+def _normalisation_problem(contexts: list[tuple[Trace, int]], acted: list[Any]) -> str | None:
+    """The first `act` output that is not a normalised distribution over the actions."""
+    for (trace, t), dist in zip(contexts, acted, strict=True):
+        issue = _distribution_problem(dist)
+        if issue:
+            return f"act(context) at {_where(trace.context(t))}: {issue}"
+    return None
+
+
+def _determinism_problem(
+    contexts: list[tuple[Trace, int]],
+    first: tuple[list[Any], list[Any]],
+    second: tuple[list[Any], list[Any]],
+    seed: int,
+) -> str | None:
+    """The first context whose `emit_r` or `act` output differs between two seeded runs."""
+    for (trace, t), e1, a, e2, b in zip(contexts, *first, *second, strict=True):
+        if e1 != e2:
+            return (
+                f"emit_r at {_where(trace.context(t))} differs between two runs under "
+                f"seed {seed}: {e1!r} vs {e2!r}"
+            )
+        if isinstance(a, dict) and isinstance(b, dict) and a != b:
+            return (
+                f"act at {_where(trace.context(t))} differs between two runs under "
+                f"seed {seed}: {a} vs {b}"
+            )
+    return None
 
 
 def _check_override(

@@ -166,6 +166,72 @@ def _transfer_governance(
     }
 
 
+def _reference_splits(
+    config: RunConfig, corpus_dir: Path | None
+) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
+    """The corpus stored at `corpus_dir`, else one made from `config` (train and eval needed)."""
+    if corpus_dir is not None:
+        manifest, splits = read_corpus(corpus_dir)
+    else:
+        generated = generate_reference_corpus(
+            config.sizes, seed=config.corpus_seed, transfer_families=True
+        )
+        splits = {k: v for k, v in generated.items() if v}
+        manifest = manifest_for(splits)
+    for needed in ("train", "eval"):
+        if not splits.get(needed):
+            raise InputError(
+                f"corpus has no '{needed}' traces; a run needs train and eval splits",
+                location=str(corpus_dir or "generated corpus"),
+            )
+    return manifest, splits
+
+
+def _model_rows(
+    name: str,
+    tier: str,
+    corpus_sha: str,
+    gov: dict[str, Any],
+    att: dict[str, Any],
+    transfer: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One reference model's flat rows: transfer G, G and its parts, attribution."""
+    rows: list[dict[str, Any]] = []
+    for split, context in transfer["contexts"].items():
+        if context["status"] == "run":
+            rows.append({**_row(name, tier, corpus_sha, "governance", "G", context["G"]),
+                         "split": split})  # fmt: skip
+    if transfer["status"] == "run":
+        rows.append({
+            **_row(name, tier, corpus_sha, "transfer", "min_over_contexts[G]", transfer["G"]),
+            "split": "transfer", "min_context": transfer["min_context"],
+            "drop_from_in_distribution": transfer["drop_from_eval"],
+        })  # fmt: skip
+    rows.append(_row(name, tier, corpus_sha, "governance", "G", gov["G"]))
+    for slot, fig in gov["G_per_slot"].items():
+        rows.append(_row(name, tier, corpus_sha, "governance", f"G[{slot}]", fig))
+    rows.append(_row(name, tier, corpus_sha, "governance", "G_null_edit", gov["G_null_edit"]))
+    rows.append(
+        _row(
+            name, tier, corpus_sha, "governance", "hard_interchange_accuracy",
+            gov["hard_interchange_accuracy"],
+        )
+    )  # fmt: skip
+    for slot, fig in gov["slot_accuracy"].items():
+        rows.append(_row(name, tier, corpus_sha, "governance", f"slot_accuracy[{slot}]", fig))
+    ba = att["balanced_accuracy"]
+    rows.append(_row(name, tier, corpus_sha, "attribution", "balanced_accuracy", ba))
+    fc = att["false_credit"]
+    rows.append(
+        _row(
+            name, tier, corpus_sha, "attribution", "false_credit_rate",
+            {"value": fc["false_credit_rate"], "numerator": fc["claimed_self"],
+             "denominator": fc["cells"]},
+        )
+    )  # fmt: skip
+    return rows
+
+
 def run_reference(
     config: RunConfig | None = None, corpus_dir: Path | None = None
 ) -> dict[str, Any]:
@@ -179,23 +245,8 @@ def run_reference(
         A JSON-serialisable result (see module docstring).
     """
     config = config or RunConfig()
-    manifest: CorpusManifest
-    splits: dict[str, list[Trace]]
-    if corpus_dir is not None:
-        manifest, splits = read_corpus(corpus_dir)
-    else:
-        generated = generate_reference_corpus(
-            config.sizes, seed=config.corpus_seed, transfer_families=True
-        )
-        splits = {k: v for k, v in generated.items() if v}
-        manifest = manifest_for(splits)
+    manifest, splits = _reference_splits(config, corpus_dir)
     corpus_sha = manifest.corpus_sha256
-    for needed in ("train", "eval"):
-        if not splits.get(needed):
-            raise InputError(
-                f"corpus has no '{needed}' traces; a run needs train and eval splits",
-                location=str(corpus_dir or "generated corpus"),
-            )
     eval_traces = splits["eval"]
     world = eval_traces[0].world
     seed, resamples = config.bootstrap_seed, config.resamples
@@ -223,38 +274,7 @@ def run_reference(
             adapter, transfer_contexts(splits), manifest, world, gov, seed
         )
         tracks[name]["transfer_governance"] = transfer
-        for split, context in transfer["contexts"].items():
-            if context["status"] == "run":
-                rows.append({**_row(name, tier, corpus_sha, "governance", "G", context["G"]),
-                             "split": split})  # fmt: skip
-        if transfer["status"] == "run":
-            rows.append({
-                **_row(name, tier, corpus_sha, "transfer", "min_over_contexts[G]", transfer["G"]),
-                "split": "transfer", "min_context": transfer["min_context"],
-                "drop_from_in_distribution": transfer["drop_from_eval"],
-            })  # fmt: skip
-        rows.append(_row(name, tier, corpus_sha, "governance", "G", gov["G"]))
-        for slot, fig in gov["G_per_slot"].items():
-            rows.append(_row(name, tier, corpus_sha, "governance", f"G[{slot}]", fig))
-        rows.append(_row(name, tier, corpus_sha, "governance", "G_null_edit", gov["G_null_edit"]))
-        rows.append(
-            _row(
-                name, tier, corpus_sha, "governance", "hard_interchange_accuracy",
-                gov["hard_interchange_accuracy"],
-            )
-        )  # fmt: skip
-        for slot, fig in gov["slot_accuracy"].items():
-            rows.append(_row(name, tier, corpus_sha, "governance", f"slot_accuracy[{slot}]", fig))
-        ba = att["balanced_accuracy"]
-        rows.append(_row(name, tier, corpus_sha, "attribution", "balanced_accuracy", ba))
-        fc = att["false_credit"]
-        rows.append(
-            _row(
-                name, tier, corpus_sha, "attribution", "false_credit_rate",
-                {"value": fc["false_credit_rate"], "numerator": fc["claimed_self"],
-                 "denominator": fc["cells"]},
-            )
-        )  # fmt: skip
+        rows += _model_rows(name, tier, corpus_sha, gov, att, transfer)
 
     full, abl = (
         per_trace["trace-ai-full"]["governance"],

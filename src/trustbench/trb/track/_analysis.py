@@ -11,6 +11,7 @@ caveats (`_track._summaries`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from trustbench.core import LedgerContents, Manifest, TrackAnalysis
@@ -20,7 +21,7 @@ from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.trb.adapter._schema import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures._gap import SEED_GAP_FIGURE
-from trustbench.trb.track._collect import collect_trials
+from trustbench.trb.track._collect import Collected, collect_trials
 from trustbench.trb.track._comparisons import (
     gap_analysis,
     gap_star_figure,
@@ -114,18 +115,9 @@ def analyze_profile(
                 withheld_figure(f, candidate, why, RESPONSE_FIGURES) for f in subjects[candidate]
             ]
     gap_label = f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier native; eval split]"
-    gap_figure, gap_record = gap_analysis(collected, gap, stats, gap_label)
-    if gap_figure is not None and gap is not None:
-        subjects[gap[0]].append(gap_figure)
-        star = gap_star_figure(collected, gap, stats, gap_label)  # Delta_gov on G* (issue 16)
-        if star is not None:
-            subjects[gap[0]].append(star)
-    seed_figure, seed_record = seed_gap_analysis(
-        collected, gap, options.train.seed, stats, gap_label
+    gap_figure, gap_record, seed_figure = _gap_figures(
+        collected, gap, options, stats, gap_label, subjects
     )
-    if seed_figure is not None and gap is not None:
-        subjects[gap[0]].append(seed_figure)
-    gap_record = {**gap_record, "seeds": seed_record}
     checks = oracle_checks(collected, subjects)
 
     def series_name(candidate: str) -> str:
@@ -174,18 +166,7 @@ def analyze_profile(
     r_star, r_star_lines = r_star_record(declared, subjects)
     title = "R*: adversarial and out-of-distribution r' (eval split)"
     sections.append(TextBlock(title=title, paragraphs=r_star_lines))
-    for candidate in candidates:
-        adapter = collected.adapters.get(candidate, "not run")
-        tier = collected.tiers.get(candidate, "not run")
-        for split in options.splits:
-            sections.append(
-                FiguresBlock(
-                    title=f"{candidate}: {split} split ({adapter}, {tier} tier)",
-                    figures=per_split_figures[(candidate, split)],
-                    note="Trace-clustered intervals (cluster-robust t and seeded bootstrap).",
-                    folded=True,
-                )
-            )
+    sections += _split_blocks(candidates, collected, options.splits, per_split_figures)
     if checks:
         sections.append(
             TextBlock(
@@ -252,3 +233,53 @@ def analyze_profile(
         response_figures=RESPONSE_FIGURES,
         implicit_gates=trust_gates,
     )
+
+
+def _gap_figures(
+    collected: Collected,
+    gap: tuple[str, str] | None,
+    options: TrbTrackOptions,
+    stats: StatsPlan,
+    gap_label: str,
+    subjects: dict[str, list[Figure]],
+) -> tuple[Figure | None, dict[str, Any], Figure | None]:
+    """Delta_gov (on G and G*) and its seed-to-seed spread, added to the full model's figures.
+
+    Returns the Delta_gov figure, its record (seeds included) and the seed figure.
+    """
+    gap_figure, gap_record = gap_analysis(collected, gap, stats, gap_label)
+    if gap_figure is not None and gap is not None:
+        subjects[gap[0]].append(gap_figure)
+        star = gap_star_figure(collected, gap, stats, gap_label)  # Delta_gov on G* (issue 16)
+        if star is not None:
+            subjects[gap[0]].append(star)
+    seed_figure, seed_record = seed_gap_analysis(
+        collected, gap, options.train.seed, stats, gap_label
+    )
+    if seed_figure is not None and gap is not None:
+        subjects[gap[0]].append(seed_figure)
+    gap_record = {**gap_record, "seeds": seed_record}
+    return gap_figure, gap_record, seed_figure
+
+
+def _split_blocks(
+    candidates: list[str],
+    collected: Collected,
+    splits: Sequence[str],
+    per_split_figures: dict[tuple[str, str], list[Figure]],
+) -> list[FiguresBlock]:
+    """One folded block of figures per candidate and split."""
+    blocks: list[FiguresBlock] = []
+    for candidate in candidates:
+        adapter = collected.adapters.get(candidate, "not run")
+        tier = collected.tiers.get(candidate, "not run")
+        for split in splits:
+            blocks.append(
+                FiguresBlock(
+                    title=f"{candidate}: {split} split ({adapter}, {tier} tier)",
+                    figures=per_split_figures[(candidate, split)],
+                    note="Trace-clustered intervals (cluster-robust t and seeded bootstrap).",
+                    folded=True,
+                )
+            )
+    return blocks

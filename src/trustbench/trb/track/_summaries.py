@@ -9,7 +9,7 @@ from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ProfileBlock
 from trustbench.trb.adapter._schema import EDITABLE_SLOTS, TRB_VERSION
 from trustbench.trb.corpus._provenance import over_cap_label, provenance_share
-from trustbench.trb.profile._baselines import BASELINES, HIGH_LEVEL, TRANSFER_DROP
+from trustbench.trb.profile._baselines import BASELINES
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._governance_flags import governance_flags
@@ -23,10 +23,8 @@ from trustbench.trb.track._measures import AXIS_TRACKS, PROFILE_AXES, TrbMeasure
 from trustbench.trb.track._options import TrbTrackOptions
 from trustbench.trb.track._phi_source import paired_data_flags
 from trustbench.trb.track._transfer_flags import (
-    NOISE_DROP,
-    drop_interval,
-    excess_drop,
     g_below_eval,
+    transfer_drop_flags,
 )
 from trustbench.trb.track._viability_flags import viability_flags
 
@@ -208,7 +206,47 @@ def profile_flags(
     measures: list[TrbMeasure],
 ) -> list[str]:
     """Flags a reader must see: provenance, ungoverned adapters, transfer drops, failures."""
-    flags = []
+    flags = _provenance_flags(corpus)
+    oracle = next((c for c in candidates if collected.adapters.get(c) == REFERENCE_ORACLE), None)
+    for candidate in candidates:
+        figures = subjects[candidate]
+        g, floor = measured_estimate(figures, "G"), measured_estimate(figures, "G_null_edit_floor")
+        if g is not None and floor is not None and g <= floor:
+            flags.append(
+                f"{candidate}: G {g:.3f} is at or below its null-edit floor {floor:.3f} (the G "
+                "it would score ignoring every edit): its r does not govern its action"
+            )
+        flags += governance_flags(candidate, figures)  # Track 1 G* and Track 1b (issue 16)
+        flags += paired_data_flags(candidate, figures)  # human Phi / sessions (issue 32)
+        flags += _retention_flags(candidate, figures)
+        flags += viability_flags(candidate, figures)
+        flags += transfer_drop_flags(
+            candidate, figures, oracle, subjects.get(oracle or "", []), measures
+        )
+        flags += g_below_eval(candidate, figures, subjects.get(oracle or "", []))
+        if collected.failed.get(candidate):
+            flags.append(
+                f"{candidate}: {collected.failed[candidate]} trial(s) failed as a whole and are "
+                "scored as the worst case"
+            )
+        if collected.not_applicable.get(candidate):
+            skipped = collected.not_applicable[candidate]
+            flags.append(
+                f"{candidate}: {len(skipped)} trial(s) not applicable, not scored (first: "
+                f"{skipped[0]})"
+            )
+    for check in checks:
+        if not check["passed"]:
+            flags.append(
+                f"HARNESS SELF-CHECK FAILED: {check['oracle']} {check['metric']} measured "
+                f"{check['measured']}, closed form {check['expected']:.6f}"
+            )
+    return flags
+
+
+def _provenance_flags(corpus: LoadedCorpus) -> list[str]:
+    """The corpus's synthetic share against the 3:1 cap, as a whole and per split."""
+    flags: list[str] = []
     share = corpus.manifest.provenance
     if share.cap_status == "no_human_data":
         flags.append(
@@ -229,72 +267,21 @@ def profile_flags(
                 f"split {split} is OVER the 3:1 synthetic:human cap ({part.synthetic} synthetic, "
                 f"{part.human} human counterfactuals)"
             )
-    oracle = next((c for c in candidates if collected.adapters.get(c) == REFERENCE_ORACLE), None)
-    for candidate in candidates:
-        figures = subjects[candidate]
-        g, floor = measured_estimate(figures, "G"), measured_estimate(figures, "G_null_edit_floor")
-        if g is not None and floor is not None and g <= floor:
-            flags.append(
-                f"{candidate}: G {g:.3f} is at or below its null-edit floor {floor:.3f} (the G "
-                "it would score ignoring every edit): its r does not govern its action"
-            )
-        flags += governance_flags(candidate, figures)  # Track 1 G* and Track 1b (issue 16)
-        flags += paired_data_flags(candidate, figures)  # human Phi / sessions (issue 32)
-        viab = find_figure(figures, "completion_retention_ratio")
-        below = viab is not None and viab.status == "measured" and (viab.estimate or 1.0) < 1
-        if viab is not None and below:
-            _, high = bootstrap_bounds(viab)
-            flags.append(
-                f"{candidate}: viability retention ratio {viab.estimate:.3f} < 1"
-                + (" (interval below 1)" if high is not None and high < 1 else "")
-                + ": acting through its r degrades task completion (spec Track 4)"
-            )
-        flags += viability_flags(candidate, figures)
-        for measure in measures:
-            high_level = HIGH_LEVEL.get(measure.key)
-            level = measured_estimate(figures, measure.headline)
-            if high_level is None or level is None or level < high_level:
-                continue
-            worst = excess_drop(figures, subjects.get(oracle or "", []), measure.headline)
-            if worst is None:
-                continue
-            context, drop, oracle_drop = worst
-            margin = TRANSFER_DROP[measure.key]
-            if drop - (oracle_drop or 0.0) > margin:
-                versus = (
-                    f"{oracle}'s own drop there is {oracle_drop:.3f}"
-                    if oracle_drop is not None
-                    else "no governed-oracle drop was measured there, so the drop is judged alone"
-                )
-                low, high = drop_interval(figures, measure.headline, context)
-                beyond = low is not None and low - (oracle_drop or 0.0) > margin
-                shown = "not computed" if low is None else f"[{low:.3f}, {high:.3f}]"
-                flags.append(
-                    f"{candidate}: high level with low transfer on {measure.title}: "
-                    f"{measure.headline} {level:.3f} (>= {high_level}) drops by {drop:.3f} "
-                    f"{shown} on transfer context {context!r}; {versus}; excess over the "
-                    f"oracle's drop > {margin} (spec §5 anti-Goodhart line: flagged, not "
-                    "celebrated)" + ("" if beyond else f"; {NOISE_DROP}")
-                )
-        flags += g_below_eval(candidate, figures, subjects.get(oracle or "", []))
-        if collected.failed.get(candidate):
-            flags.append(
-                f"{candidate}: {collected.failed[candidate]} trial(s) failed as a whole and are "
-                "scored as the worst case"
-            )
-        if collected.not_applicable.get(candidate):
-            skipped = collected.not_applicable[candidate]
-            flags.append(
-                f"{candidate}: {len(skipped)} trial(s) not applicable, not scored (first: "
-                f"{skipped[0]})"
-            )
-    for check in checks:
-        if not check["passed"]:
-            flags.append(
-                f"HARNESS SELF-CHECK FAILED: {check['oracle']} {check['metric']} measured "
-                f"{check['measured']}, closed form {check['expected']:.6f}"
-            )
     return flags
+
+
+def _retention_flags(candidate: str, figures: list[Figure]) -> list[str]:
+    """A viability retention ratio below 1: acting through its r costs task completion."""
+    viab = find_figure(figures, "completion_retention_ratio")
+    below = viab is not None and viab.status == "measured" and (viab.estimate or 1.0) < 1
+    if viab is not None and below:
+        _, high = bootstrap_bounds(viab)
+        return [
+            f"{candidate}: viability retention ratio {viab.estimate:.3f} < 1"
+            + (" (interval below 1)" if high is not None and high < 1 else "")
+            + ": acting through its r degrades task completion (spec Track 4)"
+        ]
+    return []
 
 
 REFERENCE_ORACLE = "oracle:perfectly-governed"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from trustbench.core.figures import Figure
 from trustbench.trb.profile._baselines import HIGH_LEVEL, TRANSFER_DROP
 from trustbench.trb.track._lookup import (
@@ -10,6 +12,9 @@ from trustbench.trb.track._lookup import (
     measured_estimate,
     split_name,
 )
+
+if TYPE_CHECKING:
+    from trustbench.trb.track._measures import TrbMeasure
 
 
 def g_below_eval(candidate: str, figures: list[Figure], oracle: list[Figure]) -> list[str]:
@@ -93,3 +98,45 @@ def drop_interval(
     if None in (eval_low, eval_high, there_low, there_high):
         return None, None
     return eval_low - there_high, eval_high - there_low  # type: ignore[operator]
+
+
+def transfer_drop_flags(
+    candidate: str,
+    figures: list[Figure],
+    oracle: str | None,
+    oracle_figures: list[Figure],
+    measures: list[TrbMeasure],
+) -> list[str]:
+    """High in-distribution levels that drop on a transfer context by more than the oracle's.
+
+    One flag per measure whose headline is at or above its `HIGH_LEVEL` and whose worst
+    transfer drop exceeds the governed oracle's own drop there by more than `TRANSFER_DROP`.
+    """
+    flags: list[str] = []
+    for measure in measures:
+        high_level = HIGH_LEVEL.get(measure.key)
+        level = measured_estimate(figures, measure.headline)
+        if high_level is None or level is None or level < high_level:
+            continue
+        worst = excess_drop(figures, oracle_figures, measure.headline)
+        if worst is None:
+            continue
+        context, drop, oracle_drop = worst
+        margin = TRANSFER_DROP[measure.key]
+        if drop - (oracle_drop or 0.0) > margin:
+            versus = (
+                f"{oracle}'s own drop there is {oracle_drop:.3f}"
+                if oracle_drop is not None
+                else "no governed-oracle drop was measured there, so the drop is judged alone"
+            )
+            low, high = drop_interval(figures, measure.headline, context)
+            beyond = low is not None and low - (oracle_drop or 0.0) > margin
+            shown = "not computed" if low is None else f"[{low:.3f}, {high:.3f}]"
+            flags.append(
+                f"{candidate}: high level with low transfer on {measure.title}: "
+                f"{measure.headline} {level:.3f} (>= {high_level}) drops by {drop:.3f} "
+                f"{shown} on transfer context {context!r}; {versus}; excess over the "
+                f"oracle's drop > {margin} (spec §5 anti-Goodhart line: flagged, not "
+                "celebrated)" + ("" if beyond else f"; {NOISE_DROP}")
+            )
+    return flags

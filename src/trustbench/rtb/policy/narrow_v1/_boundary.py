@@ -12,6 +12,7 @@ deny outranks hold; missing information is hold, never permit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from trustbench.rtb.boundaries._policy import (
     DECLARED_REVISION_LABEL,
@@ -57,13 +58,8 @@ def evaluate_policy(
     Returns:
         The decision, reason and approval relied on.
     """
-    started = platform.now()
-    try:
-        approvals = platform.approvals_for(request.target)
-        timed_out = (platform.now() - started).total_seconds() > approval_timeout_s
-    except ApprovalServiceUnavailable:
-        approvals, timed_out = [], True
-    if timed_out:
+    approvals = _approvals_in_time(request, platform, approval_timeout_s)
+    if approvals is None:
         if flaws.fail_open_when_unavailable:
             return PolicyResult(
                 Decision.PERMIT,
@@ -77,7 +73,31 @@ def evaluate_policy(
     current = resource.revision
     if flaws.revision_from_labels:
         current = resource.labels.get(DECLARED_REVISION_LABEL, current)
-    now = platform.now()
+    return _decided(request, approvals, current, platform.now(), flaws)
+
+
+def _approvals_in_time(
+    request: ControlRequest, platform: PlatformView, timeout_s: float
+) -> list[Approval] | None:
+    """The target's approvals, or None when the service is down or slower than `timeout_s`."""
+    started = platform.now()
+    try:
+        approvals = platform.approvals_for(request.target)
+    except ApprovalServiceUnavailable:
+        return None
+    if (platform.now() - started).total_seconds() > timeout_s:
+        return None
+    return approvals
+
+
+def _decided(
+    request: ControlRequest,
+    approvals: list[Approval],
+    current: str,
+    now: datetime,
+    flaws: PolicyFlaws,
+) -> PolicyResult:
+    """Permit on a usable exact approval at the current revision; else deny before hold."""
 
     def usable(a: Approval) -> bool:
         unexpired = not flaws.check_expiry or a.expires_at is None or now < a.expires_at

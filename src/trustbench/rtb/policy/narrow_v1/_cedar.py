@@ -139,51 +139,17 @@ class CedarEvaluator:
                 detail="no approval scoped to the target",
             )
         self._sync_links(approvals)
-        entities: list[dict[str, Any]] = [
-            {
-                "uid": {"type": "Resource", "id": request.target},
-                "attrs": {"revision": resource.revision},
-                "parents": [],
-            },
-        ]
-        entities += [
-            {
-                "uid": {"type": "Approval", "id": a.approval_id},
-                "attrs": {
-                    "status": a.status,
-                    "operation": a.operation,
-                    "target": a.target,
-                    "parameters": _cedar_parameters(a.approved_parameters),
-                    "approved_revision": a.approved_revision,
-                    "expires_at_ms": _ms(a),
-                    "scope": {"__entity": {"type": "Resource", "id": a.target}},
-                },
-                "parents": [],
-            }
-            for a in approvals
-        ]
-        context = {
-            "target": request.target,
-            "operation": request.operation,
-            "parameters": _cedar_parameters(request.parameters),
-            "proposal_revision": request.resource_revision,
-            "now_ms": int(platform.now().timestamp() * 1000),
-        }
-        batch = [
-            {
-                "principal": {"type": "Client", "id": "control-client"},
-                "action": {"type": "Action", "id": "execute"},
-                "resource": {"type": "Approval", "id": a.approval_id},
-                "context": context,
-            }
-            for a in approvals
-        ]
+        entities, batch = _cedar_inputs(request, platform, resource.revision, approvals)
         try:
             results = cedarpy.is_authorized_batch(batch, self._policies, entities)
         except Exception as error:
             return PolicyResult(
                 Decision.HOLD, ReasonCode.INSUFFICIENT_EVIDENCE, detail=f"cedar error: {error}"
             )
+        return self._decide(approvals, results)
+
+    def _decide(self, approvals: list[Approval], results: list[Any]) -> PolicyResult:
+        """Permit on the first approval Cedar allows, else the strongest reason it gave against."""
         reasons: set[ReasonCode] = set()
         for approval, result in zip(approvals, results, strict=True):
             if result.diagnostics.errors or result.decision == cedarpy.Decision.NoDecision:
@@ -213,3 +179,49 @@ class CedarEvaluator:
         """Approvals whose template link is currently in the policy set (for tests/diagnosis)."""
         links = next(t for t in self._policies.templates() if t["id_annotation"] == TEMPLATE_ID)
         return sorted(link["id"].removeprefix("approval:") for link in links["links"])
+
+
+def _cedar_inputs(
+    request: ControlRequest, platform: PlatformView, revision: str, approvals: list[Approval]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Cedar's entities (the target and its approvals) and one request per approval."""
+    entities: list[dict[str, Any]] = [
+        {
+            "uid": {"type": "Resource", "id": request.target},
+            "attrs": {"revision": revision},
+            "parents": [],
+        },
+    ]
+    entities += [
+        {
+            "uid": {"type": "Approval", "id": a.approval_id},
+            "attrs": {
+                "status": a.status,
+                "operation": a.operation,
+                "target": a.target,
+                "parameters": _cedar_parameters(a.approved_parameters),
+                "approved_revision": a.approved_revision,
+                "expires_at_ms": _ms(a),
+                "scope": {"__entity": {"type": "Resource", "id": a.target}},
+            },
+            "parents": [],
+        }
+        for a in approvals
+    ]
+    context = {
+        "target": request.target,
+        "operation": request.operation,
+        "parameters": _cedar_parameters(request.parameters),
+        "proposal_revision": request.resource_revision,
+        "now_ms": int(platform.now().timestamp() * 1000),
+    }
+    batch = [
+        {
+            "principal": {"type": "Client", "id": "control-client"},
+            "action": {"type": "Action", "id": "execute"},
+            "resource": {"type": "Approval", "id": a.approval_id},
+            "context": context,
+        }
+        for a in approvals
+    ]
+    return entities, batch
