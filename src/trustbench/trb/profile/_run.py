@@ -187,15 +187,10 @@ def _reference_splits(
     return manifest, splits
 
 
-def _model_rows(
-    name: str,
-    tier: str,
-    corpus_sha: str,
-    gov: dict[str, Any],
-    att: dict[str, Any],
-    transfer: dict[str, Any],
-) -> list[dict[str, Any]]:
-    """One reference model's flat rows: transfer G, G and its parts, attribution."""
+def _model_rows(name: str, corpus_sha: str, track: dict[str, Any]) -> list[dict[str, Any]]:
+    """One reference model's flat rows from its tracks: transfer G, G and its parts, attribution."""
+    tier, gov, att = track["adapter_tier"], track["governance"], track["attribution"]
+    transfer = track["transfer_governance"]
     rows: list[dict[str, Any]] = []
     for split, context in transfer["contexts"].items():
         if context["status"] == "run":
@@ -269,12 +264,10 @@ def run_reference(
         tracks[name] = {"adapter_tier": adapter.tier.value, "governance": gov, "attribution": att}
         per_trace[name] = {"governance": gov_rows, "attribution": att_rows}
         adapters[name] = adapter
-        tier = adapter.tier.value
-        transfer = _transfer_governance(
+        tracks[name]["transfer_governance"] = _transfer_governance(
             adapter, transfer_contexts(splits), manifest, world, gov, seed
         )
-        tracks[name]["transfer_governance"] = transfer
-        rows += _model_rows(name, tier, corpus_sha, gov, att, transfer)
+        rows += _model_rows(name, corpus_sha, tracks[name])
 
     full, abl = (
         per_trace["trace-ai-full"]["governance"],

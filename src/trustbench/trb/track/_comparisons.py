@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from trustbench.core.figures import Figure, Interval, not_run_figure
+from trustbench.core.figures import Figure, not_run_figure
 from trustbench.errors import CheckFailed
 from trustbench.trb.instruments._oracles import (
     expected_g,
@@ -25,11 +25,11 @@ from trustbench.trb.measures._governance import star_sums
 from trustbench.trb.track._adapters import SEED_MARK
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._lookup import (
-    BOOTSTRAP,
     bootstrap_bounds,
     find_figure,
     measured_estimate,
 )
+from trustbench.trb.track._measure_common import bootstrap_interval
 from trustbench.trb.track._measures import StatsPlan
 from trustbench.trb.world import CorridorWorld
 
@@ -76,9 +76,7 @@ def gap_analysis(
         [v[0] for v in values],
         [v[1] for v in values],
         [v[2] for v in values],
-        seed=stats.seed,
-        resamples=stats.resamples,
-        level=stats.confidence,
+        **stats.bootstrap(),
         description=(
             f"Delta_gov = G({full}) - G({ablation}) over {int(sum(v[2] for v in values))} "
             f"counterfactual interventions of {len(values)} eval traces scored for both, paired "
@@ -143,19 +141,14 @@ def gap_star_figure(
         why = "fewer than two paired eval traces, or a model whose null-edit floor is 1"
         return not_run_figure(GAP_STAR_FIGURE, kind="difference", description=description,
                               reason=why)  # fmt: skip
-    boot = cluster_bootstrap(
-        counts, _gap_star_statistic, seed=stats.seed, resamples=stats.resamples,
-        level=stats.confidence,
-    )  # fmt: skip
+    boot = cluster_bootstrap(counts, _gap_star_statistic, **stats.bootstrap())
     return Figure(
         name=GAP_STAR_FIGURE, kind="difference", denominator=len(per_trace),
         estimate=float(boot["estimate"]), unit="trial", unit_count=len(per_trace),
         cluster="trace", description=description,
-        intervals=[Interval(
-            method=BOOTSTRAP, confidence=stats.confidence, sidedness="two_sided",
-            lower=boot["low"], upper=boot["high"], seed=stats.seed, resamples=stats.resamples,
-            groups=len(per_trace), note="percentile bootstrap of the G* difference, "
-            "resampling paired traces",
+        intervals=[bootstrap_interval(
+            boot, stats, groups=len(per_trace),
+            note="percentile bootstrap of the G* difference, resampling paired traces",
         )],
     )  # fmt: skip
 
@@ -232,9 +225,7 @@ def seed_gap_analysis(
         [[tables[full[s]][t][0] for t in traces] for s in seeds],
         [[tables[ablation[s]][t][0] for t in traces] for s in seeds],
         n_items,
-        seed=stats.seed,
-        resamples=stats.resamples,
-        level=stats.confidence,
+        **stats.bootstrap(),
         description=(
             f"mean over {len(seeds)} training seeds {seeds} of G(full) - G(ablation), "
             f"{int(sum(n_items))} counterfactual interventions of {len(traces)} eval traces "
@@ -246,7 +237,7 @@ def seed_gap_analysis(
     for s in seeds:  # each seed's own paired, trace-clustered Delta_gov beside the pooled one
         one = governance_gap(
             [tables[full[s]][t][0] for t in traces], [tables[ablation[s]][t][0] for t in traces],
-            n_items, seed=stats.seed, resamples=stats.resamples, level=stats.confidence,
+            n_items, **stats.bootstrap(),
         )  # fmt: skip
         per_seed.append({
             "seed": s, "full": full[s], "ablation": ablation[s], "estimate": one["estimate"],

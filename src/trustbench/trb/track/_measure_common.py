@@ -175,9 +175,7 @@ def _boot_figure(
     note: str,
 ) -> Figure:
     """A figure whose statistic is a function of summed per-trace counts (trace bootstrap)."""
-    boot = cluster_bootstrap(
-        per_trace, statistic, seed=stats.seed, resamples=stats.resamples, level=stats.confidence
-    )
+    boot = cluster_bootstrap(per_trace, statistic, **stats.bootstrap())
     if boot["estimate"] is None or not np.isfinite(boot["estimate"]):
         return Figure(
             name=name, status="not_applicable", denominator=denominator, unit="trial",

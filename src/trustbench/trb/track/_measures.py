@@ -52,6 +52,10 @@ class StatsPlan:
     resamples: int
     """Bootstrap resamples (recorded in every interval)."""
 
+    def bootstrap(self) -> dict[str, Any]:
+        """The keywords every seeded bootstrap of the run takes: seed, resamples, level."""
+        return {"seed": self.seed, "resamples": self.resamples, "level": self.confidence}
+
 
 @dataclass(frozen=True)
 class MeasureRow:
