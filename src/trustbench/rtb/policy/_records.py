@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from trustbench._fields import same_named_fields
 from trustbench.rtb.platform import ResourceSeed
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -49,5 +50,5 @@ def same_named(
     the form of a value (an instant is text in a record, a datetime in a seed), which `convert`
     (field name, value) supplies.
     """
-    shared = [n for n in target.model_fields if n not in given and n in type(source).model_fields]
-    return target(**given, **{n: convert(n, getattr(source, n)) for n in shared})
+    shared = same_named_fields(target, source)
+    return target(**given, **{n: convert(n, v) for n, v in shared.items() if n not in given})
