@@ -19,7 +19,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
-from trustbench._fields import from_same_named
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
@@ -215,14 +214,21 @@ def plan_record(keys: Sequence[TrialKey], spec: ExperimentSpec) -> PlanRecord:
 
 
 def _candidate_records(spec: ExperimentSpec) -> list[CandidateRecord]:
+    """What the manifest keeps of each candidate, field by field.
+
+    Spelled out rather than copied by name (`from_same_named`): the manifest must never hold a
+    secret, so a field a later spec gains (settings, headers) reaches it only when named here.
+    """
     from trustbench.core._providers import provider_adaptations
 
     return [
-        from_same_named(
-            CandidateRecord,
-            c,
+        CandidateRecord(
+            name=c.name,
+            kind=c.kind,
             requested_model=c.model,
             endpoint=c.base_url,
+            api_key_env=c.api_key_env,
+            entry=c.entry,
             adaptations=list(provider_adaptations(c)),
         )
         for c in spec.candidates
