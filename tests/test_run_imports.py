@@ -31,11 +31,19 @@ NOT_FOR_A_REVIEW_RUN = (
     "trustbench.core._analysis",
     "trustbench.core.figures",
     "cryptography",
+    "typer._adapters",
 )
 """Modules (and their submodules) a run of a v0.1 reviewer corpus does not use: the other
 versions' policy objects, the control-path mapping and the platform it builds, the `rtb` and
 `trb` command groups, the report's configurations, analysis and figures, the held-out cipher
-suite."""
+suite, typer's pydantic adapters (the CLI converts its plain values itself)."""
+NOT_FOR_A_FINISHED_RUN = (
+    *NOT_FOR_A_REVIEW_RUN,
+    "trustbench.rtb.corpus._export",
+    "trustbench.rtb.review._validation",
+)
+"""What a run with no trial left does not use either: the input export and the response
+validation are for trials."""
 
 _PROBE = """
 import json, sys
@@ -58,9 +66,13 @@ print("\\nPROBE " + json.dumps({"code": code, "loaded": loaded, "unused": unused
 """
 
 
-def _cli(*arguments: str, watched: tuple[str, ...] = REPORT_ONLY) -> dict[str, object]:
+def _cli(
+    *arguments: str,
+    watched: tuple[str, ...] = REPORT_ONLY,
+    unused: tuple[str, ...] = NOT_FOR_A_REVIEW_RUN,
+) -> dict[str, object]:
     """Run the CLI in a fresh interpreter: its exit code, the `watched` top-level packages it
-    loaded (`loaded`) and which of `NOT_FOR_A_REVIEW_RUN` it imported (`unused`)."""
+    loaded (`loaded`) and which of `unused` it imported (`unused`)."""
     completed = subprocess.run(
         [
             sys.executable,
@@ -68,7 +80,7 @@ def _cli(*arguments: str, watched: tuple[str, ...] = REPORT_ONLY) -> dict[str, o
             _PROBE,
             json.dumps(arguments),
             json.dumps(watched),
-            json.dumps(NOT_FOR_A_REVIEW_RUN),
+            json.dumps(unused),
         ],
         capture_output=True,
         text=True,
@@ -110,7 +122,8 @@ def test_run_of_an_in_process_reviewer_imports_no_statistics_or_plotting(tmp_pat
     assert ran["code"] == 0 and ran["loaded"] == [], ran
     assert set(ran["unused"]) <= {NOT_FOR_A_REVIEW_RUN[0], NOT_FOR_A_REVIEW_RUN[1]}, ran
     # A resume of the finished folder (nothing left to do) is start-up alone.
-    assert _cli("run", str(run_dir), "--quiet") == {"code": 0, "loaded": [], "unused": []}
+    resumed = _cli("run", str(run_dir), "--quiet", unused=NOT_FOR_A_FINISHED_RUN)
+    assert resumed == {"code": 0, "loaded": [], "unused": []}
     # The probe sees these modules when they are loaded: `report` loads the libraries, and
     # `rtb --help` the command group and the policies it reviews with.
     reported = _cli("report", str(run_dir))

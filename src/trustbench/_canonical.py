@@ -181,9 +181,14 @@ def json_sha256(value: Any) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """Return the SHA-256 of a file's bytes, read in 1 MiB blocks so large files stay cheap."""
+    """Return the SHA-256 of a file's bytes, read in 1 MiB blocks so large files stay cheap.
+
+    Unbuffered: each block goes straight to the hash, not through a buffer first. A run
+    re-hashes every pinned file at start-up (the 918 files of an in-process reviewer's package:
+    14 against 21 ms, issue 35).
+    """
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
+    with path.open("rb", buffering=0) as handle:
+        while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()

@@ -155,13 +155,13 @@ EXECUTORS = ("local", "ray")
 
 async def _run(
     run_dir: Path,
+    manifest: Manifest,
     progress: ProgressReporter,
     executor: str,
     address: str | None,
     limit: int | None = None,
     preflight: bool = True,
 ) -> RunSummary:
-    manifest = read_manifest(run_dir)
     track, entry = load_track(manifest.track.id)
     if entry != manifest.track.entry:
         raise CheckFailed(
@@ -367,11 +367,10 @@ def run_experiment(
         CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
         InputError: when the folder is not a run folder or is in use by another run.
     """
-    _check_runnable(run_dir, executor, address, limit)
-    with RunLock(run_dir), long_lived_objects_frozen():
-        return asyncio.run(
-            _run(run_dir, progress or NoProgress(), executor, address, limit, preflight)
-        )
+    running = run_experiment_async(
+        run_dir, progress, executor=executor, address=address, limit=limit, preflight=preflight
+    )
+    return asyncio.run(running)
 
 
 async def run_experiment_async(
@@ -389,12 +388,17 @@ async def run_experiment_async(
         CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
         InputError: when the folder is not a run folder or is in use by another run.
     """
-    _check_runnable(run_dir, executor, address, limit)
+    manifest = _check_runnable(run_dir, executor, address, limit)
     with RunLock(run_dir), long_lived_objects_frozen():
-        return await _run(run_dir, progress or NoProgress(), executor, address, limit, preflight)
+        return await _run(
+            run_dir, manifest, progress or NoProgress(), executor, address, limit, preflight
+        )
 
 
-def _check_runnable(run_dir: Path, executor: str, address: str | None, limit: int | None) -> None:
+def _check_runnable(
+    run_dir: Path, executor: str, address: str | None, limit: int | None
+) -> Manifest:
+    """Refuse what cannot run; return the manifest (read and hash-checked once per run)."""
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     if executor not in EXECUTORS:
@@ -403,9 +407,11 @@ def _check_runnable(run_dir: Path, executor: str, address: str | None, limit: in
         raise InputError("--address is only meaningful with --executor ray")
     if not (run_dir / "manifest.json").exists():
         raise InputError("no manifest.json: run `trustbench freeze` first", location=str(run_dir))
-    humans = [c.name for c in read_manifest(run_dir).spec.candidates if c.kind == "human"]
+    manifest = read_manifest(run_dir)
+    humans = [c.name for c in manifest.spec.candidates if c.kind == "human"]
     if humans:
         raise InputError(
             f"human candidates {humans} answer in `trustbench rtb human serve`, not in `run`",
             location=str(run_dir / "manifest.json"),
         )
+    return manifest

@@ -9,7 +9,6 @@ evaluate them after the run, but they are fixed (and hashed into the manifest) b
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -369,6 +368,8 @@ def load_spec(path: Path) -> ExperimentSpec:
     Raises:
         InputError: when the file is missing, is not TOML, or a field is invalid.
     """
+    import tomllib  # reading a spec (freeze); a run reads the frozen manifest, JSON
+
     as_json = path.suffix == ".json"
     try:
         text = path.read_text(encoding="utf-8")

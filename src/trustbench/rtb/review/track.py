@@ -24,7 +24,6 @@ import trustbench
 from trustbench.core import CallFailed, Resolution, TrialOutcome, cross_product
 from trustbench.errors import InputError, did_you_mean
 from trustbench.providers import ChatRequest
-from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._frozen import load_frozen_corpus
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.corpus._track_corpus import (
@@ -36,13 +35,14 @@ from trustbench.rtb.heldout._corpus import SealedSet, is_sealed_set
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._extraction import prompt_note, response_format
 from trustbench.rtb.review._options import parse_options, select_cases
-from trustbench.rtb.review._validation import response_schema
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
 if TYPE_CHECKING:
     # The report step (matplotlib included) and the analysis types are imported only by
-    # `report`; a run reads neither (issue 35).
+    # `report`; a run reads neither (issue 35). The input export (and its checks) and the
+    # response validation are imported by the first trial: a run with none left (a resume of a
+    # finished folder, start-up alone) needs neither.
     from trustbench import core
 
 _SCHEMA_PROBE_ID = "rtb-" + "0" * 32
@@ -211,6 +211,8 @@ class ReviewTrack:
 
     async def run_trial(self, key: core.TrialKey, ctx: core.TrialContext) -> TrialOutcome:
         """One review: fresh evaluation id, visible input only, one chat call, raw reply kept."""
+        from trustbench.rtb.corpus._export import new_evaluation_id
+
         root = ctx.manifest.corpus.root
         evaluation_id = new_evaluation_id()
         extraction = parse_options(ctx.manifest.spec).answer_extraction
@@ -267,6 +269,9 @@ class ReviewTrack:
         if extraction != "structured_output":
             return "text"
         if root not in self._schemas:
+            from trustbench.rtb.corpus._export import to_candidate_input
+            from trustbench.rtb.review._validation import response_schema
+
             self._schemas[root] = response_schema(to_candidate_input(case, _SCHEMA_PROBE_ID))
         return response_format(extraction, self._schemas[root])
 

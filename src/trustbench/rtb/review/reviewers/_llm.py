@@ -8,10 +8,12 @@ choices are part of the review protocol and must be identical for every model un
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._models import CandidateInput
-from trustbench.rtb.policy._protocol import AuthoredCase
+
+if TYPE_CHECKING:
+    from trustbench.rtb.policy._protocol import AuthoredCase
 
 _FENCE = re.compile(r"\A```(?:json)?[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", re.DOTALL | re.IGNORECASE)
 
@@ -64,10 +66,16 @@ class ReviewMessages:
     def messages(self, case: AuthoredCase, evaluation_id: str) -> list[dict[str, str]]:
         """The messages of one review of `case` under `evaluation_id`."""
         if case.case_id not in self._templates:
+            # The input export is imported by the first review, not with the track: a run with
+            # no trial left (a resume of a finished folder) never builds a message.
+            from trustbench.rtb.corpus._export import to_candidate_input
+
             text = to_candidate_input(case, _MARKER).model_dump_json(indent=2)
             self._templates[case.case_id] = text if text.count(_MARKER) == 1 else None
         template = self._templates[case.case_id]
         if template is None or not _EVALUATION_ID.fullmatch(evaluation_id):
+            from trustbench.rtb.corpus._export import to_candidate_input
+
             return build_review_messages(self.prompt, to_candidate_input(case, evaluation_id))
         return [
             {"role": "system", "content": self.prompt},
