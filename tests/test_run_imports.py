@@ -31,12 +31,11 @@ NOT_FOR_A_REVIEW_RUN = (
     "trustbench.core._analysis",
     "trustbench.core.figures",
     "cryptography",
-    "typer._adapters",
 )
 """Modules (and their submodules) a run of a v0.1 reviewer corpus does not use: the other
 versions' policy objects, the control-path mapping and the platform it builds, the `rtb` and
 `trb` command groups, the report's configurations, analysis and figures, the held-out cipher
-suite, typer's pydantic adapters (the CLI converts its plain values itself)."""
+suite."""
 NOT_FOR_A_FINISHED_RUN = (
     *NOT_FOR_A_REVIEW_RUN,
     "trustbench.rtb.corpus._export",

@@ -15,7 +15,6 @@ from typing import Any
 import typer
 
 from trustbench._imports import import_object
-from trustbench._plain_params import plain_parameters
 
 
 class LazyCommands(MutableMapping[str, Any]):
@@ -39,7 +38,6 @@ class LazyCommands(MutableMapping[str, Any]):
             holder.add_typer(import_object(self._lazy[name], what="command group"), name=name)
             group = typer.main.get_group(holder)
             self._built[name] = group.commands[name]
-            plain_parameters([self._built[name]])
         return self._built[name]
 
     def __setitem__(self, name: str, command: Any) -> None:

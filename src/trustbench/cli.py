@@ -22,7 +22,6 @@ from typer.core import TyperGroup
 
 from trustbench import __version__
 from trustbench._lazy_commands import LazyCommands
-from trustbench._plain_params import plain_parameters
 from trustbench.core.cli import register_core_commands
 from trustbench.errors import TrustbenchError
 from trustbench.interop.cli import register_interop_commands
@@ -43,7 +42,6 @@ class _Commands(TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        plain_parameters([self])  # its options and its commands, before the table turns lazy
         self.commands = LazyCommands(self.commands, _SUITE_GROUPS, _SETTINGS)
 
 
