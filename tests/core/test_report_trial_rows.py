@@ -11,6 +11,7 @@ import pytest
 
 from trustbench.core.report._trial_rows import (
     TRIAL_ROWS_FILE,
+    TrialRowSpool,
     iter_trial_rows,
     read_trial_rows,
     trial_rows_problems,
@@ -73,3 +74,25 @@ def test_a_missing_file_or_a_broken_line_is_a_clear_error_naming_the_file(tmp_pa
     with pytest.raises(CheckFailed, match="line 2 is not JSON") as raised:
         read_trial_rows(tmp_path, "review")
     assert raised.value.location == str(tmp_path / TRIAL_ROWS_FILE)
+
+
+def test_a_spool_writes_the_same_file_as_an_iterator_of_the_same_rows(tmp_path: Path) -> None:
+    spool = TrialRowSpool("review")
+    for row in _rows(5):
+        spool.add(row)
+    assert list(spool) == list(_rows(5))  # read back as rows, for any other reader
+    spooled = write_trial_rows(tmp_path / "a" / TRIAL_ROWS_FILE, {"review": spool})
+    iterated = write_trial_rows(tmp_path / "b" / TRIAL_ROWS_FILE, {"review": _rows(5)})
+    assert spooled == iterated
+    assert (tmp_path / "a" / TRIAL_ROWS_FILE).read_bytes() == (
+        tmp_path / "b" / TRIAL_ROWS_FILE
+    ).read_bytes()
+    spool.close()
+
+
+def test_a_spool_refuses_a_non_finite_value_as_it_is_added(tmp_path: Path) -> None:
+    spool = TrialRowSpool("review")
+    spool.add({"trial": 0})
+    with pytest.raises(InputError, match=r"review/1"):
+        spool.add({"trial": 1, "latency_s": math.nan})
+    spool.close()

@@ -90,16 +90,16 @@ class RateTally:
         self._cases: dict[str, list[Any]] = {}
         self._item_totals: set[int] = set()
 
-    def add(self, case_id: str, group: str, events: int, total: int = 1) -> None:
-        """Count one item of `case_id` (in `group`) with `events` of `total`."""
+    def add(self, case_id: str, group: str, events: int, total: int = 1, count: int = 1) -> None:
+        """Count `count` items of `case_id` (in `group`), each with `events` of `total`."""
         sums = self._cases.get(case_id)
         if sums is None:
             sums = self._cases[case_id] = [group, 0, 0, 0, 0, 0]
-        sums[1] += events
-        sums[2] += total
-        sums[3] += 1
-        sums[4] += events > 0
-        sums[5] += events == total
+        sums[1] += events * count
+        sums[2] += total * count
+        sums[3] += count
+        sums[4] += (events > 0) * count
+        sums[5] += (events == total) * count
         self._item_totals.add(total)
 
     def add_item(self, item: Item) -> None:

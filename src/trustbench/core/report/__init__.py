@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from trustbench.core.report._tables import breakdown_table
     from trustbench.core.report._trial_rows import (
         TRIAL_ROWS_FILE,
+        TrialRowSpool,
         iter_trial_rows,
         read_trial_rows,
         trial_rows_problems,
@@ -63,6 +64,7 @@ __all__ = [
     "ReportPage",
     "TableBlock",
     "TextBlock",
+    "TrialRowSpool",
     "Verdict",
     "breakdown_table",
     "format_counts",

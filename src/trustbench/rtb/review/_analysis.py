@@ -11,7 +11,7 @@ happens without review), not a release candidate; its figures are still reported
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain, combinations
+from itertools import combinations
 from typing import Any
 
 from trustbench.core import (
@@ -33,14 +33,15 @@ from trustbench.rtb.human._analysis import (
 )
 from trustbench.rtb.review._analysis_report import Collected, Entry, sections
 from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration
-from trustbench.rtb.review._configuration_tally import ConfigurationTally, tally_configuration
+from trustbench.rtb.review._configuration_tally import ConfigurationTally
 from trustbench.rtb.review._figures import configuration_figures, headline
 from trustbench.rtb.review._grading import (
     ConfigurationTrials,
     MemberTrial,
     configuration_rows,
     member_trials,
-    record_rows,
+    not_run_row,
+    record_row,
 )
 from trustbench.rtb.review._invalid_reasons import invalid_reasons, reason_lines
 from trustbench.rtb.review._metrics import ReviewMetrics
@@ -114,6 +115,7 @@ class _Run:
     stats: dict[str, Any]
     own_specs: dict[str, CandidateSpec]
     case_order: dict[str, int]
+    cases: dict[str, Any]
 
 
 def _entries(run: _Run, graded: Any) -> tuple[list[Entry], Any]:
@@ -186,13 +188,18 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
     name = configuration.name
     out.all_rows[name] = rows
     baseline = configuration.kind is ConfigurationKind.UNCHECKED
-    tally = tally_configuration(rows, baseline=baseline)
+    # One pass: each trial is counted and its per-trial row encoded as it is made.
+    tally = ConfigurationTally(baseline=baseline)
+    for item in rows:
+        tally.add(item)
+        out.trial_rows.add(record_row(name, item))
+    for case_id, k in not_run:
+        out.trial_rows.add(not_run_row(name, run.cases[case_id], k))
     figures = configuration_figures(
         tally.figures, unit=run.unit, k=run.k, baseline=baseline, **run.stats
     )
     _classify(run, out, entry, figures, tally.evaluability)
     metrics = tally.metrics.result() if tally.trials else None
-    out.trial_records.append(record_rows(name, rows, not_run, run.corpus))  # made when written
     record = _configuration_record(
         configuration, members, candidate_records, tally, metrics, len(not_run)
     )
@@ -262,6 +269,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         },
         own_specs={c.name: c for c in spec.candidates},
         case_order={case.case_id: i for i, case in enumerate(corpus.cases)},
+        cases={case.case_id: case for case in corpus.cases},
     )
     entries, (paired, sources) = _entries(run, graded)
     out = Collected(paired_names=frozenset(p.name for p in paired))
@@ -297,7 +305,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         instruments=frozenset(out.instruments),
         response_figures=RESPONSE_FIGURES,
         expected_to_fail=frozenset(out.instruments),  # every sentinel is built to fail a gate
-        trial_rows={"review": chain.from_iterable(out.trial_records)},
+        trial_rows={"review": out.trial_rows},
         record={
             "review": {
                 "corpus_version": corpus.version,

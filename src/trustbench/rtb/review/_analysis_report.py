@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from trustbench.core import Evaluability
 from trustbench.core.figures import Figure
-from trustbench.core.report import Block, FiguresBlock, ForestBlock, TextBlock
+from trustbench.core.report import Block, FiguresBlock, ForestBlock, TextBlock, TrialRowSpool
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.review._chain import ReviewConfiguration
 from trustbench.rtb.review._figures import headline
@@ -48,8 +48,8 @@ class Collected:
     subjects: dict[str, list[Figure]] = field(default_factory=dict)
     paired_figures: dict[str, list[Figure]] = field(default_factory=dict)
     baseline_figures: list[Figure] = field(default_factory=list)
-    trial_records: list[Iterable[dict[str, Any]]] = field(default_factory=list)
-    """Each configuration's per-trial rows, made only as `record.trials.jsonl` is written."""
+    trial_rows: TrialRowSpool = field(default_factory=lambda: TrialRowSpool("review"))
+    """Every configuration's per-trial rows, encoded in the counting pass."""
     config_records: dict[str, Any] = field(default_factory=dict)
     breakdowns: dict[str, Any] = field(default_factory=dict)
     confusions: list[Block] = field(default_factory=list)

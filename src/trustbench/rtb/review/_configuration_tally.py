@@ -10,8 +10,6 @@ arrays of latencies and costs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from trustbench.core import Evaluability
 from trustbench.rtb.review._figures import FigureTally, headline
 from trustbench.rtb.review._grading import (
@@ -20,7 +18,7 @@ from trustbench.rtb.review._grading import (
     evaluability_kind,
 )
 from trustbench.rtb.review._metric_tally import MetricsTally
-from trustbench.rtb.review._rates import marks_of, review_rates
+from trustbench.rtb.review._rates import MarksOf, review_rates
 
 BREAKDOWN_KEYS = ("group", "variant")
 """The breakdowns of the headline figures (`ReviewTrialRow` attributes)."""
@@ -31,6 +29,7 @@ class ConfigurationTally:
 
     def __init__(self, *, baseline: bool) -> None:
         self._rates = review_rates()
+        self._marks = MarksOf(self._rates)
         self.figures = FigureTally(baseline=baseline, rates=self._rates)
         self.metrics = MetricsTally(self._rates)
         self.breakdowns: dict[str, dict[str, FigureTally]] = {key: {} for key in BREAKDOWN_KEYS}
@@ -42,7 +41,7 @@ class ConfigurationTally:
     def add(self, item: ConfigurationRow) -> None:
         """Count one configuration trial."""
         row = item.row
-        marks = marks_of(row, self._rates)  # each rate asked once for all nine tallies
+        marks = self._marks(row)  # each rate asked once for all nine tallies
         self.figures.add(row, marks)
         self.metrics.add(row, marks)
         for key, parts in self.breakdowns.items():
@@ -71,11 +70,3 @@ class ConfigurationTally:
     def error_classes(self) -> dict[str, int]:
         """Failed member trials by error class, sorted (as `error_class_counts`)."""
         return dict(sorted(self._errors.items()))
-
-
-def tally_configuration(rows: Iterable[ConfigurationRow], *, baseline: bool) -> ConfigurationTally:
-    """Count every trial of `rows` once."""
-    tally = ConfigurationTally(baseline=baseline)
-    for item in rows:
-        tally.add(item)
-    return tally

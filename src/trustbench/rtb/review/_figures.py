@@ -65,33 +65,54 @@ class FigureTally:
         self.only = only
         self.rates = [r for r in declared if only is None or r.name in only]
         self._counted = [r for r in self.rates if not (baseline and r.needs_finding)]
-        self.tallies = {rate.name: RateTally() for rate in self._counted}
+        self._tallies = {rate.name: RateTally() for rate in self._counted}
         self._declared = declared
         self._slots = [
-            (index, self.tallies[rate.name])
+            (index, self._tallies[rate.name])
             for index, rate in enumerate(declared)
-            if rate.name in self.tallies
+            if rate.name in self._tallies
         ]
         """Each counted rate's index in `declared` (the order of a row's `Marks`)."""
         self.rows = 0
-        self.by_case: dict[str, list[Any]] = {}
-        """Case -> [group, trials, trials reaching the reference decision]."""
+        self._by_case: dict[str, list[Any]] = {}
+        self._pending: dict[tuple[str, str, Marks, bool], int] = {}
+        """Trials not yet summed, by (case, group, marks, correct). A case's trials are of a few
+        kinds, so a row costs one count here instead of one per rate; the sums are made when
+        read, in the order each kind was first seen (so each case keeps its first-seen place,
+        which orders the clusters and seeds the bootstrap)."""
 
     def add(self, row: ReviewTrialRow, marks: Marks | None = None) -> None:
         """Count one trial of the configuration (`marks`: its `marks_of` the declared rates)."""
         self.rows += 1
         if marks is None:
             marks = marks_of(row, self._declared)
-        case_id, group = row.case_id, row.group
-        for index, tally in self._slots:
-            mark = marks[index]
-            if mark >= 0:
-                tally.add(case_id, group, mark)
-        case = self.by_case.get(case_id)
-        if case is None:
-            case = self.by_case[case_id] = [group, 0, 0]
-        case[1] += 1
-        case[2] += row.observed.value == row.reference.value
+        kind = (row.case_id, row.group, marks, row.observed == row.reference)
+        self._pending[kind] = self._pending.get(kind, 0) + 1
+
+    def _sum_pending(self) -> None:
+        for (case_id, group, marks, correct), n in self._pending.items():
+            for index, tally in self._slots:
+                mark = marks[index]
+                if mark >= 0:
+                    tally.add(case_id, group, mark, count=n)
+            case = self._by_case.get(case_id)
+            if case is None:
+                case = self._by_case[case_id] = [group, 0, 0]
+            case[1] += n
+            case[2] += correct * n
+        self._pending.clear()
+
+    @property
+    def tallies(self) -> dict[str, RateTally]:
+        """Each counted rate's `RateTally`."""
+        self._sum_pending()
+        return self._tallies
+
+    @property
+    def by_case(self) -> dict[str, list[Any]]:
+        """Case -> [group, trials, trials reaching the reference decision], first-seen order."""
+        self._sum_pending()
+        return self._by_case
 
 
 def pass_hat_k_figure(

@@ -331,6 +331,59 @@ def error_class_counts(rows: Iterable[ConfigurationRow]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def record_row(configuration: str, item: ConfigurationRow) -> dict[str, Any]:
+    """The per-trial row of one configuration trial (`record.trials.jsonl`)."""
+    row = item.row
+    members = item.members
+    return {
+        "configuration": configuration,
+        "case_id": row.case_id,
+        "group": row.group,
+        "variant": row.variant,
+        "trial": row.trial,
+        "reference": row.reference.value,
+        "outcome": row.observed.value,
+        "baseline": not members,
+        "supported": row.supported,
+        "evaluation_ids": [m.evaluation_id for m in members],
+        "member_outcomes": [m.validated.outcome.value for m in members],
+        "invalid_reasons": [m.validated.invalid_reason for m in members],
+        # Kept for people to read (never keyword-scored), with why support failed.
+        "explanations": [m.explanation for m in members],
+        "support_gaps": [list(m.support_gaps) for m in members],
+        "error_classes": [m.error_class for m in members],
+        "reported_models": [m.reported_model for m in members],
+        "latency_s": row.latency_s,
+        "tokens": row.tokens,
+        "cost_usd": row.cost_usd,
+    }
+
+
+def not_run_row(configuration: str, case: AuthoredCase, k: int) -> dict[str, Any]:
+    """The per-trial row of a planned (case, k) that did not run (outcome `not_run`, no figures)."""
+    return {
+        "configuration": configuration,
+        "case_id": case.case_id,
+        "group": case.group,
+        "variant": case.variant,
+        "trial": k,
+        "reference": case.expectations.reference_decision.value,
+        "outcome": NOT_RUN,
+        "baseline": False,
+        "supported": None,
+        "evaluation_ids": [],
+        "member_outcomes": [],
+        "invalid_reasons": [],
+        "explanations": [],
+        "support_gaps": [],
+        "error_classes": [],
+        "reported_models": [],
+        "latency_s": None,
+        "tokens": None,
+        "cost_usd": None,
+    }
+
+
 def record_rows(
     configuration: str,
     rows: Iterable[ConfigurationRow],
@@ -339,54 +392,11 @@ def record_rows(
 ) -> Iterator[dict[str, Any]]:
     """Per-trial rows of one configuration (not-run trials included, null), one at a time.
 
-    A generator: `report` writes each row to `record.trials.jsonl` as it is made, so the rows
-    (about 1.5 kB each as dicts) are never all held.
+    A generator, so the rows (about 1.5 kB each as dicts) are never all held. `report` makes
+    them in its counting pass instead (`record_row`, `not_run_row`).
     """
     cases = {case.case_id: case for case in corpus.cases}
     for item in rows:
-        row = item.row
-        yield {
-            "configuration": configuration,
-            "case_id": row.case_id,
-            "group": row.group,
-            "variant": row.variant,
-            "trial": row.trial,
-            "reference": row.reference.value,
-            "outcome": row.observed.value,
-            "baseline": not item.members,
-            "supported": row.supported,
-            "evaluation_ids": [m.evaluation_id for m in item.members],
-            "member_outcomes": [m.validated.outcome.value for m in item.members],
-            "invalid_reasons": [m.validated.invalid_reason for m in item.members],
-            # Kept for people to read (never keyword-scored), with why support failed.
-            "explanations": [m.explanation for m in item.members],
-            "support_gaps": [list(m.support_gaps) for m in item.members],
-            "error_classes": [m.error_class for m in item.members],
-            "reported_models": [m.reported_model for m in item.members],
-            "latency_s": row.latency_s,
-            "tokens": row.tokens,
-            "cost_usd": row.cost_usd,
-        }
+        yield record_row(configuration, item)
     for case_id, k in not_run:
-        case = cases[case_id]
-        yield {
-            "configuration": configuration,
-            "case_id": case_id,
-            "group": case.group,
-            "variant": case.variant,
-            "trial": k,
-            "reference": case.expectations.reference_decision.value,
-            "outcome": NOT_RUN,
-            "baseline": False,
-            "supported": None,
-            "evaluation_ids": [],
-            "member_outcomes": [],
-            "invalid_reasons": [],
-            "explanations": [],
-            "support_gaps": [],
-            "error_classes": [],
-            "reported_models": [],
-            "latency_s": None,
-            "tokens": None,
-            "cost_usd": None,
-        }
+        yield not_run_row(configuration, cases[case_id], k)

@@ -45,11 +45,10 @@ class MetricSetTally:
     """`ReviewMetricSet` counts of one population, trial by trial."""
 
     __slots__ = (
-        "_cells",
         "_costs",
         "_declared",
+        "_kinds",
         "_latencies",
-        "_rates",
         "_tokens",
         "_tokens_n",
         "trials",
@@ -58,9 +57,10 @@ class MetricSetTally:
     def __init__(self, rates: tuple[ReviewRate, ...] | None = None) -> None:
         self._declared = review_rates() if rates is None else rates
         self.trials = 0
-        self._cells = {ref: dict.fromkeys(Outcome, 0) for ref in Decision}
-        self._rates = [[0, 0] for _ in self._declared]
-        """[events, population] of each declared rate, in `_declared` order."""
+        self._kinds: dict[tuple[Decision, Outcome, Marks], int] = {}
+        """Trials by (reference, observed, marks): few distinct kinds, however many trials. The
+        confusion cells and each rate's [events, population] are summed from these at the end
+        (integer sums: the same whatever the order), not nine counters a trial."""
         self._latencies: array[float] = array("d")
         self._tokens = 0
         self._tokens_n = 0
@@ -69,13 +69,10 @@ class MetricSetTally:
     def add(self, row: ReviewTrialRow, marks: Marks | None = None) -> None:
         """Count one trial (`marks`: its `marks_of` the declared rates, when already known)."""
         self.trials += 1
-        self._cells[row.reference][row.observed] += 1
         if marks is None:
             marks = marks_of(row, self._declared)
-        for counts, mark in zip(self._rates, marks, strict=True):
-            if mark >= 0:
-                counts[1] += 1
-                counts[0] += mark
+        kind = (row.reference, row.observed, marks)
+        self._kinds[kind] = self._kinds.get(kind, 0) + 1
         if row.latency_s is not None:
             self._latencies.append(row.latency_s)
         if row.tokens is not None:
@@ -86,12 +83,21 @@ class MetricSetTally:
 
     def result(self) -> ReviewMetricSet:
         """The counts as `metric_set` reports them."""
+        cells = {ref: dict.fromkeys(Outcome, 0) for ref in Decision}
+        rates = [[0, 0] for _ in self._declared]
+        """[events, population] of each declared rate, in `_declared` order."""
+        for (reference, observed, marks), n in self._kinds.items():
+            cells[reference][observed] += n
+            for counts, mark in zip(rates, marks, strict=True):
+                if mark >= 0:
+                    counts[1] += n
+                    counts[0] += mark * n
         return ReviewMetricSet(
             trials=self.trials,
-            confusion=ConfusionTable(cells=self._cells),
+            confusion=ConfusionTable(cells=cells),
             rates={
                 rate.name: Count(label=rate.label, numerator=counts[0], denominator=counts[1])
-                for rate, counts in zip(self._declared, self._rates, strict=True)
+                for rate, counts in zip(self._declared, rates, strict=True)
             },
             latency_p50_s=percentile_of(self._latencies, 50),
             latency_p95_s=percentile_of(self._latencies, 95),

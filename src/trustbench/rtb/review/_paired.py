@@ -62,7 +62,7 @@ def _kappa_record(table: Any, confidence: float) -> dict[str, Any]:
 
 
 def _correct(row: ReviewTrialRow) -> bool:
-    return row.observed.value == row.reference.value
+    return row.observed == row.reference
 
 
 class _PairTally:

@@ -49,7 +49,7 @@ def _configuration(
         if not row.observed.is_decision:
             no_decision += 1
             continue
-        if row.observed.value == row.reference.value:
+        if row.observed == row.reference:
             continue
         wrong += 1
         unattributed += not rules
