@@ -61,3 +61,37 @@ def test_member_store_reads_back_equal_trials_and_keeps_those_outside_the_plan()
     assert store.get((second.case_id, "a", 0)) is None
     assert sorted(store) == sorted((t.case.case_id, t.candidate, t.trial) for t in stored)
     store.close()
+
+
+def test_joint_decisions_of_two_configurations_equal_their_rows_merged() -> None:
+    """The comparison's fast path (kept outcomes) pairs the same trials as merging the rows."""
+    from trustbench.rtb.review._chain import (
+        ConfigurationKind,
+        MemberIdentity,
+        ReviewConfiguration,
+    )
+    from trustbench.rtb.review._grading import configuration_rows
+    from trustbench.rtb.review._paired import joint_decisions, joint_trials
+
+    corpus = load_corpus()
+    store = MemberStore(corpus, ["a", "b"], 3)
+    outcomes = [Outcome.PERMIT, Outcome.DENY, Outcome.HOLD, Outcome.INVALID, Outcome.MISSING]
+    for position, case in enumerate(corpus.cases[:6]):
+        for k in range(3):
+            if (position, k) != (2, 1):  # a's trial never finished
+                store.put(_member(case, "a", k, validated=ValidatedResponse(outcome=outcomes[k])))
+            if (position, k) != (4, 0):  # nor this one of b's
+                outcome = outcomes[(position + k) % 5]
+                store.put(_member(case, "b", k, validated=ValidatedResponse(outcome=outcome)))
+    sides = []
+    for name in ("a", "b"):
+        single = ReviewConfiguration(
+            name=name, kind=ConfigurationKind.SINGLE, members=(MemberIdentity(reviewer=name),)
+        )
+        rows, _ = configuration_rows(single, [name], corpus, 3, store)
+        assert len(list(rows)) > 0  # the counting pass: it keeps each trial's outcome
+        sides.append(rows)
+    order = {case.case_id: i for i, case in enumerate(corpus.cases)}
+    merged = list(joint_decisions(joint_trials(sides[0].decisions(), sides[1].decisions(), order)))
+    assert list(sides[0].joint_decisions(sides[1])) == merged
+    assert len(merged) == 6 * 3 - 2

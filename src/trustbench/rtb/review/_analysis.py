@@ -46,7 +46,7 @@ from trustbench.rtb.review._grading import (
 from trustbench.rtb.review._invalid_reasons import invalid_reasons, reason_lines
 from trustbench.rtb.review._metrics import ReviewMetrics
 from trustbench.rtb.review._options import UNCHECKED, configurations, parse_options
-from trustbench.rtb.review._paired import compare
+from trustbench.rtb.review._paired import compare, compare_joint
 from trustbench.rtb.review._rule_breakdown import rule_breakdown
 from trustbench.rtb.review._sections import (
     QUALIFICATIONS,
@@ -114,7 +114,6 @@ class _Run:
     k: int
     stats: dict[str, Any]
     own_specs: dict[str, CandidateSpec]
-    case_order: dict[str, int]
     cases: dict[str, Any]
 
 
@@ -226,10 +225,11 @@ def _comparisons(
     for first, second in combinations(names, 2):
         rows_a, rows_b = out.all_rows[first], out.all_rows[second]
         if isinstance(rows_a, ConfigurationTrials) and isinstance(rows_b, ConfigurationTrials):
-            sides, order = (rows_a.decisions(), rows_b.decisions()), run.case_order
+            joint = rows_a.joint_decisions(rows_b)  # both were counted in full (`_collect`)
+            record, difference = compare_joint(first, second, joint, unit=run.unit, **run.stats)
         else:  # a paired human configuration: its trials are a list
-            sides, order = ((r.row for r in rows_a), (r.row for r in rows_b)), None
-        record, difference = compare(first, second, *sides, unit=run.unit, order=order, **run.stats)
+            sides = (r.row for r in rows_a), (r.row for r in rows_b)
+            record, difference = compare(first, second, *sides, unit=run.unit, **run.stats)
         unusable = {n: out.not_evaluable[n] for n in (first, second) if n in out.not_evaluable}
         if unusable:
             record["not_evaluable"] = unusable
@@ -268,7 +268,6 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
             "resamples": analysis.bootstrap_resamples,
         },
         own_specs={c.name: c for c in spec.candidates},
-        case_order={case.case_id: i for i, case in enumerate(corpus.cases)},
         cases={case.case_id: case for case in corpus.cases},
     )
     entries, (paired, sources) = _entries(run, graded)

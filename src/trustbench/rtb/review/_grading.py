@@ -210,6 +210,30 @@ class ConfigurationTrials:
                         observed=_OUTCOMES[code], supported=None,
                     )  # fmt: skip
 
+    def joint_decisions(
+        self, other: ConfigurationTrials
+    ) -> Iterator[tuple[str, str, Any, Outcome, Outcome]]:
+        """`(case id, group, reference, own outcome, other's)` per (case, k) both finished.
+
+        In (case, k) order, from the outcomes the first full pass kept, with no row made (see
+        `_paired.compare_joint`).
+
+        Raises:
+            ValueError: a side has not been iterated in full yet, or the two are not of the same
+                cases and K.
+        """
+        mine, theirs = self._observed, other._observed
+        if mine is None or theirs is None or len(mine) != len(theirs) or self._k != other._k:
+            raise ValueError("joint decisions need both sides iterated in full, of one plan")
+        k = self._k
+        for position, case in enumerate(self._cases):
+            case_id, group = case.case_id, case.group
+            reference = case.expectations.reference_decision
+            for slot in range(position * k, (position + 1) * k):
+                a, b = mine[slot], theirs[slot]
+                if a != _NONE and b != _NONE:
+                    yield case_id, group, reference, _OUTCOMES[a], _OUTCOMES[b]
+
     def _made(self) -> Iterator[tuple[int, ConfigurationRow]]:
         name = self._configuration.name
         for position, case in enumerate(self._cases):

@@ -35,8 +35,10 @@ from trustbench.core.stats import (
     paired_difference,
     stuart_maxwell,
 )
+from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._metric_tally import DecisionTally
 from trustbench.rtb.review._metrics import ReviewTrialRow
+from trustbench.rtb.review._validation import Outcome
 
 DECISIONS = ("permit", "deny", "hold")
 """Categories of the agreement table."""
@@ -61,8 +63,17 @@ def _kappa_record(table: Any, confidence: float) -> dict[str, Any]:
     return record
 
 
-def _correct(row: ReviewTrialRow) -> bool:
-    return row.observed == row.reference
+JointDecision = tuple[str, str, Decision, Outcome, Outcome]
+"""One jointly finished (case, trial): case id, group, reference, first's and second's outcome:
+all a comparison reads of the two rows."""
+
+
+def joint_decisions(
+    pairs: Iterable[tuple[ReviewTrialRow, ReviewTrialRow]],
+) -> Iterator[JointDecision]:
+    """What a comparison reads of each pair of jointly finished rows."""
+    for a, b in pairs:
+        yield a.case_id, a.group, a.reference, a.observed, b.observed
 
 
 class _PairTally:
@@ -77,14 +88,15 @@ class _PairTally:
         self.case_ids: set[str] = set()
         self.trial_decisions: list[tuple[str, str]] = []
 
-    def add(self, a: ReviewTrialRow, b: ReviewTrialRow) -> None:
+    def add(self, joint: JointDecision) -> None:
+        case_id, group, reference, a, b = joint
         self.joint += 1
-        self.units_a.add(a.case_id, a.group, _correct(a))
-        self.units_b.add(b.case_id, b.group, _correct(b))
-        self.cases.add(a.case_id, a.observed, b.observed)
-        self.case_ids.add(a.case_id)
-        if self.unit == "trial" and a.observed.is_decision and b.observed.is_decision:
-            self.trial_decisions.append((a.observed.value, b.observed.value))
+        self.units_a.add(case_id, group, a == reference)  # StrEnums: compares the values
+        self.units_b.add(case_id, group, b == reference)
+        self.cases.add(case_id, a, b)
+        self.case_ids.add(case_id)
+        if self.unit == "trial" and a.is_decision and b.is_decision:
+            self.trial_decisions.append((a.value, b.value))
 
     def decided(self) -> list[tuple[str, str]]:
         """Jointly decided (first, second) decisions, one per agreement item of the unit."""
@@ -156,9 +168,35 @@ def compare(
         pairs = (
             (a, by_key[(a.case_id, a.trial)]) for a in rows_a if (a.case_id, a.trial) in by_key
         )
+    return compare_joint(
+        first,
+        second,
+        joint_decisions(pairs),
+        unit=unit,
+        confidence=confidence,
+        seed=seed,
+        resamples=resamples,
+    )
+
+
+def compare_joint(
+    first: str,
+    second: str,
+    joint: Iterable[JointDecision],
+    *,
+    unit: FigureUnit,
+    confidence: float,
+    seed: int,
+    resamples: int,
+) -> tuple[dict[str, Any], Figure | None]:
+    """`compare` from the jointly finished trials, each as the few values a comparison reads.
+
+    A configuration's trials give these without a row object per trial
+    (`ConfigurationTrials.joint_decisions`): a million-trial comparison made two million rows.
+    """
     tally = _PairTally(unit)
-    for a, b in pairs:
-        tally.add(a, b)
+    for item in joint:
+        tally.add(item)
     record: dict[str, Any] = {"first": first, "second": second, "joint_trials": tally.joint}
     if not tally.joint:
         record["status"] = "not_run"
