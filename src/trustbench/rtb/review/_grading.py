@@ -158,6 +158,11 @@ class ConfigurationTrials:
         self._cases = corpus.cases
         self._k = trials_per_case
         self._graded = graded
+        self._indexes: list[int] | None = None
+        """Each member's place in the `MemberStore` plan, read by position (`_members`)."""
+        if isinstance(graded, MemberStore):
+            found = [graded.candidate_index(name) for name in member_names]
+            self._indexes = [i for i in found if i is not None] if None not in found else None
         self.not_run: list[tuple[str, int]] = []
         """(case, k) keys not run because some member trial never finished."""
         self._unchecked = configuration.kind is ConfigurationKind.UNCHECKED
@@ -249,11 +254,25 @@ class ConfigurationTrials:
                     row = ReviewTrialRow(**base, trial=k, observed=Outcome.PERMIT, supported=None)
                     yield slot, ConfigurationRow(name, row, ())
                     continue
-                keys = [(case.case_id, member, k) for member in self._names]
-                if any(key not in self._graded for key in keys):
-                    continue
-                present = tuple(self._graded[key] for key in keys)
-                yield slot, ConfigurationRow(name, _row(base, k, present), present)
+                present = self._members(position, case.case_id, k)
+                if present is not None:
+                    yield slot, ConfigurationRow(name, _row(base, k, present), present)
+
+    def _members(self, position: int, case_id: str, k: int) -> tuple[MemberTrial, ...] | None:
+        """Every member's graded trial of (case, k), or None when one of them did not finish."""
+        graded = self._graded
+        if isinstance(graded, MemberStore) and self._indexes is not None:
+            present = []
+            for index in self._indexes:
+                member = graded.at(position, index, k)
+                if member is None:
+                    return None
+                present.append(member)
+            return tuple(present)
+        keys = [(case_id, member, k) for member in self._names]
+        if any(key not in graded for key in keys):
+            return None
+        return tuple(graded[key] for key in keys)
 
 
 def case_ids(rows: Iterable[ConfigurationRow]) -> set[str]:

@@ -41,6 +41,8 @@ class MemberStore(Mapping[Key, MemberTrial]):
     def __init__(self, corpus: Corpus, candidates: list[str], trials_per_case: int) -> None:
         self._cases = {case.case_id: (i, case) for i, case in enumerate(corpus.cases)}
         self._candidates = {name: i for i, name in enumerate(candidates)}
+        self._names = list(candidates)
+        self._by_position = list(corpus.cases)
         self._k = trials_per_case
         slots = len(self._cases) * len(candidates) * self._k
         self._offsets = array("q", [_ABSENT]) * slots
@@ -85,6 +87,27 @@ class MemberStore(Mapping[Key, MemberTrial]):
             self._unflushed = False
         values = marshal.loads(os.pread(self._fd, self._lengths[slot], self._offsets[slot]))
         return _member(self._cases[key[0]][1], key[1], key[2], values)
+
+    def candidate_index(self, candidate: str) -> int | None:
+        """`candidate`'s place in the plan (None outside it), for `at`."""
+        return self._candidates.get(candidate)
+
+    def at(self, case_position: int, candidate_index: int, k: int) -> MemberTrial | None:
+        """The graded trial of the plan's (case at `case_position`, candidate, k), or None.
+
+        `self[key]` without making and parsing the key: a configuration's trials are read
+        in plan order (`ConfigurationTrials`), a million times in a large report.
+        """
+        slot = (case_position * len(self._candidates) + candidate_index) * self._k + k
+        offset = self._offsets[slot]
+        if offset == _ABSENT:
+            return None
+        if self._unflushed:
+            self._file.flush()
+            self._unflushed = False
+        values = marshal.loads(os.pread(self._fd, self._lengths[slot], offset))
+        case = self._by_position[case_position]
+        return _member(case, self._names[candidate_index], k, values)
 
     def __contains__(self, key: object) -> bool:
         if not (isinstance(key, tuple) and len(key) == 3):  # pyright: ignore[reportUnknownArgumentType]
