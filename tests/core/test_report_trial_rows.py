@@ -96,3 +96,21 @@ def test_a_spool_refuses_a_non_finite_value_as_it_is_added(tmp_path: Path) -> No
     with pytest.raises(InputError, match=r"review/1"):
         spool.add({"trial": 1, "latency_s": math.nan})
     spool.close()
+
+
+def test_rows_alike_but_for_their_trial_are_written_as_each_row_would_be(tmp_path: Path) -> None:
+    row = {"trial": 0, "case_id": "c-1", "outcome": "permit", "latency_s": None, "note": "é"}
+    alike = TrialRowSpool("review")
+    alike.add_trials(row, 12)
+    # A row holding the marker's digits elsewhere is still written right (encoded row by row).
+    marked = {**row, "note": str(7**40 + 1)}
+    alike.add_trials(marked, 2)
+    each = TrialRowSpool("review")
+    for trial in range(12):
+        each.add({**row, "trial": trial})
+    for trial in range(2):
+        each.add({**marked, "trial": trial})
+    assert alike.count == each.count == 14
+    assert b"".join(alike.chunks()) == b"".join(each.chunks())
+    alike.close()
+    each.close()

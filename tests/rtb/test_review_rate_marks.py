@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._rates import BUILT_IN, MarksOf, ReviewRate, marks_of
 from trustbench.rtb.review._rows import ReviewTrialRow
@@ -65,3 +67,52 @@ def test_a_rate_that_declares_no_fields_is_asked_of_every_row() -> None:
     rows = _rows()
     assert [marks(row) for row in rows] == [marks_of(row, rates) for row in rows]
     assert {marks(row)[-1] for row in rows} == {-1, 0, 1}
+
+
+def test_trials_alike_but_for_their_index_count_as_each_trial_would() -> None:
+    from trustbench.rtb.review._configuration_tally import ConfigurationTally
+    from trustbench.rtb.review._grading import ConfigurationRow
+
+    at_once, each = ConfigurationTally(baseline=True), ConfigurationTally(baseline=True)
+    for index, reference in enumerate(Decision):
+        row = ReviewTrialRow(
+            case_id=f"c{index}", group="g", variant="v", trial=0, reference=reference,
+            observed=Outcome.PERMIT, supported=None,
+        )  # fmt: skip
+        at_once.add_alike(row, 4)
+        for trial in range(4):
+            each.add(ConfigurationRow("unchecked", _replace_trial(row, trial), ()))
+    assert at_once.metrics.result() == each.metrics.result()
+    assert at_once.evaluability == each.evaluability
+    assert at_once.figures.by_case == each.figures.by_case
+    assert {n: t.units("case") for n, t in at_once.figures.tallies.items()} == {
+        n: t.units("case") for n, t in each.figures.tallies.items()
+    }
+
+
+def test_trials_are_not_counted_at_once_when_a_rate_may_read_the_index() -> None:
+    from trustbench.rtb.review._configuration_tally import ConfigurationTally
+    from trustbench.rtb.review._rates import register_review_metric, unregister_review_metric
+
+    undeclared = ReviewRate(
+        name="undeclared_fields_rate",
+        label="permit / all",
+        description="observed permit / all trials",
+        population=lambda row: True,
+        event=lambda row: row.observed is Outcome.PERMIT,
+        reduction="any",
+    )
+    register_review_metric(undeclared)
+    try:
+        tally = ConfigurationTally(baseline=True)
+        assert not tally.counts_alike_trials
+        with pytest.raises(ValueError, match="trial index"):
+            tally.add_alike(_rows()[0], 3)
+    finally:
+        unregister_review_metric(undeclared.name)
+
+
+def _replace_trial(row: ReviewTrialRow, trial: int) -> ReviewTrialRow:
+    from dataclasses import replace
+
+    return replace(row, trial=trial)

@@ -24,6 +24,10 @@ from trustbench.errors import CheckFailed, InputError
 TRIAL_ROWS_FILE = "record.trials.jsonl"
 """File name of the per-trial rows, in the run folder beside `record.json`."""
 
+_TRIAL_MARK = 7**40 + 1
+"""A trial index no row holds, written where `TrialRowSpool.add_trials` puts each index."""
+_TRIAL_MARK_BYTES = b"%d" % _TRIAL_MARK
+
 
 class TrialRowSpool:
     """One part's rows, encoded as they are made and kept in a temporary file until written.
@@ -47,8 +51,27 @@ class TrialRowSpool:
         Raises:
             InputError: A value JSON cannot represent (names the part and row).
         """
-        self._file.write(_line(self.part, row, f"{TRIAL_ROWS_FILE}#{self.part}/{self.count}"))
+        self._file.write(_line(self.part, row, self._pointer()))
         self.count += 1
+
+    def add_trials(self, row: Mapping[str, Any], count: int) -> None:
+        """Add `count` rows equal to `row` but for their `trial`: 0, 1, ... `count` - 1.
+
+        The row is encoded once, with a marker in place of the trial index, and each line is
+        that encoding with the index put back: the same bytes as encoding every row (checked:
+        the marker must occur exactly once, or every row is encoded in full).
+        """
+        text = _line(self.part, {**row, "trial": _TRIAL_MARK}, self._pointer())
+        head, mark, tail = text.partition(_TRIAL_MARK_BYTES)
+        if not mark or _TRIAL_MARK_BYTES in tail:
+            for trial in range(count):
+                self.add({**row, "trial": trial})
+            return
+        self._file.writelines(b"%b%d%b" % (head, trial, tail) for trial in range(count))
+        self.count += count
+
+    def _pointer(self) -> str:
+        return f"{TRIAL_ROWS_FILE}#{self.part}/{self.count}"
 
     def chunks(self) -> Iterator[bytes]:
         """The encoded lines, in order, in large chunks."""

@@ -189,9 +189,14 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
     baseline = configuration.kind is ConfigurationKind.UNCHECKED
     # One pass: each trial is counted and its per-trial row encoded as it is made.
     tally = ConfigurationTally(baseline=baseline)
-    for item in rows:
-        tally.add(item)
-        out.trial_rows.add(record_row(name, item))
+    if baseline and tally.counts_alike_trials and isinstance(rows, ConfigurationTrials):
+        for item, trials in rows.baseline_cases():  # a case's K trials at once
+            tally.add_alike(item.row, trials)
+            out.trial_rows.add_trials(record_row(name, item), trials)
+    else:
+        for item in rows:
+            tally.add(item)
+            out.trial_rows.add(record_row(name, item))
     for case_id, k in not_run:
         out.trial_rows.add(not_run_row(name, run.cases[case_id], k))
     figures = configuration_figures(

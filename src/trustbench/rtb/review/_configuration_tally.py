@@ -18,7 +18,8 @@ from trustbench.rtb.review._grading import (
     evaluability_kind,
 )
 from trustbench.rtb.review._metric_tally import MetricsTally
-from trustbench.rtb.review._rates import MarksOf, review_rates
+from trustbench.rtb.review._rates import Marks, MarksOf, review_rates
+from trustbench.rtb.review._rows import ReviewTrialRow
 
 BREAKDOWN_KEYS = ("group", "variant")
 """The breakdowns of the headline figures (`ReviewTrialRow` attributes)."""
@@ -44,17 +45,42 @@ class ConfigurationTally:
         marks = self._marks(row)  # each rate asked once for all nine tallies
         self.figures.add(row, marks)
         self.metrics.add(row, marks)
-        for key, parts in self.breakdowns.items():
-            value = getattr(row, key)
-            part = parts.get(value)
-            if part is None:
-                part = parts[value] = FigureTally(only=headline(), rates=self._rates)
-            part.add(row, marks)
+        self._add_to_breakdowns(row, marks, 1)
         self._evaluability[evaluability_kind(item)] += 1
         count_error_classes(item, self._errors)
         self.reported_models.update(
             m.reported_model for m in item.members if m.reported_model is not None
         )
+
+    def _add_to_breakdowns(self, row: ReviewTrialRow, marks: Marks, count: int) -> None:
+        for key, parts in self.breakdowns.items():
+            value = getattr(row, key)
+            part = parts.get(value)
+            if part is None:
+                part = parts[value] = FigureTally(only=headline(), rates=self._rates)
+            part.add(row, marks, count)
+
+    @property
+    def counts_alike_trials(self) -> bool:
+        """Whether `add_alike` may count trials at once: no declared rate reads the index."""
+        return self._marks.ignores_trial
+
+    def add_alike(self, row: ReviewTrialRow, count: int) -> None:
+        """Count `count` member-less trials equal to `row` but for their trial index.
+
+        The unchecked baseline's K trials of a case are such trials (every one permits, with no
+        finding, latency or cost): counted once with their number, not K times.
+
+        Raises:
+            ValueError: a declared rate reads the trial index, or `row` has member outcomes.
+        """
+        if not self.counts_alike_trials:
+            raise ValueError("a declared rate reads the trial index: count trials one at a time")
+        marks = self._marks(row)
+        self.figures.add(row, marks, count)
+        self.metrics.add(row, marks, count)
+        self._add_to_breakdowns(row, marks, count)
+        self._evaluability[0] += count  # no member gave an unusable reply (`evaluability_kind`)
 
     @property
     def trials(self) -> int:

@@ -81,13 +81,16 @@ class FigureTally:
         read, in the order each kind was first seen (so each case keeps its first-seen place,
         which orders the clusters and seeds the bootstrap)."""
 
-    def add(self, row: ReviewTrialRow, marks: Marks | None = None) -> None:
-        """Count one trial of the configuration (`marks`: its `marks_of` the declared rates)."""
-        self.rows += 1
+    def add(self, row: ReviewTrialRow, marks: Marks | None = None, count: int = 1) -> None:
+        """Count one trial of the configuration, or `count` alike but for their index.
+
+        `marks`: its `marks_of` the declared rates.
+        """
+        self.rows += count
         if marks is None:
             marks = marks_of(row, self._declared)
         kind = (row.case_id, row.group, marks, row.observed == row.reference)
-        self._pending[kind] = self._pending.get(kind, 0) + 1
+        self._pending[kind] = self._pending.get(kind, 0) + count
 
     def _sum_pending(self) -> None:
         for (case_id, group, marks, correct), n in self._pending.items():

@@ -239,6 +239,29 @@ class ConfigurationTrials:
                 if a != _NONE and b != _NONE:
                     yield case_id, group, reference, _OUTCOMES[a], _OUTCOMES[b]
 
+    def baseline_cases(self) -> Iterator[tuple[ConfigurationRow, int]]:
+        """The unchecked baseline's trials a case at a time: `(its trial 0, K)` per case.
+
+        A case's K baseline trials are alike but for their index (each permits, with no
+        finding, latency or cost), so they can be counted and written at once
+        (`ConfigurationTally.add_alike`, `TrialRowSpool.add_trials`). Like a full iteration, it
+        keeps every trial's outcome for the comparisons.
+
+        Raises:
+            ValueError: this is not the unchecked baseline.
+        """
+        if not self._unchecked:
+            raise ValueError(f"{self._configuration.name} is not the unchecked baseline")
+        name = self._configuration.name
+        for case in self._cases:
+            row = ReviewTrialRow(
+                case_id=case.case_id, group=case.group, variant=case.variant, trial=0,
+                reference=case.expectations.reference_decision, observed=Outcome.PERMIT,
+                supported=None,
+            )  # fmt: skip
+            yield ConfigurationRow(name, row, ()), self._k
+        self._observed = bytearray([_OUTCOMES.index(Outcome.PERMIT)]) * (len(self._cases) * self._k)
+
     def _made(self) -> Iterator[tuple[int, ConfigurationRow]]:
         name = self._configuration.name
         for position, case in enumerate(self._cases):

@@ -66,20 +66,23 @@ class MetricSetTally:
         self._tokens_n = 0
         self._costs: array[float] = array("d")
 
-    def add(self, row: ReviewTrialRow, marks: Marks | None = None) -> None:
-        """Count one trial (`marks`: its `marks_of` the declared rates, when already known)."""
-        self.trials += 1
+    def add(self, row: ReviewTrialRow, marks: Marks | None = None, count: int = 1) -> None:
+        """Count one trial, or `count` trials alike but for their index.
+
+        `marks`: its `marks_of` the declared rates, when already known.
+        """
+        self.trials += count
         if marks is None:
             marks = marks_of(row, self._declared)
         kind = (row.reference, row.observed, marks)
-        self._kinds[kind] = self._kinds.get(kind, 0) + 1
+        self._kinds[kind] = self._kinds.get(kind, 0) + count
         if row.latency_s is not None:
-            self._latencies.append(row.latency_s)
+            self._latencies.extend([row.latency_s] * count)
         if row.tokens is not None:
-            self._tokens += row.tokens
-            self._tokens_n += 1
+            self._tokens += row.tokens * count
+            self._tokens_n += count
         if row.cost_usd is not None:
-            self._costs.append(row.cost_usd)
+            self._costs.extend([row.cost_usd] * count)
 
     def result(self) -> ReviewMetricSet:
         """The counts as `metric_set` reports them."""
@@ -221,13 +224,19 @@ class MetricsTally:
         self._members = DecisionTally()
         self._first_passes = [0, 0, 0]  # trials, not permitted by the chain, held by the chain
 
-    def add(self, row: ReviewTrialRow, marks: Marks | None = None) -> None:
-        """Count one trial of the configuration (`marks`: its `marks_of` `self.rates`)."""
+    def add(self, row: ReviewTrialRow, marks: Marks | None = None, count: int = 1) -> None:
+        """Count one trial of the configuration, or `count` alike but for their index.
+
+        `marks`: its `marks_of` `self.rates`. Only trials without members (the unchecked
+        baseline's) are counted `count` at a time: a chain's joint counts are per trial.
+        """
         if marks is None:
             marks = marks_of(row, self.rates)
-        self.overall.add(row, marks)
-        _part(self.by_group, row.group, self.rates).add(row, marks)
-        _part(self.by_variant, row.variant, self.rates).add(row, marks)
+        if count != 1 and row.member_outcomes:
+            raise ValueError("trials with member outcomes are counted one at a time")
+        self.overall.add(row, marks, count)
+        _part(self.by_group, row.group, self.rates).add(row, marks, count)
+        _part(self.by_variant, row.variant, self.rates).add(row, marks, count)
         if not row.member_outcomes:
             return
         self._with_members += 1

@@ -234,6 +234,8 @@ class MarksOf:
         self._key: Callable[[ReviewTrialRow], object] | None = (
             None if fields is None else (attrgetter(*fields) if fields else lambda row: ())
         )
+        self.ignores_trial = fields is not None and "trial" not in fields
+        """No rate reads a row's trial index: trials alike but for it have the same marks."""
         self._kinds: dict[object, Marks] = {}
 
     def __call__(self, row: ReviewTrialRow) -> Marks:
