@@ -6,6 +6,11 @@ but committed in batches (same rows and hashes, far faster to generate). The las
 trials of the seeded order have no trial row; the first ten of those have an attempt (executions
 interrupted mid-trial, to be marked abandoned on resume). With none unfinished the ledger ends
 with the run's `run_finished` sign-off, so `report` reads it as a complete run.
+
+The reference reviewer is deterministic: its replies to one case differ only in their fresh
+evaluation id, and `report` grades each distinct reply of a case once. With `distinct_replies`
+every reply's explanation also names its trial, so no two replies are alike and every one is
+graded in full, as for a sampling model (the slower, more common case).
 """
 
 from __future__ import annotations
@@ -35,8 +40,20 @@ def outcome_json(evaluation_id: str, raw_response: str) -> str:
     return canonical_json(outcome).decode()
 
 
+def _distinct(raw: str, position: int) -> str:
+    """`raw` with its reply's explanation naming the trial (a reply no other trial gives)."""
+    marker = '\\"explanation\\": \\"'  # inside the raw response, the reply is a JSON string
+    return raw.replace(marker, f"{marker}Trial {position}. ", 1)
+
+
 def write_ledger(
-    run_dir: Path, *, cases: int, trials_per_case: int, unfinished: int, candidates: int = 1
+    run_dir: Path,
+    *,
+    cases: int,
+    trials_per_case: int,
+    unfinished: int,
+    candidates: int = 1,
+    distinct_replies: bool = False,
 ) -> dict[str, Any]:
     """Freeze the bench workload (`candidates` identical reviewers) into `run_dir` and write its
     ledger; return counts."""
@@ -83,6 +100,9 @@ def write_ledger(
         eid0, request0, raw0 = template
         eid = new_evaluation_id(ids)
         request = request0.replace(eid0, eid)
+        raw = raw0.replace(eid0, eid)
+        if distinct_replies:
+            raw = _distinct(raw, position)
         now = utc_now()
         batch.append(
             (
@@ -91,7 +111,7 @@ def write_ledger(
                     "trial_id": key.trial_id, "execution": 1, "call_index": 0,
                     "attempt_index": 0, "kind": "first", "call": "chat", "started_at": now,
                     "request_digest": sha256_hex(request.encode()), "request": request,
-                    "raw_response": raw0.replace(eid0, eid), "http_status": 200,
+                    "raw_response": raw, "http_status": 200,
                     "error_class": None, "error_message": None, "latency_s": 0.05,
                     "prompt_tokens": 1500, "completion_tokens": 60, "cost_usd": None,
                     "requested_model": "bench-reviewer", "reported_model": "bench-reviewer",
@@ -107,7 +127,7 @@ def write_ledger(
                         "trial_id": key.trial_id, "case_id": key.case_id,
                         "candidate": key.candidate, "trial_index": key.trial_index,
                         "execution": 1, "order_position": position, "status": "completed",
-                        "outcome": outcome_json(eid, raw0.replace(eid0, eid)),
+                        "outcome": outcome_json(eid, raw),
                         "error_class": None, "error": None, "started_at": now,
                         "finished_at": now, "duration_s": 0.05, "attempts": 1,
                     },

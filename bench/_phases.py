@@ -232,7 +232,12 @@ def resume_startup(run_dir: str) -> dict[str, Any]:
 
 
 def make_ledger(
-    run_dir: str, cases: int, trials_per_case: int, unfinished: int, candidates: int = 1
+    run_dir: str,
+    cases: int,
+    trials_per_case: int,
+    unfinished: int,
+    candidates: int = 1,
+    distinct_replies: bool = False,
 ) -> dict[str, Any]:
     """Write the synthetic ledger (timed only for information)."""
     from bench._ledger_fixture import write_ledger
@@ -246,6 +251,7 @@ def make_ledger(
                 trials_per_case=trials_per_case,
                 unfinished=unfinished,
                 candidates=candidates,
+                distinct_replies=distinct_replies,
             )
         )
     )

@@ -15,7 +15,9 @@ Run: `python -m bench.memory` from the repository root (options: `--help`).
   of the smallest, the largest under 120 s, time per trial flat between sizes (linear).
   Generating a ledger is printed apart (it is not what is measured); `--keep DIR` keeps the
   generated ledgers in DIR and reuses one already there (a 1,000,000-trial ledger takes minutes
-  to write and about 3 GB).
+  to write and about 3 GB). The reference reviewer's replies to a case differ only in their
+  evaluation id, and `report` grades each distinct reply of a case once; `--distinct-replies`
+  makes every reply differ (as a sampling model's do), so every one is graded in full.
 
 Every figure is printed with the sizes it compares; nothing asserts a time.
 """
@@ -101,11 +103,12 @@ def _kept(folder: Path, trials: int) -> bool:
     return bool(count == trials and signed)
 
 
-def _reports(sizes: list[int], tmp: Path) -> None:
-    print("  report on generated ledgers (`trustbench report` as a process)")
+def _reports(sizes: list[int], tmp: Path, distinct: bool) -> None:
+    replies = "every reply distinct" if distinct else "replies alike but for their ids"
+    print(f"  report on generated ledgers (`trustbench report` as a process; {replies})")
     figures: dict[int, dict[str, Any]] = {}
     for trials in sizes:
-        folder = tmp / f"ledger{trials}"
+        folder = tmp / f"ledger{trials}{'-distinct' if distinct else ''}"
         if _kept(folder, trials):
             print(f"    ledger {trials:>9,}       reused from {folder} (generated before)")
         else:
@@ -117,6 +120,7 @@ def _reports(sizes: list[int], tmp: Path) -> None:
                 trials_per_case=trials // (CASES * REPORT_CANDIDATES),
                 unfinished=0,
                 candidates=REPORT_CANDIDATES,
+                distinct_replies=distinct,
             )
             print(
                 f"    ledger {trials:>9,}       generated in {made['wall_s']:.1f} s "
@@ -151,6 +155,11 @@ def main() -> None:
         "--report-trials", default="50000,1000000", help="comma-separated; '' skips"
     )
     parser.add_argument("--keep", type=Path, help="keep (and reuse) generated ledgers here")
+    parser.add_argument(
+        "--distinct-replies",
+        action="store_true",
+        help="generated ledgers whose replies all differ (none graded from another's result)",
+    )
     args = parser.parse_args()
     print(f"memory: {machine()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,7 +168,7 @@ def main() -> None:
         if _sizes(args.report_trials):
             kept = args.keep or Path(tmp)
             kept.mkdir(parents=True, exist_ok=True)
-            _reports(_sizes(args.report_trials), kept)
+            _reports(_sizes(args.report_trials), kept, args.distinct_replies)
 
 
 if __name__ == "__main__":
