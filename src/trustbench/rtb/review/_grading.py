@@ -27,9 +27,9 @@ from trustbench.rtb.review._metrics import ReviewTrialRow
 from trustbench.rtb.review._options import parse_options
 from trustbench.rtb.review._validation import (
     Outcome,
+    ReplyGrader,
     ValidatedResponse,
     support_gaps,
-    validate_response,
 )
 
 _OUTCOMES = tuple(Outcome)
@@ -54,28 +54,32 @@ def _member_trial(
     case: AuthoredCase,
     trial: dict[str, Any],
     attempts: list[dict[str, Any]],
-    extraction: str = "strict",
+    extraction: str,
+    grader: ReplyGrader,
 ) -> MemberTrial:
     outcome = found if isinstance(found := trial.get("outcome"), dict) else {}
     evaluation_id = outcome.get("evaluation_id")
     raw = outcome.get("reply") if trial["status"] == "completed" else None
     if trial["status"] == "completed" and isinstance(evaluation_id, str):
-        validated = validate_response(raw, to_candidate_input(case, evaluation_id), extraction)
-    elif trial.get("error_class") == "response_too_large":
-        # The candidate answered, but past the declared size cap: an unusable answer is invalid.
-        validated = ValidatedResponse(
-            outcome=Outcome.INVALID, invalid_reason="response exceeded max_response_bytes"
-        )
+        # `validate_response` against `to_candidate_input(case, evaluation_id)`, then
+        # `support_gaps`: the same results, each distinct reply of a case graded once.
+        validated, explanation, gaps = grader.grade(raw, case, evaluation_id, extraction)
     else:
-        validated = ValidatedResponse(outcome=Outcome.MISSING)
+        if trial.get("error_class") == "response_too_large":
+            # The candidate answered, but past the declared size cap: an unusable answer is
+            # invalid.
+            validated = ValidatedResponse(
+                outcome=Outcome.INVALID, invalid_reason="response exceeded max_response_bytes"
+            )
+        else:
+            validated = ValidatedResponse(outcome=Outcome.MISSING)
+        explanation, gaps = None, tuple(support_gaps(validated, case))
     tokens = [
         (a["prompt_tokens"] or 0) + (a["completion_tokens"] or 0)
         if a["prompt_tokens"] is not None or a["completion_tokens"] is not None
         else None
         for a in attempts
     ]
-    response = validated.response
-    gaps = support_gaps(validated, case)  # once: `supported` is "no gap"
     return MemberTrial(
         case=case,
         candidate=_name(trial["candidate"]),
@@ -84,7 +88,7 @@ def _member_trial(
         evaluation_id=evaluation_id if isinstance(evaluation_id, str) else None,
         # The raw text is read only where no finding was parsed (the invalid-reply reasons, the
         # drill-down's excerpt): a parsed reply's text is not held for the whole report.
-        raw_reply=raw if isinstance(raw, str) and response is None else None,
+        raw_reply=raw if isinstance(raw, str) and not validated.outcome.is_decision else None,
         reported_model=_name(outcome.get("reported_model")),
         validated=slim_validated(validated),
         supported=not gaps,
@@ -93,7 +97,7 @@ def _member_trial(
         cost_usd=_sum_or_none([a["cost_usd"] for a in attempts]),
         attempts=len(attempts),
         error_class=_name(trial.get("error_class")),
-        explanation=response.explanation if response is not None else None,
+        explanation=explanation,
         support_gaps=tuple(_name(gap) for gap in gaps),
     )
 
@@ -116,9 +120,10 @@ def member_trials(
     graded = MemberStore(
         corpus, [c.name for c in manifest.spec.candidates], manifest.spec.trials_per_case
     )
+    grader = ReplyGrader(to_candidate_input)  # this corpus's: it keeps results by case id
     for trial, attempts in ledger.iter_trials():
         case = cases[trial["case_id"]]
-        member = _member_trial(case, trial, attempts, extraction)
+        member = _member_trial(case, trial, attempts, extraction, grader)
         graded.put(member)
         if on_graded is not None:
             on_graded(member)
