@@ -420,13 +420,16 @@ class ReplyGrader:
         if failed is not None:
             return failed, None, tuple(support_gaps(failed, case))
         key = None
-        if type(instance) is dict and instance.get("evaluation_id") == evaluation_id:
-            if self._keeps_ids(case):
-                rest = cast(dict[str, Any], {**instance, "evaluation_id": ""})
-                key = (case.case_id, self._encode(rest))
-                found = self._graded.get(key)
-                if found is not None:
-                    return found
+        if (
+            type(instance) is dict
+            and instance.get("evaluation_id") == evaluation_id
+            and self._keeps_ids(case)
+        ):
+            rest = cast(dict[str, Any], {**instance, "evaluation_id": ""})
+            key = (case.case_id, self._encode(rest))
+            found = self._graded.get(key)
+            if found is not None:
+                return found
         validated = _checked(instance, self._candidate_input(case, evaluation_id))
         response = validated.response
         graded: Graded = (
