@@ -21,6 +21,7 @@ typed value).
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
@@ -408,9 +409,9 @@ class ReplyGrader:
 
     def __init__(self, candidate_input: Callable[[AuthoredCase, str], BaseModel]) -> None:
         self._candidate_input = candidate_input
-        self._graded: dict[tuple[str, str], Graded] = {}
+        self._graded: dict[tuple[str, bytes], Graded] = {}
         self._plain: dict[str, bool] = {}
-        self._encode = json.JSONEncoder().encode
+        """Per case id: whether its policy keeps the evaluation id as given (`_keeps_ids`)."""
 
     def grade(
         self, raw: str | None, case: AuthoredCase, evaluation_id: str, extraction: str
@@ -425,8 +426,10 @@ class ReplyGrader:
             and instance.get("evaluation_id") == evaluation_id
             and self._keeps_ids(case)
         ):
-            rest = cast(dict[str, Any], {**instance, "evaluation_id": ""})
-            key = (case.case_id, self._encode(rest))
+            # marshal (version 2: no back-references) is exact for what JSON decodes to: it
+            # keeps each value's type (1, 1.0 and true differ), every float's bits and the
+            # member order, and `marshal.loads` inverts it, so equal bytes are equal replies.
+            key = (case.case_id, marshal.dumps({**instance, "evaluation_id": ""}, 2))
             found = self._graded.get(key)
             if found is not None:
                 return found
@@ -444,10 +447,10 @@ class ReplyGrader:
         return graded
 
     def _keeps_ids(self, case: AuthoredCase) -> bool:
-        corpus_format = policy_of(case)
-        plain = self._plain.get(corpus_format.policy_id)
+        plain = self._plain.get(case.case_id)
         if plain is None:
-            plain = self._plain[corpus_format.policy_id] = (
+            corpus_format = policy_of(case)
+            plain = self._plain[case.case_id] = (
                 _id_by_type_only(corpus_format)
                 and _keeps_id(corpus_format.response_model)
                 and _keeps_id(corpus_format.candidate_model)
