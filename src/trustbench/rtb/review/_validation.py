@@ -16,6 +16,9 @@ Schema checking uses `jsonschema` (Draft 2020-12) against the response model of 
 input the reply answers (`policy_of`), so the reported reason carries a JSON pointer; the pydantic
 model is then built from the same object (it cannot fail once the schema passed, but it gives the
 typed value).
+
+`report` grades through `ReplyGrader`: the same results as `validate_response` then
+`support_gaps`, with each distinct reply of a case (but for its fresh evaluation id) graded once.
 """
 
 from __future__ import annotations
@@ -387,7 +390,8 @@ Graded = tuple[ValidatedResponse, str | None, tuple[str, ...]]
 """A graded reply: its validation without the parsed response (outcome and invalid reason), the
 finding's explanation (None without a finding), and its support gaps (`support_gaps`)."""
 
-_MAX_GRADED = 65536
+_MAX_GRADED = 4096
+"""At most this many graded replies are kept (a few MB); then they are dropped and kept anew."""
 
 
 class ReplyGrader:
