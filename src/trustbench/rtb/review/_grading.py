@@ -50,6 +50,33 @@ def _sum_or_none(values: list[Any]) -> Any:
     return sum(known) if known else None
 
 
+def _attempt_tokens(attempt: dict[str, Any]) -> Any:
+    """Prompt plus completion tokens of one attempt; None when it reported neither."""
+    prompt, completion = attempt["prompt_tokens"], attempt["completion_tokens"]
+    if prompt is None and completion is None:
+        return None
+    return (prompt or 0) + (completion or 0)
+
+
+def _attempt_totals(attempts: list[dict[str, Any]]) -> tuple[Any, Any, Any]:
+    """Latency, tokens and cost summed over a trial's attempts (`_sum_or_none` each).
+
+    A trial mostly has one attempt: its totals are made without the three lists (`_one`).
+    """
+    if len(attempts) == 1:
+        attempt = attempts[0]
+        return (
+            _one(attempt["latency_s"]),
+            _one(_attempt_tokens(attempt)),
+            _one(attempt["cost_usd"]),
+        )
+    return (
+        _sum_or_none([a["latency_s"] for a in attempts]),
+        _sum_or_none([_attempt_tokens(a) for a in attempts]),
+        _sum_or_none([a["cost_usd"] for a in attempts]),
+    )
+
+
 def _member_trial(
     case: AuthoredCase,
     trial: dict[str, Any],
@@ -74,12 +101,7 @@ def _member_trial(
         else:
             validated = ValidatedResponse(outcome=Outcome.MISSING)
         explanation, gaps = None, tuple(support_gaps(validated, case))
-    tokens = [
-        (a["prompt_tokens"] or 0) + (a["completion_tokens"] or 0)
-        if a["prompt_tokens"] is not None or a["completion_tokens"] is not None
-        else None
-        for a in attempts
-    ]
+    latency_s, tokens, cost_usd = _attempt_totals(attempts)
     return MemberTrial(
         case=case,
         candidate=_name(trial["candidate"]),
@@ -92,9 +114,9 @@ def _member_trial(
         reported_model=_name(outcome.get("reported_model")),
         validated=slim_validated(validated),
         supported=not gaps,
-        latency_s=_sum_or_none([a["latency_s"] for a in attempts]),
-        tokens=_sum_or_none(tokens),
-        cost_usd=_sum_or_none([a["cost_usd"] for a in attempts]),
+        latency_s=latency_s,
+        tokens=tokens,
+        cost_usd=cost_usd,
         attempts=len(attempts),
         error_class=_name(trial.get("error_class")),
         explanation=explanation,
