@@ -144,6 +144,9 @@ class LedgerContents:
             connection.close()
 
 
+_JSON_COLUMNS = tuple(sorted(JSON_COLUMNS))
+
+
 def _parsed(
     row: dict[str, Any], contents: ContentReader, attempt_texts: bool = True
 ) -> dict[str, Any]:
@@ -154,9 +157,9 @@ def _parsed(
     elif "request" in row:  # formats 2 and 3 store texts apart, by digest: put them back
         row["request"] = contents.request_text(row["request"])
         row["raw_response"] = contents.response_text(row["raw_response"])
-    for column in JSON_COLUMNS & row.keys():
-        if isinstance(row[column], str):
-            row[column] = json.loads(row[column])
+    for column in _JSON_COLUMNS:  # a tuple: no set made per row
+        if isinstance(value := row.get(column), str):
+            row[column] = json.loads(value)
     return row
 
 

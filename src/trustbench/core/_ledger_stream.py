@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import sqlite3
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from trustbench.core._ledger_rows import TABLE_COLUMNS
@@ -29,9 +30,9 @@ def _stream(
     connection: sqlite3.Connection, table: str, columns: tuple[str, ...]
 ) -> Iterator[tuple[int, str, dict[str, Any]]]:
     cursor = connection.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY seq")
-    for values in cursor:
-        row = dict(zip(columns, values, strict=True))
-        yield row["seq"], table, row
+    seq = columns.index("seq")
+    for values in cursor:  # a row holds exactly the columns selected
+        yield values[seq], table, dict(zip(columns, values, strict=False))
 
 
 def iter_trials_with_attempts(
@@ -58,7 +59,7 @@ def iter_trials_with_attempts(
         _stream(connection, "attempts", attempt_columns),
     ]
     pending: dict[str, list[dict[str, Any]]] = {}  # attempts of trials still in flight
-    for _, table, row in heapq.merge(*streams, key=lambda item: item[0]):
+    for _, table, row in heapq.merge(*streams, key=itemgetter(0)):
         if table == "attempts":
             pending.setdefault(row["trial_id"], []).append(row)
             continue

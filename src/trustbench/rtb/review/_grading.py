@@ -27,9 +27,9 @@ from trustbench.rtb.review._metrics import ReviewTrialRow
 from trustbench.rtb.review._options import parse_options
 from trustbench.rtb.review._validation import (
     Outcome,
+    ReplyGrader,
     ValidatedResponse,
     support_gaps,
-    validate_response,
 )
 
 _OUTCOMES = tuple(Outcome)
@@ -50,32 +50,58 @@ def _sum_or_none(values: list[Any]) -> Any:
     return sum(known) if known else None
 
 
+def _attempt_tokens(attempt: dict[str, Any]) -> Any:
+    """Prompt plus completion tokens of one attempt; None when it reported neither."""
+    prompt, completion = attempt["prompt_tokens"], attempt["completion_tokens"]
+    if prompt is None and completion is None:
+        return None
+    return (prompt or 0) + (completion or 0)
+
+
+def _attempt_totals(attempts: list[dict[str, Any]]) -> tuple[Any, Any, Any]:
+    """Latency, tokens and cost summed over a trial's attempts (`_sum_or_none` each).
+
+    A trial mostly has one attempt: its totals are made without the three lists (`_one`).
+    """
+    if len(attempts) == 1:
+        attempt = attempts[0]
+        return (
+            _one(attempt["latency_s"]),
+            _one(_attempt_tokens(attempt)),
+            _one(attempt["cost_usd"]),
+        )
+    return (
+        _sum_or_none([a["latency_s"] for a in attempts]),
+        _sum_or_none([_attempt_tokens(a) for a in attempts]),
+        _sum_or_none([a["cost_usd"] for a in attempts]),
+    )
+
+
 def _member_trial(
     case: AuthoredCase,
     trial: dict[str, Any],
     attempts: list[dict[str, Any]],
-    extraction: str = "strict",
+    extraction: str,
+    grader: ReplyGrader,
 ) -> MemberTrial:
     outcome = found if isinstance(found := trial.get("outcome"), dict) else {}
     evaluation_id = outcome.get("evaluation_id")
     raw = outcome.get("reply") if trial["status"] == "completed" else None
     if trial["status"] == "completed" and isinstance(evaluation_id, str):
-        validated = validate_response(raw, to_candidate_input(case, evaluation_id), extraction)
-    elif trial.get("error_class") == "response_too_large":
-        # The candidate answered, but past the declared size cap: an unusable answer is invalid.
-        validated = ValidatedResponse(
-            outcome=Outcome.INVALID, invalid_reason="response exceeded max_response_bytes"
-        )
+        # `validate_response` against `to_candidate_input(case, evaluation_id)`, then
+        # `support_gaps`: the same results, each distinct reply of a case graded once.
+        validated, explanation, gaps = grader.grade(raw, case, evaluation_id, extraction)
     else:
-        validated = ValidatedResponse(outcome=Outcome.MISSING)
-    tokens = [
-        (a["prompt_tokens"] or 0) + (a["completion_tokens"] or 0)
-        if a["prompt_tokens"] is not None or a["completion_tokens"] is not None
-        else None
-        for a in attempts
-    ]
-    response = validated.response
-    gaps = support_gaps(validated, case)  # once: `supported` is "no gap"
+        if trial.get("error_class") == "response_too_large":
+            # The candidate answered, but past the declared size cap: an unusable answer is
+            # invalid.
+            validated = ValidatedResponse(
+                outcome=Outcome.INVALID, invalid_reason="response exceeded max_response_bytes"
+            )
+        else:
+            validated = ValidatedResponse(outcome=Outcome.MISSING)
+        explanation, gaps = None, tuple(support_gaps(validated, case))
+    latency_s, tokens, cost_usd = _attempt_totals(attempts)
     return MemberTrial(
         case=case,
         candidate=_name(trial["candidate"]),
@@ -84,16 +110,16 @@ def _member_trial(
         evaluation_id=evaluation_id if isinstance(evaluation_id, str) else None,
         # The raw text is read only where no finding was parsed (the invalid-reply reasons, the
         # drill-down's excerpt): a parsed reply's text is not held for the whole report.
-        raw_reply=raw if isinstance(raw, str) and response is None else None,
+        raw_reply=raw if isinstance(raw, str) and not validated.outcome.is_decision else None,
         reported_model=_name(outcome.get("reported_model")),
         validated=slim_validated(validated),
         supported=not gaps,
-        latency_s=_sum_or_none([a["latency_s"] for a in attempts]),
-        tokens=_sum_or_none(tokens),
-        cost_usd=_sum_or_none([a["cost_usd"] for a in attempts]),
+        latency_s=latency_s,
+        tokens=tokens,
+        cost_usd=cost_usd,
         attempts=len(attempts),
         error_class=_name(trial.get("error_class")),
-        explanation=response.explanation if response is not None else None,
+        explanation=explanation,
         support_gaps=tuple(_name(gap) for gap in gaps),
     )
 
@@ -116,9 +142,10 @@ def member_trials(
     graded = MemberStore(
         corpus, [c.name for c in manifest.spec.candidates], manifest.spec.trials_per_case
     )
+    grader = ReplyGrader(to_candidate_input)  # this corpus's: it keeps results by case id
     for trial, attempts in ledger.iter_trials():
         case = cases[trial["case_id"]]
-        member = _member_trial(case, trial, attempts, extraction)
+        member = _member_trial(case, trial, attempts, extraction, grader)
         graded.put(member)
         if on_graded is not None:
             on_graded(member)
