@@ -197,6 +197,7 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
         for item in rows:
             tally.add(item)
             out.trial_rows.add(record_row(name, item))
+            out.drilldown.add(name, item)
     for case_id, k in not_run:
         out.trial_rows.add(not_run_row(name, run.cases[case_id], k))
     figures = configuration_figures(

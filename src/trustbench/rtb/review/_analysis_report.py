@@ -15,7 +15,7 @@ from trustbench.rtb.review._figures import headline
 from trustbench.rtb.review._grading import ConfigurationRow
 from trustbench.rtb.review._paired import summary_line
 from trustbench.rtb.review._rule_breakdown import rule_breakdown_block
-from trustbench.rtb.review._sections import breakdown_block, drilldown_block, saturation_block
+from trustbench.rtb.review._sections import Drilldown, breakdown_block, saturation_block
 
 Entry = tuple[ReviewConfiguration, list[str], Iterable[ConfigurationRow], list[Any], Any]
 """(configuration, member names, graded rows, trials not run, candidate records)."""
@@ -49,6 +49,8 @@ class Collected:
     paired_figures: dict[str, list[Figure]] = field(default_factory=dict)
     baseline_figures: list[Figure] = field(default_factory=list)
     trial_rows: TrialRowSpool = field(default_factory=lambda: TrialRowSpool("review"))
+    drilldown: Drilldown = field(default_factory=Drilldown)
+    """The case drill-down, fed in the counting pass."""
     """Every configuration's per-trial rows, encoded in the counting pass."""
     config_records: dict[str, Any] = field(default_factory=dict)
     breakdowns: dict[str, Any] = field(default_factory=dict)
@@ -158,7 +160,7 @@ def sections(
             if out.breakdowns[name][by]
         ],
         *([rule_breakdown_block(out.rule_breakdown)] if out.rule_breakdown else []),
-        drilldown_block(out.all_rows),
+        out.drilldown.block(),
         FiguresBlock(
             title="Paired comparisons: difference in correct decisions",
             figures=differences,

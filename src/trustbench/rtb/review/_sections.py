@@ -7,8 +7,6 @@ here is computed elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from itertools import chain, groupby
 from typing import Any
 
 from trustbench.core.analysis import withheld_figure
@@ -167,20 +165,43 @@ _LISTED = 20
 10,000 trials a case the lists made the page 12 MB and its rendering most of `report`'s memory)."""
 
 
-def drilldown_block(all_rows: Mapping[str, Iterable[ConfigurationRow]]) -> TableBlock:
-    """One row per (configuration, case): every trial's decision and support, one reply excerpt.
+class Drilldown:
+    """The drill-down's rows, one per (configuration, case), made as the counting pass goes.
 
-    The unchecked baseline has no reviewer (no member trials) and no reply, so it is left out.
-    A configuration's trials come case by case (`ConfigurationTrials`); of one case only the
-    first trial and each trial's two labels are held.
+    Fed every configuration trial once (`add`, in each configuration's order: case by case), it
+    holds of the current case only its first trial and each trial's two labels; the unchecked
+    baseline has no reviewer (no member trials) and no reply, so it is left out. Reading every
+    configuration's trials again for the drill-down was a tenth of a large report's counting.
     """
-    rows: list[list[str]] = []
-    for name, items in all_rows.items():
-        if not any(item.members for item in items):
-            continue
-        for case_id, group in groupby(items, key=lambda item: item.row.case_id):
-            rows.append(_drilldown_row(name, case_id, group))
-    return _drilldown_table(rows)
+
+    def __init__(self) -> None:
+        self.rows: list[list[str]] = []
+        self._key: tuple[str, str] | None = None
+        self._first: ConfigurationRow | None = None
+        self._marks: list[tuple[int, str, str]] = []
+
+    def add(self, name: str, item: ConfigurationRow) -> None:
+        """Take one trial of configuration `name` (trials without members are left out)."""
+        if not item.members:
+            return
+        row = item.row
+        key = (name, row.case_id)
+        if key != self._key:
+            self._close()
+            self._key, self._first, self._marks = key, item, []
+        elif self._first is not None and row.trial < self._first.row.trial:
+            self._first = item
+        self._marks.append((row.trial, row.observed.value, _supported_label(row.supported)))
+
+    def block(self) -> TableBlock:
+        """The drill-down table of every trial taken."""
+        self._close()
+        return _drilldown_table(self.rows)
+
+    def _close(self) -> None:
+        if self._key is not None and self._first is not None:
+            self.rows.append(_drilldown_row(*self._key, self._first, self._marks))
+        self._key, self._first, self._marks = None, None, []
 
 
 def _supported_label(supported: bool | None) -> str:
@@ -197,15 +218,9 @@ def _per_trial(labels: list[str]) -> str:
     return ", ".join(f"{label} x{count:,}" for label, count in counts.items())
 
 
-def _drilldown_row(name: str, case_id: str, trials: Iterable[ConfigurationRow]) -> list[str]:
-    stream = iter(trials)
-    first = next(stream)  # `groupby` yields no empty group
-    marks: list[tuple[int, str, str]] = []
-    for item in chain([first], stream):
-        row = item.row
-        if row.trial < first.row.trial:
-            first = item
-        marks.append((row.trial, row.observed.value, _supported_label(row.supported)))
+def _drilldown_row(
+    name: str, case_id: str, first: ConfigurationRow, marks: list[tuple[int, str, str]]
+) -> list[str]:
     marks.sort(key=lambda mark: mark[0])
     head = first.row
     return [
