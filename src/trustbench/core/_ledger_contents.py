@@ -284,6 +284,8 @@ def _packed(refs: dict[str, str], request: Any) -> str:
 class ContentReader:
     """Materialises stored requests and responses from one open ledger; a no-op for format 1."""
 
+    MAX_ZDICTS = 256
+
     def __init__(self, connection: sqlite3.Connection):
         found = connection.execute(
             "SELECT ledger_format FROM experiments ORDER BY seq LIMIT 1"
@@ -297,6 +299,8 @@ class ContentReader:
             )
         self._db = connection
         self._cache: dict[str, str] = {}
+        self._zdicts: dict[str, bytes] = {}
+        """The UTF-8 of cached bases: every text against a base had it encoded again."""
         self._select = (
             "SELECT body, base FROM contents WHERE digest = ?"
             if self.format == FORMAT_3
@@ -349,6 +353,26 @@ class ContentReader:
             CheckFailed: when its base is missing, it is undecodable or not UTF-8, or its bases
                 nest too deep.
         """
+        data = self._inflated(digest, body, base, depth)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _undecodable(digest) from None
+
+    def utf8(self, digest: Any, body: Any, base: Any) -> bytes:
+        """`decoded(...).encode("utf-8")`, without making the text: what `verify` hashes.
+
+        Raises:
+            CheckFailed: as `decoded` does.
+        """
+        data = self._inflated(digest, body, base, 0)
+        try:
+            data.decode("utf-8")  # not UTF-8 is an edit, as for `decoded`
+        except UnicodeDecodeError:
+            raise _undecodable(digest) from None
+        return data
+
+    def _inflated(self, digest: Any, body: Any, base: Any, depth: int) -> bytes:
         if base is not None and depth >= MAX_BASE_DEPTH:
             raise CheckFailed(
                 f"ledger.sqlite: stored content {digest}: its bases nest deeper than "
@@ -357,27 +381,44 @@ class ContentReader:
             )
         try:
             if base is None:
-                data = zlib.decompress(body)
-            else:
-                unpacker = zlib.decompressobj(zdict=self.text(base, depth + 1).encode("utf-8"))
-                data = unpacker.decompress(body) + unpacker.flush()
-            return data.decode("utf-8")
-        except (zlib.error, TypeError, UnicodeDecodeError, ValueError):
-            raise CheckFailed(
-                f"ledger.sqlite: stored content {digest} cannot be decompressed (edited?)",
-                location="ledger.sqlite",
-            ) from None
+                return zlib.decompress(body)
+            zdict = self._zdicts.get(base)
+            if zdict is None:
+                zdict = self.text(base, depth + 1).encode("utf-8")
+                if base in self._cache and len(self._zdicts) < self.MAX_ZDICTS:
+                    self._zdicts[base] = zdict  # what `text` would return again, encoded
+            unpacker = zlib.decompressobj(zdict=zdict)
+            return unpacker.decompress(body) + unpacker.flush()
+        except (zlib.error, TypeError, ValueError):
+            raise _undecodable(digest) from None
 
 
-def content_problems(connection: sqlite3.Connection) -> list[str]:
-    """Contents that do not match their digests or are missing; empty when intact."""
+def _undecodable(digest: Any) -> CheckFailed:
+    return CheckFailed(
+        f"ledger.sqlite: stored content {digest} cannot be decompressed (edited?)",
+        location="ledger.sqlite",
+    )
+
+
+def content_problems(connection: sqlite3.Connection, *, index_sound: bool = False) -> list[str]:
+    """Contents that do not match their digests or are missing; empty when intact.
+
+    Args:
+        connection: An open ledger.
+        index_sound: The caller found the file's schema as trustbench creates it and SQLite's
+            `integrity_check` clean (so the unique index of `digest` holds exactly the table's
+            digests, each once): a lookup of a row's digest then finds that row, which is not
+            asked again for every row.
+    """
     try:
         reader = ContentReader(connection)
     except CheckFailed as error:  # an unknown format id (the chain says whether it was edited)
         return [str(error)]
     if reader.format == FORMAT_1:
         return []
-    return _body_problems(connection, reader) or _reference_problems(connection, reader)
+    return _body_problems(connection, reader, index_sound) or _reference_problems(
+        connection, reader
+    )
 
 
 ROWID_CONTENTS_DDL = {
@@ -388,7 +429,9 @@ ROWID_CONTENTS_DDL = {
 unique index of `digest` beside them."""
 
 
-def _body_problems(connection: sqlite3.Connection, reader: ContentReader) -> list[str]:
+def _body_problems(
+    connection: sqlite3.Connection, reader: ContentReader, index_sound: bool
+) -> list[str]:
     """The first stored body (in table order) that does not hash to its digest."""
     # NOT INDEXED: read each digest from the table itself. Through the digest's unique index
     # (which SQLite would use here) a digest edited in the table was never seen.
@@ -402,15 +445,18 @@ def _body_problems(connection: sqlite3.Connection, reader: ContentReader) -> lis
         # decompress (a query per digest was a quarter of `verify`). A row the lookup does not
         # find (an edited index, a repeated digest) is judged through the lookup, as before.
         base = "base" if reader.format == FORMAT_3 else "NULL"
-        select = (
-            f"SELECT digest, body, {base}, "
-            "(SELECT rowid FROM contents WHERE digest = stored.digest) IS stored.rowid "
-            "FROM contents AS stored NOT INDEXED"
+        found_here = (
+            "1"
+            if index_sound
+            else "(SELECT rowid FROM contents WHERE digest = stored.digest) IS stored.rowid"
         )
+        select = f"SELECT digest, body, {base}, {found_here} FROM contents AS stored NOT INDEXED"
     for digest, body, base, found_here in connection.execute(select):
         try:
-            text = reader.decoded(digest, body, base) if found_here else reader.text(digest)
-            actual = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            data = reader.utf8(digest, body, base) if found_here else None
+            if data is None:
+                data = reader.text(digest).encode("utf-8")
+            actual = hashlib.sha256(data).hexdigest()
         except CheckFailed:
             actual = None
         if actual != digest:
