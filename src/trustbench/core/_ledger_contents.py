@@ -444,13 +444,17 @@ def _body_problems(
         # digest by the index finds this very row: its text is then the one the lookup would
         # decompress (a query per digest was a quarter of `verify`). A row the lookup does not
         # find (an edited index, a repeated digest) is judged through the lookup, as before.
+        # On a sound file (`index_sound`: `integrity_check` found the unique index holding
+        # each digest of the table once, with its row) the lookup would find the row itself.
         base = "base" if reader.format == FORMAT_3 else "NULL"
-        found_here = (
+        lookup_finds_row = (
             "1"
             if index_sound
             else "(SELECT rowid FROM contents WHERE digest = stored.digest) IS stored.rowid"
         )
-        select = f"SELECT digest, body, {base}, {found_here} FROM contents AS stored NOT INDEXED"
+        select = (
+            f"SELECT digest, body, {base}, {lookup_finds_row} FROM contents AS stored NOT INDEXED"
+        )
     for digest, body, base, found_here in connection.execute(select):
         try:
             data = reader.utf8(digest, body, base) if found_here else None
