@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from trustbench._canonical import canonical_json, float_text, sha256_hex
 from trustbench.core._ledger import TABLE_COLUMNS, row_canonical_json
+from trustbench.core._ledger_rows import values_canonical_json
 
 _scalars = (
     st.none()
@@ -71,6 +72,10 @@ _cell = (
 def test_ledger_row_encoding_matches_the_general_canonical_encoding(table: str, data) -> None:
     row = {name: data.draw(_cell) for name in TABLE_COLUMNS[table]}
     assert row_canonical_json(table, row) == canonical_json({"table": table, **row})
+    # As `verify` reads a row: its values as a tuple, in column order.
+    assert values_canonical_json(table, tuple(row.values())) == canonical_json(
+        {"table": table, **row}
+    )
 
 
 @pytest.mark.parametrize("odd", [b"blob", 2**60, True, "\ud800"])
@@ -85,7 +90,21 @@ def test_tampered_row_values_get_the_general_encoding_and_its_errors(odd: object
         actual: object = row_canonical_json("events", row)
     except rfc8785.CanonicalizationError as error:
         actual = type(error)
-    assert actual == expected
+    try:
+        from_values: object = values_canonical_json("events", tuple(row.values()))
+    except rfc8785.CanonicalizationError as error:
+        from_values = type(error)
+    assert actual == from_values == expected
+
+
+@pytest.mark.parametrize(
+    "value", [0.0, -0.0, 2.0, 1e21, 1e-7, 0.05, 2**53 - 1, -(2**53) + 1, '\x00"é\u2028', None]
+)
+def test_row_values_near_the_fast_path_edges_encode_as_the_general_path(value: object) -> None:
+    row = {name: value for name in TABLE_COLUMNS["trials"]}
+    assert values_canonical_json("trials", tuple(row.values())) == canonical_json(
+        {"table": "trials", **row}
+    )
 
 
 @settings(max_examples=300, deadline=None)

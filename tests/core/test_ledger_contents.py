@@ -237,3 +237,55 @@ def test_an_attempt_packed_from_its_body_equals_one_packed_from_its_text(body: o
     from_text = ContentStore().begin().pack_attempt(values, "c")
     from_body = ContentStore().begin().pack_attempt(values, "c", body)
     assert from_body == from_text
+
+
+def test_the_first_missing_reference_is_named_in_attempt_order_across_lookup_batches(
+    tmp_path: Path,
+) -> None:
+    # 300 attempts of 3 references each span several batched lookups (`_REFERENCE_BATCH`).
+    _write(tmp_path, 300)
+    db = _db(tmp_path)
+    late, early = 250, 140
+    for attempt_id in (late, early):
+        db.execute(
+            "UPDATE attempts SET raw_response = ? WHERE id = ?", (f"gone{attempt_id}", attempt_id)
+        )
+    assert content_problems(db) == [
+        f"attempts id {early}: its content gone{early} is missing (deleted?)"
+    ]
+
+
+def test_a_missing_reference_before_an_unpacked_request_in_one_batch_is_named_first(
+    tmp_path: Path,
+) -> None:
+    _write(tmp_path, 5)
+    db = _db(tmp_path)
+    db.execute("UPDATE attempts SET raw_response = 'gone' WHERE id = 2")
+    db.execute("UPDATE attempts SET request = '[1]' WHERE id = 4")
+    assert content_problems(db) == ["attempts id 2: its content gone is missing (deleted?)"]
+    db.execute("UPDATE attempts SET raw_response = NULL WHERE id = 2")
+    assert content_problems(db) == ["attempts id 4: its request is not a packed request"]
+
+
+@pytest.mark.parametrize(("ref", "named"), [("null", "None"), ("5", "5"), ('"gone"', "gone")])
+def test_a_reference_that_is_no_stored_digest_is_missing_whatever_its_json_type(
+    tmp_path: Path, ref: str, named: str
+) -> None:
+    # A null reference was once taken for "nothing missing".
+    _write(tmp_path, 3)
+    db = _db(tmp_path)
+    db.execute(
+        "UPDATE attempts SET request = ? WHERE id = 2",
+        (f'{{"refs":{{"0":{ref}}},"request":null}}',),
+    )
+    assert content_problems(db) == [f"attempts id 2: its content {named} is missing (deleted?)"]
+
+
+def test_a_request_json_loads_accepts_is_read_as_json_loads_reads_it(tmp_path: Path) -> None:
+    # Surrounding whitespace takes `json.loads` itself (the fast parse needs the text exact).
+    _write(tmp_path, 2)
+    db = _db(tmp_path)
+    db.execute("UPDATE attempts SET request = ' ' || request || '\n' WHERE id = 1")
+    assert content_problems(db) == []
+    db.execute("UPDATE attempts SET request = request || ' x' WHERE id = 2")
+    assert content_problems(db) == ["attempts id 2: its request is not a packed request"]
