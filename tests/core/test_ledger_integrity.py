@@ -81,6 +81,19 @@ def test_a_chain_rehashed_after_an_edit_is_caught_by_the_recorded_head(small_run
     assert code == 1 and "refusing to report an altered run" in message
 
 
+@pytest.mark.parametrize(
+    "value", ["x'00ff'", str(2**60), "9e999"], ids=["blob", "unsafe-integer", "infinity"]
+)
+def test_a_row_holding_a_value_no_ledger_row_holds_is_named_altered(
+    small_run: Path, value: str
+) -> None:
+    _sql(small_run, f"UPDATE trials SET duration_s = {value} WHERE id = 1")
+    problems = verify_run(small_run).problems
+    assert any("trials id 1" in p and "no ledger row can hold" in p for p in problems), problems
+    code, message = invoke("report", str(small_run))
+    assert code == 1 and "refusing to report an altered run" in message
+
+
 def test_a_deleted_ledger_head_is_reported_as_unverifiable(small_run: Path) -> None:
     (small_run / "ledger.head").unlink()
     assert verify_run(small_run).problems[0].startswith("ledger.head is missing")

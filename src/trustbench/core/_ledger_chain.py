@@ -81,7 +81,14 @@ def verify_chain(
                 return [f"{_where(row)}: the ledger is not anchored at this manifest"]
             first = False
         digest = hashlib.sha256(head.encode("ascii"))
-        digest.update(values_canonical_json(_TABLES[row[0]], row[1:-1]))
+        try:
+            digest.update(values_canonical_json(_TABLES[row[0]], row[1:-1]))
+        except (ValueError, TypeError):  # rfc8785's CanonicalizationError is a ValueError
+            # The writer hashes every row it stores, so no written row holds such a value.
+            return [
+                f"first altered row: {_where(row)}: it holds a value no ledger row can hold "
+                "(a blob, an integer beyond 2^53 or a non-finite number)"
+            ]
         head = digest.hexdigest()
         if head != row[-1]:
             past_head = head_seq is not None and expected_seq > head_seq
