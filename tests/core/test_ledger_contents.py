@@ -21,8 +21,8 @@ from trustbench.core._ledger_contents import (
     FORMAT_2,
     FORMAT_3,
     _Batch,
-    content_problems,
 )
+from trustbench.core._ledger_contents_check import content_problems
 from trustbench.errors import CheckFailed
 
 ANCHOR = "0" * 64

@@ -17,13 +17,12 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
 from trustbench.rtb.policy._protocol import AuthoredCase
-from trustbench.rtb.review._validation import (
+from trustbench.rtb.review._reply_grader import (
     Graded,
     ReplyGrader,
     _keeps_id,  # pyright: ignore[reportPrivateUsage]
-    support_gaps,
-    validate_response,
 )
+from trustbench.rtb.review._validation import support_gaps, validate_response
 from trustbench.rtb.review.reviewers import make_reviewer
 from trustbench.rtb.review.reviewers._registry import reviewer_names
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from trustbench.core._ledger import NOT_A_LEDGER, TABLE_COLUMNS, open_for_reading
 from trustbench.core._ledger_chain import verify_chain
-from trustbench.core._ledger_contents import content_problems
+from trustbench.core._ledger_contents_check import content_problems
 from trustbench.core._ledger_head import head_problems, recorded_seq
 from trustbench.core._ledger_integrity import integrity_problems
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest

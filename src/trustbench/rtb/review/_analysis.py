@@ -40,8 +40,6 @@ from trustbench.rtb.review._grading import (
     MemberTrial,
     configuration_rows,
     member_trials,
-    not_run_row,
-    record_row,
 )
 from trustbench.rtb.review._invalid_reasons import invalid_reasons, reason_lines
 from trustbench.rtb.review._metrics import ReviewMetrics
@@ -55,6 +53,7 @@ from trustbench.rtb.review._sections import (
     operating_line,
 )
 from trustbench.rtb.review._shortcuts import corpus_saturation
+from trustbench.rtb.review._trial_records import not_run_row, record_row
 from trustbench.rtb.review._validation import Outcome
 from trustbench.rtb.review.reviewers import SENTINEL_NAMES
 

@@ -89,10 +89,10 @@ class ConfigurationTally:
 
     @property
     def evaluability(self) -> Evaluability:
-        """Valid-response counts (as `configuration_evaluability`)."""
+        """Valid-response counts (each trial counted by `evaluability_kind`)."""
         return Evaluability(sum(self._evaluability), *self._evaluability)
 
     @property
     def error_classes(self) -> dict[str, int]:
-        """Failed member trials by error class, sorted (as `error_class_counts`)."""
+        """Failed member trials by error class (`connection_error`, `timeout`, ...), sorted."""
         return dict(sorted(self._errors.items()))

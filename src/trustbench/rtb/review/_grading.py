@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trustbench.core import Evaluability, LedgerContents, Manifest
+from trustbench.core import LedgerContents, Manifest
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._protocol import AuthoredCase
@@ -25,9 +25,9 @@ from trustbench.rtb.review._member_store import MemberStore
 from trustbench.rtb.review._member_trial import MemberTrial, slim_validated
 from trustbench.rtb.review._metrics import ReviewTrialRow
 from trustbench.rtb.review._options import parse_options
+from trustbench.rtb.review._reply_grader import ReplyGrader
 from trustbench.rtb.review._validation import (
     Outcome,
-    ReplyGrader,
     ValidatedResponse,
     support_gaps,
 )
@@ -381,9 +381,13 @@ def configuration_rows(
 
 
 def evaluability_kind(item: ConfigurationRow) -> int:
-    """Where one configuration trial counts in `Evaluability` (see `configuration_evaluability`).
+    """Where one trial counts in `Evaluability`: 0 valid, 1 missing, 2 invalid, 3 no reply.
 
-    0 valid, 1 missing, 2 invalid, 3 transport failed.
+    A configuration trial is valid only when every member gave a valid decision: a chain whose
+    second member never answered has not been reviewed by the chain that was declared. Among the
+    rest, a trial with any member that got no reply (the ledger's `failed`: connection error,
+    timeout, refused request after the declared retries) is `transport_failed`; otherwise one
+    with any invalid member is `invalid`; otherwise `missing` (an empty reply).
     """
     outcomes = [m.validated.outcome for m in item.members]
     if all(o.is_decision for o in outcomes):
@@ -393,103 +397,9 @@ def evaluability_kind(item: ConfigurationRow) -> int:
     return 2 if any(o is Outcome.INVALID for o in outcomes) else 1
 
 
-def configuration_evaluability(rows: Iterable[ConfigurationRow]) -> Evaluability:
-    """Valid-response counts of one configuration's finished trials.
-
-    A configuration trial is valid only when every member gave a valid decision: a chain whose
-    second member never answered has not been reviewed by the chain that was declared. Among the
-    rest, a trial with any member that got no reply (the ledger's `failed`: connection error,
-    timeout, refused request after the declared retries) is `transport_failed`; otherwise one
-    with any invalid member is `invalid`; otherwise `missing` (an empty reply).
-    """
-    counts = [0, 0, 0, 0]
-    for item in rows:
-        counts[evaluability_kind(item)] += 1
-    return Evaluability(sum(counts), *counts)
-
-
 def count_error_classes(item: ConfigurationRow, counts: dict[str, int]) -> None:
     """Add one configuration trial's failed member trials to `counts` by error class."""
     for member in item.members:
         if member.status != "completed":
             key = member.error_class or "unknown"
             counts[key] = counts.get(key, 0) + 1
-
-
-def error_class_counts(rows: Iterable[ConfigurationRow]) -> dict[str, int]:
-    """Failed member trials by error class (`connection_error`, `timeout`, ...), sorted."""
-    counts: dict[str, int] = {}
-    for item in rows:
-        count_error_classes(item, counts)
-    return dict(sorted(counts.items()))
-
-
-def record_row(configuration: str, item: ConfigurationRow) -> dict[str, Any]:
-    """The per-trial row of one configuration trial (`record.trials.jsonl`)."""
-    row = item.row
-    members = item.members
-    return {
-        "configuration": configuration,
-        "case_id": row.case_id,
-        "group": row.group,
-        "variant": row.variant,
-        "trial": row.trial,
-        "reference": row.reference.value,
-        "outcome": row.observed.value,
-        "baseline": not members,
-        "supported": row.supported,
-        "evaluation_ids": [m.evaluation_id for m in members],
-        "member_outcomes": [m.validated.outcome.value for m in members],
-        "invalid_reasons": [m.validated.invalid_reason for m in members],
-        # Kept for people to read (never keyword-scored), with why support failed.
-        "explanations": [m.explanation for m in members],
-        "support_gaps": [list(m.support_gaps) for m in members],
-        "error_classes": [m.error_class for m in members],
-        "reported_models": [m.reported_model for m in members],
-        "latency_s": row.latency_s,
-        "tokens": row.tokens,
-        "cost_usd": row.cost_usd,
-    }
-
-
-def not_run_row(configuration: str, case: AuthoredCase, k: int) -> dict[str, Any]:
-    """The per-trial row of a planned (case, k) that did not run (outcome `not_run`, no figures)."""
-    return {
-        "configuration": configuration,
-        "case_id": case.case_id,
-        "group": case.group,
-        "variant": case.variant,
-        "trial": k,
-        "reference": case.expectations.reference_decision.value,
-        "outcome": NOT_RUN,
-        "baseline": False,
-        "supported": None,
-        "evaluation_ids": [],
-        "member_outcomes": [],
-        "invalid_reasons": [],
-        "explanations": [],
-        "support_gaps": [],
-        "error_classes": [],
-        "reported_models": [],
-        "latency_s": None,
-        "tokens": None,
-        "cost_usd": None,
-    }
-
-
-def record_rows(
-    configuration: str,
-    rows: Iterable[ConfigurationRow],
-    not_run: list[tuple[str, int]],
-    corpus: Corpus,
-) -> Iterator[dict[str, Any]]:
-    """Per-trial rows of one configuration (not-run trials included, null), one at a time.
-
-    A generator, so the rows (about 1.5 kB each as dicts) are never all held. `report` makes
-    them in its counting pass instead (`record_row`, `not_run_row`).
-    """
-    cases = {case.case_id: case for case in corpus.cases}
-    for item in rows:
-        yield record_row(configuration, item)
-    for case_id, k in not_run:
-        yield not_run_row(configuration, cases[case_id], k)

@@ -17,15 +17,14 @@ input the reply answers (`policy_of`), so the reported reason carries a JSON poi
 model is then built from the same object (it cannot fail once the schema passed, but it gives the
 typed value).
 
-`report` grades through `ReplyGrader`: the same results as `validate_response` then
-`support_gaps`, with each distinct reply of a case (but for its fresh evaluation id) graded once.
+`report` grades through `_reply_grader.ReplyGrader`: the same results as `validate_response`
+then `support_gaps`, with each distinct reply of a case (but for its fresh evaluation id) graded
+once.
 """
 
 from __future__ import annotations
 
 import json
-import marshal
-from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
 
@@ -140,7 +139,7 @@ the case's others only in its fresh id, and schema validation was half of `repor
 _MAX_VALID = 4096
 
 
-def _id_by_type_only(corpus_format: CorpusPolicy) -> bool:
+def id_by_type_only(corpus_format: CorpusPolicy) -> bool:
     """Whether the schema's only word on `evaluation_id`'s value is "a string"."""
     schema = _validator(corpus_format).schema
     prop = schema.get("properties", {}).get("evaluation_id") if isinstance(schema, dict) else None
@@ -163,12 +162,12 @@ def _schema_reason(instance: dict[str, Any], corpus_format: CorpusPolicy) -> str
     """Why `instance` violates the response schema, or None.
 
     A reply equal to one already found valid but for its evaluation id is valid too when the
-    schema says nothing about the id but that it is a string (`_id_by_type_only`); only valid
+    schema says nothing about the id but that it is a string (`id_by_type_only`); only valid
     results are remembered, so every reason is the validator's own for this reply.
     """
     policy_id = corpus_format.policy_id
     if policy_id not in _VALID:
-        _VALID[policy_id] = set() if _id_by_type_only(corpus_format) else _NEVER
+        _VALID[policy_id] = set() if id_by_type_only(corpus_format) else _NEVER
     valid = _VALID[policy_id]
     key = _valid_key(instance) if valid is not _NEVER else None
     if key is not None and key in valid:
@@ -222,13 +221,13 @@ def validate_response(
         `missing` for None/empty/whitespace, `invalid` with a reason, or the decision with the
         parsed response.
     """
-    instance, failed = _parsed_reply(raw, extraction)
+    instance, failed = parsed_reply(raw, extraction)
     if failed is not None:
         return failed
-    return _checked(instance, candidate_input)
+    return checked_reply(instance, candidate_input)
 
 
-def _parsed_reply(raw: str | None, extraction: str) -> tuple[Any, ValidatedResponse | None]:
+def parsed_reply(raw: str | None, extraction: str) -> tuple[Any, ValidatedResponse | None]:
     """The reply's JSON value, or (None, why there is none): `validate_response`'s first steps."""
     if raw is None or not raw.strip():
         return None, ValidatedResponse(outcome=Outcome.MISSING)
@@ -241,7 +240,7 @@ def _parsed_reply(raw: str | None, extraction: str) -> tuple[Any, ValidatedRespo
         return None, _invalid(f"reply is not valid JSON: {exc}")
 
 
-def _checked(instance: Any, candidate_input: BaseModel) -> ValidatedResponse:
+def checked_reply(instance: Any, candidate_input: BaseModel) -> ValidatedResponse:
     """`validate_response`'s steps after parsing: schema, explanation, id, evidence refs."""
     corpus_format = policy_of(candidate_input)
     schema_reason = _schema_reason(instance, corpus_format)
@@ -384,101 +383,3 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
 def is_supported(validated: ValidatedResponse, case: AuthoredCase) -> bool:
     """True when the finding is valid and supported for `case` (see `support_gaps`)."""
     return not support_gaps(validated, case)
-
-
-Graded = tuple[ValidatedResponse, str | None, tuple[str, ...]]
-"""A graded reply: its validation without the parsed response (outcome and invalid reason), the
-finding's explanation (None without a finding), and its support gaps (`support_gaps`)."""
-
-_MAX_GRADED = 4096
-"""At most this many graded replies are kept (a few MB); then they are dropped and kept anew."""
-
-
-class ReplyGrader:
-    """`validate_response` then `support_gaps` for each reply of one report, the same results.
-
-    A report grades every trial of a case, and a reviewer's replies to one case mostly differ
-    in their fresh evaluation id alone; validating and judging each of them (pydantic, schema,
-    answer key) was most of `report`'s grading CPU (issue 30). A parsed reply whose
-    `evaluation_id` is the trial's own is graded once per case and distinct rest of the reply
-    (the JSON value with the id blanked, its member order kept), then looked up. That is exact
-    because nothing after parsing reads the id's value but to compare it with the input's: the
-    policy's schema says only that it is a string (`_id_by_type_only`), the response and
-    candidate-input models keep it exactly as given (`_keeps_id`), the candidate input is the
-    case's under that id (`to_candidate_input`), and `support_gaps` never reads it. Replies of
-    any other shape, or of a policy that is not so, are graded in full each time.
-
-    One grader is for one corpus: results are kept by case id.
-    """
-
-    def __init__(self, candidate_input: Callable[[AuthoredCase, str], BaseModel]) -> None:
-        self._candidate_input = candidate_input
-        self._graded: dict[tuple[str, bytes], Graded] = {}
-        self._plain: dict[str, bool] = {}
-        """Per case id: whether its policy keeps the evaluation id as given (`_keeps_ids`)."""
-
-    def grade(
-        self, raw: str | None, case: AuthoredCase, evaluation_id: str, extraction: str
-    ) -> Graded:
-        """`raw` validated against the case's input under `evaluation_id`, and judged."""
-        instance, failed = _parsed_reply(raw, extraction)
-        if failed is not None:
-            return failed, None, tuple(support_gaps(failed, case))
-        key = None
-        if (
-            type(instance) is dict
-            and instance.get("evaluation_id") == evaluation_id
-            and self._keeps_ids(case)
-        ):
-            # marshal (version 2: no back-references) is exact for what JSON decodes to: it
-            # keeps each value's type (1, 1.0 and true differ), every float's bits and the
-            # member order, and `marshal.loads` inverts it, so equal bytes are equal replies.
-            key = (case.case_id, marshal.dumps({**instance, "evaluation_id": ""}, 2))
-            found = self._graded.get(key)
-            if found is not None:
-                return found
-        validated = _checked(instance, self._candidate_input(case, evaluation_id))
-        response = validated.response
-        graded: Graded = (
-            ValidatedResponse(outcome=validated.outcome, invalid_reason=validated.invalid_reason),
-            response.explanation if response is not None else None,
-            tuple(support_gaps(validated, case)),
-        )
-        if key is not None:
-            if len(self._graded) >= _MAX_GRADED:
-                self._graded.clear()
-            self._graded[key] = graded
-        return graded
-
-    def _keeps_ids(self, case: AuthoredCase) -> bool:
-        plain = self._plain.get(case.case_id)
-        if plain is None:
-            corpus_format = policy_of(case)
-            plain = self._plain[case.case_id] = (
-                _id_by_type_only(corpus_format)
-                and _keeps_id(corpus_format.response_model)
-                and _keeps_id(corpus_format.candidate_model)
-            )
-        return plain
-
-
-_ID_CHANGING_CONFIG = ("str_strip_whitespace", "str_to_lower", "str_to_upper")
-
-
-def _keeps_id(model: type[BaseModel]) -> bool:
-    """Whether `model` holds its `evaluation_id` exactly as given: a plain `str`, no validator."""
-    field = model.model_fields.get("evaluation_id")
-    decorators = model.__pydantic_decorators__
-    return (
-        field is not None
-        and field.annotation is str
-        and not field.metadata
-        and not (
-            decorators.validators
-            or decorators.field_validators
-            or decorators.root_validators
-            or decorators.model_validators
-        )
-        and not any(model.model_config.get(name) for name in _ID_CHANGING_CONFIG)
-        and model.model_post_init is BaseModel.model_post_init
-    )
