@@ -64,14 +64,13 @@ def test_member_store_reads_back_equal_trials_and_keeps_those_outside_the_plan()
 
 
 def test_joint_decisions_of_two_configurations_equal_their_rows_merged() -> None:
-    """The comparison's fast path (kept outcomes) pairs the same trials as merging the rows."""
+    """The comparison's fast path (kept outcomes) pairs the same trials as indexing the rows."""
     from trustbench.rtb.review._chain import (
         ConfigurationKind,
         MemberIdentity,
         ReviewConfiguration,
     )
     from trustbench.rtb.review._grading import configuration_rows
-    from trustbench.rtb.review._paired import joint_decisions, joint_trials
 
     corpus = load_corpus()
     store = MemberStore(corpus, ["a", "b"], 3)
@@ -91,7 +90,11 @@ def test_joint_decisions_of_two_configurations_equal_their_rows_merged() -> None
         rows, _ = configuration_rows(single, [name], corpus, 3, store)
         assert len(list(rows)) > 0  # the counting pass: it keeps each trial's outcome
         sides.append(rows)
-    order = {case.case_id: i for i, case in enumerate(corpus.cases)}
-    merged = list(joint_decisions(joint_trials(sides[0].decisions(), sides[1].decisions(), order)))
-    assert list(sides[0].joint_decisions(sides[1])) == merged
-    assert len(merged) == 6 * 3 - 2
+    by_key = {(r.case_id, r.trial): r for r in sides[1].decisions()}
+    indexed = [
+        (a.case_id, a.group, a.reference, a.observed, by_key[(a.case_id, a.trial)].observed)
+        for a in sides[0].decisions()
+        if (a.case_id, a.trial) in by_key
+    ]
+    assert list(sides[0].joint_decisions(sides[1])) == indexed
+    assert len(indexed) == 6 * 3 - 2

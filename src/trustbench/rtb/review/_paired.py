@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from trustbench.core.analysis import EventReducer
@@ -103,34 +103,6 @@ class _PairTally:
         return self.trial_decisions if self.unit == "trial" else self.cases.decisions()
 
 
-def joint_trials(
-    rows_a: Iterable[ReviewTrialRow], rows_b: Iterable[ReviewTrialRow], order: Mapping[str, int]
-) -> Iterator[tuple[ReviewTrialRow, ReviewTrialRow]]:
-    """The (case, trial) pairs both finished, in `rows_a`'s order, holding neither side.
-
-    Both sides must come in the order of (`order[case_id]`, trial), as configuration trials do
-    (`ConfigurationTrials`): the two are merged, not indexed.
-
-    Raises:
-        ValueError: a side is out of that order (it would silently lose pairs otherwise).
-    """
-    b_rows = iter(rows_b)
-    b = next(b_rows, None)
-    last_a = last_b = (-1, -1)
-    for a in rows_a:
-        key_a = (order[a.case_id], a.trial)
-        if key_a <= last_a:
-            raise ValueError(f"configuration trials out of order at {a.case_id} trial {a.trial}")
-        last_a = key_a
-        while b is not None and (key_b := (order[b.case_id], b.trial)) < key_a:
-            if key_b <= last_b:
-                raise ValueError(f"configuration trials out of order at {b.case_id}")
-            last_b = key_b
-            b = next(b_rows, None)
-        if b is not None and (order[b.case_id], b.trial) == key_a:
-            yield a, b
-
-
 def compare(
     first: str,
     second: str,
@@ -141,17 +113,17 @@ def compare(
     confidence: float,
     seed: int,
     resamples: int,
-    order: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any], Figure | None]:
     """Compare configurations `first` and `second` on their jointly finished trials.
+
+    `rows_b` is indexed by (case, trial); a report's own configurations, whose trials it has
+    counted, are compared through `compare_joint` without a row per trial.
 
     Args:
         first: The first configuration's name.
         second: The second configuration's name.
         rows_a: `first`'s trials, read once.
         rows_b: `second`'s trials, read once.
-        order: Each case's position: both sides come in (position, trial) order and are merged
-            without holding either (`joint_trials`); without it `rows_b` is indexed.
         unit: The declared unit of analysis.
         confidence: Confidence level of every interval.
         seed: Bootstrap seed.
@@ -161,13 +133,8 @@ def compare(
         `(record, difference_figure)`: the JSON record of every test, and the paired difference
         figure (None when no trial was run by both).
     """
-    if order is not None:
-        pairs: Iterable[tuple[ReviewTrialRow, ReviewTrialRow]] = joint_trials(rows_a, rows_b, order)
-    else:
-        by_key = {(r.case_id, r.trial): r for r in rows_b}
-        pairs = (
-            (a, by_key[(a.case_id, a.trial)]) for a in rows_a if (a.case_id, a.trial) in by_key
-        )
+    by_key = {(r.case_id, r.trial): r for r in rows_b}
+    pairs = ((a, by_key[(a.case_id, a.trial)]) for a in rows_a if (a.case_id, a.trial) in by_key)
     return compare_joint(
         first,
         second,
