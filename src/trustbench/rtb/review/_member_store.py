@@ -82,11 +82,14 @@ class MemberStore(Mapping[Key, MemberTrial]):
         slot = self._slot(key)
         if slot is None or self._offsets[slot] == _ABSENT:
             return self._extra[key]
+        return _member(self._cases[key[0]][1], key[1], key[2], self._values(slot))
+
+    def _values(self, slot: int) -> tuple[Any, ...]:
+        """The stored values of a filled slot."""
         if self._unflushed:
             self._file.flush()
             self._unflushed = False
-        values = marshal.loads(os.pread(self._fd, self._lengths[slot], self._offsets[slot]))
-        return _member(self._cases[key[0]][1], key[1], key[2], values)
+        return marshal.loads(os.pread(self._fd, self._lengths[slot], self._offsets[slot]))
 
     def candidate_index(self, candidate: str) -> int | None:
         """`candidate`'s place in the plan (None outside it), for `at`."""
@@ -99,15 +102,10 @@ class MemberStore(Mapping[Key, MemberTrial]):
         in plan order (`ConfigurationTrials`), a million times in a large report.
         """
         slot = (case_position * len(self._candidates) + candidate_index) * self._k + k
-        offset = self._offsets[slot]
-        if offset == _ABSENT:
+        if self._offsets[slot] == _ABSENT:
             return None
-        if self._unflushed:
-            self._file.flush()
-            self._unflushed = False
-        values = marshal.loads(os.pread(self._fd, self._lengths[slot], offset))
         case = self._by_position[case_position]
-        return _member(case, self._names[candidate_index], k, values)
+        return _member(case, self._names[candidate_index], k, self._values(slot))
 
     def __contains__(self, key: object) -> bool:
         if not (isinstance(key, tuple) and len(key) == 3):  # pyright: ignore[reportUnknownArgumentType]
