@@ -9,6 +9,8 @@ otherwise pay scipy's ~1.8 s import on every start (issue 35).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from trustbench.core._interval import Interval, Sidedness
 
 _SCIPY_METHOD = {"clopper_pearson": "exact", "wilson": "wilson"}
@@ -67,17 +69,13 @@ def binomial_interval(
             upper=None,
             not_computable="no units evaluated (n = 0)",
         )
-    from scipy.stats import binomtest
-
-    ci = binomtest(k, n, alternative=_ALTERNATIVE[sidedness]).proportion_ci(
-        confidence_level=confidence, method=_SCIPY_METHOD[method]
-    )
+    lower, upper = _bounds(k, n, method, confidence, sidedness)
     return Interval(
         method=method,
         confidence=confidence,
         sidedness=sidedness,
-        lower=float(ci.low),
-        upper=float(ci.high),
+        lower=lower,
+        upper=upper,
     )
 
 
@@ -99,3 +97,21 @@ def zero_failure_upper_bound(n: int, confidence: float = 0.95) -> float:
     if n < 1:
         raise ValueError("zero_failure_upper_bound needs n >= 1")
     return 1.0 - (1.0 - confidence) ** (1.0 / n)
+
+
+@lru_cache(maxsize=65536)
+def _bounds(
+    k: int, n: int, method: str, confidence: float, sidedness: Sidedness
+) -> tuple[float, float]:
+    """The bounds scipy gives k/n, each set of arguments computed once per process.
+
+    One `binomtest(...).proportion_ci` is about 2 ms, and a report asks for the same few counts
+    over and over (every rate of every configuration at the same case count): the workflow
+    demo's report spent 10 of its 27 s here.
+    """
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n, alternative=_ALTERNATIVE[sidedness]).proportion_ci(
+        confidence_level=confidence, method=_SCIPY_METHOD[method]
+    )
+    return float(ci.low), float(ci.high)

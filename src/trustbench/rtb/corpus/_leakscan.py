@@ -130,6 +130,54 @@ def _screened(
     return [value for value in matchers if _matcher(value).search(collapsed)]
 
 
+_FIELD_WORDS = frozenset(name for name in ANSWER_KEY_FIELDS if "_" in name)
+_MEMO_CHARS = 4_000_000
+"""Characters of text a scanner remembers findings for (a bound: past it the memo starts
+again), so at most 16 scanners hold some 64 MB however long a run's texts are."""
+
+
+class _Scanner:
+    """The findings of each text against one forbidden set, each distinct text scanned once.
+
+    The screens cost about 10 µs per string, and a run's payloads repeat the same strings
+    across its trials (the same case's tool results for every agent and every trial): a
+    workflow demo scanned 1.7 million strings, most of them seen before. Findings depend only on
+    the text and the forbidden set, so they are remembered per text.
+    """
+
+    def __init__(self, forbidden: frozenset[str]) -> None:
+        self._screens: tuple[tuple[LeakKind, re.Pattern[str] | None, list[str]], ...] = (
+            ("answer_key_field", *_compiled(_FIELD_WORDS)),
+            ("grader_value", *_compiled(forbidden)),
+        )
+        self._memo: dict[str, tuple[tuple[LeakKind, str], ...]] = {}
+        self._memo_chars = 0
+
+    def findings(self, text: str) -> tuple[tuple[LeakKind, str], ...]:
+        """(kind, value) of each field name and forbidden value in `text`, in reporting order."""
+        found = self._memo.get(text)
+        if found is None:
+            collapsed = " ".join(text.split())
+            lowered = collapsed.lower()
+            found = tuple[tuple[LeakKind, str], ...](
+                (kind, value)
+                for kind, screen, matchers in self._screens
+                for value in _screened(collapsed, lowered, screen, matchers)
+            )
+            if len(text) <= _MEMO_CHARS:
+                if self._memo_chars + len(text) > _MEMO_CHARS:
+                    self._memo.clear()
+                    self._memo_chars = 0
+                self._memo[text] = found
+                self._memo_chars += len(text)
+        return found
+
+
+@lru_cache(maxsize=16)
+def _scanner(forbidden: frozenset[str]) -> _Scanner:
+    return _Scanner(forbidden)
+
+
 def find_leaks(payload: Any, forbidden: Iterable[str]) -> list[Leak]:
     """Find answer-key field names and forbidden values anywhere in a payload.
 
@@ -142,22 +190,14 @@ def find_leaks(payload: Any, forbidden: Iterable[str]) -> list[Leak]:
     Returns:
         Every leak found, in document order; empty when the payload is clean.
     """
-    value_screen, value_matchers = _compiled(frozenset(forbidden))
-    field_screen, field_matchers = _compiled(frozenset(n for n in ANSWER_KEY_FIELDS if "_" in n))
+    scanner = _scanner(forbidden if isinstance(forbidden, frozenset) else frozenset(forbidden))
     leaks: list[Leak] = []
 
     def scan_text(text: str, path: list[str | int]) -> None:
-        collapsed = " ".join(text.split())
-        lowered = collapsed.lower()
-        screens: tuple[tuple[LeakKind, re.Pattern[str] | None, list[str]], ...] = (
-            ("answer_key_field", field_screen, field_matchers),
-            ("grader_value", value_screen, value_matchers),
-        )
-        for kind, screen, matchers in screens:
-            leaks.extend(
-                Leak(pointer=json_pointer(path), kind=kind, found=found)
-                for found in _screened(collapsed, lowered, screen, matchers)
-            )
+        found = scanner.findings(text)
+        if found:
+            pointer = json_pointer(path)
+            leaks.extend(Leak(pointer=pointer, kind=kind, found=value) for kind, value in found)
 
     def walk(node: Any, path: list[str | int]) -> None:
         if isinstance(node, dict):
