@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import rfc8785
-
+from trustbench._canonical import canonical_json
 from trustbench.rtb.corpus._models import Decision, ParamValue
 
 DECLARED_REVISION_LABEL = "declared-revision"
@@ -43,4 +42,4 @@ class PolicyResult:
 
 def canonical_parameters(parameters: dict[str, ParamValue]) -> bytes:
     """RFC 8785 canonical JSON, so `true` never equals `1` and key order never matters."""
-    return rfc8785.dumps(parameters)
+    return canonical_json(parameters)

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-import rfc8785
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from trustbench._canonical import canonical_json
 from trustbench._fields import from_same_named
 from trustbench.rtb.boundaries import TrialRun
 from trustbench.rtb.control._cases import ControlScenario, ExpectedEffect
@@ -99,7 +99,7 @@ class TrialGrade(_Frozen):
 
 
 def _same(a: Any, b: Any) -> bool:
-    return rfc8785.dumps(a) == rfc8785.dumps(b)
+    return canonical_json(a) == canonical_json(b)
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,11 @@ reading is required).
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import rfc8785
-
+from trustbench._canonical import json_sha256
 from trustbench.rtb.platform._clock import SimulatedClock
 from trustbench.rtb.platform._models import EffectEntry, EffectKind, ObservedResource, entry_payload
 
@@ -45,7 +43,7 @@ def hash_entry_payload(payload: dict[str, Any]) -> str:
     Canonical JSON makes the hash independent of key order and float formatting, so a verifier
     written in another language reproduces it.
     """
-    return hashlib.sha256(rfc8785.dumps(payload)).hexdigest()
+    return json_sha256(payload)
 
 
 def verify_chain(entries: Sequence[EffectEntry]) -> tuple[bool, str]:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import rfc8785
 from pydantic import BaseModel, ConfigDict
 
+from trustbench._canonical import canonical_json
 from trustbench._fields import from_same_named
 from trustbench.rtb.platform import EffectEntry, EffectKind, ObservedResource, verify_chain
 from trustbench.rtb.workflow._models import (
@@ -48,7 +48,7 @@ class _Frozen(BaseModel):
 
 
 def _canonical(value: Any) -> bytes:
-    return rfc8785.dumps(value)
+    return canonical_json(value)
 
 
 def _is_change(change: ChangeSpec, entry: EffectEntry) -> bool:

@@ -22,9 +22,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-import rfc8785
 from pydantic import ValidationError
 
+from trustbench._canonical import canonical_json
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL
 from trustbench.rtb.corpus._normalise import equivalent
@@ -41,7 +41,7 @@ State = tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]
 
 
 def _same(a: Any, b: Any) -> bool:
-    return rfc8785.dumps(a) == rfc8785.dumps(b)
+    return canonical_json(a) == canonical_json(b)
 
 
 def _usable(approval: dict[str, Any], now: str | None) -> bool:

@@ -28,12 +28,11 @@ This module defines the format and its hashes; generation lives in `_generate`, 
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, ClassVar, Literal, get_args
 
-import rfc8785
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from trustbench._canonical import json_sha256
 from trustbench.trb.adapter._schema import (
     Action,
     DoorState,
@@ -271,7 +270,7 @@ class CorpusManifest(_Strict):
 
 def canonical_sha256(obj: Any) -> str:
     """SHA-256 of the RFC 8785 canonical JSON of a JSON-compatible object."""
-    return hashlib.sha256(rfc8785.dumps(obj)).hexdigest()
+    return json_sha256(obj)
 
 
 def trace_sha256(trace: Trace) -> str:
