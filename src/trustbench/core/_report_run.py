@@ -26,6 +26,7 @@ from trustbench.core._evaluability import (
 )
 from trustbench.core._export import LedgerContents, open_ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
+from trustbench.core._prefetch import prefetch_ledger
 from trustbench.core._registry import load_track
 from trustbench.core._signing import load_private_key
 from trustbench.core._verify import VerifyReport
@@ -170,6 +171,7 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     if sign_key is not None:
         load_private_key(sign_key)
     manifest = read_manifest(run_dir)  # a changed manifest is refused here
+    prefetch_ledger(run_dir)  # grading and verification both read every page: read it ahead
     with Verification(run_dir, manifest) as verification_job:
         if not verification_job.beside:
             _refuse_altered(run_dir, verification_job.result())  # before any grading

@@ -13,6 +13,7 @@ from trustbench.core._ledger_contents_check import content_problems
 from trustbench.core._ledger_head import head_problems, recorded_seq
 from trustbench.core._ledger_integrity import integrity_problems
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
+from trustbench.core._prefetch import prefetch_ledger
 from trustbench.core._registry import load_track
 from trustbench.errors import TrustbenchError
 
@@ -66,6 +67,7 @@ def verify_run(run_dir: Path) -> VerifyReport:
         InputError: when the folder has no manifest or ledger.
     """
     manifest = read_manifest(run_dir)
+    prefetch_ledger(run_dir)  # every page is read: let the kernel read the file ahead
     report = verify_ledger(run_dir, manifest.manifest_sha256, manifest.plan.trials)
     report.problems += input_problems(manifest)
     return report
