@@ -11,8 +11,8 @@ from aiohttp.test_utils import TestClient
 from tests.rtb.test_human_app import complete, serve
 from tests.rtb.test_human_fixtures import ai_run, participant, small_corpus
 
-from trustbench.core import build_manifest, read_ledger, report_run, write_manifest
-from trustbench.errors import CheckFailed
+from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
+from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.human import _protocol
 
 SELECTED = "backup_retention-"
@@ -68,3 +68,30 @@ def test_report_refuses_a_ledger_holding_trials_outside_the_frozen_plan(
     review_everything(run_dir)
     with pytest.raises(CheckFailed, match="outside the frozen plan"):
         report_run(run_dir)
+
+
+def test_freeze_refuses_a_recommendation_configuration_the_source_run_lacks(
+    tmp_path: Path,
+) -> None:
+    corpus = small_corpus(tmp_path / "corpus")
+    _, sha = ai_run(tmp_path, corpus)
+    with pytest.raises(InputError, match="no configuration 'no-such-reviewer'") as error:
+        build_manifest(human_spec(tmp_path, corpus, sha, configuration="no-such-reviewer"))
+    assert error.value.location == "/candidates/0/participant/recommendation/configuration"
+
+
+def test_freeze_refuses_a_recommendation_source_run_that_did_not_finish(tmp_path: Path) -> None:
+    corpus = small_corpus(tmp_path / "corpus")
+    spec = tmp_path / "ai.toml"
+    spec.write_text(
+        f'suite = "rtb"\ntrack = "review"\ntrials_per_case = 1\n[corpus]\npath = "{corpus}"\n'
+        '[[candidates]]\nname = "always-permit"\nkind = "inprocess"\n'
+        'entry = "trustbench.rtb.review.reviewers:chat_responder"\n'
+        'settings = { reviewer = "always-permit" }\n'
+    )
+    manifest = build_manifest(spec)
+    write_manifest(manifest, tmp_path / "ai-run")
+    run_experiment(tmp_path / "ai-run", limit=2)  # signed off, 2 of 12 trials
+    with pytest.raises(InputError, match="2 of 12 planned trials ran") as error:
+        build_manifest(human_spec(tmp_path, corpus, manifest.manifest_sha256))
+    assert error.value.location == "/candidates/0/participant/recommendation/run"
