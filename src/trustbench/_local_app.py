@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 from jinja2 import Environment, PackageLoader, select_autoescape
 from multidict import MultiDictProxy
 
@@ -134,9 +135,12 @@ async def posted_form(request: web.Request) -> MultiDictProxy[str]:
         RuntimeError,
         TypeError,
         HttpProcessingError,
+        RequestPayloadError,
     ) as error:
         # aiohttp raises these for a broken body: no boundary, truncated parts, a header line
-        # it cannot parse, an unknown charset or transfer encoding (found by fuzzing).
+        # it cannot parse, an unknown charset or transfer encoding (found by fuzzing), and
+        # `RequestPayloadError` (a plain Exception) for a body its Content-Encoding does not
+        # decode (`gzip` over text).
         raise web.HTTPBadRequest(text=f"malformed form: {error}", headers=HEADERS) from None
     if any(not isinstance(value, str) for value in data.values()):
         raise web.HTTPBadRequest(text="malformed form: only text fields", headers=HEADERS)

@@ -109,3 +109,28 @@ def test_sigterm_pauses_open_cases_like_ctrl_c_and_signs_the_ledger_off(
     paused = [e for e in events if e["kind"] == "human_paused"]
     assert shown and paused and paused[-1]["seq"] > shown[-1]["seq"]
     assert events[-1]["kind"] == "run_finished"
+
+
+def test_a_body_its_content_encoding_does_not_decode_is_answered_400_and_records_nothing(
+    runs: tuple[Path, Path],  # noqa: F811
+) -> None:
+    _, human_dir = runs
+
+    async def driver(client: TestClient, tokens: dict[str, str]) -> tuple[int, str]:
+        url = f"/s/{tokens['sre-cab-p01']}/submit"
+        await client.get(f"/s/{tokens['sre-cab-p01']}")
+        response = await client.post(
+            url,
+            data=b"decision=deny (not gzip at all)",
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Content-Encoding": "gzip",
+            },
+        )
+        return response.status, await response.text()
+
+    before = _submissions(human_dir)
+    status, text = serve(human_dir, driver)
+    assert status == 400
+    assert text.startswith("malformed form")
+    assert _submissions(human_dir) == before

@@ -163,6 +163,26 @@ def test_a_malformed_body_is_answered_400(tmp_path: Path, body: bytes, content_t
     assert serve(folder, driver) == 400
 
 
+def test_a_body_its_content_encoding_does_not_decode_is_answered_400(tmp_path: Path) -> None:
+    folder = frozen_collection(tmp_path)
+
+    async def driver(client: TestClient, tokens: dict[str, str]) -> tuple[int, str]:
+        await client.get(f"/s/{tokens['p01']}")
+        response = await client.post(
+            f"/s/{tokens['p01']}/answer",
+            data=b"action=stay (not gzip at all)",
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Content-Encoding": "gzip",
+            },
+        )
+        return response.status, await response.text()
+
+    status, text = serve(folder, driver)
+    assert status == 400
+    assert text.startswith("malformed form")
+
+
 def test_an_unknown_token_and_a_stale_form_are_refused(tmp_path: Path) -> None:
     folder = frozen_collection(tmp_path)
 

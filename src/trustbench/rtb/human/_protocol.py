@@ -14,6 +14,8 @@ from trustbench.errors import InputError
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.human._order import case_order
 from trustbench.rtb.human._recommendations import SourceRun, load_source_run
+from trustbench.rtb.policy._protocol import AuthoredCase
+from trustbench.rtb.review._options import parse_options, select_cases
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,16 @@ def reference_suppliers(manifest: Manifest, corpus: Corpus) -> set[str]:
     return declared
 
 
+def planned_cases(manifest: Manifest, corpus: Corpus) -> list[AuthoredCase]:
+    """The cases of the frozen plan: those `track_options.cases` selects, in corpus order.
+
+    A participant reviews exactly what the frozen plan holds (the trials `report` grades); an
+    order over the whole corpus served cases the plan never had, recorded as foreign trials.
+    """
+    ids = set(select_cases([c.case_id for c in corpus.cases], parse_options(manifest.spec).cases))
+    return [case for case in corpus.cases if case.case_id in ids]
+
+
 def participant_plans(
     manifest: Manifest, corpus: Corpus, sources: dict[str, SourceRun] | None = None
 ) -> list[ParticipantPlan]:
@@ -54,7 +66,8 @@ def participant_plans(
 
     Args:
         manifest: The frozen manifest of the human run.
-        corpus: The corpus it pins.
+        corpus: The corpus it pins (whole: every author there is a reference supplier); the
+            plans hold only the cases `track_options.cases` selects.
         sources: Already loaded source runs by manifest hash (loaded here when absent).
 
     Raises:
@@ -70,6 +83,7 @@ def participant_plans(
             location="manifest.json#/spec/trials_per_case",
         )
     suppliers = reference_suppliers(manifest, corpus)
+    cases = planned_cases(manifest, corpus)
     loaded = sources if sources is not None else {}
     plans: list[ParticipantPlan] = []
     for candidate in spec.candidates:
@@ -95,14 +109,13 @@ def participant_plans(
             if rec.configuration not in source.rows:
                 raise InputError(f"no configuration {rec.configuration!r}", location=where)
             recommendations = {
-                case.case_id: source.decision(rec.configuration, case.case_id)
-                for case in corpus.cases
+                case.case_id: source.decision(rec.configuration, case.case_id) for case in cases
             }
         plans.append(
             ParticipantPlan(
                 candidate=candidate.name,
                 participant=participant,
-                order=tuple(case_order(corpus.cases, spec.order_seed, participant.id)),
+                order=tuple(case_order(cases, spec.order_seed, participant.id)),
                 recommendations=recommendations,
             )
         )

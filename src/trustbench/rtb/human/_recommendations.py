@@ -97,7 +97,8 @@ def load_source_run(
             f"has no configuration {spec.configuration!r} (it has {sorted(configs)})",
             location=where,
         )
-    graded = member_trials(manifest, read_ledger(run_dir), corpus)
+    # Only the human run's cases are paired: the source may have reviewed more of the corpus.
+    graded = member_trials(manifest, read_ledger(run_dir), corpus, skip_other_cases=True)
     rows: dict[str, list[ConfigurationRow]] = {}
     for name, (configuration, members) in configs.items():
         trials, _ = configuration_rows(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trustbench.core import LedgerContents, Manifest
+from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._protocol import AuthoredCase
@@ -129,12 +130,19 @@ def member_trials(
     ledger: LedgerContents,
     corpus: Corpus,
     on_graded: Callable[[MemberTrial], None] | None = None,
+    *,
+    skip_other_cases: bool = False,
 ) -> Mapping[tuple[str, str, int], MemberTrial]:
     """Grade every finished trial: `(case_id, candidate, k)` -> `MemberTrial`.
 
     Streams the ledger (`LedgerContents.iter_trials`): each trial row and its attempts are
     dropped once graded, and each graded trial goes to a `MemberStore` (a temporary file, 8
     bytes a trial in memory). `on_graded` sees each graded trial in ledger order.
+
+    Raises:
+        CheckFailed: a trial names a case outside `corpus` (the plan's cases; as
+            `LedgerContents.trials_in_plan`, streamed): grading it counts an unplanned outcome.
+            `skip_other_cases` skips it: a human run's source is graded on that run's cases.
     """
     cases = {case.case_id: case for case in corpus.cases}
     # The frozen spec's rule grades every trial alike (each trial also records it).
@@ -144,7 +152,14 @@ def member_trials(
     )
     grader = ReplyGrader(to_candidate_input)  # this corpus's: it keeps results by case id
     for trial, attempts in ledger.iter_trials():
-        case = cases[trial["case_id"]]
+        case = cases.get(trial["case_id"])
+        if case is None and skip_other_cases:
+            continue
+        if case is None:
+            raise CheckFailed(
+                f"trial {trial['trial_id']} names a case outside the frozen plan",
+                location="ledger.sqlite",
+            )
         member = _member_trial(case, trial, attempts, extraction, grader)
         graded.put(member)
         if on_graded is not None:

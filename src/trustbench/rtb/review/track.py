@@ -99,8 +99,16 @@ class ReviewTrack:
         return corpus.model_copy(update={"cases": [c for c in corpus.cases if c.case_id in keep]})
 
     def resolve(self, spec: core.ExperimentSpec, base_dir: Path) -> Resolution:
-        """Load and validate the corpus, check the options, and list every corpus file."""
-        return self._resolve(spec, base_dir, None)
+        """Load and validate the corpus, check the options, and list every corpus file.
+
+        At freeze only (not `resolve_frozen`): a human participant's recommendation source must
+        be a finished run with the named configuration (`_recommendation_sources`).
+        """
+        resolution = self._resolve(spec, base_dir, None)
+        from trustbench.rtb.review._recommendation_sources import check_recommendation_sources
+
+        check_recommendation_sources(spec, base_dir)
+        return resolution
 
     def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
         """`resolve` for a frozen experiment (core's `check_inputs` calls it before a run).
