@@ -85,8 +85,8 @@ def version() -> None:
 
 @app.command()
 def demo(
-    out: str = typer.Option(
-        "",
+    out: str | None = typer.Option(
+        None,
         help="Run folder to write into (default: ./trustbench-demo/, or the next free "
         "./trustbench-demo-N/ when an earlier demo is there).",
     ),
@@ -94,7 +94,7 @@ def demo(
     """Run the built-in demonstration on defaults: no network, no API keys."""
     from trustbench.demo import run_demo
 
-    run_demo(out or None)
+    run_demo(out)
 
 
 def main() -> None:

@@ -28,7 +28,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from trustbench.core import ReportResult
-from trustbench.core.runs import ProgressReporter, default_progress
+from trustbench.core.runs import (
+    ProgressReporter,
+    check_output_folder,
+    default_progress,
+    output_path,
+)
 from trustbench.errors import CheckFailed
 
 DEFAULT_OUT = "trustbench-demo"
@@ -349,8 +354,12 @@ def _show_status(console: Console) -> Iterator[None]:
 
 
 def run_demo(out: str | None) -> Path:
-    """Run every demo step into `out` (default `./trustbench-demo/`); return the folder."""
-    root = Path(out) if out else default_out(Path.cwd())
+    """Run every demo step into `out` (default `./trustbench-demo/`); return the folder.
+
+    A given `out` is checked like any folder output: not empty (`--out ""` is not "no --out"),
+    not a run folder nor inside one (the demo's exports would land among its evidence).
+    """
+    root = default_out(Path.cwd()) if out is None else check_output_folder(output_path(out))
     root.mkdir(parents=True, exist_ok=True)
     console = _console()
     console.print(f"trustbench demo: writing into {root}", highlight=False)

@@ -30,6 +30,7 @@ from trustbench._canonical import file_sha256
 from trustbench.core._ledger import TABLE_COLUMNS, open_for_reading
 from trustbench.core._ledger_head import STATEMENT_FILE as STATEMENT_FILE
 from trustbench.core._manifest import read_manifest
+from trustbench.core._outputs import write_atomically
 from trustbench.core._signing import SCHEME, load_private_key, open_envelope, sign_envelope
 from trustbench.errors import CheckFailed, InputError
 
@@ -135,9 +136,9 @@ def write_record_statement(run_dir: Path, sign_key: Path | None = None) -> tuple
         document = sign_envelope(PAYLOAD_TYPE, payload, key)
         signing = f"{SCHEME} keyid {document['signatures'][0]['keyid'][:16]}…"
     path = run_dir / STATEMENT_FILE
-    temporary = path.with_name(STATEMENT_FILE + ".tmp")
-    temporary.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    # A fixed temporary name would be followed if a link were planted there: write_atomically's
+    # is random and exclusive, and its rename replaces a link at `path` rather than write through.
+    write_atomically(path, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
     return path, signing
 
 

@@ -7,17 +7,20 @@ command that writes a file or folder named on its command line checks the path h
 - a run folder's own files are refused: the ledger (with its WAL and shared-memory files), its
   head anchor and the manifest always, even with `--force`, since nothing can rebuild them; the
   report's outputs (`record.json`, `report.html`, `record.intoto.json`) unless `--force`;
-- a folder output that *is* a run folder is refused (it would mix foreign files into evidence);
+- a folder output that is a run folder, or lies anywhere inside one (`RUN/sub`), is refused: it
+  would mix foreign files into the evidence, and a run folder has no place for them;
 - an existing file is refused unless `--force`.
 
 A run folder is one holding `manifest.json` or `ledger.sqlite`. Paths are resolved first, so a
 symbolic link or `..` to a protected file is caught too; outputs are written to a temporary file
-and renamed (`write_atomically`), so a hard link to a protected file keeps its contents.
+and renamed (`write_atomically`), so a symbolic or hard link left where an output goes is
+replaced, never written through: the file it points to keeps its contents.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 from trustbench.errors import InputError
@@ -77,7 +80,11 @@ def check_output_file(path: Path, *, force: bool = False, option: str = "--out")
 
 
 def check_output_folder(path: Path, *, option: str = "--out") -> Path:
-    """Refuse a folder output that is a run folder or lies inside one's evidence, or a file."""
+    """Refuse a folder output that is a run folder or lies inside one, or names a file.
+
+    Inside too, not only the run folder itself: `export-inspect RUN --out RUN/sub` would put
+    foreign files under the run's evidence, where `verify` and a reader take all to be the run's.
+    """
     resolved = path.resolve()
     if resolved.exists() and not resolved.is_dir():
         raise InputError(f"{option} names a file; name a folder", location=str(path))
@@ -87,18 +94,30 @@ def check_output_folder(path: Path, *, option: str = "--out") -> Path:
             "evidence; name another folder",
             location=str(path),
         )
+    if any(is_run_folder(parent) for parent in resolved.parents):
+        raise InputError(
+            f"{option} names a folder inside a run folder: writing there would mix other files "
+            "into its evidence; name a folder outside it",
+            location=str(path),
+        )
     return path
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file beside `path`, then rename it over `path`.
+    """Write `data` to a new temporary file beside `path`, then rename it over `path`.
 
-    Renaming replaces the name, not the file: another name (a hard link) of what was there keeps
-    its contents, and a reader never sees half a file.
+    Renaming replaces the name, not the file: a symbolic link at `path` is replaced rather than
+    written through, another name (a hard link) of what was there keeps its contents, and a
+    reader never sees half a file. The temporary name is random and created exclusively
+    (`O_EXCL | O_NOFOLLOW`), so a link planted under a guessable name is never followed either;
+    its mode is an ordinary new file's (0o666 less the umask), unlike `mkstemp`'s 0o600.
     """
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(temporary, flags, 0o666)
     try:
-        temporary.write_bytes(data)
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

@@ -1,10 +1,11 @@
 """Core's public API for commands that create, lock and write into run folders.
 
 Output checks (`check_output_folder`, `check_output_file`, `output_path`) refuse to overwrite a
-run's evidence; `RunLock` keeps two processes out of one run folder; progress reporters show a
-run's progress; `utc_now` is the one clock a ledger row is stamped with; a candidate's package
-files are frozen into the manifest under `CANDIDATE_PACKAGE_ROLE`, at most
-`MAX_CANDIDATE_PACKAGE_FILES` of them. Names resolve lazily (see `trustbench._lazy`).
+run's evidence and `write_atomically` writes an output without following a link; `RunLock` keeps
+two processes out of one run folder; progress reporters show a run's progress; `utc_now` is the
+one clock a ledger row is stamped with; a candidate's package files are frozen into the manifest
+under `CANDIDATE_PACKAGE_ROLE`, at most `MAX_CANDIDATE_PACKAGE_FILES` of them. Names resolve
+lazily (see `trustbench._lazy`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
         check_output_folder,
         is_run_folder,
         output_path,
+        write_atomically,
     )
     from trustbench.core._progress import NoProgress, ProgressReporter, default_progress
     from trustbench.core._run_folder import RunLock
@@ -38,6 +40,7 @@ __all__ = [
     "is_run_folder",
     "output_path",
     "utc_now",
+    "write_atomically",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

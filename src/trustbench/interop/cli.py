@@ -27,7 +27,7 @@ def import_inspect(
     export: Annotated[
         Path, typer.Option("--export", help="The `rtb export` folder the task ran on.")
     ],
-    out: Annotated[Path, typer.Option("--out", help="New run folder to write.")],
+    out: Annotated[str, typer.Option("--out", help="New run folder to write.")],
     corpus: Annotated[
         Path | None,
         typer.Option(
@@ -38,9 +38,10 @@ def import_inspect(
     ] = None,
 ) -> None:
     """Turn an Inspect log of `rtb_review` into a run folder; grade it with `trustbench report`."""
+    from trustbench.core.runs import output_path
     from trustbench.interop._inspect_import import import_inspect_log
 
-    run_dir, trials = import_inspect_log(log, export, out, corpus=corpus)
+    run_dir, trials = import_inspect_log(log, export, output_path(out), corpus=corpus)
     typer.echo(f"imported {trials} trials into {run_dir}; grade with: trustbench report {run_dir}")
 
 

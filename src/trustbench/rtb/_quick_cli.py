@@ -25,15 +25,19 @@ _BaseUrl = Annotated[str | None, base_url_option()]
 _ApiKeyEnv = Annotated[str | None, api_key_env_option("OPENAI_API_KEY or ANTHROPIC_API_KEY")]
 _Trials = Annotated[int, typer.Option("--trials", min=1, help="Trials per case.")]
 _Out = Annotated[
-    Path | None,
+    str | None,
     typer.Option("--out", help="Run folder (default: runs/<track>-<model name>)."),
 ]
 
 
-def _run_dir(track: str, model: str, out: Path | None) -> Path:
+def _run_dir(track: str, model: str, out: str | None) -> Path:
+    """`--out` as given (refused when empty: not the working folder), else runs/<track>-<model>."""
     from trustbench._quick_model import candidate_name
+    from trustbench.core.runs import output_path
 
-    return out or Path("runs") / f"{track}-{candidate_name(model)}"
+    if out is not None:
+        return output_path(out)
+    return Path("runs") / f"{track}-{candidate_name(model)}"
 
 
 def _quick_command(track: str, doc: str) -> Callable[..., None]:

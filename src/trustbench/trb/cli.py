@@ -139,8 +139,11 @@ def _fail_on_first(rows: list[dict[str, Any]], message: Callable[[dict[str, Any]
 
 @trb_app.command()
 def corpus(
-    out: Annotated[
-        Path, typer.Argument(help="Folder for train/dev/eval and transfer_<family> JSONL.")
+    out_text: Annotated[
+        str,
+        typer.Argument(
+            metavar="OUT", help="Folder for train/dev/eval and transfer_<family> JSONL."
+        ),
     ],
     seed: Annotated[int, typer.Option(help="Corpus seed.")] = 0,
     train: Annotated[int, typer.Option(help="Train traces.")] = 1500,
@@ -155,12 +158,12 @@ def corpus(
     One held-out split per Track 6 transfer family (`transfer_<family>`), as the built-in
     corpus of `trb run` has; the manifest records each split's report encoding.
     """
-    from trustbench.core.runs import check_output_folder
+    from trustbench.core.runs import check_output_folder, output_path
     from trustbench.trb.corpus._format import corpus_json_schema
     from trustbench.trb.corpus._generate import generate_reference_corpus
     from trustbench.trb.corpus._store import write_corpus
 
-    check_output_folder(out, option="OUT")
+    out = check_output_folder(output_path(out_text, "OUT"), option="OUT")
     sizes = {"train": train, "dev": dev, "eval": eval_traces, "transfer": transfer}
     splits = generate_reference_corpus(sizes, seed=seed, transfer_families=True)
     manifest = write_corpus(out, {k: v for k, v in splits.items() if v})
@@ -283,8 +286,10 @@ def _print_result(result: dict[str, Any]) -> None:
 def _finish(result: dict[str, Any], out: Path | None) -> None:
     _print_result(result)
     if out is not None:
+        from trustbench.core.runs import write_atomically
+
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        write_atomically(out, json.dumps(result, indent=2).encode("utf-8"))
         typer.echo(f"result written to {out}")
     if not all(r["passed"] for r in result["audit"]):
         raise CheckFailed("harness audit failed during the run", location="trb smoke")
@@ -293,7 +298,7 @@ def _finish(result: dict[str, Any], out: Path | None) -> None:
 @trb_app.command()
 def run(
     out: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--out",
             help="Run folder: manifest, ledger, record, report (with --model: runs/trb-NAME).",
@@ -316,13 +321,14 @@ def run(
     as RUN/spec.toml before it is frozen: edit it and rerun it with `--spec RUN/spec.toml`.
     Exit codes as `report`'s: 4 for an incomplete run (e.g. with --limit), 1 for a failed gate.
     """
-    from trustbench.core.runs import NoProgress, default_progress
+    from trustbench.core.runs import NoProgress, default_progress, output_path
     from trustbench.trb._quick import spec_and_folder
     from trustbench.trb.track._pipeline import freeze_run_report
 
-    spec_path, out = spec_and_folder(spec, out, model, base_url, api_key_env)
+    given = None if out is None else output_path(out)  # "" is refused, not the working folder
+    spec_path, folder = spec_and_folder(spec, given, model, base_url, api_key_env)
     result = freeze_run_report(
-        spec_path, out, NoProgress() if quiet else default_progress(), limit=limit
+        spec_path, folder, NoProgress() if quiet else default_progress(), limit=limit
     )
     record = json.loads(result.record_path.read_text(encoding="utf-8"))
     _print_profile_record(record)
@@ -344,7 +350,7 @@ def run(
 
 @trb_app.command("smoke")
 def smoke_command(
-    out: Annotated[Path | None, typer.Option(help="Write the JSON result here.")] = None,
+    out: Annotated[str | None, typer.Option(help="Write the JSON result here.")] = None,
     corpus_dir: Annotated[
         Path | None, typer.Option("--corpus", help="Stored corpus instead of the generated one.")
     ] = None,
@@ -355,9 +361,10 @@ def smoke_command(
 
     Prints results directly (no manifest, ledger or report); `trb run` is the recorded run.
     """
-    from trustbench.core.runs import check_output_file
+    from trustbench.core.runs import check_output_file, output_path
     from trustbench.trb.profile._run import SMOKE_CONFIG, RunConfig, run_reference
 
-    if out is not None:  # checked before the run, not after it
-        check_output_file(out, force=force)
-    _finish(run_reference(RunConfig() if full else SMOKE_CONFIG, corpus_dir), out)
+    path = None  # checked before the run, not after it
+    if out is not None:
+        path = check_output_file(output_path(out), force=force)
+    _finish(run_reference(RunConfig() if full else SMOKE_CONFIG, corpus_dir), path)

@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from trustbench.core._outputs import write_atomically
 from trustbench.core.figures import Figure, Interval
 from trustbench.core.gates import GateResult
 from trustbench.core.report import _plots
@@ -243,8 +244,12 @@ def render_report_html(page: ReportPage) -> str:
 
 
 def write_report_html(path: Path | str, page: ReportPage) -> Path:
-    """Render the page and write it as UTF-8 (e.g. `RUN_DIR/report.html`)."""
+    """Render the page and write it as UTF-8 (e.g. `RUN_DIR/report.html`).
+
+    Written beside and renamed (`write_atomically`): a link left at `report.html` (to another
+    run's ledger, say) is replaced, never written through.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report_html(page), encoding="utf-8")
+    write_atomically(target, render_report_html(page).encode("utf-8"))
     return target

@@ -9,8 +9,6 @@ renamed, so a crash never leaves half a record.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from json.encoder import encode_basestring
@@ -20,6 +18,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from trustbench.core._outputs import write_atomically
 from trustbench.core.gates import GateResult, any_failed
 from trustbench.errors import InputError
 
@@ -201,14 +200,7 @@ def write_record_json(path: Path | str, record: Mapping[str, Any]) -> Path:
     except InputError as problem:
         raise InputError(problem.message, location=f"{target}#{problem.location}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(target, text.encode("utf-8"))  # replaces a link there, never follows it
     return target
 
 

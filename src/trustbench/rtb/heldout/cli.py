@@ -37,13 +37,16 @@ def _who(by: str | None) -> str:
 
 
 def keygen_seal(
-    out: Annotated[Path, typer.Option("--out", help="Private key file to write (mode 600).")],
+    out_text: Annotated[str, typer.Option("--out", help="Private key file to write (mode 600).")],
 ) -> None:
     """Make an X25519 key pair for a held-out set owner; prints the public key."""
+    from trustbench.core.runs import check_output_file, output_path
     from trustbench.rtb.heldout._crypto import new_key_pair
 
+    out = output_path(out_text)
     if out.exists():
         raise InputError("refusing to overwrite an existing key file", location=str(out))
+    check_output_file(out)  # never into a run's evidence or report; O_EXCL below
     private, public = new_key_pair()
     descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -55,13 +58,16 @@ def keygen_seal(
 def seal(
     corpus: Annotated[Path, typer.Argument(help="Corpus folder to seal.")],
     recipient: Annotated[str, typer.Option("--recipient", help="Owner's X25519 public key.")],
-    out: Annotated[Path, typer.Option("--out", help="Sealed set folder to write.")],
+    out_text: Annotated[str, typer.Option("--out", help="Sealed set folder to write.")],
     budget: Annotated[int, typer.Option("--budget", help="Declared evaluation budget.")] = 5,
     set_id: Annotated[str | None, typer.Option("--set-id", help="Set id (default random).")] = None,
     by: _ByOption = None,
 ) -> None:
     """Seal a corpus: candidate inputs in the clear, the answer key encrypted to the owner."""
+    from trustbench.core.runs import check_output_folder, output_path
     from trustbench.rtb.heldout._seal import seal_corpus
+
+    out = check_output_folder(output_path(out_text))
 
     manifest = seal_corpus(
         corpus, recipient, out, budget=budget, set_id=set_id, sealed_by=_who(by), at=_now()
@@ -129,20 +135,27 @@ def report(
     folder: _SetArg,
     key: _KeyOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON summary.")] = False,
-    html_out: Annotated[Path | None, typer.Option("--html", help="Write an HTML section.")] = None,
+    html_text: Annotated[str | None, typer.Option("--html", help="Write an HTML section.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing --html file.")
+    ] = False,
 ) -> None:
     """Report on a set with the owner's key: what was withheld, exposure, retirement."""
+    from trustbench.core.runs import check_output_file, output_path, write_atomically
     from trustbench.rtb.heldout._crypto import read_private_key
     from trustbench.rtb.heldout._exposure import exposure_summary
     from trustbench.rtb.heldout._report import summary_html, summary_lines
     from trustbench.rtb.heldout._seal import open_set
 
+    html_out = None  # checked before the key is read: a refused path changes nothing
+    if html_text is not None:
+        html_out = check_output_file(output_path(html_text, "--html"), force=force, option="--html")
     private = read_private_key(key)
     with tempfile.TemporaryDirectory() as tmp:
         manifest = open_set(folder, private, Path(tmp))
     summary = exposure_summary(folder, manifest)
     if html_out is not None:
-        html_out.write_text(summary_html(summary), encoding="utf-8")
+        write_atomically(html_out, summary_html(summary).encode("utf-8"))
     if as_json:
         typer.echo(json.dumps({"held_out_set": summary}, indent=2))
     else:
@@ -155,13 +168,15 @@ def report(
 @heldout_app.command(name="open")
 def open_command(
     folder: _SetArg,
-    out: Annotated[Path, typer.Option("--out", help="Grader-side folder to write.")],
+    out_text: Annotated[str, typer.Option("--out", help="Grader-side folder to write.")],
     key: _KeyOption = None,
 ) -> None:
     """Decrypt the answer key (grader side only): `OUT/corpus/` and `OUT/grader/`."""
+    from trustbench.core.runs import check_output_folder, output_path
     from trustbench.rtb.heldout._crypto import read_private_key
     from trustbench.rtb.heldout._seal import open_set
 
+    out = check_output_folder(output_path(out_text))
     if out.exists() and any(out.iterdir()):
         raise InputError("--out already holds files", location=str(out))
     manifest = open_set(folder, read_private_key(key), out)

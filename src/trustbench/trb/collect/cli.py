@@ -16,13 +16,13 @@ collect_app = typer.Typer(
 @collect_app.command()
 def freeze(
     protocol: Annotated[Path, typer.Argument(help="Collection protocol TOML file.")],
-    out: Annotated[Path, typer.Option("--out", help="New collection folder.")],
+    out_text: Annotated[str, typer.Option("--out", help="New collection folder.")],
 ) -> None:
     """Freeze a protocol: resolve its items against the source corpus and pin them by hash."""
-    from trustbench.core.runs import check_output_folder
+    from trustbench.core.runs import check_output_folder, output_path
     from trustbench.trb.collect._protocol import freeze_protocol
 
-    check_output_folder(out)
+    out = check_output_folder(output_path(out_text))
     frozen = freeze_protocol(protocol, out)
     typer.echo(f"froze protocol {frozen.protocol_sha256} into {out}")
     for p in frozen.protocol.participants:
@@ -54,17 +54,17 @@ def serve(
 @collect_app.command()
 def export(
     folder: Annotated[Path, typer.Argument(help="Collection folder.")],
-    out: Annotated[Path, typer.Option("--out", help="New folder for the human corpus.")],
+    out_text: Annotated[str, typer.Option("--out", help="New folder for the human corpus.")],
 ) -> None:
     """Write the collected continuations as a TRB corpus (`human/`, `synthetic/`) and a report.
 
     `OUT/human` holds human Phi(r') where collected; `OUT/synthetic` the same traces with the
     synthetic-only continuations, so Tracks 1 and 3 can be run on both and read side by side.
     """
-    from trustbench.core.runs import check_output_folder
+    from trustbench.core.runs import check_output_folder, output_path
     from trustbench.trb.collect._export import export_collection, summary_lines
 
-    check_output_folder(out)
+    out = check_output_folder(output_path(out_text))
     report = export_collection(folder, out)
     for line in summary_lines(report):
         typer.echo(line)
