@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
+
+from trustbench.core._spec_values import refuse_control_characters, refuse_port_out_of_range
 
 _SECRET_LIKE_KEY = re.compile(
     r"(api[_-]?key|authorization|password|passwd|secret|token$|bearer|credential|cookie"
@@ -107,3 +109,26 @@ def refuse_credential_path(path: str) -> None:
                 f"base_url path segment {index + 1} looks like a credential; name an "
                 "environment variable in api_key_env instead"
             )
+
+
+def checked_base_url(value: str | None) -> str | None:
+    """`base_url` without its trailing `/`, refused unless an http(s) URL free of credentials.
+
+    Raises:
+        ValueError: naming what is wrong (a port out of range, userinfo, a key in the path or
+            query), never quoting a part that may be a key.
+    """
+    if value is None:
+        return value
+    parts = urlsplit(value)
+    refuse_control_characters(value, "base_url")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"base_url must be an http(s) URL with a host, got scheme {parts.scheme!r}"
+        )
+    if parts.username or parts.password:
+        raise ValueError("base_url must not carry credentials; use api_key_env")
+    refuse_port_out_of_range(parts)
+    refuse_credential_query(parts.query)
+    refuse_credential_path(parts.path)
+    return value.rstrip("/")
