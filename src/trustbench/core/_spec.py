@@ -16,8 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trustbench.core._credentials import (
     checked_base_url,
+    key_free,
     refuse_inline_credentials,
     refuse_key_shaped_name,
+    refuse_key_values,
 )
 from trustbench.core._sdk_defaults import with_sdk_defaults
 from trustbench.core._spec_values import MAX_BOOTSTRAP_RESAMPLES as MAX_BOOTSTRAP_RESAMPLES
@@ -159,7 +161,10 @@ class CandidateSpec(_Strict):
     @classmethod
     def _no_secret_settings(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
         refuse_inline_credentials(value, "settings")
+        refuse_key_values(value, "settings")
         return value
+
+    _no_key_as_model = field_validator("model")(key_free("model"))
 
     _no_key_as_name = field_validator("api_key_env")(refuse_key_shaped_name)
 
@@ -279,6 +284,8 @@ class ExperimentSpec(_Strict):
     """Track-specific options (the track validates them when it resolves the spec)."""
     human_protocol: HumanProtocolSpec | None = None
     """Required when any candidate is `human`: who supplied the reference decisions."""
+
+    _no_key_in_description = field_validator("description")(key_free("description"))
 
     @field_validator("track_options")
     @classmethod
