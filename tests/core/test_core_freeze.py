@@ -62,8 +62,10 @@ def test_manifest_never_holds_the_api_key_value_given_through_the_environment(
 
 
 def test_freeze_refuses_a_spec_that_carries_the_key_value(experiment: Path) -> None:
+    # Where no key-shape check looks (a description is refused earlier, by shape): the scan of
+    # the manifest for the variables' values still catches it.
     text = experiment.read_text().replace(
-        "order_seed = 11", f'order_seed = 11\ndescription = "{ALPHA_KEY}"'
+        "order_seed = 11", f'order_seed = 11\ntrack_options = {{ note = "{ALPHA_KEY}" }}'
     )
     experiment.write_text(text)
     with pytest.raises(InputError, match=r"\$TB_TEST_ALPHA_KEY appears in the manifest"):

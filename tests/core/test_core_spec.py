@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.support.cli import invoke
 
 from trustbench.core import load_spec
 from trustbench.errors import InputError
@@ -85,3 +86,14 @@ def test_non_toml_spec_is_an_input_error(tmp_path: Path) -> None:
 def test_every_shipped_example_spec_is_valid(example: Path) -> None:
     spec = load_spec(example)
     assert spec.candidates
+
+
+@pytest.mark.parametrize("port", ["99999", "abc", "-1", "0"])
+def test_a_base_url_port_out_of_range_is_refused_at_freeze_in_one_line(
+    tmp_path: Path, port: str
+) -> None:
+    api = f'kind = "openai_chat"\nmodel = "m"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+    spec = _spec(tmp_path, MINIMAL.replace('kind = "inprocess"\n', api))
+    code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
+    assert code == 2 and len(message.strip().splitlines()) == 1, message
+    assert "candidates/0/base_url" in message and "port must be a number from 1 to 65535" in message

@@ -6,13 +6,21 @@ hashed into the ledger's anchor.
 Keys are given only by the *name* of an environment variable (`api_key_env`); these checks
 refuse credential-looking keys at any depth of `settings` and `track_options` (so nested
 `headers = { Authorization = ... }` too) and credential-looking query parameters in a URL.
+A harmless name does not make a key harmless (`settings = { note = "sk-..." }`): the string
+values of a candidate's settings, its `model`, the spec's `description` and every part of a
+URL are checked for the shape of a key too, and refused without repeating the value.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
-from urllib.parse import parse_qsl
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from trustbench.core._spec_values import refuse_control_characters, refuse_port_out_of_range
+
+_Text = TypeVar("_Text", str, str | None)
 
 _SECRET_LIKE_KEY = re.compile(
     r"(api[_-]?key|authorization|password|passwd|secret|token$|bearer|credential|cookie"
@@ -24,6 +32,13 @@ _KEY_PREFIXES = re.compile(
     r"^(sk[-_]|pk[-_]|rk[-_]|ghp_|gho_|github_pat_|xox[abprs]-|AKIA|AIza|hf_)"
 )
 """Prefixes of widely used API-key formats (OpenAI/Stripe, GitHub, Slack, AWS, Google, HF)."""
+_JWT = re.compile(r"^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}$")
+"""A JSON Web Token: three base64url parts, the first an encoded `{"...`."""
+_OPAQUE = re.compile(r"^(?=.*[a-z])(?=.*[A-Z])(?=.*[0-9])[A-Za-z0-9]{32,}$")
+"""A long unbroken run mixing cases and digits: random key material. Model ids and words break
+with `-`, `.`, `/` or `:` (`Llama-3.1-8B-Instruct`), digests are one case (a git revision)."""
+_WORD_BREAKS = re.compile(r"[\s\"'`,;:()<>\[\]{}=/&?#|]+")
+"""What separates the words of free text (a description, `Bearer <key>`, a path)."""
 _SECRET_QUERY_NAMES = frozenset({"key", "token", "sig", "signature", "auth", "code"})
 """Query parameter names that carry credentials in URLs (`?key=...`, `?sig=...`)."""
 
@@ -101,9 +116,91 @@ def refuse_credential_path(path: str) -> None:
     Raises:
         ValueError: without quoting the segment.
     """
-    for index, segment in enumerate(s for s in path.split("/") if s):
-        if looks_like_a_key(segment):
+    for index, segment in enumerate(unquote(s) for s in path.split("/") if s):
+        if looks_like_a_key(segment) or contains_a_key(segment):
             raise ValueError(
                 f"base_url path segment {index + 1} looks like a credential; name an "
                 "environment variable in api_key_env instead"
             )
+
+
+def contains_a_key(text: str) -> bool:
+    """Whether any word of free text has the shape of a key (`"Bearer sk-..."`, a JWT).
+
+    Stricter than `looks_like_a_key` about words without a known prefix (only long unbroken
+    mixed-case runs), so model ids (`meta-llama/Llama-3.1-8B-Instruct`) and prose pass.
+    """
+    return any(
+        (len(word) >= 16 and _KEY_PREFIXES.match(word)) or _JWT.match(word) or _OPAQUE.match(word)
+        for word in _WORD_BREAKS.split(text)
+    )
+
+
+def refuse_key_values(value: Any, path: str) -> None:
+    """Refuse a key-shaped string anywhere inside `value` (nested tables and lists too).
+
+    Raises:
+        ValueError: naming the dotted path, never quoting the value (it may be a live key).
+    """
+    if isinstance(value, dict):
+        for key, item in value.items():
+            refuse_key_values(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            refuse_key_values(item, f"{path}[{index}]")
+    elif isinstance(value, str) and contains_a_key(value):
+        raise ValueError(
+            f"{path} looks like it holds a credential (the value is not repeated here); name "
+            "an environment variable in api_key_env instead"
+        )
+
+
+def refuse_credential_url_parts(path: str, query: str, fragment: str) -> None:
+    """Refuse a key in a URL's path, query values or fragment, percent-encoded or not.
+
+    Raises:
+        ValueError: naming the part, without quoting it.
+    """
+    refuse_credential_path(path)
+    for name, item in parse_qsl(query, keep_blank_values=True):
+        if looks_like_a_key(item) or contains_a_key(item):
+            raise ValueError(
+                f"base_url query parameter {name!r} holds what looks like a credential; name "
+                "an environment variable in api_key_env instead"
+            )
+    pieces = _WORD_BREAKS.split(unquote(fragment))
+    if any(looks_like_a_key(piece) or contains_a_key(piece) for piece in pieces):
+        raise ValueError("base_url fragment looks like a credential; remove it")
+
+
+def key_free(field: str) -> Callable[[_Text], _Text]:
+    """A field validator refusing a key-shaped `field` (a key pasted as `model`, `description`)."""
+
+    def check(value: _Text) -> _Text:
+        refuse_key_values(value, field)
+        return value
+
+    return check
+
+
+def checked_base_url(value: str | None) -> str | None:
+    """`base_url` without its trailing `/`, refused unless an http(s) URL free of credentials.
+
+    Raises:
+        ValueError: naming what is wrong (a port out of range, userinfo, a key in the path,
+            query or fragment), never quoting a part that may be a key.
+    """
+    if value is None:
+        return value
+    parts = urlsplit(value)
+    refuse_control_characters(value, "base_url")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"base_url must be an http(s) URL with a host, got scheme {parts.scheme!r}"
+        )
+    if parts.username or parts.password:
+        raise ValueError("base_url must not carry credentials; use api_key_env")
+    refuse_port_out_of_range(parts)
+    refuse_credential_query(parts.query)
+    refuse_credential_url_parts(parts.path, parts.query, parts.fragment)
+    return value.rstrip("/")

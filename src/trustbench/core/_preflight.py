@@ -13,7 +13,10 @@ text, and is refused before any trial.
 
 A failure raises `InputError` (exit 2) naming the candidate and quoting the server's message.
 Every probe is recorded as a ledger *event* (`preflight`), never as an attempt or a trial,
-so it counts in no denominator. `trustbench run --no-preflight` skips it.
+so it counts in no denominator. `trustbench run --no-preflight` skips it. A server can echo
+the key it received (in `model`, the reply or an error body): every probe's result is redacted
+with the run's secret values as soon as it arrives, as an attempt's is (`RunContext.redact`),
+so neither the event nor the failure message quotes a key.
 
 During the run, `stop_reason` stops a candidate whose first N trials all failed with one and
 the same client error (`retry.stop_after_client_errors`, default 5): its remaining trials
@@ -22,6 +25,7 @@ stay unrun ("not run", never zero) and the run says why.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 from typing import Any
@@ -29,6 +33,7 @@ from typing import Any
 from trustbench.core._ledger import Ledger
 from trustbench.core._spec import ExperimentSpec
 from trustbench.errors import InputError
+from trustbench.providers._redact import redact
 from trustbench.providers._types import AttemptResult, ChatProvider, ChatRequest
 
 API_KINDS = ("openai_chat", "anthropic_messages")
@@ -66,8 +71,8 @@ async def preflight(
     spec: ExperimentSpec,
     providers: dict[str, ChatProvider | None],
     ledger: Ledger,
-    *,
     structured_output: bool = False,
+    secret_values: tuple[str, ...] = (),
 ) -> None:
     """Probe every API candidate once (twice with structured output); raise on the first failure.
 
@@ -77,6 +82,8 @@ async def preflight(
         ledger: Where each probe is recorded as a `preflight` event.
         structured_output: The track declared server-side structured output: also check that
             the server honours `response_format` (see the module docstring).
+        secret_values: The run's API keys, replaced by `[REDACTED]` in everything a probe
+            brings back before it is recorded or quoted.
 
     Raises:
         InputError: a candidate's probe failed; the message names it and quotes the server.
@@ -88,7 +95,8 @@ async def preflight(
         where = f"candidates/{candidate.name}"
         ask = ChatRequest(messages=[{"role": "user", "content": _ASK}],
                           max_tokens=PROBE_MAX_TOKENS, temperature=0.0)  # fmt: skip
-        result = await _send(provider, ask, spec.timeout_s, ledger, candidate.name, "model")
+        send = _Sender(provider, spec.timeout_s, ledger, candidate.name, secret_values)
+        result = await send(ask, "model")
         if result.error_class is not None or result.reply is None:
             raise InputError(
                 f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
@@ -106,15 +114,7 @@ async def preflight(
                                              "strict": True}},
             max_tokens=PROBE_MAX_TOKENS, temperature=0.0,
         )  # fmt: skip
-        result = await _send(
-            provider,
-            constrained,
-            spec.timeout_s,
-            ledger,
-            candidate.name,
-            "structured_output",
-            record_last=False,
-        )
+        result = await send(constrained, "structured_output", record_last=False)
         ok = result.error_class is None and result.reply is not None
         honoured = ok and honours_schema(result.reply.text if result.reply else None, token)
         _record(ledger, candidate.name, "structured_output", result, honoured=honoured)
@@ -135,30 +135,55 @@ async def preflight(
             )
 
 
-async def _send(
-    provider: ChatProvider,
-    request: ChatRequest,
-    timeout_s: float,
-    ledger: Ledger,
-    name: str,
-    probe: str,
-    *,
-    record_last: bool = True,
-) -> AttemptResult:
-    """Send a probe; one that met a connection the server had closed is sent once more.
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Sender:
+    """Sends one candidate's probes and records them, redacted."""
 
-    The pool resends such a request on a fresh connection (`providers._pool`), as the runner's
-    retry of a trial would: a pooled connection a server dropped says nothing about the model
-    or the key. Every send is recorded (the last one by the caller when `record_last` is false,
-    with what it concluded).
-    """
-    result = await provider.send(request, timeout_s)
-    if result.error_class == "connection_error":
-        _record(ledger, name, probe, result)
-        result = await provider.send(request, timeout_s)
-    if record_last:
-        _record(ledger, name, probe, result)
-    return result
+    provider: ChatProvider
+    timeout_s: float
+    ledger: Ledger
+    name: str
+    secret_values: tuple[str, ...]
+
+    async def __call__(
+        self, request: ChatRequest, probe: str, *, record_last: bool = True
+    ) -> AttemptResult:
+        """Send a probe; one that met a connection the server had closed is sent once more.
+
+        The pool resends such a request on a fresh connection (`providers._pool`), as the
+        runner's retry of a trial would: a pooled connection a server dropped says nothing about
+        the model or the key. Every send is recorded (the last one by the caller when
+        `record_last` is false, with what it concluded), and redacted before anything reads it.
+        """
+        result = _redacted(await self.provider.send(request, self.timeout_s), self.secret_values)
+        if result.error_class == "connection_error":
+            _record(self.ledger, self.name, probe, result)
+            result = await self.provider.send(request, self.timeout_s)
+            result = _redacted(result, self.secret_values)
+        if record_last:
+            _record(self.ledger, self.name, probe, result)
+        return result
+
+
+def _redacted(result: AttemptResult, secret_values: tuple[str, ...]) -> AttemptResult:
+    """`result` with every key replaced in each text a server sent back (it may echo one)."""
+    if not secret_values:
+        return result
+    reply = result.reply
+    if reply is not None:
+        reply = dataclasses.replace(
+            reply,
+            text=redact(reply.text, secret_values),
+            reported_model=redact(reply.reported_model, secret_values),
+            refusal=redact(reply.refusal, secret_values),
+        )
+    return dataclasses.replace(
+        result,
+        reply=reply,
+        raw_response=redact(result.raw_response, secret_values),
+        error_message=redact(result.error_message, secret_values),
+        reported_model=redact(result.reported_model, secret_values),
+    )
 
 
 def _record(

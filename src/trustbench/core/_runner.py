@@ -251,9 +251,8 @@ async def _run_into_ledger(
             }
             _share_rate_limits(spec, providers, services)
             if preflight and remaining:  # one small request per API candidate (events only)
-                await run_preflight(
-                    spec, providers, ledger, structured_output=structured(track, spec)
-                )
+                structured_output = structured(track, spec)
+                await run_preflight(spec, providers, ledger, structured_output, services.secrets)
             execution = _Execution(
                 manifest,
                 track,

@@ -11,19 +11,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trustbench.core._credentials import (
-    refuse_credential_path,
-    refuse_credential_query,
+    checked_base_url,
+    key_free,
     refuse_inline_credentials,
     refuse_key_shaped_name,
+    refuse_key_values,
 )
 from trustbench.core._sdk_defaults import with_sdk_defaults
 from trustbench.core._spec_values import MAX_BOOTSTRAP_RESAMPLES as MAX_BOOTSTRAP_RESAMPLES
-from trustbench.core._spec_values import refuse_control_characters, refuse_unrepresentable
+from trustbench.core._spec_values import refuse_unrepresentable
 from trustbench.core.gates import GateSpec
 from trustbench.errors import InputError
 from trustbench.providers._pricing import PriceSpec
@@ -161,24 +161,14 @@ class CandidateSpec(_Strict):
     @classmethod
     def _no_secret_settings(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
         refuse_inline_credentials(value, "settings")
+        refuse_key_values(value, "settings")
         return value
+
+    _no_key_as_model = field_validator("model")(key_free("model"))
 
     _no_key_as_name = field_validator("api_key_env")(refuse_key_shaped_name)
 
-    @field_validator("base_url")
-    @classmethod
-    def _no_credentials_in_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        parts = urlsplit(value)
-        refuse_control_characters(value, "base_url")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url must be an http(s) URL, got {value!r}")
-        if parts.username or parts.password:
-            raise ValueError("base_url must not carry credentials; use api_key_env")
-        refuse_credential_query(parts.query)
-        refuse_credential_path(parts.path)
-        return value.rstrip("/")
+    _no_credentials_in_url = field_validator("base_url")(checked_base_url)
 
     @model_validator(mode="after")
     def _kind_fields(self) -> CandidateSpec:
@@ -294,6 +284,8 @@ class ExperimentSpec(_Strict):
     """Track-specific options (the track validates them when it resolves the spec)."""
     human_protocol: HumanProtocolSpec | None = None
     """Required when any candidate is `human`: who supplied the reference decisions."""
+
+    _no_key_in_description = field_validator("description")(key_free("description"))
 
     @field_validator("track_options")
     @classmethod

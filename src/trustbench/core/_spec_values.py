@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from urllib.parse import SplitResult
 
 from trustbench.errors import InputError
 
@@ -33,6 +34,23 @@ def refuse_control_characters(value: str, field: str) -> None:
             f"{field} must not contain spaces or control characters (a CR or LF would break "
             "the HTTP request line)"
         )
+
+
+def refuse_port_out_of_range(parts: SplitResult) -> None:
+    """Refuse a base_url port outside 1-65535 or not a number (`:99999`, `:abc`, `:-1`).
+
+    `urlsplit` parses such a URL and only raises when `.port` is read, which the HTTP client
+    does at the first request: a spec that froze cleanly then crashed `run` with a traceback.
+
+    Raises:
+        ValueError: naming the field.
+    """
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise ValueError("base_url port must be a number from 1 to 65535")
 
 
 def _first_unrepresentable(value: Any, pointer: str) -> tuple[str, str] | None:
