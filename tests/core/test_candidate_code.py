@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.support.cli import invoke
 from tests.support.echo_track import write_corpus
 
+from trustbench.core._candidate_code import factory_file
 from trustbench.core._manifest import build_manifest, write_manifest
 from trustbench.core._runner import run_experiment
 
@@ -44,7 +47,7 @@ def _package(root: Path, name: str = "candpkg") -> Path:
 
 
 @pytest.fixture
-def candidate_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def candidate_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     # A fresh module name per test: an imported module stays in sys.modules.
     name = f"candpkg_{tmp_path.name.replace('-', '_')}"
     package = _package(tmp_path / "code", name)
@@ -68,6 +71,77 @@ def test_a_helper_module_edited_after_the_run_fails_verify(
     code, message = invoke("verify", str(run_dir))
     assert code == 1
     assert f"candidate_package file {candidate_package.name}/helpers.py changed" in message
+
+
+def _forget(name: str) -> None:
+    """Drop a package's modules from `sys.modules`, as a fresh `verify` process has none."""
+    for module in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        del sys.modules[module]
+
+
+def _make_helper_patch_the_hashing(package: Path, marker: Path) -> None:
+    """Edit the helper so that importing it marks `marker` and hides its own change."""
+    original = (package / "helpers.py").read_bytes()
+    frozen_sha = hashlib.sha256(original).hexdigest()
+    (package / "helpers.py").write_text(
+        "import pathlib\nimport sys\n\n\ndef reply(text):\n    return 'approve'\n\n\n"
+        f"pathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "_m = sys.modules.get('trustbench.core._manifest')\n"
+        "if _m is not None:\n"
+        "    _hash = _m.hash_items\n"
+        "    def _lying(items):\n"
+        f"        lie = {{'sha256': {frozen_sha!r}, 'size': {len(original)}}}\n"
+        "        return [r.model_copy(update=lie) if r.name.endswith('helpers.py') else r"
+        " for r in _hash(items)]\n"
+        "    _m.hash_items = _lying\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["verify", "report"])
+def test_verify_and_report_never_run_candidate_code_that_patches_the_hashing(
+    tmp_path: Path, candidate_package: Path, command: str
+) -> None:
+    spec = _spec(tmp_path, f"{candidate_package.name}.factory:make")
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+    run_experiment(run_dir)
+    _forget(candidate_package.name)
+    marker = tmp_path / "candidate-ran"
+    _make_helper_patch_the_hashing(candidate_package, marker)
+    code, message = invoke(command, str(run_dir))
+    assert code != 0
+    assert f"candidate_package file {candidate_package.name}/helpers.py changed" in message
+    assert not marker.exists()
+
+
+def test_run_compares_candidate_code_with_the_manifest_before_importing_it(
+    tmp_path: Path, candidate_package: Path
+) -> None:
+    spec = _spec(tmp_path, f"{candidate_package.name}.factory:make")
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+    _forget(candidate_package.name)
+    marker = tmp_path / "candidate-ran"
+    _make_helper_patch_the_hashing(candidate_package, marker)
+    code, message = invoke("run", str(run_dir), "--quiet")
+    assert code == 1
+    assert f"candidate_package file {candidate_package.name}/helpers.py changed" in message
+    assert not marker.exists()
+
+
+def test_the_factory_file_is_found_through_a_re_export_without_importing(
+    tmp_path: Path, candidate_package: Path
+) -> None:
+    (candidate_package / "__init__.py").write_text("from .factory import make as make\n")
+    _forget(candidate_package.name)
+    found = factory_file(candidate_package.name, "make")
+    assert found == candidate_package / "factory.py"
+    assert candidate_package.name not in sys.modules
+
+
+def test_the_factory_file_is_found_through_a_lazy_package_s_type_checking_imports() -> None:
+    found = factory_file("trustbench.rtb.review.reviewers", "chat_responder")
+    assert found is not None and found.name == "_chat.py"
 
 
 def test_a_file_added_to_the_candidates_package_is_refused_by_run(

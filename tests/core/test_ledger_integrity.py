@@ -81,6 +81,43 @@ def test_a_chain_rehashed_after_an_edit_is_caught_by_the_recorded_head(small_run
     assert code == 1 and "refusing to report an altered run" in message
 
 
+def _insert_shifting_the_rest(run_dir: Path, *, chained: bool) -> None:
+    """Slip a copy of trial 1 in at seq 4, renumbering every later row (+1) without re-chaining.
+
+    `chained`: the forged row chains onto seq 3; otherwise it carries trial 1's stored hash.
+    """
+    connection = sqlite3.connect(run_dir / "ledger.sqlite")
+    for table in TABLE_COLUMNS:
+        connection.execute(f"UPDATE {table} SET seq = -seq - 1 WHERE seq >= 4")
+        connection.execute(f"UPDATE {table} SET seq = -seq WHERE seq < 0")
+    columns = TABLE_COLUMNS["trials"]
+    values = connection.execute(f"SELECT {', '.join(columns)}, row_hash FROM trials WHERE id = 1")
+    *found, stored = values.fetchone()
+    row = {**dict(zip(columns, found, strict=True)), "id": 100, "seq": 4, "trial_id": "forged"}
+    before = next(
+        hashed
+        for table in TABLE_COLUMNS
+        for (hashed,) in connection.execute(f"SELECT row_hash FROM {table} WHERE seq = 3")
+    )
+    hashed = row_hash(before, "trials", row) if chained else stored
+    marks = ", ".join("?" * (len(row) + 1))
+    connection.execute(
+        f"INSERT INTO trials ({', '.join(row)}, row_hash) VALUES ({marks})",
+        [*row.values(), hashed],
+    )
+    connection.commit()
+    connection.close()
+
+
+@pytest.mark.parametrize("chained", [True, False])
+def test_a_row_inserted_mid_chain_with_the_later_rows_renumbered_is_named_inserted(
+    small_run: Path, chained: bool
+) -> None:
+    _insert_shifting_the_rest(small_run, chained=chained)
+    problems = verify_run(small_run).problems
+    assert problems[0].startswith("trials id 100 (seq 4) was inserted: the rows after it were")
+
+
 @pytest.mark.parametrize(
     "value", ["x'00ff'", str(2**60), "9e999"], ids=["blob", "unsafe-integer", "infinity"]
 )

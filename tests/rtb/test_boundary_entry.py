@@ -4,12 +4,19 @@ it declares (`Boundary.enforcement`), never by its name."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from trustbench.core import build_manifest, read_ledger, run_experiment, write_manifest
+from trustbench.core import (
+    build_manifest,
+    check_inputs,
+    read_ledger,
+    run_experiment,
+    write_manifest,
+)
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
     Authorization,
@@ -270,3 +277,32 @@ settings = {{ agent = "honest", boundary_entry = "{__name__}:misdeclared" }}
     with pytest.raises(InputError, match="mostly-fine") as info:
         build_manifest(spec)
     assert "boundary_entry" in (info.value.location or "")
+
+
+@pytest.mark.parametrize(
+    ("track", "candidate"),
+    [
+        ("control", 'entry = "{module}:house"'),
+        ("workflow", 'settings = {{ agent = "reckless", boundary_entry = "{module}:house" }}'),
+    ],
+)
+def test_rechecking_a_frozen_run_never_imports_the_candidates_boundary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, track: str, candidate: str
+) -> None:
+    module = f"markedboundary_{tmp_path.name.replace('-', '_')}"
+    marker = tmp_path / "boundary-ran"
+    (tmp_path / f"{module}.py").write_text(
+        f"import pathlib\n\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        f"from {__name__} import house as house\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        f'suite = "rtb"\ntrack = "{track}"\ntrials_per_case = 1\n[corpus]\nbuiltin = "v0.1"\n'
+        f'[[candidates]]\nname = "house"\nkind = "inprocess"\n{candidate.format(module=module)}\n'
+    )
+    manifest = build_manifest(spec)  # the freeze builds the boundary: it imports the module
+    del sys.modules[module]
+    marker.unlink()
+    check_inputs(manifest, ControlTrack() if track == "control" else WorkflowTrack())
+    assert not marker.exists()

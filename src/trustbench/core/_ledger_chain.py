@@ -72,7 +72,9 @@ def verify_chain(
     """
     head, expected_seq = manifest_sha256, 1
     first = True
-    for row in chain_rows(connection):
+    rows = chain_rows(connection)
+    previous: tuple[str, tuple[Any, ...]] | None = None  # the last row and the head before it
+    for row in rows:
         seq = row[2]
         if type(seq) is not int or seq != expected_seq:
             return [_out_of_order(row, expected_seq, head_seq)]
@@ -89,10 +91,12 @@ def verify_chain(
                 f"first altered row: {_where(row)}: it holds a value no ledger row can hold "
                 "(a blob, an integer beyond 2^53 or a non-finite number)"
             ]
-        head = digest.hexdigest()
-        if head != row[-1]:
+        chained = digest.hexdigest()
+        if chained != row[-1]:
             past_head = head_seq is not None and expected_seq > head_seq
-            return [_unchained(connection, row, head_seq if past_head else None)]
+            shifted = _shifted_insert(previous, (head, row), next(rows, None))
+            return [shifted or _unchained(connection, row, head_seq if past_head else None)]
+        previous, head = (head, row), chained
         expected_seq += 1
     if first:
         return ["the ledger is empty: no experiments row"]
@@ -111,6 +115,49 @@ def _out_of_order(row: tuple[Any, ...], expected_seq: int, head_seq: int | None)
     if head_seq is not None and expected_seq > head_seq:
         return _inserted(_where(row), head_seq)
     return f"row seq {expected_seq} is missing (deleted?) before {_where(row)}"
+
+
+def _shifted_insert(
+    previous: tuple[str, tuple[Any, ...]] | None,
+    current: tuple[str, tuple[Any, ...]],
+    following: tuple[Any, ...] | None,
+) -> str | None:
+    """The inserted row, when the rows after an insertion were renumbered to make room.
+
+    A row slipped in at seq n, with every later row's seq raised by one, leaves the first
+    renumbered row chaining only with its old seq: taken back by one, onto the head before the
+    row in front of it (then that row, chained or not, was inserted), or onto the head before
+    the failing row (then the failing row itself was inserted). Each `(head, row)` pairs a row
+    with the head it should chain onto; `following` is the row after the failing one.
+    """
+    head, row = current
+    if previous is not None and _chains_as(previous[0], row, row[2] - 1):
+        inserted, renumbered = previous[1], row
+    elif (
+        following is not None
+        and type(following[2]) is int
+        and _chains_as(head, following, following[2] - 1)
+    ):
+        inserted, renumbered = row, following
+    else:
+        return None
+    return (
+        f"{_where(inserted)} was inserted: the rows after it were renumbered to make room "
+        f"({_where(renumbered)} chains onto the row before {_where(inserted)} only as seq "
+        f"{renumbered[2] - 1})"
+    )
+
+
+def _chains_as(head: str, row: tuple[Any, ...], seq: int) -> bool:
+    """Whether `row`, its seq replaced by `seq`, chains onto `head`."""
+    values = list(row[1:-1])
+    values[1] = seq
+    digest = hashlib.sha256(head.encode("ascii"))
+    try:
+        digest.update(values_canonical_json(_TABLES[row[0]], values))
+    except (ValueError, TypeError):
+        return False
+    return digest.hexdigest() == row[-1]
 
 
 def _unchained(

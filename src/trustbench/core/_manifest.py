@@ -9,7 +9,6 @@ It never holds a secret: API keys appear only as the *name* of an environment va
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -20,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
-from trustbench.core._candidate_code import code_items, load_factory
+from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
 from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
 from trustbench.core._plan import CrossProduct
@@ -163,6 +162,10 @@ def resolve_inputs(
 ) -> tuple[Resolution, list[FileRecord]]:
     """Ask the track what the spec depends on, add in-process candidate code, and hash it all.
 
+    Candidate code is found and hashed without being imported (`entry_code_items`), so `verify`
+    and `report` never run it and `run` compares it with the manifest before importing it; only
+    a freeze (`frozen` None) imports the entry, to refuse one that names no factory.
+
     With `frozen` (the manifest of an experiment being re-checked), a track that defines the
     optional `resolve_frozen(manifest)` is asked through it instead: it may skip repeating
     checks the freeze already ran on unchanged inputs. The hashes are compared either way.
@@ -181,11 +184,12 @@ def resolve_inputs(
         # settings): its code is hashed once, and a package shared by factories once.
         if candidate.entry and candidate.entry not in entries:
             entries.add(candidate.entry)
-            factory = load_factory(candidate.entry, f"candidate {candidate.name}")
-            source = inspect.getsourcefile(factory)
-            if source:
-                items.append(ResolvedItem("candidate_code", candidate.entry, path=Path(source)))
-            package.update((item.name, item) for item in code_items(factory))
+            where = f"candidate {candidate.name}"
+            if frozen is None:  # freeze checks it names a factory; nothing else imports it
+                load_factory(candidate.entry, where)
+            entry_file, *code = entry_code_items(candidate.entry, where)
+            items.append(entry_file)
+            package.update((item.name, item) for item in code)
     return resolution, hash_items(items + list(package.values()))
 
 

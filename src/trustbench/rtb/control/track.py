@@ -229,6 +229,19 @@ class ControlTrack:
                     location=f"candidate {candidate.name} kind",
                 )
             _factory_for(candidate)
+        return self._inputs(spec, base_dir)
+
+    def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
+        """`resolve` for a frozen experiment, building no boundary (`verify`, `report`, `run`).
+
+        Building one imports and runs the candidate's code, which could then patch the hashing
+        that judges it; the freeze already built each, and core hashes the candidate's files
+        without importing them.
+        """
+        return self._inputs(manifest.spec, Path(manifest.base_dir))
+
+    def _inputs(self, spec: core.ExperimentSpec, base_dir: Path) -> Resolution:
+        """The corpus files and harness code to hash."""
         root, label = corpus_location(spec, base_dir)
         corpus = self._corpus(label)
         policy_code = policy_for(corpus.policy_id).source_files

@@ -251,6 +251,18 @@ class WorkflowTrack:
             configuration(candidate, options)
             if candidate.kind == "inprocess":
                 _check_entry(candidate)
+        return self._inputs(spec, base_dir)
+
+    def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
+        """`resolve` for a frozen experiment, building no agent or boundary (`verify`, `run`).
+
+        Building one imports and runs the candidate's code, which could then patch the hashing
+        that judges it; the freeze already built each.
+        """
+        return self._inputs(manifest.spec, Path(manifest.base_dir))
+
+    def _inputs(self, spec: core.ExperimentSpec, base_dir: Path) -> Resolution:
+        """The corpus, the agent prompt and the harness code to hash."""
         root, label = corpus_location(spec, base_dir)
         corpus = self.corpus(label)
         items = corpus_items(root, corpus)
