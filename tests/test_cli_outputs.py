@@ -113,12 +113,13 @@ def test_report_never_writes_through_a_link_planted_at_a_temporary_name(
     "command",
     [
         ("demo", "--out", "RUN"),
-        ("demo", "--out", "RUN/sub"),
-        ("export-inspect", "RUN", "--out", "RUN/sub"),
-        ("rtb", "export", "--out", "RUN/sub"),
+        ("export-inspect", "RUN", "--out", "RUN"),
+        ("export-inspect", "RUN", "--out", "RUN/ledger.sqlite-wal"),
+        ("rtb", "export", "--out", "RUN/record.json"),
+        ("demo", "--out", "RUN/ledger.sqlite-journal"),
     ],
 )
-def test_a_folder_output_that_is_or_lies_inside_a_run_folder_is_refused(
+def test_a_folder_output_that_is_a_run_folder_or_takes_a_run_files_name_is_refused(
     run_dir: Path, command: tuple[str, ...]
 ) -> None:
     before = sorted(p.name for p in run_dir.iterdir())
@@ -126,6 +127,16 @@ def test_a_folder_output_that_is_or_lies_inside_a_run_folder_is_refused(
     code, message = invoke(*args)
     assert code == 2 and "run folder" in message, message
     assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
+def test_an_export_into_a_subfolder_of_the_run_leaves_the_evidence_as_it_was(
+    run_dir: Path,
+) -> None:
+    evidence = {n: (run_dir / n).read_bytes() for n in ("manifest.json", "ledger.sqlite")}
+    code, output = invoke("rtb", "export", "--out", str(run_dir / "exported"))
+    assert code == 0, output
+    assert (run_dir / "exported" / "inputs").is_dir()
+    assert {n: (run_dir / n).read_bytes() for n in evidence} == evidence
 
 
 def _commands(group: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

@@ -7,8 +7,11 @@ command that writes a file or folder named on its command line checks the path h
 - a run folder's own files are refused: the ledger (with its WAL and shared-memory files), its
   head anchor and the manifest always, even with `--force`, since nothing can rebuild them; the
   report's outputs (`record.json`, `report.html`, `record.intoto.json`) unless `--force`;
-- a folder output that is a run folder, or lies anywhere inside one (`RUN/sub`), is refused: it
-  would mix foreign files into the evidence, and a run folder has no place for them;
+- a folder output that is a run folder is refused (it would mix foreign files into the
+  evidence), and so is one inside a run folder under the name of one of its files
+  (`RUN/ledger.sqlite-wal` as a folder would keep SQLite from writing its log); a subfolder of
+  a run (`export-inspect RUN --out RUN/inspect-logs`, as docs/inspect-interop.md shows) holds
+  derived outputs beside the evidence, as `report.html` does, and is allowed;
 - an existing file is refused unless `--force`.
 
 A run folder is one holding `manifest.json` or `ledger.sqlite`. Paths are resolved first, so a
@@ -80,10 +83,10 @@ def check_output_file(path: Path, *, force: bool = False, option: str = "--out")
 
 
 def check_output_folder(path: Path, *, option: str = "--out") -> Path:
-    """Refuse a folder output that is a run folder or lies inside one, or names a file.
+    """Refuse a folder output that is a run folder, takes the name of a run's file, or is a file.
 
-    Inside too, not only the run folder itself: `export-inspect RUN --out RUN/sub` would put
-    foreign files under the run's evidence, where `verify` and a reader take all to be the run's.
+    A subfolder of a run folder under another name is allowed: the evidence is the run folder's
+    own top-level files, which nothing written below a subfolder can replace.
     """
     resolved = path.resolve()
     if resolved.exists() and not resolved.is_dir():
@@ -94,10 +97,13 @@ def check_output_folder(path: Path, *, option: str = "--out") -> Path:
             "evidence; name another folder",
             location=str(path),
         )
-    if any(is_run_folder(parent) for parent in resolved.parents):
+    name = resolved.name
+    if is_run_folder(resolved.parent) and (
+        name in EVIDENCE or name in RUN_OUTPUTS or name.startswith("ledger.sqlite")
+    ):
         raise InputError(
-            f"{option} names a folder inside a run folder: writing there would mix other files "
-            "into its evidence; name a folder outside it",
+            f"{option} names a run folder's {name}: a folder there would take the place of the "
+            "run's own file; name another folder",
             location=str(path),
         )
     return path
