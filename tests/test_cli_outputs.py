@@ -13,12 +13,17 @@ from typing import Any
 
 import pytest
 import typer
-from tests.rtb.test_review_track import POLICY, run_spec, spec_text
+from tests.core import test_outputs_never_overwrite_evidence as evidence_tests
 from tests.support.cli import invoke
 
 from trustbench.cli import app
 from trustbench.rtb.heldout._crypto import new_key_pair
 from trustbench.rtb.heldout._seal import seal_corpus
+
+finished = evidence_tests.finished
+run_dir = evidence_tests.run_dir
+"""The finished run and its per-test copy, shared with the evidence tests (fixtures)."""
+_snapshot = evidence_tests._snapshot  # pyright: ignore[reportPrivateUsage]
 
 EVIDENCE = ("ledger.sqlite", "ledger.head", "manifest.json")
 REPORT_OUTPUTS = ("report.html", "record.json", "record.trials.jsonl")
@@ -27,22 +32,6 @@ refused as an alteration before anything is written)."""
 HELDOUT_FIXTURE = Path(__file__).parent / "rtb" / "fixtures" / "rtb_v0_2_user"
 OUTPUT_OPTIONS = {"--out", "--html"}
 """Options that name a file or folder a command writes (arguments: named `OUT`)."""
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_spec(tmp_path_factory.mktemp("outputs"), spec_text(POLICY))
-
-
-@pytest.fixture
-def run_dir(finished: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(finished, copy)
-    return copy
-
-
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 @pytest.fixture
