@@ -6,6 +6,7 @@ The empty-path test walks the whole command tree, so a command added later with 
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,6 +119,18 @@ def test_a_folder_output_that_is_a_run_folder_or_takes_a_run_files_name_is_refus
     assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
+@pytest.mark.parametrize("name", ["ledger.head", "ledger.sqlite-wal", "record.json"])
+def test_freeze_refuses_a_run_folder_taking_the_name_of_another_runs_file(
+    finished: Path, tmp_path: Path, name: str
+) -> None:
+    spec = finished.parent / "run.toml"  # the finished run's own spec, beside its corpus
+    frozen = tmp_path / "frozen"  # frozen, not run: none of the run's files exists yet
+    assert invoke("freeze", str(spec), "--out", str(frozen))[0] == 0
+    code, message = invoke("freeze", str(spec), "--out", str(frozen / name))
+    assert code == 2 and f"run folder's {name}" in message, message
+    assert sorted(p.name for p in frozen.iterdir()) == ["manifest.json"]
+
+
 def test_an_export_into_a_subfolder_of_the_run_leaves_the_evidence_as_it_was(
     run_dir: Path,
 ) -> None:
@@ -196,3 +209,12 @@ def test_every_output_option_refuses_an_empty_path_in_one_line(
     code, message = invoke(*_argv(path, target, tmp_path / "missing"))
     assert code == 2 and "is empty" in message and "\n" not in message.strip(), message
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_report_outputs_get_an_ordinary_new_files_mode(run_dir: Path) -> None:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    code, output = invoke("report", str(run_dir))
+    assert code in (0, 1), output
+    for name in REPORT_OUTPUTS:
+        assert (run_dir / name).stat().st_mode & 0o777 == 0o666 & ~umask, name

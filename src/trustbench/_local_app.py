@@ -14,7 +14,8 @@ imports the other:
 - `posted_form`: a body that cannot be parsed, or holds a file where text belongs, is answered
   400, never 500;
 - `listen_socket` binds before the run is opened, so a used port is reported at once;
-  `serve_until_stopped` serves on that very socket until Ctrl-C or SIGTERM;
+  `serve_until_stopped` serves on that very socket until Ctrl-C or SIGTERM; a request aiohttp
+  cannot even parse is answered 400 by aiohttp and logged in one line, not as a traceback;
 - `page_renderer` renders an app's own jinja2 templates, autoescaped.
 """
 
@@ -24,6 +25,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import logging
 import signal
 import socket
 import sys
@@ -315,6 +317,40 @@ def _announce(served: Served, what: str, base_url: str, stops: str) -> None:
     sys.stdout.flush()
 
 
+class _ClientErrorsInOneLine(logging.Filter):
+    """A request aiohttp cannot parse, logged in one line rather than with a traceback.
+
+    aiohttp logs a malformed request line or header (which it answers 400) with a full
+    traceback, as if the app had failed: it is the client's error. The entry is kept, as one
+    line naming the client and the status.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            record.msg, record.args = (
+                "%s: answered %s (%s)",
+                (
+                    record.getMessage(),
+                    error.code,
+                    next(iter(str(error.message).strip().splitlines()), ""),
+                ),
+            )
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+SERVER_LOGGER = logging.getLogger("trustbench.local_app")
+"""The apps' server log (aiohttp's errors while handling a request)."""
+SERVER_LOGGER.addFilter(_ClientErrorsInOneLine())
+
+
+def app_runner(app: web.Application) -> web.AppRunner:
+    """The runner serving a local app: no access log, a client's malformed request in one line."""
+    return web.AppRunner(app, access_log=None, logger=SERVER_LOGGER)
+
+
 def serve_until_stopped(
     listening: socket.socket,
     host: str,
@@ -340,7 +376,7 @@ def serve_until_stopped(
             # `kill -INT`.
             for stopping in (signal.SIGINT, signal.SIGTERM):
                 asyncio.get_running_loop().add_signal_handler(stopping, stop.set)
-            runner = web.AppRunner(served.app, access_log=None)
+            runner = app_runner(served.app)
             await runner.setup()
             await web.SockSite(runner, listening).start()
             _announce(served, what, f"http://{host}:{listening.getsockname()[1]}", stops)

@@ -172,6 +172,23 @@ def test_a_top_level_module_is_pinned_with_the_sibling_modules_it_imports(
     assert names == {f"{stem}.py", f"{stem}_helpers.py"}
 
 
+def test_a_top_level_module_re_exporting_its_factory_is_pinned_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The factory's file is the package's (followed through the re-export); the lone module
+    # naming it is pinned too, or re-pointing it at another factory would pass verify.
+    code_dir = tmp_path / "flat"
+    code_dir.mkdir()
+    stem = f"reexport_{tmp_path.name.replace('-', '_')}"
+    package = _package(tmp_path / "code", f"{stem}_pkg")
+    (code_dir / f"{stem}.py").write_text(f"from {package.name}.factory import make\n")
+    monkeypatch.syspath_prepend(str(code_dir))
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    manifest = build_manifest(_spec(tmp_path, f"{stem}:make"))
+    files = {(f.role, f.name) for f in manifest.files}
+    assert ("candidate_package", f"{stem}.py") in files
+
+
 @pytest.mark.parametrize(
     ("entry", "why"),
     [

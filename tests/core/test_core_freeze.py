@@ -61,11 +61,15 @@ def test_manifest_never_holds_the_api_key_value_given_through_the_environment(
     assert b"TB_TEST_ALPHA_KEY" in path.read_bytes()
 
 
-def test_freeze_refuses_a_spec_that_carries_the_key_value(experiment: Path) -> None:
-    # Where no key-shape check looks (a description is refused earlier, by shape): the scan of
-    # the manifest for the variables' values still catches it.
+def test_freeze_refuses_a_spec_that_carries_the_key_value(
+    experiment: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A key with no key's shape passes every shape check (a shaped one is refused earlier):
+    # the scan of the manifest for the variables' values still catches it.
+    unshaped = "correct-horse-battery-staple"
+    monkeypatch.setenv("TB_TEST_ALPHA_KEY", unshaped)
     text = experiment.read_text().replace(
-        "order_seed = 11", f'order_seed = 11\ntrack_options = {{ note = "{ALPHA_KEY}" }}'
+        "order_seed = 11", f'order_seed = 11\ntrack_options = {{ note = "{unshaped}" }}'
     )
     experiment.write_text(text)
     with pytest.raises(InputError, match=r"\$TB_TEST_ALPHA_KEY appears in the manifest"):

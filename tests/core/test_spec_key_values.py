@@ -47,6 +47,22 @@ def test_a_key_shaped_candidate_value_is_refused_naming_the_field_not_the_value(
     assert "A1b2C3d4" not in message and "a1B2c3D4" not in message and "\n" not in message
 
 
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"note": OPENAI}, "track_options.note"),
+        ({"candidates": {"a": {"boundary": f"Bearer {OPENAI}"}}}, "track_options.candidates.a"),
+        ({"splits": ["eval", JWT]}, "track_options.splits[1]"),
+    ],
+)
+def test_a_key_shaped_track_option_value_is_refused_naming_the_option_not_the_value(
+    options: dict[str, Any], field: str
+) -> None:
+    message = _refusal(_spec({}, track_options=options))
+    assert f"{field}" in message and "looks like it holds a credential" in message
+    assert OPENAI not in message and JWT not in message
+
+
 def test_a_key_in_the_description_is_refused_without_repeating_it() -> None:
     message = _refusal(_spec({}, description=f"token {OPENAI}"))
     assert "description looks like it holds a credential" in message and OPENAI not in message

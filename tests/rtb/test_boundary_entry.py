@@ -17,7 +17,7 @@ from trustbench.core import (
     run_experiment,
     write_manifest,
 )
-from trustbench.errors import InputError
+from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.boundaries import (
     Authorization,
     BoundaryFactory,
@@ -306,3 +306,25 @@ def test_rechecking_a_frozen_run_never_imports_the_candidates_boundary(
     marker.unlink()
     check_inputs(manifest, ControlTrack() if track == "control" else WorkflowTrack())
     assert not marker.exists()
+
+
+def test_a_workflow_boundary_entry_edited_after_the_freeze_fails_the_recheck(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = f"editedboundary_{tmp_path.name.replace('-', '_')}"
+    source = tmp_path / f"{module}.py"
+    source.write_text(f"from {__name__} import house as house\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        'suite = "rtb"\ntrack = "workflow"\ntrials_per_case = 1\n[corpus]\nbuiltin = "v0.1"\n'
+        '[[candidates]]\nname = "house"\nkind = "inprocess"\n'
+        f'settings = {{ agent = "reckless", boundary_entry = "{module}:house" }}\n'
+    )
+    manifest = build_manifest(spec)
+    pinned = {(item.role, item.name) for item in manifest.files}
+    assert ("candidate_code", f"{module}:house") in pinned
+    check_inputs(manifest, WorkflowTrack())  # unchanged: passes
+    source.write_text(f"from {__name__} import open_door as house\n")
+    with pytest.raises(CheckFailed, match=module):
+        check_inputs(manifest, WorkflowTrack())

@@ -350,6 +350,49 @@ def test_user_adapter_is_run_by_module_factory_and_its_code_is_pinned(tmp_path: 
     )
 
 
+def _adapter_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A submitted adapter in a package of its own, its oracle class imported from a helper."""
+    name = f"mine_{tmp_path.name.replace('-', '_')}"
+    package = tmp_path / "code" / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("from trustbench.trb import GovernedOracle as Oracle\n")
+    (package / "adapter.py").write_text(
+        f"from {name}.helper import Oracle\n\n\ndef make() -> Oracle:\n    return Oracle()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "code"))
+    return name
+
+
+def test_rechecking_a_trb_run_starts_no_adapter_and_notices_an_edited_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.core import check_inputs, read_manifest
+    from trustbench.trb.track import _user_adapter
+
+    name = _adapter_package(tmp_path, monkeypatch)
+    spec = write_spec(
+        tmp_path,
+        {"mine": f"{name}.adapter:make"},
+        sizes="{ train = 0, eval = 4, transfer = 0 }",
+        options='splits = ["eval"]',
+    )
+    write_manifest(build_manifest(spec), tmp_path / "run")
+    manifest = read_manifest(tmp_path / "run")
+    assert ("candidate_package", f"{name}/helper.py") in {(f.role, f.name) for f in manifest.files}
+
+    def no_worker(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a re-check started the submitted adapter")
+
+    monkeypatch.setattr(_user_adapter, "AdapterWorker", no_worker)
+    check_inputs(manifest, TrbProfileTrack())  # untouched inputs pass, running nothing
+    (tmp_path / "code" / name / "helper.py").write_text(
+        "from trustbench.trb import EpiphenomenalOracle as Oracle\n"
+    )
+    with pytest.raises(CheckFailed, match=f"{name}/helper.py"):
+        check_inputs(manifest, TrbProfileTrack())
+
+
 def test_user_adapter_failing_the_conformance_kit_is_refused_at_freeze(tmp_path: Path) -> None:
     spec = write_spec(tmp_path, {"mine": "trb_broken_adapters:unnormalised"})
     with pytest.raises(CheckFailed, match="conformance") as error:

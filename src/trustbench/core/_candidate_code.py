@@ -146,8 +146,8 @@ def entry_code_items(entry: str, where: str) -> list[ResolvedItem]:
     items = [ResolvedItem("candidate_code", entry, path=factory)]
     if top.submodule_search_locations is not None:
         roots = [(top_name, Path(p)) for p in top.submodule_search_locations]
-    else:
-        roots = list(_imported_siblings(factory))
+    else:  # a lone module: it and the siblings it imports (the factory's file may lie elsewhere)
+        roots = list(_imported_siblings(Path(top.origin) if top.origin else factory))
     return items + _package_items(top_name, roots)
 
 

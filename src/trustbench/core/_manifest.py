@@ -22,6 +22,7 @@ from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
 from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
+from trustbench.core._outputs import check_new_run_folder, write_atomically
 from trustbench.core._plan import CrossProduct
 from trustbench.core._registry import load_track
 from trustbench.core._spec import ExperimentSpec, load_spec, refuse_unused_resample
@@ -179,17 +180,23 @@ def resolve_inputs(
     items = [item for item in resolution.items if item.role != CODE_ROLE]
     package = {item.name: item for item in resolution.items if item.role == CODE_ROLE}
     entries: set[str] = set()
-    for candidate in spec.candidates:
+    candidate_entries = [
+        (candidate.entry, f"candidate {candidate.name}", True)
+        for candidate in spec.candidates
+        if candidate.entry
+    ]
+    track_entries = [(entry, where, False) for entry, where in resolution.code_entries]
+    for entry, where, is_factory in candidate_entries + track_entries:
         # Several candidates may share one factory (e.g. built-in reviewers with different
         # settings): its code is hashed once, and a package shared by factories once.
-        if candidate.entry and candidate.entry not in entries:
-            entries.add(candidate.entry)
-            where = f"candidate {candidate.name}"
-            if frozen is None:  # freeze checks it names a factory; nothing else imports it
-                load_factory(candidate.entry, where)
-            entry_file, *code = entry_code_items(candidate.entry, where)
-            items.append(entry_file)
-            package.update((item.name, item) for item in code)
+        if entry in entries:
+            continue
+        entries.add(entry)
+        if frozen is None and is_factory:  # freeze checks it names a factory; nothing else
+            load_factory(entry, where)  # imports it (a track checks its own entries)
+        entry_file, *code = entry_code_items(entry, where)
+        items.append(entry_file)
+        package.update((item.name, item) for item in code)
     return resolution, hash_items(items + list(package.values()))
 
 
@@ -304,8 +311,10 @@ def write_manifest(manifest: Manifest, run_dir: Path) -> Path:
     """Write `manifest.json` into `run_dir`; an identical manifest already there is kept.
 
     Raises:
-        InputError: when `run_dir` already holds a different manifest.
+        InputError: when `run_dir` already holds a different manifest, is a file, or takes the
+            name of another run's own file (`RUN/ledger.head`).
     """
+    check_new_run_folder(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / MANIFEST_FILE
     if path.exists():
@@ -317,9 +326,7 @@ def write_manifest(manifest: Manifest, run_dir: Path) -> Path:
             )
         return path
     text = json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    write_atomically(path, text.encode("utf-8"))
     return path
 
 

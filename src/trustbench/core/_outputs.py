@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from trustbench.errors import InputError
 
@@ -34,7 +37,7 @@ EVIDENCE = frozenset(
     {"manifest.json", "ledger.sqlite", "ledger.sqlite-wal", "ledger.sqlite-shm", "ledger.head"}
 )
 """A run's files nothing may overwrite, `--force` or not."""
-RUN_OUTPUTS = frozenset({"record.json", "report.html", "record.intoto.json"})
+RUN_OUTPUTS = frozenset({"record.json", "record.trials.jsonl", "report.html", "record.intoto.json"})
 """A run's files only `report` writes (another command may replace them with `--force`)."""
 
 
@@ -89,14 +92,24 @@ def check_output_folder(path: Path, *, option: str = "--out") -> Path:
     own top-level files, which nothing written below a subfolder can replace.
     """
     resolved = path.resolve()
-    if resolved.exists() and not resolved.is_dir():
-        raise InputError(f"{option} names a file; name a folder", location=str(path))
     if is_run_folder(resolved):
         raise InputError(
             f"{option} names a run folder: writing there would mix other files into its "
             "evidence; name another folder",
             location=str(path),
         )
+    return check_new_run_folder(path, option=option)
+
+
+def check_new_run_folder(path: Path, *, option: str = "--out") -> Path:
+    """Refuse a run folder to freeze into that is a file or takes the name of a run's file.
+
+    A folder that is already a run folder is the caller's to judge (a freeze of the same
+    manifest is kept, a different one refused by `write_manifest`).
+    """
+    resolved = path.resolve()
+    if resolved.exists() and not resolved.is_dir():
+        raise InputError(f"{option} names a file; name a folder", location=str(path))
     name = resolved.name
     if is_run_folder(resolved.parent) and (
         name in EVIDENCE or name in RUN_OUTPUTS or name.startswith("ledger.sqlite")
@@ -110,20 +123,28 @@ def check_output_folder(path: Path, *, option: str = "--out") -> Path:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write `data` to a new temporary file beside `path`, then rename it over `path`.
+    """Write `data` to a new temporary file beside `path`, then rename it over `path`."""
+    with atomic_writer(path) as stream:
+        stream.write(data)
+
+
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """A stream to a new temporary file beside `path`, renamed over `path` when the block ends.
 
     Renaming replaces the name, not the file: a symbolic link at `path` is replaced rather than
     written through, another name (a hard link) of what was there keeps its contents, and a
     reader never sees half a file. The temporary name is random and created exclusively
     (`O_EXCL | O_NOFOLLOW`), so a link planted under a guessable name is never followed either;
-    its mode is an ordinary new file's (0o666 less the umask), unlike `mkstemp`'s 0o600.
+    its mode is an ordinary new file's (0o666 less the umask), unlike `mkstemp`'s 0o600. A block
+    that raises leaves `path` as it was and no temporary file behind.
     """
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     descriptor = os.open(temporary, flags, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
+            yield stream
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

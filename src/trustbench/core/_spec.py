@@ -291,6 +291,7 @@ class ExperimentSpec(_Strict):
     @classmethod
     def _no_secret_track_options(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
         refuse_inline_credentials(value, "track_options")
+        refuse_key_values(value, "track_options")  # a key pasted as a value is frozen too
         return value
 
     @property

@@ -88,6 +88,10 @@ class Resolution:
     """Where the corpus was found: `builtin:<label>` or an absolute folder path."""
     items: list[ResolvedItem] = field(default_factory=list)
     """Files and texts to hash into the manifest."""
+    code_entries: list[tuple[str, str]] = field(default_factory=list)
+    """`(module:factory, where it is set)` of user code the track imports besides each
+    in-process candidate's own `entry` (the workflow track's `boundary_entry`). Core pins each
+    as it pins a candidate's entry: its file and its whole package, found without importing."""
 
 
 @runtime_checkable

@@ -94,12 +94,9 @@ def freeze(
 ) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
     from trustbench.core._manifest import build_manifest, freeze_manifest
-    from trustbench.core._outputs import output_path
-    from trustbench.errors import InputError
+    from trustbench.core._outputs import check_new_run_folder, output_path
 
-    folder = output_path(out)
-    if folder.exists() and not folder.is_dir():
-        raise InputError("--out must be a run folder, not a file", location=str(folder))
+    folder = check_new_run_folder(output_path(out))  # before the (slow) freeze, and again there
     manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
     path, notes = freeze_manifest(manifest, folder, reason)
     typer.echo(

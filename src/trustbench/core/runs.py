@@ -3,8 +3,8 @@
 Output checks (`check_output_folder`, `check_output_file`, `output_path`) refuse to overwrite a
 run's evidence and `write_atomically` writes an output without following a link; `RunLock` keeps
 two processes out of one run folder; progress reporters show a run's progress; `utc_now` is the
-one clock a ledger row is stamped with; a candidate's package files are frozen into the manifest
-under `CANDIDATE_PACKAGE_ROLE`, at most `MAX_CANDIDATE_PACKAGE_FILES` of them. Names resolve
+one clock a ledger row is stamped with; `entry_code_items` finds, without importing it, the
+code of a `module:factory` entry that the manifest pins (its file and whole package). Names resolve
 lazily (see `trustbench._lazy`).
 """
 
@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 from trustbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from trustbench.core._candidate_code import MAX_FILES as MAX_CANDIDATE_PACKAGE_FILES
-    from trustbench.core._candidate_code import ROLE as CANDIDATE_PACKAGE_ROLE
+    from trustbench.core._candidate_code import entry_code_items
     from trustbench.core._clock import utc_now
     from trustbench.core._outputs import (
         check_output_file,
@@ -29,14 +28,13 @@ if TYPE_CHECKING:
     from trustbench.core._run_folder import RunLock
 
 __all__ = [
-    "CANDIDATE_PACKAGE_ROLE",
-    "MAX_CANDIDATE_PACKAGE_FILES",
     "NoProgress",
     "ProgressReporter",
     "RunLock",
     "check_output_file",
     "check_output_folder",
     "default_progress",
+    "entry_code_items",
     "is_run_folder",
     "output_path",
     "utc_now",

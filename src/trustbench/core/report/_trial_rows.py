@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from trustbench.core._outputs import atomic_writer
 from trustbench.core.report._record import to_jsonable
 from trustbench.errors import CheckFailed, InputError
 
@@ -114,26 +114,20 @@ def write_trial_rows(
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     counts: dict[str, int] = {}
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            for part, rows in parts.items():
-                counts[part] = 0
-                if isinstance(rows, TrialRowSpool) and rows.part == part:
-                    for chunk in rows.chunks():
-                        stream.write(chunk)
-                        digest.update(chunk)
-                    counts[part] = rows.count
-                    continue
-                for row in rows:
-                    line = _line(part, row, f"{target}#{part}/{counts[part]}")
-                    stream.write(line)
-                    digest.update(line)
-                    counts[part] += 1
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_writer(target) as stream:
+        for part, rows in parts.items():
+            counts[part] = 0
+            if isinstance(rows, TrialRowSpool) and rows.part == part:
+                for chunk in rows.chunks():
+                    stream.write(chunk)
+                    digest.update(chunk)
+                counts[part] = rows.count
+                continue
+            for row in rows:
+                line = _line(part, row, f"{target}#{part}/{counts[part]}")
+                stream.write(line)
+                digest.update(line)
+                counts[part] += 1
     return {"file": target.name, "rows": counts, "sha256": digest.hexdigest()}
 
 

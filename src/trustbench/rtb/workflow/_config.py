@@ -6,6 +6,7 @@ track (and the track imports them, never the reverse).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -228,6 +229,27 @@ def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> Wo
         enforcement=enforcement,
         budget=override.budget or options.budget,
     )
+
+
+def boundary_entries(
+    candidates: Sequence[CandidateSpec], options: WorkflowTrackOptions
+) -> list[tuple[str, str]]:
+    """`(entry, where)` of every candidate's `boundary_entry`, read from the spec, not imported.
+
+    Core pins each entry's code in the manifest as it pins a candidate's own `entry`: a boundary
+    module edited after the run would otherwise leave `verify` saying "intact".
+    """
+    found = []
+    for candidate in candidates:
+        if candidate.kind == "inprocess":
+            entry = candidate.settings.get("boundary_entry")
+            where = f"candidate {candidate.name} settings.boundary_entry"
+        else:
+            entry = options.candidates.get(candidate.name, CandidateOverrides()).boundary_entry
+            where = f"track_options.candidates.{candidate.name}.boundary_entry"
+        if isinstance(entry, str) and entry:
+            found.append((entry, where))
+    return found
 
 
 def agent_entry(candidate: CandidateSpec) -> str:

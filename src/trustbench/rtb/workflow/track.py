@@ -89,6 +89,7 @@ from trustbench.rtb.workflow._config import (
     WorkflowTrackOptions,
     _check_entry,
     agent_entry,
+    boundary_entries,
     configuration,
     workflow_boundary_factory,
 )
@@ -268,7 +269,10 @@ class WorkflowTrack:
         items = corpus_items(root, corpus)
         items.append(ResolvedItem("prompt", "workflow_agent_system", text=SYSTEM_PROMPT))
         items += harness_code_items((*_HARNESS_CODE, *policy_for(corpus.policy_id).source_files))
-        return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)
+        entries = boundary_entries(spec.candidates, self.options(spec))
+        return Resolution(
+            corpus_version=corpus.version, corpus_root=label, items=items, code_entries=entries
+        )
 
     def figure_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""

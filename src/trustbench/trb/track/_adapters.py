@@ -77,7 +77,7 @@ from trustbench.trb.reference import (
 from trustbench.trb.reference._token_world import Recipe, load_token_lm, render_history
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._options import TrbTrackOptions
-from trustbench.trb.track._user_adapter import user_adapter
+from trustbench.trb.track._user_adapter import adapter_code_items, user_adapter
 from trustbench.trb.world import CorridorConfig, CorridorWorld
 
 ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
@@ -348,11 +348,16 @@ def _proxy(
 
 
 def resolve_adapters(
-    candidates: list[CandidateSpec], corpus: LoadedCorpus, options: TrbTrackOptions
+    candidates: list[CandidateSpec],
+    corpus: LoadedCorpus,
+    options: TrbTrackOptions,
+    start_workers: bool = True,
 ) -> tuple[dict[str, AdapterSource], list[ResolvedItem]]:
     """Build every candidate's adapter source; return them with the files to hash.
 
-    Reference models are trained or loaded here, so the manifest pins their checkpoints.
+    Reference models are trained or loaded here, so the manifest pins their checkpoints. With
+    `start_workers` False (a frozen run's re-check), a submitted adapter is neither started nor
+    checked: only its code is listed for hashing, and it has no source in the result.
     """
     sources: dict[str, AdapterSource] = {}
     items: list[ResolvedItem] = []
@@ -378,7 +383,11 @@ def resolve_adapters(
                     "estimator": options.chat_estimator}  # fmt: skip
             sources[candidate.name] = AdapterSource(target, chat=chat)
         else:
-            worker, extra = user_adapter(candidate, target, corpus, options)
-            sources[candidate.name] = AdapterSource(target, worker=worker)
-            items += [item for item in extra if item.name not in {i.name for i in items}]
+            if start_workers:
+                worker, extra = user_adapter(candidate, target, corpus, options)
+                sources[candidate.name] = AdapterSource(target, worker=worker)
+            else:
+                extra = adapter_code_items(candidate, target)
+            known = {(i.role, i.name) for i in items}
+            items += [item for item in extra if (item.role, item.name) not in known]
     return sources, items

@@ -163,6 +163,27 @@ class TrbProfileTrack:
             resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options
         )
         self._sources[(spec.model_dump_json(), str(base_dir))] = sources
+        return self._resolution(spec, prepared, adapter_items)
+
+    def resolve_frozen(self, manifest: Manifest) -> Resolution:
+        """`resolve` for a frozen run (`verify`, `report`, `run` before trials): runs nothing.
+
+        No adapter worker is started and no conformance kit runs. A submitted adapter is
+        untrusted code: re-checking a finished run must not run it, and `run` must compare its
+        files with the manifest before starting it (its first trial's `_source` starts the
+        worker, after this check).
+        """
+        spec, base_dir = manifest.spec, Path(manifest.base_dir)
+        prepared = self._prepare(spec, base_dir)
+        _, adapter_items = _off_loop(
+            resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options, False
+        )
+        return self._resolution(spec, prepared, adapter_items)
+
+    def _resolution(
+        self, spec: ExperimentSpec, prepared: _Prepared, adapter_items: list[ResolvedItem]
+    ) -> Resolution:
+        """The corpus, the adapters' files and the measure list, to hash."""
         items = corpus_items(prepared.corpus) + adapter_items
         items += [ResolvedItem("measure", m.key, text=target) for m, target in prepared.measures]
         corpus_sha = prepared.corpus.manifest.corpus_sha256

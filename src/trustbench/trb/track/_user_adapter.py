@@ -1,16 +1,16 @@
 """A submitted `MODULE:FACTORY` adapter: located without importing it, checked in its worker.
 
 Its code is untrusted, so it never runs in the harness process (see `trb.isolation`): the
-conformance kit runs inside the sandboxed worker, and the module's file is hashed for the
-manifest without being imported.
+conformance kit runs inside the sandboxed worker, and its code (the factory's file and its whole
+package) is hashed for the manifest without being imported. A frozen run's inputs are re-checked
+(`verify`, `report`, and `run` before its first trial) from those files alone: no worker starts
+until they match the manifest.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from trustbench.core import CandidateSpec, ResolvedItem
-from trustbench.core.runs import CANDIDATE_PACKAGE_ROLE, MAX_CANDIDATE_PACKAGE_FILES
+from trustbench.core.runs import entry_code_items
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.isolation._client import (
@@ -59,44 +59,21 @@ def user_adapter(
             f"{first.hook} / {first.check}: {first.detail}",
             location=f"candidate {candidate.name}",
         )
-    items = []
-    source_file = _source_file(target)
-    if source_file is not None:
-        items.append(ResolvedItem("candidate_code", target, path=source_file))
-    items += _package_items(target)  # the adapter's package as a whole, not its entry file
-    return worker, items
+    return worker, adapter_code_items(candidate, target)
 
 
-def _package_items(target: str) -> list[ResolvedItem]:
-    """The files of the factory's top-level package (or its single module), unimported."""
-    top = target.partition(":")[0].split(".")[0]
-    folders, _ = _module_paths(target)
-    items: dict[str, ResolvedItem] = {}
-    for root in map(Path, folders):
-        files = [root] if root.is_file() else sorted(
-            p for p in root.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-        )  # fmt: skip
-        for path in files:
-            name = top if root.is_file() else f"{top}/{path.relative_to(root).as_posix()}"
-            items.setdefault(name, ResolvedItem(CANDIDATE_PACKAGE_ROLE, name, path=path))
-        if len(items) > MAX_CANDIDATE_PACKAGE_FILES:
-            raise InputError(
-                f"the candidate's package {top!r} holds more than {MAX_CANDIDATE_PACKAGE_FILES} "
-                "files: put the factory in a package of its own",
-                location=target,
-            )
-    return list(items.values())
+def adapter_code_items(candidate: CandidateSpec, target: str) -> list[ResolvedItem]:
+    """The adapter's code the manifest pins, found without importing any of it.
 
+    Core's `entry_code_items`, as for an in-process candidate: the factory's file and its whole
+    top-level package (or, for a lone module, the sibling modules it imports), so a helper the
+    adapter imports cannot change after the run unseen. `find_spec` on a dotted name would
+    import the parent packages in the harness process; core's search never does.
 
-def _source_file(target: str) -> Path | None:
-    """The factory module's file, located without importing it (its code is untrusted)."""
-    from importlib.util import find_spec
-
-    module = target.partition(":")[0]
-    try:  # a dotted name imports its parent packages, never the module itself
-        spec = find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    origin = None if spec is None else spec.origin
-    return Path(origin) if origin and Path(origin).is_file() else None
+    Raises:
+        InputError: the adapter's module cannot be found.
+    """
+    _module_paths(
+        target
+    )  # the working folder importable, as for the worker; a missing module named
+    return entry_code_items(target, f"candidate {candidate.name}")
