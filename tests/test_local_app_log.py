@@ -50,3 +50,17 @@ def test_an_unparsable_request_is_answered_400_and_logged_in_one_line_without_a_
     assert len(records) == 1
     assert records[0].exc_info is None and "answered 400" in records[0].getMessage()
     assert "\n" not in caplog.text.strip() and "Traceback" not in caplog.text
+
+
+def test_a_body_that_cannot_be_decoded_is_logged_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    request = (
+        b"POST /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Encoding: gzip\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n"
+        b"Connection: close\r\n\r\nnotgzip"
+    )
+    with caplog.at_level(logging.WARNING, logger=SERVER_LOGGER.name):
+        asyncio.run(_send_raw(request))
+    assert "Traceback" not in caplog.text
+    assert all(r.exc_info is None for r in caplog.records if r.name == SERVER_LOGGER.name)

@@ -327,15 +327,14 @@ class _ClientErrorsInOneLine(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, HttpProcessingError):
-            record.msg, record.args = (
-                "%s: answered %s (%s)",
-                (
-                    record.getMessage(),
-                    error.code,
-                    next(iter(str(error.message).strip().splitlines()), ""),
-                ),
-            )
+        if isinstance(error, HttpProcessingError | RequestPayloadError):
+            # A body that cannot be decoded (`Content-Encoding: gzip` over garbage) surfaces as
+            # a payload error once the handler reads it: the client's fault too.
+            code = error.code if isinstance(error, HttpProcessingError) else 400
+            text = error.message if isinstance(error, HttpProcessingError) else str(error)
+            first_line = next(iter(str(text).strip().splitlines()), "")
+            record.args = (record.getMessage(), code, first_line)
+            record.msg = "%s: answered %s (%s)"
             record.exc_info, record.exc_text = None, None
             record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True

@@ -148,7 +148,28 @@ def entry_code_items(entry: str, where: str) -> list[ResolvedItem]:
         roots = [(top_name, Path(p)) for p in top.submodule_search_locations]
     else:  # a lone module: it and the siblings it imports (the factory's file may lie elsewhere)
         roots = list(_imported_siblings(Path(top.origin) if top.origin else factory))
+    outer = _package_root(factory)
+    if outer is not None and not any(factory.is_relative_to(root) for _, root in roots):
+        roots.append((outer.name, outer))  # a factory re-exported from another package
     return items + _package_items(top_name, roots)
+
+
+def _package_root(path: Path) -> Path | None:
+    """The top-level package folder holding the module file `path` (None outside a package).
+
+    Code outside the standard library and installed distributions is pinned file by file, so a
+    factory re-exported from another package of the user's pins that package as a whole.
+    """
+    if _in_stdlib(str(path)) or any(
+        path.resolve().is_relative_to(Path(site).resolve())
+        for key in ("purelib", "platlib")
+        if (site := sysconfig.get_path(key))
+    ):
+        return None
+    folder, root = path.parent, None
+    while (folder / "__init__.py").is_file():
+        root, folder = folder, folder.parent
+    return root
 
 
 def _module_spec(name: str) -> importlib.machinery.ModuleSpec | None:
