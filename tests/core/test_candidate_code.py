@@ -172,7 +172,7 @@ def test_a_top_level_module_is_pinned_with_the_sibling_modules_it_imports(
     assert names == {f"{stem}.py", f"{stem}_helpers.py"}
 
 
-def test_a_top_level_module_re_exporting_its_factory_is_pinned_itself(
+def test_a_top_level_module_re_exporting_its_factory_pins_itself_and_that_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The factory's file is the package's (followed through the re-export); the lone module
@@ -187,6 +187,7 @@ def test_a_top_level_module_re_exporting_its_factory_is_pinned_itself(
     manifest = build_manifest(_spec(tmp_path, f"{stem}:make"))
     files = {(f.role, f.name) for f in manifest.files}
     assert ("candidate_package", f"{stem}.py") in files
+    assert ("candidate_package", f"{package.name}/helpers.py") in files  # that package too
 
 
 @pytest.mark.parametrize(
@@ -209,18 +210,3 @@ def test_an_entry_that_is_not_a_candidate_factory_is_refused_at_freeze_naming_it
     code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
     assert code == 2 and why in message and "candidate mine entry" in message
     assert not (tmp_path / "run" / "manifest.json").exists()
-
-
-def test_a_factory_re_exported_from_a_package_elsewhere_pins_that_package(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    code_dir = tmp_path / "flat"
-    code_dir.mkdir()
-    stem = f"far_{tmp_path.name.replace('-', '_')}"
-    package = _package(tmp_path / "ext", f"{stem}_pkg")
-    (code_dir / f"{stem}.py").write_text(f"from {package.name}.factory import make\n")
-    monkeypatch.syspath_prepend(str(code_dir))
-    monkeypatch.syspath_prepend(str(tmp_path / "ext"))
-    manifest = build_manifest(_spec(tmp_path, f"{stem}:make"))
-    files = {(f.role, f.name) for f in manifest.files}
-    assert ("candidate_package", f"{package.name}/helpers.py") in files
