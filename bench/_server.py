@@ -2,6 +2,9 @@
 
 Every request is answered, after a fixed latency, with the reference-policy reviewer's reply to
 the review it carries (so replies are valid findings and the harness does the full validation).
+The preflight probe `trustbench run` sends first is answered after the same latency: a real
+server takes as long for it (until 2026-12-05 it was answered at once, so the process figures
+left out one round trip that `run` waited for before its first trial).
 Replies are cached per case: between trials they differ only by the evaluation id.
 
 Run: `python -m bench._server LATENCY_S`; prints the port on one line, serves until stdin closes.
@@ -9,6 +12,7 @@ Run: `python -m bench._server LATENCY_S`; prints the port on one line, serves un
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -23,8 +27,8 @@ def main() -> None:
 
     def answer(body: Any, number: int) -> Behaviour:
         probe = probe_reply(body)  # `trustbench run` preflights, as against a real server
-        if probe is not None:
-            return probe
+        if probe is not None:  # which answers it after the same latency as any request
+            return dataclasses.replace(probe, latency_s=latency_s)
         content = body["messages"][-1]["content"]
         eid, key = reply_cache_key(content)
         template = cache.get(key)

@@ -1,14 +1,19 @@
-"""Preflight: one small request per API candidate before the first trial, never a trial."""
+"""Preflight: one small request per API candidate beside the first trials, never a trial.
+
+No trial finishes before the probes pass; a failed probe stops the run with none finished.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from tests.rtb.test_review_track import small_corpus, spec_text
 from tests.support.cli import invoke
 from tests.support.openai_server import (
+    PREFLIGHT_ASK,
     Behaviour,
     OpenAIServer,
     drop_connection,
@@ -45,7 +50,11 @@ def _preflight_events(run_dir: Path) -> list[dict[str, Any]]:
             for e in events if e["kind"] == "preflight"]  # fmt: skip
 
 
-def test_a_model_id_typo_stops_before_any_trial_with_the_servers_message(
+def _is_probe(body: Any) -> bool:
+    return body["messages"][-1]["content"] == PREFLIGHT_ASK
+
+
+def test_a_model_id_typo_stops_the_run_with_no_trial_finished_and_the_servers_message(
     tmp_path: Path,
     openai_server: OpenAIServer,  # noqa: F811
 ) -> None:
@@ -55,9 +64,60 @@ def test_a_model_id_typo_stops_before_any_trial_with_the_servers_message(
     assert code == 2
     assert "does not exist" in message and "'llm'" in message and "HTTP 404" in message
     ledger = read_ledger(run_dir)
-    assert ledger.trials == [] and ledger.attempts == []
+    assert ledger.trials == []
     assert [e["check"] for e in _preflight_events(run_dir)] == ["model"]
-    assert len(openai_server.requests) == 1
+    assert sum(_is_probe(r.body) for r in openai_server.requests) == 1
+
+
+def test_the_trials_sent_beside_a_failed_preflight_are_never_counted_and_later_abandoned(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    # The probe fails late, after the first trials' requests were answered: they wait, unfinished.
+    def late_probe(body: Any, n: int) -> Behaviour:
+        if _is_probe(body):
+            return Behaviour("status", status=404, body=NOT_FOUND, latency_s=0.5)
+        return reply("not a finding")
+
+    openai_server.script(late_probe)
+    run_dir = _frozen(tmp_path, openai_server.base_url)
+    assert invoke("run", str(run_dir), "--quiet")[0] == 2
+    first = read_ledger(run_dir)
+    assert first.trials == [] and first.attempts  # sent, recorded, not finished
+    assert invoke("run", str(run_dir), "--quiet")[0] == 2
+    ledger = read_ledger(run_dir)
+    abandoned = {
+        (data["trial_id"], data["execution"])
+        for data in (json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
+                     for e in ledger.events if e["kind"] == "execution_abandoned")
+    }  # fmt: skip
+    assert ledger.trials == []
+    assert {(a["trial_id"], a["execution"]) for a in first.attempts} <= abandoned
+
+
+def test_the_first_trials_go_out_while_the_probe_is_in_flight_and_finish_after_it(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    # A slow probe costs the run no round trip of its own: trial requests arrive before its
+    # answer, and no trial row enters the ledger's chain before the probe's event.
+    probe_latency = 1.0
+    arrivals: dict[str, list[float]] = {"probe": [], "trial": []}
+
+    def slow_probe(body: Any, n: int) -> Behaviour:
+        arrivals["probe" if _is_probe(body) else "trial"].append(time.monotonic())
+        return reply("ready", latency_s=probe_latency) if _is_probe(body) else reply("x")
+
+    openai_server.script(slow_probe)
+    run_dir = _frozen(tmp_path, openai_server.base_url)
+    code, out = invoke("run", str(run_dir), "--quiet")
+    assert code in (0, 1), out
+    (probe_at,) = arrivals["probe"]
+    assert any(at < probe_at + probe_latency / 2 for at in arrivals["trial"])
+    ledger = read_ledger(run_dir)
+    (passed,) = [e for e in ledger.events if e["kind"] == "preflight"]
+    assert ledger.trials
+    assert all(t["seq"] > passed["seq"] for t in ledger.trials)
 
 
 def test_no_preflight_runs_the_trials_to_their_recorded_failure(
@@ -97,7 +157,12 @@ def test_structured_output_on_a_server_that_ignores_response_format_is_refused(
     assert code == 2
     assert "did not honour" in message and "response_format" in message
     assert read_ledger(run_dir).trials == []
-    probe = openai_server.requests[-1].body
+    (probe,) = [
+        r.body
+        for r in openai_server.requests
+        if "response_format" in r.body
+        and r.body["response_format"].get("json_schema", {}).get("name") == "preflight"
+    ]
     assert probe["response_format"]["type"] == "json_schema"
 
 
@@ -183,6 +248,8 @@ def test_a_probe_whose_connection_drops_is_sent_once_more_and_both_are_recorded(
     sent: list[int] = []
 
     def first_dropped(body: Any, number: int) -> Behaviour:
+        if not _is_probe(body):
+            return reply("x")
         sent.append(number)
         return drop_connection() if len(sent) == 1 else reply("ready")
 
@@ -199,7 +266,7 @@ def test_a_probe_dropped_twice_stops_the_run_before_any_trial(
     tmp_path: Path,
     openai_server: OpenAIServer,  # noqa: F811
 ) -> None:
-    openai_server.script(lambda body, n: drop_connection())
+    openai_server.script(lambda body, n: drop_connection() if _is_probe(body) else reply("x"))
     run_dir = _frozen(tmp_path, openai_server.base_url)
     code, message = invoke("run", str(run_dir), "--quiet")
     assert code == 2 and "connection_error" in message, message

@@ -1,15 +1,23 @@
-"""Preflight: one small request per API candidate before the first trial, failing fast.
+"""Preflight: one small request per API candidate beside the first trials, failing fast.
 
 A model-id typo used to run every planned trial to failure (720 of them, exit 3) while the
 server's own message (`The model ... does not exist`, `Server is pinned to ...`) sat unread
-in the ledger. Before the first trial of a run, each API candidate (`openai_chat`,
+in the ledger. At the start of a run, each API candidate (`openai_chat`,
 `anthropic_messages`) gets one short request through its provider's public call
 (`provider.send`): the model is known and the key accepted when it answers. When the track
 declares server-side structured output (`Track.requires_structured_output`, optional), a
 second request asks for JSON constrained to a probe schema with a one-value enum the prompt
 never mentions: a server that honours `response_format` returns exactly that object; one
 that accepts the field and ignores it (as `transformers serve` does, HTTP 200) returns free
-text, and is refused before any trial.
+text, and is refused.
+
+The probes go out with the first trials (each candidate's on a connection of its own), so
+they add no round trip before the run: at 1.5 s a call, probing first made a short run wait
+1.5 s more (issue 35). No trial finishes until every probe passed (the runner holds each
+finished trial back, `_runner._Execution.cleared`); a failed probe cancels the trials in
+flight, so the run stops with no trial finished. Their requests were sent, though: up to
+`concurrency` attempts stay in the ledger, never counted, and the next `run` marks their
+executions abandoned, as after a killed run.
 
 A failure raises `InputError` (exit 2) naming the candidate and quoting the server's message.
 Every probe is recorded as a ledger *event* (`preflight`), never as an attempt or a trial,
@@ -25,9 +33,11 @@ stay unrun ("not run", never zero) and the run says why.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 from trustbench.core._ledger import Ledger
@@ -67,6 +77,17 @@ def honours_schema(text: str | None, token: str) -> bool:
     return value == {"preflight": token}
 
 
+def probed(
+    spec: ExperimentSpec, providers: Mapping[str, ChatProvider | None]
+) -> list[tuple[Any, ChatProvider]]:
+    """The candidates a preflight probes (API kinds with a provider), with their providers."""
+    return [
+        (candidate, provider)
+        for candidate in spec.candidates
+        if candidate.kind in API_KINDS and (provider := providers.get(candidate.name)) is not None
+    ]
+
+
 async def preflight(
     spec: ExperimentSpec,
     providers: dict[str, ChatProvider | None],
@@ -74,7 +95,11 @@ async def preflight(
     structured_output: bool = False,
     secret_values: tuple[str, ...] = (),
 ) -> None:
-    """Probe every API candidate once (twice with structured output); raise on the first failure.
+    """Probe every API candidate once (twice with structured output); raise on a failure.
+
+    The candidates are probed at once (each candidate's probes in turn), so a run with several
+    endpoints waits one or two round trips, not one or two per candidate. When several fail,
+    the first in the spec's order is the one raised.
 
     Args:
         spec: The frozen spec (candidates, `timeout_s`).
@@ -88,51 +113,66 @@ async def preflight(
     Raises:
         InputError: a candidate's probe failed; the message names it and quotes the server.
     """
-    for candidate in spec.candidates:
-        provider = providers.get(candidate.name)
-        if candidate.kind not in API_KINDS or provider is None:
-            continue
-        where = f"candidates/{candidate.name}"
-        ask = ChatRequest(messages=[{"role": "user", "content": _ASK}],
-                          max_tokens=PROBE_MAX_TOKENS, temperature=0.0)  # fmt: skip
-        send = _Sender(provider, spec.timeout_s, ledger, candidate.name, secret_values)
-        result = await send(ask, "model")
-        if result.error_class is not None or result.reply is None:
-            raise InputError(
-                f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
-                f"{candidate.base_url}) failed before any trial: {_message(result)} "
-                "(trustbench run --no-preflight skips this check)",
-                location=where,
-            )
-        if not structured_output:
-            continue
-        token = f"tb-{secrets.token_hex(4)}"
-        constrained = ChatRequest(
-            messages=[{"role": "user", "content": "Say hello."}],
-            response_format={"type": "json_schema",
-                             "json_schema": {"name": "preflight", "schema": probe_schema(token),
-                                             "strict": True}},
-            max_tokens=PROBE_MAX_TOKENS, temperature=0.0,
-        )  # fmt: skip
-        result = await send(constrained, "structured_output", record_last=False)
-        ok = result.error_class is None and result.reply is not None
-        honoured = ok and honours_schema(result.reply.text if result.reply else None, token)
-        _record(ledger, candidate.name, "structured_output", result, honoured=honoured)
-        if not ok:
-            raise InputError(
-                f"preflight: candidate {candidate.name!r} refused structured output "
-                f"(answer_extraction structured_output): {_message(result)}",
-                location=where,
-            )
-        if not honoured:
-            text = (result.reply.text if result.reply else "") or ""
-            raise InputError(
-                f"preflight: candidate {candidate.name!r} accepted response_format but did not "
-                f'honour it (asked for the object {{"preflight": "{token}"}}, got '
-                f"{text[:120]!r}); declare another answer_extraction or use a server that "
-                "constrains decoding",
-                location=where,
-            )
+    probes = [
+        _probe(candidate, provider, spec.timeout_s, ledger, structured_output, secret_values)
+        for candidate, provider in probed(spec, providers)
+    ]
+    outcomes = await asyncio.gather(*probes, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
+async def _probe(
+    candidate: Any,
+    provider: ChatProvider,
+    timeout_s: float,
+    ledger: Ledger,
+    structured_output: bool,
+    secret_values: tuple[str, ...],
+) -> None:
+    """One candidate's probes: the model and key, then (when declared) structured output."""
+    where = f"candidates/{candidate.name}"
+    ask = ChatRequest(messages=[{"role": "user", "content": _ASK}],
+                      max_tokens=PROBE_MAX_TOKENS, temperature=0.0)  # fmt: skip
+    send = _Sender(provider, timeout_s, ledger, candidate.name, secret_values)
+    result = await send(ask, "model")
+    if result.error_class is not None or result.reply is None:
+        raise InputError(
+            f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
+            f"{candidate.base_url}) failed before any trial finished: {_message(result)} "
+            "(trustbench run --no-preflight skips this check)",
+            location=where,
+        )
+    if not structured_output:
+        return
+    token = f"tb-{secrets.token_hex(4)}"
+    constrained = ChatRequest(
+        messages=[{"role": "user", "content": "Say hello."}],
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "preflight", "schema": probe_schema(token),
+                                         "strict": True}},
+        max_tokens=PROBE_MAX_TOKENS, temperature=0.0,
+    )  # fmt: skip
+    result = await send(constrained, "structured_output", record_last=False)
+    ok = result.error_class is None and result.reply is not None
+    honoured = ok and honours_schema(result.reply.text if result.reply else None, token)
+    _record(ledger, candidate.name, "structured_output", result, honoured=honoured)
+    if not ok:
+        raise InputError(
+            f"preflight: candidate {candidate.name!r} refused structured output "
+            f"(answer_extraction structured_output): {_message(result)}",
+            location=where,
+        )
+    if not honoured:
+        text = (result.reply.text if result.reply else "") or ""
+        raise InputError(
+            f"preflight: candidate {candidate.name!r} accepted response_format but did not "
+            f'honour it (asked for the object {{"preflight": "{token}"}}, got '
+            f"{text[:120]!r}); declare another answer_extraction or use a server that "
+            "constrains decoding",
+            location=where,
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -31,8 +31,8 @@ from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
 from trustbench.core._plan import SeededOrder
+from trustbench.core._preflight import API_KINDS, stop_reason, structured
 from trustbench.core._preflight import preflight as run_preflight
-from trustbench.core._preflight import stop_reason, structured
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
@@ -102,6 +102,8 @@ class _Execution:
         self.services = services
         self.progress = progress
         self.remote = remote
+        self.cleared = asyncio.Event()
+        """Set once the preflight passed (at once without one): no trial finishes before."""
         self.next_execution: dict[str, int] = {}
         self.done = self.completed = self.failed = 0
         self.first_errors: dict[str, list[str | None]] = {}
@@ -120,11 +122,13 @@ class _Execution:
                 position,
                 execution,
             )
+            await self._cleared()
             self.ledger.append("trials", row)
         else:
             # The worker ran the trial and collected its attempts; the driver, the ledger's only
             # writer, commits them with the trial row in one transaction.
             attempts, row, retries = await self.remote(position, key, execution)
+            await self._cleared()
             self.ledger.append_many(
                 [("attempts", a) for a in attempts] + [("trials", row)], family=key.case_id
             )
@@ -138,6 +142,15 @@ class _Execution:
         else:
             self.failed += 1
         self.progress.update(self.done, self.failed, self.services.retries)
+
+    async def _cleared(self) -> None:
+        """Wait until the preflight passed; a failed one cancels the trial here, unfinished.
+
+        Its attempts stay in the ledger, never counted: the next run marks the execution
+        abandoned, as after a killed run.
+        """
+        if not self.cleared.is_set():
+            await self.cleared.wait()
 
     def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
         seen = self.first_errors.setdefault(candidate, [])
@@ -245,14 +258,15 @@ async def _run_into_ledger(
             rng=random.Random(spec.order_seed + 1),
             secrets=secret_values(c.api_key_env for c in spec.candidates),
         )
-        async with new_session(spec.concurrency) as session:
+        probing = bool(preflight and remaining)
+        # A connection of its own for each candidate's probe, beside the trials' `concurrency`.
+        probes = sum(c.kind in API_KINDS for c in spec.candidates) if probing else 0
+        async with new_session(spec.concurrency + probes) as session:
             providers = {
                 c.name: build_provider(c, session, spec.max_response_bytes) for c in spec.candidates
             }
             _share_rate_limits(spec, providers, services)
-            if preflight and remaining:  # one small request per API candidate (events only)
-                structured_output = structured(track, spec)
-                await run_preflight(spec, providers, ledger, structured_output, services.secrets)
+            checking = _preflight_task(track, spec, providers, services) if probing else None
             execution = _Execution(
                 manifest,
                 track,
@@ -294,7 +308,7 @@ async def _run_into_ledger(
 
             try:
                 workers = [asyncio.create_task(worker()) for _ in range(workers_wanted)]
-                await asyncio.gather(*workers)
+                await _supervised(workers, checking, execution.cleared)
             finally:
                 progress.close()
         summary = RunSummary(
@@ -317,6 +331,40 @@ async def _run_into_ledger(
         return summary
     finally:
         ledger.close()
+
+
+def _preflight_task(
+    track: Track, spec: Any, providers: dict[str, ChatProvider | None], services: RunServices
+) -> asyncio.Task[None]:
+    """Start the preflight: a small request per API candidate (events), beside the first trials."""
+    structured_output = structured(track, spec)
+    return asyncio.create_task(
+        run_preflight(spec, providers, services.ledger, structured_output, services.secrets)
+    )
+
+
+async def _supervised(
+    workers: list[asyncio.Task[None]],
+    checking: asyncio.Task[None] | None,
+    cleared: asyncio.Event,
+) -> None:
+    """Wait for the workers, the preflight (when there is one) deciding first.
+
+    The first trials are sent while the preflight's probes are in flight, so the probes cost
+    no round trip of their own before the run; no trial finishes until they pass
+    (`_Execution.cleared`). A failed preflight (or an interrupted one) cancels every worker,
+    so the run stops with no trial finished, and its error is raised.
+    """
+    if checking is not None:
+        try:
+            await checking
+        except BaseException:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+    cleared.set()  # before any worker ran, when there is no preflight
+    await asyncio.gather(*workers)
 
 
 def _handed_out(
@@ -354,8 +402,9 @@ def run_experiment(
             `auto` or `ray://head:10001`); None starts a local Ray instance.
         limit: Run at most this many of the remaining trials (seeded order), e.g. for a quick
             check; the others stay unrun and a later run resumes them. None runs all.
-        preflight: Probe every API candidate once before the first trial and stop with the
-            server's message on a failure (`trustbench.core._preflight`). On by default, as
+        preflight: Probe every API candidate once, beside the first trials (none finishes
+            before the probes pass), and stop with the server's message and no trial finished
+            on a failure (`trustbench.core._preflight`). On by default, as
             in `trustbench run` (`--no-preflight` there, `preflight=False` here, skips it);
             a run with no API candidate sends nothing.
 
