@@ -262,8 +262,11 @@ async def _run_into_ledger(
         # A connection of its own for each candidate's probe, beside the trials' `concurrency`.
         probes = sum(c.kind in API_KINDS for c in spec.candidates) if probing else 0
         async with new_session(spec.concurrency + probes) as session:
-            providers = {
-                c.name: build_provider(c, session, spec.max_response_bytes) for c in spec.candidates
+            # Nothing left to run (a resume of a finished folder) makes no provider: an HTTP one
+            # imports aiohttp (about 0.2 s), an in-process one imports the candidate's code.
+            providers: dict[str, ChatProvider | None] = {
+                c.name: build_provider(c, session, spec.max_response_bytes) if remaining else None
+                for c in spec.candidates
             }
             _share_rate_limits(spec, providers, services)
             checking = _preflight_task(track, spec, providers, services) if probing else None
