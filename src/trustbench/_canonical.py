@@ -6,7 +6,10 @@ so the same content always yields the same bytes and therefore the same hash, on
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
+import stat
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
@@ -181,14 +184,30 @@ def json_sha256(value: Any) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """Return the SHA-256 of a file's bytes, read in 1 MiB blocks so large files stay cheap.
+    """Return the SHA-256 of a file's bytes (`file_digest` without the size)."""
+    return file_digest(path)[0]
 
-    Unbuffered: each block goes straight to the hash, not through a buffer first. A run
-    re-hashes every pinned file at start-up (the 918 files of an in-process reviewer's package:
-    14 against 21 ms, issue 35).
+
+def file_digest(path: Path) -> tuple[str, int]:
+    """Return the SHA-256 of a regular file's bytes and their number, from one read of it.
+
+    The size is the count of the bytes hashed, not a second `stat`, so both describe the same
+    bytes. Read with `os.read` in 1 MiB blocks (a small file in one), no buffer or file object
+    between: a run re-hashes every pinned file at start-up (the ~920 files of an in-process
+    reviewer's package; 16 against 22 ms with `open`, `read` and two `stat`s, issue 35).
+
+    Raises:
+        FileNotFoundError: `path` is missing, or not a regular file (a folder, a pipe: opened
+            without blocking and refused, never read).
     """
-    digest = hashlib.sha256()
-    with path.open("rb", buffering=0) as handle:
-        while block := handle.read(1 << 20):
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path))
+        digest, size = hashlib.sha256(), 0
+        while block := os.read(fd, 1 << 20):
             digest.update(block)
-    return digest.hexdigest()
+            size += len(block)
+    finally:
+        os.close(fd)
+    return digest.hexdigest(), size

@@ -17,7 +17,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trustbench._canonical import canonical_json, file_sha256, json_sha256, sha256_hex
+from trustbench._canonical import (
+    canonical_json,
+    file_digest,
+    file_sha256,
+    json_sha256,
+    sha256_hex,
+)
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
@@ -148,10 +154,12 @@ def hash_items(items: list[ResolvedItem]) -> list[FileRecord]:
             kind, sha256, size = "text", sha256_hex(data), len(data)
         elif item.data is not None:  # the bytes the track read and checked
             kind, sha256, size = "file", sha256_hex(item.data), len(item.data)
-        elif item.path.is_file():
-            kind, sha256, size = "file", file_sha256(item.path), item.path.stat().st_size
         else:
-            raise InputError(f"{item.role} file not found", location=str(item.path))
+            try:
+                sha256, size = file_digest(item.path)
+            except (FileNotFoundError, NotADirectoryError):
+                raise InputError(f"{item.role} file not found", location=str(item.path)) from None
+            kind = "file"
         records.append(
             FileRecord(role=item.role, name=item.name, kind=kind, sha256=sha256, size=size)
         )
