@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hmac
 import ipaddress
 import logging
@@ -212,18 +213,40 @@ def listen_socket(host: str, port: int) -> socket.socket:
     """A socket listening on `host:port`, bound before the run is opened.
 
     A port already in use is then reported at once, with the port and what to do, instead of
-    after the sessions have been set up; the server is handed this very socket (no race).
+    after the sessions have been set up; the server is handed this very socket (no race). An
+    empty `--host` (say `--host "$HOST"` with HOST unset) is refused: the socket layer would
+    take it for every interface and put the participants' links on the network.
 
     Raises:
-        InputError: `port` is not a TCP port, or the address cannot be bound (in use, not this
-            machine's, no permission).
+        InputError: `host` is empty or not an address of this machine, `port` is not a TCP
+            port, or the address cannot be bound (port in use, no permission).
     """
+    if not host.strip():
+        raise InputError(
+            "--host is empty: give the address to listen on, e.g. 127.0.0.1 (this machine "
+            "only, the default) or 0.0.0.0 (every interface, reachable from the network)",
+            location="--host",
+        )
     if not 0 <= port <= 65535:
         raise InputError(f"--port {port} is not a TCP port (0 to 65535; 0 = any free port)")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:  # resolved apart: `create_server` reports a name that does not resolve as a bind error
+        socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, 0, socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise InputError(
+            f"cannot listen on {host}:{port}: {error.strerror or error}; --host takes an "
+            "address or host name of this machine (127.0.0.1: this machine only)",
+            location="--host",
+        ) from None
     try:
         return socket.create_server((host, port), family=family)
     except OSError as error:
+        if error.errno == errno.EADDRNOTAVAIL:  # a well-formed address, not this machine's
+            raise InputError(
+                f"cannot listen on {host}:{port}: {error.strerror}; {host} is not an address "
+                "of this machine (127.0.0.1: this machine only; 0.0.0.0: every interface)",
+                location="--host",
+            ) from None
         raise InputError(
             f"cannot listen on {host}:{port}: {error.strerror or error}; stop whatever uses "
             f"port {port} or choose another with --port N (--port 0: any free port)",
