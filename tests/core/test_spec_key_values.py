@@ -68,6 +68,28 @@ def test_a_key_in_the_description_is_refused_without_repeating_it() -> None:
     assert "description looks like it holds a credential" in message and OPENAI not in message
 
 
+_GATE = {"metric": "m", "threshold": 0.1, "comparison": "<="}
+
+
+@pytest.mark.parametrize(
+    ("spec", "where"),
+    [
+        (_spec({"name": OPENAI}), "name looks like it holds a credential"),
+        (_spec({}, gates=[_GATE | {"description": f"ok {OPENAI}"}]), "gates/0/description"),
+        (_spec({}, gates=[_GATE | {"name": JWT}]), "gates/0/name"),
+        (_spec({"settings": {OPENAI: 1}}), "a key name in settings looks like a credential"),
+        (_spec({}, track_options={"x": {JWT: "y"}}), "a key name in track_options.x"),
+    ],
+)
+def test_a_key_pasted_as_a_name_a_gate_text_or_a_table_key_is_refused_without_repeating_it(
+    spec: dict[str, Any], where: str
+) -> None:
+    # Each is written into the manifest, the ledger or every report page.
+    message = _refusal(spec)
+    assert where in message, message
+    assert OPENAI not in message and JWT not in message and "A1b2C3d4" not in message
+
+
 @pytest.mark.parametrize(
     ("url", "part"),
     [

@@ -137,13 +137,18 @@ def contains_a_key(text: str) -> bool:
 
 
 def refuse_key_values(value: Any, path: str) -> None:
-    """Refuse a key-shaped string anywhere inside `value` (nested tables and lists too).
+    """Refuse a key-shaped string anywhere inside `value`: nested tables, lists, key names.
 
     Raises:
         ValueError: naming the dotted path, never quoting the value (it may be a live key).
     """
     if isinstance(value, dict):
         for key, item in value.items():
+            if isinstance(key, str) and contains_a_key(key):
+                raise ValueError(
+                    f"a key name in {path} looks like a credential (the name is not repeated "
+                    "here); name an environment variable in api_key_env instead"
+                )
             refuse_key_values(item, f"{path}.{key}")
     elif isinstance(value, list):
         for index, item in enumerate(value):

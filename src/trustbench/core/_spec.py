@@ -165,6 +165,7 @@ class CandidateSpec(_Strict):
         return value
 
     _no_key_as_model = field_validator("model")(key_free("model"))
+    _no_key_as_candidate_name = field_validator("name")(key_free("name"))
 
     _no_key_as_name = field_validator("api_key_env")(refuse_key_shaped_name)
 

@@ -14,8 +14,9 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from trustbench.core._credentials import key_free
 from trustbench.core._figure_unit import FigureUnit
 
 if TYPE_CHECKING:  # gates are read with every spec; figures (and statistics) only in `report`
@@ -85,6 +86,10 @@ class GateSpec(BaseModel):
     """Whether the gate decides release. `false` declares an informational gate: evaluated and
     reported like any other (marked "informational"), but its failing never blocks release nor
     sets the exit code; e.g. a gate deliberately kept underpowered as a visible lesson."""
+
+    # Both are printed in every report: a key pasted into either is refused, never repeated.
+    _no_key_as_name = field_validator("name")(key_free("name"))
+    _no_key_in_description = field_validator("description")(key_free("description"))
 
     @property
     def label(self) -> str:
