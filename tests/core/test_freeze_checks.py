@@ -1,4 +1,5 @@
-"""Freeze refuses names that mean nothing (issue 15): each one-line error names the spec field."""
+"""Freeze refuses names that mean nothing (issue 15): each one-line error names the spec file
+and field (`spec.toml#/gates/0/metric`)."""
 
 from __future__ import annotations
 
@@ -42,14 +43,14 @@ def freeze_error(folder: Path, text: str) -> InputError:
 
 def test_misspelled_gate_metric_is_refused_at_freeze_naming_the_gate(corpus_dir: Path) -> None:
     error = freeze_error(corpus_dir, spec_text(POLICY, gates=gate("false_aproval_rate")))
-    assert error.location == "gates/0/metric"
+    assert error.location == f"{corpus_dir / 'spec.toml'}#/gates/0/metric"
     assert "false_aproval_rate" in str(error) and "false_approval_rate" in str(error)
 
 
 def test_gate_naming_an_unknown_candidate_is_refused_at_freeze(corpus_dir: Path) -> None:
     text = spec_text(POLICY, gates=gate("false_approval_rate", '"reference-polcy"'))
     error = freeze_error(corpus_dir, text)
-    assert error.location == "gates/0/candidates"
+    assert error.location == f"{corpus_dir / 'spec.toml'}#/gates/0/candidates"
     assert "reference-polcy" in str(error)
 
 
@@ -65,7 +66,7 @@ def test_gate_may_name_a_declared_chain(corpus_dir: Path) -> None:
 
 def test_unknown_builtin_reviewer_name_is_refused_at_freeze(corpus_dir: Path) -> None:
     error = freeze_error(corpus_dir, spec_text(POLICY + inprocess("x", "always-permt")))
-    assert error.location == "candidates/1/settings/reviewer"
+    assert error.location == f"{corpus_dir / 'spec.toml'}#/candidates/1/settings/reviewer"
     assert "always-permt" in str(error)
 
 
@@ -74,7 +75,7 @@ def test_unset_api_key_variable_is_refused_at_freeze_unless_allowed(
 ) -> None:
     monkeypatch.delenv("TB_TEST_UNSET_KEY_15A", raising=False)
     error = freeze_error(corpus_dir, spec_text(POLICY + KEYED))
-    assert error.location == "candidates/1/api_key_env"
+    assert error.location == f"{corpus_dir / 'spec.toml'}#/candidates/1/api_key_env"
     assert "TB_TEST_UNSET_KEY_15A" in str(error) and "--allow-missing-keys" in str(error)
     code, output = invoke(
         "freeze",

@@ -305,4 +305,4 @@ def test_a_recommendation_source_folder_that_does_not_exist_is_refused_at_freeze
     corpus = small_corpus(tmp_path / "corpus")
     with pytest.raises(InputError, match="run folder 'ai-run' does not exist") as error:
         human_run(tmp_path, corpus, "ab" * 32)
-    assert error.value.location == "/candidates/0/participant/recommendation"
+    assert str(error.value.location).endswith("human.toml#/candidates/0/participant/recommendation")

@@ -77,7 +77,9 @@ def test_freeze_refuses_a_recommendation_configuration_the_source_run_lacks(
     _, sha = ai_run(tmp_path, corpus)
     with pytest.raises(InputError, match="no configuration 'no-such-reviewer'") as error:
         build_manifest(human_spec(tmp_path, corpus, sha, configuration="no-such-reviewer"))
-    assert error.value.location == "/candidates/0/participant/recommendation/configuration"
+    assert str(error.value.location).endswith(
+        ".toml#/candidates/0/participant/recommendation/configuration"
+    )
 
 
 def test_freeze_refuses_a_recommendation_source_run_that_did_not_finish(tmp_path: Path) -> None:
@@ -94,4 +96,4 @@ def test_freeze_refuses_a_recommendation_source_run_that_did_not_finish(tmp_path
     run_experiment(tmp_path / "ai-run", limit=2)  # signed off, 2 of 12 trials
     with pytest.raises(InputError, match="2 of 12 planned trials ran") as error:
         build_manifest(human_spec(tmp_path, corpus, manifest.manifest_sha256))
-    assert error.value.location == "/candidates/0/participant/recommendation/run"
+    assert str(error.value.location).endswith(".toml#/candidates/0/participant/recommendation/run")
