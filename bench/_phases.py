@@ -29,8 +29,7 @@ def _bodies(cases: int, trials_per_case: int) -> list[bytes]:
     """The request bodies trustbench sends, in the same seeded order, as canonical JSON."""
     from bench._workload import corpus, review_messages
     from trustbench._canonical import canonical_json
-    from trustbench.core import TrialKey
-    from trustbench.core._runner import trial_order
+    from trustbench.core import TrialKey, trial_order
 
     keys = [
         TrialKey(case.case_id, "reviewer", index)

@@ -23,15 +23,10 @@ if TYPE_CHECKING:
         read_manifest,
         write_manifest,
     )
-    from trustbench.core._plan import cross_product
+    from trustbench.core._plan import cross_product, trial_order
     from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
     from trustbench.core._report_run import ReportResult, report_run
-    from trustbench.core._runner import (
-        RunSummary,
-        run_experiment,
-        run_experiment_async,
-        trial_order,
-    )
+    from trustbench.core._runner import RunSummary, run_experiment, run_experiment_async
     from trustbench.core._spec import (
         AnalysisSpec,
         CandidateSpec,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,26 @@ def check_references(spec: ExperimentSpec, base_dir: Path) -> None:
                 f"{recommendation.run!r} ({stored[:12]}…)",
                 location=where,
             )
+
+
+def located_in_spec(error: InputError, source: str) -> InputError:
+    """`error` located in the spec file when its location is a pointer into the spec.
+
+    The freeze's checks and a track's `resolve` name the field they refuse as a pointer into
+    the spec (`gates/0/metric`, `/candidates/0/participant/recommendation`) without knowing
+    the file; the message then reads `SPEC#/gates/0/metric: ...`, as a validation error's
+    does. Any other location (a corpus file, a run folder, `SPEC#/...` already) is kept.
+    """
+    location = (error.location or "").lstrip("/")
+    if "#" in location or location.partition("/")[0] not in ExperimentSpec.model_fields:
+        return error
+    return type(error)(error.message, location=f"{source}#/{location}")
+
+
+@contextmanager
+def in_spec(source: str) -> Iterator[None]:
+    """Within: an `InputError` pointing into the spec is re-raised located in `source`."""
+    try:
+        yield
+    except InputError as error:
+        raise located_in_spec(error, source) from None

@@ -17,17 +17,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trustbench._canonical import (
-    canonical_json,
-    file_digest,
-    file_sha256,
-    json_sha256,
-    sha256_hex,
-)
+from trustbench._canonical import canonical_json, file_digest, file_sha256, json_sha256, sha256_hex
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
-from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references
+from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references, in_spec
 from trustbench.core._outputs import check_new_run_folder, write_atomically
 from trustbench.core._plan import CrossProduct
 from trustbench.core._registry import load_track
@@ -166,20 +160,6 @@ def hash_items(items: list[ResolvedItem]) -> list[FileRecord]:
     return sorted(records, key=lambda record: (record.role, record.name))
 
 
-def located_in_spec(error: InputError, source: str) -> InputError:
-    """`error` located in the spec file when its location is a pointer into the spec.
-
-    The freeze's checks and a track's `resolve` name the field they refuse as a pointer into
-    the spec (`gates/0/metric`, `/candidates/0/participant/recommendation`) without knowing
-    the file; the message then reads `SPEC#/gates/0/metric: ...`, as a validation error's
-    does. Any other location (a corpus file, a run folder, `SPEC#/...` already) is kept.
-    """
-    location = (error.location or "").lstrip("/")
-    if "#" in location or location.partition("/")[0] not in ExperimentSpec.model_fields:
-        return error
-    return type(error)(error.message, location=f"{source}#/{location}")
-
-
 def resolve_inputs(
     track: Track, spec: ExperimentSpec, base_dir: Path, frozen: Manifest | None = None
 ) -> tuple[Resolution, list[FileRecord]]:
@@ -300,15 +280,13 @@ def build_manifest(
     """
     spec = load_spec(spec_path)
     base_dir = (base_dir or spec_path.parent).resolve()
-    try:
+    with in_spec(str(spec_path)):  # a check's `gates/0/metric` reads SPEC#/gates/0/metric
         check_api_keys(spec, allow_missing=allow_missing_keys)
         check_references(spec, base_dir)
         track, entry = load_track(spec.track_id)
         refuse_unused_resample(spec, track, source=str(spec_path))
         resolution, files = resolve_inputs(track, spec, base_dir)
         check_gates(spec, track)
-    except InputError as error:
-        raise located_in_spec(error, str(spec_path)) from None
     body = {
         "format": MANIFEST_FORMAT,
         "spec": spec.model_dump(mode="json"),

@@ -172,6 +172,13 @@ class SeededOrder(_KeysOnDemand):
         return (self._sorted[i] for i in self._permutation)
 
 
+def trial_order(keys: Sequence[TrialKey], seed: int) -> list[TrialKey]:
+    """The seeded interleaved order: sort for a stable start, then shuffle with `seed`."""
+    ordered = sorted(keys)
+    random.Random(seed).shuffle(ordered)
+    return ordered
+
+
 def cross_product(case_ids: list[str], manifest: Manifest) -> CrossProduct:
     """Plan every case for every candidate, `trials_per_case` times (the usual plan).
 

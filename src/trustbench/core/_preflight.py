@@ -38,13 +38,17 @@ import dataclasses
 import json
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustbench.core._ledger import Ledger
 from trustbench.core._spec import ExperimentSpec
 from trustbench.errors import InputError
 from trustbench.providers._redact import redact
 from trustbench.providers._types import AttemptResult, ChatProvider, ChatRequest
+
+if TYPE_CHECKING:
+    from trustbench.core._context import RunServices
+    from trustbench.core._track import Track
 
 API_KINDS = ("openai_chat", "anthropic_messages")
 """Candidate kinds that reach a server and are probed."""
@@ -266,3 +270,45 @@ def structured(track: Any, spec: ExperimentSpec) -> bool:
     """The track's own answer: does its spec declare server-side structured output?"""
     asks = getattr(track, "requires_structured_output", None)
     return bool(asks and asks(spec))
+
+
+def probe_connections(spec: ExperimentSpec, probing: bool) -> int:
+    """Connections the pool holds for the probes (one per API candidate) beside the trials'."""
+    return sum(c.kind in API_KINDS for c in spec.candidates) if probing else 0
+
+
+def start_preflight(
+    track: Track,
+    spec: ExperimentSpec,
+    providers: dict[str, ChatProvider | None],
+    services: RunServices,
+) -> asyncio.Task[None]:
+    """Start the preflight: a small request per API candidate (events), beside the first trials."""
+    structured_output = structured(track, spec)
+    return asyncio.create_task(
+        preflight(spec, providers, services.ledger, structured_output, services.secrets)
+    )
+
+
+async def supervised(
+    workers: list[asyncio.Task[None]],
+    checking: asyncio.Task[None] | None,
+    cleared: asyncio.Event,
+) -> None:
+    """Wait for the workers, the preflight (when there is one) deciding first.
+
+    The first trials are sent while the preflight's probes are in flight, so the probes cost
+    no round trip of their own before the run; no trial finishes until they pass
+    (`_Execution.cleared`). A failed preflight (or an interrupted one) cancels every worker,
+    so the run stops with no trial finished, and its error is raised.
+    """
+    if checking is not None:
+        try:
+            await checking
+        except BaseException:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+    cleared.set()  # before any worker ran, when there is no preflight
+    await asyncio.gather(*workers)

@@ -31,8 +31,7 @@ from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
 from trustbench.core._plan import SeededOrder
-from trustbench.core._preflight import API_KINDS, stop_reason, structured
-from trustbench.core._preflight import preflight as run_preflight
+from trustbench.core._preflight import probe_connections, start_preflight, stop_reason, supervised
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
@@ -69,13 +68,6 @@ class RunSummary:
     """What the track's `before_run` hook asked to show (e.g. a held-out set's exposure)."""
 
 
-def trial_order(keys: Sequence[TrialKey], seed: int) -> list[TrialKey]:
-    """The seeded interleaved order: sort for a stable start, then shuffle with `seed`."""
-    ordered = sorted(keys)
-    random.Random(seed).shuffle(ordered)
-    return ordered
-
-
 RemoteTrial = Callable[
     [int, TrialKey, int], Awaitable[tuple[list[dict[str, Any]], dict[str, Any], int]]
 ]
@@ -103,7 +95,9 @@ class _Execution:
         self.progress = progress
         self.remote = remote
         self.cleared = asyncio.Event()
-        """Set once the preflight passed (at once without one): no trial finishes before."""
+        """Set once the preflight passed (at once without one): no trial finishes before. A
+        failed one cancels the trials waiting; their attempts stay in the ledger, never counted,
+        and the next run marks those executions abandoned, as after a killed run."""
         self.next_execution: dict[str, int] = {}
         self.done = self.completed = self.failed = 0
         self.first_errors: dict[str, list[str | None]] = {}
@@ -122,13 +116,13 @@ class _Execution:
                 position,
                 execution,
             )
-            await self._cleared()
+            await self.cleared.wait()  # a failed preflight cancels the trial here, unfinished
             self.ledger.append("trials", row)
         else:
             # The worker ran the trial and collected its attempts; the driver, the ledger's only
             # writer, commits them with the trial row in one transaction.
             attempts, row, retries = await self.remote(position, key, execution)
-            await self._cleared()
+            await self.cleared.wait()
             self.ledger.append_many(
                 [("attempts", a) for a in attempts] + [("trials", row)], family=key.case_id
             )
@@ -142,15 +136,6 @@ class _Execution:
         else:
             self.failed += 1
         self.progress.update(self.done, self.failed, self.services.retries)
-
-    async def _cleared(self) -> None:
-        """Wait until the preflight passed; a failed one cancels the trial here, unfinished.
-
-        Its attempts stay in the ledger, never counted: the next run marks the execution
-        abandoned, as after a killed run.
-        """
-        if not self.cleared.is_set():
-            await self.cleared.wait()
 
     def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
         seen = self.first_errors.setdefault(candidate, [])
@@ -259,9 +244,7 @@ async def _run_into_ledger(
             secrets=secret_values(c.api_key_env for c in spec.candidates),
         )
         probing = bool(preflight and remaining)
-        # A connection of its own for each candidate's probe, beside the trials' `concurrency`.
-        probes = sum(c.kind in API_KINDS for c in spec.candidates) if probing else 0
-        async with new_session(spec.concurrency + probes) as session:
+        async with new_session(spec.concurrency + probe_connections(spec, probing)) as session:
             # Nothing left to run (a resume of a finished folder) makes no provider: an HTTP one
             # imports aiohttp (about 0.2 s), an in-process one imports the candidate's code.
             providers: dict[str, ChatProvider | None] = {
@@ -269,7 +252,7 @@ async def _run_into_ledger(
                 for c in spec.candidates
             }
             _share_rate_limits(spec, providers, services)
-            checking = _preflight_task(track, spec, providers, services) if probing else None
+            checking = start_preflight(track, spec, providers, services) if probing else None
             execution = _Execution(
                 manifest,
                 track,
@@ -311,7 +294,7 @@ async def _run_into_ledger(
 
             try:
                 workers = [asyncio.create_task(worker()) for _ in range(workers_wanted)]
-                await _supervised(workers, checking, execution.cleared)
+                await supervised(workers, checking, execution.cleared)
             finally:
                 progress.close()
         summary = RunSummary(
@@ -334,40 +317,6 @@ async def _run_into_ledger(
         return summary
     finally:
         ledger.close()
-
-
-def _preflight_task(
-    track: Track, spec: Any, providers: dict[str, ChatProvider | None], services: RunServices
-) -> asyncio.Task[None]:
-    """Start the preflight: a small request per API candidate (events), beside the first trials."""
-    structured_output = structured(track, spec)
-    return asyncio.create_task(
-        run_preflight(spec, providers, services.ledger, structured_output, services.secrets)
-    )
-
-
-async def _supervised(
-    workers: list[asyncio.Task[None]],
-    checking: asyncio.Task[None] | None,
-    cleared: asyncio.Event,
-) -> None:
-    """Wait for the workers, the preflight (when there is one) deciding first.
-
-    The first trials are sent while the preflight's probes are in flight, so the probes cost
-    no round trip of their own before the run; no trial finishes until they pass
-    (`_Execution.cleared`). A failed preflight (or an interrupted one) cancels every worker,
-    so the run stops with no trial finished, and its error is raised.
-    """
-    if checking is not None:
-        try:
-            await checking
-        except BaseException:
-            for worker in workers:
-                worker.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            raise
-    cleared.set()  # before any worker ran, when there is no preflight
-    await asyncio.gather(*workers)
 
 
 def _handed_out(
