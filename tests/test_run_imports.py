@@ -131,7 +131,7 @@ def test_run_of_an_in_process_reviewer_imports_no_statistics_or_plotting(tmp_pat
     assert "trustbench.rtb.cli" in _cli("rtb", "--help")["unused"]
 
 
-def test_run_of_an_http_reviewer_imports_no_statistics_or_plotting(
+def test_run_of_an_http_reviewer_imports_no_statistics_and_its_resume_no_aiohttp(
     tmp_path: Path,
     openai_server: OpenAIServer,  # noqa: F811
 ) -> None:
@@ -142,21 +142,10 @@ def test_run_of_an_http_reviewer_imports_no_statistics_or_plotting(
     ran = _cli("run", str(run_dir), "--quiet")
     assert ran == {"code": 0, "loaded": [], "unused": []}
     assert len(openai_server.requests) == 1 + 4  # one preflight probe, then the 4 trials over HTTP
-
-
-def test_a_resumed_http_run_with_nothing_left_makes_no_provider_and_never_imports_aiohttp(
-    tmp_path: Path,
-    openai_server: OpenAIServer,  # noqa: F811
-) -> None:
-    run_dir = _frozen(
-        tmp_path,
-        f'kind = "openai_chat"\nmodel = "m"\nbase_url = "{openai_server.base_url}"',
-    )
-    assert _cli("run", str(run_dir), "--quiet")["code"] == 0
-    sent = len(openai_server.requests)
+    # A resume with nothing left makes no provider: no aiohttp (about 0.2 s), no probe.
     resumed = _cli("run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
     assert resumed["code"] == 0 and resumed["loaded"] == [], resumed
-    assert len(openai_server.requests) == sent  # no probe either: nothing is left to send
+    assert len(openai_server.requests) == 1 + 4
 
 
 def test_a_run_with_nothing_to_send_over_http_never_imports_aiohttp(tmp_path: Path) -> None:
