@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from trustbench._docstrings import documented
+
 if TYPE_CHECKING:
     from trustbench.core._export import LedgerContents
     from trustbench.core._manifest import Manifest
@@ -34,6 +36,9 @@ class Evaluability:
     and why the unusable ones were unusable, and the report shows the valid-response rate before
     any error rate; a subject below the declared minimum is "not evaluable" and blocks release.
     """
+
+    __pydantic_config__ = documented(extra="forbid", frozen=True)
+    """How the record models that nest it validate it, and its fields' schema descriptions."""
 
     attempted: int
     """Trials attempted (every planned trial that has a finished row)."""

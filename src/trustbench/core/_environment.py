@@ -6,9 +6,10 @@ import platform
 import subprocess
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 import trustbench
+from trustbench._docstrings import documented
 
 KEY_DEPENDENCIES: tuple[str, ...] = (
     "aiohttp",
@@ -31,7 +32,7 @@ KEY_DEPENDENCIES: tuple[str, ...] = (
 class GitState(BaseModel):
     """The trustbench source checkout a run used, when it is a git checkout."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     commit: str
     """HEAD commit id."""
@@ -42,7 +43,7 @@ class GitState(BaseModel):
 class EnvironmentRecord(BaseModel):
     """Software environment of the freeze."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     trustbench_version: str
     """Version of the trustbench package."""

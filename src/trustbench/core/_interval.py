@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from trustbench._docstrings import documented
 
 Sidedness = Literal["two_sided", "upper", "lower"]
 """Two-sided interval, or a one-sided upper (lower) confidence bound."""
 
 
 class _Contract(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class Interval(_Contract):

@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from trustbench._canonical import canonical_json, file_digest, file_sha256, json_sha256, sha256_hex
+from trustbench._docstrings import documented
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
@@ -36,7 +37,7 @@ MANIFEST_FILE = "manifest.json"
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class FileRecord(_Record):

@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from trustbench._docstrings import documented
 from trustbench.core._credentials import (
     checked_base_url,
     key_free,
@@ -42,7 +43,7 @@ TRANSIENT_ERROR_CLASSES: tuple[str, ...] = (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class CorpusSpec(_Strict):

@@ -14,8 +14,9 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, field_validator, model_validator
 
+from trustbench._docstrings import documented
 from trustbench.core._credentials import key_free
 from trustbench.core._figure_unit import FigureUnit
 
@@ -42,7 +43,7 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
 class GateSpec(BaseModel):
     """One release gate, declared before results exist (it is part of the frozen manifest)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     name: str | None = None
     """Short name shown in the report; defaults to the metric name."""
@@ -124,7 +125,7 @@ class GateSpec(BaseModel):
 class GateResult(BaseModel):
     """The outcome of one gate against this run's figures."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     spec: GateSpec
     """The gate as declared."""

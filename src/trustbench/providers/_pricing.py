@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from trustbench._docstrings import documented
 
 
 class PriceSpec(BaseModel):
     """Token prices used to compute each attempt's cost; absent prices give a null cost, not 0."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     input_per_mtok: float = Field(ge=0)
     """US dollars per one million prompt (input) tokens."""

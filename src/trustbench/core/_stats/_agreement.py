@@ -14,13 +14,14 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.core.figures import Interval
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class KappaResult(_Result):

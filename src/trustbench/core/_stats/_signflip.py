@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.core._stats._cluster import EQUAL_RATIOS, equal_ratios
 from trustbench.core._stats._groups import FloatArray
 from trustbench.core.figures import Interval, Sidedness
@@ -38,7 +39,7 @@ _TIE = 1e-9
 class SignFlipResult(BaseModel):
     """Outcome of a sign-flip test of "no difference" (two-sided unless stated)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     statistic: float
     """Observed pooled mean difference sum(D_g) / sum(n_g)."""

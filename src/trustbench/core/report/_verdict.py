@@ -20,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.core._analysis import VALID_RESPONSE_RATE, Evaluability
 from trustbench.core.gates import GateResult
 from trustbench.core.report._blocks import ReportPage
@@ -42,7 +43,7 @@ VerdictStatus = Literal[
 class Verdict(BaseModel):
     """The verdict of one subject with the gate results it rests on."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     subject: str
     """Configuration (candidate or instrument) name."""

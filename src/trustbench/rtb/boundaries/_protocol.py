@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Literal, Protocol, runtime_checkable
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import ControlRequest, PlatformView
 
@@ -70,7 +71,7 @@ def is_instrument(enforcement: Enforcement) -> bool:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class Authorization(_Frozen):

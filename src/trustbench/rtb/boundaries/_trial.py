@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from trustbench._docstrings import documented
 from trustbench._fields import from_same_named
 from trustbench.rtb.boundaries._protocol import (
     DEFAULT_ENFORCEMENT,
@@ -34,7 +35,7 @@ from trustbench.rtb.platform import (
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class TrialScript(_Frozen):

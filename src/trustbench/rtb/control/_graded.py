@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import Enforcement
 from trustbench.rtb.control._grading import (
     ControlOutcome,
@@ -21,7 +22,7 @@ OUTCOMES: tuple[str, ...] = tuple(outcome.value for outcome in ControlOutcome)
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class GradedTrial(_Frozen):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from trustbench._docstrings import documented
 from trustbench._imports import import_object
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
@@ -48,7 +49,7 @@ _T = TypeVar("_T")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class ControlTrackOptions(_Strict):

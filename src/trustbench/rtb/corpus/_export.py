@@ -26,8 +26,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench._unpredictable import random_bits
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._jsondoc import schema_problems
@@ -47,7 +48,7 @@ EVALUATION_MAP_PATH = "grader/evaluation_map.json"
 class EvaluationMap(BaseModel):
     """The grader-side record of one export (`grader/evaluation_map.json`)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = documented(extra="forbid")
 
     corpus_version: str
     """Version of the exported corpus."""
@@ -62,7 +63,7 @@ class EvaluationMap(BaseModel):
 class ExportResult(BaseModel):
     """Where an export wrote its files, and the map the grader needs."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     out_dir: Path
     """The export's output folder."""

@@ -14,14 +14,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from trustbench._docstrings import documented
 
 JsonScalar = str | int | float | bool | None
 ParamValue = JsonScalar | list[JsonScalar]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class Decision(StrEnum):

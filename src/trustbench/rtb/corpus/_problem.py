@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
+
+from trustbench._docstrings import documented
 
 
 class Problem(BaseModel):
     """One validation problem: which file, where in it, and what is wrong."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = documented(frozen=True)
 
     file: str
     """Path relative to the corpus root (POSIX), e.g. `cases/dns_changes-01-permitted.json`."""

@@ -11,8 +11,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform._clock import SimulatedClock
 from trustbench.rtb.platform._models import ControlRequest, ObservedResource, ResourceSeed
@@ -66,7 +67,7 @@ class ResourceStore:
 class ExecutionReceipt(BaseModel):
     """What the executor tells its caller after a dispatch."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     status: Literal["committed", "already_committed", "rejected"]
     """`already_committed`: the idempotency key matched an earlier commit; nothing changed."""

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from trustbench._docstrings import documented
 
 
 class FaultType(StrEnum):
@@ -43,7 +45,7 @@ INJECTION_POINT: dict[FaultType, str] = {
 class FaultPlan(BaseModel):
     """One seeded fault: its type and the parameters fixed when the scenario was generated."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     fault: FaultType
     """Which fault."""

@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, computed_field
 
+from trustbench._docstrings import documented
 from trustbench.rtb.review._features import Document, FeatureSpace, token_features
 
 MIN_DOCUMENTS = 3
@@ -38,7 +39,7 @@ PERMUTATIONS = 400
 class TokenClassScore(BaseModel):
     """One token class's most label-informative token."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = documented(frozen=True)
 
     token_class: str
     """Family and path, e.g. `s:evidence[approval].approval_id`."""
@@ -55,7 +56,7 @@ class TokenClassScore(BaseModel):
 class ArtifactReport(BaseModel):
     """Every tested token class, the permutation threshold, and the verdict."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = documented(frozen=True)
 
     cases: int
     """Inputs scanned."""

@@ -19,22 +19,23 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, computed_field
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._validation import Outcome
 
 __all__ = ["Count", "ReviewMetricSet", "ReviewMetrics", "ReviewTrialRow"]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+_FROZEN = documented(frozen=True, extra="forbid")
 
 
 class Count(BaseModel):
     """A numerator over an explicit denominator; the rate is None when not applicable."""
 
     # extra="ignore" so a dumped Count (which includes the computed `rate`/`applicable`) loads back.
-    model_config = ConfigDict(frozen=True, extra="ignore", use_attribute_docstrings=True)
+    model_config = documented(frozen=True, extra="ignore")
 
     label: str
     """What is counted, in words, including the denominator's definition."""

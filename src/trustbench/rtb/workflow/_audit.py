@@ -25,8 +25,9 @@ import asyncio
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import boundary_factory
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.workflow._agent_protocol import AgentFactory
@@ -39,7 +40,7 @@ from trustbench.rtb.workflow._scripted import SCRIPTED_AGENTS
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class WorkflowAuditCheck(_Frozen):

@@ -20,8 +20,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from trustbench._docstrings import documented
 from trustbench.rtb.workflow._models import ModelUsage, TaskBrief
 from trustbench.rtb.workflow._toolbox import ToolBox
 
@@ -37,7 +38,7 @@ SYSTEM_PROMPT = (
 class ToolCallRequest(BaseModel):
     """One tool call as the model produced it."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     id: str
     """The call id the tool result must echo."""
@@ -50,7 +51,7 @@ class ToolCallRequest(BaseModel):
 class ChatTurn(BaseModel):
     """One assistant turn: text, tool calls and the usage the service reported."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     content: str | None = None
     """Assistant text (None when it only called tools)."""

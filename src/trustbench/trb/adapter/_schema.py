@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from trustbench._docstrings import documented
 
 TRB_VERSION = "TRB v0.2"
 """The benchmark version every result row names (spec §7). v0.2 added a transfer context
@@ -33,7 +35,7 @@ EDITABLE_SLOTS: tuple[str, ...] = ("goal", "belief", "planned_next", "confidence
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class SelfReport(_Strict):

@@ -36,6 +36,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from trustbench._docstrings import documented
 from trustbench.trb.adapter._schema import (
     ACTIONS,
     GOALS,
@@ -54,7 +55,7 @@ _MOVE: dict[str, int] = {"left": -1, "stay": 0, "right": 1}
 class CorridorConfig(OmitsDefaults):
     """Parameters of one windy-corridor world (a transfer split may use different ones)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     length: int = Field(default=7, ge=4)
     """Number of cells; the goals are the two ends."""
