@@ -21,127 +21,79 @@ REFERENCE = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=Tru
 OURS = documented(extra="forbid", frozen=True)
 
 
-class _RefItem(BaseModel):
-    """An item."""
+def _family(config: ConfigDict) -> dict[str, type[Any]]:
+    """The same classes under `config`: flat, inherited with nested models, a nested dataclass."""
 
-    model_config = REFERENCE
-    size: int = 0
-    """Its size."""
+    class Item(BaseModel):
+        """An item."""
 
+        model_config = config
+        size: int = 0
+        """Its size."""
 
-class _OurItem(BaseModel):
-    """An item."""
+    class Parent(BaseModel):
+        model_config = config
+        kept: str
+        """Inherited as is."""
+        redeclared: str
+        """Replaced below without a docstring."""
 
-    model_config = OURS
-    size: int = 0
-    """Its size."""
+    class Child(Parent):
+        redeclared: str  # no docstring: pydantic leaves the field undocumented
+        item: Item
+        """An item."""
+        other: Item
+        """Another item, not described like the class."""
+        items: list[Item] = Field(default_factory=list)
+        """Every item."""
+        explicit: int = Field(default=1, description="Given explicitly.")
+        """Loses to the explicit description."""
+        choice: int | None = None
+        """Optional."""
+        plain: int = 0  # no docstring
+        extra: int = Field(default=0, json_schema_extra={"description": "From the field's extra."})
+        """Loses to the field's own schema extra."""
 
+    @dataclass(frozen=True)
+    class Record:
+        """A stdlib dataclass nested in a model (pydantic applies the holder's config)."""
 
-class _RefParent(BaseModel):
-    model_config = REFERENCE
-    kept: str
-    """Inherited as is."""
-    redeclared: str
-    """Replaced below without a docstring."""
+        count: int
+        """How many."""
 
+    if config is OURS:  # ours is read at schema time, from the dataclass's own config
+        Record.__pydantic_config__ = OURS  # pyright: ignore[reportAttributeAccessIssue]
 
-class _OurParent(BaseModel):
-    model_config = OURS
-    kept: str
-    """Inherited as is."""
-    redeclared: str
-    """Replaced below without a docstring."""
+    class Holder(BaseModel):
+        model_config = config
+        record: Record
+        """The record."""
 
-
-class _RefChild(_RefParent):
-    redeclared: str  # no docstring: pydantic leaves the field undocumented
-    item: _RefItem
-    """An item."""
-    other: _RefItem
-    """Another item, not described like the class."""
-    items: list[_RefItem] = Field(default_factory=list)
-    """Every item."""
-    explicit: int = Field(default=1, description="Given explicitly.")
-    """Loses to the explicit description."""
-    choice: int | None = None
-    """Optional."""
-    plain: int = 0  # no docstring
-
-
-class _OurChild(_OurParent):
-    redeclared: str  # no docstring: pydantic leaves the field undocumented
-    item: _OurItem
-    """An item."""
-    other: _OurItem
-    """Another item, not described like the class."""
-    items: list[_OurItem] = Field(default_factory=list)
-    """Every item."""
-    explicit: int = Field(default=1, description="Given explicitly.")
-    """Loses to the explicit description."""
-    choice: int | None = None
-    """Optional."""
-    plain: int = 0  # no docstring
+    return {"flat": Item, "inherited-nested-explicit": Child, "nested-dataclass": Holder}
 
 
-@dataclass(frozen=True)
-class _OurRecord:
-    """A stdlib dataclass nested in a model: it carries the config itself."""
-
-    __pydantic_config__ = OURS
-    count: int
-    """How many."""
+REFERENCE_FAMILY = _family(REFERENCE)
+OUR_FAMILY = _family(OURS)
 
 
-@dataclass(frozen=True)
-class _RefRecord:
-    """A stdlib dataclass nested in a model: it carries the config itself."""
-
-    count: int
-    """How many."""
-
-
-class _RefHolder(BaseModel):
-    model_config = REFERENCE
-    record: _RefRecord
-    """The record."""
-
-
-class _OurHolder(BaseModel):
-    model_config = OURS
-    record: _OurRecord
-    """The record."""
-
-
-def _renamed(schema: dict[str, Any]) -> str:
-    return repr(schema).replace("_Ref", "_X").replace("_Our", "_X")
-
-
-@pytest.mark.parametrize(
-    ("reference", "ours"),
-    [(_RefItem, _OurItem), (_RefChild, _OurChild), (_RefHolder, _OurHolder)],
-    ids=["flat", "inherited-nested-explicit", "nested-dataclass"],
-)
+@pytest.mark.parametrize("case", list(REFERENCE_FAMILY))
 @pytest.mark.parametrize("mode", ["validation", "serialization"])
-def test_schema_descriptions_are_pydantics_own(
-    reference: type[BaseModel], ours: type[BaseModel], mode: Any
-) -> None:
-    expected = reference.model_json_schema(mode=mode)
+def test_schema_descriptions_are_pydantics_own(case: str, mode: Any) -> None:
+    expected = REFERENCE_FAMILY[case].model_json_schema(mode=mode)
     assert "description" in repr(expected)  # the reference does document something
-    assert _renamed(ours.model_json_schema(mode=mode)) == _renamed(expected)
+    assert OUR_FAMILY[case].model_json_schema(mode=mode) == expected
 
 
 def test_no_field_holds_a_description_until_a_schema_asks() -> None:
-    assert _OurChild.model_fields["kept"].description is None
-    assert _OurChild.model_fields["explicit"].description == "Given explicitly."
+    fields = OUR_FAMILY["inherited-nested-explicit"].model_fields
+    assert fields["kept"].description is None
+    assert fields["explicit"].description == "Given explicitly."
 
 
 def test_field_docstrings_match_what_pydantic_stores_on_the_fields() -> None:
-    expected = {
-        name: field.description
-        for name, field in _RefChild.model_fields.items()
-        if field.description is not None
-    }
-    assert field_docstrings(_OurChild) == expected
+    reference = REFERENCE_FAMILY["inherited-nested-explicit"]
+    expected = {n: f.description for n, f in reference.model_fields.items() if f.description}
+    assert field_docstrings(OUR_FAMILY["inherited-nested-explicit"]) == expected
 
 
 def test_a_class_defined_in_a_function_is_documented_too() -> None:
