@@ -22,8 +22,10 @@ As a user runs it: each round also times the command, `trustbench run RUN --quie
 process from exec to exit (interpreter, imports, checks, trials, sign-off), against the bare
 aiohttp client as a process of its own (`bench/_bare_client.py`: standard library and aiohttp,
 the same request bodies prepared beforehand). Targets (issue 35): process wall within 1.15x of
-the bare client's at 50 ms latency, within 1.02x at 1.5 s (`--latency 1.5`: from 1 s up the
-shape defaults to a short run, 256 trials at concurrency 128, two waves of requests). Each
+the bare client's at 50 ms latency, within 1.02x at 1.5 s, both for the issue's workload of
+2,000 trials at concurrency 64 (`--latency 1.5`: from 1 s up the shape defaults to a short run,
+256 trials at concurrency 128, two waves of requests, whose ratio is printed as reported, not
+against the target; `--cases 50 --trials-per-case 40 --concurrency 64` is the target's). Each
 process wall is split, for both programs, into exec to the first request (for trustbench, to
 its `run_started` event: imports, input checks, ledger, preflight) and the last response to
 exit (sign-off, ledger close, interpreter exit), read from the ledger's and the client's own
@@ -56,6 +58,8 @@ from bench._common import (
 
 ISSUE_BASELINE_BYTES = 8954
 """Ledger bytes per trial when issue 17 was filed (format 1, the earlier stand-in track)."""
+TARGET_SHAPE = {"cases": 50, "trials_per_case": 40, "concurrency": 64}
+"""The workload issue 35 states its process targets for: 2,000 trials at concurrency 64."""
 
 
 def _process_round(
@@ -132,6 +136,7 @@ def main() -> None:
     print(f"  ideal                 {ideal:7.2f} s")
     whole, alone, harness, process = [], [], [], []
     target = 1.15 if args.latency_ms < 1000 else 1.02
+    on_target_shape = all(getattr(args, name) == value for name, value in TARGET_SHAPE.items())
     with server(latency_s) as base_url, tempfile.TemporaryDirectory() as tmp, cpu_load(args.load):
         for number in range(args.rounds):
             bare, command = _process_round(
@@ -150,7 +155,13 @@ def main() -> None:
             _print_round(number, args.rounds, floor, ours, ideal, trials)
     print(
         f"  process wall / bare   {spread(process)}  (`trustbench run` exec to exit over the "
-        f"bare client process; target <= {target:.2f}x at this latency)"
+        + (
+            f"bare client process; target <= {target:.2f}x at this latency)"
+            if on_target_shape
+            else "bare client process; reported: the target, "
+            f"<= {target:.2f}x at this latency, is stated for 2,000 trials at concurrency 64, "
+            "`--cases 50 --trials-per-case 40 --concurrency 64`)"
+        )
     )
     print(
         f"  wall / floor          {spread(whole)} whole run; {spread(alone)} trials alone  "
