@@ -210,3 +210,29 @@ def test_an_entry_that_is_not_a_candidate_factory_is_refused_at_freeze_naming_it
     code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
     assert code == 2 and why in message and "candidate mine entry" in message
     assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+def test_the_package_is_pinned_file_by_file_without_caches_or_linked_folders(
+    candidate_package: Path, tmp_path: Path
+) -> None:
+    from trustbench.core._candidate_code import entry_code_items
+
+    name = candidate_package.name
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "shared.py").write_text("VALUE = 1\n")
+    (candidate_package / "sub" / "deeper").mkdir(parents=True)
+    (candidate_package / "sub" / "deeper" / "data.json").write_text("{}")
+    (candidate_package / "__pycache__").mkdir()
+    (candidate_package / "__pycache__" / "factory.cpython-311.pyc").write_bytes(b"x")
+    (candidate_package / "stale.pyc").write_bytes(b"x")
+    (candidate_package / "linked_folder").symlink_to(elsewhere, target_is_directory=True)
+    (candidate_package / "linked.py").symlink_to(elsewhere / "shared.py")
+    (candidate_package / "broken.py").symlink_to(tmp_path / "nowhere.py")
+
+    _, *code = entry_code_items(f"{name}.factory:make", "candidate mine")
+
+    assert [item.name for item in code] == [
+        f"{name}/{part}"
+        for part in ("__init__.py", "factory.py", "helpers.py", "linked.py", "sub/deeper/data.json")
+    ]
