@@ -12,9 +12,9 @@ Python 3.11 it walks the stack and re-tokenises the class's source, about 40 ms 
 needs a class's docstrings parses its module's source once, and each field without a description
 gets its docstring where pydantic would have put it. The rules are pydantic's: the docstring is
 the string literal right under an annotated assignment in the class that declares the field (a
-subclass that re-declares a field without one leaves it undocumented), and an explicit
-`Field(description=...)` wins. `field_docstrings` gives the same descriptions to code that wants
-them without a schema.
+subclass that re-declares a field without one leaves it undocumented), an explicit
+`Field(description=...)` wins, and so does a description in the field's own `json_schema_extra`.
+`field_docstrings` gives the same descriptions to code that wants them without a schema.
 """
 
 from __future__ import annotations
