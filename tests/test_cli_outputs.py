@@ -1,13 +1,21 @@
-"""Every command's outputs: never over a run's evidence, never through a link, never `""`.
+"""Every command's outputs: never over a run's evidence, never through a link, never `""`,
+never in place of a device, FIFO or descriptor (issue 56: streamed to instead).
 
 The empty-path test walks the whole command tree, so a command added later with an `--out` or
-`--html` option (or an `OUT` argument) is held to the same rule without a new test.
+`--html` option (or an `OUT` argument) is held to the same rule without a new test. The stream
+tests run the CLI as a subprocess, as the probe that found the issue did, and model
+`/dev/stdout` by a link in `tmp_path` to `/proc/self/fd/1`: a test never names the host's own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import stat
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +25,7 @@ import typer
 from tests.core import test_outputs_never_overwrite_evidence as evidence_tests
 from tests.support.cli import invoke
 
+import trustbench
 from trustbench.cli import app
 from trustbench.rtb.heldout._crypto import new_key_pair
 from trustbench.rtb.heldout._seal import seal_corpus
@@ -218,3 +227,101 @@ def test_report_outputs_get_an_ordinary_new_files_mode(run_dir: Path) -> None:
     assert code in (0, 1), output
     for name in REPORT_OUTPUTS:
         assert (run_dir / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
+
+
+def _trustbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """`python -m trustbench ARGS` in its own process, output piped, this source imported."""
+    env = dict(os.environ)
+    source = str(Path(trustbench.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([source, *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.run(
+        [sys.executable, "-m", "trustbench", *args],
+        cwd=cwd, capture_output=True, check=False, env=env, timeout=120,
+    )  # fmt: skip
+
+
+def _rows(data: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in data.decode("utf-8").splitlines()]
+
+
+def _exported_count(message: bytes) -> int:
+    """N from `wrote N rows to PATH`."""
+    return int(message.decode().split("wrote ", 1)[1].split(" rows", 1)[0])
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_export_to_a_fifo_streams_the_rows_to_its_reader_and_keeps_the_fifo(
+    run_dir: Path, tmp_path: Path, force: bool
+) -> None:
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    try:
+        result = _trustbench(
+            "export-ledger", str(run_dir), "--out", str(fifo), *["--force"] * force, cwd=tmp_path
+        )
+    finally:  # a reader still waiting for a writer (the export failed) is let go
+        if reader.is_alive():
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(timeout=30)
+    assert result.returncode == 0, result.stderr
+    rows = _rows(received[0])
+    assert rows[0]["table"] == "experiments" and len(rows) == _exported_count(result.stdout)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.fifo", "run"]  # no temporary
+
+
+def test_export_to_dash_writes_the_rows_to_standard_output(run_dir: Path, tmp_path: Path) -> None:
+    result = _trustbench("export-ledger", str(run_dir), "--out", "-", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = _rows(result.stdout)
+    assert rows[0]["table"] == "experiments" and len(rows) == _exported_count(result.stderr)
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd (Linux)")
+@pytest.mark.parametrize("force", [False, True])
+def test_export_through_a_link_to_the_stdout_descriptor_reaches_the_pipe_and_keeps_the_link(
+    run_dir: Path, tmp_path: Path, force: bool
+) -> None:
+    stdout_link = tmp_path / "stdout"  # what /dev/stdout is, without naming the host's own
+    stdout_link.symlink_to("/proc/self/fd/1")
+    result = _trustbench(
+        "export-ledger", str(run_dir), "--out", str(stdout_link), *["--force"] * force,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = _rows(result.stdout)
+    assert rows[0]["table"] == "experiments" and len(rows) == _exported_count(result.stderr)
+    assert stdout_link.is_symlink() and os.readlink(stdout_link) == "/proc/self/fd/1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "stdout"]
+
+
+@pytest.fixture(scope="module")
+def reported(finished: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The finished run, reported: it holds record.json, report.html and record.intoto.json."""
+    copy = tmp_path_factory.mktemp("reported") / "run"
+    shutil.copytree(finished, copy)
+    code, output = invoke("report", str(copy))
+    assert code in {0, 1} and (copy / "record.intoto.json").is_file(), output
+    return copy
+
+
+@pytest.mark.parametrize("name", ["record.intoto.json", "record.json", "report.html"])
+def test_export_over_a_reported_runs_own_file_is_refused_with_force_and_the_run_still_verifies(
+    reported: Path, tmp_path: Path, name: str
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(reported, run)
+    before = _snapshot(run)
+    result = _trustbench(
+        "export-ledger", str(run), "--out", str(run / name), "--force", cwd=tmp_path
+    )
+    assert result.returncode == 2, result.stderr
+    message = result.stderr.decode()
+    assert name in message and "evidence" in message and "Traceback" not in message, message
+    assert _snapshot(run) == before
+    verified = _trustbench("verify", str(run), cwd=tmp_path)
+    assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -66,10 +66,15 @@ def test_a_hard_link_to_the_ledger_keeps_the_ledger_when_replaced_with_force(
     assert link.read_text().startswith('{"table": "experiments"')
 
 
-def test_report_outputs_of_a_run_need_force(run_dir: Path) -> None:
+@pytest.mark.parametrize("force", [False, True])
+def test_report_outputs_of_a_run_are_never_replaced_even_with_force(
+    run_dir: Path, force: bool
+) -> None:
     (run_dir / "record.json").write_text("{}")
-    code, message = invoke("export-ledger", str(run_dir), "--out", str(run_dir / "record.json"))
-    assert code == 2 and "--force" in message
+    code, message = invoke(
+        "export-ledger", str(run_dir), "--out", str(run_dir / "record.json"), *["--force"] * force
+    )
+    assert code == 2 and "evidence" in message and "record.json" in message, message
     assert (run_dir / "record.json").read_text() == "{}"
 
 

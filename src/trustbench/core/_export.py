@@ -21,6 +21,7 @@ from trustbench.core._ledger_stream import (
     finished_trial_count,
     iter_trials_with_attempts,
 )
+from trustbench.core._outputs import output_writer
 from trustbench.errors import CheckFailed
 
 _Case = TypeVar("_Case")
@@ -206,25 +207,24 @@ def _read_all(run_dir: Path, attempt_texts: bool) -> tuple[list[dict[str, Any]],
 def export_ledger(run_dir: Path, out: Path) -> int:
     """Write every ledger row as one JSON object per line, in chain order.
 
-    Each line is `{"table": ..., **row}` with JSON columns parsed and `row_hash` kept.
+    Each line is `{"table": ..., **row}` with JSON columns parsed and `row_hash` kept. `out` is
+    written by `output_writer`: a FIFO, a device or standard output is streamed to, never
+    replaced; a regular file is written beside and renamed over, so a hard link to another file
+    is never truncated.
 
     Returns:
         The number of rows written.
     """
     connection = open_for_reading(run_dir)
     count = 0
-    # Written beside `out` and renamed over it: a hard link to another file is never truncated.
-    temporary = out.with_name(f".{out.name}.tmp")
     try:
         contents = ContentReader(connection)
-        with temporary.open("w", encoding="utf-8") as handle:
+        with output_writer(out) as handle:
             for table, row in iter_rows(connection):
                 parsed = _parsed(row, contents)
-                handle.write(json.dumps({"table": table, **parsed}, ensure_ascii=False))
-                handle.write("\n")
+                line = json.dumps({"table": table, **parsed}, ensure_ascii=False) + "\n"
+                handle.write(line.encode("utf-8"))
                 count += 1
-        temporary.replace(out)
     finally:
         connection.close()
-        temporary.unlink(missing_ok=True)
     return count

@@ -15,7 +15,13 @@ if TYPE_CHECKING:
 SpecArg = Annotated[Path, typer.Argument(help="Experiment spec (TOML).")]
 RunDirArg = Annotated[Path, typer.Argument(help="Run folder written by `freeze`.")]
 OutDirOpt = Annotated[str, typer.Option("--out", help="Run folder to write manifest.json into.")]
-OutFileOpt = Annotated[str, typer.Option("--out", help="JSONL file to write.")]
+OutFileOpt = Annotated[
+    str,
+    typer.Option(
+        "--out",
+        help="JSONL file to write (- for standard output; a FIFO or device is streamed to).",
+    ),
+]
 ForceOpt = Annotated[
     bool,
     typer.Option(
@@ -242,13 +248,19 @@ def verify(run_dir: RunDirArg, record: RecordOpt = False, public_key: PublicKeyO
 
 
 def export_ledger(run_dir: RunDirArg, out: OutFileOpt, force: ForceOpt = False) -> None:
-    """Export every ledger row as JSON lines (chain order) for other analysis tools."""
+    """Export every ledger row as JSON lines (chain order) for other analysis tools.
+
+    `--out -` (or a FIFO, a device, `/dev/stdout`) streams the rows and is never replaced; when
+    they go to standard output, the line saying how many were written goes to standard error,
+    so a pipe receives rows only.
+    """
     from trustbench.core._export import export_ledger as export
-    from trustbench.core._outputs import check_output_file, output_path
+    from trustbench.core._outputs import check_output_file, is_standard_output, output_path
 
     path = check_output_file(output_path(out), force=force)
+    to_stdout = is_standard_output(path)  # before writing: a FIFO's reader may be gone after
     count = export(run_dir, path)
-    typer.echo(f"wrote {count} rows to {path}")
+    typer.echo(f"wrote {count} rows to {path}", err=to_stdout)
 
 
 def _console_notes(record_path: Path) -> list[str]:
@@ -363,8 +375,10 @@ def keygen(
     from trustbench.core._outputs import check_output_file, output_path
     from trustbench.core._signing import generate_key_pair
 
-    private = check_output_file(output_path(out, "KEY"), force=force, option="KEY")
-    public = check_output_file(private.with_name(private.name + ".pub"), force=force, option="KEY")
+    private = check_output_file(output_path(out, "KEY"), force=force, option="KEY", streams=False)
+    public = check_output_file(
+        private.with_name(private.name + ".pub"), force=force, option="KEY", streams=False
+    )
     keyid = generate_key_pair(private, public)
     typer.echo(f"wrote {private} (private: keep it secret) and {public} (share it)")
     typer.echo(f"keyid {keyid}")

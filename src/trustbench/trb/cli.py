@@ -177,12 +177,12 @@ def corpus(
     )
 
 
-def _print_result(result: dict[str, Any]) -> None:
+def _print_result(result: dict[str, Any], *, to_stderr: bool = False) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
+    console = Console(stderr=to_stderr)  # stderr when the JSON result goes to stdout
     console.print(f"[bold]{result['trb_version']}[/]  corpus {result['corpus']['sha256'][:16]}…")
     console.print(f"[yellow]{escape(result['label'])}[/]")
     table = Table(title="Baselines (spec §4), eval split")
@@ -284,13 +284,14 @@ def _print_result(result: dict[str, Any]) -> None:
 
 
 def _finish(result: dict[str, Any], out: Path | None) -> None:
-    _print_result(result)
-    if out is not None:
-        from trustbench.core.runs import write_atomically
+    from trustbench.core.runs import is_standard_output, write_output
 
+    to_stderr = out is not None and is_standard_output(out)
+    _print_result(result, to_stderr=to_stderr)
+    if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(out, json.dumps(result, indent=2).encode("utf-8"))
-        typer.echo(f"result written to {out}")
+        write_output(out, (json.dumps(result, indent=2) + "\n").encode("utf-8"))
+        typer.echo(f"result written to {out}", err=to_stderr)
     if not all(r["passed"] for r in result["audit"]):
         raise CheckFailed("harness audit failed during the run", location="trb smoke")
 
@@ -350,7 +351,9 @@ def run(
 
 @trb_app.command("smoke")
 def smoke_command(
-    out: Annotated[str | None, typer.Option(help="Write the JSON result here.")] = None,
+    out: Annotated[
+        str | None, typer.Option(help="Write the JSON result here (- for standard output).")
+    ] = None,
     corpus_dir: Annotated[
         Path | None, typer.Option("--corpus", help="Stored corpus instead of the generated one.")
     ] = None,

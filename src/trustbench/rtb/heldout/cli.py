@@ -46,7 +46,7 @@ def keygen_seal(
     out = output_path(out_text)
     if out.exists():
         raise InputError("refusing to overwrite an existing key file", location=str(out))
-    check_output_file(out)  # never into a run's evidence or report; O_EXCL below
+    check_output_file(out, streams=False)  # never into a run's evidence or a device; O_EXCL below
     private, public = new_key_pair()
     descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -141,7 +141,12 @@ def report(
     ] = False,
 ) -> None:
     """Report on a set with the owner's key: what was withheld, exposure, retirement."""
-    from trustbench.core.runs import check_output_file, output_path, write_atomically
+    from trustbench.core.runs import (
+        check_output_file,
+        is_standard_output,
+        output_path,
+        write_output,
+    )
     from trustbench.rtb.heldout._crypto import read_private_key
     from trustbench.rtb.heldout._exposure import exposure_summary
     from trustbench.rtb.heldout._report import summary_html, summary_lines
@@ -154,13 +159,14 @@ def report(
     with tempfile.TemporaryDirectory() as tmp:
         manifest = open_set(folder, private, Path(tmp))
     summary = exposure_summary(folder, manifest)
+    to_stderr = html_out is not None and is_standard_output(html_out)  # the page goes to stdout
     if html_out is not None:
-        write_atomically(html_out, summary_html(summary).encode("utf-8"))
+        write_output(html_out, summary_html(summary).encode("utf-8"))
     if as_json:
-        typer.echo(json.dumps({"held_out_set": summary}, indent=2))
+        typer.echo(json.dumps({"held_out_set": summary}, indent=2), err=to_stderr)
     else:
         for line in summary_lines(summary):
-            typer.echo(line)
+            typer.echo(line, err=to_stderr)
     if summary["log_problems"]:
         raise CheckFailed("exposure log tampered")
 
