@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -249,23 +250,34 @@ def _exported_count(message: bytes) -> int:
     return int(message.decode().split("wrote ", 1)[1].split(" rows", 1)[0])
 
 
+def _read_in_background(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
+    """A reader of `fifo` on its own thread (what a `consumer` at the pipe's end does)."""
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    return reader, received
+
+
+def _let_go(reader: threading.Thread, fifo: Path) -> None:
+    """End a reader still waiting for a writer (the command failed before opening the FIFO)."""
+    if reader.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    reader.join(timeout=30)
+
+
 @pytest.mark.parametrize("force", [False, True])
 def test_export_to_a_fifo_streams_the_rows_to_its_reader_and_keeps_the_fifo(
     run_dir: Path, tmp_path: Path, force: bool
 ) -> None:
     fifo = tmp_path / "rows.fifo"
     os.mkfifo(fifo)
-    received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
-    reader.start()
+    reader, received = _read_in_background(fifo)
     try:
         result = _trustbench(
             "export-ledger", str(run_dir), "--out", str(fifo), *["--force"] * force, cwd=tmp_path
         )
-    finally:  # a reader still waiting for a writer (the export failed) is let go
-        if reader.is_alive():
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        reader.join(timeout=30)
+    finally:
+        _let_go(reader, fifo)
     assert result.returncode == 0, result.stderr
     rows = _rows(received[0])
     assert rows[0]["table"] == "experiments" and len(rows) == _exported_count(result.stdout)
@@ -325,3 +337,44 @@ def test_export_over_a_reported_runs_own_file_is_refused_with_force_and_the_run_
     assert _snapshot(run) == before
     verified = _trustbench("verify", str(run), cwd=tmp_path)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_heldout_report_html_to_a_fifo_streams_the_page_and_keeps_the_fifo(
+    sealed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    folder, key = sealed
+    fifo = tmp_path / "page.fifo"
+    os.mkfifo(fifo)
+    reader, received = _read_in_background(fifo)
+    try:
+        code, output = invoke(
+            "rtb", "heldout", "report", str(folder), "--key", str(key), "--html", str(fifo),
+            "--force",
+        )  # fmt: skip
+    finally:
+        _let_go(reader, fifo)
+    assert code == 0, output
+    assert b"<" in received[0] and stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_keygen_refuses_a_fifo_and_leaves_it_a_fifo(tmp_path: Path, force: bool) -> None:
+    fifo = tmp_path / "signer"
+    os.mkfifo(fifo)
+    code, message = invoke("keygen", str(fifo), *["--force"] * force)
+    assert code == 2 and "FIFO" in message, message
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and not (tmp_path / "signer.pub").exists()
+
+
+def test_export_to_a_socket_it_cannot_open_is_refused_in_one_line_and_keeps_the_socket(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a short relative name: socket paths are limited to ~100 bytes
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind("rows.sock")
+        result = _trustbench(
+            "export-ledger", str(run_dir), "--out", "rows.sock", "--force", cwd=tmp_path
+        )
+    message = result.stderr.decode().strip()
+    assert result.returncode == 2 and "rows.sock" in message and "\n" not in message, message
+    assert stat.S_ISSOCK((tmp_path / "rows.sock").lstat().st_mode)
