@@ -6,7 +6,6 @@ now goes through the trials' retry loop, and only its last attempt's failure sto
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,21 +13,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.core.test_preflight import NOT_FOUND, _is_probe
+from tests.core.test_preflight import _preflight_events as _probe_events
 from tests.support.cli import invoke
 from tests.support.echo_track import two_candidate_spec, write_corpus
-from tests.support.openai_server import (
-    PREFLIGHT_ASK,
-    Behaviour,
-    OpenAIServer,
-    rate_limited,
-    reply,
-    server_error,
-)
+from tests.support.openai_server import Behaviour, OpenAIServer, rate_limited, reply, server_error
 
 from trustbench.core import build_manifest, read_ledger, write_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
-NOT_FOUND = '{"error": {"message": "The model `alpha-modle` does not exist"}}'
 
 
 def _frozen(tmp_path: Path, base_url: str, extra: str = "") -> Path:
@@ -51,15 +44,6 @@ def _run_cli(run_dir: Path) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
-
-
-def _is_probe(body: Any) -> bool:
-    return isinstance(body, dict) and body["messages"][-1]["content"] == PREFLIGHT_ASK
-
-
-def _probe_events(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
-            for e in read_ledger(run_dir).events if e["kind"] == "preflight"]  # fmt: skip
 
 
 def test_a_probe_answered_429_is_retried_and_the_run_completes_with_the_retry_recorded(

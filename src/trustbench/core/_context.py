@@ -148,7 +148,9 @@ class TrialContext:
             self.provider,
             request,
             self._services,
-            lambda kind, started_at, result: self._record(kind, "chat", started_at, result),
+            lambda attempt_kind, started_at, attempt: self._record(
+                attempt_kind, "chat", started_at, attempt
+            ),
             cancelled=lambda started: self._cancelled(request, started),
             first_kind=kind,
             on_retry=self._count_retry,
@@ -160,6 +162,7 @@ class TrialContext:
         )
 
     def _count_retry(self) -> None:
+        """A trial's transport retry counts in the run's figures and its progress line."""
         services = self._services
         services.retries += 1
         if services.on_retry is not None:

@@ -9,7 +9,8 @@ names in `api_key_env`, i.e. exactly what travels in the `Authorization` / `x-ap
 A server rarely echoes a key only as it was sent: it logs it base64-encoded (a Basic header, a
 JWT-like token), percent-encoded (a URL), hex-encoded (a digest-looking dump), reversed, or cut
 (a "key sk-...abcd is invalid" message quoting most of it). Each of these is as good as the key
-to whoever reads the ledger, so `redact` replaces them all (`key_forms`):
+to whoever reads the ledger, so `redact` replaces them all (`encoded_forms`, and the key itself
+piece by piece):
 
 - the key itself and any piece of it at least `MIN_FRAGMENT_LENGTH` characters long;
 - the key reversed;
@@ -41,14 +42,15 @@ MIN_SECRET_LENGTH = 8
 evidence, and no real API key is that short (freeze refuses keys that appear in the manifest)."""
 
 MIN_FRAGMENT_LENGTH = 16
-"""A piece of a key this long or longer is redacted wherever it appears: 16 characters of a key
-are 80 bits or more of it; a shorter piece (`sk-proj-`) is a prefix every key shares."""
+"""A piece of a key this long or longer is redacted wherever it appears: 16 characters are most
+of a key's secret; a shorter piece (`sk-proj-`) is often a prefix every key of a provider shares,
+and replacing it wherever it is quoted would corrupt the evidence."""
 
 
 def secret_values(variable_names: Iterable[str | None]) -> tuple[str, ...]:
     """The values of the named environment variables that are set and long enough to redact."""
     values = {os.environ.get(name or "", "") for name in variable_names}
-    # Longest first, so a secret containing another is replaced whole.
+    # One order for one set of keys: their forms are made once per tuple (`_forms`).
     return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True))
 
 
