@@ -32,9 +32,14 @@ def _llm(base_url: str, model: str = "m") -> str:
             f'base_url = "{base_url}"\n')  # fmt: skip
 
 
-def _frozen(tmp_path: Path, base_url: str, options: str = "") -> Path:
+def _frozen(
+    tmp_path: Path,
+    base_url: str,
+    options: str = "",
+    retry: str = "retry = { transport_max_retries = 0 }",
+) -> Path:
     small_corpus(tmp_path / "corpus")
-    text = spec_text(_llm(base_url), extra="retry = { transport_max_retries = 0 }")
+    text = spec_text(_llm(base_url), extra=retry)
     if options:
         text = text.replace("[track_options]\n", f"[track_options]\n{options}\n")
     (tmp_path / "spec.toml").write_text(text)
@@ -239,12 +244,15 @@ def test_different_client_errors_do_not_stop_a_candidate(
     assert len(ledger.trials) > 2
 
 
-def test_a_probe_whose_connection_drops_is_sent_once_more_and_both_are_recorded(
+ONE_RETRY = "retry = { transport_max_retries = 1, backoff_base_s = 0.0 }"
+
+
+def test_a_probe_whose_connection_drops_is_retried_under_the_policy_and_both_are_recorded(
     tmp_path: Path,
     openai_server: OpenAIServer,  # noqa: F811
 ) -> None:
     # A connection the server dropped says nothing about the model or the key (a pooled one a
-    # server closed looks the same): the probe goes again, once; a second drop would stop the run.
+    # server closed looks the same): the probe is retried as a trial's call would be.
     sent: list[int] = []
 
     def first_dropped(body: Any, number: int) -> Behaviour:
@@ -254,20 +262,23 @@ def test_a_probe_whose_connection_drops_is_sent_once_more_and_both_are_recorded(
         return drop_connection() if len(sent) == 1 else reply("ready")
 
     openai_server.script(first_dropped)
-    run_dir = _frozen(tmp_path, openai_server.base_url)
+    run_dir = _frozen(tmp_path, openai_server.base_url, retry=ONE_RETRY)
     code, out = invoke("run", str(run_dir), "--quiet")
     assert code in (0, 1), out
     checks = _preflight_events(run_dir)
-    assert [e["check"] for e in checks] == ["model", "model"]
+    assert [(e["check"], e["attempt"], e["kind"]) for e in checks] == [
+        ("model", 1, "first"),
+        ("model", 2, "transport_retry"),
+    ]
     assert checks[0]["error_class"] == "connection_error" and checks[1]["error_class"] is None
 
 
-def test_a_probe_dropped_twice_stops_the_run_before_any_trial(
+def test_a_probe_dropped_at_every_attempt_stops_the_run_before_any_trial(
     tmp_path: Path,
     openai_server: OpenAIServer,  # noqa: F811
 ) -> None:
     openai_server.script(lambda body, n: drop_connection() if _is_probe(body) else reply("x"))
-    run_dir = _frozen(tmp_path, openai_server.base_url)
+    run_dir = _frozen(tmp_path, openai_server.base_url, retry=ONE_RETRY)
     code, message = invoke("run", str(run_dir), "--quiet")
     assert code == 2 and "connection_error" in message, message
     assert read_ledger(run_dir).trials == [] and len(_preflight_events(run_dir)) == 2

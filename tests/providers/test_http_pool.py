@@ -17,6 +17,7 @@ import subprocess
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -412,6 +413,26 @@ def test_https_refuses_a_certificate_nobody_trusts(
     result = _https_post(*self_signed, "127.0.0.1")
     assert result.error_class == "connection_error" and result.http_status is None
     assert "CERTIFICATE_VERIFY_FAILED" in (result.error_message or "")
+
+
+def test_https_trusts_the_ca_bundle_requests_ca_bundle_names(
+    self_signed: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As `requests` reads it: the bundle a user behind a TLS-inspecting proxy already has set.
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", self_signed[0])
+    result = _https_post(*self_signed, "127.0.0.1")
+    assert result.error_class is None and result.raw_response == '{"tls": true}'
+
+
+def test_an_unreadable_requests_ca_bundle_fails_the_call_naming_the_variable(
+    self_signed: tuple[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-bundle.pem"
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(missing))
+    result = _https_post(*self_signed, "127.0.0.1")
+    assert result.error_class == "connection_error" and result.http_status is None
+    assert f"REQUESTS_CA_BUNDLE={str(missing)!r} cannot be read" in (result.error_message or "")
 
 
 def test_https_refuses_a_certificate_for_another_name(

@@ -97,6 +97,9 @@ class TrialContext:
         self._call_index = -1
         self._resamples_used = 0
         self._secrets = services.secrets
+        self.trial_limit: asyncio.Timeout | None = None
+        """The trial's `trial_timeout_s` limit while it runs (set by `execute_trial`): a call
+        cancelled when it has expired is a `trial_timeout`, any other cancellation `cancelled`."""
 
     def redact(self, text: str | None) -> str | None:
         """`text` with every API key of the run replaced by `[REDACTED]` (before it is stored)."""
@@ -141,36 +144,29 @@ class TrialContext:
         else:
             self._call_index += 1
             kind = "first"
+        result = await send_under_policy(
+            self.provider,
+            request,
+            self._services,
+            lambda attempt_kind, started_at, attempt: self._record(
+                attempt_kind, "chat", started_at, attempt
+            ),
+            cancelled=lambda started: self._cancelled(request, started),
+            first_kind=kind,
+            on_retry=self._count_retry,
+        )
+        if result.error_class is None and result.reply is not None:
+            return result.reply
+        raise CallFailed(
+            result.error_class or "malformed_response", result.error_message or "no reply"
+        )
+
+    def _count_retry(self) -> None:
+        """A trial's transport retry counts in the run's figures and its progress line."""
         services = self._services
-        endpoint = self.provider.endpoint
-        limiter = services.limiters.get(endpoint) if endpoint else None
-        retry_number = 0
-        while True:
-            if limiter is not None:
-                await limiter.acquire()
-            started_at = utc_now()
-            started = time.perf_counter()
-            try:
-                result = await self.provider.send(request, services.timeout_s)
-            except asyncio.CancelledError:
-                # The trial's time limit (or a shutdown) ended this call mid-flight: the attempt
-                # happened, so it is recorded before the cancellation goes on.
-                self._record(kind, "chat", started_at, self._cancelled(request, started))
-                raise
-            self._record(kind, "chat", started_at, result)
-            if result.error_class is None and result.reply is not None:
-                return result.reply
-            error_class = result.error_class or "malformed_response"
-            retryable = error_class in services.policy.retry_on
-            if not retryable or retry_number >= services.policy.transport_max_retries:
-                raise CallFailed(error_class, result.error_message or "no reply")
-            delay = backoff_delay(services.policy, retry_number, result.retry_after_s, services.rng)
-            retry_number += 1
-            kind = "transport_retry"
-            services.retries += 1
-            if services.on_retry is not None:
-                services.on_retry()
-            await asyncio.sleep(delay)
+        services.retries += 1
+        if services.on_retry is not None:
+            services.on_retry()
 
     async def call(self, name: str, request: Any, function: Callable[[Any], Any]) -> Any:
         """Run a deterministic in-process candidate call and record it as an attempt.
@@ -207,11 +203,7 @@ class TrialContext:
             if inspect.isawaitable(response):
                 response = await response
         except asyncio.CancelledError:
-            record(
-                None,
-                "trial_timeout",
-                "the call was cancelled before it finished (trial_timeout_s reached)",
-            )
+            record(None, *self._cancel_cause())
             raise
         except Exception as error:  # the candidate's failure is a measured result
             failure = f"{type(error).__name__}: {error}"
@@ -266,14 +258,32 @@ class TrialContext:
             provider, "build_body", None
         )
         body = build_body(request) if callable(build_body) else {"messages": request.messages}
-        return AttemptResult(
+        result = AttemptResult(
             request_body=body,
             requested_model=provider.requested_model if provider is not None else None,
             request_json=None,
             endpoint=provider.endpoint if provider is not None else None,
-            error_class="trial_timeout",
-            error_message="the call was cancelled before it finished (trial_timeout_s reached)",
             latency_s=time.perf_counter() - started,
+        )
+        result.error_class, result.error_message = self._cancel_cause()
+        return result
+
+    def _cancel_cause(self) -> tuple[str, str]:
+        """Why a call of this trial was cancelled mid-flight: (error class, message).
+
+        `trial_timeout` only when the trial's own limit fired (`trial_limit` expired); anything
+        else that cancels a trial (a failed preflight stopping the run, an interrupt) is
+        `cancelled`, so a run with no trial timeout never reports one.
+        """
+        limit = self.trial_limit
+        if limit is not None and limit.expired():
+            return (
+                "trial_timeout",
+                "the call was cancelled before it finished (trial_timeout_s reached)",
+            )
+        return "cancelled", (
+            "the run cancelled the call before it finished (a failed preflight, an interrupt or "
+            "a shutdown; no trial timeout)"
         )
 
     def _record(self, kind: str, call: str, started_at: str, result: AttemptResult) -> None:
@@ -315,3 +325,70 @@ class TrialContext:
         )
         self._attempt_index += 1
         self._services.attempts += 1
+
+
+RecordAttempt = Callable[[str, str, AttemptResult], None]
+"""Records one attempt as it finishes: `(kind, started_at, result)`."""
+
+
+async def send_under_policy(
+    provider: ChatProvider,
+    request: ChatRequest,
+    services: RunServices,
+    record: RecordAttempt,
+    *,
+    cancelled: Callable[[float], AttemptResult],
+    first_kind: str = "first",
+    on_retry: Callable[[], None] | None = None,
+) -> AttemptResult:
+    """Send `request` under the declared retry policy; return the last attempt's result.
+
+    The one retry loop of a run, so a trial's calls and the preflight's probes are retried
+    alike: the endpoint's rate limit is waited for before every attempt; a failure whose class
+    is in `retry_on` is sent again up to `transport_max_retries` times, after the backoff (a
+    429's or 503's Retry-After as its floor when honoured); each attempt (`first_kind`, then
+    `transport_retry`) goes to `record` as soon as it finishes. Each attempt has the per-call
+    `timeout_s`.
+
+    Args:
+        provider: The client to send with.
+        request: The request, sent unchanged on every attempt.
+        services: The run's retry policy, per-call timeout, limiters and jitter source.
+        record: Called with every attempt, before anything else reads it.
+        cancelled: Builds the attempt of a call cancelled mid-flight from its start time
+            (`time.perf_counter()`); it is recorded before the cancellation goes on.
+        first_kind: The first attempt's kind (`first`, or `candidate_retry` for a re-sample).
+        on_retry: Called once per transport retry (the run's retry count and progress).
+
+    Returns:
+        The successful attempt's result, or the last failed one (not retryable, or the retries
+        spent); the caller decides what a failure means.
+    """
+    policy = services.policy
+    limiter = services.limiters.get(provider.endpoint) if provider.endpoint else None
+    kind = first_kind
+    retry_number = 0
+    while True:
+        if limiter is not None:
+            await limiter.acquire()
+        started_at = utc_now()
+        started = time.perf_counter()
+        try:
+            result = await provider.send(request, services.timeout_s)
+        except asyncio.CancelledError:
+            # A time limit, a failed preflight or a shutdown ended this call mid-flight: the
+            # attempt happened, so it is recorded before the cancellation goes on.
+            record(kind, started_at, cancelled(started))
+            raise
+        record(kind, started_at, result)
+        if result.error_class is None and result.reply is not None:
+            return result
+        error_class = result.error_class or "malformed_response"
+        if error_class not in policy.retry_on or retry_number >= policy.transport_max_retries:
+            return result
+        delay = backoff_delay(policy, retry_number, result.retry_after_s, services.rng)
+        retry_number += 1
+        kind = "transport_retry"
+        if on_retry is not None:
+            on_retry()
+        await asyncio.sleep(delay)

@@ -16,15 +16,23 @@ they add no round trip before the run: at 1.5 s a call, probing first made a sho
 1.5 s more (issue 35). No trial finishes until every probe passed (the runner holds each
 finished trial back, `_runner._Execution.cleared`); a failed probe cancels the trials in
 flight, so the run stops with no trial finished. Their requests were sent, though: up to
-`concurrency` attempts stay in the ledger, never counted, and the next `run` marks their
-executions abandoned, as after a killed run.
+`concurrency` attempts stay in the ledger (error class `cancelled`, never `trial_timeout`),
+never counted, and the next `run` marks their executions abandoned, as after a killed run.
 
-A failure raises `InputError` (exit 2) naming the candidate and quoting the server's message.
-Every probe is recorded as a ledger *event* (`preflight`), never as an attempt or a trial,
-so it counts in no denominator. `trustbench run --no-preflight` skips it. A server can echo
-the key it received (in `model`, the reply or an error body): every probe's result is redacted
-with the run's secret values as soon as it arrives, as an attempt's is (`RunContext.redact`),
-so neither the event nor the failure message quotes a key.
+A probe is sent under the spec's retry policy, through the same loop as a trial's call
+(`_context.send_under_policy`): a 429 or a 5xx (any class in `retry_on`) is sent again after
+the backoff, Retry-After honoured, up to `transport_max_retries` times, each attempt bounded by
+the per-call `timeout_s` (never by `trial_timeout_s`, which is a trial's). One 429 used to stop
+a run that, without the preflight, completed every trial through its retries. Only the last
+attempt's failure raises `InputError` (exit 2), naming the candidate and quoting the server's
+message.
+
+Every probe attempt is recorded as a ledger *event* (`preflight`, with its `attempt` number and
+`kind`: `first` or `transport_retry`), never as an attempt row or a trial, so it counts in no
+denominator. `trustbench run --no-preflight` skips it. A server can echo the key it received
+(in `model`, the reply or an error body, in any encoding): every probe's result is redacted
+with the run's secret values as soon as it arrives, as an attempt's is
+(`providers._redact.redact`), so neither the event nor the failure message quotes a key.
 
 During the run, `stop_reason` stops a candidate whose first N trials all failed with one and
 the same client error (`retry.stop_after_client_errors`, default 5): its remaining trials
@@ -37,9 +45,11 @@ import asyncio
 import dataclasses
 import json
 import secrets
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from trustbench.core._context import RunServices, send_under_policy
 from trustbench.core._ledger import Ledger
 from trustbench.core._spec import ExperimentSpec
 from trustbench.errors import InputError
@@ -47,7 +57,6 @@ from trustbench.providers._redact import redact
 from trustbench.providers._types import AttemptResult, ChatProvider, ChatRequest
 
 if TYPE_CHECKING:
-    from trustbench.core._context import RunServices
     from trustbench.core._track import Track
 
 API_KINDS = ("openai_chat", "anthropic_messages")
@@ -95,9 +104,8 @@ def probed(
 async def preflight(
     spec: ExperimentSpec,
     providers: dict[str, ChatProvider | None],
-    ledger: Ledger,
+    services: RunServices,
     structured_output: bool = False,
-    secret_values: tuple[str, ...] = (),
 ) -> None:
     """Probe every API candidate once (twice with structured output); raise on a failure.
 
@@ -106,19 +114,19 @@ async def preflight(
     the first in the spec's order is the one raised.
 
     Args:
-        spec: The frozen spec (candidates, `timeout_s`).
+        spec: The frozen spec (candidates).
         providers: The run's providers by candidate name.
-        ledger: Where each probe is recorded as a `preflight` event.
+        services: The run's retry policy, per-call timeout, rate limiters and ledger (each
+            probe attempt is recorded there as a `preflight` event) and its secrets (replaced
+            by `[REDACTED]` in everything a probe brings back before it is recorded or quoted).
         structured_output: The track declared server-side structured output: also check that
             the server honours `response_format` (see the module docstring).
-        secret_values: The run's API keys, replaced by `[REDACTED]` in everything a probe
-            brings back before it is recorded or quoted.
 
     Raises:
         InputError: a candidate's probe failed; the message names it and quotes the server.
     """
     probes = [
-        _probe(candidate, provider, spec.timeout_s, ledger, structured_output, secret_values)
+        _probe(candidate, provider, services, structured_output)
         for candidate, provider in probed(spec, providers)
     ]
     outcomes = await asyncio.gather(*probes, return_exceptions=True)
@@ -128,19 +136,13 @@ async def preflight(
 
 
 async def _probe(
-    candidate: Any,
-    provider: ChatProvider,
-    timeout_s: float,
-    ledger: Ledger,
-    structured_output: bool,
-    secret_values: tuple[str, ...],
+    candidate: Any, provider: ChatProvider, services: RunServices, structured_output: bool
 ) -> None:
     """One candidate's probes: the model and key, then (when declared) structured output."""
     where = f"candidates/{candidate.name}"
     ask = ChatRequest(messages=[{"role": "user", "content": _ASK}],
                       max_tokens=PROBE_MAX_TOKENS, temperature=0.0)  # fmt: skip
-    send = _Sender(provider, timeout_s, ledger, candidate.name, secret_values)
-    result = await send(ask, "model")
+    result = await _send(provider, ask, services, _Recorder(services, candidate.name, "model"))
     if result.error_class is not None or result.reply is None:
         raise InputError(
             f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
@@ -158,18 +160,16 @@ async def _probe(
                                          "strict": True}},
         max_tokens=PROBE_MAX_TOKENS, temperature=0.0,
     )  # fmt: skip
-    result = await send(constrained, "structured_output", record_last=False)
-    ok = result.error_class is None and result.reply is not None
-    honoured = ok and honours_schema(result.reply.text if result.reply else None, token)
-    _record(ledger, candidate.name, "structured_output", result, honoured=honoured)
-    if not ok:
+    recorder = _Recorder(services, candidate.name, "structured_output", token=token)
+    result = await _send(provider, constrained, services, recorder)
+    if result.error_class is not None or result.reply is None:
         raise InputError(
             f"preflight: candidate {candidate.name!r} refused structured output "
             f"(answer_extraction structured_output): {_message(result)}",
             location=where,
         )
-    if not honoured:
-        text = (result.reply.text if result.reply else "") or ""
+    if not honours_schema(result.reply.text, token):
+        text = result.reply.text or ""
         raise InputError(
             f"preflight: candidate {candidate.name!r} accepted response_format but did not "
             f'honour it (asked for the object {{"preflight": "{token}"}}, got '
@@ -179,34 +179,55 @@ async def _probe(
         )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Sender:
-    """Sends one candidate's probes and records them, redacted."""
+async def _send(
+    provider: ChatProvider, request: ChatRequest, services: RunServices, recorder: _Recorder
+) -> AttemptResult:
+    """One probe under the run's retry policy (as a trial's call); its final result, redacted.
 
-    provider: ChatProvider
-    timeout_s: float
-    ledger: Ledger
-    name: str
-    secret_values: tuple[str, ...]
+    A 429 or a 5xx is sent again after the backoff (Retry-After honoured), up to the trials'
+    `transport_max_retries`, each attempt bounded by the per-call `timeout_s` and recorded; only
+    the last attempt's failure stops the run. Probe retries are not counted among the run's
+    transport retries (those are the trials').
+    """
 
-    async def __call__(
-        self, request: ChatRequest, probe: str, *, record_last: bool = True
-    ) -> AttemptResult:
-        """Send a probe; one that met a connection the server had closed is sent once more.
+    def cancelled(started: float) -> AttemptResult:
+        return AttemptResult(
+            request_body={}, requested_model=provider.requested_model, request_json=None,
+            endpoint=provider.endpoint, error_class="cancelled",
+            error_message="the run was stopped while the probe was in flight",
+            latency_s=time.perf_counter() - started,
+        )  # fmt: skip
 
-        The pool resends such a request on a fresh connection (`providers._pool`), as the
-        runner's retry of a trial would: a pooled connection a server dropped says nothing about
-        the model or the key. Every send is recorded (the last one by the caller when
-        `record_last` is false, with what it concluded), and redacted before anything reads it.
-        """
-        result = _redacted(await self.provider.send(request, self.timeout_s), self.secret_values)
-        if result.error_class == "connection_error":
-            _record(self.ledger, self.name, probe, result)
-            result = await self.provider.send(request, self.timeout_s)
-            result = _redacted(result, self.secret_values)
-        if record_last:
-            _record(self.ledger, self.name, probe, result)
-        return result
+    await send_under_policy(provider, request, services, recorder, cancelled=cancelled)
+    assert recorder.last is not None  # send_under_policy records every attempt it makes
+    return recorder.last
+
+
+@dataclasses.dataclass(slots=True)
+class _Recorder:
+    """Records each attempt of one probe as a `preflight` event, redacted before anything reads it.
+
+    `token`: the structured-output probe's expected value; each of its successful attempts is
+    recorded with `honoured` (whether the reply is exactly the probe object).
+    """
+
+    services: RunServices
+    candidate: str
+    check: str
+    token: str | None = None
+    last: AttemptResult | None = None
+    """The last attempt, redacted: what the probe concludes from."""
+    attempts: int = 0
+
+    def __call__(self, kind: str, started_at: str, result: AttemptResult) -> None:
+        result = self.last = _redacted(result, self.services.secrets)
+        self.attempts += 1
+        extra: dict[str, Any] = {}
+        if self.token is not None:
+            text = result.reply.text if result.reply is not None else None
+            extra["honoured"] = result.error_class is None and honours_schema(text, self.token)
+        _record(self.services.ledger, self.candidate, self.check, result,
+                attempt=self.attempts, kind=kind, started_at=started_at, **extra)  # fmt: skip
 
 
 def _redacted(result: AttemptResult, secret_values: tuple[str, ...]) -> AttemptResult:
@@ -244,6 +265,7 @@ def _record(
             "reported_model": result.reported_model,
             "reply": result.reply.text if result.reply else None,
             "latency_s": result.latency_s,
+            "retry_after_s": result.retry_after_s,
             **extra,
         },
     )
@@ -284,10 +306,7 @@ def start_preflight(
     services: RunServices,
 ) -> asyncio.Task[None]:
     """Start the preflight: a small request per API candidate (events), beside the first trials."""
-    structured_output = structured(track, spec)
-    return asyncio.create_task(
-        preflight(spec, providers, services.ledger, structured_output, services.secrets)
-    )
+    return asyncio.create_task(preflight(spec, providers, services, structured(track, spec)))
 
 
 async def supervised(

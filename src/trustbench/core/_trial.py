@@ -60,7 +60,7 @@ async def execute_trial(
     started_at = utc_now()
     started = time.perf_counter()
     try:
-        async with asyncio.timeout(manifest.spec.trial_timeout_s):
+        async with asyncio.timeout(manifest.spec.trial_timeout_s) as ctx.trial_limit:
             outcome = await track.run_trial(key, ctx)
         if not isinstance(outcome, TrialOutcome):
             outcome = _failed("harness_error", f"run_trial returned {type(outcome).__name__}")

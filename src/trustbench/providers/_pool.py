@@ -11,6 +11,10 @@ module fixes how trustbench uses it, so nothing hidden happens between the recor
   the provider's `Authorization` header).
 - **TLS** with `ssl.create_default_context()`, made when the pool first calls an `https` URL, so
   `SSL_CERT_FILE` / `SSL_CERT_DIR` set before the run are honoured; hostnames are checked.
+  `REQUESTS_CA_BUNDLE`, when set, names the CA bundle (a file, or a folder of hashed
+  certificates) trusted instead of the default store, as `requests` reads it: a user behind a
+  TLS-inspecting proxy usually has it set already, and ignoring it made every call fail
+  certificate verification.
 - **No redirects** (`allow_redirects=False`: a 3xx is returned as it is, and the providers make
   it a `client_error`), **no cookies** (`DummyCookieJar`), **no retries**: POST is never retried
   by aiohttp, so a failed request is one failed attempt, which the runner records and retries
@@ -34,6 +38,7 @@ Every failure is `HttpTransportError` or an `OSError` (the providers classify bo
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -151,7 +156,7 @@ class HttpPool:
         proxy, proxy_auth = env_proxy(parsed)
         tls = parsed.scheme == "https"
         if tls and self._tls is None:
-            self._tls = ssl.create_default_context()  # reads SSL_CERT_FILE / SSL_CERT_DIR now
+            self._tls = tls_context()
         target = self._targets[url] = _Target(parsed, proxy, proxy_auth, tls)
         return target
 
@@ -220,6 +225,30 @@ class HttpPool:
         if self._session is None:
             self._session = self._new_session(fresh=False)
         return self._session
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS context of the pool's `https` calls, from the environment as it is now.
+
+    `REQUESTS_CA_BUNDLE` (set and not empty) names the trusted CAs: a PEM file (`cafile`) or a
+    folder of hashed certificates (`capath`), instead of the default store, as `requests` reads
+    it; otherwise the default store, where OpenSSL honours `SSL_CERT_FILE` / `SSL_CERT_DIR`.
+
+    Raises:
+        HttpTransportError: the bundle cannot be read; the message names the variable and the
+            path (each call then fails as a `connection_error` saying so).
+    """
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE")
+    if not bundle:
+        return ssl.create_default_context()
+    try:
+        if os.path.isdir(bundle):
+            return ssl.create_default_context(capath=bundle)
+        return ssl.create_default_context(cafile=bundle)
+    except OSError as error:  # missing, unreadable, or not certificates (ssl.SSLError)
+        raise HttpTransportError(
+            f"REQUESTS_CA_BUNDLE={bundle!r} cannot be read as a CA bundle: {error}"
+        ) from None
 
 
 def _check_header_values(headers: dict[str, str]) -> None:

@@ -25,10 +25,13 @@ ERROR_CLASSES: tuple[str, ...] = (
     "candidate_error",
     "response_too_large",
     "trial_timeout",
+    "cancelled",
 )
 """Every error class an attempt can carry. `candidate_error`: an in-process candidate raised;
 `response_too_large`: the body exceeded the declared `max_response_bytes` (stored truncated, the
-reply unusable); `trial_timeout`: the trial's time limit cancelled the call mid-flight."""
+reply unusable); `trial_timeout`: the trial's time limit cancelled the call mid-flight;
+`cancelled`: the run cancelled the call mid-flight for another reason (a failed preflight, an
+interrupt), never a trial timeout."""
 
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 """Default cap on one response body (4 MiB): far above any chat reply, far below a memory
