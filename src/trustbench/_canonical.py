@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import stat
 from json.encoder import encode_basestring
@@ -211,3 +212,33 @@ def file_digest(path: Path) -> tuple[str, int]:
     finally:
         os.close(fd)
     return digest.hexdigest(), size
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names one key twice (the key is the message)."""
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A duplicate makes the dict shorter than its pairs: the per-key loop runs only then.
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
+    return document
+
+
+def loads_refusing_duplicate_keys(text: str | bytes) -> Any:
+    """`json.loads`, but an object that names a key twice, at any depth, is refused.
+
+    `json.loads` keeps the last of two same-named keys and other parsers the first, so a
+    document with a duplicate can show two readers two different contents (a signed payload to
+    the verifier, another to whoever reads the file): anything checked must be unambiguous.
+
+    Raises:
+        DuplicateKeyError: naming the first key found twice in one object.
+        ValueError: when `text` is not JSON (`json.JSONDecodeError`).
+    """
+    return json.loads(text, object_pairs_hook=_refuse_duplicate_keys)

@@ -9,8 +9,8 @@ imports the other:
   (`localhost` too on a loopback one), so a DNS-rebinding page, whose `Origin` and `Host` both
   name the attacker's domain, is refused;
 - `check_origin`: every POST must come from a page of the app (`Origin`, else `Referer`, naming
-  this host, or `Sec-Fetch-Site: same-origin`), so another site open in the participant's
-  browser cannot post for them;
+  this host; `Sec-Fetch-Site: same-origin` only when neither names a page, never over a foreign
+  one), so another site open in the participant's browser cannot post for them;
 - `posted_form`: a body that cannot be parsed, or holds a file where text belongs, is answered
   400, never 500;
 - `listen_socket` binds before the run is opened, so a used port is reported at once;
@@ -112,17 +112,23 @@ def back_to_session(request: web.Request) -> web.HTTPSeeOther:
 def check_origin(request: web.Request) -> None:
     """403 unless the POST comes from this app's own pages.
 
-    Accepted evidence: an `Origin` (or, lacking one, a `Referer`) naming this scheme and host, or
-    `Sec-Fetch-Site: same-origin` (set by the browser itself; a page cannot forge it).
+    Accepted evidence: an `Origin` (or, lacking one, a `Referer`) naming this scheme and host;
+    only when neither names any page (absent, empty, or the opaque `null`) does
+    `Sec-Fetch-Site: same-origin` count (set by the browser itself; a page cannot forge it).
+    A page named is decisive: `Sec-Fetch-Site` never overrides a foreign `Origin`, since a
+    client that is no browser sets both at will and one that claims two origins is refused.
     """
-    if request.headers.get("Sec-Fetch-Site") == "same-origin":
+    origin = request.headers.get("Origin")
+    source = origin if origin and origin != "null" else request.headers.get("Referer")
+    if source:
+        parts = urlsplit(source)
+        if parts.scheme == request.scheme and parts.netloc == request.host:
+            return
+    elif request.headers.get("Sec-Fetch-Site") == "same-origin":
         return
-    source = request.headers.get("Origin") or request.headers.get("Referer")
-    parts = urlsplit(source) if source and source != "null" else None
-    if parts is None or parts.scheme != request.scheme or parts.netloc != request.host:
-        raise web.HTTPForbidden(
-            text="cross-origin or origin-less form posts are refused", headers=HEADERS
-        )
+    raise web.HTTPForbidden(
+        text="cross-origin or origin-less form posts are refused", headers=HEADERS
+    )
 
 
 async def posted_form(request: web.Request) -> MultiDictProxy[str]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +18,18 @@ from tests.support.crash import crash_after_seq
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer, server_error
 
-from trustbench.core import build_manifest, run_experiment, verify_run, write_manifest
-from trustbench.errors import InputError
+from trustbench.core import (
+    build_manifest,
+    read_ledger,
+    run_experiment,
+    verify_run,
+    write_manifest,
+)
+from trustbench.errors import CheckFailed, InputError
 
+# Ray's own processes on the loopback address only: without this Ray replaces 127.0.0.1 with the
+# machine's address reachable from other hosts (its "cluster" mode), read when ray is imported.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip(
     "ray", reason="ray is not installed (install the `ray` extra to test --executor ray)"
 )
@@ -34,6 +45,7 @@ def local_ray() -> Iterator[None]:
     path = os.pathsep.join([str(REPO / "src"), str(REPO), *sys.path])
     ray.init(
         num_cpus=2,
+        _node_ip_address="127.0.0.1",
         include_dashboard=False,
         log_to_driver=False,
         runtime_env={"env_vars": {"PYTHONPATH": path}},
@@ -171,3 +183,96 @@ def test_run_command_accepts_executor_ray(
     code, output = invoke("run", str(ray_dir), "--quiet", "--executor", "ray")
     assert code == 0, output
     assert "12/12 trials finished" in output
+
+
+_CRASH_ONCE_SPEC = """
+suite = "test"
+track = "echo"
+trials_per_case = 2
+concurrency = 2
+order_seed = 3
+{retry}
+
+[corpus]
+path = "corpus"
+
+[[candidates]]
+name = "fragile"
+kind = "inprocess"
+entry = "tests.support.echo_track:crash_once_responder"
+settings = {{ marker = "{marker}" }}
+"""
+
+
+def _crash_once_run(tmp_path: Path, retry: str = "") -> tuple[Path, Path]:
+    """A frozen run whose candidate kills its Ray worker on the run's first call."""
+    write_corpus(tmp_path / "corpus", 3)
+    marker = tmp_path / "worker-killed"
+    spec = tmp_path / "exp.toml"
+    spec.write_text(_CRASH_ONCE_SPEC.format(retry=retry, marker=marker))
+    run_dir = tmp_path / "ray"
+    write_manifest(build_manifest(spec), run_dir)
+    return run_dir, marker
+
+
+def _worker_losses(run_dir: Path) -> list[dict[str, Any]]:
+    return [e["data"] for e in read_ledger(run_dir).events if e["kind"] == "worker_lost"]
+
+
+def test_a_lost_workers_trial_is_rescheduled_and_every_trial_is_recorded(
+    local_ray: None, tmp_path: Path
+) -> None:
+    run_dir, marker = _crash_once_run(tmp_path)
+    summary = run_experiment(run_dir, executor="ray")
+    assert marker.exists(), "the candidate never killed its worker"
+    assert (summary.completed, summary.failed) == (6, 0)
+    trials, attempts = _results(run_dir)
+    assert len(trials) == 6 and all(row[6] == "completed" for row in trials)
+    assert len(attempts) == 6  # the lost attempt left no row: it died with its worker
+    # One dead worker; a trial sent to it before its death was noticed is lost with it too.
+    losses = _worker_losses(run_dir)
+    assert losses and all(loss["rescheduled"] is True for loss in losses)
+    assert {loss["trial_id"] for loss in losses} <= {row[0] for row in trials}
+    assert verify_run(run_dir).ok
+
+
+def test_a_trial_lost_more_often_than_the_retry_policy_allows_stops_the_run(
+    local_ray: None, tmp_path: Path
+) -> None:
+    run_dir, _ = _crash_once_run(tmp_path, retry="retry = { transport_max_retries = 0 }")
+    with pytest.raises(CheckFailed, match="lost 1 times while running trial"):
+        run_experiment(run_dir, executor="ray")
+    losses = _worker_losses(run_dir)
+    assert losses and all(loss["rescheduled"] is False for loss in losses)
+
+
+def test_run_with_an_unreachable_ray_address_exits_2_naming_it_within_30_s(
+    tmp_path: Path,
+) -> None:
+    run_dir, marker = _crash_once_run(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+    started = time.monotonic()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.support.trustbench_cli",
+            "run",
+            str(run_dir),
+            "--quiet",
+            "--executor",
+            "ray",
+            "--address",
+            "127.0.0.1:1",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert time.monotonic() - started < 30
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "127.0.0.1:1" in result.stderr and "Traceback" not in result.stderr
+    assert not marker.exists()

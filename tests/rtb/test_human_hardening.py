@@ -84,6 +84,25 @@ def test_posts_without_this_apps_origin_are_refused_403(
     assert len(paused) >= 1, "the same-origin pause went through"
 
 
+def test_a_foreign_origin_is_refused_403_whatever_sec_fetch_site_says(
+    runs: tuple[Path, Path],  # noqa: F811
+) -> None:
+    _, human_dir = runs
+
+    async def driver(client: TestClient, tokens: dict[str, str]) -> list[int]:
+        base = f"/s/{tokens['sre-cab-p01']}"
+        await client.get(base)
+        statuses = []
+        for headers in [
+            {"Origin": "http://evil.example", "Sec-Fetch-Site": "same-origin"},
+            {"Origin": "null", "Referer": "http://evil.example/", "Sec-Fetch-Site": "same-origin"},
+        ]:
+            statuses.append((await client.post(f"{base}/pause", headers=headers)).status)
+        return statuses
+
+    assert serve(human_dir, driver) == [403, 403]
+
+
 def test_sigterm_pauses_open_cases_like_ctrl_c_and_signs_the_ledger_off(
     runs: tuple[Path, Path],  # noqa: F811
 ) -> None:

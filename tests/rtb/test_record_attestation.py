@@ -5,8 +5,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -15,6 +20,8 @@ from tests.support.cli import invoke
 
 from trustbench.core import export_ledger, report_run
 from trustbench.core.attestation import REMOVED_KEY_ENV, STATEMENT_FILE, pae
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +247,63 @@ def test_bad_sign_key_file_is_refused_before_anything_is_written(
     code, message = invoke("report", str(run_dir), "--sign-key", str(keys["signer.pub"]))
     assert code == 2 and "private key" in message
     assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+
+
+def _verify_in_a_subprocess(run_dir: Path, public_key: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m trustbench verify RUN --record --public-key KEY`, as a user runs it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = [sys.executable, "-m", "trustbench", "verify", str(run_dir), "--record"]
+    return subprocess.run(
+        [*command, "--public-key", str(public_key)],
+        cwd=run_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _duplicate_payload(envelope: dict[str, Any]) -> str:
+    # A forged payload first, the signed one last: json.loads keeps the last, so the signature
+    # checks while a reader that keeps the first sees the forgery.
+    forged = base64.b64encode(b'{"predicate": "forged"}').decode()
+    signed_payload = json.dumps(envelope["payload"])
+    text = json.dumps(envelope)
+    return text.replace(
+        f'"payload": {signed_payload}', f'"payload": "{forged}", "payload": {signed_payload}'
+    )
+
+
+def _duplicate_keyid_in_a_signature(envelope: dict[str, Any]) -> str:
+    keyid = json.dumps(envelope["signatures"][0]["keyid"])
+    return json.dumps(envelope).replace(f'"keyid": {keyid}', f'"keyid": "00", "keyid": {keyid}')
+
+
+def _unsigned_extra_field(envelope: dict[str, Any]) -> str:
+    return json.dumps({**envelope, "predicate": {"gates": "all passed"}})
+
+
+def _unsigned_extra_field_in_a_signature(envelope: dict[str, Any]) -> str:
+    envelope["signatures"][0]["approved_by"] = "release board"
+    return json.dumps(envelope)
+
+
+@pytest.mark.parametrize(
+    ("tamper", "named"),
+    [
+        (_duplicate_payload, "the key 'payload' twice"),
+        (_duplicate_keyid_in_a_signature, "the key 'keyid' twice"),
+        (_unsigned_extra_field, "unsigned field(s) DSSE does not define: ['predicate']"),
+        (_unsigned_extra_field_in_a_signature, "signatures[0] has unsigned field(s)"),
+    ],
+)
+def test_envelope_with_a_duplicate_key_or_an_unsigned_field_is_refused_by_verify(
+    signed: Path, keys: dict[str, Path], tamper: Callable[[dict[str, Any]], str], named: str
+) -> None:
+    envelope = json.loads((signed / STATEMENT_FILE).read_text())
+    (signed / STATEMENT_FILE).write_text(tamper(envelope))
+    result = _verify_in_a_subprocess(signed, keys["signer.pub"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert STATEMENT_FILE in result.stderr and named in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,26 @@ def echo_responder(settings: dict[str, Any]) -> Any:
     def respond(request: ChatRequest) -> str:
         seen.append(request.messages[-1]["content"])
         return f"{prefix}{request.messages[-1]['content']} (calls in this context: {len(seen)})"
+
+    return respond
+
+
+def crash_once_responder(settings: dict[str, Any]) -> Any:
+    """In-process candidate factory that kills its own process on the first call of the run.
+
+    The first call anywhere creates the file `settings["marker"]` (exclusively, so only one call
+    wins) and ends the process at once, as a lost machine would; every later call echoes. Only
+    for a Ray worker: in the harness's own process it would end the test run.
+    """
+    marker = Path(settings["marker"])
+    echo = echo_responder(settings)
+
+    def respond(request: ChatRequest) -> str:
+        try:
+            marker.open("x").close()
+        except FileExistsError:
+            return echo(request)
+        os._exit(1)
 
     return respond
 

@@ -129,6 +129,19 @@ def test_a_cross_origin_post_is_refused(tmp_path: Path) -> None:
     assert not [e for e in read_ledger(folder).events if e["kind"] == "collect_answer"]
 
 
+def test_a_foreign_origin_is_refused_whatever_sec_fetch_site_says(tmp_path: Path) -> None:
+    folder = frozen_collection(tmp_path)
+
+    async def driver(client: TestClient, tokens: dict[str, str]) -> int:
+        page = await (await client.get(f"/s/{tokens['p01']}")).text()
+        data = {"nonce": nonce(page), "action": "stay"}
+        headers = {"Origin": "http://evil.example", "Sec-Fetch-Site": "same-origin"}
+        return (await client.post(f"/s/{tokens['p01']}/answer", data=data, headers=headers)).status
+
+    assert serve(folder, driver, origin=False) == 403
+    assert not [e for e in read_ledger(folder).events if e["kind"] == "collect_answer"]
+
+
 def test_a_host_header_naming_another_host_is_refused(tmp_path: Path) -> None:
     folder = frozen_collection(tmp_path)
 

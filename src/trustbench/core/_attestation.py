@@ -26,7 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustbench import __version__
-from trustbench._canonical import file_sha256
+from trustbench._canonical import (
+    DuplicateKeyError,
+    file_sha256,
+    loads_refusing_duplicate_keys,
+)
 from trustbench.core._ledger import TABLE_COLUMNS, open_for_reading
 from trustbench.core._ledger_head import STATEMENT_FILE as STATEMENT_FILE
 from trustbench.core._manifest import read_manifest
@@ -142,19 +146,30 @@ def write_record_statement(run_dir: Path, sign_key: Path | None = None) -> tuple
     return path, signing
 
 
-def _read_statement(
-    path: Path, check: RecordCheck, public_key: Ed25519PublicKey | None
-) -> dict[str, Any] | None:
+def _read_document(path: Path, check: RecordCheck) -> dict[str, Any] | None:
+    """The statement file's JSON object, read strictly (no key twice in one object)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = loads_refusing_duplicate_keys(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         check.problems.append(f"{path.name} is missing: run `trustbench report` to write it")
+        return None
+    except DuplicateKeyError as error:
+        check.problems.append(_duplicate_problem(path.name, error))
         return None
     except (OSError, ValueError, RecursionError) as error:
         check.problems.append(f"{path.name} is not valid JSON: {error}")
         return None
     if not isinstance(document, dict):
         check.problems.append(f"{path.name} is not a JSON object")
+        return None
+    return document
+
+
+def _read_statement(
+    path: Path, check: RecordCheck, public_key: Ed25519PublicKey | None
+) -> dict[str, Any] | None:
+    document = _read_document(path, check)
+    if document is None:
         return None
     if "payloadType" not in document and "payload" not in document:
         if public_key is not None:
@@ -177,10 +192,20 @@ def _read_statement(
     else:
         check.signing, check.keyid = SCHEME, opened.verified_keyid
     try:
-        return json.loads(opened.payload)
+        return loads_refusing_duplicate_keys(opened.payload)
+    except DuplicateKeyError as error:
+        check.problems.append(_duplicate_problem(f"{path.name}: the signed payload", error))
+        return None
     except (ValueError, RecursionError) as error:
         check.problems.append(f"{path.name}: the signed payload is not JSON ({error})")
         return None
+
+
+def _duplicate_problem(where: str, error: DuplicateKeyError) -> str:
+    return (
+        f"{where} names the key {error.args[0]!r} twice in one object: refused, since readers "
+        "disagree on which one counts (the signature covers only one payload)"
+    )
 
 
 def _signature_problem(name: str, keyids: tuple[str, ...], public_key: Ed25519PublicKey) -> str:

@@ -33,6 +33,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from trustbench._canonical import DuplicateKeyError, loads_refusing_duplicate_keys
 from trustbench.core._signing import decode_base64
 from trustbench.errors import CheckFailed
 
@@ -109,22 +110,29 @@ def stated_head(run_dir: Path) -> tuple[int, str | None] | None:
     """
     path = run_dir / STATEMENT_FILE
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        # Strictly: a second "payload" would let this read another head than the signed one.
+        document = loads_refusing_duplicate_keys(path.read_text(encoding="utf-8"))
         if isinstance(document, dict) and "payload" in document:
-            document = json.loads(decode_base64(document["payload"]))
+            document = loads_refusing_duplicate_keys(decode_base64(document["payload"]))
         head = document["predicate"]["ledger_head"]
         seq, row_hash = head["seq"], head["row_hash"]
     except FileNotFoundError:
         return None
     except (OSError, ValueError, RecursionError, KeyError, TypeError) as error:
         raise CheckFailed(
-            f"{STATEMENT_FILE} states no readable ledger head ({type(error).__name__}): restore "
+            f"{STATEMENT_FILE} states no readable ledger head ({_why(error)}): restore "
             "it, or move it away if it is not this run's",
             location=str(path),
         ) from None
     if type(seq) is not int or not (row_hash is None or isinstance(row_hash, str)):
         raise CheckFailed(f"{STATEMENT_FILE} states a malformed ledger head", location=str(path))
     return seq, row_hash
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, DuplicateKeyError):
+        return f"it names the key {error.args[0]!r} twice in one object"
+    return type(error).__name__
 
 
 def _row_hash_at(connection: sqlite3.Connection, seq: int) -> str | None:

@@ -14,8 +14,14 @@ Differences from the local executor, by design:
   attempts reach the ledger with the trial. If the driver dies, trials in flight on workers leave
   no rows (instead of attempts marked abandoned) and are run again on resume, as a trial with
   abandoned attempts would be. Nothing finished is ever lost or double-counted.
-- A worker that dies stops the run with `CheckFailed`; resume runs what remains. A lost worker is
-  infrastructure, never recorded as the candidate's failure.
+- A worker that dies (its process killed, its node lost) takes the trials it was running with it:
+  each is rescheduled on a fresh worker that replaces the lost one, up to the spec's
+  `retry.transport_max_retries` times a trial (a lost worker is infrastructure failing, as a
+  dropped connection is), and every loss is a `worker_lost` event in the ledger. A trial lost
+  once more than that stops the run with `CheckFailed`; resume runs what remains. A lost worker
+  is never recorded as the candidate's failure.
+- `--address HOST:PORT` (or `ray://HOST:PORT`) is first reached with a plain TCP connection
+  within `ADDRESS_TIMEOUT_S`: `ray.init` retries an unreachable cluster for many minutes.
 - API keys: the values of the candidates' `api_key_env` variables are passed to the worker
   actors as constructor arguments (through Ray's object store, never its job metadata) and set
   in the actor's own process; they are never written to the ledger.
@@ -34,6 +40,8 @@ import contextlib
 import dataclasses
 import os
 import random
+import socket
+from collections.abc import Callable
 from typing import Any
 
 from trustbench.core._context import RunServices
@@ -138,13 +146,26 @@ class TrialWorker:
             await self._session.close()
 
 
+ADDRESS_TIMEOUT_S = 10.0
+"""How long `--address` may take to accept a TCP connection before the run is refused."""
+
+WorkerLost = Callable[[dict[str, Any]], None]
+"""Told of each lost worker (`trial_id`, `losses`, `cause`, `rescheduled`): a ledger event."""
+
+
 class RayTrialPool:
     """The driver's handle on the worker actors."""
 
-    def __init__(self, actors: list[Any], started_ray: bool) -> None:
+    def __init__(
+        self, actors: list[Any], started_ray: bool, new_actor: Callable[[int], Any], losses: int
+    ) -> None:
         self._actors = actors
         self._started_ray = started_ray
+        self._new_actor = new_actor
+        self._reschedules = losses
         self._next = 0
+        self.on_worker_lost: WorkerLost | None = None
+        """Where each loss is recorded (the runner sets it to a ledger event)."""
 
     @classmethod
     def start(cls, manifest: Manifest, address: str | None) -> RayTrialPool:
@@ -176,7 +197,14 @@ class RayTrialPool:
             ) from None
         started = False
         if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            if address is not None:
+                check_reachable(address)
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            except ConnectionError as error:
+                raise InputError(
+                    f"no Ray cluster at {address}: {_cause(error)}", location="--address"
+                ) from None
             started = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         count = max(1, min(cpus, manifest.spec.concurrency))
@@ -191,8 +219,12 @@ class RayTrialPool:
             for c in manifest.spec.candidates
             if c.api_key_env and c.api_key_env in os.environ
         }
-        actors = [remote_class.remote(data, index, credentials) for index in range(count)]
-        pool = cls(actors, started)
+
+        def new_actor(index: int) -> Any:
+            return remote_class.remote(data, index, credentials)
+
+        actors = [new_actor(index) for index in range(count)]
+        pool = cls(actors, started, new_actor, manifest.spec.retry.transport_max_retries)
         try:
             ray.get([actor.ready.remote() for actor in actors])
         except ray.exceptions.RayError as error:
@@ -203,20 +235,66 @@ class RayTrialPool:
     async def run_trial(
         self, position: int, key: TrialKey, execution: int
     ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
-        """Run one trial on the next worker (round robin) and await its rows."""
+        """Run one trial on the next worker (round robin) and await its rows.
+
+        A worker lost under it is replaced and the trial run again on the next worker, up to
+        `retry.transport_max_retries` times: the lost attempts left no rows (they were
+        collected in the dead process), so the trial starts afresh, as on resume.
+        """
         import ray.exceptions
 
-        actor = self._actors[self._next % len(self._actors)]
-        self._next += 1
-        try:
-            return await actor.run_trial.remote(
-                position, key.case_id, key.candidate, key.trial_index, execution
+        losses = 0
+        while True:
+            index = self._next % len(self._actors)
+            self._next += 1
+            actor = self._actors[index]
+            try:
+                return await actor.run_trial.remote(
+                    position, key.case_id, key.candidate, key.trial_index, execution
+                )
+            except _lost_worker_errors() as error:
+                losses += 1
+                self._lost(key, losses, _cause(error))
+                await self._replace(index, actor)
+            except ray.exceptions.RayError as error:
+                raise CheckFailed(
+                    f"Ray worker failed while running trial {key.trial_id}: {_cause(error)}; "
+                    "finished trials are in the ledger, run again to resume"
+                ) from None
+
+    def _lost(self, key: TrialKey, losses: int, cause: str) -> None:
+        """Record a loss; stop the run once the trial has been lost more than it may be."""
+        rescheduled = losses <= self._reschedules
+        if self.on_worker_lost is not None:
+            self.on_worker_lost(
+                {
+                    "trial_id": key.trial_id,
+                    "losses": losses,
+                    "cause": cause,
+                    "rescheduled": rescheduled,
+                }
             )
-        except ray.exceptions.RayError as error:
+        if not rescheduled:
             raise CheckFailed(
-                f"Ray worker lost while running trial {key.trial_id}: {_cause(error)}; "
-                "finished trials are in the ledger, run again to resume"
-            ) from None
+                f"Ray worker lost {losses} times while running trial {key.trial_id} "
+                f"(retry.transport_max_retries = {self._reschedules}): {cause}; finished "
+                "trials are in the ledger, run again to resume"
+            )
+
+    async def _replace(self, index: int, lost: Any) -> None:
+        """Put a fresh worker in the lost one's place (once, whichever trial noticed first)."""
+        import ray
+        import ray.exceptions
+
+        if self._actors[index] is not lost:
+            return
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.kill(lost)  # an unavailable actor might come back: it must not run twice
+        fresh = self._actors[index] = self._new_actor(index)
+        try:
+            await fresh.ready.remote()
+        except ray.exceptions.RayError as error:
+            raise CheckFailed(f"a Ray worker could not be replaced: {_cause(error)}") from None
 
     def close(self) -> None:
         """Close the workers' sessions, end the actors, and stop Ray if this pool started it."""
@@ -229,6 +307,39 @@ class RayTrialPool:
             ray.kill(actor)
         if self._started_ray:
             ray.shutdown()
+
+
+def _lost_worker_errors() -> tuple[type[BaseException], ...]:
+    """Ray's errors for a task whose worker process or node is gone (not an error it raised)."""
+    import ray.exceptions
+
+    return (
+        ray.exceptions.RayActorError,  # ActorDiedError, ActorUnavailableError
+        ray.exceptions.WorkerCrashedError,
+        ray.exceptions.NodeDiedError,
+        ray.exceptions.LocalRayletDiedError,
+    )
+
+
+def check_reachable(address: str) -> None:
+    """Refuse (exit 2) a `HOST:PORT` or `ray://HOST:PORT` address that accepts no connection.
+
+    Raises:
+        InputError: naming the address when nothing accepts a TCP connection there within
+            `ADDRESS_TIMEOUT_S` (`auto`, `local` and other forms are left to `ray.init`).
+    """
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), ADDRESS_TIMEOUT_S):
+            return
+    except OSError as error:
+        reason = "timed out" if isinstance(error, TimeoutError) else error.strerror or str(error)
+    raise InputError(
+        f"no Ray cluster reachable at {address} ({reason} within {ADDRESS_TIMEOUT_S:g} s)",
+        location="--address",
+    )
 
 
 def _cause(error: BaseException) -> str:

@@ -263,6 +263,8 @@ async def _run_into_ledger(
                 remote=pool.run_trial if pool is not None else None,
             )
             execution.next_execution = next_execution
+            if pool is not None:  # a lost Ray worker is recorded when it is noticed
+                pool.on_worker_lost = lambda loss: ledger.event("worker_lost", loss)
             services.on_retry = lambda: progress.update(
                 execution.done, execution.failed, services.retries
             )

@@ -185,18 +185,53 @@ class Opened:
     """The given public key's id when one of the signatures verifies under it, else None."""
 
 
+ENVELOPE_FIELDS = frozenset({"payloadType", "payload", "signatures"})
+"""The fields of a DSSE v1 envelope, all required; any other is refused."""
+SIGNATURE_FIELDS = frozenset({"keyid", "sig"})
+"""The fields of one signature (`keyid` optional); any other is refused."""
+
+
+def _unknown_fields(found: dict[str, Any], known: frozenset[str], where: str) -> None:
+    """Refuse a field DSSE does not define: nothing outside the signature may ride along.
+
+    An extra field is covered by no signature, yet a reader of the file may take it for part of
+    the signed record (a second `"predicate"` beside the envelope, say).
+    """
+    unknown = sorted(set(found) - known)
+    if unknown:
+        raise ValueError(f"{where} has unsigned field(s) DSSE does not define: {unknown}")
+
+
+def _checked_fields(document: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The payload type and the signature list of an envelope with exactly DSSE's fields."""
+    _unknown_fields(document, ENVELOPE_FIELDS, "the envelope")
+    missing = sorted(ENVELOPE_FIELDS - set(document))
+    if missing:
+        raise ValueError(f"the envelope lacks {missing}")
+    payload_type = document.get("payloadType")
+    signatures = document.get("signatures")
+    if not isinstance(payload_type, str) or not isinstance(signatures, list) or not signatures:
+        raise ValueError("payloadType is not text or signatures not a non-empty list")
+    for index, signature in enumerate(signatures):
+        if not isinstance(signature, dict) or "sig" not in signature:
+            raise ValueError(f"signatures[{index}] is not an object with a sig")
+        _unknown_fields(signature, SIGNATURE_FIELDS, f"signatures[{index}]")
+    return payload_type, signatures
+
+
 def open_envelope(document: dict[str, Any], public_key: Ed25519PublicKey | None) -> Opened:
     """Decode a DSSE envelope and check its signatures under `public_key` (when given).
 
+    Read the envelope with `loads_refusing_duplicate_keys` (`trustbench._canonical`): a second
+    `"payload"` must be refused before this sees the one `json.loads` kept.
+
     Raises:
-        ValueError: when the envelope is malformed (not base64, no signature list).
+        ValueError: when the envelope is malformed (not base64, no signature list, a field
+            DSSE does not define).
     """
-    payload_type = document.get("payloadType")
-    signatures = document.get("signatures")
-    if not isinstance(payload_type, str) or not isinstance(signatures, list):
-        raise ValueError("payloadType or signatures is missing")
-    payload = decode_base64(document.get("payload"))
-    keyids = tuple(str(s.get("keyid")) for s in signatures if isinstance(s, dict) and "keyid" in s)
+    payload_type, signatures = _checked_fields(document)
+    payload = decode_base64(document["payload"])
+    keyids = tuple(str(s["keyid"]) for s in signatures if "keyid" in s)
     verified = None
     if public_key is not None:
         from cryptography.exceptions import InvalidSignature
