@@ -25,12 +25,12 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trustbench._canonical import canonical_json
 from trustbench.core._clock import utc_now as utc_now
-from trustbench.core._ledger_chain import verify_chain
 from trustbench.core._ledger_contents import (
     CONTENTS_DDL,
     FORMAT_3,
@@ -40,8 +40,8 @@ from trustbench.core._ledger_contents import (
     NewContent,
     Statement,
 )
-from trustbench.core._ledger_head import head_problems, recorded_seq, write_head
-from trustbench.core._ledger_integrity import schema_problems
+from trustbench.core._ledger_head import CUT_OFF, cut_trial_count, head_problems, write_head
+from trustbench.core._ledger_integrity import ledger_problems
 from trustbench.core._ledger_rows import JSON_COLUMNS as JSON_COLUMNS
 from trustbench.core._ledger_rows import TABLE_COLUMNS, row_hash
 from trustbench.core._ledger_rows import row_canonical_json as row_canonical_json
@@ -115,6 +115,51 @@ def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:
     return last
 
 
+@dataclass(frozen=True)
+class CutTail:
+    """Rows cut off a ledger's end, as the head check found them (see `_ledger_head`)."""
+
+    problem: str
+    """`verify`'s message for the cut."""
+    trials: int | None
+    """Finished trials cut: how many `ledger.head` counts beyond the ledger's (None: unknown,
+    a head written before heads counted trials)."""
+
+
+def _refuse_altered(run_dir: Path, manifest_sha256: str, accept_cut: bool) -> CutTail | None:
+    """Refuse a stored ledger `verify` finds altered, reading it only; return a cut accepted.
+
+    An empty ledger (a run killed before its first row) passes here: its head is checked once
+    its tables exist.
+    """
+    path = run_dir / LEDGER_FILE
+    if path.stat().st_size == 0:
+        raise CheckFailed(f"refusing to resume: {EMPTY_FILE}", location=str(path))
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        if not any(
+            connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
+            for table in TABLE_COLUMNS
+            if table in tables
+        ):
+            return None
+        problems = ledger_problems(connection, run_dir, manifest_sha256)
+        if not problems and (found := ContentReader(connection).format) != LEDGER_FORMAT:
+            problems.append(f"ledger.sqlite is format {found}; this writes {LEDGER_FORMAT}")
+        cut = next((problem for problem in problems if problem.startswith(CUT_OFF)), None)
+        cut_trials = None if cut is None else cut_trial_count(connection, run_dir)
+    except sqlite3.DatabaseError as error:
+        raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
+    finally:
+        connection.close()
+    if accept_cut and cut is not None:
+        problems.remove(cut)
+    if problems:
+        raise CheckFailed(f"refusing to resume: {problems[0]}", location=str(path))
+    return None if cut is None else CutTail(cut, cut_trials)
+
+
 class Ledger:
     """Single-writer append-only ledger of one run folder.
 
@@ -122,11 +167,21 @@ class Ledger:
     committed inline or, after `start_writer`, on the writer thread in call order.
     """
 
-    def __init__(self, connection: sqlite3.Connection, head: str, seq: int, ids: dict[str, int]):
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        head: str,
+        seq: int,
+        ids: dict[str, int],
+        trials: int = 0,
+    ):
         self._db = connection
         self._head = head
         self._seq = seq
         self._ids = ids
+        self._trials = trials
+        self.cut: CutTail | None = None
+        """The cut tail `open(accept_cut=True)` found (None: none): the caller decides."""
         self._anchor_to: tuple[Path, str] | None = None
         self._anchored_at = float("-inf")
         self._contents = ContentStore()
@@ -134,49 +189,50 @@ class Ledger:
         self._writer: CommitThread | None = None
 
     @classmethod
-    def open(cls, run_dir: Path, manifest_sha256: str) -> Ledger:
-        """Open (or create) the run's ledger, checking it belongs to this manifest and is intact.
+    def open(cls, run_dir: Path, manifest_sha256: str, *, accept_cut: bool = False) -> Ledger:
+        """Open (or create) the run's ledger, refusing one that `verify` would refuse.
+
+        An existing ledger gets `verify`'s own check (`ledger_problems`: file, chain, stored
+        bodies, head, sign-offs) before anything is written to it, so a resume never appends
+        to an altered ledger, and a refused one is left byte for byte as it was.
+
+        Args:
+            run_dir: The run folder.
+            manifest_sha256: The manifest the ledger must belong to.
+            accept_cut: Open a ledger whose only problem is a cut tail (rows or finished trials
+                that `ledger.head` recorded are gone) and say so in `cut`, for a caller that
+                names the cut trials or re-runs them as a recorded decision (`run --rerun-cut`).
 
         Raises:
-            CheckFailed: when the ledger belongs to another manifest, its chain is broken, rows
-                were cut off its end or re-hashed (see `ledger.head`), or the file is empty or
-                not a SQLite database.
+            CheckFailed: when the ledger belongs to another manifest, its chain is broken, a
+                stored body differs from its digest, rows were cut off its end or re-hashed
+                (see `ledger.head`), or the file is empty, damaged or not a SQLite database.
         """
         path = run_dir / LEDGER_FILE
-        existed = path.exists()
-        if existed and path.stat().st_size == 0:
-            raise CheckFailed(f"refusing to resume: {EMPTY_FILE}", location=str(path))
+        cut = _refuse_altered(run_dir, manifest_sha256, accept_cut) if path.exists() else None
         try:
             connection = _connect(path)
             _create_tables(connection)
-            empty = not any(
-                connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
-                for table in TABLE_COLUMNS
+            last = _last_row(connection)
+            problems = (
+                [] if last else head_problems(connection, run_dir, manifest_sha256, empty=True)
             )
-            # A ledger killed before its first row was committed is empty: start it afresh,
-            # unless ledger.head says rows had been committed (then they were cut off).
-            problems = head_problems(connection, run_dir, manifest_sha256, empty=empty)
-            if existed and not empty:
-                problems = (
-                    verify_chain(connection, manifest_sha256, recorded_seq(run_dir))
-                    + problems
-                    + schema_problems(connection)  # e.g. a trigger that would rewrite new rows
-                )
-                if (found := ContentReader(connection).format) != LEDGER_FORMAT:
-                    problems.append(f"ledger.sqlite is format {found}; this writes {LEDGER_FORMAT}")
             if problems:
+                # A ledger killed before its first row was committed is empty: start it afresh,
+                # unless ledger.head says rows had been committed (then they were cut off).
                 connection.close()
                 raise CheckFailed(f"refusing to resume: {problems[0]}", location=str(path))
-            last = None if empty else _last_row(connection)
             ids = {
                 table: connection.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
                 for table in TABLE_COLUMNS
             }
+            trials = connection.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
         except sqlite3.DatabaseError as error:
             raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
         seq, head = last if last is not None else (0, manifest_sha256)
-        ledger = cls(connection, head, seq, ids)
+        ledger = cls(connection, head, seq, ids, trials)
         ledger._anchor_to = (run_dir, manifest_sha256)
+        ledger.cut = cut
         if last is None:
             ledger.append(
                 "experiments",
@@ -205,7 +261,8 @@ class Ledger:
             return
         run_dir, manifest_sha256 = self._anchor_to
         seq, head = self._seq, self._head
-        self._run(lambda: write_head(run_dir, manifest_sha256, seq, head))
+        trials = self._trials
+        self._run(lambda: write_head(run_dir, manifest_sha256, seq, head, trials=trials))
         self._anchored_at = now
 
     def start_writer(self) -> None:
@@ -282,7 +339,7 @@ class Ledger:
     ) -> list[int]:
         ids: list[int] = []
         statements: list[Statement] = []
-        head, seq = self._head, self._seq
+        head, seq, trials = self._head, self._seq, self._trials
         next_ids = dict(self._ids)
         batch = self._contents.begin()
         for table, values in rows:
@@ -292,6 +349,7 @@ class Ledger:
                 statements += inserts
             next_ids[table] += 1
             seq += 1
+            trials += table == "trials"
             row = {"id": next_ids[table], "seq": seq, **values}
             ordered = {name: row.get(name) for name in columns}
             for name, value in ordered.items():
@@ -310,7 +368,7 @@ class Ledger:
             self._commit(statements)
         else:
             self._writer.submit_statements(statements)
-        self._head, self._seq, self._ids = head, seq, next_ids
+        self._head, self._seq, self._ids, self._trials = head, seq, next_ids, trials
         batch.commit()
         return ids
 

@@ -50,15 +50,23 @@ HEAD_FORMAT = "trustbench.ledger-head/1"
 """Format id written into the head file."""
 
 
-def write_head(run_dir: Path, manifest_sha256: str, seq: int, row_hash: str) -> None:
-    """Atomically record the chain head (call only after the row is committed)."""
+def write_head(
+    run_dir: Path, manifest_sha256: str, seq: int, row_hash: str, *, trials: int | None = None
+) -> None:
+    """Atomically record the chain head (call only after the row is committed).
+
+    `trials` is how many finished trials (trial rows) the ledger holds up to the head: a tail
+    cut down to an earlier row, with the head rewritten to that row, leaves this count behind.
+    """
     path = run_dir / HEAD_FILE
-    body = {
+    body: dict[str, Any] = {
         "format": HEAD_FORMAT,
         "manifest_sha256": manifest_sha256,
         "seq": seq,
         "row_hash": row_hash,
     }
+    if trials is not None:
+        body["trials"] = trials
     temporary = path.with_name(HEAD_FILE + ".tmp")
     temporary.write_text(json.dumps(body, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(temporary, path)
@@ -83,6 +91,7 @@ def read_head(run_dir: Path) -> dict[str, Any] | None:
         or not isinstance(data.get("seq"), int)
         or not isinstance(data.get("row_hash"), str)
         or not isinstance(data.get("manifest_sha256"), str)
+        or type(data.get("trials", 0)) is not int
     ):
         raise CheckFailed("ledger.head is not a ledger head record", location=str(path))
     return data
@@ -201,12 +210,60 @@ def head_problems(
     found = _row_hash_at(connection, seq)
     if found is None:
         return [
-            f"rows were cut off the ledger's end: ledger.head records row seq {seq} but the "
-            f"ledger ends at seq {_last_seq(connection)}"
+            f"{CUT_OFF}: ledger.head records row seq {seq} but the ledger ends at seq "
+            f"{_last_seq(connection)}"
         ]
     if found != head["row_hash"]:
         return [
             f"the ledger was rewritten: row seq {seq} does not carry the hash ledger.head "
             f"recorded ({head['row_hash'][:12]}…); the chain was re-hashed after an edit"
         ]
-    return statement_problems(connection, run_dir)
+    return _trial_count_problems(connection, head) or statement_problems(connection, run_dir)
+
+
+CUT_OFF = "rows were cut off the ledger's end"
+"""How every problem of a cut tail begins (`run --rerun-cut` accepts these, and only these)."""
+
+
+def _trial_count_problems(connection: sqlite3.Connection, head: dict[str, Any]) -> list[str]:
+    """The finished trials `ledger.head` counts must all be in the ledger up to its row.
+
+    The chain and the head's row cannot tell a cut tail, with the head rewritten to the new
+    last row, from a run interrupted there; the count the head kept of the finished trials
+    can. (An attacker who also rewrites this count is not caught by anything in the folder:
+    only a statement or head kept elsewhere is.)
+    """
+    if "trials" not in head:
+        return []  # written before heads counted trials
+    held = _trials_up_to(connection, head["seq"])
+    if held < head["trials"]:
+        return [
+            f"{CUT_OFF}: ledger.head counts {head['trials']} finished trials up to row seq "
+            f"{head['seq']}, the ledger holds {held}: {head['trials'] - held} finished trials "
+            "were cut off and ledger.head rewritten to match"
+        ]
+    if held > head["trials"]:
+        return [
+            f"the ledger was rewritten: it holds {held} finished trials up to row seq "
+            f"{head['seq']}, ledger.head counts {head['trials']}"
+        ]
+    return []
+
+
+def _trials_up_to(connection: sqlite3.Connection, seq: int) -> int:
+    found = connection.execute("SELECT COUNT(*) FROM trials WHERE seq <= ?", (seq,)).fetchone()
+    return int(found[0])
+
+
+def cut_trial_count(connection: sqlite3.Connection, run_dir: Path) -> int | None:
+    """Finished trials cut off the ledger's end: those `ledger.head` counts beyond the ledger's.
+
+    None when the head does not count trials (or cannot be read).
+    """
+    try:
+        head = read_head(run_dir)
+    except CheckFailed:
+        return None
+    if head is None or "trials" not in head:
+        return None
+    return max(head["trials"] - _trials_up_to(connection, head["seq"]), 0)

@@ -7,13 +7,22 @@ ledger's (a trigger could rewrite rows as the runner appends them). So `verify` 
 `PRAGMA integrity_check` (every b-tree and every index against its table) and requires the
 schema to be exactly the one trustbench creates: the four chained tables with their DDL, the
 `contents` table of a known format, their indexes, and nothing else.
+
+`ledger_problems` is the whole check of a stored ledger: this, the chain, the stored bodies,
+the recorded head and the sign-offs. `verify` reports it and `Ledger.open` refuses to append
+to a ledger it finds anything in, so `run` never resumes onto a ledger `verify` would refuse.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from pathlib import Path
 
+from trustbench.core._ledger_chain import verify_chain
 from trustbench.core._ledger_contents import CONTENTS_DDL
+from trustbench.core._ledger_contents_check import content_problems
+from trustbench.core._ledger_head import head_problems, recorded_seq
 from trustbench.core._ledger_rows import TABLE_COLUMNS
 
 _OLD_CONTENTS_DDL = (
@@ -79,3 +88,65 @@ def integrity_problems(connection: sqlite3.Connection) -> list[str]:
             f"{quoted}"
         )
     return problems
+
+
+def ledger_problems(
+    connection: sqlite3.Connection, run_dir: Path, manifest_sha256: str
+) -> list[str]:
+    """Everything wrong with a stored, non-empty ledger; empty when `verify` finds it intact.
+
+    One implementation for `verify` (which reports the list) and `Ledger.open` (which refuses
+    to append to a ledger with any problem): the file's integrity and schema, the hash chain,
+    each stored body against its digest, the recorded head and the `run_finished` sign-offs.
+    The first problem is the first altered or missing row when there is one.
+
+    Raises:
+        sqlite3.DatabaseError: when the file is not a readable SQLite database.
+    """
+    # What no query of the chain reads: indexes, free structure, tables added to the file.
+    # Checked first (reported, or raised, in its place below): a sound file lets the content
+    # check trust the digest index instead of asking it about every row.
+    try:
+        integrity: list[str] | sqlite3.DatabaseError = integrity_problems(connection)
+    except sqlite3.DatabaseError as error:
+        integrity = error
+    problems = verify_chain(connection, manifest_sha256, recorded_seq(run_dir))
+    # The chain commits to content digests; the stored bodies are re-hashed against them.
+    problems += content_problems(connection, index_sound=integrity == [])
+    chain_intact = not problems
+    problems += head_problems(connection, run_dir, manifest_sha256, empty=False)
+    if isinstance(integrity, sqlite3.DatabaseError):
+        raise integrity
+    problems += integrity
+    if chain_intact:
+        problems += sign_off_problems(connection)
+    return problems
+
+
+def sign_off_problems(connection: sqlite3.Connection) -> list[str]:
+    """Each `run_finished` must count the trials before it and name the head it closes."""
+    for seq, data in connection.execute(
+        "SELECT seq, data FROM events WHERE kind = 'run_finished' ORDER BY seq"
+    ):
+        signed = json.loads(data)
+        before = connection.execute("SELECT COUNT(*) FROM trials WHERE seq < ?", (seq,)).fetchone()
+        if signed.get("finished") != before[0]:
+            return [
+                f"events seq {seq}: the run_finished sign-off counts {signed.get('finished')} "
+                f"finished trials, the ledger holds {before[0]} before it"
+            ]
+        previous = next(
+            (
+                found[0]
+                for table in TABLE_COLUMNS
+                if (
+                    found := connection.execute(
+                        f"SELECT row_hash FROM {table} WHERE seq = ?", (seq - 1,)
+                    ).fetchone()
+                )
+            ),
+            None,
+        )
+        if "head" in signed and signed["head"] != previous:
+            return [f"events seq {seq}: the run_finished sign-off names another chain head"]
+    return []

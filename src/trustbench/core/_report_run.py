@@ -229,6 +229,9 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
         "complete": complete,
         "planned_trials": manifest.plan.trials,
         "finished_trials": finished,
+        # Trials the run re-ran after a cut tail (`run --rerun-cut`): their first results
+        # were lost, so a reader weighs these results knowing they are second tries.
+        "trials_rerun_after_cut": verification.trials_rerun_after_cut,
         "gates": gates_record(gates),
         "verdicts": {
             v.subject: {"status": v.status, "headline": v.headline, "instrument": v.instrument}

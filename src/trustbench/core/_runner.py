@@ -27,7 +27,7 @@ from typing import Any
 import trustbench
 from trustbench.core._context import RunServices
 from trustbench.core._gc import long_lived_objects_frozen
-from trustbench.core._ledger import Ledger
+from trustbench.core._ledger import CutTail, Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
 from trustbench.core._plan import SeededOrder
@@ -159,6 +159,7 @@ async def _run(
     address: str | None,
     limit: int | None = None,
     preflight: bool = True,
+    rerun_cut: bool = False,
 ) -> RunSummary:
     track, entry = load_track(manifest.track.id)
     if entry != manifest.track.entry:
@@ -179,7 +180,7 @@ async def _run(
         pool = RayTrialPool.start(manifest, address)
     try:
         running = _run_into_ledger(
-            run_dir, manifest, track, keys, progress, executor, pool, limit, preflight
+            run_dir, manifest, track, keys, progress, executor, pool, limit, preflight, rerun_cut
         )
         del keys  # held by the run alone, which drops it once the trials are ordered
         return dataclasses.replace(await running, notes=notes)
@@ -208,9 +209,10 @@ async def _run_into_ledger(
     pool: Any,
     limit: int | None = None,
     preflight: bool = True,
+    rerun_cut: bool = False,
 ) -> RunSummary:
     spec = manifest.spec
-    ledger = Ledger.open(run_dir, manifest.manifest_sha256)
+    ledger = Ledger.open(run_dir, manifest.manifest_sha256, accept_cut=True)
     try:
         finished = ledger.finished_trial_ids()
         # The plan's ids as a set (a string per planned trial, at the run's peak) only when
@@ -219,8 +221,6 @@ async def _run_into_ledger(
             raise CheckFailed(
                 "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
             )
-        next_execution, abandoned = mark_abandoned(ledger)
-        ledger.start_writer()  # SQLite commits off the event loop from here on
         planned, finished_before = len(keys), len(finished)
         # The plan is the one per-trial state a run holds (besides the trials in flight): the
         # seeded order as 4 bytes a trial, and the positions still to run only when resuming
@@ -232,6 +232,10 @@ async def _run_into_ledger(
             else range(len(order))
         )
         del keys, finished
+        if ledger.cut is not None:  # refused (nothing written yet) or re-run as recorded
+            _rerun_cut(ledger, ledger.cut, order, remaining, rerun_cut=rerun_cut)
+        next_execution, abandoned = mark_abandoned(ledger)
+        ledger.start_writer()  # SQLite commits off the event loop from here on
         if limit is not None:
             # The first `limit` remaining trials of the seeded interleaved order: every candidate
             # gets its share, and the rest stay unrun (reported "not run") until a later run.
@@ -321,6 +325,48 @@ async def _run_into_ledger(
         ledger.close()
 
 
+NAMED = 5
+"""Cut trials a refusal names (then their count)."""
+
+
+def _rerun_cut(
+    ledger: Ledger,
+    cut: CutTail,
+    order: Sequence[TrialKey],
+    remaining: Sequence[int],
+    *,
+    rerun_cut: bool,
+) -> None:
+    """Refuse to re-run trials cut off the ledger's end, naming them; or record the decision.
+
+    Which of the trials without a row were cut, and which never ran, the ledger no longer
+    says; the runner hands trials out in the seeded order, so the cut ones are the first of
+    them in that order (all of them, for a run that had finished). With `rerun_cut` the
+    decision is an event in the chain (`cut_trials_rerun`, the number re-run: the head's count
+    beyond the ledger's, or every trial without a row when the head kept no count), which
+    `verify` totals and the record reports as `trials_rerun_after_cut`.
+
+    Raises:
+        CheckFailed: without `rerun_cut`, before anything is written.
+    """
+    count = len(remaining) if cut.trials is None else min(cut.trials, len(remaining))
+    first = [order[position].trial_id for position in remaining[: min(count, NAMED)]]
+    if not rerun_cut:
+        which = (
+            f"which of the {len(remaining)} planned trials without a row were cut is unknown"
+            if cut.trials is None
+            else f"the {count} cut trials are"
+        )
+        raise CheckFailed(
+            f"refusing to resume: {cut.problem}; {which} (first in seeded order: "
+            f"{', '.join(first)}{' …' if count > len(first) else ''}): `trustbench run "
+            "--rerun-cut` re-runs them, recorded as a re-run after a cut (or restore the "
+            "ledger from a copy)",
+            location="ledger.sqlite",
+        )
+    ledger.event("cut_trials_rerun", {"rerun": count, "first": first, "problem": cut.problem})
+
+
 def _handed_out(
     order: Sequence[TrialKey], positions: Iterable[int], stopped: Mapping[str, str]
 ) -> Iterator[tuple[int, TrialKey]]:
@@ -344,6 +390,7 @@ def run_experiment(
     address: str | None = None,
     limit: int | None = None,
     preflight: bool = True,
+    rerun_cut: bool = False,
 ) -> RunSummary:
     """Run or resume the frozen experiment in `run_dir` (holding the folder's lock).
 
@@ -361,6 +408,9 @@ def run_experiment(
             on a failure (`trustbench.core._preflight`). On by default, as
             in `trustbench run` (`--no-preflight` there, `preflight=False` here, skips it);
             a run with no API candidate sends nothing.
+        rerun_cut: Re-run the finished trials found cut off the ledger's end (its head
+            counted them), recorded in the ledger as that decision; without it such a ledger
+            is refused, naming them (`trustbench run --rerun-cut`).
 
     Returns:
         What this invocation did.
@@ -370,7 +420,13 @@ def run_experiment(
         InputError: when the folder is not a run folder or is in use by another run.
     """
     running = run_experiment_async(
-        run_dir, progress, executor=executor, address=address, limit=limit, preflight=preflight
+        run_dir,
+        progress,
+        executor=executor,
+        address=address,
+        limit=limit,
+        preflight=preflight,
+        rerun_cut=rerun_cut,
     )
     return asyncio.run(running)
 
@@ -383,6 +439,7 @@ async def run_experiment_async(
     address: str | None = None,
     limit: int | None = None,
     preflight: bool = True,
+    rerun_cut: bool = False,
 ) -> RunSummary:
     """`run_experiment` on the caller's running event loop (same checks, lock and ledger).
 
@@ -393,7 +450,14 @@ async def run_experiment_async(
     manifest = _check_runnable(run_dir, executor, address, limit)
     with RunLock(run_dir), long_lived_objects_frozen():
         return await _run(
-            run_dir, manifest, progress or NoProgress(), executor, address, limit, preflight
+            run_dir,
+            manifest,
+            progress or NoProgress(),
+            executor,
+            address,
+            limit,
+            preflight,
+            rerun_cut,
         )
 
 

@@ -8,10 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trustbench.core._ledger import NOT_A_LEDGER, TABLE_COLUMNS, open_for_reading
-from trustbench.core._ledger_chain import verify_chain
-from trustbench.core._ledger_contents_check import content_problems
-from trustbench.core._ledger_head import head_problems, recorded_seq
-from trustbench.core._ledger_integrity import integrity_problems
+from trustbench.core._ledger_integrity import ledger_problems
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._prefetch import prefetch_ledger
 from trustbench.core._registry import load_track
@@ -32,6 +29,9 @@ class VerifyReport:
     """Trials in the frozen plan."""
     problems: list[str] = field(default_factory=list)
     """Integrity problems, the first altered or missing row first. Empty means intact."""
+    trials_rerun_after_cut: int = 0
+    """Trials run again after finished trials were found cut off the ledger's end: the total
+    of the `cut_trials_rerun` events `run --rerun-cut` recorded."""
 
     @property
     def ok(self) -> bool:
@@ -82,28 +82,13 @@ def verify_ledger(run_dir: Path, manifest_sha256: str, planned_trials: int) -> V
     report = VerifyReport(manifest_sha256, planned_trials=planned_trials)
     connection = open_for_reading(run_dir)
     try:
-        # What no query of the chain reads: indexes, free structure, tables added to the file.
-        # Checked first (reported, or raised, in its place below): a sound file lets the
-        # content check trust the digest index instead of asking it about every row.
-        try:
-            integrity: list[str] | sqlite3.DatabaseError = integrity_problems(connection)
-        except sqlite3.DatabaseError as error:
-            integrity = error
-        report.problems = verify_chain(connection, manifest_sha256, recorded_seq(run_dir))
-        # The chain commits to content digests; the stored bodies are re-hashed against them.
-        report.problems += content_problems(connection, index_sound=integrity == [])
-        chain_intact = not report.problems
-        report.problems += head_problems(connection, run_dir, manifest_sha256, empty=False)
-        if isinstance(integrity, sqlite3.DatabaseError):
-            raise integrity
-        report.problems += integrity
+        report.problems = ledger_problems(connection, run_dir, manifest_sha256)
         report.rows = sum(
             connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
             for table in TABLE_COLUMNS
         )
         report.finished_trials = connection.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-        if chain_intact:
-            report.problems += _sign_off_problems(connection)
+        report.trials_rerun_after_cut = _rerun_after_cut(connection)
         if not report.problems and not _ends_signed_off(connection):
             report.problems.append(INTERRUPTED)
     except sqlite3.DatabaseError as error:
@@ -121,33 +106,12 @@ INTERRUPTED = (
 marked incomplete."""
 
 
-def _sign_off_problems(connection: sqlite3.Connection) -> list[str]:
-    """Each `run_finished` must count the trials before it and name the head it closes."""
-    for seq, data in connection.execute(
-        "SELECT seq, data FROM events WHERE kind = 'run_finished' ORDER BY seq"
-    ):
-        signed = json.loads(data)
-        before = connection.execute("SELECT COUNT(*) FROM trials WHERE seq < ?", (seq,)).fetchone()
-        if signed.get("finished") != before[0]:
-            return [
-                f"events seq {seq}: the run_finished sign-off counts {signed.get('finished')} "
-                f"finished trials, the ledger holds {before[0]} before it"
-            ]
-        previous = next(
-            (
-                found[0]
-                for table in TABLE_COLUMNS
-                if (
-                    found := connection.execute(
-                        f"SELECT row_hash FROM {table} WHERE seq = ?", (seq - 1,)
-                    ).fetchone()
-                )
-            ),
-            None,
-        )
-        if "head" in signed and signed["head"] != previous:
-            return [f"events seq {seq}: the run_finished sign-off names another chain head"]
-    return []
+def _rerun_after_cut(connection: sqlite3.Connection) -> int:
+    """The trials `run --rerun-cut` decided to run again, over all its recorded decisions."""
+    return sum(
+        int(json.loads(data).get("rerun", 0))
+        for (data,) in connection.execute("SELECT data FROM events WHERE kind = 'cut_trials_rerun'")
+    )
 
 
 def _ends_signed_off(connection: sqlite3.Connection) -> bool:

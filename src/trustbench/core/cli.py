@@ -63,6 +63,15 @@ AddressOpt = Annotated[
     ),
 ]
 
+RerunCutOpt = Annotated[
+    bool,
+    typer.Option(
+        "--rerun-cut",
+        help="Resume a ledger whose finished trials were cut off its end (ledger.head counted "
+        "them) by running them again, recorded as that decision (record.json: "
+        "trials_rerun_after_cut); without it such a ledger is refused, naming them.",
+    ),
+]
 NoPreflightOpt = Annotated[
     bool,
     typer.Option(
@@ -162,6 +171,7 @@ def run(
     address: AddressOpt = None,
     limit: LimitOpt = None,
     no_preflight: NoPreflightOpt = False,
+    rerun_cut: RerunCutOpt = False,
 ) -> None:
     """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
     from trustbench.core._progress import NoProgress, default_progress
@@ -174,6 +184,7 @@ def run(
         address=address,
         limit=limit,
         preflight=not no_preflight,
+        rerun_cut=rerun_cut,
     )
     finished = summary.finished_before + summary.completed + summary.failed
     typer.echo(
