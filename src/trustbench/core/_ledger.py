@@ -41,7 +41,7 @@ from trustbench.core._ledger_contents import (
     Statement,
 )
 from trustbench.core._ledger_head import CUT_OFF, cut_trial_count, head_problems, write_head
-from trustbench.core._ledger_integrity import ledger_problems
+from trustbench.core._ledger_integrity import UNREADABLE, ledger_problems
 from trustbench.core._ledger_rows import JSON_COLUMNS as JSON_COLUMNS
 from trustbench.core._ledger_rows import TABLE_COLUMNS, row_hash
 from trustbench.core._ledger_rows import row_canonical_json as row_canonical_json
@@ -149,7 +149,7 @@ def _refuse_altered(run_dir: Path, manifest_sha256: str, accept_cut: bool) -> Cu
             problems.append(f"ledger.sqlite is format {found}; this writes {LEDGER_FORMAT}")
         cut = next((problem for problem in problems if problem.startswith(CUT_OFF)), None)
         cut_trials = None if cut is None else cut_trial_count(connection, run_dir)
-    except sqlite3.DatabaseError as error:
+    except UNREADABLE as error:
         raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
     finally:
         connection.close()
@@ -227,7 +227,7 @@ class Ledger:
                 for table in TABLE_COLUMNS
             }
             trials = connection.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-        except sqlite3.DatabaseError as error:
+        except UNREADABLE as error:
             raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
         seq, head = last if last is not None else (0, manifest_sha256)
         ledger = cls(connection, head, seq, ids, trials)
@@ -447,7 +447,7 @@ def open_for_reading(run_dir: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
-    except sqlite3.DatabaseError as error:
+    except UNREADABLE as error:
         connection.close()
         raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
     if not set(TABLE_COLUMNS) <= tables:

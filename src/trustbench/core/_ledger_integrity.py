@@ -51,6 +51,11 @@ TABLES: dict[str, tuple[str, ...]] = {
 TABLES["contents"] = (CONTENTS_DDL.replace(" IF NOT EXISTS", ""), *_OLD_CONTENTS_DDL)
 """Each table the ledger may hold and the stored SQL it may have been created with."""
 
+UNREADABLE = (sqlite3.DatabaseError, UnicodeDecodeError)
+"""What reading an edited ledger file raises: SQLite's errors, and Python's for a stored text
+that is no longer UTF-8 (an edited byte in `sqlite_master` or a row). Both mean "not a ledger",
+reported as such, never a traceback."""
+
 MAX_REPORTED = 3
 """`integrity_check` messages quoted (it can list thousands)."""
 
@@ -102,20 +107,21 @@ def ledger_problems(
 
     Raises:
         sqlite3.DatabaseError: when the file is not a readable SQLite database.
+        UnicodeDecodeError: when a stored text is not UTF-8 (see `UNREADABLE`).
     """
     # What no query of the chain reads: indexes, free structure, tables added to the file.
     # Checked first (reported, or raised, in its place below): a sound file lets the content
     # check trust the digest index instead of asking it about every row.
     try:
-        integrity: list[str] | sqlite3.DatabaseError = integrity_problems(connection)
-    except sqlite3.DatabaseError as error:
+        integrity: list[str] | Exception = integrity_problems(connection)
+    except UNREADABLE as error:
         integrity = error
     problems = verify_chain(connection, manifest_sha256, recorded_seq(run_dir))
     # The chain commits to content digests; the stored bodies are re-hashed against them.
     problems += content_problems(connection, index_sound=integrity == [])
     chain_intact = not problems
     problems += head_problems(connection, run_dir, manifest_sha256, empty=False)
-    if isinstance(integrity, sqlite3.DatabaseError):
+    if isinstance(integrity, Exception):
         raise integrity
     problems += integrity
     if chain_intact:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trustbench.core._ledger import NOT_A_LEDGER, TABLE_COLUMNS, open_for_reading
-from trustbench.core._ledger_integrity import ledger_problems
+from trustbench.core._ledger_integrity import UNREADABLE, ledger_problems
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._prefetch import prefetch_ledger
 from trustbench.core._registry import load_track
@@ -91,7 +91,7 @@ def verify_ledger(run_dir: Path, manifest_sha256: str, planned_trials: int) -> V
         report.trials_rerun_after_cut = _rerun_after_cut(connection)
         if not report.problems and not _ends_signed_off(connection):
             report.problems.append(INTERRUPTED)
-    except sqlite3.DatabaseError as error:
+    except UNREADABLE as error:
         report.problems.insert(0, f"{NOT_A_LEDGER}: {error}")
     finally:
         connection.close()

@@ -1,0 +1,191 @@
+"""`run` (resume included) refuses every ledger `verify` refuses, before writing anything.
+
+Issue 56: `run` resumed onto ledgers with edited bytes `verify` refused, and onto a ledger whose
+tail was cut with `ledger.head` rewritten and the unsigned statement deleted, re-running the cut
+trials as if new. The CLI runs as a subprocess, as a user runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.support.cli import invoke
+from tests.support.echo_track import two_candidate_spec, write_corpus
+from tests.support.openai_server import OpenAIServer
+
+from trustbench.core import build_manifest, read_ledger, run_experiment, verify_run, write_manifest
+from trustbench.errors import CheckFailed
+
+ROOT = Path(__file__).resolve().parents[2]
+EDITS = 20
+"""Content-changing byte edits (ones `verify` refuses) each checked against `run`."""
+
+
+@pytest.fixture
+def finished_run(tmp_path: Path, openai_server: OpenAIServer) -> Path:
+    """A finished run: 2 cases x 2 candidates x 2 trials, against the local test server."""
+    write_corpus(tmp_path / "corpus", 2)
+    spec = tmp_path / "exp.toml"
+    spec.write_text(two_candidate_spec(openai_server.base_url, trials=2))
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+    run_experiment(run_dir, preflight=False)
+    return run_dir
+
+
+REVIEW_SPEC = """
+suite = "rtb"
+track = "review"
+trials_per_case = 3
+concurrency = 2
+timeout_s = 30.0
+order_seed = 7
+track_options = { cases = ["backup_retention-01-permitted", "backup_retention-02-presentation_only"] }
+
+[corpus]
+builtin = "v0.1"
+
+[[candidates]]
+name = "reviewer"
+kind = "inprocess"
+entry = "trustbench.rtb.review.reviewers:chat_responder"
+settings = { reviewer = "reference-policy" }
+"""
+"""6 review trials by the in-process reference reviewer: a track that reports (record.json)."""
+
+
+@pytest.fixture
+def reported_run(tmp_path: Path) -> Path:
+    """A finished, reported review run (record.json and the unsigned record.intoto.json)."""
+    spec = tmp_path / "review.toml"
+    spec.write_text(REVIEW_SPEC)
+    run_dir = tmp_path / "reported"
+    write_manifest(build_manifest(spec), run_dir)
+    run_experiment(run_dir)
+    assert invoke("report", str(run_dir))[0] == 0
+    assert (run_dir / "record.intoto.json").exists()
+    return run_dir
+
+
+def _run_cli(run_dir: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """`trustbench run RUN_DIR --quiet` in a fresh process (with the echo track registered)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    return subprocess.run(
+        [sys.executable, "-m", "tests.support.trustbench_cli", "run", str(run_dir), "--quiet"]
+        + list(options),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _verify_refuses(run_dir: Path) -> bool:
+    try:
+        return bool(verify_run(run_dir).alterations)
+    except CheckFailed:  # not a SQLite file any more
+        return True
+
+
+@pytest.mark.slow
+def test_run_refuses_every_byte_edit_verify_refuses_and_leaves_the_ledger_byte_identical(
+    finished_run: Path,
+) -> None:
+    ledger = finished_run / "ledger.sqlite"
+    pristine = ledger.read_bytes()
+    rng = random.Random(56)
+    edits: list[tuple[int, int]] = []
+    while len(edits) < EDITS:
+        offset, value = rng.randrange(len(pristine)), rng.randrange(256)
+        if pristine[offset] == value:
+            continue
+        edited = bytearray(pristine)
+        edited[offset] = value
+        ledger.write_bytes(edited)
+        if _verify_refuses(finished_run):  # a byte in unused space changes no content
+            edits.append((offset, value))
+    for offset, value in edits:
+        edited = bytearray(pristine)
+        edited[offset] = value
+        ledger.write_bytes(edited)
+        result = _run_cli(finished_run)
+        where = f"byte {offset} set to {value}: "
+        assert result.returncode == 1, where + result.stdout + result.stderr
+        assert "Traceback" not in result.stderr, where + result.stderr
+        assert ledger.read_bytes() == edited, where + "run changed the refused ledger"
+
+
+def _cut_tail(run_dir: Path, trials: int) -> list[str]:
+    """Cut the last `trials` trial rows off the ledger's end, as an attacker would: every row
+    from the first of them on (their attempts, the sign-off), `ledger.head` rewritten to the
+    new last row and the unsigned record statement deleted. Returns the cut trial ids."""
+    connection = sqlite3.connect(run_dir / "ledger.sqlite")
+    cut = connection.execute(
+        "SELECT trial_id, seq FROM trials ORDER BY seq DESC LIMIT ?", (trials,)
+    ).fetchall()
+    first_cut_seq = min(seq for _, seq in cut)
+    for table in ("experiments", "trials", "attempts", "events"):
+        connection.execute(f"DELETE FROM {table} WHERE seq >= ?", (first_cut_seq,))
+    last = max(
+        connection.execute(
+            f"SELECT seq, row_hash FROM {table} ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        for table in ("experiments", "trials", "attempts", "events")
+        if connection.execute(f"SELECT 1 FROM {table}").fetchone()
+    )
+    connection.commit()
+    connection.execute("VACUUM")
+    connection.close()
+    head_file = run_dir / "ledger.head"
+    head = json.loads(head_file.read_text())
+    head["seq"], head["row_hash"] = last
+    head_file.write_text(json.dumps(head, sort_keys=True) + "\n")
+    (run_dir / "record.intoto.json").unlink()
+    return sorted(trial_id for trial_id, _ in cut)
+
+
+@pytest.mark.slow
+def test_a_cut_tail_with_a_rewritten_head_is_refused_naming_the_cut_trials_until_rerun_cut(
+    reported_run: Path,
+) -> None:
+    finished_run = reported_run
+    cut = _cut_tail(finished_run, 2)
+    ledger = finished_run / "ledger.sqlite"
+    before = ledger.read_bytes()
+
+    refused = _run_cli(finished_run)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    message = refused.stderr
+    assert "refusing to resume: rows were cut off the ledger's end" in message
+    assert "the 2 cut trials are" in message
+    assert all(trial_id in message for trial_id in cut), message
+    assert ledger.read_bytes() == before, "the refusal wrote to the ledger"
+    assert invoke("verify", str(finished_run))[0] == 1, "verify refuses it too"
+
+    rerun = _run_cli(finished_run, "--rerun-cut")
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "6/6 trials finished (4 before this run)" in rerun.stdout
+    trial_ids = [t["trial_id"] for t in read_ledger(finished_run).trials]
+    assert len(trial_ids) == 6 and set(cut) <= set(trial_ids)
+    assert verify_run(finished_run).ok
+    assert invoke("report", str(finished_run))[0] == 0
+    record = json.loads((finished_run / "record.json").read_text())
+    assert record["trials_rerun_after_cut"] == 2
+
+
+def test_a_finished_run_records_no_trial_rerun_after_a_cut(reported_run: Path) -> None:
+    record = json.loads((reported_run / "record.json").read_text())
+    assert record["trials_rerun_after_cut"] == 0
+
+
+def test_ledger_head_counts_the_finished_trials_it_vouches_for(finished_run: Path) -> None:
+    head = json.loads((finished_run / "ledger.head").read_text())
+    assert head["trials"] == len(read_ledger(finished_run).trials) == 8
