@@ -40,14 +40,15 @@ def finished_run(tmp_path: Path, openai_server: OpenAIServer) -> Path:
     return run_dir
 
 
-REVIEW_SPEC = """
+CASES = '["backup_retention-01-permitted", "backup_retention-02-presentation_only"]'
+REVIEW_SPEC = f"""
 suite = "rtb"
 track = "review"
 trials_per_case = 3
 concurrency = 2
 timeout_s = 30.0
 order_seed = 7
-track_options = { cases = ["backup_retention-01-permitted", "backup_retention-02-presentation_only"] }
+track_options = {{ cases = {CASES} }}
 
 [corpus]
 builtin = "v0.1"
@@ -56,7 +57,7 @@ builtin = "v0.1"
 name = "reviewer"
 kind = "inprocess"
 entry = "trustbench.rtb.review.reviewers:chat_responder"
-settings = { reviewer = "reference-policy" }
+settings = {{ reviewer = "reference-policy" }}
 """
 """6 review trials by the in-process reference reviewer: a track that reports (record.json)."""
 
@@ -78,8 +79,15 @@ def _run_cli(run_dir: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """`trustbench run RUN_DIR --quiet` in a fresh process (with the echo track registered)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     return subprocess.run(
-        [sys.executable, "-m", "tests.support.trustbench_cli", "run", str(run_dir), "--quiet"]
-        + list(options),
+        [
+            sys.executable,
+            "-m",
+            "tests.support.trustbench_cli",
+            "run",
+            str(run_dir),
+            "--quiet",
+            *options,
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
