@@ -25,7 +25,6 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +34,12 @@ from trustbench.core._ledger_contents import (
     CONTENTS_DDL,
     FORMAT_3,
     BaseCompressor,
-    ContentReader,
     ContentStore,
     NewContent,
     Statement,
 )
-from trustbench.core._ledger_head import CUT_OFF, cut_trial_count, head_problems, write_head
-from trustbench.core._ledger_integrity import UNREADABLE, ledger_problems
+from trustbench.core._ledger_head import CutTail, head_problems, write_head
+from trustbench.core._ledger_integrity import UNREADABLE, resume_problems
 from trustbench.core._ledger_rows import JSON_COLUMNS as JSON_COLUMNS
 from trustbench.core._ledger_rows import TABLE_COLUMNS, row_hash
 from trustbench.core._ledger_rows import row_canonical_json as row_canonical_json
@@ -115,49 +113,20 @@ def _last_row(connection: sqlite3.Connection) -> tuple[int, str] | None:
     return last
 
 
-@dataclass(frozen=True)
-class CutTail:
-    """Rows cut off a ledger's end, as the head check found them (see `_ledger_head`)."""
-
-    problem: str
-    """`verify`'s message for the cut."""
-    trials: int | None
-    """Finished trials cut: how many `ledger.head` counts beyond the ledger's (None: unknown,
-    a head written before heads counted trials)."""
-
-
 def _refuse_altered(run_dir: Path, manifest_sha256: str, accept_cut: bool) -> CutTail | None:
-    """Refuse a stored ledger `verify` finds altered, reading it only; return a cut accepted.
-
-    An empty ledger (a run killed before its first row) passes here: its head is checked once
-    its tables exist.
-    """
+    """Refuse a stored ledger `verify` finds altered, reading it only; return a cut accepted."""
     path = run_dir / LEDGER_FILE
     if path.stat().st_size == 0:
         raise CheckFailed(f"refusing to resume: {EMPTY_FILE}", location=str(path))
-    connection = sqlite3.connect(path, isolation_level=None)
     try:
-        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
-        if not any(
-            connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
-            for table in TABLE_COLUMNS
-            if table in tables
-        ):
-            return None
-        problems = ledger_problems(connection, run_dir, manifest_sha256)
-        if not problems and (found := ContentReader(connection).format) != LEDGER_FORMAT:
-            problems.append(f"ledger.sqlite is format {found}; this writes {LEDGER_FORMAT}")
-        cut = next((problem for problem in problems if problem.startswith(CUT_OFF)), None)
-        cut_trials = None if cut is None else cut_trial_count(connection, run_dir)
+        problems, cut = resume_problems(path, run_dir, manifest_sha256, LEDGER_FORMAT)
     except UNREADABLE as error:
         raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
-    finally:
-        connection.close()
     if accept_cut and cut is not None:
-        problems.remove(cut)
+        problems.remove(cut.problem)
     if problems:
         raise CheckFailed(f"refusing to resume: {problems[0]}", location=str(path))
-    return None if cut is None else CutTail(cut, cut_trials)
+    return cut
 
 
 class Ledger:
@@ -167,19 +136,13 @@ class Ledger:
     committed inline or, after `start_writer`, on the writer thread in call order.
     """
 
-    def __init__(
-        self,
-        connection: sqlite3.Connection,
-        head: str,
-        seq: int,
-        ids: dict[str, int],
-        trials: int = 0,
-    ):
+    def __init__(self, connection: sqlite3.Connection, head: str, seq: int, ids: dict[str, int]):
         self._db = connection
         self._head = head
         self._seq = seq
         self._ids = ids
-        self._trials = trials
+        self._trials = 0
+        """Finished trials (trial rows) up to the head, recorded with it in `ledger.head`."""
         self.cut: CutTail | None = None
         """The cut tail `open(accept_cut=True)` found (None: none): the caller decides."""
         self._anchor_to: tuple[Path, str] | None = None
@@ -192,16 +155,14 @@ class Ledger:
     def open(cls, run_dir: Path, manifest_sha256: str, *, accept_cut: bool = False) -> Ledger:
         """Open (or create) the run's ledger, refusing one that `verify` would refuse.
 
-        An existing ledger gets `verify`'s own check (`ledger_problems`: file, chain, stored
-        bodies, head, sign-offs) before anything is written to it, so a resume never appends
-        to an altered ledger, and a refused one is left byte for byte as it was.
+        An existing ledger gets `verify`'s own check (`ledger_problems`) before anything is
+        written to it: a refused one is left byte for byte as it was.
 
         Args:
             run_dir: The run folder.
             manifest_sha256: The manifest the ledger must belong to.
-            accept_cut: Open a ledger whose only problem is a cut tail (rows or finished trials
-                that `ledger.head` recorded are gone) and say so in `cut`, for a caller that
-                names the cut trials or re-runs them as a recorded decision (`run --rerun-cut`).
+            accept_cut: Open a ledger whose only problem is a cut tail and say so in `cut`, for
+                a caller that names the cut trials or re-runs them (`run --rerun-cut`).
 
         Raises:
             CheckFailed: when the ledger belongs to another manifest, its chain is broken, a
@@ -230,9 +191,8 @@ class Ledger:
         except UNREADABLE as error:
             raise CheckFailed(f"{NOT_A_LEDGER}: {error}", location=str(path)) from None
         seq, head = last if last is not None else (0, manifest_sha256)
-        ledger = cls(connection, head, seq, ids, trials)
-        ledger._anchor_to = (run_dir, manifest_sha256)
-        ledger.cut = cut
+        ledger = cls(connection, head, seq, ids)
+        ledger._anchor_to, ledger._trials, ledger.cut = (run_dir, manifest_sha256), trials, cut
         if last is None:
             ledger.append(
                 "experiments",

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +219,7 @@ def head_problems(
             f"the ledger was rewritten: row seq {seq} does not carry the hash ledger.head "
             f"recorded ({head['row_hash'][:12]}…); the chain was re-hashed after an edit"
         ]
-    return _trial_count_problems(connection, head) or statement_problems(connection, run_dir)
+    return statement_problems(connection, run_dir) or _trial_count_problems(connection, head)
 
 
 CUT_OFF = "rows were cut off the ledger's end"
@@ -255,15 +256,26 @@ def _trials_up_to(connection: sqlite3.Connection, seq: int) -> int:
     return int(found[0])
 
 
-def cut_trial_count(connection: sqlite3.Connection, run_dir: Path) -> int | None:
-    """Finished trials cut off the ledger's end: those `ledger.head` counts beyond the ledger's.
+@dataclass(frozen=True)
+class CutTail:
+    """Rows cut off a ledger's end, as the head check found them."""
 
-    None when the head does not count trials (or cannot be read).
-    """
+    problem: str
+    """`verify`'s message for the cut."""
+    trials: int | None
+    """Finished trials cut: how many `ledger.head` counts beyond the ledger's (None: unknown,
+    a head written before heads counted trials)."""
+
+
+def cut_tail(connection: sqlite3.Connection, run_dir: Path, problems: list[str]) -> CutTail | None:
+    """The cut tail among a ledger's `problems` (None without one), with its trials counted."""
+    problem = next((found for found in problems if found.startswith(CUT_OFF)), None)
+    if problem is None:
+        return None
     try:
         head = read_head(run_dir)
     except CheckFailed:
-        return None
+        head = None
     if head is None or "trials" not in head:
-        return None
-    return max(head["trials"] - _trials_up_to(connection, head["seq"]), 0)
+        return CutTail(problem, None)
+    return CutTail(problem, max(head["trials"] - _trials_up_to(connection, head["seq"]), 0))

@@ -20,9 +20,9 @@ import sqlite3
 from pathlib import Path
 
 from trustbench.core._ledger_chain import verify_chain
-from trustbench.core._ledger_contents import CONTENTS_DDL
+from trustbench.core._ledger_contents import CONTENTS_DDL, ContentReader
 from trustbench.core._ledger_contents_check import content_problems
-from trustbench.core._ledger_head import head_problems, recorded_seq
+from trustbench.core._ledger_head import CutTail, cut_tail, head_problems, recorded_seq
 from trustbench.core._ledger_rows import TABLE_COLUMNS
 
 _OLD_CONTENTS_DDL = (
@@ -127,6 +127,35 @@ def ledger_problems(
     if chain_intact:
         problems += sign_off_problems(connection)
     return problems
+
+
+def resume_problems(
+    path: Path, run_dir: Path, manifest_sha256: str, ledger_format: str
+) -> tuple[list[str], CutTail | None]:
+    """`ledger_problems` of the ledger file at `path`, read only, before a writer opens it.
+
+    Also refuses a ledger of another format than `ledger_format` (what this version appends),
+    and returns the cut tail among the problems. A ledger without a row yet (a run killed
+    before its first one) has none here: its head is checked once its tables exist.
+
+    Raises:
+        sqlite3.DatabaseError, UnicodeDecodeError: see `UNREADABLE`.
+    """
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master")}
+        if not any(
+            connection.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
+            for table in TABLE_COLUMNS
+            if table in tables
+        ):
+            return [], None
+        problems = ledger_problems(connection, run_dir, manifest_sha256)
+        if not problems and (found := ContentReader(connection).format) != ledger_format:
+            problems.append(f"ledger.sqlite is format {found}; this writes {ledger_format}")
+        return problems, cut_tail(connection, run_dir, problems)
+    finally:
+        connection.close()
 
 
 def sign_off_problems(connection: sqlite3.Connection) -> list[str]:

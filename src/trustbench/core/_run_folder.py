@@ -1,4 +1,7 @@
-"""The run folder's lock and the marking of executions an interrupted run left unfinished.
+"""The run folder's lock and what a resume does with trials an earlier run left unfinished.
+
+Executions an interrupted run left mid-trial are marked abandoned; finished trials cut off the
+ledger's end are refused, named, or re-run as a recorded decision (`run --rerun-cut`).
 
 Kept apart from the scheduler (`_runner`): both are about the folder a run resumes in, not
 about ordering or executing trials.
@@ -8,10 +11,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from trustbench.core._ledger import Ledger
-from trustbench.errors import InputError
+from trustbench.core._ledger_head import CutTail
+from trustbench.core._track import TrialKey
+from trustbench.errors import CheckFailed, InputError
 
 
 class RunLock:
@@ -52,3 +58,45 @@ def mark_abandoned(ledger: Ledger) -> tuple[dict[str, int], int]:
                 count += 1
         next_execution[trial_id] = max(execution for execution, _ in executions) + 1
     return next_execution, count
+
+
+NAMED = 5
+"""Cut trials a refusal names (then their count)."""
+
+
+def refuse_or_record_cut(
+    ledger: Ledger,
+    cut: CutTail,
+    order: Sequence[TrialKey],
+    remaining: Sequence[int],
+    *,
+    rerun_cut: bool,
+) -> None:
+    """Refuse to re-run trials cut off the ledger's end, naming them; or record the decision.
+
+    Which of the trials without a row were cut, and which never ran, the ledger no longer
+    says; the runner hands trials out in the seeded order, so the cut ones are the first of
+    them in that order (all of them, for a run that had finished). With `rerun_cut` the
+    decision is an event in the chain (`cut_trials_rerun`, the number re-run: the head's count
+    beyond the ledger's, or every trial without a row when the head kept no count), which
+    `verify` totals and the record reports as `trials_rerun_after_cut`.
+
+    Raises:
+        CheckFailed: without `rerun_cut`, before anything is written.
+    """
+    count = len(remaining) if cut.trials is None else min(cut.trials, len(remaining))
+    first = [order[position].trial_id for position in remaining[: min(count, NAMED)]]
+    if not rerun_cut:
+        which = (
+            f"which of the {len(remaining)} planned trials without a row were cut is unknown"
+            if cut.trials is None
+            else f"the {count} cut trials are"
+        )
+        raise CheckFailed(
+            f"refusing to resume: {cut.problem}; {which} (first in seeded order: "
+            f"{', '.join(first)}{' …' if count > len(first) else ''}): `trustbench run "
+            "--rerun-cut` re-runs them, recorded as a re-run after a cut (or restore the "
+            "ledger from a copy)",
+            location="ledger.sqlite",
+        )
+    ledger.event("cut_trials_rerun", {"rerun": count, "first": first, "problem": cut.problem})

@@ -27,7 +27,7 @@ from typing import Any
 import trustbench
 from trustbench.core._context import RunServices
 from trustbench.core._gc import long_lived_objects_frozen
-from trustbench.core._ledger import CutTail, Ledger
+from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
 from trustbench.core._plan import SeededOrder
@@ -35,7 +35,7 @@ from trustbench.core._preflight import probe_connections, start_preflight, stop_
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
-from trustbench.core._run_folder import RunLock, mark_abandoned
+from trustbench.core._run_folder import RunLock, mark_abandoned, refuse_or_record_cut
 from trustbench.core._track import Track, TrialKey, track_hook
 from trustbench.core._trial import execute_trial
 from trustbench.errors import CheckFailed, InputError
@@ -233,7 +233,7 @@ async def _run_into_ledger(
         )
         del keys, finished
         if ledger.cut is not None:  # refused (nothing written yet) or re-run as recorded
-            _rerun_cut(ledger, ledger.cut, order, remaining, rerun_cut=rerun_cut)
+            refuse_or_record_cut(ledger, ledger.cut, order, remaining, rerun_cut=rerun_cut)
         next_execution, abandoned = mark_abandoned(ledger)
         ledger.start_writer()  # SQLite commits off the event loop from here on
         if limit is not None:
@@ -325,48 +325,6 @@ async def _run_into_ledger(
         ledger.close()
 
 
-NAMED = 5
-"""Cut trials a refusal names (then their count)."""
-
-
-def _rerun_cut(
-    ledger: Ledger,
-    cut: CutTail,
-    order: Sequence[TrialKey],
-    remaining: Sequence[int],
-    *,
-    rerun_cut: bool,
-) -> None:
-    """Refuse to re-run trials cut off the ledger's end, naming them; or record the decision.
-
-    Which of the trials without a row were cut, and which never ran, the ledger no longer
-    says; the runner hands trials out in the seeded order, so the cut ones are the first of
-    them in that order (all of them, for a run that had finished). With `rerun_cut` the
-    decision is an event in the chain (`cut_trials_rerun`, the number re-run: the head's count
-    beyond the ledger's, or every trial without a row when the head kept no count), which
-    `verify` totals and the record reports as `trials_rerun_after_cut`.
-
-    Raises:
-        CheckFailed: without `rerun_cut`, before anything is written.
-    """
-    count = len(remaining) if cut.trials is None else min(cut.trials, len(remaining))
-    first = [order[position].trial_id for position in remaining[: min(count, NAMED)]]
-    if not rerun_cut:
-        which = (
-            f"which of the {len(remaining)} planned trials without a row were cut is unknown"
-            if cut.trials is None
-            else f"the {count} cut trials are"
-        )
-        raise CheckFailed(
-            f"refusing to resume: {cut.problem}; {which} (first in seeded order: "
-            f"{', '.join(first)}{' …' if count > len(first) else ''}): `trustbench run "
-            "--rerun-cut` re-runs them, recorded as a re-run after a cut (or restore the "
-            "ledger from a copy)",
-            location="ledger.sqlite",
-        )
-    ledger.event("cut_trials_rerun", {"rerun": count, "first": first, "problem": cut.problem})
-
-
 def _handed_out(
     order: Sequence[TrialKey], positions: Iterable[int], stopped: Mapping[str, str]
 ) -> Iterator[tuple[int, TrialKey]]:
@@ -420,14 +378,9 @@ def run_experiment(
         InputError: when the folder is not a run folder or is in use by another run.
     """
     running = run_experiment_async(
-        run_dir,
-        progress,
-        executor=executor,
-        address=address,
-        limit=limit,
-        preflight=preflight,
+        run_dir, progress, executor=executor, address=address, limit=limit, preflight=preflight,
         rerun_cut=rerun_cut,
-    )
+    )  # fmt: skip
     return asyncio.run(running)
 
 
@@ -450,15 +403,9 @@ async def run_experiment_async(
     manifest = _check_runnable(run_dir, executor, address, limit)
     with RunLock(run_dir), long_lived_objects_frozen():
         return await _run(
-            run_dir,
-            manifest,
-            progress or NoProgress(),
-            executor,
-            address,
-            limit,
-            preflight,
+            run_dir, manifest, progress or NoProgress(), executor, address, limit, preflight,
             rerun_cut,
-        )
+        )  # fmt: skip
 
 
 def _check_runnable(
