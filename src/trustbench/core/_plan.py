@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import random
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, overload
 
@@ -191,3 +191,18 @@ def cross_product(case_ids: list[str], manifest: Manifest) -> CrossProduct:
     """
     spec = manifest.spec
     return CrossProduct(case_ids, [c.name for c in spec.candidates], spec.trials_per_case)
+
+
+def handed_out(
+    order: Sequence[TrialKey], positions: Iterable[int], stopped: Mapping[str, str]
+) -> Iterator[tuple[int, TrialKey]]:
+    """The remaining trials in order, each key made as its trial is handed out.
+
+    A stopped candidate's trials are skipped as they come up and stay unrun ("not run"); no
+    key is held past its trial (the run keeps the order's 4 bytes a trial and the trials in
+    flight).
+    """
+    for position in positions:
+        key = order[position]
+        if key.candidate not in stopped:
+            yield position, key

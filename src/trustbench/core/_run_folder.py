@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,7 +65,7 @@ NAMED = 5
 """Cut trials a refusal names (then their count)."""
 
 
-def refuse_or_record_cut(
+def _refuse_or_record_cut(
     ledger: Ledger,
     cut: CutTail,
     order: Sequence[TrialKey],
@@ -87,16 +88,35 @@ def refuse_or_record_cut(
     count = len(remaining) if cut.trials is None else min(cut.trials, len(remaining))
     first = [order[position].trial_id for position in remaining[: min(count, NAMED)]]
     if not rerun_cut:
+        named = f"{', '.join(first)}{' …' if count > len(first) else ''}"
         which = (
-            f"which of the {len(remaining)} planned trials without a row were cut is unknown"
+            f"which of the {len(remaining)} planned trials without a row were cut is unknown "
+            f"(first in seeded order: {named})"
             if cut.trials is None
-            else f"the {count} cut trials are"
+            else f"the {count} cut trials are (first in seeded order): {named}"
+            if count
+            else "no finished trial was among the rows cut"
         )
         raise CheckFailed(
-            f"refusing to resume: {cut.problem}; {which} (first in seeded order: "
-            f"{', '.join(first)}{' …' if count > len(first) else ''}): `trustbench run "
-            "--rerun-cut` re-runs them, recorded as a re-run after a cut (or restore the "
-            "ledger from a copy)",
+            f"refusing to resume: {cut.problem}; {which}; `trustbench run --rerun-cut` re-runs "
+            "them, recorded as a re-run after a cut (or restore the ledger from a copy)",
             location="ledger.sqlite",
         )
     ledger.event("cut_trials_rerun", {"rerun": count, "first": first, "problem": cut.problem})
+
+
+def remaining_positions(
+    ledger: Ledger, order: Sequence[TrialKey], finished: set[str], *, rerun_cut: bool
+) -> Sequence[int]:
+    """The order's positions without a finished trial; a cut tail refused or its re-run recorded.
+
+    Nothing is written before a refusal (`_refuse_or_record_cut`).
+    """
+    remaining: Sequence[int] = (
+        array("I", (p for p, key in enumerate(order) if key.trial_id not in finished))
+        if finished
+        else range(len(order))
+    )
+    if ledger.cut is not None:
+        _refuse_or_record_cut(ledger, ledger.cut, order, remaining, rerun_cut=rerun_cut)
+    return remaining

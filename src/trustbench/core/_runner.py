@@ -18,8 +18,7 @@ import asyncio
 import dataclasses
 import os
 import random
-from array import array
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,12 +29,12 @@ from trustbench.core._gc import long_lived_objects_frozen
 from trustbench.core._ledger import Ledger
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._pacing import TokenBucket
-from trustbench.core._plan import SeededOrder
+from trustbench.core._plan import SeededOrder, handed_out
 from trustbench.core._preflight import probe_connections, start_preflight, stop_reason, supervised
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
-from trustbench.core._run_folder import RunLock, mark_abandoned, refuse_or_record_cut
+from trustbench.core._run_folder import RunLock, mark_abandoned, remaining_positions
 from trustbench.core._track import Track, TrialKey, track_hook
 from trustbench.core._trial import execute_trial
 from trustbench.errors import CheckFailed, InputError
@@ -226,14 +225,8 @@ async def _run_into_ledger(
         # seeded order as 4 bytes a trial, and the positions still to run only when resuming
         # (issue 30: memory bounded by the work in flight, not the run).
         order = SeededOrder(keys, spec.order_seed)
-        remaining: Sequence[int] = (
-            array("I", (p for p, key in enumerate(order) if key.trial_id not in finished))
-            if finished
-            else range(len(order))
-        )
+        remaining = remaining_positions(ledger, order, finished, rerun_cut=rerun_cut)
         del keys, finished
-        if ledger.cut is not None:  # refused (nothing written yet) or re-run as recorded
-            refuse_or_record_cut(ledger, ledger.cut, order, remaining, rerun_cut=rerun_cut)
         next_execution, abandoned = mark_abandoned(ledger)
         ledger.start_writer()  # SQLite commits off the event loop from here on
         if limit is not None:
@@ -287,7 +280,7 @@ async def _run_into_ledger(
             progress.start(planned, finished_before)
             execution.done = finished_before
             workers_wanted = min(spec.concurrency, len(remaining))
-            pending = _handed_out(order, remaining, execution.stopped)
+            pending = handed_out(order, remaining, execution.stopped)
             checkpointing = False
 
             async def worker() -> None:
@@ -323,21 +316,6 @@ async def _run_into_ledger(
         return summary
     finally:
         ledger.close()
-
-
-def _handed_out(
-    order: Sequence[TrialKey], positions: Iterable[int], stopped: Mapping[str, str]
-) -> Iterator[tuple[int, TrialKey]]:
-    """The remaining trials in order, each key made as its trial is handed out.
-
-    A stopped candidate's trials are skipped as they come up and stay unrun ("not run"); no
-    key is held past its trial (the run keeps the order's 4 bytes a trial and the trials in
-    flight).
-    """
-    for position in positions:
-        key = order[position]
-        if key.candidate not in stopped:
-            yield position, key
 
 
 def run_experiment(
