@@ -184,14 +184,17 @@ class _StartProbe:
 def resume_startup(run_dir: str) -> dict[str, Any]:
     """Time a resume up to its first trial; and, apart, its two parts (warm page cache).
 
-    `verify`: the chain verification `Ledger.open` does before any resume. `remaining`: what the
-    runner does after it to find the work left (finished trials, interrupted executions, the
-    seeded order minus the finished), read through the same `Ledger` queries.
+    `verify`: the chain verification, part of the check `Ledger.open` does before any resume
+    (since issue 56 that check is `verify`'s whole one: `bench.resume_finished` times it).
+    `remaining`: what the runner does after it to find the work left (finished trials,
+    interrupted executions, the seeded order minus the finished), read through the same
+    `Ledger` queries.
     """
     import sqlite3
 
     from trustbench.core import read_manifest, run_experiment, trial_order
-    from trustbench.core._ledger import LEDGER_FILE, Ledger, verify_chain
+    from trustbench.core._ledger import LEDGER_FILE, Ledger
+    from trustbench.core._ledger_chain import verify_chain
     from trustbench.rtb.review.track import ReviewTrack
 
     folder = Path(run_dir)
