@@ -103,6 +103,7 @@ def _refuse_or_record_cut(
             location="ledger.sqlite",
         )
     ledger.event("cut_trials_rerun", {"rerun": count, "first": first, "problem": cut.problem})
+    ledger.anchor(force=True)  # the head now counts what the ledger holds: decided once
 
 
 def remaining_positions(

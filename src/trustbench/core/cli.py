@@ -236,6 +236,11 @@ def verify(run_dir: RunDirArg, record: RecordOpt = False, public_key: PublicKeyO
         f"intact: manifest {report.manifest_sha256[:12]}…, {report.rows} ledger rows chained, "
         f"{report.finished_trials}/{report.planned_trials} trials finished"
     )
+    if report.trials_rerun_after_cut:
+        typer.echo(
+            f"note: {report.trials_rerun_after_cut} trials were run again after finished trials "
+            "were cut off the ledger's end (`run --rerun-cut`, recorded in the ledger)"
+        )
     if record:
         from trustbench.core._attestation import require_record
 
