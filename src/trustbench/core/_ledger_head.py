@@ -23,6 +23,13 @@ match leaves that statement behind, so `head_problems` also requires the stated 
 in the ledger with its hash: `verify`, `report` and `run` (which would otherwise re-run the cut
 trials as if new) all refuse such a ledger. Deleting the statement too defeats this; a signed
 statement kept elsewhere (`verify --record --public-key`) does not.
+
+The head also counts the finished trials (trial rows) up to its row (`trials`, issue 56): a
+tail cut with `seq` and `row_hash` rewritten to the new last row, and the statement deleted,
+leaves that count behind, and the check names it a cut (`CUT_OFF`). `run` then refuses, naming
+the cut trials, unless told to re-run them (`run --rerun-cut`, recorded in the ledger). A forger
+who rewrites the count too is, like every forger of `ledger.head`, stopped only by an anchor
+kept elsewhere.
 """
 
 from __future__ import annotations
