@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from trustbench._canonical import read_input_file
 from trustbench._docstrings import documented
 from trustbench.core._credentials import (
     checked_base_url,
@@ -361,25 +362,21 @@ def load_spec(path: Path) -> ExperimentSpec:
         The validated spec.
 
     Raises:
-        InputError: when the file is missing, is not TOML, or a field is invalid.
+        InputError: when the file is missing or not a regular file, is not TOML, or a field is
+            invalid.
     """
     import tomllib  # reading a spec (freeze); a run reads the frozen manifest, JSON
 
     as_json = path.suffix == ".json"
+    raw = read_input_file(path)  # a FIFO or /dev/zero is refused, never read (exit 2)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
         data = json.loads(text) if as_json else tomllib.loads(text)
-    except FileNotFoundError:
-        raise InputError("spec file not found", location=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("spec path is a folder, not a file", location=str(path)) from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
         kind = "JSON" if as_json else "TOML"
         raise InputError(f"not valid {kind}: {error}", location=str(path)) from None
     except RecursionError:
         raise InputError("nested too deeply to read", location=str(path)) from None
-    except OSError as error:
-        raise InputError(f"cannot read the spec: {error.strerror}", location=str(path)) from None
     if not isinstance(data, dict):
         raise InputError("a spec must be a table (a JSON object)", location=str(path))
     return parse_spec(data, source=str(path))
