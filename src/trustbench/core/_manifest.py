@@ -29,7 +29,7 @@ from trustbench._docstrings import documented
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
-from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references, in_spec
+from trustbench.core._freeze_checks import check_api_keys, check_names, check_references, in_spec
 from trustbench.core._outputs import check_new_run_folder, write_atomically
 from trustbench.core._plan import CrossProduct
 from trustbench.core._registry import load_track
@@ -294,7 +294,7 @@ def build_manifest(
         track, entry = load_track(spec.track_id)
         refuse_unused_resample(spec, track, source=str(spec_path))
         resolution, files = resolve_inputs(track, spec, base_dir)
-        check_gates(spec, track)
+        check_names(spec, track)
     body = {
         "format": MANIFEST_FORMAT,
         "spec": spec.model_dump(mode="json"),
