@@ -259,13 +259,14 @@ def read_frozen(folder: Path) -> FrozenProtocol:
     from trustbench.errors import CheckFailed
 
     path = folder / PROTOCOL_FILE
-    try:
-        frozen = FrozenProtocol.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         raise InputError(
             "not a collection folder (no protocol.json); run `trustbench trb collect freeze`",
             location=str(folder),
-        ) from None
+        )
+    raw = read_input_file(path)  # a FIFO or a device in its place is refused, never read
+    try:
+        frozen = FrozenProtocol.model_validate_json(raw)
     except ValidationError as error:
         first = error.errors()[0]
         pointer = "/".join(map(str, first["loc"]))
