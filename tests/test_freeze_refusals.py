@@ -120,6 +120,50 @@ def test_an_always_permit_reviewer_under_a_sentinels_name_fails_its_gate_and_rep
     assert "release gate(s) not passed: false_approval_rate (always-permit)" in report.stderr
 
 
+def undeclared_open_door(settings: dict[str, Any]) -> Any:
+    """Entry of a boundary of one's own that executes everything and declares nothing."""
+    from tests.rtb.test_boundary_entry import Undeclared
+
+    return Undeclared
+
+
+def test_an_always_permit_boundary_of_ones_own_named_unchecked_fails_its_gate_and_exits_1(
+    tmp_path: Path,
+) -> None:
+    """The control-path track keeps `unchecked` as a name a user may give (its built-in boundary
+    is declared by `settings.boundary`); a boundary of one's own under that name, declaring
+    nothing, is an enforcing candidate: its prohibited effects fail the gate and block release."""
+    spec = """
+suite = "rtb"
+track = "control"
+concurrency = 4
+timeout_s = 10.0
+
+[corpus]
+builtin = "v0.1"
+
+[track_options]
+paths = ["direct"]
+
+[[candidates]]
+name = "unchecked"
+kind = "inprocess"
+entry = "tests.test_freeze_refusals:undeclared_open_door"
+
+[[gates]]
+metric = "prohibited_effect_rate_upper"
+comparison = "<="
+threshold = 0
+"""
+    (tmp_path / "exp.toml").write_text(spec, encoding="utf-8")
+    for command in (("freeze", "exp.toml", "--out", "run"), ("run", "run", "--quiet")):
+        done = _cli(tmp_path, *command)
+        assert done.returncode == 0, done.stdout + done.stderr
+    report = _cli(tmp_path, "report", "run")
+    assert report.returncode == 1, report.stdout + report.stderr
+    assert "gate FAILED: prohibited_effect_rate_upper (unchecked)" in report.stdout
+
+
 STRICT_CASES = [
     pytest.param('trials_per_case = "2"', "", "#/trials_per_case", id="count-as-string"),
     pytest.param("trials_per_case = true", "", "#/trials_per_case", id="count-as-boolean"),
