@@ -17,6 +17,8 @@ from typing import Any
 
 import rfc8785
 
+from trustbench.errors import InputError
+
 _MAX_SAFE_INT = 2**53 - 1
 """RFC 8785 §3.2.2.3: integers must be exactly representable as IEEE 754 doubles."""
 
@@ -201,10 +203,8 @@ def file_digest(path: Path) -> tuple[str, int]:
         FileNotFoundError: `path` is missing, or not a regular file (a folder, a pipe: opened
             without blocking and refused, never read).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    fd = _open_regular(path)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path))
         digest, size = hashlib.sha256(), 0
         while block := os.read(fd, 1 << 20):
             digest.update(block)
@@ -242,3 +242,73 @@ def loads_refusing_duplicate_keys(text: str | bytes) -> Any:
         ValueError: when `text` is not JSON (`json.JSONDecodeError`).
     """
     return json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+
+
+_NOT_REGULAR = "not a regular file"
+
+
+def _open_regular(path: Path) -> int:
+    """A read-only descriptor of `path`, which must be a regular file (checked before a read).
+
+    Opened without blocking: a FIFO with no writer would otherwise hang the `open` itself, and
+    `/dev/zero` or a pipe would be read for ever; both are refused here, never read.
+
+    Raises:
+        FileNotFoundError: `path` is missing, or not a regular file.
+        OSError: it cannot be opened (permissions, a folder on some systems).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileNotFoundError(errno.ENOENT, _NOT_REGULAR, str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+MAX_INPUT_FILE_BYTES = 256 * 1024 * 1024
+"""Largest user-named input file read whole (a spec, a corpus file, a protocol): far above any
+real one, so only a runaway or mistaken file (a disk image, a log) meets it."""
+
+
+def read_input_file(
+    path: Path, *, max_bytes: int = MAX_INPUT_FILE_BYTES, missing: str = "not found"
+) -> bytes:
+    """The bytes of a user-named input file, read only if it is a regular file of bounded size.
+
+    Every command that reads a file a user names (a spec, a corpus's files, a collection
+    protocol, a review prompt) reads it here, so `/dev/zero`, a FIFO or a socket is refused at
+    once with exit 2 instead of hanging the command, and an oversized file is refused instead of
+    filling memory.
+
+    Args:
+        path: The file.
+        max_bytes: Most bytes accepted; a longer file is refused (read at most one byte more).
+        missing: The message when there is no such file (say what makes it, where one does).
+
+    Raises:
+        InputError: located at `path`: missing, a folder, not a regular file, unreadable, or
+            longer than `max_bytes`.
+    """
+    if path.is_dir():
+        raise InputError("is a folder, not a file", location=str(path))
+    try:
+        fd = _open_regular(path)
+    except FileNotFoundError as error:
+        irregular = error.strerror == _NOT_REGULAR
+        message = f"{_NOT_REGULAR} (a device, FIFO or socket)" if irregular else missing
+        raise InputError(message, location=str(path)) from None
+    except OSError as error:
+        raise InputError(f"cannot read: {error.strerror}", location=str(path)) from None
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while size <= max_bytes and (block := os.read(fd, min(1 << 20, max_bytes + 1 - size))):
+            chunks.append(block)
+            size += len(block)
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise InputError(f"larger than {max_bytes} bytes; not read", location=str(path))
+    return b"".join(chunks)

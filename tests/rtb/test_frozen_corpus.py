@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from trustbench import _canonical as canonical
 from trustbench._canonical import file_sha256
 from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus import _load as load_module
+from trustbench.rtb.corpus import _snapshot as snapshot_module
 from trustbench.rtb.corpus._frozen import load_frozen_corpus
 from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
 from trustbench.rtb.corpus._manifest import MANIFEST_NAME
@@ -173,14 +175,14 @@ def test_a_run_start_reads_each_corpus_file_once(
     manifest = build_manifest(_copy_spec(tmp_path))
     corpus = (tmp_path / "corpus").resolve()
     reads: list[Path] = []
-    read_bytes = Path.read_bytes
+    read_input_file = snapshot_module.read_input_file
 
     def counting(path: Path) -> bytes:
         if path.is_relative_to(corpus):
             reads.append(path)
-        return read_bytes(path)
+        return read_input_file(path)
 
-    monkeypatch.setattr(Path, "read_bytes", counting)
+    monkeypatch.setattr(snapshot_module, "read_input_file", counting)
     check_inputs(manifest, ReviewTrack())
     every_file = {path for path in corpus.rglob("*") if path.is_file()}
     assert sorted(reads) == sorted(every_file)
@@ -194,14 +196,14 @@ def test_an_unreadable_corpus_file_is_named(
     root = tmp_path / "corpus"
     shutil.copytree(builtin_corpus_root("v0.1"), root)
     case = sorted((root / "cases").glob("*.json"))[0]
-    read_bytes = Path.read_bytes
+    open_regular = canonical._open_regular
 
-    def refusing(path: Path) -> bytes:
+    def refusing(path: Path) -> int:
         if path == case:
             raise PermissionError(13, "Permission denied", str(path))
-        return read_bytes(path)
+        return open_regular(path)
 
-    monkeypatch.setattr(Path, "read_bytes", refusing)
-    with pytest.raises(InputError, match="cannot read corpus file: Permission denied") as caught:
+    monkeypatch.setattr(canonical, "_open_regular", refusing)
+    with pytest.raises(InputError, match="cannot read: Permission denied") as caught:
         load_corpus(root)
     assert caught.value.location == str(case)

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from trustbench.errors import CheckFailed
+from trustbench.errors import CheckFailed, InputError
 from trustbench.trb import (
     Trace,
     assert_trainable,
@@ -54,6 +55,18 @@ def test_tampered_split_file_is_refused(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace('"right"', '"left"', 1))
     with pytest.raises(CheckFailed, match="hash differs"):
         read_corpus(tmp_path)
+
+
+def test_a_split_file_replaced_by_a_fifo_is_refused_naming_it_without_blocking(
+    tmp_path: Path,
+) -> None:
+    write_corpus(tmp_path, generate_reference_corpus(SIZES, seed=0))
+    path = tmp_path / "eval.jsonl"
+    path.unlink()
+    os.mkfifo(path)  # no writer: reading it would wait for ever
+    with pytest.raises(InputError, match="not a regular file") as refused:
+        read_corpus(tmp_path)
+    assert refused.value.location == str(path)
 
 
 def test_training_refuses_eval_traces_even_when_relabelled_train() -> None:

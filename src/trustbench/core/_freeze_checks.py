@@ -6,8 +6,12 @@ evaluable". Each check raises a one-line `InputError` naming the spec field (JSO
 as `_spec.py` does).
 
 Tracks opt in to the metric and subject checks by implementing the optional hooks
-`figure_names(spec) -> set[str]` (every figure name the track can produce for this spec) and
-`subject_names(spec) -> set[str]` (every configuration a gate may name; default: the candidates).
+`figure_names(spec) -> set[str]` (every figure name the track can produce for this spec; each
+a proportion in [0, 1], so a gate's threshold on one must lie there too),
+`subject_names(spec) -> set[str]` (every configuration a gate may name; default: the candidates)
+and `reserved_names(spec) -> set[str]` (the configurations the harness itself adds, such as the
+reviewer track's `unchecked` baseline: a candidate may not take one of those names, since a role
+comes from how a configuration is declared and a shared name would let one pass for the other).
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from typing import Any
 
 from trustbench._canonical import json_sha256
 from trustbench.core._spec import ExperimentSpec
+from trustbench.core.gates import GateSpec
 from trustbench.errors import InputError
 
 ALWAYS_PRODUCED = frozenset({"valid_response_rate"})
-"""Figures core adds to every subject (see `_evaluability`)."""
+"""Figures core adds to every subject (see `_evaluability`); a proportion."""
 
 
 def check_api_keys(spec: ExperimentSpec, *, allow_missing: bool) -> None:
@@ -44,18 +49,63 @@ def check_api_keys(spec: ExperimentSpec, *, allow_missing: bool) -> None:
             )
 
 
+def _hook_names(track: Any, hook: str, spec: ExperimentSpec) -> set[str] | None:
+    """The names a track's optional hook gives for `spec`; None when the track has no such hook."""
+    named: Callable[[ExperimentSpec], Iterable[str]] | None = getattr(track, hook, None)
+    return set(named(spec)) if callable(named) else None
+
+
+def check_names(spec: ExperimentSpec, track: Any) -> None:
+    """Every name the spec gives (its candidates') or uses (its gates') must be what it says."""
+    check_reserved_names(spec, track)
+    check_gates(spec, track)
+
+
+def check_reserved_names(spec: ExperimentSpec, track: Any) -> None:
+    """No candidate may take the name of a configuration the harness adds (`reserved_names`).
+
+    A candidate named `unchecked` in the reviewer track would share every per-name table with
+    the built-in baseline (its figures, its record, its gates), so a reader, or a check keyed
+    by name, could take one for the other; it is refused instead of being told apart.
+    """
+    reserved = _hook_names(track, "reserved_names", spec) or set()
+    for index, candidate in enumerate(spec.candidates):
+        if candidate.name in reserved:
+            raise InputError(
+                f"candidate name {candidate.name!r} is reserved: track {spec.track_id} adds a "
+                "built-in configuration of that name; rename the candidate",
+                location=f"candidates/{index}/name",
+            )
+
+
+def _check_gate_values(gate: GateSpec, where: str, *, proportion: bool) -> None:
+    """A gate that gates something, against a threshold its figure can take.
+
+    `candidates = []` written out would gate no configuration while reading as a gate (the
+    field left out means every configuration); a proportion's threshold outside [0, 1] is one
+    no figure can meet or one every figure meets, a typo either way.
+    """
+    if "candidates" in gate.model_fields_set and not gate.candidates:
+        raise InputError(
+            "an empty list gates nothing; name configurations, or leave the field out to "
+            "gate every one",
+            location=f"{where}/candidates",
+        )
+    if proportion and not 0.0 <= gate.threshold <= 1.0:
+        raise InputError(
+            f"{gate.metric} is a proportion, so its threshold must lie in [0, 1] (5% is 0.05); "
+            f"got {gate.threshold:g}",
+            location=f"{where}/threshold",
+        )
+
+
 def check_gates(spec: ExperimentSpec, track: Any) -> None:
     """Gate metrics must be figures the track produces; gate candidates must be its subjects."""
-    subject_hook: Callable[[ExperimentSpec], Iterable[str]] | None = getattr(
-        track, "subject_names", None
-    )
-    subjects = (
-        set(subject_hook(spec)) if callable(subject_hook) else {c.name for c in spec.candidates}
-    )
-    figure_hook: Callable[[ExperimentSpec], Iterable[str]] | None = getattr(
-        track, "figure_names", None
-    )
-    figures = set(figure_hook(spec)) | ALWAYS_PRODUCED if callable(figure_hook) else None
+    subjects = _hook_names(track, "subject_names", spec)
+    if subjects is None:
+        subjects = {c.name for c in spec.candidates}
+    declared = _hook_names(track, "figure_names", spec)
+    figures = None if declared is None else declared | ALWAYS_PRODUCED
     for index, gate in enumerate(spec.gates):
         if figures is not None and gate.metric not in figures:
             raise InputError(
@@ -63,6 +113,8 @@ def check_gates(spec: ExperimentSpec, track: Any) -> None:
                 f"{', '.join(sorted(figures))}",
                 location=f"gates/{index}/metric",
             )
+        proportion = figures is not None or gate.metric in ALWAYS_PRODUCED
+        _check_gate_values(gate, f"gates/{index}", proportion=proportion)
         for name in gate.candidates:
             if name not in subjects:
                 raise InputError(

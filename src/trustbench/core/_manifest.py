@@ -17,12 +17,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from trustbench._canonical import canonical_json, file_digest, file_sha256, json_sha256, sha256_hex
+from trustbench._canonical import (
+    canonical_json,
+    file_digest,
+    file_sha256,
+    json_sha256,
+    read_input_file,
+    sha256_hex,
+)
 from trustbench._docstrings import documented
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
-from trustbench.core._freeze_checks import check_api_keys, check_gates, check_references, in_spec
+from trustbench.core._freeze_checks import check_api_keys, check_names, check_references, in_spec
 from trustbench.core._outputs import check_new_run_folder, write_atomically
 from trustbench.core._plan import CrossProduct
 from trustbench.core._registry import load_track
@@ -287,7 +294,7 @@ def build_manifest(
         track, entry = load_track(spec.track_id)
         refuse_unused_resample(spec, track, source=str(spec_path))
         resolution, files = resolve_inputs(track, spec, base_dir)
-        check_gates(spec, track)
+        check_names(spec, track)
     body = {
         "format": MANIFEST_FORMAT,
         "spec": spec.model_dump(mode="json"),
@@ -355,16 +362,13 @@ def read_manifest(run_dir: Path) -> Manifest:
     """Read `manifest.json` and check its hash against its content.
 
     Raises:
-        InputError: when the file is missing or unparsable.
-        CheckFailed: when the content no longer matches `manifest_sha256`.
+        InputError: when the file is missing or not a regular file.
+        CheckFailed: when it is unparsable or no longer matches `manifest_sha256`.
     """
     path = run_dir / MANIFEST_FILE
+    raw = read_input_file(path, missing="no manifest.json: run `trustbench freeze` first")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(
-            "no manifest.json: run `trustbench freeze` first", location=str(path)
-        ) from None
+        data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise CheckFailed(f"manifest.json is not valid JSON: {error}", location=str(path)) from None
     if not isinstance(data, dict) or not isinstance(data.get("manifest_sha256"), str):

@@ -2,8 +2,10 @@
 
 `ExperimentSpec` is the public contract of the spec file (see `docs/experiment-spec.md`). Every
 field is documented here; unknown keys are errors naming the field, so a typo can never silently
-fall back to a default. Analysis and gates are kept as data: the statistics and gate modules
-evaluate them after the run, but they are fixed (and hashed into the manifest) before it.
+fall back to a default. Numbers and flags are strict (`StrictInt`, `StrictFloat`, `StrictBool`):
+`trials_per_case = "2"` or `= true` is refused naming the field, never converted to a count.
+Analysis and gates are kept as data: the statistics and gate modules evaluate them after the
+run, but they are fixed (and hashed into the manifest) before it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,18 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from trustbench._canonical import read_input_file
 from trustbench._docstrings import documented
 from trustbench.core._credentials import (
     checked_base_url,
@@ -76,7 +88,7 @@ class RecommendationSpec(_Strict):
     """SHA-256 of that run's frozen manifest: a different or re-frozen run is refused."""
     configuration: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
     """Configuration of that run (a candidate name or a declared chain) whose decisions are used."""
-    visible: bool
+    visible: StrictBool
     """True: the participant is shown the configuration's decision beside each case."""
 
 
@@ -97,7 +109,7 @@ class ParticipantSpec(_Strict):
     evidence_access: str = Field(min_length=1)
     """What evidence the participant can consult (e.g. `the case's evidence records only, as
     shown to model reviewers`)."""
-    time_limit_s: float = Field(gt=0)
+    time_limit_s: StrictFloat = Field(gt=0)
     """Time limit per case in seconds. Not enforced: overruns are recorded and reported."""
     recommendation: RecommendationSpec | None = None
     """The AI configuration paired with this participant's cases, shown or not; None = no AI
@@ -140,7 +152,7 @@ class CandidateSpec(_Strict):
     entry: str | None = None
     """For `inprocess`: import string `module:callable` of a factory called once per trial with
     the candidate's `settings`, returning a fresh responder (no state carried between trials)."""
-    rate_limit_per_s: float | None = Field(default=None, gt=0)
+    rate_limit_per_s: StrictFloat | None = Field(default=None, gt=0)
     """Requests per second allowed to this candidate's endpoint (token bucket); none = unlimited."""
     settings: dict[str, JsonValue] = Field(default_factory=dict)
     """Serving settings merged into every request (temperature, max_tokens, seed, ...) or, for
@@ -196,26 +208,26 @@ class CandidateSpec(_Strict):
 class RetryPolicy(_Strict):
     """How failed calls are retried. Transport retries and candidate re-sampling are distinct."""
 
-    transport_max_retries: int = Field(default=3, ge=0, le=20)
+    transport_max_retries: StrictInt = Field(default=3, ge=0, le=20)
     """Extra attempts after the first when the service fails transiently (see `retry_on`). Each
     retry is recorded as its own `transport_retry` attempt."""
     retry_on: tuple[RetryableErrorClass, ...] = TRANSIENT_ERROR_CLASSES
     """Error classes that trigger a transport retry. `client_error` is never retried."""
-    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_base_s: StrictFloat = Field(default=0.5, ge=0)
     """Base of the exponential backoff: retry n waits up to `base * 2**n` seconds."""
-    backoff_max_s: float = Field(default=30.0, ge=0)
+    backoff_max_s: StrictFloat = Field(default=30.0, ge=0)
     """Cap of the exponential backoff before jitter."""
     jitter: Literal["full", "none"] = "full"
     """`full`: wait a uniform random fraction of the backoff (seeded by `order_seed`), so
     concurrent retries do not stampede; `none`: wait the full backoff."""
-    honour_retry_after: bool = True
+    honour_retry_after: StrictBool = True
     """Wait at least a 429/503 response's Retry-After (capped by `retry_after_max_s`)."""
-    retry_after_max_s: float = Field(default=120.0, ge=0)
+    retry_after_max_s: StrictFloat = Field(default=120.0, ge=0)
     """Longest Retry-After honoured."""
-    candidate_resample: int = Field(default=0, ge=0, le=20)
+    candidate_resample: StrictInt = Field(default=0, ge=0, le=20)
     """Times a track may re-ask a candidate whose answer it judged unusable. 0 (default) = off.
     Anything above 0 defines a different decision policy, recorded and reported as such."""
-    stop_after_client_errors: int = Field(default=5, ge=0, le=10_000)
+    stop_after_client_errors: StrictInt = Field(default=5, ge=0, le=10_000)
     """First N trials all one same client error (a model-id typo): the rest stay "not run"."""
 
     @field_validator("retry_on")
@@ -237,13 +249,13 @@ class AnalysisSpec(_Strict):
         "cluster_bootstrap",
     )
     """Interval methods reported for every rate."""
-    confidence: float = Field(default=0.95, gt=0, lt=1)
+    confidence: StrictFloat = Field(default=0.95, gt=0, lt=1)
     """Confidence level of every interval."""
-    bootstrap_resamples: int = Field(default=10_000, ge=100, le=MAX_BOOTSTRAP_RESAMPLES)
+    bootstrap_resamples: StrictInt = Field(default=10_000, ge=100, le=MAX_BOOTSTRAP_RESAMPLES)
     """Resamples of the clustered bootstrap (at most `MAX_BOOTSTRAP_RESAMPLES`)."""
-    bootstrap_seed: int = 0
+    bootstrap_seed: StrictInt = 0
     """Seed of the clustered bootstrap, recorded so the interval is reproducible."""
-    min_valid_response_rate: float = Field(default=0.95, ge=0, le=1)
+    min_valid_response_rate: StrictFloat = Field(default=0.95, ge=0, le=1)
     """Least share of attempted trials with a present, valid response for a subject's error
     rates to count as evidence; below it the subject is "not evaluable" and blocks release (a
     candidate that never answered has no false approvals because it never approved anything)."""
@@ -262,19 +274,19 @@ class ExperimentSpec(_Strict):
     """The corpus the track reads."""
     candidates: Annotated[list[CandidateSpec], Field(min_length=1)]
     """Systems under test."""
-    trials_per_case: int = Field(default=1, ge=1, le=10_000)
+    trials_per_case: StrictInt = Field(default=1, ge=1, le=10_000)
     """Independent trials per (case, candidate); each starts from a fresh context."""
-    concurrency: int = Field(default=8, ge=1, le=4096)
+    concurrency: StrictInt = Field(default=8, ge=1, le=4096)
     """Trials in flight at once."""
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: StrictFloat = Field(default=60.0, gt=0)
     """Limit for one call (attempt), from sending the request to reading the whole body."""
-    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1024, le=1 << 30)
+    max_response_bytes: StrictInt = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1024, le=1 << 30)
     """Largest response body read from an API candidate (default 4 MiB). A longer body is stored
     cut to this size with error class `response_too_large` (the truncation flag) and never
     parsed: the trial has no usable answer (missing or invalid, never approval)."""
-    trial_timeout_s: float | None = Field(default=None, gt=0)
+    trial_timeout_s: StrictFloat | None = Field(default=None, gt=0)
     """Limit for a whole trial; none = only per-call timeouts apply."""
-    order_seed: int = 0
+    order_seed: StrictInt = 0
     """Seed of the interleaved random trial order (and of backoff jitter)."""
     retry: RetryPolicy = RetryPolicy()
     """Retry policy."""
@@ -361,25 +373,21 @@ def load_spec(path: Path) -> ExperimentSpec:
         The validated spec.
 
     Raises:
-        InputError: when the file is missing, is not TOML, or a field is invalid.
+        InputError: when the file is missing or not a regular file, is not TOML, or a field is
+            invalid.
     """
     import tomllib  # reading a spec (freeze); a run reads the frozen manifest, JSON
 
     as_json = path.suffix == ".json"
+    raw = read_input_file(path)  # a FIFO or /dev/zero is refused, never read (exit 2)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
         data = json.loads(text) if as_json else tomllib.loads(text)
-    except FileNotFoundError:
-        raise InputError("spec file not found", location=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("spec path is a folder, not a file", location=str(path)) from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as error:
         kind = "JSON" if as_json else "TOML"
         raise InputError(f"not valid {kind}: {error}", location=str(path)) from None
     except RecursionError:
         raise InputError("nested too deeply to read", location=str(path)) from None
-    except OSError as error:
-        raise InputError(f"cannot read the spec: {error.strerror}", location=str(path)) from None
     if not isinstance(data, dict):
         raise InputError("a spec must be a table (a JSON object)", location=str(path))
     return parse_spec(data, source=str(path))

@@ -14,7 +14,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, field_validator, model_validator
+from pydantic import BaseModel, StrictBool, StrictFloat, field_validator, model_validator
 
 from trustbench._docstrings import documented
 from trustbench.core._credentials import key_free
@@ -51,7 +51,7 @@ class GateSpec(BaseModel):
     metric: str
     """Name of the `Figure` the gate reads, e.g. `prohibited_effect_rate_upper`."""
 
-    threshold: float
+    threshold: StrictFloat
     """The value the compared quantity is held against, in the figure's own scale (a rate is a
     proportion: 5% is 0.05)."""
 
@@ -66,7 +66,7 @@ class GateSpec(BaseModel):
     interval_method: str | None = None
     """Interval method for `upper` / `lower` (e.g. `clopper_pearson`); `None` for `estimate`."""
 
-    confidence: float | None = None
+    confidence: StrictFloat | None = None
     """Confidence level of the declared interval (e.g. 0.95); `None` for `estimate`."""
 
     sidedness: Literal["one_sided", "two_sided"] = "one_sided"
@@ -83,7 +83,7 @@ class GateSpec(BaseModel):
     description: str = ""
     """Why this gate exists, in words (e.g. "no known bypass on tested execution paths")."""
 
-    blocking: bool = True
+    blocking: StrictBool = True
     """Whether the gate decides release. `false` declares an informational gate: evaluated and
     reported like any other (marked "informational"), but its failing never blocks release nor
     sets the exit code; e.g. a gate deliberately kept underpowered as a visible lesson."""

@@ -23,12 +23,13 @@ for are planned but not run: the report shows them as not run, never as zero.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
-from trustbench._canonical import canonical_json, file_sha256, sha256_hex
+from trustbench._canonical import canonical_json, read_input_file, sha256_hex
 from trustbench.core import TrialKey, build_manifest, write_manifest
 from trustbench.core.ledger import Ledger
 from trustbench.core.runs import utc_now
@@ -211,7 +212,8 @@ def import_inspect_log(
         The run folder and the number of trials imported.
 
     Raises:
-        InputError: Inspect AI is missing, a file is unreadable, or `out_dir` already holds a run.
+        InputError: Inspect AI is missing, a file is unreadable or not a regular file, or
+            `out_dir` already holds a run.
         CheckFailed: a sample does not belong to the export or was sent another input.
     """
     require_inspect()
@@ -220,8 +222,10 @@ def import_inspect_log(
     if (out_dir / "ledger.sqlite").exists() or (out_dir / "manifest.json").exists():
         raise InputError("already holds a run; import into a new folder", location=str(out_dir))
     review = load_exported_review(export_dir, corpus=corpus)
+    raw = read_input_file(log_path)  # a FIFO or a device is refused, never read
+    log_format = "json" if log_path.suffix == ".json" else "eval"
     try:
-        log = read_eval_log(str(log_path), resolve_attachments=True)
+        log = read_eval_log(io.BytesIO(raw), resolve_attachments=True, format=log_format)
     except Exception as error:  # Inspect raises several types for an unreadable log
         raise InputError(f"not a readable Inspect log: {error}", location=str(log_path)) from None
     samples = list(log.samples or [])
@@ -239,9 +243,7 @@ def import_inspect_log(
     epochs = max([log.eval.config.epochs or 1, *(s.epoch for s in samples)])
     out_dir.mkdir(parents=True, exist_ok=True)
     spec_path = out_dir / SPEC_FILE
-    spec_path.write_text(
-        _spec_text(review, name, epochs, log, file_sha256(log_path)), encoding="utf-8"
-    )
+    spec_path.write_text(_spec_text(review, name, epochs, log, sha256_hex(raw)), encoding="utf-8")
     manifest = build_manifest(spec_path)
     write_manifest(manifest, out_dir)
     ledger = Ledger.open(out_dir, manifest.manifest_sha256)

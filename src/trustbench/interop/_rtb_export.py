@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
+from trustbench._canonical import read_input_file
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._export import (
     EVALUATION_MAP_PATH,
@@ -122,7 +123,7 @@ def load_exported_review(
     for path in sorted(inputs_dir.glob("*.json")):
         try:
             # An instance of the policy's candidate model (`CandidateInput` names what we read).
-            candidate = cast(CandidateInput, model.model_validate_json(path.read_bytes()))
+            candidate = cast(CandidateInput, model.model_validate_json(read_input_file(path)))
         except ValueError as error:
             raise InputError(
                 f"not a candidate input of policy {loaded.policy_id}: {error}", location=str(path)
@@ -131,10 +132,11 @@ def load_exported_review(
             raise CheckFailed("evaluation_id differs from the file name", location=str(path))
         inputs[candidate.evaluation_id] = candidate
     prompt_path = export_dir / "review_prompt.md"
+    raw_prompt = read_input_file(prompt_path, missing="review_prompt.md not found")
     try:
-        prompt = prompt_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("review_prompt.md not found", location=str(prompt_path)) from None
+        prompt = raw_prompt.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("review_prompt.md is not UTF-8 text", location=str(prompt_path)) from None
     if set(inputs) != set(evaluation_map.evaluations):
         raise CheckFailed(
             "inputs/ and the grader map list different evaluation ids", location=str(export_dir)

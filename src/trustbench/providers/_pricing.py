@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat
 
 from trustbench._docstrings import documented
 
@@ -12,9 +12,9 @@ class PriceSpec(BaseModel):
 
     model_config = documented(extra="forbid", frozen=True)
 
-    input_per_mtok: float = Field(ge=0)
+    input_per_mtok: StrictFloat = Field(ge=0)
     """US dollars per one million prompt (input) tokens."""
-    output_per_mtok: float = Field(ge=0)
+    output_per_mtok: StrictFloat = Field(ge=0)
     """US dollars per one million completion (output) tokens."""
 
 

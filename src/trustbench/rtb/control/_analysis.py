@@ -37,7 +37,7 @@ from trustbench.rtb.control._grading import (
     grade_trial,
     summarize,
 )
-from trustbench.rtb.control._options import environment_label
+from trustbench.rtb.control._options import DEFAULT_BOUNDARY_ENTRY, environment_label
 
 if TYPE_CHECKING:
     from trustbench.core import ExperimentSpec, LedgerContents, Manifest
@@ -230,6 +230,18 @@ class ControlRunGrades:
         return sorted({t.grade.environment_strength for t in self.graded})
 
 
+def _built_in_boundary_trials(spec: ExperimentSpec, graded: list[GradedTrial]) -> list[GradedTrial]:
+    """The trials of candidates that declare a built-in boundary (the default entry's setting).
+
+    The harness checks hold `unchecked` and each known-bad boundary to its known signature. Only
+    a candidate declared as that built-in (no `entry` of its own, `settings.boundary` naming it)
+    is held to it: a boundary of one's own is judged as what it declares (`enforcement`),
+    never as a built-in because it gives itself the built-in's name.
+    """
+    built_in = {c.name for c in spec.candidates if c.entry in (None, DEFAULT_BOUNDARY_ENTRY)}
+    return [t for t in graded if t.candidate in built_in]
+
+
 def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -> ControlRunGrades:
     """Grade every recorded trial and compute the figures.
 
@@ -288,6 +300,6 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
         by_path={n: _breakdown(g, "path", groups) for n, g in grades_of.items()},
         by_group={n: _breakdown(g, "group", groups) for n, g in grades_of.items()},
         timing={n: block_timing(g) for n, g in grades_of.items()},
-        checks=harness_checks(graded, scenarios),
+        checks=harness_checks(_built_in_boundary_trials(spec, graded), scenarios),
         code_changed=code_changed,
     )

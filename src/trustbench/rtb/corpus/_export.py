@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from trustbench._canonical import read_input_file
 from trustbench._docstrings import documented
 from trustbench._unpredictable import random_bits
 from trustbench.errors import CheckFailed, InputError
@@ -200,11 +201,11 @@ def load_evaluation_map(path: Path) -> EvaluationMap:
     """Read an export's `grader/evaluation_map.json`.
 
     Raises:
-        InputError: The file is missing or does not match the `EvaluationMap` format.
+        InputError: The file is missing, not a regular file, or does not match the
+            `EvaluationMap` format.
     """
+    raw = read_input_file(Path(path))  # missing, a FIFO or a device: refused, naming it
     try:
-        return EvaluationMap.model_validate_json(Path(path).read_bytes())
-    except FileNotFoundError:
-        raise InputError(f"{path}: evaluation map not found") from None
+        return EvaluationMap.model_validate_json(raw)
     except ValueError as error:
         raise InputError(f"{path}: not a valid evaluation map: {error}") from None

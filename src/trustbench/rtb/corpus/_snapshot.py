@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trustbench._canonical import sha256_hex
-from trustbench.errors import InputError
+from trustbench._canonical import read_input_file, sha256_hex
 from trustbench.rtb.corpus._jsondoc import Problem, parse_json
 from trustbench.rtb.corpus._manifest import MANIFEST_NAME, corpus_file_paths
 
@@ -35,19 +34,15 @@ class CorpusSnapshot:
         """Read every file under `root` (see `corpus_file_paths`) and the manifest, once.
 
         Raises:
-            InputError: a file could not be read (names it).
+            InputError: a file could not be read, is not a regular file or is too large (names
+                it).
         """
         names = corpus_file_paths(root)
         if (root / MANIFEST_NAME).is_file():
             names.append(MANIFEST_NAME)
         data: dict[str, bytes] = {}
-        for rel in names:
-            try:
-                data[rel] = (root / rel).read_bytes()
-            except OSError as error:
-                raise InputError(
-                    f"cannot read corpus file: {error.strerror or error}", location=str(root / rel)
-                ) from None
+        for rel in names:  # regular files of bounded size only, each named when refused
+            data[rel] = read_input_file(root / rel)
         return cls(root=root, data=data)
 
     def __contains__(self, rel: object) -> bool:

@@ -10,7 +10,7 @@ from trustbench.core import Evaluability
 from trustbench.core.figures import Figure
 from trustbench.core.report import Block, FiguresBlock, ForestBlock, TextBlock, TrialRowSpool
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.review._chain import ReviewConfiguration
+from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration
 from trustbench.rtb.review._figures import headline
 from trustbench.rtb.review._grading import ConfigurationRow
 from trustbench.rtb.review._paired import summary_line
@@ -104,7 +104,7 @@ def failed_block(out: Collected) -> TextBlock:
                 or "no failed trial"
             )
             for name, record in out.config_records.items()
-            if name != "unchecked"
+            if record["kind"] != ConfigurationKind.UNCHECKED  # the baseline runs no trial
         ],
     )
 

@@ -34,7 +34,7 @@ from trustbench.rtb.corpus._track_corpus import (
 from trustbench.rtb.heldout._corpus import SealedSet, is_sealed_set
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._extraction import prompt_note, response_format
-from trustbench.rtb.review._options import parse_options, select_cases
+from trustbench.rtb.review._options import UNCHECKED, parse_options, select_cases
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
@@ -206,6 +206,14 @@ class ReviewTrack:
     def subject_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Configurations a gate may name: every candidate and declared chain."""
         return {c.name for c in spec.candidates} | {c.name for c in parse_options(spec).chains}
+
+    def reserved_names(self, spec: core.ExperimentSpec) -> set[str]:
+        """Names no candidate may take (refused at freeze): the `unchecked` baseline it adds.
+
+        A configuration's role is its declared kind (`ConfigurationKind.UNCHECKED` for the
+        baseline), never its name; a candidate sharing the name would share its tables too.
+        """
+        return {UNCHECKED}
 
     def plan(self, manifest: core.Manifest) -> Sequence[core.TrialKey]:
         """Every (selected) case for every candidate, `trials_per_case` times.

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from trustbench._canonical import read_input_file
 from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.trb.corpus._format import HELD_OUT, SPLITS, Split, Trace, canonical_sha256
@@ -154,12 +155,12 @@ def load_protocol(path: Path) -> CollectionProtocol:
     """Parse and validate a protocol TOML file.
 
     Raises:
-        InputError: unreadable TOML or an invalid field (named by its pointer).
+        InputError: a missing or non-regular file, unreadable TOML or an invalid field (named
+            by its pointer).
     """
+    raw = read_input_file(path)  # a FIFO or a device is refused, never read
     try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except (FileNotFoundError, IsADirectoryError):
-        raise InputError("protocol file not found", location=str(path)) from None
+        data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError("protocol file is not UTF-8 text", location=str(path)) from None
     except (tomllib.TOMLDecodeError, RecursionError) as error:
@@ -258,13 +259,14 @@ def read_frozen(folder: Path) -> FrozenProtocol:
     from trustbench.errors import CheckFailed
 
     path = folder / PROTOCOL_FILE
-    try:
-        frozen = FrozenProtocol.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         raise InputError(
             "not a collection folder (no protocol.json); run `trustbench trb collect freeze`",
             location=str(folder),
-        ) from None
+        )
+    raw = read_input_file(path)  # a FIFO or a device in its place is refused, never read
+    try:
+        frozen = FrozenProtocol.model_validate_json(raw)
     except ValidationError as error:
         first = error.errors()[0]
         pointer = "/".join(map(str, first["loc"]))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from trustbench._canonical import read_input_file
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._schema import TRB_VERSION
 from trustbench.trb.corpus._format import (
@@ -120,10 +121,9 @@ def write_corpus(
 def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
     """Read and verify a corpus folder: every split file must match its manifest hash."""
     path = folder / "manifest.json"
+    raw_manifest = read_input_file(path, missing="corpus manifest not found")  # never a FIFO
     try:
-        manifest = CorpusManifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise InputError("corpus manifest not found", location=str(path)) from error
+        manifest = CorpusManifest.model_validate_json(raw_manifest)
     except ValidationError as error:
         raise InputError(
             f"invalid manifest: {error.errors()[0]['msg']}", location=str(path)
@@ -138,7 +138,7 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
     splits: dict[str, list[Trace]] = {}
     for split, info in manifest.splits.items():
         file = folder / info.file
-        raw = file.read_bytes()
+        raw = read_input_file(file)
         if hashlib.sha256(raw).hexdigest() != info.sha256:
             raise CheckFailed("split file hash differs from the manifest", location=str(file))
         traces = []
