@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 
 from trustbench.errors import CheckFailed
-from trustbench.trb import (
+from trustbench.trb.corpus import (
     Trace,
     assert_trainable,
     corpus_json_schema,
