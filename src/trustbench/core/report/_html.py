@@ -109,6 +109,8 @@ def _figure_row(figure: Figure, declared: _GateIntervals | None = None) -> dict[
 
 
 def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str, Any]:
+    from trustbench.core.report import _plots  # matplotlib: loaded when a plot is drawn
+
     labels, estimates, pairs, rows = [], [], [], []
     # Draw the interval the gate on this metric compares when there is one, so a row's colour
     # (its gate outcome) and the bar against the threshold line always agree.
@@ -142,8 +144,6 @@ def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str,
     outcome = {g.subject: g.status for g in mine if g.subject}
     outcome |= {f"{g.subject}: {g.spec.metric}": g.status for g in worst_last if g.subject}
     statuses = [outcome.get(figure.name) for figure in block.figures]
-    from trustbench.core.report import _plots  # matplotlib: loaded when a plot is drawn
-
     svg = _plots.forest_svg(
         labels,
         estimates,
