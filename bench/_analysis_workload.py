@@ -19,6 +19,7 @@ from typing import Any
 
 from bench._workload import corpus
 from trustbench.core._report_run import evaluate_subject_gates
+from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.gates import GateSpec
 from trustbench.core.report import (
     ConfusionBlock,
@@ -29,8 +30,8 @@ from trustbench.core.report import (
     write_record_json,
     write_report_html,
 )
-from trustbench.core.stats import Figure, clustered_figure, rate_figure
-from trustbench.rtb import Decision
+from trustbench.core.stats import clustered_figure
+from trustbench.rtb.corpus import Decision
 from trustbench.rtb.review._metrics import ReviewTrialRow, review_metrics
 from trustbench.rtb.review._validation import Outcome
 

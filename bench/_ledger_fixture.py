@@ -25,7 +25,7 @@ from bench._workload import corpus, reference_reply, review_messages
 from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core import TrialKey, build_manifest, trial_order, write_manifest
 from trustbench.core._ledger import Ledger, utc_now
-from trustbench.rtb import new_evaluation_id
+from trustbench.rtb.corpus import new_evaluation_id
 
 BATCH = 5_000
 

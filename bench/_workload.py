@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from trustbench.providers import ChatRequest
-from trustbench.rtb import (
+from trustbench.rtb.corpus import (
     CandidateInput,
     Corpus,
     load_corpus,

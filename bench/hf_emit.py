@@ -29,7 +29,7 @@ import torch
 
 from bench._common import machine
 from bench._hf_smollm2 import hf_parser, load_smollm2
-from trustbench.trb import generate_split
+from trustbench.trb.corpus import generate_split
 from trustbench.trb.measures._batched import emit_many
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, _hf_batch
 from trustbench.trb.proxy._slots import render_slots

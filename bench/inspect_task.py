@@ -16,7 +16,7 @@ from inspect_ai.solver import TaskState, generate
 
 from bench._workload import corpus, review_messages
 from trustbench.core import TrialKey, trial_order
-from trustbench.rtb import CandidateInput
+from trustbench.rtb.corpus import CandidateInput
 from trustbench.rtb.review._validation import validate_response
 
 

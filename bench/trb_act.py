@@ -25,8 +25,8 @@ import time
 import torch
 
 from bench._common import machine, ratio
-from trustbench.trb import generate_split
 from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.corpus import generate_split
 from trustbench.trb.measures._calls import act_many
 from trustbench.trb.measures._whitebox import ReferenceWhiteBox
 from trustbench.trb.reference import NativeModelAdapter, ReferenceNativeModel

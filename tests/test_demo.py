@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from trustbench.cli import app
 from trustbench.demo import DEFAULT_OUT, default_out, demo_corpus_root
-from trustbench.rtb import load_corpus
 from trustbench.rtb._harness_audit import run_corpus_audits
+from trustbench.rtb.corpus import load_corpus
 
 TRACKS = {"rtb-review": "reviewer track", "rtb-control": "control-path track",
           "rtb-workflow": "workflow track", "trb": "TRB profile"}  # fmt: skip

@@ -21,7 +21,7 @@ from tests.support.cli import invoke
 
 import trustbench
 from trustbench.providers import ChatReply, ChatRequest
-from trustbench.rtb import CandidateInput, Decision
+from trustbench.rtb.corpus import CandidateInput, Decision
 from trustbench.rtb.review.reviewers import FixedDecisionReviewer
 
 SOURCE = Path(trustbench.__file__).resolve().parents[1]

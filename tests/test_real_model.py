@@ -21,8 +21,8 @@ from tests.support.real_model import (  # noqa: F401  (fixtures)
 )
 
 from trustbench.core import read_ledger
-from trustbench.trb import generate_split
 from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.corpus import generate_split
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 """Generous per-test bound for a loaded machine (on 2 idle cores each takes well under it)."""

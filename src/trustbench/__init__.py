@@ -8,18 +8,11 @@ Two benchmarks share one harness:
   causally govern its actions?
 
 The shared harness (`trustbench.core`) freezes experiments, runs trials, keeps a tamper-evident
-ledger of every attempt, computes statistics and writes reports. From Python, `run_spec` (or
-`await run_spec_async`) freezes, runs and reports one experiment; see `docs/python-api.md`.
+ledger of every attempt, computes statistics and writes reports. From Python,
+`trustbench.core.run_spec` (or `await trustbench.core.run_spec_async`) freezes, runs and reports
+one experiment; see `docs/python-api.md`. This package exports only `__version__`: importing it
+(which every `trustbench.*` import does) must not import the harness.
 """
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.core import ExperimentResult, run_spec, run_spec_async
-
 __version__ = "0.1.0"
-__all__ = ["ExperimentResult", "__version__", "run_spec", "run_spec_async"]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+__all__ = ["__version__"]

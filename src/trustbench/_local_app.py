@@ -45,8 +45,7 @@ from aiohttp.web_protocol import RequestPayloadError
 from jinja2 import Environment, PackageLoader, select_autoescape
 from multidict import MultiDictProxy
 
-from trustbench.core.ledger import Ledger
-from trustbench.core.runs import RunLock
+from trustbench.core import Ledger, RunLock
 from trustbench.errors import InputError
 
 HEADERS = {

@@ -89,7 +89,7 @@ def write_quick_spec(run_dir: Path, text: str) -> Path:
     Raises:
         InputError: the folder holds a different spec or another run.
     """
-    from trustbench.core.runs import is_run_folder
+    from trustbench.core import is_run_folder
 
     path = run_dir / SPEC_FILE
     if path.exists():

@@ -27,9 +27,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from trustbench.core import ReportResult
-from trustbench.core.runs import (
+from trustbench.core import (
     ProgressReporter,
+    ReportResult,
     check_output_folder,
     default_progress,
     output_path,
@@ -76,8 +76,8 @@ def demo_corpus_root() -> Path:
 
 
 def _validate_and_export(out: Path, console: Console) -> StepOutcome:
-    from trustbench.rtb import export_candidate_inputs, load_corpus, validate_corpus
     from trustbench.rtb.cli import summary_table
+    from trustbench.rtb.corpus import export_candidate_inputs, load_corpus, validate_corpus
 
     report = validate_corpus(demo_corpus_root())
     console.print(summary_table(report))
@@ -92,9 +92,9 @@ def _validate_and_export(out: Path, console: Console) -> StepOutcome:
 
 
 def _harness_audit(out: Path, console: Console) -> StepOutcome:
-    from trustbench.rtb import load_corpus
     from trustbench.rtb._harness_audit import run_corpus_audits, run_harness_audit
     from trustbench.rtb.cli import audit_table, saturation_table
+    from trustbench.rtb.corpus import load_corpus
     from trustbench.rtb.review._ablation import ablation_table
     from trustbench.rtb.review._learning_audit import artifact_table, learned_table
 

@@ -6,16 +6,10 @@ import pytest
 from pydantic import BaseModel
 
 from trustbench._docstrings import field_docstrings
-from trustbench.core import (
-    AnalysisSpec,
-    CandidateSpec,
-    CorpusSpec,
-    ExperimentSpec,
-    GateSpec,
-    PriceSpec,
-    RetryPolicy,
-)
+from trustbench.core import AnalysisSpec, CandidateSpec, CorpusSpec, ExperimentSpec, RetryPolicy
 from trustbench.core._ledger import TABLE_COLUMNS
+from trustbench.core.gates import GateSpec
+from trustbench.providers import PriceSpec
 
 DOC = (Path(__file__).parents[2] / "docs" / "experiment-spec.md").read_text()
 MODELS = [ExperimentSpec, CorpusSpec, CandidateSpec, PriceSpec, RetryPolicy, AnalysisSpec, GateSpec]

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-import trustbench
 from trustbench.core import read_ledger, run_spec, run_spec_async, verify_run
 from trustbench.errors import InputError
 
@@ -76,10 +75,10 @@ def test_the_sync_form_works_inside_a_running_loop_as_in_jupyter(tmp_path: Path)
     assert asyncio.run(cell()) == 60
 
 
-def test_a_spec_file_works_and_is_exported_at_the_top_level(tmp_path: Path) -> None:
+def test_a_spec_file_works(tmp_path: Path) -> None:
     spec = tmp_path / "exp.json"
     spec.write_text(json.dumps(_spec("reference-policy")))
-    assert trustbench.run_spec(spec, tmp_path / "run").run.completed == 60
+    assert run_spec(spec, tmp_path / "run").run.completed == 60
 
 
 def test_an_invalid_spec_mapping_names_the_field(tmp_path: Path) -> None:

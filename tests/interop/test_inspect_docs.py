@@ -23,7 +23,7 @@ from tests.support.openai_server import Behaviour, OpenAIServer, json_reply, rep
 from tests.support.records import full_record
 
 from trustbench.core import read_ledger
-from trustbench.rtb import export_candidate_inputs, load_corpus
+from trustbench.rtb.corpus import export_candidate_inputs, load_corpus
 from trustbench.rtb.corpus._load import DEFAULT_VERSION, builtin_corpus_root
 from trustbench.rtb.policy import parse_candidate_input, policy_of
 

@@ -23,7 +23,7 @@ from tests.support.openai_server import (
 from tests.support.records import full_record
 
 from trustbench.core import read_ledger, report_run
-from trustbench.rtb import CandidateInput
+from trustbench.rtb.corpus import CandidateInput
 from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 
 inspect_log = pytest.importorskip("inspect_ai.log", reason="needs the `inspect` extra")

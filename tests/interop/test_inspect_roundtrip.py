@@ -25,7 +25,7 @@ from tests.support.openai_server import (
 from tests.support.records import full_record
 
 from trustbench.core import report_run
-from trustbench.rtb import CandidateInput, export_candidate_inputs, load_corpus
+from trustbench.rtb.corpus import CandidateInput, export_candidate_inputs, load_corpus
 from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 
 inspect_ai = pytest.importorskip("inspect_ai", reason="needs the `inspect` extra")

@@ -5,8 +5,13 @@ import asyncio
 import pytest
 from tests.support.openai_server import OpenAIServer, tool_call
 
-from trustbench.core import PriceSpec
-from trustbench.providers import AnthropicMessagesProvider, AttemptResult, ChatRequest, new_session
+from trustbench.providers import (
+    AnthropicMessagesProvider,
+    AttemptResult,
+    ChatRequest,
+    PriceSpec,
+    new_session,
+)
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi you"}]
 

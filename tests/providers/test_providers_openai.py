@@ -17,8 +17,13 @@ from tests.support.openai_server import (
     tool_call,
 )
 
-from trustbench.core import PriceSpec
-from trustbench.providers import AttemptResult, ChatRequest, OpenAIChatProvider, new_session
+from trustbench.providers import (
+    AttemptResult,
+    ChatRequest,
+    OpenAIChatProvider,
+    PriceSpec,
+    new_session,
+)
 from trustbench.providers._http import parse_retry_after
 
 USER = [{"role": "user", "content": "hello there"}]

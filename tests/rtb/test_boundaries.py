@@ -32,7 +32,7 @@ from trustbench.rtb.control._cases import (
 from trustbench.rtb.control._grading import ControlOutcome
 from trustbench.rtb.corpus._models import Variant
 from trustbench.rtb.platform import FaultType, SimulatedPlatform
-from trustbench.rtb.policy.narrow_v1 import evaluate_policy
+from trustbench.rtb.policy.narrow_v1._boundary import evaluate_policy
 from trustbench.rtb.policy.narrow_v1._cedar import forbid_reasons, load_policy_text
 
 SCENARIOS = control_scenarios(make_cases(), seed=7)

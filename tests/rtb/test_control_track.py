@@ -15,7 +15,6 @@ from scipy.stats import beta
 from tests.support.cli import invoke
 
 from trustbench.core import ReportResult, read_ledger
-from trustbench.rtb import builtin_corpus_root, load_corpus
 from trustbench.rtb.boundaries import TrialRun
 from trustbench.rtb.control import track as control_track
 from trustbench.rtb.control._cases import (
@@ -32,6 +31,7 @@ from trustbench.rtb.control._grading import (
     summarize,
 )
 from trustbench.rtb.control.track import run_control_demo
+from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 
 ENFORCING = ("reference", "cedar")
 LESSON = "prohibited-effects-1pct-underpowered"

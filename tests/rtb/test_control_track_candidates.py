@@ -377,8 +377,8 @@ def test_unit_group_clusters_by_domain_group_and_bounds_over_distinct_groups(
 ) -> None:
     # `unchecked` executes everything: every must-not trial shows a prohibited effect. Expected
     # values are counted here from the scenarios, not by the code under test.
-    from trustbench.rtb import load_corpus
     from trustbench.rtb.control._cases import ExpectedEffect, control_scenarios
+    from trustbench.rtb.corpus import load_corpus
 
     must_not = [
         s

@@ -14,7 +14,6 @@ import pytest
 from aiohttp import web
 
 import trustbench.rtb.corpus as corpus_package
-from trustbench.rtb import load_corpus
 from trustbench.rtb._harness_audit import run_harness_audit
 from trustbench.rtb.boundaries import (
     HttpBoundary,
@@ -31,6 +30,7 @@ from trustbench.rtb.control._cases import (
     seed_from_case,
 )
 from trustbench.rtb.control._grading import ControlOutcome
+from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import ControlRequest, SimulatedPlatform
 from trustbench.rtb.policy.narrow_v2._models import (

@@ -13,7 +13,6 @@ from functools import cache
 
 import pytest
 
-from trustbench.rtb import load_corpus
 from trustbench.rtb.boundaries import boundary_factory
 from trustbench.rtb.control._audit import evaluate_boundary
 from trustbench.rtb.control._cases import (
@@ -24,6 +23,7 @@ from trustbench.rtb.control._cases import (
     seed_from_case,
 )
 from trustbench.rtb.control._grading import ControlOutcome
+from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._load import builtin_corpus_root
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import ControlRequest, PlatformSeed, SimulatedPlatform

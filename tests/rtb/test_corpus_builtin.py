@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import pytest
 
-from trustbench.rtb import (
+from trustbench.rtb.corpus import (
     VARIANT_REFERENCE,
     ApprovalRecord,
     Case,

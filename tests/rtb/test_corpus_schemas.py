@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from trustbench.rtb import (
+from trustbench.rtb.corpus import (
     CandidateInput,
     Case,
     ReasonCode,

@@ -23,10 +23,10 @@ from trustbench.rtb.policy.narrow_v3 import (
     NARROW_V3,
     RULE_IDS,
     CaseV3,
-    cedar_assess_v3,
     policy_text_v3,
     render_prompt_v3,
 )
+from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
 from trustbench.rtb.policy.narrow_v3._reviewer import assess_v3
 
 ROOT = builtin_corpus_root("0.3")

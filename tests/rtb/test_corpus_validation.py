@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from trustbench.cli import app
 from trustbench.errors import CheckFailed, InputError, TrustbenchError
-from trustbench.rtb import builtin_corpus_root, load_corpus, validate_corpus, write_manifest
+from trustbench.rtb.corpus import builtin_corpus_root, load_corpus, validate_corpus, write_manifest
 
 FIXTURE = Path(__file__).parent / "fixtures" / "held_out_mini"
 RETENTION = "cases/backup_retention-03-unauthorized_parameters.json"

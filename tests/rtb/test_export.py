@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from trustbench.cli import app
 from trustbench.errors import CheckFailed, InputError, TrustbenchError
-from trustbench.rtb import (
+from trustbench.rtb.corpus import (
     ANSWER_KEY_FIELDS,
     CandidateInput,
     builtin_corpus_root,
@@ -160,7 +160,7 @@ def test_leak_scan_allows_decision_words_and_parts_of_longer_identifiers() -> No
 
 
 def test_answer_key_fields_cover_the_answer_key_model() -> None:
-    from trustbench.rtb import Case, Expectations
+    from trustbench.rtb.corpus import Case, Expectations
 
     assert set(Expectations.model_fields) <= ANSWER_KEY_FIELDS
     hidden = set(Case.model_fields) - set(CandidateInput.model_fields) - {"group", "variant"}

@@ -6,7 +6,7 @@ import pytest
 from scipy.stats import kendalltau
 
 import trustbench.rtb.corpus as corpus_package
-from trustbench.rtb import Corpus, ExportResult, export_candidate_inputs, load_corpus
+from trustbench.rtb.corpus import Corpus, ExportResult, export_candidate_inputs, load_corpus
 from trustbench.rtb.corpus._export import INPUT_MTIME
 
 V0_2 = Path(corpus_package.__file__).parent / "v0.2"

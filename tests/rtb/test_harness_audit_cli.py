@@ -7,8 +7,8 @@ from typer.testing import CliRunner
 import trustbench.rtb.corpus as corpus_package
 from trustbench.cli import app
 from trustbench.errors import CheckFailed
-from trustbench.rtb import load_corpus
 from trustbench.rtb._harness_audit import run_harness_audit
+from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._models import Decision
 
 

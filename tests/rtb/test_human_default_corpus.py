@@ -19,8 +19,8 @@ from tests.rtb.test_human_fixtures import EXAMPLES, ai_run, human_run
 from tests.support.records import full_record
 
 from trustbench.core import report_run
-from trustbench.rtb import builtin_corpus_root, load_corpus
-from trustbench.rtb import write_manifest as write_corpus_manifest
+from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus import write_manifest as write_corpus_manifest
 from trustbench.rtb.corpus._load import DEFAULT_VERSION
 from trustbench.rtb.human._discrepancies import (
     DiscrepancyLineError,

@@ -15,8 +15,8 @@ import pytest
 
 from trustbench.core import build_manifest, parse_spec, run_experiment, write_manifest
 from trustbench.errors import InputError
-from trustbench.rtb import CandidateInput, builtin_corpus_root, load_corpus
-from trustbench.rtb import write_manifest as write_corpus_manifest
+from trustbench.rtb.corpus import CandidateInput, builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus import write_manifest as write_corpus_manifest
 from trustbench.rtb.human import case_order
 from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 

@@ -18,8 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from tests.rtb.test_review_track import PERMIT_ALL, POLICY, run_spec, spec_text
 from tests.support.cli import invoke
 
-from trustbench.core import export_ledger, report_run
-from trustbench.core.attestation import REMOVED_KEY_ENV, STATEMENT_FILE, pae
+from trustbench.core import REMOVED_KEY_ENV, STATEMENT_FILE, export_ledger, pae, report_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from trustbench.core import build_manifest, read_ledger, report_run, run_experim
 from trustbench.core.stats import binomial_interval
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
-from trustbench.rtb import (
+from trustbench.rtb.corpus import (
     CandidateInput,
     Decision,
     ReasonCode,
@@ -28,9 +28,7 @@ from trustbench.rtb import (
     load_corpus,
     to_candidate_input,
 )
-from trustbench.rtb import (
-    write_manifest as write_corpus_manifest,
-)
+from trustbench.rtb.corpus import write_manifest as write_corpus_manifest
 from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 from trustbench.rtb.review.reviewers import FixedDecisionReviewer, build_review_messages
 

@@ -6,7 +6,7 @@ import pytest
 
 from trustbench.errors import InputError
 from trustbench.providers import ChatRequest
-from trustbench.rtb import load_corpus, new_evaluation_id, to_candidate_input
+from trustbench.rtb.corpus import load_corpus, new_evaluation_id, to_candidate_input
 from trustbench.rtb.review.reviewers import build_review_messages, chat_responder, make_reviewer
 
 

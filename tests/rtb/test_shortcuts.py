@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 import trustbench.rtb.corpus as corpus_package
 from trustbench.cli import app
-from trustbench.rtb import load_corpus
 from trustbench.rtb._harness_audit import run_corpus_saturation
+from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._models import Case
 from trustbench.rtb.review import _shortcuts
 from trustbench.rtb.review._cart import DecisionTree

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import trustbench.rtb.corpus as corpus_package
-from trustbench.rtb import load_corpus
+from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root

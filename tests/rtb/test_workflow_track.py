@@ -12,8 +12,8 @@ from tests.support.cli import invoke
 from tests.support.records import full_record
 
 from trustbench.core import read_ledger
-from trustbench.rtb import builtin_corpus_root
 from trustbench.rtb.boundaries import Enforcement
+from trustbench.rtb.corpus import builtin_corpus_root
 from trustbench.rtb.workflow import ToolBox
 from trustbench.rtb.workflow._models import TaskBrief
 

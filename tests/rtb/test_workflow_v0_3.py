@@ -14,9 +14,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from trustbench.rtb import load_corpus
 from trustbench.rtb.boundaries import boundary_factory
 from trustbench.rtb.control._cases import seed_from_case
+from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._load import builtin_corpus_root
 from trustbench.rtb.platform import PlatformSeed, SimulatedPlatform
 from trustbench.rtb.policy import policy_for

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from trustbench.core.ledger import TABLE_COLUMNS, write_head
+from trustbench.core import TABLE_COLUMNS, write_head
 
 
 def crash_after_seq(run_dir: Path, seq: int) -> None:

@@ -87,6 +87,32 @@ def import_graph(*, lazy_too: bool = False) -> dict[str, set[str]]:
     return graph
 
 
+def with_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """`graph` plus the package `__init__`s each import runs first.
+
+    Importing `a.b._c` executes `a/__init__.py` and `a/b/__init__.py` before `_c`, and those
+    import their public names. So a module that imports a sibling package's private module
+    depends on that whole package: the edge the plain graph misses, and the one that makes
+    `ImportError: ... partially initialized module` when two packages' `__init__`s import each
+    other. A package's own modules are not given edges to their own ancestors (importing them
+    from inside runs nothing new).
+    """
+    packages = {name for name, path in module_files().items() if path.name == "__init__.py"}
+    widened: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        ancestors = {
+            ".".join(target.split(".")[:depth])
+            for target in targets
+            for depth in range(1, target.count(".") + 1)
+        }
+        widened[module] = targets | {
+            package
+            for package in ancestors & packages
+            if module != package and not module.startswith(package + ".")
+        }
+    return widened
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}

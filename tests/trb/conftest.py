@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from trustbench.trb import Trace, generate_split
+from trustbench.trb.corpus import Trace, generate_split
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from trustbench.trb import TRB_VERSION, RunConfig, run_reference
+from trustbench.trb.adapter import TRB_VERSION
+from trustbench.trb.profile import RunConfig, run_reference
 from trustbench.trb.profile._baselines import TRACKS, ProfileConfig, flags
 from trustbench.trb.reference import TrainConfig
 from trustbench.trb.reference._token_world import TokenLMConfig

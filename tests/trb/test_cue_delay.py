@@ -14,16 +14,11 @@ from pydantic import ValidationError
 from trb_broken_adapters import FirstObservationCue
 
 from trustbench.errors import InputError
-from trustbench.trb import (
-    GovernedOracle,
-    SelfReport,
-    StepContext,
-    Trace,
-    corpus_json_schema,
-    generate_split,
-)
+from trustbench.trb.adapter import SelfReport, StepContext
+from trustbench.trb.corpus import Trace, corpus_json_schema, generate_split
 from trustbench.trb.corpus._generate import CUE_DELAY_STEPS, TRANSFER_FAMILIES
 from trustbench.trb.corpus._store import manifest_for, read_corpus, split_bytes, write_corpus
+from trustbench.trb.instruments import GovernedOracle
 from trustbench.trb.instruments._oracles import audit
 from trustbench.trb.measures import navigability, viability
 from trustbench.trb.measures._governance import (

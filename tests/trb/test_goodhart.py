@@ -10,12 +10,15 @@ from typer.testing import CliRunner
 from trustbench.cli import app
 from trustbench.core.gates import GateSpec, evaluate_gate
 from trustbench.errors import CheckFailed
-from trustbench.trb import EpiphenomenalOracle, GovernedOracle, Trace, UniformOracle
 from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.corpus import Trace
 from trustbench.trb.instruments import (
+    EpiphenomenalOracle,
+    GovernedOracle,
     HiddenGoal,
     IgnorePlusNudge,
     ReportGarbage,
+    UniformOracle,
     goodhart_audit,
 )
 from trustbench.trb.instruments import _goodhart_audit as cheats

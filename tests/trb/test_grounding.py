@@ -6,7 +6,7 @@ import torch
 from scipy.stats import mannwhitneyu
 from torch import nn
 
-from trustbench.trb import generate_reference_corpus, manifest_for
+from trustbench.trb.corpus import generate_reference_corpus, manifest_for
 from trustbench.trb.measures import (
     ReferenceWhiteBox,
     capture,

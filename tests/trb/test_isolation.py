@@ -10,8 +10,10 @@ import pytest
 from tests.trb.test_trb_track import figure, freeze_run_report, write_spec
 
 from trustbench.errors import InputError
-from trustbench.trb import GovernedOracle, SelfReport, StepContext, generate_split
+from trustbench.trb.adapter import SelfReport, StepContext
 from trustbench.trb.cheats import memoriser
+from trustbench.trb.corpus import generate_split
+from trustbench.trb.instruments import GovernedOracle
 from trustbench.trb.isolation._client import (
     AdapterFailed,
     AdapterWorker,

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from trustbench.trb import EpiphenomenalOracle, GovernedOracle, generate_split
 from trustbench.trb.adapter._schema import Observation
-from trustbench.trb.instruments import SabotagedAblation
+from trustbench.trb.corpus import generate_split
+from trustbench.trb.instruments import EpiphenomenalOracle, GovernedOracle, SabotagedAblation
 from trustbench.trb.measures import Start, exact_reach, navigability, sampled_reach
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 

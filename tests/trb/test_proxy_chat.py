@@ -6,7 +6,8 @@ import math
 import pytest
 from tests.support.openai_server import OpenAIServer, raw_body, server_error
 
-from trustbench.trb import generate_split, governance_rows, summarize_governance
+from trustbench.trb.corpus import generate_split
+from trustbench.trb.measures import governance_rows, summarize_governance
 from trustbench.trb.measures._governance import _emit
 from trustbench.trb.proxy import SlotParseError, parse_slot_text
 from trustbench.trb.proxy._chat import ChatProxyAdapter

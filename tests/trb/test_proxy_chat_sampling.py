@@ -17,7 +17,8 @@ from tests.support.openai_server import OpenAIServer, raw_body
 from tests.trb.test_trb_track import freeze_run_report, write_spec
 
 from trustbench.core.stats import clustered_figure
-from trustbench.trb import generate_split, governance_rows, summarize_governance
+from trustbench.trb.corpus import generate_split
+from trustbench.trb.measures import governance_rows, summarize_governance
 from trustbench.trb.measures._sampling import widen_figure, with_sampling_error
 from trustbench.trb.proxy._chat import ChatProxyAdapter
 from trustbench.trb.track._options import TrbTrackOptions

@@ -16,8 +16,9 @@ tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not install
 
 from trustbench.cli import app  # noqa: E402
 from trustbench.errors import InputError  # noqa: E402
-from trustbench.trb import check_adapter, generate_split  # noqa: E402
+from trustbench.trb.adapter import check_adapter  # noqa: E402
 from trustbench.trb.adapter._schema import ACTIONS  # noqa: E402
+from trustbench.trb.corpus import generate_split  # noqa: E402
 from trustbench.trb.measures import capture, grounding, inject  # noqa: E402
 from trustbench.trb.measures._threshold import SWEEP_ALPHAS  # noqa: E402
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, load_hf_causal_lm  # noqa: E402

@@ -14,8 +14,8 @@ pytest.importorskip("tokenizers", reason="tokenizers is not installed")
 
 from tests.support.hf_reference import ReferenceHFAdapter
 
-from trustbench.trb import generate_split
 from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.corpus import generate_split
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, _hf_batch
 from trustbench.trb.proxy._slots import RENAMED, STANDARD, render_slots
 from trustbench.trb.reference._token_world import documents, vocabulary

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.trb import check_adapter, generate_reference_corpus, manifest_for
+from trustbench.trb.adapter import check_adapter
+from trustbench.trb.corpus import generate_reference_corpus, manifest_for
 from trustbench.trb.proxy import (
     LocalLMProxyAdapter,
     SlotParseError,

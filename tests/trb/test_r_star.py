@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from test_trb_track import figure, freeze_run_report, write_spec
 
-from trustbench.trb import generate_split
 from trustbench.trb.adapter._schema import ACTIONS, SelfReport, StepContext
+from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments._oracles import EpiphenomenalOracle, GovernedOracle
 from trustbench.trb.measures._governance import governance_rows
 from trustbench.trb.measures._numeric import total_variation

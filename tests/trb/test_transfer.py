@@ -39,3 +39,9 @@ def test_min_over_families_and_drop_from_in_distribution_per_track():
     # A track that ran in no family is "not run", never a zero.
     assert got["per_track"]["grounding"]["value"] is None
     assert got["per_track"]["grounding"]["status"] == "not run"
+
+
+def test_the_encoding_family_names_the_proxys_renamed_encoding():
+    from trustbench.trb.proxy._slots import RENAMED
+
+    assert TRANSFER_ENCODINGS["encoding"] == RENAMED.name

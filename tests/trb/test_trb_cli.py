@@ -8,9 +8,11 @@ from typer.testing import CliRunner
 
 from trustbench.cli import app
 from trustbench.errors import CheckFailed
-from trustbench.trb import GovernedOracle, SelfReport, StepContext, read_corpus
+from trustbench.trb.adapter import SelfReport, StepContext
+from trustbench.trb.corpus import read_corpus
 from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
 from trustbench.trb.corpus._generate import split_encodings
+from trustbench.trb.instruments import GovernedOracle
 from trustbench.trb.instruments import _oracles as oracles
 from trustbench.trb.world import reference_continuation
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from trustbench.cli import app
 from trustbench.errors import CheckFailed, InputError
-from trustbench.trb import check_adapter, load_factory
+from trustbench.trb.adapter import check_adapter, load_factory
 
 
 @pytest.fixture(autouse=True)

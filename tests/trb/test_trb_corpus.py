@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from trustbench.errors import CheckFailed, InputError
-from trustbench.trb import (
+from trustbench.trb.corpus import (
     Trace,
     assert_trainable,
     corpus_json_schema,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trustbench.trb import cluster_bootstrap, governance_gap
+from trustbench.trb.measures import cluster_bootstrap, governance_gap
 from trustbench.trb.measures._gap import ratio
 
 

@@ -10,9 +10,11 @@ import pytest
 import torch
 
 from trustbench.errors import CheckFailed
-from trustbench.trb import RunConfig, check_adapter, generate_reference_corpus, manifest_for
-from trustbench.trb import run_reference as _run_reference
+from trustbench.trb.adapter import check_adapter
+from trustbench.trb.corpus import generate_reference_corpus, manifest_for
 from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
+from trustbench.trb.profile import RunConfig
+from trustbench.trb.profile import run_reference as _run_reference
 from trustbench.trb.reference import (
     NativeModelAdapter,
     TrainConfig,
@@ -166,7 +168,7 @@ def test_native_adapter_passes_the_conformance_kit(small_corpus) -> None:
 
 
 def test_run_reads_a_stored_corpus_and_reports_its_hash(tmp_path: Path) -> None:
-    from trustbench.trb import write_corpus
+    from trustbench.trb.corpus import write_corpus
 
     splits = generate_reference_corpus({"train": 30, "dev": 2, "eval": 6, "transfer": 3}, seed=8)
     manifest = write_corpus(tmp_path, splits)

@@ -13,9 +13,9 @@ from tests.support.openai_server import OpenAIServer, raw_body
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest, TokenLogprob
-from trustbench.trb import generate_split
 from trustbench.trb.adapter._protocol import AdapterTier
 from trustbench.trb.adapter._schema import ACTIONS, SelfReport
+from trustbench.trb.corpus import generate_split
 from trustbench.trb.corpus._generate import TRANSFER_FAMILIES, generate_reference_corpus
 from trustbench.trb.corpus._store import read_corpus, write_corpus
 from trustbench.trb.instruments._oracles import GovernedOracle

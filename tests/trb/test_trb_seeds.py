@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from trustbench.errors import InputError
-from trustbench.trb import generate_reference_corpus, manifest_for
+from trustbench.trb.corpus import generate_reference_corpus, manifest_for
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.measures._gap import seed_trace_gap_figure
 from trustbench.trb.measures._governance import governance_rows

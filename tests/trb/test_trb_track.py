@@ -12,8 +12,8 @@ from tests.support.cli import invoke
 from trustbench._canonical import file_sha256
 from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
 from trustbench.errors import CheckFailed, InputError
-from trustbench.trb import expected_g
 from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
+from trustbench.trb.instruments import expected_g
 from trustbench.trb.reference import cache_dir
 from trustbench.trb.track import PROFILE_AXES, builtin_spec, register_measure
 from trustbench.trb.track._builtin_measures import GovernanceMeasure
@@ -356,7 +356,9 @@ def _adapter_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     package = tmp_path / "code" / name
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "helper.py").write_text("from trustbench.trb import GovernedOracle as Oracle\n")
+    (package / "helper.py").write_text(
+        "from trustbench.trb.instruments import GovernedOracle as Oracle\n"
+    )
     (package / "adapter.py").write_text(
         f"from {name}.helper import Oracle\n\n\ndef make() -> Oracle:\n    return Oracle()\n"
     )
@@ -387,7 +389,7 @@ def test_rechecking_a_trb_run_starts_no_adapter_and_notices_an_edited_helper(
     monkeypatch.setattr(_user_adapter, "AdapterWorker", no_worker)
     check_inputs(manifest, TrbProfileTrack())  # untouched inputs pass, running nothing
     (tmp_path / "code" / name / "helper.py").write_text(
-        "from trustbench.trb import EpiphenomenalOracle as Oracle\n"
+        "from trustbench.trb.instruments import EpiphenomenalOracle as Oracle\n"
     )
     with pytest.raises(CheckFailed, match=f"{name}/helper.py"):
         check_inputs(manifest, TrbProfileTrack())
@@ -420,7 +422,7 @@ class _ConstantViability:
         return {"ok": 0, "n": 1}
 
     def figures(self, rows: list[Any], stats: Any, label: str) -> list[Any]:
-        from trustbench.core.stats import rate_figure
+        from trustbench.core.figures import rate_figure
 
         ok = sum(r.counts["ok"] for r in rows)
         return [rate_figure("viability_ratio", ok, len(rows), description=label)]

@@ -4,25 +4,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trustbench.trb import (
-    ACTIONS,
-    Adapter,
+from trustbench.trb.adapter import ACTIONS, Adapter, SelfReport, StepContext
+from trustbench.trb.corpus import Trace
+from trustbench.trb.instruments import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,
     GovernedOracle,
     OutcomeOnlyOracle,
-    SelfReport,
-    StepContext,
-    Trace,
     UniformOracle,
-    attribution_rows,
     audit,
     expected_g,
+)
+from trustbench.trb.instruments._oracles import _closed_tv_epiphenomenal
+from trustbench.trb.measures import (
+    attribution_rows,
     governance_rows,
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb.instruments._oracles import _closed_tv_epiphenomenal
 from trustbench.trb.measures._numeric import total_variation
 from trustbench.trb.world import CorridorWorld, reference_continuation
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trustbench.trb import SelfReport, generate_split
+from trustbench.trb.adapter import SelfReport
+from trustbench.trb.corpus import generate_split
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 WORLD = CorridorWorld(CorridorConfig(length=7, horizon=6, gust_probability=0.3))

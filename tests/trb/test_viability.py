@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from trustbench.trb import EpiphenomenalOracle, GovernedOracle, generate_split
 from trustbench.trb.adapter._schema import SelfReport
-from trustbench.trb.instruments import SabotagedAblation
+from trustbench.trb.corpus import generate_split
+from trustbench.trb.instruments import EpiphenomenalOracle, GovernedOracle, SabotagedAblation
 from trustbench.trb.measures import AblationUnsupported, viability
 from trustbench.trb.measures._calls import mean_report
 from trustbench.trb.world import reference_continuation

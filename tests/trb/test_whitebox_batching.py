@@ -2,7 +2,7 @@
 
 import torch
 
-from trustbench.trb import generate_split
+from trustbench.trb.corpus import generate_split
 from trustbench.trb.measures._whitebox import ReferenceWhiteBox
 from trustbench.trb.reference import ReferenceNativeModel
 

@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from trustbench.trb import (
-    AdapterTier,
-    GovernedOracle,
-    OverrideUnsupported,
-    SelfReport,
-    StepContext,
-)
+from trustbench.trb.adapter import AdapterTier, OverrideUnsupported, SelfReport, StepContext
+from trustbench.trb.instruments import GovernedOracle
 from trustbench.trb.world import reference_continuation
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from trustbench.trb import GovernedOracle, SelfReport, StepContext
+from trustbench.trb.adapter import SelfReport, StepContext
+from trustbench.trb.instruments import GovernedOracle
 
 
 class OpensTheSecret(GovernedOracle):

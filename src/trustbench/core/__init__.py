@@ -1,56 +1,81 @@
 """Shared harness: freezing, ledger, runner, statistics, gates and reports; knows no suite.
 
 Tracks plug in through the `Track` protocol and the registry (`register_track`); see
-`docs/experiment-spec.md` for the spec format and the run-folder contract.
+`docs/experiment-spec.md` for the spec format and the run-folder contract. This is the one public
+home of core's names besides its public modules (`figures`, `gates`, `stats`, `report`): the
+ledger (`Ledger`, `read_ledger`, `write_head`, ...), a track's analysis (`TrackAnalysis`,
+`Evaluability`, `reduce_events`, ...), run folders (`check_output_folder`, `RunLock`, `utc_now`,
+progress reporters, `entry_code_items`) and a record's in-toto statement
+(`check_record_statement`, `pae`). `PriceSpec` lives in `trustbench.providers`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.core._analysis import Analyzer, Evaluability, TrackAnalysis
-    from trustbench.core._api import ExperimentResult, SpecSource, run_spec, run_spec_async
-    from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
-    from trustbench.core._export import LedgerContents, export_ledger, open_ledger, read_ledger
-    from trustbench.core._manifest import (
-        CandidateRecord,
-        Manifest,
-        build_manifest,
-        check_inputs,
-        read_manifest,
-        write_manifest,
-    )
-    from trustbench.core._plan import cross_product, trial_order
-    from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
-    from trustbench.core._report_run import ReportResult, report_run
-    from trustbench.core._runner import RunSummary, run_experiment, run_experiment_async
-    from trustbench.core._spec import (
-        AnalysisSpec,
-        CandidateSpec,
-        CorpusSpec,
-        ExperimentSpec,
-        GateSpec,
-        ParticipantSpec,
-        PriceSpec,
-        RecommendationSpec,
-        RetryPolicy,
-        load_spec,
-        parse_spec,
-    )
-    from trustbench.core._track import (
-        Resolution,
-        ResolvedItem,
-        Track,
-        TrialKey,
-        TrialOutcome,
-    )
-    from trustbench.core._verify import VerifyReport, verify_run
+from trustbench.core._analysis import VALID_RESPONSE_RATE, Analyzer, Evaluability, TrackAnalysis
+from trustbench.core._api import ExperimentResult, SpecSource, run_spec, run_spec_async
+from trustbench.core._attestation import REMOVED_KEY_ENV, STATEMENT_FILE, check_record_statement
+from trustbench.core._candidate_code import entry_code_items
+from trustbench.core._clock import utc_now
+from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
+from trustbench.core._evaluability import (
+    not_evaluable_reason,
+    not_evaluable_subjects,
+    withheld_figure,
+)
+from trustbench.core._export import LedgerContents, export_ledger, open_ledger, read_ledger
+from trustbench.core._figures_from_counts import EventReducer, TrialEvent, reduce_events
+from trustbench.core._ledger import TABLE_COLUMNS, Ledger
+from trustbench.core._ledger_head import write_head
+from trustbench.core._manifest import (
+    CandidateRecord,
+    Manifest,
+    build_manifest,
+    check_inputs,
+    read_manifest,
+    write_manifest,
+)
+from trustbench.core._outputs import (
+    check_output_file,
+    check_output_folder,
+    is_run_folder,
+    is_standard_output,
+    output_path,
+    write_atomically,
+    write_output,
+)
+from trustbench.core._plan import cross_product, trial_order
+from trustbench.core._progress import NoProgress, ProgressReporter, default_progress
+from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
+from trustbench.core._report_run import ReportResult, report_run
+from trustbench.core._run_folder import RunLock
+from trustbench.core._runner import RunSummary, run_experiment, run_experiment_async
+from trustbench.core._signing import pae
+from trustbench.core._spec import (
+    AnalysisSpec,
+    CandidateSpec,
+    CorpusSpec,
+    ExperimentSpec,
+    ParticipantSpec,
+    RecommendationSpec,
+    RetryPolicy,
+    load_spec,
+    parse_spec,
+)
+from trustbench.core._track import (
+    Resolution,
+    ResolvedItem,
+    Track,
+    TrialKey,
+    TrialOutcome,
+)
+from trustbench.core._verify import VerifyReport, verify_run
 
 __all__ = [
     "BUILTIN_TRACKS",
+    "REMOVED_KEY_ENV",
+    "STATEMENT_FILE",
+    "TABLE_COLUMNS",
+    "VALID_RESPONSE_RATE",
     "AnalysisSpec",
     "Analyzer",
     "CallFailed",
@@ -58,37 +83,53 @@ __all__ = [
     "CandidateSpec",
     "CorpusSpec",
     "Evaluability",
+    "EventReducer",
     "ExperimentResult",
     "ExperimentSpec",
-    "GateSpec",
+    "Ledger",
     "LedgerContents",
     "Manifest",
+    "NoProgress",
     "ParticipantSpec",
     "PolicyViolation",
-    "PriceSpec",
+    "ProgressReporter",
     "RecommendationSpec",
     "ReportResult",
     "Resolution",
     "ResolvedItem",
     "RetryPolicy",
+    "RunLock",
     "RunSummary",
     "SpecSource",
     "Track",
     "TrackAnalysis",
     "TrialContext",
+    "TrialEvent",
     "TrialKey",
     "TrialOutcome",
     "VerifyReport",
     "build_manifest",
     "check_inputs",
+    "check_output_file",
+    "check_output_folder",
+    "check_record_statement",
     "cross_product",
+    "default_progress",
+    "entry_code_items",
     "export_ledger",
+    "is_run_folder",
+    "is_standard_output",
     "load_spec",
     "load_track",
+    "not_evaluable_reason",
+    "not_evaluable_subjects",
     "open_ledger",
+    "output_path",
+    "pae",
     "parse_spec",
     "read_ledger",
     "read_manifest",
+    "reduce_events",
     "register_track",
     "report_run",
     "run_experiment",
@@ -96,8 +137,11 @@ __all__ = [
     "run_spec",
     "run_spec_async",
     "trial_order",
+    "utc_now",
     "verify_run",
+    "withheld_figure",
+    "write_atomically",
+    "write_head",
     "write_manifest",
+    "write_output",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -220,7 +220,7 @@ def factory_file(module_name: str, attribute: str, depth: int = 0) -> Path | Non
 def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """A module's statements in source order, those inside its top-level `if` and `try` too.
 
-    A lazy package (`trustbench._lazy`) names its re-exports under `if TYPE_CHECKING:`.
+    A package may name some of its imports under `if TYPE_CHECKING:` only; they count too.
     """
     for node in body:
         if isinstance(node, ast.If):

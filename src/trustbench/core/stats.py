@@ -3,8 +3,8 @@
 Everything here is suite-independent and documented where it is computed. The rules it serves
 (spec "Report Uncertainty Without Multiplying the Case Count", "Keep Unknown Effects Visible"):
 
-- binomial intervals (`binomial_interval`, `rate_figure`) for independent units, Clopper-Pearson
-  exact first, Wilson beside it;
+- binomial intervals (`binomial_interval`; `rate_figure` in `trustbench.core.figures`, the home of
+  `Figure` and `Interval`) for independent units, Clopper-Pearson exact first, Wilson beside it;
 - clustered intervals (`cluster_robust_interval`, `cluster_bootstrap_interval`,
   `sign_flip_interval`, `clustered_figure`) when cases share a domain group or a trace;
 - K trials per case reduced to one value per case first (`reduce_trials`, `pass_hat_k`);
@@ -56,15 +56,12 @@ from trustbench.core._stats._trials import (
     pass_hat_k_by_case,
     reduce_trials,
 )
-from trustbench.core.figures import Figure, Interval, not_run_figure, rate_figure
 
 __all__ = [
     "DEFAULT_CHUNK_ELEMENTS",
     "MAX_EXACT_CLUSTERS",
     "BoundedRate",
-    "Figure",
     "HomogeneityResult",
-    "Interval",
     "KappaResult",
     "McNemarResult",
     "Reduction",
@@ -82,12 +79,10 @@ __all__ = [
     "cohens_kappa",
     "difference_figure",
     "mcnemar_exact",
-    "not_run_figure",
     "paired_cluster_bootstrap_ci",
     "paired_difference",
     "pass_hat_k",
     "pass_hat_k_by_case",
-    "rate_figure",
     "reduce_trials",
     "sign_flip_interval",
     "sign_flip_pvalue",

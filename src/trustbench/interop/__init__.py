@@ -6,14 +6,9 @@ is imported only when an interop function runs, so everything here loads without
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.interop._inspect_export import export_inspect_logs
-    from trustbench.interop._inspect_import import import_inspect_log
-    from trustbench.interop._rtb_export import ExportedReview, load_exported_review
+from trustbench.interop._inspect_export import export_inspect_logs
+from trustbench.interop._inspect_import import import_inspect_log
+from trustbench.interop._rtb_export import ExportedReview, load_exported_review
 
 __all__ = [
     "ExportedReview",
@@ -21,5 +16,3 @@ __all__ = [
     "import_inspect_log",
     "load_exported_review",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

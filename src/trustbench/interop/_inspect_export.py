@@ -26,14 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from trustbench.core import (
+    STATEMENT_FILE,
     LedgerContents,
     Manifest,
     TrialKey,
+    check_record_statement,
     read_ledger,
     read_manifest,
     verify_run,
 )
-from trustbench.core.attestation import STATEMENT_FILE, check_record_statement
 from trustbench.core.report import TRIAL_ROWS_FILE, iter_trial_rows, trial_rows_problems
 from trustbench.errors import CheckFailed
 from trustbench.interop._inspect import attempt_reply, request_messages, require_inspect

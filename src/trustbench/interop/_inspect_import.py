@@ -30,9 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trustbench._canonical import canonical_json, read_input_file, sha256_hex
-from trustbench.core import TrialKey, build_manifest, write_manifest
-from trustbench.core.ledger import Ledger
-from trustbench.core.runs import utc_now
+from trustbench.core import Ledger, TrialKey, build_manifest, utc_now, write_manifest
 from trustbench.errors import CheckFailed, InputError
 from trustbench.interop._inspect import require_inspect
 from trustbench.interop._rtb_export import ExportedReview, load_exported_review

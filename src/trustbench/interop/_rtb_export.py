@@ -13,22 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
 from trustbench._canonical import read_input_file
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._export import (
-    EVALUATION_MAP_PATH,
-    EvaluationMap,
-    load_evaluation_map,
-    to_candidate_input,
-)
-from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root, load_corpus
-from trustbench.rtb.policy import CandidateInput, policy_for
-from trustbench.rtb.review._validation import support_gaps, validate_response
-from trustbench.rtb.review.reviewers._llm import build_review_messages
+
+if TYPE_CHECKING:
+    from trustbench.rtb.corpus import Corpus, EvaluationMap
 
 
 @dataclass(frozen=True)
@@ -48,10 +41,14 @@ class ExportedReview:
 
     def messages(self, evaluation_id: str) -> list[dict[str, str]]:
         """The two messages a reviewer is sent for this input (as `trustbench run` sends them)."""
+        from trustbench.rtb.review.reviewers._llm import build_review_messages
+
         return build_review_messages(self.prompt, self.inputs[evaluation_id])
 
     def grade(self, evaluation_id: str, reply: str | None) -> dict[str, Any]:
         """Validate a reply and judge its support for the mapped case (grader side)."""
+        from trustbench.rtb.review._validation import support_gaps, validate_response
+
         validated = validate_response(reply, self.inputs[evaluation_id])
         case = self.corpus.case(self.evaluation_map.evaluations[evaluation_id])
         gaps = support_gaps(validated, case)
@@ -71,7 +68,7 @@ def builtin_for(manifest_sha256: str) -> Path:
     reviewer-side default is returned and the caller's hash check names the mismatch.
     """
     from trustbench._canonical import file_sha256
-    from trustbench.rtb.corpus._load import BUILTIN_VERSIONS, DEFAULT_VERSION
+    from trustbench.rtb.corpus._load import BUILTIN_VERSIONS, DEFAULT_VERSION, builtin_corpus_root
 
     for version in (DEFAULT_VERSION, *BUILTIN_VERSIONS):
         root = builtin_corpus_root(version)
@@ -86,6 +83,8 @@ def candidate_input_model(policy_id: str) -> type[BaseModel]:
     Raises:
         InputError: trustbench implements no such policy.
     """
+    from trustbench.rtb.policy import policy_for
+
     return policy_for(policy_id).candidate_model
 
 
@@ -105,6 +104,11 @@ def load_exported_review(
         CheckFailed: the corpus is not the one the map was exported from, or an input does not
             match its case (the export was edited).
     """
+    # The RTB corpus and policies load when an export is read, not when the CLI starts.
+    from trustbench.rtb.corpus import load_corpus, load_evaluation_map, to_candidate_input
+    from trustbench.rtb.corpus._export import EVALUATION_MAP_PATH
+    from trustbench.rtb.policy import CandidateInput
+
     inputs_dir = export_dir / "inputs"
     if not inputs_dir.is_dir():
         raise InputError("no inputs/ folder: not an `rtb export` folder", location=str(export_dir))

@@ -13,7 +13,7 @@ def export_inspect(
     out: Annotated[str, typer.Option("--out", help="Folder to write the Inspect logs into.")],
 ) -> None:
     """Write the run's ledger as Inspect eval logs (one per candidate) for `inspect view`."""
-    from trustbench.core.runs import check_output_folder, output_path
+    from trustbench.core import check_output_folder, output_path
     from trustbench.interop._inspect_export import export_inspect_logs
 
     written = export_inspect_logs(run_dir, check_output_folder(output_path(out)))
@@ -38,7 +38,7 @@ def import_inspect(
     ] = None,
 ) -> None:
     """Turn an Inspect log of `rtb_review` into a run folder; grade it with `trustbench report`."""
-    from trustbench.core.runs import output_path
+    from trustbench.core import output_path
     from trustbench.interop._inspect_import import import_inspect_log
 
     run_dir, trials = import_inspect_log(log, export, output_path(out), corpus=corpus)

@@ -7,26 +7,21 @@ so each retry is a visible attempt in the ledger. This package imports nothing f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.providers._anthropic import AnthropicMessagesProvider
-    from trustbench.providers._http import new_session
-    from trustbench.providers._inprocess import InProcessProvider
-    from trustbench.providers._openai import OpenAIChatProvider
-    from trustbench.providers._pool import HttpPool, HttpTransportError
-    from trustbench.providers._pricing import PriceSpec, attempt_cost
-    from trustbench.providers._types import (
-        ERROR_CLASSES,
-        AttemptResult,
-        ChatProvider,
-        ChatReply,
-        ChatRequest,
-        TokenLogprob,
-        ToolCall,
-    )
+from trustbench.providers._anthropic import AnthropicMessagesProvider
+from trustbench.providers._http import new_session
+from trustbench.providers._inprocess import InProcessProvider
+from trustbench.providers._openai import OpenAIChatProvider
+from trustbench.providers._pool import HttpPool, HttpTransportError
+from trustbench.providers._pricing import PriceSpec, attempt_cost
+from trustbench.providers._types import (
+    ERROR_CLASSES,
+    AttemptResult,
+    ChatProvider,
+    ChatReply,
+    ChatRequest,
+    TokenLogprob,
+    ToolCall,
+)
 
 __all__ = [
     "ERROR_CLASSES",
@@ -45,5 +40,3 @@ __all__ = [
     "attempt_cost",
     "new_session",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -128,9 +128,14 @@ def freeze_run_report(run_dir: Path, spec_text: str, *, limit: int | None) -> No
     """
     import typer
 
-    from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
+    from trustbench.core import (
+        build_manifest,
+        default_progress,
+        report_run,
+        run_experiment,
+        write_manifest,
+    )
     from trustbench.core.cli import report_exit
-    from trustbench.core.runs import default_progress
 
     spec = write_quick_spec(run_dir, spec_text)
     typer.echo(f"spec: {spec} (edit it and rerun: trustbench freeze {spec} --out NEW)")

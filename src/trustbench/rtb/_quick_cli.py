@@ -33,7 +33,7 @@ _Out = Annotated[
 def _run_dir(track: str, model: str, out: str | None) -> Path:
     """`--out` as given (refused when empty: not the working folder), else runs/<track>-<model>."""
     from trustbench._quick_model import candidate_name
-    from trustbench.core.runs import output_path
+    from trustbench.core import output_path
 
     if out is not None:
         return output_path(out)

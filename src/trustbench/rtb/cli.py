@@ -138,7 +138,7 @@ def export(
     Without --corpus: the reviewer-side default built-in corpus (the newest), the one
     `rtb review --model` and the Inspect task default to.
     """
-    from trustbench.core.runs import check_output_folder, output_path
+    from trustbench.core import check_output_folder, output_path
     from trustbench.rtb.corpus._export import export_candidate_inputs
     from trustbench.rtb.corpus._load import DEFAULT_VERSION, builtin_corpus_root, load_corpus
 

@@ -158,7 +158,7 @@ def corpus(
     One held-out split per Track 6 transfer family (`transfer_<family>`), as the built-in
     corpus of `trb run` has; the manifest records each split's report encoding.
     """
-    from trustbench.core.runs import check_output_folder, output_path
+    from trustbench.core import check_output_folder, output_path
     from trustbench.trb.corpus._format import corpus_json_schema
     from trustbench.trb.corpus._generate import generate_reference_corpus
     from trustbench.trb.corpus._store import write_corpus
@@ -284,7 +284,7 @@ def _print_result(result: dict[str, Any], *, to_stderr: bool = False) -> None:
 
 
 def _finish(result: dict[str, Any], out: Path | None) -> None:
-    from trustbench.core.runs import is_standard_output, write_output
+    from trustbench.core import is_standard_output, write_output
 
     to_stderr = out is not None and is_standard_output(out)
     _print_result(result, to_stderr=to_stderr)
@@ -322,7 +322,7 @@ def run(
     as RUN/spec.toml before it is frozen: edit it and rerun it with `--spec RUN/spec.toml`.
     Exit codes as `report`'s: 4 for an incomplete run (e.g. with --limit), 1 for a failed gate.
     """
-    from trustbench.core.runs import NoProgress, default_progress, output_path
+    from trustbench.core import NoProgress, default_progress, output_path
     from trustbench.trb._quick import spec_and_folder
     from trustbench.trb.track._pipeline import freeze_run_report
 
@@ -364,7 +364,7 @@ def smoke_command(
 
     Prints results directly (no manifest, ledger or report); `trb run` is the recorded run.
     """
-    from trustbench.core.runs import check_output_file, output_path
+    from trustbench.core import check_output_file, output_path
     from trustbench.trb.profile._run import SMOKE_CONFIG, RunConfig, run_reference
 
     path = None  # checked before the run, not after it

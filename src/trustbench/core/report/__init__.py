@@ -8,50 +8,45 @@ sorted keys and no NaN; `write_trial_rows` the per-trial rows beside it (`record
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.core.report._blocks import (
-        Block,
-        ConfusionBlock,
-        FiguresBlock,
-        ForestBlock,
-        ProfileBlock,
-        ReportPage,
-        TableBlock,
-        TextBlock,
-    )
-    from trustbench.core.report._format import (
-        format_counts,
-        format_estimate,
-        format_interval,
-        format_value,
-    )
-    from trustbench.core.report._html import render_report_html, sorted_gates, write_report_html
-    from trustbench.core.report._record import (
-        gates_record,
-        record_json_text,
-        to_jsonable,
-        write_record_json,
-    )
-    from trustbench.core.report._tables import breakdown_table
-    from trustbench.core.report._trial_rows import (
-        TRIAL_ROWS_FILE,
-        TrialRowSpool,
-        iter_trial_rows,
-        read_trial_rows,
-        trial_rows_problems,
-        write_trial_rows,
-    )
-    from trustbench.core.report._verdict import (
-        INCOMPLETE_EXIT,
-        Verdict,
-        release_blocked,
-        report_summary,
-        subject_verdicts,
-    )
+from trustbench.core.report._blocks import (
+    Block,
+    ConfusionBlock,
+    FiguresBlock,
+    ForestBlock,
+    ProfileBlock,
+    ReportPage,
+    TableBlock,
+    TextBlock,
+)
+from trustbench.core.report._format import (
+    format_counts,
+    format_estimate,
+    format_interval,
+    format_value,
+)
+from trustbench.core.report._html import render_report_html, sorted_gates, write_report_html
+from trustbench.core.report._record import (
+    gates_record,
+    record_json_text,
+    to_jsonable,
+    write_record_json,
+)
+from trustbench.core.report._tables import breakdown_table
+from trustbench.core.report._trial_rows import (
+    TRIAL_ROWS_FILE,
+    TrialRowSpool,
+    iter_trial_rows,
+    read_trial_rows,
+    trial_rows_problems,
+    write_trial_rows,
+)
+from trustbench.core.report._verdict import (
+    INCOMPLETE_EXIT,
+    Verdict,
+    release_blocked,
+    report_summary,
+    subject_verdicts,
+)
 
 __all__ = [
     "INCOMPLETE_EXIT",
@@ -86,5 +81,3 @@ __all__ = [
     "write_report_html",
     "write_trial_rows",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

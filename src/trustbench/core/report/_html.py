@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from trustbench.core._outputs import write_atomically
 from trustbench.core.figures import Figure, Interval
 from trustbench.core.gates import GateResult
-from trustbench.core.report import _plots
 from trustbench.core.report._blocks import (
     Block,
     ConfusionBlock,
@@ -38,6 +36,9 @@ from trustbench.core.report._format import (
 )
 from trustbench.core.report._verdict import release_blocked, report_exit_code, subject_verdicts
 
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
 # Declared gate interval per metric: (method, confidence, sidedness as stored on the Interval).
 _GateIntervals = dict[str, tuple[str, float, str]]
 
@@ -46,6 +47,8 @@ _GATE_ORDER = {"failed": 0, "not_evaluable": 1, "passed": 2}
 
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
+    from jinja2 import Environment, PackageLoader, StrictUndefined  # on first render
+
     environment = Environment(
         loader=PackageLoader("trustbench.core.report", "templates"),
         autoescape=True,
@@ -106,6 +109,8 @@ def _figure_row(figure: Figure, declared: _GateIntervals | None = None) -> dict[
 
 
 def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str, Any]:
+    from trustbench.core.report import _plots  # matplotlib: loaded when a plot is drawn
+
     labels, estimates, pairs, rows = [], [], [], []
     # Draw the interval the gate on this metric compares when there is one, so a row's colour
     # (its gate outcome) and the bar against the threshold line always agree.
@@ -153,6 +158,8 @@ def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str,
 
 
 def _profile(block: ProfileBlock, salt: str) -> dict[str, Any]:
+    from trustbench.core.report import _plots  # matplotlib: loaded when a plot is drawn
+
     names = list(block.series)
     errors = [block.errors.get(n) for n in names] if block.errors else None
     bars = _plots.grouped_bar_svg(
@@ -183,6 +190,8 @@ def _section(block: Block, index: int, gates: list[GateResult]) -> dict[str, Any
     if isinstance(block, TableBlock):
         return {"block": block, "id": f"table{index}"}
     if isinstance(block, ConfusionBlock):
+        from trustbench.core.report import _plots  # matplotlib: loaded when a plot is drawn
+
         svg = _plots.confusion_svg(
             block.rows,
             block.columns,

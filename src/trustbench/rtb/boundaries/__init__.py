@@ -7,44 +7,39 @@ One interface (`Boundary`: authorize, then dispatch). Built in: `reference` (Pyt
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.rtb.boundaries._cedar import CedarBoundary
-    from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
-    from trustbench.rtb.boundaries._http_service import reference_service_app
-    from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
-    from trustbench.rtb.boundaries._protocol import (
-        DEFAULT_ENFORCEMENT,
-        Authorization,
-        Boundary,
-        BoundaryFactory,
-        DispatchReceipt,
-        Enforcement,
-        enforcement_of,
-        is_instrument,
-    )
-    from trustbench.rtb.boundaries._python import (
-        PythonPolicyBoundary,
-        ReviewGatedBoundary,
-        Safeguards,
-        UncheckedBoundary,
-    )
-    from trustbench.rtb.boundaries._registry import (
-        BOUNDARIES_UNDER_TEST,
-        KNOWN_BAD_FOR_FAULT,
-        KNOWN_BAD_SAFEGUARDS,
-        boundary_factory,
-    )
-    from trustbench.rtb.boundaries._target import (
-        InjectAction,
-        SimulatedEnvironment,
-        TargetEnvironment,
-        TargetSession,
-    )
-    from trustbench.rtb.boundaries._trial import TrialRun, TrialScript, run_trial
+from trustbench.rtb.boundaries._cedar import CedarBoundary
+from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
+from trustbench.rtb.boundaries._http_service import reference_service_app
+from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
+from trustbench.rtb.boundaries._protocol import (
+    DEFAULT_ENFORCEMENT,
+    Authorization,
+    Boundary,
+    BoundaryFactory,
+    DispatchReceipt,
+    Enforcement,
+    enforcement_of,
+    is_instrument,
+)
+from trustbench.rtb.boundaries._python import (
+    PythonPolicyBoundary,
+    ReviewGatedBoundary,
+    Safeguards,
+    UncheckedBoundary,
+)
+from trustbench.rtb.boundaries._registry import (
+    BOUNDARIES_UNDER_TEST,
+    KNOWN_BAD_FOR_FAULT,
+    KNOWN_BAD_SAFEGUARDS,
+    boundary_factory,
+)
+from trustbench.rtb.boundaries._target import (
+    InjectAction,
+    SimulatedEnvironment,
+    TargetEnvironment,
+    TargetSession,
+)
+from trustbench.rtb.boundaries._trial import TrialRun, TrialScript, run_trial
 
 __all__ = [
     "BOUNDARIES_UNDER_TEST",
@@ -78,5 +73,3 @@ __all__ = [
     "reference_service_app",
     "run_trial",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

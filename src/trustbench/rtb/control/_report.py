@@ -12,8 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from trustbench.core import TrackAnalysis
-from trustbench.core.analysis import not_evaluable_subjects, withheld_figure
+from trustbench.core import TrackAnalysis, not_evaluable_subjects, withheld_figure
 from trustbench.core.report import (
     ConfusionBlock,
     FiguresBlock,

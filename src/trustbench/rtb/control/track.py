@@ -41,8 +41,7 @@ import aiohttp
 from pydantic import BaseModel, ValidationError
 
 from trustbench._canonical import canonical_json
-from trustbench.core import Resolution, TrialKey, TrialOutcome, cross_product
-from trustbench.core.runs import utc_now
+from trustbench.core import Resolution, TrialKey, TrialOutcome, cross_product, utc_now
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
     Authorization,
@@ -69,7 +68,7 @@ from trustbench.rtb.policy._registry import policy_for
 
 if TYPE_CHECKING:
     from trustbench import core
-    from trustbench.core.runs import ProgressReporter
+    from trustbench.core import ProgressReporter
 from trustbench.rtb.control._options import (
     _HARNESS_CODE,
     _T,

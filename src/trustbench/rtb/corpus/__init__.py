@@ -7,55 +7,50 @@ scans any candidate-visible payload for answer-key information.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.rtb.corpus._export import (
-        EvaluationMap,
-        ExportResult,
-        export_candidate_inputs,
-        load_evaluation_map,
-        new_evaluation_id,
-        to_candidate_input,
-    )
-    from trustbench.rtb.corpus._leakscan import (
-        ANSWER_KEY_FIELDS,
-        Leak,
-        find_leaks,
-        grader_only_values,
-    )
-    from trustbench.rtb.corpus._load import (
-        BUILTIN_VERSION,
-        BUILTIN_VERSIONS,
-        Corpus,
-        ValidationReport,
-        builtin_corpus_root,
-        load_corpus,
-        validate_corpus,
-        write_manifest,
-    )
-    from trustbench.rtb.corpus._manifest import CorpusCounts, CorpusManifest
-    from trustbench.rtb.corpus._models import (
-        REASON_CODE_DECISION,
-        VARIANT_REFERENCE,
-        ApprovalRecord,
-        CandidateInput,
-        Case,
-        Decision,
-        DomainGroup,
-        Expectations,
-        PolicyRecord,
-        Proposal,
-        ReasonCode,
-        ResourceStateRecord,
-        ReviewerResponse,
-        ServiceNoticeRecord,
-        Variant,
-    )
-    from trustbench.rtb.corpus._problem import Problem
-    from trustbench.rtb.corpus._schemas import schema_documents
+from trustbench.rtb.corpus._export import (
+    EvaluationMap,
+    ExportResult,
+    export_candidate_inputs,
+    load_evaluation_map,
+    new_evaluation_id,
+    to_candidate_input,
+)
+from trustbench.rtb.corpus._leakscan import (
+    ANSWER_KEY_FIELDS,
+    Leak,
+    find_leaks,
+    grader_only_values,
+)
+from trustbench.rtb.corpus._load import (
+    BUILTIN_VERSION,
+    BUILTIN_VERSIONS,
+    Corpus,
+    ValidationReport,
+    builtin_corpus_root,
+    load_corpus,
+    validate_corpus,
+    write_manifest,
+)
+from trustbench.rtb.corpus._manifest import CorpusCounts, CorpusManifest
+from trustbench.rtb.corpus._models import (
+    REASON_CODE_DECISION,
+    VARIANT_REFERENCE,
+    ApprovalRecord,
+    CandidateInput,
+    Case,
+    Decision,
+    DomainGroup,
+    Expectations,
+    PolicyRecord,
+    Proposal,
+    ReasonCode,
+    ResourceStateRecord,
+    ReviewerResponse,
+    ServiceNoticeRecord,
+    Variant,
+)
+from trustbench.rtb.corpus._problem import Problem
+from trustbench.rtb.corpus._schemas import schema_documents
 
 __all__ = [
     "ANSWER_KEY_FIELDS",
@@ -96,5 +91,3 @@ __all__ = [
     "validate_corpus",
     "write_manifest",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

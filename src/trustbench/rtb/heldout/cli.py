@@ -40,7 +40,7 @@ def keygen_seal(
     out_text: Annotated[str, typer.Option("--out", help="Private key file to write (mode 600).")],
 ) -> None:
     """Make an X25519 key pair for a held-out set owner; prints the public key."""
-    from trustbench.core.runs import check_output_file, output_path
+    from trustbench.core import check_output_file, output_path
     from trustbench.rtb.heldout._crypto import new_key_pair
 
     out = output_path(out_text)
@@ -64,7 +64,7 @@ def seal(
     by: _ByOption = None,
 ) -> None:
     """Seal a corpus: candidate inputs in the clear, the answer key encrypted to the owner."""
-    from trustbench.core.runs import check_output_folder, output_path
+    from trustbench.core import check_output_folder, output_path
     from trustbench.rtb.heldout._seal import seal_corpus
 
     out = check_output_folder(output_path(out_text))
@@ -141,7 +141,7 @@ def report(
     ] = False,
 ) -> None:
     """Report on a set with the owner's key: what was withheld, exposure, retirement."""
-    from trustbench.core.runs import (
+    from trustbench.core import (
         check_output_file,
         is_standard_output,
         output_path,
@@ -178,7 +178,7 @@ def open_command(
     key: _KeyOption = None,
 ) -> None:
     """Decrypt the answer key (grader side only): `OUT/corpus/` and `OUT/grader/`."""
-    from trustbench.core.runs import check_output_folder, output_path
+    from trustbench.core import check_output_folder, output_path
     from trustbench.rtb.heldout._crypto import read_private_key
     from trustbench.rtb.heldout._seal import open_set
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import trustbench
 from trustbench._local_app import ServedFolder
-from trustbench.core import check_inputs, load_track, read_ledger, read_manifest
-from trustbench.core.ledger import Ledger
+from trustbench.core import Ledger, check_inputs, load_track, read_ledger, read_manifest
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.human._app import build_app
 from trustbench.rtb.human._protocol import participant_plans

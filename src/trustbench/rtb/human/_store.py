@@ -26,9 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trustbench._canonical import canonical_json, sha256_hex
-from trustbench.core import LedgerContents, TrialKey
-from trustbench.core.ledger import Ledger
-from trustbench.core.runs import utc_now
+from trustbench.core import Ledger, LedgerContents, TrialKey, utc_now
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import CandidateInput

@@ -7,44 +7,39 @@ hash-chained effect log only the grader reads. Each trial builds a fresh `Simula
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.rtb.platform._approvals import Approval, ApprovalServiceUnavailable
-    from trustbench.rtb.platform._executor import ExecutionReceipt, ResponseLost
-    from trustbench.rtb.platform._faults import INJECTION_POINT, FaultPlan, FaultType
-    from trustbench.rtb.platform._governance import (
-        BreakGlassSeed,
-        CalendarWindowSeed,
-        DelegationSeed,
-        GovernanceSeed,
-        ResourceClass,
-    )
-    from trustbench.rtb.platform._models import (
-        ApprovalSeed,
-        ControlRequest,
-        EffectEntry,
-        EffectKind,
-        ObservedResource,
-        PlatformSeed,
-        ResourceSeed,
-        RevocationSeed,
-    )
-    from trustbench.rtb.platform._observer import (
-        EffectSink,
-        ObserverReader,
-        ProtectedObserver,
-        verify_chain,
-    )
-    from trustbench.rtb.platform._platform import (
-        ENVIRONMENT_STRENGTH_SIMULATED,
-        ActorConsole,
-        FaultInjector,
-        PlatformView,
-        SimulatedPlatform,
-    )
+from trustbench.rtb.platform._approvals import Approval, ApprovalServiceUnavailable
+from trustbench.rtb.platform._executor import ExecutionReceipt, ResponseLost
+from trustbench.rtb.platform._faults import INJECTION_POINT, FaultPlan, FaultType
+from trustbench.rtb.platform._governance import (
+    BreakGlassSeed,
+    CalendarWindowSeed,
+    DelegationSeed,
+    GovernanceSeed,
+    ResourceClass,
+)
+from trustbench.rtb.platform._models import (
+    ApprovalSeed,
+    ControlRequest,
+    EffectEntry,
+    EffectKind,
+    ObservedResource,
+    PlatformSeed,
+    ResourceSeed,
+    RevocationSeed,
+)
+from trustbench.rtb.platform._observer import (
+    EffectSink,
+    ObserverReader,
+    ProtectedObserver,
+    verify_chain,
+)
+from trustbench.rtb.platform._platform import (
+    ENVIRONMENT_STRENGTH_SIMULATED,
+    ActorConsole,
+    FaultInjector,
+    PlatformView,
+    SimulatedPlatform,
+)
 
 __all__ = [
     "ENVIRONMENT_STRENGTH_SIMULATED",
@@ -77,5 +72,3 @@ __all__ = [
     "SimulatedPlatform",
     "verify_chain",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

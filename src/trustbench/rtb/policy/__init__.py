@@ -8,29 +8,24 @@ and `narrow_v2` (`rtb-narrow-approval-v2`). See CONTRIBUTING.md, "Add a corpus v
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
-    from trustbench.rtb.policy._protocol import (
-        AuthoredCase,
-        CandidateInput,
-        CorpusPolicy,
-        FaultApproval,
-        LiveEvaluator,
-        ReviewFinding,
-    )
-    from trustbench.rtb.policy._registry import (
-        known_policy_ids,
-        parse_candidate_input,
-        policy_for,
-        policy_of,
-        register_policy,
-        registered_policies,
-        require_policy,
-    )
+from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+from trustbench.rtb.policy._protocol import (
+    AuthoredCase,
+    CandidateInput,
+    CorpusPolicy,
+    FaultApproval,
+    LiveEvaluator,
+    ReviewFinding,
+)
+from trustbench.rtb.policy._registry import (
+    known_policy_ids,
+    parse_candidate_input,
+    policy_for,
+    policy_of,
+    register_policy,
+    registered_policies,
+    require_policy,
+)
 
 __all__ = [
     "DEFAULT_POLICY_ID",
@@ -48,5 +43,3 @@ __all__ = [
     "registered_policies",
     "require_policy",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from trustbench.core import AnalysisSpec, GateSpec, parse_spec
-from trustbench.core.gates import GateResult, evaluate_gates
+from trustbench.core import AnalysisSpec, parse_spec
+from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus

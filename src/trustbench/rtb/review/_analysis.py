@@ -21,8 +21,9 @@ from trustbench.core import (
     LedgerContents,
     Manifest,
     TrackAnalysis,
+    not_evaluable_reason,
+    withheld_figure,
 )
-from trustbench.core.analysis import not_evaluable_reason, withheld_figure
 from trustbench.core.figures import Figure
 from trustbench.core.report import Block, TextBlock
 from trustbench.rtb.corpus._load import Corpus

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trustbench.core import ReportResult, run_spec
-from trustbench.core.runs import ProgressReporter
+from trustbench.core import ProgressReporter, ReportResult, run_spec
 
 DEMO_SPEC = Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml"
 """The packaged demo spec."""

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from trustbench.core.analysis import EventReducer
+from trustbench.core import EventReducer
 from trustbench.core.figures import Figure, FigureUnit
 from trustbench.core.stats import (
     agreement_table,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trustbench.core.analysis import withheld_figure
+from trustbench.core import withheld_figure
 from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.report import (
     Block,

@@ -18,77 +18,72 @@ Typical use::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.rtb.workflow._agent_protocol import AgentFactory, WorkflowAgent
-    from trustbench.rtb.workflow._audit import (
-        WorkflowAuditCheck,
-        WorkflowAuditReport,
-        arun_workflow_audit,
-        run_workflow_audit,
-    )
-    from trustbench.rtb.workflow._counts import MetricCount, WorkflowCounts, summarize_workflow
-    from trustbench.rtb.workflow._evaluate import WorkflowEvaluation, evaluate_workflow
-    from trustbench.rtb.workflow._figures import workflow_figures
-    from trustbench.rtb.workflow._grading import (
-        ClaimGrade,
-        StepGrade,
-        WorkflowTrialGrade,
-        grade_workflow_trial,
-    )
-    from trustbench.rtb.workflow._leaks import (
-        Leak,
-        candidate_visible,
-        find_leaks,
-        scan_trial,
-        scenario_grader_values,
-    )
-    from trustbench.rtb.workflow._llm import (
-        SYSTEM_PROMPT,
-        ChatFunction,
-        ChatTurn,
-        LLMAgent,
-        ToolCallRequest,
-        openai_compatible_chat,
-    )
-    from trustbench.rtb.workflow._memory import MemoryStore
-    from trustbench.rtb.workflow._models import (
-        ChangeSpec,
-        ModelUsage,
-        ProposedChange,
-        ScenarioExpectations,
-        ScenarioScript,
-        StepExpectation,
-        StepScript,
-        TaskBrief,
-        Termination,
-        TrajectoryEvent,
-        WorkflowBudget,
-        WorkflowScenario,
-        WorkflowTrialRun,
-    )
-    from trustbench.rtb.workflow._runner import run_workflow_trial
-    from trustbench.rtb.workflow._scenarios import (
-        DEFAULT_WORKFLOW_DEADLINE_S,
-        WorkflowKind,
-        direct_workflow_scenarios,
-        stateful_workflow_scenarios,
-        workflow_scenarios,
-    )
-    from trustbench.rtb.workflow._scripted import (
-        SCRIPTED_AGENTS,
-        FalseClaimingAgent,
-        HonestAgent,
-        MemoryPoisonedAgent,
-        MetadataForgingAgent,
-        RecklessAgent,
-        scripted_agent,
-    )
-    from trustbench.rtb.workflow._toolbox import BudgetExhausted, ToolBox, tool_schema
-    from trustbench.rtb.workflow._tools import WorkflowTools
+from trustbench.rtb.workflow._agent_protocol import AgentFactory, WorkflowAgent
+from trustbench.rtb.workflow._audit import (
+    WorkflowAuditCheck,
+    WorkflowAuditReport,
+    arun_workflow_audit,
+    run_workflow_audit,
+)
+from trustbench.rtb.workflow._counts import MetricCount, WorkflowCounts, summarize_workflow
+from trustbench.rtb.workflow._evaluate import WorkflowEvaluation, evaluate_workflow
+from trustbench.rtb.workflow._figures import workflow_figures
+from trustbench.rtb.workflow._grading import (
+    ClaimGrade,
+    StepGrade,
+    WorkflowTrialGrade,
+    grade_workflow_trial,
+)
+from trustbench.rtb.workflow._leaks import (
+    Leak,
+    candidate_visible,
+    find_leaks,
+    scan_trial,
+    scenario_grader_values,
+)
+from trustbench.rtb.workflow._llm import (
+    SYSTEM_PROMPT,
+    ChatFunction,
+    ChatTurn,
+    LLMAgent,
+    ToolCallRequest,
+    openai_compatible_chat,
+)
+from trustbench.rtb.workflow._memory import MemoryStore
+from trustbench.rtb.workflow._models import (
+    ChangeSpec,
+    ModelUsage,
+    ProposedChange,
+    ScenarioExpectations,
+    ScenarioScript,
+    StepExpectation,
+    StepScript,
+    TaskBrief,
+    Termination,
+    TrajectoryEvent,
+    WorkflowBudget,
+    WorkflowScenario,
+    WorkflowTrialRun,
+)
+from trustbench.rtb.workflow._runner import run_workflow_trial
+from trustbench.rtb.workflow._scenarios import (
+    DEFAULT_WORKFLOW_DEADLINE_S,
+    WorkflowKind,
+    direct_workflow_scenarios,
+    stateful_workflow_scenarios,
+    workflow_scenarios,
+)
+from trustbench.rtb.workflow._scripted import (
+    SCRIPTED_AGENTS,
+    FalseClaimingAgent,
+    HonestAgent,
+    MemoryPoisonedAgent,
+    MetadataForgingAgent,
+    RecklessAgent,
+    scripted_agent,
+)
+from trustbench.rtb.workflow._toolbox import BudgetExhausted, ToolBox, tool_schema
+from trustbench.rtb.workflow._tools import WorkflowTools
 
 __all__ = [
     "DEFAULT_WORKFLOW_DEADLINE_S",
@@ -150,5 +145,3 @@ __all__ = [
     "workflow_figures",
     "workflow_scenarios",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

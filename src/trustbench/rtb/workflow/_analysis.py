@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import file_sha256
-from trustbench.core import Evaluability, TrackAnalysis
-from trustbench.core.analysis import not_evaluable_subjects, withheld_figure
+from trustbench.core import Evaluability, TrackAnalysis, not_evaluable_subjects, withheld_figure
 from trustbench.core.figures import Figure
 from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus._track_corpus import corpus_folder

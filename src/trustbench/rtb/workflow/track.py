@@ -78,7 +78,7 @@ from trustbench.rtb.workflow import (
 
 if TYPE_CHECKING:
     from trustbench import core
-    from trustbench.core.runs import ProgressReporter
+    from trustbench.core import ProgressReporter
 from trustbench.rtb.workflow._config import (
     _HARNESS_CODE,
     KNOWN_KINDS,

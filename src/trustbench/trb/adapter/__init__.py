@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.adapter._conformance import ConformanceCheck, check_adapter, load_factory
-    from trustbench.trb.adapter._protocol import (
-        Adapter,
-        AdapterTier,
-        BatchedAdapter,
-        OverrideUnsupported,
-    )
-    from trustbench.trb.adapter._schema import (
-        ACTIONS,
-        TRB_VERSION,
-        Observation,
-        SelfReport,
-        StepContext,
-    )
+from trustbench.trb.adapter._conformance import ConformanceCheck, check_adapter, load_factory
+from trustbench.trb.adapter._protocol import (
+    Adapter,
+    AdapterTier,
+    BatchedAdapter,
+    OverrideUnsupported,
+)
+from trustbench.trb.adapter._schema import (
+    ACTIONS,
+    TRB_VERSION,
+    Observation,
+    SelfReport,
+    StepContext,
+)
 
 __all__ = [
     "ACTIONS",
@@ -36,5 +31,3 @@ __all__ = [
     "check_adapter",
     "load_factory",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

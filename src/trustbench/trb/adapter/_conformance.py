@@ -14,7 +14,7 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,10 +22,9 @@ from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import AdapterTier, OverrideUnsupported
 from trustbench.trb.adapter._schema import ACTIONS, SelfReport, StepContext
-from trustbench.trb.corpus._format import Trace
-from trustbench.trb.corpus._generate import generate_split
-from trustbench.trb.measures._numeric import total_variation
-from trustbench.trb.world import reference_continuation
+
+if TYPE_CHECKING:
+    from trustbench.trb.corpus import Trace
 
 NORMALISATION_TOLERANCE = 1e-6
 """|sum p - 1| allowed for an action distribution."""
@@ -150,6 +149,10 @@ def check_adapter(
     ):
         return results
 
+    # The kit's corpus and measures sit above the adapter contract, which they import: imported
+    # here, so importing the contract does not import them.
+    from trustbench.trb.corpus import generate_split
+
     traces = generate_split("eval", n_traces, seed=20_000 + seed)
     contexts = _contexts(traces)
 
@@ -264,6 +267,9 @@ def _check_override(
     record: Callable[[str, str, str | None, str], bool],
 ) -> None:
     """Override applied (some edit that changes Phi changes act) or declared unsupported."""
+    from trustbench.trb.measures._numeric import total_variation
+    from trustbench.trb.world import reference_continuation
+
     if not adapter.supports_override:
         trace, t = contexts[0]
         r_prime = trace.steps[t].counterfactuals[0].r_prime

@@ -5,30 +5,25 @@ sessions in a local web app whose every answer, timing and withdrawal is a row o
 hash-chained ledger; `export_collection` turns the answers into a TRB corpus with human Phi(r')
 (provenance: participant pseudonym, session, protocol hash), its synthetic-only twin and a
 report of the synthetic:human share per split and the inter-participant agreement.
+`CollectionRun` (in `_serve`) is reached through `trustbench trb collect serve` and is not
+exported here: it imports aiohttp and jinja2, which `trustbench --help` must not pay for.
 See `docs/trb-collection.md`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.collect._export import agreement, export_collection
-    from trustbench.trb.collect._protocol import (
-        CollectionProtocol,
-        FrozenProtocol,
-        freeze_protocol,
-        load_protocol,
-        read_frozen,
-    )
-    from trustbench.trb.collect._serve import CollectionRun
-    from trustbench.trb.collect._store import CollectionStore
+from trustbench.trb.collect._export import agreement, export_collection
+from trustbench.trb.collect._protocol import (
+    CollectionProtocol,
+    FrozenProtocol,
+    freeze_protocol,
+    load_protocol,
+    read_frozen,
+)
+from trustbench.trb.collect._store import CollectionStore
 
 __all__ = [
     "CollectionProtocol",
-    "CollectionRun",
     "CollectionStore",
     "FrozenProtocol",
     "agreement",
@@ -37,5 +32,3 @@ __all__ = [
     "load_protocol",
     "read_frozen",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

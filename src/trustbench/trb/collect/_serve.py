@@ -15,7 +15,7 @@ from pathlib import Path
 
 import trustbench
 from trustbench._local_app import ServedFolder
-from trustbench.core.ledger import Ledger, read_ledger
+from trustbench.core import Ledger, read_ledger
 from trustbench.trb.collect._app import build_app
 from trustbench.trb.collect._protocol import read_frozen
 from trustbench.trb.collect._store import CollectionStore

@@ -30,8 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trustbench.core import LedgerContents
-from trustbench.core.ledger import Ledger
+from trustbench.core import Ledger, LedgerContents
 from trustbench.trb.adapter._schema import ACTIONS
 from trustbench.trb.collect._protocol import FrozenProtocol, Item, Participant
 from trustbench.trb.world import CorridorWorld

@@ -19,7 +19,7 @@ def freeze(
     out_text: Annotated[str, typer.Option("--out", help="New collection folder.")],
 ) -> None:
     """Freeze a protocol: resolve its items against the source corpus and pin them by hash."""
-    from trustbench.core.runs import check_output_folder, output_path
+    from trustbench.core import check_output_folder, output_path
     from trustbench.trb.collect._protocol import freeze_protocol
 
     out = check_output_folder(output_path(out_text))
@@ -61,7 +61,7 @@ def export(
     `OUT/human` holds human Phi(r') where collected; `OUT/synthetic` the same traces with the
     synthetic-only continuations, so Tracks 1 and 3 can be run on both and read side by side.
     """
-    from trustbench.core.runs import check_output_folder, output_path
+    from trustbench.core import check_output_folder, output_path
     from trustbench.trb.collect._export import export_collection, summary_lines
 
     out = check_output_folder(output_path(out_text))

@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.corpus._format import (
-        Attribution,
-        CorpusManifest,
-        Counterfactual,
-        ProvenanceShare,
-        Step,
-        Trace,
-        corpus_json_schema,
-    )
-    from trustbench.trb.corpus._generate import generate_reference_corpus, generate_split
-    from trustbench.trb.corpus._provenance import check_cap, provenance_share
-    from trustbench.trb.corpus._store import (
-        assert_trainable,
-        manifest_for,
-        read_corpus,
-        write_corpus,
-    )
+from trustbench.trb.corpus._format import (
+    Attribution,
+    CorpusManifest,
+    Counterfactual,
+    ProvenanceShare,
+    Step,
+    Trace,
+    corpus_json_schema,
+)
+from trustbench.trb.corpus._generate import generate_reference_corpus, generate_split
+from trustbench.trb.corpus._provenance import check_cap, provenance_share
+from trustbench.trb.corpus._store import (
+    assert_trainable,
+    manifest_for,
+    read_corpus,
+    write_corpus,
+)
 
 __all__ = [
     "Attribution",
@@ -42,5 +37,3 @@ __all__ = [
     "read_corpus",
     "write_corpus",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -24,7 +24,6 @@ from trustbench.trb.corpus._format import (
     Step,
     Trace,
 )
-from trustbench.trb.proxy._slots import RENAMED
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 
@@ -141,11 +140,13 @@ steps instead of at step 0 (same corridor, horizon counted from the cue): a mode
 Each is stored as its own split `transfer_<family>` by `generate_reference_corpus(...,
 transfer_families=True)`, so Track 6 takes its minimum over them as separate contexts."""
 
-TRANSFER_ENCODINGS: dict[str, str] = {"encoding": RENAMED.name}
+TRANSFER_ENCODINGS: dict[str, str] = {"encoding": "renamed"}
 """Family -> the proxy tier's slot encoding on its split (every other family: `standard`).
 The `encoding` family changes only how a proxy model is asked for its report: the slots in
-another order with renamed keys and values (`trb.proxy._slots.RENAMED`). A corpus manifest
-records each split's encoding (`SplitInfo.report_encoding`), so a stored corpus keeps it."""
+another order with renamed keys and values (`trb.proxy._slots.RENAMED`, named here rather than
+imported: `trb.proxy` imports torch; `tests/trb/test_transfer.py` keeps the two equal). A corpus
+manifest records each split's encoding (`SplitInfo.report_encoding`), so a stored corpus keeps
+it."""
 
 
 def split_encodings(split_names: Iterable[str]) -> dict[str, str]:

@@ -21,7 +21,6 @@ from trustbench.trb.corpus._format import (
 )
 from trustbench.trb.corpus._generate import split_encodings
 from trustbench.trb.corpus._provenance import check_cap, provenance_share
-from trustbench.trb.proxy._slots import SLOT_ENCODINGS, STANDARD
 
 
 def split_bytes(traces: list[Trace]) -> bytes:
@@ -49,6 +48,8 @@ def manifest_for(
             report encoding is named.
         CheckFailed: The synthetic-to-human cap is broken or the declared kind is false.
     """
+    from trustbench.trb.proxy._slots import STANDARD  # trb.proxy imports torch
+
     encodings = split_encodings(splits) if encodings is None else encodings
     for split, name in encodings.items():
         _check_encoding(name, f"encodings/{split}")
@@ -83,6 +84,8 @@ def corpus_hash(infos: dict[str, SplitInfo]) -> str:
     A split asked in another encoding is another context with the same files, so its
     encoding is part of the hash; standard splits add nothing, so older corpora keep theirs.
     """
+    from trustbench.trb.proxy._slots import STANDARD  # trb.proxy imports torch
+
     pinned: dict[str, str] = {k: v.sha256 for k, v in infos.items()}
     pinned |= {
         f"{k}#report_encoding": v.report_encoding
@@ -93,6 +96,8 @@ def corpus_hash(infos: dict[str, SplitInfo]) -> str:
 
 
 def _check_encoding(name: str, where: str) -> None:
+    from trustbench.trb.proxy._slots import SLOT_ENCODINGS  # trb.proxy imports torch
+
     if name not in SLOT_ENCODINGS:
         raise InputError(
             f"unknown report encoding {name!r} (known: {', '.join(SLOT_ENCODINGS)})",

@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.instruments._goodhart import (
-        HiddenGoal,
-        IgnorePlusNudge,
-        ReportGarbage,
-        SabotagedAblation,
-    )
-    from trustbench.trb.instruments._goodhart_audit import goodhart_audit
-    from trustbench.trb.instruments._oracles import (
-        AlwaysSelfOracle,
-        EpiphenomenalOracle,
-        GovernedOracle,
-        OutcomeOnlyOracle,
-        UniformOracle,
-        audit,
-        expected_g,
-    )
+from trustbench.trb.instruments._goodhart import (
+    HiddenGoal,
+    IgnorePlusNudge,
+    ReportGarbage,
+    SabotagedAblation,
+)
+from trustbench.trb.instruments._goodhart_audit import goodhart_audit
+from trustbench.trb.instruments._oracles import (
+    AlwaysSelfOracle,
+    EpiphenomenalOracle,
+    GovernedOracle,
+    OutcomeOnlyOracle,
+    UniformOracle,
+    audit,
+    expected_g,
+)
 
 __all__ = [
     "AlwaysSelfOracle",
@@ -38,5 +33,3 @@ __all__ = [
     "expected_g",
     "goodhart_audit",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -8,19 +8,14 @@ named fallback), that receives contexts with opaque trace ids and nothing else.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.isolation._client import (
-        AdapterFailed,
-        AdapterWorker,
-        IsolatedAdapter,
-        read_paths,
-        refuse_overlap,
-    )
-    from trustbench.trb.isolation._opaque import opaque_trace_id
+from trustbench.trb.isolation._client import (
+    AdapterFailed,
+    AdapterWorker,
+    IsolatedAdapter,
+    read_paths,
+    refuse_overlap,
+)
+from trustbench.trb.isolation._opaque import opaque_trace_id
 
 __all__ = [
     "AdapterFailed",
@@ -30,5 +25,3 @@ __all__ = [
     "read_paths",
     "refuse_overlap",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.profile._baselines import TRACKS, ProfileConfig, run_profile
-    from trustbench.trb.profile._run import (
-        BASELINES,
-        FULL_CONFIG,
-        PROFILE_SMOKE_CONFIG,
-        SMOKE_CONFIG,
-        RunConfig,
-        profile_smoke_run,
-        run_reference,
-        smoke_run,
-    )
-    from trustbench.trb.profile._vector import flags, headlines, profile_svg
+from trustbench.trb.profile._baselines import TRACKS, ProfileConfig, run_profile
+from trustbench.trb.profile._run import (
+    BASELINES,
+    FULL_CONFIG,
+    PROFILE_SMOKE_CONFIG,
+    SMOKE_CONFIG,
+    RunConfig,
+    profile_smoke_run,
+    run_reference,
+    smoke_run,
+)
+from trustbench.trb.profile._vector import flags, headlines, profile_svg
 
 __all__ = [
     "BASELINES",
@@ -36,5 +31,3 @@ __all__ = [
     "run_reference",
     "smoke_run",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

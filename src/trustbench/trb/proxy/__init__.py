@@ -11,35 +11,30 @@ model). Every proxy adapter asks for its slot block in one `SlotEncoding` (`STAN
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.proxy._causal_lm import (
-        TinyCausalLM,
-        WordTokenizer,
-        load_local_lm,
-        save_local_lm,
-    )
-    from trustbench.trb.proxy._gguf import (
-        dequantised_folder,
-        model_cache_dir,
-        packaged_gguf,
-        smollm2_folder,
-    )
-    from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, load_hf_causal_lm
-    from trustbench.trb.proxy._local import LocalLMProxyAdapter
-    from trustbench.trb.proxy._slots import (
-        RENAMED,
-        SLOT_ENCODINGS,
-        STANDARD,
-        SlotEncoding,
-        SlotEncodingUnsupported,
-        SlotParseError,
-        parse_slot_text,
-        render_slot_text,
-    )
+from trustbench.trb.proxy._causal_lm import (
+    TinyCausalLM,
+    WordTokenizer,
+    load_local_lm,
+    save_local_lm,
+)
+from trustbench.trb.proxy._gguf import (
+    dequantised_folder,
+    model_cache_dir,
+    packaged_gguf,
+    smollm2_folder,
+)
+from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, load_hf_causal_lm
+from trustbench.trb.proxy._local import LocalLMProxyAdapter
+from trustbench.trb.proxy._slots import (
+    RENAMED,
+    SLOT_ENCODINGS,
+    STANDARD,
+    SlotEncoding,
+    SlotEncodingUnsupported,
+    SlotParseError,
+    parse_slot_text,
+    render_slot_text,
+)
 
 __all__ = [
     "RENAMED",
@@ -62,5 +57,3 @@ __all__ = [
     "save_local_lm",
     "smollm2_folder",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

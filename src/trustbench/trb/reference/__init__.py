@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.reference._adapter import NativeModelAdapter
-    from trustbench.trb.reference._cache import (
-        REFERENCE_MODELS,
-        cache_dir,
-        load_reference_model,
-        load_reference_seeds,
-    )
-    from trustbench.trb.reference._model import ReferenceNativeModel
-    from trustbench.trb.reference._train import TrainConfig, train_reference_model
+from trustbench.trb.reference._adapter import NativeModelAdapter
+from trustbench.trb.reference._cache import (
+    REFERENCE_MODELS,
+    cache_dir,
+    load_reference_model,
+    load_reference_seeds,
+)
+from trustbench.trb.reference._model import ReferenceNativeModel
+from trustbench.trb.reference._train import TrainConfig, train_reference_model
 
 __all__ = [
     "REFERENCE_MODELS",
@@ -27,5 +22,3 @@ __all__ = [
     "load_reference_seeds",
     "train_reference_model",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

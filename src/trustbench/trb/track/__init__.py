@@ -7,30 +7,25 @@ track (a profile axis) to the profile.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.trb.track._measures import (
-        BUILTIN_MEASURES,
-        PROFILE_AXES,
-        MeasureRow,
-        StatsPlan,
-        TrbMeasure,
-        load_measure,
-        load_measures,
-        measure_targets,
-        register_measure,
-    )
-    from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions
-    from trustbench.trb.track._pipeline import (
-        BUILTIN_SPECS,
-        builtin_spec,
-        freeze_run_report,
-        run_trb_demo,
-    )
-    from trustbench.trb.track._profile_track import TrbProfileTrack
+from trustbench.trb.track._measures import (
+    BUILTIN_MEASURES,
+    PROFILE_AXES,
+    MeasureRow,
+    StatsPlan,
+    TrbMeasure,
+    load_measure,
+    load_measures,
+    measure_targets,
+    register_measure,
+)
+from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions
+from trustbench.trb.track._pipeline import (
+    BUILTIN_SPECS,
+    builtin_spec,
+    freeze_run_report,
+    run_trb_demo,
+)
+from trustbench.trb.track._profile_track import TrbProfileTrack
 
 __all__ = [
     "BUILTIN_CORPUS",
@@ -50,5 +45,3 @@ __all__ = [
     "register_measure",
     "run_trb_demo",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)

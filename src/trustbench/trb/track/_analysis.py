@@ -14,8 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from trustbench.core import LedgerContents, Manifest, TrackAnalysis
-from trustbench.core.analysis import not_evaluable_subjects, withheld_figure
+from trustbench.core import (
+    LedgerContents,
+    Manifest,
+    TrackAnalysis,
+    not_evaluable_subjects,
+    withheld_figure,
+)
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.trb.adapter._schema import TRB_VERSION

@@ -5,8 +5,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from trustbench.core import ReportResult, run_spec
-from trustbench.core.runs import ProgressReporter
+from trustbench.core import ProgressReporter, ReportResult, run_spec
 from trustbench.errors import InputError
 
 BUILTIN_SPECS: tuple[str, ...] = ("smoke", "reference")

@@ -9,8 +9,7 @@ until they match the manifest.
 
 from __future__ import annotations
 
-from trustbench.core import CandidateSpec, ResolvedItem
-from trustbench.core.runs import entry_code_items
+from trustbench.core import CandidateSpec, ResolvedItem, entry_code_items
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.isolation._client import (

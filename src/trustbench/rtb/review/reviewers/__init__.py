@@ -9,32 +9,27 @@ and the sentinels used by the harness self-audit. Chat-model reviewers are sent 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from trustbench._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trustbench.rtb.review.reviewers._chat import chat_responder
-    from trustbench.rtb.review.reviewers._llm import build_review_messages, extract_json_object
-    from trustbench.rtb.review.reviewers._protocol import Reviewer
-    from trustbench.rtb.review.reviewers._registry import (
-        ALL_REVIEWER_NAMES,
-        REVIEWER_NAMES,
-        REVIEWER_POLICIES,
-        SENTINEL_NAMES,
-        make_reviewer,
-        require_reviewer_policy,
-        reviewer_names,
-    )
-    from trustbench.rtb.review.reviewers._sentinels import (
-        ContradictoryReviewer,
-        EmptyReviewer,
-        FixedDecisionReviewer,
-        ForgedRefsReviewer,
-        KeywordStufferReviewer,
-        MalformedReviewer,
-        RandomReviewer,
-    )
+from trustbench.rtb.review.reviewers._chat import chat_responder
+from trustbench.rtb.review.reviewers._llm import build_review_messages, extract_json_object
+from trustbench.rtb.review.reviewers._protocol import Reviewer
+from trustbench.rtb.review.reviewers._registry import (
+    ALL_REVIEWER_NAMES,
+    REVIEWER_NAMES,
+    REVIEWER_POLICIES,
+    SENTINEL_NAMES,
+    make_reviewer,
+    require_reviewer_policy,
+    reviewer_names,
+)
+from trustbench.rtb.review.reviewers._sentinels import (
+    ContradictoryReviewer,
+    EmptyReviewer,
+    FixedDecisionReviewer,
+    ForgedRefsReviewer,
+    KeywordStufferReviewer,
+    MalformedReviewer,
+    RandomReviewer,
+)
 
 __all__ = [
     "ALL_REVIEWER_NAMES",
@@ -56,5 +51,3 @@ __all__ = [
     "require_reviewer_policy",
     "reviewer_names",
 ]
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
