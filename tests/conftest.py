@@ -3,13 +3,32 @@
 Hypothesis keeps no example database and its storage folder lives in the system temp folder:
 by default it writes `.hypothesis/` into the working folder, and tests must write nothing into
 the checkout.
+
+The suite passes whatever the user's shell exports: for the whole session the test process
+drops the user's `TRUSTBENCH_*` settings, proxies and CA bundles (`user_settings`) and gets a
+`HOME` of its own, so in-process CLI tests and everything they start read only what a test
+sets. Processes a test starts get `tests.support.child_env.child_env`, never `os.environ`.
 """
 
+import os
 import tempfile
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
+from tests.support.child_env import user_settings
 
 set_hypothesis_home_dir(tempfile.mkdtemp(prefix="trustbench-hypothesis-"))
 settings.register_profile("trustbench", database=None)
 settings.load_profile("trustbench")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Session-wide, so session and module fixtures (which set their own caches) see it too."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in user_settings(os.environ):
+            patch.delenv(name)
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        yield

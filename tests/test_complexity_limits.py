@@ -12,6 +12,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from tests.support.child_env import child_env
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPLEXITY_RULES = {"C901", "PLR0912", "PLR0915"}
 
@@ -41,7 +43,9 @@ def test_no_source_file_is_exempt_from_the_complexity_rules() -> None:
     assert exempt == {}
 
 
-def test_every_function_in_src_is_within_the_limits_with_noqa_and_configuration_ignored() -> None:
+def test_every_function_in_src_is_within_the_limits_with_noqa_and_configuration_ignored(
+    tmp_path: Path,
+) -> None:
     lint = _lint()
     completed = subprocess.run(
         [
@@ -52,6 +56,6 @@ def test_every_function_in_src_is_within_the_limits_with_noqa_and_configuration_
             "--config", f"lint.pylint.max-statements = {lint['pylint']['max-statements']}",
             "--output-format", "concise", str(ROOT / "src"),
         ],
-        capture_output=True, text=True, check=False,
+        capture_output=True, text=True, check=False, env=child_env(tmp_path),
     )  # fmt: skip
     assert completed.returncode == 0, completed.stdout + completed.stderr

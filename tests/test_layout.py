@@ -7,8 +7,10 @@ import pkgutil
 import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
+from tests.support.child_env import child_env
 from tests.support.import_graph import PACKAGE_ROOT, cycles, import_graph, with_package_inits
 
 import trustbench
@@ -69,27 +71,28 @@ def test_no_second_folder_is_named_like_the_first() -> None:
     assert not (PACKAGE_ROOT / "rtb" / "_review_track").exists()
 
 
-def _imported_after(code: str) -> set[str]:
+def _imported_after(code: str, tmp: Path) -> set[str]:
     probe = (
         "import sys\n"
         f"try:\n    {code}\nexcept SystemExit:\n    pass\n"
         f"print('HEAVY=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
+        [sys.executable, "-c", probe],
+        capture_output=True, text=True, check=True, env=child_env(tmp),
+    )  # fmt: skip
     line = next(x for x in reversed(result.stdout.splitlines()) if x.startswith("HEAVY="))
     return set(filter(None, line.removeprefix("HEAVY=").split(",")))
 
 
-def test_importing_the_cli_imports_no_heavy_dependency() -> None:
-    assert _imported_after("import trustbench.cli") == set()
+def test_importing_the_cli_imports_no_heavy_dependency(tmp_path: Path) -> None:
+    assert _imported_after("import trustbench.cli", tmp_path) == set()
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["version"], ["rtb", "--help"], ["trb", "--help"]])
-def test_help_and_version_import_no_heavy_dependency(argv: list[str]) -> None:
+def test_help_and_version_import_no_heavy_dependency(argv: list[str], tmp_path: Path) -> None:
     code = f"sys.argv = ['trustbench', *{argv!r}]; import trustbench.cli; trustbench.cli.main()"
-    assert _imported_after(code) == set()
+    assert _imported_after(code, tmp_path) == set()
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.child_env import child_env
 from tests.support.openai_server import OpenAIServer, openai_server  # noqa: F401
 
 REPORT_ONLY = ("scipy", "statsmodels", "matplotlib")
@@ -62,6 +63,7 @@ print("\\nPROBE " + json.dumps({"code": code, "loaded": loaded, "unused": unused
 
 
 def _cli(
+    tmp: Path,
     *arguments: str,
     watched: tuple[str, ...] = REPORT_ONLY,
     unused: tuple[str, ...] = NOT_FOR_A_REVIEW_RUN,
@@ -80,6 +82,7 @@ def _cli(
         capture_output=True,
         text=True,
         check=False,
+        env=child_env(tmp),
     )
     probe = [line for line in completed.stdout.splitlines() if line.startswith("PROBE ")]
     assert probe, completed.stdout + completed.stderr
@@ -100,7 +103,7 @@ def _review_spec(folder: Path, candidate: str) -> Path:
 
 def _frozen(folder: Path, candidate: str) -> Path:
     run_dir = folder / "run"
-    frozen = _cli("freeze", str(_review_spec(folder, candidate)), "--out", str(run_dir))
+    frozen = _cli(folder, "freeze", str(_review_spec(folder, candidate)), "--out", str(run_dir))
     assert frozen["code"] == 0, frozen
     return run_dir
 
@@ -111,20 +114,20 @@ def test_run_of_an_in_process_reviewer_imports_no_statistics_or_plotting(tmp_pat
         'kind = "inprocess"\nentry = "trustbench.rtb.review.reviewers:chat_responder"\n'
         'settings = { reviewer = "reference-policy" }',
     )
-    ran = _cli("run", str(run_dir), "--quiet")
+    ran = _cli(tmp_path, "run", str(run_dir), "--quiet")
     # The in-process reviewer reads each input back in whichever policy format wrote it, so a
     # run that answers trials tries every policy's input model; the other checks hold.
     assert ran["code"] == 0 and ran["loaded"] == [], ran
     assert set(ran["unused"]) <= {NOT_FOR_A_REVIEW_RUN[0], NOT_FOR_A_REVIEW_RUN[1]}, ran
     # A resume of the finished folder (nothing left to do) is start-up alone.
-    resumed = _cli("run", str(run_dir), "--quiet", unused=NOT_FOR_A_FINISHED_RUN)
+    resumed = _cli(tmp_path, "run", str(run_dir), "--quiet", unused=NOT_FOR_A_FINISHED_RUN)
     assert resumed == {"code": 0, "loaded": [], "unused": []}
     # The probe sees these modules when they are loaded: `report` loads the libraries, and
     # `rtb --help` the command group and the policies it reviews with.
-    reported = _cli("report", str(run_dir))
+    reported = _cli(tmp_path, "report", str(run_dir))
     assert reported["loaded"] and set(reported["loaded"]) <= set(REPORT_ONLY), reported
     assert "trustbench.rtb.review._chain" in reported["unused"], reported
-    assert "trustbench.rtb.cli" in _cli("rtb", "--help")["unused"]
+    assert "trustbench.rtb.cli" in _cli(tmp_path, "rtb", "--help")["unused"]
 
 
 def test_run_of_an_http_reviewer_imports_no_statistics_and_its_resume_no_aiohttp(
@@ -135,11 +138,11 @@ def test_run_of_an_http_reviewer_imports_no_statistics_and_its_resume_no_aiohttp
         tmp_path,
         f'kind = "openai_chat"\nmodel = "m"\nbase_url = "{openai_server.base_url}"',
     )
-    ran = _cli("run", str(run_dir), "--quiet")
+    ran = _cli(tmp_path, "run", str(run_dir), "--quiet")
     assert ran == {"code": 0, "loaded": [], "unused": []}
     assert len(openai_server.requests) == 1 + 4  # one preflight probe, then the 4 trials over HTTP
     # A resume with nothing left makes no provider: no aiohttp (about 0.2 s), no probe.
-    resumed = _cli("run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
+    resumed = _cli(tmp_path, "run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
     assert resumed["code"] == 0 and resumed["loaded"] == [], resumed
     assert len(openai_server.requests) == 1 + 4
 
@@ -151,13 +154,15 @@ def test_a_run_with_nothing_to_send_over_http_never_imports_aiohttp(tmp_path: Pa
         'kind = "inprocess"\nentry = "trustbench.rtb.review.reviewers:chat_responder"\n'
         'settings = { reviewer = "reference-policy" }',
     )
-    ran = _cli("run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
+    ran = _cli(tmp_path, "run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
     assert ran["code"] == 0 and ran["loaded"] == [], ran
-    resumed = _cli("run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
+    resumed = _cli(tmp_path, "run", str(run_dir), "--quiet", watched=("aiohttp", "yarl"))
     assert resumed["code"] == 0 and resumed["loaded"] == [], resumed
 
 
-def test_an_http_provider_loads_aiohttp_when_made_not_in_its_first_timed_request() -> None:
+def test_an_http_provider_loads_aiohttp_when_made_not_in_its_first_timed_request(
+    tmp_path: Path,
+) -> None:
     probe = (
         "import sys\n"
         "from trustbench.providers import OpenAIChatProvider, new_session\n"
@@ -167,6 +172,7 @@ def test_an_http_provider_loads_aiohttp_when_made_not_in_its_first_timed_request
         "print(before, 'aiohttp' in sys.modules)\n"
     )
     completed = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
+        [sys.executable, "-c", probe],
+        capture_output=True, text=True, check=True, env=child_env(tmp_path),
+    )  # fmt: skip
     assert completed.stdout.split() == ["False", "True"], completed.stderr

@@ -5,6 +5,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.support.child_env import child_env
 
 from trustbench.core._environment import capture_environment, git_state
 
@@ -17,6 +18,7 @@ def _git(repo: Path, *args: str) -> None:
         cwd=repo,
         check=True,
         capture_output=True,
+        env=child_env(repo.parent),
     )
 
 

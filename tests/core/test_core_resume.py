@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -11,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.support.child_env import child_env
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer
 
@@ -19,12 +19,11 @@ from trustbench.core import build_manifest, read_ledger, verify_run, write_manif
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+def _cli(tmp: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.support.trustbench_cli", *args],
         cwd=ROOT,
-        env=env,
+        env=child_env(tmp, pythonpath=[ROOT]),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -63,7 +62,7 @@ def test_sigkill_mid_run_then_resume_yields_the_same_trials_as_an_uninterrupted_
     write_manifest(manifest, killed)
     write_manifest(manifest, clean)
 
-    process = _cli("run", str(killed), "--quiet")
+    process = _cli(tmp_path, "run", str(killed), "--quiet")
     deadline = time.monotonic() + 180  # returns as soon as 10 trials are in; bound for hangs
     while _finished_trials(killed) < 10 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.01)
@@ -76,7 +75,7 @@ def test_sigkill_mid_run_then_resume_yields_the_same_trials_as_an_uninterrupted_
     partial = _finished_trials(killed)
     assert 10 <= partial < 48
 
-    resumed = _cli("run", str(killed))
+    resumed = _cli(tmp_path, "run", str(killed))
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err.decode()
     assert f"({partial} before this run)" in out.decode()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.child_env import child_env
 from tests.support.openai_server import Behaviour, OpenAIServer, json_reply, reply
 from tests.support.records import full_record
 
@@ -42,14 +43,12 @@ def _doc_commands() -> str:
     return "\n".join(blocks)
 
 
-def _environment(**extra: str) -> dict[str, str]:
-    """The test's own interpreter and checkout first on the paths; no proxy, no Inspect config."""
-    env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY") and k != "PWD"}
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("OPENAI_BASE_URL", None)
-    return {**env, **extra}
+def _environment(tmp: Path, **extra: str) -> dict[str, str]:
+    """The test's own interpreter first on PATH; nothing of the user's (no proxy, no Inspect or
+    OpenAI configuration)."""
+    env = child_env(tmp, extra=extra)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+    return env
 
 
 class ReferenceServer:
@@ -89,7 +88,9 @@ def test_the_documented_round_trip_runs_verbatim_and_grades_what_the_server_sent
     with OpenAIServer() as server:
         server.script(server_script)
         env = _environment(
-            OPENAI_API_KEY="unused-by-the-local-server", OPENAI_BASE_URL=server.base_url
+            tmp_path / "env",
+            OPENAI_API_KEY="unused-by-the-local-server",
+            OPENAI_BASE_URL=server.base_url,
         )
         done = _bash(_doc_commands(), tmp_path, env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -126,7 +127,8 @@ def test_a_relative_export_dir_that_names_nothing_fails_in_one_line_naming_the_p
         "-T export_dir=no-such-export/"
     )
     # A wide "terminal", so the line is not wrapped by Inspect's console.
-    done = _bash(script, tmp_path, _environment(OPENAI_API_KEY="unused", COLUMNS="400"))
+    env = _environment(tmp_path / "env", OPENAI_API_KEY="unused", COLUMNS="400")
+    done = _bash(script, tmp_path, env)
     shown = [x for x in (done.stdout + done.stderr).splitlines() if x.strip()]
     assert done.returncode != 0
     assert shown == [

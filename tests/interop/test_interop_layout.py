@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.child_env import child_env
 from tests.support.cli import invoke
 from tests.support.import_graph import import_graph
 
@@ -24,9 +25,11 @@ def test_core_and_the_suites_import_nothing_from_interop() -> None:
     assert leaks == set()
 
 
-def test_importing_the_cli_does_not_import_inspect() -> None:
+def test_importing_the_cli_does_not_import_inspect(tmp_path: Path) -> None:
     probe = "import sys, trustbench.cli; print('inspect_ai' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=child_env(tmp_path)
+    )
     assert result.stdout.strip() == "False", result.stderr
 
 

@@ -45,8 +45,8 @@ async def _first_attempts(base_url: str, count: int) -> list[str | None]:
     return errors
 
 
-def test_connections_the_server_closed_after_responding_are_rarely_reused() -> None:
-    with ClosingServer() as server:
+def test_connections_the_server_closed_after_responding_are_rarely_reused(tmp_path: Path) -> None:
+    with ClosingServer(tmp_path) as server:
         errors = asyncio.run(_first_attempts(f"http://127.0.0.1:{server.port}/v1", 120))
     failed = [e for e in errors if e is not None]
     # Without the check before reuse, 56 to 60 of 120 failed here; with it 0 in 10 runs at load 10
@@ -85,7 +85,7 @@ def test_trials_against_a_server_closing_every_connection_fail_no_more_than_with
     register()
     monkeypatch.setenv("TB_TEST_ALPHA_KEY", "alpha-key-for-tests")
     write_corpus(tmp_path / "corpus", CASES)
-    with ClosingServer() as server:
+    with ClosingServer(tmp_path) as server:
         base_url = f"http://127.0.0.1:{server.port}/v1"
         spec = tmp_path / "exp.toml"
         spec.write_text(two_candidate_spec(base_url, trials=TRIALS, concurrency=CONCURRENCY))

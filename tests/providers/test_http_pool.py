@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.child_env import child_env
 from tests.support.openai_server import read_request_head
 
 from trustbench.providers._http import new_session, post_json
@@ -383,7 +384,7 @@ def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
          "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
          "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
+        check=True, capture_output=True, env=child_env(folder),
     )  # fmt: skip
     return cert, key
 

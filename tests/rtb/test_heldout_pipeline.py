@@ -8,12 +8,12 @@ tampered log is caught, and a retired set says so in every verdict line.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tests.support.child_env import child_env
 
 import trustbench
 from trustbench.core import read_ledger
@@ -62,20 +62,11 @@ def sealed(tmp_path: Path) -> Path:
     return tmp_path / "set"
 
 
-def _env() -> dict[str, str]:
-    """This environment without a held-out key, importing the trustbench under test."""
-    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
-    source = str(Path(trustbench.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([source, *filter(None, [env.get("PYTHONPATH")])])
-    return env
-
-
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`trustbench ARGS` in `tmp_path`, with no held-out key in the environment."""
-    env = _env()
     return subprocess.run(
         [sys.executable, "-m", "trustbench", *args],
-        cwd=tmp_path, capture_output=True, text=True, check=False, env=env,
+        cwd=tmp_path, capture_output=True, text=True, check=False, env=child_env(tmp_path),
     )  # fmt: skip
 
 
@@ -169,7 +160,7 @@ def test_exposure_count_survives_a_run_killed_at_its_first_trial(
         "r.execute_trial = killed\n"
         f"r.run_experiment(Path({str(tmp_path / 'run')!r}))\n"
     )
-    killed = subprocess.run([sys.executable, "-c", code], check=False, env=_env())
+    killed = subprocess.run([sys.executable, "-c", code], check=False, env=child_env(tmp_path))
     assert killed.returncode == -9
     assert read_ledger(tmp_path / "run").trials == []  # killed before any trial finished
     assert log_problems(sealed, read_set_manifest(sealed)) == []

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.child_env import child_env
 
 import trustbench
 from trustbench.errors import InputError
@@ -34,13 +35,13 @@ def sealed(tmp_path: Path) -> tuple[Path, Path, str]:
     return folder, key, private
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    full = {k: v for k, v in os.environ.items() if k != KEY_ENV} | (env or {})
+def _cli(
+    tmp: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`trustbench rtb ARGS` in a child with no held-out key unless `env` gives one."""
     return subprocess.run(
         [sys.executable, "-m", "trustbench", "rtb", *args],
-        capture_output=True, text=True, check=False, env=full,
+        capture_output=True, text=True, check=False, env=child_env(tmp, extra=env),
     )  # fmt: skip
 
 
@@ -86,10 +87,10 @@ def test_owner_key_opens_the_answer_key_and_wrong_key_fails(
 
 def test_report_without_the_key_refuses_and_says_why(sealed: tuple[Path, Path, str]) -> None:
     folder, key, _ = sealed
-    result = _cli("heldout", "report", str(folder))
+    result = _cli(folder.parent, "heldout", "report", str(folder))
     assert result.returncode == 2 and "private key" in result.stderr
     assert "evaluated" not in result.stdout
-    ok = _cli("heldout", "report", str(folder), "--json", env={KEY_ENV: str(key)})
+    ok = _cli(folder.parent, "heldout", "report", str(folder), "--json", env={KEY_ENV: str(key)})
     assert ok.returncode == 0, ok.stderr
     summary = json.loads(ok.stdout)["held_out_set"]
     assert summary["case_count"] == 5 and summary["answer_key_available_to_candidate"] is False
@@ -114,17 +115,17 @@ def test_freeze_past_budget_needs_a_reason_which_is_recorded_and_printed(
     with pytest.raises(InputError, match="budget 2"):
         freeze_against(folder, manifest, candidates=["rev"], trials=1, at="t", by="me")
     freeze_against(folder, manifest, candidates=["rev"], trials=1, at="t", by="me", reason="fix")
-    report = _cli("heldout", "report", str(folder), "--key", str(key))
+    report = _cli(folder.parent, "heldout", "report", str(folder), "--key", str(key))
     assert "held-out set hs-test: evaluated 3 times (budget 2)" in report.stdout
     assert "reason recorded: fix" in report.stdout and "OVER BUDGET" in report.stdout
 
 
 def test_retired_set_says_so_in_the_verdict_line(sealed: tuple[Path, Path, str]) -> None:
     folder, key, _ = sealed
-    assert _cli("retire", str(folder), "--reason", "cases published").returncode == 0
-    report = _cli("heldout", "report", str(folder), "--key", str(key), "--json")
+    assert _cli(folder.parent, "retire", str(folder), "--reason", "cases published").returncode == 0
+    report = _cli(folder.parent, "heldout", "report", str(folder), "--key", str(key), "--json")
     assert json.loads(report.stdout)["held_out_set"]["retired_reason"] == "cases published"
-    text = _cli("heldout", "report", str(folder), "--key", str(key)).stdout
+    text = _cli(folder.parent, "heldout", "report", str(folder), "--key", str(key)).stdout
     assert text.splitlines()[0].startswith("VERDICT: RETIRED (exposed: cases published)")
 
 
@@ -138,7 +139,7 @@ def test_exposure_count_survives_a_killed_run(sealed: tuple[Path, Path, str]) ->
         "freeze_against(f, m, candidates=['r'], trials=1, at='t', by='me');"
         "os.kill(os.getpid(), 9)"
     )
-    killed = subprocess.run([sys.executable, "-c", code], check=False)
+    killed = subprocess.run([sys.executable, "-c", code], check=False, env=child_env(folder.parent))
     assert killed.returncode == -9
     manifest = read_set_manifest(folder)
     assert exposure_summary(folder, manifest)["evaluations"] == 1
@@ -162,6 +163,6 @@ def test_tampered_exposure_log_is_detected_by_verify(
     else:
         lines = lines[:1]
     log.write_text("".join(line + "\n" for line in lines))
-    result = _cli("heldout", "verify", str(folder))
+    result = _cli(folder.parent, "heldout", "verify", str(folder))
     assert result.returncode != 0 and "problem" in result.stderr
     assert exposure_summary(folder, manifest)["log_problems"]

@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 from tests.rtb.test_human_fixtures import participant_answer, runs  # noqa: F401
 from tests.support.browser import CHROMIUM, Browser, start_chromium
+from tests.support.child_env import child_env
 from tests.support.readiness import READY_TIMEOUT_S, LineReader
 
 from trustbench.core import report_run
@@ -27,7 +28,6 @@ from trustbench.core import report_run
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium on PATH (CI: apt-get install -y chromium)"
 )
-SRC = Path(__file__).parents[2] / "src"
 
 
 FILL = """(() => {
@@ -79,7 +79,7 @@ def start_server(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(SRC)},
+        env=child_env(run_dir.parent),
         preexec_fn=ignore_sigint if sigint_ignored else None,
     )
     assert server.stdout is not None

@@ -21,6 +21,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from tests.support.child_env import child_env
 from tests.support.readiness import READY_TIMEOUT_S, LineReader
 
 CHROMIUM = next(
@@ -172,6 +173,7 @@ def start_chromium(profile: Path) -> tuple[subprocess.Popen[str], str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(profile),
     )
     assert browser.stderr is not None
     reader = LineReader(browser.stderr)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.support.child_env import child_env
 
 SERVE_READY_TIMEOUT_S = 300.0
 """Upper bound on `transformers serve`'s start-up (returns as soon as it answers)."""
@@ -95,8 +96,9 @@ def smollm2_server(
     port = _free_port()
     log = tmp_path_factory.mktemp("serve") / "serve.log"
     model = str(smollm2_folder)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")}  # fmt: skip
+    threads = os.environ.get("OMP_NUM_THREADS", "2")
+    env = child_env(log.parent, extra={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                                       "OMP_NUM_THREADS": threads})  # fmt: skip
     command = [sys.executable, "-c", "from transformers.cli.transformers import main; main()",
                "serve", model, "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
                "--dtype", "float32", "--log-level", "warning"]  # fmt: skip

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.child_env import child_env
 
 
 def free_port() -> int:
@@ -162,6 +163,7 @@ http {{
         [binary, "-p", str(folder), "-c", str(conf), "-e", str(folder / "error.log")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env=child_env(folder),
     )
     try:
         _wait_listening(port, process, "nginx")
@@ -183,7 +185,10 @@ def tinyproxy_forward_proxy(folder: Path) -> Iterator[int]:
         f'LogLevel Warning\nPidFile "{folder / "tinyproxy.pid"}"\n'
     )
     process = subprocess.Popen(
-        [binary, "-d", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [binary, "-d", "-c", str(conf)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=child_env(folder),
     )
     try:
         _wait_listening(port, process, "tinyproxy")
@@ -247,8 +252,10 @@ class ClosingServer:
     closing standard input stops it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, folder: Path) -> None:
         self.port = 0
+        self._folder = folder
+        """The test's temporary folder (the server process's HOME and TMPDIR are made there)."""
         self._process: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> ClosingServer:
@@ -257,6 +264,7 @@ class ClosingServer:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env=child_env(self._folder),
         )
         assert self._process.stdout is not None
         self.port = int(self._process.stdout.readline())

@@ -4,7 +4,6 @@ and the session resumes at its next unanswered item with the form it was shown."
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
 import subprocess
@@ -12,13 +11,12 @@ import sys
 from pathlib import Path
 
 import aiohttp
+from tests.support.child_env import child_env
 from tests.support.readiness import READY_TIMEOUT_S, LineReader
 from tests.trb.collect_fixtures import counterfactual_plan, frozen_collection, nonce, page_kind
 
 from trustbench.core import read_ledger
 from trustbench.trb.collect import export_collection
-
-SRC = Path(__file__).parents[2] / "src"
 
 
 def start_server(folder: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
@@ -29,7 +27,7 @@ def start_server(folder: Path) -> tuple[subprocess.Popen[str], dict[str, str]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(SRC)},
+        env=child_env(folder.parent),
     )  # fmt: skip
     assert server.stdout is not None
     found = LineReader(server.stdout).wait_for(
