@@ -6,8 +6,9 @@ the checkout.
 
 The suite passes whatever the user's shell exports: for the whole session the test process
 drops the user's `TRUSTBENCH_*` settings, proxies and CA bundles (`user_settings`) and gets a
-`HOME` of its own, so in-process CLI tests and everything they start read only what a test
-sets. Processes a test starts get `tests.support.child_env.child_env`, never `os.environ`.
+`HOME` and a `TRUSTBENCH_CACHE` of its own, so in-process CLI tests and session fixtures read
+only what the suite sets. Processes a test starts get `tests.support.child_env.child_env`,
+never `os.environ`.
 """
 
 import os
@@ -31,4 +32,7 @@ def _no_user_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         for name in user_settings(os.environ):
             patch.delenv(name)
         patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        # Trained TRB checkpoints in one folder per session, the one tests/trb/conftest.py
+        # names: the demo test and the TRB tests train each model once between them.
+        patch.setenv("TRUSTBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "trb-cache"))
         yield

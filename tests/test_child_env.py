@@ -71,11 +71,15 @@ def test_a_child_imports_the_trustbench_under_test_ahead_of_the_callers_pythonpa
     assert env["EXTRA"] == "kept"
 
 
-def test_the_test_process_itself_holds_none_of_the_users_settings() -> None:
+def test_the_test_process_itself_holds_none_of_the_users_settings(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     # The root conftest drops them for the session: in-process CLI tests read only what a
     # test sets (this fails on the old conftest when the shell exports TRUSTBENCH_CACHE).
-    assert user_settings(os.environ) == []
-    assert Path(os.environ["HOME"]).name.startswith("home")
+    session = tmp_path_factory.getbasetemp()
+    assert user_settings(os.environ) == ["TRUSTBENCH_CACHE"]
+    assert Path(os.environ["TRUSTBENCH_CACHE"]).is_relative_to(session)
+    assert Path(os.environ["HOME"]).is_relative_to(session)
 
 
 def test_the_suites_own_settings_are_kept_for_the_test_process_but_never_given_to_a_child(
@@ -83,5 +87,5 @@ def test_the_suites_own_settings_are_kept_for_the_test_process_but_never_given_t
 ) -> None:
     for name in SUITE_SETTINGS:
         monkeypatch.setenv(name, str(tmp_path))
-    assert user_settings(os.environ) == []
+    assert not SUITE_SETTINGS & set(user_settings(os.environ))
     assert not SUITE_SETTINGS & set(child_env(tmp_path))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from tests.support.child_env import child_env
+from tests.support.cli import ALPHA_KEY
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer
 
@@ -23,7 +24,7 @@ def _cli(tmp: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.support.trustbench_cli", *args],
         cwd=ROOT,
-        env=child_env(tmp, pythonpath=[ROOT]),
+        env=child_env(tmp, pythonpath=[ROOT], extra={"TB_TEST_ALPHA_KEY": ALPHA_KEY}),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
