@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import typer
 from tests.core import test_outputs_never_overwrite_evidence as evidence_tests
+from tests.support.child_env import child_env
 from tests.support.cli import invoke
 
-import trustbench
 from trustbench.cli import app
 from trustbench.rtb.heldout._crypto import new_key_pair
 from trustbench.rtb.heldout._seal import seal_corpus
@@ -232,12 +232,10 @@ def test_report_outputs_get_an_ordinary_new_files_mode(run_dir: Path) -> None:
 
 def _trustbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
     """`python -m trustbench ARGS` in its own process, output piped, this source imported."""
-    env = dict(os.environ)
-    source = str(Path(trustbench.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([source, *filter(None, [env.get("PYTHONPATH")])])
+    beside = cwd.with_name(f"{cwd.name}-child")  # HOME and TMPDIR: not among cwd's files
     return subprocess.run(
         [sys.executable, "-m", "trustbench", *args],
-        cwd=cwd, capture_output=True, check=False, env=env, timeout=120,
+        cwd=cwd, capture_output=True, check=False, env=child_env(beside), timeout=120,
     )  # fmt: skip
 
 

@@ -6,7 +6,6 @@ now goes through the trials' retry loop, and only its last attempt's failure sto
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -15,7 +14,8 @@ from typing import Any
 
 from tests.core.test_preflight import NOT_FOUND, _is_probe
 from tests.core.test_preflight import _preflight_events as _probe_events
-from tests.support.cli import invoke
+from tests.support.child_env import child_env
+from tests.support.cli import ALPHA_KEY, invoke
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import Behaviour, OpenAIServer, rate_limited, reply, server_error
 
@@ -35,7 +35,7 @@ def _frozen(tmp_path: Path, base_url: str, extra: str = "") -> Path:
 
 def _run_cli(run_dir: Path) -> subprocess.CompletedProcess[str]:
     """`trustbench run RUN_DIR --quiet` in a process of its own, as a user runs it."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    env = child_env(run_dir.parent, pythonpath=[ROOT], extra={"TB_TEST_ALPHA_KEY": ALPHA_KEY})
     return subprocess.run(
         [sys.executable, "-m", "tests.support.trustbench_cli", "run", str(run_dir), "--quiet"],
         env=env,

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.support.cli import invoke
+from tests.support.child_env import child_env
+from tests.support.cli import ALPHA_KEY, invoke
 from tests.support.crash import crash_after_seq
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer, server_error
@@ -250,7 +251,7 @@ def test_run_with_an_unreachable_ray_address_exits_2_naming_it_within_30_s(
     tmp_path: Path,
 ) -> None:
     run_dir, marker = _crash_once_run(tmp_path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+    env = child_env(tmp_path, pythonpath=[REPO], extra={"TB_TEST_ALPHA_KEY": ALPHA_KEY})
     started = time.monotonic()
     result = subprocess.run(
         [

@@ -8,7 +8,6 @@ trials as if new. The CLI runs as a subprocess, as a user runs it.
 from __future__ import annotations
 
 import json
-import os
 import random
 import sqlite3
 import subprocess
@@ -16,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.support.cli import invoke
+from tests.support.child_env import child_env
+from tests.support.cli import ALPHA_KEY, invoke
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer
 
@@ -77,7 +77,7 @@ def reported_run(tmp_path: Path) -> Path:
 
 def _run_cli(run_dir: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """`trustbench run RUN_DIR --quiet` in a fresh process (with the echo track registered)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    env = child_env(run_dir.parent, pythonpath=[ROOT], extra={"TB_TEST_ALPHA_KEY": ALPHA_KEY})
     return subprocess.run(
         [
             sys.executable,

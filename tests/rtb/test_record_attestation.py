@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from tests.rtb.test_review_track import PERMIT_ALL, POLICY, run_spec, spec_text
+from tests.support.child_env import child_env
 from tests.support.cli import invoke
 
 from trustbench.core import REMOVED_KEY_ENV, STATEMENT_FILE, export_ledger, pae, report_run
@@ -250,7 +250,7 @@ def test_bad_sign_key_file_is_refused_before_anything_is_written(
 
 def _verify_in_a_subprocess(run_dir: Path, public_key: Path) -> subprocess.CompletedProcess[str]:
     """`python -m trustbench verify RUN --record --public-key KEY`, as a user runs it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = child_env(run_dir.parent)
     command = [sys.executable, "-m", "trustbench", "verify", str(run_dir), "--record"]
     return subprocess.run(
         [*command, "--public-key", str(public_key)],
