@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.child_env import child_env
 from tests.support.cli import invoke
 
 import trustbench
@@ -44,8 +45,7 @@ def always_permit_responder(settings: dict[str, Any]) -> Any:
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`trustbench ARGS` as a fresh process in `cwd`, importing the trustbench under test."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SOURCE), str(REPO), env.get("PYTHONPATH", "")])
+    env = child_env(cwd.with_name(f"{cwd.name}-child"), pythonpath=[REPO])
     return subprocess.run(
         [sys.executable, "-m", "trustbench", *args],
         cwd=cwd, capture_output=True, text=True, check=False, env=env, timeout=120,
