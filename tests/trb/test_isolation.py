@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,20 @@ def test_memoriser_reads_the_corpus_when_it_runs_in_the_harness_process(
     assert got.model_dump(exclude={"caused_by_self"}) == step.r.model_dump(
         exclude={"caused_by_self"}
     )
+
+
+def test_memoriser_skips_a_fifo_named_like_a_corpus_file_and_reads_the_real_one(
+    tmp_path: Path,
+) -> None:
+    # Another test left `eval.jsonl` as a FIFO in /tmp: opening it waited for a writer forever.
+    _store_corpus(tmp_path / "real")
+    os.mkfifo(tmp_path / "eval.jsonl")
+    cheat = _memoriser.Memoriser()
+    walk = threading.Thread(target=cheat._walk, args=(tmp_path, 0, set(), [100]), daemon=True)
+    walk.start()
+    walk.join(timeout=30)
+    assert not walk.is_alive(), "the memoriser is waiting on the FIFO"
+    assert cheat.files_read == 1
 
 
 def test_memoriser_searches_its_own_cache_even_when_its_parent_names_another(

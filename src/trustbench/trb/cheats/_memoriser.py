@@ -112,7 +112,7 @@ class Memoriser:
         try:
             entries = list(os.scandir(folder))
         except OSError:
-            if folder.suffix == ".jsonl":
+            if folder.suffix == ".jsonl" and folder.is_file():
                 self._index(folder)
             return
         for entry in entries:
@@ -120,7 +120,8 @@ class Memoriser:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     self._walk(Path(entry.path), depth + 1, seen, budget)
-                elif entry.name.endswith(".jsonl"):
+                elif entry.name.endswith(".jsonl") and entry.is_file():
+                    # Regular files only: opening a FIFO left in /tmp would wait for a writer.
                     self._index(Path(entry.path))
             except OSError:
                 continue
