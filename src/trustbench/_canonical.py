@@ -218,8 +218,16 @@ class DuplicateKeyError(ValueError):
     """A JSON object names one key twice (the key is the message)."""
 
 
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # A duplicate makes the dict shorter than its pairs: the per-key loop runs only then.
+def refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`json.loads`'s `object_pairs_hook` that refuses a key named twice in one object.
+
+    A duplicate makes the dict shorter than its pairs. Comparing lengths keeps the parser's hook
+    cheap for every object; the per-key loop that names the duplicate runs only then (it ran for
+    every object of every corpus file once: 40% of reading the corpus).
+
+    Raises:
+        DuplicateKeyError: naming the first key found twice.
+    """
     document = dict(pairs)
     if len(document) != len(pairs):
         seen: set[str] = set()
@@ -241,7 +249,7 @@ def loads_refusing_duplicate_keys(text: str | bytes) -> Any:
         DuplicateKeyError: naming the first key found twice in one object.
         ValueError: when `text` is not JSON (`json.JSONDecodeError`).
     """
-    return json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
+    return json.loads(text, object_pairs_hook=refuse_duplicate_keys)
 
 
 _NOT_REGULAR = "not a regular file"

@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trustbench._canonical import DuplicateKeyError, refuse_duplicate_keys
 from trustbench.rtb.corpus._problem import Problem, json_pointer
 from trustbench.rtb.corpus._schemas import schema_documents
 
@@ -22,24 +23,6 @@ if TYPE_CHECKING:  # jsonschema is imported where a document is validated, not b
     from jsonschema.exceptions import ValidationError as SchemaError
 
 _MAX_MESSAGE = 240
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # A duplicate makes the dict shorter than its pairs. Comparing lengths keeps the parser's
-    # hook in C for every object; the per-key loop that names the duplicate runs only then (it
-    # ran for every object of every file: 40% of reading the corpus).
-    document = dict(pairs)
-    if len(document) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return document
 
 
 def _reject_constant(name: str) -> Any:
@@ -63,11 +46,13 @@ def parse_json(rel: str, data: bytes, problems: list[Problem]) -> Any | None:
         problems.append(Problem(file=rel, message=f"not UTF-8 text ({error.reason})"))
         return None
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        return json.loads(
+            text, object_pairs_hook=refuse_duplicate_keys, parse_constant=_reject_constant
+        )
     except json.JSONDecodeError as error:
         message = f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
         problems.append(Problem(file=rel, message=message))
-    except _DuplicateKey as error:
+    except DuplicateKeyError as error:
         problems.append(Problem(file=rel, message=f"duplicate JSON key {error.args[0]!r}"))
     except RecursionError:
         problems.append(Problem(file=rel, message=NESTED_TOO_DEEPLY))
