@@ -15,7 +15,6 @@ import atexit
 import gc
 import sqlite3
 import sys
-from typing import Any
 
 import typer
 
