@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from trustbench.core import Manifest, RecommendationSpec, read_ledger, read_manifest, verify_run
 from trustbench.errors import CheckFailed, InputError
 
-if TYPE_CHECKING:  # the review track's grading loads when a source run is read (`rtb --help`
+if TYPE_CHECKING:  # the review track's grading loads when a source run is read (`--help`
     # imports this package)
     from trustbench.rtb.corpus._load import Corpus
     from trustbench.rtb.review._grading import ConfigurationRow

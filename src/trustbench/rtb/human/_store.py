@@ -31,7 +31,7 @@ from trustbench.rtb.human._discrepancies import DiscrepancyLineError, parse_disc
 from trustbench.rtb.human._protocol import ParticipantPlan
 from trustbench.rtb.policy import policy_for
 
-if TYPE_CHECKING:  # the corpus package loads with the run it serves (`rtb --help` imports this)
+if TYPE_CHECKING:  # the corpus package loads with the run it serves (`--help` imports this)
     from trustbench.rtb.corpus._load import Corpus
     from trustbench.rtb.corpus._models import CandidateInput
 
@@ -232,7 +232,7 @@ class SessionStore:
             except DiscrepancyLineError as error:
                 return SubmitResult(False, str(error))
         # The reply validator (jsonschema) loads with the first submission, not with the
-        # package: `trustbench rtb --help` imports it.
+        # package: `trustbench --help` imports it.
         from trustbench.rtb.corpus._export import to_candidate_input
         from trustbench.rtb.review._validation import validate_response
 
