@@ -95,6 +95,42 @@ def test_help_and_version_import_no_heavy_dependency(argv: list[str], tmp_path: 
     assert _imported_after(code, tmp_path) == set()
 
 
+LOADED_ON_USE = ("numpy", "asyncio", "trustbench.core.report", "trustbench.trb.collect")
+"""What the top-level help and `version` must not import (0.15 s for numpy; 10 to 20 ms for
+asyncio with ssl; the report's page models; the TRB collection and corpus models behind
+`trb collect`): `trustbench.core`, which every command imports, loads them in the functions
+that use them (issue 47)."""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["version"]])
+def test_help_and_version_leave_numpy_the_report_and_trb_collect_unimported(
+    argv: list[str],
+) -> None:
+    probe = (
+        "import sys, io, contextlib\n"
+        f"sys.argv = ['trustbench', *{argv!r}]\n"
+        "import trustbench.cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        trustbench.cli.main()\n    except SystemExit:\n        pass\n"
+        f"print('LOADED=' + ','.join(m for m in {LOADED_ON_USE!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "LOADED=", result.stdout
+
+
+def test_trb_help_still_lists_the_collect_group_built_on_lookup() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "trustbench", "trb", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    commands = result.stdout.split("Commands:", 1)[1].split()
+    assert "collect" in commands and "smoke" in commands
+
+
 @pytest.mark.parametrize(
     "package",
     ["trustbench.core", "trustbench.providers", "trustbench.rtb", "trustbench.trb",

@@ -18,8 +18,8 @@ from pathlib import Path
 from tests.support.child_env import child_env
 from tests.support.openai_server import OpenAIServer, openai_server  # noqa: F401
 
-REPORT_ONLY = ("scipy", "statsmodels", "matplotlib")
-"""Top-level packages only `report` (statistics, plots) may import."""
+REPORT_ONLY = ("numpy", "scipy", "statsmodels", "matplotlib")
+"""Top-level packages only `report` (statistics, plots, numpy under both) may import."""
 
 NOT_FOR_A_REVIEW_RUN = (
     "trustbench.rtb.policy.narrow_v2",

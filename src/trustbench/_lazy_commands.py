@@ -4,7 +4,9 @@
 suite command module and what those import at module level. Typer has no lazy groups, so the
 top-level click group gets this mapping as its `commands`: the names are all there, in order, for
 help pages, suggestions and shell completion, and a group is built (exactly as `add_typer` would
-build it, with the top-level app's settings) when its value is first read.
+build it, with the top-level app's settings) when its value is first read. A suite group whose
+sub-group's package is costly to import does the same (`trb collect`: its package builds the
+collection and TRB corpus models, which `trustbench --help` has no use for).
 """
 
 from __future__ import annotations
@@ -13,8 +15,38 @@ from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from trustbench._imports import import_object
+
+CLI_SETTINGS: dict[str, Any] = {
+    "pretty_exceptions_enable": False,
+    "add_completion": False,
+    # Plain (click) help, not typer's rich panels: those print `<bool>` beside every flag, as if
+    # `--quiet` took a value; the plain formatter shows a type only where a value is expected.
+    "rich_markup_mode": None,
+}
+"""The `trustbench` app's Typer settings, which every group built on first lookup is built with
+(as when Typer builds the whole tree from the top-level app)."""
+
+
+def lazy_group(lazy: dict[str, str]) -> type[TyperGroup]:
+    """A Typer group class (`typer.Typer(cls=...)`) whose `lazy` sub-groups are built on lookup.
+
+    Args:
+        lazy: Sub-group name -> `module:attribute` of its Typer app; listed after the group's
+            own commands, where Typer lists the groups it adds with `add_typer`.
+
+    Returns:
+        The group class.
+    """
+
+    class LazyGroup(TyperGroup):
+        def __init__(self, **attrs: Any) -> None:
+            super().__init__(**attrs)
+            self.commands = LazyCommands(self.commands, lazy, CLI_SETTINGS)
+
+    return LazyGroup
 
 
 class LazyCommands(MutableMapping[str, Any]):

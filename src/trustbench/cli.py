@@ -15,42 +15,24 @@ import atexit
 import gc
 import sqlite3
 import sys
-from typing import Any
 
 import typer
-from typer.core import TyperGroup
 
 from trustbench import __version__
-from trustbench._lazy_commands import LazyCommands
+from trustbench._lazy_commands import CLI_SETTINGS, lazy_group
 from trustbench.core.cli import register_core_commands
 from trustbench.errors import TrustbenchError
 from trustbench.interop.cli import register_interop_commands
 
-_SETTINGS: dict[str, Any] = {
-    "pretty_exceptions_enable": False,
-    "add_completion": False,
-    # Plain (click) help, not typer's rich panels: those print `<bool>` beside every flag, as if
-    # `--quiet` took a value; the plain formatter shows a type only where a value is expected.
-    "rich_markup_mode": None,
-}
 _SUITE_GROUPS = {"rtb": "trustbench.rtb.cli:rtb_app", "trb": "trustbench.trb.cli:trb_app"}
 """Suite command groups, after the top-level commands, built on first use."""
-
-
-class _Commands(TyperGroup):
-    """The top-level group; its `commands` builds a suite group when first looked up."""
-
-    def __init__(self, **attrs: Any) -> None:
-        super().__init__(**attrs)
-        self.commands = LazyCommands(self.commands, _SUITE_GROUPS, _SETTINGS)
-
 
 app = typer.Typer(
     name="trustbench",
     help="Measure whether an AI system's safeguards and stated reasoning govern what happens.",
     no_args_is_help=True,
-    cls=_Commands,
-    **_SETTINGS,
+    cls=lazy_group(_SUITE_GROUPS),
+    **CLI_SETTINGS,
 )
 
 

@@ -10,8 +10,6 @@ on the caller's loop and the CPU-bound freeze and report steps on a worker threa
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
 import tempfile
 from collections.abc import Mapping
@@ -93,6 +91,11 @@ def run_spec(
         InputError: The spec or the folder is invalid.
         CheckFailed: The folder holds a different experiment, or its record was altered.
     """
+    # asyncio and its thread pools load when an experiment runs, not with `trustbench.core`
+    # (which every command, `--help` included, imports): 10 to 20 ms with ssl (issue 47).
+    import asyncio
+    import concurrent.futures
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -135,6 +138,8 @@ async def run_spec_async(
     Returns:
         The manifest, the run summary and the report result.
     """
+    import asyncio
+
     folder = Path(run_dir)
     base = Path(base_dir) if base_dir else None
     manifest = await asyncio.to_thread(_freeze, spec, folder, base)

@@ -8,7 +8,6 @@ offline from the ledger alone.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import random
 import time
@@ -25,7 +24,9 @@ from trustbench.core._track import TrialKey
 from trustbench.providers._redact import redact
 from trustbench.providers._types import AttemptResult, ChatProvider, ChatReply, ChatRequest
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # asyncio is imported where a run uses it: `--help` imports this module
+    import asyncio
+
     from trustbench.core._manifest import Manifest
 
 
@@ -182,6 +183,8 @@ class TrialContext:
         Raises:
             CallFailed: with `candidate_error` when the function raises.
         """
+        import asyncio
+
         started_at = utc_now()
         started = time.perf_counter()
 
@@ -364,6 +367,8 @@ async def send_under_policy(
         The successful attempt's result, or the last failed one (not retryable, or the retries
         spent); the caller decides what a failure means.
     """
+    import asyncio
+
     policy = services.policy
     limiter = services.limiters.get(provider.endpoint) if provider.endpoint else None
     kind = first_kind

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustbench.core._analysis import VALID_RESPONSE_RATE, Evaluability, TrackAnalysis
 from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.gates import GateResult, GateSpec
-from trustbench.core.report import Block, ConfusionBlock, FiguresBlock, ForestBlock
+
+if TYPE_CHECKING:  # the report's blocks are built when a report is written, not on import
+    from trustbench.core.report import Block
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,8 @@ def withhold_not_evaluable(analysis: TrackAnalysis, verdict: EvaluabilityVerdict
 def _withheld_block(
     block: Block, withheld: dict[int, Figure], unusable: dict[str, str], keep: frozenset[str]
 ) -> Block:
+    from trustbench.core.report import FiguresBlock, ForestBlock
+
     if not isinstance(block, FiguresBlock | ForestBlock):
         return block  # tables are text: a track builds them from figures it withheld itself
     owner = block.subject if block.subject in unusable else None
@@ -278,6 +282,8 @@ def gate_on_evaluability(
 
 def evaluability_blocks(verdict: EvaluabilityVerdict, confidence: float) -> list[Block]:
     """Report blocks shown before any error rate: valid-response rates and the unusable split."""
+    from trustbench.core.report import ConfusionBlock, FiguresBlock
+
     if not verdict.counts:
         return []
     subjects = list(verdict.counts)

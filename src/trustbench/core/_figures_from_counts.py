@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from trustbench.core._stats._binomial import binomial_interval
-from trustbench.core._stats._clustered_figure import clustered_figure
 from trustbench.core.figures import Figure, FigureUnit, Interval, counts_figure
 
 Reduction = Literal["any", "all"]
@@ -163,6 +162,10 @@ def unit_rate_figure(
     def intervals() -> list[Interval]:
         found = binomial_intervals(k, n, confidence)
         if clustered and unit != "group":
+            # numpy (for the clustered intervals) is loaded when a report needs one, not with
+            # `trustbench.core`, which every command imports.
+            from trustbench.core._stats._clustered_figure import clustered_figure
+
             found += clustered_figure(
                 name,
                 [1.0 if hit else 0.0 for _, hit in units],

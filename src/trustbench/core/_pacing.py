@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 
@@ -25,6 +24,8 @@ class TokenBucket:
 
     async def acquire(self) -> None:
         """Wait until this caller's slot."""
+        import asyncio
+
         now = time.monotonic()
         slot = max(self._next, now - (self.burst - 1) / self.rate)
         self._next = slot + 1.0 / self.rate

@@ -41,7 +41,6 @@ stay unrun ("not run", never zero) and the run says why.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import secrets
@@ -56,7 +55,9 @@ from trustbench.errors import InputError
 from trustbench.providers._redact import redact
 from trustbench.providers._types import AttemptResult, ChatProvider, ChatRequest
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # asyncio is imported where a run uses it: `--help` imports this module
+    import asyncio
+
     from trustbench.core._track import Track
 
 API_KINDS = ("openai_chat", "anthropic_messages")
@@ -125,6 +126,8 @@ async def preflight(
     Raises:
         InputError: a candidate's probe failed; the message names it and quotes the server.
     """
+    import asyncio
+
     probes = [
         _probe(candidate, provider, services, structured_output)
         for candidate, provider in probed(spec, providers)
@@ -306,6 +309,8 @@ def start_preflight(
     services: RunServices,
 ) -> asyncio.Task[None]:
     """Start the preflight: a small request per API candidate (events), beside the first trials."""
+    import asyncio
+
     return asyncio.create_task(preflight(spec, providers, services, structured(track, spec)))
 
 
@@ -321,6 +326,8 @@ async def supervised(
     (`_Execution.cleared`). A failed preflight (or an interrupted one) cancels every worker,
     so the run stops with no trial finished, and its error is raised.
     """
+    import asyncio
+
     if checking is not None:
         try:
             await checking

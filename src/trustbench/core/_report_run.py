@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
@@ -32,17 +32,10 @@ from trustbench.core._signing import load_private_key
 from trustbench.core._verify import VerifyReport
 from trustbench.core._verify_beside import Verification
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
-from trustbench.core.report import (
-    ReportPage,
-    gates_record,
-    subject_verdicts,
-    write_record_json,
-    write_report_html,
-    write_trial_rows,
-)
-from trustbench.core.report._trial_rows import TRIAL_ROWS_FILE
-from trustbench.core.report._verdict import Verdict, release_blocked, withhold_pass
 from trustbench.errors import CheckFailed, InputError
+
+if TYPE_CHECKING:  # the report package (its page models, record writer) is for `report` only
+    from trustbench.core.report import Verdict
 
 
 @dataclass
@@ -70,6 +63,8 @@ class ReportResult:
 
         Instruments failing as they are built to do not block (see `release_blocked`).
         """
+        from trustbench.core.report import release_blocked
+
         return release_blocked(self.gates, self.verdicts)
 
 
@@ -168,6 +163,19 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
             altered.
         InputError: the run folder is incomplete or its track cannot be analysed.
     """
+    # Imported here, not at the top: every `trustbench.core` import (`trustbench run` and
+    # `--help` among them) would otherwise build the report's models and load numpy (issue 47).
+    from trustbench.core.report import (
+        TRIAL_ROWS_FILE,
+        ReportPage,
+        gates_record,
+        subject_verdicts,
+        write_record_json,
+        write_report_html,
+        write_trial_rows,
+    )
+    from trustbench.core.report._verdict import withhold_pass
+
     if sign_key is not None:
         load_private_key(sign_key)
     manifest = read_manifest(run_dir)  # a changed manifest is refused here

@@ -14,14 +14,13 @@ ledger.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trustbench
 from trustbench.core._context import RunServices
@@ -41,6 +40,9 @@ from trustbench.errors import CheckFailed, InputError
 from trustbench.providers._http import new_session
 from trustbench.providers._redact import secret_values
 from trustbench.providers._types import ChatProvider
+
+if TYPE_CHECKING:  # asyncio is imported where a run uses it: `--help` imports this module
+    import asyncio
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class _Execution:
         progress: ProgressReporter,
         remote: RemoteTrial | None = None,
     ) -> None:
+        import asyncio
+
         self.manifest = manifest
         self.track = track
         self.ledger = ledger
@@ -198,6 +202,15 @@ def _share_rate_limits(spec: Any, providers: dict[str, Any], services: RunServic
                 services.limiters[provider.endpoint] = TokenBucket(candidate.rate_limit_per_s)
 
 
+def _started(
+    worker: Callable[[], Coroutine[Any, Any, None]], count: int
+) -> list[asyncio.Task[None]]:
+    """`count` tasks running `worker`, scheduled on the running loop."""
+    import asyncio
+
+    return [asyncio.create_task(worker()) for _ in range(count)]
+
+
 async def _run_into_ledger(
     run_dir: Path,
     manifest: Manifest,
@@ -292,7 +305,7 @@ async def _run_into_ledger(
                     ledger.checkpoint_ahead()
 
             try:
-                workers = [asyncio.create_task(worker()) for _ in range(workers_wanted)]
+                workers = _started(worker, workers_wanted)
                 await supervised(workers, checking, execution.cleared)
             finally:
                 progress.close()
@@ -355,6 +368,8 @@ def run_experiment(
         CheckFailed: when the manifest, an input file, the plan or the ledger chain changed.
         InputError: when the folder is not a run folder or is in use by another run.
     """
+    import asyncio
+
     running = run_experiment_async(
         run_dir, progress, executor=executor, address=address, limit=limit, preflight=preflight,
         rerun_cut=rerun_cut,

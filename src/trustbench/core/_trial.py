@@ -6,7 +6,6 @@ row with its error class; nothing a track does can crash the run or vanish from 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -48,6 +47,8 @@ async def execute_trial(
     Returns:
         The values of the trial's `trials` row.
     """
+    import asyncio
+
     candidate = next(c for c in manifest.spec.candidates if c.name == key.candidate)
     ctx = TrialContext(
         key,

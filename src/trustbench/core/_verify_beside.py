@@ -14,15 +14,17 @@ spawned interpreter costs about half a second, more than verifying a small ledge
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from trustbench.core._ledger import LEDGER_FILE
 from trustbench.core._manifest import Manifest
 from trustbench.core._verify import VerifyReport, input_problems, verify_ledger
+
+if TYPE_CHECKING:  # multiprocessing loads only for a ledger verified beside (not on import)
+    from multiprocessing.pool import AsyncResult, Pool
 
 BESIDE_FROM_BYTES = 64 << 20
 """Ledgers this large (about 20,000 review trials) are verified beside the grading."""
@@ -61,6 +63,8 @@ class Verification:
         self._report: VerifyReport | None = None
         arguments = (run_dir, manifest.manifest_sha256, manifest.plan.trials)
         if self.beside:
+            import multiprocessing
+
             # spawn, not fork: a forked child would share this process's open SQLite handles
             # and locks, which SQLite forbids across a fork.
             self._pool = multiprocessing.get_context("spawn").Pool(1)

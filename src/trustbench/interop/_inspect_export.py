@@ -35,7 +35,6 @@ from trustbench.core import (
     read_manifest,
     verify_run,
 )
-from trustbench.core.report import TRIAL_ROWS_FILE, iter_trial_rows, trial_rows_problems
 from trustbench.errors import CheckFailed
 from trustbench.interop._inspect import attempt_reply, request_messages, require_inspect
 
@@ -81,6 +80,10 @@ def _record_rows(run_dir: Path, manifest: Manifest) -> dict[str, dict[str, Any]]
         CheckFailed: the record belongs to another manifest, its statement does not match, or
             the trial rows are not the ones the record names by digest.
     """
+    # The report package loads when an export reads a record, not with `trustbench.interop`
+    # (which every `trustbench` command imports for its commands).
+    from trustbench.core.report import TRIAL_ROWS_FILE, iter_trial_rows, trial_rows_problems
+
     path = run_dir / "record.json"
     if not path.exists():
         return {}

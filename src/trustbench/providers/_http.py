@@ -10,7 +10,6 @@ connection pool; it sends through the environment's proxies (`HTTP_PROXY`, `HTTP
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import time
@@ -97,6 +96,8 @@ async def post_json(
         The decoded JSON document on a 2xx with a JSON body, else None (with `result.error_class`
         set: a malformed 2xx body is `malformed_response`, its raw text kept).
     """
+    import asyncio
+
     data = result.request_json if result.request_json is not None else canonical_json(body)
     started = time.perf_counter()
     try:

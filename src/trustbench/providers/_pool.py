@@ -39,7 +39,6 @@ Every failure is `HttpTransportError` or an `OSError` (the providers classify bo
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -47,7 +46,9 @@ from typing import TYPE_CHECKING, Any
 
 from trustbench import __version__
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # ssl (with the TLS context) only when a pool first calls an https URL
+    import ssl
+
     import aiohttp
     from yarl import URL
 
@@ -238,6 +239,8 @@ def tls_context() -> ssl.SSLContext:
         HttpTransportError: the bundle cannot be read; the message names the variable and the
             path (each call then fails as a `connection_error` saying so).
     """
+    import ssl
+
     bundle = os.environ.get("REQUESTS_CA_BUNDLE")
     if not bundle:
         return ssl.create_default_context()

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from trustbench._lazy_commands import lazy_group
 from trustbench._quick_options import Limit, api_key_env_option, base_url_option
 from trustbench.errors import CheckFailed
 from trustbench.trb._cli_tables import (
@@ -24,10 +25,14 @@ from trustbench.trb._cli_tables import (
     _print_goodhart,
     _print_profile_record,
 )
-from trustbench.trb.collect.cli import collect_app
 
-trb_app = typer.Typer(help="Trace AI Reflection Benchmark (TRB).", no_args_is_help=True)
-trb_app.add_typer(collect_app, name="collect")
+# `collect` is built when looked up (`trb --help`, `trb collect ...`): importing its package
+# builds the collection and TRB corpus models, which `trustbench --help` has no use for.
+trb_app = typer.Typer(
+    help="Trace AI Reflection Benchmark (TRB).",
+    no_args_is_help=True,
+    cls=lazy_group({"collect": "trustbench.trb.collect.cli:collect_app"}),
+)
 
 _Model = Annotated[
     str | None,

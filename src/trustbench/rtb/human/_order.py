@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from trustbench.rtb.policy._protocol import AuthoredCase
+if TYPE_CHECKING:
+    from trustbench.rtb.policy._protocol import AuthoredCase
 
 
 def participant_seed(order_seed: int, participant_id: str) -> int:

@@ -8,14 +8,16 @@ served session cannot drift from what was frozen.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from trustbench.core import Manifest, ParticipantSpec
 from trustbench.errors import InputError
-from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.human._order import case_order
 from trustbench.rtb.human._recommendations import SourceRun, load_source_run
-from trustbench.rtb.policy._protocol import AuthoredCase
-from trustbench.rtb.review._options import parse_options, select_cases
+
+if TYPE_CHECKING:  # the corpus and the review track load when a session is served, not on import
+    from trustbench.rtb.corpus._load import Corpus
+    from trustbench.rtb.policy._protocol import AuthoredCase
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ def planned_cases(manifest: Manifest, corpus: Corpus) -> list[AuthoredCase]:
     A participant reviews exactly what the frozen plan holds (the trials `report` grades); an
     order over the whole corpus served cases the plan never had, recorded as foreign trials.
     """
+    from trustbench.rtb.review._options import parse_options, select_cases
+
     ids = set(select_cases([c.case_id for c in corpus.cases], parse_options(manifest.spec).cases))
     return [case for case in corpus.cases if case.case_id in ids]
 

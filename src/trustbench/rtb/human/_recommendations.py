@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trustbench.core import Manifest, RecommendationSpec, read_ledger, read_manifest, verify_run
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.review._grading import (
-    ConfigurationRow,
-    configuration_rows,
-    member_trials,
-)
-from trustbench.rtb.review._options import configurations
+
+if TYPE_CHECKING:  # the review track's grading loads when a source run is read (`--help`
+    # imports this package)
+    from trustbench.rtb.corpus._load import Corpus
+    from trustbench.rtb.review._grading import ConfigurationRow
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,9 @@ def load_source_run(
             configuration.
         CheckFailed: its ledger was altered or the run did not finish.
     """
+    from trustbench.rtb.review._grading import configuration_rows, member_trials
+    from trustbench.rtb.review._options import configurations
+
     run_dir = source_run_dir(spec, Path(human_manifest.base_dir))
     where = f"{run_dir} (recommendation source)"
     manifest = read_manifest(run_dir)

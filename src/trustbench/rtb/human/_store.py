@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core import Ledger, LedgerContents, TrialKey, utc_now
-from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
-from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._models import CandidateInput
 from trustbench.rtb.human._discrepancies import DiscrepancyLineError, parse_discrepancies
 from trustbench.rtb.human._protocol import ParticipantPlan
 from trustbench.rtb.policy import policy_for
-from trustbench.rtb.review._validation import validate_response
+
+if TYPE_CHECKING:  # the corpus package loads with the run it serves (`--help` imports this)
+    from trustbench.rtb.corpus._load import Corpus
+    from trustbench.rtb.corpus._models import CandidateInput
 
 RESPONSE_KIND = "human_response"
 """`attempts.kind` of a participant's submitted form."""
@@ -161,6 +161,8 @@ class SessionStore:
 
     def open_case(self, candidate: str) -> tuple[CaseClock, CandidateInput] | None:
         """The case to show now (issuing its evaluation id the first time); None when finished."""
+        from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
+
         session = self.sessions[candidate]
         case_id = session.next_case
         if case_id is None:
@@ -229,6 +231,11 @@ class SessionStore:
                 response["discrepancies"] = parse_discrepancies(form.get("discrepancies") or "")
             except DiscrepancyLineError as error:
                 return SubmitResult(False, str(error))
+        # The reply validator (jsonschema) loads with the first submission, not with the
+        # package: `trustbench --help` imports it.
+        from trustbench.rtb.corpus._export import to_candidate_input
+        from trustbench.rtb.review._validation import validate_response
+
         raw = canonical_json(response).decode("utf-8")
         case = self._corpus.case(clock.case_id)
         validated = validate_response(raw, to_candidate_input(case, clock.evaluation_id))

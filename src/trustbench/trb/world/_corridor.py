@@ -31,9 +31,8 @@ there, as at step 0.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench._docstrings import documented
@@ -48,6 +47,9 @@ from trustbench.trb.adapter._schema import (
     SelfReport,
 )
 from trustbench.trb.world._omitting import OmitsDefaults
+
+if TYPE_CHECKING:  # the caller brings the generator: the world itself never imports numpy
+    import numpy as np
 
 _MOVE: dict[str, int] = {"left": -1, "stay": 0, "right": 1}
 
