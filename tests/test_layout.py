@@ -104,7 +104,7 @@ that use them (issue 47)."""
 
 @pytest.mark.parametrize("argv", [["--help"], ["version"]])
 def test_help_and_version_leave_numpy_the_report_and_trb_collect_unimported(
-    argv: list[str],
+    argv: list[str], tmp_path: Path
 ) -> None:
     probe = (
         "import sys, io, contextlib\n"
@@ -115,18 +115,17 @@ def test_help_and_version_leave_numpy_the_report_and_trb_collect_unimported(
         f"print('LOADED=' + ','.join(m for m in {LOADED_ON_USE!r} if m in sys.modules))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
+        [sys.executable, "-c", probe],
+        capture_output=True, text=True, check=True, env=child_env(tmp_path),
+    )  # fmt: skip
     assert result.stdout.strip() == "LOADED=", result.stdout
 
 
-def test_trb_help_still_lists_the_collect_group_built_on_lookup() -> None:
+def test_trb_help_still_lists_the_collect_group_built_on_lookup(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "trustbench", "trb", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+        capture_output=True, text=True, check=True, env=child_env(tmp_path),
+    )  # fmt: skip
     commands = result.stdout.split("Commands:", 1)[1].split()
     assert "collect" in commands and "smoke" in commands
 
