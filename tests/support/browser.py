@@ -9,6 +9,7 @@ when no Chromium is installed (CI: `apt-get install -y chromium`).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import io
 import itertools
@@ -16,6 +17,7 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +160,11 @@ def start_chromium(profile: Path) -> tuple[subprocess.Popen[str], str]:
         The process (terminate it when done) and its DevTools websocket URL.
     """
     assert CHROMIUM is not None
+    # Chromium puts its singleton socket under TMPDIR, and a Unix socket path holds at most 107
+    # bytes: a folder inside pytest's long tmp path (child_env's TMPDIR) makes it exit at start.
+    # So its temporary files go to a short folder of their own, removed when the tests end.
+    short_tmp = tempfile.mkdtemp(prefix="tb-chromium-")
+    atexit.register(shutil.rmtree, short_tmp, ignore_errors=True)
     browser = subprocess.Popen(
         [
             CHROMIUM,
@@ -173,7 +180,7 @@ def start_chromium(profile: Path) -> tuple[subprocess.Popen[str], str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=child_env(profile),
+        env=child_env(profile, extra={"TMPDIR": short_tmp}),
     )
     assert browser.stderr is not None
     reader = LineReader(browser.stderr)
