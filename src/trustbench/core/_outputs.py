@@ -110,13 +110,20 @@ def check_output_file(
     return path
 
 
+def _run_file_named(resolved: Path) -> str | None:
+    """The name of the run folder's own file that `resolved` would take the place of, if any."""
+    name = resolved.name
+    if is_run_folder(resolved.parent) and (name in EVIDENCE or name.startswith("ledger.sqlite")):
+        return name
+    return None
+
+
 def _refuse_evidence(path: Path, option: str) -> None:
     """Refuse a folder, and a run folder's own file (`EVIDENCE`) whatever `--force` says."""
     resolved = path.resolve()
     if resolved.is_dir():
         raise InputError(f"{option} names a folder; name a file", location=str(path))
-    name = resolved.name
-    if is_run_folder(resolved.parent) and (name in EVIDENCE or name.startswith("ledger.sqlite")):
+    if name := _run_file_named(resolved):
         raise InputError(
             f"{option} names a run folder's {name}: that is the run's evidence and is never "
             "overwritten (not even with --force); write elsewhere",
@@ -199,8 +206,7 @@ def check_new_run_folder(path: Path, *, option: str = "--out") -> Path:
     resolved = path.resolve()
     if resolved.exists() and not resolved.is_dir():
         raise InputError(f"{option} names a file; name a folder", location=str(path))
-    name = resolved.name
-    if is_run_folder(resolved.parent) and (name in EVIDENCE or name.startswith("ledger.sqlite")):
+    if name := _run_file_named(resolved):
         raise InputError(
             f"{option} names a run folder's {name}: a folder there would take the place of the "
             "run's own file; name another folder",
