@@ -198,3 +198,122 @@ def test_a_finished_run_records_no_trial_rerun_after_a_cut(reported_run: Path) -
 def test_ledger_head_counts_the_finished_trials_it_vouches_for(finished_run: Path) -> None:
     head = json.loads((finished_run / "ledger.head").read_text())
     assert head["trials"] == len(read_ledger(finished_run).trials) == 8
+
+
+# Remembered verifications: `run` skips the per-row checks only for bytes a whole check found
+# intact, proven by an HMAC keyed by a secret in the user's cache (`_ledger_integrity`).
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own `$TRUSTBENCH_CACHE` (where verifications are remembered)."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("TRUSTBENCH_CACHE", str(folder))
+    return folder
+
+
+def _whole_checks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Count the whole checks (`ledger_problems`) `run` makes from now on."""
+    from trustbench.core import _ledger_integrity
+
+    made: list[Path] = []
+    whole_check = _ledger_integrity.ledger_problems
+
+    def counted(connection: sqlite3.Connection, run_dir: Path, manifest_sha256: str) -> list[str]:
+        made.append(run_dir)
+        return whole_check(connection, run_dir, manifest_sha256)
+
+    monkeypatch.setattr(_ledger_integrity, "ledger_problems", counted)
+    return made
+
+
+def test_resuming_a_finished_run_leaves_its_ledger_byte_identical_and_checks_it_whole_once(
+    finished_run: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = finished_run / "ledger.sqlite"
+    finished = ledger.read_bytes()
+    files = sorted(path.name for path in finished_run.iterdir())
+    whole_checks = _whole_checks(monkeypatch)
+    for _ in range(3):
+        assert invoke("run", str(finished_run), "--quiet")[0] == 0
+        assert ledger.read_bytes() == finished, "a resume with nothing to do wrote to the ledger"
+    assert len(whole_checks) == 1, "the second and third resumes trusted the remembered check"
+    key = cache / "verified-ledgers" / "key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert (cache / "verified-ledgers").stat().st_mode & 0o777 == 0o700
+    assert sorted(path.name for path in finished_run.iterdir()) == files, (
+        "nothing is remembered inside the run folder"
+    )
+
+
+def test_a_byte_edit_after_a_remembered_verification_is_still_refused(
+    finished_run: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = finished_run / "ledger.sqlite"
+    assert invoke("run", str(finished_run), "--quiet")[0] == 0  # checked whole, remembered
+    pristine = ledger.read_bytes()
+    whole_checks = _whole_checks(monkeypatch)
+    assert invoke("run", str(finished_run), "--quiet")[0] == 0
+    assert whole_checks == [], "the pristine ledger was taken as remembered"
+    rng = random.Random(5656)
+    refused = 0
+    while refused < 5:
+        offset, value = rng.randrange(len(pristine)), rng.randrange(256)
+        edited = bytearray(pristine)
+        edited[offset] = value
+        ledger.write_bytes(edited)
+        if pristine[offset] == value or not _verify_refuses(finished_run):
+            continue  # a byte in unused space changes no content
+        code, message = invoke("run", str(finished_run), "--quiet")
+        assert code == 1, f"byte {offset} set to {value}: {message}"
+        assert ledger.read_bytes() == edited, f"byte {offset}: run changed the refused ledger"
+        refused += 1
+    ledger.write_bytes(pristine)
+    assert invoke("run", str(finished_run), "--quiet")[0] == 0
+
+
+def _forge(record: Path, manifest_sha256: str, digest: str) -> None:
+    """What a forger without the key writes: a record MAC'd with a key of their own."""
+    import hmac
+
+    from trustbench.core._ledger_integrity import VERIFIED_FORMAT
+
+    message = f"{VERIFIED_FORMAT}\n{manifest_sha256}\n{digest}".encode()
+    record.write_bytes(hmac.new(b"forger's key", message, "sha256").hexdigest().encode())
+
+
+def test_a_forged_verification_record_is_not_trusted(
+    finished_run: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.core._ledger_integrity import ledger_digest
+
+    assert invoke("run", str(finished_run), "--quiet")[0] == 0  # a genuine record exists
+    (record,) = [p for p in (cache / "verified-ledgers").iterdir() if p.name != "key"]
+    _sql(finished_run, "UPDATE trials SET outcome = '\"permit\"' WHERE id = 1")
+    manifest = json.loads((finished_run / "manifest.json").read_text())["manifest_sha256"]
+    digest = ledger_digest(finished_run / "ledger.sqlite")
+    assert digest is not None
+    _forge(record, manifest, digest)  # in the cache, where the genuine one was
+    _forge(finished_run / record.name, manifest, digest)  # and in the run folder
+    _forge(finished_run / "ledger.verified", manifest, digest)
+    whole_checks = _whole_checks(monkeypatch)
+    code, message = invoke("run", str(finished_run), "--quiet")
+    assert code == 1 and "refusing to resume: first altered row: trials id 1" in message
+    assert whole_checks == [finished_run]
+
+
+def test_a_verification_key_others_can_read_vouches_for_nothing(
+    finished_run: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert invoke("run", str(finished_run), "--quiet")[0] == 0
+    (cache / "verified-ledgers" / "key").chmod(0o644)
+    whole_checks = _whole_checks(monkeypatch)
+    assert invoke("run", str(finished_run), "--quiet")[0] == 0
+    assert whole_checks == [finished_run]
+
+
+def _sql(run_dir: Path, statement: str) -> None:
+    connection = sqlite3.connect(run_dir / "ledger.sqlite")
+    connection.execute(statement)
+    connection.commit()
+    connection.close()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -361,9 +361,18 @@ class Ledger:
             "events", {"at": utc_now(), "kind": kind, "data": canonical_json(data).decode()}
         )
 
+    def ends_signed_off(self) -> bool:
+        """Whether the ledger's last row is a `run_finished` sign-off (a finished run)."""
+        return ends_signed_off(self._drained())
+
     def finished_trial_ids(self) -> set[str]:
         """Ids of trials that have a finished row (completed or failed)."""
         return {row[0] for row in self._drained().execute("SELECT trial_id FROM trials")}
+
+    def finished_trial_ids_sorted(self) -> Iterator[str]:
+        """Ids of the finished trials in sorted order, streamed (SQLite reads its index)."""
+        for (trial_id,) in self._drained().execute("SELECT trial_id FROM trials ORDER BY trial_id"):
+            yield trial_id
 
     def finished_trial_count(self) -> int:
         """How many trials have a finished row (counted by SQLite, no id held)."""
@@ -388,6 +397,16 @@ class Ledger:
             parsed = json.loads(data)
             marked.add((parsed["trial_id"], parsed["execution"]))
         return marked
+
+
+def ends_signed_off(connection: sqlite3.Connection) -> bool:
+    """Whether the ledger's last row is a `run_finished` event (else: interrupted, or empty)."""
+    last = max(
+        connection.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {t}").fetchone()[0]
+        for t in TABLE_COLUMNS
+    )
+    found = connection.execute("SELECT kind FROM events WHERE seq = ?", (last,)).fetchone()
+    return found is not None and found[0] == "run_finished"
 
 
 def open_for_reading(run_dir: Path) -> sqlite3.Connection:

@@ -121,25 +121,28 @@ class CrossProduct(_KeysOnDemand):
         return (prefix + suffix for prefix in prefixes for suffix in suffixes)
 
     def ids_sha256(self) -> str | None:
-        """`json_sha256(sorted(ids))`, streamed over `sorted_trial_ids`; None where not exact.
-
-        The canonical JSON of a list of strings is `[`, the strings encoded as `canonical_json`
-        encodes them (the C string encoder) joined by `,`, then `]`; a string that encoder
-        refuses (a lone surrogate) is left to the general path.
-        """
+        """`json_sha256(sorted(ids))`, streamed over `sorted_trial_ids`; None where not exact."""
         ordered = self.sorted_trial_ids()
-        if ordered is None:
-            return None
-        digest = hashlib.sha256()
-        separator = b"["
-        try:
-            for trial_id in ordered:
-                digest.update(separator + encode_basestring(trial_id).encode("utf-8"))
-                separator = b","
-        except UnicodeEncodeError:
-            return None
-        digest.update(b"[]" if separator == b"[" else b"]")
-        return digest.hexdigest()
+        return None if ordered is None else sorted_ids_sha256(ordered)
+
+
+def sorted_ids_sha256(ordered: Iterable[str]) -> str | None:
+    """`json_sha256(list(ordered))` for trial ids already sorted, streamed (none is held).
+
+    The canonical JSON of a list of strings is `[`, the strings encoded as `canonical_json`
+    encodes them (the C string encoder) joined by `,`, then `]`. None for a string that
+    encoder refuses (a lone surrogate): the caller takes the general path.
+    """
+    digest = hashlib.sha256()
+    separator = b"["
+    try:
+        for trial_id in ordered:
+            digest.update(separator + encode_basestring(trial_id).encode("utf-8"))
+            separator = b","
+    except UnicodeEncodeError:
+        return None
+    digest.update(b"[]" if separator == b"[" else b"]")
+    return digest.hexdigest()
 
 
 class SeededOrder(_KeysOnDemand):

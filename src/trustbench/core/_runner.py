@@ -33,7 +33,12 @@ from trustbench.core._preflight import probe_connections, start_preflight, stop_
 from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._providers import build_provider, check_credentials
 from trustbench.core._registry import load_track
-from trustbench.core._run_folder import RunLock, mark_abandoned, remaining_positions
+from trustbench.core._run_folder import (
+    RunLock,
+    holds_the_whole_plan,
+    mark_abandoned,
+    remaining_positions,
+)
 from trustbench.core._track import Track, TrialKey, track_hook
 from trustbench.core._trial import execute_trial
 from trustbench.errors import CheckFailed, InputError
@@ -226,13 +231,9 @@ async def _run_into_ledger(
     spec = manifest.spec
     ledger = Ledger.open(run_dir, manifest.manifest_sha256, accept_cut=True)
     try:
-        finished = ledger.finished_trial_ids()
-        # The plan's ids as a set (a string per planned trial, at the run's peak) only when
-        # resuming: a fresh run has no finished trial to check against the plan.
-        if finished and not finished <= {key.trial_id for key in keys}:
-            raise CheckFailed(
-                "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
-            )
+        if (nothing_done := _resumed_finished(ledger, manifest, progress)) is not None:
+            return nothing_done
+        finished = _finished_within_plan(ledger, keys)
         planned, finished_before = len(keys), len(finished)
         # The plan is the one per-trial state a run holds (besides the trials in flight): the
         # seeded order as 4 bytes a trial, and the positions still to run only when resuming
@@ -329,6 +330,43 @@ async def _run_into_ledger(
         return summary
     finally:
         ledger.close()
+
+
+def _finished_within_plan(ledger: Ledger, keys: Sequence[TrialKey]) -> set[str]:
+    """Ids of the trials the ledger holds finished, refusing any outside the frozen plan."""
+    finished = ledger.finished_trial_ids()
+    # The plan's ids as a set (a string per planned trial, at the run's peak) only when
+    # resuming: a fresh run has no finished trial to check against the plan.
+    if finished and not finished <= {key.trial_id for key in keys}:
+        raise CheckFailed(
+            "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
+        )
+    return finished
+
+
+def _resumed_finished(
+    ledger: Ledger, manifest: Manifest, progress: ProgressReporter
+) -> RunSummary | None:
+    """What a resume of a finished run did (nothing); None when the run is not finished.
+
+    Finished: signed off, every planned trial finished, nothing cut. Every trial then has its
+    row, so no execution is unfinished (the runner records attempts of planned trials only),
+    and there is nothing to run, mark or record: the ledger is left byte for byte as it was,
+    and its remembered verification holds for the next resume (issue 56).
+    """
+    plan = manifest.plan
+    if not (
+        ledger.cut is None
+        and ledger.ends_signed_off()
+        and holds_the_whole_plan(ledger, plan.trials, plan.keys_sha256)
+    ):
+        return None
+    progress.start(plan.trials, plan.trials)
+    progress.close()
+    return RunSummary(
+        planned=plan.trials, finished_before=plan.trials, completed=0, failed=0, attempts=0,
+        transport_retries=0, abandoned_executions=0,
+    )  # fmt: skip
 
 
 def run_experiment(

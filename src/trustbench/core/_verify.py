@@ -7,7 +7,12 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trustbench.core._ledger import NOT_A_LEDGER, TABLE_COLUMNS, open_for_reading
+from trustbench.core._ledger import (
+    NOT_A_LEDGER,
+    TABLE_COLUMNS,
+    ends_signed_off,
+    open_for_reading,
+)
 from trustbench.core._ledger_integrity import UNREADABLE, ledger_problems
 from trustbench.core._manifest import Manifest, check_inputs, read_manifest
 from trustbench.core._prefetch import prefetch_ledger
@@ -89,7 +94,7 @@ def verify_ledger(run_dir: Path, manifest_sha256: str, planned_trials: int) -> V
         )
         report.finished_trials = connection.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
         report.trials_rerun_after_cut = _rerun_after_cut(connection)
-        if not report.problems and not _ends_signed_off(connection):
+        if not report.problems and not ends_signed_off(connection):
             report.problems.append(INTERRUPTED)
     except UNREADABLE as error:
         report.problems.insert(0, f"{NOT_A_LEDGER}: {error}")
@@ -112,15 +117,6 @@ def _rerun_after_cut(connection: sqlite3.Connection) -> int:
         int(json.loads(data).get("rerun", 0))
         for (data,) in connection.execute("SELECT data FROM events WHERE kind = 'cut_trials_rerun'")
     )
-
-
-def _ends_signed_off(connection: sqlite3.Connection) -> bool:
-    last = max(
-        connection.execute(f"SELECT COALESCE(MAX(seq), 0) FROM {t}").fetchone()[0]
-        for t in TABLE_COLUMNS
-    )
-    found = connection.execute("SELECT kind FROM events WHERE seq = ?", (last,)).fetchone()
-    return found is not None and found[0] == "run_finished"
 
 
 def input_problems(manifest: Manifest) -> list[str]:
