@@ -156,7 +156,9 @@ class Ledger:
         """Open (or create) the run's ledger, refusing one that `verify` would refuse.
 
         An existing ledger gets `verify`'s own check (`ledger_problems`) before anything is
-        written to it: a refused one is left byte for byte as it was.
+        written to it: a refused one is left byte for byte as it was. Bytes that check already
+        found intact get only its checks of other files (a remembered verification, see
+        `_ledger_integrity`).
 
         Args:
             run_dir: The run folder.

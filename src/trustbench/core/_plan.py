@@ -133,15 +133,17 @@ def sorted_ids_sha256(ordered: Iterable[str]) -> str | None:
     encodes them (the C string encoder) joined by `,`, then `]`. None for a string that
     encoder refuses (a lone surrogate): the caller takes the general path.
     """
-    digest = hashlib.sha256()
-    separator = b"["
+    digest = hashlib.sha256(b"[")
+    ids = iter(ordered)
+    separator = ""
     try:
-        for trial_id in ordered:
-            digest.update(separator + encode_basestring(trial_id).encode("utf-8"))
-            separator = b","
+        # Joined a few thousand at a time: one update per id was half of the cost.
+        while encoded := [encode_basestring(trial_id) for trial_id in itertools.islice(ids, 4096)]:
+            digest.update((separator + ",".join(encoded)).encode("utf-8"))
+            separator = ","
     except UnicodeEncodeError:
         return None
-    digest.update(b"[]" if separator == b"[" else b"]")
+    digest.update(b"]")
     return digest.hexdigest()
 
 
