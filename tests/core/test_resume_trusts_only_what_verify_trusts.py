@@ -273,13 +273,10 @@ def test_a_byte_edit_after_a_remembered_verification_is_still_refused(
 
 
 def _forge(record: Path, manifest_sha256: str, digest: str) -> None:
-    """What a forger without the key writes: a record MAC'd with a key of their own."""
-    import hmac
+    """What a forger without the key writes: the record MAC'd with a key of their own."""
+    from trustbench.core._ledger_integrity import _mac
 
-    from trustbench.core._ledger_integrity import VERIFIED_FORMAT
-
-    message = f"{VERIFIED_FORMAT}\n{manifest_sha256}\n{digest}".encode()
-    record.write_bytes(hmac.new(b"forger's key", message, "sha256").hexdigest().encode())
+    record.write_bytes(_mac(b"forger's key", manifest_sha256, digest).encode())
 
 
 def test_a_forged_verification_record_is_not_trusted(
@@ -289,7 +286,10 @@ def test_a_forged_verification_record_is_not_trusted(
 
     assert invoke("run", str(finished_run), "--quiet")[0] == 0  # a genuine record exists
     (record,) = [p for p in (cache / "verified-ledgers").iterdir() if p.name != "key"]
-    _sql(finished_run, "UPDATE trials SET outcome = '\"permit\"' WHERE id = 1")
+    connection = sqlite3.connect(finished_run / "ledger.sqlite")
+    connection.execute("UPDATE trials SET outcome = '\"permit\"' WHERE id = 1")
+    connection.commit()
+    connection.close()
     manifest = json.loads((finished_run / "manifest.json").read_text())["manifest_sha256"]
     digest = ledger_digest(finished_run / "ledger.sqlite")
     assert digest is not None
@@ -312,8 +312,12 @@ def test_a_verification_key_others_can_read_vouches_for_nothing(
     assert whole_checks == [finished_run]
 
 
-def _sql(run_dir: Path, statement: str) -> None:
-    connection = sqlite3.connect(run_dir / "ledger.sqlite")
-    connection.execute(statement)
-    connection.commit()
-    connection.close()
+def test_a_write_ahead_log_beside_a_remembered_ledger_means_a_whole_check(
+    finished_run: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert invoke("run", str(finished_run), "--quiet")[0] == 0
+    # SQLite reads a -wal file's frames as part of the database: not in the file's digest.
+    (finished_run / "ledger.sqlite-wal").write_bytes(b"\0" * 4096)
+    whole_checks = _whole_checks(monkeypatch)
+    assert invoke("run", str(finished_run), "--quiet")[0] == 0
+    assert whole_checks == [finished_run]
