@@ -204,14 +204,22 @@ KEY_FILE = "key"
 """The secret, in the verified-ledgers folder: 32 random bytes, created once, mode 0600."""
 
 
+def cache_root() -> Path:
+    """`$TRUSTBENCH_CACHE`, or `~/.cache/trustbench`: the user's own trustbench cache.
+
+    One definition for every part that caches (remembered ledger checks here, TRB's trained
+    reference models), so setting the variable moves all of them.
+    """
+    return Path(os.environ.get("TRUSTBENCH_CACHE") or Path.home() / ".cache" / "trustbench")
+
+
 def verified_folder() -> Path:
     """`$TRUSTBENCH_CACHE/verified-ledgers` (default `~/.cache/trustbench/verified-ledgers`).
 
     The user's own folder, never a run folder: whoever can edit a run folder must not be able
     to vouch for its ledger.
     """
-    root = os.environ.get("TRUSTBENCH_CACHE") or str(Path.home() / ".cache" / "trustbench")
-    return Path(root) / "verified-ledgers"
+    return cache_root() / "verified-ledgers"
 
 
 def ledger_digest(path: Path) -> str | None:

@@ -13,12 +13,12 @@ import hashlib
 import io
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from trustbench.core._ledger_integrity import cache_root
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.corpus._format import CorpusManifest, Trace, canonical_sha256, trace_sha256
 from trustbench.trb.corpus._store import assert_trainable
@@ -36,8 +36,7 @@ REFERENCE_MODELS: dict[str, Objective] = {
 
 def cache_dir() -> Path:
     """`$TRUSTBENCH_CACHE/trb/models`, or `~/.cache/trustbench/trb/models`."""
-    root = os.environ.get("TRUSTBENCH_CACHE") or str(Path.home() / ".cache" / "trustbench")
-    return Path(root) / "trb" / "models"
+    return cache_root() / "trb" / "models"
 
 
 def load_reference_model(
