@@ -14,7 +14,6 @@ ledger.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -173,9 +172,6 @@ async def _run(
     keys = check_inputs(manifest, track)
     spec = manifest.spec
     check_credentials(spec.candidates)
-    # Before any trial: a track that must record each run (a sealed held-out set) does so now,
-    # so a run killed at any point has been recorded.
-    notes = tuple(track_hook(track, "before_run", manifest, run_dir))
     pool = None
     if executor == "ray":
         from trustbench.core._ray_executor import RayTrialPool
@@ -186,7 +182,7 @@ async def _run(
             run_dir, manifest, track, keys, progress, executor, pool, limit, preflight, rerun_cut
         )
         del keys  # held by the run alone, which drops it once the trials are ordered
-        return dataclasses.replace(await running, notes=notes)
+        return await running
     finally:
         if pool is not None:
             pool.close()
@@ -211,6 +207,18 @@ def _started(
     return [asyncio.create_task(worker()) for _ in range(count)]
 
 
+def _refuse_trials_outside_the_plan(finished: set[str], keys: Sequence[TrialKey]) -> None:
+    """Refuse to resume a ledger holding a finished trial the frozen plan does not name.
+
+    The plan's ids as a set (a string per planned trial, at the run's peak) only when resuming:
+    a fresh run has no finished trial to check against the plan.
+    """
+    if finished and not finished <= {key.trial_id for key in keys}:
+        raise CheckFailed(
+            "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
+        )
+
+
 async def _run_into_ledger(
     run_dir: Path,
     manifest: Manifest,
@@ -227,12 +235,7 @@ async def _run_into_ledger(
     ledger = Ledger.open(run_dir, manifest.manifest_sha256, accept_cut=True)
     try:
         finished = ledger.finished_trial_ids()
-        # The plan's ids as a set (a string per planned trial, at the run's peak) only when
-        # resuming: a fresh run has no finished trial to check against the plan.
-        if finished and not finished <= {key.trial_id for key in keys}:
-            raise CheckFailed(
-                "the ledger holds trials outside the frozen plan", location="ledger.sqlite"
-            )
+        _refuse_trials_outside_the_plan(finished, keys)
         planned, finished_before = len(keys), len(finished)
         # The plan is the one per-trial state a run holds (besides the trials in flight): the
         # seeded order as 4 bytes a trial, and the positions still to run only when resuming
@@ -240,6 +243,10 @@ async def _run_into_ledger(
         order = SeededOrder(keys, spec.order_seed)
         remaining = remaining_positions(ledger, order, finished, rerun_cut=rerun_cut)
         del keys, finished
+        # Every refusal (Ray's address, an altered or cut ledger) is behind us and no trial has
+        # started: a track that must record each run (a sealed held-out set) records it now, so
+        # a refused resume is not counted and a run killed at any point from here has been.
+        notes = tuple(track_hook(track, "before_run", manifest, run_dir))
         next_execution, abandoned = mark_abandoned(ledger)
         ledger.start_writer()  # SQLite commits off the event loop from here on
         if limit is not None:
@@ -318,6 +325,7 @@ async def _run_into_ledger(
             transport_retries=services.retries,
             abandoned_executions=abandoned,
             stopped=dict(execution.stopped),
+            notes=notes,
         )
         # The sign-off: the chain head it closes and the count of finished trials, recorded in
         # the chain and (as the new head) in ledger.head, so a cut after it is detectable.
