@@ -319,8 +319,9 @@ def test_a_ray_address_that_accepts_tcp_but_never_answers_is_refused_within_the_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The kernel accepts connections into a listening socket's backlog: a port that is open and
-    # says nothing, as a stuck or foreign server is. The timeout is shortened to keep the test
-    # fast; the process-level tests above hold the real one.
+    # says nothing, as a stuck or foreign server is. The 10 s timeout is shortened to 0.5 s to
+    # keep the test fast.
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)  # the user's shell may export it
     monkeypatch.setattr(_ray_executor, "ADDRESS_TIMEOUT_S", 0.5)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
@@ -330,3 +331,15 @@ def test_a_ray_address_that_accepts_tcp_but_never_answers_is_refused_within_the_
         with pytest.raises(InputError, match=f"no Ray cluster reachable at {address} .*no answer"):
             _ray_executor.check_reachable(address)
     assert time.monotonic() - started < 5
+
+
+def test_with_ray_over_tls_a_ray_address_is_checked_for_a_tcp_connection_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A TLS server answers a cleartext HTTP/2 preface with an alert: not a refusal reason.
+    monkeypatch.setenv("RAY_USE_TLS", "1")
+    monkeypatch.setattr(_ray_executor, "ADDRESS_TIMEOUT_S", 0.5)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        _ray_executor.check_reachable(f"127.0.0.1:{silent.getsockname()[1]}")

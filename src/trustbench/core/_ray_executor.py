@@ -330,7 +330,9 @@ def check_reachable(address: str) -> None:
     A TCP connection alone is not enough: a port that accepts and stays silent (or answers
     HTTP/1.1, or anything not Ray) keeps `ray.init` retrying its GCS connection for minutes.
     Both of Ray's addresses are gRPC servers, and a gRPC server answers a client's HTTP/2
-    connection preface with its own `SETTINGS` frame at once, so that frame is asked for.
+    connection preface with its own `SETTINGS` frame at once, so that frame is asked for. A
+    cluster serving gRPC over TLS (`RAY_USE_TLS`, as Ray reads it) would answer a cleartext
+    preface with a TLS alert: there only the TCP connection is checked.
 
     Raises:
         InputError: naming the address when nothing there accepts a TCP connection and answers
@@ -343,7 +345,7 @@ def check_reachable(address: str) -> None:
     deadline = time.monotonic() + ADDRESS_TIMEOUT_S
     try:
         with socket.create_connection((host.strip("[]"), int(port)), ADDRESS_TIMEOUT_S) as link:
-            reason = _http2_settings_problem(link, deadline)
+            reason = None if _ray_uses_tls() else _http2_settings_problem(link, deadline)
     except OSError as error:
         reason = "timed out" if isinstance(error, TimeoutError) else error.strerror or str(error)
     if reason is None:
@@ -359,6 +361,11 @@ _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x0
 (RFC 9113, 3.4: length 0, type 4, no flags, stream 0)."""
 _FRAME_HEADER_BYTES = 9
 _SETTINGS_FRAME = 4
+
+
+def _ray_uses_tls() -> bool:
+    """Whether Ray speaks gRPC over TLS here (`RAY_USE_TLS` = 1 or true, as Ray reads it)."""
+    return os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
 
 
 def _http2_settings_problem(link: socket.socket, deadline: float) -> str | None:
