@@ -372,7 +372,7 @@ def _http2_settings_problem(link: socket.socket, deadline: float) -> str | None:
     """Why the server on `link` is not an HTTP/2 (gRPC) server, or None when it is.
 
     An HTTP/2 server's first frame is its own `SETTINGS` (RFC 9113, 3.4): a frame header
-    whose type byte (the fourth) is 4 on stream 0.
+    whose type byte (the fourth) is 4. An HTTP/1 server's `HTTP/1.1 400` is not.
     """
     link.sendall(_HTTP2_PREFACE)
     header = b""
@@ -386,7 +386,7 @@ def _http2_settings_problem(link: socket.socket, deadline: float) -> str | None:
             return "a TCP connection, closed without a gRPC handshake"
         header += chunk
     if header[3] != _SETTINGS_FRAME:
-        return "a TCP connection, but the answer is not Ray's (not gRPC)"
+        return "a TCP connection, but an answer that is not gRPC, as Ray's is"
     return None
 
 
