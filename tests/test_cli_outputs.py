@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ from tests.support.child_env import child_env
 from tests.support.cli import invoke
 
 from trustbench.cli import app
+from trustbench.core import check_output_file
+from trustbench.errors import InputError
 from trustbench.rtb.heldout._crypto import new_key_pair
 from trustbench.rtb.heldout._seal import seal_corpus
 
@@ -364,15 +367,47 @@ def test_keygen_refuses_a_fifo_and_leaves_it_a_fifo(tmp_path: Path, force: bool)
     assert stat.S_ISFIFO(fifo.lstat().st_mode) and not (tmp_path / "signer.pub").exists()
 
 
-def test_export_to_a_socket_it_cannot_open_is_refused_in_one_line_and_keeps_the_socket(
-    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)  # a short relative name: socket paths are limited to ~100 bytes
+@contextmanager
+def _listening_socket(folder: Path, name: str) -> Iterator[Path]:
+    """A UNIX socket file `folder/name` with a server bound to it for the block."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind("rows.sock")
+        listener.bind(name)  # relative (the test's cwd): socket paths are limited to ~100 bytes
+        listener.listen(1)
+        yield folder / name
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_export_to_a_socket_is_refused_naming_it_and_keeps_the_socket_unwritten(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, force: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with _listening_socket(tmp_path, "rows.sock") as rows:
+        before = sorted(tmp_path.iterdir())
         result = _trustbench(
-            "export-ledger", str(run_dir), "--out", "rows.sock", "--force", cwd=tmp_path
+            "export-ledger", str(run_dir), "--out", "rows.sock", *["--force"] * force, cwd=tmp_path
         )
-    message = result.stderr.decode().strip()
-    assert result.returncode == 2 and "rows.sock" in message and "\n" not in message, message
-    assert stat.S_ISSOCK((tmp_path / "rows.sock").lstat().st_mode)
+        message = result.stderr.decode().strip()
+        assert result.returncode == 2, message
+        assert "rows.sock" in message and "socket" in message and "\n" not in message, message
+        assert stat.S_ISSOCK(rows.lstat().st_mode) and sorted(tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_keygen_refuses_a_socket_and_leaves_it_a_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, force: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with _listening_socket(tmp_path, "signer") as signer:
+        code, message = invoke("keygen", "signer", *["--force"] * force)
+        assert code == 2 and "socket" in message and "signer" in message, message
+        assert stat.S_ISSOCK(signer.lstat().st_mode) and not (tmp_path / "signer.pub").exists()
+
+
+def test_a_socket_output_is_refused_by_the_check_before_a_command_does_its_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check every writing command runs first: `trb profile --out SOCKET` ran the whole
+    # reference before finding, at the end, that the socket could not be opened.
+    monkeypatch.chdir(tmp_path)
+    with _listening_socket(tmp_path, "out.sock") as out, pytest.raises(InputError, match="socket"):
+        check_output_file(out, force=True)

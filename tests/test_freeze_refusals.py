@@ -220,3 +220,148 @@ def test_freezing_a_fifo_exits_2_at_once_naming_it(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"{fifo}: not a regular file" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+TRACK_SPECS = {
+    "control": """
+suite = "rtb"
+track = "control"
+
+[corpus]
+builtin = "v0.1"
+
+[track_options]
+paths = ["direct"]
+{option}
+
+[[candidates]]
+name = "ref"
+kind = "inprocess"
+settings = {{ boundary = "reference" }}
+""",
+    "workflow": """
+suite = "rtb"
+track = "workflow"
+
+[corpus]
+builtin = "v0.1"
+
+[track_options]
+kinds = ["direct"]
+{option}
+
+[[candidates]]
+name = "honest"
+kind = "inprocess"
+entry = "trustbench.rtb.workflow:scripted_agent"
+settings = {{ agent = "honest", boundary = "reference" }}
+""",
+    "trb": """
+suite = "trb"
+track = "profile"
+
+[corpus]
+builtin = "reference-world"
+
+[track_options]
+{option}
+
+[[candidates]]
+name = "full"
+kind = "inprocess"
+model = "trace-ai-full"
+""",
+}
+"""A small spec per track with numeric `[track_options]`; `{option}` is the line under test."""
+
+TRACK_OPTION_CASES = {
+    "seed-as-boolean": ("control", "scenario_seed = true", "track_options.scenario_seed"),
+    "seed-as-string": ("control", 'scenario_seed = "3"', "track_options.scenario_seed"),
+    "seed-as-float": ("control", "scenario_seed = 3.0", "track_options.scenario_seed"),
+    "seconds-as-boolean": (
+        "control",
+        "observation_deadline_s = true",
+        "track_options.observation_deadline_s",
+    ),
+    "seconds-as-string": (
+        "control",
+        'observation_deadline_s = "5"',
+        "track_options.observation_deadline_s",
+    ),
+    "seconds-nan": (
+        "control",
+        "observation_deadline_s = nan",
+        "#/track_options/observation_deadline_s",
+    ),
+    "seconds-inf": (
+        "control",
+        "observation_deadline_s = inf",
+        "#/track_options/observation_deadline_s",
+    ),
+    "steps-as-float": (
+        "workflow",
+        "budget = { max_steps = 20.0 }",
+        "track_options.budget.max_steps",
+    ),
+    "steps-as-boolean": (
+        "workflow",
+        "budget = { max_steps = true }",
+        "track_options.budget.max_steps",
+    ),
+    "wall-as-string": (
+        "workflow",
+        'budget = { max_wall_s = "30" }',
+        "track_options.budget.max_wall_s",
+    ),
+    "cost-inf": (
+        "workflow",
+        "budget = { max_cost_usd = -inf }",
+        "#/track_options/budget/max_cost_usd",
+    ),
+    "epochs-as-float": ("trb", "train = { epochs = 2.0 }", "#/track_options/train/epochs"),
+    "size-as-string": (
+        "trb",
+        'corpus_sizes = { train = "100" }',
+        "#/track_options/corpus_sizes/train",
+    ),
+    "samples-as-boolean": ("trb", "chat_samples = true", "#/track_options/chat_samples"),
+    "rate-as-boolean": (
+        "trb",
+        "token_lm = { learning_rate = true }",
+        "#/track_options/token_lm/learning_rate",
+    ),
+}
+"""Case -> (track, option line, the field's path in the message). The control-path and workflow
+tracks name an option as a dotted path, the TRB track and the spec-wide non-finite check as a
+JSON pointer into the spec file: as each names every other option."""
+
+
+@pytest.mark.parametrize(
+    ("track", "option", "field"), TRACK_OPTION_CASES.values(), ids=TRACK_OPTION_CASES.keys()
+)
+def test_a_track_option_number_of_the_wrong_type_is_refused_at_freeze_naming_the_field(
+    tmp_path: Path, track: str, option: str, field: str
+) -> None:
+    spec = tmp_path / "exp.toml"
+    spec.write_text(TRACK_SPECS[track].format(option=option), encoding="utf-8")
+    code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
+    assert code == 2, message
+    assert f"{field}:" in message and "\n" not in message.strip(), message
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("track", "option"),
+    [
+        ("control", "scenario_seed = 3\nobservation_deadline_s = 5"),
+        ("workflow", "scenario_seed = 3\nbudget = { max_steps = 20, max_wall_s = 30 }"),
+    ],
+)
+def test_track_option_numbers_of_the_right_type_still_freeze(
+    tmp_path: Path, track: str, option: str
+) -> None:
+    """An integer where a float is expected is a number like any other: it freezes."""
+    spec = tmp_path / "exp.toml"
+    spec.write_text(TRACK_SPECS[track].format(option=option), encoding="utf-8")
+    code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
+    assert code == 0, message

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer, server_error
 
 from trustbench.core import (
+    _ray_executor,
     build_manifest,
     read_ledger,
     run_experiment,
@@ -247,12 +251,11 @@ def test_a_trial_lost_more_often_than_the_retry_policy_allows_stops_the_run(
     assert losses and all(loss["rescheduled"] is False for loss in losses)
 
 
-def test_run_with_an_unreachable_ray_address_exits_2_naming_it_within_30_s(
-    tmp_path: Path,
-) -> None:
+def _run_at_address(tmp_path: Path, address: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """`trustbench run RUN --executor ray --address ADDRESS` as a process; its result and the
+    marker its candidate would leave had any trial run."""
     run_dir, marker = _crash_once_run(tmp_path)
     env = child_env(tmp_path, pythonpath=[REPO], extra={"TB_TEST_ALPHA_KEY": ALPHA_KEY})
-    started = time.monotonic()
     result = subprocess.run(
         [
             sys.executable,
@@ -264,7 +267,7 @@ def test_run_with_an_unreachable_ray_address_exits_2_naming_it_within_30_s(
             "--executor",
             "ray",
             "--address",
-            "127.0.0.1:1",
+            address,
         ],
         cwd=REPO,
         env=env,
@@ -273,7 +276,70 @@ def test_run_with_an_unreachable_ray_address_exits_2_naming_it_within_30_s(
         timeout=90,
         check=False,
     )
+    return result, marker
+
+
+def test_run_with_an_unreachable_ray_address_exits_2_naming_it_within_30_s(
+    tmp_path: Path,
+) -> None:
+    started = time.monotonic()
+    result, marker = _run_at_address(tmp_path, "127.0.0.1:1")
     assert time.monotonic() - started < 30
     assert result.returncode == 2, result.stdout + result.stderr
     assert "127.0.0.1:1" in result.stderr and "Traceback" not in result.stderr
     assert not marker.exists()
+
+
+class _RefuseHTTP2(BaseHTTPRequestHandler):
+    """Answers as a plain HTTP/1 server does: 505 to the HTTP/2 preface (nothing of Ray's)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keep the test's output free of the server's request log."""
+
+
+def test_run_with_an_http_server_as_ray_address_exits_2_naming_it_at_once(
+    tmp_path: Path,
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RefuseHTTP2)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        started = time.monotonic()
+        result, marker = _run_at_address(tmp_path, address)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert time.monotonic() - started < 30  # ray.init retried it for minutes before
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert address in result.stderr and "not gRPC" in result.stderr
+    assert "Traceback" not in result.stderr and not marker.exists()
+
+
+def test_a_ray_address_that_accepts_tcp_but_never_answers_is_refused_within_the_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The kernel accepts connections into a listening socket's backlog: a port that is open and
+    # says nothing, as a stuck or foreign server is. The 10 s timeout is shortened to 0.5 s to
+    # keep the test fast.
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)  # the user's shell may export it
+    monkeypatch.setattr(_ray_executor, "ADDRESS_TIMEOUT_S", 0.5)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        with pytest.raises(InputError, match=f"no Ray cluster reachable at {address} .*no answer"):
+            _ray_executor.check_reachable(address)
+    assert time.monotonic() - started < 5
+
+
+def test_with_ray_over_tls_a_ray_address_is_checked_for_a_tcp_connection_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A TLS server answers a cleartext HTTP/2 preface with an alert: not a refusal reason.
+    monkeypatch.setenv("RAY_USE_TLS", "1")
+    monkeypatch.setattr(_ray_executor, "ADDRESS_TIMEOUT_S", 0.5)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        _ray_executor.check_reachable(f"127.0.0.1:{silent.getsockname()[1]}")

@@ -8,6 +8,7 @@ tampered log is caught, and a retired set says so in every verdict line.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,12 @@ import trustbench
 from trustbench.core import read_ledger
 from trustbench.rtb.corpus._load import load_corpus
 from trustbench.rtb.heldout._crypto import KEY_ENV, new_key_pair
-from trustbench.rtb.heldout._exposure import LOG_NAME, exposure_summary, log_problems
+from trustbench.rtb.heldout._exposure import (
+    HEAD_NAME,
+    LOG_NAME,
+    exposure_summary,
+    log_problems,
+)
 from trustbench.rtb.heldout._seal import read_set_manifest, seal_corpus
 
 FIXTURE = Path(__file__).parent / "fixtures" / "rtb_v0_2_user"
@@ -169,6 +175,22 @@ def test_exposure_count_survives_a_run_killed_at_its_first_trial(
     assert (_summary(sealed)["evaluations"], _summary(sealed)["runs"]) == (1, 2)
     kinds = [json.loads(line)["kind"] for line in (sealed / LOG_NAME).read_text().splitlines()]
     assert kinds == ["freeze", "run", "run"]
+
+
+def test_a_refused_resume_leaves_the_exposure_log_byte_identical(
+    tmp_path: Path, sealed: Path
+) -> None:
+    _ok(_cli(tmp_path, "freeze", str(_spec(tmp_path, "spec", trials=2)), "--out", "run"))
+    _ok(_cli(tmp_path, "run", "run", "--quiet", "--limit", "1"))  # trials left to resume
+    with sqlite3.connect(tmp_path / "run" / "ledger.sqlite") as connection:
+        connection.execute("UPDATE trials SET outcome = 'edited' WHERE id = 1")
+    connection.close()
+    before = {name: (sealed / name).read_bytes() for name in (LOG_NAME, HEAD_NAME)}
+    refused = _cli(tmp_path, "run", "run", "--quiet")
+    assert refused.returncode == 1 and "refus" in refused.stderr, refused.stderr
+    # Nothing ran, so nothing is counted: the log and its head are as they were.
+    assert {name: (sealed / name).read_bytes() for name in (LOG_NAME, HEAD_NAME)} == before
+    assert (_summary(sealed)["evaluations"], _summary(sealed)["runs"]) == (1, 1)
 
 
 def test_freeze_past_the_budget_needs_a_reason_recorded_and_printed(

@@ -14,7 +14,9 @@ Every command that writes a file or folder named on its command line checks the 
   (`RUN/ledger.sqlite-wal` as a folder would keep SQLite from writing its log); a subfolder of
   a run (`export-inspect RUN --out RUN/inspect-logs`, as docs/inspect-interop.md shows) holds
   derived outputs beside the evidence, as `report.html` does, and is allowed;
-- a stream (`-` for standard output, a terminal, a FIFO, `/dev/full`, a socket, a
+- a UNIX socket file is refused, `--force` or not, before any work: it cannot be opened for
+  writing, and replacing it would take it away from the server listening there;
+- a stream (`-` for standard output, a terminal, a FIFO, `/dev/full`, a
   `/proc/self/fd/N` entry or a link to one such as `/dev/stdout`) is written through, never
   replaced, `--force` or not (`is_stream`, `output_writer`);
 - any other existing file is refused unless `--force`.
@@ -95,10 +97,11 @@ def check_output_file(
     """
     if str(path) != STANDARD_OUTPUT:
         _refuse_evidence(path, option)
+        _refuse_socket(path, option)
     if is_stream(path):
         if not streams:
             raise InputError(
-                f"{option} names standard output, a device, a FIFO or a socket; name a file",
+                f"{option} names standard output, a device or a FIFO; name a file",
                 location=str(path),
             )
         return path
@@ -131,11 +134,31 @@ def _refuse_evidence(path: Path, option: str) -> None:
         )
 
 
+def _refuse_socket(path: Path, option: str) -> None:
+    """Refuse a socket (a UNIX socket file, a link to one, a socket descriptor), `--force` or not.
+
+    `open` fails on a socket file (ENXIO), so it cannot be streamed to, and renaming a file over
+    it would cut its server off from every client that connects by the name. Refused here,
+    before a command does its work, rather than when the output is opened at the end.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # nothing there (or a dangling link): a new file
+        return
+    if stat.S_ISSOCK(mode):
+        raise InputError(
+            f"{option} names a socket: it cannot be written as a file and is never "
+            "replaced (not even with --force); name a file, a FIFO or - for standard output",
+            location=str(path),
+        )
+
+
 def is_stream(path: Path) -> bool:
     """Whether `path` is written through as a stream rather than replaced by a new file.
 
     True for `-` (standard output), for anything that exists and is neither a regular file nor
-    a folder (a terminal, `/dev/full`, a FIFO, a socket), and for a process's descriptor entry
+    a folder (a terminal, `/dev/full`, a FIFO; a socket, refused by `check_output_file`), and
+    for a process's descriptor entry
     (`/proc/self/fd/N`, or a link leading to one such as `/dev/stdout`) whatever it points at:
     renaming a file over such a name would take the device or descriptor away from every other
     process that uses the name, and would send nothing to the reader the user meant.

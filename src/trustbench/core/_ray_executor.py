@@ -21,7 +21,9 @@ Differences from the local executor, by design:
   once more than that stops the run with `CheckFailed`; resume runs what remains. A lost worker
   is never recorded as the candidate's failure.
 - `--address HOST:PORT` (or `ray://HOST:PORT`) is first reached with a plain TCP connection
-  within `ADDRESS_TIMEOUT_S`: `ray.init` retries an unreachable cluster for many minutes.
+  and must answer the HTTP/2 connection preface that every gRPC server (Ray's GCS and its
+  client server both are) answers, all within `ADDRESS_TIMEOUT_S`: `ray.init` retries an
+  unreachable cluster, or anything else listening there, for many minutes.
 - API keys: the values of the candidates' `api_key_env` variables are passed to the worker
   actors as constructor arguments (through Ray's object store, never its job metadata) and set
   in the actor's own process; they are never written to the ledger.
@@ -41,6 +43,7 @@ import dataclasses
 import os
 import random
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -322,24 +325,69 @@ def _lost_worker_errors() -> tuple[type[BaseException], ...]:
 
 
 def check_reachable(address: str) -> None:
-    """Refuse (exit 2) a `HOST:PORT` or `ray://HOST:PORT` address that accepts no connection.
+    """Refuse (exit 2) a `HOST:PORT` or `ray://HOST:PORT` address where no gRPC server answers.
+
+    A TCP connection alone is not enough: a port that accepts and stays silent (or answers
+    HTTP/1.1, or anything not Ray) keeps `ray.init` retrying its GCS connection for minutes.
+    Both of Ray's addresses are gRPC servers, and a gRPC server answers a client's HTTP/2
+    connection preface with its own `SETTINGS` frame at once, so that frame is asked for. A
+    cluster serving gRPC over TLS (`RAY_USE_TLS`, as Ray reads it) would answer a cleartext
+    preface with a TLS alert: there only the TCP connection is checked.
 
     Raises:
-        InputError: naming the address when nothing accepts a TCP connection there within
-            `ADDRESS_TIMEOUT_S` (`auto`, `local` and other forms are left to `ray.init`).
+        InputError: naming the address when nothing there accepts a TCP connection and answers
+            the HTTP/2 preface within `ADDRESS_TIMEOUT_S` (`auto`, `local` and other forms are
+            left to `ray.init`).
     """
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         return
+    deadline = time.monotonic() + ADDRESS_TIMEOUT_S
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), ADDRESS_TIMEOUT_S):
-            return
+        with socket.create_connection((host.strip("[]"), int(port)), ADDRESS_TIMEOUT_S) as link:
+            reason = None if _ray_uses_tls() else _http2_settings_problem(link, deadline)
     except OSError as error:
         reason = "timed out" if isinstance(error, TimeoutError) else error.strerror or str(error)
+    if reason is None:
+        return
     raise InputError(
         f"no Ray cluster reachable at {address} ({reason} within {ADDRESS_TIMEOUT_S:g} s)",
         location="--address",
     )
+
+
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+"""A client's HTTP/2 connection preface: the magic line, then an empty `SETTINGS` frame
+(RFC 9113, 3.4: length 0, type 4, no flags, stream 0)."""
+_FRAME_HEADER_BYTES = 9
+_SETTINGS_FRAME = 4
+
+
+def _ray_uses_tls() -> bool:
+    """Whether Ray speaks gRPC over TLS here (`RAY_USE_TLS` = 1 or true, as Ray reads it)."""
+    return os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
+
+
+def _http2_settings_problem(link: socket.socket, deadline: float) -> str | None:
+    """Why the server on `link` is not an HTTP/2 (gRPC) server, or None when it is.
+
+    An HTTP/2 server's first frame is its own `SETTINGS` (RFC 9113, 3.4): a frame header
+    whose type byte (the fourth) is 4. An HTTP/1 server's `HTTP/1.1 400` is not.
+    """
+    link.sendall(_HTTP2_PREFACE)
+    header = b""
+    while len(header) < _FRAME_HEADER_BYTES:
+        link.settimeout(max(deadline - time.monotonic(), 0.001))
+        try:
+            chunk = link.recv(_FRAME_HEADER_BYTES - len(header))
+        except TimeoutError:
+            return "a TCP connection, but no answer to a gRPC handshake"
+        if not chunk:
+            return "a TCP connection, closed without a gRPC handshake"
+        header += chunk
+    if header[3] != _SETTINGS_FRAME:
+        return "a TCP connection, but an answer that is not gRPC, as Ray's is"
+    return None
 
 
 def _cause(error: BaseException) -> str:

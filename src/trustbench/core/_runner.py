@@ -14,7 +14,6 @@ ledger.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
@@ -178,9 +177,6 @@ async def _run(
     keys = check_inputs(manifest, track)
     spec = manifest.spec
     check_credentials(spec.candidates)
-    # Before any trial: a track that must record each run (a sealed held-out set) does so now,
-    # so a run killed at any point has been recorded.
-    notes = tuple(track_hook(track, "before_run", manifest, run_dir))
     pool = None
     if executor == "ray":
         from trustbench.core._ray_executor import RayTrialPool
@@ -191,7 +187,7 @@ async def _run(
             run_dir, manifest, track, keys, progress, executor, pool, limit, preflight, rerun_cut
         )
         del keys  # held by the run alone, which drops it once the trials are ordered
-        return dataclasses.replace(await running, notes=notes)
+        return await running
     finally:
         if pool is not None:
             pool.close()
@@ -231,8 +227,8 @@ async def _run_into_ledger(
     spec = manifest.spec
     ledger = Ledger.open(run_dir, manifest.manifest_sha256, accept_cut=True)
     try:
-        if (nothing_done := _resumed_finished(ledger, manifest, progress)) is not None:
-            return nothing_done
+        if (done := _resumed_finished(ledger, run_dir, manifest, track, progress)) is not None:
+            return done
         finished = _finished_within_plan(ledger, keys)
         planned, finished_before = len(keys), len(finished)
         # The plan is the one per-trial state a run holds (besides the trials in flight): the
@@ -241,6 +237,10 @@ async def _run_into_ledger(
         order = SeededOrder(keys, spec.order_seed)
         remaining = remaining_positions(ledger, order, finished, rerun_cut=rerun_cut)
         del keys, finished
+        # Every refusal (Ray's address, an altered or cut ledger) is behind us and no trial has
+        # started: a track that must record each run (a sealed held-out set) records it now, so
+        # a refused resume is not counted and a run killed at any point from here has been.
+        notes = tuple(track_hook(track, "before_run", manifest, run_dir))
         next_execution, abandoned = mark_abandoned(ledger)
         ledger.start_writer()  # SQLite commits off the event loop from here on
         if limit is not None:
@@ -319,6 +319,7 @@ async def _run_into_ledger(
             transport_retries=services.retries,
             abandoned_executions=abandoned,
             stopped=dict(execution.stopped),
+            notes=notes,
         )
         # The sign-off: the chain head it closes and the count of finished trials, recorded in
         # the chain and (as the new head) in ledger.head, so a cut after it is detectable.
@@ -345,7 +346,7 @@ def _finished_within_plan(ledger: Ledger, keys: Sequence[TrialKey]) -> set[str]:
 
 
 def _resumed_finished(
-    ledger: Ledger, manifest: Manifest, progress: ProgressReporter
+    ledger: Ledger, run_dir: Path, manifest: Manifest, track: Track, progress: ProgressReporter
 ) -> RunSummary | None:
     """What a resume of a finished run did (nothing); None when the run is not finished.
 
@@ -361,11 +362,14 @@ def _resumed_finished(
         and holds_the_whole_plan(ledger, plan.trials, plan.keys_sha256)
     ):
         return None
+    # Nothing runs, but a track that guards each run (a sealed held-out set's exposure log)
+    # still checks and records it, as on any resume that passed the ledger's checks.
+    notes = tuple(track_hook(track, "before_run", manifest, run_dir))
     progress.start(plan.trials, plan.trials)
     progress.close()
     return RunSummary(
         planned=plan.trials, finished_before=plan.trials, completed=0, failed=0, attempts=0,
-        transport_retries=0, abandoned_executions=0,
+        transport_retries=0, abandoned_executions=0, notes=notes,
     )  # fmt: skip
 
 

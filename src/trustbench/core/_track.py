@@ -105,9 +105,11 @@ class Track(Protocol):
     Optional hooks (see `track_hook`): `on_freeze(manifest, run_dir, reason) -> list[str]`,
     called by every freeze just before the manifest is written (`reason`: `freeze --reason`),
     and `before_run(manifest, run_dir) -> list[str]`, called by every `run` after its inputs
-    are re-checked and before any trial starts. Both may refuse (raise `InputError`: nothing is
-    written, nothing runs); the lines they return are shown as notes. A sealed held-out corpus
-    uses them to count every freeze and run against it (`rtb/heldout`).
+    are re-checked, the executor has started and a resumed ledger has passed its checks (a
+    refused run never calls it), before any trial starts. Both may refuse (raise `InputError`:
+    no trial runs or is written; `on_freeze` writes nothing); the lines they return are shown
+    as notes. A sealed held-out corpus uses them to count every freeze and run against it
+    (`rtb/heldout`).
     """
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:

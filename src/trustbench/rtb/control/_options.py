@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, ValidationError
 
 from trustbench._docstrings import documented
 from trustbench._imports import import_object
@@ -55,9 +55,9 @@ class _Strict(BaseModel):
 class ControlTrackOptions(_Strict):
     """`[track_options]` of an `rtb/control` experiment."""
 
-    scenario_seed: int = 0
+    scenario_seed: StrictInt = 0
     """Seed that picks each group's fault case and the faults' timing parameters."""
-    observation_deadline_s: float = Field(default=DEFAULT_OBSERVATION_DEADLINE_S, gt=0)
+    observation_deadline_s: StrictFloat = Field(default=DEFAULT_OBSERVATION_DEADLINE_S, gt=0)
     """Simulated seconds after trial start by which the observer must establish the outcome."""
     paths: tuple[str, ...] | None = None
     """Scenario paths to run (`direct`, a fault type, or

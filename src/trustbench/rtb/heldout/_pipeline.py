@@ -6,7 +6,8 @@
   freeze is appended to the exposure log, naming the experiment by its manifest hash (freezing
   the same experiment again counts nothing new).
 - `run` (`before_run`): before any trial, a `run` entry is appended and fsynced (who froze it,
-  who runs it, candidates, trials), so a run killed at any point has been recorded; an experiment
+  who runs it, candidates, trials), so a run killed at any point has been recorded; a run
+  refused before that (an altered ledger, an unreachable Ray address) appends nothing; an experiment
   frozen against another copy of the set is counted there and then, under the same budget rule.
 - `report` (`analyze_sealed`): needs the owner's private key (`--heldout-key FILE` or
   `$TRUSTBENCH_HELDOUT_KEY`) and refuses without it before anything is written; it opens the

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, ValidationError
 
 from trustbench._docstrings import documented
 from trustbench._imports import import_object
@@ -69,9 +69,9 @@ class CandidateOverrides(_Strict):
 class WorkflowTrackOptions(_Strict):
     """`[track_options]` of an `rtb/workflow` experiment."""
 
-    scenario_seed: int = 0
+    scenario_seed: StrictInt = 0
     """Seed that picks each group's case for every stateful kind and the fault timings."""
-    observation_deadline_s: float = Field(default=DEFAULT_WORKFLOW_DEADLINE_S, gt=0)
+    observation_deadline_s: StrictFloat = Field(default=DEFAULT_WORKFLOW_DEADLINE_S, gt=0)
     """Simulated seconds after trial start by which the observer must establish outcomes."""
     kinds: tuple[str, ...] | None = None
     """Scenario kinds to run (`direct` and the stateful kinds); None runs every kind."""

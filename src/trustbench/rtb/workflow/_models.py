@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
 from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import InjectAction
@@ -138,13 +138,13 @@ class WorkflowScenario(_Frozen):
 class WorkflowBudget(_Frozen):
     """Per-trial limits; exceeding one ends the trial as `budget_exhausted` (recorded, graded)."""
 
-    max_steps: int = Field(default=60, ge=1)
+    max_steps: StrictInt = Field(default=60, ge=1)
     """Tool calls plus model calls."""
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
     """Prompt plus completion tokens reported by the model service; `None`: no limit."""
-    max_wall_s: float | None = Field(default=120.0, gt=0)
+    max_wall_s: StrictFloat | None = Field(default=120.0, gt=0)
     """Wall-clock seconds for the whole trial; `None`: no limit."""
-    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_cost_usd: StrictFloat | None = Field(default=None, gt=0)
     """Reported cost in US dollars; `None`: no limit."""
 
 

@@ -6,7 +6,7 @@ both build on `ProfileSizes`, so the library's profile and the track's measure t
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from trustbench._docstrings import documented
 from trustbench.trb.reference._token_world import TokenLMConfig
@@ -25,13 +25,13 @@ class ProfileSizes(BaseModel):
     token_lm: TokenLMConfig = TokenLMConfig()
     """Size and training of the proxy baselines' token-world LMs (`proxy:*` adapters; all three
     share the size)."""
-    lm_train_traces: int = Field(default=800, ge=10)
+    lm_train_traces: StrictInt = Field(default=800, ge=10)
     """Train traces the proxy baselines' LMs see (the first N of the train split)."""
-    grounding_fit_traces: int = Field(default=200, ge=10)
+    grounding_fit_traces: StrictInt = Field(default=200, ge=10)
     """Train traces Track 2's concept directions and the Tracks 4/5 no-r arm's mean r come from."""
-    viability_rollouts: int = Field(default=4, ge=1)
+    viability_rollouts: StrictInt = Field(default=4, ge=1)
     """Track 4 episodes per trace per condition (r-mediated and ablated)."""
-    navigation_samples: int = Field(default=16, ge=1)
+    navigation_samples: StrictInt = Field(default=16, ge=1)
     """Track 5 Monte Carlo rollouts per start when exact enumeration is too large."""
-    max_enumeration_nodes: int = Field(default=1000, ge=1)
+    max_enumeration_nodes: StrictInt = Field(default=1000, ge=1)
     """Largest exact enumeration in Track 5 (decision contexts per start)."""

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
 from trustbench._docstrings import documented
 from trustbench.trb.adapter._schema import ACTIONS, DOOR_STATES, GOALS, GUSTS, Observation
@@ -105,25 +105,25 @@ class TokenLMConfig(BaseModel):
 
     model_config = documented(extra="forbid", frozen=True)
 
-    d_model: int = Field(default=48, ge=8)
+    d_model: StrictInt = Field(default=48, ge=8)
     """Residual width."""
-    n_layers: int = Field(default=2, ge=1)
+    n_layers: StrictInt = Field(default=2, ge=1)
     """Transformer blocks."""
-    n_heads: int = Field(default=4, ge=1)
+    n_heads: StrictInt = Field(default=4, ge=1)
     """Attention heads."""
-    max_len: int = Field(default=80, ge=16)
+    max_len: StrictInt = Field(default=80, ge=16)
     """Longest sequence."""
-    epochs: int = Field(default=5, ge=1)
+    epochs: StrictInt = Field(default=5, ge=1)
     """Passes over the instruct documents."""
-    finetune_epochs: int = Field(default=3, ge=1)
+    finetune_epochs: StrictInt = Field(default=3, ge=1)
     """Passes over the cot documents when finetuning (cot-sft)."""
-    batch_size: int = Field(default=128, ge=1)
+    batch_size: StrictInt = Field(default=128, ge=1)
     """Documents per step."""
-    learning_rate: float = Field(default=3e-3, gt=0)
+    learning_rate: StrictFloat = Field(default=3e-3, gt=0)
     """Adam step size."""
-    seed: int = 0
+    seed: StrictInt = 0
     """Seeds initialisation and batch order."""
-    threads: int = Field(default=1, ge=1)
+    threads: StrictInt = Field(default=1, ge=1)
     """torch CPU threads."""
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
 from trustbench._docstrings import documented
 from trustbench.errors import InputError
@@ -25,19 +25,19 @@ class TrainConfig(BaseModel):
 
     model_config = documented(extra="forbid", frozen=True)
 
-    hidden: int = Field(default=64, ge=4)
+    hidden: StrictInt = Field(default=64, ge=4)
     """GRU and policy width."""
-    epochs: int = Field(default=40, ge=1)
+    epochs: StrictInt = Field(default=40, ge=1)
     """Passes over the training split."""
-    batch_size: int = Field(default=128, ge=1)
+    batch_size: StrictInt = Field(default=128, ge=1)
     """Traces per optimisation step."""
-    learning_rate: float = Field(default=3e-3, gt=0)
+    learning_rate: StrictFloat = Field(default=3e-3, gt=0)
     """Adam step size."""
-    gov_weight: float = Field(default=1.0, ge=0)
+    gov_weight: StrictFloat = Field(default=1.0, ge=0)
     """Weight of L_gov in the full objective (unused by the ablation)."""
-    seed: int = 0
+    seed: StrictInt = 0
     """Seeds initialisation and batch order."""
-    threads: int = Field(default=1, ge=1)
+    threads: StrictInt = Field(default=1, ge=1)
     """torch CPU threads (the machine is shared; keep small)."""
 
 

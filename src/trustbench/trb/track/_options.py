@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, StrictInt, ValidationError
 
 from trustbench._docstrings import documented
 from trustbench.core import ExperimentSpec
@@ -33,13 +33,13 @@ class _CorpusAndMeasures(BaseModel):
 
     model_config = documented(extra="forbid", frozen=True)
 
-    corpus_sizes: dict[Literal["train", "dev", "eval", "transfer"], int] = Field(
+    corpus_sizes: dict[Literal["train", "dev", "eval", "transfer"], StrictInt] = Field(
         default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}
     )
     """Traces per split of the generated corpus (`corpus.builtin = "reference-world"` only);
     `transfer` is the total over the transfer families, split between them as evenly as
     possible (the first families get one more)."""
-    corpus_seed: int = 0
+    corpus_seed: StrictInt = 0
     """Seed of the generated corpus (`corpus.builtin` only)."""
     train: TrainConfig = TrainConfig()
     """Training config of the reference models (ablation and full differ only in L_gov)."""
@@ -50,9 +50,9 @@ class _CorpusAndMeasures(BaseModel):
     `transfer_length`, `transfer_cue_delay`, `transfer_encoding`:
     `trb.corpus._format.TRANSFER_FAMILY_SPLITS`); `transfer` is the single transfer split of
     older corpus folders."""
-    max_traces: int | None = Field(default=None, ge=2)
+    max_traces: StrictInt | None = Field(default=None, ge=2)
     """Use only the first N traces of each split (by id): a smaller run, stated in the report."""
-    adapter_seed: int = 0
+    adapter_seed: StrictInt = 0
     """`adapter.seed(adapter_seed + trial_index)` starts every trial."""
     gap: tuple[str, str] | None = None
     """(full, ablation) candidate names for Delta_gov; by default the candidates whose adapters
@@ -65,19 +65,19 @@ class _CorpusAndMeasures(BaseModel):
 class TrbTrackOptions(ProfileSizes, _CorpusAndMeasures):
     """What a `trb/profile` run measures and how its reference corpus and models are built."""
 
-    chat_samples: int = Field(default=8, ge=1)
+    chat_samples: StrictInt = Field(default=8, ge=1)
     """Completions per act of a chat candidate (`proxy:chat`) whose endpoint returns no
     logprobs; their sampling error widens Track 1's G interval (`trb.measures._sampling`)."""
     chat_estimator: Literal["auto", "sampling"] = "auto"
     """`auto`: logprobs when the endpoint returns them, else `chat_samples` completions;
     `sampling`: never ask for logprobs (an endpoint that offers none, or ignores the field)."""
-    r_star_adversarial_per_step: int = Field(default=1, ge=0, le=1)
+    r_star_adversarial_per_step: StrictInt = Field(default=1, ge=0, le=1)
     """Adversarial r' added to R* per eval step (0 or 1; `trb.measures._r_star`): the plan moved
     farthest from r_t's at confidence 1. Their G and share of R* are reported beside G."""
-    r_star_ood_per_step: int = Field(default=1, ge=0, le=1)
+    r_star_ood_per_step: StrictInt = Field(default=1, ge=0, le=1)
     """Out-of-distribution r' added to R* per eval step (0 or 1): goal and belief flipped with a
     plan incoherent with both, an edit shape no stored edit has. G and share reported beside G."""
-    conformance_traces: int = Field(default=4, ge=1)
+    conformance_traces: StrictInt = Field(default=4, ge=1)
     """Reference-world traces the conformance kit runs a user adapter on at freeze."""
     adapter_read_paths: tuple[str, ...] = ()
     """Extra paths a `MODULE:FACTORY` adapter's sandboxed worker may read (e.g. a local model's
