@@ -175,7 +175,7 @@ def measured_profile(
     collected = Collected()
     for candidate, build in builders.items():
         for trace in traces:
-            outcome = _library_trial(build, trace, loaded, fit_traces, settings, seed,
+            outcome = library_trial(build, trace, loaded, fit_traces, settings, seed,
                                      candidate in trusted_native, blind_key)  # fmt: skip
             add_trial(collected, loaded, candidate, trace, failed=outcome.pop("_failed"),
                       outcome=outcome)  # fmt: skip
@@ -187,7 +187,7 @@ def measured_profile(
     return {"profile": profile, "figures": figures, "collected": collected}
 
 
-def _library_trial(
+def library_trial(
     build: AdapterBuilder,
     trace: Trace,
     measures: list[TrbMeasure],
@@ -196,8 +196,12 @@ def _library_trial(
     seed: int,
     trusted: bool,
     blind_key: str | None,
+    skip: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One trial as `run_trial` makes it, without the ledger (`_failed` marks a failure)."""
+    """One trial as `run_trial` makes it, without the ledger (`_failed` marks a failure).
+
+    `skip` is `measure_trace`'s: the measures not run for this candidate (a seed replica's).
+    """
     try:
         inner = build(trace)
     except NotApplicable as reason:
@@ -207,7 +211,7 @@ def _library_trial(
                                blind_key=blind_key, trusted_native=trusted)  # fmt: skip
     out: dict[str, Any] = {"adapter_tier": str(getattr(tier, "value", tier))}
     try:
-        results = measure_trace(measures, recorder, trace, seed)
+        results = measure_trace(measures, recorder, trace, seed, skip)
     except NotApplicable as reason:
         return {**out, "_failed": False, "applicable": False, "reason": str(reason)}
     except Exception:  # the adapter's failure: every measure's worst case, as in the track
