@@ -187,6 +187,40 @@ def measured_profile(
     return {"profile": profile, "figures": figures, "collected": collected}
 
 
+def split_figures(
+    adapter: Any,
+    traces: Sequence[Trace],
+    measures: Sequence[str],
+    *,
+    fit_traces: Sequence[Trace] = (),
+    settings: dict[str, Any] | None = None,
+    stats: StatsPlan | None = None,
+    seed: int = 0,
+) -> dict[str, Figure]:
+    """One adapter's figures of the listed measures over `traces`, by figure name.
+
+    The whole-split view of the per-trace measures: `measured_profile` with one candidate,
+    one trial per trace, pooled per split as the report pools it (names split-prefixed off
+    eval). Library code that wants one track on one adapter (the Goodhart audit, the tests)
+    uses this, so there is no second, whole-split implementation of a track.
+
+    Args:
+        adapter: The adapter every trace is asked through.
+        traces: The cases.
+        measures: Measure keys or `module:attribute` strings.
+        fit_traces: Train traces (Track 2's directions, the no-r arm's r marginal).
+        settings: Track sizes (`_profile_track.run_settings`' keys; the defaults otherwise).
+        stats: Interval settings (default: 95 %, seed 0, 1000 resamples).
+        seed: The trial seed.
+    """
+    out = measured_profile(
+        {"adapter": lambda _trace: adapter}, traces, measures=measures,
+        stats=stats or StatsPlan(0.95, 0, 1000), corpus_sha="library (no corpus hash)",
+        fit_traces=fit_traces, settings=dict(settings or {}), seed=seed,
+    )  # fmt: skip
+    return {figure.name: figure for figure in out["figures"]["adapter"]}
+
+
 def library_trial(
     build: AdapterBuilder,
     trace: Trace,
