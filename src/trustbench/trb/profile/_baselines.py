@@ -42,6 +42,7 @@ from trustbench.trb.measures._numeric import total_variation
 from trustbench.trb.profile._measured import as_tracks, measured_vectors
 from trustbench.trb.profile._sizes import MEASURES, ProfileSizes
 from trustbench.trb.profile._vector import (
+    BASELINES,
     HEADLINE_METRIC,
     HIGH_LEVEL,
     TRACKS,
@@ -53,15 +54,6 @@ from trustbench.trb.profile._vector import (
 )
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.reference._token_world import load_token_lm, render_history
-
-BASELINES: tuple[tuple[str, str, str], ...] = (
-    ("instruct", "Instruct base (no reasoning scaffold)", "proxy"),
-    ("cot-prompted", "CoT-prompted base (chain of thought at inference only)", "proxy"),
-    ("cot-supervised-finetune", "CoT-supervised finetune (trained on reasoning text)", "proxy"),
-    ("trace-ai-ablation", "Trace-AI ablation (L_trace + L_selfrep, no L_gov)", "native"),
-    ("trace-ai-full", "Trace-AI full (L_trace + L_selfrep + L_gov)", "native"),
-)
-"""The five spec §4 baselines: key, description, adapter tier."""
 
 
 class ProfileConfig(ProfileSizes):

@@ -33,9 +33,9 @@ from trustbench.trb.measures._governance import (
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb.profile._baselines import BASELINES, ProfileConfig, Subject, run_profile
+from trustbench.trb.profile._baselines import ProfileConfig, Subject, run_profile
 from trustbench.trb.profile._measured import as_tracks, transfer_contexts
-from trustbench.trb.profile._vector import profile_svg, result_row
+from trustbench.trb.profile._vector import BASELINES, profile_svg, result_row
 from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
 from trustbench.trb.reference._token_world import TokenLMConfig
 from trustbench.trb.world import CorridorConfig

@@ -13,6 +13,14 @@ from trustbench.trb.adapter._schema import TRB_VERSION
 if TYPE_CHECKING:
     from trustbench.core.figures import Figure
 
+BASELINES: tuple[tuple[str, str, str], ...] = (
+    ("instruct", "Instruct base (no reasoning scaffold)", "proxy"),
+    ("cot-prompted", "CoT-prompted base (chain of thought at inference only)", "proxy"),
+    ("cot-supervised-finetune", "CoT-supervised finetune (trained on reasoning text)", "proxy"),
+    ("trace-ai-ablation", "Trace-AI ablation (L_trace + L_selfrep, no L_gov)", "native"),
+    ("trace-ai-full", "Trace-AI full (L_trace + L_selfrep + L_gov)", "native"),
+)
+"""The five spec §4 baselines: key, description, adapter tier."""
 TRACKS: tuple[str, ...] = (
     "governance", "grounding", "attribution", "viability", "navigability", "transfer",
 )  # fmt: skip
