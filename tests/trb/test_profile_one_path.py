@@ -107,7 +107,7 @@ def test_measure_profile_gives_the_profile_and_governance_gap_trb_run_reports(
     tmp_path: Path,
 ) -> None:
     # A small spec of the reference pair (so Delta_gov is measured) and two oracles, on three
-    # measures; the frozen run and the spec file itself must both give the record's numbers,
+    # measures; the frozen run, the spec file and the loaded spec must give the record's numbers,
     # intervals included (the library measures the trials in the run's seeded order).
     spec = write_spec(
         tmp_path,
@@ -119,8 +119,8 @@ def test_measure_profile_gives_the_profile_and_governance_gap_trb_run_reports(
     )  # fmt: skip
     record = freeze_run_report(spec, tmp_path / "run")
     assert record["trb"]["governance_gap"]["status"] == "run"
-    for source in (tmp_path / "run", spec):
-        got = measure_profile(source)
+    for source in (tmp_path / "run", spec, load_spec(spec)):
+        got = measure_profile(source, base_dir=tmp_path)
         assert _rounded(got.profile) == _rounded(record["trb"]["profile"])
         assert _rounded(got.governance_gap) == _rounded(record["trb"]["governance_gap"])
     assert got.profile["full"]["G"]["status"] == "measured"
