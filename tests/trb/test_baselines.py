@@ -11,7 +11,7 @@ from trustbench.trb.reference import TrainConfig
 from trustbench.trb.reference._token_world import TokenLMConfig
 
 TINY = RunConfig(
-    sizes={"train": 150, "dev": 2, "eval": 10, "transfer": 4},
+    sizes={"train": 150, "dev": 2, "eval": 10, "transfer": 6},  # one trace per family
     train=TrainConfig(epochs=10, hidden=16),
     resamples=200,
     profile=ProfileConfig(
@@ -20,7 +20,6 @@ TINY = RunConfig(
         grounding_fit_traces=20,
         viability_rollouts=1,
         navigation_samples=2,
-        transfer_traces=4,
     ),
 )
 
@@ -67,28 +66,45 @@ def test_every_row_names_the_version_corpus_hash_and_tier(result):
 def test_every_track_reports_an_interval_not_a_bare_mean(result):
     for key in ("trace-ai-full", "instruct"):
         t = result["tracks"][key]
-        assert t["grounding"]["auc_vs_random"]["low"] is not None
-        assert t["viability"]["completion_retention_ratio"]["low"] is not None
-        assert t["navigability"]["lift"]["low"] is not None
+        figures = {f["name"]: f for f in t["figures"]}
+        for track in ("grounding", "viability", "navigability"):
+            assert t[track]["status"] == "measured", track
+            assert figures[t[track]["figure"]]["intervals"], track
+
+
+def _transfer_text(result, key):
+    return result["tracks"][key]["transfer"]["per_track"]["governance"]["description"]
+
+
+def test_tracks_2_to_6_are_the_track_measures_figures_and_vector(result):
+    # One implementation: the reference run's Tracks 2, 4, 5 and 6 are the registered
+    # measures' figures, and the headline is the profile vector's entry.
+    for b in result["baselines"]:
+        figures = {f["name"]: f for f in result["tracks"][b["baseline"]]["figures"]}
+        for track in ("grounding", "viability", "navigability", "transfer"):
+            entry = result["tracks"][b["baseline"]][track] if track != "transfer" else None
+            head = b["profile"][track]
+            if entry is not None:
+                assert entry == head
+            if head["status"] == "measured":
+                assert figures[head["figure"]]["estimate"] == head["value"]
 
 
 def test_native_encoder_cannot_read_a_longer_corridor_and_says_so(result):
-    native = result["tracks"]["trace-ai-full"]["transfer"]["families"]["length"]
-    proxy = result["tracks"]["instruct"]["transfer"]["families"]["length"]
-    assert native["status"] == "not run" and "9 cells" in native["why"]
-    assert proxy["status"] == "run"
+    native = _transfer_text(result, "trace-ai-full")
+    assert "transfer_length" in native and "encodes corridors of length 7" in native
+    proxy = {f["name"]: f for f in result["tracks"]["instruct"]["figures"]}
+    assert proxy["transfer_length.G_star"]["status"] == "measured"
 
 
 def test_renamed_report_encoding_is_not_run_for_every_built_in_baseline_with_its_reason(result):
-    why = {
-        key: result["tracks"][key]["transfer"]["families"]["encoding"]
-        for key in ("instruct", "cot-supervised-finetune", "trace-ai-full")
-    }
-    assert {w["status"] for w in why.values()} == {"not run"}
-    assert "native adapter" in why["trace-ai-full"]["why"]
-    assert "vocabulary lacks" in why["instruct"]["why"]  # a word-level LM has no such words
+    why = {key: _transfer_text(result, key)
+           for key in ("instruct", "cot-supervised-finetune", "trace-ai-full")}  # fmt: skip
+    assert all("transfer_encoding" in text.split("; worst context")[0] for text in why.values())
+    assert "native" in why["trace-ai-full"]
+    assert "vocabulary lacks" in why["instruct"]  # a word-level LM has no such words
     g = result["tracks"]["instruct"]["transfer"]["per_track"]["governance"]
-    assert "encoding" not in g["families_run"] and g["min_family"] != "encoding"
+    assert g["min_context"] != "transfer_encoding"
 
 
 def test_profile_plot_is_inline_svg_and_the_result_is_json(result):
@@ -101,16 +117,15 @@ def test_profile_plot_is_inline_svg_and_the_result_is_json(result):
 def test_flags_catch_a_high_level_that_collapses_off_distribution():
     res = {
         "governance": {"null_edit_floor": {"G_minus_floor": {"estimate": 0.02, "low": -0.01}}},
-        "viability": {"completion_retention_ratio": {"below_one": True}},
     }
     heads = {t: {"value": 0.95} for t in ("governance", "grounding", "attribution")}
-    heads |= {"viability": {"value": None}, "navigability": {"value": 0.5}}
+    heads |= {"viability": {"value": 0.9}, "navigability": {"value": 0.5}}
     trans = {"per_track": {"governance": {"drop_from_in_distribution": 0.3},
                            "grounding": {"drop_from_in_distribution": 0.01}}}  # fmt: skip
     got = flags(res, heads, trans)
     assert got["high_level_low_transfer"]["governance"] is True
     assert got["high_level_low_transfer"]["grounding"] is False
-    assert got["high_level_low_transfer"]["viability"] is None  # not run, not "fine"
+    assert got["high_level_low_transfer"]["viability"] is None  # no drop known, not "fine"
     assert got["g_at_or_below_null_edit_floor"] is True  # interval reaches 0
     assert got["viability_below_one"] is True
 

@@ -20,13 +20,14 @@ from trustbench.trb.corpus._generate import CUE_DELAY_STEPS, TRANSFER_FAMILIES
 from trustbench.trb.corpus._store import manifest_for, read_corpus, split_bytes, write_corpus
 from trustbench.trb.instruments import GovernedOracle
 from trustbench.trb.instruments._oracles import audit
-from trustbench.trb.measures import navigability, viability
 from trustbench.trb.measures._governance import (
     attribution_rows,
     governance_rows,
     summarize_governance,
 )
 from trustbench.trb.reference._train import TrainConfig, train_reference_model
+from trustbench.trb.track._measures import StatsPlan
+from trustbench.trb.track._profile_core import split_figures
 from trustbench.trb.world import CorridorConfig, CorridorWorld
 
 DELAYED = TRANSFER_FAMILIES["cue_delay"]
@@ -111,8 +112,14 @@ def test_lead_in_steps_are_never_asked_by_any_track(delayed) -> None:
     adapter = Recording(CorridorWorld(DELAYED))
     governance_rows(adapter, delayed)
     attribution_rows(adapter, delayed)
-    viability(adapter, delayed, rollouts=2, resamples=0)
-    navigability(adapter, delayed, steps=3, max_nodes=100, resamples=0)
+    rollouts = split_figures(
+        adapter, delayed, ["viability", "navigability"], fit_traces=delayed,
+        settings={"viability_rollouts": 2, "max_enumeration_nodes": 100},
+        stats=StatsPlan(0.95, 0, 10),
+    )  # fmt: skip
+    ran = [name for name, f in rollouts.items() if f.status == "measured"]
+    assert any(n.endswith("completion_r_mediated") for n in ran)
+    assert any(n.endswith("steered_reach") for n in ran)
     assert {kind for kind, _ in adapter.asked} == {"emit_r", "act"}
     for _kind, context in adapter.asked:
         assert context.t >= K and len(context.observations) == context.t + 1

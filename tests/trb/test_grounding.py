@@ -11,15 +11,21 @@ from trustbench.trb.measures import (
     ReferenceWhiteBox,
     capture,
     concept_directions,
-    grounding,
     inject,
     mann_whitney_auc,
 )
-from trustbench.trb.measures._grounding import ALPHAS, HEADLINE_ALPHA
-from trustbench.trb.measures._threshold import threshold_interval, threshold_of
+from trustbench.trb.measures._threshold import SWEEP_ALPHAS, threshold_interval, threshold_of
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.reference import TrainConfig, load_reference_model
 from trustbench.trb.reference._token_world import TokenLMConfig, load_token_lm, render_history
+from trustbench.trb.track._measures import StatsPlan
+from trustbench.trb.track._profile_core import split_figures
+
+
+def _grounding(box, fit, traces, *, seed=0, resamples=100):
+    """Track 2's figures for one white box on `traces`, by name (the `grounding` measure)."""
+    stats = StatsPlan(0.95, seed, resamples)
+    return split_figures(box, traces, ["grounding"], fit_traces=fit, stats=stats, seed=seed)
 
 
 @pytest.fixture(scope="module")
@@ -87,28 +93,24 @@ class _DeafReport:
     def step_starts(self, contexts):
         return [0] * len(contexts)
 
+    def seed(self, seed):
+        """Deterministic: nothing to seed (the track seeds every adapter before a trial)."""
+
 
 def test_report_that_ignores_the_hidden_state_scores_chance(corpus):
     splits, _ = corpus
-    box = _DeafReport()
-    directions = {
-        (0, slot): {"unit": torch.ones(4, dtype=torch.float64) / 2, "norm": 1.0, "scale": 1.0}
-        for slot in ("goal", "belief")
-    }
-    result = grounding(box, splits["train"], splits["eval"], directions=directions, resamples=100)
-    assert result["auc_vs_null"]["value"] == 0.5
-    assert result["auc_vs_random"]["value"] == 0.5
+    figures = _grounding(_DeafReport(), splits["train"][:20], splits["eval"])
+    assert figures["detection_auc_vs_null"].estimate == 0.5
+    assert figures["detection_auc"].estimate == 0.5
 
 
 def test_injected_goal_direction_registers_in_the_native_report(corpus, reference):
     splits, _ = corpus
-    result = grounding(reference, splits["train"], splits["eval"], seed=1, resamples=200)
-    assert result["status"] == "run" and result["layers"] == 1
-    assert result["auc_vs_null"]["value"] > 0.9
-    weakest = [s for s in result["sweep"] if s["alpha"] == 0.25]
-    strongest = [s for s in result["sweep"] if s["alpha"] == 2.0]
-    for lo, hi in zip(weakest, strongest, strict=True):
-        assert hi["mean_score"]["injected"] >= lo["mean_score"]["injected"]
+    figures = _grounding(reference, splits["train"], splits["eval"], seed=1, resamples=200)
+    assert figures["detection_auc_vs_null"].estimate > 0.9
+    curve = [figures[f"detection_auc[L0 a={alpha:g}]"].estimate for alpha in SWEEP_ALPHAS]
+    assert curve[-1] >= curve[SWEEP_ALPHAS.index(0.25)]  # a stronger push registers more
+    assert "detection_auc[L1 a=1]" not in figures  # the reference model has one hooked layer
 
 
 def test_directions_are_differences_of_class_means(corpus, reference):
@@ -124,10 +126,10 @@ def test_grounding_runs_on_a_local_lm_through_block_hooks(corpus, tmp_path_facto
         mp.setenv("TRUSTBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "trb-cache"))
         folder, _ = load_token_lm("instruct", splits["train"], manifest, TINY_LM)
     lm = LocalLMProxyAdapter.from_folder(folder, "instruct", render_history, "direct")
-    result = grounding(lm, splits["train"][:40], splits["eval"], resamples=100)
-    assert result["status"] == "run" and result["layers"] == 2
-    assert len(result["sweep"]) == 2 * 2 * len(ALPHAS)  # concepts x layers x strengths
-    assert 0.0 <= result["auc_vs_random"]["value"] <= 1.0
+    figures = _grounding(lm, splits["train"][:40], splits["eval"])
+    for layer in (0, 1):  # two hooked blocks, each swept at every strength
+        assert all(f"detection_auc[L{layer} a={a:g}]" in figures for a in SWEEP_ALPHAS)
+    assert 0.0 <= figures["detection_auc"].estimate <= 1.0
 
 
 TINY_LM = TokenLMConfig(d_model=24, n_heads=2, epochs=3, finetune_epochs=2)
@@ -147,38 +149,16 @@ def test_native_white_box_batches_equal_the_plain_native_adapter(corpus, referen
         assert plain.emit_r(c).model_dump() == pytest.approx(rep.model_dump(), abs=1e-6)
 
 
-def test_batched_strength_sweep_equals_one_injection_per_strength(corpus, reference):
-    splits, _ = corpus
-    result = grounding(reference, splits["train"], splits["eval"], seed=1, resamples=50)
-    directions = concept_directions(reference, splits["train"])
-    d = directions[(0, "goal")]
-    row = next(
-        s for s in result["sweep"] if s["concept"] == "goal=right" and s["alpha"] == HEADLINE_ALPHA
-    )
-    trials = [
-        tr.context(i % len(tr.steps))
-        for i, tr in enumerate(splits["eval"])
-        if tr.steps[i % len(tr.steps)].r.goal == "left"
-    ]
-    layer = reference.hook_layers()[0]
-    vec = (HEADLINE_ALPHA * d["scale"] * d["unit"]).expand(len(trials), -1)
-    with inject(layer, vec, reference.step_starts(trials)):
-        alone = reference.slot_probability(trials, "goal", "right")
-    assert row["mean_score"]["injected"] == pytest.approx(float(alone.mean()), abs=1e-9)
-
-
 def test_native_grounding_threshold_is_read_from_the_unsaturated_part_of_the_curve(
     corpus, reference
 ):
     splits, _ = corpus
-    result = grounding(reference, splits["train"], splits["eval"], seed=1, resamples=100)
-    curve = result["curve"]["0"]
-    assert [p["alpha"] for p in curve] == list(ALPHAS)
-    aucs = [p["auc_vs_random"]["value"] for p in curve]
+    figures = _grounding(reference, splits["train"], splits["eval"], seed=1, resamples=100)
+    aucs = [figures[f"detection_auc[L0 a={alpha:g}]"].estimate for alpha in SWEEP_ALPHAS]
     assert aucs[0] < 0.75 <= aucs[-1]  # the grid reaches down to where detection fails
-    threshold = result["thresholds"]["0"]
-    assert threshold["censored"] is None
-    assert ALPHAS[0] < threshold["threshold"] < ALPHAS[-1]
+    threshold = figures["detection_threshold[L0]"]
+    assert threshold.status == "measured"
+    assert SWEEP_ALPHAS[0] < threshold.estimate < SWEEP_ALPHAS[-1]
 
 
 def test_threshold_rule_interpolates_in_log_strength_and_censors_both_ends():
@@ -204,8 +184,8 @@ def test_a_failed_trial_pushes_the_threshold_up_never_down():
 
     traces = generate_reference_corpus({"train": 1, "dev": 1, "eval": 12, "transfer": 1})["eval"]
     # Scores rising with strength: detected from a=0.25 on (AUC 1 there, 0.5 below).
-    inj = [0.9 if a >= 0.25 else 0.1 for a in ALPHAS]
-    good = {"trials": [{"sweep": {"0": {"injected": inj, "random": [0.1] * len(ALPHAS)}}}]}
+    inj = [0.9 if a >= 0.25 else 0.1 for a in SWEEP_ALPHAS]
+    good = {"trials": [{"sweep": {"0": {"injected": inj, "random": [0.1] * len(SWEEP_ALPHAS)}}}]}
     stats = StatsPlan(0.95, 0, 200)
     rows = [MeasureRow(t, 0, good, False) for t in traces]
     clean = next(f for f in sweep_figures(rows, stats, "") if f.name == "detection_threshold")

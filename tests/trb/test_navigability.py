@@ -5,7 +5,9 @@ import numpy as np
 from trustbench.trb.adapter._schema import Observation
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments import EpiphenomenalOracle, GovernedOracle, SabotagedAblation
-from trustbench.trb.measures import Start, exact_reach, navigability, sampled_reach
+from trustbench.trb.measures import Start, exact_reach, sampled_reach
+from trustbench.trb.track._measures import StatsPlan
+from trustbench.trb.track._profile_core import split_figures
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 
@@ -51,32 +53,33 @@ def test_a_failed_candidate_call_never_counts_as_reaching():
     assert got[0] == 0.0
 
 
+def _navigability(adapter, *, samples=8, max_nodes=1000):
+    """Track 5's figures on 12 eval traces (the `navigability` measure, one trial per trace)."""
+    return split_figures(
+        adapter, generate_split("eval", 12, seed=5), ["navigability"],
+        fit_traces=generate_split("train", 20, seed=6), seed=1,
+        settings={"navigation_samples": samples, "max_enumeration_nodes": max_nodes},
+        stats=StatsPlan(0.95, 1, 200),
+    )  # fmt: skip
+
+
 def test_governed_oracle_steers_with_positive_lift_and_zero_path_dependence():
-    traces = generate_split("eval", 12, seed=5)
-    result = navigability(GovernedOracle(), traces, n_samples=8, seed=1, resamples=200)
-    assert result["method"].startswith("seeded Monte Carlo")
-    assert result["lift"]["value"] > 0.1
+    result = _navigability(GovernedOracle())
+    assert "seeded Monte Carlo" in result["reach_rate_lift"].description
+    assert result["reach_rate_lift"].estimate > 0.1
     # The oracle acts exactly as the reference agent does, so its loop penalty is the
     # reference agent's own on the same draws: the diagnostic is exactly zero.
-    assert result["path_dependence"]["difference"]["value"] == 0.0
+    assert result["holonomy"].estimate == 0.0
 
 
 def test_model_that_ignores_r_has_no_lift_over_the_harness_no_r_arm():
-    traces = generate_split("eval", 12, seed=5)
-    result = navigability(
-        EpiphenomenalOracle(), traces, steps=3, max_nodes=100, seed=1, resamples=200
-    )
-    assert result["method"] == "exact enumeration"
-    assert result["lift"]["value"] == 0.0
-    assert not result["lift"]["pass_bar_met"]
+    result = _navigability(EpiphenomenalOracle())
+    assert result["reach_rate_lift"].estimate == 0.0
 
 
 def test_a_sabotaged_adapter_ablation_cannot_inflate_the_lift():
-    traces = generate_split("eval", 12, seed=5)
     saboteur = SabotagedAblation()
-    kw = {"steps": 3, "max_nodes": 100, "seed": 1, "resamples": 200}
-    sabotaged = navigability(saboteur, traces, **kw)
-    honest = navigability(GovernedOracle(), traces, **kw)
+    sabotaged = _navigability(saboteur)["reach_rate_lift"]
+    honest = _navigability(GovernedOracle())["reach_rate_lift"]
     assert saboteur.ablation_calls == 0
-    assert sabotaged["lift"] == honest["lift"]
-    assert sabotaged["ablation"].startswith("harness no-r arm")
+    assert (sabotaged.estimate, sabotaged.intervals) == (honest.estimate, honest.intervals)

@@ -1,9 +1,9 @@
 """One code path for the TRB profile (issue 25, part 3): the library and the track agree.
 
-The track (`trb/profile`, through the ledger) and the library (`measured_profile`, in this
-process; `run_reference` calls it) both run the registered measures through
-`trb.track._profile_core`, so a measure added from outside reaches both, and both give the
-same profile vector on the same adapters and traces.
+The track (`trb/profile`, through the ledger) and the library (`trustbench.trb.measure_profile`
+and `measured_profile`, in this process; `run_reference` calls the latter) both run the
+registered measures through `trb.track._profile_core`, so a measure added from outside reaches
+both, and both give the same profile vector on the same adapters and traces.
 """
 
 from __future__ import annotations
@@ -16,41 +16,12 @@ import pytest
 from test_trb_track import freeze_run_report, write_spec
 
 from trustbench.core import load_spec
+from trustbench.trb import measure_profile
 from trustbench.trb.track import builtin_spec, register_measure
 from trustbench.trb.track._measures import StatsPlan, _registered
 from trustbench.trb.track._profile_core import measured_profile
-from trustbench.trb.track._profile_track import TrbProfileTrack, run_settings
 
 HERE = Path(__file__).parent
-
-
-def _library_profile_of_run(run_dir: Path) -> dict[str, Any]:
-    """The library's profile on the adapters, traces and settings a frozen run used."""
-    from trustbench.core import Manifest
-
-    manifest = Manifest.model_validate_json((run_dir / "manifest.json").read_text())
-    track = TrbProfileTrack()
-    options, corpus, cases, measures = track.prepared(manifest)
-    candidates = [c.name for c in manifest.spec.candidates]
-    sources = {c: track._source(manifest, c) for c in candidates}
-    builders = {
-        c: (lambda trace, s=s: s.build(trace.world, None, corpus.encoding(trace.split)))
-        for c, s in sources.items()
-    }
-    analysis = manifest.spec.analysis
-    assert manifest.spec.trials_per_case == 1
-    return measured_profile(
-        builders,
-        [cases[k] for k in sorted(cases)],
-        measures=[target for _, target in measures],
-        stats=StatsPlan(analysis.confidence, analysis.bootstrap_seed, analysis.bootstrap_resamples),
-        corpus_sha=corpus.manifest.corpus_sha256,
-        fit_traces=(corpus.splits.get("train") or [])[: options.grounding_fit_traces],
-        settings=run_settings(options),
-        seed=options.adapter_seed,
-        trusted_native=frozenset(c for c, s in sources.items() if s.model is not None),
-        blind_key=manifest.manifest_sha256,
-    )
 
 
 def test_a_measure_registered_from_outside_reaches_the_library_profile_and_the_record(
@@ -67,7 +38,7 @@ def test_a_measure_registered_from_outside_reaches_the_library_profile_and_the_r
         "grounding_fit_traces = 40",
     )
     record = freeze_run_report(spec, tmp_path / "run")
-    library = _library_profile_of_run(tmp_path / "run")["profile"]
+    library = measure_profile(tmp_path / "run").profile
     for candidate in ("governed", "uniform"):
         for profile in (record["trb"]["profile"][candidate], library[candidate]):
             assert profile["attr"]["figure"] == "outside_rate"
@@ -112,21 +83,53 @@ def test_library_and_track_give_identical_profiles_on_the_smoke_settings(
     spec.write_text(text.replace("max_traces = 40", "max_traces = 3"))
     load_spec(spec)
     record = freeze_run_report(spec, tmp_path / "run")
-    library = _library_profile_of_run(tmp_path / "run")
+    library = measure_profile(tmp_path / "run")
     track_profile = record["trb"]["profile"]
-    assert set(track_profile) == set(library["profile"]) and len(track_profile) == 8
+    assert set(track_profile) == set(library.profile) and len(track_profile) == 8
     for candidate, axes in track_profile.items():
         # Headlines too are equal to rounding only (see the figures below).
-        assert _rounded(library["profile"][candidate]) == _rounded(axes), candidate
+        assert _rounded(library.profile[candidate]) == _rounded(axes), candidate
     assert track_profile["trace-ai-full"]["G"]["status"] == "measured"
     # Not only the headlines: every figure of every candidate is the same (to rounding: the
-    # ledger hands trials back in run order, the library in trace order, so sums differ in
+    # ledger hands trials back in completion order, the library in run order, so sums differ in
     # their last bit).
     for candidate, figures in record["figures"].items():
-        ours = {f.name: json.loads(f.model_dump_json()) for f in library["figures"][candidate]}
+        ours = {f.name: json.loads(f.model_dump_json()) for f in library.figures[candidate]}
         shared = [fig for fig in figures if fig["name"] in ours]
         assert len(shared) > 50, candidate
         for fig in shared:
             mine = ours[fig["name"]]
             assert (mine["status"], mine["denominator"]) == (fig["status"], fig["denominator"])
             assert mine["estimate"] == pytest.approx(fig["estimate"], abs=1e-12), fig["name"]
+
+
+def test_measure_profile_gives_the_profile_and_governance_gap_trb_run_reports(
+    tmp_path: Path,
+) -> None:
+    # A small spec of the reference pair (so Delta_gov is measured) and two oracles, on three
+    # measures; the frozen run, the spec file and the loaded spec must give the record's numbers,
+    # intervals included (the library measures the trials in the run's seeded order).
+    spec = write_spec(
+        tmp_path,
+        {"full": "trace-ai-full", "ablation": "trace-ai-ablation",
+         "governed": "oracle:perfectly-governed", "uniform": "oracle:uniform"},
+        sizes="{ train = 60, eval = 5, transfer = 6 }",
+        options='measures = ["governance", "attribution", "viability"]\n'
+        'splits = ["eval"]\ngrounding_fit_traces = 20\nviability_rollouts = 1',
+    )  # fmt: skip
+    record = freeze_run_report(spec, tmp_path / "run")
+    assert record["trb"]["governance_gap"]["status"] == "run"
+    for source in (tmp_path / "run", spec, load_spec(spec)):
+        got = measure_profile(source, base_dir=tmp_path)
+        assert _rounded(got.profile) == _rounded(record["trb"]["profile"])
+        assert _rounded(got.governance_gap) == _rounded(record["trb"]["governance_gap"])
+    assert got.profile["full"]["G"]["status"] == "measured"
+    assert got.profile["full"]["viab"]["figure"] == "completion_retention_ratio"
+
+
+def test_measure_profile_refuses_a_path_that_is_no_spec_naming_it(tmp_path: Path) -> None:
+    from trustbench.errors import InputError
+
+    with pytest.raises(InputError) as refused:
+        measure_profile(tmp_path / "nothing.toml")
+    assert "nothing.toml" in str(refused.value) + str(refused.value.location)

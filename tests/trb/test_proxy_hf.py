@@ -19,7 +19,7 @@ from trustbench.errors import InputError  # noqa: E402
 from trustbench.trb.adapter import check_adapter  # noqa: E402
 from trustbench.trb.adapter._schema import ACTIONS  # noqa: E402
 from trustbench.trb.corpus import generate_split  # noqa: E402
-from trustbench.trb.measures import capture, grounding, inject  # noqa: E402
+from trustbench.trb.measures import capture, inject  # noqa: E402
 from trustbench.trb.measures._threshold import SWEEP_ALPHAS  # noqa: E402
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, load_hf_causal_lm  # noqa: E402
 from trustbench.trb.proxy._slots import (  # noqa: E402
@@ -30,6 +30,8 @@ from trustbench.trb.proxy._slots import (  # noqa: E402
     render_slots,
 )
 from trustbench.trb.reference._token_world import render_history, vocabulary  # noqa: E402
+from trustbench.trb.track._measures import StatsPlan  # noqa: E402
+from trustbench.trb.track._profile_core import split_figures  # noqa: E402
 
 
 def _save_tiny_gpt2(folder, vocab, split_on_equals=False):
@@ -284,10 +286,18 @@ def test_white_box_hooks_reach_the_hf_decoder_blocks(adapter, traces):
 
 
 def test_grounding_runs_on_the_hf_model_through_block_hooks(adapter, traces, eval_traces):
-    result = grounding(adapter, traces, eval_traces[:12], resamples=50)
-    assert result["status"] == "run" and result["layers"] == 2
-    assert len(result["sweep"]) == 2 * 2 * len(SWEEP_ALPHAS)  # concepts x layers x strengths
-    assert 0.0 <= result["auc_vs_random"]["value"] <= 1.0
+    result = _grounding(adapter, traces, eval_traces[:12], resamples=50)
+    for layer in (0, 1):  # two hooked blocks, each swept at every strength
+        assert all(f"detection_auc[L{layer} a={a:g}]" in result for a in SWEEP_ALPHAS)
+    assert 0.0 <= result["detection_auc"].estimate <= 1.0
+
+
+def _grounding(adapter, fit, traces, *, resamples):
+    """Track 2's figures (the `grounding` measure) by bare name, whatever the traces' split."""
+    figures = split_figures(
+        adapter, traces, ["grounding"], fit_traces=fit, stats=StatsPlan(0.95, 0, resamples)
+    )
+    return {name.removeprefix(f"{traces[0].split}."): f for name, f in figures.items()}
 
 
 def test_missing_folder_is_refused_naming_the_path(tmp_path):
@@ -398,8 +408,8 @@ def test_cuda_bfloat16_adapter_matches_cpu_float32(word_model, traces):
     context = traces[0].context(1)
     a, b = cpu.act(context, None), gpu.act(context, None)
     assert max(abs(a[k] - b[k]) for k in ACTIONS) < 0.05
-    grounded = grounding(gpu, traces[:6], traces[6:12], resamples=20)
-    assert grounded["status"] == "run"
+    grounded = _grounding(gpu, traces[:6], traces[6:12], resamples=20)
+    assert grounded["detection_auc"].status == "measured"
 
 
 def test_a_word_level_hf_tokenizer_without_the_renamed_words_refuses_that_encoding(word_model):

@@ -2,11 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from trustbench.trb.adapter._schema import SelfReport
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments import EpiphenomenalOracle, GovernedOracle, SabotagedAblation
-from trustbench.trb.measures import AblationUnsupported, viability
-from trustbench.trb.measures._calls import mean_report
+from trustbench.trb.track._measures import StatsPlan
+from trustbench.trb.track._profile_core import split_figures
 from trustbench.trb.world import reference_continuation
 
 
@@ -20,7 +19,7 @@ class _UnhelpfulR(GovernedOracle):
 
 
 class _BetterWithoutR(GovernedOracle):
-    """Never moves on its own; a written r is followed (so the fixed-r arm beats it)."""
+    """Never moves on its own; a written r is followed (so the no-r arm beats it)."""
 
     def act(self, context, r_override=None):
         if r_override is None:
@@ -33,57 +32,60 @@ def traces():
     return generate_split("eval", 40, seed=9)
 
 
-def test_acting_through_a_useful_r_retains_viability_above_one(traces):
-    result = viability(_UnhelpfulR(), traces, rollouts=3, seed=2, resamples=300)
+@pytest.fixture(scope="module")
+def train():
+    return generate_split("train", 40, seed=10)
+
+
+def _viability(adapter, traces, train, *, rollouts, seed, resamples=300):
+    """Track 4's figures for one adapter (the `viability` measure, one trial per trace)."""
+    return split_figures(
+        adapter, traces, ["viability"], fit_traces=train, seed=seed,
+        settings={"viability_rollouts": rollouts}, stats=StatsPlan(0.95, seed, resamples),
+    )  # fmt: skip
+
+
+def test_acting_through_a_useful_r_retains_viability_above_one(traces, train):
+    result = _viability(_UnhelpfulR(), traces, train, rollouts=3, seed=2)
     ratio = result["completion_retention_ratio"]
-    assert ratio["value"] > 1 and ratio["low"] > 1
-    assert not result["flag_below_one"]
-    assert result["completion_r_mediated"]["denominator"] == 120
+    assert ratio.estimate > 1 and ratio.intervals[0].lower > 1
+    assert result["completion_r_mediated"].denominator == 120
 
 
-def test_self_representation_that_degrades_action_is_flagged_below_one(traces):
-    r_right = SelfReport(goal="right", belief="open", planned_next="right", confidence=1.0)
-    result = viability(_BetterWithoutR(), traces, r_bar=r_right, rollouts=3, seed=2, resamples=300)
-    assert result["completion_retention_ratio"]["value"] < 1
-    assert result["flag_below_one"] is True
-    assert result["completion_retention_ratio"]["interval_below_one"] is True
+def test_self_representation_that_degrades_action_shows_a_ratio_below_one(traces, train):
+    result = _viability(_BetterWithoutR(), traces, train, rollouts=3, seed=2)
+    ratio = result["completion_retention_ratio"]
+    assert ratio.estimate < 1 and ratio.intervals[0].upper < 1
 
 
-def test_both_conditions_share_their_random_draws(traces):
+def test_both_conditions_share_their_random_draws(traces, train):
     # An adapter that ignores r acts identically in both arms: exactly 1 (paired draws).
-    result = viability(EpiphenomenalOracle(), traces, rollouts=2, seed=4, resamples=200)
-    assert result["completion_retention_ratio"]["value"] == 1.0
-    assert result["calibration_retention_ratio"]["value"] == 1.0
+    result = _viability(EpiphenomenalOracle(), traces, train, rollouts=2, seed=4, resamples=200)
+    assert result["completion_retention_ratio"].estimate == 1.0
+    assert result["calibration_retention_ratio"].estimate == 1.0
 
 
-def test_adapter_without_override_support_is_refused_not_scored(traces):
+def test_adapter_without_override_support_is_not_run_with_the_reason(traces, train):
     class NoOverride(GovernedOracle):
         supports_override = False
 
-    with pytest.raises(AblationUnsupported):
-        viability(NoOverride(), traces)
+    ratio = _viability(NoOverride(), traces, train, rollouts=1, seed=0)[
+        "completion_retention_ratio"
+    ]
+    assert ratio.status != "measured" and "r_override" in (ratio.reason or "")
 
 
-def test_sabotaged_adapter_ablation_is_never_called_and_cannot_move_the_ratio(traces):
+def test_sabotaged_adapter_ablation_is_never_called_and_cannot_move_the_ratio(traces, train):
     saboteur = SabotagedAblation()
-    sabotaged = viability(saboteur, traces, rollouts=2, seed=3, resamples=200)
-    honest = viability(GovernedOracle(), traces, rollouts=2, seed=3, resamples=200)
+    sabotaged = _viability(saboteur, traces, train, rollouts=2, seed=3, resamples=200)
+    honest = _viability(GovernedOracle(), traces, train, rollouts=2, seed=3, resamples=200)
     assert saboteur.ablation_calls == 0
-    assert sabotaged["completion_retention_ratio"] == honest["completion_retention_ratio"]
-    assert "harness" in sabotaged["ablation"]
+    got, want = sabotaged["completion_retention_ratio"], honest["completion_retention_ratio"]
+    assert (got.estimate, got.intervals) == (want.estimate, want.intervals)
+    assert "r_override" in got.description  # the harness's arm, asked through overrides
 
 
-def test_the_no_r_arm_is_the_slotwise_mode_and_mean_confidence(traces):
-    r_bar = mean_report(traces)
-    reports = [s.r for t in traces for s in t.steps]
-    for slot in ("goal", "belief", "planned_next"):
-        values = [getattr(r, slot) for r in reports]
-        assert values.count(getattr(r_bar, slot)) == max(values.count(v) for v in set(values))
-    assert r_bar.confidence == pytest.approx(sum(r.confidence for r in reports) / len(reports))
-
-
-def test_truthful_confidence_matches_the_exact_reach_probability(traces):
+def test_truthful_confidence_matches_the_exact_reach_probability(traces, train):
     # The oracle states the world's exact reach probability: zero error against it.
-    result = viability(GovernedOracle(), traces, rollouts=1, seed=2, resamples=200)
-    assert result["squared_error_vs_exact_r_mediated"]["value"] < 1e-20
-    assert result["squared_error_vs_exact_ablation"]["value"] < 1e-20
+    result = _viability(GovernedOracle(), traces, train, rollouts=1, seed=2, resamples=200)
+    assert result["squared_error_vs_exact_r_mediated"].estimate < 1e-20

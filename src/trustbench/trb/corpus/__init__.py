@@ -11,7 +11,11 @@ from trustbench.trb.corpus._format import (
     Trace,
     corpus_json_schema,
 )
-from trustbench.trb.corpus._generate import generate_reference_corpus, generate_split
+from trustbench.trb.corpus._generate import (
+    TRANSFER_FAMILIES,
+    generate_reference_corpus,
+    generate_split,
+)
 from trustbench.trb.corpus._provenance import check_cap, provenance_share
 from trustbench.trb.corpus._store import (
     assert_trainable,
@@ -21,6 +25,7 @@ from trustbench.trb.corpus._store import (
 )
 
 __all__ = [
+    "TRANSFER_FAMILIES",
     "Attribution",
     "CorpusManifest",
     "Counterfactual",

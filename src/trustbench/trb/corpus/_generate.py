@@ -179,7 +179,7 @@ def generate_reference_corpus(
         seed: Base seed; each split uses seed + its index so splits never share draws.
         transfer_families: Replace the single `transfer` split (one world, `TRANSFER_WORLD`)
             by one split per family of `TRANSFER_FAMILIES`, `sizes["transfer"]` traces in all
-            (`family_sizes`), each family seeded as `family_splits` seeds it.
+            (`family_sizes`), family k seeded with `seed * 1000 + 100 + k`.
     """
     sizes = {"train": 1500, "dev": 200, "eval": 300, "transfer": 200, **(sizes or {})}
     out = {

@@ -24,9 +24,7 @@ from trustbench.trb.measures._governance import (
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb.measures._navigability import navigability
 from trustbench.trb.measures._self_consistency import G_STAR_MIN, self_consistency_flags
-from trustbench.trb.measures._viability import viability
 from trustbench.trb.world import CorridorWorld
 
 G_STAR_EQUIVALENCE = 0.01
@@ -66,10 +64,30 @@ def _fmt_fig(fig: dict[str, Any]) -> str:
 
 
 def _rollouts(adapter: Any, traces: list[Trace]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Track 4's retention ratio and Track 5's lift, from the track's own measures.
+
+    The first `ROLLOUT_TRACES` traces are the cases; the no-r arm draws its r from the others
+    (the train split's role in a run; all of them when there are no others).
+    """
+    from trustbench.trb.track._lookup import bootstrap_bounds
+    from trustbench.trb.track._measures import StatsPlan
+    from trustbench.trb.track._profile_core import split_figures
+
     short = traces[:ROLLOUT_TRACES]
-    viab = viability(adapter, short, rollouts=2, seed=0, resamples=RESAMPLES)
-    nav = navigability(adapter, short, n_samples=8, max_nodes=200, seed=0, resamples=RESAMPLES)
-    return viab, nav
+    figures = split_figures(
+        adapter, short, ["viability", "navigability"],
+        fit_traces=traces[ROLLOUT_TRACES:] or traces,
+        settings={"viability_rollouts": 2, "navigation_samples": 8, "max_enumeration_nodes": 200},
+        stats=StatsPlan(0.95, 0, RESAMPLES),
+    )  # fmt: skip
+
+    def as_dict(name: str) -> dict[str, Any]:
+        figure = figures[name]
+        low, high = bootstrap_bounds(figure)
+        why = figure.reason or "no value"
+        return {"value": figure.estimate, "low": low, "high": high, "why": why}
+
+    return as_dict("completion_retention_ratio"), as_dict("reach_rate_lift")
 
 
 def goodhart_audit(traces: list[Trace]) -> list[dict[str, Any]]:
@@ -112,12 +130,9 @@ def goodhart_audit(traces: list[Trace]) -> list[dict[str, Any]]:
           f"{_fmt_fig(hidden['identity_edit_agreement'])}; flags {len(hidden['flags_1b'])}",
           bool(hidden["flags_1b"]))  # fmt: skip
 
-    honest_viab, honest_nav = _rollouts(GovernedOracle(world), traces)
+    honest_ratio, honest_lift = _rollouts(GovernedOracle(world), traces)
     saboteur = SabotagedAblation(world)
-    viab, nav = _rollouts(saboteur, traces)
-    ratio = viab["completion_retention_ratio"]
-    honest_ratio = honest_viab["completion_retention_ratio"]
-    lift, honest_lift = nav["lift"], honest_nav["lift"]
+    ratio, lift = _rollouts(saboteur, traces)
     check("sabotaged-ablation",
           "harness builds the no-r arm: act_without_r never called; viability ratio and "
           "navigability lift equal the honest governed oracle's",

@@ -1,9 +1,12 @@
-"""TRB Tracks 2, 4, 5 and 6, and Tracks 1 and 3's rows and governance gap.
+"""The counting code of TRB's tracks: Tracks 1 and 3's rows, the governance gap, the parts of 2-5.
 
-Each track is a function of an adapter (plus, where the spec needs it, white-box access or a
-no-r ablation) and traces, returning JSON-serialisable figures with intervals. Tracks 1 and 3
-(`governance_rows`, `attribution_rows`, their summaries) and the governance gap with its
-clustered bootstrap are here too, their one public home.
+Tracks 1 and 3 (`governance_rows`, `attribution_rows`, their summaries) and the governance gap
+with its clustered bootstrap have their one public home here, with the building blocks the
+other tracks are made of: batched, failure-counting adapter calls, white-box capture and
+injection, concept directions and the Mann-Whitney AUC (Track 2), exact and sampled reach
+(Track 5). Each track itself is one measure of the `trb/profile` track
+(`trustbench.trb.track`), whose per-trace implementation the report, `trb run` and
+`trustbench.trb.measure_profile` all use.
 """
 
 from __future__ import annotations
@@ -16,15 +19,11 @@ from trustbench.trb.measures._governance import (
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb.measures._grounding import concept_directions, grounding, mann_whitney_auc
-from trustbench.trb.measures._navigability import navigability, steering_report
+from trustbench.trb.measures._grounding import concept_directions, mann_whitney_auc
 from trustbench.trb.measures._rollout import Start, exact_reach, reach, sampled_reach
-from trustbench.trb.measures._transfer import TRANSFER_FAMILIES, family_splits, transfer
-from trustbench.trb.measures._viability import viability
 from trustbench.trb.measures._whitebox import ReferenceWhiteBox, WhiteBox, capture, inject
 
 __all__ = [
-    "TRANSFER_FAMILIES",
     "AblationUnsupported",
     "ReferenceWhiteBox",
     "Start",
@@ -36,18 +35,12 @@ __all__ = [
     "concept_directions",
     "emit_many",
     "exact_reach",
-    "family_splits",
     "governance_gap",
     "governance_rows",
-    "grounding",
     "inject",
     "mann_whitney_auc",
-    "navigability",
     "reach",
     "sampled_reach",
-    "steering_report",
     "summarize_attribution",
     "summarize_governance",
-    "transfer",
-    "viability",
 ]

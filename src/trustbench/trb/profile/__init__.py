@@ -13,7 +13,7 @@ from trustbench.trb.profile._run import (
     run_reference,
     smoke_run,
 )
-from trustbench.trb.profile._vector import flags, headlines, profile_svg
+from trustbench.trb.profile._vector import flags, profile_svg
 
 __all__ = [
     "BASELINES",
@@ -24,7 +24,6 @@ __all__ = [
     "ProfileConfig",
     "RunConfig",
     "flags",
-    "headlines",
     "profile_smoke_run",
     "profile_svg",
     "run_profile",

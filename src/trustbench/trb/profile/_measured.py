@@ -4,8 +4,8 @@
 builds each through the track's `AdapterSource` and runs the registered measures the config
 lists (`ProfileConfig.measures`, the track's default six) on the corpus's eval and transfer
 splits, one trial per trace, exactly as a `trb/profile` run would. The baselines table's
-`profile` entry and plot are that vector; the whole-split library results under `tracks`
-(grounding sweeps, Track 6 per generated family, the flags) stay beside it as diagnostics.
+`profile` entry and plot are that vector, and Tracks 2, 4, 5 and 6 under `tracks` are its
+figures: there is no second, whole-split implementation of those tracks.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def library_profile(
     seed: int,
     resamples: int,
 ) -> dict[str, Any]:
-    """Per baseline key, the six-axis profile the track would report (see module doc).
+    """Per baseline key, the six-axis profile the track would report, and its figures.
 
     Args:
         splits: The corpus splits (train for fitting, eval and transfer as cases).
@@ -58,6 +58,9 @@ def library_profile(
         confidence: Interval level.
         seed: Bootstrap seed.
         resamples: Bootstrap resamples.
+
+    Returns:
+        `measured_profile`'s result: `profile` and `figures` per baseline key, `collected`.
     """
     from trustbench.trb.proxy._slots import SLOT_ENCODINGS, STANDARD
     from trustbench.trb.track._measures import StatsPlan
@@ -74,13 +77,12 @@ def library_profile(
         key: (lambda trace, s=source: s.build(trace.world, None, encoding(trace.split)))
         for key, source in sources.items()
     }
-    out = measured_profile(
+    return measured_profile(
         builders, traces, measures=measures, stats=StatsPlan(confidence, seed, resamples),
         corpus_sha=manifest.corpus_sha256, fit_traces=splits["train"][:fit_traces],
         settings=settings, seed=0,
         trusted_native=frozenset(k for k, s in sources.items() if s.model is not None),
     )  # fmt: skip
-    return out["profile"]
 
 
 def as_tracks(vector: dict[str, Any]) -> dict[str, Any]:
@@ -100,29 +102,39 @@ def measured_vectors(
     config: Any,
     subjects: dict[str, Any],
     models: dict[str, Any],
+    *,
+    seed: int,
+    resamples: int,
 ) -> dict[str, Any]:
-    """The baselines' profile vectors (`run_reference`'s subjects through `library_profile`).
+    """The baselines' profiles and figures (`run_profile`'s subjects through `library_profile`).
 
     Each baseline becomes the track's `AdapterSource`: a native one with its model and the
     train world, a proxy one with its adapter and the LM's `max_len` (`proxy:` id, as the
     track names it).
+
+    Args:
+        splits: The corpus splits (the transfer ones are the Track 6 contexts).
+        manifest: Their manifest.
+        config: The `ProfileConfig` (sizes and measures).
+        subjects: Baseline key -> `Subject`.
+        models: The native baselines' models, by key.
+        seed: Bootstrap seed.
+        resamples: Bootstrap resamples.
     """
     from trustbench.trb.track._adapters import AdapterSource
 
-    assert config.profile is not None
     world = splits["train"][0].world
-    max_len = config.profile.token_lm.max_len
+    max_len = config.token_lm.max_len
     sources = {
         key: AdapterSource(key, model=models[key], trained_world=world, prototype=s.adapter)
         if key in models
         else AdapterSource(f"proxy:{key}", prototype=s.adapter, max_len=max_len)
         for key, s in subjects.items()
     }
-    p = config.profile
-    settings = {"viability_rollouts": p.viability_rollouts, "navigation_samples":
-                p.navigation_samples, "max_enumeration_nodes": p.max_enumeration_nodes}  # fmt: skip
+    settings = {"viability_rollouts": config.viability_rollouts, "navigation_samples":
+                config.navigation_samples, "max_enumeration_nodes":
+                config.max_enumeration_nodes}  # fmt: skip
     return library_profile(
-        splits, manifest, sources, measures=p.measures, settings=settings,
-        fit_traces=p.grounding_fit_traces, confidence=0.95, seed=config.bootstrap_seed,
-        resamples=config.resamples,
+        splits, manifest, sources, measures=config.measures, settings=settings,
+        fit_traces=config.grounding_fit_traces, confidence=0.95, seed=seed, resamples=resamples,
     )  # fmt: skip

@@ -33,9 +33,9 @@ from trustbench.trb.measures._governance import (
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb.profile._baselines import BASELINES, ProfileConfig, Subject, run_profile
-from trustbench.trb.profile._measured import as_tracks, measured_vectors, transfer_contexts
-from trustbench.trb.profile._vector import profile_svg, result_row
+from trustbench.trb.profile._baselines import ProfileConfig, Subject, run_profile
+from trustbench.trb.profile._measured import as_tracks, transfer_contexts
+from trustbench.trb.profile._vector import BASELINES, profile_svg, result_row
 from trustbench.trb.reference import NativeModelAdapter, TrainConfig, load_reference_model
 from trustbench.trb.reference._token_world import TokenLMConfig
 from trustbench.trb.world import CorridorConfig
@@ -84,7 +84,6 @@ PROFILE_SMOKE_CONFIG = SMOKE_CONFIG.model_copy(
             grounding_fit_traces=60,
             viability_rollouts=2,
             navigation_samples=8,
-            transfer_traces=12,
         )
     }
 )
@@ -362,7 +361,8 @@ def _profile(
     """Run the full profile (Tracks 2, 4, 5, 6; baselines 1-3) and merge it in place.
 
     Adds, per baseline key in `tracks`: `grounding`, `viability`, `navigability`, `transfer`
-    (and `governance` / `attribution` for the proxy baselines); appends the profile's rows;
+    and `figures` (the track's measures' figures; and `governance` / `attribution` for the
+    proxy baselines); appends the profile's rows;
     fills each `baselines` entry's `status`, `G`, `balanced_accuracy`, `flags`, and its
     `profile_vector` (and `profile`, the same keyed by track) computed by the track's code.
     """
@@ -371,18 +371,15 @@ def _profile(
     for name in ("trace-ai-ablation", "trace-ai-full"):
         adapter = adapters[name]
         native[name] = {
-            "subject": Subject(
-                name, adapter, "native",
-                lambda w, a=adapter: a.accepts(w.length, w.horizon), cards[name],
-            ),
+            "subject": Subject(name, adapter, "native", cards[name]),
             "governance": (tracks[name]["governance"], per_trace[name]["governance"]),
             "attribution": tracks[name]["attribution"],
         }  # fmt: skip
     profile = run_profile(
-        splits, manifest, native, config.profile,
+        splits, manifest, native, config.profile, models=models,
         seed=config.bootstrap_seed, resamples=config.resamples,
     )  # fmt: skip
-    vectors = measured_vectors(splits, manifest, config, profile.pop("subjects"), models)
+    vectors = profile["vectors"]
     for key, res in profile["tracks"].items():
         entry = tracks.setdefault(key, {"adapter_tier": "proxy"})
         entry.update(res)

@@ -6,23 +6,34 @@ Reported per track, never collapsed into a single mean (spec §5: "Report the ve
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustbench.trb.adapter._schema import TRB_VERSION
 
+if TYPE_CHECKING:
+    from trustbench.core.figures import Figure
+
+BASELINES: tuple[tuple[str, str, str], ...] = (
+    ("instruct", "Instruct base (no reasoning scaffold)", "proxy"),
+    ("cot-prompted", "CoT-prompted base (chain of thought at inference only)", "proxy"),
+    ("cot-supervised-finetune", "CoT-supervised finetune (trained on reasoning text)", "proxy"),
+    ("trace-ai-ablation", "Trace-AI ablation (L_trace + L_selfrep, no L_gov)", "native"),
+    ("trace-ai-full", "Trace-AI full (L_trace + L_selfrep + L_gov)", "native"),
+)
+"""The five spec §4 baselines: key, description, adapter tier."""
 TRACKS: tuple[str, ...] = (
     "governance", "grounding", "attribution", "viability", "navigability", "transfer",
 )  # fmt: skip
 """The profile vector's entries, in spec order (G, ground, attr, viab, nav, trans)."""
 HEADLINE_METRIC: dict[str, str] = {
-    "governance": "G",
-    "grounding": "detection_auc_vs_random",
+    "governance": "G_star",
+    "grounding": "detection_auc",
     "attribution": "balanced_accuracy",
     "viability": "completion_retention_ratio",
     "navigability": "reach_rate_lift",
-    "transfer": "min_over_families_G",
+    "transfer": "transfer_min[G_star]",
 }
-"""The metric each profile entry reports."""
+"""The figure each profile entry reports with the built-in measures (the track's headlines)."""
 REFERENCE_LINE: dict[str, float] = {"grounding": 0.5, "attribution": 0.5, "viability": 1.0}
 """Dashed lines in the plot: chance for AUC and balanced accuracy, 1 for a retention ratio."""
 HIGH_LEVEL: dict[str, float] = {
@@ -37,21 +48,40 @@ TRANSFER_DROP: dict[str, float] = {
 """A transfer drop above this (in-distribution minus min over families) is "low transfer"."""
 
 
-def headlines(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The headline figure of Tracks 1-5 from `run_tracks` output."""
+def transfer_summary(figures: list[Figure], heads: dict[str, Any]) -> dict[str, Any]:
+    """Track 6 per track, read from the track's derived figures (`TransferMeasure.derive`).
 
-    def fig(d: dict[str, Any] | None) -> dict[str, Any]:
-        d = d or {}
-        return {"value": d.get("value"), "low": d.get("low"), "high": d.get("high")}
+    Per track (its headline figure in `heads`, as `_measured.as_tracks` gives it): the minimum
+    over the transfer contexts (`transfer_min[...]`, that context's interval), the context
+    that attains it, and the drop from eval (`transfer_drop[...]`).
+    """
+    from trustbench.trb.track._lookup import bootstrap_bounds, find_figure
 
-    g = results["grounding"]
-    return {
-        "governance": fig(results["governance"]["G"]),
-        "grounding": fig(g.get("auc_vs_random")) if g.get("status") == "run" else fig(None),
-        "attribution": fig(results["attribution"]["balanced_accuracy"]),
-        "viability": fig(results["viability"]["completion_retention_ratio"]),
-        "navigability": fig(results["navigability"]["lift"]),
-    }
+    per_track: dict[str, Any] = {}
+    for track, head in heads.items():
+        name = head.get("figure")
+        if track == "transfer" or name is None:
+            continue
+        worst = find_figure(figures, f"transfer_min[{name}]")
+        if worst is None or worst.status != "measured":
+            why = "no transfer context" if worst is None else worst.reason
+            per_track[track] = {"status": "not run", "value": None, "why": why}
+            continue
+        drop = find_figure(figures, f"transfer_drop[{name}]")
+        low, high = bootstrap_bounds(worst)
+        per_track[track] = {
+            "status": "run", "value": worst.estimate, "low": low, "high": high,
+            "min_context": next(
+                (f.name.split(".", 1)[0] for f in figures
+                 if f.name.endswith(f".{name}") and f.status == "measured"
+                 and f.estimate == worst.estimate), None,
+            ),
+            "in_distribution": head.get("value"),
+            "drop_from_in_distribution": None if drop is None else drop.estimate,
+            "description": worst.description,
+        }  # fmt: skip
+    ran = any(t["status"] == "run" for t in per_track.values())
+    return {"status": "run" if ran else "not run", "per_track": per_track}
 
 
 def governance_star_flags(governance: dict[str, Any]) -> dict[str, Any]:
@@ -82,8 +112,8 @@ def flags(results: dict[str, Any], heads: dict[str, Any], trans: dict[str, Any] 
     out: dict[str, Any] = {
         "g_at_or_below_null_edit_floor": floor["estimate"] <= 0
         or (floor["low"] is not None and floor["low"] <= 0),
-        "viability_below_one": bool(results["viability"]["completion_retention_ratio"].get(
-            "below_one")),
+        "viability_below_one": heads["viability"]["value"] is not None
+        and heads["viability"]["value"] < 1,
         "high_level_low_transfer": {},
         **governance_star_flags(results["governance"]),  # issue 16A: G* and Track 1b
     }  # fmt: skip

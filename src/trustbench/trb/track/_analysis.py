@@ -84,27 +84,36 @@ RESPONSE_FIGURES = frozenset({"invalid_response_rate"})
 """Figures that count the adapter's answers themselves: shown even when it is not evaluable."""
 
 
-def analyze_profile(
+def _stats_plan(manifest: Manifest) -> StatsPlan:
+    """The run's interval settings, from the frozen spec's `analysis`."""
+    analysis = manifest.spec.analysis
+    return StatsPlan(analysis.confidence, analysis.bootstrap_seed, analysis.bootstrap_resamples)
+
+
+def _gap_label(corpus_sha: str) -> str:
+    return f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier native; eval split]"
+
+
+def scored_figures(
     manifest: Manifest,
-    ledger: LedgerContents,
+    collected: Collected,
     *,
     options: TrbTrackOptions,
-    corpus: LoadedCorpus,
-    cases: dict[str, Trace],
     measures: list[TrbMeasure],
-    gap: tuple[str, str] | None,
-) -> TrackAnalysis:
-    """Grade a `trb/profile` run from its ledger (see the module docstring)."""
-    spec = manifest.spec
-    stats = StatsPlan(
-        spec.analysis.confidence, spec.analysis.bootstrap_seed, spec.analysis.bootstrap_resamples
-    )
-    corpus_sha = corpus.manifest.corpus_sha256
-    collected = collect_trials(ledger, cases, measures)
-    candidates = [c.name for c in spec.candidates]
+    corpus_sha: str,
+) -> tuple[dict[str, list[Figure]], dict[tuple[str, str], list[Figure]]]:
+    """Every candidate's figures from its trials, a non-evaluable candidate's withheld.
+
+    The one step from trials to figures, whether the trials came from a ledger (the report) or
+    were measured in this process (`trustbench.trb.measure_profile`), so both give one number.
+
+    Returns:
+        Candidate -> all its figures, and (candidate, split) -> that split's figures.
+    """
+    stats = _stats_plan(manifest)
     subjects: dict[str, list[Figure]] = {}
     per_split_figures: dict[tuple[str, str], list[Figure]] = {}
-    for candidate in candidates:
+    for candidate in (c.name for c in manifest.spec.candidates):
         subjects[candidate], by_split = measure_figures(
             collected, candidate, options.splits, measures, stats, corpus_sha
         )
@@ -119,9 +128,54 @@ def analyze_profile(
             subjects[candidate] = [
                 withheld_figure(f, candidate, why, RESPONSE_FIGURES) for f in subjects[candidate]
             ]
-    gap_label = f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier native; eval split]"
+    return subjects, per_split_figures
+
+
+def profile_and_gap(
+    manifest: Manifest,
+    collected: Collected,
+    *,
+    options: TrbTrackOptions,
+    corpus_sha: str,
+    measures: list[TrbMeasure],
+    gap: tuple[str, str] | None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, list[Figure]]]:
+    """The record's `trb.profile` and `trb.governance_gap`, and every candidate's figures.
+
+    What `analyze_profile` puts in the record, for trials measured in this process.
+    """
+    subjects, _ = scored_figures(
+        manifest, collected, options=options, measures=measures, corpus_sha=corpus_sha
+    )
+    _, gap_record, _ = _gap_figures(
+        collected, gap, options, _stats_plan(manifest), _gap_label(corpus_sha), subjects
+    )
+    candidates = [c.name for c in manifest.spec.candidates]
+    profile, _ = profile_summary(candidates, subjects, measures)
+    return profile, gap_record, subjects
+
+
+def analyze_profile(
+    manifest: Manifest,
+    ledger: LedgerContents,
+    *,
+    options: TrbTrackOptions,
+    corpus: LoadedCorpus,
+    cases: dict[str, Trace],
+    measures: list[TrbMeasure],
+    gap: tuple[str, str] | None,
+) -> TrackAnalysis:
+    """Grade a `trb/profile` run from its ledger (see the module docstring)."""
+    spec = manifest.spec
+    stats = _stats_plan(manifest)
+    corpus_sha = corpus.manifest.corpus_sha256
+    collected = collect_trials(ledger, cases, measures)
+    candidates = [c.name for c in spec.candidates]
+    subjects, per_split_figures = scored_figures(
+        manifest, collected, options=options, measures=measures, corpus_sha=corpus_sha
+    )
     gap_figure, gap_record, seed_figure = _gap_figures(
-        collected, gap, options, stats, gap_label, subjects
+        collected, gap, options, stats, _gap_label(corpus_sha), subjects
     )
     checks = oracle_checks(collected, subjects)
 

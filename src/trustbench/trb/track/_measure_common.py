@@ -14,7 +14,7 @@ from trustbench.core.figures import Figure, FigureKind, Interval, not_run_figure
 from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import concept_directions
-from trustbench.trb.measures._calls import AblationUnsupported, ablation_policy, act_many
+from trustbench.trb.measures._calls import AblationUnsupported, act_many, require_override
 from trustbench.trb.measures._gap import cluster_bootstrap
 from trustbench.trb.measures._numeric import total_variation
 from trustbench.trb.track._lookup import BOOTSTRAP
@@ -76,7 +76,7 @@ class NoRArm:
         pool = [step.r for t in fit for step in t.steps]
         if not pool:
             raise AblationUnsupported("no train traces to draw r from for the no-r arm")
-        ablation_policy(adapter, pool[0])  # refuses an adapter without r_override
+        require_override(adapter)
         self.kind = MARGINAL_R
         salt = f"{getattr(adapter, 'seed_value', 0)}|{trace.trace_id}|"
 

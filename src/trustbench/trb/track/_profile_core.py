@@ -175,7 +175,7 @@ def measured_profile(
     collected = Collected()
     for candidate, build in builders.items():
         for trace in traces:
-            outcome = _library_trial(build, trace, loaded, fit_traces, settings, seed,
+            outcome = library_trial(build, trace, loaded, fit_traces, settings, seed,
                                      candidate in trusted_native, blind_key)  # fmt: skip
             add_trial(collected, loaded, candidate, trace, failed=outcome.pop("_failed"),
                       outcome=outcome)  # fmt: skip
@@ -187,7 +187,41 @@ def measured_profile(
     return {"profile": profile, "figures": figures, "collected": collected}
 
 
-def _library_trial(
+def split_figures(
+    adapter: Any,
+    traces: Sequence[Trace],
+    measures: Sequence[str],
+    *,
+    fit_traces: Sequence[Trace] = (),
+    settings: dict[str, Any] | None = None,
+    stats: StatsPlan | None = None,
+    seed: int = 0,
+) -> dict[str, Figure]:
+    """One adapter's figures of the listed measures over `traces`, by figure name.
+
+    The whole-split view of the per-trace measures: `measured_profile` with one candidate,
+    one trial per trace, pooled per split as the report pools it (names split-prefixed off
+    eval). Library code that wants one track on one adapter (the Goodhart audit, the tests)
+    uses this, so there is no second, whole-split implementation of a track.
+
+    Args:
+        adapter: The adapter every trace is asked through.
+        traces: The cases.
+        measures: Measure keys or `module:attribute` strings.
+        fit_traces: Train traces (Track 2's directions, the no-r arm's r marginal).
+        settings: Track sizes (`_profile_track.run_settings`' keys; the defaults otherwise).
+        stats: Interval settings (default: 95 %, seed 0, 1000 resamples).
+        seed: The trial seed.
+    """
+    out = measured_profile(
+        {"adapter": lambda _trace: adapter}, traces, measures=measures,
+        stats=stats or StatsPlan(0.95, 0, 1000), corpus_sha="library (no corpus hash)",
+        fit_traces=fit_traces, settings=dict(settings or {}), seed=seed,
+    )  # fmt: skip
+    return {figure.name: figure for figure in out["figures"]["adapter"]}
+
+
+def library_trial(
     build: AdapterBuilder,
     trace: Trace,
     measures: list[TrbMeasure],
@@ -196,8 +230,12 @@ def _library_trial(
     seed: int,
     trusted: bool,
     blind_key: str | None,
+    skip: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One trial as `run_trial` makes it, without the ledger (`_failed` marks a failure)."""
+    """One trial as `run_trial` makes it, without the ledger (`_failed` marks a failure).
+
+    `skip` is `measure_trace`'s: the measures not run for this candidate (a seed replica's).
+    """
     try:
         inner = build(trace)
     except NotApplicable as reason:
@@ -207,7 +245,7 @@ def _library_trial(
                                blind_key=blind_key, trusted_native=trusted)  # fmt: skip
     out: dict[str, Any] = {"adapter_tier": str(getattr(tier, "value", tier))}
     try:
-        results = measure_trace(measures, recorder, trace, seed)
+        results = measure_trace(measures, recorder, trace, seed, skip)
     except NotApplicable as reason:
         return {**out, "_failed": False, "applicable": False, "reason": str(reason)}
     except Exception:  # the adapter's failure: every measure's worst case, as in the track

@@ -32,6 +32,7 @@ from trustbench.core import (
     TrialKey,
     TrialOutcome,
     cross_product,
+    trial_order,
 )
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
@@ -50,10 +51,11 @@ from trustbench.trb.track._corpus_source import (
 )
 from trustbench.trb.track._measures import TrbMeasure, load_measures
 from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions, track_options
-from trustbench.trb.track._profile_core import measure_trace, prepare_adapter
+from trustbench.trb.track._profile_core import library_trial, measure_trace, prepare_adapter
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, TrackAnalysis
+    from trustbench.core.figures import Figure
     from trustbench.trb.corpus._format import Trace
 
 T = TypeVar("T")
@@ -333,3 +335,58 @@ class TrbProfileTrack:
             measures=[m for m, _ in measures],
             gap=gap_pair(manifest.spec, options),
         )
+
+
+@dataclass(frozen=True)
+class TrbProfile:
+    """A TRB profile measured in this process (`trustbench.trb.measure_profile`)."""
+
+    profile: dict[str, dict[str, Any]]
+    """Candidate -> profile axis (G, ground, attr, viab, nav, trans) -> its entry (status,
+    headline figure, value, bounds, reason): `record.json`'s `trb.profile` for the same run."""
+    governance_gap: dict[str, Any]
+    """Delta_gov between the declared (full, ablation) pair: `record.json`'s
+    `trb.governance_gap` (status "not run" when the spec has no such pair)."""
+    figures: dict[str, list[Figure]]
+    """Candidate -> every figure behind the profile (split-prefixed names off eval)."""
+
+
+def profile_of_manifest(manifest: Manifest) -> TrbProfile:
+    """Measure a `trb/profile` manifest's candidates here, as `trb run` would, without a ledger.
+
+    Each trial is the track's (`run_trial`): the same adapters, fit traces, sizes, seeds
+    (`adapter_seed + trial index`), opaque trace ids (keyed by the manifest's SHA-256) and
+    seed-replica skips; the figures, profile and Delta_gov come from the report's own code
+    (`_analysis.profile_and_gap`). A chat candidate is built without core's provider (no
+    transport: its adapter's own client), so its retries are not recorded.
+    """
+    from trustbench.trb.track._analysis import profile_and_gap
+    from trustbench.trb.track._collect import Collected, add_trial
+
+    track = TrbProfileTrack()
+    options, corpus, cases, measures = track.prepared(manifest)
+    loaded = [m for m, _ in measures]
+    fit = (corpus.splits.get("train") or [])[: options.grounding_fit_traces]
+    sources = {c.name: track._source(manifest, c.name) for c in manifest.spec.candidates}
+
+    def build(trace: Trace, source: AdapterSource) -> Any:
+        return source.build(trace.world, None, corpus.encoding(trace.split))
+
+    collected = Collected()
+    # In the run's own seeded order, so the rows (and so the bootstrap draws over them) come
+    # in the order a run at concurrency 1 records them.
+    for key in trial_order(list(track.plan(manifest)), manifest.spec.order_seed):
+        source, trace = sources[key.candidate], cases[key.case_id]
+        skip = dict.fromkeys(REPLICA_SKIPS, REPLICA_WHY) if source.seed_replica is not None else {}
+        outcome = library_trial(
+            lambda t, s=source: build(t, s), trace, loaded, fit, run_settings(options),
+            options.adapter_seed + key.trial_index, source.model is not None,
+            manifest.manifest_sha256, skip,
+        )  # fmt: skip
+        add_trial(collected, loaded, key.candidate, trace, failed=outcome.pop("_failed"),
+                  outcome=outcome, trial_index=key.trial_index)  # fmt: skip
+    profile, gap_record, figures = profile_and_gap(
+        manifest, collected, options=options, corpus_sha=corpus.manifest.corpus_sha256,
+        measures=loaded, gap=gap_pair(manifest.spec, options),
+    )  # fmt: skip
+    return TrbProfile(profile=profile, governance_gap=gap_record, figures=figures)

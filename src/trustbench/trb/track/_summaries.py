@@ -9,7 +9,7 @@ from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ProfileBlock
 from trustbench.trb.adapter._schema import EDITABLE_SLOTS, TRB_VERSION
 from trustbench.trb.corpus._provenance import over_cap_label, provenance_share
-from trustbench.trb.profile._baselines import BASELINES
+from trustbench.trb.profile._vector import BASELINES
 from trustbench.trb.track._collect import Collected
 from trustbench.trb.track._corpus_source import LoadedCorpus
 from trustbench.trb.track._governance_flags import governance_flags

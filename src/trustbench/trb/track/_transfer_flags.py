@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trustbench.core.figures import Figure
-from trustbench.trb.profile._baselines import HIGH_LEVEL, TRANSFER_DROP
+from trustbench.trb.profile._vector import HIGH_LEVEL, TRANSFER_DROP
 from trustbench.trb.track._lookup import (
     bootstrap_bounds,
     find_figure,
