@@ -1,8 +1,9 @@
 """Every extension registry refuses a duplicate the same way (`AlreadyRegistered`), never
 replaces a built-in, and names the close key when asked to remove an unknown one.
 
-One parametrised test per behaviour runs over the three public registries (review metrics,
-boundaries, TRB measures), each through its public `register_*` / `unregister_*` pair.
+One parametrised test per behaviour runs over the public registries (review metrics,
+boundaries, TRB measures, corpus policies), each through its public `register_*` /
+`unregister_*` pair.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from trustbench.rtb.boundaries import (
     register_boundary,
     unregister_boundary,
 )
+from trustbench.rtb.corpus._models import CandidateInput, Case
+from trustbench.rtb.policy import policy_for, register_policy, unregister_policy
+from trustbench.rtb.policy.narrow_v1 import NarrowApprovalV1
 from trustbench.rtb.review import (
     Outcome,
     ReviewRate,
@@ -41,6 +45,28 @@ def _rate(name: str) -> ReviewRate:
         event=lambda row: row.observed is Outcome.PERMIT,
         reduction="any",
     )
+
+
+class _PlugInCase(Case):
+    pass
+
+
+class _PlugInInput(CandidateInput):
+    pass
+
+
+class _PlugInPolicy(NarrowApprovalV1):
+    """v0.1's policy under another id, with models of its own (a policy's models are its own)."""
+
+    case_model = _PlugInCase
+    candidate_model = _PlugInInput
+
+    def __init__(self, policy_id: str) -> None:
+        self.policy_id = policy_id
+
+
+class _OtherPlugInPolicy(_PlugInPolicy):
+    pass
 
 
 @dataclass(frozen=True)
@@ -88,6 +114,15 @@ EXTENSIONS = [
         look_up=lambda key: measure_targets()[key],
         first="my_package.measures:FIRST",
         second="my_package.measures:SECOND",
+    ),
+    Extension(
+        registry="corpus policy",
+        built_in="rtb-narrow-approval-v1",
+        register=lambda policy_id, kind: register_policy(kind(policy_id)),
+        unregister=unregister_policy,
+        look_up=lambda policy_id: type(policy_for(policy_id)),
+        first=_PlugInPolicy,
+        second=_OtherPlugInPolicy,
     ),
 ]
 KEY = "plug_in_permit_rate"
