@@ -14,8 +14,7 @@ from trustbench.rtb.review._rates import (
     register_review_metric,
     unregister_review_metric,
 )
-from trustbench.rtb.review._rows import ReviewTrialRow
-from trustbench.rtb.review._validation import Outcome
+from trustbench.rtb.review._rows import Outcome, ReviewTrialRow
 
 __all__ = [
     "Outcome",

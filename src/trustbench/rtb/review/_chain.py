@@ -29,7 +29,7 @@ from enum import StrEnum
 from pydantic import BaseModel, model_validator
 
 from trustbench._docstrings import documented
-from trustbench.rtb.review._validation import Outcome
+from trustbench.rtb.review._rows import Outcome
 
 
 class ConfigurationKind(StrEnum):

@@ -18,12 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from trustbench.core import Registry
-from trustbench.rtb._trial_rates import Reduction
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.review._rows import ReviewTrialRow
-from trustbench.rtb.review._validation import Outcome
+from trustbench.rtb.review._rows import Outcome, ReviewTrialRow
+
+if TYPE_CHECKING:
+    # numpy and the statistics behind `_trial_rates`: not for the run path, which imports
+    # this package (`trustbench.rtb.review`) for the track.
+    from trustbench.rtb._trial_rates import Reduction
 
 
 @dataclass(frozen=True)
