@@ -2,7 +2,7 @@
 
 A name resolves through one `Registry` (`trustbench.core`): the built-in boundaries, then those
 a plug-in added with `register_boundary`. A registered name is known to the process that
-registered it; a spec run that must reach candidate code in a worker names it by `entry`.
+registered it: register it before freezing and running a spec that names it.
 
 A known-bad boundary is the reference with exactly one safeguard removed. If the fault scenario
 aimed at that safeguard does not show a prohibited effect for it, the harness (not the boundary)

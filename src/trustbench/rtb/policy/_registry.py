@@ -65,9 +65,15 @@ _LOADED: dict[str, CorpusPolicy] = {}
 """The built-in policies imported so far, by id."""
 
 
+def _held(policy_id: str) -> CorpusPolicy | None:
+    """The object of a registered id, or a built-in's once imported; None before that."""
+    registered = _POLICIES.get(policy_id)
+    return registered if registered is not None else _LOADED.get(policy_id)
+
+
 def _load(policy_id: str) -> CorpusPolicy:
     """The object of a registered id, importing a built-in on first use."""
-    policy = _POLICIES.get(policy_id) or _LOADED.get(policy_id)
+    policy = _held(policy_id)
     if policy is None:
         declared = _BUILT_IN[policy_id]
         policy = getattr(importlib.import_module(declared.module), declared.attribute)
@@ -82,7 +88,7 @@ def _load(policy_id: str) -> CorpusPolicy:
 
 
 def _loaded() -> list[CorpusPolicy]:
-    found = (_POLICIES.get(policy_id) or _LOADED.get(policy_id) for policy_id in _POLICIES)
+    found = (_held(policy_id) for policy_id in _POLICIES)
     return [policy for policy in found if policy is not None]
 
 
