@@ -36,6 +36,14 @@ class InputError(TrustbenchError):
     exit_code = 2
 
 
+class AlreadyRegistered(InputError):
+    """A second registration of a key an extension registry already holds (exit code 2).
+
+    Every registry refuses it the same way (`trustbench.core.Registry`): a registration that
+    replaced the first would change what a run measures without anyone asking for it.
+    """
+
+
 class CheckFailed(TrustbenchError):
     """A check ran and failed: corrupt corpus, changed hash, broken chain, failed gate (exit 1)."""
 

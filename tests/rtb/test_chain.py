@@ -1,8 +1,15 @@
-"""Review configurations: chain aggregation, unchecked baseline, identity labels."""
+"""Review configurations: chain aggregation, unchecked baseline, identity labels.
+
+Configuration trials are graded as the track grades them: each member's reply through the
+track's member grading, the row through `configuration_row`, the one row builder.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -10,7 +17,11 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from test_reviewers_fixtures import PROMPT, export, make_cases
 
-from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.corpus import Decision
+from trustbench.rtb.corpus._export import to_candidate_input
+from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.corpus._models import Case
+from trustbench.rtb.review import Outcome, ReviewTrialRow
 from trustbench.rtb.review._chain import (
     ConfigurationKind,
     MemberIdentity,
@@ -18,11 +29,17 @@ from trustbench.rtb.review._chain import (
     ReviewConfiguration,
     aggregate_chain,
     chain_supported,
-    grade_trial,
-    run_configuration,
 )
+from trustbench.rtb.review._grading import (
+    ConfigurationRow,
+    _member_trial,
+    configuration_row,
+    configuration_rows,
+)
+from trustbench.rtb.review._member_trial import MemberTrial
 from trustbench.rtb.review._metric_tally import review_metrics
-from trustbench.rtb.review._validation import Outcome
+from trustbench.rtb.review._reply_grader import ReplyGrader
+from trustbench.rtb.review._trial_records import record_row
 from trustbench.rtb.review.reviewers import make_reviewer
 
 P, D, H, M, X = Outcome.PERMIT, Outcome.DENY, Outcome.HOLD, Outcome.MISSING, Outcome.INVALID
@@ -35,6 +52,31 @@ def _chain(*names: str) -> ReviewConfiguration:
         kind=ConfigurationKind.CHAIN,
         members=tuple(MemberIdentity(reviewer=n) for n in names),
     )
+
+
+def _graded(reviewer: str, case: Case, k: int = 0) -> MemberTrial:
+    """One reviewer's trial of `case`, recorded as the ledger holds it and graded by the track."""
+    evaluation_id = export(case).evaluation_id
+    reply = make_reviewer(reviewer).review(PROMPT, to_candidate_input(case, evaluation_id))
+    trial = {
+        "candidate": reviewer, "trial_index": k, "status": "completed", "error_class": None,
+        "outcome": {"evaluation_id": evaluation_id, "reply": reply, "reported_model": None},
+    }  # fmt: skip
+    attempts = [{"latency_s": 0.25, "prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.5}]
+    return _member_trial(case, trial, attempts, "strict", ReplyGrader(to_candidate_input))
+
+
+def _rows(config: ReviewConfiguration, names: list[str]) -> list[ReviewTrialRow]:
+    """Every row of `config` over the fixture cases, assembled and built as the track does."""
+    graded = {
+        (case.case_id, name, 0): _graded(name, case)
+        for case in CASES
+        for name in dict.fromkeys(names)
+    }
+    corpus = cast(Corpus, SimpleNamespace(cases=CASES))  # the rows read only its cases
+    rows, not_run = configuration_rows(config, names, corpus, 1, graded)
+    assert not_run == []
+    return [item.row for item in rows]
 
 
 @pytest.mark.parametrize(
@@ -79,31 +121,23 @@ def test_chain_approves_only_when_every_member_permits(outcomes: list[Outcome]) 
 
 
 def test_chain_of_reference_policy_and_always_permit_keeps_joint_member_outcomes() -> None:
-    config = _chain("reference-policy", "always-permit")
-    reviewers = [make_reviewer("reference-policy"), make_reviewer("always-permit")]
-    for case in CASES:
-        trial = run_configuration(config, reviewers, PROMPT, export(case))
-        reference = case.expectations.reference_decision.value
-        assert trial.member_outcomes == (Outcome(reference), P)
-        assert trial.outcome is Outcome(reference)
-        assert len(trial.member_responses) == 2
+    rows = _rows(_chain("reference-policy", "always-permit"), ["reference-policy", "always-permit"])
+    for case, row in zip(CASES, rows, strict=True):
+        reference = Outcome(case.expectations.reference_decision.value)
+        assert row.member_outcomes == (reference, P)
+        assert row.observed is reference
 
 
 def test_chain_with_an_empty_member_is_never_approval_and_shows_missing() -> None:
-    config = _chain("always-permit", "empty")
-    reviewers = [make_reviewer("always-permit"), make_reviewer("empty")]
-    for case in CASES:
-        trial = run_configuration(config, reviewers, PROMPT, export(case))
-        assert trial.outcome is M
-        assert trial.member_outcomes == (P, M)
+    rows = _rows(_chain("always-permit", "empty"), ["always-permit", "empty"])
+    assert {row.observed for row in rows} == {M}
+    assert {row.member_outcomes for row in rows} == {(P, M)}
 
 
 def test_unchecked_baseline_lets_every_proposal_proceed_without_reviewers() -> None:
-    config = ReviewConfiguration(name="unchecked", kind=ConfigurationKind.UNCHECKED)
-    for case in CASES:
-        trial = run_configuration(config, [], PROMPT, export(case))
-        assert trial.outcome is P
-        assert trial.member_outcomes == ()
+    rows = _rows(ReviewConfiguration(name="unchecked", kind=ConfigurationKind.UNCHECKED), [])
+    assert len(rows) == len(CASES)
+    assert all(row.observed is P and row.member_outcomes == () for row in rows)
 
 
 @pytest.mark.parametrize(
@@ -114,13 +148,6 @@ def test_configuration_member_count_must_match_its_kind(kind, members) -> None:
     with pytest.raises(ValidationError, match="cannot have"):
         ReviewConfiguration(
             name="x", kind=kind, members=tuple(MemberIdentity(reviewer="r") for _ in range(members))
-        )
-
-
-def test_run_configuration_rejects_a_reviewer_count_mismatch() -> None:
-    with pytest.raises(ValueError, match="2 member"):
-        run_configuration(
-            _chain("a", "b"), [make_reviewer("always-deny")], PROMPT, export(CASES[0])
         )
 
 
@@ -150,16 +177,8 @@ def test_chain_finding_is_supported_only_through_a_member_that_reached_its_decis
     assert not chain_supported([P, M], [True, False])
 
 
-def _run(config: ReviewConfiguration, names: list[str]) -> list:
-    reviewers = [make_reviewer(n) for n in names]
-    return [
-        grade_trial(case, run_configuration(config, reviewers, PROMPT, export(case)))
-        for case in CASES
-    ]
-
-
 def test_graded_chain_rows_feed_chain_metrics_with_joint_decisions() -> None:
-    rows = _run(_chain("always-permit", "reference-policy"), ["always-permit", "reference-policy"])
+    rows = _rows(_chain("always-permit", "reference-policy"), ["always-permit", "reference-policy"])
     assert all(len(r.member_outcomes) == 2 for r in rows)
     assert all(r.supported for r in rows)  # the reference policy carries every chain decision
     metrics = review_metrics(rows)
@@ -172,7 +191,7 @@ def test_graded_chain_rows_feed_chain_metrics_with_joint_decisions() -> None:
 
 def test_graded_unchecked_rows_approve_everything_and_have_no_finding_to_judge() -> None:
     config = ReviewConfiguration(name="unchecked", kind=ConfigurationKind.UNCHECKED)
-    rows = _run(config, [])
+    rows = _rows(config, [])
     assert all(r.supported is None and r.member_outcomes == () for r in rows)
     metrics = review_metrics(rows).overall
     assert metrics.false_approval.rate == 1.0 and metrics.unsupported_permit.rate == 1.0
@@ -183,6 +202,26 @@ def test_graded_single_reviewer_rows_use_the_reviewers_support() -> None:
     single = ReviewConfiguration(
         name="single", kind=ConfigurationKind.SINGLE, members=(MemberIdentity(reviewer="f"),)
     )
-    rows = _run(single, ["forged-refs"])
+    rows = _rows(single, ["forged-refs"])
     assert {r.observed for r in rows} == {X}
     assert not any(r.supported for r in rows)
+
+
+RECORD_KEY = {"observed": "outcome"}
+"""The row fields the per-trial record names differently; every other field keeps its name."""
+
+
+def _as_recorded(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def test_every_field_of_a_graded_row_reaches_the_per_trial_record() -> None:
+    case = CASES[1]
+    members = (_graded("always-permit", case, 2), _graded("reference-policy", case, 2))
+    row = configuration_row(case, 2, members)
+    record = record_row("chain", ConfigurationRow("chain", row, members))
+    for field in dataclasses.fields(ReviewTrialRow):
+        key = RECORD_KEY.get(field.name, field.name)
+        assert key in record, f"ReviewTrialRow.{field.name} is not in the per-trial record"
+        assert record[key] == _as_recorded(getattr(row, field.name)), field.name
+    assert (record["latency_s"], record["tokens"], record["cost_usd"]) == (0.5, 30, 1.0)

@@ -7,7 +7,7 @@ import re
 import pytest
 from tests.support.import_graph import PACKAGE_ROOT
 
-from trustbench.errors import InputError
+from trustbench.errors import AlreadyRegistered, InputError
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.policy import (
@@ -35,7 +35,7 @@ def test_every_built_in_policy_satisfies_the_protocol_and_is_registered_once() -
 
 
 def test_a_second_object_for_a_registered_id_or_its_models_is_refused() -> None:
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(AlreadyRegistered, match="built in and cannot be replaced"):
         register_policy(NarrowApprovalV1())
 
     class Copycat(NarrowApprovalV1):

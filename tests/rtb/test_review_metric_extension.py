@@ -10,13 +10,14 @@ import pytest
 from tests.rtb.test_review_track import figures, inprocess, run_spec, spec_text
 
 from trustbench.core import report_run
-from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.review._rates import (
+from trustbench.errors import AlreadyRegistered
+from trustbench.rtb.corpus import Decision
+from trustbench.rtb.review import (
+    Outcome,
     ReviewRate,
     register_review_metric,
     unregister_review_metric,
 )
-from trustbench.rtb.review._validation import Outcome
 
 DENY_ON_PERMIT = ReviewRate(
     name="deny_on_permit_rate",
@@ -63,9 +64,9 @@ def test_a_metric_registered_outside_reaches_figures_counts_gates_and_report(
 
 
 def test_a_second_declaration_of_a_metric_name_is_refused(registered: ReviewRate) -> None:
-    with pytest.raises(ValueError, match="already declared"):
+    with pytest.raises(AlreadyRegistered, match="already registered"):
         register_review_metric(registered)
-    with pytest.raises(ValueError, match="already declared"):
+    with pytest.raises(AlreadyRegistered, match="built in"):
         register_review_metric(
             ReviewRate("false_approval_rate", "x", "x", lambda r: True, lambda r: True, "any")
         )

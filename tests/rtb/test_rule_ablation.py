@@ -17,7 +17,7 @@ from trustbench.core import load_spec
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import CandidateInput, Case, Decision, ReviewerResponse
-from trustbench.rtb.policy import _registry, policy_for, register_policy
+from trustbench.rtb.policy import policy_for, register_policy, unregister_policy
 from trustbench.rtb.policy._rules import PolicyRule
 from trustbench.rtb.policy.narrow_v1 import NarrowApprovalV1
 from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer
@@ -311,10 +311,10 @@ class _InertRulePolicy(NarrowApprovalV1):
 
 
 @pytest.fixture
-def inert_policy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setattr(_registry, "_POLICIES", dict(_registry._POLICIES))
+def inert_policy() -> Iterator[str]:
     register_policy(_InertRulePolicy())
     yield _InertRulePolicy.policy_id
+    unregister_policy(_InertRulePolicy.policy_id)
 
 
 def test_a_rule_whose_removal_changes_nothing_fails_the_audit_naming_it(
@@ -331,18 +331,20 @@ def test_a_rule_whose_removal_changes_nothing_fails_the_audit_naming_it(
 
 
 def test_a_policy_declaring_no_rules_is_not_run_never_passed(
-    monkeypatch: pytest.MonkeyPatch, corpora: dict[str, Corpus]
+    corpora: dict[str, Corpus],
 ) -> None:
     class _NoRules(_InertRulePolicy):
         rules = ()
 
-    monkeypatch.setattr(_registry, "_POLICIES", dict(_registry._POLICIES))
     register_policy(_NoRules())
-    corpus = corpora["0.1"].model_copy(update={"policy_id": _NoRules.policy_id})
-    report = run_ablation_audit(corpus)
-    assert not report.ok
-    assert "not run" in verdict_line(report)
-    assert rule_breakdown(corpus, {}, {}) == {}  # the report leaves the table out
+    try:
+        corpus = corpora["0.1"].model_copy(update={"policy_id": _NoRules.policy_id})
+        report = run_ablation_audit(corpus)
+        assert not report.ok
+        assert "not run" in verdict_line(report)
+        assert rule_breakdown(corpus, {}, {}) == {}  # the report leaves the table out
+    finally:
+        unregister_policy(_NoRules.policy_id)
 
 
 @pytest.mark.parametrize("version", ["0.1", "0.2", "0.3"])

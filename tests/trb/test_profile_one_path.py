@@ -9,6 +9,7 @@ both, and both give the same profile vector on the same adapters and traces.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +18,32 @@ from test_trb_track import freeze_run_report, write_spec
 
 from trustbench.core import load_spec
 from trustbench.trb import measure_profile
-from trustbench.trb.track import builtin_spec, register_measure
-from trustbench.trb.track._measures import StatsPlan, _registered
+from trustbench.trb.track import builtin_spec, register_measure, unregister_measure
+from trustbench.trb.track._measures import StatsPlan
 from trustbench.trb.track._profile_core import measured_profile
 
 HERE = Path(__file__).parent
 
 
+@pytest.fixture
+def outside_measure() -> Iterator[Callable[[str, str], None]]:
+    """`register_measure` for one test: what it registers is unregistered after."""
+    keys: list[str] = []
+
+    def register(key: str, target: str) -> None:
+        register_measure(key, target)
+        keys.append(key)
+
+    yield register
+    for key in keys:
+        unregister_measure(key)
+
+
 def test_a_measure_registered_from_outside_reaches_the_library_profile_and_the_record(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outside_measure: Callable[[str, str], None]
 ) -> None:
     monkeypatch.syspath_prepend(str(HERE))
-    monkeypatch.setitem(_registered, "outside-attribution", "unset:unset")  # removed after
-    register_measure("outside-attribution", "trb_outside_measure:PLAIN")
+    outside_measure("outside-attribution", "trb_outside_measure:PLAIN")
     spec = write_spec(
         tmp_path,
         {"governed": "oracle:perfectly-governed", "uniform": "oracle:uniform"},
@@ -48,13 +62,12 @@ def test_a_measure_registered_from_outside_reaches_the_library_profile_and_the_r
 
 
 def test_registering_a_second_measure_on_an_axis_is_refused_in_the_library_too(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, outside_measure: Callable[[str, str], None]
 ) -> None:
     from trustbench.errors import InputError
 
     monkeypatch.syspath_prepend(str(HERE))
-    monkeypatch.setitem(_registered, "governance-again", "unset:unset")  # removed after
-    register_measure("governance-again", "trb_outside_measure:SECOND_GOVERNANCE")
+    outside_measure("governance-again", "trb_outside_measure:SECOND_GOVERNANCE")
     with pytest.raises(InputError, match="both fill the profile axis 'G'"):
         measured_profile(
             {}, [], measures=["governance", "governance-again"],

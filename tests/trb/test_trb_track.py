@@ -15,7 +15,7 @@ from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
 from trustbench.trb.instruments import expected_g
 from trustbench.trb.reference import cache_dir
-from trustbench.trb.track import PROFILE_AXES, builtin_spec, register_measure
+from trustbench.trb.track import PROFILE_AXES, builtin_spec, register_measure, unregister_measure
 from trustbench.trb.track._builtin_measures import GovernanceMeasure
 from trustbench.trb.track._profile_track import TrbProfileTrack
 
@@ -410,7 +410,7 @@ def test_a_candidate_that_is_not_an_adapter_is_refused_naming_it(tmp_path: Path)
 
 
 class _ConstantViability:
-    key = "viability"
+    key = "constant-viability"
     axis = "viab"
     headline = "viability_ratio"
     title = "Track 4 viability (test stand-in)"
@@ -432,15 +432,18 @@ VIABILITY = _ConstantViability()
 
 
 def test_a_registered_measure_fills_its_profile_axis(tmp_path: Path) -> None:
-    register_measure("viability", f"{__name__}:VIABILITY")
-    spec = _oracle_spec(tmp_path, options='measures = ["governance", "viability"]')
-    record = freeze_run_report(spec, tmp_path / "run")
+    register_measure("constant-viability", f"{__name__}:VIABILITY")
+    try:
+        spec = _oracle_spec(tmp_path, options='measures = ["governance", "constant-viability"]')
+        record = freeze_run_report(spec, tmp_path / "run")
+    finally:
+        unregister_measure("constant-viability")
     profile = record["trb"]["profile"]["governed"]
     assert profile["viab"]["value"] == 1.0 and profile["G"]["value"] == 1.0
     assert profile["attr"]["status"] == "not run"  # attribution was not requested
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert {f["name"] for f in manifest["files"] if f["role"] == "measure"} == {
-        "governance", "viability"
+        "governance", "constant-viability"
     }  # fmt: skip
 
 

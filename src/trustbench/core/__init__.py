@@ -45,7 +45,7 @@ from trustbench.core._outputs import (
 )
 from trustbench.core._plan import cross_product, trial_order
 from trustbench.core._progress import NoProgress, ProgressReporter, default_progress
-from trustbench.core._registry import BUILTIN_TRACKS, load_track, register_track
+from trustbench.core._registry import BUILTIN_TRACKS, Registry, load_track, register_track
 from trustbench.core._report_run import ReportResult, report_run
 from trustbench.core._run_folder import RunLock
 from trustbench.core._runner import RunSummary, run_experiment, run_experiment_async
@@ -94,6 +94,7 @@ __all__ = [
     "PolicyViolation",
     "ProgressReporter",
     "RecommendationSpec",
+    "Registry",
     "ReportResult",
     "Resolution",
     "ResolvedItem",

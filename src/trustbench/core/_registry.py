@@ -1,4 +1,10 @@
-"""Registry of tracks: `"suite/track"` -> import string, imported only when a run needs it.
+"""Registries of extensions: the generic `Registry`, and the registry of tracks.
+
+The tracks map `"suite/track"` to an import string, imported only when a run needs it.
+
+`Registry` is the one mechanism behind every `register_*` / `unregister_*` pair of the suites
+(review metrics, boundaries, TRB measures), so each refuses a duplicate the same way: with
+`AlreadyRegistered`, naming the registry and the key.
 
 Lazy loading keeps `trustbench --help` fast and lets a suite register a track with one line in
 `BUILTIN_TRACKS` without core importing the suite. Third-party packages can add tracks through the
@@ -10,14 +16,107 @@ the installed distributions' entry points (10 to 15 ms at every `freeze` and `ru
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from trustbench._imports import import_object
 from trustbench.core._track import Track
-from trustbench.errors import InputError, did_you_mean
+from trustbench.errors import AlreadyRegistered, InputError, did_you_mean
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoints
+
+Entry = TypeVar("Entry")
+
+
+class Registry(Generic[Entry]):
+    """Key -> extension: built-in entries first, then registered ones, in registration order.
+
+    A key is registered once. A second registration raises `AlreadyRegistered` instead of
+    replacing the first, because a silent replacement changes what a run measures (a plug-in
+    swapping a built-in rate, or two plug-ins fighting over one name, would go unnoticed). To
+    change a registered entry, unregister it first; a built-in entry, or a key reserved for
+    something the registry does not hold, can be neither replaced nor removed.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        built_in: Mapping[str, Entry],
+        *,
+        reserved: Iterable[str] = (),
+        unregister_with: str,
+    ) -> None:
+        """Start with the built-in entries.
+
+        Args:
+            what: The registry's name in messages (e.g. `review metric`).
+            built_in: Entries shipped with trustbench, in the order `values()` lists them.
+            reserved: Keys taken by something outside the registry (never registrable).
+            unregister_with: The public function that removes an entry (named in the refusal).
+        """
+        self.what = what
+        self._entries: dict[str, Entry] = dict(built_in)
+        self._fixed = frozenset(built_in) | frozenset(reserved)
+        self._unregister_with = unregister_with
+
+    def register(self, key: str, entry: Entry) -> None:
+        """Add `entry` under `key`.
+
+        Raises:
+            AlreadyRegistered: `key` is built in, reserved or registered already.
+        """
+        if key in self._fixed:
+            raise AlreadyRegistered(
+                f"{self.what} {key!r} is built in and cannot be replaced; "
+                "register yours under another name"
+            )
+        if key in self._entries:
+            raise AlreadyRegistered(
+                f"{self.what} {key!r} is already registered; "
+                f"call {self._unregister_with}({key!r}) first to replace it"
+            )
+        self._entries[key] = entry
+
+    def unregister(self, key: str) -> None:
+        """Remove the entry registered under `key`.
+
+        Raises:
+            InputError: `key` is built in, or unknown (naming the closest registered key).
+        """
+        if key in self._fixed:
+            raise InputError(f"{self.what} {key!r} is built in and cannot be removed")
+        if key not in self._entries:
+            hint = did_you_mean(key, [k for k in self._entries if k not in self._fixed])
+            raise InputError(f"no {self.what} {key!r} is registered{hint}")
+        del self._entries[key]
+
+    def get(self, key: str) -> Entry | None:
+        """The entry under `key`, or None."""
+        return self._entries.get(key)
+
+    def is_built_in(self, key: str) -> bool:
+        """Whether `key` is one of the built-in (or reserved) keys."""
+        return key in self._fixed
+
+    def keys(self) -> tuple[str, ...]:
+        """Every key, built-in first, then registered ones in registration order."""
+        return tuple(self._entries)
+
+    def values(self) -> tuple[Entry, ...]:
+        """Every entry, in the order of `keys`."""
+        return tuple(self._entries.values())
+
+    def items(self) -> tuple[tuple[str, Entry], ...]:
+        """Every (key, entry), in the order of `keys`."""
+        return tuple(self._entries.items())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
 
 BUILTIN_TRACKS: dict[str, str] = {
     "rtb/review": "trustbench.rtb.review.track:ReviewTrack",

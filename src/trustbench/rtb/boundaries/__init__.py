@@ -2,7 +2,8 @@
 
 One interface (`Boundary`: authorize, then dispatch). Built in: `reference` (Python), `cedar`
 (cedarpy, policy file shipped as package data), `review-gated` (the spec's cautionary design),
-`unchecked`, `http` (a user's own service), and one known-bad boundary per fault type.
+`unchecked`, `http` (a user's own service), and one known-bad boundary per fault type; a
+plug-in adds a name with `register_boundary`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from trustbench.rtb.boundaries._registry import (
     KNOWN_BAD_FOR_FAULT,
     KNOWN_BAD_SAFEGUARDS,
     boundary_factory,
+    register_boundary,
+    unregister_boundary,
 )
 from trustbench.rtb.boundaries._target import (
     InjectAction,
@@ -71,5 +74,7 @@ __all__ = [
     "enforcement_of",
     "is_instrument",
     "reference_service_app",
+    "register_boundary",
     "run_trial",
+    "unregister_boundary",
 ]

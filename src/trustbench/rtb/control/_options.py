@@ -68,7 +68,8 @@ class BoundarySettings(_Strict):
     """Candidate `settings` understood by the default entry `boundary_from_settings`."""
 
     boundary: str
-    """`reference`, `cedar`, `review-gated`, `unchecked`, a known-bad name, or `http`."""
+    """`reference`, `cedar`, `review-gated`, `unchecked`, a known-bad name, `http`, or a name
+    given to `trustbench.rtb.boundaries.register_boundary`."""
     url: str | None = None
     """For `http`: the service root, e.g. `http://127.0.0.1:8750` (it hosts the platform and
     the observer as well as the boundary)."""

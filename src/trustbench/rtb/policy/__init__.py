@@ -2,8 +2,9 @@
 
 A corpus declares its policy id (`MANIFEST.json` `policy_id`; none: `DEFAULT_POLICY_ID`).
 `policy_for(id)` gives the registered `CorpusPolicy`; `policy_of(case_or_input)` finds the policy
-of a model instance. Built in: `narrow_v1` (`rtb-narrow-approval-v1`, the first starter corpus)
-and `narrow_v2` (`rtb-narrow-approval-v2`). See CONTRIBUTING.md, "Add a corpus version".
+of a model instance. Built in: `narrow_v1` (`rtb-narrow-approval-v1`, the first starter corpus),
+`narrow_v2` (`rtb-narrow-approval-v2`) and `narrow_v3`; a plug-in adds its own with
+`register_policy` (`unregister_policy` removes it). See CONTRIBUTING.md, "Add a corpus version".
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from trustbench.rtb.policy._registry import (
     register_policy,
     registered_policies,
     require_policy,
+    unregister_policy,
 )
 
 __all__ = [
@@ -42,4 +44,5 @@ __all__ = [
     "register_policy",
     "registered_policies",
     "require_policy",
+    "unregister_policy",
 ]

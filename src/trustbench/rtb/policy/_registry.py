@@ -6,8 +6,10 @@ checks and reviewers, not every version's (issue 35: each built-in costs tens of
 pydantic model building at import). Questions about every policy (`registered_policies`,
 `parse_candidate_input`, `policy_of` a value of an unloaded policy) load them all first, so the
 answers are those of the eager registry. A plug-in registers its own with `register_policy`
-before a corpus declaring its id is loaded. A second object for an id already registered is
-refused, so two implementations can never silently disagree about one corpus.
+before a corpus declaring its id is loaded. A second registration of an id is refused
+(`AlreadyRegistered`, as every registry does: `trustbench.core.Registry`), so two
+implementations can never silently disagree about one corpus; `unregister_policy` removes a
+registered one, never a built-in.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
+from trustbench.core import Registry
 from trustbench.errors import InputError
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._protocol import CorpusPolicy
@@ -53,13 +56,24 @@ _BUILT_IN: dict[str, _BuiltIn] = {
 }
 """The built-in policies in registration order; each is imported on first use."""
 
-_POLICIES: dict[str, CorpusPolicy | None] = dict.fromkeys(_BUILT_IN)
-"""Every registered id in registration order -> its object (None: a built-in not loaded yet)."""
+_POLICIES: Registry[CorpusPolicy | None] = Registry(
+    "corpus policy", dict.fromkeys(_BUILT_IN), unregister_with="unregister_policy"
+)
+"""Every registered id in registration order -> its object (None: a built-in, see `_LOADED`)."""
+
+_LOADED: dict[str, CorpusPolicy] = {}
+"""The built-in policies imported so far, by id."""
+
+
+def _held(policy_id: str) -> CorpusPolicy | None:
+    """The object of a registered id, or a built-in's once imported; None before that."""
+    registered = _POLICIES.get(policy_id)
+    return registered if registered is not None else _LOADED.get(policy_id)
 
 
 def _load(policy_id: str) -> CorpusPolicy:
     """The object of a registered id, importing a built-in on first use."""
-    policy = _POLICIES[policy_id]
+    policy = _held(policy_id)
     if policy is None:
         declared = _BUILT_IN[policy_id]
         policy = getattr(importlib.import_module(declared.module), declared.attribute)
@@ -69,12 +83,13 @@ def _load(policy_id: str) -> CorpusPolicy:
                 f"for {policy_id!r} in the registry (id or reviewers differ)"
             )
         _refuse_reused_models(policy)
-        _POLICIES[policy_id] = policy
+        _LOADED[policy_id] = policy
     return policy
 
 
 def _loaded() -> list[CorpusPolicy]:
-    return [policy for policy in _POLICIES.values() if policy is not None]
+    found = (_held(policy_id) for policy_id in _POLICIES)
+    return [policy for policy in found if policy is not None]
 
 
 def _refuse_reused_models(policy: CorpusPolicy) -> None:
@@ -94,21 +109,29 @@ def register_policy(policy: CorpusPolicy) -> CorpusPolicy:
         The policy (so a module can write `POLICY = register_policy(MyPolicy())`).
 
     Raises:
-        ValueError: Another object is registered under the same id, or owns the same case or
-            candidate-input model (the model type is how a case finds its policy).
+        AlreadyRegistered: The id is built in or registered already.
+        ValueError: Another policy owns the same case or candidate-input model (the model type
+            is how a case finds its policy).
     """
     registered_policies()  # every built-in loaded, so the checks below see all of them
-    existing = _POLICIES.get(policy.policy_id)
-    if existing is not None and existing is not policy:
-        raise ValueError(f"policy {policy.policy_id!r} is already registered")
-    _refuse_reused_models(policy)
-    _POLICIES[policy.policy_id] = policy
+    if policy.policy_id not in _POLICIES:
+        _refuse_reused_models(policy)
+    _POLICIES.register(policy.policy_id, policy)
     return policy
+
+
+def unregister_policy(policy_id: str) -> None:
+    """Remove a policy registered with `register_policy`.
+
+    Raises:
+        InputError: The id is built in, or no policy of that id is registered.
+    """
+    _POLICIES.unregister(policy_id)
 
 
 def known_policy_ids() -> tuple[str, ...]:
     """Every registered policy id, in registration order (loads no policy)."""
-    return tuple(_POLICIES)
+    return _POLICIES.keys()
 
 
 def registered_policies() -> tuple[CorpusPolicy, ...]:
@@ -209,7 +232,7 @@ def reviewer_policies() -> dict[str, tuple[str, ...]]:
     Read from the built-ins' declarations and the registered objects: loads no policy.
     """
     owners: dict[str, tuple[str, ...]] = {}
-    for policy_id, policy in _POLICIES.items():
+    for policy_id, policy in _POLICIES.items():  # a built-in's entry stays None
         names = _BUILT_IN[policy_id].reviewers if policy is None else tuple(policy.reviewers)
         for name in names:
             owners[name] = (*owners.get(name, ()), policy_id)

@@ -14,6 +14,9 @@ So a missing or invalid member can never make the chain approve, and every trial
 joint member outcomes, so shared misses stay countable (`P(both approve | prohibited)` is counted
 from joint decisions, never multiplied from marginals).
 
+A configuration trial's row is made from its members' graded trials by one builder,
+`_grading.configuration_row`, which applies these two rules.
+
 "Same provider" / "cross provider" is a *label* computed from the recorded model identities; it is
 a description of the configuration, never a finding that the members fail independently.
 """
@@ -26,15 +29,7 @@ from enum import StrEnum
 from pydantic import BaseModel, model_validator
 
 from trustbench._docstrings import documented
-from trustbench.rtb.corpus._models import CandidateInput, Case
-from trustbench.rtb.review._rows import ReviewTrialRow
-from trustbench.rtb.review._validation import (
-    Outcome,
-    ValidatedResponse,
-    is_supported,
-    validate_response,
-)
-from trustbench.rtb.review.reviewers._protocol import Reviewer
+from trustbench.rtb.review._rows import Outcome
 
 
 class ConfigurationKind(StrEnum):
@@ -146,110 +141,3 @@ def chain_supported(member_outcomes: Sequence[Outcome], member_supported: Sequen
     if not outcome.is_decision:
         return False
     return any(o is outcome and s for o, s in zip(member_outcomes, member_supported, strict=True))
-
-
-class ConfigurationTrial(BaseModel):
-    """One trial of a configuration on one input, with every member's validated reply."""
-
-    model_config = documented(frozen=True)
-
-    configuration: str
-    """The configuration's name."""
-    outcome: Outcome
-    """The configuration's outcome (unchecked: always permit)."""
-    member_outcomes: tuple[Outcome, ...]
-    """Joint member outcomes in review order (empty for unchecked)."""
-    member_responses: tuple[ValidatedResponse, ...]
-    """Each member's validated reply, in review order (empty for unchecked)."""
-
-
-def run_configuration(
-    configuration: ReviewConfiguration,
-    reviewers: Sequence[Reviewer],
-    prompt: str,
-    candidate_input: CandidateInput,
-) -> ConfigurationTrial:
-    """Run an in-process configuration on one input.
-
-    Every member reviews the same input independently (no member sees another's reply), so the
-    joint outcomes are available for every trial.
-
-    Args:
-        configuration: What is being run.
-        reviewers: One reviewer per configuration member, in the same order.
-        prompt: The shared review prompt.
-        candidate_input: The candidate-visible input.
-
-    Returns:
-        The trial with the configuration outcome and the joint member outcomes.
-    """
-    if len(reviewers) != len(configuration.members):
-        raise ValueError(
-            f"configuration {configuration.name!r} has {len(configuration.members)} member(s) "
-            f"but {len(reviewers)} reviewer(s) were given"
-        )
-    if configuration.kind is ConfigurationKind.UNCHECKED:
-        return ConfigurationTrial(
-            configuration=configuration.name,
-            outcome=Outcome.PERMIT,
-            member_outcomes=(),
-            member_responses=(),
-        )
-    responses = tuple(
-        validate_response(r.review(prompt, candidate_input), candidate_input) for r in reviewers
-    )
-    outcomes = tuple(v.outcome for v in responses)
-    return ConfigurationTrial(
-        configuration=configuration.name,
-        outcome=aggregate_chain(outcomes),
-        member_outcomes=outcomes,
-        member_responses=responses,
-    )
-
-
-def grade_trial(
-    case: Case,
-    trial: ConfigurationTrial,
-    *,
-    trial_index: int = 0,
-    latency_s: float | None = None,
-    tokens: int | None = None,
-    cost_usd: float | None = None,
-) -> ReviewTrialRow:
-    """Grade one configuration trial against its case (grader side) into a metrics row.
-
-    `supported` is `is_supported` for a single reviewer, `chain_supported` for a chain, and None
-    for the unchecked baseline (it gives no finding to judge). Chain rows keep the joint member
-    outcomes; single-reviewer rows do not (their one member outcome is the outcome).
-
-    Args:
-        case: The authored case the trial's input was exported from.
-        trial: The configuration trial.
-        trial_index: Index of this repeated trial of the case.
-        latency_s: Wall-clock seconds of the whole review, if measured.
-        tokens: Total tokens over every call, if reported.
-        cost_usd: Total cost, if reported.
-
-    Returns:
-        The row for `review_metrics`.
-    """
-    members = trial.member_responses
-    if not members:
-        supported: bool | None = None
-    elif len(members) == 1:
-        supported = is_supported(members[0], case)
-    else:
-        supported = chain_supported(trial.member_outcomes, [is_supported(m, case) for m in members])
-    return ReviewTrialRow(
-        case_id=case.case_id,
-        group=case.group,
-        variant=case.variant,
-        trial=trial_index,
-        reference=case.expectations.reference_decision,
-        observed=trial.outcome,
-        supported=supported,
-        latency_s=latency_s,
-        tokens=tokens,
-        cost_usd=cost_usd,
-        member_outcomes=trial.member_outcomes if len(members) > 1 else (),
-    )

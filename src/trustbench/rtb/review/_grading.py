@@ -20,8 +20,12 @@ from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.policy._protocol import AuthoredCase
-from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration, aggregate_chain
-from trustbench.rtb.review._chain import chain_supported as _chain_supported
+from trustbench.rtb.review._chain import (
+    ConfigurationKind,
+    ReviewConfiguration,
+    aggregate_chain,
+    chain_supported,
+)
 from trustbench.rtb.review._member_store import MemberStore
 from trustbench.rtb.review._member_trial import MemberTrial, slim_validated
 from trustbench.rtb.review._metrics import ReviewTrialRow
@@ -296,32 +300,21 @@ class ConfigurationTrials:
             raise ValueError(f"{self._configuration.name} is not the unchecked baseline")
         name = self._configuration.name
         for case in self._cases:
-            row = ReviewTrialRow(
-                case_id=case.case_id, group=case.group, variant=case.variant, trial=0,
-                reference=case.expectations.reference_decision, observed=Outcome.PERMIT,
-                supported=None,
-            )  # fmt: skip
-            yield ConfigurationRow(name, row, ()), self._k
+            yield ConfigurationRow(name, configuration_row(case, 0, ()), ()), self._k
         self._observed = bytearray([_OUTCOMES.index(Outcome.PERMIT)]) * (len(self._cases) * self._k)
 
     def _made(self) -> Iterator[tuple[int, ConfigurationRow]]:
         name = self._configuration.name
         for position, case in enumerate(self._cases):
-            base = {
-                "case_id": case.case_id,
-                "group": case.group,
-                "variant": case.variant,
-                "reference": case.expectations.reference_decision,
-            }
             for k in range(self._k):
                 slot = position * self._k + k
                 if self._unchecked:
-                    row = ReviewTrialRow(**base, trial=k, observed=Outcome.PERMIT, supported=None)
-                    yield slot, ConfigurationRow(name, row, ())
+                    yield slot, ConfigurationRow(name, configuration_row(case, k, ()), ())
                     continue
                 present = self._members(position, case.case_id, k)
                 if present is not None:
-                    yield slot, ConfigurationRow(name, _row(base, k, present), present)
+                    row = configuration_row(case, k, present)
+                    yield slot, ConfigurationRow(name, row, present)
 
     def _members(self, position: int, case_id: str, k: int) -> tuple[MemberTrial, ...] | None:
         """Every member's graded trial of (case, k), or None when one of them did not finish."""
@@ -352,28 +345,46 @@ def _one(value: Any) -> Any:
     return None if value is None else 0 + value
 
 
-def _row(base: dict[str, Any], k: int, present: tuple[MemberTrial, ...]) -> ReviewTrialRow:
-    if len(present) == 1:  # a single reviewer: most configurations, so made the short way
-        member = present[0]
+def configuration_row(
+    case: AuthoredCase, k: int, members: tuple[MemberTrial, ...]
+) -> ReviewTrialRow:
+    """The metrics row of one configuration trial (case, trial k) from its members' trials.
+
+    The one builder of a `ReviewTrialRow` from graded trials (the track's counting, the record's
+    per-trial rows and the tests all read rows made here), so a field added to the row is filled
+    in one place. No members is the unchecked baseline: it permits and gives no finding to judge
+    (`supported` None). One member's outcome and support are the row's; a chain's are
+    `aggregate_chain` and `chain_supported` of its members', with the joint member outcomes kept
+    and latency, tokens and cost summed over the members (None where none reported any).
+    """
+    base = {
+        "case_id": case.case_id,
+        "group": case.group,
+        "variant": case.variant,
+        "trial": k,
+        "reference": case.expectations.reference_decision,
+    }
+    if not members:
+        return ReviewTrialRow(**base, observed=Outcome.PERMIT, supported=None)
+    if len(members) == 1:  # a single reviewer: most configurations, so made the short way
+        member = members[0]
         return ReviewTrialRow(
             **base,
-            trial=k,
             observed=member.validated.outcome,
             supported=member.supported,
             latency_s=_one(member.latency_s),
             tokens=_one(member.tokens),
             cost_usd=_one(member.cost_usd),
         )
-    outcomes = tuple(m.validated.outcome for m in present)
+    outcomes = tuple(m.validated.outcome for m in members)
     return ReviewTrialRow(
         **base,
-        trial=k,
         observed=aggregate_chain(outcomes),
-        supported=_chain_supported(outcomes, [m.supported for m in present]),
-        latency_s=_sum_or_none([m.latency_s for m in present]),
-        tokens=_sum_or_none([m.tokens for m in present]),
-        cost_usd=_sum_or_none([m.cost_usd for m in present]),
-        member_outcomes=outcomes if len(present) > 1 else (),
+        supported=chain_supported(outcomes, [m.supported for m in members]),
+        latency_s=_sum_or_none([m.latency_s for m in members]),
+        tokens=_sum_or_none([m.tokens for m in members]),
+        cost_usd=_sum_or_none([m.cost_usd for m in members]),
+        member_outcomes=outcomes,
     )
 
 

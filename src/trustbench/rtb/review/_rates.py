@@ -18,11 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-from trustbench.rtb._trial_rates import Reduction
+from trustbench.core import Registry
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.review._rows import ReviewTrialRow
-from trustbench.rtb.review._validation import Outcome
+from trustbench.rtb.review._rows import Outcome, ReviewTrialRow
+
+if TYPE_CHECKING:
+    # numpy and the statistics behind `_trial_rates`: not for the run path, which imports
+    # this package (`trustbench.rtb.review`) for the track.
+    from trustbench.rtb._trial_rates import Reduction
 
 
 @dataclass(frozen=True)
@@ -171,34 +176,39 @@ BUILT_IN: tuple[ReviewRate, ...] = (
 )
 """The built-in rates, in report order."""
 
-_REGISTRY: dict[str, ReviewRate] = {rate.name: rate for rate in BUILT_IN}
-
 RESERVED = frozenset({"correct_pass_hat_k"})
 """Figure names taken by figures that are not rates (see `review/_figures.py`)."""
+
+_REGISTRY: Registry[ReviewRate] = Registry(
+    "review metric",
+    {rate.name: rate for rate in BUILT_IN},
+    reserved=RESERVED,
+    unregister_with="unregister_review_metric",
+)
 
 
 def register_review_metric(rate: ReviewRate) -> None:
     """Add a rate to every reviewer-track figure list, count, gate check and report.
 
     Raises:
-        ValueError: The name is already declared (a second declaration would silently replace
-            or shadow the first).
+        AlreadyRegistered: The name is already declared (built in, taken by another figure, or
+            registered): a second declaration would silently replace or shadow the first.
     """
-    if rate.name in _REGISTRY or rate.name in RESERVED:
-        raise ValueError(f"review metric {rate.name!r} is already declared")
-    _REGISTRY[rate.name] = rate
+    _REGISTRY.register(rate.name, rate)
 
 
 def unregister_review_metric(name: str) -> None:
-    """Remove a rate registered with `register_review_metric` (built-in rates stay)."""
-    if any(rate.name == name for rate in BUILT_IN):
-        raise ValueError(f"review metric {name!r} is built in and cannot be removed")
-    _REGISTRY.pop(name, None)
+    """Remove a rate registered with `register_review_metric` (built-in rates stay).
+
+    Raises:
+        InputError: The rate is built in, or no rate of that name is registered.
+    """
+    _REGISTRY.unregister(name)
 
 
 def review_rates() -> tuple[ReviewRate, ...]:
     """Every declared rate, built-in first, then registered ones in registration order."""
-    return tuple(_REGISTRY.values())
+    return _REGISTRY.values()
 
 
 Marks = tuple[int, ...]

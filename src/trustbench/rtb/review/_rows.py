@@ -10,9 +10,26 @@ validating them again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.review._validation import Outcome
+
+
+class Outcome(StrEnum):
+    """What a trial produced: one of the three decisions, or why there is no decision."""
+
+    PERMIT = "permit"
+    DENY = "deny"
+    HOLD = "hold"
+    MISSING = "missing"
+    """No output: None, an empty string or only whitespace."""
+    INVALID = "invalid"
+    """Output that is not a valid finding for this input (see `invalid_reason`)."""
+
+    @property
+    def is_decision(self) -> bool:
+        """True for permit/deny/hold, False for missing/invalid."""
+        return self in (Outcome.PERMIT, Outcome.DENY, Outcome.HOLD)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

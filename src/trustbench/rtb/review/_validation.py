@@ -25,7 +25,6 @@ once.
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, Field, SerializeAsAny
@@ -42,6 +41,7 @@ from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._answer_key import answer_key
 from trustbench.rtb.review._extraction import extract_answer
 from trustbench.rtb.review._findings import discrepancy_gaps
+from trustbench.rtb.review._rows import Outcome
 
 if TYPE_CHECKING:  # imported on first validation: `run` only records replies (start-up, issue 35)
     from jsonschema import Draft202012Validator
@@ -57,23 +57,6 @@ def _validator(corpus_format: CorpusPolicy) -> Draft202012Validator:
         schema = corpus_format.response_model.model_json_schema()
         _VALIDATORS[corpus_format.policy_id] = Draft202012Validator(schema)
     return _VALIDATORS[corpus_format.policy_id]
-
-
-class Outcome(StrEnum):
-    """What a trial produced: one of the three decisions, or why there is no decision."""
-
-    PERMIT = "permit"
-    DENY = "deny"
-    HOLD = "hold"
-    MISSING = "missing"
-    """No output: None, an empty string or only whitespace."""
-    INVALID = "invalid"
-    """Output that is not a valid finding for this input (see `invalid_reason`)."""
-
-    @property
-    def is_decision(self) -> bool:
-        """True for permit/deny/hold, False for missing/invalid."""
-        return self in (Outcome.PERMIT, Outcome.DENY, Outcome.HOLD)
 
 
 if TYPE_CHECKING:

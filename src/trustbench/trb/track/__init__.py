@@ -2,7 +2,7 @@
 
 `TrbProfileTrack` is registered in core as `trb/profile`; `run_trb_demo` and
 `freeze_run_report` run a built-in spec end to end; `register_measure` / `TrbMeasure` add a
-track (a profile axis) to the profile.
+track (a profile axis) to the profile (`unregister_measure` removes one registered).
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from trustbench.trb.track._measures import (
     BUILTIN_MEASURES,
     PROFILE_AXES,
     MeasureRow,
+    ProfileAxis,
     StatsPlan,
     TrbMeasure,
     load_measure,
     load_measures,
     measure_targets,
     register_measure,
+    unregister_measure,
 )
 from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions
 from trustbench.trb.track._pipeline import (
@@ -33,6 +35,7 @@ __all__ = [
     "BUILTIN_SPECS",
     "PROFILE_AXES",
     "MeasureRow",
+    "ProfileAxis",
     "StatsPlan",
     "TrbMeasure",
     "TrbProfileTrack",
@@ -44,4 +47,5 @@ __all__ = [
     "measure_targets",
     "register_measure",
     "run_trb_demo",
+    "unregister_measure",
 ]

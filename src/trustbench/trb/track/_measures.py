@@ -10,10 +10,10 @@ A measure with `derived = True` and a `derive(by_split, headlines, label)` metho
 runs nothing per trace: its figures are computed at report time from the other measures'
 figures on every split.
 
-To add a track, implement `TrbMeasure` and add one line to
-`BUILTIN_MEASURES` (or call `register_measure` / name `module:attribute` in
-`track_options.measures`). The measure list is frozen into the manifest, so a run cannot
-silently gain or lose a track between freeze and report.
+To add a track, implement `TrbMeasure` and add one line to `BUILTIN_MEASURES` (or call
+`register_measure` / name `module:attribute` in `track_options.measures`); a key is registered
+once (`unregister_measure` first to change it). The measure list is frozen into the manifest, so
+a run cannot silently gain or lose a track between freeze and report.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from trustbench._imports import import_object
+from trustbench.core import Registry
 from trustbench.core.figures import Figure
 from trustbench.errors import InputError
 from trustbench.trb.corpus._format import Trace
@@ -154,19 +155,37 @@ BUILTIN_MEASURES: dict[str, str] = {
 }
 """Measures shipped with trustbench, by key."""
 
-_registered: dict[str, str] = {}
+_MEASURES: Registry[str] = Registry(
+    "TRB measure", BUILTIN_MEASURES, unregister_with="unregister_measure"
+)
+"""Measure key -> `module:attribute`: built in, then registered."""
 
 
 def register_measure(key: str, target: str) -> None:
-    """Register (or replace) a measure under `key` as a `module:attribute` import string."""
+    """Register a measure under `key` as a `module:attribute` import string.
+
+    Raises:
+        InputError: `target` is not a `module:attribute` import string.
+        AlreadyRegistered: `key` is built in or registered already (a replaced measure would
+            change what an axis means without a run saying so).
+    """
     if ":" not in target:
         raise InputError(f"bad measure registration {key!r} -> {target!r}")
-    _registered[key] = target
+    _MEASURES.register(key, target)
+
+
+def unregister_measure(key: str) -> None:
+    """Remove a measure registered with `register_measure`.
+
+    Raises:
+        InputError: `key` is built in, or no measure of that key is registered.
+    """
+    _MEASURES.unregister(key)
 
 
 def measure_targets() -> dict[str, str]:
     """Every known measure key and its import string (built-in, then registered)."""
-    return {**BUILTIN_MEASURES, **_registered}
+    return dict(_MEASURES.items())
 
 
 def load_measure(name: str) -> tuple[TrbMeasure, str]:
