@@ -148,3 +148,65 @@ def test_the_encoded_string_memo_stays_bounded() -> None:
     huge = "x" * (_canonical._MEMO_MAX_CHARS + 1)
     assert canonical_json(huge) == rfc8785.dumps(huge)
     assert huge not in _canonical._encoded_long_strings
+
+
+_STORED_RECORD_SHAPES = {
+    "table": "trials",
+    "trial_id": "t-0001",
+    "seq": 7,
+    "attempts": 1,
+    "big_int": 2**53 - 1,
+    "negative_int": -(2**53) + 1,
+    "duration_s": 1.5000000000000002,
+    "floats": [
+        *(0.0, -0.0, 1.0, 2.0, 0.1, 1e-7, 1e21, 1e20, 9.999999999999999e20, 5e-324),
+        *(1.7976931348623157e308, -123456789.125, 0.05),
+    ],
+    "text": 'Decide.\n\t"quoted" \\ / é \x00\x01\x1f\x7f \u2028 \U0001f600',
+    "nested": {
+        "z": None,
+        "a": [True, False, {"b": [], "a": {}}],
+        "é": 1,
+        "\uffff": 2,
+        "\U0001f600": 3,
+        "B": 4,
+    },
+    "outcome": None,
+}
+"""The shapes the ledger, manifests and records store: safe integers, floats at RFC 8785's
+formatting edges, escapes and non-BMP text, members sorted by UTF-16 code units, nesting."""
+
+_STORED_RECORD_BYTES = (
+    b'{"attempts":1,"big_int":9007199254740991,"duration_s":1.5000000000000002,"floats":[0,0,1,'
+    b"2,0.1,1e-7,1e+21,100000000000000000000,999999999999999900000,5e-324,"
+    b'1.7976931348623157e+308,-123456789.125,0.05],"negative_int":-9007199254740991,'
+    b'"nested":{"B":4,"a":[true,false,{"a":{},"b":[]}],"z":null,"\xc3\xa9":1,'
+    b'"\xf0\x9f\x98\x80":3,"\xef\xbf\xbf":2},"outcome":null,"seq":7,"table":"trials",'
+    b'"text":"Decide.\\n\\t\\"quoted\\" \\\\ / \xc3\xa9 \\u0000\\u0001\\u001f\x7f \xe2\x80\xa8 '
+    b'\xf0\x9f\x98\x80","trial_id":"t-0001"}'
+)
+"""What trustbench's own encoder (before issue 47 removed it) wrote for `_STORED_RECORD_SHAPES`."""
+
+
+def test_stored_record_shapes_keep_the_bytes_and_hash_ledgers_were_written_with() -> None:
+    assert rfc8785.dumps(_STORED_RECORD_SHAPES) == _STORED_RECORD_BYTES
+    assert canonical_json(_STORED_RECORD_SHAPES) == _STORED_RECORD_BYTES
+    assert sha256_hex(_STORED_RECORD_BYTES) == (
+        "032a51e1d5e58c32a43cc12c1c4c2f9b984043f27c4b9573dac0cde0b068ae75"
+    )
+
+
+def test_a_ledger_attempt_row_keeps_its_chained_hash() -> None:
+    from trustbench.core._ledger_rows import row_hash
+
+    row: dict[str, object] = dict.fromkeys(TABLE_COLUMNS["attempts"])
+    row.update(
+        id=3, seq=3, trial_id="t-0001", execution=0, call_index=0, attempt_index=0,
+        kind="chat", call="review", started_at="2026-12-06T02:40:09.123456+00:00",
+        request='{"messages":[{"content":"é\\n","role":"user"}],"temperature":0}',
+        raw_response='{"decision":"permit"}', http_status=200, latency_s=1.5000000000000002,
+        prompt_tokens=812, completion_tokens=40, cost_usd=1e-7,
+    )  # fmt: skip
+    assert row_hash("0" * 64, "attempts", row) == (
+        "d164f643d6d671f7ede9fc219d7a295b63e020b89b0294021fa628d70db82431"
+    )
