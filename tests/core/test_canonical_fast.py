@@ -1,8 +1,7 @@
-"""The fast canonical-JSON path is byte-identical to the reference RFC 8785 implementation."""
+"""Canonical JSON is `rfc8785.dumps`, and the ledger's row encoders write the same bytes."""
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import math
 
@@ -11,44 +10,9 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustbench._canonical import canonical_json, float_text, sha256_hex
+from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core._ledger import TABLE_COLUMNS, row_canonical_json
 from trustbench.core._ledger_rows import values_canonical_json
-
-_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
-_json = st.recursive(
-    _scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(_json)
-def test_canonical_json_matches_rfc8785_byte_for_byte(value: object) -> None:
-    assert canonical_json(value) == rfc8785.dumps(value)
-
-
-def test_control_characters_and_non_ascii_are_encoded_as_rfc8785_does() -> None:
-    value = {"\uffff": '\x00\x1f\x7f\u2028"\\/é', "\U0001f600": 1, "a": [1.0, 1e21, 1e-7, -0.0]}
-    assert canonical_json(value) == rfc8785.dumps(value)
-
-
-class _Colour(enum.StrEnum):
-    RED = "red"
-
-
-def test_subclasses_and_tuples_fall_back_to_the_reference_encoding() -> None:
-    value = {"c": _Colour.RED, "t": (1, 2), "n": enum.IntEnum("N", "ONE").ONE}
-    assert canonical_json(value) == rfc8785.dumps(value)
 
 
 @pytest.mark.parametrize(
@@ -107,47 +71,10 @@ def test_row_values_near_the_fast_path_edges_encode_as_the_general_path(value: o
     )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.floats(allow_nan=False, allow_infinity=False))
-def test_float_text_is_the_rfc8785_number_format(value: float) -> None:
-    assert float_text(value) == rfc8785.dumps(value).decode()
-
-
 @pytest.mark.parametrize("size", [0, 1, 2047, 2048, 4094, 4095, 6718, 100_000])
 def test_sha256_hex_in_gil_keeping_chunks_equals_hashlib_at_every_size(size: int) -> None:
     data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
     assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
-
-
-@pytest.mark.parametrize(
-    "value", [0.0, -0.0, 2.0, -2.0, 2.0**53 - 1, 2.0**53, 1e20, 9.999999999999999e20, 1e21]
-)
-def test_integral_floats_near_the_fast_path_edges_are_written_as_rfc8785_writes_them(
-    value: float,
-) -> None:
-    assert float_text(value) == rfc8785.dumps(value).decode()
-
-
-def test_a_long_string_encoded_again_from_the_memo_is_still_rfc8785() -> None:
-    prompt = 'Decide whether the change may proceed.\n\t"quoted" \\ é \x01 ' * 60
-    body = {"messages": [{"role": "system", "content": prompt}], "temperature": 0.0}
-    first = canonical_json(body)
-    assert canonical_json(body) == first == rfc8785.dumps(body)
-    # An equal string that is another object, and one that differs in its last character.
-    assert canonical_json({"c": "".join(list(prompt))}) == rfc8785.dumps({"c": prompt})
-    assert canonical_json({"c": prompt[:-1] + "!"}) == rfc8785.dumps({"c": prompt[:-1] + "!"})
-
-
-def test_the_encoded_string_memo_stays_bounded() -> None:
-    from trustbench import _canonical
-
-    for index in range(3 * _canonical._MEMO_ENTRIES):
-        text = f"{index:08d}" * 200
-        assert canonical_json(text) == rfc8785.dumps(text)
-    assert len(_canonical._encoded_long_strings) <= _canonical._MEMO_ENTRIES
-    huge = "x" * (_canonical._MEMO_MAX_CHARS + 1)
-    assert canonical_json(huge) == rfc8785.dumps(huge)
-    assert huge not in _canonical._encoded_long_strings
 
 
 _STORED_RECORD_SHAPES = {
