@@ -20,9 +20,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench._fields import from_same_named
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import KNOWN_BAD_FOR_FAULT, TrialScript
@@ -52,7 +51,7 @@ class ExpectedEffect(StrEnum):
 class ControlScenario(BaseModel):
     """One control-path scenario: a trial script plus the grader's expectation."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     scenario_id: str
     """`<case_id>/<path>`."""

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from trustbench._canonical import canonical_json
-from trustbench._docstrings import documented
 from trustbench._fields import from_same_named
 from trustbench.rtb.boundaries import TrialRun
 from trustbench.rtb.control._cases import ControlScenario, ExpectedEffect
@@ -53,7 +52,7 @@ class ControlOutcome(StrEnum):
 
 
 class _Frozen(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class TrialGrade(_Frozen):

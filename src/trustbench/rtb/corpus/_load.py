@@ -13,9 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, PrivateAttr, SerializeAsAny
+from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializeAsAny
 
-from trustbench._docstrings import documented
 from trustbench._fields import from_same_named
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._corpus_parts import PROMPT_PATH as PROMPT_PATH
@@ -76,7 +75,7 @@ else:
 class ValidationReport(BaseModel):
     """Everything `validate_corpus` found: the problems and what did parse."""
 
-    model_config = documented()
+    model_config = ConfigDict(use_attribute_docstrings=True)
 
     root: Path
     """The corpus folder that was validated."""
@@ -122,7 +121,7 @@ class ValidationReport(BaseModel):
 class Corpus(BaseModel):
     """A validated corpus, ready for export and grading."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     version: str
     """Corpus version from `MANIFEST.json`."""

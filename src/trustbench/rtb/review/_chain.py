@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
-from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import CandidateInput, Case
 from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._validation import (
@@ -66,7 +65,7 @@ class ProviderRelation(StrEnum):
 class MemberIdentity(BaseModel):
     """Who a configuration member is, as recorded for the run."""
 
-    model_config = documented(frozen=True, extra="forbid")
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="forbid")
 
     reviewer: str
     """Reviewer name (registry name or LLM reviewer label)."""
@@ -79,7 +78,7 @@ class MemberIdentity(BaseModel):
 class ReviewConfiguration(BaseModel):
     """A named assurance configuration of the reviewer track."""
 
-    model_config = documented(frozen=True, extra="forbid")
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="forbid")
 
     name: str
     """Configuration name used in reports."""
@@ -151,7 +150,7 @@ def chain_supported(member_outcomes: Sequence[Outcome], member_supported: Sequen
 class ConfigurationTrial(BaseModel):
     """One trial of a configuration on one input, with every member's validated reply."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     configuration: str
     """The configuration's name."""

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from trustbench._canonical import canonical_json
-from trustbench._docstrings import documented
 from trustbench._fields import from_same_named
 from trustbench.rtb.platform import EffectEntry, EffectKind, ObservedResource, verify_chain
 from trustbench.rtb.workflow._models import (
@@ -45,7 +44,7 @@ Completion = Literal["completed", "not_completed", "unresolved", "not_applicable
 
 
 class _Frozen(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 def _canonical(value: Any) -> bytes:
