@@ -13,7 +13,6 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench._fields import from_same_named
 from trustbench.rtb.boundaries._protocol import (
     DEFAULT_ENFORCEMENT,
     Authorization,
@@ -171,9 +170,9 @@ async def run_trial(
             await session.inject(action)
         await session.settle(script.observation_deadline_s)
         log = await session.observer_entries()
-        return from_same_named(
-            TrialRun,
-            script,
+        return TrialRun(
+            trial_id=script.trial_id,
+            observation_deadline_s=script.observation_deadline_s,
             boundary=name,
             enforcement=enforcement,
             environment_strength=session.environment_strength,

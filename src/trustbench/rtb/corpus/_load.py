@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializeAsAny
 
-from trustbench._fields import from_same_named
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._corpus_parts import PROMPT_PATH as PROMPT_PATH
 from trustbench.rtb.corpus._corpus_parts import (
@@ -282,7 +281,15 @@ def load_corpus(path: Path | None = None) -> Corpus:
         raise CheckFailed(failure_summary(report))
     if not (report.version and report.review_prompt is not None and report.manifest_sha256):
         raise CheckFailed(f"{report.root}: corpus validated but its manifest or prompt is missing")
-    return from_same_named(Corpus, report).with_snapshot(snapshot)
+    return Corpus(
+        version=report.version,
+        policy_id=report.policy_id,
+        root=report.root,
+        cases=report.cases,
+        review_prompt=report.review_prompt,
+        files=report.files,
+        manifest_sha256=report.manifest_sha256,
+    ).with_snapshot(snapshot)
 
 
 def failure_summary(report: ValidationReport, limit: int = 5) -> str:
