@@ -292,7 +292,8 @@ class ConfigurationTrials:
                 supported=None,
             )  # fmt: skip
             yield ConfigurationRow(name, row, ()), self._k
-        self._observed = [Outcome.PERMIT] * (len(self._cases) * self._k)
+        permitted: list[Outcome | None] = [Outcome.PERMIT] * (len(self._cases) * self._k)
+        self._observed = permitted
 
     def _made(self) -> Iterator[tuple[int, ConfigurationRow]]:
         name = self._configuration.name
