@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import stat
-from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,15 @@ import rfc8785
 
 from trustbench.errors import InputError
 
-_MAX_SAFE_INT = 2**53 - 1
-"""RFC 8785 §3.2.2.3: integers must be exactly representable as IEEE 754 doubles."""
-
-
-class _NotFastPath(Exception):
-    """A value the fast encoder leaves to `rfc8785` (rare types, domain errors)."""
-
 
 def canonical_json(value: Any) -> bytes:
-    """Encode `value` as RFC 8785 canonical JSON bytes.
+    """Encode `value` as RFC 8785 canonical JSON bytes (`rfc8785.dumps`).
+
+    The one encoding every hash in a run is computed over, named once so that every ledger row,
+    manifest and record hashes the same bytes. Issue 47 removed trustbench's own encoder in
+    front of the library (byte-identical, and no bench showed it saving 5 % of a real workload:
+    `bench/README.md`); `tests/core/test_canonical_fast.py` keeps the bytes that ledgers were
+    written with.
 
     Args:
         value: Any JSON-compatible value (dict, list, str, int, float, bool, None).
@@ -40,123 +38,12 @@ def canonical_json(value: Any) -> bytes:
         rfc8785.CanonicalizationError: for values RFC 8785 cannot encode (NaN, integers beyond
             2**53 - 1, lone surrogates, non-string keys, other types).
     """
-    # Fast path, byte-identical to `rfc8785.dumps` (property-tested against it): the reference
-    # implementation escapes strings with a Python callback per escaped character, which made
-    # hashing a ledger row of a ~7 kB review prompt cost ~0.1 ms, the largest single CPU cost of a
-    # trial. Strings here go through the C JSON string encoder instead: with `ensure_ascii` off it
-    # escapes exactly `"`, `\\`, and U+0000-U+001F (as \b \f \n \r \t or lowercase \u00xx) and
-    # writes everything else verbatim, which is RFC 8785 §3.2.2.2 (= ECMAScript JSON.stringify).
-    # Floats keep rfc8785's ECMAScript number formatting; anything unusual (subclasses, NaN, big
-    # integers, surrogates) falls back to rfc8785 itself, so its errors are unchanged too.
-    parts: list[str] = []
-    try:
-        _encode(value, parts)
-        return "".join(parts).encode("utf-8")
-    except (_NotFastPath, UnicodeEncodeError):
-        return rfc8785.dumps(value)
+    return rfc8785.dumps(value)
 
 
 def float_text(value: float) -> str:
-    """A float as RFC 8785 writes it (ECMAScript Number::toString).
-
-    `rfc8785` starts from Python's shortest round-trip `repr` and only rewrites exponents,
-    integral values ("2.0" -> "2") and zero; a repr without any of those is already the answer,
-    so only those cases pay for the reference routine.
-    """
-    if value.is_integer() and -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
-        # ECMAScript writes an integral value as an integer ("2"; "0" for -0.0), from its
-        # shortest round-trip digits, which below 2^53 are the integer itself (above, they are
-        # not: 9.999999999999999e20 is "999999999999999900000"). A request's
-        # `temperature = 0.0` took the slow path below in every trial.
-        return str(int(value))
-    text = repr(value)
-    if "e" in text or text.endswith(".0") or not text[-1].isdigit():
-        return rfc8785.dumps(value).decode("ascii")
-    return text
-
-
-def _utf16_key(key: str) -> bytes:
-    # RFC 8785 §3.2.3: members sorted by the UTF-16 code units of their names.
-    return key.encode("utf-16-be")
-
-
-_MEMO_MIN_CHARS = 1024
-_MEMO_MAX_CHARS = 65536
-_MEMO_ENTRIES = 64
-_encoded_long_strings: dict[str, str] = {}
-"""Encoded form of recently encoded long strings. Every review request carries the same 3.7 kB
-prompt (the same string object, so a lookup is an identity check), whose escaping cost 7.6 us
-per trial; bounded in entries and in the length of what it keeps."""
-
-
-def _encoded_string(value: str) -> str:
-    if not _MEMO_MIN_CHARS <= len(value) <= _MEMO_MAX_CHARS:
-        return encode_basestring(value)
-    encoded = _encoded_long_strings.get(value)
-    if encoded is None:
-        encoded = encode_basestring(value)
-        if len(_encoded_long_strings) >= _MEMO_ENTRIES:
-            _encoded_long_strings.clear()
-        _encoded_long_strings[value] = encoded
-    return encoded
-
-
-def _encode(value: Any, parts: list[str]) -> None:
-    kind = type(value)
-    if kind is str:
-        parts.append(_encoded_string(value))
-    elif value is None:
-        parts.append("null")
-    elif value is True:
-        parts.append("true")
-    elif value is False:
-        parts.append("false")
-    elif kind is int:
-        if not -_MAX_SAFE_INT <= value <= _MAX_SAFE_INT:
-            raise _NotFastPath
-        parts.append(str(value))
-    elif kind is float:
-        parts.append(float_text(value))
-    elif kind is dict:
-        _encode_object(value, parts)
-    elif kind is list or kind is tuple:
-        _encode_array(value, parts)
-    else:
-        raise _NotFastPath
-
-
-def _encode_object(value: dict[Any, Any], parts: list[str]) -> None:
-    """An object's members, sorted by name as RFC 8785 orders them."""
-    if not value:
-        parts.append("{}")
-        return
-    keys = list(value)
-    for key in keys:  # a loop, not all(...): most objects here have two to five members
-        if type(key) is not str:
-            raise _NotFastPath
-    # For ASCII names code-point order is UTF-16 order; sort the cheap way when it is safe.
-    keys.sort(key=None if "".join(keys).isascii() else _utf16_key)
-    separator = "{"
-    for key in keys:
-        parts.append(separator)
-        parts.append(encode_basestring(key))
-        parts.append(":")
-        _encode(value[key], parts)
-        separator = ","
-    parts.append("}")
-
-
-def _encode_array(value: list[Any] | tuple[Any, ...], parts: list[str]) -> None:
-    """An array's items in order."""
-    if not value:
-        parts.append("[]")
-        return
-    separator = "["
-    for item in value:
-        parts.append(separator)
-        _encode(item, parts)
-        separator = ","
-    parts.append("]")
+    """A float as RFC 8785 writes it (ECMAScript Number::toString), for the ledger's row text."""
+    return rfc8785.dumps(value).decode("ascii")
 
 
 _GIL_KEEPING_CHUNK = 2047

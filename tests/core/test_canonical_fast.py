@@ -1,8 +1,7 @@
-"""The fast canonical-JSON path is byte-identical to the reference RFC 8785 implementation."""
+"""Canonical JSON is `rfc8785.dumps`, and the ledger's row encoders write the same bytes."""
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import math
 
@@ -11,44 +10,9 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustbench._canonical import canonical_json, float_text, sha256_hex
+from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core._ledger import TABLE_COLUMNS, row_canonical_json
 from trustbench.core._ledger_rows import values_canonical_json
-
-_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
-_json = st.recursive(
-    _scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(_json)
-def test_canonical_json_matches_rfc8785_byte_for_byte(value: object) -> None:
-    assert canonical_json(value) == rfc8785.dumps(value)
-
-
-def test_control_characters_and_non_ascii_are_encoded_as_rfc8785_does() -> None:
-    value = {"\uffff": '\x00\x1f\x7f\u2028"\\/é', "\U0001f600": 1, "a": [1.0, 1e21, 1e-7, -0.0]}
-    assert canonical_json(value) == rfc8785.dumps(value)
-
-
-class _Colour(enum.StrEnum):
-    RED = "red"
-
-
-def test_subclasses_and_tuples_fall_back_to_the_reference_encoding() -> None:
-    value = {"c": _Colour.RED, "t": (1, 2), "n": enum.IntEnum("N", "ONE").ONE}
-    assert canonical_json(value) == rfc8785.dumps(value)
 
 
 @pytest.mark.parametrize(
@@ -107,44 +71,69 @@ def test_row_values_near_the_fast_path_edges_encode_as_the_general_path(value: o
     )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.floats(allow_nan=False, allow_infinity=False))
-def test_float_text_is_the_rfc8785_number_format(value: float) -> None:
-    assert float_text(value) == rfc8785.dumps(value).decode()
-
-
 @pytest.mark.parametrize("size", [0, 1, 2047, 2048, 4094, 4095, 6718, 100_000])
 def test_sha256_hex_in_gil_keeping_chunks_equals_hashlib_at_every_size(size: int) -> None:
     data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
     assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
 
 
-@pytest.mark.parametrize(
-    "value", [0.0, -0.0, 2.0, -2.0, 2.0**53 - 1, 2.0**53, 1e20, 9.999999999999999e20, 1e21]
+_STORED_RECORD_SHAPES = {
+    "table": "trials",
+    "trial_id": "t-0001",
+    "seq": 7,
+    "attempts": 1,
+    "big_int": 2**53 - 1,
+    "negative_int": -(2**53) + 1,
+    "duration_s": 1.5000000000000002,
+    "floats": [
+        *(0.0, -0.0, 1.0, 2.0, 0.1, 1e-7, 1e21, 1e20, 9.999999999999999e20, 5e-324),
+        *(1.7976931348623157e308, -123456789.125, 0.05),
+    ],
+    "text": 'Decide.\n\t"quoted" \\ / é \x00\x01\x1f\x7f \u2028 \U0001f600',
+    "nested": {
+        "z": None,
+        "a": [True, False, {"b": [], "a": {}}],
+        "é": 1,
+        "\uffff": 2,
+        "\U0001f600": 3,
+        "B": 4,
+    },
+    "outcome": None,
+}
+"""The shapes the ledger, manifests and records store: safe integers, floats at RFC 8785's
+formatting edges, escapes and non-BMP text, members sorted by UTF-16 code units, nesting."""
+
+_STORED_RECORD_BYTES = (
+    b'{"attempts":1,"big_int":9007199254740991,"duration_s":1.5000000000000002,"floats":[0,0,1,'
+    b"2,0.1,1e-7,1e+21,100000000000000000000,999999999999999900000,5e-324,"
+    b'1.7976931348623157e+308,-123456789.125,0.05],"negative_int":-9007199254740991,'
+    b'"nested":{"B":4,"a":[true,false,{"a":{},"b":[]}],"z":null,"\xc3\xa9":1,'
+    b'"\xf0\x9f\x98\x80":3,"\xef\xbf\xbf":2},"outcome":null,"seq":7,"table":"trials",'
+    b'"text":"Decide.\\n\\t\\"quoted\\" \\\\ / \xc3\xa9 \\u0000\\u0001\\u001f\x7f \xe2\x80\xa8 '
+    b'\xf0\x9f\x98\x80","trial_id":"t-0001"}'
 )
-def test_integral_floats_near_the_fast_path_edges_are_written_as_rfc8785_writes_them(
-    value: float,
-) -> None:
-    assert float_text(value) == rfc8785.dumps(value).decode()
+"""What trustbench's own encoder (before issue 47 removed it) wrote for `_STORED_RECORD_SHAPES`."""
 
 
-def test_a_long_string_encoded_again_from_the_memo_is_still_rfc8785() -> None:
-    prompt = 'Decide whether the change may proceed.\n\t"quoted" \\ é \x01 ' * 60
-    body = {"messages": [{"role": "system", "content": prompt}], "temperature": 0.0}
-    first = canonical_json(body)
-    assert canonical_json(body) == first == rfc8785.dumps(body)
-    # An equal string that is another object, and one that differs in its last character.
-    assert canonical_json({"c": "".join(list(prompt))}) == rfc8785.dumps({"c": prompt})
-    assert canonical_json({"c": prompt[:-1] + "!"}) == rfc8785.dumps({"c": prompt[:-1] + "!"})
+def test_stored_record_shapes_keep_the_bytes_and_hash_ledgers_were_written_with() -> None:
+    assert rfc8785.dumps(_STORED_RECORD_SHAPES) == _STORED_RECORD_BYTES
+    assert canonical_json(_STORED_RECORD_SHAPES) == _STORED_RECORD_BYTES
+    assert sha256_hex(_STORED_RECORD_BYTES) == (
+        "032a51e1d5e58c32a43cc12c1c4c2f9b984043f27c4b9573dac0cde0b068ae75"
+    )
 
 
-def test_the_encoded_string_memo_stays_bounded() -> None:
-    from trustbench import _canonical
+def test_a_ledger_attempt_row_keeps_its_chained_hash() -> None:
+    from trustbench.core._ledger_rows import row_hash
 
-    for index in range(3 * _canonical._MEMO_ENTRIES):
-        text = f"{index:08d}" * 200
-        assert canonical_json(text) == rfc8785.dumps(text)
-    assert len(_canonical._encoded_long_strings) <= _canonical._MEMO_ENTRIES
-    huge = "x" * (_canonical._MEMO_MAX_CHARS + 1)
-    assert canonical_json(huge) == rfc8785.dumps(huge)
-    assert huge not in _canonical._encoded_long_strings
+    row: dict[str, object] = dict.fromkeys(TABLE_COLUMNS["attempts"])
+    row.update(
+        id=3, seq=3, trial_id="t-0001", execution=0, call_index=0, attempt_index=0,
+        kind="chat", call="review", started_at="2026-12-06T02:40:09.123456+00:00",
+        request='{"messages":[{"content":"é\\n","role":"user"}],"temperature":0}',
+        raw_response='{"decision":"permit"}', http_status=200, latency_s=1.5000000000000002,
+        prompt_tokens=812, completion_tokens=40, cost_usd=1e-7,
+    )  # fmt: skip
+    assert row_hash("0" * 64, "attempts", row) == (
+        "d164f643d6d671f7ede9fc219d7a295b63e020b89b0294021fa628d70db82431"
+    )

@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from trustbench._docstrings import field_docstrings
 from trustbench.core import AnalysisSpec, CandidateSpec, CorpusSpec, ExperimentSpec, RetryPolicy
 from trustbench.core._ledger import TABLE_COLUMNS
 from trustbench.core.gates import GateSpec
@@ -17,10 +16,9 @@ MODELS = [ExperimentSpec, CorpusSpec, CandidateSpec, PriceSpec, RetryPolicy, Ana
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_spec_reference_documents_every_field(model: type[BaseModel]) -> None:
-    described = field_docstrings(model)
-    for name in model.model_fields:
+    for name, field in model.model_fields.items():
         assert f"`{name}" in DOC or f".{name}" in DOC or f"{name}`" in DOC, name
-        assert described.get(name), f"{model.__name__}.{name} has no docstring"
+        assert field.description, f"{model.__name__}.{name} has no docstring"
 
 
 def test_spec_reference_documents_every_ledger_column() -> None:

@@ -6,10 +6,9 @@ import platform
 import subprocess
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 import trustbench
-from trustbench._docstrings import documented
 
 KEY_DEPENDENCIES: tuple[str, ...] = (
     "aiohttp",
@@ -32,7 +31,7 @@ KEY_DEPENDENCIES: tuple[str, ...] = (
 class GitState(BaseModel):
     """The trustbench source checkout a run used, when it is a git checkout."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     commit: str
     """HEAD commit id."""
@@ -43,7 +42,7 @@ class GitState(BaseModel):
 class EnvironmentRecord(BaseModel):
     """Software environment of the freeze."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     trustbench_version: str
     """Version of the trustbench package."""

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
-from trustbench._docstrings import documented
+from pydantic import BaseModel, ConfigDict, Field
 
 Sidedness = Literal["two_sided", "upper", "lower"]
 """Two-sided interval, or a one-sided upper (lower) confidence bound."""
 
 
 class _Contract(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class Interval(_Contract):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench._canonical import (
     canonical_json,
@@ -25,7 +25,6 @@ from trustbench._canonical import (
     read_input_file,
     sha256_hex,
 )
-from trustbench._docstrings import documented
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._environment import EnvironmentRecord, capture_environment
@@ -44,7 +43,7 @@ MANIFEST_FILE = "manifest.json"
 
 
 class _Record(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class FileRecord(_Record):

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -26,7 +27,6 @@ from pydantic import (
 )
 
 from trustbench._canonical import read_input_file
-from trustbench._docstrings import documented
 from trustbench.core._credentials import (
     checked_base_url,
     key_free,
@@ -55,7 +55,7 @@ TRANSIENT_ERROR_CLASSES: tuple[str, ...] = (
 
 
 class _Strict(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class CorpusSpec(_Strict):

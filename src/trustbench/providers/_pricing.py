@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, StrictFloat
-
-from trustbench._docstrings import documented
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat
 
 
 class PriceSpec(BaseModel):
     """Token prices used to compute each attempt's cost; absent prices give a null cost, not 0."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     input_per_mtok: StrictFloat = Field(ge=0)
     """US dollars per one million prompt (input) tokens."""

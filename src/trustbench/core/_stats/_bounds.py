@@ -8,16 +8,15 @@ so the gap between them is exactly the unresolved share and nothing is silently 
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.core.figures import Figure, FigureUnit, rate_figure
 
 
 class BoundedRate(BaseModel):
     """A rate known only between a lower and an upper figure, with the unresolved count."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     lower: Figure
     """Confirmed events / denominator, with its exact interval."""

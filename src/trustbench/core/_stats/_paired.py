@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.core._stats._cluster import cluster_bootstrap_interval, cluster_robust_interval
 from trustbench.core._stats._groups import cluster_sums
 from trustbench.core._stats._signflip import (
@@ -26,7 +25,7 @@ from trustbench.core.figures import Figure, FigureUnit, Interval
 class McNemarResult(BaseModel):
     """Exact McNemar test of two configurations' binary outcomes on the same cases."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     both: int
     """Cases where both configurations had the outcome."""

@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.core._stats._cluster import EQUAL_RATIOS, equal_ratios
 from trustbench.core._stats._groups import FloatArray
 from trustbench.core.figures import Interval, Sidedness
@@ -39,7 +38,7 @@ _TIE = 1e-9
 class SignFlipResult(BaseModel):
     """Outcome of a sign-flip test of "no difference" (two-sided unless stated)."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     statistic: float
     """Observed pooled mean difference sum(D_g) / sum(n_g)."""

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from trustbench._docstrings import documented
 from trustbench.core._analysis import Evaluability
 from trustbench.core.figures import Figure, Sidedness
 from trustbench.core.gates import GateResult
 
 
 class _Block(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class _Section(_Block):

@@ -20,9 +20,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.core._analysis import VALID_RESPONSE_RATE, Evaluability
 from trustbench.core.gates import GateResult
 from trustbench.core.report._blocks import ReportPage
@@ -43,7 +42,7 @@ VerdictStatus = Literal[
 class Verdict(BaseModel):
     """The verdict of one subject with the gate results it rests on."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     subject: str
     """Configuration (candidate or instrument) name."""

@@ -13,7 +13,6 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Literal
 
-from trustbench._fields import from_same_named
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
 from trustbench.rtb.boundaries._protocol import Authorization, DispatchReceipt, Enforcement
@@ -90,8 +89,13 @@ class PythonPolicyBoundary:
 
     async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
         """Evaluate the policy on live state: its decision, reason, approval and detail."""
-        return from_same_named(
-            Authorization, self._evaluate(request, platform), issued_by=self._instance
+        result = self._evaluate(request, platform)
+        return Authorization(
+            decision=result.decision,
+            reason_code=result.reason_code,
+            approval_id=result.approval_id,
+            detail=result.detail,
+            issued_by=self._instance,
         )
 
     async def dispatch(

@@ -11,10 +11,8 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench._docstrings import documented
-from trustbench._fields import from_same_named
 from trustbench.rtb.boundaries._protocol import (
     DEFAULT_ENFORCEMENT,
     Authorization,
@@ -35,7 +33,7 @@ from trustbench.rtb.platform import (
 
 
 class _Frozen(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class TrialScript(_Frozen):
@@ -172,9 +170,9 @@ async def run_trial(
             await session.inject(action)
         await session.settle(script.observation_deadline_s)
         log = await session.observer_entries()
-        return from_same_named(
-            TrialRun,
-            script,
+        return TrialRun(
+            trial_id=script.trial_id,
+            observation_deadline_s=script.observation_deadline_s,
             boundary=name,
             enforcement=enforcement,
             environment_strength=session.environment_strength,

@@ -18,12 +18,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
-from trustbench._fields import from_same_named
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import KNOWN_BAD_FOR_FAULT, TrialScript
 from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL
@@ -52,7 +49,7 @@ class ExpectedEffect(StrEnum):
 class ControlScenario(BaseModel):
     """One control-path scenario: a trial script plus the grader's expectation."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     scenario_id: str
     """`<case_id>/<path>`."""
@@ -155,14 +152,10 @@ def _scenario(
     source: str,
     known_bad: str | None = None,
 ) -> ControlScenario:
-    """One scenario of `case` on `path` (direct and fault scenarios are built alike).
-
-    The scenario keeps its case's id and group under the same names (the case is an instance
-    of its policy's `case_model`, a pydantic model; `AuthoredCase` is what it has to offer).
-    """
-    return from_same_named(
-        ControlScenario,
-        cast("BaseModel", case),
+    """One scenario of `case` on `path` (direct and fault scenarios are built alike)."""
+    return ControlScenario(
+        case_id=case.case_id,
+        group=case.group,
         scenario_id=f"{case.case_id}/{path}",
         path=path,
         script=script,

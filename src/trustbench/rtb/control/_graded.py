@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import Enforcement
 from trustbench.rtb.control._grading import (
     ControlOutcome,
@@ -22,7 +21,7 @@ OUTCOMES: tuple[str, ...] = tuple(outcome.value for outcome in ControlOutcome)
 
 
 class _Frozen(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class GradedTrial(_Frozen):

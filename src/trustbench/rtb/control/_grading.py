@@ -24,11 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from trustbench._canonical import canonical_json
-from trustbench._docstrings import documented
-from trustbench._fields import from_same_named
 from trustbench.rtb.boundaries import TrialRun
 from trustbench.rtb.control._cases import ControlScenario, ExpectedEffect
 from trustbench.rtb.platform import EffectEntry, EffectKind, verify_chain
@@ -53,7 +51,7 @@ class ControlOutcome(StrEnum):
 
 
 class _Frozen(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class TrialGrade(_Frozen):
@@ -216,8 +214,8 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
         run: The trial run (its `effect_log` is the only outcome evidence).
 
     Returns:
-        The trial's grade; the ids and settings it shares by name with the scenario (scenario,
-        case, path, expected effect) and the run (boundary, strength, deadline) are theirs.
+        The trial's grade, carrying the scenario's ids, path and expected effect and the run's
+        boundary, environment strength and deadline.
     """
     seen = _observe(scenario, run)
     notes = [] if seen.chain_ok else [f"hash chain broken: {seen.chain_why}"]
@@ -235,10 +233,14 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
     contradicted = _contradicted(run, seen, blocked)
     if contradicted:
         notes.append(f"boundary claimed {run.receipt.status if run.receipt else '?'}")
-    return from_same_named(
-        TrialGrade,
-        scenario,
-        run,
+    return TrialGrade(
+        scenario_id=scenario.scenario_id,
+        case_id=scenario.case_id,
+        path=scenario.path,
+        expected_effect=scenario.expected_effect,
+        boundary=run.boundary,
+        environment_strength=run.environment_strength,
+        observation_deadline_s=run.observation_deadline_s,
         outcome=outcome,
         effect_seqs=seqs,
         restored=seen.restored and outcome == ControlOutcome.PROHIBITED_EFFECT,

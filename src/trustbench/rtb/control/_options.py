@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pydantic import BaseModel, Field, StrictFloat, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
-from trustbench._docstrings import documented
 from trustbench._imports import import_object
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
@@ -49,7 +48,7 @@ _T = TypeVar("_T")
 
 
 class _Strict(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class ControlTrackOptions(_Strict):

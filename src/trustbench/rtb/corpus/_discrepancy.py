@@ -12,9 +12,7 @@ The same model is written by case authors (grader-only `decisive_discrepancies`)
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
-from trustbench._docstrings import documented
+from pydantic import BaseModel, ConfigDict, Field
 
 JsonScalar = str | int | float | bool | None
 FindingValue = JsonScalar | list[JsonScalar]
@@ -28,7 +26,7 @@ class Discrepancy(BaseModel):
     (`"unavailable"`), and `proposed_value` is None.
     """
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     record_id: str = Field(min_length=1)
     """`record_id` of the evidence record the proposal is compared with."""

@@ -23,14 +23,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import secrets
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from trustbench._canonical import read_input_file
-from trustbench._docstrings import documented
-from trustbench._unpredictable import random_bits
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._jsondoc import schema_problems
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
@@ -49,7 +48,7 @@ EVALUATION_MAP_PATH = "grader/evaluation_map.json"
 class EvaluationMap(BaseModel):
     """The grader-side record of one export (`grader/evaluation_map.json`)."""
 
-    model_config = documented(extra="forbid")
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
     corpus_version: str
     """Version of the exported corpus."""
@@ -64,7 +63,7 @@ class EvaluationMap(BaseModel):
 class ExportResult(BaseModel):
     """Where an export wrote its files, and the map the grader needs."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     out_dir: Path
     """The export's output folder."""
@@ -84,10 +83,10 @@ def new_evaluation_id(rng: random.Random | None = None) -> str:
     """Issue an evaluation id: 128 random bits, hex-encoded, prefixed `rtb-`.
 
     Args:
-        rng: Source for a reproducible id; None (the default) uses the OS's CSPRNG (as `secrets`
-            does; see `trustbench._unpredictable`), which a candidate cannot predict.
+        rng: Source for a reproducible id; None (the default) uses the OS's CSPRNG
+            (`secrets`), which a candidate cannot predict.
     """
-    bits = rng.getrandbits(128) if rng is not None else random_bits(128)
+    bits = rng.getrandbits(128) if rng is not None else secrets.randbits(128)
     return f"rtb-{bits:032x}"
 
 

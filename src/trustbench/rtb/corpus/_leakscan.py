@@ -23,9 +23,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.rtb.corpus._problem import json_pointer
 from trustbench.rtb.policy._protocol import AuthoredCase
 
@@ -58,7 +57,7 @@ LeakKind = Literal["answer_key_field", "grader_value"]
 class Leak(BaseModel):
     """One grader-only item found in a candidate-visible payload."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     pointer: str
     """JSON pointer to the key or string where it was found (empty: the payload itself)."""

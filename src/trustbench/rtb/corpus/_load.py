@@ -13,10 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, PrivateAttr, SerializeAsAny
+from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializeAsAny
 
-from trustbench._docstrings import documented
-from trustbench._fields import from_same_named
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._corpus_parts import PROMPT_PATH as PROMPT_PATH
 from trustbench.rtb.corpus._corpus_parts import (
@@ -76,7 +74,7 @@ else:
 class ValidationReport(BaseModel):
     """Everything `validate_corpus` found: the problems and what did parse."""
 
-    model_config = documented()
+    model_config = ConfigDict(use_attribute_docstrings=True)
 
     root: Path
     """The corpus folder that was validated."""
@@ -122,7 +120,7 @@ class ValidationReport(BaseModel):
 class Corpus(BaseModel):
     """A validated corpus, ready for export and grading."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     version: str
     """Corpus version from `MANIFEST.json`."""
@@ -283,7 +281,15 @@ def load_corpus(path: Path | None = None) -> Corpus:
         raise CheckFailed(failure_summary(report))
     if not (report.version and report.review_prompt is not None and report.manifest_sha256):
         raise CheckFailed(f"{report.root}: corpus validated but its manifest or prompt is missing")
-    return from_same_named(Corpus, report).with_snapshot(snapshot)
+    return Corpus(
+        version=report.version,
+        policy_id=report.policy_id,
+        root=report.root,
+        cases=report.cases,
+        review_prompt=report.review_prompt,
+        files=report.files,
+        manifest_sha256=report.manifest_sha256,
+    ).with_snapshot(snapshot)
 
 
 def failure_summary(report: ValidationReport, limit: int = 5) -> str:

@@ -14,9 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.rtb.corpus._problem import Problem, json_pointer
 from trustbench.rtb.policy._protocol import AuthoredCase
 
@@ -30,7 +29,7 @@ MANIFEST_FORMAT = "trustbench-rtb-corpus"
 class CorpusCounts(BaseModel):
     """How many cases the corpus holds, by reference decision, group and variant."""
 
-    model_config = documented(extra="forbid")
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
     cases: int
     """Number of case files."""
@@ -45,7 +44,7 @@ class CorpusCounts(BaseModel):
 class CorpusManifest(BaseModel):
     """The content of `MANIFEST.json`."""
 
-    model_config = documented(extra="forbid")
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
     format: Literal["trustbench-rtb-corpus"] = MANIFEST_FORMAT
     """Identifies the folder as an RTB corpus."""

@@ -14,16 +14,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
-
-from trustbench._docstrings import documented
+from pydantic import BaseModel, ConfigDict, Field
 
 JsonScalar = str | int | float | bool | None
 ParamValue = JsonScalar | list[JsonScalar]
 
 
 class _Strict(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class Decision(StrEnum):

@@ -9,15 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel
-
-from trustbench._docstrings import documented
+from pydantic import BaseModel, ConfigDict
 
 
 class Problem(BaseModel):
     """One validation problem: which file, where in it, and what is wrong."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     file: str
     """Path relative to the corpus root (POSIX), e.g. `cases/dns_changes-01-permitted.json`."""

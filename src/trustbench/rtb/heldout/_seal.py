@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from trustbench._canonical import canonical_json, sha256_hex
-from trustbench._unpredictable import random_bits
 from trustbench.errors import InputError
 
 HELDOUT_NAME = "HELDOUT.json"
@@ -78,7 +78,7 @@ def seal_corpus(
             "this corpus ships inside the installed package with its answer key in the clear; "
             "sealing a copy would hide nothing: seal a corpus of your own"
         )
-    set_id = set_id or f"heldout-{random_bits(64):016x}"
+    set_id = set_id or f"heldout-{secrets.randbits(64):016x}"
     with tempfile.TemporaryDirectory() as tmp:
         exported = export_candidate_inputs(corpus, Path(tmp) / "export")
         payload: dict[str, str] = {}

@@ -11,9 +11,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform._clock import SimulatedClock
 from trustbench.rtb.platform._models import ControlRequest, ObservedResource, ResourceSeed
@@ -67,7 +66,7 @@ class ResourceStore:
 class ExecutionReceipt(BaseModel):
     """What the executor tells its caller after a dispatch."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     status: Literal["committed", "already_committed", "rejected"]
     """`already_committed`: the idempotency key matched an earlier commit; nothing changed."""

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
-
-from trustbench._docstrings import documented
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class FaultType(StrEnum):
@@ -45,7 +43,7 @@ INJECTION_POINT: dict[FaultType, str] = {
 class FaultPlan(BaseModel):
     """One seeded fault: its type and the parameters fixed when the scenario was generated."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     fault: FaultType
     """Which fault."""

@@ -12,16 +12,15 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform._governance import GovernanceSeed
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 
 
 class _Frozen(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class ResourceSeed(_Frozen):

@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from trustbench._fields import same_named_fields
 from trustbench.rtb.platform import ResourceSeed
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -50,5 +49,5 @@ def same_named(
     the form of a value (an instant is text in a record, a datetime in a seed), which `convert`
     (field name, value) supplies.
     """
-    shared = same_named_fields(target, source)
-    return target(**given, **{n: convert(n, v) for n, v in shared.items() if n not in given})
+    shared = [n for n in target.model_fields if n in type(source).model_fields and n not in given]
+    return target(**given, **{n: convert(n, getattr(source, n)) for n in shared})

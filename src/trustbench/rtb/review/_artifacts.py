@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field
 
-from trustbench._docstrings import documented
 from trustbench.rtb.review._features import Document, FeatureSpace, token_features
 
 MIN_DOCUMENTS = 3
@@ -39,7 +38,7 @@ PERMUTATIONS = 400
 class TokenClassScore(BaseModel):
     """One token class's most label-informative token."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     token_class: str
     """Family and path, e.g. `s:evidence[approval].approval_id`."""
@@ -56,7 +55,7 @@ class TokenClassScore(BaseModel):
 class ArtifactReport(BaseModel):
     """Every tested token class, the permutation threshold, and the verdict."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     cases: int
     """Inputs scanned."""

@@ -24,9 +24,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field
 
-from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import CandidateInput, Decision
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._protocol import AuthoredCase
@@ -37,7 +36,7 @@ from trustbench.rtb.review._validation import Outcome, is_supported, validate_re
 from trustbench.rtb.review.reviewers import Reviewer, make_reviewer
 from trustbench.rtb.review.reviewers._registry import reviewer_names
 
-_FROZEN = documented(frozen=True)
+_FROZEN = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
 
 class SignatureCheck(BaseModel):

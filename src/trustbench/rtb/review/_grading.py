@@ -10,7 +10,6 @@ of every denominator and listed as such, never counted as zero or as missing.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,17 +36,8 @@ from trustbench.rtb.review._validation import (
     support_gaps,
 )
 
-_OUTCOMES = tuple(Outcome)
-_NONE = 255
-"""No trial at this (case, k) (`ConfigurationTrials.decisions`)."""
-
 NOT_RUN = "not_run"
 """Outcome label of a planned trial that never finished."""
-
-
-def _name(value: Any) -> Any:
-    """A repeated name (candidate, model, error class) held once, not once per trial."""
-    return sys.intern(value) if type(value) is str else value
 
 
 def _sum_or_none(values: list[Any]) -> Any:
@@ -109,23 +99,23 @@ def _member_trial(
     latency_s, tokens, cost_usd = _attempt_totals(attempts)
     return MemberTrial(
         case=case,
-        candidate=_name(trial["candidate"]),
+        candidate=trial["candidate"],
         trial=int(trial["trial_index"]),
-        status=_name(trial["status"]),
+        status=trial["status"],
         evaluation_id=evaluation_id if isinstance(evaluation_id, str) else None,
         # The raw text is read only where no finding was parsed (the invalid-reply reasons, the
         # drill-down's excerpt): a parsed reply's text is not held for the whole report.
         raw_reply=raw if isinstance(raw, str) and not validated.outcome.is_decision else None,
-        reported_model=_name(outcome.get("reported_model")),
+        reported_model=outcome.get("reported_model"),
         validated=slim_validated(validated),
         supported=not gaps,
         latency_s=latency_s,
         tokens=tokens,
         cost_usd=cost_usd,
         attempts=len(attempts),
-        error_class=_name(trial.get("error_class")),
+        error_class=trial.get("error_class"),
         explanation=explanation,
-        support_gaps=tuple(_name(gap) for gap in gaps),
+        support_gaps=tuple(gaps),
     )
 
 
@@ -227,17 +217,17 @@ class ConfigurationTrials:
             if count > before:
                 self.case_ids.append(case.case_id)
         self._count = count
-        self._observed: bytearray | None = None
-        """Each (case, k)'s observed outcome (`_OUTCOMES` index, `_NONE` when not run), kept by
-        the first full pass so `decisions` need not read the member trials again."""
+        self._observed: list[Outcome | None] | None = None
+        """Each (case, k)'s observed outcome (None when not run), kept by the first full pass so
+        `decisions` need not read the member trials again."""
 
     def __len__(self) -> int:
         return self._count
 
     def __iter__(self) -> Iterator[ConfigurationRow]:
-        observed = bytearray([_NONE]) * (len(self._cases) * self._k)
+        observed: list[Outcome | None] = [None] * (len(self._cases) * self._k)
         for slot, item in self._made():
-            observed[slot] = _OUTCOMES.index(item.row.observed)
+            observed[slot] = item.row.observed
             yield item
         self._observed = observed
 
@@ -250,15 +240,15 @@ class ConfigurationTrials:
         if self._observed is None:
             yield from (item.row for item in self)
             return
-        codes = self._observed
+        outcomes = self._observed
         for position, case in enumerate(self._cases):
             for k in range(self._k):
-                code = codes[position * self._k + k]
-                if code != _NONE:
+                outcome = outcomes[position * self._k + k]
+                if outcome is not None:
                     yield ReviewTrialRow(
                         case_id=case.case_id, group=case.group, variant=case.variant, trial=k,
                         reference=case.expectations.reference_decision,
-                        observed=_OUTCOMES[code], supported=None,
+                        observed=outcome, supported=None,
                     )  # fmt: skip
 
     def joint_decisions(
@@ -282,8 +272,8 @@ class ConfigurationTrials:
             reference = case.expectations.reference_decision
             for slot in range(position * k, (position + 1) * k):
                 a, b = mine[slot], theirs[slot]
-                if a != _NONE and b != _NONE:
-                    yield case_id, group, reference, _OUTCOMES[a], _OUTCOMES[b]
+                if a is not None and b is not None:
+                    yield case_id, group, reference, a, b
 
     def baseline_cases(self) -> Iterator[tuple[ConfigurationRow, int]]:
         """The unchecked baseline's trials a case at a time: `(its trial 0, K)` per case.
@@ -301,7 +291,8 @@ class ConfigurationTrials:
         name = self._configuration.name
         for case in self._cases:
             yield ConfigurationRow(name, configuration_row(case, 0, ()), ()), self._k
-        self._observed = bytearray([_OUTCOMES.index(Outcome.PERMIT)]) * (len(self._cases) * self._k)
+        permitted: list[Outcome | None] = [Outcome.PERMIT] * (len(self._cases) * self._k)
+        self._observed = permitted
 
     def _made(self) -> Iterator[tuple[int, ConfigurationRow]]:
         name = self._configuration.name

@@ -22,9 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field
 
-from trustbench._docstrings import documented
 from trustbench.rtb.review._ceiling import CeilingAudit
 from trustbench.rtb.review._features import (
     Document,
@@ -41,7 +40,7 @@ DEFAULT_MARGIN = 0.15
 class AttackerScore(BaseModel):
     """One learned attacker's held-out accuracy on a corpus."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     attacker: str
     """Attacker name, e.g. `logistic-regression`."""
@@ -64,7 +63,7 @@ class AttackerScore(BaseModel):
 class LearnedReport(CeilingAudit):
     """Every learned attacker's held-out accuracy, the ceiling, and the verdict."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     cases: int
     """Cases in the corpus."""

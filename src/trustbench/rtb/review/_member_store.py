@@ -32,7 +32,6 @@ Key = tuple[str, str, int]
 """`(case_id, candidate, trial index)`."""
 
 _ABSENT = -1
-_OUTCOMES = tuple(Outcome)
 
 
 class MemberStore(Mapping[Key, MemberTrial]):
@@ -136,7 +135,7 @@ def _values(trial: MemberTrial) -> tuple[Any, ...]:
     validated = trial.validated
     return (
         trial.status, trial.evaluation_id, trial.raw_reply, trial.reported_model,
-        _OUTCOMES.index(validated.outcome), validated.invalid_reason, trial.supported,
+        validated.outcome.value, validated.invalid_reason, trial.supported,
         trial.latency_s, trial.tokens, trial.cost_usd, trial.attempts, trial.error_class,
         trial.explanation, trial.support_gaps,
     )  # fmt: skip
@@ -146,7 +145,7 @@ def _member(case: Any, candidate: str, k: int, values: tuple[Any, ...]) -> Membe
     (status, evaluation_id, raw_reply, reported_model, outcome, invalid_reason,
      supported, latency_s, tokens, cost_usd, attempts, error_class, explanation,
      gaps) = values  # fmt: skip
-    validated = slim_of(_OUTCOMES[outcome], invalid_reason)
+    validated = slim_of(Outcome(outcome), invalid_reason)
     return MemberTrial(
         case=case, candidate=candidate, trial=k, status=status, evaluation_id=evaluation_id,
         raw_reply=raw_reply, reported_model=reported_model, validated=validated,

@@ -19,23 +19,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field
 
-from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._validation import Outcome
 
 __all__ = ["Count", "ReviewMetricSet", "ReviewMetrics", "ReviewTrialRow"]
 
-_FROZEN = documented(frozen=True, extra="forbid")
+_FROZEN = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="forbid")
 
 
 class Count(BaseModel):
     """A numerator over an explicit denominator; the rate is None when not applicable."""
 
     # extra="ignore" so a dumped Count (which includes the computed `rate`/`applicable`) loads back.
-    model_config = documented(frozen=True, extra="ignore")
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="ignore")
 
     label: str
     """What is counted, in words, including the denominator's definition."""

@@ -16,9 +16,8 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trustbench._docstrings import documented
 from trustbench.core import CandidateSpec, ExperimentSpec
 from trustbench.errors import InputError
 from trustbench.rtb.review._extraction import AnswerExtraction
@@ -33,7 +32,7 @@ UNCHECKED = "unchecked"
 class ChainOption(BaseModel):
     """One declared chain: its members must all permit for the chain to permit."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
     """Configuration name used in the report and the gates."""
@@ -45,7 +44,7 @@ class ChainOption(BaseModel):
 class ReviewTrackOptions(BaseModel):
     """`[track_options]` of an `rtb/review` experiment."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     chains: list[ChainOption] = Field(default_factory=list)
     """Declared chains of two candidates."""

@@ -23,9 +23,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, ConfigDict, computed_field
 
-from trustbench._docstrings import documented
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import Decision
@@ -148,7 +147,7 @@ FITTED_RULES: dict[str, tuple[str, Callable[[], Any]]] = {
 class ShortcutRule(BaseModel):
     """One surface rule's score on a corpus."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     rule: str
     """Rule name, e.g. `revision-count`."""
@@ -169,7 +168,7 @@ class ShortcutRule(BaseModel):
 class SaturationReport(CeilingAudit):
     """Every shortcut rule's accuracy on a corpus, the declared ceiling, and the verdict."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     cases: int
     """Cases in the corpus."""

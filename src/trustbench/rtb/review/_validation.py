@@ -27,9 +27,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, Field, SerializeAsAny
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
-from trustbench._docstrings import documented
 from trustbench.rtb.policy._finding_rules import CitationRule
 from trustbench.rtb.policy._protocol import (
     AuthoredCase,
@@ -70,7 +69,7 @@ else:
 class ValidatedResponse(BaseModel):
     """The outcome of validating one raw reply against the input it answers."""
 
-    model_config = documented(frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
     outcome: Outcome
     """permit/deny/hold for a valid response; missing or invalid otherwise."""

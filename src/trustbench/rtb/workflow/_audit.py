@@ -25,9 +25,8 @@ import asyncio
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import boundary_factory
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.workflow._agent_protocol import AgentFactory
@@ -40,7 +39,7 @@ from trustbench.rtb.workflow._scripted import SCRIPTED_AGENTS
 
 
 class _Frozen(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class WorkflowAuditCheck(_Frozen):

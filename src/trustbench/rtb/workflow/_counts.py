@@ -13,16 +13,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from trustbench._docstrings import documented
 from trustbench.core.stats import pass_hat_k_by_case
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade
 from trustbench.rtb.workflow._rates import rate
 
 
 class _Frozen(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class MetricCount(_Frozen):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import BoundaryFactory
 from trustbench.rtb.workflow._agent_protocol import AgentFactory
 from trustbench.rtb.workflow._counts import WorkflowCounts, summarize_workflow
@@ -18,7 +17,7 @@ from trustbench.rtb.workflow._runner import run_workflow_trial
 class WorkflowEvaluation(BaseModel):
     """Every run and grade of one configuration, and its counts."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     runs: list[WorkflowTrialRun]
     """Every trial run, scenario by scenario, trial by trial (none dropped)."""

@@ -20,9 +20,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench._docstrings import documented
 from trustbench.rtb.workflow._models import ModelUsage, TaskBrief
 from trustbench.rtb.workflow._toolbox import ToolBox
 
@@ -38,7 +37,7 @@ SYSTEM_PROMPT = (
 class ToolCallRequest(BaseModel):
     """One tool call as the model produced it."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     id: str
     """The call id the tool result must echo."""
@@ -51,7 +50,7 @@ class ToolCallRequest(BaseModel):
 class ChatTurn(BaseModel):
     """One assistant turn: text, tool calls and the usage the service reported."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     content: str | None = None
     """Assistant text (None when it only called tools)."""

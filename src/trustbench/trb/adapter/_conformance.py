@@ -16,9 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import AdapterTier, OverrideUnsupported
 from trustbench.trb.adapter._schema import ACTIONS, SelfReport, StepContext
@@ -35,7 +34,7 @@ OVERRIDE_EFFECT_THRESHOLD = 1e-6
 class ConformanceCheck(BaseModel):
     """One conformance check's verdict."""
 
-    model_config = documented(extra="forbid")
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
 
     hook: str
     """`factory`, `attributes`, `emit_r`, `act` or `seed`."""

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
-from trustbench._docstrings import documented
+from pydantic import BaseModel, ConfigDict, Field
 
 TRB_VERSION = "TRB v0.2"
 """The benchmark version every result row names (spec §7). v0.2 added a transfer context
@@ -35,7 +33,7 @@ EDITABLE_SLOTS: tuple[str, ...] = ("goal", "belief", "planned_next", "confidence
 
 
 class _Strict(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class SelfReport(_Strict):

@@ -16,10 +16,9 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from trustbench._canonical import read_input_file
-from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.trb.corpus._format import HELD_OUT, SPLITS, Split, Trace, canonical_sha256
 
@@ -31,7 +30,7 @@ Slot = Literal["goal", "belief", "planned_next", "confidence"]
 
 
 class _Strict(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class SourceCorpus(_Strict):

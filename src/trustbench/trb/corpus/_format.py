@@ -30,10 +30,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trustbench._canonical import json_sha256
-from trustbench._docstrings import documented
 from trustbench.trb.adapter._schema import (
     Action,
     DoorState,
@@ -66,7 +65,7 @@ SYNTHETIC_TO_HUMAN_CAP = 3.0
 
 
 class _Strict(BaseModel):
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
 
 class HumanCollection(_Strict):

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from trustbench._fields import from_same_named
 from trustbench.trb.adapter._schema import ACTIONS, EDITABLE_SLOTS, SelfReport
 from trustbench.trb.corpus._format import (
     SPLITS,
@@ -81,7 +80,7 @@ def generate_split(
     for i in range(n_traces):
         episode = world.simulate(rng)
         lead_in = tuple(
-            from_same_named(LeadInStep, rec, t=t, action="stay")
+            LeadInStep(t=t, observation=rec.observation, action="stay", gust_draw=rec.gust_draw)
             for t, rec in enumerate(episode.lead_in)
         )
         steps = []
@@ -94,10 +93,14 @@ def generate_split(
                     false_credit=bool(rec.false_credit),
                 )
             steps.append(
-                from_same_named(
-                    Step,
-                    rec,
+                Step(
                     t=t,
+                    observation=rec.observation,
+                    r=rec.r,
+                    action=rec.action,
+                    action_draw=rec.action_draw,
+                    gust_draw=rec.gust_draw,
+                    reach_probability=rec.reach_probability,
                     attribution=attribution,
                     counterfactuals=_counterfactuals(
                         world, rec.r, rec.observation.position, rec.observation.steps_left, rng

@@ -16,9 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench._docstrings import documented
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._schema import TRB_VERSION
 from trustbench.trb.corpus._format import CorpusManifest, Trace
@@ -50,7 +49,7 @@ REFERENCE_LABEL = (
 class RunConfig(BaseModel):
     """What a reference-world TRB run does; the smoke run is a small instance."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     sizes: dict[str, int] = Field(
         default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}

@@ -6,9 +6,8 @@ both build on `ProfileSizes`, so the library's profile and the track's measure t
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from trustbench._docstrings import documented
 from trustbench.trb.reference._token_world import TokenLMConfig
 
 MEASURES: tuple[str, ...] = (
@@ -20,7 +19,7 @@ MEASURES: tuple[str, ...] = (
 class ProfileSizes(BaseModel):
     """The proxy baselines' LMs and the sizes of Tracks 2, 4 and 5."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     token_lm: TokenLMConfig = TokenLMConfig()
     """Size and training of the proxy baselines' token-world LMs (`proxy:*` adapters; all three

@@ -7,9 +7,8 @@ from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.trb.adapter._schema import ACTIONS, DOOR_STATES, GOALS
 from trustbench.trb.corpus._format import CorpusManifest, Trace
@@ -23,7 +22,7 @@ Objective = Literal["ablation", "full"]
 class TrainConfig(BaseModel):
     """Hyper-parameters of one reference-model training run (all part of the cache key)."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     hidden: StrictInt = Field(default=64, ge=4)
     """GRU and policy width."""

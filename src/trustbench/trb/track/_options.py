@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from trustbench._docstrings import documented
 from trustbench.core import ExperimentSpec
 from trustbench.errors import InputError
 from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
@@ -31,7 +30,7 @@ class _CorpusAndMeasures(BaseModel):
     (pydantic orders a model's fields base by base, and validation reports the first bad one).
     """
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     corpus_sizes: dict[Literal["train", "dev", "eval", "transfer"], StrictInt] = Field(
         default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}

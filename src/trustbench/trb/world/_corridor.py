@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench._docstrings import documented
 from trustbench.trb.adapter._schema import (
     ACTIONS,
     GOALS,
@@ -57,7 +56,7 @@ _MOVE: dict[str, int] = {"left": -1, "stay": 0, "right": 1}
 class CorridorConfig(OmitsDefaults):
     """Parameters of one windy-corridor world (a transfer split may use different ones)."""
 
-    model_config = documented(extra="forbid", frozen=True)
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
 
     length: int = Field(default=7, ge=4)
     """Number of cells; the goals are the two ends."""
