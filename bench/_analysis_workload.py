@@ -1,6 +1,6 @@
 """The analysis bench's workload: grade 100,000 reviewer trials into figures, gates and reports.
 
-Rows are `trustbench.rtb.review._metrics.ReviewTrialRow`s synthesised with a seeded generator on
+Rows are `trustbench.rtb.review._grading.ReviewTrialRow`s synthesised with a seeded generator on
 the built-in corpus's real cases (their groups, variants and reference decisions), for two
 reviewer configurations. `analyze` does what the reviewer track's report step does with them:
 review counts overall / per group / per variant, a clustered figure (cluster-robust t and a
@@ -32,7 +32,7 @@ from trustbench.core.report import (
 )
 from trustbench.core.stats import clustered_figure
 from trustbench.rtb.corpus import Decision
-from trustbench.rtb.review._metrics import ReviewTrialRow, review_metrics
+from trustbench.rtb.review._grading import ReviewTrialRow, review_metrics
 from trustbench.rtb.review._validation import Outcome
 
 CONFIGURATIONS = ("reviewer-a", "reviewer-b")

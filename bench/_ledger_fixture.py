@@ -24,7 +24,7 @@ from bench._common import candidate_names, spec_text
 from bench._workload import corpus, reference_reply, review_messages
 from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core import TrialKey, build_manifest, trial_order, write_manifest
-from trustbench.core._ledger import Ledger, utc_now
+from trustbench.core.ledger._store import Ledger, utc_now
 from trustbench.rtb.corpus import new_evaluation_id
 
 BATCH = 5_000

@@ -193,8 +193,8 @@ def resume_startup(run_dir: str) -> dict[str, Any]:
     import sqlite3
 
     from trustbench.core import read_manifest, run_experiment, trial_order
-    from trustbench.core._ledger import LEDGER_FILE, Ledger
-    from trustbench.core._ledger_chain import verify_chain
+    from trustbench.core.ledger._chain import verify_chain
+    from trustbench.core.ledger._store import LEDGER_FILE, Ledger
     from trustbench.rtb.review.track import ReviewTrack
 
     folder = Path(run_dir)

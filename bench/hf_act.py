@@ -36,11 +36,11 @@ import torch
 
 from bench._common import env, machine, ratio
 from bench._hf_smollm2 import hf_parser, load_smollm2
-from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.adapter._protocol import ACTIONS
 from trustbench.trb.corpus import generate_split
-from trustbench.trb.measures._batched import act_many
+from trustbench.trb.measures._governance import act_many
 from trustbench.trb.proxy import HFCausalLMProxyAdapter
-from trustbench.trb.proxy._slots import render_slots
+from trustbench.trb.proxy._local import render_slots
 
 
 def _best(paths: dict[str, Callable[[], Any]], repeats: int) -> dict[str, tuple[float, Any]]:

@@ -30,9 +30,10 @@ import torch
 from bench._common import machine
 from bench._hf_smollm2 import hf_parser, load_smollm2
 from trustbench.trb.corpus import generate_split
-from trustbench.trb.measures._batched import emit_many
-from trustbench.trb.proxy import HFCausalLMProxyAdapter, _hf_batch
-from trustbench.trb.proxy._slots import render_slots
+from trustbench.trb.measures._governance import emit_many
+from trustbench.trb.proxy import HFCausalLMProxyAdapter
+from trustbench.trb.proxy import _hf as _hf_batch
+from trustbench.trb.proxy._local import render_slots
 
 
 def _arguments() -> argparse.Namespace:

@@ -17,7 +17,7 @@ import zlib
 
 from bench._common import machine
 from bench._workload import corpus, reference_reply, review_messages
-from trustbench.core._ledger_contents import COMPRESSION_LEVEL, BaseCompressor
+from trustbench.core.ledger._contents import COMPRESSION_LEVEL, BaseCompressor
 
 
 def _pairs(cases: int) -> list[tuple[bytes, tuple[str, bytes]]]:

@@ -6,7 +6,8 @@ The batch is Track 1's workload on generated eval traces: every (step, counterfa
 Measured, each as the best of `--repeats` runs on one torch thread:
 - batched `act` path (the issue's target): a fresh `ReferenceWhiteBox` answering
   `act_many(contexts, r_overrides)` for every item in one call;
-- the same batch through `trustbench.trb.measures._calls.act_many`, the wrapper the profile tracks
+- the same batch through `trustbench.trb.measures._governance.act_many`, the wrapper the profile
+tracks
   use, which also validates every returned distribution (harness work, shown apart);
 - per-item `act` path: a fresh `NativeModelAdapter` answering `act(context, r_override=r')` for
   every item, as Track 1's `governance_rows` calls it (its per-context memo starts cold);
@@ -25,12 +26,12 @@ import time
 import torch
 
 from bench._common import machine, ratio
-from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.adapter._protocol import ACTIONS
 from trustbench.trb.corpus import generate_split
-from trustbench.trb.measures._calls import act_many
-from trustbench.trb.measures._whitebox import ReferenceWhiteBox
+from trustbench.trb.measures._governance import act_many
+from trustbench.trb.measures._grounding import ReferenceWhiteBox
 from trustbench.trb.reference import NativeModelAdapter, ReferenceNativeModel
-from trustbench.trb.reference._encoding import encode_observation, encode_report
+from trustbench.trb.reference._model import encode_observation, encode_report
 
 
 def main() -> None:

@@ -52,8 +52,8 @@ def _checked_files() -> list[Path]:
 
 
 def test_the_rule_tells_public_from_private() -> None:
-    assert _is_private("trustbench.core._ledger.Ledger")
-    assert _is_private("trustbench.core.report._trial_rows.iter_trial_rows")
+    assert _is_private("trustbench.core.ledger._store.Ledger")
+    assert _is_private("trustbench.core.report._record.iter_trial_rows")
     assert _is_private("trustbench.core._report_run")
     assert not _is_private("trustbench.core.Ledger")
     assert not _is_private("trustbench.core.report.iter_trial_rows")
@@ -65,13 +65,13 @@ def test_the_checker_finds_a_private_import(tmp_path: Path) -> None:
     sample.write_text(
         "from trustbench.core import Manifest\n"
         "def f():\n"
-        "    from trustbench.core._ledger import Ledger\n"
+        "    from trustbench.core.ledger._store import Ledger\n"
         "import trustbench.core.report._verdict\n",
         encoding="utf-8",
     )
     found = list(_private_imports(sample))
     assert {line.split(": ", 1)[1] for line in found} == {
-        "trustbench.core._ledger.Ledger",
+        "trustbench.core.ledger._store.Ledger",
         "trustbench.core.report._verdict",
     }
 

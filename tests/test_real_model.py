@@ -25,7 +25,7 @@ from tests.support.real_model import (  # noqa: F401  (fixtures)
 )
 
 from trustbench.core import read_ledger
-from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.adapter._protocol import ACTIONS
 from trustbench.trb.corpus import generate_split
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

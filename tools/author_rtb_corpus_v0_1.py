@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest
+from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest, write_schemas
 from trustbench.rtb.corpus._models import (
     VARIANT_REFERENCE,
     ApprovalRecord,
@@ -46,8 +46,7 @@ from trustbench.rtb.corpus._models import (
     ServiceNoticeRecord,
     Variant,
 )
-from trustbench.rtb.corpus._schemas import write_schemas
-from trustbench.rtb.policy.narrow_v1._finding_rules import RULES_V1
+from trustbench.rtb.policy.narrow_v1._policy import RULES_V1
 
 VERSION = "0.1"
 AUTHOR = "trustbench corpus authors (synthetic starter)"

@@ -31,17 +31,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from trustbench.rtb.corpus._discrepancy import Discrepancy
-from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest
+from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest, write_schemas
 from trustbench.rtb.corpus._models import (
     AuthoringMetadata,
     Decision,
+    Discrepancy,
     Proposal,
     ReferenceStatus,
     ServiceNoticeRecord,
 )
-from trustbench.rtb.corpus._schemas import write_schemas
-from trustbench.rtb.policy.narrow_v2._finding_rules import RULES_V2
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     REASON_CODE_DECISION_V2,
@@ -57,6 +55,7 @@ from trustbench.rtb.policy.narrow_v2._models import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
+from trustbench.rtb.policy.narrow_v2._reviewer import RULES_V2
 
 VERSION = "0.2"
 AUTHOR = "trustbench corpus authors (synthetic v0.2)"
@@ -1169,7 +1168,7 @@ def render_prompt() -> str:
         for code in ReasonCodeV2
     )
     # The grading rules are stated from the policy's own rule table, so the prompt says exactly
-    # what the grader applies (`trustbench.rtb.policy._finding_rules`).
+    # what the grader applies (`trustbench.rtb.policy._protocol`).
     citations = (
         RULES_V2.citations.sentences[0]
         + " Every cited `record_id` must appear in the input's `evidence`."

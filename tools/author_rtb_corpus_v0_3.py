@@ -10,8 +10,8 @@ Run from the repository root:
    decision of `reference-policy-v3` and of the Cedar encoding, and its reason codes the
    reference reviewer's; a disagreement stops the script (it is an authoring or policy bug).
 2. Filter it the way AFLite filters WinoGrande: repeatedly fit the audit's own learned attackers
-   (`trustbench.rtb.review._learned`) on a random half of the domain groups, predict the other
-   half, and drop the cases they predict most reliably.
+   (`trustbench.rtb.review._learning_audit`) on a random half of the domain groups, predict the
+   other half, and drop the cases they predict most reliably.
 3. Keep a balanced subset of the least predictable cases: 20 groups x 12 cases (4 per decision),
    every scenario kind under at least two decisions, and every rule the policy object declares
    deciding at least `LEAST_DECIDED` cases (its ablated reader, as `rtb audit` runs it, decides
@@ -39,11 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rtb_v0_3_twists import KINDS
 from rtb_v0_3_world import DOMAINS, Effect, base_approval, materialise, new_world, opaque
 
-from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest
+from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest, write_schemas
 from trustbench.rtb.corpus._models import AuthoringMetadata, Decision, ReferenceStatus
-from trustbench.rtb.corpus._schemas import write_schemas
 from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
-from trustbench.rtb.policy.narrow_v3._decision_rules import DECISION_RULES_V3
 from trustbench.rtb.policy.narrow_v3._models import (
     POLICY_ID_V3,
     CandidateInputV3,
@@ -51,8 +49,7 @@ from trustbench.rtb.policy.narrow_v3._models import (
     ExpectationsV3,
     PolicyRecordV3,
 )
-from trustbench.rtb.policy.narrow_v3._prompt import render_prompt_v3
-from trustbench.rtb.policy.narrow_v3._reviewer import assess_v3
+from trustbench.rtb.policy.narrow_v3._reviewer import DECISION_RULES_V3, assess_v3, render_prompt_v3
 
 VERSION = "0.3"
 SEED = 20261202
@@ -195,14 +192,14 @@ def pool_views(cases: list[CaseV3]) -> Any:
     """The attackers' feature views of every case, computed once for the whole pool."""
     from threadpoolctl import threadpool_limits
 
-    from trustbench.rtb.review._learned import _views
+    from trustbench.rtb.review._learning_audit import _views
 
     with threadpool_limits(1):
         return _views(_documents(cases)), {c.case_id: i for i, c in enumerate(cases)}
 
 
 def _sub_views(views: Any, cases: list[CaseV3]) -> dict[str, Any]:
-    from trustbench.rtb.review._learned import _rows
+    from trustbench.rtb.review._learning_audit import _rows
 
     full, index = views
     rows = [index[c.case_id] for c in cases]
@@ -219,7 +216,7 @@ def predicted_right(
     """
     from threadpoolctl import threadpool_limits
 
-    from trustbench.rtb.review._learned import _models, _rows, _views
+    from trustbench.rtb.review._learning_audit import _models, _rows, _views
 
     labels = [c.expectations.reference_decision.value for c in cases]
     groups = sorted({c.group for c in cases})
@@ -414,7 +411,7 @@ def logo_right(cases: list[CaseV3], seed: int) -> tuple[list[int], list[float]]:
     """
     from threadpoolctl import threadpool_limits
 
-    from trustbench.rtb.review._learned import _models, _rows, _views
+    from trustbench.rtb.review._learning_audit import _models, _rows, _views
 
     labels = [c.expectations.reference_decision.value for c in cases]
     right = [0] * len(cases)
@@ -438,8 +435,7 @@ def artifact_carriers(cases: list[CaseV3]) -> set[str]:
     """Cases holding the top token of a class the audit's artifact scan finds label-carrying."""
     import re
 
-    from trustbench.rtb.review._artifacts import artifact_scan
-    from trustbench.rtb.review._features import FeatureSpace, token_features
+    from trustbench.rtb.review._learning_audit import FeatureSpace, artifact_scan, token_features
 
     documents = _documents(cases)
     labels = [c.expectations.reference_decision.value for c in cases]

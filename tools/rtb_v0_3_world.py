@@ -24,6 +24,8 @@ from typing import Any
 
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
 from trustbench.rtb.policy.narrow_v3._models import (
+    POLICY_ID_V3,
+    POLICY_TITLE_V3,
     ApprovalRecordV3,
     BreakGlassRecord,
     ChangeTicketRecord,
@@ -35,8 +37,8 @@ from trustbench.rtb.policy.narrow_v3._models import (
     RequesterNoteRecord,
     ResourceStateRecordV2,
     RevocationRecord,
+    policy_text_v3,
 )
-from trustbench.rtb.policy.narrow_v3._rules import POLICY_ID_V3, POLICY_TITLE_V3, policy_text_v3
 
 DOMAINS: list[tuple[str, str, str, dict[str, Any]]] = [
     (

@@ -69,7 +69,7 @@ def demo_corpus_root() -> Path:
     import tomllib
 
     from trustbench.rtb.corpus._load import builtin_corpus_root
-    from trustbench.rtb.review._demo import DEMO_SPEC
+    from trustbench.rtb.review._quick import DEMO_SPEC
 
     spec = tomllib.loads(DEMO_SPEC.read_text(encoding="utf-8"))
     return builtin_corpus_root(spec["corpus"]["builtin"])
@@ -95,7 +95,7 @@ def _harness_audit(out: Path, console: Console) -> StepOutcome:
     from trustbench.rtb._harness_audit import run_corpus_audits, run_harness_audit
     from trustbench.rtb.cli import audit_table, saturation_table
     from trustbench.rtb.corpus import load_corpus
-    from trustbench.rtb.review._ablation import ablation_table
+    from trustbench.rtb.review._audit import ablation_table
     from trustbench.rtb.review._learning_audit import artifact_table, learned_table
 
     corpus = load_corpus(demo_corpus_root())
@@ -243,7 +243,7 @@ def _rtb_track_step(
 
 
 def _run_review(out: Path, progress: ProgressReporter) -> ReportResult:
-    from trustbench.rtb.review._demo import run_review_demo
+    from trustbench.rtb.review._quick import run_review_demo
 
     return run_review_demo(out, progress)
 

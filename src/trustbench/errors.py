@@ -22,7 +22,7 @@ class TrustbenchError(Exception):
 
     def __reduce__(self) -> tuple[object, ...]:
         # Pickled as its parts, so an error raised in a second process (a `report`'s
-        # verification, see `core/_verify_beside.py`) arrives with its location intact.
+        # verification, see `core/_verify.py`) arrives with its location intact.
         return (_rebuilt, (type(self), self.message, self.location))
 
 

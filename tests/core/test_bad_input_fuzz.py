@@ -22,7 +22,7 @@ from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer, reply
 
 from trustbench.core import build_manifest, read_ledger, run_experiment, write_manifest
-from trustbench.core._spec import MAX_BOOTSTRAP_RESAMPLES, parse_spec
+from trustbench.core.spec._spec import MAX_BOOTSTRAP_RESAMPLES, parse_spec
 from trustbench.errors import InputError
 
 FUZZ = settings(

@@ -12,8 +12,8 @@ from tests.support.cli import invoke
 from tests.support.echo_track import write_corpus
 
 from trustbench.core._candidate_code import factory_file
-from trustbench.core._manifest import build_manifest, write_manifest
 from trustbench.core._runner import run_experiment
+from trustbench.core.spec._manifest import build_manifest, write_manifest
 
 FACTORY = """
 from candpkg.helpers import reply
@@ -86,7 +86,7 @@ def _make_helper_patch_the_hashing(package: Path, marker: Path) -> None:
     (package / "helpers.py").write_text(
         "import pathlib\nimport sys\n\n\ndef reply(text):\n    return 'approve'\n\n\n"
         f"pathlib.Path({str(marker)!r}).write_text('ran')\n"
-        "_m = sys.modules.get('trustbench.core._manifest')\n"
+        "_m = sys.modules.get('trustbench.core.spec._manifest')\n"
         "if _m is not None:\n"
         "    _hash = _m.hash_items\n"
         "    def _lying(items):\n"

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trustbench._canonical import canonical_json, sha256_hex
-from trustbench.core._ledger import TABLE_COLUMNS, row_canonical_json
-from trustbench.core._ledger_rows import values_canonical_json
+from trustbench.core.ledger._chain import values_canonical_json
+from trustbench.core.ledger._store import TABLE_COLUMNS, row_canonical_json
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,7 @@ def test_stored_record_shapes_keep_the_bytes_and_hash_ledgers_were_written_with(
 
 
 def test_a_ledger_attempt_row_keeps_its_chained_hash() -> None:
-    from trustbench.core._ledger_rows import row_hash
+    from trustbench.core.ledger._chain import row_hash
 
     row: dict[str, object] = dict.fromkeys(TABLE_COLUMNS["attempts"])
     row.update(

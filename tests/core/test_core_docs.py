@@ -6,8 +6,8 @@ import pytest
 from pydantic import BaseModel
 
 from trustbench.core import AnalysisSpec, CandidateSpec, CorpusSpec, ExperimentSpec, RetryPolicy
-from trustbench.core._ledger import TABLE_COLUMNS
 from trustbench.core.gates import GateSpec
+from trustbench.core.ledger._store import TABLE_COLUMNS
 from trustbench.providers import PriceSpec
 
 DOC = (Path(__file__).parents[2] / "docs" / "experiment-spec.md").read_text()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tests.support.child_env import child_env
 
-from trustbench.core._environment import capture_environment, git_state
+from trustbench.core.spec._manifest import capture_environment, git_state
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -19,7 +19,7 @@ from trustbench.core import (
     verify_run,
     write_manifest,
 )
-from trustbench.core._ledger import TABLE_COLUMNS
+from trustbench.core.ledger._store import TABLE_COLUMNS
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def test_export_ledger_writes_every_row_as_one_json_line_in_chain_order(
 def test_a_ledger_killed_before_its_first_row_starts_afresh(
     tmp_path: Path, openai_server: OpenAIServer
 ) -> None:
-    from trustbench.core._ledger import _connect, _create_tables
+    from trustbench.core.ledger._store import _connect, _create_tables
 
     write_corpus(tmp_path / "corpus", 1)
     spec = tmp_path / "exp.toml"

@@ -5,7 +5,7 @@ import random
 import time
 
 from trustbench.core import RetryPolicy
-from trustbench.core._pacing import TokenBucket, backoff_delay
+from trustbench.core._context import TokenBucket, backoff_delay
 
 
 def test_token_bucket_spaces_calls_to_the_declared_rate_after_a_burst() -> None:

@@ -226,7 +226,7 @@ def test_running_a_finished_experiment_again_runs_nothing(experiment: Path, tmp_
 def test_resume_marks_an_interrupted_execution_abandoned_and_reruns_the_trial(
     experiment: Path, tmp_path: Path
 ) -> None:
-    from trustbench.core._ledger import Ledger
+    from trustbench.core.ledger._store import Ledger
 
     run_dir = _freeze(experiment, tmp_path / "run")
     manifest_hash = build_manifest(experiment).manifest_sha256
@@ -391,7 +391,7 @@ def test_track_defects_and_trial_timeouts_are_recorded_as_failed_trials_not_drop
 def test_plain_progress_reports_done_total_failures_and_retries() -> None:
     import io
 
-    from trustbench.core._progress import PlainProgress
+    from trustbench.core._runner import PlainProgress
 
     stream = io.StringIO()
     progress = PlainProgress(stream, every_s=0.0)
@@ -405,7 +405,7 @@ def test_plain_progress_reports_done_total_failures_and_retries() -> None:
 
 
 def test_rich_progress_bar_runs_through_a_whole_run() -> None:
-    from trustbench.core._progress import RichProgress
+    from trustbench.core._runner import RichProgress
 
     progress = RichProgress()
     progress.start(3, 1)
@@ -469,7 +469,7 @@ def test_the_wal_checkpoint_starts_once_every_trial_is_handed_out(
     experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trustbench.core import _runner
-    from trustbench.core._ledger import Ledger
+    from trustbench.core.ledger._store import Ledger
 
     started: list[str] = []
     at_checkpoint: list[int] = []

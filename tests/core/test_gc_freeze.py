@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from trustbench.core._gc import long_lived_objects_frozen
+from trustbench.core._runner import long_lived_objects_frozen
 
 
 def test_objects_alive_at_the_start_are_frozen_during_the_block_and_released_after() -> None:

@@ -9,7 +9,7 @@ import zlib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustbench.core._ledger_contents import (
+from trustbench.core.ledger._contents import (
     COMPRESSION_LEVEL,
     BaseCompressor,
     NewContent,

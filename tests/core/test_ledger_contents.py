@@ -12,17 +12,17 @@ import pytest
 from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer
 
-from trustbench.core import _ledger as ledger_module
 from trustbench.core import build_manifest, read_ledger, run_experiment, verify_run, write_manifest
-from trustbench.core._ledger import Ledger
-from trustbench.core._ledger_chain import verify_chain
-from trustbench.core._ledger_contents import (
+from trustbench.core.ledger import _store as ledger_module
+from trustbench.core.ledger._chain import verify_chain
+from trustbench.core.ledger._contents import (
     FORMAT_1,
     FORMAT_2,
     FORMAT_3,
     _Batch,
+    content_problems,
 )
-from trustbench.core._ledger_contents_check import content_problems
+from trustbench.core.ledger._store import Ledger
 from trustbench.errors import CheckFailed
 
 ANCHOR = "0" * 64
@@ -230,7 +230,7 @@ _BODIES = [
 @pytest.mark.parametrize("body", _BODIES)
 def test_an_attempt_packed_from_its_body_equals_one_packed_from_its_text(body: object) -> None:
     from trustbench._canonical import canonical_json
-    from trustbench.core._ledger_contents import ContentStore
+    from trustbench.core.ledger._contents import ContentStore
 
     text = canonical_json(body).decode()
     values = {"trial_id": "c/x/0", "request": text, "raw_response": _reply(0)}

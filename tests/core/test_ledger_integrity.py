@@ -12,9 +12,8 @@ from tests.support.echo_track import two_candidate_spec, write_corpus
 from tests.support.openai_server import OpenAIServer, stall
 
 from trustbench.core import build_manifest, read_ledger, run_experiment, verify_run, write_manifest
-from trustbench.core._ledger import TABLE_COLUMNS
-from trustbench.core._ledger_chain import verify_chain
-from trustbench.core._ledger_rows import row_hash
+from trustbench.core.ledger._chain import row_hash, verify_chain
+from trustbench.core.ledger._store import TABLE_COLUMNS
 
 
 @pytest.fixture

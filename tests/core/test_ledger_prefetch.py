@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from trustbench.core import _prefetch as prefetching
-from trustbench.core._ledger import LEDGER_FILE
+from trustbench.core import _verify as prefetching
+from trustbench.core.ledger._store import LEDGER_FILE
 
 
 def _advice_recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:

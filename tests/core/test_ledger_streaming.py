@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from trustbench.core._ledger import Ledger
-from trustbench.core._ledger_chain import iter_rows, verify_chain
+from trustbench.core.ledger._chain import iter_rows, verify_chain
+from trustbench.core.ledger._store import Ledger
 
 ANCHOR = "0" * 64
 

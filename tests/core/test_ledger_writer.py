@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from trustbench.core._ledger import Ledger
-from trustbench.core._ledger_chain import verify_chain
-from trustbench.core._ledger_head import head_problems
+from trustbench.core.ledger._chain import verify_chain
+from trustbench.core.ledger._head import head_problems
+from trustbench.core.ledger._store import Ledger
 
 ANCHOR = "0" * 64
 
@@ -140,7 +140,7 @@ def test_an_unknown_column_or_a_value_that_would_not_read_back_is_refused_and_no
 def test_drain_and_close_commit_the_pending_group_without_waiting_out_its_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("trustbench.core._ledger_writer.GROUP_WINDOW_S", 30.0)
+    monkeypatch.setattr("trustbench.core.ledger._store.GROUP_WINDOW_S", 30.0)
     ledger = Ledger.open(tmp_path, ANCHOR)
     ledger.start_writer()
     started = time.monotonic()
@@ -176,7 +176,7 @@ def test_checkpoint_ahead_copies_the_committed_rows_into_the_database_file_befor
 
 
 def test_a_submitter_waits_once_too_many_statements_are_pending() -> None:
-    from trustbench.core._ledger_writer import MAX_PENDING, CommitThread
+    from trustbench.core.ledger._store import MAX_PENDING, CommitThread
 
     committed: list[int] = []
 

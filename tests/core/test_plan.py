@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from trustbench._canonical import json_sha256
 from trustbench.core import TrialKey, trial_order
-from trustbench.core._plan import CrossProduct, SeededOrder
+from trustbench.core.spec._manifest import CrossProduct, SeededOrder
 
 NAMES = st.lists(st.text(min_size=1, max_size=6), min_size=1, max_size=4, unique=True)
 
@@ -57,7 +57,7 @@ def test_an_impossible_cross_product_names_its_first_impossible_trial() -> None:
 
     import pytest
 
-    from trustbench.core._manifest import plan_record
+    from trustbench.core.spec._manifest import plan_record
     from trustbench.errors import InputError
 
     spec = cast(Any, SimpleNamespace(candidates=[SimpleNamespace(name="a")], trials_per_case=2))

@@ -22,7 +22,7 @@ from tests.support.openai_server import (
 )
 
 from trustbench.core import read_ledger
-from trustbench.core._preflight import honours_schema
+from trustbench.core._context import honours_schema
 
 NOT_FOUND = '{"error": {"message": "The model `gpt-4o-mimi` does not exist", "code": 404}}'
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trustbench.core.report._trial_rows import (
+from trustbench.core.report._record import (
     TRIAL_ROWS_FILE,
     TrialRowSpool,
     iter_trial_rows,

@@ -17,7 +17,7 @@ from trustbench.core import (
     verify_run,
     write_manifest,
 )
-from trustbench.core._spec import parse_spec
+from trustbench.core.spec._spec import parse_spec
 
 
 def _run(tmp_path: Path, base_url: str, extra: str = "") -> Path:

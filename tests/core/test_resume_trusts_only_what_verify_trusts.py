@@ -214,7 +214,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _whole_checks(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Count the whole checks (`ledger_problems`) `run` makes from now on."""
-    from trustbench.core import _ledger_integrity
+    from trustbench.core.ledger import _store as _ledger_integrity
 
     made: list[Path] = []
     whole_check = _ledger_integrity.ledger_problems
@@ -274,7 +274,7 @@ def test_a_byte_edit_after_a_remembered_verification_is_still_refused(
 
 def _forge(record: Path, manifest_sha256: str, digest: str) -> None:
     """What a forger without the key writes: the record MAC'd with a key of their own."""
-    from trustbench.core._ledger_integrity import _mac
+    from trustbench.core.ledger._store import _mac
 
     record.write_bytes(_mac(b"forger's key", manifest_sha256, digest).encode())
 
@@ -282,7 +282,7 @@ def _forge(record: Path, manifest_sha256: str, digest: str) -> None:
 def test_a_forged_verification_record_is_not_trusted(
     finished_run: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trustbench.core._ledger_integrity import ledger_digest
+    from trustbench.core.ledger._store import ledger_digest
 
     assert invoke("run", str(finished_run), "--quiet")[0] == 0  # a genuine record exists
     (record,) = [p for p in (cache / "verified-ledgers").iterdir() if p.name != "key"]

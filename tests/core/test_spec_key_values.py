@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from trustbench.core._spec import parse_spec
+from trustbench.core.spec._spec import parse_spec
 from trustbench.errors import InputError
 
 OPENAI = "sk-proj-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trustbench.core._spec import CandidateSpec
+from trustbench.core.spec._spec import CandidateSpec
 
 
 def _candidate(**fields: object) -> CandidateSpec:

@@ -6,8 +6,8 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-import trustbench.core._registry as registry
-from trustbench.core._registry import BUILTIN_TRACKS, load_track, track_targets
+import trustbench.core._track as registry
+from trustbench.core._track import BUILTIN_TRACKS, load_track, track_targets
 from trustbench.errors import InputError
 
 _PLUGIN = "tests.support.echo_track:EchoTrack"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.core.test_report_run import _graded_spec, _run, _truncate_after_trials
 
-from trustbench.core import _verify_beside as beside
+from trustbench.core import _verify as beside
 from trustbench.core import register_track, report_run
 from trustbench.errors import CheckFailed, InputError
 

@@ -6,7 +6,7 @@ import json
 
 from tests.support.anthropic_strict import anthropic_shape_error
 
-from trustbench.providers._anthropic_messages import (
+from trustbench.providers._anthropic import (
     UNPARSED_ARGUMENTS,
     to_anthropic_messages,
     to_anthropic_tool_choice,

@@ -32,8 +32,8 @@ from trustbench.rtb.control._cases import (
 from trustbench.rtb.control._grading import ControlOutcome
 from trustbench.rtb.corpus._models import Variant
 from trustbench.rtb.platform import FaultType, SimulatedPlatform
-from trustbench.rtb.policy.narrow_v1._boundary import evaluate_policy
 from trustbench.rtb.policy.narrow_v1._cedar import forbid_reasons, load_policy_text
+from trustbench.rtb.policy.narrow_v1._control import evaluate_policy
 
 SCENARIOS = control_scenarios(make_cases(), seed=7)
 UNRECONCILED = [s for s in SCENARIOS if s.path.endswith(UNRECONCILED_SUFFIX)]

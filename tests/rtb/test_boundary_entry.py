@@ -30,7 +30,7 @@ from trustbench.rtb.boundaries._python import execute_with_retries
 from trustbench.rtb.control.track import ControlTrack
 from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import ControlRequest, PlatformView
-from trustbench.rtb.workflow._evaluability import built_to_fail
+from trustbench.rtb.workflow._analysis import built_to_fail
 from trustbench.rtb.workflow.track import WorkflowTrack
 
 

@@ -30,16 +30,15 @@ from trustbench.rtb.review._chain import (
     aggregate_chain,
     chain_supported,
 )
+from trustbench.rtb.review._counting import record_row, review_metrics
 from trustbench.rtb.review._grading import (
     ConfigurationRow,
+    MemberTrial,
+    ReplyGrader,
     _member_trial,
     configuration_row,
     configuration_rows,
 )
-from trustbench.rtb.review._member_trial import MemberTrial
-from trustbench.rtb.review._metric_tally import review_metrics
-from trustbench.rtb.review._reply_grader import ReplyGrader
-from trustbench.rtb.review._trial_records import record_row
 from trustbench.rtb.review.reviewers import make_reviewer
 
 P, D, H, M, X = Outcome.PERMIT, Outcome.DENY, Outcome.HOLD, Outcome.MISSING, Outcome.INVALID

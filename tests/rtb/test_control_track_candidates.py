@@ -30,9 +30,8 @@ from trustbench.rtb.boundaries import (
     boundary_factory,
     reference_service_app,
 )
-from trustbench.rtb.control._figures import harness_checks
-from trustbench.rtb.control._graded import GradedTrial
-from trustbench.rtb.control._grading import SIMULATION_CAVEAT, ControlOutcome
+from trustbench.rtb.control._analysis import harness_checks
+from trustbench.rtb.control._grading import SIMULATION_CAVEAT, ControlOutcome, GradedTrial
 from trustbench.rtb.control.track import ControlTrack
 from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import ControlRequest

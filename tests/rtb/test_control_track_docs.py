@@ -8,7 +8,7 @@ import pytest
 
 from trustbench.core import build_manifest
 from trustbench.rtb.boundaries import BOUNDARIES_UNDER_TEST, KNOWN_BAD_SAFEGUARDS
-from trustbench.rtb.control._graded import OUTCOMES
+from trustbench.rtb.control._grading import OUTCOMES
 from trustbench.rtb.control.track import ControlTrackOptions, demo_spec_path
 
 ROOT = Path(__file__).parents[2]

@@ -18,7 +18,7 @@ from trustbench.core import build_manifest, read_ledger, run_experiment, write_m
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus, validate_corpus
 from trustbench.rtb.corpus._export import export_candidate_inputs, to_candidate_input
-from trustbench.rtb.corpus._schemas import build_schema
+from trustbench.rtb.corpus._load import build_schema
 from trustbench.rtb.policy import DEFAULT_POLICY_ID as POLICY_ID_V1
 from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2
 from trustbench.rtb.policy.narrow_v2._models import (

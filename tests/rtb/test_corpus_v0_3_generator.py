@@ -16,7 +16,7 @@ from tests.rtb.test_corpus_v0_3 import _author_module
 
 from trustbench.rtb.corpus._load import load_corpus, validate_corpus
 from trustbench.rtb.policy.narrow_v3 import NARROW_V3
-from trustbench.rtb.review._ablation import cases_deciding
+from trustbench.rtb.review._audit import cases_deciding
 
 SMALL = ["--groups", "2", "--no-filter", "--least-decided", "1"]
 """Two domain groups, no adversarial filter, every declared rule deciding at least one case.

@@ -11,10 +11,13 @@ from trustbench import _canonical as canonical
 from trustbench._canonical import file_sha256
 from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus import _load as load_module
-from trustbench.rtb.corpus import _snapshot as snapshot_module
-from trustbench.rtb.corpus._frozen import load_frozen_corpus
-from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
-from trustbench.rtb.corpus._manifest import MANIFEST_NAME
+from trustbench.rtb.corpus import _load as snapshot_module
+from trustbench.rtb.corpus._load import (
+    MANIFEST_NAME,
+    builtin_corpus_root,
+    load_corpus,
+    load_frozen_corpus,
+)
 
 
 def _frozen_files(root: Path) -> dict[str, str]:
@@ -115,7 +118,7 @@ def _copy_spec(tmp_path: Path) -> Path:
 
 def _swap_a_case_once_read(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Make the next corpus read swap a case file for an invalid one right after reading it."""
-    from trustbench.rtb.corpus import _snapshot
+    from trustbench.rtb.corpus import _load as _snapshot
 
     case = sorted((root / "cases").glob("*.json"))[0]
     take = _snapshot.CorpusSnapshot.take.__func__  # type: ignore[attr-defined]

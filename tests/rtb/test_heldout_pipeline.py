@@ -20,7 +20,7 @@ import trustbench
 from trustbench.core import read_ledger
 from trustbench.rtb.corpus._load import load_corpus
 from trustbench.rtb.heldout._crypto import KEY_ENV, new_key_pair
-from trustbench.rtb.heldout._exposure import (
+from trustbench.rtb.heldout._pipeline import (
     HEAD_NAME,
     LOG_NAME,
     exposure_summary,
@@ -271,7 +271,7 @@ def test_run_spec_api_counts_its_run_and_other_rtb_tracks_refuse_a_sealed_set(
 
 
 def test_export_needs_no_key_and_audits_refuse_without_it(tmp_path: Path, sealed: Path) -> None:
-    from trustbench.rtb.heldout._open import corpus_with_labels
+    from trustbench.rtb.heldout._pipeline import corpus_with_labels
 
     exported = _ok(_cli(tmp_path, "rtb", "export", "--corpus", "set", "--out", "exp"))
     assert "exported 5 candidate inputs" in exported

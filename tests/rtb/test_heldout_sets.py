@@ -14,7 +14,7 @@ import trustbench
 from trustbench.errors import InputError
 from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
 from trustbench.rtb.heldout._crypto import KEY_ENV, new_key_pair
-from trustbench.rtb.heldout._exposure import (
+from trustbench.rtb.heldout._pipeline import (
     LOG_NAME,
     exposure_summary,
     freeze_against,
@@ -133,7 +133,7 @@ def test_exposure_count_survives_a_killed_run(sealed: tuple[Path, Path, str]) ->
     folder, _, _ = sealed
     code = (
         "import os, sys; from pathlib import Path;"
-        "from trustbench.rtb.heldout._exposure import freeze_against;"
+        "from trustbench.rtb.heldout._pipeline import freeze_against;"
         "from trustbench.rtb.heldout._seal import read_set_manifest;"
         f"f = Path({str(folder)!r}); m = read_set_manifest(f);"
         "freeze_against(f, m, candidates=['r'], trials=1, at='t', by='me');"

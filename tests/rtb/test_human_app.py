@@ -17,7 +17,7 @@ from tests.support.records import full_record
 from trustbench.core import read_ledger, report_run, run_experiment
 from trustbench.errors import InputError
 from trustbench.rtb.corpus import ReasonCode, find_leaks, grader_only_values, load_corpus
-from trustbench.rtb.human._serve import SessionRun, open_session_run
+from trustbench.rtb.human._app import SessionRun, open_session_run
 
 Driver = Callable[[TestClient, dict[str, str]], Awaitable[Any]]
 

@@ -22,7 +22,7 @@ from trustbench.core import report_run
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 from trustbench.rtb.corpus import write_manifest as write_corpus_manifest
 from trustbench.rtb.corpus._load import DEFAULT_VERSION
-from trustbench.rtb.human._discrepancies import (
+from trustbench.rtb.human._store import (
     DiscrepancyLineError,
     discrepancy_lines,
     parse_discrepancies,

@@ -13,7 +13,7 @@ from tests.rtb.test_human_fixtures import ai_run, participant, small_corpus
 
 from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.human import _protocol
+from trustbench.rtb.human import _store as _protocol
 
 SELECTED = "backup_retention-"
 

@@ -17,8 +17,13 @@ from tests.support.records import full_record
 from typer.testing import CliRunner
 
 from trustbench.cli import app
-from trustbench.rtb.review._invalid_reasons import invalid_reasons, reason_lines, reason_shape
-from trustbench.rtb.review._validation import Outcome, ValidatedResponse
+from trustbench.rtb.review._validation import (
+    Outcome,
+    ValidatedResponse,
+    invalid_reasons,
+    reason_lines,
+    reason_shape,
+)
 
 
 def _trial(candidate: str, reason: str | None, outcome: Outcome = Outcome.INVALID) -> object:

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from trustbench.rtb.review._artifacts import artifact_scan
-from trustbench.rtb.review._learned import learned_audit
+from trustbench.rtb.review._learning_audit import artifact_scan, learned_audit
 
 DECISIONS = ("permit", "deny", "hold")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from trustbench.rtb.corpus._load import load_corpus
-from trustbench.rtb.review._grading import MemberTrial
-from trustbench.rtb.review._member_store import MemberStore
+from trustbench.rtb.review._grading import MemberStore, MemberTrial
 from trustbench.rtb.review._validation import Outcome, ValidatedResponse
 
 

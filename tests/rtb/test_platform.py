@@ -25,7 +25,7 @@ from trustbench.rtb.platform import (
     SimulatedPlatform,
     verify_chain,
 )
-from trustbench.rtb.platform._observer import _EffectLog
+from trustbench.rtb.platform._platform import _EffectLog
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

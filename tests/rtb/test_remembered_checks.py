@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from trustbench.rtb.corpus._jsondoc import schema_problems
 from trustbench.rtb.corpus._leakscan import find_leaks
-from trustbench.rtb.workflow._toolbox import _arguments_model, tool_schema
+from trustbench.rtb.corpus._load import schema_problems
+from trustbench.rtb.workflow._tools import _arguments_model, tool_schema
 
 BAD_INPUT: dict[str, Any] = {"evaluation_id": 7}
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
 from trustbench.rtb.policy._protocol import AuthoredCase
-from trustbench.rtb.review._reply_grader import (
+from trustbench.rtb.review._grading import (
     Graded,
     ReplyGrader,
     _keeps_id,  # pyright: ignore[reportPrivateUsage]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.review._metric_tally import metric_set, review_metrics, reviewer_disagreement
-from trustbench.rtb.review._metrics import ReviewMetrics, ReviewTrialRow, nearest_rank_percentile
+from trustbench.rtb.review._counting import metric_set, review_metrics, reviewer_disagreement
+from trustbench.rtb.review._grading import ReviewMetrics, ReviewTrialRow, nearest_rank_percentile
 from trustbench.rtb.review._validation import Outcome
 
 P, D, H, M, X = Outcome.PERMIT, Outcome.DENY, Outcome.HOLD, Outcome.MISSING, Outcome.INVALID

@@ -70,7 +70,7 @@ def test_a_rate_that_declares_no_fields_is_asked_of_every_row() -> None:
 
 
 def test_trials_alike_but_for_their_index_count_as_each_trial_would() -> None:
-    from trustbench.rtb.review._configuration_tally import ConfigurationTally
+    from trustbench.rtb.review._counting import ConfigurationTally
     from trustbench.rtb.review._grading import ConfigurationRow
 
     at_once, each = ConfigurationTally(baseline=True), ConfigurationTally(baseline=True)
@@ -91,7 +91,7 @@ def test_trials_alike_but_for_their_index_count_as_each_trial_would() -> None:
 
 
 def test_trials_are_not_counted_at_once_when_a_rate_may_read_the_index() -> None:
-    from trustbench.rtb.review._configuration_tally import ConfigurationTally
+    from trustbench.rtb.review._counting import ConfigurationTally
     from trustbench.rtb.review._rates import register_review_metric, unregister_review_metric
 
     undeclared = ReviewRate(

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.review._metrics import ReviewTrialRow
-from trustbench.rtb.review._paired import compare, summary_line
+from trustbench.rtb.review._analysis import compare, summary_line
+from trustbench.rtb.review._grading import ReviewTrialRow
 from trustbench.rtb.review._validation import Outcome
 
 REFERENCE = [Decision.PERMIT, Decision.DENY, Decision.HOLD] * 4

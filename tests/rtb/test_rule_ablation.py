@@ -18,10 +18,11 @@ from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import CandidateInput, Case, Decision, ReviewerResponse
 from trustbench.rtb.policy import policy_for, register_policy, unregister_policy
-from trustbench.rtb.policy._rules import PolicyRule
+from trustbench.rtb.policy._protocol import PolicyRule
 from trustbench.rtb.policy.narrow_v1 import NarrowApprovalV1
 from trustbench.rtb.policy.narrow_v1._reviewer import ReferencePolicyReviewer
-from trustbench.rtb.review._ablation import (
+from trustbench.rtb.review._analysis import rule_breakdown
+from trustbench.rtb.review._audit import (
     AblationReport,
     ablation_table,
     counts_line,
@@ -32,9 +33,8 @@ from trustbench.rtb.review._ablation import (
     run_ablation_audit,
     verdict_line,
 )
-from trustbench.rtb.review._demo import DEMO_SPEC
+from trustbench.rtb.review._quick import DEMO_SPEC
 from trustbench.rtb.review._rows import ReviewTrialRow
-from trustbench.rtb.review._rule_breakdown import rule_breakdown
 from trustbench.rtb.review._validation import Outcome
 
 STARTER_GATES = {"false-approvals", "unsupported-permits", "supported-findings", "utility"}

@@ -15,9 +15,7 @@ from trustbench.rtb._harness_audit import run_corpus_saturation
 from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._models import Case
 from trustbench.rtb.review import _shortcuts
-from trustbench.rtb.review._cart import DecisionTree
-from trustbench.rtb.review._shortcuts import shortcut_audit
-from trustbench.rtb.review._surface import structure_features
+from trustbench.rtb.review._shortcuts import DecisionTree, shortcut_audit, structure_features
 
 V0_1 = Path(corpus_package.__file__).parent / "v0.1"
 """The frozen v0.1 starter, named explicitly: these tests are about v0.1, whatever the default."""
@@ -58,8 +56,7 @@ def test_rtb_audit_exit_code_follows_saturation_when_the_harness_holds(monkeypat
     monkeypatch.setattr(_harness_audit, "run_harness_audit", lambda corpus, seed: passing)
     # The learning audit has its own tests (test_learning_audit.py); a passing stub here.
     from trustbench.rtb.review import _learning_audit
-    from trustbench.rtb.review._artifacts import ArtifactReport
-    from trustbench.rtb.review._learned import AttackerScore, LearnedReport
+    from trustbench.rtb.review._learning_audit import ArtifactReport, AttackerScore, LearnedReport
 
     stub = _learning_audit.LearningAudit(
         LearnedReport(
@@ -77,8 +74,8 @@ def test_rtb_audit_exit_code_follows_saturation_when_the_harness_holds(monkeypat
     monkeypatch.setattr(_learning_audit, "run_learning_audit", lambda corpus, margin, seed: stub)
     # The rule ablation has its own tests (test_rule_ablation.py): an empty-but-passing stub is
     # not possible (no rules is "not run"), so the stub declares one load-bearing rule.
-    from trustbench.rtb.policy._rules import PolicyRule
-    from trustbench.rtb.review import _ablation
+    from trustbench.rtb.policy._protocol import PolicyRule
+    from trustbench.rtb.review import _audit as _ablation
 
     rule = _ablation.RuleAblation(
         rule=PolicyRule(rule_id="stub", clause="stub", statement="stub", ablation="stub"),

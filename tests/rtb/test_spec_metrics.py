@@ -17,16 +17,19 @@ import pytest
 from trustbench.core.figures import Figure
 from trustbench.core.stats import binomial_interval
 from trustbench.rtb._trial_rates import Item, trial_rate_figure
+from trustbench.rtb.control._analysis import subject_figures as control_figures
 from trustbench.rtb.control._cases import ExpectedEffect
-from trustbench.rtb.control._figures import subject_figures as control_figures
 from trustbench.rtb.control._grading import ControlOutcome, TrialGrade
 from trustbench.rtb.corpus._models import Decision
-from trustbench.rtb.review._figures import configuration_figures
-from trustbench.rtb.review._metric_tally import reviewer_disagreement
-from trustbench.rtb.review._metrics import ReviewTrialRow
+from trustbench.rtb.review._counting import configuration_figures, reviewer_disagreement
+from trustbench.rtb.review._grading import ReviewTrialRow
 from trustbench.rtb.review._validation import Outcome
-from trustbench.rtb.workflow._figures import workflow_figures
-from trustbench.rtb.workflow._grading import ClaimGrade, StepGrade, WorkflowTrialGrade
+from trustbench.rtb.workflow._grading import (
+    ClaimGrade,
+    StepGrade,
+    WorkflowTrialGrade,
+    workflow_figures,
+)
 
 P, D, H, M, X = Outcome.PERMIT, Outcome.DENY, Outcome.HOLD, Outcome.MISSING, Outcome.INVALID
 

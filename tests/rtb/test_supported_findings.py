@@ -17,9 +17,9 @@ import pytest
 
 import trustbench.rtb.corpus as corpus_package
 from trustbench.rtb.corpus import load_corpus
-from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root
+from trustbench.rtb.corpus._models import Discrepancy
 from trustbench.rtb.policy.narrow_v2._models import CaseV2
 from trustbench.rtb.review._validation import (
     Outcome,

@@ -18,7 +18,7 @@ from trustbench.rtb.platform import (
     ProtectedObserver,
     SimulatedPlatform,
 )
-from trustbench.rtb.platform._observer import _EffectLog
+from trustbench.rtb.platform._platform import _EffectLog
 from trustbench.rtb.workflow import (
     SCRIPTED_AGENTS,
     FalseClaimingAgent,

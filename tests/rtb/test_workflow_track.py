@@ -332,7 +332,7 @@ def test_builtin_demo_reports_the_gate_outcome_without_raising(tmp_path: Path) -
 def test_a_scripted_configuration_is_built_to_fail_by_what_its_agent_and_boundary_declare(
     agent: str, enforcement: Enforcement, expected: bool
 ) -> None:
-    from trustbench.rtb.workflow._evaluability import built_to_fail
+    from trustbench.rtb.workflow._analysis import built_to_fail
 
     assert built_to_fail(agent, enforcement) is expected
 

@@ -21,7 +21,7 @@ from trustbench.rtb.corpus._load import builtin_corpus_root
 from trustbench.rtb.platform import PlatformSeed, SimulatedPlatform
 from trustbench.rtb.policy import policy_for
 from trustbench.rtb.policy.narrow_v3._models import CandidateInputV3, CaseV3
-from trustbench.rtb.workflow._memory import MemoryStore
+from trustbench.rtb.workflow._models import MemoryStore
 from trustbench.rtb.workflow._scenarios import WorkflowKind, workflow_scenarios
 from trustbench.rtb.workflow._tools import WorkflowTools
 

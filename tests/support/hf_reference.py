@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from trustbench.trb.adapter._schema import StepContext
+from trustbench.trb.adapter._protocol import StepContext
 from trustbench.trb.proxy import HFCausalLMProxyAdapter
 
 

@@ -1,7 +1,7 @@
 """A report's record as tests read it: `record.json` with each part's per-trial rows put back.
 
 `trustbench report` writes the per-trial rows to `record.trials.jsonl` beside `record.json`
-(see `trustbench.core.report._trial_rows`). Tests that assert on rows read them through this,
+(see `trustbench.core.report._record`). Tests that assert on rows read them through this,
 under the key they had when they lived in the record (`record[part]["trials"]`), after checking
 that the rows file is the one `record.json` names by digest and that `record.json` itself holds
 no rows.

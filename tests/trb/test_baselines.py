@@ -6,7 +6,7 @@ import pytest
 
 from trustbench.trb.adapter import TRB_VERSION
 from trustbench.trb.profile import RunConfig, run_reference
-from trustbench.trb.profile._baselines import TRACKS, ProfileConfig, flags
+from trustbench.trb.profile._run import TRACKS, ProfileConfig, flags
 from trustbench.trb.reference import TrainConfig
 from trustbench.trb.reference._token_world import TokenLMConfig
 

@@ -20,7 +20,7 @@ pytest.importorskip("tokenizers", reason="tokenizers is not installed")
 from tests.trb.test_proxy_hf import _save_tiny_gpt2
 
 from trustbench.trb.adapter import BatchedAdapter
-from trustbench.trb.adapter._schema import SelfReport, StepContext
+from trustbench.trb.adapter._protocol import SelfReport, StepContext
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.measures._governance import attribution_rows, governance_rows
 from trustbench.trb.proxy import HFCausalLMProxyAdapter

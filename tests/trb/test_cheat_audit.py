@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trustbench.trb.cheats import CHEATS
-from trustbench.trb.track._cheat_audit import CONTROL, cheat_audit
+from trustbench.trb.track._pipeline import CONTROL, cheat_audit
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ from tests.trb.collect_fixtures import (
 from trustbench.core import read_ledger
 from trustbench.errors import CheckFailed
 from trustbench.trb.collect import export_collection
+from trustbench.trb.collect._app import CollectionRun
 from trustbench.trb.collect._export import split_shares
-from trustbench.trb.collect._serve import CollectionRun
 from trustbench.trb.corpus._generate import generate_split
 from trustbench.trb.corpus._store import read_corpus
 from trustbench.trb.instruments._oracles import GovernedOracle

@@ -27,7 +27,7 @@ from trustbench.trb.measures._governance import (
 )
 from trustbench.trb.reference._train import TrainConfig, train_reference_model
 from trustbench.trb.track._measures import StatsPlan
-from trustbench.trb.track._profile_core import split_figures
+from trustbench.trb.track._profile import split_figures
 from trustbench.trb.world import CorridorConfig, CorridorWorld
 
 DELAYED = TRANSFER_FAMILIES["cue_delay"]

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from trustbench.cli import app
 from trustbench.core.gates import GateSpec, evaluate_gate
 from trustbench.errors import CheckFailed
-from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.adapter._protocol import ACTIONS
 from trustbench.trb.corpus import Trace
 from trustbench.trb.instruments import (
     EpiphenomenalOracle,
@@ -21,14 +21,16 @@ from trustbench.trb.instruments import (
     UniformOracle,
     goodhart_audit,
 )
-from trustbench.trb.instruments import _goodhart_audit as cheats
-from trustbench.trb.measures._floors import min_sum_tv
-from trustbench.trb.measures._governance import g_star, governance_rows, summarize_governance
-from trustbench.trb.measures._numeric import total_variation
-from trustbench.trb.measures._self_consistency import self_consistency_flags
-from trustbench.trb.track._builtin_measures import GOVERNANCE
-from trustbench.trb.track._governance_flags import governance_flags
-from trustbench.trb.track._measures import MeasureRow, StatsPlan
+from trustbench.trb.instruments import _goodhart as cheats
+from trustbench.trb.measures._governance import (
+    g_star,
+    governance_rows,
+    min_sum_tv,
+    self_consistency_flags,
+    summarize_governance,
+    total_variation,
+)
+from trustbench.trb.track._measures import GOVERNANCE, MeasureRow, StatsPlan, governance_flags
 
 STATS = StatsPlan(confidence=0.95, seed=0, resamples=300)
 

@@ -14,12 +14,12 @@ from trustbench.trb.measures import (
     inject,
     mann_whitney_auc,
 )
-from trustbench.trb.measures._threshold import SWEEP_ALPHAS, threshold_interval, threshold_of
+from trustbench.trb.measures._governance import SWEEP_ALPHAS, threshold_interval, threshold_of
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.reference import TrainConfig, load_reference_model
 from trustbench.trb.reference._token_world import TokenLMConfig, load_token_lm, render_history
 from trustbench.trb.track._measures import StatsPlan
-from trustbench.trb.track._profile_core import split_figures
+from trustbench.trb.track._profile import split_figures
 
 
 def _grounding(box, fit, traces, *, seed=0, resamples=100):
@@ -179,8 +179,8 @@ def test_a_threshold_interval_end_on_a_not_detected_draw_is_none_never_a_number(
 
 def test_a_failed_trial_pushes_the_threshold_up_never_down():
     from trustbench.trb.corpus._format import Trace  # noqa: F401  (type of MeasureRow.trace)
-    from trustbench.trb.track._grounding_sweep import sweep_figures
     from trustbench.trb.track._measures import MeasureRow, StatsPlan
+    from trustbench.trb.track._trace_measures import sweep_figures
 
     traces = generate_reference_corpus({"train": 1, "dev": 1, "eval": 12, "transfer": 1})["eval"]
     # Scores rising with strength: detected from a=0.25 on (AUC 1 there, 0.5 below).

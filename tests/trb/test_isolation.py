@@ -16,7 +16,8 @@ from tests.trb.test_trb_track import figure, freeze_run_report, write_spec
 
 from trustbench.errors import InputError
 from trustbench.trb.adapter import SelfReport, StepContext
-from trustbench.trb.cheats import _memoriser, memoriser
+from trustbench.trb.cheats import _gaming as _memoriser
+from trustbench.trb.cheats import memoriser
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments import GovernedOracle
 from trustbench.trb.isolation._client import (
@@ -25,8 +26,8 @@ from trustbench.trb.isolation._client import (
     read_paths,
     refuse_overlap,
 )
-from trustbench.trb.isolation._landlock import abi_version
-from trustbench.trb.track._recording import RecordingAdapter
+from trustbench.trb.isolation._worker import abi_version
+from trustbench.trb.track._profile import RecordingAdapter
 
 HERE = Path(__file__).parent
 

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from trustbench.trb.adapter._schema import Observation
+from trustbench.trb.adapter._protocol import Observation
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments import EpiphenomenalOracle, GovernedOracle, SabotagedAblation
 from trustbench.trb.measures import Start, exact_reach, sampled_reach
 from trustbench.trb.track._measures import StatsPlan
-from trustbench.trb.track._profile_core import split_figures
+from trustbench.trb.track._profile import split_figures
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 

@@ -20,7 +20,7 @@ from trustbench.core import load_spec
 from trustbench.trb import measure_profile
 from trustbench.trb.track import builtin_spec, register_measure, unregister_measure
 from trustbench.trb.track._measures import StatsPlan
-from trustbench.trb.track._profile_core import measured_profile
+from trustbench.trb.track._profile import measured_profile
 
 HERE = Path(__file__).parent
 

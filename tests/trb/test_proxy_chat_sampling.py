@@ -19,9 +19,9 @@ from tests.trb.test_trb_track import freeze_run_report, write_spec
 from trustbench.core.stats import clustered_figure
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.measures import governance_rows, summarize_governance
-from trustbench.trb.measures._sampling import widen_figure, with_sampling_error
+from trustbench.trb.measures._governance import widen_figure, with_sampling_error
 from trustbench.trb.proxy._chat import ChatProxyAdapter
-from trustbench.trb.track._options import TrbTrackOptions
+from trustbench.trb.track._pipeline import TrbTrackOptions
 
 TRUTH = {"left": 0.2, "stay": 0.3, "right": 0.5}
 OWN = "The door is open. <r> goal=right belief=open plan=right conf=8 self=na </r>"

@@ -17,12 +17,12 @@ tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not install
 from trustbench.cli import app  # noqa: E402
 from trustbench.errors import InputError  # noqa: E402
 from trustbench.trb.adapter import check_adapter  # noqa: E402
-from trustbench.trb.adapter._schema import ACTIONS  # noqa: E402
+from trustbench.trb.adapter._protocol import ACTIONS  # noqa: E402
 from trustbench.trb.corpus import generate_split  # noqa: E402
 from trustbench.trb.measures import capture, inject  # noqa: E402
-from trustbench.trb.measures._threshold import SWEEP_ALPHAS  # noqa: E402
+from trustbench.trb.measures._governance import SWEEP_ALPHAS  # noqa: E402
 from trustbench.trb.proxy import HFCausalLMProxyAdapter, load_hf_causal_lm  # noqa: E402
-from trustbench.trb.proxy._slots import (  # noqa: E402
+from trustbench.trb.proxy._local import (  # noqa: E402
     RENAMED,
     SLOT_OPTIONS,
     STANDARD,
@@ -31,7 +31,7 @@ from trustbench.trb.proxy._slots import (  # noqa: E402
 )
 from trustbench.trb.reference._token_world import render_history, vocabulary  # noqa: E402
 from trustbench.trb.track._measures import StatsPlan  # noqa: E402
-from trustbench.trb.track._profile_core import split_figures  # noqa: E402
+from trustbench.trb.track._profile import split_figures  # noqa: E402
 
 
 def _save_tiny_gpt2(folder, vocab, split_on_equals=False):

@@ -14,10 +14,11 @@ pytest.importorskip("tokenizers", reason="tokenizers is not installed")
 
 from tests.support.hf_reference import ReferenceHFAdapter
 
-from trustbench.trb.adapter._schema import ACTIONS
+from trustbench.trb.adapter._protocol import ACTIONS
 from trustbench.trb.corpus import generate_split
-from trustbench.trb.proxy import HFCausalLMProxyAdapter, _hf_batch
-from trustbench.trb.proxy._slots import RENAMED, STANDARD, render_slots
+from trustbench.trb.proxy import HFCausalLMProxyAdapter
+from trustbench.trb.proxy import _hf as _hf_batch
+from trustbench.trb.proxy._local import RENAMED, STANDARD, render_slots
 from trustbench.trb.reference._token_world import documents, vocabulary
 
 TOLERANCE = 1e-6

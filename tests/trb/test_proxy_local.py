@@ -15,7 +15,7 @@ from trustbench.trb.proxy import (
     parse_slot_text,
     render_slot_text,
 )
-from trustbench.trb.proxy._slots import render_slots
+from trustbench.trb.proxy._local import render_slots
 from trustbench.trb.reference._token_world import (
     TokenLMConfig,
     documents,

@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from test_trb_track import figure, freeze_run_report, write_spec
 
-from trustbench.trb.adapter._schema import ACTIONS, SelfReport, StepContext
+from trustbench.trb.adapter._protocol import ACTIONS, SelfReport, StepContext
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments._oracles import EpiphenomenalOracle, GovernedOracle
-from trustbench.trb.measures._governance import governance_rows
-from trustbench.trb.measures._numeric import total_variation
-from trustbench.trb.measures._r_star import (
+from trustbench.trb.measures._governance import (
     adversarial_r,
     edit_signature,
     extra_edits,
+    governance_rows,
     ood_r,
+    total_variation,
     train_support,
 )
 from trustbench.trb.world import CorridorWorld, reference_continuation

@@ -20,6 +20,6 @@ def test_each_family_changes_the_world_or_the_report_encoding_and_is_seeded():
 
 
 def test_the_encoding_family_names_the_proxys_renamed_encoding():
-    from trustbench.trb.proxy._slots import RENAMED
+    from trustbench.trb.proxy._local import RENAMED
 
     assert TRANSFER_ENCODINGS["encoding"] == RENAMED.name

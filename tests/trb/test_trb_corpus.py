@@ -111,10 +111,10 @@ def _with_human(traces: list[Trace], per_step: int, n_traces: int) -> list[Trace
 def test_corpus_over_the_synthetic_cap_loads_labelled_over_the_cap_and_not_a_score(
     tmp_path: Path,
 ) -> None:
-    from trustbench.trb.corpus._provenance import over_cap_label
-    from trustbench.trb.track._corpus_source import LoadedCorpus
-    from trustbench.trb.track._options import TrbTrackOptions
-    from trustbench.trb.track._summaries import qualifications
+    from trustbench.trb.corpus._store import over_cap_label
+    from trustbench.trb.track._adapters import LoadedCorpus
+    from trustbench.trb.track._pipeline import TrbTrackOptions
+    from trustbench.trb.track._profile import qualifications
 
     splits = generate_reference_corpus(SIZES, seed=0)
     splits["eval"] = _with_human(splits["eval"], per_step=1, n_traces=1)

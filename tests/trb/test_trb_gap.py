@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from trustbench.trb.measures import cluster_bootstrap, governance_gap
-from trustbench.trb.measures._gap import ratio
+from trustbench.trb.measures._governance import ratio
 
 
 def test_gap_interval_excludes_zero_for_a_consistent_improvement() -> None:

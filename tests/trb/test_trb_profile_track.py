@@ -146,7 +146,7 @@ def test_the_ledger_regrades_the_profile_offline(
 
 
 def test_transfer_is_the_worst_context_with_its_interval_and_the_drop_from_eval() -> None:
-    from trustbench.trb.track._profile_measures import TRANSFER
+    from trustbench.trb.track._trace_measures import TRANSFER
 
     def fig(value: float) -> Figure:
         interval = Interval(
@@ -274,9 +274,8 @@ def _figure(name: str, value: float, low: float, high: float, kind: str = "mean"
 def _flags(figures: list[Figure]) -> list[str]:
     from types import SimpleNamespace
 
-    from trustbench.trb.track._collect import Collected
     from trustbench.trb.track._measures import load_measure
-    from trustbench.trb.track._summaries import profile_flags
+    from trustbench.trb.track._profile import Collected, profile_flags
 
     provenance = SimpleNamespace(cap_status="no_human_data", synthetic=10, human=0)
     corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance), splits={})
@@ -308,9 +307,8 @@ def test_a_high_level_with_a_large_transfer_drop_is_flagged_not_celebrated() -> 
 def _flags_with_oracle(figures: list[Figure], oracle: list[Figure]) -> list[str]:
     from types import SimpleNamespace
 
-    from trustbench.trb.track._collect import Collected
     from trustbench.trb.track._measures import load_measure
-    from trustbench.trb.track._summaries import profile_flags
+    from trustbench.trb.track._profile import Collected, profile_flags
 
     provenance = SimpleNamespace(cap_status="no_human_data", synthetic=10, human=0)
     corpus = SimpleNamespace(manifest=SimpleNamespace(provenance=provenance), splits={})

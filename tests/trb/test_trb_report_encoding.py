@@ -13,8 +13,7 @@ from tests.support.openai_server import OpenAIServer, raw_body
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest, TokenLogprob
-from trustbench.trb.adapter._protocol import AdapterTier
-from trustbench.trb.adapter._schema import ACTIONS, SelfReport
+from trustbench.trb.adapter._protocol import ACTIONS, AdapterTier, SelfReport
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.corpus._generate import TRANSFER_FAMILIES, generate_reference_corpus
 from trustbench.trb.corpus._store import read_corpus, write_corpus
@@ -22,7 +21,7 @@ from trustbench.trb.instruments._oracles import GovernedOracle
 from trustbench.trb.measures._governance import governance_rows, summarize_governance
 from trustbench.trb.proxy import LocalLMProxyAdapter, TinyCausalLM, WordTokenizer
 from trustbench.trb.proxy._chat import ChatProxyAdapter
-from trustbench.trb.proxy._slots import (
+from trustbench.trb.proxy._local import (
     RENAMED,
     SLOT_ENCODINGS,
     STANDARD,
@@ -34,8 +33,7 @@ from trustbench.trb.proxy._slots import (
     render_slots,
 )
 from trustbench.trb.reference._token_world import render_history, vocabulary
-from trustbench.trb.track._adapters import AdapterSource, NotApplicable
-from trustbench.trb.track._corpus_source import load_corpus
+from trustbench.trb.track._adapters import AdapterSource, NotApplicable, load_corpus
 from trustbench.trb.world import CorridorConfig
 
 

@@ -18,8 +18,8 @@ import pytest
 from tests.trb.test_trb_track import freeze_run_report, write_spec
 
 from trustbench.core import CallFailed
-from trustbench.trb.adapter._schema import Observation, SelfReport, StepContext
-from trustbench.trb.track._recording import RecordingAdapter
+from trustbench.trb.adapter._protocol import Observation, SelfReport, StepContext
+from trustbench.trb.track._profile import RecordingAdapter
 
 CONTEXT = StepContext(trace_id="t", t=0, observations=(Observation(position=2, steps_left=5),))
 REPORT = SelfReport(goal="left", belief="open", planned_next="left", confidence=0.5)

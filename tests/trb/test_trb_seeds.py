@@ -8,8 +8,7 @@ import pytest
 from trustbench.errors import InputError
 from trustbench.trb.corpus import generate_reference_corpus, manifest_for
 from trustbench.trb.measures import ReferenceWhiteBox
-from trustbench.trb.measures._gap import seed_trace_gap_figure
-from trustbench.trb.measures._governance import governance_rows
+from trustbench.trb.measures._governance import governance_rows, seed_trace_gap_figure
 from trustbench.trb.reference import TrainConfig, load_reference_seeds
 
 SEEDS = [0, 1, 2, 3, 4]

@@ -16,7 +16,7 @@ from trustbench.trb.corpus._format import TRANSFER_FAMILY_SPLITS
 from trustbench.trb.instruments import expected_g
 from trustbench.trb.reference import cache_dir
 from trustbench.trb.track import PROFILE_AXES, builtin_spec, register_measure, unregister_measure
-from trustbench.trb.track._builtin_measures import GovernanceMeasure
+from trustbench.trb.track._measures import GovernanceMeasure
 from trustbench.trb.track._profile_track import TrbProfileTrack
 
 REFERENCE_PAIR = {"full": "trace-ai-full", "ablation": "trace-ai-ablation"}
@@ -370,7 +370,7 @@ def test_rechecking_a_trb_run_starts_no_adapter_and_notices_an_edited_helper(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trustbench.core import check_inputs, read_manifest
-    from trustbench.trb.track import _user_adapter
+    from trustbench.trb.track import _adapters as _user_adapter
 
     name = _adapter_package(tmp_path, monkeypatch)
     spec = write_spec(
@@ -462,7 +462,7 @@ def test_trb_run_command_freezes_runs_and_reports_a_spec(
 @pytest.mark.parametrize("name", ["smoke", "reference"])
 def test_built_in_specs_are_shipped_and_valid(name: str) -> None:
     from trustbench.core import load_spec
-    from trustbench.trb.track._options import track_options
+    from trustbench.trb.track._pipeline import track_options
 
     spec = load_spec(builtin_spec(name))
     track_options(spec)
@@ -473,7 +473,7 @@ def test_built_in_specs_are_shipped_and_valid(name: str) -> None:
 @pytest.mark.parametrize("name", ["trb-reference-pair.toml", "trb-user-adapter.toml"])
 def test_trb_examples_are_valid_specs_with_valid_track_options(name: str) -> None:
     from trustbench.core import load_spec
-    from trustbench.trb.track._options import track_options
+    from trustbench.trb.track._pipeline import track_options
 
     spec = load_spec(Path(__file__).parents[2] / "examples" / name)
     assert spec.track_id == "trb/profile"

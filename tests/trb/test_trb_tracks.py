@@ -22,7 +22,7 @@ from trustbench.trb.measures import (
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb.measures._numeric import total_variation
+from trustbench.trb.measures._governance import total_variation
 from trustbench.trb.world import CorridorWorld, reference_continuation
 
 

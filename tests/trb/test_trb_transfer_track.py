@@ -16,7 +16,7 @@ from trustbench.trb.corpus._generate import (
     generate_reference_corpus,
     split_encodings,
 )
-from trustbench.trb.track._transfer_flags import g_below_eval
+from trustbench.trb.track._trace_measures import g_below_eval
 from trustbench.trb.world import CorridorConfig
 
 CANDIDATES = {

@@ -5,7 +5,7 @@ import pytest
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments import EpiphenomenalOracle, GovernedOracle, SabotagedAblation
 from trustbench.trb.track._measures import StatsPlan
-from trustbench.trb.track._profile_core import split_figures
+from trustbench.trb.track._profile import split_figures
 from trustbench.trb.world import reference_continuation
 
 

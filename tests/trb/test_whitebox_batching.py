@@ -3,7 +3,7 @@
 import torch
 
 from trustbench.trb.corpus import generate_split
-from trustbench.trb.measures._whitebox import ReferenceWhiteBox
+from trustbench.trb.measures._grounding import ReferenceWhiteBox
 from trustbench.trb.reference import ReferenceNativeModel
 
 

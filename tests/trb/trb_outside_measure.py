@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trustbench.trb.track._builtin_measures import GovernanceMeasure
+from trustbench.trb.track._measures import GovernanceMeasure
 
 
 class SecondGovernance(GovernanceMeasure):

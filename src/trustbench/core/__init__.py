@@ -24,16 +24,6 @@ from trustbench.core._evaluability import (
 )
 from trustbench.core._export import LedgerContents, export_ledger, open_ledger, read_ledger
 from trustbench.core._figures_from_counts import EventReducer, TrialEvent, reduce_events
-from trustbench.core._ledger import TABLE_COLUMNS, Ledger
-from trustbench.core._ledger_head import write_head
-from trustbench.core._manifest import (
-    CandidateRecord,
-    Manifest,
-    build_manifest,
-    check_inputs,
-    read_manifest,
-    write_manifest,
-)
 from trustbench.core._outputs import (
     check_output_file,
     check_output_folder,
@@ -43,14 +33,42 @@ from trustbench.core._outputs import (
     write_atomically,
     write_output,
 )
-from trustbench.core._plan import cross_product, trial_order
-from trustbench.core._progress import NoProgress, ProgressReporter, default_progress
-from trustbench.core._registry import BUILTIN_TRACKS, Registry, load_track, register_track
 from trustbench.core._report_run import ReportResult, report_run
 from trustbench.core._run_folder import RunLock
-from trustbench.core._runner import RunSummary, run_experiment, run_experiment_async
+from trustbench.core._runner import (
+    NoProgress,
+    ProgressReporter,
+    RunSummary,
+    default_progress,
+    run_experiment,
+    run_experiment_async,
+)
 from trustbench.core._signing import pae
-from trustbench.core._spec import (
+from trustbench.core._track import (
+    BUILTIN_TRACKS,
+    Registry,
+    Resolution,
+    ResolvedItem,
+    Track,
+    TrialKey,
+    TrialOutcome,
+    load_track,
+    register_track,
+)
+from trustbench.core._verify import VerifyReport, verify_run
+from trustbench.core.ledger._head import write_head
+from trustbench.core.ledger._store import TABLE_COLUMNS, Ledger
+from trustbench.core.spec._manifest import (
+    CandidateRecord,
+    Manifest,
+    build_manifest,
+    check_inputs,
+    cross_product,
+    read_manifest,
+    trial_order,
+    write_manifest,
+)
+from trustbench.core.spec._spec import (
     AnalysisSpec,
     CandidateSpec,
     CorpusSpec,
@@ -61,14 +79,6 @@ from trustbench.core._spec import (
     load_spec,
     parse_spec,
 )
-from trustbench.core._track import (
-    Resolution,
-    ResolvedItem,
-    Track,
-    TrialKey,
-    TrialOutcome,
-)
-from trustbench.core._verify import VerifyReport, verify_run
 
 __all__ = [
     "BUILTIN_TRACKS",

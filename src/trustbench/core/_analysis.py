@@ -16,10 +16,10 @@ from pydantic import ConfigDict
 
 if TYPE_CHECKING:
     from trustbench.core._export import LedgerContents
-    from trustbench.core._manifest import Manifest
     from trustbench.core.figures import Figure
     from trustbench.core.gates import GateResult
     from trustbench.core.report import Block
+    from trustbench.core.spec._manifest import Manifest
 
 
 VALID_RESPONSE_RATE = "valid_response_rate"

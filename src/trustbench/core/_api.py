@@ -17,10 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trustbench.core._manifest import Manifest, build_manifest, freeze_manifest
-from trustbench.core._progress import NoProgress, ProgressReporter
 from trustbench.core._report_run import ReportResult, report_run
-from trustbench.core._runner import RunSummary, run_experiment, run_experiment_async
+from trustbench.core._runner import (
+    NoProgress,
+    ProgressReporter,
+    RunSummary,
+    run_experiment,
+    run_experiment_async,
+)
+from trustbench.core.spec._manifest import Manifest, build_manifest, freeze_manifest
 from trustbench.errors import InputError
 
 SpecSource = Mapping[str, Any] | Path | str

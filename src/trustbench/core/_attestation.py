@@ -31,11 +31,11 @@ from trustbench._canonical import (
     file_sha256,
     loads_refusing_duplicate_keys,
 )
-from trustbench.core._ledger import TABLE_COLUMNS, open_for_reading
-from trustbench.core._ledger_head import STATEMENT_FILE as STATEMENT_FILE
-from trustbench.core._manifest import read_manifest
 from trustbench.core._outputs import write_atomically
 from trustbench.core._signing import SCHEME, load_private_key, open_envelope, sign_envelope
+from trustbench.core.ledger._head import STATEMENT_FILE as STATEMENT_FILE
+from trustbench.core.ledger._store import TABLE_COLUMNS, open_for_reading
+from trustbench.core.spec._manifest import read_manifest
 from trustbench.errors import CheckFailed, InputError
 
 if TYPE_CHECKING:
@@ -280,7 +280,7 @@ def _record_problems(run_dir: Path, predicate: dict[str, Any]) -> list[str]:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         return [f"cannot read record.json: {error}"]
-    from trustbench.core.report._trial_rows import trial_rows_problems
+    from trustbench.core.report._record import trial_rows_problems
 
     problems = [
         f"record.json says {name} {record.get(name)!r}, the run has {predicate[name]!r}"

@@ -13,15 +13,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from trustbench.core._ledger import JSON_COLUMNS, open_for_reading
-from trustbench.core._ledger_chain import iter_rows
-from trustbench.core._ledger_contents import ContentReader
-from trustbench.core._ledger_stream import (
+from trustbench.core._outputs import output_writer
+from trustbench.core.ledger._chain import iter_rows
+from trustbench.core.ledger._contents import ContentReader
+from trustbench.core.ledger._store import (
+    JSON_COLUMNS,
     TrialWithAttempts,
     finished_trial_count,
     iter_trials_with_attempts,
+    open_for_reading,
 )
-from trustbench.core._outputs import output_writer
 from trustbench.errors import CheckFailed
 
 _Case = TypeVar("_Case")

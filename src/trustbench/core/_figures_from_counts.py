@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from trustbench.core._stats._binomial import binomial_interval
+from trustbench.core._binomial import binomial_interval
 from trustbench.core.figures import Figure, FigureUnit, Interval, counts_figure
 
 Reduction = Literal["any", "all"]
@@ -164,7 +164,7 @@ def unit_rate_figure(
         if clustered and unit != "group":
             # numpy (for the clustered intervals) is loaded when a report needs one, not with
             # `trustbench.core`, which every command imports.
-            from trustbench.core._stats._clustered_figure import clustered_figure
+            from trustbench.core._resampling import clustered_figure
 
             found += clustered_figure(
                 name,

@@ -48,9 +48,8 @@ from collections.abc import Callable
 from typing import Any
 
 from trustbench.core._context import RunServices
-from trustbench.core._manifest import Manifest, check_inputs
-from trustbench.core._registry import track_from_target
-from trustbench.core._track import TrialKey
+from trustbench.core._track import TrialKey, track_from_target
+from trustbench.core.spec._manifest import Manifest, check_inputs
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers._redact import secret_values
 
@@ -103,7 +102,7 @@ class TrialWorker:
 
     def _setup(self) -> None:
         # Created on first use, inside the actor's event loop, as aiohttp requires.
-        from trustbench.core._providers import build_provider
+        from trustbench.core._context import build_provider
         from trustbench.providers import new_session
 
         spec = self.manifest.spec

@@ -25,13 +25,11 @@ from trustbench.core._evaluability import (
     withhold_not_evaluable,
 )
 from trustbench.core._export import LedgerContents, open_ledger
-from trustbench.core._manifest import Manifest, check_inputs, read_manifest
-from trustbench.core._prefetch import prefetch_ledger
-from trustbench.core._registry import load_track
 from trustbench.core._signing import load_private_key
-from trustbench.core._verify import VerifyReport
-from trustbench.core._verify_beside import Verification
+from trustbench.core._track import load_track
+from trustbench.core._verify import Verification, VerifyReport, prefetch_ledger
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
+from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
 from trustbench.errors import CheckFailed, InputError
 
 if TYPE_CHECKING:  # the report package (its page models, record writer) is for `report` only

@@ -15,10 +15,10 @@ from array import array
 from collections.abc import Sequence
 from pathlib import Path
 
-from trustbench.core._ledger import Ledger
-from trustbench.core._ledger_head import CutTail
-from trustbench.core._plan import sorted_ids_sha256
 from trustbench.core._track import TrialKey
+from trustbench.core.ledger._head import CutTail
+from trustbench.core.ledger._store import Ledger
+from trustbench.core.spec._manifest import sorted_ids_sha256
 from trustbench.errors import CheckFailed, InputError
 
 

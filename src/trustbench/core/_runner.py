@@ -1,52 +1,219 @@
-"""The async runner: runs (or resumes) a frozen experiment into its ledger.
+"""Keep the garbage collector's full passes off a run's event loop.
 
-Before anything runs it re-checks the manifest hash, every resolved input and the plan, and the
-ledger's chain. Trials of all candidates run interleaved in one seeded random order (so no
-candidate systematically meets a different service load), `concurrency` at a time, each from a
-fresh context. A trial is finished when its row is in `trials`; a resumed run runs only the
-others. An execution killed mid-trial is marked abandoned (its attempts stay, never counted) and
-the trial is run again from scratch as the next execution.
-
-Trials run in this process's event loop (`local`) or on Ray workers (`ray`, see
-`_ray_executor.py`); both run a trial with `_trial.execute_trial`, and only this process writes the
-ledger.
+A full (oldest-generation) collection walks every tracked object in the process: every module,
+class, compiled schema and model the run has imported or loaded, which is most of the heap and
+never garbage. In the latency-bound bench one such pass took about 80 ms of the run's start-up,
+and each one during the trials stalls every in-flight trial for as long. `gc.freeze()` moves
+the objects alive when the run starts to a permanent generation that collections skip (the
+CPython documentation suggests it for this); objects made during the run are collected as
+usual. On exit the frozen objects are handed back, so a long-lived caller (a notebook running
+several experiments) collects them again.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import random
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import trustbench
-from trustbench.core._context import RunServices
-from trustbench.core._gc import long_lived_objects_frozen
-from trustbench.core._ledger import Ledger
-from trustbench.core._manifest import Manifest, check_inputs, read_manifest
-from trustbench.core._pacing import TokenBucket
-from trustbench.core._plan import SeededOrder, handed_out
-from trustbench.core._preflight import probe_connections, start_preflight, stop_reason, supervised
-from trustbench.core._progress import NoProgress, ProgressReporter
-from trustbench.core._providers import build_provider, check_credentials
-from trustbench.core._registry import load_track
+from trustbench.core._context import (
+    RunServices,
+    TokenBucket,
+    build_provider,
+    check_credentials,
+    probe_connections,
+    start_preflight,
+    stop_reason,
+    supervised,
+)
 from trustbench.core._run_folder import (
     RunLock,
     holds_the_whole_plan,
     mark_abandoned,
     remaining_positions,
 )
-from trustbench.core._track import Track, TrialKey, track_hook
+from trustbench.core._track import Track, TrialKey, load_track, track_hook
 from trustbench.core._trial import execute_trial
+from trustbench.core.ledger._store import Ledger
+from trustbench.core.spec._manifest import (
+    Manifest,
+    SeededOrder,
+    check_inputs,
+    handed_out,
+    read_manifest,
+)
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers._http import new_session
 from trustbench.providers._redact import secret_values
 from trustbench.providers._types import ChatProvider
 
-if TYPE_CHECKING:  # asyncio is imported where a run uses it: `--help` imports this module
+if TYPE_CHECKING:
     import asyncio
+
+
+@contextmanager
+def long_lived_objects_frozen() -> Iterator[None]:
+    """Freeze what is alive now for the duration of the block (unless someone else already did).
+
+    A caller that froze objects itself keeps them frozen: this leaves its freeze alone.
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+# ------------------------------------------------------------------------------------------------
+# Run progress: a rich progress bar on a terminal, plain periodic lines otherwise.
+
+
+class ProgressReporter(Protocol):
+    """Receives run progress; implementations must be cheap (called once per trial)."""
+
+    def start(self, total: int, done: int) -> None:
+        """The run starts with `done` of `total` trials already finished."""
+        ...
+
+    def update(self, done: int, failed: int, retries: int) -> None:
+        """Counts changed."""
+        ...
+
+    def close(self) -> None:
+        """The run ended."""
+        ...
+
+
+class PlainProgress:
+    """One line every `every_s` seconds (and at the end): for logs and CI."""
+
+    def __init__(self, stream: TextIO | None = None, every_s: float = 5.0) -> None:
+        self.stream = stream or sys.stderr
+        self.every_s = every_s
+        self._total = self._done = self._failed = self._retries = 0
+        self._last = 0.0
+        self._started = 0.0
+        self._first_done = 0
+
+    def start(self, total: int, done: int) -> None:
+        """Print the starting point."""
+        self._total, self._done, self._first_done = total, done, done
+        self._started = self._last = time.monotonic()
+        self._line()
+
+    def update(self, done: int, failed: int, retries: int) -> None:
+        """Print at most one line per `every_s`."""
+        self._done, self._failed, self._retries = done, failed, retries
+        now = time.monotonic()
+        if now - self._last >= self.every_s:
+            self._last = now
+            self._line()
+
+    def close(self) -> None:
+        """Print the final counts."""
+        self._line()
+
+    def _line(self) -> None:
+        elapsed = time.monotonic() - self._started
+        ran = self._done - self._first_done
+        eta = ""
+        if ran and self._done < self._total:
+            eta = f", ETA {elapsed / ran * (self._total - self._done):.0f} s"
+        print(
+            f"trials {self._done}/{self._total} done, {self._failed} failed, "
+            f"{self._retries} transport retries{eta}",
+            file=self.stream,
+            flush=True,
+        )
+
+
+class RichProgress:
+    """A live progress bar (done/total, failed, retries, ETA) on a terminal."""
+
+    def __init__(self) -> None:
+        # rich is imported here, for a terminal's bar only: `run --quiet` and plain lines never
+        # load it (start-up, issue 35).
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("trials"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("failed {task.fields[failed]} retries {task.fields[retries]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self._task = None
+
+    def start(self, total: int, done: int) -> None:
+        """Show the bar."""
+        self._progress.start()
+        self._task = self._progress.add_task(
+            "run", total=total, completed=done, failed=0, retries=0
+        )
+
+    def update(self, done: int, failed: int, retries: int) -> None:
+        """Move the bar."""
+        if self._task is not None:
+            self._progress.update(self._task, completed=done, failed=failed, retries=retries)
+
+    def close(self) -> None:
+        """Stop the bar."""
+        self._progress.stop()
+
+
+class NoProgress:
+    """Reports nothing (for tests and library use)."""
+
+    def start(self, total: int, done: int) -> None:
+        """Ignore."""
+
+    def update(self, done: int, failed: int, retries: int) -> None:
+        """Ignore."""
+
+    def close(self) -> None:
+        """Ignore."""
+
+
+def default_progress() -> ProgressReporter:
+    """A rich bar when stderr is a terminal, plain lines otherwise."""
+    return RichProgress() if sys.stderr.isatty() else PlainProgress()
+
+
+# ------------------------------------------------------------------------------------------------
+# The async runner: runs (or resumes) a frozen experiment into its ledger.
+#
+# Before anything runs it re-checks the manifest hash, every resolved input and the plan, and the
+# ledger's chain. Trials of all candidates run interleaved in one seeded random order (so no
+# candidate systematically meets a different service load), `concurrency` at a time, each from a
+# fresh context. A trial is finished when its row is in `trials`; a resumed run runs only the
+# others. An execution killed mid-trial is marked abandoned (its attempts stay, never counted) and
+# the trial is run again from scratch as the next execution.
+#
+# Trials run in this process's event loop (`local`) or on Ray workers (`ray`, see
+# `_ray_executor.py`); both run a trial with `_trial.execute_trial`, and only this process writes
+# the ledger.
 
 
 @dataclass(frozen=True)
@@ -396,7 +563,7 @@ def run_experiment(
             check; the others stay unrun and a later run resumes them. None runs all.
         preflight: Probe every API candidate once, beside the first trials (none finishes
             before the probes pass), and stop with the server's message and no trial finished
-            on a failure (`trustbench.core._preflight`). On by default, as
+            on a failure (`trustbench.core._context`). On by default, as
             in `trustbench run` (`--no-preflight` there, `preflight=False` here, skips it);
             a run with no API candidate sends nothing.
         rerun_cut: Re-run the finished trials found cut off the ledger's end (its head

@@ -12,8 +12,8 @@ from typing import Any
 from trustbench._canonical import canonical_json
 from trustbench.core._clock import utc_now
 from trustbench.core._context import CallFailed, PolicyViolation, RunServices, TrialContext
-from trustbench.core._manifest import Manifest
 from trustbench.core._track import Track, TrialKey, TrialOutcome
+from trustbench.core.spec._manifest import Manifest
 from trustbench.providers._types import ChatProvider
 
 

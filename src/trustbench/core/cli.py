@@ -109,8 +109,8 @@ def freeze(
     reason: ReasonOpt = "",
 ) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
-    from trustbench.core._manifest import build_manifest, freeze_manifest
     from trustbench.core._outputs import check_new_run_folder, output_path
+    from trustbench.core.spec._manifest import build_manifest, freeze_manifest
 
     folder = check_new_run_folder(output_path(out))  # before the (slow) freeze, and again there
     manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
@@ -136,7 +136,7 @@ def _candidates_that_never_completed(run_dir: Path) -> dict[str, str]:
     request and response decompressed) made this check grow with the run, in memory and time,
     after the run itself had finished (issue 30).
     """
-    from trustbench.core._ledger import open_for_reading
+    from trustbench.core.ledger._store import open_for_reading
 
     connection = open_for_reading(run_dir)
     try:
@@ -174,8 +174,7 @@ def run(
     rerun_cut: RerunCutOpt = False,
 ) -> None:
     """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
-    from trustbench.core._progress import NoProgress, default_progress
-    from trustbench.core._runner import run_experiment
+    from trustbench.core._runner import NoProgress, default_progress, run_experiment
 
     summary = run_experiment(
         run_dir,

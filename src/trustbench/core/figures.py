@@ -1,18 +1,8 @@
-"""The `Figure`: one reported number with its denominator, unit, status and intervals.
+"""`FigureUnit`, the unit of a figure's denominator, in a leaf module.
 
-A `Figure` is a public contract: tracks put lists of them into `record.json` and the report
-renders them. Its invariants carry the spec's reporting rules ("Publish a Reproducible Record"):
-
-- an unrun figure has `status="not_run"` and no numbers at all (never zero);
-- a figure whose denominator is zero is `status="not_applicable"` with `estimate=None`
-  (shown "n/a"), e.g. unsupported completion claims when nothing claimed completion;
-- every measured figure states its denominator and what that denominator counts;
-- a figure of a subject that mostly gave no valid response is `status="not_evaluable"`: its
-  numerator and denominator stay (they are what happened), its estimate and intervals are
-  withheld (shown "not evaluable"), because a 0% false-approval rate from a reviewer that never
-  answered is not a measurement of anything (see `core._evaluability`).
-
-The validator enforces these, so a track cannot build a figure that breaks them.
+A gate declares the unit its figure must be in (`GateSpec.unit`), and gates are part of every
+spec; keeping the name here lets the spec be read without importing the figure and interval
+models and the statistics behind them, which only `report` uses (issue 35).
 """
 
 from __future__ import annotations
@@ -22,9 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from trustbench.core._figure_unit import FigureUnit
-from trustbench.core._interval import Interval, Sidedness, _Contract
-from trustbench.core._stats._binomial import binomial_interval
+from trustbench.core._binomial import Interval, Sidedness, _Contract, binomial_interval
 
 __all__ = [
     "Figure",
@@ -36,6 +24,29 @@ __all__ = [
     "not_run_figure",
     "rate_figure",
 ]
+
+
+FigureUnit = Literal["trial", "case", "group", "scenario", "claim", "element"]
+"""What one unit of the denominator is: a trial, a case (K trials reduced), a group, a scenario
+(a derived case, K trials reduced), a completion claim, or a required evidence element."""
+
+
+# ------------------------------------------------------------------------------------------------
+# The `Figure`: one reported number with its denominator, unit, status and intervals.
+#
+# A `Figure` is a public contract: tracks put lists of them into `record.json` and the report
+# renders them. Its invariants carry the spec's reporting rules ("Publish a Reproducible Record"):
+#
+# - an unrun figure has `status="not_run"` and no numbers at all (never zero);
+# - a figure whose denominator is zero is `status="not_applicable"` with `estimate=None`
+#   (shown "n/a"), e.g. unsupported completion claims when nothing claimed completion;
+# - every measured figure states its denominator and what that denominator counts;
+# - a figure of a subject that mostly gave no valid response is `status="not_evaluable"`: its
+#   numerator and denominator stay (they are what happened), its estimate and intervals are
+#   withheld (shown "not evaluable"), because a 0% false-approval rate from a reviewer that never
+#   answered is not a measurement of anything (see `core._evaluability`).
+#
+# The validator enforces these, so a track cannot build a figure that breaks them.
 
 FigureStatus = Literal["measured", "not_run", "not_applicable", "not_evaluable"]
 """Whether a figure was measured, not run at all, run but undefined (denominator 0), or run for a

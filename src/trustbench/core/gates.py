@@ -23,8 +23,8 @@ from pydantic import (
     model_validator,
 )
 
-from trustbench.core._credentials import key_free
-from trustbench.core._figure_unit import FigureUnit
+from trustbench.core.figures import FigureUnit
+from trustbench.core.spec._values import key_free
 
 if TYPE_CHECKING:  # gates are read with every spec; figures (and statistics) only in `report`
     from trustbench.core.figures import Figure

@@ -17,44 +17,39 @@ Everything here is suite-independent and documented where it is computed. The ru
 Every resampled result records its method, seed and resample count in its `Interval`.
 """
 
-from trustbench.core._stats._agreement import (
+from trustbench.core._binomial import binomial_interval, zero_failure_upper_bound
+from trustbench.core._intervals import (
+    BoundedRate,
     HomogeneityResult,
     KappaResult,
+    Reduction,
     agreement_table,
+    all_pass_in_k,
+    any_violation_in_k,
+    bounded_rate,
+    cluster_sums,
     cohens_kappa,
+    pass_hat_k,
+    pass_hat_k_by_case,
+    reduce_trials,
     stuart_maxwell,
 )
-from trustbench.core._stats._binomial import binomial_interval, zero_failure_upper_bound
-from trustbench.core._stats._bounds import BoundedRate, bounded_rate
-from trustbench.core._stats._cluster import (
+from trustbench.core._resampling import (
     DEFAULT_CHUNK_ELEMENTS,
+    MAX_EXACT_CLUSTERS,
+    McNemarResult,
+    SignFlipResult,
     bootstrap_ratio_distribution,
     cluster_bootstrap_interval,
     cluster_robust_interval,
-)
-from trustbench.core._stats._clustered_figure import clustered_figure
-from trustbench.core._stats._groups import cluster_sums
-from trustbench.core._stats._paired import (
-    McNemarResult,
+    clustered_figure,
     difference_figure,
     mcnemar_exact,
     paired_cluster_bootstrap_ci,
     paired_difference,
-    sign_flip_pvalue,
-)
-from trustbench.core._stats._signflip import (
-    MAX_EXACT_CLUSTERS,
-    SignFlipResult,
     sign_flip_interval,
+    sign_flip_pvalue,
     sign_flip_test,
-)
-from trustbench.core._stats._trials import (
-    Reduction,
-    all_pass_in_k,
-    any_violation_in_k,
-    pass_hat_k,
-    pass_hat_k_by_case,
-    reduce_trials,
 )
 
 __all__ = [

@@ -6,8 +6,7 @@ is imported only when an interop function runs, so everything here loads without
 
 from __future__ import annotations
 
-from trustbench.interop._inspect_export import export_inspect_logs
-from trustbench.interop._inspect_import import import_inspect_log
+from trustbench.interop._inspect import export_inspect_logs, import_inspect_log
 from trustbench.interop._rtb_export import ExportedReview, load_exported_review
 
 __all__ = [

@@ -14,7 +14,7 @@ def export_inspect(
 ) -> None:
     """Write the run's ledger as Inspect eval logs (one per candidate) for `inspect view`."""
     from trustbench.core import check_output_folder, output_path
-    from trustbench.interop._inspect_export import export_inspect_logs
+    from trustbench.interop._inspect import export_inspect_logs
 
     written = export_inspect_logs(run_dir, check_output_folder(output_path(out)))
     for path in written:
@@ -39,7 +39,7 @@ def import_inspect(
 ) -> None:
     """Turn an Inspect log of `rtb_review` into a run folder; grade it with `trustbench report`."""
     from trustbench.core import output_path
-    from trustbench.interop._inspect_import import import_inspect_log
+    from trustbench.interop._inspect import import_inspect_log
 
     run_dir, trials = import_inspect_log(log, export, output_path(out), corpus=corpus)
     typer.echo(f"imported {trials} trials into {run_dir}; grade with: trustbench report {run_dir}")

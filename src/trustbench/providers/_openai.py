@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trustbench.providers._http_provider import HttpChatProvider
+from trustbench.providers._http import HttpChatProvider
 from trustbench.providers._types import (
     AttemptResult,
     ChatReply,

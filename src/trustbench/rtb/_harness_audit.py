@@ -27,7 +27,7 @@ from trustbench.rtb.review._shortcuts import DEFAULT_MARGIN, SaturationReport, c
 from trustbench.rtb.workflow import run_workflow_audit
 
 if TYPE_CHECKING:
-    from trustbench.rtb.review._ablation import AblationReport
+    from trustbench.rtb.review._audit import AblationReport
     from trustbench.rtb.review._learning_audit import LearningAudit
 
 
@@ -112,7 +112,8 @@ class CorpusAudit:
 
     def verdicts(self) -> list[tuple[bool, str]]:
         """(passed, line) per audit, in the order `rtb audit` prints them."""
-        from trustbench.rtb.review import _ablation, _learning_audit
+        from trustbench.rtb.review import _audit as _ablation
+        from trustbench.rtb.review import _learning_audit
         from trustbench.rtb.review._shortcuts import verdict_line
 
         learned = zip(
@@ -143,7 +144,7 @@ def run_corpus_audits(
     corpus: Corpus, *, margin: float = DEFAULT_MARGIN, seed: int = 0
 ) -> CorpusAudit:
     """Run the surface-rule, learned-attacker, artifact and rule-ablation audits on `corpus`."""
-    from trustbench.rtb.review._ablation import run_ablation_audit
+    from trustbench.rtb.review._audit import run_ablation_audit
     from trustbench.rtb.review._learning_audit import run_learning_audit
 
     return CorpusAudit(

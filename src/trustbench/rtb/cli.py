@@ -144,7 +144,7 @@ def export(
 
     folder = check_output_folder(output_path(out))
     if corpus is not None and (corpus / "HELDOUT.json").is_file():  # a sealed held-out set
-        from trustbench.rtb.heldout._open import export_clear
+        from trustbench.rtb.heldout._pipeline import export_clear
 
         if seed is not None:
             raise InputError("--seed: a sealed set's evaluation ids were fixed when it was sealed")
@@ -184,8 +184,7 @@ def saturation_table(report: SaturationReport) -> Table:
     """Rich table of the shortcut audit: each surface rule's accuracy against the ceiling."""
     from rich.table import Table
 
-    from trustbench.rtb.review._ceiling import percent, verdict_cell
-    from trustbench.rtb.review._shortcuts import chance_line
+    from trustbench.rtb.review._shortcuts import chance_line, percent, verdict_cell
 
     table = Table(
         title="Corpus saturation: surface rules vs the reference decisions (candidate-visible "
@@ -238,8 +237,9 @@ def audit(
     from rich.console import Console
 
     from trustbench.rtb import _harness_audit
-    from trustbench.rtb.heldout._open import corpus_with_labels
-    from trustbench.rtb.review import _ablation, _learning_audit
+    from trustbench.rtb.heldout._pipeline import corpus_with_labels
+    from trustbench.rtb.review import _audit as _ablation
+    from trustbench.rtb.review import _learning_audit
 
     with corpus_with_labels(corpus, heldout_key, "the audit") as loaded:
         rows = _harness_audit.run_harness_audit(loaded, seed=seed)
@@ -288,8 +288,8 @@ _register_heldout()
 
 
 def _register_quick() -> None:
-    """The spec-free quick paths (`rtb review|workflow --model`), kept in `rtb/_quick_cli.py`."""
-    from trustbench.rtb import _quick_cli
+    """The spec-free quick paths (`rtb review|workflow --model`), kept in `rtb/_quick.py`."""
+    from trustbench.rtb import _quick as _quick_cli
 
     rtb_app.command(name="review")(_quick_cli.review)
     rtb_app.command(name="workflow")(_quick_cli.workflow)

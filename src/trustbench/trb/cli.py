@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from trustbench._lazy_commands import lazy_group
-from trustbench._quick_options import Limit, api_key_env_option, base_url_option
+from trustbench._quick_model import Limit, api_key_env_option, base_url_option
 from trustbench.errors import CheckFailed
 from trustbench.trb._cli_tables import (
     _fmt,
@@ -95,7 +95,7 @@ def audit(
     any of the seven submitted cheats not judged "not trustworthy" by the combined verdict.
     """
     from trustbench.trb.corpus._generate import generate_split
-    from trustbench.trb.instruments._goodhart_audit import goodhart_audit
+    from trustbench.trb.instruments._goodhart import goodhart_audit
     from trustbench.trb.instruments._oracles import audit as run_audit
 
     split = generate_split("eval", traces, seed)
@@ -118,7 +118,7 @@ def audit(
         ),
     )
     if cheats:
-        from trustbench.trb.track._cheat_audit import cheat_audit, print_cheats
+        from trustbench.trb.track._pipeline import cheat_audit, print_cheats
 
         submitted = cheat_audit(cheat_traces, seed)
         print_cheats(submitted)

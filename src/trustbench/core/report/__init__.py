@@ -8,7 +8,30 @@ sorted keys and no NaN; `write_trial_rows` the per-trial rows beside it (`record
 
 from __future__ import annotations
 
-from trustbench.core.report._blocks import (
+from trustbench.core.report._html import (
+    breakdown_table,
+    format_counts,
+    format_estimate,
+    format_interval,
+    format_value,
+    render_report_html,
+    sorted_gates,
+    write_report_html,
+)
+from trustbench.core.report._record import (
+    TRIAL_ROWS_FILE,
+    TrialRowSpool,
+    gates_record,
+    iter_trial_rows,
+    read_trial_rows,
+    record_json_text,
+    to_jsonable,
+    trial_rows_problems,
+    write_record_json,
+    write_trial_rows,
+)
+from trustbench.core.report._verdict import (
+    INCOMPLETE_EXIT,
     Block,
     ConfusionBlock,
     FiguresBlock,
@@ -17,31 +40,6 @@ from trustbench.core.report._blocks import (
     ReportPage,
     TableBlock,
     TextBlock,
-)
-from trustbench.core.report._format import (
-    format_counts,
-    format_estimate,
-    format_interval,
-    format_value,
-)
-from trustbench.core.report._html import render_report_html, sorted_gates, write_report_html
-from trustbench.core.report._record import (
-    gates_record,
-    record_json_text,
-    to_jsonable,
-    write_record_json,
-)
-from trustbench.core.report._tables import breakdown_table
-from trustbench.core.report._trial_rows import (
-    TRIAL_ROWS_FILE,
-    TrialRowSpool,
-    iter_trial_rows,
-    read_trial_rows,
-    trial_rows_problems,
-    write_trial_rows,
-)
-from trustbench.core.report._verdict import (
-    INCOMPLETE_EXIT,
     Verdict,
     release_blocked,
     report_summary,

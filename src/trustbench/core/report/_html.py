@@ -1,14 +1,8 @@
-"""Render a `ReportPage` to one self-contained HTML page (inline CSS, SVG and script).
-
-The template is package data (`templates/report.html.j2`) rendered with autoescaping on, so
-every string from a record (case ids, model names, replies, reasons) is escaped; only the SVG
-produced by `_plots` is inserted as markup. The only script is the inline table filter, and the
-page reads completely without it. The page opens on one verdict per subject, instruments apart;
-per-configuration detail is folded into `<details>` elements.
-"""
+"""Text formatting of figures and intervals for the report (also usable in CLI output)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from trustbench.core._outputs import write_atomically
-from trustbench.core.figures import Figure, Interval
+from trustbench.core.figures import Figure, FigureKind, Interval
 from trustbench.core.gates import GateResult
-from trustbench.core.report._blocks import (
+from trustbench.core.report._verdict import (
     Block,
     ConfusionBlock,
     FiguresBlock,
@@ -27,17 +21,97 @@ from trustbench.core.report._blocks import (
     ReportPage,
     TableBlock,
     TextBlock,
+    release_blocked,
+    report_exit_code,
+    subject_verdicts,
 )
-from trustbench.core.report._format import (
-    format_counts,
-    format_estimate,
-    format_interval,
-    format_value,
-)
-from trustbench.core.report._verdict import release_blocked, report_exit_code, subject_verdicts
 
 if TYPE_CHECKING:
     from jinja2 import Environment
+
+
+_METHOD_NAMES = {
+    "clopper_pearson": "Clopper-Pearson exact",
+    "wilson": "Wilson score",
+    "cluster_robust_t": "cluster-robust t",
+    "cluster_bootstrap_percentile": "cluster bootstrap (percentile)",
+    "sign_flip_exact": "sign-flip exact",
+    "sign_flip_monte_carlo": "sign-flip Monte Carlo",
+    "kappa_asymptotic_normal": "asymptotic normal",
+}
+
+
+def format_value(value: float | None, kind: FigureKind) -> str:
+    """A rate as a percentage with two decimals, anything else to four significant digits."""
+    if value is None:
+        return "n/a"
+    if kind == "rate":
+        return f"{value * 100:.2f}%"
+    return f"{value:.4g}"
+
+
+def format_interval(interval: Interval, kind: FigureKind) -> str:
+    """One line: level, sidedness, method, bounds, and seed/resamples/clusters where relevant."""
+    level = f"{interval.confidence * 100:g}%"
+    method = _METHOD_NAMES.get(interval.method, interval.method)
+    if interval.not_computable:
+        return f"{level} {method}: not computable ({interval.not_computable})"
+    if interval.sidedness == "upper":
+        bounds = f"upper bound {format_value(interval.upper, kind)}"
+        if interval.upper is None:
+            bounds = "upper bound unbounded"
+    elif interval.sidedness == "lower":
+        bounds = f"lower bound {format_value(interval.lower, kind)}"
+        if interval.lower is None:
+            bounds = "lower bound unbounded"
+    else:
+        low = "-inf" if interval.lower is None else format_value(interval.lower, kind)
+        high = "+inf" if interval.upper is None else format_value(interval.upper, kind)
+        bounds = f"[{low}, {high}]"
+    extras = []
+    if interval.groups is not None:
+        extras.append(f"G={interval.groups}")
+    if interval.seed is not None:
+        extras.append(f"seed {interval.seed}")
+    if interval.resamples is not None:
+        extras.append(f"{interval.resamples:,} resamples")
+    tail = f" ({', '.join(extras)})" if extras else ""
+    note = f"; {interval.note}" if interval.note else ""
+    return f"{level} {method}: {bounds}{tail}{note}"
+
+
+def format_estimate(figure: Figure) -> str:
+    """The estimate cell: the value, "not run", "n/a" or "not evaluable"."""
+    if figure.status == "not_run":
+        return "not run"
+    if figure.status == "not_applicable":
+        return "n/a"
+    if figure.status == "not_evaluable":
+        return "not evaluable"
+    return format_value(figure.estimate, figure.kind)
+
+
+def format_counts(figure: Figure) -> str:
+    """The numerator/denominator cell, e.g. "3 / 20"; empty when not run."""
+    if figure.status == "not_run" or figure.denominator is None:
+        return ""
+
+    def number(value: float | int | None) -> str:
+        if value is None:
+            return "?"
+        return f"{value:g}" if isinstance(value, float) else f"{value:,}"
+
+    return f"{number(figure.numerator)} / {number(figure.denominator)}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Render a `ReportPage` to one self-contained HTML page (inline CSS, SVG and script).
+#
+# The template is package data (`templates/report.html.j2`) rendered with autoescaping on, so
+# every string from a record (case ids, model names, replies, reasons) is escaped; only the SVG
+# produced by `_plots` is inserted as markup. The only script is the inline table filter, and the
+# page reads completely without it. The page opens on one verdict per subject, instruments apart;
+# per-configuration detail is folded into `<details>` elements.
 
 # Declared gate interval per metric: (method, confidence, sidedness as stored on the Interval).
 _GateIntervals = dict[str, tuple[str, float, str]]
@@ -262,3 +336,42 @@ def write_report_html(path: Path | str, page: ReportPage) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(target, render_report_html(page).encode("utf-8"))
     return target
+
+
+# ------------------------------------------------------------------------------------------------
+# Tables a track builds from figures it already computed (presentation only).
+
+
+def _cell(figure: Figure) -> str:
+    counts = format_counts(figure)
+    return f"{format_estimate(figure)} ({counts})" if counts else format_estimate(figure)
+
+
+def breakdown_table(
+    title: str, by: str, figures: Mapping[str, Sequence[Figure]], *, note: str = ""
+) -> TableBlock:
+    """A per-group / per-variant table: one row per value, one column per figure name.
+
+    Each cell is the estimate with its numerator / denominator ("not run" and "n/a" as such);
+    a figure missing for one value reads "not computed". The table is folded: it is detail.
+
+    Args:
+        title: Section heading.
+        by: What the rows are (e.g. `group`, `variant`), the first column's heading.
+        figures: Row value -> its figures.
+        note: Text under the heading (where the intervals are, what one row holds).
+
+    Returns:
+        A folded `TableBlock`.
+    """
+    names = list(dict.fromkeys(f.name for figs in figures.values() for f in figs))
+    rows = []
+    for value, figs in figures.items():
+        cells = {f.name: f for f in figs}
+        rows.append(
+            [
+                value,
+                *[_cell(cells[n]) if n in cells else "not computed" for n in names],
+            ]
+        )
+    return TableBlock(title=title, columns=[by, *names], rows=rows, folded=True, note=note)

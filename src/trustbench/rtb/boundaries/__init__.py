@@ -8,10 +8,12 @@ plug-in adds a name with `register_boundary`.
 
 from __future__ import annotations
 
-from trustbench.rtb.boundaries._cedar import CedarBoundary
-from trustbench.rtb.boundaries._http import HttpBoundary, HttpEnvironment, RemoteTrialView
-from trustbench.rtb.boundaries._http_service import reference_service_app
-from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
+from trustbench.rtb.boundaries._http import (
+    HttpBoundary,
+    HttpEnvironment,
+    RemoteTrialView,
+    reference_service_app,
+)
 from trustbench.rtb.boundaries._protocol import (
     DEFAULT_ENFORCEMENT,
     Authorization,
@@ -19,10 +21,13 @@ from trustbench.rtb.boundaries._protocol import (
     BoundaryFactory,
     DispatchReceipt,
     Enforcement,
+    PolicyFlaws,
+    PolicyResult,
     enforcement_of,
     is_instrument,
 )
 from trustbench.rtb.boundaries._python import (
+    CedarBoundary,
     PythonPolicyBoundary,
     ReviewGatedBoundary,
     Safeguards,

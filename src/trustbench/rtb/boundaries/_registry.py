@@ -15,11 +15,10 @@ from functools import partial
 
 from trustbench.core import Registry
 from trustbench.errors import InputError, did_you_mean
-from trustbench.rtb.boundaries._cedar import CedarBoundary
 from trustbench.rtb.boundaries._http import HttpBoundary
-from trustbench.rtb.boundaries._policy import PolicyFlaws
-from trustbench.rtb.boundaries._protocol import BoundaryFactory
+from trustbench.rtb.boundaries._protocol import BoundaryFactory, PolicyFlaws
 from trustbench.rtb.boundaries._python import (
+    CedarBoundary,
     PythonPolicyBoundary,
     ReviewGatedBoundary,
     Safeguards,

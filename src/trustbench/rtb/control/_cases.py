@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import KNOWN_BAD_FOR_FAULT, TrialScript
-from trustbench.rtb.boundaries._policy import DECLARED_REVISION_LABEL
+from trustbench.rtb.boundaries._protocol import DECLARED_REVISION_LABEL
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import ControlRequest, FaultPlan, FaultType, PlatformSeed
 from trustbench.rtb.policy._protocol import AuthoredCase, FaultApproval

@@ -22,12 +22,12 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from trustbench._canonical import canonical_json
-from trustbench.rtb.boundaries import TrialRun
+from trustbench.rtb.boundaries import Enforcement, TrialRun
 from trustbench.rtb.control._cases import ControlScenario, ExpectedEffect
 from trustbench.rtb.platform import EffectEntry, EffectKind, verify_chain
 
@@ -370,3 +370,47 @@ def summarize(boundary: str, grades: Sequence[TrialGrade]) -> ControlCounts:
         claims_contradicted=sum(g.claim_contradicted for g in grades),
         caveat=SIMULATION_CAVEAT,
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# Records of a graded control-path run: one graded trial and one harness self-check.
+
+if TYPE_CHECKING:
+    pass
+
+
+OUTCOMES: tuple[str, ...] = tuple(outcome.value for outcome in ControlOutcome)
+"""Outcome columns, in display order."""
+
+
+class GradedTrial(_Frozen):
+    """One ledger trial with its grade (a row of `record.json`'s `control.trials`)."""
+
+    trial_id: str
+    """Ledger trial id `scenario/candidate/index`."""
+    candidate: str
+    """Candidate (subject) name."""
+    trial_index: int
+    """Repetition index."""
+    group: str
+    """Domain group of the scenario's case."""
+    status: Literal["completed", "failed"]
+    """Ledger status; a failed trial has no observer log and is graded unresolved."""
+    error_class: str | None
+    """Why a failed trial failed."""
+    grade: TrialGrade
+    """The grade from the observer log (or the unresolved grade of a failed trial)."""
+    enforcement: Enforcement | None = None
+    """What the boundary declared it is in this trial's stored run (`Boundary.enforcement`);
+    `None` for a failed trial, which has no run."""
+
+
+class HarnessCheck(_Frozen):
+    """A check of the measurement path made from this run's own grades."""
+
+    name: str
+    """What is checked."""
+    status: Literal["passed", "failed", "not_run"]
+    """`failed` is a harness defect; `not_run` when this run had no trial to check it with."""
+    detail: str
+    """What was measured."""

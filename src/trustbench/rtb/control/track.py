@@ -56,12 +56,13 @@ from trustbench.rtb.control._cases import (
     ControlScenario,
     control_scenarios,
 )
-from trustbench.rtb.corpus._load import Corpus, load_corpus
-from trustbench.rtb.corpus._track_corpus import (
+from trustbench.rtb.corpus._load import (
+    Corpus,
     corpus_folder,
     corpus_items,
     corpus_location,
     harness_code_items,
+    load_corpus,
 )
 from trustbench.rtb.platform import ControlRequest
 from trustbench.rtb.policy._registry import policy_for
@@ -249,7 +250,7 @@ class ControlTrack:
 
     def figure_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""
-        from trustbench.rtb.control._figures import HEADLINE_NAMES
+        from trustbench.rtb.control._analysis import HEADLINE_NAMES
 
         return set(HEADLINE_NAMES)
 
@@ -293,7 +294,7 @@ class ControlTrack:
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""
-        from trustbench.rtb.control._report import analyze_control_run
+        from trustbench.rtb.control._analysis import analyze_control_run
 
         return analyze_control_run(manifest, ledger, self)
 

@@ -25,13 +25,15 @@ from trustbench.rtb.corpus._load import (
     BUILTIN_VERSION,
     BUILTIN_VERSIONS,
     Corpus,
+    CorpusCounts,
+    CorpusManifest,
     ValidationReport,
     builtin_corpus_root,
     load_corpus,
+    schema_documents,
     validate_corpus,
     write_manifest,
 )
-from trustbench.rtb.corpus._manifest import CorpusCounts, CorpusManifest
 from trustbench.rtb.corpus._models import (
     REASON_CODE_DECISION,
     VARIANT_REFERENCE,
@@ -42,6 +44,7 @@ from trustbench.rtb.corpus._models import (
     DomainGroup,
     Expectations,
     PolicyRecord,
+    Problem,
     Proposal,
     ReasonCode,
     ResourceStateRecord,
@@ -49,8 +52,6 @@ from trustbench.rtb.corpus._models import (
     ServiceNoticeRecord,
     Variant,
 )
-from trustbench.rtb.corpus._problem import Problem
-from trustbench.rtb.corpus._schemas import schema_documents
 
 __all__ = [
     "ANSWER_KEY_FIELDS",

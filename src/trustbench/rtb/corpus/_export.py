@@ -31,10 +31,8 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench._canonical import read_input_file
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._jsondoc import schema_problems
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
-from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._schemas import build_schema, schema_text
+from trustbench.rtb.corpus._load import Corpus, build_schema, schema_problems, schema_text
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.policy._registry import policy_for, policy_of
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.rtb.corpus._problem import json_pointer
+from trustbench.rtb.corpus._models import json_pointer
 from trustbench.rtb.policy._protocol import AuthoredCase
 
 ANSWER_KEY_FIELDS: frozenset[str] = frozenset(

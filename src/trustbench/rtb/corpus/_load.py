@@ -1,40 +1,645 @@
-"""Load and validate an RTB corpus folder (a built-in corpus or a user's own).
+"""JSON Schemas (Draft 2020-12) of the RTB case contract, generated from the pydantic models.
 
-A corpus folder holds `cases/<case_id>.json`, `schemas/{case,candidate_input,reviewer_response}
-.schema.json`, `prompts/review_prompt.md` and `MANIFEST.json`. Validation collects *every* problem
-(file + JSON pointer + message) rather than stopping at the first, so one run tells the author
-everything to fix; loading refuses a corpus with any problem, so no track ever scores against a
-corrupt, tampered or inconsistent answer key. Neither ever writes a file.
+The models of the corpus's policy (`CorpusPolicy.case_model`, ...) are the single source; the corpus
+ships the generated documents in `schemas/` so that people and tools outside Python can check files
+against the same contract. A test regenerates the documents and compares them with the shipped
+files, and a property test checks that the models and the schemas accept and reject the same
+documents.
+
+Two adjustments to pydantic's output keep schema and model in agreement:
+
+- Evidence records are a discriminated union on `kind`. Pydantic gives `kind` a default (so a
+  record can be built in code without it) and therefore leaves it out of `required`, but *inside*
+  the union pydantic requires the discriminator. Every evidence record in a case or candidate input
+  sits inside that union, so the schema requires `kind` too.
+- The reason-code enum gets a description listing every code with its meaning and the decision it
+  supports: the closed vocabulary is documented where a reviewer reads the response format.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializeAsAny
+from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializeAsAny, ValidationError
 
+from trustbench._canonical import (
+    DuplicateKeyError,
+    read_input_file,
+    refuse_duplicate_keys,
+    sha256_hex,
+)
+from trustbench.core import ExperimentSpec, ResolvedItem
 from trustbench.errors import CheckFailed, InputError
-from trustbench.rtb.corpus._corpus_parts import PROMPT_PATH as PROMPT_PATH
-from trustbench.rtb.corpus._corpus_parts import (
-    check_schemas,
-    load_cases,
-    read_manifest,
-    read_prompt,
-)
-from trustbench.rtb.corpus._jsondoc import Problem
-from trustbench.rtb.corpus._manifest import (
-    MANIFEST_NAME,
-    CorpusManifest,
-    build_manifest,
-    compare_manifest,
-    manifest_text,
-)
-from trustbench.rtb.corpus._snapshot import CorpusSnapshot
+from trustbench.rtb.corpus._models import Problem, json_pointer
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
-from trustbench.rtb.policy._protocol import AuthoredCase
+from trustbench.rtb.policy._protocol import AuthoredCase, CorpusPolicy
 from trustbench.rtb.policy._registry import known_policy_ids, policy_for
+
+if TYPE_CHECKING:
+    import jsonschema
+    from jsonschema.exceptions import ValidationError as SchemaError
+
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+"""The JSON Schema dialect every shipped schema declares."""
+
+SCHEMA_FILES: tuple[str, ...] = (
+    "case.schema.json",
+    "candidate_input.schema.json",
+    "reviewer_response.schema.json",
+)
+"""Shipped schema file names (under a corpus's `schemas/`), the same for every policy."""
+
+
+def _policy(policy: CorpusPolicy | str | None) -> CorpusPolicy:
+    if policy is None or isinstance(policy, str):
+        from trustbench.rtb.policy._registry import policy_for
+
+        return policy_for(policy)
+    return policy
+
+
+def schema_models(policy: CorpusPolicy | str | None = None) -> dict[str, type[BaseModel]]:
+    """Schema file name -> the policy's model it is generated from."""
+    chosen = _policy(policy)
+    return dict(
+        zip(
+            SCHEMA_FILES,
+            (chosen.case_model, chosen.candidate_model, chosen.response_model),
+            strict=True,
+        )
+    )
+
+
+def reason_code_vocabulary_text(policy: CorpusPolicy | str | None = None) -> str:
+    """The closed reason-code vocabulary as one line per code: `code (decision): meaning`.
+
+    Args:
+        policy: The corpus policy (object or id); None for the default policy.
+
+    Returns:
+        Text used in the reviewer-response schema description (the review prompt states the
+        same vocabulary in its own words).
+    """
+    chosen = _policy(policy)
+    return "\n".join(
+        f"{code} ({chosen.reason_decision[code]}): {chosen.reason_meaning[code]}"
+        for code in chosen.reason_codes
+    )
+
+
+def build_schema(file_name: str, policy: CorpusPolicy | str | None = None) -> dict[str, Any]:
+    """Generate one shipped schema document from its model.
+
+    Args:
+        file_name: One of `SCHEMA_FILES`, e.g. `case.schema.json`.
+        policy: The corpus policy (object or id); None for the default policy.
+
+    Returns:
+        The Draft 2020-12 schema document, with `$schema` and a stable `$id`.
+    """
+    chosen = _policy(policy)
+    generated = schema_models(chosen)[file_name].model_json_schema()
+    definitions: dict[str, Any] = generated.get("$defs", {})
+    for name in chosen.evidence_defs:
+        if name in definitions:
+            required = definitions[name].setdefault("required", [])
+            if "kind" not in required:
+                required.insert(0, "kind")
+    if chosen.reason_code_def in definitions:
+        definitions[chosen.reason_code_def]["description"] = (
+            "Closed vocabulary of reason codes; each supports one decision.\n"
+            + reason_code_vocabulary_text(chosen)
+        )
+    urn = chosen.schema_id_prefix + file_name.removesuffix(".schema.json")
+    return {"$schema": DRAFT_2020_12, "$id": urn, **generated}
+
+
+def schema_text(document: dict[str, Any]) -> str:
+    """Serialize a schema the way it is shipped (stable text, so hashes are reproducible)."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def schema_documents(policy: CorpusPolicy | str | None = None) -> dict[str, dict[str, Any]]:
+    """All three shipped schema documents of a policy's format, keyed by file name."""
+    chosen = _policy(policy)
+    return {name: build_schema(name, chosen) for name in SCHEMA_FILES}
+
+
+def write_schemas(schemas_dir: Path, policy: CorpusPolicy | str | None = None) -> list[Path]:
+    """Write the three schema files into `schemas_dir` (created if absent).
+
+    Args:
+        schemas_dir: A corpus's `schemas/` folder.
+        policy: The corpus policy (object or id); None for the default policy.
+
+    Returns:
+        The paths written.
+    """
+    schemas_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, document in schema_documents(policy).items():
+        path = schemas_dir / name
+        path.write_text(schema_text(document), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+# ------------------------------------------------------------------------------------------------
+# Strict JSON reading and schema checking that report problems as file + JSON pointer.
+#
+# Every corpus file is read the same way: UTF-8 only, no duplicate keys (JSON parsers silently keep
+# the last one, which would let two readers see different values), no `NaN`/`Infinity`. Schema
+# errors are reported at the JSON pointer of the offending value, descending into `oneOf` failures
+# to the branch the document evidently meant, so an author sees `/evidence/1/status` rather than
+# "not valid under any of the given schemas".
+
+_MAX_MESSAGE = 240
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+NESTED_TOO_DEEPLY = "JSON nested too deeply to read (beyond Python's recursion limit)"
+"""The problem reported for a file whose nesting would exhaust the parser or the validator."""
+
+
+def read_json(root: Path, rel: str, problems: list[Problem]) -> Any | None:
+    """Parse a corpus JSON file strictly (UTF-8, no duplicate keys, no NaN); None on a problem."""
+    return parse_json(rel, (root / rel).read_bytes(), problems)
+
+
+def parse_json(rel: str, data: bytes, problems: list[Problem]) -> Any | None:
+    """Parse the bytes of corpus file `rel` as `read_json` does; None on a problem."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        problems.append(Problem(file=rel, message=f"not UTF-8 text ({error.reason})"))
+        return None
+    try:
+        return json.loads(
+            text, object_pairs_hook=refuse_duplicate_keys, parse_constant=_reject_constant
+        )
+    except json.JSONDecodeError as error:
+        message = f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        problems.append(Problem(file=rel, message=message))
+    except DuplicateKeyError as error:
+        problems.append(Problem(file=rel, message=f"duplicate JSON key {error.args[0]!r}"))
+    except RecursionError:
+        problems.append(Problem(file=rel, message=NESTED_TOO_DEEPLY))
+    except ValueError as error:
+        problems.append(Problem(file=rel, message=f"not valid JSON: {error}"))
+    return None
+
+
+@cache
+def _validator(schema_name: str, policy_id: str | None = None) -> jsonschema.Draft202012Validator:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema_documents(policy_id)[schema_name])
+
+
+_MEMO_SIZE = 4096
+"""Documents whose schema findings are remembered (a bound: past it the memo starts again)."""
+_memo: dict[tuple[str, str | None, str], tuple[tuple[str, str], ...]] = {}
+
+
+def schema_problems(
+    rel: str, document: Any, schema_name: str, policy_id: str | None = None
+) -> list[Problem]:
+    """Problems of a document against one of the three schemas, each with its JSON pointer.
+
+    `policy_id` picks the policy's format (None: the default policy).
+
+    Validation is a pure function of the schema and the document, and it is most of reading a
+    corpus (about 17 ms a case of the default corpus): one process validates the same case when
+    it checks a corpus, loads it and exports it, and every load of a built-in corpus again. So
+    the findings are remembered per document text (its key order included, which fixes the
+    order of the findings); a document that does not serialise is validated every time.
+    """
+    try:
+        key = (schema_name, policy_id, json.dumps(document, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        return [_problem(rel, found) for found in _findings(document, schema_name, policy_id)]
+    findings = _memo.get(key)
+    if findings is None:
+        findings = _findings(document, schema_name, policy_id)
+        if len(_memo) >= _MEMO_SIZE:
+            _memo.clear()
+        _memo[key] = findings
+    return [_problem(rel, found) for found in findings]
+
+
+def _problem(rel: str, found: tuple[str, str]) -> Problem:
+    return Problem(file=rel, pointer=found[0], message=found[1])
+
+
+def _findings(
+    document: Any, schema_name: str, policy_id: str | None
+) -> tuple[tuple[str, str], ...]:
+    """(JSON pointer, message) of each schema problem of `document`, in reporting order."""
+    try:
+        errors = sorted(
+            _validator(schema_name, policy_id).iter_errors(document),
+            key=lambda e: [str(p) for p in e.path],
+        )
+    except RecursionError:
+        return (("", NESTED_TOO_DEEPLY),)
+    return tuple(
+        (json_pointer(leaf.absolute_path), f"schema: {_shorten(leaf.message)}")
+        for error in errors
+        for leaf in _specific(error)
+    )
+
+
+def _specific(error: SchemaError) -> list[SchemaError]:
+    """Descend into a `oneOf`/`anyOf` failure to the branch the document evidently meant.
+
+    An evidence record that fails names its branch through `kind`: the branches whose `kind`
+    constant did not match are noise, the remaining branch holds the useful errors.
+    """
+    if not error.context:
+        return [error]
+    branches: dict[Any, list[SchemaError]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    meant = [
+        subs
+        for subs in branches.values()
+        if not any(s.validator == "const" and list(s.relative_path) == ["kind"] for s in subs)
+    ]
+    if len(meant) == 1:
+        return [leaf for sub in meant[0] for leaf in _specific(sub)]
+    kinds = sorted(
+        {
+            str(s.validator_value)
+            for s in error.context
+            if s.validator == "const" and list(s.relative_path) == ["kind"]
+        }
+    )
+    if kinds and not meant:
+        error.message = f"evidence record `kind` must be one of {', '.join(map(repr, kinds))}"
+    return [error]
+
+
+def _shorten(message: str) -> str:
+    return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."
+
+
+# ------------------------------------------------------------------------------------------------
+# `MANIFEST.json`: the SHA-256 of every corpus file, the corpus version and its case counts.
+#
+# The manifest pins a corpus: a frozen experiment records the manifest's own hash, and the validator
+# recomputes every file's hash so that a file changed after the manifest was written is reported
+# instead of silently scored. The manifest is written by `trustbench rtb manifest`, never by the
+# validator or the loader.
+
+MANIFEST_NAME = "MANIFEST.json"
+"""File name of the manifest at a corpus root."""
+
+MANIFEST_FORMAT = "trustbench-rtb-corpus"
+"""Value of the manifest's `format` field: says what kind of folder this is."""
+
+
+class CorpusCounts(BaseModel):
+    """How many cases the corpus holds, by reference decision, group and variant."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    cases: int
+    """Number of case files."""
+    by_decision: dict[str, int]
+    """Reference decision -> number of cases (authored answer key, not observed results)."""
+    by_group: dict[str, int]
+    """Domain group -> number of cases."""
+    by_variant: dict[str, int]
+    """Variant -> number of cases."""
+
+
+class CorpusManifest(BaseModel):
+    """The content of `MANIFEST.json`."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+
+    format: Literal["trustbench-rtb-corpus"] = MANIFEST_FORMAT
+    """Identifies the folder as an RTB corpus."""
+    version: str
+    """Corpus version, e.g. `0.1` for the built-in starter."""
+    policy_id: str | None = None
+    """The policy the corpus's answer key follows; its registered `CorpusPolicy` object fixes the
+    case format and the code allowed to grade it. Absent: `DEFAULT_POLICY_ID` (the first starter
+    predates this field)."""
+    starter: bool = False
+    """True for a policy's starter corpus and its copies: the validator then also runs the
+    policy's starter checks (`CorpusPolicy.check_starter`: for the first starter the 10 x 6 grid,
+    the 20/20/20 split and the shared policy wording). User corpora leave it false."""
+    hash_algorithm: Literal["sha256"] = "sha256"
+    """Digest used for `files` (hex-encoded)."""
+    files: dict[str, str]
+    """Relative POSIX path -> SHA-256 of the file's bytes, for every file except the manifest."""
+    counts: CorpusCounts
+    """Case counts, checked against the cases actually present."""
+
+
+def corpus_file_paths(root: Path) -> list[str]:
+    """Every regular file under `root` except the manifest, as sorted relative POSIX paths.
+
+    Nothing is skipped silently: a stray file is listed so the manifest check reports it.
+    """
+    return sorted(
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*")
+        if path.is_file() and path.relative_to(root).as_posix() != MANIFEST_NAME
+    )
+
+
+def count_cases(cases: Iterable[AuthoredCase]) -> CorpusCounts:
+    """Count cases by reference decision, group and variant (keys sorted for stable output)."""
+    case_list = list(cases)
+    decisions = Counter(case.expectations.reference_decision.value for case in case_list)
+    groups = Counter(case.group for case in case_list)
+    variants = Counter(case.variant for case in case_list)
+    return CorpusCounts(
+        cases=len(case_list),
+        by_decision=dict(sorted(decisions.items())),
+        by_group=dict(sorted(groups.items())),
+        by_variant=dict(sorted(variants.items())),
+    )
+
+
+def build_manifest(
+    files: dict[str, str],
+    version: str,
+    cases: Iterable[AuthoredCase],
+    *,
+    starter: bool = False,
+    policy_id: str | None = None,
+) -> CorpusManifest:
+    """Build the manifest certifying `files` (path -> SHA-256 of the bytes validated)."""
+    return CorpusManifest(
+        version=version,
+        policy_id=policy_id,
+        starter=starter,
+        files=files,
+        counts=count_cases(cases),
+    )
+
+
+def manifest_text(manifest: CorpusManifest) -> str:
+    """Serialize a manifest the way it is written (stable, no timestamps, so it is reproducible)."""
+    # `exclude_none` leaves an absent `policy_id` out: manifests written before the field stay
+    # byte-identical.
+    document = manifest.model_dump(mode="json", exclude_none=True)
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def compare_manifest(
+    manifest: CorpusManifest,
+    files: dict[str, str],
+    cases: Sequence[AuthoredCase] | None,
+) -> list[Problem]:
+    """Problems of the files on disk (`files`: path -> sha256) and counts against a manifest.
+
+    Args:
+        manifest: The manifest as read.
+        files: Every corpus file as read now (see `CorpusSnapshot.file_hashes`).
+        cases: The parsed cases, or None when some case failed to parse (then counts would only
+            repeat that failure and are not compared).
+    """
+    problems = []
+    for rel, digest in files.items():
+        listed = manifest.files.get(rel)
+        pointer = json_pointer(["files", rel])
+        if listed is None:
+            problems.append(
+                Problem(
+                    file=rel, message=f"not listed in {MANIFEST_NAME} (added after it was written?)"
+                )
+            )
+        elif listed != digest:
+            problems.append(
+                Problem(
+                    file=rel,
+                    message=f"sha256 {digest[:16]}... differs from {MANIFEST_NAME} {pointer} "
+                    f"({listed[:16]}...): the file changed after the manifest was written",
+                )
+            )
+    for rel in manifest.files:
+        if rel not in files:
+            problems.append(
+                Problem(
+                    file=MANIFEST_NAME,
+                    pointer=json_pointer(["files", rel]),
+                    message=f"lists {rel}, which does not exist",
+                )
+            )
+    if cases is not None:
+        actual = count_cases(cases)
+        for field in ("cases", "by_decision", "by_group", "by_variant"):
+            if getattr(actual, field) != getattr(manifest.counts, field):
+                problems.append(
+                    Problem(
+                        file=MANIFEST_NAME,
+                        pointer=json_pointer(["counts", field]),
+                        message=f"{getattr(manifest.counts, field)} does not match the cases "
+                        f"present: {getattr(actual, field)}",
+                    )
+                )
+    return problems
+
+
+# ------------------------------------------------------------------------------------------------
+# A corpus folder's files read once: every hash and every parse comes from the same bytes.
+#
+# Reading a file to hash it and again to parse it leaves a window in which the file can change
+# between the two. The hash a freeze records would then vouch for bytes nobody validated, and
+# `load_frozen_corpus`, which skips re-validating bytes that hash to what a freeze recorded,
+# would trust them at every later run. A snapshot takes each file's bytes once; the validator,
+# the frozen loader and the manifest's hashes (`ResolvedItem.data`) all use those bytes. It also
+# spares a run's start-up reading each of the corpus's files three times.
+
+
+@dataclass(frozen=True)
+class CorpusSnapshot:
+    """The bytes of every regular file under a corpus root, `MANIFEST.json` included."""
+
+    root: Path
+    """The corpus folder the bytes were read from."""
+    data: Mapping[str, bytes]
+    """Relative POSIX path -> the file's bytes as read."""
+
+    @classmethod
+    def take(cls, root: Path) -> CorpusSnapshot:
+        """Read every file under `root` (see `corpus_file_paths`) and the manifest, once.
+
+        Raises:
+            InputError: a file could not be read, is not a regular file or is too large (names
+                it).
+        """
+        names = corpus_file_paths(root)
+        if (root / MANIFEST_NAME).is_file():
+            names.append(MANIFEST_NAME)
+        data: dict[str, bytes] = {}
+        for rel in names:  # regular files of bounded size only, each named when refused
+            data[rel] = read_input_file(root / rel)
+        return cls(root=root, data=data)
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self.data
+
+    def sha256(self, rel: str) -> str | None:
+        """SHA-256 of the file's bytes; None when there was no such file."""
+        data = self.data.get(rel)
+        return None if data is None else sha256_hex(data)
+
+    def file_hashes(self) -> dict[str, str]:
+        """Relative path -> SHA-256 of every file except the manifest."""
+        return {rel: sha256_hex(data) for rel, data in self.data.items() if rel != MANIFEST_NAME}
+
+    def read_json(self, rel: str, problems: list[Problem]) -> Any | None:
+        """The file parsed strictly (see `parse_json`); None on a problem or no such file."""
+        data = self.data.get(rel)
+        if data is None:
+            problems.append(
+                Problem(file=rel, message="was not there when the corpus was read (just added?)")
+            )
+            return None
+        return parse_json(rel, data, problems)
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading each part of a corpus from its snapshot: cases, schemas, prompt and manifest.
+#
+# Each reader appends what is wrong to `problems` (file, JSON pointer, message) and returns what
+# did parse, so `validate_corpus` reports every problem of a corpus in one pass.
+
+PROMPT_PATH = "prompts/review_prompt.md"
+"""Where a corpus keeps the shared advisory-review prompt."""
+
+
+def load_cases(
+    snapshot: CorpusSnapshot, problems: list[Problem], policy: CorpusPolicy
+) -> list[tuple[str, AuthoredCase]]:
+    """`(rel, case)` of every case file that parses, matches the policy's schema and its name."""
+    root = snapshot.root
+    cases_dir = root / "cases"
+    if not cases_dir.is_dir():
+        problems.append(Problem(file="cases/", message="missing folder of case files"))
+        return []
+    paths = sorted(p for p in cases_dir.iterdir())
+    if not any(p.suffix == ".json" for p in paths):
+        problems.append(Problem(file="cases/", message="no case files (*.json)"))
+    loaded: list[tuple[str, AuthoredCase]] = []
+    case_model = policy.case_model
+    for path in paths:
+        rel = path.relative_to(root).as_posix()
+        if path.suffix != ".json" or not path.is_file():
+            problems.append(Problem(file=rel, message="not a case file (cases/ holds *.json only)"))
+            continue
+        document = snapshot.read_json(rel, problems)
+        if document is None:
+            continue
+        found = schema_problems(rel, document, "case.schema.json", policy.policy_id)
+        if found:
+            problems += found
+            continue
+        try:
+            # An instance of the policy's case model; `AuthoredCase` is what it has to offer.
+            case = cast(AuthoredCase, case_model.model_validate(document))
+        except ValidationError as error:
+            for detail in error.errors():
+                problems.append(
+                    Problem(
+                        file=rel,
+                        pointer=json_pointer(detail["loc"]),
+                        message=f"model (schema accepted it): {detail['msg']}",
+                    )
+                )
+            continue
+        if case.case_id != path.stem:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer="/case_id",
+                    message=f"case id {case.case_id!r} does not match the file name {path.name!r}",
+                )
+            )
+            continue
+        loaded.append((rel, case))  # type: ignore[arg-type]
+    return loaded
+
+
+def check_schemas(snapshot: CorpusSnapshot, problems: list[Problem], policy: CorpusPolicy) -> None:
+    """Report each schema file that is missing or differs from the one generated from the models."""
+    expected = schema_documents(policy)
+    for name in SCHEMA_FILES:
+        rel = f"schemas/{name}"
+        if rel not in snapshot:
+            problems.append(Problem(file=rel, message="missing schema file"))
+            continue
+        document = snapshot.read_json(rel, problems)
+        if document is not None and document != expected[name]:
+            problems.append(
+                Problem(
+                    file=rel,
+                    message="differs from the schema generated from trustbench's models; copy "
+                    "the built-in corpus's schemas/ (the contract is the same for every corpus)",
+                )
+            )
+
+
+def read_prompt(snapshot: CorpusSnapshot, problems: list[Problem]) -> str | None:
+    """The shared review prompt's text; None (with a problem) when missing, not UTF-8 or empty."""
+    data = snapshot.data.get(PROMPT_PATH)
+    if data is None:
+        problems.append(Problem(file=PROMPT_PATH, message="missing shared review prompt"))
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        problems.append(Problem(file=PROMPT_PATH, message=f"not UTF-8 text ({error.reason})"))
+        return None
+    if not text.strip():
+        problems.append(Problem(file=PROMPT_PATH, message="empty review prompt"))
+        return None
+    return text
+
+
+def read_manifest(snapshot: CorpusSnapshot, problems: list[Problem]) -> CorpusManifest | None:
+    """`MANIFEST.json` parsed; None when absent (no problem) or invalid (problems added)."""
+    if MANIFEST_NAME not in snapshot:
+        return None
+    document = snapshot.read_json(MANIFEST_NAME, problems)
+    if document is None:
+        return None
+    try:
+        return CorpusManifest.model_validate(document)
+    except ValidationError as error:
+        for detail in error.errors():
+            problems.append(
+                Problem(
+                    file=MANIFEST_NAME, pointer=json_pointer(detail["loc"]), message=detail["msg"]
+                )
+            )
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Load and validate an RTB corpus folder (a built-in corpus or a user's own).
+#
+# A corpus folder holds `cases/<case_id>.json`, `schemas/{case,candidate_input,reviewer_response}
+# .schema.json`, `prompts/review_prompt.md` and `MANIFEST.json`. Validation collects *every* problem
+# (file + JSON pointer + message) rather than stopping at the first, so one run tells the author
+# everything to fix; loading refuses a corpus with any problem, so no track ever scores against a
+# corrupt, tampered or inconsistent answer key. Neither ever writes a file.
 
 BUILTIN_VERSION = "0.1"
 """Version of the default built-in corpus (the starter; data folder `v<version>`)."""
@@ -341,3 +946,151 @@ def write_manifest(
     )
     (report.root / MANIFEST_NAME).write_text(manifest_text(manifest), encoding="utf-8")
     return manifest
+
+
+# ------------------------------------------------------------------------------------------------
+# Loading a corpus whose bytes a freeze already validated, without validating them again.
+#
+# `trustbench run` re-resolves a frozen experiment's inputs before its first trial and refuses any
+# file that changed. Re-running every corpus check there (JSON Schema, model, leak scans, grid)
+# on bytes that `freeze` already checked took about 0.15 s of every run's start-up, more than
+# everything else the run does before its first trial together. When every corpus file hashes to
+# exactly what the freeze recorded, and the trustbench that froze it is this one, the checks would
+# only repeat themselves: the corpus is parsed into its models (which still enforce their types)
+# and nothing else. Any difference, or anything that fails to parse, falls back to the full
+# validation with its usual messages. The hashes compared and the cases parsed come from one read
+# of each file (`_snapshot`), so the bytes trusted are the bytes that matched.
+
+
+def load_frozen_corpus(path: Path | None, frozen_files: Mapping[str, str]) -> Corpus:
+    """Load a corpus; skip the checks when its files are exactly those a freeze validated.
+
+    Args:
+        path: Corpus folder; None for the built-in starter.
+        frozen_files: Relative path -> SHA-256 of every corpus file, `MANIFEST.json` included,
+            as the freeze recorded them (by this trustbench version: the caller checks that).
+
+    Returns:
+        The corpus, equal to what `load_corpus` returns for the same folder.
+
+    Raises:
+        InputError, CheckFailed: as `load_corpus`, when the files differ and validation fails.
+    """
+    trusted = _parsed_if_unchanged(path, frozen_files)
+    return trusted if trusted is not None else load_corpus(path)
+
+
+def _parsed_if_unchanged(path: Path | None, frozen_files: Mapping[str, str]) -> Corpus | None:
+    root, _ = resolve_root(path)
+    snapshot = CorpusSnapshot.take(root)
+    files = snapshot.file_hashes()
+    manifest_sha256 = snapshot.sha256(MANIFEST_NAME)
+    if manifest_sha256 is None or {**files, MANIFEST_NAME: manifest_sha256} != dict(frozen_files):
+        return None
+    problems: list[Problem] = []
+    document = snapshot.read_json(MANIFEST_NAME, problems)
+    try:
+        manifest = CorpusManifest.model_validate(document)
+        policy_id = manifest.policy_id or DEFAULT_POLICY_ID
+        if policy_id not in known_policy_ids():
+            return None  # full validation reports it
+        case_model = policy_for(policy_id).case_model
+        cases: list[AuthoredCase] = []
+        for rel in sorted(name for name in files if name.startswith("cases/")):
+            # An instance of the policy's case model; `AuthoredCase` is what it has to offer.
+            case = cast(AuthoredCase, case_model.model_validate(snapshot.read_json(rel, problems)))
+            if problems or case.case_id != Path(rel).stem:
+                return None
+            cases.append(case)
+        prompt = snapshot.data[PROMPT_PATH].decode("utf-8")
+    except (ValidationError, KeyError, UnicodeDecodeError):
+        return None
+    if problems or not cases:
+        return None
+    return Corpus(
+        version=manifest.version,
+        policy_id=policy_id,
+        root=root,
+        cases=cases,
+        review_prompt=prompt,
+        files=files,
+        manifest_sha256=manifest_sha256,
+    ).with_snapshot(snapshot)
+
+
+# ------------------------------------------------------------------------------------------------
+# Where an RTB track's corpus is, and what of it (and of the harness) a manifest must pin.
+#
+# The reviewer, control-path and workflow tracks all resolve their corpus the same way: the
+# built-in starter by version label, or a user folder relative to the spec. The manifest names the
+# built-in one `builtin:v<version>` so a frozen run never depends on where the package is installed.
+
+BUILTIN_LABEL = f"builtin:v{BUILTIN_VERSION}"
+"""How a manifest names the default built-in corpus (`builtin:v<version>` names another)."""
+
+
+def corpus_location(
+    spec: ExperimentSpec, base_dir: Path, *, sealed_ok: bool = False
+) -> tuple[Path, str]:
+    """The corpus folder a spec names and the label the manifest records for it.
+
+    Args:
+        spec: The experiment spec.
+        base_dir: The spec file's folder.
+        sealed_ok: Whether the track can run a sealed held-out set (`HELDOUT.json`): only the
+            reviewer track can, since its trials need only the set's clear inputs.
+
+    Raises:
+        InputError: an unknown built-in version (names the spec field), or a sealed held-out
+            set given to a track that needs the answer key to run its trials.
+    """
+    if spec.corpus.builtin is not None:
+        version = spec.corpus.builtin.removeprefix("v")
+        if version not in BUILTIN_VERSIONS:
+            known = ", ".join(f"v{v}" for v in BUILTIN_VERSIONS)
+            raise InputError(
+                f"unknown built-in corpus {spec.corpus.builtin!r} (known: {known})",
+                location="corpus/builtin",
+            )
+        return builtin_corpus_root(version), f"builtin:v{version}"
+    assert spec.corpus.path is not None  # the spec model requires builtin or path
+    root = (base_dir / spec.corpus.path).resolve()
+    if not sealed_ok and (root / "HELDOUT.json").is_file():
+        raise InputError(
+            f"track {spec.track_id} cannot run a sealed held-out set: its trials read grader-only "
+            "case data (only rtb/review runs a sealed set without the key)",
+            location="corpus/path",
+        )
+    return root, str(root)
+
+
+def corpus_folder(label: str) -> Path:
+    """The folder behind a manifest's `corpus.root` (`builtin:<version>` or a path)."""
+    if label.startswith("builtin:"):
+        return builtin_corpus_root(label.removeprefix("builtin:"))
+    return Path(label)
+
+
+def corpus_items(root: Path, corpus: Corpus) -> list[ResolvedItem]:
+    """Every corpus file, `MANIFEST.json` included, as manifest inputs to hash.
+
+    Each carries the bytes the corpus was validated from (`Corpus.file_data`), so the manifest
+    pins what was checked.
+    """
+    return [
+        ResolvedItem("corpus", name, path=root / name, data=corpus.file_data(name))
+        for name in sorted({*corpus.files, "MANIFEST.json"})
+    ]
+
+
+def harness_code_items(patterns: tuple[str, ...]) -> list[ResolvedItem]:
+    """The package's own grading and platform code matching `patterns`, as manifest inputs.
+
+    Pinning this code means a report re-graded later is refused if the grader changed.
+    """
+    package = Path(str(files("trustbench")))
+    return [
+        ResolvedItem("harness_code", path.relative_to(package).as_posix(), path=path)
+        for pattern in patterns
+        for path in sorted(package.glob(pattern))
+    ]

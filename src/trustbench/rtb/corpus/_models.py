@@ -11,8 +11,9 @@ grader-only value leaks into any candidate payload.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -312,3 +313,85 @@ REASON_CODE_MEANING: dict[ReasonCode, str] = {
 }
 """One-line meaning per reason code, as documented in the reviewer-response schema and prompt
 (the same words as the `ReasonCode` member docstrings, which Python does not keep at runtime)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# A validation problem (file + JSON pointer + message), shared by every corpus check.
+#
+# A leaf module, so the policies' structural checks can report problems without importing the
+# schema machinery that in turn asks the policies for their models.
+
+
+class Problem(BaseModel):
+    """One validation problem: which file, where in it, and what is wrong."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    file: str
+    """Path relative to the corpus root (POSIX), e.g. `cases/dns_changes-01-permitted.json`."""
+    pointer: str = ""
+    """RFC 6901 JSON pointer inside the file; empty when the problem concerns the whole file."""
+    message: str
+    """What is wrong and, where useful, how to fix it."""
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.pointer}" if self.pointer else self.file
+        return f"{where}: {self.message}"
+
+
+def json_pointer(parts: Iterable[str | int]) -> str:
+    """RFC 6901 JSON pointer for a path of keys and indices (`~` and `/` escaped)."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
+
+
+def duplicate_case_ids(case_files: Iterable[tuple[str, Any]]) -> list[Problem]:
+    """A problem for each case file whose case id an earlier file already used (any policy)."""
+    first_seen: dict[str, str] = {}
+    problems = []
+    for rel, case in case_files:
+        if case.case_id in first_seen:
+            problems.append(
+                Problem(
+                    file=rel,
+                    pointer="/case_id",
+                    message=f"duplicate case id {case.case_id!r} "
+                    f"(also in {first_seen[case.case_id]})",
+                )
+            )
+        first_seen.setdefault(case.case_id, rel)
+    return problems
+
+
+# ------------------------------------------------------------------------------------------------
+# A structured finding: one difference between the proposal and an evidence record.
+#
+# Keyword-matching an explanation cannot tell a careful reviewer from a keyword salad, so a finding
+# is supported by *structured* discrepancies instead: which record, which field (a JSON pointer into
+# that record), what the proposal says and what the evidence says. The grader compares a reviewer's
+# discrepancies with the case's decisive ones after the corpus policy's normalisation
+# (`_normalise.py`), so `port "22"` and `port 22` are the same value where the policy says so.
+#
+# The same model is written by case authors (grader-only `decisive_discrepancies`) and by reviewers
+# (in their response), so both sides speak one format.
+
+FindingValue = JsonScalar | list[JsonScalar]
+
+
+class Discrepancy(BaseModel):
+    """One field where the proposal and an authoritative evidence record disagree.
+
+    For a missing or unavailable record (a hold), `field` points at what establishes the gap
+    (e.g. a service notice's `/status`), `evidence_value` is what the record says
+    (`"unavailable"`), and `proposed_value` is None.
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+
+    record_id: str = Field(min_length=1)
+    """`record_id` of the evidence record the proposal is compared with."""
+    field: str = Field(pattern=r"^(/[^/]*)+$")
+    """JSON pointer (RFC 6901) into that record, e.g. `/approved_parameters/retention_days`."""
+    proposed_value: FindingValue = None
+    """The proposal's value for the same thing (None when the proposal has none)."""
+    evidence_value: FindingValue = None
+    """The record's value at `field`."""

@@ -25,13 +25,13 @@ _ByOption = Annotated[str | None, typer.Option("--by", help="Who did it (default
 
 
 def _now() -> str:
-    from trustbench.rtb.heldout._exposure import now_utc
+    from trustbench.rtb.heldout._pipeline import now_utc
 
     return now_utc()
 
 
 def _who(by: str | None) -> str:
-    from trustbench.rtb.heldout._exposure import who
+    from trustbench.rtb.heldout._pipeline import who
 
     return who(by)
 
@@ -84,7 +84,7 @@ def retire(
     by: _ByOption = None,
 ) -> None:
     """Mark a held-out set exposed; every later report says so in its verdict line."""
-    from trustbench.rtb.heldout._exposure import append_entry
+    from trustbench.rtb.heldout._pipeline import append_entry
     from trustbench.rtb.heldout._seal import read_set_manifest
 
     if not reason.strip():
@@ -104,7 +104,7 @@ def freeze(
     by: _ByOption = None,
 ) -> None:
     """Record one evaluation of the set before it runs (counted even if the run is killed)."""
-    from trustbench.rtb.heldout._exposure import freeze_against
+    from trustbench.rtb.heldout._pipeline import freeze_against
     from trustbench.rtb.heldout._seal import read_set_manifest
 
     manifest = read_set_manifest(folder)
@@ -118,7 +118,7 @@ def freeze(
 @heldout_app.command()
 def verify(folder: _SetArg) -> None:
     """Check the pinned clear and sealed bytes and the exposure log's chain (no key needed)."""
-    from trustbench.rtb.heldout._exposure import log_problems
+    from trustbench.rtb.heldout._pipeline import log_problems
     from trustbench.rtb.heldout._seal import pin_problems, read_set_manifest
 
     manifest = read_set_manifest(folder)
@@ -148,8 +148,7 @@ def report(
         write_output,
     )
     from trustbench.rtb.heldout._crypto import read_private_key
-    from trustbench.rtb.heldout._exposure import exposure_summary
-    from trustbench.rtb.heldout._report import summary_html, summary_lines
+    from trustbench.rtb.heldout._pipeline import exposure_summary, summary_html, summary_lines
     from trustbench.rtb.heldout._seal import open_set
 
     html_out = None  # checked before the key is read: a refused path changes nothing

@@ -14,10 +14,16 @@ this package's commands) must not pay for.
 
 from __future__ import annotations
 
-from trustbench.rtb.human._order import case_order, participant_seed
-from trustbench.rtb.human._protocol import ParticipantPlan, participant_plans
-from trustbench.rtb.human._recommendations import SourceRun, load_source_run
-from trustbench.rtb.human._store import SessionStore, SubmitResult
+from trustbench.rtb.human._store import (
+    ParticipantPlan,
+    SessionStore,
+    SourceRun,
+    SubmitResult,
+    case_order,
+    load_source_run,
+    participant_plans,
+    participant_seed,
+)
 
 __all__ = [
     "ParticipantPlan",

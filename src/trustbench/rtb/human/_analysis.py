@@ -31,7 +31,7 @@ from trustbench.core import CandidateRecord, Manifest, ParticipantSpec, Recommen
 from trustbench.core.figures import Figure, rate_figure
 from trustbench.core.report import Block, FiguresBlock, TextBlock
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.human._recommendations import SourceRun, load_source_run
+from trustbench.rtb.human._store import SourceRun, load_source_run
 from trustbench.rtb.review._chain import ReviewConfiguration
 from trustbench.rtb.review._grading import ConfigurationRow, MemberTrial
 

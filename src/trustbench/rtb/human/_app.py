@@ -1,44 +1,143 @@
-"""The aiohttp review app: one participant, one case at a time, over 127.0.0.1 by default.
+"""Server-rendered pages of the review app (jinja2 templates shipped as package data).
 
-Routes (every session route is under `/s/<token>`, where the token is the participant's
-per-session access token; an unknown token gets 403 and no page content):
-
-- `GET /s/<token>`: the open case (issued on first view), the paused page or the finished page;
-- `POST /s/<token>/submit`: the finding form, validated with `validate_response`;
-- `POST /s/<token>/pause` and `/resume`: stop and restart the case clock.
-
-Nothing else is served: no static files, no run-folder files, no API. Responses carry a strict
-Content-Security-Policy (no external or scripted content), `no-store` and `same-origin` referrer
-policy (the token is in the URL: it never leaves for another origin; `no-referrer` would make
-browsers send `Origin: null` on the app's own form posts).
-
-Every POST must come from a page of this app: its `Origin` (or, lacking one, its `Referer`) must
-name the host the request was sent to, or the browser must mark it `Sec-Fetch-Site: same-origin`,
-else 403, so another site open in the participant's
-browser cannot submit or pause for them. Every request's `Host` must name the address the app
-serves (its own socket's address; `localhost` too on a loopback one), else 403: a DNS-rebinding
-page, whose `Origin` and `Host` both name the attacker's domain, is refused. A form that cannot
-be parsed (malformed multipart, a file where text belongs) is answered 400, never 500.
+Pages are built only from candidate-visible data: the `CandidateInput` (what a model reviewer
+receives), the shared review prompt, the reason-code vocabulary and, when the protocol shows it,
+the paired AI configuration's decision. No case id, variant, answer key, other participant's
+answer or grader file is ever passed to a template.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+import trustbench
 from trustbench._local_app import (
+    ServedFolder,
     back_to_session,
     check_origin,
+    format_limit,
     html,
     new_app,
+    page_renderer,
     posted_form,
     session_owner,
 )
-from trustbench.rtb.human._discrepancies import FORMAT as DISCREPANCY_FORMAT
-from trustbench.rtb.human._pages import recommendation_text, render, review_page
-from trustbench.rtb.human._store import SessionStore
+from trustbench.core import Ledger, check_inputs, load_track, read_ledger, read_manifest
+from trustbench.errors import CheckFailed, InputError
+from trustbench.rtb.corpus._models import CandidateInput, Decision
+from trustbench.rtb.human._store import FORMAT as DISCREPANCY_FORMAT
+from trustbench.rtb.human._store import SessionStore, participant_plans
+from trustbench.rtb.policy import policy_for
+from trustbench.rtb.review.track import ReviewTrack
+
+TITLE = "trustbench review session"
+"""Title of every page (it names no case, participant or team)."""
+
+
+render = page_renderer("trustbench.rtb.human", TITLE)
+"""Render one template with the common values (title, progress)."""
+
+
+def _record_fields(record: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(k.replace("_", " "), v) for k, v in record.items() if k not in ("kind", "record_id")]
+
+
+def recommendation_text(configuration: str, outcome: str | None) -> str:
+    """What the participant reads about the paired AI configuration's decision on this case."""
+    if outcome in ("permit", "deny", "hold"):
+        return f"The AI review configuration {configuration} decided: {outcome.upper()}."
+    if outcome is None:
+        return f"The AI review configuration {configuration} has no result for this case."
+    return (
+        f"The AI review configuration {configuration} gave no valid recommendation for this "
+        f"case (its reply was {outcome})."
+    )
+
+
+def review_page(
+    *,
+    base: str,
+    candidate_input: CandidateInput,
+    prompt: str,
+    position: int,
+    total: int,
+    time_limit_s: float,
+    recommendation: str | None,
+    reason_meaning: Mapping[str, str],
+    discrepancy_format: str | None = None,
+    error: str | None = None,
+    form: dict[str, Any] | None = None,
+) -> str:
+    """The review page of one case: input, optional recommendation, the finding form.
+
+    `reason_meaning` is the corpus policy's reason-code vocabulary (`CorpusPolicy.reason_meaning`):
+    a participant chooses from the codes the grader reads for this corpus, as a model does.
+    `discrepancy_format` (None: the policy reads none) shows the structured-discrepancy field.
+    """
+    document = candidate_input.model_dump(mode="json")
+    records = [
+        {
+            "record_id": r["record_id"],
+            "kind": r["kind"].replace("_", " "),
+            "fields": _record_fields(r),
+        }
+        for r in document["evidence"]
+    ]
+    return render(
+        "review.html.j2",
+        base=base,
+        input=candidate_input,
+        input_json=json.dumps(document, indent=2, ensure_ascii=False),
+        records=records,
+        prompt=prompt,
+        progress=f"case {position + 1} of {total}",
+        time_limit=format_limit(time_limit_s),
+        recommendation=recommendation,
+        decisions=[d.value for d in Decision],
+        reason_codes=list(reason_meaning.items()),
+        discrepancy_format=discrepancy_format,
+        error=error,
+        form=form
+        or {
+            "decision": None,
+            "reason_codes": [],
+            "evidence_refs": [],
+            "explanation": "",
+            "discrepancies": "",
+        },
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# The aiohttp review app: one participant, one case at a time, over 127.0.0.1 by default.
+#
+# Routes (every session route is under `/s/<token>`, where the token is the participant's
+# per-session access token; an unknown token gets 403 and no page content):
+#
+# - `GET /s/<token>`: the open case (issued on first view), the paused page or the finished page;
+# - `POST /s/<token>/submit`: the finding form, validated with `validate_response`;
+# - `POST /s/<token>/pause` and `/resume`: stop and restart the case clock.
+#
+# Nothing else is served: no static files, no run-folder files, no API. Responses carry a strict
+# Content-Security-Policy (no external or scripted content), `no-store` and `same-origin` referrer
+# policy (the token is in the URL: it never leaves for another origin; `no-referrer` would make
+# browsers send `Origin: null` on the app's own form posts).
+#
+# Every POST must come from a page of this app: its `Origin` (or, lacking one, its `Referer`) must
+# name the host the request was sent to, or the browser must mark it `Sec-Fetch-Site: same-origin`,
+# else 403, so another site open in the participant's
+# browser cannot submit or pause for them. Every request's `Host` must name the address the app
+# serves (its own socket's address; `localhost` too on a loopback one), else 403: a DNS-rebinding
+# page, whose `Origin` and `Host` both name the attacker's domain, is refused. A form that cannot
+# be parsed (malformed multipart, a file where text belongs) is answered 400, never 500.
 
 STORE_KEY: web.AppKey[SessionStore] = web.AppKey("store", SessionStore)
 """Where the app keeps its session store."""
@@ -166,3 +265,84 @@ def build_app(
     app.router.add_post("/s/{token}/pause", _pause)
     app.router.add_post("/s/{token}/resume", _resume)
     return app
+
+
+# ------------------------------------------------------------------------------------------------
+# Open a frozen human run for serving: lock, checks, ledger, sessions and access tokens.
+#
+# `open_session_run` takes the run folder's lock (the same lock `trustbench run` takes, so the two
+# can never write one ledger at once), re-checks every frozen input exactly as `run` does, opens
+# the ledger (refusing a broken chain), loads the participants' plans and rebuilds their sessions.
+# Closing it pauses every open case clock, appends `run_finished` and releases the lock.
+
+
+@dataclass
+class SessionRun(ServedFolder):
+    """A run folder open for serving (use as a context manager)."""
+
+    run_dir: Path
+    """The run folder."""
+    store: SessionStore | None = None
+    """The sessions (set while open)."""
+
+    @property
+    def served_folder(self) -> Path:
+        """The run folder."""
+        return self.run_dir
+
+    def _open(self) -> None:
+        manifest = read_manifest(self.run_dir)
+        track, _ = load_track(manifest.spec.track_id)
+        if not isinstance(track, ReviewTrack):
+            raise InputError(
+                f"a {manifest.spec.track_id} run has no human sessions", location=str(self.run_dir)
+            )
+        keys = check_inputs(manifest, track)
+        corpus = track.corpus(manifest.corpus.root)
+        plans = participant_plans(manifest, corpus)
+        self._ledger = Ledger.open(self.run_dir, manifest.manifest_sha256)
+        contents = read_ledger(self.run_dir)
+        planned = {key.trial_id for key in keys}
+        if not {t["trial_id"] for t in contents.trials} <= planned:
+            raise CheckFailed("the ledger holds trials outside the frozen plan", location="ledger")
+        labels = {
+            plan.candidate: plan.participant.recommendation.configuration
+            for plan in plans
+            if plan.participant.recommendation is not None
+        }
+        self.store = SessionStore(self._ledger, corpus, plans, contents, labels)
+        self.tokens = {secrets.token_urlsafe(24): plan.candidate for plan in plans}
+        finished = self.store.finished_count()
+        self._ledger.event(
+            "run_started",
+            {
+                "pid": os.getpid(),
+                "trustbench_version": trustbench.__version__,
+                "planned": len(keys),
+                "finished_before": finished,
+                "remaining": len(keys) - finished,
+                "served_by": "trustbench rtb human serve",
+            },
+        )
+        self._ledger.anchor(force=True)
+        reasons = policy_for(corpus.policy_id).reason_meaning
+        self.app = build_app(self.store, self.tokens, corpus.review_prompt, reasons)
+
+    def _close(self, ledger: Ledger) -> None:
+        if self.store is not None:
+            for candidate in self.store.sessions:
+                self.store.pause(candidate)
+            ledger.event(
+                "run_finished",
+                {
+                    "finished": self.store.finished_count(),
+                    "head": ledger.head,
+                    "served_by": "human review app",
+                },
+            )
+            ledger.anchor(force=True)
+
+
+def open_session_run(run_dir: Path) -> SessionRun:
+    """A `SessionRun` for `run_dir` (enter it to open; exit to pause clocks and close)."""
+    return SessionRun(run_dir=Path(run_dir))

@@ -1,39 +1,388 @@
-"""Session state kept in the run's ledger: what each participant was shown, paused and submitted.
+"""The seeded case order of one participant, interleaving comparable variants.
 
-The review app is the single writer of the ledger while it serves (it holds the run folder's
-lock, the same one `trustbench run` takes). Nothing lives only in memory: every state change is
-a committed ledger row, so a closed browser or a killed server loses nothing already submitted,
-and a restarted server rebuilds each session from the ledger.
-
-Rows written:
-
-- event `human_case_shown` `{candidate, case_id, evaluation_id, at_epoch}`: the first time a case
-  is displayed (its evaluation id is issued then and reused until submission);
-- events `human_paused` / `human_resumed` `{candidate, case_id, at_epoch}`;
-- event `human_submission_rejected` `{candidate, case_id, reason}`: a form that failed
-  `validate_response` (the participant is shown why and may correct it; the count is reported);
-- one `attempts` row (kind `human_response`, `latency_s` = time on task) and one `trials` row per
-  submitted case, in one transaction, in the shape the reviewer track grades.
-
-Time on task is the sum of the intervals during which the case was shown and not paused. The
-clock cannot see a closed browser: such time counts as time on task until a pause.
+A person learns while reviewing: the third variant of a template is easier once the first two
+were seen. The order therefore spreads each domain group's variants across the session (round r
+holds one variant of every group, groups shuffled per round) so that position effects can be
+analysed and no group is reviewed as a block. The order is a pure function of the frozen
+`order_seed` and the participant id, so it is reproducible from the manifest alone.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import random
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import canonical_json, sha256_hex
-from trustbench.core import Ledger, LedgerContents, TrialKey, utc_now
-from trustbench.rtb.human._discrepancies import DiscrepancyLineError, parse_discrepancies
-from trustbench.rtb.human._protocol import ParticipantPlan
+from trustbench.core import (
+    Ledger,
+    LedgerContents,
+    Manifest,
+    ParticipantSpec,
+    RecommendationSpec,
+    TrialKey,
+    read_ledger,
+    read_manifest,
+    utc_now,
+    verify_run,
+)
+from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.policy import policy_for
 
-if TYPE_CHECKING:  # the corpus package loads with the run it serves (`--help` imports this)
+if TYPE_CHECKING:
     from trustbench.rtb.corpus._load import Corpus
     from trustbench.rtb.corpus._models import CandidateInput
+    from trustbench.rtb.policy._protocol import AuthoredCase
+    from trustbench.rtb.review._grading import ConfigurationRow
+
+
+def participant_seed(order_seed: int, participant_id: str) -> int:
+    """A per-participant seed derived from the frozen order seed (stable across Python runs).
+
+    `hash()` of a string is salted per process, so the seed comes from SHA-256 instead.
+    """
+    digest = hashlib.sha256(f"{order_seed}:{participant_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def case_order(cases: list[AuthoredCase], order_seed: int, participant_id: str) -> list[str]:
+    """The case ids in the order this participant reviews them.
+
+    Args:
+        cases: The corpus cases.
+        order_seed: The experiment's frozen `order_seed`.
+        participant_id: The participant's pseudonymous id.
+
+    Returns:
+        Every case id once: round r takes the r-th variant (after a per-group shuffle) of each
+        group that still has one, with the groups in a freshly shuffled order each round.
+    """
+    rng = random.Random(participant_seed(order_seed, participant_id))
+    by_group: dict[str, list[str]] = defaultdict(list)
+    for case in sorted(cases, key=lambda c: c.case_id):
+        by_group[case.group].append(case.case_id)
+    for ids in by_group.values():
+        rng.shuffle(ids)
+    order: list[str] = []
+    groups = sorted(by_group)
+    for round_index in range(max((len(v) for v in by_group.values()), default=0)):
+        rng.shuffle(groups)
+        order += [by_group[g][round_index] for g in groups if round_index < len(by_group[g])]
+    return order
+
+
+# ------------------------------------------------------------------------------------------------
+# AI recommendations: an earlier, finished run's configuration decisions, per case.
+#
+# The source run is named in the participant's frozen `recommendation` and pinned by its manifest
+# hash. It is verified (manifest hash, ledger chain, finished) and graded with the same functions
+# as any reviewer-track run, so a recommendation shown to a participant is exactly the outcome the
+# report attributes to that configuration: a missing or invalid AI reply is shown as "no valid
+# recommendation", never as a decision.
+
+
+@dataclass(frozen=True)
+class SourceRun:
+    """A verified, graded AI run whose configurations can be paired with human trials."""
+
+    run_dir: Path
+    """The run folder."""
+    manifest: Manifest
+    """Its frozen manifest."""
+    rows: dict[str, list[ConfigurationRow]]
+    """Configuration name -> graded rows (every case x trial that finished)."""
+
+    def decision(self, configuration: str, case_id: str, trial: int = 0) -> str | None:
+        """The configuration's outcome on a case (`permit`/`deny`/`hold`/`missing`/`invalid`).
+
+        Returns None when that trial is not in the run (not run).
+        """
+        for item in self.rows[configuration]:
+            if item.row.case_id == case_id and item.row.trial == trial:
+                return item.row.observed.value
+        return None
+
+
+def source_run_dir(spec: RecommendationSpec, base_dir: Path) -> Path:
+    """The source run folder, relative paths resolved against the spec's folder."""
+    path = Path(spec.run)
+    return path if path.is_absolute() else (base_dir / path).resolve()
+
+
+def load_source_run(
+    spec: RecommendationSpec, human_manifest: Manifest, corpus: Corpus
+) -> SourceRun:
+    """Verify and grade the recommendation source run.
+
+    Args:
+        spec: The participant's frozen recommendation.
+        human_manifest: The human run's manifest (its spec folder resolves a relative `run`;
+            its hashed corpus files must equal the source run's, byte for byte).
+        corpus: The corpus the human run pins.
+
+    Raises:
+        InputError: the folder is not a run, is another manifest, another corpus or lacks the
+            configuration.
+        CheckFailed: its ledger was altered or the run did not finish.
+    """
+    from trustbench.rtb.review._grading import configuration_rows, member_trials
+    from trustbench.rtb.review._options import configurations
+
+    run_dir = source_run_dir(spec, Path(human_manifest.base_dir))
+    where = f"{run_dir} (recommendation source)"
+    manifest = read_manifest(run_dir)
+    if manifest.manifest_sha256 != spec.manifest_sha256:
+        raise InputError(
+            f"manifest sha256 {manifest.manifest_sha256[:12]}… is not the frozen "
+            f"{spec.manifest_sha256[:12]}…",
+            location=where,
+        )
+    if manifest.spec.track_id != "rtb/review":
+        raise InputError(f"is a {manifest.spec.track_id} run, not rtb/review", location=where)
+    if _corpus_files(manifest) != _corpus_files(human_manifest):
+        raise InputError(
+            f"reviewed corpus {manifest.corpus.version} at {manifest.corpus.root}, whose files "
+            f"differ from the human run's ({human_manifest.corpus.version} at "
+            f"{human_manifest.corpus.root})",
+            location=where,
+        )
+    report = verify_run(run_dir)
+    if not report.ok:
+        raise CheckFailed(
+            f"recommendation source is not a finished, intact run: {report.problems[0]}",
+            location=where,
+        )
+    configs = {c.name: (c, members) for c, members in configurations(manifest.spec)}
+    if spec.configuration not in configs:
+        raise InputError(
+            f"has no configuration {spec.configuration!r} (it has {sorted(configs)})",
+            location=where,
+        )
+    # Only the human run's cases are paired: the source may have reviewed more of the corpus.
+    graded = member_trials(manifest, read_ledger(run_dir), corpus, skip_other_cases=True)
+    rows: dict[str, list[ConfigurationRow]] = {}
+    for name, (configuration, members) in configs.items():
+        trials, _ = configuration_rows(
+            configuration, members, corpus, manifest.spec.trials_per_case, graded
+        )
+        rows[name] = list(trials)  # a human run's trials: few
+    return SourceRun(run_dir=run_dir, manifest=manifest, rows=rows)
+
+
+def _corpus_files(manifest: Manifest) -> dict[str, str]:
+    return {f.name: f.sha256 for f in manifest.files if f.role == "corpus"}
+
+
+# ------------------------------------------------------------------------------------------------
+# The human session protocol of a frozen run: participants, case orders, recommendations.
+#
+# Everything here is read from the frozen manifest (the spec's `human` candidates and
+# `human_protocol`) plus the corpus it pins and the recommendation source runs it names, so a
+# served session cannot drift from what was frozen.
+
+
+@dataclass(frozen=True)
+class ParticipantPlan:
+    """One participant's frozen protocol and case order."""
+
+    candidate: str
+    """The human candidate's name (its configuration in the report)."""
+    participant: ParticipantSpec
+    """Declared participant facts (qualifications, tools, evidence access, time limit, ...)."""
+    order: tuple[str, ...]
+    """Case ids in review order (see `case_order`)."""
+    recommendations: dict[str, str | None]
+    """Case id -> the paired AI configuration's outcome; empty when none is paired."""
+
+    @property
+    def shows_recommendation(self) -> bool:
+        """True when the participant is shown the AI configuration's decision."""
+        spec = self.participant.recommendation
+        return spec is not None and spec.visible
+
+
+def reference_suppliers(manifest: Manifest, corpus: Corpus) -> set[str]:
+    """Everyone recorded as supplying reference decisions: declared, corpus authors, reviewers."""
+    declared = set(
+        manifest.spec.human_protocol.reference_suppliers if manifest.spec.human_protocol else []
+    )
+    for case in corpus.cases:
+        declared.add(case.authoring.author)
+        declared.update(case.reference_status.reviewers)
+    return declared
+
+
+def planned_cases(manifest: Manifest, corpus: Corpus) -> list[AuthoredCase]:
+    """The cases of the frozen plan: those `track_options.cases` selects, in corpus order.
+
+    A participant reviews exactly what the frozen plan holds (the trials `report` grades); an
+    order over the whole corpus served cases the plan never had, recorded as foreign trials.
+    """
+    from trustbench.rtb.review._options import parse_options, select_cases
+
+    ids = set(select_cases([c.case_id for c in corpus.cases], parse_options(manifest.spec).cases))
+    return [case for case in corpus.cases if case.case_id in ids]
+
+
+def participant_plans(
+    manifest: Manifest, corpus: Corpus, sources: dict[str, SourceRun] | None = None
+) -> list[ParticipantPlan]:
+    """Build every participant's plan, loading (and verifying) the recommendation sources.
+
+    Args:
+        manifest: The frozen manifest of the human run.
+        corpus: The corpus it pins (whole: every author there is a reference supplier); the
+            plans hold only the cases `track_options.cases` selects.
+        sources: Already loaded source runs by manifest hash (loaded here when absent).
+
+    Raises:
+        InputError: a candidate is not `human`, trials_per_case is not 1, a participant is a
+            reference supplier, or a recommendation source does not fit.
+    """
+    spec = manifest.spec
+    if spec.track_id != "rtb/review":
+        raise InputError(f"a {spec.track_id} run has no human sessions", location="manifest.json")
+    if spec.trials_per_case != 1:
+        raise InputError(
+            "a human session reviews each case once: set trials_per_case = 1",
+            location="manifest.json#/spec/trials_per_case",
+        )
+    suppliers = reference_suppliers(manifest, corpus)
+    cases = planned_cases(manifest, corpus)
+    loaded = sources if sources is not None else {}
+    plans: list[ParticipantPlan] = []
+    for candidate in spec.candidates:
+        where = f"manifest.json candidate {candidate.name}"
+        if candidate.participant is None:
+            raise InputError(
+                "a served run holds only human candidates (run AI reviewers in their own run "
+                "and name it as the recommendation source)",
+                location=where,
+            )
+        participant = candidate.participant
+        if participant.id in suppliers:
+            raise InputError(
+                f"participant {participant.id!r} supplied reference decisions of this corpus",
+                location=where,
+            )
+        recommendations: dict[str, str | None] = {}
+        if participant.recommendation is not None:
+            rec = participant.recommendation
+            if rec.manifest_sha256 not in loaded:
+                loaded[rec.manifest_sha256] = load_source_run(rec, manifest, corpus)
+            source = loaded[rec.manifest_sha256]
+            if rec.configuration not in source.rows:
+                raise InputError(f"no configuration {rec.configuration!r}", location=where)
+            recommendations = {
+                case.case_id: source.decision(rec.configuration, case.case_id) for case in cases
+            }
+        plans.append(
+            ParticipantPlan(
+                candidate=candidate.name,
+                participant=participant,
+                order=tuple(case_order(cases, spec.order_seed, participant.id)),
+                recommendations=recommendations,
+            )
+        )
+    return plans
+
+
+# ------------------------------------------------------------------------------------------------
+# The finding form's structured discrepancies, one per line, for policies whose grader reads them.
+#
+# A corpus policy may support a finding by structured discrepancies (`Discrepancy`: record, JSON
+# pointer, proposed and evidence values; `CorpusPolicy.structured_discrepancies`), and its
+# response schema then requires the list.
+# A participant writes them as lines `RECORD_ID | /json/pointer | proposed value | evidence value`;
+# a value is read as JSON when it parses (`14`, `"14"`, `["a", "b"]`, `null`) and as text
+# otherwise, and an empty value is null. The list built from the lines goes into the reply as a
+# model's would, so `validate_response` checks it exactly as it checks a model's.
+
+FORMAT = "RECORD_ID | /json/pointer | proposed value | evidence value"
+"""How one discrepancy line is written (shown beside the form field)."""
+
+
+class DiscrepancyLineError(ValueError):
+    """A discrepancy line that is not four `|`-separated parts (names the line)."""
+
+
+def _value(text: str) -> Any:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_discrepancies(text: str) -> list[dict[str, Any]]:
+    """The discrepancies a participant wrote, one per non-blank line.
+
+    Raises:
+        DiscrepancyLineError: a line without exactly four parts (its number and the format).
+    """
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("|")
+        if len(parts) != 4:
+            raise DiscrepancyLineError(
+                f"discrepancy line {number} has {len(parts)} part(s); write {FORMAT}"
+            )
+        record_id, pointer, proposed, evidence = parts
+        found.append(
+            {
+                "record_id": record_id.strip(),
+                "field": pointer.strip(),
+                "proposed_value": _value(proposed),
+                "evidence_value": _value(evidence),
+            }
+        )
+    return found
+
+
+def discrepancy_lines(discrepancies: list[dict[str, Any]]) -> str:
+    """The lines that `parse_discrepancies` reads back as `discrepancies` (values as JSON)."""
+    return "\n".join(
+        " | ".join(
+            [
+                str(d["record_id"]),
+                str(d["field"]),
+                json.dumps(d.get("proposed_value")),
+                json.dumps(d.get("evidence_value")),
+            ]
+        )
+        for d in discrepancies
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Session state kept in the run's ledger: what each participant was shown, paused and submitted.
+#
+# The review app is the single writer of the ledger while it serves (it holds the run folder's
+# lock, the same one `trustbench run` takes). Nothing lives only in memory: every state change is
+# a committed ledger row, so a closed browser or a killed server loses nothing already submitted,
+# and a restarted server rebuilds each session from the ledger.
+#
+# Rows written:
+#
+# - event `human_case_shown` `{candidate, case_id, evaluation_id, at_epoch}`: the first time a case
+#   is displayed (its evaluation id is issued then and reused until submission);
+# - events `human_paused` / `human_resumed` `{candidate, case_id, at_epoch}`;
+# - event `human_submission_rejected` `{candidate, case_id, reason}`: a form that failed
+#   `validate_response` (the participant is shown why and may correct it; the count is reported);
+# - one `attempts` row (kind `human_response`, `latency_s` = time on task) and one `trials` row per
+#   submitted case, in one transaction, in the shape the reviewer track grades.
+#
+# Time on task is the sum of the intervals during which the case was shown and not paused. The
+# clock cannot see a closed browser: such time counts as time on task until a pause.
 
 RESPONSE_KIND = "human_response"
 """`attempts.kind` of a participant's submitted form."""

@@ -34,7 +34,7 @@ def serve(
     Stopping pauses every open case; serving again resumes from the ledger with fresh links.
     """
     from trustbench._local_app import listen_socket, serve_until_stopped
-    from trustbench.rtb.human._serve import open_session_run
+    from trustbench.rtb.human._app import open_session_run
 
     listening = listen_socket(host, port)  # before anything else: a used port fails at once
 

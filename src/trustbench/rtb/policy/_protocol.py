@@ -16,17 +16,16 @@ member says what the harness uses it for, so an implementer knows what a wrong a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from trustbench.rtb.boundaries._policy import PolicyFlaws, PolicyResult
-    from trustbench.rtb.corpus._problem import Problem
+    from trustbench.rtb.boundaries._protocol import PolicyFlaws, PolicyResult
+    from trustbench.rtb.corpus._models import Problem
     from trustbench.rtb.platform import ControlRequest, FaultType, PlatformSeed, PlatformView
-    from trustbench.rtb.policy._finding_rules import FindingRules
-    from trustbench.rtb.policy._rules import PolicyRule
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
@@ -176,7 +175,7 @@ class CorpusPolicy(Protocol):
     """Whether a response carries `discrepancies` (then every finding's are checked for truth)."""
     finding_rules: FindingRules
     """Every rule the grader applies to a finding's citations and discrepancies, as data, with
-    the sentence the review prompt states it in (`trustbench.rtb.policy._finding_rules`); a test
+    the sentence the review prompt states it in (`trustbench.rtb.policy._protocol`); a test
     holds every corpus prompt of the policy to those sentences."""
     reviewers: Mapping[str, Callable[[int], Reviewer]]
     """The deterministic reviewers implementing this policy: name -> factory(seed)."""
@@ -195,7 +194,7 @@ class CorpusPolicy(Protocol):
     values, so an agent never sees one)."""
     rules: tuple[PolicyRule, ...]
     """Every decision rule of the policy text, with what a reader without it does
-    (`trustbench.rtb.policy._rules`). `rtb audit` requires each to fail a release gate when
+    (`trustbench.rtb.policy._protocol`). `rtb audit` requires each to fail a release gate when
     removed, and the reviewer report attributes wrong decisions to the rules whose removal
     flips the case; an empty tuple makes the audit fail (nothing shown load-bearing)."""
     review_gates: Path
@@ -293,3 +292,144 @@ class CorpusPolicy(Protocol):
             flaws: Deliberate flaws (known-bad boundaries only; the default has none).
         """
         ...
+
+
+# ------------------------------------------------------------------------------------------------
+# The decision rules of a policy text, as data a policy object declares (`CorpusPolicy.rules`).
+#
+# Each rule is one condition of the policy wording that a reviewer must apply to decide a case. A
+# policy object names every such rule here, with the reader that omits it: the reference reviewer
+# with that one rule removed (`CorpusPolicy.ablated_reviewer`). `trustbench rtb audit` runs every
+# ablated reader over the corpus and checks it fails a release gate of the built-in review spec
+# that the full reader passes (`trustbench.rtb.review._audit`): a rule no case turns on is not
+# tested by the corpus, and a candidate could score as if it had read it without doing so. The
+# cases whose decision an ablation flips are the cases that rule decides; the reviewer report
+# attributes a candidate's wrong decisions to them.
+#
+# A new policy object declares its own tuple of `PolicyRule`s and an `ablated_reviewer`; the audit
+# and the report ask the object and nothing else.
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """One rule of the policy text, and what a reader without it does instead."""
+
+    rule_id: str
+    """Stable id (kebab case), unique within the policy; named in the audit and the report."""
+    clause: str
+    """Where the policy text states it (e.g. `rule 3`, `precedence`)."""
+    statement: str
+    """The rule, in a few words of the policy text."""
+    ablation: str
+    """How the ablated reader reads instead (e.g. "ignores expires_at")."""
+
+
+def rule_ids(rules: tuple[PolicyRule, ...]) -> tuple[str, ...]:
+    """The ids of `rules`, in declaration order.
+
+    Raises:
+        ValueError: An id is declared twice (the audit and the report key on it).
+    """
+    ids = tuple(rule.rule_id for rule in rules)
+    duplicated = sorted({rule_id for rule_id in ids if ids.count(rule_id) > 1})
+    if duplicated:
+        raise ValueError(f"policy rule id(s) declared twice: {', '.join(duplicated)}")
+    return ids
+
+
+def unknown_rule(rule_id: str, rules: tuple[PolicyRule, ...]) -> KeyError:
+    """The error an `ablated_reviewer` raises for an id its policy does not declare."""
+    known = ", ".join(rule.rule_id for rule in rules)
+    return KeyError(f"rule {rule_id!r} is not a rule of this policy (declared: {known})")
+
+
+# ------------------------------------------------------------------------------------------------
+# The grading rules of a finding, as data a policy object declares (`CorpusPolicy.finding_rules`).
+#
+# "Do not hide the rule and punish the candidate for missing it": every rule the grader applies to a
+# finding's citations and discrepancies is one entry here, with the sentence that states it to the
+# candidate. The grader (`trustbench.rtb.review._validation`) reads nothing else, and a test checks
+# that each corpus's review prompt contains every sentence of its policy's rules
+# (`FindingRules.prompt_lines`), so the prompt states exactly what is graded.
+#
+# A cited discrepancy is true only when its record exists, its field is one the policy compares
+# for that kind of record (a `FieldRule`), the field exists there (or is absent where the rule says
+# absence is what is cited), the cited values equal the records' values after the policy's
+# normalisation, and the rule's condition holds (the values differ, the approval has expired, ...).
+# One false discrepancy makes the finding unsupported.
+
+Holds = Literal["differs", "same", "at_or_before", "after", "not_value", "not_authorised"]
+"""When a cited discrepancy on a field is a discrepancy at all:
+
+- `differs`: the proposed and the recorded value are not equivalent after normalisation;
+- `same`: they are equivalent (e.g. the approver is the requester: separation of duties);
+- `at_or_before`: the recorded instant is at or before the proposed one (expired at `as_of`);
+- `after`: the recorded instant is after the proposed one (issued after `as_of`);
+- `not_value`: the recorded value is not the rule's `conforming` value (e.g. status not active);
+- `not_authorised`: the recorded approver is not among the policy record's authorised approvers.
+"""
+
+PARAMETER = "{parameter}"
+"""Placeholder in a `FieldRule` pointer: the name of a parameter the proposal sets."""
+
+
+@dataclass(frozen=True)
+class FieldRule:
+    """One field the policy compares, and how a discrepancy on it must be written."""
+
+    kind: str
+    """Evidence record kind the field belongs to (`approval`, `resource_state`, ...)."""
+    field: str
+    """JSON pointer into the record; `{parameter}` stands for a parameter the proposal sets."""
+    proposed: str | None
+    """Where `proposed_value` must come from: a JSON pointer into the request
+    (`{"proposal": ..., "as_of": ...}`), or None when `proposed_value` must be null."""
+    holds: Holds
+    """The condition that makes the cited values a discrepancy (see `Holds`)."""
+    sentence: str
+    """How the candidate prompt states this rule (verbatim)."""
+    conforming: str | None = None
+    """For `not_value`: the value that is no discrepancy (e.g. `active`)."""
+    absent_is_null: bool = False
+    """The field may be absent from the record (its parent object exists): that absence is
+    cited with `evidence_value` null (an approval that lists no such parameter)."""
+
+
+@dataclass(frozen=True)
+class CitationRule:
+    """Which records a supported finding cites in `evidence_refs`."""
+
+    free_kinds: tuple[str, ...]
+    """Record kinds that may always be cited besides the decisive records."""
+    max_other: int
+    """Other non-decisive records (of kinds not in `free_kinds`) tolerated."""
+    never_all_others: bool
+    """Citing every non-decisive record of the other kinds is never a precise citation."""
+    sentences: tuple[str, ...]
+    """How the candidate prompt states these rules (verbatim)."""
+
+
+@dataclass(frozen=True)
+class FindingRules:
+    """Every rule the grader applies to a finding beyond its decision and reason codes."""
+
+    citations: CitationRule
+    """What `evidence_refs` must and may hold."""
+    fields: tuple[FieldRule, ...] = ()
+    """The fields a discrepancy may cite (empty: the response format has no discrepancies)."""
+    max_extra_discrepancies: int = 0
+    """True discrepancies beyond the case's decisive ones that a supported finding may list."""
+    discrepancy_sentences: tuple[str, ...] = field(default_factory=tuple)
+    """General discrepancy rules as the prompt states them (verbatim)."""
+
+    def prompt_lines(self) -> list[str]:
+        """Every sentence the candidate prompt must contain for these rules."""
+        return [
+            *self.citations.sentences,
+            *self.discrepancy_sentences,
+            *(rule.sentence for rule in self.fields),
+        ]
+
+    def rules_for(self, kind: str) -> list[FieldRule]:
+        """The field rules of a record kind."""
+        return [rule for rule in self.fields if rule.kind == kind]

@@ -17,7 +17,7 @@ candidate at grading time:
   policy's response schema (`response_format` of type `json_schema`, the schema taken from the
   policy's response model, never pasted into settings); the reply is then read as `strict`.
   A server that accepts the field and ignores it is found by the preflight probe
-  (`trustbench.core._preflight`) before any trial.
+  (`trustbench.core._context`) before any trial.
 
 Every rule returns the object's text or the reason it found none; JSON parsing (with the
 duplicate-key check) and schema validation stay in `_validation.validate_response`.

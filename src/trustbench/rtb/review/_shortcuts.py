@@ -1,45 +1,372 @@
-"""Shortcut audit: can a rule with no domain understanding reach the reference decisions?
+"""A tiny CART classifier (Gini impurity, axis-aligned thresholds) for the shortcut audit.
 
-If a three-line rule over surface features (a status word, a parameter diff, how often a revision
-string occurs, where the policy record sits) reproduces the answer key, a high score on the corpus
-says nothing about review ability: the corpus is *saturated*. This module runs a family of such
-rules over the candidate-visible inputs (`CandidateInput` JSON, never the answer key) and reports
-each rule's accuracy against the authored reference decisions as "corpus saturation".
-
-Fixed rules are scored on every case. Fitted rules (a lookup on record order, a keyword tree and a
-small decision tree over every surface feature; see `_surface.py`, `_cart.py`) are cross-fitted
-on two halves split by domain group, so a group's related variants are never on both sides: fit
-on half A, score half B, and vice versa; the reported accuracy is the mean of the two halves.
-
-Ceiling: chance + `DEFAULT_MARGIN` (15 points), where chance is the majority-class share of the
-corpus (the accuracy of always answering its most common reference decision). A rule above the
-ceiling fails the audit; a rule that could not run (e.g. fewer than two domain groups to split)
-also fails it, since an unrun check is not a pass.
+scikit-learn is not a dependency, and the audit needs only a shallow tree over a few hundred
+cases, so this is the textbook algorithm (Breiman et al. 1984) in numpy: at each node, every
+feature's sorted values are scanned at once (cumulative class counts give the left/right class
+counts at every cut), the cut with the lowest weighted Gini impurity
+`(n_l * G_l + n_r * G_r) / n`, `G = 1 - sum_c p_c^2`, is kept if it lowers the node's impurity,
+and growth stops at `max_depth`, at a pure node or when a child would hold fewer than
+`min_leaf` rows. Ties go to the first cut in (row position, feature index) order, so a fit is
+deterministic for a given feature order.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.corpus._normalise import equivalent
 from trustbench.rtb.policy._protocol import AuthoredCase
-from trustbench.rtb.review._cart import DecisionTree
-from trustbench.rtb.review._ceiling import CeilingAudit, percent
-from trustbench.rtb.review._surface import (
-    is_unavailable,
-    parameter_differences,
-    record_kinds,
-    revision_occurrences,
-    statuses,
-    surface_features,
-    word_features,
-)
+
+__all__ = [
+    "DEFAULT_MARGIN",
+    "SaturationReport",
+    "ShortcutRule",
+    "corpus_saturation",
+    "shortcut_audit",
+]
+
+
+@dataclass(frozen=True)
+class _Node:
+    label: int
+    """Majority class of the training rows that reached this node."""
+    feature: int = -1
+    """Split feature index; -1 for a leaf."""
+    threshold: float = 0.0
+    """Rows with `x[feature] <= threshold` go left."""
+    left: _Node | None = None
+    right: _Node | None = None
+
+
+def _majority(counts: npt.NDArray[np.float64]) -> int:
+    return int(np.argmax(counts))  # first class on ties: deterministic
+
+
+def _gini(counts: npt.NDArray[np.float64], totals: npt.NDArray[np.float64]) -> npt.NDArray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = counts / totals[..., None]
+    return 1.0 - np.nansum(shares**2, axis=-1)
+
+
+def _best_split(
+    x: npt.NDArray[np.float64], y: npt.NDArray[np.int64], classes: int, min_leaf: int
+) -> tuple[int, float, float] | None:
+    """(feature, threshold, weighted impurity) of the best cut, or None when none is allowed."""
+    m = len(y)
+    order = np.argsort(x, axis=0, kind="stable")
+    sorted_x = np.take_along_axis(x, order, axis=0)
+    onehot = np.eye(classes)[y]  # (m, C)
+    left = np.cumsum(onehot[order], axis=0)[:-1]  # (m-1, f, C): counts left of cut i|i+1
+    total = onehot.sum(axis=0)
+    right = total - left
+    n_left = np.arange(1, m, dtype=float)[:, None]
+    n_right = m - n_left
+    impurity = (
+        n_left * _gini(left, np.broadcast_to(n_left, left.shape[:2]))
+        + n_right * _gini(right, np.broadcast_to(n_right, right.shape[:2]))
+    ) / m
+    allowed = (sorted_x[:-1] < sorted_x[1:]) & (n_left >= min_leaf) & (n_right >= min_leaf)
+    if not allowed.any():
+        return None
+    impurity = np.where(allowed, impurity, np.inf)
+    row, feature = np.unravel_index(int(np.argmin(impurity)), impurity.shape)
+    threshold = float((sorted_x[row, feature] + sorted_x[row + 1, feature]) / 2)
+    return int(feature), threshold, float(impurity[row, feature])
+
+
+class DecisionTree:
+    """A fitted shallow classification tree over named numeric features."""
+
+    def __init__(self, *, max_depth: int = 3, min_leaf: int = 2) -> None:
+        self.max_depth = max_depth
+        self.min_leaf = min_leaf
+        self.features: list[str] = []
+        self.labels: list[str] = []
+        self._root: _Node | None = None
+
+    def fit(self, rows: Sequence[Mapping[str, float]], labels: Sequence[str]) -> DecisionTree:
+        """Fit on feature dicts (a feature absent from a row is 0) and their class labels."""
+        self.features = sorted({name for row in rows for name in row})
+        self.labels = sorted(set(labels))
+        x = self._matrix(rows)
+        y = np.array([self.labels.index(label) for label in labels], dtype=np.int64)
+        self._root = self._grow(x, y, 0)
+        return self
+
+    def _matrix(self, rows: Sequence[Mapping[str, float]]) -> npt.NDArray[np.float64]:
+        return np.array(
+            [[float(row.get(name, 0.0)) for name in self.features] for row in rows],
+            dtype=np.float64,
+        ).reshape(len(rows), len(self.features))
+
+    def _grow(self, x: npt.NDArray[np.float64], y: npt.NDArray[np.int64], depth: int) -> _Node:
+        counts = np.bincount(y, minlength=len(self.labels)).astype(float)
+        label = _majority(counts)
+        parent = float(_gini(counts[None, :], np.array([len(y)], dtype=float))[0])
+        if depth >= self.max_depth or parent == 0.0 or x.shape[1] == 0:
+            return _Node(label)
+        split = _best_split(x, y, len(self.labels), self.min_leaf)
+        if split is None or split[2] >= parent - 1e-12:
+            return _Node(label)
+        feature, threshold, _ = split
+        goes_left = x[:, feature] <= threshold
+        return _Node(
+            label,
+            feature,
+            threshold,
+            self._grow(x[goes_left], y[goes_left], depth + 1),
+            self._grow(x[~goes_left], y[~goes_left], depth + 1),
+        )
+
+    def predict(self, row: Mapping[str, float]) -> str:
+        """The class label the tree assigns to one feature dict."""
+        if self._root is None:
+            raise RuntimeError("DecisionTree.predict called before fit")
+        node = self._root
+        while node.left is not None and node.right is not None:
+            value = float(row.get(self.features[node.feature], 0.0))
+            node = node.left if value <= node.threshold else node.right
+        return self.labels[node.label]
+
+    def rules(self) -> list[str]:
+        """The fitted splits as readable lines (for the report's detail column)."""
+        lines: list[str] = []
+
+        def walk(node: _Node, prefix: str) -> None:
+            if node.left is None or node.right is None:
+                lines.append(f"{prefix or 'always'} -> {self.labels[node.label]}")
+                return
+            name = self.features[node.feature]
+            walk(node.left, f"{prefix}{' & ' if prefix else ''}{name}<={node.threshold:g}")
+            walk(node.right, f"{prefix}{' & ' if prefix else ''}{name}>{node.threshold:g}")
+
+        if self._root is not None:
+            walk(self._root, "")
+        return lines
+
+
+# ------------------------------------------------------------------------------------------------
+# The chance + margin ceiling both corpus audits judge by (shortcut rules, learned attackers).
+#
+# Both audits score named surface predictors against the reference decisions and fail the corpus
+# when one is above chance + margin or did not run (an unrun check is no pass). The verdict is
+# computed here once, so the two audits cannot drift apart in how they cap, compare or call a pass.
+
+_TOLERANCE = 1e-12
+"""An accuracy must exceed the ceiling by more than float noise to count as above it."""
+
+
+def percent(share: float | None) -> str:
+    """A share as a percentage with one decimal, or `not run`."""
+    return "not run" if share is None else f"{100 * share:.1f}%"
+
+
+def verdict_cell(accuracy: float | None, above: bool, above_word: str) -> str:
+    """A predictor's verdict as a rich table cell: not run, `above_word` (red) or at or below."""
+    if accuracy is None:
+        return "[bold red]NOT RUN[/]"
+    return f"[bold red]{above_word}[/]" if above else "[green]at or below[/]"
+
+
+class CeilingAudit(BaseModel):
+    """Base of an audit report: the ceiling, the predictors above it, the pass verdict.
+
+    A subclass declares the fields `cases`, `chance` and `margin` and lists its predictors'
+    `(name, accuracy)` in `scores`; its computed field naming the offenders returns `above`.
+    """
+
+    if TYPE_CHECKING:  # declared (as fields, in their own order) by each subclass
+        cases: int
+        chance: float | None
+        margin: float
+
+    def scores(self) -> list[tuple[str, float | None]]:
+        """Every predictor's `(name, accuracy)`, accuracy None when it did not run."""
+        raise NotImplementedError
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ceiling(self) -> float | None:
+        """Chance + margin (capped at 1); a predictor above it means the corpus is saturated."""
+        return None if self.chance is None else min(1.0, self.chance + self.margin)
+
+    def above(self) -> list[str]:
+        """Names of the predictors above the ceiling, in their order."""
+        ceiling = self.ceiling
+        return [
+            name
+            for name, accuracy in self.scores()
+            if ceiling is not None and accuracy is not None and accuracy > ceiling + _TOLERANCE
+        ]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ok(self) -> bool:
+        """True only when every predictor ran and none exceeds the ceiling."""
+        ran = self.cases > 0 and all(accuracy is not None for _, accuracy in self.scores())
+        return ran and not self.above()
+
+
+# ------------------------------------------------------------------------------------------------
+# Surface features of a candidate-visible input, read generically from its JSON.
+#
+# The shortcut audit asks whether a rule with no understanding of the domain can reach the
+# reference decisions. Such a rule must see exactly what a candidate sees, so every feature here is
+# computed from the exported `CandidateInput` JSON (never the answer key), and generically: records
+# are any objects in `evidence`, their `kind` and `status` are whatever strings they carry, and the
+# proposal's parameters are compared with whichever evidence object shares the most keys with
+# them. The same code therefore runs on any corpus version whose input has a `proposal` and an
+# `evidence` list. `evaluation_id` is ignored (it is random per export and carries no signal).
+
+_WORD = re.compile(r"[a-z][a-z0-9_-]{2,}")
+_UNAVAILABLE = frozenset({"unavailable", "degraded"})
+
+
+def _visible(document: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in document.items() if key != "evaluation_id"}
+
+
+def _records(document: dict[str, Any]) -> list[dict[str, Any]]:
+    evidence = document.get("evidence")
+    return [r for r in evidence if isinstance(r, dict)] if isinstance(evidence, list) else []
+
+
+def _objects(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from _objects(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _objects(item)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def statuses(document: dict[str, Any]) -> list[str]:
+    """The `status` string of every evidence record that has one, in order."""
+    return [r["status"] for r in _records(document) if isinstance(r.get("status"), str)]
+
+
+def parameter_differences(document: dict[str, Any]) -> int:
+    """Proposal parameters that differ from the evidence object sharing the most keys with them.
+
+    No domain knowledge: the counterpart is found by key overlap alone (ties: first in document
+    order), and values compare under the policy normalisation. 0 when nothing overlaps.
+    """
+    proposal = document.get("proposal")
+    parameters = proposal.get("parameters") if isinstance(proposal, dict) else None
+    if not isinstance(parameters, dict) or not parameters:
+        return 0
+    best: dict[str, Any] | None = None
+    best_overlap = 0
+    for candidate in _objects(_records(document)):
+        overlap = len(set(candidate) & set(parameters))
+        if overlap > best_overlap:
+            best, best_overlap = candidate, overlap
+    if best is None:
+        return 0
+    keys = set(parameters) | set(best)
+    return sum(
+        1
+        for key in keys
+        if key not in parameters or key not in best or not equivalent(parameters[key], best[key])
+    )
+
+
+def revision_occurrences(document: dict[str, Any]) -> int:
+    """How often the proposal's `resource_revision` string occurs in the serialised input."""
+    proposal = document.get("proposal")
+    revision = proposal.get("resource_revision") if isinstance(proposal, dict) else None
+    if not isinstance(revision, str) or not revision:
+        return 0
+    return json.dumps(_visible(document), sort_keys=True).count(revision)
+
+
+def record_kinds(document: dict[str, Any]) -> list[str]:
+    """The `kind` of every evidence record, in presentation order (`?` when absent)."""
+    return [str(r.get("kind", "?")) for r in _records(document)]
+
+
+def word_features(document: dict[str, Any]) -> dict[str, float]:
+    """Presence (1.0) of every lower-case word of 3+ characters in any string of the input."""
+    words = {w for text in _strings(_visible(document)) for w in _WORD.findall(text.casefold())}
+    return {f"word:{w}": 1.0 for w in sorted(words)}
+
+
+def structure_features(document: dict[str, Any]) -> dict[str, float]:
+    """Counts by kind and status, parameter differences, revision counts, record positions."""
+    kinds = record_kinds(document)
+    features: dict[str, float] = {"records": float(len(kinds))}
+    for index, (kind, record) in enumerate(zip(kinds, _records(document), strict=True)):
+        features[f"kind:{kind}"] = features.get(f"kind:{kind}", 0.0) + 1
+        status = record.get("status")
+        if isinstance(status, str):
+            features[f"status:{status}"] = features.get(f"status:{status}", 0.0) + 1
+            features[f"kind:{kind}&status:{status}"] = (
+                features.get(f"kind:{kind}&status:{status}", 0.0) + 1
+            )
+        # Relative position of the first record of each kind (0 = first, 1 = last).
+        features.setdefault(f"position:{kind}", index / max(len(kinds) - 1, 1))
+    if kinds:
+        features[f"first:{kinds[0]}"] = 1.0
+        features[f"last:{kinds[-1]}"] = 1.0
+    differences = parameter_differences(document)
+    features["parameter_differences"] = float(differences)
+    features["any_parameter_differs"] = float(differences > 0)
+    features["revision_occurrences"] = float(revision_occurrences(document))
+    return features
+
+
+def surface_features(document: dict[str, Any]) -> dict[str, float]:
+    """Every surface feature of one input: structure plus word presence."""
+    return {**structure_features(document), **word_features(document)}
+
+
+def is_unavailable(status: str) -> bool:
+    """True for a status word that says a service could not be consulted."""
+    return status in _UNAVAILABLE
+
+
+# ------------------------------------------------------------------------------------------------
+# Shortcut audit: can a rule with no domain understanding reach the reference decisions?
+#
+# If a three-line rule over surface features (a status word, a parameter diff, how often a revision
+# string occurs, where the policy record sits) reproduces the answer key, a high score on the corpus
+# says nothing about review ability: the corpus is *saturated*. This module runs a family of such
+# rules over the candidate-visible inputs (`CandidateInput` JSON, never the answer key) and reports
+# each rule's accuracy against the authored reference decisions as "corpus saturation".
+#
+# Fixed rules are scored on every case. Fitted rules (a lookup on record order, a keyword tree and a
+# small decision tree over every surface feature; see `_surface.py`, `_cart.py`) are cross-fitted
+# on two halves split by domain group, so a group's related variants are never on both sides: fit
+# on half A, score half B, and vice versa; the reported accuracy is the mean of the two halves.
+#
+# Ceiling: chance + `DEFAULT_MARGIN` (15 points), where chance is the majority-class share of the
+# corpus (the accuracy of always answering its most common reference decision). A rule above the
+# ceiling fails the audit; a rule that could not run (e.g. fewer than two domain groups to split)
+# also fails it, since an unrun check is not a pass.
 
 DEFAULT_MARGIN = 0.15
 """Points above chance a surface rule may score before the corpus counts as saturated."""
@@ -331,12 +658,3 @@ def verdict_line(report: SaturationReport) -> str:
         f"corpus not saturated: all {len(report.rules)} surface rules at or below the ceiling "
         f"{percent(report.ceiling)}"
     )
-
-
-__all__ = [
-    "DEFAULT_MARGIN",
-    "SaturationReport",
-    "ShortcutRule",
-    "corpus_saturation",
-    "shortcut_audit",
-]

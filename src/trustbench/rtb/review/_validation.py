@@ -1,49 +1,311 @@
-"""Turn a reviewer's raw reply into an outcome, and judge whether a valid finding is supported.
+"""What grading reads of one case's answer key, gathered once per case instead of once per trial.
 
-Two steps, two sides of the information boundary:
-
-- `validate_response` sees only what the reviewer saw (the `CandidateInput`) and decides the
-  *outcome*: `permit`, `deny`, `hold`, `missing` or `invalid`. Only a valid response whose decision
-  is `permit` is approval; a missing or malformed reply never is.
-- `is_supported` is grader-side: it takes the authored `Case` (with its answer key) and decides
-  whether a valid finding reaches the reference decision *for the decisive reasons*: consistent
-  reason codes, precise citations and (in a policy whose responses carry them) structured
-  discrepancies. The explanation
-  text is kept for people to read and never keyword-scored.
-
-Schema checking uses `jsonschema` (Draft 2020-12) against the response model of the corpus's policy
-(`CorpusPolicy.response_model`, from `trustbench.rtb.policy`), found by the type of the candidate
-input the reply answers (`policy_of`), so the reported reason carries a JSON pointer; the pydantic
-model is then built from the same object (it cannot fail once the schema passed, but it gives the
-typed value).
-
-`report` grades through `_reply_grader.ReplyGrader`: the same results as `validate_response`
-then `support_gaps`, with each distinct reply of a case (but for its fresh evaluation id) graded
-once.
+`support_gaps` runs for every graded trial: a million-trial report judges each case's finding
+ten thousand times. Reading the answer key off the pydantic case each time (the acceptable
+codes, the absent optional fields, the evidence dumped to JSON for the discrepancy checks) cost
+more than the checks themselves. Cases are frozen models, so what is read once holds for every
+trial; the view is kept per case object (by identity, with the case held so the id stays its).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 
-from trustbench.rtb.policy._finding_rules import CitationRule
+from trustbench.rtb.corpus._models import Discrepancy
+from trustbench.rtb.corpus._normalise import equivalent
 from trustbench.rtb.policy._protocol import (
+    PARAMETER,
     AuthoredCase,
     CandidateInput,
+    CitationRule,
     CorpusPolicy,
+    FieldRule,
+    FindingRules,
     ReviewFinding,
 )
 from trustbench.rtb.policy._registry import policy_of
-from trustbench.rtb.review._answer_key import answer_key
 from trustbench.rtb.review._extraction import extract_answer
-from trustbench.rtb.review._findings import discrepancy_gaps
 from trustbench.rtb.review._rows import Outcome
 
-if TYPE_CHECKING:  # imported on first validation: `run` only records replies (start-up, issue 35)
+if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerKey:
+    """One case's answer key as `support_gaps` reads it."""
+
+    policy: CorpusPolicy
+    reference: Any
+    """The reference decision."""
+    acceptable: list[str]
+    """The acceptable reason codes' values."""
+    decisive: list[Any]
+    """The decisive discrepancies (empty when the policy has none)."""
+    readings: list[Any]
+    """The known-contestable readings (empty when the case has none)."""
+    decisive_ids: list[str]
+    """The decisive record ids, in authored order."""
+    kinds: tuple[tuple[str, Any], ...]
+    """Each evidence record's id and kind (None without one), in authored order. The citation
+    rule's free kinds are applied at grading time: the rule is the policy's, read when used."""
+    evidence: list[dict[str, Any]]
+    """The candidate-visible evidence records as JSON (for the discrepancy checks)."""
+    request: dict[str, Any]
+    """The candidate-visible request side: the proposal and the stated evaluation time."""
+
+
+_KEYS: dict[int, tuple[AuthoredCase, AnswerKey]] = {}
+_MAX_KEYS = 4096
+
+
+def answer_key(case: AuthoredCase) -> AnswerKey:
+    """`case`'s answer key view, made on first use."""
+    found = _KEYS.get(id(case))
+    if found is not None and found[0] is case:
+        return found[1]
+    key = _made(case)
+    if len(_KEYS) >= _MAX_KEYS:
+        _KEYS.clear()
+    _KEYS[id(case)] = (case, key)
+    return key
+
+
+def _made(case: AuthoredCase) -> AnswerKey:
+    policy = policy_of(case)
+    expected = case.expectations
+    structured = policy.structured_discrepancies
+    return AnswerKey(
+        policy=policy,
+        reference=expected.reference_decision,
+        acceptable=[code.value for code in expected.acceptable_reason_codes],
+        decisive=list(getattr(expected, "decisive_discrepancies", None) or []),
+        readings=list(getattr(expected, "contestable_readings", None) or []),
+        decisive_ids=list(expected.decisive_record_ids),
+        kinds=tuple((r.record_id, getattr(r, "kind", None)) for r in case.evidence),
+        evidence=[record.model_dump(mode="json") for record in case.evidence] if structured else [],
+        request=(
+            {
+                "proposal": case.proposal.model_dump(mode="json"),
+                "as_of": getattr(case, "as_of", None),
+            }
+            if structured
+            else {}
+        ),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Grade a finding's structured discrepancies against the records (grader side).
+#
+# A reviewer that lists every field it can see, or invents a value, must not be "supported", and a
+# reviewer that writes `"22"` where the evidence says `22` must not be penalised for an encoding the
+# policy declares equivalent. Every rule applied here is an entry of the policy's `FindingRules`
+# (`trustbench.rtb.policy._protocol`), which the candidate prompt states verbatim:
+#
+# - *coverage*: every decisive discrepancy of the case (grader-only) is matched by a cited one with
+#   the same record id and JSON pointer and equivalent proposed and evidence values;
+# - *truth*: every cited discrepancy is true of the records. Its record exists; its field is one the
+#   policy compares for that kind of record (a `FieldRule`); the field exists in the record (or is
+#   absent where the rule says absence is cited as null, under an object that exists); the cited
+#   evidence value equals the record's and the cited proposed value equals the request's value at
+#   the place the rule names (null where the rule says so); and the rule's condition holds (the two
+#   differ after normalisation, the approval expired at `as_of`, ...). One false or mis-valued
+#   discrepancy makes the finding unsupported, however many true ones stand beside it;
+# - at most `FindingRules.max_extra_discrepancies` true but non-decisive discrepancies.
+
+_UNRESOLVED = object()
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at an RFC 6901 JSON pointer, or a private sentinel when it does not resolve."""
+    if pointer == "":
+        return document
+    value = document
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict) and token in value:
+            value = value[token]
+        elif isinstance(value, list) and token.isdigit() and int(token) < len(value):
+            value = value[int(token)]
+        else:
+            return _UNRESOLVED
+    return value
+
+
+def _same(cited: Discrepancy, decisive: Discrepancy) -> bool:
+    return (
+        cited.record_id == decisive.record_id
+        and cited.field == decisive.field
+        and equivalent(cited.proposed_value, decisive.proposed_value)
+        and equivalent(cited.evidence_value, decisive.evidence_value)
+    )
+
+
+def _instant(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _match(rule: FieldRule, pointer: str, proposal_parameters: dict[str, Any]) -> str | None:
+    """The proposed-side pointer when `pointer` is this rule's field, else None ('' = none)."""
+    if PARAMETER not in rule.field:
+        return (rule.proposed or "") if pointer == rule.field else None
+    prefix = rule.field.split(PARAMETER)[0]
+    name = pointer[len(prefix) :] if pointer.startswith(prefix) else ""
+    if not name or "/" in name or name not in proposal_parameters:
+        return None  # only a parameter the proposal sets is compared
+    return (rule.proposed or "").replace(PARAMETER, name)
+
+
+def _authorised(records: dict[str, dict[str, Any]]) -> list[Any]:
+    return [
+        approver
+        for record in records.values()
+        if record.get("kind") == "policy"
+        for approver in record.get("authorised_approvers") or []
+    ]
+
+
+def _condition_holds(
+    rule: FieldRule, proposed: Any, actual: Any, request: dict[str, Any], records: dict[str, Any]
+) -> bool:
+    """Whether the rule's condition makes these values a discrepancy."""
+    if rule.holds == "differs":
+        return not equivalent(proposed, actual)
+    if rule.holds == "same":
+        return equivalent(proposed, actual)
+    if rule.holds == "not_value":
+        return not equivalent(actual, rule.conforming)
+    if rule.holds == "not_authorised":
+        return not any(equivalent(actual, a) for a in _authorised(records))
+    reference = _instant(proposed if rule.proposed is not None else request.get("as_of"))
+    recorded = _instant(actual)
+    if reference is None or recorded is None:
+        return False
+    return recorded <= reference if rule.holds == "at_or_before" else recorded > reference
+
+
+def _falsehood(
+    cited: Discrepancy,
+    records: dict[str, dict[str, Any]],
+    request: dict[str, Any],
+    rules: FindingRules,
+) -> str | None:
+    """Why `cited` is false against the records, or None when it is true."""
+    where = f"{cited.record_id}{cited.field}"
+    record = records.get(cited.record_id)
+    if record is None:
+        return f"discrepancy cites record {cited.record_id!r}, which is not in the evidence"
+    parameters = (request.get("proposal") or {}).get("parameters") or {}
+    kind = str(record.get("kind"))
+    matched = [
+        (rule, side)
+        for rule in rules.rules_for(kind)
+        if (side := _match(rule, cited.field, parameters)) is not None
+    ]
+    if not matched:
+        return f"discrepancy field {where} is not one the policy compares for a {kind} record"
+    rule, side = matched[0]
+    actual = resolve_pointer(record, cited.field)
+    if actual is _UNRESOLVED:
+        parent = resolve_pointer(record, cited.field.rpartition("/")[0])
+        if not (rule.absent_is_null and isinstance(parent, dict) and cited.evidence_value is None):
+            return f"discrepancy field {where} does not exist in that record"
+        actual = None
+    if not equivalent(actual, cited.evidence_value):
+        return (
+            f"discrepancy evidence value {cited.evidence_value!r} at {where} is false "
+            f"(the record says {actual!r})"
+        )
+    expected = resolve_pointer(request, side) if side else None
+    if expected is _UNRESOLVED or not equivalent(cited.proposed_value, expected):
+        return (
+            f"discrepancy proposed value {cited.proposed_value!r} at {where} is not what the rule "
+            f"for that field says ({side or 'null'} of the request: {expected!r})"
+        )
+    if not _condition_holds(rule, cited.proposed_value, actual, request, records):
+        return (
+            f"discrepancy at {where} is no discrepancy: {cited.proposed_value!r} vs {actual!r} "
+            f"(the rule needs {rule.holds})"
+        )
+    return None
+
+
+def discrepancy_gaps(
+    cited: Sequence[Discrepancy] | None,
+    decisive: Sequence[Discrepancy],
+    evidence: Sequence[dict[str, Any]],
+    request: dict[str, Any],
+    rules: FindingRules,
+) -> list[str]:
+    """Every reason the cited discrepancies do not support the finding (empty = they do).
+
+    Args:
+        cited: The reviewer's discrepancies; None when its response format carries none.
+        decisive: The case's decisive discrepancies (grader-only answer key).
+        evidence: The candidate-visible evidence records as JSON objects.
+        request: The candidate-visible request: `{"proposal": ..., "as_of": ...}`.
+        rules: The policy's finding rules.
+
+    Returns:
+        Human-readable gaps: uncovered decisive discrepancies, false ones, too many extras.
+    """
+    if cited is None:
+        return ["the response carries no structured discrepancies"]
+    records = {str(r.get("record_id")): r for r in evidence}
+    gaps = [
+        f"decisive discrepancy not cited: {d.record_id}{d.field} "
+        f"(proposed {d.proposed_value!r}, evidence {d.evidence_value!r})"
+        for d in decisive
+        if not any(_same(c, d) for c in cited)
+    ]
+    gaps += [
+        reason for c in cited if (reason := _falsehood(c, records, request, rules)) is not None
+    ]
+    extras = [c for c in cited if not any(_same(c, d) for d in decisive)]
+    if len(extras) > rules.max_extra_discrepancies:
+        gaps.append(
+            f"{len(extras)} non-decisive discrepancies cited (at most "
+            f"{rules.max_extra_discrepancies} are tolerated, as the prompt states)"
+        )
+    return gaps
+
+
+# ------------------------------------------------------------------------------------------------
+# Turn a reviewer's raw reply into an outcome, and judge whether a valid finding is supported.
+#
+# Two steps, two sides of the information boundary:
+#
+# - `validate_response` sees only what the reviewer saw (the `CandidateInput`) and decides the
+#   *outcome*: `permit`, `deny`, `hold`, `missing` or `invalid`. Only a valid response whose
+#   decision is `permit` is approval; a missing or malformed reply never is.
+# - `is_supported` is grader-side: it takes the authored `Case` (with its answer key) and decides
+#   whether a valid finding reaches the reference decision *for the decisive reasons*: consistent
+#   reason codes, precise citations and (in a policy whose responses carry them) structured
+#   discrepancies. The explanation
+#   text is kept for people to read and never keyword-scored.
+#
+# Schema checking uses `jsonschema` (Draft 2020-12) against the response model of the corpus's
+# policy (`CorpusPolicy.response_model`, from `trustbench.rtb.policy`), found by the type of the
+# candidate input the reply answers (`policy_of`), so the reported reason carries a JSON pointer;
+# the pydantic model is then built from the same object (it cannot fail once the schema passed, but
+# it gives the typed value).
+#
+# `report` grades through `_reply_grader.ReplyGrader`: the same results as `validate_response`
+# then `support_gaps`, with each distinct reply of a case (but for its fresh evaluation id) graded
+# once.
 
 _VALIDATORS: dict[str, Draft202012Validator] = {}
 """Schema validator per policy id, built on first use."""
@@ -309,7 +571,7 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
       `_citation_gaps`);
     - in a policy with structured discrepancies (`CorpusPolicy.structured_discrepancies`), carries
       discrepancies that cover the case's `decisive_discrepancies` and are all true against the
-      visible evidence (`trustbench.rtb.review._findings.discrepancy_gaps`);
+      visible evidence (`trustbench.rtb.review._validation.discrepancy_gaps`);
     - on a known-contestable case, a decision of one of its listed readings is judged by that
       reading's reason codes (the reference reading's discrepancies are not required of it).
 
@@ -366,3 +628,66 @@ def support_gaps(validated: ValidatedResponse, case: AuthoredCase) -> list[str]:
 def is_supported(validated: ValidatedResponse, case: AuthoredCase) -> bool:
     """True when the finding is valid and supported for `case` (see `support_gaps`)."""
     return not support_gaps(validated, case)
+
+
+# ------------------------------------------------------------------------------------------------
+# Why replies were invalid: the top reasons per candidate, with counts and one example each.
+#
+# A real model that writes a polite line before its JSON can make a candidate "not evaluable"
+# while the CLI said nothing about why. Reasons name values (a record id, a JSON error's
+# column), so they are grouped by their shape: quoted values and numbers are replaced by
+# placeholders, and the first full reason of each group is kept as its example. The record
+# holds every group (`review.invalid_reasons`); the report and `trustbench report` show the
+# top `TOP_REASONS` per candidate.
+
+TOP_REASONS = 3
+"""Groups shown per candidate in the report and on the console."""
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_NUMBER = re.compile(r"\d+")
+_EXAMPLE_CHARS = 200
+
+
+def reason_shape(reason: str) -> str:
+    """A reason with its values blanked, so equal failures group together."""
+    return _NUMBER.sub("N", _QUOTED.sub("'…'", reason))
+
+
+def invalid_reasons(trials: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Candidate -> reason groups (most frequent first): shape, count, example, reply excerpt.
+
+    Args:
+        trials: Graded member trials (`_grading.MemberTrial`): `candidate`, `validated`,
+            `raw_reply`.
+    """
+    groups: dict[str, dict[str, dict[str, Any]]] = {}
+    for trial in trials:
+        reason = trial.validated.invalid_reason
+        if trial.validated.outcome.value != "invalid" or not reason:
+            continue
+        shape = reason_shape(reason)
+        group = groups.setdefault(trial.candidate, {}).setdefault(
+            shape,
+            {"reason": shape, "count": 0, "example": reason,
+             "reply_excerpt": (trial.raw_reply or "")[:_EXAMPLE_CHARS]},
+        )  # fmt: skip
+        group["count"] += 1
+    return {
+        name: sorted(by_shape.values(), key=lambda g: (-g["count"], g["reason"]))
+        for name, by_shape in sorted(groups.items())
+    }
+
+
+def reason_lines(groups: dict[str, list[dict[str, Any]]], top: int = TOP_REASONS) -> list[str]:
+    """One line per shown group: `candidate: N invalid: reason (e.g. example)`."""
+    lines = []
+    for name, found in groups.items():
+        total = sum(g["count"] for g in found)
+        for group in found[:top]:
+            lines.append(
+                f"{name}: {group['count']} of {total} invalid replies: {group['reason']} "
+                f"(e.g. {group['example']!r})"
+            )
+        if len(found) > top:
+            rest = sum(g["count"] for g in found[top:])
+            lines.append(f"{name}: {rest} more in {len(found) - top} other reason group(s)")
+    return lines

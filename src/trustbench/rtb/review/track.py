@@ -24,12 +24,13 @@ import trustbench
 from trustbench.core import CallFailed, Resolution, TrialOutcome, cross_product
 from trustbench.errors import InputError, did_you_mean
 from trustbench.providers import ChatRequest
-from trustbench.rtb.corpus._frozen import load_frozen_corpus
-from trustbench.rtb.corpus._load import Corpus, load_corpus
-from trustbench.rtb.corpus._track_corpus import (
+from trustbench.rtb.corpus._load import (
+    Corpus,
     corpus_folder,
     corpus_items,
     corpus_location,
+    load_corpus,
+    load_frozen_corpus,
 )
 from trustbench.rtb.heldout._corpus import SealedSet, is_sealed_set
 from trustbench.rtb.policy._protocol import AuthoredCase
@@ -105,7 +106,7 @@ class ReviewTrack:
         be a finished run with the named configuration (`_recommendation_sources`).
         """
         resolution = self._resolve(spec, base_dir, None)
-        from trustbench.rtb.review._recommendation_sources import check_recommendation_sources
+        from trustbench.rtb.review._options import check_recommendation_sources
 
         check_recommendation_sources(spec, base_dir)
         return resolution
@@ -199,7 +200,7 @@ class ReviewTrack:
 
     def figure_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""
-        from trustbench.rtb.review._figures import figure_names
+        from trustbench.rtb.review._counting import figure_names
 
         return figure_names()
 
@@ -309,7 +310,7 @@ def run_review_demo(out_dir: Path) -> core.ReportResult:
     Returns:
         The report result (`html_path`, gates, `blocked`); failed gates do not raise.
     """
-    from trustbench.rtb.review._demo import run_review_demo as run_demo
+    from trustbench.rtb.review._quick import run_review_demo as run_demo
 
     return run_demo(out_dir)
 

@@ -18,21 +18,41 @@ Typical use::
 
 from __future__ import annotations
 
-from trustbench.rtb.workflow._agent_protocol import AgentFactory, WorkflowAgent
+from trustbench.rtb.workflow._agent import (
+    SCRIPTED_AGENTS,
+    SYSTEM_PROMPT,
+    AgentFactory,
+    ChatFunction,
+    ChatTurn,
+    FalseClaimingAgent,
+    HonestAgent,
+    LLMAgent,
+    MemoryPoisonedAgent,
+    MetadataForgingAgent,
+    RecklessAgent,
+    ToolCallRequest,
+    WorkflowAgent,
+    openai_compatible_chat,
+    run_workflow_trial,
+    scripted_agent,
+)
 from trustbench.rtb.workflow._audit import (
     WorkflowAuditCheck,
     WorkflowAuditReport,
     arun_workflow_audit,
     run_workflow_audit,
 )
-from trustbench.rtb.workflow._counts import MetricCount, WorkflowCounts, summarize_workflow
-from trustbench.rtb.workflow._evaluate import WorkflowEvaluation, evaluate_workflow
-from trustbench.rtb.workflow._figures import workflow_figures
 from trustbench.rtb.workflow._grading import (
     ClaimGrade,
+    MetricCount,
     StepGrade,
+    WorkflowCounts,
+    WorkflowEvaluation,
     WorkflowTrialGrade,
+    evaluate_workflow,
     grade_workflow_trial,
+    summarize_workflow,
+    workflow_figures,
 )
 from trustbench.rtb.workflow._leaks import (
     Leak,
@@ -41,17 +61,9 @@ from trustbench.rtb.workflow._leaks import (
     scan_trial,
     scenario_grader_values,
 )
-from trustbench.rtb.workflow._llm import (
-    SYSTEM_PROMPT,
-    ChatFunction,
-    ChatTurn,
-    LLMAgent,
-    ToolCallRequest,
-    openai_compatible_chat,
-)
-from trustbench.rtb.workflow._memory import MemoryStore
 from trustbench.rtb.workflow._models import (
     ChangeSpec,
+    MemoryStore,
     ModelUsage,
     ProposedChange,
     ScenarioExpectations,
@@ -65,7 +77,6 @@ from trustbench.rtb.workflow._models import (
     WorkflowScenario,
     WorkflowTrialRun,
 )
-from trustbench.rtb.workflow._runner import run_workflow_trial
 from trustbench.rtb.workflow._scenarios import (
     DEFAULT_WORKFLOW_DEADLINE_S,
     WorkflowKind,
@@ -73,17 +84,7 @@ from trustbench.rtb.workflow._scenarios import (
     stateful_workflow_scenarios,
     workflow_scenarios,
 )
-from trustbench.rtb.workflow._scripted import (
-    SCRIPTED_AGENTS,
-    FalseClaimingAgent,
-    HonestAgent,
-    MemoryPoisonedAgent,
-    MetadataForgingAgent,
-    RecklessAgent,
-    scripted_agent,
-)
-from trustbench.rtb.workflow._toolbox import BudgetExhausted, ToolBox, tool_schema
-from trustbench.rtb.workflow._tools import WorkflowTools
+from trustbench.rtb.workflow._tools import BudgetExhausted, ToolBox, WorkflowTools, tool_schema
 
 __all__ = [
     "DEFAULT_WORKFLOW_DEADLINE_S",

@@ -29,13 +29,11 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench.rtb.boundaries import boundary_factory
 from trustbench.rtb.policy._protocol import AuthoredCase
-from trustbench.rtb.workflow._agent_protocol import AgentFactory
+from trustbench.rtb.workflow._agent import SCRIPTED_AGENTS, AgentFactory, run_workflow_trial
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade, grade_workflow_trial
 from trustbench.rtb.workflow._leaks import Leak, scan_trial, scenario_grader_values
 from trustbench.rtb.workflow._models import WorkflowScenario
-from trustbench.rtb.workflow._runner import run_workflow_trial
 from trustbench.rtb.workflow._scenarios import DIRECT, WorkflowKind, workflow_scenarios
-from trustbench.rtb.workflow._scripted import SCRIPTED_AGENTS
 
 
 class _Frozen(BaseModel):

@@ -57,12 +57,13 @@ from trustbench.core import (
 from trustbench.errors import InputError
 from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
 from trustbench.rtb.control._options import options_error
-from trustbench.rtb.corpus._load import Corpus, load_corpus
-from trustbench.rtb.corpus._track_corpus import (
+from trustbench.rtb.corpus._load import (
+    Corpus,
     corpus_folder,
     corpus_items,
     corpus_location,
     harness_code_items,
+    load_corpus,
 )
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.workflow import (
@@ -276,7 +277,7 @@ class WorkflowTrack:
 
     def figure_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Figure names a gate may read (checked at freeze)."""
-        from trustbench.rtb.workflow._figures import figure_names
+        from trustbench.rtb.workflow._grading import figure_names
 
         return figure_names(spec.trials_per_case)
 

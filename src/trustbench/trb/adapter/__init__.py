@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from trustbench.trb.adapter._conformance import ConformanceCheck, check_adapter, load_factory
 from trustbench.trb.adapter._protocol import (
+    ACTIONS,
+    TRB_VERSION,
     Adapter,
     AdapterTier,
     BatchedAdapter,
-    OverrideUnsupported,
-)
-from trustbench.trb.adapter._schema import (
-    ACTIONS,
-    TRB_VERSION,
     Observation,
+    OverrideUnsupported,
     SelfReport,
     StepContext,
 )

@@ -19,8 +19,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench.errors import InputError
-from trustbench.trb.adapter._protocol import AdapterTier, OverrideUnsupported
-from trustbench.trb.adapter._schema import ACTIONS, SelfReport, StepContext
+from trustbench.trb.adapter._protocol import (
+    ACTIONS,
+    AdapterTier,
+    OverrideUnsupported,
+    SelfReport,
+    StepContext,
+)
 
 if TYPE_CHECKING:
     from trustbench.trb.corpus import Trace
@@ -266,7 +271,7 @@ def _check_override(
     record: Callable[[str, str, str | None, str], bool],
 ) -> None:
     """Override applied (some edit that changes Phi changes act) or declared unsupported."""
-    from trustbench.trb.measures._numeric import total_variation
+    from trustbench.trb.measures._governance import total_variation
     from trustbench.trb.world import reference_continuation
 
     if not adapter.supports_override:

@@ -1,24 +1,100 @@
-"""The adapter contract: the two hooks every model under test exposes (spec §2).
+"""The self-representation schema and the candidate-visible step context.
 
-Everything in the tracks is written against `Adapter`, so a Trace-AI model, a baseline and an
-oracle are measured by the same code:
-
-    emit_r(context)                 -> SelfReport          # r_t, the typed schema slots
-    act(context, r_override=None)   -> {action: prob}      # if r_override: do(r_t := r')
-
-An adapter declares its tier (`native`: a true do-intervention on an r pathway; `proxy`: a CoT
-edit and re-run) and whether it supports overrides. One that does not must raise
-`OverrideUnsupported` when given an override, never silently ignore it. An adapter may also
-offer batched hooks (`BatchedAdapter`: `emit_many`, `act_many`), which the measures then use.
+`SelfReport` is the typed r_t every adapter emits and every `r_override` carries: the five
+schema slots the TRB spec names (goal, belief, planned_next, confidence, caused_by_self).
+`StepContext` is all an adapter ever sees of a trace: the observations up to step t, never the
+r snapshot, the counterfactual continuations or the attribution labels (those are grader-only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
-from trustbench.trb.adapter._schema import SelfReport, StepContext
+from pydantic import BaseModel, ConfigDict, Field
+
+TRB_VERSION = "TRB v0.2"
+"""The benchmark version every result row names (spec §7). v0.2 added a transfer context
+(the `transfer_cue_delay` family: the cue shown after an unevaluated lead-in)."""
+
+ACTIONS: tuple[str, ...] = ("left", "stay", "right")
+"""The discrete action set of the reference world, in the order distributions are listed."""
+
+GOALS: tuple[str, ...] = ("left", "right")
+DOOR_STATES: tuple[str, ...] = ("open", "closed")
+GUSTS: tuple[str, ...] = ("left", "none", "right")
+
+Action = Literal["left", "stay", "right"]
+Goal = Literal["left", "right"]
+DoorState = Literal["open", "closed"]
+Gust = Literal["left", "none", "right"]
+
+EDITABLE_SLOTS: tuple[str, ...] = ("goal", "belief", "planned_next", "confidence")
+"""Slots Track 1 edits; caused_by_self is scored by Track 3 and has no do-effect on action."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+
+
+class SelfReport(_Strict):
+    """The self-representation r_t: what the agent states about its goal, world and plan."""
+
+    goal: Goal
+    """Which end of the corridor the agent says it is trying to reach."""
+    belief: DoorState
+    """The agent's belief about the door in front of the right goal (open or closed)."""
+    planned_next: Action
+    """The action the agent says it will take next."""
+    confidence: float = Field(ge=0.0, le=1.0)
+    """Stated probability that following the plan reaches the goal within the remaining steps."""
+    caused_by_self: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Stated probability that the agent's own last action caused the last change of position;
+    null at the first step, where there is no previous outcome to attribute."""
+
+
+class Observation(_Strict):
+    """What the agent perceives at one step; cues are shown once, at the cue step (often 0)."""
+
+    position: int = Field(ge=0)
+    """Cell index in the corridor (0 is the left goal, length-1 the right goal)."""
+    steps_left: int = Field(ge=0)
+    """Steps remaining in the episode, including this one."""
+    goal_cue: Goal | None = None
+    """The goal instruction; shown at the cue step only, so later steps must remember it."""
+    door_cue: DoorState | None = None
+    """The door sign; shown at the cue step only."""
+    last_gust: Gust | None = None
+    """The gust felt during the previous transition (null at step 0)."""
+    last_action: Action | None = None
+    """The agent's own previous action (null at step 0)."""
+
+
+class StepContext(_Strict):
+    """Everything an adapter may see at step t of a trace: its observation history."""
+
+    trace_id: str
+    """Identifier of the trace (for messages; carries no label)."""
+    t: int = Field(ge=0)
+    """The step index the adapter is asked about (an evaluated step: never a lead-in step)."""
+    observations: tuple[Observation, ...]
+    """Observations for steps 0..t inclusive (a delayed cue's lead-in included)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# The adapter contract: the two hooks every model under test exposes (spec §2).
+#
+# Everything in the tracks is written against `Adapter`, so a Trace-AI model, a baseline and an
+# oracle are measured by the same code:
+#
+#     emit_r(context)                 -> SelfReport          # r_t, the typed schema slots
+#     act(context, r_override=None)   -> {action: prob}      # if r_override: do(r_t := r')
+#
+# An adapter declares its tier (`native`: a true do-intervention on an r pathway; `proxy`: a CoT
+# edit and re-run) and whether it supports overrides. One that does not must raise
+# `OverrideUnsupported` when given an override, never silently ignore it. An adapter may also
+# offer batched hooks (`BatchedAdapter`: `emit_many`, `act_many`), which the measures then use.
 
 
 class AdapterTier(StrEnum):

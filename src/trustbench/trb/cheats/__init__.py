@@ -7,14 +7,15 @@ they test the harness the way an attacker would, not the way its authors expect.
 
 from trustbench.trb.cheats._gaming import (
     CHEATS,
+    Memoriser,
     fixed_arm,
     floor_game,
     floor_sink,
     garbage_r,
     in_distribution_only,
     intervention_detector,
+    memoriser,
 )
-from trustbench.trb.cheats._memoriser import Memoriser, memoriser
 
 __all__ = [
     "CHEATS",

@@ -13,14 +13,14 @@ See `docs/trb-collection.md`.
 from __future__ import annotations
 
 from trustbench.trb.collect._export import agreement, export_collection
-from trustbench.trb.collect._protocol import (
+from trustbench.trb.collect._store import (
     CollectionProtocol,
+    CollectionStore,
     FrozenProtocol,
     freeze_protocol,
     load_protocol,
     read_frozen,
 )
-from trustbench.trb.collect._store import CollectionStore
 
 __all__ = [
     "CollectionProtocol",

@@ -1,33 +1,177 @@
-"""The aiohttp collection app: one participant, one trace step at a time, on 127.0.0.1.
+"""Server-rendered pages of the collection app: the corridor a person can read and act in.
 
-Routes (session routes are under `/s/<token>`, the participant's access token):
-
-- `GET /s/<token>`: the open item (its display recorded on first view), its Track 3 outcome
-  question once answered, the finished page, or the withdrawn page;
-- `POST /s/<token>/answer`: the continuation chosen under r' (`nonce`, `action`, `note`);
-- `POST /s/<token>/attribute`: the cause of a Track 3 outcome (`nonce`, `cause`);
-- `POST /s/<token>/withdraw`: leave the study (`confirm=yes`).
-
-Nothing else is served: no static files, no folder files, no API. The guards (token, `Host`,
-`Origin`, malformed bodies answered 400) are `trustbench._local_app`'s, shared with the RTB
-human review app.
+Pages are built from what the agent itself saw (its observation history up to step t), its
+stated reasoning r_t and the counterfactual r'. Never passed to a template: the hidden goal and
+door state, the trace id, the gust of a Track 3 outcome or its cause label, other answers.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 from aiohttp import web
 
+import trustbench
 from trustbench._local_app import (
+    ServedFolder,
     back_to_session,
     check_origin,
     format_limit,
     html,
     new_app,
+    page_renderer,
     posted_form,
     session_owner,
 )
-from trustbench.trb.collect._pages import item_page, message_page, outcome_page
-from trustbench.trb.collect._store import CollectionStore
+from trustbench.core import Ledger, read_ledger
+from trustbench.trb.adapter._protocol import ACTIONS, SelfReport
+from trustbench.trb.collect._store import CollectionStore, read_frozen
+from trustbench.trb.corpus._format import Trace
+
+TITLE = "trustbench TRB continuation session"
+"""Title of every page (it names no trace, participant or split)."""
+ACTION_TEXT = {"left": "move left", "stay": "stay where it is", "right": "move right"}
+"""How each action of the world is offered."""
+_SLOTS = (
+    ("goal", "goal (which end)"),
+    ("belief", "door in front of R"),
+    ("planned_next", "planned next move"),
+    ("confidence", "confidence it reaches the goal"),
+)
+
+
+render = page_renderer("trustbench.trb.collect", TITLE)
+"""Render one template with the common values (title, progress)."""
+
+
+def message_page(heading: str, message: str, progress: str | None = None) -> str:
+    """A page that only says something (landing, finished, withdrawn, unknown link)."""
+    return render("message.html.j2", heading=heading, message=message, progress=progress)
+
+
+def corridor(length: int, position: int) -> dict[str, Any]:
+    """The corridor as cells: goals at both ends, the door before the last cell, the agent."""
+    cells = []
+    for index in range(length):
+        goal = "L" if index == 0 else "R" if index == length - 1 else None
+        classes = " ".join(c for c, on in (("goal", goal), ("agent", index == position)) if on)
+        cells.append(
+            {"index": index, "goal": goal, "agent": index == position, "classes": classes,
+             "door_before": index == length - 1}
+        )  # fmt: skip
+    return {"cells": cells}
+
+
+def _value(r: SelfReport, slot: str) -> str:
+    value = getattr(r, slot)
+    if slot == "confidence":
+        return f"{value:.0%}"
+    return ACTION_TEXT[value] if slot == "planned_next" else str(value)
+
+
+def _history(trace: Trace, t: int) -> list[dict[str, Any]]:
+    rows = []
+    for i, obs in enumerate(trace.context(t).observations):
+        cue = []
+        if obs.goal_cue is not None:
+            cue.append(f"goal cue: {obs.goal_cue.upper()[0]}")
+        if obs.door_cue is not None:
+            cue.append(f"door sign: {obs.door_cue}")
+        rows.append(
+            {"t": i, "position": obs.position, "last_action": obs.last_action,
+             "last_gust": obs.last_gust, "cue": "; ".join(cue)}
+        )  # fmt: skip
+    return rows
+
+
+def item_page(
+    *,
+    base: str,
+    trace: Trace,
+    t: int,
+    k: int,
+    nonce: str,
+    progress: str,
+    time_limit: str,
+    show_model_continuation: bool,
+    error: str | None = None,
+) -> str:
+    """The question page of one item: context up to t, r_t, r', the action form."""
+    step = next(s for s in trace.steps if s.t == t)
+    cf = step.counterfactuals[k]
+    reasoning = [
+        {
+            "name": name,
+            "stated": _value(step.r, slot),
+            "counterfactual": _value(cf.r_prime, slot),
+            "changed": getattr(step.r, slot) != getattr(cf.r_prime, slot),
+        }
+        for slot, name in _SLOTS
+    ]
+    shown = None
+    if show_model_continuation:
+        shown = [(a, f"{cf.continuation[a]:.0%}") for a in ACTIONS]
+    return render(
+        "item.html.j2",
+        base=base,
+        corridor=corridor(trace.world.length, step.observation.position),
+        history=_history(trace, t),
+        steps_left=step.observation.steps_left,
+        t=t,
+        reasoning=reasoning,
+        model_continuation=shown,
+        nonce=nonce,
+        actions=ACTIONS,
+        action_text=ACTION_TEXT,
+        progress=progress,
+        time_limit=time_limit,
+        error=error,
+    )
+
+
+def outcome_page(
+    *,
+    base: str,
+    length: int,
+    action: str,
+    before: int,
+    after: int,
+    nonce: str,
+    progress: str,
+    error: str | None = None,
+) -> str:
+    """The Track 3 page: where the agent ended up, and the cause question (label not shown)."""
+    return render(
+        "outcome.html.j2",
+        base=base,
+        corridor=corridor(length, after),
+        action=ACTION_TEXT[action],
+        before=before,
+        after=after,
+        nonce=nonce,
+        progress=progress,
+        error=error,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# The aiohttp collection app: one participant, one trace step at a time, on 127.0.0.1.
+#
+# Routes (session routes are under `/s/<token>`, the participant's access token):
+#
+# - `GET /s/<token>`: the open item (its display recorded on first view), its Track 3 outcome
+#   question once answered, the finished page, or the withdrawn page;
+# - `POST /s/<token>/answer`: the continuation chosen under r' (`nonce`, `action`, `note`);
+# - `POST /s/<token>/attribute`: the cause of a Track 3 outcome (`nonce`, `cause`);
+# - `POST /s/<token>/withdraw`: leave the study (`confirm=yes`).
+#
+# Nothing else is served: no static files, no folder files, no API. The guards (token, `Host`,
+# `Origin`, malformed bodies answered 400) are `trustbench._local_app`'s, shared with the RTB
+# human review app.
 
 STORE_KEY: web.AppKey[CollectionStore] = web.AppKey("store", CollectionStore)
 """Where the app keeps its session store."""
@@ -128,3 +272,54 @@ def build_app(store: CollectionStore, tokens: dict[str, str]) -> web.Application
     app.router.add_post("/s/{token}/attribute", _attribute)
     app.router.add_post("/s/{token}/withdraw", _withdraw)
     return app
+
+
+# ------------------------------------------------------------------------------------------------
+# Open a frozen collection folder for serving: lock, protocol check, ledger, sessions, tokens.
+#
+# `CollectionRun` takes the folder's `RunLock` (so two servers, or a server and `export`, never
+# write one ledger at once), re-checks the frozen protocol's hash, opens the ledger keyed to that
+# hash (refusing a broken chain), rebuilds every session from it and issues fresh access tokens.
+# Closing it appends `collect_serve_stopped` and releases the lock.
+
+
+@dataclass
+class CollectionRun(ServedFolder):
+    """A collection folder (`protocol.json`, `ledger.sqlite`) open for serving (context manager)."""
+
+    folder: Path
+    """The collection folder."""
+    store: CollectionStore | None = None
+    """The sessions (set while open)."""
+
+    @property
+    def served_folder(self) -> Path:
+        """The collection folder."""
+        return self.folder
+
+    def _serves(self, participant: str) -> bool:
+        """Withdrawn participants get no session link."""
+        assert self.store is not None
+        return not self.store.sessions[participant].withdrawn
+
+    def _open(self) -> None:
+        frozen = read_frozen(self.folder)
+        self._ledger = Ledger.open(self.folder, frozen.protocol_sha256)
+        self.store = CollectionStore(self._ledger, frozen, read_ledger(self.folder))
+        self.tokens = {secrets.token_urlsafe(24): p.id for p in frozen.protocol.participants}
+        self._ledger.event(
+            "collect_serve_started",
+            {
+                "pid": os.getpid(),
+                "trustbench_version": trustbench.__version__,
+                "items_complete": {
+                    who: s.position for who, s in sorted(self.store.sessions.items())
+                },
+            },
+        )
+        self._ledger.anchor(force=True)
+        self.app = build_app(self.store, self.tokens)
+
+    def _close(self, ledger: Ledger) -> None:
+        ledger.event("collect_serve_stopped", {"head": ledger.head})
+        ledger.anchor(force=True)

@@ -27,12 +27,19 @@ from typing import Any
 
 from trustbench.core import Ledger, RunLock, read_ledger
 from trustbench.errors import InputError
-from trustbench.trb.collect._derived import Answer, empirical, outcome_trace, with_human_phi
-from trustbench.trb.collect._protocol import FrozenProtocol, read_frozen
-from trustbench.trb.collect._store import Session, rebuild_sessions, session_id
+from trustbench.trb.collect._store import (
+    Answer,
+    FrozenProtocol,
+    Session,
+    empirical,
+    outcome_trace,
+    read_frozen,
+    rebuild_sessions,
+    session_id,
+    with_human_phi,
+)
 from trustbench.trb.corpus._format import SYNTHETIC_TO_HUMAN_CAP, Trace
-from trustbench.trb.corpus._provenance import provenance_share
-from trustbench.trb.corpus._store import write_corpus
+from trustbench.trb.corpus._store import provenance_share, write_corpus
 
 
 def _answers(frozen: FrozenProtocol, sessions: dict[str, Session]) -> dict[str, list[Answer]]:
@@ -54,7 +61,7 @@ def agreement(answers: dict[str, list[Answer]]) -> dict[str, Any]:
     empirical distribution on its item (leave-one-out): the G a model would score against
     human Phi by answering like one more participant, the ceiling a model's G can reach.
     """
-    from trustbench.trb.measures._numeric import total_variation  # trb.measures imports torch
+    from trustbench.trb.measures._governance import total_variation  # trb.measures imports torch
 
     multi = {k: [a for _, _, a in v] for k, v in answers.items() if len(v) >= 2}
     if not multi:
@@ -85,7 +92,7 @@ def agreement(answers: dict[str, list[Answer]]) -> dict[str, Any]:
 
 def reference_vs_human(human: list[Trace], synthetic: list[Trace]) -> dict[str, Any]:
     """The reference agent's G against human Phi, beside its G against the synthetic Phi."""
-    from trustbench.trb.measures._numeric import total_variation  # trb.measures imports torch
+    from trustbench.trb.measures._governance import total_variation  # trb.measures imports torch
 
     tv_human, n = 0.0, 0
     twins = {t.trace_id: t for t in synthetic}

@@ -20,7 +20,7 @@ def freeze(
 ) -> None:
     """Freeze a protocol: resolve its items against the source corpus and pin them by hash."""
     from trustbench.core import check_output_folder, output_path
-    from trustbench.trb.collect._protocol import freeze_protocol
+    from trustbench.trb.collect._store import freeze_protocol
 
     out = check_output_folder(output_path(out_text))
     frozen = freeze_protocol(protocol, out)
@@ -41,7 +41,7 @@ def serve(
     serving again resumes each session at its next unanswered item (with fresh links).
     """
     from trustbench._local_app import listen_socket, serve_until_stopped
-    from trustbench.trb.collect._serve import CollectionRun
+    from trustbench.trb.collect._app import CollectionRun
 
     listening = listen_socket(host, port)  # before the folder is opened: a used port fails at once
 

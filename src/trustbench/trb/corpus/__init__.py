@@ -16,10 +16,11 @@ from trustbench.trb.corpus._generate import (
     generate_reference_corpus,
     generate_split,
 )
-from trustbench.trb.corpus._provenance import check_cap, provenance_share
 from trustbench.trb.corpus._store import (
     assert_trainable,
+    check_cap,
     manifest_for,
+    provenance_share,
     read_corpus,
     write_corpus,
 )

@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trustbench._canonical import json_sha256
-from trustbench.trb.adapter._schema import (
+from trustbench.trb.adapter._protocol import (
     Action,
     DoorState,
     Goal,
@@ -42,7 +42,7 @@ from trustbench.trb.adapter._schema import (
     StepContext,
 )
 from trustbench.trb.world import CorridorConfig
-from trustbench.trb.world._omitting import OmitsDefaults
+from trustbench.trb.world._corridor import OmitsDefaults
 
 Split = Literal[
     "train", "dev", "eval", "transfer",

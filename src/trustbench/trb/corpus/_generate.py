@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from trustbench.trb.adapter._schema import ACTIONS, EDITABLE_SLOTS, SelfReport
+from trustbench.trb.adapter._protocol import ACTIONS, EDITABLE_SLOTS, SelfReport
 from trustbench.trb.corpus._format import (
     SPLITS,
     TRANSFER_FAMILY_SPLITS,

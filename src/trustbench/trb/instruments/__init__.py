@@ -7,8 +7,8 @@ from trustbench.trb.instruments._goodhart import (
     IgnorePlusNudge,
     ReportGarbage,
     SabotagedAblation,
+    goodhart_audit,
 )
-from trustbench.trb.instruments._goodhart_audit import goodhart_audit
 from trustbench.trb.instruments._oracles import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,

@@ -25,8 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trustbench.errors import InputError
-from trustbench.trb.adapter._protocol import AdapterTier
-from trustbench.trb.adapter._schema import ACTIONS, SelfReport, StepContext
+from trustbench.trb.adapter._protocol import ACTIONS, AdapterTier, SelfReport, StepContext
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures._governance import (
     attribution_rows,

@@ -15,7 +15,7 @@ from trustbench.trb.isolation._client import (
     read_paths,
     refuse_overlap,
 )
-from trustbench.trb.isolation._opaque import opaque_trace_id
+from trustbench.trb.isolation._worker import opaque_trace_id
 
 __all__ = [
     "AdapterFailed",

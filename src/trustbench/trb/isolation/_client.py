@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from trustbench.errors import InputError
-from trustbench.trb.adapter._protocol import AdapterTier
-from trustbench.trb.adapter._schema import SelfReport, StepContext
+from trustbench.trb.adapter._protocol import AdapterTier, SelfReport, StepContext
 
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc", "/dev/null", "/dev/urandom")
 """System paths every worker may read: the dynamic loader, shared libraries, locale data."""

@@ -11,17 +11,29 @@ injection, concept directions and the Mann-Whitney AUC (Track 2), exact and samp
 
 from __future__ import annotations
 
-from trustbench.trb.measures._calls import AblationUnsupported, act_many, emit_many
-from trustbench.trb.measures._gap import cluster_bootstrap, governance_gap
 from trustbench.trb.measures._governance import (
+    AblationUnsupported,
+    Start,
+    act_many,
     attribution_rows,
+    cluster_bootstrap,
+    emit_many,
+    exact_reach,
+    governance_gap,
     governance_rows,
+    reach,
+    sampled_reach,
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb.measures._grounding import concept_directions, mann_whitney_auc
-from trustbench.trb.measures._rollout import Start, exact_reach, reach, sampled_reach
-from trustbench.trb.measures._whitebox import ReferenceWhiteBox, WhiteBox, capture, inject
+from trustbench.trb.measures._grounding import (
+    ReferenceWhiteBox,
+    WhiteBox,
+    capture,
+    concept_directions,
+    inject,
+    mann_whitney_auc,
+)
 
 __all__ = [
     "AblationUnsupported",

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from trustbench.trb.profile._baselines import TRACKS, ProfileConfig, run_profile
 from trustbench.trb.profile._run import (
     BASELINES,
     FULL_CONFIG,
     PROFILE_SMOKE_CONFIG,
     SMOKE_CONFIG,
+    TRACKS,
+    ProfileConfig,
     RunConfig,
     profile_smoke_run,
+    run_profile,
     run_reference,
     smoke_run,
 )

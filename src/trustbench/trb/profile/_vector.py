@@ -8,10 +8,14 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
-from trustbench.trb.adapter._schema import TRB_VERSION
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+from trustbench.trb.adapter._protocol import TRB_VERSION
+from trustbench.trb.reference._token_world import TokenLMConfig
 
 if TYPE_CHECKING:
     from trustbench.core.figures import Figure
+
 
 BASELINES: tuple[tuple[str, str, str], ...] = (
     ("instruct", "Instruct base (no reasoning scaffold)", "proxy"),
@@ -87,10 +91,10 @@ def transfer_summary(figures: list[Figure], heads: dict[str, Any]) -> dict[str, 
 def governance_star_flags(governance: dict[str, Any]) -> dict[str, Any]:
     """G* near 0 and the Track 1b flags (issue 16A), from a `summarize_governance` result.
 
-    Thresholds are declared in `trustbench.trb.measures._self_consistency`; a figure that is
+    Thresholds are declared in `trustbench.trb.measures._governance`; a figure that is
     absent (an older result) gives None, never "fine".
     """
-    from trustbench.trb.measures._self_consistency import G_STAR_MIN, self_consistency_flags
+    from trustbench.trb.measures._governance import G_STAR_MIN, self_consistency_flags
 
     def value(key: str) -> float | None:
         return (governance.get(key) or {}).get("value")
@@ -189,3 +193,35 @@ def profile_svg(baselines: list[dict[str, Any]]) -> str:
     fig.savefig(buffer, format="svg")
     plt.close(fig)
     return buffer.getvalue()
+
+
+# ------------------------------------------------------------------------------------------------
+# The sizes the reference profile and a `trb/profile` run share, declared once.
+#
+# `ProfileConfig` (the library's reference run) and `TrbTrackOptions` (a spec's `track_options`)
+# both build on `ProfileSizes`, so the library's profile and the track's measure the same way.
+
+MEASURES: tuple[str, ...] = (
+    "governance", "grounding", "attribution", "viability", "navigability", "transfer",
+)  # fmt: skip
+"""The registered TRB measures of the profile vector, by default (one per axis)."""
+
+
+class ProfileSizes(BaseModel):
+    """The proxy baselines' LMs and the sizes of Tracks 2, 4 and 5."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+
+    token_lm: TokenLMConfig = TokenLMConfig()
+    """Size and training of the proxy baselines' token-world LMs (`proxy:*` adapters; all three
+    share the size)."""
+    lm_train_traces: StrictInt = Field(default=800, ge=10)
+    """Train traces the proxy baselines' LMs see (the first N of the train split)."""
+    grounding_fit_traces: StrictInt = Field(default=200, ge=10)
+    """Train traces Track 2's concept directions and the Tracks 4/5 no-r arm's mean r come from."""
+    viability_rollouts: StrictInt = Field(default=4, ge=1)
+    """Track 4 episodes per trace per condition (r-mediated and ablated)."""
+    navigation_samples: StrictInt = Field(default=16, ge=1)
+    """Track 5 Monte Carlo rollouts per start when exact enumeration is too large."""
+    max_enumeration_nodes: StrictInt = Field(default=1000, ge=1)
+    """Largest exact enumeration in Track 5 (decision contexts per start)."""

@@ -24,11 +24,11 @@ from trustbench.trb.proxy._gguf import (
     smollm2_folder,
 )
 from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, load_hf_causal_lm
-from trustbench.trb.proxy._local import LocalLMProxyAdapter
-from trustbench.trb.proxy._slots import (
+from trustbench.trb.proxy._local import (
     RENAMED,
     SLOT_ENCODINGS,
     STANDARD,
+    LocalLMProxyAdapter,
     SlotEncoding,
     SlotEncodingUnsupported,
     SlotParseError,

@@ -40,9 +40,14 @@ from typing import Any
 import trustbench.core  # noqa: F401  (load core before providers: they import each other)
 from trustbench.providers import ChatReply, ChatRequest, OpenAIChatProvider, new_session
 from trustbench.providers._pool import HttpPool
-from trustbench.trb.adapter._protocol import AdapterTier
-from trustbench.trb.adapter._schema import ACTIONS, Observation, SelfReport, StepContext
-from trustbench.trb.proxy._slots import (
+from trustbench.trb.adapter._protocol import (
+    ACTIONS,
+    AdapterTier,
+    Observation,
+    SelfReport,
+    StepContext,
+)
+from trustbench.trb.proxy._local import (
     STANDARD,
     SlotEncoding,
     last_block_span,

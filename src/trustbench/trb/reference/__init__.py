@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from trustbench.trb.reference._adapter import NativeModelAdapter
-from trustbench.trb.reference._cache import (
+from trustbench.trb.reference._model import NativeModelAdapter, ReferenceNativeModel
+from trustbench.trb.reference._train import (
     REFERENCE_MODELS,
+    TrainConfig,
     cache_dir,
     load_reference_model,
     load_reference_seeds,
+    train_reference_model,
 )
-from trustbench.trb.reference._model import ReferenceNativeModel
-from trustbench.trb.reference._train import TrainConfig, train_reference_model
 
 __all__ = [
     "REFERENCE_MODELS",

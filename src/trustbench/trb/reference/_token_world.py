@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from trustbench.trb.adapter._schema import ACTIONS, DOOR_STATES, GOALS, GUSTS, Observation
+from trustbench.trb.adapter._protocol import ACTIONS, DOOR_STATES, GOALS, GUSTS, Observation
 from trustbench.trb.corpus._format import CorpusManifest, Trace, canonical_sha256, trace_sha256
 from trustbench.trb.corpus._store import assert_trainable
 from trustbench.trb.proxy._causal_lm import (
@@ -42,7 +42,7 @@ from trustbench.trb.proxy._causal_lm import (
     load_local_lm,
     save_local_lm,
 )
-from trustbench.trb.proxy._slots import CLOSE, OPEN, SLOT_OPTIONS, render_slots
+from trustbench.trb.proxy._local import CLOSE, OPEN, SLOT_OPTIONS, render_slots
 from trustbench.trb.reference import cache_dir
 
 _LOG = logging.getLogger(__name__)

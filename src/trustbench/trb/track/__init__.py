@@ -20,9 +20,10 @@ from trustbench.trb.track._measures import (
     register_measure,
     unregister_measure,
 )
-from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions
 from trustbench.trb.track._pipeline import (
+    BUILTIN_CORPUS,
     BUILTIN_SPECS,
+    TrbTrackOptions,
     builtin_spec,
     freeze_run_report,
     run_trb_demo,

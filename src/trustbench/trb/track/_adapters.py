@@ -1,44 +1,20 @@
-"""Candidates of a `trb/profile` run: adapters named by a built-in id or `MODULE:FACTORY`.
+"""Where a `trb/profile` run's corpus comes from: a stored folder or the generated built-in.
 
-A candidate is `kind = "inprocess"` with `model` naming its adapter:
-
-- `trace-ai-ablation`, `trace-ai-full`: the reference native models (spec baselines 4 and 5),
-  trained on the corpus's train split on first use and loaded from the checkpoint cache after;
-  resolve pins each checkpoint's SHA-256 in the manifest;
-- `trace-ai-full@seed=K`, `trace-ai-ablation@seed=K`: the same model trained with training seed
-  K (a seed replica). Replicas are measured on Track 1 only (the other tracks are recorded as
-  not applicable for them): they exist so Delta_gov gets a seed-and-trace interval;
-- `oracle:perfectly-governed`, `oracle:epiphenomenal`, `oracle:uniform`, `oracle:always-self`,
-  `oracle:outcome-only-attribution`: the audit oracles, whose figures have closed forms;
-- `proxy:instruct`, `proxy:cot-prompted`, `proxy:cot-supervised-finetune`: spec baselines 1-3,
-  small causal LMs trained on the token rendering of the corpus's train split (cached; resolve
-  pins each `model.pt`) and run through the proxy tier (`LocalLMProxyAdapter`); instruct and
-  CoT-prompted share weights and differ in template;
-- `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
-  (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
-  It is untrusted code, so it never runs in the harness process: its module is located without
-  being imported, and the conformance kit and every trial run in a sandboxed worker process
-  (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
-  the corpus nor the cache; a readable path holding either is refused at freeze.
-
-A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, `api_key_env`,
-`rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
-adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes through core's
-provider (`ctx.chat`), so the declared retries and rate limits apply and each attempt is in the
-ledger. The candidate's `entry` must stay empty.
-The track drives the adapter itself and records its calls as attempts.
-
-Report encoding (Track 6's `transfer_encoding` context): the track builds each trial's adapter
-with its split's slot encoding (`LoadedCorpus.encoding`). A proxy adapter is switched to it
-with `use_encoding(encoding)` (the built-in chat and LM proxies have it; a user proxy adapter
-may define it). The encoding is text, so for a native adapter (hooks exchange `SelfReport`
-objects), a proxy adapter without `use_encoding`, or a word-level LM whose vocabulary lacks the
-encoding's words, the trial is "not applicable" with that reason, never scored.
+`corpus.path` names a folder written by `trustbench trb corpus` (or any corpus in that format).
+`corpus.builtin = "reference-world"` generates the reference-world corpus from
+`track_options.corpus_sizes` / `corpus_seed` (one held-out split per transfer family) and
+stores it once under
+`$TRUSTBENCH_CACHE/trb/corpora/<key>` (generation is deterministic, so a deleted cache is
+rebuilt byte for byte). Either way the run reads the stored files, and the manifest pins their
+SHA-256: core refuses to run or report if one changes after freeze.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +22,24 @@ from typing import Any
 
 import torch
 
-from trustbench.core import CandidateSpec, ResolvedItem
-from trustbench.errors import InputError
+from trustbench import __version__
+from trustbench.core import CandidateSpec, ExperimentSpec, ResolvedItem, entry_code_items
+from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
+from trustbench.trb.adapter._conformance import ConformanceCheck
+from trustbench.trb.adapter._protocol import TRB_VERSION
+from trustbench.trb.corpus._format import (
+    TRANSFER_FAMILY_SPLITS,
+    CorpusManifest,
+    Trace,
+    canonical_sha256,
+)
+from trustbench.trb.corpus._generate import (
+    TRANSFER_FAMILIES,
+    generate_reference_corpus,
+    split_encodings,
+)
+from trustbench.trb.corpus._store import read_corpus, write_corpus
 from trustbench.trb.instruments._oracles import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,
@@ -56,15 +47,21 @@ from trustbench.trb.instruments._oracles import (
     OutcomeOnlyOracle,
     UniformOracle,
 )
-from trustbench.trb.isolation._client import AdapterWorker
+from trustbench.trb.isolation._client import (
+    AdapterWorker,
+    _module_paths,
+    read_paths,
+    refuse_overlap,
+)
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.proxy._chat import ChatProxyAdapter
-from trustbench.trb.proxy._local import Template
-from trustbench.trb.proxy._slots import (
+from trustbench.trb.proxy._local import (
+    SLOT_ENCODINGS,
     STANDARD,
     SlotEncoding,
     SlotEncodingUnsupported,
+    Template,
     ask_in_encoding,
 )
 from trustbench.trb.reference import (
@@ -75,10 +72,216 @@ from trustbench.trb.reference import (
     load_reference_model,
 )
 from trustbench.trb.reference._token_world import Recipe, load_token_lm, render_history
-from trustbench.trb.track._corpus_source import LoadedCorpus
-from trustbench.trb.track._options import TrbTrackOptions
-from trustbench.trb.track._user_adapter import adapter_code_items, user_adapter
+from trustbench.trb.track._pipeline import BUILTIN_CORPUS, TrbTrackOptions
 from trustbench.trb.world import CorridorConfig, CorridorWorld
+
+
+@dataclass(frozen=True)
+class LoadedCorpus:
+    """A verified corpus folder and its traces."""
+
+    folder: Path
+    """The folder read."""
+    manifest: CorpusManifest
+    """Its manifest (split hashes, provenance, corpus SHA-256)."""
+    splits: dict[str, list[Trace]]
+    """Traces per split."""
+
+    def encoding(self, split: str) -> SlotEncoding:
+        """The slot encoding proxy adapters are asked in on a split (its manifest entry)."""
+        info = self.manifest.splits.get(split)
+        return SLOT_ENCODINGS[info.report_encoding] if info is not None else STANDARD
+
+    def held_out(self, options: TrbTrackOptions) -> dict[str, Trace]:
+        """The traces that are cases: each requested held-out split, capped by `max_traces`."""
+        cases: dict[str, Trace] = {}
+        for split in options.splits:
+            traces = sorted(self.splits.get(split, []), key=lambda t: t.trace_id)
+            for trace in traces[: options.max_traces]:
+                if trace.trace_id in cases:
+                    raise InputError(
+                        f"trace id {trace.trace_id} appears in two splits",
+                        location=str(self.folder),
+                    )
+                cases[trace.trace_id] = trace
+        return cases
+
+
+def _builtin_folder(options: TrbTrackOptions) -> Path:
+    key = canonical_sha256(
+        {
+            "trb": TRB_VERSION,
+            "trustbench": __version__,
+            "sizes": dict(sorted(options.corpus_sizes.items())),
+            "seed": options.corpus_seed,
+            # one split per transfer family (since issue 16): its world and report encoding,
+            # so a changed or added family never reuses a stored corpus
+            "transfer": {
+                "families": {k: v.model_dump(mode="json") for k, v in TRANSFER_FAMILIES.items()},
+                "encodings": split_encodings(TRANSFER_FAMILY_SPLITS),
+            },
+        }
+    )[:16]
+    return cache_dir().parent / "corpora" / f"{BUILTIN_CORPUS}-{key}"
+
+
+def corpus_folder(spec: ExperimentSpec, options: TrbTrackOptions, base_dir: Path) -> Path:
+    """The corpus folder of a spec, generating the built-in corpus on first use.
+
+    Raises:
+        InputError: an unknown built-in label or a missing folder.
+    """
+    if spec.corpus.path is not None:
+        folder = (base_dir / spec.corpus.path).resolve()
+        if not (folder / "manifest.json").is_file():
+            raise InputError(
+                "not a TRB corpus folder (no manifest.json); write one with `trustbench trb "
+                "corpus`",
+                location=str(folder),
+            )
+        return folder
+    if spec.corpus.builtin != BUILTIN_CORPUS:
+        raise InputError(
+            f"unknown built-in TRB corpus {spec.corpus.builtin!r} (known: {BUILTIN_CORPUS})",
+            location="corpus/builtin",
+        )
+    folder = _builtin_folder(options)
+    if not (folder / "manifest.json").is_file():
+        sizes = {"train": 0, "dev": 0, "eval": 0, "transfer": 0, **options.corpus_sizes}
+        splits = generate_reference_corpus(sizes, seed=options.corpus_seed, transfer_families=True)
+        staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
+        write_corpus(staging, {k: v for k, v in splits.items() if v})
+        try:
+            staging.rename(folder)
+        except OSError:  # another process stored the same corpus first: keep theirs
+            shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+_LOADED: dict[tuple[Path, str], LoadedCorpus] = {}
+
+
+def load_corpus(folder: Path) -> LoadedCorpus:
+    """Read and verify a corpus folder (memoised by folder and manifest bytes)."""
+    digest = hashlib.sha256((folder / "manifest.json").read_bytes()).hexdigest()
+    key = (folder, digest)
+    if key not in _LOADED:
+        manifest, splits = read_corpus(folder)
+        _LOADED.clear()
+        _LOADED[key] = LoadedCorpus(folder, manifest, splits)
+    return _LOADED[key]
+
+
+def corpus_items(corpus: LoadedCorpus) -> list[ResolvedItem]:
+    """The corpus files to hash into the experiment manifest."""
+    items = [ResolvedItem("corpus", "manifest.json", path=corpus.folder / "manifest.json")]
+    for info in corpus.manifest.splits.values():
+        items.append(ResolvedItem("corpus", info.file, path=corpus.folder / info.file))
+    return items
+
+
+# ------------------------------------------------------------------------------------------------
+# A submitted `MODULE:FACTORY` adapter: located without importing it, checked in its worker.
+#
+# Its code is untrusted, so it never runs in the harness process (see `trb.isolation`): the
+# conformance kit runs inside the sandboxed worker, and its code (the factory's file and its whole
+# package) is hashed for the manifest without being imported. A frozen run's inputs are re-checked
+# (`verify`, `report`, and `run` before its first trial) from those files alone: no worker starts
+# until they match the manifest.
+
+
+def user_adapter(
+    candidate: CandidateSpec, target: str, corpus: LoadedCorpus, options: TrbTrackOptions
+) -> tuple[AdapterWorker, list[ResolvedItem]]:
+    """A `MODULE:FACTORY` candidate's sandboxed worker (after the conformance kit) and files.
+
+    Raises:
+        InputError: a malformed target, or a readable path holding the corpus or the cache.
+        CheckFailed: the worker cannot start, or the adapter fails the conformance kit.
+    """
+    if ":" not in target.strip(":") or target.count(":") != 1:
+        raise InputError(f"expected MODULE:FACTORY, got {target!r}", location=candidate.name)
+    read, roots = read_paths(target, options.adapter_read_paths)
+    refuse_overlap(
+        [p for p in read if not p.startswith(("/usr", "/lib", "/bin", "/etc", "/dev"))],
+        {"corpus": corpus.folder, "TRB cache": cache_dir()},
+    )
+    worker = AdapterWorker(target, read, roots)
+    try:
+        results = [ConformanceCheck.model_validate(r) for r in
+                   worker.conformance(options.conformance_traces)]  # fmt: skip
+    except Exception as error:
+        worker.close()
+        raise CheckFailed(
+            f"adapter {target} could not be started in its sandboxed worker: {error}",
+            location=f"candidate {candidate.name}",
+        ) from None
+    failed = [r for r in results if not r.passed]
+    if failed:
+        first = failed[0]
+        worker.close()
+        raise CheckFailed(
+            f"adapter {target} fails the conformance kit ({len(failed)} check(s)); first: "
+            f"{first.hook} / {first.check}: {first.detail}",
+            location=f"candidate {candidate.name}",
+        )
+    return worker, adapter_code_items(candidate, target)
+
+
+def adapter_code_items(candidate: CandidateSpec, target: str) -> list[ResolvedItem]:
+    """The adapter's code the manifest pins, found without importing any of it.
+
+    Core's `entry_code_items`, as for an in-process candidate: the factory's file and its whole
+    top-level package (or, for a lone module, the sibling modules it imports), so a helper the
+    adapter imports cannot change after the run unseen. `find_spec` on a dotted name would
+    import the parent packages in the harness process; core's search never does.
+
+    Raises:
+        InputError: the adapter's module cannot be found.
+    """
+    _module_paths(
+        target
+    )  # the working folder importable, as for the worker; a missing module named
+    return entry_code_items(target, f"candidate {candidate.name}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Candidates of a `trb/profile` run: adapters named by a built-in id or `MODULE:FACTORY`.
+#
+# A candidate is `kind = "inprocess"` with `model` naming its adapter:
+#
+# - `trace-ai-ablation`, `trace-ai-full`: the reference native models (spec baselines 4 and 5),
+#   trained on the corpus's train split on first use and loaded from the checkpoint cache after;
+#   resolve pins each checkpoint's SHA-256 in the manifest;
+# - `trace-ai-full@seed=K`, `trace-ai-ablation@seed=K`: the same model trained with training seed
+#   K (a seed replica). Replicas are measured on Track 1 only (the other tracks are recorded as
+#   not applicable for them): they exist so Delta_gov gets a seed-and-trace interval;
+# - `oracle:perfectly-governed`, `oracle:epiphenomenal`, `oracle:uniform`, `oracle:always-self`,
+#   `oracle:outcome-only-attribution`: the audit oracles, whose figures have closed forms;
+# - `proxy:instruct`, `proxy:cot-prompted`, `proxy:cot-supervised-finetune`: spec baselines 1-3,
+#   small causal LMs trained on the token rendering of the corpus's train split (cached; resolve
+#   pins each `model.pt`) and run through the proxy tier (`LocalLMProxyAdapter`); instruct and
+#   CoT-prompted share weights and differ in template;
+# - `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
+#   (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
+#   It is untrusted code, so it never runs in the harness process: its module is located without
+#   being imported, and the conformance kit and every trial run in a sandboxed worker process
+#   (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
+#   the corpus nor the cache; a readable path holding either is refused at freeze.
+#
+# A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, `api_key_env`,
+# `rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
+# adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes through core's
+# provider (`ctx.chat`), so the declared retries and rate limits apply and each attempt is in the
+# ledger. The candidate's `entry` must stay empty.
+# The track drives the adapter itself and records its calls as attempts.
+#
+# Report encoding (Track 6's `transfer_encoding` context): the track builds each trial's adapter
+# with its split's slot encoding (`LoadedCorpus.encoding`). A proxy adapter is switched to it
+# with `use_encoding(encoding)` (the built-in chat and LM proxies have it; a user proxy adapter
+# may define it). The encoding is text, so for a native adapter (hooks exchange `SelfReport`
+# objects), a proxy adapter without `use_encoding`, or a word-level LM whose vocabulary lacks the
+# encoding's words, the trial is "not applicable" with that reason, never scored.
 
 ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
     cls.name: cls

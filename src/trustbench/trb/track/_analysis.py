@@ -1,18 +1,11 @@
-"""The `trb/profile` report: figures, Delta_gov, baselines and the profile vector from a ledger.
-
-Reads only the frozen manifest, the recorded trials and the corpus the manifest pins (for the
-grader-only labels and denominators). Per adapter and split every registered measure gives its
-trace-clustered figures (`_track._collect` turns trials into rows); the governance gap compares
-the declared (full, ablation) pair on the eval split, paired by trace, and oracle candidates are
-checked against their closed forms (`_track._comparisons`); the five spec §4 baselines and the
-six profile axes are always listed, each "not run" until something ran it, with flags and
-caveats (`_track._summaries`).
-"""
+"""Comparisons in the TRB report: Delta_gov (on G and on G*) of the declared pair, oracles."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from trustbench.core import (
     LedgerContents,
@@ -23,32 +16,363 @@ from trustbench.core import (
 )
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
-from trustbench.trb.adapter._schema import TRB_VERSION
+from trustbench.errors import CheckFailed
+from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.measures._gap import SEED_GAP_FIGURE
-from trustbench.trb.track._collect import Collected, collect_trials
-from trustbench.trb.track._comparisons import (
-    gap_analysis,
-    gap_star_figure,
-    oracle_checks,
-    seed_gap_analysis,
-    threshold_comparison,
+from trustbench.trb.instruments._oracles import (
+    expected_g,
+    expected_outcome_only_balanced_accuracy,
+    oracle_check,
 )
-from trustbench.trb.track._corpus_source import LoadedCorpus
-from trustbench.trb.track._lookup import BOOTSTRAP, find_figure
-from trustbench.trb.track._measures import StatsPlan, TrbMeasure
-from trustbench.trb.track._options import TrbTrackOptions
-from trustbench.trb.track._profile_core import measure_figures
-from trustbench.trb.track._r_star_figures import r_star_record
-from trustbench.trb.track._summaries import (
+from trustbench.trb.measures._governance import (
+    GAP_FIGURE,
+    SEED_GAP_FIGURE,
+    cluster_bootstrap,
+    governance_gap,
+    governance_gap_figure,
+    seed_trace_gap_figure,
+    star_sums,
+)
+from trustbench.trb.track._adapters import SEED_MARK, LoadedCorpus
+from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, find_figure, measured_estimate
+from trustbench.trb.track._measures import StatsPlan, TrbMeasure, bootstrap_interval, r_star_record
+from trustbench.trb.track._pipeline import TrbTrackOptions
+from trustbench.trb.track._profile import (
+    Collected,
+    baseline_coincidence,
     baseline_of,
     baselines_summary,
+    collect_trials,
     flat_rows,
+    measure_figures,
     profile_flags,
     profile_summary,
     qualifications,
+    trust_summary,
 )
-from trustbench.trb.track._trust_summary import baseline_coincidence, trust_summary
+from trustbench.trb.world import CorridorWorld
+
+ORACLE_TOLERANCE = 1e-9
+"""Closed forms and the harness compute the same finite sums; only rounding may differ."""
+
+
+def gap_analysis(
+    collected: Collected, pair: tuple[str, str] | None, stats: StatsPlan, label: str
+) -> tuple[Figure | None, dict[str, Any]]:
+    """Delta_gov of the (full, ablation) pair on eval, paired by (trace, trial index).
+
+    Returns:
+        The `governance_gap` figure (not run when fewer than two traces are paired; None
+        when no pair is declared) and its record entry (pair, bootstrap, sign-flip test).
+    """
+    if pair is None:
+        return None, {"status": "not run", "reason": "no (full, ablation) pair among candidates"}
+    full, ablation = pair
+    rows_full = {
+        (r.trace.trace_id, r.trial_index): r for r in collected.rows[(full, "eval", "governance")]
+    }
+    rows_abl = {
+        (r.trace.trace_id, r.trial_index): r
+        for r in collected.rows[(ablation, "eval", "governance")]
+    }
+    paired = sorted(rows_full.keys() & rows_abl.keys())
+    record: dict[str, Any] = {"full": full, "ablation": ablation, "split": "eval"}
+    if len({trace for trace, _ in paired}) < 2:
+        reason = "fewer than two eval traces scored for both models of the pair"
+        figure = not_run_figure(GAP_FIGURE, kind="difference", description=label, reason=reason)
+        return figure, {**record, "status": "not run", "reason": reason}
+    per_trace: dict[str, list[float]] = {}
+    for key in paired:
+        a, b = rows_full[key].counts, rows_abl[key].counts
+        if a["n_items"] != b["n_items"]:
+            raise CheckFailed(f"trace {key[0]}: the pair was scored on different items")
+        sums = per_trace.setdefault(key[0], [0.0, 0.0, 0.0])
+        sums[0] += a["tv_sum"]
+        sums[1] += b["tv_sum"]
+        sums[2] += a["n_items"]
+    values = list(per_trace.values())
+    figure, test = governance_gap_figure(
+        [v[0] for v in values],
+        [v[1] for v in values],
+        [v[2] for v in values],
+        **stats.bootstrap(),
+        description=(
+            f"Delta_gov = G({full}) - G({ablation}) over {int(sum(v[2] for v in values))} "
+            f"counterfactual interventions of {len(values)} eval traces scored for both, paired "
+            f"and clustered by trace {label}"
+        ),
+    )
+    low, high = bootstrap_bounds(figure)
+    return figure, {
+        **record,
+        "status": "run",
+        "figure": figure.model_dump(mode="json"),
+        "estimate": figure.estimate,
+        "bootstrap": {
+            "lower": low,
+            "upper": high,
+            "seed": stats.seed,
+            "resamples": stats.resamples,
+            "confidence": stats.confidence,
+        },
+        "sign_flip_test": test,
+        "paired_traces": len(values),
+        "pass_bar_met": low is not None and low > 0,
+    }
+
+
+GAP_STAR_FIGURE = "governance_gap_G_star"
+"""Figure name of Delta_gov on G* (beside `governance_gap`, which is on raw G)."""
+
+
+def _gap_star_statistic(s: np.ndarray) -> np.ndarray:
+    # G*(full) - G*(ablation) with G* = 1 - tv / floor_tv per model (pooled over traces).
+    return s[..., 2] / s[..., 3] - s[..., 0] / s[..., 1]
+
+
+def gap_star_figure(
+    collected: Collected, pair: tuple[str, str] | None, stats: StatsPlan, label: str
+) -> Figure | None:
+    """Delta_gov on G* of the (full, ablation) pair on eval, paired and clustered by trace.
+
+    Each model's G* uses its own floor, so the gap compares how far each moved beyond ignoring
+    r, not levels that share a high r-ignoring floor. None when no pair is declared.
+    """
+    if pair is None:
+        return None
+    keyed = [
+        {(r.trace.trace_id, r.trial_index): r.counts
+         for r in collected.rows[(model, "eval", "governance")]}
+        for model in pair
+    ]  # fmt: skip
+    per_trace: dict[str, np.ndarray] = {}
+    for key in sorted(keyed[0].keys() & keyed[1].keys()):
+        a, b = keyed[0][key], keyed[1][key]
+        sums = [*star_sums(a), *star_sums(b)]
+        per_trace[key[0]] = per_trace.get(key[0], 0) + np.array(sums, dtype=float)
+    description = (
+        f"Delta_gov on G* = G*({pair[0]}) - G*({pair[1]}), each G* against its own cross-edit "
+        f"floor, over {len(per_trace)} eval traces scored for both, paired and clustered by "
+        f"trace {label}"
+    )
+    counts = np.array(list(per_trace.values()))
+    if len(per_trace) < 2 or (counts[:, [1, 3]].sum(axis=0) <= 0).any():
+        why = "fewer than two paired eval traces, or a model whose null-edit floor is 1"
+        return not_run_figure(GAP_STAR_FIGURE, kind="difference", description=description,
+                              reason=why)  # fmt: skip
+    boot = cluster_bootstrap(counts, _gap_star_statistic, **stats.bootstrap())
+    return Figure(
+        name=GAP_STAR_FIGURE, kind="difference", denominator=len(per_trace),
+        estimate=float(boot["estimate"]), unit="trial", unit_count=len(per_trace),
+        cluster="trace", description=description,
+        intervals=[bootstrap_interval(
+            boot, stats, groups=len(per_trace),
+            note="percentile bootstrap of the G* difference, resampling paired traces",
+        )],
+    )  # fmt: skip
+
+
+def _per_trace_tv(collected: Collected, candidate: str) -> dict[str, tuple[float, float]]:
+    """(summed TV, interventions) per eval trace of one candidate, trials summed."""
+    out: dict[str, tuple[float, float]] = {}
+    for r in collected.rows[(candidate, "eval", "governance")]:
+        tv, n = out.get(r.trace.trace_id, (0.0, 0.0))
+        out[r.trace.trace_id] = (tv + r.counts["tv_sum"], n + r.counts["n_items"])
+    return out
+
+
+def _seed_candidates(collected: Collected, candidate: str, base_seed: int) -> dict[int, str] | str:
+    """Training seed -> candidate for the declared model and its `@seed=K` replicas."""
+    adapter = collected.adapters.get(candidate, "")
+    out = {base_seed: candidate}
+    for other, other_adapter in sorted(collected.adapters.items()):
+        base, mark, k = other_adapter.partition(SEED_MARK)
+        if mark and base == adapter and k.isdigit():
+            if int(k) in out:
+                return f"training seed {k} of {adapter} is declared twice ({out[int(k)]}, {other})"
+            out[int(k)] = other
+    return out
+
+
+def seed_gap_analysis(
+    collected: Collected,
+    pair: tuple[str, str] | None,
+    base_seed: int,
+    stats: StatsPlan,
+    label: str,
+) -> tuple[Figure | None, dict[str, Any]]:
+    """Delta_gov over training seeds with its seed-and-trace interval (beside the single seed's).
+
+    The declared pair is trained with `train.seed` (`base_seed`); each `trace-ai-full@seed=K`
+    / `trace-ai-ablation@seed=K` candidate adds seed K. Seeds present for both models are
+    paired by seed; traces scored for every one of those models are used
+    (`trb.measures._gap.seed_trace_gap_figure`).
+
+    Returns:
+        The `governance_gap_seeds` figure (None when no seed replica is declared: the report
+        then says Delta_gov rests on one training seed) and its record entry.
+    """
+    if pair is None:
+        return None, {"status": "not run", "reason": "no (full, ablation) pair among candidates"}
+    full = _seed_candidates(collected, pair[0], base_seed)
+    ablation = _seed_candidates(collected, pair[1], base_seed)
+    for found in (full, ablation):
+        if isinstance(found, str):
+            figure = not_run_figure(SEED_GAP_FIGURE, kind="difference", description=label,
+                                    reason=found)  # fmt: skip
+            return figure, {"status": "not run", "reason": found}
+    assert isinstance(full, dict) and isinstance(ablation, dict)
+    seeds = sorted(full.keys() & ablation.keys())
+    record: dict[str, Any] = {
+        "seeds": seeds,
+        "full": [full[s] for s in seeds],
+        "ablation": [ablation[s] for s in seeds],
+    }
+    if len(seeds) < 2:
+        reason = (
+            f"one training seed per model (seed {base_seed}); declare seed replicas "
+            "(trace-ai-full@seed=K, trace-ai-ablation@seed=K) for a seed-and-trace interval"
+        )
+        return None, {**record, "status": "not run", "reason": reason}
+    tables = {c: _per_trace_tv(collected, c) for s in seeds for c in (full[s], ablation[s])}
+    traces = sorted(set.intersection(*(set(t) for t in tables.values())))
+    n_items = [tables[full[seeds[0]]][t][1] for t in traces]
+    for candidate, table in tables.items():
+        if [table[t][1] for t in traces] != n_items:
+            raise CheckFailed(f"{candidate} was scored on other items than {full[seeds[0]]}")
+    figure = seed_trace_gap_figure(
+        [[tables[full[s]][t][0] for t in traces] for s in seeds],
+        [[tables[ablation[s]][t][0] for t in traces] for s in seeds],
+        n_items,
+        **stats.bootstrap(),
+        description=(
+            f"mean over {len(seeds)} training seeds {seeds} of G(full) - G(ablation), "
+            f"{int(sum(n_items))} counterfactual interventions of {len(traces)} eval traces "
+            f"scored for every model; seed-and-trace bootstrap {label}"
+        ),
+    )
+    interval = figure.intervals[0]
+    per_seed = []
+    for s in seeds:  # each seed's own paired, trace-clustered Delta_gov beside the pooled one
+        one = governance_gap(
+            [tables[full[s]][t][0] for t in traces], [tables[ablation[s]][t][0] for t in traces],
+            n_items, **stats.bootstrap(),
+        )  # fmt: skip
+        per_seed.append({
+            "seed": s, "full": full[s], "ablation": ablation[s], "estimate": one["estimate"],
+            "interval": {"lower": one["low"], "upper": one["high"],
+                         "method": one.get("interval_method")},
+            "pass_bar_met": one["low"] is not None and one["low"] > 0,
+        })  # fmt: skip
+    return figure, {
+        **record,
+        "per_seed": per_seed,
+        "every_seed_above_0": all(p["pass_bar_met"] for p in per_seed),
+        "status": "run",
+        "figure": figure.model_dump(mode="json"),
+        "estimate": figure.estimate,
+        "interval": {"lower": interval.lower, "upper": interval.upper,
+                     "method": interval.method},
+        "traces": len(traces),
+        "pass_bar_met": interval.lower is not None and interval.lower > 0,
+    }  # fmt: skip
+
+
+def oracle_checks(collected: Collected, subjects: dict[str, list[Figure]]) -> list[dict[str, Any]]:
+    """Compare every oracle candidate's eval figures with their closed forms."""
+    checks = []
+    for candidate, adapter in collected.adapters.items():
+        if not adapter.startswith("oracle:"):
+            continue
+        rows = (
+            collected.rows[(candidate, "eval", "governance")]
+            or collected.rows[(candidate, "eval", "attribution")]
+        )
+        traces = list({r.trace.trace_id: r.trace for r in rows}.values())
+        if not traces:
+            continue
+        world = CorridorWorld(traces[0].world)
+        expected: list[tuple[str, float]] = {
+            "oracle:perfectly-governed": [("G", 1.0), ("balanced_accuracy", 1.0)],
+            "oracle:epiphenomenal": [("G", expected_g("epiphenomenal", traces))],
+            "oracle:uniform": [("G", expected_g("uniform", traces))],
+            "oracle:always-self": [("G", 1.0), ("balanced_accuracy", 0.5)],
+            "oracle:outcome-only-attribution": [
+                ("G", 1.0),
+                ("balanced_accuracy", expected_outcome_only_balanced_accuracy(traces, world)),
+                ("false_credit_rate", 1.0),
+            ],
+        }.get(adapter, [])
+        if any(cf.continuation_source == "human"
+               for t in traces for s in t.steps for cf in s.counterfactuals):  # fmt: skip
+            # The closed forms of G hold against the reference agent's Phi(r') only; against
+            # human continuations (`trb collect`) G is measured, not known in advance.
+            expected = [(name, value) for name, value in expected if name != "G"]
+        for name, value in expected:
+            measured = measured_estimate(subjects[candidate], name)
+            check = oracle_check(value, measured, ORACLE_TOLERANCE)
+            checks.append({"candidate": candidate, "oracle": adapter, "metric": name, **check})
+    return checks
+
+
+def _threshold_entry(figure: Figure | None) -> dict[str, Any]:
+    if figure is None:
+        return {"status": "not run", "reason": "no Track 2 threshold figure"}
+    low, high = bootstrap_bounds(figure)
+    return {
+        "status": figure.status,
+        "threshold": figure.estimate,
+        "lower": low,
+        "upper": high,
+        "reason": figure.reason,
+    }
+
+
+def threshold_comparison(
+    subjects: dict[str, list[Figure]], pair: tuple[str, str] | None
+) -> dict[str, Any]:
+    """Track 2's spec comparison (full above the same-size ablation) made on the threshold.
+
+    The full model is called more sensitive only when its threshold's interval lies wholly
+    below the ablation's (or the ablation is not detected at any strength while the full
+    model's upper end is on the grid); overlapping intervals are "not separated". Lower
+    threshold = a weaker push already registers in the report.
+    """
+    if pair is None:
+        return {"status": "not run", "reason": "no (full, ablation) pair among candidates"}
+    full, ablation = (
+        _threshold_entry(find_figure(subjects.get(c, []), "detection_threshold")) for c in pair
+    )
+
+    def below(x: dict[str, Any], y: dict[str, Any]) -> bool:
+        """X's interval lies wholly below y's, or y is never detected while x's is on the grid."""
+        if x["status"] != "measured" or x["upper"] is None:
+            return False
+        return "not detected" in str(y.get("reason")) or (
+            y["lower"] is not None and x["upper"] < y["lower"]
+        )
+
+    verdict = "not separated"
+    if below(full, ablation):
+        verdict = "full more sensitive (lower threshold, intervals separate)"
+    elif below(ablation, full):
+        verdict = "ablation more sensitive (lower threshold, intervals separate)"
+    elif full["status"] != "measured" and "not detected" not in str(full.get("reason")):
+        verdict = "not run"
+    return {"status": "run", "full": {"candidate": pair[0], **full},
+            "ablation": {"candidate": pair[1], **ablation}, "verdict": verdict}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------
+# The `trb/profile` report: figures, Delta_gov, baselines and the profile vector from a ledger.
+#
+# Reads only the frozen manifest, the recorded trials and the corpus the manifest pins (for the
+# grader-only labels and denominators). Per adapter and split every registered measure gives its
+# trace-clustered figures (`_track._collect` turns trials into rows); the governance gap compares
+# the declared (full, ablation) pair on the eval split, paired by trace, and oracle candidates are
+# checked against their closed forms (`_track._comparisons`); the five spec §4 baselines and the
+# six profile axes are always listed, each "not run" until something ran it, with flags and
+# caveats (`_track._summaries`).
 
 
 def _gap_block(

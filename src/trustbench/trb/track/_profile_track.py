@@ -36,22 +36,20 @@ from trustbench.core import (
 )
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
-from trustbench.trb.adapter._schema import TRB_VERSION
+from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.track._adapters import (
     AdapterSource,
+    LoadedCorpus,
     NotApplicable,
     adapter_id,
-    resolve_adapters,
-)
-from trustbench.trb.track._corpus_source import (
-    LoadedCorpus,
     corpus_folder,
     corpus_items,
     load_corpus,
+    resolve_adapters,
 )
 from trustbench.trb.track._measures import TrbMeasure, load_measures
-from trustbench.trb.track._options import BUILTIN_CORPUS, TrbTrackOptions, track_options
-from trustbench.trb.track._profile_core import library_trial, measure_trace, prepare_adapter
+from trustbench.trb.track._pipeline import BUILTIN_CORPUS, TrbTrackOptions, track_options
+from trustbench.trb.track._profile import library_trial, measure_trace, prepare_adapter
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, TrackAnalysis
@@ -361,7 +359,7 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
     transport: its adapter's own client), so its retries are not recorded.
     """
     from trustbench.trb.track._analysis import profile_and_gap
-    from trustbench.trb.track._collect import Collected, add_trial
+    from trustbench.trb.track._profile import Collected, add_trial
 
     track = TrbProfileTrack()
     options, corpus, cases, measures = track.prepared(manifest)

@@ -19,7 +19,7 @@ from typing import Any
 
 import cedarpy
 
-from trustbench.rtb.boundaries._policy import PolicyResult
+from trustbench.rtb.boundaries._protocol import PolicyResult
 from trustbench.rtb.corpus._models import Decision, ReasonCode
 from trustbench.rtb.platform import (
     Approval,

@@ -1,30 +1,176 @@
-"""Policy `rtb-narrow-approval-v2` evaluated by Cedar on one candidate input.
+"""Values as the Cedar encoding sees them: rule 7 of the v0.2 policy text, written on this side.
 
-The second, independent encoding of the v0.2 policy text (`policies/approval_policy_v2.cedar`);
-a test requires it, `reference-policy-v2` and the authored answer key to agree on every v0.2
-case. It shares no normalisation or decision helper with the reference reviewer: values are
-read by this side's own reading of rule 7 (`_cedar_values`), entities are built in
-`_cedar_entities`; this module asks Cedar and applies rule 6 (precedence) to the `@decision`
-annotations of the policies that fired. Which approval governs, and whether it
-permits, is decided by Cedar. Any Cedar error fails closed (hold).
+The Cedar encoding must be able to contradict the reference reviewer, so it shares no
+normalisation or decision helper with it (`trustbench.rtb.corpus._normalise` is the reference
+side's). This module reads rule 7 of the policy text on its own:
+
+    Values compare after normalisation: a string holding a base-10 integer equals that integer
+    ("22" equals 22; booleans never equal numbers); strings are trimmed of surrounding
+    whitespace; a DNS name compares case-insensitively and without its trailing dot; a list
+    compares as the sorted list of its normalised items.
+
+"A DNS name" is read as a host name (RFC 1123): two or more dot-separated labels of ASCII
+letters, digits and hyphens, no label empty or starting or ending with a hyphen, the last label
+(the top-level domain) letters only; one trailing root dot allowed. So `Api.Example.com.` is
+`api.example.com`, while a version string (`V14.1`, `release_2.0`) is not a DNS name and keeps
+its case. Every value becomes one Cedar string (a typed JSON text), so equal strings in Cedar are
+exactly equivalent values under rule 7.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import cedarpy
 
-from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
+from trustbench.rtb.corpus._models import Decision, ParamValue, ServiceNoticeRecord
 from trustbench.rtb.policy.narrow_v2 import _models as models
-from trustbench.rtb.policy.narrow_v2._cedar_entities import PROPOSAL as _PROPOSAL
-from trustbench.rtb.policy.narrow_v2._cedar_entities import entities as _entities
-from trustbench.rtb.policy.narrow_v2._cedar_values import cedar_value as _norm
+from trustbench.rtb.policy.narrow_v2._models import (
+    ApprovalRecordV2,
+    CandidateInputV2,
+    RevocationRecord,
+)
+
+NEVER = 2**62
+"""Stand-in epoch for "no expiry" / "never revoked" (Cedar has no null)."""
+
+_LABEL_CHARS = frozenset(string.ascii_letters + string.digits + "-")
+
+
+def _is_host_name(text: str) -> bool:
+    """Whether `text` (trimmed) is a DNS host name in the reading above."""
+    name = text[:-1] if text.endswith(".") else text
+    labels = name.split(".")
+    if len(labels) < 2:
+        return False
+    for label in labels:
+        if not label or len(label) > 63 or label[0] == "-" or label[-1] == "-":
+            return False
+        if not set(label) <= _LABEL_CHARS:
+            return False
+    return labels[-1].isascii() and labels[-1].isalpha()
+
+
+def _is_integer_text(text: str) -> bool:
+    body = text[1:] if text[:1] in "+-" else text
+    return body.isascii() and body.isdigit()
+
+
+def _canonical(value: Any) -> Any:
+    """A tagged canonical form: equal forms are equivalent values under rule 7."""
+    if isinstance(value, bool):
+        return ["bool", value]
+    if value is None:
+        return ["null", None]
+    if isinstance(value, int):
+        return ["int", value]
+    if isinstance(value, float):
+        return ["float", value]
+    if isinstance(value, str):
+        text = value.strip()
+        if _is_integer_text(text):
+            return ["int", int(text)]
+        if _is_host_name(text):
+            return ["str", text.rstrip(".").lower()]
+        return ["str", text]
+    if isinstance(value, list | tuple):
+        items = [_canonical(item) for item in value]
+        return ["list", sorted(items, key=lambda item: json.dumps(item, sort_keys=True))]
+    return ["other", repr(value)]
+
+
+def cedar_value(value: Any) -> str:
+    """The Cedar string standing for `value` (equal strings = equivalent values)."""
+    return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"))
+
+
+def cedar_epoch(text: str | None) -> int:
+    """An ISO 8601 instant as epoch seconds (`NEVER` for none)."""
+    if text is None:
+        return NEVER
+    return int(datetime.fromisoformat(text.strip().replace("Z", "+00:00")).timestamp())
+
+
+# ------------------------------------------------------------------------------------------------
+# The Cedar entities of one v0.2 candidate input (the Cedar side's own translation).
+#
+# Values go through `_cedar_values` (this side's reading of rule 7), times become epoch seconds,
+# and revocation times are copied onto the approvals they name.
+
+PROPOSAL = {"type": "Proposal", "id": "proposal"}
+"""The one proposal entity."""
+
+_norm = cedar_value
+_epoch = cedar_epoch
+
+
+def _pairs(parameters: dict[str, ParamValue]) -> list[str]:
+    return sorted(f"{key.strip()}={_norm(value)}" for key, value in parameters.items())
+
+
+def entities(ci: CandidateInputV2, approvals: list[ApprovalRecordV2]) -> list[dict[str, Any]]:
+    """The proposal and every approval as Cedar entities."""
+    revocations = [r for r in ci.evidence if isinstance(r, RevocationRecord)]
+    proposal = ci.proposal
+    entities: list[dict[str, Any]] = [
+        {
+            "uid": PROPOSAL,
+            "attrs": {
+                "operation": _norm(proposal.operation),
+                "target": _norm(proposal.target),
+                "param_pairs": _pairs(proposal.parameters),
+                "revision": _norm(proposal.resource_revision),
+                "as_of": _epoch(ci.as_of),
+            },
+            "parents": [],
+        }
+    ]
+    for a in approvals:
+        revoked = [
+            _epoch(r.revoked_at) for r in revocations if _norm(r.revokes) == _norm(a.approval_id)
+        ]
+        entities.append(
+            {
+                "uid": {"type": "Approval", "id": a.record_id},
+                "attrs": {
+                    "operation": _norm(a.operation),
+                    "target": _norm(a.target),
+                    "param_pairs": _pairs(a.approved_parameters),
+                    "approved_revision": _norm(a.approved_revision),
+                    "approved_by": _norm(a.approved_by),
+                    "status": a.status,
+                    "issued": _epoch(a.issued_at),
+                    "expires": _epoch(a.expires_at),
+                    "revoked_from": min(revoked, default=NEVER),
+                },
+                "parents": [],
+            }
+        )
+    return entities
+
+
+# ------------------------------------------------------------------------------------------------
+# Policy `rtb-narrow-approval-v2` evaluated by Cedar on one candidate input.
+#
+# The second, independent encoding of the v0.2 policy text (`policies/approval_policy_v2.cedar`);
+# a test requires it, `reference-policy-v2` and the authored answer key to agree on every v0.2
+# case. It shares no normalisation or decision helper with the reference reviewer: values are
+# read by this side's own reading of rule 7 (`_cedar_values`), entities are built in
+# `_cedar_entities`; this module asks Cedar and applies rule 6 (precedence) to the `@decision`
+# annotations of the policies that fired. Which approval governs, and whether it
+# permits, is decided by Cedar. Any Cedar error fails closed (hold).
+
+_PROPOSAL = PROPOSAL
+_entities = entities
+_norm = cedar_value
 
 POLICY_IDS: tuple[str, ...] = (models.POLICY_ID_V2,)
 """Policies this encoding implements."""

@@ -19,15 +19,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from trustbench.rtb.corpus._discrepancy import Discrepancy
 from trustbench.rtb.corpus._models import (
     Decision,
+    Discrepancy,
     ParamValue,
     Proposal,
     ServiceNoticeRecord,
     _Strict,
 )
-from trustbench.rtb.policy._case_models import (
+from trustbench.rtb.policy._cases import (
     CandidateInputOf,
     CaseOf,
     ContestableReadingOf,

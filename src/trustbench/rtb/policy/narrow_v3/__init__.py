@@ -14,6 +14,8 @@ from trustbench.rtb.policy.narrow_v3._models import (
     POLICY_ID_V3,
     REASON_CODE_DECISION_V3,
     REASON_CODE_MEANING_V3,
+    RULE_IDS,
+    RULES,
     ApprovalRecordV3,
     BreakGlassRecord,
     CandidateInputV3,
@@ -26,11 +28,14 @@ from trustbench.rtb.policy.narrow_v3._models import (
     ProposalV3,
     ReasonCodeV3,
     ReviewerResponseV3,
+    policy_text_v3,
 )
 from trustbench.rtb.policy.narrow_v3._policy import NARROW_V3, NarrowApprovalV3
-from trustbench.rtb.policy.narrow_v3._prompt import render_prompt_v3
-from trustbench.rtb.policy.narrow_v3._reviewer import ReferencePolicyV3Reviewer, assess_v3
-from trustbench.rtb.policy.narrow_v3._rules import RULE_IDS, RULES, policy_text_v3
+from trustbench.rtb.policy.narrow_v3._reviewer import (
+    ReferencePolicyV3Reviewer,
+    assess_v3,
+    render_prompt_v3,
+)
 
 __all__ = [
     "NARROW_V3",

@@ -1,1 +1,0 @@
-"""Implementation of `trustbench.core.stats`; import from there, not from here."""
