@@ -9,7 +9,7 @@ steps of `--traces` generated eval traces. Measured, each as the best of `--repe
 (round-robin, after one warm-up run of each) on `--threads` torch threads, every adapter
 fresh (its memo cold):
 - batched `act` (what the measures call now): `act_many(contexts, r_overrides)` through
-  `trb.measures._batched.act_many`, the wrapper Track 1 uses (it validates every answer);
+  `trb.measures._governance.act_many`, the wrapper Track 1 uses (it validates every answer);
 - per-item `act` (Track 1's old call pattern): `act(context, r_override=r')` item by item;
 - raw forward: the same model on the same token ids, prepared beforehand: one right-padded
   batch with its attention mask, the logits at each prompt's last position, log-softmax over

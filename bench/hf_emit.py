@@ -12,7 +12,7 @@ just before its own `emit_r`, all units just before the batch) so that both see 
   prompt (history, the trace's slot block, `<act>`), one row, full logits: what a user's
   `model(input_ids)` for one act costs;
 - per-item `emit_r(context)`, context by context;
-- batched `emit_many(contexts)` through `trb.measures._batched.emit_many` (the measures' call).
+- batched `emit_many(contexts)` through `trb.measures._governance.emit_many` (the measures' call).
 Prints the forward passes one `emit_r` runs, and each path's time per context in units of
 the summed unit forwards (target: per-item emit_r <= 3 forwards per context), after checking
 the batched reports equal the per-item ones.

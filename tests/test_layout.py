@@ -167,3 +167,38 @@ def test_each_public_name_has_one_home() -> None:
             homes[name, id(getattr(module, name))].append(module_name)
     twice = {name: modules for (name, _), modules in homes.items() if len(modules) > 1}
     assert twice == {}, f"exported from more than one public module: {twice}"
+
+
+def _readme_layout_packages() -> dict[str, str]:
+    """Folder -> its line in README's layout map (the tree in the `## Layout` section)."""
+    readme = (PACKAGE_ROOT.parents[1] / "README.md").read_text()
+    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    tree = section.split("```", 2)[1]
+    entries: dict[str, str] = {}
+    parents: list[tuple[int, str]] = []
+    for line in tree.splitlines()[1:]:
+        stripped = line.lstrip()
+        name = stripped.split(" ", 1)[0]
+        if not name.endswith("/") or name == "src/trustbench/":
+            continue
+        indent = len(line) - len(stripped)
+        while parents and parents[-1][0] >= indent:
+            parents.pop()
+        path = "/".join([p for _, p in parents] + [name.rstrip("/")])
+        parents.append((indent, name.rstrip("/")))
+        entries[path] = stripped[len(name) :].strip()
+    return entries
+
+
+def test_readme_layout_names_every_package_and_no_other() -> None:
+    packages = {
+        str(init.parent.relative_to(PACKAGE_ROOT))
+        for init in PACKAGE_ROOT.rglob("__init__.py")
+        if init.parent != PACKAGE_ROOT
+    }
+    listed = _readme_layout_packages()
+    assert set(listed) == packages, (
+        f"missing from README's layout: {sorted(packages - set(listed))}; "
+        f"listed but not a package: {sorted(set(listed) - packages)}"
+    )
+    assert all(listed.values()), f"a package line without its job: {listed}"

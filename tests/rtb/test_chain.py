@@ -30,7 +30,7 @@ from trustbench.rtb.review._chain import (
     aggregate_chain,
     chain_supported,
 )
-from trustbench.rtb.review._counting import record_row, review_metrics
+from trustbench.rtb.review._counting import review_metrics
 from trustbench.rtb.review._grading import (
     ConfigurationRow,
     MemberTrial,
@@ -38,6 +38,7 @@ from trustbench.rtb.review._grading import (
     _member_trial,
     configuration_row,
     configuration_rows,
+    record_row,
 )
 from trustbench.rtb.review.reviewers import make_reviewer
 

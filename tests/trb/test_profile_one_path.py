@@ -2,7 +2,7 @@
 
 The track (`trb/profile`, through the ledger) and the library (`trustbench.trb.measure_profile`
 and `measured_profile`, in this process; `run_reference` calls the latter) both run the
-registered measures through `trb.track._profile_core`, so a measure added from outside reaches
+registered measures through `trb.track._profile`, so a measure added from outside reaches
 both, and both give the same profile vector on the same adapters and traces.
 """
 

@@ -77,7 +77,7 @@ class TrackAnalysis:
     however many trials ran. Per-trial rows go in `trial_rows`."""
     trial_rows: dict[str, Iterable[dict[str, Any]]] = field(default_factory=dict)
     """Part name (the track's record section, e.g. `review`) -> its per-trial rows, written to
-    `record.trials.jsonl` beside `record.json` (see `core.report._trial_rows`), never into it: a
+    `record.trials.jsonl` beside `record.json` (see `core.report._record`), never into it: a
     record that grew with the run cost 85 MB and its full parse at 50,000 trials."""
     evaluability: dict[str, Evaluability] = field(default_factory=dict)
     """Subject -> its valid-response counts (see `Evaluability`); every track fills it."""

@@ -117,7 +117,7 @@ class LedgerContents:
     def iter_trials(self) -> Iterator[TrialWithAttempts]:
         """Every finished trial with its counted attempts, in insertion (chain) order.
 
-        Streamed from the file when the rows are not held (see `core._ledger_stream`): a grader
+        Streamed from the file when the rows are not held (see `core.ledger._store`): a grader
         that keeps only what it needs per trial holds no ledger row beyond the current one.
         """
         if self._rows is not None or self._run_dir is None:

@@ -2,7 +2,7 @@
 
 Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported;
 a large ledger is verified in a second process while the track grades, and nothing is written
-before it answers: `_verify_beside.py`); re-check every frozen input (an answer key edited after
+before it answers: `_verify.py`); re-check every frozen input (an answer key edited after
 the freeze is never used to grade); let the track grade the recorded trials; evaluate every
 declared gate exactly as frozen, once per subject it applies to; write `record.json` (machine)
 and `report.html` (people). A run that was interrupted is still reported, marked incomplete: its

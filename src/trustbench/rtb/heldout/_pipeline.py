@@ -1,8 +1,8 @@
 """The exposure log of a held-out set: append-only, hash-chained, kept in the set folder.
 
 This module is the one place that reads, checks and appends to the log: `rtb heldout freeze`,
-`rtb retire` and the pipeline hooks (`trustbench freeze` / `run` against a sealed corpus, see
-`_pipeline.py`) all go through it.
+`rtb retire` and the pipeline hooks (`trustbench freeze` / `run` against a sealed corpus, below)
+all go through it.
 
 Each line of `exposure.jsonl` is one canonical-JSON entry: `seq`, `kind` (`freeze` for an
 evaluation, `run` for a `trustbench run` of a frozen evaluation, `retire` for a retirement),
@@ -344,7 +344,7 @@ def summary_html(summary: dict[str, Any]) -> str:
 #   answer key into a temporary folder, maps each trial's exported evaluation id to its case, grades
 #   as for any corpus, and adds the held-out section (record, HTML, `--json`, verdict line).
 #
-# Every log read and write goes through `_exposure.py`.
+# Every log read and write goes through the functions below.
 
 REASON_OPTION = "heldout_reason"
 """The `[track_options]` key giving why a set is frozen past its exposure budget."""

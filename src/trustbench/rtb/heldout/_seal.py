@@ -9,7 +9,7 @@ A sealed set folder holds:
   export's `grader/evaluation_map.json`;
 - `HELDOUT.json`: the set's manifest (set id, case count, budget, recipient key, format) pinning
   the SHA-256 of every clear file and of the sealed file;
-- `exposure.jsonl`: the append-only exposure log (`_exposure.py`).
+- `exposure.jsonl`: the append-only exposure log (`_pipeline.py`).
 
 Nothing grader-only is written to the set folder in the clear: the export runs in a temporary
 folder and only its candidate-visible files are copied over.

@@ -54,8 +54,6 @@ from trustbench.rtb.review._counting import (
     DecisionTally,
     configuration_figures,
     headline,
-    not_run_row,
-    record_row,
 )
 from trustbench.rtb.review._grading import (
     ConfigurationRow,
@@ -66,6 +64,8 @@ from trustbench.rtb.review._grading import (
     case_ids,
     configuration_rows,
     member_trials,
+    not_run_row,
+    record_row,
 )
 from trustbench.rtb.review._options import UNCHECKED, configurations, parse_options
 from trustbench.rtb.review._rows import ReviewTrialRow
@@ -340,7 +340,7 @@ def saturation_block(report: SaturationReport) -> TextBlock:
 # Per-rule breakdown of the reviewer report: which policy rules each configuration gets wrong.
 #
 # A case is attributed to the rules that decide it: the rules of the corpus's policy object whose
-# ablated reference reader (the reader `rtb audit` runs, `_ablation.py`) reaches another outcome
+# ablated reference reader (the reader `rtb audit` runs, `_audit.py`) reaches another outcome
 # than the case's label. A wrong decision (a valid decision other than the reference) on that case
 # counts against each of its rules; one case may count against several. A wrong decision on a case
 # no rule decides is counted apart, and so are missing and invalid replies (no decision to

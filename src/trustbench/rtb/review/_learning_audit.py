@@ -1,7 +1,7 @@
 """Generic features of exported candidate inputs, for the learned attackers and the artifact scan.
 
 An attacker that reads the answer key is not an attacker; one that knows the policy is a reviewer.
-The learned surface attackers (`_learned.py`) and the artifact scan (`_artifacts.py`) must see
+The learned surface attackers and the artifact scan (both below) must see
 exactly what a candidate sees and know nothing of what it means, so every feature here is read
 from the exported JSON without naming a single field: the same code runs on any corpus version.
 
@@ -298,7 +298,7 @@ def all_features(space: FeatureSpace, document: Document) -> dict[str, float]:
 #
 # A hand-written shortcut rule tests one guess about how a corpus leaks; a learner tests every guess
 # its features can express. Each attacker here is a scikit-learn model fitted on the generic
-# features of `_features.py` (counts, presence, lengths, tokens of every id and string, raw and
+# features above (counts, presence, lengths, tokens of every id and string, raw and
 # normalised equality of every pair of fields, timestamps compared as strings and as times, record
 # order), computed from the exported candidate inputs alone, never the answer key.
 #
@@ -731,8 +731,8 @@ def artifact_scan(
 # `trustbench rtb audit` runs these beside the fixed shortcut rules (`_shortcuts.py`). Both read the
 # corpus's exported candidate inputs, produced by its policy exactly as a real export does, and use
 # the answer key only to fit and to score. A corpus fails when any attacker scores above chance +
-# margin held out, or any token class carries label information (see `_learned.py`,
-# `_artifacts.py`).
+# margin held out, or any token class carries label information (see the
+# attackers and the artifact scan above).
 
 _SHOWN_CLASSES = 8
 """Token classes shown in the artifact table (every class above the threshold is shown)."""

@@ -359,7 +359,7 @@ def is_unavailable(status: str) -> bool:
 # each rule's accuracy against the authored reference decisions as "corpus saturation".
 #
 # Fixed rules are scored on every case. Fitted rules (a lookup on record order, a keyword tree and a
-# small decision tree over every surface feature; see `_surface.py`, `_cart.py`) are cross-fitted
+# small decision tree over every surface feature; see below) are cross-fitted
 # on two halves split by domain group, so a group's related variants are never on both sides: fit
 # on half A, score half B, and vice versa; the reported accuracy is the mean of the two halves.
 #

@@ -116,7 +116,7 @@ class ReviewTrack:
 
         When the corpus files hash to exactly what the freeze recorded, by this trustbench
         version, the corpus is parsed without repeating the checks the freeze ran on the same
-        bytes (`rtb.corpus._frozen`); otherwise it is validated in full. Core compares every
+        bytes (`rtb.corpus._load`); otherwise it is validated in full. Core compares every
         hash with the manifest afterwards either way.
         """
         frozen = None

@@ -137,7 +137,7 @@ class BatchedAdapter(Protocol):
     """Optional batched hooks an adapter may offer beside the two one-context hooks.
 
     A local model answers a batch in one forward pass instead of one per item, so every
-    measure calls these when the adapter has them (through `trb.measures._batched`) and the
+    measure calls these when the adapter has them (through `trb.measures._governance`) and the
     one-context hooks otherwise. The contract: the answer for item i is the one `emit_r` /
     `act(contexts[i], r_override=overrides[i])` would give (equal up to floating-point
     reduction order), in input order, one per item; a batch that raises or returns another

@@ -235,7 +235,7 @@ class SplitInfo(_Strict):
     """Content hash of every trace, in file order."""
     report_encoding: str = "standard"
     """The slot encoding a proxy adapter is asked in on this split's traces (a name of
-    `trb.proxy._slots.SLOT_ENCODINGS`): `standard`, or `renamed` for Track 6's
+    `trb.proxy._local.SLOT_ENCODINGS`): `standard`, or `renamed` for Track 6's
     `transfer_encoding` context. Native adapters exchange `SelfReport` objects, so for them
     a split of another encoding is not applicable. Older manifests without it are standard."""
 

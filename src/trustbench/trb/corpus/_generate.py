@@ -150,7 +150,7 @@ transfer_families=True)`, so Track 6 takes its minimum over them as separate con
 TRANSFER_ENCODINGS: dict[str, str] = {"encoding": "renamed"}
 """Family -> the proxy tier's slot encoding on its split (every other family: `standard`).
 The `encoding` family changes only how a proxy model is asked for its report: the slots in
-another order with renamed keys and values (`trb.proxy._slots.RENAMED`, named here rather than
+another order with renamed keys and values (`trb.proxy._local.RENAMED`, named here rather than
 imported: `trb.proxy` imports torch; `tests/trb/test_transfer.py` keeps the two equal). A corpus
 manifest records each split's encoding (`SplitInfo.report_encoding`), so a stored corpus keeps
 it."""

@@ -66,7 +66,7 @@ def install(read_paths: Iterable[str], write_paths: Iterable[str]) -> str:
 # harness cache, the run folder, the user's home) is refused by the kernel with EACCES.
 #
 # Where Landlock is missing (another OS, an old kernel, a seccomp profile that blocks the calls)
-# `restrict` says so and the worker falls back to a Python audit hook (`_audit_hook.py`), which
+# `restrict` says so and the worker falls back to a Python audit hook (below), which
 # refuses the same opens but can be bypassed by native code: the mode is recorded per candidate.
 #
 # The constants are the kernel's uapi (`include/uapi/linux/landlock.h`); the system call numbers

@@ -876,7 +876,7 @@ def seed_trace_gap_figure(
         groups=n_traces,
         not_computable=why,
         note=f"percentile bootstrap over {n_seeds} training-seed pairs, then over "
-        f"{n_traces} eval traces (crossed); see trb.measures._gap.seed_trace_gap_figure",
+        f"{n_traces} eval traces (crossed); see trb.measures._governance.seed_trace_gap_figure",
     )
     return difference_figure(
         SEED_GAP_FIGURE,
@@ -1243,7 +1243,7 @@ def summarize_attribution(rows: list[dict[str, Any]], *, seed: int, resamples: i
 # rollouts visit thousands of contexts. Any exception or malformed distribution from the
 # candidate becomes `None`: the tracks count it as a failure (never as success).
 #
-# The no-r arm of Tracks 4 and 5 is the harness's own (`trb.track._measure_common.NoRArm`),
+# The no-r arm of Tracks 4 and 5 is the harness's own (`trb.track._measures.NoRArm`),
 # asked through r_override (`require_override` refuses an adapter without it); an
 # adapter-provided `act_without_r` is never trusted for the comparison.
 

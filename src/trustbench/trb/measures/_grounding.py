@@ -259,7 +259,7 @@ class ReferenceWhiteBox(NativeModelAdapter):
 #
 # Concept injection (Lindsey 2025) for a concept "slot = value" (goal = right, belief = closed):
 # the direction is fitted on train contexts here; the trials, their controls and figures are the
-# `grounding` measure's (`trb.track._grounding_measure`, with its strength sweep in
+# `grounding` measure's (`trb.track._trace_measures`, with its strength sweep in
 # `_grounding_sweep`).
 #
 # 1. Direction. Run the model on fit contexts (train split) and take the hidden state at the

@@ -1,4 +1,4 @@
-"""The library's profile vector, computed by the track's code (`trb.track._profile_core`).
+"""The library's profile vector, computed by the track's code (`trb.track._profile`).
 
 `run_reference` (with a `ProfileConfig`) hands its five baselines to `library_profile`, which
 builds each through the track's `AdapterSource` and runs the registered measures the config

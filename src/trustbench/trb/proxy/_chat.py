@@ -20,7 +20,7 @@ Estimation, stated on the adapter (`estimation`) and in every result that uses i
   probability carries sampling error of up to 0.5/sqrt(n), and a TV distance computed from
   it is biased upward (E[TV(p_hat, q)] >= TV(p, q)). Each act appends its parsed sample
   count to `sample_sizes` (0: exact or failed), from which Track 1 carries the sampling
-  error into G's interval (`trb.measures._sampling`).
+  error into G's interval (`trb.measures._governance`).
 
 `prefill=False` sends the edited reasoning as a quoted user turn instead, for services that
 cannot continue an assistant message; the adapter then says so in `estimation`.

@@ -260,7 +260,7 @@ def load_reference_seeds(
 
     Each seed is its own cache entry (the seed is part of the config, hence of the key), so
     adding a seed trains only that one. Delta_gov's seed-and-trace interval
-    (`trb.measures._gap.seed_trace_gap_figure`) pairs the full and ablation models of a seed.
+    (`trb.measures._governance.seed_trace_gap_figure`) pairs the full and ablation models of a seed.
 
     Raises:
         InputError: no seeds, or a seed given twice (a duplicated seed would count one model

@@ -314,7 +314,7 @@ CHAT_PROXY = "proxy:chat"
 
 SEED_MARK = "@seed="
 """Separates a reference model id from a replica's training seed (`trace-ai-full@seed=3`);
-the one definition (`trb.track._comparisons` reads replicas' adapter ids with it)."""
+the one definition (`trb.track._analysis` reads replicas' adapter ids with it)."""
 
 
 def reference_seed(model: str) -> tuple[str, int | None] | None:

@@ -206,7 +206,7 @@ def seed_gap_analysis(
     The declared pair is trained with `train.seed` (`base_seed`); each `trace-ai-full@seed=K`
     / `trace-ai-ablation@seed=K` candidate adds seed K. Seeds present for both models are
     paired by seed; traces scored for every one of those models are used
-    (`trb.measures._gap.seed_trace_gap_figure`).
+    (`trb.measures._governance.seed_trace_gap_figure`).
 
     Returns:
         The `governance_gap_seeds` figure (None when no seed replica is declared: the report

@@ -142,12 +142,12 @@ class TrbTrackOptions(ProfileSizes, _CorpusAndMeasures):
 
     chat_samples: StrictInt = Field(default=8, ge=1)
     """Completions per act of a chat candidate (`proxy:chat`) whose endpoint returns no
-    logprobs; their sampling error widens Track 1's G interval (`trb.measures._sampling`)."""
+    logprobs; their sampling error widens Track 1's G interval (`trb.measures._governance`)."""
     chat_estimator: Literal["auto", "sampling"] = "auto"
     """`auto`: logprobs when the endpoint returns them, else `chat_samples` completions;
     `sampling`: never ask for logprobs (an endpoint that offers none, or ignores the field)."""
     r_star_adversarial_per_step: StrictInt = Field(default=1, ge=0, le=1)
-    """Adversarial r' added to R* per eval step (0 or 1; `trb.measures._r_star`): the plan moved
+    """Adversarial r' added to R* per eval step (0 or 1; `trb.measures._governance`): the plan moved
     farthest from r_t's at confidence 1. Their G and share of R* are reported beside G."""
     r_star_ood_per_step: StrictInt = Field(default=1, ge=0, le=1)
     """Out-of-distribution r' added to R* per eval step (0 or 1): goal and belief flipped with a

@@ -315,7 +315,7 @@ class RecordingAdapter:
 
     @property
     def sample_sizes(self) -> list[int] | None:
-        """A sampling adapter's per-act sample sizes (`trb.measures._sampling`), if kept."""
+        """A sampling adapter's per-act sample sizes (`trb.measures._governance`), if kept."""
         sizes = getattr(self.inner, "sample_sizes", None)
         return sizes if isinstance(sizes, list) else None
 

@@ -7,7 +7,7 @@ every hooked layer (`sweep_scores`). Here those scores become, per layer:
 - `detection_auc[L<l> a=<alpha>]`: AUC vs the random control at that strength, with a
   trace-clustered percentile bootstrap interval;
 - `detection_threshold[L<l>]`: the strength where the AUC reaches 0.75 (the declared rule of
-  `trb.measures._threshold`), with the percentile interval of the same bootstrap's
+  `trb.measures._governance`), with the percentile interval of the same bootstrap's
   thresholds; `detection_threshold` repeats the last layer's (the comparison the report
   makes between the full model and the ablation: lower = more sensitive grounding).
 

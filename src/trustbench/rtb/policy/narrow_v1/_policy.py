@@ -509,7 +509,7 @@ class NarrowApprovalV1(LazyControlPath):
     """The decision rules of the policy record, each with its ablated reader."""
 
     check_cases = staticmethod(check_cases)
-    """The cross-case checks of `_checks.py` (variants differ in exactly their fact)."""
+    """The cross-case checks above (variants differ in exactly their fact)."""
     check_starter = staticmethod(check_starter)
     """The starter's 10 x 6 grid, 20/20/20 split and shared policy text."""
     reference_finding = staticmethod(reference_finding)
@@ -531,7 +531,7 @@ class NarrowApprovalV1(LazyControlPath):
         )
 
     def ablated_reviewer(self, rule_id: str) -> Reviewer:
-        """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
+        """The reference reviewer without rule `rule_id` (the ablated reviewer above)."""
         return AblatedV1Reviewer(rule_id)
 
     def shape_reply(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -281,7 +281,7 @@ class NarrowApprovalV2(EvidenceRecordsPolicy):
     """The decisive active approval of an uncontested permit (stale one: metadata fault)."""
 
     def ablated_reviewer(self, rule_id: str) -> Reviewer:
-        """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
+        """The reference reviewer without rule `rule_id` (the ablated reviewer above)."""
         return cast("Reviewer", AblatedV2Reviewer(rule_id))
 
     def live_evaluator(

@@ -1,7 +1,7 @@
 """The decision rules of the v0.2 policy text (rules 1-7), each with what its ablated reader does.
 
 `assess_v2` takes a set of these ids to leave out (`disabled`); the default leaves none out and is
-the reference reviewer. Two rules change only the final step and are applied in `_ablation.py`
+the reference reviewer. Two rules change only the final step and are applied in `_policy.py`
 (believing tickets and notes, failing open). See `trustbench.rtb.policy._protocol`.
 """
 
@@ -177,8 +177,8 @@ DECISION_RULES_V2: tuple[PolicyRule, ...] = (
 # ------------------------------------------------------------------------------------------------
 # How `reference-policy-v2` reads one input: policy `rtb-narrow-approval-v2`, rule by rule.
 #
-# `assess_v2` (`_reviewer.py`) is this reading; an ablated reader of `rtb audit` leaves rules out
-# by their ids (`_decision_rules.py`). See `_reviewer.py` for the interpretation choices.
+# `assess_v2` is this reading; an ablated reader of `rtb audit` leaves rules out by their ids
+# (the decision rules below). The interpretation choices are listed further down.
 
 APPROVAL_SERVICE = "approval-service"
 """The service whose notices concern approval evidence."""
@@ -544,7 +544,7 @@ def _scope_discrepancy(a: ApprovalRecordV2, proposal: Any) -> Discrepancy:
 # labels and wording say the same thing; a separate Cedar encoding of the same text
 # (`boundaries/policies/approval_policy_v2.cedar`) is the second, independent implementation.
 #
-# Interpretation choices, each visible in `_reading.py` (the reading itself):
+# Interpretation choices, each visible in the reading above:
 # - Operation, target, approver names and revisions compare after the policy's normalisation
 #   (`_normalise.equivalent`); times are ISO 8601 instants compared as instants.
 # - Only a service notice whose `service` is `approval-service` concerns approval evidence.
@@ -558,8 +558,8 @@ def assess_v2(
 
     Args:
         candidate_input: The candidate-visible input.
-        disabled: Rule ids (`_decision_rules.py`) to leave out; only an ablated reader of
-            `rtb audit` passes any. Empty: the reference reviewer.
+        disabled: Rule ids (the decision rules in this module) to leave out; only an ablated
+            reader of `rtb audit` passes any. Empty: the reference reviewer.
     """
     return Reading(candidate_input, disabled).finding()
 

@@ -176,7 +176,7 @@ class AblatedV3Reviewer(AblatedV2Reviewer, ReferencePolicyV3Reviewer):
 # Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
 # policy is reached from `NARROW_V3`. A case seeds v0.2's platform state plus the platform's
 # governance records (`_control.py`: requester, environment and risk tier, policy configuration,
-# change calendar, delegations, break-glass); the live evaluation (`_boundary.py`, imported when
+# change calendar, delegations, break-glass); the live evaluation (`_control.py`, imported when
 # first used) writes that state back as v0.3 evidence and asks `assess_v3` or the Cedar encoding.
 
 
@@ -214,7 +214,7 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
     """`assess_v3` as reply fields (with its structured discrepancies)."""
 
     def ablated_reviewer(self, rule_id: str) -> Reviewer:
-        """The reference reviewer without rule `rule_id` (`_ablation.py`)."""
+        """The reference reviewer without rule `rule_id` (the ablated reviewer above)."""
         return cast("Reviewer", AblatedV3Reviewer(rule_id))
 
     control_module = "trustbench.rtb.policy.narrow_v3._control"

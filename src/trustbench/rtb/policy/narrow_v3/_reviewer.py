@@ -4,7 +4,7 @@ v0.3 keeps every decision rule of v0.2 (`narrow_v2._decision_rules`): they are r
 at the clauses of the v0.3 text that state them (and, for approver authority, at v0.3's wording).
 v0.3's own rules follow. `assess_v3` takes a set of these ids to leave out (`disabled`) and passes
 it on to `assess_v2`; the default leaves none out and is the reference reviewer. Three rules
-change only the final step and are applied in `_ablation.py`. See `trustbench.rtb.policy._protocol`.
+change only the final step and are applied in `_policy.py`. See `trustbench.rtb.policy._protocol`.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ DECISION_RULES_V3: tuple[PolicyRule, ...] = (*INHERITED, *OWN)
 # ------------------------------------------------------------------------------------------------
 # The deterministic `reference-policy-v3` reviewer: policy `rtb-narrow-approval-v3` as code.
 #
-# Written from the v0.3 rule table (`_rules.py`), reading only the candidate-visible input. Where
+# Written from the v0.3 rule table (`_models.py`), reading only the candidate-visible input. Where
 # v0.3 keeps v0.2's rules (applicability, revocation, expiry, parameters, revisions, service
 # notices, precedence, encodings) it runs v0.2's reviewer, `assess_v2`, on a projection of the
 # input whose policy record lists the approvers v0.3 authorises for this proposal (approver scope
@@ -391,7 +391,7 @@ def assess_v3(ci: CandidateInputV3, disabled: frozenset[str] = NONE) -> FindingV
 
     Args:
         ci: The candidate-visible input.
-        disabled: Rule ids (`_decision_rules.py`, v0.2's and v0.3's) to leave out; v0.2's are
+        disabled: Rule ids (v0.2's and v0.3's decision rules) to leave out; v0.2's are
             passed on to `assess_v2`. Only an ablated reader of `rtb audit` passes any.
     """
     authorised = authorised_approvers(ci, disabled)
