@@ -57,7 +57,7 @@ from trustbench.core._track import (
 )
 from trustbench.core._verify import VerifyReport, verify_run
 from trustbench.core.ledger._head import write_head
-from trustbench.core.ledger._store import TABLE_COLUMNS, Ledger
+from trustbench.core.ledger._store import TABLE_COLUMNS, Ledger, cache_root
 from trustbench.core.spec._manifest import (
     CandidateRecord,
     Manifest,
@@ -120,6 +120,7 @@ __all__ = [
     "TrialOutcome",
     "VerifyReport",
     "build_manifest",
+    "cache_root",
     "check_inputs",
     "check_output_file",
     "check_output_folder",

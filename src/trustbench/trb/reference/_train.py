@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
-from trustbench.core.ledger._store import cache_root
+from trustbench.core import cache_root
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._protocol import ACTIONS, DOOR_STATES, GOALS
 from trustbench.trb.corpus._format import CorpusManifest, Trace, canonical_sha256, trace_sha256
