@@ -439,13 +439,6 @@ class ControlRunGrades:
                 declared.setdefault(t.candidate, set()).add(is_instrument(t.enforcement))
         return frozenset(name for name, kinds in declared.items() if kinds == {True})
 
-    def reference_status_of(self, case_id: str) -> str:
-        """A source case's reference status (`pending` for a case no scenario derives from)."""
-        return next(
-            (s.reference_status for s in self.scenarios.values() if s.case_id == case_id),
-            "pending",
-        )
-
     @property
     def defects(self) -> list[str]:
         """Failed harness checks, in words."""
@@ -750,6 +743,7 @@ def _bypasses(run: ControlRunGrades) -> TableBlock:
     summary: list[str] = []
     rows: list[list[str]] = []
     not_evaluable = _not_evaluable(run)
+    status_of = {s.case_id: s.reference_status for s in run.scenarios.values()}
     for name, counts in run.counts.items():
         found = counts.bypasses
         why = not_evaluable.get(name)
@@ -764,18 +758,12 @@ def _bypasses(run: ControlRunGrades) -> TableBlock:
             )
         )
         rows += [
-            [
-                name,
-                b.case_id,
-                run.reference_status_of(b.case_id),
-                b.path,
-                b.detail or "prohibited change",
-            ]
+            [name, b.case_id, b.path, b.detail or "prohibited change", status_of[b.case_id]]
             for b in found
         ]
     return TableBlock(
         title="Bypasses, named",
-        columns=["boundary", "case id", "reference status", "path", "what the observer recorded"],
+        columns=["boundary", "case id", "path", "what the observer recorded", "reference status"],
         rows=rows,
         filterable=bool(rows),
         scroll=True,
