@@ -48,7 +48,11 @@ from trustbench.rtb.control._grading import (
     summarize,
 )
 from trustbench.rtb.control._options import DEFAULT_BOUNDARY_ENTRY, environment_label
-from trustbench.rtb.corpus._models import exclusion_sentence, reference_status_record
+from trustbench.rtb.corpus._models import (
+    ALL_CASE_FIGURES,
+    reference_status_paragraphs,
+    reference_status_record,
+)
 
 if TYPE_CHECKING:
     from trustbench.core import ExperimentSpec, LedgerContents, Manifest
@@ -681,7 +685,7 @@ def _figures(run: ControlRunGrades) -> list[Block]:
         *(
             [
                 FiguresBlock(
-                    title="Figures per boundary on every case, disputed included (not gated)",
+                    title=f"{ALL_CASE_FIGURES}: per boundary",
                     figures=[
                         f
                         for n, figures in run.all_case_subjects.items()
@@ -801,7 +805,7 @@ def report_sections(run: ControlRunGrades) -> list[Block]:
         *sections,
         TextBlock(
             title="Reference status",
-            paragraphs=[run.reference_status["sentence"], exclusion_sentence(run.reference_status)],
+            paragraphs=reference_status_paragraphs(run.reference_status),
         ),
         _outcome_table(run),
         *_figures(run),

@@ -268,17 +268,29 @@ def reference_status_record(cases: Mapping[str, str], *, exclude_disputed: bool)
     }
 
 
-def exclusion_sentence(record: Mapping[str, Any]) -> str:
-    """What the gates read, as the report states it (from `reference_status_record`)."""
+ALL_CASE_FIGURES = "Figures on every case, disputed included (not gated)"
+"""Title of the figures a report still shows under `exclude_disputed` (the gates read others)."""
+
+
+def reference_status_paragraphs(record: Mapping[str, Any]) -> list[str]:
+    """The report's "Reference status" section: the counts, then what the gates read.
+
+    Args:
+        record: The track's `reference_status_record`.
+    """
     excluded = record["excluded_from_gates"]
     if not record["exclude_disputed"]:
-        return "Gates read every case, disputed ones included ([analysis] exclude_disputed is off)."
-    named = ", ".join(excluded) if excluded else "none"
-    return (
-        f"[analysis] exclude_disputed: {len(excluded)} disputed case(s) left out of every gate's "
-        f"figures ({named}); their figures are still shown (the per-reference-status "
-        "breakdown and the all-case figures)."
-    )
+        gates = (
+            "Gates read every case, disputed ones included ([analysis] exclude_disputed is off)."
+        )
+    else:
+        named = ", ".join(excluded) if excluded else "none"
+        gates = (
+            f"[analysis] exclude_disputed: {len(excluded)} disputed case(s) left out of every "
+            f"gate's figures ({named}); their figures are still shown (the per-reference-status "
+            f"breakdown and the '{ALL_CASE_FIGURES}')."
+        )
+    return [record["sentence"], gates]
 
 
 class AuthoringMetadata(_Strict):

@@ -45,9 +45,10 @@ from trustbench.core.stats import (
 )
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import (
+    ALL_CASE_FIGURES,
     Decision,
-    exclusion_sentence,
     reference_label,
+    reference_status_paragraphs,
     reference_status_record,
 )
 from trustbench.rtb.human._analysis import human_report, is_human_run, paired_configurations
@@ -862,7 +863,7 @@ def sections(
         *forests(run, out),
         TextBlock(
             title="Reference status",
-            paragraphs=[out.reference_status["sentence"], exclusion_sentence(out.reference_status)],
+            paragraphs=reference_status_paragraphs(out.reference_status),
         ),
         *[
             FiguresBlock(title=f"Figures: {name}", figures=figures, folded=True)
@@ -870,7 +871,7 @@ def sections(
         ],
         *[
             FiguresBlock(
-                title=f"Figures on every case, disputed included (not gated): {name}",
+                title=f"{ALL_CASE_FIGURES}: {name}",
                 figures=figures,
                 folded=True,
             )

@@ -21,8 +21,9 @@ from trustbench.errors import CheckFailed
 from trustbench.rtb.boundaries import Enforcement, is_instrument
 from trustbench.rtb.corpus._load import corpus_folder
 from trustbench.rtb.corpus._models import (
-    exclusion_sentence,
+    ALL_CASE_FIGURES,
     reference_label,
+    reference_status_paragraphs,
     reference_status_record,
 )
 from trustbench.rtb.workflow import (
@@ -511,11 +512,11 @@ def _reference_status_blocks(reference_status: dict[str, Any], figs: _Figures) -
     return [
         TextBlock(
             title="Reference status",
-            paragraphs=[reference_status["sentence"], exclusion_sentence(reference_status)],
+            paragraphs=reference_status_paragraphs(reference_status),
         ),
         *[
             FiguresBlock(
-                title=f"Figures on every case, disputed included (not gated): {name}",
+                title=f"{ALL_CASE_FIGURES}: {name}",
                 figures=figures,
                 folded=True,
             )
