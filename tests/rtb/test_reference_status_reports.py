@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.cli import invoke
 from tests.support.records import full_record
 
 from trustbench.core import build_manifest, report_run, run_experiment, write_manifest
@@ -285,3 +286,9 @@ def test_workflow_exclude_disputed_shrinks_the_gate_denominator(tmp_path: Path) 
     assert disputed_figure["denominator"] == 2
     assert gated["denominator"] == default["denominator"] - 2 == shown["denominator"] - 2
     assert "exclude_disputed: 2 disputed case(s) left out of every gate" in html
+
+
+def test_validate_counts_the_corpus_reference_statuses(tmp_path: Path) -> None:
+    code, output = invoke("rtb", "validate", "--corpus", str(status_corpus(tmp_path / "corpus")))
+    assert code == 0, output
+    assert "1 reviewed, 2 disputed, 3 pending" in " ".join(output.split())
