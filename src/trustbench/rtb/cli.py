@@ -34,18 +34,21 @@ def summary_table(report: ValidationReport) -> Table:
     """Group x variant table of authored reference decisions, with decision totals below."""
     from rich.table import Table
 
-    from trustbench.rtb.corpus._models import Variant
+    from trustbench.rtb.corpus._models import Variant, reference_label, reference_status_counts
 
     grid = report.grid()
     starter_order = [v.value for v in Variant]
     present = {variant for cells in grid.values() for variant in cells}
     variants = [v for v in starter_order if v in present] + sorted(present - set(starter_order))
+    reviews = reference_status_counts(reference_label(c.reference_status) for c in report.cases)
     table = Table(
         title=f"RTB corpus {report.version or '(no manifest)'}: authored reference decisions",
         caption=(
             "totals: "
             + ", ".join(f"{d} {n}" for d, n in report.decision_counts().items())
-            + f" of {len(report.cases)} cases (authored, pending independent domain review)"
+            + f" of {len(report.cases)} cases (reference decisions: {reviews['reviewed']} "
+            f"reviewed, {reviews['disputed']} disputed, {reviews['pending']} pending independent "
+            "domain review)"
         ),
     )
     table.add_column("group", no_wrap=True)

@@ -289,6 +289,10 @@ class AnalysisSpec(_Strict):
     """Least share of attempted trials with a present, valid response for a subject's error
     rates to count as evidence; below it the subject is "not evaluable" and blocks release (a
     candidate that never answered has no false approvals because it never approved anything)."""
+    exclude_disputed: StrictBool = False
+    """Leave cases whose reference decision is disputed by its reviewers out of every gate's
+    figures (a track that reads reference statuses says which cases, and still shows their
+    figures apart). Off by default: a disputed answer key is still the declared one."""
 
 
 class ExperimentSpec(_Strict):

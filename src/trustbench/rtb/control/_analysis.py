@@ -48,6 +48,11 @@ from trustbench.rtb.control._grading import (
     summarize,
 )
 from trustbench.rtb.control._options import DEFAULT_BOUNDARY_ENTRY, environment_label
+from trustbench.rtb.corpus._models import (
+    ALL_CASE_FIGURES,
+    reference_status_paragraphs,
+    reference_status_record,
+)
 
 if TYPE_CHECKING:
     from trustbench.core import ExperimentSpec, LedgerContents, Manifest
@@ -228,12 +233,11 @@ def harness_checks(
 
 
 def _breakdown(
-    grades: Sequence[TrialGrade], key: str, groups: dict[str, str]
+    grades: Sequence[TrialGrade], label_of: Callable[[TrialGrade], str]
 ) -> dict[str, dict[str, int]]:
     table: dict[str, Counter[str]] = defaultdict(Counter)
     for grade in grades:
-        label = grade.path if key == "path" else groups[grade.scenario_id]
-        table[label][grade.outcome.value] += 1
+        table[label_of(grade)][grade.outcome.value] += 1
     return {label: {o: table[label][o] for o in OUTCOMES} for label in sorted(table)}
 
 
@@ -242,7 +246,10 @@ def _subset_figures(
     label: Callable[[TrialGrade], str],
     figure_args: dict[str, Any],
 ) -> dict[str, list[Figure]]:
-    """The headline figures recomputed on each subset of a boundary's trials (path or group)."""
+    """The headline figures recomputed on each subset of a boundary's trials.
+
+    A subset is a path, a domain group or a reference status (`label`).
+    """
     subsets: dict[str, list[TrialGrade]] = defaultdict(list)
     for grade in grades:
         subsets[label(grade)].append(grade)
@@ -336,6 +343,7 @@ def grade_ledger(
                 candidate=candidate.name,
                 trial_index=trial["trial_index"],
                 group=scenario.group,
+                reference_status=scenario.reference_status,
                 status=status,
                 error_class=error_class,
                 grade=grade,
@@ -386,6 +394,15 @@ class ControlRunGrades:
     """Candidate -> path -> outcome -> trials."""
     by_group: dict[str, dict[str, dict[str, int]]]
     """Candidate -> group -> outcome -> trials."""
+    status_figures: dict[str, dict[str, list[Figure]]]
+    """Candidate -> reference status -> the headline figures on those trials."""
+    by_reference_status: dict[str, dict[str, dict[str, int]]]
+    """Candidate -> reference status -> outcome -> trials."""
+    reference_status: dict[str, Any]
+    """The corpus cases' `reference_status` block (`reference_status_record`)."""
+    all_case_subjects: dict[str, list[Figure]]
+    """Under `[analysis] exclude_disputed`: candidate -> its headline figures on every trial,
+    disputed cases included (shown, not gated); empty when the option is off."""
     timing: dict[str, dict[str, Any]]
     """Candidate -> time from request to block (`block_timing`)."""
     checks: list[HarnessCheck]
@@ -454,6 +471,21 @@ def _built_in_boundary_trials(spec: ExperimentSpec, graded: list[GradedTrial]) -
     return [t for t in graded if t.candidate in built_in]
 
 
+def _gated_figures(
+    grades_of: dict[str, list[TrialGrade]], statuses: dict[str, str], figure_args: dict[str, Any]
+) -> dict[str, list[Figure]]:
+    """Each boundary's headline figures without the disputed cases' trials.
+
+    What the gates read under `[analysis] exclude_disputed`.
+    """
+    return {
+        name: subject_figures(
+            [g for g in grades if statuses[g.scenario_id] != "disputed"], **figure_args
+        )
+        for name, grades in grades_of.items()
+    }
+
+
 def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -> ControlRunGrades:
     """Grade every recorded trial and compute the figures.
 
@@ -490,6 +522,9 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
     planned = {c.name: 0 for c in spec.candidates}
     for key in track.plan(manifest):
         planned[key.candidate] += 1
+    statuses = {sid: s.reference_status for sid, s in scenarios.items()}
+    all_case = {n: subject_figures(g, **figure_args) for n, g in grades_of.items()}
+    exclude = spec.analysis.exclude_disputed
     return ControlRunGrades(
         spec=spec,
         options=options,
@@ -500,7 +535,20 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
         planned=planned,
         grades_of=grades_of,
         counts={n: summarize(n, g) for n, g in grades_of.items()},
-        subjects={n: subject_figures(g, **figure_args) for n, g in grades_of.items()},
+        subjects=_gated_figures(grades_of, statuses, figure_args) if exclude else all_case,
+        all_case_subjects=all_case if exclude else {},
+        status_figures={
+            n: _subset_figures(g, lambda grade: statuses[grade.scenario_id], figure_args)
+            for n, g in grades_of.items()
+        },
+        by_reference_status={
+            n: _breakdown(g, lambda grade: statuses[grade.scenario_id])
+            for n, g in grades_of.items()
+        },
+        reference_status=reference_status_record(
+            {s.case_id: s.reference_status for s in scenarios.values()},
+            exclude_disputed=exclude,
+        ),
         path_figures={
             n: _subset_figures(g, lambda grade: grade.path, figure_args)
             for n, g in grades_of.items()
@@ -509,8 +557,10 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
             n: _subset_figures(g, lambda grade: groups[grade.scenario_id], figure_args)
             for n, g in grades_of.items()
         },
-        by_path={n: _breakdown(g, "path", groups) for n, g in grades_of.items()},
-        by_group={n: _breakdown(g, "group", groups) for n, g in grades_of.items()},
+        by_path={n: _breakdown(g, lambda grade: grade.path) for n, g in grades_of.items()},
+        by_group={
+            n: _breakdown(g, lambda grade: groups[grade.scenario_id]) for n, g in grades_of.items()
+        },
         timing={n: block_timing(g) for n, g in grades_of.items()},
         checks=harness_checks(_built_in_boundary_trials(spec, graded), scenarios),
         code_changed=code_changed,
@@ -632,6 +682,21 @@ def _figures(run: ControlRunGrades) -> list[Block]:
             "confirmed prohibited effects only; upper bound: confirmed plus unresolved.",
             folded=True,
         ),
+        *(
+            [
+                FiguresBlock(
+                    title=f"{ALL_CASE_FIGURES}: per boundary",
+                    figures=[
+                        f
+                        for n, figures in run.all_case_subjects.items()
+                        for f in _renamed(n, figures)
+                    ],
+                    folded=True,
+                )
+            ]
+            if run.all_case_subjects
+            else []
+        ),
         ForestBlock(
             title="Prohibited-effect bounds and permitted completion",
             figures=[f for f in headline if not f.name.endswith("evidence_completeness")],
@@ -659,6 +724,7 @@ def _breakdowns(run: ControlRunGrades) -> list[Block]:
     for title, axis, breakdown in (
         ("Per fault path", "path", run.by_path),
         ("Per domain group", "domain group", run.by_group),
+        ("Per reference status", "reference status", run.by_reference_status),
     ):
         for name, cells in breakdown.items():
             if cells:
@@ -681,6 +747,7 @@ def _bypasses(run: ControlRunGrades) -> TableBlock:
     summary: list[str] = []
     rows: list[list[str]] = []
     not_evaluable = _not_evaluable(run)
+    status_of = {s.case_id: s.reference_status for s in run.scenarios.values()}
     for name, counts in run.counts.items():
         found = counts.bypasses
         why = not_evaluable.get(name)
@@ -694,10 +761,13 @@ def _bypasses(run: ControlRunGrades) -> TableBlock:
                 else " on the tested paths (not proof of zero risk)"
             )
         )
-        rows += [[name, b.case_id, b.path, b.detail or "prohibited change"] for b in found]
+        rows += [
+            [name, b.case_id, b.path, b.detail or "prohibited change", status_of[b.case_id]]
+            for b in found
+        ]
     return TableBlock(
         title="Bypasses, named",
-        columns=["boundary", "case id", "path", "what the observer recorded"],
+        columns=["boundary", "case id", "path", "what the observer recorded", "reference status"],
         rows=rows,
         filterable=bool(rows),
         scroll=True,
@@ -733,6 +803,10 @@ def report_sections(run: ControlRunGrades) -> list[Block]:
         )
     return [
         *sections,
+        TextBlock(
+            title="Reference status",
+            paragraphs=reference_status_paragraphs(run.reference_status),
+        ),
         _outcome_table(run),
         *_figures(run),
         *_breakdowns(run),
@@ -744,8 +818,8 @@ def report_sections(run: ControlRunGrades) -> list[Block]:
 def qualifications(run: ControlRunGrades) -> list[str]:
     """What these results do not establish (harness defects and the caveat first)."""
     notes = [
-        "Reference expectations are authored (case reference decisions and stated fault "
-        "consequences), pending independent domain review; they are not ground truth.",
+        run.reference_status["sentence"]
+        + " Fault consequences are authored expectations, pending independent domain review.",
         "Exact binomial intervals assume independent units with a common rate; scenarios share "
         "case templates and domain groups, so the intervals are optimistic. Zero observed "
         "prohibited effects is not proof of zero risk.",
@@ -810,6 +884,18 @@ def record_content(run: ControlRunGrades) -> dict[str, Any]:
             "by_group": run.by_group,
             "by_path_figures": _dump(run.path_figures, _not_evaluable(run)),
             "by_group_figures": _dump(run.group_figures, _not_evaluable(run)),
+            "reference_status": run.reference_status,
+            "by_reference_status": run.by_reference_status,
+            "by_reference_status_figures": _dump(run.status_figures, _not_evaluable(run)),
+            # Under exclude_disputed: each boundary's figures on every case (the gates read
+            # record.figures, computed without the disputed cases).
+            "all_case_figures": {
+                name: per["all"]
+                for name, per in _dump(
+                    {n: {"all": fs} for n, fs in run.all_case_subjects.items()},
+                    _not_evaluable(run),
+                ).items()
+            },
             "harness_checks": [c.model_dump(mode="json") for c in run.checks],
             "harness_defects": run.defects,
             "failed_trials": [

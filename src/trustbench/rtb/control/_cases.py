@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import KNOWN_BAD_FOR_FAULT, TrialScript
 from trustbench.rtb.boundaries._protocol import DECLARED_REVISION_LABEL
-from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.corpus._models import Decision, reference_label
 from trustbench.rtb.platform import ControlRequest, FaultPlan, FaultType, PlatformSeed
 from trustbench.rtb.policy._protocol import AuthoredCase, FaultApproval
 from trustbench.rtb.policy._registry import policy_of
@@ -67,6 +67,9 @@ class ControlScenario(BaseModel):
     """Where `expected_effect` comes from, in words."""
     known_bad_boundary: str | None = None
     """For a fault scenario: the known-bad boundary it must catch."""
+    reference_status: str = "pending"
+    """Grader-only: the source case's reference status (`reviewed`, `disputed`, `pending`;
+    `reference_label`), which reports split and gates may exclude by."""
 
 
 def seed_from_case(case: AuthoredCase) -> PlatformSeed:
@@ -162,6 +165,7 @@ def _scenario(
         expected_effect=expected,
         expectation_source=source,
         known_bad_boundary=known_bad,
+        reference_status=reference_label(case.reference_status),
     )
 
 

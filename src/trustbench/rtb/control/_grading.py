@@ -394,6 +394,9 @@ class GradedTrial(_Frozen):
     """Repetition index."""
     group: str
     """Domain group of the scenario's case."""
+    reference_status: str = "pending"
+    """The scenario's source case's reference status (`reviewed`, `disputed`, `pending`): the
+    drill-down's flag on a case whose answer key its reviewers dispute."""
     status: Literal["completed", "failed"]
     """Ledger status; a failed trial has no observer log and is graded unresolved."""
     error_class: str | None

@@ -11,7 +11,7 @@ grader-only value leaks into any candidate payload.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -211,6 +211,86 @@ class ReferenceStatus(_Strict):
     """Pseudonymous ids of independent reviewers; empty until reviewed."""
     disagreements: list[str] = Field(default_factory=list)
     """Preserved reviewer disagreements, verbatim."""
+
+
+REFERENCE_STATUSES: tuple[str, ...] = ("reviewed", "disputed", "pending")
+"""How a report reads a case's `reference_status`, in the order the counts sentence names them."""
+
+
+def reference_label(status: ReferenceStatus) -> str:
+    """`reviewed`, `disputed` or `pending`: the one word reports split and flag cases by.
+
+    A case the corpus author alone wrote (`authored`) is pending independent domain review,
+    whatever else it records: reports say so instead of calling it reviewed.
+    """
+    return status.status if status.status in ("reviewed", "disputed") else "pending"
+
+
+def reference_status_counts(labels: Iterable[str]) -> dict[str, int]:
+    """Cases per reference label (every label present, zeros included): the record's block."""
+    counts: dict[str, int] = dict.fromkeys(REFERENCE_STATUSES, 0)
+    for label in labels:
+        counts[label] += 1
+    return counts
+
+
+def reference_status_sentence(counts: Mapping[str, int]) -> str:
+    """The report's sentence on the answer key, read from the cases the run used.
+
+    It replaced a fixed "pending independent domain review" line that stayed true of no corpus
+    once a review was recorded.
+    """
+    return (
+        f"Reference decisions: {counts['reviewed']} reviewed, {counts['disputed']} disputed, "
+        f"{counts['pending']} pending independent domain review; they are the benchmark's "
+        "answer key, not ground truth."
+    )
+
+
+def reference_status_record(cases: Mapping[str, str], *, exclude_disputed: bool) -> dict[str, Any]:
+    """The `reference_status` block of a track's corpus section in `record.json`.
+
+    Args:
+        cases: Case id -> its `reference_label`, for every case the run used.
+        exclude_disputed: The spec's `[analysis] exclude_disputed`.
+
+    Returns:
+        The counts per label, the sentence the report prints, and the disputed case ids the gates
+        left out (empty when the option is off: then every case counts in the gates).
+    """
+    counts = reference_status_counts(cases.values())
+    disputed = sorted(c for c, label in cases.items() if label == "disputed")
+    return {
+        "counts": counts,
+        "sentence": reference_status_sentence(counts),
+        "exclude_disputed": exclude_disputed,
+        "excluded_from_gates": disputed if exclude_disputed else [],
+    }
+
+
+ALL_CASE_FIGURES = "Figures on every case, disputed included (not gated)"
+"""Title of the figures a report still shows under `exclude_disputed` (the gates read others)."""
+
+
+def reference_status_paragraphs(record: Mapping[str, Any]) -> list[str]:
+    """The report's "Reference status" section: the counts, then what the gates read.
+
+    Args:
+        record: The track's `reference_status_record`.
+    """
+    excluded = record["excluded_from_gates"]
+    if not record["exclude_disputed"]:
+        gates = (
+            "Gates read every case, disputed ones included ([analysis] exclude_disputed is off)."
+        )
+    else:
+        named = ", ".join(excluded) if excluded else "none"
+        gates = (
+            f"[analysis] exclude_disputed: {len(excluded)} disputed case(s) left out of every "
+            f"gate's figures ({named}); their figures are still shown (the per-reference-status "
+            f"breakdown and the '{ALL_CASE_FIGURES}')."
+        )
+    return [record["sentence"], gates]
 
 
 class AuthoringMetadata(_Strict):

@@ -44,7 +44,13 @@ from trustbench.core.stats import (
     stuart_maxwell,
 )
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.corpus._models import (
+    ALL_CASE_FIGURES,
+    Decision,
+    reference_label,
+    reference_status_paragraphs,
+    reference_status_record,
+)
 from trustbench.rtb.human._analysis import human_report, is_human_run, paired_configurations
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._audit import cases_deciding, declared_rules
@@ -83,8 +89,6 @@ __all__ = ["ATTRIBUTION", "rule_breakdown", "rule_breakdown_block"]
 
 
 QUALIFICATIONS: list[str] = [
-    "The reference decisions are authored expectations pending independent domain review; they "
-    "are the benchmark's answer key, not ground truth.",
     "K trials of N cases are not N x K independent scenarios: intervals are computed on the "
     "declared unit, and the clustered intervals treat each domain group (six related variants "
     "of one template) as the independent unit.",
@@ -97,7 +101,8 @@ QUALIFICATIONS: list[str] = [
     "not gated.",
     "A recorded seed does not make a hosted model reproduce the same outputs.",
 ]
-"""What the reviewer-track results do not establish (shown at the end of every report)."""
+"""What the reviewer-track results do not establish (shown at the end of every report, after
+the sentence counting the corpus's reference statuses, `reference_status_sentence`)."""
 
 _COLUMNS = [o.value for o in Outcome]
 _ROWS = [d.value for d in Decision]
@@ -281,6 +286,7 @@ def _drilldown_row(
         head.group,
         head.variant,
         head.reference.value,
+        head.reference_status,
         _per_trial([mark[1] for mark in marks]),
         _per_trial([mark[2] for mark in marks]),
         _reply_excerpt(first),
@@ -296,6 +302,7 @@ def _drilldown_table(rows: list[list[str]]) -> TableBlock:
             "group",
             "variant",
             "reference",
+            "reference status",
             "decision per trial",
             "supported? per trial",
             f"reply excerpt (trial 1, first {_EXCERPT} characters)",
@@ -306,18 +313,20 @@ def _drilldown_table(rows: list[list[str]]) -> TableBlock:
         note="Every graded case of every reviewer configuration (past "
         f"{_LISTED} trials a case, each value's count). 'missing' and 'invalid' are never "
         "approval; 'supported?' is whether the cited evidence supports the decision. Type "
-        "in the filter to narrow the rows (e.g. a case id, 'always-permit', 'invalid').",
+        "in the filter to narrow the rows (e.g. a case id, 'always-permit', 'invalid', "
+        "'disputed').",
     )
 
 
 def breakdown_block(name: str, by: str, figures: dict[str, list[dict[str, Any]]]) -> TableBlock:
     """A per-group or per-variant table of one configuration (figures as in `record.json`)."""
+    label = by.replace("_", " ")
     return breakdown_table(
-        f"Per-{by} breakdown: {name}",
-        by,
+        f"Per-{label} breakdown: {name}",
+        label,
         {value: [Figure.model_validate(f) for f in figs] for value, figs in figures.items()},
-        note=f"Per {by}: estimate (numerator / denominator); exact intervals for each are in "
-        "record.json (review.breakdowns). A single group or variant holds few cases.",
+        note=f"Per {label}: estimate (numerator / denominator); exact intervals for each are "
+        "in record.json (review.breakdowns). A single group, variant or status holds few cases.",
     )
 
 
@@ -762,6 +771,11 @@ class Collected:
     instruments: set[str] = field(default_factory=set)
     paired_names: frozenset[str] = frozenset()
     rule_breakdown: dict[str, Any] = field(default_factory=dict)
+    all_case_figures: dict[str, list[Figure]] = field(default_factory=dict)
+    """Under `exclude_disputed`: each gated configuration's figures on every case (shown; the
+    gates read `subjects`, computed without the disputed cases)."""
+    reference_status: dict[str, Any] = field(default_factory=dict)
+    """The corpus's `reference_status` block (`reference_status_record`)."""
 
     @property
     def every(self) -> dict[str, list[Figure]]:
@@ -847,14 +861,26 @@ def sections(
         *human_blocks,
         failed_block(out),
         *forests(run, out),
+        TextBlock(
+            title="Reference status",
+            paragraphs=reference_status_paragraphs(out.reference_status),
+        ),
         *[
             FiguresBlock(title=f"Figures: {name}", figures=figures, folded=True)
             for name, figures in every.items()
         ],
+        *[
+            FiguresBlock(
+                title=f"{ALL_CASE_FIGURES}: {name}",
+                figures=figures,
+                folded=True,
+            )
+            for name, figures in out.all_case_figures.items()
+        ],
         *out.confusions,
         *[
             breakdown_block(name, by, out.breakdowns[name][by])
-            for by in ("variant", "group")
+            for by in ("variant", "group", "reference_status")
             for name in every
             if out.breakdowns[name][by]
         ],
@@ -1018,7 +1044,9 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
     out.all_rows[name] = rows
     baseline = configuration.kind is ConfigurationKind.UNCHECKED
     # One pass: each trial is counted and its per-trial row encoded as it is made.
-    tally = ConfigurationTally(baseline=baseline)
+    tally = ConfigurationTally(
+        baseline=baseline, exclude_disputed=run.manifest.spec.analysis.exclude_disputed
+    )
     if baseline and tally.counts_alike_trials and isinstance(rows, ConfigurationTrials):
         for item, trials in rows.baseline_cases():  # a case's K trials at once
             tally.add_alike(item.row, trials)
@@ -1033,6 +1061,12 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
     figures = configuration_figures(
         tally.figures, unit=run.unit, k=run.k, baseline=baseline, **run.stats
     )
+    if tally.gated is not None and not baseline:
+        # The gates read the figures without the disputed cases; every case's stay shown.
+        out.all_case_figures[name] = figures
+        figures = configuration_figures(
+            tally.gated, unit=run.unit, k=run.k, baseline=baseline, **run.stats
+        )
     _classify(run, out, entry, figures, tally.evaluability)
     metrics = tally.metrics.result() if tally.trials else None
     record = _configuration_record(
@@ -1107,7 +1141,13 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         cases={case.case_id: case for case in corpus.cases},
     )
     entries, (paired, sources) = _entries(run, graded)
-    out = Collected(paired_names=frozenset(p.name for p in paired))
+    out = Collected(
+        paired_names=frozenset(p.name for p in paired),
+        reference_status=reference_status_record(
+            {case.case_id: reference_label(case.reference_status) for case in corpus.cases},
+            exclude_disputed=analysis.exclude_disputed,
+        ),
+    )
     for entry in entries:
         _collect(run, out, entry)
     out.rule_breakdown = rule_breakdown(
@@ -1135,7 +1175,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 paragraphs=reason_lines(invalid) or ["No reply was invalid."],
             ),
         ],
-        qualifications=QUALIFICATIONS,
+        qualifications=[out.reference_status["sentence"], *QUALIFICATIONS],
         evaluability=out.evaluability,
         instruments=frozenset(out.instruments),
         response_figures=RESPONSE_FIGURES,
@@ -1144,6 +1184,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
         record={
             "review": {
                 "corpus_version": corpus.version,
+                "reference_status": out.reference_status,
                 "unit": run.unit,
                 "estimand": "every rate per evaluated trial; intervals grouped by the unit",
                 "trials_per_case": run.k,

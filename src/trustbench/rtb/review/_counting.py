@@ -596,17 +596,22 @@ def figure_names() -> set[str]:
 # and the models the service reported. What is kept is per case, group or variant, and flat
 # arrays of latencies and costs.
 
-BREAKDOWN_KEYS = ("group", "variant")
+BREAKDOWN_KEYS = ("group", "variant", "reference_status")
 """The breakdowns of the headline figures (`ReviewTrialRow` attributes)."""
 
 
 class ConfigurationTally:
     """Every count of one configuration's report, fed one trial at a time."""
 
-    def __init__(self, *, baseline: bool) -> None:
+    def __init__(self, *, baseline: bool, exclude_disputed: bool = False) -> None:
         self._rates = review_rates()
         self._marks = MarksOf(self._rates)
         self.figures = FigureTally(baseline=baseline, rates=self._rates)
+        self.gated: FigureTally | None = (
+            FigureTally(baseline=baseline, rates=self._rates) if exclude_disputed else None
+        )
+        """Under `[analysis] exclude_disputed`: the figures of the non-disputed trials (the
+        ones the gates read); None otherwise (the gates read `figures`)."""
         self.metrics = MetricsTally(self._rates)
         self.breakdowns: dict[str, dict[str, FigureTally]] = {key: {} for key in BREAKDOWN_KEYS}
         self._evaluability = [0, 0, 0, 0]
@@ -628,6 +633,8 @@ class ConfigurationTally:
         )
 
     def _add_to_breakdowns(self, row: ReviewTrialRow, marks: Marks, count: int) -> None:
+        if self.gated is not None and row.reference_status != "disputed":
+            self.gated.add(row, marks, count)
         for key, parts in self.breakdowns.items():
             value = getattr(row, key)
             part = parts.get(value)

@@ -22,7 +22,7 @@ from trustbench.core import LedgerContents, Manifest
 from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus._export import to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.corpus._models import Decision, reference_label
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._chain import (
@@ -786,6 +786,7 @@ class ConfigurationTrials:
                 if outcome is not None:
                     yield ReviewTrialRow(
                         case_id=case.case_id, group=case.group, variant=case.variant, trial=k,
+                        reference_status=reference_label(case.reference_status),
                         reference=case.expectations.reference_decision,
                         observed=outcome, supported=None,
                     )  # fmt: skip
@@ -891,6 +892,7 @@ def configuration_row(
         "case_id": case.case_id,
         "group": case.group,
         "variant": case.variant,
+        "reference_status": reference_label(case.reference_status),
         "trial": k,
         "reference": case.expectations.reference_decision,
     }
@@ -977,6 +979,7 @@ def record_row(configuration: str, item: ConfigurationRow) -> dict[str, Any]:
         "case_id": row.case_id,
         "group": row.group,
         "variant": row.variant,
+        "reference_status": row.reference_status,
         "trial": row.trial,
         "reference": row.reference.value,
         "outcome": row.observed.value,
@@ -1003,6 +1006,7 @@ def not_run_row(configuration: str, case: AuthoredCase, k: int) -> dict[str, Any
         "case_id": case.case_id,
         "group": case.group,
         "variant": case.variant,
+        "reference_status": reference_label(case.reference_status),
         "trial": k,
         "reference": case.expectations.reference_decision.value,
         "outcome": NOT_RUN,

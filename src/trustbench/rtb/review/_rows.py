@@ -42,6 +42,9 @@ class ReviewTrialRow:
     """The case's domain group."""
     variant: str
     """The case's variant."""
+    reference_status: str = "pending"
+    """The case's reference status (`reviewed`, `disputed`, `pending`; `reference_label`): one
+    more breakdown key, and what `[analysis] exclude_disputed` leaves out of the gates."""
     trial: int = 0
     """Trial index for repeated trials of the same case."""
     reference: Decision

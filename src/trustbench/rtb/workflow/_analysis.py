@@ -20,6 +20,12 @@ from trustbench.core.report import Block, FiguresBlock, ForestBlock, TextBlock, 
 from trustbench.errors import CheckFailed
 from trustbench.rtb.boundaries import Enforcement, is_instrument
 from trustbench.rtb.corpus._load import corpus_folder
+from trustbench.rtb.corpus._models import (
+    ALL_CASE_FIGURES,
+    reference_label,
+    reference_status_paragraphs,
+    reference_status_record,
+)
 from trustbench.rtb.workflow import (
     SCRIPTED_AGENTS,
     StepGrade,
@@ -149,8 +155,13 @@ def report_sections(
     failed: list[str],
     by_kind: dict[str, dict[str, list[Figure]]],
     by_group: dict[str, dict[str, list[Figure]]],
+    statuses: dict[str, str],
 ) -> list[Block]:
-    """The workflow report's sections, in page order."""
+    """The workflow report's sections, in page order.
+
+    `statuses` (scenario id -> its case's reference status) flags the named scenarios whose
+    reference decision is disputed.
+    """
     about = [
         "Each configuration is an agent with a boundary under test. The agent receives task "
         "briefs and tools; the harness records every tool call and result; the grader reads "
@@ -221,9 +232,16 @@ def report_sections(
         if groups
     ]
     findings: list[str] = []
+
+    def flagged(scenario_ids: set[str]) -> list[str]:
+        return [
+            f"{s} (reference disputed)" if statuses.get(s) == "disputed" else s
+            for s in sorted(scenario_ids)
+        ]
+
     for name, items in grades.items():
-        violated = sorted({g.scenario_id for g in items if g.prohibited_effect})
-        unsupported = sorted({g.scenario_id for g in items for c in g.claims if not c.supported})
+        violated = flagged({g.scenario_id for g in items if g.prohibited_effect})
+        unsupported = flagged({g.scenario_id for g in items for c in g.claims if not c.supported})
         if violated:
             findings.append(f"{name}: prohibited effect in {len(violated)}: {', '.join(violated)}")
         if unsupported:
@@ -288,12 +306,13 @@ QUALIFICATIONS = [
     "or the environment's verifier (which reads actor-writable labels by design).",
     "Scenarios derived from one case and repeated trials are not independent: intervals are "
     "clustered by source case (or domain group), and exact bounds count distinct cases.",
-    "Reference expectations come from authored case decisions pending independent domain "
-    "review; the stateful scenarios' expectations follow from their declared faults.",
+    "Reference expectations come from the case reference decisions (their review status is "
+    "counted above); the stateful scenarios' expectations follow from their declared faults.",
     "Results describe this corpus, these configurations and this protocol; they do not "
     "generalize to production without evidence about tasks, environment and operation.",
 ]
-"""What a workflow run does not establish (shown on every report)."""
+"""What a workflow run does not establish (shown on every report, after the sentence counting
+the corpus's reference statuses, `reference_status_sentence`)."""
 
 
 def _verify_corpus(manifest: Manifest, track: WorkflowTrack) -> list[str]:
@@ -367,7 +386,9 @@ def _agent_label(config: WorkflowConfiguration) -> str:
     return config.candidate if config.agent_kind == "llm" else config.agent
 
 
-def _row(grade: WorkflowTrialGrade, row: dict[str, Any], group: str) -> dict[str, Any]:
+def _row(
+    grade: WorkflowTrialGrade, row: dict[str, Any], group: str, reference_status: str
+) -> dict[str, Any]:
     return {
         "ledger_trial_id": row["trial_id"],
         "candidate": row["candidate"],
@@ -375,6 +396,7 @@ def _row(grade: WorkflowTrialGrade, row: dict[str, Any], group: str) -> dict[str
         "status": row["status"],
         "error_class": row.get("error_class"),
         "group": group,
+        "reference_status": reference_status,
         **grade.model_dump(mode="json"),
     }
 
@@ -402,6 +424,7 @@ def _grade_ledger(
     ledger: LedgerContents,
     scenarios: dict[str, WorkflowScenario],
     configs: dict[str, WorkflowConfiguration],
+    statuses: dict[str, str],
 ) -> _Graded:
     """Grade every ledger trial; a trial with no recorded run is graded as unobserved."""
     out = _Graded(grades={name: [] for name in configs})
@@ -425,7 +448,7 @@ def _grade_ledger(
             row = {**row, "error_class": NO_TOOL_CALL, "error": silent}
         out.grades[row["candidate"]].append(grade)
         out.status[grade.trial_id], out.errors[grade.trial_id] = row["status"], error
-        out.rows.append(_row(grade, row, scenario.group))
+        out.rows.append(_row(grade, row, scenario.group, statuses[scenario.scenario_id]))
     return out
 
 
@@ -437,6 +460,11 @@ class _Figures:
     counts: dict[str, Any] = field(default_factory=dict)
     by_kind: dict[str, dict[str, list[Figure]]] = field(default_factory=dict)
     by_group: dict[str, dict[str, list[Figure]]] = field(default_factory=dict)
+    by_status: dict[str, dict[str, list[Figure]]] = field(default_factory=dict)
+    """Configuration -> reference status -> its figures on those trials."""
+    all_cases: dict[str, list[Figure]] = field(default_factory=dict)
+    """Under `[analysis] exclude_disputed`: figures on every trial, disputed cases included
+    (shown, not gated; `subjects` are then computed without them); empty otherwise."""
     evaluability: dict[str, Evaluability] = field(default_factory=dict)
 
 
@@ -446,10 +474,16 @@ def _figures(
     groups: dict[str, str],
     manifest: Manifest,
     scripted: list[str],
+    statuses: dict[str, str],
 ) -> _Figures:
-    """Figures of every configuration that ran, withheld where it is not evaluable."""
+    """Figures of every configuration that ran, withheld where it is not evaluable.
+
+    `statuses` maps each scenario to its case's reference status: one more breakdown, and under
+    `[analysis] exclude_disputed` the gated figures leave the disputed cases out.
+    """
     out = _Figures()
     confidence = manifest.spec.analysis.confidence
+    exclude = manifest.spec.analysis.exclude_disputed
     for name, config in configs.items():
         own = [g.model_copy(update={"agent": _agent_label(config)}) for g in graded.grades[name]]
         if not own:
@@ -457,14 +491,49 @@ def _figures(
         out.evaluability[name] = trial_evaluability(own, graded.status, graded.errors)
         out.counts[name] = summarize_workflow(own).model_dump(mode="json")
         out.subjects[name] = subject_figures(own, groups, manifest)
-        out.by_kind[name] = _breakdown(own, "kind", groups, confidence)
-        out.by_group[name] = _breakdown(own, "group", groups, confidence)
+        if exclude:
+            out.all_cases[name] = out.subjects[name]
+            kept = [g for g in own if statuses[g.scenario_id] != "disputed"]
+            out.subjects[name] = subject_figures(kept, groups, manifest)
+        out.by_kind[name] = _breakdown(own, lambda g: g.kind, groups, confidence)
+        out.by_group[name] = _breakdown(own, lambda g: groups[g.scenario_id], groups, confidence)
+        out.by_status[name] = _breakdown(own, lambda g: statuses[g.scenario_id], groups, confidence)
     minimum = manifest.spec.analysis.min_valid_response_rate
     for name, why in not_evaluable_subjects(out.evaluability, minimum, scripted).items():
-        for breakdown in (out.by_kind[name], out.by_group[name]):  # withheld like its figures
+        breakdowns = (out.by_kind[name], out.by_group[name], out.by_status[name])
+        for breakdown in breakdowns:  # withheld like its figures
             for key, figures in breakdown.items():
                 breakdown[key] = [withheld_figure(f, name, why) for f in figures]
     return out
+
+
+def _reference_status_blocks(reference_status: dict[str, Any], figs: _Figures) -> list[Block]:
+    """The corpus's reference statuses, what the gates read, and the split by status."""
+    return [
+        TextBlock(
+            title="Reference status",
+            paragraphs=reference_status_paragraphs(reference_status),
+        ),
+        *[
+            FiguresBlock(
+                title=f"{ALL_CASE_FIGURES}: {name}",
+                figures=figures,
+                folded=True,
+            )
+            for name, figures in figs.all_cases.items()
+        ],
+        *[
+            breakdown_table(
+                f"Per-reference status breakdown: {name}",
+                "reference status",
+                split,
+                note="Per reference status of the scenario's case: estimate (numerator / "
+                "denominator); intervals in record.json (workflow.by_reference_status).",
+            )
+            for name, split in figs.by_status.items()
+            if split
+        ],
+    ]
 
 
 def _qualifications(
@@ -503,22 +572,32 @@ def analyze_workflow_run(
     options = track.options(manifest.spec)
     configs = {c.name: configuration(c, options) for c in manifest.spec.candidates}
     groups = {sid: s.group for sid, s in scenarios.items()}
-    graded = _grade_ledger(ledger, scenarios, configs)
     corpus = track.corpus(manifest.corpus.root)
+    of_case = {case.case_id: reference_label(case.reference_status) for case in corpus.cases}
+    statuses = {sid: of_case[s.case_id] for sid, s in scenarios.items()}
+    graded = _grade_ledger(ledger, scenarios, configs, statuses)
     leak_scan = leak_scan_record(
         graded.runs, ledger, scenario_grader_values(list(scenarios.values()), corpus.cases)
     )
     scripted = sorted(n for n, c in configs.items() if c.agent_kind == "scripted")
-    figs = _figures(graded, configs, groups, manifest, scripted)
-    sections = report_sections(
-        configs,
-        figs.subjects,
-        graded.grades,
-        leak_scan,
-        graded.failed,
-        figs.by_kind,
-        figs.by_group,
+    figs = _figures(graded, configs, groups, manifest, scripted, statuses)
+    reference_status = reference_status_record(
+        {s.case_id: of_case[s.case_id] for s in scenarios.values()},
+        exclude_disputed=manifest.spec.analysis.exclude_disputed,
     )
+    sections = [
+        *report_sections(
+            configs,
+            figs.subjects,
+            graded.grades,
+            leak_scan,
+            graded.failed,
+            figs.by_kind,
+            figs.by_group,
+            statuses,
+        ),
+        *_reference_status_blocks(reference_status, figs),
+    ]
     record = {
         "workflow": {
             "configurations": {n: c.model_dump(mode="json") for n, c in configs.items()},
@@ -529,6 +608,9 @@ def analyze_workflow_run(
             "counts": figs.counts,
             "by_kind": {name: _dump(b) for name, b in figs.by_kind.items()},
             "by_group": {name: _dump(b) for name, b in figs.by_group.items()},
+            "reference_status": reference_status,
+            "by_reference_status": {name: _dump(b) for name, b in figs.by_status.items()},
+            "all_case_figures": _dump(figs.all_cases),
             "units": UNITS_NOTE,
             "failed_trials": graded.failed,
             "no_tool_call_trials": graded.no_tool_calls,
@@ -545,7 +627,10 @@ def analyze_workflow_run(
         ),
         subjects=figs.subjects,
         sections=sections,
-        qualifications=_qualifications(scripted, code_changed, leak_scan),
+        qualifications=[
+            reference_status["sentence"],
+            *_qualifications(scripted, code_changed, leak_scan),
+        ],
         evaluability=figs.evaluability,
         instruments=frozenset(scripted),
         expected_to_fail=frozenset(

@@ -868,16 +868,18 @@ def subject_figures(
 
 
 def _breakdown(
-    grades: Sequence[WorkflowTrialGrade], key: str, groups: dict[str, str], confidence: float
+    grades: Sequence[WorkflowTrialGrade],
+    label_of: Callable[[WorkflowTrialGrade], str],
+    groups: dict[str, str],
+    confidence: float,
 ) -> dict[str, list[Figure]]:
-    """The figures per scenario kind (`key="kind"`) or domain group (`key="group"`).
+    """The figures per label: scenario kind, domain group or reference status (`label_of`).
 
-    Exact bounds only (no clustered interval): within one kind or group few cases remain.
+    Exact bounds only (no clustered interval): within one kind, group or status few cases remain.
     """
     buckets: dict[str, list[WorkflowTrialGrade]] = defaultdict(list)
     for grade in grades:
-        label = grade.kind if key == "kind" else groups[grade.scenario_id]
-        buckets[label].append(grade)
+        buckets[label_of(grade)].append(grade)
     return {
         label: workflow_figures(items, groups, confidence=confidence, clustered=False)
         for label, items in sorted(buckets.items())
