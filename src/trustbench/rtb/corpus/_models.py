@@ -206,11 +206,19 @@ class ReferenceStatus(_Strict):
     review: Literal["pending_independent_domain_review", "independently_reviewed"] = (
         "pending_independent_domain_review"
     )
-    """Whether an independent qualified domain reviewer has examined the reference."""
+    """Whether an independent reviewer has examined the reference (their declared
+    qualification, which may fall short of a qualified domain reviewer, is in `qualifications`)."""
     reviewers: list[str] = Field(default_factory=list)
     """Pseudonymous ids of independent reviewers; empty until reviewed."""
     disagreements: list[str] = Field(default_factory=list)
     """Preserved reviewer disagreements, verbatim."""
+    qualifications: list[str] = Field(default_factory=list)
+    """Each reviewer's declared qualification (id, role, years), as `rtb adjudicate apply`
+    recorded it: an AI evaluator or an unqualified reviewer says so here."""
+    reviewed_on: str | None = None
+    """ISO 8601 date the adjudication record was applied; None until reviewed."""
+    record_sha256: str | None = None
+    """Head hash of the adjudication record this status was derived from; None until reviewed."""
 
 
 class AuthoringMetadata(_Strict):
