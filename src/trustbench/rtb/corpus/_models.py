@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 JsonScalar = str | int | float | bool | None
 ParamValue = JsonScalar | list[JsonScalar]
@@ -219,6 +219,19 @@ class ReferenceStatus(_Strict):
     """ISO 8601 date the adjudication record was applied; None until reviewed."""
     record_sha256: str | None = None
     """Head hash of the adjudication record this status was derived from; None until reviewed."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_review_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave the review fields out until a review sets them.
+
+        The corpus generators dump every case through this model; the cases they wrote before
+        these fields existed stay byte-identical, and a case reads the same until reviewed.
+        """
+        data = handler(self)
+        for name in ("qualifications", "reviewed_on", "record_sha256"):
+            if not data.get(name):
+                data.pop(name, None)
+        return data
 
 
 class AuthoringMetadata(_Strict):
