@@ -107,7 +107,7 @@ def test_blind_review_of_60_v0_3_cases_agrees_60_of_60_with_kappa_1_and_its_qual
 def test_apply_of_the_blind_review_marks_60_reviewed_leaves_180_pending_and_validates(
     blind_review: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
-    tmp, corpus, record = blind_review
+    _, corpus, record = blind_review
     copy, copied_record = tmp_path / "corpus", tmp_path / "record.jsonl"
     shutil.copytree(corpus, copy)
     shutil.copy(record, copied_record)
@@ -172,9 +172,9 @@ def test_apply_sets_reviewed_disputed_and_pending_and_the_corpus_validates(
     assert status["ho-01"]["reviewers"] == ["rev-a", "rev-b"]
     assert status["ho-11"]["status"] == "authored"  # one review of two: pending
     assert status["ho-02"]["status"] == "authored"  # outside the protocol
-    assert status["ho-01"]["record_sha256"] == json.loads(
-        record.read_text().splitlines()[-2]
-    )["hash"]
+    assert (
+        status["ho-01"]["record_sha256"] == json.loads(record.read_text().splitlines()[-2])["hash"]
+    )
     validated = subprocess.run(
         [sys.executable, "-m", "trustbench", "rtb", "validate", "--corpus", str(corpus)],
         capture_output=True, text=True, check=False, env=child_env(tmp_path),
@@ -276,3 +276,39 @@ def test_fleiss_kappa_agrees_with_statsmodels_and_says_when_it_is_not_establishe
     assert result.interval is not None
     assert result.interval.lower < result.kappa < result.interval.upper
     assert fleiss_kappa(np.array([[3, 0, 0], [3, 0, 0]])).not_computable
+
+
+def test_three_reviewers_are_compared_by_fleiss_kappa_with_an_interval(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    for reviewer, flipped in (("rev-b", "ho-03"), ("rev-c", "ho-08")):
+        decisions = {case: LABELS[case] for case in CONSEQUENTIAL}
+        decisions[flipped] = "permit"
+        _ok(
+            tmp_path,
+            "import",
+            record,
+            _review_file(tmp_path / f"{reviewer}.tsv", reviewer, decisions),
+        )
+    inter = _report(tmp_path, record)["inter_reviewer"]
+    assert inter["method"] == "fleiss_kappa"
+    assert inter["reviewers"] == ["rev-a", "rev-b", "rev-c"]
+    assert 0 < inter["kappa"] < 1
+    assert inter["interval"]["lower"] < inter["kappa"] < inter["interval"]["upper"]
+
+
+def test_apply_with_a_bad_signing_key_writes_nothing(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, record = small
+    agreeing = {case: LABELS[case] for case in CONSEQUENTIAL}
+    _ok(tmp_path, "import", record, _review_file(tmp_path / "b.tsv", "rev-b", agreeing))
+    before = {path: path.read_bytes() for path in corpus.rglob("*") if path.is_file()}
+    recorded = record.read_bytes()
+    not_a_key = tmp_path / "not-a-key.pem"
+    not_a_key.write_text("not a key\n")
+    done = _cli(tmp_path, "apply", record, "--sign-key", not_a_key)
+    assert done.returncode == 2
+    assert {path: path.read_bytes() for path in before} == before
+    assert record.read_bytes() == recorded

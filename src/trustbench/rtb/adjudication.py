@@ -860,6 +860,8 @@ def apply_record(
     """
     from trustbench.rtb.corpus._load import write_manifest
 
+    if sign_key is not None:
+        load_private_key(sign_key)  # a bad key is refused before any case file is written
     record = read_record(record_path)
     loaded = _loaded_corpus(record, corpus)
     changed = _rewritten_cases(record, loaded)
