@@ -201,6 +201,13 @@ class AdjudicationRecord:
             if entry.kind == "review"
         ]
 
+    def reviews_by_case(self) -> dict[str, list[RecordedReview]]:
+        """Every case of the protocol (in its order) with its reviews (none yet: empty)."""
+        by_case: dict[str, list[RecordedReview]] = {case_id: [] for case_id in self.protocol.cases}
+        for recorded in self.reviews():
+            by_case[recorded.review.case_id].append(recorded)
+        return by_case
+
     def accepted_manifests(self) -> set[str]:
         """Corpus MANIFEST hashes the record vouches for: the frozen one and each `apply`'s."""
         applied = {e.body["manifest_sha256_after"] for e in self.entries if e.kind == "applied"}
@@ -699,6 +706,11 @@ def _per_reviewer(reviews: list[RecordedReview], labels: dict[str, str]) -> list
     return rows
 
 
+def _labels(loaded: Any) -> dict[str, str]:
+    """Case id -> authored reference decision."""
+    return {c.case_id: c.expectations.reference_decision.value for c in loaded.cases}
+
+
 def adjudication_report(record_path: Path, corpus: Path | None = None) -> dict[str, Any]:
     """Per case agreement with the label, per reviewer kappa vs labels, inter-reviewer kappa.
 
@@ -707,11 +719,9 @@ def adjudication_report(record_path: Path, corpus: Path | None = None) -> dict[s
     """
     record = read_record(record_path)
     loaded = _loaded_corpus(record, corpus)
-    labels = {c.case_id: c.expectations.reference_decision.value for c in loaded.cases}
+    labels = _labels(loaded)
     reviews = record.reviews()
-    by_case: dict[str, list[RecordedReview]] = {case_id: [] for case_id in record.protocol.cases}
-    for recorded in reviews:
-        by_case[recorded.review.case_id].append(recorded)
+    by_case = record.reviews_by_case()
     cases = []
     for case_id, own in by_case.items():
         decisions = [r.review.decision for r in own]
@@ -827,10 +837,8 @@ def _case_text(document: dict[str, Any]) -> str:
 
 def _rewritten_cases(record: AdjudicationRecord, loaded: Any) -> dict[Path, str]:
     """New text of each reviewed or disputed case file whose status changes."""
-    labels = {c.case_id: c.expectations.reference_decision.value for c in loaded.cases}
-    by_case: dict[str, list[RecordedReview]] = {}
-    for recorded in record.reviews():
-        by_case.setdefault(recorded.review.case_id, []).append(recorded)
+    labels = _labels(loaded)
+    by_case = record.reviews_by_case()
     day = utc_now()[:10]
     changed = {}
     for case_id, own in sorted(by_case.items()):
@@ -875,12 +883,11 @@ def apply_record(
             path.write_bytes(data)
         raise
     after = sha256_hex((loaded.root / "MANIFEST.json").read_bytes())
-    labels = {c.case_id: c.expectations.reference_decision.value for c in loaded.cases}
-    decisions: dict[str, list[str]] = {case_id: [] for case_id in record.protocol.cases}
-    for recorded in record.reviews():
-        decisions[recorded.review.case_id].append(recorded.review.decision)
+    labels = _labels(loaded)
+    by_case = record.reviews_by_case()
     counts = Counter(
-        case_status(record.protocol, labels[case_id], own) for case_id, own in decisions.items()
+        case_status(record.protocol, labels[case_id], [r.review.decision for r in own])
+        for case_id, own in by_case.items()
     )
     summary = {
         "record_sha256": record.head,
@@ -888,7 +895,7 @@ def apply_record(
         "manifest_sha256_after": after,
         "status_counts": dict(sorted(counts.items())),
         "cases_written": len(changed),
-        "cases_outside_protocol": len(labels) - len(decisions),
+        "cases_outside_protocol": len(labels) - len(by_case),
     }
     _append(record, [("applied", summary)], sign_key)
     return summary
