@@ -43,7 +43,7 @@ from trustbench.core._runner import (
     run_experiment,
     run_experiment_async,
 )
-from trustbench.core._signing import pae
+from trustbench.core._signing import load_private_key, pae, sign_envelope
 from trustbench.core._track import (
     BUILTIN_TRACKS,
     Registry,
@@ -131,6 +131,7 @@ __all__ = [
     "export_ledger",
     "is_run_folder",
     "is_standard_output",
+    "load_private_key",
     "load_spec",
     "load_track",
     "not_evaluable_reason",
@@ -148,6 +149,7 @@ __all__ = [
     "run_experiment_async",
     "run_spec",
     "run_spec_async",
+    "sign_envelope",
     "trial_order",
     "utc_now",
     "verify_run",

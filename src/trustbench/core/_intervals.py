@@ -390,6 +390,79 @@ def cohens_kappa(table: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
     )
 
 
+def fleiss_kappa(ratings: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
+    """Fleiss' kappa for m >= 2 raters per case (Fleiss 1971), with an asymptotic interval.
+
+    `ratings` is N cases x k categories, each row counting how many of the m raters chose each
+    category (every row sums to the same m). P_i = (sum_j n_ij^2 - m) / (m (m - 1)) is case i's
+    pairwise agreement, p_o their mean, p_j the share of all ratings in category j and
+    p_e = sum_j p_j^2; kappa = (p_o - p_e) / (1 - p_e). The standard error is Fleiss, Nee & Landis
+    (1979), derived under kappa = 0:
+    SE = sqrt(2) / (sum_j p_j q_j sqrt(N m (m - 1))) * sqrt((sum_j p_j q_j)^2
+    - sum_j p_j q_j (q_j - p_j)), q_j = 1 - p_j; the interval kappa ± z * SE is therefore a rough
+    guide away from 0, which is why it is reported beside the point value and never alone.
+
+    Args:
+        ratings: Count table, one row per case.
+        confidence: Confidence level of the interval.
+
+    Returns:
+        The `KappaResult` (`observed_agreement` = p_o, `expected_agreement` = p_e); not
+        computable with no cases, rows of different rater counts, or p_e = 1.
+    """
+    counts = np.asarray(ratings, dtype=np.float64)
+    cases = int(counts.shape[0]) if counts.ndim == 2 else 0
+    per_case = counts.sum(axis=1) if cases else np.zeros(0)
+    raters = float(per_case[0]) if cases else 0.0
+    reason = None
+    if cases == 0:
+        reason = "no jointly classified cases"
+    elif raters < 2 or not np.all(per_case == raters):
+        reason = "every case needs the same number (at least two) of raters"
+    else:
+        shares = counts.sum(axis=0) / (cases * raters)
+        observed = float(((counts**2).sum(axis=1) - raters).mean() / (raters * (raters - 1)))
+        expected = float((shares**2).sum())
+        if expected >= 1.0 - 1e-12:
+            reason = "chance agreement is 1 (every rating is one and the same category)"
+        else:
+            from scipy.stats import norm
+
+            kappa = (observed - expected) / (1.0 - expected)
+            spread = shares * (1.0 - shares)
+            total = float(spread.sum())
+            se = (
+                float(np.sqrt(2.0))
+                / (total * float(np.sqrt(cases * raters * (raters - 1))))
+                * float(np.sqrt(max(total**2 - float((spread * (1.0 - 2.0 * shares)).sum()), 0.0)))
+            )
+            half = float(norm.ppf(1.0 - (1.0 - confidence) / 2)) * se
+            interval = Interval(
+                method="kappa_asymptotic_normal",
+                confidence=confidence,
+                sidedness="two_sided",
+                lower=kappa - half,
+                upper=kappa + half,
+            )
+            return KappaResult(
+                kappa=kappa,
+                standard_error=se,
+                observed_agreement=observed,
+                expected_agreement=expected,
+                cases=cases,
+                interval=interval,
+            )
+    return KappaResult(
+        kappa=None,
+        standard_error=None,
+        observed_agreement=None,
+        expected_agreement=None,
+        cases=cases,
+        interval=None,
+        not_computable=reason,
+    )
+
+
 class HomogeneityResult(_Result):
     """Stuart-Maxwell test of marginal homogeneity for a k x k table."""
 

@@ -11,7 +11,8 @@ Everything here is suite-independent and documented where it is computed. The ru
 - paired comparisons of two configurations on the same cases (`mcnemar_exact`,
   `paired_difference`, `paired_cluster_bootstrap_ci`, `sign_flip_pvalue`), and the `difference`
   figure of any paired design's per-cluster sums (`difference_figure`);
-- agreement (`cohens_kappa`, `stuart_maxwell`) that says "not computable" instead of NaN;
+- agreement (`cohens_kappa`, `fleiss_kappa`, `stuart_maxwell`) that says "not computable"
+  instead of NaN;
 - unresolved outcomes as a lower and an upper figure (`bounded_rate`).
 
 Every resampled result records its method, seed and resample count in its `Interval`.
@@ -29,6 +30,7 @@ from trustbench.core._intervals import (
     bounded_rate,
     cluster_sums,
     cohens_kappa,
+    fleiss_kappa,
     pass_hat_k,
     pass_hat_k_by_case,
     reduce_trials,
@@ -73,6 +75,7 @@ __all__ = [
     "clustered_figure",
     "cohens_kappa",
     "difference_figure",
+    "fleiss_kappa",
     "mcnemar_exact",
     "paired_cluster_bootstrap_ci",
     "paired_difference",

@@ -299,3 +299,142 @@ def _register_quick() -> None:
 
 
 _register_quick()
+
+
+adjudicate_app = typer.Typer(
+    help="Independent review of reference decisions: frozen protocol, hash-chained record.",
+    no_args_is_help=True,
+)
+rtb_app.add_typer(adjudicate_app, name="adjudicate")
+
+_RecordArgument = Annotated[
+    Path, typer.Argument(help="The adjudication record (JSON Lines, append-only).")
+]
+_AdjudicatedCorpusOption = Annotated[
+    Path | None,
+    typer.Option("--corpus", help="Corpus folder, when not where the protocol names it."),
+]
+_SignKeyOption = Annotated[
+    Path | None,
+    typer.Option("--sign-key", help="Sign each new entry with this Ed25519 private key."),
+]
+
+
+@adjudicate_app.command("protocol")
+def adjudicate_protocol(
+    record: _RecordArgument,
+    corpus: Annotated[
+        str, typer.Option("--corpus", help="`builtin:v0.3` or a corpus folder.")
+    ] = "builtin:v0.1",
+    select: Annotated[
+        str, typer.Option("--select", help="all | sample | consequential | listed")
+    ] = "all",
+    per_group: Annotated[
+        int | None, typer.Option("--per-group", help="Cases per domain group (sample).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the sample.")] = None,
+    consequential: Annotated[
+        str, typer.Option("--consequential", help="Reference decisions that are consequential.")
+    ] = "deny,hold",
+    cases_from: Annotated[
+        Path | None, typer.Option("--cases-from", help="File of case ids (listed).")
+    ] = None,
+    reviewers_per_case: Annotated[
+        int, typer.Option("--reviewers-per-case", help="Reviews each case needs.")
+    ] = 1,
+    blind_second_review: Annotated[
+        bool,
+        typer.Option(
+            "--blind-second-review/--no-blind-second-review",
+            help="Consequential cases need a second, blind review.",
+        ),
+    ] = True,
+    rule: Annotated[str, typer.Option("--rule", help="unanimous | majority")] = "unanimous",
+    sign_key: _SignKeyOption = None,
+) -> None:
+    """Freeze a protocol: write a new record whose first entry names the corpus and cases."""
+    from trustbench.rtb.adjudication import freeze_protocol
+
+    if select not in ("all", "sample", "consequential", "listed"):
+        raise InputError(f"--select {select!r}: choose all, sample, consequential or listed")
+    if rule not in ("unanimous", "majority"):
+        raise InputError(f"--rule {rule!r}: choose unanimous or majority")
+    options = {
+        "sample_per_group": per_group,
+        "seed": seed,
+        "consequential_decisions": [d.strip() for d in consequential.split(",") if d.strip()],
+        "reviewers_per_case": reviewers_per_case,
+        "blind_second_review": blind_second_review,
+        "adjudication_rule": rule,
+    }
+    frozen = freeze_protocol(
+        record,
+        corpus,
+        selection=select,  # type: ignore[arg-type]  # checked above
+        options=options,
+        listed_file=cases_from,
+        sign_key=sign_key,
+    )
+    typer.echo(
+        f"froze protocol in {record}: {len(frozen.cases)} case(s) of {frozen.corpus} "
+        f"(MANIFEST {frozen.corpus_manifest_sha256[:16]}...), rule {frozen.adjudication_rule}"
+    )
+
+
+@adjudicate_app.command("import")
+def adjudicate_import(
+    record: _RecordArgument,
+    review_file: Annotated[Path, typer.Argument(help="One reviewer's reviews: TSV, CSV or JSON.")],
+    reviewer_id: Annotated[
+        str | None, typer.Option("--reviewer-id", help="Pseudonymous reviewer id.")
+    ] = None,
+    role: Annotated[
+        str | None, typer.Option("--role", help="Declared role (say if not a human expert).")
+    ] = None,
+    years: Annotated[
+        int | None, typer.Option("--years", help="Declared years of experience.")
+    ] = None,
+    corpus: _AdjudicatedCorpusOption = None,
+    sign_key: _SignKeyOption = None,
+) -> None:
+    """Append one reviewer's reviews to the record, all of them or none."""
+    from trustbench.rtb.adjudication import import_reviews
+
+    declared = {"reviewer_id": reviewer_id, "role": role, "years": years}
+    qualification, count = import_reviews(
+        record, review_file, declared=declared, corpus=corpus, sign_key=sign_key
+    )
+    typer.echo(f"recorded {count} review(s) by {qualification.text()}")
+
+
+@adjudicate_app.command("report")
+def adjudicate_report(
+    record: _RecordArgument,
+    corpus: _AdjudicatedCorpusOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
+) -> None:
+    """Agreement with the labels and between reviewers, and every disagreement."""
+    import json
+
+    from trustbench.rtb.adjudication import adjudication_report, report_text
+
+    report = adjudication_report(record, corpus)
+    typer.echo(json.dumps(report, indent=2) if as_json else report_text(report))
+
+
+@adjudicate_app.command("apply")
+def adjudicate_apply(
+    record: _RecordArgument,
+    corpus: _AdjudicatedCorpusOption = None,
+    sign_key: _SignKeyOption = None,
+) -> None:
+    """Write each case's reference_status from the record, then a new MANIFEST.json."""
+    from trustbench.rtb.adjudication import apply_record
+
+    summary = apply_record(record, corpus, sign_key)
+    counts = ", ".join(f"{n} {status}" for status, n in summary["status_counts"].items())
+    typer.echo(
+        f"applied record {summary['record_sha256'][:16]}...: {counts}; "
+        f"{summary['cases_written']} case file(s) written, "
+        f"MANIFEST {summary['manifest_sha256_after'][:16]}..."
+    )

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 JsonScalar = str | int | float | bool | None
 ParamValue = JsonScalar | list[JsonScalar]
@@ -206,11 +206,32 @@ class ReferenceStatus(_Strict):
     review: Literal["pending_independent_domain_review", "independently_reviewed"] = (
         "pending_independent_domain_review"
     )
-    """Whether an independent qualified domain reviewer has examined the reference."""
+    """Whether an independent reviewer has examined the reference (their declared
+    qualification, which may fall short of a qualified domain reviewer, is in `qualifications`)."""
     reviewers: list[str] = Field(default_factory=list)
     """Pseudonymous ids of independent reviewers; empty until reviewed."""
     disagreements: list[str] = Field(default_factory=list)
     """Preserved reviewer disagreements, verbatim."""
+    qualifications: list[str] = Field(default_factory=list)
+    """Each reviewer's declared qualification (id, role, years), as `rtb adjudicate apply`
+    recorded it: an AI evaluator or an unqualified reviewer says so here."""
+    reviewed_on: str | None = None
+    """ISO 8601 date the adjudication record was applied; None until reviewed."""
+    record_sha256: str | None = None
+    """Head hash of the adjudication record this status was derived from; None until reviewed."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_review_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave the review fields out until a review sets them.
+
+        The corpus generators dump every case through this model; the cases they wrote before
+        these fields existed stay byte-identical, and a case reads the same until reviewed.
+        """
+        data = handler(self)
+        for name in ("qualifications", "reviewed_on", "record_sha256"):
+            if not data.get(name):
+                data.pop(name, None)
+        return data
 
 
 REFERENCE_STATUSES: tuple[str, ...] = ("reviewed", "disputed", "pending")

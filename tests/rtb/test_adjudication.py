@@ -1,0 +1,314 @@
+"""Reference decisions with their own evidence (issue 50): `trustbench rtb adjudicate`.
+
+The CLI runs as a subprocess on copies of corpora in tmp_path; the built-in corpus and the
+record shipped beside it are only read.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
+from tests.support.child_env import child_env
+
+from trustbench.core.stats import fleiss_kappa
+from trustbench.rtb.corpus._load import builtin_corpus_root
+
+SMALL = Path(__file__).parent / "fixtures" / "rtb_v0_3_heldout"
+BLIND_REVIEW = builtin_corpus_root("0.3").parent / "reviews" / "v0.3" / "blind-review-60.tsv"
+LABELS = {
+    "ho-01": "deny", "ho-02": "permit", "ho-03": "hold", "ho-04": "permit", "ho-05": "deny",
+    "ho-06": "permit", "ho-07": "deny", "ho-08": "hold", "ho-09": "deny", "ho-10": "deny",
+    "ho-11": "deny", "ho-12": "permit",
+}  # fmt: skip
+CONSEQUENTIAL = sorted(case for case, label in LABELS.items() if label != "permit")
+
+
+def _cli(tmp: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trustbench", "rtb", "adjudicate", *map(str, args)],
+        capture_output=True, text=True, check=False, env=child_env(tmp),
+    )  # fmt: skip
+
+
+def _ok(tmp: Path, *args: str | Path) -> str:
+    done = _cli(tmp, *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _report(tmp: Path, record: Path) -> dict:
+    return json.loads(_ok(tmp, "report", record, "--json"))
+
+
+def _review_file(path: Path, reviewer: str, decisions: dict[str, str]) -> Path:
+    lines = [
+        f"# reviewer_id: {reviewer}",
+        "# role: platform engineer (test fixture)",
+        "# years: 7",
+        "case_id\tdecision\tgoverning_rules\tfacts_relied_on\tevidence",
+    ]
+    lines += [f"{case}\t{d}\tr4\tapproval-1\t{reviewer} says {d}" for case, d in decisions.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of a 12-case v0.3 corpus and a record whose protocol takes its 8 deny/hold cases,
+    two reviewers each, with one review (all agreeing with the labels) already recorded."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SMALL, corpus)
+    record = tmp_path / "record.jsonl"
+    _ok(tmp_path, "protocol", record, "--corpus", corpus, "--select", "consequential",
+        "--reviewers-per-case", "2")  # fmt: skip
+    first = {case: LABELS[case] for case in CONSEQUENTIAL}
+    _ok(tmp_path, "import", record, _review_file(tmp_path / "a.tsv", "rev-a", first))
+    return corpus, record
+
+
+@pytest.fixture(scope="module")
+def blind_review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A copy of the built-in v0.3 corpus with the 60-case blind review imported afresh under a
+    protocol listing exactly its cases, one reviewer each."""
+    tmp = tmp_path_factory.mktemp("blind")
+    corpus = tmp / "corpus"
+    shutil.copytree(builtin_corpus_root("0.3"), corpus)
+    record = tmp / "record.jsonl"
+    _ok(tmp, "protocol", record, "--corpus", corpus, "--select", "listed",
+        "--cases-from", BLIND_REVIEW, "--no-blind-second-review")  # fmt: skip
+    _ok(tmp, "import", record, BLIND_REVIEW)
+    return tmp, corpus, record
+
+
+def test_blind_review_of_60_v0_3_cases_agrees_60_of_60_with_kappa_1_and_its_qualification(
+    blind_review: tuple[Path, Path, Path],
+) -> None:
+    tmp, _, record = blind_review
+    report = _report(tmp, record)
+    (reviewer,) = report["reviewers"]
+    assert (reviewer["agree_with_label"], reviewer["cases"]) == (60, 60)
+    assert reviewer["kappa_vs_labels"]["kappa"] == pytest.approx(1.0)
+    assert "AI evaluator" in reviewer["qualification"]["role"]
+    assert "not a human qualified reviewer" in reviewer["qualification"]["role"]
+    assert report["status_counts"] == {"reviewed": 60}
+    assert report["cases_outside_protocol"] == 180
+    assert report["inter_reviewer"]["not_established"]
+    text = _ok(tmp, "report", record)
+    assert "60/60" in text and "AI evaluator" in text
+
+
+def test_apply_of_the_blind_review_marks_60_reviewed_leaves_180_pending_and_validates(
+    blind_review: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    _, corpus, record = blind_review
+    copy, copied_record = tmp_path / "corpus", tmp_path / "record.jsonl"
+    shutil.copytree(corpus, copy)
+    shutil.copy(record, copied_record)
+    _ok(tmp_path, "apply", copied_record, "--corpus", copy)
+    statuses = [
+        json.loads(path.read_text())["reference_status"] for path in (copy / "cases").glob("*")
+    ]
+    reviewed = [s for s in statuses if s["status"] == "reviewed"]
+    assert len(reviewed) == 60
+    assert sum(s["review"] == "pending_independent_domain_review" for s in statuses) == 180
+    assert all("AI evaluator" in s["qualifications"][0] for s in reviewed)
+    validated = subprocess.run(
+        [sys.executable, "-m", "trustbench", "rtb", "validate", "--corpus", str(copy)],
+        capture_output=True, text=True, check=False, env=child_env(tmp_path),
+    )  # fmt: skip
+    assert validated.returncode == 0, validated.stderr
+
+
+def test_the_shipped_v0_3_corpus_carries_the_applied_blind_review() -> None:
+    statuses = [
+        json.loads(path.read_text())["reference_status"]
+        for path in (builtin_corpus_root("0.3") / "cases").glob("*.json")
+    ]
+    assert sum(s["status"] == "reviewed" for s in statuses) == 60
+    assert sum(s["status"] == "authored" for s in statuses) == 180
+
+
+def test_a_disagreeing_second_reviewer_is_kept_with_both_rationales_and_kappa_below_1(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    second = {case: LABELS[case] for case in CONSEQUENTIAL}
+    second["ho-03"] = "permit"
+    _ok(tmp_path, "import", record, _review_file(tmp_path / "b.tsv", "rev-b", second))
+    report = _report(tmp_path, record)
+    (disagreement,) = report["disagreements"]
+    assert disagreement["case_id"] == "ho-03"
+    assert {r["reviewer"]: r["evidence"] for r in disagreement["rationales"]} == {
+        "rev-a": "rev-a says hold",
+        "rev-b": "rev-b says permit",
+    }
+    assert report["inter_reviewer"]["method"] == "cohens_kappa"
+    assert report["inter_reviewer"]["kappa"] < 1.0
+    assert "rev-b: permit" in _ok(tmp_path, "report", record)
+
+
+def test_apply_sets_reviewed_disputed_and_pending_and_the_corpus_validates(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, record = small
+    second = {case: LABELS[case] for case in CONSEQUENTIAL if case != "ho-11"}
+    second["ho-03"] = "permit"
+    _ok(tmp_path, "import", record, _review_file(tmp_path / "b.tsv", "rev-b", second))
+    _ok(tmp_path, "apply", record)
+    status = {
+        case: json.loads((corpus / "cases" / f"{case}.json").read_text())["reference_status"]
+        for case in LABELS
+    }
+    assert status["ho-03"]["status"] == "disputed"
+    assert "rev-b: permit" in status["ho-03"]["disagreements"][0]
+    assert status["ho-01"]["status"] == "reviewed"
+    assert status["ho-01"]["reviewers"] == ["rev-a", "rev-b"]
+    assert status["ho-11"]["status"] == "authored"  # one review of two: pending
+    assert status["ho-02"]["status"] == "authored"  # outside the protocol
+    assert (
+        status["ho-01"]["record_sha256"] == json.loads(record.read_text().splitlines()[-2])["hash"]
+    )
+    validated = subprocess.run(
+        [sys.executable, "-m", "trustbench", "rtb", "validate", "--corpus", str(corpus)],
+        capture_output=True, text=True, check=False, env=child_env(tmp_path),
+    )  # fmt: skip
+    assert validated.returncode == 0, validated.stderr
+
+
+@pytest.mark.parametrize(
+    ("rows", "reviewer", "expected"),
+    [
+        (["ho-99\tdeny"], "rev-b", "row 5: unknown case id 'ho-99'"),
+        (["ho-02\tpermit"], "rev-b", "row 5: case ho-02 is outside the frozen protocol"),
+        (["ho-01\tdeny"], "rev-a", "row 5: rev-a already reviewed ho-01"),
+        (["ho-01\tmaybe"], "rev-b", "row 5: decision"),
+        (["ho-01\tdeny", "ho-03"], "rev-b", "row 6: 2 columns expected"),
+    ],
+    ids=["unknown-case", "outside-protocol", "duplicate-review", "bad-decision", "short-row"],
+)
+def test_bad_review_input_is_refused_in_one_line_and_the_record_is_unchanged(
+    small: tuple[Path, Path], tmp_path: Path, rows: list[str], reviewer: str, expected: str
+) -> None:
+    _, record = small
+    before = record.read_bytes()
+    bad = tmp_path / "bad.tsv"
+    header = [f"# reviewer_id: {reviewer}", "# role: tester", "# years: 1", "case_id\tdecision"]
+    bad.write_text("\n".join(header + rows) + "\n")
+    done = _cli(tmp_path, "import", record, bad)
+    assert done.returncode == 2
+    message = done.stderr.strip()
+    assert len(message.splitlines()) == 1 and "Traceback" not in message
+    assert str(bad) in message and expected in message
+    assert record.read_bytes() == before
+
+
+def test_a_byte_edit_of_the_record_is_refused_by_every_command(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    lines = record.read_bytes().splitlines(keepends=True)
+    lines[3] = lines[3].replace(b'"decision":"deny"', b'"decision":"hold"', 1)
+    assert lines[3] != record.read_bytes().splitlines(keepends=True)[3]
+    record.write_bytes(b"".join(lines))
+    before = record.read_bytes()
+    agreeing = {case: LABELS[case] for case in CONSEQUENTIAL}
+    for command in (
+        ["report", record],
+        ["apply", record],
+        ["import", record, _review_file(tmp_path / "b.tsv", "rev-b", agreeing)],
+    ):
+        done = _cli(tmp_path, *command)
+        assert done.returncode == 1, command
+        assert "line 4: entry 3 does not hash to its recorded hash" in done.stderr
+    assert record.read_bytes() == before
+
+
+def test_apply_refuses_a_corpus_whose_manifest_the_protocol_did_not_freeze(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    other = tmp_path / "other"
+    shutil.copytree(builtin_corpus_root("0.2"), other)
+    done = _cli(tmp_path, "apply", record, "--corpus", other)
+    assert done.returncode == 1
+    assert "is not the manifest the protocol" in done.stderr
+
+
+def test_signed_entries_carry_an_ed25519_signature_of_their_hash(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from trustbench.core import pae
+
+    key = Ed25519PrivateKey.generate()
+    key_file = tmp_path / "signer.pem"
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SMALL, corpus)
+    record = tmp_path / "record.jsonl"
+    _ok(tmp_path, "protocol", record, "--corpus", corpus, "--sign-key", key_file)
+    (entry,) = [json.loads(line) for line in record.read_text().splitlines()]
+    import base64
+
+    key.public_key().verify(
+        base64.b64decode(entry["signature"]["sig"]),
+        pae("application/vnd.trustbench.adjudication-entry+sha256", entry["hash"].encode()),
+    )
+
+
+def test_fleiss_kappa_agrees_with_statsmodels_and_says_when_it_is_not_established() -> None:
+    table = np.array([[3, 0, 0], [0, 3, 0], [2, 1, 0], [0, 1, 2], [0, 0, 3]])
+    result = fleiss_kappa(table)
+    assert result.kappa == pytest.approx(statsmodels_fleiss_kappa(table))
+    assert result.interval is not None
+    assert result.interval.lower < result.kappa < result.interval.upper
+    assert fleiss_kappa(np.array([[3, 0, 0], [3, 0, 0]])).not_computable
+
+
+def test_three_reviewers_are_compared_by_fleiss_kappa_with_an_interval(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    for reviewer, flipped in (("rev-b", "ho-03"), ("rev-c", "ho-08")):
+        decisions = {case: LABELS[case] for case in CONSEQUENTIAL}
+        decisions[flipped] = "permit"
+        _ok(
+            tmp_path,
+            "import",
+            record,
+            _review_file(tmp_path / f"{reviewer}.tsv", reviewer, decisions),
+        )
+    inter = _report(tmp_path, record)["inter_reviewer"]
+    assert inter["method"] == "fleiss_kappa"
+    assert inter["reviewers"] == ["rev-a", "rev-b", "rev-c"]
+    assert 0 < inter["kappa"] < 1
+    assert inter["interval"]["lower"] < inter["kappa"] < inter["interval"]["upper"]
+
+
+def test_apply_with_a_bad_signing_key_writes_nothing(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, record = small
+    agreeing = {case: LABELS[case] for case in CONSEQUENTIAL}
+    _ok(tmp_path, "import", record, _review_file(tmp_path / "b.tsv", "rev-b", agreeing))
+    before = {path: path.read_bytes() for path in corpus.rglob("*") if path.is_file()}
+    recorded = record.read_bytes()
+    not_a_key = tmp_path / "not-a-key.pem"
+    not_a_key.write_text("not a key\n")
+    done = _cli(tmp_path, "apply", record, "--sign-key", not_a_key)
+    assert done.returncode == 2
+    assert {path: path.read_bytes() for path in before} == before
+    assert record.read_bytes() == recorded
