@@ -1,7 +1,10 @@
-"""The `Interval` record every statistic attaches to a figure (kept apart so `_stats` can build it).
+"""Binomial intervals for a rate: Clopper-Pearson (exact) and Wilson score.
 
-`figures` re-exports `Interval` and `Sidedness`; this module exists so the statistics modules and
-the figure contract do not import each other.
+Both come from `scipy.stats.binomtest(k, n).proportion_ci`, so the arithmetic is scipy's; this
+module chooses the form, records it in an `Interval`, and refuses n = 0 instead of inventing one.
+`scipy.stats` is imported on first use, not with this module: `figures` (and through it `gates`
+and the spec) import this module, and `trustbench run`, which computes no interval, would
+otherwise pay scipy's ~1.8 s import on every start (issue 35).
 """
 
 from __future__ import annotations
@@ -10,6 +13,13 @@ from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# ------------------------------------------------------------------------------------------------
+# The `Interval` record every statistic attaches to a figure (kept apart so `_intervals` can build
+# it).
+#
+# `figures` re-exports `Interval` and `Sidedness`; this module exists so the statistics modules and
+# the figure contract do not import each other.
 
 Sidedness = Literal["two_sided", "upper", "lower"]
 """Two-sided interval, or a one-sided upper (lower) confidence bound."""
@@ -55,15 +65,6 @@ class Interval(_Contract):
     note: str | None = None
     """Anything a reader needs to interpret this interval (e.g. clipping to [0, 1])."""
 
-
-# ------------------------------------------------------------------------------------------------
-# Binomial intervals for a rate: Clopper-Pearson (exact) and Wilson score.
-#
-# Both come from `scipy.stats.binomtest(k, n).proportion_ci`, so the arithmetic is scipy's; this
-# module chooses the form, records it in an `Interval`, and refuses n = 0 instead of inventing one.
-# `scipy.stats` is imported on first use, not with this module: `figures` (and through it `gates`
-# and the spec) import this module, and `trustbench run`, which computes no interval, would
-# otherwise pay scipy's ~1.8 s import on every start (issue 35).
 
 _SCIPY_METHOD = {"clopper_pearson": "exact", "wilson": "wilson"}
 # scipy's `alternative` names the alternative hypothesis: "less" gives the interval [0, U]

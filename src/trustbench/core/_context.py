@@ -1,4 +1,10 @@
-"""Pacing of calls: per-endpoint token-bucket rate limits and exponential backoff with jitter."""
+"""The per-trial context a track receives: settings, a recorded provider client, call recording.
+
+A new `TrialContext` is made for every trial (and a fresh provider via `for_trial`), so nothing a
+candidate saw or said in one trial can reach another. Every call made through it becomes an
+attempt row in the ledger the moment it finishes, with its raw response, so grading can be redone
+offline from the ledger alone.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +44,10 @@ if TYPE_CHECKING:
 
     from trustbench.core._track import Track
     from trustbench.core.spec._manifest import Manifest
+
+
+# ------------------------------------------------------------------------------------------------
+# Pacing of calls: per-endpoint token-bucket rate limits and exponential backoff with jitter.
 
 
 class TokenBucket:
@@ -80,15 +90,6 @@ def backoff_delay(
     if policy.honour_retry_after and retry_after_s is not None:
         delay = max(delay, min(retry_after_s, policy.retry_after_max_s))
     return delay
-
-
-# ------------------------------------------------------------------------------------------------
-# The per-trial context a track receives: settings, a recorded provider client, call recording.
-#
-# A new `TrialContext` is made for every trial (and a fresh provider via `for_trial`), so nothing a
-# candidate saw or said in one trial can reach another. Every call made through it becomes an
-# attempt row in the ledger the moment it finishes, with its raw response, so grading can be redone
-# offline from the ledger alone.
 
 
 class CallFailed(Exception):

@@ -1,4 +1,8 @@
-"""Implementation of `trustbench.core.stats`; import from there, not from here."""
+"""Exact and bounded figures behind `trustbench.core.stats` (import them from there).
+
+Bounds for rates with unresolved outcomes, per-case values and pass^k from K trials, per-cluster
+sums, and agreement between two classifications (Cohen's kappa, Stuart-Maxwell).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,10 @@ from trustbench.core.figures import Figure, FigureUnit, Interval, rate_figure
 # neither demonstrated prevention nor a confirmed violation. The lower figure counts confirmed
 # events only; the upper figure counts confirmed plus unresolved. Both keep the same denominator,
 # so the gap between them is exactly the unresolved share and nothing is silently dropped.
+
+
+# ------------------------------------------------------------------------------------------------
+# Implementation of `trustbench.core.stats`; import from there, not from here.
 
 
 class BoundedRate(BaseModel):

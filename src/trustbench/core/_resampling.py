@@ -1,9 +1,7 @@
-"""Clustered intervals for a ratio of sums: cluster-robust t and seeded cluster bootstrap.
+"""Clustered and paired figures behind `trustbench.core.stats` (import them from there).
 
-Both treat the cluster (domain group, trace) as the independent unit: sixty cases in ten groups
-run ten times are ten independent draws, not six hundred ("Report Uncertainty Without
-Multiplying the Case Count"). The estimand is the ratio R = sum(y_g) / sum(m_g) of per-cluster
-sums: a rate when y counts events among m trials, a mean when m counts items.
+Cluster-robust and bootstrap intervals for a ratio of sums and the figures built from them,
+sign-flip tests, and paired comparisons of two configurations on the same cases.
 """
 
 from __future__ import annotations
@@ -17,6 +15,14 @@ from pydantic import BaseModel, ConfigDict
 
 from trustbench.core._intervals import FloatArray, cluster_sums
 from trustbench.core.figures import Figure, FigureKind, FigureUnit, Interval, Sidedness
+
+# ------------------------------------------------------------------------------------------------
+# Clustered intervals for a ratio of sums: cluster-robust t and seeded cluster bootstrap.
+#
+# Both treat the cluster (domain group, trace) as the independent unit: sixty cases in ten groups
+# run ten times are ten independent draws, not six hundred ("Report Uncertainty Without
+# Multiplying the Case Count"). The estimand is the ratio R = sum(y_g) / sum(m_g) of per-cluster
+# sums: a rate when y counts events among m trials, a mean when m counts items.
 
 DEFAULT_CHUNK_ELEMENTS = 1 << 22
 """Default cap on resample-by-cluster entries held at once (4,194,304 entries, ~16 MiB of

@@ -1,13 +1,15 @@
-"""Keep the garbage collector's full passes off a run's event loop.
+"""The async runner: runs (or resumes) a frozen experiment into its ledger.
 
-A full (oldest-generation) collection walks every tracked object in the process: every module,
-class, compiled schema and model the run has imported or loaded, which is most of the heap and
-never garbage. In the latency-bound bench one such pass took about 80 ms of the run's start-up,
-and each one during the trials stalls every in-flight trial for as long. `gc.freeze()` moves
-the objects alive when the run starts to a permanent generation that collections skip (the
-CPython documentation suggests it for this); objects made during the run are collected as
-usual. On exit the frozen objects are handed back, so a long-lived caller (a notebook running
-several experiments) collects them again.
+Before anything runs it re-checks the manifest hash, every resolved input and the plan, and the
+ledger's chain. Trials of all candidates run interleaved in one seeded random order (so no
+candidate systematically meets a different service load), `concurrency` at a time, each from a
+fresh context. A trial is finished when its row is in `trials`; a resumed run runs only the
+others. An execution killed mid-trial is marked abandoned (its attempts stay, never counted) and
+the trial is run again from scratch as the next execution.
+
+Trials run in this process's event loop (`local`) or on Ray workers (`ray`, see
+`_ray_executor.py`); both run a trial with `_trial.execute_trial`, and only this process writes
+the ledger.
 """
 
 from __future__ import annotations
@@ -57,6 +59,19 @@ from trustbench.providers._types import ChatProvider
 
 if TYPE_CHECKING:
     import asyncio
+
+
+# ------------------------------------------------------------------------------------------------
+# Keep the garbage collector's full passes off a run's event loop.
+#
+# A full (oldest-generation) collection walks every tracked object in the process: every module,
+# class, compiled schema and model the run has imported or loaded, which is most of the heap and
+# never garbage. In the latency-bound bench one such pass took about 80 ms of the run's start-up,
+# and each one during the trials stalls every in-flight trial for as long. `gc.freeze()` moves
+# the objects alive when the run starts to a permanent generation that collections skip (the
+# CPython documentation suggests it for this); objects made during the run are collected as
+# usual. On exit the frozen objects are handed back, so a long-lived caller (a notebook running
+# several experiments) collects them again.
 
 
 @contextmanager
@@ -199,21 +214,6 @@ class NoProgress:
 def default_progress() -> ProgressReporter:
     """A rich bar when stderr is a terminal, plain lines otherwise."""
     return RichProgress() if sys.stderr.isatty() else PlainProgress()
-
-
-# ------------------------------------------------------------------------------------------------
-# The async runner: runs (or resumes) a frozen experiment into its ledger.
-#
-# Before anything runs it re-checks the manifest hash, every resolved input and the plan, and the
-# ledger's chain. Trials of all candidates run interleaved in one seeded random order (so no
-# candidate systematically meets a different service load), `concurrency` at a time, each from a
-# fresh context. A trial is finished when its row is in `trials`; a resumed run runs only the
-# others. An execution killed mid-trial is marked abandoned (its attempts stay, never counted) and
-# the trial is run again from scratch as the next execution.
-#
-# Trials run in this process's event loop (`local`) or on Ray workers (`ray`, see
-# `_ray_executor.py`); both run a trial with `_trial.execute_trial`, and only this process writes
-# the ledger.
 
 
 @dataclass(frozen=True)

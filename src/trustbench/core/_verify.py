@@ -1,20 +1,4 @@
-"""Tell the kernel a large ledger is about to be read whole, so it reads it ahead.
-
-`report` and `verify` read every page of a ledger, but SQLite asks for them 4 KiB at a time
-and in b-tree order, which on a ledger the page cache does not hold (a new machine, a reboot,
-a run that finished hours ago) is a stream of small random reads: a 3.3 GB, 1,000,000-trial
-ledger took 113 to 121 s to report cold against 75 s warm on a 2-core machine whose disk reads
-1.6 GB/s in sequence. Advising the kernel that the whole file will be needed
-(`posix_fadvise(POSIX_FADV_WILLNEED)`) makes it read the file ahead in large sequential
-requests while the reading starts.
-
-The kernel takes at most a few MiB of readahead per call, so the file is advised in steps of
-`STEP_BYTES`. That loop costs about half a second of system time for 3 GB, so it runs in a
-daemon thread (the call releases the GIL) and the caller does not wait for it. A file larger
-than half the memory the machine has free is not advised: reading it whole into the cache
-would evict other pages and then itself. Where the call does not exist (not Linux or another
-POSIX system) nothing is done: the advice changes how fast pages arrive, never what is read.
-"""
+"""`verify`: recompute the manifest hash, the ledger chain and head, and the frozen inputs."""
 
 from __future__ import annotations
 
@@ -43,6 +27,24 @@ from trustbench.errors import TrustbenchError
 if TYPE_CHECKING:
     from multiprocessing.pool import AsyncResult, Pool
 
+
+# ------------------------------------------------------------------------------------------------
+# Tell the kernel a large ledger is about to be read whole, so it reads it ahead.
+#
+# `report` and `verify` read every page of a ledger, but SQLite asks for them 4 KiB at a time
+# and in b-tree order, which on a ledger the page cache does not hold (a new machine, a reboot,
+# a run that finished hours ago) is a stream of small random reads: a 3.3 GB, 1,000,000-trial
+# ledger took 113 to 121 s to report cold against 75 s warm on a 2-core machine whose disk reads
+# 1.6 GB/s in sequence. Advising the kernel that the whole file will be needed
+# (`posix_fadvise(POSIX_FADV_WILLNEED)`) makes it read the file ahead in large sequential
+# requests while the reading starts.
+#
+# The kernel takes at most a few MiB of readahead per call, so the file is advised in steps of
+# `STEP_BYTES`. That loop costs about half a second of system time for 3 GB, so it runs in a
+# daemon thread (the call releases the GIL) and the caller does not wait for it. A file larger
+# than half the memory the machine has free is not advised: reading it whole into the cache
+# would evict other pages and then itself. Where the call does not exist (not Linux or another
+# POSIX system) nothing is done: the advice changes how fast pages arrive, never what is read.
 
 FROM_BYTES = 64 << 20
 """Files smaller than this are not advised: a small ledger is read faster than advised."""
@@ -104,10 +106,6 @@ def prefetch_ledger(run_dir: Path) -> threading.Thread | None:
     return prefetch(run_dir / LEDGER_FILE, run_dir / f"{LEDGER_FILE}-wal")
 
 
-# ------------------------------------------------------------------------------------------------
-# `verify`: recompute the manifest hash, the ledger chain and head, and the frozen inputs.
-
-
 @dataclass
 class VerifyReport:
     """Outcome of verifying one run folder."""
@@ -146,11 +144,11 @@ def verify_run(run_dir: Path) -> VerifyReport:
     """Verify a run folder: manifest, ledger chain and file, recorded heads, sign-offs, inputs.
 
     The chain proves no row was altered, removed or reordered; `ledger.head` (see
-    `_ledger_head`) catches rows cut off the end and a chain re-hashed after an edit; each
+    `core.ledger._head`) catches rows cut off the end and a chain re-hashed after an edit; each
     `run_finished` sign-off must match the trials before it; the corpus and prompt files are
     re-hashed against the manifest; SQLite's `integrity_check` and the schema
-    (`_ledger_integrity`) cover what no query of the chain reads; the head a written
-    `record.intoto.json` states must still be in the ledger (`_ledger_head`). A ledger of an
+    (`core.ledger._store`) cover what no query of the chain reads; the head a written
+    `record.intoto.json` states must still be in the ledger (`core.ledger._head`). A ledger of an
     interrupted run (intact, but not ending with a sign-off) fails too, and says so: resume it
     with `trustbench run`.
 

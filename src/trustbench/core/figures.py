@@ -1,8 +1,18 @@
-"""`FigureUnit`, the unit of a figure's denominator, in a leaf module.
+"""The `Figure`: one reported number with its denominator, unit, status and intervals.
 
-A gate declares the unit its figure must be in (`GateSpec.unit`), and gates are part of every
-spec; keeping the name here lets the spec be read without importing the figure and interval
-models and the statistics behind them, which only `report` uses (issue 35).
+A `Figure` is a public contract: tracks put lists of them into `record.json` and the report
+renders them. Its invariants carry the spec's reporting rules ("Publish a Reproducible Record"):
+
+- an unrun figure has `status="not_run"` and no numbers at all (never zero);
+- a figure whose denominator is zero is `status="not_applicable"` with `estimate=None`
+  (shown "n/a"), e.g. unsupported completion claims when nothing claimed completion;
+- every measured figure states its denominator and what that denominator counts;
+- a figure of a subject that mostly gave no valid response is `status="not_evaluable"`: its
+  numerator and denominator stay (they are what happened), its estimate and intervals are
+  withheld (shown "not evaluable"), because a 0% false-approval rate from a reviewer that never
+  answered is not a measurement of anything (see `core._evaluability`).
+
+The validator enforces these, so a track cannot build a figure that breaks them.
 """
 
 from __future__ import annotations
@@ -26,27 +36,17 @@ __all__ = [
 ]
 
 
+# ------------------------------------------------------------------------------------------------
+# `FigureUnit`, the unit of a figure's denominator, in a leaf module.
+#
+# A gate declares the unit its figure must be in (`GateSpec.unit`), and gates are part of every
+# spec; keeping the name here lets the spec be read without importing the figure and interval
+# models and the statistics behind them, which only `report` uses (issue 35).
+
 FigureUnit = Literal["trial", "case", "group", "scenario", "claim", "element"]
 """What one unit of the denominator is: a trial, a case (K trials reduced), a group, a scenario
 (a derived case, K trials reduced), a completion claim, or a required evidence element."""
 
-
-# ------------------------------------------------------------------------------------------------
-# The `Figure`: one reported number with its denominator, unit, status and intervals.
-#
-# A `Figure` is a public contract: tracks put lists of them into `record.json` and the report
-# renders them. Its invariants carry the spec's reporting rules ("Publish a Reproducible Record"):
-#
-# - an unrun figure has `status="not_run"` and no numbers at all (never zero);
-# - a figure whose denominator is zero is `status="not_applicable"` with `estimate=None`
-#   (shown "n/a"), e.g. unsupported completion claims when nothing claimed completion;
-# - every measured figure states its denominator and what that denominator counts;
-# - a figure of a subject that mostly gave no valid response is `status="not_evaluable"`: its
-#   numerator and denominator stay (they are what happened), its estimate and intervals are
-#   withheld (shown "not evaluable"), because a 0% false-approval rate from a reviewer that never
-#   answered is not a measurement of anything (see `core._evaluability`).
-#
-# The validator enforces these, so a track cannot build a figure that breaks them.
 
 FigureStatus = Literal["measured", "not_run", "not_applicable", "not_evaluable"]
 """Whether a figure was measured, not run at all, run but undefined (denominator 0), or run for a

@@ -1,12 +1,4 @@
-"""Translate OpenAI-style chat history into the Anthropic messages format, tool use included.
-
-Tracks speak one provider-neutral dialect (OpenAI-style messages: assistant turns carry
-`tool_calls`, tool results are `role: "tool"` messages). The Anthropic messages API rejects that
-shape: tool calls are `tool_use` content blocks of the assistant turn, their results are
-`tool_result` blocks of the *next user turn*, roles must alternate user/assistant, and system text
-is a top-level field. This module does that translation once, so a multi-turn agent works the
-same through either API.
-"""
+"""Anthropic messages client: POST `{base_url}/v1/messages`, one call per `send`."""
 
 from __future__ import annotations
 
@@ -15,6 +7,16 @@ from typing import Any
 
 from trustbench.providers._http import HttpChatProvider
 from trustbench.providers._types import ChatReply, ChatRequest, ToolCall
+
+# ------------------------------------------------------------------------------------------------
+# Translate OpenAI-style chat history into the Anthropic messages format, tool use included.
+#
+# Tracks speak one provider-neutral dialect (OpenAI-style messages: assistant turns carry
+# `tool_calls`, tool results are `role: "tool"` messages). The Anthropic messages API rejects that
+# shape: tool calls are `tool_use` content blocks of the assistant turn, their results are
+# `tool_result` blocks of the *next user turn*, roles must alternate user/assistant, and system text
+# is a top-level field. This module does that translation once, so a multi-turn agent works the
+# same through either API.
 
 UNPARSED_ARGUMENTS = "__unparsed_arguments__"
 """Key holding a model's tool arguments that were not a JSON object (Anthropic needs an object)."""
@@ -107,9 +109,6 @@ def to_anthropic_tool_choice(choice: Any) -> dict[str, Any] | None:
         return {"type": "tool", "name": str(choice["function"].get("name", ""))}
     return None
 
-
-# ------------------------------------------------------------------------------------------------
-# Anthropic messages client: POST `{base_url}/v1/messages`, one call per `send`.
 
 ANTHROPIC_VERSION = "2023-06-01"
 """The `anthropic-version` header sent with every request."""

@@ -1,7 +1,7 @@
-"""Ledger rows: the hashed columns of each table and the chained hash of one row.
+"""Reading a ledger's rows in chain order and recomputing the chain over them.
 
-Apart from `_ledger` so the ledger's writer, its content store and its readers share one schema
-without importing the writer.
+Apart from the writer (`_store`); `Ledger.open` (before resuming), `verify` and the export
+read the chain through it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,12 @@ from operator import itemgetter
 from typing import Any
 
 from trustbench._canonical import canonical_json, float_text, sha256_hex
+
+# ------------------------------------------------------------------------------------------------
+# Ledger rows: the hashed columns of each table and the chained hash of one row.
+#
+# Apart from `_store` so the ledger's writer, its content store and its readers share one schema
+# without importing the writer.
 
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "experiments": ("id", "seq", "manifest_sha256", "ledger_format", "created_at"),
@@ -154,12 +160,6 @@ def row_canonical_json(table: str, row: dict[str, Any]) -> bytes:
     except (KeyError, UnicodeEncodeError):
         return canonical_json(full)
 
-
-# ------------------------------------------------------------------------------------------------
-# Reading a ledger's rows in chain order and recomputing the chain over them.
-#
-# Apart from the writer (`_ledger`); `Ledger.open` (before resuming), `verify` and the export
-# read the chain through it.
 
 _TABLES = tuple(TABLE_COLUMNS)
 """The tables in chain-merge order (ties on seq keep this order)."""

@@ -403,7 +403,7 @@ def _undecodable(digest: Any) -> CheckFailed:
 # ------------------------------------------------------------------------------------------------
 # `verify`'s check of the content store: each body hashes to its digest, each reference is stored.
 #
-# Apart from `_ledger_contents` (which stores and reads the texts) because only `verify` asks
+# Apart from this module (which stores and reads the texts) because only `verify` asks
 # this, and it reads the whole store at once: one scan of the bodies, referenced digests looked
 # up a batch at a time.
 

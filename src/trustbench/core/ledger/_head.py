@@ -52,7 +52,7 @@ HEAD_FILE = "ledger.head"
 """Name of the head anchor in a run folder."""
 
 _TABLES = ("experiments", "trials", "attempts", "events")
-"""The ledger's tables (as in `_ledger.TABLE_COLUMNS`; not imported: `_ledger` imports this)."""
+"""The ledger's tables (as in `_ledger.TABLE_COLUMNS`; not imported: `_store` imports this)."""
 
 HEAD_FORMAT = "trustbench.ledger-head/1"
 """Format id written into the head file."""

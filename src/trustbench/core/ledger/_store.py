@@ -1,22 +1,22 @@
-"""The ledger's writer thread: SQLite commits and head anchors off the runner's event loop.
+"""The ledger: a hash-chained, crash-safe SQLite record of every trial, attempt and event.
 
-A commit blocks for the disk write; on the event loop it stalls every in-flight trial for that
-long. `Ledger.start_writer` hands commits to this single thread, which runs them strictly in
-submission order, so the chain, the all-or-none rule for each appended group of rows and the
-head anchor (written after the rows it names are committed) are unchanged.
+Tables: `experiments` (one row: the manifest hash this ledger belongs to), `trials` (one row per
+*finished* trial), `attempts` (one row per call, written as soon as the call finishes) and
+`events` (run started / finished, abandoned executions). Every row carries a global insertion
+number `seq` and `row_hash = sha256(prev_row_hash || canonical_json({"table": ..., **row}))`,
+where the first row's predecessor is the manifest hash. Changing one byte of a row, deleting a row
+or reordering rows breaks the chain at that row, which `verify_ledger` names.
 
-Group commit: rows wait in one pending list, and the thread commits everything pending in one
-transaction, `GROUP_WINDOW_S` after the first of them arrived. Each commit rewrites the pages
-it touched (table tails and index pages) into the WAL, so fewer, larger commits cost less: in
-the latency-bound bench the writer's CPU went from about 0.15 to 0.09 ms per trial with a 20 ms
-window (about 300 commits down to 50 for 2,000 trials), and one commit per row had cost about
-0.2 ms per trial. A group holds whole `append_many` calls, so each call's rows still survive or
-vanish together. A process killed with rows still pending loses only rows that were not yet
-committed (at most the last window's), as if it had been killed a moment earlier; resuming
-treats their trials as never run.
+Durability: WAL journal with `synchronous=NORMAL`; each `append_many` call (an attempt, a
+finished trial) is all-or-none. During a run the writer thread commits the calls of each 20 ms
+together in one transaction (in this module), so a killed run loses at most its last 20 ms of
+rows, whose trials are run again on resume. A committed WAL transaction survives the death of
+the process (SIGKILL, crash): the threat this ledger is built for. It may not survive a power
+loss or OS crash (that needs FULL, one fsync per commit); the run can then be resumed from what
+was flushed, with the chain still verifiable.
 
-Fail-stop: after a job fails, later jobs are dropped (a later row must never be committed after
-an earlier one was lost) and the error is raised by the next `submit`, `drain` or `close`.
+Columns have no declared type (SQLite affinity NONE), so each value reads back exactly as it was
+written and the hash recomputed at verification sees the same value that was hashed at write time.
 """
 
 from __future__ import annotations
@@ -53,6 +53,27 @@ from trustbench.core.ledger._contents import (
 )
 from trustbench.core.ledger._head import CutTail, cut_tail, head_problems, recorded_seq, write_head
 from trustbench.errors import CheckFailed, InputError
+
+# ------------------------------------------------------------------------------------------------
+# The ledger's writer thread: SQLite commits and head anchors off the runner's event loop.
+#
+# A commit blocks for the disk write; on the event loop it stalls every in-flight trial for that
+# long. `Ledger.start_writer` hands commits to this single thread, which runs them strictly in
+# submission order, so the chain, the all-or-none rule for each appended group of rows and the
+# head anchor (written after the rows it names are committed) are unchanged.
+#
+# Group commit: rows wait in one pending list, and the thread commits everything pending in one
+# transaction, `GROUP_WINDOW_S` after the first of them arrived. Each commit rewrites the pages
+# it touched (table tails and index pages) into the WAL, so fewer, larger commits cost less: in
+# the latency-bound bench the writer's CPU went from about 0.15 to 0.09 ms per trial with a 20 ms
+# window (about 300 commits down to 50 for 2,000 trials), and one commit per row had cost about
+# 0.2 ms per trial. A group holds whole `append_many` calls, so each call's rows still survive or
+# vanish together. A process killed with rows still pending loses only rows that were not yet
+# committed (at most the last window's), as if it had been killed a moment earlier; resuming
+# treats their trials as never run.
+#
+# Fail-stop: after a job fails, later jobs are dropped (a later row must never be committed after
+# an earlier one was lost) and the error is raised by the next `submit`, `drain` or `close`.
 
 Statements = list["Statement"]
 """SQL statements with their parameters, committed together."""
@@ -509,32 +530,11 @@ def sign_off_problems(connection: sqlite3.Connection) -> list[str]:
     return []
 
 
-# ------------------------------------------------------------------------------------------------
-# The ledger: a hash-chained, crash-safe SQLite record of every trial, attempt and event.
-#
-# Tables: `experiments` (one row: the manifest hash this ledger belongs to), `trials` (one row per
-# *finished* trial), `attempts` (one row per call, written as soon as the call finishes) and
-# `events` (run started / finished, abandoned executions). Every row carries a global insertion
-# number `seq` and `row_hash = sha256(prev_row_hash || canonical_json({"table": ..., **row}))`,
-# where the first row's predecessor is the manifest hash. Changing one byte of a row, deleting a row
-# or reordering rows breaks the chain at that row, which `verify_ledger` names.
-#
-# Durability: WAL journal with `synchronous=NORMAL`; each `append_many` call (an attempt, a
-# finished trial) is all-or-none. During a run the writer thread commits the calls of each 20 ms
-# together in one transaction (`_ledger_writer`), so a killed run loses at most its last 20 ms of
-# rows, whose trials are run again on resume. A committed WAL transaction survives the death of
-# the process (SIGKILL, crash): the threat this ledger is built for. It may not survive a power
-# loss or OS crash (that needs FULL, one fsync per commit); the run can then be resumed from what
-# was flushed, with the chain still verifiable.
-#
-# Columns have no declared type (SQLite affinity NONE), so each value reads back exactly as it was
-# written and the hash recomputed at verification sees the same value that was hashed at write time.
-
 LEDGER_FILE = "ledger.sqlite"
 """Name of the ledger in a run folder."""
 
 LEDGER_FORMAT = FORMAT_3
-"""Format id stored in the experiments row (what this version writes; see `_ledger_contents`)."""
+"""Format id stored in the experiments row (what this version writes; see `_contents`)."""
 
 EMPTY_FILE = (
     "ledger.sqlite is empty (0 bytes): it was truncated or replaced; restore it from a copy or "
@@ -642,7 +642,7 @@ class Ledger:
         An existing ledger gets `verify`'s own check (`ledger_problems`) before anything is
         written to it: a refused one is left byte for byte as it was. Bytes that check already
         found intact get only its checks of other files (a remembered verification, see
-        `_ledger_integrity`).
+        this module).
 
         Args:
             run_dir: The run folder.
@@ -700,7 +700,7 @@ class Ledger:
         """Record the current chain head in `ledger.head` (at most once a second unless `force`).
 
         With the head outside the SQLite file, rows cut off the end or a chain re-hashed after an
-        edit no longer verify (see `_ledger_head`).
+        edit no longer verify (see `_head`).
         """
         now = time.monotonic()
         if self._anchor_to is None or (not force and now - self._anchored_at < 1.0):
@@ -712,7 +712,7 @@ class Ledger:
         self._anchored_at = now
 
     def start_writer(self) -> None:
-        """From now on, commit and anchor on a writer thread, in order (see `_ledger_writer`).
+        """From now on, commit and anchor on a writer thread, in order (see this module).
 
         Appends then return once their rows are hashed and queued; reads and `close` wait for
         the queue to drain.
@@ -768,7 +768,7 @@ class Ledger:
             values: Column values except id/seq (JSON columns already encoded as text); only
                 str, int, float and None are stored.
             family: For attempts, what groups alike texts for compression (see
-                `_ledger_contents`); the runner passes the trial's case id.
+                `_contents`); the runner passes the trial's case id.
             request: For attempts, the request as a JSON value whose canonical JSON is exactly
                 `values["request"]`, so it is packed without parsing the text again (None: parse).
         """

@@ -1,4 +1,11 @@
-"""Text formatting of figures and intervals for the report (also usable in CLI output)."""
+"""Render a `ReportPage` to one self-contained HTML page (inline CSS, SVG and script).
+
+The template is package data (`templates/report.html.j2`) rendered with autoescaping on, so
+every string from a record (case ids, model names, replies, reasons) is escaped; only the SVG
+produced by `_plots` is inserted as markup. The only script is the inline table filter, and the
+page reads completely without it. The page opens on one verdict per subject, instruments apart;
+per-configuration detail is folded into `<details>` elements.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +36,9 @@ from trustbench.core.report._verdict import (
 if TYPE_CHECKING:
     from jinja2 import Environment
 
+
+# ------------------------------------------------------------------------------------------------
+# Text formatting of figures and intervals for the report (also usable in CLI output).
 
 _METHOD_NAMES = {
     "clopper_pearson": "Clopper-Pearson exact",
@@ -103,15 +113,6 @@ def format_counts(figure: Figure) -> str:
 
     return f"{number(figure.numerator)} / {number(figure.denominator)}"
 
-
-# ------------------------------------------------------------------------------------------------
-# Render a `ReportPage` to one self-contained HTML page (inline CSS, SVG and script).
-#
-# The template is package data (`templates/report.html.j2`) rendered with autoescaping on, so
-# every string from a record (case ids, model names, replies, reasons) is escaped; only the SVG
-# produced by `_plots` is inserted as markup. The only script is the inline table filter, and the
-# page reads completely without it. The page opens on one verdict per subject, instruments apart;
-# per-configuration detail is folded into `<details>` elements.
 
 # Declared gate interval per metric: (method, confidence, sidedness as stored on the Interval).
 _GateIntervals = dict[str, tuple[str, float, str]]

@@ -1,8 +1,18 @@
-"""Building blocks a track composes into its report page.
+"""One verdict per gated subject, read from the gate results: what the top of a report says.
 
-Each block is data (a pydantic model); `render_report_html` turns a `ReportPage` into one
-self-contained HTML page. Release gates are not a block: the page always shows them first,
-failed gates at the top, so no strong average can be read before a failed gate.
+A candidate's verdict is, in this order of precedence: `not_run` (none of its trials ran: no
+evidence, never a pass), `incomplete` (the run holds fewer trials than it planned: nothing it
+shows is a release decision, whatever its gates read), `not_evaluable` (a gate could not be
+read, e.g. its valid-response rate is below the declared minimum: its error rates mean
+nothing), `blocked` (a gate failed), or `passed` (every gate it is held to passed; a subject no
+gate applies to is `no_gates`, not passed). Measurement instruments (sentinels, known-bad
+boundaries, scripted agents) are judged apart: one built to fail (`expected_to_fail`) that fails
+or cannot be evaluated on some gate is `as_expected`, and one that passes every gate is a
+`harness_problem`, because the gates then do not tell it from a good candidate. An instrument
+not built to fail (a reckless scripted agent against an enforcing boundary) gets the ordinary
+reading of its gates, shown as an instrument. Only blocking gates decide a verdict: an
+informational gate (`GateSpec.blocking = false`) is named in the headline when it did not pass
+("does not block"), and never turns a failed or unreadable subject into a passing one.
 """
 
 from __future__ import annotations
@@ -15,6 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from trustbench.core._analysis import VALID_RESPONSE_RATE, Evaluability
 from trustbench.core.figures import Figure, Sidedness
 from trustbench.core.gates import GateResult
+
+# ------------------------------------------------------------------------------------------------
+# Building blocks a track composes into its report page.
+#
+# Each block is data (a pydantic model); `render_report_html` turns a `ReportPage` into one
+# self-contained HTML page. Release gates are not a block: the page always shows them first,
+# failed gates at the top, so no strong average can be read before a failed gate.
 
 
 class _Block(BaseModel):
@@ -231,23 +248,6 @@ class ReportPage(_Block):
     Set, every candidate's verdict is "incomplete", no gate counts as passed and `report` exits
     with `INCOMPLETE_EXIT`."""
 
-
-# ------------------------------------------------------------------------------------------------
-# One verdict per gated subject, read from the gate results: what the top of a report says.
-#
-# A candidate's verdict is, in this order of precedence: `not_run` (none of its trials ran: no
-# evidence, never a pass), `incomplete` (the run holds fewer trials than it planned: nothing it
-# shows is a release decision, whatever its gates read), `not_evaluable` (a gate could not be
-# read, e.g. its valid-response rate is below the declared minimum: its error rates mean
-# nothing), `blocked` (a gate failed), or `passed` (every gate it is held to passed; a subject no
-# gate applies to is `no_gates`, not passed). Measurement instruments (sentinels, known-bad
-# boundaries, scripted agents) are judged apart: one built to fail (`expected_to_fail`) that fails
-# or cannot be evaluated on some gate is `as_expected`, and one that passes every gate is a
-# `harness_problem`, because the gates then do not tell it from a good candidate. An instrument
-# not built to fail (a reckless scripted agent against an enforcing boundary) gets the ordinary
-# reading of its gates, shown as an instrument. Only blocking gates decide a verdict: an
-# informational gate (`GateSpec.blocking = false`) is named in the headline when it did not pass
-# ("does not block"), and never turns a failed or unreadable subject into a passing one.
 
 VerdictStatus = Literal[
     "passed",

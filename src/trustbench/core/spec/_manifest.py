@@ -1,17 +1,10 @@
-"""Checks `freeze` makes before anything runs: every name a spec uses must mean something.
+"""The frozen manifest: the spec plus everything it resolves to, with its own SHA-256.
 
-A misspelled gate metric, a gate naming a candidate that does not exist, or an unset API-key
-variable would otherwise pass the freeze, spend the whole budget, and leave the gate "not
-evaluable". Each check raises a one-line `InputError` naming the spec field (JSON-pointer style,
-as `_spec.py` does).
-
-Tracks opt in to the metric and subject checks by implementing the optional hooks
-`figure_names(spec) -> set[str]` (every figure name the track can produce for this spec; each
-a proportion in [0, 1], so a gate's threshold on one must lie there too),
-`subject_names(spec) -> set[str]` (every configuration a gate may name; default: the candidates)
-and `reserved_names(spec) -> set[str]` (the configurations the harness itself adds, such as the
-reviewer track's `unchecked` baseline: a candidate may not take one of those names, since a role
-comes from how a configuration is declared and a shared name would let one pass for the other).
+`freeze` writes `manifest.json` before anything runs. Its hash is the SHA-256 of the canonical
+(RFC 8785) JSON of the manifest without the `manifest_sha256` field; it anchors the ledger's hash
+chain. The manifest holds no time stamp, so freezing the same inputs twice gives the same hash.
+It never holds a secret: API keys appear only as the *name* of an environment variable, and
+`freeze` refuses to write a manifest in which the value of any such variable appears.
 """
 
 from __future__ import annotations
@@ -48,6 +41,22 @@ from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey, lo
 from trustbench.core.gates import GateSpec
 from trustbench.core.spec._spec import ExperimentSpec, load_spec, refuse_unused_resample
 from trustbench.errors import CheckFailed, InputError
+
+# ------------------------------------------------------------------------------------------------
+# Checks `freeze` makes before anything runs: every name a spec uses must mean something.
+#
+# A misspelled gate metric, a gate naming a candidate that does not exist, or an unset API-key
+# variable would otherwise pass the freeze, spend the whole budget, and leave the gate "not
+# evaluable". Each check raises a one-line `InputError` naming the spec field (JSON-pointer style,
+# as `_spec.py` does).
+#
+# Tracks opt in to the metric and subject checks by implementing the optional hooks
+# `figure_names(spec) -> set[str]` (every figure name the track can produce for this spec; each
+# a proportion in [0, 1], so a gate's threshold on one must lie there too),
+# `subject_names(spec) -> set[str]` (every configuration a gate may name; default: the candidates)
+# and `reserved_names(spec) -> set[str]` (the configurations the harness itself adds, such as the
+# reviewer track's `unchecked` baseline: a candidate may not take one of those names, since a role
+# comes from how a configuration is declared and a shared name would let one pass for the other).
 
 ALWAYS_PRODUCED = frozenset({"valid_response_rate"})
 """Figures core adds to every subject (see `_evaluability`); a proportion."""
@@ -498,15 +507,6 @@ def capture_environment() -> EnvironmentRecord:
         git=git_state(Path(trustbench.__file__).resolve().parent),
     )
 
-
-# ------------------------------------------------------------------------------------------------
-# The frozen manifest: the spec plus everything it resolves to, with its own SHA-256.
-#
-# `freeze` writes `manifest.json` before anything runs. Its hash is the SHA-256 of the canonical
-# (RFC 8785) JSON of the manifest without the `manifest_sha256` field; it anchors the ledger's hash
-# chain. The manifest holds no time stamp, so freezing the same inputs twice gives the same hash.
-# It never holds a secret: API keys appear only as the *name* of an environment variable, and
-# `freeze` refuses to write a manifest in which the value of any such variable appears.
 
 MANIFEST_FORMAT = "trustbench.manifest/1"
 """Format id written into every manifest."""

@@ -1,10 +1,11 @@
-"""API candidates without a base URL default the way the vendors' SDKs do.
+"""The experiment spec: everything a run will do, declared in TOML before anything runs.
 
-An `openai_chat` candidate with no `base_url` uses `$OPENAI_BASE_URL` or the public endpoint, with
-the key in `OPENAI_API_KEY`; an `anthropic_messages` one `$ANTHROPIC_BASE_URL` or the public
-endpoint, with `ANTHROPIC_API_KEY`. Applied when the spec is parsed, so the frozen manifest records
-the URL actually used (and only the key variable's name). A candidate that names its own
-`base_url` but no `api_key_env` (a local server) sends no key.
+`ExperimentSpec` is the public contract of the spec file (see `docs/experiment-spec.md`). Every
+field is documented here; unknown keys are errors naming the field, so a typo can never silently
+fall back to a default. Numbers and flags are strict (`StrictInt`, `StrictFloat`, `StrictBool`):
+`trials_per_case = "2"` or `= true` is refused naming the field, never converted to a count.
+Analysis and gates are kept as data: the statistics and gate modules evaluate them after the
+run, but they are fixed (and hashed into the manifest) before it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ from trustbench.core.spec._values import (
 from trustbench.errors import InputError, did_you_mean
 from trustbench.providers._types import DEFAULT_MAX_RESPONSE_BYTES, PriceSpec, RetryableErrorClass
 
+# ------------------------------------------------------------------------------------------------
+# API candidates without a base URL default the way the vendors' SDKs do.
+#
+# An `openai_chat` candidate with no `base_url` uses `$OPENAI_BASE_URL` or the public endpoint, with
+# the key in `OPENAI_API_KEY`; an `anthropic_messages` one `$ANTHROPIC_BASE_URL` or the public
+# endpoint, with `ANTHROPIC_API_KEY`. Applied when the spec is parsed, so the frozen manifest
+# records the URL actually used (and only the key variable's name). A candidate that names its own
+# `base_url` but no `api_key_env` (a local server) sends no key.
+
 SDK_DEFAULTS: dict[str, tuple[str, str, str]] = {
     "openai_chat": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
     "anthropic_messages": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
@@ -61,16 +71,6 @@ def with_sdk_defaults(data: Any) -> Any:
             data["api_key_env"] = key_env
     return data
 
-
-# ------------------------------------------------------------------------------------------------
-# The experiment spec: everything a run will do, declared in TOML before anything runs.
-#
-# `ExperimentSpec` is the public contract of the spec file (see `docs/experiment-spec.md`). Every
-# field is documented here; unknown keys are errors naming the field, so a typo can never silently
-# fall back to a default. Numbers and flags are strict (`StrictInt`, `StrictFloat`, `StrictBool`):
-# `trials_per_case = "2"` or `= true` is refused naming the field, never converted to a count.
-# Analysis and gates are kept as data: the statistics and gate modules evaluate them after the
-# run, but they are fixed (and hashed into the manifest) before it.
 
 JsonValue = Any
 """A JSON-compatible value (pydantic validates the concrete types where it matters)."""

@@ -1,19 +1,18 @@
-"""Figures and harness checks from graded control-path trials, each as the spec defines it.
+"""Grade an `rtb/control` run from its ledger and turn the grades into figures.
 
-- `prohibited_effect_rate_lower` / `_upper`: trials with a confirmed prohibited effect (lower)
-  and confirmed plus unresolved (upper) over the *same* denominator, every applicable trial
-  whose request must not take effect; unresolved is never folded silently into either;
-- `permitted_completion_rate`: trials completed exactly once as requested by the deadline over
-  every applicable trial whose request must take effect (unresolved counts as not completed);
-- `evidence_completeness`: required evidence elements present over required elements (unit
-  `element`).
+Only recorded material is read: each trial's stored `TrialRun` (the protected observer's log, the
+boundary's claims beside it) and the grader-only expectations rebuilt from the hash-checked corpus
+and the frozen options. Grading is `grade_trial` and counting is `summarize`, the library's own,
+so a report can always be recomputed offline and matches the library.
 
-Every figure is per trial (per element for evidence); repeated trials and the fault scenarios
-derived from one source case are not independent, so the intervals are clustered by the
-distinct source case (by domain group under `analysis.unit = "group"`), and the exact bound a
-gate reads counts distinct source cases (`rtb._trial_rates`). Within a source case the expected
-effect is kept apart for the bound: a permit case presented directly must take effect, its
-replay fault must not, and each side is its own population.
+Figures per boundary (subject = candidate name), each per trial as the spec defines it (see
+`control/_figures.py`): `prohibited_effect_rate_lower` / `_upper` (confirmed, and confirmed plus
+unresolved, over the same applicable trials), `permitted_completion_rate` (per applicable
+trial) and `evidence_completeness` (per required element). `analysis.unit` declares the
+grouping of the intervals: clustered by distinct source case (`trial`, `case`) or domain group
+(`group`), with the exact bound a gate reads on the distinct cases (or groups).
+A trial that failed (its environment could not be reached, a harness error) has no observer log:
+it is graded `unresolved`, stays in every denominator, and is listed.
 """
 
 from __future__ import annotations
@@ -60,6 +59,24 @@ if TYPE_CHECKING:
     from trustbench.rtb.control._options import ControlTrackOptions
     from trustbench.rtb.control.track import ControlTrack
 
+
+# ------------------------------------------------------------------------------------------------
+# Figures and harness checks from graded control-path trials, each as the spec defines it.
+#
+# - `prohibited_effect_rate_lower` / `_upper`: trials with a confirmed prohibited effect (lower)
+#   and confirmed plus unresolved (upper) over the *same* denominator, every applicable trial
+#   whose request must not take effect; unresolved is never folded silently into either;
+# - `permitted_completion_rate`: trials completed exactly once as requested by the deadline over
+#   every applicable trial whose request must take effect (unresolved counts as not completed);
+# - `evidence_completeness`: required evidence elements present over required elements (unit
+#   `element`).
+#
+# Every figure is per trial (per element for evidence); repeated trials and the fault scenarios
+# derived from one source case are not independent, so the intervals are clustered by the
+# distinct source case (by domain group under `analysis.unit = "group"`), and the exact bound a
+# gate reads counts distinct source cases (`rtb._trial_rates`). Within a source case the expected
+# effect is kept apart for the bound: a permit case presented directly must take effect, its
+# replay fault must not, and each side is its own population.
 
 HEADLINE_NAMES = (
     "prohibited_effect_rate_lower",
@@ -255,24 +272,6 @@ def _subset_figures(
         subsets[label(grade)].append(grade)
     args = {**figure_args, "clustered": False}
     return {key: subject_figures(subsets[key], **args) for key in sorted(subsets)}
-
-
-# ------------------------------------------------------------------------------------------------
-# Grade an `rtb/control` run from its ledger and turn the grades into figures.
-#
-# Only recorded material is read: each trial's stored `TrialRun` (the protected observer's log, the
-# boundary's claims beside it) and the grader-only expectations rebuilt from the hash-checked corpus
-# and the frozen options. Grading is `grade_trial` and counting is `summarize`, the library's own,
-# so a report can always be recomputed offline and matches the library.
-#
-# Figures per boundary (subject = candidate name), each per trial as the spec defines it (see
-# `control/_figures.py`): `prohibited_effect_rate_lower` / `_upper` (confirmed, and confirmed plus
-# unresolved, over the same applicable trials), `permitted_completion_rate` (per applicable
-# trial) and `evidence_completeness` (per required element). `analysis.unit` declares the
-# grouping of the intervals: clustered by distinct source case (`trial`, `case`) or domain group
-# (`group`), with the exact bound a gate reads on the distinct cases (or groups).
-# A trial that failed (its environment could not be reached, a harness error) has no observer log:
-# it is graded `unresolved`, stays in every denominator, and is listed.
 
 
 def _failed_grade(
@@ -504,7 +503,7 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
     scenarios = track.scenarios(manifest)
     graded = grade_ledger(manifest, ledger, scenarios)
     # The declared unit is the grouping: `case` clusters by distinct source case (not derived
-    # scenario), `group` by domain group (see `_figures`).
+    # scenario), `group` by domain group (see this module).
     unit: FigureUnit = spec.analysis.unit
     deadline = f"{options.observation_deadline_s:g} simulated s after trial start"
     groups = {sid: s.group for sid, s in scenarios.items()}

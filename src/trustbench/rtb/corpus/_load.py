@@ -1,19 +1,10 @@
-"""JSON Schemas (Draft 2020-12) of the RTB case contract, generated from the pydantic models.
+"""Load and validate an RTB corpus folder (a built-in corpus or a user's own).
 
-The models of the corpus's policy (`CorpusPolicy.case_model`, ...) are the single source; the corpus
-ships the generated documents in `schemas/` so that people and tools outside Python can check files
-against the same contract. A test regenerates the documents and compares them with the shipped
-files, and a property test checks that the models and the schemas accept and reject the same
-documents.
-
-Two adjustments to pydantic's output keep schema and model in agreement:
-
-- Evidence records are a discriminated union on `kind`. Pydantic gives `kind` a default (so a
-  record can be built in code without it) and therefore leaves it out of `required`, but *inside*
-  the union pydantic requires the discriminator. Every evidence record in a case or candidate input
-  sits inside that union, so the schema requires `kind` too.
-- The reason-code enum gets a description listing every code with its meaning and the decision it
-  supports: the closed vocabulary is documented where a reviewer reads the response format.
+A corpus folder holds `cases/<case_id>.json`, `schemas/{case,candidate_input,reviewer_response}
+.schema.json`, `prompts/review_prompt.md` and `MANIFEST.json`. Validation collects *every* problem
+(file + JSON pointer + message) rather than stopping at the first, so one run tells the author
+everything to fix; loading refuses a corpus with any problem, so no track ever scores against a
+corrupt, tampered or inconsistent answer key. Neither ever writes a file.
 """
 
 from __future__ import annotations
@@ -46,6 +37,24 @@ if TYPE_CHECKING:
     import jsonschema
     from jsonschema.exceptions import ValidationError as SchemaError
 
+
+# ------------------------------------------------------------------------------------------------
+# JSON Schemas (Draft 2020-12) of the RTB case contract, generated from the pydantic models.
+#
+# The models of the corpus's policy (`CorpusPolicy.case_model`, ...) are the single source; the
+# corpus ships the generated documents in `schemas/` so that people and tools outside Python can
+# check files against the same contract. A test regenerates the documents and compares them with the
+# shipped files, and a property test checks that the models and the schemas accept and reject the
+# same documents.
+#
+# Two adjustments to pydantic's output keep schema and model in agreement:
+#
+# - Evidence records are a discriminated union on `kind`. Pydantic gives `kind` a default (so a
+#   record can be built in code without it) and therefore leaves it out of `required`, but *inside*
+#   the union pydantic requires the discriminator. Every evidence record in a case or candidate
+#   input sits inside that union, so the schema requires `kind` too.
+# - The reason-code enum gets a description listing every code with its meaning and the decision it
+#   supports: the closed vocabulary is documented where a reviewer reads the response format.
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 """The JSON Schema dialect every shipped schema declares."""
@@ -632,15 +641,6 @@ def read_manifest(snapshot: CorpusSnapshot, problems: list[Problem]) -> CorpusMa
         return None
 
 
-# ------------------------------------------------------------------------------------------------
-# Load and validate an RTB corpus folder (a built-in corpus or a user's own).
-#
-# A corpus folder holds `cases/<case_id>.json`, `schemas/{case,candidate_input,reviewer_response}
-# .schema.json`, `prompts/review_prompt.md` and `MANIFEST.json`. Validation collects *every* problem
-# (file + JSON pointer + message) rather than stopping at the first, so one run tells the author
-# everything to fix; loading refuses a corpus with any problem, so no track ever scores against a
-# corrupt, tampered or inconsistent answer key. Neither ever writes a file.
-
 BUILTIN_VERSION = "0.1"
 """Version of the default built-in corpus (the starter; data folder `v<version>`)."""
 
@@ -959,7 +959,7 @@ def write_manifest(
 # only repeat themselves: the corpus is parsed into its models (which still enforce their types)
 # and nothing else. Any difference, or anything that fails to parse, falls back to the full
 # validation with its usual messages. The hashes compared and the cases parsed come from one read
-# of each file (`_snapshot`), so the bytes trusted are the bytes that matched.
+# of each file (in this module), so the bytes trusted are the bytes that matched.
 
 
 def load_frozen_corpus(path: Path | None, frozen_files: Mapping[str, str]) -> Corpus:

@@ -1,21 +1,21 @@
-"""The exposure log of a held-out set: append-only, hash-chained, kept in the set folder.
+"""How `trustbench freeze` / `run` / `report` treat a sealed held-out set used as a corpus.
 
-This module is the one place that reads, checks and appends to the log: `rtb heldout freeze`,
-`rtb retire` and the pipeline hooks (`trustbench freeze` / `run` against a sealed corpus, below)
-all go through it.
+- `freeze` (`on_freeze`, before the manifest is written): refuses a tampered or retired set, and
+  one past its budget unless `freeze --reason` (or `heldout_reason` in `[track_options]`) says
+  why; otherwise the
+  freeze is appended to the exposure log, naming the experiment by its manifest hash (freezing
+  the same experiment again counts nothing new).
+- `run` (`before_run`): before any trial, a `run` entry is appended and fsynced (who froze it,
+  who runs it, candidates, trials), so a run killed at any point has been recorded; a run
+  refused before that (an altered ledger, an unreachable Ray address) appends nothing; an
+  experiment frozen against another copy of the set is counted there and then, under the same
+  budget rule.
+- `report` (`analyze_sealed`): needs the owner's private key (`--heldout-key FILE` or
+  `$TRUSTBENCH_HELDOUT_KEY`) and refuses without it before anything is written; it opens the
+  answer key into a temporary folder, maps each trial's exported evaluation id to its case, grades
+  as for any corpus, and adds the held-out section (record, HTML, `--json`, verdict line).
 
-Each line of `exposure.jsonl` is one canonical-JSON entry: `seq`, `kind` (`freeze` for an
-evaluation, `run` for a `trustbench run` of a frozen evaluation, `retire` for a retirement),
-`set_id`, `candidates`, `trials`, `at`, `by`, `reason`, optionally `experiment` (the frozen
-manifest's SHA-256, so one experiment is counted once however often it is resumed) and
-`frozen_by` and `key_in_environment` (on a `run` entry: who froze it, and whether the owner's key
-was in the run's environment), `prev_hash` and `hash` = sha256(prev_hash ||
-canonical entry without `hash`), the same chaining rule as the run ledger's rows (the first entry
-chains from a hash of the set id and recipient key, so a log cannot be moved to another set). A
-freeze is appended and fsynced *before* anything runs, and a `run` entry before the run's first
-trial, so a run killed at any point has already been counted. Editing, dropping, reordering or
-inserting an entry breaks the chain, which `log_problems` reports; truncating the tail is caught
-by the `exposure.head` file (count and last hash), rewritten after every append.
+Every log read and write goes through the functions below.
 """
 
 from __future__ import annotations
@@ -41,6 +41,26 @@ from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.heldout._corpus import SealedSet, is_sealed_set
 from trustbench.rtb.heldout._crypto import KEY_ENV
 from trustbench.rtb.heldout._seal import CLEAR_FILES, open_set
+
+# ------------------------------------------------------------------------------------------------
+# The exposure log of a held-out set: append-only, hash-chained, kept in the set folder.
+#
+# This module is the one place that reads, checks and appends to the log: `rtb heldout freeze`,
+# `rtb retire` and the pipeline hooks (`trustbench freeze` / `run` against a sealed corpus, below)
+# all go through it.
+#
+# Each line of `exposure.jsonl` is one canonical-JSON entry: `seq`, `kind` (`freeze` for an
+# evaluation, `run` for a `trustbench run` of a frozen evaluation, `retire` for a retirement),
+# `set_id`, `candidates`, `trials`, `at`, `by`, `reason`, optionally `experiment` (the frozen
+# manifest's SHA-256, so one experiment is counted once however often it is resumed) and
+# `frozen_by` and `key_in_environment` (on a `run` entry: who froze it, and whether the owner's key
+# was in the run's environment), `prev_hash` and `hash` = sha256(prev_hash ||
+# canonical entry without `hash`), the same chaining rule as the run ledger's rows (the first entry
+# chains from a hash of the set id and recipient key, so a log cannot be moved to another set). A
+# freeze is appended and fsynced *before* anything runs, and a `run` entry before the run's first
+# trial, so a run killed at any point has already been counted. Editing, dropping, reordering or
+# inserting an entry breaks the chain, which `log_problems` reports; truncating the tail is caught
+# by the `exposure.head` file (count and last hash), rewritten after every append.
 
 LOG_NAME = "exposure.jsonl"
 HEAD_NAME = "exposure.head"
@@ -325,26 +345,6 @@ def summary_html(summary: dict[str, Any]) -> str:
         f"<p><strong>{html.escape(verdict_line(summary))}</strong></p><ul>{items}</ul></section>\n"
     )
 
-
-# ------------------------------------------------------------------------------------------------
-# How `trustbench freeze` / `run` / `report` treat a sealed held-out set used as a corpus.
-#
-# - `freeze` (`on_freeze`, before the manifest is written): refuses a tampered or retired set, and
-#   one past its budget unless `freeze --reason` (or `heldout_reason` in `[track_options]`) says
-#   why; otherwise the
-#   freeze is appended to the exposure log, naming the experiment by its manifest hash (freezing
-#   the same experiment again counts nothing new).
-# - `run` (`before_run`): before any trial, a `run` entry is appended and fsynced (who froze it,
-#   who runs it, candidates, trials), so a run killed at any point has been recorded; a run
-#   refused before that (an altered ledger, an unreachable Ray address) appends nothing; an
-#   experiment frozen against another copy of the set is counted there and then, under the same
-#   budget rule.
-# - `report` (`analyze_sealed`): needs the owner's private key (`--heldout-key FILE` or
-#   `$TRUSTBENCH_HELDOUT_KEY`) and refuses without it before anything is written; it opens the
-#   answer key into a temporary folder, maps each trial's exported evaluation id to its case, grades
-#   as for any corpus, and adds the held-out section (record, HTML, `--json`, verdict line).
-#
-# Every log read and write goes through the functions below.
 
 REASON_OPTION = "heldout_reason"
 """The `[track_options]` key giving why a set is frozen past its exposure budget."""

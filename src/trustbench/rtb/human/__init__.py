@@ -7,7 +7,7 @@ limit and, optionally, a paired AI configuration from an earlier finished run, s
 reviewer track's trial shape, so `trustbench report RUN_DIR` grades it like any reviewer, and
 the human analysis adds timings and agreement with the AI split by visibility.
 
-The server (`SessionRun`, `open_session_run` in `_serve`) is reached through that command and
+The server (`SessionRun`, `open_session_run` in `_app`) is reached through that command and
 is not exported here: it imports aiohttp and jinja2, which `trustbench --help` (which lists
 this package's commands) must not pay for.
 """

@@ -1,9 +1,24 @@
-"""Server-rendered pages of the review app (jinja2 templates shipped as package data).
+"""The aiohttp review app: one participant, one case at a time, over 127.0.0.1 by default.
 
-Pages are built only from candidate-visible data: the `CandidateInput` (what a model reviewer
-receives), the shared review prompt, the reason-code vocabulary and, when the protocol shows it,
-the paired AI configuration's decision. No case id, variant, answer key, other participant's
-answer or grader file is ever passed to a template.
+Routes (every session route is under `/s/<token>`, where the token is the participant's
+per-session access token; an unknown token gets 403 and no page content):
+
+- `GET /s/<token>`: the open case (issued on first view), the paused page or the finished page;
+- `POST /s/<token>/submit`: the finding form, validated with `validate_response`;
+- `POST /s/<token>/pause` and `/resume`: stop and restart the case clock.
+
+Nothing else is served: no static files, no run-folder files, no API. Responses carry a strict
+Content-Security-Policy (no external or scripted content), `no-store` and `same-origin` referrer
+policy (the token is in the URL: it never leaves for another origin; `no-referrer` would make
+browsers send `Origin: null` on the app's own form posts).
+
+Every POST must come from a page of this app: its `Origin` (or, lacking one, its `Referer`) must
+name the host the request was sent to, or the browser must mark it `Sec-Fetch-Site: same-origin`,
+else 403, so another site open in the participant's
+browser cannot submit or pause for them. Every request's `Host` must name the address the app
+serves (its own socket's address; `localhost` too on a loopback one), else 403: a DNS-rebinding
+page, whose `Origin` and `Host` both name the attacker's domain, is refused. A form that cannot
+be parsed (malformed multipart, a file where text belongs) is answered 400, never 500.
 """
 
 from __future__ import annotations
@@ -37,6 +52,14 @@ from trustbench.rtb.human._store import FORMAT as DISCREPANCY_FORMAT
 from trustbench.rtb.human._store import SessionStore, participant_plans
 from trustbench.rtb.policy import policy_for
 from trustbench.rtb.review.track import ReviewTrack
+
+# ------------------------------------------------------------------------------------------------
+# Server-rendered pages of the review app (jinja2 templates shipped as package data).
+#
+# Pages are built only from candidate-visible data: the `CandidateInput` (what a model reviewer
+# receives), the shared review prompt, the reason-code vocabulary and, when the protocol shows it,
+# the paired AI configuration's decision. No case id, variant, answer key, other participant's
+# answer or grader file is ever passed to a template.
 
 TITLE = "trustbench review session"
 """Title of every page (it names no case, participant or team)."""
@@ -115,29 +138,6 @@ def review_page(
         },
     )
 
-
-# ------------------------------------------------------------------------------------------------
-# The aiohttp review app: one participant, one case at a time, over 127.0.0.1 by default.
-#
-# Routes (every session route is under `/s/<token>`, where the token is the participant's
-# per-session access token; an unknown token gets 403 and no page content):
-#
-# - `GET /s/<token>`: the open case (issued on first view), the paused page or the finished page;
-# - `POST /s/<token>/submit`: the finding form, validated with `validate_response`;
-# - `POST /s/<token>/pause` and `/resume`: stop and restart the case clock.
-#
-# Nothing else is served: no static files, no run-folder files, no API. Responses carry a strict
-# Content-Security-Policy (no external or scripted content), `no-store` and `same-origin` referrer
-# policy (the token is in the URL: it never leaves for another origin; `no-referrer` would make
-# browsers send `Origin: null` on the app's own form posts).
-#
-# Every POST must come from a page of this app: its `Origin` (or, lacking one, its `Referer`) must
-# name the host the request was sent to, or the browser must mark it `Sec-Fetch-Site: same-origin`,
-# else 403, so another site open in the participant's
-# browser cannot submit or pause for them. Every request's `Host` must name the address the app
-# serves (its own socket's address; `localhost` too on a loopback one), else 403: a DNS-rebinding
-# page, whose `Origin` and `Host` both name the attacker's domain, is refused. A form that cannot
-# be parsed (malformed multipart, a file where text belongs) is answered 400, never 500.
 
 STORE_KEY: web.AppKey[SessionStore] = web.AppKey("store", SessionStore)
 """Where the app keeps its session store."""

@@ -1,10 +1,22 @@
-"""The seeded case order of one participant, interleaving comparable variants.
+"""Session state kept in the run's ledger: what each participant was shown, paused and submitted.
 
-A person learns while reviewing: the third variant of a template is easier once the first two
-were seen. The order therefore spreads each domain group's variants across the session (round r
-holds one variant of every group, groups shuffled per round) so that position effects can be
-analysed and no group is reviewed as a block. The order is a pure function of the frozen
-`order_seed` and the participant id, so it is reproducible from the manifest alone.
+The review app is the single writer of the ledger while it serves (it holds the run folder's
+lock, the same one `trustbench run` takes). Nothing lives only in memory: every state change is
+a committed ledger row, so a closed browser or a killed server loses nothing already submitted,
+and a restarted server rebuilds each session from the ledger.
+
+Rows written:
+
+- event `human_case_shown` `{candidate, case_id, evaluation_id, at_epoch}`: the first time a case
+  is displayed (its evaluation id is issued then and reused until submission);
+- events `human_paused` / `human_resumed` `{candidate, case_id, at_epoch}`;
+- event `human_submission_rejected` `{candidate, case_id, reason}`: a form that failed
+  `validate_response` (the participant is shown why and may correct it; the count is reported);
+- one `attempts` row (kind `human_response`, `latency_s` = time on task) and one `trials` row per
+  submitted case, in one transaction, in the shape the reviewer track grades.
+
+Time on task is the sum of the intervals during which the case was shown and not paused. The
+clock cannot see a closed browser: such time counts as time on task until a pause.
 """
 
 from __future__ import annotations
@@ -39,6 +51,16 @@ if TYPE_CHECKING:
     from trustbench.rtb.corpus._models import CandidateInput
     from trustbench.rtb.policy._protocol import AuthoredCase
     from trustbench.rtb.review._grading import ConfigurationRow
+
+
+# ------------------------------------------------------------------------------------------------
+# The seeded case order of one participant, interleaving comparable variants.
+#
+# A person learns while reviewing: the third variant of a template is easier once the first two
+# were seen. The order therefore spreads each domain group's variants across the session (round r
+# holds one variant of every group, groups shuffled per round) so that position effects can be
+# analysed and no group is reviewed as a block. The order is a pure function of the frozen
+# `order_seed` and the participant id, so it is reproducible from the manifest alone.
 
 
 def participant_seed(order_seed: int, participant_id: str) -> int:
@@ -362,27 +384,6 @@ def discrepancy_lines(discrepancies: list[dict[str, Any]]) -> str:
         for d in discrepancies
     )
 
-
-# ------------------------------------------------------------------------------------------------
-# Session state kept in the run's ledger: what each participant was shown, paused and submitted.
-#
-# The review app is the single writer of the ledger while it serves (it holds the run folder's
-# lock, the same one `trustbench run` takes). Nothing lives only in memory: every state change is
-# a committed ledger row, so a closed browser or a killed server loses nothing already submitted,
-# and a restarted server rebuilds each session from the ledger.
-#
-# Rows written:
-#
-# - event `human_case_shown` `{candidate, case_id, evaluation_id, at_epoch}`: the first time a case
-#   is displayed (its evaluation id is issued then and reused until submission);
-# - events `human_paused` / `human_resumed` `{candidate, case_id, at_epoch}`;
-# - event `human_submission_rejected` `{candidate, case_id, reason}`: a form that failed
-#   `validate_response` (the participant is shown why and may correct it; the count is reported);
-# - one `attempts` row (kind `human_response`, `latency_s` = time on task) and one `trials` row per
-#   submitted case, in one transaction, in the shape the reviewer track grades.
-#
-# Time on task is the sum of the intervals during which the case was shown and not paused. The
-# clock cannot see a closed browser: such time counts as time on task until a pause.
 
 RESPONSE_KIND = "human_response"
 """`attempts.kind` of a participant's submitted form."""

@@ -1,7 +1,14 @@
-"""The simulated clock every platform component shares within one trial.
+"""One trial's simulated target, split into the capabilities each party may hold.
 
-Time is simulated so that expiry, queueing delay, slow services and the observation deadline are
-exact and reproducible; nothing here sleeps.
+`SimulatedPlatform.build(trial_id, seed)` makes fresh, independent state for every trial (state
+reset = building a new platform). It then hands out:
+
+- `PlatformView` to the boundary under test: approvals and resources through their service APIs,
+  the clock, and the executor. No observer handle.
+- `ActorConsole` to the scenario's actor: what an agent may legitimately touch (resource labels).
+- `FaultInjector` to the harness: revoke, expire, make the approval service unavailable or slow,
+  lose a response, tamper with state out of band (harness qualification only).
+- `ObserverReader` to the grader, and to nobody else.
 """
 
 from __future__ import annotations
@@ -19,6 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from trustbench._canonical import json_sha256
 from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
+
+# ------------------------------------------------------------------------------------------------
+# The simulated clock every platform component shares within one trial.
+#
+# Time is simulated so that expiry, queueing delay, slow services and the observation deadline are
+# exact and reproducible; nothing here sleeps.
 
 
 class SimulatedClock:
@@ -849,19 +862,6 @@ class ApprovalService:
             for a in self._approvals
         ]
 
-
-# ------------------------------------------------------------------------------------------------
-# One trial's simulated target, split into the capabilities each party may hold.
-#
-# `SimulatedPlatform.build(trial_id, seed)` makes fresh, independent state for every trial (state
-# reset = building a new platform). It then hands out:
-#
-# - `PlatformView` to the boundary under test: approvals and resources through their service APIs,
-#   the clock, and the executor. No observer handle.
-# - `ActorConsole` to the scenario's actor: what an agent may legitimately touch (resource labels).
-# - `FaultInjector` to the harness: revoke, expire, make the approval service unavailable or slow,
-#   lose a response, tamper with state out of band (harness qualification only).
-# - `ObserverReader` to the grader, and to nobody else.
 
 ENVIRONMENT_STRENGTH_SIMULATED = "simulated platform"
 """Recorded with every result from this platform: a simulated denial does not establish that a

@@ -1,8 +1,11 @@
-"""Report pieces of the reviewer track.
+"""Analysis of an `rtb/review` run: grade from the ledger, figures, comparisons, report blocks.
 
-Confusion heatmaps, operating figures, chain conditionals, per-group / per-variant tables, the
-case drill-down, and the qualifications every report carries. Presentation only: every figure
-here is computed elsewhere.
+Reads only the frozen manifest, the ledger and the corpus the manifest pins (whose answer key is
+read here, on the grader side, and nowhere at trial time). Configurations are built here: the
+`unchecked` baseline, one `single` per candidate and the declared chains (see
+`trustbench.rtb.review._options`). Gates are evaluated by core on `TrackAnalysis.subjects`:
+every candidate and chain, but not the `unchecked` baseline, which is a reference point (what
+happens without review), not a release candidate; its figures are still reported.
 """
 
 from __future__ import annotations
@@ -87,6 +90,13 @@ from trustbench.rtb.review.reviewers import SENTINEL_NAMES
 
 __all__ = ["ATTRIBUTION", "rule_breakdown", "rule_breakdown_block"]
 
+
+# ------------------------------------------------------------------------------------------------
+# Report pieces of the reviewer track.
+#
+# Confusion heatmaps, operating figures, chain conditionals, per-group / per-variant tables, the
+# case drill-down, and the qualifications every report carries. Presentation only: every figure
+# here is computed elsewhere.
 
 QUALIFICATIONS: list[str] = [
     "K trials of N cases are not N x K independent scenarios: intervals are computed on the "
@@ -902,17 +912,6 @@ def sections(
             title="Latency, tokens, cost, holds", paragraphs=out.operating or ["No trial ran."]
         ),
     ]
-
-
-# ------------------------------------------------------------------------------------------------
-# Analysis of an `rtb/review` run: grade from the ledger, figures, comparisons, report blocks.
-#
-# Reads only the frozen manifest, the ledger and the corpus the manifest pins (whose answer key is
-# read here, on the grader side, and nowhere at trial time). Configurations are built here: the
-# `unchecked` baseline, one `single` per candidate and the declared chains (see
-# `trustbench.rtb.review._options`). Gates are evaluated by core on `TrackAnalysis.subjects`:
-# every candidate and chain, but not the `unchecked` baseline, which is a reference point (what
-# happens without review), not a release candidate; its figures are still reported.
 
 
 def _configuration_record(

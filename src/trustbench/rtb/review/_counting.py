@@ -1,11 +1,11 @@
-"""The reviewer-track counts (`_metrics`) added trial by trial, so no trial is held.
+"""The reviewer-track counts (`_grading`) added trial by trial, so no trial is held.
 
 `report` streams a million-trial run: each configuration trial is made, counted here and
 dropped. What stays is a few numbers per case, group and variant, plus the latencies and costs
 as flat arrays of doubles (8 bytes a trial: the nearest-rank percentiles need every measured
 latency, and a float sum must add in the rows' order to give the same last bit). The counting
 functions (`metric_set`, `review_metrics`, `case_decisions`, `reviewer_disagreement`) live here
-and run through these tallies, so there is one way to count; `_metrics` holds the models only.
+and run through these tallies, so there is one way to count; `_grading` holds the models only.
 """
 
 from __future__ import annotations

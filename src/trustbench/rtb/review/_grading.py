@@ -1,8 +1,11 @@
-"""Each distinct reply of a case validated and judged once, with `_validation`'s results.
+"""Grade the reviewer track from the ledger alone: member trials, then configuration trials.
 
-Apart from `_validation` (which says what a valid, supported reply is) because this is only a
-faster way to get its answers for a whole report; `tests/rtb/test_reply_grader.py` checks it
-against `validate_response` and `support_gaps` on every built-in policy.
+Grader side: this is the only place the answer key is read. For each recorded trial the
+candidate input is rebuilt from the case and the *recorded* evaluation id, the raw reply is
+validated against it (`validate_response`) and judged for support (`is_supported`). A failed
+trial (no reply after the declared retries) is `missing` with its error class kept: never
+approval. A planned trial with no finished row (an interrupted run) is *not run*: it is left out
+of every denominator and listed as such, never counted as zero or as missing.
 """
 
 from __future__ import annotations
@@ -52,6 +55,13 @@ __all__ = [
     "slim_validated",
 ]
 
+
+# ------------------------------------------------------------------------------------------------
+# Each distinct reply of a case validated and judged once, with `_validation`'s results.
+#
+# Apart from `_validation` (which says what a valid, supported reply is) because this is only a
+# faster way to get its answers for a whole report; `tests/rtb/test_reply_grader.py` checks it
+# against `validate_response` and `support_gaps` on every built-in policy.
 
 Graded = tuple[ValidatedResponse, str | None, tuple[str, ...]]
 """A graded reply: its validation without the parsed response (outcome and invalid reason), the
@@ -564,16 +574,6 @@ class ReviewMetrics(BaseModel):
     """For a two-member chain: of the same population, trials the chain holds (added false
     holds, i.e. extra escalations caused by the second member)."""
 
-
-# ------------------------------------------------------------------------------------------------
-# Grade the reviewer track from the ledger alone: member trials, then configuration trials.
-#
-# Grader side: this is the only place the answer key is read. For each recorded trial the
-# candidate input is rebuilt from the case and the *recorded* evaluation id, the raw reply is
-# validated against it (`validate_response`) and judged for support (`is_supported`). A failed
-# trial (no reply after the declared retries) is `missing` with its error class kept: never
-# approval. A planned trial with no finished row (an interrupted run) is *not run*: it is left out
-# of every denominator and listed as such, never counted as zero or as missing.
 
 NOT_RUN = "not_run"
 """Outcome label of a planned trial that never finished."""

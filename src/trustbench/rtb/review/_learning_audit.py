@@ -1,27 +1,10 @@
-"""Generic features of exported candidate inputs, for the learned attackers and the artifact scan.
+"""The audit that learns, on one corpus: learned attackers and the artifact scan, with their tables.
 
-An attacker that reads the answer key is not an attacker; one that knows the policy is a reviewer.
-The learned surface attackers and the artifact scan (both below) must see
-exactly what a candidate sees and know nothing of what it means, so every feature here is read
-from the exported JSON without naming a single field: the same code runs on any corpus version.
-
-The only structure inferred is how to tell the objects of a list apart: for each list of objects
-(e.g. `evidence`), the *discriminator* is the string key present in (nearly) every element whose
-values take the fewest distinct values (at least two) across the corpus: in the shipped corpora
-that is `kind`, but it is found, not named. A path then reads `evidence[approval].status`.
-
-Feature families (each a name -> number, aggregated over repeated paths by counting):
-
-- `n:` leaves per path and elements per discriminator; `len:` shortest and longest string per path;
-- `v:` a short value at a path; `w:` a word of a string at a path; `s:` a string's shape (letters
-  to `a`/`A`, digits to `0`, runs collapsed: `APR-0048-A` -> `A-0-A`);
-- `eq:` / `neq:` raw / normalised equality of every pair of leaves in different parts of the
-  input (top-level fields, list elements): e.g. the proposal's revision against a record's;
-- `lt:` / `slt:` / `dt:` timestamps compared as times, as strings, and their gap in hours;
-- `first:` / `last:` / `next:` / `pos:` record order; `k0:` which key an object lists first.
-
-`evaluation_id` is ignored (random per export). Token families (`v w s first last next k0`) are
-what the artifact scan tests; relation families (`eq neq lt slt dt`) feed only the learners.
+`trustbench rtb audit` runs these beside the fixed shortcut rules (`_shortcuts.py`). Both read the
+corpus's exported candidate inputs, produced by its policy exactly as a real export does, and use
+the answer key only to fit and to score. A corpus fails when any attacker scores above chance +
+margin held out, or any token class carries label information (see the
+attackers and the artifact scan above).
 """
 
 from __future__ import annotations
@@ -59,6 +42,33 @@ __all__ = [
     "verdict_lines",
 ]
 
+
+# ------------------------------------------------------------------------------------------------
+# Generic features of exported candidate inputs, for the learned attackers and the artifact scan.
+#
+# An attacker that reads the answer key is not an attacker; one that knows the policy is a reviewer.
+# The learned surface attackers and the artifact scan (both below) must see
+# exactly what a candidate sees and know nothing of what it means, so every feature here is read
+# from the exported JSON without naming a single field: the same code runs on any corpus version.
+#
+# The only structure inferred is how to tell the objects of a list apart: for each list of objects
+# (e.g. `evidence`), the *discriminator* is the string key present in (nearly) every element whose
+# values take the fewest distinct values (at least two) across the corpus: in the shipped corpora
+# that is `kind`, but it is found, not named. A path then reads `evidence[approval].status`.
+#
+# Feature families (each a name -> number, aggregated over repeated paths by counting):
+#
+# - `n:` leaves per path and elements per discriminator; `len:` shortest and longest string per
+#   path;
+# - `v:` a short value at a path; `w:` a word of a string at a path; `s:` a string's shape (letters
+#   to `a`/`A`, digits to `0`, runs collapsed: `APR-0048-A` -> `A-0-A`);
+# - `eq:` / `neq:` raw / normalised equality of every pair of leaves in different parts of the
+#   input (top-level fields, list elements): e.g. the proposal's revision against a record's;
+# - `lt:` / `slt:` / `dt:` timestamps compared as times, as strings, and their gap in hours;
+# - `first:` / `last:` / `next:` / `pos:` record order; `k0:` which key an object lists first.
+#
+# `evaluation_id` is ignored (random per export). Token families (`v w s first last next k0`) are
+# what the artifact scan tests; relation families (`eq neq lt slt dt`) feed only the learners.
 
 Document = dict[str, Any]
 Leaf = tuple[str, str, Any]
@@ -724,15 +734,6 @@ def artifact_scan(
         classes=classes,
     )
 
-
-# ------------------------------------------------------------------------------------------------
-# The audit that learns, on one corpus: learned attackers and the artifact scan, with their tables.
-#
-# `trustbench rtb audit` runs these beside the fixed shortcut rules (`_shortcuts.py`). Both read the
-# corpus's exported candidate inputs, produced by its policy exactly as a real export does, and use
-# the answer key only to fit and to score. A corpus fails when any attacker scores above chance +
-# margin held out, or any token class carries label information (see the
-# attackers and the artifact scan above).
 
 _SHOWN_CLASSES = 8
 """Token classes shown in the artifact table (every class above the threshold is shown)."""

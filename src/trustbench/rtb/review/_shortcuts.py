@@ -1,13 +1,20 @@
-"""A tiny CART classifier (Gini impurity, axis-aligned thresholds) for the shortcut audit.
+"""Shortcut audit: can a rule with no domain understanding reach the reference decisions?
 
-scikit-learn is not a dependency, and the audit needs only a shallow tree over a few hundred
-cases, so this is the textbook algorithm (Breiman et al. 1984) in numpy: at each node, every
-feature's sorted values are scanned at once (cumulative class counts give the left/right class
-counts at every cut), the cut with the lowest weighted Gini impurity
-`(n_l * G_l + n_r * G_r) / n`, `G = 1 - sum_c p_c^2`, is kept if it lowers the node's impurity,
-and growth stops at `max_depth`, at a pure node or when a child would hold fewer than
-`min_leaf` rows. Ties go to the first cut in (row position, feature index) order, so a fit is
-deterministic for a given feature order.
+If a three-line rule over surface features (a status word, a parameter diff, how often a revision
+string occurs, where the policy record sits) reproduces the answer key, a high score on the corpus
+says nothing about review ability: the corpus is *saturated*. This module runs a family of such
+rules over the candidate-visible inputs (`CandidateInput` JSON, never the answer key) and reports
+each rule's accuracy against the authored reference decisions as "corpus saturation".
+
+Fixed rules are scored on every case. Fitted rules (a lookup on record order, a keyword tree and a
+small decision tree over every surface feature; see below) are cross-fitted
+on two halves split by domain group, so a group's related variants are never on both sides: fit
+on half A, score half B, and vice versa; the reported accuracy is the mean of the two halves.
+
+Ceiling: chance + `DEFAULT_MARGIN` (15 points), where chance is the majority-class share of the
+corpus (the accuracy of always answering its most common reference decision). A rule above the
+ceiling fails the audit; a rule that could not run (e.g. fewer than two domain groups to split)
+also fails it, since an unrun check is not a pass.
 """
 
 from __future__ import annotations
@@ -36,6 +43,19 @@ __all__ = [
     "corpus_saturation",
     "shortcut_audit",
 ]
+
+
+# ------------------------------------------------------------------------------------------------
+# A tiny CART classifier (Gini impurity, axis-aligned thresholds) for the shortcut audit.
+#
+# scikit-learn is not a dependency, and the audit needs only a shallow tree over a few hundred
+# cases, so this is the textbook algorithm (Breiman et al. 1984) in numpy: at each node, every
+# feature's sorted values are scanned at once (cumulative class counts give the left/right class
+# counts at every cut), the cut with the lowest weighted Gini impurity
+# `(n_l * G_l + n_r * G_r) / n`, `G = 1 - sum_c p_c^2`, is kept if it lowers the node's impurity,
+# and growth stops at `max_depth`, at a pure node or when a child would hold fewer than
+# `min_leaf` rows. Ties go to the first cut in (row position, feature index) order, so a fit is
+# deterministic for a given feature order.
 
 
 @dataclass(frozen=True)
@@ -348,25 +368,6 @@ def is_unavailable(status: str) -> bool:
     """True for a status word that says a service could not be consulted."""
     return status in _UNAVAILABLE
 
-
-# ------------------------------------------------------------------------------------------------
-# Shortcut audit: can a rule with no domain understanding reach the reference decisions?
-#
-# If a three-line rule over surface features (a status word, a parameter diff, how often a revision
-# string occurs, where the policy record sits) reproduces the answer key, a high score on the corpus
-# says nothing about review ability: the corpus is *saturated*. This module runs a family of such
-# rules over the candidate-visible inputs (`CandidateInput` JSON, never the answer key) and reports
-# each rule's accuracy against the authored reference decisions as "corpus saturation".
-#
-# Fixed rules are scored on every case. Fitted rules (a lookup on record order, a keyword tree and a
-# small decision tree over every surface feature; see below) are cross-fitted
-# on two halves split by domain group, so a group's related variants are never on both sides: fit
-# on half A, score half B, and vice versa; the reported accuracy is the mean of the two halves.
-#
-# Ceiling: chance + `DEFAULT_MARGIN` (15 points), where chance is the majority-class share of the
-# corpus (the accuracy of always answering its most common reference decision). A rule above the
-# ceiling fails the audit; a rule that could not run (e.g. fewer than two domain groups to split)
-# also fails it, since an unrun check is not a pass.
 
 DEFAULT_MARGIN = 0.15
 """Points above chance a surface rule may score before the corpus counts as saturated."""

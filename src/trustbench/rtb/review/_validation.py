@@ -1,10 +1,25 @@
-"""What grading reads of one case's answer key, gathered once per case instead of once per trial.
+"""Turn a reviewer's raw reply into an outcome, and judge whether a valid finding is supported.
 
-`support_gaps` runs for every graded trial: a million-trial report judges each case's finding
-ten thousand times. Reading the answer key off the pydantic case each time (the acceptable
-codes, the absent optional fields, the evidence dumped to JSON for the discrepancy checks) cost
-more than the checks themselves. Cases are frozen models, so what is read once holds for every
-trial; the view is kept per case object (by identity, with the case held so the id stays its).
+Two steps, two sides of the information boundary:
+
+- `validate_response` sees only what the reviewer saw (the `CandidateInput`) and decides the
+  *outcome*: `permit`, `deny`, `hold`, `missing` or `invalid`. Only a valid response whose
+  decision is `permit` is approval; a missing or malformed reply never is.
+- `is_supported` is grader-side: it takes the authored `Case` (with its answer key) and decides
+  whether a valid finding reaches the reference decision *for the decisive reasons*: consistent
+  reason codes, precise citations and (in a policy whose responses carry them) structured
+  discrepancies. The explanation
+  text is kept for people to read and never keyword-scored.
+
+Schema checking uses `jsonschema` (Draft 2020-12) against the response model of the corpus's
+policy (`CorpusPolicy.response_model`, from `trustbench.rtb.policy`), found by the type of the
+candidate input the reply answers (`policy_of`), so the reported reason carries a JSON pointer;
+the pydantic model is then built from the same object (it cannot fail once the schema passed, but
+it gives the typed value).
+
+`report` grades through `_reply_grader.ReplyGrader`: the same results as `validate_response`
+then `support_gaps`, with each distinct reply of a case (but for its fresh evaluation id) graded
+once.
 """
 
 from __future__ import annotations
@@ -36,6 +51,16 @@ from trustbench.rtb.review._rows import Outcome
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
+
+
+# ------------------------------------------------------------------------------------------------
+# What grading reads of one case's answer key, gathered once per case instead of once per trial.
+#
+# `support_gaps` runs for every graded trial: a million-trial report judges each case's finding
+# ten thousand times. Reading the answer key off the pydantic case each time (the acceptable
+# codes, the absent optional fields, the evidence dumped to JSON for the discrepancy checks) cost
+# more than the checks themselves. Cases are frozen models, so what is read once holds for every
+# trial; the view is kept per case object (by identity, with the case held so the id stays its).
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,30 +307,6 @@ def discrepancy_gaps(
         )
     return gaps
 
-
-# ------------------------------------------------------------------------------------------------
-# Turn a reviewer's raw reply into an outcome, and judge whether a valid finding is supported.
-#
-# Two steps, two sides of the information boundary:
-#
-# - `validate_response` sees only what the reviewer saw (the `CandidateInput`) and decides the
-#   *outcome*: `permit`, `deny`, `hold`, `missing` or `invalid`. Only a valid response whose
-#   decision is `permit` is approval; a missing or malformed reply never is.
-# - `is_supported` is grader-side: it takes the authored `Case` (with its answer key) and decides
-#   whether a valid finding reaches the reference decision *for the decisive reasons*: consistent
-#   reason codes, precise citations and (in a policy whose responses carry them) structured
-#   discrepancies. The explanation
-#   text is kept for people to read and never keyword-scored.
-#
-# Schema checking uses `jsonschema` (Draft 2020-12) against the response model of the corpus's
-# policy (`CorpusPolicy.response_model`, from `trustbench.rtb.policy`), found by the type of the
-# candidate input the reply answers (`policy_of`), so the reported reason carries a JSON pointer;
-# the pydantic model is then built from the same object (it cannot fail once the schema passed, but
-# it gives the typed value).
-#
-# `report` grades through `_reply_grader.ReplyGrader`: the same results as `validate_response`
-# then `support_gaps`, with each distinct reply of a case (but for its fresh evaluation id) graded
-# once.
 
 _VALIDATORS: dict[str, Draft202012Validator] = {}
 """Schema validator per policy id, built on first use."""

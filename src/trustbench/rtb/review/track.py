@@ -103,7 +103,7 @@ class ReviewTrack:
         """Load and validate the corpus, check the options, and list every corpus file.
 
         At freeze only (not `resolve_frozen`): a human participant's recommendation source must
-        be a finished run with the named configuration (`_recommendation_sources`).
+        be a finished run with the named configuration (`_options`).
         """
         resolution = self._resolve(spec, base_dir, None)
         from trustbench.rtb.review._options import check_recommendation_sources

@@ -1,4 +1,9 @@
-"""The one interface every workflow agent implements."""
+"""Workflow agents and the runner of one workflow trial.
+
+The one interface every agent implements, the LLM agent that works the tools by tool calling,
+the scripted agents with known signatures that audit the harness, and the runner of one trial
+(fresh platform and memory, the declared steps, the observation deadline).
+"""
 
 from __future__ import annotations
 
@@ -41,6 +46,9 @@ from trustbench.rtb.workflow._tools import (
     TrajectoryRecorder,
     WorkflowTools,
 )
+
+# ------------------------------------------------------------------------------------------------
+# The one interface every workflow agent implements.
 
 
 @runtime_checkable

@@ -387,7 +387,7 @@ def _grade_claims(
 
 
 # ------------------------------------------------------------------------------------------------
-# Every workflow rate, declared once: the counts (`_counts`) and the figures (`_figures`) read it.
+# Every workflow rate, declared once: the counts and the figures (both in this module) read it.
 #
 # Each rate says what one counted item is (a trial, a completion claim, an evidence element, or a
 # scenario), which items are applicable (the denominator) and which have the event, following the

@@ -1,9 +1,15 @@
-"""The self-representation schema and the candidate-visible step context.
+"""The adapter contract: the two hooks every model under test exposes (spec §2).
 
-`SelfReport` is the typed r_t every adapter emits and every `r_override` carries: the five
-schema slots the TRB spec names (goal, belief, planned_next, confidence, caused_by_self).
-`StepContext` is all an adapter ever sees of a trace: the observations up to step t, never the
-r snapshot, the counterfactual continuations or the attribution labels (those are grader-only).
+Everything in the tracks is written against `Adapter`, so a Trace-AI model, a baseline and an
+oracle are measured by the same code:
+
+    emit_r(context)                 -> SelfReport          # r_t, the typed schema slots
+    act(context, r_override=None)   -> {action: prob}      # if r_override: do(r_t := r')
+
+An adapter declares its tier (`native`: a true do-intervention on an r pathway; `proxy`: a CoT
+edit and re-run) and whether it supports overrides. One that does not must raise
+`OverrideUnsupported` when given an override, never silently ignore it. An adapter may also
+offer batched hooks (`BatchedAdapter`: `emit_many`, `act_many`), which the measures then use.
 """
 
 from __future__ import annotations
@@ -13,6 +19,14 @@ from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# ------------------------------------------------------------------------------------------------
+# The self-representation schema and the candidate-visible step context.
+#
+# `SelfReport` is the typed r_t every adapter emits and every `r_override` carries: the five
+# schema slots the TRB spec names (goal, belief, planned_next, confidence, caused_by_self).
+# `StepContext` is all an adapter ever sees of a trace: the observations up to step t, never the
+# r snapshot, the counterfactual continuations or the attribution labels (those are grader-only).
 
 TRB_VERSION = "TRB v0.2"
 """The benchmark version every result row names (spec §7). v0.2 added a transfer context
@@ -80,21 +94,6 @@ class StepContext(_Strict):
     """The step index the adapter is asked about (an evaluated step: never a lead-in step)."""
     observations: tuple[Observation, ...]
     """Observations for steps 0..t inclusive (a delayed cue's lead-in included)."""
-
-
-# ------------------------------------------------------------------------------------------------
-# The adapter contract: the two hooks every model under test exposes (spec §2).
-#
-# Everything in the tracks is written against `Adapter`, so a Trace-AI model, a baseline and an
-# oracle are measured by the same code:
-#
-#     emit_r(context)                 -> SelfReport          # r_t, the typed schema slots
-#     act(context, r_override=None)   -> {action: prob}      # if r_override: do(r_t := r')
-#
-# An adapter declares its tier (`native`: a true do-intervention on an r pathway; `proxy`: a CoT
-# edit and re-run) and whether it supports overrides. One that does not must raise
-# `OverrideUnsupported` when given an override, never silently ignore it. An adapter may also
-# offer batched hooks (`BatchedAdapter`: `emit_many`, `act_many`), which the measures then use.
 
 
 class AdapterTier(StrEnum):

@@ -5,7 +5,7 @@ sessions in a local web app whose every answer, timing and withdrawal is a row o
 hash-chained ledger; `export_collection` turns the answers into a TRB corpus with human Phi(r')
 (provenance: participant pseudonym, session, protocol hash), its synthetic-only twin and a
 report of the synthetic:human share per split and the inter-participant agreement.
-`CollectionRun` (in `_serve`) is reached through `trustbench trb collect serve` and is not
+`CollectionRun` (in `_app`) is reached through `trustbench trb collect serve` and is not
 exported here: it imports aiohttp and jinja2, which `trustbench --help` must not pay for.
 See `docs/trb-collection.md`.
 """

@@ -1,8 +1,16 @@
-"""Server-rendered pages of the collection app: the corridor a person can read and act in.
+"""The aiohttp collection app: one participant, one trace step at a time, on 127.0.0.1.
 
-Pages are built from what the agent itself saw (its observation history up to step t), its
-stated reasoning r_t and the counterfactual r'. Never passed to a template: the hidden goal and
-door state, the trace id, the gust of a Track 3 outcome or its cause label, other answers.
+Routes (session routes are under `/s/<token>`, the participant's access token):
+
+- `GET /s/<token>`: the open item (its display recorded on first view), its Track 3 outcome
+  question once answered, the finished page, or the withdrawn page;
+- `POST /s/<token>/answer`: the continuation chosen under r' (`nonce`, `action`, `note`);
+- `POST /s/<token>/attribute`: the cause of a Track 3 outcome (`nonce`, `cause`);
+- `POST /s/<token>/withdraw`: leave the study (`confirm=yes`).
+
+Nothing else is served: no static files, no folder files, no API. The guards (token, `Host`,
+`Origin`, malformed bodies answered 400) are `trustbench._local_app`'s, shared with the RTB
+human review app.
 """
 
 from __future__ import annotations
@@ -31,6 +39,13 @@ from trustbench.core import Ledger, read_ledger
 from trustbench.trb.adapter._protocol import ACTIONS, SelfReport
 from trustbench.trb.collect._store import CollectionStore, read_frozen
 from trustbench.trb.corpus._format import Trace
+
+# ------------------------------------------------------------------------------------------------
+# Server-rendered pages of the collection app: the corridor a person can read and act in.
+#
+# Pages are built from what the agent itself saw (its observation history up to step t), its
+# stated reasoning r_t and the counterfactual r'. Never passed to a template: the hidden goal and
+# door state, the trace id, the gust of a Track 3 outcome or its cause label, other answers.
 
 TITLE = "trustbench TRB continuation session"
 """Title of every page (it names no trace, participant or split)."""
@@ -157,21 +172,6 @@ def outcome_page(
         error=error,
     )
 
-
-# ------------------------------------------------------------------------------------------------
-# The aiohttp collection app: one participant, one trace step at a time, on 127.0.0.1.
-#
-# Routes (session routes are under `/s/<token>`, the participant's access token):
-#
-# - `GET /s/<token>`: the open item (its display recorded on first view), its Track 3 outcome
-#   question once answered, the finished page, or the withdrawn page;
-# - `POST /s/<token>/answer`: the continuation chosen under r' (`nonce`, `action`, `note`);
-# - `POST /s/<token>/attribute`: the cause of a Track 3 outcome (`nonce`, `cause`);
-# - `POST /s/<token>/withdraw`: leave the study (`confirm=yes`).
-#
-# Nothing else is served: no static files, no folder files, no API. The guards (token, `Host`,
-# `Origin`, malformed bodies answered 400) are `trustbench._local_app`'s, shared with the RTB
-# human review app.
 
 STORE_KEY: web.AppKey[CollectionStore] = web.AppKey("store", CollectionStore)
 """Where the app keeps its session store."""

@@ -3,7 +3,7 @@
 `export_collection(folder, out)` reads the frozen protocol and the ledger (under the folder's
 lock, its chain verified), drops every answer of a withdrawn session, and writes
 
-- `out/human/`: the served traces with human Phi(r') where collected (`_derived`) plus one
+- `out/human/`: the served traces with human Phi(r') where collected (`_store`) plus one
   Track 3 outcome trace per answered outcome item, kind `human_paired`;
 - `out/synthetic/`: the same served traces with synthetic continuations only (kind
   `reference_world`), so Tracks 1 and 3 can be read with the synthetic-only figure beside;

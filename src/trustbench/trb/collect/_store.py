@@ -1,12 +1,24 @@
-"""The collection protocol: a TOML spec frozen, like any experiment, before anyone answers.
+"""Collection sessions kept in the hash-chained ledger: shown, answered, attributed, withdrawn.
 
-A protocol names the source corpus, which of its traces, steps and r' kinds are served, who
-takes part (pseudonymous ids, each assigned to one split: a session's answers all land in its
-split, never item by item), the qualification every participant must hold, the time limit per
-item, whether the reference agent's own continuation Phi(r') is shown, and how Track 3 outcome
-items introduce an exogenous change. `freeze_protocol` writes `protocol.json`: the protocol,
-the served traces themselves (so a served session does not depend on the source folder still
-existing) and the SHA-256 that pins both; the ledger of the sessions is keyed to that hash.
+The serving app is the ledger's only writer (it holds the folder's `RunLock`). Nothing lives
+only in memory: every state change is one committed event, so a killed server loses nothing
+already answered and a restarted one rebuilds each session from the ledger and resumes at the
+next unanswered item.
+
+Events written (all carry `participant` and, but for withdrawal, `item_id`):
+
+- `collect_shown` `{nonce, at_epoch}`: the first time an item is displayed (its nonce is echoed
+  by the form, so a stale form from an earlier item is refused);
+- `collect_answer` `{action, note, time_on_task_s, time_limit_s, overran_time_limit,
+  model_continuation_shown, outcome}`: the continuation chosen under r'; for a Track 3 item
+  `outcome` holds the protocol's exogenous gust, the resulting cell and the grader-only label
+  (`caused_by_self` by the but-for rule, `improved`, `false_credit`); only the cell is shown;
+- `collect_attribution` `{answer, time_s}`: the participant's own attribution of that outcome
+  (`self` or `exogenous`), scored against the label in the export report;
+- `collect_rejected` `{reason}`: a refused form (the count is reported);
+- `collect_withdrawn` `{answered}`: the participant withdrew; export drops the whole session.
+
+Time on task runs from the first display to the answer; a server stopped in between counts.
 """
 
 from __future__ import annotations
@@ -40,6 +52,17 @@ from trustbench.trb.corpus._format import (
     canonical_sha256,
 )
 from trustbench.trb.world import CorridorWorld, reference_continuation, sample_action
+
+# ------------------------------------------------------------------------------------------------
+# The collection protocol: a TOML spec frozen, like any experiment, before anyone answers.
+#
+# A protocol names the source corpus, which of its traces, steps and r' kinds are served, who
+# takes part (pseudonymous ids, each assigned to one split: a session's answers all land in its
+# split, never item by item), the qualification every participant must hold, the time limit per
+# item, whether the reference agent's own continuation Phi(r') is shown, and how Track 3 outcome
+# items introduce an exogenous change. `freeze_protocol` writes `protocol.json`: the protocol,
+# the served traces themselves (so a served session does not depend on the source folder still
+# existing) and the SHA-256 that pins both; the ledger of the sessions is keyed to that hash.
 
 PROTOCOL_FILE = "protocol.json"
 """The frozen protocol inside a collection folder."""
@@ -294,29 +317,6 @@ def read_frozen(folder: Path) -> FrozenProtocol:
         raise CheckFailed("protocol.json differs from its recorded hash", location=str(path))
     return frozen
 
-
-# ------------------------------------------------------------------------------------------------
-# Collection sessions kept in the hash-chained ledger: shown, answered, attributed, withdrawn.
-#
-# The serving app is the ledger's only writer (it holds the folder's `RunLock`). Nothing lives
-# only in memory: every state change is one committed event, so a killed server loses nothing
-# already answered and a restarted one rebuilds each session from the ledger and resumes at the
-# next unanswered item.
-#
-# Events written (all carry `participant` and, but for withdrawal, `item_id`):
-#
-# - `collect_shown` `{nonce, at_epoch}`: the first time an item is displayed (its nonce is echoed
-#   by the form, so a stale form from an earlier item is refused);
-# - `collect_answer` `{action, note, time_on_task_s, time_limit_s, overran_time_limit,
-#   model_continuation_shown, outcome}`: the continuation chosen under r'; for a Track 3 item
-#   `outcome` holds the protocol's exogenous gust, the resulting cell and the grader-only label
-#   (`caused_by_self` by the but-for rule, `improved`, `false_credit`); only the cell is shown;
-# - `collect_attribution` `{answer, time_s}`: the participant's own attribution of that outcome
-#   (`self` or `exogenous`), scored against the label in the export report;
-# - `collect_rejected` `{reason}`: a refused form (the count is reported);
-# - `collect_withdrawn` `{answered}`: the participant withdrew; export drops the whole session.
-#
-# Time on task runs from the first display to the answer; a server stopped in between counts.
 
 _MOVE = {"left": -1, "stay": 0, "right": 1}
 ATTRIBUTIONS = ("self", "exogenous")

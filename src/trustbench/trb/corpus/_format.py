@@ -23,7 +23,7 @@ refused, and a corpus with none declares itself `reference_world` and says on ev
 no human share exists.
 
 This module defines the format and its hashes; generation lives in `_generate`, the cap in
-`_provenance`, and storage with the training guard in `_store`.
+`_store`, and storage with the training guard in `_store`.
 """
 
 from __future__ import annotations

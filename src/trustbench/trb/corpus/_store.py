@@ -1,4 +1,4 @@
-"""Counterfactual provenance: the synthetic share and the spec's 3:1 cap (§5, whitepaper §4.4)."""
+"""Corpus storage: one JSONL file per split, a manifest of hashes, and the training guard."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ from trustbench.trb.corpus._format import (
     trace_sha256,
 )
 from trustbench.trb.corpus._generate import split_encodings
+
+# ------------------------------------------------------------------------------------------------
+# Counterfactual provenance: the synthetic share and the spec's 3:1 cap (§5, whitepaper §4.4).
 
 
 def provenance_share(traces: list[Trace]) -> ProvenanceShare:
@@ -82,10 +85,6 @@ def over_cap_label(share: ProvenanceShare) -> str | None:
         f"{SYNTHETIC_TO_HUMAN_CAP:.0f}:1 ({share.synthetic} synthetic, {share.human} human); "
         "these results are not a TRB score"
     )
-
-
-# ------------------------------------------------------------------------------------------------
-# Corpus storage: one JSONL file per split, a manifest of hashes, and the training guard.
 
 
 def split_bytes(traces: list[Trace]) -> bytes:

@@ -1,10 +1,16 @@
-"""The fallback sandbox where Landlock is missing: a Python audit hook refusing file access.
+"""The adapter worker: a separate process that holds a user adapter and sees only contexts.
 
-`sys.addaudithook` hooks cannot be removed from Python, and every `open`, directory listing,
-`os.chdir` and `subprocess` start passes through them, so an adapter written in Python cannot
-open the corpus, the cache or the run folder. It is weaker than Landlock: native code (ctypes,
-a C extension, a process started with `os.posix_spawn` where not audited) can bypass it. The
-worker records the mode ("python audit hook (bypassable by native code)") so the report names it.
+Started by `_client.AdapterWorker` as `python -m trustbench.trb.isolation._worker`, in its own
+empty folder (its working directory, HOME, TMPDIR and TRUSTBENCH_CACHE), it reads one JSON line
+of configuration (the factory, the paths it may read), restricts itself (Landlock, else the audit
+hook fallback), and only then imports the adapter's module: import-time code runs sandboxed.
+After that it answers one JSON line per request: build a fresh adapter, seed it, `emit_r`,
+`act`, their batched forms, switch its report encoding, run the conformance kit.
+
+Nothing but contexts and overrides crosses the pipe: the harness keeps the traces, Phi(r'), the
+labels and the split names, and sends each context with an opaque trace id. The answers are
+plain JSON (never pickle: the harness must not execute what an adapter sends back). The
+protocol uses a duplicate of the original stdout; the adapter's own prints go to stderr.
 """
 
 from __future__ import annotations
@@ -20,6 +26,15 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 from trustbench.trb.adapter._protocol import StepContext
+
+# ------------------------------------------------------------------------------------------------
+# The fallback sandbox where Landlock is missing: a Python audit hook refusing file access.
+#
+# `sys.addaudithook` hooks cannot be removed from Python, and every `open`, directory listing,
+# `os.chdir` and `subprocess` start passes through them, so an adapter written in Python cannot
+# open the corpus, the cache or the run folder. It is weaker than Landlock: native code (ctypes,
+# a C extension, a process started with `os.posix_spawn` where not audited) can bypass it. The
+# worker records the mode ("python audit hook (bypassable by native code)") so the report names it.
 
 MODE = "python audit hook (bypassable by native code)"
 """The fallback's name, as recorded per candidate."""
@@ -170,22 +185,6 @@ def restrict(read_paths: Iterable[str], write_paths: Iterable[str]) -> str:
     finally:
         os.close(ruleset)
     return f"landlock ABI {abi}"
-
-
-# ------------------------------------------------------------------------------------------------
-# The adapter worker: a separate process that holds a user adapter and sees only contexts.
-#
-# Started by `_client.AdapterWorker` as `python -m trustbench.trb.isolation._worker`, in its own
-# empty folder (its working directory, HOME, TMPDIR and TRUSTBENCH_CACHE), it reads one JSON line
-# of configuration (the factory, the paths it may read), restricts itself (Landlock, else the audit
-# hook fallback), and only then imports the adapter's module: import-time code runs sandboxed.
-# After that it answers one JSON line per request: build a fresh adapter, seed it, `emit_r`,
-# `act`, their batched forms, switch its report encoding, run the conformance kit.
-#
-# Nothing but contexts and overrides crosses the pipe: the harness keeps the traces, Phi(r'), the
-# labels and the split names, and sends each context with an opaque trace id. The answers are
-# plain JSON (never pickle: the harness must not execute what an adapter sends back). The
-# protocol uses a duplicate of the original stdout; the adapter's own prints go to stderr.
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,12 +1,21 @@
-"""White-box access for Track 2 and the native no-r ablation, via plain torch forward hooks.
+"""Track 2's building blocks: concept directions, and the detection AUC (white-box only).
 
-Track 2 needs three things from a model, and nothing else: the modules whose outputs are
-hidden states (`hook_layers`), the probability its self-report gives a concept
-(`slot_probability`, computed by a forward pass so hooks apply), and where in the sequence
-the report is read and the current step starts (`read_positions`, `step_starts`).
-`LocalLMProxyAdapter` provides them for a causal LM (blocks return tensors);
-`ReferenceWhiteBox` provides them for the reference native model (its GRU returns a tuple).
-Hooks here accept both output shapes.
+Concept injection (Lindsey 2025) for a concept "slot = value" (goal = right, belief = closed):
+the direction is fitted on train contexts here; the trials, their controls and figures are the
+`grounding` measure's (`trb.track._trace_measures`, with its strength sweep in
+`_grounding_sweep`).
+
+1. Direction. Run the model on fit contexts (train split) and take the hidden state at the
+   position the report is read from, at layer l: d = mean(h | concept true) -
+   mean(h | concept false) (a difference of means), and its unit vector u = d / |d|; beside
+   it the RMS norm s of that layer's hidden states on the fit contexts, so an injection
+   alpha * s * u has a strength alpha relative to the activations' own scale.
+2. Detection AUC (Mann-Whitney): P(score_injected > score_control) + 1/2 P(tie), against the
+   null (no injection) and against a norm-matched random direction.
+
+The headline is declared before any result: the last hooked layer at alpha = 1
+(`HEADLINE_ALPHA`), pooled over concepts, against the random control (the stricter one: it
+discounts any score change a push of that size causes in an arbitrary direction).
 """
 
 from __future__ import annotations
@@ -23,6 +32,17 @@ from trustbench.trb.adapter._protocol import ACTIONS, DOOR_STATES, GOALS, SelfRe
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.reference import NativeModelAdapter
 from trustbench.trb.reference._model import encode_observation, encode_report, soft_report
+
+# ------------------------------------------------------------------------------------------------
+# White-box access for Track 2 and the native no-r ablation, via plain torch forward hooks.
+#
+# Track 2 needs three things from a model, and nothing else: the modules whose outputs are
+# hidden states (`hook_layers`), the probability its self-report gives a concept
+# (`slot_probability`, computed by a forward pass so hooks apply), and where in the sequence
+# the report is read and the current step starts (`read_positions`, `step_starts`).
+# `LocalLMProxyAdapter` provides them for a causal LM (blocks return tensors);
+# `ReferenceWhiteBox` provides them for the reference native model (its GRU returns a tuple).
+# Hooks here accept both output shapes.
 
 
 @runtime_checkable
@@ -253,26 +273,6 @@ class ReferenceWhiteBox(NativeModelAdapter):
         """One sequence position per step."""
         return [c.t for c in contexts]
 
-
-# ------------------------------------------------------------------------------------------------
-# Track 2's building blocks: concept directions, and the detection AUC (white-box only).
-#
-# Concept injection (Lindsey 2025) for a concept "slot = value" (goal = right, belief = closed):
-# the direction is fitted on train contexts here; the trials, their controls and figures are the
-# `grounding` measure's (`trb.track._trace_measures`, with its strength sweep in
-# `_grounding_sweep`).
-#
-# 1. Direction. Run the model on fit contexts (train split) and take the hidden state at the
-#    position the report is read from, at layer l: d = mean(h | concept true) -
-#    mean(h | concept false) (a difference of means), and its unit vector u = d / |d|; beside
-#    it the RMS norm s of that layer's hidden states on the fit contexts, so an injection
-#    alpha * s * u has a strength alpha relative to the activations' own scale.
-# 2. Detection AUC (Mann-Whitney): P(score_injected > score_control) + 1/2 P(tie), against the
-#    null (no injection) and against a norm-matched random direction.
-#
-# The headline is declared before any result: the last hooked layer at alpha = 1
-# (`HEADLINE_ALPHA`), pooled over concepts, against the random control (the stricter one: it
-# discounts any score change a push of that size causes in an arbitrary direction).
 
 CONCEPTS: tuple[tuple[str, str, str], ...] = (
     ("goal", "right", "left"),

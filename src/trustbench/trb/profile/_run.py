@@ -1,11 +1,14 @@
-"""The library's profile vector, computed by the track's code (`trb.track._profile`).
+"""A TRB run on the reference world: corpus -> reference pair -> Tracks 1 & 3 -> gap -> rows.
 
-`run_reference` (with a `ProfileConfig`) hands its five baselines to `library_profile`, which
-builds each through the track's `AdapterSource` and runs the registered measures the config
-lists (`ProfileConfig.measures`, the track's default six) on the corpus's eval and transfer
-splits, one trial per trace, exactly as a `trb/profile` run would. The baselines table's
-`profile` entry and plot are that vector, and Tracks 2, 4, 5 and 6 under `tracks` are its
-figures: there is no second, whole-split implementation of those tracks.
+Everything returned is plain JSON-serialisable data: per-trace rows, summary figures with
+numerators, denominators and intervals, the governance gap, the five-baseline table and flat
+result rows that each carry `TRB v0.2`, the corpus hash and the adapter tier, ready for the
+shared ledger and report.
+
+Honesty label: every counterfactual here is a synthetic edit and every continuation comes
+from the exact reference agent, so these are reference-world results (a harness check and a
+demonstration that L_gov matters in a controlled world), not a TRB score (spec §6: no score
+until Tracks 1 and 3 have real paired human data).
 """
 
 from __future__ import annotations
@@ -64,6 +67,16 @@ __all__ = [
     "run_tracks",
 ]
 
+
+# ------------------------------------------------------------------------------------------------
+# The library's profile vector, computed by the track's code (`trb.track._profile`).
+#
+# `run_reference` (with a `ProfileConfig`) hands its five baselines to `library_profile`, which
+# builds each through the track's `AdapterSource` and runs the registered measures the config
+# lists (`ProfileConfig.measures`, the track's default six) on the corpus's eval and transfer
+# splits, one trial per trace, exactly as a `trb/profile` run would. The baselines table's
+# `profile` entry and plot are that vector, and Tracks 2, 4, 5 and 6 under `tracks` are its
+# figures: there is no second, whole-split implementation of those tracks.
 
 AXIS_TRACK: dict[str, str] = {
     "G": "governance",
@@ -424,19 +437,6 @@ def _rows(
                      "min_context": t.get("min_context")})  # fmt: skip
     return rows
 
-
-# ------------------------------------------------------------------------------------------------
-# A TRB run on the reference world: corpus -> reference pair -> Tracks 1 & 3 -> gap -> rows.
-#
-# Everything returned is plain JSON-serialisable data: per-trace rows, summary figures with
-# numerators, denominators and intervals, the governance gap, the five-baseline table and flat
-# result rows that each carry `TRB v0.2`, the corpus hash and the adapter tier, ready for the
-# shared ledger and report.
-#
-# Honesty label: every counterfactual here is a synthetic edit and every continuation comes
-# from the exact reference agent, so these are reference-world results (a harness check and a
-# demonstration that L_gov matters in a controlled world), not a TRB score (spec §6: no score
-# until Tracks 1 and 3 have real paired human data).
 
 REFERENCE_LABEL = (
     "reference-world results: synthetic counterfactuals with reference-agent continuations "

@@ -1,28 +1,42 @@
-"""Forward passes of the Hugging Face adapter that read only what is used, and reuse a prefix.
+"""Proxy adapter over a local Hugging Face causal LM, given by folder path (never downloaded).
 
-Two costs dominated the adapter (issue 35): a float64 log-softmax over every position and the
-whole vocabulary of every row, when a read needs one position per row; and one forward pass
-of the full prompt per multi-token option per slot, about 25 per self-report, although every
-option of a slot shares the prompt before it. Here:
+`HFCausalLMProxyAdapter` is `LocalLMProxyAdapter`'s recipe (slot-block prompting, exact
+option probabilities, white-box hooks for Track 2) on a model and tokenizer that
+`transformers` loads from a local folder written by `save_pretrained`.
 
-- `run_rows` runs right-padded rows once, asks the model for logits only at each row's last
-  position (`logits_to_keep`, where the model's forward takes it), and keeps the model's
-  key/value cache when asked to;
-- `score_options` scores every option of a slot in one batched pass over that cache: each
-  context's options form one row, a tree of their tokens (shared leading tokens once), where
-  a 4D mask lets each token see only context n's cached prefix and its own option's earlier
-  tokens, at its true positions (`position_ids`), pads in the cache masked out;
-- `Scored.advance` keeps the chosen option's tokens visible per context (the others stay in
-  the cache, masked), so the next slot continues from the cache instead of running the
-  prompt again;
-- a `Lead` (`lead_prefix`) puts the prompt rows at the head of the first slot's pass, the
-  option tree after them, so the prompt costs no pass of its own (a pass has a fixed cost of
-  about a quarter of a forward on SmolLM2). A self-report is one pass per slot or slot pair.
+No network, ever: the path must be an existing folder (a string such as `gpt2` is never
+taken as a Hub repo id), both loaders get `local_files_only=True` (the guarantee), and
+`HF_HUB_OFFLINE=1` is set for the process unless the user set it (effective when transformers
+is imported here first). `trust_remote_code` stays off, so no code from the folder runs.
 
-Only the read positions are cast to float64 before the log-softmax (the model's logits stay in
-its dtype); the sums are the same as on the full tensor. A padded key is masked to weight zero,
-so a row's result equals the unpadded row's up to float rounding of differently shaped matrix
-products (about 1e-7 in float32).
+Device and dtype: `device` ("cpu", "cuda" or "cuda:N") and `dtype` ("float32", "bfloat16",
+"float16") are checked before any weight is read (cuda asked for on a machine without it is
+an `InputError`, never a silent fall back to the CPU). Inputs are built on the CPU and moved
+to the model's device; log-probabilities come back as float64 on the CPU whatever the
+weights' dtype, so reduced precision changes the model's numbers, never the harness's sums.
+
+Exact option probabilities over words that a subword tokenizer splits into several tokens
+are chained: an option o with tokens (o_1..o_m) after prompt x has
+
+    log P(o | x) = sum_k log p(o_k | x, o_1..o_{k-1})
+
+and the distribution over a slot's options is these probabilities renormalised over the
+options (the mass left outside them is kept in `last_off_option_mass`). The chain is exact
+when no option's tokens are a prefix of another's. When one is (a tokenizer that writes
+digits one by one makes "conf=1" a prefix of "conf=10"), P(tokens of "conf=1") also counts
+the start of "conf=10", so for that slot every option is scored as a whole word:
+
+    log P(o | x) = sum_k log p(o_k | x, o_<k) + log sum_{b in B} p(b | x, o)
+
+where B are the tokens that start a new word (a leading-space marker) or end the text. A
+tokenizer that marks no word starts (word-level) cannot separate such options: refused,
+never approximated. Options are scored in their canonical tokenisation (as in the usual
+multiple-choice log-likelihood), not summed over every token sequence that spells them.
+
+White-box: `hook_layers()` returns the decoder blocks (`model.transformer.h`,
+`model.model.layers`, ...). Every forward pass has one row per context, in context order,
+right-padded, so Track 2's `capture` / `inject` hooks index rows and positions as they do on
+`TinyCausalLM`; positions are token indices.
 """
 
 from __future__ import annotations
@@ -49,6 +63,33 @@ from trustbench.trb.proxy._local import (
     Template,
     resolve_device_dtype,
 )
+
+# ------------------------------------------------------------------------------------------------
+# Forward passes of the Hugging Face adapter that read only what is used, and reuse a prefix.
+#
+# Two costs dominated the adapter (issue 35): a float64 log-softmax over every position and the
+# whole vocabulary of every row, when a read needs one position per row; and one forward pass
+# of the full prompt per multi-token option per slot, about 25 per self-report, although every
+# option of a slot shares the prompt before it. Here:
+#
+# - `run_rows` runs right-padded rows once, asks the model for logits only at each row's last
+#   position (`logits_to_keep`, where the model's forward takes it), and keeps the model's
+#   key/value cache when asked to;
+# - `score_options` scores every option of a slot in one batched pass over that cache: each
+#   context's options form one row, a tree of their tokens (shared leading tokens once), where
+#   a 4D mask lets each token see only context n's cached prefix and its own option's earlier
+#   tokens, at its true positions (`position_ids`), pads in the cache masked out;
+# - `Scored.advance` keeps the chosen option's tokens visible per context (the others stay in
+#   the cache, masked), so the next slot continues from the cache instead of running the
+#   prompt again;
+# - a `Lead` (`lead_prefix`) puts the prompt rows at the head of the first slot's pass, the
+#   option tree after them, so the prompt costs no pass of its own (a pass has a fixed cost of
+#   about a quarter of a forward on SmolLM2). A self-report is one pass per slot or slot pair.
+#
+# Only the read positions are cast to float64 before the log-softmax (the model's logits stay in
+# its dtype); the sums are the same as on the full tensor. A padded key is masked to weight zero,
+# so a row's result equals the unpadded row's up to float rounding of differently shaped matrix
+# products (about 1e-7 in float32).
 
 
 @functools.cache
@@ -720,47 +761,6 @@ def word_start_ids(tokenizer: Any) -> torch.Tensor | None:
     return found
 
 
-# ------------------------------------------------------------------------------------------------
-# Proxy adapter over a local Hugging Face causal LM, given by folder path (never downloaded).
-#
-# `HFCausalLMProxyAdapter` is `LocalLMProxyAdapter`'s recipe (slot-block prompting, exact
-# option probabilities, white-box hooks for Track 2) on a model and tokenizer that
-# `transformers` loads from a local folder written by `save_pretrained`.
-#
-# No network, ever: the path must be an existing folder (a string such as `gpt2` is never
-# taken as a Hub repo id), both loaders get `local_files_only=True` (the guarantee), and
-# `HF_HUB_OFFLINE=1` is set for the process unless the user set it (effective when transformers
-# is imported here first). `trust_remote_code` stays off, so no code from the folder runs.
-#
-# Device and dtype: `device` ("cpu", "cuda" or "cuda:N") and `dtype` ("float32", "bfloat16",
-# "float16") are checked before any weight is read (cuda asked for on a machine without it is
-# an `InputError`, never a silent fall back to the CPU). Inputs are built on the CPU and moved
-# to the model's device; log-probabilities come back as float64 on the CPU whatever the
-# weights' dtype, so reduced precision changes the model's numbers, never the harness's sums.
-#
-# Exact option probabilities over words that a subword tokenizer splits into several tokens
-# are chained: an option o with tokens (o_1..o_m) after prompt x has
-#
-#     log P(o | x) = sum_k log p(o_k | x, o_1..o_{k-1})
-#
-# and the distribution over a slot's options is these probabilities renormalised over the
-# options (the mass left outside them is kept in `last_off_option_mass`). The chain is exact
-# when no option's tokens are a prefix of another's. When one is (a tokenizer that writes
-# digits one by one makes "conf=1" a prefix of "conf=10"), P(tokens of "conf=1") also counts
-# the start of "conf=10", so for that slot every option is scored as a whole word:
-#
-#     log P(o | x) = sum_k log p(o_k | x, o_<k) + log sum_{b in B} p(b | x, o)
-#
-# where B are the tokens that start a new word (a leading-space marker) or end the text. A
-# tokenizer that marks no word starts (word-level) cannot separate such options: refused,
-# never approximated. Options are scored in their canonical tokenisation (as in the usual
-# multiple-choice log-likelihood), not summed over every token sequence that spells them.
-#
-# White-box: `hook_layers()` returns the decoder blocks (`model.transformer.h`,
-# `model.model.layers`, ...). Every forward pass has one row per context, in context order,
-# right-padded, so Track 2's `capture` / `inject` hooks index rows and positions as they do on
-# `TinyCausalLM`; positions are token indices.
-
 _GLOBAL_HOOKS = nn.modules.module._global_forward_hooks
 """Hooks `register_module_forward_hook` attached to every module (the same dict object)."""
 
@@ -1071,7 +1071,7 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
     def _fill_for_report(
         self, contexts: Sequence[StepContext]
     ) -> tuple[list[list[str]], dict[str, torch.Tensor]]:
-        """The block filled over one cached prompt (`_hf_emit`); slot by slot under hooks."""
+        """The block filled over one cached prompt (in this module); slot by slot under hooks."""
         if self._hooked():
             return self.fill_slots(contexts)
         return fill_reusing_prefix(self, contexts)

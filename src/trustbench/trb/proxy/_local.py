@@ -1,25 +1,27 @@
-"""The slot block a proxy model fills in its reasoning: its encodings, renderer and parser.
+"""Proxy adapter over a local causal LM: slot-block prompting with exact option probabilities.
 
-A proxy-tier model has no r pathway, so r lives in text: one block with one `key=value`
-word per schema slot, in a fixed order. The standard encoding (every proxy model is built,
-trained and prompted with it) is
+The recipe is the chat proxy's (spec §2, CoT perturbation), with exact numbers because the
+logits are at hand:
 
-    <r> goal=right belief=open plan=right conf=7 self=1 </r>
+- `emit_r`: prompt `history <r>`, then fill the slot block one slot at a time, each from the
+  model's next-token distribution restricted to that slot's words (argmax for goal, belief
+  and plan; the expectation over `conf=k` for confidence; P(self=1) for caused_by_self).
+- `act(context, r_override)`: prompt `history <r> slots(r') </r> <act>` where only the slot
+  span is re-rendered, and return the next-token probabilities of the three action words,
+  renormalised over them (the mass left on other words is kept in `last_off_option_mass`).
+- `act_without_r`: the no-r ablation for a proxy: the slot span removed (`history <act>`).
 
-Confidence is written in tenths (`conf=0` .. `conf=10`, read back as k/10), so a rendered
-override carries its confidence to within 0.05; `self=na` marks the first step, where there
-is no previous outcome to attribute. `act(r_override)` re-renders only this span, so the
-edit a proxy model sees is exactly the slot values and nothing else.
+Two templates serve two baselines with the same weights: `direct` (instruct: with no
+override the model acts straight from the history) and `reasoning-first` (CoT-prompted:
+with no override the model's own slot block is generated first and acted on).
 
-Track 6's `transfer_encoding` context asks for the same report in another language of
-self-report (spec Track 6: "new languages of self-report"): the `renamed` encoding, with the
-slots in a permuted order and every key and value renamed, confidence in percent,
+White-box hooks: `hook_layers()` returns the transformer blocks, so Track 2 can read and
+inject hidden states with plain torch forward hooks.
 
-    <r> next_move=east certainty=70 aim=east mine=yes door_belief=passable </r>
-
-All encodings are declared here (`SLOT_ENCODINGS`), once. Parsing is strict per encoding: a
-reply in the standard encoding on a `renamed` context holds no well-formed block of the
-asked encoding, so it is a missing report (`SlotParseError`), never a valid one.
+Slot encoding: the block is filled and rendered in `self.encoding` (the standard one unless
+`use_encoding` sets another, as Track 6's `transfer_encoding` context does). A word-level
+vocabulary without the encoding's words cannot be asked in it: `use_encoding` refuses
+(`SlotEncodingUnsupported`), rather than letting every unknown word read as `<unk>`.
 """
 
 from __future__ import annotations
@@ -45,6 +47,30 @@ from trustbench.trb.adapter._protocol import (
     StepContext,
 )
 from trustbench.trb.proxy._causal_lm import load_local_lm
+
+# ------------------------------------------------------------------------------------------------
+# The slot block a proxy model fills in its reasoning: its encodings, renderer and parser.
+#
+# A proxy-tier model has no r pathway, so r lives in text: one block with one `key=value`
+# word per schema slot, in a fixed order. The standard encoding (every proxy model is built,
+# trained and prompted with it) is
+#
+#     <r> goal=right belief=open plan=right conf=7 self=1 </r>
+#
+# Confidence is written in tenths (`conf=0` .. `conf=10`, read back as k/10), so a rendered
+# override carries its confidence to within 0.05; `self=na` marks the first step, where there
+# is no previous outcome to attribute. `act(r_override)` re-renders only this span, so the
+# edit a proxy model sees is exactly the slot values and nothing else.
+#
+# Track 6's `transfer_encoding` context asks for the same report in another language of
+# self-report (spec Track 6: "new languages of self-report"): the `renamed` encoding, with the
+# slots in a permuted order and every key and value renamed, confidence in percent,
+#
+#     <r> next_move=east certainty=70 aim=east mine=yes door_belief=passable </r>
+#
+# All encodings are declared here (`SLOT_ENCODINGS`), once. Parsing is strict per encoding: a
+# reply in the standard encoding on a `renamed` context holds no well-formed block of the
+# asked encoding, so it is a missing report (`SlotParseError`), never a valid one.
 
 OPEN, CLOSE = "<r>", "</r>"
 """Delimiters of the slot block (the same in every encoding)."""
@@ -267,32 +293,6 @@ def ask_in_encoding(adapter: Any, encoding: SlotEncoding, name: str) -> Any:
     use(encoding)
     return adapter
 
-
-# ------------------------------------------------------------------------------------------------
-# Proxy adapter over a local causal LM: slot-block prompting with exact option probabilities.
-#
-# The recipe is the chat proxy's (spec §2, CoT perturbation), with exact numbers because the
-# logits are at hand:
-#
-# - `emit_r`: prompt `history <r>`, then fill the slot block one slot at a time, each from the
-#   model's next-token distribution restricted to that slot's words (argmax for goal, belief
-#   and plan; the expectation over `conf=k` for confidence; P(self=1) for caused_by_self).
-# - `act(context, r_override)`: prompt `history <r> slots(r') </r> <act>` where only the slot
-#   span is re-rendered, and return the next-token probabilities of the three action words,
-#   renormalised over them (the mass left on other words is kept in `last_off_option_mass`).
-# - `act_without_r`: the no-r ablation for a proxy: the slot span removed (`history <act>`).
-#
-# Two templates serve two baselines with the same weights: `direct` (instruct: with no
-# override the model acts straight from the history) and `reasoning-first` (CoT-prompted:
-# with no override the model's own slot block is generated first and acted on).
-#
-# White-box hooks: `hook_layers()` returns the transformer blocks, so Track 2 can read and
-# inject hidden states with plain torch forward hooks.
-#
-# Slot encoding: the block is filled and rendered in `self.encoding` (the standard one unless
-# `use_encoding` sets another, as Track 6's `transfer_encoding` context does). A word-level
-# vocabulary without the encoding's words cannot be asked in it: `use_encoding` refuses
-# (`SlotEncodingUnsupported`), rather than letting every unknown word read as `<unk>`.
 
 Template = Literal["direct", "reasoning-first"]
 HistoryRenderer = Callable[[tuple[Observation, ...]], list[str]]

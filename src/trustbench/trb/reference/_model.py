@@ -1,4 +1,14 @@
-"""Tensor encodings of observations and self-reports for the reference native model."""
+"""The reference native model: recurrent encoder -> r-head with explicit slots -> policy.
+
+The policy reads the r vector *and* the hidden state directly (a bypass). Nothing in the
+architecture forces action to go through r, so whether r governs action is decided by the
+training objective alone, which is what the governance gap measures:
+
+- ablation: L_trace + L_selfrep. r is trained to be accurate, but the policy may read the
+  bypass, leaving r an accurate but epiphenomenal narration.
+- full: L_trace + L_selfrep + L_gov, where L_gov = KL(Phi(r') || pi(. | h, do(r = r'))) over
+  the training counterfactuals: interchange-intervention training (Geiger et al. 2022).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +25,9 @@ from trustbench.trb.adapter._protocol import (
     SelfReport,
     StepContext,
 )
+
+# ------------------------------------------------------------------------------------------------
+# Tensor encodings of observations and self-reports for the reference native model.
 
 R_DIM = len(GOALS) + len(DOOR_STATES) + len(ACTIONS) + 2
 """goal one-hot, belief one-hot, plan one-hot, confidence, caused_by_self."""
@@ -68,19 +81,6 @@ def soft_report(r_logits: torch.Tensor) -> torch.Tensor:
         ],
         dim=-1,
     )
-
-
-# ------------------------------------------------------------------------------------------------
-# The reference native model: recurrent encoder -> r-head with explicit slots -> policy.
-#
-# The policy reads the r vector *and* the hidden state directly (a bypass). Nothing in the
-# architecture forces action to go through r, so whether r governs action is decided by the
-# training objective alone, which is what the governance gap measures:
-#
-# - ablation: L_trace + L_selfrep. r is trained to be accurate, but the policy may read the
-#   bypass, leaving r an accurate but epiphenomenal narration.
-# - full: L_trace + L_selfrep + L_gov, where L_gov = KL(Phi(r') || pi(. | h, do(r = r'))) over
-#   the training counterfactuals: interchange-intervention training (Geiger et al. 2022).
 
 
 class ReferenceNativeModel(nn.Module):

@@ -1,12 +1,39 @@
-"""Where a `trb/profile` run's corpus comes from: a stored folder or the generated built-in.
+"""Candidates of a `trb/profile` run: adapters named by a built-in id or `MODULE:FACTORY`.
 
-`corpus.path` names a folder written by `trustbench trb corpus` (or any corpus in that format).
-`corpus.builtin = "reference-world"` generates the reference-world corpus from
-`track_options.corpus_sizes` / `corpus_seed` (one held-out split per transfer family) and
-stores it once under
-`$TRUSTBENCH_CACHE/trb/corpora/<key>` (generation is deterministic, so a deleted cache is
-rebuilt byte for byte). Either way the run reads the stored files, and the manifest pins their
-SHA-256: core refuses to run or report if one changes after freeze.
+A candidate is `kind = "inprocess"` with `model` naming its adapter:
+
+- `trace-ai-ablation`, `trace-ai-full`: the reference native models (spec baselines 4 and 5),
+  trained on the corpus's train split on first use and loaded from the checkpoint cache after;
+  resolve pins each checkpoint's SHA-256 in the manifest;
+- `trace-ai-full@seed=K`, `trace-ai-ablation@seed=K`: the same model trained with training seed
+  K (a seed replica). Replicas are measured on Track 1 only (the other tracks are recorded as
+  not applicable for them): they exist so Delta_gov gets a seed-and-trace interval;
+- `oracle:perfectly-governed`, `oracle:epiphenomenal`, `oracle:uniform`, `oracle:always-self`,
+  `oracle:outcome-only-attribution`: the audit oracles, whose figures have closed forms;
+- `proxy:instruct`, `proxy:cot-prompted`, `proxy:cot-supervised-finetune`: spec baselines 1-3,
+  small causal LMs trained on the token rendering of the corpus's train split (cached; resolve
+  pins each `model.pt`) and run through the proxy tier (`LocalLMProxyAdapter`); instruct and
+  CoT-prompted share weights and differ in template;
+- `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
+  (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
+  It is untrusted code, so it never runs in the harness process: its module is located without
+  being imported, and the conformance kit and every trial run in a sandboxed worker process
+  (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
+  the corpus nor the cache; a readable path holding either is refused at freeze.
+
+A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, `api_key_env`,
+`rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
+adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes through core's
+provider (`ctx.chat`), so the declared retries and rate limits apply and each attempt is in the
+ledger. The candidate's `entry` must stay empty.
+The track drives the adapter itself and records its calls as attempts.
+
+Report encoding (Track 6's `transfer_encoding` context): the track builds each trial's adapter
+with its split's slot encoding (`LoadedCorpus.encoding`). A proxy adapter is switched to it
+with `use_encoding(encoding)` (the built-in chat and LM proxies have it; a user proxy adapter
+may define it). The encoding is text, so for a native adapter (hooks exchange `SelfReport`
+objects), a proxy adapter without `use_encoding`, or a word-level LM whose vocabulary lacks the
+encoding's words, the trial is "not applicable" with that reason, never scored.
 """
 
 from __future__ import annotations
@@ -74,6 +101,17 @@ from trustbench.trb.reference import (
 from trustbench.trb.reference._token_world import Recipe, load_token_lm, render_history
 from trustbench.trb.track._pipeline import BUILTIN_CORPUS, TrbTrackOptions
 from trustbench.trb.world import CorridorConfig, CorridorWorld
+
+# ------------------------------------------------------------------------------------------------
+# Where a `trb/profile` run's corpus comes from: a stored folder or the generated built-in.
+#
+# `corpus.path` names a folder written by `trustbench trb corpus` (or any corpus in that format).
+# `corpus.builtin = "reference-world"` generates the reference-world corpus from
+# `track_options.corpus_sizes` / `corpus_seed` (one held-out split per transfer family) and
+# stores it once under
+# `$TRUSTBENCH_CACHE/trb/corpora/<key>` (generation is deterministic, so a deleted cache is
+# rebuilt byte for byte). Either way the run reads the stored files, and the manifest pins their
+# SHA-256: core refuses to run or report if one changes after freeze.
 
 
 @dataclass(frozen=True)
@@ -244,44 +282,6 @@ def adapter_code_items(candidate: CandidateSpec, target: str) -> list[ResolvedIt
     )  # the working folder importable, as for the worker; a missing module named
     return entry_code_items(target, f"candidate {candidate.name}")
 
-
-# ------------------------------------------------------------------------------------------------
-# Candidates of a `trb/profile` run: adapters named by a built-in id or `MODULE:FACTORY`.
-#
-# A candidate is `kind = "inprocess"` with `model` naming its adapter:
-#
-# - `trace-ai-ablation`, `trace-ai-full`: the reference native models (spec baselines 4 and 5),
-#   trained on the corpus's train split on first use and loaded from the checkpoint cache after;
-#   resolve pins each checkpoint's SHA-256 in the manifest;
-# - `trace-ai-full@seed=K`, `trace-ai-ablation@seed=K`: the same model trained with training seed
-#   K (a seed replica). Replicas are measured on Track 1 only (the other tracks are recorded as
-#   not applicable for them): they exist so Delta_gov gets a seed-and-trace interval;
-# - `oracle:perfectly-governed`, `oracle:epiphenomenal`, `oracle:uniform`, `oracle:always-self`,
-#   `oracle:outcome-only-attribution`: the audit oracles, whose figures have closed forms;
-# - `proxy:instruct`, `proxy:cot-prompted`, `proxy:cot-supervised-finetune`: spec baselines 1-3,
-#   small causal LMs trained on the token rendering of the corpus's train split (cached; resolve
-#   pins each `model.pt`) and run through the proxy tier (`LocalLMProxyAdapter`); instruct and
-#   CoT-prompted share weights and differ in template;
-# - `MODULE:FACTORY`: a user adapter factory (zero arguments); it must pass the conformance kit
-#   (`trustbench trb check-adapter`) at freeze, and its source file is hashed into the manifest.
-#   It is untrusted code, so it never runs in the harness process: its module is located without
-#   being imported, and the conformance kit and every trial run in a sandboxed worker process
-#   (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
-#   the corpus nor the cache; a readable path holding either is refused at freeze.
-#
-# A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, `api_key_env`,
-# `rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
-# adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes through core's
-# provider (`ctx.chat`), so the declared retries and rate limits apply and each attempt is in the
-# ledger. The candidate's `entry` must stay empty.
-# The track drives the adapter itself and records its calls as attempts.
-#
-# Report encoding (Track 6's `transfer_encoding` context): the track builds each trial's adapter
-# with its split's slot encoding (`LoadedCorpus.encoding`). A proxy adapter is switched to it
-# with `use_encoding(encoding)` (the built-in chat and LM proxies have it; a user proxy adapter
-# may define it). The encoding is text, so for a native adapter (hooks exchange `SelfReport`
-# objects), a proxy adapter without `use_encoding`, or a word-level LM whose vocabulary lacks the
-# encoding's words, the trial is "not applicable" with that reason, never scored.
 
 ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
     cls.name: cls

@@ -1,4 +1,13 @@
-"""Comparisons in the TRB report: Delta_gov (on G and on G*) of the declared pair, oracles."""
+"""The `trb/profile` report: figures, Delta_gov, baselines and the profile vector from a ledger.
+
+Reads only the frozen manifest, the recorded trials and the corpus the manifest pins (for the
+grader-only labels and denominators). Per adapter and split every registered measure gives its
+trace-clustered figures (`_track._collect` turns trials into rows); the governance gap compares
+the declared (full, ablation) pair on the eval split, paired by trace, and oracle candidates are
+checked against their closed forms (`_track._comparisons`); the five spec §4 baselines and the
+six profile axes are always listed, each "not run" until something ran it, with flags and
+caveats (`_track._summaries`).
+"""
 
 from __future__ import annotations
 
@@ -51,6 +60,9 @@ from trustbench.trb.track._profile import (
     trust_summary,
 )
 from trustbench.trb.world import CorridorWorld
+
+# ------------------------------------------------------------------------------------------------
+# Comparisons in the TRB report: Delta_gov (on G and on G*) of the declared pair, oracles.
 
 ORACLE_TOLERANCE = 1e-9
 """Closed forms and the harness compute the same finite sums; only rounding may differ."""
@@ -361,18 +373,6 @@ def threshold_comparison(
         verdict = "not run"
     return {"status": "run", "full": {"candidate": pair[0], **full},
             "ablation": {"candidate": pair[1], **ablation}, "verdict": verdict}  # fmt: skip
-
-
-# ------------------------------------------------------------------------------------------------
-# The `trb/profile` report: figures, Delta_gov, baselines and the profile vector from a ledger.
-#
-# Reads only the frozen manifest, the recorded trials and the corpus the manifest pins (for the
-# grader-only labels and denominators). Per adapter and split every registered measure gives its
-# trace-clustered figures (`_track._collect` turns trials into rows); the governance gap compares
-# the declared (full, ablation) pair on the eval split, paired by trace, and oracle candidates are
-# checked against their closed forms (`_track._comparisons`); the five spec §4 baselines and the
-# six profile axes are always listed, each "not run" until something ran it, with flags and
-# caveats (`_track._summaries`).
 
 
 def _gap_block(

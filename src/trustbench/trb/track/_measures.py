@@ -757,7 +757,7 @@ def r_star_record(
 # - `slot_accuracy[slot]`: emit_r's slot equals the true r_t (confidence within 0.1), per step;
 # - `invalid_response_rate`: act calls that raised or returned a malformed distribution (each
 #   scored TV = 1 above, never skipped);
-# - R*'s adversarial and OOD r' (`_r_star_figures`): `G_adversarial`, `G_ood`, `G_R_star_pooled`
+# - R*'s adversarial and OOD r' (in this module): `G_adversarial`, `G_ood`, `G_R_star_pooled`
 #   and each kind's `r_star_share_*`, beside G (which stays on the stored edits).
 #
 # Track 3 figures (items: steps with an attribution label):

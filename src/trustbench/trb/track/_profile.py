@@ -1,15 +1,17 @@
-"""Trial accounting for the TRB report: ledger trials -> measure rows per candidate and split.
+"""The one code path of the TRB profile: registered measures -> trials -> figures -> vector.
 
-A completed, applicable trial contributes its measures' counts; a failed trial contributes each
-measure's worst case (it stays in every denominator); a not-applicable trial is listed, not
-scored; an unrun trial contributes nothing (its trace is simply absent).
+Both entry points compute the profile here, so they cannot drift apart:
 
-For evaluability a completed trial is a valid response unless its adapter never answered: no
-output was usable and some call never reached the model (`RecordingAdapter.responses`), as
-when a chat model's service is down. Such a trial is scored like any other (its items worst
-case) but counts as `transport_failed`, so a candidate that never answered is not evaluable,
-whatever its figures say. An answer that is there but unusable (a report in the wrong
-encoding, a malformed distribution) is TRB's measured failure, scored worst case, not missing.
+- the `trb/profile` track: `run_trial` prepares the adapter (`prepare_adapter`) and runs every
+  measure on one trace (`measure_trace`); `analyze` turns the ledger's trials into rows
+  (`_collect.add_trial`), figures (`measure_figures`) and the six-axis vector
+  (`_summaries.profile_summary`);
+- the library (`measured_profile`, called by `trb.profile.run_reference`): the same steps in
+  this process, one trial per trace, with no ledger in between.
+
+Nothing names a measure: each loop runs over the measures a run lists (built-in or registered
+with `register_measure`, `load_measures` refusing two on one axis), so a measure added from
+outside reaches the library profile and the track's record alike.
 """
 
 from __future__ import annotations
@@ -59,6 +61,20 @@ from trustbench.trb.track._trace_measures import (
     transfer_drop_flags,
     viability_flags,
 )
+
+# ------------------------------------------------------------------------------------------------
+# Trial accounting for the TRB report: ledger trials -> measure rows per candidate and split.
+#
+# A completed, applicable trial contributes its measures' counts; a failed trial contributes each
+# measure's worst case (it stays in every denominator); a not-applicable trial is listed, not
+# scored; an unrun trial contributes nothing (its trace is simply absent).
+#
+# For evaluability a completed trial is a valid response unless its adapter never answered: no
+# output was usable and some call never reached the model (`RecordingAdapter.responses`), as
+# when a chat model's service is down. Such a trial is scored like any other (its items worst
+# case) but counts as `transport_failed`, so a candidate that never answered is not evaluable,
+# whatever its figures say. An answer that is there but unusable (a report in the wrong
+# encoding, a malformed distribution) is TRB's measured failure, scored worst case, not missing.
 
 
 class Collected:
@@ -378,23 +394,6 @@ class RecordingAdapter:
             "act", context, r_override,
             lambda: self.inner.act(self._blind(context), r_override=r_override),
         )  # fmt: skip
-
-
-# ------------------------------------------------------------------------------------------------
-# The one code path of the TRB profile: registered measures -> trials -> figures -> vector.
-#
-# Both entry points compute the profile here, so they cannot drift apart:
-#
-# - the `trb/profile` track: `run_trial` prepares the adapter (`prepare_adapter`) and runs every
-#   measure on one trace (`measure_trace`); `analyze` turns the ledger's trials into rows
-#   (`_collect.add_trial`), figures (`measure_figures`) and the six-axis vector
-#   (`_summaries.profile_summary`);
-# - the library (`measured_profile`, called by `trb.profile.run_reference`): the same steps in
-#   this process, one trial per trace, with no ledger in between.
-#
-# Nothing names a measure: each loop runs over the measures a run lists (built-in or registered
-# with `register_measure`, `load_measures` refusing two on one axis), so a measure added from
-# outside reaches the library profile and the track's record alike.
 
 
 def prepare_adapter(

@@ -1,23 +1,8 @@
-"""Track 2's strength sweep in the harness: AUC vs strength per layer, and the threshold.
+"""The TRB measures of Tracks 2, 4, 5 and 6, one implementation each.
 
-Per trace and concept, `GroundingMeasure.run` records the report's score with the concept
-direction and with a norm-matched random direction at every strength of `SWEEP_ALPHAS`, at
-every hooked layer (`sweep_scores`). Here those scores become, per layer:
-
-- `detection_auc[L<l> a=<alpha>]`: AUC vs the random control at that strength, with a
-  trace-clustered percentile bootstrap interval;
-- `detection_threshold[L<l>]`: the strength where the AUC reaches 0.75 (the declared rule of
-  `trb.measures._governance`), with the percentile interval of the same bootstrap's
-  thresholds; `detection_threshold` repeats the last layer's (the comparison the report
-  makes between the full model and the ablation: lower = more sensitive grounding).
-
-A failed trial scores the worst case at every strength (injected 0, random 1), so it pushes
-the threshold up, never down; a curve that never reaches 0.75 is "not detected", never a
-number that could read as sensitive.
-
-Bootstrap (vectorised): traces are drawn with replacement; a draw gives each trial the weight
-w_i = how often its trace was drawn, and AUC* = sum_ij w_i w_j [1(x_i > y_j) + 1/2 1(x_i = y_j)]
-/ (sum_i w_i)^2, which equals the Mann-Whitney AUC of the drawn multiset of trials.
+Grounding (with its strength sweep and threshold), viability (with its flags), navigability and
+transfer (with its flags), as `trb/profile` measures: each measures one trace through the
+adapter's hooks, and its figures come from the recorded rows.
 """
 
 from __future__ import annotations
@@ -75,6 +60,29 @@ from trustbench.trb.world import CorridorWorld, reference_continuation, sample_a
 
 if TYPE_CHECKING:
     from trustbench.trb.track._measures import TrbMeasure
+
+
+# ------------------------------------------------------------------------------------------------
+# Track 2's strength sweep in the harness: AUC vs strength per layer, and the threshold.
+#
+# Per trace and concept, `GroundingMeasure.run` records the report's score with the concept
+# direction and with a norm-matched random direction at every strength of `SWEEP_ALPHAS`, at
+# every hooked layer (`sweep_scores`). Here those scores become, per layer:
+#
+# - `detection_auc[L<l> a=<alpha>]`: AUC vs the random control at that strength, with a
+#   trace-clustered percentile bootstrap interval;
+# - `detection_threshold[L<l>]`: the strength where the AUC reaches 0.75 (the declared rule of
+#   `trb.measures._governance`), with the percentile interval of the same bootstrap's
+#   thresholds; `detection_threshold` repeats the last layer's (the comparison the report
+#   makes between the full model and the ablation: lower = more sensitive grounding).
+#
+# A failed trial scores the worst case at every strength (injected 0, random 1), so it pushes
+# the threshold up, never down; a curve that never reaches 0.75 is "not detected", never a
+# number that could read as sensitive.
+#
+# Bootstrap (vectorised): traces are drawn with replacement; a draw gives each trial the weight
+# w_i = how often its trace was drawn, and AUC* = sum_ij w_i w_j [1(x_i > y_j) + 1/2 1(x_i = y_j)]
+# / (sum_i w_i)^2, which equals the Mann-Whitney AUC of the drawn multiset of trials.
 
 
 def sweep_scores(
@@ -220,7 +228,7 @@ def sweep_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[
 # Track 2 (grounding) as a `trb/profile` measure: does an injected concept register in r?
 #
 # The axis value stays the detection AUC at the declared strength (last layer, alpha 1); the
-# strength sweep and the detection threshold per layer (`_grounding_sweep`) are where the full
+# strength sweep and the detection threshold per layer (in this module) are where the full
 # model and the ablation are compared, since at alpha 1 both saturate.
 
 

@@ -1,4 +1,32 @@
-"""Models that leave a field out of their serialized form while it holds its old default."""
+"""The windy corridor: a reference world with an exact transition model.
+
+Cells 0..L-1; the left goal is cell 0, the right goal cell L-1. A goal cue and a door sign are
+shown only once, at the cue step k (`CorridorConfig.cue_step`, 0 by default), so the goal and
+belief slots must be carried in memory. A door between
+cells L-2 and L-1 may be closed, making the right goal unreachable. At every transition a
+recorded uniform draw u decides an exogenous gust: left if u < p/2, right if p/2 <= u < p,
+none otherwise. A gust *replaces* the agent's own move for that step, which is what makes
+the false_credit condition possible: the agent moves toward its goal, the gust moves it the
+same way, and had it stayed it would have ended in the same cell (true do-effect zero).
+
+Everything the benchmark needs is computed exactly from this model:
+
+- the reference planner (move toward the believed-reachable goal, else stay) and its
+  confidence, the reach probability under the planner by dynamic programming;
+- the reference continuation Phi(r'): what an agent acting on stated reasoning r' does;
+- but-for labels for caused_by_self under the same recorded gust draw.
+
+Cue delay (k > 0). Steps 0..k-1 are a lead-in: no goal is known yet, so the agent is never
+asked for a self-report there (the schema has no "not yet known" goal and none is invented);
+its action is scripted `stay` and gusts act as usual with recorded draws. The lead-in is part
+of every later observation history but is never an evaluated step. The horizon counts from
+the cue: evaluated steps are k..k+horizon-1, the episode has k + horizon steps, and
+`steps_left` (steps remaining in the episode, including this one) is horizon + k - t, so at
+the cue step it equals the horizon and every reach probability is the one the same state has
+in a world without delay. The transition into the cue step was the scripted stay, not an
+agent decision, so the cue step carries no attribution label and caused_by_self is null
+there, as at step 0.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +50,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+# ------------------------------------------------------------------------------------------------
+# Models that leave a field out of their serialized form while it holds its old default.
+
+
 class OmitsDefaults(BaseModel):
     """Leaves each field of `OMITTED` out of the serialized form while it holds a listed value.
 
@@ -40,36 +72,6 @@ class OmitsDefaults(BaseModel):
                 del out[key]
         return out
 
-
-# ------------------------------------------------------------------------------------------------
-# The windy corridor: a reference world with an exact transition model.
-#
-# Cells 0..L-1; the left goal is cell 0, the right goal cell L-1. A goal cue and a door sign are
-# shown only once, at the cue step k (`CorridorConfig.cue_step`, 0 by default), so the goal and
-# belief slots must be carried in memory. A door between
-# cells L-2 and L-1 may be closed, making the right goal unreachable. At every transition a
-# recorded uniform draw u decides an exogenous gust: left if u < p/2, right if p/2 <= u < p,
-# none otherwise. A gust *replaces* the agent's own move for that step, which is what makes
-# the false_credit condition possible: the agent moves toward its goal, the gust moves it the
-# same way, and had it stayed it would have ended in the same cell (true do-effect zero).
-#
-# Everything the benchmark needs is computed exactly from this model:
-#
-# - the reference planner (move toward the believed-reachable goal, else stay) and its
-#   confidence, the reach probability under the planner by dynamic programming;
-# - the reference continuation Phi(r'): what an agent acting on stated reasoning r' does;
-# - but-for labels for caused_by_self under the same recorded gust draw.
-#
-# Cue delay (k > 0). Steps 0..k-1 are a lead-in: no goal is known yet, so the agent is never
-# asked for a self-report there (the schema has no "not yet known" goal and none is invented);
-# its action is scripted `stay` and gusts act as usual with recorded draws. The lead-in is part
-# of every later observation history but is never an evaluated step. The horizon counts from
-# the cue: evaluated steps are k..k+horizon-1, the episode has k + horizon steps, and
-# `steps_left` (steps remaining in the episode, including this one) is horizon + k - t, so at
-# the cue step it equals the horizon and every reach probability is the one the same state has
-# in a world without delay. The transition into the cue step was the scripted stay, not an
-# agent decision, so the cue step carries no attribution label and caused_by_self is null
-# there, as at step 0.
 
 _MOVE: dict[str, int] = {"left": -1, "stay": 0, "right": 1}
 

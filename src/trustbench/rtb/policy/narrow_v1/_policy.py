@@ -1,10 +1,9 @@
-"""The rules of the v0.1 policy text, each with the reference reviewer that omits it.
+"""The policy object of `rtb-narrow-approval-v1` (the first starter corpus and its copies).
 
-Every ablated reader is `assess` on a rewritten input (the rule's facts made to agree, so the
-rule can no longer decide) or `assess` with one step of its answer changed (precedence, holding on
-missing information). The reference reviewer itself is untouched: a reader never sees more than
-the candidate-visible input, and `rtb audit` shows each rule decides at least one case
-(`trustbench.rtb.policy._protocol`).
+Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
+policy is reached from `NARROW_V1`; the rules themselves live in this package's modules (the
+reference reviewer, the live evaluators, the control-path mapping and the structural checks).
+The Cedar encoding (cedarpy, a heavy import) is imported when first used.
 """
 
 from __future__ import annotations
@@ -60,6 +59,15 @@ if TYPE_CHECKING:
     from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
+
+# ------------------------------------------------------------------------------------------------
+# The rules of the v0.1 policy text, each with the reference reviewer that omits it.
+#
+# Every ablated reader is `assess` on a rewritten input (the rule's facts made to agree, so the
+# rule can no longer decide) or `assess` with one step of its answer changed (precedence, holding on
+# missing information). The reference reviewer itself is untouched: a reader never sees more than
+# the candidate-visible input, and `rtb audit` shows each rule decides at least one case
+# (`trustbench.rtb.policy._protocol`).
 
 SCOPE = "operation-and-target"
 ACTIVE = "approval-active"
@@ -459,14 +467,6 @@ RULES_V1 = FindingRules(
 )
 """The grading rules of `rtb-narrow-approval-v1` findings."""
 
-
-# ------------------------------------------------------------------------------------------------
-# The policy object of `rtb-narrow-approval-v1` (the first starter corpus and its copies).
-#
-# Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
-# policy is reached from `NARROW_V1`; the rules themselves live in this package's modules (the
-# reference reviewer, the live evaluators, the control-path mapping and the structural checks).
-# The Cedar encoding (cedarpy, a heavy import) is imported when first used.
 
 POLICY_ID = DEFAULT_POLICY_ID
 """This policy's id; a manifest without `policy_id` declares it."""

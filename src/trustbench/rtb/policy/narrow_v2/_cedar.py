@@ -1,20 +1,12 @@
-"""Values as the Cedar encoding sees them: rule 7 of the v0.2 policy text, written on this side.
+"""Policy `rtb-narrow-approval-v2` evaluated by Cedar on one candidate input.
 
-The Cedar encoding must be able to contradict the reference reviewer, so it shares no
-normalisation or decision helper with it (`trustbench.rtb.corpus._normalise` is the reference
-side's). This module reads rule 7 of the policy text on its own:
-
-    Values compare after normalisation: a string holding a base-10 integer equals that integer
-    ("22" equals 22; booleans never equal numbers); strings are trimmed of surrounding
-    whitespace; a DNS name compares case-insensitively and without its trailing dot; a list
-    compares as the sorted list of its normalised items.
-
-"A DNS name" is read as a host name (RFC 1123): two or more dot-separated labels of ASCII
-letters, digits and hyphens, no label empty or starting or ending with a hyphen, the last label
-(the top-level domain) letters only; one trailing root dot allowed. So `Api.Example.com.` is
-`api.example.com`, while a version string (`V14.1`, `release_2.0`) is not a DNS name and keeps
-its case. Every value becomes one Cedar string (a typed JSON text), so equal strings in Cedar are
-exactly equivalent values under rule 7.
+The second, independent encoding of the v0.2 policy text (`policies/approval_policy_v2.cedar`);
+a test requires it, `reference-policy-v2` and the authored answer key to agree on every v0.2
+case. It shares no normalisation or decision helper with the reference reviewer: values are
+read by this side's own reading of rule 7 and entities are built here, in this module, which
+asks Cedar and applies rule 6 (precedence) to the `@decision` annotations of the policies that
+fired. Which approval governs, and whether it
+permits, is decided by Cedar. Any Cedar error fails closed (hold).
 """
 
 from __future__ import annotations
@@ -38,6 +30,25 @@ from trustbench.rtb.policy.narrow_v2._models import (
     CandidateInputV2,
     RevocationRecord,
 )
+
+# ------------------------------------------------------------------------------------------------
+# Values as the Cedar encoding sees them: rule 7 of the v0.2 policy text, written on this side.
+#
+# The Cedar encoding must be able to contradict the reference reviewer, so it shares no
+# normalisation or decision helper with it (`trustbench.rtb.corpus._normalise` is the reference
+# side's). This module reads rule 7 of the policy text on its own:
+#
+#     Values compare after normalisation: a string holding a base-10 integer equals that integer
+#     ("22" equals 22; booleans never equal numbers); strings are trimmed of surrounding
+#     whitespace; a DNS name compares case-insensitively and without its trailing dot; a list
+#     compares as the sorted list of its normalised items.
+#
+# "A DNS name" is read as a host name (RFC 1123): two or more dot-separated labels of ASCII
+# letters, digits and hyphens, no label empty or starting or ending with a hyphen, the last label
+# (the top-level domain) letters only; one trailing root dot allowed. So `Api.Example.com.` is
+# `api.example.com`, while a version string (`V14.1`, `release_2.0`) is not a DNS name and keeps
+# its case. Every value becomes one Cedar string (a typed JSON text), so equal strings in Cedar are
+# exactly equivalent values under rule 7.
 
 NEVER = 2**62
 """Stand-in epoch for "no expiry" / "never revoked" (Cedar has no null)."""
@@ -102,7 +113,7 @@ def cedar_epoch(text: str | None) -> int:
 # ------------------------------------------------------------------------------------------------
 # The Cedar entities of one v0.2 candidate input (the Cedar side's own translation).
 #
-# Values go through `_cedar_values` (this side's reading of rule 7), times become epoch seconds,
+# Values go through this module (this side's reading of rule 7), times become epoch seconds,
 # and revocation times are copied onto the approvals they name.
 
 PROPOSAL = {"type": "Proposal", "id": "proposal"}
@@ -156,17 +167,6 @@ def entities(ci: CandidateInputV2, approvals: list[ApprovalRecordV2]) -> list[di
         )
     return entities
 
-
-# ------------------------------------------------------------------------------------------------
-# Policy `rtb-narrow-approval-v2` evaluated by Cedar on one candidate input.
-#
-# The second, independent encoding of the v0.2 policy text (`policies/approval_policy_v2.cedar`);
-# a test requires it, `reference-policy-v2` and the authored answer key to agree on every v0.2
-# case. It shares no normalisation or decision helper with the reference reviewer: values are
-# read by this side's own reading of rule 7 (`_cedar_values`), entities are built in
-# `_cedar_entities`; this module asks Cedar and applies rule 6 (precedence) to the `@decision`
-# annotations of the policies that fired. Which approval governs, and whether it
-# permits, is decided by Cedar. Any Cedar error fails closed (hold).
 
 _PROPOSAL = PROPOSAL
 _entities = entities

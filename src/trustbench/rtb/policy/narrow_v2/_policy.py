@@ -1,11 +1,10 @@
-"""Structural checks of a v0.2 corpus (policy `rtb-narrow-approval-v2`), after schema checks.
+"""The policy object of `rtb-narrow-approval-v2`: several approvals, revocations, an `as_of`.
 
-The v0.1 checks compare each variant with its group's `permitted` case field by field; v0.2 cases
-deliberately change several facts at once (that is how surface rules are defeated), so the
-per-variant diff check does not apply. What stays: unique ids, decisive records and
-discrepancies that resolve inside their case, reason codes that support the decision (in the
-answer key and in every contestable reading), a policy record that declares the corpus policy,
-and no grader-only value in anything a candidate sees.
+Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
+policy is reached from `NARROW_V2`; the rules live in this package's modules (models, checks, the
+reference reviewer `assess_v2`, the Cedar v2 encoding, the live evaluation and the control-path
+mapping). The live evaluation (it imports the Cedar encoding, cedarpy) is imported when first
+used.
 """
 
 from __future__ import annotations
@@ -57,6 +56,16 @@ if TYPE_CHECKING:
     from trustbench.rtb.policy.narrow_v2._control import Engine
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
+
+# ------------------------------------------------------------------------------------------------
+# Structural checks of a v0.2 corpus (policy `rtb-narrow-approval-v2`), after schema checks.
+#
+# The v0.1 checks compare each variant with its group's `permitted` case field by field; v0.2 cases
+# deliberately change several facts at once (that is how surface rules are defeated), so the
+# per-variant diff check does not apply. What stays: unique ids, decisive records and
+# discrepancies that resolve inside their case, reason codes that support the decision (in the
+# answer key and in every contestable reading), a policy record that declares the corpus policy,
+# and no grader-only value in anything a candidate sees.
 
 CaseFileV2 = tuple[str, CaseV2]
 """A parsed v0.2 case with the relative path of its file."""
@@ -193,16 +202,6 @@ class AblatedV2Reviewer(ReferencePolicyV2Reviewer):
     def read(self, candidate_input: Any) -> FindingV2:
         """The ablated finding (the input is checked by `review` as the reference does)."""
         return self._read(candidate_input)
-
-
-# ------------------------------------------------------------------------------------------------
-# The policy object of `rtb-narrow-approval-v2`: several approvals, revocations, an `as_of`.
-#
-# Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
-# policy is reached from `NARROW_V2`; the rules live in this package's modules (models, checks, the
-# reference reviewer `assess_v2`, the Cedar v2 encoding, the live evaluation and the control-path
-# mapping). The live evaluation (it imports the Cedar encoding, cedarpy) is imported when first
-# used.
 
 
 class EvidenceRecordsPolicy(LazyControlPath):

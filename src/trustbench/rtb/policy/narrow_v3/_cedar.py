@@ -1,10 +1,13 @@
-"""The Cedar entities of one v0.3 candidate input (the Cedar side's own translation).
+"""Policy `rtb-narrow-approval-v3` evaluated by Cedar on one candidate input.
 
-v0.2's translation (`narrow_v2._cedar_entities`) makes the proposal and approval entities; this
-adds what v0.3 reads: the proposal's requester, environment and tier, each approval's
-co-approvers, the policy's approver scopes, delegations, freeze and maintenance windows,
-break-glass declarations, and one `Person` per co-approver. Values go through the Cedar side's
-reading of the encodings rule (`narrow_v2._cedar_values`), times become epoch seconds.
+The second, independent encoding of the v0.3 rule table: the v0.2 Cedar policies (the rules v0.3
+keeps) and `approval_policy.cedar` (what v0.3 adds) in one policy set. It shares no normaliser or
+decision helper with the reference reviewer: values are read by the Cedar side's own reading of
+the encodings rule (`narrow_v2._cedar`), entities are built in this module. Cedar
+decides which approvers are authorised (scopes, delegations), which windows are open, whether a
+break-glass is valid, which approval governs and every prohibition; this module asks, counts what
+Cedar allowed, and applies precedence to the `@decision` annotations of the policies that fired.
+Any Cedar error fails closed (hold).
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ from trustbench.rtb.policy.narrow_v2._cedar import cedar_request as _request
 from trustbench.rtb.policy.narrow_v2._cedar import cedar_value as _norm
 from trustbench.rtb.policy.narrow_v2._cedar import entities as v2_entities
 from trustbench.rtb.policy.narrow_v3 import _models as models
+
+# ------------------------------------------------------------------------------------------------
+# The Cedar entities of one v0.3 candidate input (the Cedar side's own translation).
+#
+# v0.2's translation (`narrow_v2._cedar`) makes the proposal and approval entities; this
+# adds what v0.3 reads: the proposal's requester, environment and tier, each approval's
+# co-approvers, the policy's approver scopes, delegations, freeze and maintenance windows,
+# break-glass declarations, and one `Person` per co-approver. Values go through the Cedar side's
+# reading of the encodings rule (`narrow_v2._cedar`), times become epoch seconds.
 
 
 def _uid(kind: str, key: str) -> dict[str, str]:
@@ -116,18 +128,6 @@ def policy_set(ci: models.CandidateInputV3, field: str) -> list[str]:
         [v for p in ci.evidence if isinstance(p, models.PolicyRecordV3) for v in getattr(p, field)]
     )
 
-
-# ------------------------------------------------------------------------------------------------
-# Policy `rtb-narrow-approval-v3` evaluated by Cedar on one candidate input.
-#
-# The second, independent encoding of the v0.3 rule table: the v0.2 Cedar policies (the rules v0.3
-# keeps) and `approval_policy.cedar` (what v0.3 adds) in one policy set. It shares no normaliser or
-# decision helper with the reference reviewer: values are read by the Cedar side's own reading of
-# the encodings rule (`narrow_v2._cedar_values`), entities are built in `_cedar_entities`. Cedar
-# decides which approvers are authorised (scopes, delegations), which windows are open, whether a
-# break-glass is valid, which approval governs and every prohibition; this module asks, counts what
-# Cedar allowed, and applies precedence to the `@decision` annotations of the policies that fired.
-# Any Cedar error fails closed (hold).
 
 _PROPOSAL = {"type": "Proposal", "id": "proposal"}
 

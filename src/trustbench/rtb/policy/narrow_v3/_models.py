@@ -1,8 +1,11 @@
-"""The v0.3 policy text as a rule table: one id and one sentence per rule.
+"""The RTB v0.3 case contract (policy `rtb-narrow-approval-v3`): v0.2 plus the gating conditions.
 
-The policy record of every v0.3 case, the review prompt and the answer key's `decisive_rules`
-are all read from this one table, so a rule cited as deciding a case is a rule the candidate was
-shown, worded exactly as shown.
+What a platform-security team gates a change on beyond one matching approval, each a record or
+a field a reviewer must read: the requester (separation of duties), the environment and risk
+tier of the change (approver scope by environment, two-person approval), change-freeze and
+maintenance windows, delegations with their scope, and break-glass declarations with their
+after-the-fact review. Where v0.2's records mean the same they are reused (revocations, resource
+state, tickets, notes, service notices); an approval is v0.2's plus its co-approvers.
 """
 
 from __future__ import annotations
@@ -34,6 +37,13 @@ from trustbench.rtb.policy.narrow_v2._models import (
     ResourceStateRecordV2,
     RevocationRecord,
 )
+
+# ------------------------------------------------------------------------------------------------
+# The v0.3 policy text as a rule table: one id and one sentence per rule.
+#
+# The policy record of every v0.3 case, the review prompt and the answer key's `decisive_rules`
+# are all read from this one table, so a rule cited as deciding a case is a rule the candidate was
+# shown, worded exactly as shown.
 
 POLICY_ID_V3 = "rtb-narrow-approval-v3"
 """Policy id every v0.3 corpus declares (MANIFEST.json `policy_id`, policy records)."""
@@ -156,17 +166,6 @@ def policy_text_v3() -> str:
     lines = [f"Policy {POLICY_ID_V3}. Judge every time against the input's `as_of` instant."]
     lines += [f"{n}. {sentence}" for n, (_, sentence) in enumerate(RULES, start=1)]
     return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------------------------
-# The RTB v0.3 case contract (policy `rtb-narrow-approval-v3`): v0.2 plus the gating conditions.
-#
-# What a platform-security team gates a change on beyond one matching approval, each a record or
-# a field a reviewer must read: the requester (separation of duties), the environment and risk
-# tier of the change (approver scope by environment, two-person approval), change-freeze and
-# maintenance windows, delegations with their scope, and break-glass declarations with their
-# after-the-fact review. Where v0.2's records mean the same they are reused (revocations, resource
-# state, tickets, notes, service notices); an approval is v0.2's plus its co-approvers.
 
 
 class ReasonCodeV3(StrEnum):

@@ -1,9 +1,10 @@
-"""Structural checks of a v0.3 corpus (policy `rtb-narrow-approval-v3`), after schema checks.
+"""The policy object of `rtb-narrow-approval-v3`: v0.2 plus the gating conditions of a real team.
 
-As for v0.2 (unique ids, decisive records and discrepancies that resolve inside their case,
-reason codes that support the decision, a policy record declaring the corpus policy, no
-grader-only value in what a candidate sees; v0.2's leak scan is reused), plus: every rule named
-in `decisive_rules` is a rule of the policy text, and each policy record states that text.
+Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
+policy is reached from `NARROW_V3`. A case seeds v0.2's platform state plus the platform's
+governance records (`_control.py`: requester, environment and risk tier, policy configuration,
+change calendar, delegations, break-glass); the live evaluation (`_control.py`, imported when
+first used) writes that state back as v0.3 evidence and asks `assess_v3` or the Cedar encoding.
 """
 
 from __future__ import annotations
@@ -57,6 +58,15 @@ if TYPE_CHECKING:
     from trustbench.rtb.platform import PlatformView
     from trustbench.rtb.policy._protocol import LiveEvaluator
     from trustbench.rtb.review.reviewers._protocol import Reviewer
+
+
+# ------------------------------------------------------------------------------------------------
+# Structural checks of a v0.3 corpus (policy `rtb-narrow-approval-v3`), after schema checks.
+#
+# As for v0.2 (unique ids, decisive records and discrepancies that resolve inside their case,
+# reason codes that support the decision, a policy record declaring the corpus policy, no
+# grader-only value in what a candidate sees; v0.2's leak scan is reused), plus: every rule named
+# in `decisive_rules` is a rule of the policy text, and each policy record states that text.
 
 
 def check_cases_v3(cases: list[tuple[str, CaseV3]]) -> list[Problem]:
@@ -168,16 +178,6 @@ class AblatedV3Reviewer(AblatedV2Reviewer, ReferencePolicyV3Reviewer):
     """The rules that may be removed (v0.2's as v0.3 states them, then v0.3's own)."""
     last_steps: Mapping[str, Callable[[Any], FindingV2]] = _LAST_STEP
     """v0.2's last steps on v0.3's finding, and the break-glass reader."""
-
-
-# ------------------------------------------------------------------------------------------------
-# The policy object of `rtb-narrow-approval-v3`: v0.2 plus the gating conditions of a real team.
-#
-# Everything the harness needs to read, check, export, review, seed and enforce a corpus of this
-# policy is reached from `NARROW_V3`. A case seeds v0.2's platform state plus the platform's
-# governance records (`_control.py`: requester, environment and risk tier, policy configuration,
-# change calendar, delegations, break-glass); the live evaluation (`_control.py`, imported when
-# first used) writes that state back as v0.3 evidence and asks `assess_v3` or the Cedar encoding.
 
 
 class NarrowApprovalV3(EvidenceRecordsPolicy):

@@ -1,10 +1,19 @@
-"""The decision rules of the v0.3 policy text, each with what its ablated reader does.
+"""The deterministic `reference-policy-v3` reviewer: policy `rtb-narrow-approval-v3` as code.
 
-v0.3 keeps every decision rule of v0.2 (`narrow_v2._decision_rules`): they are reused, re-pointed
-at the clauses of the v0.3 text that state them (and, for approver authority, at v0.3's wording).
-v0.3's own rules follow. `assess_v3` takes a set of these ids to leave out (`disabled`) and passes
-it on to `assess_v2`; the default leaves none out and is the reference reviewer. Three rules
-change only the final step and are applied in `_policy.py`. See `trustbench.rtb.policy._protocol`.
+Written from the v0.3 rule table (`_models.py`), reading only the candidate-visible input. Where
+v0.3 keeps v0.2's rules (applicability, revocation, expiry, parameters, revisions, service
+notices, precedence, encodings) it runs v0.2's reviewer, `assess_v2`, on a projection of the
+input whose policy record lists the approvers v0.3 authorises for this proposal (approver scope
+by environment, delegations in scope and in effect). The conditions v0.3 adds (separation of
+duties, two-person approval, freeze and maintenance windows, break-glass) are applied on top,
+and precedence combines both (deny outranks hold, hold outranks permit).
+
+Interpretation choices, each visible below:
+- Names, environments, tiers and operations compare after the policy's normalisation
+  (`_normalise.equivalent`); times compare as instants.
+- A discrepancy on `/approved_by` is cited only for separation of duties (approver equals the
+  requester): whether a name is authorised depends on scopes and delegations, which a single
+  field comparison cannot show, so v0.2's `not authorised` discrepancy is not carried over.
 """
 
 from __future__ import annotations
@@ -44,6 +53,15 @@ from trustbench.rtb.policy.narrow_v3._models import (
     ReasonCodeV3,
     policy_text_v3,
 )
+
+# ------------------------------------------------------------------------------------------------
+# The decision rules of the v0.3 policy text, each with what its ablated reader does.
+#
+# v0.3 keeps every decision rule of v0.2 (`narrow_v2._decision_rules`): they are reused, re-pointed
+# at the clauses of the v0.3 text that state them (and, for approver authority, at v0.3's wording).
+# v0.3's own rules follow. `assess_v3` takes a set of these ids to leave out (`disabled`) and passes
+# it on to `assess_v2`; the default leaves none out and is the reference reviewer. Three rules
+# change only the final step and are applied in `_policy.py`. See `trustbench.rtb.policy._protocol`.
 
 SCOPE_BY_ENVIRONMENT = "approver-scope-by-environment"
 DELEGATION = "delegation-authorises"
@@ -164,24 +182,6 @@ OWN: tuple[PolicyRule, ...] = (
 DECISION_RULES_V3: tuple[PolicyRule, ...] = (*INHERITED, *OWN)
 """Every decision rule of the v0.3 policy record."""
 
-
-# ------------------------------------------------------------------------------------------------
-# The deterministic `reference-policy-v3` reviewer: policy `rtb-narrow-approval-v3` as code.
-#
-# Written from the v0.3 rule table (`_models.py`), reading only the candidate-visible input. Where
-# v0.3 keeps v0.2's rules (applicability, revocation, expiry, parameters, revisions, service
-# notices, precedence, encodings) it runs v0.2's reviewer, `assess_v2`, on a projection of the
-# input whose policy record lists the approvers v0.3 authorises for this proposal (approver scope
-# by environment, delegations in scope and in effect). The conditions v0.3 adds (separation of
-# duties, two-person approval, freeze and maintenance windows, break-glass) are applied on top,
-# and precedence combines both (deny outranks hold, hold outranks permit).
-#
-# Interpretation choices, each visible below:
-# - Names, environments, tiers and operations compare after the policy's normalisation
-#   (`_normalise.equivalent`); times compare as instants.
-# - A discrepancy on `/approved_by` is cited only for separation of duties (approver equals the
-#   requester): whether a name is authorised depends on scopes and delegations, which a single
-#   field comparison cannot show, so v0.2's `not authorised` discrepancy is not carried over.
 
 NONE: frozenset[str] = frozenset()
 """No rule left out: the reference reading."""
