@@ -4,7 +4,7 @@ Run: `python -m bench.resume_finished` from the repository root (options: `--hel
 
 Since issue 56, `run` gives an existing ledger `verify`'s whole check (file, chain, stored
 bodies, head, sign-offs) before it appends anything. A whole check that finds the ledger intact
-is remembered under the user's cache (an HMAC of the file's SHA-256, `core/_ledger_integrity`),
+is remembered under the user's cache (an HMAC of the file's SHA-256, `core/ledger/_store`),
 and a later resume of the unchanged file hashes it instead of checking it row by row; a
 finished run's resume writes nothing, so the file stays unchanged. Both run here as processes
 on the same synthetic finished ledger of the reviewer workload (`bench/_ledger_fixture.py`;

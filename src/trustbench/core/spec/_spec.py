@@ -371,7 +371,7 @@ class ExperimentSpec(_Strict):
         if len(gate_names) != len(set(gate_names)):
             raise ValueError("gate names must be unique")
         # Gate candidates are checked at freeze against the track's configurations (a review
-        # chain is gateable by name): see `core/_freeze_checks.check_gates`.
+        # chain is gateable by name): see `core/spec/_manifest.check_gates`.
         return self
 
 
