@@ -324,8 +324,8 @@ _SignKeyOption = Annotated[
 def adjudicate_protocol(
     record: _RecordArgument,
     corpus: Annotated[
-        str, typer.Option("--corpus", help="`builtin:v0.3` or a corpus folder.")
-    ] = "builtin:v0.1",
+        str, typer.Option("--corpus", help="`builtin:NAME` (a built-in corpus) or a corpus folder.")
+    ],
     select: Annotated[
         str, typer.Option("--select", help="all | sample | consequential | listed")
     ] = "all",
