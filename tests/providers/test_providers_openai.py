@@ -185,3 +185,26 @@ def test_a_refusal_is_a_reply_without_text_that_keeps_the_refusal(
     result = _send(openai_server, ChatRequest(messages=USER))
     assert result.error_class is None and result.reply is not None
     assert result.reply.text is None and result.reply.refusal == "I can't help."
+
+
+def test_reasoning_content_is_kept_apart_from_the_text_it_never_joins(
+    openai_server: OpenAIServer,
+) -> None:
+    message = {"content": '{"decision": "deny"}', "reasoning_content": "draft: permit"}
+    body = {"model": "m", "choices": [{"message": message, "finish_reason": "stop"}]}
+    openai_server.on("hello", raw_body(json.dumps(body)))
+    result = _send(openai_server, ChatRequest(messages=USER))
+    assert result.reply is not None
+    assert result.reply.text == '{"decision": "deny"}'
+    assert result.reply.reasoning == "draft: permit"
+
+
+def test_a_reply_cut_while_reasoning_is_a_reply_with_no_text_not_a_malformed_body(
+    openai_server: OpenAIServer,
+) -> None:
+    message = {"content": None, "reasoning_content": "Let me check the appro"}
+    body = {"model": "m", "choices": [{"message": message, "finish_reason": "length"}]}
+    openai_server.on("hello", raw_body(json.dumps(body)))
+    result = _send(openai_server, ChatRequest(messages=USER))
+    assert result.error_class is None and result.reply is not None
+    assert result.reply.text is None and result.reply.finish_reason == "length"

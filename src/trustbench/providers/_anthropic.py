@@ -181,18 +181,22 @@ class AnthropicMessagesProvider(HttpChatProvider):
 def parse_message(document: dict[str, Any]) -> ChatReply:
     """Parse a messages response; a wrong shape raises (and becomes malformed)."""
     texts: list[str] = []
+    thoughts: list[str] = []
     tool_calls: list[ToolCall] = []
     for block in document["content"]:
         if block["type"] == "text":
             texts.append(block["text"])
+        elif block["type"] == "thinking":
+            thoughts.append(block["thinking"])
         elif block["type"] == "tool_use":
             tool_calls.append(ToolCall(block["id"], block["name"], json.dumps(block["input"])))
-    if not texts and not tool_calls:
-        raise ValueError("content has neither text nor tool_use blocks")
+    if not texts and not tool_calls and not thoughts:
+        raise ValueError("content has neither text, thinking nor tool_use blocks")
     model = document.get("model")
     return ChatReply(
         text="".join(texts) if texts else None,
         tool_calls=tool_calls,
         finish_reason=document.get("stop_reason"),
         reported_model=model if isinstance(model, str) else None,
+        reasoning="".join(thoughts) if thoughts else None,
     )

@@ -93,8 +93,9 @@ def parse_chat_completion(document: dict[str, Any]) -> ChatReply:
     refusal = message.get("refusal")
     if refusal is not None and not isinstance(refusal, str):
         raise TypeError("message.refusal is neither a string nor null")
-    if content is None and not tool_calls and refusal is None:
-        raise ValueError("message has neither content, tool calls nor a refusal")
+    reasoning = _reasoning(message)
+    if content is None and not tool_calls and refusal is None and reasoning is None:
+        raise ValueError("message has neither content, tool calls, a refusal nor reasoning")
     logprobs = None
     block = choice.get("logprobs")
     if isinstance(block, dict) and block.get("content") is not None:
@@ -116,4 +117,19 @@ def parse_chat_completion(document: dict[str, Any]) -> ChatReply:
         logprobs=logprobs,
         reported_model=model if isinstance(model, str) else None,
         refusal=refusal,
+        reasoning=reasoning,
     )
+
+
+def _reasoning(message: dict[str, Any]) -> str | None:
+    """The reasoning a server sent beside the content, if any.
+
+    vLLM, SGLang, DeepSeek and llama.cpp's server (with a reasoning parser) send it as
+    `reasoning_content`; newer vLLM and OpenRouter as `reasoning`. A reply cut while the model
+    was still reasoning has reasoning and no content: a reply, not a malformed body.
+    """
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None

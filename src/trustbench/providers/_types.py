@@ -104,6 +104,10 @@ class ChatReply:
     """Model id the service says answered (may differ from the requested one)."""
     refusal: str | None = None
     """A refusal message the API returned instead of content (OpenAI `message.refusal`)."""
+    reasoning: str | None = None
+    """Reasoning the service returned apart from the content (OpenAI-compatible servers'
+    `message.reasoning_content` or `message.reasoning`, Anthropic `thinking` blocks): recorded
+    with the trial, never part of `text`, so never graded as the answer."""
 
 
 @dataclass(slots=True)

@@ -188,6 +188,12 @@ class CandidateSpec(_Strict):
     """Serving settings merged into every request (temperature, max_tokens, seed, ...) or, for
     in-process candidates, the factory's arguments. No secrets: keys that look like credentials
     are rejected."""
+    reasoning_delimiter: str | None = Field(default=None, min_length=1)
+    """The text that ends this model's reasoning in its replies (e.g. `Final answer:`), for
+    models that reason in plain text rather than in `<think>` blocks or a separate
+    `reasoning_content` field. Everything up to its last occurrence is recorded and never
+    graded; a reply without it is invalid. Read by the reviewer track's `final_json_object`
+    answer extraction (refused at freeze under any other rule); not sent to the server."""
     price: PriceSpec | None = None
     """Token prices for cost accounting; without it every attempt's cost is null."""
     participant: ParticipantSpec | None = None

@@ -817,15 +817,16 @@ def what_was_run(run: RunFacts, entries: list[Entry]) -> TextBlock:
 
 
 def failed_block(out: Collected) -> TextBlock:
-    """Failed trials per configuration, by error class."""
+    """Failed trials per configuration, by error class, and replies cut by max_tokens."""
     return TextBlock(
-        title="Failed trials by error class",
+        title="Failed trials by error class; replies cut by max_tokens",
         paragraphs=[
             f"{name}: "
             + (
                 ", ".join(f"{cls} {n}" for cls, n in record["error_classes"].items())
                 or "no failed trial"
             )
+            + f"; {record['cut_by_max_tokens']['label']}"
             for name, record in out.config_records.items()
             if record["kind"] != ConfigurationKind.UNCHECKED  # the baseline runs no trial
         ],
@@ -1072,6 +1073,12 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
         configuration, members, candidate_records, tally, metrics, len(not_run)
     )
     record["error_classes"] = tally.error_classes
+    cut = tally.cut_by_max_tokens
+    record["cut_by_max_tokens"] = {
+        "trials": cut,
+        "of": tally.trials,
+        "label": f"cut by max_tokens: {cut} of {tally.trials}",
+    }
     out.config_records[name] = record
     out.breakdowns[name] = _breakdowns(run, name, tally, out.not_evaluable.get(name))
     if metrics is None:

@@ -43,7 +43,7 @@ from trustbench.rtb.review._rates import (
     review_rates,
 )
 from trustbench.rtb.review._rows import ReviewTrialRow
-from trustbench.rtb.review._validation import Outcome
+from trustbench.rtb.review._validation import CUT_FINISH_REASONS, Outcome
 
 PERMIT = Outcome.PERMIT
 
@@ -616,6 +616,9 @@ class ConfigurationTally:
         self.breakdowns: dict[str, dict[str, FigureTally]] = {key: {} for key in BREAKDOWN_KEYS}
         self._evaluability = [0, 0, 0, 0]
         self._errors: dict[str, int] = {}
+        self.cut_by_max_tokens = 0
+        """Trials with a member reply the token limit cut (`finish_reason` `length`): each is
+        invalid (`_validation.cut_reply`), counted here so a limit set too low is seen."""
         self.reported_models: set[str] = set()
         """Model ids the service reported in any member trial."""
 
@@ -628,6 +631,7 @@ class ConfigurationTally:
         self._add_to_breakdowns(row, marks, 1)
         self._evaluability[evaluability_kind(item)] += 1
         count_error_classes(item, self._errors)
+        self.cut_by_max_tokens += any(m.finish_reason in CUT_FINISH_REASONS for m in item.members)
         self.reported_models.update(
             m.reported_model for m in item.members if m.reported_model is not None
         )

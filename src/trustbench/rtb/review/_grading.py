@@ -95,10 +95,17 @@ class ReplyGrader:
         """Per case id: whether its policy keeps the evaluation id as given (`_keeps_ids`)."""
 
     def grade(
-        self, raw: str | None, case: AuthoredCase, evaluation_id: str, extraction: str
+        self,
+        raw: str | None,
+        case: AuthoredCase,
+        evaluation_id: str,
+        extraction: str,
+        *,
+        reasoning_delimiter: str | None = None,
+        finish_reason: str | None = None,
     ) -> Graded:
         """`raw` validated against the case's input under `evaluation_id`, and judged."""
-        instance, failed = parsed_reply(raw, extraction)
+        instance, failed = parsed_reply(raw, extraction, reasoning_delimiter, finish_reason)
         if failed is not None:
             return failed, None, tuple(support_gaps(failed, case))
         key = None
@@ -211,6 +218,9 @@ class MemberTrial:
     """The valid finding's explanation (for people to read, never scored); None without one."""
     support_gaps: tuple[str, ...] = ()
     """Why the finding is not supported for the case (`support_gaps`); empty when it is."""
+    finish_reason: str | None = None
+    """Why generation stopped, as the provider reported it (`length`: cut by max_tokens, so
+    the trial is invalid, `_validation.cut_reply`); None when not reported or no reply."""
 
 
 _SLIM: dict[tuple[Outcome, str | None], ValidatedResponse] = {}
@@ -363,20 +373,21 @@ def _values(trial: MemberTrial) -> tuple[Any, ...]:
         trial.status, trial.evaluation_id, trial.raw_reply, trial.reported_model,
         validated.outcome.value, validated.invalid_reason, trial.supported,
         trial.latency_s, trial.tokens, trial.cost_usd, trial.attempts, trial.error_class,
-        trial.explanation, trial.support_gaps,
+        trial.explanation, trial.support_gaps, trial.finish_reason,
     )  # fmt: skip
 
 
 def _member(case: Any, candidate: str, k: int, values: tuple[Any, ...]) -> MemberTrial:
     (status, evaluation_id, raw_reply, reported_model, outcome, invalid_reason,
      supported, latency_s, tokens, cost_usd, attempts, error_class, explanation,
-     gaps) = values  # fmt: skip
+     gaps, finish_reason) = values  # fmt: skip
     validated = slim_of(Outcome(outcome), invalid_reason)
     return MemberTrial(
         case=case, candidate=candidate, trial=k, status=status, evaluation_id=evaluation_id,
         raw_reply=raw_reply, reported_model=reported_model, validated=validated,
         supported=supported, latency_s=latency_s, tokens=tokens, cost_usd=cost_usd,
         attempts=attempts, error_class=error_class, explanation=explanation, support_gaps=gaps,
+        finish_reason=finish_reason,
     )  # fmt: skip
 
 
@@ -617,14 +628,23 @@ def _member_trial(
     attempts: list[dict[str, Any]],
     extraction: str,
     grader: ReplyGrader,
+    reasoning_delimiter: str | None = None,
 ) -> MemberTrial:
     outcome = found if isinstance(found := trial.get("outcome"), dict) else {}
     evaluation_id = outcome.get("evaluation_id")
     raw = outcome.get("reply") if trial["status"] == "completed" else None
+    finish_reason = found if isinstance(found := outcome.get("finish_reason"), str) else None
     if trial["status"] == "completed" and isinstance(evaluation_id, str):
         # `validate_response` against `to_candidate_input(case, evaluation_id)`, then
         # `support_gaps`: the same results, each distinct reply of a case graded once.
-        validated, explanation, gaps = grader.grade(raw, case, evaluation_id, extraction)
+        validated, explanation, gaps = grader.grade(
+            raw,
+            case,
+            evaluation_id,
+            extraction,
+            reasoning_delimiter=reasoning_delimiter,
+            finish_reason=finish_reason,
+        )
     else:
         if trial.get("error_class") == "response_too_large":
             # The candidate answered, but past the declared size cap: an unusable answer is
@@ -655,6 +675,7 @@ def _member_trial(
         error_class=trial.get("error_class"),
         explanation=explanation,
         support_gaps=tuple(gaps),
+        finish_reason=finish_reason,
     )
 
 
@@ -680,6 +701,7 @@ def member_trials(
     cases = {case.case_id: case for case in corpus.cases}
     # The frozen spec's rule grades every trial alike (each trial also records it).
     extraction = parse_options(manifest.spec).answer_extraction
+    delimiters = {c.name: c.reasoning_delimiter for c in manifest.spec.candidates}
     graded = MemberStore(
         corpus, [c.name for c in manifest.spec.candidates], manifest.spec.trials_per_case
     )
@@ -693,7 +715,8 @@ def member_trials(
                 f"trial {trial['trial_id']} names a case outside the frozen plan",
                 location="ledger.sqlite",
             )
-        member = _member_trial(case, trial, attempts, extraction, grader)
+        delimiter = delimiters.get(trial["candidate"])
+        member = _member_trial(case, trial, attempts, extraction, grader, delimiter)
         graded.put(member)
         if on_graded is not None:
             on_graded(member)
@@ -992,6 +1015,7 @@ def record_row(configuration: str, item: ConfigurationRow) -> dict[str, Any]:
         "explanations": [m.explanation for m in members],
         "support_gaps": [list(m.support_gaps) for m in members],
         "error_classes": [m.error_class for m in members],
+        "finish_reasons": [m.finish_reason for m in members],
         "reported_models": [m.reported_model for m in members],
         "latency_s": row.latency_s,
         "tokens": row.tokens,
@@ -1018,6 +1042,7 @@ def not_run_row(configuration: str, case: AuthoredCase, k: int) -> dict[str, Any
         "explanations": [],
         "support_gaps": [],
         "error_classes": [],
+        "finish_reasons": [],
         "reported_models": [],
         "latency_s": None,
         "tokens": None,

@@ -62,8 +62,10 @@ class ReviewTrackOptions(BaseModel):
     own declared experiment, never a silently partial one. None runs every case."""
     answer_extraction: AnswerExtraction = "strict"
     """How the answer is taken out of a reply (`strict`, `fenced`, `first_json_object`,
-    `structured_output`; see `trustbench.rtb.review._extraction`). Frozen with the spec,
-    stated in the prompt, recorded with every trial, applied alike to every candidate."""
+    `final_json_object`, `structured_output`; see `trustbench.rtb.review._extraction`; for a
+    chat model, especially one that reasons before answering, `final_json_object`). Frozen
+    with the spec, stated in the prompt, recorded with every trial, applied alike to every
+    candidate."""
     heldout_reason: str = ""
     """Why a sealed held-out corpus is frozen past its declared exposure budget (required
     then; recorded in the set's exposure log and printed by `freeze` and `report`)."""

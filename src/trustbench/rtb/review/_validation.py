@@ -448,7 +448,12 @@ def _invalid(reason: str) -> ValidatedResponse:
 
 
 def validate_response(
-    raw: str | None, candidate_input: BaseModel, extraction: str = "strict"
+    raw: str | None,
+    candidate_input: BaseModel,
+    extraction: str = "strict",
+    *,
+    reasoning_delimiter: str | None = None,
+    finish_reason: str | None = None,
 ) -> ValidatedResponse:
     """Validate a raw reviewer reply against the candidate input it answers.
 
@@ -462,22 +467,55 @@ def validate_response(
         raw: The reply text, or None when the reviewer produced no output.
         candidate_input: The input the reply answers.
         extraction: The declared answer-extraction rule (`_extraction.EXTRACTIONS`).
+        reasoning_delimiter: The candidate's declared end of reasoning (`final_json_object`).
+        finish_reason: Why the provider says generation stopped; a reply cut by the token
+            limit is `invalid` whatever it holds (`cut_reply`).
 
     Returns:
         `missing` for None/empty/whitespace, `invalid` with a reason, or the decision with the
         parsed response.
     """
-    instance, failed = parsed_reply(raw, extraction)
+    instance, failed = parsed_reply(raw, extraction, reasoning_delimiter, finish_reason)
     if failed is not None:
         return failed
     return checked_reply(instance, candidate_input)
 
 
-def parsed_reply(raw: str | None, extraction: str) -> tuple[Any, ValidatedResponse | None]:
-    """The reply's JSON value, or (None, why there is none): `validate_response`'s first steps."""
+CUT_FINISH_REASONS = frozenset({"length", "max_tokens"})
+"""Finish reasons that mean the token limit cut the reply (OpenAI-compatible `length`,
+Anthropic `max_tokens`)."""
+
+
+def cut_reply(finish_reason: str | None) -> ValidatedResponse | None:
+    """`invalid` ("cut by max_tokens") for a reply the token limit cut; None otherwise.
+
+    A cut reply is never a decision, even when a complete object parses out of it: the model
+    was stopped before it finished saying what it meant (a reasoning model stopped mid-draft
+    may have written a complete draft object it would have corrected).
+    """
+    if finish_reason not in CUT_FINISH_REASONS:
+        return None
+    return _invalid(f"cut by max_tokens (finish_reason {finish_reason})")
+
+
+def parsed_reply(
+    raw: str | None,
+    extraction: str,
+    reasoning_delimiter: str | None = None,
+    finish_reason: str | None = None,
+) -> tuple[Any, ValidatedResponse | None]:
+    """The reply's JSON value, or (None, why there is none): `validate_response`'s first steps.
+
+    A cut reply is `invalid` (`cut_reply`) before anything else is asked, an empty one too (a
+    reasoning model may spend the whole limit in `reasoning_content`: it answered nothing
+    because it was stopped, which the reason says, not because it had nothing to say).
+    """
+    cut = cut_reply(finish_reason)
+    if cut is not None:
+        return None, cut
     if raw is None or not raw.strip():
         return None, ValidatedResponse(outcome=Outcome.MISSING)
-    text, why = extract_answer(raw, extraction)
+    text, why = extract_answer(raw, extraction, reasoning_delimiter)
     if text is None:
         return None, _invalid(why or "reply is not a JSON object")
     try:

@@ -128,6 +128,7 @@ class ReviewTrack:
         self, spec: core.ExperimentSpec, base_dir: Path, frozen_files: dict[str, str] | None
     ) -> Resolution:
         options = parse_options(spec)
+        _check_reasoning_delimiters(spec, options.answer_extraction)
         from trustbench.rtb.review.reviewers._registry import ALL_REVIEWER_NAMES
 
         for index, candidate in enumerate(spec.candidates):
@@ -251,6 +252,8 @@ class ReviewTrack:
             "requested_model": ctx.candidate.model or ctx.candidate.name,
             "answer_extraction": extraction,
         }
+        if ctx.candidate.reasoning_delimiter is not None:
+            recorded["reasoning_delimiter"] = ctx.candidate.reasoning_delimiter
         try:
             reply = await ctx.chat(request)
         except CallFailed as error:
@@ -268,6 +271,8 @@ class ReviewTrack:
                 "reported_model": reply.reported_model,
                 "finish_reason": reply.finish_reason,
                 "refusal": reply.refusal,
+                # Kept for people to read, never graded (`_extraction`, `final_json_object`).
+                "reasoning": reply.reasoning,
             },
         )
 
@@ -302,6 +307,21 @@ class ReviewTrack:
 
             return analyze_sealed(sealed, manifest, ledger, analyze_review)
         return analyze_review(manifest, ledger, self.selected(manifest))
+
+
+def _check_reasoning_delimiters(spec: core.ExperimentSpec, extraction: str) -> None:
+    """Refuse a declared `reasoning_delimiter` that the declared extraction rule would ignore.
+
+    Only `final_json_object` cuts reasoning off; under another rule the delimiter would be
+    frozen and recorded yet change nothing, so a reader of the spec would be misled.
+    """
+    for index, candidate in enumerate(spec.candidates):
+        if candidate.reasoning_delimiter is not None and extraction != "final_json_object":
+            raise InputError(
+                f"reasoning_delimiter is read only by answer_extraction final_json_object "
+                f"(declared: {extraction}); declare that rule or remove the delimiter",
+                location=f"candidates/{index}/reasoning_delimiter",
+            )
 
 
 def run_review_demo(out_dir: Path) -> core.ReportResult:
