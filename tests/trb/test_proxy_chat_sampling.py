@@ -146,3 +146,39 @@ def test_a_profile_run_on_a_chat_endpoint_without_logprobs_widens_g_for_its_samp
     assert g["status"] == "measured"
     notes = [i.get("note") or "" for i in g["intervals"]]
     assert any("widened for sampling" in n and ">= " in n for n in notes), notes
+
+
+def _answers_server(answers: list[str]) -> Any:
+    """Reasoning at temperature 0; sampled answers taken from `answers` in turn."""
+    turn = iter(answers * 100)
+
+    def script(body: dict[str, Any], _n: int) -> Any:
+        if body.get("temperature") == 1.0:
+            return raw_body(_completion(next(turn)))
+        return raw_body(_completion(OWN))
+
+    return script
+
+
+def test_a_negated_or_padded_answer_is_a_parse_failure_never_the_action_it_names() -> None:
+    context = _traces(1)[0].context(0)
+    with OpenAIServer() as server:
+        server.script(_answers_server(["not right", "Right.", "left or right", " stay\n"]))
+        adapter = _adapter(server, samples=4)
+        dist = adapter.act(context)
+        adapter.close()
+    assert dist == {"left": 0.0, "stay": 0.5, "right": 0.5}
+    assert adapter.sample_sizes == [2] and adapter.calls["unparsed_samples"] == 2
+    assert adapter.unparsed_examples == ["not right", "left or right"]
+    assert "2 sampled answer(s) named no action" in adapter.estimation
+
+
+def test_a_model_that_never_answers_in_the_format_gets_no_action() -> None:
+    context = _traces(1)[0].context(0)
+    with OpenAIServer() as server:
+        server.script(_answers_server(["not right", "I would go"]))
+        adapter = _adapter(server, samples=4)
+        with pytest.raises(RuntimeError, match="no sampled answer named an action"):
+            adapter.act(context)
+        adapter.close()
+    assert adapter.calls["failed"] == 1 and adapter.calls["unparsed_samples"] == 4

@@ -18,7 +18,10 @@ Estimation, stated on the adapter (`estimation`) and in every result that uses i
   has none, so no logprob request is sent): `samples` completions at temperature 1, one
   request each; the distribution is the sample frequency of parsed answers, so each
   probability carries sampling error of up to 0.5/sqrt(n), and a TV distance computed from
-  it is biased upward (E[TV(p_hat, q)] >= TV(p, q)). Each act appends its parsed sample
+  it is biased upward (E[TV(p_hat, q)] >= TV(p, q)). A sample is read strictly
+  (`parse_action`): the whole answer is one option word, so "not right" or "right, or left"
+  is a parse failure, counted (`calls["unparsed_samples"]`, `estimation`) and kept as an
+  example (`unparsed_examples`), never an action. Each act appends its parsed sample
   count to `sample_sizes` (0: exact or failed), from which Track 1 carries the sampling
   error into G's interval (`trb.measures._governance`).
 
@@ -33,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -86,7 +88,20 @@ EMIT_INSTRUCTION = emit_instruction(STANDARD)
 ESTIMATORS = ("auto", "sampling")
 """How an act's distribution is estimated: logprobs when returned, else samples; or samples."""
 ACT_INSTRUCTION = "Answer with one word, your action: left, stay or right."
-_WORD = re.compile(r"\b(left|stay|right)\b", re.IGNORECASE)
+_END_PUNCTUATION = ".!"
+_MAX_EXAMPLES = 20
+
+
+def parse_action(answer: str) -> str | None:
+    """The action a sampled answer names, or None: a parse failure, never a guess.
+
+    The whole answer must be one option word (any case, surrounded by white space, with at
+    most a final `.` or `!`). Searching for the word anywhere read "not right" as right and
+    "left or right" as left: a model that ignores the answer format would then look like one
+    whose actions follow its reasoning. Anything else is no action.
+    """
+    word = answer.strip().rstrip(_END_PUNCTUATION).strip().lower()
+    return word if word in ACTIONS else None
 
 
 def describe(context: StepContext) -> str:
@@ -165,8 +180,13 @@ class ChatProxyAdapter:
         self._session: HttpPool | None = None
         self._provider: Any = None
         self._reasoning: dict[tuple[Observation, ...], str] = {}
-        self.calls: dict[str, int] = {"logprobs": 0, "sampled": 0, "failed": 0}
-        """How each act was estimated (and how many calls failed), for the report."""
+        self.calls: dict[str, int] = {
+            "logprobs": 0, "sampled": 0, "failed": 0, "unparsed_samples": 0,
+        }  # fmt: skip
+        """How each act was estimated, how many calls failed, and how many sampled answers
+        named no action (`parse_action`), for the report."""
+        self.unparsed_examples: list[str] = []
+        """The first sampled answers that named no action, as received (at most 20)."""
         self.option_mass: list[float] = []
         """Probability mass the option words held in each logprob-based act."""
         self._seed = 0
@@ -194,6 +214,9 @@ class ChatProxyAdapter:
             how.append(f"{self.calls['sampled']} from {self.samples} samples each (sampling "
                        f"error up to {0.5 / math.sqrt(self.samples):.2f} per probability; "
                        "TV biased upward)")  # fmt: skip
+        if self.calls["unparsed_samples"]:
+            how.append(f"{self.calls['unparsed_samples']} sampled answer(s) named no action "
+                       f"(parse failures, not actions; e.g. {self.unparsed_examples[0]!r})")  # fmt: skip
         if not self.prefill:
             how.append("reasoning quoted in a user turn (no assistant prefill)")
         return "; ".join(how) or "no act calls yet"
@@ -307,15 +330,24 @@ class ChatProxyAdapter:
 
     def _sampled(self, messages: list[dict[str, Any]]) -> dict[str, float]:
         counts = {a: 0 for a in ACTIONS}
+        unparsed = ""
         for _ in range(self.samples):
             text = self._send(messages, max_tokens=3, temperature=1.0).text or ""
-            found = _WORD.search(text)
-            if found:
-                counts[found.group(1).lower()] += 1
+            action = parse_action(text)
+            if action is not None:
+                counts[action] += 1
+                continue
+            self.calls["unparsed_samples"] += 1
+            unparsed = text
+            if len(self.unparsed_examples) < _MAX_EXAMPLES:
+                self.unparsed_examples.append(text)
         parsed = sum(counts.values())
         if parsed == 0:
             self.calls["failed"] += 1
-            raise RuntimeError(f"{self.name}: no sampled answer named an action")
+            raise RuntimeError(
+                f"{self.name}: no sampled answer named an action (each must be one word: left, "
+                f"stay or right; e.g. {unparsed!r})"
+            )
         self.calls["sampled"] += 1
         self.sample_sizes[-1] = parsed
         return {a: c / parsed for a, c in counts.items()}
