@@ -152,14 +152,14 @@ def test_served_smollm2_reviews_default_corpus_cases_as_an_openai_chat_candidate
     smollm2_server: Served,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    run_dir = _review_spec(tmp_path, smollm2_server, smollm2_server.model, "first_json_object")
+    run_dir = _review_spec(tmp_path, smollm2_server, smollm2_server.model, "final_json_object")
     code, out = invoke("run", str(run_dir), "--quiet")
     assert code in (0, 1), out
     ledger = read_ledger(run_dir)
     assert len(ledger.trials) == len(CASES)
     assert all(t["status"] == "completed" for t in ledger.trials)
     for trial in ledger.trials:
-        assert trial["outcome"]["answer_extraction"] == "first_json_object"
+        assert trial["outcome"]["answer_extraction"] == "final_json_object"
         assert isinstance(trial["outcome"]["reply"], str) and trial["outcome"]["reply"]
     assert [e for e in ledger.events if e["kind"] == "preflight"]
     code, out = invoke("report", str(run_dir))
@@ -207,7 +207,8 @@ def test_trb_chat_proxy_acts_on_the_served_model_by_sampling_without_logprobs(
         dist = adapter.act_without_r(_short_trace().context(0))
     except RuntimeError as error:
         assert "no sampled answer named an action" in str(error)
-        assert adapter.calls == {"logprobs": 0, "sampled": 0, "failed": 1}
+        assert adapter.calls["failed"] == 1 and adapter.calls["unparsed_samples"] == 3
+        assert adapter.calls["logprobs"] == adapter.calls["sampled"] == 0
         assert adapter.sample_sizes == [0]  # no parsed sample: no distribution, no default
     else:
         assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0)

@@ -86,9 +86,10 @@ def test_finish_reason_length_reaches_the_trial_rows_record_and_report_and_reaso
             assert row["outcome"] == row["reference"] and row["finish_reasons"] == ["stop"]
     cut = record["review"]["configurations"]["thinker"]["cut_by_max_tokens"]
     assert cut == {"trials": 6, "of": 12, "label": "cut by max_tokens: 6 of 12"}
-    assert "thinker: no failed trial; cut by max_tokens: 6 of 12" in (
-        run_dir / "report.html"
-    ).read_text()
+    assert (
+        "thinker: no failed trial; cut by max_tokens: 6 of 12"
+        in (run_dir / "report.html").read_text()
+    )
     drafts = [
         t["outcome"]["reasoning"]
         for t in read_ledger(run_dir).trials

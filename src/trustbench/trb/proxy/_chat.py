@@ -215,8 +215,9 @@ class ChatProxyAdapter:
                        f"error up to {0.5 / math.sqrt(self.samples):.2f} per probability; "
                        "TV biased upward)")  # fmt: skip
         if self.calls["unparsed_samples"]:
+            example = self.unparsed_examples[0]
             how.append(f"{self.calls['unparsed_samples']} sampled answer(s) named no action "
-                       f"(parse failures, not actions; e.g. {self.unparsed_examples[0]!r})")  # fmt: skip
+                       f"(parse failures, not actions; e.g. {example!r})")  # fmt: skip
         if not self.prefill:
             how.append("reasoning quoted in a user turn (no assistant prefill)")
         return "; ".join(how) or "no act calls yet"
