@@ -67,3 +67,19 @@ def test_anthropic_logprobs_request_fails_as_client_error_without_being_sent(
 ) -> None:
     result = _send(openai_server, ChatRequest(messages=MESSAGES, logprobs=True), monkeypatch)
     assert result.error_class == "client_error" and not openai_server.requests
+
+
+def test_thinking_blocks_are_kept_as_reasoning_never_as_the_text() -> None:
+    from trustbench.providers._anthropic import parse_message
+
+    reply = parse_message(
+        {
+            "model": "claude-x",
+            "stop_reason": "end_turn",
+            "content": [
+                {"type": "thinking", "thinking": "draft: permit", "signature": "s"},
+                {"type": "text", "text": '{"decision": "deny"}'},
+            ],
+        }
+    )
+    assert reply.text == '{"decision": "deny"}' and reply.reasoning == "draft: permit"

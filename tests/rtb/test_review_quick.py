@@ -113,3 +113,10 @@ def test_a_folder_holding_another_spec_is_refused(
         "--out", str(run),
     )  # fmt: skip
     assert code == 2 and "different spec" in message
+
+
+def test_the_quick_path_grades_the_final_answer_after_the_reasoning() -> None:
+    from trustbench.rtb.review._quick import QUICK
+
+    spec = tomllib.loads(QUICK.spec_text("openai/m", base_url="http://127.0.0.1:9/v1"))
+    assert spec["track_options"]["answer_extraction"] == "final_json_object"
