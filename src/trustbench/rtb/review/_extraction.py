@@ -142,15 +142,9 @@ def _fenced(raw: str) -> tuple[str | None, str | None]:
 
 
 def _first_object(raw: str) -> tuple[str | None, str | None]:
-    decoder = json.JSONDecoder()
-    start = raw.find("{")
-    while start != -1:
-        try:
-            _, end = decoder.raw_decode(raw, start)  # from a "{", a success is an object
-        except ValueError:
-            start = raw.find("{", start + 1)
-            continue
-        return raw[start:end], None
+    objects = _complete_objects(raw)
+    if objects:
+        return objects[0][0], None
     return None, "reply holds no complete JSON object (answer_extraction first_json_object)"
 
 
