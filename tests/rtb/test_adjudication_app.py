@@ -11,12 +11,15 @@ import html
 import json
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from tests.support.child_env import child_env
 
 from trustbench.errors import InputError
 from trustbench.rtb.adjudication import (
@@ -323,3 +326,17 @@ def test_a_roster_naming_one_person_twice_or_nobody_is_refused_naming_the_file(
     roster.write_text("{}")
     with pytest.raises(InputError, match="no reviewers and no adjudicators"):
         read_roster(roster)
+
+
+def test_serve_with_a_bad_roster_exits_2_in_one_line_before_listening(tmp_path: Path) -> None:
+    _, record, roster = adjudication_setup(tmp_path)
+    roster.write_text(json.dumps({"reviewers": [{"reviewer_id": "rev-a"}]}))
+    done = subprocess.run(
+        [sys.executable, "-m", "trustbench", "rtb", "adjudicate", "serve", str(record),
+         "--reviewers", str(roster), "--port", "0"],
+        capture_output=True, text=True, check=False, env=child_env(tmp_path), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "roster.json: reviewers.0.role: Field required" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "serving" not in done.stdout
