@@ -51,8 +51,8 @@ FILL = """(() => {
 
 def fill(form: list[tuple[str, str]]) -> str:
     """The script that fills the page's form as `form` says and submits it."""
-    values = dict(form)
-    values["facts_relied_on"] = [v for k, v in form if k == "facts_relied_on"]  # type: ignore[assignment]
+    values: dict[str, object] = dict(form)
+    values["facts_relied_on"] = [value for name, value in form if name == "facts_relied_on"]
     return FILL % json.dumps(values)
 
 

@@ -52,9 +52,11 @@ __all__ = [
     "adjudication_report",
     "apply_record",
     "awaiting_adjudication",
+    "first_error",
     "freeze_protocol",
     "import_reviews",
     "loaded_corpus",
+    "rationale_of",
     "read_record",
     "record_adjudication",
     "record_reviews",
@@ -498,11 +500,12 @@ def _table_reviews(path: Path, text: str) -> tuple[list[str], list[tuple[int, Re
         try:
             reviews.append((number, _row_review(row)))
         except (ValueError, ValidationError) as error:
-            raise _bad_row(path, number, _first_error(error)) from None
+            raise _bad_row(path, number, first_error(error)) from None
     return comments, reviews
 
 
-def _first_error(error: Exception) -> str:
+def first_error(error: Exception) -> str:
+    """The first problem of a validation (`field.path: message`) or parse error, in one line."""
     if isinstance(error, ValidationError):
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -517,7 +520,7 @@ def _json_reviews(
     try:
         document = loads_refusing_duplicate_keys(text)
     except ValueError as error:
-        raise _bad_row(path, 0, f"not JSON ({_first_error(error)})") from None
+        raise _bad_row(path, 0, f"not JSON ({first_error(error)})") from None
     if not isinstance(document, dict) or not isinstance(document.get("reviews"), list):
         raise _bad_row(path, 0, 'expected {"reviewer": {...}, "reviews": [...]}')
     reviews = []
@@ -525,7 +528,7 @@ def _json_reviews(
         try:
             reviews.append((index, ReferenceReview.model_validate(item)))
         except ValidationError as error:
-            raise _bad_row(path, index, _first_error(error)) from None
+            raise _bad_row(path, index, first_error(error)) from None
     reviewer = document.get("reviewer") or {}
     return (reviewer if isinstance(reviewer, dict) else {}), reviews
 
@@ -556,7 +559,7 @@ def parse_review_file(
         qualification = Qualification.model_validate(fields)
     except ValidationError as error:
         raise InputError(
-            f"{path}: header: reviewer qualification {_first_error(error)} (declare reviewer_id, "
+            f"{path}: header: reviewer qualification {first_error(error)} (declare reviewer_id, "
             "role and years in the header or with --reviewer-id/--role/--years)"
         ) from None
     return qualification, reviews
@@ -767,14 +770,17 @@ def case_status(
     return "disputed"
 
 
-def _rationale(recorded: RecordedReview) -> dict[str, Any]:
+def rationale_of(recorded: RecordedReview) -> dict[str, Any]:
+    """A review's (or an adjudication's) decision and grounds, for the report and the app."""
     review = recorded.review
     return {
         "reviewer": recorded.qualification.reviewer_id,
+        "qualification": recorded.qualification.text(),
         "decision": review.decision,
         "governing_rules": review.governing_rules,
         "facts_relied_on": review.facts_relied_on,
         "evidence": review.evidence,
+        "confidence": review.confidence,
         "notes": review.notes,
         "source": recorded.source,
     }
@@ -869,8 +875,8 @@ def adjudication_report(record_path: Path, corpus: Path | None = None) -> dict[s
                 "status": statuses[case_id],
                 "decisions": {r.qualification.reviewer_id: r.review.decision for r in own},
                 "agrees_with_label": bool(own) and all(d == labels[case_id] for d in decisions),
-                "rationales": [_rationale(r) for r in own],
-                "adjudication": None if adjudication is None else _rationale(adjudication),
+                "rationales": [rationale_of(r) for r in own],
+                "adjudication": None if adjudication is None else rationale_of(adjudication),
             }
         )
     reviewers = list(dict.fromkeys(r.qualification.reviewer_id for r in reviews))

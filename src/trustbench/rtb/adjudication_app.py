@@ -31,6 +31,7 @@ Routes: `GET /`, `GET /s/<token>` (the next case, or the page saying none is lef
 from __future__ import annotations
 
 import random
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,10 +58,11 @@ from trustbench.rtb.adjudication import (
     DECISIONS,
     AdjudicationRecord,
     Qualification,
-    RecordedReview,
     ReferenceReview,
     awaiting_adjudication,
+    first_error,
     loaded_corpus,
+    rationale_of,
     read_record,
     record_adjudication,
     record_reviews,
@@ -108,12 +110,10 @@ def read_roster(path: Path) -> Roster:
     """
     try:
         roster = Roster.model_validate(loads_refusing_duplicate_keys(read_input_file(path)))
-    except ValueError as error:  # pydantic's ValidationError is a ValueError
-        if isinstance(error, ValidationError):
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise InputError(f"{where}: {first['msg']}", location=str(path)) from None
-        raise InputError(f"not JSON ({error})", location=str(path)) from None
+    except ValidationError as error:
+        raise InputError(first_error(error), location=str(path)) from None
+    except ValueError as error:
+        raise InputError(f"not JSON ({first_error(error)})", location=str(path)) from None
     ids = [q.reviewer_id for q in [*roster.reviewers, *roster.adjudicators]]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
@@ -198,7 +198,7 @@ class ReviewDesks:
 
     def disagreeing_reviews(self, case_id: str) -> list[dict[str, Any]]:
         """What an adjudicator reads of each review of a case (never the label)."""
-        return [_shown_review(r) for r in self.record().reviews_by_case()[case_id]]
+        return [rationale_of(r) for r in self.record().reviews_by_case()[case_id]]
 
     def submit(self, who: str, case_id: str, review: ReferenceReview) -> None:
         """Record a review (reviewer) or an adjudication (adjudicator) in the chain.
@@ -216,20 +216,6 @@ class ReviewDesks:
         record_reviews(
             record, self.loaded, SOURCE, desk.qualification, [(row, review)], self.sign_key
         )
-
-
-def _shown_review(recorded: RecordedReview) -> dict[str, Any]:
-    review = recorded.review
-    return {
-        "reviewer": recorded.qualification.reviewer_id,
-        "qualification": recorded.qualification.text(),
-        "decision": review.decision,
-        "governing_rules": review.governing_rules,
-        "facts_relied_on": review.facts_relied_on,
-        "evidence": review.evidence,
-        "confidence": review.confidence,
-        "notes": review.notes,
-    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -316,22 +302,20 @@ def review_of(case_id: str, form: dict[str, Any], record_ids: set[str]) -> Refer
     unknown = sorted(set(form["facts_relied_on"]) - record_ids)
     if unknown:
         raise InputError(f"facts relied on: {', '.join(unknown)} is not a record of this case")
-    rules = [part for part in form["governing_rules"].replace(",", ";").split(";")]
+    rules = re.split(r"[;,\s]+", form["governing_rules"])
     try:
         return ReferenceReview(
             case_id=case_id,
             decision=form["decision"],
-            governing_rules=[r for part in rules for r in part.split() if r],
+            governing_rules=[rule for rule in rules if rule],
             facts_relied_on=list(form["facts_relied_on"]),
             evidence=form["evidence"].strip(),
             confidence=float(form["confidence"]) if form["confidence"] else None,
             notes=form["notes"].strip(),
         )
-    except ValueError as error:  # a confidence that is no number; pydantic's errors
-        if isinstance(error, ValidationError):
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]).replace("_", " ")
-            raise InputError(f"{where}: {first['msg']}") from None
+    except ValidationError as error:
+        raise InputError(first_error(error)) from None
+    except ValueError as error:  # the only other: a confidence that is no number
         raise InputError(f"confidence: {error}") from None
 
 
