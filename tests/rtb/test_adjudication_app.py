@@ -269,7 +269,7 @@ def test_a_review_the_record_refuses_is_shown_on_the_page_with_its_reason(tmp_pa
     assert record.read_bytes() == before
 
 
-def test_wrong_token_wrong_host_and_a_post_without_the_apps_origin_are_refused(
+def test_wrong_token_wrong_host_a_post_without_the_apps_origin_and_a_broken_form_are_refused(
     tmp_path: Path,
 ) -> None:
     corpus, record, roster = adjudication_setup(tmp_path)
@@ -288,19 +288,28 @@ def test_wrong_token_wrong_host_and_a_post_without_the_apps_origin_are_refused(
         for headers in ({"Origin": ""}, {"Origin": "http://evil.example"}):
             response = await client.post(f"/s/{token}/submit", data=form, headers=headers)
             statuses.append(response.status)
+        broken = b'--zz\r\nContent-Disposition: form-data; name="decision"\r\n\r\nhold\r\n--z'
+        multipart = {"Content-Type": "multipart/form-data; boundary=zz"}
+        response = await client.post(f"/s/{token}/submit", data=broken, headers=multipart)
+        statuses.append(response.status)
         for path in ("/record.jsonl", "/roster.json", "/corpus/cases/ho-03.json"):
             statuses.append((await client.get(path)).status)
         return statuses
 
     before = record.read_bytes()
-    assert serve(record, roster, driver) == [403, 403, 403, 403, 403, 403, 404, 404, 404]
+    assert serve(record, roster, driver) == [403, 403, 403, 403, 403, 403, 400, 404, 404, 404]
     assert record.read_bytes() == before
 
 
 def test_adjudication_is_refused_where_the_protocol_settles_disagreements_by_its_rule(
     tmp_path: Path,
 ) -> None:
-    _, record, _ = adjudication_setup(tmp_path, rule="unanimous")
+    _, record, roster = adjudication_setup(tmp_path, rule="unanimous")
+    with (
+        pytest.raises(InputError, match="adjudicators are listed, but the protocol's rule is"),
+        open_adjudication(record, roster),
+    ):
+        pass
     loaded = loaded_corpus(read_record(record), None)
     adjudicator = read_roster(tmp_path / "roster.json").adjudicators[0]
     with pytest.raises(InputError, match="the protocol's rule is unanimous"):

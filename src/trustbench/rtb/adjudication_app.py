@@ -394,6 +394,14 @@ class AdjudicationServer(ServedFolder):
             load_private_key(self.sign_key)  # a bad key is refused before anyone is served
         roster = read_roster(self.roster_path)
         record = read_record(self.record_path)
+        rule = record.protocol.adjudication_rule
+        if roster.adjudicators and rule != "adjudicated":
+            raise InputError(
+                f"adjudicators are listed, but the protocol's rule is {rule}: it settles "
+                "disagreements itself and none goes to an adjudicator (freeze a protocol with "
+                "--rule adjudicated, or list reviewers only)",
+                location=str(self.roster_path),
+            )
         loaded = loaded_corpus(record, self.corpus)
         self.desks = ReviewDesks(
             record_path=self.record_path,
