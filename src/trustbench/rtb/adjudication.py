@@ -8,7 +8,11 @@ This module is the data path behind `trustbench rtb adjudicate`:
   corpus (its MANIFEST sha256), which cases, how many reviewers, the adjudication rule. Nothing a
   reviewer submits can change it afterwards;
 - the record is a JSON Lines file, append-only: each entry hashes the one before it (like the
-  ledger's rows), optionally signed with an Ed25519 key; one review entry per (reviewer, case);
+  ledger's rows), optionally signed with an Ed25519 key; one review entry per (reviewer, case),
+  whether imported from a file (`import_reviews`) or submitted in the web app
+  (`rtb adjudicate serve`, `adjudication_app`): both go through `record_reviews`;
+- under the `adjudicated` rule a disagreement goes to an adjudicator who did not review the
+  case: one `adjudication` entry per case (`record_adjudication`), kept beside both reviews;
 - `adjudication_report` compares the reviews with the authored labels and with each other;
 - `apply_record` turns the record into each case's `reference_status` and rewrites the corpus's
   MANIFEST through `write_manifest`, never by hand.
@@ -47,9 +51,15 @@ __all__ = [
     "ReferenceReview",
     "adjudication_report",
     "apply_record",
+    "awaiting_adjudication",
+    "first_error",
     "freeze_protocol",
     "import_reviews",
+    "loaded_corpus",
+    "rationale_of",
     "read_record",
+    "record_adjudication",
+    "record_reviews",
     "report_text",
 ]
 
@@ -60,9 +70,9 @@ GENESIS = "0" * 64
 SIGNED_PAYLOAD_TYPE = "application/vnd.trustbench.adjudication-entry+sha256"
 """DSSE payload type of an entry's signature; the signed payload is the entry's hash."""
 Selection = Literal["all", "sample", "consequential", "listed"]
-AdjudicationRule = Literal["unanimous", "majority"]
+AdjudicationRule = Literal["unanimous", "majority", "adjudicated"]
 CaseStatus = Literal["reviewed", "disputed", "pending"]
-EntryKind = Literal["protocol", "review", "applied"]
+EntryKind = Literal["protocol", "review", "adjudication", "applied"]
 
 
 class _Frozen(BaseModel):
@@ -95,8 +105,10 @@ class AdjudicationProtocol(_Frozen):
     the first review): it stays `pending` with fewer than two."""
     adjudication_rule: AdjudicationRule = "unanimous"
     """`unanimous`: every review must agree with the label for `reviewed`, any other decision
-    makes the case `disputed`; `majority`: more than half must agree. Disagreements are kept
-    under either rule."""
+    makes the case `disputed`; `majority`: more than half must agree; `adjudicated`: a case
+    whose reviews do not all agree with the label goes to an adjudicator (someone who did not
+    review it), whose decision settles it: `reviewed` when it upholds the label, `disputed`
+    when it does not or until it is made. Disagreements are kept under every rule."""
     cases: list[str]
     """The case ids under review, sorted: a review of any other case is refused."""
 
@@ -151,7 +163,8 @@ class RecordEntry(_Frozen):
     at: str
     """UTC time of writing."""
     body: dict[str, Any]
-    """The protocol, a review (with its qualification and source row) or an `apply` result."""
+    """The protocol, a review or an adjudication (with its author's qualification and source)
+    or an `apply` result."""
     prev: str
     """Hash of the previous entry (`GENESIS` for the first)."""
     hash: str
@@ -168,12 +181,21 @@ def entry_hash(prev: str, seq: int, kind: str, at: str, body: dict[str, Any]) ->
 
 @dataclass(frozen=True)
 class RecordedReview:
-    """A review as recorded: who, what, and where it came from."""
+    """A review (or an adjudication) as recorded: who, what, and where it came from."""
 
     qualification: Qualification
     review: ReferenceReview
     source: str
-    """`file:row` the review was imported from."""
+    """`file:row` the review was imported from (`adjudicate-serve:N` from the web app)."""
+
+    @classmethod
+    def of(cls, entry: RecordEntry) -> RecordedReview:
+        """The review a `review` or `adjudication` entry holds (both use the same body)."""
+        return cls(
+            qualification=Qualification.model_validate(entry.body["qualification"]),
+            review=ReferenceReview.model_validate(entry.body["review"]),
+            source=str(entry.body.get("source", "")),
+        )
 
 
 @dataclass(frozen=True)
@@ -191,15 +213,25 @@ class AdjudicationRecord:
 
     def reviews(self) -> list[RecordedReview]:
         """The review entries in record order."""
-        return [
-            RecordedReview(
-                qualification=Qualification.model_validate(entry.body["qualification"]),
-                review=ReferenceReview.model_validate(entry.body["review"]),
-                source=str(entry.body.get("source", "")),
+        return [RecordedReview.of(entry) for entry in self.entries if entry.kind == "review"]
+
+    def adjudications(self) -> dict[str, RecordedReview]:
+        """Case id -> its adjudication (at most one per case: one is never replaced)."""
+        found = [RecordedReview.of(e) for e in self.entries if e.kind == "adjudication"]
+        return {recorded.review.case_id: recorded for recorded in found}
+
+    def statuses(self, labels: dict[str, str]) -> dict[str, CaseStatus]:
+        """Every case of the protocol with its status under the rule, adjudications counted."""
+        adjudicated = {case_id: r.review.decision for case_id, r in self.adjudications().items()}
+        return {
+            case_id: case_status(
+                self.protocol,
+                labels[case_id],
+                [r.review.decision for r in own],
+                adjudicated.get(case_id),
             )
-            for entry in self.entries
-            if entry.kind == "review"
-        ]
+            for case_id, own in self.reviews_by_case().items()
+        }
 
     def reviews_by_case(self) -> dict[str, list[RecordedReview]]:
         """Every case of the protocol (in its order) with its reviews (none yet: empty)."""
@@ -446,7 +478,7 @@ def _row_review(row: dict[str, str]) -> ReferenceReview:
     return ReferenceReview.model_validate(fields)
 
 
-def _bad_row(path: Path, row: int, what: str) -> InputError:
+def _bad_row(path: Path | str, row: int, what: str) -> InputError:
     return InputError(f"{path}: row {row}: {what}; nothing was recorded")
 
 
@@ -468,11 +500,12 @@ def _table_reviews(path: Path, text: str) -> tuple[list[str], list[tuple[int, Re
         try:
             reviews.append((number, _row_review(row)))
         except (ValueError, ValidationError) as error:
-            raise _bad_row(path, number, _first_error(error)) from None
+            raise _bad_row(path, number, first_error(error)) from None
     return comments, reviews
 
 
-def _first_error(error: Exception) -> str:
+def first_error(error: Exception) -> str:
+    """The first problem of a validation (`field.path: message`) or parse error, in one line."""
     if isinstance(error, ValidationError):
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -487,7 +520,7 @@ def _json_reviews(
     try:
         document = loads_refusing_duplicate_keys(text)
     except ValueError as error:
-        raise _bad_row(path, 0, f"not JSON ({_first_error(error)})") from None
+        raise _bad_row(path, 0, f"not JSON ({first_error(error)})") from None
     if not isinstance(document, dict) or not isinstance(document.get("reviews"), list):
         raise _bad_row(path, 0, 'expected {"reviewer": {...}, "reviews": [...]}')
     reviews = []
@@ -495,7 +528,7 @@ def _json_reviews(
         try:
             reviews.append((index, ReferenceReview.model_validate(item)))
         except ValidationError as error:
-            raise _bad_row(path, index, _first_error(error)) from None
+            raise _bad_row(path, index, first_error(error)) from None
     reviewer = document.get("reviewer") or {}
     return (reviewer if isinstance(reviewer, dict) else {}), reviews
 
@@ -526,7 +559,7 @@ def parse_review_file(
         qualification = Qualification.model_validate(fields)
     except ValidationError as error:
         raise InputError(
-            f"{path}: header: reviewer qualification {_first_error(error)} (declare reviewer_id, "
+            f"{path}: header: reviewer qualification {first_error(error)} (declare reviewer_id, "
             "role and years in the header or with --reviewer-id/--role/--years)"
         ) from None
     return qualification, reviews
@@ -536,7 +569,7 @@ def parse_review_file(
 # Import.
 
 
-def _loaded_corpus(record: AdjudicationRecord, corpus: Path | None) -> Any:
+def loaded_corpus(record: AdjudicationRecord, corpus: Path | None) -> Any:
     """The corpus the protocol froze (or the one an `apply` wrote), refusing any other."""
     from trustbench.rtb.corpus._load import load_corpus
 
@@ -552,7 +585,7 @@ def _loaded_corpus(record: AdjudicationRecord, corpus: Path | None) -> Any:
 
 def _checked_reviews(
     record: AdjudicationRecord,
-    path: Path,
+    path: Path | str,
     qualification: Qualification,
     reviews: list[tuple[int, ReferenceReview]],
     known: set[str],
@@ -576,7 +609,7 @@ def _checked_reviews(
                 f"{qualification.reviewer_id} already reviewed {review.case_id} "
                 f"({done[review.case_id]}); a review is never replaced",
             )
-        done[review.case_id] = f"{path.name}:{row}"
+        done[review.case_id] = f"{Path(path).name}:{row}"
 
 
 def import_reviews(
@@ -601,46 +634,153 @@ def import_reviews(
     """
     record = read_record(record_path)
     qualification, reviews = parse_review_file(review_file, declared)
-    loaded = _loaded_corpus(record, corpus)
-    _checked_reviews(record, review_file, qualification, reviews, {c.case_id for c in loaded.cases})
+    loaded = loaded_corpus(record, corpus)
+    count = record_reviews(record, loaded, review_file, qualification, reviews, sign_key)
+    return qualification, count
+
+
+def record_reviews(
+    record: AdjudicationRecord,
+    loaded: Any,
+    source: Path | str,
+    qualification: Qualification,
+    reviews: list[tuple[int, ReferenceReview]],
+    sign_key: Path | None = None,
+) -> int:
+    """Check one reviewer's reviews and append them, all or none.
+
+    The one path every review takes into the record, whether imported from a file or submitted
+    in `rtb adjudicate serve`, so both refuse the same things with the same words.
+
+    Args:
+        record: The verified record (read just before: the append continues its head).
+        loaded: The corpus the record vouches for (`loaded_corpus`).
+        source: The file the reviews come from, or the app's name for its form; errors name it
+            and each entry records `NAME:row`.
+        qualification: The reviewer's declared qualification.
+        reviews: (row, review) pairs.
+        sign_key: Ed25519 private key to sign each entry with.
+
+    Returns:
+        The number of reviews recorded.
+
+    Raises:
+        InputError: an unknown case, a case outside the protocol, a second review of a case by
+            this reviewer (naming the source and row); nothing is recorded.
+    """
+    _checked_reviews(record, source, qualification, reviews, {c.case_id for c in loaded.cases})
     items: list[tuple[EntryKind, dict[str, Any]]] = [
-        (
-            "review",
-            {
-                "qualification": qualification.model_dump(mode="json"),
-                "review": review.model_dump(mode="json"),
-                "source": f"{review_file.name}:{row}",
-            },
-        )
+        ("review", _review_body(qualification, review, f"{Path(source).name}:{row}"))
         for row, review in reviews
     ]
     if items:
         _append(record, items, sign_key)
-    return qualification, len(items)
+    return len(items)
+
+
+def _review_body(
+    qualification: Qualification, review: ReferenceReview, source: str
+) -> dict[str, Any]:
+    """The body of a review or adjudication entry: who, what, from where."""
+    return {
+        "qualification": qualification.model_dump(mode="json"),
+        "review": review.model_dump(mode="json"),
+        "source": source,
+    }
+
+
+def awaiting_adjudication(record: AdjudicationRecord, loaded: Any) -> list[str]:
+    """The cases an adjudicator has to settle: all reviews in, not all agreeing with the label.
+
+    Empty unless the protocol's rule is `adjudicated`; a case already adjudicated is left out.
+    """
+    if record.protocol.adjudication_rule != "adjudicated":
+        return []
+    settled = record.adjudications()
+    return [
+        case_id
+        for case_id, status in record.statuses(_labels(loaded)).items()
+        if status == "disputed" and case_id not in settled
+    ]
+
+
+def record_adjudication(
+    record: AdjudicationRecord,
+    loaded: Any,
+    source: str,
+    adjudicator: Qualification,
+    adjudication: ReferenceReview,
+    sign_key: Path | None = None,
+) -> None:
+    """Append an adjudicator's decision on one disagreement (the reviews stay as they are).
+
+    Raises:
+        InputError: the protocol's rule is not `adjudicated`, the case is outside it, has no
+            disagreement awaiting adjudication (reviews missing, all agreeing with the label,
+            or already adjudicated), or the adjudicator reviewed it; nothing is recorded.
+    """
+    case_id, rule = adjudication.case_id, record.protocol.adjudication_rule
+    if rule != "adjudicated":
+        raise InputError(
+            f"{source}: the protocol's rule is {rule}: a disagreement is settled by that rule, "
+            "not by an adjudicator; nothing was recorded"
+        )
+    if case_id not in record.protocol.cases:
+        raise InputError(f"{source}: case {case_id} is outside the frozen protocol")
+    own = record.reviews_by_case()[case_id]
+    if adjudicator.reviewer_id in {r.qualification.reviewer_id for r in own}:
+        raise InputError(
+            f"{source}: {adjudicator.reviewer_id} reviewed {case_id} and cannot adjudicate it; "
+            "nothing was recorded"
+        )
+    if case_id not in awaiting_adjudication(record, loaded):
+        raise InputError(
+            f"{source}: case {case_id} has no disagreement awaiting adjudication (reviews "
+            "missing, all agreeing with the label, or adjudicated already: an adjudication "
+            "is never replaced); nothing was recorded"
+        )
+    body = _review_body(adjudicator, adjudication, source)
+    _append(record, [("adjudication", body)], sign_key)
 
 
 # ------------------------------------------------------------------------------------------------
 # Report and statuses.
 
 
-def case_status(protocol: AdjudicationProtocol, reference: str, decisions: list[str]) -> CaseStatus:
-    """A case's status under the protocol's rule, from its reviews' decisions."""
+def case_status(
+    protocol: AdjudicationProtocol,
+    reference: str,
+    decisions: list[str],
+    adjudicated: str | None = None,
+) -> CaseStatus:
+    """A case's status under the protocol's rule, from its reviews' decisions.
+
+    `adjudicated` (the adjudicator's decision, None: none yet) counts only under the
+    `adjudicated` rule and only where the reviews do not all agree with the label.
+    """
     if len(decisions) < protocol.reviews_needed(reference):
         return "pending"
     agreeing = sum(decision == reference for decision in decisions)
+    if agreeing == len(decisions):
+        return "reviewed"
     if protocol.adjudication_rule == "majority":
         return "reviewed" if agreeing * 2 > len(decisions) else "disputed"
-    return "reviewed" if agreeing == len(decisions) else "disputed"
+    if protocol.adjudication_rule == "adjudicated" and adjudicated == reference:
+        return "reviewed"
+    return "disputed"
 
 
-def _rationale(recorded: RecordedReview) -> dict[str, Any]:
+def rationale_of(recorded: RecordedReview) -> dict[str, Any]:
+    """A review's (or an adjudication's) decision and grounds, for the report and the app."""
     review = recorded.review
     return {
         "reviewer": recorded.qualification.reviewer_id,
+        "qualification": recorded.qualification.text(),
         "decision": review.decision,
         "governing_rules": review.governing_rules,
         "facts_relied_on": review.facts_relied_on,
         "evidence": review.evidence,
+        "confidence": review.confidence,
         "notes": review.notes,
         "source": recorded.source,
     }
@@ -718,21 +858,25 @@ def adjudication_report(record_path: Path, corpus: Path | None = None) -> dict[s
     rationale; nothing is averaged away.
     """
     record = read_record(record_path)
-    loaded = _loaded_corpus(record, corpus)
+    loaded = loaded_corpus(record, corpus)
     labels = _labels(loaded)
     reviews = record.reviews()
     by_case = record.reviews_by_case()
+    statuses = record.statuses(labels)
+    adjudications = record.adjudications()
     cases = []
     for case_id, own in by_case.items():
         decisions = [r.review.decision for r in own]
+        adjudication = adjudications.get(case_id)
         cases.append(
             {
                 "case_id": case_id,
                 "label": labels[case_id],
-                "status": case_status(record.protocol, labels[case_id], decisions),
+                "status": statuses[case_id],
                 "decisions": {r.qualification.reviewer_id: r.review.decision for r in own},
                 "agrees_with_label": bool(own) and all(d == labels[case_id] for d in decisions),
-                "rationales": [_rationale(r) for r in own],
+                "rationales": [rationale_of(r) for r in own],
+                "adjudication": None if adjudication is None else rationale_of(adjudication),
             }
         )
     reviewers = list(dict.fromkeys(r.qualification.reviewer_id for r in reviews))
@@ -747,6 +891,7 @@ def adjudication_report(record_path: Path, corpus: Path | None = None) -> dict[s
         "disagreements": [
             case for case in cases if case["rationales"] and not _unanimous_with_label(case)
         ],
+        "awaiting_adjudication": awaiting_adjudication(record, loaded),
         "cases_outside_protocol": len(labels) - len(by_case),
     }
 
@@ -790,41 +935,75 @@ def report_text(report: dict[str, Any]) -> str:
         inter["method"] or "", "kappa"
     )
     lines.append(f"inter-reviewer {method}: {_kappa_text(inter)}")
-    lines.append(f"disagreements: {len(report['disagreements'])}")
+    awaiting = report.get("awaiting_adjudication", [])
+    lines.append(
+        f"disagreements: {len(report['disagreements'])}"
+        + (f" ({len(awaiting)} awaiting adjudication)" if awaiting else "")
+    )
     for case in report["disagreements"]:
         lines.append(f"  {case['case_id']}: label {case['label']}, status {case['status']}")
         for rationale in case["rationales"]:
-            rules = ", ".join(rationale["governing_rules"]) or "no rule named"
-            lines.append(
-                f"    {rationale['reviewer']}: {rationale['decision']} ({rules}): "
-                f"{rationale['evidence'] or rationale['notes']}"
-            )
+            lines.append(f"    {_rationale_text(rationale)}")
+        if case.get("adjudication"):
+            lines.append(f"    adjudicated by {_rationale_text(case['adjudication'])}")
     return "\n".join(lines)
+
+
+def _rationale_text(rationale: dict[str, Any]) -> str:
+    rules = ", ".join(rationale["governing_rules"]) or "no rule named"
+    return (
+        f"{rationale['reviewer']}: {rationale['decision']} ({rules}): "
+        f"{rationale['evidence'] or rationale['notes']}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # Apply: the record becomes each case's `reference_status` and a new MANIFEST.
 
 
-def _reference_status(
-    status: CaseStatus, own: list[RecordedReview], label: str, record_sha256: str, day: str
-) -> dict[str, Any]:
-    disagreements = [
-        f"{r.qualification.reviewer_id}: {r.review.decision} where the label is {label} "
-        f"(rules: {', '.join(r.review.governing_rules) or 'none named'}; {r.review.evidence}"
-        + (f"; {r.review.notes}" if r.review.notes else "")
+def _differing_text(recorded: RecordedReview, label: str) -> str:
+    """One preserved disagreement: who decided what against the label, and on what."""
+    review = recorded.review
+    return (
+        f"{recorded.qualification.reviewer_id}: {review.decision} where the label is {label} "
+        f"(rules: {', '.join(review.governing_rules) or 'none named'}; {review.evidence}"
+        + (f"; {review.notes}" if review.notes else "")
         + ")"
-        for r in own
-        if r.review.decision != label
-    ]
+    )
+
+
+def _reference_status(
+    status: CaseStatus,
+    own: list[RecordedReview],
+    adjudication: RecordedReview | None,
+    label: str,
+    stamp: tuple[str, str],
+) -> dict[str, Any]:
+    """A case's `reference_status`; `stamp` is the record's head and the day it is applied.
+
+    An adjudication is kept beside the reviews: its author is listed after the reviewers (their
+    qualification marked `adjudicator`), and its decision and grounds are kept with the
+    disagreements it settled, whether it upheld the label or not.
+    """
+    record_sha256, day = stamp
+    disagreements = [_differing_text(r, label) for r in own if r.review.decision != label]
+    reviewers = [r.qualification.reviewer_id for r in own]
+    qualifications = [r.qualification.text() for r in own]
+    if adjudication is not None:
+        verdict = "upholds" if adjudication.review.decision == label else "does not uphold"
+        disagreements.append(
+            f"adjudicated: {verdict} the label; " + _differing_text(adjudication, label)
+        )
+        reviewers.append(adjudication.qualification.reviewer_id)
+        qualifications.append(f"adjudicator {adjudication.qualification.text()}")
     return {
         "status": "authored" if status == "pending" else status,
         "review": "pending_independent_domain_review"
         if status == "pending"
         else "independently_reviewed",
-        "reviewers": [r.qualification.reviewer_id for r in own],
+        "reviewers": reviewers,
         "disagreements": disagreements,
-        "qualifications": [r.qualification.text() for r in own],
+        "qualifications": qualifications,
         "reviewed_on": day,
         "record_sha256": record_sha256,
     }
@@ -838,17 +1017,19 @@ def _case_text(document: dict[str, Any]) -> str:
 def _rewritten_cases(record: AdjudicationRecord, loaded: Any) -> dict[Path, str]:
     """New text of each reviewed or disputed case file whose status changes."""
     labels = _labels(loaded)
-    by_case = record.reviews_by_case()
-    day = utc_now()[:10]
+    statuses = record.statuses(labels)
+    adjudications = record.adjudications()
+    stamp = (record.head, utc_now()[:10])
     changed = {}
-    for case_id, own in sorted(by_case.items()):
-        label = labels[case_id]
-        status = case_status(record.protocol, label, [r.review.decision for r in own])
+    for case_id, own in sorted(record.reviews_by_case().items()):
+        status = statuses[case_id]
         if status == "pending":
             continue
         path = loaded.root / "cases" / f"{case_id}.json"
         document = json.loads(path.read_text(encoding="utf-8"))
-        document["reference_status"] = _reference_status(status, own, label, record.head, day)
+        document["reference_status"] = _reference_status(
+            status, own, adjudications.get(case_id), labels[case_id], stamp
+        )
         changed[path] = _case_text(document)
     return changed
 
@@ -871,7 +1052,7 @@ def apply_record(
     if sign_key is not None:
         load_private_key(sign_key)  # a bad key is refused before any case file is written
     record = read_record(record_path)
-    loaded = _loaded_corpus(record, corpus)
+    loaded = loaded_corpus(record, corpus)
     changed = _rewritten_cases(record, loaded)
     originals = {path: path.read_bytes() for path in changed}
     try:
@@ -884,18 +1065,14 @@ def apply_record(
         raise
     after = sha256_hex((loaded.root / "MANIFEST.json").read_bytes())
     labels = _labels(loaded)
-    by_case = record.reviews_by_case()
-    counts = Counter(
-        case_status(record.protocol, labels[case_id], [r.review.decision for r in own])
-        for case_id, own in by_case.items()
-    )
+    counts = Counter(record.statuses(labels).values())
     summary = {
         "record_sha256": record.head,
         "manifest_sha256_before": loaded.manifest_sha256,
         "manifest_sha256_after": after,
         "status_counts": dict(sorted(counts.items())),
         "cases_written": len(changed),
-        "cases_outside_protocol": len(labels) - len(by_case),
+        "cases_outside_protocol": len(labels) - len(record.protocol.cases),
     }
     _append(record, [("applied", summary)], sign_key)
     return summary

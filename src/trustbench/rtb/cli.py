@@ -349,7 +349,9 @@ def adjudicate_protocol(
             help="Consequential cases need a second, blind review.",
         ),
     ] = True,
-    rule: Annotated[str, typer.Option("--rule", help="unanimous | majority")] = "unanimous",
+    rule: Annotated[
+        str, typer.Option("--rule", help="unanimous | majority | adjudicated")
+    ] = "unanimous",
     sign_key: _SignKeyOption = None,
 ) -> None:
     """Freeze a protocol: write a new record whose first entry names the corpus and cases."""
@@ -357,8 +359,8 @@ def adjudicate_protocol(
 
     if select not in ("all", "sample", "consequential", "listed"):
         raise InputError(f"--select {select!r}: choose all, sample, consequential or listed")
-    if rule not in ("unanimous", "majority"):
-        raise InputError(f"--rule {rule!r}: choose unanimous or majority")
+    if rule not in ("unanimous", "majority", "adjudicated"):
+        raise InputError(f"--rule {rule!r}: choose unanimous, majority or adjudicated")
     options = {
         "sample_per_group": per_group,
         "seed": seed,
@@ -405,6 +407,42 @@ def adjudicate_import(
         record, review_file, declared=declared, corpus=corpus, sign_key=sign_key
     )
     typer.echo(f"recorded {count} review(s) by {qualification.text()}")
+
+
+@adjudicate_app.command("serve")
+def adjudicate_serve(
+    record: _RecordArgument,
+    reviewers: Annotated[
+        Path,
+        typer.Option(
+            "--reviewers",
+            help='Roster (JSON): {"reviewers": [{reviewer_id, role, years}], "adjudicators": '
+            "[...]}, each person's declared qualification.",
+        ),
+    ],
+    corpus: _AdjudicatedCorpusOption = None,
+    port: Annotated[int, typer.Option("--port", help="Port (0 = any free port).")] = 8766,
+    sign_key: _SignKeyOption = None,
+) -> None:
+    """Serve the review app on 127.0.0.1; print one private link per person; Ctrl-C to stop.
+
+    A reviewer sees each case of the protocol as a candidate does, plus the policy text, never
+    the label, a candidate's verdict or another reviewer's answer; each review is appended to
+    RECORD as `import` appends one. An adjudicator settles the disagreements the protocol's
+    `adjudicated` rule sends them, seeing the reviews but not the label.
+    """
+    from trustbench._local_app import listen_socket, serve_until_stopped
+    from trustbench.rtb.adjudication_app import open_adjudication
+
+    listening = listen_socket("127.0.0.1", port)  # before anything else: a used port fails at once
+    serve_until_stopped(
+        listening,
+        "127.0.0.1",
+        open_adjudication(record, reviewers, corpus, sign_key),
+        what=str(record),
+        stops="Ctrl-C stops; everything submitted is in the record",
+    )
+    typer.echo("stopped: every submitted review is in the record; serve again to go on")
 
 
 @adjudicate_app.command("report")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel
 
 import trustbench
 from trustbench._local_app import (
@@ -73,6 +74,37 @@ def _record_fields(record: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(k.replace("_", " "), v) for k, v in record.items() if k not in ("kind", "record_id")]
 
 
+def case_view(candidate_input: BaseModel) -> dict[str, Any]:
+    """The template values of a case as a candidate receives it (`case_input.html.j2`).
+
+    Shared by this app and `rtb adjudicate serve`, so a domain reviewer reads a case exactly
+    as a participant (and a model) does: the `as_of` instant where the policy has one, every
+    proposal field, each evidence record, and the exact JSON. Built from the candidate input
+    alone, it cannot show the answer key.
+    """
+    document = candidate_input.model_dump(mode="json")
+    proposal = document["proposal"]
+    return {
+        "input": candidate_input,
+        "input_json": json.dumps(document, indent=2, ensure_ascii=False),
+        "as_of": document.get("as_of"),
+        "proposal_fields": [
+            (name.replace("_", " "), value)
+            for name, value in proposal.items()
+            if name != "parameters"
+        ],
+        "parameters": list(proposal.get("parameters", {}).items()),
+        "records": [
+            {
+                "record_id": r["record_id"],
+                "kind": r["kind"].replace("_", " "),
+                "fields": _record_fields(r),
+            }
+            for r in document["evidence"]
+        ],
+    }
+
+
 def recommendation_text(configuration: str, outcome: str | None) -> str:
     """What the participant reads about the paired AI configuration's decision on this case."""
     if outcome in ("permit", "deny", "hold"):
@@ -105,21 +137,10 @@ def review_page(
     a participant chooses from the codes the grader reads for this corpus, as a model does.
     `discrepancy_format` (None: the policy reads none) shows the structured-discrepancy field.
     """
-    document = candidate_input.model_dump(mode="json")
-    records = [
-        {
-            "record_id": r["record_id"],
-            "kind": r["kind"].replace("_", " "),
-            "fields": _record_fields(r),
-        }
-        for r in document["evidence"]
-    ]
     return render(
         "review.html.j2",
+        **case_view(candidate_input),
         base=base,
-        input=candidate_input,
-        input_json=json.dumps(document, indent=2, ensure_ascii=False),
-        records=records,
         prompt=prompt,
         progress=f"case {position + 1} of {total}",
         time_limit=format_limit(time_limit_s),
