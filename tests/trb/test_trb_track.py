@@ -205,10 +205,14 @@ def test_every_row_names_trb_version_corpus_sha_and_adapter_tier(
     sha = record["trb"]["corpus"]["sha256"]
     rows = record["trb"]["rows"]
     assert {r["split"] for r in rows} == {"eval", *TRANSFER_FAMILY_SPLITS}
+    digest = record["trb"]["metric_digest"]
+    assert digest.startswith("sha256:")
     for row in rows:
         assert (row["trb_version"], row["corpus_sha256"], row["adapter_tier"]) == (
             "TRB v0.2", sha, "native"
         )  # fmt: skip
+        assert row["metric_digest"] == digest  # beside trb_version in every row
+    assert {b["metric_digest"] for b in record["trb"]["baselines"]} == {digest}
     for figures in record["figures"].values():
         for fig in figures:
             if fig["name"] == "valid_response_rate":  # core's evaluability figure, not TRB's

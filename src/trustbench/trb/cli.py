@@ -17,7 +17,7 @@ import typer
 
 from trustbench._lazy_commands import lazy_group
 from trustbench._quick_model import Limit, api_key_env_option, base_url_option
-from trustbench.errors import CheckFailed
+from trustbench.errors import CheckFailed, InputError
 from trustbench.trb._cli_tables import (
     _fmt,
     _interval,
@@ -140,6 +140,44 @@ def _fail_on_first(rows: list[dict[str, Any]], message: Callable[[dict[str, Any]
     failed = next((r for r in rows if not r["passed"]), None)
     if failed is not None:
         raise CheckFailed(message(failed), location="trb audit")
+
+
+def _record(text: str) -> dict[str, Any]:
+    """A run's `record.json`, given the file or its run folder.
+
+    Raises:
+        InputError: no such file, or not a JSON object.
+    """
+    path = Path(text)
+    path = path / "record.json" if path.is_dir() else path
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"cannot read a record: {error}", location=str(path)) from None
+    if not isinstance(record, dict):
+        raise InputError("not a JSON object", location=str(path))
+    return record
+
+
+@trb_app.command()
+def compare(
+    first: Annotated[str, typer.Argument(help="A trb/profile run folder or its record.json.")],
+    second: Annotated[str, typer.Argument(help="The run folder or record.json to compare with.")],
+) -> None:
+    """Print two runs' eval-split headlines side by side.
+
+    Refused (exit 2), naming both, unless both were computed under one TRB version and one
+    metric-definition digest (`metric_digest` in every row): a changed definition makes the
+    numbers incomparable.
+    """
+    from trustbench.trb.track._versioning import compare_records
+
+    paired = compare_records(_record(first), _record(second), a_name=first, b_name=second)
+    for row in paired:
+        if row["split"] == "eval" and "[" not in row["metric"]:
+            typer.echo(
+                f"{row['candidate']}  {row['metric']}: {_fmt(row['a'])} vs {_fmt(row['b'])}"
+            )
 
 
 @trb_app.command()

@@ -59,6 +59,7 @@ from trustbench.trb.track._profile import (
     qualifications,
     trust_summary,
 )
+from trustbench.trb.track._versioning import metric_digest
 from trustbench.trb.world import CorridorWorld
 
 # ------------------------------------------------------------------------------------------------
@@ -502,6 +503,7 @@ def analyze_profile(
         collected, gap, options, stats, _gap_label(corpus_sha), subjects
     )
     checks = oracle_checks(collected, subjects)
+    digest = metric_digest(measures)  # beside TRB_VERSION in every row (`_versioning`)
 
     def series_name(candidate: str) -> str:
         baseline = baseline_of(manifest, candidate)
@@ -518,6 +520,7 @@ def analyze_profile(
         ),
         corpus_sha=corpus_sha,
         synthetic_share=corpus.manifest.provenance.synthetic_share,
+        metric_digest=digest,
     )
     flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
     trust, trust_block, trust_gates = trust_summary(manifest, candidates, subjects, flags,
@@ -565,6 +568,7 @@ def analyze_profile(
     record = {
         "trb": {
             "version": TRB_VERSION,
+            "metric_digest": digest,
             "corpus": {
                 "sha256": corpus_sha,
                 "kind": corpus.manifest.kind,
@@ -594,7 +598,7 @@ def analyze_profile(
                 "failed": dict(collected.failed),
                 "not_applicable": {k: len(v) for k, v in collected.not_applicable.items()},
             },
-            "rows": flat_rows(subjects, collected, corpus_sha),
+            "rows": flat_rows(subjects, collected, corpus_sha, digest),
         }
     }
     n_cases = len(cases)

@@ -713,11 +713,12 @@ def baselines_summary(
     *,
     corpus_sha: str,
     synthetic_share: float | None,
+    metric_digest: str,
 ) -> tuple[list[dict[str, Any]], FiguresBlock]:
     """The five spec §4 baselines, each filled by a candidate or "not run".
 
     Per row: every measure's headline (eval split) with its interval, slot accuracy beside G,
-    and the TRB version, corpus SHA-256, synthetic share and adapter tier.
+    and the TRB version, metric digest, corpus SHA-256, synthetic share and adapter tier.
     `label_for(tier)` gives the description suffix of a row of that adapter tier.
     """
     figures: list[Figure] = []
@@ -741,6 +742,7 @@ def baselines_summary(
             "candidate_tier": collected.tiers.get(candidate) if candidate else None,
             "status": "run" if ran else "not run",
             "trb_version": TRB_VERSION,
+            "metric_digest": metric_digest,
             "corpus_sha256": corpus_sha,
             "synthetic_share": synthetic_share,
             "profile": {},
@@ -885,9 +887,9 @@ REFERENCE_ORACLE = "oracle:perfectly-governed"
 
 
 def flat_rows(
-    subjects: dict[str, list[Figure]], collected: Collected, corpus_sha: str
+    subjects: dict[str, list[Figure]], collected: Collected, corpus_sha: str, metric_digest: str
 ) -> list[dict[str, Any]]:
-    """One flat row per figure, each naming TRB version, corpus SHA-256, tier and split."""
+    """One flat row per figure, each naming TRB version, metric digest, corpus, tier and split."""
     rows = []
     for candidate, figures in subjects.items():
         for figure in figures:
@@ -900,6 +902,7 @@ def flat_rows(
             rows.append(
                 {
                     "trb_version": TRB_VERSION,
+                    "metric_digest": metric_digest,
                     "corpus_sha256": corpus_sha,
                     "candidate": candidate,
                     "adapter": collected.adapters.get(candidate),
