@@ -138,6 +138,21 @@ def test_governance_gap_is_positive_with_an_interval_excluding_zero(
     assert record["gates"]["results"][0]["status"] == "passed"
 
 
+def test_the_built_in_gap_pair_is_one_architecture_and_size_with_both_r_pathways(
+    reference_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = reference_run
+    check = record["trb"]["governance_gap"]["pair_check"]
+    assert check["conformant"] and check["failures"] == [], check
+    full, ablation = check["sides"]["full"], check["sides"]["ablation"]
+    assert full["parameter_count"] == ablation["parameter_count"] > 0
+    assert full["architecture"] == ablation["architecture"]
+    assert full["size_source"].startswith("measured")
+    assert full["edit_response"] > ablation["edit_response"] > 1e-3
+    bars = record["trb"]["verdicts"]["full"]["pass_bars"]
+    assert next(b for b in bars if "Delta_gov" in b["bar"])["status"] == "met"
+
+
 def test_governance_gap_on_g_star_compares_each_model_against_its_own_floor(
     reference_run: tuple[Path, dict[str, Any]],
 ) -> None:

@@ -1,4 +1,4 @@
-"""Versioning (spec §7): a metric-definition digest beside `trb_version`; no cross-digest compare."""
+"""Versioning (spec §7): a metric-definition digest beside `trb_version`; no cross-digest use."""
 
 from __future__ import annotations
 
