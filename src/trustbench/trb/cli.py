@@ -88,12 +88,27 @@ def audit(
         ),
     ] = True,
     cheat_traces: Annotated[int, typer.Option(help="Eval traces of the cheat run.")] = 12,
+    adapter: Annotated[
+        str | None,
+        typer.Option(
+            "--adapter",
+            metavar="MODULE:ATTR",
+            help="Audit your adapter instead: submit it (sandboxed, as `trb run` does) to the "
+            "cheat audit's run and report every cheat detector's result; exit 1 if any fires. "
+            "--cheat-traces sizes the run.",
+        ),
+    ] = None,
 ) -> None:
     """Score oracles against closed forms and Goodhart adapters against their signatures.
 
     Exits 1 on any deviation from a closed form, any cheat whose signature does not hold, or
     any of the seven submitted cheats not judged "not trustworthy" by the combined verdict.
+    With --adapter, runs that adapter through every cheat detector instead (exit 1 when any
+    fires, 2 when it cannot be loaded).
     """
+    if adapter is not None:
+        _audit_adapter(adapter, cheat_traces, seed)
+        return
     from trustbench.trb.corpus._generate import generate_split
     from trustbench.trb.instruments._goodhart import goodhart_audit
     from trustbench.trb.instruments._oracles import audit as run_audit
@@ -129,6 +144,25 @@ def audit(
                 f"expected {f['expected']} ({f['why']})"
             ),
         )
+
+
+def _audit_adapter(target: str, eval_traces: int, seed: int) -> None:
+    """`trb audit --adapter`: every cheat detector on one adapter; exit 1 when any fires.
+
+    Raises:
+        CheckFailed: a detector fired (or the adapter failed the conformance kit at freeze).
+    """
+    from trustbench.trb.track._pipeline import adapter_audit, print_adapter_audit
+
+    result = adapter_audit(target, eval_traces, seed)
+    print_adapter_audit(result)
+    fired = [r["detector"] for r in result["detectors"] if r["fired"]]
+    if fired:
+        raise CheckFailed(
+            f"{len(fired)} cheat detector(s) fired on {target}: {', '.join(fired)}",
+            location="trb audit --adapter",
+        )
+    typer.echo(f"no cheat detector fired on {target}; combined verdict: {result['verdict']}")
 
 
 def _fail_on_first(rows: list[dict[str, Any]], message: Callable[[dict[str, Any]], str]) -> None:
@@ -175,9 +209,7 @@ def compare(
     paired = compare_records(_record(first), _record(second), a_name=first, b_name=second)
     for row in paired:
         if row["split"] == "eval" and "[" not in row["metric"]:
-            typer.echo(
-                f"{row['candidate']}  {row['metric']}: {_fmt(row['a'])} vs {_fmt(row['b'])}"
-            )
+            typer.echo(f"{row['candidate']}  {row['metric']}: {_fmt(row['a'])} vs {_fmt(row['b'])}")
 
 
 @trb_app.command()
