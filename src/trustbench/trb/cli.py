@@ -1,4 +1,4 @@
-"""The `trustbench trb` command group: check-adapter, audit, corpus, run, smoke, collect.
+"""The `trustbench trb` command group: check-adapter, audit, compare, corpus, run, smoke, collect.
 
 `trb run` freezes a built-in (or given) spec of the `trb/profile` track, runs it through the
 shared ledger and writes `record.json` and `report.html`; `trb smoke` is the quick direct
