@@ -138,6 +138,21 @@ def test_governance_gap_is_positive_with_an_interval_excluding_zero(
     assert record["gates"]["results"][0]["status"] == "passed"
 
 
+def test_the_built_in_gap_pair_is_one_architecture_and_size_with_both_r_pathways(
+    reference_run: tuple[Path, dict[str, Any]],
+) -> None:
+    _, record = reference_run
+    check = record["trb"]["governance_gap"]["pair_check"]
+    assert check["conformant"] and check["failures"] == [], check
+    full, ablation = check["sides"]["full"], check["sides"]["ablation"]
+    assert full["parameter_count"] == ablation["parameter_count"] > 0
+    assert full["architecture"] == ablation["architecture"]
+    assert full["size_source"].startswith("measured")
+    assert full["edit_response"] > ablation["edit_response"] > 1e-3
+    bars = record["trb"]["verdicts"]["full"]["pass_bars"]
+    assert next(b for b in bars if "Delta_gov" in b["bar"])["status"] == "met"
+
+
 def test_governance_gap_on_g_star_compares_each_model_against_its_own_floor(
     reference_run: tuple[Path, dict[str, Any]],
 ) -> None:
@@ -205,10 +220,14 @@ def test_every_row_names_trb_version_corpus_sha_and_adapter_tier(
     sha = record["trb"]["corpus"]["sha256"]
     rows = record["trb"]["rows"]
     assert {r["split"] for r in rows} == {"eval", *TRANSFER_FAMILY_SPLITS}
+    digest = record["trb"]["metric_digest"]
+    assert digest.startswith("sha256:")
     for row in rows:
         assert (row["trb_version"], row["corpus_sha256"], row["adapter_tier"]) == (
             "TRB v0.2", sha, "native"
         )  # fmt: skip
+        assert row["metric_digest"] == digest  # beside trb_version in every row
+    assert {b["metric_digest"] for b in record["trb"]["baselines"]} == {digest}
     for figures in record["figures"].values():
         for fig in figures:
             if fig["name"] == "valid_response_rate":  # core's evaluability figure, not TRB's

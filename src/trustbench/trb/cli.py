@@ -1,4 +1,4 @@
-"""The `trustbench trb` command group: check-adapter, audit, corpus, run, smoke, collect.
+"""The `trustbench trb` command group: check-adapter, audit, compare, corpus, run, smoke, collect.
 
 `trb run` freezes a built-in (or given) spec of the `trb/profile` track, runs it through the
 shared ledger and writes `record.json` and `report.html`; `trb smoke` is the quick direct
@@ -17,7 +17,7 @@ import typer
 
 from trustbench._lazy_commands import lazy_group
 from trustbench._quick_model import Limit, api_key_env_option, base_url_option
-from trustbench.errors import CheckFailed
+from trustbench.errors import CheckFailed, InputError
 from trustbench.trb._cli_tables import (
     _fmt,
     _interval,
@@ -88,12 +88,27 @@ def audit(
         ),
     ] = True,
     cheat_traces: Annotated[int, typer.Option(help="Eval traces of the cheat run.")] = 12,
+    adapter: Annotated[
+        str | None,
+        typer.Option(
+            "--adapter",
+            metavar="MODULE:ATTR",
+            help="Audit your adapter instead: submit it (sandboxed, as `trb run` does) to the "
+            "cheat audit's run and report every cheat detector's result; exit 1 if any fires. "
+            "--cheat-traces sizes the run.",
+        ),
+    ] = None,
 ) -> None:
     """Score oracles against closed forms and Goodhart adapters against their signatures.
 
     Exits 1 on any deviation from a closed form, any cheat whose signature does not hold, or
     any of the seven submitted cheats not judged "not trustworthy" by the combined verdict.
+    With --adapter, runs that adapter through every cheat detector instead (exit 1 when any
+    fires, 2 when it cannot be loaded).
     """
+    if adapter is not None:
+        _audit_adapter(adapter, cheat_traces, seed)
+        return
     from trustbench.trb.corpus._generate import generate_split
     from trustbench.trb.instruments._goodhart import goodhart_audit
     from trustbench.trb.instruments._oracles import audit as run_audit
@@ -131,6 +146,25 @@ def audit(
         )
 
 
+def _audit_adapter(target: str, eval_traces: int, seed: int) -> None:
+    """`trb audit --adapter`: every cheat detector on one adapter; exit 1 when any fires.
+
+    Raises:
+        CheckFailed: a detector fired (or the adapter failed the conformance kit at freeze).
+    """
+    from trustbench.trb.track._pipeline import adapter_audit, print_adapter_audit
+
+    result = adapter_audit(target, eval_traces, seed)
+    print_adapter_audit(result)
+    fired = [r["detector"] for r in result["detectors"] if r["fired"]]
+    if fired:
+        raise CheckFailed(
+            f"{len(fired)} cheat detector(s) fired on {target}: {', '.join(fired)}",
+            location="trb audit --adapter",
+        )
+    typer.echo(f"no cheat detector fired on {target}; combined verdict: {result['verdict']}")
+
+
 def _fail_on_first(rows: list[dict[str, Any]], message: Callable[[dict[str, Any]], str]) -> None:
     """Exit 1 (`CheckFailed`) with `message` of the first audit row that did not pass, if any.
 
@@ -140,6 +174,42 @@ def _fail_on_first(rows: list[dict[str, Any]], message: Callable[[dict[str, Any]
     failed = next((r for r in rows if not r["passed"]), None)
     if failed is not None:
         raise CheckFailed(message(failed), location="trb audit")
+
+
+def _record(text: str) -> dict[str, Any]:
+    """A run's `record.json`, given the file or its run folder.
+
+    Raises:
+        InputError: no such file, or not a JSON object.
+    """
+    path = Path(text)
+    path = path / "record.json" if path.is_dir() else path
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"cannot read a record: {error}", location=str(path)) from None
+    if not isinstance(record, dict):
+        raise InputError("not a JSON object", location=str(path))
+    return record
+
+
+@trb_app.command()
+def compare(
+    first: Annotated[str, typer.Argument(help="A trb/profile run folder or its record.json.")],
+    second: Annotated[str, typer.Argument(help="The run folder or record.json to compare with.")],
+) -> None:
+    """Print two runs' eval-split headlines side by side.
+
+    Refused (exit 2), naming both, unless both were computed under one TRB version and one
+    metric-definition digest (`metric_digest` in every row): a changed definition makes the
+    numbers incomparable.
+    """
+    from trustbench.trb.track._versioning import compare_records
+
+    paired = compare_records(_record(first), _record(second), a_name=first, b_name=second)
+    for row in paired:
+        if row["split"] == "eval" and "[" not in row["metric"]:
+            typer.echo(f"{row['candidate']}  {row['metric']}: {_fmt(row['a'])} vs {_fmt(row['b'])}")
 
 
 @trb_app.command()

@@ -935,6 +935,8 @@ def _empty_row(trace_id: str) -> dict[str, Any]:
         "floor_tv_sum": 0.0,
         "star_tv_sum": 0.0,
         "star_floor_tv_sum": 0.0,
+        "edit_response_sum": 0.0,
+        "edit_response_steps": 0,
         "ceiling_tv_sum": 0.0,
         "uniform_tv_sum": 0.0,
         "self_tv_sum": 0.0,
@@ -971,6 +973,11 @@ def _cross_edit_floor(
         row["star_tv_sum"] += _tv(got[k], cf.continuation)
         others = [_tv(got[j], cf.continuation) for j in range(k_edits) if j != k]
         row["star_floor_tv_sum"] += sum(others) / len(others)
+    # The edit response: how far the answers to the step's edits differ from one another
+    # (mean pairwise TV; 0 exactly for an adapter whose action has no r pathway at all).
+    pairs = [_tv(got[i], got[j]) for i in range(k_edits) for j in range(i + 1, k_edits)]
+    row["edit_response_sum"] += sum(pairs) / len(pairs)
+    row["edit_response_steps"] += 1
 
 
 def star_sums(counts: dict[str, Any]) -> tuple[float, float]:

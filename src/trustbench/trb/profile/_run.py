@@ -722,8 +722,14 @@ def run_reference(
             splits, manifest, config, tracks, per_trace, adapters, cards, rows, baselines, models
         )
     audit_rows = audit(eval_traces)
+    from trustbench.trb.track._versioning import default_metric_digest
+
+    digest = default_metric_digest()  # beside trb_version in every row (trb/track/_versioning)
+    for row in [*rows, *baselines, gap_record]:
+        row["metric_digest"] = digest
     return {
         "trb_version": TRB_VERSION,
+        "metric_digest": digest,
         "label": REFERENCE_LABEL,
         "corpus": {
             "sha256": corpus_sha,

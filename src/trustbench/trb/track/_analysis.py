@@ -59,6 +59,7 @@ from trustbench.trb.track._profile import (
     qualifications,
     trust_summary,
 )
+from trustbench.trb.track._versioning import metric_digest
 from trustbench.trb.world import CorridorWorld
 
 # ------------------------------------------------------------------------------------------------
@@ -131,6 +132,87 @@ def gap_analysis(
         "paired_traces": len(values),
         "pass_bar_met": low is not None and low > 0,
     }
+
+
+# ------------------------------------------------------------------------------------------------
+# The gap pair is checked before Delta_gov is read (spec §5: the ablation is the same model
+# trained without L_gov).
+#
+# Delta_gov = G(full) - G(ablation) means "what L_gov adds" only when the ablation is the same
+# architecture and size as the full model, with its r pathway present: an "ablation" that is an
+# r-blind policy of another size scores G at its floor and inflates the gap with nothing L_gov
+# did. So, declared before any result, the pair is conformant when
+#
+# - both sides' parameter counts and architectures are known and equal: measured by the
+#   harness on a built-in model (`_profile.model_size`), else declared in the candidate's
+#   `settings.parameter_count` and `settings.architecture` (a submitted adapter's own code is
+#   never asked; a declaration is recorded as such);
+# - the r pathway is present on both sides: `edit_response` (the mean pairwise TV between the
+#   answers to one step's edits) above `PATHWAY_MIN_RESPONSE`; an r-blind policy scores 0
+#   exactly.
+#
+# Otherwise the Delta_gov pass bar is "not evaluated" (the verdict: not established), with the
+# failed checks named, and `governance_gap.pair_check` in the record says which.
+
+PATHWAY_MIN_RESPONSE = 1e-3
+"""The least edit response (mean pairwise TV) that shows an r pathway; an r-blind policy has 0."""
+
+
+def _side(manifest: Manifest, collected: Collected, subjects: dict[str, list[Figure]],
+          candidate: str) -> dict[str, Any]:  # fmt: skip
+    """One side of the pair: its size (measured, else declared) and its edit response."""
+    settings = next((c.settings for c in manifest.spec.candidates if c.name == candidate), {})
+    measured = collected.sizes.get(candidate)
+    if measured is not None:
+        size = {**measured, "size_source": "measured by the harness (built-in model)"}
+    else:
+        size = {"parameter_count": settings.get("parameter_count"),
+                "architecture": settings.get("architecture"),
+                "size_source": "declared in settings (not verified)"
+                if settings.get("parameter_count") is not None else "not declared"}  # fmt: skip
+    return {
+        **size,
+        "edit_response": measured_estimate(subjects.get(candidate, []), "edit_response"),
+    }
+
+
+def gap_pair_check(
+    manifest: Manifest,
+    collected: Collected,
+    subjects: dict[str, list[Figure]],
+    pair: tuple[str, str] | None,
+) -> dict[str, Any] | None:
+    """The gap pair's conformance (see above): each side, and the checks that failed."""
+    if pair is None:
+        return None
+    full, ablation = pair
+    sides = {c: _side(manifest, collected, subjects, c) for c in pair}
+    failures = [
+        f"{c}: parameter count not known (declare settings.parameter_count)"
+        for c in pair if sides[c]["parameter_count"] is None
+    ]  # fmt: skip
+    if not failures and sides[full]["parameter_count"] != sides[ablation]["parameter_count"]:
+        failures.append(
+            f"not the same size: {full} has {sides[full]['parameter_count']} parameters, "
+            f"{ablation} {sides[ablation]['parameter_count']}"
+        )
+    if sides[full]["architecture"] != sides[ablation]["architecture"]:
+        failures.append(
+            f"not the same architecture: {full} {sides[full]['architecture']!r}, {ablation} "
+            f"{sides[ablation]['architecture']!r}"
+        )
+    for c in pair:
+        response = sides[c]["edit_response"]
+        if response is None or response <= PATHWAY_MIN_RESPONSE:
+            failures.append(
+                f"{c}: no r pathway (edit response {_shown(response)} <= {PATHWAY_MIN_RESPONSE}: "
+                "its action does not move under any r edit)"
+            )
+    return {"conformant": not failures, "sides": sides, "failures": failures}
+
+
+def _shown(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.4g}"
 
 
 GAP_STAR_FIGURE = "governance_gap_G_star"
@@ -472,7 +554,7 @@ def profile_and_gap(
         manifest, collected, options=options, measures=measures, corpus_sha=corpus_sha
     )
     _, gap_record, _ = _gap_figures(
-        collected, gap, options, _stats_plan(manifest), _gap_label(corpus_sha), subjects
+        manifest, collected, gap, options, _stats_plan(manifest), _gap_label(corpus_sha), subjects
     )
     candidates = [c.name for c in manifest.spec.candidates]
     profile, _ = profile_summary(candidates, subjects, measures)
@@ -499,9 +581,10 @@ def analyze_profile(
         manifest, collected, options=options, measures=measures, corpus_sha=corpus_sha
     )
     gap_figure, gap_record, seed_figure = _gap_figures(
-        collected, gap, options, stats, _gap_label(corpus_sha), subjects
+        manifest, collected, gap, options, stats, _gap_label(corpus_sha), subjects
     )
     checks = oracle_checks(collected, subjects)
+    digest = metric_digest(measures)  # beside TRB_VERSION in every row (`_versioning`)
 
     def series_name(candidate: str) -> str:
         baseline = baseline_of(manifest, candidate)
@@ -518,10 +601,12 @@ def analyze_profile(
         ),
         corpus_sha=corpus_sha,
         synthetic_share=corpus.manifest.provenance.synthetic_share,
+        metric_digest=digest,
     )
     flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
+    pair_check = gap_record.get("pair_check")  # the gap pair's conformance
     trust, trust_block, trust_gates = trust_summary(manifest, candidates, subjects, flags,
-                                                    collected, gap)  # fmt: skip
+                                                    collected, gap, pair_check)  # fmt: skip
 
     sections: list[Any] = [trust_block]
     if gap_figure is not None and gap is not None:
@@ -565,6 +650,7 @@ def analyze_profile(
     record = {
         "trb": {
             "version": TRB_VERSION,
+            "metric_digest": digest,
             "corpus": {
                 "sha256": corpus_sha,
                 "kind": corpus.manifest.kind,
@@ -594,7 +680,7 @@ def analyze_profile(
                 "failed": dict(collected.failed),
                 "not_applicable": {k: len(v) for k, v in collected.not_applicable.items()},
             },
-            "rows": flat_rows(subjects, collected, corpus_sha),
+            "rows": flat_rows(subjects, collected, corpus_sha, digest),
         }
     }
     n_cases = len(cases)
@@ -619,6 +705,7 @@ def analyze_profile(
 
 
 def _gap_figures(
+    manifest: Manifest,
     collected: Collected,
     gap: tuple[str, str] | None,
     options: TrbTrackOptions,
@@ -631,6 +718,11 @@ def _gap_figures(
     Returns the Delta_gov figure, its record (seeds included) and the seed figure.
     """
     gap_figure, gap_record = gap_analysis(collected, gap, stats, gap_label)
+    check = gap_pair_check(manifest, collected, subjects, gap)
+    if check is not None:
+        gap_record["pair_check"] = check
+        if not check["conformant"] and gap_record.get("status") == "run":
+            gap_record["pass_bar_met"] = None  # not established: the pair is not a gap pair
     if gap_figure is not None and gap is not None:
         subjects[gap[0]].append(gap_figure)
         star = gap_star_figure(collected, gap, stats, gap_label)  # Delta_gov on G* (issue 16)

@@ -32,7 +32,7 @@ from trustbench.core import Registry
 from trustbench.core.figures import Figure, FigureKind, Interval, not_run_figure
 from trustbench.core.stats import clustered_figure
 from trustbench.errors import InputError
-from trustbench.trb.adapter._protocol import EDITABLE_SLOTS
+from trustbench.trb.adapter._protocol import EDITABLE_SLOTS, SelfReport, StepContext
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.measures import concept_directions
 from trustbench.trb.measures._governance import (
@@ -331,6 +331,7 @@ class NoRArm:
         require_override(adapter)
         self.kind = MARGINAL_R
         salt = f"{getattr(adapter, 'seed_value', 0)}|{trace.trace_id}|"
+        self._pool, self._salt = pool, salt
 
         def policy(contexts: Any) -> Any:
             picks = [_draw(salt, c, len(pool)) for c in contexts]
@@ -346,6 +347,16 @@ class NoRArm:
     def __call__(self, contexts: Any) -> Any:
         """Answer the contexts under the arm."""
         return self._policy(contexts)
+
+    def planned(self, context: StepContext) -> SelfReport | None:
+        """The override this arm sends at `context`, without asking (None: the zero-r arm).
+
+        The recorder asks it ahead, inside Track 1's batch, so the adapter answers the arm's
+        question once where it cannot tell it from Track 1's (`CrossTrackRepeats`).
+        """
+        if self.kind != MARGINAL_R:
+            return None
+        return self._pool[_draw(self._salt, context, len(self._pool))].model_copy()
 
     def record(self) -> dict[str, Any]:
         """What the arm was, and its draws (indices into the train r pool, in call order)."""
@@ -861,6 +872,22 @@ def _track_1b_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> l
     ))  # fmt: skip
 
 
+def _edit_response_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
+    """`edit_response`: whether action moves under r edits at all (the gap pair's check).
+
+    Mean over steps with two or more edits of the mean pairwise TV between the answers to the
+    step's edits; 0 exactly for an adapter with no r pathway. None before it was counted.
+    """
+    counted = [r for r in rows if r.counts.get("edit_response_steps")]
+    if not counted:
+        return []
+    return [
+        _mean("edit_response", counted, "edit_response_sum", "edit_response_steps", stats,
+              "mean pairwise TV between the answers to one step's edits (0 = action has no r "
+              f"pathway), over steps with two or more edits, clustered by trace {label}")
+    ]  # fmt: skip
+
+
 class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_star"):
     """Track 1: does act follow the intervened r? (see module docstring)."""
 
@@ -934,6 +961,7 @@ class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_st
              "G of the uniform policy (1/3 per action), exact from Phi; " + all_items),
         ))  # fmt: skip
         figures += _track_1b_figures(rows, stats, label)
+        figures += _edit_response_figures(rows, stats, label)
         figures += _count_rates(rows, stats, ((
             "hard_interchange_accuracy", "hard_correct", ("hard_items",),
             "argmax act(c, r') = argmax Phi(r') over interventions whose Phi(r') has a "

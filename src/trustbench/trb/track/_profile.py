@@ -17,10 +17,12 @@ outside reaches the library profile and the track's record alike.
 from __future__ import annotations
 
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from trustbench._canonical import json_sha256
 from trustbench.core import CallFailed, Evaluability, LedgerContents, Manifest
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.gates import GateResult, GateSpec
@@ -29,7 +31,11 @@ from trustbench.trb.adapter._protocol import EDITABLE_SLOTS, TRB_VERSION, SelfRe
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.corpus._store import over_cap_label, provenance_share
 from trustbench.trb.isolation._worker import blind_context
-from trustbench.trb.measures._governance import G_STAR_MIN, _valid_distribution
+from trustbench.trb.measures._governance import (
+    G_STAR_MIN,
+    AblationUnsupported,
+    _valid_distribution,
+)
 from trustbench.trb.profile._vector import BASELINES
 from trustbench.trb.track._adapters import (
     BUILTIN_ADAPTERS,
@@ -48,11 +54,13 @@ from trustbench.trb.track._measures import (
     AXIS_TRACKS,
     PROFILE_AXES,
     MeasureRow,
+    NoRArm,
     StatsPlan,
     TrbMeasure,
     governance_flags,
     load_measures,
     paired_data_flags,
+    trace_figure,
 )
 from trustbench.trb.track._pipeline import TrbTrackOptions
 from trustbench.trb.track._trace_measures import (
@@ -93,6 +101,12 @@ class Collected:
         self.attempted: dict[str, int] = defaultdict(int)
         self.unanswered: dict[str, int] = defaultdict(int)
         """Completed trials with no usable adapter output, some call never answered."""
+        self.sizes: dict[str, dict[str, Any]] = {}
+        """Candidate -> its model's parameter count and architecture, measured by the harness
+        on a built-in model (`model_size`); absent for any other adapter."""
+        self.repeats: dict[tuple[str, str], list[MeasureRow]] = defaultdict(list)
+        """(candidate, split) -> per trial, its questions asked again by another track
+        (`CrossTrackRepeats.counts`); absent in ledgers written before it was kept."""
 
     def not_run_reason(self, candidate: str, split: str) -> str:
         """Why a candidate has no scored trial on a split (the figure's "not run" reason).
@@ -154,6 +168,8 @@ def add_trial(
         out.tiers[candidate] = outcome["adapter_tier"]
     if outcome.get("isolation"):
         out.isolation[candidate] = outcome["isolation"]
+    if isinstance(outcome.get("model_size"), dict):
+        out.sizes[candidate] = outcome["model_size"]
     out.attempted[candidate] += 1
     if not failed and not outcome.get("applicable", False):
         reason = outcome.get("reason", "not applicable")
@@ -164,6 +180,12 @@ def add_trial(
     responses = outcome.get("responses")  # absent in ledgers written before it was kept
     if _never_answered(failed, responses):
         out.unanswered[candidate] += 1
+    if not failed and isinstance(outcome.get("consistency"), dict):
+        out.repeats[(candidate, trace.split)].append(
+            MeasureRow(
+                trace=trace, trial_index=trial_index, counts=outcome["consistency"], failed=False
+            )
+        )
     for measure in measures:
         if getattr(measure, "derived", False):
             continue
@@ -226,6 +248,162 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+# ------------------------------------------------------------------------------------------------
+# One policy across the tracks: questions asked again inside another track's batch.
+#
+# Tracks 1, 4 and 5 (and Track 6, which is Track 1 on the transfer contexts) must measure one
+# policy of the adapter. An adapter that recognises whose batch it is answering (Track 1's one
+# shuffled batch of a trace's edits, a rollout's batch of one depth) can be governed where
+# Track 1 looks and greedy in the rollouts, or ignore r only inside Track 1's batch on some
+# transfer traces. So the recorder mixes the batches, and compares what it gets back:
+#
+# - before the measures run, the Track 4/5 no-r arm's first question of the trace (its start
+#   context with the r the arm will draw there, `NoRArm.planned`) is planted in the first
+#   batch, Track 1's, where it is one more blinded override among the edits;
+# - every later batch carries `CONSISTENCY_DECOYS` questions another track asked first (at
+#   seeded places, answers taken out before the measure sees them), so a rollout's batch holds
+#   Track 1 edits and Track 1's questions are asked again where rollouts are asked;
+# - every question asked again by another track than the first is compared: TV between the
+#   two answers. `cross_track_agreement` = 1 - mean TV over them, per split, clustered by trace;
+#   a deterministic adapter scores exactly 1. Flagged when it is more than
+#   `CONSISTENCY_TOLERANCE` below the adapter's own `replay_agreement` (two answers to one
+#   identical question inside one batch: a sampling adapter's own noise).
+#
+# What it does not catch: an adapter that keeps every answer it gave and repeats it when asked
+# again is consistent by construction on the repeated questions; its first answers are still
+# measured by each track, and the no-r arm agreement bound below catches a rollout arm it
+# answers apart from Track 1's edits.
+
+CONSISTENCY_DECOYS = 2
+"""Questions first asked by another track, planted in each batch of act calls."""
+CONSISTENCY_TOLERANCE = 0.02
+"""Flag when cross-track agreement is this far below the adapter's own replay agreement."""
+
+
+def _question(context: StepContext, override: SelfReport | None) -> str:
+    """One act question's identity: the whole visible context and the override, as JSON."""
+    return (
+        context.model_dump_json() + "|" + ("" if override is None else override.model_dump_json())
+    )
+
+
+def _answer_tv(first: Any, again: Any) -> float:
+    """TV between two answers to one question; an unusable answer against a usable one is 1."""
+    a, b = _valid_distribution(first), _valid_distribution(again)
+    if a is None or b is None:
+        return 0.0 if a is None and b is None else 1.0
+    return 0.5 * sum(abs(a[k] - b.get(k, 0.0)) for k in a)
+
+
+class CrossTrackRepeats:
+    """The questions each track asked first, and the answers to them asked again elsewhere."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.first: dict[str, tuple[str, Any]] = {}
+        """Question -> (the track that asked it first, its answer)."""
+        self.by_track: dict[str, list[tuple[StepContext, SelfReport | None]]] = defaultdict(list)
+        """Per track, its first-asked questions in order (where decoys are drawn from)."""
+        self.planted: list[tuple[StepContext, SelfReport | None]] = []
+        """Harness questions to ask in the next batch (the no-r arm's first question)."""
+        self.batches = 0
+        self.counts: dict[str, Any] = {"repeats": 0, "tv_sum": 0.0, "changed": 0, "pairs": {}}
+
+    def _pick(self, track: str) -> list[tuple[StepContext, SelfReport | None]]:
+        """`CONSISTENCY_DECOYS` questions of other tracks, chosen by a seeded hash."""
+        others = [t for t in sorted(self.by_track) if t != track and self.by_track[t]]
+        picks = []
+        for k in range(CONSISTENCY_DECOYS if others else 0):
+            h = zlib.crc32(f"{self.seed}|{track}|{self.batches}|{k}".encode())
+            pool = self.by_track[others[h % len(others)]]
+            picks.append(pool[(h >> 8) % len(pool)])
+        return picks
+
+    def mix(
+        self, track: str, contexts: list[StepContext], overrides: list[SelfReport | None]
+    ) -> tuple[list[StepContext], list[SelfReport | None], list[int]]:
+        """The batch to send (the measure's questions with decoys at seeded places).
+
+        Returns:
+            Contexts, overrides, and the places of the measure's own questions in them.
+        """
+        decoys, self.planted = [*self.planted, *self._pick(track)], []
+        self.batches += 1
+        batch: list[tuple[StepContext, SelfReport | None]] = list(
+            zip(contexts, overrides, strict=True)
+        )
+        own = list(range(len(batch)))
+        for k, decoy in enumerate(decoys):
+            at = zlib.crc32(f"{self.seed}|{self.batches}|{k}".encode()) % (len(batch) + 1)
+            batch.insert(at, decoy)
+            own = [i + (i >= at) for i in own]
+        return [c for c, _ in batch], [r for _, r in batch], own
+
+    def note(
+        self,
+        track: str,
+        contexts: Sequence[StepContext],
+        overrides: Sequence[SelfReport | None],
+        answers: Sequence[Any],
+    ) -> None:
+        """Keep each first answer; compare an answer to a question another track asked first."""
+        for context, override, answer in zip(contexts, overrides, answers, strict=True):
+            key = _question(context, override)
+            seen = self.first.get(key)
+            if seen is None:
+                self.first[key] = (track, answer)
+                self.by_track[track].append((context, override))
+            elif seen[0] != track:
+                tv = _answer_tv(seen[1], answer)
+                self.counts["repeats"] += 1
+                self.counts["tv_sum"] += tv
+                self.counts["changed"] += int(tv > 1e-9)
+                pair = f"{seen[0]}->{track}"
+                self.counts["pairs"][pair] = self.counts["pairs"].get(pair, 0) + 1
+
+
+def consistency_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
+    """`cross_track_agreement` over the trials with repeated questions (none without any)."""
+    asked = [r for r in rows if r.counts.get("repeats")]
+    if not asked:
+        return []
+    n = int(sum(r.counts["repeats"] for r in asked))
+    return [
+        trace_figure(
+            "cross_track_agreement",
+            asked,
+            [float(r.counts["repeats"] - r.counts["tv_sum"]) for r in asked],
+            [float(r.counts["repeats"]) for r in asked],
+            stats,
+            "1 - mean TV between two answers to one question asked by two tracks (Track 1's "
+            f"edits inside rollout batches, the no-r arm's first question inside Track 1's); "
+            f"{n} repeated questions, clustered by trace; 1 = one policy everywhere {label}",
+            kind="mean",
+        )
+    ]
+
+
+def consistency_flags(candidate: str, figures: list[Figure]) -> list[str]:
+    """Flag a split whose cross-track agreement is below the adapter's own replay agreement."""
+    out = []
+    for figure in figures:
+        split, _, name = figure.name.rpartition(".")
+        if name != "cross_track_agreement" or figure.estimate is None:
+            continue
+        replay = measured_estimate(
+            figures, f"{split}.replay_agreement" if split else "replay_agreement"
+        )
+        noise = 1.0 if replay is None else replay
+        if figure.estimate < noise - CONSISTENCY_TOLERANCE:
+            out.append(
+                f"{candidate}: cross-track agreement {figure.estimate:.3f} on "
+                f"{split or 'eval'} is more than {CONSISTENCY_TOLERANCE} below its replay "
+                f"agreement {noise:.3f}: it answers one question differently depending on "
+                "which track's batch asks it, so Tracks 1, 4, 5 and 6 do not measure one policy"
+            )
+    return out
+
+
 class RecordingAdapter:
     """Wraps an adapter; forwards every hook and appends {hook, t, r_override, output|error}."""
 
@@ -248,6 +426,10 @@ class RecordingAdapter:
         self.blind_key: str | None = None
         """Key of the opaque trace ids the adapter is shown (`isolation._opaque`); None sends
         the corpus id (library use). The track sets the frozen manifest's SHA-256."""
+        self.track = ""
+        """Key of the measure now asking (set by `measure_trace`)."""
+        self.repeats: CrossTrackRepeats | None = None
+        """Cross-track question mixing and comparison; None (direct use) sends batches as is."""
 
     def _blind(self, context: StepContext) -> StepContext:
         return context if self.blind_key is None else blind_context(context, self.blind_key)
@@ -301,11 +483,16 @@ class RecordingAdapter:
             return None
 
         def call(contexts: Sequence[StepContext], overrides: Sequence[Any]) -> list[Any]:
-            edited = sum(r is not None for r in overrides)
-            return self._batch(
-                "act_many", len(contexts), edited,
-                lambda: inner(self._blind_all(contexts), overrides),
-            )  # fmt: skip
+            asked, told, own = list(contexts), list(overrides), list(range(len(contexts)))
+            if self.repeats is not None:
+                asked, told, own = self.repeats.mix(self.track, asked, told)
+            edited = sum(r is not None for r in told)
+            answers = self._batch(
+                "act_many", len(asked), edited, lambda: inner(self._blind_all(asked), told)
+            )
+            if self.repeats is not None and len(answers) == len(asked):
+                self.repeats.note(self.track, asked, told, answers)
+            return [answers[i] for i in own] if len(answers) == len(asked) else answers
 
         return call
 
@@ -363,6 +550,10 @@ class RecordingAdapter:
         self.calls.append(entry)
         return out
 
+    def consistency(self) -> dict[str, Any] | None:
+        """The trial's questions asked again by another track (`CrossTrackRepeats.counts`)."""
+        return None if self.repeats is None else dict(self.repeats.counts)
+
     def responses(self) -> dict[str, int]:
         """The adapter outputs the measures asked for, and how many were usable.
 
@@ -389,11 +580,14 @@ class RecordingAdapter:
         return self._run("emit_r", context, None, lambda: self.inner.emit_r(self._blind(context)))
 
     def act(self, context: StepContext, r_override: SelfReport | None = None) -> Any:
-        """Forward `act` with its override."""
-        return self._run(
+        """Forward `act` with its override (compared when another track asked it first)."""
+        out = self._run(
             "act", context, r_override,
             lambda: self.inner.act(self._blind(context), r_override=r_override),
         )  # fmt: skip
+        if self.repeats is not None:
+            self.repeats.note(self.track, [context], [r_override], [out])
+        return out
 
 
 def prepare_adapter(
@@ -412,7 +606,47 @@ def prepare_adapter(
     recorder.seed_value = seed
     recorder.blind_key = blind_key  # opaque trace ids, per run (None: the corpus ids)
     recorder.trusted_native = trusted_native  # a built-in reference model (harness code)
+    recorder.repeats = CrossTrackRepeats(seed)  # one policy across the tracks (above)
     return recorder
+
+
+def model_size(inner: Any, trusted_native: bool) -> dict[str, Any] | None:
+    """A built-in model's parameter count and architecture (class and parameter shapes).
+
+    Measured by the harness on benchmark code only: a submitted adapter's own claim is never
+    read (its pair declares `settings.parameter_count` / `settings.architecture` instead).
+    """
+    parameters: Callable[[], Any] | None = getattr(
+        getattr(inner, "model", None), "parameters", None
+    )
+    if not trusted_native or not callable(parameters):
+        return None
+    tensors: list[Any] = list(parameters())
+    shapes = [list(p.shape) for p in tensors]
+    count = sum(int(p.numel()) for p in tensors)
+    model = type(inner.model).__name__
+    return {"parameter_count": count, "architecture": f"{model} {json_sha256(shapes)[:16]}"}
+
+
+ROLLOUT_TRACKS = frozenset({"viability", "navigability"})
+"""Measures whose no-r arm asks the trace's start context first (`NoRArm`)."""
+
+
+def plant_rollout_question(recorder: RecordingAdapter, trace: Trace) -> None:
+    """Plant the Track 4/5 no-r arm's first question of `trace` in the next batch (Track 1's).
+
+    Nothing for a built-in native model (its arm routes r to zero, no override) or an adapter
+    the arm cannot be built for.
+    """
+    if recorder.repeats is None:
+        return
+    try:
+        arm = NoRArm(recorder, trace)
+    except AblationUnsupported:
+        return
+    start = trace.context(trace.steps[0].t)
+    if (override := arm.planned(start)) is not None:
+        recorder.repeats.planted.append((start, override))
 
 
 def measure_trace(
@@ -433,12 +667,15 @@ def measure_trace(
     skip = skip or {}
     recorder.seed(seed)
     results: dict[str, Any] = {}
+    if any(m.key in ROLLOUT_TRACKS and m.key not in skip for m in measures):
+        plant_rollout_question(recorder, trace)
     for measure in measures:
         if getattr(measure, "derived", False):
             continue
         if measure.key in skip:
             results[measure.key] = {"applicable": False, "why": skip[measure.key]}
             continue
+        recorder.track = measure.key
         results[measure.key] = measure.run(recorder, trace)
     return results
 
@@ -483,6 +720,12 @@ def measure_figures(
                 ]
             )
             made_here += [f.model_copy(update={"name": split_name(split, f.name)}) for f in made]
+        made_here += [
+            f.model_copy(update={"name": split_name(split, f.name)})
+            for f in consistency_figures(
+                collected.repeats.get((candidate, split), []), stats, label
+            )
+        ]
         per_split[split] = made_here
         figures += made_here
     headlines = [m.headline for m in measures if not getattr(m, "derived", False)]
@@ -610,7 +853,8 @@ def library_trial(
     tier = getattr(inner, "tier", None)
     recorder = prepare_adapter(inner, fit_traces=fit_traces, settings=settings, seed=seed,
                                blind_key=blind_key, trusted_native=trusted)  # fmt: skip
-    out: dict[str, Any] = {"adapter_tier": str(getattr(tier, "value", tier))}
+    out: dict[str, Any] = {"adapter_tier": str(getattr(tier, "value", tier)),
+                           "model_size": model_size(inner, trusted)}  # fmt: skip
     try:
         results = measure_trace(measures, recorder, trace, seed, skip)
     except NotApplicable as reason:
@@ -618,7 +862,7 @@ def library_trial(
     except Exception:  # the adapter's failure: every measure's worst case, as in the track
         return {**out, "_failed": True}
     return {**out, "_failed": False, "applicable": True, "measures": results,
-            "responses": recorder.responses()}  # fmt: skip
+            "responses": recorder.responses(), "consistency": recorder.consistency()}  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------
@@ -713,11 +957,12 @@ def baselines_summary(
     *,
     corpus_sha: str,
     synthetic_share: float | None,
+    metric_digest: str,
 ) -> tuple[list[dict[str, Any]], FiguresBlock]:
     """The five spec §4 baselines, each filled by a candidate or "not run".
 
     Per row: every measure's headline (eval split) with its interval, slot accuracy beside G,
-    and the TRB version, corpus SHA-256, synthetic share and adapter tier.
+    and the TRB version, metric digest, corpus SHA-256, synthetic share and adapter tier.
     `label_for(tier)` gives the description suffix of a row of that adapter tier.
     """
     figures: list[Figure] = []
@@ -741,6 +986,7 @@ def baselines_summary(
             "candidate_tier": collected.tiers.get(candidate) if candidate else None,
             "status": "run" if ran else "not run",
             "trb_version": TRB_VERSION,
+            "metric_digest": metric_digest,
             "corpus_sha256": corpus_sha,
             "synthetic_share": synthetic_share,
             "profile": {},
@@ -816,6 +1062,7 @@ def profile_flags(
         flags += paired_data_flags(candidate, figures)  # human Phi / sessions (issue 32)
         flags += _retention_flags(candidate, figures)
         flags += viability_flags(candidate, figures)
+        flags += consistency_flags(candidate, figures)  # one policy across the tracks
         flags += transfer_drop_flags(
             candidate, figures, oracle, subjects.get(oracle or "", []), measures
         )
@@ -885,9 +1132,9 @@ REFERENCE_ORACLE = "oracle:perfectly-governed"
 
 
 def flat_rows(
-    subjects: dict[str, list[Figure]], collected: Collected, corpus_sha: str
+    subjects: dict[str, list[Figure]], collected: Collected, corpus_sha: str, metric_digest: str
 ) -> list[dict[str, Any]]:
-    """One flat row per figure, each naming TRB version, corpus SHA-256, tier and split."""
+    """One flat row per figure, each naming TRB version, metric digest, corpus, tier and split."""
     rows = []
     for candidate, figures in subjects.items():
         for figure in figures:
@@ -900,6 +1147,7 @@ def flat_rows(
             rows.append(
                 {
                     "trb_version": TRB_VERSION,
+                    "metric_digest": metric_digest,
                     "corpus_sha256": corpus_sha,
                     "candidate": candidate,
                     "adapter": collected.adapters.get(candidate),
@@ -1037,8 +1285,13 @@ def pass_bars(
     subjects: dict[str, list[Figure]],
     baselines: dict[str, str],
     full: str | None,
+    gap_check: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The spec §3 Track 1 and Track 3 pass bars this candidate is held to, evaluated."""
+    """The spec §3 Track 1 and Track 3 pass bars this candidate is held to, evaluated.
+
+    `gap_check` is the gap pair's conformance (`_analysis.gap_pair_check`): a pair that fails
+    it leaves Delta_gov's bar "not evaluated", naming the failed checks.
+    """
     figures = subjects[candidate]
     own = baselines.get(candidate)
     g_low, _ = _bounds(figures, "G_star")
@@ -1068,7 +1321,11 @@ def pass_bars(
                     "Track 3: balanced accuracy above the proxy baselines", ba_low, max(highs), what
                 )
             )
-    if candidate == full:
+    if candidate == full and gap_check is not None and not gap_check["conformant"]:
+        why = "Delta_gov not established: the gap pair is not the same model with its r "
+        bars.append({"bar": "Track 1: Delta_gov above 0", "status": "not evaluated",
+                     "why": why + "pathway: " + "; ".join(gap_check["failures"])})  # fmt: skip
+    elif candidate == full:
         gap_low, _ = _bounds(figures, "governance_gap")
         bars.append(_bar("Track 1: Delta_gov above 0", gap_low, 0.0, "Delta_gov"))
     return bars
@@ -1141,6 +1398,7 @@ def trust_summary(
     flags: list[str],
     collected: Collected,
     gap: tuple[str, str] | None,
+    gap_check: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], TableBlock, list[GateResult]]:
     """Per non-oracle candidate: its verdict; the verdict table; the implicit gates."""
     oracles = collected.oracles()
@@ -1155,7 +1413,7 @@ def trust_summary(
         if candidate in oracles:
             continue
         ran = any(f.status == "measured" for f in subjects.get(candidate, []))
-        bars = pass_bars(candidate, subjects, baselines, None if gap is None else gap[0])
+        bars = pass_bars(candidate, subjects, baselines, None if gap is None else gap[0], gap_check)
         verdict = trust_verdict(candidate, flags, bars, ran)
         adapter = collected.adapters.get(candidate)
         held = candidate in gated or _submitted(adapter)

@@ -49,7 +49,12 @@ from trustbench.trb.track._adapters import (
 )
 from trustbench.trb.track._measures import TrbMeasure, load_measures
 from trustbench.trb.track._pipeline import BUILTIN_CORPUS, TrbTrackOptions, track_options
-from trustbench.trb.track._profile import library_trial, measure_trace, prepare_adapter
+from trustbench.trb.track._profile import (
+    library_trial,
+    measure_trace,
+    model_size,
+    prepare_adapter,
+)
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, TrackAnalysis
@@ -250,6 +255,7 @@ class TrbProfileTrack:
             )
         tier = getattr(inner, "tier", None)
         outcome["adapter_tier"] = str(getattr(tier, "value", tier))
+        outcome["model_size"] = model_size(inner, source.model is not None)  # the gap pair's
         options = prepared.options
         recorder = prepare_adapter(
             inner,
@@ -316,6 +322,7 @@ class TrbProfileTrack:
                 "applicable": True,
                 "measures": results,
                 "responses": recorder.responses(),
+                "consistency": recorder.consistency(),
             },
         )
 
