@@ -29,6 +29,7 @@ import json
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,45 +70,61 @@ def _is_builtin(manifest_sha256: str) -> bool:
 
 
 def _structure(value: Any) -> Any:
-    """A value with free text left out, leaves normalised and list order ignored."""
+    """A value with free text and absent fields left out, leaves normalised, list order ignored."""
     from trustbench.rtb.corpus._normalise import normalise_value
 
     if isinstance(value, dict):
         return {
             key: _structure(item)
             for key, item in sorted(value.items())
-            if key not in FREE_TEXT_FIELDS
+            if key not in FREE_TEXT_FIELDS and item is not None
         }
     if isinstance(value, list):
-        return sorted((_structure(item) for item in value), key=canonical_json)
+        return sorted((_structure(item) for item in value), key=_sort_key)
     return normalise_value(value)
 
 
-def case_fingerprint(case: Any) -> str:
-    """SHA-256 of a case's candidate-visible structure: proposal and evidence, wording aside.
+def _sort_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def case_fingerprint(case: dict[str, Any]) -> str:
+    """SHA-256 of a case file's proposal and evidence, free-text wording aside.
 
     Two cases with the same fingerprint pose the same decision: a suffix added to the task or
-    a reworded note does not make a public case new.
+    a reworded note does not make a public case new. Read from the case files' JSON (not the
+    validated models), so the shipped corpora are fingerprinted without validating them again.
     """
-    from trustbench.rtb.corpus._export import to_candidate_input
+    decision = {"proposal": case.get("proposal"), "evidence": case.get("evidence")}
+    return sha256_hex(_sort_key(_structure(decision)).encode("utf-8"))
 
-    visible = to_candidate_input(case, "rtb-fingerprint").model_dump(mode="json")
-    return sha256_hex(canonical_json(_structure(visible)))
+
+def _case_files(root: Path, names: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The JSON of every `cases/*.json` file among `names` (paths relative to `root`)."""
+    for rel in sorted(names):
+        if rel.startswith("cases/") and rel.endswith(".json"):
+            case = json.loads((root / rel).read_bytes())
+            if isinstance(case, dict):
+                yield case
 
 
 def public_matches(corpus: Any) -> list[dict[str, str]]:
     """Each case of `corpus` whose fingerprint equals a shipped public corpus's case."""
-    from trustbench.rtb.corpus._load import BUILTIN_VERSIONS, builtin_corpus_root, load_corpus
+    from trustbench.rtb.corpus._load import BUILTIN_VERSIONS, builtin_corpus_root
 
     public: dict[str, tuple[str, str]] = {}
     for version in BUILTIN_VERSIONS:
-        for case in load_corpus(builtin_corpus_root(version)).cases:
-            public.setdefault(case_fingerprint(case), (f"v{version}", case.case_id))
+        root = builtin_corpus_root(version)
+        files = json.loads((root / "MANIFEST.json").read_bytes())["files"]
+        for case in _case_files(root, files):
+            public.setdefault(case_fingerprint(case), (f"v{version}", str(case.get("case_id"))))
     matches = []
-    for case in corpus.cases:
+    for case in _case_files(corpus.root, corpus.files):
         found = public.get(case_fingerprint(case))
         if found is not None:
-            matches.append({"case": case.case_id, "corpus": found[0], "public_case": found[1]})
+            matches.append(
+                {"case": str(case.get("case_id")), "corpus": found[0], "public_case": found[1]}
+            )
     return matches
 
 

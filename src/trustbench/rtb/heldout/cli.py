@@ -96,6 +96,36 @@ def seal(
         )
 
 
+def split(
+    corpus: Annotated[Path, typer.Argument(help="Corpus folder to allocate.")],
+    out_text: Annotated[
+        str, typer.Option("--out", help="Folder for development/, heldout/ and SPLIT.json.")
+    ],
+    heldout_fraction: Annotated[
+        float, typer.Option("--heldout-fraction", help="Share of cases to hold out (0-1).")
+    ] = 0.3,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the allocation (recorded).")] = 0,
+) -> None:
+    """Allocate a corpus into development and held-out corpora, related cases on one side.
+
+    Whole domain groups (and contrast families, where the corpus declares them) go to one side;
+    the seeded allocation is recorded in SPLIT.json (keep it with the owner: it names the
+    held-out cases). Seal `OUT/heldout` with `rtb seal`.
+    """
+    from trustbench.core import check_output_folder, output_path
+    from trustbench.rtb.heldout._split import SIDES, SPLIT_RECORD, split_corpus
+
+    out = check_output_folder(output_path(out_text))
+    record = split_corpus(corpus, out, heldout_fraction=heldout_fraction, seed=seed)
+    held = sum(1 for unit in record["units"] if unit["side"] == "heldout")
+    typer.echo(
+        f"split {sum(record[side]['cases'] for side in SIDES)} cases in {len(record['units'])} "
+        f"groups of related cases (seed {seed}): {record['development']['cases']} development, "
+        f"{record['heldout']['cases']} held out in {held} groups; recorded in "
+        f"{out / SPLIT_RECORD}"
+    )
+
+
 def retire(
     folder: _SetArg,
     reason: Annotated[str, typer.Option("--reason", help="Why (e.g. cases published).")],
