@@ -294,6 +294,8 @@ def witness_problems(
         return []
     count, last = int(seen.get("entries", 0)), seen.get("hash")
     problems: list[str] = []
+    if seen.get("retired") and not any(e.get("kind") == "retire" for e in entries):
+        problems.append(f"retirement undone: {path.name} saw set {set_id} retired")
     if len(entries) < count:
         problems.append(
             f"{LOG_NAME} holds {len(entries)} entries where the owner's side saw {count} "
@@ -301,8 +303,6 @@ def witness_problems(
         )
     elif count and entries[count - 1].get("hash") != last:
         problems.append(f"{LOG_NAME} entry {count} is not the one {path.name} saw: log replaced")
-    if seen.get("retired") and not any(e.get("kind") == "retire" for e in entries):
-        problems.append(f"retirement undone: {path.name} saw set {set_id} retired")
     return problems
 
 
