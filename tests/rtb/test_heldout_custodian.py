@@ -133,14 +133,14 @@ def test_a_set_copied_with_its_log_deleted_is_refused_at_report_and_at_run(
     for name in (LOG_NAME, HEAD_NAME):
         (tmp_path / "copy" / name).unlink()
         (tmp_path / "set" / name).unlink()  # and the original's log deleted too
-    with pytest.raises(CheckFailed, match="holds 0 entries .* saw 2 .*log deleted"):
+    with pytest.raises(CheckFailed, match=r"holds 0 entries .* saw 2 .*log deleted"):
         report_run(tmp_path / "run")
     # Evaluating the copy afresh is refused before anything is shown to a candidate.
-    with pytest.raises(InputError, match="holds 0 entries .* saw 2"):
+    with pytest.raises(InputError, match=r"holds 0 entries .* saw 2"):
         _run(tmp_path, "again", corpus="copy")
     # Even without the owner's witness, the run folder's own authenticated entry is missed.
     (owner.parent / "owner.key.witness.json").unlink()
-    with pytest.raises(CheckFailed, match="this run's exposure entry 2 .* not in exposure.jsonl"):
+    with pytest.raises(CheckFailed, match=r"this run's exposure entry 2 .* not in exposure.jsonl"):
         report_run(tmp_path / "run")
 
 
@@ -156,11 +156,11 @@ def test_a_truncated_log_with_a_rewritten_head_is_refused_at_report(
     log.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")
     second = json.loads(lines[1])["hash"]
     (tmp_path / "set" / HEAD_NAME).write_text(f"2 {second}\n", encoding="ascii")
-    with pytest.raises(CheckFailed, match="exposure.head was rewritten without the set's"):
+    with pytest.raises(CheckFailed, match=r"exposure.head was rewritten without the set's"):
         report_run(tmp_path / "run")
     # The head put back as it was after the first run is authentic, but the log lost a run.
     (tmp_path / "set" / HEAD_NAME).write_text(saved_head, encoding="ascii")
-    with pytest.raises(CheckFailed, match="holds 2 entries .* saw 3 .*truncated"):
+    with pytest.raises(CheckFailed, match=r"holds 2 entries .* saw 3 .*truncated"):
         report_run(tmp_path / "run")
 
 

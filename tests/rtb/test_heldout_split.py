@@ -19,9 +19,7 @@ from trustbench.rtb.heldout._split import SPLIT_RECORD, allocation_units, split_
 def test_split_keeps_every_domain_group_on_one_side_seeded_and_recorded(tmp_path: Path) -> None:
     starter = builtin_corpus_root("0.1")
     record = split_corpus(starter, tmp_path / "a", heldout_fraction=0.3, seed=11)
-    sides = {
-        side: load_corpus(tmp_path / "a" / side).cases for side in ("development", "heldout")
-    }
+    sides = {side: load_corpus(tmp_path / "a" / side).cases for side in ("development", "heldout")}
     groups = {side: {case.group for case in cases} for side, cases in sides.items()}
     assert groups["development"].isdisjoint(groups["heldout"])
     assert len(sides["development"]) + len(sides["heldout"]) == 60

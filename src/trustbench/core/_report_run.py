@@ -256,9 +256,7 @@ def report_run(
         "qualifications": analysis.qualifications,
         # Per-trial rows live beside the record (one JSON line each); the record names the
         # file and commits to it by digest, and stays small however long the run.
-        "trial_rows": write_trial_rows(
-            (out_dir or run_dir) / TRIAL_ROWS_FILE, analysis.trial_rows
-        ),
+        "trial_rows": write_trial_rows((out_dir or run_dir) / TRIAL_ROWS_FILE, analysis.trial_rows),
         **analysis.record,
     }
     record_path = write_record_json((out_dir or run_dir) / "record.json", record)

@@ -12,10 +12,11 @@ Keys are written as text: `tbx25519-public:<base64 raw 32 bytes>` and
 `tbx25519-private:<base64 raw 32 bytes>`. An X25519 key is not an Ed25519 signing key: the two
 are kept as separate types on purpose.
 
-The exposure key of a set (`tbexposure:<set id>:<base64 32 bytes>`) = HKDF-SHA256(the owner's raw private
-key, salt = the set id, info = `trustbench-exposure-v1`): only the owner's side can derive it, and
-it opens nothing. The owner hands it to whoever runs evaluations (`rtb heldout exposure-key`); it
-authenticates the set's exposure log (`_pipeline.py`), which the folder's custodian cannot forge.
+The exposure key of a set (`tbexposure:<set id>:<base64 32 bytes>`) = HKDF-SHA256(the owner's
+raw private key, salt = the set id, info = `trustbench-exposure-v1`): only the owner's side can
+derive it, and it opens nothing. The owner hands it to whoever runs evaluations (`rtb heldout
+exposure-key`); it authenticates the set's exposure log (`_pipeline.py`), which the folder's
+custodian cannot forge.
 """
 
 from __future__ import annotations

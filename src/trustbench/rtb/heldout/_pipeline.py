@@ -108,8 +108,10 @@ class ExposureKey:
     @property
     def witness_path(self) -> Path | None:
         """`<key file>.witness.json`: what this key's holder last saw of each set's log."""
-        return None if self.source is None else self.source.with_name(
-            self.source.name + WITNESS_SUFFIX
+        return (
+            None
+            if self.source is None
+            else self.source.with_name(self.source.name + WITNESS_SUFFIX)
         )
 
 
@@ -170,11 +172,13 @@ def owner_exposure_key(
 
 
 def operator_exposure_key(manifest: dict[str, Any]) -> ExposureKey:
-    """The exposure key a freeze, run or retirement appends with: `$TRUSTBENCH_HELDOUT_EXPOSURE_KEY`,
-    else derived from the owner's key in `$TRUSTBENCH_HELDOUT_KEY`.
+    """The exposure key a freeze, run or retirement appends with.
+
+    `$TRUSTBENCH_HELDOUT_EXPOSURE_KEY`, else derived from the owner's key in
+    `$TRUSTBENCH_HELDOUT_KEY`.
 
     Raises:
-        InputError: Neither is set: an exposure the owner could not authenticate is never written.
+        InputError: Neither is set: an exposure the owner cannot authenticate is never written.
     """
     set_id = str(manifest["set_id"])
     text, source = _key_text(EXPOSURE_KEY_ENV)
@@ -287,7 +291,7 @@ def _witnessed(path: Path) -> dict[str, Any]:
 def witness_problems(
     entries: list[dict[str, Any]], set_id: str, key: ExposureKey | None
 ) -> list[str]:
-    """What the log lost since the key's holder last saw it (deleted, cut back, retirement undone)."""
+    """What the log lost since the key's holder last saw it (deleted, cut, retirement undone)."""
     path = key.witness_path if key is not None else None
     seen = _witnessed(path).get(set_id) if path is not None else None
     if path is None or not isinstance(seen, dict):
@@ -535,6 +539,7 @@ def run_record_problems(run_dir: Path | None, folder: Path, key: ExposureKey) ->
     logged = {e.get("seq"): e.get("hash") for e in read_log(folder)}
     problems = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        kept: dict[str, Any] = {}
         try:
             kept = json.loads(line)
             authentic = kept["mac"] == _mac(key, f"entry:{kept['hash']}")

@@ -274,11 +274,11 @@ def _owner_out(run_dir: Path | None, out_text: str | None) -> Path | None:
     """The owner's report folder: `--out` with `--run`, never the run folder itself."""
     from trustbench.core import check_output_folder, output_path
 
-    if (run_dir is None) != (out_text is None):
+    out = None if out_text is None else check_output_folder(output_path(out_text))
+    if (run_dir is None) != (out is None):
         raise InputError("--run and --out go together: the run to report and where to write")
-    if run_dir is None or out_text is None:
+    if out is None:
         return None
-    out = check_output_folder(output_path(out_text))
     if out.exists() and any(out.iterdir()):
         raise InputError("--out already holds files", location=str(out))
     return out
