@@ -322,8 +322,13 @@ def witness(entries: list[dict[str, Any]], set_id: str, key: ExposureKey) -> Non
         "retired": any(e.get("kind") == "retire" for e in entries),
     }
     temp = path.with_name(path.name + ".tmp")
-    temp.write_text(json.dumps(seen, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(temp, path)
+    try:
+        temp.write_text(json.dumps(seen, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(temp, path)
+    except OSError as exc:  # a witness that cannot be kept would let a rollback pass unseen
+        raise InputError(
+            f"cannot keep the exposure witness beside the key file: {exc}", location=str(path)
+        ) from exc
 
 
 def log_problems(
@@ -774,13 +779,11 @@ def candidate_view(analysis: TrackAnalysis, summary: dict[str, Any]) -> TrackAna
 
 
 def add_held_out_parts(
-    analysis: TrackAnalysis, summary: dict[str, Any], manifest: Manifest, *, owner: bool
+    analysis: TrackAnalysis, summary: dict[str, Any], *, owner: bool
 ) -> TrackAnalysis:
     """The held-out section in the record, the page, `--json` and every verdict line.
 
-    The answer key counts as available to the candidate side when any run of this experiment
-    had the owner's key in its environment (recorded by `before_run`). Without `owner` the
-    result is the candidate's view (`candidate_view`).
+    Without `owner` the result is the candidate's view (`candidate_view`).
     """
     notes = analysis.record.get("console_notes")
     console = [*(notes if isinstance(notes, list) else []), *summary_lines(summary)]
@@ -793,9 +796,10 @@ def add_held_out_parts(
         analysis, verdict_note=verdict_line(summary).removeprefix("VERDICT: "),
         qualifications=qualifications,
     )  # fmt: skip
-    if not owner:
+    if not owner:  # the track's own console notes may quote replies: the set's lines only
         viewed = candidate_view(analysis, summary)
-        return dataclasses.replace(viewed, record={**viewed.record, "console_notes": console})
+        notes = summary_lines(summary)
+        return dataclasses.replace(viewed, record={**viewed.record, "console_notes": notes})
     return dataclasses.replace(
         analysis,
         sections=[_held_out_section(summary, owner=True), *analysis.sections],
@@ -929,7 +933,7 @@ def analyze_sealed(
         renamed = LedgerContents(rows=(trials, ledger.attempts, ledger.events, experiment))
         analysis = grade(manifest, renamed, corpus)
     summary = _experiment_summary(summary, sealed.folder, manifest)
-    return add_held_out_parts(analysis, summary, manifest, owner=_OWNER_REPORT.get())
+    return add_held_out_parts(analysis, summary, owner=_OWNER_REPORT.get())
 
 
 # ------------------------------------------------------------------------------------------------

@@ -36,21 +36,32 @@ def _who(by: str | None) -> str:
     return who(by)
 
 
-def keygen_seal(
-    out_text: Annotated[str, typer.Option("--out", help="Private key file to write (mode 600).")],
-) -> None:
-    """Make an X25519 key pair for a held-out set owner; prints the public key."""
+def _new_key_file(out_text: str) -> Path:
+    """The path a key is to be written to: never over a file, a run's evidence or a device."""
     from trustbench.core import check_output_file, output_path
-    from trustbench.rtb.heldout._crypto import new_key_pair
 
     out = output_path(out_text)
     if out.exists():
         raise InputError("refusing to overwrite an existing key file", location=str(out))
-    check_output_file(out, streams=False)  # never into a run's evidence or a device; O_EXCL below
-    private, public = new_key_pair()
+    return check_output_file(out, streams=False)  # O_EXCL in `_write_key_file`
+
+
+def _write_key_file(out: Path, text: str) -> None:
+    """Write key text readable by its owner only (mode 600), refusing a file made meanwhile."""
     descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(private + "\n")
+        handle.write(text + "\n")
+
+
+def keygen_seal(
+    out_text: Annotated[str, typer.Option("--out", help="Private key file to write (mode 600).")],
+) -> None:
+    """Make an X25519 key pair for a held-out set owner; prints the public key."""
+    from trustbench.rtb.heldout._crypto import new_key_pair
+
+    out = _new_key_file(out_text)
+    private, public = new_key_pair()
+    _write_key_file(out, private)
     typer.echo(f"private key (keep away from candidates): {out}")
     typer.echo(public)
 
@@ -156,20 +167,13 @@ def exposure_key_command(
     Give it to whoever runs evaluations as $TRUSTBENCH_HELDOUT_EXPOSURE_KEY, never to the set
     folder's custodian or a candidate: it authenticates the exposure log and opens nothing.
     """
-    from trustbench.core import check_output_file, output_path
     from trustbench.rtb.heldout._crypto import exposure_key
     from trustbench.rtb.heldout._pipeline import read_owner_key
     from trustbench.rtb.heldout._seal import read_set_manifest
 
-    out = output_path(out_text)
-    if out.exists():
-        raise InputError("refusing to overwrite an existing key file", location=str(out))
-    check_output_file(out, streams=False)
+    out = _new_key_file(out_text)
     manifest = read_set_manifest(folder)
-    text = exposure_key(read_owner_key(key)[0], str(manifest["set_id"]))
-    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text + "\n")
+    _write_key_file(out, exposure_key(read_owner_key(key)[0], str(manifest["set_id"])))
     typer.echo(f"exposure key of held-out set {manifest['set_id']}: {out}")
 
 
