@@ -185,15 +185,22 @@ def freeze(
     reason: Annotated[str, typer.Option("--reason", help="Required past the budget.")] = "",
     by: _ByOption = None,
 ) -> None:
-    """Record one evaluation of the set before it runs (needs the set's exposure key)."""
-    from trustbench.rtb.heldout._pipeline import freeze_against, operator_exposure_key
+    """Record by hand one evaluation run outside `trustbench run`, before it starts.
+
+    Counted as a run (an exposure of the set's inputs), each `--candidate` identity as its
+    candidate code; needs the set's exposure key, and a reason past the budget.
+    """
+    from trustbench._canonical import sha256_hex
+    from trustbench.rtb.heldout._pipeline import operator_exposure_key, record_run
     from trustbench.rtb.heldout._seal import read_set_manifest
 
     manifest = read_set_manifest(folder)
-    entry = freeze_against(folder, manifest, key=operator_exposure_key(manifest),
-                           candidates=candidate, trials=trials, at=_now(), by=_who(by),
-                           reason=reason)  # fmt: skip
-    typer.echo(f"held-out set {manifest['set_id']}: evaluation {entry['seq']} recorded")
+    entry = record_run(
+        folder, manifest, key=operator_exposure_key(manifest), experiment="",
+        candidates=candidate, candidate_code=[sha256_hex(name.encode()) for name in candidate],
+        trials=trials, at=_now(), by=_who(by), reason=reason,
+    )  # fmt: skip
+    typer.echo(f"held-out set {manifest['set_id']}: evaluation recorded as entry {entry['seq']}")
     if reason:
         typer.echo(f"over-budget reason recorded: {reason}")
 
