@@ -16,9 +16,12 @@ from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
 from trustbench.rtb.heldout._crypto import KEY_ENV, new_key_pair
 from trustbench.rtb.heldout._pipeline import (
     LOG_NAME,
+    ExposureKey,
     exposure_summary,
     freeze_against,
     log_problems,
+    owner_exposure_key,
+    record_run,
 )
 from trustbench.rtb.heldout._seal import open_set, pin_problems, read_set_manifest, seal_corpus
 
@@ -33,6 +36,11 @@ def sealed(tmp_path: Path) -> tuple[Path, Path, str]:
     folder = tmp_path / "set"
     seal_corpus(FIXTURE, public, folder, budget=2, set_id="hs-test", at="2026-12-01")
     return folder, key, private
+
+
+def _exposure(folder: Path, private: str) -> ExposureKey:
+    """The set's exposure key, as the evaluation operator holds it (no witness file)."""
+    return owner_exposure_key(read_set_manifest(folder), private)
 
 
 def _cli(
@@ -105,24 +113,31 @@ def test_altered_clear_input_is_caught_by_the_pins(sealed: tuple[Path, Path, str
         open_set(folder, private, folder.parent / "o")
 
 
-def test_freeze_past_budget_needs_a_reason_which_is_recorded_and_printed(
+def test_runs_past_budget_need_a_reason_which_is_recorded_and_printed(
     sealed: tuple[Path, Path, str],
 ) -> None:
-    folder, key, _ = sealed
-    manifest = read_set_manifest(folder)
-    for _ in range(2):
-        freeze_against(folder, manifest, candidates=["rev"], trials=1, at="t", by="me")
+    folder, key, private = sealed
+    manifest, exposure = read_set_manifest(folder), _exposure(folder, private)
+    run = {"candidates": ["rev"], "trials": 1, "at": "t", "by": "me"}
+    for experiment, code in (("e1", "c1"), ("e2", "c2")):
+        record_run(folder, manifest, key=exposure, experiment=experiment,
+                   candidate_code=[code], **run)  # fmt: skip
     with pytest.raises(InputError, match="budget 2"):
-        freeze_against(folder, manifest, candidates=["rev"], trials=1, at="t", by="me")
-    freeze_against(folder, manifest, candidates=["rev"], trials=1, at="t", by="me", reason="fix")
+        record_run(folder, manifest, key=exposure, experiment="e3", candidate_code=["c1"], **run)
+    record_run(folder, manifest, key=exposure, experiment="e3", candidate_code=["c1"],
+               reason="fix", **run)  # fmt: skip
     report = _cli(folder.parent, "heldout", "report", str(folder), "--key", str(key))
-    assert "held-out set hs-test: evaluated 3 times (budget 2)" in report.stdout
+    assert "held-out set hs-test: run 3 times (budget 2) by 2 distinct candidate code" in (
+        report.stdout
+    )
     assert "reason recorded: fix" in report.stdout and "OVER BUDGET" in report.stdout
 
 
 def test_retired_set_says_so_in_the_verdict_line(sealed: tuple[Path, Path, str]) -> None:
     folder, key, _ = sealed
-    assert _cli(folder.parent, "retire", str(folder), "--reason", "cases published").returncode == 0
+    retired = _cli(folder.parent, "retire", str(folder), "--reason", "cases published",
+                   "--key", str(key))  # fmt: skip
+    assert retired.returncode == 0, retired.stderr
     report = _cli(folder.parent, "heldout", "report", str(folder), "--key", str(key), "--json")
     assert json.loads(report.stdout)["held_out_set"]["retired_reason"] == "cases published"
     text = _cli(folder.parent, "heldout", "report", str(folder), "--key", str(key)).stdout
@@ -130,30 +145,33 @@ def test_retired_set_says_so_in_the_verdict_line(sealed: tuple[Path, Path, str])
 
 
 def test_exposure_count_survives_a_killed_run(sealed: tuple[Path, Path, str]) -> None:
-    folder, _, _ = sealed
+    folder, _, private = sealed
     code = (
         "import os, sys; from pathlib import Path;"
-        "from trustbench.rtb.heldout._pipeline import freeze_against;"
+        "from trustbench.rtb.heldout._pipeline import owner_exposure_key, record_run;"
         "from trustbench.rtb.heldout._seal import read_set_manifest;"
         f"f = Path({str(folder)!r}); m = read_set_manifest(f);"
-        "freeze_against(f, m, candidates=['r'], trials=1, at='t', by='me');"
+        f"k = owner_exposure_key(m, {private!r});"
+        "record_run(f, m, key=k, experiment='e', candidates=['r'], candidate_code=['c'],"
+        " trials=1, at='t', by='me');"
         "os.kill(os.getpid(), 9)"
     )
     killed = subprocess.run([sys.executable, "-c", code], check=False, env=child_env(folder.parent))
     assert killed.returncode == -9
     manifest = read_set_manifest(folder)
-    assert exposure_summary(folder, manifest)["evaluations"] == 1
-    assert log_problems(folder, manifest) == []
+    assert exposure_summary(folder, manifest)["runs"] == 1
+    assert log_problems(folder, manifest, _exposure(folder, private)) == []
 
 
 @pytest.mark.parametrize("attack", ["edit", "drop", "truncate"])
 def test_tampered_exposure_log_is_detected_by_verify(
     sealed: tuple[Path, Path, str], attack: str
 ) -> None:
-    folder, _, _ = sealed
-    manifest = read_set_manifest(folder)
+    folder, _, private = sealed
+    manifest, exposure = read_set_manifest(folder), _exposure(folder, private)
     for _ in range(2):
-        freeze_against(folder, manifest, candidates=["rev"], trials=1, at="t", by="me")
+        freeze_against(folder, manifest, key=exposure, candidates=["rev"], trials=1, at="t",
+                       by="me")  # fmt: skip
     log = folder / LOG_NAME
     lines = log.read_text().splitlines()
     if attack == "edit":

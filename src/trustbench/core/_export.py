@@ -55,6 +55,11 @@ class LedgerContents:
         return self._rows
 
     @property
+    def run_dir(self) -> Path | None:
+        """The run folder read (None for rows held in memory): where a track keeps run files."""
+        return self._run_dir
+
+    @property
     def trials(self) -> list[dict[str, Any]]:
         """Finished trials (completed and failed), in insertion order."""
         return self._all()[0]

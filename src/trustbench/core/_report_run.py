@@ -150,11 +150,16 @@ def _graded(run_dir: Path, manifest: Manifest) -> tuple[LedgerContents, TrackAna
     return ledger, track.analyze(manifest, ledger)
 
 
-def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
+def report_run(
+    run_dir: Path, *, sign_key: Path | None = None, out_dir: Path | None = None
+) -> ReportResult:
     """Grade `run_dir` and write `record.json` and `report.html` into it.
 
     With `sign_key` (an Ed25519 private key file), `record.intoto.json` is a signed DSSE
     envelope; the key is read before anything is written, so a bad key file changes nothing.
+    With `out_dir`, the record, its trial rows and the page go there instead and no statement
+    is written (a second report kept apart from the run folder: a sealed held-out set's owner's
+    detailed report).
 
     Raises:
         CheckFailed: the manifest, the ledger chain or a frozen input (e.g. the corpus) was
@@ -251,12 +256,13 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
         "qualifications": analysis.qualifications,
         # Per-trial rows live beside the record (one JSON line each); the record names the
         # file and commits to it by digest, and stays small however long the run.
-        "trial_rows": write_trial_rows(run_dir / TRIAL_ROWS_FILE, analysis.trial_rows),
+        "trial_rows": write_trial_rows((out_dir or run_dir) / TRIAL_ROWS_FILE, analysis.trial_rows),
         **analysis.record,
     }
-    record_path = write_record_json(run_dir / "record.json", record)
-    html_path = write_report_html(run_dir / "report.html", page)
-    write_record_statement(run_dir, sign_key)  # record.intoto.json: see core/_attestation.py
+    record_path = write_record_json((out_dir or run_dir) / "record.json", record)
+    html_path = write_report_html((out_dir or run_dir) / "report.html", page)
+    if out_dir is None:
+        write_record_statement(run_dir, sign_key)  # record.intoto.json: core/_attestation.py
     return ReportResult(
         record_path, html_path, gates, complete, verdicts, incomplete, analysis.summary
     )

@@ -284,6 +284,7 @@ def _register_heldout() -> None:
     rtb_app.command(name="keygen-seal")(heldout_cli.keygen_seal)
     rtb_app.command(name="seal")(heldout_cli.seal)
     rtb_app.command(name="retire")(heldout_cli.retire)
+    rtb_app.command(name="split")(heldout_cli.split)
     rtb_app.add_typer(heldout_cli.heldout_app, name="heldout")
 
 

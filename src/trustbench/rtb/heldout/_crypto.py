@@ -11,6 +11,12 @@ Format `trustbench-seal-v1` (a JSON envelope, every binary member base64):
 Keys are written as text: `tbx25519-public:<base64 raw 32 bytes>` and
 `tbx25519-private:<base64 raw 32 bytes>`. An X25519 key is not an Ed25519 signing key: the two
 are kept as separate types on purpose.
+
+The exposure key of a set (`tbexposure:<set id>:<base64 32 bytes>`) = HKDF-SHA256(the owner's
+raw private key, salt = the set id, info = `trustbench-exposure-v1`): only the owner's side can
+derive it, and it opens nothing. The owner hands it to whoever runs evaluations (`rtb heldout
+exposure-key`); it authenticates the set's exposure log (`_pipeline.py`), which the folder's
+custodian cannot forge.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ PUBLIC_PREFIX = "tbx25519-public:"
 PRIVATE_PREFIX = "tbx25519-private:"
 KEY_ENV = "TRUSTBENCH_HELDOUT_KEY"
 """Environment variable that may hold the owner's private key text (or a path to its file)."""
+EXPOSURE_PREFIX = "tbexposure:"
+EXPOSURE_FORMAT = "trustbench-exposure-v1"
 
 _RAW = serialization.Encoding.Raw
 
@@ -170,3 +178,18 @@ def unseal(envelope_bytes: bytes, private_text: str, aad: str) -> bytes:
         raise InputError(
             "cannot open the sealed answer key: wrong private key or altered sealed bytes"
         ) from exc
+
+
+def exposure_key(private_text: str, set_id: str) -> str:
+    """The set's exposure key text, derived from the owner's private key and the set id.
+
+    HKDF rather than the private key itself: the evaluation operator who holds it can
+    authenticate exposure entries but can open no answer key.
+    """
+    raw = _raw_key(private_text, PRIVATE_PREFIX, "the held-out key must be an X25519 private key",
+                   "the private key")  # fmt: skip
+    hkdf = HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=set_id.encode("utf-8"),
+        info=EXPOSURE_FORMAT.encode("ascii"),
+    )  # fmt: skip
+    return f"{EXPOSURE_PREFIX}{set_id}:{_b64(hkdf.derive(raw))}"

@@ -1,27 +1,34 @@
 """How `trustbench freeze` / `run` / `report` treat a sealed held-out set used as a corpus.
 
-- `freeze` (`on_freeze`, before the manifest is written): refuses a tampered or retired set, and
-  one past its budget unless `freeze --reason` (or `heldout_reason` in `[track_options]`) says
-  why; otherwise the
-  freeze is appended to the exposure log, naming the experiment by its manifest hash (freezing
-  the same experiment again counts nothing new).
-- `run` (`before_run`): before any trial, a `run` entry is appended and fsynced (who froze it,
-  who runs it, candidates, trials), so a run killed at any point has been recorded; a run
-  refused before that (an altered ledger, an unreachable Ray address) appends nothing; an
-  experiment frozen against another copy of the set is counted there and then, under the same
-  budget rule.
+- `freeze` (`on_freeze`, before the manifest is written): needs the set's exposure key
+  (`$TRUSTBENCH_HELDOUT_EXPOSURE_KEY`, or the owner's key); refuses a tampered or retired set,
+  and one whose runs reached its budget unless `freeze --reason` (or `heldout_reason` in
+  `[track_options]`) says why; otherwise the freeze is appended to the exposure log, naming the
+  experiment by its manifest hash.
+- `run` (`before_run`): before any trial, an authenticated `run` entry is appended and fsynced
+  (who froze it, who runs it, candidates and their code hashes, trials) and kept in the run
+  folder too; every run counts (a resume, a re-frozen copy of the same spec), a retired set
+  refuses every run, and a run refused before that (an altered ledger, an unreachable Ray
+  address) appends nothing.
 - `report` (`analyze_sealed`): needs the owner's private key (`--heldout-key FILE` or
   `$TRUSTBENCH_HELDOUT_KEY`) and refuses without it before anything is written; it opens the
-  answer key into a temporary folder, maps each trial's exported evaluation id to its case, grades
-  as for any corpus, and adds the held-out section (record, HTML, `--json`, verdict line).
+  answer key into a temporary folder, checks the count with the key (`owner_check`: the seal's
+  budget and identity, every entry's authentication, the witness, this run's kept entries),
+  maps each trial's exported evaluation id to its case and grades as for any corpus. The run
+  folder gets the candidate's view (aggregate figures and intervals only: `candidate_view`); the
+  owner's detailed report is written elsewhere by `rtb heldout report SET --run RUN --out DIR`.
 
-Every log read and write goes through the functions below.
+Every log read and write goes through the functions below. The threat model (who holds which
+key, what a custodian of the set folder can and cannot do) is in docs/held-out-sets.md.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import getpass
+import hashlib
+import hmac
 import html
 import json
 import os
@@ -29,6 +36,8 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,31 +48,42 @@ from trustbench.core.report import TextBlock
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._load import Corpus, load_corpus
 from trustbench.rtb.heldout._corpus import SealedSet, is_sealed_set
-from trustbench.rtb.heldout._crypto import KEY_ENV
+from trustbench.rtb.heldout._crypto import EXPOSURE_PREFIX, KEY_ENV, PRIVATE_PREFIX
 from trustbench.rtb.heldout._seal import CLEAR_FILES, open_set
 
 # ------------------------------------------------------------------------------------------------
-# The exposure log of a held-out set: append-only, hash-chained, kept in the set folder.
+# The exposure log of a held-out set: append-only, hash-chained, authenticated, kept in the set
+# folder.
 #
 # This module is the one place that reads, checks and appends to the log: `rtb heldout freeze`,
 # `rtb retire` and the pipeline hooks (`trustbench freeze` / `run` against a sealed corpus, below)
 # all go through it.
 #
 # Each line of `exposure.jsonl` is one canonical-JSON entry: `seq`, `kind` (`freeze` for an
-# evaluation, `run` for a `trustbench run` of a frozen evaluation, `retire` for a retirement),
-# `set_id`, `candidates`, `trials`, `at`, `by`, `reason`, optionally `experiment` (the frozen
-# manifest's SHA-256, so one experiment is counted once however often it is resumed) and
-# `frozen_by` and `key_in_environment` (on a `run` entry: who froze it, and whether the owner's key
-# was in the run's environment), `prev_hash` and `hash` = sha256(prev_hash ||
-# canonical entry without `hash`), the same chaining rule as the run ledger's rows (the first entry
-# chains from a hash of the set id and recipient key, so a log cannot be moved to another set). A
-# freeze is appended and fsynced *before* anything runs, and a `run` entry before the run's first
-# trial, so a run killed at any point has already been counted. Editing, dropping, reordering or
-# inserting an entry breaks the chain, which `log_problems` reports; truncating the tail is caught
-# by the `exposure.head` file (count and last hash), rewritten after every append.
+# experiment frozen against the set, `run` for every `trustbench run` that shows the set's inputs
+# to candidates, `retire` for a retirement), `set_id`, `candidates`, `trials`, `at`, `by`,
+# `reason`, optionally `experiment` (the frozen manifest's SHA-256), `candidate_code` (a `run`'s
+# candidate code hashes), `frozen_by` and `key_in_environment`, then `prev_hash`, `hash` =
+# sha256(prev_hash || canonical entry without `hash` and `mac`) (the first entry chains from a
+# hash of the set id and recipient key) and `mac` = HMAC-SHA256(exposure key, "entry:" + hash).
+# `exposure.head` holds the count, the last hash and an HMAC of both. The exposure key is
+# derived from the owner's private key (`_crypto.exposure_key`): the evaluation operator holds it,
+# the folder's custodian does not, so a custodian can neither forge an entry nor rewrite the head
+# of a truncated log. Three records outside the set folder catch what a custodian can still do
+# with the folder alone (delete the log, or put back an earlier copy of it): every `run` keeps
+# its authenticated entry in its run folder (`heldout_exposure.jsonl`), checked against the log
+# when that run is reported; and a witness file beside each key file used
+# (`<key file>.witness.json`: the entry count and last hash seen, and whether the set was
+# retired) is checked before every append and at every owner's report. A run and a freeze are
+# appended and fsynced before anything runs, so a run killed at any point has been counted.
 
 LOG_NAME = "exposure.jsonl"
 HEAD_NAME = "exposure.head"
+RUN_RECORD_NAME = "heldout_exposure.jsonl"
+"""In a run folder: the authenticated exposure entry of each `run` of that folder."""
+EXPOSURE_KEY_ENV = "TRUSTBENCH_HELDOUT_EXPOSURE_KEY"
+"""The set's exposure key text, or the path of its file (`rtb heldout exposure-key`)."""
+WITNESS_SUFFIX = ".witness.json"
 
 
 def now_utc() -> str:
@@ -76,6 +96,104 @@ def who(by: str | None = None) -> str:
     return by or os.environ.get("USER") or getpass.getuser()
 
 
+@dataclass(frozen=True)
+class ExposureKey:
+    """A set's exposure key, and the key file it came from (its witness file sits beside it)."""
+
+    secret: bytes
+    """The 32 bytes the log's entries and head are authenticated with."""
+    source: Path | None
+    """The key file read (the exposure key's or the owner's), None for key text."""
+
+    @property
+    def witness_path(self) -> Path | None:
+        """`<key file>.witness.json`: what this key's holder last saw of each set's log."""
+        return (
+            None
+            if self.source is None
+            else self.source.with_name(self.source.name + WITNESS_SUFFIX)
+        )
+
+
+def _key_text(variable: str) -> tuple[str, Path | None]:
+    """The key text in `$variable` (text, or the path of a file holding it) and its file."""
+    value = os.environ.get(variable, "").strip()
+    if not value or value.startswith((EXPOSURE_PREFIX, PRIVATE_PREFIX)):
+        return value, None
+    path = Path(value)
+    try:
+        return path.read_text(encoding="utf-8").strip(), path.resolve()
+    except OSError as exc:
+        raise InputError(f"cannot read the key file named by ${variable}: {exc}") from exc
+
+
+def _parse_exposure_key(text: str, set_id: str) -> bytes:
+    """The 32 secret bytes of `tbexposure:<set id>:<base64>`, refusing another set's key."""
+    body = text.removeprefix(EXPOSURE_PREFIX)
+    named, _, encoded = body.rpartition(":")
+    if not text.startswith(EXPOSURE_PREFIX) or not named:
+        raise InputError(f"${EXPOSURE_KEY_ENV} is not an exposure key ({EXPOSURE_PREFIX}...)")
+    if named != set_id:
+        raise InputError(
+            f"the exposure key is held-out set {named}'s, not {set_id}'s",
+            location=f"${EXPOSURE_KEY_ENV}",
+        )
+    try:
+        secret = base64.b64decode(encoded, validate=True)
+    except ValueError as exc:
+        raise InputError(f"${EXPOSURE_KEY_ENV} is not valid base64") from exc
+    if len(secret) != 32:
+        raise InputError(f"${EXPOSURE_KEY_ENV} is not 32 bytes")
+    return secret
+
+
+def read_owner_key(key_file: Path | None = None) -> tuple[str, Path | None]:
+    """The owner's private key text (`key_file`, else `$TRUSTBENCH_HELDOUT_KEY`) and its file.
+
+    Raises:
+        InputError: Neither is given, or the file cannot be read.
+    """
+    from trustbench.rtb.heldout._crypto import read_private_key
+
+    if key_file is not None:
+        return read_private_key(key_file), key_file.resolve()
+    text, source = _key_text(KEY_ENV)
+    return (text, source) if text else (read_private_key(None), None)
+
+
+def owner_exposure_key(
+    manifest: dict[str, Any], private: str, source: Path | None = None
+) -> ExposureKey:
+    """The set's exposure key derived from the owner's private key text (read from `source`)."""
+    from trustbench.rtb.heldout._crypto import exposure_key
+
+    set_id = str(manifest["set_id"])
+    return ExposureKey(_parse_exposure_key(exposure_key(private, set_id), set_id), source)
+
+
+def operator_exposure_key(manifest: dict[str, Any]) -> ExposureKey:
+    """The exposure key a freeze, run or retirement appends with.
+
+    `$TRUSTBENCH_HELDOUT_EXPOSURE_KEY`, else derived from the owner's key in
+    `$TRUSTBENCH_HELDOUT_KEY`.
+
+    Raises:
+        InputError: Neither is set: an exposure the owner cannot authenticate is never written.
+    """
+    set_id = str(manifest["set_id"])
+    text, source = _key_text(EXPOSURE_KEY_ENV)
+    if text:
+        return ExposureKey(_parse_exposure_key(text, set_id), source)
+    private, source = _key_text(KEY_ENV)
+    if private:
+        return owner_exposure_key(manifest, private, source)
+    raise InputError(
+        f"held-out set {set_id}: recording an exposure needs the set's exposure key "
+        f"(${EXPOSURE_KEY_ENV}, made by the owner with `trustbench rtb heldout exposure-key`); "
+        "refusing without it"
+    )
+
+
 def _genesis(manifest: dict[str, Any]) -> str:
     return sha256_hex(
         canonical_json({"set_id": manifest["set_id"], "recipient": manifest["recipient"]})
@@ -83,8 +201,16 @@ def _genesis(manifest: dict[str, Any]) -> str:
 
 
 def _entry_hash(entry: dict[str, Any]) -> str:
-    body = {k: v for k, v in entry.items() if k != "hash"}
+    body = {k: v for k, v in entry.items() if k not in ("hash", "mac")}
     return sha256_hex(entry["prev_hash"].encode("ascii") + canonical_json(body))
+
+
+def _mac(key: ExposureKey, text: str) -> str:
+    return hmac.new(key.secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _head_mac(key: ExposureKey, set_id: str, count: int, last_hash: str) -> str:
+    return _mac(key, f"head:{set_id}:{count}:{last_hash}")
 
 
 def read_log(folder: Path) -> list[dict[str, Any]]:
@@ -104,54 +230,142 @@ def read_log(folder: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def log_problems(folder: Path, manifest: dict[str, Any]) -> list[str]:
-    """Why the exposure log cannot be trusted (empty: the chain and its head are intact)."""
-    try:
-        entries = read_log(folder)
-    except InputError as exc:
-        return [f"{LOG_NAME}: {exc}"]
-    problems: list[str] = []
+def _chain_problems(
+    entries: list[dict[str, Any]], manifest: dict[str, Any], key: ExposureKey | None
+) -> list[str]:
+    """The first entry out of sequence, edited, or (with the key) not authenticated."""
     prev = _genesis(manifest)
     for index, entry in enumerate(entries):
         where = f"{LOG_NAME} entry {index + 1}"
         if entry.get("seq") != index + 1 or entry.get("prev_hash") != prev:
-            problems.append(f"{where}: out of sequence (dropped, inserted or reordered entry)")
-            break
+            return [f"{where}: out of sequence (dropped, inserted or reordered entry)"]
         if entry.get("set_id") != manifest["set_id"]:
-            problems.append(f"{where}: names another set")
+            return [f"{where}: names another set"]
         try:
             ok = entry.get("hash") == _entry_hash(entry)
         except (TypeError, ValueError, AttributeError):
             ok = False
         if not ok:
-            problems.append(f"{where}: hash does not match its content (edited entry)")
-            break
+            return [f"{where}: hash does not match its content (edited entry)"]
+        if key is not None and entry.get("mac") != _mac(key, f"entry:{entry['hash']}"):
+            return [
+                f"{where}: not authenticated by the set's exposure key (an entry written "
+                "without the key: forged or rewritten)"
+            ]
         prev = entry["hash"]
-    head_path = folder / HEAD_NAME
-    head = head_path.read_text(encoding="ascii").strip() if head_path.exists() else ""
-    expected = f"{len(entries)} {prev}" if entries else ""
-    if not problems and head != expected:
-        problems.append(f"{HEAD_NAME} does not match the log (truncated or replaced log)")
+    return []
+
+
+def _head_problems(
+    folder: Path, manifest: dict[str, Any], entries: list[dict[str, Any]], key: ExposureKey | None
+) -> list[str]:
+    """Whether `exposure.head` names the log's last entry (and, with the key, is authentic)."""
+    path = folder / HEAD_NAME
+    head = path.read_text(encoding="ascii").split() if path.exists() else []
+    if not entries:
+        return [f"{LOG_NAME} is gone but {HEAD_NAME} records entries (log deleted)"] if head else []
+    last = str(entries[-1]["hash"])
+    if not head:
+        return [f"{HEAD_NAME} is missing while {LOG_NAME} holds {len(entries)} entries"]
+    if head[:2] != [str(len(entries)), last]:
+        return [f"{HEAD_NAME} does not match the log (truncated or replaced log)"]
+    if key is not None and head[2:] != [_head_mac(key, manifest["set_id"], len(entries), last)]:
+        return [
+            f"{HEAD_NAME} was rewritten without the set's exposure key (its authentication tag "
+            f"does not match the {len(entries)} entries left): a truncated log with a rewritten "
+            "head"
+        ]
+    return []
+
+
+def _witnessed(path: Path) -> dict[str, Any]:
+    try:
+        seen = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable witness file: {exc}", location=str(path)) from exc
+    return seen if isinstance(seen, dict) else {}
+
+
+def witness_problems(
+    entries: list[dict[str, Any]], set_id: str, key: ExposureKey | None
+) -> list[str]:
+    """What the log lost since the key's holder last saw it (deleted, cut, retirement undone)."""
+    path = key.witness_path if key is not None else None
+    seen = _witnessed(path).get(set_id) if path is not None else None
+    if path is None or not isinstance(seen, dict):
+        return []
+    count, last = int(seen.get("entries", 0)), seen.get("hash")
+    problems: list[str] = []
+    if seen.get("retired") and not any(e.get("kind") == "retire" for e in entries):
+        problems.append(f"retirement undone: {path.name} saw set {set_id} retired")
+    if len(entries) < count:
+        problems.append(
+            f"{LOG_NAME} holds {len(entries)} entries where the owner's side saw {count} "
+            f"({path.name}): log deleted, truncated or replaced by an earlier copy"
+        )
+    elif count and entries[count - 1].get("hash") != last:
+        problems.append(f"{LOG_NAME} entry {count} is not the one {path.name} saw: log replaced")
     return problems
+
+
+def witness(entries: list[dict[str, Any]], set_id: str, key: ExposureKey) -> None:
+    """Record beside the key file how far the (verified) log reached, and whether it retired."""
+    path = key.witness_path
+    if path is None or not entries:
+        return
+    seen = _witnessed(path)
+    seen[set_id] = {
+        "entries": len(entries),
+        "hash": entries[-1]["hash"],
+        "retired": any(e.get("kind") == "retire" for e in entries),
+    }
+    temp = path.with_name(path.name + ".tmp")
+    try:
+        temp.write_text(json.dumps(seen, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(temp, path)
+    except OSError as exc:  # a witness that cannot be kept would let a rollback pass unseen
+        raise InputError(
+            f"cannot keep the exposure witness beside the key file: {exc}", location=str(path)
+        ) from exc
+
+
+def log_problems(
+    folder: Path, manifest: dict[str, Any], key: ExposureKey | None = None
+) -> list[str]:
+    """Why the exposure log cannot be trusted (empty: the chain and its head are intact).
+
+    Without the key only the chain and the head's count are checked (`rtb heldout verify`);
+    with it, every entry's and the head's authentication tag and the key's witness too.
+    """
+    try:
+        entries = read_log(folder)
+    except InputError as exc:
+        return [f"{LOG_NAME}: {exc}"]
+    problems = _chain_problems(entries, manifest, key)
+    problems = problems or _head_problems(folder, manifest, entries, key)
+    return problems + witness_problems(entries, str(manifest["set_id"]), key)
 
 
 def append_entry(
     folder: Path,
     manifest: dict[str, Any],
     *,
+    key: ExposureKey,
     kind: str,
     candidates: list[str],
     trials: int,
     at: str,
     by: str,
     reason: str = "",
-    **extra: str,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """Append one entry (refusing to extend a broken log) and fsync it before returning.
+    """Append one authenticated entry (refusing to extend a broken log); fsync it, then the head.
 
-    `extra` adds text fields (`experiment`, `frozen_by`); they are chained like the others.
+    `extra` adds fields (`experiment`, `frozen_by`, `candidate_code`); they are chained too.
     """
-    problems = log_problems(folder, manifest)
+    problems = log_problems(folder, manifest, key)
     if problems:
         raise InputError("exposure log tampered; refusing to append: " + "; ".join(problems))
     entries = read_log(folder)
@@ -169,46 +383,60 @@ def append_entry(
         "prev_hash": prev,
     }
     entry["hash"] = _entry_hash(entry)
-    line = canonical_json(entry) + b"\n"
-    descriptor = os.open(folder / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    entry["mac"] = _mac(key, f"entry:{entry['hash']}")
+    _append_line(folder / LOG_NAME, canonical_json(entry) + b"\n")
+    temp = folder / (HEAD_NAME + ".tmp")
+    head = _head_mac(key, manifest["set_id"], entry["seq"], entry["hash"])
+    temp.write_text(f"{entry['seq']} {entry['hash']} {head}\n", encoding="ascii")
+    os.replace(temp, folder / HEAD_NAME)
+    witness([*entries, entry], str(manifest["set_id"]), key)
+    return entry
+
+
+def _append_line(path: Path, line: bytes) -> None:
+    """Append one line and fsync it before returning (an entry outlives a killed process)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(descriptor, line)
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
-    temp = folder / (HEAD_NAME + ".tmp")
-    temp.write_text(f"{entry['seq']} {entry['hash']}\n", encoding="ascii")
-    os.replace(temp, folder / HEAD_NAME)
-    return entry
 
 
-def exposure_summary(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Evaluations so far, the budget, over-budget reasons and retirement, from a verified log."""
-    problems = log_problems(folder, manifest)
+def exposure_summary(
+    folder: Path, manifest: dict[str, Any], key: ExposureKey | None = None
+) -> dict[str, Any]:
+    """Runs so far, their distinct candidate code, the budget, over-budget reasons, retirement."""
+    problems = log_problems(folder, manifest, key)
     entries = [] if problems else read_log(folder)
-    freezes = [e for e in entries if e["kind"] == "freeze"]
+    runs = [e for e in entries if e["kind"] == "run"]
     retired = next((e for e in entries if e["kind"] == "retire"), None)
+    code = sorted({str(h) for e in runs for h in e.get("candidate_code", [])})
     return {
         "set_id": manifest["set_id"],
         "case_count": manifest["case_count"],
-        "evaluations": len(freezes),
-        "runs": sum(1 for e in entries if e["kind"] == "run"),
+        "runs": len(runs),
+        "experiments": len({e.get("experiment") for e in runs}),
+        "distinct_candidate_code": len(code),
+        "candidate_code": code,
         "budget": manifest["budget"],
-        "over_budget_reasons": [e["reason"] for e in freezes[manifest["budget"] :]],
+        "over_budget_reasons": [e["reason"] for e in runs[manifest["budget"] :]],
         "retired": retired is not None,
         "retired_reason": retired["reason"] if retired else None,
         "retired_at": retired["at"] if retired else None,
+        "log_authenticated": key is not None and not problems,
         "log_problems": problems,
         # Whether any run had the owner's key in its environment (in-process candidates share it).
         "answer_key_available_to_candidate": any(
             e["kind"] == "run" and e.get("key_in_environment") == "yes" for e in entries
         ),
+        "public_matches": manifest.get("public_matches", []),
         "withheld": manifest.get("withheld", ""),
     }
 
 
-def refuse_freeze(summary: dict[str, Any], reason: str) -> None:
-    """Refuse a new evaluation of a tampered or retired set, or one past its budget unreasoned.
+def refuse_exposure(summary: dict[str, Any], reason: str) -> None:
+    """Refuse to expose a tampered or retired set, or one whose runs reached the budget unreasoned.
 
     Raises:
         InputError: Naming the set and what is missing (a `--reason`, or the log repaired).
@@ -219,18 +447,18 @@ def refuse_freeze(summary: dict[str, Any], reason: str) -> None:
     if summary["retired"]:
         raise InputError(
             f"held-out set {set_id} is retired ({summary['retired_reason']}); "
-            "it can no longer serve as a held-out set"
+            "it can no longer serve as a held-out set: no experiment runs against it"
         )
-    if summary["evaluations"] >= summary["budget"] and not reason.strip():
+    if summary["runs"] >= summary["budget"] and not reason.strip():
         raise InputError(
-            f"held-out set {set_id} has been evaluated {summary['evaluations']} times (budget "
-            f"{summary['budget']}); give a reason to freeze past the budget (--reason, or "
-            "heldout_reason in the spec's [track_options])"
+            f"held-out set {set_id} has been run {summary['runs']} times (budget "
+            f"{summary['budget']}); give a reason to expose it past the budget (freeze "
+            "--reason, or heldout_reason in the spec's [track_options])"
         )
 
 
 def _frozen_entry(folder: Path, experiment: str) -> dict[str, Any] | None:
-    """The `freeze` entry that counted the experiment `experiment`, if any."""
+    """The `freeze` entry that recorded the experiment `experiment`, if any."""
     return next(
         (
             e
@@ -245,6 +473,7 @@ def freeze_against(
     folder: Path,
     manifest: dict[str, Any],
     *,
+    key: ExposureKey,
     candidates: list[str],
     trials: int,
     at: str,
@@ -252,22 +481,21 @@ def freeze_against(
     reason: str = "",
     experiment: str = "",
 ) -> dict[str, Any]:
-    """Record one evaluation; past the budget only with a reason (recorded).
+    """Record one experiment frozen against the set; refused retired, tampered or unreasoned.
 
-    An `experiment` (a frozen manifest's hash) already counted is not counted again: freezing
-    the same spec twice is one evaluation. Returns the entry that counts it.
+    An `experiment` (a frozen manifest's hash) already recorded is not recorded again; its
+    recorded reason stands for it. Returns the entry that records it. The budget counts runs
+    (`record_run`): a freeze shows nothing to a candidate.
     """
-    problems = log_problems(folder, manifest)
-    if problems:
-        raise InputError("exposure log tampered: " + "; ".join(problems))
-    counted = _frozen_entry(folder, experiment)
+    summary = exposure_summary(folder, manifest, key)
+    counted = None if summary["log_problems"] else _frozen_entry(folder, experiment)
+    refuse_exposure(summary, reason or (str(counted["reason"]) if counted else ""))
     if counted is not None:
         return counted
-    refuse_freeze(exposure_summary(folder, manifest), reason)
     extra = {"experiment": experiment} if experiment else {}
     return append_entry(
-        folder, manifest, kind="freeze", candidates=candidates, trials=trials, at=at, by=by,
-        reason=reason, **extra,
+        folder, manifest, key=key, kind="freeze", candidates=candidates, trials=trials, at=at,
+        by=by, reason=reason, **extra,
     )  # fmt: skip
 
 
@@ -275,8 +503,10 @@ def record_run(
     folder: Path,
     manifest: dict[str, Any],
     *,
+    key: ExposureKey,
     experiment: str,
     candidates: list[str],
+    candidate_code: list[str],
     trials: int,
     at: str,
     by: str,
@@ -285,31 +515,73 @@ def record_run(
 ) -> dict[str, Any]:
     """Record one `run` of a frozen experiment before any of its trials starts.
 
-    An experiment frozen elsewhere (its freeze not in this log) is counted now, under the same
-    budget rule. The `run` entry names who froze the experiment and who runs it.
+    Every run counts, a resume and a re-frozen copy of the same spec included: each shows the
+    set's inputs to candidates again. A retired set refuses every run, of experiments frozen
+    before the retirement too. An experiment frozen elsewhere is recorded now.
     """
-    frozen = freeze_against(folder, manifest, candidates=candidates, trials=trials, at=at,
-                            by=by, reason=reason, experiment=experiment)  # fmt: skip
+    frozen = freeze_against(folder, manifest, key=key, candidates=candidates, trials=trials,
+                            at=at, by=by, reason=reason, experiment=experiment)  # fmt: skip
     return append_entry(
-        folder, manifest, kind="run", candidates=candidates, trials=trials, at=at, by=by,
-        reason=frozen["reason"], experiment=experiment, frozen_by=frozen["by"],
+        folder, manifest, key=key, kind="run", candidates=candidates, trials=trials, at=at,
+        by=by, reason=reason or frozen["reason"], experiment=experiment,
+        frozen_by=frozen["by"], candidate_code=sorted(set(candidate_code)),
         key_in_environment=key_in_environment,
     )  # fmt: skip
+
+
+def keep_run_record(run_dir: Path, entry: dict[str, Any]) -> None:
+    """Keep a run's authenticated entry in its run folder, for the owner's report to find."""
+    _append_line(run_dir / RUN_RECORD_NAME, canonical_json(entry) + b"\n")
+
+
+def run_record_problems(run_dir: Path | None, folder: Path, key: ExposureKey) -> list[str]:
+    """Each run of `run_dir` whose authenticated entry is not in the set's log as it was kept."""
+    if run_dir is None:
+        return []
+    path = run_dir / RUN_RECORD_NAME
+    if not path.is_file():
+        return [f"the run folder holds no {RUN_RECORD_NAME}: its runs were never recorded"]
+    logged = {e.get("seq"): e.get("hash") for e in read_log(folder)}
+    problems = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        kept: dict[str, Any] = {}
+        try:
+            kept = json.loads(line)
+            authentic = kept["mac"] == _mac(key, f"entry:{kept['hash']}")
+        except (ValueError, KeyError, TypeError):
+            authentic = False
+        if not authentic:
+            problems.append(f"{RUN_RECORD_NAME} line {number}: not authenticated")
+        elif logged.get(kept["seq"]) != kept["hash"]:
+            problems.append(
+                f"this run's exposure entry {kept['seq']} (kept in the run folder) is not in "
+                f"{LOG_NAME}, which holds {len(logged)} entries: the log was deleted, truncated "
+                "or replaced by a copy"
+            )
+    return problems
 
 
 # ------------------------------------------------------------------------------------------------
 # What a report says about a held-out set: what was withheld, why, how often it was exposed.
 
 
+def _exposure_text(summary: dict[str, Any]) -> str:
+    return (
+        f"held-out set {summary['set_id']}: run {summary['runs']} times (budget "
+        f"{summary['budget']}) by {summary['distinct_candidate_code']} distinct candidate code"
+    )
+
+
 def verdict_line(summary: dict[str, Any]) -> str:
     """The verdict line; a retired or tampered set says so first, so it never reads as held out."""
     if summary["log_problems"]:
         return f"VERDICT: held-out set {summary['set_id']}: exposure log TAMPERED; not trustworthy"
-    head = f"held-out set {summary['set_id']}: evaluated {summary['evaluations']} times "
-    head += f"(budget {summary['budget']})"
+    head = _exposure_text(summary)
+    if summary["public_matches"]:
+        head += f"; {len(summary['public_matches'])} cases MATCH A PUBLIC CORPUS (sealed --force)"
     if summary["retired"]:
         return f"VERDICT: RETIRED (exposed: {summary['retired_reason']}); {head}; not held out"
-    if summary["evaluations"] > summary["budget"]:
+    if summary["runs"] > summary["budget"]:
         return f"VERDICT: OVER BUDGET; {head}"
     return f"VERDICT: {head}"
 
@@ -318,8 +590,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     """Plain-text lines for the terminal report."""
     lines = [
         verdict_line(summary),
-        f"held-out set {summary['set_id']}: evaluated {summary['evaluations']} times "
-        f"(budget {summary['budget']})",
+        _exposure_text(summary),
         f"cases: {summary['case_count']}",
         f"withheld: {summary['withheld']}",
         "answer key available to the candidate's side: "
@@ -332,6 +603,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     ]
     lines += [
         f"over budget, reason recorded: {reason}" for reason in summary["over_budget_reasons"]
+    ]
+    lines += [
+        f"matches public corpus {match['corpus']} case {match['public_case']} (sealed with "
+        "--force): not held out"
+        for match in summary["public_matches"]
     ]
     lines += [f"exposure log problem: {p}" for p in summary["log_problems"]]
     return lines
@@ -347,7 +623,7 @@ def summary_html(summary: dict[str, Any]) -> str:
 
 
 REASON_OPTION = "heldout_reason"
-"""The `[track_options]` key giving why a set is frozen past its exposure budget."""
+"""The `[track_options]` key giving why a set is run past its exposure budget."""
 
 
 def spec_reason(spec: ExperimentSpec) -> str:
@@ -370,43 +646,81 @@ def check_sealed_spec(sealed: SealedSet, spec: ExperimentSpec) -> None:
         )
 
 
-def _exposure_notes(sealed: SealedSet, reason: str) -> list[str]:
-    summary = exposure_summary(sealed.folder, sealed.manifest)
-    notes = [summary_lines(summary)[1]]
+def candidate_code_hashes(manifest: Manifest) -> list[str]:
+    """One hash per candidate of what it is: kind, model, endpoint, entry, settings, pinned code.
+
+    Two runs of the same code count one distinct candidate; an edited reviewer counts anew.
+    An in-process candidate's code is its entry's file and its whole pinned package.
+    """
+    package = sorted(
+        (record.name, record.sha256) for record in manifest.files
+        if record.role == "candidate_package"
+    )  # fmt: skip
+    declared = {candidate.name: candidate for candidate in manifest.spec.candidates}
+    hashes = []
+    for candidate in manifest.candidates:
+        code = sorted(
+            (record.name, record.sha256) for record in manifest.files
+            if record.role == "candidate_code" and record.name == candidate.entry
+        )  # fmt: skip
+        settings = declared[candidate.name].settings if candidate.name in declared else None
+        described = {
+            "kind": candidate.kind,
+            "model": candidate.requested_model,
+            "endpoint": candidate.endpoint,
+            "entry": candidate.entry,
+            "settings": json.loads(json.dumps(settings or {}, default=str)),
+            "code": [list(pair) for pair in (code + package if candidate.entry else code)],
+        }
+        hashes.append(sha256_hex(canonical_json(described)))
+    return hashes
+
+
+def _exposure_notes(sealed: SealedSet, key: ExposureKey, reason: str) -> list[str]:
+    summary = exposure_summary(sealed.folder, sealed.manifest, key)
+    notes = [_exposure_text(summary)]
     if reason:
         notes.append(f"held-out set {sealed.set_id}: over-budget reason recorded: {reason}")
     return notes
 
 
 def on_freeze(sealed: SealedSet, manifest: Manifest, reason: str = "") -> list[str]:
-    """Count the freeze in the set's exposure log (once per experiment); the lines to print.
+    """Record the freeze in the set's exposure log (once per experiment); the lines to print.
 
-    Refused (before the manifest is written) for a tampered or retired set, and past the
-    budget without a reason (`freeze --reason`, else the spec's `heldout_reason`); an
-    experiment already counted is not counted again.
+    Refused (before the manifest is written) for a tampered or retired set, without the set's
+    exposure key, and when the set's runs reached the budget without a reason (`freeze
+    --reason`, else the spec's `heldout_reason`).
     """
     spec = manifest.spec
+    key = operator_exposure_key(sealed.manifest)
     entry = freeze_against(
-        sealed.folder, sealed.manifest, candidates=[c.name for c in spec.candidates],
+        sealed.folder, sealed.manifest, key=key, candidates=[c.name for c in spec.candidates],
         trials=spec.trials_per_case, at=now_utc(), by=who(),
         reason=reason.strip() or spec_reason(spec),
         experiment=manifest.manifest_sha256,
     )  # fmt: skip
-    return _exposure_notes(sealed, str(entry["reason"]))
+    return _exposure_notes(sealed, key, str(entry["reason"]))
 
 
-def before_run(sealed: SealedSet, manifest: Manifest) -> list[str]:
-    """Append (and fsync) this run to the exposure log before any trial starts."""
+def before_run(sealed: SealedSet, manifest: Manifest, run_dir: Path) -> list[str]:
+    """Append (and fsync) this run to the exposure log before any trial starts.
+
+    The authenticated entry is kept in the run folder too, so the owner's report finds it
+    missing from a log deleted, cut back or replaced after the run.
+    """
     spec = manifest.spec
+    key = operator_exposure_key(sealed.manifest)
     # An in-process candidate shares this process's environment: if the owner's key is in it,
     # the answer key was within the candidate's reach, and the report must say so.
     exposed = "yes" if os.environ.get(KEY_ENV, "").strip() else "no"
     entry = record_run(
-        sealed.folder, sealed.manifest, experiment=manifest.manifest_sha256,
-        candidates=[c.name for c in spec.candidates], trials=spec.trials_per_case,
+        sealed.folder, sealed.manifest, key=key, experiment=manifest.manifest_sha256,
+        candidates=[c.name for c in spec.candidates],
+        candidate_code=candidate_code_hashes(manifest), trials=spec.trials_per_case,
         at=now_utc(), by=who(), reason=spec_reason(spec), key_in_environment=exposed,
     )  # fmt: skip
-    notes = _exposure_notes(sealed, str(entry["reason"]))
+    keep_run_record(run_dir, entry)
+    notes = _exposure_notes(sealed, key, str(entry["reason"]))
     notes = [f"{notes[0]}; run {entry['seq']} of the log recorded (frozen by {entry['frozen_by']})"]
     if exposed == "yes":
         notes.append(
@@ -416,7 +730,16 @@ def before_run(sealed: SealedSet, manifest: Manifest) -> list[str]:
     return notes
 
 
-def _held_out_section(summary: dict[str, Any]) -> TextBlock:
+def _held_out_section(summary: dict[str, Any], owner: bool) -> TextBlock:
+    audience = (
+        "This is the owner's detailed report: it names cases, labels and the candidates' "
+        "replies; never hand it to a candidate's side."
+        if owner
+        else "This report is the one a candidate's developer may receive: aggregate figures and "
+        "intervals only (no per-case label, variant, case id or candidate text). The per-case "
+        "detail is in the owner's report (`trustbench rtb heldout report SET --run RUN --out "
+        "DIR`, with the owner's key)."
+    )
     return TextBlock(
         title="Held-out set: what was withheld and why",
         paragraphs=[
@@ -424,39 +747,82 @@ def _held_out_section(summary: dict[str, Any]) -> TextBlock:
             "The candidate side was sent only the set's clear parts (the exported inputs, the "
             "prompt and the response schema); the answer key was opened only to grade this "
             "report.",
+            audience,
         ],
+    )
+
+
+_AGGREGATE_BLOCKS = frozenset({"figures", "forest", "confusion"})
+"""Block kinds a candidate-side report keeps: figures with intervals, forest plots of them and
+the reference x observed counts. Tables (per variant, group, rule, the case drill-down) and text
+blocks (invalid-reply reasons quote candidate text) name cases or carry what a candidate wrote."""
+
+
+def candidate_view(analysis: TrackAnalysis, summary: dict[str, Any]) -> TrackAnalysis:
+    """The analysis a candidate's developer may receive: aggregate figures and intervals only.
+
+    One report naming a case's label, variant or the candidate's own text beside an input it
+    can recognise gives the key away (a candidate that fingerprints its input in its
+    explanation maps every input to its label). So the track's record, every per-case table,
+    every text block and every per-trial row are left out; the figures stay.
+    """
+    return dataclasses.replace(
+        analysis,
+        sections=[
+            _held_out_section(summary, owner=False),
+            *(block for block in analysis.sections if block.kind in _AGGREGATE_BLOCKS),
+        ],
+        record={"held_out_set": summary, "held_out_report": "candidate"},
+        summary={"held_out_set": summary},
+        trial_rows={},
     )
 
 
 def add_held_out_parts(
-    analysis: TrackAnalysis, sealed: SealedSet, manifest: Manifest
+    analysis: TrackAnalysis, summary: dict[str, Any], *, owner: bool
 ) -> TrackAnalysis:
     """The held-out section in the record, the page, `--json` and every verdict line.
 
-    The answer key counts as available to the candidate side when any run of this experiment
-    had the owner's key in its environment (recorded by `before_run`).
+    Without `owner` the result is the candidate's view (`candidate_view`).
     """
-    summary = exposure_summary(sealed.folder, sealed.manifest)
-    summary["answer_key_available_to_candidate"] = any(
-        e["kind"] == "run"
-        and e.get("experiment") == manifest.manifest_sha256
-        and e.get("key_in_environment") == "yes"
-        for e in read_log(sealed.folder)
-    )
     notes = analysis.record.get("console_notes")
     console = [*(notes if isinstance(notes, list) else []), *summary_lines(summary)]
+    qualifications = [
+        *analysis.qualifications,
+        f"Held-out set {summary['set_id']}: {_exposure_text(summary).split(': ', 1)[1]}; "
+        "every run exposes its cases to the candidates run against it.",
+    ]
+    analysis = dataclasses.replace(
+        analysis, verdict_note=verdict_line(summary).removeprefix("VERDICT: "),
+        qualifications=qualifications,
+    )  # fmt: skip
+    if not owner:  # the track's own console notes may quote replies: the set's lines only
+        viewed = candidate_view(analysis, summary)
+        notes = summary_lines(summary)
+        return dataclasses.replace(viewed, record={**viewed.record, "console_notes": notes})
     return dataclasses.replace(
         analysis,
-        sections=[_held_out_section(summary), *analysis.sections],
-        record={**analysis.record, "held_out_set": summary, "console_notes": console},
+        sections=[_held_out_section(summary, owner=True), *analysis.sections],
+        record={
+            **analysis.record, "held_out_set": summary, "held_out_report": "owner",
+            "console_notes": console,
+        },
         summary={**analysis.summary, "held_out_set": summary},
-        verdict_note=verdict_line(summary).removeprefix("VERDICT: "),
-        qualifications=[
-            *analysis.qualifications,
-            f"Held-out set {summary['set_id']}: {summary_lines(summary)[1].split(': ', 1)[1]}; "
-            "every evaluation exposes its cases to the candidates run against it.",
-        ],
-    )
+    )  # fmt: skip
+
+
+_OWNER_REPORT: ContextVar[bool] = ContextVar("heldout_owner_report", default=False)
+"""Set only by `rtb heldout report --run` (`owner_report`): grading then keeps per-case detail."""
+
+
+@contextmanager
+def owner_report() -> Iterator[None]:
+    """Within: a sealed set's grading yields the owner's detailed report, not the candidate's."""
+    token = _OWNER_REPORT.set(True)
+    try:
+        yield
+    finally:
+        _OWNER_REPORT.reset(token)
 
 
 def owner_key(sealed: SealedSet, what: str, key_file: Path | None = None) -> str:
@@ -478,6 +844,51 @@ def owner_key(sealed: SealedSet, what: str, key_file: Path | None = None) -> str
         ) from None
 
 
+def owner_check(
+    sealed: SealedSet, private: str, source: Path | None, binding: dict[str, Any] | None,
+    run_dir: Path | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Check the count with the owner's key; the verified summary, or a refusal naming the change.
+
+    Checked: the set manifest against what the seal binds (budget, identity), every log entry's
+    and the head's authentication, the witness beside the owner's key file, and (for a report
+    of a run) that each of the run's kept entries is still in the log. A count that passes is
+    witnessed beside the key file, so a later rollback below it is refused too.
+
+    Raises:
+        CheckFailed: Naming the first change found.
+    """
+    from trustbench.rtb.heldout._seal import binding_problems
+
+    key = owner_exposure_key(sealed.manifest, private, source)
+    problems = binding_problems(sealed.manifest, binding)
+    problems += log_problems(sealed.folder, sealed.manifest, key)
+    if not problems:
+        problems += run_record_problems(run_dir, sealed.folder, key)
+    if problems:  # a count that cannot be trusted is never reported as one
+        raise CheckFailed(
+            f"refusing to report held-out set {sealed.set_id}: {problems[0]}",
+            location=str(sealed.folder),
+        )
+    witness(read_log(sealed.folder), sealed.set_id, key)
+    return exposure_summary(sealed.folder, sealed.manifest, key)
+
+
+def _experiment_summary(
+    summary: dict[str, Any], folder: Path, manifest: Manifest
+) -> dict[str, Any]:
+    """The summary, the key-availability line narrowed to this experiment's runs."""
+    return {
+        **summary,
+        "answer_key_available_to_candidate": any(
+            e["kind"] == "run"
+            and e.get("experiment") == manifest.manifest_sha256
+            and e.get("key_in_environment") == "yes"
+            for e in read_log(folder)
+        ),
+    }
+
+
 def analyze_sealed(
     sealed: SealedSet,
     manifest: Manifest,
@@ -485,6 +896,9 @@ def analyze_sealed(
     grade: Callable[[Manifest, LedgerContents, Any], TrackAnalysis],
 ) -> TrackAnalysis:
     """Grade a run against a sealed set with the owner's key (refused without it).
+
+    The run folder gets the candidate's view; `rtb heldout report --run` (`owner_report`)
+    writes the owner's detailed one elsewhere.
 
     Args:
         sealed: The set the experiment was frozen against.
@@ -494,24 +908,20 @@ def analyze_sealed(
 
     Raises:
         InputError: No private key (names `--heldout-key` and the variable), or a wrong one.
-        CheckFailed: The exposure log was tampered, or the opened answer key does not cover
-            the planned evaluations.
+        CheckFailed: The seal's binding, the exposure log or this run's kept entries show a
+            change, or the opened answer key does not cover the planned evaluations.
     """
     from trustbench.rtb.corpus._export import EVALUATION_MAP_PATH, load_evaluation_map
     from trustbench.rtb.corpus._load import load_corpus
-    from trustbench.rtb.heldout._seal import open_set
+    from trustbench.rtb.heldout._seal import open_set, read_binding
 
-    private = owner_key(sealed, "grading")
-    problems = exposure_summary(sealed.folder, sealed.manifest)["log_problems"]
-    if problems:  # a count that cannot be trusted is never reported as one
-        raise CheckFailed(
-            f"refusing to report against held-out set {sealed.set_id}: its exposure log was "
-            f"tampered ({problems[0]}); see `trustbench rtb heldout verify`",
-            location=str(sealed.folder),
-        )
+    private, source = _key_text(KEY_ENV)
+    if not private:
+        owner_key(sealed, "grading")  # refuses, naming --heldout-key and the variable
     with tempfile.TemporaryDirectory() as scratch:
         opened = Path(scratch)
         open_set(sealed.folder, private, opened)
+        summary = owner_check(sealed, private, source, read_binding(opened), ledger.run_dir)
         corpus = load_corpus(opened / "corpus")
         evaluations = load_evaluation_map(opened / EVALUATION_MAP_PATH).evaluations
         missing = sorted({t["case_id"] for t in ledger.trials} - evaluations.keys())
@@ -522,7 +932,8 @@ def analyze_sealed(
         experiment = [ledger.experiment] if ledger.experiment else []
         renamed = LedgerContents(rows=(trials, ledger.attempts, ledger.events, experiment))
         analysis = grade(manifest, renamed, corpus)
-    return add_held_out_parts(analysis, sealed, manifest)
+    summary = _experiment_summary(summary, sealed.folder, manifest)
+    return add_held_out_parts(analysis, summary, owner=_OWNER_REPORT.get())
 
 
 # ------------------------------------------------------------------------------------------------
