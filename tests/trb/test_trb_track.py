@@ -115,10 +115,10 @@ def test_freeze_run_report_writes_the_run_folder_and_pins_corpus_and_checkpoints
         checkpoints = {file_sha256(p) for p in cache_dir().glob(f"{model}-*.pt")}
         assert files[("checkpoint", model)] in checkpoints
     corpus_sha = record["trb"]["corpus"]["sha256"]
-    assert manifest["corpus"]["version"] == f"TRB v0.2 corpus sha256:{corpus_sha}"
+    assert manifest["corpus"]["version"] == f"TRB v1.0 corpus sha256:{corpus_sha}"
     assert record["complete"] and record["finished_trials"] == record["planned_trials"]
     assert record["planned_trials"] == (30 + 6) * 5
-    assert "TRB v0.2 profile" in (run_dir / "report.html").read_text()
+    assert "TRB v1.0 profile" in (run_dir / "report.html").read_text()
     again = build_manifest(Path(manifest["base_dir"]) / manifest["spec_file"])
     assert again.manifest_sha256 == manifest["manifest_sha256"]  # freezing is deterministic
 
@@ -207,13 +207,13 @@ def test_every_row_names_trb_version_corpus_sha_and_adapter_tier(
     assert {r["split"] for r in rows} == {"eval", *TRANSFER_FAMILY_SPLITS}
     for row in rows:
         assert (row["trb_version"], row["corpus_sha256"], row["adapter_tier"]) == (
-            "TRB v0.2", sha, "native"
+            "TRB v1.0", sha, "native"
         )  # fmt: skip
     for figures in record["figures"].values():
         for fig in figures:
             if fig["name"] == "valid_response_rate":  # core's evaluability figure, not TRB's
                 continue
-            assert "TRB v0.2" in fig["description"] and sha[:16] in fig["description"]
+            assert "TRB v1.0" in fig["description"] and sha[:16] in fig["description"]
             assert "{}" not in fig["description"]
 
 
