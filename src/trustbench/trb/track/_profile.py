@@ -1403,7 +1403,9 @@ def navigability_bars(inputs: BarInputs) -> list[dict[str, Any]]:
     return [lift, _within(loop_name, "holonomy", loop, HOLONOMY_MARGIN)]
 
 
-def _drop_beyond_oracle(inputs: BarInputs, headline: str, context: str) -> tuple | str:
+def _drop_beyond_oracle(
+    inputs: BarInputs, headline: str, context: str
+) -> tuple[float, float, int] | str:
     """The drop eval -> `context` minus the oracle's drop there, as (low, high, n), or why not."""
     figures = inputs.subjects.get(inputs.candidate, [])
     low, high = drop_interval(figures, headline, context)
@@ -1415,8 +1417,9 @@ def _drop_beyond_oracle(inputs: BarInputs, headline: str, context: str) -> tuple
         measured_estimate(oracle, split_name(context, headline)),
     )
     shift = 0.0 if home is None or there is None else home - there
-    n = (find_figure(figures, split_name(context, headline)) or Figure(name="")).denominator
-    return low - shift, high - shift, int(n or 0)
+    there_figure = find_figure(figures, split_name(context, headline))
+    n = 0 if there_figure is None else int(there_figure.denominator or 0)
+    return low - shift, high - shift, n
 
 
 def transfer_bars(inputs: BarInputs) -> list[dict[str, Any]]:
@@ -1564,7 +1567,7 @@ def trust_gate(candidate: str, verdict: dict[str, Any]) -> GateResult:
         verdict["verdict"], "not_evaluable"
     )
     spec = GateSpec(
-        name=f"TRB trustworthy ({candidate})",
+        name=f"TRB verdict ({candidate})",  # named for no outcome: it prints beside any
         metric=TRUST_METRIC,
         threshold=1.0,
         comparison=">=",
