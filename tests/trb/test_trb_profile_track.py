@@ -78,6 +78,7 @@ def test_profile_lists_five_baselines_each_run_through_its_adapter_tier(
         assert row["status"] == "run", key
         assert row["candidate_tier"] == row["adapter_tier"], key
         assert row["trb_version"] == "TRB v1.0"
+        assert row["parameter_count"] > 0, key  # recorded per baseline (issue 53)
         assert row["corpus_sha256"] == trb["corpus"]["sha256"]
         assert row["synthetic_share"] == 1.0  # reference world: every counterfactual synthetic
         assert set(row["profile"]) == set(PROFILE_AXES)

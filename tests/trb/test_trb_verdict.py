@@ -19,7 +19,9 @@ from trustbench.trb.track._profile import (
     Collected,
     cg1_power,
     format_failure,
+    parameter_count,
     pass_bars,
+    size_flags,
     trust_gate,
     trust_verdict,
 )
@@ -217,3 +219,28 @@ def test_cg1_states_the_episodes_a_viability_difference_needs_and_whether_the_ru
     viability = bar(bars_of(subjects()), "Track 4")
     assert "CG-1" in viability["why"] and "n >= 45 episodes per arm" in viability["why"]
     assert cg1_power([]) is None
+
+
+def test_baselines_of_different_size_are_flagged_with_each_parameter_count() -> None:
+    class Weights:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def numel(self) -> int:
+            return self.n
+
+    class Net:
+        def parameters(self) -> list[Weights]:
+            return [Weights(14_000), Weights(604)]
+
+    class Native:
+        model = Net()
+
+    assert parameter_count(Native()) == 14_604
+    assert parameter_count(object()) is None  # a sandboxed or API adapter: weights unseen
+    collected = Collected()
+    collected.parameters.update({"instruct": 32_907, "full": 14_604})
+    (flag,) = size_flags(["instruct", "full", "chat"], collected)
+    assert "full 14,604, instruct 32,907 parameters" in flag
+    collected.parameters["instruct"] = 14_604
+    assert size_flags(["instruct", "full"], collected) == []

@@ -101,6 +101,8 @@ class Collected:
         """Of those, outputs that came back but could not be parsed (format failures)."""
         self.format_example: dict[str, str] = {}
         """Candidate -> the first unparseable output, shown with the format-failure count."""
+        self.parameters: dict[str, int] = {}
+        """Candidate -> its adapter's parameter count, where the harness can see its weights."""
 
     def not_run_reason(self, candidate: str, split: str) -> str:
         """Why a candidate has no scored trial on a split (the figure's "not run" reason).
@@ -162,6 +164,8 @@ def add_trial(
         out.tiers[candidate] = outcome["adapter_tier"]
     if outcome.get("isolation"):
         out.isolation[candidate] = outcome["isolation"]
+    if outcome.get("parameter_count"):
+        out.parameters[candidate] = int(outcome["parameter_count"])
     out.attempted[candidate] += 1
     if not failed and not outcome.get("applicable", False):
         reason = outcome.get("reason", "not applicable")
@@ -426,6 +430,23 @@ class RecordingAdapter:
         )  # fmt: skip
 
 
+def parameter_count(adapter: Any) -> int | None:
+    """The trainable size of an adapter whose torch model the harness holds, else None.
+
+    Built-in adapters (the native reference models, the proxy LMs) keep their network as
+    `model`; a sandboxed or API adapter's weights are out of the harness's sight. Recorded per
+    baseline so that baselines of different size are flagged (a comparison across sizes mixes
+    size with method: spec Track 2's "same-size" ablation).
+    """
+    parameters = getattr(getattr(adapter, "model", None), "parameters", None)
+    if not callable(parameters):
+        return None
+    try:
+        return int(sum(p.numel() for p in parameters()))
+    except (TypeError, AttributeError):
+        return None
+
+
 def prepare_adapter(
     inner: Any,
     *,
@@ -640,7 +661,10 @@ def library_trial(
     tier = getattr(inner, "tier", None)
     recorder = prepare_adapter(inner, fit_traces=fit_traces, settings=settings, seed=seed,
                                blind_key=blind_key, trusted_native=trusted)  # fmt: skip
-    out: dict[str, Any] = {"adapter_tier": str(getattr(tier, "value", tier))}
+    out: dict[str, Any] = {
+        "adapter_tier": str(getattr(tier, "value", tier)),
+        "parameter_count": parameter_count(inner),
+    }
     try:
         results = measure_trace(measures, recorder, trace, seed, skip)
     except NotApplicable as reason:
@@ -769,6 +793,7 @@ def baselines_summary(
             "adapter_tier": tier,
             "candidate": candidate,
             "candidate_tier": collected.tiers.get(candidate) if candidate else None,
+            "parameter_count": collected.parameters.get(candidate) if candidate else None,
             "status": "run" if ran else "not run",
             "trb_version": TRB_VERSION,
             "corpus_sha256": corpus_sha,
@@ -861,6 +886,7 @@ def profile_flags(
                 f"{candidate}: {len(skipped)} trial(s) not applicable, not scored (first: "
                 f"{skipped[0]})"
             )
+    flags += size_flags(candidates, collected)
     for check in checks:
         if not check["passed"]:
             flags.append(
@@ -868,6 +894,29 @@ def profile_flags(
                 f"{check['measured']}, closed form {check['expected']:.6f}"
             )
     return flags
+
+
+def size_flags(candidates: list[str], collected: Collected) -> list[str]:
+    """One flag when the built-in baselines that ran differ in parameter count.
+
+    Spec §4 compares baselines as methods; a proxy LM twice the size of the native model
+    confounds method with size (32,907 against 14,604 parameters with the built-in defaults).
+    Seed replicas are left out (same size as their model by construction).
+    """
+
+    def replica(candidate: str) -> bool:
+        found = reference_seed(collected.adapters.get(candidate) or "")
+        return found is not None and found[1] is not None
+
+    sizes = {c: collected.parameters[c] for c in candidates if c in collected.parameters}
+    sizes = {c: n for c, n in sizes.items() if not replica(c)}
+    if len(set(sizes.values())) < 2:
+        return []
+    listed = ", ".join(f"{c} {n:,}" for c, n in sorted(sizes.items(), key=lambda kv: kv[1]))
+    return [
+        f"baselines differ in size ({listed} parameters): a comparison across them mixes "
+        "model size with method"
+    ]
 
 
 def _provenance_flags(corpus: LoadedCorpus) -> list[str]:

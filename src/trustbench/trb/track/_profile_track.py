@@ -49,7 +49,12 @@ from trustbench.trb.track._adapters import (
 )
 from trustbench.trb.track._measures import TrbMeasure, load_measures
 from trustbench.trb.track._pipeline import BUILTIN_CORPUS, TrbTrackOptions, track_options
-from trustbench.trb.track._profile import library_trial, measure_trace, prepare_adapter
+from trustbench.trb.track._profile import (
+    library_trial,
+    measure_trace,
+    parameter_count,
+    prepare_adapter,
+)
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, TrackAnalysis
@@ -261,6 +266,7 @@ class TrbProfileTrack:
         )
         sandbox = getattr(inner, "sandbox", None)
         outcome["isolation"] = sandbox or "in-process (a built-in adapter of the benchmark)"
+        outcome["parameter_count"] = parameter_count(inner)
         results: dict[str, Any] = {}
         error: Exception | None = None
         skip = dict.fromkeys(REPLICA_SKIPS, REPLICA_WHY) if source.seed_replica is not None else {}
