@@ -1650,7 +1650,7 @@ def _verdict_row(candidate: str, verdict: dict[str, Any], held: bool) -> list[st
         shown.upper() if shown == "not trustworthy" else shown,
         "; ".join(reasons[:3]) + (f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else "")
         or "every pass bar met, no flag",
-        "implicit gate trb_trustworthy" if held else "no release gate applies",
+        "implicit gate: TRB verdict" if held else "no release gate applies",
         verdict["isolation"],
     ]
 
