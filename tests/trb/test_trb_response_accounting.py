@@ -20,6 +20,7 @@ from tests.trb.test_trb_profile_track import _completion
 from tests.trb.test_trb_track import freeze_run_report, write_spec
 
 from trustbench.core import CallFailed
+from trustbench.trb._cli_tables import format_failure_lines
 from trustbench.trb.adapter._protocol import Observation, SelfReport, StepContext
 from trustbench.trb.track._profile import RecordingAdapter
 
@@ -171,3 +172,5 @@ def test_a_chat_model_that_never_writes_the_slot_block_is_not_evaluable_not_ungo
     assert "settings.max_tokens" in first  # the setting that fixes it
     assert "does not govern" not in verdict["line"]
     assert record["verdicts"]["chat"]["status"] != "passed"
+    # the terminal prints it before the profile (`trb run`'s first lines)
+    assert format_failure_lines(record["trb"]) == [f"chat: {first}"]

@@ -438,11 +438,12 @@ def parameter_count(adapter: Any) -> int | None:
     baseline so that baselines of different size are flagged (a comparison across sizes mixes
     size with method: spec Track 2's "same-size" ablation).
     """
-    parameters = getattr(getattr(adapter, "model", None), "parameters", None)
+    parameters: Any = getattr(getattr(adapter, "model", None), "parameters", None)
     if not callable(parameters):
         return None
     try:
-        return int(sum(p.numel() for p in parameters()))
+        weights: Any = parameters()
+        return int(sum(p.numel() for p in weights))
     except (TypeError, AttributeError):
         return None
 
