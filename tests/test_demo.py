@@ -104,7 +104,10 @@ def test_the_trb_step_on_reference_world_data_prints_no_trustworthy_and_passes_n
 
     # The demo's TRB step on a small reference-world spec shaped like `smoke` (the reference
     # pair with the gap gate naming the full model), so it runs in seconds.
-    spec = write_spec(tmp_path / "spec", REFERENCE_PAIR, extra=GAP_GATE.format(full="full"))
+    spec = write_spec(
+        tmp_path / "spec", REFERENCE_PAIR, sizes="{ train = 120, eval = 8, transfer = 6 }",
+        extra=GAP_GATE.format(full="full"),
+    )  # fmt: skip
     monkeypatch.setattr(trb_track, "builtin_spec", lambda name: spec)
     monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
     console = Console(record=True, width=200)
