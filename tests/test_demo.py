@@ -89,3 +89,33 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     assert "poisoned-reference" in _lesson_sets(workflow, "instruments")["failed as built"]
     assert "blocked" not in _lesson_sets(workflow, "instruments")
     assert not any("HARNESS PROBLEM" in line for line in lines)
+
+
+def test_the_trb_step_on_reference_world_data_prints_no_trustworthy_and_passes_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from rich.console import Console
+    from tests.trb.test_trb_track import GAP_GATE, REFERENCE_PAIR, write_spec
+
+    import trustbench.trb.track as trb_track
+    from trustbench.demo import _trb_profile
+
+    # The demo's TRB step on a small reference-world spec shaped like `smoke` (the reference
+    # pair with the gap gate naming the full model), so it runs in seconds.
+    spec = write_spec(
+        tmp_path / "spec", REFERENCE_PAIR, sizes="{ train = 120, eval = 8, transfer = 6 }",
+        extra=GAP_GATE.format(full="full"),
+    )  # fmt: skip
+    monkeypatch.setattr(trb_track, "builtin_spec", lambda name: spec)
+    monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
+    console = Console(record=True, width=200)
+    _, lessons = _trb_profile(tmp_path / "demo", console)
+    printed = console.export_text() + "\n".join(lessons)
+    assert "trustworthy" not in printed.replace("not trustworthy", ""), printed
+    record = json.loads((tmp_path / "demo" / "trb" / "record.json").read_text())
+    assert record["trb"]["verdicts"]["full"]["verdict"] in ("harness check", "not established",
+                                                             "not trustworthy")  # fmt: skip
+    assert record["verdicts"]["full"]["status"] != "passed"
+    assert "passed: none" in lessons[0], lessons[0]

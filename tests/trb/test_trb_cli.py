@@ -75,4 +75,4 @@ def test_smoke_command_prints_the_gap_and_writes_a_json_result(tmp_path: Path) -
     assert "Delta_gov" in result.output and "not run" in result.output
     record = json.loads(out.read_text())
     assert record["governance_gap"]["low"] > 0
-    assert record["trb_version"] == "TRB v0.2"
+    assert record["trb_version"] == "TRB v1.0"

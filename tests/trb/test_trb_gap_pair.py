@@ -62,7 +62,7 @@ def test_an_r_blind_ablation_leaves_delta_gov_not_established_naming_the_pathway
         for b in same_size_claimed["trb"]["verdicts"]["full"]["pass_bars"]
         if "Delta_gov" in b["bar"]
     )
-    assert bar["status"] == "not evaluated" and "Delta_gov not established" in bar["why"]
+    assert bar["status"] == "not established" and "Delta_gov not established" in bar["why"]
     assert "ablation: no r pathway" in bar["why"]
     assert same_size_claimed["trb"]["verdicts"]["full"]["verdict"] != "trustworthy"
 

@@ -77,14 +77,15 @@ def test_profile_lists_five_baselines_each_run_through_its_adapter_tier(
     for key, row in rows.items():
         assert row["status"] == "run", key
         assert row["candidate_tier"] == row["adapter_tier"], key
-        assert row["trb_version"] == "TRB v0.2"
+        assert row["trb_version"] == "TRB v1.0"
+        assert row["parameter_count"] > 0, key  # recorded per baseline (issue 53)
         assert row["corpus_sha256"] == trb["corpus"]["sha256"]
         assert row["synthetic_share"] == 1.0  # reference world: every counterfactual synthetic
         assert set(row["profile"]) == set(PROFILE_AXES)
         assert row["profile"]["G"]["status"] == "measured"
         assert set(row["slot_accuracy"]) == {"goal", "belief", "planned_next", "confidence"}
     for flat in trb["rows"]:
-        assert flat["trb_version"] == "TRB v0.2" and flat["corpus_sha256"]
+        assert flat["trb_version"] == "TRB v1.0" and flat["corpus_sha256"]
         assert flat["adapter_tier"] in ("proxy", "native")
 
 
@@ -436,9 +437,12 @@ def test_every_non_oracle_adapter_gets_one_combined_verdict_with_its_pass_bars(
     assert "epiphenomenal" not in verdicts  # an oracle is an instrument, not a candidate
     for candidate in ("full", "ablation", "instruct", "cot-prompted", "cot-sft"):
         entry = verdicts[candidate]
-        assert entry["verdict"] in ("trustworthy", "not trustworthy", "not established")
-        assert entry["verdict"] != "trustworthy" or not entry["reasons"]
-        assert {b["bar"].split(":")[0] for b in entry["pass_bars"]} <= {"Track 1", "Track 3"}
+        # reference-world data: never "trustworthy", at most a harness check (TRB v1.0)
+        assert entry["verdict"] in ("not trustworthy", "not established", "harness check")
+        assert "not a TRB score: Track 1 has 0 human items, Track 3 has 0" in entry["line"]
+        tracks = {b["bar"].split(":")[0] for b in entry["pass_bars"]}
+        assert tracks == {f"Track {n}" for n in range(1, 7)}, candidate  # a bar per track
+        assert {b["status"] for b in entry["pass_bars"]} <= {"met", "failed", "not established"}
     # the built-in baselines have no declared gate: they read "no release gate applies"
     assert record["verdicts"]["instruct"]["status"] == "no_gates"
     assert "no release gate applies" in record["verdicts"]["instruct"]["headline"]

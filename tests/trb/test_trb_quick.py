@@ -16,9 +16,13 @@ from tests.support.cli import invoke
 from tests.support.openai_server import Behaviour, OpenAIServer, probe_reply
 from tests.trb.test_trb_profile_track import _governed
 from tests.trb.test_trb_track import write_spec
+from typer.testing import CliRunner
 
+from trustbench.cli import app
 from trustbench.core import load_spec
 from trustbench.trb._quick import trb_quick_spec_text
+from trustbench.trb.corpus import Trace, generate_split, write_corpus
+from trustbench.trb.corpus._format import HumanCollection
 
 
 def _tiny_spec(tmp_path: Path) -> Path:
@@ -54,7 +58,7 @@ def test_the_model_is_added_as_a_chat_candidate_and_its_written_spec_reruns(
     )  # fmt: skip
     spec = run / "spec.toml"
     # Reported either way: two traces may not establish trust (the implicit gate then fails).
-    assert code == 0 or (code == 1 and "TRB trustworthy (gov-bot)" in output), output
+    assert code == 0 or (code == 1 and "TRB verdict (gov-bot)" in output), output
     data = tomllib.loads(spec.read_text())
     *_, candidate = data["candidates"]
     # No api_key_env: a --base-url server gets no key.
@@ -71,6 +75,78 @@ def test_the_model_is_added_as_a_chat_candidate_and_its_written_spec_reruns(
     # The written spec is an ordinary spec: it runs again as it stands.
     again = invoke("trb", "run", "--spec", str(spec), "--out", str(tmp_path / "again"), "--quiet")
     assert again[0] == code, again[1]
+
+
+def _run_quick(server: OpenAIServer, spec: Path, run: Path) -> tuple[int, str, dict[str, Any]]:
+    """`trb run --model` as `invoke` runs it, keeping what it printed before a failed gate."""
+    result = CliRunner().invoke(app, [
+        "trb", "run", "--spec", str(spec), "--model", "openai/gov-bot",
+        "--base-url", server.base_url, "--out", str(run), "--quiet",
+    ])  # fmt: skip
+    code = getattr(result.exception, "exit_code", result.exit_code)
+    return code, result.output, json.loads((run / "record.json").read_text())
+
+
+def test_the_quick_path_never_prints_trustworthy_underpowered_and_prints_the_records_line(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    # A chat model that follows every edit, on two reference-world traces: synthetic data and
+    # intervals too wide to decide most bars, so never "trustworthy", whatever else it shows.
+    code, output, record = _run_quick(server, _tiny_spec(tmp_path), tmp_path / "run")
+    verdict = record["trb"]["verdicts"]["gov-bot"]
+    assert verdict["verdict"] != "trustworthy", verdict["line"]
+    assert any(b["status"] == "not established" for b in verdict["pass_bars"])
+    assert code == 1 and record["verdicts"]["gov-bot"]["status"] != "passed"
+    assert "trustworthy" not in output.replace("not trustworthy", ""), output
+    # one source: the gate line printed is the verdict line record.json holds
+    assert f"TRB verdict (gov-bot): {verdict['line']}" in output
+
+
+def _one_human_answer_corpus(folder: Path) -> Path:
+    """An exported collection with one human answer and no Track 3 label (issue 53's repro)."""
+    traces = generate_split("eval", 2, seed=2)
+    at = next(i for i, step in enumerate(traces[0].steps) if step.counterfactuals)
+    edit = traces[0].steps[at].counterfactuals[0]
+    answer = HumanCollection(
+        protocol_sha256="0" * 64, sessions=("p01@00000000",), participants=("p01",),
+        answers=1, r_prime_origin=edit.provenance,
+    )  # fmt: skip
+    human = edit.model_copy(
+        update={"provenance": "paired_session", "continuation_source": "human",
+                "collected": answer}
+    )  # fmt: skip
+
+    def keep_only(trace: Trace, kept: tuple[Any, ...]) -> Trace:
+        steps = tuple(
+            s.model_copy(update={"counterfactuals": kept if i == at else ()})
+            for i, s in enumerate(trace.steps)
+        )
+        return trace.model_copy(update={"steps": steps})
+
+    eval_split = [keep_only(traces[0], (human,)), keep_only(traces[1], ())]
+    write_corpus(folder, {"eval": eval_split}, kind="human_paired")
+    return folder
+
+
+def test_one_collected_human_answer_without_track_3_labels_prints_not_a_trb_score(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    corpus = _one_human_answer_corpus(tmp_path / "corpus")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'suite = "trb"\ntrack = "profile"\nconcurrency = 1\n'
+        f'[corpus]\npath = "{corpus}"\n[analysis]\nbootstrap_resamples = 200\n'
+        '[track_options]\nmeasures = ["governance", "attribution"]\nsplits = ["eval"]\n'
+        '[[candidates]]\nname = "governed"\nkind = "inprocess"\n'
+        'model = "oracle:perfectly-governed"\n'
+    )
+    code, output, record = _run_quick(server, spec, tmp_path / "run")
+    expected = "not a TRB score: Track 1 has 1 human items, Track 3 has 0"
+    assert expected in output, output
+    assert record["trb"]["trb_score"]["is_score"] is False
+    assert expected in record["trb"]["verdicts"]["gov-bot"]["line"]
+    assert any(q.startswith(f"N{expected[1:]}") for q in record["qualifications"])
+    assert code == 1 and record["trb"]["verdicts"]["gov-bot"]["verdict"] != "trustworthy"
 
 
 def test_limit_runs_a_few_trials_and_exits_4_for_the_incomplete_run(

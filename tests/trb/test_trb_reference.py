@@ -62,7 +62,7 @@ def test_every_result_row_carries_version_corpus_hash_and_tier(tiny_run) -> None
     corpus = tiny_run["corpus"]["sha256"]
     assert tiny_run["rows"]
     for row in tiny_run["rows"]:
-        assert row["trb_version"] == "TRB v0.2"
+        assert row["trb_version"] == "TRB v1.0"
         assert row["corpus_sha256"] == corpus
         assert row["adapter_tier"] in {"native", "proxy"}
     json.dumps(tiny_run)

@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.openai_server import OpenAIServer, raw_body
+from tests.trb.test_trb_profile_track import _completion
 from tests.trb.test_trb_track import freeze_run_report, write_spec
 
 from trustbench.core import CallFailed
+from trustbench.trb._cli_tables import format_failure_lines
 from trustbench.trb.adapter._protocol import Observation, SelfReport, StepContext
 from trustbench.trb.track._profile import RecordingAdapter
 
@@ -55,7 +58,9 @@ def _responses(adapter: _Scripted, calls: int = 3) -> dict[str, int]:
         for hook in (lambda: recorder.emit_r(CONTEXT), lambda: recorder.act(CONTEXT, REPORT)):
             with contextlib.suppress(Exception):  # a failed hook is logged, as the track does
                 hook()
-    return recorder.responses()
+    counts = recorder.responses()
+    counts.pop("format_example")  # the first unparseable output, asserted where it matters
+    return counts
 
 
 def test_an_answering_adapter_has_every_output_usable() -> None:
@@ -80,6 +85,17 @@ def test_calls_that_never_reached_the_model_are_transport_failures() -> None:
     assert _responses(parse) == {"asked": 6, "usable": 3, "transport_failed": 0}
 
 
+def test_the_first_unparseable_output_is_kept_as_the_format_failure_example() -> None:
+    recorder = RecordingAdapter(_Scripted(ValueError("no slot block"), UNIFORM))
+    with contextlib.suppress(ValueError):
+        recorder.emit_r(CONTEXT)
+    assert recorder.responses()["format_example"] == "emit_r: ValueError: no slot block"
+    down = RecordingAdapter(_Scripted(CallFailed("connection_error", "nothing listens"), UNIFORM))
+    with contextlib.suppress(CallFailed):
+        down.emit_r(CONTEXT)
+    assert down.responses()["format_example"] is None  # a dead service is not a format failure
+
+
 def test_a_failed_batch_is_not_counted_twice_when_its_contexts_are_asked_again() -> None:
     class Batching(_Scripted):
         def act_many(self, contexts: Any, overrides: Any) -> list[Any]:
@@ -92,7 +108,9 @@ def test_a_failed_batch_is_not_counted_twice_when_its_contexts_are_asked_again()
         act_many([CONTEXT, CONTEXT], [None, REPORT])
     recorder.act(CONTEXT)
     recorder.act(CONTEXT, REPORT)  # the measures' fallback: one call per context
-    assert recorder.responses() == {"asked": 2, "usable": 2, "transport_failed": 0}
+    assert recorder.responses() == {
+        "asked": 2, "usable": 2, "transport_failed": 0, "format_example": None,
+    }  # fmt: skip
 
 
 def test_a_chat_candidate_whose_service_is_down_is_not_evaluable(
@@ -127,3 +145,32 @@ def test_a_chat_candidate_whose_service_is_down_is_not_evaluable(
     assert all(f["name"].endswith("invalid_response_rate") for f in shown), json.dumps(shown)
     assert len(shown) < len(rest)
     assert record["trb"]["profile"]["chat"]["G"]["status"] == "not evaluable"
+
+
+def test_a_chat_model_that_never_writes_the_slot_block_is_not_evaluable_not_ungoverned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
+    with OpenAIServer() as server:
+        # Every reply answers in prose: the slot block the proxy parses is never there.
+        server.script(lambda body, _n: raw_body(_completion("I would go left, I think.", None)))
+        chat = (
+            '[[candidates]]\nname = "chat"\nkind = "openai_chat"\nmodel = "prose"\n'
+            f'base_url = "{server.base_url}"\n'
+        )
+        spec = write_spec(
+            tmp_path, {}, sizes="{ train = 20, eval = 2, transfer = 1 }",
+            options='measures = ["governance", "attribution"]\nsplits = ["eval"]\n'
+            "chat_samples = 1",
+            extra=chat,
+        )  # fmt: skip
+        record = freeze_run_report(spec, tmp_path / "run")
+    verdict = record["trb"]["verdicts"]["chat"]
+    assert verdict["verdict"] == "not evaluable", verdict["line"]
+    first = verdict["reasons"][0]
+    assert first.startswith("format failure: ") and "SlotParseError" in first, first
+    assert "settings.max_tokens" in first  # the setting that fixes it
+    assert "does not govern" not in verdict["line"]
+    assert record["verdicts"]["chat"]["status"] != "passed"
+    # the terminal prints it before the profile (`trb run`'s first lines)
+    assert format_failure_lines(record["trb"]) == [f"chat: {first}"]

@@ -64,6 +64,28 @@ def _print_audit(rows: list[dict[str, Any]]) -> None:
     )  # fmt: skip
 
 
+def format_failure_lines(trb: dict[str, Any]) -> list[str]:
+    """Each candidate's format-failure line (its verdict's first reason when it has one)."""
+    out = []
+    for name, verdict in (trb.get("verdicts") or {}).items():
+        first = (verdict.get("reasons") or [""])[0]
+        if first.startswith("format failure"):
+            out.append(f"{name}: {first}")
+    return out
+
+
+def _print_head(console: Any, record: dict[str, Any]) -> None:
+    """Format failures first (they qualify every figure), then the version and first caveat."""
+    from rich.markup import escape
+
+    trb = record["trb"]
+    for line in format_failure_lines(trb):
+        console.print(f"[bold red]{escape(line)}[/]")
+    console.print(f"[bold]{trb['version']}[/]  corpus sha256 {trb['corpus']['sha256']}")
+    for line in record["qualifications"][:1]:
+        console.print(f"[yellow]{escape(line)}[/]")
+
+
 def _print_profile_record(record: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -71,9 +93,7 @@ def _print_profile_record(record: dict[str, Any]) -> None:
 
     console = Console()
     trb = record["trb"]
-    console.print(f"[bold]{trb['version']}[/]  corpus sha256 {trb['corpus']['sha256']}")
-    for line in record["qualifications"][:1]:
-        console.print(f"[yellow]{escape(line)}[/]")
+    _print_head(console, record)
     table = Table(title="Profile vector, eval split (95% trace-clustered bootstrap)")
     axes_order = ("G", "ground", "attr", "viab", "nav", "trans")
     for column in ("candidate", "tier", *axes_order):

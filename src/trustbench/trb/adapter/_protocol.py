@@ -28,9 +28,15 @@ from pydantic import BaseModel, ConfigDict, Field
 # `StepContext` is all an adapter ever sees of a trace: the observations up to step t, never the
 # r snapshot, the counterfactual continuations or the attribution labels (those are grader-only).
 
-TRB_VERSION = "TRB v0.2"
-"""The benchmark version every result row names (spec §7). v0.2 added a transfer context
-(the `transfer_cue_delay` family: the cue shown after an unevaluated lead-in)."""
+TRB_VERSION = "TRB v1.0"
+"""The benchmark version every result row names (spec §7: bump Y for pass-bar re-fits and
+added transfer contexts, X when a track's definition changes). v0.2 added a transfer context
+(the `transfer_cue_delay` family: the cue shown after an unevaluated lead-in). v1.0 (issue 53):
+Track 1's headline G* took the cross-edit floor after v0.2 was named, a changed headline
+definition, so X is bumped; with it the verdict became three-valued with a pass bar declared
+for every track and for R*'s adversarial and OOD members (`trb/track/_profile.py`), and "TRB
+score" needs N1 human-Phi r' and N3 human-session labels on the eval split
+(`trb/corpus/_format.py`). Results of v0.x are not comparable with v1.0 results."""
 
 ACTIONS: tuple[str, ...] = ("left", "stay", "right")
 """The discrete action set of the reference world, in the order distributions are listed."""

@@ -62,6 +62,15 @@ Provenance = Literal["same_session_revision", "paired_session", "synthetic"]
 ContinuationSource = Literal["reference_agent", "human"]
 SYNTHETIC_TO_HUMAN_CAP = 3.0
 """Spec §5 / whitepaper §4.4: at most 3 synthetic counterfactuals per human one."""
+TRB_SCORE_MIN_HUMAN_PHI = 200
+"""N1 (TRB v1.0): human-Phi r' on the eval split Track 1 needs before a run is a TRB score
+(spec §6: "Do not report a TRB score until Tracks 1 and 3 have real paired data"). 200 items
+give a trace-clustered G interval of about +-0.05 at the reference model's spread, narrow enough
+to decide G*'s pass bar; one collected answer is an anecdote, not paired data."""
+TRB_SCORE_MIN_HUMAN_LABELS = 100
+"""N3 (TRB v1.0): labelled human-session outcomes on the eval split Track 3 needs before a run
+is a TRB score. At balanced accuracy 0.8, 100 labels give a half-width near 0.08, enough to
+decide the "well above 0.5" bar (lower bound above 0.6)."""
 
 
 class _Strict(BaseModel):

@@ -14,6 +14,8 @@ from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import (
     HELD_OUT,
     SYNTHETIC_TO_HUMAN_CAP,
+    TRB_SCORE_MIN_HUMAN_LABELS,
+    TRB_SCORE_MIN_HUMAN_PHI,
     CorpusManifest,
     ProvenanceShare,
     SplitInfo,
@@ -85,6 +87,57 @@ def over_cap_label(share: ProvenanceShare) -> str | None:
         f"{SYNTHETIC_TO_HUMAN_CAP:.0f}:1 ({share.synthetic} synthetic, {share.human} human); "
         "these results are not a TRB score"
     )
+
+
+def trb_score_evidence(eval_traces: list[Trace]) -> dict[str, object]:
+    """Whether a run's eval split holds the real paired data a TRB score needs, and its line.
+
+    Spec §6 allows a "TRB score" only once Tracks 1 and 3 have real paired data. The corpus
+    kind alone cannot say so (one collected answer makes a corpus `human_paired`), so the run's
+    own eval traces are counted: at least `TRB_SCORE_MIN_HUMAN_PHI` (N1) counterfactuals whose
+    Phi(r') is a human continuation, within the 3:1 synthetic cap on that split, and at least
+    `TRB_SCORE_MIN_HUMAN_LABELS` (N3) Track 3 labels on human-session outcome traces. Anything
+    less is "not a TRB score", and the line says how far short it is.
+
+    Returns:
+        `human_phi` (h), `human_labels` (k), the split's `cap_status`, the declared `n1` and
+        `n3`, `is_score`, and `line` (None for a score).
+    """
+    human_phi = sum(
+        cf.continuation_source == "human"
+        for trace in eval_traces
+        for step in trace.steps
+        for cf in step.counterfactuals
+    )
+    human_labels = sum(
+        step.attribution is not None
+        for trace in eval_traces
+        if trace.session
+        for step in trace.steps
+    )
+    cap = provenance_share(eval_traces).cap_status
+    is_score = (
+        human_phi >= TRB_SCORE_MIN_HUMAN_PHI
+        and human_labels >= TRB_SCORE_MIN_HUMAN_LABELS
+        and cap == "met"
+    )
+    line = None
+    if not is_score:
+        line = (
+            f"not a TRB score: Track 1 has {human_phi} human items, Track 3 has {human_labels} "
+            f"(the eval split needs {TRB_SCORE_MIN_HUMAN_PHI} human-Phi r' within the 3:1 "
+            f"synthetic cap, now {cap}, and {TRB_SCORE_MIN_HUMAN_LABELS} labelled human-session "
+            "outcomes)"
+        )
+    return {
+        "human_phi": human_phi,
+        "human_labels": human_labels,
+        "cap_status": cap,
+        "n1": TRB_SCORE_MIN_HUMAN_PHI,
+        "n3": TRB_SCORE_MIN_HUMAN_LABELS,
+        "is_score": is_score,
+        "line": line,
+    }
 
 
 def split_bytes(traces: list[Trace]) -> bytes:

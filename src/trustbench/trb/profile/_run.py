@@ -2,7 +2,7 @@
 
 Everything returned is plain JSON-serialisable data: per-trace rows, summary figures with
 numerators, denominators and intervals, the governance gap, the five-baseline table and flat
-result rows that each carry `TRB v0.2`, the corpus hash and the adapter tier, ready for the
+result rows that each carry `TRB v1.0`, the corpus hash and the adapter tier, ready for the
 shared ledger and report.
 
 Honesty label: every counterfactual here is a synthetic edit and every continuation comes

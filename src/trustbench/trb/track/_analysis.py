@@ -28,6 +28,7 @@ from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.errors import CheckFailed
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
+from trustbench.trb.corpus._store import trb_score_evidence
 from trustbench.trb.instruments._oracles import (
     expected_g,
     expected_outcome_only_balanced_accuracy,
@@ -51,7 +52,9 @@ from trustbench.trb.track._profile import (
     baseline_coincidence,
     baseline_of,
     baselines_summary,
+    cg1_power,
     collect_trials,
+    declared_bars,
     flat_rows,
     measure_figures,
     profile_flags,
@@ -151,7 +154,7 @@ def gap_analysis(
 #   answers to one step's edits) above `PATHWAY_MIN_RESPONSE`; an r-blind policy scores 0
 #   exactly.
 #
-# Otherwise the Delta_gov pass bar is "not evaluated" (the verdict: not established), with the
+# Otherwise the Delta_gov pass bar is "not established", with the
 # failed checks named, and `governance_gap.pair_check` in the record says which.
 
 PATHWAY_MIN_RESPONSE = 1e-3
@@ -604,9 +607,16 @@ def analyze_profile(
         metric_digest=digest,
     )
     flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
-    pair_check = gap_record.get("pair_check")  # the gap pair's conformance
-    trust, trust_block, trust_gates = trust_summary(manifest, candidates, subjects, flags,
-                                                    collected, gap, pair_check)  # fmt: skip
+    evidence = {
+        **trb_score_evidence([t for t in cases.values() if t.split == "eval"]),
+        "kind": corpus.manifest.kind,
+    }
+    trust, trust_block, trust_gates = trust_summary(
+        manifest, candidates, subjects, flags, collected, gap,
+        gap_record.get("pair_check"),  # the gap pair's conformance
+        measures=[m.key for m in measures], evidence=evidence,
+    )  # fmt: skip
+    cg1 = {c: power for c in candidates if (power := cg1_power(subjects[c])) is not None}
 
     sections: list[Any] = [trust_block]
     if gap_figure is not None and gap is not None:
@@ -629,6 +639,10 @@ def analyze_profile(
         )
     )
     sections.append(TextBlock(title="Flags", paragraphs=flags or ["none"]))
+    if cg1:
+        title = "CG-1 beside Track 4: the sample size that can detect a viability difference"
+        lines = [f"{c}: {power['line']}" for c, power in cg1.items()]
+        sections.append(TextBlock(title=title, paragraphs=lines))
     declared = {"adversarial": options.r_star_adversarial_per_step,
                 "ood": options.r_star_ood_per_step}  # fmt: skip
     r_star, r_star_lines = r_star_record(declared, subjects)
@@ -669,6 +683,9 @@ def analyze_profile(
                 for c in candidates
             },
             "verdicts": trust,
+            "pass_bar_declaration": declared_bars(),
+            "trb_score": evidence,
+            "cg1": cg1,
             "governance_gap": gap_record,
             "r_star": r_star,
             "grounding_threshold": threshold_comparison(subjects, gap),
@@ -693,7 +710,7 @@ def analyze_profile(
         subjects=subjects,
         sections=sections,
         qualifications=qualifications(
-            corpus, measures, options, spec.trials_per_case, gap_record.get("seeds")
+            corpus, measures, options, spec.trials_per_case, gap_record.get("seeds"), evidence
         )
         + baseline_coincidence(manifest, subjects, [m.headline for m in measures]),
         record=record,

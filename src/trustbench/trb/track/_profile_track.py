@@ -255,7 +255,6 @@ class TrbProfileTrack:
             )
         tier = getattr(inner, "tier", None)
         outcome["adapter_tier"] = str(getattr(tier, "value", tier))
-        outcome["model_size"] = model_size(inner, source.model is not None)  # the gap pair's
         options = prepared.options
         recorder = prepare_adapter(
             inner,
@@ -267,6 +266,8 @@ class TrbProfileTrack:
         )
         sandbox = getattr(inner, "sandbox", None)
         outcome["isolation"] = sandbox or "in-process (a built-in adapter of the benchmark)"
+        # Built-in adapters run in-process and only they: their size is the harness's reading.
+        outcome["model_size"] = model_size(inner, sandbox is None)
         results: dict[str, Any] = {}
         error: Exception | None = None
         skip = dict.fromkeys(REPLICA_SKIPS, REPLICA_WHY) if source.seed_replica is not None else {}
