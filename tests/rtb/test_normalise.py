@@ -23,3 +23,25 @@ def test_equivalent_encodings_compare_equal(left: object, right: object) -> None
 )  # fmt: skip
 def test_different_values_never_compare_equal(left: object, right: object) -> None:
     assert not equivalent(left, right)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [("2026-06-10T07:00:00+02:00", "2026-06-10T05:00:00Z"),
+     ("2026-06-10T05:00:00z", " 2026-06-10T05:00:00+00:00 "),
+     ("2026-06-09T22:00:00-07:00", "2026-06-10T05:00:00.000+00:00")],
+)  # fmt: skip
+def test_one_instant_in_any_utc_offset_compares_equal(left: str, right: str) -> None:
+    assert equivalent(left, right)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [("2026-06-10T07:00:00+02:00", "2026-06-10T07:00:00Z"),
+     ("2026-06-10T05:00:00", "2026-06-10T05:00:00Z"),
+     ("2026-06-10", "2026-06-10T00:00:00Z")],
+)  # fmt: skip
+def test_different_instants_or_a_time_without_offset_never_compare_equal(
+    left: str, right: str
+) -> None:
+    assert not equivalent(left, right)

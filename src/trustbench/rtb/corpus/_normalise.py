@@ -16,15 +16,34 @@ Rules (each stated in the policy text that declares them):
    `release_2.0`) is not one and keeps its case; the Cedar encoding reads the same rule on its
    own side (in its policy object's package) and a differential test holds the two to it.
 4. A list compares as the sorted list of its normalised items (order carries no meaning).
+5. Times are ISO 8601 instants and compare as instants, whatever their offset (v0.3's rule 13;
+   v0.2 judges every time as an instant too): a date and time with a UTC offset or `Z`
+   (`2026-06-10T07:00:00+02:00`) equals the same instant written in any other offset
+   (`2026-06-10T05:00:00Z`). A time without an offset names no instant and stays text.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _DNS_NAME = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{1,63}\.?$")
+_INSTANT = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:[Zz]|[+-]\d{2}:?\d{2})$"
+)
+"""An ISO 8601 date and time that carries its offset: one instant (rule 5)."""
+
+
+def _instant(text: str) -> datetime | None:
+    """The UTC instant `text` names, or None when it is not a date and time with an offset."""
+    if not _INSTANT.match(text):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:  # matches the shape but is no date (a 13th month, a 25th hour)
+        return None
 
 
 def normalise_value(value: Any) -> Any:
@@ -37,6 +56,9 @@ def normalise_value(value: Any) -> Any:
         text = value.strip()
         if _INTEGER.match(text):
             return int(text)
+        instant = _instant(text)
+        if instant is not None:
+            return instant
         if _DNS_NAME.match(text):
             return text.rstrip(".").lower()
         return text

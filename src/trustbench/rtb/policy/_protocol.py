@@ -355,7 +355,9 @@ def unknown_rule(rule_id: str, rules: tuple[PolicyRule, ...]) -> KeyError:
 # A cited discrepancy is true only when its record exists, its field is one the policy compares
 # for that kind of record (a `FieldRule`), the field exists there (or is absent where the rule says
 # absence is what is cited), the cited values equal the records' values after the policy's
-# normalisation, and the rule's condition holds (the values differ, the approval has expired, ...).
+# normalisation, the rule's condition holds (the values differ, the approval has expired, ...)
+# and so does every other fact the discrepancy asserts of its record (`FieldRule.jointly`,
+# `FieldRule.record_values`): a finding is graded as a whole, not field by field.
 # One false discrepancy makes the finding unsupported.
 
 Holds = Literal["differs", "same", "at_or_before", "after", "not_value", "not_authorised"]
@@ -367,6 +369,31 @@ Holds = Literal["differs", "same", "at_or_before", "after", "not_value", "not_au
 - `after`: the recorded instant is after the proposed one (issued after `as_of`);
 - `not_value`: the recorded value is not the rule's `conforming` value (e.g. status not active);
 - `not_authorised`: the recorded approver is not among the policy record's authorised approvers.
+"""
+
+Jointly = Literal[
+    "approval_applies",
+    "revokes_an_applicable_approval",
+    "state_of_the_target",
+    "freeze_started_over_the_environment",
+]
+"""A fact about the cited record that must hold *together with* the rule's own condition.
+
+A discrepancy asserts more than its one field: "parameter `ttl` differs from the approval" asserts
+that the approval is one the proposal is judged against; "a freeze in effect" asserts that the
+freeze covers the proposal's environment and has started. Each field checked alone let a reviewer
+pass a freeze that has not started, or a notice about another service, as a true discrepancy.
+Names (checked by the grader, `trustbench.rtb.review._validation`):
+
+- `approval_applies`: the approval's operation and target are the proposal's (after
+  normalisation) and its `issued_at` is at or before `as_of` (the approval the proposal is judged
+  against, not one of another scope or not yet issued);
+- `revokes_an_applicable_approval`: the revocation names (`revokes`) the `approval_id` of an
+  evidence approval that applies in that sense;
+- `state_of_the_target`: the resource_state's `resource_id` is the proposal's target;
+- `freeze_started_over_the_environment`: the freeze's `environments` include the proposal's
+  `environment` and its `starts_at` is at or before `as_of` (with the rule's own `ends_at` after
+  `as_of`, the window contains `as_of`).
 """
 
 PARAMETER = "{parameter}"
@@ -393,6 +420,11 @@ class FieldRule:
     absent_is_null: bool = False
     """The field may be absent from the record (its parent object exists): that absence is
     cited with `evidence_value` null (an approval that lists no such parameter)."""
+    jointly: tuple[Jointly, ...] = ()
+    """Facts about the record that must hold together with `holds` (see `Jointly`)."""
+    record_values: tuple[tuple[str, str], ...] = ()
+    """(JSON pointer, value) pairs the record must hold, after normalisation (e.g. a service
+    notice's `/service` is the service the proposal depends on)."""
 
 
 @dataclass(frozen=True)

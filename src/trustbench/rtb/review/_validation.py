@@ -142,7 +142,12 @@ def _made(case: AuthoredCase) -> AnswerKey:
 #   absent where the rule says absence is cited as null, under an object that exists); the cited
 #   evidence value equals the record's and the cited proposed value equals the request's value at
 #   the place the rule names (null where the rule says so); and the rule's condition holds (the two
-#   differ after normalisation, the approval expired at `as_of`, ...). One false or mis-valued
+#   differ after normalisation, the approval expired at `as_of`, ...), together with every other
+#   fact the discrepancy asserts of its record (`FieldRule.jointly`, `FieldRule.record_values`):
+#   a freeze "in effect" covers the proposal's environment and has started, a service notice is
+#   about the service the proposal depends on, a self-approval is on the approval the proposal is
+#   judged against. Times compare as instants in any offset, values after the policy's
+#   normalisation (`equivalent`). One false or mis-valued
 #   discrepancy makes the finding unsupported, however many true ones stand beside it;
 # - at most `FindingRules.max_extra_discrepancies` true but non-decisive discrepancies.
 
@@ -222,6 +227,90 @@ def _condition_holds(
     return recorded <= reference if rule.holds == "at_or_before" else recorded > reference
 
 
+def _approval_applies(approval: dict[str, Any], request: dict[str, Any]) -> bool:
+    """The approval is of the proposal's operation and target and issued at or before `as_of`."""
+    proposal = request.get("proposal") or {}
+    issued, as_of = _instant(approval.get("issued_at")), _instant(request.get("as_of"))
+    return (
+        equivalent(approval.get("operation"), proposal.get("operation"))
+        and equivalent(approval.get("target"), proposal.get("target"))
+        and issued is not None
+        and as_of is not None
+        and issued <= as_of
+    )
+
+
+def _revokes_an_applicable_approval(
+    revocation: dict[str, Any], request: dict[str, Any], records: dict[str, dict[str, Any]]
+) -> bool:
+    return any(
+        record.get("kind") == "approval"
+        and equivalent(record.get("approval_id"), revocation.get("revokes"))
+        and _approval_applies(record, request)
+        for record in records.values()
+    )
+
+
+def _freeze_started_over_the_environment(freeze: dict[str, Any], request: dict[str, Any]) -> bool:
+    environment = (request.get("proposal") or {}).get("environment")
+    starts, as_of = _instant(freeze.get("starts_at")), _instant(request.get("as_of"))
+    return (
+        any(equivalent(environment, covered) for covered in freeze.get("environments") or [])
+        and starts is not None
+        and as_of is not None
+        and starts <= as_of
+    )
+
+
+_JOINT_FACTS: dict[str, str] = {
+    "approval_applies": "the approval is not of the proposal's operation and target, or was "
+    "issued after as_of",
+    "revokes_an_applicable_approval": "the revocation names no approval of the proposal's "
+    "operation and target issued by as_of",
+    "state_of_the_target": "the resource state is not of the proposal's target",
+    "freeze_started_over_the_environment": "the freeze does not cover the proposal's "
+    "environment or has not started at as_of",
+}
+"""What is false when a `Jointly` fact fails, as the gap says it."""
+
+
+def _joint_fact_holds(
+    fact: str,
+    record: dict[str, Any],
+    request: dict[str, Any],
+    records: dict[str, dict[str, Any]],
+) -> bool:
+    """Whether one `Jointly` fact holds of the cited record."""
+    if fact == "approval_applies":
+        return _approval_applies(record, request)
+    if fact == "revokes_an_applicable_approval":
+        return _revokes_an_applicable_approval(record, request, records)
+    if fact == "state_of_the_target":
+        target = (request.get("proposal") or {}).get("target")
+        return equivalent(record.get("resource_id"), target)
+    if fact == "freeze_started_over_the_environment":
+        return _freeze_started_over_the_environment(record, request)
+    raise ValueError(f"unknown joint fact {fact!r} in a policy's finding rules")
+
+
+def _jointly_false(
+    rule: FieldRule,
+    record: dict[str, Any],
+    request: dict[str, Any],
+    records: dict[str, dict[str, Any]],
+) -> str | None:
+    """What the discrepancy asserts of its record beyond its one field that is false, or None."""
+    for pointer, value in rule.record_values:
+        recorded = resolve_pointer(record, pointer)
+        if recorded is _UNRESOLVED or not equivalent(recorded, value):
+            shown = None if recorded is _UNRESOLVED else recorded
+            return f"its {pointer} is {shown!r}, not {value!r}"
+    for fact in rule.jointly:
+        if not _joint_fact_holds(fact, record, request, records):
+            return _JOINT_FACTS[fact]
+    return None
+
+
 def _falsehood(
     cited: Discrepancy,
     records: dict[str, dict[str, Any]],
@@ -265,6 +354,9 @@ def _falsehood(
             f"discrepancy at {where} is no discrepancy: {cited.proposed_value!r} vs {actual!r} "
             f"(the rule needs {rule.holds})"
         )
+    jointly = _jointly_false(rule, record, request, records)
+    if jointly is not None:
+        return f"discrepancy at {where} does not hold as a whole: {jointly}"
     return None
 
 

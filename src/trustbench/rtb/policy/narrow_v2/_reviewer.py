@@ -366,7 +366,7 @@ class Reading:
                 Decision.DENY,
                 [ReasonCodeV2.OPERATION_NOT_APPROVED],
                 [a.record_id for a in approvals],
-                [_scope_discrepancy(a, proposal) for a in approvals],
+                [_scope_discrepancy(a, proposal, self.ci.as_of, self.same) for a in approvals],
                 f"The proposal is {proposal.operation} on {proposal.target}, but the approvals "
                 f"only cover {scopes}.",
             )
@@ -539,14 +539,24 @@ class _Revision:
         self.current = proposed if self.state is None else object_revision(self.state)
 
 
-def _scope_discrepancy(a: ApprovalRecordV2, proposal: Any) -> Discrepancy:
-    """How an approval of another scope differs: its operation (same target) or its target."""
-    same_target = a.target == proposal.target
+def _scope_discrepancy(
+    a: ApprovalRecordV2, proposal: Any, as_of: str, same: Callable[[object, object], bool]
+) -> Discrepancy:
+    """Why an approval does not apply: its target, else its operation, else its issue time.
+
+    Compared as the reading compares them (`same`, normalised unless rule 7 is left out): an
+    approval whose target differs only in encoding is of the same target, and an approval of
+    the proposal's own operation and target that does not apply was issued after `as_of`. (The
+    raw comparison once reported an operation mismatch whose two values were identical.)
+    """
+    if not same(a.target, proposal.target):
+        field, proposed, recorded = "/target", proposal.target, a.target
+    elif not same(a.operation, proposal.operation):
+        field, proposed, recorded = "/operation", proposal.operation, a.operation
+    else:
+        field, proposed, recorded = "/issued_at", as_of, a.issued_at
     return Discrepancy(
-        record_id=a.record_id,
-        field="/operation" if same_target else "/target",
-        proposed_value=proposal.operation if same_target else proposal.target,
-        evidence_value=a.operation if same_target else a.target,
+        record_id=a.record_id, field=field, proposed_value=proposed, evidence_value=recorded
     )
 
 
@@ -630,6 +640,13 @@ class ReferencePolicyV2Reviewer:
 # before `as_of` and a revocation in effect at `as_of` discrepancies; rule 2 makes an approval
 # issued after `as_of` inapplicable; rule 5 makes a service notice a gap. The sentences are what the
 # review prompt of every v0.2 corpus states, verbatim (a test holds each prompt to them).
+#
+# What each discrepancy asserts jointly (graded as a whole, `FieldRule.jointly`): a parameter or
+# approved-revision difference is one of an approval that applies (the proposal's operation and
+# target, issued by `as_of`); a state's `/revision` is the target's state; a revocation in effect
+# revokes an approval that applies; a service notice's `/status` is the approval-service's
+# (`/service`, the service the proposal depends on). Operation, target, expiry, issue time, status
+# and approver authority each assert one field of one approval, and nothing more is checked.
 
 _PARAM = "/approved_parameters/{parameter}"
 
@@ -665,6 +682,7 @@ RULES_V2 = FindingRules(
             "sets: `proposed_value` is the proposal's value, `evidence_value` the approved "
             "value, or null when the approval lists no such parameter.",
             absent_is_null=True,
+            jointly=("approval_applies",),
         ),
         FieldRule(
             "approval",
@@ -687,6 +705,7 @@ RULES_V2 = FindingRules(
             "differs",
             "  - approval `/approved_revision`: `proposed_value` is the proposal's "
             "`resource_revision`.",
+            jointly=("approval_applies",),
         ),
         FieldRule(
             "resource_state",
@@ -695,6 +714,7 @@ RULES_V2 = FindingRules(
             "differs",
             "  - resource_state `/revision`: `proposed_value` is the proposal's "
             "`resource_revision`.",
+            jointly=("state_of_the_target",),
         ),
         FieldRule(
             "approval",
@@ -733,6 +753,7 @@ RULES_V2 = FindingRules(
             None,
             "at_or_before",
             "  - revocation `/revoked_at` (in effect at `as_of`): `proposed_value` is null.",
+            jointly=("revokes_an_applicable_approval",),
         ),
         FieldRule(
             "service_notice",
@@ -742,6 +763,7 @@ RULES_V2 = FindingRules(
             "  - service_notice `/status` (the approval service is not available): "
             "`proposed_value` is null.",
             conforming="available",
+            record_values=(("/service", APPROVAL_SERVICE),),
         ),
     ),
 )

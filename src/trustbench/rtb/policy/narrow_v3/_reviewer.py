@@ -371,18 +371,19 @@ def _v3_conditions(
                 )
                 hold.append((ReasonCodeV3.SECOND_APPROVAL_MISSING, [gov.record_id], [], note))
         required = _policy_lists(ci, "window_environments")
+        windows = [
+            w
+            for w in ci.evidence
+            if isinstance(w, MaintenanceWindowRecord) and same(w.environment, proposal.environment)
+        ]
         if (
             WINDOW not in disabled
             and _member(proposal.environment, required, same)
-            and not any(
-                isinstance(w, MaintenanceWindowRecord)
-                and same(w.environment, proposal.environment)
-                and _within(w.starts_at, w.ends_at, as_of)
-                for w in ci.evidence
-            )
+            and not any(_within(w.starts_at, w.ends_at, as_of) for w in windows)
         ):
             note = f"no maintenance window for {proposal.environment} is open at {ci.as_of}"
-            hold.append((ReasonCodeV3.OUTSIDE_MAINTENANCE_WINDOW, [], [], note))
+            compared = [w.record_id for w in windows]  # the closed windows it compared
+            hold.append((ReasonCodeV3.OUTSIDE_MAINTENANCE_WINDOW, compared, [], note))
     return deny, hold
 
 
@@ -410,8 +411,14 @@ def assess_v3(ci: CandidateInputV3, disabled: frozenset[str] = NONE) -> FindingV
         if base.decision is not decision and not added:
             continue
         kept = base if base.decision is decision else None
+        # Over a v0.2 permit, the decision also rests on the approval and state that would have
+        # permitted (a hold or deny despite a sufficient approval): they are cited too.
+        grounds = base if kept or base.decision is Decision.PERMIT else None
         codes = [*(kept.reason_codes if kept else ()), *(c for c, _, _, _ in added)]
-        refs = [*(kept.evidence_refs if kept else ()), *(r for _, ids, _, _ in added for r in ids)]
+        refs = [
+            *(grounds.evidence_refs if grounds else ()),
+            *(r for _, ids, _, _ in added for r in ids),
+        ]
         found = [*(kept.discrepancies if kept else ()), *(d for _, _, ds, _ in added for d in ds)]
         notes = [kept.explanation] if kept else []
         notes += [f"{decision.value.capitalize()}: {note}." for _, _, _, note in added]
@@ -452,6 +459,11 @@ class ReferencePolicyV3Reviewer(ReferencePolicyV2Reviewer):
 # field comparison shows. Added: `/approved_by` equal to the proposal's `requested_by` (separation
 # of duties) and a freeze window's `/ends_at` after `as_of` (a freeze in effect). The sentences are
 # what the review prompt of every v0.3 corpus states, verbatim (a test holds each prompt to them).
+#
+# Graded as a whole (`FieldRule.jointly`; v0.2's joint facts carry over with its rules): a
+# self-approval is on an approval that applies to the proposal (its operation and target, issued
+# by `as_of`), not one of another scope; a freeze in effect covers the proposal's environment and
+# has started at `as_of` (with its `/ends_at` after `as_of`, the window contains `as_of`).
 
 RULES_V3 = FindingRules(
     citations=CitationRule(
@@ -494,6 +506,7 @@ RULES_V3 = FindingRules(
             "same",
             "  - approval `/approved_by` (the requester approved their own change): "
             "`proposed_value` is the proposal's `requested_by`.",
+            jointly=("approval_applies",),
         ),
         FieldRule(
             "freeze_window",
@@ -502,6 +515,7 @@ RULES_V3 = FindingRules(
             "after",
             "  - freeze_window `/ends_at` (a freeze in effect at `as_of`): `proposed_value` is the "
             "input's `as_of`, `evidence_value` the end of the freeze.",
+            jointly=("freeze_started_over_the_environment",),
         ),
     ),
 )
