@@ -261,7 +261,9 @@ def test_a_byte_edit_of_the_record_is_refused_by_every_command(
     ):
         done = _cli(tmp_path, *command)
         assert done.returncode == 1, command
-        assert "line 4: entry 3 does not hash to its recorded hash" in done.stderr
+        message = done.stderr.strip()
+        assert len(message.splitlines()) == 1 and "Traceback" not in message
+        assert f"{record}: line 4: entry 3 does not hash to its recorded hash" in message
     assert record.read_bytes() == before
 
 
@@ -537,3 +539,18 @@ def test_a_blind_declaration_other_than_yes_or_no_is_refused_and_nothing_recorde
     assert done.returncode == 2
     assert f"{review}: header: blind must be yes or no" in done.stderr
     assert record.read_bytes() == before
+
+
+def test_a_listed_protocol_naming_an_unknown_case_is_refused_naming_file_and_row(
+    tmp_path: Path,
+) -> None:
+    listed = tmp_path / "cases.tsv"
+    listed.write_text("# cases to review\ncase_id\tnote\nho-01\tx\nho-77\ty\n")
+    record = tmp_path / "record.jsonl"
+    done = _cli(tmp_path, "protocol", record, "--corpus", SMALL, "--select", "listed",
+                "--cases-from", listed)  # fmt: skip
+    assert done.returncode == 2
+    message = done.stderr.strip()
+    assert len(message.splitlines()) == 1 and "Traceback" not in message
+    assert f"{listed}: row 4: unknown case id 'ho-77'" in message
+    assert not record.exists()

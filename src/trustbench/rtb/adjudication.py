@@ -449,13 +449,18 @@ def _selected(
 
 def listed_case_ids(path: Path) -> list[str]:
     """Case ids from a file: the first column of each line, skipping `#` comments and a header."""
+    return [case_id for _, case_id in listed_case_rows(path)]
+
+
+def listed_case_rows(path: Path) -> list[tuple[int, str]]:
+    """`listed_case_ids` with the row (line number) of each, for messages that name it."""
     text = read_input_file(path).decode("utf-8", errors="replace")
-    ids = []
-    for line in text.splitlines():
+    rows = []
+    for row, line in enumerate(text.splitlines(), start=1):
         first = re.split(r"[\t,]", line.strip(), maxsplit=1)[0].strip()
         if first and not first.startswith("#") and first != "case_id":
-            ids.append(first)
-    return ids
+            rows.append((row, first))
+    return rows
 
 
 def freeze_protocol(
@@ -490,13 +495,14 @@ def freeze_protocol(
             "already exists: a frozen protocol is never replaced", location=str(record_path)
         )
     loaded = load_corpus(corpus_root(corpus))
-    listed = listed_case_ids(listed_file) if listed_file is not None else []
+    rows = listed_case_rows(listed_file) if listed_file is not None else []
+    listed = [case_id for _, case_id in rows]
     if selection == "listed" and not listed:
         raise InputError("a `listed` selection needs --cases-from FILE with case ids")
     known = {case.case_id for case in loaded.cases}
-    for case_id in listed:
+    for row, case_id in rows:
         if case_id not in known:
-            raise InputError(f"unknown case id {case_id!r}", location=str(listed_file))
+            raise InputError(f"row {row}: unknown case id {case_id!r}", location=str(listed_file))
     label = corpus if corpus.startswith("builtin:") else str(Path(corpus).resolve())
     protocol = AdjudicationProtocol(
         corpus=label,
