@@ -8,7 +8,11 @@ Run from the repository root:
    (`rtb_v0_3_world.py` builds a permitted world with distractors, `rtb_v0_3_twists.py` twists
    it and authors the label). Every drawn case is checked: its authored label must equal the
    decision of `reference-policy-v3` and of the Cedar encoding, and its reason codes the
-   reference reviewer's; a disagreement stops the script (it is an authoring or policy bug).
+   reference reviewer's. A draw on which they disagree is not a case of the corpus (nothing
+   here can tell which of the three is wrong), and it is not dropped either: it goes to the
+   adjudication queue (`--queue`, by default `reviews/v0.3/adjudication-queue.jsonl` beside the
+   corpus folder, outside its MANIFEST), one JSON line per draw with the candidate-visible
+   input, the three decisions and the draw's seed, for a domain reviewer to settle.
 2. Filter it the way AFLite filters WinoGrande: repeatedly fit the audit's own learned attackers
    (`trustbench.rtb.review._learning_audit`) on a random half of the domain groups, predict the
    other half, and drop the cases they predict most reliably.
@@ -97,8 +101,27 @@ TASKS = (
 )
 
 
+QUEUE_NAME = "adjudication-queue.jsonl"
+"""The queue's file name, in `reviews/v<version>/` beside the corpus folder."""
+
+
 class AuthoringError(Exception):
-    """The authored label and an implementation of the policy disagree on a drawn case."""
+    """The generator cannot build the corpus it was asked for (a quota it cannot meet)."""
+
+
+class QueuedDraw(AuthoringError):
+    """A draw on which the authored label, the reference reviewer and Cedar do not all agree.
+
+    `draw_pool` writes `entry` to the adjudication queue instead of the pool: the label could
+    be an authoring slip or the finding of a policy ambiguity, and only a reviewer can say.
+    """
+
+    def __init__(self, message: str, authored: Decision, entry: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.authored = authored
+        """The authored decision (it sets how often the twist is drawn again)."""
+        self.entry = entry
+        """The queue line, less the draw's seed (`draw_pool` adds it)."""
 
 
 def draw(rng: random.Random, gi: int, kind: str, twist: Any) -> CaseV3:
@@ -129,11 +152,33 @@ def draw(rng: random.Random, gi: int, kind: str, twist: Any) -> CaseV3:
         or cedar.decision is not effect.decision
         or codes != set(effect.codes)
     ):
-        raise AuthoringError(
+        cedar_codes = [c.value for c in cedar.reason_codes]
+        decisions = {
+            "authored": {
+                "decision": effect.decision.value,
+                "reason_codes": list(effect.codes),
+                "rules": list(dict.fromkeys(effect.rules)),
+                "condition": effect.condition,
+            },
+            "reference_reviewer": {"decision": ref.decision.value, "reason_codes": sorted(codes)},
+            "cedar": {
+                "decision": cedar.decision.value,
+                "reason_codes": cedar_codes,
+                "detail": cedar.detail,
+            },
+        }
+        raise QueuedDraw(
             f"{DOMAINS[gi][0]}/{kind}/{twist.__name__}: authored {effect.decision.value} "
-            f"{effect.codes}, "
-            f"reference {ref.decision.value} {sorted(codes)}, cedar {cedar.decision.value} "
-            f"{[c.value for c in cedar.reason_codes]} {cedar.detail}"
+            f"{effect.codes}, reference {ref.decision.value} {sorted(codes)}, cedar "
+            f"{cedar.decision.value} {cedar_codes} {cedar.detail}",
+            authored=effect.decision,
+            entry={
+                "group": DOMAINS[gi][0],
+                "kind": kind,
+                "twist": twist.__name__,
+                "candidate_input": ci.model_dump(mode="json"),
+                "decisions": decisions,
+            },
         )
     policy_refs = {r.record_id for r in evidence if isinstance(r, PolicyRecordV3)}
     decisive = [r for r in ref.evidence_refs if r not in policy_refs] or sorted(policy_refs)
@@ -168,18 +213,43 @@ DRAWS = {Decision.DENY: 1, Decision.PERMIT: 2, Decision.HOLD: 2}
 more often and the pool stays near balanced."""
 
 
-def draw_pool(per_twist: int, seed: int = SEED, groups: int = len(DOMAINS)) -> list[CaseV3]:
-    """The first `groups` groups x kind x twist, `per_twist` x `DRAWS` times (one RNG per draw)."""
-    pool = []
+def draw_pool(
+    per_twist: int, seed: int = SEED, groups: int = len(DOMAINS)
+) -> tuple[list[CaseV3], list[dict[str, Any]]]:
+    """The first `groups` groups x kind x twist, `per_twist` x `DRAWS` times (one RNG per draw).
+
+    Returns:
+        The pool, and the adjudication queue: every draw on which the label, the reference
+        reviewer and Cedar disagree (`QueuedDraw`), with its seed and draw index, in draw order.
+    """
+    pool: list[CaseV3] = []
+    queue: list[dict[str, Any]] = []
     for gi in range(groups):
         for kind, twists in KINDS.items():
             for twist in twists:
-                k = 0
-                while k == 0 or k < per_twist * DRAWS[pool[-1].expectations.reference_decision]:
-                    rng = random.Random(f"{seed}/{gi}/{twist.__name__}/{k}")
-                    pool.append(draw(rng, gi, kind, twist))
+                k, wanted = 0, 1
+                while k < wanted:
+                    draw_seed = f"{seed}/{gi}/{twist.__name__}/{k}"
+                    try:
+                        case = draw(random.Random(draw_seed), gi, kind, twist)
+                    except QueuedDraw as queued:
+                        decision = queued.authored
+                        queue.append({"seed": seed, "draw": draw_seed, "index": k, **queued.entry})
+                    else:
+                        decision = case.expectations.reference_decision
+                        pool.append(case)
+                    wanted = per_twist * DRAWS[decision]
                     k += 1
-    return pool
+    return pool, queue
+
+
+def write_queue(path: Path, queue: list[dict[str, Any]]) -> None:
+    """Write the adjudication queue: one canonical JSON line per draw (an empty file: none)."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n" for entry in queue]
+    path.write_text("".join(lines), encoding="utf-8")
 
 
 def _documents(cases: list[CaseV3]) -> list[dict[str, Any]]:
@@ -533,6 +603,12 @@ def main(argv: list[str] | None = None) -> int:
     """Write the corpus into `--out` (default: the built-in v0.3 folder)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=builtin_corpus_root(VERSION))
+    parser.add_argument(
+        "--queue",
+        type=Path,
+        default=None,
+        help=f"the adjudication queue (default: OUT/../reviews/v{VERSION}/{QUEUE_NAME})",
+    )
     parser.add_argument("--per-twist", type=int, default=1)
     parser.add_argument("--keep", type=int, default=600)
     parser.add_argument(
@@ -548,7 +624,10 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the adversarial filter (a quick check of the generator; never ship its output)",
     )
     args = parser.parse_args(argv)
-    pool = draw_pool(args.per_twist, groups=args.groups)
+    pool, queue = draw_pool(args.per_twist, groups=args.groups)
+    queue_path = args.queue or args.out.parent / "reviews" / f"v{VERSION}" / QUEUE_NAME
+    write_queue(queue_path, queue)
+    print(f"queued {len(queue)} draw(s) for adjudication in {queue_path}", file=sys.stderr)
     cases = build_cases(
         pool, args.keep, args.ceiling, args.least_decided, filtered=not args.no_filter
     )

@@ -8,14 +8,17 @@ are tested with it.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.rtb.test_corpus_v0_3 import _author_module
 
 from trustbench.rtb.corpus._load import load_corpus, validate_corpus
 from trustbench.rtb.policy.narrow_v3 import NARROW_V3
+from trustbench.rtb.policy.narrow_v3._models import CandidateInputV3
 from trustbench.rtb.review._audit import cases_deciding
 
 SMALL = ["--groups", "2", "--no-filter", "--least-decided", "1"]
@@ -42,6 +45,8 @@ def test_the_small_generator_run_is_deterministic_and_passes_the_corpus_checks(
     author = _author_module()
     first = _generate(author, tmp_path / "a")
     assert first == _generate(author, tmp_path / "b")
+    # No draw of these groups splits label, reviewer and Cedar: the queue beside them is empty.
+    assert (tmp_path / "reviews" / "v0.3" / "adjudication-queue.jsonl").read_bytes() == b""
     assert validate_corpus(tmp_path / "a").problems == []
     corpus = load_corpus(tmp_path / "a")
     decisions = Counter(c.expectations.reference_decision.value for c in corpus.cases)
@@ -50,3 +55,35 @@ def test_the_small_generator_run_is_deterministic_and_passes_the_corpus_checks(
     # The rule quota: every declared rule decides at least one case (its ablated reader turns it).
     deciding = Counter(rule for rules in cases_deciding(corpus).values() for rule in rules)
     assert {rule.rule_id for rule in NARROW_V3.rules} <= set(deciding)
+
+
+def test_a_draw_the_label_reviewer_and_cedar_disagree_on_is_queued_not_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    author = _author_module()
+    fz_on = author.KINDS["change_freeze"][0]
+
+    def fz_on_labelled_permit(world: Any) -> None:
+        """A freeze in effect, authored as a permit: both implementations deny it."""
+        fz_on(world)
+
+    monkeypatch.setattr(author, "KINDS", {"change_freeze": (fz_on, fz_on_labelled_permit)})
+    pool, queue = author.draw_pool(1, seed=7, groups=1)
+    assert [c.expectations.reference_decision.value for c in pool] == ["deny"]
+    # A permit twist is drawn twice (`DRAWS`): both draws are kept, in the queue.
+    assert [entry["draw"] for entry in queue] == [
+        "7/0/fz_on_labelled_permit/0",
+        "7/0/fz_on_labelled_permit/1",
+    ]
+    path = tmp_path / "reviews" / "v0.3" / "adjudication-queue.jsonl"
+    author.write_queue(path, queue)
+    first = json.loads(path.read_text().splitlines()[0])
+    assert {name: d["decision"] for name, d in first["decisions"].items()} == {
+        "authored": "permit",
+        "reference_reviewer": "deny",
+        "cedar": "deny",
+    }
+    assert first["decisions"]["reference_reviewer"]["reason_codes"] == ["change_freeze_in_effect"]
+    assert (first["seed"], first["index"], first["twist"]) == (7, 0, "fz_on_labelled_permit")
+    # What a reviewer is shown: the candidate-visible input, which reads back as one.
+    assert CandidateInputV3.model_validate(first["candidate_input"]).evaluation_id == "authoring"
