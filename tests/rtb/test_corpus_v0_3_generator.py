@@ -87,3 +87,28 @@ def test_a_draw_the_label_reviewer_and_cedar_disagree_on_is_queued_not_dropped(
     assert (first["seed"], first["index"], first["twist"]) == (7, 0, "fz_on_labelled_permit")
     # What a reviewer is shown: the candidate-visible input, which reads back as one.
     assert CandidateInputV3.model_validate(first["candidate_input"]).evaluation_id == "authoring"
+
+
+def test_queued_draws_written_as_a_corpus_can_be_frozen_into_a_review_protocol(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.rtb.adjudication import freeze_protocol, import_reviews, read_record
+
+    author = _author_module()
+    fz_on = author.KINDS["change_freeze"][0]
+
+    def fz_on_labelled_permit(world: Any) -> None:
+        fz_on(world)
+
+    monkeypatch.setattr(author, "KINDS", {"change_freeze": (fz_on_labelled_permit,)})
+    _, queue = author.draw_pool(1, seed=7, groups=1)
+    queued = tmp_path / "queue-corpus"
+    author.write_queue_corpus(queued, queue)
+    record = tmp_path / "record.jsonl"
+    protocol = freeze_protocol(record, str(queued), selection="all", options={})
+    assert protocol.cases == sorted(entry["case"]["case_id"] for entry in queue)
+    review = tmp_path / "review.tsv"
+    rows = [f"{case_id}\tdeny" for case_id in protocol.cases]
+    review.write_text("# reviewer_id: rev-a\n# role: tester\ncase_id\tdecision\n" + "\n".join(rows))
+    assert import_reviews(record, review, declared={})[1] == 2
+    assert [r.review.decision for r in read_record(record).reviews()] == ["deny", "deny"]
