@@ -112,3 +112,17 @@ def test_queued_draws_written_as_a_corpus_can_be_frozen_into_a_review_protocol(
     review.write_text("# reviewer_id: rev-a\n# role: tester\ncase_id\tdecision\n" + "\n".join(rows))
     assert import_reviews(record, review, declared={})[1] == 2
     assert [r.review.decision for r in read_record(record).reviews()] == ["deny", "deny"]
+
+
+def test_the_shipped_queue_holds_as_many_draws_as_the_reviews_readme_states() -> None:
+    import re
+
+    from trustbench.rtb.corpus._load import builtin_corpus_root
+
+    reviews = builtin_corpus_root("0.3").parent / "reviews" / "v0.3"
+    stated = re.search(
+        r"Queued with the shipped seeds: (\d+) of", (reviews / "README.md").read_text()
+    )
+    assert stated is not None
+    queued = (reviews / "adjudication-queue.jsonl").read_text().splitlines()
+    assert len(queued) == int(stated[1])
