@@ -8,7 +8,11 @@ Run from the repository root:
    (`rtb_v0_3_world.py` builds a permitted world with distractors, `rtb_v0_3_twists.py` twists
    it and authors the label). Every drawn case is checked: its authored label must equal the
    decision of `reference-policy-v3` and of the Cedar encoding, and its reason codes the
-   reference reviewer's; a disagreement stops the script (it is an authoring or policy bug).
+   reference reviewer's. A draw on which they disagree is not a case of the corpus (nothing
+   here can tell which of the three is wrong), and it is not dropped either: it goes to the
+   adjudication queue (`--queue`, by default `reviews/v0.3/adjudication-queue.jsonl` beside the
+   corpus folder, outside its MANIFEST), one JSON line per draw with the candidate-visible
+   input, the three decisions and the draw's seed, for a domain reviewer to settle.
 2. Filter it the way AFLite filters WinoGrande: repeatedly fit the audit's own learned attackers
    (`trustbench.rtb.review._learning_audit`) on a random half of the domain groups, predict the
    other half, and drop the cases they predict most reliably.
@@ -28,6 +32,7 @@ decisive rules are the scenario's own).
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 from collections import Counter, defaultdict
@@ -97,8 +102,27 @@ TASKS = (
 )
 
 
+QUEUE_NAME = "adjudication-queue.jsonl"
+"""The queue's file name, in `reviews/v<version>/` beside the corpus folder."""
+
+
 class AuthoringError(Exception):
-    """The authored label and an implementation of the policy disagree on a drawn case."""
+    """The generator cannot build the corpus it was asked for (a quota it cannot meet)."""
+
+
+class QueuedDraw(AuthoringError):
+    """A draw on which the authored label, the reference reviewer and Cedar do not all agree.
+
+    `draw_pool` writes `entry` to the adjudication queue instead of the pool: the label could
+    be an authoring slip or the finding of a policy ambiguity, and only a reviewer can say.
+    """
+
+    def __init__(self, message: str, authored: Decision, entry: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.authored = authored
+        """The authored decision (it sets how often the twist is drawn again)."""
+        self.entry = entry
+        """The queue line, less the draw's seed (`draw_pool` adds it)."""
 
 
 def draw(rng: random.Random, gi: int, kind: str, twist: Any) -> CaseV3:
@@ -123,21 +147,9 @@ def draw(rng: random.Random, gi: int, kind: str, twist: Any) -> CaseV3:
         evaluation_id="authoring", task=task, as_of=as_of, proposal=proposal, evidence=evidence
     )
     ref, cedar = assess_v3(ci), cedar_assess_v3(ci)
-    codes = {c.value for c in ref.reason_codes}
-    if (
-        ref.decision is not effect.decision
-        or cedar.decision is not effect.decision
-        or codes != set(effect.codes)
-    ):
-        raise AuthoringError(
-            f"{DOMAINS[gi][0]}/{kind}/{twist.__name__}: authored {effect.decision.value} "
-            f"{effect.codes}, "
-            f"reference {ref.decision.value} {sorted(codes)}, cedar {cedar.decision.value} "
-            f"{[c.value for c in cedar.reason_codes]} {cedar.detail}"
-        )
     policy_refs = {r.record_id for r in evidence if isinstance(r, PolicyRecordV3)}
     decisive = [r for r in ref.evidence_refs if r not in policy_refs] or sorted(policy_refs)
-    return CaseV3(
+    case = CaseV3(
         case_id=opaque(rng, "c-"),
         group=DOMAINS[gi][0],
         variant=f"scenario-{kind}",
@@ -161,6 +173,49 @@ def draw(rng: random.Random, gi: int, kind: str, twist: Any) -> CaseV3:
             template=f"v0.3/{kind}/{twist.__name__}",
         ),
     )
+    decisions = _disagreement(effect, ref, cedar)
+    if decisions is not None:
+        raise QueuedDraw(
+            f"{case.group}/{kind}/{twist.__name__}: {json.dumps(decisions)}",
+            authored=effect.decision,
+            entry={
+                "group": case.group,
+                "kind": kind,
+                "twist": twist.__name__,
+                "candidate_input": ci.model_dump(mode="json"),
+                "decisions": decisions,
+                "case": case.model_dump(mode="json"),
+            },
+        )
+    return case
+
+
+def _disagreement(effect: Effect, ref: Any, cedar: Any) -> dict[str, Any] | None:
+    """The three decisions when label, reference reviewer and Cedar disagree, else None.
+
+    The reason codes count too: the label's must be the reference reviewer's.
+    """
+    codes = sorted(c.value for c in ref.reason_codes)
+    if (
+        ref.decision is effect.decision
+        and cedar.decision is effect.decision
+        and set(codes) == set(effect.codes)
+    ):
+        return None
+    return {
+        "authored": {
+            "decision": effect.decision.value,
+            "reason_codes": list(effect.codes),
+            "rules": list(dict.fromkeys(effect.rules)),
+            "condition": effect.condition,
+        },
+        "reference_reviewer": {"decision": ref.decision.value, "reason_codes": codes},
+        "cedar": {
+            "decision": cedar.decision.value,
+            "reason_codes": [c.value for c in cedar.reason_codes],
+            "detail": cedar.detail,
+        },
+    }
 
 
 DRAWS = {Decision.DENY: 1, Decision.PERMIT: 2, Decision.HOLD: 2}
@@ -168,18 +223,41 @@ DRAWS = {Decision.DENY: 1, Decision.PERMIT: 2, Decision.HOLD: 2}
 more often and the pool stays near balanced."""
 
 
-def draw_pool(per_twist: int, seed: int = SEED, groups: int = len(DOMAINS)) -> list[CaseV3]:
-    """The first `groups` groups x kind x twist, `per_twist` x `DRAWS` times (one RNG per draw)."""
-    pool = []
+def draw_pool(
+    per_twist: int, seed: int = SEED, groups: int = len(DOMAINS)
+) -> tuple[list[CaseV3], list[dict[str, Any]]]:
+    """The first `groups` groups x kind x twist, `per_twist` x `DRAWS` times (one RNG per draw).
+
+    Returns:
+        The pool, and the adjudication queue: every draw on which the label, the reference
+        reviewer and Cedar disagree (`QueuedDraw`), with its seed and draw index, in draw order.
+    """
+    pool: list[CaseV3] = []
+    queue: list[dict[str, Any]] = []
     for gi in range(groups):
         for kind, twists in KINDS.items():
             for twist in twists:
-                k = 0
-                while k == 0 or k < per_twist * DRAWS[pool[-1].expectations.reference_decision]:
-                    rng = random.Random(f"{seed}/{gi}/{twist.__name__}/{k}")
-                    pool.append(draw(rng, gi, kind, twist))
+                k, wanted = 0, 1
+                while k < wanted:
+                    draw_seed = f"{seed}/{gi}/{twist.__name__}/{k}"
+                    try:
+                        case = draw(random.Random(draw_seed), gi, kind, twist)
+                    except QueuedDraw as queued:
+                        decision = queued.authored
+                        queue.append({"seed": seed, "draw": draw_seed, "index": k, **queued.entry})
+                    else:
+                        decision = case.expectations.reference_decision
+                        pool.append(case)
+                    wanted = per_twist * DRAWS[decision]
                     k += 1
-    return pool
+    return pool, queue
+
+
+def write_queue(path: Path, queue: list[dict[str, Any]]) -> None:
+    """Write the adjudication queue: one canonical JSON line per draw (an empty file: none)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n" for entry in queue]
+    path.write_text("".join(lines), encoding="utf-8")
 
 
 def _documents(cases: list[CaseV3]) -> list[dict[str, Any]]:
@@ -297,8 +375,6 @@ def deciding_rules(cases: list[CaseV3]) -> dict[str, frozenset[str]]:
     The declared rules whose ablated reader (as `rtb audit` runs it) decides otherwise than the
     label.
     """
-    import json
-
     from trustbench.rtb.corpus._export import to_candidate_input
     from trustbench.rtb.policy.narrow_v3._policy import NARROW_V3
 
@@ -513,7 +589,9 @@ Each case names the policy rules that decide it (`expectations.decisive_rules`).
 """
 
 
-def write_corpus(root: Path, cases: list[CaseV3]) -> None:
+def write_corpus(
+    root: Path, cases: list[CaseV3], version: str = VERSION, readme: str = README
+) -> None:
     """Write cases, schemas, prompt, README and manifest of a v0.3 corpus folder."""
     cases_dir = root / "cases"
     cases_dir.mkdir(parents=True, exist_ok=True)
@@ -525,14 +603,41 @@ def write_corpus(root: Path, cases: list[CaseV3]) -> None:
     write_schemas(root / "schemas", POLICY_ID_V3)
     (root / "prompts").mkdir(exist_ok=True)
     (root / "prompts" / "review_prompt.md").write_text(render_prompt_v3(), encoding="utf-8")
-    (root / "README.md").write_text(README, encoding="utf-8")
-    write_manifest(root, VERSION, POLICY_ID_V3)
+    (root / "README.md").write_text(readme, encoding="utf-8")
+    write_manifest(root, version, POLICY_ID_V3)
+
+
+QUEUE_README = """\
+# RTB v0.3 adjudication queue, as a corpus
+
+Draws of `tools/author_rtb_corpus_v0_3.py` on which the authored label, `reference-policy-v3`
+and the Cedar encoding disagree: NOT cases of the v0.3 corpus. Each case's reference decision is
+the authored label, which at least one implementation contradicts. Freeze a review of them with
+`trustbench rtb adjudicate protocol RECORD --corpus THIS_FOLDER`; `adjudication-queue.jsonl`
+holds the three decisions of each draw.
+"""
+
+
+def write_queue_corpus(root: Path, queue: list[dict[str, Any]]) -> None:
+    """Write the queued draws as a corpus folder an adjudication protocol can freeze.
+
+    The cases keep their authored labels (the checks of a v0.3 corpus are internal: they do
+    not ask either implementation), so reviewers' decisions are compared with the label.
+    """
+    cases = [CaseV3.model_validate(entry["case"]) for entry in queue]
+    write_corpus(root, cases, version=f"{VERSION}-queue", readme=QUEUE_README)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write the corpus into `--out` (default: the built-in v0.3 folder)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=builtin_corpus_root(VERSION))
+    parser.add_argument(
+        "--queue",
+        type=Path,
+        default=None,
+        help=f"the adjudication queue (default: OUT/../reviews/v{VERSION}/{QUEUE_NAME})",
+    )
     parser.add_argument("--per-twist", type=int, default=1)
     parser.add_argument("--keep", type=int, default=600)
     parser.add_argument(
@@ -543,12 +648,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ceiling", type=float, default=1 / 3 + 0.13)
     parser.add_argument("--least-decided", type=int, default=LEAST_DECIDED)
     parser.add_argument(
+        "--queue-corpus",
+        type=Path,
+        default=None,
+        help="also write the queued draws (if any) as a corpus folder for `rtb adjudicate`",
+    )
+    parser.add_argument(
         "--no-filter",
         action="store_true",
         help="skip the adversarial filter (a quick check of the generator; never ship its output)",
     )
     args = parser.parse_args(argv)
-    pool = draw_pool(args.per_twist, groups=args.groups)
+    pool, queue = draw_pool(args.per_twist, groups=args.groups)
+    queue_path = args.queue or args.out.parent / "reviews" / f"v{VERSION}" / QUEUE_NAME
+    write_queue(queue_path, queue)
+    print(f"queued {len(queue)} draw(s) for adjudication in {queue_path}", file=sys.stderr)
+    if args.queue_corpus is not None and queue:
+        write_queue_corpus(args.queue_corpus, queue)
     cases = build_cases(
         pool, args.keep, args.ceiling, args.least_decided, filtered=not args.no_filter
     )

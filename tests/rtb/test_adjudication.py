@@ -18,6 +18,15 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kap
 from tests.support.child_env import child_env
 
 from trustbench.core.stats import fleiss_kappa
+from trustbench.errors import CheckFailed
+from trustbench.rtb.adjudication import (
+    adjudication_report,
+    apply_record,
+    freeze_protocol,
+    import_reviews,
+    report_text,
+    verify_record,
+)
 from trustbench.rtb.corpus._load import builtin_corpus_root
 
 SMALL = Path(__file__).parent / "fixtures" / "rtb_v0_3_heldout"
@@ -47,11 +56,14 @@ def _report(tmp: Path, record: Path) -> dict:
     return json.loads(_ok(tmp, "report", record, "--json"))
 
 
-def _review_file(path: Path, reviewer: str, decisions: dict[str, str]) -> Path:
+def _review_file(
+    path: Path, reviewer: str, decisions: dict[str, str], *, blind: str | None = "yes"
+) -> Path:
     lines = [
         f"# reviewer_id: {reviewer}",
         "# role: platform engineer (test fixture)",
         "# years: 7",
+        *([] if blind is None else [f"# blind: {blind}"]),
         "case_id\tdecision\tgoverning_rules\tfacts_relied_on\tevidence",
     ]
     lines += [f"{case}\t{d}\tr4\tapproval-1\t{reviewer} says {d}" for case, d in decisions.items()]
@@ -59,18 +71,29 @@ def _review_file(path: Path, reviewer: str, decisions: dict[str, str]) -> Path:
     return path
 
 
+def _small_record(tmp: Path, sign_key: Path | None = None) -> tuple[Path, Path]:
+    """A copy of a 12-case v0.3 corpus and a record whose protocol takes its 8 deny/hold cases,
+    two reviewers each (blind second review), with one blind review (all agreeing with the
+    labels) already recorded; written in-process as `protocol` and `import` write them."""
+    corpus = tmp / "corpus"
+    shutil.copytree(SMALL, corpus)
+    record = tmp / "record.jsonl"
+    freeze_protocol(
+        record,
+        str(corpus),
+        selection="consequential",
+        options={"reviewers_per_case": 2},
+        sign_key=sign_key,
+    )
+    first = _review_file(tmp / "a.tsv", "rev-a", {case: LABELS[case] for case in CONSEQUENTIAL})
+    import_reviews(record, first, declared={}, sign_key=sign_key)
+    return corpus, record
+
+
 @pytest.fixture
 def small(tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of a 12-case v0.3 corpus and a record whose protocol takes its 8 deny/hold cases,
-    two reviewers each, with one review (all agreeing with the labels) already recorded."""
-    corpus = tmp_path / "corpus"
-    shutil.copytree(SMALL, corpus)
-    record = tmp_path / "record.jsonl"
-    _ok(tmp_path, "protocol", record, "--corpus", corpus, "--select", "consequential",
-        "--reviewers-per-case", "2")  # fmt: skip
-    first = {case: LABELS[case] for case in CONSEQUENTIAL}
-    _ok(tmp_path, "import", record, _review_file(tmp_path / "a.tsv", "rev-a", first))
-    return corpus, record
+    """See `_small_record`."""
+    return _small_record(tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -190,8 +213,20 @@ def test_apply_sets_reviewed_disputed_and_pending_and_the_corpus_validates(
         (["ho-01\tdeny"], "rev-a", "row 5: rev-a already reviewed ho-01"),
         (["ho-01\tmaybe"], "rev-b", "row 5: decision"),
         (["ho-01\tdeny", "ho-03"], "rev-b", "row 6: 2 columns expected"),
+        (
+            ["ho-01\tdeny", "ho-01\tdeny"],
+            "rev-b",
+            "row 6: rev-b already reviewed ho-01 (bad.tsv:5)",
+        ),
     ],
-    ids=["unknown-case", "outside-protocol", "duplicate-review", "bad-decision", "short-row"],
+    ids=[
+        "unknown-case",
+        "outside-protocol",
+        "duplicate-review",
+        "bad-decision",
+        "short-row",
+        "duplicate-in-one-file",
+    ],
 )
 def test_bad_review_input_is_refused_in_one_line_and_the_record_is_unchanged(
     small: tuple[Path, Path], tmp_path: Path, rows: list[str], reviewer: str, expected: str
@@ -226,7 +261,9 @@ def test_a_byte_edit_of_the_record_is_refused_by_every_command(
     ):
         done = _cli(tmp_path, *command)
         assert done.returncode == 1, command
-        assert "line 4: entry 3 does not hash to its recorded hash" in done.stderr
+        message = done.stderr.strip()
+        assert len(message.splitlines()) == 1 and "Traceback" not in message
+        assert f"{record}: line 4: entry 3 does not hash to its recorded hash" in message
     assert record.read_bytes() == before
 
 
@@ -312,3 +349,208 @@ def test_apply_with_a_bad_signing_key_writes_nothing(
     assert done.returncode == 2
     assert {path: path.read_bytes() for path in before} == before
     assert record.read_bytes() == recorded
+
+
+def _key_pair(folder: Path, name: str) -> tuple[Path, Path]:
+    """An Ed25519 key pair in PEM files, as `trustbench keygen` writes them."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    (folder / name).write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    (folder / f"{name}.pub").write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return folder / name, folder / f"{name}.pub"
+
+
+@pytest.fixture
+def signed(tmp_path: Path) -> tuple[Path, Path]:
+    """The small record with its protocol and 8 reviews signed; the signer's public key."""
+    private, public = _key_pair(tmp_path, "signer")
+    _, record = _small_record(tmp_path, sign_key=private)
+    return record, public
+
+
+def test_a_signed_record_verifies_under_its_public_key_and_says_so(
+    signed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    record, public = signed
+    checked = verify_record(record, public)
+    assert (checked.entries, checked.signed) == (9, 9)
+    assert checked.verified_keyid is not None
+    assert verify_record(record).verified_keyid is None  # no key: the chain only
+    text = _ok(tmp_path, "verify", record, "--public-key", public)
+    assert "intact: 9 entries chained" in text and "every signature verified" in text
+
+
+def test_one_edited_byte_of_a_signed_record_fails_verify_naming_the_entry(
+    signed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    record, public = signed
+    data = record.read_bytes()
+    record.write_bytes(data.replace(b'"decision":"deny"', b'"decision":"hold"', 1))
+    done = _cli(tmp_path, "verify", record, "--public-key", public)
+    assert done.returncode == 1
+    message = done.stderr.strip()
+    assert len(message.splitlines()) == 1 and "Traceback" not in message
+    assert str(record) in message and "does not hash to its recorded hash" in message
+    line = next(i for i, raw in enumerate(data.splitlines(), 1) if b'"decision":"deny"' in raw)
+    assert f"line {line}: entry {line - 1} " in message
+
+
+def test_a_signed_record_fails_verify_under_another_key_naming_the_first_entry(
+    signed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    record, _ = signed
+    _, other = _key_pair(tmp_path, "other")
+    with pytest.raises(CheckFailed, match="line 1: entry 0: its signature does not verify"):
+        verify_record(record, other)
+
+
+def test_a_moved_signature_fails_verify_though_the_chain_holds(
+    signed: tuple[Path, Path],
+) -> None:
+    record, public = signed
+    lines = record.read_text().splitlines(keepends=True)
+    entry = json.loads(lines[2])
+    entry["signature"]["sig"] = json.loads(lines[1])["signature"]["sig"]
+    lines[2] = json.dumps(entry, separators=(",", ":"), sort_keys=True) + "\n"
+    record.write_text("".join(lines))
+    verify_record(record)  # the hashes still chain: only the signature shows the change
+    with pytest.raises(CheckFailed, match="line 3: entry 2: its signature does not verify"):
+        verify_record(record, public)
+
+
+def test_verify_with_a_public_key_refuses_an_unsigned_record(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    _, public = _key_pair(tmp_path, "signer")
+    with pytest.raises(CheckFailed, match="line 1: entry 0 is unsigned"):
+        verify_record(record, public)
+
+
+@pytest.mark.parametrize(
+    ("what", "expected"),
+    [("missing-record", "no adjudication record"), ("not-a-key", "not an Ed25519 public key")],
+)
+def test_verify_refuses_bad_usage_with_exit_2_in_one_line(
+    small: tuple[Path, Path], tmp_path: Path, what: str, expected: str
+) -> None:
+    _, record = small
+    not_a_key = tmp_path / "not-a-key.pub"
+    not_a_key.write_text("not a key\n")
+    args = [record, "--public-key", not_a_key]
+    done = _cli(
+        tmp_path, "verify", *([tmp_path / "absent.jsonl"] if what == "missing-record" else args)
+    )
+    assert done.returncode == 2
+    message = done.stderr.strip()
+    assert len(message.splitlines()) == 1 and expected in message
+
+
+def test_a_record_line_that_is_not_json_is_refused_naming_file_and_line(
+    small: tuple[Path, Path],
+) -> None:
+    _, record = small
+    record.write_bytes(record.read_bytes() + b"{not json\n")
+    before = record.read_bytes()
+    with pytest.raises(CheckFailed, match=r"line 10: not a record entry") as refused:
+        verify_record(record)
+    assert str(record) in str(refused.value) and len(str(refused.value).splitlines()) == 1
+    assert record.read_bytes() == before
+
+
+def test_report_states_per_consequential_case_its_independent_and_blind_reviews(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    second = {case: LABELS[case] for case in CONSEQUENTIAL}
+    import_reviews(
+        record, _review_file(tmp_path / "b.tsv", "rev-b", second, blind="no"), declared={}
+    )
+    report = adjudication_report(record)
+    requirements = {case["case_id"]: case["requirement"] for case in report["cases"]}
+    assert requirements["ho-01"] == {
+        "consequential": True,
+        "reviews_needed": 2,
+        "independent_reviews": 2,
+        "blind_required": True,
+        "declared_blind": {"rev-a": True, "rev-b": False},
+        "met": False,
+        "pending_reason": "needs 2 independent blind reviews (consequential case); "
+        "has 2, 1 declared blind",
+    }
+    assert report["status_counts"] == {"pending": 8}
+    text = report_text(report)
+    assert (
+        "ho-01: 2/2 independent review(s) (rev-a blind, rev-b NOT declared blind); pending" in text
+    )
+
+
+def test_apply_leaves_a_consequential_case_without_its_blind_reviews_pending(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, record = small
+    blind = {case: LABELS[case] for case in CONSEQUENTIAL if case != "ho-05"}
+    import_reviews(record, _review_file(tmp_path / "b.tsv", "rev-b", blind), declared={})
+    not_blind = _review_file(tmp_path / "c.tsv", "rev-c", {"ho-05": "deny"}, blind=None)
+    import_reviews(record, not_blind, declared={})
+    assert apply_record(record)["status_counts"] == {"pending": 1, "reviewed": 7}
+    status = {
+        case: json.loads((corpus / "cases" / f"{case}.json").read_text())["reference_status"]
+        for case in CONSEQUENTIAL
+    }
+    assert status["ho-05"]["status"] == "authored"  # rev-a blind, rev-c not declared blind
+    assert status["ho-01"]["status"] == "reviewed"
+    (case,) = [c for c in adjudication_report(record)["cases"] if c["case_id"] == "ho-05"]
+    assert case["requirement"]["pending_reason"] == (
+        "needs 2 independent blind reviews (consequential case); has 2, 1 declared blind"
+    )
+
+
+def test_import_declares_blind_from_its_option_over_the_file_header(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    review = _review_file(tmp_path / "b.tsv", "rev-b", {"ho-01": "deny"}, blind="no")
+    import_reviews(record, review, declared={}, blind=True)
+    (case,) = [c for c in adjudication_report(record)["cases"] if c["case_id"] == "ho-01"]
+    assert case["requirement"]["declared_blind"] == {"rev-a": True, "rev-b": True}
+    assert case["status"] == "reviewed"
+
+
+def test_a_blind_declaration_other_than_yes_or_no_is_refused_and_nothing_recorded(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, record = small
+    before = record.read_bytes()
+    review = _review_file(tmp_path / "b.tsv", "rev-b", {"ho-01": "deny"}, blind="mostly")
+    done = _cli(tmp_path, "import", record, review)
+    assert done.returncode == 2
+    assert f"{review}: header: blind must be yes or no" in done.stderr
+    assert record.read_bytes() == before
+
+
+def test_a_listed_protocol_naming_an_unknown_case_is_refused_naming_file_and_row(
+    tmp_path: Path,
+) -> None:
+    listed = tmp_path / "cases.tsv"
+    listed.write_text("# cases to review\ncase_id\tnote\nho-01\tx\nho-77\ty\n")
+    record = tmp_path / "record.jsonl"
+    done = _cli(tmp_path, "protocol", record, "--corpus", SMALL, "--select", "listed",
+                "--cases-from", listed)  # fmt: skip
+    assert done.returncode == 2
+    message = done.stderr.strip()
+    assert len(message.splitlines()) == 1 and "Traceback" not in message
+    assert f"{listed}: row 4: unknown case id 'ho-77'" in message
+    assert not record.exists()

@@ -43,7 +43,13 @@ from trustbench.core._runner import (
     run_experiment,
     run_experiment_async,
 )
-from trustbench.core._signing import load_private_key, pae, sign_envelope
+from trustbench.core._signing import (
+    load_private_key,
+    load_public_key,
+    open_envelope,
+    pae,
+    sign_envelope,
+)
 from trustbench.core._track import (
     BUILTIN_TRACKS,
     Registry,
@@ -132,10 +138,12 @@ __all__ = [
     "is_run_folder",
     "is_standard_output",
     "load_private_key",
+    "load_public_key",
     "load_spec",
     "load_track",
     "not_evaluable_reason",
     "not_evaluable_subjects",
+    "open_envelope",
     "open_ledger",
     "output_path",
     "pae",

@@ -23,6 +23,7 @@ them all with the line at fault. A bad review file is refused before anything is
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -41,7 +42,13 @@ from trustbench._canonical import (
     read_input_file,
     sha256_hex,
 )
-from trustbench.core import load_private_key, sign_envelope, utc_now
+from trustbench.core import (
+    load_private_key,
+    load_public_key,
+    open_envelope,
+    sign_envelope,
+    utc_now,
+)
 from trustbench.errors import CheckFailed, InputError
 
 __all__ = [
@@ -61,6 +68,7 @@ __all__ = [
     "record_adjudication",
     "record_reviews",
     "report_text",
+    "verify_record",
 ]
 
 DECISIONS = ("permit", "deny", "hold")
@@ -187,6 +195,10 @@ class RecordedReview:
     review: ReferenceReview
     source: str
     """`file:row` the review was imported from (`adjudicate-serve:N` from the web app)."""
+    blind: bool = False
+    """Declared made without seeing candidate verdicts, the label or other reviews (an import
+    declares it with `--blind` or a `# blind: yes` header; the web app records every review
+    blind). A record written before the field reads False: not declared is not blind."""
 
     @classmethod
     def of(cls, entry: RecordEntry) -> RecordedReview:
@@ -195,6 +207,7 @@ class RecordedReview:
             qualification=Qualification.model_validate(entry.body["qualification"]),
             review=ReferenceReview.model_validate(entry.body["review"]),
             source=str(entry.body.get("source", "")),
+            blind=entry.body.get("blind") is True,
         )
 
 
@@ -224,10 +237,10 @@ class AdjudicationRecord:
         """Every case of the protocol with its status under the rule, adjudications counted."""
         adjudicated = {case_id: r.review.decision for case_id, r in self.adjudications().items()}
         return {
-            case_id: case_status(
+            case_id: status_under_protocol(
                 self.protocol,
                 labels[case_id],
-                [r.review.decision for r in own],
+                own,
                 adjudicated.get(case_id),
             )
             for case_id, own in self.reviews_by_case().items()
@@ -325,6 +338,71 @@ def _append(
         handle.write(data)
 
 
+@dataclass(frozen=True)
+class RecordCheck:
+    """What `verify_record` established about a record."""
+
+    entries: int
+    """Entries whose hash and link to the one before were recomputed."""
+    head: str
+    """Hash of the last entry."""
+    signed: int
+    """Entries that carry a signature."""
+    verified_keyid: str | None
+    """Key id of the public key every entry's signature verified under; None when no key was
+    given (then no signature was checked)."""
+
+
+def _verified_keyid(line: int, entry: RecordEntry, public_key: Any, record: Path) -> str:
+    """The key id under which an entry's signature verifies; CheckFailed naming it otherwise.
+
+    The entry's DSSE envelope is rebuilt (payload: the entry's hash) and opened by
+    `open_envelope`, exactly as `trustbench verify --record` opens a run's signed record.
+    """
+    where = f"{record}: line {line}: entry {entry.seq}"
+    if entry.signature is None:
+        raise CheckFailed(f"{where} is unsigned (a signed record is signed in every entry)")
+    envelope = {
+        "payloadType": SIGNED_PAYLOAD_TYPE,
+        "payload": base64.b64encode(entry.hash.encode("ascii")).decode("ascii"),
+        "signatures": [entry.signature],
+    }
+    try:
+        opened = open_envelope(envelope, public_key)
+    except ValueError as error:
+        raise CheckFailed(f"{where} has a malformed signature ({first_error(error)})") from None
+    if opened.verified_keyid is None:
+        raise CheckFailed(f"{where}: its signature does not verify under the public key given")
+    return opened.verified_keyid
+
+
+def verify_record(path: Path, public_key: Path | None = None) -> RecordCheck:
+    """Check a record's hash chain and, with a public key, every entry's Ed25519 signature.
+
+    The chain alone shows the file was not changed by accident: whoever rewrites an entry can
+    recompute every hash after it. Only a signature under the signer's public key shows that no
+    one without the private key wrote or rewrote an entry, so with `public_key` an unsigned
+    entry fails too.
+
+    Raises:
+        InputError: no such record, or `public_key` is not an Ed25519 public key file.
+        CheckFailed: naming the file, line and entry of the first entry that fails.
+    """
+    key = None if public_key is None else load_public_key(public_key)
+    record = read_record(path)
+    keyids = {
+        _verified_keyid(line, entry, key, path)
+        for line, entry in enumerate(record.entries, start=1)
+        if key is not None
+    }
+    return RecordCheck(
+        entries=len(record.entries),
+        head=record.head,
+        signed=sum(entry.signature is not None for entry in record.entries),
+        verified_keyid=next(iter(keyids), None),
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # The protocol.
 
@@ -348,7 +426,9 @@ def _selected(
     if selection == "all":
         return sorted(case.case_id for case in cases)
     if selection == "consequential":
-        chosen = options["consequential_decisions"]
+        chosen = options.get("consequential_decisions") or AdjudicationProtocol.model_fields[
+            "consequential_decisions"
+        ].get_default(call_default_factory=True)
         return sorted(
             case.case_id for case in cases if case.expectations.reference_decision.value in chosen
         )
@@ -369,13 +449,18 @@ def _selected(
 
 def listed_case_ids(path: Path) -> list[str]:
     """Case ids from a file: the first column of each line, skipping `#` comments and a header."""
+    return [case_id for _, case_id in listed_case_rows(path)]
+
+
+def listed_case_rows(path: Path) -> list[tuple[int, str]]:
+    """`listed_case_ids` with the row (line number) of each, for messages that name it."""
     text = read_input_file(path).decode("utf-8", errors="replace")
-    ids = []
-    for line in text.splitlines():
+    rows = []
+    for row, line in enumerate(text.splitlines(), start=1):
         first = re.split(r"[\t,]", line.strip(), maxsplit=1)[0].strip()
         if first and not first.startswith("#") and first != "case_id":
-            ids.append(first)
-    return ids
+            rows.append((row, first))
+    return rows
 
 
 def freeze_protocol(
@@ -410,13 +495,14 @@ def freeze_protocol(
             "already exists: a frozen protocol is never replaced", location=str(record_path)
         )
     loaded = load_corpus(corpus_root(corpus))
-    listed = listed_case_ids(listed_file) if listed_file is not None else []
+    rows = listed_case_rows(listed_file) if listed_file is not None else []
+    listed = [case_id for _, case_id in rows]
     if selection == "listed" and not listed:
         raise InputError("a `listed` selection needs --cases-from FILE with case ids")
     known = {case.case_id for case in loaded.cases}
-    for case_id in listed:
+    for row, case_id in rows:
         if case_id not in known:
-            raise InputError(f"unknown case id {case_id!r}", location=str(listed_file))
+            raise InputError(f"row {row}: unknown case id {case_id!r}", location=str(listed_file))
     label = corpus if corpus.startswith("builtin:") else str(Path(corpus).resolve())
     protocol = AdjudicationProtocol(
         corpus=label,
@@ -565,6 +651,35 @@ def parse_review_file(
     return qualification, reviews
 
 
+_YES_NO = {"yes": True, "true": True, "no": False, "false": False}
+
+
+def declared_blind(path: Path) -> bool:
+    """Whether a review file declares its reviews blind, as its header says.
+
+    Blind: made without seeing candidate verdicts, the label or other reviews. Declared by a
+    `# blind: yes|no` header line, or `"blind": true|false` in a JSON file; not declared reads
+    False.
+
+    Raises:
+        InputError: naming the file when the declaration is neither yes nor no.
+    """
+    text = read_input_file(path).decode("utf-8", errors="replace")
+    if path.suffix == ".json":
+        document = loads_refusing_duplicate_keys(text)
+        value = document.get("blind", False) if isinstance(document, dict) else False
+        if not isinstance(value, bool):
+            raise InputError(f'{path}: "blind" must be true or false, not {value!r}')
+        return value
+    for line in text.splitlines():
+        key, _, value = line.lstrip("#").partition(":")
+        if line.startswith("#") and key.strip() == "blind":
+            if value.strip().lower() not in _YES_NO:
+                raise InputError(f"{path}: header: blind must be yes or no, not {value.strip()!r}")
+            return _YES_NO[value.strip().lower()]
+    return False
+
+
 # ------------------------------------------------------------------------------------------------
 # Import.
 
@@ -619,6 +734,7 @@ def import_reviews(
     declared: dict[str, Any],
     corpus: Path | None = None,
     sign_key: Path | None = None,
+    blind: bool | None = None,
 ) -> tuple[Qualification, int]:
     """Append one reviewer's reviews to the record, all or none.
 
@@ -628,14 +744,19 @@ def import_reviews(
         declared: Qualification fields given as options (`reviewer_id`, `role`, `years`).
         corpus: The corpus folder when not where the protocol names it.
         sign_key: Ed25519 private key to sign each entry with.
+        blind: Whether the reviews were made blind, as the importer declares it; None: as the
+            file declares it (`declared_blind`).
 
     Returns:
         The reviewer's qualification and the number of reviews recorded.
     """
     record = read_record(record_path)
     qualification, reviews = parse_review_file(review_file, declared)
+    made_blind = declared_blind(review_file) if blind is None else blind
     loaded = loaded_corpus(record, corpus)
-    count = record_reviews(record, loaded, review_file, qualification, reviews, sign_key)
+    count = record_reviews(
+        record, loaded, review_file, qualification, reviews, sign_key, blind=made_blind
+    )
     return qualification, count
 
 
@@ -646,6 +767,7 @@ def record_reviews(
     qualification: Qualification,
     reviews: list[tuple[int, ReferenceReview]],
     sign_key: Path | None = None,
+    blind: bool = False,
 ) -> int:
     """Check one reviewer's reviews and append them, all or none.
 
@@ -660,6 +782,8 @@ def record_reviews(
         qualification: The reviewer's declared qualification.
         reviews: (row, review) pairs.
         sign_key: Ed25519 private key to sign each entry with.
+        blind: Whether the reviews were made blind (declared by the importer; the web app shows
+            a reviewer nothing but the case and the policy, so its reviews are).
 
     Returns:
         The number of reviews recorded.
@@ -670,7 +794,10 @@ def record_reviews(
     """
     _checked_reviews(record, source, qualification, reviews, {c.case_id for c in loaded.cases})
     items: list[tuple[EntryKind, dict[str, Any]]] = [
-        ("review", _review_body(qualification, review, f"{Path(source).name}:{row}"))
+        (
+            "review",
+            {**_review_body(qualification, review, f"{Path(source).name}:{row}"), "blind": blind},
+        )
         for row, review in reviews
     ]
     if items:
@@ -770,6 +897,48 @@ def case_status(
     return "disputed"
 
 
+def review_requirement(
+    protocol: AdjudicationProtocol, reference: str, own: list[RecordedReview]
+) -> dict[str, Any]:
+    """Whether a case's reviews are the ones the frozen protocol asks for, and if not, why.
+
+    Each reviewer reviews a case at most once (`import` refuses a second), so every review is
+    an independent one. Where the protocol asks for blind second review of consequential cases,
+    only reviews declared blind count towards them: a review made after seeing candidate
+    verdicts is kept and shown, but cannot make the case `reviewed` or `disputed`.
+    """
+    needed = protocol.reviews_needed(reference)
+    consequential = reference in protocol.consequential_decisions
+    blind_required = consequential and protocol.blind_second_review
+    blind = sum(r.blind for r in own)
+    counted = blind if blind_required else len(own)
+    reason = None
+    if counted < needed:
+        kind = "independent blind reviews (consequential case)" if blind_required else "reviews"
+        reason = f"needs {needed} {kind}; has {len(own)}, {blind} declared blind"
+    return {
+        "consequential": consequential,
+        "reviews_needed": needed,
+        "independent_reviews": len(own),
+        "blind_required": blind_required,
+        "declared_blind": {r.qualification.reviewer_id: r.blind for r in own},
+        "met": reason is None,
+        "pending_reason": reason,
+    }
+
+
+def status_under_protocol(
+    protocol: AdjudicationProtocol,
+    reference: str,
+    own: list[RecordedReview],
+    adjudicated: str | None = None,
+) -> CaseStatus:
+    """A case's status: `pending` until its reviews meet the protocol, then by its rule."""
+    if not review_requirement(protocol, reference, own)["met"]:
+        return "pending"
+    return case_status(protocol, reference, [r.review.decision for r in own], adjudicated)
+
+
 def rationale_of(recorded: RecordedReview) -> dict[str, Any]:
     """A review's (or an adjudication's) decision and grounds, for the report and the app."""
     review = recorded.review
@@ -783,6 +952,7 @@ def rationale_of(recorded: RecordedReview) -> dict[str, Any]:
         "confidence": review.confidence,
         "notes": review.notes,
         "source": recorded.source,
+        "blind": recorded.blind,
     }
 
 
@@ -873,6 +1043,7 @@ def adjudication_report(record_path: Path, corpus: Path | None = None) -> dict[s
                 "case_id": case_id,
                 "label": labels[case_id],
                 "status": statuses[case_id],
+                "requirement": review_requirement(record.protocol, labels[case_id], own),
                 "decisions": {r.qualification.reviewer_id: r.review.decision for r in own},
                 "agrees_with_label": bool(own) and all(d == labels[case_id] for d in decisions),
                 "rationales": [rationale_of(r) for r in own],
@@ -946,7 +1117,32 @@ def report_text(report: dict[str, Any]) -> str:
             lines.append(f"    {_rationale_text(rationale)}")
         if case.get("adjudication"):
             lines.append(f"    adjudicated by {_rationale_text(case['adjudication'])}")
-    return "\n".join(lines)
+    return "\n".join(lines + _blind_review_lines(report["cases"]))
+
+
+def _blind_review_lines(cases: list[dict[str, Any]]) -> list[str]:
+    """Per consequential case under blind second review: its reviews, which were blind, status."""
+    under = [case for case in cases if case["requirement"]["blind_required"]]
+    if not under:
+        return []
+    met = sum(case["requirement"]["met"] for case in under)
+    lines = [
+        f"consequential cases under blind second review: {len(under)}; "
+        f"{met} have the independent blind reviews they need"
+    ]
+    for case in under:
+        requirement = case["requirement"]
+        blind = ", ".join(
+            f"{reviewer} {'blind' if flag else 'NOT declared blind'}"
+            for reviewer, flag in requirement["declared_blind"].items()
+        )
+        outcome = requirement["pending_reason"] or "requirement met"
+        lines.append(
+            f"  {case['case_id']}: {requirement['independent_reviews']}/"
+            f"{requirement['reviews_needed']} independent review(s) ({blind or 'none yet'}); "
+            f"{case['status']}: {outcome}"
+        )
+    return lines
 
 
 def _rationale_text(rationale: dict[str, Any]) -> str:

@@ -213,8 +213,16 @@ class ReviewDesks:
             )
             return
         row = record.protocol.cases.index(case_id) + 1
+        # Blind by construction: a reviewer's page shows the case and the policy, never the
+        # label, a candidate's verdict or another review (the leak scan checks it).
         record_reviews(
-            record, self.loaded, SOURCE, desk.qualification, [(row, review)], self.sign_key
+            record,
+            self.loaded,
+            SOURCE,
+            desk.qualification,
+            [(row, review)],
+            self.sign_key,
+            blind=True,
         )
 
 

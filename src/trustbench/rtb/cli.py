@@ -399,13 +399,22 @@ def adjudicate_import(
     ] = None,
     corpus: _AdjudicatedCorpusOption = None,
     sign_key: _SignKeyOption = None,
+    blind: Annotated[
+        bool | None,
+        typer.Option(
+            "--blind/--not-blind",
+            help="Declare the reviews made (not) blind: without seeing candidate verdicts, the "
+            "label or other reviews. Default: the file's `# blind: yes|no` header, else not "
+            "blind.",
+        ),
+    ] = None,
 ) -> None:
     """Append one reviewer's reviews to the record, all of them or none."""
     from trustbench.rtb.adjudication import import_reviews
 
     declared = {"reviewer_id": reviewer_id, "role": role, "years": years}
     qualification, count = import_reviews(
-        record, review_file, declared=declared, corpus=corpus, sign_key=sign_key
+        record, review_file, declared=declared, corpus=corpus, sign_key=sign_key, blind=blind
     )
     typer.echo(f"recorded {count} review(s) by {qualification.text()}")
 
@@ -477,3 +486,31 @@ def adjudicate_apply(
         f"{summary['cases_written']} case file(s) written, "
         f"MANIFEST {summary['manifest_sha256_after'][:16]}..."
     )
+
+
+@adjudicate_app.command("verify")
+def adjudicate_verify(
+    record: _RecordArgument,
+    public_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--public-key",
+            help="The signer's Ed25519 public key (KEY.pub from `trustbench keygen`): every "
+            "entry must carry a signature that verifies under it (unsigned is refused).",
+        ),
+    ] = None,
+) -> None:
+    """Check the record's hash chain and, with --public-key, every entry's signature."""
+    from trustbench.rtb.adjudication import verify_record
+
+    checked = verify_record(record, public_key)
+    if checked.verified_keyid is not None:
+        signing = f"every signature verified under {public_key} (keyid {checked.verified_keyid})"
+    elif checked.signed:
+        signing = (
+            f"{checked.signed} of {checked.entries} entries signed, signatures NOT CHECKED: give "
+            "--public-key KEY.pub to check them"
+        )
+    else:
+        signing = "UNSIGNED: the chain detects accidental changes, not a deliberate rewrite"
+    typer.echo(f"intact: {checked.entries} entries chained, head {checked.head[:16]}...; {signing}")
