@@ -76,9 +76,9 @@ NoPreflightOpt = Annotated[
     bool,
     typer.Option(
         "--no-preflight",
-        help="Skip the one small request per API candidate sent beside the first trials, "
-        "before any finishes (model known, key accepted, structured output honoured when "
-        "declared).",
+        help="Skip the one small request per API candidate sent alone before the first trial "
+        "(model known, key accepted, one request answered within timeout_s, structured output "
+        "honoured when declared).",
     ),
 ]
 
