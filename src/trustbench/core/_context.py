@@ -79,6 +79,12 @@ OVERLOAD_SIGNS = ("timeout", "rate_limited")
 """Error classes that say the server has more than it can answer in time (with HTTP 503)."""
 
 
+RECOVERY_WINDOWS = 4
+"""Full windows (`limit` calls each) answered in a row before the limit grows by one: slower
+than TCP's one window, because every probe past a server's capacity costs a whole `timeout_s`
+of each call then in flight."""
+
+
 class AdaptiveConcurrency:
     """Calls in flight to one endpoint, adapted to what the server answers in time (AIMD).
 
@@ -86,7 +92,7 @@ class AdaptiveConcurrency:
     request at a time queues the rest, and at 4 in flight with an 8 s server and a 10 s
     timeout every request timed out (issue 55: 0 of 12 trials completed). As TCP's congestion
     control does (additive increase, multiplicative decrease, RFC 5681), the limit halves when
-    a call shows overload (a timeout, a 429 or a 503) and grows by one after `limit` calls in a
+    a call shows overload (a timeout, a 429 or a 503) and grows by one after four windows (`limit` calls each) in a
     row answered, never above the ceiling nor below one. Calls that were in flight together
     when the server fell behind count as one sign: the limit halves once per window (a call
     started before the last decrease cannot decrease it again), so four timeouts of one burst
@@ -153,9 +159,10 @@ class AdaptiveConcurrency:
         if result.error_class is not None:
             return  # a client error or a malformed reply says nothing about the load
         self._answered_in_a_row += 1
-        if self._answered_in_a_row >= self.limit and self.limit < self.ceiling:
+        wanted = RECOVERY_WINDOWS * self.limit
+        if self._answered_in_a_row >= wanted and self.limit < self.ceiling:
             self._answered_in_a_row = 0
-            self._change(self.limit + 1, f"{self.limit} calls in a row answered")
+            self._change(self.limit + 1, f"{wanted} calls in a row answered")
 
     def _change(self, to: int, reason: str) -> None:
         change = {"from": self.limit, "to": to, "reason": reason, "at_call": self._finished}
