@@ -42,7 +42,6 @@ from trustbench.providers._types import (
 if TYPE_CHECKING:
     import asyncio
 
-    from trustbench.core._track import Track
     from trustbench.core.spec._manifest import Manifest
 
 
@@ -92,8 +91,8 @@ class AdaptiveConcurrency:
     request at a time queues the rest, and at 4 in flight with an 8 s server and a 10 s
     timeout every request timed out (issue 55: 0 of 12 trials completed). As TCP's congestion
     control does (additive increase, multiplicative decrease, RFC 5681), the limit halves when
-    a call shows overload (a timeout, a 429 or a 503) and grows by one after four windows (`limit` calls each) in a
-    row answered, never above the ceiling nor below one. Calls that were in flight together
+    a call shows overload (a timeout, a 429 or a 503) and grows by one after four windows
+    (`limit` calls each) in a row answered, never above the ceiling nor below one. Calls that were in flight together
     when the server fell behind count as one sign: the limit halves once per window (a call
     started before the last decrease cannot decrease it again), so four timeouts of one burst
     make 4 -> 2, not 4 -> 1.
@@ -799,7 +798,7 @@ async def _probe(
     if result.error_class is not None or result.reply is None:
         raise InputError(
             f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
-            f"{candidate.base_url}) failed before any trial ran: {_message(result)}"
+            f"{candidate.base_url}) failed before any trial was sent: {_message(result)}"
             f"{server_hint(candidate, result)} (trustbench run --no-preflight skips this check)",
             location=where,
         )

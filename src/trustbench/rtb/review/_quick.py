@@ -17,6 +17,7 @@ QUICK = QuickTrack(
     description="Reviewer track quick check of {model}.",
     demo_spec=Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml",
     max_tokens=800,
+    takes_extraction=True,
 )
 """The reviewer track's quick path: the packaged reviewer demo's corpus, analysis and gates."""
 
