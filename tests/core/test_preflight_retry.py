@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.core.test_preflight import NOT_FOUND, _is_probe
+from tests.core.test_preflight import _is_probe
 from tests.core.test_preflight import _preflight_events as _probe_events
 from tests.support.child_env import child_env
 from tests.support.cli import ALPHA_KEY, invoke

@@ -92,10 +92,10 @@ class AdaptiveConcurrency:
     timeout every request timed out (issue 55: 0 of 12 trials completed). As TCP's congestion
     control does (additive increase, multiplicative decrease, RFC 5681), the limit halves when
     a call shows overload (a timeout, a 429 or a 503) and grows by one after four windows
-    (`limit` calls each) in a row answered, never above the ceiling nor below one. Calls that were in flight together
-    when the server fell behind count as one sign: the limit halves once per window (a call
-    started before the last decrease cannot decrease it again), so four timeouts of one burst
-    make 4 -> 2, not 4 -> 1.
+    (`limit` calls each) in a row answered, never above the ceiling nor below one. Calls that
+    were in flight together when the server fell behind count as one sign: the limit halves
+    once per window (a call started before the last decrease cannot decrease it again), so
+    four timeouts of one burst make 4 -> 2, not 4 -> 1.
 
     Every change is kept in `changes` (and recorded by the runner as a `concurrency_changed`
     event, then in record.json), so a reader sees at which load the server kept up.
@@ -709,8 +709,10 @@ def server_hint(candidate: Any, result: AttemptResult) -> str:
     (a `--base-url` server gets no key unless `api_key_env` names one).
     """
     base_url = str(candidate.base_url or "").rstrip("/")
-    if result.http_status == 404 and candidate.kind == "openai_chat" and not base_url.endswith(
-        "/v1"
+    if (
+        result.http_status == 404
+        and candidate.kind == "openai_chat"
+        and not base_url.endswith("/v1")
     ):
         return f"; hint: OpenAI-compatible servers answer under /v1: try {base_url}/v1"
     if result.http_status in (401, 403):
