@@ -15,6 +15,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -108,6 +109,46 @@ def check_api_key_env(value: str | None) -> None:
     )
 
 
+@dataclass(frozen=True)
+class CallLimits:
+    """How a quick path calls the server (`--timeout`, `--concurrency`, `--max-tokens`, ...).
+
+    None keeps the quick path's (or the built-in spec's) own value; `--extraction` is passed
+    through as given.
+    """
+
+    timeout_s: float | None = None
+    """The spec's `timeout_s` (one call)."""
+    concurrency: int | None = None
+    """The spec's `concurrency` (the ceiling of the adaptive limit)."""
+    max_tokens: int | None = None
+    """The candidate's `settings.max_tokens`."""
+    extraction: str | None = None
+    """`[track_options] answer_extraction`, passed through as given (the track checks it)."""
+
+
+def with_top_level(text: str, settings: dict[str, float | int | None]) -> str:
+    """The spec `text` with each given top-level key set (replaced where it is, else added).
+
+    Top-level keys are those before the first table header; a new one goes right after the
+    `track = ...` line. None values are left as the spec has them.
+    """
+    lines = text.split("\n")
+    first_table = next((i for i, line in enumerate(lines) if line.startswith("[")), len(lines))
+    for key, value in settings.items():
+        if value is None:
+            continue
+        line = f"{key} = {value!r}"
+        found = [i for i in range(first_table) if re.match(rf"{key}\s*=", lines[i])]
+        if found:
+            lines[found[0]] = line
+            continue
+        after = next((i for i in range(first_table) if lines[i].startswith("track")), -1)
+        lines.insert(after + 1, line)
+        first_table += 1
+    return "\n".join(lines)
+
+
 def candidate_name(model: str) -> str:
     """A configuration name for the model: its name part, with only `[A-Za-z0-9._-]` kept."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", model.partition("/")[2]).strip("-") or "model"
@@ -185,16 +226,18 @@ def finished_note(run_dir: Path) -> str | None:
 
 
 @contextmanager
-def removed_if_refused(run_dir: Path) -> Iterator[None]:
+def removed_if_refused(run_dir: Path, *, made_here: bool | None = None) -> Iterator[None]:
     """Remove the run folder this command made when it is refused before anything was sent.
 
     A failed attempt (an unset key, a bad URL found by the preflight, a refused freeze) used to
     leave a `spec.toml` that refused the corrected command ("a different spec"). A folder that
     existed before, or where any attempt was recorded, is kept: it may be evidence.
+    `made_here`: whether this command made the folder (None: it does so inside the block).
     """
     from trustbench.errors import TrustbenchError
 
-    made_here = not run_dir.exists()
+    if made_here is None:
+        made_here = not run_dir.exists()
     try:
         yield
     except TrustbenchError:
@@ -282,22 +325,23 @@ def api_key_env_option(default_keys: str, prefix: str = "") -> Any:
 
 
 Timeout = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--timeout",
         min=0.001,
-        help="Seconds one call may take (timeout_s): a slow local server needs more.",
+        help="Seconds one call may take (timeout_s; rtb default 120): a slow local server "
+        "needs more.",
     ),
 ]
 """`--timeout S`: the spec's `timeout_s` (per call)."""
 
 Concurrency = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--concurrency",
         min=1,
-        help="Calls in flight at most (a ceiling: halved while the server times out or "
-        "answers 429/503). 1 for a server that answers one request at a time.",
+        help="Calls in flight at most (rtb default 4; a ceiling, halved while the server "
+        "times out or answers 429/503). 1 for a server that answers one request at a time.",
     ),
 ]
 """`--concurrency N`: the spec's `concurrency`, the ceiling of the adaptive limit."""

@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 
 from trustbench._quick_model import (
+    CallLimits,
     Concurrency,
     Limit,
     MaxTokens,
@@ -97,24 +98,6 @@ class QuickTrack:
     takes_extraction: bool = False
     """Whether the track has an `answer_extraction` option (`--extraction`)."""
 
-
-@dataclass(frozen=True)
-class CallLimits:
-    """How the quick path calls the server.
-
-    `--timeout`, `--concurrency`, `--max-tokens`, `--extraction` (each None or default: the
-    quick path's own).
-    """
-
-    timeout_s: float = 120.0
-    """The spec's `timeout_s` (one call)."""
-    concurrency: int = 4
-    """The spec's `concurrency` (the ceiling of the adaptive limit)."""
-    max_tokens: int | None = None
-    """The candidate's `settings.max_tokens` (None: the track's)."""
-    extraction: str | None = None
-    """`[track_options] answer_extraction`, passed through as given (None: the track's)."""
-
     def spec_text(
         self,
         model: str,
@@ -154,8 +137,8 @@ class CallLimits:
             description=self.description.format(model=model),
             trials_per_case=trials_per_case,
             builtin=demo_corpus(self.demo_spec),
-            concurrency=call.concurrency,
-            timeout_s=call.timeout_s,
+            concurrency=call.concurrency or 4,
+            timeout_s=call.timeout_s or 120.0,
         )
         options = [*self.track_options, *self._extraction_lines(call.extraction)]
         parts = [*header, *options, *candidate, "", analysis_and_gates(self.demo_spec)]
@@ -273,8 +256,8 @@ def _quick_command(track: str, doc: str) -> Callable[..., None]:
         limit: Limit = None,
         trials: _Trials = 1,
         out: _Out = None,
-        timeout: Timeout = 120.0,
-        concurrency: Concurrency = 4,
+        timeout: Timeout = None,
+        concurrency: Concurrency = None,
         max_tokens: MaxTokens = None,
         extraction: _Extraction = None,
         new: New = False,
