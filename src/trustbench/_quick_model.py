@@ -39,9 +39,6 @@ LOCAL_SERVERS = {
 """Local servers users name as a provider, with the port each serves its OpenAI-compatible API on
 by default: they speak `openai`, at `http://127.0.0.1:PORT/v1`."""
 
-_KEY_PREFIXES = ("sk-", "sk_", "sk-ant-", "gsk_", "xai-", "hf_", "AIza", "pplx-", "key-", "nvapi-")
-"""How common API keys begin (OpenAI, Anthropic, Groq, xAI, Hugging Face, Google, Perplexity)."""
-
 
 def toml_string(value: str) -> str:
     """`value` as a TOML basic string."""
@@ -81,24 +78,19 @@ def parse_model(model: str) -> tuple[str, str]:
 def check_api_key_env(value: str | None) -> None:
     """Refuse an `--api-key-env` value that is a key rather than a variable's name.
 
-    Called before anything is written: a key pasted here used to land in `spec.toml` (and the
-    frozen manifest) before it was refused. The key is never quoted back.
+    Called before anything is written: a key pasted here used to land in `spec.toml` before the
+    freeze refused it (the spec's own check, `looks_like_a_key`, is the one applied here). The
+    value is never quoted back.
 
     Raises:
-        InputError: the value is not a variable name, or looks like a key (a known key prefix,
-            or 32 characters and more mixing letters and digits with no underscore).
+        InputError: the value looks like a key, or is not a variable name at all.
     """
+    from trustbench.core import looks_like_a_key
+
     if value is None:
         return
-    is_name = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value) is not None
-    random_looking = (
-        len(value) >= 32
-        and "_" not in value
-        and any(c.isdigit() for c in value)
-        and any(c.isalpha() for c in value)
-    )
-    key_like = random_looking or value.startswith(_KEY_PREFIXES)
-    if is_name and not key_like:
+    key_like = looks_like_a_key(value)
+    if not key_like and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
         return
     raise InputError(
         f"--api-key-env takes the NAME of the variable holding the key (e.g. OPENAI_API_KEY), "

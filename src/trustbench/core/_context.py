@@ -25,7 +25,7 @@ from trustbench.core._clock import utc_now
 from trustbench.core._track import TrialKey
 from trustbench.core.ledger._store import Ledger
 from trustbench.core.spec._spec import CandidateSpec, ExperimentSpec, RetryPolicy
-from trustbench.errors import InputError
+from trustbench.errors import InputError, did_you_mean
 from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
 from trustbench.providers._openai import OpenAIChatProvider
@@ -540,9 +540,9 @@ async def send_under_policy(
         window = await gate.acquire() if gate is not None else 0
         started_at = utc_now()
         started = time.perf_counter()
-        result: AttemptResult | None = None
+        ended: AttemptResult | None = None  # None for the gate: cancelled, says nothing of load
         try:
-            result = await provider.send(request, services.timeout_s)
+            result = ended = await provider.send(request, services.timeout_s)
         except asyncio.CancelledError:
             # A time limit, a failed preflight or a shutdown ended this call mid-flight: the
             # attempt happened, so it is recorded before the cancellation goes on.
@@ -550,7 +550,7 @@ async def send_under_policy(
             raise
         finally:
             if gate is not None:
-                gate.release(window, result)
+                gate.release(window, ended)
         record(kind, started_at, result)
         if result.error_class is None and result.reply is not None:
             return result
@@ -606,6 +606,30 @@ def check_credentials(candidates: list[CandidateSpec]) -> None:
                 "(an API key is one line; strip the trailing newline)",
                 location=where,
             )
+
+
+TRUSTBENCH_SETTINGS = frozenset({"inspect_model"})
+"""`settings` keys trustbench itself reads (the Inspect model name of an exported log)."""
+
+
+def unknown_settings(candidates: list[CandidateSpec]) -> list[str]:
+    """A warning per API candidate `settings` key that is not a request field of its API.
+
+    A typo (`temprature`) used to be frozen silently and sent as written, where most servers
+    ignore it: the run then measured the model at the server's default temperature. Warned, not
+    refused: a server may take fields no list here knows.
+    """
+    warnings = []
+    for candidate in candidates:
+        cls = provider_classes().get(candidate.kind)
+        known = getattr(cls, "request_fields", frozenset()) | TRUSTBENCH_SETTINGS
+        for key in sorted(set(candidate.settings or {}) - known):
+            warnings.append(
+                f"warning: candidate {candidate.name!r} settings key {key!r} is not a known "
+                f"{candidate.kind} request field{did_you_mean(key, known)} (sent as written; "
+                "servers usually ignore unknown fields)"
+            )
+    return warnings
 
 
 def build_provider(
