@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 
 from tests.rtb.test_review_track import small_corpus, spec_text
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, probe_reply
 
 from trustbench.core import (
     build_manifest,
@@ -116,3 +116,23 @@ def test_a_one_at_a_time_server_slower_than_four_in_flight_allow_completes_the_r
     assert concurrency["declared"] == 4 and concurrency["lowest"] <= 2
     first = concurrency["changes"][0]
     assert (first["from"], first["to"], first["reason"]) == (4, 2, "timeout")
+
+
+def test_a_server_that_cannot_answer_one_call_alone_stops_the_run_saying_so(
+    tmp_path: Path,
+) -> None:
+    # The short probe is answered; every trial's call takes longer than the timeout even alone.
+    small_corpus(tmp_path / "corpus")
+    with OpenAIServer(latency_s=1.0, one_at_a_time=True) as server:
+        server.script(lambda body, n: probe_reply(body))
+        candidate = (f'[[candidates]]\nname = "llm"\nkind = "openai_chat"\nmodel = "m"\n'
+                     f'base_url = "{server.base_url}"\n')  # fmt: skip
+        text = spec_text(candidate, extra="retry = { transport_max_retries = 0 }")
+        (tmp_path / "spec.toml").write_text(text.replace("timeout_s = 5.0", "timeout_s = 0.3"))
+        run_dir = tmp_path / "run"
+        write_manifest(build_manifest(tmp_path / "spec.toml"), run_dir)
+        summary = run_experiment(run_dir)
+    why = summary.stopped["llm"]
+    assert "did not answer ONE request within timeout_s = 0.3 s" in why
+    assert "3 calls in a row, each sent alone" in why and "not known to be unreachable" in why
+    assert summary.completed == 0 and summary.failed < summary.planned  # the rest not run

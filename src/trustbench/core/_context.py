@@ -84,6 +84,12 @@ than TCP's one window, because every probe past a server's capacity costs a whol
 of each call then in flight."""
 
 
+ALONE_TIMEOUTS_TO_STOP = 3
+"""Calls in a row that timed out at a limit of one before the endpoint's candidates stop: the
+server cannot answer ONE request within `timeout_s`, so every further call would only wait out
+its timeout (the preflight's short probe may still have passed)."""
+
+
 class AdaptiveConcurrency:
     """Calls in flight to one endpoint, adapted to what the server answers in time (AIMD).
 
@@ -110,6 +116,8 @@ class AdaptiveConcurrency:
         """Each change: `{"from", "to", "reason", "at_call"}` (`at_call`: calls finished)."""
         self.on_change: Callable[[dict[str, Any]], None] | None = None
         """Called with each change as it happens (the runner records it in the ledger)."""
+        self.alone_timeouts = 0
+        """Calls in a row that timed out while the limit was one (reset by any answer)."""
         self._window = 0
         self._answered_in_a_row = 0
         self._finished = 0
@@ -149,6 +157,10 @@ class AdaptiveConcurrency:
 
     def _adapt(self, window: int, result: AttemptResult) -> None:
         overloaded = result.error_class in OVERLOAD_SIGNS or result.http_status == 503
+        if result.error_class == "timeout" and self.limit == 1:
+            self.alone_timeouts += 1
+        elif result.error_class is None:
+            self.alone_timeouts = 0
         if overloaded:
             self._answered_in_a_row = 0
             if window == self._window and self.limit > 1:
@@ -162,6 +174,18 @@ class AdaptiveConcurrency:
         if self._answered_in_a_row >= wanted and self.limit < self.ceiling:
             self._answered_in_a_row = 0
             self._change(self.limit + 1, f"{wanted} calls in a row answered")
+
+    def stop_reason(self, timeout_s: float) -> str | None:
+        """Why this endpoint's candidates stop (the server cannot answer one call), or None."""
+        if self.alone_timeouts < ALONE_TIMEOUTS_TO_STOP:
+            return None
+        return (
+            f"the server at {self.endpoint} did not answer ONE request within timeout_s = "
+            f"{timeout_s:g} s: {self.alone_timeouts} calls in a row, each sent alone "
+            "(concurrency 1), timed out. It is slow or stalled, not known to be unreachable: "
+            "raise timeout_s (quick paths: --timeout) or lower max_tokens; the remaining "
+            "trials were not run"
+        )
 
     def _change(self, to: int, reason: str) -> None:
         change = {"from": self.limit, "to": to, "reason": reason, "at_call": self._finished}

@@ -296,12 +296,22 @@ class _Execution:
             self.services.retries += retries
         self.ledger.anchor()
         self._watch_client_errors(key.candidate, row)
+        self._watch_unanswered_calls(key.candidate)
         self.done += 1
         if row["status"] == "completed":
             self.completed += 1
         else:
             self.failed += 1
         self.progress.update(self.done, self.failed, self.services.retries)
+
+    def _watch_unanswered_calls(self, candidate: str) -> None:
+        """Stop a candidate whose server cannot answer one call alone within the timeout."""
+        provider = self.providers.get(candidate)
+        gate = self.services.concurrency.get(provider.endpoint or "") if provider else None
+        why = gate.stop_reason(self.services.timeout_s) if gate is not None else None
+        if why is not None and candidate not in self.stopped:
+            self.stopped[candidate] = why
+            self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
 
     def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
         seen = self.first_errors.setdefault(candidate, [])

@@ -196,7 +196,9 @@ def freeze_run_report(run_dir: Path, spec_text: str, *, limit: int | None) -> No
         if note is not None:
             typer.echo(f"note: {note}")
         write_manifest(build_manifest(spec), run_dir)
-        run_experiment(run_dir, default_progress(), limit=limit, preflight=True)
+        summary = run_experiment(run_dir, default_progress(), limit=limit, preflight=True)
+    for name, why in summary.stopped.items():
+        typer.echo(f"candidate {name!r} stopped: {why}", err=True)
     report_exit(report_run(run_dir))
 
 
