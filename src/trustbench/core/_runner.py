@@ -455,8 +455,6 @@ async def _run_into_ledger(
             }
             _share_rate_limits(spec, providers, services)
             _adapt_concurrency(spec, providers, services, ledger)
-            if probe and remaining:  # alone, before any trial: never queued behind one
-                await preflight(spec, providers, services, structured(track, spec))
             execution = _Execution(
                 manifest,
                 track,
@@ -484,6 +482,8 @@ async def _run_into_ledger(
                 },
             )
             ledger.anchor(force=True)
+            if probe and remaining:  # alone, before any trial: never queued behind one
+                await preflight(spec, providers, services, structured(track, spec))
             progress.start(planned, finished_before)
             execution.done = finished_before
             workers_wanted = min(spec.concurrency, len(remaining))
