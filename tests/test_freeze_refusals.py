@@ -365,3 +365,23 @@ def test_track_option_numbers_of_the_right_type_still_freeze(
     spec.write_text(TRACK_SPECS[track].format(option=option), encoding="utf-8")
     code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
     assert code == 0, message
+
+
+def test_a_settings_key_typo_is_warned_at_freeze_naming_the_closest_request_field(
+    tmp_path: Path,
+) -> None:
+    from tests.rtb.test_review_track import small_corpus, spec_text
+
+    small_corpus(tmp_path / "corpus")
+    candidate = (
+        '[[candidates]]\nname = "llm"\nkind = "openai_chat"\nmodel = "m"\n'
+        'base_url = "http://127.0.0.1:9/v1"\n'
+        'settings = { temprature = 0.0, max_tokens = 5, top_k = 4, inspect_model = "x/m" }\n'
+    )
+    (tmp_path / "spec.toml").write_text(spec_text(candidate))
+    code, output = invoke("freeze", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "run"))
+    assert code == 0, output  # warned, not refused: a server may take fields no list knows
+    flat = " ".join(output.split())
+    assert "settings key 'temprature' is not a known openai_chat request field" in flat
+    assert "did you mean 'temperature'?" in flat
+    assert flat.count("warning:") == 1  # max_tokens, top_k and inspect_model are known

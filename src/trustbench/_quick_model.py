@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +28,16 @@ PROVIDERS = {"openai": "openai_chat", "anthropic": "anthropic_messages"}
 
 SPEC_FILE = "spec.toml"
 """The spec a quick path writes into the run folder (and freezes)."""
+
+LOCAL_SERVERS = {
+    "ollama": 11434,
+    "vllm": 8000,
+    "lmstudio": 1234,
+    "llamacpp": 8080,
+    "llama.cpp": 8080,
+}
+"""Local servers users name as a provider, with the port each serves its OpenAI-compatible API on
+by default: they speak `openai`, at `http://127.0.0.1:PORT/v1`."""
 
 
 def toml_string(value: str) -> str:
@@ -45,6 +59,13 @@ def parse_model(model: str) -> tuple[str, str]:
             f"{', '.join(PROVIDERS)})",
             location="--model",
         )
+    if provider.lower() in LOCAL_SERVERS:
+        port = LOCAL_SERVERS[provider.lower()]
+        raise InputError(
+            f"{provider} serves the OpenAI chat API: use --model openai/{name} --base-url "
+            f"http://127.0.0.1:{port}/v1 ({provider}'s default port; no key is sent)",
+            location="--model",
+        )
     if provider not in PROVIDERS:
         raise InputError(
             f"unknown provider {provider!r}{did_you_mean(provider, PROVIDERS)} (known: "
@@ -52,6 +73,72 @@ def parse_model(model: str) -> tuple[str, str]:
             location="--model",
         )
     return PROVIDERS[provider], name
+
+
+def check_api_key_env(value: str | None) -> None:
+    """Refuse an `--api-key-env` value that is a key rather than a variable's name.
+
+    Called before anything is written: a key pasted here used to land in `spec.toml` before the
+    freeze refused it (the spec's own check, `looks_like_a_key`, is the one applied here). The
+    value is never quoted back.
+
+    Raises:
+        InputError: the value looks like a key, or is not a variable name at all.
+    """
+    from trustbench.core import looks_like_a_key
+
+    if value is None:
+        return
+    key_like = looks_like_a_key(value)
+    if not key_like and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        return
+    raise InputError(
+        f"--api-key-env takes the NAME of the variable holding the key (e.g. OPENAI_API_KEY), "
+        f"not the key: the value given ({len(value)} characters, not shown) "
+        f"{'looks like a key' if key_like else 'is not a variable name'}. Nothing was written; "
+        "export the key (export MY_KEY=...) and pass --api-key-env MY_KEY",
+        location="--api-key-env",
+    )
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """How a quick path calls the server (`--timeout`, `--concurrency`, `--max-tokens`, ...).
+
+    None keeps the quick path's (or the built-in spec's) own value; `--extraction` is passed
+    through as given.
+    """
+
+    timeout_s: float | None = None
+    """The spec's `timeout_s` (one call)."""
+    concurrency: int | None = None
+    """The spec's `concurrency` (the ceiling of the adaptive limit)."""
+    max_tokens: int | None = None
+    """The candidate's `settings.max_tokens`."""
+    extraction: str | None = None
+    """`[track_options] answer_extraction`, passed through as given (the track checks it)."""
+
+
+def with_top_level(text: str, settings: dict[str, float | int | None]) -> str:
+    """The spec `text` with each given top-level key set (replaced where it is, else added).
+
+    Top-level keys are those before the first table header; a new one goes right after the
+    `track = ...` line. None values are left as the spec has them.
+    """
+    lines = text.split("\n")
+    first_table = next((i for i, line in enumerate(lines) if line.startswith("[")), len(lines))
+    for key, value in settings.items():
+        if value is None:
+            continue
+        line = f"{key} = {value!r}"
+        found = [i for i in range(first_table) if re.match(rf"{key}\s*=", lines[i])]
+        if found:
+            lines[found[0]] = line
+            continue
+        after = next((i for i in range(first_table) if lines[i].startswith("track")), -1)
+        lines.insert(after + 1, line)
+        first_table += 1
+    return "\n".join(lines)
 
 
 def candidate_name(model: str) -> str:
@@ -86,6 +173,84 @@ def candidate_lines(
     return lines
 
 
+def next_free_folder(first: Path) -> Path:
+    """`first`, or the first of `first-2`, `first-3`, ... that is absent or empty.
+
+    An earlier run's folder is evidence: a new run never writes into it (`demo` and `--new`).
+    """
+    candidate, number = first, 1
+    while candidate.exists() and any(candidate.iterdir()):
+        number += 1
+        candidate = first.with_name(f"{first.name}-{number}")
+    return candidate
+
+
+def quick_folder(default: Path, out: Path | None, *, new: bool) -> Path:
+    """The run folder of a quick path: `--out` or the default, or (with `--new`) the next free one.
+
+    Rerunning a quick command resumes its folder (a `--limit` run goes on; a finished one is
+    reported again, `finished_note`); `--new` measures again into a folder of its own.
+    """
+    folder = out if out is not None else default
+    return next_free_folder(folder) if new else folder
+
+
+def finished_note(run_dir: Path) -> str | None:
+    """What to say when `run_dir` already holds a complete run (its record says so), else None.
+
+    The rerun then sends nothing: the same spec on a finished folder has nothing left to run,
+    and the report is of the earlier results. Said before the run, so a user who changed the
+    server behind the same `--base-url` knows those results are not the new server's.
+    """
+    record = run_dir / "record.json"
+    try:
+        complete = json.loads(record.read_text(encoding="utf-8")).get("complete") is True
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not complete:
+        return None
+    again = next_free_folder(run_dir)
+    return (
+        f"{run_dir} already holds a finished run of this command: reporting it again, nothing "
+        f"is sent. To measure again (e.g. after changing the server) add --new to the same "
+        f"command: it writes {again}"
+    )
+
+
+@contextmanager
+def removed_if_refused(run_dir: Path, *, made_here: bool | None = None) -> Iterator[None]:
+    """Remove the run folder this command made when it is refused before anything was sent.
+
+    A failed attempt (an unset key, a bad URL found by the preflight, a refused freeze) used to
+    leave a `spec.toml` that refused the corrected command ("a different spec"). A folder that
+    existed before, or where any attempt was recorded, is kept: it may be evidence.
+    `made_here`: whether this command made the folder (None: it does so inside the block).
+    """
+    from trustbench.errors import TrustbenchError
+
+    if made_here is None:
+        made_here = not run_dir.exists()
+    try:
+        yield
+    except TrustbenchError:
+        if made_here and not _attempt_recorded(run_dir):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _attempt_recorded(run_dir: Path) -> bool:
+    """Whether the folder's ledger holds any attempt or trial (no ledger: none)."""
+    if not (run_dir / "ledger.sqlite").exists():
+        return False
+    from trustbench.core import read_ledger
+
+    try:
+        ledger = read_ledger(run_dir)
+    except Exception:  # an unreadable ledger: keep the folder (it is not ours to judge)
+        return True
+    return bool(ledger.attempts or ledger.trials)
+
+
 def write_quick_spec(run_dir: Path, text: str) -> Path:
     """Write the spec into a new run folder (an earlier identical one is kept and resumed).
 
@@ -98,7 +263,8 @@ def write_quick_spec(run_dir: Path, text: str) -> Path:
     if path.exists():
         if path.read_text(encoding="utf-8") != text:
             raise InputError(
-                f"{SPEC_FILE} there is a different spec; name a new folder with --out",
+                f"{SPEC_FILE} there is a different spec; add --new (the next free folder) or "
+                "name a new folder with --out",
                 location=str(run_dir),
             )
         return path
@@ -148,3 +314,42 @@ def api_key_env_option(default_keys: str, prefix: str = "") -> Any:
             "a --base-url server gets none).",
         ),
     )
+
+
+Timeout = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        min=0.001,
+        help="Seconds one call may take (timeout_s; rtb default 120): a slow local server "
+        "needs more.",
+    ),
+]
+"""`--timeout S`: the spec's `timeout_s` (per call)."""
+
+Concurrency = Annotated[
+    int | None,
+    typer.Option(
+        "--concurrency",
+        min=1,
+        help="Calls in flight at most (rtb default 4; a ceiling, halved while the server "
+        "times out or answers 429/503). 1 for a server that answers one request at a time.",
+    ),
+]
+"""`--concurrency N`: the spec's `concurrency`, the ceiling of the adaptive limit."""
+
+MaxTokens = Annotated[
+    int | None,
+    typer.Option("--max-tokens", min=1, help="Completion token limit of each call."),
+]
+"""`--max-tokens N`: the candidate's `settings.max_tokens` (default: the track's)."""
+
+New = Annotated[
+    bool,
+    typer.Option(
+        "--new",
+        help="Measure again into the next free folder (RUN-2, RUN-3, ...) instead of "
+        "resuming or re-reporting RUN.",
+    ),
+]
+"""`--new`: a fresh run folder, never the earlier run's."""

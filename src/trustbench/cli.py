@@ -36,9 +36,13 @@ app = typer.Typer(
 )
 
 
+VERSION_LINE = f"trustbench {__version__}"
+"""What `--version` and `version` print: one string, so a script reading either reads the same."""
+
+
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"trustbench {__version__}")
+        typer.echo(VERSION_LINE)
         raise typer.Exit()
 
 
@@ -61,8 +65,8 @@ register_interop_commands(app)
 
 @app.command()
 def version() -> None:
-    """Print the trustbench version."""
-    typer.echo(__version__)
+    """Print the trustbench version (as `--version` does)."""
+    typer.echo(VERSION_LINE)
 
 
 @app.command()

@@ -52,11 +52,9 @@ def default_out(cwd: Path) -> Path:
 
     An earlier demo's outputs are evidence: a second demo never writes over them.
     """
-    candidate, number = cwd / DEFAULT_OUT, 1
-    while candidate.exists() and any(candidate.iterdir()):
-        number += 1
-        candidate = cwd / f"{DEFAULT_OUT}-{number}"
-    return candidate
+    from trustbench._quick_model import next_free_folder
+
+    return next_free_folder(cwd / DEFAULT_OUT)
 
 
 def demo_corpus_root() -> Path:

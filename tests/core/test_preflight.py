@@ -1,6 +1,6 @@
-"""Preflight: one small request per API candidate beside the first trials, never a trial.
+"""Preflight: one small request per API candidate, alone before the first trial, never a trial.
 
-No trial finishes before the probes pass; a failed probe stops the run with none finished.
+No trial is sent before the probes pass; a failed probe stops the run with none sent.
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ def _frozen(
     base_url: str,
     options: str = "",
     retry: str = "retry = { transport_max_retries = 0 }",
+    timeout_s: float = 5.0,
 ) -> Path:
     small_corpus(tmp_path / "corpus")
     text = spec_text(_llm(base_url), extra=retry)
+    text = text.replace("timeout_s = 5.0", f"timeout_s = {timeout_s}")
     if options:
         text = text.replace("[track_options]\n", f"[track_options]\n{options}\n")
     (tmp_path / "spec.toml").write_text(text)
@@ -74,39 +76,31 @@ def test_a_model_id_typo_stops_the_run_with_no_trial_finished_and_the_servers_me
     assert sum(_is_probe(r.body) for r in openai_server.requests) == 1
 
 
-def test_the_trials_sent_beside_a_failed_preflight_are_never_counted_and_later_abandoned(
+def test_a_failed_preflight_sends_no_trial_request(
     tmp_path: Path,
     openai_server: OpenAIServer,  # noqa: F811
 ) -> None:
-    # The probe fails late, after the first trials' requests were answered: they wait, unfinished.
+    # The probe goes out alone and fails: no trial was sent, so none waits in the ledger.
     def late_probe(body: Any, n: int) -> Behaviour:
         if _is_probe(body):
-            return Behaviour("status", status=404, body=NOT_FOUND, latency_s=0.5)
+            return Behaviour("status", status=404, body=NOT_FOUND, latency_s=0.2)
         return reply("not a finding")
 
     openai_server.script(late_probe)
     run_dir = _frozen(tmp_path, openai_server.base_url)
     assert invoke("run", str(run_dir), "--quiet")[0] == 2
-    first = read_ledger(run_dir)
-    assert first.trials == [] and first.attempts  # sent, recorded, not finished
-    assert invoke("run", str(run_dir), "--quiet")[0] == 2
     ledger = read_ledger(run_dir)
-    abandoned = {
-        (data["trial_id"], data["execution"])
-        for data in (json.loads(e["data"]) if isinstance(e["data"], str) else e["data"]
-                     for e in ledger.events if e["kind"] == "execution_abandoned")
-    }  # fmt: skip
-    assert ledger.trials == []
-    assert {(a["trial_id"], a["execution"]) for a in first.attempts} <= abandoned
+    assert ledger.trials == [] and ledger.attempts == []
+    assert all(_is_probe(r.body) for r in openai_server.requests)
 
 
-def test_the_first_trials_go_out_while_the_probe_is_in_flight_and_finish_after_it(
+def test_the_probe_goes_out_alone_and_every_trial_after_its_answer(
     tmp_path: Path,
     openai_server: OpenAIServer,  # noqa: F811
 ) -> None:
-    # A slow probe costs the run no round trip of its own: trial requests arrive before its
-    # answer, and no trial row enters the ledger's chain before the probe's event.
-    probe_latency = 1.0
+    # On a server that answers one request at a time, a probe sent beside the trials queued
+    # behind them (issue 55): it is answered before the first trial request arrives.
+    probe_latency = 0.3
     arrivals: dict[str, list[float]] = {"probe": [], "trial": []}
 
     def slow_probe(body: Any, n: int) -> Behaviour:
@@ -118,11 +112,23 @@ def test_the_first_trials_go_out_while_the_probe_is_in_flight_and_finish_after_i
     code, out = invoke("run", str(run_dir), "--quiet")
     assert code in (0, 1), out
     (probe_at,) = arrivals["probe"]
-    assert any(at < probe_at + probe_latency / 2 for at in arrivals["trial"])
+    assert arrivals["trial"] and min(arrivals["trial"]) >= probe_at + probe_latency
     ledger = read_ledger(run_dir)
     (passed,) = [e for e in ledger.events if e["kind"] == "preflight"]
-    assert ledger.trials
     assert all(t["seq"] > passed["seq"] for t in ledger.trials)
+
+
+def test_a_probe_with_no_answer_within_the_timeout_stops_the_run_saying_the_server_is_slow(
+    tmp_path: Path,
+    openai_server: OpenAIServer,  # noqa: F811
+) -> None:
+    openai_server.script(lambda body, n: reply("ready", latency_s=1.0) if _is_probe(body) else None)
+    run_dir = _frozen(tmp_path, openai_server.base_url, timeout_s=0.3)
+    code, message = invoke("run", str(run_dir), "--quiet")
+    assert code == 2
+    assert "did not answer one request within timeout_s = 0.3 s" in message
+    assert "sent alone" in message and "unreachable" in message  # "not known to be unreachable"
+    assert read_ledger(run_dir).attempts == []
 
 
 def test_no_preflight_runs_the_trials_to_their_recorded_failure(

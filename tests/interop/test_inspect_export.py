@@ -192,3 +192,19 @@ def test_a_failed_trial_is_exported_as_a_sample_with_its_error(
     log = inspect_log.read_eval_log(str(tmp_path / "logs" / "llm.eval"))
     failed = [s for s in log.samples if s.error is not None]
     assert len(failed) == 1 and failed[0].metadata["error_class"] == "server_error"
+
+
+def test_a_limit_run_is_exported_incomplete_as_its_record_would_say(tmp_path: Path) -> None:
+    from tests.rtb.test_review_track import inprocess, small_corpus
+
+    from trustbench.core import build_manifest, run_experiment, write_manifest
+
+    small_corpus(tmp_path / "corpus")
+    (tmp_path / "spec.toml").write_text(spec_text(inprocess("ref", "reference-policy")))
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(tmp_path / "spec.toml"), run_dir)
+    run_experiment(run_dir, limit=2)  # verifies clean, but 2 of the plan's trials only
+    code, output = invoke("export-inspect", str(run_dir), "--out", str(tmp_path / "logs"))
+    assert code == 0, output
+    log = inspect_log.read_eval_log(str(tmp_path / "logs" / "ref.eval"))
+    assert log.status != "success" and log.eval.metadata["complete"] is False

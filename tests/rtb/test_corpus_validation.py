@@ -60,10 +60,20 @@ def assert_fails_naming(corpus: Path, *expected: str) -> str:
     return output
 
 
-def test_builtin_corpus_validate_command_exits_zero() -> None:
+def test_validate_without_corpus_checks_the_default_corpus_and_the_starter_when_named() -> None:
+    from trustbench.rtb.corpus._load import DEFAULT_VERSION, builtin_corpus_root
+
     code, output = run_cli(["rtb", "validate"])
     assert code == 0, output
-    assert "valid:" in output and "permit 20" in " ".join(output.split())
+    assert f"valid: {builtin_corpus_root(DEFAULT_VERSION)} " in " ".join(output.split())
+    code, output = run_cli(["rtb", "validate", "--corpus", "builtin:v0.1"])
+    assert code == 0, output
+    assert "valid:" in output and "permit 20" in " ".join(output.split())  # the starter's grid
+
+
+def test_an_unknown_builtin_corpus_is_refused_naming_the_known_ones() -> None:
+    code, output = run_cli(["rtb", "validate", "--corpus", "builtin:v9"])
+    assert code == 2 and "builtin:v0.1" in output
 
 
 def test_unchanged_copy_of_builtin_corpus_validates() -> None:

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import trustbench.rtb.corpus as corpus_package
@@ -78,3 +79,21 @@ def test_rtb_audit_on_a_five_case_corpus_fails_with_reasons_not_a_traceback() ->
     assert result.exit_code == 1, result.output
     assert isinstance(result.exception, (SystemExit, CheckFailed)), result.exception
     assert "learned attacker" in result.output
+
+
+def test_audit_without_corpus_reads_the_default_corpus_and_the_starter_only_when_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trustbench.rtb.corpus._load import DEFAULT_VERSION, builtin_corpus_root
+    from trustbench.rtb.heldout import _pipeline
+
+    audited: list[Path] = []
+
+    def stop_at_the_corpus(path: Path, key: object, what: str) -> None:
+        audited.append(path)
+        raise CheckFailed("stopped here: the test needs only the corpus")
+
+    monkeypatch.setattr(_pipeline, "corpus_with_labels", stop_at_the_corpus)
+    CliRunner().invoke(app, ["rtb", "audit"])
+    CliRunner().invoke(app, ["rtb", "audit", "--corpus", "builtin:v0.1"])
+    assert audited == [builtin_corpus_root(DEFAULT_VERSION), builtin_corpus_root("0.1")]

@@ -120,3 +120,103 @@ def test_the_quick_path_grades_the_final_answer_after_the_reasoning() -> None:
 
     spec = tomllib.loads(QUICK.spec_text("openai/m", base_url="http://127.0.0.1:9/v1"))
     assert spec["track_options"]["answer_extraction"] == "final_json_object"
+
+
+def test_the_quick_options_reach_the_spec_it_freezes() -> None:
+    from trustbench._quick_model import CallLimits
+    from trustbench.rtb.review._quick import QUICK
+
+    call = CallLimits(timeout_s=7.5, concurrency=1, max_tokens=64, extraction="any-value")
+    data = tomllib.loads(QUICK.spec_text("openai/m", base_url="http://h/v1", call=call))
+    assert (data["timeout_s"], data["concurrency"]) == (7.5, 1)
+    assert data["candidates"][0]["settings"]["max_tokens"] == 64
+    # The value set is the track's: the quick path passes the string through as given.
+    assert data["track_options"]["answer_extraction"] == "any-value"
+    assert "timeout" in data["retry"]["retry_on"]  # retried at the halved concurrency
+
+
+def test_extraction_is_refused_on_the_workflow_track_which_reads_tool_calls() -> None:
+    from trustbench._quick_model import CallLimits
+    from trustbench.errors import InputError
+    from trustbench.rtb.workflow._quick import QUICK
+
+    with pytest.raises(InputError, match="applies to `rtb review`"):
+        QUICK.spec_text("openai/m", call=CallLimits(extraction="fenced"))
+
+
+@pytest.mark.parametrize(
+    "value", ["sk-proj-4f9Qx2LmT8vB7nK3pZ1wY6cR", "a8F3kL9mQ2xZ7pV4tW1nB6yH5jD0sG3e"]
+)
+def test_a_key_pasted_into_api_key_env_is_refused_before_anything_is_written(
+    tmp_path: Path, value: str
+) -> None:
+    run = tmp_path / "r"
+    code, message = invoke(
+        "rtb", "review", "--model", "openai/m", "--api-key-env", value, "--out", str(run)
+    )
+    assert code == 2 and "--api-key-env takes the NAME" in message
+    assert value not in message and not run.exists()
+
+
+@pytest.mark.parametrize(
+    ("server", "port"), [("ollama", 11434), ("vllm", 8000), ("lmstudio", 1234)]
+)
+def test_a_local_server_named_as_provider_gets_the_openai_command(
+    tmp_path: Path, server: str, port: int
+) -> None:
+    code, message = invoke(
+        "rtb", "review", "--model", f"{server}/llama3", "--out", str(tmp_path / "r")
+    )
+    assert code == 2
+    assert f"use --model openai/llama3 --base-url http://127.0.0.1:{port}/v1" in message
+
+
+def test_a_failed_preflight_leaves_nothing_that_blocks_the_corrected_command(
+    openai_server: OpenAIServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The base URL lacks /v1: the server answers 404 at /chat/completions; the corrected
+    # command reaches it (and is refused for its key, with a hint naming the variable).
+    monkeypatch.setenv("LOCAL_KEY", "wrong")
+    openai_server.script(
+        lambda body, n: Behaviour("status", status=404 if n == 1 else 401, body="{}")
+    )
+    run = tmp_path / "run"
+    args = ["rtb", "review", "--model", "openai/m", "--out", str(run), "--api-key-env", "LOCAL_KEY"]
+    code, message = invoke(*args, "--base-url", openai_server.root_url)
+    assert code == 2 and f"try {openai_server.root_url}/v1" in message
+    assert not run.exists()
+    code, message = invoke(*args, "--base-url", openai_server.base_url)
+    assert code == 2 and "different spec" not in message
+    assert "HTTP 401" in message and "$LOCAL_KEY" in message
+    assert [r.path for r in openai_server.requests] == [
+        "/chat/completions", "/v1/chat/completions",
+    ]  # fmt: skip
+
+
+def test_new_names_the_next_free_folder_and_never_an_earlier_run(tmp_path: Path) -> None:
+    from trustbench._quick_model import quick_folder
+
+    default = tmp_path / "runs" / "review-m"
+    assert quick_folder(default, None, new=True) == default  # nothing there yet
+    default.mkdir(parents=True)
+    (default / "spec.toml").write_text("")
+    assert quick_folder(default, None, new=False) == default  # rerun: resume or re-report
+    assert quick_folder(default, None, new=True) == tmp_path / "runs" / "review-m-2"
+    given = tmp_path / "mine"
+    assert quick_folder(default, given, new=True) == given
+
+
+def test_a_finished_folder_is_reported_again_saying_so_and_offering_new(tmp_path: Path) -> None:
+    from trustbench._quick_model import finished_note
+
+    run = tmp_path / "run"
+    run.mkdir()
+    assert finished_note(run) is None
+    (run / "record.json").write_text('{"complete": false}')
+    assert finished_note(run) is None  # a --limit run: the rerun goes on with it
+    (run / "record.json").write_text('{"complete": true}')
+    note = finished_note(run) or ""
+    assert "already holds a finished run" in note and "nothing is sent" in note
+    assert "--new" in note and str(tmp_path / "run-2") in note

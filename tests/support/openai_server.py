@@ -21,6 +21,7 @@ Endpoints: `POST /v1/chat/completions` (OpenAI shape, logprobs when asked, tool 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 from collections import deque
@@ -162,7 +163,14 @@ class OpenAIServer:
     """Delay added to every default reply."""
     strict_anthropic: bool = False
     """Answer 400 to a `/messages` request that breaks the Anthropic API's shape rules."""
+    one_at_a_time: bool = False
+    """Serve requests one at a time, in arrival order, as a single-slot local server does
+    (llama.cpp with one slot, `transformers serve`); a request whose client closed its
+    connection while it waited or was being answered is dropped, as such servers abort it."""
+    dropped: int = 0
+    """Requests dropped because their client had closed the connection (`one_at_a_time`)."""
     requests: list[RecordedRequest] = field(default_factory=list)
+    _serving: asyncio.Lock | None = None
     _queues: dict[str, deque[Behaviour]] = field(default_factory=dict)
     _script: Callable[[Any, int], Behaviour | None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -263,12 +271,43 @@ class OpenAIServer:
                     self.requests.append(RecordedRequest(path, headers, body))
                     number = len(self.requests)
                 behaviour = self._choose(body, number)
-                if not await self._respond(writer, path, body, behaviour):
+                if self.one_at_a_time:
+                    if not await self._respond_in_turn(reader, writer, path, body, behaviour):
+                        return
+                elif not await self._respond(writer, path, body, behaviour):
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
+
+    async def _respond_in_turn(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        path: str,
+        body: Any,
+        behaviour: Behaviour,
+    ) -> bool:
+        """Answer when no other request is being answered; drop it if its client went away."""
+        if self._serving is None:
+            self._serving = asyncio.Lock()
+        async with self._serving:
+            if reader.at_eof():  # the client closed while this request waited its turn
+                self.dropped += 1
+                return False
+            # The work takes `latency_s`; a client that closes meanwhile ends it (b"" read: EOF).
+            working = asyncio.ensure_future(asyncio.sleep(behaviour.latency_s))
+            closed = asyncio.ensure_future(reader.read(1))
+            await asyncio.wait({working, closed}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (working, closed):
+                task.cancel()
+            await asyncio.gather(working, closed, return_exceptions=True)
+            if closed.done() and not closed.cancelled():
+                self.dropped += 1
+                return False
+            answer = dataclasses.replace(behaviour, latency_s=0.0)
+            return await self._respond(writer, path, body, answer)
 
     async def _respond(
         self, writer: asyncio.StreamWriter, path: str, body: Any, behaviour: Behaviour

@@ -189,6 +189,9 @@ def test_the_default_spec_is_the_smoke_spec_with_the_model_as_its_last_candidate
         (["--model", "opnai/x"], "did you mean 'openai'?"),
         (["--model", "gpt-4o"], "must be PROVIDER/NAME"),
         (["--base-url", "http://127.0.0.1:9"], "only go with --model"),
+        (["--timeout", "5"], "only go with --model"),
+        (["--model", "ollama/llama3"], "openai/llama3 --base-url http://127.0.0.1:11434/v1"),
+        (["--model", "openai/x", "--api-key-env", "sk-4f9Qx2LmT8vB7nK3pZ1w"], "not the key"),
         ([], "name the run folder with --out"),
     ],
 )
@@ -199,3 +202,15 @@ def test_bad_model_options_are_refused_with_the_fix(
     code, message = invoke("trb", "run", *args)
     assert code == 2 and expected in message, message
     assert not (tmp_path / "runs").exists()
+
+
+def test_timeout_and_concurrency_set_the_copied_specs_top_level_keys(tmp_path: Path) -> None:
+    from trustbench._quick_model import CallLimits
+    from trustbench.trb._quick import QuickOptions, spec_and_folder
+
+    quick = QuickOptions("openai/m", call=CallLimits(timeout_s=300.0, concurrency=2))
+    written, folder, made_here = spec_and_folder("smoke", tmp_path / "run", quick)
+    assert made_here and folder == tmp_path / "run"
+    data = tomllib.loads(written.read_text())
+    assert (data["timeout_s"], data["concurrency"]) == (300.0, 2)  # smoke says concurrency = 1
+    assert data["track"] == "profile" and data["candidates"][-1]["model"] == "m"

@@ -85,6 +85,7 @@ from trustbench.core.spec._spec import (
     load_spec,
     parse_spec,
 )
+from trustbench.core.spec._values import looks_like_a_key
 
 __all__ = [
     "BUILTIN_TRACKS",
@@ -141,6 +142,7 @@ __all__ = [
     "load_public_key",
     "load_spec",
     "load_track",
+    "looks_like_a_key",
     "not_evaluable_reason",
     "not_evaluable_subjects",
     "open_envelope",

@@ -86,7 +86,7 @@ def run_spec(
         base_dir: Folder relative paths in the spec are relative to (default: the spec file's
             folder, or the current folder for a mapping).
         progress: Where progress goes (default: nowhere).
-        preflight: Probe every API candidate once, beside the first trials (as `trustbench
+        preflight: Probe every API candidate once, alone, before the first trial (as `trustbench
             run` does; `run_experiment`'s argument of the same name).
 
     Returns:

@@ -25,7 +25,7 @@ from trustbench.core._clock import utc_now
 from trustbench.core._track import TrialKey
 from trustbench.core.ledger._store import Ledger
 from trustbench.core.spec._spec import CandidateSpec, ExperimentSpec, RetryPolicy
-from trustbench.errors import InputError
+from trustbench.errors import InputError, did_you_mean
 from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
 from trustbench.providers._openai import OpenAIChatProvider
@@ -42,7 +42,6 @@ from trustbench.providers._types import (
 if TYPE_CHECKING:
     import asyncio
 
-    from trustbench.core._track import Track
     from trustbench.core.spec._manifest import Manifest
 
 
@@ -73,6 +72,127 @@ class TokenBucket:
         self._next = slot + 1.0 / self.rate
         if slot > now:
             await asyncio.sleep(slot - now)
+
+
+OVERLOAD_SIGNS = ("timeout", "rate_limited")
+"""Error classes that say the server has more than it can answer in time (with HTTP 503)."""
+
+
+RECOVERY_WINDOWS = 4
+"""Full windows (`limit` calls each) answered in a row before the limit grows by one: slower
+than TCP's one window, because every probe past a server's capacity costs a whole `timeout_s`
+of each call then in flight."""
+
+
+ALONE_TIMEOUTS_TO_STOP = 3
+"""Calls in a row that timed out at a limit of one before the endpoint's candidates stop: the
+server cannot answer ONE request within `timeout_s`, so every further call would only wait out
+its timeout (the preflight's short probe may still have passed)."""
+
+
+class AdaptiveConcurrency:
+    """Calls in flight to one endpoint, adapted to what the server answers in time (AIMD).
+
+    The declared `concurrency` is a ceiling, not a target: a local server that answers one
+    request at a time queues the rest, and at 4 in flight with an 8 s server and a 10 s
+    timeout every request timed out (issue 55: 0 of 12 trials completed). As TCP's congestion
+    control does (additive increase, multiplicative decrease, RFC 5681), the limit halves when
+    a call shows overload (a timeout, a 429 or a 503) and grows by one after four windows
+    (`limit` calls each) in a row answered, never above the ceiling nor below one. Calls that
+    were in flight together when the server fell behind count as one sign: the limit halves
+    once per window (a call started before the last decrease cannot decrease it again), so
+    four timeouts of one burst make 4 -> 2, not 4 -> 1.
+
+    Every change is kept in `changes` (and recorded by the runner as a `concurrency_changed`
+    event, then in record.json), so a reader sees at which load the server kept up.
+    """
+
+    def __init__(self, endpoint: str, ceiling: int) -> None:
+        self.endpoint = endpoint
+        self.ceiling = max(ceiling, 1)
+        self.limit = self.ceiling
+        self.in_flight = 0
+        self.changes: list[dict[str, Any]] = []
+        """Each change: `{"from", "to", "reason", "at_call"}` (`at_call`: calls finished)."""
+        self.on_change: Callable[[dict[str, Any]], None] | None = None
+        """Called with each change as it happens (the runner records it in the ledger)."""
+        self.alone_timeouts = 0
+        """Calls in a row that timed out while the limit was one (reset by any answer)."""
+        self._window = 0
+        self._answered_in_a_row = 0
+        self._finished = 0
+        self._waiting: list[asyncio.Future[None]] = []
+
+    async def acquire(self) -> int:
+        """Wait for room under the limit; return the window the call starts in (for `release`)."""
+        import asyncio
+
+        while self.in_flight >= self.limit:
+            waiting = asyncio.get_running_loop().create_future()
+            self._waiting.append(waiting)
+            try:
+                await waiting
+            except asyncio.CancelledError:
+                self._wake()  # any room this caller was woken for goes to the next one
+                raise
+            finally:
+                if waiting in self._waiting:
+                    self._waiting.remove(waiting)
+        self.in_flight += 1
+        return self._window
+
+    def release(self, window: int, result: AttemptResult | None) -> None:
+        """The call that started in `window` ended with `result` (None: cancelled mid-flight)."""
+        self.in_flight -= 1
+        self._finished += 1
+        if result is not None:
+            self._adapt(window, result)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake as many waiting callers as there is room for (each checks again when it runs)."""
+        room = self.limit - self.in_flight
+        for waiting in [w for w in self._waiting if not w.done()][: max(room, 0)]:
+            waiting.set_result(None)
+
+    def _adapt(self, window: int, result: AttemptResult) -> None:
+        overloaded = result.error_class in OVERLOAD_SIGNS or result.http_status == 503
+        if result.error_class == "timeout" and self.limit == 1:
+            self.alone_timeouts += 1
+        elif result.error_class is None:
+            self.alone_timeouts = 0
+        if overloaded:
+            self._answered_in_a_row = 0
+            if window == self._window and self.limit > 1:
+                self._window += 1
+                self._change(max(self.limit // 2, 1), f"{result.error_class or 'HTTP 503'}")
+            return
+        if result.error_class is not None:
+            return  # a client error or a malformed reply says nothing about the load
+        self._answered_in_a_row += 1
+        wanted = RECOVERY_WINDOWS * self.limit
+        if self._answered_in_a_row >= wanted and self.limit < self.ceiling:
+            self._answered_in_a_row = 0
+            self._change(self.limit + 1, f"{wanted} calls in a row answered")
+
+    def stop_reason(self, timeout_s: float) -> str | None:
+        """Why this endpoint's candidates stop (the server cannot answer one call), or None."""
+        if self.alone_timeouts < ALONE_TIMEOUTS_TO_STOP:
+            return None
+        return (
+            f"the server at {self.endpoint} did not answer ONE request within timeout_s = "
+            f"{timeout_s:g} s: {self.alone_timeouts} calls in a row, each sent alone "
+            "(concurrency 1), timed out. It is slow or stalled, not known to be unreachable: "
+            "raise timeout_s (quick paths: --timeout) or lower max_tokens; the remaining "
+            "trials were not run"
+        )
+
+    def _change(self, to: int, reason: str) -> None:
+        change = {"from": self.limit, "to": to, "reason": reason, "at_call": self._finished}
+        self.limit = to
+        self.changes.append(change)
+        if self.on_change is not None:
+            self.on_change({"endpoint": self.endpoint, **change})
 
 
 def backoff_delay(
@@ -125,6 +245,8 @@ class RunServices:
     `api_key_env`, read from the environment once for the run."""
     limiters: dict[str, TokenBucket] = field(default_factory=dict)
     """Rate limiters by endpoint."""
+    concurrency: dict[str, AdaptiveConcurrency] = field(default_factory=dict)
+    """Calls in flight by endpoint, adapted to the server (none: in-process candidates)."""
     attempts: int = 0
     """Attempts recorded in this run session."""
     retries: int = 0
@@ -433,20 +555,26 @@ async def send_under_policy(
 
     policy = services.policy
     limiter = services.limiters.get(provider.endpoint) if provider.endpoint else None
+    gate = services.concurrency.get(provider.endpoint) if provider.endpoint else None
     kind = first_kind
     retry_number = 0
     while True:
         if limiter is not None:
             await limiter.acquire()
+        window = await gate.acquire() if gate is not None else 0
         started_at = utc_now()
         started = time.perf_counter()
+        ended: AttemptResult | None = None  # None for the gate: cancelled, says nothing of load
         try:
-            result = await provider.send(request, services.timeout_s)
+            result = ended = await provider.send(request, services.timeout_s)
         except asyncio.CancelledError:
             # A time limit, a failed preflight or a shutdown ended this call mid-flight: the
             # attempt happened, so it is recorded before the cancellation goes on.
             record(kind, started_at, cancelled(started))
             raise
+        finally:
+            if gate is not None:
+                gate.release(window, ended)
         record(kind, started_at, result)
         if result.error_class is None and result.reply is not None:
             return result
@@ -504,6 +632,30 @@ def check_credentials(candidates: list[CandidateSpec]) -> None:
             )
 
 
+TRUSTBENCH_SETTINGS = frozenset({"inspect_model"})
+"""`settings` keys trustbench itself reads (the Inspect model name of an exported log)."""
+
+
+def unknown_settings(candidates: list[CandidateSpec]) -> list[str]:
+    """A warning per API candidate `settings` key that is not a request field of its API.
+
+    A typo (`temprature`) used to be frozen silently and sent as written, where most servers
+    ignore it: the run then measured the model at the server's default temperature. Warned, not
+    refused: a server may take fields no list here knows.
+    """
+    warnings = []
+    for candidate in candidates:
+        cls = provider_classes().get(candidate.kind)
+        known = getattr(cls, "request_fields", frozenset()) | TRUSTBENCH_SETTINGS
+        for key in sorted(set(candidate.settings or {}) - known):
+            warnings.append(
+                f"warning: candidate {candidate.name!r} settings key {key!r} is not a known "
+                f"{candidate.kind} request field{did_you_mean(key, known)} (sent as written; "
+                "servers usually ignore unknown fields)"
+            )
+    return warnings
+
+
 def build_provider(
     candidate: CandidateSpec,
     session: HttpPool,
@@ -535,7 +687,7 @@ def build_provider(
 
 
 # ------------------------------------------------------------------------------------------------
-# Preflight: one small request per API candidate beside the first trials, failing fast.
+# Preflight: one small request per API candidate before the first trial, failing fast.
 #
 # A model-id typo used to run every planned trial to failure (720 of them, exit 3) while the
 # server's own message (`The model ... does not exist`, `Server is pinned to ...`) sat unread
@@ -548,13 +700,13 @@ def build_provider(
 # that accepts the field and ignores it (as `transformers serve` does, HTTP 200) returns free
 # text, and is refused.
 #
-# The probes go out with the first trials (each candidate's on a connection of its own), so
-# they add no round trip before the run: at 1.5 s a call, probing first made a short run wait
-# 1.5 s more (issue 35). No trial finishes until every probe passed (the runner holds each
-# finished trial back, `_runner._Execution.cleared`); a failed probe cancels the trials in
-# flight, so the run stops with no trial finished. Their requests were sent, though: up to
-# `concurrency` attempts stay in the ledger (error class `cancelled`, never `trial_timeout`),
-# never counted, and the next `run` marks their executions abandoned, as after a killed run.
+# The probes go out alone, before any trial (issue 55): sent beside the first trials, a probe
+# to a server that answers one request at a time queued behind them and failed its timeout
+# ("no complete response within 120 s", read as unreachable). Alone, it measures what it says:
+# whether the server answers ONE request within `timeout_s`; when it does not, the run stops
+# saying so (slow, not unreachable) before any trial is sent. A failed probe so leaves no trial
+# attempt behind. (Issue 35 had moved the probes beside the trials to save a round trip: one
+# short probe's latency, paid once per run.)
 #
 # A probe is sent under the spec's retry policy, through the same loop as a trial's call
 # (`_context.send_under_policy`): a 429 or a 5xx (any class in `retry_on`) is sent again after
@@ -595,6 +747,29 @@ def probe_schema(token: str) -> dict[str, Any]:
 def _message(result: AttemptResult) -> str:
     status = f"HTTP {result.http_status}, " if result.http_status is not None else ""
     return f"{status}{result.error_class}: {result.error_message or 'no message'}"
+
+
+def server_hint(candidate: Any, result: AttemptResult) -> str:
+    """What to try when the probe's HTTP status says the URL or the key is wrong ('' if none).
+
+    A 404 from a base URL without `/v1` is almost always the missing API prefix (local servers
+    serve `/v1/chat/completions`); a 401 or 403 is the key: unset, wrong, or not sent at all
+    (a `--base-url` server gets no key unless `api_key_env` names one).
+    """
+    base_url = str(candidate.base_url or "").rstrip("/")
+    if (
+        result.http_status == 404
+        and candidate.kind == "openai_chat"
+        and not base_url.endswith("/v1")
+    ):
+        return f"; hint: OpenAI-compatible servers answer under /v1: try {base_url}/v1"
+    if result.http_status in (401, 403):
+        if candidate.api_key_env:
+            return (f"; hint: the server refused the key in ${candidate.api_key_env}: check "
+                    "that variable holds this server's key")  # fmt: skip
+        return ("; hint: no key was sent (a --base-url server gets none): name the variable "
+                "holding it with --api-key-env (spec: api_key_env)")  # fmt: skip
+    return ""
 
 
 def honours_schema(text: str | None, token: str) -> bool:
@@ -661,11 +836,20 @@ async def _probe(
     ask = ChatRequest(messages=[{"role": "user", "content": _ASK}],
                       max_tokens=PROBE_MAX_TOKENS, temperature=0.0)  # fmt: skip
     result = await _send(provider, ask, services, _Recorder(services, candidate.name, "model"))
+    if result.error_class == "timeout":
+        raise InputError(
+            f"preflight: the server of candidate {candidate.name!r} ({candidate.base_url}) did "
+            f"not answer one request within timeout_s = {services.timeout_s:g} s: the probe "
+            f"(at most {PROBE_MAX_TOKENS} tokens) was sent alone, before any trial, and got no "
+            "complete response in that time. The server is slow or stalled, not known to be "
+            "unreachable: raise timeout_s (quick paths: --timeout) or free the server",
+            location=where,
+        )
     if result.error_class is not None or result.reply is None:
         raise InputError(
             f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
-            f"{candidate.base_url}) failed before any trial finished: {_message(result)} "
-            "(trustbench run --no-preflight skips this check)",
+            f"{candidate.base_url}) failed before any trial was sent: {_message(result)}"
+            f"{server_hint(candidate, result)} (trustbench run --no-preflight skips this check)",
             location=where,
         )
     if not structured_output:
@@ -810,46 +994,3 @@ def structured(track: Any, spec: ExperimentSpec) -> bool:
     """The track's own answer: does its spec declare server-side structured output?"""
     asks = getattr(track, "requires_structured_output", None)
     return bool(asks and asks(spec))
-
-
-def probe_connections(spec: ExperimentSpec, probing: bool) -> int:
-    """Connections the pool holds for the probes (one per API candidate) beside the trials'."""
-    return sum(c.kind in API_KINDS for c in spec.candidates) if probing else 0
-
-
-def start_preflight(
-    track: Track,
-    spec: ExperimentSpec,
-    providers: dict[str, ChatProvider | None],
-    services: RunServices,
-) -> asyncio.Task[None]:
-    """Start the preflight: a small request per API candidate (events), beside the first trials."""
-    import asyncio
-
-    return asyncio.create_task(preflight(spec, providers, services, structured(track, spec)))
-
-
-async def supervised(
-    workers: list[asyncio.Task[None]],
-    checking: asyncio.Task[None] | None,
-    cleared: asyncio.Event,
-) -> None:
-    """Wait for the workers, the preflight (when there is one) deciding first.
-
-    The first trials are sent while the preflight's probes are in flight, so the probes cost
-    no round trip of their own before the run; no trial finishes until they pass
-    (`_Execution.cleared`). A failed preflight (or an interrupted one) cancels every worker,
-    so the run stops with no trial finished, and its error is raised.
-    """
-    import asyncio
-
-    if checking is not None:
-        try:
-            await checking
-        except BaseException:
-            for worker in workers:
-                worker.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-            raise
-    cleared.set()  # before any worker ran, when there is no preflight
-    await asyncio.gather(*workers)

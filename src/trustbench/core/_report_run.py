@@ -11,6 +11,7 @@ unrun trials are "not run", never zero.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,6 +151,26 @@ def _graded(run_dir: Path, manifest: Manifest) -> tuple[LedgerContents, TrackAna
     return ledger, track.analyze(manifest, ledger)
 
 
+def _concurrency_record(manifest: Manifest, ledger: LedgerContents) -> dict[str, Any]:
+    """The declared concurrency and every change the run made to it (`concurrency_changed`).
+
+    The declared value is a ceiling: each endpoint's calls in flight halve on a timeout, 429 or
+    503 and grow back by one after as many answers in a row (`core._context.AdaptiveConcurrency`).
+    `lowest` is the smallest limit any endpoint ran under (the declared value when none changed).
+    """
+    changes = [
+        json.loads(event["data"]) if isinstance(event["data"], str) else event["data"]
+        for event in ledger.events
+        if event["kind"] == "concurrency_changed"
+    ]
+    declared = manifest.spec.concurrency
+    return {
+        "declared": declared,
+        "lowest": min([declared, *(change["to"] for change in changes)]),
+        "changes": changes,
+    }
+
+
 def report_run(
     run_dir: Path, *, sign_key: Path | None = None, out_dir: Path | None = None
 ) -> ReportResult:
@@ -243,6 +264,7 @@ def report_run(
         # Trials the run re-ran after a cut tail (`run --rerun-cut`): their first results
         # were lost, so a reader weighs these results knowing they are second tries.
         "trials_rerun_after_cut": verification.trials_rerun_after_cut,
+        "concurrency": _concurrency_record(manifest, ledger),
         "gates": gates_record(gates),
         "verdicts": {
             v.subject: {"status": v.status, "headline": v.headline, "instrument": v.instrument}

@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import trustbench
 from trustbench.core._context import (
+    AdaptiveConcurrency,
     RunServices,
     TokenBucket,
     build_provider,
     check_credentials,
-    probe_connections,
-    start_preflight,
+    preflight,
     stop_reason,
-    supervised,
+    structured,
 )
 from trustbench.core._run_folder import (
     RunLock,
@@ -259,8 +259,6 @@ class _Execution:
         progress: ProgressReporter,
         remote: RemoteTrial | None = None,
     ) -> None:
-        import asyncio
-
         self.manifest = manifest
         self.track = track
         self.ledger = ledger
@@ -268,10 +266,6 @@ class _Execution:
         self.services = services
         self.progress = progress
         self.remote = remote
-        self.cleared = asyncio.Event()
-        """Set once the preflight passed (at once without one): no trial finishes before. A
-        failed one cancels the trials waiting; their attempts stay in the ledger, never counted,
-        and the next run marks those executions abandoned, as after a killed run."""
         self.next_execution: dict[str, int] = {}
         self.done = self.completed = self.failed = 0
         self.first_errors: dict[str, list[str | None]] = {}
@@ -290,13 +284,11 @@ class _Execution:
                 position,
                 execution,
             )
-            await self.cleared.wait()  # a failed preflight cancels the trial here, unfinished
             self.ledger.append("trials", row)
         else:
             # The worker ran the trial and collected its attempts; the driver, the ledger's only
             # writer, commits them with the trial row in one transaction.
             attempts, row, retries = await self.remote(position, key, execution)
-            await self.cleared.wait()
             self.ledger.append_many(
                 [("attempts", a) for a in attempts] + [("trials", row)], family=key.case_id
             )
@@ -304,12 +296,22 @@ class _Execution:
             self.services.retries += retries
         self.ledger.anchor()
         self._watch_client_errors(key.candidate, row)
+        self._watch_unanswered_calls(key.candidate)
         self.done += 1
         if row["status"] == "completed":
             self.completed += 1
         else:
             self.failed += 1
         self.progress.update(self.done, self.failed, self.services.retries)
+
+    def _watch_unanswered_calls(self, candidate: str) -> None:
+        """Stop a candidate whose server cannot answer one call alone within the timeout."""
+        provider = self.providers.get(candidate)
+        gate = self.services.concurrency.get(provider.endpoint or "") if provider else None
+        why = gate.stop_reason(self.services.timeout_s) if gate is not None else None
+        if why is not None and candidate not in self.stopped:
+            self.stopped[candidate] = why
+            self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
 
     def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
         seen = self.first_errors.setdefault(candidate, [])
@@ -370,6 +372,29 @@ def _share_rate_limits(spec: Any, providers: dict[str, Any], services: RunServic
                 services.limiters[provider.endpoint] = TokenBucket(candidate.rate_limit_per_s)
 
 
+def _adapt_concurrency(
+    spec: Any, providers: dict[str, Any], services: RunServices, ledger: Ledger
+) -> None:
+    """One adaptive limit of calls in flight per endpoint, the declared concurrency its ceiling.
+
+    Each change is recorded as a `concurrency_changed` event as it happens (record.json shows
+    them: `concurrency`).
+    """
+    for provider in providers.values():
+        endpoint = provider.endpoint if provider is not None else None
+        if endpoint and endpoint not in services.concurrency:
+            gate = AdaptiveConcurrency(endpoint, spec.concurrency)
+            gate.on_change = lambda change: ledger.event("concurrency_changed", change)
+            services.concurrency[endpoint] = gate
+
+
+async def _all_finished(workers: list[asyncio.Task[None]]) -> None:
+    """Wait for every worker; the first one's error is raised (an interrupt cancels them all)."""
+    import asyncio
+
+    await asyncio.gather(*workers)
+
+
 def _started(
     worker: Callable[[], Coroutine[Any, Any, None]], count: int
 ) -> list[asyncio.Task[None]]:
@@ -388,7 +413,7 @@ async def _run_into_ledger(
     executor: str,
     pool: Any,
     limit: int | None = None,
-    preflight: bool = True,
+    probe: bool = True,
     rerun_cut: bool = False,
 ) -> RunSummary:
     spec = manifest.spec
@@ -421,8 +446,7 @@ async def _run_into_ledger(
             rng=random.Random(spec.order_seed + 1),
             secrets=secret_values(c.api_key_env for c in spec.candidates),
         )
-        probing = bool(preflight and remaining)
-        async with new_session(spec.concurrency + probe_connections(spec, probing)) as session:
+        async with new_session(spec.concurrency) as session:
             # Nothing left to run (a resume of a finished folder) makes no provider: an HTTP one
             # imports aiohttp (about 0.2 s), an in-process one imports the candidate's code.
             providers: dict[str, ChatProvider | None] = {
@@ -430,7 +454,7 @@ async def _run_into_ledger(
                 for c in spec.candidates
             }
             _share_rate_limits(spec, providers, services)
-            checking = start_preflight(track, spec, providers, services) if probing else None
+            _adapt_concurrency(spec, providers, services, ledger)
             execution = _Execution(
                 manifest,
                 track,
@@ -458,6 +482,8 @@ async def _run_into_ledger(
                 },
             )
             ledger.anchor(force=True)
+            if probe and remaining:  # alone, before any trial: never queued behind one
+                await preflight(spec, providers, services, structured(track, spec))
             progress.start(planned, finished_before)
             execution.done = finished_before
             workers_wanted = min(spec.concurrency, len(remaining))
@@ -473,8 +499,7 @@ async def _run_into_ledger(
                     ledger.checkpoint_ahead()
 
             try:
-                workers = _started(worker, workers_wanted)
-                await supervised(workers, checking, execution.cleared)
+                await _all_finished(_started(worker, workers_wanted))
             finally:
                 progress.close()
         summary = RunSummary(
@@ -561,9 +586,9 @@ def run_experiment(
             `auto` or `ray://head:10001`); None starts a local Ray instance.
         limit: Run at most this many of the remaining trials (seeded order), e.g. for a quick
             check; the others stay unrun and a later run resumes them. None runs all.
-        preflight: Probe every API candidate once, beside the first trials (none finishes
-            before the probes pass), and stop with the server's message and no trial finished
-            on a failure (`trustbench.core._context`). On by default, as
+        preflight: Probe every API candidate once, alone, before the first trial, and stop
+            with the server's message and no trial sent on a failure
+            (`trustbench.core._context`). On by default, as
             in `trustbench run` (`--no-preflight` there, `preflight=False` here, skips it);
             a run with no API candidate sends nothing.
         rerun_cut: Re-run the finished trials found cut off the ledger's end (its head

@@ -76,9 +76,9 @@ NoPreflightOpt = Annotated[
     bool,
     typer.Option(
         "--no-preflight",
-        help="Skip the one small request per API candidate sent beside the first trials, "
-        "before any finishes (model known, key accepted, structured output honoured when "
-        "declared).",
+        help="Skip the one small request per API candidate sent alone before the first trial "
+        "(model known, key accepted, one request answered within timeout_s, structured output "
+        "honoured when declared).",
     ),
 ]
 
@@ -109,11 +109,14 @@ def freeze(
     reason: ReasonOpt = "",
 ) -> None:
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
+    from trustbench.core._context import unknown_settings
     from trustbench.core._outputs import check_new_run_folder, output_path
     from trustbench.core.spec._manifest import build_manifest, freeze_manifest
 
     folder = check_new_run_folder(output_path(out))  # before the (slow) freeze, and again there
     manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
+    for warning in unknown_settings(manifest.spec.candidates):
+        typer.echo(warning, err=True)
     path, notes = freeze_manifest(manifest, folder, reason)
     typer.echo(
         f"froze {manifest.plan.trials} trials ({manifest.plan.cases} cases x "

@@ -418,6 +418,9 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
     spec = manifest.spec
     created = ledger.experiment.get("created_at") or ""
     settings_of = {c.name: c.settings for c in spec.candidates}
+    # Complete as record.json says it (`core._report_run`): nothing altered or cut AND every
+    # planned trial finished. A `--limit` run verifies clean but is not complete (issue 55).
+    complete = not verification.problems and len(ledger.trials) == manifest.plan.trials
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for candidate in manifest.candidates:
@@ -435,7 +438,7 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
         for sample in samples:
             usage = _add_usage(usage, sample.model_usage.get(model))
         log = EvalLog(
-            status="success" if not verification.problems else "cancelled",
+            status="success" if complete else "cancelled",
             eval=EvalSpec(
                 created=created,
                 task=f"trustbench/{spec.track_id}",
@@ -451,7 +454,7 @@ def export_inspect_logs(run_dir: Path, out_dir: Path) -> list[Path]:
                     "candidate": candidate.name,
                     "candidate_kind": candidate.kind,
                     "corpus_version": manifest.corpus.version,
-                    "complete": not verification.problems,
+                    "complete": complete,
                 },
             ),
             results=_results(samples, planned),

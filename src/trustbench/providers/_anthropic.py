@@ -134,6 +134,12 @@ class AnthropicMessagesProvider(HttpChatProvider):
 
     usage_fields = ("input_tokens", "output_tokens")
 
+    request_fields = frozenset({
+        "max_tokens", "metadata", "service_tier", "stop_sequences", "stream", "system",
+        "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p",
+    })  # fmt: skip
+    """Messages API request fields a `settings` key may name (others are warned about)."""
+
     path = "/v1/messages"
 
     def headers_for(self, api_key: str | None) -> dict[str, str]:

@@ -186,6 +186,9 @@ class HttpChatProvider:
     path: str = ""
     """Appended to `base_url` to give the endpoint."""
 
+    request_fields: frozenset[str] = frozenset()
+    """The API's request fields: what a candidate's `settings` keys are checked against."""
+
     def __init__(
         self,
         session: HttpPool,

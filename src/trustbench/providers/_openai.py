@@ -24,6 +24,21 @@ class OpenAIChatProvider(HttpChatProvider):
     adaptations: tuple[str, ...] = ()
     """How requests are adapted to this API (none: the request format is OpenAI's own)."""
 
+    request_fields = frozenset({
+        # OpenAI's chat-completions request body
+        "audio", "frequency_penalty", "logit_bias", "logprobs", "max_completion_tokens",
+        "max_tokens", "metadata", "modalities", "n", "parallel_tool_calls", "prediction",
+        "presence_penalty", "reasoning_effort", "response_format", "seed", "service_tier", "stop",
+        "store", "stream", "stream_options", "temperature", "tool_choice", "tools",
+        "top_logprobs", "top_p", "user", "verbosity", "web_search_options",
+        # sampling fields the common local servers add (vLLM, llama.cpp, Ollama, LM Studio)
+        "top_k", "min_p", "repetition_penalty", "typical_p", "chat_template_kwargs",
+        "skip_special_tokens", "guided_json", "guided_choice", "guided_regex", "guided_grammar",
+        "ignore_eos", "min_tokens", "keep_alive", "options",
+    })  # fmt: skip
+    """Request fields a `settings` key may name (the body is settings, then the request's own);
+    another key is sent as written but warned about at freeze (`temprature`)."""
+
     path = "/chat/completions"
 
     def headers_for(self, api_key: str | None) -> dict[str, str]:

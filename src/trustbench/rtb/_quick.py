@@ -20,13 +20,23 @@ from typing import Annotated
 import typer
 
 from trustbench._quick_model import (
+    CallLimits,
+    Concurrency,
     Limit,
+    MaxTokens,
+    New,
+    Timeout,
     api_key_env_option,
     base_url_option,
     candidate_lines,
+    check_api_key_env,
+    finished_note,
+    quick_folder,
+    removed_if_refused,
     toml_string,
     write_quick_spec,
 )
+from trustbench.errors import InputError
 
 
 def header_lines(
@@ -37,8 +47,13 @@ def header_lines(
     trials_per_case: int,
     builtin: str,
     concurrency: int = 4,
+    timeout_s: float = 120.0,
 ) -> list[str]:
-    """The spec's top: track, built-in corpus `builtin`, transport retries (no timeout retries)."""
+    """The spec's top: track, built-in corpus `builtin`, transport retries.
+
+    A timed-out call is retried too: the calls in flight halve on a timeout (adaptive
+    concurrency, `docs/experiment-spec.md`), so the retry meets a server with less queued.
+    """
     return [
         f"# Written by `trustbench rtb {track} --model {model}`: edit it and rerun it with",
         "# `trustbench freeze THIS --out NEW`, `trustbench run NEW`, `trustbench report NEW`.",
@@ -47,7 +62,7 @@ def header_lines(
         f"description = {toml_string(description)}",
         f"trials_per_case = {trials_per_case}",
         f"concurrency = {concurrency}",
-        "timeout_s = 120.0",
+        f"timeout_s = {float(timeout_s)!r}",
         "order_seed = 1",
         "",
         "[corpus]",
@@ -55,7 +70,7 @@ def header_lines(
         "",
         "[retry]",
         "transport_max_retries = 3",
-        'retry_on = ["rate_limited", "server_error", "connection_error"]',
+        'retry_on = ["rate_limited", "server_error", "connection_error", "timeout"]',
         "candidate_resample = 0",
         "",
     ]
@@ -80,6 +95,9 @@ class QuickTrack:
     """The candidate's completion token limit."""
     track_options: Sequence[str] = ()
     """The spec's `[track_options]` lines (none: the track's defaults)."""
+    default_extraction: str | None = None
+    """The track's `answer_extraction` when `--extraction` is not given; None for a track that
+    has no answer to extract (it then refuses `--extraction`)."""
 
     def spec_text(
         self,
@@ -88,6 +106,7 @@ class QuickTrack:
         base_url: str | None = None,
         api_key_env: str | None = None,
         trials_per_case: int = 1,
+        call: CallLimits | None = None,
     ) -> str:
         """The track's default spec for one API model, as TOML: what `rtb TRACK --model` freezes.
 
@@ -98,15 +117,20 @@ class QuickTrack:
             api_key_env: Name of the variable holding the key; a local `base_url` sends none
                 unless this is given.
             trials_per_case: Repeated trials of each case (or scenario).
+            call: Timeout, concurrency, completion limit and answer extraction (default: the
+                quick path's: 120 s, 4, the track's `max_tokens`, the track's extraction).
 
         Raises:
-            InputError: a malformed `--model` (see `parse_model`).
+            InputError: a malformed `--model` (see `parse_model`), or an answer extraction
+                given to a track that has none.
         """
+        call = call or CallLimits()
+        max_tokens = call.max_tokens or self.max_tokens
         candidate = candidate_lines(
             model,
             base_url=base_url,
             api_key_env=api_key_env,
-            settings=f"{{ temperature = 0.0, max_tokens = {self.max_tokens} }}",
+            settings=f"{{ temperature = 0.0, max_tokens = {max_tokens} }}",
         )
         header = header_lines(
             self.track,
@@ -114,9 +138,25 @@ class QuickTrack:
             description=self.description.format(model=model),
             trials_per_case=trials_per_case,
             builtin=demo_corpus(self.demo_spec),
+            concurrency=call.concurrency or 4,
+            timeout_s=call.timeout_s or 120.0,
         )
-        parts = [*header, *self.track_options, *candidate, "", analysis_and_gates(self.demo_spec)]
+        options = [*self.track_options, *self._extraction_lines(call.extraction)]
+        parts = [*header, *options, *candidate, "", analysis_and_gates(self.demo_spec)]
         return "\n".join(parts)
+
+    def _extraction_lines(self, extraction: str | None) -> list[str]:
+        """`[track_options] answer_extraction`, as given (the track validates it at freeze)."""
+        chosen = extraction or self.default_extraction
+        if chosen is None:
+            return []
+        if self.default_extraction is None:
+            raise InputError(
+                f"the {self.track} track reads tool calls, not an answer to extract: "
+                "--extraction applies to `rtb review`",
+                location="--extraction",
+            )
+        return ["[track_options]", f"answer_extraction = {toml_string(chosen)}", ""]
 
 
 def demo_corpus(demo_spec: Path) -> str:
@@ -135,7 +175,10 @@ def analysis_and_gates(demo_spec: Path) -> str:
 def freeze_run_report(run_dir: Path, spec_text: str, *, limit: int | None) -> None:
     """Write the spec, then freeze, run (with the preflight probe) and report it.
 
-    Prints the spec's path and the gate lines, and exits as `trustbench report` does.
+    Prints the spec's path and the gate lines, and exits as `trustbench report` does. A folder
+    this call made is removed again when it is refused before anything was sent (an unset key,
+    a failed preflight), so the corrected command finds nothing in its way; a folder holding a
+    finished run of the same spec is reported again, saying so and how to measure anew.
     """
     import typer
 
@@ -148,10 +191,16 @@ def freeze_run_report(run_dir: Path, spec_text: str, *, limit: int | None) -> No
     )
     from trustbench.core.cli import report_exit
 
-    spec = write_quick_spec(run_dir, spec_text)
-    typer.echo(f"spec: {spec} (edit it and rerun: trustbench freeze {spec} --out NEW)")
-    write_manifest(build_manifest(spec), run_dir)
-    run_experiment(run_dir, default_progress(), limit=limit, preflight=True)
+    with removed_if_refused(run_dir):
+        spec = write_quick_spec(run_dir, spec_text)
+        typer.echo(f"spec: {spec} (edit it and rerun: trustbench freeze {spec} --out NEW)")
+        note = finished_note(run_dir)
+        if note is not None:
+            typer.echo(f"note: {note}")
+        write_manifest(build_manifest(spec), run_dir)
+        summary = run_experiment(run_dir, default_progress(), limit=limit, preflight=True)
+    for name, why in summary.stopped.items():
+        typer.echo(f"candidate {name!r} stopped: {why}", err=True)
     report_exit(report_run(run_dir))
 
 
@@ -162,7 +211,11 @@ def freeze_run_report(run_dir: Path, spec_text: str, *, limit: int | None) -> No
 
 _Model = Annotated[
     str,
-    typer.Option("--model", help="PROVIDER/NAME, e.g. openai/gpt-4o-mini (openai, anthropic)."),
+    typer.Option(
+        "--model",
+        help="PROVIDER/NAME, e.g. openai/gpt-4o-mini (openai, anthropic); a local server "
+        "(Ollama, vLLM, LM Studio) is openai/NAME with --base-url http://127.0.0.1:PORT/v1.",
+    ),
 ]
 _BaseUrl = Annotated[str | None, base_url_option()]
 _ApiKeyEnv = Annotated[str | None, api_key_env_option("OPENAI_API_KEY or ANTHROPIC_API_KEY")]
@@ -171,16 +224,26 @@ _Out = Annotated[
     str | None,
     typer.Option("--out", help="Run folder (default: runs/<track>-<model name>)."),
 ]
+_Extraction = Annotated[
+    str | None,
+    typer.Option(
+        "--extraction",
+        help="Reviewer track: how the answer is read from a reply (the spec's "
+        "track_options.answer_extraction; default: the track's).",
+    ),
+]
 
 
-def _run_dir(track: str, model: str, out: str | None) -> Path:
-    """`--out` as given (refused when empty: not the working folder), else runs/<track>-<model>."""
+def _run_dir(track: str, model: str, out: str | None, *, new: bool) -> Path:
+    """`--out` as given (refused when empty), else runs/<track>-<model>.
+
+    With `--new`: the next free folder after it.
+    """
     from trustbench._quick_model import candidate_name
     from trustbench.core import output_path
 
-    if out is not None:
-        return output_path(out)
-    return Path("runs") / f"{track}-{candidate_name(model)}"
+    given = output_path(out) if out is not None else None
+    return quick_folder(Path("runs") / f"{track}-{candidate_name(model)}", given, new=new)
 
 
 def _quick_command(track: str, doc: str) -> Callable[..., None]:
@@ -197,14 +260,19 @@ def _quick_command(track: str, doc: str) -> Callable[..., None]:
         limit: Limit = None,
         trials: _Trials = 1,
         out: _Out = None,
+        timeout: Timeout = None,
+        concurrency: Concurrency = None,
+        max_tokens: MaxTokens = None,
+        extraction: _Extraction = None,
+        new: New = False,
     ) -> None:
-        pass
-
+        check_api_key_env(api_key_env)  # before anything is written: a key is never stored
         quick: QuickTrack = import_module(f"trustbench.rtb.{track}._quick").QUICK
+        call = CallLimits(timeout, concurrency, max_tokens, extraction)
         text = quick.spec_text(
-            model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials
+            model, base_url=base_url, api_key_env=api_key_env, trials_per_case=trials, call=call
         )
-        freeze_run_report(_run_dir(track, model, out), text, limit=limit)
+        freeze_run_report(_run_dir(track, model, out, new=new), text, limit=limit)
 
     command.__name__ = command.__qualname__ = track
     command.__doc__ = doc

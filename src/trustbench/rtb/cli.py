@@ -27,7 +27,39 @@ _CorpusOption = Annotated[
         "--corpus", help="Corpus folder of the same format (default: the built-in starter)."
     ),
 ]
+_CheckedCorpusOption = Annotated[
+    str | None,
+    typer.Option(
+        "--corpus",
+        help="A corpus folder, or `builtin:vX.Y` (e.g. builtin:v0.1, the starter); default: "
+        "the default built-in corpus, as `rtb review` and `rtb export` use.",
+    ),
+]
 _SHOWN_PROBLEMS = 20
+
+
+def _checked_corpus(corpus: str | None) -> Path:
+    """The corpus folder `validate` and `audit` check: the default built-in one unless named.
+
+    Without `--corpus` every command reads the same corpus (`DEFAULT_VERSION`): the starter's
+    audit exits 1 "corpus saturated", which a new user's first `rtb audit` used to report.
+
+    Raises:
+        InputError: an unknown `builtin:` version.
+    """
+    from trustbench.rtb.corpus._load import BUILTIN_VERSIONS, DEFAULT_VERSION, builtin_corpus_root
+
+    if corpus is None:
+        return builtin_corpus_root(DEFAULT_VERSION)
+    if not corpus.startswith("builtin:"):
+        return Path(corpus)
+    version = corpus.removeprefix("builtin:").removeprefix("v")
+    if version not in BUILTIN_VERSIONS:
+        known = ", ".join(f"builtin:v{v}" for v in BUILTIN_VERSIONS)
+        raise InputError(
+            f"unknown built-in corpus {corpus!r} (known: {known})", location="--corpus"
+        )
+    return builtin_corpus_root(version)
 
 
 def summary_table(report: ValidationReport) -> Table:
@@ -70,7 +102,7 @@ def summary_table(report: ValidationReport) -> Table:
 
 @rtb_app.command()
 def validate(
-    corpus: _CorpusOption = None,
+    corpus: _CheckedCorpusOption = None,
 ) -> None:
     """Check cases against the schema, files against MANIFEST.json, and the structural invariants.
 
@@ -82,7 +114,7 @@ def validate(
 
     # Wide enough for the 10 x 6 table when piped (rich assumes 80 columns off a terminal).
     console = Console(width=None if sys.stdout.isatty() else 120)
-    report = validate_corpus(corpus)
+    report = validate_corpus(_checked_corpus(corpus))
     console.print(summary_table(report))
     if report.ok:
         checks = "schema, manifest, structure" + (", starter grid" if report.starter else "")
@@ -206,7 +238,7 @@ def saturation_table(report: SaturationReport) -> Table:
 
 @rtb_app.command()
 def audit(
-    corpus: _CorpusOption = None,
+    corpus: _CheckedCorpusOption = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the random sentinels.")] = 0,
     margin: Annotated[
         float,
@@ -244,7 +276,7 @@ def audit(
     from trustbench.rtb.review import _audit as _ablation
     from trustbench.rtb.review import _learning_audit
 
-    with corpus_with_labels(corpus, heldout_key, "the audit") as loaded:
+    with corpus_with_labels(_checked_corpus(corpus), heldout_key, "the audit") as loaded:
         rows = _harness_audit.run_harness_audit(loaded, seed=seed)
         audits = _harness_audit.run_corpus_audits(loaded, margin=margin, seed=seed)
     console = Console(width=None if sys.stdout.isatty() else 140)

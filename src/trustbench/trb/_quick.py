@@ -13,16 +13,22 @@ frozen, so the run is an ordinary one: edit that file and rerun it with
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from trustbench._quick_model import (
+    CallLimits,
     candidate_lines,
     candidate_name,
+    check_api_key_env,
+    finished_note,
     parse_model,
+    quick_folder,
     toml_string,
+    with_top_level,
     write_quick_spec,
 )
 from trustbench.errors import InputError
@@ -106,35 +112,65 @@ def trb_quick_spec_text(
     return "\n".join([*header, body, "", description, *candidate]) + "\n"
 
 
-def spec_and_folder(
-    spec: str,
-    out: Path | None,
-    model: str | None,
-    base_url: str | None,
-    api_key_env: str | None,
-) -> tuple[Path, Path]:
-    """The spec to freeze and the run folder: `spec` itself, or the quick spec for `model`.
+@dataclass(frozen=True)
+class QuickOptions:
+    """What `trb run` was given for a model (`--model` and the options that go with it)."""
+
+    model: str | None
+    """`--model openai/NAME`, or None (the built-in spec as it is)."""
+    base_url: str | None = None
+    """`--base-url`."""
+    api_key_env: str | None = None
+    """`--api-key-env` (a variable's name, checked before anything is written)."""
+    call: CallLimits = field(default_factory=CallLimits)
+    """`--timeout` and `--concurrency` (None: the spec's own)."""
+    new: bool = False
+    """`--new`: the next free folder after the default (or `--out`)."""
+
+    def given(self) -> list[str]:
+        """The model options given (they need `--model`)."""
+        named = (("--base-url", self.base_url), ("--api-key-env", self.api_key_env),
+                 ("--timeout", self.call.timeout_s), ("--concurrency", self.call.concurrency),
+                 ("--new", self.new))  # fmt: skip
+        return [name for name, value in named if value]
+
+
+def spec_and_folder(spec: str, out: Path | None, quick: QuickOptions) -> tuple[Path, Path, bool]:
+    """The spec to freeze, the run folder, and whether this call made the folder.
+
+    `spec` itself, or the quick spec for `quick.model` written into its folder (the next free
+    one with `--new`). A folder holding a finished run of the same spec is reported again,
+    saying so (`finished_note`).
 
     Raises:
-        InputError: no `--out` without `--model`, a model option without `--model`, or a bad
-            `--model` (see `trb._quick`).
+        InputError: no `--out` without `--model`, a model option without `--model`, a
+            key-shaped `--api-key-env`, or a bad `--model` (see `trb._quick`).
     """
     from trustbench.trb.track._pipeline import builtin_spec
 
-    if model is None:
-        given = [name for name, value in (("--base-url", base_url),
-                                          ("--api-key-env", api_key_env)) if value]  # fmt: skip
+    if quick.model is None:
+        given = quick.given()
         if given:
             raise InputError(f"{', '.join(given)} only go with --model", location=given[0])
         if out is None:
             raise InputError(
                 "name the run folder with --out (or give --model PROVIDER/NAME)", location="--out"
             )
-        return builtin_spec(spec), out
-    text = trb_quick_spec_text(model, spec=spec, base_url=base_url, api_key_env=api_key_env)
-    folder = out or Path("runs") / f"trb-{candidate_name(model)}"
+        return builtin_spec(spec), out, False
+    check_api_key_env(quick.api_key_env)  # before anything is written: a key is never stored
+    text = trb_quick_spec_text(
+        quick.model, spec=spec, base_url=quick.base_url, api_key_env=quick.api_key_env
+    )
+    text = with_top_level(
+        text, {"timeout_s": quick.call.timeout_s, "concurrency": quick.call.concurrency}
+    )
+    folder = quick_folder(Path("runs") / f"trb-{candidate_name(quick.model)}", out, new=quick.new)
+    made_here = not folder.exists()
     written = write_quick_spec(folder, text)
     typer.echo(
         f"spec: {written} (edit it and rerun: trustbench trb run --spec {written} --out NEW)"
     )
-    return written, folder
+    note = finished_note(folder)
+    if note is not None:
+        typer.echo(f"note: {note}")
+    return written, folder, made_here

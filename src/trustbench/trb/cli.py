@@ -16,7 +16,14 @@ from typing import Annotated, Any
 import typer
 
 from trustbench._lazy_commands import lazy_group
-from trustbench._quick_model import Limit, api_key_env_option, base_url_option
+from trustbench._quick_model import (
+    Concurrency,
+    Limit,
+    New,
+    Timeout,
+    api_key_env_option,
+    base_url_option,
+)
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb._cli_tables import (
     _fmt,
@@ -388,24 +395,32 @@ def run(
     base_url: _BaseUrl = None,
     api_key_env: _ApiKeyEnv = None,
     limit: Limit = None,
+    timeout: Timeout = None,
+    concurrency: Concurrency = None,
+    new: New = False,
 ) -> None:
     """Freeze a TRB spec, run it through the ledger and report it (exit 1 on a failed gate).
 
     Same as `trustbench freeze SPEC --out DIR && trustbench run DIR && trustbench report DIR`;
     running again into the same folder resumes it. With `--model openai/NAME` the spec is the
     built-in one with that chat model added as a candidate through the proxy adapter, written
-    as RUN/spec.toml before it is frozen: edit it and rerun it with `--spec RUN/spec.toml`.
-    Exit codes as `report`'s: 4 for an incomplete run (e.g. with --limit), 1 for a failed gate.
+    as RUN/spec.toml before it is frozen: edit it and rerun it with `--spec RUN/spec.toml`
+    (`--timeout` and `--concurrency` set its timeout_s and concurrency; `--new` writes the next
+    free folder instead of resuming or re-reporting RUN). Exit codes as `report`'s: 4 for an
+    incomplete run (e.g. with --limit), 1 for a failed gate.
     """
+    from trustbench._quick_model import CallLimits, removed_if_refused
     from trustbench.core import NoProgress, default_progress, output_path
-    from trustbench.trb._quick import spec_and_folder
+    from trustbench.trb._quick import QuickOptions, spec_and_folder
     from trustbench.trb.track._pipeline import freeze_run_report
 
     given = None if out is None else output_path(out)  # "" is refused, not the working folder
-    spec_path, folder = spec_and_folder(spec, given, model, base_url, api_key_env)
-    result = freeze_run_report(
-        spec_path, folder, NoProgress() if quiet else default_progress(), limit=limit
-    )
+    quick = QuickOptions(model, base_url, api_key_env, CallLimits(timeout, concurrency), new)
+    spec_path, folder, made_here = spec_and_folder(spec, given, quick)
+    with removed_if_refused(folder, made_here=made_here):
+        result = freeze_run_report(
+            spec_path, folder, NoProgress() if quiet else default_progress(), limit=limit
+        )
     record = json.loads(result.record_path.read_text(encoding="utf-8"))
     _print_profile_record(record)
     for gate in sorted(result.gates, key=lambda g: g.status == "passed"):

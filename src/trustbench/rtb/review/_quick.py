@@ -17,13 +17,9 @@ QUICK = QuickTrack(
     description="Reviewer track quick check of {model}.",
     demo_spec=Path(__file__).resolve().parent.parent / "experiments" / "demo_review.toml",
     max_tokens=800,
-    track_options=[
-        "[track_options]",
-        "# The answer is the last JSON object after any reasoning (<think>, reasoning_content);",
-        "# conflicting answers and unfinished reasoning are invalid (rtb/review/_extraction).",
-        'answer_extraction = "final_json_object"',
-        "",
-    ],
+    # The answer is the last JSON object after any reasoning (<think>, reasoning_content);
+    # conflicting answers and unfinished reasoning are invalid (rtb/review/_extraction).
+    default_extraction="final_json_object",
 )
 """The reviewer track's quick path: the packaged reviewer demo's corpus, analysis and gates,
 graded under `final_json_object` (a chat model's reply as it meant it, reasoning apart)."""

@@ -1,0 +1,138 @@
+"""Adaptive concurrency: a server is never flooded past what it answers within the timeout.
+
+The declared `concurrency` is a ceiling; calls in flight per endpoint halve on a timeout, 429 or
+503 (once per burst) and grow back by one after as many answers in a row (AIMD). Against a local
+server that answers one request at a time, slower than the timeout allows at concurrency 4, a
+run completes its trials instead of timing them all out (issue 55: 0 of 12).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tests.rtb.test_review_track import small_corpus, spec_text
+from tests.support.openai_server import OpenAIServer, probe_reply
+
+from trustbench.core import (
+    build_manifest,
+    read_ledger,
+    read_manifest,
+    run_experiment,
+    write_manifest,
+)
+from trustbench.core._context import AdaptiveConcurrency
+from trustbench.core._report_run import _concurrency_record  # pyright: ignore[reportPrivateUsage]
+from trustbench.providers import AttemptResult
+
+
+def _ended(error_class: str | None = None, http_status: int | None = 200) -> AttemptResult:
+    return AttemptResult(
+        request_body={}, requested_model="m", request_json=None, endpoint="e",
+        error_class=error_class, http_status=http_status,
+    )  # fmt: skip
+
+
+async def _burst(gate: AdaptiveConcurrency, endings: list[AttemptResult]) -> None:
+    """As many calls as `endings` start together, then end as listed."""
+    windows = [await gate.acquire() for _ in endings]
+    for window, ended in zip(windows, endings, strict=True):
+        gate.release(window, ended)
+
+
+def test_timeouts_of_one_burst_halve_the_limit_once() -> None:
+    gate = AdaptiveConcurrency("e", 4)
+    asyncio.run(_burst(gate, [_ended("timeout", None)] * 4))
+    assert gate.limit == 2
+    assert [(c["from"], c["to"]) for c in gate.changes] == [(4, 2)]
+
+
+def test_a_429_and_a_503_halve_but_a_client_error_does_not() -> None:
+    gate = AdaptiveConcurrency("e", 8)
+    asyncio.run(_burst(gate, [_ended("client_error", 400)]))
+    assert gate.limit == 8
+    asyncio.run(_burst(gate, [_ended("rate_limited", 429)]))
+    asyncio.run(_burst(gate, [_ended("server_error", 503)]))
+    assert gate.limit == 2
+
+
+def test_the_limit_grows_by_one_after_four_windows_answered_and_never_past_the_ceiling() -> None:
+    gate = AdaptiveConcurrency("e", 3)
+    asyncio.run(_burst(gate, [_ended("timeout", None)]))
+    assert gate.limit == 1
+    for _ in range(3):
+        asyncio.run(_burst(gate, [_ended()]))
+    assert gate.limit == 1  # three answers at limit 1: not yet four windows
+    asyncio.run(_burst(gate, [_ended()]))
+    assert gate.limit == 2
+    for _ in range(4):
+        asyncio.run(_burst(gate, [_ended()] * 2))
+    assert gate.limit == 3
+    for _ in range(8):
+        asyncio.run(_burst(gate, [_ended()] * 3))
+    assert gate.limit == 3 and [c["to"] for c in gate.changes] == [1, 2, 3]
+
+
+def test_a_caller_waits_while_the_limit_is_reached() -> None:
+    async def scenario() -> list[str]:
+        gate = AdaptiveConcurrency("e", 1)
+        order: list[str] = []
+        window = await gate.acquire()
+        waiting = asyncio.ensure_future(gate.acquire())
+        await asyncio.sleep(0.01)
+        order.append("second still waiting" if not waiting.done() else "second ran")
+        gate.release(window, _ended())
+        await waiting
+        order.append("second ran")
+        return order
+
+    assert asyncio.run(scenario()) == ["second still waiting", "second ran"]
+
+
+def test_a_one_at_a_time_server_slower_than_four_in_flight_allow_completes_the_run(
+    tmp_path: Path,
+) -> None:
+    # 0.6 s a request, one at a time: at 4 in flight the last waits 2.4 s, past the 1.5 s
+    # timeout. The limit halves on the first timeouts; each timed-out request's connection is
+    # closed, so the server drops it instead of answering it to nobody.
+    small_corpus(tmp_path / "corpus")
+    with OpenAIServer(latency_s=0.6, one_at_a_time=True) as server:
+        candidate = (f'[[candidates]]\nname = "llm"\nkind = "openai_chat"\nmodel = "m"\n'
+                     f'base_url = "{server.base_url}"\n')  # fmt: skip
+        text = spec_text(candidate, extra="retry = { transport_max_retries = 3 }")
+        text = text.replace("timeout_s = 5.0", "timeout_s = 1.5")
+        (tmp_path / "spec.toml").write_text(text)
+        run_dir = tmp_path / "run"
+        write_manifest(build_manifest(tmp_path / "spec.toml"), run_dir)
+        summary = run_experiment(run_dir, limit=12)
+        dropped = server.dropped
+    assert summary.completed == 12 and summary.failed == 0
+    ledger = read_ledger(run_dir)
+    timed_out = [a for a in ledger.attempts if a["error_class"] == "timeout"]
+    # Without adaptation 16 of 25 attempts timed out here (11 of 12 trials completed).
+    assert 1 <= len(timed_out) <= 4
+    assert dropped >= 1  # the server saw timed-out requests go away and dropped them
+    concurrency = _concurrency_record(read_manifest(run_dir), ledger)
+    assert concurrency["declared"] == 4 and concurrency["lowest"] <= 2
+    first = concurrency["changes"][0]
+    assert (first["from"], first["to"], first["reason"]) == (4, 2, "timeout")
+
+
+def test_a_server_that_cannot_answer_one_call_alone_stops_the_run_saying_so(
+    tmp_path: Path,
+) -> None:
+    # The short probe is answered; every trial's call takes longer than the timeout even alone.
+    small_corpus(tmp_path / "corpus")
+    with OpenAIServer(latency_s=1.0, one_at_a_time=True) as server:
+        server.script(lambda body, n: probe_reply(body))
+        candidate = (f'[[candidates]]\nname = "llm"\nkind = "openai_chat"\nmodel = "m"\n'
+                     f'base_url = "{server.base_url}"\n')  # fmt: skip
+        text = spec_text(candidate, extra="retry = { transport_max_retries = 0 }")
+        (tmp_path / "spec.toml").write_text(text.replace("timeout_s = 5.0", "timeout_s = 0.3"))
+        run_dir = tmp_path / "run"
+        write_manifest(build_manifest(tmp_path / "spec.toml"), run_dir)
+        summary = run_experiment(run_dir)
+    why = summary.stopped["llm"]
+    assert "did not answer ONE request within timeout_s = 0.3 s" in why
+    assert "3 calls in a row, each sent alone" in why and "not known to be unreachable" in why
+    assert summary.completed == 0 and summary.failed < summary.planned  # the rest not run
