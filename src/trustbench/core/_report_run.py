@@ -11,9 +11,10 @@ unrun trials are "not run", never zero.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
@@ -163,8 +164,9 @@ def _system_under_test(run_dir: Path, manifest: Manifest, track: Track) -> Syste
     if not isinstance(subject, SubjectDescription):
         subject = DEFAULT_SUBJECT
     candidates = {c.name for c in manifest.spec.candidates}
-    named = getattr(track, "subject_names", None)
-    assembled = sorted(set(named(manifest.spec)) - candidates) if callable(named) else []
+    named = getattr(track, "subject_names", None)  # optional hook: configurations gates name
+    names = cast("Iterable[str]", named(manifest.spec)) if callable(named) else ()
+    assembled = sorted(set(names) - candidates)
     return describe_system_under_test(manifest, subject, model_ids_by_candidate(run_dir), assembled)
 
 
