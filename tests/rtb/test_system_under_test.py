@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from tests.rtb.test_review_track import POLICY, run_spec, spec_text
 from tests.support.openai_server import OpenAIServer, probe_reply, reply
 from tests.support.openai_server import openai_server as openai_server  # fixture
 
-from trustbench.core import report_run
+from trustbench.core import BUILTIN_TRACKS, SubjectDescription, load_track, report_run
 from trustbench.rtb.corpus import CandidateInput
 from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
 
@@ -130,3 +129,23 @@ def test_an_in_process_candidate_is_shown_as_not_a_model(
     )
     assert policy["is_model"] is False and policy["requested_model"] is None
     assert policy["reported_models"] == {} and policy["model_id_mismatch"] is False
+
+
+@pytest.mark.parametrize(
+    ("track_id", "subject_type", "condition"),
+    [
+        ("rtb/review", "endpoint", "packet"),
+        ("rtb/control", "execution architecture", "request presented directly by the harness"),
+        ("rtb/workflow", "agent application", "tools"),
+        ("trb/profile", "endpoint", "trace"),
+    ],
+)
+def test_every_built_in_track_says_what_its_configurations_are(
+    track_id: str, subject_type: str, condition: str
+) -> None:
+    assert set(BUILTIN_TRACKS) == {"rtb/review", "rtb/control", "rtb/workflow", "trb/profile"}
+    track, _ = load_track(track_id)
+    subject = getattr(track, "subject_description", None)
+    assert isinstance(subject, SubjectDescription)
+    assert (subject.subject_type, subject.information_condition) == (subject_type, condition)
+    assert bool(subject.tools) == (condition == "tools")

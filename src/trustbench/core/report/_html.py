@@ -302,16 +302,21 @@ _REVISION = {
 }
 
 
+def _attempts(count: int) -> str:
+    return f"{count:,} attempt{'' if count == 1 else 's'}"
+
+
 def _model_cell(row: ConfigurationUnderTest) -> str:
     """Requested id and every reported id with its attempts, or why there is no model."""
     if row.kind == "composite":
         return "not a model: assembled from the candidates above"
     if not row.is_model:
         what = "a person" if row.kind == "human" else "in-process code"
-        return f"not a model ({what})"
-    reported = [f"{name} ({count:,} attempts)" for name, count in row.reported_models.items()]
+        named = f": model {row.in_process_model}" if row.in_process_model else ""
+        return f"not a model ({what}{named})"
+    reported = [f"{name} ({_attempts(count)})" for name, count in row.reported_models.items()]
     if row.attempts_without_reported_id:
-        reported.append(f"none named ({row.attempts_without_reported_id:,} attempts)")
+        reported.append(f"none named ({_attempts(row.attempts_without_reported_id)})")
     return f"requested {row.requested_model}; reported {', '.join(reported) or 'nothing'}"
 
 
@@ -333,14 +338,18 @@ def _settings_cell(row: ConfigurationUnderTest) -> str:
 
 def _configuration_row(row: ConfigurationUnderTest) -> dict[str, Any]:
     composite = row.kind == "composite"
-    tools = f"tools: {', '.join(row.tools)}" if row.tools else "no tools"
+    tools = ", ".join(row.tools)
+    if row.information_condition == "tools":
+        access = f"tools: {tools or 'none'}"
+    else:
+        access = f"{row.information_condition}; " + (f"tools: {tools}" if tools else "no tools")
     return {
         "name": row.name,
         "type": row.subject_type,
         "model": _model_cell(row),
         "mismatch": row.mismatch_text(),
         "settings": _settings_cell(row),
-        "access": f"{row.information_condition}; {tools}",
+        "access": access,
         "lineage": "-" if composite else row.lineage or NOT_DECLARED,
         "boundary": "-" if composite else row.administrative_boundary or NOT_DECLARED,
         "revision": "-" if composite or not row.is_model else _REVISION[row.immutable_revision],

@@ -62,6 +62,9 @@ class ConfigurationUnderTest(_Model):
     """SHA-256 of an in-process candidate's entry file, as frozen (None otherwise)."""
     entry: str | None = None
     """An in-process candidate's factory (`module:callable`)."""
+    in_process_model: str | None = None
+    """An in-process candidate's `model` (a TRB adapter id or `MODULE:FACTORY`): which code
+    runs, not a served model's id."""
     information_condition: str
     """What it could see: `packet` or `tools` (the track's declaration)."""
     tools: list[str] = Field(default_factory=list)
@@ -136,6 +139,7 @@ def _candidate(
         serving_settings=dict(candidate.settings),
         code_sha256=code_sha256.get(candidate.entry or ""),
         entry=candidate.entry,
+        in_process_model=None if is_model else candidate.model,
         information_condition=subject.information_condition,
         tools=list(subject.tools),
         lineage=candidate.lineage,
