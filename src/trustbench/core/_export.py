@@ -210,6 +210,33 @@ def _read_all(run_dir: Path, attempt_texts: bool) -> tuple[list[dict[str, Any]],
     return trials, attempts, events, experiments
 
 
+ModelIds = dict[str, dict[tuple[str | None, str | None], int]]
+"""Candidate -> (requested id, reported id) -> attempts that recorded that pair."""
+
+
+def model_ids_by_candidate(run_dir: Path) -> ModelIds:
+    """Every (requested, reported) model id pair of each candidate's attempts, with counts.
+
+    The spec asks to retain both ids: a hosted alias may resolve to another revision than the
+    one requested, and only the server's answer says which served. Counted by SQLite over the
+    attempts of finished trials (a trial's candidate is on its row), so a million-attempt
+    ledger is read without holding a row.
+    """
+    connection = open_for_reading(run_dir)
+    try:
+        rows = connection.execute(
+            "SELECT t.candidate, a.requested_model, a.reported_model, COUNT(*) "
+            "FROM attempts AS a JOIN trials AS t ON t.trial_id = a.trial_id "
+            "GROUP BY t.candidate, a.requested_model, a.reported_model"
+        ).fetchall()
+    finally:
+        connection.close()
+    found: ModelIds = {}
+    for candidate, requested, reported, count in rows:
+        found.setdefault(candidate, {})[(requested, reported)] = int(count)
+    return found
+
+
 def export_ledger(run_dir: Path, out: Path) -> int:
     """Write every ledger row as one JSON object per line, in chain order.
 

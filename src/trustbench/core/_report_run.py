@@ -12,9 +12,10 @@ unrun trials are "not run", never zero.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
@@ -25,9 +26,9 @@ from trustbench.core._evaluability import (
     gate_on_evaluability,
     withhold_not_evaluable,
 )
-from trustbench.core._export import LedgerContents, open_ledger
+from trustbench.core._export import LedgerContents, model_ids_by_candidate, open_ledger
 from trustbench.core._signing import load_private_key
-from trustbench.core._track import load_track
+from trustbench.core._track import DEFAULT_SUBJECT, SubjectDescription, Track, load_track
 from trustbench.core._verify import Verification, VerifyReport, prefetch_ledger
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
@@ -35,6 +36,7 @@ from trustbench.errors import CheckFailed, InputError
 
 if TYPE_CHECKING:  # the report package (its page models, record writer) is for `report` only
     from trustbench.core.report import Verdict
+    from trustbench.core.report._system import SystemUnderTest
 
 
 @dataclass
@@ -136,8 +138,8 @@ def _refuse_altered(run_dir: Path, verification: VerifyReport) -> None:
         )
 
 
-def _graded(run_dir: Path, manifest: Manifest) -> tuple[LedgerContents, TrackAnalysis]:
-    """The run's opened ledger and its track's analysis of it."""
+def _graded(run_dir: Path, manifest: Manifest) -> tuple[Track, LedgerContents, TrackAnalysis]:
+    """The run's track, its opened ledger and the track's analysis of it."""
     track, _ = load_track(manifest.spec.track_id)
     if not isinstance(track, Analyzer):
         raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
@@ -148,7 +150,25 @@ def _graded(run_dir: Path, manifest: Manifest) -> tuple[LedgerContents, TrackAna
     # report then never decompresses or holds the attempts' request and response texts. The
     # ledger is streamed: a track that grades from `iter_trials` holds no ledger row for long.
     ledger = open_ledger(run_dir, attempt_texts=getattr(track, "reads_attempt_texts", True))
-    return ledger, track.analyze(manifest, ledger)
+    return track, ledger, track.analyze(manifest, ledger)
+
+
+def _system_under_test(run_dir: Path, manifest: Manifest, track: Track) -> SystemUnderTest:
+    """The report's "System under test" block: manifest declarations and the ledger's model ids.
+
+    The track says what its configurations are (`subject_description`, default an endpoint on
+    a fixed packet) and which it assembles from candidates (`subject_names` beyond them).
+    """
+    from trustbench.core.report._system import describe_system_under_test
+
+    subject = getattr(track, "subject_description", DEFAULT_SUBJECT)
+    if not isinstance(subject, SubjectDescription):
+        subject = DEFAULT_SUBJECT
+    candidates = {c.name for c in manifest.spec.candidates}
+    named = getattr(track, "subject_names", None)  # optional hook: configurations gates name
+    names = cast("Iterable[str]", named(manifest.spec)) if callable(named) else ()
+    assembled = sorted(set(names) - candidates)
+    return describe_system_under_test(manifest, subject, model_ids_by_candidate(run_dir), assembled)
 
 
 def _concurrency_record(manifest: Manifest, ledger: LedgerContents) -> dict[str, Any]:
@@ -208,7 +228,7 @@ def report_run(
         if not verification_job.beside:
             _refuse_altered(run_dir, verification_job.result())  # before any grading
         try:
-            ledger, analysis = _graded(run_dir, manifest)
+            track, ledger, analysis = _graded(run_dir, manifest)
         except Exception:
             # Beside, grading an altered run may fail anywhere (an edited corpus, a ledger row
             # no track expects): the alteration is what to report, as when verified first.
@@ -250,6 +270,7 @@ def report_run(
         evaluability=dict(analysis.evaluability),
         incomplete=incomplete,
         verdict_note=analysis.verdict_note,
+        system_under_test=_system_under_test(run_dir, manifest, track),
     )
     verdicts = subject_verdicts(page)
     record = {
@@ -276,6 +297,7 @@ def report_run(
             for subject, figures in analysis.subjects.items()
         },
         "qualifications": analysis.qualifications,
+        "system_under_test": page.system_under_test,
         # Per-trial rows live beside the record (one JSON line each); the record names the
         # file and commits to it by digest, and stays small however long the run.
         "trial_rows": write_trial_rows((out_dir or run_dir) / TRIAL_ROWS_FILE, analysis.trial_rows),

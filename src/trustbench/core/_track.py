@@ -99,6 +99,32 @@ class Resolution:
     as it pins a candidate's entry: its file and its whole package, found without importing."""
 
 
+@dataclass(frozen=True, slots=True)
+class SubjectDescription:
+    """What kind of system a track's configurations are, for the report's "System under test".
+
+    The spec asks a report to say what was tested before any figure: a model endpoint judged on
+    a fixed packet is a different claim from an agent application acting through tools. Core
+    knows no suite, so a track declares this as its class attribute `subject_description`; a
+    track without one is described as `DEFAULT_SUBJECT` (an endpoint given a fixed packet).
+    """
+
+    subject_type: str
+    """What each candidate is: `endpoint`, `agent application`, `execution architecture`."""
+    information_condition: str = "packet"
+    """What a candidate can see: `packet` (a fixed evidence packet, the same for every
+    candidate) or `tools` (it retrieves evidence itself through the listed tools)."""
+    tools: tuple[str, ...] = ()
+    """Tools a candidate may call (empty: none)."""
+    composite_type: str | None = None
+    """What a configuration the track assembles from several candidates is (the review track's
+    declared chains: `review chain`); None when the track assembles none."""
+
+
+DEFAULT_SUBJECT = SubjectDescription(subject_type="endpoint")
+"""How a track that declares no `subject_description` is described."""
+
+
 @runtime_checkable
 class Track(Protocol):
     """A benchmark track: resolves its inputs, plans its trials and runs one trial at a time.

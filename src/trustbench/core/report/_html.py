@@ -36,6 +36,8 @@ from trustbench.core.report._verdict import (
 if TYPE_CHECKING:
     from jinja2 import Environment
 
+    from trustbench.core.report._system import ConfigurationUnderTest, SystemUnderTest
+
 
 # ------------------------------------------------------------------------------------------------
 # Text formatting of figures and intervals for the report (also usable in CLI output).
@@ -287,6 +289,89 @@ def _section(block: Block, index: int, gates: list[GateResult]) -> dict[str, Any
     raise TypeError(f"unknown block {type(block).__name__}")
 
 
+# ------------------------------------------------------------------------------------------------
+# The "System under test" block: one compact table under the verdicts (see `_system.py`).
+
+NOT_DECLARED = "not declared"
+"""What an optional declaration the spec left out reads as (never a guess)."""
+
+_REVISION = {
+    True: "yes (declared)",
+    False: "no (declared): the id may serve other weights on another day",
+    None: NOT_DECLARED,
+}
+
+
+def _attempts(count: int) -> str:
+    return f"{count:,} attempt{'' if count == 1 else 's'}"
+
+
+def _model_cell(row: ConfigurationUnderTest) -> str:
+    """Requested id and every reported id with its attempts, or why there is no model."""
+    if row.kind == "composite":
+        return "not a model: assembled from the candidates above"
+    if not row.is_model:
+        what = "a person" if row.kind == "human" else "in-process code"
+        named = f": model {row.in_process_model}" if row.in_process_model else ""
+        return f"not a model ({what}{named})"
+    reported = [f"{name} ({_attempts(count)})" for name, count in row.reported_models.items()]
+    if row.attempts_without_reported_id:
+        reported.append(f"none named ({_attempts(row.attempts_without_reported_id)})")
+    return f"requested {row.requested_model}; reported {', '.join(reported) or 'nothing'}"
+
+
+def _settings_cell(row: ConfigurationUnderTest) -> str:
+    """The declared settings as `key=value`, and an in-process candidate's code and its hash."""
+    import json
+
+    settings = ", ".join(
+        f"{key}={json.dumps(value, sort_keys=True)}"
+        for key, value in sorted(row.serving_settings.items())
+    )
+    parts = [settings] if settings else []
+    if row.entry:
+        parts.append(
+            f"code {row.entry}" + (f" sha256 {row.code_sha256[:12]}" if row.code_sha256 else "")
+        )
+    return "; ".join(parts) or ("none declared" if row.kind != "composite" else "-")
+
+
+def _configuration_row(row: ConfigurationUnderTest) -> dict[str, Any]:
+    composite = row.kind == "composite"
+    tools = ", ".join(row.tools)
+    if row.information_condition == "tools":
+        access = f"tools: {tools or 'none'}"
+    else:
+        access = f"{row.information_condition}; " + (f"tools: {tools}" if tools else "no tools")
+    return {
+        "name": row.name,
+        "type": row.subject_type,
+        "model": _model_cell(row),
+        "mismatch": row.mismatch_text(),
+        "settings": _settings_cell(row),
+        "access": access,
+        "lineage": "-" if composite else row.lineage or NOT_DECLARED,
+        "boundary": "-" if composite else row.administrative_boundary or NOT_DECLARED,
+        "revision": "-" if composite or not row.is_model else _REVISION[row.immutable_revision],
+    }
+
+
+def system_under_test_view(system: SystemUnderTest | None) -> dict[str, Any] | None:
+    """What the page's "System under test" block shows: one row per configuration, the hashes."""
+    if system is None:
+        return None
+    hashes = [
+        f"{what} {name} sha256 {digest[:12]}"
+        for what, found in (("prompt", system.prompt_sha256), ("policy pin", system.policy_sha256))
+        for name, digest in found.items()
+    ]
+    return {
+        "rows": [_configuration_row(row) for row in system.configurations],
+        "hashes": "; ".join(hashes) or "no prompt or policy file was frozen",
+        "track": system.track,
+    }
+
+
 def sorted_gates(gates: list[GateResult]) -> list[GateResult]:
     """Failed gates first, then not evaluable, then passed; declaration order within each."""
     return sorted(gates, key=lambda result: _GATE_ORDER[result.status])
@@ -324,6 +409,7 @@ def render_report_html(page: ReportPage) -> str:
         loose_gates=[g for g in gates if g.subject is None],
         sections=[_section(block, i, page.gates) for i, block in enumerate(page.sections)],
         has_filter=any(isinstance(b, TableBlock) and b.filterable for b in page.sections),
+        system=system_under_test_view(page.system_under_test),
     )
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from trustbench.core._analysis import VALID_RESPONSE_RATE, Evaluability
 from trustbench.core.figures import Figure, Sidedness
 from trustbench.core.gates import GateResult
+from trustbench.core.report._system import SystemUnderTest
 
 # ------------------------------------------------------------------------------------------------
 # Building blocks a track composes into its report page.
@@ -247,6 +248,9 @@ class ReportPage(_Block):
     """Why the run is incomplete ("50 of 720 planned trials ran"), or None for a complete run.
     Set, every candidate's verdict is "incomplete", no gate counts as passed and `report` exits
     with `INCOMPLETE_EXIT`."""
+    system_under_test: SystemUnderTest | None = None
+    """What was tested (type, model ids, settings, declarations), shown under the verdicts; a
+    configuration whose server reported another model id is flagged in its verdict line."""
 
 
 VerdictStatus = Literal[
@@ -425,6 +429,9 @@ def subject_verdicts(page: ReportPage) -> list[Verdict]:
                     + (f" (already failing: {_labels(failing, gates)})" if failing else "")
                 ),
             )
+        mismatch = page.system_under_test and page.system_under_test.mismatch_note(subject)
+        if mismatch:
+            headline = f"{mismatch}; {headline}"
         if page.verdict_note:
             headline = f"{page.verdict_note}; {headline}"
         verdicts.append(

@@ -199,6 +199,18 @@ class CandidateSpec(_Strict):
     participant: ParticipantSpec | None = None
     """For `human`: who reviews and under which protocol (required for `human`, refused
     otherwise)."""
+    lineage: str | None = Field(default=None, min_length=1)
+    """Declared lineage of the system (base model, fine-tune parent, vendor family, e.g.
+    `Llama-3.1-8B-Instruct, fine-tuned in-house on change reviews`). Shown in the report as
+    declared; left out it reads "not declared", never a guess from the model id."""
+    administrative_boundary: str | None = Field(default=None, min_length=1)
+    """Who operates and controls the system under test (e.g. `vendor-hosted API, shared
+    tenant` or `our cluster, team X`): whose change could alter it between runs. Shown as
+    declared; "not declared" when left out."""
+    immutable_revision: StrictBool | None = None
+    """Whether the requested model id names an immutable revision (pinned weights, a dated
+    snapshot its provider does not change). False discloses the limitation the spec asks to
+    disclose: a moving alias may serve other weights on another day. None: "not declared"."""
 
     @model_validator(mode="before")
     @classmethod
@@ -214,6 +226,10 @@ class CandidateSpec(_Strict):
         return value
 
     _no_key_as_model = field_validator("model")(key_free("model"))
+    _no_key_as_lineage = field_validator("lineage")(key_free("lineage"))
+    _no_key_as_boundary = field_validator("administrative_boundary")(
+        key_free("administrative_boundary")
+    )
     _no_key_as_candidate_name = field_validator("name")(key_free("name"))
 
     _no_key_as_name = field_validator("api_key_env")(refuse_key_shaped_name)

@@ -41,7 +41,14 @@ import aiohttp
 from pydantic import BaseModel, ValidationError
 
 from trustbench._canonical import canonical_json
-from trustbench.core import Resolution, TrialKey, TrialOutcome, cross_product, utc_now
+from trustbench.core import (
+    Resolution,
+    SubjectDescription,
+    TrialKey,
+    TrialOutcome,
+    cross_product,
+    utc_now,
+)
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
     Authorization,
@@ -177,6 +184,12 @@ def _flush(calls: list[dict[str, Any]], ctx: core.TrialContext) -> None:
 
 class ControlTrack:
     """The `rtb/control` track: resolve, plan, run one trial, and analyse a run."""
+
+    subject_description = SubjectDescription(
+        subject_type="execution architecture",
+        information_condition="request presented directly by the harness",
+    )
+    """Each candidate is an enforcement boundary: the execution architecture under test."""
 
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}

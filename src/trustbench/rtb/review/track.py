@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trustbench
-from trustbench.core import CallFailed, Resolution, TrialOutcome, cross_product
+from trustbench.core import (
+    CallFailed,
+    Resolution,
+    SubjectDescription,
+    TrialOutcome,
+    cross_product,
+)
 from trustbench.errors import InputError, did_you_mean
 from trustbench.providers import ChatRequest
 from trustbench.rtb.corpus._load import (
@@ -58,6 +64,12 @@ class ReviewTrack:
     reads_attempt_texts = False
     """Grading reads each trial's recorded outcome (the reply) and its attempts' latency, tokens
     and cost, never an attempt's request or raw response: `report` skips those texts."""
+
+    subject_description = SubjectDescription(
+        subject_type="endpoint", information_condition="packet", composite_type="review chain"
+    )
+    """Each candidate is a reviewer endpoint given the fixed evidence packet; a declared chain
+    is a review chain of them (the report's "System under test")."""
 
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}

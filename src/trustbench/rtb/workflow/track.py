@@ -50,6 +50,7 @@ from trustbench.core import (
     CallFailed,
     Resolution,
     ResolvedItem,
+    SubjectDescription,
     TrialKey,
     TrialOutcome,
     cross_product,
@@ -185,6 +186,19 @@ class CoreChat:
 
 class WorkflowTrack:
     """The `rtb/workflow` track: resolve, plan, run one trial, and analyse a run."""
+
+    subject_description = SubjectDescription(
+        subject_type="agent application",
+        information_condition="tools",
+        # `WorkflowTools.tools()`; `read_change_records` only where the platform holds
+        # governance records.
+        tools=(
+            "read_resource", "list_approvals", "read_change_records", "request_change",
+            "list_checkpoints", "resume_checkpoint", "edit_labels", "verify_change",
+            "write_note", "read_notes", "report_completion",
+        ),
+    )  # fmt: skip
+    """Each candidate is an agent x boundary configuration acting through the track's tools."""
 
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}

@@ -28,6 +28,7 @@ from trustbench.core import (
     Manifest,
     Resolution,
     ResolvedItem,
+    SubjectDescription,
     TrialContext,
     TrialKey,
     TrialOutcome,
@@ -134,6 +135,9 @@ def _output(call: dict[str, Any]) -> Any:
 
 class TrbProfileTrack:
     """The `trb/profile` core track and analyzer (see the module docstring)."""
+
+    subject_description = SubjectDescription(subject_type="endpoint", information_condition="trace")
+    """Each candidate is an adapter over one model, given each held-out trace."""
 
     def __init__(self) -> None:
         self._prepared: dict[tuple[str, str], _Prepared] = {}
