@@ -30,6 +30,7 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,15 @@ def _structure(value: Any) -> Any:
 
 
 def _sort_key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
+    # The normaliser gives a time with an offset as its UTC instant (a datetime): written in
+    # ISO form, so one instant in any offset fingerprints the same.
+    return json.dumps(value, sort_keys=True, default=_instant_text)
+
+
+def _instant_text(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"not JSON: {type(value).__name__}")
 
 
 def case_fingerprint(case: dict[str, Any]) -> str:
