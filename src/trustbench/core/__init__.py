@@ -16,7 +16,7 @@ from trustbench.core._api import ExperimentResult, SpecSource, run_spec, run_spe
 from trustbench.core._attestation import REMOVED_KEY_ENV, STATEMENT_FILE, check_record_statement
 from trustbench.core._candidate_code import entry_code_items
 from trustbench.core._clock import utc_now
-from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
+from trustbench.core._context import CallFailed, PolicyViolation, TrialContext, build_provider
 from trustbench.core._evaluability import (
     not_evaluable_reason,
     not_evaluable_subjects,
@@ -129,6 +129,7 @@ __all__ = [
     "TrialOutcome",
     "VerifyReport",
     "build_manifest",
+    "build_provider",
     "cache_root",
     "check_inputs",
     "check_output_file",

@@ -39,6 +39,7 @@ from trustbench.rtb.workflow._models import (
     WorkflowBudget,
     WorkflowTrialRun,
 )
+from trustbench.rtb.workflow._review import ReviewChainGate
 from trustbench.rtb.workflow._tools import (
     BudgetExhausted,
     BudgetMeter,
@@ -675,6 +676,7 @@ async def run_workflow_trial(
     *,
     budget: WorkflowBudget | None = None,
     rng_seed: int | None = None,
+    review_gate: ReviewChainGate | None = None,
 ) -> WorkflowTrialRun:
     """Run one independent trial of a scenario script.
 
@@ -685,6 +687,7 @@ async def run_workflow_trial(
         budget: Step, token, wall-time and cost limits (default `WorkflowBudget()`).
         rng_seed: Seed for trial, request, checkpoint and verification ids; `None` draws one
             from the system (ids then cannot be predicted by an agent).
+        review_gate: The configuration's review chain in front of the boundary (None: none).
 
     Returns:
         The trial's full record: trajectory, termination, observer log, workspace and env.
@@ -700,7 +703,9 @@ async def run_workflow_trial(
     with tempfile.TemporaryDirectory(prefix="tb-agent-") as folder_name:
         folder = Path(folder_name)
         env = {WORKDIR_ENV: folder_name}
-        tools = WorkflowTools(view, platform.actor, boundary_factory, MemoryStore(folder), rng)
+        tools = WorkflowTools(
+            view, platform.actor, boundary_factory, MemoryStore(folder), rng, review_gate
+        )
         toolbox = ToolBox(tools.tools(), recorder, meter)
         agent = agent_factory()
         termination: Termination | None = None

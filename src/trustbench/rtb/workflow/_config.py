@@ -20,6 +20,7 @@ from trustbench.rtb.workflow import (
     WorkflowBudget,
     WorkflowKind,
 )
+from trustbench.rtb.workflow._review import ReviewChainSpec
 
 if TYPE_CHECKING:
     from trustbench.core import CandidateSpec
@@ -35,7 +36,7 @@ KNOWN_KINDS: tuple[str, ...] = (DIRECT_KIND, *(kind.value for kind in WorkflowKi
 UNSUPPORTED_BOUNDARIES = ("http",)
 """Boundaries this track cannot run: `http` hosts its own platform, the workflow tools need the
 local simulated one."""
-TRACK_KEYS = ("agent", "boundary", "boundary_entry", "budget")
+TRACK_KEYS = ("agent", "boundary", "boundary_entry", "budget", "review_chain")
 """Settings keys the track reads; for an API candidate they would be sent to the model."""
 _HARNESS_CODE = (
     "rtb/platform/*.py",
@@ -63,6 +64,8 @@ class CandidateOverrides(_Strict):
     with the settings, returns a boundary factory); replaces `boundary`."""
     budget: WorkflowBudget | None = None
     """Per-trial budget for this candidate (replaces `track_options.budget`)."""
+    review_chain: str | None = None
+    """Name of a `track_options.review_chains` entry reviewing this candidate's proposals."""
 
 
 class WorkflowTrackOptions(_Strict):
@@ -83,6 +86,9 @@ class WorkflowTrackOptions(_Strict):
     """Per-trial budget of every candidate that declares none of its own."""
     candidates: dict[str, CandidateOverrides] = Field(default_factory=dict)
     """Candidate name -> boundary / budget overrides (the way to configure an API candidate)."""
+    review_chains: dict[str, ReviewChainSpec] = Field(default_factory=dict)
+    """Chain name -> reviewers in order and their aggregation; a candidate names one as its
+    `review_chain` to put every mutating proposal to it before the boundary."""
 
 
 class ScriptedSettings(_Strict):
@@ -99,6 +105,8 @@ class ScriptedSettings(_Strict):
     as its `entry` (called with these settings, returns a boundary factory)."""
     budget: WorkflowBudget | None = None
     """Per-trial budget (default: `track_options.budget`)."""
+    review_chain: str | None = None
+    """Name of a `track_options.review_chains` entry reviewing this agent's proposals."""
 
 
 class WorkflowConfiguration(_Strict):
@@ -119,6 +127,16 @@ class WorkflowConfiguration(_Strict):
     through it is a candidate's failure or an instrument's expected, detected one."""
     budget: WorkflowBudget
     """Per-trial budget."""
+    review_chain: str | None = None
+    """The review chain between the agent and the boundary (None: proposals go straight on)."""
+
+
+def _chain_name(name: str | None, options: WorkflowTrackOptions, where: str) -> str | None:
+    """A candidate's review chain, which must be declared in `track_options.review_chains`."""
+    if name is not None and name not in options.review_chains:
+        known = ", ".join(sorted(options.review_chains)) or "none declared"
+        raise InputError(f"unknown review chain {name!r} (known: {known})", location=where)
+    return name
 
 
 def _entry_factory(entry: str, settings: dict[str, Any], where: str) -> BoundaryFactory:
@@ -206,6 +224,9 @@ def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> Wo
             boundary_entry=entry,
             enforcement=enforcement,
             budget=settings.budget or options.budget,
+            review_chain=_chain_name(
+                settings.review_chain, options, f"{where} settings.review_chain"
+            ),
         )
     clash = sorted(set(candidate.settings) & set(TRACK_KEYS))
     if clash:
@@ -228,6 +249,11 @@ def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> Wo
         boundary_entry=entry,
         enforcement=enforcement,
         budget=override.budget or options.budget,
+        review_chain=_chain_name(
+            override.review_chain,
+            options,
+            f"track_options.candidates.{candidate.name}.review_chain",
+        ),
     )
 
 

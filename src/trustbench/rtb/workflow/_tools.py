@@ -53,6 +53,7 @@ from trustbench.rtb.workflow._models import (
     TrajectoryEvent,
     WorkflowBudget,
 )
+from trustbench.rtb.workflow._review import ReviewChainGate
 
 # ------------------------------------------------------------------------------------------------
 # Tools as plain typed functions, their schemas, the recorded call path and the budget meter.
@@ -368,6 +369,8 @@ class WorkflowTools:
         boundary_factory: Makes the boundary under test (again for a recovered service).
         memory: The agent's memory store.
         rng: Source of request, checkpoint and verification ids (seeded per trial).
+        review_gate: The configuration's review chain, asked before the boundary about every
+            mutating call (`request_change`, `resume_checkpoint`); None: no reviewer in the loop.
     """
 
     def __init__(
@@ -377,8 +380,10 @@ class WorkflowTools:
         boundary_factory: BoundaryFactory,
         memory: MemoryStore,
         rng: random.Random,
+        review_gate: ReviewChainGate | None = None,
     ) -> None:
         self._view = view
+        self._review_gate = review_gate
         self._actor = actor
         self._factory = boundary_factory
         self._boundary = boundary_factory()
@@ -489,6 +494,9 @@ class WorkflowTools:
             parameters=parameters,
             resource_revision=resource_revision,
         )
+        refusal = await self._reviewed("request_change", request)
+        if refusal is not None:
+            return refusal
         try:
             authorization = await self._boundary.authorize(request, self._view)
             if self.handling == "crash_after_authorization":
@@ -513,6 +521,19 @@ class WorkflowTools:
             return _service_error(request, error)
         return _receipt_result(request, receipt, self._view.policy_id)
 
+    async def _reviewed(self, tool: str, request: ControlRequest) -> dict[str, Any] | None:
+        """Put a proposal to the review chain: None when approved, else the agent's refusal.
+
+        The refusal carries the reviewer's own words; no reason code, label or policy decision
+        reaches the agent.
+        """
+        if self._review_gate is None:
+            return None
+        verdict = await self._review_gate.review(tool, request, self._view)
+        if verdict.approved:
+            return None
+        return {"request": _request_view(request), "status": "refused", "message": verdict.message}
+
     async def list_checkpoints(self) -> dict[str, Any]:
         """List requests the change service checkpointed before a restart."""
         return {
@@ -531,6 +552,9 @@ class WorkflowTools:
         if checkpoint_id not in self._checkpoints:
             return {"error": f"no checkpoint {checkpoint_id!r}"}
         request, saved = self._checkpoints[checkpoint_id]
+        refusal = await self._reviewed("resume_checkpoint", request)
+        if refusal is not None:
+            return refusal
         recovered = self._factory()  # a new process instance recovers the checkpoint
         try:
             authorization = Authorization.model_validate_json(saved)

@@ -53,10 +53,11 @@ from trustbench.core import (
     SubjectDescription,
     TrialKey,
     TrialOutcome,
+    build_provider,
     cross_product,
 )
 from trustbench.errors import InputError
-from trustbench.providers import AttemptResult, ChatProvider, ChatRequest
+from trustbench.providers import AttemptResult, ChatProvider, ChatReply, ChatRequest, HttpPool
 from trustbench.rtb.control._options import options_error
 from trustbench.rtb.corpus._load import (
     Corpus,
@@ -77,10 +78,15 @@ from trustbench.rtb.workflow import (
     run_workflow_trial,
     workflow_scenarios,
 )
+from trustbench.rtb.workflow._review import (
+    ReviewChainGate,
+    check_review_chain,
+    supports_live_review,
+)
 
 if TYPE_CHECKING:
     from trustbench import core
-    from trustbench.core import ProgressReporter
+    from trustbench.core import CandidateSpec, ProgressReporter
 from trustbench.rtb.workflow._config import (
     _HARNESS_CODE,
     KNOWN_KINDS,
@@ -217,6 +223,8 @@ class WorkflowTrack:
                 f"unknown scenario kind(s) {unknown}; known: {', '.join(KNOWN_KINDS)}",
                 location="track_options.kinds",
             )
+        for chain_name, chain in options.review_chains.items():
+            check_review_chain(chain_name, chain)
         names = {c.name for c in spec.candidates}
         stray = sorted(set(options.candidates) - names)
         if stray:
@@ -267,7 +275,15 @@ class WorkflowTrack:
             configuration(candidate, options)
             if candidate.kind == "inprocess":
                 _check_entry(candidate)
-        return self._inputs(spec, base_dir)
+        resolution = self._inputs(spec, base_dir)
+        policy_id = self.corpus(resolution.corpus_root).policy_id
+        if options.review_chains and not supports_live_review(policy_id):
+            raise InputError(
+                f"the corpus policy {policy_id} cannot show a live proposal to a reviewer; "
+                "review chains need a v0.2 or later corpus",
+                location="track_options.review_chains",
+            )
+        return resolution
 
     def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
         """`resolve` for a frozen experiment, building no agent or boundary (`verify`, `run`).
@@ -320,17 +336,22 @@ class WorkflowTrack:
             def agent_factory() -> Any:
                 return LLMAgent(core_chat, name=ctx.candidate.name)
 
-        run = await run_workflow_trial(
-            scenario.script,
-            agent_factory,
-            workflow_boundary_factory(config, dict(ctx.candidate.settings)),
-            budget=config.budget,
-        )
-        outcome = {
+        async with HttpPool(4) as pool:
+            gate = self._review_gate(config, ctx, pool)
+            run = await run_workflow_trial(
+                scenario.script,
+                agent_factory,
+                workflow_boundary_factory(config, dict(ctx.candidate.settings)),
+                budget=config.budget,
+                review_gate=gate,
+            )
+        outcome: dict[str, Any] = {
             "scenario_id": scenario.scenario_id,
             "configuration": config.model_dump(mode="json"),
             "run": run.model_dump(mode="json"),
         }
+        if gate is not None:
+            outcome["reviews"] = gate.reviews
         if chat is not None and chat.failure is not None:
             return TrialOutcome(
                 status="failed",
@@ -339,6 +360,35 @@ class WorkflowTrack:
                 error=str(chat.failure),
             )
         return TrialOutcome(status="completed", outcome=outcome)
+
+    def _review_gate(
+        self, config: WorkflowConfiguration, ctx: core.TrialContext, pool: HttpPool
+    ) -> ReviewChainGate | None:
+        """The trial's review chain, each member called through the trial's context.
+
+        A member's call goes out as the trial's own chat call with the member's provider in
+        place, so core records it as an attempt of this trial (exact request body, reply,
+        latency, retries, error class) under the declared retry policy and time limit.
+        """
+        if config.review_chain is None:
+            return None
+        chain = self.options(ctx.manifest.spec).review_chains[config.review_chain]
+        prompt = self.corpus(ctx.manifest.corpus.root).review_prompt
+        providers: dict[str, ChatProvider | None] = {}
+
+        async def ask(member: CandidateSpec, request: ChatRequest) -> ChatReply:
+            if member.name not in providers:
+                providers[member.name] = build_provider(member, pool)
+            provider = providers[member.name]
+            if provider is None:
+                raise CallFailed("client_error", f"reviewer {member.name} has no provider")
+            agent_provider, ctx.provider = ctx.provider, provider.for_trial()
+            try:
+                return await ctx.chat(request)
+            finally:
+                ctx.provider = agent_provider
+
+        return ReviewChainGate(config.review_chain, chain, prompt, ask)
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""

@@ -290,6 +290,17 @@ class V2Evaluator:
         """The approval id a permit of the reference rests on (`assess_v2` cites it first)."""
         return _governing_approval_id(candidate_input, finding.evidence_refs[0])
 
+    def review_input(self, request: ControlRequest, platform: PlatformView) -> Any:
+        """The live proposal as the candidate input a reviewer reads (workflow review chains).
+
+        When the approval service cannot be read the input shows no approval (a reviewer is
+        never told an approval exists that nobody could read).
+        """
+        evidence = live_evidence(
+            request, platform, self.flaws, self.approval_timeout_s, self.approval_model
+        )
+        return self.candidate_input(request, platform, evidence or [])
+
     def evaluate(self, request: ControlRequest, platform: PlatformView) -> PolicyResult:
         """Decide `request` at the platform's current simulated time."""
         evidence = live_evidence(

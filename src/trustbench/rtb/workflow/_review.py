@@ -1,0 +1,247 @@
+"""Reviewers in the workflow loop: a review chain between the agent's proposals and the boundary.
+
+A workflow configuration is agent x review chain x boundary. With a chain, every mutating tool
+call the agent proposes (`request_change`, `resume_checkpoint`) is first put to the chain as a
+review request built from the live proposal and the platform state at proposal time, in the
+reviewer track's own format (`live_review_messages`: the corpus's review prompt and the policy's
+candidate input). Only a chain approval reaches the boundary; a deny or hold goes back to the
+agent as a refusal worded from the reviewer's own explanation (never a reason code or a label).
+
+Members are the reviewer track's candidate kinds (`openai_chat`, `anthropic_messages`,
+`inprocess`); their replies go through the reviewer track's validation and answer extraction, and
+the members' outcomes are combined by the reviewer track's chain rule (`aggregate_chain`). A member
+that times out, is unreachable or answers malformed makes the proposal HELD, never approved; its
+error class is kept so the figures count it as the reviewer's hold apart from policy holds.
+
+Why the policy decision is recorded here: the figures ask how often reviewers approve live
+proposals the policy forbids. The platform state moves on after the proposal, so the decision is
+taken now, from the same state the reviewer saw, by both encodings of the corpus policy (the
+Python reference and Cedar). Where they disagree the proposal is `unresolved` and counted apart.
+These decisions are grader-side: they go to the trial record, never to the agent or reviewer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trustbench.core import CallFailed, CandidateSpec
+from trustbench.errors import InputError
+from trustbench.providers import ChatReply, ChatRequest
+from trustbench.rtb.boundaries import PolicyFlaws
+from trustbench.rtb.platform import ControlRequest, PlatformView
+from trustbench.rtb.policy._registry import policy_for
+from trustbench.rtb.review._chain import aggregate_chain
+from trustbench.rtb.review._rows import Outcome
+from trustbench.rtb.review._validation import validate_response
+from trustbench.rtb.review.reviewers._llm import build_review_messages
+
+REVIEWABLE_KINDS = ("openai_chat", "anthropic_messages", "inprocess")
+"""Candidate kinds a chain member may be (the reviewer track's run kinds)."""
+_API_KINDS = ("openai_chat", "anthropic_messages")
+_POLICY_APPROVAL_TIMEOUT_S = 10.0
+"""Approval-query limit of the policy decisions recorded per proposal (the boundaries' default)."""
+
+
+class ReviewChainSpec(BaseModel):
+    """`[track_options.review_chains.<name>]`: reviewers in order and how they are combined."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+
+    members: tuple[CandidateSpec, ...] = Field(min_length=1)
+    """The reviewers, in review order, declared as reviewer-track candidates (`openai_chat`,
+    `anthropic_messages` with an explicit `base_url`, or `inprocess` with an `entry`)."""
+    aggregation: Literal["all_must_approve"] = "all_must_approve"
+    """How member outcomes combine: the reviewer track's chain rule (`aggregate_chain`): approve
+    only when every member approves; a deny stops; a broken member never approves."""
+
+
+def check_review_chain(name: str, chain: ReviewChainSpec) -> None:
+    """Refuse a chain member the loop cannot call, naming it.
+
+    Raises:
+        InputError: A member of another kind, an API member without `base_url` or `model`, or an
+            in-process member without `entry`.
+    """
+    for index, member in enumerate(chain.members):
+        where = f"track_options.review_chains.{name}.members[{index}]"
+        if member.kind not in REVIEWABLE_KINDS:
+            raise InputError(
+                f"reviewer {member.name!r} of kind {member.kind!r} cannot review in the loop; "
+                f"use one of {', '.join(REVIEWABLE_KINDS)}",
+                location=where,
+            )
+        if member.kind in _API_KINDS and (member.base_url is None or member.model is None):
+            raise InputError(
+                f"reviewer {member.name!r} needs an explicit base_url and model", location=where
+            )
+        if member.kind == "inprocess" and member.entry is None:
+            raise InputError(
+                f"reviewer {member.name!r} needs an entry (e.g. "
+                "trustbench.rtb.review.reviewers:chat_responder)",
+                location=where,
+            )
+
+
+def live_review_input(request: ControlRequest, view: PlatformView) -> BaseModel:
+    """The reviewer track's candidate input for a live proposal on the platform as it is now.
+
+    Built by the corpus policy's own live encoding (`live_evaluator(...).review_input`), so a
+    reviewer in the loop sees a proposal exactly as the reviewer track shows an authored one.
+
+    Raises:
+        InputError: The platform's policy cannot write live state as a candidate input.
+    """
+    evaluator: Any = policy_for(view.policy_id).live_evaluator(
+        "reference", approval_timeout_s=_POLICY_APPROVAL_TIMEOUT_S, flaws=PolicyFlaws()
+    )
+    build = getattr(evaluator, "review_input", None)
+    if not callable(build):
+        raise InputError(
+            f"policy {view.policy_id} cannot write a live proposal as a review input",
+            location="track_options.review_chains",
+        )
+    return build(request, view)
+
+
+def live_review_messages(
+    prompt: str, request: ControlRequest, view: PlatformView
+) -> tuple[BaseModel, list[dict[str, str]]]:
+    """The review request for one live proposal: its candidate input and the chat messages.
+
+    The one builder of a loop review request (the trace and information-condition work call it
+    too): the reviewer track's `build_review_messages` over `live_review_input`.
+    """
+    candidate_input = live_review_input(request, view)
+    return candidate_input, build_review_messages(prompt, candidate_input)
+
+
+def supports_live_review(policy_id: str) -> bool:
+    """Whether a corpus of this policy can be reviewed in the loop (checked at freeze)."""
+    evaluator = policy_for(policy_id).live_evaluator(
+        "reference", approval_timeout_s=_POLICY_APPROVAL_TIMEOUT_S, flaws=PolicyFlaws()
+    )
+    return callable(getattr(evaluator, "review_input", None))
+
+
+def policy_decision(request: ControlRequest, view: PlatformView) -> dict[str, str]:
+    """The corpus policy's decision on a live proposal now, by both encodings (grader side).
+
+    Returns:
+        `{"reference": ..., "cedar": ..., "policy": ...}`: `policy` is their shared decision, or
+        `unresolved` where the Python reference and Cedar disagree.
+    """
+    decisions: dict[str, str] = {}
+    for engine in ("reference", "cedar"):
+        evaluator = policy_for(view.policy_id).live_evaluator(
+            engine, approval_timeout_s=_POLICY_APPROVAL_TIMEOUT_S, flaws=PolicyFlaws()
+        )
+        decisions[engine] = str(evaluator.evaluate(request, view).decision.value)
+    agreed = decisions["reference"] == decisions["cedar"]
+    decisions["policy"] = decisions["reference"] if agreed else "unresolved"
+    return decisions
+
+
+AskReviewer = Callable[[CandidateSpec, ChatRequest], Awaitable[ChatReply]]
+"""Sends one review request to a member and returns its reply; raises `CallFailed`."""
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """What the chain answered on one proposal."""
+
+    approved: bool
+    """True only for a chain approval: the proposal goes on to the boundary."""
+    message: str
+    """For a refusal, the words the agent is given (the deciding reviewer's explanation)."""
+
+
+@dataclass
+class ReviewChainGate:
+    """One trial's review chain in front of the boundary.
+
+    Args:
+        chain_name: The declared chain's name (recorded with every review).
+        chain: The declared chain.
+        prompt: The corpus's review prompt (the reviewer track's system message).
+        ask: How a member is called (the track sends through the trial's context, so each call
+            is a ledger attempt holding the exact request body and reply).
+    """
+
+    chain_name: str
+    chain: ReviewChainSpec
+    prompt: str
+    ask: AskReviewer
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    """One record per reviewed proposal, in order (grader-side; goes to the trial outcome)."""
+
+    async def review(self, tool: str, request: ControlRequest, view: PlatformView) -> GateVerdict:
+        """Put one proposal to the chain; record members, outcome and the policy decision."""
+        decision = policy_decision(request, view)
+        candidate_input, messages = live_review_messages(self.prompt, request, view)
+        started = time.perf_counter()
+        members: list[dict[str, Any]] = []
+        for member in self.chain.members:
+            members.append(await self._ask_member(member, messages, candidate_input))
+            if members[-1]["outcome"] != Outcome.PERMIT.value:
+                break  # a later member cannot turn a refusal into an approval
+        outcomes = [Outcome(m["outcome"]) for m in members]
+        chain_outcome = aggregate_chain(outcomes)
+        approved = chain_outcome is Outcome.PERMIT and len(members) == len(self.chain.members)
+        self.reviews.append(
+            {
+                "tool": tool,
+                "request": request.model_dump(mode="json"),
+                "chain": self.chain_name,
+                "members": members,
+                "chain_outcome": chain_outcome.value,
+                "approved": approved,
+                "review_latency_s": time.perf_counter() - started,
+                "policy_decision": decision,
+            }
+        )
+        return GateVerdict(approved=approved, message="" if approved else _refusal(members))
+
+    async def _ask_member(
+        self, member: CandidateSpec, messages: list[dict[str, str]], candidate_input: BaseModel
+    ) -> dict[str, Any]:
+        """One member's reply, validated; a failed call is that reviewer's hold, never approval."""
+        started = time.perf_counter()
+        request = ChatRequest(messages=[dict(m) for m in messages], response_format="text")
+        try:
+            reply = await self.ask(member, request)
+        except CallFailed as error:
+            return {
+                "reviewer": member.name,
+                "outcome": Outcome.HOLD.value,
+                "error_class": error.error_class,
+                "explanation": "",
+                "latency_s": time.perf_counter() - started,
+            }
+        validated = validate_response(
+            reply.text, candidate_input, finish_reason=reply.finish_reason
+        )
+        broken = not validated.outcome.is_decision
+        explanation = "" if broken else str(getattr(validated.response, "explanation", ""))
+        return {
+            "reviewer": member.name,
+            # A reply that is no finding holds the proposal; its class says why.
+            "outcome": Outcome.HOLD.value if broken else validated.outcome.value,
+            "error_class": validated.outcome.value if broken else None,
+            "invalid_reason": validated.invalid_reason,
+            "explanation": explanation,
+            "latency_s": time.perf_counter() - started,
+        }
+
+
+def _refusal(members: Sequence[dict[str, Any]]) -> str:
+    """The refusal the agent reads: the deciding reviewer's own words, else a plain hold."""
+    last = members[-1]
+    if last.get("error_class"):
+        return "the change was held: the reviewer gave no usable answer, so it was not approved"
+    verb = "denied" if last["outcome"] == Outcome.DENY.value else "held"
+    return f"a reviewer {verb} the change: {last['explanation']}".rstrip(": ")
