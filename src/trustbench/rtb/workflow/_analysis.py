@@ -36,7 +36,14 @@ from typing import TYPE_CHECKING, Any
 from trustbench._canonical import file_sha256
 from trustbench.core import Evaluability, TrackAnalysis, not_evaluable_subjects, withheld_figure
 from trustbench.core.figures import Figure
-from trustbench.core.report import Block, FiguresBlock, ForestBlock, TextBlock, breakdown_table
+from trustbench.core.report import (
+    Block,
+    FiguresBlock,
+    ForestBlock,
+    TableBlock,
+    TextBlock,
+    breakdown_table,
+)
 from trustbench.errors import CheckFailed
 from trustbench.rtb.boundaries import Enforcement, is_instrument
 from trustbench.rtb.corpus._load import corpus_folder
@@ -54,10 +61,15 @@ from trustbench.rtb.workflow import (
     scenario_grader_values,
     summarize_workflow,
 )
-from trustbench.rtb.workflow._config import WorkflowConfiguration, configuration
+from trustbench.rtb.workflow._config import (
+    WorkflowConfiguration,
+    configuration,
+    configuration_record,
+)
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade, _breakdown, _dump, subject_figures
 from trustbench.rtb.workflow._leaks import leak_scan_record
 from trustbench.rtb.workflow._models import WorkflowTrialRun
+from trustbench.rtb.workflow._review import review_loop_figures
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, Manifest
@@ -558,6 +570,55 @@ def _qualifications(
     return qualifications
 
 
+def _review_loop(
+    ledger: LedgerContents, configs: dict[str, WorkflowConfiguration], confidence: float
+) -> dict[str, Any]:
+    """Figures of each configuration with a review chain, from its trials' recorded reviews."""
+    reviews: dict[str, list[dict[str, Any]]] = {
+        name: [] for name, config in configs.items() if config.review_chain is not None
+    }
+    for row in ledger.trials:
+        outcome = row.get("outcome")
+        if row["candidate"] in reviews and isinstance(outcome, dict):
+            reviews[row["candidate"]] += outcome.get("reviews") or []
+    return {
+        name: {"review_chain": configs[name].review_chain,
+               **review_loop_figures(found, confidence)}
+        for name, found in reviews.items()
+    }  # fmt: skip
+
+
+def _review_loop_table(loop: dict[str, Any]) -> Block:
+    """One compact table: what the reviewers in the loop approved, held and cost."""
+
+    def row(name: str, figures: dict[str, Any]) -> list[str]:
+        rate = figures["approval_of_prohibited_rate"]
+        latency = figures["review_latency_s"]["median"]
+        return [
+            f"{name} ({figures['review_chain']})",
+            f"{rate['numerator']} / {rate['denominator']}",
+            str(figures["added_holds"]),
+            str(figures["lost_permitted_work"]),
+            str(figures["reviewer_failure_holds"]),
+            str(figures["unresolved_proposals"]),
+            "-" if latency is None else f"{latency * 1000:.1f} ms",
+        ]
+
+    return TableBlock(
+        title="Reviewers in the loop (per live proposal)",
+        columns=[
+            "configuration (chain)",
+            "approved prohibited / prohibited",
+            "added holds",
+            "permitted refused",
+            "reviewer-failure holds",
+            "unresolved",
+            "median review latency",
+        ],
+        rows=[row(name, figures) for name, figures in loop.items()],
+    )
+
+
 def analyze_workflow_run(
     manifest: Manifest, ledger: LedgerContents, track: WorkflowTrack
 ) -> TrackAnalysis:
@@ -598,9 +659,12 @@ def analyze_workflow_run(
         ),
         *_reference_status_blocks(reference_status, figs),
     ]
+    loop = _review_loop(ledger, configs, manifest.spec.analysis.confidence)
+    if loop:
+        sections.append(_review_loop_table(loop))
     record = {
         "workflow": {
-            "configurations": {n: c.model_dump(mode="json") for n, c in configs.items()},
+            "configurations": {n: configuration_record(c) for n, c in configs.items()},
             "scenarios": {
                 sid: {"kind": s.script.kind, "group": s.group, "case_id": s.case_id}
                 for sid, s in scenarios.items()
@@ -616,6 +680,8 @@ def analyze_workflow_run(
             "no_tool_call_trials": graded.no_tool_calls,
             "leak_scan": leak_scan,
             "harness_code_changed": code_changed,
+            # Only with a review chain: a chain-less run's record is what it always was.
+            **({"review_loop": loop} if loop else {}),
         },
         "console_notes": graded.notes(),
     }

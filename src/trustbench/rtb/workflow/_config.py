@@ -131,6 +131,14 @@ class WorkflowConfiguration(_Strict):
     """The review chain between the agent and the boundary (None: proposals go straight on)."""
 
 
+def configuration_record(config: WorkflowConfiguration) -> dict[str, Any]:
+    """A configuration as records hold it; `review_chain` only when there is one.
+
+    A chain-less configuration is recorded exactly as before review chains existed.
+    """
+    return config.model_dump(mode="json", exclude=None if config.review_chain else {"review_chain"})
+
+
 def _chain_name(name: str | None, options: WorkflowTrackOptions, where: str) -> str | None:
     """A candidate's review chain, which must be declared in `track_options.review_chains`."""
     if name is not None and name not in options.review_chains:

@@ -99,6 +99,7 @@ from trustbench.rtb.workflow._config import (
     agent_entry,
     boundary_entries,
     configuration,
+    configuration_record,
     workflow_boundary_factory,
 )
 
@@ -347,7 +348,7 @@ class WorkflowTrack:
             )
         outcome: dict[str, Any] = {
             "scenario_id": scenario.scenario_id,
-            "configuration": config.model_dump(mode="json"),
+            "configuration": configuration_record(config),
             "run": run.model_dump(mode="json"),
         }
         if gate is not None:
