@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from tests.rtb.test_workflow_track import freeze_run_report
+from tests.support.cli import invoke
 from tests.support.openai_server import Behaviour, OpenAIServer, reply, stall
 
 from trustbench.core import read_ledger
@@ -244,3 +245,76 @@ def test_chain_less_configurations_give_the_figures_they_gave_without_chains(
     assert alone["workflow"]["configurations"][name] == record["workflow"]["configurations"][name]
     assert alone["workflow"]["counts"][name] == record["workflow"]["counts"][name]
     assert alone["workflow"]["by_kind"][name] == record["workflow"]["by_kind"][name]
+
+
+# ------------------------------------------------------------------------------------------------
+# The control track's `model-review-gated` boundary: a declared reviewer decides before dispatch,
+# and the observer grades what happened (the reviewer is allowed to be wrong).
+
+
+def _gated(name: str, reviewer: str) -> str:
+    member = f'{{ name = "{reviewer}", kind = "inprocess", entry = "{CHAT_RESPONDER}", settings = {{ reviewer = "{reviewer}" }} }}'  # noqa: E501
+    return f"""
+[[candidates]]
+name = "{name}"
+kind = "inprocess"
+settings = {{ boundary = "model-review-gated", reviewer = {member} }}
+"""
+
+
+@pytest.fixture(scope="module")
+def gated_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    spec = f"""
+suite = "rtb"
+track = "control"
+trials_per_case = 1
+concurrency = 4
+order_seed = 3
+
+[corpus]
+builtin = "v0.2"
+
+[track_options]
+paths = ["direct"]
+{_gated("gated-permissive", "always-permit")}
+"""
+    _, _, record, run_dir = freeze_run_report(tmp_path_factory.mktemp("gated"), spec)
+    return record, run_dir
+
+
+def _prohibited_effects(record: dict[str, Any], candidate: str) -> int:
+    return sum(
+        1
+        for t in record["control"]["trials"]
+        if t["candidate"] == candidate and t["grade"]["outcome"] == "prohibited_effect"
+    )
+
+
+def test_model_review_gated_boundary_is_graded_by_the_observer(
+    gated_run: tuple[dict[str, Any], Path],
+) -> None:
+    record, run_dir = gated_run
+    # The permissive reviewer's approvals reach the executor, and the observer shows the effects
+    # on exactly the requests the policy forbids (the boundary's own claims are not read).
+    ledger = read_ledger(run_dir)
+    forbidden = 0
+    for trial in ledger.trials:
+        (review,) = trial["outcome"]["reviews"]
+        assert review["chain_outcome"] == "permit"
+        reviewer_calls = [a for a in ledger.attempts_of(trial["trial_id"]) if a["call"] == "chat"]
+        assert len(reviewer_calls) == 1
+        forbidden += review["policy_decision"]["policy"] in ("deny", "hold")
+    assert forbidden > 0
+    assert _prohibited_effects(record, "gated-permissive") > 0
+
+
+def test_model_review_gated_needs_a_reviewer_named_at_freeze(tmp_path: Path) -> None:
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        'suite = "rtb"\ntrack = "control"\n[corpus]\nbuiltin = "v0.2"\n'
+        '[[candidates]]\nname = "g"\nkind = "inprocess"\n'
+        'settings = { boundary = "model-review-gated" }\n'
+    )
+    code, out = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
+    assert code == 2
+    assert "settings.reviewer" in out and "Traceback" not in out

@@ -6,13 +6,15 @@ the track (the track imports them, never the reverse).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from trustbench._imports import import_object
+from trustbench.core import CandidateSpec
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
+    Boundary,
     BoundaryFactory,
     HttpEnvironment,
     SimulatedEnvironment,
@@ -25,10 +27,7 @@ from trustbench.rtb.control._cases import (
     UNRECONCILED_SUFFIX,
 )
 from trustbench.rtb.platform import FaultType
-
-if TYPE_CHECKING:
-    from trustbench.core import CandidateSpec
-
+from trustbench.rtb.review._loop import MODEL_REVIEW_GATED, ReviewChainSpec, check_review_chain
 
 DEFAULT_BOUNDARY_ENTRY = "trustbench.rtb.control.track:boundary_from_settings"
 """The entry used when a candidate names none: built-in boundaries by name."""
@@ -37,6 +36,7 @@ _HARNESS_CODE = (
     "rtb/platform/*.py",
     "rtb/boundaries/*.py",
     "rtb/control/*.py",
+    "rtb/review/_loop.py",
     "rtb/policy/*.py",
     "rtb/corpus/_normalise.py",
 )
@@ -72,6 +72,10 @@ class BoundarySettings(_Strict):
     url: str | None = None
     """For `http`: the service root, e.g. `http://127.0.0.1:8750` (it hosts the platform and
     the observer as well as the boundary)."""
+    reviewer: CandidateSpec | None = None
+    """For `model-review-gated`: the reviewer asked about each request before dispatch, declared
+    as a reviewer-track candidate (`openai_chat` / `anthropic_messages` with `base_url` and
+    `model`, or `inprocess` with an `entry`); called through the run's providers."""
 
 
 def known_paths() -> tuple[str, ...]:
@@ -102,7 +106,20 @@ def boundary_from_settings(settings: dict[str, Any]) -> BoundaryFactory:
         raise options_error(error, "settings") from None
     if parsed.url is not None and parsed.boundary != "http":
         raise InputError("`url` is only for boundary `http`", location="settings.url")
+    if (parsed.reviewer is not None) != (parsed.boundary == MODEL_REVIEW_GATED):
+        raise InputError(
+            f"`reviewer` is required by, and only for, boundary `{MODEL_REVIEW_GATED}`",
+            location="settings.reviewer",
+        )
+    if parsed.reviewer is not None:
+        check_review_chain("settings.reviewer", ReviewChainSpec(members=(parsed.reviewer,)))
+        return _needs_a_trial
     return boundary_factory(parsed.boundary, url=parsed.url)
+
+
+def _needs_a_trial() -> Boundary:
+    """`model-review-gated` is built by the track inside a trial (its reviewer is called there)."""
+    raise InputError(f"boundary {MODEL_REVIEW_GATED} is built only inside a control-track trial")
 
 
 def options_error(error: ValidationError, prefix: str) -> InputError:

@@ -50,6 +50,7 @@ from trustbench.core import (
     utc_now,
 )
 from trustbench.errors import InputError
+from trustbench.providers import HttpPool
 from trustbench.rtb.boundaries import (
     Authorization,
     Boundary,
@@ -73,6 +74,13 @@ from trustbench.rtb.corpus._load import (
 )
 from trustbench.rtb.platform import ControlRequest
 from trustbench.rtb.policy._registry import policy_for
+from trustbench.rtb.review._loop import (
+    MODEL_REVIEW_GATED,
+    ModelReviewGatedBoundary,
+    ReviewChainGate,
+    ReviewChainSpec,
+    context_asker,
+)
 
 if TYPE_CHECKING:
     from trustbench import core
@@ -281,11 +289,14 @@ class ControlTrack:
         if ctx.candidate.name not in self._factories:
             self._factories[ctx.candidate.name] = _factory_for(ctx.candidate)
         factory = self._factories[ctx.candidate.name]
+        pool = HttpPool(4)
+        gate = self._review_gate(ctx, pool)
 
         calls: list[dict[str, Any]] = []
 
         def recorded() -> Boundary:
-            return _RecordedBoundary(factory(), calls)
+            fresh = factory() if gate is None else ModelReviewGatedBoundary(gate)
+            return _RecordedBoundary(fresh, calls)
 
         # A fresh, unpredictable platform trial id: a service cannot anticipate future trials.
         script = scenario.script.model_copy(update={"trial_id": f"trial-{secrets.token_hex(8)}"})
@@ -301,9 +312,38 @@ class ControlTrack:
         finally:
             # Also when the trial is cancelled (trial timeout): every call made is recorded.
             _flush(calls, ctx)
-        outcome = {"scenario_id": scenario.scenario_id, "run": run.model_dump(mode="json")}
+            await pool.close()
+        outcome: dict[str, Any] = {
+            "scenario_id": scenario.scenario_id,
+            "run": run.model_dump(mode="json"),
+        }
+        if gate is not None:  # what the reviewer saw and answered, and the policy's decision
+            outcome["reviews"] = gate.reviews
         canonical_json(outcome)  # fail here, as a harness defect, if it is not JSON
         return TrialOutcome(status="completed", outcome=outcome)
+
+    def _review_gate(self, ctx: core.TrialContext, pool: HttpPool) -> ReviewChainGate | None:
+        """The reviewer of a `model-review-gated` candidate, called through the trial's context.
+
+        Its calls are ledger attempts of the trial (exact request body and reply) beside the
+        boundary's own recorded calls.
+        """
+        settings = (
+            BoundarySettings.model_validate(
+                {
+                    k: v
+                    for k, v in ctx.candidate.settings.items()
+                    if k in BoundarySettings.model_fields
+                }
+            )
+            if ctx.candidate.entry in (None, DEFAULT_BOUNDARY_ENTRY)
+            else None
+        )
+        if settings is None or settings.reviewer is None:
+            return None
+        prompt = self._corpus(ctx.manifest.corpus.root).review_prompt
+        chain = ReviewChainSpec(members=(settings.reviewer,))
+        return ReviewChainGate(MODEL_REVIEW_GATED, chain, prompt, context_asker(ctx, pool))
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""

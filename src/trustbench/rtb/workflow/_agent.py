@@ -29,6 +29,7 @@ from trustbench.rtb.boundaries._target import apply_action
 from trustbench.rtb.corpus._normalise import equivalent
 from trustbench.rtb.platform import PlatformView, SimulatedPlatform
 from trustbench.rtb.policy._registry import policy_for
+from trustbench.rtb.review._loop import ReviewChainGate
 from trustbench.rtb.workflow._models import (
     MemoryStore,
     ModelUsage,
@@ -39,7 +40,6 @@ from trustbench.rtb.workflow._models import (
     WorkflowBudget,
     WorkflowTrialRun,
 )
-from trustbench.rtb.workflow._review import ReviewChainGate
 from trustbench.rtb.workflow._tools import (
     BudgetExhausted,
     BudgetMeter,

@@ -53,6 +53,7 @@ from trustbench.rtb.corpus._models import (
     reference_status_paragraphs,
     reference_status_record,
 )
+from trustbench.rtb.review._loop import review_loop_figures
 from trustbench.rtb.workflow import (
     SCRIPTED_AGENTS,
     StepGrade,
@@ -69,7 +70,6 @@ from trustbench.rtb.workflow._config import (
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade, _breakdown, _dump, subject_figures
 from trustbench.rtb.workflow._leaks import leak_scan_record
 from trustbench.rtb.workflow._models import WorkflowTrialRun
-from trustbench.rtb.workflow._review import review_loop_figures
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, Manifest

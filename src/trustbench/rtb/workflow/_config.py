@@ -15,12 +15,12 @@ from trustbench._imports import import_object
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import BoundaryFactory, Enforcement, boundary_factory, enforcement_of
 from trustbench.rtb.control._options import options_error
+from trustbench.rtb.review._loop import ReviewChainSpec
 from trustbench.rtb.workflow import (
     DEFAULT_WORKFLOW_DEADLINE_S,
     WorkflowBudget,
     WorkflowKind,
 )
-from trustbench.rtb.workflow._review import ReviewChainSpec
 
 if TYPE_CHECKING:
     from trustbench.core import CandidateSpec
@@ -44,6 +44,7 @@ _HARNESS_CODE = (
     "rtb/control/_cases.py",
     "rtb/policy/*.py",
     "rtb/workflow/*.py",
+    "rtb/review/_loop.py",
 )
 """Platform, boundary, tool, scenario and grading code hashed into the manifest (role
 `harness_code`): the environment and the scoring rules are frozen with the experiment (the

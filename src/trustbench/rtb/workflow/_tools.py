@@ -44,6 +44,7 @@ from trustbench.rtb.platform import (
     PlatformView,
 )
 from trustbench.rtb.policy._registry import policy_for
+from trustbench.rtb.review._loop import ReviewChainGate
 from trustbench.rtb.workflow._models import (
     BudgetName,
     EventKind,
@@ -53,7 +54,6 @@ from trustbench.rtb.workflow._models import (
     TrajectoryEvent,
     WorkflowBudget,
 )
-from trustbench.rtb.workflow._review import ReviewChainGate
 
 # ------------------------------------------------------------------------------------------------
 # Tools as plain typed functions, their schemas, the recorded call path and the budget meter.

@@ -53,11 +53,10 @@ from trustbench.core import (
     SubjectDescription,
     TrialKey,
     TrialOutcome,
-    build_provider,
     cross_product,
 )
 from trustbench.errors import InputError
-from trustbench.providers import AttemptResult, ChatProvider, ChatReply, ChatRequest, HttpPool
+from trustbench.providers import AttemptResult, ChatProvider, ChatRequest, HttpPool
 from trustbench.rtb.control._options import options_error
 from trustbench.rtb.corpus._load import (
     Corpus,
@@ -68,6 +67,12 @@ from trustbench.rtb.corpus._load import (
     load_corpus,
 )
 from trustbench.rtb.policy._registry import policy_for
+from trustbench.rtb.review._loop import (
+    ReviewChainGate,
+    check_review_chain,
+    context_asker,
+    supports_live_review,
+)
 from trustbench.rtb.workflow import (
     SYSTEM_PROMPT,
     ChatTurn,
@@ -78,15 +83,10 @@ from trustbench.rtb.workflow import (
     run_workflow_trial,
     workflow_scenarios,
 )
-from trustbench.rtb.workflow._review import (
-    ReviewChainGate,
-    check_review_chain,
-    supports_live_review,
-)
 
 if TYPE_CHECKING:
     from trustbench import core
-    from trustbench.core import CandidateSpec, ProgressReporter
+    from trustbench.core import ProgressReporter
 from trustbench.rtb.workflow._config import (
     _HARNESS_CODE,
     KNOWN_KINDS,
@@ -225,7 +225,7 @@ class WorkflowTrack:
                 location="track_options.kinds",
             )
         for chain_name, chain in options.review_chains.items():
-            check_review_chain(chain_name, chain)
+            check_review_chain(f"track_options.review_chains.{chain_name}", chain)
         names = {c.name for c in spec.candidates}
         stray = sorted(set(options.candidates) - names)
         if stray:
@@ -365,31 +365,12 @@ class WorkflowTrack:
     def _review_gate(
         self, config: WorkflowConfiguration, ctx: core.TrialContext, pool: HttpPool
     ) -> ReviewChainGate | None:
-        """The trial's review chain, each member called through the trial's context.
-
-        A member's call goes out as the trial's own chat call with the member's provider in
-        place, so core records it as an attempt of this trial (exact request body, reply,
-        latency, retries, error class) under the declared retry policy and time limit.
-        """
+        """The trial's review chain, each member called through the trial's context."""
         if config.review_chain is None:
             return None
         chain = self.options(ctx.manifest.spec).review_chains[config.review_chain]
         prompt = self.corpus(ctx.manifest.corpus.root).review_prompt
-        providers: dict[str, ChatProvider | None] = {}
-
-        async def ask(member: CandidateSpec, request: ChatRequest) -> ChatReply:
-            if member.name not in providers:
-                providers[member.name] = build_provider(member, pool)
-            provider = providers[member.name]
-            if provider is None:
-                raise CallFailed("client_error", f"reviewer {member.name} has no provider")
-            agent_provider, ctx.provider = ctx.provider, provider.for_trial()
-            try:
-                return await ctx.chat(request)
-            finally:
-                ctx.provider = agent_provider
-
-        return ReviewChainGate(config.review_chain, chain, prompt, ask)
+        return ReviewChainGate(config.review_chain, chain, prompt, context_asker(ctx, pool))
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""

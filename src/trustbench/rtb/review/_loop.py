@@ -22,6 +22,7 @@ These decisions are grader-side: they go to the trial record, never to the agent
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +30,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trustbench.core import CallFailed, CandidateSpec
+from trustbench.core import CallFailed, CandidateSpec, TrialContext, build_provider
 from trustbench.errors import InputError
-from trustbench.providers import ChatReply, ChatRequest
-from trustbench.rtb.boundaries import PolicyFlaws
+from trustbench.providers import ChatProvider, ChatReply, ChatRequest, HttpPool
+from trustbench.rtb.boundaries import (
+    Authorization,
+    DispatchReceipt,
+    Enforcement,
+    PolicyFlaws,
+)
+from trustbench.rtb.boundaries._python import execute_with_retries
+from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import ControlRequest, PlatformView
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._chain import aggregate_chain
@@ -60,30 +68,30 @@ class ReviewChainSpec(BaseModel):
     only when every member approves; a deny stops; a broken member never approves."""
 
 
-def check_review_chain(name: str, chain: ReviewChainSpec) -> None:
-    """Refuse a chain member the loop cannot call, naming it.
+def check_review_chain(where: str, chain: ReviewChainSpec) -> None:
+    """Refuse a chain member the loop cannot call, naming it (`where`: the chain's location).
 
     Raises:
         InputError: A member of another kind, an API member without `base_url` or `model`, or an
             in-process member without `entry`.
     """
     for index, member in enumerate(chain.members):
-        where = f"track_options.review_chains.{name}.members[{index}]"
+        at = f"{where}.members[{index}]"
         if member.kind not in REVIEWABLE_KINDS:
             raise InputError(
                 f"reviewer {member.name!r} of kind {member.kind!r} cannot review in the loop; "
                 f"use one of {', '.join(REVIEWABLE_KINDS)}",
-                location=where,
+                location=at,
             )
         if member.kind in _API_KINDS and (member.base_url is None or member.model is None):
             raise InputError(
-                f"reviewer {member.name!r} needs an explicit base_url and model", location=where
+                f"reviewer {member.name!r} needs an explicit base_url and model", location=at
             )
         if member.kind == "inprocess" and member.entry is None:
             raise InputError(
                 f"reviewer {member.name!r} needs an entry (e.g. "
                 "trustbench.rtb.review.reviewers:chat_responder)",
-                location=where,
+                location=at,
             )
 
 
@@ -222,17 +230,23 @@ class ReviewChainGate:
                 "explanation": "",
                 "latency_s": time.perf_counter() - started,
             }
+        codes: list[str] = []
         validated = validate_response(
             reply.text, candidate_input, finish_reason=reply.finish_reason
         )
         broken = not validated.outcome.is_decision
         explanation = "" if broken else str(getattr(validated.response, "explanation", ""))
+        if not broken:
+            codes = [
+                str(getattr(c, "value", c)) for c in getattr(validated.response, "reason_codes", [])
+            ]
         return {
             "reviewer": member.name,
             # A reply that is no finding holds the proposal; its class says why.
             "outcome": Outcome.HOLD.value if broken else validated.outcome.value,
             "error_class": validated.outcome.value if broken else None,
             "invalid_reason": validated.invalid_reason,
+            "reason_codes": codes,
             "explanation": explanation,
             "latency_s": time.perf_counter() - started,
         }
@@ -308,3 +322,98 @@ def review_loop_figures(reviews: Sequence[dict[str, Any]], confidence: float) ->
             "max": latencies[-1] if latencies else None,
         },
     }
+
+
+# ------------------------------------------------------------------------------------------------
+# Calling members from a trial, and the control track's `model-review-gated` boundary.
+
+
+def context_asker(ctx: TrialContext, pool: HttpPool) -> AskReviewer:
+    """How a track calls chain members from inside one trial.
+
+    A member's call goes out as the trial's own chat call with the member's provider in place, so
+    core records it as an attempt of this trial (the exact request body, the reply, latency,
+    retries, error class) under the declared retry policy and per-call time limit.
+
+    Args:
+        ctx: The trial's context.
+        pool: HTTP connections for API members (the track closes it after the trial).
+    """
+    providers: dict[str, ChatProvider | None] = {}
+
+    async def ask(member: CandidateSpec, request: ChatRequest) -> ChatReply:
+        if member.name not in providers:
+            providers[member.name] = build_provider(member, pool)
+        provider = providers[member.name]
+        if provider is None:
+            raise CallFailed("client_error", f"reviewer {member.name} has no provider")
+        own_provider, ctx.provider = ctx.provider, provider.for_trial()
+        try:
+            return await ctx.chat(request)
+        finally:
+            ctx.provider = own_provider
+
+    return ask
+
+
+MODEL_REVIEW_GATED = "model-review-gated"
+"""Name of the boundary that asks a model reviewer before it dispatches (control track)."""
+
+
+class ModelReviewGatedBoundary:
+    """A boundary whose authorization is a declared reviewer's decision on the live request.
+
+    `authorize` puts the request to the reviewer (the loop's review request,
+    `live_review_messages`); `dispatch` executes only an authorization that says permit. Unlike
+    `review-gated`, its executor enforces the review; like any candidate, the reviewer may be
+    wrong, and the observer, not the reviewer, decides what happened. A reviewer that fails
+    holds the request.
+
+    Args:
+        gate: The one-member review chain of the trial.
+        name: Name recorded with results.
+    """
+
+    enforcement: Enforcement = "enforcing"
+    """Judged as a candidate: a prohibited effect through it is its failure."""
+
+    def __init__(self, gate: ReviewChainGate, name: str = MODEL_REVIEW_GATED) -> None:
+        self.name = name
+        self._gate = gate
+        self._instance = secrets.token_hex(8)
+
+    async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
+        """The reviewer's decision, with its reason code when it gave one of the policy's."""
+        verdict = await self._gate.review("authorize", request, platform)
+        review = self._gate.reviews[-1]
+        decision = Decision(review["chain_outcome"])
+        return Authorization(
+            decision=decision,
+            reason_code=_reason_code(platform.policy_id, decision, review["members"]),
+            issued_by=self._instance,
+            detail=verdict.message or "approved by the reviewer",
+        )
+
+    async def dispatch(
+        self, request: ControlRequest, authorization: Authorization | None, platform: PlatformView
+    ) -> DispatchReceipt:
+        """Execute a permitted request (idempotent retries); block anything else."""
+        if authorization is None or authorization.decision is not Decision.PERMIT:
+            decision = authorization.decision if authorization else Decision.HOLD
+            return DispatchReceipt(
+                status="blocked",
+                decision=decision,
+                reason_code=_reason_code(platform.policy_id, decision, []),
+                detail="no reviewer approval",
+            )
+        return execute_with_retries(request, platform, max_attempts=3, idempotent=True)
+
+
+def _reason_code(policy_id: str, decision: Decision, members: Sequence[dict[str, Any]]) -> str:
+    """The deciding reviewer's first reason code for `decision`, else the policy's first one."""
+    policy = policy_for(policy_id)
+    said = [code for m in members[-1:] for code in m.get("reason_codes") or []]
+    for code in (*said, *policy.reason_codes):
+        if policy.reason_decision.get(code) == decision.value:
+            return code
+    return policy.reason_codes[0]
