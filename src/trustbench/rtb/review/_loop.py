@@ -107,7 +107,9 @@ def live_review_input(request: ControlRequest, view: PlatformView) -> BaseModel:
     evaluator: Any = policy_for(view.policy_id).live_evaluator(
         "reference", approval_timeout_s=_POLICY_APPROVAL_TIMEOUT_S, flaws=PolicyFlaws()
     )
-    build = getattr(evaluator, "review_input", None)
+    build: Callable[[ControlRequest, PlatformView], BaseModel] | None = getattr(
+        evaluator, "review_input", None
+    )
     if not callable(build):
         raise InputError(
             f"policy {view.policy_id} cannot write a live proposal as a review input",
@@ -125,7 +127,9 @@ def live_review_messages(
     too): the reviewer track's `build_review_messages` over `live_review_input`.
     """
     candidate_input = live_review_input(request, view)
-    return candidate_input, build_review_messages(prompt, candidate_input)
+    # Any policy's input model: `build_review_messages` only serialises it as JSON.
+    shown: Any = candidate_input
+    return candidate_input, build_review_messages(prompt, shown)
 
 
 def supports_live_review(policy_id: str) -> bool:
