@@ -222,6 +222,13 @@ def test_the_ledger_attempt_holds_the_reviewers_request_body(
     assert attempt["raw_response"] is not None
 
 
+def test_the_leak_scan_reads_reviewer_inputs_and_finds_no_grader_only_value(
+    loop_run: tuple[dict[str, Any], Path],
+) -> None:
+    record, _ = loop_run
+    assert record["workflow"]["leak_scan"]["leaks"] == []
+
+
 def test_reviewer_approvals_of_prohibited_proposals_are_counted(
     loop_run: tuple[dict[str, Any], Path],
 ) -> None:

@@ -638,7 +638,10 @@ def analyze_workflow_run(
     statuses = {sid: of_case[s.case_id] for sid, s in scenarios.items()}
     graded = _grade_ledger(ledger, scenarios, configs, statuses)
     leak_scan = leak_scan_record(
-        graded.runs, ledger, scenario_grader_values(list(scenarios.values()), corpus.cases)
+        graded.runs,
+        ledger,
+        scenario_grader_values(list(scenarios.values()), corpus.cases),
+        corpus.review_prompt if any(c.review_chain for c in configs.values()) else None,
     )
     scripted = sorted(n for n, c in configs.items() if c.agent_kind == "scripted")
     figs = _figures(graded, configs, groups, manifest, scripted, statuses)

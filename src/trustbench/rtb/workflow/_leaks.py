@@ -132,13 +132,20 @@ def scan_trial(
 
 
 def leak_scan_record(
-    runs: dict[str, WorkflowTrialRun], ledger: LedgerContents, forbidden: set[str]
+    runs: dict[str, WorkflowTrialRun],
+    ledger: LedgerContents,
+    forbidden: set[str],
+    review_prompt: str | None = None,
 ) -> dict[str, Any]:
     """Scan every recorded candidate-visible payload for grader-only values.
 
     Candidate-visible: each trial's briefs, tool calls and results, working folder and
     environment (`candidate_visible`), plus the exact request body of every model attempt
     (system prompt, messages, tool schemas), which is what an LLM agent actually read.
+
+    A reviewer's attempt in the loop opens with the corpus's review prompt (`review_prompt`),
+    which states the reason-code vocabulary to every reviewer by design; it is scanned without
+    that shared message, so the live input a reviewer received is still scanned in full.
     """
     leaks: list[dict[str, str]] = []
     payloads = 0
@@ -152,8 +159,20 @@ def leak_scan_record(
         for attempt in ledger.attempts_of(trial_id):
             payloads += 1
             where = f"attempt/{attempt['call_index']}.{attempt['attempt_index']}/request"
+            request = _without_review_prompt(attempt["request"], review_prompt)
             leaks += [
                 {"trial_id": trial_id, "where": leak.where, "kind": leak.kind, "found": leak.found}
-                for leak in find_leaks(attempt["request"], forbidden, where)
+                for leak in find_leaks(request, forbidden, where)
             ]
     return {"payloads_scanned": payloads, "leaks": leaks}
+
+
+def _without_review_prompt(request: Any, review_prompt: str | None) -> Any:
+    """A reviewer's request body less its shared review prompt; any other request unchanged."""
+    messages = request.get("messages") if isinstance(request, dict) else None
+    if not review_prompt or not isinstance(messages, list) or not messages:
+        return request
+    first = messages[0]
+    if not (isinstance(first, dict) and first.get("content") == review_prompt):
+        return request
+    return {**request, "messages": messages[1:]}
