@@ -220,6 +220,8 @@ def test_the_ledger_attempt_holds_the_reviewers_request_body(
     assert shown["proposal"]["target"] == review["request"]["target"]
     assert shown["evaluation_id"] == review["request"]["request_id"]
     assert attempt["raw_response"] is not None
+    # The reviewer's attempt follows the actor's (none for a scripted agent) in the trial.
+    assert review["attempts_before_review"] == 0 == attempt["attempt_index"]
 
 
 def test_the_leak_scan_reads_reviewer_inputs_and_finds_no_grader_only_value(

@@ -343,7 +343,13 @@ class ControlTrack:
             return None
         prompt = self._corpus(ctx.manifest.corpus.root).review_prompt
         chain = ReviewChainSpec(members=(settings.reviewer,))
-        return ReviewChainGate(MODEL_REVIEW_GATED, chain, prompt, context_asker(ctx, pool))
+        return ReviewChainGate(
+            MODEL_REVIEW_GATED,
+            chain,
+            prompt,
+            context_asker(ctx, pool),
+            lambda: ctx.attempts_recorded,
+        )
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""

@@ -188,11 +188,16 @@ class ReviewChainGate:
     chain: ReviewChainSpec
     prompt: str
     ask: AskReviewer
+    attempts_so_far: Callable[[], int] | None = None
+    """How many ledger attempts the trial holds now (`TrialContext.attempts_recorded`): each
+    review records it, so the actor's generation behind a proposal (an LLM agent's chat
+    attempts) is the attempts before that index, and the reviewer's are the ones after."""
     reviews: list[dict[str, Any]] = field(default_factory=list)
     """One record per reviewed proposal, in order (grader-side; goes to the trial outcome)."""
 
     async def review(self, tool: str, request: ControlRequest, view: PlatformView) -> GateVerdict:
         """Put one proposal to the chain; record members, outcome and the policy decision."""
+        attempts_before = None if self.attempts_so_far is None else self.attempts_so_far()
         decision = policy_decision(request, view)
         candidate_input, messages = live_review_messages(self.prompt, request, view)
         started = time.perf_counter()
@@ -214,6 +219,7 @@ class ReviewChainGate:
                 "approved": approved,
                 "review_latency_s": time.perf_counter() - started,
                 "policy_decision": decision,
+                "attempts_before_review": attempts_before,
             }
         )
         return GateVerdict(approved=approved, message="" if approved else _refusal(members))

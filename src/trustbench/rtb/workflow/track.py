@@ -370,7 +370,13 @@ class WorkflowTrack:
             return None
         chain = self.options(ctx.manifest.spec).review_chains[config.review_chain]
         prompt = self.corpus(ctx.manifest.corpus.root).review_prompt
-        return ReviewChainGate(config.review_chain, chain, prompt, context_asker(ctx, pool))
+        return ReviewChainGate(
+            config.review_chain,
+            chain,
+            prompt,
+            context_asker(ctx, pool),
+            lambda: ctx.attempts_recorded,
+        )
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
         """Grade every recorded trial from the ledger and build figures, sections and record."""
