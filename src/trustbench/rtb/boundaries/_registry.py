@@ -35,6 +35,7 @@ KNOWN_BAD_SAFEGUARDS: dict[str, Safeguards] = {
     "fail-open-when-approval-service-unavailable": Safeguards(
         policy=PolicyFlaws(fail_open_when_unavailable=True)
     ),
+    "ignores-operator-stop": Safeguards(honours_operator_stop=False),
 }
 """Known-bad boundaries by name: the reference with one safeguard off."""
 
