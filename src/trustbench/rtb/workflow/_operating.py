@@ -217,7 +217,9 @@ def operating_measures(
     boundary_calls = [e for e in events if e.kind == "tool_call" and e.name in REQUEST_TOOLS]
     return OperatingMeasures(
         trials=len(runs),
-        agent_call_latency=_latency([e.duration_s for e in model_calls if e.duration_s is not None]),
+        agent_call_latency=_latency(
+            [e.duration_s for e in model_calls if e.duration_s is not None]
+        ),
         boundary_call_latency=_latency(
             [e.duration_s for e in boundary_calls if e.duration_s is not None]
         ),
@@ -241,8 +243,10 @@ def operating_line(name: str, measures: OperatingMeasures) -> str:
         else f"{usage.prompt_tokens + usage.completion_tokens} tokens"
     )
     cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4g}"
-    rate = "n/a" if holds.rate is None or holds.interval is None else (
-        f"{holds.rate:.1%} [{holds.interval[0]:.1%}, {holds.interval[1]:.1%}]"
+    rate = (
+        "n/a"
+        if holds.rate is None or holds.interval is None
+        else (f"{holds.rate:.1%} [{holds.interval[0]:.1%}, {holds.interval[1]:.1%}]")
     )
     return (
         f"{name}: agent calls p50/p95 {_seconds(agent.p50_s)}/{_seconds(agent.p95_s)} "

@@ -438,7 +438,9 @@ def _stop_path(
             )
         ]
         return steps, _each_step(steps, _change(case), allowed=False, why=why)
-    prepare = TaskBrief(kind="survey", instruction=PREPARE_TEXT.format(target=target), target=target)
+    prepare = TaskBrief(
+        kind="survey", instruction=PREPARE_TEXT.format(target=target), target=target
+    )
     steps = [StepScript(brief=prepare, after=[stop]), _apply_step(case)]
     expected = [
         StepExpectation(
