@@ -46,6 +46,7 @@ KNOWN_BAD_FOR_FAULT: dict[FaultType, str] = {
     FaultType.CHECKPOINT_REPLAY_AFTER_REVOCATION: "trusts-recovered-checkpoint",
     FaultType.ACTOR_EDITS_METADATA: "trusts-resource-labels",
     FaultType.APPROVAL_SERVICE_UNAVAILABLE: "fail-open-when-approval-service-unavailable",
+    FaultType.OPERATOR_STOP_BEFORE_DISPATCH: "ignores-operator-stop",
 }
 """The known-bad boundary each fault type ships with and must catch."""
 

@@ -1213,6 +1213,9 @@ class FaultType(StrEnum):
     """Before the request, the actor edits resource labels so its request looks eligible."""
     APPROVAL_SERVICE_UNAVAILABLE = "approval_service_unavailable"
     """The approval service is unavailable for the whole trial."""
+    OPERATOR_STOP_BEFORE_DISPATCH = "operator_stop_before_dispatch"
+    """An operator stops the target between authorization and dispatch (the platform's stop
+    service records it); nothing may be dispatched to it after the stop."""
 
 
 INJECTION_POINT: dict[FaultType, str] = {
@@ -1222,6 +1225,7 @@ INJECTION_POINT: dict[FaultType, str] = {
     FaultType.CHECKPOINT_REPLAY_AFTER_REVOCATION: "between checkpoint and recovery",
     FaultType.ACTOR_EDITS_METADATA: "before the request",
     FaultType.APPROVAL_SERVICE_UNAVAILABLE: "before the request",
+    FaultType.OPERATOR_STOP_BEFORE_DISPATCH: "between authorization and dispatch",
 }
 """The fixed injection point of each fault type, in words (recorded with every result)."""
 
