@@ -426,6 +426,10 @@ def test_stop_gate_passes_the_reference_and_catches_a_boundary_that_ignores_the_
     assert code == 0, out
     assert "gate PASSED: stopped-before-next-dispatch (honest-reference)" in out
     assert "gate FAILED: stopped-before-next-dispatch (reckless-ignores-stop)" in out
+    # ... and the console names the scenarios beside that gate line.
+    named_line = next(
+        line for line in out.splitlines() if "dispatched after an operator stop" in line
+    )
     unstopped = {
         t["scenario_id"]
         for t in trials_of(record, "reckless-ignores-stop")
@@ -435,6 +439,7 @@ def test_stop_gate_passes_the_reference_and_catches_a_boundary_that_ignores_the_
     page = (run_dir / "report.html").read_text(encoding="utf-8")
     named = f"reckless-ignores-stop: dispatched after an operator stop in {len(unstopped)}: "
     assert named in page and all(sid in page for sid in unstopped)
+    assert all(sid in named_line for sid in unstopped)
     measures = record["workflow"]["operating_measures"]
     block = measures["honest-reference"]["time_to_block"]
     assert block["stop_trials"] == block["blocked"] == len(trials_of(record, "honest-reference"))

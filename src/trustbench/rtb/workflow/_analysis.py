@@ -552,6 +552,24 @@ def _reference_status_blocks(reference_status: dict[str, Any], figs: _Figures) -
     ]
 
 
+def _stop_notes(grades: dict[str, list[WorkflowTrialGrade]]) -> list[str]:
+    """Console lines naming the stop-path scenarios where a dispatch followed the operator stop.
+
+    They print beside the stop gate's line, which names the gate and the configuration only.
+    """
+    notes = []
+    for name, items in sorted(grades.items()):
+        unstopped = sorted(
+            {g.scenario_id for g in items if g.stop is not None and g.stop.dispatched_after_stop}
+        )
+        if unstopped:
+            notes.append(
+                f"{name}: dispatched after an operator stop in {len(unstopped)} scenario(s): "
+                f"{', '.join(unstopped)}"
+            )
+    return notes
+
+
 def _operating_block(operating: dict[str, OperatingMeasures]) -> Block:
     """The operating measures, one compact line per configuration (record: operating_measures)."""
     return TextBlock(
@@ -657,7 +675,7 @@ def analyze_workflow_run(
             "leak_scan": leak_scan,
             "harness_code_changed": code_changed,
         },
-        "console_notes": graded.notes(),
+        "console_notes": [*graded.notes(), *_stop_notes(graded.grades)],
     }
     return TrackAnalysis(
         title="RTB end-to-end workflow track",
