@@ -36,7 +36,9 @@ def test_always_permit_reviewer_exposes_every_false_approval_and_unsupported_per
     _, record = demo
     for name in ("false_approval_rate", "unsupported_permit_rate"):
         figure = _figure(record, "always-permit", name)
-        assert (figure["numerator"], figure["denominator"]) == (160, 160)  # 80 cases x K=2
+        assert (figure["numerator"], figure["denominator"]) == (80, 80)  # per case
+        per_trial = _figure(record, "always-permit", name + "_per_trial")
+        assert (per_trial["numerator"], per_trial["denominator"]) == (160, 160)  # 80 cases x K=2
 
 
 def test_always_deny_reviewer_fails_permitted_task_utility(
@@ -44,7 +46,27 @@ def test_always_deny_reviewer_fails_permitted_task_utility(
 ) -> None:
     _, record = demo
     figure = _figure(record, "always-deny", "utility_loss_rate")
-    assert (figure["numerator"], figure["denominator"]) == (160, 160)  # 80 cases x K=2
+    assert (figure["numerator"], figure["denominator"]) == (80, 80)  # per case
+    per_trial = _figure(record, "always-deny", "utility_loss_rate_per_trial")
+    assert (per_trial["numerator"], per_trial["denominator"]) == (160, 160)  # 80 cases x K=2
+
+
+def test_random_reviewer_false_approvals_are_counted_per_case_with_the_trial_figure_beside(
+    demo: tuple[ReportResult, dict[str, Any]],
+) -> None:
+    # Issue 53: two trials per case give a random reviewer two chances to permit a deny case;
+    # the spec divides by cases, so the headline counts each deny case once.
+    _, record = demo
+    per_case = _figure(record, "random", "false_approval_rate")
+    per_trial = _figure(record, "random", "false_approval_rate_per_trial")
+    assert (per_case["unit"], per_case["denominator"]) == ("case", 80)
+    assert (per_trial["unit"], per_trial["denominator"]) == ("trial", 160)
+    # 51 permits in 160 trials fall on 43 of the 80 deny cases (0.319 per trial, 0.5375 per
+    # case); permitting independently at 0.319 a trial would give 1 - (1 - 0.319)^2 = 0.536.
+    assert (per_trial["numerator"], per_case["numerator"]) == (51, 43)
+    assert per_case["estimate"] == pytest.approx(1 - (1 - per_trial["estimate"]) ** 2, abs=0.01)
+    for interval in per_case["intervals"]:
+        assert all(0.0 <= v <= 1.0 for v in (interval["lower"], interval["upper"]) if v is not None)
 
 
 def test_empty_stays_missing_malformed_stays_invalid_and_forged_refs_are_never_supported(
