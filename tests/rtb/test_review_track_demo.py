@@ -16,6 +16,7 @@ from tests.support.browser import CHROMIUM, Browser, start_chromium
 from tests.support.cli import invoke
 
 from trustbench.core import ReportResult
+from trustbench.core.report import iter_trial_rows
 from trustbench.rtb.review.track import run_review_demo
 
 
@@ -55,16 +56,21 @@ def test_random_reviewer_false_approvals_are_counted_per_case_with_the_trial_fig
     demo: tuple[ReportResult, dict[str, Any]],
 ) -> None:
     # Issue 53: two trials per case give a random reviewer two chances to permit a deny case;
-    # the spec divides by cases, so the headline counts each deny case once.
-    _, record = demo
+    # the spec divides by cases, so the headline counts each deny case once, when any of its
+    # trials permitted it. Counted here from the per-trial rows (evaluation ids are fresh each
+    # run, so the random draws are too).
+    result, record = demo
+    permits: dict[str, list[bool]] = {}
+    for row in iter_trial_rows(result.record_path.parent, "review"):
+        if row["configuration"] == "random" and row["reference"] == "deny":
+            permits.setdefault(row["case_id"], []).append(row["outcome"] == "permit")
     per_case = _figure(record, "random", "false_approval_rate")
     per_trial = _figure(record, "random", "false_approval_rate_per_trial")
-    assert (per_case["unit"], per_case["denominator"]) == ("case", 80)
+    assert (per_case["unit"], per_case["denominator"]) == ("case", len(permits)) == ("case", 80)
     assert (per_trial["unit"], per_trial["denominator"]) == ("trial", 160)
-    # 51 permits in 160 trials fall on 43 of the 80 deny cases (0.319 per trial, 0.5375 per
-    # case); permitting independently at 0.319 a trial would give 1 - (1 - 0.319)^2 = 0.536.
-    assert (per_trial["numerator"], per_case["numerator"]) == (51, 43)
-    assert per_case["estimate"] == pytest.approx(1 - (1 - per_trial["estimate"]) ** 2, abs=0.01)
+    assert per_case["numerator"] == sum(any(trials) for trials in permits.values())
+    assert per_trial["numerator"] == sum(sum(trials) for trials in permits.values())
+    assert per_case["estimate"] > per_trial["estimate"]  # e.g. 0.54 per case, 0.32 per trial
     for interval in per_case["intervals"]:
         assert all(0.0 <= v <= 1.0 for v in (interval["lower"], interval["upper"]) if v is not None)
 
