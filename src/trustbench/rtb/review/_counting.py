@@ -531,32 +531,26 @@ def rate_figure_of(
         )
     tally = rows if isinstance(rows, FigureTally) else _tally(rows, baseline=baseline, only=None)
     grouping = "trial" if unit == "trial" else unit
-    args = {"confidence": confidence, "seed": seed, "resamples": resamples, "clustered": clustered}
-    if per_trial:
-        return trial_rate_figure(
-            name,
-            tally.tallies[rate.name],
-            description=description,
-            grouping=grouping,  # type: ignore[arg-type]
-            reduction=rate.reduction,
-            **args,
-        )
-    return case_rate_figure(
+    figure_of = trial_rate_figure if per_trial else case_rate_figure
+    return figure_of(
         name,
         tally.tallies[rate.name],
         description=description,
         grouping=grouping,  # type: ignore[arg-type]
         reduction=rate.reduction,
-        **args,
+        confidence=confidence,
+        seed=seed,
+        resamples=resamples,
+        clustered=clustered,
     )
 
 
 def _per_case_description(rate: ReviewRate) -> str:
     """The headline figure in words: which cases count, over which cases."""
-    rule = "any of its trials" if rate.reduction == "any" else "every one of its trials"
+    rule = "any of its trials counts" if rate.reduction == "any" else "every one of its trials does"
     return (
-        f"per case (the spec divides by cases): a case counts when {rule} does, in the trial "
-        f"rule {rate.description}; the trial-level figure is {rate.name}{PER_TRIAL_SUFFIX}"
+        f"per case, as the spec divides: cases with a trial in the population, a case counting "
+        f"when {rule} in ({rate.description}); per trial in {rate.name}{PER_TRIAL_SUFFIX}"
     )
 
 
