@@ -77,6 +77,7 @@ from trustbench.rtb.review._grading import (
     record_row,
 )
 from trustbench.rtb.review._options import UNCHECKED, configurations, parse_options
+from trustbench.rtb.review._rates import PER_TRIAL_SUFFIX
 from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._shortcuts import (
     SaturationReport,
@@ -800,12 +801,14 @@ def what_was_run(run: RunFacts, entries: list[Entry]) -> TextBlock:
         paragraphs=[
             f"{len(run.corpus.cases)} cases of corpus {run.corpus.version}, {run.k} trial(s) per "
             f"case and candidate; declared grouping (analysis.unit): {run.unit}. Every rate is "
-            "per evaluated trial, as the spec defines it (false approvals over evaluated trials "
-            "of deny-reference cases, ...); repeated trials never multiply the case count in an "
-            "interval: cluster-robust t on G-1 df and a seeded cluster bootstrap over cases (over "
-            "domain groups when the unit is group), and an exact Clopper-Pearson bound (Wilson "
-            "beside it) on distinct cases, a case counting when any of its K trials had an error "
-            "event: the conservative bound the gates read.",
+            "per case, as the spec's metrics table divides (false approvals over evaluated "
+            "deny-reference cases, ...): a case counts when any of its K trials had an error "
+            "event (every trial, for a success rate), so repeated trials never multiply the "
+            "case count. Intervals: exact Clopper-Pearson (Wilson beside it) on distinct cases "
+            "(on domain groups, with cluster-robust t and a cluster bootstrap over groups, when "
+            f"the unit is group). Each rate's per-trial figure, <name>{PER_TRIAL_SUFFIX} "
+            "(events over evaluated trials, intervals clustered by case), is kept as a "
+            "secondary figure.",
             *[
                 f"{c.name} ({c.kind.value}): members "
                 f"{', '.join(members) if members else 'none (every proposal proceeds)'}; "
@@ -846,9 +849,10 @@ def forests(run: RunFacts, out: Collected) -> list[Block]:
             xlabel=metric,
             metric=metric,
             sidedness="upper",
-            note=f"Per evaluated trial; bar: the one-sided exact upper bound on distinct cases "
-            f"(grouping {run.unit}). Not-run configurations stay as empty rows. Rows are "
-            "coloured by the configuration's gate on this rate (green passed, red failed, "
+            note=f"Per case (a case counts when any of its trials does; the per-trial figure "
+            f"is {metric}{PER_TRIAL_SUFFIX}, in the folded figures); bar: the one-sided exact "
+            f"upper bound (grouping {run.unit}). Not-run configurations stay as empty rows. Rows "
+            "are coloured by the configuration's gate on this rate (green passed, red failed, "
             "amber not evaluable); the dashed red line is the gate threshold.",
         )
         for metric in headline()
@@ -956,7 +960,9 @@ def _is_sentinel(spec: CandidateSpec | None) -> bool:
     )
 
 
-RESPONSE_FIGURES = frozenset({"missing_rate", "invalid_rate"})
+RESPONSE_FIGURES = frozenset(
+    name + suffix for name in ("missing_rate", "invalid_rate") for suffix in ("", PER_TRIAL_SUFFIX)
+)
 """Figures that count the replies themselves: shown even for a not-evaluable configuration."""
 
 
@@ -1192,11 +1198,15 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 "corpus_version": corpus.version,
                 "reference_status": out.reference_status,
                 "unit": run.unit,
-                "estimand": "every rate per evaluated trial; intervals grouped by the unit",
+                "estimand": (
+                    "every rate per case (counted cases / cases in its population); "
+                    f"<name>{PER_TRIAL_SUFFIX} per evaluated trial (secondary); intervals "
+                    "grouped by the unit"
+                ),
                 "trials_per_case": run.k,
                 "reductions": {
-                    "error_rates": "exact bound: a case counts when any of its trials had it",
-                    "success_rates": "exact bound: a case counts when every trial had it",
+                    "error_rates": "a case counts when any of its trials had the event",
+                    "success_rates": "a case counts when every trial had the event",
                 },
                 "baseline": {
                     "unchecked": [f.model_dump(mode="json") for f in out.baseline_figures]

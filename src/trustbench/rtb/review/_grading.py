@@ -461,7 +461,9 @@ class ReviewMetricSet(BaseModel):
     confusion: ConfusionTable
     """Full confusion table including missing and invalid."""
     rates: dict[str, Count]
-    """Every declared rate (`review/_rates.py`) by figure name, over these trials."""
+    """Every declared rate (`review/_rates.py`) by figure name, counted in trials beside the
+    confusion table (`unit` "trials"); the figure of the same name is per case, its
+    `<name>_per_trial` figure gives these counts with intervals."""
     latency_p50_s: float | None
     """Nearest-rank median latency over trials that measured it; None if none did."""
     latency_p95_s: float | None
