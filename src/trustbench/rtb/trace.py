@@ -36,12 +36,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustbench.core import LedgerContents, Manifest, open_ledger, read_manifest, verify_run
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.platform import FaultType
 from trustbench.rtb.workflow._scenarios import WorkflowKind
+
+if TYPE_CHECKING:
+    from trustbench.rtb.boundaries import TrialRun
 
 REVIEW, CONTROL, WORKFLOW = "review", "control", "workflow"
 TRACKS = (REVIEW, CONTROL, WORKFLOW)
@@ -234,7 +237,7 @@ def _control_rows(run: _Run, case_id: str, path: str) -> list[TraceRow]:
     scenarios = ControlTrack().scenarios(run.manifest)
     rows = []
     for trial, attempts in _case_trials(run, case_id):
-        scenario = scenarios[trial["case_id"]]
+        scenario = scenarios[trial["case_id"]]  # the plan the verified manifest froze
         if scenario.path.split("/")[0] != path:
             continue
         outcome = trial.get("outcome") or {}
@@ -261,7 +264,7 @@ def _control_rows(run: _Run, case_id: str, path: str) -> list[TraceRow]:
     return rows
 
 
-def _boundary_claim(recorded: Any) -> str:
+def _boundary_claim(recorded: TrialRun) -> str:
     """What the boundary said (authorization, dispatch receipt): a claim, never the verdict."""
     said = []
     if recorded.authorization is not None:
