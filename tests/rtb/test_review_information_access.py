@@ -138,6 +138,10 @@ def test_one_model_under_packet_and_tools_is_reported_labelled_with_access_as_th
     same_model = pairs[("llm-packet", "llm-tools")]
     assert same_model["status"] == "measured"
     assert same_model["information_access"] == ACCESS_VARIABLE
+    first_screen = {r["name"]: r for r in record["system_under_test"]["configurations"]}
+    assert first_screen["llm-packet"]["information_condition"] == "packet"
+    assert first_screen["llm-tools"]["information_condition"] == "tools"
+    assert first_screen["llm-greedy"]["tools"] == ["read_resource"]
     html = (run_dir / "report.html").read_text()
     assert "information: packet (the fixed evidence packet)" in html
     assert "information: tools (read_resource, list_approvals, read_change_records" in html

@@ -233,6 +233,31 @@ class ReviewTrack:
         """Configurations a gate may name: every candidate and declared chain."""
         return {c.name for c in spec.candidates} | {c.name for c in parse_options(spec).chains}
 
+    def candidate_access(self, spec: core.ExperimentSpec) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """Each configuration's declared information condition and tools (the first screen).
+
+        A single reviewer has its candidate's `access`; a chain its members' conditions joined
+        (`packet+tools`). The track-wide `subject_description` stays the default (`packet`).
+        """
+        from trustbench.rtb.review._options import configurations, information_label
+
+        options = parse_options(spec)
+        result: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for configuration, members in configurations(spec):
+            if not members:
+                continue
+            tools = [
+                tool
+                for member in members
+                if access_of(options, member).information == "tools"
+                for tool in access_of(options, member).tools
+            ]
+            result[configuration.name] = (
+                information_label(options, members),
+                tuple(dict.fromkeys(tools)),
+            )
+        return result
+
     def reserved_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Names no candidate may take (refused at freeze): the `unchecked` baseline it adds.
 
