@@ -7,6 +7,7 @@ what the tools returned. A second model keeps calling tools until its budget is 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from pathlib import Path
@@ -20,9 +21,11 @@ from tests.support.records import full_record
 
 from trustbench.core import build_manifest, read_ledger, report_run
 from trustbench.errors import InputError
+from trustbench.providers import ChatReply, ChatRequest, ToolCall
 from trustbench.rtb.corpus import CandidateInput
 from trustbench.rtb.policy.narrow_v1 import ReferencePolicyReviewer
-from trustbench.rtb.review._options import ACCESS_VARIABLE
+from trustbench.rtb.review._access import review_with_tools
+from trustbench.rtb.review._options import ACCESS_VARIABLE, ReviewerAccess
 
 SERVED = "served-model"
 GREEDY = "greedy-model"
@@ -214,3 +217,30 @@ def test_tools_declared_for_an_inprocess_reviewer_is_refused_at_freeze(tmp_path:
     )
     code, _ = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
     assert code == 2
+
+
+class _SlowToolCaller:
+    """The two calls `review_with_tools` makes of a trial context, with a model that is slow."""
+
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, dict[str, Any]]] = []
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        await asyncio.sleep(0.05)
+        return ChatReply(None, tool_calls=[ToolCall("c1", "read_resource", '{"resource_id": "x"}')])
+
+    def record_call(self, name: str, **fields: Any) -> None:
+        self.recorded.append((name, fields))
+
+
+def test_a_review_past_its_time_limit_is_the_reviewers_hold_with_the_refused_call_recorded() -> (
+    None
+):
+    ctx = _SlowToolCaller()
+    access = ReviewerAccess(information="tools", max_tool_calls=50, time_limit_s=0.01)
+    review = asyncio.run(review_with_tools(ctx, [], [], access))  # type: ignore[arg-type]
+    assert review.reply is None and review.exhausted is not None
+    assert review.exhausted.startswith("wall_time budget exhausted")
+    assert [(name, fields["error_class"]) for name, fields in ctx.recorded] == [
+        ("tool:read_resource", "review_budget_exhausted")
+    ]

@@ -37,6 +37,7 @@ from trustbench.rtb.workflow._tools import (
     Tool,
     ToolBox,
     TrajectoryRecorder,
+    tool_schema,
 )
 
 TOOLS_NOTE = (
@@ -163,15 +164,13 @@ async def review_with_tools(
     Raises:
         CallFailed: A chat call failed (retries exhausted): the trial fails as in `packet`.
     """
+    tools = CaseRecordService(evidence).tools(access.tools)
+    # The schemas are made before the clock starts: harness work is not the reviewer's time.
+    specs = [tool_schema(tools[name]) for name in sorted(tools)]
     meter = BudgetMeter(
         WorkflowBudget(max_steps=access.max_tool_calls, max_wall_s=access.time_limit_s)
     )
-    box = ToolBox(
-        CaseRecordService(evidence).tools(access.tools),
-        TrajectoryRecorder(meter, meter.elapsed_s),
-        meter,
-    )
-    specs = box.specs()
+    box = ToolBox(tools, TrajectoryRecorder(meter, meter.elapsed_s), meter)
     conversation = list(messages)
     calls = 0
     try:
