@@ -636,7 +636,8 @@ def _member_trial(
     evaluation_id = outcome.get("evaluation_id")
     raw = outcome.get("reply") if trial["status"] == "completed" else None
     finish_reason = found if isinstance(found := outcome.get("finish_reason"), str) else None
-    if trial["status"] == "completed" and isinstance(evaluation_id, str):
+    exhausted = isinstance(outcome.get("review_budget_exhausted"), str)
+    if trial["status"] == "completed" and isinstance(evaluation_id, str) and not exhausted:
         # `validate_response` against `to_candidate_input(case, evaluation_id)`, then
         # `support_gaps`: the same results, each distinct reply of a case graded once.
         validated, explanation, gaps = grader.grade(
@@ -648,7 +649,11 @@ def _member_trial(
             finish_reason=finish_reason,
         )
     else:
-        if trial.get("error_class") == "response_too_large":
+        if exhausted:
+            # A `tools` reviewer that spent its declared review budget (tool calls or time)
+            # without answering escalates: the reviewer's hold, never a finding it did not make.
+            validated = ValidatedResponse(outcome=Outcome.HOLD)
+        elif trial.get("error_class") == "response_too_large":
             # The candidate answered, but past the declared size cap: an unusable answer is
             # invalid.
             validated = ValidatedResponse(
