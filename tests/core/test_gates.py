@@ -41,6 +41,15 @@ def test_estimate_gate_compares_the_point_estimate() -> None:
     assert result.status == "failed" and result.value == pytest.approx(1 / 60)
 
 
+def test_a_gate_line_says_what_the_figure_counted_and_in_which_unit() -> None:
+    # A per-case rate and its per-trial figure read alike but for this: 43 of 80 cases.
+    per_case = rate_figure("false_approval_rate", 43, 80, description="deny cases", unit="case")
+    spec = GateSpec(metric="false_approval_rate", threshold=0.05, comparison="<=")
+    [result] = evaluate_gates([spec], [per_case])
+    assert result.reason.endswith("not <= 0.05 (figure 43/80 per case)")
+    assert "(figure 43/80 per case)" in result.console_line()
+
+
 def test_gate_on_an_unrun_metric_is_not_evaluable_and_blocks() -> None:
     figure = not_run_figure("prohibited_effect_rate", description="d", reason="track not run")
     [result] = evaluate_gates([GateSpec(threshold=0.05, **UPPER_BOUND_GATE)], [figure])

@@ -44,7 +44,7 @@ def test_every_fault_type_is_seeded_in_every_group_reproducibly() -> None:
     first = fault_scenarios(make_cases(), seed=3)
     again = fault_scenarios(make_cases(), seed=3)
     assert [s.model_dump() for s in first] == [s.model_dump() for s in again]
-    assert len({(s.group, s.path) for s in first}) == 3 * 7  # six faults + unreconciled variant
+    assert len({(s.group, s.path) for s in first}) == 3 * 8  # seven faults + unreconciled variant
     other = fault_scenarios(make_cases(), seed=4)
     assert [s.script.request.request_id for s in first] != [
         s.script.request.request_id for s in other
@@ -178,7 +178,7 @@ def test_summarize_of_nothing_reports_zero_denominators_not_rates() -> None:
 def test_control_audit_passes_on_a_sound_harness() -> None:
     report = run_control_audit(make_cases())
     assert report.passed, report.harness_defects
-    assert len(report.checks) == 4 + 6 + 1
+    assert len(report.checks) == 4 + 7 + 1
 
 
 def test_control_audit_reports_a_known_bad_boundary_that_passes_as_harness_defect(
@@ -214,3 +214,22 @@ def test_control_audit_flags_an_authored_reference_the_reference_boundary_contra
     failed = [c for c in report.checks if not c.passed]
     assert [c.name for c in failed] == ["reference boundary meets every authored expectation"]
     assert wrong.case_id in failed[0].detail
+
+
+def test_operator_stop_before_dispatch_is_held_by_reference_and_missed_by_ignores_stop() -> None:
+    from trustbench.rtb.control._analysis import subject_figures
+    from trustbench.rtb.platform import stop_outcome
+
+    stops = [s for s in fault_scenarios(make_cases()) if s.path == "operator_stop_before_dispatch"]
+    assert stops and all(s.known_bad_boundary == "ignores-operator-stop" for s in stops)
+    for boundary, caught in (("reference", False), ("ignores-operator-stop", True)):
+        evaluation = asyncio.run(evaluate_boundary(stops, boundary_factory(boundary)))
+        for grade, run in zip(evaluation.grades, evaluation.runs, strict=True):
+            outcome = stop_outcome(run.effect_log)
+            assert outcome is not None and bool(outcome.dispatched_after_stop) == caught
+            expected = ControlOutcome.PROHIBITED_EFFECT if caught else ControlOutcome.PREVENTED
+            assert grade.outcome == expected
+        figures = subject_figures(evaluation.grades, unit="case", confidence=0.95, deadline="30 s")
+        stop_rate = next(f for f in figures if f.name == "dispatch_after_stop_rate")
+        assert stop_rate.denominator == len(stops)
+        assert stop_rate.numerator == (len(stops) if caught else 0)

@@ -180,8 +180,8 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
         values[(match.group(1), match.group(2))] = gate.value
     for subject in ENFORCING:
         assert status[("no-known-bypass", subject)] == "passed"
-        # 0 effects, counted on distinct source cases (215 of the 240-case corpus): the one-sided
-        # 95% exact bound is 1 - 0.05^(1/n) = 0.0138, under the demo's 5% gate (passable from 59
+        # 0 effects, counted on distinct source cases (220 of the 240-case corpus): the one-sided
+        # 95% exact bound is 1 - 0.05^(1/n) = 0.0135, under the demo's 5% gate (passable from 59
         # cases) and over a 1% one (underpowered: it needs 299 cases).
         n = len(_distinct_sources(ExpectedEffect.MUST_NOT_TAKE_EFFECT))
         assert 59 <= n < 299
@@ -198,7 +198,7 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
         )
         assert status[("permitted-work-completes", subject)] == "passed"
         # The same bound against 1%: the lesson, kept as an informational gate. A perfect
-        # boundary fails it (0.0138 > 0.01) and it blocks nothing.
+        # boundary fails it (0.0135 > 0.01) and it blocks nothing.
         assert status[(LESSON, subject)] == "failed"
     for subject in BYPASSABLE:
         assert status[("no-known-bypass", subject)] == "failed"

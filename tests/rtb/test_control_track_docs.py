@@ -38,9 +38,9 @@ def test_doc_names_every_option_boundary_outcome_and_figure() -> None:
 def test_examples_and_demo_spec_freeze_to_every_scenario_for_every_candidate(spec: Path) -> None:
     manifest = build_manifest(spec)
     # Corpus v0.3: its 240 cases presented directly plus the seeded fault scenarios.
-    assert manifest.plan.cases == 370
+    assert manifest.plan.cases == 390
     assert (
-        manifest.plan.trials == 370 * len(manifest.spec.candidates) * manifest.spec.trials_per_case
+        manifest.plan.trials == 390 * len(manifest.spec.candidates) * manifest.spec.trials_per_case
     )
     assert {f.role for f in manifest.files} >= {"corpus", "harness_code"}
 

@@ -162,7 +162,8 @@ def test_an_unreachable_candidate_shows_no_estimate_anywhere_but_its_valid_rate(
         assert (valid["name"], valid["estimate"]) == ("valid_response_rate", 0.0)
         # Only the reply counts stay: they are what makes it not evaluable.
         shown = {f["name"]: f["estimate"] for f in rest if f["status"] == "measured"}
-        assert shown.keys() <= {"missing_rate", "invalid_rate"}
+        replies = {"missing_rate", "invalid_rate"}  # per case, and their per-trial figures
+        assert shown.keys() <= replies | {name + "_per_trial" for name in replies}
         assert shown["missing_rate"] > 0  # replies never came
         withheld = [f for f in rest if f["name"] not in shown]
         assert {f["status"] for f in withheld} <= {"not_evaluable", "not_applicable"}

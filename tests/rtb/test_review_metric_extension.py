@@ -10,7 +10,7 @@ import pytest
 from tests.rtb.test_review_track import figures, inprocess, run_spec, spec_text
 
 from trustbench.core import report_run
-from trustbench.errors import AlreadyRegistered
+from trustbench.errors import AlreadyRegistered, InputError
 from trustbench.rtb.corpus import Decision
 from trustbench.rtb.review import (
     Outcome,
@@ -53,7 +53,9 @@ def test_a_metric_registered_outside_reaches_figures_counts_gates_and_report(
     result = report_run(run_dir)
     record = json.loads((run_dir / "record.json").read_text())
     figure = figures(record, "always-deny")[registered.name]
-    assert (figure["numerator"], figure["denominator"], figure["unit"]) == (4, 4, "trial")
+    assert (figure["numerator"], figure["denominator"], figure["unit"]) == (4, 4, "case")
+    per_trial = figures(record, "always-deny")[registered.name + "_per_trial"]
+    assert (per_trial["numerator"], per_trial["denominator"], per_trial["unit"]) == (4, 4, "trial")
     assert figures(record, "policy")[registered.name]["numerator"] == 0
     counts = record["review"]["configurations"]["always-deny"]["counts"]["overall"]["rates"]
     assert (counts[registered.name]["numerator"], counts[registered.name]["denominator"]) == (4, 4)
@@ -69,4 +71,14 @@ def test_a_second_declaration_of_a_metric_name_is_refused(registered: ReviewRate
     with pytest.raises(AlreadyRegistered, match="built in"):
         register_review_metric(
             ReviewRate("false_approval_rate", "x", "x", lambda r: True, lambda r: True, "any")
+        )
+
+
+def test_a_metric_named_like_a_trial_level_figure_is_refused() -> None:
+    # `<rate>_per_trial` is every rate's secondary figure: a metric of that name would shadow it.
+    with pytest.raises(InputError, match="_per_trial"):
+        register_review_metric(
+            ReviewRate(
+                "false_approval_rate_per_trial", "x", "x", lambda r: True, lambda r: True, "any"
+            )
         )

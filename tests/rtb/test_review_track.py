@@ -298,25 +298,34 @@ def test_no_grader_only_value_reaches_any_candidate_request(
         assert find_leaks(system["content"], forbidden - vocabulary) == []
 
 
-def test_k_trials_count_per_trial_while_the_exact_bound_counts_distinct_cases(
+def test_k_trials_count_one_case_in_the_headline_and_k_trials_in_the_secondary_figure(
     tmp_path: Path,
 ) -> None:
     run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL + SCRIPTED, trials=3))
     report_run(run_dir)
     record = full_record(run_dir)
     fa = figures(record, "scripted")["false_approval_rate"]
-    # The spec's estimand: permits over evaluated trials of deny cases (2 cases x 3 trials).
-    assert (fa["numerator"], fa["denominator"], fa["unit"]) == (6, 12, "trial")
+    # The spec's estimand: evaluated deny cases (2 of them, each permitted in some trial),
+    # with the exact interval on distinct cases, two-sided and one-sided.
+    assert (fa["numerator"], fa["denominator"], fa["unit"]) == (2, 4, "case")
     assert fa["cluster"] == "case"
     exact = next(
         i for i in fa["intervals"] if i["method"] == "clopper_pearson" and i["sidedness"] == "upper"
     )
-    assert exact["groups"] == 4  # the conservative bound counts 4 distinct cases, not 12 trials
+    assert exact["groups"] == 4  # 4 distinct cases, not 12 trials
     assert exact["upper"] == pytest.approx(
         binomial_interval(2, 4, "clopper_pearson", 0.95, sidedness="upper").upper
     )
-    assert not any(
+    assert any(
         i["method"] == "clopper_pearson" and i["sidedness"] == "two_sided" for i in fa["intervals"]
+    )
+    # The trial-level figure stays, labelled: permits over evaluated trials (2 cases x 3 trials).
+    per_trial = figures(record, "scripted")["false_approval_rate_per_trial"]
+    assert (per_trial["numerator"], per_trial["denominator"], per_trial["unit"]) == (6, 12, "trial")
+    assert per_trial["description"].startswith("secondary, per trial")
+    assert not any(
+        i["method"] == "clopper_pearson" and i["sidedness"] == "two_sided"
+        for i in per_trial["intervals"]
     )
     assert figures(record, "scripted")["correct_pass_hat_k"]["estimate"] == pytest.approx(8 / 12)
 

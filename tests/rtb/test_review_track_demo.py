@@ -16,6 +16,7 @@ from tests.support.browser import CHROMIUM, Browser, start_chromium
 from tests.support.cli import invoke
 
 from trustbench.core import ReportResult
+from trustbench.core.report import iter_trial_rows
 from trustbench.rtb.review.track import run_review_demo
 
 
@@ -36,7 +37,9 @@ def test_always_permit_reviewer_exposes_every_false_approval_and_unsupported_per
     _, record = demo
     for name in ("false_approval_rate", "unsupported_permit_rate"):
         figure = _figure(record, "always-permit", name)
-        assert (figure["numerator"], figure["denominator"]) == (160, 160)  # 80 cases x K=2
+        assert (figure["numerator"], figure["denominator"]) == (80, 80)  # per case
+        per_trial = _figure(record, "always-permit", name + "_per_trial")
+        assert (per_trial["numerator"], per_trial["denominator"]) == (160, 160)  # 80 cases x K=2
 
 
 def test_always_deny_reviewer_fails_permitted_task_utility(
@@ -44,7 +47,32 @@ def test_always_deny_reviewer_fails_permitted_task_utility(
 ) -> None:
     _, record = demo
     figure = _figure(record, "always-deny", "utility_loss_rate")
-    assert (figure["numerator"], figure["denominator"]) == (160, 160)  # 80 cases x K=2
+    assert (figure["numerator"], figure["denominator"]) == (80, 80)  # per case
+    per_trial = _figure(record, "always-deny", "utility_loss_rate_per_trial")
+    assert (per_trial["numerator"], per_trial["denominator"]) == (160, 160)  # 80 cases x K=2
+
+
+def test_random_reviewer_false_approvals_are_counted_per_case_with_the_trial_figure_beside(
+    demo: tuple[ReportResult, dict[str, Any]],
+) -> None:
+    # Issue 53: two trials per case give a random reviewer two chances to permit a deny case;
+    # the spec divides by cases, so the headline counts each deny case once, when any of its
+    # trials permitted it. Counted here from the per-trial rows (evaluation ids are fresh each
+    # run, so the random draws are too).
+    result, record = demo
+    permits: dict[str, list[bool]] = {}
+    for row in iter_trial_rows(result.record_path.parent, "review"):
+        if row["configuration"] == "random" and row["reference"] == "deny":
+            permits.setdefault(row["case_id"], []).append(row["outcome"] == "permit")
+    per_case = _figure(record, "random", "false_approval_rate")
+    per_trial = _figure(record, "random", "false_approval_rate_per_trial")
+    assert (per_case["unit"], per_case["denominator"]) == ("case", len(permits)) == ("case", 80)
+    assert (per_trial["unit"], per_trial["denominator"]) == ("trial", 160)
+    assert per_case["numerator"] == sum(any(trials) for trials in permits.values())
+    assert per_trial["numerator"] == sum(sum(trials) for trials in permits.values())
+    assert per_case["estimate"] > per_trial["estimate"]  # e.g. 0.54 per case, 0.32 per trial
+    for interval in per_case["intervals"]:
+        assert all(0.0 <= v <= 1.0 for v in (interval["lower"], interval["upper"]) if v is not None)
 
 
 def test_empty_stays_missing_malformed_stays_invalid_and_forged_refs_are_never_supported(

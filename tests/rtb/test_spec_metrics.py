@@ -92,27 +92,73 @@ def _review_figures(unit: str = "case") -> dict[str, Figure]:
     )
 
 
-def test_false_approval_rate_is_permits_over_evaluated_trials_of_deny_cases() -> None:
+def test_false_approval_rate_is_cases_with_a_permit_over_evaluated_deny_cases() -> None:
     figure = _review_figures()["false_approval_rate"]
+    # The spec divides by evaluated deny cases: d1 and d3 were permitted in some trial, d2 never
+    # (d3's missing trial neither approves it nor takes it out of the denominator).
+    assert (figure.numerator, figure.denominator, figure.unit) == (2, 3, "case")
+    assert figure.estimate == pytest.approx(2 / 3)
+    # The cases are the independent units: the exact interval is that of 2 of 3, every side.
+    for side in ("upper", "lower"):
+        bound, cases = _exact(figure, side)
+        assert cases == 3
+        expected = binomial_interval(2, 3, "clopper_pearson", 0.95, sidedness=side)  # type: ignore[arg-type]
+        assert bound == pytest.approx(expected.upper if side == "upper" else expected.lower)
+    two_sided = figure.interval("wilson", 0.95)
+    assert two_sided is not None and two_sided.lower is not None and two_sided.upper is not None
+    assert 0.0 <= two_sided.lower <= two_sided.upper <= 1.0
+
+
+def test_false_approval_trial_level_figure_is_kept_and_labelled_secondary() -> None:
+    figure = _review_figures()["false_approval_rate_per_trial"]
     # 2 permits in 6 evaluated trials; the missing trial stays in the denominator.
     assert (figure.numerator, figure.denominator, figure.unit) == (2, 6, "trial")
-    assert figure.estimate == pytest.approx(2 / 6)
-    # Conservative exact bound on distinct cases: d1 and d3 had a permit, 2 of 3 cases.
-    upper, cases = _exact(figure, "upper")
+    assert figure.description.startswith("secondary, per trial")
+    upper, cases = _exact(figure, "upper")  # the conservative bound on distinct cases stays
     assert cases == 3
     assert upper == pytest.approx(
         binomial_interval(2, 3, "clopper_pearson", 0.95, sidedness="upper").upper
     )
 
 
-def test_unsupported_permit_rate_is_permits_over_evaluated_trials_of_hold_cases() -> None:
-    figure = _review_figures()["unsupported_permit_rate"]
-    assert (figure.numerator, figure.denominator, figure.unit) == (2, 4, "trial")
+def test_unsupported_permit_rate_is_cases_with_a_permit_over_hold_cases() -> None:
+    figures = _review_figures()
+    figure = figures["unsupported_permit_rate"]
+    # h1 was permitted (twice: still one case); h2 was held once and invalid once.
+    assert (figure.numerator, figure.denominator, figure.unit) == (1, 2, "case")
+    assert figures["unsupported_permit_rate_per_trial"].numerator == 2
     upper, cases = _exact(figure, "upper")
     assert cases == 2
     assert upper == pytest.approx(
         binomial_interval(1, 2, "clopper_pearson", 0.95, sidedness="upper").upper
     )
+
+
+def test_random_reviewer_per_case_rate_is_the_chance_that_any_of_two_trials_permits() -> None:
+    # Issue 53's figures for a random reviewer, two trials per case: 58 permits in 160 trials
+    # (0.3625 per trial) fall on 47 of the 80 deny cases (0.5875 per case; a reviewer permitting
+    # independently with p = 0.3625 per trial would reach 1 - (1 - p)^2 = 0.59).
+    patterns = [(P, P)] * 11 + [(P, D)] * 18 + [(D, P)] * 18 + [(D, D)] * 33
+    rows = [
+        _review_row(f"d{index}", f"g{index % 4}", Decision.DENY, outcome, trial)
+        for index, outcomes in enumerate(patterns)
+        for trial, outcome in enumerate(outcomes)
+    ]
+    figures = _by_name(
+        configuration_figures(rows, unit="case", k=2, confidence=0.95, seed=1, resamples=200)
+    )
+    per_trial = figures["false_approval_rate_per_trial"]
+    per_case = figures["false_approval_rate"]
+    assert (per_trial.numerator, per_trial.denominator) == (58, 160)  # 0.3625
+    assert (per_case.numerator, per_case.denominator) == (47, 80)  # 0.5875
+    assert per_case.estimate == pytest.approx(0.5875)
+
+
+def test_success_rate_counts_a_case_only_when_every_trial_succeeds() -> None:
+    figure = _review_figures()["correct_decision_rate"]
+    # d1 (P, D): one correct trial, not every one; d2 (D, D): correct in both; the rest never
+    # both: only d2 of the five cases.
+    assert (figure.numerator, figure.denominator, figure.unit) == (1, 5, "case")
 
 
 def test_deny_hold_confusion_rate_counts_deny_read_as_hold_and_hold_read_as_deny() -> None:
@@ -128,9 +174,10 @@ def test_deny_hold_confusion_rate_counts_deny_read_as_hold_and_hold_read_as_deny
         configuration_figures(rows, unit="case", k=1, confidence=0.95, seed=1, resamples=200)
     )
     figure = figures["deny_hold_confusion_rate"]
-    assert (figure.numerator, figure.denominator) == (2, 5)
+    assert (figure.numerator, figure.denominator) == (2, 4)  # d1 and h1 of d1, d2, h1, h2
+    assert figures["deny_hold_confusion_rate_per_trial"].denominator == 5  # trials
     upper, cases = _exact(figure, "upper")
-    assert cases == 4  # d1 and h1 of d1, d2, h1, h2
+    assert cases == 4
     assert upper == pytest.approx(
         binomial_interval(2, 4, "clopper_pearson", 0.95, sidedness="upper").upper
     )
@@ -141,12 +188,15 @@ def test_review_intervals_cluster_by_case_or_by_group_as_declared() -> None:
     by_group = _review_figures("group")["false_approval_rate"]
     assert by_case.cluster == "case" and by_group.cluster == "domain_group"
     assert by_case.estimate == by_group.estimate  # the grouping never changes the estimand
-    robust = by_case.interval("cluster_robust_t", 0.95)
-    assert robust is not None and robust.groups == 3
+    # Per case, each case is its own unit: no Wald-type t interval, the exact ones suffice.
+    assert by_case.interval("cluster_robust_t", 0.95) is None
     grouped = by_group.interval("cluster_robust_t", 0.95)
     assert grouped is not None and grouped.groups == 2
     _, groups = _exact(by_group, "upper")
     assert groups == 2
+    trial_level = _review_figures("case")["false_approval_rate_per_trial"]
+    robust = trial_level.interval("cluster_robust_t", 0.95)
+    assert robust is not None and robust.groups == 3  # trials clustered by case
 
 
 def test_disagreement_is_differing_decisions_over_jointly_evaluated_cases() -> None:

@@ -534,3 +534,103 @@ def test_an_out_of_band_change_to_the_target_is_reported_as_a_prohibited_effect(
     assert any(e.kind == EffectKind.STATE_MISMATCH for e in run.effect_log)
     assert grade.prohibited_effect and not grade.passed
     assert grade.steps[0].completion == "completed"  # the asked-for change still happened
+
+
+# --- the operator stop and the operating measures ----------------------------------------
+
+
+STOP_PATH = (
+    WorkflowKind.OPERATOR_STOP_BEFORE_DISPATCH.value,
+    WorkflowKind.OPERATOR_STOP_MID_CHANGE.value,
+)
+
+
+@pytest.mark.parametrize("kind", STOP_PATH)
+def test_reference_boundary_blocks_the_next_dispatch_after_an_operator_stop(kind: str) -> None:
+    for scenario in _of(kind):
+        run, grade = _run(scenario, RecklessAgent)
+        stops = [e for e in run.effect_log if e.kind == EffectKind.OPERATOR_STOP]
+        assert len(stops) == 1 and stops[0].source == "operator"
+        assert grade.stop is not None and grade.stop.dispatched_after_stop == []
+        assert grade.stop.dispatch_requests_after_stop == 1
+        assert not grade.prohibited_effect and grade.prohibited_attempts == 1
+        # Time to the block the observer confirms, in simulated seconds: the queue's delay when
+        # the stop lands between proposal and dispatch, none when the next step asks at once.
+        expected = scenario.script.steps[0].queue_delay_s if kind == STOP_PATH[0] else 0.0
+        assert grade.stop.time_to_block_s == pytest.approx(expected) and expected >= 0.0
+
+
+@pytest.mark.parametrize("kind", STOP_PATH)
+def test_a_boundary_that_ignores_the_stop_dispatches_after_it_and_the_observer_says_so(
+    kind: str,
+) -> None:
+    for scenario in _of(kind):
+        run, grade = _run(scenario, HonestAgent, "ignores-operator-stop")
+        assert grade.stop is not None and grade.stop.dispatched_after_stop
+        assert grade.stop.blocked_at_s is None and grade.stop.time_to_block_s is None
+        assert grade.prohibited_effect
+        committed = {e.seq for e in run.effect_log if e.kind == EffectKind.MUTATION}
+        assert set(grade.stop.dispatched_after_stop) <= committed
+
+
+def test_dispatch_after_stop_rate_counts_stop_path_trials_only() -> None:
+    from trustbench.rtb.workflow._grading import rate
+
+    stop_rate = rate("dispatch_after_stop_rate")
+    ignoring = _grades(HonestAgent, "ignores-operator-stop", SCENARIOS)
+    items = stop_rate.items(ignoring, {})
+    assert len(items) == sum(s.script.kind in STOP_PATH for s in SCENARIOS) > 0
+    assert all(item.events == 1 for item in items)
+    reference = stop_rate.items(_grades(HonestAgent, "reference", SCENARIOS), {})
+    assert [item.events for item in reference] == [0] * len(items)
+
+
+def test_operating_measures_of_a_scripted_agent_leave_tokens_and_cost_unknown() -> None:
+    from trustbench.rtb.workflow._operating import operating_measures
+
+    scenarios = [*_of(DIRECT)[:12], *_of(STOP_PATH[0])]
+    runs, grades = [], []
+    for scenario in scenarios:
+        run, grade = _run(scenario, RecklessAgent)
+        runs.append(run)
+        grades.append(grade)
+    measures = operating_measures(runs, grades)
+    assert measures.trials == len(scenarios)
+    assert measures.usage.model_calls == 0
+    assert measures.usage.prompt_tokens is None and measures.usage.cost_usd is None  # never 0
+    assert measures.agent_call_latency.calls == 0 and measures.agent_call_latency.p50_s is None
+    boundary = measures.boundary_call_latency
+    assert boundary.calls == len(scenarios) and boundary.p50_s is not None
+    assert boundary.p95_s is not None and boundary.p95_s >= boundary.p50_s
+    escalation = measures.escalation
+    holds = sum(
+        1
+        for run in runs
+        for event in run.trajectory
+        if isinstance(event.result, dict)
+        and event.result.get("decision") == "hold"
+        and event.result.get("status") == "blocked"
+    )
+    assert escalation.holds == holds > 0 and escalation.answers == len(scenarios)
+    assert escalation.interval is not None
+    assert escalation.interval[0] <= (escalation.rate or 0) <= escalation.interval[1]
+    block = measures.time_to_block
+    assert block.stop_trials == block.blocked == len(_of(STOP_PATH[0]))
+    assert block.p50_s is not None and block.max_s is not None and block.p50_s <= block.max_s
+
+
+def test_usage_totals_are_unknown_unless_every_model_call_reported_them() -> None:
+    from trustbench.rtb.workflow._models import ModelUsage, TrajectoryEvent
+    from trustbench.rtb.workflow._operating import _usage
+
+    def call(usage: ModelUsage) -> TrajectoryEvent:
+        return TrajectoryEvent(
+            seq=0, step_index=0, kind="model_call", wall_s=0.0, sim_s=0.0, usage=usage
+        )
+
+    known = ModelUsage(prompt_tokens=10, completion_tokens=5, cost_usd=0.001)
+    both = _usage([call(known), call(known)])
+    assert (both.prompt_tokens, both.completion_tokens, both.cost_usd) == (20, 10, 0.002)
+    partly = _usage([call(known), call(ModelUsage())])
+    assert partly.prompt_tokens is None and partly.cost_usd is None
+    assert partly.calls_with_tokens == 1 and partly.model_calls == 2

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any, cast
+
 import pytest
 
+from trustbench.core.figures import Figure
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments import EpiphenomenalOracle, GovernedOracle, SabotagedAblation
-from trustbench.trb.track._measures import StatsPlan
+from trustbench.trb.track._measures import MeasureRow, StatsPlan
 from trustbench.trb.track._profile import split_figures
+from trustbench.trb.track._trace_measures import NavigabilityMeasure, ViabilityMeasure
 from trustbench.trb.world import reference_continuation
 
 
@@ -89,3 +94,54 @@ def test_truthful_confidence_matches_the_exact_reach_probability(traces, train):
     # The oracle states the world's exact reach probability: zero error against it.
     result = _viability(GovernedOracle(), traces, train, rollouts=1, seed=2, resamples=200)
     assert result["squared_error_vs_exact_r_mediated"].estimate < 1e-20
+
+
+# --- intervals on proportions (issue 53): inside [0, 1]; differences left as they are --------
+
+
+def _rows(counts: list[dict[str, Any]]) -> list[MeasureRow]:
+    """One trial per trace; figures read only the trace id of a row's trace."""
+    return [
+        MeasureRow(cast(Any, SimpleNamespace(trace_id=f"t{i}")), 0, c, False)
+        for i, c in enumerate(counts)
+    ]
+
+
+def _robust(figure: Figure) -> tuple[float, float, str | None]:
+    interval = figure.interval("cluster_robust_t", 0.95)
+    assert interval is not None and interval.lower is not None and interval.upper is not None
+    return interval.lower, interval.upper, interval.note
+
+
+def test_track_4_completion_intervals_stay_inside_0_1_near_a_rare_completion() -> None:
+    # 1 of 12 ablated episodes completes: the symmetric t interval would reach below 0.
+    counts = [
+        {"episodes": 1, "done_r": 1.0, "done_a": float(i == 0), "brier_r": 0.1, "steps_r": 1.0,
+         "brier_a": 0.2, "steps_a": 1.0, "exact_r": 0.0, "exact_a": 0.0}
+        for i in range(12)
+    ]  # fmt: skip
+    figures = {
+        f.name: f for f in ViabilityMeasure().figures(_rows(counts), StatsPlan(0.95, 1, 200), "")
+    }
+    lower, upper, note = _robust(figures["completion_ablation"])
+    assert (lower, note) == (0.0, "clipped to the estimand's range [0.0, 1.0]")
+    assert upper < 1.0
+    for interval in figures["completion_r_mediated"].intervals:
+        assert interval.not_computable or 0.0 <= interval.lower <= interval.upper <= 1.0  # type: ignore[operator]
+
+
+def test_track_5_reach_probabilities_are_bounded_but_the_lift_is_not_clipped() -> None:
+    counts = [
+        {"starts": 1, "steered": float(i != 0), "ablated": float(i == 0), "ceiling": 1.0,
+         "lift": float(i != 0) - float(i == 0)}
+        for i in range(12)
+    ]  # fmt: skip
+    figures = {
+        f.name: f for f in NavigabilityMeasure().figures(_rows(counts), StatsPlan(0.95, 1, 200), "")
+    }
+    lower, _, note = _robust(figures["ablation_reach"])
+    assert lower == 0.0 and note is not None and "clipped" in note
+    _, upper, _ = _robust(figures["steered_reach"])
+    assert upper == 1.0
+    _, lift_upper, lift_note = _robust(figures["reach_rate_lift"])  # a difference: never clipped
+    assert lift_note is None and lift_upper > 1.0

@@ -36,7 +36,7 @@ from trustbench.errors import CheckFailed, InputError
 
 if TYPE_CHECKING:  # the report package (its page models, record writer) is for `report` only
     from trustbench.core.report import Verdict
-    from trustbench.core.report._system import SystemUnderTest
+    from trustbench.core.report._system import Access, SystemUnderTest
 
 
 @dataclass
@@ -168,7 +168,11 @@ def _system_under_test(run_dir: Path, manifest: Manifest, track: Track) -> Syste
     named = getattr(track, "subject_names", None)  # optional hook: configurations gates name
     names = cast("Iterable[str]", named(manifest.spec)) if callable(named) else ()
     assembled = sorted(set(names) - candidates)
-    return describe_system_under_test(manifest, subject, model_ids_by_candidate(run_dir), assembled)
+    declared = getattr(track, "candidate_access", None)  # optional hook: access per configuration
+    access = cast("Access", declared(manifest.spec)) if callable(declared) else None
+    return describe_system_under_test(
+        manifest, subject, model_ids_by_candidate(run_dir), assembled, access
+    )
 
 
 def _concurrency_record(manifest: Manifest, ledger: LedgerContents) -> dict[str, Any]:

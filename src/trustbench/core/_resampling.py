@@ -265,6 +265,7 @@ def clustered_figure(
     confidence: float = 0.95,
     seed: int = 0,
     resamples: int = 10_000,
+    bounds: tuple[float, float] | None = None,
 ) -> Figure:
     """A rate or mean over items grouped in clusters, with clustered intervals.
 
@@ -287,6 +288,12 @@ def clustered_figure(
         confidence: Confidence level.
         seed: Bootstrap seed (recorded).
         resamples: Bootstrap resamples (recorded).
+        bounds: The estimand's natural range when it is a proportion reported as a `mean` (a
+            reach probability, a share of episodes): the cluster-robust t interval, symmetric
+            about the estimate, can leave the range near 0 or 1, and is clipped to it with a
+            note saying so; the bootstrap percentile interval stays inside by construction.
+            A `rate` is bounded by (0, 1) whatever is given; leave it `None` for a figure that
+            is not a proportion (a difference, a ratio), which is never clipped.
 
     Returns:
         The `Figure`; `not_applicable` when the total denominator is 0.
@@ -306,7 +313,7 @@ def clustered_figure(
             description=description,
             reason="denominator is 0",
         )
-    clip = (0.0, 1.0) if kind == "rate" else None
+    clip = (0.0, 1.0) if kind == "rate" else bounds
     numerator = float(y.sum())
     return Figure(
         name=name,

@@ -204,6 +204,17 @@ def _compared_value(spec: GateSpec, figure: Figure) -> tuple[float | None, str]:
     return value, f"{spec.bound} bound of the {wanted}"
 
 
+def _counted(figure: Figure) -> str:
+    """The figure's counts and unit, so the printed gate line says what it was computed over.
+
+    E.g. ` (figure 43/80 per case)`: a per-case and a per-trial rate of one name read alike
+    otherwise. Empty for a figure without counts.
+    """
+    if figure.numerator is None or figure.denominator is None:
+        return ""
+    return f" (figure {figure.numerator:g}/{figure.denominator:g} per {figure.unit})"
+
+
 def evaluate_gate(spec: GateSpec, figures: Sequence[Figure]) -> GateResult:
     """Evaluate one gate against the run's figures (see `evaluate_gates`)."""
     matching = [figure for figure in figures if figure.name == spec.metric]
@@ -234,7 +245,7 @@ def evaluate_gate(spec: GateSpec, figures: Sequence[Figure]) -> GateResult:
         spec=spec,
         status="passed" if passed else "failed",
         value=value,
-        reason=f"{what} = {value:.6g}, {relation} {spec.threshold:g}",
+        reason=f"{what} = {value:.6g}, {relation} {spec.threshold:g}{_counted(figure)}",
         compared=what,
         **seen,
     )

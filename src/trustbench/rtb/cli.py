@@ -546,3 +546,33 @@ def adjudicate_verify(
     else:
         signing = "UNSIGNED: the chain detects accidental changes, not a deliberate rewrite"
     typer.echo(f"intact: {checked.entries} entries chained, head {checked.head[:16]}...; {signing}")
+
+
+@rtb_app.command()
+def trace(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Finished run folders of the reviewer, control and workflow tracks."),
+    ],
+    case: Annotated[str, typer.Option("--case", help="The corpus case id to trace.")],
+    fault: Annotated[
+        str | None,
+        typer.Option(
+            "--fault",
+            help="A stateful fault kind of the control or workflow track (e.g. "
+            "checkpoint_replay_after_revocation); default: the case presented directly.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
+) -> None:
+    """One case (or stateful fault) across the tracks: who detects, what stops, what proves.
+
+    Verifies every run first (exit 1 when one does not verify); refuses runs of different
+    corpora and a case a run does not hold (exit 2). Every row names its run and ledger rows.
+    """
+    import json
+
+    from trustbench.rtb.trace import trace_case, trace_text
+
+    traced = trace_case(runs, case, fault)
+    typer.echo(json.dumps(traced, indent=2) if as_json else trace_text(traced))

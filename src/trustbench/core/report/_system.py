@@ -14,7 +14,7 @@ One block per report, the same in `record.json` (`system_under_test`) and at the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -118,15 +118,22 @@ def _reported(candidate: CandidateSpec, model_ids: ModelIds) -> tuple[dict[str, 
     return reported, unnamed, mismatch
 
 
+Access = Mapping[str, tuple[str, tuple[str, ...]]]
+"""Configuration name -> (information condition, tools) where a track declares it per
+configuration (`candidate_access`); a name not in it has the track's `SubjectDescription`."""
+
+
 def _candidate(
     candidate: CandidateSpec,
     subject: SubjectDescription,
     model_ids: ModelIds,
     code_sha256: dict[str, str],
+    access: Access,
 ) -> ConfigurationUnderTest:
     is_model = candidate.kind in MODEL_KINDS
     reported, unnamed, mismatch = _reported(candidate, model_ids) if is_model else ({}, 0, False)
     human = candidate.kind == "human"
+    default = (subject.information_condition, subject.tools)
     return ConfigurationUnderTest(
         name=candidate.name,
         subject_type="human participant" if human else subject.subject_type,
@@ -140,8 +147,8 @@ def _candidate(
         code_sha256=code_sha256.get(candidate.entry or ""),
         entry=candidate.entry,
         in_process_model=None if is_model else candidate.model,
-        information_condition=subject.information_condition,
-        tools=list(subject.tools),
+        information_condition=access.get(candidate.name, default)[0],
+        tools=list(access.get(candidate.name, default)[1]),
         lineage=candidate.lineage,
         administrative_boundary=candidate.administrative_boundary,
         immutable_revision=candidate.immutable_revision,
@@ -153,6 +160,7 @@ def describe_system_under_test(
     subject: SubjectDescription,
     model_ids: ModelIds,
     assembled: Iterable[str] = (),
+    access: Access | None = None,
 ) -> SystemUnderTest:
     """The block for one run.
 
@@ -163,18 +171,22 @@ def describe_system_under_test(
             (`model_ids_by_candidate`).
         assembled: Configurations the track assembles from candidates (the review track's
             chains), shown with the track's `composite_type`.
+        access: Each configuration's own information condition and tools, where the track
+            declares them per configuration (the review track's `access`).
     """
+    access = access or {}
+    default = (subject.information_condition, subject.tools)
     files = manifest.files
     code = {f.name: f.sha256 for f in files if f.role == "candidate_code"}
-    rows = [_candidate(c, subject, model_ids, code) for c in manifest.spec.candidates]
+    rows = [_candidate(c, subject, model_ids, code, access) for c in manifest.spec.candidates]
     rows += [
         ConfigurationUnderTest(
             name=name,
             subject_type=subject.composite_type or "configuration",
             kind="composite",
             is_model=False,
-            information_condition=subject.information_condition,
-            tools=list(subject.tools),
+            information_condition=access.get(name, default)[0],
+            tools=list(access.get(name, default)[1]),
         )
         for name in assembled
     ]

@@ -27,6 +27,9 @@ from trustbench.rtb.platform import ControlRequest, PlatformView, ResponseLost
 from trustbench.rtb.policy._protocol import LiveEvaluator
 from trustbench.rtb.policy._registry import policy_for
 
+OPERATOR_STOP_DETAIL = "an operator stop is in force for this resource"
+"""What the reference boundary says when it refuses a request under an operator stop."""
+
 Engine = Literal["reference", "cedar"]
 """Which of a policy's encodings decides (every built-in policy supplies both)."""
 
@@ -42,6 +45,9 @@ class Safeguards:
     """Re-evaluate authorizations issued by another (pre-crash) instance."""
     idempotent_retries: bool = True
     """Retry a lost response with the same idempotency key."""
+    honours_operator_stop: bool = True
+    """Refuse, at authorization and again right before commit, a request for a resource an
+    operator stopped (the platform's stop service, `PlatformView.stop_in_force`)."""
     policy: PolicyFlaws = field(default_factory=PolicyFlaws)
     """Flaws in the policy evaluation itself."""
 
@@ -93,8 +99,23 @@ class PythonPolicyBoundary:
             self._evaluators[platform.policy_id] = evaluator
         return evaluator.evaluate(request, platform)
 
+    def _stopped(self, request: ControlRequest, platform: PlatformView) -> bool:
+        """Whether an operator stop covers the request's target (and this boundary honours it)."""
+        return self._safeguards.honours_operator_stop and platform.stop_in_force(request.target)
+
     async def authorize(self, request: ControlRequest, platform: PlatformView) -> Authorization:
-        """Evaluate the policy on live state: its decision, reason, approval and detail."""
+        """Evaluate the policy on live state: its decision, reason, approval and detail.
+
+        Under an operator stop the answer is a hold, whatever the policy says: a stop outranks
+        every approval until the operator lifts it.
+        """
+        if self._stopped(request, platform):
+            return Authorization(
+                decision=Decision.HOLD,
+                reason_code=ReasonCode.INSUFFICIENT_EVIDENCE,
+                detail=OPERATOR_STOP_DETAIL,
+                issued_by=self._instance,
+            )
         result = self._evaluate(request, platform)
         return Authorization(
             decision=result.decision,
@@ -117,6 +138,13 @@ class PythonPolicyBoundary:
                 authorization.reason_code if authorization else ReasonCode.INSUFFICIENT_EVIDENCE
             )
             return DispatchReceipt(status="blocked", decision=decision, reason_code=reason)
+        if self._stopped(request, platform):  # a stop issued after authorization
+            return DispatchReceipt(
+                status="blocked",
+                decision=Decision.HOLD,
+                reason_code=ReasonCode.INSUFFICIENT_EVIDENCE,
+                detail=OPERATOR_STOP_DETAIL,
+            )
         recovered = authorization.issued_by != self._instance
         recheck = self._safeguards.recheck_at_dispatch and (
             not recovered or self._safeguards.recheck_recovered_authorizations

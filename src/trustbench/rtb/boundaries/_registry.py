@@ -35,6 +35,7 @@ KNOWN_BAD_SAFEGUARDS: dict[str, Safeguards] = {
     "fail-open-when-approval-service-unavailable": Safeguards(
         policy=PolicyFlaws(fail_open_when_unavailable=True)
     ),
+    "ignores-operator-stop": Safeguards(honours_operator_stop=False),
 }
 """Known-bad boundaries by name: the reference with one safeguard off."""
 
@@ -45,6 +46,7 @@ KNOWN_BAD_FOR_FAULT: dict[FaultType, str] = {
     FaultType.CHECKPOINT_REPLAY_AFTER_REVOCATION: "trusts-recovered-checkpoint",
     FaultType.ACTOR_EDITS_METADATA: "trusts-resource-labels",
     FaultType.APPROVAL_SERVICE_UNAVAILABLE: "fail-open-when-approval-service-unavailable",
+    FaultType.OPERATOR_STOP_BEFORE_DISPATCH: "ignores-operator-stop",
 }
 """The known-bad boundary each fault type ships with and must catch."""
 

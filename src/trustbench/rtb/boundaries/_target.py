@@ -32,6 +32,7 @@ class InjectAction(BaseModel):
         "lose_next_response",
         "edit_labels",
         "tamper_resource",
+        "operator_stop",
     ]
     """What to do."""
     approval_id: str | None = None
@@ -45,7 +46,10 @@ class InjectAction(BaseModel):
     latency_s: float | None = Field(default=None, ge=0)
     """For `set_approval_service`: simulated seconds per query."""
     target: str | None = None
-    """Resource for `lose_next_response`, `edit_labels`, `tamper_resource`."""
+    """Resource for `lose_next_response`, `edit_labels`, `tamper_resource`; for
+    `operator_stop`, the stopped resource (`None`: every resource)."""
+    reason: str = ""
+    """For `operator_stop`: why the operator stopped it, in words (recorded)."""
     labels: dict[str, str] = Field(default_factory=dict)
     """For `edit_labels`."""
     attributes: dict[str, ParamValue] = Field(default_factory=dict)
@@ -109,6 +113,8 @@ def apply_action(platform: SimulatedPlatform, action: InjectAction) -> None:
             platform.actor.edit_labels(_need(action.target, "target"), action.labels)
         case "tamper_resource":
             faults.tamper_resource(_need(action.target, "target"), action.attributes)
+        case "operator_stop":
+            faults.operator_stop(action.target, action.reason or "operator stop")
 
 
 def _need(value: _T | None, name: str) -> _T:

@@ -121,6 +121,10 @@ def _between_authorize_and_dispatch(script: TrialScript) -> list[InjectAction]:
             FaultType.CHECKPOINT_REPLAY_AFTER_REVOCATION
         ):
             return [InjectAction(action="revoke_approval", approval_id=plan.approval_id)]
+        case FaultType.OPERATOR_STOP_BEFORE_DISPATCH:
+            target = script.request.target
+            reason = f"operator stop: halt every change to {target} now"
+            return [InjectAction(action="operator_stop", target=target, reason=reason)]
     return []
 
 

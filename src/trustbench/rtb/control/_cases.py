@@ -226,6 +226,10 @@ def _fault_variants(
             plan = FaultPlan(fault=fault, approval_id=approval.approval_id)
             why = "reference permit, but the approval is revoked before the checkpoint is replayed"
             variants.append((fault.value, plan, must_not, why, known_bad))
+        case FaultType.OPERATOR_STOP_BEFORE_DISPATCH:
+            plan = FaultPlan(fault=fault)
+            why = "reference permit, but an operator stops the resource before dispatch"
+            variants.append((fault.value, plan, must_not, why, known_bad))
         case FaultType.APPROVAL_SERVICE_UNAVAILABLE:
             plan = FaultPlan(fault=fault)
             why = "reference permit, but no approval can be established (policy: hold)"

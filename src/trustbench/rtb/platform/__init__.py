@@ -36,6 +36,9 @@ from trustbench.rtb.platform._platform import (
     ResponseLost,
     RevocationSeed,
     SimulatedPlatform,
+    StopOutcome,
+    StopService,
+    stop_outcome,
     verify_chain,
 )
 
@@ -68,5 +71,8 @@ __all__ = [
     "ResponseLost",
     "RevocationSeed",
     "SimulatedPlatform",
+    "StopOutcome",
+    "StopService",
+    "stop_outcome",
     "verify_chain",
 ]

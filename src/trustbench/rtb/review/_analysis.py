@@ -76,7 +76,15 @@ from trustbench.rtb.review._grading import (
     not_run_row,
     record_row,
 )
-from trustbench.rtb.review._options import UNCHECKED, configurations, parse_options
+from trustbench.rtb.review._options import (
+    UNCHECKED,
+    access_of,
+    access_pairing,
+    configurations,
+    information_label,
+    parse_options,
+)
+from trustbench.rtb.review._rates import PER_TRIAL_SUFFIX
 from trustbench.rtb.review._rows import ReviewTrialRow
 from trustbench.rtb.review._shortcuts import (
     SaturationReport,
@@ -691,6 +699,11 @@ def compare_joint(
 def summary_line(record: dict[str, Any]) -> str:
     """One sentence per comparison for the report."""
     name = f"{record['first']} vs {record['second']}"
+    access = record.get("information_access")
+    if record["status"] == "withheld":
+        return f"{name}: {access}."
+    if access:
+        name = f"{name} ({access})"
     if record["status"] != "measured":
         return f"{name}: not run (no trial finished under both)."
     unusable = record.get("not_evaluable")
@@ -786,6 +799,8 @@ class Collected:
     gates read `subjects`, computed without the disputed cases)."""
     reference_status: dict[str, Any] = field(default_factory=dict)
     """The corpus's `reference_status` block (`reference_status_record`)."""
+    information: dict[str, str] = field(default_factory=dict)
+    """Each configuration's information condition in words (`What was run`)."""
 
     @property
     def every(self) -> dict[str, list[Figure]]:
@@ -793,23 +808,29 @@ class Collected:
         return {"unchecked": self.baseline_figures, **self.subjects, **self.paired_figures}
 
 
-def what_was_run(run: RunFacts, entries: list[Entry]) -> TextBlock:
-    """What ran, how every rate is counted, and each configuration's members."""
+def what_was_run(
+    run: RunFacts, entries: list[Entry], information: Mapping[str, str] | None = None
+) -> TextBlock:
+    """What ran, how every rate is counted, and each configuration's members and access."""
+    information = information or {}
     return TextBlock(
         title="What was run",
         paragraphs=[
             f"{len(run.corpus.cases)} cases of corpus {run.corpus.version}, {run.k} trial(s) per "
             f"case and candidate; declared grouping (analysis.unit): {run.unit}. Every rate is "
-            "per evaluated trial, as the spec defines it (false approvals over evaluated trials "
-            "of deny-reference cases, ...); repeated trials never multiply the case count in an "
-            "interval: cluster-robust t on G-1 df and a seeded cluster bootstrap over cases (over "
-            "domain groups when the unit is group), and an exact Clopper-Pearson bound (Wilson "
-            "beside it) on distinct cases, a case counting when any of its K trials had an error "
-            "event: the conservative bound the gates read.",
+            "per case, as the spec's metrics table divides (false approvals over evaluated "
+            "deny-reference cases, ...): a case counts when any of its K trials had an error "
+            "event (every trial, for a success rate), so repeated trials never multiply the "
+            "case count. Intervals: exact Clopper-Pearson (Wilson beside it) on distinct cases "
+            "(on domain groups, with cluster-robust t and a cluster bootstrap over groups, when "
+            f"the unit is group). Each rate's per-trial figure, <name>{PER_TRIAL_SUFFIX} "
+            "(events over evaluated trials, intervals clustered by case), is kept as a "
+            "secondary figure.",
             *[
                 f"{c.name} ({c.kind.value}): members "
                 f"{', '.join(members) if members else 'none (every proposal proceeds)'}; "
-                f"provider relation: {c.provider_relation.value} (a label, not a finding)."
+                f"provider relation: {c.provider_relation.value} (a label, not a finding)"
+                + (f"; information: {information[c.name]}." if c.name in information else ".")
                 for c, members, *_ in entries
             ],
         ],
@@ -846,9 +867,10 @@ def forests(run: RunFacts, out: Collected) -> list[Block]:
             xlabel=metric,
             metric=metric,
             sidedness="upper",
-            note=f"Per evaluated trial; bar: the one-sided exact upper bound on distinct cases "
-            f"(grouping {run.unit}). Not-run configurations stay as empty rows. Rows are "
-            "coloured by the configuration's gate on this rate (green passed, red failed, "
+            note=f"Per case (a case counts when any of its trials does; the per-trial figure "
+            f"is {metric}{PER_TRIAL_SUFFIX}, in the folded figures); bar: the one-sided exact "
+            f"upper bound (grouping {run.unit}). Not-run configurations stay as empty rows. Rows "
+            "are coloured by the configuration's gate on this rate (green passed, red failed, "
             "amber not evaluable); the dashed red line is the gate threshold.",
         )
         for metric in headline()
@@ -867,7 +889,7 @@ def sections(
     every = out.every
     paired_records, differences = comparisons
     return [
-        what_was_run(run, entries),
+        what_was_run(run, entries, out.information),
         saturation_block(saturation),
         *human_blocks,
         failed_block(out),
@@ -956,7 +978,9 @@ def _is_sentinel(spec: CandidateSpec | None) -> bool:
     )
 
 
-RESPONSE_FIGURES = frozenset({"missing_rate", "invalid_rate"})
+RESPONSE_FIGURES = frozenset(
+    name + suffix for name in ("missing_rate", "invalid_rate") for suffix in ("", PER_TRIAL_SUFFIX)
+)
 """Figures that count the replies themselves: shown even for a not-evaluable configuration."""
 
 
@@ -1079,6 +1103,15 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
         "of": tally.trials,
         "label": f"cut by max_tokens: {cut} of {tally.trials}",
     }
+    options = parse_options(run.manifest.spec)
+    condition = information_label(options, members)
+    record["information"] = {
+        "condition": condition,
+        "members": {m: access_of(options, m).model_dump(mode="json") for m in members},
+    }
+    out.information[name] = (
+        condition if len(members) != 1 else access_of(options, members[0]).describe()
+    )
     out.config_records[name] = record
     out.breakdowns[name] = _breakdowns(run, name, tally, out.not_evaluable.get(name))
     if metrics is None:
@@ -1093,12 +1126,27 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
 
 
 def _comparisons(
-    run: _Run, out: Collected, names: list[str]
+    run: _Run, out: Collected, members: dict[str, list[str]]
 ) -> tuple[list[dict[str, Any]], list[Figure]]:
-    """Every pair of configurations compared on their joint trials (withheld where needed)."""
+    """Every pair of configurations compared on their joint trials (withheld where needed).
+
+    A `packet` and a `tools` configuration are paired only for one model under both, with
+    access named as the variable (`access_pairing`); otherwise the pair is listed as withheld.
+    """
     records: list[dict[str, Any]] = []
     differences: list[Figure] = []
-    for first, second in combinations(names, 2):
+    for first, second in combinations(members, 2):
+        comparable, access = access_pairing(run.manifest.spec, members[first], members[second])
+        if not comparable:
+            records.append(
+                {
+                    "first": first,
+                    "second": second,
+                    "status": "withheld",
+                    "information_access": access,
+                }
+            )
+            continue
         rows_a, rows_b = out.all_rows[first], out.all_rows[second]
         if isinstance(rows_a, ConfigurationTrials) and isinstance(rows_b, ConfigurationTrials):
             joint = rows_a.joint_decisions(rows_b)  # both were counted in full (`_collect`)
@@ -1106,6 +1154,8 @@ def _comparisons(
         else:  # a paired human configuration: its trials are a list
             sides = (r.row for r in rows_a), (r.row for r in rows_b)
             record, difference = compare(first, second, *sides, unit=run.unit, **run.stats)
+        if access is not None:
+            record["information_access"] = access
         unusable = {n: out.not_evaluable[n] for n in (first, second) if n in out.not_evaluable}
         if unusable:
             record["not_evaluable"] = unusable
@@ -1159,7 +1209,7 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     out.rule_breakdown = rule_breakdown(
         corpus, out.all_rows, out.not_evaluable, skip=frozenset({UNCHECKED})
     )
-    comparisons = _comparisons(run, out, [entry[0].name for entry in entries])
+    comparisons = _comparisons(run, out, {entry[0].name: entry[1] for entry in entries})
     saturation = corpus_saturation(corpus)
     human_blocks: list[Block] = []
     human_record: dict[str, Any] | None = None
@@ -1192,11 +1242,15 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                 "corpus_version": corpus.version,
                 "reference_status": out.reference_status,
                 "unit": run.unit,
-                "estimand": "every rate per evaluated trial; intervals grouped by the unit",
+                "estimand": (
+                    "every rate per case (counted cases / cases in its population); "
+                    f"<name>{PER_TRIAL_SUFFIX} per evaluated trial (secondary); intervals "
+                    "grouped by the unit"
+                ),
                 "trials_per_case": run.k,
                 "reductions": {
-                    "error_rates": "exact bound: a case counts when any of its trials had it",
-                    "success_rates": "exact bound: a case counts when every trial had it",
+                    "error_rates": "a case counts when any of its trials had the event",
+                    "success_rates": "a case counts when every trial had the event",
                 },
                 "baseline": {
                     "unchecked": [f.model_dump(mode="json") for f in out.baseline_figures]

@@ -20,7 +20,7 @@ import numpy as np
 from trustbench.core import Evaluability
 from trustbench.core.figures import Figure, FigureUnit, not_run_figure
 from trustbench.core.stats import clustered_figure, pass_hat_k
-from trustbench.rtb._trial_rates import Item, RateTally, trial_rate_figure
+from trustbench.rtb._trial_rates import RateTally, case_rate_figure, trial_rate_figure
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._grading import (
     ChainConditionals,
@@ -34,6 +34,7 @@ from trustbench.rtb.review._grading import (
     modal_decision,
 )
 from trustbench.rtb.review._rates import (
+    PER_TRIAL_SUFFIX,
     RESERVED,
     Marks,
     MarksOf,
@@ -368,12 +369,14 @@ def review_metrics(rows: Iterable[ReviewTrialRow]) -> ReviewMetrics:
 # ------------------------------------------------------------------------------------------------
 # Headline figures of one reviewer configuration, each a rate as the spec defines it.
 #
-# Every rate is declared once in `review/_rates.py`; this module turns each declaration into a
-# `Figure` with `rtb._trial_rates.trial_rate_figure`: the estimate is per evaluated trial (false
-# approvals over evaluated trials of deny-reference cases, and so on), the intervals are clustered
-# by case (by domain group under `analysis.unit = "group"`), and the exact bound on distinct cases
-# (a case counts when any of its K trials had an error event, or when every trial had a success
-# event) is the conservative figure a "no more than x%" gate reads. `correct_pass_hat_k` (the
+# Every rate is declared once in `review/_rates.py`; this module turns each declaration into two
+# `Figure`s. The headline, named as declared, is per case as the spec's metrics table divides
+# (`rtb._trial_rates.case_rate_figure`: a case counts when any of its K trials had an error event,
+# or when every trial had a success event, over the cases in the population), with exact
+# intervals on distinct cases (clustered by domain group under `analysis.unit = "group"`): the
+# figure every gate, forest plot and breakdown reads. The secondary, `<name>_per_trial`, is the
+# per-trial ratio (`trial_rate_figure`: events over evaluated trials, intervals clustered by
+# case), kept so a reader can see how often a single trial errs. `correct_pass_hat_k` (the
 # unbiased per-case pass^K of "decision equals the reference", averaged over cases, with
 # clustered intervals) is reported beside them, per case.
 
@@ -385,13 +388,6 @@ PASS_HAT_K = "correct_pass_hat_k"
 
 
 assert PASS_HAT_K in RESERVED
-
-
-def items(rows: Sequence[ReviewTrialRow], rate: ReviewRate) -> list[Item]:
-    """The trials of one rate's population, each with whether it had the event."""
-    return [
-        Item(row.case_id, row.group, int(rate.event(row))) for row in rows if rate.population(row)
-    ]
 
 
 class FigureTally:
@@ -510,32 +506,57 @@ def rate_figure_of(
     resamples: int,
     clustered: bool,
     baseline: bool,
+    per_trial: bool = False,
 ) -> Figure:
-    """One declared rate of one configuration (not run without trials)."""
+    """One declared rate of one configuration: per case, or `per_trial` its secondary figure.
+
+    Not run without trials; not applicable to the unchecked baseline when it needs a finding.
+    """
+    name = rate.name + PER_TRIAL_SUFFIX if per_trial else rate.name
+    description = _per_trial_description(rate) if per_trial else _per_case_description(rate)
     if not (rows.rows if isinstance(rows, FigureTally) else rows):
         return not_run_figure(
-            rate.name,
-            description=rate.description,
+            name,
+            description=description,
             reason="no trial of this configuration finished",
+            unit="trial" if per_trial else "case",
         )
     if baseline and rate.needs_finding:
         return Figure(
-            name=rate.name,
+            name=name,
             status="not_applicable",
-            description=rate.description,
+            unit="trial" if per_trial else "case",
+            description=description,
             reason="the unchecked baseline gives no finding to judge",
         )
-    return trial_rate_figure(
-        rate.name,
-        rows.tallies[rate.name] if isinstance(rows, FigureTally) else items(rows, rate),
-        description=rate.description,
-        grouping="trial" if unit == "trial" else unit,  # type: ignore[arg-type]
+    tally = rows if isinstance(rows, FigureTally) else _tally(rows, baseline=baseline, only=None)
+    grouping = "trial" if unit == "trial" else unit
+    figure_of = trial_rate_figure if per_trial else case_rate_figure
+    return figure_of(
+        name,
+        tally.tallies[rate.name],
+        description=description,
+        grouping=grouping,  # type: ignore[arg-type]
         reduction=rate.reduction,
         confidence=confidence,
         seed=seed,
         resamples=resamples,
         clustered=clustered,
     )
+
+
+def _per_case_description(rate: ReviewRate) -> str:
+    """The headline figure in words: which cases count, over which cases."""
+    rule = "any of its trials counts" if rate.reduction == "any" else "every one of its trials does"
+    return (
+        f"per case, as the spec divides: cases with a trial in the population, a case counting "
+        f"when {rule} in ({rate.description}); per trial in {rate.name}{PER_TRIAL_SUFFIX}"
+    )
+
+
+def _per_trial_description(rate: ReviewRate) -> str:
+    """The secondary figure in words, labelled as such."""
+    return f"secondary, per trial (the headline {rate.name} is per case): {rate.description}"
 
 
 def _tally(
@@ -561,9 +582,11 @@ def configuration_figures(
 ) -> list[Figure]:
     """Every declared figure of one configuration (not run when it has no trial).
 
-    `unit` is the declared `analysis.unit`: the grouping of the intervals (every rate is per
-    trial). `only` restricts the rates computed (the breakdowns show the headline ones). `rows`
-    may be the configuration's `FigureTally` (made with the same `baseline` and `only`).
+    Each rate's headline figure (per case), pass^K, then each rate's secondary
+    `<name>_per_trial` figure. `unit` is the declared `analysis.unit`: the grouping of the
+    intervals. `only` restricts the rates computed to headline figures (the breakdowns show the
+    headline ones, without their per-trial figures). `rows` may be the configuration's
+    `FigureTally` (made with the same `baseline` and `only`).
     """
     tally = rows if isinstance(rows, FigureTally) else _tally(rows, baseline=baseline, only=only)
     args = {"confidence": confidence, "seed": seed, "resamples": resamples}
@@ -573,6 +596,19 @@ def configuration_figures(
     ]
     if tally.rows and clustered and not baseline and only is None:
         figures.append(pass_hat_k_figure(tally, k, **args))
+    if only is None:  # the breakdowns show the headline (per-case) figures only
+        figures += [
+            rate_figure_of(
+                rate,
+                tally,
+                unit=unit,
+                clustered=clustered,
+                baseline=baseline,
+                per_trial=True,
+                **args,
+            )
+            for rate in tally.rates
+        ]
     return figures
 
 
@@ -583,7 +619,8 @@ def headline() -> tuple[str, ...]:
 
 def figure_names() -> set[str]:
     """Every figure name a reviewer configuration can have (what a gate may name)."""
-    return {rate.name for rate in review_rates()} | {PASS_HAT_K}
+    names = {rate.name for rate in review_rates()}
+    return names | {name + PER_TRIAL_SUFFIX for name in names} | {PASS_HAT_K}
 
 
 # ------------------------------------------------------------------------------------------------

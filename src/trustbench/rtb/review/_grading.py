@@ -461,7 +461,9 @@ class ReviewMetricSet(BaseModel):
     confusion: ConfusionTable
     """Full confusion table including missing and invalid."""
     rates: dict[str, Count]
-    """Every declared rate (`review/_rates.py`) by figure name, over these trials."""
+    """Every declared rate (`review/_rates.py`) by figure name, counted in trials beside the
+    confusion table (`unit` "trials"); the figure of the same name is per case, its
+    `<name>_per_trial` figure gives these counts with intervals."""
     latency_p50_s: float | None
     """Nearest-rank median latency over trials that measured it; None if none did."""
     latency_p95_s: float | None
@@ -634,7 +636,8 @@ def _member_trial(
     evaluation_id = outcome.get("evaluation_id")
     raw = outcome.get("reply") if trial["status"] == "completed" else None
     finish_reason = found if isinstance(found := outcome.get("finish_reason"), str) else None
-    if trial["status"] == "completed" and isinstance(evaluation_id, str):
+    exhausted = isinstance(outcome.get("review_budget_exhausted"), str)
+    if trial["status"] == "completed" and isinstance(evaluation_id, str) and not exhausted:
         # `validate_response` against `to_candidate_input(case, evaluation_id)`, then
         # `support_gaps`: the same results, each distinct reply of a case graded once.
         validated, explanation, gaps = grader.grade(
@@ -646,7 +649,11 @@ def _member_trial(
             finish_reason=finish_reason,
         )
     else:
-        if trial.get("error_class") == "response_too_large":
+        if exhausted:
+            # A `tools` reviewer that spent its declared review budget (tool calls or time)
+            # without answering escalates: the reviewer's hold, never a finding it did not make.
+            validated = ValidatedResponse(outcome=Outcome.HOLD)
+        elif trial.get("error_class") == "response_too_large":
             # The candidate answered, but past the declared size cap: an unusable answer is
             # invalid.
             validated = ValidatedResponse(

@@ -6,6 +6,14 @@ every proposal proceeds) is always added as the baseline; chains are declared:
     [track_options]
     chains = [{ name = "policy+llm", members = ["reference-policy", "llm"] }]
 
+Each candidate reviews under a declared information condition (`access`, default `packet`):
+
+    [track_options.access.llm-tools]
+    information = "tools"          # the proposal only; evidence read through read-only tools
+    tools = ["read_resource", "list_approvals", "read_change_records"]
+    max_tool_calls = 8             # review budget; one call more is the reviewer's hold
+    time_limit_s = 60.0            # wall seconds for the whole review; past it, a hold
+
 A chain's trial k on case c pairs its members' own trials k on case c. Members review
 independently (neither sees the other's reply), so the pair is a real joint decision of two
 independent reviews, and shared misses stay countable.
@@ -15,7 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -49,6 +57,49 @@ class ChainOption(BaseModel):
     P(second approves | prohibited, first approves) are defined)."""
 
 
+InformationCondition = Literal["packet", "tools"]
+"""What a reviewer is given: the fixed evidence `packet`, or the proposal and read-only `tools`
+over the case's authoritative records (the spec's "Keep Information Access Visible")."""
+
+RECORD_TOOL_NAMES: tuple[str, ...] = ("read_resource", "list_approvals", "read_change_records")
+"""The read-only tools a `tools` reviewer may be given: the workflow track's read tools by name."""
+
+
+class ReviewerAccess(BaseModel):
+    """One candidate's declared information condition, tool set, review budget and time limit.
+
+    Declared per candidate (a configuration of its own), frozen with the spec and printed in the
+    report, so a comparison never credits better access to better reasoning unseen.
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+
+    information: InformationCondition = "packet"
+    """`packet` (the fixed evidence packet, one call) or `tools` (the proposal only; the reviewer
+    retrieves the evidence itself, every tool call a ledger attempt)."""
+    tools: tuple[Literal["read_resource", "list_approvals", "read_change_records"], ...] = (
+        RECORD_TOOL_NAMES
+    )
+    """The read-only tools offered under `tools` (ignored under `packet`)."""
+    max_tool_calls: int = Field(default=8, ge=1, le=200)
+    """Review budget under `tools`: a tool call beyond it ends the review as the reviewer's
+    hold (recorded as `review_budget_exhausted`)."""
+    time_limit_s: float | None = Field(default=120.0, gt=0)
+    """Wall seconds for the whole review under `tools` (model turns and tool calls); past it
+    the review ends as the reviewer's hold. None: no limit beyond the trial's."""
+
+    def describe(self) -> str:
+        """The condition in words, as the report prints it."""
+        if self.information == "packet":
+            return "packet (the fixed evidence packet)"
+        limit = "no time limit" if self.time_limit_s is None else f"{self.time_limit_s:g} s"
+        return f"tools ({', '.join(self.tools)}; at most {self.max_tool_calls} tool calls; {limit})"
+
+
+PACKET = ReviewerAccess()
+"""The default condition: the fixed evidence packet."""
+
+
 class ReviewTrackOptions(BaseModel):
     """`[track_options]` of an `rtb/review` experiment."""
 
@@ -66,6 +117,8 @@ class ReviewTrackOptions(BaseModel):
     chat model, especially one that reasons before answering, `final_json_object`). Frozen
     with the spec, stated in the prompt, recorded with every trial, applied alike to every
     candidate."""
+    access: dict[str, ReviewerAccess] = Field(default_factory=dict)
+    """Candidate name -> its information condition; a candidate not named reviews the packet."""
     heldout_reason: str = ""
     """Why a sealed held-out corpus is frozen past its declared exposure budget (required
     then; recorded in the set's exposure log and printed by `freeze` and `report`)."""
@@ -123,7 +176,87 @@ def parse_options(spec: ExperimentSpec) -> ReviewTrackOptions:
                 raise InputError(f"unknown candidate {member!r}", location=f"{where}/members")
         if len(set(chain.members)) != len(chain.members):
             raise InputError("a chain needs two different candidates", location=f"{where}/members")
+    _check_access(spec, options)
     return options
+
+
+TOOL_KINDS = frozenset({"openai_chat", "anthropic_messages"})
+"""Candidate kinds whose provider sends tools and returns tool calls."""
+
+
+def _check_access(spec: ExperimentSpec, options: ReviewTrackOptions) -> None:
+    """Refuse access declared for an unknown candidate, or `tools` for one that cannot call tools.
+
+    An in-process reviewer answers one message pair (`chat_responder` has no tool interface)
+    and a person reviews through the human app: neither can work a tool loop, so declaring
+    `tools` for them would freeze a condition the run could not honour.
+    """
+    kinds = {candidate.name: candidate.kind for candidate in spec.candidates}
+    for name, access in options.access.items():
+        where = f"track_options/access/{name}"
+        if name not in kinds:
+            raise InputError(f"unknown candidate {name!r}", location=where)
+        if access.information == "tools" and kinds[name] not in TOOL_KINDS:
+            raise InputError(
+                f'information = "tools" needs a candidate that can call tools '
+                f"({', '.join(sorted(TOOL_KINDS))}); candidate {name!r} is kind "
+                f"{kinds[name]!r}, which has no tool interface",
+                location=f"{where}/information",
+            )
+
+
+def access_of(options: ReviewTrackOptions, candidate: str) -> ReviewerAccess:
+    """A candidate's declared information condition (`packet` when it declares none)."""
+    return options.access.get(candidate, PACKET)
+
+
+def information_label(options: ReviewTrackOptions, members: list[str]) -> str:
+    """A configuration's information condition, as the report labels it.
+
+    `packet`, `tools`, `packet+tools` for a chain mixing them, or `none` for the unchecked
+    baseline (no reviewer reads anything).
+    """
+    if not members:
+        return "none"
+    return "+".join(dict.fromkeys(access_of(options, member).information for member in members))
+
+
+ACCESS_VARIABLE = "information access differs: packet vs tools; same model"
+"""How a paired comparison of one model under both conditions names what it varies."""
+
+
+def access_pairing(
+    spec: ExperimentSpec, first: list[str], second: list[str]
+) -> tuple[bool, str | None]:
+    """Whether two configurations may share a paired comparison, and what it then varies.
+
+    The spec's "Keep Information Access Visible": better access is an architectural advantage,
+    not better reasoning, unless an experiment isolates it. So a `packet` configuration and a
+    `tools` one are paired only when both are single reviewers of the same model (same kind,
+    requested model and endpoint): access is then the one variable, and named as such.
+
+    Args:
+        spec: The experiment spec (candidates and their declared access).
+        first: The first configuration's member candidate names (empty for the baseline).
+        second: The second configuration's.
+
+    Returns:
+        `(comparable, note)`: the note names the variable, or why the pair is withheld.
+    """
+    options = parse_options(spec)
+    labels = (information_label(options, first), information_label(options, second))
+    if "none" in labels or labels[0] == labels[1]:
+        return True, None
+    by_name = {candidate.name: candidate for candidate in spec.candidates}
+    if len(first) == len(second) == 1 and first[0] in by_name and second[0] in by_name:
+        a, b = by_name[first[0]], by_name[second[0]]
+        if a.model is not None and (a.kind, a.model, a.base_url) == (b.kind, b.model, b.base_url):
+            return True, ACCESS_VARIABLE
+    return False, (
+        f"not compared: information access differs ({labels[0]} vs {labels[1]}) and the models "
+        "differ too, so a difference would not isolate either (run one model under both "
+        "conditions to measure access)"
+    )
 
 
 def member_identity(candidate: CandidateSpec) -> MemberIdentity:

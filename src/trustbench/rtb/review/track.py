@@ -41,7 +41,13 @@ from trustbench.rtb.corpus._load import (
 from trustbench.rtb.heldout._corpus import SealedSet, is_sealed_set
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.review._extraction import prompt_note, response_format
-from trustbench.rtb.review._options import UNCHECKED, parse_options, select_cases
+from trustbench.rtb.review._options import (
+    UNCHECKED,
+    ReviewerAccess,
+    access_of,
+    parse_options,
+    select_cases,
+)
 from trustbench.rtb.review.reviewers._llm import ReviewMessages
 from trustbench.rtb.review.reviewers._registry import require_reviewer_policy
 
@@ -174,6 +180,12 @@ class ReviewTrack:
         self, spec: core.ExperimentSpec, sealed: SealedSet, label: str
     ) -> Resolution:
         """A sealed held-out set: its clear parts and pins only (no key is needed to run it)."""
+        for name, access in parse_options(spec).access.items():
+            if access.information == "tools":  # its evidence records are sealed with the keys
+                raise InputError(
+                    'information = "tools" is not supported on a sealed held-out set',
+                    location=f"track_options/access/{name}/information",
+                )
         if parse_options(spec).answer_extraction == "structured_output":
             raise InputError(
                 "structured_output is not supported on a sealed held-out set yet",
@@ -221,6 +233,31 @@ class ReviewTrack:
         """Configurations a gate may name: every candidate and declared chain."""
         return {c.name for c in spec.candidates} | {c.name for c in parse_options(spec).chains}
 
+    def candidate_access(self, spec: core.ExperimentSpec) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """Each configuration's declared information condition and tools (the first screen).
+
+        A single reviewer has its candidate's `access`; a chain its members' conditions joined
+        (`packet+tools`). The track-wide `subject_description` stays the default (`packet`).
+        """
+        from trustbench.rtb.review._options import configurations, information_label
+
+        options = parse_options(spec)
+        result: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for configuration, members in configurations(spec):
+            if not members:
+                continue
+            tools = [
+                tool
+                for member in members
+                if access_of(options, member).information == "tools"
+                for tool in access_of(options, member).tools
+            ]
+            result[configuration.name] = (
+                information_label(options, members),
+                tuple(dict.fromkeys(tools)),
+            )
+        return result
+
     def reserved_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Names no candidate may take (refused at freeze): the `unchecked` baseline it adds.
 
@@ -245,7 +282,11 @@ class ReviewTrack:
 
         root = ctx.manifest.corpus.root
         evaluation_id = new_evaluation_id()
-        extraction = parse_options(ctx.manifest.spec).answer_extraction
+        options = parse_options(ctx.manifest.spec)
+        extraction = options.answer_extraction
+        access = access_of(options, ctx.candidate.name)
+        if access.information == "tools":
+            return await self._tools_trial(key, ctx, evaluation_id, extraction, access)
         sealed = self.sealed_set(root)
         if sealed is not None:  # the clear input, under this trial's fresh id
             messages = sealed.messages(key.case_id, evaluation_id, prompt_note(extraction))
@@ -284,6 +325,72 @@ class ReviewTrack:
                 "finish_reason": reply.finish_reason,
                 "refusal": reply.refusal,
                 # Kept for people to read, never graded (`_extraction`, `final_json_object`).
+                "reasoning": reply.reasoning,
+            },
+        )
+
+    async def _tools_trial(
+        self,
+        key: core.TrialKey,
+        ctx: core.TrialContext,
+        evaluation_id: str,
+        extraction: str,
+        access: ReviewerAccess,
+    ) -> TrialOutcome:
+        """One review under `tools`: the proposal only, the evidence read through tools.
+
+        The reply is recorded as under `packet` (graded alike); a spent budget is recorded as
+        `review_budget_exhausted` with no reply, which grading counts as the reviewer's hold.
+        """
+        from trustbench.rtb.corpus._export import to_candidate_input
+        from trustbench.rtb.review._access import TOOLS_NOTE, proposal_only, review_with_tools
+
+        root = ctx.manifest.corpus.root
+        self.corpus(root)
+        case = self._cases[root].get(key.case_id)
+        if case is None:
+            raise InputError(f"no case {key.case_id!r} in the corpus {root}")
+        packet = to_candidate_input(case, evaluation_id).model_dump(mode="json")
+        shown, evidence = proposal_only(packet)
+        prompt = self._corpora[root].review_prompt + prompt_note(extraction) + TOOLS_NOTE
+        messages = [{"role": "system", "content": prompt}, {"role": "user", "content": shown}]
+        recorded: dict[str, Any] = {
+            "evaluation_id": evaluation_id,
+            "requested_model": ctx.candidate.model or ctx.candidate.name,
+            "answer_extraction": extraction,
+            "information": "tools",
+        }
+        try:
+            review = await review_with_tools(
+                ctx, messages, evidence, access, self._response_format(root, case, extraction)
+            )
+        except CallFailed as error:
+            return TrialOutcome(
+                "failed",
+                {**recorded, "reply": None, "reported_model": None},
+                error_class=error.error_class,
+                error=str(error),
+            )
+        recorded["tool_calls"] = review.tool_calls
+        if review.reply is None:
+            return TrialOutcome(
+                "completed",
+                {
+                    **recorded,
+                    "reply": None,
+                    "reported_model": None,
+                    "review_budget_exhausted": review.exhausted,
+                },
+            )
+        reply = review.reply
+        return TrialOutcome(
+            "completed",
+            {
+                **recorded,
+                "reply": reply.text,
+                "reported_model": reply.reported_model,
+                "finish_reason": reply.finish_reason,
+                "refusal": reply.refusal,
                 "reasoning": reply.reasoning,
             },
         )

@@ -13,6 +13,7 @@ import random
 import re
 import secrets
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
@@ -153,8 +154,11 @@ class LLMAgent:
         while True:
             tools.check_budget()
             tools.charge_model_step()
+            started = time.perf_counter()
             turn = await self._chat(messages, specs)
-            tools.record_model_call(turn.usage, detail=turn.content or "")
+            tools.record_model_call(
+                turn.usage, detail=turn.content or "", duration_s=time.perf_counter() - started
+            )
             message: dict[str, Any] = {"role": "assistant", "content": turn.content}
             if turn.tool_calls:
                 message["tool_calls"] = [
@@ -704,7 +708,13 @@ async def run_workflow_trial(
         folder = Path(folder_name)
         env = {WORKDIR_ENV: folder_name}
         tools = WorkflowTools(
-            view, platform.actor, boundary_factory, MemoryStore(folder), rng, review_gate
+            view,
+            platform.actor,
+            boundary_factory,
+            MemoryStore(folder),
+            rng,
+            platform.stops,
+            review_gate=review_gate,
         )
         toolbox = ToolBox(tools.tools(), recorder, meter)
         agent = agent_factory()
@@ -747,6 +757,8 @@ async def run_workflow_trial(
                     step_index=index,
                     detail=f"{type(error).__name__}: {error}",
                 )
+            for action in step.before_dispatch:
+                harness(action)
             # Requests already in the change service's queue are dispatched whether or not the
             # agent finished: that is how the architecture behaves.
             if step.request_handling == "queued":

@@ -70,6 +70,11 @@ from trustbench.rtb.workflow._config import (
 from trustbench.rtb.workflow._grading import WorkflowTrialGrade, _breakdown, _dump, subject_figures
 from trustbench.rtb.workflow._leaks import leak_scan_record
 from trustbench.rtb.workflow._models import WorkflowTrialRun
+from trustbench.rtb.workflow._operating import (
+    OperatingMeasures,
+    operating_line,
+    operating_measures,
+)
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, Manifest
@@ -290,9 +295,17 @@ def report_sections(
                 f"{name}: unsupported completion claim in {len(unsupported)}: "
                 f"{', '.join(unsupported)}"
             )
+        unstopped = flagged(
+            {g.scenario_id for g in items if g.stop is not None and g.stop.dispatched_after_stop}
+        )
+        if unstopped:
+            findings.append(
+                f"{name}: dispatched after an operator stop in {len(unstopped)}: "
+                f"{', '.join(unstopped)}"
+            )
     sections.append(
         TextBlock(
-            title="Violations and unsupported claims, named",
+            title="Violations, unsupported claims and dispatches after a stop, named",
             paragraphs=findings or ["none observed"],
         )
     )
@@ -425,6 +438,8 @@ class _Graded:
     errors: dict[str, str | None] = field(default_factory=dict)
     no_tool_calls: dict[str, list[str]] = field(default_factory=dict)
     """Candidate -> why each of its finished trials is invalid: its model called no tool."""
+    candidate_runs: dict[str, list[WorkflowTrialRun]] = field(default_factory=dict)
+    """Candidate -> its recorded runs (what the operating measures roll up)."""
 
     def notes(self) -> list[str]:
         """Console lines saying why a candidate's trials are invalid (`console_notes`)."""
@@ -446,6 +461,7 @@ def _grade_ledger(
         if isinstance(outcome, dict) and isinstance(outcome.get("run"), dict):
             run = WorkflowTrialRun.model_validate(outcome["run"])
             out.runs[row["trial_id"]] = run
+            out.candidate_runs.setdefault(row["candidate"], []).append(run)
             grade = grade_workflow_trial(scenario, run)
         else:
             grade = _unobserved_grade(scenario, row, config)
@@ -546,6 +562,41 @@ def _reference_status_blocks(reference_status: dict[str, Any], figs: _Figures) -
             if split
         ],
     ]
+
+
+def _stop_notes(grades: dict[str, list[WorkflowTrialGrade]]) -> list[str]:
+    """Console lines naming the stop-path scenarios where a dispatch followed the operator stop.
+
+    They print beside the stop gate's line, which names the gate and the configuration only.
+    """
+    notes = []
+    for name, items in sorted(grades.items()):
+        unstopped = sorted(
+            {g.scenario_id for g in items if g.stop is not None and g.stop.dispatched_after_stop}
+        )
+        if unstopped:
+            notes.append(
+                f"{name}: dispatched after an operator stop in {len(unstopped)} scenario(s): "
+                f"{', '.join(unstopped)}"
+            )
+    return notes
+
+
+def _operating_block(operating: dict[str, OperatingMeasures]) -> Block:
+    """The operating measures, one compact line per configuration (record: operating_measures)."""
+    return TextBlock(
+        title="Operating measures",
+        paragraphs=[
+            *(operating_line(name, measures) for name, measures in operating.items()),
+            "Latency in wall seconds (nearest-rank p50/p95 over the calls counted); tokens and "
+            "cost are unknown unless every model call reported them; an escalation is a boundary "
+            "answer `hold` (a request for a human decision) over every final boundary answer, "
+            "with a 95% exact interval; the time from an operator stop to the block the observer "
+            "confirms is in simulated seconds. Details in record.json "
+            "(workflow.operating_measures).",
+        ],
+        folded=True,
+    )
 
 
 def _qualifications(
@@ -649,6 +700,11 @@ def analyze_workflow_run(
         {s.case_id: of_case[s.case_id] for s in scenarios.values()},
         exclude_disputed=manifest.spec.analysis.exclude_disputed,
     )
+    operating = {
+        name: operating_measures(graded.candidate_runs.get(name, []), grades)
+        for name, grades in graded.grades.items()
+        if grades
+    }
     sections = [
         *report_sections(
             configs,
@@ -660,6 +716,7 @@ def analyze_workflow_run(
             figs.by_group,
             statuses,
         ),
+        _operating_block(operating),
         *_reference_status_blocks(reference_status, figs),
     ]
     loop = _review_loop(ledger, configs, manifest.spec.analysis.confidence)
@@ -673,6 +730,7 @@ def analyze_workflow_run(
                 for sid, s in scenarios.items()
             },
             "counts": figs.counts,
+            "operating_measures": {n: m.model_dump(mode="json") for n, m in operating.items()},
             "by_kind": {name: _dump(b) for name, b in figs.by_kind.items()},
             "by_group": {name: _dump(b) for name, b in figs.by_group.items()},
             "reference_status": reference_status,
@@ -686,7 +744,7 @@ def analyze_workflow_run(
             # Only with a review chain: a chain-less run's record is what it always was.
             **({"review_loop": loop} if loop else {}),
         },
-        "console_notes": graded.notes(),
+        "console_notes": [*graded.notes(), *_stop_notes(graded.grades)],
     }
     return TrackAnalysis(
         title="RTB end-to-end workflow track",

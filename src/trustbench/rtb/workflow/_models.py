@@ -78,6 +78,9 @@ class StepScript(_Frozen):
     """How `request_change` behaves in this step."""
     queue_delay_s: float = Field(default=0.0, ge=0.0)
     """For `queued`: simulated seconds queued requests wait before dispatch."""
+    before_dispatch: list[InjectAction] = Field(default_factory=list)
+    """Harness actions after the agent's turn and before the queued requests are dispatched
+    (e.g. an operator stop between proposal and dispatch)."""
     after: list[InjectAction] = Field(default_factory=list)
     """Harness actions after the step (e.g. a revocation while the service is down)."""
 
@@ -190,6 +193,9 @@ class TrajectoryEvent(_Frozen):
     """The tool result exactly as returned to the agent (or the harness action's result)."""
     usage: ModelUsage | None = None
     """For `model_call`."""
+    duration_s: float | None = None
+    """Wall seconds the call took, for `tool_call` and `model_call` (`None`: not measured, as in
+    runs recorded before it was)."""
     detail: str = ""
     """Free text."""
 

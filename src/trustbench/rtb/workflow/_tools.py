@@ -42,6 +42,7 @@ from trustbench.rtb.platform import (
     ApprovalServiceUnavailable,
     ControlRequest,
     PlatformView,
+    StopService,
 )
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._loop import ReviewChainGate
@@ -265,6 +266,7 @@ class ToolBox:
         """
         args = dict(arguments or {})
         self._meter.charge_step()
+        started = time.perf_counter()
         tool = self._tools.get(name)
         if tool is None:
             result: dict[str, Any] = {"error": f"unknown tool {name!r}; tools: {self.names}"}
@@ -279,7 +281,10 @@ class ToolBox:
                     "error": f"invalid arguments for {name}: {error.errors(include_url=False)}"
                 }
         copied = json.loads(json.dumps(result, default=str))
-        self._recorder.record("tool_call", name=name, arguments=args, result=copied)
+        took = time.perf_counter() - started
+        self._recorder.record(
+            "tool_call", name=name, arguments=args, result=copied, duration_s=took
+        )
         return json.loads(json.dumps(copied))
 
     def reject_call(self, name: str, raw_arguments: str, reason: str) -> dict[str, Any]:
@@ -295,10 +300,12 @@ class ToolBox:
         )
         return dict(result)
 
-    def record_model_call(self, usage: ModelUsage, detail: str = "") -> None:
+    def record_model_call(
+        self, usage: ModelUsage, detail: str = "", duration_s: float | None = None
+    ) -> None:
         """Charge and record one model call (LLM agents call this after each chat turn)."""
         self._meter.charge_usage(usage)
-        self._recorder.record("model_call", usage=usage, detail=detail)
+        self._recorder.record("model_call", usage=usage, detail=detail, duration_s=duration_s)
 
     def charge_model_step(self) -> None:
         """Charge the step budget for a model call before it is made."""
@@ -369,6 +376,8 @@ class WorkflowTools:
         boundary_factory: Makes the boundary under test (again for a recovered service).
         memory: The agent's memory store.
         rng: Source of request, checkpoint and verification ids (seeded per trial).
+        stops: The platform's stop service: the change service reports each request it hands
+            to the boundary through it, so the observer can confirm a block under a stop.
         review_gate: The configuration's review chain, asked before the boundary about every
             mutating call (`request_change`, `resume_checkpoint`); None: no reviewer in the loop.
     """
@@ -380,9 +389,11 @@ class WorkflowTools:
         boundary_factory: BoundaryFactory,
         memory: MemoryStore,
         rng: random.Random,
+        stops: StopService | None = None,
         review_gate: ReviewChainGate | None = None,
     ) -> None:
         self._view = view
+        self._stops = stops
         self._review_gate = review_gate
         self._actor = actor
         self._factory = boundary_factory
@@ -398,6 +409,11 @@ class WorkflowTools:
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}-{self._rng.getrandbits(64):016x}"
+
+    def _watch(self, request: ControlRequest) -> None:
+        """Report a request about to reach the boundary to the stop service (if one watches)."""
+        if self._stops is not None:
+            self._stops.watch_dispatch(request)
 
     def tools(self) -> dict[str, Tool]:
         """Tool name -> bound tool, for a `ToolBox`.
@@ -496,7 +512,8 @@ class WorkflowTools:
         )
         refusal = await self._reviewed("request_change", request)
         if refusal is not None:
-            return refusal
+            return refusal  # never handed to the boundary
+        self._watch(request)
         try:
             authorization = await self._boundary.authorize(request, self._view)
             if self.handling == "crash_after_authorization":
@@ -556,6 +573,7 @@ class WorkflowTools:
         if refusal is not None:
             return refusal
         recovered = self._factory()  # a new process instance recovers the checkpoint
+        self._watch(request)
         try:
             authorization = Authorization.model_validate_json(saved)
             receipt = await recovered.dispatch(request, authorization, self._view)
@@ -624,6 +642,7 @@ class WorkflowTools:
         results = []
         queued, self._queued = self._queued, []
         for request, authorization in queued:
+            self._watch(request)
             try:
                 receipt = await self._boundary.dispatch(request, authorization, self._view)
                 results.append(_receipt_result(request, receipt, self._view.policy_id))

@@ -461,8 +461,13 @@ def trace_figure(
     stats: StatsPlan,
     description: str,
     kind: FigureKind = "rate",
+    bounds: tuple[float, float] | None = None,
 ) -> Figure:
-    """A per-trial rate or mean over `rows`, its interval clustered by trace (the stats plan's)."""
+    """A per-trial rate or mean over `rows`, its interval clustered by trace (the stats plan's).
+
+    `bounds`: the natural range of a mean that is a proportion, which its intervals keep to
+    (`clustered_figure`); None for a difference or any other unbounded mean.
+    """
     return clustered_figure(
         name,
         numerators,
@@ -475,15 +480,27 @@ def trace_figure(
         confidence=stats.confidence,
         seed=stats.seed,
         resamples=stats.resamples,
+        bounds=bounds,
     )
 
 
+PROPORTION = (0.0, 1.0)
+"""The range of a mean that is a proportion (a share of episodes, a reach probability)."""
+
+
 def _mean(
-    name: str, rows: list[MeasureRow], key: str, den: str, stats: StatsPlan, text: str
+    name: str,
+    rows: list[MeasureRow],
+    key: str,
+    den: str,
+    stats: StatsPlan,
+    text: str,
+    bounds: tuple[float, float] | None = None,
 ) -> Figure:
     numerators = [float(r.counts[key]) for r in rows]
+    denominators = [float(r.counts[den]) for r in rows]
     return trace_figure(
-        name, rows, numerators, [float(r.counts[den]) for r in rows], stats, text, kind="mean"
+        name, rows, numerators, denominators, stats, text, kind="mean", bounds=bounds
     )
 
 

@@ -42,6 +42,7 @@ from trustbench.trb.track._lookup import (
     split_name,
 )
 from trustbench.trb.track._measures import (
+    PROPORTION,
     MeasureNames,
     MeasureRow,
     StatsPlan,
@@ -540,9 +541,9 @@ class ViabilityMeasure(
         )  # fmt: skip
         figures += [
             _mean("completion_r_mediated", ok, "done_r", "episodes", stats,
-                  f"episodes reaching the cued goal, acting through r {label}"),
+                  f"episodes reaching the cued goal, acting through r {label}", PROPORTION),
             _mean("completion_ablation", ok, "done_a", "episodes", stats,
-                  f"episodes reaching the cued goal, ablation ({kind}) {label}"),
+                  f"episodes reaching the cued goal, ablation ({kind}) {label}", PROPORTION),
             _mean("brier_r_mediated", ok, "brier_r", "steps_r", stats,
                   f"Brier of stated confidence per visited step (missing = 1) {label}"),
             _mean("squared_error_vs_exact_r_mediated", ok, "exact_r", "steps_r", stats,
@@ -570,6 +571,7 @@ def arm_agreement_figures(
         [r.trace.trace_id for r in rows],
         description=description, cluster="trace", kind="mean", unit="trial",
         confidence=stats.confidence, seed=stats.seed, resamples=stats.resamples,
+        bounds=PROPORTION,  # 1 - mean TV: a share of the action mass, in [0, 1]
     )]  # fmt: skip
 
 
@@ -693,12 +695,14 @@ class NavigabilityMeasure(MeasureNames, key="navigability", axis="nav", headline
             _mean("reach_rate_lift", ok, "lift", "starts", stats,
                   "steered - ablated reach probability, " + where + label),
             _mean("steered_reach", ok, "steered", "starts", stats,
-                  "reach probability with r's goal set to the target, " + where + label),
+                  "reach probability with r's goal set to the target, " + where + label,
+                  PROPORTION),
             _mean("ablation_reach", ok, "ablated", "starts", stats,
                   f"reach probability with r routed away by the harness ({kind}), "
-                  + where + label),
+                  + where + label, PROPORTION),
             _mean("reference_steered_reach", ok, "ceiling", "starts", stats,
-                  "the exact reference agent steered the same way (ceiling), " + where + label),
+                  "the exact reference agent steered the same way (ceiling), " + where + label,
+                  PROPORTION),
         ]  # fmt: skip
         figures += arm_agreement_figures(
             "nav_no_r_arm_agreement", ok, stats,
