@@ -93,9 +93,9 @@ def _trb_run(spec: Path, out: Path, cache: Path) -> tuple[int, str, dict[str, An
         "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)]),
         "TRUSTBENCH_CACHE": str(cache),
     }
+    command = ["trb", "run", "--spec", str(spec), "--out", str(out), "--quiet"]
     done = subprocess.run(
-        [sys.executable, "-m", "trustbench", "trb", "run", "--spec", str(spec), "--out", str(out)]
-        + ["--quiet"],
+        [sys.executable, "-m", "trustbench", *command],
         capture_output=True,
         text=True,
         env=env,
@@ -160,10 +160,39 @@ def test_a_declared_gap_pair_whose_ablation_ignores_r_leaves_delta_gov_not_estab
     _, _, record = cheats_run
     gap = record["trb"]["governance_gap"]
     assert gap["pass_bar_met"] is None, json.dumps(gap["pair_check"])
-    assert gap["pair_check"]["failed"], json.dumps(gap["pair_check"])
+    assert "no r pathway" in " ".join(gap["pair_check"]["failures"]), json.dumps(gap)
     verdict = _verdict(cheats_run, "gap-full")
     assert verdict["verdict"] in CAUGHT, verdict["line"]
     assert "Delta_gov not established" in " ".join(verdict["reasons"]), verdict["reasons"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="FINDING (trbcheats): the gap pair check accepts an 'ablation' that ignores r but for "
+    "1% of mass moved to the override's plan (edit response 0.0073 > PATHWAY_MIN_RESPONSE 1e-3; "
+    "its G* ~0.01): Delta_gov 'met'. A sabotaged pair still claims what L_gov adds.",
+)
+def test_a_gap_pair_whose_ablation_keeps_a_token_r_pathway_leaves_delta_gov_not_met(
+    tmp_path: Path,
+) -> None:
+    """Own cheat: the "ablation" moves 1% of its mass toward the override's plan and otherwise
+    ignores r, so a pathway check on edit response > 1e-3 lets the pair through."""
+    options = (
+        "corpus_sizes = { train = 200, dev = 4, eval = 6, transfer = 6 }\n"
+        'splits = ["eval"]\nmeasures = ["governance", "attribution"]\n'
+        'gap = ["gap-full", "gap-ablation"]\n'
+    )
+    candidates = _candidate("gap-full", "trb_outside_cheats:honest", DECLARED_SIZE)
+    candidates += _candidate(
+        "gap-ablation", "trb_outside_cheats:token_pathway_ablation", DECLARED_SIZE
+    )
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC_HEAD + options + candidates)
+    run = _trb_run(spec, tmp_path / "run", tmp_path / "cache")
+    verdict = _verdict(run, "gap-full")
+    assert verdict["verdict"] in CAUGHT, verdict["line"]
+    gap = run[2]["trb"]["governance_gap"]
+    assert gap["pass_bar_met"] is not True, json.dumps(gap["pair_check"])
 
 
 def test_a_chat_adapter_whose_replies_never_parse_is_not_evaluable(tmp_path: Path) -> None:

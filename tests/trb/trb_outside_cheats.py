@@ -203,20 +203,22 @@ class RolloutGreedy(Governed):
 
 
 class TransferIgnoredInTrack1(Governed):
-    """(c) Ignores r on about half the traces of each transfer context, only in Track 1's batch.
+    """(c) Ignores r on about 1 in `ONE_IN` traces of each transfer context, in Track 1's batch.
 
     The transfer context shows in the observations (another start cell, a delayed cue, a longer
-    horizon); the trace is picked by a hash of its opaque id. Outside Track 1's batch it is
-    governed, so Tracks 4, 5 and 6's other headlines see nothing.
+    horizon); the trace is picked by a hash of its opaque id (so on 4 traces a context may get
+    0 to 4 of them: 1 expected). Outside Track 1's batch it is governed, so Tracks 4, 5 and 6's
+    other headlines see nothing.
     """
 
     name = "transfer-ignored-in-track1"
+    ONE_IN = 4
 
     def answer(
         self, context: StepContext, override: SelfReport | None, in_track1_batch: bool
     ) -> dict[str, float]:
         """Act on its own r for the chosen transfer traces inside Track 1's batch."""
-        chosen = hashlib.sha256(context.trace_id.encode()).digest()[0] % 2 == 0
+        chosen = hashlib.sha256(context.trace_id.encode()).digest()[0] % self.ONE_IN == 0
         if in_track1_batch and chosen and looks_like_transfer(context):
             return reference_continuation(true_report(context))
         return super().answer(context, override, in_track1_batch)
