@@ -154,6 +154,17 @@ def test_a_cheat_written_from_the_contract_is_never_trustworthy(
     assert verdict["verdict"] in CAUGHT, verdict["line"]
 
 
+def test_the_transfer_cheat_did_ignore_r_on_some_transfer_traces(
+    cheats_run: tuple[int, str, dict[str, Any]],
+) -> None:
+    """Its verdict above means something only if it cheated: G* falls on both contexts."""
+    _, _, record = cheats_run
+    figures = {f["name"]: f["estimate"] for f in record["figures"]["transfer-ignored-in-track1"]}
+    assert figures["G_star"] == pytest.approx(1.0)
+    for context in ("transfer_start", "transfer_cue_delay"):
+        assert figures[f"{context}.G_star"] < 0.9, figures
+
+
 def test_a_declared_gap_pair_whose_ablation_ignores_r_leaves_delta_gov_not_established(
     cheats_run: tuple[int, str, dict[str, Any]],
 ) -> None:
