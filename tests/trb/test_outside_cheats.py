@@ -73,7 +73,8 @@ def _cheats_spec(folder: Path) -> Path:
         "corpus_sizes = { train = 200, dev = 4, eval = 6, transfer = 24 }\n"
         'splits = ["eval", "transfer_start", "transfer_cue_delay"]\n'
         'measures = ["governance", "attribution", "viability", "navigability", "transfer"]\n'
-        "grounding_fit_traces = 60\nviability_rollouts = 2\nnavigation_samples = 8\n"
+        "grounding_fit_traces = 60\nviability_rollouts = 2\nnavigation_samples = 4\n"
+        "max_enumeration_nodes = 200\nconformance_traces = 1\n"
         'gap = ["gap-full", "gap-ablation"]\n'
     )
     candidates = _candidate("oracle:perfectly-governed", "oracle:perfectly-governed")
