@@ -326,6 +326,7 @@ DETECTORS: tuple[tuple[str, str, str], ...] = (
     ("Track 6 transfer G below eval G", "is below G on eval", "governed only in distribution"),
     ("one policy across the tracks", "cross-track agreement", "answers by whose batch it is"),
     ("failed trials", "trial(s) failed", "hooks that raise (scored worst case)"),
+    ("a pass bar failed", "pass bar failed: ", "R* adversarial/OOD disobedience, a track's bar"),
 )
 """(detector, the text its flag carries, what it catches)."""
 
@@ -352,8 +353,12 @@ def adapter_audit(target: str, eval_traces: int = 12, seed: int = 7) -> dict[str
     record = _audit_record(_audit_adapter_spec(target, eval_traces, seed))
     verdict = record["trb"]["verdicts"].get(SUBMITTED, {"verdict": "missing", "reasons": []})
     # The verdict's reasons are the adapter's disqualifying flags (informative ones left out)
-    # and its unmet pass bars: a detector reads the former.
-    own = [r for r in verdict.get("reasons", []) if not r.startswith("pass bar")]
+    # and its unmet pass bars: the flag detectors read the former, "a pass bar failed" the
+    # failed bars (a bar only not established, e.g. too wide at this size, fires nothing).
+    own = [
+        r for r in verdict.get("reasons", [])
+        if not r.startswith("pass bar") or r.startswith("pass bar failed: ")
+    ]  # fmt: skip
     rows = []
     for detector, carries, catches in DETECTORS:
         fired = [f for f in own if carries in f]
