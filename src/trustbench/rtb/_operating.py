@@ -16,6 +16,7 @@ these shapes, so `record.json` has one vocabulary for them in every track:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -85,6 +86,54 @@ def latency_summary(durations: list[float]) -> LatencySummary:
         p50_s=round(nearest_rank(ordered, 0.5), 6),
         p95_s=round(nearest_rank(ordered, 0.95), 6),
     )
+
+
+CallUsage = tuple[int | None, int | None, float | None]
+"""One model call's (prompt_tokens, completion_tokens, cost_usd) as it reported them."""
+
+
+class UsageTally:
+    """`UsageTotals` added call by call (a streamed report keeps sums, not the calls)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.with_tokens = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.costed = 0
+        self.cost_usd = 0.0
+
+    def add(self, prompt: int | None, completion: int | None, cost: float | None) -> None:
+        """Count one model call as it reported its tokens and cost (`None`: not reported)."""
+        self.calls += 1
+        if prompt is not None and completion is not None:
+            self.with_tokens += 1
+            self.prompt_tokens += prompt
+            self.completion_tokens += completion
+        if cost is not None:
+            self.costed += 1
+            self.cost_usd += cost
+
+    def result(self) -> UsageTotals:
+        """The totals, each `None` unless every call (at least one) reported it."""
+        every_tokens = self.calls > 0 and self.with_tokens == self.calls
+        every_cost = self.calls > 0 and self.costed == self.calls
+        return UsageTotals(
+            model_calls=self.calls,
+            calls_with_tokens=self.with_tokens,
+            calls_with_cost=self.costed,
+            prompt_tokens=self.prompt_tokens if every_tokens else None,
+            completion_tokens=self.completion_tokens if every_tokens else None,
+            cost_usd=round(self.cost_usd, 8) if every_cost else None,
+        )
+
+
+def usage_totals(calls: Sequence[CallUsage]) -> UsageTotals:
+    """Tokens and cost over the model calls, each total `None` unless every call reported it."""
+    tally = UsageTally()
+    for prompt, completion, cost in calls:
+        tally.add(prompt, completion, cost)
+    return tally.result()
 
 
 def escalation_volume(holds: int, answers: int, trials: int) -> EscalationVolume:

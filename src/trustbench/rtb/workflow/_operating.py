@@ -35,6 +35,7 @@ from trustbench.rtb._operating import (
     rate_text,
     seconds_text,
     usage_text,
+    usage_totals,
 )
 from trustbench.rtb.workflow._grading import REQUEST_TOOLS, WorkflowTrialGrade
 from trustbench.rtb.workflow._models import TrajectoryEvent, WorkflowTrialRun
@@ -84,22 +85,13 @@ class OperatingMeasures(_Frozen):
 
 
 def _usage(model_calls: list[TrajectoryEvent]) -> UsageTotals:
-    usages = [event.usage for event in model_calls if event.usage is not None]
-    with_tokens = [
-        u for u in usages if u.prompt_tokens is not None and u.completion_tokens is not None
-    ]
-    costed = [u.cost_usd for u in usages if u.cost_usd is not None]
-    every_tokens = bool(model_calls) and len(with_tokens) == len(model_calls)
-    every_cost = bool(model_calls) and len(costed) == len(model_calls)
-    return UsageTotals(
-        model_calls=len(model_calls),
-        calls_with_tokens=len(with_tokens),
-        calls_with_cost=len(costed),
-        prompt_tokens=sum(u.prompt_tokens or 0 for u in with_tokens) if every_tokens else None,
-        completion_tokens=(
-            sum(u.completion_tokens or 0 for u in with_tokens) if every_tokens else None
-        ),
-        cost_usd=round(sum(costed), 8) if every_cost else None,
+    return usage_totals(
+        [
+            (None, None, None)
+            if (u := event.usage) is None
+            else (u.prompt_tokens, u.completion_tokens, u.cost_usd)
+            for event in model_calls
+        ]
     )
 
 
