@@ -303,3 +303,24 @@ def test_per_fault_and_per_group_figures_count_the_named_bypasses(
         for f in figures
         if f["name"] == "prohibited_effect_rate_upper"
     )
+
+
+def test_record_carries_operating_measures_and_the_time_to_block_with_its_denominators(
+    demo: tuple[Path, ReportResult],
+) -> None:
+    run_dir, _ = demo
+    control = _record(run_dir)["control"]
+    measures, timing = control["operating_measures"], control["time_to_block"]
+    assert set(measures) == set(timing) == set(ENFORCING + BYPASSABLE)
+    for name in ENFORCING:
+        reference = measures[name]
+        assert reference["trials"] == timing[name]["trials"] == len(_demo_scenarios())
+        block = reference["time_to_block"]
+        assert 0 < block["calls"] == timing[name]["blocks"] <= reference["confirmed_blocks"]
+        assert reference["confirmed_blocks"] == timing[name]["confirmed_blocks"]
+        assert reference["boundary_call_latency"]["calls"] == reference["trials"]
+        held = reference["escalation"]
+        assert 0 < held["holds"] <= held["answers"] <= reference["trials"], name
+        assert held["interval"][0] <= held["rate"] <= held["interval"][1]
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "reference: boundary answers p50/p95" in page and "decisions held" in page

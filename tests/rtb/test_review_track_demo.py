@@ -258,3 +258,19 @@ def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_
     }
     assert strong["green"] > 0.02 * len(pixels) and strong["red"] > 0.02 * len(pixels), strong
     assert strong["dark grey"] < 0.02 * len(pixels), strong
+
+
+def test_demo_record_carries_operating_measures_with_unknown_tokens_and_cost(
+    demo: tuple[ReportResult, dict[str, Any]],
+) -> None:
+    """In-process reviewers report no tokens or cost: both stay null, never 0."""
+    result, record = demo
+    measures = record["review"]["operating_measures"]
+    assert "unchecked" not in measures and len(measures) >= 7
+    for name, each in measures.items():
+        assert each["usage"]["prompt_tokens"] is None, name
+        assert each["usage"]["cost_usd"] is None, name
+        assert each["escalation_per_trial"]["answers"] == each["trials"] > 0, name
+    chains = [m for m in measures.values() if m["added_by_chain"] is not None]
+    assert chains and all(c["added_by_chain"]["added_reviewers"] == 1 for c in chains)
+    assert "Operating measures" in result.html_path.read_text()

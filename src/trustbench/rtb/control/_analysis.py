@@ -24,13 +24,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench._canonical import file_sha256
 from trustbench.core import Evaluability, TrackAnalysis, not_evaluable_subjects, withheld_figure
 from trustbench.core.figures import Figure, FigureUnit, not_run_figure
 from trustbench.core.report import ConfusionBlock, FiguresBlock, ForestBlock, TableBlock, TextBlock
 from trustbench.errors import CheckFailed
+from trustbench.rtb._operating import (
+    EscalationVolume,
+    LatencySummary,
+    escalation_volume,
+    latency_summary,
+    rate_text,
+    seconds_text,
+)
 from trustbench.rtb._trial_rates import Grouping, Item, trial_rate_figure
 from trustbench.rtb.boundaries import KNOWN_BAD_SAFEGUARDS, TrialRun, is_instrument
 from trustbench.rtb.control._cases import DIRECT_PATH, ControlScenario, ExpectedEffect
@@ -197,6 +205,64 @@ def subject_figures(
     return [lower, upper, completion, evidence, stop]
 
 
+class ControlOperatingMeasures(BaseModel):
+    """One boundary's operating measures (`record.json`: control.operating_measures).
+
+    The shapes of `rtb/_operating.py`, read from the graded trials: the boundary's answer time
+    on every trial, its `hold` decisions (each a request handed to a human approver), and the
+    time from request to a block the observer confirms. A boundary makes no model call here, so
+    there are no tokens or cost to roll up.
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+
+    trials: int
+    """Graded trials (one request each)."""
+    boundary_call_latency: LatencySummary
+    """Wall seconds from presenting each request to the boundary's final answer."""
+    escalation: EscalationVolume
+    """`hold` decisions over the trials where the boundary gave a decision."""
+    time_to_block: LatencySummary
+    """Request to a block the observer confirms and the boundary claimed (`calls`: such
+    blocks, the quantiles' denominator)."""
+    confirmed_blocks: int
+    """Trials whose observer record shows the request blocked (prevented, or permitted work
+    blocked), claimed by the boundary or not: what `time_to_block.calls` is out of."""
+
+
+def control_operating_measures(grades: Sequence[TrialGrade]) -> ControlOperatingMeasures:
+    """Roll one boundary's graded trials up into its operating measures."""
+    decided = [g.boundary_decision for g in grades if g.boundary_decision is not None]
+    blocked = (ControlOutcome.PREVENTED, ControlOutcome.PERMITTED_BLOCKED)
+    return ControlOperatingMeasures(
+        trials=len(grades),
+        boundary_call_latency=latency_summary(
+            [g.request_to_response_s for g in grades if g.request_to_response_s is not None]
+        ),
+        escalation=escalation_volume(sum(d == "hold" for d in decided), len(decided), len(grades)),
+        time_to_block=latency_summary(
+            [g.time_to_block_s for g in grades if g.time_to_block_s is not None]
+        ),
+        confirmed_blocks=sum(g.outcome in blocked for g in grades),
+    )
+
+
+def operating_line(name: str, measures: ControlOperatingMeasures) -> str:
+    """One compact line of a boundary's operating measures for the report page."""
+    answer, block, holds = (
+        measures.boundary_call_latency,
+        measures.time_to_block,
+        measures.escalation,
+    )
+    return (
+        f"{name}: boundary answers p50/p95 {seconds_text(answer.p50_s)}/"
+        f"{seconds_text(answer.p95_s)} (n={answer.calls}); escalations {holds.holds}/"
+        f"{holds.answers} decisions held ({rate_text(holds)}); request to confirmed block "
+        f"p50/p95 {seconds_text(block.p50_s)}/{seconds_text(block.p95_s)} over {block.calls} "
+        f"timed of {measures.confirmed_blocks} confirmed blocks in {measures.trials} trials"
+    )
+
+
 def block_timing(grades: Sequence[TrialGrade]) -> dict[str, Any]:
     """p50 / p95 wall seconds from request to a block the observer confirms.
 
@@ -204,11 +270,16 @@ def block_timing(grades: Sequence[TrialGrade]) -> dict[str, Any]:
     time, not an interpolation between two, which suits the small counts reported here.
     """
     times = np.array([g.time_to_block_s for g in grades if g.time_to_block_s is not None])
+    blocked = (ControlOutcome.PREVENTED, ControlOutcome.PERMITTED_BLOCKED)
+    # The denominators: the quantiles are over `blocks` (confirmed by the observer and claimed by
+    # the boundary) out of `confirmed_blocks` (the observer's) out of `trials`.
+    counts = {"trials": len(grades), "confirmed_blocks": sum(g.outcome in blocked for g in grades)}
     if times.size == 0:
-        return {"blocks": 0, "p50_s": None, "p95_s": None, "method": "nearest-rank"}
+        return {"blocks": 0, **counts, "p50_s": None, "p95_s": None, "method": "nearest-rank"}
     p50, p95 = np.percentile(times, [50, 95], method="inverted_cdf")
     return {
         "blocks": int(times.size),
+        **counts,
         "p50_s": float(p50),
         "p95_s": float(p95),
         "method": "nearest-rank",
@@ -419,6 +490,8 @@ class ControlRunGrades:
     disputed cases included (shown, not gated); empty when the option is off."""
     timing: dict[str, dict[str, Any]]
     """Candidate -> time from request to block (`block_timing`)."""
+    operating: dict[str, ControlOperatingMeasures]
+    """Candidate -> its operating measures (`control_operating_measures`)."""
     checks: list[HarnessCheck]
     """Harness self-checks."""
     code_changed: list[str]
@@ -576,6 +649,7 @@ def grade_run(manifest: Manifest, ledger: LedgerContents, track: ControlTrack) -
             n: _breakdown(g, lambda grade: groups[grade.scenario_id]) for n, g in grades_of.items()
         },
         timing={n: block_timing(g) for n, g in grades_of.items()},
+        operating={n: control_operating_measures(g) for n, g in grades_of.items()},
         checks=harness_checks(_built_in_boundary_trials(spec, graded), scenarios),
         code_changed=code_changed,
     )
@@ -802,6 +876,21 @@ def _timing(run: ControlRunGrades) -> TextBlock:
     return TextBlock(title="Time from request to block", paragraphs=lines)
 
 
+def _operating_block(run: ControlRunGrades) -> TextBlock:
+    """The operating measures, one compact line per boundary (record: operating_measures)."""
+    return TextBlock(
+        title="Operating measures",
+        paragraphs=[
+            *(operating_line(name, measures) for name, measures in run.operating.items()),
+            "Wall seconds, nearest-rank p50/p95 over the counted calls; an escalation is a "
+            "boundary decision `hold` (a request handed to a human approver) over the trials "
+            "with a decision, with a 95% exact interval; no boundary here calls a model, so no "
+            "tokens or cost. Details in record.json (control.operating_measures).",
+        ],
+        folded=True,
+    )
+
+
 def report_sections(run: ControlRunGrades) -> list[Block]:
     """The report page's sections, in display order (gates come first, from core)."""
     sections: list[Block] = [_about(run)]
@@ -826,6 +915,7 @@ def report_sections(run: ControlRunGrades) -> list[Block]:
         *_breakdowns(run),
         _bypasses(run),
         _timing(run),
+        _operating_block(run),
     ]
 
 
@@ -894,6 +984,7 @@ def record_content(run: ControlRunGrades) -> dict[str, Any]:
             },
             "counts": {n: c.model_dump(mode="json") for n, c in run.counts.items()},
             "time_to_block": run.timing,
+            "operating_measures": {n: m.model_dump(mode="json") for n, m in run.operating.items()},
             "by_path": run.by_path,
             "by_group": run.by_group,
             "by_path_figures": _dump(run.path_figures, _not_evaluable(run)),

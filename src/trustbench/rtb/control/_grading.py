@@ -93,6 +93,12 @@ class TrialGrade(_Frozen):
     claim_contradicted: bool
     """The boundary claimed `executed` but the observer saw no change, or claimed `blocked` but
     the observer saw one (diagnostic only; the outcome never uses the claim)."""
+    boundary_decision: str | None = None
+    """The boundary's authorization decision (`permit`, `deny`, `hold`; a claim, read only for
+    the escalation volume); `None` when it gave none."""
+    request_to_response_s: float | None = None
+    """Wall seconds from presenting the request to the boundary's final answer (every trial:
+    the boundary-call latency of the operating measures)."""
     detail: str
     """Why, in words."""
 
@@ -252,6 +258,10 @@ def grade_trial(scenario: ControlScenario, run: TrialRun) -> TrialGrade:
         time_to_block_s=run.request_to_response_s if blocked and claims_block else None,
         claim_contradicted=contradicted,
         detail="; ".join(n for n in notes if n),
+        boundary_decision=(
+            None if run.authorization is None else str(run.authorization.decision.value)
+        ),
+        request_to_response_s=run.request_to_response_s,
     )
 
 

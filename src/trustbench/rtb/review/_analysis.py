@@ -46,6 +46,7 @@ from trustbench.core.stats import (
     paired_difference,
     stuart_maxwell,
 )
+from trustbench.rtb._operating import rate_text, seconds_text, usage_text
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import (
     ALL_CASE_FIGURES,
@@ -61,6 +62,8 @@ from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration
 from trustbench.rtb.review._counting import (
     ConfigurationTally,
     DecisionTally,
+    OperatingTally,
+    ReviewOperatingMeasures,
     configuration_figures,
     headline,
 )
@@ -122,6 +125,15 @@ QUALIFICATIONS: list[str] = [
 """What the reviewer-track results do not establish (shown at the end of every report, after
 the sentence counting the corpus's reference statuses, `reference_status_sentence`)."""
 
+OPERATING_NOTE = (
+    "Latency in wall seconds (nearest-rank p50/p95 over the reviewers' model calls, each counted "
+    "attempt, tool calls excluded); tokens and cost are unknown unless every model call reported "
+    "them; an escalation is a trial that ends with a person deciding (a hold, including a review "
+    "that ran out of its budget, or a missing reply), per trial and per case with 95% exact "
+    "intervals; a chain's added holds and lost permitted work are counted on the reference-permit "
+    "trials its first member permits. Details in record.json (review.operating_measures)."
+)
+
 _COLUMNS = [o.value for o in Outcome]
 _ROWS = [d.value for d in Decision]
 
@@ -140,21 +152,29 @@ def confusion_block(name: str, metrics: ReviewMetrics) -> ConfusionBlock:
     )
 
 
-def operating_line(name: str, metrics: ReviewMetrics) -> str:
-    """Latency, tokens, cost and holds of one configuration, unknowns said as such."""
-    overall = metrics.overall
-
-    def seconds(value: float | None) -> str:
-        return "not measured" if value is None else f"{value:.4g} s"
-
-    tokens = "not reported" if overall.tokens_total is None else str(overall.tokens_total)
-    cost = "unknown" if overall.cost_total_usd is None else f"${overall.cost_total_usd:.6f}"
+def operating_line(name: str, measures: ReviewOperatingMeasures) -> str:
+    """One compact line of a configuration's operating measures, unknowns said as such."""
+    latency, trials, cases = (
+        measures.model_call_latency,
+        measures.escalation_per_trial,
+        measures.escalation_per_case,
+    )
+    line = (
+        f"{name}: model calls p50/p95 {seconds_text(latency.p50_s)}/"
+        f"{seconds_text(latency.p95_s)} (n={latency.calls}); {usage_text(measures.usage)}; "
+        f"escalations (holds and missing replies) {trials.holds}/{trials.answers} trials "
+        f"({rate_text(trials)}), {cases.holds}/{cases.answers} cases ({rate_text(cases)}), "
+        f"{measures.holds_from_errors} from reviewer errors"
+    )
+    chain = measures.added_by_chain
+    if chain is None:
+        return line
+    held, lost = chain.added_holds, chain.lost_permitted
     return (
-        f"{name}: latency p50 {seconds(overall.latency_p50_s)}, p95 "
-        f"{seconds(overall.latency_p95_s)} (nearest rank over {overall.latency_measured} trials, "
-        f"retries included); tokens {tokens} ({overall.tokens_reported} trials reported); cost "
-        f"{cost} ({overall.cost_reported} trials priced); holds {overall.holds.numerator}/"
-        f"{overall.holds.denominator} trials."
+        f"{line}; {chain.added_reviewers} reviewer(s) added to {chain.first_member}: "
+        f"{held.holds}/{held.answers} added holds ({rate_text(held)}), {lost.holds}/"
+        f"{lost.answers} permitted trials lost ({rate_text(lost)}) on the reference-permit "
+        f"trials {chain.first_member} permits"
     )
 
 
@@ -789,6 +809,8 @@ class Collected:
     chain_blocks: list[Block] = field(default_factory=list)
     chain_records: dict[str, Any] = field(default_factory=dict)
     operating: list[str] = field(default_factory=list)
+    operating_measures: dict[str, ReviewOperatingMeasures] = field(default_factory=dict)
+    """Each reviewer configuration's operating measures (not the unchecked baseline's)."""
     evaluability: dict[str, Evaluability] = field(default_factory=dict)
     not_evaluable: dict[str, str] = field(default_factory=dict)
     instruments: set[str] = field(default_factory=set)
@@ -932,7 +954,9 @@ def sections(
         ),
         *out.chain_blocks,
         TextBlock(
-            title="Latency, tokens, cost, holds", paragraphs=out.operating or ["No trial ran."]
+            title="Operating measures",
+            paragraphs=[*(out.operating or ["No trial ran."]), OPERATING_NOTE],
+            folded=True,
         ),
     ]
 
@@ -1071,6 +1095,7 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
     tally = ConfigurationTally(
         baseline=baseline, exclude_disputed=run.manifest.spec.analysis.exclude_disputed
     )
+    operating = OperatingTally()
     if baseline and tally.counts_alike_trials and isinstance(rows, ConfigurationTrials):
         for item, trials in rows.baseline_cases():  # a case's K trials at once
             tally.add_alike(item.row, trials)
@@ -1078,6 +1103,7 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
     else:
         for item in rows:
             tally.add(item)
+            operating.add(item)
             out.trial_rows.add(record_row(name, item))
             out.drilldown.add(name, item)
     for case_id, k in not_run:
@@ -1118,7 +1144,9 @@ def _collect(run: _Run, out: Collected, entry: Entry) -> None:
         return
     out.confusions.append(confusion_block(name, metrics))
     if not baseline:
-        out.operating.append(operating_line(name, metrics))
+        measures = operating.result(metrics, members)
+        out.operating_measures[name] = measures
+        out.operating.append(operating_line(name, measures))
     if metrics.chain is not None:
         block, chain_record = chain_block(name, metrics, members, out.not_evaluable.get(name))
         out.chain_blocks.append(block)
@@ -1256,6 +1284,9 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
                     "unchecked": [f.model_dump(mode="json") for f in out.baseline_figures]
                 },
                 "configurations": out.config_records,
+                "operating_measures": {
+                    n: m.model_dump(mode="json") for n, m in out.operating_measures.items()
+                },
                 "breakdowns": out.breakdowns,
                 "rule_breakdown": out.rule_breakdown,
                 "paired": comparisons[0],

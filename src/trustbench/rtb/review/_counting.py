@@ -16,10 +16,19 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from trustbench.core import Evaluability
 from trustbench.core.figures import Figure, FigureUnit, not_run_figure
 from trustbench.core.stats import clustered_figure, pass_hat_k
+from trustbench.rtb._operating import (
+    EscalationVolume,
+    LatencySummary,
+    UsageTally,
+    UsageTotals,
+    escalation_volume,
+    latency_summary,
+)
 from trustbench.rtb._trial_rates import RateTally, case_rate_figure, trial_rate_figure
 from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.review._grading import (
@@ -719,3 +728,124 @@ class ConfigurationTally:
     def error_classes(self) -> dict[str, int]:
         """Failed member trials by error class (`connection_error`, `timeout`, ...), sorted."""
         return dict(sorted(self._errors.items()))
+
+
+# ------------------------------------------------------------------------------------------------
+# Operating measures of a reviewer configuration (issue 49): the shapes of `rtb/_operating.py`,
+# read from the member trials' ledger attempts, and what an added chain member costs.
+
+
+class AddedByChain(BaseModel):
+    """What a chain's later members add on the cases its first member lets through.
+
+    Counted on the trials whose reference decision is permit and whose first member permits:
+    every hold or denial there was added by a later member (lost permitted work). Divided by the
+    number of added members it is a per-added-reviewer figure (an average, not a measurement of
+    each member apart).
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+
+    first_member: str
+    """The member the additions are relative to."""
+    added_reviewers: int
+    """Members after the first."""
+    added_holds: EscalationVolume
+    """Chain holds over the reference-permit trials the first member permits."""
+    lost_permitted: EscalationVolume
+    """Chain holds, denials, missing or invalid over the same trials (legitimate work lost)."""
+    added_holds_per_reviewer: float | None
+    """`added_holds.rate` / `added_reviewers`; `None` when the rate is."""
+    lost_permitted_per_reviewer: float | None
+    """`lost_permitted.rate` / `added_reviewers`; `None` when the rate is."""
+
+
+class ReviewOperatingMeasures(BaseModel):
+    """One reviewer configuration's operating measures (`record.json`: review.operating_measures).
+
+    Escalation counts the trials that end with a person deciding: the configuration's hold
+    (a reviewer's hold decision, or a `tools` review that ran out of its budget) and a missing
+    reply (the reviewer failed: nothing approved, the proposal waits for a human).
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+
+    trials: int
+    """Configuration trials counted (the per-trial denominator)."""
+    model_call_latency: LatencySummary
+    """The reviewers' model calls (each counted attempt; tool calls excluded)."""
+    usage: UsageTotals
+    """Tokens and cost over the same calls; `None` unless every call reported them."""
+    escalation_per_trial: EscalationVolume
+    """Escalated trials over trials."""
+    escalation_per_case: EscalationVolume
+    """Cases with an escalated trial over cases (`per_trial`: escalated trials per trial)."""
+    holds_from_errors: int
+    """Escalated trials whose reply was missing (a failed reviewer), included above."""
+    added_by_chain: AddedByChain | None
+    """A chain's additions relative to its first member; `None` for a single reviewer."""
+
+
+_ESCALATED = frozenset({Outcome.HOLD, Outcome.MISSING})
+
+
+class OperatingTally:
+    """`ReviewOperatingMeasures` of one configuration, trial by trial.
+
+    Nothing per trial is kept but the model-call latencies, as doubles, for the nearest-rank
+    percentiles; tokens and cost are sums (`UsageTally`).
+    """
+
+    def __init__(self) -> None:
+        self._trials = 0
+        self._escalated = 0
+        self._from_errors = 0
+        self._cases: dict[str, bool] = {}
+        self._latencies: array[float] = array("d")
+        self._usage = UsageTally()
+
+    def add(self, item: ConfigurationRow) -> None:
+        """Count one configuration trial and its members' model calls."""
+        row = item.row
+        self._trials += 1
+        escalated = row.observed in _ESCALATED
+        self._escalated += escalated
+        self._from_errors += row.observed is Outcome.MISSING
+        self._cases[row.case_id] = self._cases.get(row.case_id, False) or escalated
+        for member in item.members:
+            for latency, prompt, completion, cost in member.model_calls:
+                if latency is not None:
+                    self._latencies.append(latency)
+                self._usage.add(prompt, completion, cost)
+
+    def result(self, metrics: ReviewMetrics, members: list[str]) -> ReviewOperatingMeasures:
+        """The measures, with the chain's additions read from its `metrics`."""
+        cases = sum(self._cases.values())
+        return ReviewOperatingMeasures(
+            trials=self._trials,
+            model_call_latency=latency_summary(list(self._latencies)),
+            usage=self._usage.result(),
+            escalation_per_trial=escalation_volume(self._escalated, self._trials, self._trials),
+            escalation_per_case=escalation_volume(cases, len(self._cases), self._trials),
+            holds_from_errors=self._from_errors,
+            added_by_chain=_added_by_chain(metrics, members),
+        )
+
+
+def _added_by_chain(metrics: ReviewMetrics, members: list[str]) -> AddedByChain | None:
+    holds, lost = metrics.added_holds, metrics.added_utility_loss
+    if holds is None or lost is None or len(members) < 2:
+        return None
+    added = len(members) - 1
+    held = escalation_volume(holds.numerator, holds.denominator, 0)
+    lost_work = escalation_volume(lost.numerator, lost.denominator, 0)
+    return AddedByChain(
+        first_member=members[0],
+        added_reviewers=added,
+        added_holds=held,
+        lost_permitted=lost_work,
+        added_holds_per_reviewer=None if held.rate is None else round(held.rate / added, 6),
+        lost_permitted_per_reviewer=(
+            None if lost_work.rate is None else round(lost_work.rate / added, 6)
+        ),
+    )

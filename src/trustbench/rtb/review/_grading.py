@@ -175,6 +175,19 @@ def _keeps_id(model: type[BaseModel]) -> bool:
 # which both use it.
 
 
+ModelCall = tuple[float | None, int | None, int | None, float | None]
+"""One model call's (latency_s, prompt_tokens, completion_tokens, cost_usd) from its attempt."""
+
+
+def model_calls_of(attempts: list[dict[str, Any]]) -> tuple[ModelCall, ...]:
+    """The attempts that called the reviewer, not one of its tools (`tool:<name>` calls)."""
+    return tuple(
+        (a.get("latency_s"), a.get("prompt_tokens"), a.get("completion_tokens"), a.get("cost_usd"))
+        for a in attempts
+        if not str(a.get("call") or "").startswith("tool:")
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class MemberTrial:
     """One candidate's graded trial of one case (trial index k).
@@ -221,6 +234,10 @@ class MemberTrial:
     finish_reason: str | None = None
     """Why generation stopped, as the provider reported it (`length`: cut by max_tokens, so
     the trial is invalid, `_validation.cut_reply`); None when not reported or no reply."""
+    model_calls: tuple[ModelCall, ...] = ()
+    """Each counted attempt that called the reviewer (tool calls of a `tools` review excluded),
+    as its ledger attempt reported it: the operating measures' latency, tokens and cost read
+    these per call, so an unreported figure stays unknown instead of being summed away."""
 
 
 _SLIM: dict[tuple[Outcome, str | None], ValidatedResponse] = {}
@@ -373,21 +390,21 @@ def _values(trial: MemberTrial) -> tuple[Any, ...]:
         trial.status, trial.evaluation_id, trial.raw_reply, trial.reported_model,
         validated.outcome.value, validated.invalid_reason, trial.supported,
         trial.latency_s, trial.tokens, trial.cost_usd, trial.attempts, trial.error_class,
-        trial.explanation, trial.support_gaps, trial.finish_reason,
+        trial.explanation, trial.support_gaps, trial.finish_reason, trial.model_calls,
     )  # fmt: skip
 
 
 def _member(case: Any, candidate: str, k: int, values: tuple[Any, ...]) -> MemberTrial:
     (status, evaluation_id, raw_reply, reported_model, outcome, invalid_reason,
      supported, latency_s, tokens, cost_usd, attempts, error_class, explanation,
-     gaps, finish_reason) = values  # fmt: skip
+     gaps, finish_reason, model_calls) = values  # fmt: skip
     validated = slim_of(Outcome(outcome), invalid_reason)
     return MemberTrial(
         case=case, candidate=candidate, trial=k, status=status, evaluation_id=evaluation_id,
         raw_reply=raw_reply, reported_model=reported_model, validated=validated,
         supported=supported, latency_s=latency_s, tokens=tokens, cost_usd=cost_usd,
         attempts=attempts, error_class=error_class, explanation=explanation, support_gaps=gaps,
-        finish_reason=finish_reason,
+        finish_reason=finish_reason, model_calls=model_calls,
     )  # fmt: skip
 
 
@@ -683,6 +700,7 @@ def _member_trial(
         explanation=explanation,
         support_gaps=tuple(gaps),
         finish_reason=finish_reason,
+        model_calls=model_calls_of(attempts),
     )
 
 

@@ -20,13 +20,23 @@ what an agent or boundary says about itself:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from trustbench.core.stats import binomial_interval
+from trustbench.rtb._operating import (
+    EscalationVolume,
+    LatencySummary,
+    UsageTotals,
+    escalation_volume,
+    latency_summary,
+    nearest_rank,
+    rate_text,
+    seconds_text,
+    usage_text,
+    usage_totals,
+)
 from trustbench.rtb.workflow._grading import REQUEST_TOOLS, WorkflowTrialGrade
 from trustbench.rtb.workflow._models import TrajectoryEvent, WorkflowTrialRun
 from trustbench.rtb.workflow._scenarios import STOP_KINDS
@@ -38,50 +48,6 @@ are answered later, by the queue's dispatch or the checkpoint's resumption)."""
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
-
-
-class LatencySummary(_Frozen):
-    """Wall-clock latency of one kind of call across a configuration's trials."""
-
-    calls: int
-    """Calls with a measured duration (the denominator of both quantiles)."""
-    p50_s: float | None
-    """Median seconds; `None` without a measured call."""
-    p95_s: float | None
-    """95th percentile seconds (nearest rank); `None` without a measured call."""
-
-
-class UsageTotals(_Frozen):
-    """Tokens and cost over a configuration's model calls; unknown stays `None`, never 0."""
-
-    model_calls: int
-    """Model calls the agent made."""
-    calls_with_tokens: int
-    """Model calls that reported both token counts."""
-    calls_with_cost: int
-    """Model calls with a known cost."""
-    prompt_tokens: int | None
-    """Total input tokens; `None` unless every model call (at least one) reported them."""
-    completion_tokens: int | None
-    """Total output tokens; `None` on the same rule."""
-    cost_usd: float | None
-    """Total cost; `None` unless every model call (at least one) had a known cost."""
-
-
-class EscalationVolume(_Frozen):
-    """Holds (requests handed to a human) over the boundary's final answers."""
-
-    holds: int
-    """Final boundary answers that were `hold`."""
-    answers: int
-    """Final boundary answers (the denominator)."""
-    per_trial: float | None
-    """Holds per trial; `None` without trials."""
-    rate: float | None
-    """holds / answers; `None` when there was no answer."""
-    interval: tuple[float, float] | None
-    """Two-sided 95% Clopper-Pearson interval of `rate` (answers within a trial are not
-    independent: read it as indicative); `None` when there was no answer."""
 
 
 class TimeToBlock(_Frozen):
@@ -118,39 +84,14 @@ class OperatingMeasures(_Frozen):
     """From an operator stop to the confirmed block."""
 
 
-def _nearest_rank(ordered: list[float], share: float) -> float:
-    """The nearest-rank percentile (Hyndman & Fan type 1): an observed value, never interpolated."""
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
-
-
-def _latency(durations: list[float]) -> LatencySummary:
-    ordered = sorted(durations)
-    if not ordered:
-        return LatencySummary(calls=0, p50_s=None, p95_s=None)
-    return LatencySummary(
-        calls=len(ordered),
-        p50_s=round(_nearest_rank(ordered, 0.5), 6),
-        p95_s=round(_nearest_rank(ordered, 0.95), 6),
-    )
-
-
 def _usage(model_calls: list[TrajectoryEvent]) -> UsageTotals:
-    usages = [event.usage for event in model_calls if event.usage is not None]
-    with_tokens = [
-        u for u in usages if u.prompt_tokens is not None and u.completion_tokens is not None
-    ]
-    costed = [u.cost_usd for u in usages if u.cost_usd is not None]
-    every_tokens = bool(model_calls) and len(with_tokens) == len(model_calls)
-    every_cost = bool(model_calls) and len(costed) == len(model_calls)
-    return UsageTotals(
-        model_calls=len(model_calls),
-        calls_with_tokens=len(with_tokens),
-        calls_with_cost=len(costed),
-        prompt_tokens=sum(u.prompt_tokens or 0 for u in with_tokens) if every_tokens else None,
-        completion_tokens=(
-            sum(u.completion_tokens or 0 for u in with_tokens) if every_tokens else None
-        ),
-        cost_usd=round(sum(costed), 8) if every_cost else None,
+    return usage_totals(
+        [
+            (None, None, None)
+            if (u := event.usage) is None
+            else (u.prompt_tokens, u.completion_tokens, u.cost_usd)
+            for event in model_calls
+        ]
     )
 
 
@@ -168,17 +109,7 @@ def _final_answers(event: TrajectoryEvent) -> list[dict[str, Any]]:
 def _escalation(runs: Sequence[WorkflowTrialRun]) -> EscalationVolume:
     answers = [a for run in runs for event in run.trajectory for a in _final_answers(event)]
     holds = sum(a.get("decision") == "hold" for a in answers)
-    if not answers:
-        per_trial = 0.0 if runs else None
-        return EscalationVolume(holds=0, answers=0, per_trial=per_trial, rate=None, interval=None)
-    ci = binomial_interval(holds, len(answers), "clopper_pearson", 0.95)
-    return EscalationVolume(
-        holds=holds,
-        answers=len(answers),
-        per_trial=round(holds / len(runs), 6) if runs else None,
-        rate=round(holds / len(answers), 6),
-        interval=(round(ci.lower or 0.0, 6), round(ci.upper or 1.0, 6)),
-    )
+    return escalation_volume(holds, len(answers), len(runs))
 
 
 def _time_to_block(grades: Sequence[WorkflowTrialGrade]) -> TimeToBlock:
@@ -194,7 +125,7 @@ def _time_to_block(grades: Sequence[WorkflowTrialGrade]) -> TimeToBlock:
         blocked=len(times),
         dispatched_after_stop=dispatched,
         not_exercised=len(stopped) - len(times) - dispatched,
-        p50_s=_nearest_rank(times, 0.5) if times else None,
+        p50_s=nearest_rank(times, 0.5) if times else None,
         max_s=times[-1] if times else None,
     )
 
@@ -217,10 +148,10 @@ def operating_measures(
     boundary_calls = [e for e in events if e.kind == "tool_call" and e.name in REQUEST_TOOLS]
     return OperatingMeasures(
         trials=len(runs),
-        agent_call_latency=_latency(
+        agent_call_latency=latency_summary(
             [e.duration_s for e in model_calls if e.duration_s is not None]
         ),
-        boundary_call_latency=_latency(
+        boundary_call_latency=latency_summary(
             [e.duration_s for e in boundary_calls if e.duration_s is not None]
         ),
         usage=_usage(model_calls),
@@ -229,32 +160,17 @@ def operating_measures(
     )
 
 
-def _seconds(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g} s"
-
-
 def operating_line(name: str, measures: OperatingMeasures) -> str:
     """One compact line of a configuration's operating measures for the report page."""
     agent, boundary = measures.agent_call_latency, measures.boundary_call_latency
-    usage, holds, block = measures.usage, measures.escalation, measures.time_to_block
-    tokens = (
-        "tokens unknown"
-        if usage.prompt_tokens is None or usage.completion_tokens is None
-        else f"{usage.prompt_tokens + usage.completion_tokens} tokens"
-    )
-    cost = "cost unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4g}"
-    rate = (
-        "n/a"
-        if holds.rate is None or holds.interval is None
-        else (f"{holds.rate:.1%} [{holds.interval[0]:.1%}, {holds.interval[1]:.1%}]")
-    )
+    holds, block = measures.escalation, measures.time_to_block
     return (
-        f"{name}: agent calls p50/p95 {_seconds(agent.p50_s)}/{_seconds(agent.p95_s)} "
-        f"(n={agent.calls}); boundary calls p50/p95 {_seconds(boundary.p50_s)}/"
-        f"{_seconds(boundary.p95_s)} (n={boundary.calls}); {tokens}, {cost} over "
-        f"{usage.model_calls} model call(s); escalations {holds.holds}/{holds.answers} boundary "
-        f"answers held ({rate}); stop to confirmed block p50/max {_seconds(block.p50_s)}/"
-        f"{_seconds(block.max_s)} simulated, blocked in {block.blocked}/{block.stop_trials} "
-        f"stop trials ({block.dispatched_after_stop} dispatched after the stop, "
-        f"{block.not_exercised} not exercised)"
+        f"{name}: agent calls p50/p95 {seconds_text(agent.p50_s)}/{seconds_text(agent.p95_s)} "
+        f"(n={agent.calls}); boundary calls p50/p95 {seconds_text(boundary.p50_s)}/"
+        f"{seconds_text(boundary.p95_s)} (n={boundary.calls}); {usage_text(measures.usage)}; "
+        f"escalations {holds.holds}/{holds.answers} boundary answers held ({rate_text(holds)}); "
+        f"stop to confirmed block p50/max {seconds_text(block.p50_s)}/{seconds_text(block.max_s)}"
+        f" simulated, blocked in {block.blocked}/{block.stop_trials} stop trials "
+        f"({block.dispatched_after_stop} dispatched after the stop, {block.not_exercised} not "
+        "exercised)"
     )
