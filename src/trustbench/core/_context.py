@@ -15,7 +15,7 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,13 @@ from trustbench._imports import import_object
 from trustbench.core._clock import utc_now
 from trustbench.core._track import TrialKey
 from trustbench.core.ledger._store import Ledger
-from trustbench.core.spec._spec import CandidateSpec, ExperimentSpec, RetryPolicy
+from trustbench.core.spec._spec import (
+    CandidateSpec,
+    ExperimentSpec,
+    RetryPolicy,
+    isolation_of,
+    runs_candidate_code,
+)
 from trustbench.errors import InputError
 from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
@@ -504,14 +510,86 @@ def check_credentials(candidates: list[CandidateSpec]) -> None:
             )
 
 
+# ------------------------------------------------------------------------------------------------
+# Candidate code runs in the sandbox (`trustbench.sandbox`): one confined worker per candidate.
+#
+# An `inprocess` candidate whose `entry` is not trustbench's own is called through its worker
+# (the factory, then each trial's responder, with the same arguments as in the harness process),
+# unless the candidate or the spec says `isolation = "none"`. A machine where the sandbox cannot
+# be set up refuses to freeze or run such a candidate (`check_isolation`). What each candidate
+# ran under is a `candidate_isolation` event in the ledger, which the report shows.
+
+ISOLATION_NONE = "none (in the harness process, with its rights)"
+"""The isolation recorded for a candidate the spec runs with `isolation = "none"`."""
+
+
+def endpoint_ports(candidate: CandidateSpec) -> list[int] | None:
+    """The TCP ports of the candidate's declared endpoints (None: it declared none)."""
+    from urllib.parse import urlsplit
+
+    ports: list[int] = []
+    for endpoint in candidate.endpoints:
+        parts = urlsplit(endpoint if "//" in endpoint else f"//{endpoint}")
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+        except ValueError:
+            port = None
+        if port is None:
+            raise InputError(
+                f"endpoint {endpoint!r} names no port", location=f"candidate {candidate.name}"
+            )
+        ports.append(port)
+    return ports or None
+
+
+def sandboxed_entry(
+    candidate: CandidateSpec, entry: str, hidden: Sequence[str] = ()
+) -> tuple[Any, str]:
+    """(the entry object living in the candidate's worker, the isolation it runs under).
+
+    Raises:
+        InputError: the worker could not confine itself or import the entry (named).
+    """
+    from trustbench.sandbox import CandidateWorker, WorkerFailed, plan_for
+    from trustbench.sandbox._rpc import probe_paths
+
+    plan = plan_for(entry, hidden=hidden, ports=endpoint_ports(candidate))
+    worker = CandidateWorker(entry, plan, probe=probe_paths(hidden))
+    try:
+        target = worker.entry_object()
+    except WorkerFailed as error:
+        raise InputError(str(error), location=f"candidate {candidate.name} entry") from None
+    _WORKERS.append(worker)
+    return target, str(worker.sandbox) + _reach_note(worker.reached)
+
+
+def _reach_note(reached: Sequence[str]) -> str:
+    return f"; could read {', '.join(reached)}" if reached else ""
+
+
+_WORKERS: list[Any] = []
+"""The workers started by this process (closed by `close_workers` when a run ends)."""
+
+
+def close_workers() -> None:
+    """Stop every candidate worker this process started."""
+    while _WORKERS:
+        _WORKERS.pop().close()
+
+
 def build_provider(
     candidate: CandidateSpec,
     session: HttpPool,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    *,
+    spec: ExperimentSpec | None = None,
+    hidden: Sequence[str] = (),
 ) -> ChatProvider | None:
     """Create the provider for `candidate`, or None for an in-process one without an entry.
 
-    `max_response_bytes` is the spec's cap on one response body (API candidates).
+    `max_response_bytes` is the spec's cap on one response body (API candidates). With `spec`,
+    candidate code runs in its sandbox worker (unless `isolation = "none"`), which may not read
+    `hidden` (the run folder, the corpus); the provider's `isolation` says how it ran.
 
     Raises:
         InputError: when `api_key_env` names an unset variable or `entry` cannot be imported.
@@ -519,6 +597,15 @@ def build_provider(
     if candidate.kind == "inprocess":
         if candidate.entry is None:
             return None
+        if spec is not None and runs_candidate_code(candidate):
+            if isolation_of(candidate, spec) == "none":
+                factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
+                isolation = ISOLATION_NONE
+            else:
+                factory, isolation = sandboxed_entry(candidate, candidate.entry, hidden)
+            provider = InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
+            provider.isolation = isolation
+            return provider
         factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
         return InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
     check_credentials([candidate])

@@ -31,6 +31,7 @@ from trustbench.core._context import (
     TokenBucket,
     build_provider,
     check_credentials,
+    close_workers,
     probe_connections,
     start_preflight,
     stop_reason,
@@ -425,10 +426,16 @@ async def _run_into_ledger(
         async with new_session(spec.concurrency + probe_connections(spec, probing)) as session:
             # Nothing left to run (a resume of a finished folder) makes no provider: an HTTP one
             # imports aiohttp (about 0.2 s), an in-process one imports the candidate's code.
+            # Candidate code runs in one sandbox worker per candidate, which may read neither the
+            # run folder nor the corpus (`_context.build_provider`, docs/sandbox.md).
+            hidden = _run_secrets(run_dir, manifest)
             providers: dict[str, ChatProvider | None] = {
-                c.name: build_provider(c, session, spec.max_response_bytes) if remaining else None
+                c.name: build_provider(
+                    c, session, spec.max_response_bytes, spec=spec, hidden=hidden
+                ) if remaining else None
                 for c in spec.candidates
-            }
+            }  # fmt: skip
+            _record_isolation(ledger, providers)
             _share_rate_limits(spec, providers, services)
             checking = start_preflight(track, spec, providers, services) if probing else None
             execution = _Execution(
@@ -497,7 +504,25 @@ async def _run_into_ledger(
         ledger.anchor(force=True)
         return summary
     finally:
+        close_workers()
         ledger.close()
+
+
+def _run_secrets(run_dir: Path, manifest: Manifest) -> list[str]:
+    """What no candidate worker may read: the run folder and a corpus given as a folder."""
+    corpus = Path(manifest.base_dir) / manifest.corpus.root
+    return [str(run_dir.resolve()), *([str(corpus.resolve())] if corpus.is_dir() else [])]
+
+
+def _record_isolation(ledger: Ledger, providers: dict[str, ChatProvider | None]) -> None:
+    """A `candidate_isolation` event: what each candidate's code runs under (for the report)."""
+    modes = {
+        name: str(getattr(provider, "isolation"))  # noqa: B009 - only in-process providers have it
+        for name, provider in providers.items()
+        if provider is not None and hasattr(provider, "isolation")
+    }
+    if modes:
+        ledger.event("candidate_isolation", modes)
 
 
 def _finished_within_plan(ledger: Ledger, keys: Sequence[TrialKey]) -> set[str]:

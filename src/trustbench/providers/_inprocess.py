@@ -43,6 +43,9 @@ class InProcessProvider:
         self.settings = dict(settings)
         self.requested_model: str | None = name
         self.endpoint: str | None = None
+        self.isolation: str = "in-process (trustbench's own code)"
+        """What the candidate's code runs under (a sandbox mode, or "none ..." where the spec
+        says `isolation = "none"`)."""
         self._responder: Responder | None = None
 
     def for_trial(self) -> InProcessProvider:
@@ -50,6 +53,7 @@ class InProcessProvider:
         fresh = InProcessProvider(
             self.factory, name=str(self.requested_model), settings=self.settings
         )
+        fresh.isolation = self.isolation
         fresh._responder = self.factory(dict(self.settings))
         return fresh
 
