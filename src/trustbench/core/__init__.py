@@ -76,8 +76,10 @@ from trustbench.core.spec._spec import (
     ParticipantSpec,
     RecommendationSpec,
     RetryPolicy,
+    isolation_of,
     load_spec,
     parse_spec,
+    runs_candidate_code,
 )
 
 __all__ = [
@@ -131,6 +133,7 @@ __all__ = [
     "export_ledger",
     "is_run_folder",
     "is_standard_output",
+    "isolation_of",
     "load_private_key",
     "load_spec",
     "load_track",
@@ -149,6 +152,7 @@ __all__ = [
     "run_experiment_async",
     "run_spec",
     "run_spec_async",
+    "runs_candidate_code",
     "sign_envelope",
     "trial_order",
     "utc_now",

@@ -550,8 +550,7 @@ def sandboxed_entry(
     Raises:
         InputError: the worker could not confine itself or import the entry (named).
     """
-    from trustbench.sandbox import CandidateWorker, WorkerFailed, plan_for
-    from trustbench.sandbox._rpc import probe_paths
+    from trustbench.sandbox import CandidateWorker, WorkerFailed, plan_for, probe_paths
 
     plan = plan_for(entry, hidden=hidden, ports=endpoint_ports(candidate))
     worker = CandidateWorker(entry, plan, probe=probe_paths(hidden))

@@ -11,6 +11,7 @@ unrun trials are "not run", never zero.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,6 +151,38 @@ def _graded(run_dir: Path, manifest: Manifest) -> tuple[LedgerContents, TrackAna
     return ledger, track.analyze(manifest, ledger)
 
 
+def candidate_isolation(run_dir: Path) -> dict[str, str]:
+    """What each candidate's code ran under, from the run's `candidate_isolation` events.
+
+    A resumed run records it again; a candidate that ran unconfined in any run keeps that mode.
+    """
+    import sqlite3
+
+    modes: dict[str, str] = {}
+    uri = f"{(run_dir / 'ledger.sqlite').resolve().as_uri()}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True)
+    try:
+        rows = connection.execute(
+            "SELECT data FROM events WHERE kind = 'candidate_isolation' ORDER BY rowid"
+        ).fetchall()
+    finally:
+        connection.close()
+    for (data,) in rows:
+        for name, mode in dict(json.loads(data)).items():
+            if not modes.get(name, "").startswith("none"):
+                modes[str(name)] = str(mode)
+    return modes
+
+
+def _with_isolation_note(note: str, isolation: dict[str, str]) -> str:
+    """The verdict note, led by every candidate that ran with `isolation = "none"`."""
+    unconfined = sorted(name for name, mode in isolation.items() if mode.startswith("none"))
+    if not unconfined:
+        return note
+    said = f'isolation = "none" for {", ".join(unconfined)} (its code ran in the harness process)'
+    return f"{said}; {note}" if note else said
+
+
 def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     """Grade `run_dir` and write `record.json` and `report.html` into it.
 
@@ -207,6 +240,7 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     gates = gate_on_evaluability(declared + list(analysis.implicit_gates), verdict)
     if incomplete is not None:
         gates = [withhold_pass(gate, incomplete) for gate in gates]
+    isolation = candidate_isolation(run_dir)
     page = ReportPage(
         title=analysis.title,
         subtitle=analysis.subtitle,
@@ -216,14 +250,17 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
             *analysis.sections,
         ],
         manifest=_manifest_summary(manifest, complete, finished),
-        qualifications=analysis.qualifications,
+        qualifications=[
+            *analysis.qualifications,
+            *(f"Candidate {name}'s code ran under: {mode}." for name, mode in isolation.items()),
+        ],
         subjects=list(analysis.subjects),
         instruments=sorted(analysis.instruments),
         expected_to_fail=sorted(analysis.expected_to_fail & analysis.instruments),
         not_run=_not_run(analysis),
         evaluability=dict(analysis.evaluability),
         incomplete=incomplete,
-        verdict_note=analysis.verdict_note,
+        verdict_note=_with_isolation_note(analysis.verdict_note, isolation),
     )
     verdicts = subject_verdicts(page)
     record = {
@@ -249,6 +286,8 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
             for subject, figures in analysis.subjects.items()
         },
         "qualifications": analysis.qualifications,
+        # What each candidate's code ran under (`trustbench.sandbox`), as the run recorded it.
+        "candidate_isolation": isolation,
         # Per-trial rows live beside the record (one JSON line each); the record names the
         # file and commits to it by digest, and stays small however long the run.
         "trial_rows": write_trial_rows(run_dir / TRIAL_ROWS_FILE, analysis.trial_rows),

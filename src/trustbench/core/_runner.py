@@ -357,6 +357,7 @@ async def _run(
         del keys  # held by the run alone, which drops it once the trials are ordered
         return await running
     finally:
+        close_workers()  # the candidates' sandbox workers (`_context.build_provider`)
         if pool is not None:
             pool.close()
 
@@ -426,16 +427,11 @@ async def _run_into_ledger(
         async with new_session(spec.concurrency + probe_connections(spec, probing)) as session:
             # Nothing left to run (a resume of a finished folder) makes no provider: an HTTP one
             # imports aiohttp (about 0.2 s), an in-process one imports the candidate's code.
-            # Candidate code runs in one sandbox worker per candidate, which may read neither the
-            # run folder nor the corpus (`_context.build_provider`, docs/sandbox.md).
-            hidden = _run_secrets(run_dir, manifest)
-            providers: dict[str, ChatProvider | None] = {
-                c.name: build_provider(
-                    c, session, spec.max_response_bytes, spec=spec, hidden=hidden
-                ) if remaining else None
-                for c in spec.candidates
-            }  # fmt: skip
-            _record_isolation(ledger, providers)
+            providers = (
+                _providers(run_dir, manifest, session, ledger)
+                if remaining
+                else {c.name: None for c in spec.candidates}
+            )
             _share_rate_limits(spec, providers, services)
             checking = start_preflight(track, spec, providers, services) if probing else None
             execution = _Execution(
@@ -504,8 +500,25 @@ async def _run_into_ledger(
         ledger.anchor(force=True)
         return summary
     finally:
-        close_workers()
         ledger.close()
+
+
+def _providers(
+    run_dir: Path, manifest: Manifest, session: Any, ledger: Ledger
+) -> dict[str, ChatProvider | None]:
+    """Each candidate's provider, its isolation recorded in the ledger.
+
+    Candidate code runs in one sandbox worker per candidate, which may read neither the run
+    folder nor the corpus (`_context.build_provider`, docs/sandbox.md).
+    """
+    spec = manifest.spec
+    hidden = _run_secrets(run_dir, manifest)
+    providers = {
+        c.name: build_provider(c, session, spec.max_response_bytes, spec=spec, hidden=hidden)
+        for c in spec.candidates
+    }
+    _record_isolation(ledger, providers)
+    return providers
 
 
 def _run_secrets(run_dir: Path, manifest: Manifest) -> list[str]:

@@ -21,6 +21,7 @@ from trustbench.sandbox._rpc import (
     SandboxPlan,
     WorkerFailed,
     plan_for,
+    probe_paths,
 )
 
 __all__ = [
@@ -32,5 +33,6 @@ __all__ = [
     "abi_version",
     "plan_for",
     "platform_problem",
+    "probe_paths",
     "reachable",
 ]

@@ -341,6 +341,36 @@ def reachable(paths: Iterable[str]) -> list[str]:
     return found
 
 
+_SCAN_LIMIT = 20_000
+
+
+def files_starting_with(roots: Iterable[str], prefixes: Sequence[str]) -> list[str]:
+    """Readable files under `roots` whose text starts with one of `prefixes` (e.g. a key's).
+
+    The harness knows where its own secrets are, not where a user left a copy: a held-out key
+    saved beside the candidate's module is found here (the first 20,000 files of each root).
+    """
+    if not prefixes:
+        return []
+    marks = tuple(p.encode() for p in prefixes)
+    width = max(len(m) for m in marks)
+    found: list[str] = []
+    for root in roots:
+        for count, (folder, _dirs, files) in enumerate(os.walk(root)):
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    with open(path, "rb") as handle:
+                        head = handle.read(width)
+                except OSError:
+                    continue
+                if head.startswith(marks):
+                    found.append(path)
+            if count > _SCAN_LIMIT:
+                break
+    return found
+
+
 # ------------------------------------------------------------------------------------------------
 # The explicit fallback for tests: a Python audit hook refusing file access.
 #

@@ -47,6 +47,7 @@ from trustbench.sandbox._confine import (
     SYSTEM_READ,
     SandboxUnavailable,
     confine,
+    files_starting_with,
     install_audit_hook,
     package_data,
     reachable,
@@ -99,10 +100,7 @@ def _public_members(obj: Any) -> dict[str, Any]:
         if name.startswith("_"):
             continue
         static = inspect.getattr_static(obj, name, None)
-        if isinstance(static, property):
-            value = getattr(obj, name, None)
-        else:
-            value = static
+        value = getattr(obj, name, None) if isinstance(static, property) else static
         if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(getattr(obj, name)):
             coroutines.append(name)
         elif callable(value) or isinstance(value, staticmethod | classmethod):
@@ -435,11 +433,20 @@ class CandidateWorker:
     """
 
     def __init__(
-        self, entry: str, plan: SandboxPlan, probe: Sequence[str] = (), *, fallback: bool = False
+        self,
+        entry: str,
+        plan: SandboxPlan,
+        probe: Sequence[str] = (),
+        *,
+        scan_prefixes: Sequence[str] = (),
+        fallback: bool = False,
     ) -> None:
         self.entry = entry
         self.plan = plan
         self.probe = list(probe)
+        self.scan_prefixes = list(scan_prefixes)
+        """Text that marks a secret file (a held-out key's prefix): the worker looks for readable
+        files starting with it under its import roots."""
         self.fallback = fallback
         self.sandbox: str | None = None
         """The mode it runs under, e.g. "landlock ABI 7 + ipc/net namespaces"."""
@@ -461,7 +468,7 @@ class CandidateWorker:
                 self._endpoint = self._start()
             return self._endpoint
 
-    def _start(self) -> Endpoint:
+    def _start(self, *, import_entry: bool = True) -> Endpoint:
         self._folder = tempfile.mkdtemp(prefix="trustbench-sandbox-")
         self._process = subprocess.Popen(
             [sys.executable, "-s", "-m", "trustbench.sandbox._rpc"],
@@ -471,9 +478,10 @@ class CandidateWorker:
         assert self._process.stdin is not None and self._process.stdout is not None
         endpoint = Endpoint(self._process.stdout, self._process.stdin, trusts_peer=False)
         endpoint.send({
-            "entry": self.entry, "read": self.plan.read, "hidden": self.plan.hidden,
-            "ports": self.plan.ports, "workdir": self._folder, "probe": self.probe,
-            "fallback": self.fallback,
+            "entry": self.entry if import_entry else None, "read": self.plan.read,
+            "hidden": self.plan.hidden, "ports": self.plan.ports, "workdir": self._folder,
+            "probe": self.probe, "scan_roots": self.plan.roots,
+            "scan_prefixes": self.scan_prefixes, "fallback": self.fallback,
         })  # fmt: skip
         try:
             hello = endpoint.receive()
@@ -486,6 +494,18 @@ class CandidateWorker:
         self.sandbox = str(hello["ok"]["sandbox"])
         self.reached = [str(p) for p in hello["ok"]["reachable"]]
         return endpoint
+
+    def reach(self) -> list[str]:
+        """What a worker confined as this candidate's could read of the probed secrets.
+
+        The worker starts without importing the candidate, answers, and is stopped.
+        """
+        with self._lock:
+            try:
+                self._start(import_entry=False)
+                return list(self.reached)
+            finally:
+                self._stop()
 
     def entry_object(self) -> Any:
         """The candidate's entry object (reference 0 in the worker)."""
@@ -540,7 +560,8 @@ def _confined(config: dict[str, Any]) -> tuple[str, list[str]]:
     else:
         ports = config.get("ports")
         mode = confine(config["read"], write, hidden, None if ports is None else list(ports))
-    return mode, reachable(config.get("probe", []))
+    found = files_starting_with(config.get("scan_roots", []), config.get("scan_prefixes", []))
+    return mode, [*reachable(config.get("probe", [])), *found]
 
 
 class _Entry:
@@ -571,6 +592,9 @@ def main() -> None:
         mode, reached = _confined(config)
     except SandboxUnavailable as why:
         endpoint.send({"error": f"the sandbox cannot be set up here: {why}"})
+        return
+    if config["entry"] is None:  # a probe of what the sandbox reaches, no candidate
+        endpoint.send({"ok": {"sandbox": mode, "reachable": reached, "pid": os.getpid()}})
         return
     from trustbench._imports import import_object
 

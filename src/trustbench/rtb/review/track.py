@@ -192,7 +192,7 @@ class ReviewTrack:
             return []
         from trustbench.rtb.heldout._pipeline import before_run
 
-        return before_run(sealed, manifest)
+        return before_run(sealed, manifest, run_dir)
 
     def requires_structured_output(self, spec: core.ExperimentSpec) -> bool:
         """Whether the spec declares server-side structured output (the preflight probes it)."""
