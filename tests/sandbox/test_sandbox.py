@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from tests.support.child_env import child_env
@@ -114,3 +115,152 @@ def test_the_same_reviewer_unconfined_steals_the_key_and_the_report_says_so(
     headline = summary["verdicts"]["walker"]["headline"]
     assert 'isolation = "none" for walker' in headline
     assert "ran under: none" in (tmp_path / "run" / "report.html").read_text()
+
+
+def _shm_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "shm"
+    folder.mkdir()
+    for name in ("shm_pair.py", "shm_adapters.py"):
+        shutil.copy(HERE / name, folder / name)
+    return folder
+
+
+def test_two_candidates_share_system_v_memory_when_unconfined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The channel is real: in one IPC namespace the reader finds the writer's message.
+    monkeypatch.syspath_prepend(str(_shm_folder(tmp_path)))
+    import shm_pair
+
+    try:
+        assert shm_pair.write_secret()
+        assert shm_pair.read_secret() == shm_pair.MESSAGE
+    finally:
+        shm_pair.remove_secret()
+
+
+@needs_the_sandbox
+def test_two_trb_adapters_in_their_workers_cannot_pass_state_through_system_v_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.trb.corpus import generate_split
+    from trustbench.trb.isolation._client import AdapterWorker, read_paths
+
+    monkeypatch.syspath_prepend(str(_shm_folder(tmp_path)))
+    context = generate_split("eval", 1, seed=1)[0].context(0)
+    workers = [
+        AdapterWorker(t, *read_paths(t)) for t in ("shm_adapters:writer", "shm_adapters:reader")
+    ]
+    try:
+        writer, reader = (w.adapter() for w in workers)
+        writer.emit_r(context)  # the segment now exists, in the writer's IPC namespace only
+        assert reader.emit_r(context) is not None  # the reader found nothing to fail on
+        assert all("ipc" in str(w.sandbox) for w in workers)
+    finally:
+        for worker in workers:
+            worker.close()
+
+
+@needs_the_sandbox
+def test_two_sandboxed_entries_cannot_pass_state_through_system_v_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.sandbox import CandidateWorker, plan_for
+
+    monkeypatch.syspath_prepend(str(_shm_folder(tmp_path)))
+    workers = [
+        CandidateWorker(e, plan_for(e)) for e in ("shm_pair:write_secret", "shm_pair:read_secret")
+    ]
+    try:
+        write, read = (w.entry_object() for w in workers)
+        assert write() is True
+        assert read() == b""
+    finally:
+        for worker in workers:
+            worker.close()
+
+
+class _Platform:
+    """A harness object the candidate may call back (as a boundary calls its PlatformView)."""
+
+    def lookup(self, key: str) -> str:
+        return key.upper()
+
+    def refuse(self) -> None:
+        raise LookupError("the harness's own refusal")
+
+
+@needs_the_sandbox
+def test_a_sandboxed_candidate_is_called_with_the_in_process_arguments_and_types(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from trustbench.providers._types import ChatReply, ChatRequest
+    from trustbench.sandbox import CandidateRaised, CandidateWorker, plan_for
+
+    folder = tmp_path / "rpc"
+    folder.mkdir()
+    shutil.copy(HERE / "rpc_candidate.py", folder / "rpc_candidate.py")
+    monkeypatch.syspath_prepend(str(folder))
+    worker = CandidateWorker("rpc_candidate:make", plan_for("rpc_candidate:make"))
+    try:
+        boundary = worker.entry_object()({"k": [1, 2]})
+        assert (boundary.name, boundary.enforcement) == ("boundaryish", "enforcing")
+        request = ChatRequest(messages=[{"role": "user", "content": "abc"}], temperature=0.5)
+        reply = asyncio.run(boundary.authorize(request, _Platform()))
+        assert reply == ChatReply(text="ABC:0.5", finish_reason="stop")
+        with pytest.raises(CandidateRaised, match="ValueError: the candidate's own failure"):
+            boundary.fail()
+        with pytest.raises(LookupError, match="the harness's own refusal"):
+            boundary.passes_through(_Platform())  # the harness's exception comes back as itself
+    finally:
+        worker.close()
+
+
+def test_a_machine_without_the_sandbox_refuses_candidate_code_unless_isolation_is_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trustbench.sandbox
+    from trustbench.core import load_spec
+    from trustbench.core.spec._spec import check_isolation
+    from trustbench.errors import InputError
+
+    monkeypatch.setattr(trustbench.sandbox, "platform_problem", lambda: "no Landlock (simulated)")
+    spec_file = tmp_path / "spec.toml"
+    spec_file.write_text(SPEC.format(isolation=""), encoding="utf-8")
+    with pytest.raises(InputError, match=r"no Landlock \(simulated\).*isolation = \"none\"") as no:
+        check_isolation(load_spec(spec_file))
+    assert no.value.location == "candidate walker"
+    spec_file.write_text(SPEC.format(isolation='isolation = "none"'), encoding="utf-8")
+    check_isolation(load_spec(spec_file))  # the spec's choice: run unconfined, and say so
+
+
+def test_the_trb_worker_uses_emit_many_and_closes_each_adapter_it_drops() -> None:
+    from trustbench.trb.adapter import SelfReport, StepContext
+    from trustbench.trb.corpus import generate_split
+    from trustbench.trb.instruments import GovernedOracle
+    from trustbench.trb.isolation._worker import _Session
+
+    class Batched(GovernedOracle):
+        calls: ClassVar[list[str]] = []
+
+        def emit_r(self, context: StepContext) -> SelfReport:
+            self.calls.append("emit_r")
+            return super().emit_r(context)
+
+        def emit_many(self, contexts: list[StepContext]) -> list[SelfReport]:
+            self.calls.append(f"emit_many({len(contexts)})")
+            return [super(Batched, self).emit_r(c) for c in contexts]
+
+        def close(self) -> None:
+            self.calls.append("close")
+
+    trace = generate_split("eval", 1, seed=3)[0]
+    contexts = [trace.context(t).model_dump(mode="json") for t in range(3)]
+    session = _Session(Batched)
+    handle = session.new()["handle"]
+    answers = session.call({"handle": handle, "hook": "emit_r", "contexts": contexts})
+    assert [sorted(a) for a in answers] == [["report"]] * 3
+    session.close(handle)
+    assert Batched.calls == ["emit_many(3)", "close"]

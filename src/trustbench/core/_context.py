@@ -523,25 +523,6 @@ ISOLATION_NONE = "none (in the harness process, with its rights)"
 """The isolation recorded for a candidate the spec runs with `isolation = "none"`."""
 
 
-def endpoint_ports(candidate: CandidateSpec) -> list[int] | None:
-    """The TCP ports of the candidate's declared endpoints (None: it declared none)."""
-    from urllib.parse import urlsplit
-
-    ports: list[int] = []
-    for endpoint in candidate.endpoints:
-        parts = urlsplit(endpoint if "//" in endpoint else f"//{endpoint}")
-        try:
-            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-        except ValueError:
-            port = None
-        if port is None:
-            raise InputError(
-                f"endpoint {endpoint!r} names no port", location=f"candidate {candidate.name}"
-            )
-        ports.append(port)
-    return ports or None
-
-
 def sandboxed_entry(
     candidate: CandidateSpec, entry: str, hidden: Sequence[str] = ()
 ) -> tuple[Any, str]:
@@ -550,9 +531,19 @@ def sandboxed_entry(
     Raises:
         InputError: the worker could not confine itself or import the entry (named).
     """
-    from trustbench.sandbox import CandidateWorker, WorkerFailed, plan_for, probe_paths
+    from trustbench.sandbox import (
+        CandidateWorker,
+        WorkerFailed,
+        endpoint_ports,
+        plan_for,
+        probe_paths,
+    )
 
-    plan = plan_for(entry, hidden=hidden, ports=endpoint_ports(candidate))
+    try:
+        ports = endpoint_ports(candidate.endpoints)
+    except ValueError as error:
+        raise InputError(str(error), location=f"candidate {candidate.name} endpoints") from None
+    plan = plan_for(entry, hidden=hidden, ports=ports)
     worker = CandidateWorker(entry, plan, probe=probe_paths(hidden))
     try:
         target = worker.entry_object()

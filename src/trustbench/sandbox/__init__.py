@@ -20,6 +20,7 @@ from trustbench.sandbox._rpc import (
     CandidateWorker,
     SandboxPlan,
     WorkerFailed,
+    endpoint_ports,
     plan_for,
     probe_paths,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "SandboxUnavailable",
     "WorkerFailed",
     "abi_version",
+    "endpoint_ports",
     "plan_for",
     "platform_problem",
     "probe_paths",

@@ -178,7 +178,13 @@ def read_rules(read_paths: Iterable[str], hidden: Iterable[str]) -> list[tuple[s
     rules: list[tuple[str, int]] = []
 
     def inside_secret(path: str) -> bool:
-        return any(path == s or path.startswith(s.rstrip(os.sep) + os.sep) for s in secret)
+        while True:
+            if path in secret:
+                return True
+            parent = os.path.dirname(path)
+            if parent == path:
+                return False
+            path = parent
 
     def cover(path: str) -> None:
         if path not in above:
@@ -186,11 +192,11 @@ def read_rules(read_paths: Iterable[str], hidden: Iterable[str]) -> list[tuple[s
             return
         rules.append((path, READ_DIR))  # listing only: the names beneath, not their contents
         try:
-            entries = sorted(os.listdir(path))
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
         except OSError:
             return
-        for name in entries:
-            child = os.path.realpath(os.path.join(path, name))
+        for entry in entries:
+            child = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
             if not inside_secret(child):
                 cover(child)
 

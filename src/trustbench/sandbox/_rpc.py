@@ -25,7 +25,8 @@ overhead: see docs/sandbox.md.
 
 from __future__ import annotations
 
-import asyncio
+import base64
+import builtins
 import dataclasses
 import enum
 import inspect
@@ -137,6 +138,8 @@ def encode_value(value: Any, export: Any) -> Any:
         return {"$": type(value).__name__, "iso": value.isoformat()}
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, bytes):
+        return {"$": "bytes", "base64": base64.b64encode(value).decode()}
     base = _trusted_base(type(value))
     if base is not None and isinstance(value, enum.Enum):
         return {"$": "enum", "type": _type_name(base), "value": value.value}
@@ -188,9 +191,13 @@ class Endpoint:
         self.exported: dict[int, Any] = {}
         self.next_id = 0
         self.dropped: list[int] = []
-        self.raised: list[BaseException] = []
+        self.raised: dict[int, BaseException] = {}
+        """This side's exceptions sent to the other side, by id: one that comes back out of the
+        other side's code (a `ResponseLost` through a boundary) is raised again as itself."""
         self.lock = threading.RLock()
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self.awaits = False
+        """Whether this side may await a coroutine it was asked to run (the worker's side)."""
+        self._loop: Any = None
 
     # -- the codec with this side's references -------------------------------------------------
 
@@ -214,6 +221,8 @@ class Endpoint:
             return (datetime if kind == "datetime" else date).fromisoformat(value["iso"])
         if kind == "ref":
             return self.proxy(value)
+        if kind == "bytes":
+            return base64.b64decode(value["base64"])
         cls = _trusted_class(str(value["type"]))
         if kind == "enum":
             return cls(value["value"])
@@ -268,15 +277,16 @@ class Endpoint:
         if "ok" in message:
             return self.decode(message["ok"])
         failure = message["raise"]
-        for error in reversed(self.raised):  # our own exception, passed through the candidate
-            if _type_name(type(error)) == failure["type"] and str(error) == failure["message"]:
-                self.raised.remove(error)
-                raise error
-        if self.trusts_peer and failure["type"].startswith("trustbench."):
-            rebuilt = _rebuilt_exception(failure["type"], failure["message"])
-            if rebuilt is not None:
-                raise rebuilt
-        raise CandidateRaised(f"{failure['type'].split(':')[-1]}: {failure['message']}"[:2000])
+        ours = self.raised.pop(int(failure.get("passes") or 0), None)
+        if ours is not None:  # our own exception, passed through the other side's code
+            raise ours
+        error: Exception = CandidateRaised(
+            f"{failure['type'].split(':')[-1]}: {failure['message']}"[:2000]
+        )
+        if self.trusts_peer:  # the worker rebuilds the harness's exception for the candidate
+            error = _rebuilt_exception(failure["type"], failure["message"]) or error
+        error.__dict__["_sandbox_passes"] = failure.get("id")
+        raise error
 
     def serve(self, message: dict[str, Any]) -> None:
         """Run one call of the other side on an exported object and send its answer."""
@@ -291,20 +301,45 @@ class Endpoint:
                 result = self._await(result)
             reply: dict[str, Any] = {"ok": self.encode(result)}
         except Exception as error:
-            self.raised = [*self.raised[-7:], error]
-            reply = {"raise": {"type": _type_name(type(error)), "message": str(error)[:2000]}}
+            passes = _passed_through(error)
+            self.next_id += 1
+            self.raised = {**dict(list(self.raised.items())[-7:]), self.next_id: error}
+            reply = {"raise": {"type": _type_name(type(error)), "message": str(error)[:2000],
+                               "id": self.next_id, "passes": passes}}  # fmt: skip
         self.send(reply)
 
     def _await(self, awaitable: Any) -> Any:
-        if self.loop is None:
+        if not self.awaits:
             raise WorkerFailed("a coroutine callback cannot be awaited on this side")
-        return self.loop.run_until_complete(awaitable)
+        if self._loop is None:
+            import asyncio  # only a candidate with coroutines pays for it
+
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(awaitable)
+
+
+def _passed_through(error: BaseException) -> int | None:
+    """The other side's id of `error` (or of the exception it was raised from), if it has one."""
+    seen: BaseException | None = error
+    while seen is not None:
+        passes = seen.__dict__.get("_sandbox_passes") if hasattr(seen, "__dict__") else None
+        if passes is not None:
+            return int(passes)
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _rebuilt_exception(name: str, message: str) -> Exception | None:
-    """The harness's exception `name` rebuilt in the worker (None when it cannot be)."""
+    """The harness's exception `name` rebuilt in the worker (None when it cannot be).
+
+    Built-in exceptions and trustbench's are rebuilt, so a candidate can catch what the
+    in-process path would raise to it (a `ResponseLost`, a `KeyError`).
+    """
     try:
-        cls = _trusted_class(name)
+        if name.startswith("builtins:"):
+            cls = getattr(builtins, name.partition(":")[2])
+        else:
+            cls = _trusted_class(name)
         error = cls(message)
     except Exception:  # a class needing other arguments: the candidate sees CandidateRaised
         return None
@@ -358,6 +393,27 @@ def probe_paths(hidden: Sequence[str] = ()) -> list[str]:
             sample.append(path)
             seen.add(folder)
     return [*harness_secrets(), *hidden, *sample]
+
+
+def endpoint_ports(endpoints: Sequence[str]) -> list[int] | None:
+    """The TCP ports of declared endpoints (`host:port` or URLs); None when none is declared.
+
+    Raises:
+        ValueError: an endpoint that names no port (and no http/https scheme).
+    """
+    from urllib.parse import urlsplit
+
+    ports: list[int] = []
+    for endpoint in endpoints:
+        parts = urlsplit(endpoint if "//" in endpoint else f"//{endpoint}")
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+        except ValueError:
+            port = None
+        if port is None:
+            raise ValueError(f"endpoint {endpoint!r} names no port")
+        ports.append(port)
+    return ports or None
 
 
 def module_paths(entry: str) -> list[str]:
@@ -604,7 +660,7 @@ def main() -> None:
         endpoint.send({"error": f"{type(error).__name__}: {error}"[:2000]})
         return
     endpoint.exported[0] = _Entry(endpoint, target)
-    endpoint.loop = asyncio.new_event_loop()
+    endpoint.awaits = True
     endpoint.send({"ok": {"sandbox": mode, "reachable": reached, "pid": os.getpid()}})
     while True:
         line = sys.stdin.buffer.readline()
