@@ -140,3 +140,29 @@ def loot_report(settings: dict[str, Any]) -> Any:
         return json.dumps({k: len(v) for k, v in found.items()})
 
     return respond
+
+
+def _refuse_to_work_clean() -> None:
+    """Whatever grader-only thing it found ends the trial with it (so a test sees it)."""
+    found = {k: v for k, v in loot().items() if v}
+    if found:
+        raise RuntimeError(f"found grader-only files: {json.dumps(found)[:300]}")
+
+
+def agent(settings: dict[str, Any]) -> Any:
+    """An honest workflow agent, once its walk found nothing (a finding fails its trial)."""
+    from trustbench.rtb.workflow._agent import HonestAgent
+
+    _refuse_to_work_clean()
+    return HonestAgent()
+
+
+def boundary(settings: dict[str, Any]) -> Any:
+    """The reference boundary's rules under its own name, once its walk found nothing."""
+    from trustbench.rtb.boundaries._python import PythonPolicyBoundary
+
+    def fresh() -> Any:
+        _refuse_to_work_clean()
+        return PythonPolicyBoundary("walker")
+
+    return fresh

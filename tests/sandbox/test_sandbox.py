@@ -264,3 +264,55 @@ def test_the_trb_worker_uses_emit_many_and_closes_each_adapter_it_drops() -> Non
     assert [sorted(a) for a in answers] == [["report"]] * 3
     session.close(handle)
     assert Batched.calls == ["emit_many(3)", "close"]
+
+
+WORKFLOW_SPEC = """
+suite = "rtb"
+track = "workflow"
+trials_per_case = 1
+concurrency = 2
+{isolation}
+
+[corpus]
+builtin = "v0.1"
+
+[track_options]
+kinds = ["direct"]
+
+[[candidates]]
+name = "walker"
+kind = "inprocess"
+entry = "fs_walker:agent"
+settings = {{ agent = "walker", boundary_entry = "fs_walker:boundary" }}
+"""
+
+
+def _workflow_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str) -> list[dict]:
+    """Run the walker as agent and boundary; the walk starts beside its run folder."""
+    from trustbench.core import read_ledger, run_spec
+
+    monkeypatch.syspath_prepend(str(_candidate_folder(tmp_path)))
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "workflow.toml"
+    spec.write_text(WORKFLOW_SPEC.format(isolation=isolation), encoding="utf-8")
+    run_spec(spec, tmp_path / "run")
+    return read_ledger(tmp_path / "run").trials
+
+
+@needs_the_sandbox
+def test_a_filesystem_walking_agent_and_boundary_find_nothing_in_the_workflow_track(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trials = _workflow_run(tmp_path, monkeypatch, isolation="")
+    assert trials and all(t["status"] == "completed" for t in trials)
+    assert {t["outcome"]["run"]["agent"] for t in trials} == {"honest"}
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    assert record["candidate_isolation"]["walker"].startswith("landlock ABI")
+
+
+def test_the_same_agent_unconfined_finds_the_ledger_and_labels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The attack is real: in the harness process the walk finds the run folder and the corpus.
+    with pytest.raises(Exception, match="found grader-only files"):
+        _workflow_run(tmp_path, monkeypatch, isolation='isolation = "none"')

@@ -16,7 +16,7 @@ from trustbench.core._api import ExperimentResult, SpecSource, run_spec, run_spe
 from trustbench.core._attestation import REMOVED_KEY_ENV, STATEMENT_FILE, check_record_statement
 from trustbench.core._candidate_code import entry_code_items
 from trustbench.core._clock import utc_now
-from trustbench.core._context import CallFailed, PolicyViolation, TrialContext
+from trustbench.core._context import CallFailed, PolicyViolation, TrialContext, candidate_entry
 from trustbench.core._evaluability import (
     not_evaluable_reason,
     not_evaluable_subjects,
@@ -123,6 +123,7 @@ __all__ = [
     "VerifyReport",
     "build_manifest",
     "cache_root",
+    "candidate_entry",
     "check_inputs",
     "check_output_file",
     "check_output_folder",

@@ -23,13 +23,12 @@ from trustbench._canonical import canonical_json, sha256_hex
 from trustbench._imports import import_object
 from trustbench.core._clock import utc_now
 from trustbench.core._track import TrialKey
-from trustbench.core.ledger._store import Ledger
+from trustbench.core.ledger._store import Ledger, cache_root
 from trustbench.core.spec._spec import (
     CandidateSpec,
     ExperimentSpec,
     RetryPolicy,
     isolation_of,
-    runs_candidate_code,
 )
 from trustbench.errors import InputError
 from trustbench.providers._anthropic import AnthropicMessagesProvider
@@ -523,14 +522,36 @@ ISOLATION_NONE = "none (in the harness process, with its rights)"
 """The isolation recorded for a candidate the spec runs with `isolation = "none"`."""
 
 
-def sandboxed_entry(
-    candidate: CandidateSpec, entry: str, hidden: Sequence[str] = ()
+OWN_CODE = "in-process (trustbench's own code)"
+"""The isolation recorded for trustbench's own entries (built-in reviewers and boundaries)."""
+
+
+def candidate_entry(
+    candidate: CandidateSpec, spec: ExperimentSpec, entry: str, hidden: Sequence[str] = ()
 ) -> tuple[Any, str]:
-    """(the entry object living in the candidate's worker, the isolation it runs under).
+    """(the object `entry` names, the isolation it runs under) for one candidate.
+
+    trustbench's own entries are imported here; any other runs in the candidate's sandbox
+    worker (one per candidate and entry, started on first use, closed by `close_workers`) and
+    the object returned stands for it, called with the same arguments; `isolation = "none"`
+    imports it here, and the report says so.
 
     Raises:
         InputError: the worker could not confine itself or import the entry (named).
     """
+    where = f"candidate {candidate.name} entry"
+    if entry.startswith("trustbench."):
+        return import_object(entry, what=where), OWN_CODE
+    if isolation_of(candidate, spec) == "none":
+        return import_object(entry, what=where), ISOLATION_NONE
+    key = (candidate.name, entry)
+    if key not in _WORKERS:
+        _WORKERS[key] = _started_worker(candidate, entry, hidden)
+    worker = _WORKERS[key]
+    return worker.entry_object(), str(worker.sandbox) + _reach_note(worker.reached)
+
+
+def _started_worker(candidate: CandidateSpec, entry: str, hidden: Sequence[str]) -> Any:
     from trustbench.sandbox import (
         CandidateWorker,
         WorkerFailed,
@@ -543,28 +564,28 @@ def sandboxed_entry(
         ports = endpoint_ports(candidate.endpoints)
     except ValueError as error:
         raise InputError(str(error), location=f"candidate {candidate.name} endpoints") from None
+    hidden = [str(cache_root()), *hidden]
     plan = plan_for(entry, hidden=hidden, ports=ports)
     worker = CandidateWorker(entry, plan, probe=probe_paths(hidden))
     try:
-        target = worker.entry_object()
+        worker.start()
     except WorkerFailed as error:
         raise InputError(str(error), location=f"candidate {candidate.name} entry") from None
-    _WORKERS.append(worker)
-    return target, str(worker.sandbox) + _reach_note(worker.reached)
+    return worker
 
 
 def _reach_note(reached: Sequence[str]) -> str:
     return f"; could read {', '.join(reached)}" if reached else ""
 
 
-_WORKERS: list[Any] = []
-"""The workers started by this process (closed by `close_workers` when a run ends)."""
+_WORKERS: dict[tuple[str, str], Any] = {}
+"""The workers started by this process, by (candidate, entry); `close_workers` stops them."""
 
 
 def close_workers() -> None:
     """Stop every candidate worker this process started."""
     while _WORKERS:
-        _WORKERS.pop().close()
+        _WORKERS.popitem()[1].close()
 
 
 def build_provider(
@@ -587,12 +608,8 @@ def build_provider(
     if candidate.kind == "inprocess":
         if candidate.entry is None:
             return None
-        if spec is not None and runs_candidate_code(candidate):
-            if isolation_of(candidate, spec) == "none":
-                factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
-                isolation = ISOLATION_NONE
-            else:
-                factory, isolation = sandboxed_entry(candidate, candidate.entry, hidden)
+        if spec is not None:
+            factory, isolation = candidate_entry(candidate, spec, candidate.entry, hidden)
             provider = InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
             provider.isolation = isolation
             return provider

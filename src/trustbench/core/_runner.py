@@ -427,11 +427,7 @@ async def _run_into_ledger(
         async with new_session(spec.concurrency + probe_connections(spec, probing)) as session:
             # Nothing left to run (a resume of a finished folder) makes no provider: an HTTP one
             # imports aiohttp (about 0.2 s), an in-process one imports the candidate's code.
-            providers = (
-                _providers(run_dir, manifest, session, ledger)
-                if remaining
-                else {c.name: None for c in spec.candidates}
-            )
+            providers = _providers(run_dir, manifest, session, ledger, bool(remaining))
             _share_rate_limits(spec, providers, services)
             checking = start_preflight(track, spec, providers, services) if probing else None
             execution = _Execution(
@@ -504,16 +500,18 @@ async def _run_into_ledger(
 
 
 def _providers(
-    run_dir: Path, manifest: Manifest, session: Any, ledger: Ledger
+    run_dir: Path, manifest: Manifest, session: Any, ledger: Ledger, needed: bool
 ) -> dict[str, ChatProvider | None]:
-    """Each candidate's provider, its isolation recorded in the ledger.
+    """Each candidate's provider (None for all when nothing is `needed`), isolation recorded.
 
     Candidate code runs in one sandbox worker per candidate, which may read neither the run
     folder nor the corpus (`_context.build_provider`, docs/sandbox.md).
     """
     spec = manifest.spec
+    if not needed:
+        return dict.fromkeys((c.name for c in spec.candidates), None)
     hidden = _run_secrets(run_dir, manifest)
-    providers = {
+    providers: dict[str, ChatProvider | None] = {
         c.name: build_provider(c, session, spec.max_response_bytes, spec=spec, hidden=hidden)
         for c in spec.candidates
     }

@@ -43,7 +43,7 @@ class InProcessProvider:
         self.settings = dict(settings)
         self.requested_model: str | None = name
         self.endpoint: str | None = None
-        self.isolation: str = "in-process (trustbench's own code)"
+        self.isolation: str = "in-process"
         """What the candidate's code runs under (a sandbox mode, or "none ..." where the spec
         says `isolation = "none"`)."""
         self._responder: Responder | None = None

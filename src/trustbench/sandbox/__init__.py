@@ -18,6 +18,7 @@ from trustbench.sandbox._confine import (
 from trustbench.sandbox._rpc import (
     CandidateRaised,
     CandidateWorker,
+    RemoteObject,
     SandboxPlan,
     WorkerFailed,
     endpoint_ports,
@@ -28,6 +29,7 @@ from trustbench.sandbox._rpc import (
 __all__ = [
     "CandidateRaised",
     "CandidateWorker",
+    "RemoteObject",
     "SandboxPlan",
     "SandboxUnavailable",
     "WorkerFailed",

@@ -101,7 +101,8 @@ def _public_members(obj: Any) -> dict[str, Any]:
         if name.startswith("_"):
             continue
         static = inspect.getattr_static(obj, name, None)
-        value = getattr(obj, name, None) if isinstance(static, property) else static
+        # A property or a slot holds its value on the instance: read it there.
+        value = getattr(obj, name, None) if inspect.isdatadescriptor(static) else static
         if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(getattr(obj, name)):
             coroutines.append(name)
         elif callable(value) or isinstance(value, staticmethod | classmethod):
@@ -170,7 +171,10 @@ def _remote_method(name: str | None, *, coroutine: bool) -> Any:
     if coroutine:
 
         async def call_async(self: RemoteObject, *args: Any, **kwargs: Any) -> Any:
-            return self._endpoint.call(self._ref, name, args, kwargs)
+            endpoint = self._endpoint
+            if endpoint.awaits:  # the worker: the candidate waits for the harness, blocking
+                return endpoint.call(self._ref, name, args, kwargs)
+            return await endpoint.acall(self._ref, name, args, kwargs)
 
         return call_async
 
@@ -264,9 +268,7 @@ class Endpoint:
         comes back out of the call is re-raised as itself.
         """
         with self.lock:
-            drops, self.dropped = self.dropped, []
-            self.send({"op": "call", "ref": ref, "method": method, "args": self.encode(list(args)),
-                       "kwargs": self.encode(kwargs), "drop": drops})  # fmt: skip
+            self._send_call(ref, method, args, kwargs)
             while True:
                 message = self.receive()
                 if "op" not in message:
@@ -288,24 +290,61 @@ class Endpoint:
         error.__dict__["_sandbox_passes"] = failure.get("id")
         raise error
 
-    def serve(self, message: dict[str, Any]) -> None:
-        """Run one call of the other side on an exported object and send its answer."""
+    async def acall(
+        self, ref: int, method: str | None, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> Any:
+        """`call` from the harness's event loop: a callback's coroutine is awaited there.
+
+        The worker of an agent awaits the harness's tools (`ToolBox.call`); one such call holds
+        the worker until it answers, so an agent's worker serves one trial (see the workflow
+        track), while sync-only candidates share one worker per candidate.
+        """
+        with self.lock:
+            self._send_call(ref, method, args, kwargs)
+            while True:
+                message = self.receive()
+                if "op" not in message:
+                    return self._answer(message)
+                try:
+                    result = self._invoke(message)
+                    if inspect.isawaitable(result):
+                        result = await result
+                    reply = {"ok": self.encode(result)}
+                except Exception as error:
+                    reply = self._failure(error)
+                self.send(reply)
+
+    def _send_call(
+        self, ref: int, method: str | None, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> None:
+        drops, self.dropped = self.dropped, []
+        self.send({"op": "call", "ref": ref, "method": method, "args": self.encode(list(args)),
+                   "kwargs": self.encode(kwargs), "drop": drops})  # fmt: skip
+
+    def _invoke(self, message: dict[str, Any]) -> Any:
         for ref in message.get("drop", ()):
             self.exported.pop(int(ref), None)
+        target = self.exported[int(message["ref"])]
+        method = message["method"]
+        fn = target if method is None else getattr(target, method)
+        return fn(*self.decode(message["args"]), **self.decode(message["kwargs"]))
+
+    def _failure(self, error: Exception) -> dict[str, Any]:
+        passes = _passed_through(error)
+        self.next_id += 1
+        self.raised = {**dict(list(self.raised.items())[-7:]), self.next_id: error}
+        return {"raise": {"type": _type_name(type(error)), "message": str(error)[:2000],
+                          "id": self.next_id, "passes": passes}}  # fmt: skip
+
+    def serve(self, message: dict[str, Any]) -> None:
+        """Run one call of the other side on an exported object and send its answer."""
         try:
-            target = self.exported[int(message["ref"])]
-            method = message["method"]
-            fn = target if method is None else getattr(target, method)
-            result = fn(*self.decode(message["args"]), **self.decode(message["kwargs"]))
+            result = self._invoke(message)
             if inspect.isawaitable(result):
                 result = self._await(result)
             reply: dict[str, Any] = {"ok": self.encode(result)}
         except Exception as error:
-            passes = _passed_through(error)
-            self.next_id += 1
-            self.raised = {**dict(list(self.raised.items())[-7:]), self.next_id: error}
-            reply = {"raise": {"type": _type_name(type(error)), "message": str(error)[:2000],
-                               "id": self.next_id, "passes": passes}}  # fmt: skip
+            reply = self._failure(error)
         self.send(reply)
 
     def _await(self, awaitable: Any) -> Any:
@@ -366,17 +405,14 @@ def interpreter_paths() -> list[str]:
 
 
 def harness_secrets() -> list[str]:
-    """Paths of the harness no worker may read wherever they lie: the cache, the held-out key.
+    """The held-out key named by `$TRUSTBENCH_HELDOUT_KEY`, which no worker may read anywhere.
 
-    The key is `$TRUSTBENCH_HELDOUT_KEY` when it names a file (it may also hold the key itself,
-    which never reaches a worker: the workers' environment has no `TRUSTBENCH_*` variable).
+    The variable may also hold the key itself, which never reaches a worker: the workers'
+    environment has no `TRUSTBENCH_*` variable. The callers add the rest (the cache, the run
+    folder, the corpus).
     """
-    cache = os.environ.get("TRUSTBENCH_CACHE") or str(Path.home() / ".cache" / "trustbench")
-    secrets = [cache]
     key = os.environ.get("TRUSTBENCH_HELDOUT_KEY", "").strip()
-    if key and "\n" not in key and Path(key).exists():
-        secrets.append(key)
-    return secrets
+    return [key] if key and "\n" not in key and Path(key).exists() else []
 
 
 def probe_paths(hidden: Sequence[str] = ()) -> list[str]:

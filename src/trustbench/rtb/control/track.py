@@ -228,7 +228,7 @@ class ControlTrack:
                     f"`{candidate.kind}`",
                     location=f"candidate {candidate.name} kind",
                 )
-            _factory_for(candidate)
+            _factory_for(candidate, spec)
         return self._inputs(spec, base_dir)
 
     def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
@@ -266,7 +266,7 @@ class ControlTrack:
         """
         scenario = self.scenarios(ctx.manifest)[key.case_id]
         if ctx.candidate.name not in self._factories:
-            self._factories[ctx.candidate.name] = _factory_for(ctx.candidate)
+            self._factories[ctx.candidate.name] = _factory_for(ctx.candidate, ctx.manifest.spec)
         factory = self._factories[ctx.candidate.name]
 
         calls: list[dict[str, Any]] = []

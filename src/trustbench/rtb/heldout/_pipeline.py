@@ -427,7 +427,7 @@ def key_reach(sealed: SealedSet, manifest: Manifest, run_dir: Path | None) -> li
     trustbench's own reviewers) shares it: the key is within its reach when
     `$TRUSTBENCH_HELDOUT_KEY` is set.
     """
-    from trustbench.core import isolation_of, runs_candidate_code
+    from trustbench.core import cache_root, isolation_of, runs_candidate_code
     from trustbench.rtb.heldout._crypto import PRIVATE_PREFIX
 
     spec = manifest.spec
@@ -443,7 +443,7 @@ def key_reach(sealed: SealedSet, manifest: Manifest, run_dir: Path | None) -> li
             continue
         from trustbench.sandbox import CandidateWorker, plan_for, probe_paths
 
-        hidden = [str(sealed.folder), *([str(run_dir)] if run_dir is not None else [])]
+        hidden = [str(sealed.folder), str(cache_root()), *([str(run_dir)] if run_dir else [])]
         probe = CandidateWorker(
             candidate.entry, plan_for(candidate.entry, hidden=hidden),
             probe=probe_paths(hidden), scan_prefixes=[PRIVATE_PREFIX],

@@ -38,6 +38,8 @@ Track options (`[track_options]`): `scenario_seed` (int, default 0), `observatio
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -45,7 +47,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from trustbench._imports import import_object
 from trustbench.core import (
     CallFailed,
     Resolution,
@@ -91,9 +92,11 @@ from trustbench.rtb.workflow._config import (
     _check_entry,
     agent_entry,
     boundary_entries,
+    code_loader,
     configuration,
     workflow_boundary_factory,
 )
+from trustbench.sandbox import RemoteObject
 
 __all__ = [
     "SCRIPTED_ENTRY",
@@ -189,6 +192,7 @@ class WorkflowTrack:
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
         self._scenarios: dict[tuple[Any, ...], dict[str, WorkflowScenario]] = {}
+        self._agent_locks: dict[str, asyncio.Lock] = {}
 
     @staticmethod
     def options(spec: core.ExperimentSpec) -> WorkflowTrackOptions:
@@ -250,9 +254,9 @@ class WorkflowTrack:
         """Check candidates and options; list the corpus, the agent prompt and harness code."""
         options = self.options(spec)
         for candidate in spec.candidates:
-            configuration(candidate, options)
+            configuration(candidate, options, spec)
             if candidate.kind == "inprocess":
-                _check_entry(candidate)
+                _check_entry(candidate, spec)
         return self._inputs(spec, base_dir)
 
     def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
@@ -288,13 +292,19 @@ class WorkflowTrack:
     async def run_trial(self, key: TrialKey, ctx: core.TrialContext) -> TrialOutcome:
         """Run one scenario with a fresh agent, boundary and platform; return the whole record."""
         scenario = self.scenarios(ctx.manifest)[key.case_id]
-        config = configuration(ctx.candidate, self.options(ctx.manifest.spec))
+        spec = ctx.manifest.spec
+        config = configuration(ctx.candidate, self.options(spec), spec)
+        load = code_loader(ctx.candidate, spec)
         chat: CoreChat | None = None
+        agent_lock: Any = contextlib.nullcontext()
         if ctx.candidate.kind == "inprocess":
-            make = import_object(
-                agent_entry(ctx.candidate), what=f"candidate {ctx.candidate.name} entry"
-            )
+            make: Any = load(agent_entry(ctx.candidate), f"candidate {ctx.candidate.name} entry")
             settings = dict(ctx.candidate.settings)
+            sandboxed = isinstance(make, RemoteObject)
+            if sandboxed:
+                # A sandboxed agent's `run` awaits the harness's tools while its worker waits:
+                # the worker serves one trial of the candidate at a time.
+                agent_lock = self._agent_locks.setdefault(ctx.candidate.name, asyncio.Lock())
 
             def agent_factory() -> Any:
                 return make(settings)
@@ -306,12 +316,13 @@ class WorkflowTrack:
             def agent_factory() -> Any:
                 return LLMAgent(core_chat, name=ctx.candidate.name)
 
-        run = await run_workflow_trial(
-            scenario.script,
-            agent_factory,
-            workflow_boundary_factory(config, dict(ctx.candidate.settings)),
-            budget=config.budget,
-        )
+        async with agent_lock:
+            run = await run_workflow_trial(
+                scenario.script,
+                agent_factory,
+                workflow_boundary_factory(config, dict(ctx.candidate.settings), load),
+                budget=config.budget,
+            )
         outcome = {
             "scenario_id": scenario.scenario_id,
             "configuration": config.model_dump(mode="json"),

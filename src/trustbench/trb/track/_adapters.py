@@ -50,7 +50,13 @@ from typing import Any
 import torch
 
 from trustbench import __version__
-from trustbench.core import CandidateSpec, ExperimentSpec, ResolvedItem, entry_code_items
+from trustbench.core import (
+    CandidateSpec,
+    ExperimentSpec,
+    ResolvedItem,
+    cache_root,
+    entry_code_items,
+)
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
 from trustbench.sandbox import endpoint_ports
@@ -250,7 +256,8 @@ def user_adapter(
     except ValueError as error:
         raise InputError(str(error), location=f"candidate {candidate.name} endpoints") from None
     worker = AdapterWorker(
-        target, read, roots, hidden=[str(corpus.folder), str(cache_dir())], ports=ports,
+        target, read, roots, hidden=[str(corpus.folder), str(cache_dir()), str(cache_root())],
+        ports=ports,
         fallback=candidate.isolation == "none",
     )  # fmt: skip
     try:
