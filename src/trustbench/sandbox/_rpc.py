@@ -401,7 +401,9 @@ def interpreter_paths() -> list[str]:
     import sysconfig
 
     stdlib = [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    return [*SYSTEM_READ, sys.prefix, sys.base_prefix, sys.exec_prefix, *stdlib]
+    # A bytecode cache kept apart (`PYTHONPYCACHEPREFIX`) holds only compiled modules.
+    cache = [sys.pycache_prefix] if sys.pycache_prefix else []
+    return [*SYSTEM_READ, sys.prefix, sys.base_prefix, sys.exec_prefix, *stdlib, *cache]
 
 
 def harness_secrets() -> list[str]:
