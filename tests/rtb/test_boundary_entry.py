@@ -323,8 +323,10 @@ def test_a_workflow_boundary_entry_edited_after_the_freeze_fails_the_recheck(
     source.write_text(f"from {__name__} import house as house\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = tmp_path / "exp.toml"
+    # `isolation = "none"`: the module imports this test module, found on pytest's path only.
     spec.write_text(
-        'suite = "rtb"\ntrack = "workflow"\ntrials_per_case = 1\n[corpus]\nbuiltin = "v0.1"\n'
+        'suite = "rtb"\ntrack = "workflow"\ntrials_per_case = 1\nisolation = "none"\n'
+        '[corpus]\nbuiltin = "v0.1"\n'
         '[[candidates]]\nname = "house"\nkind = "inprocess"\n'
         f'settings = {{ agent = "reckless", boundary_entry = "{module}:house" }}\n'
     )

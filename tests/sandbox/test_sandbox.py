@@ -222,8 +222,7 @@ def test_a_machine_without_the_sandbox_refuses_candidate_code_unless_isolation_i
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import trustbench.sandbox
-    from trustbench.core import load_spec
-    from trustbench.core.spec._spec import check_isolation
+    from trustbench.core import check_isolation, load_spec
     from trustbench.errors import InputError
 
     monkeypatch.setattr(trustbench.sandbox, "platform_problem", lambda: "no Landlock (simulated)")

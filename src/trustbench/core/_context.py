@@ -546,7 +546,7 @@ def candidate_entry(
         return import_object(entry, what=where), ISOLATION_NONE
     key = (candidate.name, entry)
     if key not in _WORKERS:
-        _WORKERS[key] = _started_worker(candidate, entry, hidden)
+        _WORKERS[key] = _started_worker(candidate, entry, [*_RUN_SECRETS, *hidden])
     worker = _WORKERS[key]
     return worker.entry_object(), str(worker.sandbox) + _reach_note(worker.reached)
 
@@ -582,10 +582,24 @@ _WORKERS: dict[tuple[str, str], Any] = {}
 """The workers started by this process, by (candidate, entry); `close_workers` stops them."""
 
 
+_RUN_SECRETS: list[str] = []
+"""What no worker of the run in progress may read (its folder, its corpus): `start_run_workers`."""
+
+
 def close_workers() -> None:
     """Stop every candidate worker this process started."""
+    _RUN_SECRETS.clear()
     while _WORKERS:
         _WORKERS.popitem()[1].close()
+
+
+def start_run_workers(secrets: Sequence[str]) -> None:
+    """Begin a run: earlier workers (a freeze's, in this process) stop; new ones hide `secrets`.
+
+    Every worker started from now until `close_workers` may not read `secrets`.
+    """
+    close_workers()
+    _RUN_SECRETS.extend(secrets)
 
 
 def build_provider(
@@ -612,6 +626,10 @@ def build_provider(
             factory, isolation = candidate_entry(candidate, spec, candidate.entry, hidden)
             provider = InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
             provider.isolation = isolation
+            if isolation not in (OWN_CODE, ISOLATION_NONE):
+                import asyncio
+
+                provider.one_at_a_time = asyncio.Lock()
             return provider
         factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
         return InProcessProvider(factory, name=candidate.name, settings=candidate.settings)

@@ -34,6 +34,7 @@ from trustbench.core._context import (
     close_workers,
     probe_connections,
     start_preflight,
+    start_run_workers,
     stop_reason,
     supervised,
 )
@@ -510,9 +511,9 @@ def _providers(
     spec = manifest.spec
     if not needed:
         return dict.fromkeys((c.name for c in spec.candidates), None)
-    hidden = _run_secrets(run_dir, manifest)
+    start_run_workers(_run_secrets(run_dir, manifest))
     providers: dict[str, ChatProvider | None] = {
-        c.name: build_provider(c, session, spec.max_response_bytes, spec=spec, hidden=hidden)
+        c.name: build_provider(c, session, spec.max_response_bytes, spec=spec)
         for c in spec.candidates
     }
     _record_isolation(ledger, providers)

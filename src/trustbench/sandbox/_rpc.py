@@ -17,16 +17,20 @@ crosses as a reference with its public plain attributes and the names of its met
 exception raised by a callback is re-raised in the harness as itself when it comes back out of
 the candidate; any other exception of the candidate arrives as `CandidateRaised`.
 
-Calls are synchronous and whole: the harness writes a request and reads until its answer,
-serving the candidate's callbacks (synchronous harness methods only) in between, so one call
-never interleaves with another; the worker awaits a candidate's coroutine to its end. Measured
-overhead: see docs/sandbox.md.
+Calls are whole: the harness writes a request and reads until its answer, serving the
+candidate's callbacks in between. A synchronous method is called from the caller's thread; a
+coroutine method is exchanged on the endpoint's own thread (`Endpoint.acall`), so the harness's
+event loop keeps running (a trial timeout still fires) and the harness's coroutines it calls
+back (an agent's tools) run on that loop. The worker awaits a candidate's coroutine to its end.
+The tracks give a sandboxed candidate's trials turns (docs/sandbox.md), and the cost is in
+`bench/sandbox_overhead.py`.
 """
 
 from __future__ import annotations
 
 import base64
 import builtins
+import contextlib
 import dataclasses
 import enum
 import inspect
@@ -199,6 +203,11 @@ class Endpoint:
         """This side's exceptions sent to the other side, by id: one that comes back out of the
         other side's code (a `ResponseLost` through a boundary) is raised again as itself."""
         self.lock = threading.RLock()
+        self.broken = False
+        """A call was abandoned: the worker is stopped and this endpoint serves no more."""
+        self.on_abandon: Any = None
+        """What stops the worker (set by `CandidateWorker`)."""
+        self._thread: Any = None
         self.awaits = False
         """Whether this side may await a coroutine it was asked to run (the worker's side)."""
         self._loop: Any = None
@@ -250,6 +259,8 @@ class Endpoint:
     # -- the exchange ---------------------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
+        if self.broken:
+            raise WorkerFailed("the candidate's worker was stopped after a call timed out")
         self.outbox.write(json.dumps(message).encode() + b"\n")
         self.outbox.flush()
 
@@ -293,12 +304,33 @@ class Endpoint:
     async def acall(
         self, ref: int, method: str | None, args: Sequence[Any], kwargs: dict[str, Any]
     ) -> Any:
-        """`call` from the harness's event loop: a callback's coroutine is awaited there.
+        """`call` from the harness's event loop, without blocking it.
 
-        The worker of an agent awaits the harness's tools (`ToolBox.call`); one such call holds
-        the worker until it answers, so an agent's worker serves one trial (see the workflow
-        track), while sync-only candidates share one worker per candidate.
+        The exchange runs on this endpoint's one thread, so a trial timeout (a cancellation)
+        still fires while the candidate computes or hangs; a callback's coroutine (an agent's
+        tool) is run on the loop. A cancelled call cannot be taken back from the worker: the
+        worker is stopped (`abandon`) and the next use of the candidate starts a fresh one.
         """
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if self._thread is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="trustbench-sandbox")
+        try:
+            return await loop.run_in_executor(
+                self._thread, self._call_from_thread, loop, ref, method, args, kwargs
+            )
+        except asyncio.CancelledError:
+            self.abandon()
+            raise
+
+    def _call_from_thread(
+        self, loop: Any, ref: int, method: str | None, args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> Any:
+        import asyncio
+
         with self.lock:
             self._send_call(ref, method, args, kwargs)
             while True:
@@ -308,11 +340,17 @@ class Endpoint:
                 try:
                     result = self._invoke(message)
                     if inspect.isawaitable(result):
-                        result = await result
+                        result = asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
                     reply = {"ok": self.encode(result)}
                 except Exception as error:
                     reply = self._failure(error)
                 self.send(reply)
+
+    def abandon(self) -> None:
+        """Give up on this worker (a call was cancelled mid-flight): stop it."""
+        self.broken = True
+        if self.on_abandon is not None:
+            self.on_abandon()
 
     def _send_call(
         self, ref: int, method: str | None, args: Sequence[Any], kwargs: dict[str, Any]
@@ -355,6 +393,10 @@ class Endpoint:
 
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(awaitable)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _passed_through(error: BaseException) -> int | None:
@@ -473,7 +515,12 @@ def module_paths(entry: str) -> list[str]:
         locations = [str(spec.origin)]
     if not locations:
         raise InputError(f"cannot find module {top!r} of {entry}", location=entry)
-    return list(dict.fromkeys(str(Path(p).parent) for p in locations))
+    folders = [Path(p).resolve().parent for p in locations]
+    # The import roots above it too: a module in `project/tests/` importing `tests.support`
+    # needs `project/` on its path, as it has in the harness.
+    above = [str(Path(p).resolve()) for p in sys.path if p and Path(p).is_dir()]
+    above = [p for p in above if any(f.is_relative_to(p) for f in folders)]
+    return list(dict.fromkeys([*map(str, folders), *above]))
 
 
 def worker_environment(folder: str, roots: Sequence[str]) -> dict[str, str]:
@@ -558,9 +605,17 @@ class CandidateWorker:
             WorkerFailed: the worker could not confine itself or import the entry.
         """
         with self._lock:
+            if self._endpoint is not None and self._endpoint.broken:
+                self._stop()  # a call timed out in it: start a fresh one
             if self._endpoint is None:
                 self._endpoint = self._start()
+                self._endpoint.on_abandon = self._kill
             return self._endpoint
+
+    def _kill(self) -> None:
+        """Stop the process at once (a call in flight was abandoned); restarted on next use."""
+        if self._process is not None:
+            self._process.kill()
 
     def _start(self, *, import_entry: bool = True) -> Endpoint:
         self._folder = tempfile.mkdtemp(prefix="trustbench-sandbox-")
@@ -604,13 +659,18 @@ class CandidateWorker:
     def entry_object(self) -> Any:
         """The candidate's entry object (reference 0 in the worker)."""
         endpoint = self.start()
-        return endpoint.proxy({"id": 0, **endpoint_description(endpoint)})
+        entry = endpoint.proxy({"id": 0, **endpoint_description(endpoint)})
+        # The entry outlives a restart (a timed-out call stops the worker): it always speaks to
+        # the current process.
+        type(entry)._endpoint = property(lambda _entry: self.start())  # type: ignore[assignment]
+        return entry
 
     def _stop(self) -> None:
         process, self._process, self._endpoint = self._process, None, None
         if process is not None:
             if process.stdin is not None:
-                process.stdin.close()
+                with contextlib.suppress(OSError):  # a killed worker's pipe may be broken
+                    process.stdin.close()
             try:
                 process.wait(timeout=5)
             except subprocess.TimeoutExpired:

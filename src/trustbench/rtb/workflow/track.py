@@ -186,6 +186,21 @@ class CoreChat:
         )
 
 
+def _in_a_worker(value: Any) -> bool:
+    """Whether `value` stands for an object in a candidate's sandbox worker."""
+    return isinstance(value, RemoteObject)
+
+
+def _sandboxed_boundary(
+    entry: str | None, candidate: core.CandidateSpec, spec: core.ExperimentSpec
+) -> bool:
+    """Whether a `boundary_entry` runs in the candidate's sandbox worker."""
+    from trustbench.core import isolation_of
+
+    own = entry is None or entry.startswith("trustbench.")
+    return not own and isolation_of(candidate, spec) == "sandbox"
+
+
 class WorkflowTrack:
     """The `rtb/workflow` track: resolve, plan, run one trial, and analyse a run."""
 
@@ -297,14 +312,11 @@ class WorkflowTrack:
         load = code_loader(ctx.candidate, spec)
         chat: CoreChat | None = None
         agent_lock: Any = contextlib.nullcontext()
+        sandboxed = _sandboxed_boundary(config.boundary_entry, ctx.candidate, spec)
         if ctx.candidate.kind == "inprocess":
             make: Any = load(agent_entry(ctx.candidate), f"candidate {ctx.candidate.name} entry")
             settings = dict(ctx.candidate.settings)
-            sandboxed = isinstance(make, RemoteObject)
-            if sandboxed:
-                # A sandboxed agent's `run` awaits the harness's tools while its worker waits:
-                # the worker serves one trial of the candidate at a time.
-                agent_lock = self._agent_locks.setdefault(ctx.candidate.name, asyncio.Lock())
+            sandboxed = sandboxed or _in_a_worker(make)
 
             def agent_factory() -> Any:
                 return make(settings)
@@ -316,6 +328,11 @@ class WorkflowTrack:
             def agent_factory() -> Any:
                 return LLMAgent(core_chat, name=ctx.candidate.name)
 
+        if sandboxed:
+            # A sandboxed agent's `run` awaits the harness's tools while its worker waits, and a
+            # boundary's worker must not be left busy by a timed-out call: the candidate's trials
+            # run one at a time.
+            agent_lock = self._agent_locks.setdefault(ctx.candidate.name, asyncio.Lock())
         async with agent_lock:
             run = await run_workflow_trial(
                 scenario.script,
