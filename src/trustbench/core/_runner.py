@@ -33,6 +33,7 @@ from trustbench.core._context import (
     check_credentials,
     close_workers,
     probe_connections,
+    run_secrets,
     start_preflight,
     start_run_workers,
     stop_reason,
@@ -511,19 +512,13 @@ def _providers(
     spec = manifest.spec
     if not needed:
         return dict.fromkeys((c.name for c in spec.candidates), None)
-    start_run_workers(_run_secrets(run_dir, manifest))
+    start_run_workers(run_secrets(run_dir, manifest))
     providers: dict[str, ChatProvider | None] = {
         c.name: build_provider(c, session, spec.max_response_bytes, spec=spec)
         for c in spec.candidates
     }
     _record_isolation(ledger, providers)
     return providers
-
-
-def _run_secrets(run_dir: Path, manifest: Manifest) -> list[str]:
-    """What no candidate worker may read: the run folder and a corpus given as a folder."""
-    corpus = Path(manifest.base_dir) / manifest.corpus.root
-    return [str(run_dir.resolve()), *([str(corpus.resolve())] if corpus.is_dir() else [])]
 
 
 def _record_isolation(ledger: Ledger, providers: dict[str, ChatProvider | None]) -> None:
