@@ -301,8 +301,11 @@ def test_rechecking_a_frozen_run_never_imports_the_candidates_boundary(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = tmp_path / "exp.toml"
+    # `isolation = "none"`: the freeze builds the boundary in this process (in its sandbox the
+    # module could not write the marker), so the recheck below is the only import left to see.
     spec.write_text(
-        f'suite = "rtb"\ntrack = "{track}"\ntrials_per_case = 1\n[corpus]\nbuiltin = "v0.1"\n'
+        f'suite = "rtb"\ntrack = "{track}"\ntrials_per_case = 1\nisolation = "none"\n'
+        f'[corpus]\nbuiltin = "v0.1"\n'
         f'[[candidates]]\nname = "house"\nkind = "inprocess"\n{candidate.format(module=module)}\n'
     )
     manifest = build_manifest(spec)  # the freeze builds the boundary: it imports the module
@@ -320,8 +323,10 @@ def test_a_workflow_boundary_entry_edited_after_the_freeze_fails_the_recheck(
     source.write_text(f"from {__name__} import house as house\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = tmp_path / "exp.toml"
+    # `isolation = "none"`: the module imports this test module, found on pytest's path only.
     spec.write_text(
-        'suite = "rtb"\ntrack = "workflow"\ntrials_per_case = 1\n[corpus]\nbuiltin = "v0.1"\n'
+        'suite = "rtb"\ntrack = "workflow"\ntrials_per_case = 1\nisolation = "none"\n'
+        '[corpus]\nbuiltin = "v0.1"\n'
         '[[candidates]]\nname = "house"\nkind = "inprocess"\n'
         f'settings = {{ agent = "reckless", boundary_entry = "{module}:house" }}\n'
     )

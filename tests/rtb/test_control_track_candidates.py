@@ -335,7 +335,9 @@ def test_boundary_that_hangs_times_out_unresolved_with_its_calls_recorded(tmp_pa
     text = _spec(
         _candidate("hangs", "", extra=f'entry = "{__name__}:hangs_at_dispatch"'),
         options='paths = ["approval_service_unavailable"]',
-    ).replace("timeout_s = 10.0", "timeout_s = 10.0\ntrial_timeout_s = 0.2")
+    ).replace("timeout_s = 10.0", 'timeout_s = 10.0\ntrial_timeout_s = 0.2\nisolation = "none"')
+    # In the harness process: a sandboxed candidate's trials take turns (docs/sandbox.md), and
+    # those waiting would reach 0.2 s before calling the boundary at all.
     _, record = _run(tmp_path, text)
     upper = _figure(record, "hangs", "prohibited_effect_rate_upper")
     assert (upper["numerator"], upper["denominator"]) == (10, 10)

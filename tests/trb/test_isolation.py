@@ -15,6 +15,7 @@ from tests.support.child_env import child_env
 from tests.trb.test_trb_track import figure, freeze_run_report, write_spec
 
 from trustbench.errors import InputError
+from trustbench.sandbox import abi_version
 from trustbench.trb.adapter import SelfReport, StepContext
 from trustbench.trb.cheats import _gaming as _memoriser
 from trustbench.trb.cheats import memoriser
@@ -26,7 +27,6 @@ from trustbench.trb.isolation._client import (
     read_paths,
     refuse_overlap,
 )
-from trustbench.trb.isolation._worker import abi_version
 from trustbench.trb.track._profile import RecordingAdapter
 
 HERE = Path(__file__).parent

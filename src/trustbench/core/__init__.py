@@ -16,7 +16,13 @@ from trustbench.core._api import ExperimentResult, SpecSource, run_spec, run_spe
 from trustbench.core._attestation import REMOVED_KEY_ENV, STATEMENT_FILE, check_record_statement
 from trustbench.core._candidate_code import entry_code_items
 from trustbench.core._clock import utc_now
-from trustbench.core._context import CallFailed, PolicyViolation, TrialContext, build_provider
+from trustbench.core._context import (
+    CallFailed,
+    PolicyViolation,
+    TrialContext,
+    build_provider,
+    candidate_entry,
+)
 from trustbench.core._evaluability import (
     not_evaluable_reason,
     not_evaluable_subjects,
@@ -83,8 +89,11 @@ from trustbench.core.spec._spec import (
     ParticipantSpec,
     RecommendationSpec,
     RetryPolicy,
+    check_isolation,
+    isolation_of,
     load_spec,
     parse_spec,
+    runs_candidate_code,
 )
 from trustbench.core.spec._values import looks_like_a_key
 
@@ -131,7 +140,9 @@ __all__ = [
     "build_manifest",
     "build_provider",
     "cache_root",
+    "candidate_entry",
     "check_inputs",
+    "check_isolation",
     "check_output_file",
     "check_output_folder",
     "check_record_statement",
@@ -141,6 +152,7 @@ __all__ = [
     "export_ledger",
     "is_run_folder",
     "is_standard_output",
+    "isolation_of",
     "load_private_key",
     "load_public_key",
     "load_spec",
@@ -162,6 +174,7 @@ __all__ = [
     "run_experiment_async",
     "run_spec",
     "run_spec_async",
+    "runs_candidate_code",
     "sign_envelope",
     "trial_order",
     "utc_now",

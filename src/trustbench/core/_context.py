@@ -15,16 +15,22 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trustbench._canonical import canonical_json, sha256_hex
 from trustbench._imports import import_object
 from trustbench.core._clock import utc_now
 from trustbench.core._track import TrialKey
-from trustbench.core.ledger._store import Ledger
-from trustbench.core.spec._spec import CandidateSpec, ExperimentSpec, RetryPolicy
+from trustbench.core.ledger._store import Ledger, cache_root
+from trustbench.core.spec._spec import (
+    CandidateSpec,
+    ExperimentSpec,
+    RetryPolicy,
+    isolation_of,
+)
 from trustbench.errors import InputError, did_you_mean
 from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
@@ -656,14 +662,118 @@ def unknown_settings(candidates: list[CandidateSpec]) -> list[str]:
     return warnings
 
 
+# ------------------------------------------------------------------------------------------------
+# Candidate code runs in the sandbox (`trustbench.sandbox`): one confined worker per candidate.
+#
+# An `inprocess` candidate whose `entry` is not trustbench's own is called through its worker
+# (the factory, then each trial's responder, with the same arguments as in the harness process),
+# unless the candidate or the spec says `isolation = "none"`. A machine where the sandbox cannot
+# be set up refuses to freeze or run such a candidate (`check_isolation`). What each candidate
+# ran under is a `candidate_isolation` event in the ledger, which the report shows.
+
+ISOLATION_NONE = "none (in the harness process, with its rights)"
+"""The isolation recorded for a candidate the spec runs with `isolation = "none"`."""
+
+
+OWN_CODE = "in-process (trustbench's own code)"
+"""The isolation recorded for trustbench's own entries (built-in reviewers and boundaries)."""
+
+
+def candidate_entry(
+    candidate: CandidateSpec, spec: ExperimentSpec, entry: str, hidden: Sequence[str] = ()
+) -> tuple[Any, str]:
+    """(the object `entry` names, the isolation it runs under) for one candidate.
+
+    trustbench's own entries are imported here; any other runs in the candidate's sandbox
+    worker (one per candidate and entry, started on first use, closed by `close_workers`) and
+    the object returned stands for it, called with the same arguments; `isolation = "none"`
+    imports it here, and the report says so.
+
+    Raises:
+        InputError: the worker could not confine itself or import the entry (named).
+    """
+    where = f"candidate {candidate.name} entry"
+    if entry.startswith("trustbench."):
+        return import_object(entry, what=where), OWN_CODE
+    if isolation_of(candidate, spec) == "none":
+        return import_object(entry, what=where), ISOLATION_NONE
+    key = (candidate.name, entry)
+    if key not in _WORKERS:
+        _WORKERS[key] = _started_worker(candidate, entry, [*_RUN_SECRETS, *hidden])
+    worker = _WORKERS[key]
+    return worker.entry_object(), str(worker.sandbox) + _reach_note(worker.reached)
+
+
+def _started_worker(candidate: CandidateSpec, entry: str, hidden: Sequence[str]) -> Any:
+    from trustbench.sandbox import (
+        CandidateWorker,
+        WorkerFailed,
+        endpoint_ports,
+        plan_for,
+        probe_paths,
+    )
+
+    try:
+        ports = endpoint_ports(candidate.endpoints)
+    except ValueError as error:
+        raise InputError(str(error), location=f"candidate {candidate.name} endpoints") from None
+    hidden = [str(cache_root()), *hidden]
+    plan = plan_for(entry, hidden=hidden, ports=ports)
+    worker = CandidateWorker(entry, plan, probe=probe_paths(hidden))
+    try:
+        worker.start()
+    except WorkerFailed as error:
+        raise InputError(str(error), location=f"candidate {candidate.name} entry") from None
+    return worker
+
+
+def _reach_note(reached: Sequence[str]) -> str:
+    return f"; could read {', '.join(reached)}" if reached else ""
+
+
+_WORKERS: dict[tuple[str, str], Any] = {}
+"""The workers started by this process, by (candidate, entry); `close_workers` stops them."""
+
+
+_RUN_SECRETS: list[str] = []
+"""What no worker of the run in progress may read (its folder, its corpus): `start_run_workers`."""
+
+
+def run_secrets(run_dir: Path, manifest: Manifest) -> list[str]:
+    """What no candidate worker may read: the run folder and a corpus given as a folder."""
+    corpus = Path(manifest.base_dir) / manifest.corpus.root
+    return [str(run_dir.resolve()), *([str(corpus.resolve())] if corpus.is_dir() else [])]
+
+
+def close_workers() -> None:
+    """Stop every candidate worker this process started."""
+    _RUN_SECRETS.clear()
+    while _WORKERS:
+        _WORKERS.popitem()[1].close()
+
+
+def start_run_workers(secrets: Sequence[str]) -> None:
+    """Begin a run: earlier workers (a freeze's, in this process) stop; new ones hide `secrets`.
+
+    Every worker started from now until `close_workers` may not read `secrets`.
+    """
+    close_workers()
+    _RUN_SECRETS.extend(secrets)
+
+
 def build_provider(
     candidate: CandidateSpec,
     session: HttpPool,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    *,
+    spec: ExperimentSpec | None = None,
+    hidden: Sequence[str] = (),
 ) -> ChatProvider | None:
     """Create the provider for `candidate`, or None for an in-process one without an entry.
 
-    `max_response_bytes` is the spec's cap on one response body (API candidates).
+    `max_response_bytes` is the spec's cap on one response body (API candidates). With `spec`,
+    candidate code runs in its sandbox worker (unless `isolation = "none"`), which may not read
+    `hidden` (the run folder, the corpus); the provider's `isolation` says how it ran.
 
     Raises:
         InputError: when `api_key_env` names an unset variable or `entry` cannot be imported.
@@ -671,6 +781,15 @@ def build_provider(
     if candidate.kind == "inprocess":
         if candidate.entry is None:
             return None
+        if spec is not None:
+            factory, isolation = candidate_entry(candidate, spec, candidate.entry, hidden)
+            provider = InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
+            provider.isolation = isolation
+            if isolation not in (OWN_CODE, ISOLATION_NONE):
+                import asyncio
+
+                provider.one_at_a_time = asyncio.Lock()
+            return provider
         factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
         return InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
     check_credentials([candidate])

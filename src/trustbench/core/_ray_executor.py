@@ -108,7 +108,7 @@ class TrialWorker:
         spec = self.manifest.spec
         self._session = new_session(spec.concurrency)
         self._providers = {
-            c.name: build_provider(c, self._session, spec.max_response_bytes)
+            c.name: build_provider(c, self._session, spec.max_response_bytes, spec=spec)
             for c in spec.candidates
         }
         self._services = RunServices(

@@ -153,6 +153,38 @@ def _graded(run_dir: Path, manifest: Manifest) -> tuple[Track, LedgerContents, T
     return track, ledger, track.analyze(manifest, ledger)
 
 
+def candidate_isolation(run_dir: Path) -> dict[str, str]:
+    """What each candidate's code ran under, from the run's `candidate_isolation` events.
+
+    A resumed run records it again; a candidate that ran unconfined in any run keeps that mode.
+    """
+    import sqlite3
+
+    modes: dict[str, str] = {}
+    uri = f"{(run_dir / 'ledger.sqlite').resolve().as_uri()}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True)
+    try:
+        rows = connection.execute(
+            "SELECT data FROM events WHERE kind = 'candidate_isolation' ORDER BY rowid"
+        ).fetchall()
+    finally:
+        connection.close()
+    for (data,) in rows:
+        for name, mode in dict(json.loads(data)).items():
+            if not modes.get(name, "").startswith("none"):
+                modes[str(name)] = str(mode)
+    return modes
+
+
+def _with_isolation_note(note: str, isolation: dict[str, str]) -> str:
+    """The verdict note, led by every candidate that ran with `isolation = "none"`."""
+    unconfined = sorted(name for name, mode in isolation.items() if mode.startswith("none"))
+    if not unconfined:
+        return note
+    said = f'isolation = "none" for {", ".join(unconfined)} (its code ran in the harness process)'
+    return f"{said}; {note}" if note else said
+
+
 def _system_under_test(run_dir: Path, manifest: Manifest, track: Track) -> SystemUnderTest:
     """The report's "System under test" block: manifest declarations and the ledger's model ids.
 
@@ -213,6 +245,7 @@ def report_run(
     """
     # Imported here, not at the top: every `trustbench.core` import (`trustbench run` and
     # `--help` among them) would otherwise build the report's models and load numpy (issue 47).
+    from trustbench.core._context import close_workers, run_secrets, start_run_workers
     from trustbench.core.report import (
         TRIAL_ROWS_FILE,
         ReportPage,
@@ -232,12 +265,17 @@ def report_run(
         if not verification_job.beside:
             _refuse_altered(run_dir, verification_job.result())  # before any grading
         try:
+            # A track that asks candidate code while grading (a workflow boundary's declared
+            # class) asks its sandbox worker, which may not read this run's folder either.
+            start_run_workers(run_secrets(run_dir, manifest))
             track, ledger, analysis = _graded(run_dir, manifest)
         except Exception:
             # Beside, grading an altered run may fail anywhere (an edited corpus, a ledger row
             # no track expects): the alteration is what to report, as when verified first.
             _refuse_altered(run_dir, verification_job.result())
             raise
+        finally:
+            close_workers()
         verification = verification_job.result()
         _refuse_altered(run_dir, verification)
     finished = ledger.finished_count
@@ -257,6 +295,7 @@ def report_run(
     gates = gate_on_evaluability(declared + list(analysis.implicit_gates), verdict)
     if incomplete is not None:
         gates = [withhold_pass(gate, incomplete) for gate in gates]
+    isolation = candidate_isolation(run_dir)
     page = ReportPage(
         title=analysis.title,
         subtitle=analysis.subtitle,
@@ -266,14 +305,17 @@ def report_run(
             *analysis.sections,
         ],
         manifest=_manifest_summary(manifest, complete, finished),
-        qualifications=analysis.qualifications,
+        qualifications=[
+            *analysis.qualifications,
+            *(f"Candidate {name}'s code ran under: {mode}." for name, mode in isolation.items()),
+        ],
         subjects=list(analysis.subjects),
         instruments=sorted(analysis.instruments),
         expected_to_fail=sorted(analysis.expected_to_fail & analysis.instruments),
         not_run=_not_run(analysis),
         evaluability=dict(analysis.evaluability),
         incomplete=incomplete,
-        verdict_note=analysis.verdict_note,
+        verdict_note=_with_isolation_note(analysis.verdict_note, isolation),
         system_under_test=_system_under_test(run_dir, manifest, track),
     )
     verdicts = subject_verdicts(page)
@@ -302,6 +344,8 @@ def report_run(
         },
         "qualifications": analysis.qualifications,
         "system_under_test": page.system_under_test,
+        # What each candidate's code ran under (`trustbench.sandbox`), as the run recorded it.
+        "candidate_isolation": isolation,
         # Per-trial rows live beside the record (one JSON line each); the record names the
         # file and commits to it by digest, and stays small however long the run.
         "trial_rows": write_trial_rows((out_dir or run_dir) / TRIAL_ROWS_FILE, analysis.trial_rows),

@@ -32,7 +32,10 @@ from trustbench.core._context import (
     TokenBucket,
     build_provider,
     check_credentials,
+    close_workers,
     preflight,
+    run_secrets,
+    start_run_workers,
     stop_reason,
     structured,
 )
@@ -358,6 +361,7 @@ async def _run(
         del keys  # held by the run alone, which drops it once the trials are ordered
         return await running
     finally:
+        close_workers()  # the candidates' sandbox workers (`_context.build_provider`)
         if pool is not None:
             pool.close()
 
@@ -449,10 +453,7 @@ async def _run_into_ledger(
         async with new_session(spec.concurrency) as session:
             # Nothing left to run (a resume of a finished folder) makes no provider: an HTTP one
             # imports aiohttp (about 0.2 s), an in-process one imports the candidate's code.
-            providers: dict[str, ChatProvider | None] = {
-                c.name: build_provider(c, session, spec.max_response_bytes) if remaining else None
-                for c in spec.candidates
-            }
+            providers = _providers(run_dir, manifest, session, ledger, bool(remaining))
             _share_rate_limits(spec, providers, services)
             _adapt_concurrency(spec, providers, services, ledger)
             execution = _Execution(
@@ -523,6 +524,37 @@ async def _run_into_ledger(
         return summary
     finally:
         ledger.close()
+
+
+def _providers(
+    run_dir: Path, manifest: Manifest, session: Any, ledger: Ledger, needed: bool
+) -> dict[str, ChatProvider | None]:
+    """Each candidate's provider (None for all when nothing is `needed`), isolation recorded.
+
+    Candidate code runs in one sandbox worker per candidate, which may read neither the run
+    folder nor the corpus (`_context.build_provider`, docs/sandbox.md).
+    """
+    spec = manifest.spec
+    if not needed:
+        return dict.fromkeys((c.name for c in spec.candidates), None)
+    start_run_workers(run_secrets(run_dir, manifest))
+    providers: dict[str, ChatProvider | None] = {
+        c.name: build_provider(c, session, spec.max_response_bytes, spec=spec)
+        for c in spec.candidates
+    }
+    _record_isolation(ledger, providers)
+    return providers
+
+
+def _record_isolation(ledger: Ledger, providers: dict[str, ChatProvider | None]) -> None:
+    """A `candidate_isolation` event: what each candidate's code runs under (for the report)."""
+    modes = {
+        name: str(getattr(provider, "isolation"))  # noqa: B009 - only in-process providers have it
+        for name, provider in providers.items()
+        if provider is not None and hasattr(provider, "isolation")
+    }
+    if modes:
+        ledger.event("candidate_isolation", modes)
 
 
 def _finished_within_plan(ledger: Ledger, keys: Sequence[TrialKey]) -> set[str]:

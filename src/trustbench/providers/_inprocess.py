@@ -43,15 +43,30 @@ class InProcessProvider:
         self.settings = dict(settings)
         self.requested_model: str | None = name
         self.endpoint: str | None = None
+        self.isolation: str = "in-process"
+        """What the candidate's code runs under (a sandbox mode, or "none ..." where the spec
+        says `isolation = "none"`)."""
         self._responder: Responder | None = None
+        self.one_at_a_time: Any = None
+        """An `asyncio.Lock` shared by every trial's copy when the candidate's code lives in one
+        sandbox worker: its trials are then served one at a time, their responder built inside
+        the lock, so a timed-out call never leaves another trial waiting on the worker."""
 
     def for_trial(self) -> InProcessProvider:
         """A provider holding a fresh responder built for one trial."""
         fresh = InProcessProvider(
             self.factory, name=str(self.requested_model), settings=self.settings
         )
-        fresh._responder = self.factory(dict(self.settings))
+        fresh.isolation = self.isolation
+        fresh.one_at_a_time = self.one_at_a_time
+        if self.one_at_a_time is None:
+            fresh._responder = self.factory(dict(self.settings))
         return fresh
+
+    async def _answer(self, request: ChatRequest) -> Any:
+        responder = self._responder or self.factory(dict(self.settings))
+        answer = responder(request)
+        return await answer if inspect.isawaitable(answer) else answer
 
     async def send(self, request: ChatRequest, timeout_s: float) -> AttemptResult:
         """Call the responder once; an exception is a `candidate_error`, not a crash."""
@@ -62,12 +77,13 @@ class InProcessProvider:
             request_json=canonical_json(body),
             endpoint=None,
         )
-        responder = self._responder or self.factory(dict(self.settings))
         started = time.perf_counter()
         try:
-            answer = responder(request)
-            if inspect.isawaitable(answer):
-                answer = await answer
+            if self.one_at_a_time is not None:
+                async with self.one_at_a_time:
+                    answer = await self._answer(request)
+            else:
+                answer = await self._answer(request)
         except Exception as error:  # a candidate defect is a measured result, not a harness crash
             result.latency_s = time.perf_counter() - started
             result.error_class = "candidate_error"

@@ -39,7 +39,12 @@ from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._outputs import check_new_run_folder, write_atomically
 from trustbench.core._track import Resolution, ResolvedItem, Track, TrialKey, load_track, track_hook
 from trustbench.core.gates import GateSpec
-from trustbench.core.spec._spec import ExperimentSpec, load_spec, refuse_unused_resample
+from trustbench.core.spec._spec import (
+    ExperimentSpec,
+    check_isolation,
+    load_spec,
+    refuse_unused_resample,
+)
 from trustbench.errors import CheckFailed, InputError
 
 # ------------------------------------------------------------------------------------------------
@@ -824,6 +829,7 @@ def freeze_manifest(manifest: Manifest, run_dir: Path, reason: str = "") -> tupl
     existing = run_dir / MANIFEST_FILE
     if existing.exists() and read_manifest(run_dir).manifest_sha256 != manifest.manifest_sha256:
         write_manifest(manifest, run_dir)  # refuses, naming the folder
+    check_isolation(manifest.spec)  # a machine without the sandbox refuses before anything
     track, _ = load_track(manifest.track.id)
     notes = track_hook(track, "on_freeze", manifest, run_dir, reason=reason)
     return write_manifest(manifest, run_dir), notes

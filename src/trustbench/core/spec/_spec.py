@@ -211,6 +211,13 @@ class CandidateSpec(_Strict):
     """Whether the requested model id names an immutable revision (pinned weights, a dated
     snapshot its provider does not change). False discloses the limitation the spec asks to
     disclose: a moving alias may serve other weights on another day. None: "not declared"."""
+    isolation: Literal["sandbox", "none"] | None = None
+    """For `inprocess` candidates whose code is not trustbench's own: `sandbox` (the default,
+    from the spec's `isolation`) runs it in a confined worker process (docs/sandbox.md); `none`
+    runs it in the harness process, with the harness's rights, and every report says so."""
+    endpoints: list[str] = Field(default_factory=list)
+    """Network endpoints (`host:port` or URLs) the sandboxed code may connect to; none: no
+    network at all."""
 
     @model_validator(mode="before")
     @classmethod
@@ -352,6 +359,10 @@ class ExperimentSpec(_Strict):
     """Release gates."""
     track_options: dict[str, JsonValue] = Field(default_factory=dict)
     """Track-specific options (the track validates them when it resolves the spec)."""
+    isolation: Literal["sandbox", "none"] = "sandbox"
+    """How candidate code runs unless a candidate says otherwise: `sandbox` (a confined worker
+    per candidate; a machine where it cannot be set up refuses to freeze or run) or `none` (in
+    the harness process; shown in the report and the verdict line)."""
     human_protocol: HumanProtocolSpec | None = None
     """Required when any candidate is `human`: who supplied the reference decisions."""
 
@@ -528,3 +539,44 @@ def spec_error(
             break
     pointer = "/" + "/".join(str(part) for part in chosen["loc"])
     return InputError(message, location=f"{source}#{pointer}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Which candidates run code of their own, and under what isolation (checked at freeze and run).
+
+
+def runs_candidate_code(candidate: CandidateSpec) -> bool:
+    """Whether the candidate is code from outside trustbench (an `entry` or a `module:attr`)."""
+    if candidate.kind != "inprocess":
+        return False
+    target = candidate.entry or (candidate.model if ":" in (candidate.model or "") else None)
+    return target is not None and not target.startswith("trustbench.")
+
+
+def isolation_of(candidate: CandidateSpec, spec: ExperimentSpec) -> str:
+    """`sandbox` or `none`: the candidate's own setting, else the spec's."""
+    return candidate.isolation or spec.isolation
+
+
+def check_isolation(spec: ExperimentSpec) -> None:
+    """Refuse a spec whose candidate code would run sandboxed on a machine without the sandbox.
+
+    Raises:
+        InputError: naming the candidate, why the sandbox is missing and the setting that runs
+            it anyway (`isolation = "none"`, shown in every report).
+    """
+    needing = [
+        c for c in spec.candidates if runs_candidate_code(c) and isolation_of(c, spec) == "sandbox"
+    ]
+    if not needing:
+        return
+    from trustbench.sandbox import platform_problem
+
+    problem = platform_problem()
+    if problem is not None:
+        raise InputError(
+            f"the candidate sandbox cannot be set up here: {problem}; refusing to run candidate "
+            f'code unconfined (set isolation = "none" on the candidate or the spec to run it '
+            "in the harness process; the report will say so)",
+            location=f"candidate {needing[0].name}",
+        )

@@ -6,11 +6,10 @@ the track (the track imports them, never the reverse).
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
-from trustbench._imports import import_object
 from trustbench.core import CandidateSpec
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
@@ -28,6 +27,10 @@ from trustbench.rtb.control._cases import (
 )
 from trustbench.rtb.platform import FaultType
 from trustbench.rtb.review._loop import MODEL_REVIEW_GATED, ReviewChainSpec, check_review_chain
+
+if TYPE_CHECKING:
+    from trustbench.core import ExperimentSpec
+
 
 DEFAULT_BOUNDARY_ENTRY = "trustbench.rtb.control.track:boundary_from_settings"
 """The entry used when a candidate names none: built-in boundaries by name."""
@@ -145,10 +148,13 @@ def environment_label(candidate: CandidateSpec) -> str:
     return f"external service {str(url).rstrip('/')}" if url else "simulated platform"
 
 
-def _factory_for(candidate: CandidateSpec) -> BoundaryFactory:
+def _factory_for(candidate: CandidateSpec, spec: ExperimentSpec) -> BoundaryFactory:
+    """The candidate's boundary factory; a user's entry runs in its sandbox worker."""
+    from trustbench.core import candidate_entry
+
     entry = candidate.entry or DEFAULT_BOUNDARY_ENTRY
     where = f"candidate {candidate.name}"
-    make = import_object(entry, what=f"{where} entry")
+    make, _isolation = candidate_entry(candidate, spec, entry)
     try:
         factory = make(dict(candidate.settings))
     except InputError as error:

@@ -54,7 +54,6 @@ from trustbench.providers import HttpPool
 from trustbench.rtb.boundaries import (
     Authorization,
     Boundary,
-    BoundaryFactory,
     DispatchReceipt,
     Enforcement,
     run_trial,
@@ -201,8 +200,8 @@ class ControlTrack:
 
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
+        self._locks: dict[str, Any] = {}
         self._scenarios: dict[tuple[str, ControlTrackOptions], dict[str, ControlScenario]] = {}
-        self._factories: dict[str, BoundaryFactory] = {}
 
     @staticmethod
     def options(spec: core.ExperimentSpec) -> ControlTrackOptions:
@@ -249,7 +248,7 @@ class ControlTrack:
                     f"`{candidate.kind}`",
                     location=f"candidate {candidate.name} kind",
                 )
-            _factory_for(candidate)
+            _factory_for(candidate, spec)
         return self._inputs(spec, base_dir)
 
     def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
@@ -286,9 +285,26 @@ class ControlTrack:
         enough to grade the trial again offline.
         """
         scenario = self.scenarios(ctx.manifest)[key.case_id]
-        if ctx.candidate.name not in self._factories:
-            self._factories[ctx.candidate.name] = _factory_for(ctx.candidate)
-        factory = self._factories[ctx.candidate.name]
+        # A sandboxed boundary's worker serves one trial at a time, so a call that times out
+        # leaves no other trial waiting on it; asked for every trial, a worker stopped after a
+        # timed-out call is replaced, and the factory with it.
+        async with self._one_at_a_time(ctx):
+            return await self._run_trial(ctx, scenario)
+
+    def _one_at_a_time(self, ctx: core.TrialContext) -> Any:
+        """The candidate's lock when its code runs in a sandbox worker, else no lock."""
+        import asyncio
+        import contextlib
+
+        from trustbench.core import isolation_of, runs_candidate_code
+
+        candidate, spec = ctx.candidate, ctx.manifest.spec
+        if not runs_candidate_code(candidate) or isolation_of(candidate, spec) == "none":
+            return contextlib.nullcontext()
+        return self._locks.setdefault(candidate.name, asyncio.Lock())
+
+    async def _run_trial(self, ctx: core.TrialContext, scenario: Any) -> TrialOutcome:
+        factory = _factory_for(ctx.candidate, ctx.manifest.spec)
         pool = HttpPool(4)
         gate = self._review_gate(ctx, pool)
 

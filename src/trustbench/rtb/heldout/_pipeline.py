@@ -595,7 +595,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"withheld: {summary['withheld']}",
         "answer key available to the candidate's side: "
         + (
-            "YES: the owner's key was in the environment of a run of this experiment"
+            "YES: the owner's key was within a candidate's reach in a run of this experiment "
+            "(an unconfined candidate with the key in its environment, or a key file its sandbox "
+            "could read)"
             if summary["answer_key_available_to_candidate"]
             else "no (sealed to the owner's key)"
         ),
@@ -706,13 +708,14 @@ def before_run(sealed: SealedSet, manifest: Manifest, run_dir: Path) -> list[str
     """Append (and fsync) this run to the exposure log before any trial starts.
 
     The authenticated entry is kept in the run folder too, so the owner's report finds it
-    missing from a log deleted, cut back or replaced after the run.
+    missing from a log deleted, cut back or replaced after the run. Whether the answer key was
+    within a candidate's reach is checked, not guessed (see `key_reach`); the run entry records
+    it as `key_in_environment` ("yes" or "no").
     """
     spec = manifest.spec
     key = operator_exposure_key(sealed.manifest)
-    # An in-process candidate shares this process's environment: if the owner's key is in it,
-    # the answer key was within the candidate's reach, and the report must say so.
-    exposed = "yes" if os.environ.get(KEY_ENV, "").strip() else "no"
+    reached = key_reach(sealed, manifest, run_dir)
+    exposed = "yes" if reached else "no"
     entry = record_run(
         sealed.folder, sealed.manifest, key=key, experiment=manifest.manifest_sha256,
         candidates=[c.name for c in spec.candidates],
@@ -722,12 +725,43 @@ def before_run(sealed: SealedSet, manifest: Manifest, run_dir: Path) -> list[str
     keep_run_record(run_dir, entry)
     notes = _exposure_notes(sealed, key, str(entry["reason"]))
     notes = [f"{notes[0]}; run {entry['seq']} of the log recorded (frozen by {entry['frozen_by']})"]
-    if exposed == "yes":
-        notes.append(
-            f"${KEY_ENV} is set in this run's environment: the answer key is within the "
-            "candidates' reach, and the report will say so"
-        )
+    notes += [f"the answer key is within the candidates' reach: {why}" for why in reached]
     return notes
+
+
+def key_reach(sealed: SealedSet, manifest: Manifest, run_dir: Path | None) -> list[str]:
+    """Why the owner's key is within a candidate's reach in this run (empty: it is not).
+
+    Candidate code runs in its sandbox worker (`trustbench.sandbox`): a probe worker confined as
+    each candidate's would be tries to read the key named by `$TRUSTBENCH_HELDOUT_KEY` and looks
+    for any file starting with a private key's prefix among what it may read (a key saved beside
+    the candidate's module). A candidate that runs in this process (`isolation = "none"`, or
+    trustbench's own reviewers) shares it: the key is within its reach when
+    `$TRUSTBENCH_HELDOUT_KEY` is set.
+    """
+    from trustbench.core import cache_root, isolation_of, runs_candidate_code
+    from trustbench.rtb.heldout._crypto import PRIVATE_PREFIX
+
+    spec = manifest.spec
+    reasons: list[str] = []
+    for candidate in spec.candidates:
+        if candidate.kind != "inprocess" or candidate.entry is None:
+            continue  # an API candidate or a person: nothing of theirs runs here
+        if not runs_candidate_code(candidate) or isolation_of(candidate, spec) == "none":
+            if os.environ.get(KEY_ENV, "").strip():
+                reasons.append(
+                    f"${KEY_ENV} is set and candidate {candidate.name} runs in this process"
+                )
+            continue
+        from trustbench.sandbox import CandidateWorker, plan_for, probe_paths
+
+        hidden = [str(sealed.folder), str(cache_root()), *([str(run_dir)] if run_dir else [])]
+        probe = CandidateWorker(
+            candidate.entry, plan_for(candidate.entry, hidden=hidden),
+            probe=probe_paths(hidden), scan_prefixes=[PRIVATE_PREFIX],
+        )  # fmt: skip
+        reasons += [f"candidate {candidate.name}'s sandbox can read {p}" for p in probe.reach()]
+    return reasons
 
 
 def _held_out_section(summary: dict[str, Any], owner: bool) -> TextBlock:

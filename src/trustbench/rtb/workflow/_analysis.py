@@ -682,7 +682,7 @@ def analyze_workflow_run(
     code_changed = _verify_corpus(manifest, track)
     scenarios = track.scenarios(manifest)
     options = track.options(manifest.spec)
-    configs = {c.name: configuration(c, options) for c in manifest.spec.candidates}
+    configs = {c.name: configuration(c, options, manifest.spec) for c in manifest.spec.candidates}
     groups = {sid: s.group for sid, s in scenarios.items()}
     corpus = track.corpus(manifest.corpus.root)
     of_case = {case.case_id: reference_label(case.reference_status) for case in corpus.cases}

@@ -6,7 +6,7 @@ track (and the track imports them, never the reverse).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
@@ -23,7 +23,7 @@ from trustbench.rtb.workflow import (
 )
 
 if TYPE_CHECKING:
-    from trustbench.core import CandidateSpec
+    from trustbench.core import CandidateSpec, ExperimentSpec
 
 
 SCRIPTED_ENTRY = "trustbench.rtb.workflow:scripted_agent"
@@ -148,8 +148,27 @@ def _chain_name(name: str | None, options: WorkflowTrackOptions, where: str) -> 
     return name
 
 
-def _entry_factory(entry: str, settings: dict[str, Any], where: str) -> BoundaryFactory:
-    make = import_object(entry, what=f"{where} (boundary entry)")
+EntryLoader = Callable[[str, str], Any]
+"""`load(entry, what)`: the object an entry names (imported here, or standing for it in the
+candidate's sandbox worker: `code_loader`)."""
+
+
+def code_loader(candidate: CandidateSpec, spec: ExperimentSpec | None) -> EntryLoader:
+    """How a candidate's entries are loaded: through its sandbox (`core.candidate_entry`).
+
+    Without a spec (a library caller building a configuration by hand) they are imported here.
+    """
+    if spec is None:
+        return lambda entry, what: import_object(entry, what=what)
+    from trustbench.core import candidate_entry
+
+    return lambda entry, what: candidate_entry(candidate, spec, entry)[0]
+
+
+def _entry_factory(
+    entry: str, settings: dict[str, Any], where: str, load: EntryLoader
+) -> BoundaryFactory:
+    make = load(entry, f"{where} (boundary entry)")
     try:
         factory = make(settings)
     except InputError as error:
@@ -160,7 +179,7 @@ def _entry_factory(entry: str, settings: dict[str, Any], where: str) -> Boundary
 
 
 def _resolve_boundary(
-    name: str | None, entry: str | None, settings: dict[str, Any], where: str
+    name: str | None, entry: str | None, settings: dict[str, Any], where: str, load: EntryLoader
 ) -> tuple[str, str | None, Enforcement]:
     """(name, entry, declared enforcement) of a candidate's boundary, checked now.
 
@@ -168,7 +187,7 @@ def _resolve_boundary(
     (`enforcement`, read by `enforcement_of`) is what classifies it, never its name.
     """
     if entry is not None:
-        factory = _entry_factory(entry, settings, where)
+        factory = _entry_factory(entry, settings, where, load)
     elif name is None:
         raise InputError("a boundary or boundary_entry is required", location=where)
     elif name in UNSUPPORTED_BOUNDARIES:
@@ -191,21 +210,25 @@ def _resolve_boundary(
 
 
 def workflow_boundary_factory(
-    config: WorkflowConfiguration, settings: dict[str, Any]
+    config: WorkflowConfiguration, settings: dict[str, Any], load: EntryLoader
 ) -> BoundaryFactory:
     """The factory of fresh boundaries for one candidate (its entry, else the built-in name)."""
     if config.boundary_entry is not None:
-        return _entry_factory(config.boundary_entry, settings, f"candidate {config.candidate}")
+        where = f"candidate {config.candidate}"
+        return _entry_factory(config.boundary_entry, settings, where, load)
     return boundary_factory(config.boundary)
 
 
-def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> WorkflowConfiguration:
+def configuration(
+    candidate: CandidateSpec, options: WorkflowTrackOptions, spec: ExperimentSpec | None = None
+) -> WorkflowConfiguration:
     """Resolve one candidate's agent, boundary and budget, naming any bad setting.
 
     Raises:
         InputError: An unknown boundary or agent, or track settings on an API candidate.
     """
     where = f"candidate {candidate.name}"
+    load = code_loader(candidate, spec)
     override = options.candidates.get(candidate.name, CandidateOverrides())
     if candidate.kind == "inprocess":
         try:
@@ -224,6 +247,7 @@ def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> Wo
             settings.boundary_entry,
             dict(candidate.settings),
             f"{where} settings.{'boundary_entry' if settings.boundary_entry else 'boundary'}",
+            load,
         )
         return WorkflowConfiguration(
             candidate=candidate.name,
@@ -249,6 +273,7 @@ def configuration(candidate: CandidateSpec, options: WorkflowTrackOptions) -> Wo
         override.boundary_entry,
         {},
         f"track_options.candidates.{candidate.name}.boundary",
+        load,
     )
     return WorkflowConfiguration(
         candidate=candidate.name,
@@ -292,10 +317,10 @@ def agent_entry(candidate: CandidateSpec) -> str:
     return candidate.entry or SCRIPTED_ENTRY
 
 
-def _check_entry(candidate: CandidateSpec) -> None:
-    """Build one agent from an in-process entry now, so a bad setting fails the freeze."""
+def _check_entry(candidate: CandidateSpec, spec: ExperimentSpec) -> None:
+    """Build one agent from an in-process entry now (in its sandbox): a bad setting fails here."""
     where = f"candidate {candidate.name}"
-    make = import_object(agent_entry(candidate), what=f"{where} entry")
+    make = code_loader(candidate, spec)(agent_entry(candidate), f"{where} entry")
     try:
         agent = make(dict(candidate.settings))
     except InputError as error:

@@ -38,6 +38,8 @@ Track options (`[track_options]`): `scenario_seed` (int, default 0), `observatio
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -45,7 +47,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from trustbench._imports import import_object
 from trustbench.core import (
     CallFailed,
     Resolution,
@@ -98,10 +99,12 @@ from trustbench.rtb.workflow._config import (
     _check_entry,
     agent_entry,
     boundary_entries,
+    code_loader,
     configuration,
     configuration_record,
     workflow_boundary_factory,
 )
+from trustbench.sandbox import RemoteObject
 
 __all__ = [
     "SCRIPTED_ENTRY",
@@ -191,6 +194,21 @@ class CoreChat:
         )
 
 
+def _in_a_worker(value: Any) -> bool:
+    """Whether `value` stands for an object in a candidate's sandbox worker."""
+    return isinstance(value, RemoteObject)
+
+
+def _sandboxed_boundary(
+    entry: str | None, candidate: core.CandidateSpec, spec: core.ExperimentSpec
+) -> bool:
+    """Whether a `boundary_entry` runs in the candidate's sandbox worker."""
+    from trustbench.core import isolation_of
+
+    own = entry is None or entry.startswith("trustbench.")
+    return not own and isolation_of(candidate, spec) == "sandbox"
+
+
 class WorkflowTrack:
     """The `rtb/workflow` track: resolve, plan, run one trial, and analyse a run."""
 
@@ -210,6 +228,7 @@ class WorkflowTrack:
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
         self._scenarios: dict[tuple[Any, ...], dict[str, WorkflowScenario]] = {}
+        self._agent_locks: dict[str, asyncio.Lock] = {}
 
     @staticmethod
     def options(spec: core.ExperimentSpec) -> WorkflowTrackOptions:
@@ -273,9 +292,9 @@ class WorkflowTrack:
         """Check candidates and options; list the corpus, the agent prompt and harness code."""
         options = self.options(spec)
         for candidate in spec.candidates:
-            configuration(candidate, options)
+            configuration(candidate, options, spec)
             if candidate.kind == "inprocess":
-                _check_entry(candidate)
+                _check_entry(candidate, spec)
         resolution = self._inputs(spec, base_dir)
         policy_id = self.corpus(resolution.corpus_root).policy_id
         if options.review_chains and not supports_live_review(policy_id):
@@ -319,13 +338,16 @@ class WorkflowTrack:
     async def run_trial(self, key: TrialKey, ctx: core.TrialContext) -> TrialOutcome:
         """Run one scenario with a fresh agent, boundary and platform; return the whole record."""
         scenario = self.scenarios(ctx.manifest)[key.case_id]
-        config = configuration(ctx.candidate, self.options(ctx.manifest.spec))
+        spec = ctx.manifest.spec
+        config = configuration(ctx.candidate, self.options(spec), spec)
+        load = code_loader(ctx.candidate, spec)
         chat: CoreChat | None = None
+        agent_lock: Any = contextlib.nullcontext()
+        sandboxed = _sandboxed_boundary(config.boundary_entry, ctx.candidate, spec)
         if ctx.candidate.kind == "inprocess":
-            make = import_object(
-                agent_entry(ctx.candidate), what=f"candidate {ctx.candidate.name} entry"
-            )
+            make: Any = load(agent_entry(ctx.candidate), f"candidate {ctx.candidate.name} entry")
             settings = dict(ctx.candidate.settings)
+            sandboxed = sandboxed or _in_a_worker(make)
 
             def agent_factory() -> Any:
                 return make(settings)
@@ -337,12 +359,17 @@ class WorkflowTrack:
             def agent_factory() -> Any:
                 return LLMAgent(core_chat, name=ctx.candidate.name)
 
-        async with HttpPool(4) as pool:
+        if sandboxed:
+            # A sandboxed agent's `run` awaits the harness's tools while its worker waits, and a
+            # boundary's worker must not be left busy by a timed-out call: the candidate's trials
+            # run one at a time.
+            agent_lock = self._agent_locks.setdefault(ctx.candidate.name, asyncio.Lock())
+        async with agent_lock, HttpPool(4) as pool:
             gate = self._review_gate(config, ctx, pool)
             run = await run_workflow_trial(
                 scenario.script,
                 agent_factory,
-                workflow_boundary_factory(config, dict(ctx.candidate.settings)),
+                workflow_boundary_factory(config, dict(ctx.candidate.settings), load),
                 budget=config.budget,
                 review_gate=gate,
             )

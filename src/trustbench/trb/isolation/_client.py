@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from trustbench.errors import InputError
+from trustbench.sandbox._confine import SYSTEM_READ
+from trustbench.sandbox._rpc import harness_secrets, trustbench_package, worker_environment
 from trustbench.trb.adapter._protocol import AdapterTier, SelfReport, StepContext
-
-SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc", "/dev/null", "/dev/urandom")
-"""System paths every worker may read: the dynamic loader, shared libraries, locale data."""
 
 
 class AdapterFailed(Exception):
@@ -92,13 +90,25 @@ class AdapterWorker:
     """One sandboxed worker process holding a candidate's adapters (started on first use)."""
 
     def __init__(
-        self, target: str, read: Sequence[str], roots: Sequence[str], *, fallback: bool = False
+        self,
+        target: str,
+        read: Sequence[str],
+        roots: Sequence[str],
+        *,
+        fallback: bool = False,
+        hidden: Sequence[str] = (),
+        ports: Sequence[int] | None = None,
     ) -> None:
         self.target = target
         self.fallback = fallback
-        """Use the audit-hook fallback even where Landlock works (tests of the fallback)."""
+        """Only the audit-hook fallback (tests of it, and a candidate with `isolation = "none"`
+        on a machine without the sandbox)."""
         self.read = list(read)
         self.roots = list(roots)
+        self.hidden = [*harness_secrets(), *hidden]
+        """Paths the worker must not read wherever they lie (the corpus, the cache, a key)."""
+        self.ports = None if ports is None else list(ports)
+        """TCP ports of the candidate's declared endpoints; None: no network."""
         self.sandbox: str | None = None
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
@@ -106,21 +116,15 @@ class AdapterWorker:
 
     def _start(self) -> None:
         self._folder = tempfile.mkdtemp(prefix="trb-adapter-")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSTBENCH")}
-        env.update(
-            HOME=self._folder, TMPDIR=self._folder, TEMP=self._folder, TMP=self._folder,
-            PWD=self._folder, XDG_CACHE_HOME=self._folder, TRUSTBENCH_CACHE=self._folder,
-            PYTHONPATH=os.pathsep.join(self.roots), PYTHONDONTWRITEBYTECODE="1",
-        )  # fmt: skip
-        env.pop("OLDPWD", None)
         self._process = subprocess.Popen(
             [sys.executable, "-s", "-m", "trustbench.trb.isolation._worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self._folder, env=env, close_fds=True,
+            cwd=self._folder, env=worker_environment(self._folder, self.roots), close_fds=True,
         )  # fmt: skip
         config = {
             "factory": self.target, "read": self.read + self.roots, "workdir": self._folder,
-            "fallback": self.fallback,
+            "fallback": self.fallback, "hidden": self.hidden, "ports": self.ports,
+            "package": trustbench_package(),
         }  # fmt: skip
         hello = self._exchange(config)
         self.sandbox = str(hello["sandbox"])

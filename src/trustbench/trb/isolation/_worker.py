@@ -2,10 +2,14 @@
 
 Started by `_client.AdapterWorker` as `python -m trustbench.trb.isolation._worker`, in its own
 empty folder (its working directory, HOME, TMPDIR and TRUSTBENCH_CACHE), it reads one JSON line
-of configuration (the factory, the paths it may read), restricts itself (Landlock, else the audit
-hook fallback), and only then imports the adapter's module: import-time code runs sandboxed.
-After that it answers one JSON line per request: build a fresh adapter, seed it, `emit_r`,
-`act`, their batched forms, switch its report encoding, run the conformance kit.
+of configuration (the factory, the paths it may read), confines itself with the one sandbox every
+candidate's code runs in (`trustbench.sandbox`: its own user, IPC and network namespaces, then
+Landlock; the audit-hook fallback only where a test asks for it; where neither the namespaces nor
+Landlock can be set up it refuses to serve), and only then imports the adapter's module:
+import-time code runs sandboxed. After that it answers one JSON line per request: build a fresh
+adapter, seed it, `emit_r`, `act`, their batched forms (`emit_many` and `act_many` when the
+adapter has them), switch its report encoding, run the conformance kit, and close an adapter
+(its `close()` is called, as docs/trb.md says).
 
 Nothing but contexts and overrides crosses the pipe: the harness keeps the traces, Phi(r'), the
 labels and the split names, and sends each context with an opaque trace id. The answers are
@@ -15,176 +19,23 @@ protocol uses a duplicate of the original stdout; the adapter's own prints go to
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import hashlib
 import hmac
 import json
 import os
-import struct
 import sys
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
+from trustbench.sandbox._confine import (
+    SandboxUnavailable,
+    confine,
+    install_audit_hook,
+    package_data,
+    read_rules,
+)
 from trustbench.trb.adapter._protocol import StepContext
-
-# ------------------------------------------------------------------------------------------------
-# The fallback sandbox where Landlock is missing: a Python audit hook refusing file access.
-#
-# `sys.addaudithook` hooks cannot be removed from Python, and every `open`, directory listing,
-# `os.chdir` and `subprocess` start passes through them, so an adapter written in Python cannot
-# open the corpus, the cache or the run folder. It is weaker than Landlock: native code (ctypes,
-# a C extension, a process started with `os.posix_spawn` where not audited) can bypass it. The
-# worker records the mode ("python audit hook (bypassable by native code)") so the report names it.
-
-MODE = "python audit hook (bypassable by native code)"
-"""The fallback's name, as recorded per candidate."""
-
-_PATH_EVENTS = frozenset({"open", "os.listdir", "os.scandir", "os.chdir", "os.walk", "glob.glob"})
-_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn"})
-
-
-def _roots(paths: Iterable[str]) -> tuple[str, ...]:
-    return tuple(os.path.realpath(p) for p in paths)
-
-
-def install(read_paths: Iterable[str], write_paths: Iterable[str]) -> str:
-    """Refuse, from now on, any file access outside the given paths and any new process."""
-    allowed = _roots([*read_paths, *write_paths])
-
-    def inside(path: Any) -> bool:
-        if isinstance(path, int):  # an already-open descriptor (os.scandir(fd), fdopen)
-            return True
-        try:
-            real = os.path.realpath(os.fsdecode(path))
-        except (TypeError, ValueError):
-            return False
-        return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in allowed)
-
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        if event in _PROCESS_EVENTS:
-            raise PermissionError(f"the TRB adapter sandbox refuses {event}")
-        if event in _PATH_EVENTS and args and args[0] is not None and not inside(args[0]):
-            raise PermissionError(f"the TRB adapter sandbox refuses {event} of {args[0]!r}")
-
-    sys.addaudithook(hook)
-    return MODE
-
-
-# ------------------------------------------------------------------------------------------------
-# A filesystem sandbox for the adapter worker: Linux Landlock through raw system calls.
-#
-# Why Landlock: it needs no privilege, no setuid helper and no package (bubblewrap needs user
-# namespaces, which many containers and CI runners refuse); any Linux kernel since 5.13 has it,
-# and once a process restricts itself the restriction cannot be lifted, by it or any child. The
-# rules are an allow-list: the worker may read the interpreter, its libraries and the adapter's
-# own module folder, and read and write its own empty folder; everything else (the corpus, the
-# harness cache, the run folder, the user's home) is refused by the kernel with EACCES.
-#
-# Where Landlock is missing (another OS, an old kernel, a seccomp profile that blocks the calls)
-# `restrict` says so and the worker falls back to a Python audit hook (below), which
-# refuses the same opens but can be bypassed by native code: the mode is recorded per candidate.
-#
-# The constants are the kernel's uapi (`include/uapi/linux/landlock.h`); the system call numbers
-# 444-446 are the same on every architecture that has them.
-
-_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
-_CREATE_RULESET_VERSION = 1
-_RULE_PATH_BENEATH = 1
-_PR_SET_NO_NEW_PRIVS = 38
-
-EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_ABI1_ALL = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
-_REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
-_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | _TRUNCATE | _IOCTL_DEV
-_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
-
-READ = EXECUTE | READ_FILE | READ_DIR
-"""Rights of a read-only path (execute included: shared libraries are mapped executable)."""
-
-
-class SandboxUnavailable(Exception):
-    """Landlock cannot be applied here (the message says why)."""
-
-
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def abi_version() -> int:
-    """The kernel's Landlock ABI version, or 0 when Landlock is unavailable."""
-    if not sys.platform.startswith("linux"):
-        return 0
-    try:
-        value = _libc().syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
-    except (OSError, AttributeError):
-        return 0
-    return max(int(value), 0)
-
-
-def _handled(abi: int) -> int:
-    handled = _ABI1_ALL
-    if abi >= 2:
-        handled |= _REFER
-    if abi >= 3:
-        handled |= _TRUNCATE
-    if abi >= 5:
-        handled |= _IOCTL_DEV
-    return handled
-
-
-def _check(value: int, what: str) -> int:
-    if value < 0:
-        errno = ctypes.get_errno()
-        raise SandboxUnavailable(f"landlock {what} failed: {os.strerror(errno)}")
-    return value
-
-
-def restrict(read_paths: Iterable[str], write_paths: Iterable[str]) -> str:
-    """Restrict this process (and its future children) to the given paths, for good.
-
-    Args:
-        read_paths: Files or folders the process may read (missing ones are skipped).
-        write_paths: Folders it may read, write, create and delete in.
-
-    Returns:
-        The mode, e.g. "landlock ABI 7" (recorded per candidate).
-
-    Raises:
-        SandboxUnavailable: Landlock is missing or refused; nothing was restricted.
-    """
-    abi = abi_version()
-    if abi < 1:
-        raise SandboxUnavailable("this kernel has no Landlock (Linux >= 5.13 with it enabled)")
-    libc = _libc()
-    handled = _handled(abi)
-    # struct landlock_ruleset_attr: handled_access_fs, handled_access_net (ABI 4), scoped (ABI 6).
-    # The network is not restricted (a user adapter may call its own model's API); signals and
-    # abstract unix sockets outside the sandbox are, where the ABI can.
-    scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
-    attr = struct.pack("=QQQ", handled, 0, scoped) if abi >= 6 else struct.pack("=Q", handled)
-    buffer = ctypes.create_string_buffer(attr, len(attr))
-    size = ctypes.c_size_t(len(attr))
-    ruleset = _check(libc.syscall(_CREATE_RULESET, buffer, size, 0), "ruleset")
-    try:
-        rules = [(p, READ) for p in read_paths] + [(p, handled) for p in write_paths]
-        for path, rights in rules:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue  # a path that does not exist grants nothing
-            try:
-                allowed = rights & handled
-                if not os.path.isdir(path):
-                    allowed &= _FILE_RIGHTS
-                rule = ctypes.create_string_buffer(struct.pack("=Qi", allowed, fd), 12)
-                _check(libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, 0), "add_rule")
-            finally:
-                os.close(fd)
-        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        _check(libc.syscall(_RESTRICT_SELF, ruleset, 0), "restrict_self")
-    finally:
-        os.close(ruleset)
-    return f"landlock ABI {abi}"
 
 
 def _jsonable(value: Any) -> Any:
@@ -241,27 +92,46 @@ class _Session:
             return None
         contexts = [self.context.model_validate(c) for c in request["contexts"]]
         if hook == "emit_r":
+            answers = _batched(getattr(adapter, "emit_many", None), contexts)
+            if answers is not None:
+                return answers
             return [_guarded(lambda c=c: adapter.emit_r(c)) for c in contexts]
         overrides = [self._r(r) for r in request["overrides"]]
-        batched: Callable[[list[Any], list[Any]], Iterable[Any]] | None = getattr(
-            adapter, "act_many", None
-        )
-        if len(contexts) > 1 and callable(batched):
-            try:
-                answers = list(batched(contexts, overrides))
-                if len(answers) == len(contexts):
-                    return [_jsonable(a) for a in answers]
-            except Exception:  # the candidate's failure: asked one by one below
-                pass
+        answers = _batched(getattr(adapter, "act_many", None), contexts, overrides)
+        if answers is not None:
+            return answers
         return [
             _guarded(lambda c=c, r=r: adapter.act(c, r_override=r))
             for c, r in zip(contexts, overrides, strict=True)
         ]
 
+    def close(self, handle: int) -> None:
+        """Drop an adapter, calling its `close()` when it has one (its failure is its own)."""
+        adapter = self.adapters.pop(handle, None)
+        close: Callable[[], Any] | None = getattr(adapter, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):  # a failing close() must not stop the worker
+                close()
+
     def conformance(self, n_traces: int) -> list[dict[str, Any]]:
         from trustbench.trb.adapter._conformance import check_adapter
 
         return [c.model_dump() for c in check_adapter(self.factory, n_traces=n_traces)]
+
+
+def _batched(hook: Callable[..., Iterable[Any]] | None, *batch: list[Any]) -> list[Any] | None:
+    """A batched hook's answers as JSON, or None: no hook, one item, or a failed batch.
+
+    The contract (`BatchedAdapter`): item i's answer is what the one-context hook gives, so a
+    batch that raises or answers another number of items is asked again one by one.
+    """
+    if not callable(hook) or len(batch[0]) < 2:
+        return None
+    try:
+        answers = list(hook(*batch))
+    except Exception:  # the candidate's failure: asked one by one by the caller
+        return None
+    return [_jsonable(a) for a in answers] if len(answers) == len(batch[0]) else None
 
 
 def _guarded(fn: Any) -> Any:
@@ -281,7 +151,7 @@ def _serve(session: _Session, inbox: IO[bytes], outbox: IO[bytes]) -> None:
             elif op == "call":
                 reply = {"ok": session.call(request)}
             elif op == "close":
-                session.adapters.pop(int(request["handle"]), None)
+                session.close(int(request["handle"]))
                 reply = {"ok": None}
             elif op == "conformance":
                 reply = {"ok": session.conformance(int(request["n_traces"]))}
@@ -301,12 +171,17 @@ def main() -> None:
     config = json.loads(inbox.readline())
     read, write = list(config["read"]), [config["workdir"]]
     os.chdir(config["workdir"])
+    hidden = [*config.get("hidden", []), *package_data(config["package"])]
     try:
         if config.get("fallback"):
-            raise SandboxUnavailable("the fallback was asked for")
-        mode = restrict(read, write)
+            mode = install_audit_hook(read_rules(read, hidden), write)
+        else:
+            mode = confine(read, write, hidden, config.get("ports"))
     except SandboxUnavailable as why:
-        mode = f"{install(read, write)}; landlock not used: {why}"
+        outbox.write(json.dumps({"error": f"the sandbox cannot be set up here: {why}"}).encode())
+        outbox.write(b"\n")
+        outbox.flush()
+        return
     from trustbench._imports import import_object
 
     try:

@@ -50,9 +50,16 @@ from typing import Any
 import torch
 
 from trustbench import __version__
-from trustbench.core import CandidateSpec, ExperimentSpec, ResolvedItem, entry_code_items
+from trustbench.core import (
+    CandidateSpec,
+    ExperimentSpec,
+    ResolvedItem,
+    cache_root,
+    entry_code_items,
+)
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
+from trustbench.sandbox import endpoint_ports
 from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import (
@@ -244,7 +251,15 @@ def user_adapter(
         [p for p in read if not p.startswith(("/usr", "/lib", "/bin", "/etc", "/dev"))],
         {"corpus": corpus.folder, "TRB cache": cache_dir()},
     )
-    worker = AdapterWorker(target, read, roots)
+    try:
+        ports = endpoint_ports(candidate.endpoints)
+    except ValueError as error:
+        raise InputError(str(error), location=f"candidate {candidate.name} endpoints") from None
+    worker = AdapterWorker(
+        target, read, roots, hidden=[str(corpus.folder), str(cache_dir()), str(cache_root())],
+        ports=ports,
+        fallback=candidate.isolation == "none",
+    )  # fmt: skip
     try:
         results = [ConformanceCheck.model_validate(r) for r in
                    worker.conformance(options.conformance_traces)]  # fmt: skip
