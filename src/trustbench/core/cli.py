@@ -29,6 +29,8 @@ ForceOpt = Annotated[
         help="Replace an existing output file (never a run's ledger, ledger.head or manifest).",
     ),
 ]
+INTERRUPTED_EXIT = 130
+"""Exit code of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress output.")]
 JsonOpt = Annotated[
     bool,
@@ -177,17 +179,31 @@ def run(
     rerun_cut: RerunCutOpt = False,
 ) -> None:
     """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
-    from trustbench.core._runner import NoProgress, default_progress, run_experiment
-
-    summary = run_experiment(
-        run_dir,
-        NoProgress() if quiet else default_progress(),
-        executor=executor,
-        address=address,
-        limit=limit,
-        preflight=not no_preflight,
-        rerun_cut=rerun_cut,
+    from trustbench.core._runner import (
+        CountingProgress,
+        NoProgress,
+        default_progress,
+        run_experiment,
     )
+
+    progress = CountingProgress(NoProgress() if quiet else default_progress())
+    try:
+        summary = run_experiment(
+            run_dir,
+            progress,
+            executor=executor,
+            address=address,
+            limit=limit,
+            preflight=not no_preflight,
+            rerun_cut=rerun_cut,
+        )
+    except KeyboardInterrupt:  # the runner closed the progress output; the ledger is intact
+        typer.echo(
+            f"interrupted: {progress.done}/{progress.total} trials finished and recorded "
+            f"({progress.failed} failed); resume with: trustbench run {run_dir}",
+            err=True,
+        )
+        raise typer.Exit(INTERRUPTED_EXIT) from None
     finished = summary.finished_before + summary.completed + summary.failed
     typer.echo(
         f"{finished}/{summary.planned} trials finished ({summary.finished_before} before this "
