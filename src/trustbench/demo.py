@@ -234,7 +234,7 @@ def informational_lessons(track: str, result: ReportResult) -> list[str]:
 
 def _rtb_track_step(
     run: Callable[[Path, ProgressReporter], ReportResult], folder: str, title: str, note: str
-) -> Callable[[Path, Console], StepOutcome]:
+) -> Callable[[Path, Console, bool], StepOutcome]:
     """A demo step that freezes, runs and reports one RTB track, then shows its verdicts."""
 
     def step(out: Path, console: Console, verbose: bool) -> StepOutcome:
