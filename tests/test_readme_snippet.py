@@ -23,7 +23,7 @@ def test_the_readme_python_snippet_runs_offline_and_shows_each_verdict(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "")  # nothing it runs may need a key
-    exec(compile(_python_snippet(), "README.md", "exec"), {})  # noqa: S102 - the doc's own code
+    exec(compile(_python_snippet(), "README.md", "exec"), {})  # the doc's own code
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "reference-policy: passed all 2 gate(s)"
     assert printed[1].startswith("always-permit: failed as expected")
