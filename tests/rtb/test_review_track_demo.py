@@ -143,7 +143,7 @@ def test_evaluability_heatmap_is_drawn_in_the_colours_its_key_names(
     in the SVG the page embeds (cells are drawn row by row after the two backgrounds)."""
     result, record = demo
     text = result.html_path.read_text()
-    start = text.index(f"<h2>{UNUSABLE}</h2>")
+    start = text.index(f"<summary>{UNUSABLE}</summary>")
     svg = text[text.index("<svg", start) : text.index("</svg>", start)]
     fills = re.findall(
         r'<g id="[^"]*patch_\d+">\s*<path d="[^"]*"[^>]*style="fill: (#[0-9a-f]{6})', svg
