@@ -326,10 +326,10 @@ def _trb_profile(out: Path, console: Console, verbose: bool) -> StepOutcome:
         console.print(
             "TRB smoke: all six tracks (G, grounding, attribution, viability, navigability, "
             "transfer) for the five spec baselines (instruct, CoT-prompted and CoT-supervised "
-            "finetune token-world LMs through the proxy adapter; Trace-AI ablation and full through "
-            "the native adapter) and audit oracles, with the governance gap. Reference world only "
-            "(synthetic counterfactuals, no human data, one author-generated transfer context): a "
-            "harness check, not a TRB score."
+            "finetune token-world LMs through the proxy adapter; Trace-AI ablation and full "
+            "through the native adapter) and audit oracles, with the governance gap. Reference "
+            "world only (synthetic counterfactuals, no human data, one author-generated transfer "
+            "context): a harness check, not a TRB score."
         )
     return f"TRB profile report: {result.html_path}", [
         track_lesson("TRB profile", record["verdicts"]),
