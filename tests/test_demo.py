@@ -111,7 +111,7 @@ def test_the_trb_step_on_reference_world_data_prints_no_trustworthy_and_passes_n
     monkeypatch.setattr(trb_track, "builtin_spec", lambda name: spec)
     monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
     console = Console(record=True, width=200)
-    _, lessons = _trb_profile(tmp_path / "demo", console)
+    _, lessons = _trb_profile(tmp_path / "demo", console, True)  # verbose: every line it prints
     printed = console.export_text() + "\n".join(lessons)
     assert "trustworthy" not in printed.replace("not trustworthy", ""), printed
     record = json.loads((tmp_path / "demo" / "trb" / "record.json").read_text())
