@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -11,6 +11,7 @@ from trustbench.errors import InputError
 
 if TYPE_CHECKING:
     from trustbench.core._report_run import ReportResult
+    from trustbench.core._runner import CountingProgress
 
 SpecArg = Annotated[Path, typer.Argument(help="Experiment spec (TOML).")]
 RunDirArg = Annotated[Path, typer.Argument(help="Run folder written by `freeze`.")]
@@ -169,6 +170,19 @@ def _candidates_that_never_completed(run_dir: Path) -> dict[str, str]:
         connection.close()
 
 
+def exit_interrupted(progress: CountingProgress, resume: str) -> NoReturn:
+    """Say how far a run stopped by Ctrl-C got and the command that resumes it; exit 130.
+
+    Every finished trial is in the ledger, so the resume command runs only the rest.
+    """
+    typer.echo(
+        f"interrupted: {progress.done}/{progress.total} trials finished and recorded "
+        f"({progress.failed} failed); resume with: {resume}",
+        err=True,
+    )
+    raise typer.Exit(INTERRUPTED_EXIT)
+
+
 def run(
     run_dir: RunDirArg,
     quiet: QuietOpt = False,
@@ -198,12 +212,7 @@ def run(
             rerun_cut=rerun_cut,
         )
     except KeyboardInterrupt:  # the runner closed the progress output; the ledger is intact
-        typer.echo(
-            f"interrupted: {progress.done}/{progress.total} trials finished and recorded "
-            f"({progress.failed} failed); resume with: trustbench run {run_dir}",
-            err=True,
-        )
-        raise typer.Exit(INTERRUPTED_EXIT) from None
+        exit_interrupted(progress, f"trustbench run {run_dir}")
     finished = summary.finished_before + summary.completed + summary.failed
     typer.echo(
         f"{finished}/{summary.planned} trials finished ({summary.finished_before} before this "
