@@ -111,7 +111,7 @@ def test_the_trb_step_on_reference_world_data_prints_no_trustworthy_and_passes_n
     monkeypatch.setattr(trb_track, "builtin_spec", lambda name: spec)
     monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
     console = Console(record=True, width=200)
-    _, lessons = _trb_profile(tmp_path / "demo", console)
+    _, lessons = _trb_profile(tmp_path / "demo", console, True)  # verbose: every line it prints
     printed = console.export_text() + "\n".join(lessons)
     assert "trustworthy" not in printed.replace("not trustworthy", ""), printed
     record = json.loads((tmp_path / "demo" / "trb" / "record.json").read_text())
@@ -119,3 +119,49 @@ def test_the_trb_step_on_reference_world_data_prints_no_trustworthy_and_passes_n
                                                              "not trustworthy")  # fmt: skip
     assert record["verdicts"]["full"]["status"] != "passed"
     assert "passed: none" in lessons[0], lessons[0]
+
+
+def _quiet_and_loud_steps(printed: list[bool]) -> list[tuple[str, object]]:
+    """Two stand-in steps: one line always, a 40-line table only when verbose (as the audits)."""
+    from rich.console import Console
+
+    def step(out: Path, console: Console, verbose: bool) -> tuple[str, list[str]]:
+        printed.append(verbose)
+        console.print("verdicts: reference passed")
+        if verbose:
+            console.print("\n".join(f"audit row {n}" for n in range(40)))
+        return f"report: {out}", ["reviewer track: candidates [passed: reference]"]
+
+    return [("first", step), ("second", step)]
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_demo_prints_audit_tables_only_with_verbose_and_ends_on_bring_your_own_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verbose: bool
+) -> None:
+    import trustbench.demo as demo
+
+    printed: list[bool] = []
+    monkeypatch.setattr(demo, "STEPS", _quiet_and_loud_steps(printed))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["demo", *(["--verbose"] if verbose else [])])
+    assert result.exit_code == 0, result.output
+    assert printed == [verbose, verbose]
+    assert ("audit row 39" in result.output) is verbose
+    closing = result.output.rsplit("next: bring your own model", 1)[1]
+    assert "demo outputs:" not in closing  # the next step comes last
+    assert result.output.rstrip().splitlines()[-1].strip() == demo.NEXT_STEP
+    assert demo.NEXT_STEP.startswith(
+        "trustbench rtb review --model openai/NAME --base-url http://127.0.0.1:PORT/v1"
+    )
+
+
+def test_the_demo_console_takes_the_terminal_width_from_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trustbench.demo import _console
+
+    monkeypatch.setenv("COLUMNS", "200")
+    assert _console().width == 200
+    monkeypatch.delenv("COLUMNS")
+    assert _console().width == 120  # no terminal, no COLUMNS: a fixed width for logs

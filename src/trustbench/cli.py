@@ -76,11 +76,14 @@ def demo(
         help="Run folder to write into (default: ./trustbench-demo/, or the next free "
         "./trustbench-demo-N/ when an earlier demo is there).",
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", help="Also print the corpus and audit tables and each step's notes."
+    ),
 ) -> None:
     """Run the built-in demonstration on defaults: no network, no API keys."""
     from trustbench.demo import run_demo
 
-    run_demo(out)
+    run_demo(out, verbose=verbose)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -44,7 +45,17 @@ StepOutcome = tuple[str, list[str]]
 
 
 def _console() -> Console:
-    return Console(width=None if sys.stdout.isatty() else 120)
+    """The terminal's width; 120 columns only when the output is no terminal and no `COLUMNS`.
+
+    Tables then fit the window they print into (rich wraps cells), never a fixed 120 that cuts
+    every header of a wide terminal to `scen…`.
+    """
+    fits_terminal = sys.stdout.isatty() or "COLUMNS" in os.environ
+    return Console(width=None if fits_terminal else 120)
+
+
+NEXT_STEP = "trustbench rtb review --model openai/NAME --base-url http://127.0.0.1:PORT/v1"
+"""The command the demo ends on: the same reviewer track, on the user's own model."""
 
 
 def default_out(cwd: Path) -> Path:
@@ -73,12 +84,13 @@ def demo_corpus_root() -> Path:
     return builtin_corpus_root(spec["corpus"]["builtin"])
 
 
-def _validate_and_export(out: Path, console: Console) -> StepOutcome:
+def _validate_and_export(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.rtb.cli import summary_table
     from trustbench.rtb.corpus import export_candidate_inputs, load_corpus, validate_corpus
 
     report = validate_corpus(demo_corpus_root())
-    console.print(summary_table(report))
+    if verbose:
+        console.print(summary_table(report))
     if not report.ok:
         raise CheckFailed(f"built-in corpus invalid: {report.problems[0]}")
     result = export_candidate_inputs(load_corpus(demo_corpus_root()), out / "rtb-export")
@@ -89,7 +101,7 @@ def _validate_and_export(out: Path, console: Console) -> StepOutcome:
     ), []
 
 
-def _harness_audit(out: Path, console: Console) -> StepOutcome:
+def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.rtb._harness_audit import run_corpus_audits, run_harness_audit
     from trustbench.rtb.cli import audit_table, saturation_table
     from trustbench.rtb.corpus import load_corpus
@@ -98,7 +110,8 @@ def _harness_audit(out: Path, console: Console) -> StepOutcome:
 
     corpus = load_corpus(demo_corpus_root())
     rows = run_harness_audit(corpus)
-    console.print(audit_table(rows))
+    if verbose:  # the audit tables are evidence for the closing lines, not the answer
+        console.print(audit_table(rows))
     failed = [row for row in rows if not row.passed and not row.not_run]
     if failed:
         raise CheckFailed(f"harness self-audit failed: {failed[0].track}: {failed[0].check}")
@@ -110,13 +123,16 @@ def _harness_audit(out: Path, console: Console) -> StepOutcome:
         highlight=False,
     )
     audits = run_corpus_audits(corpus)
-    for table in (
+    tables = (
         saturation_table(audits.saturation),
         learned_table(audits.learning.learned),
         artifact_table(audits.learning.artifacts),
         ablation_table(audits.ablation),
-    ):
+    )
+    for table in tables if verbose else ():
         console.print(table)
+    if not verbose:
+        console.print(f"  ... {audits.summary()} (`--verbose` prints the audit tables)")
     ran = [row for row in rows if not row.not_run]
     tracks = ", ".join(dict.fromkeys(row.track for row in ran))
     not_run = "".join(f"; {row.track} audit {row.detail}" for row in rows if row.not_run)
@@ -218,10 +234,10 @@ def informational_lessons(track: str, result: ReportResult) -> list[str]:
 
 def _rtb_track_step(
     run: Callable[[Path, ProgressReporter], ReportResult], folder: str, title: str, note: str
-) -> Callable[[Path, Console], StepOutcome]:
+) -> Callable[[Path, Console, bool], StepOutcome]:
     """A demo step that freezes, runs and reports one RTB track, then shows its verdicts."""
 
-    def step(out: Path, console: Console) -> StepOutcome:
+    def step(out: Path, console: Console, verbose: bool) -> StepOutcome:
         result = run(out / folder, default_progress())
         console.print(verdict_table(title, result))
         for verdict in result.verdicts:
@@ -229,7 +245,8 @@ def _rtb_track_step(
                 for gate in verdict.gates:
                     if gate.status == "failed":
                         console.print(f"  {gate.reason}", highlight=False)
-        console.print(note)
+        if verbose:
+            console.print(note)
         record = json.loads(result.record_path.read_text(encoding="utf-8"))
         name = title.split(":")[0].removeprefix("RTB ")
         return f"{title.split(':')[0]} report: {result.html_path}", [
@@ -291,7 +308,7 @@ _workflow_track = _rtb_track_step(
 )
 
 
-def _trb_profile(out: Path, console: Console) -> StepOutcome:
+def _trb_profile(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.trb.track import builtin_spec, freeze_run_report
 
     result = freeze_run_report(builtin_spec("smoke"), out / "trb", default_progress())
@@ -305,21 +322,22 @@ def _trb_profile(out: Path, console: Console) -> StepOutcome:
         f"traces (seed {interval['seed']}, {interval['resamples']} resamples)"
     )
     console.print(gap_line, highlight=False)
-    console.print(
-        "TRB smoke: all six tracks (G, grounding, attribution, viability, navigability, "
-        "transfer) for the five spec baselines (instruct, CoT-prompted and CoT-supervised "
-        "finetune token-world LMs through the proxy adapter; Trace-AI ablation and full through "
-        "the native adapter) and audit oracles, with the governance gap. Reference world only "
-        "(synthetic counterfactuals, no human data, one author-generated transfer context): a "
-        "harness check, not a TRB score."
-    )
+    if verbose:
+        console.print(
+            "TRB smoke: all six tracks (G, grounding, attribution, viability, navigability, "
+            "transfer) for the five spec baselines (instruct, CoT-prompted and CoT-supervised "
+            "finetune token-world LMs through the proxy adapter; Trace-AI ablation and full "
+            "through the native adapter) and audit oracles, with the governance gap. Reference "
+            "world only (synthetic counterfactuals, no human data, one author-generated transfer "
+            "context): a harness check, not a TRB score."
+        )
     return f"TRB profile report: {result.html_path}", [
         track_lesson("TRB profile", record["verdicts"]),
         f"TRB {gap_line} (reference world: a harness check, not a TRB score)",
     ]
 
 
-Step = tuple[str, Callable[[Path, Console], StepOutcome]]
+Step = tuple[str, Callable[[Path, Console, bool], StepOutcome]]
 
 STEPS: list[Step] = [
     ("RTB corpus: validate and export candidate inputs", _validate_and_export),
@@ -329,7 +347,10 @@ STEPS: list[Step] = [
     ("RTB workflow track: freeze, run, report", _workflow_track),
     ("TRB profile: freeze (trains small models on first use), run, report", _trb_profile),
 ]
-"""The demo's steps, in order: (title, function(run folder, console) -> (where, lessons))."""
+"""The demo's steps, in order: (title, function(run folder, console, verbose) -> (where, lessons)).
+
+Without `verbose` a step prints its verdicts and one line per audit, so the whole demo stays
+near 120 lines with the answer at the end; `--verbose` adds the audit tables and the notes."""
 
 
 @contextmanager
@@ -351,7 +372,7 @@ def _show_status(console: Console) -> Iterator[None]:
         logger.setLevel(level)
 
 
-def run_demo(out: str | None) -> Path:
+def run_demo(out: str | None, verbose: bool = False) -> Path:
     """Run every demo step into `out` (default `./trustbench-demo/`); return the folder.
 
     A given `out` is checked like any folder output: not empty (`--out ""` is not "no --out"),
@@ -367,7 +388,7 @@ def run_demo(out: str | None) -> Path:
         for index, (title, step) in enumerate(STEPS, start=1):
             console.rule(f"[bold]{index}/{len(STEPS)} {title}")
             started = time.perf_counter()
-            where, learned = step(root, console)
+            where, learned = step(root, console, verbose)
             summaries.append(f"{where} ({time.perf_counter() - started:.1f} s)")
             lessons += learned
     console.rule("[bold]what the demo showed")
@@ -377,4 +398,11 @@ def run_demo(out: str | None) -> Path:
     for summary in summaries:
         console.print(f"- {summary}", highlight=False, markup=False, soft_wrap=True)
     console.print(f"demo outputs: {root}", highlight=False, markup=False)
+    console.rule("[bold]next: bring your own model")
+    console.print(
+        "Any OpenAI-compatible server (vLLM, Ollama, llama.cpp, `transformers serve`) as a "
+        "reviewer, on the same corpus and gates:",
+        highlight=False,
+    )
+    console.print(f"  {NEXT_STEP}", highlight=False, markup=False, soft_wrap=True)
     return root

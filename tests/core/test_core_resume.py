@@ -98,3 +98,31 @@ def test_sigkill_mid_run_then_resume_yields_the_same_trials_as_an_uninterrupted_
     assert uncounted == abandoned
     assert abandoned, "trials in flight at the kill had recorded attempts that must be abandoned"
     assert verify_run(killed).ok
+
+
+def test_ctrl_c_mid_run_says_how_far_it_got_and_the_command_that_resumes_it(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    openai_server.latency_s = 0.01
+    write_corpus(tmp_path / "corpus", 8)
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        two_candidate_spec(openai_server.base_url, extra="[track_options]\nsleep_s = 0.08")
+    )
+    run_dir = tmp_path / "run"
+    write_manifest(build_manifest(spec), run_dir)
+
+    process = _cli(tmp_path, "run", str(run_dir), "--quiet")
+    deadline = time.monotonic() + 60
+    while _finished_trials(run_dir) < 4 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    assert process.poll() is None, "the run ended before Ctrl-C could reach it"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    message = err.decode()
+    assert process.returncode == 130, message
+    assert "Traceback" not in message
+    finished = _finished_trials(run_dir)
+    assert f"interrupted: {finished}/48 trials finished and recorded" in message
+    assert message.rstrip().endswith(f"resume with: trustbench run {run_dir}")
+    assert 4 <= finished < 48

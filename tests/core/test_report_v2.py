@@ -16,6 +16,7 @@ from trustbench.core.report import (
     ProfileBlock,
     ReportPage,
     TableBlock,
+    TextBlock,
     breakdown_table,
     release_blocked,
     render_report_html,
@@ -267,3 +268,61 @@ def test_breakdown_table_says_not_run_and_not_computed_instead_of_zero() -> None
         ["g1", "25.00% (1 / 4)", "0.00% (0 / 4)"],
         ["g2", "not run", "not computed"],
     ]
+
+
+def test_each_candidate_verdict_row_shows_its_headline_figures_with_the_bound_its_gate_reads() -> (
+    None
+):
+    html = render_report_html(_page())
+    row = html[html.index('id="verdicts"') : html.index('id="instruments"')]
+    # 0 of 20: estimate 0, one-sided 95% exact upper bound 13.91% against the 15% gate.
+    assert "false-approvals: 0.00% (95% upper bound 13.91%; gate &lt;= 15.00%)" in row
+    assert "utility: 0.00% (gate &lt;= 20.00%)" in row
+    assert row.index("Headline figures") < row.index("Valid responses")
+
+
+def test_details_are_folded_below_the_verdicts_and_system_under_test() -> None:
+    text = TextBlock(title="What was run", paragraphs=["p"])
+    figures = FiguresBlock(title="Figures: good", figures=[], folded=True)
+    html = render_report_html(_page(sections=[text, figures]))
+    assert '<details class="fold"><summary>What was run</summary>' in html
+    assert '<details class="fold"><summary>Figures: good</summary>' in html
+    assert "<h2>What was run</h2>" not in html
+    for folded in ("Qualification instruments", "Release gates by configuration",
+                   "Manifest summary", "What these results do not establish"):  # fmt: skip
+        assert f'<details class="fold"><summary>{folded}' in html, folded
+    assert html.index('<p class="next">') < html.index('id="instruments"')
+
+
+def test_a_lead_block_opens_right_under_the_verdict_banner() -> None:
+    lead = TableBlock(title="Verdict per adapter", columns=["c"], rows=[["x"]], lead=True)
+    html = render_report_html(_page(sections=[TextBlock(title="t", paragraphs=["p"]), lead]))
+    assert "<h2>Verdict per adapter</h2>" in html
+    assert (
+        html.index('class="next"')
+        < html.index("Verdict per adapter")
+        < html.index('id="instruments"')
+    )
+
+
+def test_no_green_banner_while_a_candidate_is_not_passed_even_with_no_gate_failed() -> None:
+    good = {"gates": _gates("good", 0, 0), "instruments": [], "expected_to_fail": []}
+    assert '<p class="verdict clear">' in render_report_html(_page(subjects=["good"], **good))
+    # "ungated" is a candidate no gate names: no gate failed, yet nothing is released for it.
+    html = render_report_html(_page(subjects=["good", "ungated"], **good))
+    assert '<p class="verdict clear">' not in html
+    assert "No candidate released (not every candidate passed: ungated)" in html
+
+
+def test_forest_draws_no_estimate_or_green_pass_for_a_subject_with_no_valid_answer() -> None:
+    # A sentinel that never answered validly has 0 false approvals of its valid answers: its
+    # gate passes, but the plot must not show a measured 0 marked "[passed]".
+    empty = rate_figure("empty", 0, 20, unit="case", one_sided_upper=True, description="d")
+    block = ForestBlock(title="f", figures=[empty], metric="false_approval_rate")
+    page = ReportPage(
+        title="t", gates=_gates("empty", 0, 0), sections=[block],
+        evaluability={"empty": Evaluability(attempted=40, valid=0, invalid=40)},
+    )  # fmt: skip
+    html = render_report_html(page)
+    assert "[passed]" not in html
+    assert "empty (not evaluable)  [not evaluable]" in html

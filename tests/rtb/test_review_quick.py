@@ -220,3 +220,25 @@ def test_a_finished_folder_is_reported_again_saying_so_and_offering_new(tmp_path
     note = finished_note(run) or ""
     assert "already holds a finished run" in note and "nothing is sent" in note
     assert "--new" in note and str(tmp_path / "run-2") in note
+
+
+def test_ctrl_c_during_the_quick_path_says_how_far_it_got_and_keeps_the_folder_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trustbench.core
+
+    def interrupted_run(run_dir: Path, progress: Any, **_: Any) -> None:
+        progress.start(480, 0)
+        progress.update(3, 1, 0)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trustbench.core, "run_experiment", interrupted_run)
+    monkeypatch.chdir(tmp_path)
+    code, output = invoke(
+        "rtb", "review", "--model", "openai/bot", "--base-url", "http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    run = Path("runs") / "review-bot"
+    assert code == 130, output
+    assert "interrupted: 3/480 trials finished and recorded (1 failed); resume with: " in output
+    assert f"(or trustbench run {run}, then trustbench report {run})" in output
+    assert (tmp_path / run / "manifest.json").is_file()  # kept: the resume needs it

@@ -143,7 +143,7 @@ def test_demo_page_parses_and_references_nothing_outside_itself(
 
 UNUSABLE = "Evaluability: why trials were unusable"
 HEATMAP_JS = (
-    "[...document.querySelectorAll('section h2')]"
+    "[...document.querySelectorAll('section summary')]"
     f".find(h => h.textContent === {UNUSABLE!r}).parentElement.querySelector('svg')"
 )
 
@@ -171,7 +171,7 @@ def test_evaluability_heatmap_is_drawn_in_the_colours_its_key_names(
     in the SVG the page embeds (cells are drawn row by row after the two backgrounds)."""
     result, record = demo
     text = result.html_path.read_text()
-    start = text.index(f"<h2>{UNUSABLE}</h2>")
+    start = text.index(f"<summary>{UNUSABLE}</summary>")
     svg = text[text.index("<svg", start) : text.index("</svg>", start)]
     fills = re.findall(
         r'<g id="[^"]*patch_\d+">\s*<path d="[^"]*"[^>]*style="fill: (#[0-9a-f]{6})', svg
@@ -191,6 +191,21 @@ def test_evaluability_heatmap_is_drawn_in_the_colours_its_key_names(
     assert missing[0] > 140 and missing[1] < 60, missing
 
 
+FIRST_SCREEN = """(() => {
+  const bottom = (el) => el.getBoundingClientRect().bottom + window.scrollY;
+  const top = (el) => el.getBoundingClientRect().top + window.scrollY;
+  const rows = [...document.querySelectorAll("#verdicts table.verdicts tbody tr")];
+  return {verdicts_bottom: bottom(document.querySelector("#verdicts table.verdicts")),
+          figures: rows.map(r => [r.cells[0].textContent, r.querySelector("td.headline-figures")
+                                  .textContent, bottom(r)]),
+          next_bottom: bottom(document.querySelector("#verdicts p.next")),
+          system_top: top(document.querySelector("#system-under-test"))};
+})()"""
+"""Where the answer sits on the page: the candidates' verdict rows with their headline figures,
+the next step and the system under test (document pixels)."""
+
+OPEN_ALL = "document.querySelectorAll('details').forEach(d => { d.open = true; })"
+
 FILTER_AND_COUNT = """(() => {
   const box = document.querySelector("input.filter");
   const rows = () => [...document.querySelectorAll("#" + box.dataset.table + " tbody tr")];
@@ -209,7 +224,8 @@ FILTER_AND_COUNT = """(() => {
 def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_filter(
     demo: tuple[ReportResult, dict[str, Any]], tmp_path: Path
 ) -> None:
-    """The page a new user opens: under 15,000 px, verdicts first, drill-down filter working.
+    """The page a new user opens: the answer on its first 1280x900 screen, about 4,000 px with
+    the details folded, verdicts first, drill-down filter working.
 
     Set TRUSTBENCH_SCREENSHOTS=<folder> to keep the PNG (docs/screenshots/ comes from here).
     """
@@ -217,28 +233,39 @@ def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_
     shots = Path(os.environ.get("TRUSTBENCH_SCREENSHOTS") or tmp_path)
     chromium, ws_url = start_chromium(tmp_path / "profile")
 
-    async def inspect() -> tuple[float, Any, Any]:
+    async def inspect() -> tuple[float, Any, Any, Any, Any]:
         async with aiohttp.ClientSession() as http:
-            browser = await Browser.open(http, ws_url)
+            browser = await Browser.open(http, ws_url, width=1280, height=900)
             await browser.send("Page.navigate", url=result.html_path.as_uri())
             await browser.html_after(None)
             height = await browser.page_height()
+            first_screen = await browser.evaluate(FIRST_SCREEN)
             await browser.screenshot(shots / "report-review.png", max_height=2400)
             ids = await browser.evaluate(
                 "[...document.querySelectorAll('section[id]')].map(s => s.id)"
             )
+            await browser.evaluate(OPEN_ALL)  # the detail below: filter and heatmap
             filtered = await browser.evaluate(FILTER_AND_COUNT)
             heatmap = await browser.element_pixels(HEATMAP_JS)
             await browser.ws.close()
-            return height, ids, filtered, heatmap
+            return height, first_screen, ids, filtered, heatmap
 
     try:
-        height, ids, filtered, heatmap = asyncio.run(inspect())
+        height, first_screen, ids, filtered, heatmap = asyncio.run(inspect())
     finally:
         chromium.terminate()
         chromium.wait(timeout=20)
-    assert height < 15_000, f"report page is {height:.0f} px tall"
-    assert ids[:3] == ["verdicts", "instruments", "gates"]
+    assert height < 4_200, f"report page is {height:.0f} px tall with its details folded"
+    assert ids[:4] == ["verdicts", "system-under-test", "instruments", "gates"]
+    # The first 1280x900 screen holds every candidate's verdict with its headline figures and
+    # the interval bound each gate reads, the next step, and the start of the system under test.
+    assert first_screen["verdicts_bottom"] <= 900 and first_screen["next_bottom"] <= 900
+    assert first_screen["system_top"] < 900, first_screen
+    figures = {name: text for name, text, _ in first_screen["figures"]}
+    assert figures, "no candidate row in the verdict table"
+    for name in ("false-approvals", "unsupported-permits"):
+        assert all(f"{name}: " in text for text in figures.values()), figures
+        assert all("95% upper bound" in text for text in figures.values()), figures
     # One row per case and reviewer configuration (the unchecked baseline has no reply).
     configurations = record["review"]["configurations"].values()
     reviewers = [c for c in configurations if c["kind"] != "unchecked"]

@@ -76,3 +76,31 @@ def test_smoke_command_prints_the_gap_and_writes_a_json_result(tmp_path: Path) -
     record = json.loads(out.read_text())
     assert record["governance_gap"]["low"] > 0
     assert record["trb_version"] == "TRB v1.0"
+
+
+def test_the_profile_table_keeps_every_candidate_name_whole_at_80_columns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trustbench.trb._cli_tables import _print_profile_record
+
+    monkeypatch.setenv("COLUMNS", "80")
+    axis = {"value": 0.512, "lower": 0.401, "upper": 0.623}
+    names = ("trace-ai-full", "trace-ai-ablation", "cot-supervised-finetune")
+    record = {
+        "qualifications": [],
+        "trb": {
+            "version": "trb-v4", "corpus": {"sha256": "0" * 64},
+            "profile": {n: dict.fromkeys(("G", "ground", "attr", "viab", "nav", "trans"), axis)
+                        for n in names},
+            "adapters": {n: {"tier": "native"} for n in names},
+            "baselines": [{"baseline": n, "adapter_tier": "native", "status": "run",
+                           "candidate": n, "profile": {}} for n in names],
+            "governance_gap": {"status": "not run", "reason": "no pair"}, "flags": [],
+        },
+    }  # fmt: skip
+    _print_profile_record(record)
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines()) <= 80
+    for name in names:
+        assert printed.count(name) >= 2, (name, printed)  # profile row and baseline row, whole
+    assert "…" not in printed

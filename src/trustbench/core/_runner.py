@@ -201,6 +201,32 @@ class RichProgress:
         self._progress.stop()
 
 
+class CountingProgress:
+    """Passes progress on to another reporter and keeps the last counts.
+
+    `run` reads them when Ctrl-C stops it, to say how far the run got before it names the resume
+    command: the ledger holds every finished trial, so the same command picks up the rest.
+    """
+
+    def __init__(self, inner: ProgressReporter) -> None:
+        self.inner = inner
+        self.total = self.done = self.failed = 0
+
+    def start(self, total: int, done: int) -> None:
+        """Keep the plan's size and the finished count, then pass them on."""
+        self.total, self.done = total, done
+        self.inner.start(total, done)
+
+    def update(self, done: int, failed: int, retries: int) -> None:
+        """Keep the counts, then pass them on."""
+        self.done, self.failed = done, failed
+        self.inner.update(done, failed, retries)
+
+    def close(self) -> None:
+        """Pass the end on."""
+        self.inner.close()
+
+
 class NoProgress:
     """Reports nothing (for tests and library use)."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -11,6 +11,7 @@ from trustbench.errors import InputError
 
 if TYPE_CHECKING:
     from trustbench.core._report_run import ReportResult
+    from trustbench.core._runner import CountingProgress
 
 SpecArg = Annotated[Path, typer.Argument(help="Experiment spec (TOML).")]
 RunDirArg = Annotated[Path, typer.Argument(help="Run folder written by `freeze`.")]
@@ -29,6 +30,8 @@ ForceOpt = Annotated[
         help="Replace an existing output file (never a run's ledger, ledger.head or manifest).",
     ),
 ]
+INTERRUPTED_EXIT = 130
+"""Exit code of a run stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress output.")]
 JsonOpt = Annotated[
     bool,
@@ -167,6 +170,19 @@ def _candidates_that_never_completed(run_dir: Path) -> dict[str, str]:
         connection.close()
 
 
+def exit_interrupted(progress: CountingProgress, resume: str) -> NoReturn:
+    """Say how far a run stopped by Ctrl-C got and the command that resumes it; exit 130.
+
+    Every finished trial is in the ledger, so the resume command runs only the rest.
+    """
+    typer.echo(
+        f"interrupted: {progress.done}/{progress.total} trials finished and recorded "
+        f"({progress.failed} failed); resume with: {resume}",
+        err=True,
+    )
+    raise typer.Exit(INTERRUPTED_EXIT)
+
+
 def run(
     run_dir: RunDirArg,
     quiet: QuietOpt = False,
@@ -177,17 +193,26 @@ def run(
     rerun_cut: RerunCutOpt = False,
 ) -> None:
     """Run (or resume) the frozen experiment, recording every attempt in the ledger."""
-    from trustbench.core._runner import NoProgress, default_progress, run_experiment
-
-    summary = run_experiment(
-        run_dir,
-        NoProgress() if quiet else default_progress(),
-        executor=executor,
-        address=address,
-        limit=limit,
-        preflight=not no_preflight,
-        rerun_cut=rerun_cut,
+    from trustbench.core._runner import (
+        CountingProgress,
+        NoProgress,
+        default_progress,
+        run_experiment,
     )
+
+    progress = CountingProgress(NoProgress() if quiet else default_progress())
+    try:
+        summary = run_experiment(
+            run_dir,
+            progress,
+            executor=executor,
+            address=address,
+            limit=limit,
+            preflight=not no_preflight,
+            rerun_cut=rerun_cut,
+        )
+    except KeyboardInterrupt:  # the runner closed the progress output; the ledger is intact
+        exit_interrupted(progress, f"trustbench run {run_dir}")
     finished = summary.finished_before + summary.completed + summary.failed
     typer.echo(
         f"{finished}/{summary.planned} trials finished ({summary.finished_before} before this "

@@ -189,7 +189,8 @@ def freeze_run_report(run_dir: Path, spec_text: str, *, limit: int | None) -> No
         run_experiment,
         write_manifest,
     )
-    from trustbench.core.cli import report_exit
+    from trustbench.core._runner import CountingProgress
+    from trustbench.core.cli import exit_interrupted, report_exit
 
     with removed_if_refused(run_dir):
         spec = write_quick_spec(run_dir, spec_text)
@@ -198,7 +199,14 @@ def freeze_run_report(run_dir: Path, spec_text: str, *, limit: int | None) -> No
         if note is not None:
             typer.echo(f"note: {note}")
         write_manifest(build_manifest(spec), run_dir)
-        summary = run_experiment(run_dir, default_progress(), limit=limit, preflight=True)
+        progress = CountingProgress(default_progress())
+        try:
+            summary = run_experiment(run_dir, progress, limit=limit, preflight=True)
+        except KeyboardInterrupt:  # the folder is kept: its ledger holds the finished trials
+            exit_interrupted(
+                progress,
+                f"the same command (or trustbench run {run_dir}, then trustbench report {run_dir})",
+            )
     for name, why in summary.stopped.items():
         typer.echo(f"candidate {name!r} stopped: {why}", err=True)
     report_exit(report_run(run_dir))

@@ -85,7 +85,7 @@ def summary_table(report: ValidationReport) -> Table:
     )
     table.add_column("group", no_wrap=True)
     for variant in variants:
-        table.add_column(variant.replace("_", "\n"))
+        table.add_column(variant.replace("_", "\n"), overflow="fold")  # wrap, never `scen…`
     for group in sorted(grid):
         cells = []
         for variant in variants:

@@ -96,8 +96,12 @@ def _print_profile_record(record: dict[str, Any]) -> None:
     _print_head(console, record)
     table = Table(title="Profile vector, eval split (95% trace-clustered bootstrap)")
     axes_order = ("G", "ground", "attr", "viab", "nav", "trans")
-    for column in ("candidate", "tier", *axes_order):
-        table.add_column(column)
+    # Names are never cut (`trace-ai-full` and `trace-ai-ablation` both read `trace-…` once):
+    # the name columns keep their full width and the figure columns wrap to fit the terminal.
+    names = max((len(name) for name in trb["profile"]), default=9)
+    table.add_column("candidate", no_wrap=True, min_width=names)
+    for column in ("tier", *axes_order):
+        table.add_column(column, overflow="fold")
 
     def cell(a: dict[str, Any] | None) -> str:
         if not a or a.get("value") is None:
@@ -110,13 +114,16 @@ def _print_profile_record(record: dict[str, Any]) -> None:
         table.add_row(escape(name), str(trb["adapters"][name]["tier"]), *cells)
     console.print(table)
     baselines = Table(title="Baselines (spec §4), eval split (intervals in the report)")
-    for column in ("baseline", "tier", "status", "candidate", *axes_order):
-        baselines.add_column(column)
+    baselines.add_column("baseline", no_wrap=True)
+    candidates = max((len(str(b["candidate"] or "-")) for b in trb["baselines"]), default=9)
+    baselines.add_column("candidate", no_wrap=True, min_width=candidates)
+    for column in ("tier", "status", *axes_order):
+        baselines.add_column(column, overflow="fold")
     slot_lines = []
     for b in trb["baselines"]:
         profile = b.get("profile") or {}
         baselines.add_row(
-            b["baseline"], b["adapter_tier"], b["status"], escape(str(b["candidate"] or "-")),
+            b["baseline"], escape(str(b["candidate"] or "-")), b["adapter_tier"], b["status"],
             *[_fmt((profile.get(axis) or {}).get("value")) for axis in axes_order],
         )  # fmt: skip
         slots = b.get("slot_accuracy") or {}

@@ -269,7 +269,7 @@ def _print_result(result: dict[str, Any], *, to_stderr: bool = False) -> None:
     console.print(f"[yellow]{escape(result['label'])}[/]")
     table = Table(title="Baselines (spec §4), eval split")
     for column in ("baseline", "tier", "status", "G", "balanced accuracy"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for b in result["baselines"]:
         table.add_row(
             b["baseline"], b["adapter_tier"], b["status"], _fmt(b["G"]),
@@ -277,8 +277,9 @@ def _print_result(result: dict[str, Any], *, to_stderr: bool = False) -> None:
         )  # fmt: skip
     console.print(table)
     detail = Table(title="Track 1 / Track 3 detail (95% trace-clustered intervals)")
-    for column in ("model", "figure", "value", "interval", "n"):
-        detail.add_column(column)
+    detail.add_column("model", no_wrap=True)  # a model's full name, never cut
+    for column in ("figure", "value", "interval", "n"):
+        detail.add_column(column, overflow="fold")
     for name, t in result["tracks"].items():
         g = t["governance"]
         star = g.get("G_star") or {}

@@ -28,6 +28,8 @@ from trustbench.core.report._verdict import (
     ReportPage,
     TableBlock,
     TextBlock,
+    Verdict,
+    gate_names,
     release_blocked,
     report_exit_code,
     subject_verdicts,
@@ -185,7 +187,14 @@ def _figure_row(figure: Figure, declared: _GateIntervals | None = None) -> dict[
     }
 
 
-def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str, Any]:
+_UNMEASURED = {"not_evaluable": "not_evaluable"}
+"""A figure status that is not "measured" -> the row's status in a forest plot (amber for not
+evaluable; not run and not applicable rows stay uncoloured)."""
+
+
+def _forest(
+    block: ForestBlock, salt: str, gates: list[GateResult], unevaluable: set[str]
+) -> dict[str, Any]:
     from trustbench.core.report import _plots  # matplotlib: loaded when a plot is drawn
 
     labels, estimates, pairs, rows = [], [], [], []
@@ -198,7 +207,13 @@ def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str,
     drawn = f"{confidence * 100:g}% {sidedness.replace('_', '-')} {method}"
     if block.metric in declared:
         drawn += " (the interval the gate compares)"
-    for figure in block.figures:
+    figures = [
+        f.model_copy(update={"status": "not_evaluable"})
+        if f.name in unevaluable and f.status == "measured"
+        else f
+        for f in block.figures
+    ]
+    for figure in figures:
         interval = figure.interval(method, confidence, sidedness)  # type: ignore[arg-type]
         usable = interval is not None and not interval.not_computable
         suffix = {
@@ -207,8 +222,11 @@ def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str,
             "not_evaluable": " (not evaluable)",
         }.get(figure.status, "")
         labels.append(figure.name + suffix)
-        estimates.append(figure.estimate)
-        pairs.append((interval.lower, interval.upper) if usable and interval else None)
+        # Only a measured figure is drawn: a withheld (not evaluable) estimate is a placeholder,
+        # and a mark at 0 would read as the best possible rate.
+        measured = figure.status == "measured"
+        estimates.append(figure.estimate if measured else None)
+        pairs.append((interval.lower, interval.upper) if usable and interval and measured else None)
         rows.append(_figure_row(figure))
     # Rows are subjects; the gates on `block.metric` give each row its pass/fail colour and the
     # thresholds to draw (one line per distinct threshold declared on the metric).
@@ -220,7 +238,12 @@ def _forest(block: ForestBlock, salt: str, gates: list[GateResult]) -> dict[str,
     thresholds = sorted({g.spec.threshold for g in mine})
     outcome = {g.subject: g.status for g in mine if g.subject}
     outcome |= {f"{g.subject}: {g.spec.metric}": g.status for g in worst_last if g.subject}
-    statuses = [outcome.get(figure.name) for figure in block.figures]
+    # A row that was not measured never takes a gate's colour: a "[passed]" in green beside a
+    # not-evaluable subject would contradict its verdict.
+    statuses = [
+        outcome.get(figure.name) if figure.status == "measured" else _UNMEASURED.get(figure.status)
+        for figure in figures
+    ]
     svg = _plots.forest_svg(
         labels,
         estimates,
@@ -259,7 +282,9 @@ def _profile(block: ProfileBlock, salt: str) -> dict[str, Any]:
     }
 
 
-def _section(block: Block, index: int, gates: list[GateResult]) -> dict[str, Any]:
+def _section(
+    block: Block, index: int, gates: list[GateResult], unevaluable: set[str]
+) -> dict[str, Any]:
     salt = f"tb{index}"
     declared = _gate_intervals(gates)
     if isinstance(block, FiguresBlock):
@@ -281,7 +306,7 @@ def _section(block: Block, index: int, gates: list[GateResult]) -> dict[str, Any
         totals = [sum(row) for row in block.counts]
         return {"block": block, "svg": Markup(svg), "totals": totals}
     if isinstance(block, ForestBlock):
-        return _forest(block, salt, gates)
+        return _forest(block, salt, gates, unevaluable)
     if isinstance(block, ProfileBlock):
         return _profile(block, salt)
     if isinstance(block, TextBlock):
@@ -377,6 +402,84 @@ def sorted_gates(gates: list[GateResult]) -> list[GateResult]:
     return sorted(gates, key=lambda result: _GATE_ORDER[result.status])
 
 
+_HEADLINE_GATES = 3
+"""Gates whose figures a verdict row shows (declaration order, blocking first): the spec's
+first-declared gates are its headline measures (false approvals, unsupported permits...)."""
+
+
+def _bound_text(gate: GateResult) -> str:
+    value, metric = gate.value, gate.spec.metric
+    if value is None:
+        return "not evaluated"
+    rate = "rate" in metric and 0.0 <= value <= 1.0
+    return f"{value * 100:.2f}%" if rate else f"{value:.4g}"
+
+
+def headline_figures(verdict: Verdict, declared: Sequence[GateResult]) -> list[str]:
+    """A verdict row's figures: each headline gate's estimate and the interval bound it compares.
+
+    Shown beside the verdict so the first screen carries the numbers with their intervals
+    (e.g. `false-approvals: 1.25% (95% upper bound 6.76%; gate <= 5%)`), not only the words.
+
+    Args:
+        verdict: The subject's verdict (its gates).
+        declared: Every gate result of the page, in declaration order.
+    """
+    from trustbench.core._analysis import VALID_RESPONSE_RATE
+
+    order = {id(g): i for i, g in enumerate(declared)}
+    # The valid-response rate has its own column; the headline figures are the error rates.
+    gated = [g for g in verdict.gates if g.spec.metric != VALID_RESPONSE_RATE]
+    mine = sorted(gated, key=lambda g: (not g.spec.blocking, order.get(id(g), 0)))
+    lines = []
+    for gate, name in zip(mine, gate_names(mine), strict=True):
+        spec = gate.spec
+        threshold = f"gate {spec.comparison} {_threshold_text(gate)}"
+        point = gate.figure_estimate
+        if point is None and spec.bound == "estimate":
+            point = gate.value
+        if point is None:
+            lines.append(f"{name}: {gate.status.replace('_', ' ')} ({threshold})")
+            continue
+        estimate = _bound_text(gate.model_copy(update={"value": point}))
+        level = "" if spec.confidence is None else f"{spec.confidence * 100:g}% "
+        bound = (
+            f"{level}{spec.bound} bound {_bound_text(gate)}; " if spec.bound != "estimate" else ""
+        )
+        lines.append(f"{name}: {estimate} ({bound}{threshold})")
+    return lines[:_HEADLINE_GATES]
+
+
+def _threshold_text(gate: GateResult) -> str:
+    return _bound_text(gate.model_copy(update={"value": gate.spec.threshold}))
+
+
+def next_steps(candidates: Sequence[Verdict], incomplete: str | None) -> list[str]:
+    """What a reader does next, from the candidates' verdicts (first matching case first)."""
+    statuses = {v.status for v in candidates}
+    steps = []
+    if incomplete:
+        steps.append("Finish the run (`trustbench run RUN`) and report again.")
+    if "not_evaluable" in statuses:
+        steps.append(
+            "Make the not-evaluable candidates answer validly first (see Evaluability: missing, "
+            "invalid or cut replies); their error rates are withheld until they do."
+        )
+    if "blocked" in statuses:
+        steps.append(
+            "Open a blocked candidate's gates (Release gates by configuration) for the bound "
+            "that missed its threshold, then its figures and confusion for the cases."
+        )
+    if statuses - {"passed"} and not steps:
+        steps.append("Read each candidate's verdict: none of those not passed is released.")
+    if not steps:
+        steps.append(
+            "Passing these gates is evidence at this sample size only: read what these "
+            "results do not establish before a release."
+        )
+    return steps
+
+
 def render_report_html(page: ReportPage) -> str:
     """Render the page to HTML text.
 
@@ -396,6 +499,16 @@ def render_report_html(page: ReportPage) -> str:
     counts = {s: sum(1 for g in counted if g.status == s) for s in _GATE_ORDER}
     informational = [g for g in judged if not g.spec.blocking and g.status != "passed"]
     blocked = release_blocked(page.gates, verdicts)
+    candidates = [v for v in verdicts if not v.instrument]
+    # Rows of a subject with nothing valid to measure (a not-evaluable candidate, a sentinel
+    # that never answered validly) are not drawn as measured: an error rate of 0 of 0 valid
+    # answers is no evidence, and a green "[passed]" beside it would read as one.
+    unevaluable = {v.subject for v in verdicts if v.status == "not_evaluable"} | {
+        s for s, e in page.evaluability.items() if e.attempted and not e.valid
+    }
+    sections = [
+        _section(block, i, page.gates, unevaluable) for i, block in enumerate(page.sections)
+    ]
     return template.render(
         page=page,
         gates=gates,
@@ -404,10 +517,14 @@ def render_report_html(page: ReportPage) -> str:
         blocked=blocked,
         exit_code=report_exit_code(page.incomplete is None, blocked),
         harness_problems=[v.subject for v in verdicts if v.status == "harness_problem"],
-        candidates=[v for v in verdicts if not v.instrument],
+        candidates=candidates,
+        all_passed=all(v.status == "passed" for v in candidates),
+        next_steps=next_steps(candidates, page.incomplete),
+        headlines={v.subject: headline_figures(v, page.gates) for v in verdicts},
         instruments=[v for v in verdicts if v.instrument],
         loose_gates=[g for g in gates if g.subject is None],
-        sections=[_section(block, i, page.gates) for i, block in enumerate(page.sections)],
+        lead_sections=[s for s in sections if s["block"].lead],
+        sections=[s for s in sections if not s["block"].lead],
         has_filter=any(isinstance(b, TableBlock) and b.filterable for b in page.sections),
         system=system_under_test_view(page.system_under_test),
     )

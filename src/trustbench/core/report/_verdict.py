@@ -42,7 +42,12 @@ class _Block(BaseModel):
 class _Section(_Block):
     folded: bool = False
     """Show the block folded (an HTML `<details>` element the reader opens), so per-configuration
-    detail does not push the summary off the page; its content is in the HTML either way."""
+    detail does not push the summary off the page; its content is in the HTML either way. Every
+    block that is not `lead` is shown folded below the verdicts (the first screen is the answer);
+    `folded` tells a track's own ordering which blocks are per-configuration detail."""
+    lead: bool = False
+    """Show the block open right under the verdict banner, before the system under test: only
+    for a track's own verdict table (TRB's verdict per adapter), never for detail."""
     subject: str | None = None
     """The one gated subject whose trials this block shows, if it shows one only (per-
     configuration detail). When that subject is not evaluable the report withholds the

@@ -1938,6 +1938,7 @@ def trust_summary(
         rows.append(_verdict_row(candidate, verdict, held))
     score = "" if evidence is None or evidence.get("is_score") else f" {evidence['line']}."
     block = TableBlock(
+        lead=True,  # the answer: shown open under the verdict banner, before any detail
         title="Verdict per adapter (all axes combined)",
         columns=["candidate", "verdict", "why", "release", "where it ran"],
         rows=rows,
