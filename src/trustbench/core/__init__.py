@@ -42,6 +42,7 @@ from trustbench.core._outputs import (
 from trustbench.core._report_run import ReportResult, report_run
 from trustbench.core._run_folder import RunLock
 from trustbench.core._runner import (
+    CountingProgress,
     NoProgress,
     ProgressReporter,
     RunSummary,
@@ -109,6 +110,7 @@ __all__ = [
     "CandidateRecord",
     "CandidateSpec",
     "CorpusSpec",
+    "CountingProgress",
     "Evaluability",
     "EventReducer",
     "ExperimentResult",

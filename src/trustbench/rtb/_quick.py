@@ -183,13 +183,13 @@ def freeze_run_report(run_dir: Path, spec_text: str, *, limit: int | None) -> No
     import typer
 
     from trustbench.core import (
+        CountingProgress,
         build_manifest,
         default_progress,
         report_run,
         run_experiment,
         write_manifest,
     )
-    from trustbench.core._runner import CountingProgress
     from trustbench.core.cli import exit_interrupted, report_exit
 
     with removed_if_refused(run_dir):
