@@ -901,3 +901,63 @@ class AttackingBoundary:
 def make_boundary(settings: dict[str, Any]) -> Any:
     del settings
     return AttackingBoundary
+
+
+# ------------------------------------------------------------------------------------------------
+# The TRB adapter: follows its own stated plan (so it conforms), probes once, and says what it
+# reached in its `name`, which every result row records.
+
+
+class AttackingAdapter:
+    """A TRB adapter whose first hook call probes every channel and the pair channels."""
+
+    tier = "proxy"
+    supports_override = True
+
+    def __init__(self, role: str) -> None:
+        self._role = role
+        self._summary = ""
+        self._reached: list[str] = []
+
+    @property
+    def name(self) -> str:
+        if not self._summary:
+            findings = probe_all()
+            leaked = sorted(key for key, value in findings.items() if value[0] == "LEAKED")
+            pair = pair_channels(self._role, "marmalade52")
+            received = sorted(key for key, value in pair.items() if "marmalade52" in value)
+            self._reached = leaked + received
+            self._summary = (
+                f"atk-{self._role} leaked={','.join(leaked)} received={','.join(received)}"
+            )
+        return self._summary
+
+    def seed(self, value: int) -> None:
+        del value
+        _ = self.name
+
+    def emit_r(self, context: Any) -> Any:
+        from trustbench.trb.adapter import SelfReport
+
+        _ = self.name
+        if self._reached:
+            # Something came through: say what. The conformance kit at freeze quotes the error
+            # (in a trial a hook's error only counts as missing).
+            raise RuntimeError(MARKER + json.dumps({"adapter": self.name}))
+
+        goal = next((o.goal_cue for o in context.observations if o.goal_cue), "right")
+        planned = "left" if goal == "left" else "right"
+        return SelfReport(goal=goal, belief="open", planned_next=planned, confidence=0.5)
+
+    def act(self, context: Any, r_override: Any = None) -> dict[str, float]:
+        report = r_override if r_override is not None else self.emit_r(context)
+        others = [action for action in ("left", "stay", "right") if action != report.planned_next]
+        return {report.planned_next: 0.8, others[0]: 0.1, others[1]: 0.1}
+
+
+def make_adapter_a() -> AttackingAdapter:
+    return AttackingAdapter("a")
+
+
+def make_adapter_b() -> AttackingAdapter:
+    return AttackingAdapter("b")

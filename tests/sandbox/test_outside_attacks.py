@@ -225,7 +225,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Lab:
     root = tmp_path_factory.mktemp("outside-attack")
     folders = [
         _candidate_folder(root, module)
-        for module in ("atk_a", "atk_b", "atk_k", "atk_c", "atk_d", "atk_e")
+        for module in ("atk_a", "atk_b", "atk_k", "atk_c", "atk_d", "atk_e", "atk_ta", "atk_tb")
     ]
     env = child_env(root, pythonpath=folders, extra={"TRUSTBENCH_CACHE": str(root / "cache")})
     lab = Lab(root, env)
@@ -374,6 +374,37 @@ def test_a_pair_of_reviewers_cannot_pass_state(review_pair: list[dict[str, Any]]
     for reader in readers:
         for channel in ("sysv_shm", "posix_shm", "abstract_socket"):
             assert "marmalade52" not in reader[channel], f"{channel} passed state: {reader}"
+
+
+TRB_PAIR = """
+suite = "trb"
+track = "profile"
+trials_per_case = 1
+[corpus]
+path = "trbc"
+[track_options]
+splits = ["eval"]
+conformance_traces = 2
+[[candidates]]
+name = "adapter-a"
+kind = "inprocess"
+model = "atk_ta:make_adapter_a"
+[[candidates]]
+name = "adapter-b"
+kind = "inprocess"
+model = "atk_tb:make_adapter_b"
+"""
+
+
+def test_a_pair_of_trb_adapters_reaches_nothing_and_passes_no_state(lab: Lab) -> None:
+    """Freeze runs each adapter through the conformance kit in its worker, the writer first:
+    an adapter that reached any channel, or a reader that received the writer's word over SysV
+    or POSIX shared memory, raises from `emit_r` with what it reached, and the freeze quotes it."""
+    made = lab.cli("trb", "corpus", "trbc")
+    assert made.returncode == 0, made.stderr
+    (lab.root / "trb.toml").write_text(TRB_PAIR)
+    frozen = lab.cli("freeze", "trb.toml", "--out", "run_trb")
+    assert frozen.returncode == 0, frozen.stderr + frozen.stdout
 
 
 def test_the_pair_channels_pass_state_outside_the_sandbox() -> None:
