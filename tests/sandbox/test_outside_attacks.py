@@ -58,13 +58,13 @@ SINGLE_CHANNELS = (
 
 LEAKS = {
     "filesystem_walk_keys_ledgers": (
-        "LEAKS: the folder above the candidate module's folder is readable (less the run's own "
-        "hidden paths): owner.key (unless $TRUSTBENCH_HELDOUT_KEY names it), exposure.key, "
-        "other runs' ledger.sqlite and manifest.json"
+        "LEAKS: the harness's working folder (on sys.path, and above the candidate's module "
+        "folder) is granted to the worker, less the run's own hidden paths: owner.key (unless "
+        "$TRUSTBENCH_HELDOUT_KEY names it), exposure.key, other runs' ledger.sqlite and manifest"
     ),
     "clear_case_copies": (
-        "LEAKS: the owner's `rtb split` output in that folder (SPLIT/heldout/cases, the answer "
-        "key in the clear) is readable by the sandboxed candidate"
+        "LEAKS: through the same grant, the owner's `rtb split` output in that folder "
+        "(SPLIT/heldout/cases: the sealed set's answer key in the clear) is readable"
     ),
 }
 """Channels found open, with what leaked: the same in every run of this lab."""
@@ -341,9 +341,9 @@ def _figure(record: dict[str, Any], candidate: str, name: str) -> tuple[int, int
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "LEAKS: the sandboxed reviewer reads the owner's clear split beside the sealed set and "
-        "decides 12/12 correctly (always-permit scores 4/12), while the record says the answer "
-        "key was not available to the candidate"
+        "LEAKS: the sandboxed reviewer reads the owner's clear split in the harness's working "
+        "folder and decides 12/12 correctly (always-permit scores 4/12), while the record says "
+        "the answer key was not available to the candidate"
     ),
 )
 def test_sealed_set_reviewer_scores_at_chance(
