@@ -56,18 +56,11 @@ SINGLE_CHANNELS = (
 )
 """Every channel one candidate probes on its own (`outside_attacker.probe_all`)."""
 
-LEAKS = {
-    "filesystem_walk_keys_ledgers": (
-        "LEAKS: the harness's working folder (on sys.path, and above the candidate's module "
-        "folder) is granted to the worker, less the run's own hidden paths: owner.key (unless "
-        "$TRUSTBENCH_HELDOUT_KEY names it), exposure.key, other runs' ledger.sqlite and manifest"
-    ),
-    "clear_case_copies": (
-        "LEAKS: through the same grant, the owner's `rtb split` output in that folder "
-        "(SPLIT/heldout/cases: the sealed set's answer key in the clear) is readable"
-    ),
-}
-"""Channels found open, with what leaked: the same in every run of this lab."""
+LEAKS: dict[str, str] = {}
+"""Channels found open, with what leaked (marked xfail, strict). Empty: the two found by this
+attacker (a filesystem walk reaching the owner's keys and other runs' ledgers, and the clear
+`rtb split` cases, both through the harness's working folder granted as an import root) were
+closed by granting a worker only its module's own folder (`sandbox._rpc.module_paths`)."""
 
 
 def _channels(extra: tuple[str, ...] = ()) -> list[Any]:
@@ -338,14 +331,6 @@ def _figure(record: dict[str, Any], candidate: str, name: str) -> tuple[int, int
     raise AssertionError(f"no {name} for {candidate}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "LEAKS: the sandboxed reviewer reads the owner's clear split in the harness's working "
-        "folder and decides 12/12 correctly (always-permit scores 4/12), while the record says "
-        "the answer key was not available to the candidate"
-    ),
-)
 def test_sealed_set_reviewer_scores_at_chance(
     sealed: tuple[list[dict[str, Any]], dict[str, Any]],
 ) -> None:

@@ -515,12 +515,12 @@ def module_paths(entry: str) -> list[str]:
         locations = [str(spec.origin)]
     if not locations:
         raise InputError(f"cannot find module {top!r} of {entry}", location=entry)
+    # Only the folder the import system finds the module in: never the import roots above it
+    # (the harness's working folder is one, and an outside attacker read the owner's files
+    # there: keys, other runs' ledgers, a split's clear held-out cases). A candidate module that
+    # imports from a folder above its own must be given as that folder's package.
     folders = [Path(p).resolve().parent for p in locations]
-    # The import roots above it too: a module in `project/tests/` importing `tests.support`
-    # needs `project/` on its path, as it has in the harness.
-    above = [str(Path(p).resolve()) for p in sys.path if p and Path(p).is_dir()]
-    above = [p for p in above if any(f.is_relative_to(p) for f in folders)]
-    return list(dict.fromkeys([*map(str, folders), *above]))
+    return list(dict.fromkeys(map(str, folders)))
 
 
 def worker_environment(folder: str, roots: Sequence[str]) -> dict[str, str]:
