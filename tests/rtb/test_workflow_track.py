@@ -198,6 +198,9 @@ name = "planting"
 kind = "inprocess"
 entry = "test_workflow_track:planting_agent"
 settings = { agent = "planting", boundary = "reference" }
+# In the harness process: this module imports `tests.support`, a folder above its own, which
+# a sandbox worker is not granted (docs/sandbox.md); the leak scan is under test here.
+isolation = "none"
 """
     _, _, record, _ = freeze_run_report(tmp_path, text)
     leaks = record["workflow"]["leak_scan"]["leaks"]
