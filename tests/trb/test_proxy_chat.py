@@ -75,7 +75,7 @@ def test_action_distribution_comes_from_logprobs_over_the_option_words(traces):
     # 0.7 / 0.1 / 0.1 on the options, 0.1 on a non-option token: renormalised over options.
     assert dist == pytest.approx({"left": 0.1 / 0.9, "stay": 0.1 / 0.9, "right": 0.7 / 0.9})
     assert adapter.option_mass == [pytest.approx(0.9)]
-    assert adapter.calls == {"logprobs": 1, "sampled": 0, "failed": 0}
+    assert adapter.calls == {"logprobs": 1, "sampled": 0, "failed": 0, "unparsed_samples": 0}
 
 
 def test_override_re_renders_only_the_slot_span_and_prefills_it(traces):
@@ -118,8 +118,9 @@ def test_missing_logprobs_fall_back_to_samples_with_the_bias_stated(traces):
         adapter = _adapter(server, samples=8)
         dist = adapter.act(traces[0].context(0))
         adapter.close()
-    assert dist == pytest.approx({"left": 5 / 7, "stay": 1 / 7, "right": 1 / 7})
-    assert adapter.calls["sampled"] == 1
+    # "I go left" and "?" are not one action word: parse failures, counted, not actions.
+    assert dist == pytest.approx({"left": 4 / 6, "stay": 1 / 6, "right": 1 / 6})
+    assert adapter.calls["sampled"] == 1 and adapter.calls["unparsed_samples"] == 2
     assert "8 samples" in adapter.estimation and "biased upward" in adapter.estimation
 
 

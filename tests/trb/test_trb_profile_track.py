@@ -242,6 +242,8 @@ def test_chat_proxy_adapter_runs_end_to_end_through_the_track(
             '"transfer"]\nviability_rollouts = 1\nconformance_traces = 1\n'
             'splits = ["eval", "transfer_wind", "transfer_start"]',
         )
+        # The adapter runs in its sandbox worker: no network but the endpoint it declares.
+        spec.write_text(spec.read_text() + f'endpoints = ["{server.base_url}"]\n')
         result = pipeline_run(spec, tmp_path / "run")
         record = json.loads(result.record_path.read_text())
         requests = len(server.requests)

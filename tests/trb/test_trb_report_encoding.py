@@ -260,6 +260,12 @@ def test_a_chat_proxy_ignoring_the_renamed_encoding_scores_invalid_there_through
             options='measures = ["governance", "transfer"]\nconformance_traces = 1\n'
             'splits = ["eval", "transfer_encoding"]',
         )
+        # Each adapter runs in its sandbox worker: no network but the endpoint it declares.
+        text = spec.read_text()
+        for factory in ("honest_chat", "cheat_chat"):
+            line = f'model = "trb_chat_factory:{factory}"'
+            text = text.replace(line, f'{line}\nendpoints = ["{server.base_url}"]')
+        spec.write_text(text)
         record = freeze_run_report(spec, tmp_path / "run")
     figures = {c: {f["name"]: f for f in record["figures"][c]} for c in ("honest", "cheat")}
     honest, cheat = figures["honest"], figures["cheat"]

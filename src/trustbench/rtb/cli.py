@@ -31,8 +31,9 @@ _CheckedCorpusOption = Annotated[
     str | None,
     typer.Option(
         "--corpus",
-        help="A corpus folder, or `builtin:vX.Y` (e.g. builtin:v0.1, the starter); default: "
-        "the default built-in corpus, as `rtb review` and `rtb export` use.",
+        help="A corpus folder, or `builtin:VERSION` (a built-in corpus; an unknown one is "
+        "refused naming the known ones; the starter only when named); default: the default "
+        "built-in corpus, as `rtb review` and `rtb export` use.",
     ),
 ]
 _SHOWN_PROBLEMS = 20

@@ -16,9 +16,9 @@ Rules (each stated in the policy text that declares them):
    `release_2.0`) is not one and keeps its case; the Cedar encoding reads the same rule on its
    own side (in its policy object's package) and a differential test holds the two to it.
 4. A list compares as the sorted list of its normalised items (order carries no meaning).
-5. Times are ISO 8601 instants and compare as instants, whatever their offset (v0.3's rule 13;
-   v0.2 judges every time as an instant too): a date and time with a UTC offset or `Z`
-   (`2026-06-10T07:00:00+02:00`) equals the same instant written in any other offset
+5. Times are ISO 8601 instants and compare as instants, whatever their offset (the policy
+   texts that declare normalisation say times compare as instants): a date and time with a UTC
+   offset or `Z` (`2026-06-10T07:00:00+02:00`) equals the same instant written in any other offset
    (`2026-06-10T05:00:00Z`). A time without an offset names no instant and stays text.
 """
 

@@ -300,7 +300,7 @@ class WorkflowTrack:
         if options.review_chains and not supports_live_review(policy_id):
             raise InputError(
                 f"the corpus policy {policy_id} cannot show a live proposal to a reviewer; "
-                "review chains need a v0.2 or later corpus",
+                "review chains need a corpus whose policy has a live review input",
                 location="track_options.review_chains",
             )
         return resolution
