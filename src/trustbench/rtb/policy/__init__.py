@@ -13,6 +13,7 @@ from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._protocol import (
     AuthoredCase,
     CandidateInput,
+    CaseGenerator,
     CorpusPolicy,
     FaultApproval,
     LiveEvaluator,
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_POLICY_ID",
     "AuthoredCase",
     "CandidateInput",
+    "CaseGenerator",
     "CorpusPolicy",
     "FaultApproval",
     "LiveEvaluator",

@@ -143,6 +143,27 @@ class LiveEvaluator(Protocol):
 
 
 @runtime_checkable
+class CaseGenerator(Protocol):
+    """The generator a corpus version was authored with, as `rtb audit` draws from it.
+
+    An audit that only re-measures the learners a corpus was selected against says nothing: the
+    audit fits its attackers on a fresh pool drawn from the shipped generator with seeds the
+    corpus did not use, unfiltered, and tests them on the corpus.
+    """
+
+    corpus_seeds: frozenset[int]
+    """The seeds the shipped corpus's draws used; a pool is never drawn with one of them."""
+
+    def draw_pool(self, seed: int, count: int) -> list[BaseModel]:
+        """Draw `count` labelled cases (the policy's `case_model`) from the generator with `seed`.
+
+        The same world construction as the shipped corpus, no selection against any audit;
+        deterministic for a seed.
+        """
+        ...
+
+
+@runtime_checkable
 class CorpusPolicy(Protocol):
     """Everything that depends on which policy (corpus version) a corpus declares.
 
@@ -203,6 +224,9 @@ class CorpusPolicy(Protocol):
     pass on). `rtb audit` evaluates these gates on every rule-ablated reader of a corpus of
     this policy; a spec reviewing such a corpus copies them. An object without it is audited
     under the packaged demo spec's gates."""
+    generator: CaseGenerator | None
+    """The generator the corpus version was authored with (a fresh pool for the audit's
+    attackers), or None when it is not shipped (the pool-trained attackers are then "not run")."""
 
     def check_cases(self, case_files: list[tuple[str, Any]], /) -> list[Problem]:
         """Structural checks of a corpus's cases beyond their schema (file, pointer, message).

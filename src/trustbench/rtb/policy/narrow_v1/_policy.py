@@ -44,7 +44,13 @@ from trustbench.rtb.policy._cases import (
 )
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._policy_base import LazyControlPath, evidence_defs, reason_tables
-from trustbench.rtb.policy._protocol import CitationRule, FindingRules, PolicyRule, unknown_rule
+from trustbench.rtb.policy._protocol import (
+    CaseGenerator,
+    CitationRule,
+    FindingRules,
+    PolicyRule,
+    unknown_rule,
+)
 from trustbench.rtb.policy.narrow_v1._reviewer import (
     PolicyFinding,
     ReferencePolicyReviewer,
@@ -505,6 +511,7 @@ class NarrowApprovalV1(LazyControlPath):
     reason_text: Mapping[str, str] = REASON_TEXT
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V1
     review_gates: Path = Path(__file__).with_name("review_gates.toml")
+    generator: CaseGenerator | None = None
     """The starter's gates (15 %, sized for 20 cases per decision)."""
     """The decision rules of the policy record, each with its ablated reader."""
 

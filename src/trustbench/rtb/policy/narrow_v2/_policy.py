@@ -25,7 +25,7 @@ from trustbench.rtb.policy._cases import (
     unsupported_reason_codes,
 )
 from trustbench.rtb.policy._policy_base import LazyControlPath, evidence_defs, reason_tables
-from trustbench.rtb.policy._protocol import FindingRules, PolicyRule, unknown_rule
+from trustbench.rtb.policy._protocol import CaseGenerator, FindingRules, PolicyRule, unknown_rule
 from trustbench.rtb.policy.narrow_v2 import _reviewer as rules
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
@@ -265,6 +265,7 @@ class NarrowApprovalV2(EvidenceRecordsPolicy):
     reason_text: Mapping[str, str] = reason_meaning
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V2
     review_gates: Path = Path(__file__).with_name("review_gates.toml")
+    generator: CaseGenerator | None = None
     """Exact 5 % gates on 60 cases per decision."""
     """The decision rules of policy rules 1-7, each with its ablated reader."""
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from trustbench.rtb.corpus._models import Decision, Problem, json_pointer
 from trustbench.rtb.policy._cases import each_case
 from trustbench.rtb.policy._policy_base import evidence_defs, reason_tables
-from trustbench.rtb.policy._protocol import FindingRules, PolicyRule
+from trustbench.rtb.policy._protocol import CaseGenerator, FindingRules, PolicyRule
 from trustbench.rtb.policy.narrow_v2 import _reviewer as v2
 from trustbench.rtb.policy.narrow_v2._policy import (
     AblatedV2Reviewer,
@@ -206,6 +206,7 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V3
     """v0.2's decision rules as the v0.3 text states them, then v0.3's own, each ablatable."""
     review_gates: Path = Path(__file__).with_name("review_gates.toml")
+    generator: CaseGenerator | None = None
     """Exact 5 % gates on 80 cases per decision, one on deny/hold confusions."""
 
     check_cases = staticmethod(check_cases_v3)
