@@ -88,6 +88,28 @@ def latency_summary(durations: list[float]) -> LatencySummary:
     )
 
 
+def median_interval(ordered: Sequence[float], confidence: float) -> tuple[float, float] | None:
+    """Distribution-free interval of the median: two order statistics (sorted input).
+
+    The number of observations below the median is Binomial(n, 1/2), so the interval from the
+    r-th smallest to the r-th largest observation covers the median with probability
+    1 - 2 P(X <= r - 1) (Conover, *Practical Nonparametric Statistics*, 3rd ed., 3.2). The
+    largest r keeping that at or above `confidence` gives the narrowest such interval; below
+    about six observations (at 95%) none does, and the interval is `None`.
+    """
+    n = len(ordered)
+    tail = (1.0 - confidence) / 2.0
+    cumulative, rank = 0.0, 0
+    while rank < n:
+        cumulative += math.comb(n, rank) / 2.0**n  # P(X <= rank)
+        if cumulative > tail:
+            break
+        rank += 1
+    if rank == 0:
+        return None
+    return (ordered[rank - 1], ordered[n - rank])
+
+
 CallUsage = tuple[int | None, int | None, float | None]
 """One model call's (prompt_tokens, completion_tokens, cost_usd) as it reported them."""
 

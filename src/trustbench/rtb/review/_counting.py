@@ -836,9 +836,25 @@ def _added_by_chain(metrics: ReviewMetrics, members: list[str]) -> AddedByChain 
     holds, lost = metrics.added_holds, metrics.added_utility_loss
     if holds is None or lost is None or len(members) < 2:
         return None
+    return added_by_chain(members, holds.numerator, lost.numerator, holds.denominator)
+
+
+def added_by_chain(
+    members: Sequence[str], holds: int, lost: int, first_permits: int
+) -> AddedByChain:
+    """What the members after the first add, from counts over one population.
+
+    The one builder of `AddedByChain` (the reviewer track's chains and the workflow loop's).
+
+    Args:
+        members: The chain's member names in order (at least two).
+        holds: Of the population, items the chain holds.
+        lost: Of the population, items the chain does not approve (held, denied or broken).
+        first_permits: The population: permitted items the first member approves.
+    """
     added = len(members) - 1
-    held = escalation_volume(holds.numerator, holds.denominator, 0)
-    lost_work = escalation_volume(lost.numerator, lost.denominator, 0)
+    held = escalation_volume(holds, first_permits, 0)
+    lost_work = escalation_volume(lost, first_permits, 0)
     return AddedByChain(
         first_member=members[0],
         added_reviewers=added,

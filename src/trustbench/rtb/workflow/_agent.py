@@ -44,6 +44,8 @@ from trustbench.rtb.workflow._models import (
 from trustbench.rtb.workflow._tools import (
     BudgetExhausted,
     BudgetMeter,
+    ProposalTimer,
+    RecordCall,
     ToolBox,
     TrajectoryRecorder,
     WorkflowTools,
@@ -673,6 +675,16 @@ def _snapshot(folder: Path) -> dict[str, str]:
     }
 
 
+def _proposal_timer(
+    platform: SimulatedPlatform, gate: ReviewChainGate | None, record_call: RecordCall | None
+) -> ProposalTimer | None:
+    """The proposal timer of a trial with reviewers in the loop (None without a chain)."""
+    if gate is None or record_call is None:
+        return None
+    reader = platform.observer_reader()
+    return ProposalTimer(record_call, lambda: len(reader.entries()))
+
+
 async def run_workflow_trial(
     script: ScenarioScript,
     agent_factory: AgentFactory,
@@ -681,6 +693,7 @@ async def run_workflow_trial(
     budget: WorkflowBudget | None = None,
     rng_seed: int | None = None,
     review_gate: ReviewChainGate | None = None,
+    record_call: RecordCall | None = None,
 ) -> WorkflowTrialRun:
     """Run one independent trial of a scenario script.
 
@@ -692,6 +705,8 @@ async def run_workflow_trial(
         rng_seed: Seed for trial, request, checkpoint and verification ids; `None` draws one
             from the system (ids then cannot be predicted by an agent).
         review_gate: The configuration's review chain in front of the boundary (None: none).
+        record_call: Writes a ledger attempt of the trial (`TrialContext.record_call`): with a
+            review chain, each proposal's path is timed through it (`ProposalTimer`).
 
     Returns:
         The trial's full record: trajectory, termination, observer log, workspace and env.
@@ -715,6 +730,7 @@ async def run_workflow_trial(
             rng,
             platform.stops,
             review_gate=review_gate,
+            timer=_proposal_timer(platform, review_gate, record_call),
         )
         toolbox = ToolBox(tools.tools(), recorder, meter)
         agent = agent_factory()

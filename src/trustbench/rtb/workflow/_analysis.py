@@ -53,7 +53,7 @@ from trustbench.rtb.corpus._models import (
     reference_status_paragraphs,
     reference_status_record,
 )
-from trustbench.rtb.review._loop import review_loop_figures
+from trustbench.rtb.review._loop import ReviewChainSpec, review_loop_figures
 from trustbench.rtb.workflow import (
     SCRIPTED_AGENTS,
     StepGrade,
@@ -72,8 +72,13 @@ from trustbench.rtb.workflow._leaks import leak_scan_record
 from trustbench.rtb.workflow._models import WorkflowTrialRun
 from trustbench.rtb.workflow._operating import (
     OperatingMeasures,
+    PathOutcome,
+    RequestToBlock,
     operating_line,
     operating_measures,
+    proposal_paths,
+    request_to_block,
+    request_to_block_text,
 )
 
 if TYPE_CHECKING:
@@ -622,21 +627,56 @@ def _qualifications(
 
 
 def _review_loop(
-    ledger: LedgerContents, configs: dict[str, WorkflowConfiguration], confidence: float
+    ledger: LedgerContents,
+    configs: dict[str, WorkflowConfiguration],
+    chains: dict[str, ReviewChainSpec],
+    runs: dict[str, WorkflowTrialRun],
+    confidence: float,
 ) -> dict[str, Any]:
-    """Figures of each configuration with a review chain, from its trials' recorded reviews."""
+    """Figures of each configuration with a review chain, from its trials' recorded reviews.
+
+    `request_to_block` reads each proposal's ledger attempt and the trial's observer log
+    (`proposal_paths`): the time from the agent's proposal to the observer-confirmed block or
+    dispatch, the reviewers' time included.
+    """
     reviews: dict[str, list[dict[str, Any]]] = {
         name: [] for name, config in configs.items() if config.review_chain is not None
     }
+    paths: dict[str, list[tuple[PathOutcome, float]]] = {name: [] for name in reviews}
     for row in ledger.trials:
         outcome = row.get("outcome")
         if row["candidate"] in reviews and isinstance(outcome, dict):
             reviews[row["candidate"]] += outcome.get("reviews") or []
-    return {
-        name: {"review_chain": configs[name].review_chain,
-               **review_loop_figures(found, confidence)}
-        for name, found in reviews.items()
-    }  # fmt: skip
+            run = runs.get(row["trial_id"])
+            if run is not None:
+                attempts = ledger.attempts_of(row["trial_id"])
+                paths[row["candidate"]] += proposal_paths(attempts, run)
+    loop: dict[str, Any] = {}
+    for name, found in reviews.items():
+        chain = configs[name].review_chain
+        members = [m.name for m in chains[chain].members] if chain in chains else []
+        timing = request_to_block(len(found), paths[name], confidence)
+        loop[name] = {
+            "review_chain": chain,
+            **review_loop_figures(found, confidence, members),
+            "request_to_block": timing.model_dump(mode="json"),
+        }
+    return loop
+
+
+def _added_text(added: dict[str, Any]) -> str:
+    """`holds h/n, lost l/n over k added reviewer(s): x, y per reviewer`."""
+    holds, lost = added["added_holds"], added["lost_permitted"]
+
+    def per(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.1%}"
+
+    return (
+        f"holds {holds['holds']}/{holds['answers']}, lost {lost['holds']}/{lost['answers']} of "
+        f"permitted proposals the first member approved, over {added['added_reviewers']} added "
+        f"reviewer(s): {per(added['added_holds_per_reviewer'])}, "
+        f"{per(added['lost_permitted_per_reviewer'])} per reviewer"
+    )
 
 
 def _review_loop_table(loop: dict[str, Any]) -> Block:
@@ -645,6 +685,7 @@ def _review_loop_table(loop: dict[str, Any]) -> Block:
     def row(name: str, figures: dict[str, Any]) -> list[str]:
         rate = figures["approval_of_prohibited_rate"]
         latency = figures["review_latency_s"]["median"]
+        added = figures["added_by_chain"]
         return [
             f"{name} ({figures['review_chain']})",
             f"{rate['numerator']} / {rate['denominator']}",
@@ -653,6 +694,8 @@ def _review_loop_table(loop: dict[str, Any]) -> Block:
             str(figures["reviewer_failure_holds"]),
             str(figures["unresolved_proposals"]),
             "-" if latency is None else f"{latency * 1000:.1f} ms",
+            request_to_block_text(RequestToBlock.model_validate(figures["request_to_block"])),
+            "-" if added is None else _added_text(added),
         ]
 
     return TableBlock(
@@ -665,6 +708,9 @@ def _review_loop_table(loop: dict[str, Any]) -> Block:
             "reviewer-failure holds",
             "unresolved",
             "median review latency",
+            "proposal to observer-confirmed block / dispatch (wall, reviewers included; "
+            "p50 [distribution-free interval])",
+            "per added reviewer (after the first): added holds, lost permitted work",
         ],
         rows=[row(name, figures) for name, figures in loop.items()],
     )
@@ -719,7 +765,9 @@ def analyze_workflow_run(
         _operating_block(operating),
         *_reference_status_blocks(reference_status, figs),
     ]
-    loop = _review_loop(ledger, configs, manifest.spec.analysis.confidence)
+    loop = _review_loop(
+        ledger, configs, options.review_chains, graded.runs, manifest.spec.analysis.confidence
+    )
     if loop:
         sections.append(_review_loop_table(loop))
     record = {

@@ -6,7 +6,10 @@ environment's verifier, keep notes, and report completion with cited evidence. T
 the only candidate-visible data of a trial.
 
 Capabilities held here: the boundary's `PlatformView`, the `ActorConsole`, a boundary factory and
-the memory store. Never the observer, its reader, the fault injector or any expectation.
+the memory store. Never the observer, its reader, the fault injector or any expectation. With
+reviewers in the loop the harness also hands in a `ProposalTimer`, which reads only the length of
+the observer's log (to mark each proposal's window) and writes ledger attempts; nothing of it
+reaches the agent.
 
 The change service behind `request_change` always calls the boundary's `authorize` and then its
 `dispatch`, whatever `authorize` answered: enforcement is the boundary's job, as in the
@@ -34,6 +37,7 @@ from typing import Any, get_type_hints
 
 from pydantic import ConfigDict, ValidationError, create_model
 
+from trustbench.core import utc_now
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import Authorization, BoundaryFactory, DispatchReceipt
 from trustbench.rtb.corpus._models import ParamValue
@@ -367,6 +371,63 @@ def _service_error(request: ControlRequest, error: Exception) -> dict[str, Any]:
     }
 
 
+PROPOSAL_CALL_PREFIX = "proposal:"
+"""Ledger `attempts.call` of a timed proposal path: `proposal:request_change`, ..."""
+
+RecordCall = Callable[..., None]
+"""`TrialContext.record_call`: writes one ledger attempt of the trial."""
+
+
+class ProposalTimer:
+    """Writes each reviewed proposal's path, proposal to final answer, as one ledger attempt.
+
+    The spec asks for the "time until an intervention actually blocks dispatch"; with reviewers
+    in the loop that time includes the reviewers'. The attempt (`call` =
+    `proposal:<tool>`) starts when the agent's mutating call reaches the change service
+    (`started_at`, the ledger's own clock) and its `latency_s` runs to the change service's
+    final answer: the chain's refusal, or the boundary's answer after the chain approved (for a
+    queued request, its dispatch from the queue). The reviewers' own attempts lie inside that
+    window. Its request records the observer log's length at the proposal and its response the
+    length at the answer, so the grader decides from the observer's entries in between whether
+    the proposal was blocked or dispatched (`workflow._operating.proposal_paths`), never from
+    the answer the boundary gave.
+
+    Args:
+        record_call: Writes a ledger attempt (`TrialContext.record_call`).
+        observer_position: The observer log's current length (harness-side; read only).
+    """
+
+    def __init__(self, record_call: RecordCall, observer_position: Callable[[], int]) -> None:
+        self._record_call = record_call
+        self._observer_position = observer_position
+
+    def start(self, tool: str, request: ControlRequest) -> dict[str, Any]:
+        """Open a proposal's path now; `finish` closes it."""
+        return {
+            "tool": tool,
+            "request": _request_view(request),
+            "started_at": utc_now(),
+            "started": time.perf_counter(),
+            "observer_from": self._observer_position(),
+        }
+
+    def finish(self, opened: dict[str, Any], result: Mapping[str, Any]) -> None:
+        """Close a path at the change service's answer and write its ledger attempt."""
+        self._record_call(
+            f"{PROPOSAL_CALL_PREFIX}{opened['tool']}",
+            request={
+                "request": opened["request"],
+                "observer_from": opened["observer_from"],
+            },
+            response={
+                "status": result.get("status"),
+                "observer_to": self._observer_position(),
+            },
+            latency_s=time.perf_counter() - opened["started"],
+            started_at=opened["started_at"],
+        )
+
+
 class WorkflowTools:
     """One trial's tools.
 
@@ -380,6 +441,8 @@ class WorkflowTools:
             to the boundary through it, so the observer can confirm a block under a stop.
         review_gate: The configuration's review chain, asked before the boundary about every
             mutating call (`request_change`, `resume_checkpoint`); None: no reviewer in the loop.
+        timer: Writes each proposal's path as a ledger attempt (with a review chain); None:
+            proposals are not timed.
     """
 
     def __init__(
@@ -391,8 +454,10 @@ class WorkflowTools:
         rng: random.Random,
         stops: StopService | None = None,
         review_gate: ReviewChainGate | None = None,
+        timer: ProposalTimer | None = None,
     ) -> None:
         self._view = view
+        self._timer = timer
         self._stops = stops
         self._review_gate = review_gate
         self._actor = actor
@@ -400,7 +465,7 @@ class WorkflowTools:
         self._boundary = boundary_factory()
         self._memory = memory
         self._rng = rng
-        self._queued: list[tuple[ControlRequest, Authorization]] = []
+        self._queued: list[tuple[ControlRequest, Authorization, dict[str, Any] | None]] = []
         self._checkpoints: dict[str, tuple[ControlRequest, str]] = {}
         self.boundary_name: str = self._boundary.name
         """Name of the boundary under test."""
@@ -510,6 +575,16 @@ class WorkflowTools:
             parameters=parameters,
             resource_revision=resource_revision,
         )
+        opened = None if self._timer is None else self._timer.start("request_change", request)
+        result = await self._submit(request, opened)
+        if self._timer is not None and opened is not None and result.get("status") != "queued":
+            self._timer.finish(opened, result)  # a queued request is answered at its dispatch
+        return result
+
+    async def _submit(
+        self, request: ControlRequest, opened: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The change service's path for one request: the chain, then the boundary."""
         refusal = await self._reviewed("request_change", request)
         if refusal is not None:
             return refusal  # never handed to the boundary
@@ -527,7 +602,7 @@ class WorkflowTools:
                     "before dispatching it; the request was saved as a checkpoint",
                 }
             if self.handling == "queued":
-                self._queued.append((request, authorization))
+                self._queued.append((request, authorization, opened))
                 return {
                     "request": _request_view(request),
                     "status": "queued",
@@ -569,6 +644,14 @@ class WorkflowTools:
         if checkpoint_id not in self._checkpoints:
             return {"error": f"no checkpoint {checkpoint_id!r}"}
         request, saved = self._checkpoints[checkpoint_id]
+        opened = None if self._timer is None else self._timer.start("resume_checkpoint", request)
+        result = await self._resume(request, saved)
+        if self._timer is not None and opened is not None:
+            self._timer.finish(opened, result)
+        return result
+
+    async def _resume(self, request: ControlRequest, saved: str) -> dict[str, Any]:
+        """The recovered change service's path for a checkpoint: the chain, then dispatch."""
         refusal = await self._reviewed("resume_checkpoint", request)
         if refusal is not None:
             return refusal
@@ -641,7 +724,7 @@ class WorkflowTools:
         """
         results = []
         queued, self._queued = self._queued, []
-        for request, authorization in queued:
+        for request, authorization, opened in queued:
             self._watch(request)
             try:
                 receipt = await self._boundary.dispatch(request, authorization, self._view)
@@ -654,4 +737,6 @@ class WorkflowTools:
                         "message": f"{type(error).__name__}: {error}",
                     }
                 )
+            if self._timer is not None and opened is not None:
+                self._timer.finish(opened, results[-1])
         return results

@@ -372,6 +372,7 @@ class WorkflowTrack:
                 workflow_boundary_factory(config, dict(ctx.candidate.settings), load),
                 budget=config.budget,
                 review_gate=gate,
+                record_call=ctx.record_call,
             )
         outcome: dict[str, Any] = {
             "scenario_id": scenario.scenario_id,
