@@ -202,8 +202,10 @@ def _system_under_test(run_dir: Path, manifest: Manifest, track: Track) -> Syste
     assembled = sorted(set(names) - candidates)
     declared = getattr(track, "candidate_access", None)  # optional hook: access per configuration
     access = cast("Access", declared(manifest.spec)) if callable(declared) else None
+    stated = getattr(track, "declared_limits", None)  # optional hook: limits per candidate
+    limits = cast("dict[str, str]", stated(manifest.spec)) if callable(stated) else None
     return describe_system_under_test(
-        manifest, subject, model_ids_by_candidate(run_dir), assembled, access
+        manifest, subject, model_ids_by_candidate(run_dir), assembled, access, limits
     )
 
 

@@ -368,6 +368,8 @@ def _configuration_row(row: ConfigurationUnderTest) -> dict[str, Any]:
         access = f"tools: {tools or 'none'}"
     else:
         access = f"{row.information_condition}; " + (f"tools: {tools}" if tools else "no tools")
+    if row.declared_limits:
+        access += f"; {row.declared_limits}"
     return {
         "name": row.name,
         "type": row.subject_type,

@@ -69,6 +69,10 @@ class ConfigurationUnderTest(_Model):
     """What it could see: `packet` or `tools` (the track's declaration)."""
     tools: list[str] = Field(default_factory=list)
     """Tools it could call (empty: none)."""
+    declared_limits: str | None = None
+    """Its declared time limit, tool set and review budget in words, where the track declares
+    them per configuration (`declared_limits`: the review track's reviewers and participants);
+    None = the track declares none."""
     lineage: str | None = None
     """Declared lineage; None = not declared."""
     administrative_boundary: str | None = None
@@ -129,6 +133,7 @@ def _candidate(
     model_ids: ModelIds,
     code_sha256: dict[str, str],
     access: Access,
+    limits: Mapping[str, str],
 ) -> ConfigurationUnderTest:
     is_model = candidate.kind in MODEL_KINDS
     reported, unnamed, mismatch = _reported(candidate, model_ids) if is_model else ({}, 0, False)
@@ -149,6 +154,7 @@ def _candidate(
         in_process_model=None if is_model else candidate.model,
         information_condition=access.get(candidate.name, default)[0],
         tools=list(access.get(candidate.name, default)[1]),
+        declared_limits=limits.get(candidate.name),
         lineage=candidate.lineage,
         administrative_boundary=candidate.administrative_boundary,
         immutable_revision=candidate.immutable_revision,
@@ -161,6 +167,7 @@ def describe_system_under_test(
     model_ids: ModelIds,
     assembled: Iterable[str] = (),
     access: Access | None = None,
+    limits: Mapping[str, str] | None = None,
 ) -> SystemUnderTest:
     """The block for one run.
 
@@ -173,12 +180,17 @@ def describe_system_under_test(
             chains), shown with the track's `composite_type`.
         access: Each configuration's own information condition and tools, where the track
             declares them per configuration (the review track's `access`).
+        limits: Each candidate's declared time limit, tool set and review budget in words
+            (the track's `declared_limits`), where it declares them.
     """
     access = access or {}
+    limits = limits or {}
     default = (subject.information_condition, subject.tools)
     files = manifest.files
     code = {f.name: f.sha256 for f in files if f.role == "candidate_code"}
-    rows = [_candidate(c, subject, model_ids, code, access) for c in manifest.spec.candidates]
+    rows = [
+        _candidate(c, subject, model_ids, code, access, limits) for c in manifest.spec.candidates
+    ]
     rows += [
         ConfigurationUnderTest(
             name=name,

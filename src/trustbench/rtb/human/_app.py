@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +306,8 @@ class SessionRun(ServedFolder):
     """The run folder."""
     store: SessionStore | None = None
     """The sessions (set while open)."""
+    clock: Callable[[], float] = field(default=time.time)
+    """Epoch seconds now, for the case clocks and enforced time limits (a test fakes it)."""
 
     @property
     def served_folder(self) -> Path:
@@ -331,7 +334,7 @@ class SessionRun(ServedFolder):
             for plan in plans
             if plan.participant.recommendation is not None
         }
-        self.store = SessionStore(self._ledger, corpus, plans, contents, labels)
+        self.store = SessionStore(self._ledger, corpus, plans, contents, labels, self.clock)
         self.tokens = {secrets.token_urlsafe(24): plan.candidate for plan in plans}
         finished = self.store.finished_count()
         self._ledger.event(
@@ -352,7 +355,7 @@ class SessionRun(ServedFolder):
     def _close(self, ledger: Ledger) -> None:
         if self.store is not None:
             for candidate in self.store.sessions:
-                self.store.pause(candidate)
+                self.store.pause(candidate)  # a case past its enforced limit is held instead
             ledger.event(
                 "run_finished",
                 {

@@ -15,6 +15,14 @@ Rows written:
 - one `attempts` row (kind `human_response`, `latency_s` = time on task) and one `trials` row per
   submitted case, in one transaction, in the shape the reviewer track grades.
 
+Declared limits (`track_options.access.<name>`, like a model reviewer's): the participant's time
+limit is then enforced and a submission budget may be set. A case whose time on task passes the
+limit, or whose last allowed submission is refused, is recorded as the reviewer's hold: the same
+two rows with no reply, the trial's `error_class` (`time_limit_exceeded`,
+`review_budget_exhausted`) and the outcome's `review_budget_exhausted` (what the grader counts
+as a hold), never an approval. The limit is checked whenever the participant's session is
+touched (a page, a submission, a pause) and when the app closes, on the store's clock.
+
 Time on task is the sum of the intervals during which the case was shown and not paused. The
 clock cannot see a closed browser: such time counts as time on task until a pause.
 """
@@ -26,6 +34,7 @@ import json
 import random
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -220,6 +229,11 @@ class ParticipantPlan:
     """Case ids in review order (see `case_order`)."""
     recommendations: dict[str, str | None]
     """Case id -> the paired AI configuration's outcome; empty when none is paired."""
+    time_limit_enforced: bool = False
+    """Whether the participant's time limit is enforced (declared in `track_options.access`):
+    past it the open case is recorded as the reviewer's hold."""
+    max_submissions: int | None = None
+    """Submissions allowed per case (refused ones included); None: no budget."""
 
     @property
     def shows_recommendation(self) -> bool:
@@ -274,6 +288,9 @@ def participant_plans(
             "a human session reviews each case once: set trials_per_case = 1",
             location="manifest.json#/spec/trials_per_case",
         )
+    from trustbench.rtb.review._options import parse_options
+
+    declared = parse_options(spec).access
     suppliers = reference_suppliers(manifest, corpus)
     cases = planned_cases(manifest, corpus)
     loaded = sources if sources is not None else {}
@@ -309,6 +326,10 @@ def participant_plans(
                 participant=participant,
                 order=tuple(case_order(cases, spec.order_seed, participant.id)),
                 recommendations=recommendations,
+                time_limit_enforced=candidate.name in declared,
+                max_submissions=(
+                    declared[candidate.name].max_submissions if candidate.name in declared else None
+                ),
             )
         )
     return plans
@@ -387,6 +408,9 @@ def discrepancy_lines(discrepancies: list[dict[str, Any]]) -> str:
 
 RESPONSE_KIND = "human_response"
 """`attempts.kind` of a participant's submitted form."""
+BUDGET = "review_budget_exhausted"
+"""Error class of a case whose declared submission budget ran out (the reviewer's hold)."""
+
 APP_ENDPOINT = "trustbench-rtb-human-app"
 """`attempts.endpoint` of human responses (no network endpoint is involved)."""
 
@@ -460,6 +484,7 @@ class SessionStore:
         plans: list[ParticipantPlan],
         contents: LedgerContents,
         recommendation_labels: dict[str, str],
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """Rebuild sessions from the ledger's rows.
 
@@ -469,7 +494,10 @@ class SessionStore:
             plans: Every participant's plan.
             contents: The ledger's rows at start (read before serving).
             recommendation_labels: Candidate -> how the paired AI configuration is named.
+            clock: Epoch seconds now (time on task and the enforced limit read it; a test
+                passes a fake one).
         """
+        self._clock = clock
         self._ledger = ledger
         self._corpus = corpus
         self.structured_discrepancies = policy_for(corpus.policy_id).structured_discrepancies
@@ -517,8 +545,10 @@ class SessionStore:
         case_id = session.next_case
         if case_id is None:
             return None
+        if self.expire_overdue(candidate):
+            return self.open_case(candidate)  # the next case, or None when that was the last
         if session.clock is None or session.clock.case_id != case_id:
-            now = time.time()
+            now = self._clock()
             self._event(
                 "human_case_shown",
                 {
@@ -536,10 +566,16 @@ class SessionStore:
     def pause(self, candidate: str) -> None:
         """Stop the open case's clock (no-op when nothing is open or it is already paused)."""
         session = self.sessions[candidate]
+        if self.expire_overdue(candidate):
+            return
         if session.clock is not None and not session.paused:
             self._event(
                 "human_paused",
-                {"candidate": candidate, "case_id": session.clock.case_id, "at_epoch": time.time()},
+                {
+                    "candidate": candidate,
+                    "case_id": session.clock.case_id,
+                    "at_epoch": self._clock(),
+                },
             )
 
     def resume(self, candidate: str) -> None:
@@ -548,8 +584,30 @@ class SessionStore:
         if session.clock is not None and session.paused:
             self._event(
                 "human_resumed",
-                {"candidate": candidate, "case_id": session.clock.case_id, "at_epoch": time.time()},
+                {
+                    "candidate": candidate,
+                    "case_id": session.clock.case_id,
+                    "at_epoch": self._clock(),
+                },
             )
+
+    def expire_overdue(self, candidate: str) -> bool:
+        """Record the open case as the reviewer's hold when its enforced time limit has passed.
+
+        Returns:
+            True when a hold was recorded (the session moves on to its next case).
+        """
+        session = self.sessions[candidate]
+        clock, plan = session.clock, session.plan
+        if clock is None or not plan.time_limit_enforced or clock.case_id != session.next_case:
+            return False
+        now = self._clock()
+        limit = plan.participant.time_limit_s
+        if clock.time_on_task(now) <= limit:
+            return False
+        detail = f"time_limit: no finding within the declared {limit:g} s on task"
+        self._record(session, clock, None, now, hold=("time_limit_exceeded", detail))
+        return True
 
     def submit(self, candidate: str, form: dict[str, Any]) -> SubmitResult:
         """Validate a submitted form like any reviewer reply and record it as the case's trial.
@@ -569,6 +627,11 @@ class SessionStore:
             return SubmitResult(False, "no case is open for review (resume the session first)")
         if form.get("evaluation_id") != clock.evaluation_id:
             return SubmitResult(False, "this form belongs to a case that is no longer open")
+        if self.expire_overdue(candidate):
+            limit = session.plan.participant.time_limit_s
+            return SubmitResult(
+                False, f"the declared time limit of {limit:g} s passed: the case was held"
+            )
         response: dict[str, Any] = {
             "evaluation_id": form.get("evaluation_id"),
             "decision": form.get("decision"),
@@ -595,11 +658,27 @@ class SessionStore:
                 "human_submission_rejected",
                 {"candidate": candidate, "case_id": clock.case_id, "reason": reason},
             )
+            budget = session.plan.max_submissions
+            if budget is not None and clock.rejected >= budget:
+                detail = f"submissions: {budget} refused, the declared budget; last: {reason}"
+                self._record(session, clock, None, self._clock(), hold=(BUDGET, detail))
+                return SubmitResult(False, f"{reason}; the review budget is spent: case held")
             return SubmitResult(False, reason)
-        self._record(session, clock, raw, time.time())
+        self._record(session, clock, raw, self._clock())
         return SubmitResult(True)
 
-    def _record(self, session: Session, clock: CaseClock, raw: str, now: float) -> None:
+    def _record(
+        self,
+        session: Session,
+        clock: CaseClock,
+        raw: str | None,
+        now: float,
+        hold: tuple[str, str] | None = None,
+    ) -> None:
+        """Record the case's trial: the participant's finding, or the reviewer's hold.
+
+        `hold` (error class, detail) records a case past a declared limit, with no reply.
+        """
         plan = session.plan
         key = TrialKey(clock.case_id, plan.candidate, 0)
         on_task = clock.time_on_task(now)
@@ -631,6 +710,9 @@ class SessionStore:
             "rejected_submissions": clock.rejected,
             "recommendation_shown": shown,
         }
+        if hold is not None:
+            outcome["review_budget_exhausted"] = hold[1]  # graded as the reviewer's hold
+        error_class, detail = hold if hold is not None else (None, None)
         self._ledger.append_many(
             [
                 (
@@ -646,6 +728,8 @@ class SessionStore:
                         "request_digest": sha256_hex(request),
                         "request": request.decode("utf-8"),
                         "raw_response": raw,
+                        "error_class": error_class,
+                        "error_message": detail,
                         "latency_s": on_task,
                         "endpoint": APP_ENDPOINT,
                     },
@@ -661,6 +745,8 @@ class SessionStore:
                         "order_position": session.position,
                         "status": "completed",
                         "outcome": canonical_json(outcome).decode("utf-8"),
+                        "error_class": error_class,
+                        "error": detail,
                         "started_at": clock.shown_at,
                         "finished_at": finished_at,
                         "duration_s": on_task,

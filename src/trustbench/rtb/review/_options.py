@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trustbench.core import (
     CandidateSpec,
     ExperimentSpec,
+    ParticipantSpec,
     RecommendationSpec,
     read_manifest,
     verify_run,
@@ -86,7 +87,15 @@ class ReviewerAccess(BaseModel):
     hold (recorded as `review_budget_exhausted`)."""
     time_limit_s: float | None = Field(default=120.0, gt=0)
     """Wall seconds for the whole review under `tools` (model turns and tool calls); past it
-    the review ends as the reviewer's hold. None: no limit beyond the trial's."""
+    the review ends as the reviewer's hold. None: no limit beyond the trial's. For a human
+    reviewer: the time on task per case, enforced (it must equal the participant's declared
+    `time_limit_s`); a case not answered within it is the reviewer's hold
+    (`time_limit_exceeded`), never an approval."""
+    max_submissions: int | None = Field(default=None, ge=1, le=100)
+    """A human reviewer's review budget: findings submitted for one case, those the form
+    refuses included; when the last one allowed is refused the case is the reviewer's hold
+    (`review_budget_exhausted`). None: no budget. Human reviewers only (a model gets one
+    reply)."""
 
     def describe(self) -> str:
         """The condition in words, as the report prints it."""
@@ -94,6 +103,39 @@ class ReviewerAccess(BaseModel):
             return "packet (the fixed evidence packet)"
         limit = "no time limit" if self.time_limit_s is None else f"{self.time_limit_s:g} s"
         return f"tools ({', '.join(self.tools)}; at most {self.max_tool_calls} tool calls; {limit})"
+
+    def declared_limits(self) -> str:
+        """A model reviewer's declared time limit and review budget, as the report prints them.
+
+        Under `packet` a model reviewer makes one call, limited by the spec's `timeout_s`.
+        """
+        if self.information == "packet":
+            return "one reply per case (the spec's timeout_s per call)"
+        limit = "no time limit" if self.time_limit_s is None else f"{self.time_limit_s:g} s"
+        return f"review budget {self.max_tool_calls} tool calls; time limit {limit} per review"
+
+
+def human_limits(access: ReviewerAccess | None, participant: ParticipantSpec) -> str:
+    """A human reviewer's declared time limit, tool set and review budget, as printed.
+
+    Declared in `track_options.access.<name>`, the limit is enforced; without it the
+    participant's limit is advisory (overruns recorded, the finding kept), as before.
+    """
+    tools = ", ".join(participant.permitted_tools) or "none beyond the review page"
+    if access is None:
+        limit = f"time limit {participant.time_limit_s:g} s per case (advisory, not enforced)"
+        budget = "no review budget"
+    else:
+        limit = (
+            f"time limit {participant.time_limit_s:g} s per case (enforced: past it the case is "
+            "the reviewer's hold)"
+        )
+        budget = (
+            "no review budget"
+            if access.max_submissions is None
+            else f"review budget {access.max_submissions} submission(s) per case"
+        )
+    return f"{limit}; tools: {tools}; {budget}"
 
 
 PACKET = ReviewerAccess()
@@ -191,18 +233,45 @@ def _check_access(spec: ExperimentSpec, options: ReviewTrackOptions) -> None:
     and a person reviews through the human app: neither can work a tool loop, so declaring
     `tools` for them would freeze a condition the run could not honour.
     """
-    kinds = {candidate.name: candidate.kind for candidate in spec.candidates}
+    by_name = {candidate.name: candidate for candidate in spec.candidates}
     for name, access in options.access.items():
         where = f"track_options/access/{name}"
-        if name not in kinds:
+        if name not in by_name:
             raise InputError(f"unknown candidate {name!r}", location=where)
-        if access.information == "tools" and kinds[name] not in TOOL_KINDS:
+        kind = by_name[name].kind
+        if access.information == "tools" and kind not in TOOL_KINDS:
             raise InputError(
                 f'information = "tools" needs a candidate that can call tools '
                 f"({', '.join(sorted(TOOL_KINDS))}); candidate {name!r} is kind "
-                f"{kinds[name]!r}, which has no tool interface",
+                f"{kind!r}, which has no tool interface",
                 location=f"{where}/information",
             )
+        _check_human_access(where, by_name[name], access)
+
+
+def _check_human_access(where: str, candidate: CandidateSpec, access: ReviewerAccess) -> None:
+    """A human's declared limits are one time limit (the participant's) and a submission budget.
+
+    Raises:
+        InputError: `max_submissions` for a model, or a human's time limit that differs from
+            (or leaves out) the participant's declared `time_limit_s`.
+    """
+    participant = candidate.participant
+    if participant is None:
+        if access.max_submissions is not None:
+            raise InputError(
+                f"max_submissions is a human reviewer's budget; candidate {candidate.name!r} "
+                f"is kind {candidate.kind!r}, which gets one reply",
+                location=f"{where}/max_submissions",
+            )
+        return
+    if access.time_limit_s != participant.time_limit_s:
+        raise InputError(
+            f"the enforced time limit ({access.time_limit_s}) must equal participant "
+            f"{participant.id!r}'s declared time_limit_s ({participant.time_limit_s:g}): declare "
+            "one limit",
+            location=f"{where}/time_limit_s",
+        )
 
 
 def access_of(options: ReviewTrackOptions, candidate: str) -> ReviewerAccess:

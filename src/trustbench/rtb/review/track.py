@@ -258,6 +258,24 @@ class ReviewTrack:
             )
         return result
 
+    def declared_limits(self, spec: core.ExperimentSpec) -> dict[str, str]:
+        """Each reviewer's declared time limit, tool set and review budget (the first screen).
+
+        A model reviewer's from its `access`; a human participant's from its declaration and,
+        where `track_options.access` names it, the enforced limit and submission budget.
+        """
+        from trustbench.rtb.review._options import human_limits
+
+        options = parse_options(spec)
+        limits: dict[str, str] = {}
+        for candidate in spec.candidates:
+            if candidate.participant is not None:
+                declared = options.access.get(candidate.name)
+                limits[candidate.name] = human_limits(declared, candidate.participant)
+            else:
+                limits[candidate.name] = access_of(options, candidate.name).declared_limits()
+        return limits
+
     def reserved_names(self, spec: core.ExperimentSpec) -> set[str]:
         """Names no candidate may take (refused at freeze): the `unchecked` baseline it adds.
 
