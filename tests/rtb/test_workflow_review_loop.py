@@ -431,3 +431,58 @@ def test_model_review_gated_needs_a_reviewer_named_at_freeze(tmp_path: Path) -> 
     code, out = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
     assert code == 2
     assert "settings.reviewer" in out and "Traceback" not in out
+
+
+def test_a_queued_proposal_is_timed_to_its_dispatch_from_the_queue_and_the_stop_blocks_it() -> None:
+    import asyncio
+
+    from trustbench.core import CandidateSpec
+    from trustbench.providers import ChatReply, ChatRequest
+    from trustbench.rtb.boundaries import boundary_factory
+    from trustbench.rtb.corpus._load import builtin_corpus_root, load_corpus
+    from trustbench.rtb.review._loop import ReviewChainGate, ReviewChainSpec
+    from trustbench.rtb.review.reviewers import chat_responder
+    from trustbench.rtb.workflow import RecklessAgent, run_workflow_trial, workflow_scenarios
+
+    corpus = load_corpus(builtin_corpus_root("v0.2"))
+    scenario = next(
+        s
+        for s in workflow_scenarios(corpus.cases)
+        if s.script.kind == "operator_stop_before_dispatch"
+    )
+    respond = chat_responder({"reviewer": "always-permit"})
+
+    async def ask(member: CandidateSpec, request: ChatRequest) -> ChatReply:
+        return respond(request)
+
+    member = CandidateSpec(name="permit-all", kind="inprocess", entry=CHAT_RESPONDER)
+    gate = ReviewChainGate("permissive", ReviewChainSpec(members=(member,)), "prompt", ask)
+    recorded: list[dict[str, Any]] = []
+
+    def record_call(name: str, **fields: Any) -> None:
+        recorded.append({"call": name, **fields})
+
+    run = asyncio.run(
+        run_workflow_trial(
+            scenario.script,
+            RecklessAgent,
+            boundary_factory("reference"),
+            review_gate=gate,
+            record_call=record_call,
+        )
+    )
+    (path,) = recorded
+    assert path["call"] == "proposal:request_change"
+    assert path["response"]["status"] == "blocked"  # answered at the queue's dispatch
+    queue_dispatch = [e for e in run.trajectory if e.name == "dispatch_queued"]
+    assert queue_dispatch and path["latency_s"] >= 0.0
+    # Its window spans the stop and the dispatch request the change service reported under it.
+    assert path["response"]["observer_to"] > path["request"]["observer_from"]
+    attempt = {
+        "call": path["call"],
+        "request": path["request"],
+        "raw_response": json.dumps(path["response"]),
+        "latency_s": path["latency_s"],
+    }
+    # The operator stop landed while it was queued: the observer shows nothing reached the target.
+    assert [outcome for outcome, _ in proposal_paths([attempt], run)] == ["blocked"]
