@@ -151,6 +151,7 @@ def manifest_for(
     splits: dict[str, list[Trace]],
     kind: str = "reference_world",
     encodings: dict[str, str] | None = None,
+    collected_by: dict[str, tuple[str, ...]] | None = None,
 ) -> CorpusManifest:
     """The manifest of a corpus (the same hashes `write_corpus` writes); checks the cap.
 
@@ -159,6 +160,7 @@ def manifest_for(
         kind: `reference_world` or `human_paired`.
         encodings: Split -> report encoding where not `standard`; by default the generator's
             declaration (`transfer_encoding` is `renamed`, see `TRANSFER_ENCODINGS`).
+        collected_by: Split -> who collected its traces (`trb import`); none by default.
 
     Raises:
         InputError: A trace is stored under a split other than its own, or an unknown
@@ -183,6 +185,7 @@ def manifest_for(
             n_traces=len(traces),
             trace_sha256=tuple(trace_sha256(t) for t in traces),
             report_encoding=encodings.get(split, STANDARD.name),
+            collected_by=(collected_by or {}).get(split, ()),
         )
     share = provenance_share([t for traces in splits.values() for t in traces])
     check_cap(share, kind, "corpus")
@@ -227,12 +230,14 @@ def write_corpus(
     splits: dict[str, list[Trace]],
     kind: str = "reference_world",
     encodings: dict[str, str] | None = None,
+    collected_by: dict[str, tuple[str, ...]] | None = None,
 ) -> CorpusManifest:
     """Write one JSONL file per split and `manifest.json`; return the manifest.
 
-    `encodings` as in `manifest_for` (by default the generator's declaration).
+    `encodings` and `collected_by` as in `manifest_for` (by default the generator's
+    declaration, and no collector).
     """
-    manifest = manifest_for(splits, kind, encodings)
+    manifest = manifest_for(splits, kind, encodings, collected_by)
     folder.mkdir(parents=True, exist_ok=True)
     for split, traces in splits.items():
         (folder / f"{split}.jsonl").write_bytes(split_bytes(traces))

@@ -1,0 +1,155 @@
+"""`trustbench trb import`: real sessions into a TRB corpus, and Tracks 1 and 3 run on it.
+
+The session file `fixtures/trb_sessions.jsonl` is written by hand: two eval sessions of
+"Lab A" (4 human Phi(r'), 3 labelled outcomes, 2 synthetic r') and one `transfer_wind`
+session of "Harbor Lab".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.support.cli import invoke
+
+from trustbench.trb.corpus import _store as corpus_store
+from trustbench.trb.corpus import read_corpus
+from trustbench.trb.track import freeze_run_report
+
+SESSIONS = Path(__file__).parent / "fixtures" / "trb_sessions.jsonl"
+
+
+def _lines() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SESSIONS.read_text().splitlines()]
+
+
+def _write(tmp_path: Path, sessions: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "sessions.jsonl"
+    path.write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    return path
+
+
+def test_import_writes_the_sessions_as_traces_with_their_provenance_and_collectors(
+    tmp_path: Path,
+) -> None:
+    code, output = invoke("trb", "import", str(SESSIONS), "--out", str(tmp_path / "corpus"))
+    assert code == 0, output
+    assert "4 synthetic, 5 human" in output and "3:1 cap met" in output
+    assert "synthetic share 44.4% of 9" in output
+    assert "not a TRB score: Track 1 has 4 human items, Track 3 has 3" in output
+    manifest, splits = read_corpus(tmp_path / "corpus")
+    assert manifest.kind == "human_paired"
+    assert manifest.splits["transfer_wind"].collected_by == ("Harbor Lab",)
+    first = splits["eval"][0]
+    assert (first.trace_id, first.session) == ("lab-a-001", "lab-a-001")
+    by_slot = {cf.slot: cf for cf in first.steps[0].counterfactuals}
+    assert by_slot["goal"].provenance == "same_session_revision"
+    assert by_slot["goal"].continuation == {"left": 0.75, "stay": 0.25, "right": 0.0}
+    assert by_slot["goal"].continuation_source == "human"
+    assert by_slot["confidence"].continuation_source == "reference_agent"
+    # the recorded gust of each transition is the next observation's, so the trace replays
+    assert first.world.gust_probability == 0.3 and first.steps[1].gust_draw < 0.15
+
+
+def _unknown_slot(s: list[dict[str, Any]]) -> None:
+    s[1]["steps"][1]["r"]["mood"] = "calm"
+
+
+def _outside_type(s: list[dict[str, Any]]) -> None:
+    s[0]["steps"][0]["counterfactuals"][1]["r_prime"]["confidence"] = 1.5
+
+
+def _no_observation(s: list[dict[str, Any]]) -> None:
+    del s[2]["steps"][1]["observation"]
+
+
+def _phi_without_r_prime(s: list[dict[str, Any]]) -> None:
+    s[0]["steps"][1]["continuations"][0]["r_prime"] = "x"
+
+
+@pytest.mark.parametrize(
+    ("break_it", "where", "why"),
+    [
+        (_unknown_slot, ":2#/steps/1/r/mood", "unknown slot 'mood'"),
+        (_outside_type, ":1#/steps/0/counterfactuals/1/r_prime/confidence", "outside slot"),
+        (_no_observation, ":3#/steps/1/observation", "step 1 has no observation"),
+        (_phi_without_r_prime, ":1#/steps/1/continuations/0/r_prime", "r' 'x', which this"),
+    ],
+)
+def test_a_bad_session_line_is_one_message_naming_file_line_and_field_and_writes_nothing(
+    tmp_path: Path, break_it: Callable[[list[dict[str, Any]]], None], where: str, why: str
+) -> None:
+    sessions = _lines()
+    break_it(sessions)
+    path = _write(tmp_path, sessions)
+    code, message = invoke("trb", "import", str(path), "--out", str(tmp_path / "corpus"))
+    assert code == 2
+    assert message.startswith(f"{path}{where}: ") and why in message, message
+    assert "\n" not in message.strip() and "Traceback" not in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sessions.jsonl"]
+
+
+def test_import_refuses_a_corpus_folder_that_already_holds_files(tmp_path: Path) -> None:
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "notes.txt").write_text("mine")
+    code, message = invoke("trb", "import", str(SESSIONS), "--out", str(tmp_path / "corpus"))
+    assert code == 2 and "not empty" in message
+    assert [p.name for p in (tmp_path / "corpus").iterdir()] == ["notes.txt"]
+
+
+SPEC = """
+suite = "trb"
+track = "profile"
+concurrency = 1
+
+[corpus]
+path = "corpus"
+
+[analysis]
+bootstrap_resamples = 200
+
+[track_options]
+measures = ["governance", "attribution"]
+splits = ["eval", "transfer_wind"]
+
+[[candidates]]
+name = "governed"
+kind = "inprocess"
+model = "oracle:perfectly-governed"
+"""
+
+
+def _profile_run(tmp_path: Path) -> dict[str, Any]:
+    code, output = invoke("trb", "import", str(SESSIONS), "--out", str(tmp_path / "corpus"))
+    assert code == 0, output
+    (tmp_path / "spec.toml").write_text(SPEC)
+    freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
+    return json.loads((tmp_path / "run" / "record.json").read_text())["trb"]
+
+
+def test_tracks_1_and_3_on_imported_sessions_give_a_profile_and_too_little_human_data_is_no_score(
+    tmp_path: Path,
+) -> None:
+    trb = _profile_run(tmp_path)
+    axes = trb["profile"]["governed"]
+    assert axes["G"]["status"] == "measured" and axes["attr"]["status"] == "measured"
+    evidence = trb["trb_score"]
+    assert (evidence["human_phi"], evidence["human_labels"], evidence["is_score"]) == (4, 3, False)
+    assert evidence["line"].startswith("not a TRB score: Track 1 has 4 human items, Track 3 has 3")
+    contexts = trb["corpus"]["transfer_contexts"]
+    assert contexts["transfer_wind"] == {"collected_by": ["Harbor Lab"], "sealed": False}
+
+
+def test_the_trb_score_guard_allows_a_score_once_the_human_data_reaches_n1_and_n3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fixture holds exactly 4 human Phi(r') and 3 labels: N1 and N3 lowered to those
+    # amounts stand for "enough" (200 and 100 would need a file no one writes by hand).
+    monkeypatch.setattr(corpus_store, "TRB_SCORE_MIN_HUMAN_PHI", 4)
+    monkeypatch.setattr(corpus_store, "TRB_SCORE_MIN_HUMAN_LABELS", 3)
+    evidence = _profile_run(tmp_path)["trb_score"]
+    assert (evidence["is_score"], evidence["line"]) == (True, None)
+    assert (evidence["n1"], evidence["n3"]) == (4, 3)
