@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from tests.support.cli import invoke
 
+from trustbench.errors import InputError
+from trustbench.rtb.heldout._crypto import new_key_pair
 from trustbench.trb.corpus import _store as corpus_store
 from trustbench.trb.corpus import read_corpus
 from trustbench.trb.track import freeze_run_report
@@ -37,6 +39,7 @@ def test_import_writes_the_sessions_as_traces_with_their_provenance_and_collecto
 ) -> None:
     code, output = invoke("trb", "import", str(SESSIONS), "--out", str(tmp_path / "corpus"))
     assert code == 0, output
+    assert "eval: sessions 2, collected by Lab A" in output
     assert "4 synthetic, 5 human" in output and "3:1 cap met" in output
     assert "synthetic share 44.4% of 9" in output
     assert "not a TRB score: Track 1 has 4 human items, Track 3 has 3" in output
@@ -153,3 +156,78 @@ def test_the_trb_score_guard_allows_a_score_once_the_human_data_reaches_n1_and_n
     evidence = _profile_run(tmp_path)["trb_score"]
     assert (evidence["is_score"], evidence["line"]) == (True, None)
     assert (evidence["n1"], evidence["n3"]) == (4, 3)
+
+
+# ------------------------------------------------------------------------------------------------
+# Sealed transfer contexts: the RTB held-out sets' crypto and exposure log on a TRB split.
+
+
+def _sealed_corpus(tmp_path: Path, budget: int = 5) -> tuple[Path, str]:
+    """The imported fixture with `transfer_wind` sealed to Harbor Lab's key; the private key."""
+    corpus = tmp_path / "corpus"
+    assert invoke("trb", "import", str(SESSIONS), "--out", str(corpus))[0] == 0
+    private, public = new_key_pair()
+    code, output = invoke(
+        "trb", "seal-transfer", str(corpus), "--split", "transfer_wind",
+        "--recipient", public, "--budget", str(budget),
+    )  # fmt: skip
+    assert code == 0, output
+    return corpus, private
+
+
+def test_a_sealed_transfer_split_is_unreadable_without_its_collectors_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before, clear = read_corpus(_import_only(tmp_path / "open"))
+    corpus, private = _sealed_corpus(tmp_path)
+    assert not (corpus / "transfer_wind.jsonl").exists()
+    envelope = next((corpus / "sealed" / "transfer_wind").glob("*.seal")).read_bytes()
+    assert b"harbor-017" not in envelope and b"gust_probability" not in envelope
+    manifest, splits = read_corpus(corpus)
+    assert "transfer_wind" not in splits and manifest.corpus_sha256 == before.corpus_sha256
+    monkeypatch.setenv("TRUSTBENCH_HELDOUT_KEY", private)
+    assert read_corpus(corpus)[1]["transfer_wind"] == clear["transfer_wind"]
+    monkeypatch.setenv("TRUSTBENCH_HELDOUT_KEY", new_key_pair()[0])
+    with pytest.raises(InputError, match="wrong private key"):
+        read_corpus(corpus)
+
+
+def _import_only(corpus: Path) -> Path:
+    assert invoke("trb", "import", str(SESSIONS), "--out", str(corpus))[0] == 0
+    return corpus
+
+
+def test_a_run_over_a_sealed_split_without_the_key_is_refused_naming_split_and_collector(
+    tmp_path: Path,
+) -> None:
+    _sealed_corpus(tmp_path)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    with pytest.raises(InputError) as refused:
+        freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
+    assert "split 'transfer_wind' is sealed to the key of the party that collected it " in str(
+        refused.value
+    )
+    assert "(Harbor Lab)" in str(refused.value) and not (tmp_path / "run").exists()
+
+
+def test_runs_over_a_sealed_split_are_counted_and_the_report_names_collector_and_seal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus, private = _sealed_corpus(tmp_path, budget=1)
+    monkeypatch.setenv("TRUSTBENCH_HELDOUT_KEY", private)
+    (tmp_path / "spec.toml").write_text(SPEC)
+    freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
+    trb = json.loads((tmp_path / "run" / "record.json").read_text())["trb"]
+    wind = trb["corpus"]["transfer_contexts"]["transfer_wind"]
+    assert (wind["collected_by"], wind["sealed"], wind["runs"], wind["budget"]) == (
+        ["Harbor Lab"], True, 1, 1,
+    )  # fmt: skip
+    assert trb["profile"]["governed"]["G"]["status"] == "measured"
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "transfer_wind: collected by Harbor Lab; sealed to its collector&#39;s key" in page
+    log = (corpus / "sealed" / "transfer_wind" / "exposure.jsonl").read_text().splitlines()
+    assert [json.loads(line)["kind"] for line in log] == ["freeze", "run"]
+    # The budget is spent: another experiment over the split needs a stated reason.
+    (tmp_path / "spec2.toml").write_text(SPEC.replace("concurrency = 1", "concurrency = 2"))
+    with pytest.raises(InputError, match=r"has been run 1 times \(budget 1\)"):
+        freeze_run_report(tmp_path / "spec2.toml", tmp_path / "run2")

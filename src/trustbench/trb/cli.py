@@ -281,7 +281,7 @@ def import_command(
     typer.echo(f"corpus {manifest.corpus_sha256} ({manifest.kind}) written to {out}")
     for name, info in manifest.splits.items():
         by = ", ".join(info.collected_by)
-        typer.echo(f"  {name}: {info.n_traces} sessions, collected by {by}")
+        typer.echo(f"  {name}: sessions {info.n_traces}, collected by {by}")
     percent = "n/a" if share.synthetic_share is None else f"{share.synthetic_share:.1%}"
     typer.echo(
         f"counterfactuals: {share.synthetic} synthetic, {share.human} human (same-session "
@@ -294,6 +294,30 @@ def import_command(
         f"eval split: {evidence['human_phi']} human Phi(r') (N1 = {evidence['n1']}), "
         f"{evidence['human_labels']} human-session Track 3 labels (N3 = {evidence['n3']}); "
         + ("a TRB score can be reported" if evidence["is_score"] else str(evidence["line"]))
+    )
+
+
+@trb_app.command("seal-transfer")
+def seal_transfer_command(
+    corpus_dir: Annotated[Path, typer.Argument(metavar="CORPUS", help="TRB corpus folder.")],
+    split: Annotated[str, typer.Option(help="The transfer split to seal (transfer_<family>).")],
+    recipient: Annotated[
+        str,
+        typer.Option(help="The collector's public key (tbx25519-public:..., `rtb keygen-seal`)."),
+    ],
+    budget: Annotated[int, typer.Option(help="Runs allowed before a run needs a reason.")] = 5,
+) -> None:
+    """Seal a transfer split to the key of the party that collected it, in place.
+
+    Its traces are encrypted as an RTB held-out set's answer key is; a run over it needs the
+    collector's key ($TRUSTBENCH_HELDOUT_KEY) and is counted in the split's exposure log.
+    """
+    from trustbench.trb.corpus._sealed import seal_split
+
+    sealed = seal_split(corpus_dir, split, recipient, budget=budget)
+    typer.echo(
+        f"{split} sealed to {sealed.recipient} as {sealed.set_id} (budget {budget} runs): "
+        f"{sealed.file}; the clear split file is removed, the corpus hash is unchanged"
     )
 
 

@@ -246,7 +246,11 @@ def write_corpus(
 
 
 def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
-    """Read and verify a corpus folder: every split file must match its manifest hash."""
+    """Read and verify a corpus folder: every split file must match its manifest hash.
+
+    A split sealed to its collector's key (`_sealed`) is opened with the key in
+    `$TRUSTBENCH_HELDOUT_KEY`, and left out of the returned splits without it.
+    """
     path = folder / "manifest.json"
     raw_manifest = read_input_file(path, missing="corpus manifest not found")  # never a FIFO
     try:
@@ -263,9 +267,19 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
             location=str(path),
         )
     splits: dict[str, list[Trace]] = {}
+    withheld = False
     for split, info in manifest.splits.items():
         file = folder / info.file
-        raw = read_input_file(file)
+        if info.sealed is None:
+            raw = read_input_file(file)
+        else:
+            from trustbench.trb.corpus._sealed import open_split  # cryptography: when sealed
+
+            opened = open_split(folder, info)
+            if opened is None:  # no collector's key given: the split stays sealed, left out
+                withheld = True
+                continue
+            raw = opened
         if hashlib.sha256(raw).hexdigest() != info.sha256:
             raise CheckFailed("split file hash differs from the manifest", location=str(file))
         traces = []
@@ -277,9 +291,14 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
                 pointer = "/" + "/".join(str(p) for p in first["loc"])
                 raise InputError(first["msg"], location=f"{file}:{lineno}#{pointer}") from None
         splits[split] = traces
-    check_cap(
-        provenance_share([t for ts in splits.values() for t in ts]), manifest.kind, str(folder)
+    # With a split left sealed, the written manifest's counts (checked when it was written)
+    # stand for the whole corpus.
+    share = (
+        manifest.provenance
+        if withheld
+        else provenance_share([t for ts in splits.values() for t in ts])
     )
+    check_cap(share, manifest.kind, str(folder))
     return manifest, splits
 
 
