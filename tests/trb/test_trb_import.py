@@ -77,7 +77,11 @@ def _phi_without_r_prime(s: list[dict[str, Any]]) -> None:
     ("break_it", "where", "why"),
     [
         (_unknown_slot, ":2#/steps/1/r/mood", "unknown slot 'mood'"),
-        (_outside_type, ":1#/steps/0/counterfactuals/1/r_prime/confidence", "outside slot"),
+        (
+            _outside_type,
+            ":1#/steps/0/counterfactuals/1/r_prime/confidence",
+            "outside the type of slot",
+        ),
         (_no_observation, ":3#/steps/1/observation", "step 1 has no observation"),
         (_phi_without_r_prime, ":1#/steps/1/continuations/0/r_prime", "r' 'x', which this"),
     ],

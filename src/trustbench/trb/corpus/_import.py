@@ -44,7 +44,7 @@ from trustbench.trb.corpus._format import (
     Step,
     Trace,
 )
-from trustbench.trb.corpus._store import manifest_for, trb_score_evidence, write_corpus
+from trustbench.trb.corpus._store import trb_score_evidence, write_corpus
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
 
 SlotKind = Literal["observation", "self_report"]
@@ -58,7 +58,10 @@ declares slot schemas per world; pointing the import at one changes only this ta
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    # strict: a label "yes" or a count "3" is refused, not coerced
+    model_config = ConfigDict(
+        use_attribute_docstrings=True, extra="forbid", frozen=True, strict=True
+    )
 
 
 class SessionRevision(_Strict):
@@ -164,7 +167,8 @@ def check_slots(
 
     The one function the import reads the slot schema through (names, types, bounds), so a
     declared world can replace the corridor's models here alone. A required slot that is
-    missing is refused too; an optional one takes its default.
+    missing is refused too (unless `whole` is off, to check single slots); an optional one
+    takes its default.
 
     Raises:
         SessionError: An unknown slot, a value outside its slot's type, a missing slot.
@@ -180,7 +184,7 @@ def check_slots(
         except ValidationError as error:
             why = error.errors()[0]["msg"]
             raise SessionError(
-                f"{pointer}/{name}", f"value {value!r} is outside slot {name!r}'s type ({why})"
+                f"{pointer}/{name}", f"value {value!r} is outside the type of slot {name!r} ({why})"
             ) from None
     missing = [n for n, f in fields.items() if f.is_required() and n not in values]
     if whole and missing:
@@ -323,8 +327,8 @@ def session_trace(record: SessionRecord) -> Trace:
     if config.cue_step:
         raise SessionError("/world/cue_step", "an imported session has no lead-in: use 0")
     world = CorridorWorld(config)
-    goal = check_slots("self_report", {"goal": record.goal}, "/goal", whole=False)["goal"]
-    door = check_slots("self_report", {"belief": record.door}, "/door", whole=False)["belief"]
+    goal = _true_value("goal", record.goal, "/goal")
+    door = _true_value("belief", record.door, "/door")
     return Trace(
         trace_id=record.session,
         split=record.split,
@@ -334,6 +338,14 @@ def session_trace(record: SessionRecord) -> Trace:
         steps=_steps(record, world),
         session=record.session,
     )
+
+
+def _true_value(slot: str, value: str, pointer: str) -> Any:
+    """A grader-only true value, checked as the self-report slot it is the truth of."""
+    try:
+        return check_slots("self_report", {slot: value}, "", whole=False)[slot]
+    except SessionError as error:
+        raise SessionError(pointer, error.message) from None
 
 
 def _pydantic_error(error: ValidationError, prefix: str = "") -> SessionError:
@@ -353,47 +365,58 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def read_sessions(path: Path) -> dict[str, list[Trace]]:
-    """Every session of a session file as a trace, per split.
+class ImportedSessions(BaseModel):
+    """A validated session file: its traces per split and who collected each split."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+
+    splits: dict[str, list[Trace]]
+    """Traces per split, in file order."""
+    collected_by: dict[str, tuple[str, ...]]
+    """Split -> the collectors named by its sessions, sorted."""
+
+
+def read_sessions(path: Path) -> ImportedSessions:
+    """Every session of a session file as a trace, per split, with the splits' collectors.
 
     Raises:
         InputError: The first invalid line, as `FILE:LINE#/pointer: why` (nothing is kept).
     """
     splits: dict[str, list[Trace]] = {}
+    collected_by: dict[str, set[str]] = {}
     seen: dict[str, int] = {}
     for number, line in _lines(path):
-        where = f"{path}:{number}"
-        try:
-            data = json.loads(line)
-        except ValueError as error:
-            raise InputError(f"not JSON ({error})", location=where) from None
-        try:
-            record = SessionRecord.model_validate(data)
-            trace = session_trace(record)
-        except ValidationError as error:
-            failed = _pydantic_error(error)
-            raise InputError(failed.message, location=f"{where}#{failed.pointer}") from None
-        except SessionError as error:
-            raise InputError(error.message, location=f"{where}#{error.pointer}") from None
+        record, trace = _session_line(line, f"{path}:{number}")
         if record.session in seen:
             raise InputError(
                 f"session {record.session!r} is also on line {seen[record.session]}",
-                location=f"{where}#/session",
+                location=f"{path}:{number}#/session",
             )
         seen[record.session] = number
         splits.setdefault(record.split, []).append(trace)
+        collected_by.setdefault(record.split, set()).add(record.collected_by)
     if not splits:
         raise InputError("the session file holds no session", location=str(path))
-    return splits
+    return ImportedSessions(
+        splits=splits,
+        collected_by={split: tuple(sorted(names)) for split, names in collected_by.items()},
+    )
 
 
-def collectors(path: Path) -> dict[str, tuple[str, ...]]:
-    """Who collected each split's sessions (read again from the validated file)."""
-    out: dict[str, set[str]] = {}
-    for _, line in _lines(path):
+def _session_line(line: str, where: str) -> tuple[SessionRecord, Trace]:
+    """One line as its session and trace; any failure as `where#/pointer: why`."""
+    try:
         data = json.loads(line)
-        out.setdefault(str(data["split"]), set()).add(str(data["collected_by"]))
-    return {split: tuple(sorted(names)) for split, names in out.items()}
+    except ValueError as error:
+        raise InputError(f"not JSON ({error})", location=where) from None
+    try:
+        record = SessionRecord.model_validate(data)
+        return record, session_trace(record)
+    except ValidationError as error:
+        failed = _pydantic_error(error)
+        raise InputError(failed.message, location=f"{where}#{failed.pointer}") from None
+    except SessionError as error:
+        raise InputError(error.message, location=f"{where}#{error.pointer}") from None
 
 
 def import_sessions(path: Path, out: Path) -> tuple[CorpusManifest, dict[str, Any]]:
@@ -405,24 +428,24 @@ def import_sessions(path: Path, out: Path) -> tuple[CorpusManifest, dict[str, An
 
     Raises:
         InputError: An invalid line, or `out` already holds files.
+        CheckFailed: The corpus contradicts its kind (`check_cap`); nothing is written.
     """
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError("the corpus folder already exists and is not empty", location=str(out))
-    splits = read_sessions(path)
-    share_kind = _kind(splits)
-    manifest_for(splits, share_kind, encodings={})  # the cap and kind checks, before writing
+    sessions = read_sessions(path)
     staging = out.with_name(f".{out.name}.import-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
         manifest = write_corpus(
-            staging, splits, share_kind, encodings={}, collected_by=collectors(path)
-        )
+            staging, sessions.splits, _kind(sessions.splits), encodings={},
+            collected_by=sessions.collected_by,
+        )  # fmt: skip
         if out.exists():
             out.rmdir()  # empty, checked above
         staging.rename(out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return manifest, trb_score_evidence(splits.get("eval", []))
+    return manifest, trb_score_evidence(sessions.splits.get("eval", []))
 
 
 def _kind(splits: dict[str, list[Trace]]) -> str:
