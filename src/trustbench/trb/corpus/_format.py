@@ -309,6 +309,16 @@ class CorpusManifest(_Strict):
     """SHA-256 of the canonical JSON of the split hashes."""
 
 
+def recorded_gust_draw(world: CorridorConfig, gust: str) -> float:
+    """A gust draw that `CorridorWorld.gust_of` maps back to `gust`.
+
+    For a trace whose gust was observed rather than drawn (a collected answer, an imported
+    session). The middle of the gust's interval: [0, p/2) left, [p/2, p) right, [p, 1) none.
+    """
+    p = world.gust_probability
+    return {"left": p / 4, "right": 3 * p / 4, "none": (1 + p) / 2}[gust]
+
+
 def canonical_sha256(obj: Any) -> str:
     """SHA-256 of the RFC 8785 canonical JSON of a JSON-compatible object."""
     return json_sha256(obj)

@@ -43,6 +43,7 @@ from trustbench.trb.corpus._format import (
     Split,
     Step,
     Trace,
+    recorded_gust_draw,
 )
 from trustbench.trb.corpus._store import trb_score_evidence, write_corpus
 from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
@@ -258,12 +259,6 @@ def _action_draw(r: SelfReport, action: str) -> float:
     return min(below + phi[action] / 2, 0.999999) if phi[action] > 0 else 0.0
 
 
-def _gust_draw(world: CorridorWorld, gust: str) -> float:
-    """A draw `world.gust_of` maps to the gust felt (the collection export's convention)."""
-    p = world.config.gust_probability
-    return {"left": p / 4, "right": 3 * p / 4, "none": (1 + p) / 2}[gust]
-
-
 def _steps(record: SessionRecord, world: CorridorWorld) -> tuple[Step, ...]:
     observations = []
     for t, step in enumerate(record.steps):
@@ -294,7 +289,7 @@ def _steps(record: SessionRecord, world: CorridorWorld) -> tuple[Step, ...]:
                 r=r,
                 action=action,  # type: ignore[arg-type]  # checked against ACTIONS
                 action_draw=_action_draw(r, action),
-                gust_draw=_gust_draw(world, gust or "none"),
+                gust_draw=recorded_gust_draw(world.config, gust or "none"),
                 # the exact DP value of the true goal and door, as the generator records it
                 reach_probability=world.reach_probability(
                     observation.position, record.goal, record.door, observation.steps_left
