@@ -130,11 +130,14 @@ model = "oracle:perfectly-governed"
 
 
 def _profile_run(tmp_path: Path) -> dict[str, Any]:
+    """The record of Tracks 1 and 3 run on the imported fixture (its `trb` part, with the
+    report's `qualifications` beside it)."""
     code, output = invoke("trb", "import", str(SESSIONS), "--out", str(tmp_path / "corpus"))
     assert code == 0, output
     (tmp_path / "spec.toml").write_text(SPEC)
     freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
-    return json.loads((tmp_path / "run" / "record.json").read_text())["trb"]
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    return {**record["trb"], "qualifications": record["qualifications"]}
 
 
 def test_tracks_1_and_3_on_imported_sessions_give_a_profile_and_too_little_human_data_is_no_score(
@@ -146,6 +149,7 @@ def test_tracks_1_and_3_on_imported_sessions_give_a_profile_and_too_little_human
     evidence = trb["trb_score"]
     assert (evidence["human_phi"], evidence["human_labels"], evidence["is_score"]) == (4, 3, False)
     assert evidence["line"].startswith("not a TRB score: Track 1 has 4 human items, Track 3 has 3")
+    assert any(q.startswith("Not a TRB score: Track 1 has 4") for q in trb["qualifications"])
     contexts = trb["corpus"]["transfer_contexts"]
     assert contexts["transfer_wind"] == {"collected_by": ["Harbor Lab"], "sealed": False}
 
@@ -157,9 +161,11 @@ def test_the_trb_score_guard_allows_a_score_once_the_human_data_reaches_n1_and_n
     # amounts stand for "enough" (200 and 100 would need a file no one writes by hand).
     monkeypatch.setattr(corpus_store, "TRB_SCORE_MIN_HUMAN_PHI", 4)
     monkeypatch.setattr(corpus_store, "TRB_SCORE_MIN_HUMAN_LABELS", 3)
-    evidence = _profile_run(tmp_path)["trb_score"]
+    trb = _profile_run(tmp_path)
+    evidence = trb["trb_score"]
     assert (evidence["is_score"], evidence["line"]) == (True, None)
     assert (evidence["n1"], evidence["n3"]) == (4, 3)
+    assert not any("not a TRB score" in q.lower() for q in trb["qualifications"])
 
 
 # ------------------------------------------------------------------------------------------------
