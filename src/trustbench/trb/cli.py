@@ -1,4 +1,4 @@
-"""The `trustbench trb` command group: check-adapter, audit, compare, corpus, run, smoke, collect.
+"""The `trustbench trb` command group: adapter checks, audits, corpora (made or imported), runs.
 
 `trb run` freezes a built-in (or given) spec of the `trb/profile` track, runs it through the
 shared ledger and writes `record.json` and `report.html`; `trb smoke` is the quick direct
@@ -256,6 +256,68 @@ def corpus(
     typer.echo(
         f"counterfactuals: {manifest.provenance.synthetic} synthetic, "
         f"{manifest.provenance.human} human; cap status {manifest.provenance.cap_status}"
+    )
+
+
+@trb_app.command("import")
+def import_command(
+    sessions: Annotated[Path, typer.Argument(help="Session file (JSONL, one session a line).")],
+    out_text: Annotated[str, typer.Option("--out", help="New corpus folder to write.")],
+) -> None:
+    """Import real sessions into a TRB corpus (docs/trb.md "Importing real sessions").
+
+    Every line is checked first (unknown slot, a value outside its type, a step without
+    observation, a Phi for an r' that does not exist: one message naming file, line and field);
+    nothing is written unless all are valid. Prints the provenance shares, the 3:1 cap status
+    and the human data the "TRB score" guard counts on the eval split.
+    """
+    from trustbench.core import check_output_folder, output_path
+    from trustbench.trb.corpus._import import import_sessions
+    from trustbench.trb.corpus._store import over_cap_label
+
+    out = check_output_folder(output_path(out_text, "--out"))
+    manifest, evidence = import_sessions(sessions, out)
+    share = manifest.provenance
+    typer.echo(f"corpus {manifest.corpus_sha256} ({manifest.kind}) written to {out}")
+    for name, info in manifest.splits.items():
+        by = ", ".join(info.collected_by)
+        typer.echo(f"  {name}: sessions {info.n_traces}, collected by {by}")
+    percent = "n/a" if share.synthetic_share is None else f"{share.synthetic_share:.1%}"
+    typer.echo(
+        f"counterfactuals: {share.synthetic} synthetic, {share.human} human (same-session "
+        f"revisions and paired sessions); synthetic share {percent} of "
+        f"{share.synthetic + share.human}; 3:1 cap {share.cap_status}"
+    )
+    if (label := over_cap_label(share)) is not None:
+        typer.echo(label)
+    typer.echo(
+        f"eval split: {evidence['human_phi']} human Phi(r') (N1 = {evidence['n1']}), "
+        f"{evidence['human_labels']} human-session Track 3 labels (N3 = {evidence['n3']}); "
+        + ("a TRB score can be reported" if evidence["is_score"] else str(evidence["line"]))
+    )
+
+
+@trb_app.command("seal-transfer")
+def seal_transfer_command(
+    corpus_dir: Annotated[Path, typer.Argument(metavar="CORPUS", help="TRB corpus folder.")],
+    split: Annotated[str, typer.Option(help="The transfer split to seal (transfer_<family>).")],
+    recipient: Annotated[
+        str,
+        typer.Option(help="The collector's public key (tbx25519-public:..., `rtb keygen-seal`)."),
+    ],
+    budget: Annotated[int, typer.Option(help="Runs allowed before a run needs a reason.")] = 5,
+) -> None:
+    """Seal a transfer split to the key of the party that collected it, in place.
+
+    Its traces are encrypted as an RTB held-out set's answer key is; a run over it needs the
+    collector's key ($TRUSTBENCH_HELDOUT_KEY) and is counted in the split's exposure log.
+    """
+    from trustbench.trb.corpus._sealed import seal_split
+
+    sealed = seal_split(corpus_dir, split, recipient, budget=budget)
+    typer.echo(
+        f"{split} sealed to {sealed.recipient} as {sealed.set_id} (budget {budget} runs): "
+        f"{sealed.file}; the clear split file is removed, the corpus hash is unchanged"
     )
 
 

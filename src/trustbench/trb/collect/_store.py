@@ -50,6 +50,7 @@ from trustbench.trb.corpus._format import (
     Step,
     Trace,
     canonical_sha256,
+    recorded_gust_draw,
 )
 from trustbench.trb.world import CorridorWorld, reference_continuation, sample_action
 
@@ -635,11 +636,6 @@ def with_human_phi(
     return trace.model_copy(update={"steps": tuple(steps)})
 
 
-def _gust_draw(world: CorridorWorld, gust: str) -> float:
-    p = world.config.gust_probability
-    return {"left": p / 4, "right": 3 * p / 4, "none": (1 + p) / 2}[gust]
-
-
 def outcome_trace(
     frozen: FrozenProtocol, item: Item, participant: str, answer: dict[str, Any]
 ) -> Trace:
@@ -648,14 +644,14 @@ def outcome_trace(
     world = CorridorWorld(trace.world)
     outcome = answer["outcome"]
     gust, action = outcome["gust"], answer["action"]
-    assert world.gust_of(_gust_draw(world, gust)) == gust
+    assert world.gust_of(recorded_gust_draw(world.config, gust)) == gust
     steps: list[Step] = []
     for step in trace.steps:
         if step.t > item.t:
             break
         update: dict[str, Any] = {"counterfactuals": (), "attribution": None}
         if step.t == item.t:
-            update |= {"action": action, "gust_draw": _gust_draw(world, gust)}
+            update |= {"action": action, "gust_draw": recorded_gust_draw(world.config, gust)}
         steps.append(step.model_copy(update=update))
     last = steps[-1].observation
     observation = Observation(

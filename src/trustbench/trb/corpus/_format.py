@@ -231,7 +231,27 @@ class Trace(_Strict, OmitsDefaults):
         )
 
 
-class SplitInfo(_Strict):
+class SealedSplit(_Strict):
+    """A held-out split sealed to its collector's key (`trustbench trb seal-transfer`).
+
+    The split's JSONL is encrypted with the RTB held-out sets' `trustbench-seal-v1` envelope
+    to the collector's X25519 key, so the model's authors cannot read or train on it, and
+    every run against it is counted in the split's exposure log (`trb/corpus/_sealed.py`).
+    """
+
+    set_id: str
+    """The sealed split's id: the envelope's associated data and its exposure log's name."""
+    recipient: str
+    """The collector's X25519 public key (`tbx25519-public:...`) the split is sealed to."""
+    budget: int = Field(ge=1)
+    """Runs the collector allows before a run needs a stated reason."""
+    file: str
+    """The envelope's path relative to the corpus folder."""
+    sha256: str
+    """SHA-256 of the envelope's bytes."""
+
+
+class SplitInfo(_Strict, OmitsDefaults):
     """Manifest entry for one split file."""
 
     file: str
@@ -247,6 +267,18 @@ class SplitInfo(_Strict):
     `trb.proxy._local.SLOT_ENCODINGS`): `standard`, or `renamed` for Track 6's
     `transfer_encoding` context. Native adapters exchange `SelfReport` objects, so for them
     a split of another encoding is not applicable. Older manifests without it are standard."""
+    collected_by: tuple[str, ...] = ()
+    """Who collected the split's traces (`trb import`); empty for the benchmark's generated
+    splits, and then omitted, so manifests written before it keep their bytes."""
+    sealed: SealedSplit | None = None
+    """Set when the split's file is sealed to its collector's key; the clear `file` is then
+    absent and `sha256` is still the clear bytes' hash (checked once it is opened)."""
+
+    OMITTED: ClassVar[dict[str, tuple[object, ...]]] = {
+        "collected_by": ((), []),
+        "sealed": (None,),
+    }
+    """Both are left out at their defaults: existing manifests keep their bytes."""
 
 
 class ProvenanceShare(_Strict):
@@ -275,6 +307,16 @@ class CorpusManifest(_Strict):
     """Counterfactual provenance counts over all splits."""
     corpus_sha256: str
     """SHA-256 of the canonical JSON of the split hashes."""
+
+
+def recorded_gust_draw(world: CorridorConfig, gust: str) -> float:
+    """A gust draw that `CorridorWorld.gust_of` maps back to `gust`.
+
+    For a trace whose gust was observed rather than drawn (a collected answer, an imported
+    session). The middle of the gust's interval: [0, p/2) left, [p/2, p) right, [p, 1) none.
+    """
+    p = world.gust_probability
+    return {"left": p / 4, "right": 3 * p / 4, "none": (1 + p) / 2}[gust]
 
 
 def canonical_sha256(obj: Any) -> str:

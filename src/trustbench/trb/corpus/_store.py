@@ -151,6 +151,7 @@ def manifest_for(
     splits: dict[str, list[Trace]],
     kind: str = "reference_world",
     encodings: dict[str, str] | None = None,
+    collected_by: dict[str, tuple[str, ...]] | None = None,
 ) -> CorpusManifest:
     """The manifest of a corpus (the same hashes `write_corpus` writes); checks the cap.
 
@@ -159,6 +160,7 @@ def manifest_for(
         kind: `reference_world` or `human_paired`.
         encodings: Split -> report encoding where not `standard`; by default the generator's
             declaration (`transfer_encoding` is `renamed`, see `TRANSFER_ENCODINGS`).
+        collected_by: Split -> who collected its traces (`trb import`); none by default.
 
     Raises:
         InputError: A trace is stored under a split other than its own, or an unknown
@@ -183,6 +185,7 @@ def manifest_for(
             n_traces=len(traces),
             trace_sha256=tuple(trace_sha256(t) for t in traces),
             report_encoding=encodings.get(split, STANDARD.name),
+            collected_by=(collected_by or {}).get(split, ()),
         )
     share = provenance_share([t for traces in splits.values() for t in traces])
     check_cap(share, kind, "corpus")
@@ -227,12 +230,14 @@ def write_corpus(
     splits: dict[str, list[Trace]],
     kind: str = "reference_world",
     encodings: dict[str, str] | None = None,
+    collected_by: dict[str, tuple[str, ...]] | None = None,
 ) -> CorpusManifest:
     """Write one JSONL file per split and `manifest.json`; return the manifest.
 
-    `encodings` as in `manifest_for` (by default the generator's declaration).
+    `encodings` and `collected_by` as in `manifest_for` (by default the generator's
+    declaration, and no collector).
     """
-    manifest = manifest_for(splits, kind, encodings)
+    manifest = manifest_for(splits, kind, encodings, collected_by)
     folder.mkdir(parents=True, exist_ok=True)
     for split, traces in splits.items():
         (folder / f"{split}.jsonl").write_bytes(split_bytes(traces))
@@ -241,7 +246,11 @@ def write_corpus(
 
 
 def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
-    """Read and verify a corpus folder: every split file must match its manifest hash."""
+    """Read and verify a corpus folder: every split file must match its manifest hash.
+
+    A split sealed to its collector's key (`_sealed`) is opened with the key in
+    `$TRUSTBENCH_HELDOUT_KEY`, and left out of the returned splits without it.
+    """
     path = folder / "manifest.json"
     raw_manifest = read_input_file(path, missing="corpus manifest not found")  # never a FIFO
     try:
@@ -258,9 +267,19 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
             location=str(path),
         )
     splits: dict[str, list[Trace]] = {}
+    withheld = False
     for split, info in manifest.splits.items():
         file = folder / info.file
-        raw = read_input_file(file)
+        if info.sealed is None:
+            raw = read_input_file(file)
+        else:
+            from trustbench.trb.corpus._sealed import open_split  # cryptography: when sealed
+
+            opened = open_split(folder, info)
+            if opened is None:  # no collector's key given: the split stays sealed, left out
+                withheld = True
+                continue
+            raw = opened
         if hashlib.sha256(raw).hexdigest() != info.sha256:
             raise CheckFailed("split file hash differs from the manifest", location=str(file))
         traces = []
@@ -272,9 +291,14 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
                 pointer = "/" + "/".join(str(p) for p in first["loc"])
                 raise InputError(first["msg"], location=f"{file}:{lineno}#{pointer}") from None
         splits[split] = traces
-    check_cap(
-        provenance_share([t for ts in splits.values() for t in ts]), manifest.kind, str(folder)
+    # With a split left sealed, the written manifest's counts (checked when it was written)
+    # stand for the whole corpus.
+    share = (
+        manifest.provenance
+        if withheld
+        else provenance_share([t for ts in splits.values() for t in ts])
     )
+    check_cap(share, manifest.kind, str(folder))
     return manifest, splits
 
 

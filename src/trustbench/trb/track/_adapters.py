@@ -73,6 +73,7 @@ from trustbench.trb.corpus._generate import (
     generate_reference_corpus,
     split_encodings,
 )
+from trustbench.trb.corpus._sealed import split_file
 from trustbench.trb.corpus._store import read_corpus, write_corpus
 from trustbench.trb.instruments._oracles import (
     AlwaysSelfOracle,
@@ -221,7 +222,8 @@ def corpus_items(corpus: LoadedCorpus) -> list[ResolvedItem]:
     """The corpus files to hash into the experiment manifest."""
     items = [ResolvedItem("corpus", "manifest.json", path=corpus.folder / "manifest.json")]
     for info in corpus.manifest.splits.values():
-        items.append(ResolvedItem("corpus", info.file, path=corpus.folder / info.file))
+        file = split_file(info)  # a sealed split's envelope: its clear bytes are never on disk
+        items.append(ResolvedItem("corpus", file, path=corpus.folder / file))
     return items
 
 

@@ -28,6 +28,7 @@ from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.errors import CheckFailed
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
+from trustbench.trb.corpus._sealed import transfer_context_lines, transfer_contexts
 from trustbench.trb.corpus._store import trb_score_evidence
 from trustbench.trb.instruments._oracles import (
     expected_g,
@@ -639,6 +640,14 @@ def analyze_profile(
         )
     )
     sections.append(TextBlock(title="Flags", paragraphs=flags or ["none"]))
+    contexts = transfer_contexts(corpus.folder, corpus.manifest, list(options.splits))
+    if contexts:
+        sections.append(
+            TextBlock(
+                title="Transfer contexts: who collected each, and whether it was sealed",
+                paragraphs=transfer_context_lines(contexts),
+            )
+        )
     if cg1:
         title = "CG-1 beside Track 4: the sample size that can detect a viability difference"
         lines = [f"{c}: {power['line']}" for c, power in cg1.items()]
@@ -673,6 +682,7 @@ def analyze_profile(
                 "cases_per_split": {
                     s: sum(t.split == s for t in cases.values()) for s in options.splits
                 },
+                "transfer_contexts": contexts,
             },
             "adapters": {
                 c: {

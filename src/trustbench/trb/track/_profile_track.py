@@ -38,6 +38,7 @@ from trustbench.core import (
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
 from trustbench.trb.adapter._protocol import TRB_VERSION
+from trustbench.trb.corpus._sealed import count_exposure, withheld_message
 from trustbench.trb.track._adapters import (
     AdapterSource,
     LoadedCorpus,
@@ -156,6 +157,9 @@ class TrbProfileTrack:
                     location=str(corpus.folder),
                 )
             for name in options.splits:
+                info = corpus.manifest.splits.get(name)
+                if name not in corpus.splits and info is not None and info.sealed is not None:
+                    raise InputError(withheld_message(name, info), location=str(corpus.folder))
                 if not corpus.splits.get(name):
                     raise InputError(
                         f"the corpus has no {name!r} split; drop it from track_options.splits",
@@ -206,6 +210,23 @@ class TrbProfileTrack:
             corpus_root=root,
             items=items,
         )
+
+    def on_freeze(self, manifest: Manifest, run_dir: Path, reason: str = "") -> list[str]:
+        """Count a freeze against each sealed transfer split the run uses (`corpus._sealed`)."""
+        prepared = self._prepare(manifest.spec, Path(manifest.base_dir))
+        corpus = prepared.corpus
+        return count_exposure(
+            corpus.folder, corpus.manifest, list(prepared.options.splits), manifest, reason=reason
+        )
+
+    def before_run(self, manifest: Manifest, run_dir: Path) -> list[str]:
+        """Record the run in each sealed transfer split's exposure log before any trial."""
+        prepared = self._prepare(manifest.spec, Path(manifest.base_dir))
+        corpus = prepared.corpus
+        return count_exposure(
+            corpus.folder, corpus.manifest, list(prepared.options.splits), manifest,
+            run_dir=run_dir,
+        )  # fmt: skip
 
     def plan(self, manifest: Manifest) -> Sequence[TrialKey]:
         """Every held-out trace for every adapter, `trials_per_case` times."""
