@@ -88,6 +88,8 @@ from trustbench.rtb.workflow import (
 if TYPE_CHECKING:
     from trustbench import core
     from trustbench.core import ProgressReporter
+    from trustbench.rtb.human._desk import ReviewDesk
+    from trustbench.rtb.review._options import ReviewerAccess
 from trustbench.rtb.workflow._config import (
     _HARNESS_CODE,
     KNOWN_KINDS,
@@ -229,6 +231,8 @@ class WorkflowTrack:
         self._corpora: dict[str, Corpus] = {}
         self._scenarios: dict[tuple[Any, ...], dict[str, WorkflowScenario]] = {}
         self._agent_locks: dict[str, asyncio.Lock] = {}
+        self._desk: ReviewDesk | None = None
+        """The live review desk of the run in progress (None: no person in any chain)."""
 
     @staticmethod
     def options(spec: core.ExperimentSpec) -> WorkflowTrackOptions:
@@ -297,6 +301,7 @@ class WorkflowTrack:
                 _check_entry(candidate, spec)
         resolution = self._inputs(spec, base_dir)
         policy_id = self.corpus(resolution.corpus_root).policy_id
+        _check_time_for_people(spec, options)
         if options.review_chains and not supports_live_review(policy_id):
             raise InputError(
                 f"the corpus policy {policy_id} cannot show a live proposal to a reviewer; "
@@ -330,6 +335,22 @@ class WorkflowTrack:
         from trustbench.rtb.workflow._grading import figure_names
 
         return figure_names(spec.trials_per_case)
+
+    def before_run(self, manifest: core.Manifest, run_dir: Path) -> list[str]:
+        """Serve the live review desk when a configuration's chain names a person.
+
+        Called by `trustbench run` on its event loop before any trial starts: the desk binds
+        127.0.0.1 on a free port and prints one private link per person to the operator.
+        """
+        people = _people_in_the_loop(manifest.spec, self.options(manifest.spec))
+        self._desk = None
+        if not people:
+            return []
+        from trustbench.rtb.human._desk import ReviewDesk
+
+        self._desk = ReviewDesk(self.corpus(manifest.corpus.root).policy_id, people)
+        self._desk.open()
+        return [f"live review desk served for {', '.join(sorted(people))} (links printed above)"]
 
     def plan(self, manifest: core.Manifest) -> Sequence[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
@@ -402,7 +423,7 @@ class WorkflowTrack:
             config.review_chain,
             chain,
             prompt,
-            context_asker(ctx, pool),
+            context_asker(ctx, pool, self._desk.providers() if self._desk else None),
             lambda: ctx.attempts_recorded,
         )
 
@@ -411,6 +432,48 @@ class WorkflowTrack:
         from trustbench.rtb.workflow._analysis import analyze_workflow_run
 
         return analyze_workflow_run(manifest, ledger, self)
+
+
+def _people_in_the_loop(
+    spec: core.ExperimentSpec, options: WorkflowTrackOptions
+) -> dict[str, ReviewerAccess]:
+    """The declared limits of every person in a chain some candidate's configuration uses."""
+    people: dict[str, ReviewerAccess] = {}
+    for candidate in spec.candidates:
+        chain = configuration(candidate, options, spec).review_chain
+        if chain is not None:
+            people.update(options.review_chains[chain].human_limits())
+    return people
+
+
+def _check_time_for_people(spec: core.ExperimentSpec, options: WorkflowTrackOptions) -> None:
+    """Refuse a trial limit shorter than the time a person in its chain is given per proposal.
+
+    A proposal waits for each person in turn up to their declared limit; a trial timeout or an
+    agent wall budget shorter than that would cut the person off and record the wrong failure.
+
+    Raises:
+        InputError: Naming `trial_timeout_s` or the candidate's `budget.max_wall_s`.
+    """
+    for candidate in spec.candidates:
+        config = configuration(candidate, options, spec)
+        if config.review_chain is None:
+            continue
+        limits = options.review_chains[config.review_chain].human_limits().values()
+        needed = sum(float(access.time_limit_s or 0.0) for access in limits)
+        if not needed:
+            continue
+        for where, limit in (
+            ("trial_timeout_s", spec.trial_timeout_s),
+            (f"candidate {candidate.name} budget.max_wall_s", config.budget.max_wall_s),
+        ):
+            if limit is not None and limit <= needed:
+                raise InputError(
+                    f"{limit:g} s leaves no time for the people of review chain "
+                    f"{config.review_chain!r}, who are given {needed:g} s per proposal: raise "
+                    "it above that (or lower their declared time_limit_s)",
+                    location=where,
+                )
 
 
 def demo_spec_path() -> Path:
