@@ -18,6 +18,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,39 +84,80 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # the run may end (and the desk with it) right after the last answer
 
 
-def _post(url: str, origin: str, fields: dict[str, Any]) -> int:
-    """POST the form as the page's own form would; the status (303: the finding was taken)."""
+def _post(url: str, origin: str, fields: dict[str, Any]) -> tuple[int, str]:
+    """POST the form as the page's own form would: (status, page); 303 = the finding was taken."""
     body = urllib.parse.urlencode(fields, doseq=True).encode()
     request = urllib.request.Request(url, data=body, headers={"Origin": origin}, method="POST")
     try:
         with urllib.request.build_opener(_NoRedirect).open(request, timeout=10) as response:
-            return int(response.status)
+            return int(response.status), response.read().decode()
     except urllib.error.HTTPError as answered:
-        return answered.code
+        return answered.code, answered.read().decode()
 
 
-def _play_the_person(origin: str, path: str, proposals: int, pages: list[str]) -> None:
-    """Answer `proposals` live proposals with the reference finding of what the page shows."""
-    answered = 0
-    while answered < proposals:
-        with urllib.request.urlopen(origin + path, timeout=10) as response:
-            page = response.read().decode()
-        shown = INPUT_JSON.search(page)
-        if shown is None:  # nothing waits yet
-            threading.Event().wait(0.05)
-            continue
-        pages.append(page)
-        candidate_input = POLICY.candidate_model.model_validate_json(html.unescape(shown[1]))
-        finding = POLICY.reference_finding(candidate_input)
-        form = {
-            "evaluation_id": getattr(candidate_input, "evaluation_id"),  # noqa: B009
-            "decision": finding["decision"],
-            "reason_codes": finding["reason_codes"],
-            "evidence_refs": finding["evidence_refs"],
-            "explanation": finding["explanation"],
-        }
-        assert _post(f"{origin}{path}/submit", origin, form) == 303
-        answered += 1
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
+
+
+@dataclass
+class _Person:
+    """What the person's thread saw and did (checked by the test, not inside the thread)."""
+
+    origin: str
+    path: str
+    proposals: int
+    shown: dict[str, str] = field(default_factory=dict)
+    """Evaluation id -> the candidate input JSON the page showed."""
+    pages: list[str] = field(default_factory=list)
+    refusals: list[tuple[str, int, str]] = field(default_factory=list)
+    """(what was tried, status, page) of each attempt the desk must refuse."""
+    errors: list[BaseException] = field(default_factory=list)
+
+    def play(self) -> None:
+        try:
+            self._answer_every_proposal()
+        except BaseException as error:  # reported by the test
+            self.errors.append(error)
+
+    def _answer_every_proposal(self) -> None:
+        """Answer with the reference finding of what the page shows; try the guards once."""
+        while len(self.shown) < self.proposals:
+            _, page = _get(self.origin + self.path)
+            shown = INPUT_JSON.search(page)
+            if shown is None:  # nothing waits yet
+                threading.Event().wait(0.05)
+                continue
+            self.pages.append(page)
+            document = html.unescape(shown[1])
+            candidate_input = POLICY.candidate_model.model_validate_json(document)
+            finding = POLICY.reference_finding(candidate_input)
+            evaluation_id = str(getattr(candidate_input, "evaluation_id"))  # noqa: B009
+            form = {
+                "evaluation_id": evaluation_id,
+                "decision": finding["decision"],
+                "reason_codes": finding["reason_codes"],
+                "evidence_refs": finding["evidence_refs"],
+                "explanation": finding["explanation"],
+            }
+            submit = f"{self.origin}{self.path}/submit"
+            if not self.shown:
+                self._try_what_the_desk_refuses(submit, form)
+            status, after = _post(submit, self.origin, form)
+            if status != 303:
+                raise AssertionError(f"the finding was not taken ({status}): {after}")
+            self.shown[evaluation_id] = document
+
+    def _try_what_the_desk_refuses(self, submit: str, form: dict[str, Any]) -> None:
+        foreign = _post(submit, "http://evil.example", form)
+        self.refusals.append(("a post from another origin", *foreign))
+        unknown = _get(f"{self.origin}/s/not-a-token")
+        self.refusals.append(("an unknown token", *unknown))
+        unsupported = _post(submit, self.origin, {**form, "evidence_refs": []})
+        self.refusals.append(("a finding that cites no evidence", *unsupported))
 
 
 class _Operator(io.StringIO):
@@ -124,29 +166,28 @@ class _Operator(io.StringIO):
     def __init__(self, proposals: int) -> None:
         super().__init__()
         self.proposals = proposals
-        self.pages: list[str] = []
-        self.person: threading.Thread | None = None
+        self.person: _Person | None = None
+        self.thread: threading.Thread | None = None
 
     def write(self, text: str, /) -> int:
         for line in text.splitlines():
             link = LINK.match(line)
             if link and self.proposals and self.person is None:
-                self.person = threading.Thread(
-                    target=_play_the_person, args=(link[1], link[2], self.proposals, self.pages)
-                )
-                self.person.start()
+                self.person = _Person(link[1], link[2], self.proposals)
+                self.thread = threading.Thread(target=self.person.play)
+                self.thread.start()
         return super().write(text)
 
 
-def _run_with_desk(run_dir: Path, proposals: int) -> tuple[str, list[str]]:
+def _run_with_desk(run_dir: Path, proposals: int) -> tuple[str, _Person | None]:
     """`trustbench run`'s run (in this process); a thread answers at the printed link."""
     operator = _Operator(proposals)
     with contextlib.redirect_stdout(operator):
         summary = run_experiment(run_dir)
-    if operator.person is not None:
-        operator.person.join(timeout=10)
+    if operator.thread is not None:
+        operator.thread.join(timeout=10)
     assert summary.completed == 2, operator.getvalue()
-    return operator.getvalue(), operator.pages
+    return operator.getvalue(), operator.person
 
 
 def _reviewed(run_dir: Path, case_id: str) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
@@ -170,12 +211,20 @@ def _reviewed(run_dir: Path, case_id: str) -> tuple[dict[str, Any], dict[str, An
 def test_a_person_at_the_desk_approves_one_live_proposal_and_denies_another_over_http(
     tmp_path: Path,
 ) -> None:
-    run_dir = _frozen(tmp_path, desk_spec(20.0))
-    printed, pages = _run_with_desk(run_dir, proposals=2)
+    run_dir = _frozen(tmp_path, desk_spec(10.0))
+    printed, person = _run_with_desk(run_dir, proposals=2)
     assert "give each participant only their own link" in printed
-    assert len(pages) == 2
-    for page in pages:  # the model's review request, never the scenario or its answer key
+    assert person is not None and not person.errors, person and person.errors
+    assert len(person.shown) == 2
+    for page in person.pages:  # the model's review request, never the scenario or its answer key
         assert DENIED not in page and PERMITTED not in page and "/direct" not in page
+    refused = {tried: status for tried, status, _ in person.refusals}
+    assert refused == {
+        "a post from another origin": 403,
+        "an unknown token": 403,
+        "a finding that cites no evidence": 200,  # the page again, with why
+    }
+    assert "Your answer was not recorded yet" in person.refusals[-1][2]
     for case_id, decision, status in (
         (PERMITTED, "permit", "executed"),
         (DENIED, "deny", "refused"),
@@ -186,10 +235,13 @@ def test_a_person_at_the_desk_approves_one_live_proposal_and_denies_another_over
         assert review["approved"] is (decision == "permit")
         assert result["status"] == status
         (attempt,) = attempts  # what the person was shown and answered, like a model reviewer
-        shown = attempt["request"]
+        request = attempt["request"]
+        answered = json.loads(attempt["raw_response"])
+        page_json = person.shown[answered["evaluation_id"]]  # exactly what the page showed
+        assert json.loads(request["messages"][-1]["content"]) == json.loads(page_json)
         assert attempt["endpoint"] == "trustbench-rtb-review-desk"
-        assert shown["messages"][0]["role"] == "system"
-        assert json.loads(attempt["raw_response"])["decision"] == decision
+        assert request["messages"][0]["role"] == "system"
+        assert answered["decision"] == decision
         assert attempt["error_class"] is None
 
 

@@ -295,13 +295,14 @@ class WorkflowTrack:
     def resolve(self, spec: core.ExperimentSpec, base_dir: Path) -> Resolution:
         """Check candidates and options; list the corpus, the agent prompt and harness code."""
         options = self.options(spec)
+        configurations: list[WorkflowConfiguration] = []
         for candidate in spec.candidates:
-            configuration(candidate, options, spec)
+            configurations.append(configuration(candidate, options, spec))
             if candidate.kind == "inprocess":
                 _check_entry(candidate, spec)
+        _check_time_for_people(spec, options, configurations)
         resolution = self._inputs(spec, base_dir)
         policy_id = self.corpus(resolution.corpus_root).policy_id
-        _check_time_for_people(spec, options)
         if options.review_chains and not supports_live_review(policy_id):
             raise InputError(
                 f"the corpus policy {policy_id} cannot show a live proposal to a reviewer; "
@@ -437,16 +438,27 @@ class WorkflowTrack:
 def _people_in_the_loop(
     spec: core.ExperimentSpec, options: WorkflowTrackOptions
 ) -> dict[str, ReviewerAccess]:
-    """The declared limits of every person in a chain some candidate's configuration uses."""
+    """The declared limits of every person in a chain some candidate's configuration uses.
+
+    Read from the frozen settings without building any agent or boundary (`resolve_frozen`).
+    """
     people: dict[str, ReviewerAccess] = {}
     for candidate in spec.candidates:
-        chain = configuration(candidate, options, spec).review_chain
-        if chain is not None:
+        if candidate.kind == "inprocess":
+            declared = candidate.settings.get("review_chain")
+            chain = declared if isinstance(declared, str) else None
+        else:
+            chain = options.candidates.get(candidate.name, CandidateOverrides()).review_chain
+        if chain in options.review_chains:
             people.update(options.review_chains[chain].human_limits())
     return people
 
 
-def _check_time_for_people(spec: core.ExperimentSpec, options: WorkflowTrackOptions) -> None:
+def _check_time_for_people(
+    spec: core.ExperimentSpec,
+    options: WorkflowTrackOptions,
+    configurations: Sequence[WorkflowConfiguration],
+) -> None:
     """Refuse a trial limit shorter than the time a person in its chain is given per proposal.
 
     A proposal waits for each person in turn up to their declared limit; a trial timeout or an
@@ -455,8 +467,7 @@ def _check_time_for_people(spec: core.ExperimentSpec, options: WorkflowTrackOpti
     Raises:
         InputError: Naming `trial_timeout_s` or the candidate's `budget.max_wall_s`.
     """
-    for candidate in spec.candidates:
-        config = configuration(candidate, options, spec)
+    for config in configurations:
         if config.review_chain is None:
             continue
         limits = options.review_chains[config.review_chain].human_limits().values()
@@ -465,7 +476,7 @@ def _check_time_for_people(spec: core.ExperimentSpec, options: WorkflowTrackOpti
             continue
         for where, limit in (
             ("trial_timeout_s", spec.trial_timeout_s),
-            (f"candidate {candidate.name} budget.max_wall_s", config.budget.max_wall_s),
+            (f"candidate {config.candidate} budget.max_wall_s", config.budget.max_wall_s),
         ):
             if limit is not None and limit <= needed:
                 raise InputError(
