@@ -26,6 +26,9 @@ and constraint violations without pretending they processed identical proposals.
 - **A model that cannot be reached** (`CallFailed` after the declared retries) ends the trial as
   `failed` with its error class, but the outcome still holds everything recorded until then: any
   effect already caused is graded, and the trial stays in every denominator.
+- **A person in a review chain** (a `human` member with a declared time limit) answers at the
+  live review desk (`rtb.human._desk`), which `before_run` serves on 127.0.0.1 for the run,
+  printing one private link per person.
 - **Grading happens in `analyze`, from the ledger only** (`_workflow_analysis.py`).
 
 Track options (`[track_options]`): `scenario_seed` (int, default 0), `observation_deadline_s`
