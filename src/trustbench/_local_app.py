@@ -337,7 +337,8 @@ class Served(Protocol):
         ...
 
 
-def _announce(served: Served, what: str, base_url: str, stops: str) -> None:
+def announce_links(served: Served, what: str, base_url: str, stops: str) -> None:
+    """Print where the app serves and one private link per participant (the operator's view)."""
     print(f"serving {what} on {base_url} ({stops})")
     for who, link in sorted(served.links(base_url).items()):
         print(f"  {who}: {link}")
@@ -406,7 +407,7 @@ def serve_until_stopped(
             runner = app_runner(served.app)
             await runner.setup()
             await web.SockSite(runner, listening).start()
-            _announce(served, what, f"http://{host}:{listening.getsockname()[1]}", stops)
+            announce_links(served, what, f"http://{host}:{listening.getsockname()[1]}", stops)
             try:
                 await stop.wait()
             finally:

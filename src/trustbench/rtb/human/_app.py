@@ -121,7 +121,7 @@ def recommendation_text(configuration: str, outcome: str | None) -> str:
 def review_page(
     *,
     base: str,
-    candidate_input: CandidateInput,
+    candidate_input: CandidateInput | BaseModel,
     prompt: str,
     position: int,
     total: int,
@@ -131,12 +131,15 @@ def review_page(
     discrepancy_format: str | None = None,
     error: str | None = None,
     form: dict[str, Any] | None = None,
+    live_desk: bool = False,
 ) -> str:
     """The review page of one case: input, optional recommendation, the finding form.
 
     `reason_meaning` is the corpus policy's reason-code vocabulary (`CorpusPolicy.reason_meaning`):
     a participant chooses from the codes the grader reads for this corpus, as a model does.
     `discrepancy_format` (None: the policy reads none) shows the structured-discrepancy field.
+    `live_desk`: a live proposal of a workflow loop (`rtb.human._desk`): its time limit is
+    enforced from its arrival and there is no pause.
     """
     return render(
         "review.html.j2",
@@ -150,6 +153,7 @@ def review_page(
         reason_codes=list(reason_meaning.items()),
         discrepancy_format=discrepancy_format,
         error=error,
+        live_desk=live_desk,
         form=form
         or {
             "decision": None,
@@ -181,7 +185,7 @@ def _candidate(request: web.Request) -> str:
     )
 
 
-async def _form(request: web.Request) -> dict[str, Any]:
+async def finding_form(request: web.Request) -> dict[str, Any]:
     """The submitted finding form as text fields; 400 when it cannot be parsed."""
     data = await posted_form(request)
     return {
@@ -246,7 +250,7 @@ async def _show(request: web.Request) -> web.Response:
 async def _submit(request: web.Request) -> web.Response:
     candidate = _candidate(request)
     check_origin(request)
-    form = await _form(request)
+    form = await finding_form(request)
     result = request.app[STORE_KEY].submit(candidate, form)
     if result.recorded:
         raise back_to_session(request)

@@ -406,6 +406,27 @@ def discrepancy_lines(discrepancies: list[dict[str, Any]]) -> str:
     )
 
 
+def finding_reply(form: dict[str, Any], *, structured_discrepancies: bool) -> str:
+    """A posted finding form as the reply a model reviewer would send (canonical JSON).
+
+    The one translation of the form, shared by the review app and the live review desk, so a
+    person's answer goes through the reviewer track's `validate_response` like a model's.
+
+    Raises:
+        DiscrepancyLineError: A discrepancy line that cannot be read (when the policy asks).
+    """
+    response: dict[str, Any] = {
+        "evaluation_id": form.get("evaluation_id"),
+        "decision": form.get("decision"),
+        "reason_codes": list(form.get("reason_codes") or []),
+        "evidence_refs": list(form.get("evidence_refs") or []),
+        "explanation": form.get("explanation") or "",
+    }
+    if structured_discrepancies:
+        response["discrepancies"] = parse_discrepancies(form.get("discrepancies") or "")
+    return canonical_json(response).decode("utf-8")
+
+
 RESPONSE_KIND = "human_response"
 """`attempts.kind` of a participant's submitted form."""
 BUDGET = "review_budget_exhausted"
@@ -632,24 +653,15 @@ class SessionStore:
             return SubmitResult(
                 False, f"the declared time limit of {limit:g} s passed: the case was held"
             )
-        response: dict[str, Any] = {
-            "evaluation_id": form.get("evaluation_id"),
-            "decision": form.get("decision"),
-            "reason_codes": list(form.get("reason_codes") or []),
-            "evidence_refs": list(form.get("evidence_refs") or []),
-            "explanation": form.get("explanation") or "",
-        }
-        if self.structured_discrepancies:
-            try:
-                response["discrepancies"] = parse_discrepancies(form.get("discrepancies") or "")
-            except DiscrepancyLineError as error:
-                return SubmitResult(False, str(error))
+        try:
+            raw = finding_reply(form, structured_discrepancies=self.structured_discrepancies)
+        except DiscrepancyLineError as error:
+            return SubmitResult(False, str(error))
         # The reply validator (jsonschema) loads with the first submission, not with the
         # package: `trustbench --help` imports it.
         from trustbench.rtb.corpus._export import to_candidate_input
         from trustbench.rtb.review._validation import validate_response
 
-        raw = canonical_json(response).decode("utf-8")
         case = self._corpus.case(clock.case_id)
         validated = validate_response(raw, to_candidate_input(case, clock.evaluation_id))
         if not validated.outcome.is_decision:

@@ -8,7 +8,9 @@ candidate input). Only a chain approval reaches the boundary; a deny or hold goe
 agent as a refusal worded from the reviewer's own explanation (never a reason code or a label).
 
 Members are the reviewer track's candidate kinds (`openai_chat`, `anthropic_messages`,
-`inprocess`); their replies go through the reviewer track's validation and answer extraction, and
+`inprocess`, and `human`: a person answering at the live review desk, `rtb.human._desk`, within
+the time limit the chain declares for them in `access.<name>`); their replies go through the
+reviewer track's validation and answer extraction, and
 the members' outcomes are combined by the reviewer track's chain rule (`aggregate_chain`). A member
 that times out, is unreachable or answers malformed makes the proposal HELD, never approved; its
 error class is kept so the figures count it as the reviewer's hold apart from policy holds.
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,12 +46,13 @@ from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.platform import ControlRequest, PlatformView
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._chain import aggregate_chain
+from trustbench.rtb.review._options import ReviewerAccess, check_human_access
 from trustbench.rtb.review._rows import Outcome
 from trustbench.rtb.review._validation import validate_response
 from trustbench.rtb.review.reviewers._llm import build_review_messages
 
-REVIEWABLE_KINDS = ("openai_chat", "anthropic_messages", "inprocess")
-"""Candidate kinds a chain member may be (the reviewer track's run kinds)."""
+REVIEWABLE_KINDS = ("openai_chat", "anthropic_messages", "inprocess", "human")
+"""Candidate kinds a chain member may be (the reviewer track's kinds; `human` at the desk)."""
 _API_KINDS = ("openai_chat", "anthropic_messages")
 _POLICY_APPROVAL_TIMEOUT_S = 10.0
 """Approval-query limit of the policy decisions recorded per proposal (the boundaries' default)."""
@@ -66,6 +69,15 @@ class ReviewChainSpec(BaseModel):
     aggregation: Literal["all_must_approve"] = "all_must_approve"
     """How member outcomes combine: the reviewer track's chain rule (`aggregate_chain`): approve
     only when every member approves; a deny stops; a broken member never approves."""
+    access: dict[str, ReviewerAccess] = Field(default_factory=dict)
+    """Declared limits of the chain's `human` members, by member name (the reviewer track's
+    `track_options.access` entry): `time_limit_s` per proposal, required and equal to the
+    participant's `time_limit_s`, and an optional `max_submissions`. Past either the proposal
+    is the reviewer's hold (`time_limit_exceeded`, `review_budget_exhausted`)."""
+
+    def human_limits(self) -> dict[str, ReviewerAccess]:
+        """The declared limits of each `human` member, by name (checked at freeze)."""
+        return {m.name: self.access[m.name] for m in self.members if m.kind == "human"}
 
 
 def check_review_chain(where: str, chain: ReviewChainSpec) -> None:
@@ -93,6 +105,39 @@ def check_review_chain(where: str, chain: ReviewChainSpec) -> None:
                 "trustbench.rtb.review.reviewers:chat_responder)",
                 location=at,
             )
+        if member.kind == "human":
+            _check_human_member(where, chain, member)
+    stray = sorted(set(chain.access) - {m.name for m in chain.members if m.kind == "human"})
+    if stray:
+        raise InputError(
+            f"declared limits for {stray}, which are not human members of the chain (a model "
+            "member's limit is the spec's timeout_s)",
+            location=f"{where}.access",
+        )
+
+
+def _check_human_member(where: str, chain: ReviewChainSpec, member: CandidateSpec) -> None:
+    """A person in the loop needs an enforced time limit, so a proposal never waits unbounded.
+
+    Raises:
+        InputError: No `access.<name>` with a `time_limit_s`, one that differs from the
+            participant's, or the `tools` information condition (the desk shows the packet).
+    """
+    at = f"{where}.access.{member.name}"
+    access = chain.access.get(member.name)
+    if access is None or access.time_limit_s is None:
+        raise InputError(
+            f"human reviewer {member.name!r} needs a declared time limit per proposal: set "
+            f"{at}.time_limit_s (equal to the participant's time_limit_s); past it the proposal "
+            "is held, never approved",
+            location=f"{at}.time_limit_s",
+        )
+    if access.information != "packet":
+        raise InputError(
+            f"human reviewer {member.name!r} reads the evidence packet at the review desk",
+            location=f"{at}.information",
+        )
+    check_human_access(at, member, access)
 
 
 def live_review_input(request: ControlRequest, view: PlatformView) -> BaseModel:
@@ -367,22 +412,29 @@ def _added_by_later_members(
 # Calling members from a trial, and the control track's `model-review-gated` boundary.
 
 
-def context_asker(ctx: TrialContext, pool: HttpPool) -> AskReviewer:
+def context_asker(
+    ctx: TrialContext, pool: HttpPool, desk: Mapping[str, ChatProvider] | None = None
+) -> AskReviewer:
     """How a track calls chain members from inside one trial.
 
     A member's call goes out as the trial's own chat call with the member's provider in place, so
     core records it as an attempt of this trial (the exact request body, the reply, latency,
-    retries, error class) under the declared retry policy and per-call time limit.
+    retries, error class) under the declared retry policy and per-call time limit. A `human`
+    member's provider is the live review desk's (what the person was shown and answered is the
+    attempt; the desk enforces the declared limit instead of `timeout_s`).
 
     Args:
         ctx: The trial's context.
         pool: HTTP connections for API members (the track closes it after the trial).
+        desk: The review desk's provider of each human member (None: no desk is serving).
     """
-    providers: dict[str, ChatProvider | None] = {}
+    providers: dict[str, ChatProvider | None] = dict(desk or {})
 
     async def ask(member: CandidateSpec, request: ChatRequest) -> ChatReply:
-        if member.name not in providers:
-            providers[member.name] = build_provider(member, pool)
+        if member.name not in providers:  # a person is reached through the desk alone
+            providers[member.name] = (
+                None if member.kind == "human" else build_provider(member, pool)
+            )
         provider = providers[member.name]
         if provider is None:
             raise CallFailed("client_error", f"reviewer {member.name} has no provider")

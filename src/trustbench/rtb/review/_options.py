@@ -246,10 +246,10 @@ def _check_access(spec: ExperimentSpec, options: ReviewTrackOptions) -> None:
                 f"{kind!r}, which has no tool interface",
                 location=f"{where}/information",
             )
-        _check_human_access(where, by_name[name], access)
+        check_human_access(where, by_name[name], access)
 
 
-def _check_human_access(where: str, candidate: CandidateSpec, access: ReviewerAccess) -> None:
+def check_human_access(where: str, candidate: CandidateSpec, access: ReviewerAccess) -> None:
     """A human's declared limits are one time limit (the participant's) and a submission budget.
 
     Raises:

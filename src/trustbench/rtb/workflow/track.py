@@ -26,6 +26,9 @@ and constraint violations without pretending they processed identical proposals.
 - **A model that cannot be reached** (`CallFailed` after the declared retries) ends the trial as
   `failed` with its error class, but the outcome still holds everything recorded until then: any
   effect already caused is graded, and the trial stays in every denominator.
+- **A person in a review chain** (a `human` member with a declared time limit) answers at the
+  live review desk (`rtb.human._desk`), which `before_run` serves on 127.0.0.1 for the run,
+  printing one private link per person.
 - **Grading happens in `analyze`, from the ledger only** (`_workflow_analysis.py`).
 
 Track options (`[track_options]`): `scenario_seed` (int, default 0), `observation_deadline_s`
@@ -88,6 +91,8 @@ from trustbench.rtb.workflow import (
 if TYPE_CHECKING:
     from trustbench import core
     from trustbench.core import ProgressReporter
+    from trustbench.rtb.human._desk import ReviewDesk
+    from trustbench.rtb.review._options import ReviewerAccess
 from trustbench.rtb.workflow._config import (
     _HARNESS_CODE,
     KNOWN_KINDS,
@@ -229,6 +234,8 @@ class WorkflowTrack:
         self._corpora: dict[str, Corpus] = {}
         self._scenarios: dict[tuple[Any, ...], dict[str, WorkflowScenario]] = {}
         self._agent_locks: dict[str, asyncio.Lock] = {}
+        self._desk: ReviewDesk | None = None
+        """The live review desk of the run in progress (None: no person in any chain)."""
 
     @staticmethod
     def options(spec: core.ExperimentSpec) -> WorkflowTrackOptions:
@@ -291,10 +298,12 @@ class WorkflowTrack:
     def resolve(self, spec: core.ExperimentSpec, base_dir: Path) -> Resolution:
         """Check candidates and options; list the corpus, the agent prompt and harness code."""
         options = self.options(spec)
+        configurations: list[WorkflowConfiguration] = []
         for candidate in spec.candidates:
-            configuration(candidate, options, spec)
+            configurations.append(configuration(candidate, options, spec))
             if candidate.kind == "inprocess":
                 _check_entry(candidate, spec)
+        _check_time_for_people(spec, options, configurations)
         resolution = self._inputs(spec, base_dir)
         policy_id = self.corpus(resolution.corpus_root).policy_id
         if options.review_chains and not supports_live_review(policy_id):
@@ -330,6 +339,22 @@ class WorkflowTrack:
         from trustbench.rtb.workflow._grading import figure_names
 
         return figure_names(spec.trials_per_case)
+
+    def before_run(self, manifest: core.Manifest, run_dir: Path) -> list[str]:
+        """Serve the live review desk when a configuration's chain names a person.
+
+        Called by `trustbench run` on its event loop before any trial starts: the desk binds
+        127.0.0.1 on a free port and prints one private link per person to the operator.
+        """
+        people = _people_in_the_loop(manifest.spec, self.options(manifest.spec))
+        self._desk = None
+        if not people:
+            return []
+        from trustbench.rtb.human._desk import ReviewDesk
+
+        self._desk = ReviewDesk(self.corpus(manifest.corpus.root).policy_id, people)
+        self._desk.open()
+        return [f"live review desk served for {', '.join(sorted(people))} (links printed above)"]
 
     def plan(self, manifest: core.Manifest) -> Sequence[TrialKey]:
         """Every scenario x candidate x `trials_per_case`."""
@@ -402,7 +427,7 @@ class WorkflowTrack:
             config.review_chain,
             chain,
             prompt,
-            context_asker(ctx, pool),
+            context_asker(ctx, pool, self._desk.providers() if self._desk else None),
             lambda: ctx.attempts_recorded,
         )
 
@@ -411,6 +436,58 @@ class WorkflowTrack:
         from trustbench.rtb.workflow._analysis import analyze_workflow_run
 
         return analyze_workflow_run(manifest, ledger, self)
+
+
+def _people_in_the_loop(
+    spec: core.ExperimentSpec, options: WorkflowTrackOptions
+) -> dict[str, ReviewerAccess]:
+    """The declared limits of every person in a chain some candidate's configuration uses.
+
+    Read from the frozen settings without building any agent or boundary (`resolve_frozen`).
+    """
+    people: dict[str, ReviewerAccess] = {}
+    for candidate in spec.candidates:
+        if candidate.kind == "inprocess":
+            declared = candidate.settings.get("review_chain")
+            chain = declared if isinstance(declared, str) else None
+        else:
+            chain = options.candidates.get(candidate.name, CandidateOverrides()).review_chain
+        if chain in options.review_chains:
+            people.update(options.review_chains[chain].human_limits())
+    return people
+
+
+def _check_time_for_people(
+    spec: core.ExperimentSpec,
+    options: WorkflowTrackOptions,
+    configurations: Sequence[WorkflowConfiguration],
+) -> None:
+    """Refuse a trial limit shorter than the time a person in its chain is given per proposal.
+
+    A proposal waits for each person in turn up to their declared limit; a trial timeout or an
+    agent wall budget shorter than that would cut the person off and record the wrong failure.
+
+    Raises:
+        InputError: Naming `trial_timeout_s` or the candidate's `budget.max_wall_s`.
+    """
+    for config in configurations:
+        if config.review_chain is None:
+            continue
+        limits = options.review_chains[config.review_chain].human_limits().values()
+        needed = sum(float(access.time_limit_s or 0.0) for access in limits)
+        if not needed:
+            continue
+        for where, limit in (
+            ("trial_timeout_s", spec.trial_timeout_s),
+            (f"candidate {config.candidate} budget.max_wall_s", config.budget.max_wall_s),
+        ):
+            if limit is not None and limit <= needed:
+                raise InputError(
+                    f"{limit:g} s leaves no time for the people of review chain "
+                    f"{config.review_chain!r}, who are given {needed:g} s per proposal: raise "
+                    "it above that (or lower their declared time_limit_s)",
+                    location=where,
+                )
 
 
 def demo_spec_path() -> Path:
