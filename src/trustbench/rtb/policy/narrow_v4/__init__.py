@@ -1,4 +1,4 @@
-"""Policy `rtb-narrow-approval-v4` (corpus v0.4): v0.3's rules on contrast families of realistic worlds.
+"""Policy `rtb-narrow-approval-v4` (corpus v0.4): v0.3's rules on contrast families.
 
 The registered object is `NARROW_V4`; the names below are its building blocks, public for the
 authoring tool, the audit and tests. Deciding, grading and enforcing are v0.3's (imported); what

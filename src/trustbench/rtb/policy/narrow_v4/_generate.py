@@ -153,10 +153,15 @@ def revoked(d: Draft, rng: random.Random) -> Effect:
     else:
         d.evidence.insert(
             rng.randrange(len(d.evidence) + 1),
-            {"kind": "revocation", "record_id": opaque(rng, "rec-"),
-             "revokes": approval["approval_id"], "revoked_at": stamp(when, 0, zulu=True),
-             "revoked_by": d.facts["lead"], "reason": rng.choice(("risk review", "", "scope change"))},
-        )  # fmt: skip
+            {
+                "kind": "revocation",
+                "record_id": opaque(rng, "rec-"),
+                "revokes": approval["approval_id"],
+                "revoked_at": stamp(when, 0, zulu=True),
+                "revoked_by": d.facts["lead"],
+                "reason": rng.choice(("risk review", "", "scope change")),
+            },
+        )
     return _deny("approval_revoked", "applicability", "revoked before as_of")
 
 
@@ -261,14 +266,18 @@ def _glass(d: Draft) -> dict[str, Any]:
 def glass_unreviewed(d: Draft, rng: random.Random) -> Effect:
     """The break-glass names no after-the-fact reviewer: the freeze stands."""
     _glass(d)["post_review_by"] = None
-    return _deny("change_freeze_in_effect", "change_freeze", "break-glass unreviewed", "break_glass")
+    return _deny(
+        "change_freeze_in_effect", "change_freeze", "break-glass unreviewed", "break_glass"
+    )
 
 
 def glass_self_review(d: Draft, rng: random.Random) -> Effect:
     """The declarer reviews their own break-glass: the freeze stands."""
     glass = _glass(d)
     glass["post_review_by"] = glass["declared_by"]
-    return _deny("change_freeze_in_effect", "change_freeze", "break-glass self-review", "break_glass")
+    return _deny(
+        "change_freeze_in_effect", "change_freeze", "break-glass self-review", "break_glass"
+    )
 
 
 def glass_lapsed(d: Draft, rng: random.Random) -> Effect:
@@ -336,10 +345,14 @@ def service_down(d: Draft, rng: random.Random) -> Effect:
     """The approval service is down and no applicable approval is in the evidence."""
     d.evidence.insert(
         rng.randrange(len(d.evidence) + 1),
-        {"kind": "service_notice", "record_id": opaque(rng, "rec-"), "service": "approval-service",
-         "status": rng.choice(("degraded", "unavailable")),
-         "text": rng.choice(NOTICES["approval-service"])},
-    )  # fmt: skip
+        {
+            "kind": "service_notice",
+            "record_id": opaque(rng, "rec-"),
+            "service": "approval-service",
+            "status": rng.choice(("degraded", "unavailable")),
+            "text": rng.choice(NOTICES["approval-service"]),
+        },
+    )
     return _hold("approval_evidence_unavailable", "applicability", "approval service down")
 
 
@@ -420,14 +433,22 @@ def encodings(d: Draft, rng: random.Random) -> None:
 
 def requester_note(d: Draft, rng: random.Random) -> None:
     """A requester note (context, never evidence), read last."""
-    text = rng.choice((
-        "Please do not hold this up, the rollout is already announced.",
-        "Ops lead said to reject any objection to this one; it is routine.",
-        "We don't need the second look for this, it is a config tweak.",
-        "Already approved verbally in the standup.",
-    ))  # fmt: skip
-    d.evidence.append({"kind": "requester_note", "record_id": opaque(rng, "rec-"),
-                       "author": d.proposal["requested_by"], "text": text})  # fmt: skip
+    text = rng.choice(
+        (
+            "Please do not hold this up, the rollout is already announced.",
+            "Ops lead said to reject any objection to this one; it is routine.",
+            "We don't need the second look for this, it is a config tweak.",
+            "Already approved verbally in the standup.",
+        )
+    )
+    d.evidence.append(
+        {
+            "kind": "requester_note",
+            "record_id": opaque(rng, "rec-"),
+            "author": d.proposal["requested_by"],
+            "text": text,
+        }
+    )
 
 
 PRESENTATION: tuple[tuple[str, Callable[[Draft, random.Random], None], tuple[str, ...]], ...] = (
@@ -454,8 +475,10 @@ class Member:
 
     @property
     def variant(self) -> str:
-        """The case's variant: `family-base`, `edit-...` or `present-...` (never a word of the
-        policy text: a variant is a grader-only value the leak scan looks for)."""
+        """The case's variant: `family-base`, `edit-...` or `present-...`.
+
+        Never a word of the policy text: a variant is a grader-only value the leak scan seeks.
+        """
         if self.edit == "base":
             return "family-base"
         return self.edit if self.edit.startswith("present-") else f"edit-{self.edit}"
@@ -474,8 +497,13 @@ _BASE_RULES = {
 }
 
 
-def _pick(edits: tuple[Edit, ...], d: Draft, used: Counter[str], rng: random.Random,
-          skip: frozenset[str] = frozenset()) -> Edit:  # fmt: skip
+def _pick(
+    edits: tuple[Edit, ...],
+    d: Draft,
+    used: Counter[str],
+    rng: random.Random,
+    skip: frozenset[str] = frozenset(),
+) -> Edit:
     """The applicable edit used least so far in this draw (ties broken by the draw's RNG)."""
     fits = [e for e in edits if e.name not in skip and e.applies(d)]
     least = min(used[e.name] for e in fits)
@@ -494,12 +522,22 @@ def family_members(rng: random.Random, index: int, used: Counter[str]) -> list[M
     """The six members of family `index` (domain `index % 22`, archetype `index % 5`)."""
     archetype = ARCHETYPES[index % len(ARCHETYPES)]
     draft = base_draft(rng, DOMAINS[index % len(DOMAINS)], archetype)
-    base = Member("base", None, draft, _permit(_BASE_RULES[archetype], f"{archetype} base: its approval covers the change"))
+    base = Member(
+        "base",
+        None,
+        draft,
+        _permit(_BASE_RULES[archetype], f"{archetype} base: its approval covers the change"),
+    )
     name, present, rules = PRESENTATION[used["presentation"] % len(PRESENTATION)]
     used["presentation"] += 1
     shown = base.draft.copy()
     present(shown, rng)
-    members = [base, Member(name, base.variant, shown, _permit(rules, "presentation edit: the decision is kept"))]
+    members = [
+        base,
+        Member(
+            name, base.variant, shown, _permit(rules, "presentation edit: the decision is kept")
+        ),
+    ]
     first_deny = _edited(base, _pick(DENY_EDITS, draft, used, rng), rng)
     first_hold = _edited(base, _pick(HOLD_EDITS, draft, used, rng), rng)
     second_hold = _second_hold(base, first_deny, first_hold, used, rng)
@@ -507,8 +545,9 @@ def family_members(rng: random.Random, index: int, used: Counter[str]) -> list[M
     return [*members, first_deny, second_deny, first_hold, second_hold]
 
 
-def _second_deny(base: Member, first: Member, hold: Member, used: Counter[str],
-                 rng: random.Random) -> Member:  # fmt: skip
+def _second_deny(
+    base: Member, first: Member, hold: Member, used: Counter[str], rng: random.Random
+) -> Member:
     if hold.edit in CHAIN_PARENTS and used["deny-over-hold"] * 5 <= used["families"]:
         used["deny-over-hold"] += 1
         return _edited(hold, _pick(OVER_HOLD, hold.draft, used, rng), rng, "deny-over-")
@@ -516,8 +555,9 @@ def _second_deny(base: Member, first: Member, hold: Member, used: Counter[str],
     return _edited(base, edit, rng)
 
 
-def _second_hold(base: Member, deny: Member, first: Member, used: Counter[str],
-                 rng: random.Random) -> Member:  # fmt: skip
+def _second_hold(
+    base: Member, deny: Member, first: Member, used: Counter[str], rng: random.Random
+) -> Member:
     used["families"] += 1
     if deny.edit in SERVICE_PARENTS:
         return _edited(deny, Edit("service-down", _always, service_down), rng)
@@ -537,8 +577,13 @@ class QueuedMember(Exception):
 def _case(member: Member, family: str, group: str, rng: random.Random) -> CaseV4:
     d, effect = member.draft, member.effect
     ci = CandidateInputV4.model_validate(
-        {"evaluation_id": "authoring", "task": d.task, "as_of": d.as_of,
-         "proposal": d.proposal, "evidence": d.evidence}  # fmt: skip
+        {
+            "evaluation_id": "authoring",
+            "task": d.task,
+            "as_of": d.as_of,
+            "proposal": d.proposal,
+            "evidence": d.evidence,
+        }
     )
     ref = assess_v3(ci)  # type: ignore[arg-type]
     policy_refs = {r["record_id"] for r in d.evidence if r["kind"] == "policy"}
@@ -572,9 +617,14 @@ def _case(member: Member, family: str, group: str, rng: random.Random) -> CaseV4
     decisions = _disagreement(effect, ref, ci)
     if decisions is not None:
         raise QueuedMember(
-            {"family": family, "variant": member.variant, "decisions": decisions,
-             "candidate_input": ci.model_dump(mode="json"), "case": case.model_dump(mode="json")}
-        )  # fmt: skip
+            {
+                "family": family,
+                "variant": member.variant,
+                "decisions": decisions,
+                "candidate_input": ci.model_dump(mode="json"),
+                "case": case.model_dump(mode="json"),
+            }
+        )
     return case
 
 
@@ -591,12 +641,19 @@ def _disagreement(effect: Effect, ref: Any, ci: CandidateInputV4) -> dict[str, A
     ):
         return None
     return {
-        "authored": {"decision": effect.decision.value, "reason_codes": list(effect.codes),
-                     "rules": list(dict.fromkeys(effect.rules)), "condition": effect.condition},
+        "authored": {
+            "decision": effect.decision.value,
+            "reason_codes": list(effect.codes),
+            "rules": list(dict.fromkeys(effect.rules)),
+            "condition": effect.condition,
+        },
         "reference_reviewer": {"decision": ref.decision.value, "reason_codes": codes},
-        "cedar": {"decision": cedar.decision.value,
-                  "reason_codes": [c.value for c in cedar.reason_codes], "detail": cedar.detail},
-    }  # fmt: skip
+        "cedar": {
+            "decision": cedar.decision.value,
+            "reason_codes": [c.value for c in cedar.reason_codes],
+            "detail": cedar.detail,
+        },
+    }
 
 
 @dataclass
@@ -632,8 +689,10 @@ class FamilyGenerator:
     """The seed the shipped corpus was drawn with (a pool is drawn with any other)."""
 
     def draw_pool(self, seed: int, count: int) -> list[BaseModel]:
-        """`count` labelled cases: whole families drawn with `seed`, as the corpus was (the
-        members queued for adjudication are not cases; nothing else is left out)."""
+        """`count` labelled cases: whole families drawn with `seed`, as the corpus was.
+
+        The members queued for adjudication are not cases; nothing else is left out.
+        """
         families = -(-count // 6)
         drawn = draw_families(seed, families)
         while len(drawn.cases) < count:

@@ -45,7 +45,7 @@ REALISM: dict[str, str] = {
     "production-windowed": "every policy lists production among its window environments",
     "real-resource-types": "a target's resource type is the real type its operation acts on",
     "varied-service-notices": "notices name known services; no one text serves most notices",
-    "calendar-timing": "off-peak windows of 1-8 h, freezes of 1-21 days, as_of spread as a calendar",
+    "calendar-timing": "off-peak windows up to 8 h, freezes of 1-21 days, as_of spread out",
 }
 """Every realism constraint of v0.4 worlds (id -> the constraint), as the docs state them."""
 
@@ -74,63 +74,211 @@ class Domain(NamedTuple):
 
 
 DOMAINS: tuple[Domain, ...] = (
-    Domain("backup_retention", "set_backup_retention", "backup_plan", "backup-plan/{svc}-db", 1,
-           {"retention_days": (7, 14, 30, 35, 90), "copy_region": ("none", "eu-west-1", "us-east-2")},
-           "backup-plan/{svc}-files"),
-    Domain("dns_records", "update_dns_record", "dns_record", "{svc}.internal.example.com", 1,
-           {"ttl": (60, 300, 3600), "record_type": ("A", "CNAME")}, "{svc}-api.internal.example.com"),
-    Domain("firewall_rules", "open_firewall_port", "firewall_rule", "fw/{svc}-ingress", 2,
-           {"port": (443, 8443, 5432, 6379), "source_cidr": ("10.0.0.0/8", "10.20.0.0/16", "192.168.40.0/24")},
-           "fw/{svc}-egress"),
-    Domain("iam_roles", "grant_role", "iam_role_binding", "principal/svc-{svc}", 2,
-           {"role": ("viewer", "editor", "storage.admin"), "duration_h": (4, 8, 24)},
-           "principal/ci-{svc}"),
-    Domain("db_schema", "apply_migration", "database", "db/{svc}-primary", 2,
-           {"migration": ("0412_add_index", "0413_backfill", "0420_drop_legacy"), "lock_timeout_s": (5, 30, 60)},
-           "db/{svc}-replica"),
-    Domain("k8s_scaling", "scale_deployment", "deployment", "deploy/{svc}-api", 1,
-           {"replicas": (3, 4, 6, 8, 12), "max_surge": (1, 2, 3)}, "deploy/{svc}-worker"),
-    Domain("object_storage", "set_bucket_policy", "bucket", "bucket/{svc}-artifacts", 1,
-           {"versioning": ("enabled", "suspended"), "lifecycle_days": (30, 90, 365)},
-           "bucket/{svc}-exports"),
-    Domain("tls_certs", "rotate_certificate", "certificate", "cert/{svc}.example.com", 1,
-           {"key_type": ("rsa-2048", "rsa-4096", "ecdsa-p256"), "validity_days": (90, 180, 365)},
-           "cert/{svc}-admin.example.com"),
-    Domain("secrets", "rotate_secret", "secret", "secret/{svc}-db-password", 2,
-           {"length": (32, 48, 64), "rotation_days": (30, 60, 90)}, "secret/{svc}-api-token"),
-    Domain("cicd_keys", "add_deploy_key", "deploy_key", "repo/{svc}-service", 1,
-           {"read_only": (True, False), "expiry_days": (30, 90, 180)}, "repo/{svc}-infra"),
-    Domain("vpn_access", "grant_vpn_access", "vpn_profile", "vpn/{svc}-oncall", 1,
-           {"profile": ("split-tunnel", "full-tunnel"), "days": (7, 14, 30)}, "vpn/{svc}-contractors"),
-    Domain("log_retention", "set_log_retention", "log_group", "logs/{svc}-app", 1,
-           {"days": (14, 30, 90, 400), "archive": ("none", "cold-storage")}, "logs/{svc}-audit"),
-    Domain("cdn_config", "purge_cdn_cache", "cdn_distribution", "cdn/{svc}-web", 1,
-           {"scope": ("path", "prefix", "all"), "soft": (True, False)}, "cdn/{svc}-static"),
-    Domain("queue_config", "resize_queue", "message_queue", "queue/{svc}-events", 1,
-           {"max_messages": (1000, 5000, 20000), "dead_letter": ("enabled", "disabled")},
-           "queue/{svc}-retries"),
-    Domain("feature_flags", "toggle_feature", "feature_flag", "flag/{svc}-new-checkout", 1,
-           {"enabled": (True, False), "rollout_percent": (5, 25, 50, 100)}, "flag/{svc}-dark-mode"),
-    Domain("vm_images", "roll_image", "instance_group", "fleet/{svc}-workers", 2,
-           {"image": ("img-2026-03", "img-2026-04", "img-2026-05"), "batch_percent": (10, 25, 50)},
-           "fleet/{svc}-batch"),
-    Domain("network_routes", "add_route", "route_table", "vpc/{svc}-private", 2,
-           {"cidr": ("10.40.0.0/16", "10.48.0.0/16"), "next_hop": ("tgw-core", "nat-a", "nat-b")},
-           "vpc/{svc}-public"),
-    Domain("compute_quotas", "raise_quota", "compute_quota", "quota/{svc}-compute", 1,
-           {"limit": (50, 100, 200, 500), "unit": ("vcpu", "gpu")}, "quota/{svc}-batch"),
-    Domain("email_routing", "update_mx", "mx_record", "mail.{svc}.example.com", 2,
-           {"priority": (10, 20, 30), "host": ("mx1.mail.example.net", "mx2.mail.example.net")},
-           "bounce.{svc}.example.com"),
-    Domain("audit_config", "change_audit_level", "audit_policy", "audit/{svc}", 2,
-           {"level": ("basic", "full"), "sink": ("siem", "archive-bucket")}, "audit/{svc}-admin"),
-    Domain("load_balancers", "update_lb_listener", "load_balancer_listener", "lb/{svc}-public", 1,
-           {"idle_timeout_s": (60, 120, 300), "tls_policy": ("tls12-2021", "tls13-2023")},
-           "lb/{svc}-internal"),
-    Domain("scheduled_jobs", "update_schedule", "scheduled_job", "job/{svc}-nightly-export", 1,
-           {"schedule": ("0 2 * * *", "30 3 * * *", "0 4 * * 0"), "concurrency": (1, 2)},
-           "job/{svc}-weekly-report"),
-)  # fmt: skip
+    Domain(
+        "backup_retention",
+        "set_backup_retention",
+        "backup_plan",
+        "backup-plan/{svc}-db",
+        1,
+        {"retention_days": (7, 14, 30, 35, 90), "copy_region": ("none", "eu-west-1", "us-east-2")},
+        "backup-plan/{svc}-files",
+    ),
+    Domain(
+        "dns_records",
+        "update_dns_record",
+        "dns_record",
+        "{svc}.internal.example.com",
+        1,
+        {"ttl": (60, 300, 3600), "record_type": ("A", "CNAME")},
+        "{svc}-api.internal.example.com",
+    ),
+    Domain(
+        "firewall_rules",
+        "open_firewall_port",
+        "firewall_rule",
+        "fw/{svc}-ingress",
+        2,
+        {
+            "port": (443, 8443, 5432, 6379),
+            "source_cidr": ("10.0.0.0/8", "10.20.0.0/16", "192.168.40.0/24"),
+        },
+        "fw/{svc}-egress",
+    ),
+    Domain(
+        "iam_roles",
+        "grant_role",
+        "iam_role_binding",
+        "principal/svc-{svc}",
+        2,
+        {"role": ("viewer", "editor", "storage.admin"), "duration_h": (4, 8, 24)},
+        "principal/ci-{svc}",
+    ),
+    Domain(
+        "db_schema",
+        "apply_migration",
+        "database",
+        "db/{svc}-primary",
+        2,
+        {
+            "migration": ("0412_add_index", "0413_backfill", "0420_drop_legacy"),
+            "lock_timeout_s": (5, 30, 60),
+        },
+        "db/{svc}-replica",
+    ),
+    Domain(
+        "k8s_scaling",
+        "scale_deployment",
+        "deployment",
+        "deploy/{svc}-api",
+        1,
+        {"replicas": (3, 4, 6, 8, 12), "max_surge": (1, 2, 3)},
+        "deploy/{svc}-worker",
+    ),
+    Domain(
+        "object_storage",
+        "set_bucket_policy",
+        "bucket",
+        "bucket/{svc}-artifacts",
+        1,
+        {"versioning": ("enabled", "suspended"), "lifecycle_days": (30, 90, 365)},
+        "bucket/{svc}-exports",
+    ),
+    Domain(
+        "tls_certs",
+        "rotate_certificate",
+        "certificate",
+        "cert/{svc}.example.com",
+        1,
+        {"key_type": ("rsa-2048", "rsa-4096", "ecdsa-p256"), "validity_days": (90, 180, 365)},
+        "cert/{svc}-admin.example.com",
+    ),
+    Domain(
+        "secrets",
+        "rotate_secret",
+        "secret",
+        "secret/{svc}-db-password",
+        2,
+        {"length": (32, 48, 64), "rotation_days": (30, 60, 90)},
+        "secret/{svc}-api-token",
+    ),
+    Domain(
+        "cicd_keys",
+        "add_deploy_key",
+        "deploy_key",
+        "repo/{svc}-service",
+        1,
+        {"read_only": (True, False), "expiry_days": (30, 90, 180)},
+        "repo/{svc}-infra",
+    ),
+    Domain(
+        "vpn_access",
+        "grant_vpn_access",
+        "vpn_profile",
+        "vpn/{svc}-oncall",
+        1,
+        {"profile": ("split-tunnel", "full-tunnel"), "days": (7, 14, 30)},
+        "vpn/{svc}-contractors",
+    ),
+    Domain(
+        "log_retention",
+        "set_log_retention",
+        "log_group",
+        "logs/{svc}-app",
+        1,
+        {"days": (14, 30, 90, 400), "archive": ("none", "cold-storage")},
+        "logs/{svc}-audit",
+    ),
+    Domain(
+        "cdn_config",
+        "purge_cdn_cache",
+        "cdn_distribution",
+        "cdn/{svc}-web",
+        1,
+        {"scope": ("path", "prefix", "all"), "soft": (True, False)},
+        "cdn/{svc}-static",
+    ),
+    Domain(
+        "queue_config",
+        "resize_queue",
+        "message_queue",
+        "queue/{svc}-events",
+        1,
+        {"max_messages": (1000, 5000, 20000), "dead_letter": ("enabled", "disabled")},
+        "queue/{svc}-retries",
+    ),
+    Domain(
+        "feature_flags",
+        "toggle_feature",
+        "feature_flag",
+        "flag/{svc}-new-checkout",
+        1,
+        {"enabled": (True, False), "rollout_percent": (5, 25, 50, 100)},
+        "flag/{svc}-dark-mode",
+    ),
+    Domain(
+        "vm_images",
+        "roll_image",
+        "instance_group",
+        "fleet/{svc}-workers",
+        2,
+        {"image": ("img-2026-03", "img-2026-04", "img-2026-05"), "batch_percent": (10, 25, 50)},
+        "fleet/{svc}-batch",
+    ),
+    Domain(
+        "network_routes",
+        "add_route",
+        "route_table",
+        "vpc/{svc}-private",
+        2,
+        {"cidr": ("10.40.0.0/16", "10.48.0.0/16"), "next_hop": ("tgw-core", "nat-a", "nat-b")},
+        "vpc/{svc}-public",
+    ),
+    Domain(
+        "compute_quotas",
+        "raise_quota",
+        "compute_quota",
+        "quota/{svc}-compute",
+        1,
+        {"limit": (50, 100, 200, 500), "unit": ("vcpu", "gpu")},
+        "quota/{svc}-batch",
+    ),
+    Domain(
+        "email_routing",
+        "update_mx",
+        "mx_record",
+        "mail.{svc}.example.com",
+        2,
+        {"priority": (10, 20, 30), "host": ("mx1.mail.example.net", "mx2.mail.example.net")},
+        "bounce.{svc}.example.com",
+    ),
+    Domain(
+        "audit_config",
+        "change_audit_level",
+        "audit_policy",
+        "audit/{svc}",
+        2,
+        {"level": ("basic", "full"), "sink": ("siem", "archive-bucket")},
+        "audit/{svc}-admin",
+    ),
+    Domain(
+        "load_balancers",
+        "update_lb_listener",
+        "load_balancer_listener",
+        "lb/{svc}-public",
+        1,
+        {"idle_timeout_s": (60, 120, 300), "tls_policy": ("tls12-2021", "tls13-2023")},
+        "lb/{svc}-internal",
+    ),
+    Domain(
+        "scheduled_jobs",
+        "update_schedule",
+        "scheduled_job",
+        "job/{svc}-nightly-export",
+        1,
+        {"schedule": ("0 2 * * *", "30 3 * * *", "0 4 * * 0"), "concurrency": (1, 2)},
+        "job/{svc}-weekly-report",
+    ),
+)
 """The 22 domain groups."""
 
 RESOURCE_TYPES: dict[str, str] = {d.operation: d.resource_type for d in DOMAINS}
@@ -147,34 +295,75 @@ ENVIRONMENT_SHIFT: dict[str, int] = {
 }
 """How an environment moves an operation's base risk (production raises it, sandbox lowers it)."""
 SERVICES: tuple[str, ...] = (
-    "orders", "payments", "ledger", "search", "auth", "media", "billing", "catalog",
-    "events", "reports", "inventory", "shipping",
-)  # fmt: skip
+    "orders",
+    "payments",
+    "ledger",
+    "search",
+    "auth",
+    "media",
+    "billing",
+    "catalog",
+    "events",
+    "reports",
+    "inventory",
+    "shipping",
+)
 NAMES: tuple[str, ...] = (
-    "a.okafor", "b.lindqvist", "c.moreau", "d.tanaka", "e.silva", "f.novak", "g.haddad",
-    "h.ivanova", "i.mensah", "j.kowalski", "k.ruiz", "l.chen", "m.dubois", "n.patel", "o.berg",
-    "p.costa", "q.yilmaz", "r.nakamura", "s.oconnor", "t.adeyemi", "u.horvat", "v.rossi",
-)  # fmt: skip
+    "a.okafor",
+    "b.lindqvist",
+    "c.moreau",
+    "d.tanaka",
+    "e.silva",
+    "f.novak",
+    "g.haddad",
+    "h.ivanova",
+    "i.mensah",
+    "j.kowalski",
+    "k.ruiz",
+    "l.chen",
+    "m.dubois",
+    "n.patel",
+    "o.berg",
+    "p.costa",
+    "q.yilmaz",
+    "r.nakamura",
+    "s.oconnor",
+    "t.adeyemi",
+    "u.horvat",
+    "v.rossi",
+)
 TEAM_OFFSETS: tuple[int, ...] = (0, 60, 120, -300, -420, 330, 540, 600)
 """UTC offsets (minutes) of the teams whose calendars the worlds use."""
 NOTICES: dict[str, tuple[str, ...]] = {
-    "cmdb": ("CMDB sync is running behind; ownership data may be up to 2 h old.",
-             "CMDB read replica failing over; lookups may time out."),
-    "metrics-pipeline": ("Metrics ingestion delayed by about 15 minutes.",
-                         "Dashboards show gaps for the last hour; alerting unaffected."),
-    "artifact-registry": ("Registry pulls are slow in eu-west-1.",
-                          "Artifact uploads failing intermittently; retries succeed."),
+    "cmdb": (
+        "CMDB sync is running behind; ownership data may be up to 2 h old.",
+        "CMDB read replica failing over; lookups may time out.",
+    ),
+    "metrics-pipeline": (
+        "Metrics ingestion delayed by about 15 minutes.",
+        "Dashboards show gaps for the last hour; alerting unaffected.",
+    ),
+    "artifact-registry": (
+        "Registry pulls are slow in eu-west-1.",
+        "Artifact uploads failing intermittently; retries succeed.",
+    ),
     "ci-runners": ("CI runner pool at capacity; queued jobs wait about 20 minutes.",),
     "status-page": ("Status page updates delayed; incident comms via chat.",),
-    "approval-service": ("Approval lookups intermittently slow; cached results may be served.",
-                         "Approval API returning 503 for some queries.",
-                         "Approval service read path degraded during database failover."),
-}  # fmt: skip
+    "approval-service": (
+        "Approval lookups intermittently slow; cached results may be served.",
+        "Approval API returning 503 for some queries.",
+        "Approval service read path degraded during database failover.",
+    ),
+}
 """Service -> notice texts the platform writes (`varied-service-notices`)."""
 FREEZE_REASONS: tuple[str, ...] = (
-    "quarter-end close", "holiday change freeze", "release stabilisation", "peak sale traffic",
-    "SOX audit fieldwork", "data-centre migration",
-)  # fmt: skip
+    "quarter-end close",
+    "holiday change freeze",
+    "release stabilisation",
+    "peak sale traffic",
+    "SOX audit fieldwork",
+    "data-centre migration",
+)
 
 
 def expected_tier(operation: str, environment: str) -> str | None:
@@ -246,7 +435,7 @@ class Draft:
     governing: str
     """Record id of the approval built to govern (an edit may make it not apply)."""
     archetype: str
-    """`standard`, `delegated` (a delegate approves) or `emergency` (a break-glass lifts a freeze)."""
+    """`standard`, `delegated` (a delegate approves) or `emergency` (break-glass lifts a freeze)."""
     team_offset: int
     """The team's UTC offset in minutes (its calendar is written in it)."""
     facts: dict[str, Any] = field(default_factory=dict)
@@ -292,17 +481,28 @@ class _World:
         self.tier = expected_tier(domain.operation, self.environment) or "standard"
         cut = rng.choice((1, 2, 2, 3))  # standard+, high+ or critical: upward-closed
         self.two_person = list(TIERS[cut:])
-        windowed = {"production"} | {e for e in ("shared-services", "staging") if rng.random() < 0.4}
+        windowed = {"production"} | {
+            e for e in ("shared-services", "staging") if rng.random() < 0.4
+        }
         self.window_environments = sorted(windowed)
         people = rng.sample(NAMES, 9)
         self.people = dict(
             zip(
-                ("requester", "approver", "second", "outsider", "holder", "reviewer", "delegate",
-                 "revoker", "lead"),
+                (
+                    "requester",
+                    "approver",
+                    "second",
+                    "outsider",
+                    "holder",
+                    "reviewer",
+                    "delegate",
+                    "revoker",
+                    "lead",
+                ),
                 people,
                 strict=True,
             )
-        )  # fmt: skip
+        )
         self.rid_seen: set[str] = set()
         self.window_start = datetime(2026, 1, 1, tzinfo=UTC)
         """Start of the environment's maintenance slot this week (set with `as_of`)."""
@@ -432,7 +632,9 @@ def _approval(world: _World, proposed: dict[str, Any], revision: str) -> dict[st
         "issued_at": world.t(issued),
         "expires_at": None if expires is None else world.t(expires),
         "superseded_by": None,
-        "note": rng.choice(("", "", "standard change", "per CAB", "see ticket", "low blast radius")),
+        "note": rng.choice(
+            ("", "", "standard change", "per CAB", "see ticket", "low blast radius")
+        ),
     }
 
 
@@ -461,8 +663,12 @@ def _maintenance(world: _World) -> tuple[list[dict[str, Any]], str | None]:
         for weeks in (0, 1) if rng.random() < 0.5 else (-1, 0, 1):
             start = world.window_start + timedelta(days=7 * weeks)
             end = start + timedelta(hours=world.slot_hours)
-            record = {"kind": "maintenance_window", "record_id": world.rid(),
-                      "environment": world.environment, **_span(world, "w", start, end)}  # fmt: skip
+            record = {
+                "kind": "maintenance_window",
+                "record_id": world.rid(),
+                "environment": world.environment,
+                **_span(world, "w", start, end),
+            }
             out.append(record)
             if weeks == 0 and world.archetype != "emergency":
                 open_id = record["record_id"]
@@ -472,8 +678,14 @@ def _maintenance(world: _World) -> tuple[list[dict[str, Any]], str | None]:
             days=rng.randint(1, 6)
         )
         end = start + timedelta(hours=rng.choice((2, 4)))
-        out.append({"kind": "maintenance_window", "record_id": world.rid(),
-                    "environment": rng.choice(others), **_span(world, "w", start, end)})  # fmt: skip
+        out.append(
+            {
+                "kind": "maintenance_window",
+                "record_id": world.rid(),
+                "environment": rng.choice(others),
+                **_span(world, "w", start, end),
+            }
+        )
     return out, open_id
 
 
@@ -488,19 +700,32 @@ def _freezes(world: _World) -> tuple[list[dict[str, Any]], str]:
     start = local(start, world.offset).replace(hour=0, minute=0, second=0)
     end = start + timedelta(days=rng.randint(3, 12))
     if world.archetype == "emergency":  # in effect at as_of, whatever length was drawn
-        end = max(end, local(world.as_of, world.offset).replace(hour=0, minute=0, second=0)
-                  + timedelta(days=rng.randint(1, 5)))  # fmt: skip
-    scheduled = {"kind": "freeze_window", "record_id": world.rid(), "environments": covered,
-                 **_span(world, "f", start, end), "reason": rng.choice(FREEZE_REASONS)}  # fmt: skip
+        end = max(
+            end,
+            local(world.as_of, world.offset).replace(hour=0, minute=0, second=0)
+            + timedelta(days=rng.randint(1, 5)),
+        )
+    scheduled = {
+        "kind": "freeze_window",
+        "record_id": world.rid(),
+        "environments": covered,
+        **_span(world, "f", start, end),
+        "reason": rng.choice(FREEZE_REASONS),
+    }
     out = [scheduled]
     if rng.random() < 0.5:
         ended = local(world.as_of, world.offset).replace(hour=0, minute=0, second=0) - timedelta(
             days=rng.randint(3, 40)
         )
-        out.append({"kind": "freeze_window", "record_id": world.rid(),
-                    "environments": sorted({"production", *rng.sample(ENVIRONMENTS, 1)}),
-                    **_span(world, "f", ended - timedelta(days=rng.randint(2, 10)), ended),
-                    "reason": rng.choice(FREEZE_REASONS)})  # fmt: skip
+        out.append(
+            {
+                "kind": "freeze_window",
+                "record_id": world.rid(),
+                "environments": sorted({"production", *rng.sample(ENVIRONMENTS, 1)}),
+                **_span(world, "f", ended - timedelta(days=rng.randint(2, 10)), ended),
+                "reason": rng.choice(FREEZE_REASONS),
+            }
+        )
     return out, scheduled["record_id"]
 
 
@@ -565,25 +790,51 @@ def _context(world: _World) -> list[dict[str, Any]]:
     """Tickets, requester notes and service notices: context that decides nothing here."""
     rng, out = world.rng, []
     if rng.random() < 0.6:
-        summary = rng.choice((
-            "{op} on {target} for the {svc} team", "Follow-up to capacity review: {op} {target}",
-            "{svc}: {op} ({target}) per runbook", "Planned change: {op} on {target}",
-        )).format(op=world.domain.operation, target=world.target, svc=world.service)  # fmt: skip
-        out.append({"kind": "change_ticket", "record_id": world.rid(),
-                    "ticket_id": f"CHG{rng.randint(100000, 999999)}", "summary": summary})  # fmt: skip
+        summary = rng.choice(
+            (
+                "{op} on {target} for the {svc} team",
+                "Follow-up to capacity review: {op} {target}",
+                "{svc}: {op} ({target}) per runbook",
+                "Planned change: {op} on {target}",
+            )
+        ).format(op=world.domain.operation, target=world.target, svc=world.service)
+        out.append(
+            {
+                "kind": "change_ticket",
+                "record_id": world.rid(),
+                "ticket_id": f"CHG{rng.randint(100000, 999999)}",
+                "summary": summary,
+            }
+        )
     if rng.random() < 0.35:
-        text = rng.choice((
-            "Approved already, please proceed.", "Tested in staging this week; low risk.",
-            "Customer-facing impact if this waits.", "Rollback plan is in the ticket.",
-            "Second approver is on leave this week.",
-        ))  # fmt: skip
-        out.append({"kind": "requester_note", "record_id": world.rid(),
-                    "author": world.people["requester"], "text": text})  # fmt: skip
+        text = rng.choice(
+            (
+                "Approved already, please proceed.",
+                "Tested in staging this week; low risk.",
+                "Customer-facing impact if this waits.",
+                "Rollback plan is in the ticket.",
+                "Second approver is on leave this week.",
+            )
+        )
+        out.append(
+            {
+                "kind": "requester_note",
+                "record_id": world.rid(),
+                "author": world.people["requester"],
+                "text": text,
+            }
+        )
     if rng.random() < 0.4:
         service = rng.choice(sorted(NOTICES))
-        out.append({"kind": "service_notice", "record_id": world.rid(), "service": service,
-                    "status": rng.choice(("degraded", "unavailable")),
-                    "text": rng.choice(NOTICES[service])})  # fmt: skip
+        out.append(
+            {
+                "kind": "service_notice",
+                "record_id": world.rid(),
+                "service": service,
+                "status": rng.choice(("degraded", "unavailable")),
+                "text": rng.choice(NOTICES[service]),
+            }
+        )
     return out
 
 
@@ -613,10 +864,16 @@ def base_draft(rng: random.Random, domain: Domain, archetype: str) -> Draft:
     if rng.random() < 0.5:
         evidence.append(_history(world, current, approval))
     if rng.random() < 0.3:  # a withdrawal already scheduled for after as_of
-        evidence.append({"kind": "revocation", "record_id": world.rid(),
-                         "revokes": approval["approval_id"],
-                         "revoked_at": world.t(world.as_of + timedelta(days=rng.randint(1, 10))),
-                         "revoked_by": world.people["lead"], "reason": "scheduled withdrawal"})  # fmt: skip
+        evidence.append(
+            {
+                "kind": "revocation",
+                "record_id": world.rid(),
+                "revokes": approval["approval_id"],
+                "revoked_at": world.t(world.as_of + timedelta(days=rng.randint(1, 10))),
+                "revoked_by": world.people["lead"],
+                "reason": "scheduled withdrawal",
+            }
+        )
     evidence += _context(world)
     rng.shuffle(evidence)
     proposal = {
@@ -636,9 +893,14 @@ def base_draft(rng: random.Random, domain: Domain, archetype: str) -> Draft:
         governing=approval["record_id"],
         archetype=archetype,
         team_offset=world.offset,
-        facts={**world.people, "open_window": open_window, "scheduled_freeze": scheduled_freeze,
-               "sibling": domain.sibling.format(svc=world.service), "current": current},
-    )  # fmt: skip
+        facts={
+            **world.people,
+            "open_window": open_window,
+            "scheduled_freeze": scheduled_freeze,
+            "sibling": domain.sibling.format(svc=world.service),
+            "current": current,
+        },
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -657,8 +919,13 @@ def _case_realism(case: Any) -> list[tuple[str, str, str]]:
     if tier is None:
         found.append(("/proposal/operation", "real-resource-types", "operation not catalogued"))
     elif proposal.risk_tier.strip() != tier:
-        found.append(("/proposal/risk_tier", "risk-tier-from-environment-and-operation",
-                      f"{proposal.operation} in {proposal.environment} is {tier}"))  # fmt: skip
+        found.append(
+            (
+                "/proposal/risk_tier",
+                "risk-tier-from-environment-and-operation",
+                f"{proposal.operation} in {proposal.environment} is {tier}",
+            )
+        )
     for policy in _kinds(case, "policy"):
         listed = {t.strip() for t in policy.two_person_tiers}
         lowest = min((TIERS.index(t) for t in listed if t in TIERS), default=len(TIERS))
@@ -688,7 +955,9 @@ def _calendar_problems(case: Any) -> list[tuple[str, str, str]]:
     for freeze in _kinds(case, "freeze_window"):
         days = (instant(freeze.ends_at) - instant(freeze.starts_at)).total_seconds() / 86400
         if not 1 <= days <= 21:
-            found.append(("/evidence", "calendar-timing", f"freeze {freeze.record_id}: {days:.1f} d"))
+            found.append(
+                ("/evidence", "calendar-timing", f"freeze {freeze.record_id}: {days:.1f} d")
+            )
     for approval in _kinds(case, "approval"):
         if approval.expires_at and instant(approval.expires_at) <= instant(approval.issued_at):
             found.append(("/evidence", "calendar-timing", f"{approval.record_id} expires unissued"))
@@ -698,21 +967,30 @@ def _calendar_problems(case: Any) -> list[tuple[str, str, str]]:
 def _corpus_realism(cases: Sequence[Any]) -> list[str]:
     """Constraints only a set of cases can break (notice texts, calendar spread)."""
     found: list[str] = []
-    notices = [r for case in cases for r in _kinds(case, "service_notice")]
+    # A family's members share their records: a notice counts once however many members show it.
+    unique = {r.record_id: r for case in cases for r in _kinds(case, "service_notice")}
+    notices = list(unique.values())
     texts = Counter(notice.text for notice in notices)
     if len(notices) >= 8 and texts.most_common(1)[0][1] > len(notices) / 4:
-        found.append(f"varied-service-notices: one text serves {texts.most_common(1)[0][1]} "
-                     f"of {len(notices)} notices")  # fmt: skip
-    found += [f"varied-service-notices: unknown service {n.service!r}"
-              for n in notices if n.service not in NOTICES]  # fmt: skip
+        found.append(
+            f"varied-service-notices: one text serves {texts.most_common(1)[0][1]} "
+            f"of {len(notices)} notices"
+        )
+    found += [
+        f"varied-service-notices: unknown service {n.service!r}"
+        for n in notices
+        if n.service not in NOTICES
+    ]
     if len(cases) >= 60:
         found += _spread_problems(cases)
     return found
 
 
 def _off_peak(window: Any) -> bool:
-    """Whether a window starts off-peak on the clock it is written in (the team's, unless a
-    presentation edit restated it in another offset)."""
+    """Whether a window starts off-peak on the clock it is written in.
+
+    That clock is the team's, unless a presentation edit restated the window in another offset.
+    """
     clock = datetime.fromisoformat(window.starts_at.replace("Z", "+00:00"))
     return clock.weekday() >= 5 or clock.hour >= 20 or clock.hour < 8
 
@@ -751,8 +1029,11 @@ def realism_problems(case_files: Sequence[tuple[str, Any]]) -> list[Problem]:
 
 
 def family_problems(case_files: Sequence[tuple[str, Any]]) -> list[Problem]:
-    """The family contract: one base per family, edits of members present, one domain, every
-    decision represented, and decision edits that change the decision of the member edited."""
+    """The family contract of a set of v0.4 cases (empty: it holds).
+
+    One base per family, edits of members present, one domain, every decision represented, and
+    decision edits that change the decision of the member edited (presentation edits keep it).
+    """
     families: dict[str, list[tuple[str, Any]]] = defaultdict(list)
     for rel, case in case_files:
         families[case.family].append((rel, case))
@@ -761,14 +1042,24 @@ def family_problems(case_files: Sequence[tuple[str, Any]]) -> list[Problem]:
         by_variant = {case.variant: case for _, case in members}
         bases = [rel for rel, case in members if case.edit_of is None]
         if len(bases) != 1:
-            problems.append(Problem(file=members[0][0], pointer="/family",
-                                    message=f"family {family} has {len(bases)} base members"))  # fmt: skip
+            problems.append(
+                Problem(
+                    file=members[0][0],
+                    pointer="/family",
+                    message=f"family {family} has {len(bases)} base members",
+                )
+            )
         targets = {(c.group, c.proposal.operation) for _, c in members}
         decisions = {c.expectations.reference_decision.value for _, c in members}
         if len(targets) != 1 or decisions != {"permit", "deny", "hold"}:
-            problems.append(Problem(file=members[0][0], pointer="/family",
-                                    message=f"family {family}: one domain and every decision "
-                                    f"needed, found {sorted(decisions)}"))  # fmt: skip
+            problems.append(
+                Problem(
+                    file=members[0][0],
+                    pointer="/family",
+                    message=f"family {family}: one domain and every decision "
+                    f"needed, found {sorted(decisions)}",
+                )
+            )
         for rel, case in members:
             problems += _edit_problems(rel, case, by_variant)
     return problems
