@@ -187,6 +187,11 @@ def test_the_family_contract_catches_a_lost_base_and_a_presentation_edit_that_mo
     moved = [c.model_copy(update={"expectations": key}) if c is shown else c for c in members]
     messages = [p.message for p in family_problems(_files(moved))]
     assert "a presentation edit changes the decision" in messages
+    edit = next(c for c in members if c.variant.startswith("edit-") and c.edit_of == "family-base")
+    proposal = edit.proposal.model_copy(update={"requested_by": "z.new", "resource_revision": "r1"})
+    wider = [c.model_copy(update={"proposal": proposal}) if c is edit else c for c in members]
+    messages = [p.message for p in family_problems(_files(wider))]
+    assert any("changes 3 facts" in m or "changes 4 facts" in m for m in messages), messages
 
 
 @pytest.mark.parametrize("name", ["reference", "cedar"])

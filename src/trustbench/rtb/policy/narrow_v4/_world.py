@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 from trustbench.rtb.corpus._models import Problem
-from trustbench.rtb.corpus._normalise import equivalent
+from trustbench.rtb.corpus._normalise import equivalent, normalise_value
 from trustbench.rtb.policy.narrow_v2._reviewer import instant
 
 REALISM: dict[str, str] = {
@@ -1076,4 +1076,57 @@ def _edit_problems(rel: str, case: Any, by_variant: dict[str, Any]) -> list[Prob
     if presentation != same:
         what = "a presentation edit changes" if presentation else "a decision edit keeps"
         return [Problem(file=rel, pointer="/variant", message=f"{what} the decision")]
+    changed = fact_changes(parent, case)
+    allowed = range(0, 1) if presentation else range(1, MAX_FACTS + 1)
+    if len(changed) not in allowed:
+        return [
+            Problem(
+                file=rel,
+                pointer="/edit_of",
+                message=f"the edit of {case.edit_of} changes {len(changed)} facts "
+                f"({', '.join(changed[:4])}); allowed {allowed.start}-{allowed.stop - 1}",
+            )
+        ]
     return []
+
+
+MAX_FACTS = 2
+"""The most facts a decision edit changes (a freeze moved earlier: its start and its end)."""
+CONTEXT_KINDS = frozenset({"change_ticket", "requester_note"})
+"""Records that are context, never evidence: adding or rewording one changes no fact."""
+
+
+def _facts(case: Any) -> dict[str, Any]:
+    """Every fact a policy rule reads, normalised (times as instants, encodings folded)."""
+    facts: dict[str, Any] = {"as_of": normalise_value(case.as_of)}
+    proposal = case.proposal.model_dump(mode="json")
+    for key, value in proposal.pop("parameters").items():
+        facts[f"proposal/parameters/{key}"] = normalise_value(value)
+    facts |= {f"proposal/{key}": normalise_value(value) for key, value in proposal.items()}
+    for record in case.evidence:
+        if record.kind in CONTEXT_KINDS:
+            continue
+        for key, value in record.model_dump(mode="json").items():
+            items = value.items() if isinstance(value, dict) else [("", value)]
+            for sub, item in items:
+                facts[f"{record.record_id}/{key}/{sub}".rstrip("/")] = normalise_value(item)
+    return facts
+
+
+def fact_changes(parent: Any, child: Any) -> list[str]:
+    """The facts `child` changes relative to `parent` (empty: a presentation edit).
+
+    Each differing field is one fact, and so is each record added or removed, however many
+    fields it has.
+    """
+    before, after = _facts(parent), _facts(child)
+    records = {r.record_id for r in parent.evidence} ^ {r.record_id for r in child.evidence}
+    changed = {
+        key.split("/")[0] if key.split("/")[0] in records else key
+        for key in before.keys() | after.keys()
+        if before.get(key, _ABSENT) != after.get(key, _ABSENT)
+    }
+    return sorted(changed)
+
+
+_ABSENT = object()
