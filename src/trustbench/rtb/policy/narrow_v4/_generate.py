@@ -520,6 +520,7 @@ def _edited(parent: Member, edit: Edit, rng: random.Random, prefix: str = "") ->
 
 def family_members(rng: random.Random, index: int, used: Counter[str]) -> list[Member]:
     """The six members of family `index` (domain `index % 22`, archetype `index % 5`)."""
+    used["families"] += 1
     archetype = ARCHETYPES[index % len(ARCHETYPES)]
     draft = base_draft(rng, DOMAINS[index % len(DOMAINS)], archetype)
     base = Member(
@@ -541,13 +542,18 @@ def family_members(rng: random.Random, index: int, used: Counter[str]) -> list[M
     first_deny = _edited(base, _pick(DENY_EDITS, draft, used, rng), rng)
     first_hold = _edited(base, _pick(HOLD_EDITS, draft, used, rng), rng)
     second_hold = _second_hold(base, first_deny, first_hold, used, rng)
-    second_deny = _second_deny(base, first_deny, first_hold, used, rng)
+    second_deny = _second_deny(base, first_deny, first_hold, used, rng)  # after: RNG order
     return [*members, first_deny, second_deny, first_hold, second_hold]
 
 
 def _second_deny(
     base: Member, first: Member, hold: Member, used: Counter[str], rng: random.Random
 ) -> Member:
+    """Another deny edit of the base, or a prohibition on top of the hold.
+
+    The chained edit (deny outranks hold) is drawn in at most one family in five, where the hold
+    is a gap a prohibition can sit on.
+    """
     if hold.edit in CHAIN_PARENTS and used["deny-over-hold"] * 5 <= used["families"]:
         used["deny-over-hold"] += 1
         return _edited(hold, _pick(OVER_HOLD, hold.draft, used, rng), rng, "deny-over-")
@@ -558,7 +564,10 @@ def _second_deny(
 def _second_hold(
     base: Member, deny: Member, first: Member, used: Counter[str], rng: random.Random
 ) -> Member:
-    used["families"] += 1
+    """Another hold edit of the base, or an approval-service outage on top of the deny.
+
+    The outage is added where no approval applies: the service-notice rule makes that a hold.
+    """
     if deny.edit in SERVICE_PARENTS:
         return _edited(deny, Edit("service-down", _always, service_down), rng)
     edit = _pick(HOLD_EDITS, base.draft, used, rng, frozenset({first.edit}))
