@@ -23,13 +23,19 @@ from trustbench.rtb.policy import (
 from trustbench.rtb.policy.narrow_v1 import NARROW_V1, NarrowApprovalV1
 from trustbench.rtb.policy.narrow_v2 import NARROW_V2
 from trustbench.rtb.policy.narrow_v3 import NARROW_V3
+from trustbench.rtb.policy.narrow_v4 import NARROW_V4
 
 VERSION_STRING = re.compile(r"v0\.\d|rtb-narrow-approval|_v\d\b|V\d\b|narrow_v\d")
 """A corpus version, a policy id or a version-suffixed name."""
 
 
 def test_every_built_in_policy_satisfies_the_protocol_and_is_registered_once() -> None:
-    assert known_policy_ids() == (NARROW_V1.policy_id, NARROW_V2.policy_id, NARROW_V3.policy_id)
+    assert known_policy_ids() == (
+        NARROW_V1.policy_id,
+        NARROW_V2.policy_id,
+        NARROW_V3.policy_id,
+        NARROW_V4.policy_id,
+    )
     assert all(isinstance(policy, CorpusPolicy) for policy in registered_policies())
     assert policy_for(None) is policy_for(DEFAULT_POLICY_ID) is NARROW_V1
 

@@ -3,7 +3,7 @@
 A corpus declares its policy id (`MANIFEST.json` `policy_id`; none: `DEFAULT_POLICY_ID`).
 `policy_for(id)` gives the registered `CorpusPolicy`; `policy_of(case_or_input)` finds the policy
 of a model instance. Built in: `narrow_v1` (`rtb-narrow-approval-v1`, the first starter corpus),
-`narrow_v2` (`rtb-narrow-approval-v2`) and `narrow_v3`; a plug-in adds its own with
+`narrow_v2` (`rtb-narrow-approval-v2`), `narrow_v3` and `narrow_v4`; a plug-in adds its own with
 `register_policy` (`unregister_policy` removes it). See CONTRIBUTING.md, "Add a corpus version".
 """
 

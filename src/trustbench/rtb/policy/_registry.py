@@ -53,6 +53,9 @@ _BUILT_IN: dict[str, _BuiltIn] = {
     "rtb-narrow-approval-v3": _BuiltIn(
         "trustbench.rtb.policy.narrow_v3._policy", "NARROW_V3", ("reference-policy-v3",)
     ),
+    "rtb-narrow-approval-v4": _BuiltIn(
+        "trustbench.rtb.policy.narrow_v4._policy", "NARROW_V4", ("reference-policy-v4",)
+    ),
 }
 """The built-in policies in registration order; each is imported on first use."""
 

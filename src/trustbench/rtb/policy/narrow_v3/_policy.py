@@ -69,19 +69,31 @@ if TYPE_CHECKING:
 # in `decisive_rules` is a rule of the policy text, and each policy record states that text.
 
 
-def check_cases_v3(cases: list[tuple[str, CaseV3]]) -> list[Problem]:
-    """Run every v0.3 check; an empty list means the cases are consistent."""
+def check_cases_v3(
+    cases: list[tuple[str, CaseV3]],
+    policy_id: str = POLICY_ID_V3,
+    policy_text: str | None = None,
+) -> list[Problem]:
+    """Run every v0.3 check; an empty list means the cases are consistent.
+
+    Args:
+        cases: `(relative path, case)` of every case that parsed.
+        policy_id: The policy every policy record must declare (a later version that states
+            the v0.3 rules checks its own cases with its id and text).
+        policy_text: The text every policy record must state (default: `policy_text_v3()`).
+    """
+    declared = (policy_id, policy_text_v3() if policy_text is None else policy_text)
     problems = each_case(
         cases,
         lambda rel, case: [
-            Problem(file=rel, pointer=p, message=m) for p, m in _case_internal(case)
+            Problem(file=rel, pointer=p, message=m) for p, m in _case_internal(case, declared)
         ],
     )
     return problems + _leaks(cases)  # type: ignore[arg-type]
 
 
-def _case_internal(case: CaseV3) -> list[tuple[str, str]]:
-    found = _record_problems(case)
+def _case_internal(case: CaseV3, declared: tuple[str, str]) -> list[tuple[str, str]]:
+    found = _record_problems(case, declared)
     key = case.expectations
     codes = [
         (
@@ -107,7 +119,8 @@ def _case_internal(case: CaseV3) -> list[tuple[str, str]]:
     return found
 
 
-def _record_problems(case: CaseV3) -> list[tuple[str, str]]:
+def _record_problems(case: CaseV3, declared: tuple[str, str]) -> list[tuple[str, str]]:
+    policy_id, policy_text = declared
     found: list[tuple[str, str]] = []
     record_ids = [record.record_id for record in case.evidence]
     found += [
@@ -116,10 +129,10 @@ def _record_problems(case: CaseV3) -> list[tuple[str, str]]:
         if record_ids.index(r) != i
     ]
     policies = [r for r in case.evidence if isinstance(r, PolicyRecordV3)]
-    if not policies or any(p.policy_id != POLICY_ID_V3 for p in policies):
-        found.append(("/evidence", f"a v0.3 case needs a policy record declaring {POLICY_ID_V3!r}"))
-    if any(p.text != policy_text_v3() for p in policies):
-        found.append(("/evidence", "a policy record's text is not the v0.3 policy text"))
+    if not policies or any(p.policy_id != policy_id for p in policies):
+        found.append(("/evidence", f"a case needs a policy record declaring {policy_id!r}"))
+    if any(p.text != policy_text for p in policies):
+        found.append(("/evidence", f"a policy record's text is not the {policy_id} policy text"))
     key = case.expectations
     refs = [("decisive_record_ids", i, r) for i, r in enumerate(key.decisive_record_ids)]
     refs += [

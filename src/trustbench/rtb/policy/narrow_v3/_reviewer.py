@@ -584,8 +584,14 @@ recorded as missing or invalid, never as a decision.
 """
 
 
-def render_prompt_v3() -> str:
-    """The shared v0.3 review prompt."""
+def render_prompt_v3(policy_id: str = POLICY_ID_V3, policy_text: str | None = None) -> str:
+    """The shared v0.3 review prompt.
+
+    Args:
+        policy_id: The policy the prompt names (a later version stating the v0.3 rules names
+            its own id).
+        policy_text: That policy's text (default: `policy_text_v3()`).
+    """
     codes = "\n".join(
         f"  - `{code.value}` ({REASON_CODE_DECISION_V3[code].value}): "
         f"{REASON_CODE_MEANING_V3[code]}"
@@ -599,8 +605,8 @@ def render_prompt_v3() -> str:
         [*RULES_V3.discrepancy_sentences, *(rule.sentence for rule in RULES_V3.fields)]
     )
     return _TEMPLATE.format(
-        policy_id=POLICY_ID_V3,
-        policy=policy_text_v3(),
+        policy_id=policy_id,
+        policy=policy_text_v3() if policy_text is None else policy_text,
         codes=codes,
         citations=citations,
         discrepancies=discrepancies,

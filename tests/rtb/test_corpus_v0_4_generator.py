@@ -1,0 +1,222 @@
+"""The v0.4 generator on a small slice: family contract, realism checks, reproducibility, queue.
+
+Five families (30 cases) take a few seconds; the shipped corpus's checks are in
+`test_corpus_v0_4.py`. The realism checks are shown to catch each objection of issue 51 on a
+case edited to break it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from trustbench.rtb.corpus._load import builtin_corpus_root, validate_corpus
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.policy.narrow_v4 import (
+    FAMILY_GENERATOR,
+    SEED,
+    CaseV4,
+    check_cases_v4,
+    draw_families,
+    family_problems,
+    realism_problems,
+)
+from trustbench.rtb.policy.narrow_v4 import _generate as generator
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "author_rtb_corpus_v0_4.py"
+
+
+@pytest.fixture(scope="module")
+def slice_() -> list[CaseV4]:
+    return draw_families(SEED, 5).cases
+
+
+def _files(cases: list[CaseV4]) -> list[tuple[str, CaseV4]]:
+    return [(f"{case.case_id}.json", case) for case in cases]
+
+
+def test_a_slice_is_reproducible_and_is_the_start_of_the_shipped_corpus(
+    slice_: list[CaseV4],
+) -> None:
+    again = draw_families(SEED, 5)
+    assert [c.model_dump() for c in again.cases] == [c.model_dump() for c in slice_]
+    assert again.queue == []
+    shipped = builtin_corpus_root("0.4") / "cases"
+    for case in slice_:  # family k of a draw does not depend on how many follow it
+        assert (shipped / f"{case.case_id}.json").read_text() == case.model_dump_json(
+            indent=2
+        ) + "\n"
+
+
+def test_a_slice_keeps_the_family_contract_and_every_realism_constraint(
+    slice_: list[CaseV4],
+) -> None:
+    assert check_cases_v4(_files(slice_)) == []
+    assert len({c.family for c in slice_}) == 5
+    for family in {c.family for c in slice_}:
+        members = [c for c in slice_ if c.family == family]
+        variants = {c.variant: c for c in members}
+        assert [c.variant for c in members if c.edit_of is None] == ["family-base"]
+        for case in members:  # a decision edit moves the decision; a presentation edit keeps it
+            if case.edit_of is not None:
+                moved = variants[case.edit_of].expectations.reference_decision
+                kept = moved == case.expectations.reference_decision
+                assert kept == case.variant.startswith("present-"), case.variant
+
+
+def test_a_pool_from_another_seed_is_unfiltered_fresh_and_deterministic() -> None:
+    pool = FAMILY_GENERATOR.draw_pool(7, 8)
+    assert len(pool) == 8 and pool == FAMILY_GENERATOR.draw_pool(7, 8)
+    assert 7 not in FAMILY_GENERATOR.corpus_seeds
+    shipped = {p.stem for p in (builtin_corpus_root("0.4") / "cases").glob("*.json")}
+    assert not {c.case_id for c in pool} & shipped  # type: ignore[attr-defined]
+    assert realism_problems(_files(pool)) == []  # type: ignore[arg-type]
+
+
+def _broken(case: CaseV4, **policy: Any) -> CaseV4:
+    evidence = [r.model_copy(update=policy) if r.kind == "policy" else r for r in case.evidence]
+    return case.model_copy(update={"evidence": evidence})
+
+
+def _constraints(case: CaseV4) -> set[str]:
+    return {p.message.split(":")[0] for p in realism_problems([("c.json", case)])}
+
+
+def test_each_realism_objection_of_the_issue_is_a_check_that_catches_it(
+    slice_: list[CaseV4],
+) -> None:
+    base = next(c for c in slice_ if c.variant == "family-base")
+    assert _constraints(base) == set()
+    assert _constraints(_broken(base, two_person_tiers=["standard"])) == {
+        "two-person-tiers-upward-closed"
+    }
+    assert _constraints(_broken(base, window_environments=["staging"])) == {"production-windowed"}
+    state = next(r for r in base.evidence if r.kind == "resource_state")
+    no_op = base.model_copy(
+        update={"proposal": base.proposal.model_copy(update={"parameters": dict(state.attributes)})}
+    )
+    assert "proposal-changes-something" in _constraints(no_op)
+    truncated = [
+        r.model_copy(update={"resource_type": "vpn_acce"}) if r.kind == "resource_state" else r
+        for r in base.evidence
+    ]
+    assert _constraints(base.model_copy(update={"evidence": truncated})) == {"real-resource-types"}
+    wrong_tier = "low" if base.proposal.risk_tier != "low" else "critical"
+    mistiered = base.model_copy(
+        update={"proposal": base.proposal.model_copy(update={"risk_tier": wrong_tier})}
+    )
+    assert _constraints(mistiered) == {"risk-tier-from-environment-and-operation"}
+
+
+def test_one_notice_text_for_every_notice_breaks_the_variety_constraint(
+    slice_: list[CaseV4],
+) -> None:
+    from trustbench.rtb.corpus._models import ServiceNoticeRecord
+
+    def notice(index: int) -> ServiceNoticeRecord:
+        """v0.3's one notice text, on a notice record of its own."""
+        return ServiceNoticeRecord(
+            record_id=f"rec-notice{index}",
+            service="cmdb",
+            status="degraded",
+            text="Lookups may be slow.",
+        )
+
+    same = [
+        c.model_copy(update={"evidence": [*c.evidence, notice(i)]}) for i, c in enumerate(slice_)
+    ]
+    messages = [p.message for p in realism_problems(_files(same))]
+    assert any(m.startswith("varied-service-notices") for m in messages), messages
+
+
+def test_a_member_whose_label_the_reviewer_and_cedar_contradict_is_queued_not_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def permit_labelled(draft: Any, rng: Any) -> Any:
+        """A moved object revision, authored as a permit: both implementations hold it."""
+        return replace(generator.revision_moved(draft, rng), decision=Decision.PERMIT)
+
+    edits = (
+        generator.Edit("revision-moved", generator._always, permit_labelled),
+        *(e for e in generator.HOLD_EDITS if e.name == "state-missing"),
+    )
+    monkeypatch.setattr(generator, "HOLD_EDITS", edits)
+    drawn = draw_families(SEED, 2)
+    assert {entry["variant"] for entry in drawn.queue} == {"edit-revision-moved"}
+    decisions = drawn.queue[0]["decisions"]
+    assert decisions["reference_reviewer"]["decision"] == decisions["cedar"]["decision"] == "hold"
+    assert "edit-revision-moved" not in {c.variant for c in drawn.cases}
+    assert len(drawn.cases) + len(drawn.queue) == 12  # queued, not dropped: every member is kept
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("author_rtb_corpus_v0_4", TOOL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_authoring_tool_writes_a_valid_corpus_and_an_empty_queue(tmp_path: Path) -> None:
+    out = tmp_path / "corpus" / "v0.4"
+    assert _tool().main(["--out", str(out), "--families", "2"]) == 0
+    assert validate_corpus(out).problems == []
+    assert len(list((out / "cases").glob("*.json"))) == 12
+    queue = tmp_path / "corpus" / "reviews" / "v0.4" / "adjudication-queue.jsonl"
+    assert queue.read_text() == ""
+    manifest = json.loads((out / "MANIFEST.json").read_text())
+    assert manifest["policy_id"] == "rtb-narrow-approval-v4"
+
+
+def test_the_family_contract_catches_a_lost_base_and_a_presentation_edit_that_moves(
+    slice_: list[CaseV4],
+) -> None:
+    members = [c for c in slice_ if c.family == slice_[0].family]
+    lost_base = [c for c in members if c.edit_of is not None]
+    assert any("0 base members" in p.message for p in family_problems(_files(lost_base)))
+    shown = next(c for c in members if c.variant.startswith("present-"))
+    key = shown.expectations.model_copy(update={"reference_decision": Decision.DENY})
+    moved = [c.model_copy(update={"expectations": key}) if c is shown else c for c in members]
+    messages = [p.message for p in family_problems(_files(moved))]
+    assert "a presentation edit changes the decision" in messages
+    edit = next(c for c in members if c.variant.startswith("edit-") and c.edit_of == "family-base")
+    proposal = edit.proposal.model_copy(update={"requested_by": "z.new", "resource_revision": "r1"})
+    wider = [c.model_copy(update={"proposal": proposal}) if c is edit else c for c in members]
+    messages = [p.message for p in family_problems(_files(wider))]
+    assert any("changes 3 facts" in m or "changes 4 facts" in m for m in messages), messages
+
+
+@pytest.mark.parametrize("name", ["reference", "cedar"])
+def test_the_control_path_enforces_v0_4_cases_as_their_labels_say(
+    slice_: list[CaseV4], name: str
+) -> None:
+    import asyncio
+
+    from trustbench.rtb.boundaries import boundary_factory
+    from trustbench.rtb.control._audit import evaluate_boundary
+    from trustbench.rtb.control._cases import (
+        UNRECONCILED_SUFFIX,
+        ExpectedEffect,
+        control_scenarios,
+        seed_from_case,
+    )
+    from trustbench.rtb.control._grading import ControlOutcome
+
+    assert seed_from_case(slice_[0]).policy_id == "rtb-narrow-approval-v4"
+    family = [c for c in slice_ if c.family == slice_[0].family]  # one of each decision, twice
+    scenarios = [
+        s for s in control_scenarios(family, seed=3) if not s.path.endswith(UNRECONCILED_SUFFIX)
+    ]
+    evaluation = asyncio.run(evaluate_boundary(scenarios, boundary_factory(name)))
+    prevented = ControlOutcome.PREVENTED
+    for scenario, grade in zip(scenarios, evaluation.grades, strict=True):
+        must_not = scenario.expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT
+        assert (grade.outcome == prevented) == must_not, scenario.scenario_id
