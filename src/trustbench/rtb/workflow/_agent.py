@@ -143,6 +143,10 @@ class LLMAgent:
         self.name = name
         self._chat = chat
         self._system = system_prompt
+        self.conversation: list[dict[str, Any]] = []
+        """The current step's conversation as it stands (the same list the model is sent):
+        read by a self-review in the loop (`in_conversation`, `fresh_instance`) while one of
+        its tool calls is under review."""
 
     async def run(self, brief: TaskBrief, tools: ToolBox) -> None:
         """Converse until the model answers without a tool call (or a budget runs out)."""
@@ -150,6 +154,7 @@ class LLMAgent:
             {"role": "system", "content": self._system},
             {"role": "user", "content": brief.model_dump_json(indent=2, exclude_none=True)},
         ]
+        self.conversation = messages
         specs = tools.specs()
         while True:
             tools.check_budget()

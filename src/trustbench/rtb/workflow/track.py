@@ -342,6 +342,7 @@ class WorkflowTrack:
         config = configuration(ctx.candidate, self.options(spec), spec)
         load = code_loader(ctx.candidate, spec)
         chat: CoreChat | None = None
+        actor: list[LLMAgent] = []  # the LLM agent once built: its conversation for self-review
         agent_lock: Any = contextlib.nullcontext()
         sandboxed = _sandboxed_boundary(config.boundary_entry, ctx.candidate, spec)
         if ctx.candidate.kind == "inprocess":
@@ -357,7 +358,8 @@ class WorkflowTrack:
             core_chat = chat
 
             def agent_factory() -> Any:
-                return LLMAgent(core_chat, name=ctx.candidate.name)
+                actor.append(LLMAgent(core_chat, name=ctx.candidate.name))
+                return actor[-1]
 
         if sandboxed:
             # A sandboxed agent's `run` awaits the harness's tools while its worker waits, and a
@@ -365,7 +367,7 @@ class WorkflowTrack:
             # run one at a time.
             agent_lock = self._agent_locks.setdefault(ctx.candidate.name, asyncio.Lock())
         async with agent_lock, HttpPool(4) as pool:
-            gate = self._review_gate(config, ctx, pool)
+            gate = self._review_gate(config, ctx, pool, actor)
             run = await run_workflow_trial(
                 scenario.script,
                 agent_factory,
@@ -390,9 +392,17 @@ class WorkflowTrack:
         return TrialOutcome(status="completed", outcome=outcome)
 
     def _review_gate(
-        self, config: WorkflowConfiguration, ctx: core.TrialContext, pool: HttpPool
+        self,
+        config: WorkflowConfiguration,
+        ctx: core.TrialContext,
+        pool: HttpPool,
+        actor: list[LLMAgent],
     ) -> ReviewChainGate | None:
-        """The trial's review chain, each member called through the trial's context."""
+        """The trial's review chain, each member called through the trial's context.
+
+        `actor` holds the LLM agent once the trial builds it: a self-review reads its
+        conversation as it stands when a proposal is reviewed.
+        """
         if config.review_chain is None:
             return None
         chain = self.options(ctx.manifest.spec).review_chains[config.review_chain]
@@ -403,6 +413,8 @@ class WorkflowTrack:
             prompt,
             context_asker(ctx, pool),
             lambda: ctx.attempts_recorded,
+            actor=ctx.candidate,
+            conversation=lambda: actor[-1].conversation if actor else [],
         )
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
