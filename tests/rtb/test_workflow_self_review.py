@@ -50,7 +50,8 @@ def _actor_turn(body: dict[str, Any]) -> Behaviour:
     turn = sum(m["role"] == "assistant" for m in messages)
     if turn == 0:
         return Behaviour(
-            "reply", tool_calls=[{"name": "read_resource", "arguments": {"resource_id": brief["target"]}}]
+            "reply",
+            tool_calls=[{"name": "read_resource", "arguments": {"resource_id": brief["target"]}}],
         )
     if turn == 1:
         return Behaviour(
@@ -154,8 +155,9 @@ def test_in_conversation_continues_the_actors_own_conversation_with_a_critique_t
 ) -> None:
     _, run_dir = self_run
     review, actor, (critique,) = _review_and_bodies(run_dir, "self-in_conversation", DENIED)
-    assert review["members"][0] | {"reviewer": "self", "self_review": "in_conversation"} == (
-        review["members"][0]
+    assert (
+        review["members"][0] | {"reviewer": "self", "self_review": "in_conversation"}
+        == (review["members"][0])
     )
     proposing = actor[-1]["messages"]  # everything the actor saw when it proposed
     sent = critique["messages"]
