@@ -116,6 +116,8 @@ __all__ = [
     "WorkflowTrackOptions",
     "corpus_folder",
     "demo_spec_path",
+    "loop_demo_spec_path",
+    "run_loop_demo",
     "run_workflow_demo",
 ]
 
@@ -449,3 +451,31 @@ def run_workflow_demo(
     from trustbench.core import run_spec
 
     return run_spec(demo_spec_path(), Path(out_dir), progress=progress).report
+
+
+def loop_demo_spec_path() -> Path:
+    """The built-in example of reviewers in the loop (`rtb/experiments/demo_loop.toml`)."""
+    return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_loop.toml"
+
+
+def run_loop_demo(
+    out_dir: Path | str, progress: ProgressReporter | None = None
+) -> core.ReportResult:
+    """Freeze, run and report the built-in example of reviewers in the loop into `out_dir`.
+
+    The scripted `reckless` agent's proposals put to the reference policy reviewer, an
+    in-process "self" reviewer sharing the agent's blind spot (alone, twice, and followed by a
+    sentinel), behind the `reference` and `unchecked` boundaries, on 24 v0.2 scenarios: which
+    reviewer catches what a control misses, which control stops what a reviewer missed, and the
+    joint decisions of two reviewers (`record.json` `workflow.review_loop`). No release gate.
+
+    Args:
+        out_dir: Run folder (created; an identical earlier freeze there is resumed).
+        progress: Where the run's progress goes (default: nowhere).
+
+    Returns:
+        The report result.
+    """
+    from trustbench.core import run_spec
+
+    return run_spec(loop_demo_spec_path(), Path(out_dir), progress=progress).report
