@@ -91,3 +91,14 @@ def test_the_demo_step_prints_one_table_and_two_lessons(
     assert len(lessons) == 2
     assert "reference reviewer approved 0 of" in lessons[0]
     assert "product of their marginal rates" in lessons[1]
+
+
+def test_a_blind_spot_reviewer_names_an_unknown_rule_or_a_sentinel_as_bad_input() -> None:
+    from trustbench.errors import InputError
+    from trustbench.rtb.review.reviewers import chat_responder
+
+    with pytest.raises(InputError, match="approved-parameters") as unknown:
+        chat_responder({"reviewer": "reference-policy-v2", "without_rule": "no-such-rule"})
+    assert unknown.value.location == "settings.without_rule"
+    with pytest.raises(InputError, match="policy reviewer"):
+        chat_responder({"reviewer": "always-permit", "without_rule": "approved-parameters"})

@@ -260,3 +260,16 @@ def test_in_conversation_self_review_of_a_scripted_actor_is_refused_at_freeze(
     assert code == 2, out
     assert "track_options.review_chains.own.self_review" in out
     assert "no conversation to continue" in out and "Traceback" not in out
+
+
+def test_a_chain_with_no_member_and_no_self_review_is_refused_at_freeze(tmp_path: Path) -> None:
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        'suite = "rtb"\ntrack = "workflow"\n[corpus]\nbuiltin = "v0.2"\n'
+        "[track_options.review_chains.empty]\nmembers = []\n"
+        '[[candidates]]\nname = "scripted"\nkind = "inprocess"\n'
+        'settings = { agent = "reckless", boundary = "unchecked", review_chain = "empty" }\n'
+    )
+    code, out = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
+    assert code == 2, out
+    assert "review_chains.empty" in out and "self_review" in out and "Traceback" not in out
