@@ -63,13 +63,13 @@ def _actor_turn(body: dict[str, Any]) -> Behaviour:
 
 
 def _model(body: Any, _: int) -> Behaviour | None:
-    """The actor's model: a review request (no tools offered) gets a finding, else a turn."""
+    """The actor's model: a review request (no tool may be called) gets a finding, else a turn."""
     if not isinstance(body, dict) or body.get("model") != "actor":
         return None
     probe = probe_reply(body)
     if probe is not None:
         return probe
-    if "tools" not in body:
+    if "tools" not in body or body.get("tool_choice") == "none":
         return reply(_approve_everything(body["messages"][-1]["content"]))
     return _actor_turn(body)
 
@@ -173,7 +173,9 @@ def test_in_conversation_continues_the_actors_own_conversation_with_a_critique_t
     assert turn["role"] == "user" and turn["content"].startswith(CRITIQUE_TURN)
     assert json.loads(_packet(turn["content"]))["proposal"]["target"] == review["request"]["target"]
     assert sent[0] == {"role": "system", "content": SYSTEM_PROMPT}
-    assert critique["model"] == "actor" and "tools" not in critique
+    # The actor's own tools, so the chat APIs accept the conversation; no call is allowed.
+    assert critique["model"] == "actor"
+    assert (critique["tools"], critique["tool_choice"]) == (actor[-1]["tools"], "none")
 
 
 def test_fresh_instance_gets_the_proposal_as_the_actor_made_it_and_the_evidence_only(

@@ -337,6 +337,10 @@ class ReviewChainGate:
     conversation: Callable[[], Sequence[dict[str, Any]]] | None = None
     """The actor's conversation as it stands (`LLMAgent.conversation`), read at each review by
     the `in_conversation` and `fresh_instance` modes; None for an actor without one."""
+    actor_tools: Callable[[], list[dict[str, Any]]] | None = None
+    """The tool schemas the actor is offered (`LLMAgent.tool_specs`): an `in_conversation`
+    critique sends them with `tool_choice = "none"` (a conversation holding tool calls is
+    refused by the chat APIs without them; "none" lets no call be made)."""
     reviews: list[dict[str, Any]] = field(default_factory=list)
     """One record per reviewed proposal, in order (grader-side; goes to the trial outcome)."""
 
@@ -360,8 +364,8 @@ class ReviewChainGate:
         started = time.perf_counter()
         members: list[dict[str, Any]] = []
         for member, mode in self._reviewers():
-            shown = self._messages_for(mode, messages)
-            members.append(await self._ask_member(member, shown, candidate_input, mode))
+            sent = self._request_for(mode, messages)
+            members.append(await self._ask_member(member, sent, candidate_input, mode))
         outcomes = [Outcome(m["outcome"]) for m in members]
         chain_outcome = aggregate_chain(outcomes)
         approved = chain_outcome is Outcome.PERMIT
@@ -383,21 +387,28 @@ class ReviewChainGate:
     def _attempts(self) -> int | None:
         return None if self.attempts_so_far is None else self.attempts_so_far()
 
-    def _messages_for(
+    def _request_for(
         self, mode: SelfReviewMode | None, messages: list[dict[str, str]]
-    ) -> list[dict[str, Any]]:
+    ) -> ChatRequest:
         """What a member receives: the review request, with the actor's context per its mode."""
         if mode is None or mode == "independent_records":
-            return [dict(m) for m in messages]
+            return ChatRequest(messages=[dict(m) for m in messages], response_format="text")
         conversation = list(self.conversation()) if self.conversation is not None else []
-        if mode == "in_conversation":
-            return conversation_critique(conversation, messages)
-        return fresh_instance_messages(conversation, messages)
+        if mode == "fresh_instance":
+            shown = fresh_instance_messages(conversation, messages)
+            return ChatRequest(messages=shown, response_format="text")
+        tools = self.actor_tools() if self.actor_tools is not None else []
+        return ChatRequest(
+            messages=conversation_critique(conversation, messages),
+            tools=tools or None,
+            tool_choice="none" if tools else None,
+            response_format="text",
+        )
 
     async def _ask_member(
         self,
         member: CandidateSpec,
-        messages: list[dict[str, Any]],
+        request: ChatRequest,
         candidate_input: BaseModel,
         mode: SelfReviewMode | None,
     ) -> dict[str, Any]:
@@ -405,14 +416,14 @@ class ReviewChainGate:
 
         The record names the ledger attempts of the call (`attempts`: first index and count;
         transport retries are attempts too), which hold exactly what the member received (its
-        messages; no tools are offered) and answered.
+        messages, and for `in_conversation` the actor's tool schemas with no call allowed) and
+        answered.
         """
         started = time.perf_counter()
         first_attempt = self._attempts()
         who: dict[str, Any] = {"reviewer": SELF_REVIEWER if mode else member.name}
         if mode is not None:
             who["self_review"] = mode
-        request = ChatRequest(messages=messages, response_format="text")
         try:
             reply = await self.ask(member, request)
         except CallFailed as error:

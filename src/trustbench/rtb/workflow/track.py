@@ -417,6 +417,7 @@ class WorkflowTrack:
             lambda: ctx.attempts_recorded,
             actor=ctx.candidate,
             conversation=lambda: actor[-1].conversation if actor else [],
+            actor_tools=lambda: actor[-1].tool_specs if actor else [],
         )
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
