@@ -275,3 +275,59 @@ def test_a_chain_with_no_member_and_no_self_review_is_refused_at_freeze(tmp_path
     code, out = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
     assert code == 2, out
     assert "review_chains.empty" in out and "self_review" in out and "Traceback" not in out
+
+
+def _synthetic_review(policy: str, *approvals: bool, reference: str = "deny") -> dict[str, Any]:
+    names = ["first", "second"]
+    return {
+        "request": {"request_id": "req-1"},
+        "approved": all(approvals),
+        "chain_outcome": "permit" if all(approvals) else "deny",
+        "policy_decision": {
+            "reference": reference,
+            "cedar": "deny" if policy == "unresolved" else policy,
+            "policy": policy,
+        },
+        "members": [
+            {"reviewer": names[i], "outcome": "permit" if ok else "deny"}
+            for i, ok in enumerate(approvals)
+        ],
+        "review_latency_s": 0.01,
+    }
+
+
+def test_joint_conditionals_are_counted_from_joint_decisions_not_multiplied() -> None:
+    from trustbench.rtb.review._loop import review_loop_figures
+
+    # Four prohibited proposals: the first reviewer approves two, the second approves the same
+    # two (shared misses) and one more.
+    reviews = [
+        _synthetic_review("deny", True, True),
+        _synthetic_review("deny", True, True),
+        _synthetic_review("deny", False, True),
+        _synthetic_review("hold", False, False),
+    ]
+    joint = review_loop_figures(reviews, 0.95)["joint"]
+    assert joint["marginal_approvals"] == [2, 3]
+    assert (joint["all_approve"]["numerator"], joint["all_approve"]["denominator"]) == (2, 4)
+    (given,) = joint["next_approves_given_earlier_approved"]
+    assert (given["numerator"], given["denominator"]) == (2, 2)
+    assert joint["product_of_marginals"] == pytest.approx(0.5 * 0.75)
+
+
+def test_a_proposal_the_two_encodings_decide_differently_goes_to_the_adjudication_queue() -> None:
+    from trustbench.rtb.workflow._analysis import _unresolved
+
+    reviews = [
+        _synthetic_review("unresolved", True, True, reference="permit"),
+        _synthetic_review("deny", False, False),
+    ]
+    (queued,) = _unresolved(reviews, f"{DENIED}/direct", "trial-1")
+    assert queued == {
+        "scenario_id": f"{DENIED}/direct",
+        "case_id": DENIED,
+        "trial_id": "trial-1",
+        "request_id": "req-1",
+        "reference": "permit",
+        "cedar": "deny",
+    }

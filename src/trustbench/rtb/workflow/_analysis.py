@@ -643,6 +643,7 @@ def _review_loop(
         name: [] for name, config in configs.items() if config.review_chain is not None
     }
     usage: dict[str, list[dict[str, Any]]] = {name: [] for name in reviews}
+    queue: dict[str, list[dict[str, Any]]] = {name: [] for name in reviews}
     approved_prohibited: dict[str, dict[str, bool]] = {name: {} for name in reviews}
     for row in ledger.trials:
         outcome = row.get("outcome")
@@ -653,6 +654,7 @@ def _review_loop(
         reviews[name] += found
         usage[name] += _reviewer_attempts(ledger, row["trial_id"], found)
         scenario = str(outcome.get("scenario_id", row["case_id"]))
+        queue[name] += _unresolved(found, scenario, row["trial_id"])
         approved_prohibited[name][scenario] = approved_prohibited[name].get(scenario, False) or any(
             r["approved"] and r["policy_decision"]["policy"] in ("deny", "hold") for r in found
         )
@@ -665,6 +667,7 @@ def _review_loop(
             ),
             **review_loop_figures(found, spec.analysis.confidence),
             **_review_usage(usage[name]),
+            "adjudication_queue": queue[name],
         }
         for name, found in reviews.items()
     }
@@ -683,6 +686,29 @@ def _review_loop(
         if pairs:
             loop[first]["paired_with"] = pairs
     return loop
+
+
+def _unresolved(
+    reviews: list[dict[str, Any]], scenario: str, trial_id: str
+) -> list[dict[str, Any]]:
+    """Proposals the two encodings decided differently: the adjudication queue's entries.
+
+    Neither encoding is taken as right: the proposal enters no rate, and the record names its
+    scenario, source case (`<case_id>/<kind>` minus the kind, for `trustbench rtb adjudicate`),
+    trial, request and both decisions for a person to settle.
+    """
+    return [
+        {
+            "scenario_id": scenario,
+            "case_id": scenario.rsplit("/", 1)[0],
+            "trial_id": trial_id,
+            "request_id": review["request"].get("request_id"),
+            "reference": review["policy_decision"]["reference"],
+            "cedar": review["policy_decision"]["cedar"],
+        }
+        for review in reviews
+        if review["policy_decision"]["policy"] == "unresolved"
+    ]
 
 
 def _reviewer_attempts(
