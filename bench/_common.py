@@ -44,10 +44,13 @@ def env() -> dict[str, str]:
 
 
 @contextmanager
-def server(latency_s: float) -> Iterator[str]:
-    """Start the bench server in its own process; yield its OpenAI base URL."""
+def server(latency_s: float, *, loop: bool = False) -> Iterator[str]:
+    """Start the bench server in its own process; yield its OpenAI base URL.
+
+    `loop` serves a reviewer-gated workflow's agent and reviewer instead of reviews alone.
+    """
     process = subprocess.Popen(
-        [sys.executable, "-m", "bench._server", str(latency_s)],
+        [sys.executable, "-m", "bench._server", str(latency_s), *(["loop"] if loop else [])],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env(),

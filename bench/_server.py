@@ -7,7 +7,10 @@ server takes as long for it (until 2026-12-05 it was answered at once, so the pr
 left out one round trip that `run` waited for before its first trial).
 Replies are cached per case: between trials they differ only by the evaluation id.
 
-Run: `python -m bench._server LATENCY_S`; prints the port on one line, serves until stdin closes.
+Run: `python -m bench._server LATENCY_S [loop]`; prints the port on one line, serves until stdin
+closes. With `loop` it serves a reviewer-gated workflow (`bench/loop_critical_path.py`): a request
+that offers tools is the agent's turn (the first requests the brief's proposal, the next stops),
+any other is a review, answered by the v0.2 reference policy's reviewer.
 """
 
 from __future__ import annotations
@@ -21,8 +24,39 @@ from tests.support.openai_server import Behaviour, OpenAIServer, probe_reply
 from bench._workload import reference_reply, reply_cache_key
 
 
+def loop_answer(latency_s: float) -> Any:
+    """Answers of the workflow loop: the agent's two turns and the reviewer's finding."""
+    import json
+
+    from trustbench.rtb.policy._registry import parse_candidate_input
+    from trustbench.rtb.review.reviewers._registry import make_reviewer
+
+    reviewer = make_reviewer("reference-policy-v2")
+
+    def answer(body: Any, number: int) -> Behaviour:
+        probe = probe_reply(body)
+        if probe is not None:
+            return dataclasses.replace(probe, latency_s=latency_s)
+        messages = body["messages"]
+        if "tools" not in body:
+            finding = reviewer.review(
+                messages[0]["content"], parse_candidate_input(messages[-1]["content"])
+            )
+            return Behaviour("reply", text=finding, latency_s=latency_s)
+        if any(m["role"] == "assistant" for m in messages):
+            return Behaviour("reply", text="Done.", latency_s=latency_s)
+        proposal = json.loads(messages[1]["content"])["proposal"]
+        call = [{"name": "request_change", "arguments": proposal}]
+        return Behaviour("reply", tool_calls=call, latency_s=latency_s)
+
+    return answer
+
+
 def main() -> None:
     latency_s = float(sys.argv[1])
+    if sys.argv[2:] == ["loop"]:
+        _serve(loop_answer(latency_s))
+        return
     cache: dict[str, str] = {}
 
     def answer(body: Any, number: int) -> Behaviour:
@@ -36,6 +70,10 @@ def main() -> None:
             template = cache[key] = reference_reply(body).replace(eid, "\x00")
         return Behaviour("reply", text=template.replace("\x00", eid), latency_s=latency_s)
 
+    _serve(answer)
+
+
+def _serve(answer: Any) -> None:
     server = OpenAIServer()
     server.script(answer)
     with server:

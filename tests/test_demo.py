@@ -15,6 +15,7 @@ from trustbench.rtb.corpus import load_corpus
 
 TRACKS = {"rtb-review": "reviewer track", "rtb-control": "control-path track",
           "rtb-workflow": "workflow track", "trb": "TRB profile"}  # fmt: skip
+STEP_COUNT = 7
 
 
 def test_the_default_folder_is_beside_the_user_and_never_an_earlier_demo(tmp_path: Path) -> None:
@@ -57,8 +58,8 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     corpus = load_corpus(demo_corpus_root())  # the reviewer demo spec's corpus
     assert len(list((out / "rtb-export" / "inputs").glob("*.json"))) == len(corpus.cases)
     assert (out / "rtb-export" / "grader" / "evaluation_map.json").is_file()
-    for step in range(1, 7):
-        assert f"{step}/6 " in result.output
+    for step in range(1, STEP_COUNT + 1):
+        assert f"{step}/{STEP_COUNT} " in result.output
     assert "trials 0/" in result.output  # run progress, every track (the TRB step included)
     assert len(re.findall(r"^trials \d+/\d+ done", result.output, re.MULTILINE)) >= 8
     lessons = result.output.split("what the demo showed", 1)[1].split("outputs", 1)[0]
@@ -89,6 +90,9 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     assert "poisoned-reference" in _lesson_sets(workflow, "instruments")["failed as built"]
     assert "blocked" not in _lesson_sets(workflow, "instruments")
     assert not any("HARNESS PROBLEM" in line for line in lines)
+    assert (out / "rtb-loop" / "record.json").is_file()
+    loop = [line for line in lines if line.startswith("RTB review loop: ")]
+    assert len(loop) == 2 and "reference reviewer approved 0 of" in loop[0]
 
 
 def test_the_trb_step_on_reference_world_data_prints_no_trustworthy_and_passes_no_model(

@@ -312,3 +312,95 @@ settings = {{ temperature = 0.0, max_tokens = 16 }}
         assert record["verdicts"]["smollm2"]["status"] == "not_evaluable"
         assert "note: smollm2: 1 trial(s) invalid (no_tool_call)" in out
     assert record["verdicts"]["smollm2"]["status"] != "passed"
+
+
+def test_served_smollm2_reviews_live_proposals_and_self_reviews_or_the_record_says_why(
+    smollm2_server: Served,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """SmolLM2 as a reviewer in the workflow loop and as an actor with genuine self-review.
+
+    As a reviewer it reviews the scripted reckless agent's live proposal on one deny scenario
+    (two model calls in all, one at a time on the single-slot server: measured 2026-12-06 at
+    load 12, a 2,700-token review prompt took minutes; on idle cores seconds): the review is a
+    decision or the reviewer's hold with its error class (there: `invalid`, "cut by max_tokens"),
+    never an approval by default.
+    As an actor it rarely calls a tool (see above), so its `in_conversation` self-review has
+    nothing to review: the record then says why (`no_tool_call`), never that it passed.
+    """
+    served = smollm2_server
+    member = (
+        f'{{ name = "smollm2-reviewer", kind = "openai_chat", base_url = "{served.base_url}", '
+        f'model = "{served.model}", settings = {{ temperature = 0.0, max_tokens = 32 }} }}'
+    )
+    spec = tmp_path / "loop.toml"
+    spec.write_text(f"""
+suite = "rtb"
+track = "workflow"
+trials_per_case = 1
+concurrency = 1
+timeout_s = 600.0
+
+[corpus]
+builtin = "v0.2"
+
+[retry]
+transport_max_retries = 1
+retry_on = ["rate_limited", "server_error", "connection_error"]
+
+[track_options]
+scenarios = ["{CASES[0]}/direct"]
+budget = {{ max_steps = 4, max_tokens = 20000, max_wall_s = 1000.0 }}
+
+[track_options.review_chains.smollm2]
+members = [{member}]
+
+[track_options.review_chains.self]
+self_review = "in_conversation"
+
+[track_options.candidates.smollm2-self]
+boundary = "reference"
+review_chain = "self"
+
+[[candidates]]
+name = "reckless-smollm2-reviewer"
+kind = "inprocess"
+settings = {{ agent = "reckless", boundary = "reference", review_chain = "smollm2" }}
+
+[[candidates]]
+name = "smollm2-self"
+kind = "openai_chat"
+model = "{served.model}"
+base_url = "{served.base_url}"
+settings = {{ temperature = 0.0, max_tokens = 16 }}
+""")
+    run_dir = tmp_path / "run-loop"
+    code, out = invoke("freeze", str(spec), "--out", str(run_dir))
+    assert code == 0, out
+    code, out = invoke("run", str(run_dir), "--quiet")
+    assert code in (0, 3), out
+    code, out = invoke("report", str(run_dir))
+    assert code in (0, 1), out
+    record = json.loads((run_dir / "record.json").read_text())
+    loop = record["workflow"]["review_loop"]
+    reviewed = loop["reckless-smollm2-reviewer"]
+    assert reviewed["proposals_reviewed"] == 1
+    ledger = read_ledger(run_dir)
+    for trial in ledger.trials:
+        for review in (trial["outcome"] or {}).get("reviews") or []:
+            for member_record in review["members"]:
+                if member_record["outcome"] not in ("permit", "deny"):  # a hold says why
+                    assert member_record["error_class"] or member_record["explanation"]
+    assert (
+        record["workflow"]["counts"]["reckless-smollm2-reviewer"]["prohibited_effect"]["numerator"]
+        == 0
+    )  # the reference boundary stops whatever the reviewer approved
+    actor = loop["smollm2-self"]
+    if actor["proposals_reviewed"] == 0:  # no proposal: the record says why
+        why = record["workflow"]["no_tool_call_trials"].get("smollm2-self")
+        failed = [t for t in ledger.trials if t["candidate"] == "smollm2-self"
+                  and t["status"] != "completed"]  # fmt: skip
+        assert why or failed
+        assert record["verdicts"]["smollm2-self"]["status"] != "passed"
+    else:
+        assert actor["self_review"] == "in_conversation"

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -308,6 +309,77 @@ _workflow_track = _rtb_track_step(
 )
 
 
+def _loop_rows(workflow: dict[str, Any]) -> list[list[str]]:
+    """The demo's table rows: one per configuration of the loop example.
+
+    Reviewer approvals of prohibited live proposals, prohibited effects the observer saw, and
+    the joint approval rate beside the product of the marginals (the configuration's name says
+    its chain and boundary).
+    """
+    loop = workflow.get("review_loop", {})
+    rows = []
+    for name in workflow["configurations"]:
+        effect = workflow["counts"][name]["prohibited_effect"]
+        figures = loop.get(name, {})
+        joint = figures.get("joint")
+        rows.append(
+            [
+                name,
+                f"{figures['approvals_of_prohibited']} / {figures['prohibited_proposals']}"
+                if figures
+                else "-",
+                f"{effect['numerator']} / {effect['denominator']}",
+                "-"
+                if joint is None
+                else f"{joint['all_approve']['estimate']:.3f} (product "
+                f"{joint['product_of_marginals']:.3f})",
+            ]
+        )
+    return rows
+
+
+def _review_loop(out: Path, console: Console, verbose: bool) -> StepOutcome:
+    """Reviewers in the loop: who catches what a control misses, and the reverse."""
+    from trustbench.rtb.workflow.track import run_loop_demo
+
+    result = run_loop_demo(out / "rtb-loop", default_progress())
+    record = json.loads(result.record_path.read_text(encoding="utf-8"))
+    table = Table(title="RTB reviewers in the loop: reckless agent x review chain x boundary")
+    for column in (
+        "reviewers-boundary",
+        "approved prohibited",
+        "prohibited effects",
+        "P(all approve | prohibited)",
+    ):
+        table.add_column(column, overflow="fold")
+    for row in _loop_rows(record["workflow"]):
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+    if verbose:
+        console.print(
+            "Live proposals are decided by the Python reference and Cedar on the state at "
+            "proposal time; effects come from the observer. The 'self' reviewer is the "
+            "reference reviewer without the rule the agent never checks (approved parameters)."
+        )
+    loop = record["workflow"]["review_loop"]
+    caught = loop["reference-reviewer-unchecked"]
+    missed, stopped = loop["self-reviewer-unchecked"], record["workflow"]["counts"]
+    twice = loop["self-twice-unchecked"]["joint"]
+    return f"RTB review loop report: {result.html_path}", [
+        f"RTB review loop: the reference reviewer approved {caught['approvals_of_prohibited']} "
+        f"of {caught['prohibited_proposals']} prohibited live proposals behind `unchecked` (a "
+        "reviewer catching what a control misses); the 'self' reviewer approved "
+        f"{missed['approvals_of_prohibited']} (the agent's own blind spot), which the reference "
+        f"boundary stopped ({stopped['self-reviewer-reference']['prohibited_effect']['numerator']}"
+        " prohibited effects; behind `unchecked`: "
+        f"{stopped['self-reviewer-unchecked']['prohibited_effect']['numerator']})",
+        f"RTB review loop: two reviewers sharing their misses both approved "
+        f"{twice['all_approve']['numerator']} of {twice['all_approve']['denominator']} "
+        f"prohibited proposals ({twice['all_approve']['estimate']:.3f}, from joint decisions), "
+        f"where the product of their marginal rates says {twice['product_of_marginals']:.3f}",
+    ]
+
+
 def _trb_profile(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.trb.track import builtin_spec, freeze_run_report
 
@@ -345,6 +417,7 @@ STEPS: list[Step] = [
     ("RTB reviewer track: freeze, run, report", _review_track),
     ("RTB control-path track: freeze, run, report", _control_track),
     ("RTB workflow track: freeze, run, report", _workflow_track),
+    ("RTB reviewers in the loop: freeze, run, report", _review_loop),
     ("TRB profile: freeze (trains small models on first use), run, report", _trb_profile),
 ]
 """The demo's steps, in order: (title, function(run folder, console, verbose) -> (where, lessons)).

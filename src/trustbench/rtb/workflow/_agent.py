@@ -145,6 +145,13 @@ class LLMAgent:
         self.name = name
         self._chat = chat
         self._system = system_prompt
+        self.conversation: list[dict[str, Any]] = []
+        """The current step's conversation as it stands (the same list the model is sent):
+        read by a self-review in the loop (`in_conversation`, `fresh_instance`) while one of
+        its tool calls is under review."""
+        self.tool_specs: list[dict[str, Any]] = []
+        """The tool schemas the model is offered (sent again with an `in_conversation`
+        critique, whose conversation holds tool calls, so the chat APIs accept it)."""
 
     async def run(self, brief: TaskBrief, tools: ToolBox) -> None:
         """Converse until the model answers without a tool call (or a budget runs out)."""
@@ -152,7 +159,8 @@ class LLMAgent:
             {"role": "system", "content": self._system},
             {"role": "user", "content": brief.model_dump_json(indent=2, exclude_none=True)},
         ]
-        specs = tools.specs()
+        self.conversation = messages
+        specs = self.tool_specs = tools.specs()
         while True:
             tools.check_budget()
             tools.charge_model_step()

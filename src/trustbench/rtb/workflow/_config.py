@@ -15,7 +15,7 @@ from trustbench._imports import import_object
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import BoundaryFactory, Enforcement, boundary_factory, enforcement_of
 from trustbench.rtb.control._options import options_error
-from trustbench.rtb.review._loop import ReviewChainSpec
+from trustbench.rtb.review._loop import ReviewChainSpec, check_self_review
 from trustbench.rtb.workflow import (
     DEFAULT_WORKFLOW_DEADLINE_S,
     WorkflowBudget,
@@ -140,11 +140,20 @@ def configuration_record(config: WorkflowConfiguration) -> dict[str, Any]:
     return config.model_dump(mode="json", exclude=None if config.review_chain else {"review_chain"})
 
 
-def _chain_name(name: str | None, options: WorkflowTrackOptions, where: str) -> str | None:
-    """A candidate's review chain, which must be declared in `track_options.review_chains`."""
-    if name is not None and name not in options.review_chains:
+def _chain_name(
+    name: str | None, options: WorkflowTrackOptions, where: str, actor: CandidateSpec
+) -> str | None:
+    """A candidate's review chain, which must be declared in `track_options.review_chains`.
+
+    A chain with `self_review` must be named by an actor with a model (and, for
+    `in_conversation`, a conversation) of its own (`check_self_review`).
+    """
+    if name is None:
+        return None
+    if name not in options.review_chains:
         known = ", ".join(sorted(options.review_chains)) or "none declared"
         raise InputError(f"unknown review chain {name!r} (known: {known})", location=where)
+    check_self_review(f"track_options.review_chains.{name}", options.review_chains[name], actor)
     return name
 
 
@@ -258,7 +267,7 @@ def configuration(
             enforcement=enforcement,
             budget=settings.budget or options.budget,
             review_chain=_chain_name(
-                settings.review_chain, options, f"{where} settings.review_chain"
+                settings.review_chain, options, f"{where} settings.review_chain", candidate
             ),
         )
     clash = sorted(set(candidate.settings) & set(TRACK_KEYS))
@@ -287,6 +296,7 @@ def configuration(
             override.review_chain,
             options,
             f"track_options.candidates.{candidate.name}.review_chain",
+            candidate,
         ),
     )
 

@@ -121,6 +121,8 @@ __all__ = [
     "WorkflowTrackOptions",
     "corpus_folder",
     "demo_spec_path",
+    "loop_demo_spec_path",
+    "run_loop_demo",
     "run_workflow_demo",
 ]
 
@@ -367,6 +369,7 @@ class WorkflowTrack:
         config = configuration(ctx.candidate, self.options(spec), spec)
         load = code_loader(ctx.candidate, spec)
         chat: CoreChat | None = None
+        actor: list[LLMAgent] = []  # the LLM agent once built: its conversation for self-review
         agent_lock: Any = contextlib.nullcontext()
         sandboxed = _sandboxed_boundary(config.boundary_entry, ctx.candidate, spec)
         if ctx.candidate.kind == "inprocess":
@@ -382,7 +385,8 @@ class WorkflowTrack:
             core_chat = chat
 
             def agent_factory() -> Any:
-                return LLMAgent(core_chat, name=ctx.candidate.name)
+                actor.append(LLMAgent(core_chat, name=ctx.candidate.name))
+                return actor[-1]
 
         if sandboxed:
             # A sandboxed agent's `run` awaits the harness's tools while its worker waits, and a
@@ -390,7 +394,7 @@ class WorkflowTrack:
             # run one at a time.
             agent_lock = self._agent_locks.setdefault(ctx.candidate.name, asyncio.Lock())
         async with agent_lock, HttpPool(4) as pool:
-            gate = self._review_gate(config, ctx, pool)
+            gate = self._review_gate(config, ctx, pool, actor)
             run = await run_workflow_trial(
                 scenario.script,
                 agent_factory,
@@ -416,9 +420,17 @@ class WorkflowTrack:
         return TrialOutcome(status="completed", outcome=outcome)
 
     def _review_gate(
-        self, config: WorkflowConfiguration, ctx: core.TrialContext, pool: HttpPool
+        self,
+        config: WorkflowConfiguration,
+        ctx: core.TrialContext,
+        pool: HttpPool,
+        actor: list[LLMAgent],
     ) -> ReviewChainGate | None:
-        """The trial's review chain, each member called through the trial's context."""
+        """The trial's review chain, each member called through the trial's context.
+
+        `actor` holds the LLM agent once the trial builds it: a self-review reads its
+        conversation as it stands when a proposal is reviewed.
+        """
         if config.review_chain is None:
             return None
         chain = self.options(ctx.manifest.spec).review_chains[config.review_chain]
@@ -429,6 +441,9 @@ class WorkflowTrack:
             prompt,
             context_asker(ctx, pool, self._desk.providers() if self._desk else None),
             lambda: ctx.attempts_recorded,
+            actor=ctx.candidate,
+            conversation=lambda: actor[-1].conversation if actor else [],
+            actor_tools=lambda: actor[-1].tool_specs if actor else [],
         )
 
     def analyze(self, manifest: core.Manifest, ledger: core.LedgerContents) -> core.TrackAnalysis:
@@ -515,3 +530,31 @@ def run_workflow_demo(
     from trustbench.core import run_spec
 
     return run_spec(demo_spec_path(), Path(out_dir), progress=progress).report
+
+
+def loop_demo_spec_path() -> Path:
+    """The built-in example of reviewers in the loop (`rtb/experiments/demo_loop.toml`)."""
+    return Path(str(files("trustbench"))) / "rtb" / "experiments" / "demo_loop.toml"
+
+
+def run_loop_demo(
+    out_dir: Path | str, progress: ProgressReporter | None = None
+) -> core.ReportResult:
+    """Freeze, run and report the built-in example of reviewers in the loop into `out_dir`.
+
+    The scripted `reckless` agent's proposals put to the reference policy reviewer, an
+    in-process "self" reviewer sharing the agent's blind spot (alone, twice, and followed by a
+    sentinel), behind the `reference` and `unchecked` boundaries, on 24 v0.2 scenarios: which
+    reviewer catches what a control misses, which control stops what a reviewer missed, and the
+    joint decisions of two reviewers (`record.json` `workflow.review_loop`). No release gate.
+
+    Args:
+        out_dir: Run folder (created; an identical earlier freeze there is resumed).
+        progress: Where the run's progress goes (default: nowhere).
+
+    Returns:
+        The report result.
+    """
+    from trustbench.core import run_spec
+
+    return run_spec(loop_demo_spec_path(), Path(out_dir), progress=progress).report

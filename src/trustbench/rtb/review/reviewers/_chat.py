@@ -44,6 +44,10 @@ def chat_responder(settings: dict[str, Any]) -> Any:
         settings: The candidate's settings: `reviewer` (a name from `REVIEWER_NAMES`, required)
             and `seed` (int, default 0) for the randomised sentinels. Their replies also depend
             on each trial's fresh evaluation id, so K trials of one case are K draws.
+            `without_rule` (a rule id of the reviewer's policy, e.g. `approved-parameters`)
+            answers as that policy reviewer with the one rule removed (the policy's
+            `ablated_reviewer`): a reviewer with a known blind spot, such as a "self" reviewer
+            that shares an agent's in the workflow loop.
 
     Returns:
         `respond(request) -> ChatReply`; `ChatReply.text` is the reviewer's raw reply, None when
@@ -60,7 +64,10 @@ def chat_responder(settings: dict[str, Any]) -> Any:
     seed = settings.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise InputError(f"settings.seed must be an integer, got {seed!r}", location="settings")
-    reviewer: Reviewer = make_reviewer(name, seed=seed)
+    without = settings.get("without_rule")
+    reviewer: Reviewer = (
+        make_reviewer(name, seed=seed) if without is None else _ablated(name, without)
+    )
 
     def respond(request: ChatRequest) -> ChatReply:
         prompt = _message_text(request, "system")
@@ -74,3 +81,22 @@ def chat_responder(settings: dict[str, Any]) -> Any:
         )
 
     return respond
+
+
+def _ablated(name: str, rule_id: object) -> Reviewer:
+    """The policy reviewer `name` without rule `rule_id`, named in the error when unknown."""
+    from trustbench.rtb.policy._registry import policy_for
+    from trustbench.rtb.review.reviewers._registry import REVIEWER_POLICIES
+
+    if name not in REVIEWER_POLICIES:
+        raise InputError(
+            f"settings.without_rule needs a policy reviewer, not {name!r}", location="settings"
+        )
+    policy = policy_for(REVIEWER_POLICIES[name][-1])
+    rules = [rule.rule_id for rule in policy.rules]
+    if rule_id not in rules:
+        raise InputError(
+            f"unknown rule {rule_id!r} of {policy.policy_id}; known: {', '.join(rules)}",
+            location="settings.without_rule",
+        )
+    return policy.ablated_reviewer(str(rule_id))
