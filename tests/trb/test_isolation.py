@@ -124,7 +124,7 @@ def test_a_worker_that_dies_fails_its_trial_and_a_fresh_one_serves_the_next(
     try:
         adapter = worker.adapter()
         assert adapter.emit_r(context) is not None
-        with pytest.raises(AdapterFailed, match="adapter worker of .*dies_on_its_second_report"):
+        with pytest.raises(AdapterFailed, match=r"adapter worker of .*dies_on_its_second_report"):
             adapter.emit_r(context)
         assert worker.adapter().emit_r(context) is not None  # a fresh process: its first report
     finally:
