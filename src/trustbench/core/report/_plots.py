@@ -2,9 +2,9 @@
 
 The confusion heatmap and the forest plot, which every RTB report draws, are written here as
 plain SVG (rectangles, lines and text; text escaped, so a label is never markup). Drawing them
-with matplotlib cost about 2 s of CPU per report (its import 1.3 s, six plots 0.7 s), twice the
-rest of `trustbench report`'s work on a 2,000-trial reviewer run (`python -m bench.report_speed`,
-issue 55). The TRB profile's small multiples and radar are still matplotlib figures, built with
+with matplotlib cost about 2 s of CPU per report (its import 1.3 s, six plots 0.7 s), about 40% of
+`trustbench report`'s CPU on a 2,000-trial reviewer run (`python -m bench.report_speed`, issue
+55). The TRB profile's small multiples and radar are still matplotlib figures, built with
 `matplotlib.figure.Figure` directly (no pyplot, no global state, nothing to close) and imported
 only when one is drawn. There, text stays text (`svg.fonttype = none`), is escaped by
 matplotlib's SVG writer, and has `$` escaped so a label is never read as mathtext; the XML prolog,
