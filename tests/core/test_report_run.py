@@ -272,3 +272,24 @@ def test_track_instruments_and_evaluability_reach_the_verdicts_page_and_summary(
     summary = report_summary(result)
     assert summary["verdicts"]["beta"]["evaluability"]["valid_rate"] == 0.75
     assert summary["verdicts"]["beta"]["evaluability"]["invalid"] == 3
+
+
+def test_report_rehashes_the_frozen_inputs_once_when_it_verifies_before_grading(
+    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The verification (in this process below 64 MiB) re-hashes the frozen inputs and refuses an
+    # edited one before any grading; grading hashed them a second time (issue 55).
+    from trustbench.core import _report_run, _verify
+
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    checked: list[str] = []
+
+    def counting(manifest: Manifest, track: Any) -> None:
+        checked.append(manifest.manifest_sha256)
+        real(manifest, track)
+
+    real = _verify.check_inputs
+    monkeypatch.setattr(_verify, "check_inputs", counting)
+    monkeypatch.setattr(_report_run, "check_inputs", counting)
+    report_run(run_dir)
+    assert len(checked) == 1

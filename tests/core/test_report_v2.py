@@ -22,7 +22,7 @@ from trustbench.core.report import (
     render_report_html,
     subject_verdicts,
 )
-from trustbench.core.report._plots import cell_colour, confusion_svg, grouped_bar_svg
+from trustbench.core.report._plots import cell_colour, confusion_svg, forest_svg, grouped_bar_svg
 
 UPPER_GATE = GateSpec(
     name="false-approvals",
@@ -217,6 +217,26 @@ def test_confusion_heatmap_gives_errors_red_and_agreements_green() -> None:
     assert full_error in svg and full_agreement in svg
     red, green = mpl.colors.to_rgb(full_error), mpl.colors.to_rgb(full_agreement)
     assert red[0] > red[1] and green[1] > green[0]
+
+
+def test_heatmap_cells_keep_the_colours_matplotlibs_colour_maps_gave_them() -> None:
+    # The heatmap is written without matplotlib (issue 55: it was most of report's CPU); its
+    # fills must stay what "Greens", "Reds" and "Greys" gave at every share.
+    for agrees, name in ((True, "Greens"), (False, "Reds"), (None, "Greys")):
+        for share in (i / 200 for i in range(201)):
+            expected = mpl.colors.to_hex(mpl.colormaps[name](0.08 + 0.8 * share))
+            assert cell_colour(agrees, share) == expected, (name, share)
+
+
+def test_the_review_plots_are_plain_svg_with_escaped_text_and_one_id() -> None:
+    svg = confusion_svg(
+        ["<permit>"], ["a & b"], [[3]], row_title="reference", column_title="observed", salt="c"
+    )
+    assert "&lt;permit&gt;" in svg and "a &amp; b" in svg and "<permit>" not in svg
+    forest = forest_svg(["x"], [0.2], [(0.1, None)], xlabel="rate", salt="f", thresholds=[0.5])
+    for drawn, salt in ((svg, "c"), (forest, "f")):
+        assert drawn.startswith(f'<svg id="{salt}"') and drawn.count(" id=") == 1
+    assert "gate 0.5" in forest
 
 
 def test_profile_draws_one_panel_per_axis_and_one_legend_colour_per_series() -> None:

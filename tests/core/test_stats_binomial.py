@@ -124,3 +124,20 @@ def test_bounded_rate_keeps_unresolved_between_lower_and_upper() -> None:
     assert "30 s after dispatch" in bounds.upper.description
     with pytest.raises(ValueError):
         bounded_rate(5, 6, 10, name="x", description="d")
+
+
+def test_both_binomial_intervals_agree_with_scipys_binomtest() -> None:
+    # Computed from the Beta and normal quantiles (scipy.special) rather than through
+    # scipy.stats (issue 55: its import was a fifth of `report`'s wall); binomtest solves for the
+    # same bounds by root-finding, to within its tolerance.
+    from scipy.stats import binomtest
+
+    alternative = {"two_sided": "two-sided", "upper": "less", "lower": "greater"}
+    for n in (1, 2, 7, 30):
+        for k in range(n + 1):
+            for side, name in alternative.items():
+                for method, scipy_method in (("clopper_pearson", "exact"), ("wilson", "wilson")):
+                    ours = binomial_interval(k, n, method, 0.9, sidedness=side)  # type: ignore[arg-type]
+                    theirs = binomtest(k, n, alternative=name).proportion_ci(0.9, scipy_method)
+                    assert ours.lower == pytest.approx(theirs.low, abs=1e-11)
+                    assert ours.upper == pytest.approx(theirs.high, abs=1e-11)

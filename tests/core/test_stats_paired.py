@@ -173,3 +173,28 @@ def test_all_pass_and_any_violation_in_k_name_their_polarity() -> None:
     assert any_violation_in_k(violations) == {"c1": True, "c2": False}
     with pytest.raises(ValueError, match="c3"):
         any_violation_in_k({"c3": []})
+
+
+def test_kappa_stuart_maxwell_and_mcnemar_agree_with_the_libraries_they_replace() -> None:
+    # `report` computes these through scipy.special alone (issue 55: scipy.stats and statsmodels
+    # cost a third of its wall); the figures must stay statsmodels' and scipy's own.
+    from scipy.stats import binomtest
+    from statsmodels.stats.contingency_tables import SquareTable
+    from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_kappa
+
+    generator = np.random.default_rng(55)
+    for _ in range(10):
+        table = generator.integers(0, 30, size=(3, 3)) + np.diag(generator.integers(5, 40, 3))
+        ours, theirs = cohens_kappa(table), statsmodels_kappa(table)
+        assert ours.kappa == pytest.approx(float(theirs["kappa"]), rel=1e-12)
+        assert ours.standard_error == pytest.approx(float(theirs["std_kappa"]), rel=1e-12)
+        homogeneity = SquareTable(table.astype(float), shift_zeros=False).homogeneity()
+        result = stuart_maxwell(table)
+        assert result.statistic == pytest.approx(float(homogeneity.statistic), rel=1e-10)
+        assert result.p_value == pytest.approx(float(homogeneity.pvalue), rel=1e-8, abs=1e-15)
+    for discordant in (1, 2, 9, 10, 31):
+        for first_only in range(discordant + 1):
+            first = [True] * first_only + [False] * (discordant - first_only)
+            p_value = mcnemar_exact(first, [not hit for hit in first]).p_value
+            expected = binomtest(first_only, discordant, 0.5).pvalue
+            assert p_value == pytest.approx(expected, rel=1e-11)

@@ -168,19 +168,17 @@ def test_evaluability_heatmap_is_drawn_in_the_colours_its_key_names(
     demo: tuple[ReportResult, dict[str, Any]],
 ) -> None:
     """Each cell of "why trials were unusable": valid green, missing / invalid / transport red,
-    in the SVG the page embeds (cells are drawn row by row after the two backgrounds)."""
+    in the SVG the page embeds (cells are drawn row by row)."""
     result, record = demo
     text = result.html_path.read_text()
     start = text.index(f"<summary>{UNUSABLE}</summary>")
     svg = text[text.index("<svg", start) : text.index("</svg>", start)]
-    fills = re.findall(
-        r'<g id="[^"]*patch_\d+">\s*<path d="[^"]*"[^>]*style="fill: (#[0-9a-f]{6})', svg
-    )
+    fills = re.findall(r'<rect class="cell"[^>]*fill="(#[0-9a-f]{6})"', svg)
     table = text[text.index('<table class="confusion">', start) :]
     subjects = re.findall(r"<tr><th>([^<]+)</th><td", table[: table.index("</table>")])
     assert set(subjects) == set(record["evaluability"]["subjects"])
     columns = ["valid", "missing", "invalid", "transport_failed"]
-    cells = fills[2 : 2 + len(subjects) * len(columns)]  # after the figure and axes backgrounds
+    cells = fills
     assert len(cells) == len(subjects) * len(columns)
     hues = [_hue(_rgb(fill)) for fill in cells]
     assert hues == ["green", "red", "red", "red"] * len(subjects)

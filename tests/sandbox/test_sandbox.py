@@ -144,12 +144,12 @@ def test_two_trb_adapters_in_their_workers_cannot_pass_state_through_system_v_me
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trustbench.trb.corpus import generate_split
-    from trustbench.trb.isolation._client import AdapterWorker, read_paths
+    from trustbench.trb.isolation._client import AdapterWorker, adapter_plan
 
     monkeypatch.syspath_prepend(str(_shm_folder(tmp_path)))
     context = generate_split("eval", 1, seed=1)[0].context(0)
     workers = [
-        AdapterWorker(t, *read_paths(t)) for t in ("shm_adapters:writer", "shm_adapters:reader")
+        AdapterWorker(t, adapter_plan(t)) for t in ("shm_adapters:writer", "shm_adapters:reader")
     ]
     try:
         writer, reader = (w.adapter() for w in workers)

@@ -24,7 +24,7 @@ from trustbench.trb.instruments import GovernedOracle
 from trustbench.trb.isolation._client import (
     AdapterFailed,
     AdapterWorker,
-    read_paths,
+    adapter_plan,
     refuse_overlap,
 )
 from trustbench.trb.track._profile import RecordingAdapter
@@ -33,8 +33,7 @@ HERE = Path(__file__).parent
 
 
 def _worker(target: str, *, fallback: bool = False) -> AdapterWorker:
-    read, roots = read_paths(target)
-    return AdapterWorker(target, read, roots, fallback=fallback)
+    return AdapterWorker(target, adapter_plan(target), fallback=fallback)
 
 
 def _store_corpus(folder: Path) -> list[Any]:
@@ -112,6 +111,22 @@ def test_an_isolated_adapter_that_opens_a_file_outside_its_folder_is_refused(
         context = generate_split("eval", 1, seed=1)[0].context(0)
         with pytest.raises(AdapterFailed, match="PermissionError"):
             adapter.emit_r(context)
+    finally:
+        worker.close()
+
+
+def test_a_worker_that_dies_fails_its_trial_and_a_fresh_one_serves_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+    worker = _worker("trb_isolation_adapters:dies_on_its_second_report", fallback=True)
+    context = generate_split("eval", 1, seed=1)[0].context(0)
+    try:
+        adapter = worker.adapter()
+        assert adapter.emit_r(context) is not None
+        with pytest.raises(AdapterFailed, match=r"adapter worker of .*dies_on_its_second_report"):
+            adapter.emit_r(context)
+        assert worker.adapter().emit_r(context) is not None  # a fresh process: its first report
     finally:
         worker.close()
 

@@ -32,3 +32,19 @@ def opens_the_secret() -> OpensTheSecret:
 
 def sees_trace_ids() -> SeesTraceIds:
     return SeesTraceIds()
+
+
+class DiesOnItsSecondReport(GovernedOracle):
+    """A governed oracle whose worker process exits in the middle of its second `emit_r`."""
+
+    reports = 0
+
+    def emit_r(self, context: StepContext) -> SelfReport:
+        DiesOnItsSecondReport.reports += 1
+        if DiesOnItsSecondReport.reports == 2:
+            os._exit(3)
+        return super().emit_r(context)
+
+
+def dies_on_its_second_report() -> DiesOnItsSecondReport:
+    return DiesOnItsSecondReport()

@@ -1,14 +1,19 @@
 """Binomial intervals for a rate: Clopper-Pearson (exact) and Wilson score.
 
-Both come from `scipy.stats.binomtest(k, n).proportion_ci`, so the arithmetic is scipy's; this
+Both are scipy's arithmetic through `scipy.special` (the Beta quantile `betaincinv`, the normal
+quantile `ndtri`), the closed forms `scipy.stats.binomtest(k, n).proportion_ci` solves for; this
 module chooses the form, records it in an `Interval`, and refuses n = 0 instead of inventing one.
-`scipy.stats` is imported on first use, not with this module: `figures` (and through it `gates`
+`scipy.special` is imported on first use, not with this module: `figures` (and through it `gates`
 and the spec) import this module, and `trustbench run`, which computes no interval, would
-otherwise pay scipy's ~1.8 s import on every start (issue 35).
+otherwise pay its import on every start (issue 35). Not `scipy.stats`: its import (about 1.1 s
+more than `scipy.special`'s here) was a fifth of `trustbench report`'s wall on a 2,000-trial
+reviewer run (`python -m bench.report_speed`, issue 55), and `binomtest` finds the same Beta
+quantile by root-finding (the two agree within 5e-13, `tests/core/test_stats_binomial.py`).
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Literal
 
@@ -66,10 +71,7 @@ class Interval(_Contract):
     """Anything a reader needs to interpret this interval (e.g. clipping to [0, 1])."""
 
 
-_SCIPY_METHOD = {"clopper_pearson": "exact", "wilson": "wilson"}
-# scipy's `alternative` names the alternative hypothesis: "less" gives the interval [0, U]
-# (a one-sided upper bound), "greater" gives [L, 1].
-_ALTERNATIVE = {"two_sided": "two-sided", "upper": "less", "lower": "greater"}
+_METHODS = ("clopper_pearson", "wilson")
 
 
 def binomial_interval(
@@ -108,8 +110,8 @@ def binomial_interval(
     Raises:
         ValueError: Unknown method, or counts outside 0 <= k <= n.
     """
-    if method not in _SCIPY_METHOD:
-        known = sorted(_SCIPY_METHOD)
+    if method not in _METHODS:
+        known = sorted(_METHODS)
         raise ValueError(f"unknown binomial interval method {method!r}; use one of {known}")
     if k < 0 or n < 0 or k > n:
         raise ValueError(f"binomial interval needs 0 <= k <= n, got k={k}, n={n}")
@@ -156,15 +158,38 @@ def zero_failure_upper_bound(n: int, confidence: float = 0.95) -> float:
 def _bounds(
     k: int, n: int, method: str, confidence: float, sidedness: Sidedness
 ) -> tuple[float, float]:
-    """The bounds scipy gives k/n, each set of arguments computed once per process.
+    """The bounds of k/n, each set of arguments computed once per process.
 
-    One `binomtest(...).proportion_ci` is about 2 ms, and a report asks for the same few counts
-    over and over (every rate of every configuration at the same case count): the workflow
-    demo's report spent 10 of its 27 s here.
+    A report asks for the same few counts over and over (every rate of every configuration at
+    the same case count): the workflow demo's report once spent 10 of its 27 s here.
     """
-    from scipy.stats import binomtest
+    if method == "wilson":
+        return _wilson(k, n, confidence, sidedness)
+    from scipy.special import betaincinv
 
-    ci = binomtest(k, n, alternative=_ALTERNATIVE[sidedness]).proportion_ci(
-        confidence_level=confidence, method=_SCIPY_METHOD[method]
-    )
-    return float(ci.low), float(ci.high)
+    # Clopper-Pearson: a two-sided interval leaves alpha/2 in each tail, a one-sided bound all of
+    # alpha on its side; the other end is the rate's natural limit, as at k = 0 (L = 0) or k = n
+    # (U = 1), where the Beta quantile is undefined.
+    tail = (1.0 - confidence) / 2 if sidedness == "two_sided" else 1.0 - confidence
+    lower = 0.0 if k == 0 or sidedness == "upper" else float(betaincinv(k, n - k + 1, tail))
+    upper = 1.0 if k == n or sidedness == "lower" else float(betaincinv(k + 1, n - k, 1 - tail))
+    return lower, upper
+
+
+def _wilson(k: int, n: int, confidence: float, sidedness: Sidedness) -> tuple[float, float]:
+    """Wilson's score interval in Newcombe's (1998) form, as scipy's `proportion_ci` writes it.
+
+    centre = (2np + z^2) / (2(n + z^2)), half-width = z sqrt(4npq + z^2) / (2(n + z^2)), with z
+    the normal quantile of the confidence (two-sided: of (1 + confidence) / 2); an end at k = 0
+    or k = n, or on the open side of a one-sided bound, is the rate's natural limit.
+    """
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.5 + 0.5 * confidence if sidedness == "two_sided" else confidence))
+    p = k / n
+    denominator = 2 * (n + z**2)
+    centre = (2 * n * p + z**2) / denominator
+    half = z / denominator * math.sqrt(4 * n * p * (1 - p) + z**2)
+    lower = 0.0 if k == 0 or sidedness == "upper" else centre - half
+    upper = 1.0 if k == n or sidedness == "lower" else centre + half
+    return lower, upper

@@ -276,7 +276,7 @@ def cluster_sums(
 # Both report "not computable" with a reason for degenerate tables instead of returning NaN:
 # a NaN in a release record reads as a number; a reason reads as what it is.
 #
-# scipy and statsmodels are imported where they are used: `core.stats` re-exports these functions,
+# scipy.special is imported where it is used: `core.stats` re-exports these functions,
 # and `trustbench run`, which computes no statistics, must not pay for their import
 # (tests/test_run_imports.py).
 
@@ -338,8 +338,9 @@ def cohens_kappa(table: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
     """Cohen's kappa for a k x k agreement table (Cohen 1960).
 
     kappa = (p_o - p_e) / (1 - p_e), with p_o the diagonal share and p_e = sum_i r_i c_i / n^2
-    from the margins. statsmodels computes the standard error; the interval is the normal
-    approximation kappa ± z_{1-alpha/2} * SE, adequate only for moderately many cases.
+    from the margins. The standard error is statsmodels' (`_kappa_standard_error`); the interval
+    is the normal approximation kappa ± z_{1-alpha/2} * SE, adequate only for moderately many
+    cases.
 
     Args:
         table: Square table of counts.
@@ -375,13 +376,11 @@ def cohens_kappa(table: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
             not_computable="chance agreement is 1 (both raters used one and the same category "
             "for every case), so kappa is 0/0",
         )
-    from scipy.stats import norm
-    from statsmodels.stats.inter_rater import cohens_kappa as _sm_cohens_kappa
+    from scipy.special import ndtri
 
-    result = _sm_cohens_kappa(counts)
-    kappa = float(result["kappa"])
-    se = float(result["std_kappa"])
-    half = float(norm.ppf(1.0 - (1.0 - confidence) / 2)) * se
+    kappa = (observed - expected) / (1.0 - expected)
+    se = _kappa_standard_error(counts, kappa, expected)
+    half = float(ndtri(1.0 - (1.0 - confidence) / 2)) * se
     return KappaResult(
         kappa=kappa,
         standard_error=se,
@@ -396,6 +395,29 @@ def cohens_kappa(table: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
             upper=kappa + half,
         ),
     )
+
+
+def _kappa_standard_error(counts: np.ndarray, kappa: float, expected: float) -> float:
+    """Cohen's kappa's asymptotic standard error (Fleiss, Cohen & Everitt 1969).
+
+    With p_ij the table's shares, r_i / c_j its row / column margins and p_e the chance
+    agreement: Var = (A + B - C) / ((1 - p_e)^2 n), A = sum_i p_ii (1 - (r_i + c_i)(1 - kappa))^2,
+    B = (1 - kappa)^2 sum_{i != j} p_ij (c_i + r_j)^2, C = (kappa - p_e (1 - kappa))^2: statsmodels'
+    `cohens_kappa` term for term (its import, pandas with it, was 0.35 s of `report`'s wall,
+    issue 55; the two agree to 1e-12, `tests/core/test_stats_paired.py`).
+    """
+    cases = float(counts.sum())
+    shares = counts / cases
+    rows = counts.sum(axis=1) / cases
+    columns = counts.sum(axis=0) / cases
+    term_a = float((np.diag(shares) * (1 - (rows + columns) * (1 - kappa)) ** 2).sum())
+    off_diagonal = shares * (columns[:, None] + rows) ** 2
+    np.fill_diagonal(off_diagonal, 0.0)
+    term_b = (1 - kappa) ** 2 * float(off_diagonal.sum())
+    term_c = (kappa - expected * (1 - kappa)) ** 2
+    # Degenerate margins (a rater used one category) make the variance negative: NaN, as
+    # statsmodels gives, which the caller reports as not finite (`rtb/review/_analysis.py`).
+    return float(np.sqrt((term_a + term_b - term_c) / (1 - expected) ** 2 / cases))
 
 
 def fleiss_kappa(ratings: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
@@ -434,7 +456,7 @@ def fleiss_kappa(ratings: np.ndarray, *, confidence: float = 0.95) -> KappaResul
         if expected >= 1.0 - 1e-12:
             reason = "chance agreement is 1 (every rating is one and the same category)"
         else:
-            from scipy.stats import norm
+            from scipy.special import ndtri
 
             kappa = (observed - expected) / (1.0 - expected)
             spread = shares * (1.0 - shares)
@@ -444,7 +466,7 @@ def fleiss_kappa(ratings: np.ndarray, *, confidence: float = 0.95) -> KappaResul
                 / (total * float(np.sqrt(cases * raters * (raters - 1))))
                 * float(np.sqrt(max(total**2 - float((spread * (1.0 - 2.0 * shares)).sum()), 0.0)))
             )
-            half = float(norm.ppf(1.0 - (1.0 - confidence) / 2)) * se
+            half = float(ndtri(1.0 - (1.0 - confidence) / 2)) * se
             interval = Interval(
                 method="kappa_asymptotic_normal",
                 confidence=confidence,
@@ -493,10 +515,10 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
 
     With d_i = r_i - c_i (row minus column margin) for i < k and V_ii = r_i + c_i - 2 n_ii,
     V_ij = -(n_ij + n_ji), the statistic d' V^-1 d is chi-square on k - 1 df under marginal
-    homogeneity (Stuart 1955; Maxwell 1970; Agresti 2013 §11.3). Computed by statsmodels
-    `SquareTable(...).homogeneity()`. V is singular when the disagreements involve too few
-    category pairs (e.g. no off-diagonal counts, or all in one cell pair); the test is then
-    reported not computable.
+    homogeneity (Stuart 1955; Maxwell 1970; Agresti 2013 §11.3), computed as statsmodels'
+    `SquareTable(...).homogeneity()` does (`_stuart_maxwell_statistic`). V is singular when the
+    disagreements involve too few category pairs (e.g. no off-diagonal counts, or all in one cell
+    pair); the test is then reported not computable.
 
     Args:
         table: Square table of counts (rows first rater, columns second).
@@ -504,8 +526,7 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
     Returns:
         The `HomogeneityResult`.
     """
-    from scipy.stats import chi2
-    from statsmodels.stats.contingency_tables import SquareTable
+    from scipy.special import chdtrc
 
     counts = np.asarray(table, dtype=np.float64)
     if counts.ndim != 2 or counts.shape[0] != counts.shape[1] or counts.shape[0] < 2:
@@ -523,9 +544,7 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
-            # statsmodels' result object sets its fields at run time (its class declares none).
-            square = SquareTable(counts, shift_zeros=False)
-            bunch = vars(square.homogeneity(method="stuart_maxwell"))
+            statistic = _stuart_maxwell_statistic(counts)
         except (Warning, np.linalg.LinAlgError) as problem:
             return HomogeneityResult(
                 statistic=None,
@@ -534,11 +553,26 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
                 not_computable="covariance of the marginal differences is singular (the "
                 f"disagreements involve too few category pairs): {problem}",
             )
-    statistic = float(bunch["statistic"])
     if not np.isfinite(statistic):
         return HomogeneityResult(
             statistic=None, df=df, p_value=None, not_computable="statistic is not finite"
         )
-    return HomogeneityResult(
-        statistic=statistic, df=int(bunch["df"]), p_value=float(chi2.sf(statistic, bunch["df"]))
-    )
+    return HomogeneityResult(statistic=statistic, df=df, p_value=float(chdtrc(df, statistic)))
+
+
+def _stuart_maxwell_statistic(counts: np.ndarray) -> float:
+    """The statistic n d' V^-1 d over the first k - 1 categories (the last is implied by the rest).
+
+    d = c - r (column minus row margin), V_ii = r_i + c_i - 2 p_ii, V_ij = -(p_ij + p_ji):
+    statsmodels' `SquareTable.homogeneity("stuart_maxwell")` step for step (its import was part
+    of 0.35 s of `report`'s wall, issue 55). Raises `np.linalg.LinAlgError` when V is singular.
+    """
+    cases = float(counts.sum())
+    shares = counts / cases
+    rows = shares.sum(axis=1)[:-1]
+    columns = shares.sum(axis=0)[:-1]
+    inner = shares[:-1, :-1]
+    difference = columns - rows
+    covariance = -(inner + inner.T)
+    np.fill_diagonal(covariance, rows + columns - 2 * np.diag(inner))
+    return float(cases * np.dot(difference, np.linalg.solve(covariance, difference)))

@@ -138,14 +138,21 @@ def _refuse_altered(run_dir: Path, verification: VerifyReport) -> None:
         )
 
 
-def _graded(run_dir: Path, manifest: Manifest) -> tuple[Track, LedgerContents, TrackAnalysis]:
-    """The run's track, its opened ledger and the track's analysis of it."""
+def _graded(
+    run_dir: Path, manifest: Manifest, *, inputs_checked: bool
+) -> tuple[Track, LedgerContents, TrackAnalysis]:
+    """The run's track, its opened ledger and the track's analysis of it.
+
+    `inputs_checked`: the verification re-hashed the frozen inputs in this process and found
+    them intact before grading (as it does unless it runs beside), so they are not hashed twice.
+    """
     track, _ = load_track(manifest.spec.track_id)
     if not isinstance(track, Analyzer):
         raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
     # Grading reads the corpus (its answer key included): it must be the corpus frozen before
     # the run, or an edited reference decision would silently re-grade the recorded replies.
-    check_inputs(manifest, track)
+    if not inputs_checked:
+        check_inputs(manifest, track)
     # A track that grades from outcomes alone says so (`reads_attempt_texts = False`), and its
     # report then never decompresses or holds the attempts' request and response texts. The
     # ledger is streamed: a track that grades from `iter_trials` holds no ledger row for long.
@@ -270,7 +277,9 @@ def report_run(
             # A track that asks candidate code while grading (a workflow boundary's declared
             # class) asks its sandbox worker, which may not read this run's folder either.
             start_run_workers(run_secrets(run_dir, manifest))
-            track, ledger, analysis = _graded(run_dir, manifest)
+            track, ledger, analysis = _graded(
+                run_dir, manifest, inputs_checked=not verification_job.beside
+            )
         except Exception:
             # Beside, grading an altered run may fail anywhere (an edited corpus, a ledger row
             # no track expects): the alteration is what to report, as when verified first.

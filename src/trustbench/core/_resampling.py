@@ -97,9 +97,11 @@ def cluster_robust_interval(
         return Interval(**base, lower=None, upper=None, groups=groups, not_computable=EQUAL_RATIOS)
     alpha = 1.0 - confidence
     tail = alpha / 2 if sidedness == "two_sided" else alpha
-    from scipy.stats import t as student_t  # on first use: `run` imports this module
+    # Student's t quantile (`scipy.stats.t.ppf` computes it with this same function); on first
+    # use, as `run` imports this module, and not through `scipy.stats` (`_binomial.py`).
+    from scipy.special import stdtrit
 
-    half = float(student_t.ppf(1.0 - tail, groups - 1)) * math.sqrt(variance)
+    half = float(stdtrit(groups - 1, 1.0 - tail)) * math.sqrt(variance)
     lower: float | None = ratio - half
     upper: float | None = ratio + half
     if sidedness == "upper":
@@ -618,7 +620,7 @@ def mcnemar_exact(first: Sequence[bool], second: Sequence[bool]) -> McNemarResul
     (Agresti 2013 §11.1).
 
     Given b = first-only and c = second-only discordant pairs, under "no difference" b is
-    Binomial(b + c, 1/2); the two-sided p-value is scipy's exact binomial test. Concordant pairs
+    Binomial(b + c, 1/2); the two-sided p-value is the exact binomial test's. Concordant pairs
     carry no information about the difference. It treats cases as independent: with related
     variants (a domain group), prefer `paired_difference` with clusters.
 
@@ -636,9 +638,12 @@ def mcnemar_exact(first: Sequence[bool], second: Sequence[bool]) -> McNemarResul
     first_only = int(np.sum(a & ~b))
     second_only = int(np.sum(~a & b))
     discordant = first_only + second_only
-    from scipy.stats import binomtest  # on use: `run` imports no scipy
+    # Binomial(n, 1/2) is symmetric, so the exact two-sided p-value (`scipy.stats.binomtest`'s:
+    # the outcomes no likelier than the observed one) is twice the smaller tail, at most 1.
+    from scipy.special import bdtr  # on use: `run` imports no scipy
 
-    p_value = 1.0 if discordant == 0 else float(binomtest(first_only, discordant, 0.5).pvalue)
+    smaller = min(first_only, second_only)
+    p_value = 1.0 if discordant == 0 else 2.0 * float(bdtr(smaller, discordant, 0.5))
     return McNemarResult(
         both=int(np.sum(a & b)),
         first_only=first_only,

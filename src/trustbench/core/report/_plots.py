@@ -1,25 +1,28 @@
-"""Inline SVG plots for the report, drawn with matplotlib's object API (no pyplot, no GUI).
+"""Inline SVG plots for the report: the review plots written directly, the rest with matplotlib.
 
-Figures are built with `matplotlib.figure.Figure` directly, which renders through the Agg/SVG
-canvases without touching pyplot's global state, so nothing needs closing and nothing leaks
-between reports. Text stays text (`svg.fonttype = none`), is escaped by matplotlib's SVG
-writer, and has `$` escaped so a label is never read as mathtext. The XML prolog, DOCTYPE,
-metadata and namespace declarations are stripped: the SVG is inlined in HTML5, where they are
-not needed, and the page must not reference any external resource.
+The confusion heatmap and the forest plot, which every RTB report draws, are written here as
+plain SVG (rectangles, lines and text; text escaped, so a label is never markup). Drawing them
+with matplotlib cost about 2 s of CPU per report (its import 1.3 s, six plots 0.7 s), about 40% of
+`trustbench report`'s CPU on a 2,000-trial reviewer run (`python -m bench.report_speed`, issue
+55). The TRB profile's small multiples and radar are still matplotlib figures, built with
+`matplotlib.figure.Figure` directly (no pyplot, no global state, nothing to close) and imported
+only when one is drawn. There, text stays text (`svg.fonttype = none`), is escaped by
+matplotlib's SVG writer, and has `$` escaped so a label is never read as mathtext; the XML prolog,
+DOCTYPE, metadata and namespace declarations are stripped: the SVG is inlined in HTML5, where they
+are not needed, and the page must not reference any external resource.
 """
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import matplotlib as mpl
-import numpy as np
-from matplotlib.colors import to_hex
-from matplotlib.figure import Figure as PlotFigure
-from matplotlib.patches import Patch, Rectangle
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure as PlotFigure
 
 _STRIP = [
     re.compile(r"<\?xml[^>]*\?>\s*"),
@@ -50,10 +53,33 @@ _STATUS_COLOUR = {
 }
 
 
+# ColorBrewer's nine-class sequential palettes, the anchors of matplotlib's "Greens", "Reds" and
+# "Greys" colour maps, so a cell keeps the colour it had when matplotlib drew it.
+_SEQUENTIAL = {
+    True: "f7fcf5 e5f5e0 c7e9c0 a1d99b 74c476 41ab5d 238b45 006d2c 00441b",
+    False: "fff5f0 fee0d2 fcbba1 fc9272 fb6a4a ef3b2c cb181d a50f15 67000d",
+    None: "ffffff f0f0f0 d9d9d9 bdbdbd 969696 737373 525252 252525 000000",
+}
+_LEVELS = 256
+"""Entries of matplotlib's colour-map lookup table: a value picks entry floor(value * 256)."""
+
+
 def cell_colour(agrees: bool | None, share: float) -> str:
-    """A confusion cell's fill: green when desired, red when an error, grey when neither."""
-    scale = mpl.colormaps[{True: "Greens", False: "Reds", None: "Greys"}[agrees]]
-    return str(to_hex(scale(0.08 + 0.8 * share)))
+    """A confusion cell's fill: green when desired, red when an error, grey when neither.
+
+    The shade is `0.08 + 0.8 * share` on the palette, read as matplotlib's colour map reads it:
+    the lookup-table entry floor(value * 256), linearly interpolated between the nine anchors.
+    """
+    anchors = [bytes.fromhex(colour) for colour in _SEQUENTIAL[agrees].split()]
+    entry = min(int((0.08 + 0.8 * share) * _LEVELS), _LEVELS - 1)
+    position = entry / (_LEVELS - 1) * (len(anchors) - 1)
+    below = min(int(position), len(anchors) - 2)
+    weight = position - below
+    channels = (
+        (anchors[below][c] / 255) * (1 - weight) + (anchors[below + 1][c] / 255) * weight
+        for c in range(3)
+    )
+    return "#" + "".join(f"{round(value * 255):02x}" for value in channels)
 
 
 def wrap(text: str, width: int = 14) -> str:
@@ -87,6 +113,8 @@ def svg_text(figure: PlotFigure, salt: str) -> str:
     Returns:
         The `<svg ...>...</svg>` element.
     """
+    import matplotlib as mpl
+
     buffer = io.StringIO()
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
         figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -115,6 +143,55 @@ def confusion_legend(kinds: Sequence[Sequence[bool | None]]) -> str:
     return " (" + "; ".join(shown) + ")"
 
 
+_FONT = "font-family: 'DejaVu Sans', 'Bitstream Vera Sans', Arial, sans-serif"
+"""matplotlib's default face first, so the plots read as they did when it drew them."""
+
+
+def _width(text: str, size: float) -> float:
+    """An estimate of a one-line label's width in px (0.62 em a character), for margins."""
+    return 0.62 * size * max((len(line) for line in text.split("\n")), default=0)
+
+
+def _text(
+    x: float,
+    y: float,
+    text: str,
+    *,
+    size: float,
+    anchor: str = "start",
+    colour: str = "black",
+    rotate: bool = False,
+) -> str:
+    """A `<text>` element, its lines as `<tspan>`s centred on `y`; `rotate` turns it upright."""
+    lines = text.split("\n")
+    turn = f' transform="rotate(-90 {x:.1f} {y:.1f})"' if rotate else ""
+    first = -(len(lines) - 1) * 0.55
+    spans = "".join(
+        f'<tspan x="{x:.1f}" dy="{first if i == 0 else 1.1:.2f}em">{html.escape(line)}</tspan>'
+        for i, line in enumerate(lines)
+    )
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:g}" text-anchor="{anchor}" '
+        f'dominant-baseline="central" fill="{colour}"{turn}>{spans}</text>'
+    )
+
+
+def _line(x1: float, y1: float, x2: float, y2: float, colour: str, width: float, *,
+          dashed: bool = False) -> str:  # fmt: skip
+    dash = ' stroke-dasharray="4 3"' if dashed else ""
+    return (f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{colour}" '
+            f'stroke-width="{width:g}"{dash}/>')  # fmt: skip
+
+
+def _svg(salt: str, width: float, height: float, parts: Sequence[str]) -> str:
+    return (
+        f'<svg id="{salt}" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" style="{_FONT}">'
+        + "".join(parts)
+        + "</svg>"
+    )
+
+
 def confusion_svg(
     rows: Sequence[str],
     columns: Sequence[str],
@@ -131,32 +208,53 @@ def confusion_svg(
     (`False`, red) or neither (`None`, grey); by default a cell is desired when its column is its
     row's label. So a bad outcome never shares the colour of a good one. The shade
     is each cell's share of its row, so rows with different totals compare fairly; the count is
-    printed so the colour never has to be read as a number.
+    printed so the colour never has to be read as a number. Each cell is a `rect` of class
+    `cell`, row by row.
     """
-    table = np.asarray(counts, dtype=float)
-    totals = table.sum(axis=1, keepdims=True)
-    shares = np.divide(table, totals, out=np.zeros_like(table), where=totals > 0)
-    figure = PlotFigure(figsize=(1.4 + 1.0 * len(columns), 1.2 + 0.55 * len(rows)))
-    axes = figure.add_subplot()
     kind = kinds or [[row == column for column in columns] for row in rows]
-    # Cells are drawn as rectangles (not an embedded raster), so each fill is a plain colour in
-    # the SVG. Zero cells keep a faint tint (0.08) so the grid stays visible.
-    for (i, j), share in np.ndenumerate(shares):
-        axes.add_patch(
-            Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=cell_colour(kind[i][j], share))
-        )
-    axes.set_xlim(-0.5, len(columns) - 0.5)
-    axes.set_ylim(len(rows) - 0.5, -0.5)
-    for (i, j), value in np.ndenumerate(table):
-        colour = "white" if shares[i, j] > 0.6 else "black"
-        axes.text(j, i, f"{int(value)}", ha="center", va="center", color=colour, fontsize=9)
-    axes.set_xticks(range(len(columns)), [plain(wrap(c, 9)) for c in columns], fontsize=8)
-    axes.set_yticks(range(len(rows)), [plain(r) for r in rows], fontsize=8)
-    axes.set_xlabel(plain(column_title) + confusion_legend(kind), fontsize=8)
-    axes.set_ylabel(plain(row_title), fontsize=9)
-    axes.xaxis.set_label_position("top")
-    axes.xaxis.tick_top()
-    return svg_text(figure, salt)
+    cell_width, cell_height = 64.0, 30.0
+    column_labels = [wrap(c, 9) for c in columns]
+    label_lines = max((label.count("\n") + 1 for label in column_labels), default=1)
+    title = column_title + confusion_legend(kind)
+    left = 28 + max((_width(r, 11) for r in rows), default=0.0) + 8
+    top = 22 + 13 * label_lines + 6
+    grid_width = cell_width * len(columns)
+    width = max(left + grid_width + 10, _width(title, 11) + 20)
+    height = top + cell_height * len(rows) + 10
+    parts = [
+        _text(left + grid_width / 2, 10, title, size=11, anchor="middle"),
+        _text(10, top + cell_height * len(rows) / 2, row_title, size=12, anchor="middle",
+              rotate=True),
+    ]  # fmt: skip
+    for j, label in enumerate(column_labels):
+        lines = label.count("\n") + 1
+        y = top - 8 - 13 * (lines - 1) / 2
+        parts.append(_text(left + (j + 0.5) * cell_width, y, label, size=11, anchor="middle"))
+    for i, (row, row_counts) in enumerate(zip(rows, counts, strict=True)):
+        y = top + i * cell_height
+        parts.append(_text(left - 6, y + cell_height / 2, row, size=11, anchor="end"))
+        total = sum(row_counts)
+        for j, count in enumerate(row_counts):
+            share = count / total if total > 0 else 0.0
+            x = left + j * cell_width
+            parts.append(
+                f'<rect class="cell" x="{x:.1f}" y="{y:.1f}" width="{cell_width:g}" '
+                f'height="{cell_height:g}" fill="{cell_colour(kind[i][j], share)}" '
+                'stroke="#ffffff"/>'
+            )
+            colour = "white" if share > 0.6 else "black"
+            parts.append(_text(x + cell_width / 2, y + cell_height / 2, f"{int(count)}", size=12,
+                               anchor="middle", colour=colour))  # fmt: skip
+    return _svg(salt, width, height, parts)
+
+
+def _ticks(low: float, high: float, target: int = 5) -> list[float]:
+    """About `target` round tick positions (steps of 1, 2, 2.5 or 5 times a power of 10)."""
+    raw = (high - low) / target
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.ceil(low / step) * step
+    return [round(first + i * step, 12) for i in range(int((high - first) / step + 1e-9) + 1)]
 
 
 def forest_svg(
@@ -178,44 +276,56 @@ def forest_svg(
     red (failed) or amber (not evaluable), with the status written after the label.
     """
     count = len(labels)
-    figure = PlotFigure(figsize=(6.4, 0.6 + 0.32 * count))
-    axes = figure.add_subplot()
     finite = [v for v in estimates if v is not None]
     finite += [e for pair in intervals if pair for e in pair if e is not None]
     finite += list(thresholds)
     statuses = list(statuses) if statuses is not None else [None] * count
-    low = min(finite, default=0.0)
-    high = max(finite, default=1.0)
+    low, high = min(finite, default=0.0), max(finite, default=1.0)
     pad = (high - low) * 0.05 or 0.05
-    axes.set_xlim(low - pad, high + pad)
-    rows = zip(estimates, intervals, statuses, strict=True)
-    for row, (estimate, pair, status) in enumerate(rows):
-        y = count - 1 - row
-        colour = _STATUS_COLOUR.get(status, _STATUS_COLOUR[None])
-        if pair is not None:
-            left = pair[0] if pair[0] is not None else low - pad
-            right = pair[1] if pair[1] is not None else high + pad
-            axes.plot([left, right], [y, y], color=colour, linewidth=1.6)
-        if estimate is not None:
-            axes.plot([estimate], [y], marker="s", color=colour, markersize=5)
-    if reference is not None:
-        axes.axvline(reference, color="#888888", linewidth=0.8, linestyle="--")
-    for threshold in thresholds:
-        axes.axvline(threshold, color="#c62828", linewidth=1.0, linestyle="--")
-        axes.text(threshold, count - 0.35, f" gate {threshold:g}", color="#c62828", fontsize=7,
-                  va="bottom")  # fmt: skip
+    start, end = low - pad, high + pad
     named = [
-        plain(label) + ("" if status is None else f"  [{status.replace('_', ' ')}]")
+        label + ("" if status is None else f"  [{status.replace('_', ' ')}]")
         for label, status in zip(labels, statuses, strict=True)
     ]
-    axes.set_yticks(range(count), list(reversed(named)), fontsize=8)
-    for tick, status in zip(axes.get_yticklabels(), reversed(statuses), strict=True):
-        tick.set_color(_STATUS_COLOUR[status] if status else "black")
-    axes.set_ylim(-0.7, count + 0.2)
-    axes.set_xlabel(plain(xlabel), fontsize=9)
-    axes.tick_params(axis="x", labelsize=8)
-    axes.grid(axis="x", linewidth=0.3)
-    return svg_text(figure, salt)
+    left = min(max((_width(n, 11) for n in named), default=0.0), 380.0) + 16
+    plot_width = max(260.0, 660 - left)
+    top, row_height = 24.0, 22.0
+    plot_height = row_height * count + 8
+    width, height = left + plot_width + 16, top + plot_height + 46
+
+    def at(value: float) -> float:
+        return left + (value - start) / (end - start) * plot_width
+
+    bottom = top + plot_height
+    parts: list[str] = []
+    for tick in _ticks(start, end):
+        x = at(tick)
+        parts.append(_line(x, top, x, bottom, "#b0b0b0", 0.4))
+        parts.append(_text(x, bottom + 12, f"{tick:g}", size=11, anchor="middle"))
+    parts.append(f'<rect x="{left:.1f}" y="{top:.1f}" width="{plot_width:.1f}" '
+                 f'height="{plot_height:.1f}" fill="none" stroke="#000000"/>')  # fmt: skip
+    parts.append(_text(left + plot_width / 2, bottom + 32, xlabel, size=12, anchor="middle"))
+    vertical = [(reference, "#888888", 0.8)] if reference is not None else []
+    vertical += [(threshold, "#c62828", 1.0) for threshold in thresholds]
+    for value, colour, stroke in vertical:
+        parts.append(_line(at(value), top, at(value), bottom, colour, stroke, dashed=True))
+    for threshold in thresholds:
+        parts.append(_text(at(threshold), top - 9, f" gate {threshold:g}", size=10,
+                           colour="#c62828"))  # fmt: skip
+    rows = zip(named, estimates, intervals, statuses, strict=True)
+    for row, (name, estimate, pair, status) in enumerate(rows):
+        y = top + 4 + (row + 0.5) * row_height
+        colour = _STATUS_COLOUR.get(status, _STATUS_COLOUR[None])
+        parts.append(_text(left - 6, y, name, size=11, anchor="end",
+                           colour=_STATUS_COLOUR[status] if status else "black"))  # fmt: skip
+        if pair is not None:
+            x1 = at(pair[0] if pair[0] is not None else start)
+            x2 = at(pair[1] if pair[1] is not None else end)
+            parts.append(_line(x1, y, x2, y, colour, 1.6))
+        if estimate is not None:
+            parts.append(f'<rect x="{at(estimate) - 3.5:.1f}" y="{y - 3.5:.1f}" width="7" '
+                         f'height="7" fill="{colour}"/>')  # fmt: skip
+    return _svg(salt, width, height, parts)
 
 
 def grouped_bar_svg(
@@ -232,6 +342,9 @@ def grouped_bar_svg(
     one shared y axis. Each series keeps one colour in every panel, named in one legend. A
     missing value is not drawn as a zero-height bar; "not run" is written in its place.
     """
+    from matplotlib.figure import Figure as PlotFigure
+    from matplotlib.patches import Patch
+
     columns = min(3, max(1, len(categories)))
     panels = max(1, math.ceil(len(categories) / columns))
     figure = PlotFigure(figsize=(2.6 * columns + 0.6, 2.2 * panels + 0.6), layout="constrained")
@@ -272,6 +385,8 @@ def radar_svg(
     Radar area depends on axis order, so it must not be read as an aggregate score; the
     report always shows the per-axis table beside it.
     """
+    from matplotlib.figure import Figure as PlotFigure
+
     angles = [2 * math.pi * i / len(categories) for i in range(len(categories))]
     figure = PlotFigure(figsize=(4.2, 4.2))
     axes = figure.add_subplot(projection="polar")

@@ -2,8 +2,9 @@
 
 A `MODULE:FACTORY` adapter is untrusted code: in the harness process it could read the corpus
 (r, Phi(r'), the labels, the other splits) from the cache and score perfectly. So the track runs
-it in `_worker`, a separate process in its own empty folder, restricted by Landlock (else a
-named fallback), that receives contexts with opaque trace ids and nothing else.
+it in the sandbox's one worker (`trustbench.sandbox`), a separate process in its own empty folder,
+restricted by Landlock (else a named fallback), where `_worker`'s session receives contexts with
+opaque trace ids and nothing else.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from trustbench.trb.isolation._client import (
     AdapterFailed,
     AdapterWorker,
     IsolatedAdapter,
-    read_paths,
+    adapter_plan,
     refuse_overlap,
 )
 from trustbench.trb.isolation._worker import opaque_trace_id
@@ -21,7 +22,7 @@ __all__ = [
     "AdapterFailed",
     "AdapterWorker",
     "IsolatedAdapter",
+    "adapter_plan",
     "opaque_trace_id",
-    "read_paths",
     "refuse_overlap",
 ]

@@ -1,10 +1,12 @@
 """The harness side of adapter isolation: a worker per candidate and an adapter that talks to it.
 
-`AdapterWorker` starts `_worker` in a fresh empty folder with a scrubbed environment and the
-allow-list of readable paths (`read_paths`), and exchanges JSON lines with it under a lock (the
-trials of one candidate share its worker; each trial builds a fresh adapter there). A worker
-that dies is started again for the next trial; the trial it died in fails and is scored as its
-measures' worst case.
+`AdapterWorker` runs the candidate's adapters in the sandbox's one worker
+(`trustbench.sandbox.CandidateWorker`: a fresh empty folder, a scrubbed environment, the
+documented read list of `plan_for` plus the declared `adapter_read_paths`); its entry is
+`_worker.serve`, which imports the adapter's factory once confined and answers the harness's
+requests (the trials of one candidate share its worker; each trial builds a fresh adapter there).
+A worker that dies is started again for the next trial; the trial it died in fails and is scored
+as its measures' worst case.
 
 `IsolatedAdapter` is what the measures see: `emit_r`, `act`, `act_many`, `emit_many`, `seed`,
 and `use_encoding` when the adapter has it. It has no white box (Track 2 is "not run" for it)
@@ -14,58 +16,39 @@ and no `act_without_r` (the harness builds the comparison arms itself).
 from __future__ import annotations
 
 import contextlib
-import json
-import shutil
-import subprocess
-import sys
-import sysconfig
-import tempfile
+import dataclasses
 import threading
 from collections.abc import Sequence
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 from trustbench.errors import InputError
-from trustbench.sandbox._confine import SYSTEM_READ
-from trustbench.sandbox._rpc import harness_secrets, trustbench_package, worker_environment
+from trustbench.sandbox import CandidateRaised, CandidateWorker, SandboxPlan, WorkerFailed, plan_for
 from trustbench.trb.adapter._protocol import AdapterTier, SelfReport, StepContext
+
+SESSION_ENTRY = "trustbench.trb.isolation._worker:serve"
+"""What the sandbox worker imports: it builds the session that imports the adapter's factory."""
 
 
 class AdapterFailed(Exception):
     """A hook raised in the worker, or the worker died (the message says which)."""
 
 
-def _module_paths(target: str) -> tuple[list[str], list[str]]:
-    """(folders to read, folders to list) for the factory's top-level module, not importing it.
+def adapter_plan(
+    target: str,
+    extra: Sequence[str] = (),
+    *,
+    hidden: Sequence[str] = (),
+    ports: Sequence[int] | None = None,
+) -> SandboxPlan:
+    """The sandbox of a worker for the adapter factory `target`: `plan_for`'s, plus `extra`.
 
-    `find_spec` of a top-level name locates it without running it; the module (or package)
-    is readable, its parent only listable, so the import system can find it.
+    `extra` is the track's `adapter_read_paths` (e.g. local model weights).
     """
-    top = target.partition(":")[0].split(".")[0]
-    cwd = str(Path.cwd())
-    if cwd not in sys.path:  # as `load_factory` does: the current directory is importable
-        sys.path.insert(0, cwd)
-    spec = find_spec(top)
-    if spec is None or spec.origin in (None, "built-in", "frozen"):
-        raise InputError(f"cannot find module {top!r} of adapter {target}", location=target)
-    locations = list(spec.submodule_search_locations or [])
-    read = locations or [spec.origin]
-    listed = [str(Path(p).parent) for p in read]
-    return read, listed
-
-
-def read_paths(target: str, extra: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """(readable paths, import roots) of a worker for the adapter factory `target`."""
-    import trustbench
-
-    package = str(Path(trustbench.__file__).resolve().parent)
-    module_read, module_roots = _module_paths(target)
-    stdlib = [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    read = [*SYSTEM_READ, *prefixes, *stdlib, package, *module_read, *extra]
-    roots = [str(Path(package).parent), *module_roots]
-    return list(dict.fromkeys(read)), list(dict.fromkeys(roots))
+    if ":" not in target:
+        raise InputError(f"expected MODULE:FACTORY, got {target!r}", location=target)
+    plan = plan_for(target, hidden=hidden, ports=ports)
+    return dataclasses.replace(plan, read=list(dict.fromkeys([*plan.read, *extra])))
 
 
 def refuse_overlap(paths: Sequence[str], secret: dict[str, Path]) -> None:
@@ -87,85 +70,47 @@ def refuse_overlap(paths: Sequence[str], secret: dict[str, Path]) -> None:
 
 
 class AdapterWorker:
-    """One sandboxed worker process holding a candidate's adapters (started on first use)."""
+    """One sandboxed worker process holding a candidate's adapters (started on first use).
 
-    def __init__(
-        self,
-        target: str,
-        read: Sequence[str],
-        roots: Sequence[str],
-        *,
-        fallback: bool = False,
-        hidden: Sequence[str] = (),
-        ports: Sequence[int] | None = None,
-    ) -> None:
+    Args:
+        target: The adapter's `MODULE:FACTORY`.
+        plan: What the worker may read, must not read and may connect to (`adapter_plan`).
+        fallback: The audit-hook fallback instead of the kernel sandbox (tests of it, and a
+            candidate with `isolation = "none"` on a machine without the sandbox).
+    """
+
+    def __init__(self, target: str, plan: SandboxPlan, *, fallback: bool = False) -> None:
         self.target = target
-        self.fallback = fallback
-        """Only the audit-hook fallback (tests of it, and a candidate with `isolation = "none"`
-        on a machine without the sandbox)."""
-        self.read = list(read)
-        self.roots = list(roots)
-        self.hidden = [*harness_secrets(), *hidden]
-        """Paths the worker must not read wherever they lie (the corpus, the cache, a key)."""
-        self.ports = None if ports is None else list(ports)
-        """TCP ports of the candidate's declared endpoints; None: no network."""
-        self.sandbox: str | None = None
+        self._worker = CandidateWorker(SESSION_ENTRY, plan, fallback=fallback)
+        self._session: Any = None
         self._lock = threading.Lock()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._folder: str | None = None
 
-    def _start(self) -> None:
-        self._folder = tempfile.mkdtemp(prefix="trb-adapter-")
-        self._process = subprocess.Popen(
-            [sys.executable, "-s", "-m", "trustbench.trb.isolation._worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self._folder, env=worker_environment(self._folder, self.roots), close_fds=True,
-        )  # fmt: skip
-        config = {
-            "factory": self.target, "read": self.read + self.roots, "workdir": self._folder,
-            "fallback": self.fallback, "hidden": self.hidden, "ports": self.ports,
-            "package": trustbench_package(),
-        }  # fmt: skip
-        hello = self._exchange(config)
-        self.sandbox = str(hello["sandbox"])
+    @property
+    def sandbox(self) -> str | None:
+        """The mode the worker runs under (None until it has started)."""
+        return self._worker.sandbox
 
-    def _exchange(self, message: dict[str, Any]) -> Any:
-        process = self._process
-        assert process is not None and process.stdin is not None and process.stdout is not None
-        try:
-            process.stdin.write(json.dumps(message).encode() + b"\n")
-            process.stdin.flush()
-            line = process.stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = b""
-        if not line:
-            self._stop()
-            raise AdapterFailed(f"the adapter worker of {self.target} exited")
-        reply = json.loads(line)
-        if "error" in reply:
-            raise AdapterFailed(str(reply["error"]))
-        return reply["ok"]
+    def request(self, operation: str, *arguments: Any) -> Any:
+        """Call the session's `operation` in the worker (starting the worker if needed).
 
-    def request(self, message: dict[str, Any]) -> Any:
-        """Send one request and return its answer (starting the worker if needed)."""
+        Raises:
+            AdapterFailed: the hook or the factory raised, the sandbox cannot be set up, or the
+                worker died (it is started again on the next request).
+        """
         with self._lock:
-            if self._process is None:
-                self._start()
-            return self._exchange(message)
+            try:
+                if self._session is None:
+                    self._session = self._worker.entry_object()(self.target)
+                return getattr(self._session, operation)(*arguments)
+            except CandidateRaised as error:
+                raise AdapterFailed(str(error)) from None
+            except (WorkerFailed, OSError) as error:  # OSError: a write to a dead worker's pipe
+                self._stop()
+                raise AdapterFailed(f"the adapter worker of {self.target}: {error}") from None
 
     def _stop(self) -> None:
-        process, self._process = self._process, None
-        if process is not None:
-            if process.stdin is not None:
-                process.stdin.close()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
+        self._session = None
+        self._worker.close()
 
     def close(self) -> None:
         """Stop the worker and delete its folder."""
@@ -178,11 +123,11 @@ class AdapterWorker:
 
     def adapter(self) -> IsolatedAdapter:
         """A fresh adapter built by the factory inside the worker."""
-        return IsolatedAdapter(self, self.request({"op": "new"}))
+        return IsolatedAdapter(self, self.request("new"))
 
     def conformance(self, n_traces: int) -> list[dict[str, Any]]:
         """The conformance kit's results, run inside the worker (sandboxed)."""
-        return list(self.request({"op": "conformance", "n_traces": n_traces}))
+        return list(self.request("conformance", n_traces))
 
 
 def _decode(answer: dict[str, Any]) -> Any:
@@ -215,7 +160,7 @@ class IsolatedAdapter:
             self.use_encoding = self._use_encoding
 
     def _call(self, hook: str, **fields: Any) -> Any:
-        return self._worker.request({"op": "call", "handle": self._handle, "hook": hook, **fields})
+        return self._worker.request("call", {"handle": self._handle, "hook": hook, **fields})
 
     def _use_encoding(self, encoding: Any) -> None:
         self._call("use_encoding", encoding=encoding.name)
@@ -253,4 +198,4 @@ class IsolatedAdapter:
     def close(self) -> None:
         """Drop this adapter in the worker (the worker stays for the candidate's next trial)."""
         with contextlib.suppress(AdapterFailed):
-            self._worker.request({"op": "close", "handle": self._handle})
+            self._worker.request("close", self._handle)

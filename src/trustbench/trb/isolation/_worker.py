@@ -1,20 +1,18 @@
-"""The adapter worker: a separate process that holds a user adapter and sees only contexts.
+"""The adapter worker's side: the session that holds a user adapter and sees only contexts.
 
-Started by `_client.AdapterWorker` as `python -m trustbench.trb.isolation._worker`, in its own
-empty folder (its working directory, HOME, TMPDIR and TRUSTBENCH_CACHE), it reads one JSON line
-of configuration (the factory, the paths it may read), confines itself with the one sandbox every
-candidate's code runs in (`trustbench.sandbox`: its own user, IPC and network namespaces, then
-Landlock; the audit-hook fallback only where a test asks for it; where neither the namespaces nor
-Landlock can be set up it refuses to serve), and only then imports the adapter's module:
-import-time code runs sandboxed. After that it answers one JSON line per request: build a fresh
-adapter, seed it, `emit_r`, `act`, their batched forms (`emit_many` and `act_many` when the
-adapter has them), switch its report encoding, run the conformance kit, and close an adapter
-(its `close()` is called, as docs/trb.md says).
+The sandbox's one worker (`trustbench.sandbox.CandidateWorker`, started by
+`_client.AdapterWorker`) confines itself (its own user, IPC and network namespaces, then
+Landlock; the audit-hook fallback only where a test asks for it; where neither can be set up it
+refuses to serve) and only then imports its entry, `serve`, which the harness calls with the
+adapter's `MODULE:FACTORY`: the factory's import-time code runs sandboxed. The session it
+returns answers the harness's calls: build a fresh adapter, seed it, `emit_r`, `act`, their
+batched forms (`emit_many` and `act_many` when the adapter has them), switch its report
+encoding, run the conformance kit, and close an adapter (its `close()` is called, as
+docs/trb.md says).
 
 Nothing but contexts and overrides crosses the pipe: the harness keeps the traces, Phi(r'), the
 labels and the split names, and sends each context with an opaque trace id. The answers are
-plain JSON (never pickle: the harness must not execute what an adapter sends back). The
-protocol uses a duplicate of the original stdout; the adapter's own prints go to stderr.
+plain JSON (never pickle: the harness must not execute what an adapter sends back).
 """
 
 from __future__ import annotations
@@ -22,19 +20,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import json
-import os
-import sys
 from collections.abc import Callable, Iterable
-from typing import IO, Any
+from typing import Any
 
-from trustbench.sandbox._confine import (
-    SandboxUnavailable,
-    confine,
-    install_audit_hook,
-    package_data,
-    read_rules,
-)
 from trustbench.trb.adapter._protocol import StepContext
 
 
@@ -52,27 +40,31 @@ def _jsonable(value: Any) -> Any:
 
 
 class _Session:
-    """The adapters of one worker by handle, and the dispatch of one request."""
+    """The adapters of one worker by handle, and the dispatch of one request.
+
+    Its state is private: the session crosses to the harness by reference, which sees only
+    its methods.
+    """
 
     def __init__(self, factory: Any) -> None:
-        from trustbench.trb.adapter._protocol import SelfReport, StepContext
+        self._factory = factory
+        self._adapters: dict[int, Any] = {}
+        self._next_handle = 0
 
-        self.factory = factory
-        self.adapters: dict[int, Any] = {}
-        self.next_handle = 0
-        self.report = SelfReport
-        self.context = StepContext
+    @staticmethod
+    def _r(raw: Any) -> Any:
+        from trustbench.trb.adapter._protocol import SelfReport
 
-    def _r(self, raw: Any) -> Any:
-        return None if raw is None else self.report.model_validate(raw)
+        return None if raw is None else SelfReport.model_validate(raw)
 
     def new(self) -> dict[str, Any]:
-        adapter = self.factory()
-        self.next_handle += 1
-        self.adapters[self.next_handle] = adapter
+        """Build a fresh adapter; its handle and what the harness needs to know of it."""
+        adapter = self._factory()
+        self._next_handle += 1
+        self._adapters[self._next_handle] = adapter
         tier = getattr(adapter, "tier", None)
         return {
-            "handle": self.next_handle,
+            "handle": self._next_handle,
             "name": str(getattr(adapter, "name", "?")),
             "tier": None if tier is None else str(getattr(tier, "value", tier)),
             "supports_override": bool(getattr(adapter, "supports_override", False)),
@@ -80,7 +72,8 @@ class _Session:
         }
 
     def call(self, request: dict[str, Any]) -> Any:
-        adapter = self.adapters[int(request["handle"])]
+        """Run one hook of an adapter (`request`: its handle, the hook and its arguments)."""
+        adapter = self._adapters[int(request["handle"])]
         hook = request["hook"]
         if hook == "seed":
             adapter.seed(int(request["value"]))
@@ -90,7 +83,7 @@ class _Session:
 
             adapter.use_encoding(SLOT_ENCODINGS[request["encoding"]])
             return None
-        contexts = [self.context.model_validate(c) for c in request["contexts"]]
+        contexts = [StepContext.model_validate(c) for c in request["contexts"]]
         if hook == "emit_r":
             answers = _batched(getattr(adapter, "emit_many", None), contexts)
             if answers is not None:
@@ -107,16 +100,17 @@ class _Session:
 
     def close(self, handle: int) -> None:
         """Drop an adapter, calling its `close()` when it has one (its failure is its own)."""
-        adapter = self.adapters.pop(handle, None)
+        adapter = self._adapters.pop(handle, None)
         close: Callable[[], Any] | None = getattr(adapter, "close", None)
         if callable(close):
             with contextlib.suppress(Exception):  # a failing close() must not stop the worker
                 close()
 
     def conformance(self, n_traces: int) -> list[dict[str, Any]]:
+        """The conformance kit's results on the factory (as JSON)."""
         from trustbench.trb.adapter._conformance import check_adapter
 
-        return [c.model_dump() for c in check_adapter(self.factory, n_traces=n_traces)]
+        return [c.model_dump(mode="json") for c in check_adapter(self._factory, n_traces=n_traces)]
 
 
 def _batched(hook: Callable[..., Iterable[Any]] | None, *batch: list[Any]) -> list[Any] | None:
@@ -141,62 +135,15 @@ def _guarded(fn: Any) -> Any:
         return {"error": f"{type(error).__name__}: {error}"[:500]}
 
 
-def _serve(session: _Session, inbox: IO[bytes], outbox: IO[bytes]) -> None:
-    for line in inbox:
-        request = json.loads(line)
-        try:
-            op = request["op"]
-            if op == "new":
-                reply: Any = {"ok": session.new()}
-            elif op == "call":
-                reply = {"ok": session.call(request)}
-            elif op == "close":
-                session.close(int(request["handle"]))
-                reply = {"ok": None}
-            elif op == "conformance":
-                reply = {"ok": session.conformance(int(request["n_traces"]))}
-            else:
-                reply = {"error": f"unknown op {op!r}"}
-        except Exception as error:
-            reply = {"error": f"{type(error).__name__}: {error}"[:500]}
-        outbox.write(json.dumps(reply).encode() + b"\n")
-        outbox.flush()
+def serve(factory: str) -> _Session:
+    """The session of the adapter factory `factory` (`MODULE:FACTORY`), imported here.
 
-
-def main() -> None:
-    """Configure, sandbox, import the factory, then serve requests until stdin closes."""
-    outbox = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # the adapter's prints must not corrupt the protocol
-    inbox = sys.stdin.buffer
-    config = json.loads(inbox.readline())
-    read, write = list(config["read"]), [config["workdir"]]
-    os.chdir(config["workdir"])
-    hidden = [*config.get("hidden", []), *package_data(config["package"])]
-    try:
-        if config.get("fallback"):
-            mode = install_audit_hook(read_rules(read, hidden), write)
-        else:
-            mode = confine(read, write, hidden, config.get("ports"))
-    except SandboxUnavailable as why:
-        outbox.write(json.dumps({"error": f"the sandbox cannot be set up here: {why}"}).encode())
-        outbox.write(b"\n")
-        outbox.flush()
-        return
+    The sandbox worker's entry: it is called once the worker is confined, so the factory's
+    import-time code runs sandboxed.
+    """
     from trustbench._imports import import_object
 
-    try:
-        factory = import_object(config["factory"], what="adapter factory")
-    except Exception as error:
-        outbox.write(json.dumps({"error": f"{type(error).__name__}: {error}"}).encode() + b"\n")
-        outbox.flush()
-        return
-    outbox.write(json.dumps({"ok": {"sandbox": mode, "pid": os.getpid()}}).encode() + b"\n")
-    outbox.flush()
-    _serve(_Session(factory), inbox, outbox)
-
-
-if __name__ == "__main__":
-    main()
+    return _Session(import_object(factory, what="adapter factory"))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ from trustbench.core import (
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
 from trustbench.sandbox import endpoint_ports
+from trustbench.sandbox._rpc import module_paths
 from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import (
@@ -82,12 +83,7 @@ from trustbench.trb.instruments._oracles import (
     OutcomeOnlyOracle,
     UniformOracle,
 )
-from trustbench.trb.isolation._client import (
-    AdapterWorker,
-    _module_paths,
-    read_paths,
-    refuse_overlap,
-)
+from trustbench.trb.isolation._client import AdapterWorker, adapter_plan, refuse_overlap
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
 from trustbench.trb.proxy._chat import ChatProxyAdapter
@@ -248,20 +244,22 @@ def user_adapter(
     """
     if ":" not in target.strip(":") or target.count(":") != 1:
         raise InputError(f"expected MODULE:FACTORY, got {target!r}", location=candidate.name)
-    read, roots = read_paths(target, options.adapter_read_paths)
-    refuse_overlap(
-        [p for p in read if not p.startswith(("/usr", "/lib", "/bin", "/etc", "/dev"))],
-        {"corpus": corpus.folder, "TRB cache": cache_dir()},
-    )
     try:
         ports = endpoint_ports(candidate.endpoints)
     except ValueError as error:
         raise InputError(str(error), location=f"candidate {candidate.name} endpoints") from None
-    worker = AdapterWorker(
-        target, read, roots, hidden=[str(corpus.folder), str(cache_dir()), str(cache_root())],
-        ports=ports,
-        fallback=candidate.isolation == "none",
+    plan = adapter_plan(
+        target, options.adapter_read_paths,
+        hidden=[str(corpus.folder), str(cache_dir()), str(cache_root())], ports=ports,
     )  # fmt: skip
+    # The import roots are readable less the hidden paths; every other readable path must
+    # neither hold nor lie inside the corpus or the cache.
+    refuse_overlap(
+        [p for p in plan.read if p not in plan.roots
+         and not p.startswith(("/usr", "/lib", "/bin", "/etc", "/dev"))],
+        {"corpus": corpus.folder, "TRB cache": cache_dir()},
+    )  # fmt: skip
+    worker = AdapterWorker(target, plan, fallback=candidate.isolation == "none")
     try:
         results = [ConformanceCheck.model_validate(r) for r in
                    worker.conformance(options.conformance_traces)]  # fmt: skip
@@ -294,9 +292,7 @@ def adapter_code_items(candidate: CandidateSpec, target: str) -> list[ResolvedIt
     Raises:
         InputError: the adapter's module cannot be found.
     """
-    _module_paths(
-        target
-    )  # the working folder importable, as for the worker; a missing module named
+    module_paths(target)  # the working folder importable, as for the worker; a missing module named
     return entry_code_items(target, f"candidate {candidate.name}")
 
 
