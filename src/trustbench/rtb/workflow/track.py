@@ -544,7 +544,7 @@ def run_loop_demo(
 
     The scripted `reckless` agent's proposals put to the reference policy reviewer, an
     in-process "self" reviewer sharing the agent's blind spot (alone, twice, and followed by a
-    sentinel), behind the `reference` and `unchecked` boundaries, on 24 v0.2 scenarios: which
+    sentinel), behind the `reference` and `unchecked` boundaries, on the 24 scenarios its spec names: which
     reviewer catches what a control misses, which control stops what a reviewer missed, and the
     joint decisions of two reviewers (`record.json` `workflow.review_loop`). No release gate.
 
