@@ -282,3 +282,16 @@ def test_a_trial_timeout_shorter_than_the_persons_limit_is_refused_at_freeze(
     code, out = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
     assert code == 2
     assert "trial_timeout_s" in out
+
+
+def test_the_system_under_test_block_states_each_chain_members_declared_limits(
+    tmp_path: Path,
+) -> None:
+    from trustbench.core import read_manifest
+    from trustbench.rtb.workflow.track import WorkflowTrack
+
+    manifest = read_manifest(_frozen(tmp_path, desk_spec(10.0)))
+    limits = WorkflowTrack().declared_limits(manifest.spec)
+    (stated,) = [text for text in limits.values() if "desk-person" in text]
+    assert stated.startswith("review chain desk: desk-person: ")
+    assert "10 s per proposal (enforced" in stated

@@ -342,6 +342,35 @@ class WorkflowTrack:
 
         return figure_names(spec.trials_per_case)
 
+    def declared_limits(self, spec: core.ExperimentSpec) -> dict[str, str]:
+        """Each chain member's declared limits, per candidate whose loop has a review chain.
+
+        The report's system-under-test block prints them: a person's enforced time limit and
+        budget (as the reviewer track prints a participant's), a model member's one reply per
+        proposal under the spec's `timeout_s`.
+        """
+        from trustbench.rtb.review._options import human_limits
+
+        options = self.options(spec)
+        limits: dict[str, str] = {}
+        for candidate in spec.candidates:
+            name = _chain_of(candidate, options)
+            if name not in options.review_chains:
+                continue
+            chain = options.review_chains[name]
+            stated = []
+            if chain.self_review is not None:
+                stated.append(f"self ({chain.self_review}): one reply per proposal")
+            for member in chain.members:
+                if member.participant is not None:
+                    said = human_limits(chain.access.get(member.name), member.participant)
+                    said = said.replace("per case", "per proposal")  # the loop's unit
+                else:
+                    said = "one reply per proposal (the spec's timeout_s per call)"
+                stated.append(f"{member.name}: {said}")
+            limits[candidate.name] = f"review chain {name}: " + "; ".join(stated)
+        return limits
+
     def before_run(self, manifest: core.Manifest, run_dir: Path) -> list[str]:
         """Serve the live review desk when a configuration's chain names a person.
 
@@ -462,14 +491,18 @@ def _people_in_the_loop(
     """
     people: dict[str, ReviewerAccess] = {}
     for candidate in spec.candidates:
-        if candidate.kind == "inprocess":
-            declared = candidate.settings.get("review_chain")
-            chain = declared if isinstance(declared, str) else None
-        else:
-            chain = options.candidates.get(candidate.name, CandidateOverrides()).review_chain
+        chain = _chain_of(candidate, options)
         if chain in options.review_chains:
             people.update(options.review_chains[chain].human_limits())
     return people
+
+
+def _chain_of(candidate: core.CandidateSpec, options: WorkflowTrackOptions) -> str | None:
+    """The review chain a candidate's configuration names, from its frozen settings."""
+    if candidate.kind == "inprocess":
+        declared = candidate.settings.get("review_chain")
+        return declared if isinstance(declared, str) else None
+    return options.candidates.get(candidate.name, CandidateOverrides()).review_chain
 
 
 def _check_time_for_people(
@@ -544,9 +577,10 @@ def run_loop_demo(
 
     The scripted `reckless` agent's proposals put to the reference policy reviewer, an
     in-process "self" reviewer sharing the agent's blind spot (alone, twice, and followed by a
-    sentinel), behind the `reference` and `unchecked` boundaries, on the 24 scenarios its spec names: which
-    reviewer catches what a control misses, which control stops what a reviewer missed, and the
-    joint decisions of two reviewers (`record.json` `workflow.review_loop`). No release gate.
+    sentinel), behind the `reference` and `unchecked` boundaries, on the 24 scenarios its spec
+    names: which reviewer catches what a control misses, which control stops what a reviewer
+    missed, and the joint decisions of two reviewers (`record.json` `workflow.review_loop`). No
+    release gate.
 
     Args:
         out_dir: Run folder (created; an identical earlier freeze there is resumed).
