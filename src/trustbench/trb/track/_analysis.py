@@ -28,7 +28,7 @@ from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.errors import CheckFailed
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.corpus._store import trb_score_evidence
+from trustbench.trb.corpus._store import manifest_world, trb_score_evidence
 from trustbench.trb.instruments._oracles import (
     expected_g,
     expected_outcome_only_balanced_accuracy,
@@ -588,6 +588,7 @@ def analyze_profile(
     )
     checks = oracle_checks(collected, subjects)
     digest = metric_digest(measures)  # beside TRB_VERSION in every row (`_versioning`)
+    world = manifest_world(corpus.manifest)  # world id and declaration digest, every row
 
     def series_name(candidate: str) -> str:
         baseline = baseline_of(manifest, candidate)
@@ -605,6 +606,7 @@ def analyze_profile(
         corpus_sha=corpus_sha,
         synthetic_share=corpus.manifest.provenance.synthetic_share,
         metric_digest=digest,
+        world=world,
     )
     flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
     evidence = {
@@ -665,6 +667,7 @@ def analyze_profile(
         "trb": {
             "version": TRB_VERSION,
             "metric_digest": digest,
+            **world,
             "corpus": {
                 "sha256": corpus_sha,
                 "kind": corpus.manifest.kind,
@@ -697,7 +700,7 @@ def analyze_profile(
                 "failed": dict(collected.failed),
                 "not_applicable": {k: len(v) for k, v in collected.not_applicable.items()},
             },
-            "rows": flat_rows(subjects, collected, corpus_sha, digest),
+            "rows": flat_rows(subjects, collected, corpus_sha, digest, world=world),
         }
     }
     n_cases = len(cases)
