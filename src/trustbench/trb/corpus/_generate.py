@@ -247,7 +247,9 @@ def generate_text_split(
     ]
 
 
-def generate_text_corpus(sizes: dict[str, int] | None = None, seed: int = 0) -> dict[str, list[Trace]]:
+def generate_text_corpus(
+    sizes: dict[str, int] | None = None, seed: int = 0
+) -> dict[str, list[Trace]]:
     """A text-world corpus: train/dev/eval on the seen tasks, one split per transfer family.
 
     Args:

@@ -235,8 +235,11 @@ def corpus_hash(infos: dict[str, SplitInfo]) -> str:
 
 
 def manifest_world(manifest: CorpusManifest) -> dict[str, str]:
-    """The world id and declaration digest every result row carries (`world_id`,
-    `world_sha256`); a manifest written before worlds names the registered corridor's."""
+    """The world id and declaration digest every result row carries.
+
+    Keys `world_id` and `world_sha256`; a manifest written before worlds names the registered
+    corridor's digest.
+    """
     return {
         "world_id": manifest.world_id,
         "world_sha256": manifest.world_sha256 or world_sha256(manifest.world_id),

@@ -31,7 +31,6 @@ from trustbench.core.report import FiguresBlock, ProfileBlock, TableBlock
 from trustbench.trb.adapter._protocol import TRB_VERSION, SelfReport, StepContext
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.corpus._store import over_cap_label, provenance_share
-from trustbench.trb.world import world_for
 from trustbench.trb.isolation._worker import blind_context
 from trustbench.trb.measures._governance import (
     G_STAR_MIN,
@@ -72,6 +71,7 @@ from trustbench.trb.track._trace_measures import (
     transfer_drop_flags,
     viability_flags,
 )
+from trustbench.trb.world import world_for
 
 # ------------------------------------------------------------------------------------------------
 # Trial accounting for the TRB report: ledger trials -> measure rows per candidate and split.
@@ -1207,8 +1207,10 @@ def flat_rows(
     *,
     world: dict[str, str],
 ) -> list[dict[str, Any]]:
-    """One flat row per figure, each naming TRB version, metric digest, world, corpus, tier and
-    split (`world`: the corpus's `world_id` and `world_sha256`)."""
+    """One flat row per figure, each naming TRB version, metric digest, world, corpus, tier, split.
+
+    `world` holds the corpus's `world_id` and `world_sha256`.
+    """
     rows = []
     for candidate, figures in subjects.items():
         for figure in figures:

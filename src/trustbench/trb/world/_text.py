@@ -369,7 +369,7 @@ class TextWorld:
         return f"{100 * value:.2f}".replace(".", self._words.decimal) + self._words.percent
 
     def render_report(self, r: SelfReport) -> str:
-        """r as five lines of text in the report language (what the agent's reasoning states)."""
+        """The slot block: r as five lines of text in the report language."""
         goals, facts, options = self._slot_words()
         values = {
             "goal": goals[r.goal],
