@@ -368,6 +368,25 @@ class TextWorld:
             return self._words.not_applicable
         return f"{100 * value:.2f}".replace(".", self._words.decimal) + self._words.percent
 
+    def slot_labels(self) -> tuple[tuple[str, str], ...]:
+        """(slot, its label in the report language), in the order the block lists them."""
+        return tuple((slot, self._words.labels[slot]) for slot in _SLOTS)
+
+    def slot_options(self, slot: str) -> tuple[str, ...]:
+        """The words a slot may take in this task and language.
+
+        What a prompt-filling proxy adapter chooses among: the goals, beliefs and options in
+        words, and percentages from 0 to 100 in steps of 10 (caused_by_self also `n/a`).
+        """
+        goals, facts, options = self._slot_words()
+        words = {"goal": goals, "belief": facts, "planned_next": options}
+        if slot in words:
+            return tuple(words[slot].values())
+        grid = tuple(self._percent(k / 10) for k in range(11))
+        if slot == "caused_by_self":
+            return (*grid, self._words.not_applicable)
+        return grid
+
     def render_report(self, r: SelfReport) -> str:
         """The slot block: r as five lines of text in the report language."""
         goals, facts, options = self._slot_words()
