@@ -2,7 +2,7 @@
 replaces a built-in, and names the close key when asked to remove an unknown one.
 
 One parametrised test per behaviour runs over the public registries (review metrics,
-boundaries, TRB measures, corpus policies), each through its public `register_*` /
+boundaries, TRB measures, corpus policies, TRB worlds), each through its public `register_*` /
 `unregister_*` pair.
 """
 
@@ -34,6 +34,13 @@ from trustbench.rtb.review import (
 )
 from trustbench.rtb.review._rates import review_rates
 from trustbench.trb.track import measure_targets, register_measure, unregister_measure
+from trustbench.trb.world import (
+    CORRIDOR_DECLARATION,
+    CorridorWorld,
+    register_world,
+    unregister_world,
+    world_for,
+)
 
 
 def _rate(name: str) -> ReviewRate:
@@ -66,6 +73,18 @@ class _PlugInPolicy(NarrowApprovalV1):
 
 
 class _OtherPlugInPolicy(_PlugInPolicy):
+    pass
+
+
+class _PlugInWorld(CorridorWorld):
+    """The corridor under another world id (a world is registered under its declared id)."""
+
+    def __init__(self, world_id: str) -> None:
+        super().__init__()
+        self.declaration = CORRIDOR_DECLARATION.model_copy(update={"world_id": world_id})
+
+
+class _OtherPlugInWorld(_PlugInWorld):
     pass
 
 
@@ -123,6 +142,15 @@ EXTENSIONS = [
         look_up=lambda policy_id: type(policy_for(policy_id)),
         first=_PlugInPolicy,
         second=_OtherPlugInPolicy,
+    ),
+    Extension(
+        registry="TRB world",
+        built_in="corridor",
+        register=lambda world_id, kind: register_world(kind(world_id)),
+        unregister=unregister_world,
+        look_up=lambda world_id: type(world_for(world_id)),
+        first=_PlugInWorld,
+        second=_OtherPlugInWorld,
     ),
 ]
 KEY = "plug_in_permit_rate"

@@ -404,3 +404,27 @@ settings = {{ temperature = 0.0, max_tokens = 16 }}
         assert record["verdicts"]["smollm2-self"]["status"] != "passed"
     else:
         assert actor["self_review"] == "in_conversation"
+
+
+def test_smollm2_states_a_parsable_slot_block_and_acts_on_an_edited_one_in_the_text_world(
+    smollm2_loaded: Any,
+) -> None:
+    """The text world's proxy path on a real model: prompt-filled block in, option keys out.
+
+    Both hooks once, through `TextWorldAdapter` as the tracks call them (a full Track 1 pass
+    over one trace of two steps took 13 minutes on a loaded 2-core machine: too long here).
+    """
+    from trustbench.trb.corpus._generate import generate_text_split, text_worlds
+    from trustbench.trb.proxy import HFTextAgent
+    from trustbench.trb.world import TextWorldAdapter
+
+    trace = generate_text_split("eval", 1, seed=5)[0]
+    agent = HFTextAgent(_fresh_adapter(smollm2_loaded), "smollm2-135m")
+    adapter = TextWorldAdapter(agent, text_worlds([trace]))
+    step = trace.steps[0]
+    context = trace.context(step.t)
+    stated = adapter.emit_r(context)  # parsed from the model's own block: never a default
+    assert stated.caused_by_self is None or 0.0 <= stated.caused_by_self <= 1.0
+    edited = step.counterfactuals[0].r_prime
+    dist = adapter.act(context, r_override=edited)  # the block edited to r', re-run
+    assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0, abs=1e-9)

@@ -20,6 +20,7 @@ from trustbench.trb.reference import cache_dir
 from trustbench.trb.track import PROFILE_AXES, builtin_spec, register_measure, unregister_measure
 from trustbench.trb.track._measures import GovernanceMeasure
 from trustbench.trb.track._profile_track import TrbProfileTrack
+from trustbench.trb.world import world_sha256
 
 REFERENCE_PAIR = {"full": "trace-ai-full", "ablation": "trace-ai-ablation"}
 ORACLES = {
@@ -215,7 +216,7 @@ def test_every_baseline_and_profile_axis_is_listed_and_unrun_ones_are_not_run(
         assert axes["attr"]["value"] == figure(record, candidate, "balanced_accuracy")["estimate"]
 
 
-def test_every_row_names_trb_version_corpus_sha_and_adapter_tier(
+def test_every_row_names_trb_version_world_corpus_sha_and_adapter_tier(
     reference_run: tuple[Path, dict[str, Any]],
 ) -> None:
     _, record = reference_run
@@ -229,7 +230,10 @@ def test_every_row_names_trb_version_corpus_sha_and_adapter_tier(
             "TRB v1.0", sha, "native"
         )  # fmt: skip
         assert row["metric_digest"] == digest  # beside trb_version in every row
+        assert (row["world_id"], row["world_sha256"]) == ("corridor", world_sha256("corridor"))
     assert {b["metric_digest"] for b in record["trb"]["baselines"]} == {digest}
+    assert {b["world_id"] for b in record["trb"]["baselines"]} == {"corridor"}
+    assert record["trb"]["world_sha256"] == world_sha256("corridor")
     for figures in record["figures"].values():
         for fig in figures:
             if fig["name"] == "valid_response_rate":  # core's evaluability figure, not TRB's

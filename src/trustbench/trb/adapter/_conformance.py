@@ -10,7 +10,6 @@ trace and step, and what was expected versus what came back.
 from __future__ import annotations
 
 import importlib
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import (
-    ACTIONS,
     AdapterTier,
     OverrideUnsupported,
     SelfReport,
@@ -30,8 +28,6 @@ from trustbench.trb.adapter._protocol import (
 if TYPE_CHECKING:
     from trustbench.trb.corpus import Trace
 
-NORMALISATION_TOLERANCE = 1e-6
-"""|sum p - 1| allowed for an action distribution."""
 OVERRIDE_EFFECT_THRESHOLD = 1e-6
 """TV below which an overridden distribution counts as unchanged."""
 
@@ -74,22 +70,14 @@ def _where(context: StepContext) -> str:
 
 
 def _distribution_problem(dist: object) -> str | None:
-    if not isinstance(dist, dict):
-        return f"expected a dict over {list(ACTIONS)}, got {type(dist).__name__}"
-    if set(dist) != set(ACTIONS):
-        return f"expected keys {sorted(ACTIONS)}, got {sorted(map(str, dist))}"
-    try:
-        values = [float(dist[a]) for a in ACTIONS]
-    except (TypeError, ValueError):
-        return f"expected numeric probabilities, got {dist!r}"
-    if any(not math.isfinite(v) or v < 0 for v in values):
-        return f"expected finite non-negative probabilities, got {dist!r}"
-    total = sum(values)
-    if abs(total - 1.0) > NORMALISATION_TOLERANCE:
-        return (
-            f"expected probabilities summing to 1 (±{NORMALISATION_TOLERANCE}), got sum {total:.6g}"
-        )
-    return None
+    """The world protocol's check of an action distribution against the corridor's actions.
+
+    Imported here, not at the top: the world package imports this package's contract.
+    """
+    from trustbench.trb.world._protocol import distribution_problem
+    from trustbench.trb.world._registry import DEFAULT_WORLD_ID, world_for
+
+    return distribution_problem(world_for(DEFAULT_WORLD_ID).declaration, dist)
 
 
 class _HookError(Exception):

@@ -41,13 +41,14 @@ from trustbench.trb.adapter._protocol import (
     SelfReport,
     StepContext,
 )
-from trustbench.trb.world import CorridorConfig
+from trustbench.trb.world import DEFAULT_WORLD_ID, CorridorConfig, TextTask
 from trustbench.trb.world._corridor import OmitsDefaults
 
 Split = Literal[
     "train", "dev", "eval", "transfer",
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
     "transfer_cue_delay", "transfer_encoding",
+    "transfer_phrasing", "transfer_language", "transfer_task_kind",
 ]  # fmt: skip
 TransferFamilySplit = Literal[
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
@@ -56,8 +57,12 @@ TransferFamilySplit = Literal[
 """A Track 6 transfer family's split (each is also a `Split`)."""
 TRANSFER_FAMILY_SPLITS: tuple[TransferFamilySplit, ...] = get_args(TransferFamilySplit)
 """One held-out split per Track 6 transfer family (`trb.corpus._generate.TRANSFER_FAMILIES`)."""
+TextTransferSplit = Literal["transfer_phrasing", "transfer_language", "transfer_task_kind"]
+"""A Track 6 transfer family's split in the text world (each is also a `Split`)."""
+TEXT_TRANSFER_SPLITS: tuple[TextTransferSplit, ...] = get_args(TextTransferSplit)
+"""One held-out split per text-world transfer family (`trb.corpus._generate`)."""
 SPLITS: tuple[Split, ...] = ("train", "dev", "eval", "transfer")
-HELD_OUT: tuple[Split, ...] = ("eval", "transfer", *TRANSFER_FAMILY_SPLITS)
+HELD_OUT: tuple[Split, ...] = ("eval", "transfer", *TRANSFER_FAMILY_SPLITS, *TEXT_TRANSFER_SPLITS)
 Provenance = Literal["same_session_revision", "paired_session", "synthetic"]
 ContinuationSource = Literal["reference_agent", "human"]
 SYNTHETIC_TO_HUMAN_CAP = 3.0
@@ -196,6 +201,9 @@ class Trace(_Strict, OmitsDefaults):
     """The paired session (`trustbench trb collect`) whose participant's move and the
     protocol's exogenous change drove this trajectory's last transition (a Track 3 outcome
     trace); omitted for traces of the reference agent."""
+    task: TextTask | None = None
+    """In a text-world corpus: the task the trace states in words (kind, phrasing, report
+    language; `trb.world._text`), its dynamics being `world`; omitted in a corridor corpus."""
 
     @model_validator(mode="after")
     def _lead_in_matches_cue_step(self) -> Trace:
@@ -208,9 +216,11 @@ class Trace(_Strict, OmitsDefaults):
                 raise ValueError(f"step {i} is numbered t={step.t} (lead-in then evaluated steps)")
         return self
 
-    OMITTED: ClassVar[dict[str, tuple[object, ...]]] = {"lead_in": ((), []), "session": (None,)}
-    """`lead_in` is left out when empty, and `session` when absent: undelayed traces and those
-    of the reference agent keep their bytes and hashes."""
+    OMITTED: ClassVar[dict[str, tuple[object, ...]]] = {
+        "lead_in": ((), []), "session": (None,), "task": (None,),
+    }  # fmt: skip
+    """`lead_in` is left out when empty, `session` and `task` when absent: undelayed corridor
+    traces and those of the reference agent keep their bytes and hashes."""
 
     def context(self, t: int) -> StepContext:
         """The candidate-visible context at evaluated step t (observations 0..t only).
@@ -307,6 +317,13 @@ class CorpusManifest(_Strict):
     """Counterfactual provenance counts over all splits."""
     corpus_sha256: str
     """SHA-256 of the canonical JSON of the split hashes."""
+    world_id: str = DEFAULT_WORLD_ID
+    """The world the corpus is recorded in (`trb.world`'s registry); manifests written before
+    worlds were declared have none and are corridor corpora."""
+    world_sha256: str | None = None
+    """The digest of that world's declaration when the corpus was written
+    (`trb.world.declaration_sha256`); reading refuses a corpus whose world's declaration has
+    changed since. Null in manifests written before worlds were declared."""
 
 
 def recorded_gust_draw(world: CorridorConfig, gust: str) -> float:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from trustbench.trb.adapter._protocol import ACTIONS, EDITABLE_SLOTS, SelfReport
 from trustbench.trb.corpus._format import (
     SPLITS,
+    TEXT_TRANSFER_SPLITS,
     TRANSFER_FAMILY_SPLITS,
     Attribution,
     Counterfactual,
@@ -22,7 +23,14 @@ from trustbench.trb.corpus._format import (
     Step,
     Trace,
 )
-from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
+from trustbench.trb.world import (
+    CorridorConfig,
+    CorridorWorld,
+    TextTask,
+    TextWorld,
+    reference_continuation,
+)
+from trustbench.trb.world._text import SEEN_TASK_KINDS, TEXT_DYNAMICS, UNSEEN_TASK_KINDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -203,3 +211,74 @@ def generate_reference_corpus(
             assert split == f"transfer_{name}"
             out[split] = generate_split(split, per_family[name], seed * 1000 + 100 + k, config)
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The text world's corpus (`trb.world._text`): the same exact traces, each stating a task in words.
+
+TEXT_TRANSFER_FAMILIES: dict[str, tuple[TextTask, ...]] = {
+    "phrasing": tuple(TextTask(kind=k, phrasing="log") for k in SEEN_TASK_KINDS),
+    "language": tuple(TextTask(kind=k, language="fr") for k in SEEN_TASK_KINDS),
+    "task_kind": tuple(TextTask(kind=k) for k in UNSEEN_TASK_KINDS),
+}
+"""The text world's held-out families, each stored as split `transfer_<family>`: the seen task
+kinds in another phrasing (a terse operations log), the seen task kinds with the self-report in
+another language (French), and a task kind never shown in train/dev/eval."""
+TEXT_IN_DISTRIBUTION: tuple[TextTask, ...] = tuple(TextTask(kind=k) for k in SEEN_TASK_KINDS)
+"""The tasks of the train, dev and eval splits: the seen kinds, plain English."""
+
+
+def generate_text_split(
+    split: Split,
+    n_traces: int,
+    seed: int,
+    tasks: tuple[TextTask, ...] = TEXT_IN_DISTRIBUTION,
+    dynamics: CorridorConfig = TEXT_DYNAMICS,
+) -> list[Trace]:
+    """Text-world traces: reference-agent episodes, each stating one of `tasks` in words.
+
+    The episodes, their lead-in, their coherent revisions r' and Phi(r') are `generate_split`'s
+    on the text world's dynamics (exact, `synthetic` / `reference_agent` provenance); trace i
+    states task i mod len(tasks).
+    """
+    traces = generate_split(split, n_traces, seed, dynamics)
+    return [
+        trace.model_copy(update={"task": tasks[i % len(tasks)]}) for i, trace in enumerate(traces)
+    ]
+
+
+def generate_text_corpus(
+    sizes: dict[str, int] | None = None, seed: int = 0
+) -> dict[str, list[Trace]]:
+    """A text-world corpus: train/dev/eval on the seen tasks, one split per transfer family.
+
+    Args:
+        sizes: Traces per split (`train`, `dev`, `eval`, and per family `transfer`;
+            defaults 60/10/20/10).
+        seed: Base seed; split k uses seed * 1000 + k, family k seed * 1000 + 100 + k.
+    """
+    sizes = {"train": 60, "dev": 10, "eval": 20, "transfer": 10, **(sizes or {})}
+    out: dict[str, list[Trace]] = {
+        split: generate_text_split(split, sizes[split], seed * 1000 + k)
+        for k, split in enumerate(("train", "dev", "eval"))
+    }
+    for k, ((family, tasks), split) in enumerate(
+        zip(TEXT_TRANSFER_FAMILIES.items(), TEXT_TRANSFER_SPLITS, strict=True)
+    ):
+        assert split == f"transfer_{family}"
+        out[split] = generate_text_split(split, sizes["transfer"], seed * 1000 + 100 + k, tasks)
+    return out
+
+
+def text_worlds(traces: Iterable[Trace]) -> dict[str, TextWorld]:
+    """Trace id -> the text world each trace states (what `TextWorldAdapter` renders with).
+
+    Raises:
+        ValueError: a trace states no text task (a corridor trace).
+    """
+    worlds = {}
+    for trace in traces:
+        if trace.task is None:
+            raise ValueError(f"trace {trace.trace_id} states no text task")
+        worlds[trace.trace_id] = TextWorld(trace.task, trace.world)
+    return worlds

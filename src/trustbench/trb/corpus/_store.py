@@ -24,6 +24,7 @@ from trustbench.trb.corpus._format import (
     trace_sha256,
 )
 from trustbench.trb.corpus._generate import split_encodings
+from trustbench.trb.world import DEFAULT_WORLD_ID, TEXT_WORLD_ID, world_sha256
 
 # ------------------------------------------------------------------------------------------------
 # Counterfactual provenance: the synthetic share and the spec's 3:1 cap (§5, whitepaper §4.4).
@@ -147,11 +148,28 @@ def split_bytes(traces: list[Trace]) -> bytes:
     ).encode()
 
 
+def world_of(splits: dict[str, list[Trace]]) -> str:
+    """The built-in world a corpus's traces are recorded in: text when they state tasks.
+
+    Raises:
+        InputError: some traces state a text task and others do not (two worlds in one corpus).
+    """
+    stated = {trace.task is not None for traces in splits.values() for trace in traces}
+    if len(stated) > 1:
+        raise InputError(
+            "some traces state a text task and others do not: one corpus holds one world",
+            location="corpus",
+        )
+    return TEXT_WORLD_ID if stated == {True} else DEFAULT_WORLD_ID
+
+
 def manifest_for(
     splits: dict[str, list[Trace]],
     kind: str = "reference_world",
     encodings: dict[str, str] | None = None,
     collected_by: dict[str, tuple[str, ...]] | None = None,
+    *,
+    world_id: str | None = None,
 ) -> CorpusManifest:
     """The manifest of a corpus (the same hashes `write_corpus` writes); checks the cap.
 
@@ -161,6 +179,8 @@ def manifest_for(
         encodings: Split -> report encoding where not `standard`; by default the generator's
             declaration (`transfer_encoding` is `renamed`, see `TRANSFER_ENCODINGS`).
         collected_by: Split -> who collected its traces (`trb import`); none by default.
+        world_id: The registered world the traces are recorded in (default: `world_of`);
+            the manifest records it with the digest of its declaration.
 
     Raises:
         InputError: A trace is stored under a split other than its own, or an unknown
@@ -195,6 +215,8 @@ def manifest_for(
         splits=infos,
         provenance=share,
         corpus_sha256=corpus_hash(infos),
+        world_id=world_id or world_of(splits),
+        world_sha256=world_sha256(world_id or world_of(splits)),
     )
 
 
@@ -215,6 +237,37 @@ def corpus_hash(infos: dict[str, SplitInfo]) -> str:
     return canonical_sha256(dict(sorted(pinned.items())))
 
 
+def manifest_world(manifest: CorpusManifest) -> dict[str, str]:
+    """The world id and declaration digest every result row carries.
+
+    Keys `world_id` and `world_sha256`; a manifest written before worlds names the registered
+    corridor's digest.
+    """
+    return {
+        "world_id": manifest.world_id,
+        "world_sha256": manifest.world_sha256 or world_sha256(manifest.world_id),
+    }
+
+
+def _check_world(manifest: CorpusManifest, path: Path) -> None:
+    """The manifest's world is registered and its declaration is the one the corpus names.
+
+    Raises:
+        InputError: the world is not registered (naming the registered ones).
+        CheckFailed: the registered declaration's digest differs from the recorded one.
+    """
+    try:
+        registered = world_sha256(manifest.world_id)
+    except InputError as error:
+        raise InputError(error.message, location=f"{path}#/world_id") from None
+    if manifest.world_sha256 is not None and manifest.world_sha256 != registered:
+        raise CheckFailed(
+            f"the corpus was written for world {manifest.world_id!r} declared as "
+            f"{manifest.world_sha256}; the registered declaration is {registered}",
+            location=f"{path}#/world_sha256",
+        )
+
+
 def _check_encoding(name: str, where: str) -> None:
     from trustbench.trb.proxy._local import SLOT_ENCODINGS  # trb.proxy imports torch
 
@@ -231,13 +284,15 @@ def write_corpus(
     kind: str = "reference_world",
     encodings: dict[str, str] | None = None,
     collected_by: dict[str, tuple[str, ...]] | None = None,
+    *,
+    world_id: str | None = None,
 ) -> CorpusManifest:
     """Write one JSONL file per split and `manifest.json`; return the manifest.
 
-    `encodings` and `collected_by` as in `manifest_for` (by default the generator's
-    declaration, and no collector).
+    `encodings`, `collected_by` and `world_id` as in `manifest_for` (by default the generator's
+    declaration, no collector and the traces' world).
     """
-    manifest = manifest_for(splits, kind, encodings, collected_by)
+    manifest = manifest_for(splits, kind, encodings, collected_by, world_id=world_id)
     folder.mkdir(parents=True, exist_ok=True)
     for split, traces in splits.items():
         (folder / f"{split}.jsonl").write_bytes(split_bytes(traces))
@@ -261,6 +316,7 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
         ) from None
     for split, info in manifest.splits.items():
         _check_encoding(info.report_encoding, f"{path}#/splits/{split}/report_encoding")
+    _check_world(manifest, path)
     if corpus_hash(manifest.splits) != manifest.corpus_sha256:
         raise CheckFailed(
             "corpus_sha256 differs from the hash of the split hashes and report encodings",

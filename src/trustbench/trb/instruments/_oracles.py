@@ -33,7 +33,13 @@ from trustbench.trb.measures._governance import (
     summarize_attribution,
     summarize_governance,
 )
-from trustbench.trb.world import CorridorWorld, reference_continuation
+from trustbench.trb.world import (
+    TEXT_ACTIONS,
+    CorridorWorld,
+    TextContext,
+    TextWorld,
+    reference_continuation,
+)
 
 AUDIT_TOLERANCE = 1e-9
 """Closed forms and the harness compute the same finite sums; only rounding may differ."""
@@ -119,6 +125,66 @@ class OutcomeOnlyOracle(GovernedOracle):
         move = {"left": -1, "stay": 0, "right": 1}[now.last_action or "stay"]
         claims = move != 0 and now.position - before.position == move
         return r.model_copy(update={"caused_by_self": float(claims)})
+
+
+# ------------------------------------------------------------------------------------------------
+# Text-world oracles: text agents (`trb.world.TextAgent`) that read only the prompt's text.
+#
+# Each reads the context back from its words (`TextWorld.read_observations`) and states the
+# exact reference agent's r as its slot block. Through `TextWorldAdapter` the tracks measure
+# them with the same code as every adapter: the governed one acts on the slot block it is
+# given (the edited span), so G is 1 up to the block's rounding of percentages (two decimals);
+# the r-ignoring one acts on its own r whatever the block says, and the uniform one on
+# nothing, so both score G* = 0 (their G is their own floor).
+
+
+class _TextOracle:
+    """Base: the exact reference agent of the text world, reading only the prompt."""
+
+    tier = AdapterTier.NATIVE
+    name = "text-oracle"
+
+    def emit_text(self, context: TextContext) -> str:
+        """The exact reference agent's slot block, in the task's report language."""
+        world = TextWorld(context.task, context.dynamics)
+        return world.render_report(world.reference_report(context.prompt))
+
+    def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
+        """Subclasses decide how (or whether) the reasoning governs the options."""
+        raise NotImplementedError
+
+
+class TextGovernedOracle(_TextOracle):
+    """Acts exactly as the slot block it is given says (its own when none is given)."""
+
+    name = "text-oracle:governed"
+
+    def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
+        """Phi of the r the reasoning states."""
+        world = TextWorld(context.task, context.dynamics)
+        r = world.parse_report(reasoning or self.emit_text(context))
+        return world.reference_continuation(r)
+
+
+class TextRIgnoringOracle(_TextOracle):
+    """States its r truthfully, but acts on it whatever reasoning it is given."""
+
+    name = "text-oracle:r-ignoring"
+
+    def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
+        """Phi of its own r, ignoring the given reasoning."""
+        world = TextWorld(context.task, context.dynamics)
+        return world.reference_continuation(world.reference_report(context.prompt))
+
+
+class TextUniformOracle(_TextOracle):
+    """Picks an option uniformly at random whatever it reads."""
+
+    name = "text-oracle:uniform"
+
+    def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
+        """1/K per option."""
+        return dict.fromkeys(TEXT_ACTIONS, 1.0 / len(TEXT_ACTIONS))
 
 
 def expected_outcome_only_balanced_accuracy(traces: list[Trace], world: CorridorWorld) -> float:

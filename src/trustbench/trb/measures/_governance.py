@@ -52,7 +52,13 @@ from trustbench.trb.adapter._protocol import (
     StepContext,
 )
 from trustbench.trb.corpus._format import Step, Trace
-from trustbench.trb.world import CorridorWorld, reference_continuation, sample_action
+from trustbench.trb.world import (
+    CORRIDOR_DECLARATION,
+    CorridorWorld,
+    distribution_problem,
+    reference_continuation,
+    sample_action,
+)
 
 # ------------------------------------------------------------------------------------------------
 # The measures' calls into an adapter: batched when it offers a batched hook, validated always.
@@ -71,17 +77,10 @@ from trustbench.trb.world import CorridorWorld, reference_continuation, sample_a
 
 
 def _valid_distribution(dist: object) -> dict[str, float] | None:
-    if not isinstance(dist, dict) or set(dist) != set(ACTIONS):
+    """The distribution over the world's declared actions, or None (the protocol's check)."""
+    if distribution_problem(CORRIDOR_DECLARATION, dist) is not None:
         return None
-    try:
-        values = {a: float(dist[a]) for a in ACTIONS}
-    except (TypeError, ValueError):
-        return None
-    if any(not math.isfinite(v) or v < 0 for v in values.values()):
-        return None
-    if abs(sum(values.values()) - 1.0) > 1e-6:
-        return None
-    return values
+    return {a: float(dist[a]) for a in ACTIONS}  # type: ignore[index]  (checked: a dict)
 
 
 def _valid_report(out: object) -> SelfReport | None:

@@ -24,7 +24,7 @@ from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._protocol import TRB_VERSION, Adapter
 from trustbench.trb.corpus._format import HELD_OUT, CorpusManifest, Trace
 from trustbench.trb.corpus._generate import generate_reference_corpus
-from trustbench.trb.corpus._store import manifest_for, read_corpus
+from trustbench.trb.corpus._store import manifest_for, manifest_world, read_corpus
 from trustbench.trb.instruments._oracles import audit
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.measures._governance import (
@@ -725,11 +725,14 @@ def run_reference(
     from trustbench.trb.track._versioning import default_metric_digest
 
     digest = default_metric_digest()  # beside trb_version in every row (trb/track/_versioning)
+    world = manifest_world(manifest)  # the corpus's world id and declaration digest
     for row in [*rows, *baselines, gap_record]:
         row["metric_digest"] = digest
+        row.update(world)
     return {
         "trb_version": TRB_VERSION,
         "metric_digest": digest,
+        **world,
         "label": REFERENCE_LABEL,
         "corpus": {
             "sha256": corpus_sha,

@@ -23,7 +23,7 @@ from trustbench.trb.proxy._gguf import (
     packaged_gguf,
     smollm2_folder,
 )
-from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, load_hf_causal_lm
+from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, HFTextAgent, load_hf_causal_lm
 from trustbench.trb.proxy._local import (
     RENAMED,
     SLOT_ENCODINGS,
@@ -41,6 +41,7 @@ __all__ = [
     "SLOT_ENCODINGS",
     "STANDARD",
     "HFCausalLMProxyAdapter",
+    "HFTextAgent",
     "LocalLMProxyAdapter",
     "SlotEncoding",
     "SlotEncodingUnsupported",

@@ -43,7 +43,6 @@ import trustbench.core  # noqa: F401  (load core before providers: they import e
 from trustbench.providers import ChatReply, ChatRequest, OpenAIChatProvider, new_session
 from trustbench.providers._pool import HttpPool
 from trustbench.trb.adapter._protocol import (
-    ACTIONS,
     AdapterTier,
     Observation,
     SelfReport,
@@ -56,6 +55,13 @@ from trustbench.trb.proxy._local import (
     parse_slot_text,
     render_slot_text,
 )
+from trustbench.trb.world import CorridorWorld
+
+WORLD = CorridorWorld()
+"""The world this adapter is asked about: its declared actions are the option words, and its
+`render_context` is the chat model's view of a context (the world protocol)."""
+ACTIONS = WORLD.declaration.action_space.actions
+"""The option words, read from the world's declaration."""
 
 SYSTEM_PROMPT = (
     "You are an agent in a one-dimensional corridor of cells numbered 0 (the left end) to "
@@ -87,7 +93,15 @@ EMIT_INSTRUCTION = emit_instruction(STANDARD)
 """The standard-encoding instruction (the one every proxy baseline is prompted with)."""
 ESTIMATORS = ("auto", "sampling")
 """How an act's distribution is estimated: logprobs when returned, else samples; or samples."""
-ACT_INSTRUCTION = "Answer with one word, your action: left, stay or right."
+
+
+def act_instruction(actions: tuple[str, ...]) -> str:
+    """The instruction asking for one option word among the declared actions."""
+    return f"Answer with one word, your action: {', '.join(actions[:-1])} or {actions[-1]}."
+
+
+ACT_INSTRUCTION = act_instruction(ACTIONS)
+"""The corridor's act instruction ("... left, stay or right.")."""
 _END_PUNCTUATION = ".!"
 _MAX_EXAMPLES = 20
 
@@ -105,23 +119,8 @@ def parse_action(answer: str) -> str | None:
 
 
 def describe(context: StepContext) -> str:
-    """The observation history in words (the chat model's view of the context)."""
-    lines = []
-    for t, obs in enumerate(context.observations):
-        lines.append(_describe_step(t, obs))
-    return "\n".join(lines)
-
-
-def _describe_step(t: int, obs: Observation) -> str:
-    parts = [f"Step {t}:"]
-    if obs.last_action is not None:
-        parts.append(f"you chose {obs.last_action}; wind: {obs.last_gust or 'none'}.")
-    parts.append(f"You are at cell {obs.position} with {obs.steps_left} steps left.")
-    if obs.goal_cue is not None:
-        parts.append(f"Your goal is the {obs.goal_cue} end.")
-    if obs.door_cue is not None:
-        parts.append(f"The door sign says: {obs.door_cue}.")
-    return " ".join(parts)
+    """The observation history in words (the world's `render_context`: the chat model's view)."""
+    return WORLD.render_context(context)
 
 
 class ChatProxyAdapter:

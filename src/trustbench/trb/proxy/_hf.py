@@ -56,13 +56,14 @@ import torch
 from torch import nn
 
 from trustbench.errors import InputError
-from trustbench.trb.adapter._protocol import StepContext
+from trustbench.trb.adapter._protocol import AdapterTier, StepContext
 from trustbench.trb.proxy._local import (
     HistoryRenderer,
     LocalLMProxyAdapter,
     Template,
     resolve_device_dtype,
 )
+from trustbench.trb.world import TEXT_ACTIONS, TextContext, TextWorld
 
 # ------------------------------------------------------------------------------------------------
 # Forward passes of the Hugging Face adapter that read only what is used, and reuse a prefix.
@@ -1105,3 +1106,55 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
                 location=self.location,
             )
         return len(before)
+
+
+# ------------------------------------------------------------------------------------------------
+# A local Hugging Face model as an agent of the text world (`trb.world._text`).
+
+
+class HFTextAgent:
+    """A local causal LM acting in the text world: prompt-filled slot block, option probabilities.
+
+    The spec's proxy tier elicits the slots "from the model's own chain of thought (parse, or
+    prompt-fill)". A small model rarely writes a parsable block unprompted, so this agent fills
+    it: after the task's text it writes each slot's label and takes the model's most probable
+    words among the slot's options (`TextWorld.slot_options`, exact chained probabilities,
+    `next_option_probs`). `act_text` appends the block (its own, or the one edited to r') and
+    `Option:`, and reads the model's probabilities of the option keys.
+
+    Args:
+        scorer: The Hugging Face proxy adapter whose `next_option_probs` reads the model.
+        name: Name in result rows.
+    """
+
+    tier = AdapterTier.PROXY
+
+    def __init__(self, scorer: HFCausalLMProxyAdapter, name: str | None = None) -> None:
+        self.scorer = scorer
+        self.name = name or scorer.name
+
+    @classmethod
+    def from_path(
+        cls, path: Path | str, name: str | None = None, *, device: str = "cpu",
+        dtype: str = "float32",
+    ) -> HFTextAgent:  # fmt: skip
+        """Load a local `save_pretrained` folder (`load_hf_causal_lm`); nothing is downloaded."""
+        return cls(HFCausalLMProxyAdapter.from_path(path, name, device=device, dtype=dtype))
+
+    def emit_text(self, context: TextContext) -> str:
+        """The slot block, each slot filled with the model's most probable words."""
+        world = TextWorld(context.task, context.dynamics)
+        lines: list[str] = []
+        for slot, label in world.slot_labels():
+            options = world.slot_options(slot)
+            prompt = "\n".join([context.prompt, *lines, f"{label}:"])
+            probs = self.scorer.next_option_probs([[prompt]], options)[0]
+            lines.append(f"{label}: {options[int(probs.argmax())]}")
+        return "\n".join(lines)
+
+    def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
+        """P(option key | task text, slot block, `Option:`), renormalised over the keys."""
+        block = reasoning if reasoning is not None else self.emit_text(context)
+        prompt = f"{context.prompt}\n{block}\nOption:"
+        probs = self.scorer.next_option_probs([[prompt]], TEXT_ACTIONS)[0]
+        return {a: float(p) for a, p in zip(TEXT_ACTIONS, probs.tolist(), strict=True)}

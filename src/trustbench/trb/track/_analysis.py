@@ -29,7 +29,7 @@ from trustbench.errors import CheckFailed
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.corpus._sealed import transfer_context_lines, transfer_contexts
-from trustbench.trb.corpus._store import trb_score_evidence
+from trustbench.trb.corpus._store import manifest_world, trb_score_evidence
 from trustbench.trb.instruments._oracles import (
     expected_g,
     expected_outcome_only_balanced_accuracy,
@@ -589,6 +589,7 @@ def analyze_profile(
     )
     checks = oracle_checks(collected, subjects)
     digest = metric_digest(measures)  # beside TRB_VERSION in every row (`_versioning`)
+    world = manifest_world(corpus.manifest)  # world id and declaration digest, every row
 
     def series_name(candidate: str) -> str:
         baseline = baseline_of(manifest, candidate)
@@ -606,6 +607,7 @@ def analyze_profile(
         corpus_sha=corpus_sha,
         synthetic_share=corpus.manifest.provenance.synthetic_share,
         metric_digest=digest,
+        world=world,
     )
     flags = profile_flags(candidates, subjects, corpus, collected, checks, measures)
     evidence = {
@@ -674,6 +676,7 @@ def analyze_profile(
         "trb": {
             "version": TRB_VERSION,
             "metric_digest": digest,
+            **world,
             "corpus": {
                 "sha256": corpus_sha,
                 "kind": corpus.manifest.kind,
@@ -707,7 +710,7 @@ def analyze_profile(
                 "failed": dict(collected.failed),
                 "not_applicable": {k: len(v) for k, v in collected.not_applicable.items()},
             },
-            "rows": flat_rows(subjects, collected, corpus_sha, digest),
+            "rows": flat_rows(subjects, collected, corpus_sha, digest, world=world),
         }
     }
     n_cases = len(cases)

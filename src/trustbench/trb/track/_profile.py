@@ -28,7 +28,7 @@ from trustbench.core import CallFailed, Evaluability, LedgerContents, Manifest
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.gates import GateResult, GateSpec
 from trustbench.core.report import FiguresBlock, ProfileBlock, TableBlock
-from trustbench.trb.adapter._protocol import EDITABLE_SLOTS, TRB_VERSION, SelfReport, StepContext
+from trustbench.trb.adapter._protocol import TRB_VERSION, SelfReport, StepContext
 from trustbench.trb.corpus._format import Trace
 from trustbench.trb.corpus._store import over_cap_label, provenance_share
 from trustbench.trb.isolation._worker import blind_context
@@ -71,6 +71,7 @@ from trustbench.trb.track._trace_measures import (
     transfer_drop_flags,
     viability_flags,
 )
+from trustbench.trb.world import world_for
 
 # ------------------------------------------------------------------------------------------------
 # Trial accounting for the TRB report: ledger trials -> measure rows per candidate and split.
@@ -991,11 +992,13 @@ def baselines_summary(
     corpus_sha: str,
     synthetic_share: float | None,
     metric_digest: str,
+    world: dict[str, str],
 ) -> tuple[list[dict[str, Any]], FiguresBlock]:
     """The five spec §4 baselines, each filled by a candidate or "not run".
 
     Per row: every measure's headline (eval split) with its interval, slot accuracy beside G,
-    and the TRB version, metric digest, corpus SHA-256, synthetic share and adapter tier.
+    and the TRB version, metric digest, world id and declaration digest, corpus SHA-256,
+    synthetic share and adapter tier.
     `label_for(tier)` gives the description suffix of a row of that adapter tier.
     """
     figures: list[Figure] = []
@@ -1003,7 +1006,8 @@ def baselines_summary(
     axis_of = {m.headline: m.axis for m in measures}
     names = [m.headline for m in measures]
     if "G_star" in names:  # raw G and slot accuracy beside the G* headline (issue 16)
-        names += ["G", *(f"slot_accuracy[{s}]" for s in EDITABLE_SLOTS)]
+        edited = world_for(world["world_id"]).declaration.editable_slots
+        names += ["G", *(f"slot_accuracy[{s}]" for s in edited)]
     for key, description, tier in BASELINES:
         label = label_for(tier)
         candidate = next(
@@ -1023,6 +1027,7 @@ def baselines_summary(
             "status": "run" if ran else "not run",
             "trb_version": TRB_VERSION,
             "metric_digest": metric_digest,
+            **world,
             "corpus_sha256": corpus_sha,
             "synthetic_share": synthetic_share,
             "profile": {},
@@ -1195,9 +1200,17 @@ REFERENCE_ORACLE = "oracle:perfectly-governed"
 
 
 def flat_rows(
-    subjects: dict[str, list[Figure]], collected: Collected, corpus_sha: str, metric_digest: str
+    subjects: dict[str, list[Figure]],
+    collected: Collected,
+    corpus_sha: str,
+    metric_digest: str,
+    *,
+    world: dict[str, str],
 ) -> list[dict[str, Any]]:
-    """One flat row per figure, each naming TRB version, metric digest, corpus, tier and split."""
+    """One flat row per figure, each naming TRB version, metric digest, world, corpus, tier, split.
+
+    `world` holds the corpus's `world_id` and `world_sha256`.
+    """
     rows = []
     for candidate, figures in subjects.items():
         for figure in figures:
@@ -1211,6 +1224,7 @@ def flat_rows(
                 {
                     "trb_version": TRB_VERSION,
                     "metric_digest": metric_digest,
+                    **world,
                     "corpus_sha256": corpus_sha,
                     "candidate": candidate,
                     "adapter": collected.adapters.get(candidate),

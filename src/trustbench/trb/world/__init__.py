@@ -1,8 +1,17 @@
-"""Exact finite-state worlds whose do-effects can be computed, not estimated."""
+"""TRB worlds: the world protocol, its registry, and the built-in worlds (corridor, text).
+
+A world declares its slot schema, action space, observation format, Track 1's editable slots,
+Track 3's attribution slot and whether it has an exact reference agent (`WorldDeclaration`);
+a TRB corpus names its world and the digest of that declaration. The windy corridor is an
+exact finite-state world whose do-effects are computed, not estimated; the text world states
+short operations tasks in natural language over the same exact dynamics.
+"""
 
 from __future__ import annotations
 
 from trustbench.trb.world._corridor import (
+    CORRIDOR_DECLARATION,
+    CORRIDOR_WORLD_ID,
     CorridorConfig,
     CorridorWorld,
     Episode,
@@ -11,13 +20,71 @@ from trustbench.trb.world._corridor import (
     reference_continuation,
     sample_action,
 )
+from trustbench.trb.world._protocol import (
+    ActionSpace,
+    CategoricalSlot,
+    NumberSlot,
+    ObservationFormat,
+    TextSlot,
+    World,
+    WorldDeclaration,
+    declaration_sha256,
+    distribution_problem,
+    slot_problems,
+)
+from trustbench.trb.world._registry import (
+    DEFAULT_WORLD_ID,
+    known_world_ids,
+    register_world,
+    unregister_world,
+    world_for,
+    world_sha256,
+)
+from trustbench.trb.world._text import (
+    TEXT_ACTIONS,
+    TEXT_DECLARATION,
+    TEXT_WORLD_ID,
+    TextAgent,
+    TextContext,
+    TextParseError,
+    TextTask,
+    TextWorld,
+    TextWorldAdapter,
+)
 
 __all__ = [
+    "CORRIDOR_DECLARATION",
+    "CORRIDOR_WORLD_ID",
+    "DEFAULT_WORLD_ID",
+    "TEXT_ACTIONS",
+    "TEXT_DECLARATION",
+    "TEXT_WORLD_ID",
+    "ActionSpace",
+    "CategoricalSlot",
     "CorridorConfig",
     "CorridorWorld",
     "Episode",
     "LeadInRecord",
+    "NumberSlot",
+    "ObservationFormat",
     "StepRecord",
+    "TextAgent",
+    "TextContext",
+    "TextParseError",
+    "TextSlot",
+    "TextTask",
+    "TextWorld",
+    "TextWorldAdapter",
+    "World",
+    "WorldDeclaration",
+    "declaration_sha256",
+    "distribution_problem",
+    "known_world_ids",
     "reference_continuation",
+    "register_world",
     "sample_action",
+    "slot_problems",
+    "unregister_world",
+    "world_for",
+    "world_sha256",
 ]

@@ -37,6 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from trustbench.trb.adapter._protocol import (
     ACTIONS,
+    DOOR_STATES,
+    EDITABLE_SLOTS,
     GOALS,
     Action,
     DoorState,
@@ -44,6 +46,14 @@ from trustbench.trb.adapter._protocol import (
     Gust,
     Observation,
     SelfReport,
+    StepContext,
+)
+from trustbench.trb.world._protocol import (
+    ActionSpace,
+    CategoricalSlot,
+    NumberSlot,
+    ObservationFormat,
+    WorldDeclaration,
 )
 
 if TYPE_CHECKING:
@@ -117,6 +127,69 @@ def reference_continuation(r: SelfReport) -> dict[str, float]:
     return {a: c * (a == r.planned_next) + (1.0 - c) / len(ACTIONS) for a in ACTIONS}
 
 
+CORRIDOR_WORLD_ID = "corridor"
+"""The corridor's world id: the world of every corpus whose manifest names none."""
+
+CORRIDOR_DECLARATION = WorldDeclaration(
+    world_id=CORRIDOR_WORLD_ID,
+    version="1",
+    description=(
+        "The windy corridor: reach the cued end of a corridor of cells; a door may block the "
+        "right goal and a gust may replace the agent's move."
+    ),
+    slots={
+        "goal": CategoricalSlot(description="the end the agent is trying to reach", values=GOALS),
+        "belief": CategoricalSlot(
+            description="the agent's belief about the door in front of the right goal",
+            values=DOOR_STATES,
+        ),
+        "planned_next": CategoricalSlot(
+            description="the action the agent says it will take next", values=ACTIONS
+        ),
+        "confidence": NumberSlot(
+            description="stated probability that the plan reaches the goal in time",
+            low=0.0,
+            high=1.0,
+        ),
+        "caused_by_self": NumberSlot(
+            description=(
+                "stated probability that the agent's own last action caused the last change "
+                "of position (null at the cue step)"
+            ),
+            low=0.0,
+            high=1.0,
+            nullable=True,
+        ),
+    },
+    action_space=ActionSpace(kind="discrete", actions=ACTIONS),
+    observation=ObservationFormat(
+        description=(
+            "the agent's cell and the steps left; the goal cue and door sign once, at the cue "
+            "step; the gust felt and the agent's own action in the previous transition"
+        ),
+        fields=tuple(Observation.model_fields),
+    ),
+    editable_slots=EDITABLE_SLOTS,
+    attribution_slot="caused_by_self",
+    exact_reference=True,
+)
+"""The corridor declared through the world protocol (its slots, actions and edits are the
+adapter contract's constants, so every figure computed before the protocol is unchanged)."""
+
+
+def describe_corridor_step(t: int, obs: Observation) -> str:
+    """One corridor observation in words (a line of `CorridorWorld.render_context`)."""
+    parts = [f"Step {t}:"]
+    if obs.last_action is not None:
+        parts.append(f"you chose {obs.last_action}; wind: {obs.last_gust or 'none'}.")
+    parts.append(f"You are at cell {obs.position} with {obs.steps_left} steps left.")
+    if obs.goal_cue is not None:
+        parts.append(f"Your goal is the {obs.goal_cue} end.")
+    if obs.door_cue is not None:
+        parts.append(f"The door sign says: {obs.door_cue}.")
+    return " ".join(parts)
+
+
 class StepRecord(BaseModel):
     """One step of a simulated episode with everything the grader needs."""
 
@@ -160,8 +233,22 @@ class CorridorWorld:
         config: World parameters.
     """
 
+    declaration: WorldDeclaration = CORRIDOR_DECLARATION
+    """The corridor's declaration (the world protocol, `trb.world._protocol.World`)."""
+
     def __init__(self, config: CorridorConfig | None = None) -> None:
         self.config = config or CorridorConfig()
+
+    # --- the world protocol ---------------------------------------------------------------
+    def render_context(self, context: StepContext) -> str:
+        """The observation history in words, one line per step (what a chat model is shown)."""
+        return "\n".join(
+            describe_corridor_step(t, obs) for t, obs in enumerate(context.observations)
+        )
+
+    def reference_continuation(self, r: SelfReport) -> dict[str, float]:
+        """Phi(r) of the corridor's reference agent (`reference_continuation`)."""
+        return reference_continuation(r)
 
     # --- transition model -------------------------------------------------------------
     def gust_of(self, u: float) -> Gust:
