@@ -36,6 +36,7 @@ __all__ = [
     "TokenClassScore",
     "artifact_scan",
     "artifact_table",
+    "held_out_predictions",
     "learned_audit",
     "learned_table",
     "run_learning_audit",
@@ -439,17 +440,24 @@ def _views(documents: Sequence[Document]) -> dict[str, Any]:
     return views
 
 
-def _held_out(
-    make: Callable[[], Any], x: Any, labels: Sequence[str], groups: Sequence[str]
-) -> tuple[int, list[tuple[str, int, int]]]:
-    correct = 0
-    per_group: list[tuple[str, int, int]] = []
-    for group in sorted(set(groups)):
-        test = [i for i, g in enumerate(groups) if g == group]
-        train = [i for i, g in enumerate(groups) if g != group]
+def held_out_predictions(
+    make: Callable[[], Any], x: Any, labels: Sequence[str], folds: Sequence[str]
+) -> list[str]:
+    """Each input's prediction by a model fitted on every fold but its own.
+
+    Args:
+        make: A fresh model.
+        x: The inputs' features (a matrix, or a list of texts), one row per input.
+        labels: Each input's reference decision (to fit).
+        folds: Each input's fold (its domain group, or its family).
+    """
+    predicted = [""] * len(labels)
+    for fold in sorted(set(folds)):
+        test = [i for i, f in enumerate(folds) if f == fold]
+        train = [i for i, f in enumerate(folds) if f != fold]
         train_labels = [labels[i] for i in train]
         if len(set(train_labels)) < 2:
-            predicted = [train_labels[0]] * len(test)
+            answers = [train_labels[0]] * len(test)
         else:
             model = make()
             if "kneighborsclassifier__n_neighbors" in model.get_params():
@@ -457,11 +465,21 @@ def _held_out(
                 k = model.get_params()["kneighborsclassifier__n_neighbors"]
                 model.set_params(kneighborsclassifier__n_neighbors=min(k, len(train)))
             model = model.fit(_rows(x, train), train_labels)
-            predicted = list(model.predict(_rows(x, test)))
-        hits = sum(p == labels[i] for p, i in zip(predicted, test, strict=True))
-        correct += hits
-        per_group.append((group, hits, len(test)))
-    return correct, per_group
+            answers = [str(p) for p in model.predict(_rows(x, test))]
+        for i, answer in zip(test, answers, strict=True):
+            predicted[i] = answer
+    return predicted
+
+
+def _held_out(
+    make: Callable[[], Any], x: Any, labels: Sequence[str], groups: Sequence[str]
+) -> tuple[int, list[tuple[str, int, int]]]:
+    predicted = held_out_predictions(make, x, labels, groups)
+    per_group: list[tuple[str, int, int]] = []
+    for group in sorted(set(groups)):
+        members = [i for i, g in enumerate(groups) if g == group]
+        per_group.append((group, sum(predicted[i] == labels[i] for i in members), len(members)))
+    return sum(hits for _, hits, _ in per_group), per_group
 
 
 def _rows(x: Any, index: list[int]) -> Any:
