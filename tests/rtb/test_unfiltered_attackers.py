@@ -86,6 +86,24 @@ def test_a_pool_trained_policy_blind_attacker_catches_a_record_count_that_decide
     assert failed is False and "blind-forest (pool: 60 cases, seed 2) 100.0%" in line
 
 
+def test_cases_carrying_a_family_id_are_held_out_by_family_as_well_as_by_group() -> None:
+    documents, labels, groups = _draw(seed=5, count=30)
+    families = [f"family-{index // 3}" for index in range(30)]  # one case per decision each
+    report = unfiltered_audit(
+        Inputs(documents, families, None),
+        _scoring(labels, groups),
+        pool="no generator shipped",
+        margin=0.15,
+        seed=0,
+    )
+    places = [a.fitted_on for a in report.attackers if a.attacker == "blind-logistic"]
+    assert places == [
+        "corpus, leave one family out",
+        "corpus, leave one domain group out",
+        "pool",
+    ]
+
+
 def test_best_relabelling_counts_a_consistent_renaming_of_the_decisions_as_right() -> None:
     labels = ["permit", "deny", "hold", "permit"]
     assert best_relabelling(["deny", "hold", "permit", "deny"], labels) == 4
@@ -146,6 +164,7 @@ def test_v0_3s_pool_trained_relation_learner_recovers_what_outside_attackers_mea
     assert len(blind) == 4 and not any(report.outside(a) for a in blind)
 
 
+@pytest.mark.slow  # loads v0.3 (shared with the test above) and grades 240 rows
 def test_an_attacker_that_decides_every_v0_3_case_right_passes_the_gates_and_fails_the_audit() -> (
     None
 ):

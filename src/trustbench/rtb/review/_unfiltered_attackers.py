@@ -48,6 +48,7 @@ from rich.table import Table
 
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._audit import gate_results, gates_file
 from trustbench.rtb.review._learning_audit import (
@@ -429,7 +430,7 @@ def attack(
             case_id=case_id,
             group=group,
             variant="",
-            reference=_decision(label),
+            reference=Decision(label),
             observed=Outcome(prediction),
             supported=prediction == label,
         )
@@ -461,12 +462,6 @@ def attack(
         failed_gates=failed,
         rule_errors=tuple(errors),
     )
-
-
-def _decision(label: str) -> Any:
-    from trustbench.rtb.corpus._models import Decision
-
-    return Decision(label)
 
 
 def _not_run(spec: AttackerSpec, fitted_on: str, why: str) -> UnfilteredAttacker:
@@ -642,7 +637,8 @@ def unfiltered_table(report: UnfilteredReport) -> Table:
     table = Table(
         title="Attackers the corpus was not selected against (candidate-visible input only; "
         f"seed {report.seed})",
-        caption=f"band = chance {percent(report.chance)} +/- {100 * report.margin:g} points = "
+        caption=f"accuracy over the {report.cases} corpus cases; band = chance "
+        f"{percent(report.chance)} +/- {100 * report.margin:g} points = "
         f"{band_text}, two-sided (relabelled: best renaming of the decisions); gates: the "
         "policy's review gates, a right decision counted as supported; pool: "
         f"{escape(report.pool)}",
@@ -687,7 +683,9 @@ def unfiltered_verdicts(report: UnfilteredReport) -> list[tuple[bool | None, str
     """(passed, line) per verdict; passed None: not run (no generator shipped), never a pass."""
     band = report.band
     band_text = "not run" if band is None else f"{percent(band[0])}-{percent(band[1])}"
+    within = f"chance +/- {100 * report.margin:g} points ({band_text}, two-sided)"
     ran = [a for a in report.attackers if a.correct is not None]
+    unrun = [_label(a) for a in report.attackers if a.correct is None and a.fitted_on != "pool"]
     lines: list[tuple[bool | None, str]] = []
     if report.outside_band:
         named = ", ".join(
@@ -695,39 +693,29 @@ def unfiltered_verdicts(report: UnfilteredReport) -> list[tuple[bool | None, str
             for a in report.attackers
             if report.outside(a)
         )
-        lines.append(
-            (
-                False,
-                f"attackers outside chance +/- {100 * report.margin:g} points "
-                f"({band_text}): {named}",
-            )
-        )
+        lines.append((False, f"attackers outside {within} on {report.cases} cases: {named}"))
+    elif unrun:
+        lines.append((False, "attackers not run (an unrun check is no pass): " + ", ".join(unrun)))
     else:
-        lines.append(
-            (
-                all(
-                    a.correct is not None
-                    for a in report.attackers
-                    if not a.fitted_on.startswith("pool")
-                ),
-                f"every attacker not selected against within chance +/- {100 * report.margin:g} "
-                f"points ({band_text}, two-sided): {len(ran)} ran",
-            )
-        )
+        lines.append((True, f"all {len(ran)} attackers not selected against within {within}"))
     if report.passing_gates:
-        lines.append(
-            (False, "attackers passing the review gates: " + ", ".join(report.passing_gates))
-        )
+        named = ", ".join(report.passing_gates)
+        lines.append((False, f"attackers passing the review gates: {named}"))
+    elif ran:
+        lines.append((True, f"none of the {len(ran)} attackers passes the review gates"))
     if any(a.fitted_on == "pool" and a.correct is None for a in report.attackers):
         lines.append((None, f"pool-trained attackers not run ({report.pool})"))
-    for attacker in ran:
-        if attacker.kind == "relational" and attacker.fitted_on.startswith("pool"):
-            lines.append((True, _recovery_line(attacker)))
+    lines += [
+        (True, _recovery_line(a))
+        for a in ran
+        if a.kind == "relational" and a.fitted_on.startswith("pool")
+    ]
     return lines
 
 
 def _recovery_line(attacker: UnfilteredAttacker) -> str:
     return (
         f"a shallow learner ({attacker.attacker}, pool-trained) recovers "
-        f"{percent(attacker.accuracy)} of the policy's decisions" + _errors_text(attacker, 3)
+        f"{percent(attacker.accuracy)} of the policy's decisions ({attacker.correct} of "
+        f"{attacker.cases} cases)" + _errors_text(attacker, 3)
     )
