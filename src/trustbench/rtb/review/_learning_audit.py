@@ -296,11 +296,17 @@ def text_of(space: FeatureSpace, document: Document) -> str:
     return " ".join(words)
 
 
-def all_features(space: FeatureSpace, document: Document) -> dict[str, float]:
-    """Token and structure features together (what the learners are fitted on)."""
+def all_features(
+    space: FeatureSpace, document: Document, structure: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Token and structure features together (what the learners are fitted on).
+
+    `structure`: the input's `structure_features`, when already computed (they are the costly
+    part, and the relation learners' view is the same rows).
+    """
     return {
         **{k: float(v) for k, v in token_features(space, document).items()},
-        **structure_features(space, document),
+        **(structure_features(space, document) if structure is None else structure),
     }
 
 
@@ -430,8 +436,11 @@ def _views(documents: Sequence[Document]) -> dict[str, Any]:
 
     space = FeatureSpace.infer(documents)
     views: dict[str, Any] = {"text": [text_of(space, d) for d in documents]}
-    for name, extract in (("all", all_features), ("structure", structure_features)):
-        rows = [extract(space, d) for d in documents]
+    # `all_features` is tokens + structure: the structure rows (pairwise comparisons, the costly
+    # part) are computed once and reused for both views.
+    structure = [structure_features(space, d) for d in documents]
+    every = [all_features(space, d, row) for d, row in zip(documents, structure, strict=True)]
+    for name, rows in (("all", every), ("structure", structure)):
         # Features seen in a single input cannot generalise across groups; dropping them keeps
         # the matrices small without hiding anything a held-out group could share.
         seen = Counter(key for row in rows for key in row)
