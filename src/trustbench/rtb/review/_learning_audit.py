@@ -36,6 +36,7 @@ __all__ = [
     "TokenClassScore",
     "artifact_scan",
     "artifact_table",
+    "count_features",
     "held_out_predictions",
     "learned_audit",
     "learned_table",
@@ -227,10 +228,23 @@ def token_features(space: FeatureSpace, document: Document) -> Counter[str]:
 
 def structure_features(space: FeatureSpace, document: Document) -> dict[str, float]:
     """Counts, lengths, positions, pairwise equalities and timestamp comparisons."""
+    leaves = list(space.leaves(document))
+    out = count_features(space, document, leaves)
+    out.update(_pair_features(leaves))
+    return out
+
+
+def count_features(
+    space: FeatureSpace, document: Document, leaves: list[Leaf] | None = None
+) -> dict[str, float]:
+    """Counts (leaves per path, records per kind), string lengths and record positions.
+
+    `structure_features` without the pairwise comparisons; `leaves`: the input's leaves, when
+    already listed.
+    """
     features: Counter[str] = Counter()
     lengths: dict[str, list[int]] = {}
-    leaves = list(space.leaves(document))
-    for _, path, value in leaves:
+    for _, path, value in space.leaves(document) if leaves is None else leaves:
         features[f"n:{path}"] += 1
         if isinstance(value, str):
             lengths.setdefault(path, []).append(len(value))
@@ -243,7 +257,6 @@ def structure_features(space: FeatureSpace, document: Document) -> dict[str, flo
         for tag in set(tags):
             out[f"n:{path}[{tag}]"] = float(tags.count(tag))
             out[f"pos:{path}[{tag}]"] = tags.index(tag) / max(len(tags) - 1, 1)
-    out.update(_pair_features(leaves))
     return out
 
 

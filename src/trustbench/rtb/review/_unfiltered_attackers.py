@@ -56,11 +56,11 @@ from trustbench.rtb.review._learning_audit import (
     Document,
     FeatureSpace,
     _as_time,
-    _objects,
-    _plain,
-    _shape,
+    _token_class,
+    count_features,
     held_out_predictions,
     structure_features,
+    token_features,
 )
 from trustbench.rtb.review._rows import Outcome, ReviewTrialRow
 from trustbench.rtb.review._shortcuts import percent
@@ -87,8 +87,11 @@ attackers measured: 55-63 %), at 50 % with 480: a pool too small hides structure
 does. Drawing 1,440 takes 3 s; the whole audit about 15 s of one core."""
 Kind = Literal["policy-blind", "relational"]
 
-_WORD = re.compile(r"[A-Za-z0-9]+")
 _OFFSET = re.compile(r"(Z|[+-]\d{2}:?\d{2})\s*$")
+_ORDER = ("first", "last", "next", "k0")
+"""Token families of record order and of the first key an object lists (presentation)."""
+_RECORD_KIND = re.compile(r"\[[^\]]*\]$")
+"""A trailing `[kind]`: `n:evidence[approval]` counts records of a list of records."""
 _RELATIONS = ("eq:", "neq:", "slt:")
 """Pair families of the shallow relational view: raw and normalised equality, times as strings."""
 
@@ -111,35 +114,33 @@ def categorical_paths(space: FeatureSpace, documents: Sequence[Document]) -> fro
 def blind_features(
     space: FeatureSpace, document: Document, categorical: frozenset[str]
 ) -> dict[str, float]:
-    """What no policy rule reads: counts per kind, order, first keys, and uncategorical leaves."""
-    out: Counter[str] = Counter()
-    positions: dict[str, float] = {}
-    for path, tags in space.tagged_lists(document):
-        out[f"n:{path}"] = len(tags)
-        for tag in set(tags):
-            out[f"n:{path}[{tag}]"] = tags.count(tag)
-            positions[f"pos:{path}[{tag}]"] = tags.index(tag) / max(len(tags) - 1, 1)
-        out[f"first:{path}={tags[0]}"] += 1
-        out[f"last:{path}={tags[-1]}"] += 1
-        for a, b in itertools.pairwise(tags):
-            out[f"next:{path}={a}>{b}"] += 1
-    for path, obj in _objects({k: v for k, v in document.items() if k != "evaluation_id"}):
-        if obj:
-            out[f"k0:{_plain(path)}={next(iter(obj))}"] += 1
-    lengths: dict[str, list[int]] = {}
+    """What no policy rule reads, taken from the learned audit's own feature families.
+
+    Record order and first keys (`first last next k0`), records per kind and their positions
+    (`n:` of a list of records, `pos:`), and of every path that is not categorical: value, word
+    and shape tokens (`v w s`), string lengths and the timing of its timestamps. Left out: counts
+    of leaves inside a record (e.g. how many co-approvers: a rule reads that) and every pairwise
+    comparison.
+    """
+    records = {path for path, _ in space.tagged_lists(document)}
+    out: dict[str, float] = {}
+    for key, count in token_features(space, document).items():
+        family, path = _token_class(key).split(":", 1)
+        if family in _ORDER or path not in categorical:
+            out[key] = float(count)
+    for key, value in count_features(space, document).items():
+        family, path = key.split(":", 1)
+        if (
+            family == "pos"
+            or (family == "n" and _RECORD_KIND.sub("", path) in records)
+            or (family.startswith("len-") and path not in categorical)
+        ):
+            out[key] = value
     for _, path, value in space.leaves(document):
-        if path in categorical or not isinstance(value, str):
-            continue
-        lengths.setdefault(path, []).append(len(value))
-        out[f"s:{path} :: {_shape(value)}"] += 1
-        for word in _WORD.findall(value.casefold()):
-            out[f"w:{path} :: {word}"] += 1
-        out.update(_timing(path, value))
-    result = {key: float(count) for key, count in out.items()} | positions
-    for path, values in lengths.items():
-        result[f"len-min:{path}"] = float(min(values))
-        result[f"len-max:{path}"] = float(max(values))
-    return result
+        if path not in categorical and isinstance(value, str):
+            for token in _timing(path, value):
+                out[token] = out.get(token, 0.0) + 1.0
+    return out
 
 
 def _timing(path: str, value: str) -> list[str]:
