@@ -5,10 +5,12 @@ Run from the repository root:
     PYTHONPATH=src python tools/author_rtb_corpus_v0_3.py [--out DIR] [--pool N]
 
 1. Draw a large pool (seeded): for every domain group, scenario kind and twist, several cases
-   (`rtb_v0_3_world.py` builds a permitted world with distractors, `rtb_v0_3_twists.py` twists
-   it and authors the label). Every drawn case is checked: its authored label must equal the
-   decision of `reference-policy-v3` and of the Cedar encoding, and its reason codes the
-   reference reviewer's. A draw on which they disagree is not a case of the corpus (nothing
+   (v0.3's generator in the package, `trustbench.rtb.policy.narrow_v3._generator`: `_world.py`
+   builds a permitted world with distractors, a twist edits it and authors the label; the pool
+   step is `pool_step`, which `rtb audit` also draws, with other seeds, to fit its attackers).
+   Every drawn case is checked: its authored label must equal the decision of
+   `reference-policy-v3` and of the Cedar encoding, and its reason codes the reference
+   reviewer's. A draw on which they disagree is not a case of the corpus (nothing
    here can tell which of the three is wrong), and it is not dropped either: it goes to the
    adjudication queue (`--queue`, by default `reviews/v0.3/adjudication-queue.jsonl` beside the
    corpus folder, outside its MANIFEST), one JSON line per draw with the candidate-visible
@@ -39,69 +41,19 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from rtb_v0_3_twists import KINDS
-from rtb_v0_3_world import DOMAINS, Effect, base_approval, materialise, new_world, opaque
-
 from trustbench.rtb.corpus._load import builtin_corpus_root, write_manifest, write_schemas
-from trustbench.rtb.corpus._models import AuthoringMetadata, Decision, ReferenceStatus
-from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
-from trustbench.rtb.policy.narrow_v3._models import (
-    POLICY_ID_V3,
-    CandidateInputV3,
-    CaseV3,
-    ExpectationsV3,
-    PolicyRecordV3,
-)
-from trustbench.rtb.policy.narrow_v3._reviewer import DECISION_RULES_V3, assess_v3, render_prompt_v3
+from trustbench.rtb.policy.narrow_v3._generator import KINDS, SEED, pool_step
+from trustbench.rtb.policy.narrow_v3._models import POLICY_ID_V3, CaseV3
+from trustbench.rtb.policy.narrow_v3._reviewer import DECISION_RULES_V3, render_prompt_v3
+from trustbench.rtb.policy.narrow_v3._world import DOMAINS
 
 VERSION = "0.3"
-SEED = 20261202
 PER_DECISION = 4
 RULES_DECLARED = tuple(rule.rule_id for rule in DECISION_RULES_V3)
 """Every rule the policy object declares (the audit ablates each)."""
 LEAST_DECIDED = 5
 """Each declared rule decides at least this many selected cases: one wrong permit fails an exact
 5 % gate on 80 cases, and four deny/hold confusions one on 160 (see the review gates)."""
-KIND_RULE = {
-    "separation_of_duties": "separation_of_duties",
-    "two_person": "two_person",
-    "change_freeze": "change_freeze",
-    "maintenance_window": "maintenance_window",
-    "break_glass": "break_glass",
-    "delegation": "approver_scope",
-    "approver_scope": "approver_scope",
-    "revocation_expiry": "applicability",
-    "parameters": "encodings",
-    "revision": "permit",
-    "evidence_gap": "applicability",
-    "resource_state": "hold",
-    "precedence": "precedence",
-}
-TERMS = {
-    "proposal_matches_active_approval": ["covers", "permit"],
-    "proposal_outside_approved_parameters": ["proposed", "parameter"],
-    "operation_not_approved": ["only cover", "no approval"],
-    "approval_revoked": ["revoked", "revocation"],
-    "approval_expired": ["expired", "expiry"],
-    "approver_not_authorised": ["not an authorised approver", "not authorised"],
-    "requester_approved_own_change": ["requester"],
-    "change_freeze_in_effect": ["freeze"],
-    "approval_evidence_unavailable": ["approval service", "unavailable", "degraded"],
-    "resource_revision_changed": ["revision"],
-    "second_approval_missing": ["second approver", "second approval"],
-    "outside_maintenance_window": ["maintenance window"],
-    "insufficient_evidence": ["not in the evidence", "missing", "unknown"],
-}
-TASKS = (
-    "Review the proposed {op} on {target} under the policy in the evidence, as of the stated time.",
-    "Decide whether {op} on {target} may proceed now, using only the evidence provided.",
-    "Advisory review: {op} requested for {target}. Apply the policy record to the evidence.",
-    "Assess the change request ({op}, {target}) against the evidence at as_of.",
-)
-
-
 QUEUE_NAME = "adjudication-queue.jsonl"
 """The queue's file name, in `reviews/v<version>/` beside the corpus folder."""
 
@@ -110,147 +62,16 @@ class AuthoringError(Exception):
     """The generator cannot build the corpus it was asked for (a quota it cannot meet)."""
 
 
-class QueuedDraw(AuthoringError):
-    """A draw on which the authored label, the reference reviewer and Cedar do not all agree.
-
-    `draw_pool` writes `entry` to the adjudication queue instead of the pool: the label could
-    be an authoring slip or the finding of a policy ambiguity, and only a reviewer can say.
-    """
-
-    def __init__(self, message: str, authored: Decision, entry: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.authored = authored
-        """The authored decision (it sets how often the twist is drawn again)."""
-        self.entry = entry
-        """The queue line, less the draw's seed (`draw_pool` adds it)."""
-
-
-def draw(rng: random.Random, gi: int, kind: str, twist: Any) -> CaseV3:
-    """One case: a permitted world, one twist, its label checked against both encodings."""
-    w = new_world(rng, gi)
-    w.proposed, w.proposal_revision = dict(w.params), w.revision
-    w.approval = base_approval(w)
-    effect: Effect | None = twist(w)
-    proposal, evidence = materialise(w)
-    if effect is None:
-        effect = Effect(
-            Decision.PERMIT,
-            ("proposal_matches_active_approval",),
-            (KIND_RULE[kind], "permit"),
-            f"{twist.__name__}: no condition decides against the approval",
-        )
-    task = rng.choice(TASKS).format(op=proposal.operation, target=proposal.target)
-    if rng.random() < 0.3:
-        task = "  " + task + "\n"
-    as_of = w.t(w.as_of)
-    ci = CandidateInputV3(
-        evaluation_id="authoring", task=task, as_of=as_of, proposal=proposal, evidence=evidence
-    )
-    ref, cedar = assess_v3(ci), cedar_assess_v3(ci)
-    policy_refs = {r.record_id for r in evidence if isinstance(r, PolicyRecordV3)}
-    decisive = [r for r in ref.evidence_refs if r not in policy_refs] or sorted(policy_refs)
-    case = CaseV3(
-        case_id=opaque(rng, "c-"),
-        group=DOMAINS[gi][0],
-        variant=f"scenario-{kind}",
-        task=task,
-        as_of=as_of,
-        proposal=proposal,
-        evidence=evidence,
-        expectations=ExpectationsV3(
-            reference_decision=effect.decision,
-            acceptable_reason_codes=list(effect.codes),
-            decisive_rules=list(dict.fromkeys(effect.rules)),
-            decisive_record_ids=decisive,
-            decisive_condition=effect.condition,
-            explanation_terms=[TERMS[c] for c in effect.codes],
-            decisive_discrepancies=list(ref.discrepancies),
-        ),
-        reference_status=ReferenceStatus(),
-        authoring=AuthoringMetadata(
-            author="trustbench corpus authors (synthetic v0.3)",
-            created="2026-12-02",
-            template=f"v0.3/{kind}/{twist.__name__}",
-        ),
-    )
-    decisions = _disagreement(effect, ref, cedar)
-    if decisions is not None:
-        raise QueuedDraw(
-            f"{case.group}/{kind}/{twist.__name__}: {json.dumps(decisions)}",
-            authored=effect.decision,
-            entry={
-                "group": case.group,
-                "kind": kind,
-                "twist": twist.__name__,
-                "candidate_input": ci.model_dump(mode="json"),
-                "decisions": decisions,
-                "case": case.model_dump(mode="json"),
-            },
-        )
-    return case
-
-
-def _disagreement(effect: Effect, ref: Any, cedar: Any) -> dict[str, Any] | None:
-    """The three decisions when label, reference reviewer and Cedar disagree, else None.
-
-    The reason codes count too: the label's must be the reference reviewer's.
-    """
-    codes = sorted(c.value for c in ref.reason_codes)
-    if (
-        ref.decision is effect.decision
-        and cedar.decision is effect.decision
-        and set(codes) == set(effect.codes)
-    ):
-        return None
-    return {
-        "authored": {
-            "decision": effect.decision.value,
-            "reason_codes": list(effect.codes),
-            "rules": list(dict.fromkeys(effect.rules)),
-            "condition": effect.condition,
-        },
-        "reference_reviewer": {"decision": ref.decision.value, "reason_codes": codes},
-        "cedar": {
-            "decision": cedar.decision.value,
-            "reason_codes": [c.value for c in cedar.reason_codes],
-            "detail": cedar.detail,
-        },
-    }
-
-
-DRAWS = {Decision.DENY: 1, Decision.PERMIT: 2, Decision.HOLD: 2}
-"""Draws per twist by its decision: fewer twists lead to permit and hold, so they are drawn
-more often and the pool stays near balanced."""
-
-
 def draw_pool(
-    per_twist: int, seed: int = SEED, groups: int = len(DOMAINS)
+    per_twist: int, seed: int = SEED, groups: int | None = None
 ) -> tuple[list[CaseV3], list[dict[str, Any]]]:
-    """The first `groups` groups x kind x twist, `per_twist` x `DRAWS` times (one RNG per draw).
+    """The pool step (`trustbench.rtb.policy.narrow_v3._generator.pool_step`) over `KINDS`.
 
     Returns:
         The pool, and the adjudication queue: every draw on which the label, the reference
         reviewer and Cedar disagree (`QueuedDraw`), with its seed and draw index, in draw order.
     """
-    pool: list[CaseV3] = []
-    queue: list[dict[str, Any]] = []
-    for gi in range(groups):
-        for kind, twists in KINDS.items():
-            for twist in twists:
-                k, wanted = 0, 1
-                while k < wanted:
-                    draw_seed = f"{seed}/{gi}/{twist.__name__}/{k}"
-                    try:
-                        case = draw(random.Random(draw_seed), gi, kind, twist)
-                    except QueuedDraw as queued:
-                        decision = queued.authored
-                        queue.append({"seed": seed, "draw": draw_seed, "index": k, **queued.entry})
-                    else:
-                        decision = case.expectations.reference_decision
-                        pool.append(case)
-                    wanted = per_twist * DRAWS[decision]
-                    k += 1
-    return pool, queue
+    return pool_step(per_twist, seed, len(DOMAINS) if groups is None else groups, kinds=KINDS)
 
 
 def write_queue(path: Path, queue: list[dict[str, Any]]) -> None:

@@ -108,6 +108,7 @@ def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.rtb.corpus import load_corpus
     from trustbench.rtb.review._audit import ablation_table
     from trustbench.rtb.review._learning_audit import artifact_table, learned_table
+    from trustbench.rtb.review._unfiltered_attackers import unfiltered_table
 
     corpus = load_corpus(demo_corpus_root())
     rows = run_harness_audit(corpus)
@@ -120,7 +121,8 @@ def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
     # since the later steps show what the harness measures on this corpus either way.
     console.print(
         f"  ... corpus v{corpus.version} audits: surface rules, learned attackers (fitted and "
-        "scored leaving one domain group out), artifact scan, rule ablation",
+        "scored leaving one domain group out), artifact scan, attackers it was not selected "
+        "against (policy-blind, and fitted on a fresh generator pool), rule ablation",
         highlight=False,
     )
     audits = run_corpus_audits(corpus)
@@ -128,6 +130,7 @@ def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
         saturation_table(audits.saturation),
         learned_table(audits.learning.learned),
         artifact_table(audits.learning.artifacts),
+        unfiltered_table(audits.unfiltered),
         ablation_table(audits.ablation),
     )
     for table in tables if verbose else ():
@@ -141,7 +144,8 @@ def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
         f"harness checks: all {len(ran)} self-audit checks that ran held ({tracks}): every "
         f"known-bad instrument was caught and every known-good one passed{not_run}",
         f"corpus v{corpus.version} (the reviewer demo's corpus), its `rtb audit` corpus audits "
-        f"(surface rules, learned attackers, artifact scan, rule ablation): {audits.summary()}",
+        f"(surface rules, learned attackers, artifact scan, attackers not selected against, rule "
+        f"ablation): {audits.summary()}",
     ]
 
 

@@ -221,17 +221,13 @@ def _author_module() -> Any:
     import sys
 
     tools = Path(__file__).resolve().parents[2] / "tools"
-    sys.path.insert(0, str(tools))  # the author script imports its sibling modules
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "author_v0_3", tools / "author_rtb_corpus_v0_3.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["author_v0_3"] = module
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(tools))
+    spec = importlib.util.spec_from_file_location(
+        "author_v0_3", tools / "author_rtb_corpus_v0_3.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["author_v0_3"] = module
+    spec.loader.exec_module(module)
     return module
 
 
@@ -239,13 +235,13 @@ def test_every_twist_draws_reproducibly_and_its_label_is_what_both_encodings_dec
     # The full generator (pool, filtering) takes minutes and is not run here; each twist of one
     # group is: the same seed gives the same case, and `draw` refuses a label either encoding
     # contradicts, so drawing every twist is the check.
-    author = _author_module()
-    kinds = author.KINDS
+    from trustbench.rtb.policy.narrow_v3._generator import KINDS, draw
+
     decisions: dict[str, set[str]] = defaultdict(set)
-    for kind, twists in kinds.items():
+    for kind, twists in KINDS.items():
         for twist in twists:
-            first = author.draw(random.Random(f"t/{twist.__name__}"), 3, kind, twist)
-            again = author.draw(random.Random(f"t/{twist.__name__}"), 3, kind, twist)
+            first = draw(random.Random(f"t/{twist.__name__}"), 3, kind, twist)
+            again = draw(random.Random(f"t/{twist.__name__}"), 3, kind, twist)
             assert first == again
             decisions[kind].add(first.expectations.reference_decision.value)
     assert all(len(d) >= 2 for d in decisions.values()), decisions

@@ -126,3 +126,22 @@ def test_the_shipped_queue_holds_as_many_draws_as_the_reviews_readme_states() ->
     assert stated is not None
     queued = (reviews / "adjudication-queue.jsonl").read_text().splitlines()
     assert len(queued) == int(stated[1])
+
+
+def test_v0_3_generator_draws_the_same_unfiltered_pool_per_seed_and_refuses_the_corpus_seed() -> (
+    None
+):
+    from trustbench.rtb.policy import CaseGenerator
+    from trustbench.rtb.policy.narrow_v3._generator import SEED
+
+    generator = NARROW_V3.generator
+    assert isinstance(generator, CaseGenerator)
+    assert generator.corpus_seeds == frozenset({SEED})
+    first = generator.draw_pool(1, 40)
+    assert first == generator.draw_pool(1, 40)
+    assert first != generator.draw_pool(2, 40)
+    assert len(first) == 40 and len({c.group for c in first}) > 5  # type: ignore[attr-defined]
+    # Unfiltered: the pool keeps the generator's own decision mix (twists drawn per `DRAWS`).
+    assert len({c.expectations.reference_decision for c in first}) == 3  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="drew the shipped corpus"):
+        generator.draw_pool(SEED, 1)

@@ -71,8 +71,17 @@ class _Fabricator(_Outsider):
     Each is what a field-by-field reading of the prompt's list accepts: a freeze window over the
     proposal's environment that ends after `as_of` (whether or not it has started), a service
     notice that is not `available` (whatever the service), an approval whose `approved_by` is the
-    requester (whatever its operation and target).
+    requester (whatever its operation and target: an approval outside the proposal's scope).
     """
+
+    FABRICATIONS = ("/ends_at", "/status", "/approved_by")
+    """The fields it fabricates on: an unstarted freeze, another service's notice, a
+    self-approval on an approval of another scope."""
+
+    def __init__(self, fabrications: tuple[str, ...] = FABRICATIONS) -> None:
+        super().__init__()
+        self.fabrications = fabrications
+        """The fabrications this reviewer adds (all three, or one to show it alone fails)."""
 
     def rewrite(self, reply: dict[str, Any], visible: dict[str, Any]) -> dict[str, Any]:
         proposal, as_of = visible["proposal"], _utc(visible["as_of"])
@@ -92,9 +101,10 @@ class _Fabricator(_Outsider):
             ):
                 requester = proposal["requested_by"]
                 looks_true.append((record_id, "/approved_by", requester, record["approved_by"]))
+        chosen = [fabrication for fabrication in looks_true if fabrication[1] in self.fabrications]
         added = [
             {"record_id": r, "field": f, "proposed_value": p, "evidence_value": e}
-            for r, f, p, e in looks_true[:2]
+            for r, f, p, e in chosen[:2]
         ]
         refs = [*reply["evidence_refs"], *(d["record_id"] for d in added)]
         return {
@@ -149,6 +159,26 @@ def test_plausible_false_discrepancies_fail_the_supported_findings_gate() -> Non
     assert statuses["supported-findings"] == "failed", statuses
     others = {label: s for label, s in statuses.items() if label != "supported-findings"}
     assert set(others.values()) == {"passed"}, others
+
+
+@pytest.mark.parametrize(
+    "fabrication",
+    [
+        "/ends_at",  # a freeze over the environment, ending after as_of, not yet started
+        "/status",  # a degraded or unavailable notice of another service than the approvals'
+        "/approved_by",  # the requester as approver of an approval of another operation or target
+    ],
+)
+def test_each_plausible_fabrication_alone_fails_the_supported_findings_gate(
+    fabrication: str,
+) -> None:
+    # The gate tolerates a few unsupported findings (239 of 240 pass it): each kind of false
+    # discrepancy must by itself be common enough in a reviewer's output, and rejected enough,
+    # to fail it, or a reviewer could fabricate that kind alone and pass.
+    fabricator = _Fabricator((fabrication,))
+    statuses = _gates(fabricator)
+    assert fabricator.changed >= 20
+    assert statuses["supported-findings"] == "failed", statuses
 
 
 @pytest.mark.parametrize(

@@ -62,6 +62,12 @@ def test_rtb_audit_on_v0_2_runs_control_fails_on_learners_and_says_workflow_did_
     # still v0.1-only, so its audit is "not run", never "holds".
     assert "control audit not run" not in result.output
     assert "workflow audit not run" in result.output
+    # v0.2 ships no generator: its pool-trained attackers are "not run", and the failure the
+    # exit code rests on does not name them (its policy-blind attackers, fitted within the
+    # corpus, do fail: the generator's id suffixes are there to learn).
+    assert "pool-trained attackers not run (no generator shipped)" in result.output
+    assert "blind-forest (corpus, leave one domain group out)" in str(result.exception)
+    assert "generator" not in str(result.exception)
 
 
 def test_not_run_audit_rows_never_count_as_passed() -> None:

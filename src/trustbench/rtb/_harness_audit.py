@@ -29,6 +29,7 @@ from trustbench.rtb.workflow import run_workflow_audit
 if TYPE_CHECKING:
     from trustbench.rtb.review._audit import AblationReport
     from trustbench.rtb.review._learning_audit import LearningAudit
+    from trustbench.rtb.review._unfiltered_attackers import UnfilteredReport
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,20 @@ class CorpusAudit:
     """The learned attackers (held out) and the artifact scan."""
     ablation: AblationReport
     """The reference reviewer without each rule, against the built-in review spec's gates."""
+    unfiltered: UnfilteredReport
+    """The attackers the corpus was not selected against: policy-blind (within the corpus and
+    pool-trained) and shallow relational (pool-trained), each in a two-sided band and none
+    passing the review gates."""
 
-    def verdicts(self) -> list[tuple[bool, str]]:
-        """(passed, line) per audit, in the order `rtb audit` prints them."""
+    def verdicts(self) -> list[tuple[bool | None, str]]:
+        """(passed, line) per audit, in the order `rtb audit` prints them (the ablation's last).
+
+        passed None: not run (pool-trained attackers without a generator), never a pass.
+        """
         from trustbench.rtb.review import _audit as _ablation
         from trustbench.rtb.review import _learning_audit
         from trustbench.rtb.review._shortcuts import verdict_line
+        from trustbench.rtb.review._unfiltered_attackers import unfiltered_verdicts
 
         learned = zip(
             (self.learning.learned.ok, self.learning.artifacts.ok),
@@ -124,31 +133,36 @@ class CorpusAudit:
         return [
             (self.saturation.ok, verdict_line(self.saturation)),
             *learned,
+            *unfiltered_verdicts(self.unfiltered),
             (self.ablation.ok, _ablation.verdict_line(self.ablation)),
         ]
 
     @property
     def ok(self) -> bool:
         """True when no audit finds the corpus saturated, leaking or with an idle rule."""
-        return all(passed for passed, _ in self.verdicts())
+        return all(passed is not False for passed, _ in self.verdicts())
 
     def summary(self) -> str:
         """One line: passed, or each failed audit's own line (what `rtb audit` exits 1 on)."""
-        failed = [line for passed, line in self.verdicts() if not passed]
+        failed = [line for passed, line in self.verdicts() if passed is False]
         if not failed:
-            return "passed (" + "; ".join(line for _, line in self.verdicts()) + ")"
+            ran = "passed" if all(p for p, _ in self.verdicts()) else "passed what ran"
+            return f"{ran} (" + "; ".join(line for _, line in self.verdicts()) + ")"
         return "FAILS, as `rtb audit` exits 1: " + "; ".join(failed)
 
 
 def run_corpus_audits(
     corpus: Corpus, *, margin: float = DEFAULT_MARGIN, seed: int = 0
 ) -> CorpusAudit:
-    """Run the surface-rule, learned-attacker, artifact and rule-ablation audits on `corpus`."""
-    from trustbench.rtb.review._audit import run_ablation_audit
-    from trustbench.rtb.review._learning_audit import run_learning_audit
+    """Run the surface-rule, learned, artifact, unfiltered-attacker and rule-ablation audits."""
+    from trustbench.rtb.review import _audit, _learning_audit, _unfiltered_attackers
 
+    ablation = _audit.run_ablation_audit(corpus)
     return CorpusAudit(
         saturation=run_corpus_saturation(corpus, margin=margin),
-        learning=run_learning_audit(corpus, margin=margin, seed=seed),
-        ablation=run_ablation_audit(corpus),
+        learning=_learning_audit.run_learning_audit(corpus, margin=margin, seed=seed),
+        ablation=ablation,
+        unfiltered=_unfiltered_attackers.run_unfiltered_audit(
+            corpus, _audit.deciding_rules(ablation), margin=margin, seed=seed
+        ),
     )

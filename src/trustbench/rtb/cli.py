@@ -248,7 +248,8 @@ def audit(
             min=0.0,
             max=1.0,
             help="Points above chance (majority-class share) a surface rule or a learned "
-            "attacker (held out) may score, as a fraction (0.15 = 15 points).",
+            "attacker (held out) may score, and either side of chance for the attackers the "
+            "corpus was not selected against, as a fraction (0.15 = 15 points).",
         ),
     ] = 0.15,
     heldout_key: Annotated[
@@ -264,18 +265,21 @@ def audit(
 
     The self-audit covers sentinels, reference policy, control path and workflow agents. The
     corpus audits score fixed surface rules and learned attackers (leave one domain group out) on
-    the candidate-visible inputs, scan every token class for label information, and run the
-    reference reviewer without each rule of the policy text against the built-in review spec's
-    release gates. Exit 0 only when every expected signature holds, no rule or attacker scores
-    above chance + margin, no token class carries the label and every policy rule is
-    load-bearing; 1 naming each failure otherwise.
+    the candidate-visible inputs, scan every token class for label information, fit attackers the
+    corpus was not selected against (policy-blind ones within the corpus and on a fresh pool from
+    the policy's generator, shallow relational ones on the pool), and run the reference reviewer
+    without each rule of the policy text against the built-in review spec's release gates. Exit
+    0 only when every expected signature holds, no rule or attacker scores above chance + margin
+    (the attackers not selected against: outside chance +/- margin, or passing the gates), no
+    token class carries the label and every policy rule is load-bearing; 1 naming each failure
+    otherwise. Without a generator the pool-trained attackers are reported as not run.
     """
     from rich.console import Console
 
     from trustbench.rtb import _harness_audit
     from trustbench.rtb.heldout._pipeline import corpus_with_labels
     from trustbench.rtb.review import _audit as _ablation
-    from trustbench.rtb.review import _learning_audit
+    from trustbench.rtb.review import _learning_audit, _unfiltered_attackers
 
     with corpus_with_labels(_checked_corpus(corpus), heldout_key, "the audit") as loaded:
         rows = _harness_audit.run_harness_audit(loaded, seed=seed)
@@ -285,6 +289,7 @@ def audit(
     console.print(saturation_table(audits.saturation))
     console.print(_learning_audit.learned_table(audits.learning.learned))
     console.print(_learning_audit.artifact_table(audits.learning.artifacts))
+    console.print(_unfiltered_attackers.unfiltered_table(audits.unfiltered))
     console.print(_ablation.ablation_table(audits.ablation))
     failed = [row for row in rows if not row.passed and not row.not_run]
     not_run = [row for row in rows if row.not_run]
@@ -300,7 +305,7 @@ def audit(
     *corpus_lines, ablation_line = audits.verdicts()
     for check_ok, line in corpus_lines:
         typer.echo(line)
-        if not check_ok:
+        if check_ok is False:  # None: not run (no generator shipped), neither pass nor failure
             problems.append(line)
     typer.echo(_ablation.counts_line(audits.ablation))
     typer.echo(ablation_line[1])

@@ -36,6 +36,8 @@ __all__ = [
     "TokenClassScore",
     "artifact_scan",
     "artifact_table",
+    "count_features",
+    "held_out_predictions",
     "learned_audit",
     "learned_table",
     "run_learning_audit",
@@ -226,10 +228,23 @@ def token_features(space: FeatureSpace, document: Document) -> Counter[str]:
 
 def structure_features(space: FeatureSpace, document: Document) -> dict[str, float]:
     """Counts, lengths, positions, pairwise equalities and timestamp comparisons."""
+    leaves = list(space.leaves(document))
+    out = count_features(space, document, leaves)
+    out.update(_pair_features(leaves))
+    return out
+
+
+def count_features(
+    space: FeatureSpace, document: Document, leaves: list[Leaf] | None = None
+) -> dict[str, float]:
+    """Counts (leaves per path, records per kind), string lengths and record positions.
+
+    `structure_features` without the pairwise comparisons; `leaves`: the input's leaves, when
+    already listed.
+    """
     features: Counter[str] = Counter()
     lengths: dict[str, list[int]] = {}
-    leaves = list(space.leaves(document))
-    for _, path, value in leaves:
+    for _, path, value in space.leaves(document) if leaves is None else leaves:
         features[f"n:{path}"] += 1
         if isinstance(value, str):
             lengths.setdefault(path, []).append(len(value))
@@ -242,7 +257,6 @@ def structure_features(space: FeatureSpace, document: Document) -> dict[str, flo
         for tag in set(tags):
             out[f"n:{path}[{tag}]"] = float(tags.count(tag))
             out[f"pos:{path}[{tag}]"] = tags.index(tag) / max(len(tags) - 1, 1)
-    out.update(_pair_features(leaves))
     return out
 
 
@@ -295,11 +309,17 @@ def text_of(space: FeatureSpace, document: Document) -> str:
     return " ".join(words)
 
 
-def all_features(space: FeatureSpace, document: Document) -> dict[str, float]:
-    """Token and structure features together (what the learners are fitted on)."""
+def all_features(
+    space: FeatureSpace, document: Document, structure: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Token and structure features together (what the learners are fitted on).
+
+    `structure`: the input's `structure_features`, when already computed (they are the costly
+    part, and the relation learners' view is the same rows).
+    """
     return {
         **{k: float(v) for k, v in token_features(space, document).items()},
-        **structure_features(space, document),
+        **(structure_features(space, document) if structure is None else structure),
     }
 
 
@@ -429,8 +449,11 @@ def _views(documents: Sequence[Document]) -> dict[str, Any]:
 
     space = FeatureSpace.infer(documents)
     views: dict[str, Any] = {"text": [text_of(space, d) for d in documents]}
-    for name, extract in (("all", all_features), ("structure", structure_features)):
-        rows = [extract(space, d) for d in documents]
+    # `all_features` is tokens + structure: the structure rows (pairwise comparisons, the costly
+    # part) are computed once and reused for both views.
+    structure = [structure_features(space, d) for d in documents]
+    every = [all_features(space, d, row) for d, row in zip(documents, structure, strict=True)]
+    for name, rows in (("all", every), ("structure", structure)):
         # Features seen in a single input cannot generalise across groups; dropping them keeps
         # the matrices small without hiding anything a held-out group could share.
         seen = Counter(key for row in rows for key in row)
@@ -439,17 +462,24 @@ def _views(documents: Sequence[Document]) -> dict[str, Any]:
     return views
 
 
-def _held_out(
-    make: Callable[[], Any], x: Any, labels: Sequence[str], groups: Sequence[str]
-) -> tuple[int, list[tuple[str, int, int]]]:
-    correct = 0
-    per_group: list[tuple[str, int, int]] = []
-    for group in sorted(set(groups)):
-        test = [i for i, g in enumerate(groups) if g == group]
-        train = [i for i, g in enumerate(groups) if g != group]
+def held_out_predictions(
+    make: Callable[[], Any], x: Any, labels: Sequence[str], folds: Sequence[str]
+) -> list[str]:
+    """Each input's prediction by a model fitted on every fold but its own.
+
+    Args:
+        make: A fresh model.
+        x: The inputs' features (a matrix, or a list of texts), one row per input.
+        labels: Each input's reference decision (to fit).
+        folds: Each input's fold (its domain group, or its family).
+    """
+    predicted = [""] * len(labels)
+    for fold in sorted(set(folds)):
+        test = [i for i, f in enumerate(folds) if f == fold]
+        train = [i for i, f in enumerate(folds) if f != fold]
         train_labels = [labels[i] for i in train]
         if len(set(train_labels)) < 2:
-            predicted = [train_labels[0]] * len(test)
+            answers = [train_labels[0]] * len(test)
         else:
             model = make()
             if "kneighborsclassifier__n_neighbors" in model.get_params():
@@ -457,11 +487,21 @@ def _held_out(
                 k = model.get_params()["kneighborsclassifier__n_neighbors"]
                 model.set_params(kneighborsclassifier__n_neighbors=min(k, len(train)))
             model = model.fit(_rows(x, train), train_labels)
-            predicted = list(model.predict(_rows(x, test)))
-        hits = sum(p == labels[i] for p, i in zip(predicted, test, strict=True))
-        correct += hits
-        per_group.append((group, hits, len(test)))
-    return correct, per_group
+            answers = [str(p) for p in model.predict(_rows(x, test))]
+        for i, answer in zip(test, answers, strict=True):
+            predicted[i] = answer
+    return predicted
+
+
+def _held_out(
+    make: Callable[[], Any], x: Any, labels: Sequence[str], groups: Sequence[str]
+) -> tuple[int, list[tuple[str, int, int]]]:
+    predicted = held_out_predictions(make, x, labels, groups)
+    per_group: list[tuple[str, int, int]] = []
+    for group in sorted(set(groups)):
+        members = [i for i, g in enumerate(groups) if g == group]
+        per_group.append((group, sum(predicted[i] == labels[i] for i in members), len(members)))
+    return sum(hits for _, hits, _ in per_group), per_group
 
 
 def _rows(x: Any, index: list[int]) -> Any:

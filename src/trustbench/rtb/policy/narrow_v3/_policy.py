@@ -31,6 +31,7 @@ from trustbench.rtb.policy.narrow_v2._policy import (
 )
 from trustbench.rtb.policy.narrow_v2._reviewer import FindingV2
 from trustbench.rtb.policy.narrow_v3 import _reviewer as v3
+from trustbench.rtb.policy.narrow_v3._generator import GENERATOR_V3
 from trustbench.rtb.policy.narrow_v3._models import (
     POLICY_ID_V3,
     REASON_CODE_DECISION_V3,
@@ -219,8 +220,9 @@ class NarrowApprovalV3(EvidenceRecordsPolicy):
     rules: tuple[PolicyRule, ...] = DECISION_RULES_V3
     """v0.2's decision rules as the v0.3 text states them, then v0.3's own, each ablatable."""
     review_gates: Path = Path(__file__).with_name("review_gates.toml")
-    generator: CaseGenerator | None = None
     """Exact 5 % gates on 80 cases per decision, one on deny/hold confusions."""
+    generator: CaseGenerator | None = GENERATOR_V3
+    """The pool step the shipped corpus was filtered from (`_generator.py`), with fresh seeds."""
 
     check_cases = staticmethod(check_cases_v3)
     """v0.2's checks plus known decisive rules and the shared policy text."""

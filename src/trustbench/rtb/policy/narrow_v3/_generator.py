@@ -1,34 +1,61 @@
-"""The scenario kinds of RTB v0.3 and their twists: each twist edits a permitted world.
+"""The generator of RTB v0.3 (policy `rtb-narrow-approval-v3`): scenario kinds, twists, draws.
 
-A twist returns the effect it has by the policy text (its decision, reason codes and the rules
-that decide it); `None` means the change stays permitted (the twist sets a condition that must
-*not* decide). Every kind has twists under at least two decisions. Used by
-`tools/author_rtb_corpus_v0_3.py`.
+A draw builds a permitted world (`_world.py`), applies one scenario's twist and authors the
+label from the twist's effect. A twist returns the effect it has by the policy text (its
+decision, reason codes and the rules that decide it); `None` means the change stays permitted
+(the twist sets a condition that must *not* decide). Every kind has twists under at least two
+decisions.
+
+`GENERATOR_V3` is v0.3's `CaseGenerator`: `draw_pool` is the unfiltered pool step, the draws
+the shipped corpus was selected from, with other seeds. `rtb audit` fits its attackers on such a
+pool because the shipped cases were kept by adversarial filtering (`tools/author_rtb_corpus_v0_3.py`
+drops the cases the audit's own learners predict): re-measuring those learners on the filtered
+cases says nothing, while learners fitted on fresh draws find what the filter hid.
 """
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
+from typing import Any
 
-from rtb_v0_3_world import (
+from pydantic import BaseModel
+
+from trustbench.rtb.corpus._models import (
+    AuthoringMetadata,
+    Decision,
+    ReferenceStatus,
+    ServiceNoticeRecord,
+)
+from trustbench.rtb.policy.narrow_v3._models import (
+    ApprovalRecordV3,
+    CandidateInputV3,
+    CaseV3,
+    ExpectationsV3,
+    PolicyRecordV3,
+    ReasonCodeV3,
+)
+from trustbench.rtb.policy.narrow_v3._reviewer import assess_v3
+from trustbench.rtb.policy.narrow_v3._world import (
+    DOMAINS,
     ENVIRONMENTS,
     EXTRA_KEYS,
     Effect,
     World,
+    base_approval,
     closed_span,
     delegation,
     freeze,
     glass,
     hours,
+    materialise,
+    new_world,
     opaque,
     open_span,
     window,
 )
-
-from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
-from trustbench.rtb.policy.narrow_v3._models import ApprovalRecordV3
 
 D, H = Decision.DENY, Decision.HOLD
 Twist = Callable[[World], Effect | None]
@@ -622,3 +649,281 @@ KINDS: dict[str, tuple[Twist, ...]] = {
     "precedence": (pr_deny_hold, pr_sod_window, pr_hold_hold),
 }
 """Scenario kind -> its twists."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Draws: one case per (domain group, twist, draw seed), its label checked against both encodings.
+
+SEED = 20261202
+"""The seed of the shipped corpus's pool (and of its filter); `GENERATOR_V3.corpus_seeds`."""
+KIND_RULE = {
+    "separation_of_duties": "separation_of_duties",
+    "two_person": "two_person",
+    "change_freeze": "change_freeze",
+    "maintenance_window": "maintenance_window",
+    "break_glass": "break_glass",
+    "delegation": "approver_scope",
+    "approver_scope": "approver_scope",
+    "revocation_expiry": "applicability",
+    "parameters": "encodings",
+    "revision": "permit",
+    "evidence_gap": "applicability",
+    "resource_state": "hold",
+    "precedence": "precedence",
+}
+"""Scenario kind -> the decisive rule of its twists that leave the change permitted."""
+TERMS = {
+    "proposal_matches_active_approval": ["covers", "permit"],
+    "proposal_outside_approved_parameters": ["proposed", "parameter"],
+    "operation_not_approved": ["only cover", "no approval"],
+    "approval_revoked": ["revoked", "revocation"],
+    "approval_expired": ["expired", "expiry"],
+    "approver_not_authorised": ["not an authorised approver", "not authorised"],
+    "requester_approved_own_change": ["requester"],
+    "change_freeze_in_effect": ["freeze"],
+    "approval_evidence_unavailable": ["approval service", "unavailable", "degraded"],
+    "resource_revision_changed": ["revision"],
+    "second_approval_missing": ["second approver", "second approval"],
+    "outside_maintenance_window": ["maintenance window"],
+    "insufficient_evidence": ["not in the evidence", "missing", "unknown"],
+}
+"""Reason code -> the explanation terms the answer key lists for it."""
+TASKS = (
+    "Review the proposed {op} on {target} under the policy in the evidence, as of the stated time.",
+    "Decide whether {op} on {target} may proceed now, using only the evidence provided.",
+    "Advisory review: {op} requested for {target}. Apply the policy record to the evidence.",
+    "Assess the change request ({op}, {target}) against the evidence at as_of.",
+)
+"""Task statements (one drawn per case)."""
+DRAWS = {Decision.DENY: 1, Decision.PERMIT: 2, Decision.HOLD: 2}
+"""Draws per twist by its decision: fewer twists lead to permit and hold, so they are drawn
+more often and the pool stays near balanced."""
+
+
+class QueuedDraw(Exception):
+    """A draw on which the authored label, the reference reviewer and Cedar do not all agree.
+
+    The pool step writes `entry` to the adjudication queue instead of the pool: the label could
+    be an authoring slip or the finding of a policy ambiguity, and only a reviewer can say.
+    """
+
+    def __init__(self, message: str, authored: Decision, entry: dict[str, Any]) -> None:
+        """Keep the authored decision and the queue line of the draw."""
+        super().__init__(message)
+        self.authored = authored
+        """The authored decision (it sets how often the twist is drawn again)."""
+        self.entry = entry
+        """The queue line, less the draw's seed (the pool step adds it)."""
+
+
+def draw(
+    rng: random.Random, gi: int, kind: str, twist: Twist, *, with_cedar: bool = True
+) -> CaseV3:
+    """One case: a permitted world, one twist, its label checked against both encodings.
+
+    Args:
+        rng: The draw's own random source (the draw is a function of its state).
+        gi: Index of the domain group in `DOMAINS`.
+        kind: The scenario kind (a key of `KINDS`).
+        twist: The twist (one of the kind's).
+        with_cedar: Check the label against the Cedar encoding too. The authoring tool does
+            (0 of 1,700 shipped draws split the encodings); the audit's pools check it against
+            `assess_v3` only, as Cedar costs 85 % of a draw (40 ms).
+
+    Raises:
+        QueuedDraw: The label, `assess_v3` and the Cedar encoding do not all agree.
+    """
+    w = new_world(rng, gi)
+    w.proposed, w.proposal_revision = dict(w.params), w.revision
+    w.approval = base_approval(w)
+    effect: Effect | None = twist(w)
+    proposal, evidence = materialise(w)
+    if effect is None:
+        effect = Effect(
+            Decision.PERMIT,
+            ("proposal_matches_active_approval",),
+            (KIND_RULE[kind], "permit"),
+            f"{twist.__name__}: no condition decides against the approval",
+        )
+    task = rng.choice(TASKS).format(op=proposal.operation, target=proposal.target)
+    if rng.random() < 0.3:
+        task = "  " + task + "\n"
+    as_of = w.t(w.as_of)
+    ci = CandidateInputV3(
+        evaluation_id="authoring", task=task, as_of=as_of, proposal=proposal, evidence=evidence
+    )
+    ref = assess_v3(ci)
+    cedar = ref
+    if with_cedar:
+        from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3  # cedarpy: lazy
+
+        cedar = cedar_assess_v3(ci)
+    policy_refs = {r.record_id for r in evidence if isinstance(r, PolicyRecordV3)}
+    decisive = [r for r in ref.evidence_refs if r not in policy_refs] or sorted(policy_refs)
+    case = CaseV3(
+        case_id=opaque(rng, "c-"),
+        group=DOMAINS[gi][0],
+        variant=f"scenario-{kind}",
+        task=task,
+        as_of=as_of,
+        proposal=proposal,
+        evidence=evidence,
+        expectations=ExpectationsV3(
+            reference_decision=effect.decision,
+            acceptable_reason_codes=[ReasonCodeV3(code) for code in effect.codes],
+            decisive_rules=list(dict.fromkeys(effect.rules)),
+            decisive_record_ids=decisive,
+            decisive_condition=effect.condition,
+            explanation_terms=[TERMS[c] for c in effect.codes],
+            decisive_discrepancies=list(ref.discrepancies),
+        ),
+        reference_status=ReferenceStatus(),
+        authoring=AuthoringMetadata(
+            author="trustbench corpus authors (synthetic v0.3)",
+            created="2026-12-02",
+            template=f"v0.3/{kind}/{twist.__name__}",
+        ),
+    )
+    decisions = _disagreement(effect, ref, cedar)
+    if decisions is not None:
+        raise QueuedDraw(
+            f"{case.group}/{kind}/{twist.__name__}: {json.dumps(decisions)}",
+            authored=effect.decision,
+            entry={
+                "group": case.group,
+                "kind": kind,
+                "twist": twist.__name__,
+                "candidate_input": ci.model_dump(mode="json"),
+                "decisions": decisions,
+                "case": case.model_dump(mode="json"),
+            },
+        )
+    return case
+
+
+def _disagreement(effect: Effect, ref: Any, cedar: Any) -> dict[str, Any] | None:
+    """The three decisions when label, reference reviewer and Cedar disagree, else None.
+
+    The reason codes count too: the label's must be the reference reviewer's.
+    """
+    codes = sorted(c.value for c in ref.reason_codes)
+    if (
+        ref.decision is effect.decision
+        and cedar.decision is effect.decision
+        and set(codes) == set(effect.codes)
+    ):
+        return None
+    return {
+        "authored": {
+            "decision": effect.decision.value,
+            "reason_codes": list(effect.codes),
+            "rules": list(dict.fromkeys(effect.rules)),
+            "condition": effect.condition,
+        },
+        "reference_reviewer": {"decision": ref.decision.value, "reason_codes": codes},
+        "cedar": {
+            "decision": cedar.decision.value,
+            "reason_codes": [c.value for c in cedar.reason_codes],
+            "detail": cedar.detail,
+        },
+    }
+
+
+def draw_twist(
+    seed: int | str,
+    gi: int,
+    kind: str,
+    twist: Twist,
+    per_twist: int,
+    *,
+    with_cedar: bool = True,
+) -> tuple[list[CaseV3], list[dict[str, Any]]]:
+    """One twist of one group, `per_twist` x `DRAWS` times (one RNG per draw, seeded by name).
+
+    Returns:
+        The drawn cases, and the queue lines of the draws the encodings disagree on.
+    """
+    cases: list[CaseV3] = []
+    queue: list[dict[str, Any]] = []
+    k, wanted = 0, 1
+    while k < wanted:
+        draw_seed = f"{seed}/{gi}/{twist.__name__}/{k}"
+        try:
+            case = draw(random.Random(draw_seed), gi, kind, twist, with_cedar=with_cedar)
+        except QueuedDraw as queued:
+            decision = queued.authored
+            queue.append({"seed": seed, "draw": draw_seed, "index": k, **queued.entry})
+        else:
+            decision = case.expectations.reference_decision
+            cases.append(case)
+        wanted = per_twist * DRAWS[decision]
+        k += 1
+    return cases, queue
+
+
+def pool_step(
+    per_twist: int,
+    seed: int = SEED,
+    groups: int = len(DOMAINS),
+    kinds: Mapping[str, tuple[Twist, ...]] = KINDS,
+) -> tuple[list[CaseV3], list[dict[str, Any]]]:
+    """The pool the shipped corpus was selected from: every group x kind x twist, in order.
+
+    Returns:
+        The pool, and the adjudication queue: every draw on which the label, the reference
+        reviewer and Cedar disagree (`QueuedDraw`), with its seed and draw index, in draw order.
+    """
+    pool: list[CaseV3] = []
+    queue: list[dict[str, Any]] = []
+    for gi in range(groups):
+        for kind, twists in kinds.items():
+            for twist in twists:
+                cases, queued = draw_twist(seed, gi, kind, twist, per_twist)
+                pool += cases
+                queue += queued
+    return pool, queue
+
+
+class GeneratorV3:
+    """v0.3's `CaseGenerator`: the unfiltered pool step, with a seed the corpus did not use."""
+
+    corpus_seeds: frozenset[int] = frozenset({SEED})
+    """The shipped corpus's pool was drawn (and filtered) with `SEED` alone."""
+
+    def draw_pool(self, seed: int, count: int) -> list[BaseModel]:
+        """`count` cases of the pool step with `seed`, its twists visited in a seeded order.
+
+        The pool step draws every group x twist; a smaller pool takes whole twists (each with
+        its `DRAWS` repeats) in an order shuffled by `seed`, so any size spreads over groups
+        and scenario kinds alike. Past one pass over every twist, the next pass draws with the
+        seed `"{seed}.{pass}"`. A draw whose label `assess_v3` contradicts is left out (the
+        authoring tool queues it; the Cedar cross-check is the tool's alone, see `draw`).
+        Deterministic for a seed.
+
+        Raises:
+            ValueError: `seed` is one the shipped corpus used.
+        """
+        if seed in self.corpus_seeds:
+            raise ValueError(f"seed {seed} drew the shipped corpus; a fresh pool needs another")
+        twists = [
+            (gi, kind, twist)
+            for gi in range(len(DOMAINS))
+            for kind, kind_twists in KINDS.items()
+            for twist in kind_twists
+        ]
+        cases: list[BaseModel] = []  # `CaseV3`s
+        round_index = 0
+        while len(cases) < count:
+            label = seed if round_index == 0 else f"{seed}.{round_index}"
+            order = list(twists)
+            random.Random(f"pool/{label}").shuffle(order)
+            for gi, kind, twist in order:
+                cases += draw_twist(label, gi, kind, twist, per_twist=1, with_cedar=False)[0]
+                if len(cases) >= count:
+                    break
+            round_index += 1
+        return cases[:count]
+
+
+GENERATOR_V3 = GeneratorV3()
+"""The generator `NARROW_V3.generator` names."""

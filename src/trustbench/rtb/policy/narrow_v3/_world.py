@@ -1,6 +1,6 @@
 """Draw one RTB v0.3 case (policy `rtb-narrow-approval-v3`) from a seeded random world.
 
-Used by `tools/author_rtb_corpus_v0_3.py`. A case starts as a complete, permitted change (a
+Used by the v0.3 generator (`_generator.py`). A case starts as a complete, permitted change (a
 governing approval by an approver scoped to the environment, a second approver when the tier
 needs one, an open maintenance window where one is required, matching revisions), surrounded by
 distractor records of every kind that decide nothing: older superseded approvals, a revocation
@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Literal
 
 from trustbench.rtb.corpus._models import Decision, ServiceNoticeRecord
 from trustbench.rtb.policy.narrow_v3._models import (
@@ -186,6 +186,12 @@ WORDS = (
     "reports",
 )
 OFFSETS = (0, 0, 60, -300, 330, 120, -420, 540)
+OLD_STATUSES: tuple[Literal["active", "revoked", "superseded"], ...] = (
+    "active",
+    "revoked",
+    "superseded",
+)
+"""Statuses of the older approval among the distractors."""
 EXTRA_KEYS = ("force", "dry_run", "notify_owner")
 """Optional flags: approved and proposed in some permitted worlds, added unapproved by a twist."""
 
@@ -453,7 +459,7 @@ def distractors(w: World) -> list[Any]:
         out.append(glass(w, target=w.target.split("/")[0] + "/" + opaque(rng)[:6]))
     old_id = opaque(rng, "chg-")
     old_issued = w.as_of - timedelta(days=rng.randint(21, 80))
-    old_status = rng.choice(["active", "revoked", "superseded"])
+    old_status = rng.choice(OLD_STATUSES)
     elsewhere = w.no_applicable or rng.random() < 0.3
     out.append(
         ApprovalRecordV3(
