@@ -9,6 +9,7 @@ scores a continuation as its own forward pass does; an adapter without log-proba
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ import torch
 from trustbench.trb.adapter import LogProbAdapter, SelfReport, StepContext
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments._oracles import GovernedOracle
+from trustbench.trb.isolation._client import AdapterWorker, read_paths
 from trustbench.trb.measures import (
     LlrIntervention,
     continuation_llr,
@@ -25,6 +27,7 @@ from trustbench.trb.measures import (
 from trustbench.trb.proxy._causal_lm import TinyCausalLM, WordTokenizer
 from trustbench.trb.proxy._local import LocalLMProxyAdapter
 from trustbench.trb.reference._token_world import render_history, vocabulary
+from trustbench.trb.track._profile import RecordingAdapter
 
 ON_PLAN, OFF_PLAN = 0.6, 0.2
 """The synthetic adapter's p(text | c, r): the r's plan word, or any other text."""
@@ -148,3 +151,32 @@ def test_g_llr_runs_on_the_local_lm_over_stored_edits_clustered_by_trace(
     assert figure.status == "measured" and figure.estimate is not None
     assert math.isfinite(figure.estimate)
     assert {i.groups for i in figure.intervals if i.groups is not None} == {3}
+
+
+def test_a_sandboxed_adapter_is_asked_for_log_probabilities_only_when_it_offers_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through its worker and the recorder (opaque ids), as a submitted adapter is asked."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    trace = generate_split("eval", 1, 3)[0]
+    step = trace.steps[1]
+    items = [
+        LlrIntervention(trace.trace_id, trace.context(step.t), step.r, cf.r_prime,
+                        cf.r_prime.planned_next)
+        for cf in step.counterfactuals
+    ]  # fmt: skip
+    moved = sum(cf.r_prime.planned_next != step.r.planned_next for cf in step.counterfactuals)
+    for target, expected in (("scores_text", moved * math.log(3) / len(items)), ("governed", None)):
+        read, roots = read_paths(f"trb_isolation_adapters:{target}")
+        worker = AdapterWorker(f"trb_isolation_adapters:{target}", read, roots)
+        try:
+            recorder = RecordingAdapter(worker.adapter())
+            recorder.blind_key = "k" * 64
+            figure = llr_governance(recorder, items, resamples=50)
+        finally:
+            worker.close()
+        if expected is None:
+            assert figure.status == "not_applicable", target
+        else:
+            assert figure.estimate == pytest.approx(expected, abs=1e-12), target
+            assert all(c["hook"] == "continuation_logprob" for c in recorder.calls)

@@ -594,6 +594,21 @@ class RecordingAdapter:
         return call
 
     @property
+    def continuation_logprob(self) -> Callable[..., float] | None:
+        """Forward the open-ended hook (blinded context, logged), if the adapter has one."""
+        inner = getattr(self.inner, "continuation_logprob", None)
+        if inner is None:
+            return None
+
+        def call(context: StepContext, r_override: SelfReport | None, continuation: str) -> float:
+            return self._run(
+                "continuation_logprob", context, r_override,
+                lambda: float(inner(self._blind(context), r_override, continuation)),
+            )  # fmt: skip
+
+        return call
+
+    @property
     def act_without_r_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
         """Forward the batched no-r ablation (one summary log entry), if the adapter has one."""
         return self._contexts_batch("act_without_r_many")
@@ -642,6 +657,8 @@ class RecordingAdapter:
         entry["output"] = _jsonable(out)
         if hook in _ACT_HOOKS:
             entry["invalid"] = int(_valid_distribution(out) is None)
+        elif hook == "continuation_logprob":
+            entry["invalid"] = int(not math.isfinite(out))
         elif not isinstance(out, SelfReport):
             entry["missing"] = 1
         self.calls.append(entry)
