@@ -305,7 +305,8 @@ CONSISTENCY_TOLERANCE = 0.02
 """Flag when cross-track agreement is this far below the adapter's own replay agreement."""
 FOREIGN_QUESTIONS = 2
 """Questions of other held-out traces planted in each batched call, each from another split of
-the run where it has several (so every batch spans two traces and, given two splits, two)."""
+the run where it has several: every batch spans at least two traces, and two splits whenever
+the run has two of the trial's context shape."""
 
 
 def _question(context: StepContext, override: SelfReport | None) -> str:
