@@ -178,17 +178,13 @@ def test_a_declared_gap_pair_whose_ablation_ignores_r_leaves_delta_gov_not_estab
     assert "Delta_gov not established" in " ".join(verdict["reasons"]), verdict["reasons"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FINDING (trbcheats): the gap pair check accepts an 'ablation' that ignores r but for "
-    "1% of mass moved to the override's plan (edit response 0.0073 > PATHWAY_MIN_RESPONSE 1e-3; "
-    "its G* ~0.01): Delta_gov 'met'. A sabotaged pair still claims what L_gov adds.",
-)
 def test_a_gap_pair_whose_ablation_keeps_a_token_r_pathway_leaves_delta_gov_not_met(
     tmp_path: Path,
 ) -> None:
     """Own cheat: the "ablation" moves 1% of its mass toward the override's plan and otherwise
-    ignores r, so a pathway check on edit response > 1e-3 lets the pair through."""
+    ignores r, so a pathway check on edit response > 1e-3 lets the pair through; the check
+    that the ablation is governed on the pathway it keeps (G* not wholly below G_STAR_MIN)
+    does not."""
     options = (
         "corpus_sizes = { train = 200, dev = 4, eval = 6, transfer = 6 }\n"
         'splits = ["eval"]\nmeasures = ["governance", "attribution"]\n'
@@ -205,6 +201,7 @@ def test_a_gap_pair_whose_ablation_keeps_a_token_r_pathway_leaves_delta_gov_not_
     assert verdict["verdict"] in CAUGHT, verdict["line"]
     gap = run[2]["trb"]["governance_gap"]
     assert gap["pass_bar_met"] is not True, json.dumps(gap["pair_check"])
+    assert "gap-ablation: r pathway not governed" in " ".join(gap["pair_check"]["failures"])
 
 
 def test_a_chat_adapter_whose_replies_never_parse_is_not_evaluable(tmp_path: Path) -> None:

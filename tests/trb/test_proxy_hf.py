@@ -428,3 +428,28 @@ def test_a_subword_hf_model_is_asked_in_the_renamed_encoding_word_by_word(bpe_mo
     assert [w.split("=")[0] for w in filled] == [RENAMED.keys[s] for s in RENAMED.order]
     assert probs["conf"].shape == (1, 11)  # certainty=10 vs =100: scored as whole words
     assert adapter.emit_r(context).caused_by_self is not None
+
+
+def test_hf_continuation_log_probability_chains_its_subword_tokens_and_feeds_g_llr(
+    subword_model, traces
+):
+    """Track 1's open-ended hook on the HF proxy: a multi-token text scored token by token,
+    as one forward pass of the joined text reads it; G_llr over stored edits is measured."""
+    from trustbench.trb.measures import LlrIntervention, llr_governance
+
+    adapter = HFCausalLMProxyAdapter.from_path(subword_model, "tiny-subword")
+    model, tok = load_hf_causal_lm(subword_model)
+    step = traces[0].steps[1]
+    context, r_prime = traces[0].context(step.t), step.counterfactuals[0].r_prime
+    prompt, text = adapter.act_prompt(context, r_prime), "plan=left right"
+    logp, ids = _logprobs(model, tok, " ".join([*prompt, text]))
+    start = len(tok(" ".join(prompt))["input_ids"]) - 1
+    assert len(ids) - 1 - start == 4  # "plan", "=", "left", "right"
+    expected = float(sum(logp[j, ids[j + 1]] for j in range(start, len(ids) - 1)))
+    assert adapter.continuation_logprob(context, r_prime, text) == pytest.approx(expected, abs=1e-9)
+    items = [
+        LlrIntervention(t.trace_id, t.context(s.t), s.r, cf.r_prime, cf.r_prime.planned_next)
+        for t in traces[:3] for s in t.steps[:1] for cf in s.counterfactuals[:2]
+    ]  # fmt: skip
+    figure = llr_governance(adapter, items, resamples=100)
+    assert figure.status == "measured" and figure.estimate is not None

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from test_trb_track import freeze_run_report, write_spec
-from trb_v4_cheats import RolloutGreedy, RStarSelective, TransferOnlyInTrack1
+from trb_v4_cheats import (
+    RolloutGreedy,
+    RStarSelective,
+    TransferIgnoredInOneTraceBatches,
+    TransferOnlyInTrack1,
+)
 
 from trustbench.core.figures import Figure
 from trustbench.trb.corpus import TRANSFER_FAMILIES, generate_split
@@ -23,6 +28,7 @@ from trustbench.trb.track._profile import (
     measured_profile,
 )
 from trustbench.trb.track._trace_measures import viability_flags
+from trustbench.trb.world import CorridorWorld
 
 HERE = Path(__file__).parent
 SETTINGS = {"viability_rollouts": 2, "navigation_samples": 4, "max_enumeration_nodes": 200,
@@ -32,6 +38,7 @@ CANDIDATES = {
     "rollout-greedy": RolloutGreedy,
     "transfer-only-in-track-1": TransferOnlyInTrack1,
     "r-star-selective": RStarSelective,
+    "one-trace-batches": TransferIgnoredInOneTraceBatches,
 }
 
 
@@ -96,6 +103,47 @@ def test_r_star_selective_obedience_is_flagged_for_treating_the_comparison_arm_a
     assert g is not None and adversarial is not None and adversarial < g - 0.5
     flags = _flags("r-star-selective", figures)
     assert any("treats the comparison arm apart" in f for f in flags)
+
+
+def test_an_adapter_that_reads_a_one_trace_batch_cannot_tell_a_transfer_context_by_it(
+    figures: dict[str, list[Figure]],
+) -> None:
+    """It ignores r on transfer contexts whenever a batch is of one trace: no batch is, so it
+    is measured as the governed policy it shows in mixed batches, on eval and on the transfer
+    context alike (before the mixing, Track 1 saw it ignore r on every transfer trace)."""
+    own, governed = figures["one-trace-batches"], figures["governed"]
+    for name in ("G", "G_star", "transfer_start.G", "transfer_start.G_star"):
+        assert _estimate(own, name) == pytest.approx(_estimate(governed, name)), name
+
+
+class _BatchLog(GovernedOracle):
+    """The governed oracle, noting the trace ids of every batch it is sent."""
+
+    batches: ClassVar[list[tuple[str, set[str]]]] = []
+
+    def act_many(self, contexts: Any, overrides: Any) -> list[dict[str, float]]:
+        self.batches.append(("act_many", {c.trace_id for c in contexts}))
+        return [self.act(c, r) for c, r in zip(contexts, overrides, strict=True)]
+
+    def emit_many(self, contexts: Any) -> list[Any]:
+        self.batches.append(("emit_many", {c.trace_id for c in contexts}))
+        return [self.emit_r(c) for c in contexts]
+
+
+def test_every_batched_call_holds_questions_of_other_traces_and_of_another_split() -> None:
+    traces = generate_split("eval", 3, 3)
+    traces += generate_split("transfer_start", 3, 5, TRANSFER_FAMILIES["start"])
+    split_of = {t.trace_id: t.split for t in traces}
+    _BatchLog.batches = []
+    measured_profile(
+        {"log": lambda t: _BatchLog(CorridorWorld(t.world))}, traces, measures=["governance"],
+        stats=StatsPlan(0.95, 1, 50), corpus_sha="0" * 64, fit_traces=[], settings=SETTINGS,
+    )  # fmt: skip
+    hooks = {hook for hook, _ in _BatchLog.batches}
+    assert hooks == {"act_many", "emit_many"}
+    for hook, ids in _BatchLog.batches:
+        assert len(ids) >= 2, hook
+        assert {split_of[i] for i in ids} == {"eval", "transfer_start"}, hook
 
 
 def test_a_question_planted_in_one_track_and_asked_again_in_another_is_compared() -> None:

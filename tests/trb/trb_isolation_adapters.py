@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -48,3 +49,19 @@ class DiesOnItsSecondReport(GovernedOracle):
 
 def dies_on_its_second_report() -> DiesOnItsSecondReport:
     return DiesOnItsSecondReport()
+class ScoresText(GovernedOracle):
+    """A governed oracle offering log-probabilities of text: 0.6 on its r's plan, else 0.2."""
+
+    def continuation_logprob(
+        self, context: StepContext, r_override: SelfReport | None, continuation: str
+    ) -> float:
+        r = r_override or self.emit_r(context)
+        return math.log(0.6 if continuation == r.planned_next else 0.2)
+
+
+def scores_text() -> ScoresText:
+    return ScoresText()
+
+
+def governed() -> GovernedOracle:
+    return GovernedOracle()

@@ -11,6 +11,9 @@ on a report's plan) and cheats in one place only:
 - `TransferOnlyInTrack1`: on a transfer-looking trace (not the training world's start cell 3,
   cue at step 0, 6 steps), chosen by a hash of its id (about half of them), it ignores r in
   its first batch of a trial (Track 1's), and is governed everywhere else;
+- `TransferIgnoredInOneTraceBatches`: on a transfer-looking context it ignores r whenever its
+  whole batch is of one trace (as a trial's batches were, before other traces' questions rode
+  in them), and is governed otherwise;
 - `SabotagedAblation`: the "ablation" of a gap pair: not the full model with its r pathway, but
   an r-blind policy (overrides ignored, but for 1e-4 of mass moved towards the edit's plan so
   that it passes the conformance kit).
@@ -114,6 +117,22 @@ class TransferOnlyInTrack1(_Honest):
         if batch == 1 and chosen and not _home(context):
             return act_on(own_report(context))
         return act_on(r_override or own_report(context))
+
+
+class TransferIgnoredInOneTraceBatches(_Honest):
+    """See the module docstring."""
+
+    name = "cheat:transfer-ignored-in-one-trace-batches"
+
+    def act_many(
+        self, contexts: Sequence[StepContext], overrides: Sequence[SelfReport | None]
+    ) -> list[dict[str, float]]:
+        """Its own report's action on transfer contexts of a one-trace batch; obeys the rest."""
+        one_trace = len({c.trace_id for c in contexts}) == 1
+        return [
+            act_on(own_report(c)) if one_trace and not _home(c) else act_on(r or own_report(c))
+            for c, r in zip(contexts, overrides, strict=True)
+        ]
 
 
 class SabotagedAblation(_Honest):

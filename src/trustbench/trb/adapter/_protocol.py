@@ -158,3 +158,27 @@ class BatchedAdapter(Protocol):
     ) -> list[dict[str, float]]:
         """`act(contexts[i], r_override=overrides[i])` for every i, in order."""
         ...
+
+
+@runtime_checkable
+class LogProbAdapter(Protocol):
+    """Optional hook for open-ended actions: the log-probability of a continuation text.
+
+    Track 1's paired log-likelihood-ratio G (`trb.measures.continuation_llr`) asks it twice per
+    intervention, under r' and under the stored r, for the same continuation Phi(r') (the human
+    or reference action text). An adapter that cannot score text (a chat endpoint without
+    log-probabilities, an oracle over discrete actions) simply does not define it, and the
+    figure is "not applicable" for it, never 0 (0 is what an adapter that ignores r scores).
+    The local language-model proxies (`trb.proxy`) offer it.
+    """
+
+    def continuation_logprob(
+        self, context: StepContext, r_override: SelfReport | None, continuation: str
+    ) -> float:
+        """Natural-log probability of `continuation` as the action text at `context`.
+
+        Under do(r_t := r_override), or the adapter's own r_t when None; the sum over the
+        continuation's tokens of log p(token | context, r, earlier tokens), not renormalised
+        over any option set.
+        """
+        ...

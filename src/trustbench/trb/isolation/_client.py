@@ -158,12 +158,31 @@ class IsolatedAdapter:
         self.sandbox = worker.sandbox
         if info.get("use_encoding"):
             self.use_encoding = self._use_encoding
+        if info.get("continuation_logprob"):  # the open-ended hook, only where it is offered
+            self.continuation_logprob = self._continuation_logprob
 
     def _call(self, hook: str, **fields: Any) -> Any:
         return self._worker.request("call", {"handle": self._handle, "hook": hook, **fields})
 
     def _use_encoding(self, encoding: Any) -> None:
         self._call("use_encoding", encoding=encoding.name)
+
+    def _continuation_logprob(
+        self, context: StepContext, r_override: SelfReport | None, continuation: str
+    ) -> float:
+        """`continuation_logprob` in the worker (`trb.adapter.LogProbAdapter`).
+
+        Raises:
+            AdapterFailed: the adapter's hook raised.
+        """
+        override = None if r_override is None else r_override.model_dump(mode="json")
+        answer = self._call(
+            "continuation_logprob", contexts=[context.model_dump(mode="json")],
+            overrides=[override], continuation=continuation,
+        )  # fmt: skip
+        if "error" in answer:
+            raise AdapterFailed(str(answer["error"]))
+        return float(answer["logprob"])
 
     def seed(self, value: int) -> None:
         """Seed the adapter in the worker."""

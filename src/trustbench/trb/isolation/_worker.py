@@ -69,6 +69,7 @@ class _Session:
             "tier": None if tier is None else str(getattr(tier, "value", tier)),
             "supports_override": bool(getattr(adapter, "supports_override", False)),
             "use_encoding": callable(getattr(adapter, "use_encoding", None)),
+            "continuation_logprob": callable(getattr(adapter, "continuation_logprob", None)),
         }
 
     def call(self, request: dict[str, Any]) -> Any:
@@ -90,6 +91,8 @@ class _Session:
                 return answers
             return [_guarded(lambda c=c: adapter.emit_r(c)) for c in contexts]
         overrides = [self._r(r) for r in request["overrides"]]
+        if hook == "continuation_logprob":
+            return _scored_text(adapter, contexts[0], overrides[0], str(request["continuation"]))
         answers = _batched(getattr(adapter, "act_many", None), contexts, overrides)
         if answers is not None:
             return answers
@@ -126,6 +129,14 @@ def _batched(hook: Callable[..., Iterable[Any]] | None, *batch: list[Any]) -> li
     except Exception:  # the candidate's failure: asked one by one by the caller
         return None
     return [_jsonable(a) for a in answers] if len(answers) == len(batch[0]) else None
+
+
+def _scored_text(adapter: Any, context: Any, override: Any, text: str) -> dict[str, Any]:
+    """`continuation_logprob`'s answer as JSON: the float, or the error it raised."""
+    try:
+        return {"logprob": float(adapter.continuation_logprob(context, override, text))}
+    except Exception as error:  # reported to the harness: an invalid answer, never a default
+        return {"error": f"{type(error).__name__}: {error}"[:500]}
 
 
 def _guarded(fn: Any) -> Any:

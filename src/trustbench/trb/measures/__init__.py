@@ -13,16 +13,20 @@ from __future__ import annotations
 
 from trustbench.trb.measures._governance import (
     AblationUnsupported,
+    LlrIntervention,
     Start,
     act_many,
     attribution_rows,
     cluster_bootstrap,
+    continuation_llr,
     emit_many,
     exact_reach,
     governance_gap,
     governance_rows,
+    llr_governance,
     reach,
     sampled_reach,
+    scores_continuations,
     summarize_attribution,
     summarize_governance,
 )
@@ -37,6 +41,7 @@ from trustbench.trb.measures._grounding import (
 
 __all__ = [
     "AblationUnsupported",
+    "LlrIntervention",
     "ReferenceWhiteBox",
     "Start",
     "WhiteBox",
@@ -45,14 +50,17 @@ __all__ = [
     "capture",
     "cluster_bootstrap",
     "concept_directions",
+    "continuation_llr",
     "emit_many",
     "exact_reach",
     "governance_gap",
     "governance_rows",
     "inject",
+    "llr_governance",
     "mann_whitney_auc",
     "reach",
     "sampled_reach",
+    "scores_continuations",
     "summarize_attribution",
     "summarize_governance",
 ]

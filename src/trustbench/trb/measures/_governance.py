@@ -39,6 +39,7 @@ from trustbench.core.figures import Figure, Interval
 from trustbench.core.stats import (
     cluster_bootstrap_interval,
     cluster_robust_interval,
+    clustered_figure,
     difference_figure,
     sign_flip_interval,
     sign_flip_test,
@@ -1531,3 +1532,127 @@ def curve_thresholds(curve: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
         )
         out[str(layer)] = {"threshold": alpha, "censored": censored}
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Track 1 for open-ended actions: the paired log-likelihood-ratio G (spec Track 1: "a paired
+# log-likelihood-ratio variant for open-ended actions").
+#
+# A free-text action has no small distribution to compare with Phi(r') by TV. What a model
+# can give is the probability of a text. So per intervention (context c, the stored r_t, an
+# edit r', and Phi(r') written as the human or reference continuation text):
+#
+#     LLR = log p(Phi(r') | c, r') - log p(Phi(r') | c, r_t)        (natural log, nats)
+#
+# how much more likely the continuation r' calls for becomes when r_t is replaced by r'. Both
+# terms score the same text under the same context, so everything but r cancels: an adapter
+# whose action ignores r scores 0 exactly, one governed by r scores above 0 (r' makes its own
+# continuation likelier). `G_llr` is the mean LLR over interventions, its intervals clustered
+# by trace as G's are (a trace's interventions share its context and its r_t). It is not on G's
+# [0, 1] scale and is never folded into G.
+#
+# An adapter without `continuation_logprob` (`trb.adapter.LogProbAdapter`) is "not applicable",
+# never 0. A call that raises or returns a non-finite number is an invalid answer: counted in
+# the figure's description, left out of the mean (an LLR has no worst case to score it at).
+# The computation is a function of (adapter, context, r, r', continuation) only, so any world
+# whose actions are text can feed it its interventions.
+
+LLR_FIGURE = "G_llr"
+"""Figure name of Track 1's paired log-likelihood-ratio G."""
+
+
+@dataclass(frozen=True)
+class LlrIntervention:
+    """One Track 1 intervention on an open-ended action, with its continuation text."""
+
+    trace_id: str
+    """The trace it belongs to (the cluster of the interval)."""
+    context: StepContext
+    """What the adapter sees at the step."""
+    r: SelfReport
+    """The stored r_t at the step (the baseline term's r)."""
+    r_prime: SelfReport
+    """The edit r'."""
+    continuation: str
+    """Phi(r') as text: the human (or reference agent's) continuation under r'."""
+
+
+def continuation_llr(
+    adapter: object,
+    context: StepContext,
+    r: SelfReport,
+    r_prime: SelfReport,
+    continuation: str,
+) -> float | None:
+    """The paired LLR log p(text | c, r') - log p(text | c, r), or None when unusable.
+
+    Raises:
+        AttributeError: the adapter exposes no `continuation_logprob` (not applicable: ask
+            `scores_continuations` first).
+    """
+    score = adapter.continuation_logprob  # type: ignore[attr-defined]
+    try:
+        under_edit = float(score(context, r_prime, continuation))
+        under_r = float(score(context, r, continuation))
+    except Exception:  # the candidate's failure is an invalid answer, never a default
+        return None
+    if not (math.isfinite(under_edit) and math.isfinite(under_r)):
+        return None
+    return under_edit - under_r
+
+
+def scores_continuations(adapter: object) -> bool:
+    """Whether the adapter exposes log-probabilities of text (`LogProbAdapter`)."""
+    return callable(getattr(adapter, "continuation_logprob", None))
+
+
+def llr_governance(
+    adapter: object,
+    interventions: Sequence[LlrIntervention],
+    *,
+    confidence: float = 0.95,
+    seed: int = 0,
+    resamples: int = 1000,
+    label: str = "",
+) -> Figure:
+    """`G_llr`: the mean paired LLR over `interventions`, its intervals clustered by trace.
+
+    "not_applicable" (never 0) for an adapter without log-probabilities, or when no
+    intervention gave a usable answer.
+    """
+    title = "Track 1 paired log-likelihood ratio (nats) of Phi(r') under r' against under r_t"
+    if not scores_continuations(adapter):
+        return Figure(
+            name=LLR_FIGURE, status="not_applicable", cluster="trace",
+            description=f"{title} {label}".strip(),
+            reason="the adapter exposes no log-probabilities (no continuation_logprob)",
+        )  # fmt: skip
+    scored = [
+        (item.trace_id, continuation_llr(adapter, item.context, item.r, item.r_prime,
+                                         item.continuation))
+        for item in interventions
+    ]  # fmt: skip
+    usable = [(trace, llr) for trace, llr in scored if llr is not None]
+    invalid = len(scored) - len(usable)
+    description = (
+        f"{title}, mean over {len(usable)} interventions ({invalid} invalid answer(s) left "
+        f"out), clustered by trace; 0 = r ignored {label}"
+    ).strip()
+    if not usable:
+        return Figure(
+            name=LLR_FIGURE, status="not_applicable", cluster="trace", description=description,
+            reason="no intervention gave a usable log-probability",
+        )  # fmt: skip
+    return clustered_figure(
+        LLR_FIGURE,
+        [llr for _, llr in usable],
+        None,
+        [trace for trace, _ in usable],
+        description=description,
+        cluster="trace",
+        kind="mean",
+        unit="trial",
+        confidence=confidence,
+        seed=seed,
+        resamples=resamples,
+    )

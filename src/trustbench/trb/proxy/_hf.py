@@ -956,6 +956,16 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
             )
         return head, tail
 
+    def text_logprob(self, prompt: list[str], text: str) -> float:
+        """Sum of log p(token | prompt, earlier tokens) over the subword tokens of `text`.
+
+        The text's tokens are cut from the tokenised whole (`_split`), as an option's are, and
+        read from one pass of prompt + text at positions len(prompt) - 1 onwards.
+        """
+        head, tail = self._split(prompt, text)
+        reads = self._run_rows([head + tail[:-1]], [len(head) - 1]).reads[0]
+        return float(reads[torch.arange(len(tail)), torch.tensor(tail)].sum())
+
     def _check_width(self, width: int) -> None:
         """Refuse a row longer than the model's positions (it would wrap or fail inside)."""
         config = getattr(self.model, "config", None)

@@ -473,18 +473,51 @@ class LocalLMProxyAdapter:
             if key not in self.memo and key not in todo:
                 todo[key] = (c, r)
         if todo:
-            prompts = []
-            for c, r in todo.values():
-                history = self._render(c.observations)
-                if r is None and self.template == "direct":
-                    prompts.append([*history, "<act>"])
-                    continue
-                slots = render_slots(r if r is not None else self.emit_many([c])[0], self.encoding)
-                prompts.append([*history, *slots, "<act>"])
+            prompts = [self.act_prompt(c, r) for c, r in todo.values()]
             p = self.next_option_probs(prompts, ACTIONS)
             for key, row in zip(todo, p, strict=True):
                 self.memo[key] = {a: float(v) for a, v in zip(ACTIONS, row, strict=True)}
         return [dict(self.memo[k]) for k in keys]
+
+    def act_prompt(self, context: StepContext, r: SelfReport | None) -> list[str]:
+        """`history <r> slots(r) </r> <act>`: the prompt an action is read after.
+
+        With no override, the `direct` template acts straight from the history (`history
+        <act>`) and `reasoning-first` on its own filled block.
+        """
+        history = self._render(context.observations)
+        if r is None and self.template == "direct":
+            return [*history, "<act>"]
+        slots = render_slots(r if r is not None else self.emit_many([context])[0], self.encoding)
+        return [*history, *slots, "<act>"]
+
+    def continuation_logprob(
+        self, context: StepContext, r_override: SelfReport | None, continuation: str
+    ) -> float:
+        """The log-probability of `continuation` after `act_prompt`, summed over its tokens.
+
+        The open-ended action hook (`trb.adapter.LogProbAdapter`): the text is scored as it
+        would follow `act_prompt`, token by token, not renormalised over any option set.
+
+        Raises:
+            InputError: the text is empty, or holds a word outside a word-level vocabulary
+                (it would be scored as `<unk>`).
+        """
+        return self.text_logprob(self.act_prompt(context, r_override), continuation)
+
+    def text_logprob(self, prompt: list[str], text: str) -> float:
+        """Sum of log p(token | prompt, earlier tokens) over the tokens of `text`."""
+        words = text.split()
+        tail = self._ids(words)
+        unk = self.tokenizer.unk  # type: ignore[attr-defined]
+        if not words or unk in tail:
+            raise InputError(f"{self.name}: continuation {text!r} is empty or has unknown words")
+        ids = torch.tensor([self._ids(prompt) + tail[:-1]])
+        start = len(prompt) - 1
+        with torch.no_grad():
+            logits = self.model(ids)[0, start:].double()
+        logp = torch.log_softmax(logits, -1)
+        return float(logp[torch.arange(len(tail)), torch.tensor(tail)].sum())
 
     def act_without_r_many(self, contexts: Sequence[StepContext]) -> list[dict[str, float]]:
         """The no-r ablation: act with the slot span removed from the prompt."""

@@ -36,6 +36,7 @@ from trustbench.trb.instruments._oracles import (
     oracle_check,
 )
 from trustbench.trb.measures._governance import (
+    G_STAR_MIN,
     GAP_FIGURE,
     SEED_GAP_FIGURE,
     cluster_bootstrap,
@@ -153,7 +154,17 @@ def gap_analysis(
 #   never asked; a declaration is recorded as such);
 # - the r pathway is present on both sides: `edit_response` (the mean pairwise TV between the
 #   answers to one step's edits) above `PATHWAY_MIN_RESPONSE`; an r-blind policy scores 0
-#   exactly.
+#   exactly;
+# - the ablation is still governed on the pathway it keeps, as far as the report's own rule
+#   for any adapter can see: its G* upper bound is at least `G_STAR_MIN` (the bar below which
+#   Track 1 flags an adapter "no evidence its r governs action beyond ignoring every edit").
+#   The ablation is the same model trained with L_trace and L_selfrep (spec section 4): its
+#   act head still reads the r it is trained to state, so its edits move its action some way
+#   towards Phi(r') (the built-in ablation: G* 0.10, edit response 0.11 on 30 eval traces).
+#   An r-blind policy that lets a sliver of mass follow the edit (1 % of it: edit response
+#   0.0076, G* 0.009 [0.007, 0.010]) passes a presence test of any fixed size but not this;
+#   then Delta_gov measures the pathway's removal, not what L_gov adds. What it does not
+#   catch: an ablation weakened just enough to keep G* above `G_STAR_MIN`.
 #
 # Otherwise the Delta_gov pass bar is "not established", with the
 # failed checks named, and `governance_gap.pair_check` in the record says which.
@@ -164,7 +175,7 @@ PATHWAY_MIN_RESPONSE = 1e-3
 
 def _side(manifest: Manifest, collected: Collected, subjects: dict[str, list[Figure]],
           candidate: str) -> dict[str, Any]:  # fmt: skip
-    """One side of the pair: its size (measured, else declared) and its edit response."""
+    """One side of the pair: its size (measured, else declared), edit response and G*."""
     settings = next((c.settings for c in manifest.spec.candidates if c.name == candidate), {})
     measured = collected.sizes.get(candidate)
     if measured is not None:
@@ -177,6 +188,7 @@ def _side(manifest: Manifest, collected: Collected, subjects: dict[str, list[Fig
     return {
         **size,
         "edit_response": measured_estimate(subjects.get(candidate, []), "edit_response"),
+        "G_star": measured_estimate(subjects.get(candidate, []), "G_star"),
     }
 
 
@@ -212,7 +224,21 @@ def gap_pair_check(
                 f"{c}: no r pathway (edit response {_shown(response)} <= {PATHWAY_MIN_RESPONSE}: "
                 "its action does not move under any r edit)"
             )
+    failures += _inert_pathway(ablation, subjects.get(ablation, []))
     return {"conformant": not failures, "sides": sides, "failures": failures}
+
+
+def _inert_pathway(ablation: str, figures: list[Figure]) -> list[str]:
+    """The ablation's failure when its whole G* interval lies below `G_STAR_MIN` (see above)."""
+    g_star = find_figure(figures, "G_star")
+    low, high = bootstrap_bounds(g_star)
+    if g_star is None or g_star.estimate is None or high is None or high >= G_STAR_MIN:
+        return []
+    return [
+        f"{ablation}: r pathway not governed (G* {g_star.estimate:.4g} [{low:.4g}, {high:.4g}] "
+        f"wholly below {G_STAR_MIN}: its edits move its action no material way towards "
+        "Phi(r'), an r-blind policy rather than the same model trained without L_gov)"
+    ]
 
 
 def _shown(value: float | None) -> str:

@@ -284,7 +284,16 @@ def _jsonable(value: Any) -> Any:
 #   two answers. `cross_track_agreement` = 1 - mean TV over them, per split, clustered by trace;
 #   a deterministic adapter scores exactly 1. Flagged when it is more than
 #   `CONSISTENCY_TOLERANCE` below the adapter's own `replay_agreement` (two answers to one
-#   identical question inside one batch: a sampling adapter's own noise).
+#   identical question inside one batch: a sampling adapter's own noise);
+# - every batched call (`act_many`, `emit_many`) also carries `FOREIGN_QUESTIONS` questions of
+#   other held-out traces, drawn from as many splits of the run (eval and the transfer
+#   contexts; the trace's own split among them) at places and picks seeded by the run (its
+#   manifest's SHA-256) and the trial, under their own opaque ids, answers taken out. A trial
+#   asks about one trace, so without them every batch holds one trace of one split, and an
+#   adapter could act on what the whole batch betrays (one trace, one transfer context) that
+#   no single context shows; with them no batch is of one trace or one split, so a policy that
+#   differs by context can only key on the context itself, which the per-split figures
+#   (Track 6) measure context by context.
 #
 # What it does not catch: an adapter that keeps every answer it gave and repeats it when asked
 # again is consistent by construction on the repeated questions; its first answers are still
@@ -295,6 +304,10 @@ CONSISTENCY_DECOYS = 2
 """Questions first asked by another track, planted in each batch of act calls."""
 CONSISTENCY_TOLERANCE = 0.02
 """Flag when cross-track agreement is this far below the adapter's own replay agreement."""
+FOREIGN_QUESTIONS = 2
+"""Questions of other held-out traces planted in each batched call, each from another split of
+the run where it has several: every batch spans at least two traces, and two splits whenever
+the run has two of the trial's context shape."""
 
 
 def _question(context: StepContext, override: SelfReport | None) -> str:
@@ -315,8 +328,17 @@ def _answer_tv(first: Any, again: Any) -> float:
 class CrossTrackRepeats:
     """The questions each track asked first, and the answers to them asked again elsewhere."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, foreign: Sequence[Trace] = (), key: str | None = None) -> None:
         self.seed = seed
+        self.key = str(seed) if key is None else key
+        """Seeds the decoys' places and the foreign picks: the run's and the trial's."""
+        self.foreign: dict[str, list[Trace]] = defaultdict(list)
+        """Split -> the other held-out traces whose questions ride in every batch."""
+        for trace in foreign:
+            self.foreign[trace.split].append(trace)
+        self.foreign_asked: set[str] = set()
+        """Foreign questions sent: their answers are taken out and never compared."""
+        self.emit_batches = 0
         self.first: dict[str, tuple[str, Any]] = {}
         """Question -> (the track that asked it first, its answer)."""
         self.by_track: dict[str, list[tuple[StepContext, SelfReport | None]]] = defaultdict(list)
@@ -336,6 +358,39 @@ class CrossTrackRepeats:
             picks.append(pool[(h >> 8) % len(pool)])
         return picks
 
+    def _foreign_questions(self, salt: str) -> list[tuple[StepContext, SelfReport | None]]:
+        """`FOREIGN_QUESTIONS` questions of other traces, each of another split where it can.
+
+        A seeded pick of split (consecutive splits from a seeded start), trace, step and one
+        of the step's stored edits or no override, as Track 1 asks them.
+        """
+        splits = sorted(s for s, traces in self.foreign.items() if traces)
+        if not splits:
+            return []
+        start = zlib.crc32(f"{self.key}|foreign|{salt}".encode())
+        picks = []
+        for k in range(FOREIGN_QUESTIONS):
+            h = zlib.crc32(f"{self.key}|foreign|{salt}|{k}".encode())
+            traces = self.foreign[splits[(start + k) % len(splits)]]
+            trace = traces[h % len(traces)]
+            step = trace.steps[(h >> 8) % len(trace.steps)]
+            edits = step.counterfactuals
+            pick = (h >> 16) % (len(edits) + 1)
+            override = edits[pick].r_prime if pick < len(edits) else None
+            picks.append((trace.context(step.t), override))
+        return picks
+
+    def _insert(
+        self, batch: list[tuple[StepContext, SelfReport | None]], decoys: list[Any], salt: str
+    ) -> list[int]:
+        """Insert `decoys` into `batch` at seeded places; the places of the original items."""
+        own = list(range(len(batch)))
+        for k, decoy in enumerate(decoys):
+            at = zlib.crc32(f"{self.key}|{salt}|{k}".encode()) % (len(batch) + 1)
+            batch.insert(at, decoy)
+            own = [i + (i >= at) for i in own]
+        return own
+
     def mix(
         self, track: str, contexts: list[StepContext], overrides: list[SelfReport | None]
     ) -> tuple[list[StepContext], list[SelfReport | None], list[int]]:
@@ -346,15 +401,25 @@ class CrossTrackRepeats:
         """
         decoys, self.planted = [*self.planted, *self._pick(track)], []
         self.batches += 1
+        foreign = self._foreign_questions(f"act|{self.batches}")
+        self.foreign_asked.update(_question(c, r) for c, r in foreign)
         batch: list[tuple[StepContext, SelfReport | None]] = list(
             zip(contexts, overrides, strict=True)
         )
-        own = list(range(len(batch)))
-        for k, decoy in enumerate(decoys):
-            at = zlib.crc32(f"{self.seed}|{self.batches}|{k}".encode()) % (len(batch) + 1)
-            batch.insert(at, decoy)
-            own = [i + (i >= at) for i in own]
+        own = self._insert(batch, [*decoys, *foreign], str(self.batches))
         return [c for c, _ in batch], [r for _, r in batch], own
+
+    def mix_contexts(self, contexts: list[StepContext]) -> tuple[list[StepContext], list[int]]:
+        """A batch of contexts alone (`emit_many`) with foreign contexts at seeded places.
+
+        Returns:
+            The contexts to send, and the places of the measure's own contexts in them.
+        """
+        self.emit_batches += 1
+        salt = f"emit|{self.emit_batches}"
+        batch: list[tuple[StepContext, SelfReport | None]] = [(c, None) for c in contexts]
+        own = self._insert(batch, self._foreign_questions(salt), salt)
+        return [c for c, _ in batch], own
 
     def note(
         self,
@@ -366,6 +431,8 @@ class CrossTrackRepeats:
         """Keep each first answer; compare an answer to a question another track asked first."""
         for context, override, answer in zip(contexts, overrides, answers, strict=True):
             key = _question(context, override)
+            if key in self.foreign_asked:  # another trace's question: not this trial's policy
+                continue
             seen = self.first.get(key)
             if seen is None:
                 self.first[key] = (track, answer)
@@ -489,8 +556,23 @@ class RecordingAdapter:
 
     @property
     def emit_many(self) -> Callable[[Sequence[StepContext]], list[Any]] | None:
-        """Forward the batched `emit_many` (one summary log entry), if the adapter has one."""
-        return self._contexts_batch("emit_many")
+        """Forward the batched `emit_many` (one summary log entry), if the adapter has one.
+
+        Other traces' contexts ride in the batch (`CrossTrackRepeats.mix_contexts`); their
+        reports are taken out before the measure sees the answers.
+        """
+        inner = getattr(self.inner, "emit_many", None)
+        if inner is None:
+            return None
+
+        def call(contexts: Sequence[StepContext]) -> list[Any]:
+            asked, own = list(contexts), list(range(len(contexts)))
+            if self.repeats is not None:
+                asked, own = self.repeats.mix_contexts(asked)
+            reports = self._batch("emit_many", len(asked), 0, lambda: inner(self._blind_all(asked)))
+            return [reports[i] for i in own] if len(reports) == len(asked) else reports
+
+        return call
 
     @property
     def act_many(self) -> Callable[..., list[Any]] | None:
@@ -510,6 +592,21 @@ class RecordingAdapter:
             if self.repeats is not None and len(answers) == len(asked):
                 self.repeats.note(self.track, asked, told, answers)
             return [answers[i] for i in own] if len(answers) == len(asked) else answers
+
+        return call
+
+    @property
+    def continuation_logprob(self) -> Callable[..., float] | None:
+        """Forward the open-ended hook (blinded context, logged), if the adapter has one."""
+        inner = getattr(self.inner, "continuation_logprob", None)
+        if inner is None:
+            return None
+
+        def call(context: StepContext, r_override: SelfReport | None, continuation: str) -> float:
+            return self._run(
+                "continuation_logprob", context, r_override,
+                lambda: float(inner(self._blind(context), r_override, continuation)),
+            )  # fmt: skip
 
         return call
 
@@ -562,6 +659,8 @@ class RecordingAdapter:
         entry["output"] = _jsonable(out)
         if hook in _ACT_HOOKS:
             entry["invalid"] = int(_valid_distribution(out) is None)
+        elif hook == "continuation_logprob":
+            entry["invalid"] = int(not math.isfinite(out))
         elif not isinstance(out, SelfReport):
             entry["missing"] = 1
         self.calls.append(entry)
@@ -621,6 +720,17 @@ class RecordingAdapter:
         return out
 
 
+def context_shape(trace: Trace) -> tuple[int, int, int]:
+    """Corridor length, horizon and cue step: what any one of the trace's contexts shows.
+
+    A trial's adapter is built for its trace's world (a reference model for one corridor
+    size, a local LM for one episode length), so only traces of the same shape are mixed into
+    its batches; a context of another shape shows its family by itself (a longer corridor, a
+    lead-in before the cue), so a batch of them betrays nothing a single context does not.
+    """
+    return trace.world.length, trace.world.horizon, trace.world.cue_step
+
+
 def prepare_adapter(
     inner: Any,
     *,
@@ -629,15 +739,30 @@ def prepare_adapter(
     seed: int,
     blind_key: str | None,
     trusted_native: bool,
+    trace: Trace | None = None,
+    foreign: Sequence[Trace] = (),
 ) -> RecordingAdapter:
-    """Wrap an adapter as every measure sees it: recorded, with the run's sizes and seed."""
+    """Wrap an adapter as every measure sees it: recorded, with the run's sizes and seed.
+
+    `foreign`: the run's held-out traces (every split), whose questions ride in each batched
+    call of the trial on `trace` (`FOREIGN_QUESTIONS`): those of `trace`'s context shape
+    (`context_shape`), `trace` itself left out.
+    """
     recorder = RecordingAdapter(inner)
     recorder.fit_traces = list(fit_traces)
     recorder.settings = dict(settings)
     recorder.seed_value = seed
     recorder.blind_key = blind_key  # opaque trace ids, per run (None: the corpus ids)
     recorder.trusted_native = trusted_native  # a built-in reference model (harness code)
-    recorder.repeats = CrossTrackRepeats(seed)  # one policy across the tracks (above)
+    mixed = [] if trace is None else [
+        t for t in foreign
+        if t.trace_id != trace.trace_id and context_shape(t) == context_shape(trace)
+    ]  # fmt: skip
+    recorder.repeats = CrossTrackRepeats(  # one policy across the tracks and splits (above)
+        seed,
+        foreign=mixed,
+        key=f"{blind_key}|{seed}|{trace.trace_id}" if trace is not None and mixed else None,
+    )
     return recorder
 
 
@@ -820,7 +945,8 @@ def measured_profile(
     for candidate, build in builders.items():
         for trace in traces:
             outcome = library_trial(build, trace, loaded, fit_traces, settings, seed,
-                                     candidate in trusted_native, blind_key)  # fmt: skip
+                                     candidate in trusted_native, blind_key,
+                                     foreign=traces)  # fmt: skip
             add_trial(collected, loaded, candidate, trace, failed=outcome.pop("_failed"),
                       outcome=outcome)  # fmt: skip
     splits = list(dict.fromkeys(t.split for t in traces))
@@ -875,10 +1001,12 @@ def library_trial(
     trusted: bool,
     blind_key: str | None,
     skip: Mapping[str, str] | None = None,
+    foreign: Sequence[Trace] = (),
 ) -> dict[str, Any]:
     """One trial as `run_trial` makes it, without the ledger (`_failed` marks a failure).
 
-    `skip` is `measure_trace`'s: the measures not run for this candidate (a seed replica's).
+    `skip` is `measure_trace`'s: the measures not run for this candidate (a seed replica's);
+    `foreign` is `prepare_adapter`'s: the run's traces whose questions ride in every batch.
     """
     try:
         inner = build(trace)
@@ -886,7 +1014,8 @@ def library_trial(
         return {"_failed": False, "applicable": False, "reason": str(reason)}
     tier = getattr(inner, "tier", None)
     recorder = prepare_adapter(inner, fit_traces=fit_traces, settings=settings, seed=seed,
-                               blind_key=blind_key, trusted_native=trusted)  # fmt: skip
+                               blind_key=blind_key, trusted_native=trusted, trace=trace,
+                               foreign=foreign)  # fmt: skip
     out: dict[str, Any] = {"adapter_tier": str(getattr(tier, "value", tier)),
                            "model_size": model_size(inner, trusted)}  # fmt: skip
     try:

@@ -288,6 +288,8 @@ class TrbProfileTrack:
             seed=seed,
             blind_key=ctx.manifest.manifest_sha256,
             trusted_native=source.model is not None,
+            trace=trace,
+            foreign=list(prepared.cases.values()),
         )
         sandbox = getattr(inner, "sandbox", None)
         outcome["isolation"] = sandbox or "in-process (a built-in adapter of the benchmark)"
@@ -412,7 +414,7 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
         outcome = library_trial(
             lambda t, s=source: build(t, s), trace, loaded, fit, run_settings(options),
             options.adapter_seed + key.trial_index, source.model is not None,
-            manifest.manifest_sha256, skip,
+            manifest.manifest_sha256, skip, foreign=list(cases.values()),
         )  # fmt: skip
         add_trial(collected, loaded, key.candidate, trace, failed=outcome.pop("_failed"),
                   outcome=outcome, trial_index=key.trial_index)  # fmt: skip
