@@ -142,7 +142,7 @@ def one_round(base_url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=1.5, help="seconds per model call")
     parser.add_argument("--scenarios", type=int, default=32, help="v0.2 direct scenarios")
     parser.add_argument("--concurrency", type=int, default=16, help="the spec's concurrency")
