@@ -10,9 +10,10 @@ model calls one after another: the agent's proposing turn, the review, the agent
 
 Timed as a user runs it: `trustbench run RUN --quiet` as a process, exec to exit (the freeze is
 untimed). The baseline is the critical path of the model calls at the declared concurrency,
-read from the run's own ledger: the preflight probe's latency, plus the trials' chains of call
-latencies (each trial's calls are sequential) scheduled in plan order on `concurrency` slots,
-each trial to the slot that frees first. Target: run wall <= 1.05x that critical path.
+read from the run's own ledger: the preflight probes, then each trial's sequence of model calls
+(agent turn, review, agent turn: sequential within a trial) at the fixed latency, the trials
+scheduled in plan order on `concurrency` slots, each to the slot that frees first. Target: run
+wall <= 1.05x that critical path.
 Harness CPU per reviewed proposal = the run process's CPU (start-up included) / proposals
 reviewed: what the harness spends on one proposal, its review and the trial around it.
 Nothing asserts a time; the bench checks only that every trial completed and was reviewed.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
+import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -80,26 +82,53 @@ base_url = "{base_url}"
 """
 
 
+MODEL_CALL = "chat"
+"""The ledger's `call` of a model call (the agent's turns and the reviewer's reviews). A trial's
+`proposal:request_change` attempt is the harness's record of the proposal under review: it spans
+the review call, so it is no model call of its own and counting it would count the review twice."""
+
+
 def critical_path(run_dir: Path, concurrency: int, latency_s: float) -> dict[str, Any]:
-    """The model calls' critical path at `concurrency`, and the proposals reviewed (ledger)."""
+    """The model calls' critical path at `concurrency`, and the proposals reviewed (ledger).
+
+    Each trial's chain is its own sequence of model calls as the ledger recorded them (agent
+    turn, the reviewer calls on its proposal, the next agent turn ...), each at the server's
+    fixed `latency_s`: the measured latencies would add the harness's (and the machine's) delays
+    to the baseline the harness is judged against. Chains are scheduled in plan order on
+    `concurrency` slots, each to the slot that frees first, after the preflight's probes (one at
+    a time, before any trial).
+    """
     from trustbench.core import read_ledger
 
     ledger = read_ledger(run_dir)
-    trials = sorted(ledger.trials, key=lambda t: t["trial_id"])
+    trials = sorted(ledger.trials, key=lambda t: t["order_position"])
     chains, reviewed = [], 0
     for trial in trials:
-        attempts = ledger.attempts_of(trial["trial_id"])
-        chains.append(sum(float(a["latency_s"] or 0.0) for a in attempts))
+        calls = [a for a in ledger.attempts_of(trial["trial_id"]) if a["call"] == MODEL_CALL]
+        chains.append(len(calls) * latency_s)
         reviewed += len((trial.get("outcome") or {}).get("reviews") or [])
     slots = [0.0] * concurrency
     for chain in chains:  # each trial on the slot that frees first, in plan order
         heapq.heapreplace(slots, slots[0] + chain)
+    probes = preflight_probes(run_dir)
     return {
         "trials": len(trials),
         "reviewed": reviewed,
-        "model_calls": sum(len(ledger.attempts_of(t["trial_id"])) for t in trials),
-        "critical_path_s": latency_s + max(slots),  # the preflight probe comes first
+        "model_calls": round(sum(chains) / latency_s) + probes,
+        "critical_path_s": probes * latency_s + max(slots),
     }
+
+
+def preflight_probes(run_dir: Path) -> int:
+    """How many preflight probes the run sent (each a model call before the first trial)."""
+    connection = sqlite3.connect(run_dir / "ledger.sqlite")
+    try:
+        (count,) = connection.execute(
+            "SELECT COUNT(*) FROM events WHERE kind = 'preflight'"
+        ).fetchone()
+    finally:
+        connection.close()
+    return int(count)
 
 
 def one_round(base_url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -113,7 +142,7 @@ def one_round(base_url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=1.5, help="seconds per model call")
     parser.add_argument("--scenarios", type=int, default=32, help="v0.2 direct scenarios")
     parser.add_argument("--concurrency", type=int, default=16, help="the spec's concurrency")

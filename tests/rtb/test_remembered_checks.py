@@ -69,3 +69,14 @@ def test_tools_of_two_toolboxes_share_one_argument_model_and_keep_their_own_stat
     assert asyncio.run(two.look(name="x")) == {"found": "2:x"}
     schema = tool_schema(two.look)["function"]["parameters"]
     assert schema["required"] == ["name"] and "self" not in schema["properties"]
+
+
+def test_a_tool_schema_is_the_callers_own_copy_and_the_next_caller_gets_it_whole() -> None:
+    one, two = _Tools("1:"), _Tools("2:")
+    first = tool_schema(one.look)
+    first["function"]["parameters"]["properties"].pop("count")
+    first["function"]["description"] = "changed by its caller"
+    second = tool_schema(two.look)
+    assert set(second["function"]["parameters"]["properties"]) == {"name", "count"}
+    assert second["function"]["description"] == "Look a name up."
+    assert second["function"]["name"] == "look"
