@@ -21,7 +21,7 @@ from trustbench.trb.track import freeze_run_report
 
 SEALED_TRACE = b"harbor-017"
 """The sealed split's one trace id (the fixture's `transfer_wind` session)."""
-SEALED_DETAIL = (SEALED_TRACE, b"\"r_override\":", b"gust_probability")
+SEALED_DETAIL = (SEALED_TRACE, b'"r_override":', b"gust_probability")
 """Bytes only a per-trial row of the sealed split carries: its trace id, the r' overrides sent
 to the adapter, and the trace's own world (its context)."""
 REPORT_FILES = ("report.html", "record.json", "record.trials.jsonl")

@@ -47,6 +47,7 @@ from trustbench.trb.corpus._format import CorpusManifest, SealedSplit, SplitInfo
 
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, Manifest, TrackAnalysis
+    from trustbench.core.report import TableBlock
     from trustbench.trb.corpus._format import Trace
 
 SEALED_SPLIT_FORMAT = "trustbench-trb-sealed-split-v1"
@@ -342,7 +343,8 @@ def sealed_trial_rows(
         trace = cases.get(str(trial["case_id"]))
         if trace is None or trace.split != split:
             continue
-        outcome = trial.get("outcome") if isinstance(trial.get("outcome"), dict) else {}
+        recorded = trial.get("outcome")
+        outcome: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
         rows.append({
             "trace_id": trace.trace_id, "split": split, "candidate": trial["candidate"],
             "trial_index": trial["trial_index"], "status": trial["status"],
@@ -353,19 +355,23 @@ def sealed_trial_rows(
     return rows
 
 
-def _owner_table(split: str, rows: list[dict[str, Any]]) -> Any:
-    from trustbench.core.report import TableBlock
+def _owner_table(split: str, rows: list[dict[str, Any]]) -> TableBlock:
+    from trustbench.core.report import TableBlock  # the report package: only when reporting
 
     return TableBlock(
         title=f"Owner's detail: every trial of the sealed split {split}",
         columns=["trace", "candidate", "trial", "status", "hook calls", "measures"],
         rows=[
             [
-                row["trace_id"], row["candidate"], str(row["trial_index"]), row["status"],
-                str(len(row["hooks"] or [])), json.dumps(row["measures"], sort_keys=True),
+                row["trace_id"],
+                row["candidate"],
+                str(row["trial_index"]),
+                row["status"],
+                str(len(row["hooks"] or [])),
+                json.dumps(row["measures"], sort_keys=True),
             ]
             for row in rows
-        ],  # fmt: skip
+        ],
         filterable=True,
         scroll=True,
         note="Each trial's trace, hook calls and outputs are in record.trials.jsonl "
