@@ -72,6 +72,8 @@ def test_the_candidates_report_keeps_the_sealed_splits_figures_and_says_what_was
     page = (sealed_run.run / "report.html").read_text()
     assert "Held-out set: what was withheld and why" in page
     assert "trustbench trb sealed-report --split transfer_wind" in page
+    # The oracle ran in the harness process, where the collector's key opened the split.
+    assert "answer key available to the candidate&#39;s side: YES" in page
 
 
 def test_the_owners_report_holds_the_sealed_traces_and_leaves_the_run_folder_as_it_was(

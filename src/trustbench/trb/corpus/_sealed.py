@@ -403,6 +403,11 @@ def sealed_report_view(
         return analysis
     owner_split = _OWNER_SPLIT.get()
     trb = analysis.record["trb"]
+    # The key opens the split in the harness process: an adapter run there had it in reach.
+    beside_key = [
+        name for name, adapter in trb["adapters"].items()
+        if str(adapter.get("isolation", "")).startswith("in-process")
+    ]  # fmt: skip
     contexts = dict(trb["corpus"]["transfer_contexts"])
     sections: list[Any] = []
     for split in sealed:
@@ -413,7 +418,10 @@ def sealed_report_view(
             "held_out_report": "owner" if owner else "candidate",
             "withheld": "nothing (the owner's report)" if owner else WITHHELD_FROM_CANDIDATE,
         }
-        summary = exposure_summary(log_folder(folder, split), exposure_manifest(info))
+        summary = {
+            **exposure_summary(log_folder(folder, split), exposure_manifest(info)),
+            "answer_key_available_to_candidate": bool(beside_key),
+        }
         sections.append(
             held_out_section(
                 summary, owner, withheld=WITHHELD_FROM_CANDIDATE,
