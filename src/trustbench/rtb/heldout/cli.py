@@ -283,8 +283,11 @@ def report(
 
 def _owner_out(run_dir: Path | None, out_text: str | None) -> Path | None:
     """The owner's report folder: `--out` with `--run`, never the run folder itself."""
+    from trustbench.core import output_path
     from trustbench.rtb.heldout._pipeline import owner_report_folder
 
+    if out_text is not None:
+        output_path(out_text)  # an empty path is refused first, naming the option
     if (run_dir is None) != (out_text is None):
         raise InputError("--run and --out go together: the run to report and where to write")
     if run_dir is None or out_text is None:
