@@ -895,8 +895,8 @@ def owner_report_folder(out_text: str, run_dir: Path) -> Path:
     resolved, run = out.resolve(), run_dir.resolve()
     if resolved == run or run in resolved.parents:
         raise InputError(
-            "--out lies inside the run folder, which is the candidate's side's: name a folder "
-            "outside it",
+            "--out lies inside the run folder, which may be handed to a candidate's side: name a "
+            "folder outside it",
             location=str(out),
         )
     if out.exists() and any(out.iterdir()):
