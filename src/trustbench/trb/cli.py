@@ -9,6 +9,7 @@ look that prints results without a run folder. Failures raise `CheckFailed`
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -318,6 +319,56 @@ def seal_transfer_command(
     typer.echo(
         f"{split} sealed to {sealed.recipient} as {sealed.set_id} (budget {budget} runs): "
         f"{sealed.file}; the clear split file is removed, the corpus hash is unchanged"
+    )
+
+
+@trb_app.command("sealed-report")
+def sealed_report_command(
+    split: Annotated[str, typer.Option(help="The sealed transfer split to report in full.")],
+    run_dir: Annotated[Path, typer.Option("--run", help="A TRB run folder over the split.")],
+    out_text: Annotated[
+        str, typer.Option("--out", help="Folder for the owner's report (outside the run folder).")
+    ],
+    key: Annotated[
+        Path | None,
+        typer.Option(help="The collector's private key file (else $TRUSTBENCH_HELDOUT_KEY)."),
+    ] = None,
+) -> None:
+    """Write the owner's report of a run over a sealed split: its every trial, trace and reply.
+
+    The run folder's own report is the candidate's (the split's figures and intervals only); this
+    one, for the collector who holds the key, goes into `--out`, never into the run folder.
+    """
+    from trustbench.core import read_manifest, report_run
+    from trustbench.rtb.heldout._crypto import KEY_ENV
+    from trustbench.rtb.heldout._pipeline import owner_report_folder
+    from trustbench.trb.corpus._sealed import owner_split_report, verified_owner
+    from trustbench.trb.track._adapters import corpus_folder
+    from trustbench.trb.track._pipeline import track_options
+
+    out = owner_report_folder(out_text, run_dir)  # checked first: a refusal writes nothing
+    frozen = read_manifest(run_dir)
+    if frozen.spec.track_id != "trb/profile":
+        raise InputError(
+            f"a {frozen.spec.track_id} run, not a TRB profile run", location=str(run_dir)
+        )
+    folder = corpus_folder(frozen.spec, track_options(frozen.spec), Path(frozen.base_dir))
+    private, summary = verified_owner(folder, split, key, run_dir)
+    before = os.environ.get(KEY_ENV)
+    os.environ[KEY_ENV] = private  # the grading opens the split as `report` does
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with owner_split_report(split):
+            result = report_run(run_dir, out_dir=out)
+    finally:
+        if before is None:
+            os.environ.pop(KEY_ENV, None)
+        else:
+            os.environ[KEY_ENV] = before
+    typer.echo(
+        f"sealed split {split} ({summary['set_id']}): run {summary['runs']} times (budget "
+        f"{summary['budget']}); wrote the owner's report: {result.record_path} and "
+        f"{result.html_path}"
     )
 
 

@@ -34,7 +34,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -534,16 +534,39 @@ def keep_run_record(run_dir: Path, entry: dict[str, Any]) -> None:
     _append_line(run_dir / RUN_RECORD_NAME, canonical_json(entry) + b"\n")
 
 
-def run_record_problems(run_dir: Path | None, folder: Path, key: ExposureKey) -> list[str]:
+def _kept_lines(path: Path, set_id: str | None) -> list[tuple[int, str]]:
+    """The numbered lines of a run's kept entries; with `set_id`, those of other sets left out.
+
+    A TRB run over two sealed transfer splits keeps both splits' entries in one file; each
+    split's report checks its own (a line that is not JSON is kept: it fails authentication).
+    """
+    lines = list(enumerate(path.read_text(encoding="utf-8").splitlines(), 1))
+    if set_id is None:
+        return lines
+
+    def other_set(line: str) -> bool:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(entry, dict) and entry.get("set_id") not in (None, set_id)
+
+    return [(number, line) for number, line in lines if not other_set(line)]
+
+
+def run_record_problems(
+    run_dir: Path | None, folder: Path, key: ExposureKey, set_id: str | None = None
+) -> list[str]:
     """Each run of `run_dir` whose authenticated entry is not in the set's log as it was kept."""
     if run_dir is None:
         return []
     path = run_dir / RUN_RECORD_NAME
-    if not path.is_file():
+    kept_lines = _kept_lines(path, set_id) if path.is_file() else []
+    if not kept_lines:
         return [f"the run folder holds no {RUN_RECORD_NAME}: its runs were never recorded"]
     logged = {e.get("seq"): e.get("hash") for e in read_log(folder)}
     problems = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in kept_lines:
         kept: dict[str, Any] = {}
         try:
             kept = json.loads(line)
@@ -764,25 +787,37 @@ def key_reach(sealed: SealedSet, manifest: Manifest, run_dir: Path | None) -> li
     return reasons
 
 
-def _held_out_section(summary: dict[str, Any], owner: bool) -> TextBlock:
+RTB_CLEAR_PARTS = (
+    "The candidate side was sent only the set's clear parts (the exported inputs, the prompt and "
+    "the response schema); the answer key was opened only to grade this report."
+)
+"""What an RTB set's candidate side received (`held_out_section`'s `sent`)."""
+
+
+def held_out_section(
+    summary: dict[str, Any],
+    owner: bool,
+    *,
+    withheld: str = "no per-case label, variant, case id or candidate text",
+    owner_command: str = "trustbench rtb heldout report SET --run RUN --out DIR",
+    sent: str = RTB_CLEAR_PARTS,
+) -> TextBlock:
+    """The report's "what was withheld and why" block, for the owner's or the candidate's report.
+
+    A sealed TRB transfer split (`trb/corpus/_sealed.py`) uses the same block, naming what
+    its candidate's report leaves out (`withheld`) and its own owner's command.
+    """
     audience = (
         "This is the owner's detailed report: it names cases, labels and the candidates' "
         "replies; never hand it to a candidate's side."
         if owner
         else "This report is the one a candidate's developer may receive: aggregate figures and "
-        "intervals only (no per-case label, variant, case id or candidate text). The per-case "
-        "detail is in the owner's report (`trustbench rtb heldout report SET --run RUN --out "
-        "DIR`, with the owner's key)."
+        f"intervals only ({withheld}). The per-case detail is in the owner's report "
+        f"(`{owner_command}`, with the owner's key)."
     )
     return TextBlock(
         title="Held-out set: what was withheld and why",
-        paragraphs=[
-            *summary_lines(summary),
-            "The candidate side was sent only the set's clear parts (the exported inputs, the "
-            "prompt and the response schema); the answer key was opened only to grade this "
-            "report.",
-            audience,
-        ],
+        paragraphs=[*summary_lines(summary), sent, audience],
     )
 
 
@@ -803,7 +838,7 @@ def candidate_view(analysis: TrackAnalysis, summary: dict[str, Any]) -> TrackAna
     return dataclasses.replace(
         analysis,
         sections=[
-            _held_out_section(summary, owner=False),
+            held_out_section(summary, owner=False),
             *(block for block in analysis.sections if block.kind in _AGGREGATE_BLOCKS),
         ],
         record={"held_out_set": summary, "held_out_report": "candidate"},
@@ -836,13 +871,37 @@ def add_held_out_parts(
         return dataclasses.replace(viewed, record={**viewed.record, "console_notes": notes})
     return dataclasses.replace(
         analysis,
-        sections=[_held_out_section(summary, owner=True), *analysis.sections],
+        sections=[held_out_section(summary, owner=True), *analysis.sections],
         record={
             **analysis.record, "held_out_set": summary, "held_out_report": "owner",
             "console_notes": console,
         },
         summary={**analysis.summary, "held_out_set": summary},
     )  # fmt: skip
+
+
+def owner_report_folder(out_text: str, run_dir: Path) -> Path:
+    """The folder an owner's report goes to: new or empty, and outside the run folder.
+
+    The run folder is what may be handed to a candidate's side; an owner's report inside it
+    (even in a subfolder) would travel with it.
+
+    Raises:
+        InputError: `--out` is a run folder, a file, holds files, or lies inside `run_dir`.
+    """
+    from trustbench.core import check_output_folder, output_path
+
+    out = check_output_folder(output_path(out_text))
+    resolved, run = out.resolve(), run_dir.resolve()
+    if resolved == run or run in resolved.parents:
+        raise InputError(
+            "--out lies inside the run folder, which may be handed to a candidate's side: name a "
+            "folder outside it",
+            location=str(out),
+        )
+    if out.exists() and any(out.iterdir()):
+        raise InputError("--out already holds files", location=str(out))
+    return out
 
 
 _OWNER_REPORT: ContextVar[bool] = ContextVar("heldout_owner_report", default=False)
@@ -894,18 +953,34 @@ def owner_check(
     """
     from trustbench.rtb.heldout._seal import binding_problems
 
-    key = owner_exposure_key(sealed.manifest, private, source)
     problems = binding_problems(sealed.manifest, binding)
-    problems += log_problems(sealed.folder, sealed.manifest, key)
-    if not problems:
-        problems += run_record_problems(run_dir, sealed.folder, key)
-    if problems:  # a count that cannot be trusted is never reported as one
+    return verified_summary(sealed.folder, sealed.manifest, private, source, run_dir, problems)
+
+
+def verified_summary(
+    folder: Path, manifest: dict[str, Any], private: str, source: Path | None,
+    run_dir: Path | None = None, problems: Sequence[str] = (),
+) -> dict[str, Any]:  # fmt: skip
+    """The exposure summary of a log checked with the owner's key, or a refusal naming the change.
+
+    `problems` found before (an RTB seal's binding) refuse first. Then every entry's and the
+    head's authentication, the witness beside the key file and, for a report of a run, that each
+    of the run's kept entries is still in the log. A count that passes is witnessed.
+
+    Raises:
+        CheckFailed: Naming the first change found.
+    """
+    key = owner_exposure_key(manifest, private, source)
+    found = [*problems, *log_problems(folder, manifest, key)]
+    if not found:
+        found += run_record_problems(run_dir, folder, key, str(manifest["set_id"]))
+    if found:  # a count that cannot be trusted is never reported as one
         raise CheckFailed(
-            f"refusing to report held-out set {sealed.set_id}: {problems[0]}",
-            location=str(sealed.folder),
+            f"refusing to report held-out set {manifest['set_id']}: {found[0]}",
+            location=str(folder),
         )
-    witness(read_log(sealed.folder), sealed.set_id, key)
-    return exposure_summary(sealed.folder, sealed.manifest, key)
+    witness(read_log(folder), str(manifest["set_id"]), key)
+    return exposure_summary(folder, manifest, key)
 
 
 def _experiment_summary(

@@ -283,16 +283,16 @@ def report(
 
 def _owner_out(run_dir: Path | None, out_text: str | None) -> Path | None:
     """The owner's report folder: `--out` with `--run`, never the run folder itself."""
-    from trustbench.core import check_output_folder, output_path
+    from trustbench.core import output_path
+    from trustbench.rtb.heldout._pipeline import owner_report_folder
 
-    out = None if out_text is None else check_output_folder(output_path(out_text))
-    if (run_dir is None) != (out is None):
+    if out_text is not None:
+        output_path(out_text)  # an empty path is refused first, naming the option
+    if (run_dir is None) != (out_text is None):
         raise InputError("--run and --out go together: the run to report and where to write")
-    if out is None:
+    if run_dir is None or out_text is None:
         return None
-    if out.exists() and any(out.iterdir()):
-        raise InputError("--out already holds files", location=str(out))
-    return out
+    return owner_report_folder(out_text, run_dir)
 
 
 def _owner_run_report(folder: Path, run_dir: Path, out: Path, key: Path | str) -> None:

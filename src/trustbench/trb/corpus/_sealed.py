@@ -21,14 +21,21 @@ by whoever holds the folder. So a transfer split can be sealed like an RTB held-
 - the record and the report name, per transfer context, who collected it and whether it was
   sealed (`transfer_contexts`).
 
-Not done: the RTB set's report redaction (a candidate's report without per-case rows). TRB
-trace ids are already opaque per run, and a TRB record holds aggregate figures per split.
+- the run folder's report is the split's *candidate's report* (`sealed_report_view`, with the
+  RTB set's wording, `held_out_section`): figures and intervals per split, no per-trial row,
+  trace id, context, r / r' value or continuation of the split; `trb sealed-report` writes
+  *the owner's report* (`owner_split_report`) elsewhere, with the collector's key.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +46,9 @@ from trustbench.errors import InputError
 from trustbench.trb.corpus._format import CorpusManifest, SealedSplit, SplitInfo
 
 if TYPE_CHECKING:
-    from trustbench.core import Manifest
+    from trustbench.core import LedgerContents, Manifest, TrackAnalysis
+    from trustbench.core.report import TableBlock
+    from trustbench.trb.corpus._format import Trace
 
 SEALED_SPLIT_FORMAT = "trustbench-trb-sealed-split-v1"
 """Names a sealed split's envelope (its associated data) and its exposure log's genesis."""
@@ -139,11 +148,18 @@ def open_split(folder: Path, info: SplitInfo) -> bytes | None:
     Raises:
         InputError: The envelope changed since sealing, or the key is not the collector's.
     """
-    from trustbench.rtb.heldout._crypto import KEY_ENV, read_private_key, unseal
+    from trustbench.rtb.heldout._crypto import KEY_ENV, read_private_key
 
-    assert info.sealed is not None
     if not os.environ.get(KEY_ENV, "").strip():
         return None
+    return _unseal_split(folder, info, read_private_key(None))
+
+
+def _unseal_split(folder: Path, info: SplitInfo, private: str) -> bytes:
+    """The split's clear bytes, opened with `private`; refused for a changed envelope or key."""
+    from trustbench.rtb.heldout._crypto import unseal
+
+    assert info.sealed is not None
     path = folder / info.sealed.file
     try:
         envelope = path.read_bytes()
@@ -153,7 +169,7 @@ def open_split(folder: Path, info: SplitInfo) -> bytes | None:
         raise InputError(
             "the sealed split's bytes differ from its manifest pin", location=str(path)
         )
-    return unseal(envelope, read_private_key(None), _aad(info.sealed.set_id))
+    return unseal(envelope, private, _aad(info.sealed.set_id))
 
 
 def withheld_message(split: str, info: SplitInfo) -> str:
@@ -264,3 +280,203 @@ def transfer_context_lines(contexts: dict[str, Any]) -> list[str]:
         )
         lines.append(f"{split}: collected by {by}; {sealed}.")
     return lines
+
+
+# ------------------------------------------------------------------------------------------------
+# The candidate's report and the owner's report of a run over a sealed split (as for an RTB set).
+
+WITHHELD_FROM_CANDIDATE = (
+    "no per-trial row, trace id, context, r or r' value or continuation of the sealed split's "
+    "traces"
+)
+"""What the run folder's report of a sealed split leaves out (`record.json` says it per split)."""
+OWNER_COMMAND = "trustbench trb sealed-report --split SPLIT --key KEY --run RUN --out DIR"
+"""How the collector writes the owner's report of a run, outside the run folder."""
+SENT_TO_ADAPTERS = (
+    "The adapters were sent the split's traces (contexts, r and the r' overrides), opened in the "
+    "harness process with the collector's key; the run's ledger (ledger.sqlite) keeps every hook "
+    "call sent, to verify and resume the run, so it stays with the operator, never with a "
+    "candidate's side."
+)
+"""What a sealed split's candidate side received, and where that is kept."""
+OWNER_ROWS = "trb_sealed_split"
+"""The owner's report's part in `record.trials.jsonl`: one row per trial of the sealed split."""
+
+_OWNER_SPLIT: ContextVar[str | None] = ContextVar("trb_owner_split_report", default=None)
+"""Set only by `trb sealed-report` (`owner_split_report`): that split's detail is kept."""
+
+
+@contextmanager
+def owner_split_report(split: str) -> Iterator[None]:
+    """Within: a TRB run's report is the owner's report of `split` (its trials in full)."""
+    token = _OWNER_SPLIT.set(split)
+    try:
+        yield
+    finally:
+        _OWNER_SPLIT.reset(token)
+
+
+def sealed_splits(corpus: CorpusManifest, splits: list[str]) -> list[str]:
+    """The splits of a run that are sealed to their collector's key."""
+    return [s for s in splits if (info := corpus.splits.get(s)) is not None and info.sealed]
+
+
+def _attempt_texts(ledger: LedgerContents) -> dict[str, dict[str, Any]]:
+    """Trial id -> the hook calls sent to the adapter and their outputs (the last attempt's)."""
+    texts: dict[str, dict[str, Any]] = {}
+    for attempt in ledger.attempts:
+        request = attempt.get("request")
+        raw = attempt.get("raw_response")
+        outputs = json.loads(raw).get("outputs") if isinstance(raw, str) and raw else None
+        hooks = request.get("hooks") if isinstance(request, dict) else None
+        texts[str(attempt["trial_id"])] = {"hooks": hooks, "outputs": outputs}
+    return texts
+
+
+def sealed_trial_rows(
+    ledger: LedgerContents, cases: dict[str, Trace], split: str
+) -> list[dict[str, Any]]:
+    """The owner's rows: every trial of `split`, with its trace, what was sent and answered."""
+    texts = _attempt_texts(ledger)
+    rows = []
+    for trial in ledger.trials:
+        trace = cases.get(str(trial["case_id"]))
+        if trace is None or trace.split != split:
+            continue
+        recorded = trial.get("outcome")
+        outcome: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+        rows.append({
+            "trace_id": trace.trace_id, "split": split, "candidate": trial["candidate"],
+            "trial_index": trial["trial_index"], "status": trial["status"],
+            "error": trial.get("error"), "measures": outcome.get("measures"),
+            **texts.get(str(trial["trial_id"]), {"hooks": None, "outputs": None}),
+            "trace": trace.model_dump(mode="json"),
+        })  # fmt: skip
+    return rows
+
+
+def _owner_table(split: str, rows: list[dict[str, Any]]) -> TableBlock:
+    from trustbench.core.report import TableBlock  # the report package: only when reporting
+
+    return TableBlock(
+        title=f"Owner's detail: every trial of the sealed split {split}",
+        columns=["trace", "candidate", "trial", "status", "hook calls", "measures"],
+        rows=[
+            [
+                row["trace_id"],
+                row["candidate"],
+                str(row["trial_index"]),
+                row["status"],
+                str(len(row["hooks"] or [])),
+                json.dumps(row["measures"], sort_keys=True),
+            ]
+            for row in rows
+        ],
+        filterable=True,
+        scroll=True,
+        note="Each trial's trace, hook calls and outputs are in record.trials.jsonl "
+        f"(part {OWNER_ROWS}).",
+    )
+
+
+def sealed_report_view(
+    analysis: TrackAnalysis,
+    folder: Path,
+    corpus: CorpusManifest,
+    splits: list[str],
+    *,
+    ledger: LedgerContents,
+    cases: dict[str, Trace],
+) -> TrackAnalysis:
+    """A TRB run's report with its sealed splits redacted: the candidate's report of each.
+
+    As for an RTB held-out set (`rtb/heldout/_pipeline.py`), the report a candidate's developer
+    may receive holds the sealed split's figures and intervals only: a row naming a trace beside
+    what the adapter answered lets whoever reads it rebuild the collector's contexts, the thing
+    sealing keeps out of reach. Rows of clear splits stay. Within `owner_split_report(S)` the
+    split S is reported in full instead (`trb sealed-report`).
+    """
+    from trustbench.rtb.heldout._pipeline import exposure_summary, held_out_section
+
+    sealed = sealed_splits(corpus, splits)
+    if not sealed:
+        return analysis
+    owner_split = _OWNER_SPLIT.get()
+    trb = analysis.record["trb"]
+    # The key opens the split in the harness process: an adapter run there had it in reach.
+    beside_key = [
+        name for name, adapter in trb["adapters"].items()
+        if str(adapter.get("isolation", "")).startswith("in-process")
+    ]  # fmt: skip
+    contexts = dict(trb["corpus"]["transfer_contexts"])
+    sections: list[Any] = []
+    for split in sealed:
+        info = corpus.splits[split]
+        owner = split == owner_split
+        contexts[split] = {
+            **contexts.get(split, {}),
+            "held_out_report": "owner" if owner else "candidate",
+            "withheld": "nothing (the owner's report)" if owner else WITHHELD_FROM_CANDIDATE,
+        }
+        summary = {
+            **exposure_summary(log_folder(folder, split), exposure_manifest(info)),
+            "answer_key_available_to_candidate": bool(beside_key),
+        }
+        sections.append(
+            held_out_section(
+                summary, owner, withheld=WITHHELD_FROM_CANDIDATE,
+                owner_command=OWNER_COMMAND.replace("SPLIT", split), sent=SENT_TO_ADAPTERS,
+            )
+        )  # fmt: skip
+    redacted = set(sealed) - {owner_split}
+    trial_rows = {
+        part: [row for row in rows if row.get("split") not in redacted]
+        for part, rows in analysis.trial_rows.items()
+    }
+    if owner_split in sealed:
+        rows = sealed_trial_rows(ledger, cases, owner_split)
+        trial_rows[OWNER_ROWS] = rows
+        sections.append(_owner_table(owner_split, rows))
+    corpus_record = {**trb["corpus"], "transfer_contexts": contexts}
+    return dataclasses.replace(
+        analysis,
+        sections=[*sections, *analysis.sections],
+        record={**analysis.record, "trb": {**trb, "corpus": corpus_record}},
+        trial_rows=trial_rows,
+    )
+
+
+def verified_owner(
+    folder: Path, split: str, key_file: Path | None, run_dir: Path
+) -> tuple[str, dict[str, Any]]:
+    """The collector's private key for `split`'s owner's report, and the split's checked count.
+
+    The key must open the split (a wrong key or an altered envelope is refused) and
+    authenticate its exposure log, which must still hold this run's entry.
+
+    Raises:
+        InputError: Not a sealed split of this run's corpus, no key given, or the wrong key.
+        CheckFailed: The exposure log or this run's kept entry shows a change.
+    """
+    from trustbench.rtb.heldout._crypto import KEY_ENV
+    from trustbench.rtb.heldout._pipeline import read_owner_key, verified_summary
+
+    corpus = _manifest(folder)
+    info = corpus.splits.get(split)
+    if info is None or info.sealed is None:
+        sealed = ", ".join(s for s, i in corpus.splits.items() if i.sealed) or "none"
+        raise InputError(
+            f"split {split!r} is not a sealed split of this run's corpus (sealed: {sealed})",
+            location="--split",
+        )
+    if key_file is None and not os.environ.get(KEY_ENV, "").strip():
+        raise InputError(
+            f"split {split!r} is sealed to its collector's key: its owner's report needs that "
+            f"private key (--key FILE or ${KEY_ENV}); refusing without it"
+        )
+    private, source = read_owner_key(key_file)
+    _unseal_split(folder, info, private)  # refuses a key that is not the collector's
+    summary = verified_summary(
+        log_folder(folder, split), exposure_manifest(info), private, source, run_dir
+    )
+    return private, summary

@@ -38,7 +38,7 @@ from trustbench.core import (
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
 from trustbench.trb.adapter._protocol import TRB_VERSION
-from trustbench.trb.corpus._sealed import count_exposure, withheld_message
+from trustbench.trb.corpus._sealed import count_exposure, sealed_report_view, withheld_message
 from trustbench.trb.track._adapters import (
     AdapterSource,
     LoadedCorpus,
@@ -359,7 +359,7 @@ class TrbProfileTrack:
         from trustbench.trb.track._analysis import analyze_profile
 
         options, corpus, cases, measures = self.prepared(manifest)
-        return analyze_profile(
+        analysis = analyze_profile(
             manifest,
             ledger,
             options=options,
@@ -368,6 +368,11 @@ class TrbProfileTrack:
             measures=[m for m, _ in measures],
             gap=gap_pair(manifest.spec, options),
         )
+        # A sealed split's trials stay out of the run folder's report (the candidate's report).
+        return sealed_report_view(
+            analysis, corpus.folder, corpus.manifest, list(options.splits),
+            ledger=ledger, cases=cases,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
