@@ -10,7 +10,7 @@ This audit asks what the filter could not have tuned against:
   lengths, id and free-text tokens and their shapes, record order and first keys, the clock
   time, weekday and UTC offset of every timestamp). A label those features predict is an
   authoring artefact, never review. Fitted within the corpus (leave one family out when every
-  case carries a family id in its authoring metadata, and leave one domain group out) and on a
+  case carries a family id (v0.4: the case's `family`), and leave one domain group out) and on a
   fresh pool from the policy's generator (`CorpusPolicy.generator`), tested on the corpus.
 - **shallow relational learners**, pool-trained: pairwise equality of fields (raw and
   normalised) and timestamps compared as strings, the reading a careless reviewer does. Their
@@ -571,8 +571,11 @@ def pool_seed(corpus_seeds: frozenset[int], seed: int) -> int:
 
 
 def _family(case: Any) -> str | None:
-    """A case's family id (`authoring.family`), when its policy's authoring metadata has one."""
-    family = getattr(case.authoring, "family", None)
+    """A case's family id (the case's `family`, or `authoring.family`), when its policy has one.
+
+    Corpus v0.4 declares it on the case (grader-side, never exported to a candidate).
+    """
+    family = getattr(case, "family", None) or getattr(case.authoring, "family", None)
     return family if isinstance(family, str) and family else None
 
 
