@@ -9,6 +9,9 @@ drops the user's `TRUSTBENCH_*` settings, proxies and CA bundles (`user_settings
 `HOME` and a `TRUSTBENCH_CACHE` of its own, so in-process CLI tests and session fixtures read
 only what the suite sets. Processes a test starts get `tests.support.child_env.child_env`,
 never `os.environ`.
+
+`demo_run` (`tests.support.demo_run`) is the one `trustbench demo` of the session: the demo test
+and the tests of each RTB track's demo read its runs, so each demo track runs once.
 """
 
 import os
@@ -19,6 +22,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 from tests.support.child_env import user_settings
+from tests.support.demo_run import DEMO_TIMEOUT_S, demo_run  # noqa: F401  (fixture)
 
 set_hypothesis_home_dir(tempfile.mkdtemp(prefix="trustbench-hypothesis-"))
 settings.register_profile("trustbench", database=None)
@@ -36,3 +40,10 @@ def _no_user_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         # names: the demo test and the TRB tests train each model once between them.
         patch.setenv("TRUSTBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "trb-cache"))
         yield
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test using `demo_run` gets the demo's time limit: whichever runs first runs the demo."""
+    for item in items:
+        if "demo_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(DEMO_TIMEOUT_S))

@@ -1,7 +1,10 @@
 """Reference decisions with their own evidence (issue 50): `trustbench rtb adjudicate`.
 
-The CLI runs as a subprocess on copies of corpora in tmp_path; the built-in corpus and the
-record shipped beside it are only read.
+The CLI runs on copies of corpora in tmp_path; the built-in corpus and the record shipped
+beside it are only read. Commands expected to succeed run in this process: a subprocess would
+schema-check the 240-case v0.3 corpus again on every call (about 4 s each on a quiet machine,
+half a minute on a loaded one), where this process checks each case once. Refusals run as a
+subprocess, so they check `main`'s own one-line message and exit code.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 from tests.support.child_env import child_env
+from tests.support.cli import invoke
 
 from trustbench.core.stats import fleiss_kappa
 from trustbench.errors import CheckFailed
@@ -46,14 +50,21 @@ def _cli(tmp: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def _ok(tmp: Path, *args: str | Path) -> str:
-    done = _cli(tmp, *args)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+def _ok(*args: str | Path) -> str:
+    """`trustbench rtb adjudicate ARGS`, in this process, expected to exit 0; its output."""
+    code, output = invoke("rtb", "adjudicate", *map(str, args))
+    assert code == 0, output
+    return output
 
 
-def _report(tmp: Path, record: Path) -> dict:
-    return json.loads(_ok(tmp, "report", record, "--json"))
+def _report(record: Path) -> dict:
+    return json.loads(_ok("report", record, "--json"))
+
+
+def _validates(corpus: Path) -> None:
+    """`trustbench rtb validate --corpus CORPUS` exits 0 (in this process, as `_ok`)."""
+    code, output = invoke("rtb", "validate", "--corpus", str(corpus))
+    assert code == 0, output
 
 
 def _review_file(
@@ -97,24 +108,24 @@ def small(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def blind_review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+def blind_review(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A copy of the built-in v0.3 corpus with the 60-case blind review imported afresh under a
     protocol listing exactly its cases, one reviewer each."""
     tmp = tmp_path_factory.mktemp("blind")
     corpus = tmp / "corpus"
     shutil.copytree(builtin_corpus_root("0.3"), corpus)
     record = tmp / "record.jsonl"
-    _ok(tmp, "protocol", record, "--corpus", corpus, "--select", "listed",
+    _ok("protocol", record, "--corpus", corpus, "--select", "listed",
         "--cases-from", BLIND_REVIEW, "--no-blind-second-review")  # fmt: skip
-    _ok(tmp, "import", record, BLIND_REVIEW)
-    return tmp, corpus, record
+    _ok("import", record, BLIND_REVIEW)
+    return corpus, record
 
 
 def test_blind_review_of_60_v0_3_cases_agrees_60_of_60_with_kappa_1_and_its_qualification(
-    blind_review: tuple[Path, Path, Path],
+    blind_review: tuple[Path, Path],
 ) -> None:
-    tmp, _, record = blind_review
-    report = _report(tmp, record)
+    _, record = blind_review
+    report = _report(record)
     (reviewer,) = report["reviewers"]
     assert (reviewer["agree_with_label"], reviewer["cases"]) == (60, 60)
     assert reviewer["kappa_vs_labels"]["kappa"] == pytest.approx(1.0)
@@ -123,18 +134,18 @@ def test_blind_review_of_60_v0_3_cases_agrees_60_of_60_with_kappa_1_and_its_qual
     assert report["status_counts"] == {"reviewed": 60}
     assert report["cases_outside_protocol"] == 180
     assert report["inter_reviewer"]["not_established"]
-    text = _ok(tmp, "report", record)
+    text = _ok("report", record)
     assert "60/60" in text and "AI evaluator" in text
 
 
 def test_apply_of_the_blind_review_marks_60_reviewed_leaves_180_pending_and_validates(
-    blind_review: tuple[Path, Path, Path], tmp_path: Path
+    blind_review: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    _, corpus, record = blind_review
+    corpus, record = blind_review
     copy, copied_record = tmp_path / "corpus", tmp_path / "record.jsonl"
     shutil.copytree(corpus, copy)
     shutil.copy(record, copied_record)
-    _ok(tmp_path, "apply", copied_record, "--corpus", copy)
+    _ok("apply", copied_record, "--corpus", copy)
     statuses = [
         json.loads(path.read_text())["reference_status"] for path in (copy / "cases").glob("*")
     ]
@@ -142,11 +153,7 @@ def test_apply_of_the_blind_review_marks_60_reviewed_leaves_180_pending_and_vali
     assert len(reviewed) == 60
     assert sum(s["review"] == "pending_independent_domain_review" for s in statuses) == 180
     assert all("AI evaluator" in s["qualifications"][0] for s in reviewed)
-    validated = subprocess.run(
-        [sys.executable, "-m", "trustbench", "rtb", "validate", "--corpus", str(copy)],
-        capture_output=True, text=True, check=False, env=child_env(tmp_path),
-    )  # fmt: skip
-    assert validated.returncode == 0, validated.stderr
+    _validates(copy)
 
 
 def test_the_shipped_v0_3_corpus_carries_the_applied_blind_review() -> None:
@@ -164,8 +171,8 @@ def test_a_disagreeing_second_reviewer_is_kept_with_both_rationales_and_kappa_be
     _, record = small
     second = {case: LABELS[case] for case in CONSEQUENTIAL}
     second["ho-03"] = "permit"
-    _ok(tmp_path, "import", record, _review_file(tmp_path / "b.tsv", "rev-b", second))
-    report = _report(tmp_path, record)
+    _ok("import", record, _review_file(tmp_path / "b.tsv", "rev-b", second))
+    report = _report(record)
     (disagreement,) = report["disagreements"]
     assert disagreement["case_id"] == "ho-03"
     assert {r["reviewer"]: r["evidence"] for r in disagreement["rationales"]} == {
@@ -174,7 +181,7 @@ def test_a_disagreeing_second_reviewer_is_kept_with_both_rationales_and_kappa_be
     }
     assert report["inter_reviewer"]["method"] == "cohens_kappa"
     assert report["inter_reviewer"]["kappa"] < 1.0
-    assert "rev-b: permit" in _ok(tmp_path, "report", record)
+    assert "rev-b: permit" in _ok("report", record)
 
 
 def test_apply_sets_reviewed_disputed_and_pending_and_the_corpus_validates(
@@ -183,8 +190,8 @@ def test_apply_sets_reviewed_disputed_and_pending_and_the_corpus_validates(
     corpus, record = small
     second = {case: LABELS[case] for case in CONSEQUENTIAL if case != "ho-11"}
     second["ho-03"] = "permit"
-    _ok(tmp_path, "import", record, _review_file(tmp_path / "b.tsv", "rev-b", second))
-    _ok(tmp_path, "apply", record)
+    _ok("import", record, _review_file(tmp_path / "b.tsv", "rev-b", second))
+    _ok("apply", record)
     status = {
         case: json.loads((corpus / "cases" / f"{case}.json").read_text())["reference_status"]
         for case in LABELS
@@ -198,11 +205,7 @@ def test_apply_sets_reviewed_disputed_and_pending_and_the_corpus_validates(
     assert (
         status["ho-01"]["record_sha256"] == json.loads(record.read_text().splitlines()[-2])["hash"]
     )
-    validated = subprocess.run(
-        [sys.executable, "-m", "trustbench", "rtb", "validate", "--corpus", str(corpus)],
-        capture_output=True, text=True, check=False, env=child_env(tmp_path),
-    )  # fmt: skip
-    assert validated.returncode == 0, validated.stderr
+    _validates(corpus)
 
 
 @pytest.mark.parametrize(
@@ -296,7 +299,7 @@ def test_signed_entries_carry_an_ed25519_signature_of_their_hash(tmp_path: Path)
     corpus = tmp_path / "corpus"
     shutil.copytree(SMALL, corpus)
     record = tmp_path / "record.jsonl"
-    _ok(tmp_path, "protocol", record, "--corpus", corpus, "--sign-key", key_file)
+    _ok("protocol", record, "--corpus", corpus, "--sign-key", key_file)
     (entry,) = [json.loads(line) for line in record.read_text().splitlines()]
     import base64
 
@@ -323,12 +326,11 @@ def test_three_reviewers_are_compared_by_fleiss_kappa_with_an_interval(
         decisions = {case: LABELS[case] for case in CONSEQUENTIAL}
         decisions[flipped] = "permit"
         _ok(
-            tmp_path,
             "import",
             record,
             _review_file(tmp_path / f"{reviewer}.tsv", reviewer, decisions),
         )
-    inter = _report(tmp_path, record)["inter_reviewer"]
+    inter = _report(record)["inter_reviewer"]
     assert inter["method"] == "fleiss_kappa"
     assert inter["reviewers"] == ["rev-a", "rev-b", "rev-c"]
     assert 0 < inter["kappa"] < 1
@@ -340,7 +342,7 @@ def test_apply_with_a_bad_signing_key_writes_nothing(
 ) -> None:
     corpus, record = small
     agreeing = {case: LABELS[case] for case in CONSEQUENTIAL}
-    _ok(tmp_path, "import", record, _review_file(tmp_path / "b.tsv", "rev-b", agreeing))
+    _ok("import", record, _review_file(tmp_path / "b.tsv", "rev-b", agreeing))
     before = {path: path.read_bytes() for path in corpus.rglob("*") if path.is_file()}
     recorded = record.read_bytes()
     not_a_key = tmp_path / "not-a-key.pem"
@@ -388,7 +390,7 @@ def test_a_signed_record_verifies_under_its_public_key_and_says_so(
     assert (checked.entries, checked.signed) == (9, 9)
     assert checked.verified_keyid is not None
     assert verify_record(record).verified_keyid is None  # no key: the chain only
-    text = _ok(tmp_path, "verify", record, "--public-key", public)
+    text = _ok("verify", record, "--public-key", public)
     assert "intact: 9 entries chained" in text and "every signature verified" in text
 
 

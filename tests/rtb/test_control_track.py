@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from scipy.stats import beta
 from tests.support.cli import invoke
+from tests.support.demo_run import DemoRun
 
 from trustbench.core import ReportResult, read_ledger
 from trustbench.rtb.boundaries import TrialRun
@@ -30,7 +31,6 @@ from trustbench.rtb.control._grading import (
     grade_trial,
     summarize,
 )
-from trustbench.rtb.control.track import run_control_demo
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 
 ENFORCING = ("reference", "cedar")
@@ -40,10 +40,10 @@ BYPASSABLE = ("review-gated", "unchecked")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ReportResult]:
-    """The built-in demo, run once for the module (4 boundaries x every scenario, K=1)."""
-    run_dir = tmp_path_factory.mktemp("control-demo")
-    return run_dir, run_control_demo(run_dir)
+def demo(demo_run: DemoRun) -> tuple[Path, ReportResult]:
+    """The built-in demo (4 boundaries x every scenario, K=1): `run_control_demo` as `trustbench
+    demo` ran it (`tests/support/demo_run.py`), once for the session."""
+    return demo_run.out / "rtb-control", demo_run.track("rtb-control")
 
 
 def _record(run_dir: Path) -> dict[str, Any]:

@@ -14,16 +14,17 @@ import aiohttp
 import pytest
 from tests.support.browser import CHROMIUM, Browser, start_chromium
 from tests.support.cli import invoke
+from tests.support.demo_run import DemoRun
 
 from trustbench.core import ReportResult
 from trustbench.core.report import iter_trial_rows
-from trustbench.rtb.review.track import run_review_demo
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportResult, dict[str, Any]]:
-    """The packaged demo, run once for the module (240 cases x 7 reviewers x K=2)."""
-    result = run_review_demo(tmp_path_factory.mktemp("demo") / "run")
+def demo(demo_run: DemoRun) -> tuple[ReportResult, dict[str, Any]]:
+    """The packaged demo (240 cases x 7 reviewers x K=2): `run_review_demo` as `trustbench demo`
+    ran it (`tests/support/demo_run.py`), once for the session."""
+    result = demo_run.track("rtb-review")
     return result, json.loads(result.record_path.read_text())
 
 

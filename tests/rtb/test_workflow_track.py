@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from tests.support.cli import invoke
+from tests.support.demo_run import DemoRun
 from tests.support.records import full_record
 
 from trustbench.core import read_ledger
@@ -283,10 +284,9 @@ def test_example_specs_freeze(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.slow
-def test_builtin_demo_reports_the_gate_outcome_without_raising(tmp_path: Path) -> None:
-    from trustbench.rtb.workflow.track import run_workflow_demo
-
-    result = run_workflow_demo(tmp_path / "demo")
+def test_builtin_demo_reports_the_gate_outcome_without_raising(demo_run: DemoRun) -> None:
+    # `run_workflow_demo` as `trustbench demo` ran it, once for the session (tests/support).
+    result = demo_run.track("rtb-workflow")
     # Every configuration is a scripted instrument; each built to fail fails as built, and the
     # honest agent passes with both boundaries: nothing blocks the release.
     assert result.html_path.is_file() and result.complete and not result.blocked
