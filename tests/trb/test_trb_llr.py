@@ -17,7 +17,7 @@ import torch
 from trustbench.trb.adapter import LogProbAdapter, SelfReport, StepContext
 from trustbench.trb.corpus import generate_split
 from trustbench.trb.instruments._oracles import GovernedOracle
-from trustbench.trb.isolation._client import AdapterWorker, read_paths
+from trustbench.trb.isolation._client import AdapterWorker, adapter_plan
 from trustbench.trb.measures import (
     LlrIntervention,
     continuation_llr,
@@ -167,8 +167,8 @@ def test_a_sandboxed_adapter_is_asked_for_log_probabilities_only_when_it_offers_
     ]  # fmt: skip
     moved = sum(cf.r_prime.planned_next != step.r.planned_next for cf in step.counterfactuals)
     for target, expected in (("scores_text", moved * math.log(3) / len(items)), ("governed", None)):
-        read, roots = read_paths(f"trb_isolation_adapters:{target}")
-        worker = AdapterWorker(f"trb_isolation_adapters:{target}", read, roots)
+        module = f"trb_isolation_adapters:{target}"
+        worker = AdapterWorker(module, adapter_plan(module))
         try:
             recorder = RecordingAdapter(worker.adapter())
             recorder.blind_key = "k" * 64
