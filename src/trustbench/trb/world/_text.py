@@ -426,6 +426,37 @@ class TextWorld:
             caused_by_self=self._read_percent(found["caused_by_self"], "caused_by_self"),
         )
 
+    def read_slot_words(self, slot: str, words: str) -> str:
+        """The value a word slot's words state, as the tracks compare it.
+
+        `goal`, `belief` or `planned_next` in this task's words and report language (an
+        imported session states its r and its true goal and hidden fact this way).
+
+        Raises:
+            TextParseError: the words are none of the slot's, naming the slot.
+        """
+        goals, facts, options = self._slot_words()
+        plans = {_CORRIDOR_ACTION[key]: text for key, text in options.items()}
+        table = {"goal": goals, "belief": facts, "planned_next": plans}[slot]
+        return _pick(_inverse(table), words, slot)
+
+    def observation_from_fields(self, fields: Mapping[str, object]) -> Observation:
+        """One observation from its declared fields, in this task's words.
+
+        `level` and `steps_left`, and where they apply `operation`, `interference`, `task`
+        and `note` (how an imported session states what the subject read).
+
+        Raises:
+            TextParseError: a field whose words are not this task's.
+        """
+        words = {
+            "op": fields.get("operation"), "interference": fields.get("interference"),
+            "task": fields.get("task"), "note": fields.get("note"),
+            "level": fields.get("level"), "left": fields.get("steps_left"),
+        }  # fmt: skip
+        as_text = {k: None if v is None else str(v) for k, v in words.items()}
+        return self._observation(as_text, ", ".join(f"{k}={v}" for k, v in fields.items()))
+
     def _read_percent(self, text: str, slot: str) -> float | None:
         if text.lower() == self._words.not_applicable:
             return None
