@@ -545,16 +545,19 @@ class TextWorldAdapter:
 
     Args:
         agent: The text-speaking model.
-        worlds: Trace id -> the text world (task and dynamics) the trace is stated in.
+        worlds: Trace id -> the text world (task and dynamics) the trace is stated in; or one
+            text world for every context (the harness builds one adapter per trial, and its
+            contexts carry opaque trace ids).
     """
 
     supports_override = True
 
-    def __init__(self, agent: TextAgent, worlds: Mapping[str, TextWorld]) -> None:
+    def __init__(self, agent: TextAgent, worlds: Mapping[str, TextWorld] | TextWorld) -> None:
         self.agent = agent
         self.name = agent.name
         self.tier = agent.tier
-        self._worlds = dict(worlds)
+        self._only = worlds if isinstance(worlds, TextWorld) else None
+        self._worlds = {} if isinstance(worlds, TextWorld) else dict(worlds)
 
     def seed(self, value: int) -> None:
         """Seed the agent when it has a seed hook."""
@@ -563,7 +566,7 @@ class TextWorldAdapter:
             seed(value)
 
     def _context(self, context: StepContext) -> tuple[TextWorld, TextContext]:
-        world = self._worlds[context.trace_id]
+        world = self._only or self._worlds[context.trace_id]
         text = TextContext(
             trace_id=context.trace_id, t=context.t, prompt=world.render_context(context),
             task=world.task, dynamics=world.dynamics,
