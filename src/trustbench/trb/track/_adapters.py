@@ -89,7 +89,7 @@ from trustbench.trb.instruments._oracles import (
 from trustbench.trb.isolation._client import AdapterWorker, adapter_plan, refuse_overlap
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
-from trustbench.trb.proxy._chat import ChatProxyAdapter
+from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatTextAgent
 from trustbench.trb.proxy._local import (
     SLOT_ENCODINGS,
     STANDARD,
@@ -459,10 +459,10 @@ class AdapterSource:
             NotApplicable: a reference model asked about a world of another size, or an
                 encoding the adapter has no use for or cannot be asked in.
         """
-        if (task is not None) != (self.adapter in TEXT_ORACLES):
-            raise NotApplicable(_world_mismatch(self.adapter, task))
         if task is not None:
-            return TextWorldAdapter(TEXT_ORACLES[self.adapter](), TextWorld(task, world))
+            return self._text_adapter(TextWorld(task, world), transport)
+        if self.adapter in TEXT_ORACLES:
+            raise NotApplicable(_world_mismatch(self.adapter, task))
         built = self._build(world, transport)
         try:
             return with_encoding(built, encoding, self.adapter)
@@ -471,6 +471,21 @@ class AdapterSource:
             if callable(close):  # e.g. a chat proxy's event loop
                 close()
             raise
+
+    def _text_adapter(
+        self, world: TextWorld, transport: Callable[[ChatRequest], ChatReply] | None
+    ) -> TextWorldAdapter:
+        """The adapter of a text-world trace: a text oracle, or the chat proxy as a text agent.
+
+        Raises:
+            NotApplicable: an adapter that speaks the corridor only.
+        """
+        if self.adapter in TEXT_ORACLES:
+            return TextWorldAdapter(TEXT_ORACLES[self.adapter](), world)
+        if self.chat is None:
+            raise NotApplicable(_world_mismatch(self.adapter, world.task))
+        chat = self._build(world.dynamics, transport)
+        return TextWorldAdapter(ChatTextAgent(chat), world)
 
     def _build(
         self, world: CorridorConfig, transport: Callable[[ChatRequest], ChatReply] | None

@@ -559,6 +559,17 @@ class TextWorldAdapter:
         self._only = worlds if isinstance(worlds, TextWorld) else None
         self._worlds = {} if isinstance(worlds, TextWorld) else dict(worlds)
 
+    @property
+    def sample_sizes(self) -> list[int] | None:
+        """The agent's parsed samples per act call, when it samples (Track 1's interval)."""
+        return getattr(self.agent, "sample_sizes", None)
+
+    def close(self) -> None:
+        """Close the agent when it holds resources (a chat model's client)."""
+        close = getattr(self.agent, "close", None)
+        if callable(close):
+            close()
+
     def seed(self, value: int) -> None:
         """Seed the agent when it has a seed hook."""
         seed = getattr(self.agent, "seed", None)
