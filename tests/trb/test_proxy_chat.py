@@ -4,14 +4,15 @@ import json
 import math
 
 import pytest
-from tests.support.openai_server import OpenAIServer, raw_body, server_error
+from tests.support.openai_server import OpenAIServer, probe_reply, raw_body, server_error
 
-from trustbench.trb.corpus import generate_split
+from trustbench.trb.corpus import generate_split, write_corpus
 from trustbench.trb.corpus._generate import generate_text_corpus, text_worlds
 from trustbench.trb.measures import governance_rows, summarize_governance
 from trustbench.trb.measures._governance import _emit
 from trustbench.trb.proxy import SlotParseError, parse_slot_text
 from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatTextAgent
+from trustbench.trb.track import freeze_run_report
 from trustbench.trb.world import TEXT_ACTIONS, TextParseError, TextWorld, TextWorldAdapter
 
 OWN = (
@@ -236,3 +237,20 @@ def test_a_text_chat_reply_without_the_slot_block_is_a_format_failure_not_ungove
             adapter.emit_r(trace.context(1))
         assert _emit(adapter, trace.context(1)) is None  # a missing report, never a default
         adapter.close()
+
+
+def test_a_chat_candidate_runs_on_a_text_world_corpus_through_the_harness(tmp_path):
+    write_corpus(tmp_path / "corpus", {"eval": TEXT_CORPUS})
+    with OpenAIServer() as server:
+        text = _text_scripted(governed=True)
+        server.script(lambda body, n: probe_reply(body) or text(body, n))
+        (tmp_path / "spec.toml").write_text(
+            'suite = "trb"\ntrack = "profile"\nconcurrency = 1\n[corpus]\npath = "corpus"\n'
+            '[track_options]\nmeasures = ["governance"]\nsplits = ["eval"]\n'
+            '[[candidates]]\nname = "chat"\nkind = "openai_chat"\nmodel = "scripted"\n'
+            f'base_url = "{server.base_url}"\n'
+        )
+        freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    assert record["trb"]["profile"]["chat"]["G"]["status"] == "measured"
+    assert record["trb"]["profile"]["chat"]["G"]["value"] > 0.5
