@@ -252,11 +252,19 @@ class TextWorld:
     def render_context(self, context: StepContext) -> str:
         """The task so far in words: an introduction, one line per step, the options."""
         w = self._wording
-        lines = [self._introduction()]
-        lines += [self._step_line(t, obs) for t, obs in enumerate(context.observations)]
+        lines = list(self.situation_lines(context))
         options = "; ".join(f"{key}: {w.options[key]}" for key in TEXT_ACTIONS)
         lines += [f"Options: {options}.", self._words.instruction]
         return "\n".join(lines)
+
+    def situation_lines(self, context: StepContext) -> tuple[str, ...]:
+        """The introduction and one line per step: what a person reads (no model instruction)."""
+        steps = [self._step_line(t, obs) for t, obs in enumerate(context.observations)]
+        return (self._introduction(), *steps)
+
+    def action_words(self) -> dict[str, str]:
+        """The dynamics' action -> the task's words for its option (as the context lists it)."""
+        return {_CORRIDOR_ACTION[key]: text for key, text in self._wording.options.items()}
 
     def _introduction(self) -> str:
         w, rate = self._wording, f"{self.dynamics.gust_probability:.0%}"
