@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import html as html_lib
 import json
+import re
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,11 +26,11 @@ from tests.trb.collect_fixtures import (
 
 from trustbench.core import read_ledger
 from trustbench.errors import CheckFailed
-from trustbench.trb.collect import export_collection
+from trustbench.trb.collect import export_collection, freeze_protocol
 from trustbench.trb.collect._app import CollectionRun
 from trustbench.trb.collect._export import split_shares
-from trustbench.trb.corpus._generate import generate_split
-from trustbench.trb.corpus._store import read_corpus
+from trustbench.trb.corpus._generate import generate_split, generate_text_corpus
+from trustbench.trb.corpus._store import read_corpus, write_corpus
 from trustbench.trb.instruments._oracles import GovernedOracle
 from trustbench.trb.measures._governance import governance_rows
 
@@ -323,3 +325,45 @@ def test_serving_on_a_port_in_use_is_refused_at_once(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         code, output = invoke("trb", "collect", "serve", str(folder), "--port", str(port))
     assert code == 2 and f"cannot listen on 127.0.0.1:{port}" in output
+
+
+def test_a_text_world_collection_shows_the_task_in_words_and_exports_a_text_corpus(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "source").mkdir()
+    text_eval = generate_text_corpus({"train": 0, "dev": 0, "eval": 2, "transfer": 0}, seed=4)
+    write_corpus(tmp_path / "source", {"eval": text_eval["eval"]})
+    (tmp_path / "protocol.toml").write_text(PROTOCOL, encoding="utf-8")
+    folder = tmp_path / "collection"
+    freeze_protocol(tmp_path / "protocol.toml", folder)
+    pages: list[str] = []
+
+    async def driver(client: TestClient, tokens: dict[str, str]) -> None:
+        for who in ("p01", "p02"):
+            page = await (await client.get(f"/s/{tokens[who]}")).text()
+            while page_kind(page) != "complete":
+                pages.append(page)
+                if page_kind(page) == "item":
+                    plan = re.search(r"<th>Next step</th><td>[^<]*</td><td[^>]*>([^<]*)</td>", page)
+                    assert plan, page[:2000]
+                    words = html_lib.unescape(plan.group(1))
+                    action = re.search(
+                        rf'value="(\w+)" required> {re.escape(html_lib.escape(words))}', page
+                    )
+                    assert action, page[:3000]
+                    data = {"nonce": nonce(page), "action": action.group(1), "note": ""}
+                    response = await client.post(f"/s/{tokens[who]}/answer", data=data)
+                else:
+                    data = {"nonce": nonce(page), "cause": "self"}
+                    response = await client.post(f"/s/{tokens[who]}/attribute", data=data)
+                page = await response.text()
+
+    serve(folder, driver)
+    item = next(p for p in pages if page_kind(p) == "item")
+    assert 'id="situation"' in item and "corridor" not in item.split("<main", 1)[-1]
+    assert "Task: " in item and "Options:" not in item  # the model's instruction is not shown
+    assert any(p for p in pages if page_kind(p) == "outcome" and "The level was" in p)
+    export_collection(folder, tmp_path / "out")
+    manifest, splits = read_corpus(tmp_path / "out" / "human")
+    assert manifest.world_id == "text-ops"
+    assert all(t.task is not None for t in splits["eval"])

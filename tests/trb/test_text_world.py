@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from trustbench.trb.measures import (
     summarize_attribution,
     summarize_governance,
 )
+from trustbench.trb.track import freeze_run_report
 from trustbench.trb.world import (
     TEXT_ACTIONS,
     TextContext,
@@ -136,3 +138,57 @@ def test_a_text_agent_that_never_writes_the_slot_block_is_counted_missing() -> N
     assert governance["slot_accuracy"]["goal"]["numerator"] == 0
     assert governance["slot_accuracy"]["goal"]["denominator"] == steps
     assert attribution["missing"] > 0
+
+
+TEXT_SPEC = """
+suite = "trb"
+track = "profile"
+concurrency = 1
+
+[corpus]
+path = "corpus"
+
+[analysis]
+bootstrap_resamples = 100
+
+[track_options]
+measures = ["governance", "attribution", "viability"]
+splits = ["eval", "transfer_language"]
+max_traces = 4
+
+[[candidates]]
+name = "governed"
+kind = "inprocess"
+model = "text-oracle:governed"
+
+[[candidates]]
+name = "r-blind"
+kind = "inprocess"
+model = "text-oracle:r-ignoring"
+
+[[candidates]]
+name = "corridor-oracle"
+kind = "inprocess"
+model = "oracle:perfectly-governed"
+"""
+
+
+def test_a_text_world_corpus_runs_through_the_harness_with_the_text_oracles(
+    tmp_path: Path,
+) -> None:
+    write_corpus(
+        tmp_path / "corpus", {k: CORPUS[k] for k in ("train", "eval", "transfer_language")}
+    )
+    (tmp_path / "spec.toml").write_text(TEXT_SPEC)
+    freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    profile = record["trb"]["profile"]
+    governed, blind = profile["governed"], profile["r-blind"]
+    assert governed["G"]["status"] == "measured" and governed["G"]["value"] > 0.9999
+    assert governed["attr"]["value"] == 1.0
+    assert blind["G"]["value"] == pytest.approx(0.0, abs=1e-9)  # G* at its floor
+    # a track that still reads the corridor's constants is not run, never 0 or passed
+    for axes in (governed, blind):
+        assert axes["viab"]["status"] == "not run"
+        assert "world text-ops does not support" in json.dumps(axes["viab"])
+    assert profile["corridor-oracle"]["G"]["status"] == "not run"

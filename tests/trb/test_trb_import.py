@@ -20,6 +20,7 @@ from trustbench.rtb.heldout._crypto import new_key_pair
 from trustbench.trb.corpus import _store as corpus_store
 from trustbench.trb.corpus import read_corpus
 from trustbench.trb.track import freeze_run_report
+from trustbench.trb.world import world_sha256
 
 SESSIONS = Path(__file__).parent / "fixtures" / "trb_sessions.jsonl"
 
@@ -241,3 +242,95 @@ def test_runs_over_a_sealed_split_are_counted_and_the_report_names_collector_and
     (tmp_path / "spec2.toml").write_text(SPEC.replace("concurrency = 1", "concurrency = 2"))
     with pytest.raises(InputError, match=r"has been run 1 times \(budget 1\)"):
         freeze_run_report(tmp_path / "spec2.toml", tmp_path / "run2")
+
+
+TEXT_SESSIONS = Path(__file__).parent / "fixtures" / "trb_text_sessions.jsonl"
+"""Two hand-written text-world sessions: one in English (replicas), one with the slot block
+in French (heating), their observations, r and actions in the tasks' own words."""
+
+
+def test_a_text_world_session_file_imports_through_the_text_worlds_slot_schema(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "corpus"
+    code, output = invoke(
+        "trb", "import", str(TEXT_SESSIONS), "--out", str(out), "--world", "text-ops"
+    )
+    assert code == 0, output
+    manifest, splits = read_corpus(out)
+    assert manifest.world_id == "text-ops" and manifest.world_sha256 == world_sha256("text-ops")
+    assert f"world text-ops {manifest.world_sha256}" in output
+    english, french = splits["eval"]
+    assert english.task is not None and french.task is not None
+    assert (french.task.kind, french.task.language) == ("heating", "fr")
+    # the words are read back as what the tracks compare, through the task's own parser
+    assert (french.goal, french.door, french.steps[0].r.planned_next) == ("left", "closed", "left")
+    assert french.steps[1].observation.last_gust == "right"
+    by_slot = {cf.slot: cf for cf in english.steps[0].counterfactuals}
+    assert by_slot["goal"].continuation == {"left": 0.75, "stay": 0.25, "right": 0.0}
+    assert by_slot["goal"].r_prime.goal == "left"
+    assert by_slot["confidence"].continuation_source == "reference_agent"
+
+
+def _text_lines() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in TEXT_SESSIONS.read_text().splitlines()]
+
+
+def _words_outside_the_slot(s: list[dict[str, Any]]) -> None:
+    s[1]["steps"][0]["r"]["planned_next"] = "reboot the building"
+
+
+def _number_outside_the_slot(s: list[dict[str, Any]]) -> None:
+    s[0]["steps"][1]["counterfactuals"][0]["r_prime"]["confidence"] = 1.5
+
+
+def _corridor_value_in_a_text_session(s: list[dict[str, Any]]) -> None:
+    s[0]["steps"][0]["r"]["goal"] = "right"
+
+
+def _corridor_action_in_a_text_session(s: list[dict[str, Any]]) -> None:
+    s[0]["steps"][1]["action"] = "right"
+
+
+@pytest.mark.parametrize(
+    ("break_it", "where", "why"),
+    [
+        (_words_outside_the_slot, ":2#/steps/0/r/planned_next", "'reboot the building'"),
+        (
+            _number_outside_the_slot,
+            ":1#/steps/1/counterfactuals/0/r_prime/confidence",
+            "outside [0.0, 1.0]",
+        ),
+        (_corridor_value_in_a_text_session, ":1#/steps/0/r/goal", "outside the type of slot"),
+        (_corridor_action_in_a_text_session, ":1#/steps/1/action", "unknown action 'right'"),
+    ],
+)
+def test_a_text_session_value_outside_its_slot_type_is_one_line_naming_file_line_and_field(
+    tmp_path: Path, break_it: Callable[[list[dict[str, Any]]], None], where: str, why: str
+) -> None:
+    sessions = _text_lines()
+    break_it(sessions)
+    path = _write(tmp_path, sessions)
+    out = str(tmp_path / "corpus")
+    code, message = invoke("trb", "import", str(path), "--out", out, "--world", "text-ops")
+    assert code == 2
+    assert message.startswith(f"{path}{where}: ") and why in message, message
+    assert "\n" not in message.strip() and "Traceback" not in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sessions.jsonl"]
+
+
+def test_text_sessions_imported_as_the_corridor_are_refused_naming_the_first_foreign_field(
+    tmp_path: Path,
+) -> None:
+    code, message = invoke("trb", "import", str(TEXT_SESSIONS), "--out", str(tmp_path / "c"))
+    assert code == 2 and message.startswith(f"{TEXT_SESSIONS}:1#/task: "), message
+
+
+def test_import_into_an_unknown_world_is_refused_naming_the_registered_ones(
+    tmp_path: Path,
+) -> None:
+    code, message = invoke(
+        "trb", "import", str(SESSIONS), "--out", str(tmp_path / "c"), "--world", "maze"
+    )
+    assert code == 2 and "unknown TRB world 'maze'" in message and "text-ops" in message
+    assert not (tmp_path / "c").exists()

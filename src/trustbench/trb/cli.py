@@ -264,6 +264,9 @@ def corpus(
 def import_command(
     sessions: Annotated[Path, typer.Argument(help="Session file (JSONL, one session a line).")],
     out_text: Annotated[str, typer.Option("--out", help="New corpus folder to write.")],
+    world: Annotated[
+        str, typer.Option("--world", help="The world the sessions are recorded in.")
+    ] = "corridor",
 ) -> None:
     """Import real sessions into a TRB corpus (docs/trb.md "Importing real sessions").
 
@@ -277,9 +280,10 @@ def import_command(
     from trustbench.trb.corpus._store import over_cap_label
 
     out = check_output_folder(output_path(out_text, "--out"))
-    manifest, evidence = import_sessions(sessions, out)
+    manifest, evidence = import_sessions(sessions, out, world)
     share = manifest.provenance
     typer.echo(f"corpus {manifest.corpus_sha256} ({manifest.kind}) written to {out}")
+    typer.echo(f"world {manifest.world_id} {manifest.world_sha256}")
     for name, info in manifest.splits.items():
         by = ", ".join(info.collected_by)
         typer.echo(f"  {name}: sessions {info.n_traces}, collected by {by}")

@@ -39,6 +39,7 @@ from trustbench.core import Ledger, read_ledger
 from trustbench.trb.adapter._protocol import ACTIONS, SelfReport
 from trustbench.trb.collect._store import CollectionStore, read_frozen
 from trustbench.trb.corpus._format import Trace
+from trustbench.trb.world import TextWorld
 
 # ------------------------------------------------------------------------------------------------
 # Server-rendered pages of the collection app: the corridor a person can read and act in.
@@ -103,6 +104,31 @@ def _history(trace: Trace, t: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _text_item(trace: Trace, t: int, k: int) -> dict[str, Any]:
+    """A text-world item's values: the situation as the model read it, r and r' in words."""
+    assert trace.task is not None
+    world = TextWorld(trace.task, trace.world)
+    step = next(s for s in trace.steps if s.t == t)
+    cf = step.counterfactuals[k]
+    stated = world.render_report(step.r).splitlines()
+    changed = world.render_report(cf.r_prime).splitlines()
+    reasoning = [
+        {
+            "name": label,
+            "stated": before.partition(": ")[2],
+            "counterfactual": after.partition(": ")[2],
+            "changed": getattr(step.r, slot) != getattr(cf.r_prime, slot),
+        }
+        for (slot, label), before, after in zip(world.slot_labels(), stated, changed, strict=True)
+        if slot != "caused_by_self"
+    ]
+    return {
+        "situation": world.situation_lines(trace.context(t)),
+        "reasoning": reasoning,
+        "action_text": world.action_words(),
+    }
+
+
 def item_page(
     *,
     base: str,
@@ -115,7 +141,12 @@ def item_page(
     show_model_continuation: bool,
     error: str | None = None,
 ) -> str:
-    """The question page of one item: context up to t, r_t, r', the action form."""
+    """The question page of one item: context up to t, r_t, r', the action form.
+
+    A corridor trace is drawn as cells with its observation history; a text-world trace
+    (its `task`) is shown as the text the model read, with r and r' in the task's words and
+    the options as the task words them (the form still posts the dynamics' action).
+    """
     step = next(s for s in trace.steps if s.t == t)
     cf = step.counterfactuals[k]
     reasoning = [
@@ -127,9 +158,11 @@ def item_page(
         }
         for slot, name in _SLOTS
     ]
+    text = _text_item(trace, t, k) if trace.task is not None else None
+    action_text = ACTION_TEXT if text is None else text["action_text"]
     shown = None
     if show_model_continuation:
-        shown = [(a, f"{cf.continuation[a]:.0%}") for a in ACTIONS]
+        shown = [(action_text[a], f"{cf.continuation[a]:.0%}") for a in ACTIONS]
     return render(
         "item.html.j2",
         base=base,
@@ -137,11 +170,12 @@ def item_page(
         history=_history(trace, t),
         steps_left=step.observation.steps_left,
         t=t,
-        reasoning=reasoning,
+        reasoning=reasoning if text is None else text["reasoning"],
+        situation=None if text is None else text["situation"],
         model_continuation=shown,
         nonce=nonce,
         actions=ACTIONS,
-        action_text=ACTION_TEXT,
+        action_text=action_text,
         progress=progress,
         time_limit=time_limit,
         error=error,
@@ -158,13 +192,18 @@ def outcome_page(
     nonce: str,
     progress: str,
     error: str | None = None,
+    action_text: dict[str, str] | None = None,
 ) -> str:
-    """The Track 3 page: where the agent ended up, and the cause question (label not shown)."""
+    """The Track 3 page: where the agent ended up, and the cause question (label not shown).
+
+    `action_text` words the chosen action (a text world's task words; default the corridor's);
+    a text world shows levels, not a corridor drawing.
+    """
     return render(
         "outcome.html.j2",
         base=base,
-        corridor=corridor(length, after),
-        action=ACTION_TEXT[action],
+        corridor=corridor(length, after) if action_text is None else None,
+        action=(action_text or ACTION_TEXT)[action],
         before=before,
         after=after,
         nonce=nonce,
@@ -209,6 +248,8 @@ def _page(request: web.Request, participant: str, error: str | None = None) -> w
                 base=base, length=trace.world.length, action=answer["action"],
                 before=outcome["cell_before"], after=outcome["cell_after"],
                 nonce=shown["nonce"], progress=progress, error=error,
+                action_text=None if trace.task is None else TextWorld(
+                    trace.task, trace.world).action_words(),
             )
         )  # fmt: skip
     rules = store.frozen.protocol.session

@@ -6,9 +6,13 @@ revisions, paired-session values, synthetic)", and Track 3's labelled outcomes).
 file is JSON Lines, one session per line (`SessionRecord`; docs/trb.md "Importing real
 sessions" has an example line). Each session becomes one trace of its split:
 
-- every step's `observation` and `r` snapshot are checked slot by slot against what the slot
-  may hold (`check_slots`, the one place that reads the slot schema, so the import can be
-  pointed at a declared world instead of the corridor's models);
+- the session file is recorded in one declared world (`--world`, default the corridor): every
+  step's `r` snapshot and r' are checked slot by slot against that world's slot schema
+  (`check_slots`: unknown slot, categorical value, number bounds, free text), then read into
+  what the tracks compare by the world's session reader (`SESSION_READERS`: the corridor's
+  values as they are, the text world's words through its own parser); observations, actions and
+  the true goal and hidden fact are read the same way, and the manifest records the world's id
+  and digest;
 - each r' keeps its provenance; its Phi(r') is the human continuation recorded for it (the
   empirical distribution of the recorded choices, `continuation_source = "human"`), else the
   world's reference agent acting on r' (`reference_agent`, never labelled human);
@@ -25,10 +29,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -46,16 +50,21 @@ from trustbench.trb.corpus._format import (
     recorded_gust_draw,
 )
 from trustbench.trb.corpus._store import trb_score_evidence, write_corpus
-from trustbench.trb.world import CorridorConfig, CorridorWorld, reference_continuation
-
-SlotKind = Literal["observation", "self_report"]
-SLOT_SCHEMAS: dict[SlotKind, type[BaseModel]] = {
-    "observation": Observation,
-    "self_report": SelfReport,
-}
-"""What each kind of slot block may hold: today the corridor's models. The world protocol
-declares slot schemas per world; pointing the import at one changes only this table and
-`check_slots`."""
+from trustbench.trb.world import (
+    CORRIDOR_WORLD_ID,
+    DEFAULT_WORLD_ID,
+    TEXT_WORLD_ID,
+    CorridorConfig,
+    CorridorWorld,
+    TextParseError,
+    TextTask,
+    TextWorld,
+    WorldDeclaration,
+    reference_continuation,
+    slot_value_problem,
+    world_for,
+)
+from trustbench.trb.world._text import TEXT_DYNAMICS, to_corridor_actions
 
 
 class _Strict(BaseModel):
@@ -70,8 +79,9 @@ class SessionRevision(_Strict):
 
     id: str = Field(min_length=1)
     """The r' id, unique within its step; a continuation names it in `r_prime`."""
-    slot: Literal["goal", "belief", "planned_next", "confidence", "none"]
-    """The slot this r' edits (`none`: the null edit r' = r)."""
+    slot: str
+    """The slot this r' edits, one of the world's editable slots (`none`: the null edit
+    r' = r)."""
     provenance: Provenance
     """`same_session_revision` (the subject revised its own stated reasoning in this session),
     `paired_session` (the value another, paired session stated) or `synthetic` (an edit)."""
@@ -127,11 +137,15 @@ class SessionRecord(_Strict):
     """Who collected the session (a lab, a vendor): recorded per split, named in the report
     (spec §5: transfer contexts must be collected by a party that did not train the model)."""
     world: dict[str, Any] = {}
-    """World parameters (`CorridorConfig`; defaults when empty). No lead-in: `cue_step` 0."""
+    """World parameters (`CorridorConfig`; the world's defaults when empty). No lead-in:
+    `cue_step` 0."""
+    task: TextTask | None = None
+    """The text world only: the task the session states (kind, phrasing, report language;
+    defaults when absent). Refused in a world without tasks."""
     goal: str
-    """The subject's true goal (grader-only)."""
+    """The subject's true goal, as the goal slot states it (grader-only)."""
     door: str
-    """The true hidden state the belief slot is about (grader-only)."""
+    """The true hidden fact the belief slot is about, as that slot states it (grader-only)."""
     steps: list[SessionStep] = Field(min_length=1)
     """The evaluated steps, in order."""
 
@@ -152,72 +166,239 @@ class SessionError(ValueError):
         self.message = message
 
 
-@cache
-def _slot_validator(kind: SlotKind, name: str) -> TypeAdapter[Any]:
-    field = SLOT_SCHEMAS[kind].model_fields[name]
-    # The field's type with its FieldInfo (bounds such as 0 <= confidence <= 1) as metadata;
-    # built at run time from the schema, so it is not a static type expression.
-    annotated: Any = Annotated
-    return TypeAdapter(annotated[field.annotation, field])
-
-
 def check_slots(
-    kind: SlotKind, values: Mapping[str, Any], pointer: str, *, whole: bool = True
+    declaration: WorldDeclaration, values: Mapping[str, Any], pointer: str, *, whole: bool = True
 ) -> dict[str, Any]:
-    """Check every slot name and value of one slot block against what the slot may hold.
+    """Check every slot name and value of one r block against the world's declared slot types.
 
-    The one function the import reads the slot schema through (names, types, bounds), so a
-    declared world can replace the corridor's models here alone. A required slot that is
-    missing is refused too (unless `whole` is off, to check single slots); an optional one
-    takes its default.
+    The one function the import reads a slot schema through: an unknown slot, a categorical
+    value outside its values, a number outside its bounds (or not a number), a text that is not
+    text, and a null in a slot that is not nullable are refused. A required slot that is
+    missing is refused too (unless `whole` is off, to check single slots).
 
     Raises:
         SessionError: An unknown slot, a value outside its slot's type, a missing slot.
     """
-    fields = SLOT_SCHEMAS[kind].model_fields
-    checked: dict[str, Any] = {}
+    slots = declaration.slots
     for name, value in values.items():
-        if name not in fields:
-            known = ", ".join(fields)
-            raise SessionError(f"{pointer}/{name}", f"unknown slot {name!r} (known: {known})")
-        try:
-            checked[name] = _slot_validator(kind, name).validate_python(value, strict=True)
-        except ValidationError as error:
-            why = error.errors()[0]["msg"]
+        spec = slots.get(name)
+        if spec is None:
             raise SessionError(
-                f"{pointer}/{name}", f"value {value!r} is outside the type of slot {name!r} ({why})"
-            ) from None
-    missing = [n for n, f in fields.items() if f.is_required() and n not in values]
+                f"{pointer}/{name}", f"unknown slot {name!r} (known: {', '.join(slots)})"
+            )
+        nullable = getattr(spec, "nullable", False)
+        problem = (
+            (None if nullable else "the slot is not nullable")
+            if value is None
+            else slot_value_problem(spec, value)
+        )
+        if problem is not None:
+            raise SessionError(
+                f"{pointer}/{name}",
+                f"value {value!r} is outside the type of slot {name!r} ({problem})",
+            )
+    missing = [n for n, spec in slots.items() if not getattr(spec, "nullable", False)]
+    missing = [n for n in missing if n not in values]
     if whole and missing:
         raise SessionError(pointer, f"missing slot {missing[0]!r}")
-    return checked
+    return dict(values)
 
 
-def _action(value: str, pointer: str) -> str:
-    if value not in ACTIONS:
-        raise SessionError(pointer, f"unknown action {value!r} (known: {', '.join(ACTIONS)})")
-    return value
+@cache
+def _observation_validator(name: str) -> TypeAdapter[Any]:
+    field = Observation.model_fields[name]
+    # The field's type with its FieldInfo (bounds such as steps_left >= 0) as metadata; built
+    # at run time from the model, so it is not a static type expression.
+    annotated: Any = Annotated
+    return TypeAdapter(annotated[field.annotation, field])
 
 
-def _human_phi(continuation: HumanContinuation, pointer: str) -> dict[str, float]:
+class SessionReader(Protocol):
+    """How one world's session values become what a trace records (the corridor's values).
+
+    A trace stores the exact dynamics underneath its world, so a world whose slots are words
+    (the text world) reads them back through its own parser; the corridor's are the values.
+    """
+
+    declaration: WorldDeclaration
+    """The world's declaration (slot schema, actions, observation fields)."""
+    config: CorridorConfig
+    """The exact dynamics of the session."""
+    task: TextTask | None
+    """The text task the session states (None outside the text world)."""
+
+    def observation(self, values: Mapping[str, Any], pointer: str) -> Observation:
+        """One step's observation. Raises SessionError naming the field."""
+        ...
+
+    def report(self, values: Mapping[str, Any], pointer: str) -> SelfReport:
+        """An r block already checked by `check_slots`. Raises SessionError naming the slot."""
+        ...
+
+    def slot_value(self, slot: str, value: Any, pointer: str) -> str:
+        """One categorical or word slot's value as the tracks compare it."""
+        ...
+
+    def action(self, value: str) -> str:
+        """A declared action as the dynamics name it."""
+        ...
+
+
+def _dynamics(record: SessionRecord, defaults: CorridorConfig) -> CorridorConfig:
+    try:
+        config = CorridorConfig.model_validate(
+            {**defaults.model_dump(), "cue_step": 0, **record.world}
+        )
+    except ValidationError as error:
+        raise _pydantic_error(error, "/world") from None
+    if config.cue_step:
+        raise SessionError("/world/cue_step", "an imported session has no lead-in: use 0")
+    return config
+
+
+class CorridorSessions:
+    """The corridor's sessions: observations and slots are the adapter contract's values."""
+
+    declaration = world_for(CORRIDOR_WORLD_ID).declaration
+
+    def __init__(self, record: SessionRecord) -> None:
+        if record.task is not None:
+            raise SessionError("/task", "the corridor states no text task")
+        self.config = _dynamics(record, CorridorConfig())
+        self.task: TextTask | None = None
+
+    def observation(self, values: Mapping[str, Any], pointer: str) -> Observation:
+        """The observation slots, each checked against `Observation`'s field type."""
+        checked: dict[str, Any] = {}
+        for name, value in values.items():
+            if name not in Observation.model_fields:
+                known = ", ".join(Observation.model_fields)
+                raise SessionError(f"{pointer}/{name}", f"unknown field {name!r} (known: {known})")
+            try:
+                checked[name] = _observation_validator(name).validate_python(value, strict=True)
+            except ValidationError as error:
+                why = error.errors()[0]["msg"]
+                raise SessionError(
+                    f"{pointer}/{name}",
+                    f"value {value!r} is outside the type of field {name!r} ({why})",
+                ) from None
+        try:
+            return Observation(**checked)
+        except ValidationError as error:
+            raise _pydantic_error(error, pointer) from None
+
+    def report(self, values: Mapping[str, Any], pointer: str) -> SelfReport:
+        """The declared slots are `SelfReport`'s fields."""
+        return SelfReport(**values)
+
+    def slot_value(self, slot: str, value: Any, pointer: str) -> str:
+        """A categorical value, as it is."""
+        return str(check_slots(self.declaration, {slot: value}, pointer, whole=False)[slot])
+
+    def action(self, value: str) -> str:
+        """The corridor's actions are the dynamics'."""
+        return value
+
+
+class TextSessions:
+    """The text world's sessions: slots and observations in the task's words, parsed back."""
+
+    declaration = world_for(TEXT_WORLD_ID).declaration
+
+    def __init__(self, record: SessionRecord) -> None:
+        self.config = _dynamics(record, TEXT_DYNAMICS)
+        self.task: TextTask | None = record.task or TextTask()
+        self._world = TextWorld(record.task or TextTask(), self.config)
+
+    def observation(self, values: Mapping[str, Any], pointer: str) -> Observation:
+        """The declared observation fields, read by the task's parser."""
+        fields = self.declaration.observation.fields
+        for name in values:
+            if name not in fields:
+                raise SessionError(
+                    f"{pointer}/{name}", f"unknown field {name!r} (known: {', '.join(fields)})"
+                )
+        try:
+            return self._world.observation_from_fields(values)
+        except TextParseError as error:
+            raise SessionError(pointer, str(error)) from None
+
+    def report(self, values: Mapping[str, Any], pointer: str) -> SelfReport:
+        """Word slots through the task's parser; the percentages' numbers as they are."""
+        words: dict[str, Any] = {
+            s: self.slot_value(s, values[s], pointer) for s in ("goal", "belief", "planned_next")
+        }
+        return SelfReport(
+            **words, confidence=values["confidence"], caused_by_self=values.get("caused_by_self")
+        )
+
+    def slot_value(self, slot: str, value: Any, pointer: str) -> str:
+        """The words of a word slot as the value they state."""
+        check_slots(self.declaration, {slot: value}, pointer, whole=False)
+        try:
+            return self._world.read_slot_words(slot, value)
+        except TextParseError as error:
+            raise SessionError(
+                f"{pointer}/{slot}",
+                f"value {value!r} is outside the type of slot {slot!r} ({error})",
+            ) from None
+
+    def action(self, value: str) -> str:
+        """An option key as the corridor's action underneath."""
+        return next(iter(to_corridor_actions({value: 1.0})))
+
+
+SESSION_READERS: dict[str, Callable[[SessionRecord], SessionReader]] = {
+    CORRIDOR_WORLD_ID: CorridorSessions,
+    TEXT_WORLD_ID: TextSessions,
+}
+"""The worlds whose sessions the import reads (`--world`), each with its session reader."""
+
+
+def _action(reader: SessionReader, value: str, pointer: str) -> str:
+    actions = reader.declaration.action_space.actions
+    if value not in actions:
+        raise SessionError(pointer, f"unknown action {value!r} (known: {', '.join(actions)})")
+    return reader.action(value)
+
+
+def _human_phi(
+    reader: SessionReader, continuation: HumanContinuation, pointer: str
+) -> dict[str, float]:
     """The empirical distribution of the recorded choices, keyed by every action."""
     for action, count in continuation.actions.items():
-        _action(action, f"{pointer}/actions/{action}")
+        _action(reader, action, f"{pointer}/actions/{action}")
         if count < 0:
             raise SessionError(f"{pointer}/actions/{action}", f"count {count} is negative")
     total = sum(continuation.actions.values())
     if total == 0:
         raise SessionError(f"{pointer}/actions", "no choice recorded (counts sum to 0)")
-    return {a: continuation.actions.get(a, 0) / total for a in ACTIONS}
+    counts = {reader.action(a): n for a, n in continuation.actions.items()}
+    return {a: counts.get(a, 0) / total for a in ACTIONS}
 
 
-def _counterfactuals(step: SessionStep, pointer: str) -> tuple[Counterfactual, ...]:
-    """Each r' with its Phi(r'): the human continuation where recorded, else the reference."""
+def _revisions(
+    reader: SessionReader, step: SessionStep, pointer: str
+) -> dict[str, tuple[int, SessionRevision]]:
+    editable = (*reader.declaration.editable_slots, "none")
     revisions: dict[str, tuple[int, SessionRevision]] = {}
     for k, revision in enumerate(step.counterfactuals):
         if revision.id in revisions:
             raise SessionError(f"{pointer}/counterfactuals/{k}/id", f"r' {revision.id!r} twice")
+        if revision.slot not in editable:
+            raise SessionError(
+                f"{pointer}/counterfactuals/{k}/slot",
+                f"slot {revision.slot!r} is not editable (editable: {', '.join(editable)})",
+            )
         revisions[revision.id] = (k, revision)
+    return revisions
+
+
+def _counterfactuals(
+    reader: SessionReader, step: SessionStep, pointer: str
+) -> tuple[Counterfactual, ...]:
+    """Each r' with its Phi(r'): the human continuation where recorded, else the reference."""
+    revisions = _revisions(reader, step, pointer)
     human: dict[str, dict[str, float]] = {}
     for k, continuation in enumerate(step.continuations):
         where = f"{pointer}/continuations/{k}"
@@ -229,16 +410,14 @@ def _counterfactuals(step: SessionStep, pointer: str) -> tuple[Counterfactual, .
             )
         if continuation.r_prime in human:
             raise SessionError(f"{where}/r_prime", f"a second Phi for r' {continuation.r_prime!r}")
-        human[continuation.r_prime] = _human_phi(continuation, where)
+        human[continuation.r_prime] = _human_phi(reader, continuation, where)
     out = []
     for name, (k, revision) in revisions.items():
-        r_prime = SelfReport(
-            **check_slots("self_report", revision.r_prime, f"{pointer}/counterfactuals/{k}/r_prime")
-        )
+        r_prime = _report(reader, revision.r_prime, f"{pointer}/counterfactuals/{k}/r_prime")
         phi = human.get(name)
         out.append(
             Counterfactual(
-                slot=revision.slot,
+                slot=revision.slot,  # type: ignore[arg-type]  # checked against editable_slots
                 r_prime=r_prime,
                 provenance=revision.provenance,
                 continuation=phi if phi is not None else reference_continuation(r_prime),
@@ -246,6 +425,11 @@ def _counterfactuals(step: SessionStep, pointer: str) -> tuple[Counterfactual, .
             )
         )
     return tuple(out)
+
+
+def _report(reader: SessionReader, values: Mapping[str, Any], pointer: str) -> SelfReport:
+    """An r block checked against the world's slot schema, then read by its world."""
+    return reader.report(check_slots(reader.declaration, values, pointer), pointer)
 
 
 def _action_draw(r: SelfReport, action: str) -> float:
@@ -259,25 +443,31 @@ def _action_draw(r: SelfReport, action: str) -> float:
     return min(below + phi[action] / 2, 0.999999) if phi[action] > 0 else 0.0
 
 
-def _steps(record: SessionRecord, world: CorridorWorld) -> tuple[Step, ...]:
+def _observations(record: SessionRecord, reader: SessionReader) -> list[Observation]:
     observations = []
     for t, step in enumerate(record.steps):
         if step.observation is None:
             raise SessionError(f"/steps/{t}/observation", f"step {t} has no observation")
         where = f"/steps/{t}/observation"
-        observation = Observation(**check_slots("observation", step.observation, where))
-        if observation.position >= world.config.length:
+        observation = reader.observation(step.observation, where)
+        if observation.position >= reader.config.length:
             raise SessionError(
                 f"{where}/position",
                 f"value {observation.position} is outside the corridor "
-                f"(cells 0..{world.config.length - 1})",
+                f"(cells 0..{reader.config.length - 1})",
             )
         observations.append(observation)
+    return observations
+
+
+def _steps(record: SessionRecord, reader: SessionReader, goal: str, door: str) -> tuple[Step, ...]:
+    observations = _observations(record, reader)
+    world = CorridorWorld(reader.config)
     out = []
     for t, step in enumerate(record.steps):
         pointer = f"/steps/{t}"
-        r = SelfReport(**check_slots("self_report", step.r, f"{pointer}/r"))
-        action = _action(step.action, f"{pointer}/action")
+        r = _report(reader, step.r, f"{pointer}/r")
+        action = _action(reader, step.action, f"{pointer}/action")
         if step.outcome is not None and t == 0:
             raise SessionError(f"{pointer}/outcome", "no transition leads into the first step")
         gust = observations[t + 1].last_gust if t + 1 < len(observations) else None
@@ -287,15 +477,15 @@ def _steps(record: SessionRecord, world: CorridorWorld) -> tuple[Step, ...]:
                 t=t,
                 observation=observation,
                 r=r,
-                action=action,  # type: ignore[arg-type]  # checked against ACTIONS
+                action=action,  # type: ignore[arg-type]  # checked against the world's actions
                 action_draw=_action_draw(r, action),
                 gust_draw=recorded_gust_draw(world.config, gust or "none"),
                 # the exact DP value of the true goal and door, as the generator records it
                 reach_probability=world.reach_probability(
-                    observation.position, record.goal, record.door, observation.steps_left
+                    observation.position, goal, door, observation.steps_left
                 ),
                 attribution=None if step.outcome is None else _attribution(step.outcome),
-                counterfactuals=_counterfactuals(step, pointer),
+                counterfactuals=_counterfactuals(reader, step, pointer),
             )
         )
     return tuple(out)
@@ -309,36 +499,31 @@ def _attribution(outcome: SessionOutcome) -> Attribution:
     )
 
 
-def session_trace(record: SessionRecord) -> Trace:
-    """One validated session as a trace of its split.
+def session_trace(record: SessionRecord, world_id: str = DEFAULT_WORLD_ID) -> Trace:
+    """One validated session of world `world_id` as a trace of its split.
 
     Raises:
         SessionError: The first field that cannot be imported.
     """
-    try:
-        config = CorridorConfig.model_validate(record.world)
-    except ValidationError as error:
-        raise _pydantic_error(error, "/world") from None
-    if config.cue_step:
-        raise SessionError("/world/cue_step", "an imported session has no lead-in: use 0")
-    world = CorridorWorld(config)
-    goal = _true_value("goal", record.goal, "/goal")
-    door = _true_value("belief", record.door, "/door")
+    reader = SESSION_READERS[world_id](record)
+    goal = _true_value(reader, "goal", record.goal, "/goal")
+    door = _true_value(reader, "belief", record.door, "/door")
     return Trace(
         trace_id=record.session,
         split=record.split,
-        world=config,
-        goal=goal,
-        door=door,
-        steps=_steps(record, world),
+        world=reader.config,
+        goal=goal,  # type: ignore[arg-type]  # checked against the goal slot
+        door=door,  # type: ignore[arg-type]  # checked against the belief slot
+        steps=_steps(record, reader, goal, door),
         session=record.session,
+        task=reader.task,
     )
 
 
-def _true_value(slot: str, value: str, pointer: str) -> Any:
-    """A grader-only true value, checked as the self-report slot it is the truth of."""
+def _true_value(reader: SessionReader, slot: str, value: str, pointer: str) -> str:
+    """A grader-only true value, checked as the slot it is the truth of."""
     try:
-        return check_slots("self_report", {slot: value}, "", whole=False)[slot]
+        return reader.slot_value(slot, value, "")
     except SessionError as error:
         raise SessionError(pointer, error.message) from None
 
@@ -371,17 +556,21 @@ class ImportedSessions(BaseModel):
     """Split -> the collectors named by its sessions, sorted."""
 
 
-def read_sessions(path: Path) -> ImportedSessions:
+def read_sessions(path: Path, world_id: str = DEFAULT_WORLD_ID) -> ImportedSessions:
     """Every session of a session file as a trace, per split, with the splits' collectors.
 
+    The sessions are read as world `world_id` states them.
+
     Raises:
-        InputError: The first invalid line, as `FILE:LINE#/pointer: why` (nothing is kept).
+        InputError: The first invalid line, as `FILE:LINE#/pointer: why` (nothing is kept);
+            a world the import cannot read.
     """
+    _check_world(world_id)
     splits: dict[str, list[Trace]] = {}
     collected_by: dict[str, set[str]] = {}
     seen: dict[str, int] = {}
     for number, line in _lines(path):
-        record, trace = _session_line(line, f"{path}:{number}")
+        record, trace = _session_line(line, f"{path}:{number}", world_id)
         if record.session in seen:
             raise InputError(
                 f"session {record.session!r} is also on line {seen[record.session]}",
@@ -398,7 +587,17 @@ def read_sessions(path: Path) -> ImportedSessions:
     )
 
 
-def _session_line(line: str, where: str) -> tuple[SessionRecord, Trace]:
+def _check_world(world_id: str) -> None:
+    world_for(world_id)  # an unregistered id names the registered ones
+    if world_id not in SESSION_READERS:
+        raise InputError(
+            f"the import reads sessions of {', '.join(SESSION_READERS)} only "
+            f"(no session reader for world {world_id!r})",
+            location="--world",
+        )
+
+
+def _session_line(line: str, where: str, world_id: str) -> tuple[SessionRecord, Trace]:
     """One line as its session and trace; any failure as `where#/pointer: why`."""
     try:
         data = json.loads(line)
@@ -406,7 +605,7 @@ def _session_line(line: str, where: str) -> tuple[SessionRecord, Trace]:
         raise InputError(f"not JSON ({error})", location=where) from None
     try:
         record = SessionRecord.model_validate(data)
-        return record, session_trace(record)
+        return record, session_trace(record, world_id)
     except ValidationError as error:
         failed = _pydantic_error(error)
         raise InputError(failed.message, location=f"{where}#{failed.pointer}") from None
@@ -414,8 +613,12 @@ def _session_line(line: str, where: str) -> tuple[SessionRecord, Trace]:
         raise InputError(error.message, location=f"{where}#{error.pointer}") from None
 
 
-def import_sessions(path: Path, out: Path) -> tuple[CorpusManifest, dict[str, Any]]:
-    """Import a session file into a new corpus folder `out`; nothing is written on failure.
+def import_sessions(
+    path: Path, out: Path, world_id: str = DEFAULT_WORLD_ID
+) -> tuple[CorpusManifest, dict[str, Any]]:
+    """Import a session file of world `world_id` into a new corpus folder `out`.
+
+    Nothing is written on failure. The manifest records the world's id and digest.
 
     Returns:
         The written manifest, and the eval split's `trb_score_evidence` (the human data the
@@ -427,13 +630,13 @@ def import_sessions(path: Path, out: Path) -> tuple[CorpusManifest, dict[str, An
     """
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError("the corpus folder already exists and is not empty", location=str(out))
-    sessions = read_sessions(path)
+    sessions = read_sessions(path, world_id)
     staging = out.with_name(f".{out.name}.import-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
         manifest = write_corpus(
             staging, sessions.splits, _kind(sessions.splits), encodings={},
-            collected_by=sessions.collected_by,
+            collected_by=sessions.collected_by, world_id=world_id,
         )  # fmt: skip
         if out.exists():
             out.rmdir()  # empty, checked above

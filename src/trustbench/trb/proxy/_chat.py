@@ -55,7 +55,7 @@ from trustbench.trb.proxy._local import (
     parse_slot_text,
     render_slot_text,
 )
-from trustbench.trb.world import CorridorWorld
+from trustbench.trb.world import TEXT_ACTIONS, CorridorWorld, TextContext, TextWorld
 
 WORLD = CorridorWorld()
 """The world this adapter is asked about: its declared actions are the option words, and its
@@ -106,7 +106,7 @@ _END_PUNCTUATION = ".!"
 _MAX_EXAMPLES = 20
 
 
-def parse_action(answer: str) -> str | None:
+def parse_action(answer: str, options: tuple[str, ...] = ACTIONS) -> str | None:
     """The action a sampled answer names, or None: a parse failure, never a guess.
 
     The whole answer must be one option word (any case, surrounded by white space, with at
@@ -115,7 +115,7 @@ def parse_action(answer: str) -> str | None:
     whose actions follow its reasoning. Anything else is no action.
     """
     word = answer.strip().rstrip(_END_PUNCTUATION).strip().lower()
-    return word if word in ACTIONS else None
+    return word if word in options else None
 
 
 def describe(context: StepContext) -> str:
@@ -191,6 +191,8 @@ class ChatProxyAdapter:
         self._seed = 0
         self.encoding: SlotEncoding = STANDARD
         """The slot encoding asked for and parsed (`use_encoding`)."""
+        self.options: tuple[str, ...] = ACTIONS
+        """The option words an act chooses among (the world's declared actions)."""
 
     def use_encoding(self, encoding: SlotEncoding) -> None:
         """Ask for, parse and re-render the slot block in `encoding` from now on.
@@ -236,6 +238,10 @@ class ChatProxyAdapter:
         self._loop.close()
 
     # --- transport ------------------------------------------------------------------------
+    def send(self, messages: list[dict[str, Any]], **request: Any) -> Any:
+        """Send one request through the transport (or the adapter's own client)."""
+        return self._send(messages, **request)
+
     def _send(self, messages: list[dict[str, Any]], **request: Any) -> Any:
         if self._transport is not None:
             try:
@@ -306,13 +312,21 @@ class ChatProxyAdapter:
         elif reasoning is not None:
             messages.append({"role": "user", "content": f"Your reasoning was:\n{reasoning}\n\n"
                              f"{ACT_INSTRUCTION}"})  # fmt: skip
+        return self.option_distribution(messages)
+
+    def option_distribution(self, messages: list[dict[str, Any]]) -> dict[str, float]:
+        """The distribution over `options` of the model's next answer to `messages`.
+
+        From the first token's logprobs when the service returns them, else from samples
+        read strictly (see the module docstring); the estimate is recorded in `calls`.
+        """
         self.sample_sizes.append(0)
         if self.estimator == "sampling":
             return self._sampled(messages)
         reply = self._send(messages, logprobs=True, top_logprobs=self.top_logprobs,
                            max_tokens=1, temperature=0.0)  # fmt: skip
         if reply.logprobs:
-            mass = {a: 0.0 for a in ACTIONS}
+            mass = {a: 0.0 for a in self.options}
             for token, logprob in reply.logprobs[0].top or [
                 (reply.logprobs[0].token, reply.logprobs[0].logprob)
             ]:
@@ -329,11 +343,11 @@ class ChatProxyAdapter:
         return self._sampled(messages)
 
     def _sampled(self, messages: list[dict[str, Any]]) -> dict[str, float]:
-        counts = {a: 0 for a in ACTIONS}
+        counts = {a: 0 for a in self.options}
         unparsed = ""
         for _ in range(self.samples):
             text = self._send(messages, max_tokens=3, temperature=1.0).text or ""
-            action = parse_action(text)
+            action = parse_action(text, self.options)
             if action is not None:
                 counts[action] += 1
                 continue
@@ -345,9 +359,76 @@ class ChatProxyAdapter:
         if parsed == 0:
             self.calls["failed"] += 1
             raise RuntimeError(
-                f"{self.name}: no sampled answer named an action (each must be one word: left, "
-                f"stay or right; e.g. {unparsed!r})"
+                f"{self.name}: no sampled answer named an action (each must be one word: "
+                f"{', '.join(self.options)}; e.g. {unparsed!r})"
             )
         self.calls["sampled"] += 1
         self.sample_sizes[-1] = parsed
         return {a: c / parsed for a, c in counts.items()}
+
+
+class ChatTextAgent:
+    """The chat proxy in the text world: a `TextAgent` over an OpenAI-compatible chat model.
+
+    `emit_text` sends the world's rendering of the context (its task, steps, options and the
+    slot-block instruction) and keeps the model's whole reply, its reasoning (cached per
+    prompt). `act_text` takes that reasoning, replaces only its slot block with the one given
+    (the CoT span edited to r'), prefills it as the assistant's turn ending in `Option:` and
+    estimates the distribution over the option keys as the corridor's chat proxy does
+    (logprobs, else strictly parsed samples). Parsing the block is the world's
+    (`TextWorldAdapter`): a reply without it is a missing report, never an ungoverned one.
+
+    Args:
+        chat: The chat proxy adapter whose transport and estimation are used (its options
+            become the text world's option keys).
+    """
+
+    tier = AdapterTier.PROXY
+
+    def __init__(self, chat: ChatProxyAdapter) -> None:
+        self.chat = chat
+        self.name = chat.name
+        chat.options = TEXT_ACTIONS
+        self.sample_sizes = chat.sample_sizes
+        """The chat proxy's parsed samples per act call (Track 1 carries their error)."""
+        self._reasoning: dict[str, str] = {}
+
+    def seed(self, value: int) -> None:
+        """Keep the track's seed (see `ChatProxyAdapter.seed`)."""
+        self.chat.seed(value)
+
+    def close(self) -> None:
+        """Close the chat proxy's session and event loop."""
+        self.chat.close()
+
+    def emit_text(self, context: TextContext) -> str:
+        """The model's reply to the context's text: its reasoning and slot block (cached)."""
+        if context.prompt not in self._reasoning:
+            messages = [{"role": "user", "content": context.prompt}]
+            self._reasoning[context.prompt] = self.chat.send(messages, temperature=0.0).text or ""
+        return self._reasoning[context.prompt]
+
+    def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
+        """The option distribution after the model's own reasoning, its block edited."""
+        own = self.emit_text(context)
+        labels = [label for _, label in TextWorld(context.task, context.dynamics).slot_labels()]
+        text = own if reasoning is None else replace_slot_block(own, reasoning, labels)
+        messages = [
+            {"role": "user", "content": context.prompt},
+            {"role": "assistant", "content": f"{text}\nOption:"},
+        ]
+        return self.chat.option_distribution(messages)
+
+
+def replace_slot_block(text: str, block: str, labels: list[str]) -> str:
+    """`text` with the lines from its first to its last slot-label line replaced by `block`.
+
+    A text with no slot line (a reply that ignored the format) becomes the block alone: the
+    intervention is still r', stated where the model's reasoning would be.
+    """
+    lines = text.splitlines()
+    wanted = {label.lower() for label in labels}
+    marked = [i for i, line in enumerate(lines) if line.partition(":")[0].strip().lower() in wanted]
+    if not marked:
+        return block
+    return "\n".join([*lines[: marked[0]], block, *lines[marked[-1] + 1 :]])

@@ -81,12 +81,15 @@ from trustbench.trb.instruments._oracles import (
     EpiphenomenalOracle,
     GovernedOracle,
     OutcomeOnlyOracle,
+    TextGovernedOracle,
+    TextRIgnoringOracle,
+    TextUniformOracle,
     UniformOracle,
 )
 from trustbench.trb.isolation._client import AdapterWorker, adapter_plan, refuse_overlap
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import LocalLMProxyAdapter
-from trustbench.trb.proxy._chat import ChatProxyAdapter
+from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatTextAgent
 from trustbench.trb.proxy._local import (
     SLOT_ENCODINGS,
     STANDARD,
@@ -104,7 +107,14 @@ from trustbench.trb.reference import (
 )
 from trustbench.trb.reference._token_world import Recipe, load_token_lm, render_history
 from trustbench.trb.track._pipeline import BUILTIN_CORPUS, TrbTrackOptions
-from trustbench.trb.world import CorridorConfig, CorridorWorld
+from trustbench.trb.world import (
+    TEXT_WORLD_ID,
+    CorridorConfig,
+    CorridorWorld,
+    TextTask,
+    TextWorld,
+    TextWorldAdapter,
+)
 
 # ------------------------------------------------------------------------------------------------
 # Where a `trb/profile` run's corpus comes from: a stored folder or the generated built-in.
@@ -308,6 +318,12 @@ ORACLES: dict[str, Callable[[CorridorWorld], Any]] = {
 }
 """Oracle adapters by id (their `name`)."""
 
+TEXT_ORACLES: dict[str, Callable[[], Any]] = {
+    cls.name: cls for cls in (TextGovernedOracle, TextRIgnoringOracle, TextUniformOracle)
+}
+"""The text world's oracles by id: text agents, measured through `TextWorldAdapter` on the
+traces of a text-world corpus (exact G near 1, and two floors)."""
+
 PROXY_BASELINES: dict[str, tuple[Recipe, Template]] = {
     "proxy:instruct": ("instruct", "direct"),
     "proxy:cot-prompted": ("instruct", "reasoning-first"),
@@ -316,7 +332,7 @@ PROXY_BASELINES: dict[str, tuple[Recipe, Template]] = {
 """Proxy baseline ids -> (token-world LM recipe, prompt template)."""
 
 BUILTIN_ADAPTERS: tuple[str, ...] = (
-    *sorted(REFERENCE_MODELS), *sorted(PROXY_BASELINES), *sorted(ORACLES),
+    *sorted(REFERENCE_MODELS), *sorted(PROXY_BASELINES), *sorted(ORACLES), *sorted(TEXT_ORACLES),
 )  # fmt: skip
 """Every built-in adapter id."""
 
@@ -428,6 +444,8 @@ class AdapterSource:
         world: CorridorConfig,
         transport: Callable[[ChatRequest], ChatReply] | None = None,
         encoding: SlotEncoding = STANDARD,
+        *,
+        task: TextTask | None = None,
     ) -> Any:
         """A new adapter for a trace of `world`, asked in the trace's slot `encoding`.
 
@@ -435,11 +453,16 @@ class AdapterSource:
             world: The trace's world.
             transport: For `proxy:chat`: sends one request through core's provider.
             encoding: The report encoding of the trace's split (`with_encoding`).
+            task: The text task a text-world trace states (None: a corridor trace).
 
         Raises:
             NotApplicable: a reference model asked about a world of another size, or an
                 encoding the adapter has no use for or cannot be asked in.
         """
+        if task is not None:
+            return self._text_adapter(TextWorld(task, world), transport)
+        if self.adapter in TEXT_ORACLES:
+            raise NotApplicable(_world_mismatch(self.adapter, task))
         built = self._build(world, transport)
         try:
             return with_encoding(built, encoding, self.adapter)
@@ -448,6 +471,21 @@ class AdapterSource:
             if callable(close):  # e.g. a chat proxy's event loop
                 close()
             raise
+
+    def _text_adapter(
+        self, world: TextWorld, transport: Callable[[ChatRequest], ChatReply] | None
+    ) -> TextWorldAdapter:
+        """The adapter of a text-world trace: a text oracle, or the chat proxy as a text agent.
+
+        Raises:
+            NotApplicable: an adapter that speaks the corridor only.
+        """
+        if self.adapter in TEXT_ORACLES:
+            return TextWorldAdapter(TEXT_ORACLES[self.adapter](), world)
+        if self.chat is None:
+            raise NotApplicable(_world_mismatch(self.adapter, world.task))
+        chat = self._build(world.dynamics, transport)
+        return TextWorldAdapter(ChatTextAgent(chat), world)
 
     def _build(
         self, world: CorridorConfig, transport: Callable[[ChatRequest], ChatReply] | None
@@ -488,6 +526,13 @@ class AdapterSource:
             return self.worker.adapter()
         assert self.factory is not None
         return self.factory()
+
+
+def _world_mismatch(adapter: str, task: TextTask | None) -> str:
+    """Why an adapter cannot act on a trace of another world than the one it speaks."""
+    if task is None:
+        return f"{adapter} speaks the text world ({TEXT_WORLD_ID}); this trace is a corridor trace"
+    return f"{adapter} speaks the corridor; this trace is in world {TEXT_WORLD_ID}"
 
 
 _MODELS: dict[tuple[str, str, str, str], tuple[ReferenceNativeModel, dict[str, Any]]] = {}
@@ -591,7 +636,7 @@ def resolve_adapters(
         elif target in PROXY_BASELINES:
             sources[candidate.name], extra = _proxy(target, corpus, options)
             items += [item for item in extra if item.name not in {i.name for i in items}]
-        elif target in ORACLES:
+        elif target in ORACLES or target in TEXT_ORACLES:
             sources[candidate.name] = AdapterSource(target)
         elif target == CHAT_PROXY:
             chat = {"model": candidate.model, "name": candidate.name,

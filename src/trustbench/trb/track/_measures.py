@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -57,7 +57,7 @@ from trustbench.trb.measures._governance import (
     widen_figure,
 )
 from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, find_figure, measured_estimate
-from trustbench.trb.world import reference_continuation
+from trustbench.trb.world import CORRIDOR_WORLD_ID, reference_continuation
 
 ProfileAxis = Literal["G", "ground", "attr", "viab", "nav", "trans"]
 """The six axes of the TRB profile vector (spec §1)."""
@@ -154,6 +154,10 @@ class MeasureNames:
     axis: ProfileAxis
     headline: str
     title: str
+    any_world: bool = False
+    """Whether the measure reads only the world's declaration and the two hooks, so it runs
+    in every declared world; False: it still reads the corridor's constants and a run over
+    another world shows it "not run" (`world_skips`)."""
 
     def __init_subclass__(
         cls,
@@ -175,6 +179,23 @@ class MeasureNames:
             cls.axis, cls.title = axis, AXIS_TRACKS[axis]
         if headline is not None:
             cls.headline = headline
+
+
+def world_skips(measures: Sequence[Any], world_id: str) -> dict[str, str]:
+    """Measure key -> why it is not run in world `world_id` (empty in the corridor).
+
+    A measure runs in a world other than the corridor only when it says so (`any_world`);
+    the others still read the corridor's constants, and their axis shows "not run" with this
+    reason, never a figure computed on the wrong world's assumptions.
+    """
+    if world_id == CORRIDOR_WORLD_ID:
+        return {}
+    return {
+        m.key: f"world {world_id} does not support {m.title} yet (it reads the corridor's "
+        "constants)"
+        for m in measures
+        if not getattr(m, "any_world", False) and not getattr(m, "derived", False)
+    }
 
 
 BUILTIN_MEASURES: dict[str, str] = {
@@ -908,6 +929,10 @@ def _edit_response_figures(rows: list[MeasureRow], stats: StatsPlan, label: str)
 class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_star"):
     """Track 1: does act follow the intervened r? (see module docstring)."""
 
+    any_world = True
+    """Through the two hooks alone: a world adapter (e.g. `TextWorldAdapter`) speaks r' in its
+    world's words."""
+
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Track 1 counts of one trace, the null-edit floor's TV sum included."""
         return governance_rows(adapter, [trace])[0]
@@ -1010,6 +1035,9 @@ class AttributionMeasure(
     MeasureNames, key="attribution", axis="attr", headline="balanced_accuracy"
 ):
     """Track 3: is caused_by_self right, above all in the false_credit cell?"""
+
+    any_world = True
+    """The attribution slot and the recorded labels only."""
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Track 3 counts of one trace."""

@@ -92,8 +92,10 @@ HeldOutSplit = Literal[
     "eval", "transfer",
     "transfer_wind", "transfer_start", "transfer_door_prior", "transfer_length",
     "transfer_cue_delay", "transfer_encoding",
+    "transfer_phrasing", "transfer_language", "transfer_task_kind",
 ]  # fmt: skip
-"""A split whose traces may be cases (see `trb.corpus._format.HELD_OUT`)."""
+"""A split whose traces may be cases (see `trb.corpus._format.HELD_OUT`; the last three are
+the text world's transfer families)."""
 
 BUILTIN_CORPUS = "reference-world"
 """`corpus.builtin` label of the generated reference-world corpus."""

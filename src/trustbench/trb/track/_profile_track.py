@@ -49,7 +49,7 @@ from trustbench.trb.track._adapters import (
     load_corpus,
     resolve_adapters,
 )
-from trustbench.trb.track._measures import TrbMeasure, load_measures
+from trustbench.trb.track._measures import TrbMeasure, load_measures, world_skips
 from trustbench.trb.track._pipeline import BUILTIN_CORPUS, TrbTrackOptions, track_options
 from trustbench.trb.track._profile import (
     library_trial,
@@ -73,6 +73,18 @@ REPLICA_SKIPS = frozenset({"grounding", "viability", "navigability"})
 """Measures a reference seed replica (`trace-ai-full@seed=K`) is not run on: it exists for
 Delta_gov's seed-and-trace interval (Track 1), and these are the costly rollouts."""
 REPLICA_WHY = "seed replica: measured for Delta_gov's seed interval (Tracks 1 and 3) only"
+
+
+def trial_skips(
+    source: AdapterSource, measures: Sequence[TrbMeasure], world_id: str
+) -> dict[str, str]:
+    """Measure key -> why it is not run on a trial.
+
+    A seed replica's skips, and the measures that cannot run in the corpus's world yet
+    (`world_skips`).
+    """
+    skip = dict.fromkeys(REPLICA_SKIPS, REPLICA_WHY) if source.seed_replica is not None else {}
+    return {**world_skips(measures, world_id), **skip}
 
 
 @dataclass
@@ -273,7 +285,9 @@ class TrbProfileTrack:
             return asyncio.run_coroutine_threadsafe(ctx.chat(request), loop).result()
 
         try:
-            inner = source.build(trace.world, transport, prepared.corpus.encoding(trace.split))
+            inner = source.build(
+                trace.world, transport, prepared.corpus.encoding(trace.split), task=trace.task
+            )
         except NotApplicable as reason:
             return TrialOutcome(
                 "completed", {**outcome, "applicable": False, "reason": str(reason)}
@@ -297,7 +311,8 @@ class TrbProfileTrack:
         outcome["model_size"] = model_size(inner, sandbox is None)
         results: dict[str, Any] = {}
         error: Exception | None = None
-        skip = dict.fromkeys(REPLICA_SKIPS, REPLICA_WHY) if source.seed_replica is not None else {}
+        world_id = prepared.corpus.manifest.world_id
+        skip = trial_skips(source, [m for m, _ in prepared.measures], world_id)
 
         def measure_all() -> None:
             try:
@@ -408,14 +423,14 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
     sources = {c.name: track._source(manifest, c.name) for c in manifest.spec.candidates}
 
     def build(trace: Trace, source: AdapterSource) -> Any:
-        return source.build(trace.world, None, corpus.encoding(trace.split))
+        return source.build(trace.world, None, corpus.encoding(trace.split), task=trace.task)
 
     collected = Collected()
     # In the run's own seeded order, so the rows (and so the bootstrap draws over them) come
     # in the order a run at concurrency 1 records them.
     for key in trial_order(list(track.plan(manifest)), manifest.spec.order_seed):
         source, trace = sources[key.candidate], cases[key.case_id]
-        skip = dict.fromkeys(REPLICA_SKIPS, REPLICA_WHY) if source.seed_replica is not None else {}
+        skip = trial_skips(source, loaded, corpus.manifest.world_id)
         outcome = library_trial(
             lambda t, s=source: build(t, s), trace, loaded, fit, run_settings(options),
             options.adapter_seed + key.trial_index, source.model is not None,

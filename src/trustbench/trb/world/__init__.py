@@ -31,6 +31,7 @@ from trustbench.trb.world._protocol import (
     declaration_sha256,
     distribution_problem,
     slot_problems,
+    slot_value_problem,
 )
 from trustbench.trb.world._registry import (
     DEFAULT_WORLD_ID,
@@ -84,6 +85,7 @@ __all__ = [
     "register_world",
     "sample_action",
     "slot_problems",
+    "slot_value_problem",
     "unregister_world",
     "world_for",
     "world_sha256",

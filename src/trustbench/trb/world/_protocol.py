@@ -167,13 +167,18 @@ def slot_problems(declaration: WorldDeclaration, report: Mapping[str, object]) -
             if not getattr(spec, "nullable", False):
                 problems.append(f"{name}: missing")
             continue
-        problem = _value_problem(spec, value)
+        problem = slot_value_problem(spec, value)
         if problem:
             problems.append(f"{name}: {problem}")
     return problems
 
 
-def _value_problem(spec: CategoricalSlot | NumberSlot | TextSlot, value: object) -> str | None:
+def slot_value_problem(spec: CategoricalSlot | NumberSlot | TextSlot, value: object) -> str | None:
+    """Why `value` is outside the slot's declared type (None: it fits).
+
+    A categorical value outside its values, a non-number or a number outside the bounds, a
+    non-string text. Null is the caller's to judge (`nullable`).
+    """
     if isinstance(spec, CategoricalSlot):
         return None if value in spec.values else f"{value!r} is not one of {list(spec.values)}"
     if isinstance(spec, NumberSlot):

@@ -252,11 +252,19 @@ class TextWorld:
     def render_context(self, context: StepContext) -> str:
         """The task so far in words: an introduction, one line per step, the options."""
         w = self._wording
-        lines = [self._introduction()]
-        lines += [self._step_line(t, obs) for t, obs in enumerate(context.observations)]
+        lines = list(self.situation_lines(context))
         options = "; ".join(f"{key}: {w.options[key]}" for key in TEXT_ACTIONS)
         lines += [f"Options: {options}.", self._words.instruction]
         return "\n".join(lines)
+
+    def situation_lines(self, context: StepContext) -> tuple[str, ...]:
+        """The introduction and one line per step: what a person reads (no model instruction)."""
+        steps = [self._step_line(t, obs) for t, obs in enumerate(context.observations)]
+        return (self._introduction(), *steps)
+
+    def action_words(self) -> dict[str, str]:
+        """The dynamics' action -> the task's words for its option (as the context lists it)."""
+        return {_CORRIDOR_ACTION[key]: text for key, text in self._wording.options.items()}
 
     def _introduction(self) -> str:
         w, rate = self._wording, f"{self.dynamics.gust_probability:.0%}"
@@ -426,6 +434,37 @@ class TextWorld:
             caused_by_self=self._read_percent(found["caused_by_self"], "caused_by_self"),
         )
 
+    def read_slot_words(self, slot: str, words: str) -> str:
+        """The value a word slot's words state, as the tracks compare it.
+
+        `goal`, `belief` or `planned_next` in this task's words and report language (an
+        imported session states its r and its true goal and hidden fact this way).
+
+        Raises:
+            TextParseError: the words are none of the slot's, naming the slot.
+        """
+        goals, facts, options = self._slot_words()
+        plans = {_CORRIDOR_ACTION[key]: text for key, text in options.items()}
+        table = {"goal": goals, "belief": facts, "planned_next": plans}[slot]
+        return _pick(_inverse(table), words, slot)
+
+    def observation_from_fields(self, fields: Mapping[str, object]) -> Observation:
+        """One observation from its declared fields, in this task's words.
+
+        `level` and `steps_left`, and where they apply `operation`, `interference`, `task`
+        and `note` (how an imported session states what the subject read).
+
+        Raises:
+            TextParseError: a field whose words are not this task's.
+        """
+        words = {
+            "op": fields.get("operation"), "interference": fields.get("interference"),
+            "task": fields.get("task"), "note": fields.get("note"),
+            "level": fields.get("level"), "left": fields.get("steps_left"),
+        }  # fmt: skip
+        as_text = {k: None if v is None else str(v) for k, v in words.items()}
+        return self._observation(as_text, ", ".join(f"{k}={v}" for k, v in fields.items()))
+
     def _read_percent(self, text: str, slot: str) -> float | None:
         if text.lower() == self._words.not_applicable:
             return None
@@ -514,16 +553,30 @@ class TextWorldAdapter:
 
     Args:
         agent: The text-speaking model.
-        worlds: Trace id -> the text world (task and dynamics) the trace is stated in.
+        worlds: Trace id -> the text world (task and dynamics) the trace is stated in; or one
+            text world for every context (the harness builds one adapter per trial, and its
+            contexts carry opaque trace ids).
     """
 
     supports_override = True
 
-    def __init__(self, agent: TextAgent, worlds: Mapping[str, TextWorld]) -> None:
+    def __init__(self, agent: TextAgent, worlds: Mapping[str, TextWorld] | TextWorld) -> None:
         self.agent = agent
         self.name = agent.name
         self.tier = agent.tier
-        self._worlds = dict(worlds)
+        self._only = worlds if isinstance(worlds, TextWorld) else None
+        self._worlds = {} if isinstance(worlds, TextWorld) else dict(worlds)
+
+    @property
+    def sample_sizes(self) -> list[int] | None:
+        """The agent's parsed samples per act call, when it samples (Track 1's interval)."""
+        return getattr(self.agent, "sample_sizes", None)
+
+    def close(self) -> None:
+        """Close the agent when it holds resources (a chat model's client)."""
+        close = getattr(self.agent, "close", None)
+        if callable(close):
+            close()
 
     def seed(self, value: int) -> None:
         """Seed the agent when it has a seed hook."""
@@ -532,7 +585,7 @@ class TextWorldAdapter:
             seed(value)
 
     def _context(self, context: StepContext) -> tuple[TextWorld, TextContext]:
-        world = self._worlds[context.trace_id]
+        world = self._only or self._worlds[context.trace_id]
         text = TextContext(
             trace_id=context.trace_id, t=context.t, prompt=world.render_context(context),
             task=world.task, dynamics=world.dynamics,
