@@ -201,7 +201,7 @@ path = "corpus"
 bootstrap_resamples = 100
 
 [track_options]
-measures = ["governance", "attribution", "viability"]
+measures = ["governance", "attribution", "grounding", "viability"]
 splits = ["eval", "transfer_language"]
 max_traces = 4
 
@@ -240,4 +240,8 @@ def test_a_text_world_corpus_runs_through_the_harness_with_the_text_oracles(
     # changes nothing (common random numbers), the governed one's is measured
     assert governed["viab"]["status"] == "measured"
     assert blind["viab"]["value"] == pytest.approx(1.0)
+    # Track 2 cannot be measured there: not run with the reason, never 0 or passed
+    for axes in (governed, blind):
+        assert axes["ground"]["status"] == "not run"
+        assert "a text-world adapter has only the two text hooks" in json.dumps(axes["ground"])
     assert profile["corridor-oracle"]["G"]["status"] == "not run"

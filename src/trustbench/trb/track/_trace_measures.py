@@ -237,6 +237,13 @@ def sweep_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[
 class GroundingMeasure(MeasureNames, key="grounding", axis="ground", headline="detection_auc"):
     """Track 2: does an injected concept register in the self-report? (white box only)."""
 
+    other_world_reason = (
+        "it injects concept directions into a white-box adapter's activations and reads the "
+        "slot's probability in the corridor's token encoding (`whitebox`: hook layers, step "
+        "starts, slot probabilities), and a text-world adapter has only the two text hooks; "
+        "the concepts' labels (goal, belief) exist there, the access to inject does not"
+    )
+
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Null, injected and random-direction scores of one trace's trials."""
         box = getattr(adapter, "whitebox", None)
