@@ -10,7 +10,14 @@ import pytest
 from trustbench.trb.adapter import AdapterTier, SelfReport
 from trustbench.trb.corpus import read_corpus, write_corpus
 from trustbench.trb.corpus._generate import generate_text_corpus, text_worlds
-from trustbench.trb.instruments import TextGovernedOracle, TextRIgnoringOracle, TextUniformOracle
+from trustbench.trb.instruments import (
+    EpiphenomenalOracle,
+    GovernedOracle,
+    TextGovernedOracle,
+    TextRIgnoringOracle,
+    TextUniformOracle,
+    UniformOracle,
+)
 from trustbench.trb.measures import (
     attribution_rows,
     governance_rows,
@@ -18,8 +25,11 @@ from trustbench.trb.measures import (
     summarize_governance,
 )
 from trustbench.trb.track import freeze_run_report
+from trustbench.trb.track._profile import prepare_adapter
+from trustbench.trb.track._trace_measures import NAVIGABILITY, VIABILITY
 from trustbench.trb.world import (
     TEXT_ACTIONS,
+    CorridorWorld,
     TextContext,
     TextParseError,
     TextTask,
@@ -27,6 +37,7 @@ from trustbench.trb.world import (
     TextWorldAdapter,
     world_sha256,
 )
+from trustbench.trb.world._text import TEXT_DYNAMICS
 
 CORPUS = generate_text_corpus({"train": 6, "dev": 0, "eval": 8, "transfer": 4}, seed=3)
 """A small text corpus: seen tasks in train/eval, one split per transfer family."""
@@ -119,6 +130,44 @@ def test_the_governed_text_oracle_scores_g_near_one_and_the_r_blind_ones_sit_at_
         assert summary["G"]["value"] < 0.8
 
 
+_TRACK_4_AND_5_PAIRS = [
+    (TextGovernedOracle(), GovernedOracle),
+    (TextRIgnoringOracle(), EpiphenomenalOracle),
+    (TextUniformOracle(), UniformOracle),
+]
+"""Each text oracle beside its corridor equivalent (governed, r-ignoring, uniform)."""
+
+
+def _tracks_4_and_5(adapter: object, traces: list) -> list[tuple[dict, dict]]:
+    """Track 4's and Track 5's per-trace counts, as the harness records them."""
+    recorder = prepare_adapter(
+        adapter, fit_traces=CORPUS["train"], settings={"viability_rollouts": 6}, seed=0,
+        blind_key=None, trusted_native=False,
+    )  # fmt: skip
+    return [(VIABILITY.run(recorder, t), NAVIGABILITY.run(recorder, t)) for t in traces]
+
+
+@pytest.mark.parametrize(("text_oracle", "corridor_oracle"), _TRACK_4_AND_5_PAIRS)
+def test_tracks_4_and_5_on_the_text_world_land_where_the_corridor_oracles_land(
+    text_oracle: object, corridor_oracle: type
+) -> None:
+    traces = CORPUS["eval"][:1]  # its uncued goal is reachable: steering has a target
+    text = _tracks_4_and_5(TextWorldAdapter(text_oracle, text_worlds(traces)), traces)  # type: ignore[arg-type]
+    # the same traces without their words are corridor traces of the same exact dynamics
+    corridor_traces = [t.model_copy(update={"task": None}) for t in traces]
+    corridor = _tracks_4_and_5(corridor_oracle(CorridorWorld(TEXT_DYNAMICS)), corridor_traces)
+    for (viab, nav), (viab_c, nav_c) in zip(text, corridor, strict=True):
+        for key in ("done_r", "done_a"):
+            assert viab[key] == viab_c[key]
+        for key in ("steered", "ablated", "ceiling"):
+            assert nav[key] == pytest.approx(nav_c[key], abs=1e-4)  # percentages: 2 decimals
+        if isinstance(text_oracle, TextGovernedOracle):
+            # steered through its slot block it reaches what the exact reference agent reaches
+            assert nav["steered"] == pytest.approx(nav["ceiling"], abs=1e-4)
+        else:  # r-blind: steering r and routing it away change nothing
+            assert nav["lift"] == 0.0 and viab["done_r"] == viab["done_a"]
+
+
 class _ProseOnly:
     """A text agent whose replies never contain the slot block."""
 
@@ -152,7 +201,7 @@ path = "corpus"
 bootstrap_resamples = 100
 
 [track_options]
-measures = ["governance", "attribution", "viability"]
+measures = ["governance", "attribution", "grounding", "viability"]
 splits = ["eval", "transfer_language"]
 max_traces = 4
 
@@ -187,8 +236,12 @@ def test_a_text_world_corpus_runs_through_the_harness_with_the_text_oracles(
     assert governed["G"]["status"] == "measured" and governed["G"]["value"] > 0.9999
     assert governed["attr"]["value"] == 1.0
     assert blind["G"]["value"] == pytest.approx(0.0, abs=1e-9)  # G* at its floor
-    # a track that still reads the corridor's constants is not run, never 0 or passed
+    # Track 4 plays episodes in the text world's exact dynamics: an r-blind agent's ablation
+    # changes nothing (common random numbers), the governed one's is measured
+    assert governed["viab"]["status"] == "measured"
+    assert blind["viab"]["value"] == pytest.approx(1.0)
+    # Track 2 cannot be measured there: not run with the reason, never 0 or passed
     for axes in (governed, blind):
-        assert axes["viab"]["status"] == "not run"
-        assert "world text-ops does not support" in json.dumps(axes["viab"])
+        assert axes["ground"]["status"] == "not run"
+        assert "a text-world adapter has only the two text hooks" in json.dumps(axes["ground"])
     assert profile["corridor-oracle"]["G"]["status"] == "not run"

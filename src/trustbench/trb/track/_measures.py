@@ -158,6 +158,9 @@ class MeasureNames:
     """Whether the measure reads only the world's declaration and the two hooks, so it runs
     in every declared world; False: it still reads the corridor's constants and a run over
     another world shows it "not run" (`world_skips`)."""
+    other_world_reason: str | None = None
+    """Why a measure that is not `any_world` cannot run outside the corridor, when that is a
+    known limit rather than work not yet done (None: "not supported yet")."""
 
     def __init_subclass__(
         cls,
@@ -191,8 +194,9 @@ def world_skips(measures: Sequence[Any], world_id: str) -> dict[str, str]:
     if world_id == CORRIDOR_WORLD_ID:
         return {}
     return {
-        m.key: f"world {world_id} does not support {m.title} yet (it reads the corridor's "
-        "constants)"
+        m.key: f"world {world_id} does not support {m.title}: {m.other_world_reason}"
+        if getattr(m, "other_world_reason", None)
+        else f"world {world_id} does not support {m.title} yet (it reads the corridor's constants)"
         for m in measures
         if not getattr(m, "any_world", False) and not getattr(m, "derived", False)
     }

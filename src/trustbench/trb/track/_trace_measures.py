@@ -58,7 +58,7 @@ from trustbench.trb.track._measures import (
     _trace_seed,
     trace_figure,
 )
-from trustbench.trb.world import CorridorWorld, reference_continuation, sample_action
+from trustbench.trb.world import CorridorWorld, TextWorld, sample_action
 
 if TYPE_CHECKING:
     from trustbench.trb.track._measures import TrbMeasure
@@ -237,6 +237,13 @@ def sweep_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[
 class GroundingMeasure(MeasureNames, key="grounding", axis="ground", headline="detection_auc"):
     """Track 2: does an injected concept register in the self-report? (white box only)."""
 
+    other_world_reason = (
+        "it injects concept directions into a white-box adapter's activations and reads the "
+        "slot's probability in the corridor's token encoding (`whitebox`: hook layers, step "
+        "starts, slot probabilities), and a text-world adapter has only the two text hooks; "
+        "the concepts' labels (goal, belief) exist there, the access to inject does not"
+    )
+
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Null, injected and random-direction scores of one trace's trials."""
         box = getattr(adapter, "whitebox", None)
@@ -384,6 +391,18 @@ class GroundingMeasure(MeasureNames, key="grounding", axis="ground", headline="d
 # A failed call ends its episode as not completed; a missing confidence scores Brier 1.
 
 
+def exact_dynamics(trace: Trace) -> CorridorWorld:
+    """The exact dynamics a trace's world declares, in which Tracks 4 and 5 play episodes.
+
+    Asked of the trace's world (`exact_dynamics()`), not assumed to be the corridor: a
+    text-world trace (one stating a `task`) is its `TextWorld`, whose words run over exact
+    finite-state dynamics, so reach probabilities and the reference agent's Phi are exact there
+    too; a corridor trace is the corridor of its parameters.
+    """
+    world = CorridorWorld(trace.world) if trace.task is None else TextWorld(trace.task, trace.world)
+    return world.exact_dynamics()
+
+
 def play_episodes(
     adapter: Adapter,
     policy: BatchPolicy,
@@ -397,7 +416,7 @@ def play_episodes(
         exact reach probability, and visited-step counts.
     """
     n_traces, n_roll = draws.shape[0], draws.shape[1]
-    worlds = [CorridorWorld(t.world) for t in traces]
+    worlds = [exact_dynamics(t) for t in traces]
     runs: list[dict[str, Any]] = []
     for i, trace in enumerate(traces):
         # The first evaluated step (the cue step): a delayed cue's lead-in is already in the
@@ -470,6 +489,10 @@ class ViabilityMeasure(
     MeasureNames, key="viability", axis="viab", headline="completion_retention_ratio"
 ):
     """Track 4: does acting through r keep the system working, against the no-r ablation?"""
+
+    any_world = True
+    """Episodes are played in the trace's world's exact dynamics (`exact_dynamics`), through
+    the two hooks; a world adapter (e.g. `TextWorldAdapter`) speaks r in its world's words."""
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Episodes from the trace's start, r-mediated and ablated, with common draws."""
@@ -617,7 +640,8 @@ def _steered(adapter: Adapter, world: CorridorWorld, goal_of: dict[str, str]) ->
 def _reference(world: CorridorWorld, goal_of: dict[str, str]) -> BatchPolicy:
     def policy(contexts: Sequence[StepContext]) -> list[Dist]:
         return [
-            reference_continuation(steering_report(world, c, goal_of[c.trace_id])) for c in contexts
+            world.reference_continuation(steering_report(world, c, goal_of[c.trace_id]))
+            for c in contexts
         ]
 
     return policy
@@ -627,7 +651,7 @@ def navigability_starts(traces: Sequence[Trace], steps: int) -> list[tuple[Start
     """One start per trace with `steps` moves left: (start, target goal, cued goal)."""
     out = []
     for trace in traces:
-        world = CorridorWorld(trace.world)
+        world = exact_dynamics(trace)
         # The evaluated step with `steps` moves left (horizon counted from the cue, so a
         # delayed cue's lead-in is in the start's history and never a start itself).
         index = min(max(trace.world.horizon - steps, 0), len(trace.steps) - 1)
@@ -641,6 +665,10 @@ def navigability_starts(traces: Sequence[Trace], steps: int) -> list[tuple[Start
 class NavigabilityMeasure(MeasureNames, key="navigability", axis="nav", headline="reach_rate_lift"):
     """Track 5: does steering r's goal move the system there, against the no-r ablation?"""
 
+    any_world = True
+    """Reach is exact in the trace's world's dynamics (`exact_dynamics`), and the steering r
+    and the ceiling come from that world's reference planner and agent."""
+
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Reach probability of the uncued goal: steered, ablated, reference-steered."""
         try:
@@ -648,7 +676,7 @@ class NavigabilityMeasure(MeasureNames, key="navigability", axis="nav", headline
         except AblationUnsupported as why:
             return _not_applicable(str(why))
         settings = _settings(adapter)
-        world = CorridorWorld(trace.world)
+        world = exact_dynamics(trace)
         start, target, _cued = navigability_starts([trace], trace.world.horizon)[0]
         assert start.trace_id == trace.trace_id
         if start.observations[-1].position == start.target:

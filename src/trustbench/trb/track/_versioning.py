@@ -10,7 +10,8 @@ So every result row also carries `metric_digest`: the SHA-256 of
 - the code identity of the measure functions: the SHA-256 of the source file of each measure a
   run lists (its class's module: the built-ins' `trb/track/_measures.py` and
   `trb/track/_trace_measures.py`, a registered measure's own module) and of the counting and
-  world code they call (`trb/measures/_governance.py`, `trb/world/_corridor.py`).
+  world code they call (`trb/measures/_governance.py`, `trb/world/_corridor.py`,
+  `trb/world/_text.py`).
 
 Hashing whole files is conservative on purpose: an edit that changes no number (a comment)
 changes the digest too, so two results with one digest were computed by the same code, never
@@ -39,8 +40,10 @@ from trustbench.trb.track._measures import TrbMeasure
 COUNTING_MODULES: tuple[str, ...] = (
     "trustbench.trb.measures._governance",
     "trustbench.trb.world._corridor",
+    "trustbench.trb.world._text",
 )
-"""Modules whose code every built-in measure counts with (TV, Phi, the exact world)."""
+"""Modules whose code every built-in measure counts with (TV, Phi, the exact world; the text
+world's, whose exact dynamics Tracks 4 and 5 play in)."""
 
 
 def headline_parameters(measures: Sequence[TrbMeasure]) -> dict[str, Any]:

@@ -250,6 +250,10 @@ class CorridorWorld:
         """Phi(r) of the corridor's reference agent (`reference_continuation`)."""
         return reference_continuation(r)
 
+    def exact_dynamics(self) -> CorridorWorld:
+        """The exact finite-state dynamics Tracks 4 and 5 play episodes in: the corridor itself."""
+        return self
+
     # --- transition model -------------------------------------------------------------
     def gust_of(self, u: float) -> Gust:
         """Map a recorded uniform draw to the gust it causes."""

@@ -483,6 +483,15 @@ class TextWorld:
         """Phi(r) over the option keys: the corridor's exact reference agent, renamed."""
         return to_text_actions(reference_continuation(r))
 
+    def exact_dynamics(self) -> CorridorWorld:
+        """The exact dynamics under the words, which Tracks 4 and 5 play episodes in.
+
+        Levels are cells, the hidden fact the door, the other actor the gust, the option keys
+        the corridor's actions (`TextWorldAdapter` hands the tracks distributions keyed that
+        way), so reach probabilities and the reference agent's Phi are exact here too.
+        """
+        return self.exact
+
 
 def _inverse(words: Mapping[str, str]) -> dict[str, str]:
     return {v.lower(): k for k, v in words.items()}
