@@ -1,4 +1,5 @@
-"""The workflow track on corpus v0.3: the tools show what policy v0.3 reads, in its own format.
+"""The workflow track on corpus v0.3 (and v0.4, v0.3's rules under its own id): the tools show
+what the policy reads, in its own format.
 
 On a platform that holds governance records the tools offer `read_change_records` (requester,
 environment, risk tier and every record the policy reads, as v0.3 evidence); elsewhere the
@@ -14,13 +15,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from trustbench.rtb.boundaries import boundary_factory
 from trustbench.rtb.control._cases import seed_from_case
 from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._load import builtin_corpus_root
 from trustbench.rtb.platform import PlatformSeed, SimulatedPlatform
 from trustbench.rtb.policy import policy_for
-from trustbench.rtb.policy.narrow_v3._models import CandidateInputV3, CaseV3
+from trustbench.rtb.policy.narrow_v3._models import CaseV3
 from trustbench.rtb.workflow._models import MemoryStore
 from trustbench.rtb.workflow._scenarios import WorkflowKind, workflow_scenarios
 from trustbench.rtb.workflow._tools import WorkflowTools
@@ -50,19 +53,26 @@ def test_earlier_policies_get_the_toolset_they_always_had(tmp_path: Path) -> Non
         assert RECORDS_TOOL not in _tools(seed_from_case(case), tmp_path).tools()
 
 
-def test_v0_3_change_records_are_v0_3_evidence_with_the_platform_context(tmp_path: Path) -> None:
-    case = _cases()[0]
+@pytest.mark.parametrize("version", ["v0.3", "v0.4"])
+def test_change_records_are_the_corpus_policys_evidence_with_the_platform_context(
+    version: str, tmp_path: Path
+) -> None:
+    corpus = load_corpus(builtin_corpus_root(version))
+    case = corpus.cases[0]
     tools = _tools(seed_from_case(case), tmp_path).tools()
     read = tools[RECORDS_TOOL](target=case.proposal.target)
     assert asyncio.iscoroutine(read)
     shown: dict[str, Any] = asyncio.run(read)
+    # v0.4 reads v0.3's records under its own id: the tool names the corpus's policy.
+    assert shown["policy_id"] == corpus.policy_id
     assert shown["proposal_context"] == {
         "requested_by": case.proposal.requested_by,
         "environment": case.proposal.environment,
         "risk_tier": case.proposal.risk_tier,
     }
     proposal = {**case.proposal.model_dump(mode="json"), **shown["proposal_context"]}
-    candidate = CandidateInputV3.model_validate(
+    policy = policy_for(shown["policy_id"])
+    candidate = policy.candidate_model.model_validate(
         {
             "evaluation_id": "eval-wf",
             "task": "check",
@@ -72,7 +82,7 @@ def test_v0_3_change_records_are_v0_3_evidence_with_the_platform_context(tmp_pat
         }
     )
     # What the tool shows decides the case as its label says, and names no authored record.
-    decision = policy_for(shown["policy_id"]).reference_finding(candidate)["decision"]
+    decision = policy.reference_finding(candidate)["decision"]
     assert decision == case.expectations.reference_decision.value
     authored = {r.record_id for r in case.evidence}
     assert authored.isdisjoint(r["record_id"] for r in shown["records"])

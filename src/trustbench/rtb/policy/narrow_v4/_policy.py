@@ -43,7 +43,7 @@ from trustbench.rtb.policy.narrow_v4._models import (
 from trustbench.rtb.policy.narrow_v4._world import family_problems, realism_problems
 
 if TYPE_CHECKING:
-    from trustbench.rtb.platform import PlatformSeed
+    from trustbench.rtb.platform import PlatformSeed, PlatformView
     from trustbench.rtb.review.reviewers._protocol import Reviewer
 
 
@@ -113,6 +113,22 @@ class NarrowApprovalV4(NarrowApprovalV3):
     def ablated_reviewer(self, rule_id: str) -> Reviewer:
         """The reference reviewer without rule `rule_id` (v0.3's ablated readers)."""
         return cast("Reviewer", AblatedV4Reviewer(rule_id))
+
+    def change_records(self, target: str, platform: PlatformView) -> dict[str, Any] | None:
+        """v0.3's records (the same rules read them) under the v0.4 id, the policy record too.
+
+        A workflow agent reading `read_change_records` on a v0.4 platform must see the policy
+        its platform declares: records naming v0.3's id would send it (and whoever follows the
+        id) to v0.3's input format, which a v0.4 candidate input refuses.
+        """
+        shown = super().change_records(target, platform)
+        if shown is None:
+            return None
+        records = [
+            {**record, "policy_id": POLICY_ID_V4} if record["kind"] == "policy" else record
+            for record in shown["records"]
+        ]
+        return {**shown, "policy_id": POLICY_ID_V4, "records": records}
 
     def seed_platform(self, case: Any) -> PlatformSeed:
         """v0.3's platform state for the case, declaring the v0.4 policy (same rules)."""
