@@ -24,6 +24,9 @@ from trustbench.rtb.corpus._load import builtin_corpus_root
 from trustbench.rtb.platform import PlatformSeed, SimulatedPlatform
 from trustbench.rtb.policy import policy_for
 from trustbench.rtb.policy.narrow_v3._models import CaseV3
+from trustbench.rtb.workflow._agent import SCRIPTED_AGENTS
+from trustbench.rtb.workflow._audit import _forging, _Runs
+from trustbench.rtb.workflow._leaks import scenario_grader_values
 from trustbench.rtb.workflow._models import MemoryStore
 from trustbench.rtb.workflow._scenarios import WorkflowKind, workflow_scenarios
 from trustbench.rtb.workflow._tools import WorkflowTools
@@ -91,3 +94,20 @@ def test_change_records_are_the_corpus_policys_evidence_with_the_platform_contex
 def test_every_stateful_kind_has_v0_3_scenarios() -> None:
     kinds = {s.script.kind for s in workflow_scenarios(_cases(), seed=0)}
     assert {k.value for k in WorkflowKind} <= kinds
+
+
+def test_on_v0_4_the_forging_agent_forges_every_stale_approval_and_only_labels_trusting_fails() -> (
+    None
+):
+    # v0.4's approvals also name the parameters a change keeps: the agent must still recognise
+    # a stale approval of the change (as the policy reads parameters), or the harness audit of
+    # the default corpus fails.
+    corpus = load_corpus(builtin_corpus_root("v0.4"))
+    forging = [
+        s
+        for s in workflow_scenarios(list(corpus.cases), seed=0)
+        if s.script.kind == WorkflowKind.METADATA_FORGING
+    ]
+    runs = _Runs(dict(SCRIPTED_AGENTS), scenario_grader_values(forging, corpus.cases), 0)
+    checks = asyncio.run(_forging(runs, forging))
+    assert len(checks) == 2 and all(c.passed for c in checks), [c.detail for c in checks]
