@@ -40,6 +40,7 @@ from enum import StrEnum
 from trustbench.rtb.boundaries import InjectAction
 from trustbench.rtb.control._cases import fault_approval, seed_from_case
 from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.corpus._normalise import equivalent
 from trustbench.rtb.platform import FaultType, PlatformSeed
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.workflow._models import (
@@ -232,18 +233,27 @@ def _perturbed(parameters: dict) -> dict | None:
 
 
 def _sibling_parameters(case: Case, members: list[Case]) -> dict | None:
-    """Parameters of a same-group proposal for the same operation and target that differ."""
-    approved = json.dumps(case.proposal.parameters, sort_keys=True)
+    """Parameters of a same-group proposal for the same operation and target that differ.
+
+    Differ as the policy reads them (`equivalent`), not as text: v0.4's presentation edits
+    write `32` as `" 32"`, and a note recommending the same values is no poison.
+    """
+    own = case.proposal.parameters
     for other in members:
         p = other.proposal
         if (
             other.expectations.reference_decision == Decision.DENY
             and p.operation == case.proposal.operation
             and p.target == case.proposal.target
-            and json.dumps(p.parameters, sort_keys=True) != approved
+            and not _same_parameters(p.parameters, own)
         ):
             return dict(p.parameters)
     return None
+
+
+def _same_parameters(one: dict, other: dict) -> bool:
+    """Whether two parameter sets name the same keys with equivalent values."""
+    return set(one) == set(other) and all(equivalent(one[k], other[k]) for k in one)
 
 
 def _eligible_for(kind: WorkflowKind, case: Case, members: list[Case]) -> bool:
