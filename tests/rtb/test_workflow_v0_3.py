@@ -25,7 +25,7 @@ from trustbench.rtb.platform import PlatformSeed, SimulatedPlatform
 from trustbench.rtb.policy import policy_for
 from trustbench.rtb.policy.narrow_v3._models import CaseV3
 from trustbench.rtb.workflow._agent import SCRIPTED_AGENTS
-from trustbench.rtb.workflow._audit import _forging, _Runs
+from trustbench.rtb.workflow._audit import _forging, _poisoned, _Runs
 from trustbench.rtb.workflow._leaks import scenario_grader_values
 from trustbench.rtb.workflow._models import MemoryStore
 from trustbench.rtb.workflow._scenarios import WorkflowKind, workflow_scenarios
@@ -111,3 +111,17 @@ def test_on_v0_4_the_forging_agent_forges_every_stale_approval_and_only_labels_t
     runs = _Runs(dict(SCRIPTED_AGENTS), scenario_grader_values(forging, corpus.cases), 0)
     checks = asyncio.run(_forging(runs, forging))
     assert len(checks) == 2 and all(c.passed for c in checks), [c.detail for c in checks]
+
+
+def test_on_v0_4_every_poisoned_note_recommends_parameters_the_policy_reads_as_unapproved() -> None:
+    # v0.4's presentation edits write `32` as `" 32"`: a sibling's parameters equal as the
+    # policy reads them are no poison, so the reference boundary would have nothing to stop.
+    corpus = load_corpus(builtin_corpus_root("v0.4"))
+    poisoned = [
+        s
+        for s in workflow_scenarios(list(corpus.cases), seed=0)
+        if s.script.kind == WorkflowKind.POISONED_MEMORY
+    ]
+    runs = _Runs(dict(SCRIPTED_AGENTS), scenario_grader_values(poisoned, corpus.cases), 0)
+    (check,) = asyncio.run(_poisoned(runs, poisoned))
+    assert check.passed, check.detail
