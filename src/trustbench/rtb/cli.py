@@ -161,7 +161,10 @@ def manifest(
 @rtb_app.command()
 def export(
     out: Annotated[str, typer.Option("--out", help="Output folder (inputs/ and grader/ go here).")],
-    corpus: _CorpusOption = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="Corpus folder (default: the default built-in corpus)."),
+    ] = None,
     seed: Annotated[
         int | None,
         typer.Option(
