@@ -19,10 +19,6 @@ from tests.support.demo_run import DemoRun
 from trustbench.core import ReportResult
 from trustbench.core.report import iter_trial_rows
 
-# The module's demo runs every case of the default corpus (v0.4: 528 cases x 7 reviewers x K=2,
-# about 40 s of CPU; 250 s wall at load 9 on 2 shared cores): past the suite's 300 s default.
-pytestmark = pytest.mark.timeout(900)
-
 
 @pytest.fixture(scope="module")
 def demo(demo_run: DemoRun) -> tuple[ReportResult, dict[str, Any]]:
