@@ -332,9 +332,13 @@ def state_missing(d: Draft, rng: random.Random) -> Effect:
 
 
 def superseded(d: Draft, rng: random.Random) -> Effect:
-    """The governing approval is superseded by one not in the evidence."""
-    approval = d.approval()
-    approval["status"], approval["superseded_by"] = "superseded", opaque(rng, "chg-")
+    """The governing approval is superseded by one not in the evidence (successor not named).
+
+    The family's spare approval (for the sibling resource, superseded) becomes active in turn,
+    so the count of each approval status is the same under every decision.
+    """
+    d.approval()["status"] = "superseded"
+    d.record(d.facts["spare_approval"])["status"] = "active"
     return _hold("insufficient_evidence", "hold", "superseded, successor absent")
 
 
@@ -546,12 +550,14 @@ def family_members(rng: random.Random, index: int, used: Counter[str]) -> list[M
 
 
 def _add_spares(d: Draft, rng: random.Random) -> None:
-    """Give the base a revocation and a service notice that decide nothing, at drawn positions.
+    """Give the base a revocation, a service notice and an approval that decide nothing.
 
     A revocation of an approval that is not in the evidence, a notice from a service other than
-    the approval service. The deny edit `revoked` and the hold edit `service-down` re-point these
-    records instead of adding one, so every member of a family carries the same record kinds and
-    counts whatever its decision.
+    the approval service, a superseded approval for the sibling resource, each at a drawn
+    position. The deny edit `revoked`, the hold edits `service-down` and `superseded` re-point
+    these records instead of adding one or changing a status alone, so every member of a family
+    carries the same record kinds and counts, and the same approval statuses, whatever its
+    decision.
     """
     when = d.at - timedelta(minutes=rng.randint(30, 48 * 60))
     revocation = {
@@ -570,7 +576,20 @@ def _add_spares(d: Draft, rng: random.Random) -> None:
         "status": rng.choice(("degraded", "unavailable")),
         "text": rng.choice(NOTICES[service]),
     }
-    for key, record in (("spare_revocation", revocation), ("spare_notice", notice)):
+    approval = {
+        **d.approval(),
+        "record_id": opaque(rng, "rec-"),
+        "approval_id": opaque(rng, "chg-"),
+        "target": d.facts["sibling"],
+        "status": "superseded",
+        "superseded_by": None,
+    }
+    spares = (
+        ("spare_revocation", revocation),
+        ("spare_notice", notice),
+        ("spare_approval", approval),
+    )
+    for key, record in spares:
         d.evidence.insert(rng.randrange(len(d.evidence) + 1), record)
         d.facts[key] = record["record_id"]
 
