@@ -220,3 +220,34 @@ def test_the_control_path_enforces_v0_4_cases_as_their_labels_say(
     for scenario, grade in zip(scenarios, evaluation.grades, strict=True):
         must_not = scenario.expected_effect == ExpectedEffect.MUST_NOT_TAKE_EFFECT
         assert (grade.outcome == prevented) == must_not, scenario.scenario_id
+
+
+def _shipped_families() -> dict[str, list[dict[str, Any]]]:
+    families: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted((builtin_corpus_root("0.4") / "cases").glob("*.json")):
+        case = json.loads(path.read_text())
+        families.setdefault(case["family"], []).append(case)
+    return families
+
+
+def _kind_counts(case: dict[str, Any], *, context: bool) -> dict[str, int]:
+    kinds = [r["kind"] for r in case["evidence"]]
+    wanted = [k for k in kinds if (k == "requester_note") == context]
+    return {kind: wanted.count(kind) for kind in sorted(set(wanted))}
+
+
+def test_every_shipped_family_holds_the_same_record_kinds_and_counts_under_every_decision() -> None:
+    for family, members in _shipped_families().items():
+        counts = {json.dumps(_kind_counts(case, context=False)) for case in members}
+        assert len(counts) == 1, (family, counts)
+
+
+def test_shipped_presentation_edits_fall_on_every_decision_alike() -> None:
+    notes: dict[str, int] = {}
+    for members in _shipped_families().values():
+        for case in members:
+            decision = case["expectations"]["reference_decision"]
+            noted = bool(_kind_counts(case, context=True))
+            notes[decision] = notes.get(decision, 0) + noted
+    assert len(set(notes.values())) == 1, notes
+    assert set(notes) == {d.value for d in Decision}
