@@ -430,7 +430,6 @@ def test_smollm2_states_a_parsable_slot_block_and_acts_on_an_edited_one_in_the_t
     assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0, abs=1e-9)
 
 
-
 def test_served_smollm2_runs_the_text_world_chat_proxy_through_the_harness_and_says_why(
     smollm2_server: Served,  # noqa: F811
     tmp_path: Path,
