@@ -245,3 +245,47 @@ def test_a_text_world_corpus_runs_through_the_harness_with_the_text_oracles(
         assert axes["ground"]["status"] == "not run"
         assert "a text-world adapter has only the two text hooks" in json.dumps(axes["ground"])
     assert profile["corridor-oracle"]["G"]["status"] == "not run"
+
+
+# The worked example in docs/trb.md: its commands and spec files must not drift from the CLI.
+ROOT = Path(__file__).parents[2]
+WORKED_EXAMPLE_SPECS = ("trb-text-chat.toml", "trb-text-imported.toml")
+
+
+def _worked_example_commands() -> list[list[str]]:
+    """Every `trustbench ...` line of the worked example's code blocks, split into words."""
+    doc = (ROOT / "docs" / "trb.md").read_text(encoding="utf-8")
+    section = doc.split("## Worked example: your model on the text world", 1)[1].split("\n## ")[0]
+    return [line.split()[1:] for line in section.splitlines() if line.startswith("trustbench ")]
+
+
+def test_the_worked_example_commands_exist_with_the_options_they_use() -> None:
+    from typer.testing import CliRunner
+
+    from trustbench.cli import app
+
+    commands = _worked_example_commands()
+    documented = {tuple(c[:2]) for c in commands}
+    assert documented >= {
+        ("trb", "corpus"),
+        ("trb", "import"),
+        ("freeze", "examples/trb-text-chat.toml"),
+    }
+    for words in commands:
+        path = words[:2] if words[0] == "trb" else words[:1]
+        result = CliRunner().invoke(app, [*path, "--help"], terminal_width=200)
+        assert result.exit_code == 0, f"{' '.join(words)}: {result.output}"
+        for option in (w for w in words if w.startswith("--")):
+            assert option in result.output, f"docs/trb.md: {' '.join(words)}: no {option}"
+        for file in (w for w in words if w.startswith(("examples/", "tests/"))):
+            assert (ROOT / file).is_file(), f"docs/trb.md: {' '.join(words)}: no {file}"
+
+
+@pytest.mark.parametrize("name", WORKED_EXAMPLE_SPECS)
+def test_the_worked_example_specs_parse_with_valid_track_options(name: str) -> None:
+    from trustbench.core import load_spec
+    from trustbench.trb.track._pipeline import track_options
+
+    spec = load_spec(ROOT / "examples" / name)
+    assert spec.track_id == "trb/profile" and name in (ROOT / "docs" / "trb.md").read_text()
+    track_options(spec)

@@ -104,3 +104,20 @@ def test_the_profile_table_keeps_every_candidate_name_whole_at_80_columns(
     for name in names:
         assert printed.count(name) >= 2, (name, printed)  # profile row and baseline row, whole
     assert "…" not in printed
+
+
+def test_corpus_command_with_world_text_ops_writes_a_text_world_corpus(tmp_path: Path) -> None:
+    out = tmp_path / "corpus"
+    args = ["trb", "corpus", str(out), "--world", "text-ops", "--train", "0", "--dev", "0"]
+    result = CliRunner().invoke(app, [*args, "--eval", "2", "--transfer", "3"])
+    assert result.exit_code == 0, result.output
+    manifest, splits = read_corpus(out)
+    assert manifest.world_id == "text-ops" and "world text-ops" in result.output
+    assert len(splits["eval"]) == 2 and all(t.task is not None for t in splits["eval"])
+    assert {len(splits[s]) for s in splits if s != "eval"} == {1}  # 3 shared by 3 families
+
+
+def test_corpus_command_refuses_an_unknown_world_naming_the_option(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["trb", "corpus", str(tmp_path / "c"), "--world", "maze"])
+    assert result.exit_code == 2 and "--world" in result.output and "maze" in result.output
+    assert not (tmp_path / "c").exists()

@@ -235,23 +235,42 @@ def corpus(
     transfer: Annotated[
         int, typer.Option(help="Transfer traces in all, split between the transfer families.")
     ] = 200,
+    world: Annotated[
+        str, typer.Option("--world", help="The world to generate: corridor or text-ops.")
+    ] = "corridor",
 ) -> None:
-    """Generate and write the reference-world corpus with its manifest and JSON Schema.
+    """Generate and write a synthetic corpus with its manifest and JSON Schema.
 
     One held-out split per Track 6 transfer family (`transfer_<family>`), as the built-in
-    corpus of `trb run` has; the manifest records each split's report encoding.
+    corpus of `trb run` has; the manifest records each split's report encoding. `--world
+    text-ops` writes the text world's corpus instead, so a language model can be tried on
+    the text world without writing Python (the worked example in docs/trb.md starts here).
     """
     from trustbench.core import check_output_folder, output_path
     from trustbench.trb.corpus._format import corpus_json_schema
-    from trustbench.trb.corpus._generate import generate_reference_corpus
+    from trustbench.trb.corpus._generate import (
+        TEXT_TRANSFER_SPLITS,
+        generate_reference_corpus,
+        generate_text_corpus,
+    )
     from trustbench.trb.corpus._store import write_corpus
 
+    if world not in ("corridor", "text-ops"):
+        typer.echo(f"--world: unknown world {world!r} (generated: corridor, text-ops)", err=True)
+        raise typer.Exit(2)
     out = check_output_folder(output_path(out_text, "OUT"), option="OUT")
     sizes = {"train": train, "dev": dev, "eval": eval_traces, "transfer": transfer}
-    splits = generate_reference_corpus(sizes, seed=seed, transfer_families=True)
+    if world == "text-ops":  # the text generator takes traces per family: share the total
+        per_family = transfer // len(TEXT_TRANSFER_SPLITS)
+        splits = generate_text_corpus({**sizes, "transfer": per_family}, seed=seed)
+    else:
+        splits = generate_reference_corpus(sizes, seed=seed, transfer_families=True)
     manifest = write_corpus(out, {k: v for k, v in splits.items() if v})
     (out / "trace.schema.json").write_text(json.dumps(corpus_json_schema(), indent=2))
-    typer.echo(f"corpus {manifest.corpus_sha256} ({manifest.kind}) written to {out}")
+    typer.echo(
+        f"corpus {manifest.corpus_sha256} ({manifest.kind}, world {manifest.world_id}) "
+        f"written to {out}"
+    )
     for name, info in manifest.splits.items():
         typer.echo(f"  {name}: {info.n_traces} traces, report encoding {info.report_encoding}")
     typer.echo(
@@ -282,7 +301,10 @@ def import_command(
     out = check_output_folder(output_path(out_text, "--out"))
     manifest, evidence = import_sessions(sessions, out, world)
     share = manifest.provenance
-    typer.echo(f"corpus {manifest.corpus_sha256} ({manifest.kind}) written to {out}")
+    typer.echo(
+        f"corpus {manifest.corpus_sha256} ({manifest.kind}, world {manifest.world_id}) "
+        f"written to {out}"
+    )
     typer.echo(f"world {manifest.world_id} {manifest.world_sha256}")
     for name, info in manifest.splits.items():
         by = ", ".join(info.collected_by)
