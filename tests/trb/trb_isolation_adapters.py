@@ -49,6 +49,8 @@ class DiesOnItsSecondReport(GovernedOracle):
 
 def dies_on_its_second_report() -> DiesOnItsSecondReport:
     return DiesOnItsSecondReport()
+
+
 class ScoresText(GovernedOracle):
     """A governed oracle offering log-probabilities of text: 0.6 on its r's plan, else 0.2."""
 
