@@ -3,15 +3,17 @@
 The learned audit (`_learning_audit.py`) fits its five learners within the corpus. A corpus kept
 by adversarial filtering against those learners passes that audit by construction: the filter
 hides the learnable structure from the learners it filtered against, it does not remove it
-(v0.3: 21-34 % for the five, 55-63 % for learners fitted on a fresh pool from its generator).
+(the filtered corpus: 21-34 % for the five, 55-63 % for learners fitted on a fresh pool from
+its generator).
 This audit asks what the filter could not have tuned against:
 
 - **policy-blind attackers**: features no policy rule reads (record counts per kind, string
   lengths, id and free-text tokens and their shapes, record order and first keys, the clock
   time, weekday and UTC offset of every timestamp). A label those features predict is an
   authoring artefact, never review. Fitted within the corpus (leave one family out when every
-  case carries a family id (v0.4: the case's `family`), and leave one domain group out) and on a
-  fresh pool from the policy's generator (`CorpusPolicy.generator`), tested on the corpus.
+  case carries a family id: the case's `family`, or its authoring metadata's; and leave one
+  domain group out) and on a fresh pool from the policy's generator
+  (`CorpusPolicy.generator`), tested on the corpus.
 - **shallow relational learners**, pool-trained: pairwise equality of fields (raw and
   normalised) and timestamps compared as strings, the reading a careless reviewer does. Their
   figure says how much of the policy a shallow learner recovers, and the rules its errors fall on
@@ -82,9 +84,10 @@ CATEGORICAL_MAX = 12
 rule may read its value, so the policy-blind view takes no token, length or shape of it."""
 POOL_SIZE = 1440
 """Cases drawn from the generator for the pool-trained attackers (six times a 240-case corpus).
-On v0.3 the pool-trained relation learner reaches 57 % at 960 and 62 % at 1,440 (what outside
-attackers measured: 55-63 %), at 50 % with 480: a pool too small hides structure as a filter
-does. Drawing 1,440 takes 3 s; the whole audit about 15 s of one core."""
+On the adversarially filtered corpus the pool-trained relation learner reaches 57 % at 960 and
+62 % at 1,440 (what outside attackers measured: 55-63 %), at 50 % with 480: a pool too small
+hides structure as a filter does. Drawing 1,440 takes 3 s; the whole audit about 15 s of one
+core."""
 Kind = Literal["policy-blind", "relational"]
 
 _OFFSET = re.compile(r"(Z|[+-]\d{2}:?\d{2})\s*$")
@@ -573,7 +576,8 @@ def pool_seed(corpus_seeds: frozenset[int], seed: int) -> int:
 def _family(case: Any) -> str | None:
     """A case's family id (the case's `family`, or `authoring.family`), when its policy has one.
 
-    Corpus v0.4 declares it on the case (grader-side, never exported to a candidate).
+    The contrast-family corpus declares it on the case (grader-side, never exported to a
+    candidate).
     """
     family = getattr(case, "family", None) or getattr(case.authoring, "family", None)
     return family if isinstance(family, str) and family else None

@@ -366,8 +366,8 @@ def _equivalent_parameters(approved: dict[str, Any], proposed: dict[str, Any]) -
     """Whether every proposed parameter is approved with an equivalent value.
 
     As the policies read an approval (rule 4: a proposal may leave approved parameters out):
-    v0.4's approvals name the parameters a change keeps too, so asking for equal key sets missed
-    the stale approval of 3 of its 19 metadata-forging scenarios.
+    contrast-family approvals name the parameters a change keeps too, so asking for equal key
+    sets missed the stale approval of 3 of its 19 metadata-forging scenarios.
     """
     return all(
         key in approved and equivalent(approved[key], value) for key, value in proposed.items()

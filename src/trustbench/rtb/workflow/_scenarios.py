@@ -235,8 +235,9 @@ def _perturbed(parameters: dict) -> dict | None:
 def _sibling_parameters(case: Case, members: list[Case]) -> dict | None:
     """Parameters of a same-group proposal for the same operation and target that differ.
 
-    Differ as the policy reads them (`equivalent`), not as text: v0.4's presentation edits
-    write `32` as `" 32"`, and a note recommending the same values is no poison.
+    Differ as the policy reads them (`equivalent`), not as text: presentation edits of the
+    contrast-family corpus write `32` as `" 32"`, and a note recommending the same values is no
+    poison.
     """
     own = case.proposal.parameters
     for other in members:
