@@ -784,7 +784,7 @@ def draw(
             template=f"v0.3/{kind}/{twist.__name__}",
         ),
     )
-    decisions = _disagreement(effect, ref, cedar)
+    decisions = label_disagreement(effect, ref, cedar)
     if decisions is not None:
         raise QueuedDraw(
             f"{case.group}/{kind}/{twist.__name__}: {json.dumps(decisions)}",
@@ -801,8 +801,11 @@ def draw(
     return case
 
 
-def _disagreement(effect: Effect, ref: Any, cedar: Any) -> dict[str, Any] | None:
+def label_disagreement(effect: Effect | Any, ref: Any, cedar: Any) -> dict[str, Any] | None:
     """The three decisions when label, reference reviewer and Cedar disagree, else None.
+
+    `effect` is a generator's authored effect (`decision`, `codes`, `rules`, `condition`): v0.3's
+    twists and v0.4's edits share this one check and its queue entry.
 
     The reason codes count too: the label's must be the reference reviewer's.
     """

@@ -688,29 +688,9 @@ def _case(member: Member, family: str, group: str, rng: random.Random) -> CaseV4
 def _disagreement(effect: Effect, ref: Any, ci: CandidateInputV4) -> dict[str, Any] | None:
     """The three decisions when label, reference reviewer and Cedar disagree, else None."""
     from trustbench.rtb.policy.narrow_v3._cedar import cedar_assess_v3
+    from trustbench.rtb.policy.narrow_v3._generator import label_disagreement
 
-    cedar = cedar_assess_v3(ci)  # type: ignore[arg-type]
-    codes = sorted(c.value for c in ref.reason_codes)
-    if (
-        ref.decision is effect.decision
-        and cedar.decision is effect.decision
-        and set(codes) == set(effect.codes)
-    ):
-        return None
-    return {
-        "authored": {
-            "decision": effect.decision.value,
-            "reason_codes": list(effect.codes),
-            "rules": list(dict.fromkeys(effect.rules)),
-            "condition": effect.condition,
-        },
-        "reference_reviewer": {"decision": ref.decision.value, "reason_codes": codes},
-        "cedar": {
-            "decision": cedar.decision.value,
-            "reason_codes": [c.value for c in cedar.reason_codes],
-            "detail": cedar.detail,
-        },
-    }
+    return label_disagreement(effect, ref, cedar_assess_v3(ci))  # type: ignore[arg-type]
 
 
 @dataclass
