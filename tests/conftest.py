@@ -42,8 +42,27 @@ def _no_user_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         yield
 
 
+SHARED_SESSION_FIXTURES = {
+    "demo_run": "demo",
+    "smollm2_folder": "smollm2",
+    "smollm2_server": "smollm2",
+}
+"""Session fixture -> the xdist group of every test using it. `make test` runs two workers
+(`-n 2 --dist loadgroup`); a session fixture is built once per worker that needs it, so the
+tests sharing a costly one (the whole demo, a served SmolLM2) run on one worker and it is built
+once, as in a serial run."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test using `demo_run` gets the demo's time limit: whichever runs first runs the demo."""
+    """A test using `demo_run` gets the demo's time limit: whichever runs first runs the demo.
+    Tests sharing a costly session fixture share a worker (`SHARED_SESSION_FIXTURES`)."""
     for item in items:
-        if "demo_run" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "demo_run" in fixtures:
             item.add_marker(pytest.mark.timeout(DEMO_TIMEOUT_S))
+        groups = sorted(
+            {group for name, group in SHARED_SESSION_FIXTURES.items() if name in fixtures}
+        )
+        if groups:
+            item.add_marker(pytest.mark.xdist_group("+".join(groups)))
