@@ -225,8 +225,7 @@ def _concurrency_record(manifest: Manifest, ledger: LedgerContents) -> dict[str,
     """
     changes = [
         json.loads(event["data"]) if isinstance(event["data"], str) else event["data"]
-        for event in ledger.events
-        if event["kind"] == "concurrency_changed"
+        for event in ledger.events_of("concurrency_changed")
     ]
     declared = manifest.spec.concurrency
     return {

@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, computed_field
-from rich.table import Table
 
 from trustbench.core import AnalysisSpec, parse_spec
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
@@ -46,6 +46,9 @@ from trustbench.rtb.review._quick import DEMO_SPEC
 from trustbench.rtb.review._validation import Outcome, is_supported, validate_response
 from trustbench.rtb.review.reviewers import Reviewer, make_reviewer
 from trustbench.rtb.review.reviewers._registry import reviewer_names
+
+if TYPE_CHECKING:  # rich is imported by the table's one caller path (`rtb audit`), not `report`
+    from rich.table import Table
 
 __all__ = [
     "AblationReport",
@@ -519,6 +522,8 @@ def cases_deciding(corpus: Corpus) -> dict[str, tuple[str, ...]]:
 
 def ablation_table(report: AblationReport) -> Table:
     """Each rule's ablated reader: the cases that turn on it and the gates it fails."""
+    from rich.table import Table
+
     table = Table(
         title=f"Rule ablation: the reference reviewer of {report.policy_id} without one rule",
         caption=f"release gates of the policy's review spec ({report.gates_file}): "
