@@ -1,0 +1,238 @@
+"""A world registered by a plug-in is first-class: imported, measured, served, or refused clearly.
+
+The plug-in is `tests/support/queue_world.py` (a support queue with its own declaration, words
+and option keys `serve` / `wait` / `admit`), the same code as docs/trb.md's "Bring your own
+world". Its sessions are written as `trb import` reads them from exact reference traces, so
+Phi(r') is the reference agent's and the governed oracle's G is 1 up to rounding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from tests.support.cli import invoke
+from tests.support.queue_world import (
+    QUEUE_DECLARATION,
+    QueueWorld,
+    queue_session,
+    queue_traces,
+    registered_queue_world,
+)
+from tests.trb.collect_fixtures import PROTOCOL
+
+from trustbench.errors import InputError
+from trustbench.trb.collect import freeze_protocol
+from trustbench.trb.collect._app import CollectionRun
+from trustbench.trb.corpus import read_corpus, write_corpus
+from trustbench.trb.instruments import TextUniformOracle
+from trustbench.trb.track import freeze_run_report
+from trustbench.trb.world import (
+    WORLD_ENTRY_POINTS,
+    TextContext,
+    TextTask,
+    TextWorldAdapter,
+    known_world_ids,
+    world_for,
+    world_sha256,
+)
+
+
+def _session_file(tmp_path: Path, sessions: list[dict[str, Any]] | None = None) -> Path:
+    """A small session file of the queue world: three eval sessions."""
+    if sessions is None:
+        sessions = [queue_session(trace) for trace in queue_traces("eval", 3, seed=5)]
+    path = tmp_path / "queue_sessions.jsonl"
+    path.write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    return path
+
+
+def test_a_plug_in_world_session_file_imports_through_its_own_slot_schema(
+    tmp_path: Path,
+) -> None:
+    with registered_queue_world():
+        path, out = _session_file(tmp_path), tmp_path / "corpus"
+        code, output = invoke("trb", "import", str(path), "--out", str(out), "--world", "queue")
+        assert code == 0, output
+        manifest, splits = read_corpus(out)
+        assert (manifest.world_id, manifest.world_sha256) == ("queue", world_sha256("queue"))
+    first = splits["eval"][0]
+    assert first.task == TextTask(kind="queue")
+    # option keys and words are read back as the dynamics' values the tracks compare
+    assert first.steps[0].action in ("left", "stay", "right")
+    assert first.steps[0].r.goal in ("left", "right")
+
+
+def _text_ops_words(sessions: list[dict[str, Any]]) -> None:
+    sessions[1]["steps"][0]["r"]["planned_next"] = "add a replica"
+
+
+def _text_ops_action(sessions: list[dict[str, Any]]) -> None:
+    sessions[0]["steps"][1]["action"] = "increase"
+
+
+def _unknown_task_kind(sessions: list[dict[str, Any]]) -> None:
+    sessions[2]["task"] = {"kind": "replicas"}
+
+
+@pytest.mark.parametrize(
+    ("break_it", "where", "why"),
+    [
+        (_text_ops_words, ":2#/steps/0/r/planned_next", "'add a replica'"),
+        (_text_ops_action, ":1#/steps/1/action", "known: serve, wait, admit"),
+        (_unknown_task_kind, ":3#/task/kind", "is not one of world queue's"),
+    ],
+)
+def test_a_plug_in_world_session_outside_its_schema_is_one_line_naming_file_line_and_field(
+    tmp_path: Path, break_it: Any, where: str, why: str
+) -> None:
+    sessions = [queue_session(trace) for trace in queue_traces("eval", 3, seed=5)]
+    break_it(sessions)
+    path = _session_file(tmp_path, sessions)
+    with registered_queue_world():
+        code, message = invoke(
+            "trb", "import", str(path), "--out", str(tmp_path / "c"), "--world", "queue"
+        )
+    assert code == 2 and message.startswith(f"{path}{where}: ") and why in message, message
+    assert "Traceback" not in message and not (tmp_path / "c").exists()
+
+
+SPEC = """
+suite = "trb"
+track = "profile"
+concurrency = 1
+
+[corpus]
+path = "corpus"
+
+[analysis]
+bootstrap_resamples = 100
+
+[track_options]
+measures = ["governance", "attribution", "grounding"]
+splits = ["eval"]
+
+[[candidates]]
+name = "governed"
+kind = "inprocess"
+model = "text-oracle:governed"
+
+[[candidates]]
+name = "r-blind"
+kind = "inprocess"
+model = "text-oracle:r-ignoring"
+
+[[candidates]]
+name = "corridor-oracle"
+kind = "inprocess"
+model = "oracle:perfectly-governed"
+"""
+
+
+def test_tracks_1_and_3_on_an_imported_plug_in_world_corpus_run_through_the_harness(
+    tmp_path: Path,
+) -> None:
+    with registered_queue_world():
+        code, output = invoke(
+            "trb", "import", str(_session_file(tmp_path)), "--out", str(tmp_path / "corpus"),
+            "--world", "queue",
+        )  # fmt: skip
+        assert code == 0, output
+        (tmp_path / "spec.toml").write_text(SPEC)
+        freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    assert record["trb"]["world_id"] == "queue"
+    profile = record["trb"]["profile"]
+    governed, blind = profile["governed"], profile["r-blind"]
+    assert governed["G"]["status"] == "measured" and governed["G"]["value"] > 0.9999
+    assert governed["attr"]["status"] == "measured" and governed["attr"]["value"] == 1.0
+    assert blind["G"]["value"] == pytest.approx(0.0, abs=1e-9)  # G* at its floor
+    # what cannot run in the plug-in world says so on its axis, never a figure
+    assert governed["ground"]["status"] == "not run"
+    assert "world queue does not support" in json.dumps(governed["ground"])
+    corridor_only = json.dumps(profile["corridor-oracle"]["G"])
+    assert profile["corridor-oracle"]["G"]["status"] == "not run"
+    assert "this trace is in world queue" in corridor_only, corridor_only
+
+
+def test_the_text_adapters_act_with_the_plug_in_worlds_declared_option_keys() -> None:
+    trace = queue_traces("eval", 1, seed=2)[0]
+    with registered_queue_world():
+        world = QueueWorld(trace.task, trace.world)
+        context = trace.context(0)
+        text = TextContext(
+            trace_id=trace.trace_id, t=0, prompt=world.render_context(context),
+            task=world.task, dynamics=world.dynamics,
+        )  # fmt: skip
+        assert "serve: serve a ticket" in text.prompt and "decrease" not in text.prompt
+        assert set(TextUniformOracle().act_text(text, None)) == {"serve", "wait", "admit"}
+        adapter = TextWorldAdapter(TextUniformOracle(), world)
+        assert adapter.act(context) == pytest.approx({"left": 1 / 3, "stay": 1 / 3, "right": 1 / 3})
+
+
+def test_the_collection_app_serves_an_item_of_the_plug_in_world(tmp_path: Path) -> None:
+    with registered_queue_world():
+        write_corpus(tmp_path / "source", {"eval": queue_traces("eval", 2, seed=4)})
+        (tmp_path / "protocol.toml").write_text(PROTOCOL, encoding="utf-8")
+        freeze_protocol(tmp_path / "protocol.toml", tmp_path / "collection")
+
+        async def first_page() -> str:
+            with CollectionRun(tmp_path / "collection") as served:
+                assert served.app is not None
+                token = next(iter(served.tokens))
+                async with TestClient(TestServer(served.app, host="127.0.0.1")) as client:
+                    return await (await client.get(f"/s/{token}")).text()
+
+        page = asyncio.run(first_page())
+    assert 'id="situation"' in page and "open tickets" in page
+    # the options are offered in the queue task's words (the form posts the dynamics' action)
+    assert re.search(r'value="(left|stay|right)" required> (serve a ticket|admit a ticket)', page)
+
+
+def test_a_corpus_of_an_unregistered_world_is_refused_naming_it_and_how_to_register_it(
+    tmp_path: Path,
+) -> None:
+    with registered_queue_world():
+        write_corpus(tmp_path / "corpus", {"eval": queue_traces("eval", 1, seed=1)})
+    with pytest.raises(InputError, match="unknown TRB world 'queue'") as refused:
+        read_corpus(tmp_path / "corpus")
+    assert refused.value.location.endswith("manifest.json#/world_id")
+    assert "register_world(world)" in refused.value.message
+    assert WORLD_ENTRY_POINTS in refused.value.message
+    code, message = invoke(
+        "trb", "import", str(_session_file(tmp_path)), "--out", str(tmp_path / "c"),
+        "--world", "queue",
+    )  # fmt: skip
+    assert code == 2 and "unknown TRB world 'queue'" in message and WORLD_ENTRY_POINTS in message
+
+
+def test_trb_corpus_refuses_a_plug_in_world_it_cannot_generate(tmp_path: Path) -> None:
+    with registered_queue_world():
+        code, message = invoke("trb", "corpus", str(tmp_path / "out"), "--world", "queue")
+    assert code == 2 and "cannot generate world 'queue'" in message, message
+    assert "trb import --world queue" in message and not (tmp_path / "out").exists()
+
+
+def test_an_installed_entry_point_registers_its_world_when_the_world_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dist = tmp_path / "queue_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: queue-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        f"[{WORLD_ENTRY_POINTS}]\nqueue = tests.support.queue_world:QueueWorld\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "queue" not in known_world_ids()
+    try:
+        assert world_for("queue").declaration == QUEUE_DECLARATION
+        assert "queue" in known_world_ids()
+    finally:
+        from trustbench.trb.world import unregister_world
+
+        unregister_world("queue")
