@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from tests.support.cli import invoke
+from tests.support.openai_server import OpenAIServer, raw_body
 from tests.support.queue_world import (
     QUEUE_DECLARATION,
     QueueWorld,
@@ -31,6 +33,7 @@ from trustbench.trb.collect import freeze_protocol
 from trustbench.trb.collect._app import CollectionRun
 from trustbench.trb.corpus import read_corpus, write_corpus
 from trustbench.trb.instruments import TextUniformOracle
+from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatTextAgent
 from trustbench.trb.track import freeze_run_report
 from trustbench.trb.world import (
     WORLD_ENTRY_POINTS,
@@ -175,6 +178,56 @@ def test_the_text_adapters_act_with_the_plug_in_worlds_declared_option_keys() ->
         assert adapter.act(context) == pytest.approx({"left": 1 / 3, "stay": 1 / 3, "right": 1 / 3})
 
 
+def _queue_chat_model(world: QueueWorld) -> Any:
+    """A scripted chat model in the queue world: states the reference block, then picks the
+    option key its (edited) block plans, read from logprobs."""
+
+    def script(body: dict[str, Any], _n: int) -> Any:
+        prompt = body["messages"][0]["content"]
+        if not body.get("logprobs"):
+            own = world.render_report(world.reference_report(prompt))
+            return raw_body(_completion(f"Looking at the queue.\n{own}"))
+        plan = world.parse_report(body["messages"][-1]["content"]).planned_next
+        key = next(iter(world.to_option_keys({plan: 1.0})))
+        others = [k for k in world.option_keys if k != key]
+        top = [(f" {key}", 0.8), (f" {others[0]}", 0.1), (f" {others[1]}", 0.1)]
+        return raw_body(_completion(key, top))
+
+    return script
+
+
+def _completion(text: str, top: list[tuple[str, float]] | None = None) -> str:
+    choice: dict[str, Any] = {
+        "index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+    }  # fmt: skip
+    if top is not None:
+        choice["logprobs"] = {"content": [{
+            "token": top[0][0], "logprob": math.log(top[0][1]),
+            "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top],
+        }]}  # fmt: skip
+    return json.dumps({"id": "x", "model": "scripted", "choices": [choice]})
+
+
+def test_the_chat_proxy_reads_the_plug_in_worlds_option_keys_after_its_edited_block() -> None:
+    trace = queue_traces("eval", 1, seed=2)[0]
+    with registered_queue_world(), OpenAIServer() as server:
+        world = QueueWorld(trace.task, trace.world)
+        server.script(_queue_chat_model(world))
+        chat = ChatTextAgent(ChatProxyAdapter(server.base_url, "scripted", name="chat"))
+        adapter = TextWorldAdapter(chat, world)
+        context = trace.context(1)
+        r = adapter.emit_r(context)
+        r_prime = r.model_copy(
+            update={"planned_next": "left" if r.planned_next != "left" else "right"}
+        )
+        dist = adapter.act(context, r_override=r_prime)
+        adapter.close()
+        prefill = server.requests[-1].body["messages"][-1]["content"]
+    assert prefill.endswith(f"{world.render_report(r_prime)}\nOption:")
+    assert max(dist, key=dist.__getitem__) == r_prime.planned_next
+    assert dist[r_prime.planned_next] == pytest.approx(0.8)
+
+
 def test_the_collection_app_serves_an_item_of_the_plug_in_world(tmp_path: Path) -> None:
     with registered_queue_world():
         write_corpus(tmp_path / "source", {"eval": queue_traces("eval", 2, seed=4)})
@@ -201,7 +254,7 @@ def test_a_corpus_of_an_unregistered_world_is_refused_naming_it_and_how_to_regis
         write_corpus(tmp_path / "corpus", {"eval": queue_traces("eval", 1, seed=1)})
     with pytest.raises(InputError, match="unknown TRB world 'queue'") as refused:
         read_corpus(tmp_path / "corpus")
-    assert refused.value.location.endswith("manifest.json#/world_id")
+    assert str(refused.value.location).endswith("manifest.json#/world_id")
     assert "register_world(world)" in refused.value.message
     assert WORLD_ENTRY_POINTS in refused.value.message
     code, message = invoke(
@@ -236,3 +289,13 @@ def test_an_installed_entry_point_registers_its_world_when_the_world_is_named(
         from trustbench.trb.world import unregister_world
 
         unregister_world("queue")
+
+
+def test_the_docs_bring_your_own_world_code_is_the_test_queue_world() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "trb.md").read_text(encoding="utf-8")
+    section = doc.split("## Bring your own world", 1)[1].split("\n## ")[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/trb.md", "exec"), namespace)  # the documented plug-in, as written
+    assert namespace["QUEUE_DECLARATION"] == QUEUE_DECLARATION
+    assert namespace["QueueWorld"].wordings == QueueWorld.wordings

@@ -258,12 +258,15 @@ def corpus(
     if world not in ("corridor", "text-ops"):
         from trustbench.trb.world import world_for
 
-        world_for(world)  # an unregistered id: the message says how to register one
-        typer.echo(
-            f"--world: trb corpus cannot generate world {world!r} (it generates corridor and "
-            f"text-ops); write a corpus of it with `trustbench trb import --world {world}`",
-            err=True,
-        )
+        try:
+            world_for(world)
+            why = (
+                f"trb corpus cannot generate world {world!r} (it generates corridor and "
+                f"text-ops); write a corpus of it with `trustbench trb import --world {world}`"
+            )
+        except InputError as error:  # unregistered: the message says how to register one
+            why = error.message
+        typer.echo(f"--world: {why}", err=True)
         raise typer.Exit(2)
     out = check_output_folder(output_path(out_text, "OUT"), option="OUT")
     sizes = {"train": train, "dev": dev, "eval": eval_traces, "transfer": transfer}

@@ -9,8 +9,9 @@ sessions" has an example line). Each session becomes one trace of its split:
 - the session file is recorded in one declared world (`--world`, default the corridor): every
   step's `r` snapshot and r' are checked slot by slot against that world's slot schema
   (`check_slots`: unknown slot, categorical value, number bounds, free text), then read into
-  what the tracks compare by the world's session reader (`SESSION_READERS`: the corridor's
-  values as they are, the text world's words through its own parser); observations, actions and
+  what the tracks compare by the world's session reader (`session_reader`: the corridor's
+  values as they are, a text world's words, built in or a plug-in's, through its own parser);
+  observations, actions and
   the true goal and hidden fact are read the same way, and the manifest records the world's id
   and digest;
 - each r' keeps its provenance; its Phi(r') is the human continuation recorded for it (the

@@ -20,6 +20,11 @@ Families (Track 6's transfer contexts for this world, `TEXT_TRANSFER_FAMILIES` i
 instead of sentences), another language of self-report (`fr`: the slot block in French), and
 an unseen task kind (`tank`, never in train/dev/eval).
 
+A lab's own task plugs in as a subclass with its own declaration and words (`wordings`, one
+`TaskWording` per task kind; docs/trb.md, "Bring your own world"): the slot block, its parser,
+the reference agent and the adapters below are shared, and its declared option keys map in
+order onto the dynamics' decrease / hold / increase.
+
 A text-speaking model plugs in as a `TextAgent` (two hooks over text); `TextWorldAdapter`
 makes it an ordinary TRB `Adapter`, so the tracks measure it with their one implementation:
 emit_r renders the context, asks the agent for its slot block and parses it; act(r') renders
