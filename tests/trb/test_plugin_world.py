@@ -12,8 +12,9 @@ import asyncio
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -37,10 +38,14 @@ from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatTextAgent
 from trustbench.trb.track import freeze_run_report
 from trustbench.trb.world import (
     WORLD_ENTRY_POINTS,
+    ActionSpace,
+    TaskWording,
     TextContext,
     TextTask,
     TextWorldAdapter,
     known_world_ids,
+    register_world,
+    unregister_world,
     world_for,
     world_sha256,
 )
@@ -286,8 +291,6 @@ def test_an_installed_entry_point_registers_its_world_when_the_world_is_named(
         assert world_for("queue").declaration == QUEUE_DECLARATION
         assert "queue" in known_world_ids()
     finally:
-        from trustbench.trb.world import unregister_world
-
         unregister_world("queue")
 
 
@@ -299,3 +302,16 @@ def test_the_docs_bring_your_own_world_code_is_the_test_queue_world() -> None:
     exec(compile(code, "docs/trb.md", "exec"), namespace)  # the documented plug-in, as written
     assert namespace["QUEUE_DECLARATION"] == QUEUE_DECLARATION
     assert namespace["QueueWorld"].wordings == QueueWorld.wordings
+
+
+def test_a_text_world_whose_words_miss_a_declared_option_key_is_refused_at_registration() -> None:
+    class TwoOptionQueue(QueueWorld):
+        declaration = QUEUE_DECLARATION.model_copy(
+            update={"world_id": "queue-two", "action_space": ActionSpace(
+                kind="discrete", actions=("serve", "admit"))}
+        )  # fmt: skip
+        wordings: ClassVar[Mapping[str, TaskWording]] = {"queue-two": QueueWorld.wordings["queue"]}
+
+    with pytest.raises(InputError, match="a text world declares three option keys"):
+        register_world(TwoOptionQueue())
+    assert "queue-two" not in known_world_ids()

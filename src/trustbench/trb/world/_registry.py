@@ -58,12 +58,25 @@ def register_world(world: World) -> None:
             location="register_world",
         )
     if isinstance(world, TextWorld):
-        _refuse_shared_task_kinds(world)
+        _check_text_world(world)
     _WORLDS.register(world.declaration.world_id, world)
 
 
-def _refuse_shared_task_kinds(world: TextWorld) -> None:
-    """A text world's task kinds are its own: a trace's task kind names one world."""
+def _check_text_world(world: TextWorld) -> None:
+    """A text world words its three declared option keys, and its task kinds are its own.
+
+    Three: the keys map in order onto the dynamics' decrease / hold / increase. Its own: a
+    trace's task kind names one world (`text_world_for_task`).
+    """
+    keys = world.declaration.action_space.actions
+    for kind, wording in world.wordings.items():
+        if len(keys) != 3 or set(wording.options) != set(keys):
+            raise InputError(
+                f"text world {world.declaration.world_id!r}: task kind {kind!r} words the "
+                f"options {sorted(wording.options)}, the declaration lists {list(keys)} (a text "
+                "world declares three option keys, for decrease, hold and increase)",
+                location="register_world",
+            )
     for other in _WORLDS.values():
         shared = sorted(set(world.wordings) & set(getattr(other, "wordings", {})))
         if shared and other.declaration.world_id != world.declaration.world_id:

@@ -275,7 +275,8 @@ class TextWorld:
         self._wording = self.wordings[self.task.kind]
         self._words = _REPORT_WORDS[self.task.language]
         self._top = self.dynamics.length - 1
-        self._dynamics_action = dict(zip(self.option_keys, _DYNAMICS_ACTIONS, strict=True))
+        # `register_world` refuses a text world that does not word three option keys
+        self._dynamics_action = dict(zip(self.option_keys, _DYNAMICS_ACTIONS, strict=False))
         self._option_key = {v: k for k, v in self._dynamics_action.items()}
 
     @property
