@@ -12,12 +12,15 @@ import asyncio
 import json
 import math
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from tests.support.child_env import child_env
 from tests.support.cli import invoke
 from tests.support.openai_server import OpenAIServer, raw_body
 from tests.support.queue_world import (
@@ -45,8 +48,6 @@ from trustbench.trb.world import (
     TextWorldAdapter,
     known_world_ids,
     register_world,
-    unregister_world,
-    world_for,
     world_sha256,
 )
 
@@ -276,22 +277,36 @@ def test_trb_corpus_refuses_a_plug_in_world_it_cannot_generate(tmp_path: Path) -
     assert "trb import --world queue" in message and not (tmp_path / "out").exists()
 
 
-def test_an_installed_entry_point_registers_its_world_when_the_world_is_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_an_installed_entry_point_serves_its_world_to_a_fresh_trustbench_process(
+    tmp_path: Path,
 ) -> None:
-    dist = tmp_path / "queue_plugin-1.0.dist-info"
-    dist.mkdir()
+    """A package's `trustbench.trb_worlds` entry point, and nothing else, makes `--world queue`
+    known to the CLI (a fresh process: no test code registered it; without the package the
+    same command says the world is unknown)."""
+    site = tmp_path / "site"
+    dist = site / "queue_plugin-1.0.dist-info"
+    dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: queue-plugin\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
         f"[{WORLD_ENTRY_POINTS}]\nqueue = tests.support.queue_world:QueueWorld\n"
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert "queue" not in known_world_ids()
-    try:
-        assert world_for("queue").declaration == QUEUE_DECLARATION
-        assert "queue" in known_world_ids()
-    finally:
-        unregister_world("queue")
+    root = Path(__file__).parents[2]
+
+    def trb_corpus_world_queue(*path: Path) -> subprocess.CompletedProcess[str]:
+        # `trb corpus` looks the world up before anything costly is imported; a known plug-in
+        # world gets "cannot generate", an unknown one "unknown TRB world"
+        return subprocess.run(
+            [sys.executable, "-m", "trustbench", "trb", "corpus", str(tmp_path / "out"),
+             "--world", "queue"],
+            env=child_env(tmp_path, pythonpath=[*path, root]), capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+
+    installed, bare = trb_corpus_world_queue(site), trb_corpus_world_queue()
+    assert installed.returncode == 2 and "cannot generate world 'queue'" in installed.stderr
+    assert bare.returncode == 2 and "unknown TRB world 'queue'" in bare.stderr
+    for done in (installed, bare):
+        assert "Traceback" not in done.stderr and done.stderr.strip().count("\n") == 0
 
 
 def test_the_docs_bring_your_own_world_code_is_the_test_queue_world() -> None:
