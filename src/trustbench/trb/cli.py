@@ -256,7 +256,17 @@ def corpus(
     from trustbench.trb.corpus._store import write_corpus
 
     if world not in ("corridor", "text-ops"):
-        typer.echo(f"--world: unknown world {world!r} (generated: corridor, text-ops)", err=True)
+        from trustbench.trb.world import world_for
+
+        try:
+            world_for(world)
+            why = (
+                f"trb corpus cannot generate world {world!r} (it generates corridor and "
+                f"text-ops); write a corpus of it with `trustbench trb import --world {world}`"
+            )
+        except InputError as error:  # unregistered: the message says how to register one
+            why = error.message
+        typer.echo(f"--world: {why}", err=True)
         raise typer.Exit(2)
     out = check_output_folder(output_path(out_text, "OUT"), option="OUT")
     sizes = {"train": train, "dev": dev, "eval": eval_traces, "transfer": transfer}

@@ -39,7 +39,7 @@ from trustbench.core import Ledger, read_ledger
 from trustbench.trb.adapter._protocol import ACTIONS, SelfReport
 from trustbench.trb.collect._store import CollectionStore, read_frozen
 from trustbench.trb.corpus._format import Trace
-from trustbench.trb.world import TextWorld
+from trustbench.trb.world import text_world_for_task
 
 # ------------------------------------------------------------------------------------------------
 # Server-rendered pages of the collection app: the corridor a person can read and act in.
@@ -107,7 +107,7 @@ def _history(trace: Trace, t: int) -> list[dict[str, Any]]:
 def _text_item(trace: Trace, t: int, k: int) -> dict[str, Any]:
     """A text-world item's values: the situation as the model read it, r and r' in words."""
     assert trace.task is not None
-    world = TextWorld(trace.task, trace.world)
+    world = text_world_for_task(trace.task, trace.world)
     step = next(s for s in trace.steps if s.t == t)
     cf = step.counterfactuals[k]
     stated = world.render_report(step.r).splitlines()
@@ -248,7 +248,7 @@ def _page(request: web.Request, participant: str, error: str | None = None) -> w
                 base=base, length=trace.world.length, action=answer["action"],
                 before=outcome["cell_before"], after=outcome["cell_after"],
                 nonce=shown["nonce"], progress=progress, error=error,
-                action_text=None if trace.task is None else TextWorld(
+                action_text=None if trace.task is None else text_world_for_task(
                     trace.task, trace.world).action_words(),
             )
         )  # fmt: skip

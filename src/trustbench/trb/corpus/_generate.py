@@ -29,6 +29,7 @@ from trustbench.trb.world import (
     TextTask,
     TextWorld,
     reference_continuation,
+    text_world_for_task,
 )
 from trustbench.trb.world._text import SEEN_TASK_KINDS, TEXT_DYNAMICS, UNSEEN_TASK_KINDS
 
@@ -280,5 +281,5 @@ def text_worlds(traces: Iterable[Trace]) -> dict[str, TextWorld]:
     for trace in traces:
         if trace.task is None:
             raise ValueError(f"trace {trace.trace_id} states no text task")
-        worlds[trace.trace_id] = TextWorld(trace.task, trace.world)
+        worlds[trace.trace_id] = text_world_for_task(trace.task, trace.world)
     return worlds

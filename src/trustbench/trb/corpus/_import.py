@@ -9,8 +9,9 @@ sessions" has an example line). Each session becomes one trace of its split:
 - the session file is recorded in one declared world (`--world`, default the corridor): every
   step's `r` snapshot and r' are checked slot by slot against that world's slot schema
   (`check_slots`: unknown slot, categorical value, number bounds, free text), then read into
-  what the tracks compare by the world's session reader (`SESSION_READERS`: the corridor's
-  values as they are, the text world's words through its own parser); observations, actions and
+  what the tracks compare by the world's session reader (`session_reader`: the corridor's
+  values as they are, a text world's words, built in or a plug-in's, through its own parser);
+  observations, actions and
   the true goal and hidden fact are read the same way, and the manifest records the world's id
   and digest;
 - each r' keeps its provenance; its Phi(r') is the human continuation recorded for it (the
@@ -64,7 +65,7 @@ from trustbench.trb.world import (
     slot_value_problem,
     world_for,
 )
-from trustbench.trb.world._text import TEXT_DYNAMICS, to_corridor_actions
+from trustbench.trb.world._text import TEXT_DYNAMICS
 
 
 class _Strict(BaseModel):
@@ -301,14 +302,29 @@ class CorridorSessions:
 
 
 class TextSessions:
-    """The text world's sessions: slots and observations in the task's words, parsed back."""
+    """A text world's sessions: slots and observations in the task's words, parsed back.
 
-    declaration = world_for(TEXT_WORLD_ID).declaration
+    The built-in text world's, or a plug-in text world's (a `TextWorld` subclass registered
+    under its own id): the slot schema checked is the world's declaration, the words its own.
 
-    def __init__(self, record: SessionRecord) -> None:
+    Args:
+        record: The session.
+        world: The registered text world the session file is recorded in (default text-ops).
+    """
+
+    def __init__(self, record: SessionRecord, world: TextWorld | None = None) -> None:
+        base = world or TextWorld()
+        self.declaration = base.declaration
         self.config = _dynamics(record, TEXT_DYNAMICS)
-        self.task: TextTask | None = record.task or TextTask()
-        self._world = TextWorld(record.task or TextTask(), self.config)
+        task = record.task or TextTask(kind=next(iter(base.wordings)))
+        if task.kind not in base.wordings:
+            raise SessionError(
+                "/task/kind",
+                f"task kind {task.kind!r} is not one of world {base.declaration.world_id}'s "
+                f"({', '.join(base.wordings)})",
+            )
+        self.task: TextTask | None = task
+        self._world = type(base)(task, self.config)
 
     def observation(self, values: Mapping[str, Any], pointer: str) -> Observation:
         """The declared observation fields, read by the task's parser."""
@@ -345,14 +361,33 @@ class TextSessions:
 
     def action(self, value: str) -> str:
         """An option key as the corridor's action underneath."""
-        return next(iter(to_corridor_actions({value: 1.0})))
+        return next(iter(self._world.to_dynamics_actions({value: 1.0})))
 
 
 SESSION_READERS: dict[str, Callable[[SessionRecord], SessionReader]] = {
     CORRIDOR_WORLD_ID: CorridorSessions,
     TEXT_WORLD_ID: TextSessions,
 }
-"""The worlds whose sessions the import reads (`--world`), each with its session reader."""
+"""The built-in worlds' session readers; a plug-in text world's is `TextSessions` with it."""
+
+
+def session_reader(world_id: str) -> Callable[[SessionRecord], SessionReader]:
+    """The session reader of a registered world (`--world`).
+
+    Raises:
+        InputError: the world is not registered, or declares no text rendering the import
+            could read its sessions' words with.
+    """
+    world = world_for(world_id)  # an unregistered id names the registered ones
+    if world_id in SESSION_READERS:
+        return SESSION_READERS[world_id]
+    if isinstance(world, TextWorld):
+        return lambda record: TextSessions(record, world)
+    raise InputError(
+        f"not applicable: world {world_id} does not declare a text rendering (it is not a "
+        "TextWorld), so the import cannot read its sessions",
+        location="--world",
+    )
 
 
 def _action(reader: SessionReader, value: str, pointer: str) -> str:
@@ -505,7 +540,7 @@ def session_trace(record: SessionRecord, world_id: str = DEFAULT_WORLD_ID) -> Tr
     Raises:
         SessionError: The first field that cannot be imported.
     """
-    reader = SESSION_READERS[world_id](record)
+    reader = session_reader(world_id)(record)
     goal = _true_value(reader, "goal", record.goal, "/goal")
     door = _true_value(reader, "belief", record.door, "/door")
     return Trace(
@@ -588,13 +623,7 @@ def read_sessions(path: Path, world_id: str = DEFAULT_WORLD_ID) -> ImportedSessi
 
 
 def _check_world(world_id: str) -> None:
-    world_for(world_id)  # an unregistered id names the registered ones
-    if world_id not in SESSION_READERS:
-        raise InputError(
-            f"the import reads sessions of {', '.join(SESSION_READERS)} only "
-            f"(no session reader for world {world_id!r})",
-            location="--world",
-        )
+    session_reader(world_id)
 
 
 def _session_line(line: str, where: str, world_id: str) -> tuple[SessionRecord, Trace]:

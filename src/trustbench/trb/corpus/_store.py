@@ -24,7 +24,12 @@ from trustbench.trb.corpus._format import (
     trace_sha256,
 )
 from trustbench.trb.corpus._generate import split_encodings
-from trustbench.trb.world import DEFAULT_WORLD_ID, TEXT_WORLD_ID, world_sha256
+from trustbench.trb.world import (
+    DEFAULT_WORLD_ID,
+    TextParseError,
+    text_world_for_task,
+    world_sha256,
+)
 
 # ------------------------------------------------------------------------------------------------
 # Counterfactual provenance: the synthetic share and the spec's 3:1 cap (§5, whitepaper §4.4).
@@ -149,18 +154,31 @@ def split_bytes(traces: list[Trace]) -> bytes:
 
 
 def world_of(splits: dict[str, list[Trace]]) -> str:
-    """The built-in world a corpus's traces are recorded in: text when they state tasks.
+    """The world a corpus's traces are recorded in: the text world their task kinds name.
+
+    The corridor when no trace states a task; else the registered text world (built in or a
+    plug-in's) that states the traces' task kinds.
 
     Raises:
-        InputError: some traces state a text task and others do not (two worlds in one corpus).
+        InputError: some traces state a text task and others do not, or their task kinds
+            belong to two worlds (one corpus holds one world), or to none registered.
     """
-    stated = {trace.task is not None for traces in splits.values() for trace in traces}
-    if len(stated) > 1:
+    worlds = set()
+    for traces in splits.values():
+        for trace in traces:
+            if trace.task is None:
+                worlds.add(DEFAULT_WORLD_ID)
+                continue
+            try:
+                worlds.add(text_world_for_task(trace.task).declaration.world_id)
+            except TextParseError as error:
+                raise InputError(str(error), location=f"{trace.trace_id}/task/kind") from None
+    if len(worlds) > 1:
         raise InputError(
-            "some traces state a text task and others do not: one corpus holds one world",
+            f"the traces are recorded in worlds {sorted(worlds)}: one corpus holds one world",
             location="corpus",
         )
-    return TEXT_WORLD_ID if stated == {True} else DEFAULT_WORLD_ID
+    return worlds.pop() if worlds else DEFAULT_WORLD_ID
 
 
 def manifest_for(

@@ -34,11 +34,10 @@ from trustbench.trb.measures._governance import (
     summarize_governance,
 )
 from trustbench.trb.world import (
-    TEXT_ACTIONS,
     CorridorWorld,
     TextContext,
-    TextWorld,
     reference_continuation,
+    text_world_for_task,
 )
 
 AUDIT_TOLERANCE = 1e-9
@@ -146,7 +145,7 @@ class _TextOracle:
 
     def emit_text(self, context: TextContext) -> str:
         """The exact reference agent's slot block, in the task's report language."""
-        world = TextWorld(context.task, context.dynamics)
+        world = text_world_for_task(context.task, context.dynamics)
         return world.render_report(world.reference_report(context.prompt))
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
@@ -161,7 +160,7 @@ class TextGovernedOracle(_TextOracle):
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """Phi of the r the reasoning states."""
-        world = TextWorld(context.task, context.dynamics)
+        world = text_world_for_task(context.task, context.dynamics)
         r = world.parse_report(reasoning or self.emit_text(context))
         return world.reference_continuation(r)
 
@@ -173,7 +172,7 @@ class TextRIgnoringOracle(_TextOracle):
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """Phi of its own r, ignoring the given reasoning."""
-        world = TextWorld(context.task, context.dynamics)
+        world = text_world_for_task(context.task, context.dynamics)
         return world.reference_continuation(world.reference_report(context.prompt))
 
 
@@ -183,8 +182,9 @@ class TextUniformOracle(_TextOracle):
     name = "text-oracle:uniform"
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
-        """1/K per option."""
-        return dict.fromkeys(TEXT_ACTIONS, 1.0 / len(TEXT_ACTIONS))
+        """1/K per option the task's world declares."""
+        options = text_world_for_task(context.task, context.dynamics).option_keys
+        return dict.fromkeys(options, 1.0 / len(options))
 
 
 def expected_outcome_only_balanced_accuracy(traces: list[Trace], world: CorridorWorld) -> float:

@@ -55,7 +55,7 @@ from trustbench.trb.proxy._local import (
     parse_slot_text,
     render_slot_text,
 )
-from trustbench.trb.world import TEXT_ACTIONS, CorridorWorld, TextContext, TextWorld
+from trustbench.trb.world import TEXT_ACTIONS, CorridorWorld, TextContext, text_world_for_task
 
 WORLD = CorridorWorld()
 """The world this adapter is asked about: its declared actions are the option words, and its
@@ -411,7 +411,9 @@ class ChatTextAgent:
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """The option distribution after the model's own reasoning, its block edited."""
         own = self.emit_text(context)
-        labels = [label for _, label in TextWorld(context.task, context.dynamics).slot_labels()]
+        world = text_world_for_task(context.task, context.dynamics)
+        labels = [label for _, label in world.slot_labels()]
+        self.chat.options = world.option_keys  # the option keys the task's world declares
         text = own if reasoning is None else replace_slot_block(own, reasoning, labels)
         messages = [
             {"role": "user", "content": context.prompt},

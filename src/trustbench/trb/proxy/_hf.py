@@ -63,7 +63,7 @@ from trustbench.trb.proxy._local import (
     Template,
     resolve_device_dtype,
 )
-from trustbench.trb.world import TEXT_ACTIONS, TextContext, TextWorld
+from trustbench.trb.world import TextContext, text_world_for_task
 
 # ------------------------------------------------------------------------------------------------
 # Forward passes of the Hugging Face adapter that read only what is used, and reuse a prefix.
@@ -1153,7 +1153,7 @@ class HFTextAgent:
 
     def emit_text(self, context: TextContext) -> str:
         """The slot block, each slot filled with the model's most probable words."""
-        world = TextWorld(context.task, context.dynamics)
+        world = text_world_for_task(context.task, context.dynamics)
         lines: list[str] = []
         for slot, label in world.slot_labels():
             options = world.slot_options(slot)
@@ -1166,5 +1166,6 @@ class HFTextAgent:
         """P(option key | task text, slot block, `Option:`), renormalised over the keys."""
         block = reasoning if reasoning is not None else self.emit_text(context)
         prompt = f"{context.prompt}\n{block}\nOption:"
-        probs = self.scorer.next_option_probs([[prompt]], TEXT_ACTIONS)[0]
-        return {a: float(p) for a, p in zip(TEXT_ACTIONS, probs.tolist(), strict=True)}
+        keys = text_world_for_task(context.task, context.dynamics).option_keys
+        probs = self.scorer.next_option_probs([[prompt]], keys)[0]
+        return {a: float(p) for a, p in zip(keys, probs.tolist(), strict=True)}

@@ -108,12 +108,14 @@ from trustbench.trb.reference import (
 from trustbench.trb.reference._token_world import Recipe, load_token_lm, render_history
 from trustbench.trb.track._pipeline import BUILTIN_CORPUS, TrbTrackOptions
 from trustbench.trb.world import (
-    TEXT_WORLD_ID,
+    CORRIDOR_WORLD_ID,
     CorridorConfig,
     CorridorWorld,
+    TextParseError,
     TextTask,
     TextWorld,
     TextWorldAdapter,
+    text_world_for_task,
 )
 
 # ------------------------------------------------------------------------------------------------
@@ -460,9 +462,13 @@ class AdapterSource:
                 encoding the adapter has no use for or cannot be asked in.
         """
         if task is not None:
-            return self._text_adapter(TextWorld(task, world), transport)
+            try:
+                text_world = text_world_for_task(task, world)
+            except TextParseError as error:
+                raise NotApplicable(f"{self.adapter}: {error}") from None
+            return self._text_adapter(text_world, transport)
         if self.adapter in TEXT_ORACLES:
-            raise NotApplicable(_world_mismatch(self.adapter, task))
+            raise NotApplicable(_world_mismatch(self.adapter, None))
         built = self._build(world, transport)
         try:
             return with_encoding(built, encoding, self.adapter)
@@ -483,7 +489,7 @@ class AdapterSource:
         if self.adapter in TEXT_ORACLES:
             return TextWorldAdapter(TEXT_ORACLES[self.adapter](), world)
         if self.chat is None:
-            raise NotApplicable(_world_mismatch(self.adapter, world.task))
+            raise NotApplicable(_world_mismatch(self.adapter, world))
         chat = self._build(world.dynamics, transport)
         return TextWorldAdapter(ChatTextAgent(chat), world)
 
@@ -528,11 +534,21 @@ class AdapterSource:
         return self.factory()
 
 
-def _world_mismatch(adapter: str, task: TextTask | None) -> str:
-    """Why an adapter cannot act on a trace of another world than the one it speaks."""
-    if task is None:
-        return f"{adapter} speaks the text world ({TEXT_WORLD_ID}); this trace is a corridor trace"
-    return f"{adapter} speaks the corridor; this trace is in world {TEXT_WORLD_ID}"
+def _world_mismatch(adapter: str, world: TextWorld | None) -> str:
+    """Why an adapter cannot act on a trace of another world than the one it speaks.
+
+    `world`: the trace's text world (any registered one, built in or a plug-in's), or None for
+    a corridor trace.
+    """
+    if world is None:
+        return (
+            f"{adapter} speaks a text world; this trace is a corridor trace "
+            f"(world {CORRIDOR_WORLD_ID} does not declare a text rendering)"
+        )
+    return (
+        f"{adapter} speaks the corridor; this trace is in world "
+        f"{world.declaration.world_id} (it does not declare the corridor's observations)"
+    )
 
 
 _MODELS: dict[tuple[str, str, str, str], tuple[ReferenceNativeModel, dict[str, Any]]] = {}

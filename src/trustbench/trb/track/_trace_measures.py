@@ -58,7 +58,7 @@ from trustbench.trb.track._measures import (
     _trace_seed,
     trace_figure,
 )
-from trustbench.trb.world import CorridorWorld, TextWorld, sample_action
+from trustbench.trb.world import CorridorWorld, sample_action, text_world_for_task
 
 if TYPE_CHECKING:
     from trustbench.trb.track._measures import TrbMeasure
@@ -399,7 +399,11 @@ def exact_dynamics(trace: Trace) -> CorridorWorld:
     finite-state dynamics, so reach probabilities and the reference agent's Phi are exact there
     too; a corridor trace is the corridor of its parameters.
     """
-    world = CorridorWorld(trace.world) if trace.task is None else TextWorld(trace.task, trace.world)
+    world = (
+        CorridorWorld(trace.world)
+        if trace.task is None
+        else text_world_for_task(trace.task, trace.world)
+    )
     return world.exact_dynamics()
 
 
