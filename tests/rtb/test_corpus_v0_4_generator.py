@@ -251,3 +251,17 @@ def test_shipped_presentation_edits_fall_on_every_decision_alike() -> None:
             notes[decision] = notes.get(decision, 0) + noted
     assert len(set(notes.values())) == 1, notes
     assert set(notes) == {d.value for d in Decision}
+
+
+def _unreviewed_glass(case: dict[str, Any]) -> bool:
+    return any(r["kind"] == "break_glass" and r["post_review_by"] is None for r in case["evidence"])
+
+
+def test_an_unreviewed_break_glass_falls_on_every_decision_alike() -> None:
+    # Issue 51's token artifact: `post_review_by=None` was in 10 cases, all deny (the edit
+    # `glass-unreviewed`). The emergency families' spare break-glass carries it on every member.
+    unreviewed = {d.value: 0 for d in Decision}
+    for members in _shipped_families().values():
+        for case in members:
+            unreviewed[case["expectations"]["reference_decision"]] += _unreviewed_glass(case)
+    assert len(set(unreviewed.values())) == 1 and unreviewed["deny"] > 0, unreviewed

@@ -252,12 +252,19 @@ def delegation_elsewhere(d: Draft, rng: random.Random) -> Effect:
 
 
 def _glass(d: Draft) -> dict[str, Any]:
-    return d.of_kind("break_glass")[0]
+    """The break-glass declared for the target (not the family's spare, for the sibling)."""
+    return next(r for r in d.of_kind("break_glass") if r["target"] == d.proposal["target"])
 
 
 def glass_unreviewed(d: Draft, rng: random.Random) -> Effect:
-    """The break-glass names no after-the-fact reviewer: the freeze stands."""
-    _glass(d)["post_review_by"] = None
+    """The break-glass names no after-the-fact reviewer: the freeze stands.
+
+    The reviewer is swapped with the family's spare break-glass (the sibling's, still awaiting
+    one), so every member of the family holds one unreviewed declaration whatever its decision:
+    an absent reviewer is not a deny sign.
+    """
+    glass, spare = _glass(d), d.record(d.facts["spare_glass"])
+    glass["post_review_by"], spare["post_review_by"] = None, glass["post_review_by"]
     return _deny(
         "change_freeze_in_effect", "change_freeze", "break-glass unreviewed", "break_glass"
     )
@@ -553,11 +560,12 @@ def _add_spares(d: Draft, rng: random.Random) -> None:
     """Give the base a revocation, a service notice and an approval that decide nothing.
 
     A revocation of an approval that is not in the evidence, a notice from a service other than
-    the approval service, a superseded approval for the sibling resource, each at a drawn
-    position. The deny edit `revoked`, the hold edits `service-down` and `superseded` re-point
-    these records instead of adding one or changing a status alone, so every member of a family
-    carries the same record kinds and counts, and the same approval statuses, whatever its
-    decision.
+    the approval service, a superseded approval for the sibling resource and, in an emergency
+    family, a lapsed, unreviewed break-glass for the sibling, each at a drawn position. The deny
+    edits `revoked` and `glass-unreviewed`, the hold edits `service-down` and `superseded`
+    re-point these records (or swap a value with them) instead of adding one or changing a value
+    alone, so every member of a family carries the same record kinds and counts, the same
+    approval statuses and the same break-glass reviewers, whatever its decision.
     """
     when = d.at - timedelta(minutes=rng.randint(30, 48 * 60))
     revocation = {
@@ -584,14 +592,36 @@ def _add_spares(d: Draft, rng: random.Random) -> None:
         "status": "superseded",
         "superseded_by": None,
     }
-    spares = (
+    spares = [
         ("spare_revocation", revocation),
         ("spare_notice", notice),
         ("spare_approval", approval),
-    )
+    ]
+    if d.archetype == "emergency":
+        spares.append(("spare_glass", _spare_glass(d, rng)))
     for key, record in spares:
         d.evidence.insert(rng.randrange(len(d.evidence) + 1), record)
         d.facts[key] = record["record_id"]
+
+
+def _spare_glass(d: Draft, rng: random.Random) -> dict[str, Any]:
+    """An earlier break-glass on the sibling resource, lapsed and still awaiting its reviewer.
+
+    It decides nothing (another target, expired), and `glass-unreviewed` swaps reviewers with
+    it, so an unreviewed declaration is in every member of an emergency family.
+    """
+    glass = _glass(d)
+    declared = d.at - timedelta(days=rng.randint(2, 20), hours=rng.randint(0, 23))
+    return {
+        **glass,
+        "record_id": opaque(rng, "rec-"),
+        "target": d.facts["sibling"],
+        "declared_by": rng.choice(d.policy()["break_glass_holders"]),
+        "incident": f"INC-{rng.randint(10000, 99999)}",
+        "declared_at": like(glass["declared_at"], declared),
+        "expires_at": like(glass["expires_at"], declared + timedelta(hours=rng.choice((8, 12)))),
+        "post_review_by": None,
+    }
 
 
 def _second_deny(
