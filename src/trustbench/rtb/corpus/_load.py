@@ -214,7 +214,7 @@ def _validator(schema_name: str, policy_id: str | None = None) -> jsonschema.Dra
     """The schema's Draft 2020-12 validator, built once per schema, with `_one_of_by_kind`."""
     import jsonschema
 
-    schema = schema_documents(policy_id)[schema_name]
+    schema = build_schema(schema_name, policy_id)
     standard = jsonschema.Draft202012Validator
     by_kind = jsonschema.validators.extend(
         standard, {"oneOf": _one_of_by_kind(schema, standard.VALIDATORS["oneOf"])}
