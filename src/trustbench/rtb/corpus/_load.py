@@ -34,8 +34,8 @@ from trustbench.rtb.policy._protocol import AuthoredCase, CorpusPolicy
 from trustbench.rtb.policy._registry import known_policy_ids, policy_for
 
 if TYPE_CHECKING:
-    import jsonschema
     from jsonschema.exceptions import ValidationError as SchemaError
+    from jsonschema.protocols import Validator
 
 
 # ------------------------------------------------------------------------------------------------
@@ -210,15 +210,14 @@ def parse_json(rel: str, data: bytes, problems: list[Problem]) -> Any | None:
 
 
 @cache
-def _validator(schema_name: str, policy_id: str | None = None) -> jsonschema.Draft202012Validator:
+def _validator(schema_name: str, policy_id: str | None = None) -> Validator:
     """The schema's Draft 2020-12 validator, built once per schema, with `_one_of_by_kind`."""
     import jsonschema
+    from jsonschema.validators import extend
 
     schema = build_schema(schema_name, policy_id)
     standard = jsonschema.Draft202012Validator
-    by_kind = jsonschema.validators.extend(
-        standard, {"oneOf": _one_of_by_kind(schema, standard.VALIDATORS["oneOf"])}
-    )
+    by_kind = extend(standard, {"oneOf": _one_of_by_kind(schema, standard.VALIDATORS["oneOf"])})
     return by_kind(schema)
 
 
