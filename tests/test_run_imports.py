@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from tests.support.child_env import child_env
+from tests.support.cli import invoke
 from tests.support.openai_server import OpenAIServer, openai_server  # noqa: F401
 
 REPORT_ONLY = ("numpy", "scipy", "statsmodels", "matplotlib")
@@ -180,3 +181,23 @@ def test_an_http_provider_loads_aiohttp_when_made_not_in_its_first_timed_request
         capture_output=True, text=True, check=True, env=child_env(tmp_path),
     )  # fmt: skip
     assert completed.stdout.split() == ["False", "True"], completed.stderr
+
+
+def test_run_of_a_workflow_imports_no_statistics_no_other_policy_and_no_web_server(
+    tmp_path: Path,
+) -> None:
+    """A workflow run on a v0.2 scenario loads the v0.2 policy alone, no numpy (the workflow
+    figures' statistics) and no aiohttp web server (the `http` boundary's service side)."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'suite = "rtb"\ntrack = "workflow"\ntrials_per_case = 1\nconcurrency = 1\n\n'
+        '[corpus]\nbuiltin = "v0.2"\n\n[track_options]\nkinds = ["direct"]\n'
+        'scenarios = ["backup_retention-02-revision_counters-permit/direct"]\n\n'
+        '[[candidates]]\nname = "honest"\nkind = "inprocess"\n'
+        'settings = { agent = "honest", boundary = "reference" }\n'
+    )
+    run_dir = tmp_path / "run"
+    assert invoke("freeze", str(spec), "--out", str(run_dir))[0] == 0  # in process: untimed
+    other_policies = ("trustbench.rtb.policy.narrow_v3", "trustbench.rtb.policy.narrow_v4")
+    ran = _cli(tmp_path, "run", str(run_dir), "--quiet", unused=(*other_policies, "aiohttp.web"))
+    assert ran == {"code": 0, "loaded": [], "unused": []}

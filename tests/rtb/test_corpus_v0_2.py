@@ -20,7 +20,7 @@ from trustbench.rtb.corpus import builtin_corpus_root, load_corpus, validate_cor
 from trustbench.rtb.corpus._export import export_candidate_inputs, to_candidate_input
 from trustbench.rtb.corpus._load import build_schema
 from trustbench.rtb.policy import DEFAULT_POLICY_ID as POLICY_ID_V1
-from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2
+from trustbench.rtb.policy.narrow_v2._cedar import cedar_assess_v2, load_policy_text_v2
 from trustbench.rtb.policy.narrow_v2._models import (
     POLICY_ID_V2,
     CaseV2,
@@ -129,6 +129,32 @@ def test_reference_policy_v2_cedar_and_answer_key_agree_on_every_v0_2_case(corpu
                 f"{[c.value for c in cedar.reason_codes]} {cedar.detail}"
             )
     assert disagreements == [], "\n".join(disagreements)
+
+
+def test_cedar_answers_with_the_policy_parsed_once_as_with_the_policy_text(
+    corpus: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Cedar encoding hands cedarpy its policy set parsed once; the answers are the text's."""
+    import cedarpy
+
+    asked: list[tuple[list[dict], Any, list[dict]]] = []
+    answer = cedarpy.is_authorized_batch
+
+    def recording(requests: list[dict], policies: Any, entities: list[dict]) -> Any:
+        asked.append((requests, policies, entities))
+        return answer(requests, policies, entities)
+
+    monkeypatch.setattr(cedarpy, "is_authorized_batch", recording)
+    for case in corpus.cases[::12]:
+        cedar_assess_v2(to_candidate_input(case, "rtb-00000000000000000000000000000000"))
+    text = load_policy_text_v2()
+    assert asked and all(isinstance(p, cedarpy.PolicySet) for _, p, _ in asked)
+    assert len({id(p) for _, p, _ in asked}) == 1  # parsed once, for every call
+    for requests, policies, entities in asked:
+        parsed, from_text = answer(requests, policies, entities), answer(requests, text, entities)
+        assert [(r.decision, sorted(r.diagnostics.reasons)) for r in parsed] == [
+            (r.decision, sorted(r.diagnostics.reasons)) for r in from_text
+        ]
 
 
 def test_reference_policy_v2_replies_match_the_v0_2_response_schema(corpus: Any) -> None:

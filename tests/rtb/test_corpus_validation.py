@@ -275,3 +275,55 @@ def test_a_deeply_nested_case_file_is_a_problem_naming_the_file(tmp_path: Path) 
     assert any(
         p.file == f"cases/{case.name}" and "nested too deeply" in p.message for p in report.problems
     ), [str(p) for p in report.problems]
+
+
+def _evidence_variants(record: dict[str, Any], other_kind: str) -> list[Any]:
+    """An evidence record as authored, and broken in each way a `oneOf` branch can be missed."""
+    without_a_field = {k: v for k, v in record.items() if k != sorted(set(record) - {"kind"})[0]}
+    return [
+        record,
+        {**record, "kind": other_kind},  # another branch's kind, this branch's fields
+        {**record, "kind": "no_such_kind"},
+        {k: v for k, v in record.items() if k != "kind"},
+        {**record, "kind": 7},
+        {**record, "unexpected": True},
+        without_a_field,
+        {**record, "record_id": 12},
+        "not a record",
+    ]
+
+
+@pytest.mark.parametrize("version", ["0.1", "0.2", "0.3"])
+def test_evidence_records_are_judged_by_their_kind_branch_exactly_as_the_standard_one_of(
+    version: str,
+) -> None:
+    """The validator that tries the branch a record's `kind` names first (`_one_of_by_kind`)
+    accepts and rejects what jsonschema's own Draft 2020-12 validator does, with the same errors."""
+    import jsonschema
+
+    from trustbench.rtb.corpus._load import _validator, schema_documents
+
+    root = builtin_corpus_root(version)
+    policy_id = json.loads((root / "MANIFEST.json").read_text()).get("policy_id")
+    schema = schema_documents(policy_id)["case.schema.json"]
+    standard = jsonschema.Draft202012Validator(schema)
+    by_kind = _validator("case.schema.json", policy_id)
+    assert type(by_kind) is not jsonschema.Draft202012Validator
+    case = json.loads(next((root / "cases").glob("*.json")).read_text())
+    kinds = sorted({record["kind"] for record in case["evidence"]})
+    compared = 0
+    for record in case["evidence"][:3]:
+        other = next((k for k in kinds if k != record["kind"]), "approval")
+        for variant in _evidence_variants(record, other):
+            document = {**case, "evidence": [variant, *case["evidence"]]}
+            expected = [
+                (list(e.absolute_path), e.message, [c.message for c in e.context])
+                for e in standard.iter_errors(document)
+            ]
+            found = [
+                (list(e.absolute_path), e.message, [c.message for c in e.context])
+                for e in by_kind.iter_errors(document)
+            ]
+            assert found == expected, variant
+            compared += bool(expected)
+    assert compared >= 3 * 7  # every broken variant was rejected, by both

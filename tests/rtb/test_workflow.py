@@ -89,6 +89,15 @@ def test_every_stateful_kind_is_seeded_in_every_group_reproducibly() -> None:
     assert {s.scenario_id for s in other} != {s.scenario_id for s in SCENARIOS}
 
 
+def test_building_some_kinds_gives_the_same_scenarios_as_building_every_kind() -> None:
+    """A run builds only the kinds its spec names; each must be the one a full build gives."""
+    stateful = [kind.value for kind in WorkflowKind]
+    for kinds in ([DIRECT], stateful[:1], stateful[1:], [DIRECT, stateful[-1]], []):
+        some = workflow_scenarios(CASES, seed=3, kinds=kinds)
+        every = [s for s in workflow_scenarios(CASES, seed=3) if s.script.kind in kinds]
+        assert [s.model_dump() for s in some] == [s.model_dump() for s in every], kinds
+
+
 def test_direct_task_is_allowed_only_when_the_reference_decision_is_permit() -> None:
     for scenario in _of(DIRECT):
         case = next(c for c in CASES if c.case_id == scenario.case_id)

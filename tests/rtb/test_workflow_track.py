@@ -254,6 +254,20 @@ def test_freeze_names_an_unknown_boundary_and_an_unknown_scenario_kind(tmp_path:
     assert code == 2 and "track_options.kinds" in message
 
 
+def test_freeze_names_listed_scenarios_that_are_not_of_the_selected_kinds(tmp_path: Path) -> None:
+    """Only the kinds the listed ids name are built; an id of another kind is still unknown."""
+    forging = "dns_changes-01-permitted/metadata_forging"
+    listed = ["dns_changes-01-permitted/direct", forging, "no-such-case/direct", "x/no_kind"]
+    text = scripted_spec(kinds=["direct"], candidates=[("honest", "honest", "reference")])
+    spec = tmp_path / "exp.toml"
+    spec.write_text(
+        text.replace('kinds = ["direct"]', f'kinds = ["direct"]\nscenarios = {json.dumps(listed)}')
+    )
+    code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
+    assert code == 2 and "track_options.scenarios" in message, message
+    assert all(name in message for name in listed[1:]) and listed[0] not in message, message
+
+
 def test_ledger_holds_the_trajectory_needed_to_regrade(tmp_path: Path) -> None:
     scenario = "dns_changes-01-permitted/direct"
     text = scripted_spec(kinds=["direct"], candidates=[("honest", "honest", "reference")])

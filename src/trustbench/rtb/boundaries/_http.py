@@ -18,10 +18,9 @@ the harness only knows it reached that URL.
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-from aiohttp import web
 from pydantic import TypeAdapter
 
 from trustbench.rtb.boundaries._protocol import (
@@ -34,6 +33,9 @@ from trustbench.rtb.boundaries._protocol import (
 from trustbench.rtb.boundaries._python import PythonPolicyBoundary
 from trustbench.rtb.boundaries._target import InjectAction, apply_action
 from trustbench.rtb.platform import ControlRequest, EffectEntry, PlatformSeed, SimulatedPlatform
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 _ENTRIES = TypeAdapter(list[EffectEntry])
 _TIMEOUT = aiohttp.ClientTimeout(total=30)
@@ -159,8 +161,6 @@ def new_trial_id() -> str:
 # wire contract in `_http.py`. Tests and the demo run it on 127.0.0.1; a user's own service would
 # implement the same endpoints over their real (or staging) platform.
 
-_TRIALS = web.AppKey("trials", dict[str, tuple[SimulatedPlatform, Boundary]])
-
 
 def reference_service_app(
     boundary_factory: BoundaryFactory = PythonPolicyBoundary,
@@ -173,19 +173,22 @@ def reference_service_app(
     Returns:
         An application serving the `http` boundary wire contract.
     """
+    from aiohttp import web  # the server side: a run's client never loads it (about 30 ms)
+
+    trials_key = web.AppKey("trials", dict[str, tuple[SimulatedPlatform, Boundary]])
     app = web.Application()
-    app[_TRIALS] = {}
+    app[trials_key] = {}
 
     def trial(request: web.Request) -> tuple[SimulatedPlatform, Boundary]:
         trial_id = request.match_info["trial_id"]
-        if trial_id not in app[_TRIALS]:
+        if trial_id not in app[trials_key]:
             raise web.HTTPNotFound(text=f"unknown trial {trial_id!r}")
-        return app[_TRIALS][trial_id]
+        return app[trials_key][trial_id]
 
     async def open_trial(request: web.Request) -> web.Response:
         body = await request.json()
         seed = PlatformSeed.model_validate(body["seed"])
-        app[_TRIALS][body["trial_id"]] = (
+        app[trials_key][body["trial_id"]] = (
             SimulatedPlatform(body["trial_id"], seed),
             boundary_factory(),
         )
@@ -203,7 +206,7 @@ def reference_service_app(
 
     async def close_trial(request: web.Request) -> web.Response:
         trial(request)
-        del app[_TRIALS][request.match_info["trial_id"]]
+        del app[trials_key][request.match_info["trial_id"]]
         return web.Response(status=204)
 
     async def authorize(request: web.Request) -> web.Response:

@@ -34,9 +34,9 @@ DEFAULT_ENFORCEMENT: Enforcement = "enforcing"
 
 def _known_reason_code(code: str) -> str:
     """A reason code of some registered policy (a boundary's reply is checked, not trusted)."""
-    from trustbench.rtb.policy._registry import registered_policies
+    from trustbench.rtb.policy._registry import holds_reason_code
 
-    if not any(code in policy.reason_codes for policy in registered_policies()):
+    if not holds_reason_code(code):
         raise ValueError(f"reason code {code!r} is in no registered policy's vocabulary")
     return code
 

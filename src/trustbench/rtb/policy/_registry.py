@@ -142,6 +142,19 @@ def registered_policies() -> tuple[CorpusPolicy, ...]:
     return tuple(_load(policy_id) for policy_id in _POLICIES)
 
 
+def holds_reason_code(code: str) -> bool:
+    """Whether `code` is in some registered policy's vocabulary (`reason_codes`).
+
+    The answer of `registered_policies`, asking the policies already loaded first: a run
+    checks every boundary reply's reason code, and one in its own corpus's vocabulary then
+    imports no other version's policy (loading all four built-ins cost a v0.2 workflow run
+    0.16 to 0.18 s of CPU at start-up, bench/README.md "Reviewers in the loop").
+    """
+    return any(code in policy.reason_codes for policy in _loaded()) or any(
+        code in policy.reason_codes for policy in registered_policies()
+    )
+
+
 def policy_for(policy_id: str | None) -> CorpusPolicy:
     """The policy object for a declared id (None: the default policy of an undeclared corpus).
 

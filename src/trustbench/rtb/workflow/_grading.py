@@ -27,8 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trustbench._canonical import canonical_json
 from trustbench.core.figures import Figure
-from trustbench.core.stats import clustered_figure, pass_hat_k, pass_hat_k_by_case
-from trustbench.rtb._trial_rates import Grouping, Item, Reduction, cluster_name, trial_rate_figure
 from trustbench.rtb.boundaries import BoundaryFactory
 from trustbench.rtb.platform import (
     EffectEntry,
@@ -50,8 +48,12 @@ from trustbench.rtb.workflow._models import (
 )
 from trustbench.rtb.workflow._scenarios import STOP_KINDS
 
+# The statistics (`core.stats`, `rtb._trial_rates`: numpy under both) are imported by the
+# functions that compute figures: a run grades each trial here and computes no figure, and numpy
+# cost a workflow run about 0.15 s of CPU before its first trial (tests/test_run_imports.py).
 if TYPE_CHECKING:
     from trustbench.core import Manifest
+    from trustbench.rtb._trial_rates import Grouping, Item, Reduction
 
 
 REQUEST_TOOLS = ("request_change", "resume_checkpoint")
@@ -445,6 +447,8 @@ class WorkflowRate:
 def _item(
     grade: WorkflowTrialGrade, groups: Mapping[str, str], events: int, total: int = 1
 ) -> Item:
+    from trustbench.rtb._trial_rates import Item
+
     return Item(grade.case_id, groups.get(grade.scenario_id, grade.case_id), events, total)
 
 
@@ -674,6 +678,8 @@ def summarize_workflow(grades: Sequence[WorkflowTrialGrade]) -> WorkflowCounts:
             description=rate(name).description,
         )
 
+    from trustbench.core.stats import pass_hat_k_by_case
+
     by_scenario: dict[str, list[WorkflowTrialGrade]] = defaultdict(list)
     for g in grades:
         by_scenario[g.scenario_id].append(g)
@@ -805,6 +811,9 @@ def _pass_hat_figures(
     stats: dict[str, Any],
 ) -> list[Figure]:
     """Unbiased pass^k per scenario, averaged over scenarios, for each k every scenario ran."""
+    from trustbench.core.stats import clustered_figure, pass_hat_k
+    from trustbench.rtb._trial_rates import cluster_name
+
     by_scenario: dict[str, list[WorkflowTrialGrade]] = defaultdict(list)
     for grade in grades:
         by_scenario[grade.scenario_id].append(grade)
@@ -860,6 +869,8 @@ def workflow_figures(
         completion, unsupported completion claims (n/a without claims), evidence completeness,
         completed-and-compliant, all-pass-in-k, any-violation-in-k) and pass^k for each k.
     """
+    from trustbench.rtb._trial_rates import trial_rate_figure
+
     groups = groups or {}
     context = _context(grades)
     stats = {"confidence": confidence, "seed": seed, "resamples": resamples}

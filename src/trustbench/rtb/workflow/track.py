@@ -279,12 +279,15 @@ class WorkflowTrack:
             options.scenarios,
         )
         if key not in self._scenarios:
+            wanted = set(options.kinds or KNOWN_KINDS)
+            named = {sid.rpartition("/")[2] for sid in options.scenarios or ()}
             built = workflow_scenarios(
                 self.corpus(manifest.corpus.root).cases,
                 seed=options.scenario_seed,
                 deadline_s=options.observation_deadline_s,
+                # an id ends in its kind: only the kinds the listed ids name are built
+                kinds=wanted if options.scenarios is None else wanted & named,
             )
-            wanted = set(options.kinds or KNOWN_KINDS)
             chosen = {s.scenario_id: s for s in built if s.script.kind in wanted}
             if options.scenarios is not None:
                 unknown = sorted(set(options.scenarios) - set(chosen))
