@@ -58,6 +58,7 @@ __all__ = [
     "learned_table",
     "recovery_line",
     "rule_errors",
+    "rule_errors_text",
     "run_learning_audit",
     "verdict_lines",
 ]
