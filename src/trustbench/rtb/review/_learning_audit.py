@@ -375,8 +375,8 @@ rule reads (a label it finds is an authoring artefact), `reported` when it reads
 rules read (what it finds is part of the policy). Passing the review gates fails either."""
 
 REPORTED_WHY = (
-    "reported, not gated: it reads values or relations of fields the policy rules read, so its "
-    "accuracy is how much of the policy a shallow learner recovers; passing the review gates fails"
+    "it reads values or relations of fields the policy rules read, so its accuracy is how much of "
+    "the policy a shallow learner recovers; passing the review gates fails"
 )
 """Why a learner of the fields the rules read is reported (the tables say it)."""
 
@@ -946,8 +946,8 @@ def learned_table(report: LearnedReport) -> Table:
         title="Learned attackers of the fields the rules read (candidate-visible input only; "
         f"leave one domain group out, seed {report.seed})",
         caption=f"chance = majority-class share {percent(report.chance)}; {report.groups} groups; "
-        f"accuracy {REPORTED_WHY}; gates: the policy's review gates, a right decision counted as "
-        "supported",
+        f"accuracy reported, not gated: {REPORTED_WHY}; gates: the policy's review gates, a "
+        "right decision counted as supported",
     )
     for column in ("attacker", "held-out accuracy", "role", "gates", "detail"):
         table.add_column(column, overflow="fold")

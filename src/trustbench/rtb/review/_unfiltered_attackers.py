@@ -628,8 +628,9 @@ def unfiltered_table(report: UnfilteredReport) -> Table:
         caption=f"accuracy over the {report.cases} corpus cases; role gated (policy-blind: it "
         f"reads nothing a policy rule reads): band = chance {percent(report.chance)} +/- "
         f"{100 * report.margin:g} points = {band_text}, two-sided (relabelled: best renaming of "
-        f"the decisions); role reported (relational): {REPORTED_WHY}; gates: the policy's review "
-        f"gates, a right decision counted as supported; pool: {escape(report.pool)}",
+        f"the decisions); role reported (relational), not gated: {REPORTED_WHY}; gates: the "
+        "policy's review gates, a right decision counted as supported; pool: "
+        f"{escape(report.pool)}",
     )
     columns = ("attacker", "fitted on", "accuracy", "relabelled", "role", "result", "what it reads")
     for column in columns:
