@@ -1,4 +1,9 @@
-"""`trustbench rtb audit`: harness checks hold on v0.1 (which is saturated); a wrong label fails."""
+"""`trustbench rtb audit`: harness checks hold on v0.1 (which is saturated); a wrong label fails.
+
+What gates and what is reported follows issue 51: surface rules, policy-blind attackers, the
+artifact scan, rule ablation and the review gates gate; learners of the fields the rules read are
+reported.
+"""
 
 from pathlib import Path
 
@@ -47,15 +52,22 @@ def test_harness_audit_names_the_case_whose_reference_label_is_wrong() -> None:
     assert any(wrong_id in row.detail for row in failed)
 
 
-def test_rtb_audit_on_v0_2_runs_control_fails_on_learners_and_says_workflow_did_not_run() -> None:
+def test_rtb_audit_on_v0_2_fails_on_policy_blind_attackers_reports_learners_and_no_workflow() -> (
+    None
+):
     v0_2 = Path(corpus_package.__file__).parent / "v0.2"
     result = CliRunner().invoke(app, ["rtb", "audit", "--corpus", str(v0_2)])
-    # Every harness check holds and no fixed surface rule saturates v0.2, but learned attackers
-    # do (issue 26): the command exits 1 naming them.
+    # Every harness check holds and no fixed surface rule saturates v0.2. Its learned attackers
+    # read the fields the rules read: since issue 51 their figures are reported ("a shallow
+    # learner ... recovers"), no longer a failure ("corpus saturated by learned attackers"
+    # before). What still fails v0.2 is gated: its policy-blind attackers, fitted within the
+    # corpus, learn the generator's id suffixes; and rules no case turns on.
     assert result.exit_code == 1, result.output
     assert "harness audit checks that ran hold" in result.output
     assert "corpus not saturated: all" in result.output
-    assert "corpus saturated by learned attackers: logistic-regression" in result.output
+    assert "saturated by learned attackers" not in result.output
+    assert "reported: a shallow learner (logistic-regression, fitted on corpus" in result.output
+    assert "logistic-regression " not in str(result.exception)  # reported, never a failure
     assert "policy rules not load-bearing" in result.output
     assert "issued-by-as-of" in result.output
     # The boundaries enforce the v0.2 policy, so the control audit runs; the workflow track is
@@ -63,8 +75,7 @@ def test_rtb_audit_on_v0_2_runs_control_fails_on_learners_and_says_workflow_did_
     assert "control audit not run" not in result.output
     assert "workflow audit not run" in result.output
     # v0.2 ships no generator: its pool-trained attackers are "not run", and the failure the
-    # exit code rests on does not name them (its policy-blind attackers, fitted within the
-    # corpus, do fail: the generator's id suffixes are there to learn).
+    # exit code rests on does not name them.
     assert "pool-trained attackers not run (no generator shipped)" in result.output
     assert "blind-forest (corpus, leave one domain group out)" in str(result.exception)
     assert "generator" not in str(result.exception)

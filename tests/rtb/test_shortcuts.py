@@ -63,15 +63,21 @@ def test_rtb_audit_exit_code_follows_saturation_when_the_harness_holds(monkeypat
             cases=1,
             groups=2,
             chance=0.5,
-            margin=0.15,
             seed=0,
             attackers=[
-                AttackerScore(attacker="stub", description="stub", correct=0, cases=1, detail="")
+                AttackerScore(
+                    attacker="stub",
+                    description="stub",
+                    correct=0,
+                    cases=1,
+                    detail="",
+                    failed_gates=("stub",),
+                )
             ],
         ),
         ArtifactReport(cases=1, threshold_bits=1.0, alpha=0.01, permutations=1, seed=0, classes=[]),
     )
-    monkeypatch.setattr(_learning_audit, "run_learning_audit", lambda corpus, margin, seed: stub)
+    monkeypatch.setattr(_learning_audit, "run_learning_audit", lambda corpus, deciding, seed: stub)
     # The rule ablation has its own tests (test_rule_ablation.py): an empty-but-passing stub is
     # not possible (no rules is "not run"), so the stub declares one load-bearing rule.
     from trustbench.rtb.policy._protocol import PolicyRule

@@ -1,7 +1,8 @@
 """Attackers a corpus was not selected against (`rtb/review/_unfiltered_attackers.py`).
 
 A tiny synthetic generator whose record count decides the label shows the pool-trained
-policy-blind attacker catching it; the band is two-sided (far below chance is label information);
+policy-blind attacker catching it; the band is two-sided (far below chance is label information)
+and gates only the policy-blind attackers (a relational learner's figure is reported, issue 51);
 a policy without a generator reports the pool-trained attackers as not run, never as passed; and
 on v0.3 the pool-trained relation learner recovers what outside attackers measured (55-63 %),
 where the learners v0.3 was filtered against score 21-34 %.
@@ -18,9 +19,9 @@ import pytest
 from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root, load_corpus
 from trustbench.rtb.policy.narrow_v3 import NARROW_V3
 from trustbench.rtb.review._audit import cases_deciding
+from trustbench.rtb.review._learning_audit import Scoring
 from trustbench.rtb.review._unfiltered_attackers import (
     Inputs,
-    Scoring,
     UnfilteredReport,
     attack,
     attacker_specs,
@@ -125,6 +126,41 @@ def test_an_attacker_far_below_chance_is_outside_the_two_sided_band() -> None:
     assert never.accuracy == 0.0 and report.outside(never)
 
 
+def test_a_relational_learner_outside_the_band_is_reported_and_fails_nothing() -> None:
+    # Before issue 51 the band applied to relational learners too: this report failed.
+    _, labels, groups = _draw(seed=6, count=30)
+    relational = next(s for s in attacker_specs(0) if s.kind == "relational")
+    blind = next(s for s in attacker_specs(0) if s.kind == "policy-blind")
+    scoring = _scoring(labels, groups)
+    scoring = Scoring(
+        labels=labels,
+        case_ids=scoring.case_ids,
+        groups=groups,
+        gates=scoring.gates,
+        deciding={case_id: ("approval-active",) for case_id in scoring.case_ids},
+    )
+    right = attack(relational, "pool", labels, scoring)
+    assert right.role == "reported" and right.failed_gates  # 30 cases: too few to pass the gates
+    report = UnfilteredReport(
+        cases=30, chance=1 / 3, margin=0.15, seed=0, pool="none", attackers=[right]
+    )
+    assert report.outside(right) and report.outside_band == [] and report.ok
+    lines = unfiltered_verdicts(report)
+    assert all(passed is not False for passed, _ in lines)
+    assert (
+        True,
+        "reported: a shallow learner (relations-logistic, fitted on pool) recovers 100.0% of the "
+        "policy's decisions (30 of 30); wrong on the cases these rules decide: "
+        "approval-active 0/30",
+    ) in lines
+    # The same predictions from a policy-blind attacker are an artefact: gated, and failed.
+    gated = attack(blind, "pool", labels, scoring)
+    failing = UnfilteredReport(
+        cases=30, chance=1 / 3, margin=0.15, seed=0, pool="none", attackers=[gated, right]
+    )
+    assert failing.outside_band == ["blind-logistic (pool)"] and not failing.ok
+
+
 def test_without_a_generator_the_pool_trained_attackers_are_not_run_never_passed() -> None:
     documents, labels, groups = _draw(seed=4, count=30)
     inputs = Inputs(documents, None, None)
@@ -154,12 +190,16 @@ def test_v0_3s_pool_trained_relation_learner_recovers_what_outside_attackers_mea
     relation = figures[("structure-logistic", "pool")]
     assert relation.accuracy is not None and 0.55 <= relation.accuracy <= 0.65
     assert relation.rule_errors  # the rules its errors fall on
-    assert "structure-logistic (pool: 1440 cases drawn with seed 1, not a corpus seed)" in (
-        report.outside_band
+    # Outside the band, but a relational learner reads the fields the rules read: reported
+    # (issue 51), so it no longer fails this audit; it passes no review gate.
+    assert report.outside(relation) and relation.role == "reported"
+    assert report.outside_band == [] and report.passing_gates == [] and report.ok
+    assert any(
+        line.startswith("reported: a shallow learner (structure-logistic, fitted on pool: 1440")
+        for _, line in unfiltered_verdicts(report)
     )
-    assert not report.ok and report.passing_gates == []
-    # The policy-blind attackers stay in the band: what fails v0.3 is what a shallow reader of
-    # relations learns from unfiltered draws, not a planted token.
+    # The policy-blind attackers stay in the band: what v0.3 leaves to learn from unfiltered draws
+    # is what a shallow reader of relations learns, not a planted token.
     blind = [a for a in report.attackers if a.kind == "policy-blind"]
     assert len(blind) == 4 and not any(report.outside(a) for a in blind)
 

@@ -107,32 +107,30 @@ class CorpusAudit:
     saturation: SaturationReport
     """The fixed surface rules."""
     learning: LearningAudit
-    """The learned attackers (held out) and the artifact scan."""
+    """The learned attackers (held out: accuracy reported, review gates gated) and the artifact
+    scan (gated)."""
     ablation: AblationReport
     """The reference reviewer without each rule, against the built-in review spec's gates."""
     unfiltered: UnfilteredReport
     """The attackers the corpus was not selected against: policy-blind (within the corpus and
-    pool-trained) and shallow relational (pool-trained), each in a two-sided band and none
-    passing the review gates."""
+    pool-trained; gated, in a two-sided band) and shallow relational (pool-trained; reported),
+    none passing the review gates."""
 
     def verdicts(self) -> list[tuple[bool | None, str]]:
         """(passed, line) per audit, in the order `rtb audit` prints them (the ablation's last).
 
-        passed None: not run (pool-trained attackers without a generator), never a pass.
+        passed None: not run (pool-trained attackers without a generator), never a pass. A
+        reported figure (how much of the policy a shallow learner recovers) is passed True: it
+        is never a failing check, so the summary of a failing corpus never lists it.
         """
         from trustbench.rtb.review import _audit as _ablation
         from trustbench.rtb.review import _learning_audit
         from trustbench.rtb.review._shortcuts import verdict_line
         from trustbench.rtb.review._unfiltered_attackers import unfiltered_verdicts
 
-        learned = zip(
-            (self.learning.learned.ok, self.learning.artifacts.ok),
-            _learning_audit.verdict_lines(self.learning),
-            strict=True,
-        )
         return [
             (self.saturation.ok, verdict_line(self.saturation)),
-            *learned,
+            *_learning_audit.verdict_lines(self.learning),
             *unfiltered_verdicts(self.unfiltered),
             (self.ablation.ok, _ablation.verdict_line(self.ablation)),
         ]
@@ -158,11 +156,12 @@ def run_corpus_audits(
     from trustbench.rtb.review import _audit, _learning_audit, _unfiltered_attackers
 
     ablation = _audit.run_ablation_audit(corpus)
+    deciding = _audit.deciding_rules(ablation)
     return CorpusAudit(
         saturation=run_corpus_saturation(corpus, margin=margin),
-        learning=_learning_audit.run_learning_audit(corpus, margin=margin, seed=seed),
+        learning=_learning_audit.run_learning_audit(corpus, deciding, seed=seed),
         ablation=ablation,
         unfiltered=_unfiltered_attackers.run_unfiltered_audit(
-            corpus, _audit.deciding_rules(ablation), margin=margin, seed=seed
+            corpus, deciding, margin=margin, seed=seed
         ),
     )

@@ -2,9 +2,15 @@
 
 `trustbench rtb audit` runs these beside the fixed shortcut rules (`_shortcuts.py`). Both read the
 corpus's exported candidate inputs, produced by its policy exactly as a real export does, and use
-the answer key only to fit and to score. A corpus fails when any attacker scores above chance +
-margin held out, or any token class carries label information (see the
-attackers and the artifact scan above).
+the answer key only to fit and to score.
+
+The two differ in what their figure means (issue 51). The artifact scan tests token classes no
+policy rule reads (ids, shapes, record order): a class carrying the label is an authoring artefact,
+so it GATES. The learned attackers read the values and the pairwise relations of the very fields
+the policy rules read: their held-out accuracy says how much of the policy a shallow learner
+recovers, which a corpus built from minimal pairs teaches by design, so it is REPORTED (with the
+rules its errors fall on), never a failing check. What gates for them is that none passes the
+policy's review gates: a shallow learner that would be released as a reviewer is a broken corpus.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, computed_field
@@ -25,21 +32,33 @@ from rich.table import Table
 
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.review._shortcuts import CeilingAudit, percent, verdict_cell
+from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.policy._registry import policy_for
+from trustbench.rtb.review._audit import gate_results, gates_file
+from trustbench.rtb.review._rows import Outcome, ReviewTrialRow
+from trustbench.rtb.review._shortcuts import percent
 
 __all__ = [
     "DEFAULT_MARGIN",
+    "REPORTED_WHY",
     "ArtifactReport",
     "AttackerScore",
     "LearnedReport",
     "LearningAudit",
+    "Role",
+    "Scoring",
     "TokenClassScore",
     "artifact_scan",
     "artifact_table",
+    "corpus_scoring",
     "count_features",
+    "failed_gates",
     "held_out_predictions",
     "learned_audit",
     "learned_table",
+    "recovery_line",
+    "rule_errors",
+    "rule_errors_text",
     "run_learning_audit",
     "verdict_lines",
 ]
@@ -337,16 +356,123 @@ def all_features(
 # so an attacker cannot win by remembering a sibling case. Every model is seeded; the same corpus
 # gives the same figures.
 #
-# A corpus on which any attacker exceeds chance + margin held-out (chance = majority-class share) is
-# *saturated*: a candidate's score there may be surface pattern matching, not review. An attacker
-# that could not run (fewer than two groups, a single label) fails too: an unrun check is no pass.
+# Every feature view here includes the values or the relations of the fields the policy rules read
+# (a token `v:evidence[approval].status=revoked`, an equality of the proposal's revision with a
+# record's), so a high held-out accuracy is part of the policy recovered by a shallow reader, which
+# a corpus of minimal pairs teaches by design, not an artefact. The accuracy is REPORTED, with the
+# rules the learner's errors fall on (from the rule ablation). What GATES is the policy's review
+# gates, on the most favourable reading of a learner (a right decision counted as supported): a
+# corpus on which a shallow learner would be released as a reviewer fails. A learner that could
+# not run (fewer than two groups, a single label) fails too: an unrun check is no pass.
 
 DEFAULT_MARGIN = 0.15
-"""Points above chance an attacker may score held-out before the corpus counts as saturated."""
+"""Points either side of chance a policy-blind attacker may score (`_unfiltered_attackers`), and
+above chance a surface rule may (`_shortcuts`)."""
+
+Role = Literal["gated", "reported"]
+"""Whether an attacker's accuracy is a check or a figure: `gated` when it reads nothing a policy
+rule reads (a label it finds is an authoring artefact), `reported` when it reads the fields the
+rules read (what it finds is part of the policy). Passing the review gates fails either."""
+
+REPORTED_WHY = (
+    "it reads values or relations of fields the policy rules read, so its accuracy is how much of "
+    "the policy a shallow learner recovers; passing the review gates fails"
+)
+"""Why a learner of the fields the rules read is reported (the tables say it)."""
+
+WITHIN_CORPUS = "corpus, leave one domain group out"
+"""Where the learned attackers are fitted and scored."""
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """What every attacker's predictions are scored against (grader side)."""
+
+    labels: Sequence[str]
+    """Each corpus case's reference decision."""
+    case_ids: Sequence[str]
+    """Each corpus case's id."""
+    groups: Sequence[str]
+    """Each corpus case's domain group."""
+    gates: Path
+    """The policy's review gates file."""
+    deciding: Mapping[str, tuple[str, ...]]
+    """Case id -> the rules that decide it (from the rule ablation)."""
+
+
+def corpus_scoring(corpus: Corpus, deciding: Mapping[str, tuple[str, ...]]) -> Scoring:
+    """A corpus's answer key, cases, groups and its policy's review gates, in case order."""
+    return Scoring(
+        labels=[case.expectations.reference_decision.value for case in corpus.cases],
+        case_ids=[case.case_id for case in corpus.cases],
+        groups=[case.group for case in corpus.cases],
+        gates=gates_file(policy_for(corpus.policy_id)),
+        deciding=deciding,
+    )
+
+
+def failed_gates(predicted: Sequence[str], scoring: Scoring) -> tuple[str, ...]:
+    """The review gates a reader answering `predicted` fails, each right decision counted supported.
+
+    The most favourable reading of an attacker: what fails a gate here fails it whatever findings
+    the attacker wrote, so a corpus that passes this check passes it for every such reader.
+    """
+    rows = [
+        ReviewTrialRow(
+            case_id=case_id,
+            group=group,
+            variant="",
+            reference=Decision(label),
+            observed=Outcome(prediction),
+            supported=prediction == label,
+        )
+        for case_id, group, label, prediction in zip(
+            scoring.case_ids, scoring.groups, scoring.labels, predicted, strict=True
+        )
+    ]
+    return tuple(g.spec.label for g in gate_results(rows, scoring.gates) if g.status != "passed")
+
+
+def rule_errors(predicted: Sequence[str], scoring: Scoring) -> tuple[tuple[str, int, int], ...]:
+    """(rule id, wrong, cases the rule decides) per rule, the largest share wrong first.
+
+    Which part of the policy a reader does not recover: the rules deciding the cases it gets wrong.
+    """
+    wrong = Counter[str]()
+    decided = Counter[str]()
+    for case_id, label, prediction in zip(scoring.case_ids, scoring.labels, predicted, strict=True):
+        for rule in scoring.deciding.get(case_id, ()):
+            decided[rule] += 1
+            wrong[rule] += prediction != label
+    return tuple(
+        sorted(
+            ((rule, wrong[rule], decided[rule]) for rule in decided),
+            key=lambda e: (-e[1] / e[2], -e[2], e[0]),
+        )
+    )
+
+
+def rule_errors_text(errors: Sequence[tuple[str, int, int]], shown: int = 4) -> str:
+    """`. Wrong on the cases these rules decide: rule wrong/cases, ...` (empty without errors)."""
+    if not errors:
+        return ""
+    worst = ", ".join(f"{rule} {wrong}/{cases}" for rule, wrong, cases in errors[:shown])
+    return f". Wrong on the cases these rules decide: {worst}"
+
+
+def recovery_line(
+    attacker: str, fitted_on: str, correct: int, cases: int, errors: Sequence[tuple[str, int, int]]
+) -> str:
+    """The reported line of a learner of the fields the rules read (issue 51's wording)."""
+    return (
+        f"reported: a shallow learner ({attacker}, fitted on {fitted_on}) recovers "
+        f"{percent(correct / cases if cases else None)} of the policy's decisions ({correct} of "
+        f"{cases})" + rule_errors_text(errors, 3).replace(". Wrong", "; wrong", 1)
+    )
 
 
 class AttackerScore(BaseModel):
-    """One learned attacker's held-out accuracy on a corpus."""
+    """One learned attacker's held-out accuracy on a corpus, its gates and its rule errors."""
 
     model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
@@ -360,6 +486,11 @@ class AttackerScore(BaseModel):
     """Held-out predictions made (every case once); None when not run."""
     detail: str
     """Worst and best group, or why the attacker did not run."""
+    failed_gates: tuple[str, ...] | None = None
+    """Review gates its held-out predictions fail (a right decision counted as supported); empty:
+    it passes every gate, which fails the corpus; None: not run."""
+    rule_errors: tuple[tuple[str, int, int], ...] = ()
+    """(rule id, wrong, cases the rule decides), the largest share wrong first."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -367,9 +498,15 @@ class AttackerScore(BaseModel):
         """Pooled held-out accuracy (None when not run)."""
         return None if not self.cases or self.correct is None else self.correct / self.cases
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def role(self) -> Role:
+        """`reported`: every view of these learners reads fields the policy rules read."""
+        return "reported"
 
-class LearnedReport(CeilingAudit):
-    """Every learned attacker's held-out accuracy, the ceiling, and the verdict."""
+
+class LearnedReport(BaseModel):
+    """Every learned attacker's held-out accuracy (reported) and review gates (gated)."""
 
     model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
@@ -379,22 +516,23 @@ class LearnedReport(CeilingAudit):
     """Domain groups (folds of the leave-one-group-out split)."""
     chance: float | None
     """Majority-class share of the corpus; None for no cases."""
-    margin: float
-    """Declared points above chance an attacker may reach (0.15 = 15 points)."""
     seed: int
     """Seed of every model."""
     attackers: list[AttackerScore]
     """Every attacker, in a fixed order."""
 
-    def scores(self) -> list[tuple[str, float | None]]:
-        """Every attacker's `(name, held-out accuracy)`."""
-        return [(a.attacker, a.accuracy) for a in self.attackers]
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def passing_gates(self) -> list[str]:
+        """Attackers whose held-out predictions pass every review gate."""
+        return [a.attacker for a in self.attackers if a.failed_gates == ()]
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def saturating(self) -> list[str]:
-        """Attackers above the ceiling."""
-        return self.above()
+    def ok(self) -> bool:
+        """Every attacker ran and none passes the review gates (accuracy is never a check here)."""
+        ran = self.cases > 0 and all(a.correct is not None for a in self.attackers)
+        return ran and not self.passing_gates
 
 
 def _models(seed: int) -> dict[str, tuple[str, str, Callable[[], Any]]]:
@@ -493,59 +631,36 @@ def held_out_predictions(
     return predicted
 
 
-def _held_out(
-    make: Callable[[], Any], x: Any, labels: Sequence[str], groups: Sequence[str]
-) -> tuple[int, list[tuple[str, int, int]]]:
-    predicted = held_out_predictions(make, x, labels, groups)
-    per_group: list[tuple[str, int, int]] = []
-    for group in sorted(set(groups)):
-        members = [i for i, g in enumerate(groups) if g == group]
-        per_group.append((group, sum(predicted[i] == labels[i] for i in members), len(members)))
-    return sum(hits for _, hits, _ in per_group), per_group
-
-
 def _rows(x: Any, index: list[int]) -> Any:
     return [x[i] for i in index] if isinstance(x, list) else x[index]
 
 
 def learned_audit(
-    documents: Sequence[Document],
-    labels: Sequence[str],
-    groups: Sequence[str],
-    *,
-    margin: float = DEFAULT_MARGIN,
-    seed: int = 0,
+    documents: Sequence[Document], scoring: Scoring, *, seed: int = 0
 ) -> LearnedReport:
-    """Score every learned attacker leave-one-group-out on a corpus's exported inputs.
+    """Fit and score every learned attacker leave-one-group-out on a corpus's exported inputs.
 
     Args:
         documents: Each case's candidate-visible input as exported JSON: all the attackers see.
-        labels: Each case's reference decision (grader side; used only to fit and to score).
-        groups: Each case's domain group (the unit held out).
-        margin: Points above chance an attacker may reach.
+        scoring: The answer key (used only to fit and to score), groups (the unit held out), the
+            review gates and the rules deciding each case.
         seed: Seed for every model.
 
     Returns:
-        The report; `ok` is False when an attacker exceeds chance + margin or could not run.
+        The report; `ok` is False when an attacker passes the review gates or could not run.
     """
+    labels, groups = scoring.labels, scoring.groups
     majority = Counter(labels).most_common(1)[0][1] / len(labels) if labels else None
-    attackers: list[AttackerScore] = []
     runnable = len(set(groups)) >= 2 and len(set(labels)) >= 2
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):  # one BLAS thread: several threads only contend on small fits
         views = _views(documents) if runnable else {}
-        attackers += [
-            _score(name, spec, views, labels, groups, runnable)
-            for name, spec in _models(seed).items()
+        attackers = [
+            _score(name, spec, views, scoring, runnable) for name, spec in _models(seed).items()
         ]
     return LearnedReport(
-        cases=len(labels),
-        groups=len(set(groups)),
-        chance=majority,
-        margin=margin,
-        seed=seed,
-        attackers=attackers,
+        cases=len(labels), groups=len(set(groups)), chance=majority, seed=seed, attackers=attackers
     )
 
 
@@ -553,8 +668,7 @@ def _score(
     name: str,
     spec: tuple[str, str, Callable[[], Any]],
     views: dict[str, Any],
-    labels: Sequence[str],
-    groups: Sequence[str],
+    scoring: Scoring,
     runnable: bool,
 ) -> AttackerScore:
     description, view, make = spec
@@ -566,7 +680,13 @@ def _score(
             cases=None,
             detail="not run: needs at least two domain groups and two decisions",
         )
-    correct, per_group = _held_out(make, views[view], labels, groups)
+    labels, groups = scoring.labels, scoring.groups
+    predicted = held_out_predictions(make, views[view], labels, groups)
+    per_group: list[tuple[str, int, int]] = []
+    for group in sorted(set(groups)):
+        members = [i for i, g in enumerate(groups) if g == group]
+        per_group.append((group, sum(predicted[i] == labels[i] for i in members), len(members)))
+    correct = sum(hits for _, hits, _ in per_group)
     worst = min(per_group, key=lambda g: g[1] / g[2])
     best = max(per_group, key=lambda g: g[1] / g[2])
     return AttackerScore(
@@ -576,6 +696,8 @@ def _score(
         cases=len(labels),
         detail=f"{correct}/{len(labels)} held out over {len(per_group)} groups; "
         f"worst group {worst[0]} {worst[1]}/{worst[2]}, best {best[0]} {best[1]}/{best[2]}",
+        failed_gates=failed_gates(predicted, scoring),
+        rule_errors=rule_errors(predicted, scoring),
     )
 
 
@@ -784,54 +906,72 @@ class LearningAudit:
     """Both learning checks on one corpus."""
 
     learned: LearnedReport
-    """Every learned attacker's held-out accuracy."""
+    """Every learned attacker's held-out accuracy (reported) and review gates (gated)."""
     artifacts: ArtifactReport
     """Every token class's label information against the permutation threshold."""
 
     @property
     def ok(self) -> bool:
-        """True when no attacker saturates the corpus and no token class carries the label."""
+        """True when no learned attacker passes the gates and no token class carries the label."""
         return self.learned.ok and self.artifacts.ok
 
 
 def run_learning_audit(
-    corpus: Corpus, *, margin: float = DEFAULT_MARGIN, seed: int = 0
+    corpus: Corpus, deciding: Mapping[str, tuple[str, ...]], *, seed: int = 0
 ) -> LearningAudit:
     """Export every case as a candidate would see it, then attack the export.
 
     Evaluation ids are fresh and never read by a feature, so the result does not depend on them.
+
+    Args:
+        corpus: The corpus audited.
+        deciding: Case id -> the rules that decide it (`_audit.deciding_rules` of its ablation),
+            where each learner's errors are reported.
+        seed: Seed of every model and of the artifact scan's permutations.
     """
     documents = [
         to_candidate_input(case, new_evaluation_id()).model_dump(mode="json")
         for case in corpus.cases
     ]
-    labels = [case.expectations.reference_decision.value for case in corpus.cases]
-    groups = [case.group for case in corpus.cases]
+    scoring = corpus_scoring(corpus, deciding)
     return LearningAudit(
-        learned=learned_audit(documents, labels, groups, margin=margin, seed=seed),
-        artifacts=artifact_scan(documents, labels, groups, seed=seed),
+        learned=learned_audit(documents, scoring, seed=seed),
+        artifacts=artifact_scan(documents, scoring.labels, scoring.groups, seed=seed),
     )
 
 
 def learned_table(report: LearnedReport) -> Table:
-    """Each learned attacker's held-out accuracy against chance + margin."""
+    """Each learned attacker's held-out accuracy (reported) and its review gates (gated)."""
     table = Table(
-        title="Learned surface attackers (candidate-visible input only; leave one domain group "
-        f"out, seed {report.seed})",
-        caption=f"chance = majority-class share {percent(report.chance)}; ceiling = chance + "
-        f"{100 * report.margin:g} points = {percent(report.ceiling)}; {report.groups} groups",
+        title="Learned attackers of the fields the rules read (candidate-visible input only; "
+        f"leave one domain group out, seed {report.seed})",
+        caption=f"chance = majority-class share {percent(report.chance)}; {report.groups} groups; "
+        f"accuracy reported, not gated: {REPORTED_WHY}; gates: the policy's review gates, a "
+        "right decision counted as supported",
     )
-    for column in ("attacker", "held-out accuracy", "result", "detail"):
+    for column in ("attacker", "held-out accuracy", "role", "gates", "detail"):
         table.add_column(column, overflow="fold")
     for attacker in report.attackers:
-        above = attacker.attacker in report.saturating
         table.add_row(
             attacker.attacker,
             percent(attacker.accuracy),
-            verdict_cell(attacker.accuracy, above, "SATURATES"),
-            f"{attacker.detail}. {attacker.description}",
+            attacker.role,
+            _gates_cell(attacker.failed_gates),
+            escape(
+                f"{attacker.detail}. {attacker.description}"
+                + rule_errors_text(attacker.rule_errors)
+            ),
         )
     return table
+
+
+def _gates_cell(failed: tuple[str, ...] | None) -> str:
+    """Not run, PASSES THE GATES (a failed check) or how many gates it fails."""
+    if failed is None:
+        return "[bold red]NOT RUN[/]"
+    if not failed:
+        return "[bold red]PASSES THE GATES[/]"
+    return f"[green]fails {len(failed)}[/]"
 
 
 def artifact_table(report: ArtifactReport) -> Table:
@@ -861,37 +1001,43 @@ def artifact_table(report: ArtifactReport) -> Table:
     return table
 
 
-def verdict_lines(audit: LearningAudit) -> list[str]:
-    """One line per check: what saturates the corpus, or that nothing does."""
-    learned, artifacts = audit.learned, audit.artifacts
-    lines = []
-    if learned.saturating:
+def verdict_lines(audit: LearningAudit) -> list[tuple[bool, str]]:
+    """(passed, line) per check: the learners' gates, the artifact scan, then the reported lines.
+
+    A reported line is never a failure (passed True): it is a figure, not a check.
+    """
+    return [
+        _learned_gates_line(audit.learned),
+        _artifact_line(audit.artifacts),
+        *(
+            (True, recovery_line(a.attacker, WITHIN_CORPUS, a.correct, a.cases, a.rule_errors))
+            for a in audit.learned.attackers
+            if a.correct is not None and a.cases is not None
+        ),
+    ]
+
+
+def _learned_gates_line(learned: LearnedReport) -> tuple[bool, str]:
+    if learned.passing_gates:
         named = ", ".join(
-            f"{a.attacker} {percent(a.accuracy)}"
+            f"{a.attacker} ({WITHIN_CORPUS}) {percent(a.accuracy)}"
             for a in learned.attackers
-            if a.attacker in learned.saturating
+            if a.failed_gates == ()
         )
-        lines.append(
-            f"corpus saturated by learned attackers: {named} held out, above the ceiling "
-            f"{percent(learned.ceiling)}"
-        )
-    elif not learned.ok:
-        lines.append("learned attackers not run: saturation by a learner not excluded")
-    else:
-        lines.append(
-            f"no learned attacker above the ceiling {percent(learned.ceiling)} "
-            f"(all {len(learned.attackers)} ran)"
-        )
+        return False, f"learned attackers passing the review gates: {named}"
+    if not learned.ok:
+        return False, "learned attackers not run: whether one passes the review gates is open"
+    return True, f"none of the {len(learned.attackers)} learned attackers passes the review gates"
+
+
+def _artifact_line(artifacts: ArtifactReport) -> tuple[bool, str]:
     if artifacts.carrying:
-        lines.append(
+        return False, (
             f"label artifacts: {len(artifacts.carrying)} token class(es) above "
             f"{artifacts.threshold_bits:.4f} bits: " + ", ".join(artifacts.carrying[:10])
         )
-    elif not artifacts.ok:
-        lines.append("artifact scan not run: no token could be tested")
-    else:
-        lines.append(
-            f"no token class carries label information (threshold "
-            f"{artifacts.threshold_bits:.4f} bits)"
-        )
-    return lines
+    if not artifacts.ok:
+        return False, "artifact scan not run: no token could be tested"
+    return True, (
+        f"no token class carries label information (threshold {artifacts.threshold_bits:.4f} bits)"
+    )

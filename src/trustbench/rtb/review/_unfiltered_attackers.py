@@ -19,12 +19,15 @@ This audit asks what the filter could not have tuned against:
   figure says how much of the policy a shallow learner recovers, and the rules its errors fall on
   (the cases each rule decides, from the rule ablation) say which part it does not.
 
-Every figure must lie within chance +/- `margin`, two-sided: an attacker far below chance has
-found the label too (answering the least likely class), so its predictions are also scored under
-the best relabelling of the three decisions, which must stay under chance + `margin`. And no
-attacker may pass the policy's review gates (`CorpusPolicy.review_gates`), evaluated by the code
-that evaluates them for the rule-ablated readers, on the most favourable reading of an attacker:
-its finding counts as supported whenever its decision is right.
+What gates and what is reported (issue 51): a policy-blind attacker's figure GATES, within chance
++/- `margin`, two-sided: an attacker far below chance has found the label too (answering the least
+likely class), so its predictions are also scored under the best relabelling of the three
+decisions, which must stay under chance + `margin`. A relational learner reads the fields the
+rules read, so its figure is REPORTED (`_learning_audit.REPORTED_WHY`), never a failing check by
+its accuracy. And no attacker of either kind may pass the policy's review gates
+(`CorpusPolicy.review_gates`), evaluated by the code that evaluates them for the rule-ablated
+readers, on the most favourable reading of an attacker: its finding counts as supported whenever
+its decision is right.
 
 Features are read from the exported candidate inputs without naming a field (the same code runs
 on any corpus version); the answer key is used only to fit and to score. A value the policy might
@@ -41,7 +44,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
@@ -50,21 +52,26 @@ from rich.table import Table
 
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
-from trustbench.rtb.corpus._models import Decision
 from trustbench.rtb.policy._registry import policy_for
-from trustbench.rtb.review._audit import gate_results, gates_file
 from trustbench.rtb.review._learning_audit import (
     DEFAULT_MARGIN,
+    REPORTED_WHY,
     Document,
     FeatureSpace,
+    Role,
+    Scoring,
     _as_time,
     _token_class,
+    corpus_scoring,
     count_features,
+    failed_gates,
     held_out_predictions,
+    recovery_line,
+    rule_errors,
+    rule_errors_text,
     structure_features,
     token_features,
 )
-from trustbench.rtb.review._rows import Outcome, ReviewTrialRow
 from trustbench.rtb.review._shortcuts import percent
 
 __all__ = [
@@ -224,7 +231,8 @@ class AttackerSpec:
     name: str
     """Attacker name (the report's row)."""
     kind: Kind
-    """`policy-blind` (must find nothing) or `relational` (how much of the policy it recovers)."""
+    """`policy-blind` (gated: must find nothing) or `relational` (reported: how much of the
+    policy it recovers)."""
     measures: str
     """What it reads, in words."""
     view: str
@@ -317,6 +325,16 @@ class UnfilteredAttacker(BaseModel):
         """Accuracy under the best relabelling (None when not run)."""
         return None if not self.cases or self.relabelled is None else self.relabelled / self.cases
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def role(self) -> Role:
+        """`gated` for a policy-blind attacker, `reported` for a relational one.
+
+        A policy-blind accuracy must lie in the band; a relational learner reads the fields the
+        rules read, so its accuracy is a figure. The review gates gate both.
+        """
+        return "gated" if self.kind == "policy-blind" else "reported"
+
 
 class UnfilteredReport(BaseModel):
     """Every attacker of this audit, the two-sided band, and the verdicts."""
@@ -345,7 +363,11 @@ class UnfilteredReport(BaseModel):
         return max(0.0, self.chance - self.margin), min(1.0, self.chance + self.margin)
 
     def outside(self, attacker: UnfilteredAttacker) -> bool:
-        """Whether an attacker that ran is outside the band (either accuracy, either side)."""
+        """Whether an attacker that ran is outside the band (either accuracy, either side).
+
+        A measurement of any attacker; only a gated (policy-blind) one fails by it
+        (`outside_band`).
+        """
         band = self.band
         accuracy, relabelled = attacker.accuracy, attacker.relabelled_accuracy
         if band is None or accuracy is None or relabelled is None:
@@ -355,8 +377,12 @@ class UnfilteredReport(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def outside_band(self) -> list[str]:
-        """`name (fitted on)` of each attacker outside the band."""
-        return [_label(a) for a in self.attackers if self.outside(a)]
+        """`name (fitted on)` of each gated (policy-blind) attacker outside the band.
+
+        A relational learner outside it is reported (how much of the policy it recovers), not
+        listed here.
+        """
+        return [_label(a) for a in self.attackers if a.role == "gated" and self.outside(a)]
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -373,7 +399,9 @@ class UnfilteredReport(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
-        """No attacker outside the band or passing the gates, and every within-corpus one ran.
+        """No policy-blind attacker outside the band, none passing the gates, none unrun within.
+
+        Every within-corpus attacker must have run; a relational learner's accuracy never fails it.
 
         A pool-trained attacker not run (no generator shipped) is reported as not run; it
         neither fails nor passes this verdict.
@@ -408,53 +436,11 @@ def best_relabelling(predicted: Sequence[str], labels: Sequence[str]) -> int:
 # Running them.
 
 
-@dataclass(frozen=True)
-class Scoring:
-    """What every attacker's predictions are scored against."""
-
-    labels: Sequence[str]
-    """Each corpus case's reference decision."""
-    case_ids: Sequence[str]
-    """Each corpus case's id."""
-    groups: Sequence[str]
-    """Each corpus case's domain group."""
-    gates: Path
-    """The policy's review gates file."""
-    deciding: Mapping[str, tuple[str, ...]]
-    """Case id -> the rules that decide it (from the rule ablation)."""
-
-
 def attack(
     spec: AttackerSpec, fitted_on: str, predicted: Sequence[str], scoring: Scoring
 ) -> UnfilteredAttacker:
     """Score one attacker's predictions on the corpus: accuracy, relabelled, gates, rule errors."""
     labels = scoring.labels
-    rows = [
-        ReviewTrialRow(
-            case_id=case_id,
-            group=group,
-            variant="",
-            reference=Decision(label),
-            observed=Outcome(prediction),
-            supported=prediction == label,
-        )
-        for case_id, group, label, prediction in zip(
-            scoring.case_ids, scoring.groups, labels, predicted, strict=True
-        )
-    ]
-    failed = tuple(g.spec.label for g in gate_results(rows, scoring.gates) if g.status != "passed")
-    errors: list[tuple[str, int, int]] = []
-    if spec.kind == "relational":
-        wrong = Counter[str]()
-        decided = Counter[str]()
-        for case_id, label, prediction in zip(scoring.case_ids, labels, predicted, strict=True):
-            for rule in scoring.deciding.get(case_id, ()):
-                decided[rule] += 1
-                wrong[rule] += prediction != label
-        errors = sorted(
-            ((rule, wrong[rule], decided[rule]) for rule in decided),
-            key=lambda e: (-e[1] / e[2], -e[2], e[0]),
-        )
     return UnfilteredAttacker(
         attacker=spec.name,
         kind=spec.kind,
@@ -463,8 +449,8 @@ def attack(
         correct=sum(p == y for p, y in zip(predicted, labels, strict=True)),
         relabelled=best_relabelling(predicted, labels),
         cases=len(labels),
-        failed_gates=failed,
-        rule_errors=tuple(errors),
+        failed_gates=failed_gates(predicted, scoring),
+        rule_errors=rule_errors(predicted, scoring) if spec.kind == "relational" else (),
     )
 
 
@@ -624,13 +610,7 @@ def run_unfiltered_audit(
         pool_documents=pool_documents,
         pool_labels=pool_labels,
     )
-    scoring = Scoring(
-        labels=[c.expectations.reference_decision.value for c in cases],
-        case_ids=[c.case_id for c in cases],
-        groups=[c.group for c in cases],
-        gates=gates_file(policy),
-        deciding=deciding,
-    )
+    scoring = corpus_scoring(corpus, deciding)
     return unfiltered_audit(inputs, scoring, pool=pool, margin=margin, seed=seed)
 
 
@@ -645,13 +625,15 @@ def unfiltered_table(report: UnfilteredReport) -> Table:
     table = Table(
         title="Attackers the corpus was not selected against (candidate-visible input only; "
         f"seed {report.seed})",
-        caption=f"accuracy over the {report.cases} corpus cases; band = chance "
-        f"{percent(report.chance)} +/- {100 * report.margin:g} points = "
-        f"{band_text}, two-sided (relabelled: best renaming of the decisions); gates: the "
+        caption=f"accuracy over the {report.cases} corpus cases; role gated (policy-blind: it "
+        f"reads nothing a policy rule reads): band = chance {percent(report.chance)} +/- "
+        f"{100 * report.margin:g} points = {band_text}, two-sided (relabelled: best renaming of "
+        f"the decisions); role reported (relational), not gated: {REPORTED_WHY}; gates: the "
         "policy's review gates, a right decision counted as supported; pool: "
         f"{escape(report.pool)}",
     )
-    for column in ("attacker", "fitted on", "accuracy", "relabelled", "result", "what it measures"):
+    columns = ("attacker", "fitted on", "accuracy", "relabelled", "role", "result", "what it reads")
+    for column in columns:
         table.add_column(column, overflow="fold")
     for attacker in report.attackers:
         table.add_row(
@@ -659,8 +641,9 @@ def unfiltered_table(report: UnfilteredReport) -> Table:
             escape(attacker.fitted_on),
             percent(attacker.accuracy),
             percent(attacker.relabelled_accuracy),
+            attacker.role,
             _result_cell(report, attacker),
-            escape(attacker.measures + _errors_text(attacker)),
+            escape(attacker.measures + rule_errors_text(attacker.rule_errors)),
         )
     return table
 
@@ -668,23 +651,16 @@ def unfiltered_table(report: UnfilteredReport) -> Table:
 def _result_cell(report: UnfilteredReport, attacker: UnfilteredAttacker) -> str:
     if attacker.correct is None:
         return f"[yellow]{escape(attacker.detail)}[/]"
+    gated = attacker.role == "gated"
     problems = []
-    if report.outside(attacker):
+    if gated and report.outside(attacker):
         problems.append("OUTSIDE THE BAND")
     if attacker.failed_gates == ():
         problems.append("PASSES THE GATES")
     if problems:
         return "[bold red]" + ", ".join(problems) + "[/]"
-    return f"[green]in band; fails {len(attacker.failed_gates or ())} gate(s)[/]"
-
-
-def _errors_text(attacker: UnfilteredAttacker, shown: int = 4) -> str:
-    if not attacker.rule_errors:
-        return ""
-    worst = ", ".join(
-        f"{rule} {wrong}/{cases}" for rule, wrong, cases in attacker.rule_errors[:shown]
-    )
-    return f". Wrong on the cases these rules decide: {worst}"
+    gates = f"fails {len(attacker.failed_gates or ())} gate(s)"
+    return f"[green]in band; {gates}[/]" if gated else f"[green]{gates}[/]"
 
 
 def unfiltered_verdicts(report: UnfilteredReport) -> list[tuple[bool | None, str]]:
@@ -693,19 +669,22 @@ def unfiltered_verdicts(report: UnfilteredReport) -> list[tuple[bool | None, str
     band_text = "not run" if band is None else f"{percent(band[0])}-{percent(band[1])}"
     within = f"chance +/- {100 * report.margin:g} points ({band_text}, two-sided)"
     ran = [a for a in report.attackers if a.correct is not None]
+    blind = [a for a in ran if a.role == "gated"]
     unrun = [_label(a) for a in report.attackers if a.correct is None and a.fitted_on != "pool"]
     lines: list[tuple[bool | None, str]] = []
     if report.outside_band:
         named = ", ".join(
             f"{_label(a)} {percent(a.accuracy)} (relabelled {percent(a.relabelled_accuracy)})"
-            for a in report.attackers
+            for a in blind
             if report.outside(a)
         )
-        lines.append((False, f"attackers outside {within} on {report.cases} cases: {named}"))
+        lines.append(
+            (False, f"policy-blind attackers outside {within} on {report.cases} cases: {named}")
+        )
     elif unrun:
         lines.append((False, "attackers not run (an unrun check is no pass): " + ", ".join(unrun)))
     else:
-        lines.append((True, f"all {len(ran)} attackers not selected against within {within}"))
+        lines.append((True, f"all {len(blind)} policy-blind attackers within {within}"))
     if report.passing_gates:
         named = ", ".join(report.passing_gates)
         lines.append((False, f"attackers passing the review gates: {named}"))
@@ -714,16 +693,8 @@ def unfiltered_verdicts(report: UnfilteredReport) -> list[tuple[bool | None, str
     if any(a.fitted_on == "pool" and a.correct is None for a in report.attackers):
         lines.append((None, f"pool-trained attackers not run ({report.pool})"))
     lines += [
-        (True, _recovery_line(a))
+        (True, recovery_line(a.attacker, a.fitted_on, a.correct, a.cases, a.rule_errors))
         for a in ran
-        if a.kind == "relational" and a.fitted_on.startswith("pool")
+        if a.role == "reported" and a.correct is not None and a.cases is not None
     ]
     return lines
-
-
-def _recovery_line(attacker: UnfilteredAttacker) -> str:
-    return (
-        f"a shallow learner ({attacker.attacker}, pool-trained) recovers "
-        f"{percent(attacker.accuracy)} of the policy's decisions ({attacker.correct} of "
-        f"{attacker.cases} cases)" + _errors_text(attacker, 3)
-    )
