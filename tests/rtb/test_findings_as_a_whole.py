@@ -22,7 +22,12 @@ from typing import Any
 import pytest
 
 from trustbench.rtb.corpus._export import to_candidate_input
-from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus._load import (
+    BUILTIN_VERSIONS,
+    Corpus,
+    builtin_corpus_root,
+    load_corpus,
+)
 from trustbench.rtb.corpus._models import Discrepancy
 from trustbench.rtb.policy import policy_for
 from trustbench.rtb.policy.narrow_v3 import CaseV3
@@ -213,7 +218,7 @@ def test_an_honest_reviewer_writing_every_time_in_utc_passes_every_gate() -> Non
 
 @pytest.mark.parametrize(
     "root",
-    [builtin_corpus_root(v) for v in ("v0.1", "v0.2", "v0.3")]
+    [builtin_corpus_root(version) for version in BUILTIN_VERSIONS]
     + [FIXTURES / name for name in HELD_OUT_FIXTURES],
     ids=lambda root: root.name,
 )

@@ -396,6 +396,7 @@ Holds = Literal["differs", "same", "at_or_before", "after", "not_value", "not_au
 """
 
 Jointly = Literal[
+    "approval_of_the_proposal",
     "approval_applies",
     "revokes_an_applicable_approval",
     "state_of_the_target",
@@ -409,9 +410,14 @@ freeze covers the proposal's environment and has started. Each field checked alo
 pass a freeze that has not started, or a notice about another service, as a true discrepancy.
 Names (checked by the grader, `trustbench.rtb.review._validation`):
 
-- `approval_applies`: the approval's operation and target are the proposal's (after
-  normalisation) and its `issued_at` is at or before `as_of` (the approval the proposal is judged
-  against, not one of another scope or not yet issued);
+- `approval_of_the_proposal`: the approval's operation and target are the proposal's (after
+  normalisation), whenever it was issued (an approval "issued after `as_of`" is one of the
+  proposal's scope that does not apply yet, not a sibling resource's);
+- `approval_applies`: `approval_of_the_proposal`, and its `issued_at` is at or before `as_of`
+  (the approval the proposal is judged against, not one of another scope or not yet issued):
+  every approval field whose discrepancy speaks of the proposal's own approval (its parameters,
+  revision, status, expiry, approver) asserts it, or a superseded approval of the sibling
+  resource would pass as "the approval is not active";
 - `revokes_an_applicable_approval`: the revocation names (`revokes`) the `approval_id` of an
   evidence approval that applies in that sense;
 - `state_of_the_target`: the resource_state's `resource_id` is the proposal's target;

@@ -227,13 +227,19 @@ def _condition_holds(
     return recorded <= reference if rule.holds == "at_or_before" else recorded > reference
 
 
+def _approval_of_the_proposal(approval: dict[str, Any], request: dict[str, Any]) -> bool:
+    """The approval is of the proposal's operation and target (whenever it was issued)."""
+    proposal = request.get("proposal") or {}
+    return equivalent(approval.get("operation"), proposal.get("operation")) and equivalent(
+        approval.get("target"), proposal.get("target")
+    )
+
+
 def _approval_applies(approval: dict[str, Any], request: dict[str, Any]) -> bool:
     """The approval is of the proposal's operation and target and issued at or before `as_of`."""
-    proposal = request.get("proposal") or {}
     issued, as_of = _instant(approval.get("issued_at")), _instant(request.get("as_of"))
     return (
-        equivalent(approval.get("operation"), proposal.get("operation"))
-        and equivalent(approval.get("target"), proposal.get("target"))
+        _approval_of_the_proposal(approval, request)
         and issued is not None
         and as_of is not None
         and issued <= as_of
@@ -263,6 +269,7 @@ def _freeze_started_over_the_environment(freeze: dict[str, Any], request: dict[s
 
 
 _JOINT_FACTS: dict[str, str] = {
+    "approval_of_the_proposal": "the approval is not of the proposal's operation and target",
     "approval_applies": "the approval is not of the proposal's operation and target, or was "
     "issued after as_of",
     "revokes_an_applicable_approval": "the revocation names no approval of the proposal's "
@@ -281,6 +288,8 @@ def _joint_fact_holds(
     records: dict[str, dict[str, Any]],
 ) -> bool:
     """Whether one `Jointly` fact holds of the cited record."""
+    if fact == "approval_of_the_proposal":
+        return _approval_of_the_proposal(record, request)
     if fact == "approval_applies":
         return _approval_applies(record, request)
     if fact == "revokes_an_applicable_approval":

@@ -642,11 +642,16 @@ class ReferencePolicyV2Reviewer:
 # review prompt of every v0.2 corpus states, verbatim (a test holds each prompt to them).
 #
 # What each discrepancy asserts jointly (graded as a whole, `FieldRule.jointly`): a parameter or
-# approved-revision difference is one of an approval that applies (the proposal's operation and
-# target, issued by `as_of`); a state's `/revision` is the target's state; a revocation in effect
-# revokes an approval that applies; a service notice's `/status` is the approval-service's
-# (`/service`, the service the proposal depends on). Operation, target, expiry, issue time, status
-# and approver authority each assert one field of one approval, and nothing more is checked.
+# approved-revision difference, a status other than active, an expiry at or before `as_of` and an
+# unauthorised approver are each one of an approval that applies (the proposal's operation and
+# target, issued by `as_of`): of any other approval they say nothing about the proposal (every
+# v0.4 family carries a superseded approval of a sibling resource, which once passed as "the
+# approval is not active"). An issue after `as_of` is one of an approval of the proposal's
+# operation and target (one that does not apply yet). A state's `/revision` is the target's
+# state; a revocation in effect revokes an approval that applies; a service notice's `/status` is
+# the approval-service's (`/service`, the service the proposal depends on). Only an operation or
+# target difference asserts no more than its field: it compares the approval with the proposal
+# itself, and says the approval is of another scope.
 
 _PARAM = "/approved_parameters/{parameter}"
 
@@ -723,6 +728,7 @@ RULES_V2 = FindingRules(
             "at_or_before",
             "  - approval `/expires_at` (an expired approval): `proposed_value` is the input's "
             "`as_of`, `evidence_value` the expiry time.",
+            jointly=("approval_applies",),
         ),
         FieldRule(
             "approval",
@@ -731,6 +737,7 @@ RULES_V2 = FindingRules(
             "after",
             "  - approval `/issued_at` (issued after `as_of`): `proposed_value` is the input's "
             "`as_of`, `evidence_value` the issue time.",
+            jointly=("approval_of_the_proposal",),
         ),
         FieldRule(
             "approval",
@@ -739,6 +746,7 @@ RULES_V2 = FindingRules(
             "not_value",
             "  - approval `/status` (not active): `proposed_value` is null.",
             conforming="active",
+            jointly=("approval_applies",),
         ),
         FieldRule(
             "approval",
@@ -746,6 +754,7 @@ RULES_V2 = FindingRules(
             None,
             "not_authorised",
             "  - approval `/approved_by` (not an authorised approver): `proposed_value` is null.",
+            jointly=("approval_applies",),
         ),
         FieldRule(
             "revocation",
