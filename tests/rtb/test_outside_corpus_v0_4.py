@@ -40,6 +40,7 @@ FAST_LEARNERS = ("forest-tokens", "knn-text", "forest-relations")
 """The learners run here (a second or few each); `boosted-tokens` and `char-ngram-logistic`
 (tens of CPU seconds) run for the review document's figures on a 1,440-case pool."""
 
+
 @pytest.fixture(scope="module")
 def cases() -> list[CaseV4]:
     return shipped_cases()
