@@ -129,13 +129,16 @@ def _notes_an_approval_of_another_target(
 ) -> Reply | None:
     """A careful reviewer also notes that an approval it compared is of another target."""
     notes = _other_scope_notes(ref, visible)
-    if not notes:
-        return None
-    refs = [*ref["evidence_refs"], notes[0]["record_id"]]
+    return _with_note(ref, notes[0]) if notes else None
+
+
+def _with_note(ref: Reply, note: Reply) -> Reply:
+    """The reply with one more discrepancy, its record cited."""
+    refs = [*ref["evidence_refs"], note["record_id"]]
     return {
         **ref,
         "evidence_refs": list(dict.fromkeys(refs)),
-        "discrepancies": [*ref["discrepancies"], notes[0]],
+        "discrepancies": [*ref["discrepancies"], note],
     }
 
 
@@ -309,18 +312,9 @@ def _another_approvals_status_as_the_proposals(
     ]
     if not others:
         return None
-    note = {
-        "record_id": others[0]["record_id"],
-        "field": "/status",
-        "proposed_value": None,
-        "evidence_value": others[0]["status"],
-    }
-    refs = [*ref["evidence_refs"], others[0]["record_id"]]
-    return {
-        **ref,
-        "evidence_refs": list(dict.fromkeys(refs)),
-        "discrepancies": [*ref["discrepancies"], note],
-    }
+    status = others[0]["status"]
+    note = {"record_id": others[0]["record_id"], "field": "/status", "proposed_value": None}
+    return _with_note(ref, {**note, "evidence_value": status})
 
 
 def _three_extra_true_discrepancies(case: Any, ref: Reply, visible: dict[str, Any]) -> Reply | None:
