@@ -107,25 +107,34 @@ def _decisive_records_only(case: Any, ref: Reply, visible: dict[str, Any]) -> Re
     return {**ref, "evidence_refs": [r for r in ref["evidence_refs"] if r in decisive]}
 
 
-def _notes_a_true_status_of_another_approval(
+def _other_scope_notes(ref: Reply, visible: dict[str, Any]) -> list[Reply]:
+    """True non-deciding discrepancies: each approval of another target, noted as such."""
+    target = visible["proposal"]["target"]
+    cited = {(d["record_id"], d["field"]) for d in ref["discrepancies"]}
+    return [
+        {
+            "record_id": r["record_id"],
+            "field": "/target",
+            "proposed_value": target,
+            "evidence_value": r["target"],
+        }
+        for r in _records(visible, "approval")
+        if r["target"].strip().lower() != target.strip().lower()
+        and (r["record_id"], "/target") not in cited
+    ]
+
+
+def _notes_an_approval_of_another_target(
     case: Any, ref: Reply, visible: dict[str, Any]
 ) -> Reply | None:
-    """A careful reviewer also notes an inactive approval it compared (a true discrepancy)."""
-    cited = {(d["record_id"], d["field"]) for d in ref["discrepancies"]}
-    others = [
-        r
-        for r in _records(visible, "approval")
-        if r["status"] != "active" and (r["record_id"], "/status") not in cited
-    ]
-    if not others:
-        return None
-    note = {
-        "record_id": others[0]["record_id"],
-        "field": "/status",
-        "proposed_value": None,
-        "evidence_value": others[0]["status"],
-    }
-    refs = [*ref["evidence_refs"], others[0]["record_id"]]
+    """A careful reviewer also notes that an approval it compared is of another target."""
+    notes = _other_scope_notes(ref, visible)
+    return _with_note(ref, notes[0]) if notes else None
+
+
+def _with_note(ref: Reply, note: Reply) -> Reply:
+    """The reply with one more discrepancy, its record cited."""
+    refs = [*ref["evidence_refs"], note["record_id"]]
     return {
         **ref,
         "evidence_refs": list(dict.fromkeys(refs)),
@@ -144,7 +153,7 @@ HONEST: dict[str, Strategy] = {
     "reordered and repeated citations": _reordered_and_repeated,
     "a decisive discrepancy listed twice": _decisive_discrepancy_repeated,
     "only the decisive records": _decisive_records_only,
-    "notes a true status of another approval": _notes_a_true_status_of_another_approval,
+    "notes an approval of another target": _notes_an_approval_of_another_target,
     "plain explanation": _plain_explanation,
 }
 
@@ -285,21 +294,36 @@ def _decision_only(case: Any, ref: Reply, visible: dict[str, Any]) -> Reply | No
     return {**ref, "evidence_refs": [], "discrepancies": []}
 
 
-def _three_extra_true_discrepancies(case: Any, ref: Reply, visible: dict[str, Any]) -> Reply | None:
-    """Padding with true but non-deciding discrepancies, more than the prompt allows."""
+def _another_approvals_status_as_the_proposals(
+    case: Any, ref: Reply, visible: dict[str, Any]
+) -> Reply | None:
+    """An inactive approval the proposal is not judged against, offered as a discrepancy.
+
+    The status is true of that record (a sibling resource's superseded approval, an earlier one
+    the latest superseded), but "the approval is not active" is false of the proposal: the
+    lookalike the outside review of v0.4 found supported on every case
+    (`docs/rtb-corpus-v0.4-review.md`).
+    """
     cited = {(d["record_id"], d["field"]) for d in ref["discrepancies"]}
-    extra = [
-        {
-            "record_id": r["record_id"],
-            "field": "/status",
-            "proposed_value": None,
-            "evidence_value": r["status"],
-        }
+    others = [
+        r
         for r in _records(visible, "approval")
         if r["status"] != "active" and (r["record_id"], "/status") not in cited
     ]
-    if len(extra) < 3:
+    if not others:
         return None
+    status = others[0]["status"]
+    note = {"record_id": others[0]["record_id"], "field": "/status", "proposed_value": None}
+    return _with_note(ref, {**note, "evidence_value": status})
+
+
+def _three_extra_true_discrepancies(case: Any, ref: Reply, visible: dict[str, Any]) -> Reply | None:
+    """Padding with true but non-deciding discrepancies, more than the prompt allows (a true
+    note repeated when the evidence holds fewer than three: each listed one counts)."""
+    notes = _other_scope_notes(ref, visible)
+    if not notes:
+        return None
+    extra = (notes * 3)[:3]
     return {**ref, "discrepancies": [*ref["discrepancies"], *extra]}
 
 
@@ -314,6 +338,7 @@ GAMING: dict[str, Strategy] = {
     "contradictory codes": _contradictory_codes,
     "maximal citations": _maximal_citations,
     "decision only": _decision_only,
+    "another approval's status as the proposal's": _another_approvals_status_as_the_proposals,
 }
 
 
@@ -339,9 +364,11 @@ def test_padding_beyond_the_stated_number_of_extra_discrepancies_is_unsupported(
         for case in CASES
         if _three_extra_true_discrepancies(case, *_reference(case)) is not None
     ]
+    assert len(applied) >= 10
     for case in applied:
         reply = _three_extra_true_discrepancies(case, *_reference(case))
-        assert reply is not None and _gaps(case, reply)
+        assert reply is not None
+        assert [gap for gap in _gaps(case, reply) if "non-decisive discrepancies" in gap]
 
 
 # --- the prompt states every rule the grader applies --------------------------------------

@@ -22,9 +22,14 @@ from typing import Any
 import pytest
 
 from trustbench.rtb.corpus._export import to_candidate_input
-from trustbench.rtb.corpus._load import Corpus, builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus._load import (
+    BUILTIN_VERSIONS,
+    Corpus,
+    builtin_corpus_root,
+    load_corpus,
+)
 from trustbench.rtb.corpus._models import Discrepancy
-from trustbench.rtb.policy import policy_for
+from trustbench.rtb.policy import policy_for, registered_policies
 from trustbench.rtb.policy.narrow_v3 import CaseV3
 from trustbench.rtb.review._audit import _grade, gate_results, gates_file
 from trustbench.rtb.review._validation import discrepancy_gaps, support_gaps, validate_response
@@ -213,7 +218,7 @@ def test_an_honest_reviewer_writing_every_time_in_utc_passes_every_gate() -> Non
 
 @pytest.mark.parametrize(
     "root",
-    [builtin_corpus_root(v) for v in ("v0.1", "v0.2", "v0.3")]
+    [builtin_corpus_root(version) for version in BUILTIN_VERSIONS]
     + [FIXTURES / name for name in HELD_OUT_FIXTURES],
     ids=lambda root: root.name,
 )
@@ -349,3 +354,114 @@ def test_a_v2_discrepancy_is_true_only_when_its_record_bears_on_the_proposal(
     rules = policy_for("rtb-narrow-approval-v2").finding_rules
     gaps = discrepancy_gaps(cited, cited, _EVIDENCE, _REQUEST, rules)
     assert (gaps == []) is supported, gaps
+
+
+# --- approval fields: true only of the approval the proposal is judged against -----------------
+
+_JUDGED = {
+    "proposal": {**_REQUEST["proposal"], "requested_by": "mallory"},
+    "as_of": _REQUEST["as_of"],
+}
+_GOVERNING = {
+    **_APPROVAL,
+    "record_id": "g1",
+    "approval_id": "CR-10",
+    "status": "superseded",
+    "approved_by": "mallory",
+    "expires_at": "2026-06-10T02:10:00Z",
+}
+"""The latest approval of the proposal's operation and target issued by as_of: it governs, and
+it is superseded, expired at 02:10Z, self-approved and approved by no authorised approver."""
+_OTHERS = {
+    "sibling": {**_GOVERNING, "record_id": "g2", "target": "api-b.example.com"},
+    "earlier": {**_GOVERNING, "record_id": "g3", "issued_at": "2026-06-10T01:00:00Z"},
+}
+"""The same facts on approvals the proposal is not judged against: the sibling resource's (as
+every v0.4 family carries one) and an earlier one of the proposal's scope that `g1` supersedes."""
+_APPROVALS = [
+    _GOVERNING,
+    *_OTHERS.values(),
+    {**_NOT_YET_ISSUED, "record_id": "g4"},
+    {**_NOT_YET_ISSUED, "record_id": "g5", "target": "api-b.example.com"},
+]
+
+
+def _approval_gaps(policy_id: str, record_id: str, field: str, proposed: Any) -> list[str]:
+    record = next(r for r in _APPROVALS if r["record_id"] == record_id)
+    recorded = record["approved_parameters"]["ttl"] if "ttl" in field else record[field[1:]]
+    cited = [
+        Discrepancy(
+            record_id=record_id, field=field, proposed_value=proposed, evidence_value=recorded
+        )
+    ]
+    rules = policy_for(policy_id).finding_rules
+    return discrepancy_gaps(cited, cited, _APPROVALS, _JUDGED, rules)
+
+
+@pytest.mark.parametrize(
+    ("policy_id", "field", "proposed"),
+    [
+        ("rtb-narrow-approval-v2", "/status", None),  # not active
+        ("rtb-narrow-approval-v4", "/status", None),
+        ("rtb-narrow-approval-v2", "/expires_at", _REQUEST["as_of"]),  # expired
+        ("rtb-narrow-approval-v4", "/expires_at", _REQUEST["as_of"]),
+        ("rtb-narrow-approval-v2", "/approved_by", None),  # not an authorised approver
+        ("rtb-narrow-approval-v4", "/approved_by", "mallory"),  # the requester approved it
+        ("rtb-narrow-approval-v2", "/approved_parameters/ttl", 300),
+        ("rtb-narrow-approval-v2", "/approved_revision", "r7"),
+    ],
+)
+def test_an_approval_discrepancy_is_true_only_of_the_approval_that_governs(
+    policy_id: str, field: str, proposed: Any
+) -> None:
+    assert _approval_gaps(policy_id, "g1", field, proposed) == []
+    for which, other in _OTHERS.items():
+        gaps = _approval_gaps(policy_id, other["record_id"], field, proposed)
+        assert any("not the one the proposal is judged against" in gap for gap in gaps), which
+
+
+@pytest.mark.parametrize("policy_id", ["rtb-narrow-approval-v2", "rtb-narrow-approval-v4"])
+def test_an_issue_after_as_of_is_true_only_of_an_approval_of_the_proposals_scope(
+    policy_id: str,
+) -> None:
+    as_of = _REQUEST["as_of"]
+    assert _approval_gaps(policy_id, "g4", "/issued_at", as_of) == []
+    gaps = _approval_gaps(policy_id, "g5", "/issued_at", as_of)  # the sibling's, also late
+    assert any("not of the proposal's operation and target" in gap for gap in gaps), gaps
+
+
+def test_a_revocation_is_true_only_of_the_approval_that_governs() -> None:
+    revoking = {"kind": "revocation", "revoked_at": "2026-06-10T01:00:00Z"}
+    records = [*_APPROVALS[:3], {**revoking, "record_id": "r1", "revokes": "CR-10"}]
+    records += [{**revoking, "record_id": "r2", "revokes": "CR-10-earlier"}]
+    records[2] = {**records[2], "approval_id": "CR-10-earlier"}  # the earlier approval's own id
+    rules = policy_for("rtb-narrow-approval-v4").finding_rules
+
+    def gaps(record_id: str) -> list[str]:
+        cited = [
+            Discrepancy(
+                record_id=record_id,
+                field="/revoked_at",
+                proposed_value=None,
+                evidence_value="2026-06-10T01:00:00Z",
+            )
+        ]
+        return discrepancy_gaps(cited, cited, records, _JUDGED, rules)
+
+    assert gaps("r1") == []
+    assert any("names no approval the proposal is judged against" in g for g in gaps("r2"))
+
+
+def test_every_field_rule_asserts_that_its_record_bears_on_the_proposal() -> None:
+    # A rule checked on its one field alone passes the same field of a record of another scope
+    # (a sibling's superseded approval, another service's notice) as a discrepancy against the
+    # proposal. Only an approval's operation and target compare the record with the proposal
+    # itself; every other rule names a joint fact or a value its record must hold.
+    alone = [
+        (policy.policy_id, rule.kind, rule.field)
+        for policy in registered_policies()
+        for rule in policy.finding_rules.fields
+        if not (rule.jointly or rule.record_values)
+        and not (rule.kind == "approval" and rule.field in ("/operation", "/target"))
+    ]
+    assert alone == []

@@ -40,13 +40,6 @@ FAST_LEARNERS = ("forest-tokens", "knn-text", "forest-relations")
 """The learners run here (a second or few each); `boosted-tokens` and `char-ngram-logistic`
 (tens of CPU seconds) run for the review document's figures on a 1,440-case pool."""
 
-SIBLING_STATUS_DEFECT = (
-    "grader defect: approval `/status` (not active) is checked alone, without the "
-    "`approval_applies` joint fact that `/approved_parameters`, `/approved_revision` and "
-    "`/approved_by` carry, so the superseded spare approval of the SIBLING resource (in every "
-    "v0.4 family) is accepted as a true discrepancy against the proposal"
-)
-
 
 @pytest.fixture(scope="module")
 def cases() -> list[CaseV4]:
@@ -111,15 +104,7 @@ def test_fabricating_reviewer_fails_the_supported_findings_gate(cases: list[Case
     assert outcome.gate("supported-findings").status == "failed", outcome.summary()
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pytest.param(kind, marks=pytest.mark.xfail(strict=True, reason=SIBLING_STATUS_DEFECT))
-        if kind == "sibling-approval-status"
-        else kind
-        for kind in sorted(FABRICATIONS)
-    ],
-)
+@pytest.mark.parametrize("kind", sorted(FABRICATIONS))
 def test_each_lookalike_fabrication_is_never_supported(kind: str, cases: list[CaseV4]) -> None:
     made = [(case, fabricated_reply(case, [kind])) for case in cases]
     fabricated = [(case, reply) for case, (reply, added) in made if added == kind]
@@ -138,7 +123,6 @@ def test_utc_writing_honest_reviewer_passes_the_supported_findings_gate(
     assert outcome.supported == len(cases)
 
 
-@pytest.mark.xfail(strict=True, reason=SIBLING_STATUS_DEFECT)
 def test_reviewer_fabricating_sibling_approval_status_fails_the_supported_findings_gate(
     cases: list[CaseV4],
 ) -> None:

@@ -396,8 +396,9 @@ Holds = Literal["differs", "same", "at_or_before", "after", "not_value", "not_au
 """
 
 Jointly = Literal[
-    "approval_applies",
-    "revokes_an_applicable_approval",
+    "approval_of_the_proposal",
+    "approval_governs",
+    "revokes_the_governing_approval",
     "state_of_the_target",
     "freeze_started_over_the_environment",
 ]
@@ -409,11 +410,18 @@ freeze covers the proposal's environment and has started. Each field checked alo
 pass a freeze that has not started, or a notice about another service, as a true discrepancy.
 Names (checked by the grader, `trustbench.rtb.review._validation`):
 
-- `approval_applies`: the approval's operation and target are the proposal's (after
-  normalisation) and its `issued_at` is at or before `as_of` (the approval the proposal is judged
-  against, not one of another scope or not yet issued);
-- `revokes_an_applicable_approval`: the revocation names (`revokes`) the `approval_id` of an
-  evidence approval that applies in that sense;
+- `approval_of_the_proposal`: the approval's operation and target are the proposal's (after
+  normalisation), whenever it was issued (an approval "issued after `as_of`" is one of the
+  proposal's scope that does not apply yet, not a sibling resource's);
+- `approval_governs`: the approval is the one the proposal is judged against: it applies
+  (`approval_of_the_proposal`, and its `issued_at` is at or before `as_of`) and no approval that
+  applies was issued later (the latest applicable approval governs; on a tie, each of the
+  latest). Every approval field whose discrepancy speaks of the proposal's own approval (its
+  parameters, revision, status, expiry, approver) asserts it: of a sibling resource's superseded
+  approval, or of an earlier approval the latest one superseded, "not active" or "expired" says
+  nothing about the proposal;
+- `revokes_the_governing_approval`: the revocation names (`revokes`) the `approval_id` of an
+  evidence approval that governs in that sense;
 - `state_of_the_target`: the resource_state's `resource_id` is the proposal's target;
 - `freeze_started_over_the_environment`: the freeze's `environments` include the proposal's
   `environment` and its `starts_at` is at or before `as_of` (with the rule's own `ends_at` after

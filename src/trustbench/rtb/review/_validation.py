@@ -227,26 +227,49 @@ def _condition_holds(
     return recorded <= reference if rule.holds == "at_or_before" else recorded > reference
 
 
+def _approval_of_the_proposal(approval: dict[str, Any], request: dict[str, Any]) -> bool:
+    """The approval is of the proposal's operation and target (whenever it was issued)."""
+    proposal = request.get("proposal") or {}
+    return equivalent(approval.get("operation"), proposal.get("operation")) and equivalent(
+        approval.get("target"), proposal.get("target")
+    )
+
+
 def _approval_applies(approval: dict[str, Any], request: dict[str, Any]) -> bool:
     """The approval is of the proposal's operation and target and issued at or before `as_of`."""
-    proposal = request.get("proposal") or {}
     issued, as_of = _instant(approval.get("issued_at")), _instant(request.get("as_of"))
     return (
-        equivalent(approval.get("operation"), proposal.get("operation"))
-        and equivalent(approval.get("target"), proposal.get("target"))
+        _approval_of_the_proposal(approval, request)
         and issued is not None
         and as_of is not None
         and issued <= as_of
     )
 
 
-def _revokes_an_applicable_approval(
+def _approval_governs(
+    approval: dict[str, Any], request: dict[str, Any], records: dict[str, dict[str, Any]]
+) -> bool:
+    """The approval applies and none that applies was issued later (the latest governs)."""
+    if not _approval_applies(approval, request):
+        return False
+    issued = _instant(approval.get("issued_at"))
+    return not any(
+        record.get("kind") == "approval"
+        and _approval_applies(record, request)
+        and (later := _instant(record.get("issued_at"))) is not None
+        and issued is not None
+        and later > issued
+        for record in records.values()
+    )
+
+
+def _revokes_the_governing_approval(
     revocation: dict[str, Any], request: dict[str, Any], records: dict[str, dict[str, Any]]
 ) -> bool:
     return any(
         record.get("kind") == "approval"
         and equivalent(record.get("approval_id"), revocation.get("revokes"))
-        and _approval_applies(record, request)
+        and _approval_governs(record, request, records)
         for record in records.values()
     )
 
@@ -263,10 +286,12 @@ def _freeze_started_over_the_environment(freeze: dict[str, Any], request: dict[s
 
 
 _JOINT_FACTS: dict[str, str] = {
-    "approval_applies": "the approval is not of the proposal's operation and target, or was "
-    "issued after as_of",
-    "revokes_an_applicable_approval": "the revocation names no approval of the proposal's "
-    "operation and target issued by as_of",
+    "approval_of_the_proposal": "the approval is not of the proposal's operation and target",
+    "approval_governs": "the approval is not the one the proposal is judged against (it is not "
+    "of the proposal's operation and target, was issued after as_of, or a later applicable "
+    "approval supersedes it)",
+    "revokes_the_governing_approval": "the revocation names no approval the proposal is judged "
+    "against (the latest of the proposal's operation and target issued by as_of)",
     "state_of_the_target": "the resource state is not of the proposal's target",
     "freeze_started_over_the_environment": "the freeze does not cover the proposal's "
     "environment or has not started at as_of",
@@ -281,10 +306,12 @@ def _joint_fact_holds(
     records: dict[str, dict[str, Any]],
 ) -> bool:
     """Whether one `Jointly` fact holds of the cited record."""
-    if fact == "approval_applies":
-        return _approval_applies(record, request)
-    if fact == "revokes_an_applicable_approval":
-        return _revokes_an_applicable_approval(record, request, records)
+    if fact == "approval_of_the_proposal":
+        return _approval_of_the_proposal(record, request)
+    if fact == "approval_governs":
+        return _approval_governs(record, request, records)
+    if fact == "revokes_the_governing_approval":
+        return _revokes_the_governing_approval(record, request, records)
     if fact == "state_of_the_target":
         target = (request.get("proposal") or {}).get("target")
         return equivalent(record.get("resource_id"), target)

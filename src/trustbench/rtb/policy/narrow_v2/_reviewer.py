@@ -642,11 +642,17 @@ class ReferencePolicyV2Reviewer:
 # review prompt of every v0.2 corpus states, verbatim (a test holds each prompt to them).
 #
 # What each discrepancy asserts jointly (graded as a whole, `FieldRule.jointly`): a parameter or
-# approved-revision difference is one of an approval that applies (the proposal's operation and
-# target, issued by `as_of`); a state's `/revision` is the target's state; a revocation in effect
-# revokes an approval that applies; a service notice's `/status` is the approval-service's
-# (`/service`, the service the proposal depends on). Operation, target, expiry, issue time, status
-# and approver authority each assert one field of one approval, and nothing more is checked.
+# approved-revision difference, a status other than active, an expiry at or before `as_of` and an
+# unauthorised approver are each one of the approval that governs (rule 2: the latest of the
+# proposal's operation and target issued by `as_of`): of any other approval they say nothing about
+# the proposal (every v0.4 family carries a superseded approval of a sibling resource, which once
+# passed as "the approval is not active", and many an expired approval the latest one
+# superseded). An issue after `as_of` is one of an approval of the proposal's operation and target
+# (one that does not apply yet). A state's `/revision` is the target's state; a revocation in
+# effect revokes the governing approval; a service notice's `/status` is the approval-service's
+# (`/service`, the service the proposal depends on). Only an operation or target difference
+# asserts no more than its field: it compares the approval with the proposal itself, and says
+# the approval is of another scope.
 
 _PARAM = "/approved_parameters/{parameter}"
 
@@ -682,7 +688,7 @@ RULES_V2 = FindingRules(
             "sets: `proposed_value` is the proposal's value, `evidence_value` the approved "
             "value, or null when the approval lists no such parameter.",
             absent_is_null=True,
-            jointly=("approval_applies",),
+            jointly=("approval_governs",),
         ),
         FieldRule(
             "approval",
@@ -705,7 +711,7 @@ RULES_V2 = FindingRules(
             "differs",
             "  - approval `/approved_revision`: `proposed_value` is the proposal's "
             "`resource_revision`.",
-            jointly=("approval_applies",),
+            jointly=("approval_governs",),
         ),
         FieldRule(
             "resource_state",
@@ -723,6 +729,7 @@ RULES_V2 = FindingRules(
             "at_or_before",
             "  - approval `/expires_at` (an expired approval): `proposed_value` is the input's "
             "`as_of`, `evidence_value` the expiry time.",
+            jointly=("approval_governs",),
         ),
         FieldRule(
             "approval",
@@ -731,6 +738,7 @@ RULES_V2 = FindingRules(
             "after",
             "  - approval `/issued_at` (issued after `as_of`): `proposed_value` is the input's "
             "`as_of`, `evidence_value` the issue time.",
+            jointly=("approval_of_the_proposal",),
         ),
         FieldRule(
             "approval",
@@ -739,6 +747,7 @@ RULES_V2 = FindingRules(
             "not_value",
             "  - approval `/status` (not active): `proposed_value` is null.",
             conforming="active",
+            jointly=("approval_governs",),
         ),
         FieldRule(
             "approval",
@@ -746,6 +755,7 @@ RULES_V2 = FindingRules(
             None,
             "not_authorised",
             "  - approval `/approved_by` (not an authorised approver): `proposed_value` is null.",
+            jointly=("approval_governs",),
         ),
         FieldRule(
             "revocation",
@@ -753,7 +763,7 @@ RULES_V2 = FindingRules(
             None,
             "at_or_before",
             "  - revocation `/revoked_at` (in effect at `as_of`): `proposed_value` is null.",
-            jointly=("revokes_an_applicable_approval",),
+            jointly=("revokes_the_governing_approval",),
         ),
         FieldRule(
             "service_notice",

@@ -506,7 +506,7 @@ RULES_V3 = FindingRules(
             "same",
             "  - approval `/approved_by` (the requester approved their own change): "
             "`proposed_value` is the proposal's `requested_by`.",
-            jointly=("approval_applies",),
+            jointly=("approval_governs",),
         ),
         FieldRule(
             "freeze_window",
