@@ -1164,7 +1164,22 @@ class HFTextAgent:
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """P(option key | task text, slot block, `Option:`), renormalised over the keys."""
-        block = reasoning if reasoning is not None else self.emit_text(context)
-        prompt = f"{context.prompt}\n{block}\nOption:"
-        probs = self.scorer.next_option_probs([[prompt]], TEXT_ACTIONS)[0]
+        probs = self.scorer.next_option_probs([[self._act_prompt(context, reasoning)]],
+                                              TEXT_ACTIONS)[0]  # fmt: skip
         return {a: float(p) for a, p in zip(TEXT_ACTIONS, probs.tolist(), strict=True)}
+
+    def continuation_logprob(
+        self, context: TextContext, reasoning: str | None, continuation: str
+    ) -> float:
+        """The log-probability of `continuation` after the task text, slot block and `Option:`.
+
+        The open-ended hook (`trb.adapter.LogProbAdapter`) in the text world: the same prompt
+        `act_text` reads the options after, but the text's own probability, not renormalised
+        over the option keys, so Track 1's paired LLR (`G_llr`) can be read from it.
+        """
+        return self.scorer.text_logprob([self._act_prompt(context, reasoning)], continuation)
+
+    def _act_prompt(self, context: TextContext, reasoning: str | None) -> str:
+        """The task's text, the slot block (its own, or the one edited to r') and `Option:`."""
+        block = reasoning if reasoning is not None else self.emit_text(context)
+        return f"{context.prompt}\n{block}\nOption:"
