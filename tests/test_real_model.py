@@ -436,7 +436,7 @@ def test_smollm2_as_a_proxy_hf_spec_candidate_on_the_text_world_states_what_was_
 ) -> None:
     """The worked example's Hugging Face path (docs/trb.md): `proxy:hf` through freeze/run/report.
 
-    Three traces cut to one step and two r' each, Track 1 only, no R* extras: the record says
+    Two traces cut to one step and two r' each, Track 1 only, no R* extras: the record says
     for G* and for the paired log-likelihood ratio G_llr either a value or why not (never a
     placeholder 0), and the manifest pins every file of the model folder as its checkpoint.
     """
@@ -447,7 +447,7 @@ def test_smollm2_as_a_proxy_hf_spec_candidate_on_the_text_world_states_what_was_
     traces = [
         trace.model_copy(update={"steps": (trace.steps[0].model_copy(
             update={"counterfactuals": trace.steps[0].counterfactuals[:2]}),)})
-        for trace in generate_text_split("eval", 3, seed=5)
+        for trace in generate_text_split("eval", 2, seed=5)
     ]  # fmt: skip
     write_corpus(tmp_path / "corpus", {"eval": traces})
     (tmp_path / "spec.toml").write_text(

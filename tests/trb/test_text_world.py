@@ -330,3 +330,22 @@ def test_g_llr_is_reported_for_a_text_agent_with_log_probabilities_and_not_appli
     corridor = generate_split("eval", 2, seed=1)
     world = CorridorWorld(corridor[0].world)
     assert "G_llr" not in split_figures(GovernedOracle(world), corridor, ["governance"])
+
+
+def test_a_proxy_hf_candidate_without_a_model_folder_is_refused_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    from trustbench.core import CandidateSpec
+    from trustbench.errors import InputError
+    from trustbench.trb.track._adapters import adapter_id, hf_model_folder
+
+    unnamed = CandidateSpec(name="hf", kind="inprocess", model="proxy:hf")
+    with pytest.raises(InputError, match=r"settings\.folder") as refused:
+        adapter_id(unnamed)
+    assert refused.value.location == "candidate hf settings.folder"
+    missing = CandidateSpec(
+        name="hf", kind="inprocess", model="proxy:hf", settings={"folder": "no-such-model"}
+    )
+    with pytest.raises(InputError, match="no such model folder") as refused:
+        hf_model_folder(missing, tmp_path).items("hf")  # nothing loaded, nothing downloaded
+    assert refused.value.location == str(tmp_path / "no-such-model")

@@ -1142,6 +1142,9 @@ class HFTextAgent:
     def __init__(self, scorer: HFCausalLMProxyAdapter, name: str | None = None) -> None:
         self.scorer = scorer
         self.name = name or scorer.name
+        self._blocks: dict[str, str] = {}
+        """Slot blocks by prompt: the model is deterministic, and an un-overridden act asks for
+        the block `emit_text` already filled (five forward passes or more on a CPU)."""
 
     @classmethod
     def from_path(
@@ -1153,6 +1156,8 @@ class HFTextAgent:
 
     def emit_text(self, context: TextContext) -> str:
         """The slot block, each slot filled with the model's most probable words."""
+        if context.prompt in self._blocks:
+            return self._blocks[context.prompt]
         world = TextWorld(context.task, context.dynamics)
         lines: list[str] = []
         for slot, label in world.slot_labels():
@@ -1160,7 +1165,8 @@ class HFTextAgent:
             prompt = "\n".join([context.prompt, *lines, f"{label}:"])
             probs = self.scorer.next_option_probs([[prompt]], options)[0]
             lines.append(f"{label}: {options[int(probs.argmax())]}")
-        return "\n".join(lines)
+        self._blocks[context.prompt] = "\n".join(lines)
+        return self._blocks[context.prompt]
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """P(option key | task text, slot block, `Option:`), renormalised over the keys."""

@@ -743,6 +743,9 @@ def resolve_adapters(
         elif target == HF_PROXY:
             hf = hf_model_folder(candidate, base_dir or Path.cwd())
             items += hf.items(candidate.name)
+            # The declared thread count, as for the reference models: torch's default (every
+            # core) made each forward pass 7x slower on 2 shared, busy cores (measured here).
+            torch.set_num_threads(options.train.threads)
             if start_workers:
                 hf.load()  # a folder that does not load is refused at freeze, naming it
             sources[candidate.name] = AdapterSource(target, hf=hf)
