@@ -439,6 +439,8 @@ def test_smollm2_as_a_proxy_hf_spec_candidate_on_the_text_world_states_what_was_
     Two traces cut to one step and two r' each, Track 1 only, no R* extras: the record says
     for G* and for the paired log-likelihood ratio G_llr either a value or why not (never a
     placeholder 0), and the manifest pins every file of the model folder as its checkpoint.
+    Measured: 149 s on the shared 2-core machine at load 10-14 (each self-report is about ten
+    forward passes of a 200-token prompt, a few seconds each there; 26 s per report at load 18).
     """
     from trustbench.trb.corpus import write_corpus
     from trustbench.trb.corpus._generate import generate_text_split
