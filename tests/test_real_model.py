@@ -430,6 +430,51 @@ def test_smollm2_states_a_parsable_slot_block_and_acts_on_an_edited_one_in_the_t
     assert set(dist) == set(ACTIONS) and sum(dist.values()) == pytest.approx(1.0, abs=1e-9)
 
 
+def test_smollm2_as_a_proxy_hf_spec_candidate_on_the_text_world_states_what_was_measurable(
+    smollm2_folder: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The worked example's Hugging Face path (docs/trb.md): `proxy:hf` through freeze/run/report.
+
+    Two traces cut to one step and two r' each, Track 1 only, no R* extras: the record says
+    for G* and for the paired log-likelihood ratio G_llr either a value or why not (never a
+    placeholder 0), and the manifest pins every file of the model folder as its checkpoint.
+    Measured: 149 s on the shared 2-core machine at load 10-14 (each self-report is about ten
+    forward passes of a 200-token prompt, a few seconds each there; 26 s per report at load 18).
+    """
+    from trustbench.trb.corpus import write_corpus
+    from trustbench.trb.corpus._generate import generate_text_split
+    from trustbench.trb.track import freeze_run_report
+
+    traces = [
+        trace.model_copy(update={"steps": (trace.steps[0].model_copy(
+            update={"counterfactuals": trace.steps[0].counterfactuals[:2]}),)})
+        for trace in generate_text_split("eval", 2, seed=5)
+    ]  # fmt: skip
+    write_corpus(tmp_path / "corpus", {"eval": traces})
+    (tmp_path / "spec.toml").write_text(
+        'suite = "trb"\ntrack = "profile"\nconcurrency = 1\n[corpus]\npath = "corpus"\n'
+        '[track_options]\nmeasures = ["governance"]\nsplits = ["eval"]\n'
+        "r_star_adversarial_per_step = 0\nr_star_ood_per_step = 0\n"
+        '[[candidates]]\nname = "smollm2"\nkind = "inprocess"\nmodel = "proxy:hf"\n'
+        f'settings = {{ folder = "{smollm2_folder}" }}\n',
+        encoding="utf-8",
+    )
+    freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "record.json").read_text(encoding="utf-8"))
+    figures = {f["name"]: f for f in record["figures"]["smollm2"]}
+    llr = figures["G_llr"]
+    if llr["status"] == "measured":  # an LLR of a real model: any finite number of nats
+        assert llr["estimate"] is not None and "nats" in llr["description"]
+    else:
+        assert llr["estimate"] is None and llr["reason"], llr
+    g_star = record["trb"]["profile"]["smollm2"]["G"]
+    assert (g_star["status"] == "measured") == (g_star["value"] is not None), g_star
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
+    pinned = {f["name"] for f in manifest["files"] if f["role"] == "checkpoint"}
+    assert {"smollm2: config.json", "smollm2: model.safetensors"} <= pinned, pinned
+
+
 def test_served_smollm2_runs_the_text_world_chat_proxy_through_the_harness_and_says_why(
     smollm2_server: Served,  # noqa: F811
     tmp_path: Path,
@@ -470,9 +515,6 @@ def test_served_smollm2_runs_the_text_world_chat_proxy_through_the_harness_and_s
     verdict = record["trb"]["verdicts"]["smollm2"]
     if verdict["verdict"] == "not evaluable":  # the format, quoted; no figure as if ungoverned
         assert "format failure" in verdict["line"] and "could not be parsed" in verdict["line"]
-        if g_star["status"] == "measured":  # seen with few items: withholding is not applied
-            why = "withheld only with the step's every r'"
-            pytest.xfail(f"harness bug: G* measured {g_star['value']} though not evaluable ({why})")
         assert g_star["status"] == "not evaluable" and g_star["value"] is None, g_star
     else:
         assert g_star["status"] == "measured" and g_star["value"] is not None

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from trustbench.trb.adapter import AdapterTier, SelfReport
-from trustbench.trb.corpus import read_corpus, write_corpus
+from trustbench.trb.corpus import generate_split, read_corpus, write_corpus
 from trustbench.trb.corpus._generate import generate_text_corpus, text_worlds
 from trustbench.trb.instruments import (
     EpiphenomenalOracle,
@@ -249,7 +251,7 @@ def test_a_text_world_corpus_runs_through_the_harness_with_the_text_oracles(
 
 # The worked example in docs/trb.md: its commands and spec files must not drift from the CLI.
 ROOT = Path(__file__).parents[2]
-WORKED_EXAMPLE_SPECS = ("trb-text-chat.toml", "trb-text-imported.toml")
+WORKED_EXAMPLE_SPECS = ("trb-text-chat.toml", "trb-text-hf.toml", "trb-text-imported.toml")
 
 
 def _worked_example_commands() -> list[list[str]]:
@@ -270,6 +272,7 @@ def test_the_worked_example_commands_exist_with_the_options_they_use() -> None:
         ("trb", "corpus"),
         ("trb", "import"),
         ("freeze", "examples/trb-text-chat.toml"),
+        ("freeze", "examples/trb-text-hf.toml"),
     }
     for words in commands:
         path = words[:2] if words[0] == "trb" else words[:1]
@@ -289,3 +292,60 @@ def test_the_worked_example_specs_parse_with_valid_track_options(name: str) -> N
     spec = load_spec(ROOT / "examples" / name)
     assert spec.track_id == "trb/profile" and name in (ROOT / "docs" / "trb.md").read_text()
     track_options(spec)
+
+
+class _ScoringGoverned(TextGovernedOracle):
+    """The governed text oracle that also reads text probabilities (as a local LM does)."""
+
+    def continuation_logprob(self, context: TextContext, reasoning: str | None, text: str) -> float:
+        return math.log(max(self.act_text(context, reasoning)[text], 1e-12))
+
+
+class _ScoringRIgnoring(TextRIgnoringOracle):
+    """The r-ignoring text oracle with the same hook: its continuation ignores r too."""
+
+    def continuation_logprob(self, context: TextContext, reasoning: str | None, text: str) -> float:
+        return math.log(max(self.act_text(context, reasoning)[text], 1e-12))
+
+
+def test_g_llr_is_reported_for_a_text_agent_with_log_probabilities_and_not_applicable_without() -> (
+    None
+):
+    from trustbench.trb.measures._governance import NO_LOGPROBS
+    from trustbench.trb.track._profile import split_figures
+
+    traces = CORPUS["eval"][:3]
+
+    def g_llr(agent: object) -> Any:
+        adapter = TextWorldAdapter(agent, text_worlds(traces))  # type: ignore[arg-type]
+        return split_figures(adapter, traces, ["governance"])["G_llr"]
+
+    governed, ignoring = g_llr(_ScoringGoverned()), g_llr(_ScoringRIgnoring())
+    assert governed.status == "measured" and governed.estimate is not None
+    assert governed.estimate > 0.5  # r' makes the option it calls for likelier (nats)
+    assert ignoring.estimate == pytest.approx(0.0, abs=1e-12)  # both terms equal: r ignored
+    without = g_llr(TextGovernedOracle())  # no continuation_logprob: not applicable, never 0
+    assert (without.status, without.estimate, without.reason) == ("not_applicable", None,
+                                                                 NO_LOGPROBS)  # fmt: skip
+    corridor = generate_split("eval", 2, seed=1)
+    world = CorridorWorld(corridor[0].world)
+    assert "G_llr" not in split_figures(GovernedOracle(world), corridor, ["governance"])
+
+
+def test_a_proxy_hf_candidate_without_a_model_folder_is_refused_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    from trustbench.core import CandidateSpec
+    from trustbench.errors import InputError
+    from trustbench.trb.track._adapters import adapter_id, hf_model_folder
+
+    unnamed = CandidateSpec(name="hf", kind="inprocess", model="proxy:hf")
+    with pytest.raises(InputError, match=r"settings\.folder") as refused:
+        adapter_id(unnamed)
+    assert refused.value.location == "candidate hf settings.folder"
+    missing = CandidateSpec(
+        name="hf", kind="inprocess", model="proxy:hf", settings={"folder": "no-such-model"}
+    )
+    with pytest.raises(InputError, match="no such model folder") as refused:
+        hf_model_folder(missing, tmp_path).items("hf")  # nothing loaded, nothing downloaded
+    assert refused.value.location == str(tmp_path / "no-such-model")

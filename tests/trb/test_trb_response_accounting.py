@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from tests.support.openai_server import OpenAIServer, raw_body
 from tests.trb.test_trb_profile_track import _completion
-from tests.trb.test_trb_track import freeze_run_report, write_spec
+from tests.trb.test_trb_track import figure, freeze_run_report, write_spec
 
 from trustbench.core import CallFailed
 from trustbench.trb._cli_tables import format_failure_lines
@@ -27,6 +27,7 @@ from trustbench.trb.track._profile import RecordingAdapter
 CONTEXT = StepContext(trace_id="t", t=0, observations=(Observation(position=2, steps_left=5),))
 REPORT = SelfReport(goal="left", belief="open", planned_next="left", confidence=0.5)
 UNIFORM = {"left": 1 / 3, "stay": 1 / 3, "right": 1 / 3}
+OWN_BLOCK = "I go right. <r> goal=right belief=open plan=right conf=8 self=na </r>"
 
 
 class _Scripted:
@@ -174,3 +175,41 @@ def test_a_chat_model_that_never_writes_the_slot_block_is_not_evaluable_not_ungo
     assert record["verdicts"]["chat"]["status"] != "passed"
     # the terminal prints it before the profile (`trb run`'s first lines)
     assert format_failure_lines(record["trb"]) == [f"chat: {first}"]
+
+
+def test_a_format_failure_withholds_g_star_even_when_some_outputs_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few items, most unparseable: the verdict's "not evaluable" withholds G*, never 0.0.
+
+    The model states a well-formed slot block (emit_r parses) but answers every act in prose, so
+    each trial has some usable output (core's valid-response rule passes) while far more than
+    `FORMAT_FAILURE_MAX_SHARE` of its outputs are format failures. G* was "measured 0.0" here.
+    """
+    monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
+
+    def states_but_never_acts(body: dict[str, Any], _n: int) -> Any:
+        text = "I would go left, I think." if body.get("logprobs") else OWN_BLOCK
+        return raw_body(_completion(text, None))
+
+    with OpenAIServer() as server:
+        server.script(states_but_never_acts)
+        chat = (
+            '[[candidates]]\nname = "chat"\nkind = "openai_chat"\nmodel = "half-format"\n'
+            f'base_url = "{server.base_url}"\n'
+        )
+        spec = write_spec(
+            tmp_path, {}, sizes="{ train = 20, eval = 2, transfer = 1 }",
+            options='measures = ["governance"]\nsplits = ["eval"]\nchat_samples = 1\n'
+            "r_star_adversarial_per_step = 0\nr_star_ood_per_step = 0",
+            extra=chat,
+        )  # fmt: skip
+        record = freeze_run_report(spec, tmp_path / "run")
+    assert record["evaluability"]["subjects"]["chat"]["valid"] > 0  # some outputs parsed
+    verdict = record["trb"]["verdicts"]["chat"]
+    assert verdict["verdict"] == "not evaluable", verdict["line"]
+    g_star = record["trb"]["profile"]["chat"]["G"]
+    assert g_star["status"] == "not evaluable" and g_star["value"] is None, g_star
+    withheld = figure(record, "chat", "G_star")
+    assert withheld["status"] == "not_evaluable" and withheld["estimate"] is None, withheld
+    assert "format failure" in (withheld["reason"] or ""), withheld

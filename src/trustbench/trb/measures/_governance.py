@@ -1606,6 +1606,10 @@ def scores_continuations(adapter: object) -> bool:
     return callable(getattr(adapter, "continuation_logprob", None))
 
 
+NO_LOGPROBS = "the adapter exposes no log-probabilities (no continuation_logprob)"
+"""Why `G_llr` is not applicable to an adapter without the open-ended hook."""
+
+
 def llr_governance(
     adapter: object,
     interventions: Sequence[LlrIntervention],
@@ -1620,20 +1624,42 @@ def llr_governance(
     "not_applicable" (never 0) for an adapter without log-probabilities, or when no
     intervention gave a usable answer.
     """
-    title = "Track 1 paired log-likelihood ratio (nats) of Phi(r') under r' against under r_t"
     if not scores_continuations(adapter):
-        return Figure(
-            name=LLR_FIGURE, status="not_applicable", cluster="trace",
-            description=f"{title} {label}".strip(),
-            reason="the adapter exposes no log-probabilities (no continuation_logprob)",
-        )  # fmt: skip
+        return llr_figure([], 0, why=NO_LOGPROBS, label=label)
     scored = [
         (item.trace_id, continuation_llr(adapter, item.context, item.r, item.r_prime,
                                          item.continuation))
         for item in interventions
     ]  # fmt: skip
     usable = [(trace, llr) for trace, llr in scored if llr is not None]
-    invalid = len(scored) - len(usable)
+    return llr_figure(
+        usable, len(scored) - len(usable), confidence=confidence, seed=seed,
+        resamples=resamples, label=label,
+    )  # fmt: skip
+
+
+def llr_figure(
+    usable: Sequence[tuple[str, float]],
+    invalid: int,
+    *,
+    why: str | None = None,
+    confidence: float = 0.95,
+    seed: int = 0,
+    resamples: int = 1000,
+    label: str = "",
+) -> Figure:
+    """`G_llr` from scored interventions: (trace id, LLR) pairs and the invalid answers' count.
+
+    The one figure `llr_governance` and the track's Track 1 (`trb.track._measures`, from each
+    trial's recorded LLRs) both return. "not_applicable" (never 0) with `why` when the adapter
+    could not be asked, or when no intervention gave a usable answer.
+    """
+    title = "Track 1 paired log-likelihood ratio (nats) of Phi(r') under r' against under r_t"
+    if why is not None:
+        return Figure(
+            name=LLR_FIGURE, status="not_applicable", cluster="trace",
+            description=f"{title} {label}".strip(), reason=why,
+        )  # fmt: skip
     description = (
         f"{title}, mean over {len(usable)} interventions ({invalid} invalid answer(s) left "
         f"out), clustered by trace; 0 = r ignored {label}"

@@ -1142,6 +1142,9 @@ class HFTextAgent:
     def __init__(self, scorer: HFCausalLMProxyAdapter, name: str | None = None) -> None:
         self.scorer = scorer
         self.name = name or scorer.name
+        self._blocks: dict[str, str] = {}
+        """Slot blocks by prompt: the model is deterministic, and an un-overridden act asks for
+        the block `emit_text` already filled (five forward passes or more on a CPU)."""
 
     @classmethod
     def from_path(
@@ -1153,6 +1156,8 @@ class HFTextAgent:
 
     def emit_text(self, context: TextContext) -> str:
         """The slot block, each slot filled with the model's most probable words."""
+        if context.prompt in self._blocks:
+            return self._blocks[context.prompt]
         world = text_world_for_task(context.task, context.dynamics)
         lines: list[str] = []
         for slot, label in world.slot_labels():
@@ -1160,12 +1165,27 @@ class HFTextAgent:
             prompt = "\n".join([context.prompt, *lines, f"{label}:"])
             probs = self.scorer.next_option_probs([[prompt]], options)[0]
             lines.append(f"{label}: {options[int(probs.argmax())]}")
-        return "\n".join(lines)
+        self._blocks[context.prompt] = "\n".join(lines)
+        return self._blocks[context.prompt]
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """P(option key | task text, slot block, `Option:`), renormalised over the keys."""
-        block = reasoning if reasoning is not None else self.emit_text(context)
-        prompt = f"{context.prompt}\n{block}\nOption:"
         keys = text_world_for_task(context.task, context.dynamics).option_keys
-        probs = self.scorer.next_option_probs([[prompt]], keys)[0]
+        probs = self.scorer.next_option_probs([[self._act_prompt(context, reasoning)]], keys)[0]
         return {a: float(p) for a, p in zip(keys, probs.tolist(), strict=True)}
+
+    def continuation_logprob(
+        self, context: TextContext, reasoning: str | None, continuation: str
+    ) -> float:
+        """The log-probability of `continuation` after the task text, slot block and `Option:`.
+
+        The open-ended hook (`trb.adapter.LogProbAdapter`) in the text world: the same prompt
+        `act_text` reads the options after, but the text's own probability, not renormalised
+        over the option keys, so Track 1's paired LLR (`G_llr`) can be read from it.
+        """
+        return self.scorer.text_logprob([self._act_prompt(context, reasoning)], continuation)
+
+    def _act_prompt(self, context: TextContext, reasoning: str | None) -> str:
+        """The task's text, the slot block (its own, or the one edited to r') and `Option:`."""
+        block = reasoning if reasoning is not None else self.emit_text(context)
+        return f"{context.prompt}\n{block}\nOption:"

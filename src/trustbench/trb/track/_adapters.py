@@ -21,6 +21,16 @@ A candidate is `kind = "inprocess"` with `model` naming its adapter:
   (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
   the corpus nor the cache; a readable path holding either is refused at freeze.
 
+A local Hugging Face model is `model = "proxy:hf"` with its `save_pretrained` folder in
+`settings.folder` (relative to the spec file's folder; `settings.device` and `settings.dtype`
+as for `HFCausalLMProxyAdapter.from_path`): on a text-world corpus each trial is `HFTextAgent`
+over the model wrapped in `TextWorldAdapter`, with the open-ended hook `continuation_logprob`
+(Track 1's `G_llr`). It is loaded by harness code in the harness process (nothing downloaded, no
+code from the folder run); every file of the folder is pinned in the manifest (role
+`checkpoint`), the model's identity as a reference checkpoint's is. A corridor trace is not
+applicable for it (the Hugging Face corridor adapter is `HFCausalLMProxyAdapter` through
+`MODULE:FACTORY`).
+
 A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, `api_key_env`,
 `rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
 adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes through core's
@@ -88,7 +98,12 @@ from trustbench.trb.instruments._oracles import (
 )
 from trustbench.trb.isolation._client import AdapterWorker, adapter_plan, refuse_overlap
 from trustbench.trb.measures import ReferenceWhiteBox
-from trustbench.trb.proxy import LocalLMProxyAdapter
+from trustbench.trb.proxy import (
+    HFCausalLMProxyAdapter,
+    HFTextAgent,
+    LocalLMProxyAdapter,
+    load_hf_causal_lm,
+)
 from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatTextAgent
 from trustbench.trb.proxy._local import (
     SLOT_ENCODINGS,
@@ -342,6 +357,9 @@ BUILTIN_ADAPTERS: tuple[str, ...] = (
 CHAT_PROXY = "proxy:chat"
 """Adapter id of an `openai_chat` candidate: the chat proxy adapter over core's provider."""
 
+HF_PROXY = "proxy:hf"
+"""Adapter id of a local Hugging Face model named by `settings.folder` (a text agent)."""
+
 
 SEED_MARK = "@seed="
 """Separates a reference model id from a replica's training seed (`trace-ai-full@seed=3`);
@@ -406,6 +424,11 @@ def adapter_id(candidate: CandidateSpec) -> str:
             f" with K a non-negative integer; got {model!r}",
             location=where,
         )
+    if model == HF_PROXY and not isinstance(candidate.settings.get("folder"), str):
+        raise InputError(
+            f'{HF_PROXY} needs settings.folder = "PATH" (a local save_pretrained folder)',
+            location=f"{where} settings.folder",
+        )
     if model not in BUILTIN_ADAPTERS and ":" not in model and reference_seed(model) is None:
         raise InputError(
             f"unknown adapter {model!r}: use one of {', '.join(BUILTIN_ADAPTERS)} or "
@@ -440,6 +463,8 @@ class AdapterSource:
 
     seed_replica: int | None = None
     """Training seed of a reference seed replica (`...@seed=K`); measured on Track 1 only."""
+    hf: HFModelFolder | None = None
+    """For `proxy:hf`: the local model folder, loaded once and shared by every trial's agent."""
 
     def build(
         self,
@@ -467,7 +492,7 @@ class AdapterSource:
             except TextParseError as error:
                 raise NotApplicable(f"{self.adapter}: {error}") from None
             return self._text_adapter(text_world, transport)
-        if self.adapter in TEXT_ORACLES:
+        if self.adapter in TEXT_ORACLES or self.hf is not None:
             raise NotApplicable(_world_mismatch(self.adapter, None))
         built = self._build(world, transport)
         try:
@@ -488,6 +513,8 @@ class AdapterSource:
         """
         if self.adapter in TEXT_ORACLES:
             return TextWorldAdapter(TEXT_ORACLES[self.adapter](), world)
+        if self.hf is not None:
+            return TextWorldAdapter(self.hf.agent(), world)
         if self.chat is None:
             raise NotApplicable(_world_mismatch(self.adapter, world))
         chat = self._build(world.dynamics, transport)
@@ -549,6 +576,77 @@ def _world_mismatch(adapter: str, world: TextWorld | None) -> str:
         f"{adapter} speaks the corridor; this trace is in world "
         f"{world.declaration.world_id} (it does not declare the corridor's observations)"
     )
+
+
+_HF_LOADED: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+"""Hugging Face models loaded in this process, by (folder, device, dtype): a run builds one
+agent per trial over the same weights."""
+
+
+@dataclass(frozen=True)
+class HFModelFolder:
+    """A `proxy:hf` candidate's model: a local `save_pretrained` folder, device and dtype."""
+
+    folder: Path
+    """The resolved folder."""
+    device: str = "cpu"
+    """`cpu`, `cuda` or `cuda:N` (`resolve_device_dtype`)."""
+    dtype: str = "float32"
+    """Weight dtype name."""
+
+    def load(self) -> tuple[Any, Any]:
+        """The model and tokenizer, loaded once per process (`load_hf_causal_lm`).
+
+        Raises:
+            InputError: the folder is not a loadable causal LM, or device/dtype is refused.
+        """
+        key = (str(self.folder), self.device, self.dtype)
+        if key not in _HF_LOADED:
+            _HF_LOADED[key] = load_hf_causal_lm(self.folder, device=self.device, dtype=self.dtype)
+        return _HF_LOADED[key]
+
+    def agent(self) -> HFTextAgent:
+        """A fresh text agent over the shared weights (no memo carried between trials)."""
+        model, tokenizer = self.load()
+        scorer = HFCausalLMProxyAdapter(
+            model, tokenizer, self.folder.name, location=str(self.folder)
+        )
+        return HFTextAgent(scorer)
+
+    def items(self, candidate: str) -> list[ResolvedItem]:
+        """Every file of the folder, pinned in the manifest as the candidate's checkpoint.
+
+        Raises:
+            InputError: the folder is missing or holds no file.
+        """
+        files = (
+            sorted(p for p in self.folder.rglob("*") if p.is_file()) if self.folder.is_dir() else []
+        )
+        if not files:
+            raise InputError("no such model folder, or it holds no file", location=str(self.folder))
+        return [
+            ResolvedItem(
+                "checkpoint", f"{candidate}: {p.relative_to(self.folder).as_posix()}", path=p
+            )
+            for p in files
+        ]
+
+
+def hf_model_folder(candidate: CandidateSpec, base_dir: Path) -> HFModelFolder:
+    """A `proxy:hf` candidate's folder (relative to the spec's folder), device and dtype.
+
+    Raises:
+        InputError: `settings.device` or `settings.dtype` is not a string.
+    """
+    settings = candidate.settings
+    device, dtype = settings.get("device", "cpu"), settings.get("dtype", "float32")
+    if not isinstance(device, str) or not isinstance(dtype, str):
+        raise InputError(
+            'settings.device and settings.dtype must be strings (e.g. "cpu", "float32")',
+            location=f"candidate {candidate.name} settings",
+        )
+    folder = (base_dir / Path(str(settings["folder"])).expanduser()).resolve()
+    return HFModelFolder(folder, device, dtype)
 
 
 _MODELS: dict[tuple[str, str, str, str], tuple[ReferenceNativeModel, dict[str, Any]]] = {}
@@ -629,12 +727,16 @@ def resolve_adapters(
     corpus: LoadedCorpus,
     options: TrbTrackOptions,
     start_workers: bool = True,
+    base_dir: Path | None = None,
 ) -> tuple[dict[str, AdapterSource], list[ResolvedItem]]:
     """Build every candidate's adapter source; return them with the files to hash.
 
     Reference models are trained or loaded here, so the manifest pins their checkpoints. With
     `start_workers` False (a frozen run's re-check), a submitted adapter is neither started nor
-    checked: only its code is listed for hashing, and it has no source in the result.
+    checked: only its code is listed for hashing, and it has no source in the result; a
+    `proxy:hf` model is not loaded then, only its folder's files listed. `base_dir` is the
+    spec file's folder, which a `proxy:hf` candidate's `settings.folder` is relative to (the
+    working folder when None).
     """
     sources: dict[str, AdapterSource] = {}
     items: list[ResolvedItem] = []
@@ -654,6 +756,15 @@ def resolve_adapters(
             items += [item for item in extra if item.name not in {i.name for i in items}]
         elif target in ORACLES or target in TEXT_ORACLES:
             sources[candidate.name] = AdapterSource(target)
+        elif target == HF_PROXY:
+            hf = hf_model_folder(candidate, base_dir or Path.cwd())
+            items += hf.items(candidate.name)
+            # The declared thread count, as for the reference models: torch's default (every
+            # core) made each forward pass 7x slower on 2 shared, busy cores (measured here).
+            torch.set_num_threads(options.train.threads)
+            if start_workers:
+                hf.load()  # a folder that does not load is refused at freeze, naming it
+            sources[candidate.name] = AdapterSource(target, hf=hf)
         elif target == CHAT_PROXY:
             chat = {"model": candidate.model, "name": candidate.name,
                     "samples": options.chat_samples,

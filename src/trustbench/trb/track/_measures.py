@@ -39,6 +39,7 @@ from trustbench.trb.measures._governance import (
     DEFAULT_PER_STEP,
     G_STAR_MIN,
     G_STAR_UNDEFINED,
+    NO_LOGPROBS,
     R_STAR_KINDS,
     AblationUnsupported,
     _balanced,
@@ -46,9 +47,12 @@ from trustbench.trb.measures._governance import (
     act_many,
     attribution_rows,
     cluster_bootstrap,
+    continuation_llr,
     governance_rows,
+    llr_figure,
     min_sum_tv,
     require_override,
+    scores_continuations,
     self_consistency_flags,
     star_sums,
     total_variation,
@@ -58,6 +62,7 @@ from trustbench.trb.measures._governance import (
 )
 from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, find_figure, measured_estimate
 from trustbench.trb.world import CORRIDOR_WORLD_ID, reference_continuation
+from trustbench.trb.world._text import to_text_actions
 
 ProfileAxis = Literal["G", "ground", "attr", "viab", "nav", "trans"]
 """The six axes of the TRB profile vector (spec §1)."""
@@ -930,6 +935,61 @@ def _edit_response_figures(rows: list[MeasureRow], stats: StatsPlan, label: str)
     ]  # fmt: skip
 
 
+# Track 1's paired log-likelihood ratio (`G_llr`, `trb.measures.llr_governance`) where an action
+# is text. In the text world the model writes its action as a word after `Option:`, so Phi(r')
+# written as the reference continuation is the option key of Phi(r')'s most probable action,
+# for the interventions whose Phi(r') has a unique argmax (as `hard_interchange_accuracy`); the
+# adapter's `continuation_logprob` scores that word under r' and under the stored r_t. A trial
+# records each intervention's LLR (`llr`) and its invalid answers (`llr_invalid`), or why none
+# could be asked (`llr_why`); a corridor trace records nothing (its actions are discrete moves,
+# not text), so corridor runs show no `G_llr`, as before.
+
+
+def _continuation_text(phi: dict[str, float]) -> str | None:
+    """Phi(r') as the text-world action it calls for (an option key), or None without one."""
+    best = unique_argmax(phi)
+    return None if best is None else next(iter(to_text_actions({best: 1.0})))
+
+
+def _llr_items(trace: Trace) -> list[tuple[int, SelfReport, SelfReport, str]]:
+    """(step, r_t, r', continuation text) of each scorable intervention of a text trace."""
+    return [
+        (step.t, step.r, cf.r_prime, text)
+        for step in trace.steps
+        for cf in step.counterfactuals
+        if (text := _continuation_text(cf.continuation)) is not None
+    ]
+
+
+def llr_counts(adapter: Any, trace: Trace) -> dict[str, Any]:
+    """A trace's paired LLRs (`llr`, `llr_invalid`), or why none were asked (`llr_why`)."""
+    if trace.task is None:
+        return {}
+    if not scores_continuations(adapter):
+        return {"llr_why": NO_LOGPROBS}
+    values: list[float] = []
+    items = _llr_items(trace)
+    for t, r, r_prime, text in items:
+        llr = continuation_llr(adapter, trace.context(t), r, r_prime, text)
+        if llr is not None:
+            values.append(llr)
+    return {"llr": values, "llr_invalid": len(items) - len(values)}
+
+
+def _llr_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
+    """`G_llr` over the rows that recorded it (text-world traces); none on the corridor."""
+    asked = [r for r in rows if "llr" in r.counts or "llr_why" in r.counts]
+    if not asked:
+        return []
+    why = next((r.counts["llr_why"] for r in asked if "llr_why" in r.counts), None)
+    usable = [(r.trace.trace_id, float(v)) for r in asked for v in r.counts.get("llr", [])]
+    invalid = sum(int(r.counts.get("llr_invalid", 0)) for r in asked)
+    return [
+        llr_figure(usable, invalid, why=why, confidence=stats.confidence, seed=stats.seed,
+                   resamples=stats.resamples, label=label)
+    ]  # fmt: skip
+
+
 class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_star"):
     """Track 1: does act follow the intervened r? (see module docstring)."""
 
@@ -938,8 +998,8 @@ class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_st
     world's words."""
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
-        """Track 1 counts of one trace, the null-edit floor's TV sum included."""
-        return governance_rows(adapter, [trace])[0]
+        """Track 1 counts of one trace, the null-edit floor's TV sum and paired LLRs included."""
+        return {**governance_rows(adapter, [trace])[0], **llr_counts(adapter, trace)}
 
     def failed(self, trace: Trace) -> dict[str, Any]:
         """Every item scored TV = 1 and every slot wrong."""
@@ -971,6 +1031,8 @@ class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_st
             **dict.fromkeys(("self_tv_sum", "identity_tv_sum", "replay_tv_sum"), float(steps)),
             "self_items": steps,
             **r_star_failed(trace),
+            # a failed trial's LLRs are invalid answers, left out of G_llr (no worst case)
+            **({} if trace.task is None else {"llr": [], "llr_invalid": len(_llr_items(trace))}),
         }
 
     def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
@@ -1032,7 +1094,8 @@ class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_st
             "act calls under r' that raised or returned a malformed distribution " + label, "rate",
         ),))  # fmt: skip
         # R*'s adversarial and OOD r', then G against human Phi(r') beside the synthetic-only G
-        return figures + r_star_figures(rows, stats, label) + phi_source_figures(rows, stats, label)
+        figures += r_star_figures(rows, stats, label) + phi_source_figures(rows, stats, label)
+        return figures + _llr_figures(rows, stats, label)
 
 
 class AttributionMeasure(

@@ -185,8 +185,9 @@ class TrbProfileTrack:
         """Corpus files, reference checkpoints, user adapter code and the measure list."""
         prepared = self._prepare(spec, base_dir)
         sources, adapter_items = _off_loop(
-            resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options
-        )
+            resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options, True,
+            base_dir,
+        )  # fmt: skip
         self._sources[(spec.model_dump_json(), str(base_dir))] = sources
         return self._resolution(spec, prepared, adapter_items)
 
@@ -201,8 +202,9 @@ class TrbProfileTrack:
         spec, base_dir = manifest.spec, Path(manifest.base_dir)
         prepared = self._prepare(spec, base_dir)
         _, adapter_items = _off_loop(
-            resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options, False
-        )
+            resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options, False,
+            base_dir,
+        )  # fmt: skip
         return self._resolution(spec, prepared, adapter_items)
 
     def _resolution(

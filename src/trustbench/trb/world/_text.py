@@ -612,6 +612,10 @@ class TextWorldAdapter:
         self.tier = agent.tier
         self._only = worlds if isinstance(worlds, TextWorld) else None
         self._worlds = {} if isinstance(worlds, TextWorld) else dict(worlds)
+        if callable(getattr(agent, "continuation_logprob", None)):
+            # The open-ended hook only where the agent reads text probabilities (a local LM):
+            # an adapter without it is "not applicable" for G_llr, never scored 0.
+            self.continuation_logprob = self._continuation_logprob
 
     @property
     def sample_sizes(self) -> list[int] | None:
@@ -642,6 +646,19 @@ class TextWorldAdapter:
         """The agent's slot block, parsed by the trace's world (a parse failure raises)."""
         world, text = self._context(context)
         return world.parse_report(self.agent.emit_text(text))
+
+    def _continuation_logprob(
+        self, context: StepContext, r_override: SelfReport | None, continuation: str
+    ) -> float:
+        """The agent's log-probability of `continuation` after r' written as the slot block.
+
+        `trb.adapter.LogProbAdapter` over words: r' is rendered in the trace's words as `act`
+        renders it, and `continuation` is text in the world's words (an option key).
+        """
+        world, text = self._context(context)
+        reasoning = None if r_override is None else world.render_report(r_override)
+        score = self.agent.continuation_logprob  # type: ignore[attr-defined]
+        return float(score(text, reasoning, continuation))
 
     def act(self, context: StepContext, r_override: SelfReport | None = None) -> dict[str, float]:
         """The agent's options under reasoning r' written as text (do(r := r') on the span)."""
