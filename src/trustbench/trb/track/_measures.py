@@ -61,8 +61,12 @@ from trustbench.trb.measures._governance import (
     widen_figure,
 )
 from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, find_figure, measured_estimate
-from trustbench.trb.world import CORRIDOR_WORLD_ID, reference_continuation
-from trustbench.trb.world._text import to_text_actions
+from trustbench.trb.world import (
+    CORRIDOR_WORLD_ID,
+    TextWorld,
+    reference_continuation,
+    text_world_for_task,
+)
 
 ProfileAxis = Literal["G", "ground", "attr", "viab", "nav", "trans"]
 """The six axes of the TRB profile vector (spec §1)."""
@@ -945,19 +949,21 @@ def _edit_response_figures(rows: list[MeasureRow], stats: StatsPlan, label: str)
 # not text), so corridor runs show no `G_llr`, as before.
 
 
-def _continuation_text(phi: dict[str, float]) -> str | None:
-    """Phi(r') as the text-world action it calls for (an option key), or None without one."""
+def _continuation_text(phi: dict[str, float], world: TextWorld) -> str | None:
+    """Phi(r') as the text-world action it calls for (the world's option key), or None."""
     best = unique_argmax(phi)
-    return None if best is None else next(iter(to_text_actions({best: 1.0})))
+    return None if best is None else next(iter(world.to_option_keys({best: 1.0})))
 
 
 def _llr_items(trace: Trace) -> list[tuple[int, SelfReport, SelfReport, str]]:
     """(step, r_t, r', continuation text) of each scorable intervention of a text trace."""
+    assert trace.task is not None, "only a text trace has text continuations"
+    world = text_world_for_task(trace.task, trace.world)
     return [
         (step.t, step.r, cf.r_prime, text)
         for step in trace.steps
         for cf in step.counterfactuals
-        if (text := _continuation_text(cf.continuation)) is not None
+        if (text := _continuation_text(cf.continuation, world)) is not None
     ]
 
 
