@@ -83,7 +83,7 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     assert _lesson_sets(control, "candidates") == {"passed": {"reference", "cedar"}}
     assert _lesson_sets(control, "instruments")["failed as built"] == {"review-gated", "unchecked"}
     # ... and the one underpowered gate kept as the lesson it is: informational, it blocks nothing.
-    lesson = "control-path track: informational gate prohibited-effects-1pct-underpowered"
+    lesson = "control-path track: informational gate prohibited-effects-0.5pct-underpowered"
     assert any(line.startswith(f"{lesson} (does not block)") for line in lines)
     workflow = next(line for line in lines if line.startswith("workflow track"))
     # Every scripted agent is an instrument; the memory-poisoned one, whose poisoned request the

@@ -1,6 +1,6 @@
-"""The human review app on the reviewer-side default corpus (v0.3): a participant is offered
-that corpus's reason codes and a field for its structured discrepancies, answers by its policy,
-and every answer is recorded and graded supported."""
+"""The human review app on the reviewer-side default corpus (`DEFAULT_VERSION`): a participant
+is offered that corpus's reason codes and a field for its structured discrepancies, answers by its
+policy, and every answer is recorded and graded supported."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ import html
 import json
 import re
 import shutil
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
 from tests.rtb.test_human_app import serve, submit
-from tests.rtb.test_human_fixtures import EXAMPLES, ai_run, human_run
+from tests.rtb.test_human_fixtures import ai_run, human_run
 from tests.support.records import full_record
 
 from trustbench.core import report_run
@@ -31,7 +30,7 @@ from trustbench.rtb.policy import parse_candidate_input, policy_for, policy_of
 
 
 def _one_group(root: Path) -> Path:
-    """The default corpus cut to its first domain group (12 cases), its policy kept."""
+    """The default corpus cut to its first domain group (24 cases on v0.4), its policy kept."""
     source = load_corpus(builtin_corpus_root(DEFAULT_VERSION))
     group = source.cases[0].group
     shutil.copytree(builtin_corpus_root(DEFAULT_VERSION), root)
@@ -39,7 +38,8 @@ def _one_group(root: Path) -> Path:
     for case in source.cases:
         if case.group != group:
             (root / "cases" / f"{case.case_id}.json").unlink()
-    write_corpus_manifest(root, version="0.3-human-fixture", policy_id=source.policy_id)
+    version = f"{DEFAULT_VERSION}-human-fixture"
+    write_corpus_manifest(root, version=version, policy_id=source.policy_id)
     return root
 
 
@@ -52,12 +52,6 @@ def _answer(page: str) -> dict[str, Any]:
     reviewers = policy_of(visible).reviewers  # the policy whose input the page shows
     reviewer = next(f(0) for n, f in reviewers.items() if n.startswith("reference-policy"))
     return json.loads(reviewer.review(prompt, visible) or "{}")
-
-
-def test_the_human_examples_name_the_reviewer_side_default_corpus() -> None:
-    for name in ("rtb-human-ai.toml", "rtb-human-session.toml"):
-        spec = tomllib.loads((EXAMPLES / name).read_text())
-        assert spec["corpus"] == {"builtin": f"v{DEFAULT_VERSION}"}, name
 
 
 def test_a_session_on_the_default_corpus_offers_its_reason_codes_and_is_graded(
