@@ -58,7 +58,9 @@ def test_a_session_on_the_default_corpus_offers_its_reason_codes_and_is_graded(
     tmp_path: Path,
 ) -> None:
     corpus = _one_group(tmp_path / "corpus")
-    policy = policy_for(load_corpus(corpus).policy_id)
+    loaded = load_corpus(corpus)
+    policy = policy_for(loaded.policy_id)
+    answers = 2 * len(loaded.cases)  # the two participants of `human_run` answer every case
     # The AI source run names the corpus policy's own reference reviewer.
     reference = next(name for name in policy.reviewers if name.startswith("reference-policy"))
     ai_dir, sha = ai_run(tmp_path, corpus, reference=reference)
@@ -76,12 +78,12 @@ def test_a_session_on_the_default_corpus_offers_its_reason_codes_and_is_graded(
                 assert "not recorded yet" not in page, page  # every answer is recorded
 
     serve(human_dir, driver)
-    assert len(offered) == 24 and all(codes == set(policy.reason_codes) for codes in offered)
+    assert len(offered) == answers and all(codes == set(policy.reason_codes) for codes in offered)
     result = report_run(human_dir)
     assert result.complete
     trials = full_record(human_dir)["review"]["trials"]
     human = [t for t in trials if t["configuration"].startswith("sre-cab-")]
-    assert len(human) == 24 and all(t["supported"] for t in human)
+    assert len(human) == answers and all(t["supported"] for t in human)
     assert ai_dir.is_dir()
 
 
