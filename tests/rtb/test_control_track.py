@@ -278,7 +278,7 @@ def test_the_demo_closing_lines_name_the_underpowered_gate_as_its_lesson(
         f"control-path track: informational gate {LESSON} (does not block) not passed by "
         "reference, cedar: "
     )
-    assert "needs 299 cases" in line
+    assert "needs 598 cases" in line
 
 
 def test_per_fault_and_per_group_figures_count_the_named_bypasses(
