@@ -74,7 +74,9 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     assert (f"demo subset: {audited} of {len(corpus.cases)} cases" in lines[1]) is (
         audited < len(corpus.cases)
     )
-    assert lines[1].endswith(run_corpus_audits(demo_audit_subset(corpus)).summary())
+    assert lines[1].endswith(
+        run_corpus_audits(corpus, attacked=demo_audit_subset(corpus)).summary()
+    )
     assert lines[-1].startswith("TRB governance gap Delta_gov = ")
     for track, name in TRACKS.items():
         assert (out / track / "record.json").is_file()
