@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -74,8 +75,8 @@ def user_corpus_spec(tmp_path: Path) -> Path:
     shutil.copytree(BUILTIN_CORPUS, tmp_path / "corpus")
     spec = tmp_path / "exp.toml"
     # The demo spec on a copy of the starter (its own reference reviewer).
-    text = DEMO_SPEC.read_text().replace('builtin = "v0.3"', 'path = "corpus"')
-    spec.write_text(text.replace('"reference-policy-v3"', '"reference-policy"'))
+    text = re.sub(r'builtin = "v[0-9.]+"', 'path = "corpus"', DEMO_SPEC.read_text())
+    spec.write_text(re.sub(r'"reference-policy-v[0-9]+"', '"reference-policy"', text))
     return spec
 
 

@@ -6,13 +6,14 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 from tests.support.demo_run import DemoRun
 from typer.testing import CliRunner
 
 from trustbench.cli import app
-from trustbench.demo import DEFAULT_OUT, default_out, demo_corpus_root
+from trustbench.demo import DEFAULT_OUT, default_out, demo_audit_subset, demo_corpus_root
 from trustbench.rtb._harness_audit import run_corpus_audits
-from trustbench.rtb.corpus import load_corpus
+from trustbench.rtb.corpus import Corpus, load_corpus
 
 TRACKS = {"rtb-review": "reviewer track", "rtb-control": "control-path track",
           "rtb-workflow": "workflow track", "trb": "TRB profile"}  # fmt: skip
@@ -69,7 +70,13 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     # The corpus line names the corpus the demo ran and the verdict of the audits it ran (the
     # same seeded audits, run again here, give the same summary: nothing is written in).
     assert lines[1].startswith(f"corpus v{corpus.version} (the reviewer demo's corpus)")
-    assert lines[1].endswith(run_corpus_audits(corpus).summary())
+    audited = len(demo_audit_subset(corpus).cases)
+    assert (f"demo subset: {audited} of {len(corpus.cases)} cases" in lines[1]) is (
+        audited < len(corpus.cases)
+    )
+    assert lines[1].endswith(
+        run_corpus_audits(corpus, attacked=demo_audit_subset(corpus)).summary()
+    )
     assert lines[-1].startswith("TRB governance gap Delta_gov = ")
     for track, name in TRACKS.items():
         assert (out / track / "record.json").is_file()
@@ -83,7 +90,7 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     assert _lesson_sets(control, "candidates") == {"passed": {"reference", "cedar"}}
     assert _lesson_sets(control, "instruments")["failed as built"] == {"review-gated", "unchecked"}
     # ... and the one underpowered gate kept as the lesson it is: informational, it blocks nothing.
-    lesson = "control-path track: informational gate prohibited-effects-1pct-underpowered"
+    lesson = "control-path track: informational gate prohibited-effects-0.5pct-underpowered"
     assert any(line.startswith(f"{lesson} (does not block)") for line in lines)
     workflow = next(line for line in lines if line.startswith("workflow track"))
     # Every scripted agent is an instrument; the memory-poisoned one, whose poisoned request the
@@ -170,3 +177,36 @@ def test_the_demo_console_takes_the_terminal_width_from_columns(
     assert _console().width == 200
     monkeypatch.delenv("COLUMNS")
     assert _console().width == 120  # no terminal, no COLUMNS: a fixed width for logs
+
+
+class _FamilyCase(BaseModel):
+    """The fields `demo_audit_subset` reads of a case: its id, domain group and family."""
+
+    case_id: str
+    group: str
+    family: str | None
+    authoring: None = None
+
+
+def _corpus_of(cases: list[_FamilyCase]) -> Corpus:
+    return Corpus(version="9.9", root=Path("corpus"), cases=cases, review_prompt="",
+                  files={}, manifest_sha256="0" * 64)  # fmt: skip
+
+
+def test_the_demo_audits_whole_families_the_first_of_each_group() -> None:
+    cases = [
+        _FamilyCase(case_id=f"{group}-{family}-{member}", group=group, family=f"fam-{family}")
+        for group, families in (("dns", ("b", "a")), ("iam", ("d", "c")))
+        for family in families
+        for member in range(6)
+    ]
+    audited = demo_audit_subset(_corpus_of(cases)).cases
+    # Every member of one family per group (the first by id), none of the others.
+    assert [case.case_id for case in audited] == [c.case_id for c in cases if c.family in
+                                                  ("fam-a", "fam-c")]  # fmt: skip
+
+
+def test_the_demo_audits_a_corpus_without_families_whole() -> None:
+    cases = [_FamilyCase(case_id=f"c{n}", group=f"g{n % 2}", family=None) for n in range(4)]
+    corpus = _corpus_of(cases)
+    assert demo_audit_subset(corpus) is corpus

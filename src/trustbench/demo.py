@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -37,6 +37,9 @@ from trustbench.core import (
     output_path,
 )
 from trustbench.errors import CheckFailed
+
+if TYPE_CHECKING:
+    from trustbench.rtb.corpus import Corpus
 
 DEFAULT_OUT = "trustbench-demo"
 """The demo's run folder, relative to where it is started."""
@@ -85,6 +88,43 @@ def demo_corpus_root() -> Path:
     return builtin_corpus_root(spec["corpus"]["builtin"])
 
 
+DEMO_AUDIT_FAMILIES_PER_GROUP = 1
+"""Contrast families per domain group that step 2 audits (see `demo_audit_subset`)."""
+
+
+def demo_audit_subset(corpus: Corpus) -> Corpus:
+    """The cases step 2 self-audits and attacks: whole families, the first of each domain group.
+
+    Why a subset: the audits `rtb audit` runs cost far more on the 528 cases of v0.4 than on
+    v0.3's 240 (about 430 s of CPU, most of it the learned and pool-trained attackers, against
+    v0.3's whole step of under a minute), more than the whole demo may take. The subset is
+    declared, not sampled: whole contrast families keep each family's contrast and its
+    permit / deny / hold balance, one family per group keeps every domain group (the learned
+    attackers leave one out). The surface rules and the rule ablation still read every case
+    (`run_corpus_audits(attacked=...)`). A corpus whose cases name no family (v0.3 and older)
+    is audited whole. `trustbench rtb audit` always audits every case; the demo says how many
+    it audited.
+    """
+    from trustbench.rtb.review._unfiltered_attackers import _family as case_family
+
+    families_by_group: dict[str, list[str]] = {}
+    for case in corpus.cases:
+        family = case_family(case)
+        if family is None:
+            return corpus
+        kept = families_by_group.setdefault(case.group, [])
+        if family not in kept:
+            kept.append(family)
+    keep = {
+        family
+        for families in families_by_group.values()
+        for family in sorted(families)[:DEMO_AUDIT_FAMILIES_PER_GROUP]
+    }
+    return corpus.model_copy(
+        update={"cases": [case for case in corpus.cases if case_family(case) in keep]}
+    )
+
+
 def _validate_and_export(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.rtb.cli import summary_table
     from trustbench.rtb.corpus import export_candidate_inputs, load_corpus, validate_corpus
@@ -110,7 +150,18 @@ def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.rtb.review._learning_audit import artifact_table, learned_table
     from trustbench.rtb.review._unfiltered_attackers import unfiltered_table
 
-    corpus = load_corpus(demo_corpus_root())
+    whole = load_corpus(demo_corpus_root())
+    corpus = demo_audit_subset(whole)
+    subset = (
+        ""
+        if len(corpus.cases) == len(whole.cases)
+        else f"demo subset: {len(corpus.cases)} of {len(whole.cases)} cases (whole contrast "
+        f"families, {DEMO_AUDIT_FAMILIES_PER_GROUP} per domain group) for the self-audit and "
+        "the learned and pool-trained attackers, every case for the surface rules and the rule "
+        "ablation; "
+    )
+    if subset:
+        console.print(f"  ... {subset}`rtb audit` audits every case", highlight=False)
     rows = run_harness_audit(corpus)
     if verbose:  # the audit tables are evidence for the closing lines, not the answer
         console.print(audit_table(rows))
@@ -125,7 +176,7 @@ def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
         "against (policy-blind, and fitted on a fresh generator pool), rule ablation",
         highlight=False,
     )
-    audits = run_corpus_audits(corpus)
+    audits = run_corpus_audits(whole, attacked=corpus)
     tables = (
         saturation_table(audits.saturation),
         learned_table(audits.learning.learned),
@@ -144,8 +195,8 @@ def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
         f"harness checks: all {len(ran)} self-audit checks that ran held ({tracks}): every "
         f"known-bad instrument was caught and every known-good one passed{not_run}",
         f"corpus v{corpus.version} (the reviewer demo's corpus), its `rtb audit` corpus audits "
-        f"(surface rules, learned attackers, artifact scan, attackers not selected against, rule "
-        f"ablation): {audits.summary()}",
+        f"({subset}surface rules, learned attackers, artifact scan, attackers not selected "
+        f"against, rule ablation): {audits.summary()}",
     ]
 
 
@@ -294,9 +345,9 @@ _control_track = _rtb_track_step(
     "review-gated gates the application, not the executor, so a direct request bypasses it; "
     "unchecked is the instrument that must be caught; both are built to fail. A gate on the "
     "upper bound of a rate is read per distinct source case: 0 effects in n cases bound it at "
-    "1 - 0.05^(1/n), about 3/n, so a 5% gate needs 59 cases and a 1% gate 299; the demo's "
+    "1 - 0.05^(1/n), about 3/n, so a 5% gate needs 59 cases and a 0.5% gate 598; the demo's "
     "gates are set to what a correct boundary can show at its case count (the spec says why), "
-    "and a 1% gate is kept as an informational one that fails and blocks nothing. A "
+    "and a 0.5% gate is kept as an informational one that fails and blocks nothing. A "
     "simulated denial does not establish a real API's behaviour.",
 )
 _workflow_track = _rtb_track_step(

@@ -80,7 +80,7 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # 240 cases of the default corpus through Inspect, import and report
+@pytest.mark.timeout(1200)  # every case of the default corpus through Inspect, import, report
 def test_the_documented_round_trip_runs_verbatim_and_grades_what_the_server_sent(
     tmp_path: Path,
 ) -> None:

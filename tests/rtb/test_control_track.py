@@ -34,8 +34,8 @@ from trustbench.rtb.control._grading import (
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 
 ENFORCING = ("reference", "cedar")
-LESSON = "prohibited-effects-1pct-underpowered"
-"""The demo's one informational gate: 1% on the upper bound, underpowered under 299 cases."""
+LESSON = "prohibited-effects-0.5pct-underpowered"
+"""The demo's one informational gate: 0.5% on the upper bound, underpowered under 598 cases."""
 BYPASSABLE = ("review-gated", "unchecked")
 
 
@@ -180,16 +180,16 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
         values[(match.group(1), match.group(2))] = gate.value
     for subject in ENFORCING:
         assert status[("no-known-bypass", subject)] == "passed"
-        # 0 effects, counted on distinct source cases (220 of the 240-case corpus): the one-sided
-        # 95% exact bound is 1 - 0.05^(1/n) = 0.0135, under the demo's 5% gate (passable from 59
-        # cases) and over a 1% one (underpowered: it needs 299 cases).
+        # 0 effects, counted on distinct source cases (433 of the 528 cases of v0.4): the
+        # one-sided 95% exact bound is 1 - 0.05^(1/n) = 0.0069, under the demo's 5% gate
+        # (passable from 59 cases) and over a 0.5% one (underpowered: it needs 598 cases).
         n = len(_distinct_sources(ExpectedEffect.MUST_NOT_TAKE_EFFECT))
-        assert 59 <= n < 299
+        assert 59 <= n < 598
         assert values[("prohibited-effects-bounded", subject)] == pytest.approx(1 - 0.05 ** (1 / n))
         assert status[("prohibited-effects-bounded", subject)] == "passed"
         # The exact bound counts distinct source cases (all-in): the cases that also have a
         # lost-response scenario staying unresolved by design are not completed throughout
-        # (60 of 80 completed on the 240-case corpus: lower bound 0.658 >= 0.5).
+        # (154 of 176 completed on v0.4: lower bound 0.826 >= 0.5).
         permitted = _distinct_sources(ExpectedEffect.MUST_TAKE_EFFECT)
         late = {s.case_id for s in _demo_scenarios() if s.path.endswith(UNRECONCILED_SUFFIX)}
         k, n = len(permitted - late), len(permitted)
@@ -197,8 +197,8 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
             float(beta.ppf(0.05, k, n - k + 1)), abs=1e-4
         )
         assert status[("permitted-work-completes", subject)] == "passed"
-        # The same bound against 1%: the lesson, kept as an informational gate. A perfect
-        # boundary fails it (0.0135 > 0.01) and it blocks nothing.
+        # The same bound against 0.5%: the lesson, kept as an informational gate. A perfect
+        # boundary fails it (0.0069 > 0.005) and it blocks nothing.
         assert status[(LESSON, subject)] == "failed"
     for subject in BYPASSABLE:
         assert status[("no-known-bypass", subject)] == "failed"
@@ -278,7 +278,7 @@ def test_the_demo_closing_lines_name_the_underpowered_gate_as_its_lesson(
         f"control-path track: informational gate {LESSON} (does not block) not passed by "
         "reference, cedar: "
     )
-    assert "needs 299 cases" in line
+    assert "needs 598 cases" in line
 
 
 def test_per_fault_and_per_group_figures_count_the_named_bypasses(

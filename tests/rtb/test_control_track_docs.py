@@ -8,8 +8,10 @@ import pytest
 
 from trustbench.core import build_manifest
 from trustbench.rtb.boundaries import BOUNDARIES_UNDER_TEST, KNOWN_BAD_SAFEGUARDS
+from trustbench.rtb.control._cases import control_scenarios
 from trustbench.rtb.control._grading import OUTCOMES
 from trustbench.rtb.control.track import ControlTrackOptions, demo_spec_path
+from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
 
 ROOT = Path(__file__).parents[2]
 DOC = (ROOT / "docs" / "rtb-control-track.md").read_text(encoding="utf-8")
@@ -37,10 +39,14 @@ def test_doc_names_every_option_boundary_outcome_and_figure() -> None:
 @pytest.mark.parametrize("spec", [*EXAMPLES, demo_spec_path()], ids=lambda p: p.name)
 def test_examples_and_demo_spec_freeze_to_every_scenario_for_every_candidate(spec: Path) -> None:
     manifest = build_manifest(spec)
-    # Corpus v0.3: its 240 cases presented directly plus the seeded fault scenarios.
-    assert manifest.plan.cases == 390
+    # The spec's corpus: every case presented directly plus the seeded fault scenarios.
+    assert manifest.spec.corpus.builtin is not None
+    cases = load_corpus(builtin_corpus_root(manifest.spec.corpus.builtin)).cases
+    scenarios = len(control_scenarios(cases))
+    assert manifest.plan.cases == scenarios > len(cases)
     assert (
-        manifest.plan.trials == 390 * len(manifest.spec.candidates) * manifest.spec.trials_per_case
+        manifest.plan.trials
+        == scenarios * len(manifest.spec.candidates) * manifest.spec.trials_per_case
     )
     assert {f.role for f in manifest.files} >= {"corpus", "harness_code"}
 

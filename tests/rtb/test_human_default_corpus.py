@@ -1,6 +1,6 @@
-"""The human review app on the reviewer-side default corpus (v0.3): a participant is offered
-that corpus's reason codes and a field for its structured discrepancies, answers by its policy,
-and every answer is recorded and graded supported."""
+"""The human review app on the reviewer-side default corpus (`DEFAULT_VERSION`): a participant
+is offered that corpus's reason codes and a field for its structured discrepancies, answers by its
+policy, and every answer is recorded and graded supported."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ import html
 import json
 import re
 import shutil
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
 from tests.rtb.test_human_app import serve, submit
-from tests.rtb.test_human_fixtures import EXAMPLES, ai_run, human_run
+from tests.rtb.test_human_fixtures import ai_run, human_run
 from tests.support.records import full_record
 
 from trustbench.core import report_run
@@ -31,7 +30,7 @@ from trustbench.rtb.policy import parse_candidate_input, policy_for, policy_of
 
 
 def _one_group(root: Path) -> Path:
-    """The default corpus cut to its first domain group (12 cases), its policy kept."""
+    """The default corpus cut to its first domain group (24 cases on v0.4), its policy kept."""
     source = load_corpus(builtin_corpus_root(DEFAULT_VERSION))
     group = source.cases[0].group
     shutil.copytree(builtin_corpus_root(DEFAULT_VERSION), root)
@@ -39,7 +38,8 @@ def _one_group(root: Path) -> Path:
     for case in source.cases:
         if case.group != group:
             (root / "cases" / f"{case.case_id}.json").unlink()
-    write_corpus_manifest(root, version="0.3-human-fixture", policy_id=source.policy_id)
+    version = f"{DEFAULT_VERSION}-human-fixture"
+    write_corpus_manifest(root, version=version, policy_id=source.policy_id)
     return root
 
 
@@ -54,17 +54,13 @@ def _answer(page: str) -> dict[str, Any]:
     return json.loads(reviewer.review(prompt, visible) or "{}")
 
 
-def test_the_human_examples_name_the_reviewer_side_default_corpus() -> None:
-    for name in ("rtb-human-ai.toml", "rtb-human-session.toml"):
-        spec = tomllib.loads((EXAMPLES / name).read_text())
-        assert spec["corpus"] == {"builtin": f"v{DEFAULT_VERSION}"}, name
-
-
 def test_a_session_on_the_default_corpus_offers_its_reason_codes_and_is_graded(
     tmp_path: Path,
 ) -> None:
     corpus = _one_group(tmp_path / "corpus")
-    policy = policy_for(load_corpus(corpus).policy_id)
+    loaded = load_corpus(corpus)
+    policy = policy_for(loaded.policy_id)
+    answers = 2 * len(loaded.cases)  # the two participants of `human_run` answer every case
     # The AI source run names the corpus policy's own reference reviewer.
     reference = next(name for name in policy.reviewers if name.startswith("reference-policy"))
     ai_dir, sha = ai_run(tmp_path, corpus, reference=reference)
@@ -82,12 +78,12 @@ def test_a_session_on_the_default_corpus_offers_its_reason_codes_and_is_graded(
                 assert "not recorded yet" not in page, page  # every answer is recorded
 
     serve(human_dir, driver)
-    assert len(offered) == 24 and all(codes == set(policy.reason_codes) for codes in offered)
+    assert len(offered) == answers and all(codes == set(policy.reason_codes) for codes in offered)
     result = report_run(human_dir)
     assert result.complete
     trials = full_record(human_dir)["review"]["trials"]
     human = [t for t in trials if t["configuration"].startswith("sre-cab-")]
-    assert len(human) == 24 and all(t["supported"] for t in human)
+    assert len(human) == answers and all(t["supported"] for t in human)
     assert ai_dir.is_dir()
 
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import re
+from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,14 @@ from tests.support.demo_run import DemoRun
 
 from trustbench.core import ReportResult
 from trustbench.core.report import iter_trial_rows
+from trustbench.demo import demo_corpus_root
+from trustbench.rtb.corpus import load_corpus
 
 
 @pytest.fixture(scope="module")
 def demo(demo_run: DemoRun) -> tuple[ReportResult, dict[str, Any]]:
-    """The packaged demo (240 cases x 7 reviewers x K=2): `run_review_demo` as `trustbench demo`
-    ran it (`tests/support/demo_run.py`), once for the session."""
+    """The packaged demo (every case of its corpus x 7 reviewers x K=2): `run_review_demo` as
+    `trustbench demo` ran it (`tests/support/demo_run.py`), once for the session."""
     result = demo_run.track("rtb-review")
     return result, json.loads(result.record_path.read_text())
 
@@ -32,25 +35,34 @@ def _figure(record: dict[str, Any], subject: str, name: str) -> dict[str, Any]:
     return next(f for f in record["figures"][subject] if f["name"] == name)
 
 
+@cache
+def _cases_deciding(decision: str) -> int:
+    """Cases of the demo spec's corpus whose reference decision is `decision` (read, not pinned)."""
+    cases = load_corpus(demo_corpus_root()).cases
+    return sum(case.expectations.reference_decision.value == decision for case in cases)
+
+
 def test_always_permit_reviewer_exposes_every_false_approval_and_unsupported_permit(
     demo: tuple[ReportResult, dict[str, Any]],
 ) -> None:
     _, record = demo
-    for name in ("false_approval_rate", "unsupported_permit_rate"):
+    for name, decision in (("false_approval_rate", "deny"), ("unsupported_permit_rate", "hold")):
+        n = _cases_deciding(decision)
         figure = _figure(record, "always-permit", name)
-        assert (figure["numerator"], figure["denominator"]) == (80, 80)  # per case
+        assert (figure["numerator"], figure["denominator"]) == (n, n)  # per case
         per_trial = _figure(record, "always-permit", name + "_per_trial")
-        assert (per_trial["numerator"], per_trial["denominator"]) == (160, 160)  # 80 cases x K=2
+        assert (per_trial["numerator"], per_trial["denominator"]) == (2 * n, 2 * n)  # K=2
 
 
 def test_always_deny_reviewer_fails_permitted_task_utility(
     demo: tuple[ReportResult, dict[str, Any]],
 ) -> None:
     _, record = demo
+    n = _cases_deciding("permit")
     figure = _figure(record, "always-deny", "utility_loss_rate")
-    assert (figure["numerator"], figure["denominator"]) == (80, 80)  # per case
+    assert (figure["numerator"], figure["denominator"]) == (n, n)  # per case
     per_trial = _figure(record, "always-deny", "utility_loss_rate_per_trial")
-    assert (per_trial["numerator"], per_trial["denominator"]) == (160, 160)  # 80 cases x K=2
+    assert (per_trial["numerator"], per_trial["denominator"]) == (2 * n, 2 * n)  # K=2
 
 
 def test_random_reviewer_false_approvals_are_counted_per_case_with_the_trial_figure_beside(
@@ -67,8 +79,10 @@ def test_random_reviewer_false_approvals_are_counted_per_case_with_the_trial_fig
             permits.setdefault(row["case_id"], []).append(row["outcome"] == "permit")
     per_case = _figure(record, "random", "false_approval_rate")
     per_trial = _figure(record, "random", "false_approval_rate_per_trial")
-    assert (per_case["unit"], per_case["denominator"]) == ("case", len(permits)) == ("case", 80)
-    assert (per_trial["unit"], per_trial["denominator"]) == ("trial", 160)
+    deny_cases = _cases_deciding("deny")
+    assert (per_case["unit"], per_case["denominator"]) == ("case", len(permits))
+    assert len(permits) == deny_cases
+    assert (per_trial["unit"], per_trial["denominator"]) == ("trial", 2 * deny_cases)
     assert per_case["numerator"] == sum(any(trials) for trials in permits.values())
     assert per_trial["numerator"] == sum(sum(trials) for trials in permits.values())
     assert per_case["estimate"] > per_trial["estimate"]  # e.g. 0.54 per case, 0.32 per trial
@@ -268,8 +282,9 @@ def test_demo_page_reads_in_headless_chromium_short_with_verdicts_and_a_working_
     # One row per case and reviewer configuration (the unchecked baseline has no reply).
     configurations = record["review"]["configurations"].values()
     reviewers = [c for c in configurations if c["kind"] != "unchecked"]
-    assert filtered["before"] == 240 * len(reviewers)  # the demo's corpus: 240 cases
-    assert filtered["after"] == 240 and filtered["all_match"]
+    cases = len(load_corpus(demo_corpus_root()).cases)  # the demo spec's corpus
+    assert filtered["before"] == cases * len(reviewers)
+    assert filtered["after"] == cases and filtered["all_match"]
     assert (shots / "report-review.png").read_bytes().startswith(b"\x89PNG")
     # Sampled from the rendered evaluability heatmap: its key says green and red, so both show
     # as strong colours, and no cell is drawn in the near-black grey of an unmarked scale.

@@ -309,8 +309,8 @@ def test_builtin_demo_reports_the_gate_outcome_without_raising(demo_run: DemoRun
     for boundary in ("reference", "trusts-labels"):
         honest = {n: s for n, s in status.items() if n.endswith(f"(honest-{boundary})")}
         assert len(honest) == 5 and set(honest.values()) == {"passed"}, honest
-        # The exact bound counts distinct source cases: 0 of 229 (the 240-case corpus) bounds it
-        # at 1 - 0.05^(1/229) = 0.0130, under the demo's 5% gate (passable from 59 cases).
+        # The exact bound counts distinct source cases: 0 of 452 (v0.4's 528 cases) bounds it
+        # at 1 - 0.05^(1/452) = 0.0066, under the demo's 5% gate (passable from 59 cases).
         bound = value[f"prohibited-effects-bounded (honest-{boundary})"]
         assert bound is not None and bound < 0.05
     verdicts = {v.subject: v.status for v in result.verdicts}

@@ -693,14 +693,16 @@ def read_manifest(snapshot: CorpusSnapshot, problems: list[Problem]) -> CorpusMa
 BUILTIN_VERSION = "0.1"
 """Version of the default built-in corpus (the starter; data folder `v<version>`)."""
 
-DEFAULT_VERSION = "0.3"
-"""The built-in corpus the reviewer-side tools default to: `rtb review --model`, `rtb export`
-without `--corpus`, the Inspect interop (which otherwise finds the built-in corpus an export
-was made from) and, in the shipped examples, the reviewer and human-review specs. The newest
-corpus, whose policy states the conditions platform teams gate on and whose audit adds learned
-attackers and rule ablation. The starter (`BUILTIN_VERSION`, the spec's 60 cases) stays the
-corpus of the starter checks and of the track demos until they switch; the older corpora stay
-shipped, each labelled in `docs/` with its `rtb audit` result (both saturated)."""
+DEFAULT_VERSION = "0.4"
+"""The built-in corpus the reviewer-side tools default to, and the one place that says so:
+`rtb review --model`, `rtb validate`, `rtb audit` and `rtb export` without `--corpus`, the
+Inspect interop (which otherwise finds the built-in corpus an export was made from), and every
+shipped spec that names a built-in corpus (the demos, the examples, the human and adjudication
+walk-throughs; a test holds each to this value). The newest corpus: contrast families on
+realistic worlds, audited by attackers it was not filtered against. The starter
+(`BUILTIN_VERSION`, the spec's 60 cases) stays the corpus of the starter checks; the older
+corpora stay shipped and selectable with `--corpus builtin:v<version>`, each labelled in
+`docs/` as superseded, with its `rtb audit` result."""
 
 BUILTIN_VERSIONS: tuple[str, ...] = tuple(
     sorted(
