@@ -230,9 +230,10 @@ def _one_of_by_kind(root: Mapping[str, Any], one_of: Callable[..., Any]) -> Call
     `oneOf` holds: what the standard keyword (`one_of`) would conclude after validating the
     record against all seven branches. Anything else, an invalid record included, goes to the
     standard keyword, so every error and its message are the library's. The evidence `oneOf`
-    was most of a corpus's validation, which a run pays before its first trial: 180 v0.2 cases
-    took 0.42 to 0.45 s of CPU and take 0.18 to 0.22 s (load 14, bench/README.md "Reviewers in
-    the loop"); every case is still validated in full, once per process.
+    was most of a corpus's validation, which a run pays before its first trial: the 180 cases of
+    the second corpus took 0.42 to 0.45 s of CPU and take 0.18 to 0.22 s (load 14,
+    bench/README.md "Reviewers in the loop"); every case is still validated in full, once per
+    process.
     """
 
     def validate(validator: Any, branches: Any, instance: Any, schema: Any) -> Iterator[Any]:

@@ -481,7 +481,7 @@ def workflow_scenarios(
     """Direct tasks for every case followed by the seeded stateful scenarios.
 
     `kinds` (None: every kind) builds only the scenarios of those kinds, the same ones in the
-    same order: a run of `direct` scenarios built all 118 stateful ones of the v0.2 corpus
+    same order: a run of `direct` scenarios built all 118 stateful ones of the second corpus
     too, about 45 ms of its start-up (bench/README.md "Reviewers in the loop").
     """
     direct = kinds is None or DIRECT in kinds
