@@ -21,6 +21,22 @@ corpus that breaks one fails `rtb validate`):
   days, approvals are issued before they expire; over a corpus, `as_of` spreads over months,
   weekdays and hours like a change calendar (no hour holds a fifth of the cases).
 
+The outside domain review of v0.4 (docs/rtb-corpus-v0.4-review.md, O1-O7) found more; each is a
+constraint too:
+
+- `approvals-their-own`: approvals of different targets share no object revision, and an
+  approval is superseded exactly when it names its successor (the sibling's spare approval was
+  a clone of the governing one, superseded by nothing).
+- `proposal-names-its-change`: a proposal names its operation's defining parameters
+  (`Domain.defining`: the role granted, the migration applied) and changes one of them.
+- `dated-names-not-later`: a name carrying a month (an image) is not later than the record
+  naming it (`dated_space`).
+- `change-timing`: a base change falls in its environment's open window when the policy windows
+  that environment, else in office hours (an emergency at any hour).
+- `notice-status-matches-text`, `one-notice-per-service`: a notice's status is the one its text
+  states, and a case holds one notice per service.
+- `coherent-parameters`: a parameter set means what it says (`incoherent`).
+
 A family (`_generate.py`) is one base world and proposal plus its edits; `family_problems`
 checks the family contract on any set of cases.
 """
@@ -483,7 +499,8 @@ def draw_parameters(
     """Parameters a proposal or approval sets from `current`: every defining one, one changed.
 
     One defining parameter (sometimes a second parameter too) changes; the other defining ones
-    are restated, and the rest sometimes are. Drawn again until the result is coherent.
+    are restated, and the rest sometimes are. A change that leaves the set incoherent (a flag
+    switched off, still rolled out) also changes what it must (the rollout, to 0), as a team does.
     """
     for _ in range(100):
         changed = {rng.choice(domain.defining)}
@@ -498,6 +515,17 @@ def draw_parameters(
         }
         if incoherent(domain.operation, {**current, **proposed}) is None:
             return proposed
+        repairs = [
+            (key, value)
+            for key in sorted(space)
+            if key not in changed
+            for value in space[key]
+            if value != current[key]
+        ]
+        rng.shuffle(repairs)
+        for key, value in repairs:
+            if incoherent(domain.operation, {**current, **proposed, key: value}) is None:
+                return {**proposed, key: value}
     raise ValueError(f"no coherent parameters for {domain.operation} from {current}")
 
 
