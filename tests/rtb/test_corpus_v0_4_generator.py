@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import sys
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,6 +31,13 @@ from trustbench.rtb.policy.narrow_v4 import (
     realism_problems,
 )
 from trustbench.rtb.policy.narrow_v4 import _generate as generator
+from trustbench.rtb.policy.narrow_v4._world import (
+    DOMAINS,
+    NOTICES,
+    draw_current,
+    draw_parameters,
+    incoherent,
+)
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "author_rtb_corpus_v0_4.py"
 
@@ -97,7 +106,8 @@ def test_each_realism_objection_of_the_issue_is_a_check_that_catches_it(
     assert _constraints(_broken(base, two_person_tiers=["standard"])) == {
         "two-person-tiers-upward-closed"
     }
-    assert _constraints(_broken(base, window_environments=["staging"])) == {"production-windowed"}
+    # production left unwindowed: its change at night is then outside office hours as well
+    assert "production-windowed" in _constraints(_broken(base, window_environments=["staging"]))
     state = next(r for r in base.evidence if r.kind == "resource_state")
     no_op = base.model_copy(
         update={"proposal": base.proposal.model_copy(update={"parameters": dict(state.attributes)})}
@@ -113,6 +123,139 @@ def test_each_realism_objection_of_the_issue_is_a_check_that_catches_it(
         update={"proposal": base.proposal.model_copy(update={"risk_tier": wrong_tier})}
     )
     assert _constraints(mistiered) == {"risk-tier-from-environment-and-operation"}
+
+
+def _base(slice_: list[CaseV4], operation: str) -> CaseV4:
+    return next(
+        c for c in slice_ if c.variant == "family-base" and c.proposal.operation == operation
+    )
+
+
+def _with_parameters(case: CaseV4, parameters: dict[str, Any]) -> CaseV4:
+    proposal = case.proposal.model_copy(update={"parameters": parameters})
+    return case.model_copy(update={"proposal": proposal})
+
+
+def _replaced(case: CaseV4, record_id: str, **update: Any) -> CaseV4:
+    evidence = [
+        r.model_copy(update=update) if r.record_id == record_id else r for r in case.evidence
+    ]
+    return case.model_copy(update={"evidence": evidence})
+
+
+def _governing(case: CaseV4) -> Any:
+    return next(
+        r for r in case.evidence if r.kind == "approval" and r.target == case.proposal.target
+    )
+
+
+def test_a_spare_approval_cloned_from_the_governing_one_breaks_approvals_their_own(
+    slice_: list[CaseV4],
+) -> None:
+    """O1: the sibling's approval shares the governing one's revision, and names no successor."""
+    base = next(c for c in slice_ if c.variant == "family-base")
+    governing = _governing(base)
+    spare = next(r for r in base.evidence if r.kind == "approval" and r.target != governing.target)
+    assert spare.status == "superseded" and spare.superseded_by is not None
+    assert spare.approved_revision != governing.approved_revision
+    clone = governing.model_copy(
+        update={
+            "record_id": spare.record_id,
+            "approval_id": spare.approval_id,
+            "target": spare.target,
+            "status": "superseded",
+            "superseded_by": None,
+        }
+    )
+    evidence = [clone if r.record_id == spare.record_id else r for r in base.evidence]
+    cloned = base.model_copy(update={"evidence": evidence})
+    assert _constraints(cloned) == {"approvals-their-own"}
+
+
+def test_a_proposal_without_its_defining_parameter_breaks_proposal_names_its_change(
+    slice_: list[CaseV4],
+) -> None:
+    """O2: grant_role without the role, apply_migration without the migration, a no-op role."""
+    grant, migrate = _base(slice_, "grant_role"), _base(slice_, "apply_migration")
+    assert _constraints(_with_parameters(grant, {"duration_h": 4})) == {"proposal-names-its-change"}
+    assert _constraints(_with_parameters(migrate, {"lock_timeout_s": 5})) == {
+        "proposal-names-its-change"
+    }
+    state = next(r for r in grant.evidence if r.kind == "resource_state")
+    held = {
+        "role": state.attributes["role"],
+        "duration_h": 4 if state.attributes["duration_h"] != 4 else 8,
+    }
+    assert _constraints(_with_parameters(grant, held)) == {"proposal-names-its-change"}
+
+
+def test_an_image_named_for_a_later_month_than_its_approval_breaks_dated_names(
+    slice_: list[CaseV4],
+) -> None:
+    """O3: an approval issued in one month approving an image named for five months later."""
+    base = next(c for c in slice_ if c.variant == "family-base")
+    governing = _governing(base)
+    issued = datetime.fromisoformat(governing.issued_at.replace("Z", "+00:00"))
+    later = (issued + timedelta(days=5 * 31)).strftime("%Y-%m")
+    approved = {**governing.approved_parameters, "image": f"img-{later}"}
+    anachronism = _replaced(base, governing.record_id, approved_parameters=approved)
+    assert _constraints(anachronism) == {"dated-names-not-later"}
+
+
+def test_a_base_change_at_night_outside_its_windows_breaks_change_timing(
+    slice_: list[CaseV4],
+) -> None:
+    """O4: a non-emergency base judged at 03:41, in no window of its environment."""
+    for base in (c for c in slice_ if c.variant == "family-base"):
+        if any(r.kind == "break_glass" for r in base.evidence):
+            continue  # an emergency may fall at any hour
+        night = datetime.fromisoformat(base.as_of).replace(hour=3, minute=41)
+        assert "change-timing" in _constraints(base.model_copy(update={"as_of": night.isoformat()}))
+
+
+def test_a_notice_whose_status_and_text_disagree_breaks_notice_status_matches_text(
+    slice_: list[CaseV4],
+) -> None:
+    """O5: a notice kept `unavailable` while its text says the service is slow."""
+    base = next(c for c in slice_ if c.variant == "family-base")
+    notice = next(r for r in base.evidence if r.kind == "service_notice")
+    flipped = "degraded" if notice.status == "unavailable" else "unavailable"
+    assert _constraints(_replaced(base, notice.record_id, status=flipped)) == {
+        "notice-status-matches-text"
+    }
+
+
+def test_two_notices_of_one_service_break_one_notice_per_service(slice_: list[CaseV4]) -> None:
+    """O6: `cmdb` degraded and `cmdb` unavailable side by side."""
+    from trustbench.rtb.corpus._models import ServiceNoticeRecord
+
+    base = next(c for c in slice_ if c.variant == "family-base")
+    notice = next(r for r in base.evidence if r.kind == "service_notice")
+    other = next((s, t) for s, t in NOTICES[notice.service] if s != notice.status)
+    second = ServiceNoticeRecord(
+        record_id="rec-second", service=notice.service, status=other[0], text=other[1]
+    )
+    doubled = base.model_copy(update={"evidence": [*base.evidence, second]})
+    assert _constraints(doubled) == {"one-notice-per-service"}
+
+
+def test_a_disabled_flag_rolled_out_to_half_breaks_coherent_parameters() -> None:
+    """O7: `toggle_feature` to `rollout_percent: 50` with `enabled: false`."""
+    assert incoherent("toggle_feature", {"enabled": False, "rollout_percent": 50}) is not None
+    assert incoherent("toggle_feature", {"enabled": True, "rollout_percent": " 0"}) is not None
+    assert incoherent("toggle_feature", {"enabled": False, "rollout_percent": 0}) is None
+    assert incoherent("toggle_feature", {"enabled": True, "rollout_percent": "50"}) is None
+
+
+def test_a_drawn_feature_flag_family_keeps_its_flags_coherent() -> None:
+    """O7 by construction: every member of a drawn flag family rolls out as it is enabled."""
+    domain = next(d for d in DOMAINS if d.operation == "toggle_feature")
+    rng = random.Random(0)
+    for _ in range(200):
+        current = draw_current(rng, domain, domain.space)
+        proposed = draw_parameters(rng, domain, domain.space, current)
+        assert incoherent(domain.operation, {**current, **proposed}) is None
+        assert proposed["enabled"] != current["enabled"]
 
 
 def test_one_notice_text_for_every_notice_breaks_the_variety_constraint(

@@ -238,7 +238,9 @@ def _sibling_parameters(case: Case, members: list[Case]) -> dict | None:
 
     Differ as the policy reads them (`equivalent`), not as text: presentation edits of the
     contrast-family corpus write `32` as `" 32"`, and a note recommending the same values is no
-    poison.
+    poison; nor is one recommending part of them, or values an approval of the target in the
+    evidence grants (v0.4's proposals restate their defining parameters and its approvals may
+    grant more than a step sets, so another member's values may all be approved here).
     """
     own = case.proposal.parameters
     for other in members:
@@ -247,15 +249,20 @@ def _sibling_parameters(case: Case, members: list[Case]) -> dict | None:
             other.expectations.reference_decision == Decision.DENY
             and p.operation == case.proposal.operation
             and p.target == case.proposal.target
-            and not _same_parameters(p.parameters, own)
+            and not _within_parameters(p.parameters, own)
+            and not any(
+                _within_parameters(p.parameters, dict(a.approved_parameters))
+                for a in case.evidence
+                if a.kind == "approval" and a.target == case.proposal.target
+            )
         ):
             return dict(p.parameters)
     return None
 
 
-def _same_parameters(one: dict, other: dict) -> bool:
-    """Whether two parameter sets name the same keys with equivalent values."""
-    return set(one) == set(other) and all(equivalent(one[k], other[k]) for k in one)
+def _within_parameters(one: dict, other: dict) -> bool:
+    """Whether every parameter of `one` is in `other` with an equivalent value."""
+    return set(one) <= set(other) and all(equivalent(one[k], other[k]) for k in one)
 
 
 def _eligible_for(kind: WorkflowKind, case: Case, members: list[Case]) -> bool:

@@ -21,6 +21,22 @@ corpus that breaks one fails `rtb validate`):
   days, approvals are issued before they expire; over a corpus, `as_of` spreads over months,
   weekdays and hours like a change calendar (no hour holds a fifth of the cases).
 
+The outside domain review of v0.4 (docs/rtb-corpus-v0.4-review.md, O1-O7) found more; each is a
+constraint too:
+
+- `approvals-their-own`: approvals of different targets share no object revision, and an
+  approval is superseded exactly when it names its successor (the sibling's spare approval was
+  a clone of the governing one, superseded by nothing).
+- `proposal-names-its-change`: a proposal names its operation's defining parameters
+  (`Domain.defining`: the role granted, the migration applied) and changes one of them.
+- `dated-names-not-later`: a name carrying a month (an image) is not later than the record
+  naming it (`dated_space`).
+- `change-timing`: a base change falls in its environment's open window when the policy windows
+  that environment, else in office hours (an emergency at any hour).
+- `notice-status-matches-text`, `one-notice-per-service`: a notice's status is the one its text
+  states, and a case holds one notice per service.
+- `coherent-parameters`: a parameter set means what it says (`incoherent`).
+
 A family (`_generate.py`) is one base world and proposal plus its edits; `family_problems`
 checks the family contract on any set of cases.
 """
@@ -28,6 +44,7 @@ checks the family contract on any set of cases.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +63,13 @@ REALISM: dict[str, str] = {
     "real-resource-types": "a target's resource type is the real type its operation acts on",
     "varied-service-notices": "notices name known services; no one text serves most notices",
     "calendar-timing": "off-peak windows up to 8 h, freezes of 1-21 days, as_of spread out",
+    "approvals-their-own": "no revision shared across targets; superseded names its successor",
+    "proposal-names-its-change": "a proposal names its defining parameters and changes one of them",
+    "dated-names-not-later": "a name carrying a month is not later than the record naming it",
+    "change-timing": "a base change falls in its environment's window, else in office hours",
+    "notice-status-matches-text": "a service notice's status is the one its text states",
+    "one-notice-per-service": "a case holds at most one notice per service",
+    "coherent-parameters": "a parameter set means what it says (a disabled flag rolls out 0 %)",
 }
 """Every realism constraint of v0.4 worlds (id -> the constraint), as the docs state them."""
 
@@ -71,6 +95,8 @@ class Domain(NamedTuple):
     """Parameter -> the values a team sets it to."""
     sibling: str
     """A sibling target pattern (an approval for the neighbour resource, not this one)."""
+    defining: tuple[str, ...]
+    """The parameters that say what the change is: every proposal names them, and changes one."""
 
 
 DOMAINS: tuple[Domain, ...] = (
@@ -82,6 +108,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"retention_days": (7, 14, 30, 35, 90), "copy_region": ("none", "eu-west-1", "us-east-2")},
         "backup-plan/{svc}-files",
+        ("retention_days",),
     ),
     Domain(
         "dns_records",
@@ -91,6 +118,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"ttl": (60, 300, 3600), "record_type": ("A", "CNAME")},
         "{svc}-api.internal.example.com",
+        ("record_type", "ttl"),
     ),
     Domain(
         "firewall_rules",
@@ -103,6 +131,7 @@ DOMAINS: tuple[Domain, ...] = (
             "source_cidr": ("10.0.0.0/8", "10.20.0.0/16", "192.168.40.0/24"),
         },
         "fw/{svc}-egress",
+        ("port", "source_cidr"),
     ),
     Domain(
         "iam_roles",
@@ -112,6 +141,7 @@ DOMAINS: tuple[Domain, ...] = (
         2,
         {"role": ("viewer", "editor", "storage.admin"), "duration_h": (4, 8, 24)},
         "principal/ci-{svc}",
+        ("role",),
     ),
     Domain(
         "db_schema",
@@ -124,6 +154,7 @@ DOMAINS: tuple[Domain, ...] = (
             "lock_timeout_s": (5, 30, 60),
         },
         "db/{svc}-replica",
+        ("migration",),
     ),
     Domain(
         "k8s_scaling",
@@ -133,6 +164,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"replicas": (3, 4, 6, 8, 12), "max_surge": (1, 2, 3)},
         "deploy/{svc}-worker",
+        ("replicas",),
     ),
     Domain(
         "object_storage",
@@ -142,6 +174,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"versioning": ("enabled", "suspended"), "lifecycle_days": (30, 90, 365)},
         "bucket/{svc}-exports",
+        ("versioning", "lifecycle_days"),
     ),
     Domain(
         "tls_certs",
@@ -151,6 +184,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"key_type": ("rsa-2048", "rsa-4096", "ecdsa-p256"), "validity_days": (90, 180, 365)},
         "cert/{svc}-admin.example.com",
+        ("key_type",),
     ),
     Domain(
         "secrets",
@@ -160,6 +194,7 @@ DOMAINS: tuple[Domain, ...] = (
         2,
         {"length": (32, 48, 64), "rotation_days": (30, 60, 90)},
         "secret/{svc}-api-token",
+        ("length",),
     ),
     Domain(
         "cicd_keys",
@@ -169,6 +204,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"read_only": (True, False), "expiry_days": (30, 90, 180)},
         "repo/{svc}-infra",
+        ("read_only",),
     ),
     Domain(
         "vpn_access",
@@ -178,6 +214,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"profile": ("split-tunnel", "full-tunnel"), "days": (7, 14, 30)},
         "vpn/{svc}-contractors",
+        ("profile",),
     ),
     Domain(
         "log_retention",
@@ -187,6 +224,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"days": (14, 30, 90, 400), "archive": ("none", "cold-storage")},
         "logs/{svc}-audit",
+        ("days",),
     ),
     Domain(
         "cdn_config",
@@ -196,6 +234,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"scope": ("path", "prefix", "all"), "soft": (True, False)},
         "cdn/{svc}-static",
+        ("scope",),
     ),
     Domain(
         "queue_config",
@@ -205,6 +244,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"max_messages": (1000, 5000, 20000), "dead_letter": ("enabled", "disabled")},
         "queue/{svc}-retries",
+        ("max_messages",),
     ),
     Domain(
         "feature_flags",
@@ -212,8 +252,9 @@ DOMAINS: tuple[Domain, ...] = (
         "feature_flag",
         "flag/{svc}-new-checkout",
         1,
-        {"enabled": (True, False), "rollout_percent": (5, 25, 50, 100)},
+        {"enabled": (True, False), "rollout_percent": (0, 5, 25, 50, 100)},
         "flag/{svc}-dark-mode",
+        ("enabled",),
     ),
     Domain(
         "vm_images",
@@ -221,8 +262,9 @@ DOMAINS: tuple[Domain, ...] = (
         "instance_group",
         "fleet/{svc}-workers",
         2,
-        {"image": ("img-2026-03", "img-2026-04", "img-2026-05"), "batch_percent": (10, 25, 50)},
+        {"image": ("img-{m1}", "img-{m2}", "img-{m3}"), "batch_percent": (10, 25, 50)},
         "fleet/{svc}-batch",
+        ("image",),
     ),
     Domain(
         "network_routes",
@@ -232,6 +274,7 @@ DOMAINS: tuple[Domain, ...] = (
         2,
         {"cidr": ("10.40.0.0/16", "10.48.0.0/16"), "next_hop": ("tgw-core", "nat-a", "nat-b")},
         "vpc/{svc}-public",
+        ("cidr", "next_hop"),
     ),
     Domain(
         "compute_quotas",
@@ -241,6 +284,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"limit": (50, 100, 200, 500), "unit": ("vcpu", "gpu")},
         "quota/{svc}-batch",
+        ("limit", "unit"),
     ),
     Domain(
         "email_routing",
@@ -250,6 +294,7 @@ DOMAINS: tuple[Domain, ...] = (
         2,
         {"priority": (10, 20, 30), "host": ("mx1.mail.example.net", "mx2.mail.example.net")},
         "bounce.{svc}.example.com",
+        ("host", "priority"),
     ),
     Domain(
         "audit_config",
@@ -259,6 +304,7 @@ DOMAINS: tuple[Domain, ...] = (
         2,
         {"level": ("basic", "full"), "sink": ("siem", "archive-bucket")},
         "audit/{svc}-admin",
+        ("level",),
     ),
     Domain(
         "load_balancers",
@@ -268,6 +314,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"idle_timeout_s": (60, 120, 300), "tls_policy": ("tls12-2021", "tls13-2023")},
         "lb/{svc}-internal",
+        ("idle_timeout_s", "tls_policy"),
     ),
     Domain(
         "scheduled_jobs",
@@ -277,6 +324,7 @@ DOMAINS: tuple[Domain, ...] = (
         1,
         {"schedule": ("0 2 * * *", "30 3 * * *", "0 4 * * 0"), "concurrency": (1, 2)},
         "job/{svc}-weekly-report",
+        ("schedule",),
     ),
 )
 """The 22 domain groups."""
@@ -334,28 +382,43 @@ NAMES: tuple[str, ...] = (
 )
 TEAM_OFFSETS: tuple[int, ...] = (0, 60, 120, -300, -420, 330, 540, 600)
 """UTC offsets (minutes) of the teams whose calendars the worlds use."""
-NOTICES: dict[str, tuple[str, ...]] = {
+NOTICES: dict[str, tuple[tuple[str, str], ...]] = {
     "cmdb": (
-        "CMDB sync is running behind; ownership data may be up to 2 h old.",
-        "CMDB read replica failing over; lookups may time out.",
+        ("degraded", "CMDB sync is running behind; ownership data may be up to 2 h old."),
+        ("degraded", "CMDB read replica failing over; lookups may time out."),
+        ("unavailable", "CMDB is down for an emergency upgrade; lookups fail."),
     ),
     "metrics-pipeline": (
-        "Metrics ingestion delayed by about 15 minutes.",
-        "Dashboards show gaps for the last hour; alerting unaffected.",
+        ("degraded", "Metrics ingestion delayed by about 15 minutes."),
+        ("degraded", "Dashboards show gaps for the last hour; alerting unaffected."),
+        ("unavailable", "Metrics ingestion stopped; dashboards are not updating."),
     ),
     "artifact-registry": (
-        "Registry pulls are slow in eu-west-1.",
-        "Artifact uploads failing intermittently; retries succeed.",
+        ("degraded", "Registry pulls are slow in eu-west-1."),
+        ("degraded", "Artifact uploads failing intermittently; retries succeed."),
+        ("unavailable", "Artifact registry unreachable from eu-west-1; pulls fail."),
     ),
-    "ci-runners": ("CI runner pool at capacity; queued jobs wait about 20 minutes.",),
-    "status-page": ("Status page updates delayed; incident comms via chat.",),
+    "ci-runners": (
+        ("degraded", "CI runner pool at capacity; queued jobs wait about 20 minutes."),
+        ("unavailable", "CI runners offline; no jobs are being scheduled."),
+    ),
+    "status-page": (
+        ("degraded", "Status page updates delayed; incident comms via chat."),
+        ("unavailable", "Status page is down; incident comms via chat."),
+    ),
     "approval-service": (
-        "Approval lookups intermittently slow; cached results may be served.",
-        "Approval API returning 503 for some queries.",
-        "Approval service read path degraded during database failover.",
+        ("degraded", "Approval lookups intermittently slow; cached results may be served."),
+        ("degraded", "Approval API returning 503 for some queries."),
+        ("degraded", "Approval service read path degraded during database failover."),
+        ("unavailable", "Approval service outage: every lookup fails until failover completes."),
+        ("unavailable", "Approval API unreachable; no approval can be looked up."),
     ),
 }
-"""Service -> notice texts the platform writes (`varied-service-notices`)."""
+"""Service -> (status, text) of the notices the platform writes (`varied-service-notices`).
+
+A text says how bad the outage is, so it is drawn with its status (`notice-status-matches-text`)
+and a notice re-pointed to another service keeps its status (both statuses have texts).
+"""
 FREEZE_REASONS: tuple[str, ...] = (
     "quarter-end close",
     "holiday change freeze",
@@ -378,6 +441,102 @@ def expected_tier(operation: str, environment: str) -> str | None:
 def domain_of(operation: str) -> Domain:
     """The catalogued domain of an operation."""
     return next(d for d in DOMAINS if d.operation == operation)
+
+
+IMAGE_AGES_DAYS: tuple[int, ...] = (100, 135, 170)
+"""How long before `as_of` the images `{m1}`, `{m2}`, `{m3}` were built.
+
+At least 100 days, so an image is older than every record that names it (the oldest, a past
+change's approval, is issued at most 90 days before `as_of`); 35 days apart, so the three months
+differ (`dated-names-not-later`).
+"""
+
+
+def dated_space(domain: Domain, as_of: datetime) -> dict[str, tuple[Any, ...]]:
+    """`domain.space` with image names dated for a world judged at `as_of`."""
+    months = {
+        f"m{index}": (as_of - timedelta(days=days)).strftime("%Y-%m")
+        for index, days in enumerate(IMAGE_AGES_DAYS, start=1)
+    }
+    return {
+        key: tuple(v.format(**months) if isinstance(v, str) else v for v in values)
+        for key, values in domain.space.items()
+    }
+
+
+def incoherent(operation: str, parameters: dict[str, Any]) -> str | None:
+    """Why a parameter set means little (`coherent-parameters`), or None when it is coherent.
+
+    A feature flag that is off rolls out to nobody, and one that is on rolls out to someone.
+    """
+    if operation != "toggle_feature":
+        return None
+    enabled, rollout = parameters.get("enabled"), normalise_value(parameters.get("rollout_percent"))
+    if enabled is False and rollout not in (None, 0):
+        return f"enabled false with rollout_percent {rollout}"
+    if enabled is True and rollout == 0:
+        return "enabled true with rollout_percent 0"
+    return None
+
+
+def office_hours_before(
+    rng: random.Random, as_of: datetime, offset: int, low_days: int, high_days: int
+) -> datetime:
+    """An office-hours instant (team clock) some days before `as_of`, and an hour before it."""
+    moment = local(as_of, offset) - timedelta(days=rng.randint(low_days, high_days))
+    while moment.weekday() >= 5:
+        moment -= timedelta(days=1)
+    clock = moment.replace(hour=rng.randint(9, 16), minute=rng.choice((0, 10, 25, 40, 55)))
+    return min(clock.astimezone(UTC), as_of - timedelta(hours=1))
+
+
+def draw_parameters(
+    rng: random.Random,
+    domain: Domain,
+    space: dict[str, tuple[Any, ...]],
+    current: dict[str, Any],
+) -> dict[str, Any]:
+    """Parameters a proposal or approval sets from `current`: every defining one, one changed.
+
+    One defining parameter (sometimes a second parameter too) changes; the other defining ones
+    are restated, and the rest sometimes are. A change that leaves the set incoherent (a flag
+    switched off, still rolled out) also changes what it must (the rollout, to 0), as a team does.
+    """
+    for _ in range(100):
+        changed = {rng.choice(domain.defining)}
+        if rng.random() < 1 / 3:
+            changed.add(rng.choice(sorted(space)))
+        proposed = {
+            key: rng.choice([v for v in space[key] if v != current[key]])
+            if key in changed
+            else current[key]
+            for key in sorted(space)
+            if key in changed or key in domain.defining or rng.random() < 0.25
+        }
+        if incoherent(domain.operation, {**current, **proposed}) is None:
+            return proposed
+        repairs = [
+            (key, value)
+            for key in sorted(space)
+            if key not in changed
+            for value in space[key]
+            if value != current[key]
+        ]
+        rng.shuffle(repairs)
+        for key, value in repairs:
+            if incoherent(domain.operation, {**current, **proposed, key: value}) is None:
+                return {**proposed, key: value}
+    raise ValueError(f"no coherent parameters for {domain.operation} from {current}")
+
+
+def draw_current(
+    rng: random.Random, domain: Domain, space: dict[str, tuple[Any, ...]]
+) -> dict[str, Any]:
+    """A coherent set of attributes a resource holds now."""
+    while True:
+        current = {key: rng.choice(values) for key, values in space.items()}
+        if incoherent(domain.operation, current) is None:
+            return current
 
 
 # ------------------------------------------------------------------------------------------------
@@ -508,6 +667,8 @@ class _World:
         """Start of the environment's maintenance slot this week (set with `as_of`)."""
         self.slot_hours = 4
         self.as_of = self._as_of()
+        self.space = dated_space(domain, self.as_of)
+        """The values a team sets, with image names dated for this world."""
 
     def _environment(self) -> str:
         return self.rng.choices(ENVIRONMENTS, weights=(40, 20, 25, 15))[0]
@@ -547,12 +708,7 @@ class _World:
 
     def office_hours_before(self, low_days: int, high_days: int) -> datetime:
         """An office-hours instant some days before `as_of` (approvals, delegations)."""
-        rng = self.rng
-        moment = local(self.as_of, self.offset) - timedelta(days=rng.randint(low_days, high_days))
-        while moment.weekday() >= 5:
-            moment -= timedelta(days=1)
-        clock = moment.replace(hour=rng.randint(9, 16), minute=rng.choice((0, 10, 25, 40, 55)))
-        return min(clock.astimezone(UTC), self.as_of - timedelta(hours=1))
+        return office_hours_before(self.rng, self.as_of, self.offset, low_days, high_days)
 
     def t(self, moment: datetime, *, calendar: bool = False) -> str:
         """Calendar entries and `as_of` in the team's offset; service records in UTC (`Z`)."""
@@ -560,17 +716,9 @@ class _World:
 
 
 def _values(world: _World) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(current attributes, proposed parameters): the proposal changes one or two of them."""
-    rng, space = world.rng, world.domain.space
-    current = {key: rng.choice(values) for key, values in space.items()}
-    changed = rng.sample(sorted(space), rng.choice((1, 1, 2)))
-    proposed = {}
-    for key in changed:
-        proposed[key] = rng.choice([v for v in space[key] if v != current[key]])
-    for key in sorted(space):
-        if key not in proposed and rng.random() < 0.25:  # restated, unchanged
-            proposed[key] = current[key]
-    return current, proposed
+    """(current attributes, proposed parameters): the proposal names and changes its definition."""
+    current = draw_current(world.rng, world.domain, world.space)
+    return current, draw_parameters(world.rng, world.domain, world.space, current)
 
 
 def _policy_record(world: _World) -> dict[str, Any]:
@@ -607,10 +755,10 @@ def _policy_record(world: _World) -> dict[str, Any]:
 def _approval(world: _World, proposed: dict[str, Any], revision: str) -> dict[str, Any]:
     rng, p = world.rng, world.people
     approved = dict(proposed)
-    spare = [k for k in world.domain.space if k not in approved]
+    spare = [k for k in world.space if k not in approved]
     if spare and rng.random() < 0.4:  # the plan approves more than this step sets
         key = rng.choice(spare)
-        approved[key] = rng.choice(world.domain.space[key])
+        approved[key] = rng.choice(world.space[key])
     if world.archetype == "emergency":
         issued = world.as_of - timedelta(minutes=rng.randint(10, 180))
         expires: datetime | None = issued + timedelta(hours=rng.choice((12, 24, 48)))
@@ -826,13 +974,14 @@ def _context(world: _World) -> list[dict[str, Any]]:
         )
     if rng.random() < 0.4:
         service = rng.choice(sorted(NOTICES))
+        status, text = rng.choice(NOTICES[service])
         out.append(
             {
                 "kind": "service_notice",
                 "record_id": world.rid(),
                 "service": service,
-                "status": rng.choice(("degraded", "unavailable")),
-                "text": rng.choice(NOTICES[service]),
+                "status": status,
+                "text": text,
             }
         )
     return out
@@ -899,6 +1048,7 @@ def base_draft(rng: random.Random, domain: Domain, archetype: str) -> Draft:
             "scheduled_freeze": scheduled_freeze,
             "sibling": domain.sibling.format(svc=world.service),
             "current": current,
+            "space": world.space,
         },
     )
 
@@ -942,12 +1092,124 @@ def _case_realism(case: Any) -> list[tuple[str, str, str]]:
         )
         if unchanged and not case.variant.startswith("noop-"):
             found.append(("/proposal/parameters", "proposal-changes-something", "a no-op"))
+    found += _definition_problems(case)
+    found += _record_problems(case)
     found += _calendar_problems(case)
     return found
 
 
-def _calendar_problems(case: Any) -> list[tuple[str, str, str]]:
+def _target_state(case: Any) -> Any | None:
+    """The target's state record (None when the evidence holds only another resource's)."""
+    states = _kinds(case, "resource_state")
+    return next((s for s in states if s.resource_id == case.proposal.target), None)
+
+
+def _definition_problems(case: Any) -> list[tuple[str, str, str]]:
+    """`proposal-names-its-change` and `coherent-parameters` of the proposal."""
     found: list[tuple[str, str, str]] = []
+    proposal = case.proposal
+    domain = next((d for d in DOMAINS if d.operation == proposal.operation), None)
+    if domain is None:
+        return found
+    missing = [key for key in domain.defining if key not in proposal.parameters]
+    if missing:
+        found.append(("/proposal/parameters", "proposal-names-its-change", f"no {missing}"))
+    state = _target_state(case)
+    attributes = dict(state.attributes) if state is not None else {}
+    same = [
+        key
+        for key in domain.defining
+        if key in proposal.parameters
+        and key in attributes
+        and equivalent(proposal.parameters[key], attributes[key])
+    ]
+    if state is not None and not missing and len(same) == len(domain.defining):
+        found.append(("/proposal/parameters", "proposal-names-its-change", f"{same} unchanged"))
+    why = incoherent(proposal.operation, {**attributes, **proposal.parameters})
+    if why is not None:
+        found.append(("/proposal/parameters", "coherent-parameters", why))
+    return found
+
+
+_MONTH = re.compile(r"\b(20\d\d)-(0[1-9]|1[0-2])\b")
+
+
+def _later_names(values: Any, moment: datetime) -> list[str]:
+    """The values of a parameter set that name a month after `moment`'s (UTC)."""
+    limit = moment.astimezone(UTC).strftime("%Y-%m")
+    return [
+        value
+        for value in (values or {}).values()
+        if isinstance(value, str)
+        and any(f"{year}-{month}" > limit for year, month in _MONTH.findall(value))
+    ]
+
+
+def _record_problems(case: Any) -> list[tuple[str, str, str]]:
+    """Approvals, notices and dated names: each record as a real system writes it."""
+    found: list[tuple[str, str, str]] = []
+    at = instant(case.as_of)
+    state = _target_state(case)
+    for value in _later_names(case.proposal.parameters, at) + _later_names(
+        state.attributes if state is not None else {}, at
+    ):
+        found.append(("/proposal", "dated-names-not-later", f"{value} after as_of"))
+    approvals = _kinds(case, "approval")
+    for approval in approvals:
+        for value in _later_names(approval.approved_parameters, instant(approval.issued_at)):
+            found.append(("/evidence", "dated-names-not-later", f"{approval.record_id}: {value}"))
+        if (approval.status == "superseded") != (approval.superseded_by is not None):
+            found.append(
+                ("/evidence", "approvals-their-own", f"{approval.record_id}: supersession")
+            )
+    revisions = Counter((a.approved_revision, a.target) for a in approvals)
+    shared = Counter(revision for revision, _ in revisions)
+    found += [
+        ("/evidence", "approvals-their-own", f"revision {revision} on {count} targets")
+        for revision, count in shared.items()
+        if count > 1
+    ]
+    notices = _kinds(case, "service_notice")
+    for notice in notices:
+        if (notice.status, notice.text) not in NOTICES.get(notice.service, ()):
+            found.append(
+                ("/evidence", "notice-status-matches-text", f"{notice.record_id}: {notice.status}")
+            )
+    services = Counter(notice.service for notice in notices)
+    found += [
+        ("/evidence", "one-notice-per-service", f"{count} notices of {service}")
+        for service, count in services.items()
+        if count > 1
+    ]
+    return found
+
+
+def _change_timing(case: Any) -> list[tuple[str, str, str]]:
+    """`change-timing` of a base member: in its environment's open window, else office hours.
+
+    Only a base is judged: an edit may close the window on purpose, and a presentation edit
+    restates the clock in another offset. An emergency (a break-glass) may fall at any hour.
+    """
+    if case.edit_of is not None or _kinds(case, "break_glass"):
+        return []
+    environment = case.proposal.environment.strip()
+    windowed = any(environment in p.window_environments for p in _kinds(case, "policy"))
+    at = instant(case.as_of)
+    if windowed:
+        inside = any(
+            w.environment == environment and instant(w.starts_at) <= at < instant(w.ends_at)
+            for w in _kinds(case, "maintenance_window")
+        )
+        return [] if inside else [("/as_of", "change-timing", "outside every window")]
+    clock = datetime.fromisoformat(case.as_of.replace("Z", "+00:00"))
+    minutes = clock.hour * 60 + clock.minute
+    if clock.weekday() < 5 and 9 * 60 <= minutes <= 17 * 60 + 30:
+        return []
+    return [("/as_of", "change-timing", f"unwindowed change at {case.as_of}")]
+
+
+def _calendar_problems(case: Any) -> list[tuple[str, str, str]]:
+    found = _change_timing(case)
     for window in _kinds(case, "maintenance_window"):
         hours_ = (instant(window.ends_at) - instant(window.starts_at)).total_seconds() / 3600
         if not 0 < hours_ <= 8:
@@ -1106,7 +1368,10 @@ def _facts(case: Any) -> dict[str, Any]:
     for record in case.evidence:
         if record.kind in CONTEXT_KINDS:
             continue
-        for key, value in record.model_dump(mode="json").items():
+        dumped = record.model_dump(mode="json")
+        if record.kind == "approval":  # "superseded by X" is one fact written in two fields
+            dumped["status"] = [dumped["status"], dumped.pop("superseded_by")]
+        for key, value in dumped.items():
             items = value.items() if isinstance(value, dict) else [("", value)]
             for sub, item in items:
                 facts[f"{record.record_id}/{key}/{sub}".rstrip("/")] = normalise_value(item)
