@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 import trustbench.rtb.corpus as corpus_package
 from trustbench.cli import app
 from trustbench.errors import CheckFailed
-from trustbench.rtb._harness_audit import run_harness_audit
+from trustbench.rtb._harness_audit import CorpusAudit, run_harness_audit
 from trustbench.rtb.corpus import load_corpus
 from trustbench.rtb.corpus._models import Decision
+from trustbench.rtb.review._learning_audit import recovery_line
 
 
 def test_rtb_audit_harness_checks_hold_on_builtin_corpus_which_is_saturated() -> None:
@@ -114,3 +115,25 @@ def test_audit_without_corpus_reads_the_default_corpus_and_the_starter_only_when
     CliRunner().invoke(app, ["rtb", "audit"])
     CliRunner().invoke(app, ["rtb", "audit", "--corpus", "builtin:v0.1"])
     assert audited == [builtin_corpus_root(DEFAULT_VERSION), builtin_corpus_root("0.1")]
+
+
+class _Verdicts(CorpusAudit):
+    """A `CorpusAudit` whose verdict lines are given (the summary reads nothing else)."""
+
+    def __init__(self, lines: list[tuple[bool | None, str]]) -> None:
+        object.__setattr__(self, "lines", lines)
+
+    def verdicts(self) -> list[tuple[bool | None, str]]:
+        return self.lines  # type: ignore[attr-defined]
+
+
+def test_the_audit_summary_counts_the_reported_learners_instead_of_quoting_each() -> None:
+    reported = recovery_line("structure-logistic", "pool", 99, 132, [("superseded-holds", 8, 10)])
+    passing = _Verdicts([(True, "all 8 surface rules at or below the ceiling"), (True, reported),
+                         (True, reported.replace("structure", "relations"))])  # fmt: skip
+    summary = passing.summary()
+    assert summary.startswith("passed (all 8 surface rules at or below the ceiling; ")
+    assert "2 learners of the fields the rules read reported, not gated" in summary
+    assert "structure-logistic" not in summary
+    failing = _Verdicts([(False, "label artifacts: 1 token class"), (True, reported)])
+    assert failing.summary() == "FAILS, as `rtb audit` exits 1: label artifacts: 1 token class"

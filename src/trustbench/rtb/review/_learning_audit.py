@@ -460,12 +460,16 @@ def rule_errors_text(errors: Sequence[tuple[str, int, int]], shown: int = 4) -> 
     return f". Wrong on the cases these rules decide: {worst}"
 
 
+REPORTED_MARK = "reported: "
+"""How every reported (never gated) learner's line starts (`recovery_line`)."""
+
+
 def recovery_line(
     attacker: str, fitted_on: str, correct: int, cases: int, errors: Sequence[tuple[str, int, int]]
 ) -> str:
     """The reported line of a learner of the fields the rules read (issue 51's wording)."""
     return (
-        f"reported: a shallow learner ({attacker}, fitted on {fitted_on}) recovers "
+        f"{REPORTED_MARK}a shallow learner ({attacker}, fitted on {fitted_on}) recovers "
         f"{percent(correct / cases if cases else None)} of the policy's decisions ({correct} of "
         f"{cases})" + rule_errors_text(errors, 3).replace(". Wrong", "; wrong", 1)
     )
