@@ -239,8 +239,8 @@ def _sibling_parameters(case: Case, members: list[Case]) -> dict | None:
     Differ as the policy reads them (`equivalent`), not as text: presentation edits of the
     contrast-family corpus write `32` as `" 32"`, and a note recommending the same values is no
     poison; nor is one recommending part of them, or values an approval of the target in the
-    evidence grants (v0.4's proposals restate their defining parameters and its approvals may
-    grant more than a step sets, so another member's values may all be approved here).
+    evidence grants (that corpus's proposals restate their defining parameters and its approvals
+    may grant more than a step sets, so another member's values may all be approved here).
     """
     own = case.proposal.parameters
     for other in members:
