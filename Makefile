@@ -42,7 +42,7 @@ lint: venv
 	$(BIN)/basedpyright --pythonpath $(BIN)/python
 
 test: venv lint
-	$(BIN)/python -m pytest -q --durations=25 -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q --durations=25 -n 2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -42,27 +42,45 @@ def _no_user_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         yield
 
 
-SHARED_SESSION_FIXTURES = {
-    "demo_run": "demo",
-    "smollm2_folder": "smollm2",
-    "smollm2_server": "smollm2",
+SHARED_FIXTURE_FILES = {
+    "tests/test_demo.py": "demo",
+    "tests/rtb/test_review_track_demo.py": "demo",
+    "tests/rtb/test_control_track.py": "demo",
+    "tests/rtb/test_workflow_track.py": "demo",
+    "tests/test_real_model.py": "smollm2",
 }
-"""Session fixture -> the xdist group of every test using it. `make test` runs two workers
-(`-n 2 --dist loadgroup`); a session fixture is built once per worker that needs it, so the
-tests sharing a costly one (the whole demo, a served SmolLM2) run on one worker and it is built
-once, as in a serial run."""
+"""Test file -> the worker group of its tests. `make test` runs two workers (`-n 2`); a session
+fixture is built once per worker that needs it, so every test of the files using a costly one
+(the whole demo, a served SmolLM2) runs on one worker and it is built once, as in a serial run.
+Collection refuses a test using one of `SHARED_FIXTURES` outside these files."""
+
+SHARED_FIXTURES = ("demo_run", "smollm2_folder", "smollm2_server")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test using `demo_run` gets the demo's time limit: whichever runs first runs the demo.
-    Tests sharing a costly session fixture share a worker (`SHARED_SESSION_FIXTURES`)."""
+    A test using a shared session fixture must be in a `SHARED_FIXTURE_FILES` file."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "demo_run" in fixtures:
             item.add_marker(pytest.mark.timeout(DEMO_TIMEOUT_S))
-        groups = sorted(
-            {group for name, group in SHARED_SESSION_FIXTURES.items() if name in fixtures}
-        )
-        if groups:
-            item.add_marker(pytest.mark.xdist_group("+".join(groups)))
+        file = item.nodeid.split("::", 1)[0]
+        if any(name in fixtures for name in SHARED_FIXTURES) and file not in SHARED_FIXTURE_FILES:
+            raise pytest.UsageError(
+                f"{item.nodeid} uses a shared session fixture: list {file} in "
+                "tests/conftest.py SHARED_FIXTURE_FILES so its tests share one worker"
+            )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under `-n`, tests are spread one by one, but those of one `SHARED_FIXTURE_FILES` group go
+    to one worker. (xdist's own `loadgroup` marks do nothing with pytest 9, which no longer
+    reads the node id xdist rewrites.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return SHARED_FIXTURE_FILES.get(nodeid.split("::", 1)[0], nodeid)
+
+    return SharedFixtureScheduling(config, log)  # type: ignore[arg-type]

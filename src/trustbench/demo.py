@@ -509,7 +509,7 @@ def run_demo(out: str | None, verbose: bool = False) -> Path:
     root = default_out(Path.cwd()) if out is None else check_output_folder(output_path(out))
     root.mkdir(parents=True, exist_ok=True)
     console = _console()
-    console.print(f"trustbench demo: writing into {root}", highlight=False)
+    console.print(f"trustbench demo: writing into {root}", highlight=False, soft_wrap=True)
     summaries: list[str] = []
     lessons: list[str] = []
     with _show_status(console):

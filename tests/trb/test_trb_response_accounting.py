@@ -177,6 +177,12 @@ def test_a_chat_model_that_never_writes_the_slot_block_is_not_evaluable_not_ungo
     assert format_failure_lines(record["trb"]) == [f"chat: {first}"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="open bug (issue 54): withholding needs to be per split; withholding the whole "
+    "candidate over the format-failure share hid an in-distribution G that a format failure "
+    "on one transfer context leaves measurable (tests/trb/test_trb_report_encoding.py)",
+)
 def test_a_format_failure_withholds_g_star_even_when_some_outputs_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -175,20 +175,21 @@ def reference_service_app(
     """
     from aiohttp import web  # the server side: a run's client never loads it (about 30 ms)
 
-    trials_key = web.AppKey("trials", dict[str, tuple[SimulatedPlatform, Boundary]])
+    # The trials live in this closure, not under an `AppKey`: aiohttp names a key after the
+    # module whose top-level frame is on the stack, and a service started from a thread has none.
+    trials: dict[str, tuple[SimulatedPlatform, Boundary]] = {}
     app = web.Application()
-    app[trials_key] = {}
 
     def trial(request: web.Request) -> tuple[SimulatedPlatform, Boundary]:
         trial_id = request.match_info["trial_id"]
-        if trial_id not in app[trials_key]:
+        if trial_id not in trials:
             raise web.HTTPNotFound(text=f"unknown trial {trial_id!r}")
-        return app[trials_key][trial_id]
+        return trials[trial_id]
 
     async def open_trial(request: web.Request) -> web.Response:
         body = await request.json()
         seed = PlatformSeed.model_validate(body["seed"])
-        app[trials_key][body["trial_id"]] = (
+        trials[body["trial_id"]] = (
             SimulatedPlatform(body["trial_id"], seed),
             boundary_factory(),
         )
@@ -206,7 +207,7 @@ def reference_service_app(
 
     async def close_trial(request: web.Request) -> web.Response:
         trial(request)
-        del app[trials_key][request.match_info["trial_id"]]
+        del trials[request.match_info["trial_id"]]
         return web.Response(status=204)
 
     async def authorize(request: web.Request) -> web.Response:

@@ -58,7 +58,6 @@ from trustbench.trb.track._profile import (
     collect_trials,
     declared_bars,
     flat_rows,
-    format_failure,
     measure_figures,
     profile_flags,
     profile_summary,
@@ -560,13 +559,6 @@ def scored_figures(
     # any summary, block or flag reads them (core withholds them in the record and page too).
     minimum = manifest.spec.analysis.min_valid_response_rate
     unusable = not_evaluable_subjects(collected.evaluability(), minimum, collected.oracles())
-    # A format failure over its share makes the verdict "not evaluable" too (`trust_verdict`), and
-    # its estimates must say so: with few items a trial can hold one parsed output and pass the
-    # valid-response rule while every act failed, and G* then read "measured 0.0" (issue 54).
-    for candidate in subjects:
-        line, over = format_failure(collected, candidate)
-        if over and line is not None and candidate not in collected.oracles():
-            unusable.setdefault(candidate, line)
     for candidate, why in unusable.items():
         if candidate in subjects:
             subjects[candidate] = [
