@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
 from trustbench.core._runner import long_lived_objects_frozen
 
 
@@ -14,13 +16,19 @@ def test_objects_alive_at_the_start_are_frozen_during_the_block_and_released_aft
     assert gc.get_freeze_count() == 0
 
 
-def test_a_callers_own_freeze_is_left_alone() -> None:
+def test_a_callers_own_freeze_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The calls are counted, not the frozen objects: under `pytest -n` the worker's I/O thread
+    # frees a few frozen objects at any moment, so the count is no exact witness.
+    calls: list[str] = []
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
+        monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+        monkeypatch.setattr(gc, "unfreeze", lambda: calls.append("unfreeze"))
         with long_lived_objects_frozen():
             pass
-        assert gc.get_freeze_count() == frozen
+        monkeypatch.undo()
+        assert calls == []
+        assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
 
