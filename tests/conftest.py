@@ -48,11 +48,14 @@ SHARED_FIXTURE_FILES = {
     "tests/rtb/test_control_track.py": "demo",
     "tests/rtb/test_workflow_track.py": "demo",
     "tests/test_real_model.py": "smollm2",
+    "tests/trb/test_outside_cheats.py": "trb-outside-cheats",
+    "tests/trb/test_cheat_audit.py": "trb-cheat-audit",
 }
 """Test file -> the worker group of its tests. `make test` runs two workers (`-n 2`); a session
-fixture is built once per worker that needs it, so every test of the files using a costly one
-(the whole demo, a served SmolLM2) runs on one worker and it is built once, as in a serial run.
-Collection refuses a test using one of `SHARED_FIXTURES` outside these files."""
+or module fixture is built once per worker that needs it, so every test of the files using a
+costly one (the whole demo, a served SmolLM2, the TRB cheat runs of 70-100 s) runs on one worker
+and it is built once, as in a serial run. Collection refuses a test using one of
+`SHARED_FIXTURES` (the session ones) outside these files."""
 
 SHARED_FIXTURES = ("demo_run", "smollm2_folder", "smollm2_server")
 
