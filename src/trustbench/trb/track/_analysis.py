@@ -50,6 +50,7 @@ from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, find_figur
 from trustbench.trb.track._measures import StatsPlan, TrbMeasure, bootstrap_interval, r_star_record
 from trustbench.trb.track._pipeline import TrbTrackOptions
 from trustbench.trb.track._profile import (
+    RESPONSE_FIGURES,
     Collected,
     baseline_coincidence,
     baseline_of,
@@ -62,6 +63,7 @@ from trustbench.trb.track._profile import (
     profile_flags,
     profile_summary,
     qualifications,
+    renamed_encoding_splits,
     trust_summary,
 )
 from trustbench.trb.track._versioning import metric_digest
@@ -516,10 +518,6 @@ def _gap_block(
     return FiguresBlock(title="Governance gap Delta_gov", figures=shown, note=note)
 
 
-RESPONSE_FIGURES = frozenset({"invalid_response_rate"})
-"""Figures that count the adapter's answers themselves: shown even when it is not evaluable."""
-
-
 def _stats_plan(manifest: Manifest) -> StatsPlan:
     """The run's interval settings, from the frozen spec's `analysis`."""
     analysis = manifest.spec.analysis
@@ -605,7 +603,7 @@ def analyze_profile(
     spec = manifest.spec
     stats = _stats_plan(manifest)
     corpus_sha = corpus.manifest.corpus_sha256
-    collected = collect_trials(ledger, cases, measures)
+    collected = collect_trials(ledger, cases, measures, renamed_encoding_splits(corpus))
     candidates = [c.name for c in spec.candidates]
     subjects, per_split_figures = scored_figures(
         manifest, collected, options=options, measures=measures, corpus_sha=corpus_sha

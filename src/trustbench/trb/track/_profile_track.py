@@ -416,7 +416,7 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
     transport: its adapter's own client), so its retries are not recorded.
     """
     from trustbench.trb.track._analysis import profile_and_gap
-    from trustbench.trb.track._profile import Collected, add_trial
+    from trustbench.trb.track._profile import Collected, add_trial, renamed_encoding_splits
 
     track = TrbProfileTrack()
     options, corpus, cases, measures = track.prepared(manifest)
@@ -427,7 +427,7 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
     def build(trace: Trace, source: AdapterSource) -> Any:
         return source.build(trace.world, None, corpus.encoding(trace.split), task=trace.task)
 
-    collected = Collected()
+    collected = Collected(renamed_encoding_splits(corpus))
     # In the run's own seeded order, so the rows (and so the bootstrap draws over them) come
     # in the order a run at concurrency 1 records them.
     for key in trial_order(list(track.plan(manifest)), manifest.spec.order_seed):
