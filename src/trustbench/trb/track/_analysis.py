@@ -59,6 +59,7 @@ from trustbench.trb.track._profile import (
     collect_trials,
     declared_bars,
     flat_rows,
+    format_withheld_splits,
     measure_figures,
     profile_flags,
     profile_summary,
@@ -777,18 +778,35 @@ def _gap_figures(
         gap_record["pair_check"] = check
         if not check["conformant"] and gap_record.get("status") == "run":
             gap_record["pass_bar_met"] = None  # not established: the pair is not a gap pair
+    star = None
     if gap_figure is not None and gap is not None:
-        subjects[gap[0]].append(gap_figure)
         star = gap_star_figure(collected, gap, stats, gap_label)  # Delta_gov on G* (issue 16)
-        if star is not None:
-            subjects[gap[0]].append(star)
     seed_figure, seed_record = seed_gap_analysis(
         collected, gap, options.train.seed, stats, gap_label
     )
-    if seed_figure is not None and gap is not None:
-        subjects[gap[0]].append(seed_figure)
+    withheld = _pair_withheld(collected, gap)
+    if withheld is not None and gap is not None:  # built from both sides' eval outputs
+        gap_figure, star, seed_figure = (
+            None if f is None else withheld_figure(f, f"{gap[0]} vs {gap[1]}", withheld)
+            for f in (gap_figure, star, seed_figure)
+        )
+        kept = ("full", "ablation", "split", "pair_check")
+        gap_record = {k: gap_record[k] for k in kept if k in gap_record}
+        gap_record.update(status="not evaluable", reason=withheld)
+    if gap is not None:
+        subjects[gap[0]] += [f for f in (gap_figure, star, seed_figure) if f is not None]
     gap_record = {**gap_record, "seeds": seed_record}
     return gap_figure, gap_record, seed_figure
+
+
+def _pair_withheld(collected: Collected, gap: tuple[str, str] | None) -> str | None:
+    """Why Delta_gov is withheld: a side's eval split is withheld for its format failures."""
+    why = [
+        f"{candidate} on eval: {reason}"
+        for candidate in gap or ()
+        if (reason := format_withheld_splits(collected, candidate).get("eval")) is not None
+    ]
+    return "; ".join(why) or None
 
 
 def _split_blocks(
