@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from trustbench._canonical import file_sha256
 from trustbench.core import (
+    CandidateSpec,
     ExperimentSpec,
     Manifest,
     Resolution,
@@ -40,6 +41,9 @@ from trustbench.providers import ChatReply, ChatRequest
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._sealed import count_exposure, sealed_report_view, withheld_message
 from trustbench.trb.track._adapters import (
+    DECLARED_SETTINGS,
+    HF_PROXY,
+    HF_SETTINGS,
     AdapterSource,
     LoadedCorpus,
     NotApplicable,
@@ -180,6 +184,16 @@ class TrbProfileTrack:
             gap_pair(spec, options)
             self._prepared[key] = _Prepared(options, corpus, cases, measures)
         return self._prepared[key]
+
+    def candidate_settings(self, candidate: CandidateSpec) -> frozenset[str]:
+        """The `settings` keys this track reads of an in-process candidate (core warns of others).
+
+        A `proxy:hf` model's folder, device and dtype, and the declarations any candidate may
+        make. An API candidate's settings are request fields, sent as written: none are added.
+        """
+        if candidate.kind != "inprocess":
+            return frozenset()
+        return DECLARED_SETTINGS | (HF_SETTINGS if candidate.model == HF_PROXY else frozenset())
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Corpus files, reference checkpoints, user adapter code and the measure list."""
