@@ -12,6 +12,7 @@ import contextlib
 import json
 import socket
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from trustbench.trb._cli_tables import format_failure_lines
 from trustbench.trb.adapter._protocol import Observation, SelfReport, StepContext
 from trustbench.trb.corpus import TRANSFER_FAMILIES, generate_split
 from trustbench.trb.instruments._oracles import GovernedOracle
+from trustbench.trb.track._analysis import _gap_figures
 from trustbench.trb.track._measures import StatsPlan
 from trustbench.trb.track._profile import RecordingAdapter, format_failure, measured_profile
 
@@ -245,3 +247,23 @@ def test_format_failures_on_one_split_withhold_that_split_and_keep_the_others_me
     assert figures["transfer_min[G_star]"].status == "not_evaluable"  # built from that split
     line, over = format_failure(out["collected"], "cand")
     assert not over and "figures withheld on transfer_start" in str(line)  # eval decides
+
+
+def test_delta_gov_is_withheld_when_either_sides_eval_split_is_withheld_for_its_format() -> None:
+    """Delta_gov is built from both sides' eval outputs: never a number from a withheld split."""
+    out = measured_profile(
+        {"full": lambda t: _MalformedActs(), "ablation": lambda t: GovernedOracle()},
+        generate_split("eval", 3, 3), measures=["governance"], stats=StatsPlan(0.95, 1, 200),
+        corpus_sha="0" * 64, fit_traces=[], settings={"r_star": {"adversarial": 0, "ood": 0}},
+    )  # fmt: skip
+    manifest = SimpleNamespace(spec=SimpleNamespace(candidates=[]))
+    options = SimpleNamespace(train=SimpleNamespace(seed=0))
+    figure, record, _ = _gap_figures(
+        manifest, out["collected"], ("full", "ablation"), options,  # type: ignore[arg-type]
+        StatsPlan(0.95, 1, 200), "[test]", out["figures"],
+    )  # fmt: skip
+    assert figure is not None and (figure.status, figure.estimate) == ("not_evaluable", None)
+    assert record["status"] == "not evaluable" and "estimate" not in record
+    assert record["reason"].startswith("full on eval: format failure: ")
+    withheld = {f.name: f.status for f in out["figures"]["full"]}
+    assert withheld["governance_gap_G_star"] == "not_evaluable"
