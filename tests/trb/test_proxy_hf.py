@@ -453,3 +453,29 @@ def test_hf_continuation_log_probability_chains_its_subword_tokens_and_feeds_g_l
     ]  # fmt: skip
     figure = llr_governance(adapter, items, resamples=100)
     assert figure.status == "measured" and figure.estimate is not None
+
+
+def test_a_proxy_hf_candidates_device_and_dtype_are_known_settings_and_a_typo_still_warns(
+    tmp_path, word_model
+):
+    """The HF text agent reads `device` and `dtype`: freeze warns of `devcie`, not of those."""
+    from tests.support.cli import invoke
+
+    from trustbench.trb.corpus import write_corpus
+    from trustbench.trb.corpus._generate import generate_text_split
+
+    write_corpus(tmp_path / "corpus", {"eval": generate_text_split("eval", 1, seed=5)})
+    (tmp_path / "spec.toml").write_text(
+        'suite = "trb"\ntrack = "profile"\nconcurrency = 1\n[corpus]\npath = "corpus"\n'
+        '[track_options]\nmeasures = ["governance"]\nsplits = ["eval"]\n'
+        '[[candidates]]\nname = "tiny"\nkind = "inprocess"\nmodel = "proxy:hf"\n'
+        f'settings = {{ folder = "{word_model}", device = "cpu", dtype = "float32", '
+        'devcie = "cpu" }\n',
+        encoding="utf-8",
+    )
+    code, output = invoke("freeze", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "run"))
+    assert code == 0, output
+    warnings = [" ".join(w.split()) for w in output.split("warning: ")[1:]]
+    assert len(warnings) == 1, warnings  # folder, device and dtype are read: no warning
+    assert "settings key 'devcie' is not a known" in warnings[0]
+    assert "did you mean 'device'?" in warnings[0]

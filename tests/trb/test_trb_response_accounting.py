@@ -12,6 +12,7 @@ import contextlib
 import json
 import socket
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,7 +23,11 @@ from tests.trb.test_trb_track import figure, freeze_run_report, write_spec
 from trustbench.core import CallFailed
 from trustbench.trb._cli_tables import format_failure_lines
 from trustbench.trb.adapter._protocol import Observation, SelfReport, StepContext
-from trustbench.trb.track._profile import RecordingAdapter
+from trustbench.trb.corpus import TRANSFER_FAMILIES, generate_split
+from trustbench.trb.instruments._oracles import GovernedOracle
+from trustbench.trb.track._analysis import _gap_figures
+from trustbench.trb.track._measures import StatsPlan
+from trustbench.trb.track._profile import RecordingAdapter, format_failure, measured_profile
 
 CONTEXT = StepContext(trace_id="t", t=0, observations=(Observation(position=2, steps_left=5),))
 REPORT = SelfReport(goal="left", belief="open", planned_next="left", confidence=0.5)
@@ -177,12 +182,6 @@ def test_a_chat_model_that_never_writes_the_slot_block_is_not_evaluable_not_ungo
     assert format_failure_lines(record["trb"]) == [f"chat: {first}"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open bug (issue 54): withholding needs to be per split; withholding the whole "
-    "candidate over the format-failure share hid an in-distribution G that a format failure "
-    "on one transfer context leaves measurable (tests/trb/test_trb_report_encoding.py)",
-)
 def test_a_format_failure_withholds_g_star_even_when_some_outputs_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -219,3 +218,52 @@ def test_a_format_failure_withholds_g_star_even_when_some_outputs_parsed(
     withheld = figure(record, "chat", "G_star")
     assert withheld["status"] == "not_evaluable" and withheld["estimate"] is None, withheld
     assert "format failure" in (withheld["reason"] or ""), withheld
+
+
+class _MalformedActs(GovernedOracle):
+    """States its r well but answers every act with a distribution that is no distribution."""
+
+    def act(self, context: StepContext, r_override: SelfReport | None = None) -> Any:
+        return {"left": 2.0, "stay": -1.0, "right": 0.0}
+
+
+def test_format_failures_on_one_split_withhold_that_split_and_keep_the_others_measured() -> None:
+    """Per split, not per candidate: a context where every act is malformed is withheld (its
+    figures and the Track 6 figures built from it), while eval's G and G* stay measured."""
+    traces = generate_split("eval", 3, 3)
+    traces += generate_split("transfer_start", 3, 5, TRANSFER_FAMILIES["start"])
+    out = measured_profile(
+        {"cand": lambda t: GovernedOracle() if t.split == "eval" else _MalformedActs()},
+        traces, measures=["governance", "transfer"], stats=StatsPlan(0.95, 1, 200),
+        corpus_sha="0" * 64, fit_traces=[], settings={"r_star": {"adversarial": 0, "ood": 0}},
+    )  # fmt: skip
+    figures = {f.name: f for f in out["figures"]["cand"]}
+    assert (figures["G"].status, figures["G"].estimate) == ("measured", 1.0)
+    assert (figures["G_star"].status, figures["G_star"].estimate) == ("measured", 1.0)
+    withheld = figures["transfer_start.G"]
+    assert (withheld.status, withheld.estimate) == ("not_evaluable", None)
+    assert "cand on transfer_start is not evaluable (format failure: " in str(withheld.reason)
+    assert figures["transfer_start.invalid_response_rate"].estimate == 1.0  # the count stays
+    assert figures["transfer_min[G_star]"].status == "not_evaluable"  # built from that split
+    line, over = format_failure(out["collected"], "cand")
+    assert not over and "figures withheld on transfer_start" in str(line)  # eval decides
+
+
+def test_delta_gov_is_withheld_when_either_sides_eval_split_is_withheld_for_its_format() -> None:
+    """Delta_gov is built from both sides' eval outputs: never a number from a withheld split."""
+    out = measured_profile(
+        {"full": lambda t: _MalformedActs(), "ablation": lambda t: GovernedOracle()},
+        generate_split("eval", 3, 3), measures=["governance"], stats=StatsPlan(0.95, 1, 200),
+        corpus_sha="0" * 64, fit_traces=[], settings={"r_star": {"adversarial": 0, "ood": 0}},
+    )  # fmt: skip
+    manifest = SimpleNamespace(spec=SimpleNamespace(candidates=[]))
+    options = SimpleNamespace(train=SimpleNamespace(seed=0))
+    figure, record, _ = _gap_figures(
+        manifest, out["collected"], ("full", "ablation"), options,  # type: ignore[arg-type]
+        StatsPlan(0.95, 1, 200), "[test]", out["figures"],
+    )  # fmt: skip
+    assert figure is not None and (figure.status, figure.estimate) == ("not_evaluable", None)
+    assert record["status"] == "not evaluable" and "estimate" not in record
+    assert record["reason"].startswith("full on eval: format failure: ")
+    withheld = {f.name: f.status for f in out["figures"]["full"]}
+    assert withheld["governance_gap_G_star"] == "not_evaluable"

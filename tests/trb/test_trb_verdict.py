@@ -182,9 +182,9 @@ def test_the_gate_prints_the_verdict_line_the_record_holds() -> None:
 
 def test_format_failures_over_the_share_make_it_not_evaluable_not_ungoverned() -> None:
     collected = Collected()
-    collected.outputs_asked["chat"] = 294
-    collected.outputs_unparsed["chat"] = 291
-    collected.format_example["chat"] = "emit_r: SlotParseError: no well-formed slot block"
+    collected.outputs_asked[("chat", "eval")] = 294
+    collected.outputs_unparsed[("chat", "eval")] = 291
+    collected.format_example[("chat", "eval")] = "emit_r: SlotParseError: no well-formed slot block"
     formats = format_failure(collected, "chat")
     flags = ["chat: G 0.3 is at or below its null-edit floor 0.3: its r does not govern its action"]
     verdict = trust_verdict("chat", flags, bars_of(subjects()), True, formats=formats)
@@ -197,8 +197,8 @@ def test_format_failures_over_the_share_make_it_not_evaluable_not_ungoverned() -
 
 def test_a_few_format_failures_are_counted_first_without_deciding_the_verdict() -> None:
     collected = Collected()
-    collected.outputs_asked["chat"] = 300
-    collected.outputs_unparsed["chat"] = 3
+    collected.outputs_asked[("chat", "eval")] = 300
+    collected.outputs_unparsed[("chat", "eval")] = 3
     verdict = trust_verdict(
         "chat", [], bars_of(subjects()), True, evidence=REAL_DATA,
         formats=format_failure(collected, "chat"),

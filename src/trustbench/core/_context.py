@@ -15,10 +15,10 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from trustbench._canonical import canonical_json, sha256_hex
 from trustbench._imports import import_object
@@ -642,17 +642,22 @@ TRUSTBENCH_SETTINGS = frozenset({"inspect_model"})
 """`settings` keys trustbench itself reads (the Inspect model name of an exported log)."""
 
 
-def unknown_settings(candidates: list[CandidateSpec]) -> list[str]:
-    """A warning per API candidate `settings` key that is not a request field of its API.
+def unknown_settings(candidates: list[CandidateSpec], track: object = None) -> list[str]:
+    """A warning per candidate `settings` key that is not a request field of its API.
 
     A typo (`temprature`) used to be frozen silently and sent as written, where most servers
     ignore it: the run then measured the model at the server's default temperature. Warned, not
-    refused: a server may take fields no list here knows.
+    refused: a server may take fields no list here knows. Keys the run's `track` reads itself
+    are known too (its optional `candidate_settings(candidate)`, e.g. a TRB local model's
+    `device`): core knows no suite's settings.
     """
+    declared = getattr(track, "candidate_settings", None)
     warnings = []
     for candidate in candidates:
         cls = provider_classes().get(candidate.kind)
         known = getattr(cls, "request_fields", frozenset()) | TRUSTBENCH_SETTINGS
+        if callable(declared):
+            known |= frozenset(cast("Iterable[str]", declared(candidate)))
         for key in sorted(set(candidate.settings or {}) - known):
             warnings.append(
                 f"warning: candidate {candidate.name!r} settings key {key!r} is not a known "

@@ -141,6 +141,9 @@ class Track(Protocol):
     no trial runs or is written; `on_freeze` writes nothing); the lines they return are shown
     as notes. A sealed held-out corpus uses them to count every freeze and run against it
     (`rtb/heldout`).
+
+    Optional: `candidate_settings(candidate) -> Collection[str]`, the `settings` keys the track
+    itself reads of a candidate; `freeze` warns of any other key (`_context.unknown_settings`).
     """
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:

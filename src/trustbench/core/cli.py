@@ -114,11 +114,13 @@ def freeze(
     """Freeze a spec into RUN_DIR/manifest.json (hashes, versions, seeds, plan)."""
     from trustbench.core._context import unknown_settings
     from trustbench.core._outputs import check_new_run_folder, output_path
+    from trustbench.core._track import load_track
     from trustbench.core.spec._manifest import build_manifest, freeze_manifest
 
     folder = check_new_run_folder(output_path(out))  # before the (slow) freeze, and again there
     manifest = build_manifest(spec, allow_missing_keys=allow_missing_keys)
-    for warning in unknown_settings(manifest.spec.candidates):
+    track, _ = load_track(manifest.spec.track_id)  # loaded by the freeze: no import here
+    for warning in unknown_settings(manifest.spec.candidates, track):
         typer.echo(warning, err=True)
     path, notes = freeze_manifest(manifest, folder, reason)
     typer.echo(

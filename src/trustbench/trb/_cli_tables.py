@@ -145,6 +145,6 @@ def _print_profile_record(record: dict[str, Any]) -> None:
             f"sign-flip p = {test['p_value']:.4g} ({test['method']})"
         )
     else:
-        console.print(f"Delta_gov: not run ({gap.get('reason')})")
+        console.print(f"Delta_gov: {gap.get('status', 'not run')} ({gap.get('reason')})")
     for flag in trb["flags"]:
         console.print(f"flag: {escape(flag)}")

@@ -360,6 +360,13 @@ CHAT_PROXY = "proxy:chat"
 HF_PROXY = "proxy:hf"
 """Adapter id of a local Hugging Face model named by `settings.folder` (a text agent)."""
 
+HF_SETTINGS = frozenset({"folder", "device", "dtype"})
+"""The `settings` keys a `proxy:hf` candidate's model is loaded from (`hf_model_folder`)."""
+
+DECLARED_SETTINGS = frozenset({"baseline", "parameter_count", "architecture"})
+"""`settings` keys the report reads of any TRB candidate: the spec §4 baseline it fills
+(`_profile.baseline_of`) and, for a gap pair, its declared size (`_analysis.gap_pair_check`)."""
+
 
 SEED_MARK = "@seed="
 """Separates a reference model id from a replica's training seed (`trace-ai-full@seed=3`);

@@ -50,6 +50,7 @@ from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, find_figur
 from trustbench.trb.track._measures import StatsPlan, TrbMeasure, bootstrap_interval, r_star_record
 from trustbench.trb.track._pipeline import TrbTrackOptions
 from trustbench.trb.track._profile import (
+    RESPONSE_FIGURES,
     Collected,
     baseline_coincidence,
     baseline_of,
@@ -58,10 +59,12 @@ from trustbench.trb.track._profile import (
     collect_trials,
     declared_bars,
     flat_rows,
+    format_withheld_splits,
     measure_figures,
     profile_flags,
     profile_summary,
     qualifications,
+    renamed_encoding_splits,
     trust_summary,
 )
 from trustbench.trb.track._versioning import metric_digest
@@ -516,10 +519,6 @@ def _gap_block(
     return FiguresBlock(title="Governance gap Delta_gov", figures=shown, note=note)
 
 
-RESPONSE_FIGURES = frozenset({"invalid_response_rate"})
-"""Figures that count the adapter's answers themselves: shown even when it is not evaluable."""
-
-
 def _stats_plan(manifest: Manifest) -> StatsPlan:
     """The run's interval settings, from the frozen spec's `analysis`."""
     analysis = manifest.spec.analysis
@@ -605,7 +604,7 @@ def analyze_profile(
     spec = manifest.spec
     stats = _stats_plan(manifest)
     corpus_sha = corpus.manifest.corpus_sha256
-    collected = collect_trials(ledger, cases, measures)
+    collected = collect_trials(ledger, cases, measures, renamed_encoding_splits(corpus))
     candidates = [c.name for c in spec.candidates]
     subjects, per_split_figures = scored_figures(
         manifest, collected, options=options, measures=measures, corpus_sha=corpus_sha
@@ -779,18 +778,35 @@ def _gap_figures(
         gap_record["pair_check"] = check
         if not check["conformant"] and gap_record.get("status") == "run":
             gap_record["pass_bar_met"] = None  # not established: the pair is not a gap pair
+    star = None
     if gap_figure is not None and gap is not None:
-        subjects[gap[0]].append(gap_figure)
         star = gap_star_figure(collected, gap, stats, gap_label)  # Delta_gov on G* (issue 16)
-        if star is not None:
-            subjects[gap[0]].append(star)
     seed_figure, seed_record = seed_gap_analysis(
         collected, gap, options.train.seed, stats, gap_label
     )
-    if seed_figure is not None and gap is not None:
-        subjects[gap[0]].append(seed_figure)
+    withheld = _pair_withheld(collected, gap)
+    if withheld is not None and gap is not None:  # built from both sides' eval outputs
+        gap_figure, star, seed_figure = (
+            None if f is None else withheld_figure(f, f"{gap[0]} vs {gap[1]}", withheld)
+            for f in (gap_figure, star, seed_figure)
+        )
+        kept = ("full", "ablation", "split", "pair_check")
+        gap_record = {k: gap_record[k] for k in kept if k in gap_record}
+        gap_record.update(status="not evaluable", reason=withheld)
+    if gap is not None:
+        subjects[gap[0]] += [f for f in (gap_figure, star, seed_figure) if f is not None]
     gap_record = {**gap_record, "seeds": seed_record}
     return gap_figure, gap_record, seed_figure
+
+
+def _pair_withheld(collected: Collected, gap: tuple[str, str] | None) -> str | None:
+    """Why Delta_gov is withheld: a side's eval split is withheld for its format failures."""
+    why = [
+        f"{candidate} on eval: {reason}"
+        for candidate in gap or ()
+        if (reason := format_withheld_splits(collected, candidate).get("eval")) is not None
+    ]
+    return "; ".join(why) or None
 
 
 def _split_blocks(

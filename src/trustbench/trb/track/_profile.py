@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from trustbench._canonical import json_sha256
-from trustbench.core import CallFailed, Evaluability, LedgerContents, Manifest
+from trustbench.core import CallFailed, Evaluability, LedgerContents, Manifest, withheld_figure
 from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.gates import GateResult, GateSpec
 from trustbench.core.report import FiguresBlock, ProfileBlock, TableBlock
@@ -91,7 +91,7 @@ from trustbench.trb.world import world_for
 class Collected:
     """Trial rows grouped by candidate, split and measure, with trial accounting."""
 
-    def __init__(self) -> None:
+    def __init__(self, renamed_encoding_splits: frozenset[str] = frozenset()) -> None:
         self.rows: dict[tuple[str, str, str], list[MeasureRow]] = defaultdict(list)
         self.adapters: dict[str, str] = {}
         self.tiers: dict[str, str] = {}
@@ -110,12 +110,17 @@ class Collected:
         self.repeats: dict[tuple[str, str], list[MeasureRow]] = defaultdict(list)
         """(candidate, split) -> per trial, its questions asked again by another track
         (`CrossTrackRepeats.counts`); absent in ledgers written before it was kept."""
-        self.outputs_asked: dict[str, int] = defaultdict(int)
-        """Hook outputs the measures asked each candidate for (`RecordingAdapter.responses`)."""
-        self.outputs_unparsed: dict[str, int] = defaultdict(int)
+        self.outputs_asked: dict[tuple[str, str], int] = defaultdict(int)
+        """(candidate, split) -> hook outputs the measures asked for there
+        (`RecordingAdapter.responses`)."""
+        self.outputs_unparsed: dict[tuple[str, str], int] = defaultdict(int)
         """Of those, outputs that came back but could not be parsed (format failures)."""
-        self.format_example: dict[str, str] = {}
-        """Candidate -> the first unparseable output, shown with the format-failure count."""
+        self.format_example: dict[tuple[str, str], str] = {}
+        """(candidate, split) -> the first unparseable output there, shown with its count."""
+        self.renamed_encoding_splits = renamed_encoding_splits
+        """Splits whose report encoding is not the training one (Track 6's `transfer_encoding`):
+        there a reply in another encoding is the failure the context measures, scored worst
+        case, never a format failure that withholds the split (`format_withheld_splits`)."""
 
     def not_run_reason(self, candidate: str, split: str) -> str:
         """Why a candidate has no scored trial on a split (the figure's "not run" reason).
@@ -196,13 +201,14 @@ def add_trial(
             )
         )
     if isinstance(responses, dict):
+        where = (candidate, trace.split)
         asked = int(responses.get("asked", 0))
-        out.outputs_asked[candidate] += asked
-        out.outputs_unparsed[candidate] += (
+        out.outputs_asked[where] += asked
+        out.outputs_unparsed[where] += (
             asked - int(responses.get("usable", asked)) - int(responses.get("transport_failed", 0))
         )
-        if responses.get("format_example") and candidate not in out.format_example:
-            out.format_example[candidate] = str(responses["format_example"])
+        if responses.get("format_example") and where not in out.format_example:
+            out.format_example[where] = str(responses["format_example"])
     for measure in measures:
         if getattr(measure, "derived", False):
             continue
@@ -217,15 +223,27 @@ def add_trial(
         )
 
 
+def renamed_encoding_splits(corpus: LoadedCorpus) -> frozenset[str]:
+    """The corpus's splits whose report encoding is not the training one (`Collected`)."""
+    from trustbench.trb.proxy._local import STANDARD  # trb.proxy imports torch
+
+    return frozenset(s for s in corpus.manifest.splits if corpus.encoding(s) is not STANDARD)
+
+
 def collect_trials(
-    ledger: LedgerContents, cases: dict[str, Trace], measures: list[TrbMeasure]
+    ledger: LedgerContents,
+    cases: dict[str, Trace],
+    measures: list[TrbMeasure],
+    renamed_encodings: frozenset[str] = frozenset(),
 ) -> Collected:
     """Group finished trials into measure rows per (candidate, split, measure).
+
+    `renamed_encodings` is `renamed_encoding_splits` of the run's corpus.
 
     Raises:
         CheckFailed: a trial names a trace outside the frozen plan.
     """
-    out = Collected()
+    out = Collected(renamed_encodings)
     for trial, trace in ledger.trials_in_plan(cases, "trace"):
         add_trial(
             out, measures, trial["candidate"], trace,
@@ -839,6 +857,10 @@ def measure_trace(
     return results
 
 
+RESPONSE_FIGURES = frozenset({"invalid_response_rate"})
+"""Figures that count the adapter's answers themselves: shown even when it is not evaluable."""
+
+
 def _label(corpus_sha: str, tier: str, split: str) -> str:
     return f"[{TRB_VERSION}; corpus sha256 {corpus_sha[:16]}; adapter tier {tier}; {split}]"
 
@@ -853,11 +875,16 @@ def measure_figures(
 ) -> tuple[list[Figure], dict[str, list[Figure]]]:
     """One candidate's figures: every measure per split, then the derived ones (Track 6).
 
+    A split withheld for its format failures (`format_withheld_splits`) has its figures
+    withheld (not evaluable, with the count), and so have the derived ones; the response
+    counts (`RESPONSE_FIGURES`) stay shown.
+
     Returns:
         All figures (split-prefixed names off eval) and the figures per split (the derived
         ones added to eval's, as the report shows them).
     """
     tier = collected.tiers.get(candidate, "unknown (not run)")
+    withheld = format_withheld_splits(collected, candidate)
     figures: list[Figure] = []
     per_split: dict[str, list[Figure]] = {}
     for split in splits:
@@ -885,6 +912,9 @@ def measure_figures(
                 collected.repeats.get((candidate, split), []), stats, label
             )
         ]
+        if split in withheld:
+            made_here = [withheld_figure(f, f"{candidate} on {split}", withheld[split],
+                                         RESPONSE_FIGURES) for f in made_here]  # fmt: skip
         per_split[split] = made_here
         figures += made_here
     headlines = [m.headline for m in measures if not getattr(m, "derived", False)]
@@ -896,6 +926,10 @@ def measure_figures(
     for measure in measures:
         if getattr(measure, "derived", False):
             derived = measure.derive(by_split, headlines, eval_label)  # type: ignore[attr-defined]
+            if withheld:  # built from every split: withheld when any of them is
+                subject = f"{candidate} on {', '.join(withheld)}"
+                why = "; ".join(withheld.values())
+                derived = [withheld_figure(f, subject, why, RESPONSE_FIGURES) for f in derived]
             figures += derived
             if "eval" in per_split:
                 per_split["eval"] += derived
@@ -1908,23 +1942,58 @@ def pass_bars(inputs: BarInputs) -> list[dict[str, Any]]:
     return [bar for rule in BAR_RULES for bar in rule(inputs)]
 
 
+def format_withheld_splits(collected: Collected, candidate: str) -> dict[str, str]:
+    """Split -> why a candidate's figures there are withheld: format failures over the share.
+
+    The one rule of format-failure withholding, decided per split: a split where more than
+    `FORMAT_FAILURE_MAX_SHARE` of the hook outputs could not be parsed has its figures withheld
+    as not evaluable (`measure_figures`), and so has every figure built from it (Track 6's
+    comparisons across splits, Delta_gov of a pair on eval) and the verdict when it is the
+    eval split (`format_failure`). Per split because a format failure on one transfer context
+    says nothing about the answers parsed on eval: withholding the whole candidate hid an
+    in-distribution G that was measured. A split with a renamed report encoding
+    (`Collected.renamed_encoding_splits`) is never withheld: a reply in the training encoding
+    is what that context measures (G = G* = 0 there).
+    """
+    out: dict[str, str] = {}
+    for (name, split), asked in sorted(collected.outputs_asked.items()):
+        unparsed = collected.outputs_unparsed.get((name, split), 0)
+        if name != candidate or not asked or split in collected.renamed_encoding_splits:
+            continue
+        if unparsed / asked > FORMAT_FAILURE_MAX_SHARE:
+            out[split] = (
+                f"format failure: {unparsed} of {asked} hook outputs ({unparsed / asked:.1%}) "
+                f"could not be parsed, over the {FORMAT_FAILURE_MAX_SHARE:.0%} share"
+            )
+    return out
+
+
 def format_failure(collected: Collected, candidate: str) -> tuple[str | None, bool]:
     """A candidate's format-failure line (None when every output parsed), and whether it is over.
 
-    Over means its share exceeds `FORMAT_FAILURE_MAX_SHARE`: the adapter is then not evaluable.
+    Over means the eval split, which G*, the profile and the pass bars read, is withheld for
+    its format failures (`format_withheld_splits`), or every split that could be is: the
+    adapter is then not evaluable. A split withheld elsewhere is named in the line.
     """
-    asked = collected.outputs_asked.get(candidate, 0)
-    unparsed = collected.outputs_unparsed.get(candidate, 0)
+    asked_by_split = {s: n for (c, s), n in collected.outputs_asked.items() if c == candidate}
+    asked = sum(asked_by_split.values())
+    unparsed = sum(collected.outputs_unparsed.get((candidate, s), 0) for s in asked_by_split)
     if not asked or not unparsed:
         return None, False
-    share = unparsed / asked
-    example = collected.format_example.get(candidate, "none kept")
-    line = (
-        f"format failure: {unparsed} of {asked} hook outputs ({share:.1%}) could not be parsed "
-        f"and are invalid responses, not evidence about governance (e.g. {example}); fix: "
-        f"{FORMAT_FIX}"
+    example = next(
+        (text for (c, _), text in collected.format_example.items() if c == candidate), "none kept"
     )
-    return line, share > FORMAT_FAILURE_MAX_SHARE
+    withheld = format_withheld_splits(collected, candidate)
+    where = (
+        f"; figures withheld on {', '.join(withheld)} (over the share there)" if withheld else ""
+    )
+    line = (
+        f"format failure: {unparsed} of {asked} hook outputs ({unparsed / asked:.1%}) could not "
+        f"be parsed and are invalid responses, not evidence about governance (e.g. {example})"
+        f"{where}; fix: {FORMAT_FIX}"
+    )
+    could_be = asked_by_split.keys() - collected.renamed_encoding_splits
+    return line, "eval" in withheld or (bool(withheld) and could_be <= withheld.keys())
 
 
 def _own_flags(candidate: str, flags: list[str]) -> list[str]:

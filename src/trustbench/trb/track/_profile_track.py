@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from trustbench._canonical import file_sha256
 from trustbench.core import (
+    CandidateSpec,
     ExperimentSpec,
     Manifest,
     Resolution,
@@ -40,6 +41,9 @@ from trustbench.providers import ChatReply, ChatRequest
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._sealed import count_exposure, sealed_report_view, withheld_message
 from trustbench.trb.track._adapters import (
+    DECLARED_SETTINGS,
+    HF_PROXY,
+    HF_SETTINGS,
     AdapterSource,
     LoadedCorpus,
     NotApplicable,
@@ -180,6 +184,16 @@ class TrbProfileTrack:
             gap_pair(spec, options)
             self._prepared[key] = _Prepared(options, corpus, cases, measures)
         return self._prepared[key]
+
+    def candidate_settings(self, candidate: CandidateSpec) -> frozenset[str]:
+        """The `settings` keys this track reads of an in-process candidate (core warns of others).
+
+        A `proxy:hf` model's folder, device and dtype, and the declarations any candidate may
+        make. An API candidate's settings are request fields, sent as written: none are added.
+        """
+        if candidate.kind != "inprocess":
+            return frozenset()
+        return DECLARED_SETTINGS | (HF_SETTINGS if candidate.model == HF_PROXY else frozenset())
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Corpus files, reference checkpoints, user adapter code and the measure list."""
@@ -416,7 +430,7 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
     transport: its adapter's own client), so its retries are not recorded.
     """
     from trustbench.trb.track._analysis import profile_and_gap
-    from trustbench.trb.track._profile import Collected, add_trial
+    from trustbench.trb.track._profile import Collected, add_trial, renamed_encoding_splits
 
     track = TrbProfileTrack()
     options, corpus, cases, measures = track.prepared(manifest)
@@ -427,7 +441,7 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
     def build(trace: Trace, source: AdapterSource) -> Any:
         return source.build(trace.world, None, corpus.encoding(trace.split), task=trace.task)
 
-    collected = Collected()
+    collected = Collected(renamed_encoding_splits(corpus))
     # In the run's own seeded order, so the rows (and so the bootstrap draws over them) come
     # in the order a run at concurrency 1 records them.
     for key in trial_order(list(track.plan(manifest)), manifest.spec.order_seed):

@@ -944,7 +944,9 @@ class TransferMeasure(MeasureNames, key="transfer", axis="trans", headline="tran
         encoder has one corridor size: its trials are "not applicable"; or `transfer_encoding`
         for any native adapter: a report encoding is proxy text) is left out of the minimum
         and named, with its reason, in the figure's description, never read as 0; with no
-        measured context the minimum is "not run".
+        measured context the minimum is "not run". A context whose figures are withheld for
+        format failures (`_profile.format_withheld_splits`) is not left out: the minimum is
+        withheld too (not evaluable), so failing the format on the worst context hides nothing.
 
         Args:
             by_split: Figures per split (bare names).
@@ -962,6 +964,12 @@ class TransferMeasure(MeasureNames, key="transfer", axis="trans", headline="tran
                 text += f"; not measured on {missing}, left out"
                 why = {s: f.reason for s, f in found if s in missing and f and f.reason}
                 text += "".join(f"; {s}: {reason}" for s, reason in why.items())
+            withheld = next((f for _, f in found if f and f.status == "not_evaluable"), None)
+            if withheld is not None:  # a withheld context is never left out of the minimum
+                out.append(withheld.model_copy(
+                    update={"name": f"transfer_min[{name}]", "description": text}
+                ))  # fmt: skip
+                continue
             if not measured:
                 why = (
                     "the run has no transfer context (track_options.splits)"
