@@ -98,6 +98,20 @@ def test_building_some_kinds_gives_the_same_scenarios_as_building_every_kind() -
         assert [s.model_dump() for s in some] == [s.model_dump() for s in every], kinds
 
 
+def test_building_some_cases_direct_tasks_gives_the_ones_a_full_build_gives() -> None:
+    """A run listing direct scenarios builds those cases' tasks only, the stateful ones intact."""
+    named = {CASES[-1].case_id, CASES[0].case_id}
+    kinds = [DIRECT, WorkflowKind.METADATA_FORGING.value]
+    some = workflow_scenarios(CASES, seed=3, kinds=kinds, direct_case_ids=named)
+    every = [
+        s
+        for s in workflow_scenarios(CASES, seed=3, kinds=kinds)
+        if s.script.kind != DIRECT or s.case_id in named
+    ]
+    assert [s.model_dump() for s in some] == [s.model_dump() for s in every]
+    assert sorted(s.case_id for s in some if s.script.kind == DIRECT) == sorted(named)
+
+
 def test_direct_task_is_allowed_only_when_the_reference_decision_is_permit() -> None:
     for scenario in _of(DIRECT):
         case = next(c for c in CASES if c.case_id == scenario.case_id)
