@@ -3,8 +3,8 @@
 Run: `python -m bench.loop_critical_path` from the repository root (options: `--help`).
 
 The workload is the workflow track with a review chain (issue 48, "Speed"): an LLM agent
-(`openai_chat`) on v0.2 `direct` scenarios, behind the `reference` boundary, whose every proposal
-is first put to one `openai_chat` reviewer; both are served by the bench server
+(`openai_chat`) on the v0.2 `direct` scenarios, behind the `reference` boundary, whose every
+proposal is first put to one `openai_chat` reviewer; both are served by the bench server
 (`bench/_server.py loop`) with the same fixed latency (default 1.5 s). Each trial makes three
 model calls one after another: the agent's proposing turn, the review, the agent's closing turn.
 
@@ -17,6 +17,13 @@ wall <= 1.05x that critical path.
 Harness CPU per reviewed proposal = the run process's CPU (start-up included) / proposals
 reviewed: what the harness spends on one proposal, its review and the trial around it.
 Nothing asserts a time; the bench checks only that every trial completed and was reviewed.
+
+Size: by default the whole run the issue names, every v0.2 `direct` scenario (180: critical
+path 55.5 s at the defaults). Until 2026-12-06 the default was 32 scenarios (10.5 s), a size at
+which the fixed start-up alone (interpreter, imports, the corpus's validation: about 1.3 s of
+CPU before the first trial) exceeds the 5 % the target allows; `--scenarios 32` still runs it.
+So that the fixed part is never hidden in a long run, every round also prints its exec to first
+trial, the CPU spent by then, and the ratio that start-up alone gives at 32 scenarios.
 
 Where the wall goes past the critical path (`timeline`, from the bench server's own log of each
 request's receipt and answer, and the run process's CPU sampled from `/proc`): exec to the first
@@ -45,16 +52,20 @@ from bench._process import cli_run
 
 REVIEWER_MODEL = "bench-loop-reviewer"
 
+SMALL_RUN_CRITICAL_PATH_S = 10.5
+"""The critical path of `--scenarios 32` at the default latency and concurrency (the former
+default): the probe, then 2 waves of 3 calls x 1.5 s."""
 
-def scenario_ids(count: int) -> list[str]:
-    """The first `count` v0.2 cases' `direct` scenarios (case files in name order)."""
+
+def scenario_ids(count: int | None) -> list[str]:
+    """The first `count` v0.2 cases' `direct` scenarios (case files in name order; None: all)."""
     from trustbench.rtb.corpus._load import builtin_corpus_root
 
     cases = sorted(path.stem for path in (builtin_corpus_root("0.2") / "cases").glob("*.json"))
     return [f"{case}/direct" for case in cases[:count]]
 
 
-def loop_spec(base_url: str, scenarios: int, concurrency: int) -> str:
+def loop_spec(base_url: str, scenarios: int | None, concurrency: int) -> str:
     """The reviewer-gated workflow spec: one LLM agent, one API reviewer, the same server."""
     reviewer = (
         f'{{ name = "reviewer", kind = "openai_chat", base_url = "{base_url}", '
@@ -163,6 +174,8 @@ def timeline(
         "to_first_request_s": min(e["received"] for e in entries) - measured["exec_at"],
         "probe_to_first_trial_s": agents[0]["received"] - max(e["answered"] for e in probes),
         "cpu_to_first_trial_s": _cpu_at(samples, agents[0]["received"]),
+        # exec to the first trial's request, less the probes' latency (on the critical path)
+        "start_up_s": agents[0]["received"] - measured["exec_at"] - len(probes) * latency_s,
         "cpu_after_last_answer_s": samples[-1][1] - _cpu_at(samples, freed[-1]),
         "agent_to_review_s": _gaps(agents, reviews),
         "review_to_closing_s": _gaps(reviews, closings),
@@ -215,7 +228,10 @@ def describe(found: dict[str, Any]) -> str:
         f"  freed slot -> next trial request: {spread_of(found['slot_to_next_trial_s'])}\n"
         f"  server past its latency: {spread_of(found['server_past_latency_s'])}\n"
         f"  last answer -> exit {found['last_answer_to_exit_s']:.3f} s "
-        f"(CPU {found['cpu_after_last_answer_s']:.2f} s)"
+        f"(CPU {found['cpu_after_last_answer_s']:.2f} s)\n"
+        f"  fixed start-up (exec to first trial request, less the probe) "
+        f"{found['start_up_s']:.2f} s: alone, it makes a 32-scenario run (critical path "
+        f"{SMALL_RUN_CRITICAL_PATH_S} s) {1 + found['start_up_s'] / SMALL_RUN_CRITICAL_PATH_S:.3f}x"
     )
 
 
@@ -225,7 +241,8 @@ def one_round(base_url: str, args: argparse.Namespace) -> dict[str, Any]:
         spec = loop_spec(base_url, args.scenarios, args.concurrency)
         measured = cli_run(str(run_dir), spec, sample_cpu=True)
         path = critical_path(run_dir, args.concurrency, args.latency)
-    if measured["completed"] != args.scenarios or path["reviewed"] < args.scenarios:
+    wanted = len(scenario_ids(args.scenarios))
+    if measured["completed"] != wanted or path["reviewed"] < wanted:
         raise RuntimeError(f"not every trial completed and was reviewed: {measured}, {path}")
     return {**measured, **path}
 
@@ -233,7 +250,9 @@ def one_round(base_url: str, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=1.5, help="seconds per model call")
-    parser.add_argument("--scenarios", type=int, default=32, help="v0.2 direct scenarios")
+    parser.add_argument(
+        "--scenarios", type=int, default=None, help="the first N v0.2 direct scenarios (all)"
+    )
     parser.add_argument("--concurrency", type=int, default=16, help="the spec's concurrency")
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -125,6 +126,23 @@ def test_scripts_and_briefs_carry_no_grader_only_value() -> None:
         assert "expectations" not in scenario.script.model_dump()
         for step in scenario.script.steps:
             assert find_leaks(step.brief.model_dump(mode="json"), FORBIDDEN) == []
+
+
+def test_agent_workspace_is_removed_when_its_trial_ends_even_on_an_agent_error() -> None:
+    """The folder is removed off the event loop (a worker thread), but before the trial ends."""
+    scenario = _of(DIRECT)[0]
+
+    class Failing:
+        name = "failing"
+
+        async def run(self, brief: Any, tools: Any) -> None:
+            raise RuntimeError("boom")
+
+    for agent in (SCRIPTED_AGENTS["honest"], Failing):
+        run, _ = _run(scenario, agent)
+        folder = Path(next(iter(run.agent_env.values())))
+        assert folder.name.startswith("tb-agent-")
+        assert not folder.exists(), agent
 
 
 # --- the leak scan -----------------------------------------------------------------------
