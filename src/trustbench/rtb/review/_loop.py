@@ -24,7 +24,6 @@ These decisions are grader-side: they go to the trial record, never to the agent
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import time
@@ -403,25 +402,15 @@ class ReviewChainGate:
         Every member is asked, whatever an earlier one answered: a later member cannot turn a
         refusal into an approval (the chain rule), but its decision on the same proposal is what
         shows whether the reviewers share their misses (the joint decisions the figures read).
-
-        The policy's decision (grader side) is made while the members' calls are out, not
-        before the first: it reads the platform as the proposal found it, and nothing changes a
-        trial's platform while its chain is asked (the trial waits here, its clock is
-        simulated). Made first, its 2 ms of CPU stood between the agent's answer and the review
-        request, for 16 proposals at once in a wave of `bench.loop_critical_path`.
         """
         attempts_before = self._attempts()
+        decision = policy_decision(request, view)
         candidate_input, messages = live_review_messages(self.prompt, request, view)
         started = time.perf_counter()
-        asking = asyncio.ensure_future(self._ask_members(messages, candidate_input))
-        await asyncio.sleep(0)  # the first member's request leaves before the decision is made
-        try:
-            decision = policy_decision(request, view)
-        except BaseException:
-            asking.cancel()  # as before: no review is recorded for a proposal it cannot decide
-            await asyncio.gather(asking, return_exceptions=True)
-            raise
-        members = await asking
+        members: list[dict[str, Any]] = []
+        for member, mode in self._reviewers():
+            sent = self._request_for(mode, messages)
+            members.append(await self._ask_member(member, sent, candidate_input, mode))
         outcomes = [Outcome(m["outcome"]) for m in members]
         chain_outcome = aggregate_chain(outcomes)
         approved = chain_outcome is Outcome.PERMIT
@@ -439,16 +428,6 @@ class ReviewChainGate:
             }
         )
         return GateVerdict(approved=approved, message="" if approved else _refusal(members))
-
-    async def _ask_members(
-        self, messages: list[dict[str, str]], candidate_input: BaseModel
-    ) -> list[dict[str, Any]]:
-        """Each member's answer on one proposal, asked in chain order (`_ask_member`)."""
-        members: list[dict[str, Any]] = []
-        for member, mode in self._reviewers():
-            sent = self._request_for(mode, messages)
-            members.append(await self._ask_member(member, sent, candidate_input, mode))
-        return members
 
     def _attempts(self) -> int | None:
         return None if self.attempts_so_far is None else self.attempts_so_far()
