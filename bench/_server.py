@@ -72,7 +72,8 @@ def warm_up(answer: Any) -> None:
     from trustbench.rtb.review.reviewers._llm import build_review_messages
 
     corpus = load_corpus(builtin_corpus_root("0.2"))
-    shown = policy_for(corpus.policy_id).candidate_input(corpus.cases[0], "rtb-" + "0" * 32)
+    # Any policy's input model: the messages only serialise it as JSON.
+    shown: Any = policy_for(corpus.policy_id).candidate_input(corpus.cases[0], "rtb-" + "0" * 32)
     answer({"messages": build_review_messages(corpus.review_prompt, shown)}, 0)
 
 
