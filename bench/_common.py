@@ -44,13 +44,15 @@ def env() -> dict[str, str]:
 
 
 @contextmanager
-def server(latency_s: float, *, loop: bool = False) -> Iterator[str]:
+def server(latency_s: float, *, loop: bool = False, timeline: Path | None = None) -> Iterator[str]:
     """Start the bench server in its own process; yield its OpenAI base URL.
 
-    `loop` serves a reviewer-gated workflow's agent and reviewer instead of reviews alone.
+    `loop` serves a reviewer-gated workflow's agent and reviewer instead of reviews alone; with
+    it, `timeline` names the file the server writes its requests' times to when it stops.
     """
+    mode = ["loop", *([str(timeline)] if timeline else [])] if loop else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "bench._server", str(latency_s), *(["loop"] if loop else [])],
+        [sys.executable, "-m", "bench._server", str(latency_s), *mode],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env(),

@@ -10,11 +10,13 @@ the request bodies of the bare client) is not timed.
 
 from __future__ import annotations
 
+import os
 import resource
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -23,35 +25,66 @@ from typing import Any
 from bench._common import REPO, env
 
 
-def child(arguments: list[str], accept: tuple[int, ...] = (0,)) -> dict[str, Any]:
+def child(
+    arguments: list[str], accept: tuple[int, ...] = (0,), *, sample_cpu: bool = False
+) -> dict[str, Any]:
     """Run `python ARGUMENTS` as a child; its wall, CPU and peak RSS (fails on another code).
 
     `exec_at` / `exit_at` are the wall clock (`time.time()`) at exec and at exit, for placing
-    the child's own timestamps (the ledger's) between them.
+    the child's own timestamps (the ledger's) between them. `sample_cpu` adds `cpu_samples`:
+    (`time.time()`, the child's CPU seconds so far) every 5 ms from `/proc` (clock-tick
+    resolution, 10 ms), so the CPU it had spent by a moment seen elsewhere (its first request on
+    the bench server) can be read without instrumenting the program.
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     exec_at = time.time()
     started = time.perf_counter()
-    completed = subprocess.run(
-        [sys.executable, *arguments], env=env(), cwd=REPO, capture_output=True, text=True
+    process = subprocess.Popen(
+        [sys.executable, *arguments],
+        env=env(),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    samples: list[tuple[float, float]] = []
+    sampler = threading.Thread(target=_sample_cpu, args=(process, samples), daemon=True)
+    if sample_cpu:
+        sampler.start()
+    stdout, stderr = process.communicate()
     wall = time.perf_counter() - started
     exit_at = time.time()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if completed.returncode not in accept:
-        raise RuntimeError(
-            f"{arguments} exited {completed.returncode}:\n{completed.stderr[-3000:]}"
-        )
+    if sample_cpu:
+        sampler.join()
+    if process.returncode not in accept:
+        raise RuntimeError(f"{arguments} exited {process.returncode}:\n{stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {
         "wall_s": wall,
         "cpu_s": cpu,
         "peak_rss_mib": after.ru_maxrss / 1024,
-        "exit_code": completed.returncode,
-        "stdout": completed.stdout[-2000:],
+        "exit_code": process.returncode,
+        "stdout": stdout[-2000:],
         "exec_at": exec_at,
         "exit_at": exit_at,
+        **({"cpu_samples": samples} if sample_cpu else {}),
     }
+
+
+def _sample_cpu(process: subprocess.Popen[str], samples: list[tuple[float, float]]) -> None:
+    """Append (wall clock, CPU seconds of `process` and its reaped children) until it exits."""
+    tick = os.sysconf("SC_CLK_TCK")
+    path = f"/proc/{process.pid}/stat"
+    while process.poll() is None:
+        try:
+            with open(path, encoding="ascii") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited between the poll and the read
+            return
+        # utime, stime, cutime, cstime: fields 14-17 of proc(5), 11-14 after the name
+        samples.append((time.time(), sum(int(f) for f in fields[11:15]) / tick))
+        time.sleep(0.005)
 
 
 def _frozen(run_dir: str, spec: str) -> Path:
@@ -97,10 +130,10 @@ def _split(folder: Path, exec_at: float, exit_at: float) -> dict[str, float]:
     }
 
 
-def cli_run(run_dir: str, spec: str) -> dict[str, Any]:
-    """Freeze (untimed), then time `trustbench run RUN --quiet` as a process."""
+def cli_run(run_dir: str, spec: str, *, sample_cpu: bool = False) -> dict[str, Any]:
+    """Freeze (untimed), then time `trustbench run RUN --quiet` as a process (`child`)."""
     folder = _frozen(run_dir, spec)
-    measured = child(["-m", "trustbench", "run", str(folder), "--quiet"])
+    measured = child(["-m", "trustbench", "run", str(folder), "--quiet"], sample_cpu=sample_cpu)
     return {
         **measured,
         **_split(folder, measured["exec_at"], measured["exit_at"]),

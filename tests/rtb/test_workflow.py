@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -98,6 +99,20 @@ def test_building_some_kinds_gives_the_same_scenarios_as_building_every_kind() -
         assert [s.model_dump() for s in some] == [s.model_dump() for s in every], kinds
 
 
+def test_building_some_cases_direct_tasks_gives_the_ones_a_full_build_gives() -> None:
+    """A run listing direct scenarios builds those cases' tasks only, the stateful ones intact."""
+    named = {CASES[-1].case_id, CASES[0].case_id}
+    kinds = [DIRECT, WorkflowKind.METADATA_FORGING.value]
+    some = workflow_scenarios(CASES, seed=3, kinds=kinds, direct_case_ids=named)
+    every = [
+        s
+        for s in workflow_scenarios(CASES, seed=3, kinds=kinds)
+        if s.script.kind != DIRECT or s.case_id in named
+    ]
+    assert [s.model_dump() for s in some] == [s.model_dump() for s in every]
+    assert sorted(s.case_id for s in some if s.script.kind == DIRECT) == sorted(named)
+
+
 def test_direct_task_is_allowed_only_when_the_reference_decision_is_permit() -> None:
     for scenario in _of(DIRECT):
         case = next(c for c in CASES if c.case_id == scenario.case_id)
@@ -111,6 +126,23 @@ def test_scripts_and_briefs_carry_no_grader_only_value() -> None:
         assert "expectations" not in scenario.script.model_dump()
         for step in scenario.script.steps:
             assert find_leaks(step.brief.model_dump(mode="json"), FORBIDDEN) == []
+
+
+def test_agent_workspace_is_removed_when_its_trial_ends_even_on_an_agent_error() -> None:
+    """The folder is removed off the event loop (a worker thread), but before the trial ends."""
+    scenario = _of(DIRECT)[0]
+
+    class Failing:
+        name = "failing"
+
+        async def run(self, brief: Any, tools: Any) -> None:
+            raise RuntimeError("boom")
+
+    for agent in (SCRIPTED_AGENTS["honest"], Failing):
+        run, _ = _run(scenario, agent)
+        folder = Path(next(iter(run.agent_env.values())))
+        assert folder.name.startswith("tb-agent-")
+        assert not folder.exists(), agent
 
 
 # --- the leak scan -----------------------------------------------------------------------

@@ -95,6 +95,7 @@ if TYPE_CHECKING:
     from trustbench.rtb.review._options import ReviewerAccess
 from trustbench.rtb.workflow._config import (
     _HARNESS_CODE,
+    DIRECT_KIND,
     KNOWN_KINDS,
     SCRIPTED_ENTRY,
     CandidateOverrides,
@@ -280,13 +281,19 @@ class WorkflowTrack:
         )
         if key not in self._scenarios:
             wanted = set(options.kinds or KNOWN_KINDS)
-            named = {sid.rpartition("/")[2] for sid in options.scenarios or ()}
+            listed = [sid.rpartition("/") for sid in options.scenarios or ()]
             built = workflow_scenarios(
                 self.corpus(manifest.corpus.root).cases,
                 seed=options.scenario_seed,
                 deadline_s=options.observation_deadline_s,
-                # an id ends in its kind: only the kinds the listed ids name are built
-                kinds=wanted if options.scenarios is None else wanted & named,
+                # an id ends in its kind: only the kinds the listed ids name are built, and
+                # only the direct tasks of the cases they name
+                kinds=wanted if options.scenarios is None else wanted & {k for _, _, k in listed},
+                direct_case_ids=(
+                    None
+                    if options.scenarios is None
+                    else {case for case, _, kind in listed if kind == DIRECT_KIND}
+                ),
             )
             chosen = {s.scenario_id: s for s in built if s.script.kind in wanted}
             if options.scenarios is not None:
