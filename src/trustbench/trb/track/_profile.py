@@ -29,7 +29,7 @@ from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.gates import GateResult, GateSpec
 from trustbench.core.report import FiguresBlock, ProfileBlock, TableBlock
 from trustbench.trb.adapter._protocol import TRB_VERSION, SelfReport, StepContext
-from trustbench.trb.corpus._format import Trace
+from trustbench.trb.corpus._format import SlotTrace, Trace
 from trustbench.trb.corpus._store import over_cap_label, provenance_share
 from trustbench.trb.isolation._worker import blind_context
 from trustbench.trb.measures._governance import (
@@ -71,7 +71,7 @@ from trustbench.trb.track._trace_measures import (
     transfer_drop_flags,
     viability_flags,
 )
-from trustbench.trb.world import world_for
+from trustbench.trb.world import SlotReport, SlotWorld, world_for
 
 # ------------------------------------------------------------------------------------------------
 # Trial accounting for the TRB report: ledger trials -> measure rows per candidate and split.
@@ -273,7 +273,7 @@ _ACT_HOOKS = frozenset({"act", "act_without_r"})
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, SelfReport):
+    if isinstance(value, SelfReport | SlotReport):
         return value.model_dump(mode="json")
     if isinstance(value, dict):
         try:
@@ -532,6 +532,9 @@ class RecordingAdapter:
         """Key of the measure now asking (set by `measure_trace`)."""
         self.repeats: CrossTrackRepeats | None = None
         """Cross-track question mixing and comparison; None (direct use) sends batches as is."""
+        self.valid_distribution: Callable[[object], dict[str, float] | None] = _valid_distribution
+        """How an act answer is checked: over the corridor's actions, or a slot world's K
+        (`SlotWorld.valid_distribution`, set by `prepare_adapter` for a `SlotTrace`)."""
 
     def _blind(self, context: StepContext) -> StepContext:
         return context if self.blind_key is None else blind_context(context, self.blind_key)
@@ -557,7 +560,7 @@ class RecordingAdapter:
         finally:
             self.seconds += time.perf_counter() - started
         if hook != "emit_many":
-            entry["invalid"] = sum(_valid_distribution(d) is None for d in out)
+            entry["invalid"] = sum(self.valid_distribution(d) is None for d in out)
         else:
             entry["missing"] = sum(r is None for r in out)
         self.calls.append(entry)
@@ -676,10 +679,10 @@ class RecordingAdapter:
             self.seconds += time.perf_counter() - started
         entry["output"] = _jsonable(out)
         if hook in _ACT_HOOKS:
-            entry["invalid"] = int(_valid_distribution(out) is None)
+            entry["invalid"] = int(self.valid_distribution(out) is None)
         elif hook == "continuation_logprob":
             entry["invalid"] = int(not math.isfinite(out))
-        elif not isinstance(out, SelfReport):
+        elif not isinstance(out, SelfReport | SlotReport):
             entry["missing"] = 1
         self.calls.append(entry)
         return out
@@ -746,6 +749,8 @@ def context_shape(trace: Trace) -> tuple[int, int, int]:
     its batches; a context of another shape shows its family by itself (a longer corridor, a
     lead-in before the cue), so a batch of them betrays nothing a single context does not.
     """
+    if isinstance(trace, SlotTrace):  # one corpus holds one world: any two contexts mix
+        return 0, 0, 0
     return trace.world.length, trace.world.horizon, trace.world.cue_step
 
 
@@ -772,6 +777,10 @@ def prepare_adapter(
     recorder.seed_value = seed
     recorder.blind_key = blind_key  # opaque trace ids, per run (None: the corpus ids)
     recorder.trusted_native = trusted_native  # a built-in reference model (harness code)
+    if isinstance(trace, SlotTrace):  # answers over the slot world's own K actions
+        world = world_for(trace.world_id)
+        assert isinstance(world, SlotWorld)
+        recorder.valid_distribution = world.valid_distribution
     mixed = [] if trace is None else [
         t for t in foreign
         if t.trace_id != trace.trace_id and context_shape(t) == context_shape(trace)

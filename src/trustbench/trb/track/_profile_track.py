@@ -301,9 +301,7 @@ class TrbProfileTrack:
             return asyncio.run_coroutine_threadsafe(ctx.chat(request), loop).result()
 
         try:
-            inner = source.build(
-                trace.world, transport, prepared.corpus.encoding(trace.split), task=trace.task
-            )
+            inner = source.build_for(trace, transport, prepared.corpus.encoding(trace.split))
         except NotApplicable as reason:
             return TrialOutcome(
                 "completed", {**outcome, "applicable": False, "reason": str(reason)}
@@ -439,7 +437,7 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
     sources = {c.name: track._source(manifest, c.name) for c in manifest.spec.candidates}
 
     def build(trace: Trace, source: AdapterSource) -> Any:
-        return source.build(trace.world, None, corpus.encoding(trace.split), task=trace.task)
+        return source.build_for(trace, None, corpus.encoding(trace.split))
 
     collected = Collected(renamed_encoding_splits(corpus))
     # In the run's own seeded order, so the rows (and so the bootstrap draws over them) come
