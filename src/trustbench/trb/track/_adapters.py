@@ -78,6 +78,7 @@ from trustbench.trb.corpus._format import (
     AnyTrace,
     CorpusManifest,
     SlotTrace,
+    Trace,
     canonical_sha256,
 )
 from trustbench.trb.corpus._generate import (
@@ -165,6 +166,13 @@ class LoadedCorpus:
         """The slot encoding proxy adapters are asked in on a split (its manifest entry)."""
         info = self.manifest.splits.get(split)
         return SLOT_ENCODINGS[info.report_encoding] if info is not None else STANDARD
+
+    def traces(self, split: str) -> list[Trace]:
+        """A split's corridor or text-world traces, what the trained adapters and Track 2 fit on.
+
+        Empty in a world with its own slots (its `SlotTrace` lines), and for a missing split.
+        """
+        return [t for t in self.splits.get(split, []) if isinstance(t, Trace)]
 
     def held_out(self, options: TrbTrackOptions) -> dict[str, AnyTrace]:
         """The traces that are cases: each requested held-out split, capped by `max_traces`."""
@@ -716,7 +724,7 @@ def _reference(
     train_config = (
         options.train if replica is None else options.train.model_copy(update={"seed": replica})
     )
-    train = corpus.splits.get("train") or []
+    train = corpus.traces("train")
     if not train:
         raise InputError(
             f"adapter {name} is trained on the corpus's train split, which is empty",
@@ -750,7 +758,7 @@ def _proxy(
     name: str, corpus: LoadedCorpus, options: TrbTrackOptions
 ) -> tuple[AdapterSource, list[ResolvedItem]]:
     recipe, template = PROXY_BASELINES[name]
-    train = (corpus.splits.get("train") or [])[: options.lm_train_traces]
+    train = corpus.traces("train")[: options.lm_train_traces]
     if not train:
         raise InputError(
             f"adapter {name} is trained on the corpus's train split, which is empty",

@@ -110,7 +110,7 @@ class StatsPlan:
 class MeasureRow:
     """One finished trial's counts for one measure."""
 
-    trace: Trace
+    trace: AnyTrace
     """The trace (grader-only fields included: analysis only)."""
     trial_index: int
     """The trial's repetition index."""
@@ -133,7 +133,7 @@ class TrbMeasure(Protocol):
     title: str
     """Section title in the report (e.g. "Track 1 governance")."""
 
-    def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
+    def run(self, adapter: Any, trace: AnyTrace) -> dict[str, Any]:
         """Measure one trace through the adapter's hooks; return JSON-serialisable counts.
 
         A hook that raises or returns a malformed value must be counted against the adapter,
@@ -141,7 +141,7 @@ class TrbMeasure(Protocol):
         """
         ...
 
-    def failed(self, trace: Trace) -> dict[str, Any]:
+    def failed(self, trace: AnyTrace) -> dict[str, Any]:
         """Counts for a trial that failed as a whole: the worst case, so it stays counted."""
         ...
 

@@ -29,7 +29,7 @@ from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.gates import GateResult, GateSpec
 from trustbench.core.report import FiguresBlock, ProfileBlock, TableBlock
 from trustbench.trb.adapter._protocol import TRB_VERSION, SelfReport, StepContext
-from trustbench.trb.corpus._format import SlotTrace, Trace
+from trustbench.trb.corpus._format import AnyTrace, SlotTrace, Trace
 from trustbench.trb.corpus._store import over_cap_label, provenance_share
 from trustbench.trb.isolation._worker import blind_context
 from trustbench.trb.measures._governance import (
@@ -169,7 +169,7 @@ def add_trial(
     out: Collected,
     measures: list[TrbMeasure],
     candidate: str,
-    trace: Trace,
+    trace: AnyTrace,
     *,
     failed: bool,
     outcome: dict[str, Any],
@@ -232,7 +232,7 @@ def renamed_encoding_splits(corpus: LoadedCorpus) -> frozenset[str]:
 
 def collect_trials(
     ledger: LedgerContents,
-    cases: dict[str, Trace],
+    cases: dict[str, AnyTrace],
     measures: list[TrbMeasure],
     renamed_encodings: frozenset[str] = frozenset(),
 ) -> Collected:
@@ -346,11 +346,11 @@ def _answer_tv(first: Any, again: Any) -> float:
 class CrossTrackRepeats:
     """The questions each track asked first, and the answers to them asked again elsewhere."""
 
-    def __init__(self, seed: int, foreign: Sequence[Trace] = (), key: str | None = None) -> None:
+    def __init__(self, seed: int, foreign: Sequence[AnyTrace] = (), key: str | None = None) -> None:
         self.seed = seed
         self.key = str(seed) if key is None else key
         """Seeds the decoys' places and the foreign picks: the run's and the trial's."""
-        self.foreign: dict[str, list[Trace]] = defaultdict(list)
+        self.foreign: dict[str, list[AnyTrace]] = defaultdict(list)
         """Split -> the other held-out traces whose questions ride in every batch."""
         for trace in foreign:
             self.foreign[trace.split].append(trace)
@@ -741,7 +741,7 @@ class RecordingAdapter:
         return out
 
 
-def context_shape(trace: Trace) -> tuple[int, int, int]:
+def context_shape(trace: AnyTrace) -> tuple[int, int, int]:
     """Corridor length, horizon and cue step: what any one of the trace's contexts shows.
 
     A trial's adapter is built for its trace's world (a reference model for one corridor
@@ -762,8 +762,8 @@ def prepare_adapter(
     seed: int,
     blind_key: str | None,
     trusted_native: bool,
-    trace: Trace | None = None,
-    foreign: Sequence[Trace] = (),
+    trace: AnyTrace | None = None,
+    foreign: Sequence[AnyTrace] = (),
 ) -> RecordingAdapter:
     """Wrap an adapter as every measure sees it: recorded, with the run's sizes and seed.
 
@@ -818,13 +818,13 @@ ROLLOUT_TRACKS = frozenset({"viability", "navigability"})
 """Measures whose no-r arm asks the trace's start context first (`NoRArm`)."""
 
 
-def plant_rollout_question(recorder: RecordingAdapter, trace: Trace) -> None:
+def plant_rollout_question(recorder: RecordingAdapter, trace: AnyTrace) -> None:
     """Plant the Track 4/5 no-r arm's first question of `trace` in the next batch (Track 1's).
 
     Nothing for a built-in native model (its arm routes r to zero, no override) or an adapter
     the arm cannot be built for.
     """
-    if recorder.repeats is None:
+    if recorder.repeats is None or not isinstance(trace, Trace):
         return
     try:
         arm = NoRArm(recorder, trace)
@@ -838,7 +838,7 @@ def plant_rollout_question(recorder: RecordingAdapter, trace: Trace) -> None:
 def measure_trace(
     measures: Sequence[TrbMeasure],
     recorder: RecordingAdapter,
-    trace: Trace,
+    trace: AnyTrace,
     seed: int,
     skip: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -945,13 +945,13 @@ def measure_figures(
     return figures, per_split
 
 
-AdapterBuilder = Callable[[Trace], Any]
+AdapterBuilder = Callable[[AnyTrace], Any]
 """Builds (or returns) the adapter a trace is asked through; may raise `NotApplicable`."""
 
 
 def measured_profile(
     builders: Mapping[str, AdapterBuilder],
-    traces: Sequence[Trace],
+    traces: Sequence[AnyTrace],
     *,
     measures: Sequence[str],
     stats: StatsPlan,
@@ -1002,7 +1002,7 @@ def measured_profile(
 
 def split_figures(
     adapter: Any,
-    traces: Sequence[Trace],
+    traces: Sequence[AnyTrace],
     measures: Sequence[str],
     *,
     fit_traces: Sequence[Trace] = (),
@@ -1036,7 +1036,7 @@ def split_figures(
 
 def library_trial(
     build: AdapterBuilder,
-    trace: Trace,
+    trace: AnyTrace,
     measures: list[TrbMeasure],
     fit_traces: Sequence[Trace],
     settings: dict[str, Any],
@@ -1044,7 +1044,7 @@ def library_trial(
     trusted: bool,
     blind_key: str | None,
     skip: Mapping[str, str] | None = None,
-    foreign: Sequence[Trace] = (),
+    foreign: Sequence[AnyTrace] = (),
 ) -> dict[str, Any]:
     """One trial as `run_trial` makes it, without the ledger (`_failed` marks a failure).
 
