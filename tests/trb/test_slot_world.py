@@ -27,9 +27,14 @@ from trustbench.errors import InputError
 from trustbench.trb.corpus import read_corpus
 from trustbench.trb.corpus._format import SlotTrace
 from trustbench.trb.corpus._store import read_corpus_of_any_world
-from trustbench.trb.measures._governance import min_sum_tv, min_sum_tv_over
+from trustbench.trb.instruments import SlotGovernedOracle, SlotRIgnoringOracle
+from trustbench.trb.measures._governance import (
+    min_sum_tv,
+    min_sum_tv_over,
+    slot_governance_counts,
+)
 from trustbench.trb.track import freeze_run_report
-from trustbench.trb.world import SlotContext, SlotReport
+from trustbench.trb.world import SlotContext, SlotReport, register_world, unregister_world
 
 
 def _session_file(tmp_path: Path, sessions: list[dict[str, Any]] | None = None) -> Path:
@@ -236,3 +241,43 @@ def test_the_docs_slot_world_code_is_the_test_triage_world() -> None:
         for eta in (4.0, 60.0):
             edited = SlotReport({**r.root, "eta_hours": eta})
             assert documented.policy(edited) == tested.policy(edited)
+
+
+class ExactTriageWorld(TriageWorld):
+    """The desk whose runbook is declared its exact reference agent."""
+
+    declaration = TRIAGE_DECLARATION.model_copy(
+        update={"world_id": "triage-exact", "exact_reference": True}
+    )
+
+
+def test_with_an_exact_reference_an_r_prime_without_continuation_takes_the_policy_as_phi(
+    tmp_path: Path,
+) -> None:
+    sessions = [triage_session(i, seed=5) for i in range(2)]
+    for session in sessions:
+        for step in session["steps"]:
+            step["counterfactuals"][0]["provenance"] = "synthetic"
+            step["continuations"] = step["continuations"][1:]  # the first r' has none recorded
+    world = ExactTriageWorld()
+    register_world(world)
+    try:
+        code, output = invoke(
+            "trb", "import", str(_session_file(tmp_path, sessions)), "--out",
+            str(tmp_path / "corpus"), "--world", "triage-exact",
+        )  # fmt: skip
+        assert code == 0, output
+        _, splits = read_corpus_of_any_world(tmp_path / "corpus")
+        trace = splits["eval"][0]
+        assert isinstance(trace, SlotTrace)
+        synthetic = trace.steps[0].counterfactuals[0]
+        assert synthetic.continuation_source == "reference_agent"
+        assert synthetic.continuation == world.policy(synthetic.r_prime)
+        governed = slot_governance_counts(SlotGovernedOracle(world), trace, world)
+        blind = slot_governance_counts(SlotRIgnoringOracle(world), trace, world)
+    finally:
+        unregister_world("triage-exact")
+    # Track 1b needs Phi of the stated r: measured here, since the world has an exact reference
+    assert governed["self_items"] == len(trace.steps) and governed["self_tv_sum"] == 0.0
+    assert governed["tv_sum"] == 0.0 and governed["n_items"] == 3 * len(trace.steps)
+    assert blind["star_tv_sum"] == pytest.approx(blind["star_floor_tv_sum"])  # G* = 0
