@@ -34,6 +34,7 @@ from trustbench.trb.measures._governance import (
     slot_governance_counts,
 )
 from trustbench.trb.track import freeze_run_report
+from trustbench.trb.track._measures import ATTRIBUTION, GOVERNANCE
 from trustbench.trb.world import SlotContext, SlotReport, register_world, unregister_world
 
 
@@ -281,3 +282,34 @@ def test_with_an_exact_reference_an_r_prime_without_continuation_takes_the_polic
     assert governed["self_items"] == len(trace.steps) and governed["self_tv_sum"] == 0.0
     assert governed["tv_sum"] == 0.0 and governed["n_items"] == 3 * len(trace.steps)
     assert blind["star_tv_sum"] == pytest.approx(blind["star_floor_tv_sum"])  # G* = 0
+
+
+class _BrokenDeskAdapter:
+    """States a slot the desk does not declare and fails every act call."""
+
+    name, supports_override = "broken", True
+
+    def emit_r(self, context: SlotContext) -> SlotReport:
+        return SlotReport({"mood": "calm"})
+
+    def act(self, context: SlotContext, r_override: SlotReport | None = None) -> dict[str, float]:
+        raise RuntimeError("no answer")
+
+
+def test_a_slot_world_adapter_that_fails_scores_every_item_tv_1_as_a_failed_trial_does(
+    tmp_path: Path,
+) -> None:
+    with registered_triage_world():
+        code, output = _import(tmp_path, _session_file(tmp_path, [triage_session(0, seed=9)]))
+        assert code == 0, output
+        _, splits = read_corpus_of_any_world(tmp_path / "corpus")
+        trace = splits["eval"][0]
+        assert isinstance(trace, SlotTrace)
+        broken = GOVERNANCE.run(_BrokenDeskAdapter(), trace)
+        failed = GOVERNANCE.failed(trace)
+        missing = ATTRIBUTION.run(_BrokenDeskAdapter(), trace)
+    assert broken["invalid"] == broken["n_items"] == 9 and broken["tv_sum"] == 9.0
+    assert sum(broken["slot_correct"].values()) == 0
+    for key in ("tv_sum", "n_items", "ceiling_tv_sum", "uniform_tv_sum", "hard_items"):
+        assert failed[key] == pytest.approx(broken[key]), key
+    assert missing["missing"] == missing["pos"] + missing["neg"] == 2

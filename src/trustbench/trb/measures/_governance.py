@@ -1272,11 +1272,25 @@ def slot_governance_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) -> 
                 others = [slot_tv(got[j], phis[k], world) for j in range(len(got)) if j != k]
                 row["star_tv_sum"] += tv
                 row["star_floor_tv_sum"] += sum(others) / len(others)
-        row["ceiling_tv_sum"] += min_sum_tv_over(actions, phis)
-        row["uniform_tv_sum"] += sum(
-            0.5 * sum(abs(float(p.get(a, 0.0)) - 1.0 / len(actions)) for a in actions) for p in phis
-        )
+        ceiling, uniform = slot_step_bounds(actions, phis)
+        row["ceiling_tv_sum"] += ceiling
+        row["uniform_tv_sum"] += uniform
     return row
+
+
+def slot_step_bounds(
+    actions: Sequence[str], continuations: Sequence[Mapping[str, float]]
+) -> tuple[float, float]:
+    """One step's adapter-independent TV sums: the r-ignoring ceiling's and the uniform policy's.
+
+    The ceiling is `min_sum_tv_over` the step's Phi(r'); the uniform policy puts 1/K on each of
+    the world's K actions.
+    """
+    uniform = sum(
+        0.5 * sum(abs(float(p.get(a, 0.0)) - 1.0 / len(actions)) for a in actions)
+        for p in continuations
+    )
+    return min_sum_tv_over(actions, continuations), uniform
 
 
 def slot_attribution_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) -> dict[str, Any]:

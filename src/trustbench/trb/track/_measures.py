@@ -52,12 +52,12 @@ from trustbench.trb.measures._governance import (
     governance_rows,
     llr_figure,
     min_sum_tv,
-    min_sum_tv_over,
     require_override,
     scores_continuations,
     self_consistency_flags,
     slot_attribution_counts,
     slot_governance_counts,
+    slot_step_bounds,
     slot_unique_argmax,
     star_sums,
     total_variation,
@@ -1053,20 +1053,18 @@ def _slot_governance_failed(trace: SlotTrace) -> dict[str, Any]:
     starred = sum(len(s.counterfactuals) for s in trace.steps if len(s.counterfactuals) > 1)
     human = sum(cf.continuation_source == "human" for cf in items)
     actions = world.declaration.action_space.actions
+    bounds = [
+        slot_step_bounds(actions, [cf.continuation for cf in step.counterfactuals])
+        for step in trace.steps
+    ]
     return {
         "trace_id": trace.trace_id, "tv_sum": float(n), "n_items": n, "invalid": n,
         "hard_correct": 0,
         "hard_items": sum(slot_unique_argmax(cf.continuation, world) is not None for cf in items),
         "floor_tv_sum": float(n), "star_tv_sum": float(starred),
         "star_floor_tv_sum": float(starred),
-        "ceiling_tv_sum": sum(
-            min_sum_tv_over(actions, [cf.continuation for cf in step.counterfactuals])
-            for step in trace.steps
-        ),
-        "uniform_tv_sum": sum(
-            0.5 * sum(abs(cf.continuation.get(a, 0.0) - 1 / len(actions)) for a in actions)
-            for cf in items
-        ),
+        "ceiling_tv_sum": sum(bound[0] for bound in bounds),
+        "uniform_tv_sum": sum(bound[1] for bound in bounds),
         "slots": {s: {"tv_sum": float(sum(cf.slot == s for cf in items)),
                       "n_items": sum(cf.slot == s for cf in items)} for s in editable},
         "slot_correct": dict.fromkeys(editable, 0), "slot_steps": len(trace.steps),
