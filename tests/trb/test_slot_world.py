@@ -24,9 +24,7 @@ from tests.support.triage_world import (
 )
 
 from trustbench.errors import InputError
-from trustbench.trb.corpus import read_corpus
-from trustbench.trb.corpus._format import SlotTrace
-from trustbench.trb.corpus._store import read_corpus_of_any_world
+from trustbench.trb.corpus import SlotTrace, read_corpus, read_corpus_of_any_world
 from trustbench.trb.instruments import SlotGovernedOracle, SlotRIgnoringOracle
 from trustbench.trb.measures._governance import (
     min_sum_tv,

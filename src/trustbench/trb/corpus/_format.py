@@ -10,6 +10,9 @@ Format (one JSON object per line, one file per split, a `manifest.json` beside t
   gust draw). Its evaluated steps are numbered t = k, k+1, ...; `Trace.context(t)` prefixes
   the lead-in observations, so `StepContext.t` is always the index of the last observation.
   A trace without a delay serialises without the field, byte for byte as before.
+- A world with its own slots (`trb.world.SlotWorld`) stores `SlotTrace` lines instead: steps
+  of declared observation fields, a `SlotReport` r_t, one of the world's K actions, the
+  attribution label and `SlotCounterfactual` r' with their Phi(r'); no corridor fields.
 - Splits (train, dev, eval, transfer) are stored in separate files. The manifest records each
   split's SHA-256 and the hash of every held-out trace, so training can refuse eval/transfer
   data by content, not by file name.
