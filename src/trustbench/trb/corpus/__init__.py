@@ -7,6 +7,9 @@ from trustbench.trb.corpus._format import (
     CorpusManifest,
     Counterfactual,
     ProvenanceShare,
+    SlotCounterfactual,
+    SlotStep,
+    SlotTrace,
     Step,
     Trace,
     corpus_json_schema,
@@ -22,6 +25,7 @@ from trustbench.trb.corpus._store import (
     manifest_for,
     provenance_share,
     read_corpus,
+    read_corpus_of_any_world,
     write_corpus,
 )
 
@@ -31,6 +35,9 @@ __all__ = [
     "CorpusManifest",
     "Counterfactual",
     "ProvenanceShare",
+    "SlotCounterfactual",
+    "SlotStep",
+    "SlotTrace",
     "Step",
     "Trace",
     "assert_trainable",
@@ -41,5 +48,6 @@ __all__ = [
     "manifest_for",
     "provenance_share",
     "read_corpus",
+    "read_corpus_of_any_world",
     "write_corpus",
 ]

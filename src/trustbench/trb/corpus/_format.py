@@ -10,6 +10,9 @@ Format (one JSON object per line, one file per split, a `manifest.json` beside t
   gust draw). Its evaluated steps are numbered t = k, k+1, ...; `Trace.context(t)` prefixes
   the lead-in observations, so `StepContext.t` is always the index of the last observation.
   A trace without a delay serialises without the field, byte for byte as before.
+- A world with its own slots (`trb.world.SlotWorld`) stores `SlotTrace` lines instead: steps
+  of declared observation fields, a `SlotReport` r_t, one of the world's K actions, the
+  attribution label and `SlotCounterfactual` r' with their Phi(r'); no corridor fields.
 - Splits (train, dev, eval, transfer) are stored in separate files. The manifest records each
   split's SHA-256 and the hash of every held-out trace, so training can refuse eval/transfer
   data by content, not by file name.
@@ -41,8 +44,15 @@ from trustbench.trb.adapter._protocol import (
     SelfReport,
     StepContext,
 )
-from trustbench.trb.world import DEFAULT_WORLD_ID, CorridorConfig, TextTask
+from trustbench.trb.world import (
+    DEFAULT_WORLD_ID,
+    CorridorConfig,
+    SlotContext,
+    SlotReport,
+    TextTask,
+)
 from trustbench.trb.world._corridor import OmitsDefaults
+from trustbench.trb.world._slots import ObservationValue
 
 Split = Literal[
     "train", "dev", "eval", "transfer",
@@ -241,6 +251,88 @@ class Trace(_Strict, OmitsDefaults):
         )
 
 
+class SlotCounterfactual(_Strict):
+    """One r' of a slot-world step (`SlotWorld`) and its continuation Phi(r')."""
+
+    slot: str
+    """The declared editable slot this r' edits; `none` marks the null edit r' = r."""
+    r_prime: SlotReport
+    """The counterfactual r', every slot within the world's declared type."""
+    provenance: Provenance
+    """Where r' came from: a same-session revision, a paired session, or a synthetic edit."""
+    continuation: dict[str, float]
+    """Phi(r'): the action distribution of an agent acting on r', over the world's K actions."""
+    continuation_source: ContinuationSource
+    """Who produced the continuation: the world's exact reference agent, or people."""
+
+
+class SlotStep(_Strict):
+    """One evaluated step of a slot-world trace."""
+
+    t: int = Field(ge=0)
+    """Step index in the session (0, 1, ...)."""
+    observation: dict[str, ObservationValue]
+    """What the agent perceived, as the world's declared observation fields."""
+    r: SlotReport
+    """Grader-only snapshot of r_t as the world's slot schema types it."""
+    action: str
+    """Action taken (one of the world's declared actions)."""
+    attribution: Attribution | None
+    """Track 3 label for the transition into this step; null where none is labelled."""
+    counterfactuals: tuple[SlotCounterfactual, ...]
+    """The step's r' values with their Phi(r')."""
+
+
+class SlotTrace(_Strict, OmitsDefaults):
+    """One session of a world with its own slots (`SlotWorld`): no corridor fields at all.
+
+    Tracks 1 and 3 read it through the same counts as a `Trace` (`step.counterfactuals`,
+    `step.attribution`, `context(t)`); `world_id` names the world whose declaration types it.
+    """
+
+    trace_id: str
+    """Unique id within the corpus."""
+    split: Split
+    """The split this trace belongs to."""
+    world_id: str
+    """The registered `SlotWorld` the trace is recorded in."""
+    steps: tuple[SlotStep, ...] = Field(min_length=1)
+    """Evaluated steps in order, numbered from 0."""
+    session: str | None = None
+    """The session the trace was imported from (`trb import`); its labels are human-session
+    labels."""
+
+    OMITTED: ClassVar[dict[str, tuple[object, ...]]] = {"session": (None,)}
+    """`session` is left out when absent."""
+
+    @model_validator(mode="after")
+    def _numbered_from_zero(self) -> SlotTrace:
+        """Steps are numbered 0, 1, ... in order."""
+        for i, step in enumerate(self.steps):
+            if step.t != i:
+                raise ValueError(f"step {i} is numbered t={step.t}")
+        return self
+
+    def context(self, t: int) -> SlotContext:
+        """The candidate-visible context at step t (observations 0..t only).
+
+        Raises:
+            ValueError: t is beyond the trace.
+        """
+        if not 0 <= t < len(self.steps):
+            raise ValueError(f"trace {self.trace_id}: step {t} is not an evaluated step")
+        return SlotContext(
+            trace_id=self.trace_id,
+            t=t,
+            observations=tuple(step.observation for step in self.steps[: t + 1]),
+        )
+
+
+AnyTrace = Trace | SlotTrace
+"""A trace of any world: the corridor's and the text world's `Trace`, a slot world's
+`SlotTrace`."""
+
+
 class SealedSplit(_Strict):
     """A held-out split sealed to its collector's key (`trustbench trb seal-transfer`).
 
@@ -341,7 +433,7 @@ def canonical_sha256(obj: Any) -> str:
     return json_sha256(obj)
 
 
-def trace_sha256(trace: Trace) -> str:
+def trace_sha256(trace: AnyTrace) -> str:
     """Content hash of a trace, excluding its id and split label.
 
     Excluding both means a held-out trace that is renamed or relabelled `train` still has

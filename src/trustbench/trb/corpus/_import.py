@@ -41,10 +41,14 @@ from trustbench._canonical import read_input_file
 from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import ACTIONS, Observation, SelfReport
 from trustbench.trb.corpus._format import (
+    AnyTrace,
     Attribution,
     CorpusManifest,
     Counterfactual,
     Provenance,
+    SlotCounterfactual,
+    SlotStep,
+    SlotTrace,
     Split,
     Step,
     Trace,
@@ -57,6 +61,8 @@ from trustbench.trb.world import (
     TEXT_WORLD_ID,
     CorridorConfig,
     CorridorWorld,
+    SlotReport,
+    SlotWorld,
     TextParseError,
     TextTask,
     TextWorld,
@@ -149,6 +155,24 @@ class SessionRecord(_Strict):
     """The true hidden fact the belief slot is about, as that slot states it (grader-only)."""
     steps: list[SessionStep] = Field(min_length=1)
     """The evaluated steps, in order."""
+
+
+class SlotSessionRecord(_Strict):
+    """One line of a session file of a world with its own slots (`SlotWorld`).
+
+    No corridor fields (world parameters, goal, door, task): the world's declaration types the
+    steps' observations, r snapshots, actions and r'.
+    """
+
+    session: str = Field(min_length=1)
+    """The session id (the trace id; unique in the file)."""
+    split: Split
+    """The split the trace goes to (`eval`, a `transfer_<family>` context, `train`, `dev`)."""
+    collected_by: str = Field(min_length=1)
+    """Who collected the session: recorded per split, named in the report."""
+    steps: list[SessionStep] = Field(min_length=1)
+    """The steps, in order: observation (declared fields), r (declared slots), action (one of
+    the declared K), optional outcome, r' and their recorded continuations."""
 
 
 def session_json_schema() -> dict[str, object]:
@@ -379,6 +403,12 @@ def session_reader(world_id: str) -> Callable[[SessionRecord], SessionReader]:
             could read its sessions' words with.
     """
     world = world_for(world_id)  # an unregistered id names the registered ones
+    if isinstance(world, SlotWorld):
+        raise InputError(
+            f"world {world_id} declares its own slots: its sessions are read by "
+            "`slot_session_trace`, not a session reader",
+            location="--world",
+        )
     if world_id in SESSION_READERS:
         return SESSION_READERS[world_id]
     if isinstance(world, TextWorld):
@@ -401,21 +431,34 @@ def _human_phi(
     reader: SessionReader, continuation: HumanContinuation, pointer: str
 ) -> dict[str, float]:
     """The empirical distribution of the recorded choices, keyed by every action."""
-    for action, count in continuation.actions.items():
-        _action(reader, action, f"{pointer}/actions/{action}")
-        if count < 0:
-            raise SessionError(f"{pointer}/actions/{action}", f"count {count} is negative")
-    total = sum(continuation.actions.values())
-    if total == 0:
-        raise SessionError(f"{pointer}/actions", "no choice recorded (counts sum to 0)")
-    counts = {reader.action(a): n for a, n in continuation.actions.items()}
+    recorded = _choice_counts(reader.declaration, continuation, pointer)
+    total = sum(recorded.values())
+    counts = {reader.action(a): n for a, n in recorded.items()}
     return {a: counts.get(a, 0) / total for a in ACTIONS}
 
 
+def _choice_counts(
+    declaration: WorldDeclaration, continuation: HumanContinuation, pointer: str
+) -> dict[str, int]:
+    """The recorded choices, each a declared action with a count >= 0, at least one in all."""
+    actions = declaration.action_space.actions
+    for action, count in continuation.actions.items():
+        if action not in actions:
+            raise SessionError(
+                f"{pointer}/actions/{action}",
+                f"unknown action {action!r} (known: {', '.join(actions)})",
+            )
+        if count < 0:
+            raise SessionError(f"{pointer}/actions/{action}", f"count {count} is negative")
+    if sum(continuation.actions.values()) == 0:
+        raise SessionError(f"{pointer}/actions", "no choice recorded (counts sum to 0)")
+    return dict(continuation.actions)
+
+
 def _revisions(
-    reader: SessionReader, step: SessionStep, pointer: str
+    declaration: WorldDeclaration, step: SessionStep, pointer: str
 ) -> dict[str, tuple[int, SessionRevision]]:
-    editable = (*reader.declaration.editable_slots, "none")
+    editable = (*declaration.editable_slots, "none")
     revisions: dict[str, tuple[int, SessionRevision]] = {}
     for k, revision in enumerate(step.counterfactuals):
         if revision.id in revisions:
@@ -433,19 +476,11 @@ def _counterfactuals(
     reader: SessionReader, step: SessionStep, pointer: str
 ) -> tuple[Counterfactual, ...]:
     """Each r' with its Phi(r'): the human continuation where recorded, else the reference."""
-    revisions = _revisions(reader, step, pointer)
-    human: dict[str, dict[str, float]] = {}
-    for k, continuation in enumerate(step.continuations):
-        where = f"{pointer}/continuations/{k}"
-        if continuation.r_prime not in revisions:
-            raise SessionError(
-                f"{where}/r_prime",
-                f"a Phi for r' {continuation.r_prime!r}, which this step does not hold "
-                f"(its r': {', '.join(revisions) or 'none'})",
-            )
-        if continuation.r_prime in human:
-            raise SessionError(f"{where}/r_prime", f"a second Phi for r' {continuation.r_prime!r}")
-        human[continuation.r_prime] = _human_phi(reader, continuation, where)
+    revisions = _revisions(reader.declaration, step, pointer)
+    human = {
+        name: _human_phi(reader, continuation, where)
+        for name, (where, continuation) in _continuations(step, revisions, pointer).items()
+    }
     out = []
     for name, (k, revision) in revisions.items():
         r_prime = _report(reader, revision.r_prime, f"{pointer}/counterfactuals/{k}/r_prime")
@@ -460,6 +495,25 @@ def _counterfactuals(
             )
         )
     return tuple(out)
+
+
+def _continuations(
+    step: SessionStep, revisions: Mapping[str, object], pointer: str
+) -> dict[str, tuple[str, HumanContinuation]]:
+    """R' id -> (its pointer, its recorded continuation); one per r' the step holds."""
+    found: dict[str, tuple[str, HumanContinuation]] = {}
+    for k, continuation in enumerate(step.continuations):
+        where = f"{pointer}/continuations/{k}"
+        if continuation.r_prime not in revisions:
+            raise SessionError(
+                f"{where}/r_prime",
+                f"a Phi for r' {continuation.r_prime!r}, which this step does not hold "
+                f"(its r': {', '.join(revisions) or 'none'})",
+            )
+        if continuation.r_prime in found:
+            raise SessionError(f"{where}/r_prime", f"a second Phi for r' {continuation.r_prime!r}")
+        found[continuation.r_prime] = (where, continuation)
+    return found
 
 
 def _report(reader: SessionReader, values: Mapping[str, Any], pointer: str) -> SelfReport:
@@ -555,6 +609,109 @@ def session_trace(record: SessionRecord, world_id: str = DEFAULT_WORLD_ID) -> Tr
     )
 
 
+def slot_session_trace(record: SlotSessionRecord, world: SlotWorld) -> SlotTrace:
+    """One validated session of a world with its own slots as a `SlotTrace` of its split.
+
+    Every observation field, slot, action and r' is checked against the world's declaration;
+    an r' without a recorded continuation takes the world's exact reference agent's Phi
+    (`policy`), and is refused in a world that declares none.
+
+    Raises:
+        SessionError: The first field that cannot be imported.
+    """
+    declaration = world.declaration
+    steps = []
+    for t, step in enumerate(record.steps):
+        pointer = f"/steps/{t}"
+        if step.outcome is not None and t == 0:
+            raise SessionError(f"{pointer}/outcome", "no transition leads into the first step")
+        if step.action not in declaration.action_space.actions:
+            raise SessionError(
+                f"{pointer}/action",
+                f"unknown action {step.action!r} (known: "
+                f"{', '.join(declaration.action_space.actions)})",
+            )
+        steps.append(
+            SlotStep(
+                t=t,
+                observation=_slot_observation(declaration, step.observation, t),
+                r=SlotReport(check_slots(declaration, step.r, f"{pointer}/r")),
+                action=step.action,
+                attribution=None if step.outcome is None else _attribution(step.outcome),
+                counterfactuals=_slot_counterfactuals(world, step, pointer),
+            )
+        )
+    return SlotTrace(
+        trace_id=record.session,
+        split=record.split,
+        world_id=declaration.world_id,
+        steps=tuple(steps),
+        session=record.session,
+    )
+
+
+OBSERVATION_VALUE_TYPES = (str, int, float, bool)
+"""What one observation field of a slot world may hold: a discrete value or a number."""
+
+
+def _slot_observation(
+    declaration: WorldDeclaration, values: Mapping[str, Any] | None, t: int
+) -> dict[str, Any]:
+    """One step's observation: declared fields only, each a discrete value or a number."""
+    pointer = f"/steps/{t}/observation"
+    if values is None:
+        raise SessionError(pointer, f"step {t} has no observation")
+    fields = declaration.observation.fields
+    for name, value in values.items():
+        if name not in fields:
+            raise SessionError(
+                f"{pointer}/{name}", f"unknown field {name!r} (known: {', '.join(fields)})"
+            )
+        if value is not None and not isinstance(value, OBSERVATION_VALUE_TYPES):
+            raise SessionError(
+                f"{pointer}/{name}", f"value {value!r} is not a discrete value or a number"
+            )
+    return dict(values)
+
+
+def _slot_counterfactuals(
+    world: SlotWorld, step: SessionStep, pointer: str
+) -> tuple[SlotCounterfactual, ...]:
+    """Each r' with its Phi(r'): the recorded continuation, else the exact reference's."""
+    declaration = world.declaration
+    revisions = _revisions(declaration, step, pointer)
+    recorded = {
+        name: _choice_counts(declaration, continuation, where)
+        for name, (where, continuation) in _continuations(step, revisions, pointer).items()
+    }
+    out = []
+    for name, (k, revision) in revisions.items():
+        where = f"{pointer}/counterfactuals/{k}"
+        r_prime = SlotReport(check_slots(declaration, revision.r_prime, f"{where}/r_prime"))
+        counts = recorded.get(name)
+        if counts is not None:
+            total = sum(counts.values())
+            phi = {a: counts.get(a, 0) / total for a in declaration.action_space.actions}
+        else:
+            phi = world.policy(r_prime) if declaration.exact_reference else None
+        if phi is None:
+            raise SessionError(
+                where,
+                f"r' {name!r} has no recorded continuation, and world {declaration.world_id} "
+                "declares no exact reference agent to give its Phi: record what was done next",
+            )
+        out.append(
+            SlotCounterfactual(
+                slot=revision.slot,
+                r_prime=r_prime,
+                provenance=revision.provenance,
+                continuation=phi,
+                continuation_source="human" if counts is not None else "reference_agent",
+            )
+        )
+    return tuple(out)
+
+
 def _true_value(reader: SessionReader, slot: str, value: str, pointer: str) -> str:
     """A grader-only true value, checked as the slot it is the truth of."""
     try:
@@ -585,7 +742,7 @@ class ImportedSessions(BaseModel):
 
     model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
 
-    splits: dict[str, list[Trace]]
+    splits: dict[str, list[AnyTrace]]
     """Traces per split, in file order."""
     collected_by: dict[str, tuple[str, ...]]
     """Split -> the collectors named by its sessions, sorted."""
@@ -601,7 +758,7 @@ def read_sessions(path: Path, world_id: str = DEFAULT_WORLD_ID) -> ImportedSessi
             a world the import cannot read.
     """
     _check_world(world_id)
-    splits: dict[str, list[Trace]] = {}
+    splits: dict[str, list[AnyTrace]] = {}
     collected_by: dict[str, set[str]] = {}
     seen: dict[str, int] = {}
     for number, line in _lines(path):
@@ -623,16 +780,23 @@ def read_sessions(path: Path, world_id: str = DEFAULT_WORLD_ID) -> ImportedSessi
 
 
 def _check_world(world_id: str) -> None:
-    session_reader(world_id)
+    if not isinstance(world_for(world_id), SlotWorld):
+        session_reader(world_id)
 
 
-def _session_line(line: str, where: str, world_id: str) -> tuple[SessionRecord, Trace]:
+def _session_line(
+    line: str, where: str, world_id: str
+) -> tuple[SessionRecord | SlotSessionRecord, AnyTrace]:
     """One line as its session and trace; any failure as `where#/pointer: why`."""
     try:
         data = json.loads(line)
     except ValueError as error:
         raise InputError(f"not JSON ({error})", location=where) from None
     try:
+        world = world_for(world_id)
+        if isinstance(world, SlotWorld):
+            slot_record = SlotSessionRecord.model_validate(data)
+            return slot_record, slot_session_trace(slot_record, world)
         record = SessionRecord.model_validate(data)
         return record, session_trace(record, world_id)
     except ValidationError as error:
@@ -675,7 +839,7 @@ def import_sessions(
     return manifest, trb_score_evidence(sessions.splits.get("eval", []))
 
 
-def _kind(splits: dict[str, list[Trace]]) -> str:
+def _kind(splits: dict[str, list[AnyTrace]]) -> str:
     """`human_paired` when any r' is a same-session or paired-session value."""
     human = any(
         cf.provenance != "synthetic"

@@ -33,7 +33,7 @@ import dataclasses
 import json
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -48,7 +48,7 @@ from trustbench.trb.corpus._format import CorpusManifest, SealedSplit, SplitInfo
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, Manifest, TrackAnalysis
     from trustbench.core.report import TableBlock
-    from trustbench.trb.corpus._format import Trace
+    from trustbench.trb.corpus._format import AnyTrace
 
 SEALED_SPLIT_FORMAT = "trustbench-trb-sealed-split-v1"
 """Names a sealed split's envelope (its associated data) and its exposure log's genesis."""
@@ -334,7 +334,7 @@ def _attempt_texts(ledger: LedgerContents) -> dict[str, dict[str, Any]]:
 
 
 def sealed_trial_rows(
-    ledger: LedgerContents, cases: dict[str, Trace], split: str
+    ledger: LedgerContents, cases: Mapping[str, AnyTrace], split: str
 ) -> list[dict[str, Any]]:
     """The owner's rows: every trial of `split`, with its trace, what was sent and answered."""
     texts = _attempt_texts(ledger)
@@ -386,7 +386,7 @@ def sealed_report_view(
     splits: list[str],
     *,
     ledger: LedgerContents,
-    cases: dict[str, Trace],
+    cases: Mapping[str, AnyTrace],
 ) -> TrackAnalysis:
     """A TRB run's report with its sealed splits redacted: the candidate's report of each.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -16,8 +17,10 @@ from trustbench.trb.corpus._format import (
     SYNTHETIC_TO_HUMAN_CAP,
     TRB_SCORE_MIN_HUMAN_LABELS,
     TRB_SCORE_MIN_HUMAN_PHI,
+    AnyTrace,
     CorpusManifest,
     ProvenanceShare,
+    SlotTrace,
     SplitInfo,
     Trace,
     canonical_sha256,
@@ -26,8 +29,10 @@ from trustbench.trb.corpus._format import (
 from trustbench.trb.corpus._generate import split_encodings
 from trustbench.trb.world import (
     DEFAULT_WORLD_ID,
+    SlotWorld,
     TextParseError,
     text_world_for_task,
+    world_for,
     world_sha256,
 )
 
@@ -35,7 +40,7 @@ from trustbench.trb.world import (
 # Counterfactual provenance: the synthetic share and the spec's 3:1 cap (§5, whitepaper §4.4).
 
 
-def provenance_share(traces: list[Trace]) -> ProvenanceShare:
+def provenance_share(traces: Sequence[AnyTrace]) -> ProvenanceShare:
     """Count counterfactual provenance and decide the cap status (refusal is `check_cap`)."""
     synthetic = human = 0
     for trace in traces:
@@ -95,7 +100,7 @@ def over_cap_label(share: ProvenanceShare) -> str | None:
     )
 
 
-def trb_score_evidence(eval_traces: list[Trace]) -> dict[str, object]:
+def trb_score_evidence(eval_traces: Sequence[AnyTrace]) -> dict[str, object]:
     """Whether a run's eval split holds the real paired data a TRB score needs, and its line.
 
     Spec §6 allows a "TRB score" only once Tracks 1 and 3 have real paired data. The corpus
@@ -146,14 +151,14 @@ def trb_score_evidence(eval_traces: list[Trace]) -> dict[str, object]:
     }
 
 
-def split_bytes(traces: list[Trace]) -> bytes:
+def split_bytes(traces: Sequence[AnyTrace]) -> bytes:
     """The exact JSONL bytes of a split file (one sorted-key JSON object per line)."""
     return "".join(
         json.dumps(t.model_dump(mode="json"), sort_keys=True) + "\n" for t in traces
     ).encode()
 
 
-def world_of(splits: dict[str, list[Trace]]) -> str:
+def world_of(splits: Mapping[str, Sequence[AnyTrace]]) -> str:
     """The world a corpus's traces are recorded in: the text world their task kinds name.
 
     The corridor when no trace states a task; else the registered text world (built in or a
@@ -166,6 +171,9 @@ def world_of(splits: dict[str, list[Trace]]) -> str:
     worlds = set()
     for traces in splits.values():
         for trace in traces:
+            if isinstance(trace, SlotTrace):
+                worlds.add(trace.world_id)
+                continue
             if trace.task is None:
                 worlds.add(DEFAULT_WORLD_ID)
                 continue
@@ -182,7 +190,7 @@ def world_of(splits: dict[str, list[Trace]]) -> str:
 
 
 def manifest_for(
-    splits: dict[str, list[Trace]],
+    splits: Mapping[str, Sequence[AnyTrace]],
     kind: str = "reference_world",
     encodings: dict[str, str] | None = None,
     collected_by: dict[str, tuple[str, ...]] | None = None,
@@ -298,7 +306,7 @@ def _check_encoding(name: str, where: str) -> None:
 
 def write_corpus(
     folder: Path,
-    splits: dict[str, list[Trace]],
+    splits: Mapping[str, Sequence[AnyTrace]],
     kind: str = "reference_world",
     encodings: dict[str, str] | None = None,
     collected_by: dict[str, tuple[str, ...]] | None = None,
@@ -319,7 +327,28 @@ def write_corpus(
 
 
 def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
+    """Read and verify a corpus of the corridor or a text world (`read_corpus_of_any_world`).
+
+    Raises:
+        InputError: as `read_corpus_of_any_world`, or the corpus is of a world with its own
+            slots (`SlotWorld`), whose `SlotTrace` lines only Tracks 1 and 3 read.
+    """
+    manifest, splits = read_corpus_of_any_world(folder)
+    traces = {split: [t for t in ts if isinstance(t, Trace)] for split, ts in splits.items()}
+    if any(len(traces[split]) != len(ts) for split, ts in splits.items()):
+        raise InputError(
+            f"world {manifest.world_id} declares its own slots: its traces are read by the "
+            "trb/profile track's Tracks 1 and 3 only, not here",
+            location=f"{folder / 'manifest.json'}#/world_id",
+        )
+    return manifest, traces
+
+
+def read_corpus_of_any_world(folder: Path) -> tuple[CorpusManifest, dict[str, list[AnyTrace]]]:
     """Read and verify a corpus folder: every split file must match its manifest hash.
+
+    A corpus of a world with its own slots (`SlotWorld`) holds `SlotTrace` lines, every other
+    one `Trace` lines.
 
     A split sealed to its collector's key (`_sealed`) is opened with the key in
     `$TRUSTBENCH_HELDOUT_KEY`, and left out of the returned splits without it.
@@ -340,7 +369,8 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
             "corpus_sha256 differs from the hash of the split hashes and report encodings",
             location=str(path),
         )
-    splits: dict[str, list[Trace]] = {}
+    splits: dict[str, list[AnyTrace]] = {}
+    line_model = SlotTrace if isinstance(world_for(manifest.world_id), SlotWorld) else Trace
     withheld = False
     for split, info in manifest.splits.items():
         file = folder / info.file
@@ -356,10 +386,10 @@ def read_corpus(folder: Path) -> tuple[CorpusManifest, dict[str, list[Trace]]]:
             raw = opened
         if hashlib.sha256(raw).hexdigest() != info.sha256:
             raise CheckFailed("split file hash differs from the manifest", location=str(file))
-        traces = []
+        traces: list[AnyTrace] = []
         for lineno, line in enumerate(raw.decode().splitlines(), start=1):
             try:
-                traces.append(Trace.model_validate_json(line))
+                traces.append(line_model.model_validate_json(line))
             except ValidationError as error:
                 first = error.errors()[0]
                 pointer = "/" + "/".join(str(p) for p in first["loc"])

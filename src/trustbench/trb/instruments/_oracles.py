@@ -35,6 +35,9 @@ from trustbench.trb.measures._governance import (
 )
 from trustbench.trb.world import (
     CorridorWorld,
+    SlotContext,
+    SlotReport,
+    SlotWorld,
     TextContext,
     reference_continuation,
     text_world_for_task,
@@ -185,6 +188,68 @@ class TextUniformOracle(_TextOracle):
         """1/K per option the task's world declares."""
         options = text_world_for_task(context.task, context.dynamics).option_keys
         return dict.fromkeys(options, 1.0 / len(options))
+
+
+# The world-generic oracle pair, for a world with its own slots (`SlotWorld`): both state the
+# r_t the world reads off the observations (`stated_report`); the governed one acts by the
+# world's rule (`policy`) on the r it is given, so where Phi(r') follows that rule (the exact
+# reference agent's, or people who follow the task's rule) G is 1; the r-ignoring one acts by
+# the rule on its own r whatever it is given, so its G is its own floor and G* = 0.
+
+
+class _SlotOracle:
+    """Base: states the r_t its world reads off the observations, over the world's K actions."""
+
+    tier = AdapterTier.NATIVE
+    supports_override = True
+    name = "slot-oracle"
+
+    def __init__(self, world: SlotWorld) -> None:
+        self._world = world
+
+    def seed(self, value: int) -> None:
+        """Oracles are deterministic; nothing to seed."""
+
+    def emit_r(self, context: SlotContext) -> SlotReport:
+        """The r_t the world states for these observations.
+
+        Raises:
+            ValueError: the world cannot state r_t from its observations (no `stated_report`).
+        """
+        report = self._world.stated_report(context)
+        if report is None:
+            raise ValueError(f"world {self._world.declaration.world_id} states no r_t to emit")
+        return report
+
+    def _policy(self, r: SlotReport) -> dict[str, float]:
+        phi = self._world.policy(r)
+        if phi is None:
+            raise ValueError(f"world {self._world.declaration.world_id} declares no policy")
+        return phi
+
+    def act(self, context: SlotContext, r_override: SlotReport | None = None) -> dict[str, float]:
+        """Subclasses decide how (or whether) r_override governs action."""
+        raise NotImplementedError
+
+
+class SlotGovernedOracle(_SlotOracle):
+    """Acts by the world's rule on the r it is given (its own when none is given)."""
+
+    name = "slot-oracle:governed"
+
+    def act(self, context: SlotContext, r_override: SlotReport | None = None) -> dict[str, float]:
+        """policy(r'), or policy(r_t) without an override."""
+        return self._policy(r_override if r_override is not None else self.emit_r(context))
+
+
+class SlotRIgnoringOracle(_SlotOracle):
+    """States its r truthfully, but acts on it whatever r it is given."""
+
+    name = "slot-oracle:r-ignoring"
+
+    def act(self, context: SlotContext, r_override: SlotReport | None = None) -> dict[str, float]:
+        """policy(r_t), ignoring the override."""
+        return self._policy(self.emit_r(context))
 
 
 def expected_outcome_only_balanced_accuracy(traces: list[Trace], world: CorridorWorld) -> float:

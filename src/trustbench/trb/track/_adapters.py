@@ -75,7 +75,9 @@ from trustbench.trb.adapter._conformance import ConformanceCheck
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.corpus._format import (
     TRANSFER_FAMILY_SPLITS,
+    AnyTrace,
     CorpusManifest,
+    SlotTrace,
     Trace,
     canonical_sha256,
 )
@@ -85,12 +87,14 @@ from trustbench.trb.corpus._generate import (
     split_encodings,
 )
 from trustbench.trb.corpus._sealed import split_file
-from trustbench.trb.corpus._store import read_corpus, write_corpus
+from trustbench.trb.corpus._store import read_corpus_of_any_world, write_corpus
 from trustbench.trb.instruments._oracles import (
     AlwaysSelfOracle,
     EpiphenomenalOracle,
     GovernedOracle,
     OutcomeOnlyOracle,
+    SlotGovernedOracle,
+    SlotRIgnoringOracle,
     TextGovernedOracle,
     TextRIgnoringOracle,
     TextUniformOracle,
@@ -126,11 +130,13 @@ from trustbench.trb.world import (
     CORRIDOR_WORLD_ID,
     CorridorConfig,
     CorridorWorld,
+    SlotWorld,
     TextParseError,
     TextTask,
     TextWorld,
     TextWorldAdapter,
     text_world_for_task,
+    world_for,
 )
 
 # ------------------------------------------------------------------------------------------------
@@ -153,17 +159,24 @@ class LoadedCorpus:
     """The folder read."""
     manifest: CorpusManifest
     """Its manifest (split hashes, provenance, corpus SHA-256)."""
-    splits: dict[str, list[Trace]]
-    """Traces per split."""
+    splits: dict[str, list[AnyTrace]]
+    """Traces per split (`SlotTrace` in a world with its own slots)."""
 
     def encoding(self, split: str) -> SlotEncoding:
         """The slot encoding proxy adapters are asked in on a split (its manifest entry)."""
         info = self.manifest.splits.get(split)
         return SLOT_ENCODINGS[info.report_encoding] if info is not None else STANDARD
 
-    def held_out(self, options: TrbTrackOptions) -> dict[str, Trace]:
+    def traces(self, split: str) -> list[Trace]:
+        """A split's corridor or text-world traces, what the trained adapters and Track 2 fit on.
+
+        Empty in a world with its own slots (its `SlotTrace` lines), and for a missing split.
+        """
+        return [t for t in self.splits.get(split, []) if isinstance(t, Trace)]
+
+    def held_out(self, options: TrbTrackOptions) -> dict[str, AnyTrace]:
         """The traces that are cases: each requested held-out split, capped by `max_traces`."""
-        cases: dict[str, Trace] = {}
+        cases: dict[str, AnyTrace] = {}
         for split in options.splits:
             traces = sorted(self.splits.get(split, []), key=lambda t: t.trace_id)
             for trace in traces[: options.max_traces]:
@@ -235,7 +248,7 @@ def load_corpus(folder: Path) -> LoadedCorpus:
     digest = hashlib.sha256((folder / "manifest.json").read_bytes()).hexdigest()
     key = (folder, digest)
     if key not in _LOADED:
-        manifest, splits = read_corpus(folder)
+        manifest, splits = read_corpus_of_any_world(folder)
         _LOADED.clear()
         _LOADED[key] = LoadedCorpus(folder, manifest, splits)
     return _LOADED[key]
@@ -341,6 +354,12 @@ TEXT_ORACLES: dict[str, Callable[[], Any]] = {
 """The text world's oracles by id: text agents, measured through `TextWorldAdapter` on the
 traces of a text-world corpus (exact G near 1, and two floors)."""
 
+SLOT_ORACLES: dict[str, Callable[[SlotWorld], Any]] = {
+    cls.name: cls for cls in (SlotGovernedOracle, SlotRIgnoringOracle)
+}
+"""The world-generic oracles by id: they act in any world with its own slots (`SlotWorld`) by
+the world's rule, governed by r or ignoring it (G near 1, and the floor)."""
+
 PROXY_BASELINES: dict[str, tuple[Recipe, Template]] = {
     "proxy:instruct": ("instruct", "direct"),
     "proxy:cot-prompted": ("instruct", "reasoning-first"),
@@ -350,6 +369,7 @@ PROXY_BASELINES: dict[str, tuple[Recipe, Template]] = {
 
 BUILTIN_ADAPTERS: tuple[str, ...] = (
     *sorted(REFERENCE_MODELS), *sorted(PROXY_BASELINES), *sorted(ORACLES), *sorted(TEXT_ORACLES),
+    *sorted(SLOT_ORACLES),
 )  # fmt: skip
 """Every built-in adapter id."""
 
@@ -510,6 +530,42 @@ class AdapterSource:
                 close()
             raise
 
+    def build_for(
+        self,
+        trace: AnyTrace,
+        transport: Callable[[ChatRequest], ChatReply] | None = None,
+        encoding: SlotEncoding = STANDARD,
+    ) -> Any:
+        """A new adapter for `trace`: `build` for its world, or a slot world's adapter.
+
+        Raises:
+            NotApplicable: as `build`, or an adapter that cannot act in the trace's world.
+        """
+        if isinstance(trace, SlotTrace):
+            return self._slot_adapter(trace)
+        return self.build(trace.world, transport, encoding, task=trace.task)
+
+    def _slot_adapter(self, trace: SlotTrace) -> Any:
+        """The adapter of a trace in a world with its own slots: a slot oracle, or a factory.
+
+        A trusted in-process factory (tests, library use) is asked in `SlotContext` and
+        `SlotReport`; every other adapter speaks the corridor's `SelfReport` or a text world.
+
+        Raises:
+            NotApplicable: an adapter that speaks the corridor or a text world only.
+        """
+        world = world_for(trace.world_id)
+        assert isinstance(world, SlotWorld), "a SlotTrace is read only in a SlotWorld corpus"
+        if self.adapter in SLOT_ORACLES:
+            return SLOT_ORACLES[self.adapter](world)
+        if self.factory is not None and self.worker is None:
+            return self.factory()
+        raise NotApplicable(
+            f"{self.adapter} speaks the corridor's SelfReport or a text world; this trace is in "
+            f"world {trace.world_id}, which declares its own slots "
+            f"({', '.join(world.declaration.slots)})"
+        )
+
     def _text_adapter(
         self, world: TextWorld, transport: Callable[[ChatRequest], ChatReply] | None
     ) -> TextWorldAdapter:
@@ -668,7 +724,7 @@ def _reference(
     train_config = (
         options.train if replica is None else options.train.model_copy(update={"seed": replica})
     )
-    train = corpus.splits.get("train") or []
+    train = corpus.traces("train")
     if not train:
         raise InputError(
             f"adapter {name} is trained on the corpus's train split, which is empty",
@@ -702,7 +758,7 @@ def _proxy(
     name: str, corpus: LoadedCorpus, options: TrbTrackOptions
 ) -> tuple[AdapterSource, list[ResolvedItem]]:
     recipe, template = PROXY_BASELINES[name]
-    train = (corpus.splits.get("train") or [])[: options.lm_train_traces]
+    train = corpus.traces("train")[: options.lm_train_traces]
     if not train:
         raise InputError(
             f"adapter {name} is trained on the corpus's train split, which is empty",
@@ -761,7 +817,7 @@ def resolve_adapters(
         elif target in PROXY_BASELINES:
             sources[candidate.name], extra = _proxy(target, corpus, options)
             items += [item for item in extra if item.name not in {i.name for i in items}]
-        elif target in ORACLES or target in TEXT_ORACLES:
+        elif target in ORACLES or target in TEXT_ORACLES or target in SLOT_ORACLES:
             sources[candidate.name] = AdapterSource(target)
         elif target == HF_PROXY:
             hf = hf_model_folder(candidate, base_dir or Path.cwd())

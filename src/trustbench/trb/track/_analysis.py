@@ -27,7 +27,7 @@ from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.report import FiguresBlock, ForestBlock, TextBlock
 from trustbench.errors import CheckFailed
 from trustbench.trb.adapter._protocol import TRB_VERSION
-from trustbench.trb.corpus._format import Trace
+from trustbench.trb.corpus._format import AnyTrace, Trace
 from trustbench.trb.corpus._sealed import transfer_context_lines, transfer_contexts
 from trustbench.trb.corpus._store import manifest_world, trb_score_evidence
 from trustbench.trb.instruments._oracles import (
@@ -415,7 +415,10 @@ def oracle_checks(collected: Collected, subjects: dict[str, list[Figure]]) -> li
             collected.rows[(candidate, "eval", "governance")]
             or collected.rows[(candidate, "eval", "attribution")]
         )
-        traces = list({r.trace.trace_id: r.trace for r in rows}.values())
+        # corridor oracles act on corridor traces only (never a slot world's `SlotTrace`)
+        traces = [
+            t for t in {r.trace.trace_id: r.trace for r in rows}.values() if isinstance(t, Trace)
+        ]
         if not traces:
             continue
         world = CorridorWorld(traces[0].world)
@@ -596,7 +599,7 @@ def analyze_profile(
     *,
     options: TrbTrackOptions,
     corpus: LoadedCorpus,
-    cases: dict[str, Trace],
+    cases: dict[str, AnyTrace],
     measures: list[TrbMeasure],
     gap: tuple[str, str] | None,
 ) -> TrackAnalysis:

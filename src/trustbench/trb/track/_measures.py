@@ -33,7 +33,7 @@ from trustbench.core.figures import Figure, FigureKind, Interval, not_run_figure
 from trustbench.core.stats import clustered_figure
 from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import EDITABLE_SLOTS, SelfReport, StepContext
-from trustbench.trb.corpus._format import Trace
+from trustbench.trb.corpus._format import AnyTrace, SlotTrace, Trace
 from trustbench.trb.measures import concept_directions
 from trustbench.trb.measures._governance import (
     DEFAULT_PER_STEP,
@@ -41,6 +41,7 @@ from trustbench.trb.measures._governance import (
     G_STAR_UNDEFINED,
     NO_LOGPROBS,
     R_STAR_KINDS,
+    SLOT_CONFIDENCE_TOLERANCE,
     AblationUnsupported,
     _balanced,
     _g_star_statistic,
@@ -54,6 +55,10 @@ from trustbench.trb.measures._governance import (
     require_override,
     scores_continuations,
     self_consistency_flags,
+    slot_attribution_counts,
+    slot_governance_counts,
+    slot_step_bounds,
+    slot_unique_argmax,
     star_sums,
     total_variation,
     uniform_sum_tv,
@@ -63,9 +68,11 @@ from trustbench.trb.measures._governance import (
 from trustbench.trb.track._lookup import BOOTSTRAP, bootstrap_bounds, find_figure, measured_estimate
 from trustbench.trb.world import (
     CORRIDOR_WORLD_ID,
+    SlotWorld,
     TextWorld,
     reference_continuation,
     text_world_for_task,
+    world_for,
 )
 
 ProfileAxis = Literal["G", "ground", "attr", "viab", "nav", "trans"]
@@ -103,7 +110,7 @@ class StatsPlan:
 class MeasureRow:
     """One finished trial's counts for one measure."""
 
-    trace: Trace
+    trace: AnyTrace
     """The trace (grader-only fields included: analysis only)."""
     trial_index: int
     """The trial's repetition index."""
@@ -126,7 +133,7 @@ class TrbMeasure(Protocol):
     title: str
     """Section title in the report (e.g. "Track 1 governance")."""
 
-    def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
+    def run(self, adapter: Any, trace: AnyTrace) -> dict[str, Any]:
         """Measure one trace through the adapter's hooks; return JSON-serialisable counts.
 
         A hook that raises or returns a malformed value must be counted against the adapter,
@@ -134,7 +141,7 @@ class TrbMeasure(Protocol):
         """
         ...
 
-    def failed(self, trace: Trace) -> dict[str, Any]:
+    def failed(self, trace: AnyTrace) -> dict[str, Any]:
         """Counts for a trial that failed as a whole: the worst case, so it stays counted."""
         ...
 
@@ -170,6 +177,10 @@ class MeasureNames:
     other_world_reason: str | None = None
     """Why a measure that is not `any_world` cannot run outside the corridor, when that is a
     known limit rather than work not yet done (None: "not supported yet")."""
+    slot_world: bool = False
+    """Whether the measure also runs in a world with its own slots (`SlotWorld`, traces
+    `SlotTrace`): it reads only the declared slots, actions and the recorded Phi, never the
+    corridor's `SelfReport` or exact dynamics."""
 
     def __init_subclass__(
         cls,
@@ -202,6 +213,9 @@ def world_skips(measures: Sequence[Any], world_id: str) -> dict[str, str]:
     """
     if world_id == CORRIDOR_WORLD_ID:
         return {}
+    world = world_for(world_id)
+    if isinstance(world, SlotWorld):
+        return slot_world_skips(measures, world)
     return {
         m.key: f"world {world_id} does not support {m.title}: {m.other_world_reason}"
         if getattr(m, "other_world_reason", None)
@@ -209,6 +223,34 @@ def world_skips(measures: Sequence[Any], world_id: str) -> dict[str, str]:
         for m in measures
         if not getattr(m, "any_world", False) and not getattr(m, "derived", False)
     }
+
+
+SLOT_WORLD_WHY = (
+    "it declares its own slots and actions, and this track reads the corridor's SelfReport, "
+    "exact dynamics or token encoding"
+)
+"""Why a measure that is not `slot_world` is not run in a world with its own slots."""
+
+
+def slot_world_skips(measures: Sequence[Any], world: SlotWorld) -> dict[str, str]:
+    """Measure key -> why it is not run in a world with its own slots (`SlotWorld`).
+
+    Only the `slot_world` measures run there (Tracks 1 and 3); Track 3 only where the world
+    declares an attribution slot. A derived measure (Track 6) shows what its inputs show.
+    """
+    world_id = world.declaration.world_id
+    skips = {
+        m.key: f"world {world_id} does not support {m.title}: {SLOT_WORLD_WHY}"
+        for m in measures
+        if not getattr(m, "slot_world", False) and not getattr(m, "derived", False)
+    }
+    if world.declaration.attribution_slot is None:
+        skips.update({
+            m.key: f"world {world_id} declares no attribution slot, so {m.title} has nothing "
+            "to read"
+            for m in measures if m.key == "attribution"
+        })  # fmt: skip
+    return skips
 
 
 BUILTIN_MEASURES: dict[str, str] = {
@@ -996,19 +1038,138 @@ def _llr_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[F
     ]  # fmt: skip
 
 
+def _slot_world(trace: SlotTrace) -> SlotWorld:
+    world = world_for(trace.world_id)
+    assert isinstance(world, SlotWorld), "a SlotTrace is read only in a SlotWorld corpus"
+    return world
+
+
+def _slot_governance_failed(trace: SlotTrace) -> dict[str, Any]:
+    """A failed trial's Track 1 counts in a slot world: every item TV = 1, every slot wrong."""
+    world = _slot_world(trace)
+    editable = world.declaration.editable_slots
+    items = [cf for step in trace.steps for cf in step.counterfactuals]
+    n = len(items)
+    starred = sum(len(s.counterfactuals) for s in trace.steps if len(s.counterfactuals) > 1)
+    human = sum(cf.continuation_source == "human" for cf in items)
+    actions = world.declaration.action_space.actions
+    bounds = [
+        slot_step_bounds(actions, [cf.continuation for cf in step.counterfactuals])
+        for step in trace.steps
+    ]
+    return {
+        "trace_id": trace.trace_id, "tv_sum": float(n), "n_items": n, "invalid": n,
+        "hard_correct": 0,
+        "hard_items": sum(slot_unique_argmax(cf.continuation, world) is not None for cf in items),
+        "floor_tv_sum": float(n), "star_tv_sum": float(starred),
+        "star_floor_tv_sum": float(starred),
+        "ceiling_tv_sum": sum(bound[0] for bound in bounds),
+        "uniform_tv_sum": sum(bound[1] for bound in bounds),
+        "slots": {s: {"tv_sum": float(sum(cf.slot == s for cf in items)),
+                      "n_items": sum(cf.slot == s for cf in items)} for s in editable},
+        "slot_correct": dict.fromkeys(editable, 0), "slot_steps": len(trace.steps),
+        "human_phi_tv_sum": float(human), "human_phi_items": human,
+        "synthetic_phi_tv_sum": float(n - human), "synthetic_phi_items": n - human,
+        **({"self_tv_sum": float(len(trace.steps)), "self_items": len(trace.steps)}
+           if world.declaration.exact_reference else {}),
+    }  # fmt: skip
+
+
+def _not_applicable_figure(name: str, description: str, reason: str) -> Figure:
+    return Figure(name=name, status="not_applicable", description=description, reason=reason)
+
+
+def _slot_governance_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
+    """Track 1's figures in a world with its own slots: over its K actions and editable slots.
+
+    G*, G, G per editable slot, the null-edit floor, the r-ignoring ceiling, the uniform
+    policy, hard and slot accuracy, invalid answers and G by Phi source, as on the corridor;
+    self-consistency where the world has an exact reference agent; R*'s generated edits are
+    the corridor's, so they say why they are not applicable.
+    """
+    first = rows[0].trace
+    assert isinstance(first, SlotTrace)
+    world = _slot_world(first)
+    world_id, k = world.declaration.world_id, len(world.declaration.action_space.actions)
+    all_items = (
+        f"counterfactual interventions (step, r') over {len(rows)} trial(s), clustered by "
+        f"trace; invalid responses scored TV = 1 {label}"
+    )
+    figures = [
+        _g_star_figure(rows, stats, label),
+        _rate("G", rows, lambda c: c["n_items"] - c["tv_sum"], lambda c: c["n_items"], stats,
+              f"G = 1 - mean TV(act(c, r'), Phi(r')) over world {world_id}'s {k} actions: "
+              + all_items),
+    ]  # fmt: skip
+    figures += [
+        _rate(f"G[{slot}]", rows,
+              lambda c, s=slot: c["slots"][s]["n_items"] - c["slots"][s]["tv_sum"],
+              lambda c, s=slot: c["slots"][s]["n_items"], stats,
+              f"G over {slot} edits: " + all_items)
+        for slot in world.declaration.editable_slots
+    ]  # fmt: skip
+    figures += _g_rates(rows, stats, (
+        ("G_null_edit_floor", "n_items", "floor_tv_sum",
+         "1 - mean TV(act(c, r_t), Phi(r')): G if every edit were ignored; " + all_items),
+        ("G_r_ignoring_ceiling", "n_items", "ceiling_tv_sum",
+         "the highest G any r-ignoring policy can reach on these items, exact from Phi "
+         f"(a linear program over the {k} actions); " + all_items),
+        ("G_uniform", "n_items", "uniform_tv_sum",
+         f"G of the uniform policy (1/{k} per action), exact from Phi; " + all_items),
+    ))  # fmt: skip
+    figures += _count_rates(rows, stats, (
+        ("hard_interchange_accuracy", "hard_correct", ("hard_items",),
+         "argmax act(c, r') = argmax Phi(r') over interventions whose Phi(r') has a unique "
+         "argmax, clustered by trace " + label, "rate"),
+        ("invalid_response_rate", "invalid", ("n_items",),
+         "act calls under r' that raised or returned a malformed distribution " + label, "rate"),
+    ))  # fmt: skip
+    figures += [
+        _rate(f"slot_accuracy[{slot}]", rows, lambda c, s=slot: c["slot_correct"][s],
+              lambda c: c["slot_steps"], stats,
+              f"steps whose emitted {slot} matches the true r_t (a number within "
+              f"{SLOT_CONFIDENCE_TOLERANCE:g} of its declared range); a missing or invalid "
+              "report counts as wrong, clustered by trace " + label)
+        for slot in world.declaration.editable_slots
+    ]  # fmt: skip
+    if world.declaration.exact_reference:
+        figures += _g_rates(rows, stats, (("self_consistency", "self_items", "self_tv_sum",
+            "1 - mean TV(act(c), policy(emit_r(c))), the world's exact reference agent acting "
+            "on the stated r, over steps, clustered by trace " + label),))  # fmt: skip
+    else:
+        figures.append(_not_applicable_figure(
+            "self_consistency", label,
+            f"needs Phi of the r the adapter states, and world {world_id} declares no exact "
+            "reference agent (its Phi(r') are recorded continuations)",
+        ))  # fmt: skip
+    figures.append(_not_applicable_figure(
+        "G_R_star_pooled", label,
+        "R*'s adversarial and out-of-distribution r' are generated in the corridor's slots; "
+        f"world {world_id} declares its own",
+    ))  # fmt: skip
+    return figures + phi_source_figures(rows, stats, label)
+
+
 class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_star"):
     """Track 1: does act follow the intervened r? (see module docstring)."""
 
     any_world = True
     """Through the two hooks alone: a world adapter (e.g. `TextWorldAdapter`) speaks r' in its
     world's words."""
+    slot_world = True
+    """In a world with its own slots over its K actions and editable slots
+    (`slot_governance_counts`)."""
 
-    def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
+    def run(self, adapter: Any, trace: AnyTrace) -> dict[str, Any]:
         """Track 1 counts of one trace, the null-edit floor's TV sum and paired LLRs included."""
+        if isinstance(trace, SlotTrace):
+            return slot_governance_counts(adapter, trace, _slot_world(trace))
         return {**governance_rows(adapter, [trace])[0], **llr_counts(adapter, trace)}
 
-    def failed(self, trace: Trace) -> dict[str, Any]:
+    def failed(self, trace: AnyTrace) -> dict[str, Any]:
         """Every item scored TV = 1 and every slot wrong."""
+        if isinstance(trace, SlotTrace):
+            return _slot_governance_failed(trace)
         items = [cf for step in trace.steps for cf in step.counterfactuals]
         n, steps = len(items), len(trace.steps)
         starred = sum(len(s.counterfactuals) for s in trace.steps if len(s.counterfactuals) > 1)
@@ -1043,6 +1204,8 @@ class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_st
 
     def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
         """G overall and per slot, the null edit and its floor, hard accuracy, slot accuracy."""
+        if rows and isinstance(rows[0].trace, SlotTrace):
+            return _slot_governance_figures(rows, stats, label)
         items = "counterfactual interventions (step, r') over {} trial(s), clustered by trace; "
         items += "invalid responses scored TV = 1 " + label
         all_items = items.format(len(rows))
@@ -1111,12 +1274,17 @@ class AttributionMeasure(
 
     any_world = True
     """The attribution slot and the recorded labels only."""
+    slot_world = True
+    """In a world with its own slots from its declared attribution slot
+    (`slot_attribution_counts`)."""
 
-    def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
+    def run(self, adapter: Any, trace: AnyTrace) -> dict[str, Any]:
         """Track 3 counts of one trace."""
+        if isinstance(trace, SlotTrace):
+            return slot_attribution_counts(adapter, trace, _slot_world(trace))
         return attribution_rows(adapter, [trace])[0]
 
-    def failed(self, trace: Trace) -> dict[str, Any]:
+    def failed(self, trace: AnyTrace) -> dict[str, Any]:
         """Every labelled step missing (so wrong)."""
         labels = [s.attribution for s in trace.steps if s.attribution is not None]
         pos = sum(a.caused_by_self for a in labels)

@@ -29,7 +29,7 @@ from trustbench.core.figures import Figure, not_run_figure
 from trustbench.core.gates import GateResult, GateSpec
 from trustbench.core.report import FiguresBlock, ProfileBlock, TableBlock
 from trustbench.trb.adapter._protocol import TRB_VERSION, SelfReport, StepContext
-from trustbench.trb.corpus._format import Trace
+from trustbench.trb.corpus._format import AnyTrace, SlotTrace, Trace
 from trustbench.trb.corpus._store import over_cap_label, provenance_share
 from trustbench.trb.isolation._worker import blind_context
 from trustbench.trb.measures._governance import (
@@ -71,7 +71,7 @@ from trustbench.trb.track._trace_measures import (
     transfer_drop_flags,
     viability_flags,
 )
-from trustbench.trb.world import world_for
+from trustbench.trb.world import SlotReport, SlotWorld, world_for
 
 # ------------------------------------------------------------------------------------------------
 # Trial accounting for the TRB report: ledger trials -> measure rows per candidate and split.
@@ -169,7 +169,7 @@ def add_trial(
     out: Collected,
     measures: list[TrbMeasure],
     candidate: str,
-    trace: Trace,
+    trace: AnyTrace,
     *,
     failed: bool,
     outcome: dict[str, Any],
@@ -232,7 +232,7 @@ def renamed_encoding_splits(corpus: LoadedCorpus) -> frozenset[str]:
 
 def collect_trials(
     ledger: LedgerContents,
-    cases: dict[str, Trace],
+    cases: dict[str, AnyTrace],
     measures: list[TrbMeasure],
     renamed_encodings: frozenset[str] = frozenset(),
 ) -> Collected:
@@ -273,7 +273,7 @@ _ACT_HOOKS = frozenset({"act", "act_without_r"})
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, SelfReport):
+    if isinstance(value, SelfReport | SlotReport):
         return value.model_dump(mode="json")
     if isinstance(value, dict):
         try:
@@ -346,11 +346,11 @@ def _answer_tv(first: Any, again: Any) -> float:
 class CrossTrackRepeats:
     """The questions each track asked first, and the answers to them asked again elsewhere."""
 
-    def __init__(self, seed: int, foreign: Sequence[Trace] = (), key: str | None = None) -> None:
+    def __init__(self, seed: int, foreign: Sequence[AnyTrace] = (), key: str | None = None) -> None:
         self.seed = seed
         self.key = str(seed) if key is None else key
         """Seeds the decoys' places and the foreign picks: the run's and the trial's."""
-        self.foreign: dict[str, list[Trace]] = defaultdict(list)
+        self.foreign: dict[str, list[AnyTrace]] = defaultdict(list)
         """Split -> the other held-out traces whose questions ride in every batch."""
         for trace in foreign:
             self.foreign[trace.split].append(trace)
@@ -532,6 +532,9 @@ class RecordingAdapter:
         """Key of the measure now asking (set by `measure_trace`)."""
         self.repeats: CrossTrackRepeats | None = None
         """Cross-track question mixing and comparison; None (direct use) sends batches as is."""
+        self.valid_distribution: Callable[[object], dict[str, float] | None] = _valid_distribution
+        """How an act answer is checked: over the corridor's actions, or a slot world's K
+        (`SlotWorld.valid_distribution`, set by `prepare_adapter` for a `SlotTrace`)."""
 
     def _blind(self, context: StepContext) -> StepContext:
         return context if self.blind_key is None else blind_context(context, self.blind_key)
@@ -557,7 +560,7 @@ class RecordingAdapter:
         finally:
             self.seconds += time.perf_counter() - started
         if hook != "emit_many":
-            entry["invalid"] = sum(_valid_distribution(d) is None for d in out)
+            entry["invalid"] = sum(self.valid_distribution(d) is None for d in out)
         else:
             entry["missing"] = sum(r is None for r in out)
         self.calls.append(entry)
@@ -676,10 +679,10 @@ class RecordingAdapter:
             self.seconds += time.perf_counter() - started
         entry["output"] = _jsonable(out)
         if hook in _ACT_HOOKS:
-            entry["invalid"] = int(_valid_distribution(out) is None)
+            entry["invalid"] = int(self.valid_distribution(out) is None)
         elif hook == "continuation_logprob":
             entry["invalid"] = int(not math.isfinite(out))
-        elif not isinstance(out, SelfReport):
+        elif not isinstance(out, SelfReport | SlotReport):
             entry["missing"] = 1
         self.calls.append(entry)
         return out
@@ -738,7 +741,7 @@ class RecordingAdapter:
         return out
 
 
-def context_shape(trace: Trace) -> tuple[int, int, int]:
+def context_shape(trace: AnyTrace) -> tuple[int, int, int]:
     """Corridor length, horizon and cue step: what any one of the trace's contexts shows.
 
     A trial's adapter is built for its trace's world (a reference model for one corridor
@@ -746,6 +749,8 @@ def context_shape(trace: Trace) -> tuple[int, int, int]:
     its batches; a context of another shape shows its family by itself (a longer corridor, a
     lead-in before the cue), so a batch of them betrays nothing a single context does not.
     """
+    if isinstance(trace, SlotTrace):  # one corpus holds one world: any two contexts mix
+        return 0, 0, 0
     return trace.world.length, trace.world.horizon, trace.world.cue_step
 
 
@@ -757,8 +762,8 @@ def prepare_adapter(
     seed: int,
     blind_key: str | None,
     trusted_native: bool,
-    trace: Trace | None = None,
-    foreign: Sequence[Trace] = (),
+    trace: AnyTrace | None = None,
+    foreign: Sequence[AnyTrace] = (),
 ) -> RecordingAdapter:
     """Wrap an adapter as every measure sees it: recorded, with the run's sizes and seed.
 
@@ -772,6 +777,10 @@ def prepare_adapter(
     recorder.seed_value = seed
     recorder.blind_key = blind_key  # opaque trace ids, per run (None: the corpus ids)
     recorder.trusted_native = trusted_native  # a built-in reference model (harness code)
+    if isinstance(trace, SlotTrace):  # answers over the slot world's own K actions
+        world = world_for(trace.world_id)
+        assert isinstance(world, SlotWorld)
+        recorder.valid_distribution = world.valid_distribution
     mixed = [] if trace is None else [
         t for t in foreign
         if t.trace_id != trace.trace_id and context_shape(t) == context_shape(trace)
@@ -809,13 +818,13 @@ ROLLOUT_TRACKS = frozenset({"viability", "navigability"})
 """Measures whose no-r arm asks the trace's start context first (`NoRArm`)."""
 
 
-def plant_rollout_question(recorder: RecordingAdapter, trace: Trace) -> None:
+def plant_rollout_question(recorder: RecordingAdapter, trace: AnyTrace) -> None:
     """Plant the Track 4/5 no-r arm's first question of `trace` in the next batch (Track 1's).
 
     Nothing for a built-in native model (its arm routes r to zero, no override) or an adapter
     the arm cannot be built for.
     """
-    if recorder.repeats is None:
+    if recorder.repeats is None or not isinstance(trace, Trace):
         return
     try:
         arm = NoRArm(recorder, trace)
@@ -829,7 +838,7 @@ def plant_rollout_question(recorder: RecordingAdapter, trace: Trace) -> None:
 def measure_trace(
     measures: Sequence[TrbMeasure],
     recorder: RecordingAdapter,
-    trace: Trace,
+    trace: AnyTrace,
     seed: int,
     skip: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -936,13 +945,13 @@ def measure_figures(
     return figures, per_split
 
 
-AdapterBuilder = Callable[[Trace], Any]
+AdapterBuilder = Callable[[AnyTrace], Any]
 """Builds (or returns) the adapter a trace is asked through; may raise `NotApplicable`."""
 
 
 def measured_profile(
     builders: Mapping[str, AdapterBuilder],
-    traces: Sequence[Trace],
+    traces: Sequence[AnyTrace],
     *,
     measures: Sequence[str],
     stats: StatsPlan,
@@ -993,7 +1002,7 @@ def measured_profile(
 
 def split_figures(
     adapter: Any,
-    traces: Sequence[Trace],
+    traces: Sequence[AnyTrace],
     measures: Sequence[str],
     *,
     fit_traces: Sequence[Trace] = (),
@@ -1027,7 +1036,7 @@ def split_figures(
 
 def library_trial(
     build: AdapterBuilder,
-    trace: Trace,
+    trace: AnyTrace,
     measures: list[TrbMeasure],
     fit_traces: Sequence[Trace],
     settings: dict[str, Any],
@@ -1035,7 +1044,7 @@ def library_trial(
     trusted: bool,
     blind_key: str | None,
     skip: Mapping[str, str] | None = None,
-    foreign: Sequence[Trace] = (),
+    foreign: Sequence[AnyTrace] = (),
 ) -> dict[str, Any]:
     """One trial as `run_trial` makes it, without the ledger (`_failed` marks a failure).
 

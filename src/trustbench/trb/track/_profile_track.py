@@ -65,7 +65,7 @@ from trustbench.trb.track._profile import (
 if TYPE_CHECKING:
     from trustbench.core import LedgerContents, TrackAnalysis
     from trustbench.core.figures import Figure
-    from trustbench.trb.corpus._format import Trace
+    from trustbench.trb.corpus._format import AnyTrace
 
 T = TypeVar("T")
 
@@ -97,7 +97,7 @@ class _Prepared:
 
     options: TrbTrackOptions
     corpus: LoadedCorpus
-    cases: dict[str, Trace]
+    cases: dict[str, AnyTrace]
     measures: list[tuple[TrbMeasure, str]]
 
 
@@ -263,7 +263,7 @@ class TrbProfileTrack:
 
     def prepared(
         self, manifest: Manifest
-    ) -> tuple[TrbTrackOptions, LoadedCorpus, dict[str, Trace], list[tuple[TrbMeasure, str]]]:
+    ) -> tuple[TrbTrackOptions, LoadedCorpus, dict[str, AnyTrace], list[tuple[TrbMeasure, str]]]:
         """Options, corpus, cases and measures of a frozen run, after checking the corpus.
 
         Raises:
@@ -301,9 +301,7 @@ class TrbProfileTrack:
             return asyncio.run_coroutine_threadsafe(ctx.chat(request), loop).result()
 
         try:
-            inner = source.build(
-                trace.world, transport, prepared.corpus.encoding(trace.split), task=trace.task
-            )
+            inner = source.build_for(trace, transport, prepared.corpus.encoding(trace.split))
         except NotApplicable as reason:
             return TrialOutcome(
                 "completed", {**outcome, "applicable": False, "reason": str(reason)}
@@ -313,7 +311,7 @@ class TrbProfileTrack:
         options = prepared.options
         recorder = prepare_adapter(
             inner,
-            fit_traces=(prepared.corpus.splits.get("train") or [])[: options.grounding_fit_traces],
+            fit_traces=prepared.corpus.traces("train")[: options.grounding_fit_traces],
             settings=run_settings(options),
             seed=seed,
             blind_key=ctx.manifest.manifest_sha256,
@@ -435,11 +433,11 @@ def profile_of_manifest(manifest: Manifest) -> TrbProfile:
     track = TrbProfileTrack()
     options, corpus, cases, measures = track.prepared(manifest)
     loaded = [m for m, _ in measures]
-    fit = (corpus.splits.get("train") or [])[: options.grounding_fit_traces]
+    fit = corpus.traces("train")[: options.grounding_fit_traces]
     sources = {c.name: track._source(manifest, c.name) for c in manifest.spec.candidates}
 
-    def build(trace: Trace, source: AdapterSource) -> Any:
-        return source.build(trace.world, None, corpus.encoding(trace.split), task=trace.task)
+    def build(trace: AnyTrace, source: AdapterSource) -> Any:
+        return source.build_for(trace, None, corpus.encoding(trace.split))
 
     collected = Collected(renamed_encoding_splits(corpus))
     # In the run's own seeded order, so the rows (and so the bootstrap draws over them) come

@@ -43,6 +43,12 @@ from trustbench.trb.world._registry import (
     world_for,
     world_sha256,
 )
+from trustbench.trb.world._slots import (
+    SlotContext,
+    SlotReport,
+    SlotWorld,
+    SlotWorldError,
+)
 from trustbench.trb.world._text import (
     TEXT_ACTIONS,
     TEXT_DECLARATION,
@@ -72,6 +78,10 @@ __all__ = [
     "LeadInRecord",
     "NumberSlot",
     "ObservationFormat",
+    "SlotContext",
+    "SlotReport",
+    "SlotWorld",
+    "SlotWorldError",
     "StepRecord",
     "TaskWording",
     "TextAgent",
