@@ -402,6 +402,67 @@ def test_an_answer_key_edited_after_the_run_is_never_used_to_grade(tmp_path: Pat
     assert not (run_dir / "record.json").exists()
 
 
+def _refuse_validation(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the corpus was validated again")
+
+
+def test_report_grades_an_unchanged_frozen_corpus_without_validating_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL))
+    # The freeze validated these bytes with this trustbench version; report re-hashes them.
+    monkeypatch.setattr("trustbench.rtb.corpus._load.validate_corpus", _refuse_validation)
+    report_run(run_dir)
+    assert (run_dir / "record.json").exists()
+
+
+def test_report_reads_each_corpus_file_once_and_grades_from_the_bytes_it_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.rtb.corpus import _load
+
+    run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL))
+    corpus = (tmp_path / "corpus").resolve()
+    reads: list[Path] = []
+    read_input_file = _load.read_input_file
+
+    def counting(path: Path) -> bytes:
+        if path.is_relative_to(corpus):
+            reads.append(path)
+        return read_input_file(path)
+
+    monkeypatch.setattr(_load, "read_input_file", counting)
+    report_run(run_dir)
+    assert sorted(reads) == sorted(path for path in corpus.rglob("*") if path.is_file())
+
+
+def test_report_validates_in_full_a_corpus_frozen_by_another_trustbench_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL))
+    monkeypatch.setattr("trustbench.__version__", "0.0.0-another")
+    monkeypatch.setattr("trustbench.rtb.corpus._load.validate_corpus", _refuse_validation)
+    with pytest.raises(AssertionError, match="validated again"):
+        report_run(run_dir)
+
+
+def test_a_case_edited_after_freeze_fails_report_naming_the_file_before_any_grading(
+    tmp_path: Path,
+) -> None:
+    run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL))
+    corpus, name = tmp_path / "corpus", "cases/cluster_deletion-01-permitted.json"
+    (corpus / name).write_text((corpus / name).read_text() + " ")  # same JSON, new bytes
+    with pytest.raises(CheckFailed) as refused:
+        report_run(run_dir)
+    message = str(refused.value)
+    assert message.startswith(
+        f"{run_dir / 'ledger.sqlite'}: refusing to report an altered run: frozen inputs: corpus "
+        f"at {corpus} has 1 problem(s):\n  {corpus / name}: sha256 "
+    )
+    assert message.endswith("the file changed after the manifest was written")
+    assert not (run_dir / "record.json").exists()
+
+
 def test_the_report_shows_corpus_saturation_and_keeps_explanations_for_drill_down(
     fixture_run: tuple[Path, dict[str, Any]],
 ) -> None:

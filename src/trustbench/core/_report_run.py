@@ -139,19 +139,20 @@ def _refuse_altered(run_dir: Path, verification: VerifyReport) -> None:
 
 
 def _graded(
-    run_dir: Path, manifest: Manifest, *, inputs_checked: bool
+    run_dir: Path, manifest: Manifest, *, checked_track: Track | None
 ) -> tuple[Track, LedgerContents, TrackAnalysis]:
     """The run's track, its opened ledger and the track's analysis of it.
 
-    `inputs_checked`: the verification re-hashed the frozen inputs in this process and found
-    them intact before grading (as it does unless it runs beside), so they are not hashed twice.
+    `checked_track`: the track with which the verification re-hashed the frozen inputs in this
+    process and found them intact before grading (as it does unless it runs beside). It grades
+    from the inputs it hashed, so they are neither hashed nor loaded twice.
     """
-    track, _ = load_track(manifest.spec.track_id)
+    track = checked_track if checked_track is not None else load_track(manifest.spec.track_id)[0]
     if not isinstance(track, Analyzer):
         raise InputError(f"track {manifest.spec.track_id} has no analysis (report unsupported)")
     # Grading reads the corpus (its answer key included): it must be the corpus frozen before
     # the run, or an edited reference decision would silently re-grade the recorded replies.
-    if not inputs_checked:
+    if checked_track is None:
         check_inputs(manifest, track)
     # A track that grades from outcomes alone says so (`reads_attempt_texts = False`), and its
     # report then never decompresses or holds the attempts' request and response texts. The
@@ -277,7 +278,7 @@ def report_run(
             # class) asks its sandbox worker, which may not read this run's folder either.
             start_run_workers(run_secrets(run_dir, manifest))
             track, ledger, analysis = _graded(
-                run_dir, manifest, inputs_checked=not verification_job.beside
+                run_dir, manifest, checked_track=verification_job.checked_track
             )
         except Exception:
             # Beside, grading an altered run may fail anywhere (an edited corpus, a ledger row

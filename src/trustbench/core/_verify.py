@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from trustbench.core._track import load_track
+from trustbench.core._track import Track, load_track
 from trustbench.core.ledger._store import (
     LEDGER_FILE,
     NOT_A_LEDGER,
@@ -207,12 +207,21 @@ def _rerun_after_cut(connection: sqlite3.Connection) -> int:
 
 def input_problems(manifest: Manifest) -> list[str]:
     """Re-hash the corpus, prompts and every other frozen input against the manifest."""
+    return checked_track(manifest)[1]
+
+
+def checked_track(manifest: Manifest) -> tuple[Track | None, list[str]]:
+    """`input_problems`, with the track that found the frozen inputs intact (None if not).
+
+    That track holds the inputs it hashed (a corpus, parsed from the hashed bytes), so `report`
+    grades from it: loading them again would read and parse the same files a second time.
+    """
     try:
         track, _ = load_track(manifest.spec.track_id)
         check_inputs(manifest, track)
     except TrustbenchError as error:
-        return [f"frozen inputs: {error}"]
-    return []
+        return None, [f"frozen inputs: {error}"]
+    return track, []
 
 
 # ------------------------------------------------------------------------------------------------
@@ -264,6 +273,8 @@ class Verification:
         self._pool: Pool | None = None
         self._pending: AsyncResult[VerifyReport] | None = None
         self._report: VerifyReport | None = None
+        self.checked_track: Track | None = None
+        """The track that checked the frozen inputs, once they were found intact."""
         arguments = (run_dir, manifest.manifest_sha256, manifest.plan.trials)
         if self.beside:
             import multiprocessing
@@ -276,7 +287,8 @@ class Verification:
             self._report = self._with_inputs(verify_ledger(*arguments))
 
     def _with_inputs(self, report: VerifyReport) -> VerifyReport:
-        report.problems += input_problems(self._manifest)
+        self.checked_track, problems = checked_track(self._manifest)
+        report.problems += problems
         return report
 
     def result(self) -> VerifyReport:
