@@ -32,6 +32,8 @@ from trustbench.trb.measures._governance import (
 )
 from trustbench.trb.measures._grounding import (
     ReferenceWhiteBox,
+    TextWhiteBox,
+    TextWorldWhiteBox,
     WhiteBox,
     capture,
     concept_directions,
@@ -44,6 +46,8 @@ __all__ = [
     "LlrIntervention",
     "ReferenceWhiteBox",
     "Start",
+    "TextWhiteBox",
+    "TextWorldWhiteBox",
     "WhiteBox",
     "act_many",
     "attribution_rows",

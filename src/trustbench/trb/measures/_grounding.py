@@ -30,8 +30,10 @@ from torch import nn
 
 from trustbench.trb.adapter._protocol import ACTIONS, DOOR_STATES, GOALS, SelfReport, StepContext
 from trustbench.trb.corpus._format import Trace
+from trustbench.trb.corpus._generate import text_worlds
 from trustbench.trb.reference import NativeModelAdapter
 from trustbench.trb.reference._model import encode_observation, encode_report, soft_report
+from trustbench.trb.world import TextContext
 
 # ------------------------------------------------------------------------------------------------
 # White-box access for Track 2 and the native no-r ablation, via plain torch forward hooks.
@@ -41,7 +43,9 @@ from trustbench.trb.reference._model import encode_observation, encode_report, s
 # (`slot_probability`, computed by a forward pass so hooks apply), and where in the sequence
 # the report is read and the current step starts (`read_positions`, `step_starts`).
 # `LocalLMProxyAdapter` provides them for a causal LM (blocks return tensors);
-# `ReferenceWhiteBox` provides them for the reference native model (its GRU returns a tuple).
+# `ReferenceWhiteBox` provides them for the reference native model (its GRU returns a tuple);
+# in a text world `HFTextAgent` provides them over the world's rendering (`TextWhiteBox`),
+# and `TextWorldWhiteBox` renders each step context in its trace's world for it.
 # Hooks here accept both output shapes.
 
 
@@ -66,6 +70,76 @@ class WhiteBox(Protocol):
     def step_starts(self, contexts: Sequence[StepContext]) -> list[int]:
         """Sequence index where the current step begins, per context."""
         ...
+
+
+@runtime_checkable
+class TextWhiteBox(Protocol):
+    """`WhiteBox` of a text agent: the same four hooks over the world's own rendering.
+
+    `HFTextAgent` offers it for a Hugging Face causal LM: the decoder layers' residual stream,
+    the token where the slot block's first value is read, the token where the current step's
+    line begins, and each slot's declared values' probability as the task words them.
+    """
+
+    def hook_layers(self) -> list[nn.Module]:
+        """Modules whose outputs are the hidden states, in depth order."""
+        ...
+
+    def slot_probability(
+        self, contexts: Sequence[TextContext], slot: str, value: str
+    ) -> np.ndarray:
+        """P(slot = value, in the task's words) per context, by forward passes (hooks apply)."""
+        ...
+
+    def read_positions(self, contexts: Sequence[TextContext]) -> list[int]:
+        """Token index the block's first slot is read from in the first forward pass."""
+        ...
+
+    def step_starts(self, contexts: Sequence[TextContext]) -> list[int]:
+        """Token index where the current step's line begins, per context."""
+        ...
+
+
+class TextWorldWhiteBox:
+    """A text agent's white box seen as a `WhiteBox`: each context in its own trace's world.
+
+    Track 2 fits directions on train contexts and probes eval ones, and a text corpus states
+    several tasks (kinds, phrasings, report languages), so each step context is rendered by
+    the world its trace states (`text_worlds`) before the agent reads it; the concepts stay r's
+    (`goal = right`, `belief = closed`), which every text world words as its goal and hidden
+    fact, so directions are fitted and injected exactly as on the corridor.
+
+    Args:
+        agent: The text agent's white box (`TextWorldAdapter.text_whitebox`).
+        traces: Every trace whose contexts it will be asked about (fit and probed ones).
+    """
+
+    def __init__(self, agent: TextWhiteBox, traces: Sequence[Trace]) -> None:
+        self.agent = agent
+        self.model = getattr(agent, "model", agent)
+        """What the concept directions are cached by (`trb.track._measures._directions`)."""
+        self._worlds = text_worlds(traces)
+
+    def _texts(self, contexts: Sequence[StepContext]) -> list[TextContext]:
+        return [self._worlds[c.trace_id].text_context(c) for c in contexts]
+
+    def hook_layers(self) -> list[nn.Module]:
+        """The agent's hooked layers."""
+        return self.agent.hook_layers()
+
+    def slot_probability(
+        self, contexts: Sequence[StepContext], slot: str, value: str
+    ) -> np.ndarray:
+        """The agent's probability of the slot value, in each trace's words."""
+        return self.agent.slot_probability(self._texts(contexts), slot, value)
+
+    def read_positions(self, contexts: Sequence[StepContext]) -> list[int]:
+        """Where the agent reads the block's first slot, per context."""
+        return self.agent.read_positions(self._texts(contexts))
+
+    def step_starts(self, contexts: Sequence[StepContext]) -> list[int]:
+        """Where each context's current step begins in its rendering."""
+        return self.agent.step_starts(self._texts(contexts))
 
 
 def _hidden(output: Any) -> torch.Tensor:

@@ -511,7 +511,7 @@ def _slot_tails(
     adapter: HFCausalLMProxyAdapter, prompts: list[list[str]], options: Sequence[str], scored: int
 ) -> tuple[list[tuple[int, ...]], list[list[tuple[int, ...]]], bool]:
     """`_option_tokens` over the scored options, with the stated-but-unscored rows appended."""
-    heads, tails, whole_word = adapter._option_tokens(prompts, options[:scored])
+    heads, tails, whole_word = adapter._option_tokens(prompts, [options[:scored]] * len(prompts))
     if scored < len(options):  # the self slot's `na`: stated at step 0, never scored
         rest = [[adapter._split(p, o)[1] for o in options[scored:]] for p in prompts]
         tails = [[*row, *more] for row, more in zip(tails, rest, strict=True)]
@@ -1012,12 +1012,12 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
         prompts alone first and one pass per multi-token option after (`chain_per_option`),
         so injection hooks see the same rows and starts every time.
         """
-        heads, tails, whole_word = self._option_tokens(prompts, options)
+        if self._hooked():
+            return self.row_option_probs(prompts, [options] * len(prompts))
+        heads, tails, whole_word = self._option_tokens(prompts, [options] * len(prompts))
         boundary = self._boundary if whole_word else None
         single = boundary is None and all(len(t) == 1 for row in tails for t in row)
-        if self._hooked():
-            logp = chain_per_option(self._run_rows, heads, tails, boundary)
-        elif single:
+        if single:
             first = self._run_rows(heads).next_logp
             logp = first.gather(1, torch.tensor([[t[0] for t in row] for row in tails]))
         else:  # every option token is fed: the last one needs a position too
@@ -1027,14 +1027,32 @@ class HFCausalLMProxyAdapter(LocalLMProxyAdapter):
             logp = score_options(self.model, prefix, tails, self._pad, boundary).logp
         return self._renormalised(logp)
 
+    def row_option_probs(
+        self, prompts: Sequence[list[str]], options: Sequence[Sequence[str]]
+    ) -> torch.Tensor:
+        """`next_option_probs` with each prompt's own options (as many per prompt), whole rows.
+
+        Every pass is a whole row per prompt, the prompts alone first (`chain_per_option`), so
+        Track 2's hooks see one row per prompt at its own positions; the options may differ
+        by row (text-world contexts of several tasks word a slot's values differently).
+        """
+        heads, tails, whole_word = self._option_tokens(prompts, options)
+        boundary = self._boundary if whole_word else None
+        return self._renormalised(chain_per_option(self._run_rows, heads, tails, boundary))
+
     def _option_tokens(
-        self, prompts: Sequence[list[str]], options: Sequence[str]
+        self, prompts: Sequence[list[str]], options: Sequence[Sequence[str]]
     ) -> tuple[list[tuple[int, ...]], list[list[tuple[int, ...]]], bool]:
-        """Prompt tokens, option tokens per prompt, and whether options are whole words."""
-        splits = [[self._split(p, o) for o in options] for p in prompts]
+        """Prompt tokens, option tokens per prompt, and whether options are whole words.
+
+        `options[i]` are prompt i's options (as many for every prompt).
+        """
+        splits = [[self._split(p, o) for o in row] for p, row in zip(prompts, options, strict=True)]
         whole_word = False
-        for tails in {tuple(t for _, t in row) for row in splits}:
-            whole_word |= self._needs_word_boundary(options, tails)
+        rows = {(tuple(row), tuple(t for _, t in split))
+                for row, split in zip(options, splits, strict=True)}  # fmt: skip
+        for row_options, tails in rows:
+            whole_word |= self._needs_word_boundary(row_options, tails)
         return [row[0][0] for row in splits], [[t for _, t in row] for row in splits], whole_word
 
     def _renormalised(self, logp: torch.Tensor) -> torch.Tensor:
@@ -1189,3 +1207,71 @@ class HFTextAgent:
         """The task's text, the slot block (its own, or the one edited to r') and `Option:`."""
         block = reasoning if reasoning is not None else self.emit_text(context)
         return f"{context.prompt}\n{block}\nOption:"
+
+    # --- white-box access (Track 2), over the world's own rendering ------------------------
+    @property
+    def model(self) -> nn.Module:
+        """The causal LM (Track 2 fits concept directions once per model)."""
+        return self.scorer.model
+
+    def hook_layers(self) -> list[nn.Module]:
+        """The decoder blocks, whose outputs are the residual stream, in depth order."""
+        return self.scorer.hook_layers()
+
+    def slot_probability(
+        self, contexts: Sequence[TextContext], slot: str, value: str
+    ) -> np.ndarray:
+        """P(the slot's words = `value`'s words), the block filled greedily up to that slot.
+
+        What `emit_text` reads, one context per row: after the task's text each earlier slot
+        takes its most probable words (under any injection: the greedy fill sees it too),
+        then the slot's label; the probability is the value's words' among the slot's
+        declared values as this task words them (`TextWorld.slot_words`), chained over
+        tokens and renormalised. `slot` and `value` are r's (`goal` / `right`), so the
+        concept labels are the world's slots. Every pass is a whole row per context
+        (`row_option_probs`), hooks attached or not, so an injected call differs from a plain
+        one by the injection only.
+        """
+        worlds = [text_world_for_task(c.task, c.dynamics) for c in contexts]
+        lines: list[list[str]] = [[] for _ in contexts]
+        for position, (name, _label) in enumerate(worlds[0].slot_labels()):
+            labels = [w.slot_labels()[position][1] for w in worlds]
+            options = [w.slot_options(name) for w in worlds]
+            prompts = [["\n".join([c.prompt, *done, f"{label}:"])]
+                       for c, done, label in zip(contexts, lines, labels, strict=True)]  # fmt: skip
+            probs = self.scorer.row_option_probs(prompts, options)
+            if name == slot:
+                wanted = [row.index(w.slot_words(slot)[value]) for row, w in
+                          zip(options, worlds, strict=True)]  # fmt: skip
+                return probs[torch.arange(len(contexts)), torch.tensor(wanted)].numpy()
+            for done, label, row, p in zip(lines, labels, options, probs, strict=True):
+                done.append(f"{label}: {row[int(p.argmax())]}")
+        raise ValueError(f"{slot!r} is not a slot of the text world's block")
+
+    def read_positions(self, contexts: Sequence[TextContext]) -> list[int]:
+        """The first slot is read at the last token of the prompt ending in its label."""
+        return [len(self._first_slot_tokens(c)) - 1 for c in contexts]
+
+    def step_starts(self, contexts: Sequence[TextContext]) -> list[int]:
+        """Token index where each context's current step line begins (injections start there).
+
+        Raises:
+            InputError: the tokenizer merges across the line boundary (the start is undefined).
+        """
+        starts = []
+        for c in contexts:
+            world = text_world_for_task(c.task, c.dynamics)
+            before = self.scorer.tokens([c.prompt[: world.current_step_offset(c.prompt)]])
+            if self._first_slot_tokens(c)[: len(before)] != before:
+                raise InputError(
+                    "tokenizer merges across the current step's line; injection start is "
+                    "undefined", location=self.scorer.location,
+                )  # fmt: skip
+            starts.append(len(before))
+        return starts
+
+    def _first_slot_tokens(self, context: TextContext) -> tuple[int, ...]:
+        """Tokens of the prompt the block's first slot is read after (`slot_probability`)."""
+        world = text_world_for_task(context.task, context.dynamics)
+        label = world.slot_labels()[0][1]
+        return self.scorer.tokens(["\n".join([context.prompt, f"{label}:"])])

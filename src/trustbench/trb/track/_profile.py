@@ -544,9 +544,14 @@ class RecordingAdapter:
 
     @property
     def whitebox(self) -> Any:
-        """The wrapped adapter when it offers activation access (Track 2), else None."""
+        """The wrapped adapter when it offers activation access (Track 2), else None.
+
+        A text-world adapter offers its agent's, over the world's rendering (`text_whitebox`).
+        """
         needed = ("hook_layers", "slot_probability", "read_positions", "step_starts")
-        return self.inner if all(hasattr(self.inner, n) for n in needed) else None
+        if all(hasattr(self.inner, n) for n in needed):
+            return self.inner
+        return getattr(self.inner, "text_whitebox", None)
 
     def _batch(self, hook: str, n: int, overrides: int, fn: Callable[[], Any]) -> Any:
         entry: dict[str, Any] = {"hook": hook, "contexts": n, "overrides": overrides}

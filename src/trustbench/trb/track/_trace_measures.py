@@ -32,7 +32,12 @@ from trustbench.trb.measures._governance import (
     threshold_interval,
     threshold_of,
 )
-from trustbench.trb.measures._grounding import CONCEPTS, HEADLINE_ALPHA, inject
+from trustbench.trb.measures._grounding import (
+    CONCEPTS,
+    HEADLINE_ALPHA,
+    TextWorldWhiteBox,
+    inject,
+)
 from trustbench.trb.profile._vector import HIGH_LEVEL, TRANSFER_DROP
 from trustbench.trb.track._lookup import (
     BOOTSTRAP,
@@ -237,12 +242,9 @@ def sweep_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[
 class GroundingMeasure(MeasureNames, key="grounding", axis="ground", headline="detection_auc"):
     """Track 2: does an injected concept register in the self-report? (white box only)."""
 
-    other_world_reason = (
-        "it injects concept directions into a white-box adapter's activations and reads the "
-        "slot's probability in the corridor's token encoding (`whitebox`: hook layers, step "
-        "starts, slot probabilities), and a text-world adapter has only the two text hooks; "
-        "the concepts' labels (goal, belief) exist there, the access to inject does not"
-    )
+    any_world = True
+    """In a text world it probes a text agent's white box over the world's own rendering
+    (`TextWorldWhiteBox`); an adapter without one is not applicable, in any world."""
 
     def run(self, adapter: Any, trace: Trace) -> dict[str, Any]:
         """Null, injected and random-direction scores of one trace's trials."""
@@ -252,6 +254,8 @@ class GroundingMeasure(MeasureNames, key="grounding", axis="ground", headline="d
         fit = list(getattr(adapter, "fit_traces", []))
         if not fit:
             return _not_applicable("no train traces to fit concept directions on")
+        if trace.task is not None:  # a text world: every context in its own trace's words
+            box = TextWorldWhiteBox(box, [*fit, trace])
         directions = _directions(box, fit)
         layers = box.hook_layers()
         last = len(layers) - 1
@@ -1025,7 +1029,9 @@ class TransferMeasure(MeasureNames, key="transfer", axis="trans", headline="tran
 #   first such step at or after `t = len(trace_id) % T`, a fixed rule); scores at the headline
 #   setting only (last hooked layer, alpha = 1, against the null and a norm-matched random
 #   direction seeded by trace). Directions come from `grounding_fit_traces` train traces, once
-#   per model. Adapters without activation access are "not run" on this axis.
+#   per model. Adapters without activation access are "not run" on this axis. In a text world
+#   the probe reads a text agent's white box (`HFTextAgent`) over the world's rendering, each
+#   context in its own trace's words (`TextWorldWhiteBox`).
 # - Track 4 (viability): `viability_rollouts` episodes per trace per condition, common random
 #   numbers seeded by (adapter seed, trace id); retention ratios are ratios of pooled sums.
 # - Track 5 (navigability): one start per trace, steered toward the goal it was not cued with,

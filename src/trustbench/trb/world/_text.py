@@ -298,6 +298,32 @@ class TextWorld:
         steps = [self._step_line(t, obs) for t, obs in enumerate(context.observations)]
         return (self._introduction(), *steps)
 
+    def current_step_offset(self, text: str) -> int:
+        """Character index in a rendered context where its current (last) step's line begins.
+
+        Track 2 injects a concept direction from there on (the corridor's step start, in the
+        world's own rendering); found as `read_observations` finds step lines.
+
+        Raises:
+            TextParseError: the text holds no step line of this task.
+        """
+        marker = "[step " if self.task.phrasing == "log" else "Step "
+        offset, found = 0, None
+        for line in text.splitlines(keepends=True):
+            if line.startswith(marker):
+                found = offset
+            offset += len(line)
+        if found is None:
+            raise TextParseError(f"no step line of this task in {text[:80]!r}")
+        return found
+
+    def text_context(self, context: StepContext) -> TextContext:
+        """What a text agent is given at `context`: its rendering and this world's task."""
+        return TextContext(
+            trace_id=context.trace_id, t=context.t, prompt=self.render_context(context),
+            task=self.task, dynamics=self.dynamics,
+        )  # fmt: skip
+
     def action_words(self) -> dict[str, str]:
         """The dynamics' action -> the task's words for its option (as the context lists it)."""
         return {self._dynamics_action[key]: text for key, text in self._wording.options.items()}
@@ -482,10 +508,17 @@ class TextWorld:
         Raises:
             TextParseError: the words are none of the slot's, naming the slot.
         """
+        return _pick(_inverse(self.slot_words(slot)), words, slot)
+
+    def slot_words(self, slot: str) -> dict[str, str]:
+        """A word slot's values (`goal`, `belief`, `planned_next`, as r states them) -> words.
+
+        The words are this task's in its report language, as the slot block writes them
+        (what Track 2 reads a concept's probability as).
+        """
         goals, facts, options = self._slot_words()
         plans = {self._dynamics_action[key]: text for key, text in options.items()}
-        table = {"goal": goals, "belief": facts, "planned_next": plans}[slot]
-        return _pick(_inverse(table), words, slot)
+        return {"goal": goals, "belief": facts, "planned_next": plans}[slot]
 
     def observation_from_fields(self, fields: Mapping[str, object]) -> Observation:
         """One observation from its declared fields, in this task's words.
@@ -594,6 +627,14 @@ class TextAgent(Protocol):
         ...
 
 
+TEXT_WHITE_BOX_HOOKS = ("hook_layers", "slot_probability", "read_positions", "step_starts")
+"""What a text agent offers for Track 2, over `TextContext`s (`trb.measures.TextWhiteBox`)."""
+
+
+def _has_white_box(agent: object) -> bool:
+    return all(callable(getattr(agent, hook, None)) for hook in TEXT_WHITE_BOX_HOOKS)
+
+
 class TextWorldAdapter:
     """A `TextAgent` seen as a TRB `Adapter` on the traces of a text-world corpus.
 
@@ -612,6 +653,9 @@ class TextWorldAdapter:
         self.tier = agent.tier
         self._only = worlds if isinstance(worlds, TextWorld) else None
         self._worlds = {} if isinstance(worlds, TextWorld) else dict(worlds)
+        self.text_whitebox = agent if _has_white_box(agent) else None
+        """The agent when it offers activation access over the world's rendering (a local LM:
+        Track 2 injects into it, `trb.measures.TextWorldWhiteBox`), else None."""
         if callable(getattr(agent, "continuation_logprob", None)):
             # The open-ended hook only where the agent reads text probabilities (a local LM):
             # an adapter without it is "not applicable" for G_llr, never scored 0.
@@ -636,11 +680,7 @@ class TextWorldAdapter:
 
     def _context(self, context: StepContext) -> tuple[TextWorld, TextContext]:
         world = self._only or self._worlds[context.trace_id]
-        text = TextContext(
-            trace_id=context.trace_id, t=context.t, prompt=world.render_context(context),
-            task=world.task, dynamics=world.dynamics,
-        )  # fmt: skip
-        return world, text
+        return world, world.text_context(context)
 
     def emit_r(self, context: StepContext) -> SelfReport:
         """The agent's slot block, parsed by the trace's world (a parse failure raises)."""
