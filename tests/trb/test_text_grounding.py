@@ -5,8 +5,8 @@ on the text world's renderings, whose pieces are phrases (split only at line end
 and `;`: a context is about 90 tokens and each goal or belief value is one token). It is
 grounded by construction (`_ground`): its unembedding reads each concept (goal = right,
 belief = closed) as a linear probe of its last decoder layer's residual stream, along the
-concept's direction (difference of class means, as Track 2 fits it) and centred between the
-classes through a residual dimension held constant. So its report carries the concept in its
+concept's direction (difference of class means, as Track 2 fits it), zero between the
+classes. So its report carries the concept in its
 activations, and an injected concept direction registers. (Training one to that point took
 minutes on the shared 2-core machine; building it takes one forward pass.) Its ungrounded
 twin has the same weights and hooked layers that are taps: exact copies of each decoder
@@ -37,16 +37,18 @@ from trustbench.trb.track._measures import StatsPlan
 from trustbench.trb.track._profile import split_figures
 from trustbench.trb.world import TextWorldAdapter
 
-CORPUS = generate_text_corpus({"train": 12, "dev": 0, "eval": 6, "transfer": 0}, seed=4)
-"""Seen text tasks (the web service and the heating, in English)."""
-CONSTANT = 0.1
-"""The value of residual dimension 0 at every position and layer (the probe's bias term)."""
-READOUT_GAIN = 5.0
-"""Logit per unit of the concept's projection (before the final norm's rescaling)."""
+CORPUS = generate_text_corpus({"train": 12, "dev": 0, "eval": 6, "transfer": 3}, seed=4)
+"""Seen text tasks (the web service and the heating, in English), one trace per transfer
+family (the operations log, the French slot block, the water tank)."""
+READOUT_GAIN = 2.0
+"""Logit per unit of the concept's projection on the final norm's output (about 5.7 long)."""
 
 
 def _tokenizer(traces: list[Trace]) -> Any:
-    """Byte-level BPE over phrases: pieces never cross a line end, `:`, `.` or `;`."""
+    """Byte-level BPE over phrases: pieces never cross a line end, `:`, `.` or `;`.
+
+    Trained on the traces' contexts and slot blocks, and on every goal and belief value.
+    """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -55,6 +57,11 @@ def _tokenizer(traces: list[Trace]) -> Any:
         worlds[t.trace_id].render_context(t.context(s.t)) + "\n"
         + worlds[t.trace_id].render_report(s.r)
         for t in traces for s in t.steps
+    ]  # fmt: skip
+    # every goal and belief value often enough to be one piece, as those the traces state are
+    texts += [
+        f": {words}\n" for world in worlds.values() for slot in ("goal", "belief")
+        for words in world.slot_words(slot).values() for _ in range(20)
     ]  # fmt: skip
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
@@ -70,23 +77,15 @@ def _tokenizer(traces: list[Trace]) -> Any:
                                    eos_token="<|endoftext|>")  # fmt: skip
 
 
-def _hold_dimension_zero(model: nn.Module) -> None:
-    """Residual dimension 0 is `CONSTANT` everywhere: embedded so, never written by a block."""
-    with torch.no_grad():
-        model.model.embed_tokens.weight[:, 0] = CONSTANT  # type: ignore[union-attr]
-        for layer in model.model.layers:  # type: ignore[union-attr]
-            layer.self_attn.o_proj.weight[0] = 0.0
-            layer.mlp.down_proj.weight[0] = 0.0
-
-
 def _ground(model: nn.Module, tokenizer: Any, traces: list[Trace]) -> None:
     """Make the unembedding read each concept as a centred linear probe of the last layer.
 
     For each concept (slot, value, other value): u = the unit difference of class means of
     the last layer's output where the block's first slot is read (as Track 2 fits it), m the
-    classes' midpoint; the readout r = gain * (u - (u . m / CONSTANT) e_0) gives
-    r . h = gain * u . (h - m). Per task, the first token where the value's words and the
-    other value's differ gets +r/2 in its unembedding row, the other value's token -r/2.
+    classes' midpoint; the readout r = gain * (u - (u . m^) m^), u without its part along m,
+    is 0 at the midpoint and grows along u (r . u = gain (1 - (u . m^)^2) > 0). Per task,
+    the first token where the value's words and the other value's differ gets +r/2 in its
+    unembedding row, the other value's token -r/2.
     """
     agent = _agent(model, tokenizer)
     box = TextWorldWhiteBox(agent, traces)
@@ -102,8 +101,8 @@ def _ground(model: nn.Module, tokenizer: Any, traces: list[Trace]) -> None:
             mask = torch.tensor([getattr(s.r, slot) == value for _, s in steps])
             mine, theirs = hidden[mask].mean(0), hidden[~mask].mean(0)
             unit = (mine - theirs) / (mine - theirs).norm()
-            readout = READOUT_GAIN * unit
-            readout[0] -= READOUT_GAIN * float(unit @ (mine + theirs) / 2) / CONSTANT
+            middle = (mine + theirs) / (mine + theirs).norm()
+            readout = READOUT_GAIN * (unit - (unit @ middle) * middle)
             for world in worlds.values():
                 words = world.slot_words(slot)
                 a, b = (tokenizer(" " + words[v])["input_ids"] for v in (value, other))
@@ -117,7 +116,7 @@ def grounded() -> tuple[nn.Module, Any]:
     """The tiny Llama whose report reads the goal and belief from its last layer (`_ground`)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tokenizer = _tokenizer(CORPUS["train"] + CORPUS["eval"])
+    tokenizer = _tokenizer([trace for split in CORPUS.values() for trace in split])
     torch.manual_seed(0)
     config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, vocab_size=len(tokenizer),
@@ -125,7 +124,6 @@ def grounded() -> tuple[nn.Module, Any]:
                          eos_token_id=tokenizer.eos_token_id,
                          tie_word_embeddings=False)  # fmt: skip
     model = LlamaForCausalLM(config).eval()
-    _hold_dimension_zero(model)
     _ground(model, tokenizer, CORPUS["train"])
     return model, tokenizer
 
@@ -171,12 +169,14 @@ def test_the_text_white_box_reads_what_the_slot_block_states(grounded) -> None:
 def test_the_injection_starts_at_the_current_step_line_in_tokens(grounded) -> None:
     agent = _agent(*grounded)
     tokenizer = grounded[1]
-    for trace in CORPUS["eval"][:4]:  # plain and log phrasings
+    families = [CORPUS[f"transfer_{family}"][0] for family in ("phrasing", "language", "task_kind")]
+    for trace in [CORPUS["eval"][0], *families]:  # sentences, the log, French, the tank
         world = text_worlds([trace])[trace.trace_id]
         context = world.text_context(trace.context(trace.steps[-1].t))
         (start,) = agent.step_starts([context])
         (read,) = agent.read_positions([context])
-        ids = tokenizer(context.prompt + "\nGoal:")["input_ids"]
+        label = world.slot_labels()[0][1]  # Goal, or Objectif in French
+        ids = tokenizer(f"{context.prompt}\n{label}:")["input_ids"]
         assert read == len(ids) - 1
         line = tokenizer.decode(ids[start:]).split("\n")[0]
         assert line.startswith(("Step ", "[step ")), line
