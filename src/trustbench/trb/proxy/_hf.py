@@ -1176,15 +1176,40 @@ class HFTextAgent:
         """The slot block, each slot filled with the model's most probable words."""
         if context.prompt in self._blocks:
             return self._blocks[context.prompt]
-        world = text_world_for_task(context.task, context.dynamics)
-        lines: list[str] = []
-        for slot, label in world.slot_labels():
-            options = world.slot_options(slot)
-            prompt = "\n".join([context.prompt, *lines, f"{label}:"])
-            probs = self.scorer.next_option_probs([[prompt]], options)[0]
-            lines.append(f"{label}: {options[int(probs.argmax())]}")
+
+        def one_context(prompts: Sequence[list[str]], options: Sequence[Sequence[str]]) -> Any:
+            return self.scorer.next_option_probs(prompts, options[0])  # prefix reuse
+
+        (lines,), _ = self._fill([context], one_context)
         self._blocks[context.prompt] = "\n".join(lines)
         return self._blocks[context.prompt]
+
+    def _fill(
+        self,
+        contexts: Sequence[TextContext],
+        score: Callable[[Sequence[list[str]], Sequence[Sequence[str]]], torch.Tensor],
+        upto: str | None = None,
+    ) -> tuple[list[list[str]], torch.Tensor | None]:
+        """The slot block filled greedily, each slot with its most probable words, per context.
+
+        Each slot's label follows the context's text and the lines so far; `score(prompts,
+        options)` gives every context's probabilities of its own options. Stops at slot `upto`
+        (its label written, its words not chosen) and returns the lines so far and that slot's
+        probabilities (N, options); without `upto`, the whole block and None.
+        """
+        worlds = [text_world_for_task(c.task, c.dynamics) for c in contexts]
+        lines: list[list[str]] = [[] for _ in contexts]
+        for position, (slot, _label) in enumerate(worlds[0].slot_labels()):
+            labels = [w.slot_labels()[position][1] for w in worlds]
+            options = [w.slot_options(slot) for w in worlds]
+            prompts = [["\n".join([c.prompt, *done, f"{label}:"])]
+                       for c, done, label in zip(contexts, lines, labels, strict=True)]  # fmt: skip
+            probs = score(prompts, options)
+            if slot == upto:
+                return lines, probs
+            for done, label, row, p in zip(lines, labels, options, probs, strict=True):
+                done.append(f"{label}: {row[int(p.argmax())]}")
+        return lines, None
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """P(option key | task text, slot block, `Option:`), renormalised over the keys."""
@@ -1232,21 +1257,12 @@ class HFTextAgent:
         (`row_option_probs`), hooks attached or not, so an injected call differs from a plain
         one by the injection only.
         """
+        _, probs = self._fill(contexts, self.scorer.row_option_probs, upto=slot)
+        if probs is None:
+            raise ValueError(f"{slot!r} is not a slot of the text world's block")
         worlds = [text_world_for_task(c.task, c.dynamics) for c in contexts]
-        lines: list[list[str]] = [[] for _ in contexts]
-        for position, (name, _label) in enumerate(worlds[0].slot_labels()):
-            labels = [w.slot_labels()[position][1] for w in worlds]
-            options = [w.slot_options(name) for w in worlds]
-            prompts = [["\n".join([c.prompt, *done, f"{label}:"])]
-                       for c, done, label in zip(contexts, lines, labels, strict=True)]  # fmt: skip
-            probs = self.scorer.row_option_probs(prompts, options)
-            if name == slot:
-                wanted = [row.index(w.slot_words(slot)[value]) for row, w in
-                          zip(options, worlds, strict=True)]  # fmt: skip
-                return probs[torch.arange(len(contexts)), torch.tensor(wanted)].numpy()
-            for done, label, row, p in zip(lines, labels, options, probs, strict=True):
-                done.append(f"{label}: {row[int(p.argmax())]}")
-        raise ValueError(f"{slot!r} is not a slot of the text world's block")
+        wanted = [w.slot_options(slot).index(w.slot_words(slot)[value]) for w in worlds]
+        return probs[torch.arange(len(contexts)), torch.tensor(wanted)].numpy()
 
     def read_positions(self, contexts: Sequence[TextContext]) -> list[int]:
         """The first slot is read at the last token of the prompt ending in its label."""
