@@ -175,7 +175,7 @@ class SlotWorld:
         ])  # fmt: skip
 
     def render_report(self, r: SlotReport) -> str:
-        """r as the slot block, every declared slot in declared order (`parse_report` reads it)."""
+        """The slot block stating r: every declared slot in declared order (`parse_report`)."""
         lines = [f"{name}: {_word(r.value(name))}" for name in self.declaration.slots]
         return "\n".join([SLOT_BLOCK_OPEN, *lines, SLOT_BLOCK_CLOSE])
 
@@ -253,8 +253,9 @@ def _slot_legend(spec: CategoricalSlot | NumberSlot | TextSlot) -> str:
         allowed = f"a number from {_word(spec.low)} to {_word(spec.high)}"
     else:
         allowed = "free text"
-    nullable = f", or {NULL_WORD} when it does not apply" if getattr(spec, "nullable", False) else ""
-    return f"{spec.description} ({allowed}{nullable})"
+    nullable = getattr(spec, "nullable", False)
+    none = f", or {NULL_WORD} when it does not apply" if nullable else ""
+    return f"{spec.description} ({allowed}{none})"
 
 
 def _read_value(name: str, spec: CategoricalSlot | NumberSlot | TextSlot, word: str) -> SlotValue:
