@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,6 +53,15 @@ def test_a_slot_world_renders_its_observations_slots_and_actions_from_its_declar
     assert "eta_hours: hours until the incident is resolved (a number from 0 to 72)" in text
     assert "(a number from 0 to 1, or null when it does not apply)" in text
     assert "The actions are: rollback, scale_up, escalate, wait." in text
+
+
+def test_the_docs_show_the_triage_desk_as_its_default_rendering_writes_it() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "trb.md").read_text(encoding="utf-8")
+    section = doc.split("**As text, for a chat model.**", 1)[1]
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0]
+    second = {"alert": "deploy", "severity": "sev3", "cleared_by": "me"}
+    context = SlotContext(trace_id="desk", t=1, observations=(ALERTS[0], second))
+    assert shown == WORLD.render_context(context) + "\n"
 
 
 def test_a_slot_world_may_override_its_rendering_and_the_chat_proxy_shows_the_override() -> None:

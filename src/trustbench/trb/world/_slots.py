@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 SlotValue = str | float | None
 """One slot's value: a categorical or free-text value, a number, or null (a nullable slot)."""
 ObservationValue = str | int | float | bool | None
-"""One observation field's value: a discrete value or a number (no text rendering needed)."""
+"""One observation field's value: a discrete value or a number (`render_context` words it)."""
 
 
 class SlotReport(RootModel[dict[str, SlotValue]]):
