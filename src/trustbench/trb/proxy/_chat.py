@@ -387,7 +387,40 @@ class ChatProxyAdapter:
         return {a: c / parsed for a, c in counts.items()}
 
 
-class ChatTextAgent:
+class _ChatAgent:
+    """What the chat proxy's text-world and slot-world agents share, written once.
+
+    The chat proxy itself with its options set to the world's actions (so act reads the answer
+    with the corridor proxy's code), its seed and close, and the model's cached reply to a prompt.
+    """
+
+    tier = AdapterTier.PROXY
+
+    def __init__(self, chat: ChatProxyAdapter, options: tuple[str, ...]) -> None:
+        self.chat = chat
+        self.name = chat.name
+        chat.options = options
+        self.sample_sizes = chat.sample_sizes
+        """The chat proxy's parsed samples per act call (Track 1 carries their error)."""
+        self._reasoning: dict[str, str] = {}
+
+    def seed(self, value: int) -> None:
+        """Keep the track's seed (see `ChatProxyAdapter.seed`)."""
+        self.chat.seed(value)
+
+    def close(self) -> None:
+        """Close the chat proxy's session and event loop."""
+        self.chat.close()
+
+    def reply_to(self, prompt: str) -> str:
+        """The model's whole reply to `prompt` as the user turn, at temperature 0 (cached)."""
+        if prompt not in self._reasoning:
+            messages = [{"role": "user", "content": prompt}]
+            self._reasoning[prompt] = self.chat.send(messages, temperature=0.0).text or ""
+        return self._reasoning[prompt]
+
+
+class ChatTextAgent(_ChatAgent):
     """The chat proxy in the text world: a `TextAgent` over an OpenAI-compatible chat model.
 
     `emit_text` sends the world's rendering of the context (its task, steps, options and the
@@ -403,30 +436,12 @@ class ChatTextAgent:
             become the text world's option keys).
     """
 
-    tier = AdapterTier.PROXY
-
     def __init__(self, chat: ChatProxyAdapter) -> None:
-        self.chat = chat
-        self.name = chat.name
-        chat.options = TEXT_ACTIONS
-        self.sample_sizes = chat.sample_sizes
-        """The chat proxy's parsed samples per act call (Track 1 carries their error)."""
-        self._reasoning: dict[str, str] = {}
-
-    def seed(self, value: int) -> None:
-        """Keep the track's seed (see `ChatProxyAdapter.seed`)."""
-        self.chat.seed(value)
-
-    def close(self) -> None:
-        """Close the chat proxy's session and event loop."""
-        self.chat.close()
+        super().__init__(chat, TEXT_ACTIONS)
 
     def emit_text(self, context: TextContext) -> str:
         """The model's reply to the context's text: its reasoning and slot block (cached)."""
-        if context.prompt not in self._reasoning:
-            messages = [{"role": "user", "content": context.prompt}]
-            self._reasoning[context.prompt] = self.chat.send(messages, temperature=0.0).text or ""
-        return self._reasoning[context.prompt]
+        return self.reply_to(context.prompt)
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """The option distribution after the model's own reasoning, its block edited."""
@@ -442,7 +457,7 @@ class ChatTextAgent:
         return self.chat.option_distribution(messages)
 
 
-class ChatSlotAgent:
+class ChatSlotAgent(_ChatAgent):
     """The chat proxy in a world with its own slots (`SlotWorld`): its two hooks over slots.
 
     `emit_r` sends the world's rendering of the context (`SlotWorld.render_context`: the
@@ -460,25 +475,11 @@ class ChatSlotAgent:
         world: The slot world the trace is recorded in.
     """
 
-    tier = AdapterTier.PROXY
     supports_override = True
 
     def __init__(self, chat: ChatProxyAdapter, world: SlotWorld) -> None:
-        self.chat = chat
+        super().__init__(chat, world.declaration.action_space.actions)
         self.world = world
-        self.name = chat.name
-        chat.options = world.declaration.action_space.actions
-        self.sample_sizes = chat.sample_sizes
-        """The chat proxy's parsed samples per act call (Track 1 carries their error)."""
-        self._reasoning: dict[str, str] = {}
-
-    def seed(self, value: int) -> None:
-        """Keep the track's seed (see `ChatProxyAdapter.seed`)."""
-        self.chat.seed(value)
-
-    def close(self) -> None:
-        """Close the chat proxy's session and event loop."""
-        self.chat.close()
 
     def _messages(self, context: SlotContext) -> list[dict[str, Any]]:
         return [{"role": "user", "content": self.world.render_context(context)}]
@@ -489,11 +490,7 @@ class ChatSlotAgent:
         Raises:
             SlotBlockError: the reply has no block that fits the world's slot schema.
         """
-        messages = self._messages(context)
-        prompt = messages[0]["content"]
-        if prompt not in self._reasoning:
-            self._reasoning[prompt] = self.chat.send(messages, temperature=0.0).text or ""
-        text = self._reasoning[prompt]
+        text = self.reply_to(self.world.render_context(context))
         self.world.parse_report(text)
         return text
 

@@ -35,7 +35,9 @@ A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, 
 `rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
 adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes through core's
 provider (`ctx.chat`), so the declared retries and rate limits apply and each attempt is in the
-ledger. The candidate's `entry` must stay empty.
+ledger. The candidate's `entry` must stay empty. On a text-world trace it acts as
+`ChatTextAgent`, on a trace of a world with its own slots as `ChatSlotAgent` (over the world's
+`render_context` and strictly parsed slot block).
 The track drives the adapter itself and records its calls as attempts.
 
 Report encoding (Track 6's `transfer_encoding` context): the track builds each trial's adapter
