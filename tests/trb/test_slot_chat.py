@@ -124,6 +124,20 @@ def test_act_keeps_the_reasoning_and_replaces_only_the_slot_block_with_r_prime()
     assert WORLD.parse_report(prefill["content"]) == edited
 
 
+def test_without_logprobs_act_reads_whole_action_names_from_samples_and_counts_the_rest() -> None:
+    answers = iter(["scale_up", "not scale_up", "Wait."])
+
+    def answer(messages: list[dict[str, Any]], **request: Any) -> ChatReply:
+        last = messages[-1]
+        return _said(STATED) if last["role"] == "user" else _reply(next(answers), None)
+
+    agent = _agent(WORLD, answer, estimator="sampling", samples=3)
+    dist = agent.act(CONTEXT, r_override=STATED)
+    assert dist == {"rollback": 0.0, "scale_up": 0.5, "escalate": 0.0, "wait": 0.5}
+    assert agent.chat.calls["unparsed_samples"] == 1 and agent.sample_sizes == [2]
+    assert agent.chat.unparsed_examples == ["not scale_up"]
+
+
 def test_a_reply_without_a_valid_block_fails_both_hooks_as_a_format_failure() -> None:
     agent = _agent(WORLD, lambda messages, **_: _reply("I would scale up.", None))
     with pytest.raises(SlotBlockError):
@@ -145,11 +159,11 @@ def _said(r: SlotReport, reasoning: str = "Reading the alert.") -> ChatReply:
     return _reply(f"{reasoning}\n{WORLD.render_report(r)}", None)
 
 
-def _agent(world: TriageWorld, model: Callable[..., ChatReply]) -> ChatSlotAgent:
+def _agent(world: TriageWorld, model: Callable[..., ChatReply], **options: Any) -> ChatSlotAgent:
     """The chat proxy in `world` over `model(messages, **request)`, without a server."""
     chat = ChatProxyAdapter(
         "http://unused.invalid/v1", "m", name="desk",
-        transport=lambda request: model(request.messages, logprobs=request.logprobs),
+        transport=lambda request: model(request.messages, logprobs=request.logprobs), **options,
     )  # fmt: skip
     return ChatSlotAgent(chat, world)
 
