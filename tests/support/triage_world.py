@@ -3,10 +3,11 @@
 The same code as docs/trb.md's "A world with its own slots": a `SlotWorld` whose r_t is
 `priority`, `suspected_cause`, `eta_hours` and `caused_by_self` (not the corridor's five
 slots), whose four actions are `rollback`, `scale_up`, `escalate` and `wait`, whose
-observations are discrete (an alert, its severity, who cleared the last one; no text
-rendering) and which has no exact reference agent: its runbook (`policy`) is what the governed
-oracle follows, and every Phi(r') is a recorded continuation. `triage_sessions` writes
-sessions as `trb import --world triage` reads them, the people in them following the runbook.
+observations are discrete (an alert, its severity, who cleared the last one; shown to a chat
+model by the default rendering of its declaration) and which has no exact reference agent: its
+runbook (`policy`) is what the governed oracle follows, and every Phi(r') is a recorded
+continuation. `triage_sessions` writes sessions as `trb import --world triage` reads them, the
+people in them following the runbook.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A world with its own slots, actions and no exact reference: imported, measured, refused clearly.
 
 The world is `tests/support/triage_world.py` (a support-ticket desk: slots `priority`,
-`suspected_cause`, `eta_hours`, `caused_by_self`; four actions; discrete observations, no text
-rendering), the same code as docs/trb.md's "A world with its own slots". Its sessions record
+`suspected_cause`, `eta_hours`, `caused_by_self`; four actions; discrete observations, the default
+text rendering), the same code as docs/trb.md's "A world with its own slots". Its sessions record
 people's continuations, which follow the desk's runbook, so the governed slot oracle's G is 1
 and the r-ignoring one's G* sits at its floor, 0.
 """

@@ -55,7 +55,15 @@ from trustbench.trb.proxy._local import (
     parse_slot_text,
     render_slot_text,
 )
-from trustbench.trb.world import TEXT_ACTIONS, CorridorWorld, TextContext, text_world_for_task
+from trustbench.trb.world import (
+    TEXT_ACTIONS,
+    CorridorWorld,
+    SlotContext,
+    SlotReport,
+    SlotWorld,
+    TextContext,
+    text_world_for_task,
+)
 
 WORLD = CorridorWorld()
 """The world this adapter is asked about: its declared actions are the option words, and its
@@ -307,11 +315,23 @@ class ChatProxyAdapter:
 
     def _action(self, context: StepContext, reasoning: str | None) -> dict[str, float]:
         messages = self._user(context, self._emit if reasoning else ACT_INSTRUCTION)
+        return self.answer_after(messages, reasoning, ACT_INSTRUCTION)
+
+    def answer_after(
+        self, messages: list[dict[str, Any]], reasoning: str | None, instruction: str
+    ) -> dict[str, float]:
+        """The option distribution of the answer that follows `reasoning` after `messages`.
+
+        The one way every world's chat proxy reads an action after (edited) reasoning: the
+        reasoning prefilled as the assistant's turn ending in `Action:`, or with `prefill=False`
+        quoted in a user turn with `instruction` (the act instruction); None asks straight
+        after `messages` (the no-r ablation). Estimated by `option_distribution`.
+        """
         if reasoning is not None and self.prefill:
-            messages.append({"role": "assistant", "content": f"{reasoning}\nAction:"})
+            messages = [*messages, {"role": "assistant", "content": f"{reasoning}\nAction:"}]
         elif reasoning is not None:
-            messages.append({"role": "user", "content": f"Your reasoning was:\n{reasoning}\n\n"
-                             f"{ACT_INSTRUCTION}"})  # fmt: skip
+            messages = [*messages, {"role": "user", "content": f"Your reasoning was:\n"
+                                    f"{reasoning}\n\n{instruction}"}]  # fmt: skip
         return self.option_distribution(messages)
 
     def option_distribution(self, messages: list[dict[str, Any]]) -> dict[str, float]:
@@ -367,7 +387,40 @@ class ChatProxyAdapter:
         return {a: c / parsed for a, c in counts.items()}
 
 
-class ChatTextAgent:
+class _ChatAgent:
+    """What the chat proxy's text-world and slot-world agents share, written once.
+
+    The chat proxy itself with its options set to the world's actions (so act reads the answer
+    with the corridor proxy's code), its seed and close, and the model's cached reply to a prompt.
+    """
+
+    tier = AdapterTier.PROXY
+
+    def __init__(self, chat: ChatProxyAdapter, options: tuple[str, ...]) -> None:
+        self.chat = chat
+        self.name = chat.name
+        chat.options = options
+        self.sample_sizes = chat.sample_sizes
+        """The chat proxy's parsed samples per act call (Track 1 carries their error)."""
+        self._reasoning: dict[str, str] = {}
+
+    def seed(self, value: int) -> None:
+        """Keep the track's seed (see `ChatProxyAdapter.seed`)."""
+        self.chat.seed(value)
+
+    def close(self) -> None:
+        """Close the chat proxy's session and event loop."""
+        self.chat.close()
+
+    def reply_to(self, prompt: str) -> str:
+        """The model's whole reply to `prompt` as the user turn, at temperature 0 (cached)."""
+        if prompt not in self._reasoning:
+            messages = [{"role": "user", "content": prompt}]
+            self._reasoning[prompt] = self.chat.send(messages, temperature=0.0).text or ""
+        return self._reasoning[prompt]
+
+
+class ChatTextAgent(_ChatAgent):
     """The chat proxy in the text world: a `TextAgent` over an OpenAI-compatible chat model.
 
     `emit_text` sends the world's rendering of the context (its task, steps, options and the
@@ -383,30 +436,12 @@ class ChatTextAgent:
             become the text world's option keys).
     """
 
-    tier = AdapterTier.PROXY
-
     def __init__(self, chat: ChatProxyAdapter) -> None:
-        self.chat = chat
-        self.name = chat.name
-        chat.options = TEXT_ACTIONS
-        self.sample_sizes = chat.sample_sizes
-        """The chat proxy's parsed samples per act call (Track 1 carries their error)."""
-        self._reasoning: dict[str, str] = {}
-
-    def seed(self, value: int) -> None:
-        """Keep the track's seed (see `ChatProxyAdapter.seed`)."""
-        self.chat.seed(value)
-
-    def close(self) -> None:
-        """Close the chat proxy's session and event loop."""
-        self.chat.close()
+        super().__init__(chat, TEXT_ACTIONS)
 
     def emit_text(self, context: TextContext) -> str:
         """The model's reply to the context's text: its reasoning and slot block (cached)."""
-        if context.prompt not in self._reasoning:
-            messages = [{"role": "user", "content": context.prompt}]
-            self._reasoning[context.prompt] = self.chat.send(messages, temperature=0.0).text or ""
-        return self._reasoning[context.prompt]
+        return self.reply_to(context.prompt)
 
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """The option distribution after the model's own reasoning, its block edited."""
@@ -420,6 +455,57 @@ class ChatTextAgent:
             {"role": "assistant", "content": f"{text}\nOption:"},
         ]
         return self.chat.option_distribution(messages)
+
+
+class ChatSlotAgent(_ChatAgent):
+    """The chat proxy in a world with its own slots (`SlotWorld`): its two hooks over slots.
+
+    `emit_r` sends the world's rendering of the context (`SlotWorld.render_context`: the
+    observations, the world's slots with their allowed values, its K actions and the slot
+    block instruction), keeps the model's whole reply (its reasoning, cached per rendered
+    context) and reads its slot block strictly (`SlotWorld.parse_report`). `act(r')` takes that
+    reasoning, replaces only its slot block with r' (`render_report`), and reads the answer over
+    the world's K action names as the corridor's chat proxy does (`answer_after`: logprobs,
+    else strictly parsed samples). A reply without a valid block fails both hooks
+    (`SlotBlockError`): a format failure, so the model is not evaluable, never ungoverned.
+
+    Args:
+        chat: The chat proxy adapter whose transport and estimation are used (its options
+            become the world's declared actions).
+        world: The slot world the trace is recorded in.
+    """
+
+    supports_override = True
+
+    def __init__(self, chat: ChatProxyAdapter, world: SlotWorld) -> None:
+        super().__init__(chat, world.declaration.action_space.actions)
+        self.world = world
+
+    def _messages(self, context: SlotContext) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": self.world.render_context(context)}]
+
+    def reasoning(self, context: SlotContext) -> str:
+        """The model's reply to the rendered context (cached), if it holds a valid slot block.
+
+        Raises:
+            SlotBlockError: the reply has no block that fits the world's slot schema.
+        """
+        text = self.reply_to(self.world.render_context(context))
+        self.world.parse_report(text)
+        return text
+
+    def emit_r(self, context: SlotContext) -> SlotReport:
+        """The slot block of the model's own reasoning, read against the world's slot schema."""
+        return self.world.parse_report(self.reasoning(context))
+
+    def act(self, context: SlotContext, r_override: SlotReport | None = None) -> dict[str, float]:
+        """The distribution over the world's actions after the reasoning, its block set to r'."""
+        text = self.reasoning(context)
+        if r_override is not None:
+            start, end = self.world.block_span(text)
+            text = text[:start] + self.world.render_report(r_override) + text[end:]
+        instruction = act_instruction(self.world.declaration.action_space.actions)
+        return self.chat.answer_after(self._messages(context), text, instruction)
 
 
 def replace_slot_block(text: str, block: str, labels: list[str]) -> str:

@@ -35,7 +35,9 @@ A chat model is a candidate of `kind = "openai_chat"` (its `model`, `base_url`, 
 `rate_limit_per_s` and `settings` as for any API candidate): the track wraps it in the chat proxy
 adapter (`ChatProxyAdapter`, adapter id `proxy:chat`), whose every request goes through core's
 provider (`ctx.chat`), so the declared retries and rate limits apply and each attempt is in the
-ledger. The candidate's `entry` must stay empty.
+ledger. The candidate's `entry` must stay empty. On a text-world trace it acts as
+`ChatTextAgent`, on a trace of a world with its own slots as `ChatSlotAgent` (over the world's
+`render_context` and strictly parsed slot block).
 The track drives the adapter itself and records its calls as attempts.
 
 Report encoding (Track 6's `transfer_encoding` context): the track builds each trial's adapter
@@ -108,7 +110,7 @@ from trustbench.trb.proxy import (
     LocalLMProxyAdapter,
     load_hf_causal_lm,
 )
-from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatTextAgent
+from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatSlotAgent, ChatTextAgent
 from trustbench.trb.proxy._local import (
     SLOT_ENCODINGS,
     STANDARD,
@@ -542,13 +544,16 @@ class AdapterSource:
             NotApplicable: as `build`, or an adapter that cannot act in the trace's world.
         """
         if isinstance(trace, SlotTrace):
-            return self._slot_adapter(trace)
+            return self._slot_adapter(trace, transport)
         return self.build(trace.world, transport, encoding, task=trace.task)
 
-    def _slot_adapter(self, trace: SlotTrace) -> Any:
-        """The adapter of a trace in a world with its own slots: a slot oracle, or a factory.
+    def _slot_adapter(
+        self, trace: SlotTrace, transport: Callable[[ChatRequest], ChatReply] | None
+    ) -> Any:
+        """The adapter of a trace in a world with its own slots: an oracle, chat, or a factory.
 
-        A trusted in-process factory (tests, library use) is asked in `SlotContext` and
+        A slot oracle, the chat proxy (`ChatSlotAgent`, over the world's text rendering), or a
+        trusted in-process factory (tests, library use) is asked in `SlotContext` and
         `SlotReport`; every other adapter speaks the corridor's `SelfReport` or a text world.
 
         Raises:
@@ -558,6 +563,8 @@ class AdapterSource:
         assert isinstance(world, SlotWorld), "a SlotTrace is read only in a SlotWorld corpus"
         if self.adapter in SLOT_ORACLES:
             return SLOT_ORACLES[self.adapter](world)
+        if self.chat is not None:
+            return ChatSlotAgent(self._chat_adapter(transport), world)
         if self.factory is not None and self.worker is None:
             return self.factory()
         raise NotApplicable(
@@ -587,14 +594,7 @@ class AdapterSource:
         self, world: CorridorConfig, transport: Callable[[ChatRequest], ChatReply] | None
     ) -> Any:
         if self.chat is not None:
-            if transport is None:
-                raise InputError(f"{self.adapter} needs the trial's chat transport")
-            return ChatProxyAdapter(
-                "http://transport.invalid/v1",  # never contacted: every call goes to transport
-                length=world.length,
-                transport=transport,
-                **self.chat,
-            )
+            return self._chat_adapter(transport, world.length)
         if self.model is not None:
             trained = self.trained_world
             assert trained is not None
@@ -622,6 +622,24 @@ class AdapterSource:
             return self.worker.adapter()
         assert self.factory is not None
         return self.factory()
+
+    def _chat_adapter(
+        self, transport: Callable[[ChatRequest], ChatReply] | None, length: int = 7
+    ) -> ChatProxyAdapter:
+        """The chat proxy over the trial's transport (`length`: the corridor's, when it is one).
+
+        Raises:
+            InputError: no transport (every call goes through core's provider).
+        """
+        assert self.chat is not None
+        if transport is None:
+            raise InputError(f"{self.adapter} needs the trial's chat transport")
+        return ChatProxyAdapter(
+            "http://transport.invalid/v1",  # never contacted: every call goes to transport
+            length=length,
+            transport=transport,
+            **self.chat,
+        )
 
 
 def _world_mismatch(adapter: str, world: TextWorld | None) -> str:

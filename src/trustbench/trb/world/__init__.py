@@ -44,6 +44,7 @@ from trustbench.trb.world._registry import (
     world_sha256,
 )
 from trustbench.trb.world._slots import (
+    SlotBlockError,
     SlotContext,
     SlotReport,
     SlotWorld,
@@ -78,6 +79,7 @@ __all__ = [
     "LeadInRecord",
     "NumberSlot",
     "ObservationFormat",
+    "SlotBlockError",
     "SlotContext",
     "SlotReport",
     "SlotWorld",
