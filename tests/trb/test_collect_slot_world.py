@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp.test_utils import TestClient
+from jsonschema import Draft202012Validator
 from tests.support.cli import invoke
 from tests.support.triage_world import TRIAGE_DECLARATION, registered_triage_world, triage_session
 from tests.trb.collect_fixtures import nonce, page_kind, serve
@@ -21,7 +22,7 @@ from trustbench.core import read_ledger
 from trustbench.trb.collect import export_collection, freeze_protocol
 from trustbench.trb.collect._store import SlotAnswerError, slot_answer
 from trustbench.trb.corpus import read_corpus_of_any_world
-from trustbench.trb.corpus._import import import_sessions
+from trustbench.trb.corpus._import import import_sessions, session_json_schema
 
 PROTOCOL = """
 description = "triage desk pilot"
@@ -164,3 +165,23 @@ def test_collected_triage_answers_export_to_sessions_that_import_with_exit_0(
     assert all(cf.continuation_source == "human" for cf in served)
     assert all(cf.continuation["escalate"] == 1.0 for cf in served)
     assert not splits["eval"][0].steps[2].counterfactuals  # a step not served keeps no r'
+
+
+def test_exported_triage_sessions_meet_the_json_schema_written_from_the_declaration(
+    tmp_path: Path,
+) -> None:
+    with registered_triage_world():
+        folder = _frozen_triage_collection(tmp_path)
+
+        async def driver(client: TestClient, tokens: dict[str, str]) -> int:
+            return await _answer_all(client, tokens["p01"])
+
+        serve(folder, driver)
+        export_collection(folder, tmp_path / "out")
+        validator = Draft202012Validator(session_json_schema("triage"))
+    lines = [json.loads(line) for line in (tmp_path / "out" / "sessions.jsonl").open()]
+    assert len(lines) == 1 and not list(validator.iter_errors(lines[0]))
+    lines[0]["steps"][0]["r"]["eta_hours"] = 100.0
+    lines[0]["steps"][0]["action"] = "reboot"
+    failed = {tuple(error.absolute_path) for error in validator.iter_errors(lines[0])}
+    assert failed == {("steps", 0, "r", "eta_hours"), ("steps", 0, "action")}
