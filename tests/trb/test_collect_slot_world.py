@@ -19,8 +19,9 @@ from tests.support.triage_world import TRIAGE_DECLARATION, registered_triage_wor
 from tests.trb.collect_fixtures import nonce, page_kind, serve
 
 from trustbench.core import read_ledger
+from trustbench.errors import InputError
 from trustbench.trb.collect import export_collection, freeze_protocol
-from trustbench.trb.collect._store import SlotAnswerError, slot_answer
+from trustbench.trb.collect._store import SlotAnswerError, read_frozen, slot_answer
 from trustbench.trb.corpus import read_corpus_of_any_world
 from trustbench.trb.corpus._import import import_sessions, session_json_schema
 
@@ -48,12 +49,12 @@ followed by its Track 3 question (neither step is the last)."""
 CORRIDOR_WORDS = ("corridor", "cell", "door", "gust", "wind", "goal", "move left", "move right")
 
 
-def _frozen_triage_collection(tmp_path: Path) -> Path:
-    """Import two triage sessions as the source corpus, freeze the protocol over it."""
+def _frozen_triage_collection(tmp_path: Path, protocol: str = PROTOCOL) -> Path:
+    """Import two triage sessions as the source corpus, freeze `protocol` over it."""
     sessions = tmp_path / "desk.jsonl"
     sessions.write_text("".join(json.dumps(triage_session(i, seed=4)) + "\n" for i in range(2)))
     import_sessions(sessions, tmp_path / "source", "triage")
-    (tmp_path / "protocol.toml").write_text(PROTOCOL, encoding="utf-8")
+    (tmp_path / "protocol.toml").write_text(protocol, encoding="utf-8")
     freeze_protocol(tmp_path / "protocol.toml", tmp_path / "collection")
     return tmp_path / "collection"
 
@@ -128,6 +129,28 @@ def test_an_attribution_outside_its_bounds_is_refused_naming_the_slot_and_nothin
     events = read_ledger(folder).events
     assert [e["data"]["answer"] for e in events if e["kind"] == "collect_attribution"] == [1.0]
     assert len([e for e in events if e["kind"] == "collect_rejected"]) == 2
+
+
+def test_a_protocol_serving_corridor_slots_from_a_triage_corpus_is_refused_naming_the_field(
+    tmp_path: Path,
+) -> None:
+    corridor_slots = 'r_prime_slots = ["goal", "belief", "planned_next", "confidence"]'
+    protocol = PROTOCOL.replace('r_prime_slots = ["priority", "suspected_cause", "eta_hours"]',
+                                corridor_slots)  # fmt: skip
+    refusal = "'goal' is not an editable slot of world triage"
+    with registered_triage_world(), pytest.raises(InputError, match=refusal) as refused:
+        _frozen_triage_collection(tmp_path, protocol)
+    assert refused.value.location == "items/r_prime_slots"
+
+
+def test_a_triage_collection_opened_without_its_world_registered_is_refused_naming_it(
+    tmp_path: Path,
+) -> None:
+    with registered_triage_world():
+        folder = _frozen_triage_collection(tmp_path)
+    with pytest.raises(InputError, match="unknown TRB world 'triage'") as refused:
+        read_frozen(folder)
+    assert str(refused.value.location).endswith("protocol.json#/traces/0/world_id")
 
 
 def test_a_posted_slot_value_is_read_as_its_declared_type() -> None:

@@ -357,7 +357,8 @@ def read_frozen(folder: Path) -> FrozenProtocol:
     """Read `protocol.json` and check its hash (a hand-edited protocol is refused).
 
     Raises:
-        InputError: missing or invalid file.
+        InputError: missing or invalid file, or its traces' world (one with its own slots) is
+            not registered in this process.
         CheckFailed: the recorded hash does not match the content.
     """
     from trustbench.errors import CheckFailed
@@ -378,6 +379,10 @@ def read_frozen(folder: Path) -> FrozenProtocol:
     body = frozen.model_dump(mode="json", exclude={"protocol_sha256"})
     if canonical_sha256(body) != frozen.protocol_sha256:
         raise CheckFailed("protocol.json differs from its recorded hash", location=str(path))
+    try:
+        frozen.slot_world  # noqa: B018  # a slot world's pages and export read its declaration
+    except InputError as error:
+        raise InputError(error.message, location=f"{path}#/traces/0/world_id") from None
     return frozen
 
 
