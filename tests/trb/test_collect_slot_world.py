@@ -153,6 +153,22 @@ def test_a_triage_collection_opened_without_its_world_registered_is_refused_nami
     assert str(refused.value.location).endswith("protocol.json#/traces/0/world_id")
 
 
+def test_the_recorded_continuation_is_shown_over_the_four_actions_when_the_protocol_says_so(
+    tmp_path: Path,
+) -> None:
+    protocol = PROTOCOL.replace("[session]", "[session]\nshow_model_continuation = true")
+    with registered_triage_world():
+        folder = _frozen_triage_collection(tmp_path, protocol)
+
+        async def driver(client: TestClient, tokens: dict[str, str]) -> str:
+            return await (await client.get(f"/s/{tokens['p01']}")).text()
+
+        item = serve(folder, driver)
+    shown = item.partition('id="model-continuation">')[2].partition("</p>")[0]
+    assert shown.startswith("The recorded continuation under r&prime;:")
+    assert all(f"{action} " in shown for action in TRIAGE_DECLARATION.action_space.actions)
+
+
 def test_a_posted_slot_value_is_read_as_its_declared_type() -> None:
     slots = TRIAGE_DECLARATION.slots
     assert slot_answer("priority", slots["priority"], "high") == "high"

@@ -281,8 +281,10 @@ def slot_item_page(
         shown = [(a, f"{cf.continuation[a]:.0%}") for a in actions]
     return render(
         "slot_item.html.j2", base=base, world=declaration, fields=fields, history=history,
-        t=t, reasoning=reasoning, model_continuation=shown, nonce=nonce, actions=actions,
-        progress=progress, time_limit=time_limit, error=error,
+        t=t, reasoning=reasoning, model_continuation=shown,
+        model_continuation_recorded=True, nonce=nonce,
+        actions=actions, action_text={a: a for a in actions}, progress=progress,
+        time_limit=time_limit, error=error,
     )  # fmt: skip
 
 
