@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
 
 from trustbench.trb.collect import freeze_protocol
+from trustbench.trb.collect._app import CollectionRun
 from trustbench.trb.corpus._generate import generate_split
 from trustbench.trb.corpus._store import write_corpus
 
@@ -67,3 +73,21 @@ def counterfactual_plan(page: str) -> str:
     row = re.search(r"<th>planned next move</th><td>[^<]*</td><td[^>]*>([^<]*)</td>", page)
     assert row, page[:2000]
     return {"move left": "left", "move right": "right"}.get(row.group(1), "stay")
+
+
+Driver = Callable[[TestClient, dict[str, str]], Awaitable[Any]]
+
+
+def serve(folder: Path, driver: Driver, origin: bool = True) -> Any:
+    """Open the folder for serving, run `driver(client, {participant: token})`, close it."""
+
+    async def main() -> Any:
+        with CollectionRun(folder) as served:
+            assert served.app is not None
+            tokens = {who: token for token, who in served.tokens.items()}
+            async with TestClient(TestServer(served.app, host="127.0.0.1")) as client:
+                if origin:
+                    client.session.headers["Origin"] = str(client.make_url("")).rstrip("/")
+                return await driver(client, tokens)
+
+    return asyncio.run(main())

@@ -7,12 +7,10 @@ import html as html_lib
 import json
 import re
 import socket
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.support.cli import invoke
@@ -22,34 +20,17 @@ from tests.trb.collect_fixtures import (
     frozen_collection,
     nonce,
     page_kind,
+    serve,
 )
 
 from trustbench.core import read_ledger
 from trustbench.errors import CheckFailed
 from trustbench.trb.collect import export_collection, freeze_protocol
-from trustbench.trb.collect._app import CollectionRun
 from trustbench.trb.collect._export import split_shares
 from trustbench.trb.corpus._generate import generate_split, generate_text_corpus
 from trustbench.trb.corpus._store import read_corpus, write_corpus
 from trustbench.trb.instruments._oracles import GovernedOracle
 from trustbench.trb.measures._governance import governance_rows
-
-Driver = Callable[[TestClient, dict[str, str]], Awaitable[Any]]
-
-
-def serve(folder: Path, driver: Driver, origin: bool = True) -> Any:
-    """Open the folder for serving, run `driver(client, {participant: token})`, close it."""
-
-    async def main() -> Any:
-        with CollectionRun(folder) as served:
-            assert served.app is not None
-            tokens = {who: token for token, who in served.tokens.items()}
-            async with TestClient(TestServer(served.app, host="127.0.0.1")) as client:
-                if origin:
-                    client.session.headers["Origin"] = str(client.make_url("")).rstrip("/")
-                return await driver(client, tokens)
-
-    return asyncio.run(main())
 
 
 async def step(client: TestClient, token: str, page: str, cause: str = "self") -> str:

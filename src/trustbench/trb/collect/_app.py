@@ -5,7 +5,8 @@ Routes (session routes are under `/s/<token>`, the participant's access token):
 - `GET /s/<token>`: the open item (its display recorded on first view), its Track 3 outcome
   question once answered, the finished page, or the withdrawn page;
 - `POST /s/<token>/answer`: the continuation chosen under r' (`nonce`, `action`, `note`);
-- `POST /s/<token>/attribute`: the cause of a Track 3 outcome (`nonce`, `cause`);
+- `POST /s/<token>/attribute`: the cause of a Track 3 outcome (`nonce`, `cause`; in a world
+  with its own slots, its declared attribution slot by name);
 - `POST /s/<token>/withdraw`: leave the study (`confirm=yes`).
 
 Nothing else is served: no static files, no folder files, no API. The guards (token, `Host`,
@@ -38,8 +39,15 @@ from trustbench._local_app import (
 from trustbench.core import Ledger, read_ledger
 from trustbench.trb.adapter._protocol import ACTIONS, SelfReport
 from trustbench.trb.collect._store import CollectionStore, read_frozen
-from trustbench.trb.corpus._format import Trace
-from trustbench.trb.world import text_world_for_task
+from trustbench.trb.corpus._format import SlotTrace, Trace
+from trustbench.trb.world import (
+    CategoricalSlot,
+    NumberSlot,
+    SlotWorld,
+    TextSlot,
+    WorldDeclaration,
+    text_world_for_task,
+)
 
 # ------------------------------------------------------------------------------------------------
 # Server-rendered pages of the collection app: the corridor a person can read and act in.
@@ -212,6 +220,101 @@ def outcome_page(
     )
 
 
+# A world with its own slots (`SlotWorld`) is shown from its declaration alone: the observation
+# fields as a table of values, r_t and r' slot by slot, its K actions as the choices, and a
+# Track 3 question asking its declared attribution slot through a form of the slot's type.
+
+
+def slot_field(name: str, spec: CategoricalSlot | NumberSlot | TextSlot) -> dict[str, Any]:
+    """The form input a declared slot is asked through: its kind decides the input.
+
+    A categorical slot is a choice of its values, a number an input with its bounds (the
+    browser's hint; `_store.slot_answer` checks it again), free text a text box.
+    """
+    field: dict[str, Any] = {"name": name, "description": spec.description, "kind": spec.kind}
+    if isinstance(spec, CategoricalSlot):
+        field["values"] = spec.values
+    elif isinstance(spec, NumberSlot):
+        field |= {"low": spec.low, "high": spec.high}
+    return field
+
+
+def _slot_value(value: object) -> str:
+    return "—" if value is None else str(value)
+
+
+def slot_item_page(
+    *,
+    base: str,
+    trace: SlotTrace,
+    declaration: WorldDeclaration,
+    t: int,
+    k: int,
+    nonce: str,
+    progress: str,
+    time_limit: str,
+    show_model_continuation: bool,
+    error: str | None = None,
+) -> str:
+    """The question page of a slot-world item: the observations so far, r_t, r', K actions."""
+    step = trace.steps[t]
+    cf = step.counterfactuals[k]
+    fields = declaration.observation.fields
+    history = [
+        {"t": i, "values": [_slot_value(obs.get(f)) for f in fields]}
+        for i, obs in enumerate(trace.context(t).observations)
+    ]
+    reasoning = [
+        {
+            "name": slot,
+            "description": spec.description,
+            "stated": _slot_value(step.r.value(slot)),
+            "counterfactual": _slot_value(cf.r_prime.value(slot)),
+            "changed": step.r.value(slot) != cf.r_prime.value(slot),
+        }
+        for slot, spec in declaration.slots.items()
+        if slot != declaration.attribution_slot
+    ]
+    actions = declaration.action_space.actions
+    shown = None
+    if show_model_continuation:
+        shown = [(a, f"{cf.continuation[a]:.0%}") for a in actions]
+    return render(
+        "slot_item.html.j2", base=base, world=declaration, fields=fields, history=history,
+        t=t, reasoning=reasoning, model_continuation=shown,
+        model_continuation_recorded=True, nonce=nonce,
+        actions=actions, action_text={a: a for a in actions}, progress=progress,
+        time_limit=time_limit, error=error,
+    )  # fmt: skip
+
+
+def slot_outcome_page(
+    *,
+    base: str,
+    trace: SlotTrace,
+    declaration: WorldDeclaration,
+    t: int,
+    action: str,
+    nonce: str,
+    progress: str,
+    error: str | None = None,
+) -> str:
+    """The Track 3 page of a slot world: the recorded next observation, the attribution slot.
+
+    The slot world has no dynamics, so the next step is shown as recorded; its label is never.
+    """
+    slot = declaration.attribution_slot
+    assert slot is not None  # items of a world without one ask no Track 3 question
+    after = trace.steps[t + 1].observation
+    fields = declaration.observation.fields
+    return render(
+        "slot_outcome.html.j2", base=base, action=action, fields=fields,
+        next_values=[_slot_value(after.get(f)) for f in fields],
+        field=slot_field(slot, declaration.slots[slot]), nonce=nonce, progress=progress,
+        error=error,
+    )  # fmt: skip
+
+
 STORE_KEY: web.AppKey[CollectionStore] = web.AppKey("store", CollectionStore)
 """Where the app keeps its session store."""
 
@@ -240,6 +343,9 @@ def _page(request: web.Request, participant: str, error: str | None = None) -> w
     item, shown = opened
     progress = f"item {session.position + 1} of {total}"
     trace = store.frozen.trace(item.trace_id)
+    if isinstance(trace, SlotTrace):
+        return html(_slot_page(store, base, trace, (item.t, item.k), shown["nonce"], progress,
+                               session.answers.get(item.item_id), error))  # fmt: skip
     answer = session.answers.get(item.item_id)
     if answer is not None:  # a Track 3 item answered: ask what caused its outcome
         outcome = answer["outcome"]
@@ -259,6 +365,33 @@ def _page(request: web.Request, participant: str, error: str | None = None) -> w
             progress=progress, time_limit=format_limit(rules.time_limit_s),
             show_model_continuation=rules.show_model_continuation, error=error,
         )
+    )  # fmt: skip
+
+
+def _slot_page(
+    store: CollectionStore,
+    base: str,
+    trace: SlotTrace,
+    item: tuple[int, int],
+    nonce: str,
+    progress: str,
+    answer: dict[str, Any] | None,
+    error: str | None,
+) -> str:
+    """A slot-world item's page: its question, or its Track 3 question once answered."""
+    world = store.frozen.slot_world
+    assert isinstance(world, SlotWorld)
+    t, k = item
+    if answer is not None:
+        return slot_outcome_page(
+            base=base, trace=trace, declaration=world.declaration, t=t,
+            action=answer["action"], nonce=nonce, progress=progress, error=error,
+        )  # fmt: skip
+    rules = store.frozen.protocol.session
+    return slot_item_page(
+        base=base, trace=trace, declaration=world.declaration, t=t, k=k, nonce=nonce,
+        progress=progress, time_limit=format_limit(rules.time_limit_s),
+        show_model_continuation=rules.show_model_continuation, error=error,
     )  # fmt: skip
 
 

@@ -13,6 +13,12 @@ lock, its chain verified), drops every answer of a withdrawn session, and writes
   against human Phi beside its G against the synthetic Phi, and the participants' own Track 3
   attribution scored against the hidden labels.
 
+A collection in a world with its own slots (`SlotWorld`) writes instead `out/sessions.jsonl`,
+the session lines `trustbench trb import --world ID` reads (`_store.slot_session_line`; checked
+by the import's own reader before it is kept), and `out/collection.json` with the same
+sessions, items, agreement and attribution blocks (no synthetic twin: such a world's Phi(r')
+are recorded, not the reference agent's).
+
 Every split of a session is the split its participant was assigned in the protocol, so an
 item's answers never straddle two splits. Core's corpus check still refuses a corpus whose
 overall ratio breaks the cap.
@@ -27,6 +33,7 @@ from typing import Any
 
 from trustbench.core import Ledger, RunLock, read_ledger
 from trustbench.errors import InputError
+from trustbench.trb.adapter._protocol import ACTIONS
 from trustbench.trb.collect._store import (
     Answer,
     FrozenProtocol,
@@ -36,9 +43,10 @@ from trustbench.trb.collect._store import (
     read_frozen,
     rebuild_sessions,
     session_id,
+    slot_session_line,
     with_human_phi,
 )
-from trustbench.trb.corpus._format import SYNTHETIC_TO_HUMAN_CAP, Trace
+from trustbench.trb.corpus._format import SYNTHETIC_TO_HUMAN_CAP, SlotTrace, Trace
 from trustbench.trb.corpus._store import provenance_share, write_corpus
 
 
@@ -52,7 +60,9 @@ def _answers(frozen: FrozenProtocol, sessions: dict[str, Session]) -> dict[str, 
     return out
 
 
-def agreement(answers: dict[str, list[Answer]]) -> dict[str, Any]:
+def agreement(
+    answers: dict[str, list[Answer]], world_actions: tuple[str, ...] = ACTIONS
+) -> dict[str, Any]:
     """Inter-participant agreement over items with two or more answers.
 
     `pairwise_agreement`: the share of participant pairs on an item choosing the same action,
@@ -60,6 +70,7 @@ def agreement(answers: dict[str, list[Answer]]) -> dict[str, Any]:
     of answers. `human_ceiling_G`: 1 - mean TV between each answer and the other answers'
     empirical distribution on its item (leave-one-out): the G a model would score against
     human Phi by answering like one more participant, the ceiling a model's G can reach.
+    `world_actions` are the served world's actions (the corridor's by default).
     """
     from trustbench.trb.measures._governance import total_variation  # trb.measures imports torch
 
@@ -73,13 +84,15 @@ def agreement(answers: dict[str, list[Answer]]) -> dict[str, Any]:
     for actions in multi.values():
         for i, own in enumerate(actions):
             rest = actions[:i] + actions[i + 1 :]
-            tvs.append(total_variation(empirical([own]), empirical(rest)))
+            tvs.append(
+                total_variation(empirical([own], world_actions), empirical(rest, world_actions))
+            )
     kappa = None
     if len({len(v) for v in multi.values()}) == 1:
         from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-        table, _ = aggregate_raters([[("left", "stay", "right").index(a) for a in v]
-                                     for v in multi.values()], n_cat=3)  # fmt: skip
+        codes = [[world_actions.index(a) for a in v] for v in multi.values()]
+        table, _ = aggregate_raters(codes, n_cat=len(world_actions))
         value = float(fleiss_kappa(table))
         kappa = value if value == value else None  # NaN when every answer is one action
     return {
@@ -119,9 +132,13 @@ def _attribution(frozen: FrozenProtocol, sessions: dict[str, Session]) -> dict[s
             continue
         for item_id, answer in session.attributions.items():
             outcome = session.answers[item_id]["outcome"]
+            if outcome["caused_by_self"] is None:  # a slot world's step with no recorded label
+                continue
             label = bool(outcome["caused_by_self"])
             hits[label][1] += 1
-            hits[label][0] += (answer == "self") == label
+            # a slot world's answer is its attribution slot: a stated P(self) above 1/2 is self
+            said_self = answer == "self" if isinstance(answer, str) else answer > 0.5
+            hits[label][0] += said_self == label
             false_credit += bool(outcome["false_credit"])
     sens = hits[True][0] / hits[True][1] if hits[True][1] else None
     spec = hits[False][0] / hits[False][1] if hits[False][1] else None
@@ -185,9 +202,11 @@ def export_collection(folder: Path, out: Path) -> dict[str, Any]:
         raise InputError("already exported here; export into a new folder", location=str(out))
     frozen, sessions = _read(folder)
     answers = _answers(frozen, sessions)
+    if frozen.slot_world is not None:
+        return _export_slot_sessions(frozen, sessions, answers, out)
     human: dict[str, list[Trace]] = {}
     synthetic: dict[str, list[Trace]] = {}
-    for trace in frozen.traces:
+    for trace in (t for t in frozen.traces if isinstance(t, Trace)):
         human.setdefault(trace.split, []).append(with_human_phi(trace, frozen, answers, human=True))
         synthetic.setdefault(trace.split, []).append(
             with_human_phi(trace, frozen, answers, human=False)
@@ -210,14 +229,7 @@ def export_collection(folder: Path, out: Path) -> dict[str, Any]:
         "source_corpus_sha256": frozen.source_corpus_sha256,
         "model_continuation_shown": rules.show_model_continuation,
         "sessions": _sessions_record(frozen, sessions),
-        "items": {
-            "total": len(frozen.items),
-            "answered": len(answers),
-            "participants_per_item": rules.participants_per_item,
-            "below_target": sum(
-                len(answers.get(i.item_id, [])) < rules.participants_per_item for i in frozen.items
-            ),
-        },
+        "items": _items_record(frozen, answers),
         "corpus": {
             "human": {
                 "sha256": human_manifest.corpus_sha256,
@@ -241,19 +253,86 @@ def export_collection(folder: Path, out: Path) -> dict[str, Any]:
     return report
 
 
+def _items_record(frozen: FrozenProtocol, answers: dict[str, list[Answer]]) -> dict[str, Any]:
+    wanted = frozen.protocol.session.participants_per_item
+    return {
+        "total": len(frozen.items),
+        "answered": len(answers),
+        "participants_per_item": wanted,
+        "below_target": sum(len(answers.get(i.item_id, [])) < wanted for i in frozen.items),
+    }
+
+
+def _export_slot_sessions(
+    frozen: FrozenProtocol,
+    sessions: dict[str, Session],
+    answers: dict[str, list[Answer]],
+    out: Path,
+) -> dict[str, Any]:
+    """A slot-world collection: `out/sessions.jsonl` for `trb import` and the report.
+
+    The lines are read back with the import's own reader before they are kept, so an export
+    never hands over a file the import refuses.
+
+    Raises:
+        CheckFailed: no answer was collected.
+    """
+    from trustbench.errors import CheckFailed
+    from trustbench.trb.corpus._import import read_sessions
+
+    world = frozen.slot_world
+    assert world is not None
+    world_id = world.declaration.world_id
+    if not answers:
+        raise CheckFailed("no answer was collected: nothing to export", location="ledger.sqlite")
+    lines = [
+        slot_session_line(trace, frozen, answers)
+        for trace in frozen.traces
+        if isinstance(trace, SlotTrace)
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    staged = out / ".sessions.jsonl.partial"
+    staged.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    read_sessions(staged, world_id)  # the import's checks, or InputError
+    staged.rename(out / "sessions.jsonl")
+    report = {
+        "protocol_sha256": frozen.protocol_sha256,
+        "description": frozen.protocol.description,
+        "source_corpus_sha256": frozen.source_corpus_sha256,
+        "world_id": world_id,
+        "model_continuation_shown": frozen.protocol.session.show_model_continuation,
+        "sessions": _sessions_record(frozen, sessions),
+        "items": _items_record(frozen, answers),
+        "session_file": {
+            "path": "sessions.jsonl",
+            "sessions": len(lines),
+            "import": f"trustbench trb import sessions.jsonl --world {world_id} --out CORPUS",
+        },
+        "agreement": agreement(answers, world.declaration.action_space.actions),
+        "attribution": _attribution(frozen, sessions),
+    }
+    (out / "collection.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return report
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """The export report in a few lines (every figure with its denominator)."""
-    items, agree, ref, attr = (report[k] for k in ("items", "agreement", "reference_agent",
-                                                   "attribution"))  # fmt: skip
+    items, agree, attr = (report[k] for k in ("items", "agreement", "attribution"))
+    ref = report.get("reference_agent")  # none in a slot world's export
     lines = [
         f"protocol {report['protocol_sha256'][:16]}: {items['answered']}/{items['total']} items "
         f"answered; {items['below_target']} below {items['participants_per_item']} answers",
     ]
-    for split, share in report["splits"].items():
+    if "session_file" in report:  # a slot world's export: the sessions for `trb import`
+        lines.append(
+            f"  {report['session_file']['sessions']} sessions for "
+            f"`{report['session_file']['import']}`"
+        )
+    for split, share in report.get("splits", {}).items():
         lines.append(
             f"  {split}: {share['synthetic']} synthetic, {share['human']} human "
             f"counterfactuals; {share['label']}"
@@ -263,11 +342,12 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"{_fmt(agree['pairwise_agreement'])}, Fleiss kappa {_fmt(agree['fleiss_kappa'])}, "
         f"human ceiling of G {_fmt(agree['human_ceiling_G'])}"
     )
-    lines.append(
-        f"reference agent over {ref['items']} human items: G against human Phi "
-        f"{_fmt(ref['G_against_human'])} (against its synthetic Phi "
-        f"{_fmt(ref['G_against_synthetic'])})"
-    )
+    if ref is not None:
+        lines.append(
+            f"reference agent over {ref['items']} human items: G against human Phi "
+            f"{_fmt(ref['G_against_human'])} (against its synthetic Phi "
+            f"{_fmt(ref['G_against_synthetic'])})"
+        )
     lines.append(
         f"participants' own attribution over {attr['answers']} outcomes "
         f"({attr['self_caused']} self-caused, {attr['exogenous']} exogenous): balanced accuracy "

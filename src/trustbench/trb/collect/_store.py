@@ -12,9 +12,12 @@ Events written (all carry `participant` and, but for withdrawal, `item_id`):
 - `collect_answer` `{action, note, time_on_task_s, time_limit_s, overran_time_limit,
   model_continuation_shown, outcome}`: the continuation chosen under r'; for a Track 3 item
   `outcome` holds the protocol's exogenous gust, the resulting cell and the grader-only label
-  (`caused_by_self` by the but-for rule, `improved`, `false_credit`); only the cell is shown;
+  (`caused_by_self` by the but-for rule, `improved`, `false_credit`); only the cell is shown.
+  In a world with its own slots (`SlotWorld`, no dynamics to apply a move to) `outcome` holds
+  the recorded next step's grader-only label (`caused_by_self`, null where none is recorded);
 - `collect_attribution` `{answer, time_s}`: the participant's own attribution of that outcome
-  (`self` or `exogenous`), scored against the label in the export report;
+  (`self` or `exogenous`; in a slot world the value of its declared attribution slot, a
+  number within the slot's bounds), scored against the label in the export report;
 - `collect_rejected` `{reason}`: a refused form (the count is reported);
 - `collect_withdrawn` `{answered}`: the participant withdrew; export drops the whole session.
 
@@ -43,16 +46,29 @@ from trustbench.trb.adapter._protocol import ACTIONS, Observation
 from trustbench.trb.corpus._format import (
     HELD_OUT,
     SPLITS,
+    AnyTrace,
     Attribution,
     Counterfactual,
     HumanCollection,
+    SlotStep,
+    SlotTrace,
     Split,
     Step,
     Trace,
     canonical_sha256,
     recorded_gust_draw,
 )
-from trustbench.trb.world import CorridorWorld, reference_continuation, sample_action
+from trustbench.trb.world import (
+    CategoricalSlot,
+    CorridorWorld,
+    NumberSlot,
+    SlotWorld,
+    TextSlot,
+    reference_continuation,
+    sample_action,
+    slot_value_problem,
+    world_for,
+)
 
 # ------------------------------------------------------------------------------------------------
 # The collection protocol: a TOML spec frozen, like any experiment, before anyone answers.
@@ -69,7 +85,6 @@ PROTOCOL_FILE = "protocol.json"
 """The frozen protocol inside a collection folder."""
 FORMAT = "trb-collection/1"
 """Format tag of `protocol.json`."""
-Slot = Literal["goal", "belief", "planned_next", "confidence"]
 
 
 class _Strict(BaseModel):
@@ -90,8 +105,9 @@ class ItemSelection(_Strict):
     """Traces served per split (the first N by trace id of the source split)."""
     steps: tuple[int, ...] = ()
     """Evaluated-step offsets served (0 = the cue step); empty = every evaluated step."""
-    r_prime_slots: tuple[Slot, ...] = ("goal", "belief", "planned_next", "confidence")
-    """Which stored r' kinds (the slot each edits) are served."""
+    r_prime_slots: tuple[str, ...] = ("goal", "belief", "planned_next", "confidence")
+    """Which stored r' kinds (the slot each edits) are served: slots the source corpus's
+    world lets Track 1 edit (a world with its own slots names its own `editable_slots`)."""
     track3: bool = True
     """Items whose step is not the trace's last also ask for the outcome's cause (Track 3)."""
     exogenous_change_probability: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -177,16 +193,37 @@ class FrozenProtocol(_Strict):
     """The protocol as validated."""
     source_corpus_sha256: str
     """`corpus_sha256` of the source corpus at freeze."""
-    traces: tuple[Trace, ...]
-    """The served traces, copied from the source corpus."""
+    traces: tuple[AnyTrace, ...]
+    """The served traces, copied from the source corpus (`SlotTrace` in a slot world)."""
     items: tuple[Item, ...]
     """Every item, in protocol order."""
     protocol_sha256: str
     """SHA-256 of the canonical JSON of everything above (the ledger is keyed to it)."""
 
-    def trace(self, trace_id: str) -> Trace:
+    def trace(self, trace_id: str) -> AnyTrace:
         """The served trace with this id."""
         return next(t for t in self.traces if t.trace_id == trace_id)
+
+    def corridor_trace(self, trace_id: str) -> Trace:
+        """The served trace with this id, in a world with the corridor's dynamics."""
+        trace = self.trace(trace_id)
+        assert isinstance(trace, Trace), f"{trace_id} is a slot-world trace"
+        return trace
+
+    @property
+    def slot_world(self) -> SlotWorld | None:
+        """The world with its own slots the served traces are recorded in (None: corridor)."""
+        first = self.traces[0]
+        if not isinstance(first, SlotTrace):
+            return None
+        world = world_for(first.world_id)
+        assert isinstance(world, SlotWorld)
+        return world
+
+    def actions(self) -> tuple[str, ...]:
+        """The actions a participant chooses from: the served world's declared K."""
+        world = self.slot_world
+        return ACTIONS if world is None else world.declaration.action_space.actions
 
     def items_for(self, split: str) -> list[Item]:
         """The items a session of this split answers."""
@@ -215,11 +252,19 @@ def load_protocol(path: Path) -> CollectionProtocol:
         raise InputError(first["msg"], location=f"{path}#/{pointer}") from None
 
 
-def _items(protocol: CollectionProtocol, traces: list[Trace]) -> list[Item]:
+def _asks_attribution(trace: AnyTrace) -> bool:
+    """Whether the trace's world has a Track 3 question (a slot world may declare none)."""
+    if isinstance(trace, Trace):
+        return True
+    return world_for(trace.world_id).declaration.attribution_slot is not None
+
+
+def _items(protocol: CollectionProtocol, traces: list[AnyTrace]) -> list[Item]:
     chosen = protocol.items
     out: list[Item] = []
     for trace in traces:
         first, last = trace.steps[0].t, trace.steps[-1].t
+        track3 = chosen.track3 and _asks_attribution(trace)
         offsets = chosen.steps or tuple(range(len(trace.steps)))
         for offset in offsets:
             if offset >= len(trace.steps):
@@ -235,7 +280,7 @@ def _items(protocol: CollectionProtocol, traces: list[Trace]) -> list[Item]:
                         split=trace.split,
                         t=step.t,
                         k=k,
-                        track3=chosen.track3 and step.t < last and step.t >= first,
+                        track3=track3 and step.t < last and step.t >= first,
                     )
                 )
     return out
@@ -248,11 +293,12 @@ def build_frozen(protocol: CollectionProtocol, base_dir: Path) -> FrozenProtocol
         InputError: a participant's split is absent from the source corpus, or it yields no
             item.
     """
-    from trustbench.trb.corpus._store import read_corpus
+    from trustbench.trb.corpus._store import read_corpus_of_any_world
 
-    manifest, splits = read_corpus((base_dir / protocol.corpus.path).resolve())
+    manifest, splits = read_corpus_of_any_world((base_dir / protocol.corpus.path).resolve())
+    _check_served_slots(protocol, manifest.world_id)
     wanted = sorted({p.split for p in protocol.participants}, key=(*SPLITS, *HELD_OUT).index)
-    traces: list[Trace] = []
+    traces: list[AnyTrace] = []
     for split in wanted:
         found = sorted(splits.get(split, []), key=lambda t: t.trace_id)
         if not found:
@@ -275,6 +321,22 @@ def build_frozen(protocol: CollectionProtocol, base_dir: Path) -> FrozenProtocol
     return FrozenProtocol.model_validate({**body, "protocol_sha256": canonical_sha256(body)})
 
 
+def _check_served_slots(protocol: CollectionProtocol, world_id: str) -> None:
+    """Every r' kind the protocol serves is a slot the source corpus's world lets Track 1 edit.
+
+    Raises:
+        InputError: naming `items/r_prime_slots`, the slot and the world's editable slots.
+    """
+    editable = world_for(world_id).declaration.editable_slots
+    unknown = [slot for slot in protocol.items.r_prime_slots if slot not in editable]
+    if unknown:
+        raise InputError(
+            f"{unknown[0]!r} is not an editable slot of world {world_id} "
+            f"(editable: {', '.join(editable)})",
+            location="items/r_prime_slots",
+        )
+
+
 def freeze_protocol(path: Path, out: Path) -> FrozenProtocol:
     """Freeze the protocol file `path` into the collection folder `out` (a new folder).
 
@@ -295,7 +357,8 @@ def read_frozen(folder: Path) -> FrozenProtocol:
     """Read `protocol.json` and check its hash (a hand-edited protocol is refused).
 
     Raises:
-        InputError: missing or invalid file.
+        InputError: missing or invalid file, or its traces' world (one with its own slots) is
+            not registered in this process.
         CheckFailed: the recorded hash does not match the content.
     """
     from trustbench.errors import CheckFailed
@@ -316,7 +379,53 @@ def read_frozen(folder: Path) -> FrozenProtocol:
     body = frozen.model_dump(mode="json", exclude={"protocol_sha256"})
     if canonical_sha256(body) != frozen.protocol_sha256:
         raise CheckFailed("protocol.json differs from its recorded hash", location=str(path))
+    try:
+        frozen.slot_world  # noqa: B018  # a slot world's pages and export read its declaration
+    except InputError as error:
+        raise InputError(error.message, location=f"{path}#/traces/0/world_id") from None
     return frozen
+
+
+class SlotAnswerError(ValueError):
+    """A posted slot value outside its declared type (the message names the slot)."""
+
+
+def slot_answer(name: str, spec: CategoricalSlot | NumberSlot | TextSlot, raw: str) -> str | float:
+    """A slot's posted form value read as its declared type, checked server-side.
+
+    A browser's `min`/`max` or choice list is advice only: the value is checked here against
+    the declaration (`slot_value_problem`, the words `trb import` uses), so a value outside
+    the slot's values or bounds is refused, naming the slot, and nothing is recorded.
+
+    Raises:
+        SlotAnswerError: the value is empty, not a number, or outside the slot's type.
+    """
+    text = raw.strip()
+    if not text:
+        raise SlotAnswerError(f"{name}: give a value")
+    value: str | float = text
+    if isinstance(spec, NumberSlot):
+        try:
+            value = float(text)
+        except ValueError:
+            raise SlotAnswerError(f"{name}: {text!r} is not a number") from None
+    problem = slot_value_problem(spec, value)
+    if problem is not None:
+        raise SlotAnswerError(f"{name}: {problem}")
+    return value
+
+
+def slot_outcome(frozen: FrozenProtocol, item: Item) -> dict[str, Any]:
+    """A slot-world Track 3 item's outcome: the recorded next step's grader-only label.
+
+    A slot world declares no dynamics, so the participant's move changes nothing: the outcome
+    shown is the next step as recorded, and its label (null where the trace has none) is what
+    the participant's attribution is scored against.
+    """
+    trace = frozen.trace(item.trace_id)
+    after = next(s for s in trace.steps if s.t == item.t + 1)
+    label = None if after.attribution is None else after.attribution.caused_by_self
+    return {"caused_by_self": label, "false_credit": False}
 
 
 _MOVE = {"left": -1, "stay": 0, "right": 1}
@@ -341,7 +450,7 @@ def exogenous_gust(frozen: FrozenProtocol, participant: str, item: Item) -> str:
 
 def outcome_of(frozen: FrozenProtocol, participant: str, item: Item, action: str) -> dict[str, Any]:
     """The transition after the participant's move, with its grader-only labels."""
-    trace = frozen.trace(item.trace_id)
+    trace = frozen.corridor_trace(item.trace_id)
     step = next(s for s in trace.steps if s.t == item.t)
     world = CorridorWorld(trace.world)
     cell, gust = step.observation.position, exogenous_gust(frozen, participant, item)
@@ -495,14 +604,15 @@ class CollectionStore:
     def answer(self, participant: str, form: dict[str, str]) -> str | None:
         """Record the continuation chosen for the open item; the refusal reason otherwise."""
         action = form.get("action", "")
+        actions = self.frozen.actions()
         accepted = self._accepted(
             participant,
             form,
             lambda session, item: (
                 "this item is already answered"
                 if item.item_id in session.answers
-                else f"choose one action ({', '.join(ACTIONS)})"
-                if action not in ACTIONS
+                else f"choose one action ({', '.join(actions)})"
+                if action not in actions
                 else None
             ),
         )
@@ -512,7 +622,7 @@ class CollectionStore:
         now = time.time()
         on_task = now - session.shown[item.item_id]["at_epoch"]
         rules = self.frozen.protocol.session
-        outcome = outcome_of(self.frozen, participant, item, action) if item.track3 else None
+        outcome = self._outcome(participant, item, action) if item.track3 else None
         self._event(
             "collect_answer",
             {
@@ -531,17 +641,45 @@ class CollectionStore:
         )
         return None
 
+    def _outcome(self, participant: str, item: Item, action: str) -> dict[str, Any]:
+        """A Track 3 item's outcome: the corridor's transition, or a slot world's record."""
+        if self.frozen.slot_world is None:
+            return outcome_of(self.frozen, participant, item, action)
+        return slot_outcome(self.frozen, item)
+
+    def _attribution_answer(self, form: dict[str, str]) -> str | float:
+        """The posted attribution: `self` / `exogenous`, or the slot world's attribution slot.
+
+        Raises:
+            SlotAnswerError: the answer is missing or outside its choices or its slot's type.
+        """
+        world = self.frozen.slot_world
+        if world is None:
+            cause = form.get("cause", "")
+            if cause not in ATTRIBUTIONS:
+                raise SlotAnswerError("choose what caused the outcome")
+            return cause
+        slot = world.declaration.attribution_slot
+        assert slot is not None  # items of a world without one ask no Track 3 question
+        value = slot_answer(slot, world.declaration.slots[slot], form.get(slot, ""))
+        assert isinstance(value, float)  # the attribution slot is declared a number
+        return value
+
     def attribute(self, participant: str, form: dict[str, str]) -> str | None:
         """Record the participant's attribution of the open item's outcome."""
+        answer: str | float = ""
+        problem: str | None = None
+        try:
+            answer = self._attribution_answer(form)
+        except SlotAnswerError as error:
+            problem = str(error)
         accepted = self._accepted(
             participant,
             form,
             lambda session, item: (
                 "answer the item before its outcome"
                 if item.item_id not in session.answers
-                else "choose what caused the outcome"
-                if form.get("cause") not in ATTRIBUTIONS
-                else None
+                else problem
             ),
         )
         if isinstance(accepted, str):
@@ -553,7 +691,7 @@ class CollectionStore:
             {
                 "participant": participant,
                 "item_id": item.item_id,
-                "answer": form["cause"],
+                "answer": answer,
                 "at_epoch": now,
                 "time_s": now - session.answers[item.item_id]["at_epoch"],
             },
@@ -594,10 +732,10 @@ Answer = tuple[str, str, str]
 """(participant, session id, action)."""
 
 
-def empirical(actions: list[str]) -> dict[str, float]:
+def empirical(actions: list[str], world_actions: tuple[str, ...] = ACTIONS) -> dict[str, float]:
     """The distribution of the chosen actions, keyed by every action of the world."""
     counts = Counter(actions)
-    return {a: counts[a] / len(actions) for a in ACTIONS}
+    return {a: counts[a] / len(actions) for a in world_actions}
 
 
 def _human_cf(cf: Counterfactual, answers: list[Answer], protocol_sha: str) -> Counterfactual:
@@ -640,7 +778,7 @@ def outcome_trace(
     frozen: FrozenProtocol, item: Item, participant: str, answer: dict[str, Any]
 ) -> Trace:
     """A Track 3 item answered by `participant` as a trace ending at the labelled step t+1."""
-    trace = frozen.trace(item.trace_id)
+    trace = frozen.corridor_trace(item.trace_id)
     world = CorridorWorld(trace.world)
     outcome = answer["outcome"]
     gust, action = outcome["gust"], answer["action"]
@@ -698,3 +836,63 @@ def outcome_trace(
             "session": session_id(frozen, participant),
         }
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# A slot world's collected answers as session lines (`trb import --world ID`).
+#
+# A world with its own slots has no dynamics to derive an outcome trace from, and its corpus is
+# written by the import, so its export is the import's own input: one session line per served
+# trace (`slot_session_line`), its steps as recorded, and at a served step each answered r' with
+# the participants' choices as its recorded continuation (`provenance` `paired_session`, as the
+# corridor's export marks an answered r'). An r' of a served step that no one answered keeps
+# its Phi only where the world has an exact reference agent (the import gives it `policy(r')`);
+# otherwise it is left out, since the import refuses an r' without a recorded continuation.
+# Steps the protocol did not serve carry no r'.
+
+
+def _slot_step_line(
+    step: SlotStep, served: dict[int, str], answers: dict[str, list[Answer]], exact: bool
+) -> dict[str, Any]:
+    """One step of a session line: as recorded, with the answered r' and their choices."""
+    line: dict[str, Any] = {
+        "observation": step.observation,
+        "r": step.r.root,
+        "action": step.action,
+    }
+    if step.attribution is not None:
+        line["outcome"] = step.attribution.model_dump(mode="json")
+    revisions, continuations = [], []
+    for k, cf in enumerate(step.counterfactuals):
+        got = answers.get(served.get(k, ""), [])
+        if not got and not exact:
+            continue
+        revisions.append(
+            {"id": f"k{k}", "slot": cf.slot, "r_prime": cf.r_prime.root,
+             "provenance": "paired_session" if got else cf.provenance}
+        )  # fmt: skip
+        if got:
+            continuations.append(
+                {"r_prime": f"k{k}", "actions": dict(Counter(action for _, _, action in got))}
+            )
+    if served:
+        line |= {"counterfactuals": revisions, "continuations": continuations}
+    return line
+
+
+def slot_session_line(
+    trace: SlotTrace, frozen: FrozenProtocol, answers: dict[str, list[Answer]]
+) -> dict[str, Any]:
+    """A served slot-world trace with its collected continuations, as one session line."""
+    exact = world_for(trace.world_id).declaration.exact_reference
+    steps = []
+    for step in trace.steps:
+        served = {i.k: i.item_id for i in frozen.items
+                  if i.trace_id == trace.trace_id and i.t == step.t}  # fmt: skip
+        steps.append(_slot_step_line(step, served, answers, exact))
+    return {
+        "session": trace.trace_id,
+        "split": trace.split,
+        "collected_by": f"trustbench trb collect, protocol {frozen.protocol_sha256[:12]}",
+        "steps": steps,
+    }

@@ -60,6 +60,7 @@ def export(
 
     `OUT/human` holds human Phi(r') where collected; `OUT/synthetic` the same traces with the
     synthetic-only continuations, so Tracks 1 and 3 can be run on both and read side by side.
+    A world with its own slots writes `OUT/sessions.jsonl` instead, for `trb import --world`.
     """
     from trustbench.core import check_output_folder, output_path
     from trustbench.trb.collect._export import export_collection, summary_lines
@@ -68,4 +69,5 @@ def export(
     report = export_collection(folder, out)
     for line in summary_lines(report):
         typer.echo(line)
-    typer.echo(f"wrote {out / 'human'}, {out / 'synthetic'} and {out / 'collection.json'}")
+    written = ["sessions.jsonl"] if "session_file" in report else ["human", "synthetic"]
+    typer.echo(f"wrote {', '.join(str(out / w) for w in written)} and {out / 'collection.json'}")

@@ -59,11 +59,14 @@ from trustbench.trb.world import (
     CORRIDOR_WORLD_ID,
     DEFAULT_WORLD_ID,
     TEXT_WORLD_ID,
+    CategoricalSlot,
     CorridorConfig,
     CorridorWorld,
+    NumberSlot,
     SlotReport,
     SlotWorld,
     TextParseError,
+    TextSlot,
     TextTask,
     TextWorld,
     WorldDeclaration,
@@ -175,11 +178,65 @@ class SlotSessionRecord(_Strict):
     the declared K), optional outcome, r' and their recorded continuations."""
 
 
-def session_json_schema() -> dict[str, object]:
-    """The JSON Schema (Draft 2020-12) of one session line."""
-    schema = SessionRecord.model_json_schema()
+def session_json_schema(world_id: str = DEFAULT_WORLD_ID) -> dict[str, Any]:
+    """The JSON Schema (Draft 2020-12) of one session line of world `world_id`.
+
+    The corridor's and a text world's line is `SessionRecord`'s. A world with its own slots
+    (`SlotWorld`) gets `SlotSessionRecord`'s with its declaration written in: `r` and
+    `r_prime` hold its declared slots (a categorical slot's values as an enum, a number's
+    bounds, text as a string; null where the slot is nullable), `observation` its declared
+    fields, and `action` and a continuation's counts its K actions. What a schema cannot say
+    (an r' edits an editable slot, a Phi names an r' of its step) is still the import's check.
+    """
+    world = world_for(world_id)
+    if not isinstance(world, SlotWorld):
+        schema = SessionRecord.model_json_schema()
+    else:
+        schema = SlotSessionRecord.model_json_schema()
+        _declare_slot_world(schema["$defs"], world.declaration)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
+
+
+def _slot_json_schema(spec: CategoricalSlot | NumberSlot | TextSlot) -> dict[str, Any]:
+    """One declared slot as a JSON Schema (its description kept)."""
+    if isinstance(spec, CategoricalSlot):
+        typed: dict[str, Any] = {"enum": list(spec.values)}
+    elif isinstance(spec, NumberSlot):
+        typed = {"type": "number", "minimum": spec.low, "maximum": spec.high}
+    else:
+        typed = {"type": "string"}
+    if getattr(spec, "nullable", False):
+        typed = {"anyOf": [typed, {"type": "null"}]}
+    return {"description": spec.description, **typed}
+
+
+def _declare_slot_world(defs: dict[str, Any], declaration: WorldDeclaration) -> None:
+    """Write a slot world's slots, observation fields and actions into the line's `$defs`."""
+    report = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {name: _slot_json_schema(spec) for name, spec in declaration.slots.items()},
+        "required": [n for n, s in declaration.slots.items() if not getattr(s, "nullable", False)],
+    }
+    actions = list(declaration.action_space.actions)
+    step = defs["SessionStep"]["properties"]
+    step["r"] = {**report, "description": step["r"]["description"]}
+    step["action"] = {"enum": actions, "description": step["action"]["description"]}
+    step["observation"] = {
+        "description": declaration.observation.description,
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            name: {"type": ["string", "number", "boolean", "null"]}
+            for name in declaration.observation.fields
+        },
+    }
+    revision = defs["SessionRevision"]["properties"]
+    revision["r_prime"] = {**report, "description": revision["r_prime"]["description"]}
+    revision["slot"] |= {"enum": [*declaration.editable_slots, "none"]}
+    counts = defs["HumanContinuation"]["properties"]["actions"]
+    counts["propertyNames"] = {"enum": actions}
 
 
 class SessionError(ValueError):
