@@ -107,9 +107,9 @@ DEMO_AUDIT_FAMILIES_PER_GROUP = 1
 def first_families(corpus: Corpus, per_group: int) -> list[str] | None:
     """The first `per_group` contrast families (by id) of each domain group, in id order.
 
-    The demo's declared subsets are these: step 2's (`demo_audit_subset`) and the
-    `corpus.families` lists of the control-path and workflow demo specs (a test holds those
-    lists equal to this). None when the corpus's cases name no family (v0.3 and older).
+    The demo's declared subsets are these: step 2's (`demo_audit_subset`, one per group) and
+    the control-path demo spec's `corpus.families` (two per group; `tests/test_demo.py` holds
+    the list equal to this). None when the corpus's cases name no family (v0.3 and older).
     """
     from trustbench.rtb.corpus._load import case_family
 
