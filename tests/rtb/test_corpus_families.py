@@ -150,3 +150,14 @@ def test_a_spec_without_families_runs_every_case(tmp_path: Path) -> None:
     assert manifest.spec.corpus.families is None
     cases = load_corpus(builtin_corpus_root("0.1")).cases
     assert manifest.plan.cases == len(cases)  # `direct`: one scenario per case, every case
+
+
+def test_a_trb_spec_refuses_families_its_traces_do_not_have(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        'suite = "trb"\ntrack = "profile"\ntrials_per_case = 1\n\n'
+        '[corpus]\nbuiltin = "reference-world"\nfamilies = ["fam-a"]\n\n'
+        '[[candidates]]\nname = "uniform"\nkind = "inprocess"\nmodel = "oracle:uniform"\n'
+    )
+    code, message = invoke("freeze", str(spec), "--out", str(tmp_path / "run"))
+    assert code == 2 and "corpus/families" in message and "corpus_sizes" in message
