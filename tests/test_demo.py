@@ -11,9 +11,17 @@ from tests.support.demo_run import DemoRun
 from typer.testing import CliRunner
 
 from trustbench.cli import app
-from trustbench.demo import DEFAULT_OUT, default_out, demo_audit_subset, demo_corpus_root
+from trustbench.core import read_manifest
+from trustbench.demo import (
+    DEFAULT_OUT,
+    default_out,
+    demo_audit_subset,
+    demo_corpus_root,
+    first_families,
+)
 from trustbench.rtb._harness_audit import run_corpus_audits
 from trustbench.rtb.corpus import Corpus, load_corpus
+from trustbench.rtb.corpus._load import declared_subset
 
 TRACKS = {"rtb-review": "reviewer track", "rtb-control": "control-path track",
           "rtb-workflow": "workflow track", "trb": "TRB profile"}  # fmt: skip
@@ -85,6 +93,16 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
         assert _all(_lesson_sets(line, "candidates")) == _section_names(html, "verdicts"), track
         instruments = _all(_lesson_sets(line, "instruments"))
         assert instruments == (_section_names(html, "instruments") if instruments else set())
+    # The control-path step ran its spec's declared subset (whole contrast families, the first
+    # two of each domain group) and said so; the reviewer and workflow steps ran every case (at
+    # a smaller subset their gates would block a correct reviewer or agent: see the specs).
+    families = read_manifest(out / "rtb-control").spec.corpus.families
+    assert families == first_families(corpus, 2)
+    ran = f"demo subset: {len(declared_subset(corpus, families).cases)} of {len(corpus.cases)}"
+    assert f"  ... {ran} cases" in result.output
+    assert any(line.endswith(f"({ran} cases of corpus v{corpus.version})") for line in lines)
+    for folder in ("rtb-review", "rtb-workflow"):
+        assert read_manifest(out / folder).spec.corpus.families is None
     control = next(line for line in lines if line.startswith("control-path track"))
     # The demo's gates are passable at its sample size: the correct boundaries pass them.
     assert _lesson_sets(control, "candidates") == {"passed": {"reference", "cedar"}}

@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,8 +89,39 @@ def demo_corpus_root() -> Path:
     return builtin_corpus_root(spec["corpus"]["builtin"])
 
 
+@cache
+def _loaded_corpus(root: Path) -> Corpus:
+    """The corpus at `root`, loaded and validated once per demo.
+
+    Steps 1 and 2 and the track steps' subset lines all read the reviewer demo's corpus.
+    """
+    from trustbench.rtb.corpus import load_corpus
+
+    return load_corpus(root)
+
+
 DEMO_AUDIT_FAMILIES_PER_GROUP = 1
 """Contrast families per domain group that step 2 audits (see `demo_audit_subset`)."""
+
+
+def first_families(corpus: Corpus, per_group: int) -> list[str] | None:
+    """The first `per_group` contrast families (by id) of each domain group, in id order.
+
+    The demo's declared subsets are these: step 2's (`demo_audit_subset`, one per group) and
+    the control-path demo spec's `corpus.families` (two per group; `tests/test_demo.py` holds
+    the list equal to this). None when the corpus's cases name no family (v0.3 and older).
+    """
+    from trustbench.rtb.corpus._load import case_family
+
+    families_by_group: dict[str, set[str]] = {}
+    for case in corpus.cases:
+        family = case_family(case)
+        if family is None:
+            return None
+        families_by_group.setdefault(case.group, set()).add(family)
+    return sorted(
+        family for families in families_by_group.values() for family in sorted(families)[:per_group]
+    )
 
 
 def demo_audit_subset(corpus: Corpus) -> Corpus:
@@ -105,36 +137,22 @@ def demo_audit_subset(corpus: Corpus) -> Corpus:
     is audited whole. `trustbench rtb audit` always audits every case; the demo says how many
     it audited.
     """
-    from trustbench.rtb.review._unfiltered_attackers import _family as case_family
+    from trustbench.rtb.corpus._load import declared_subset
 
-    families_by_group: dict[str, list[str]] = {}
-    for case in corpus.cases:
-        family = case_family(case)
-        if family is None:
-            return corpus
-        kept = families_by_group.setdefault(case.group, [])
-        if family not in kept:
-            kept.append(family)
-    keep = {
-        family
-        for families in families_by_group.values()
-        for family in sorted(families)[:DEMO_AUDIT_FAMILIES_PER_GROUP]
-    }
-    return corpus.model_copy(
-        update={"cases": [case for case in corpus.cases if case_family(case) in keep]}
-    )
+    families = first_families(corpus, DEMO_AUDIT_FAMILIES_PER_GROUP)
+    return corpus if families is None else declared_subset(corpus, families)
 
 
 def _validate_and_export(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.rtb.cli import summary_table
-    from trustbench.rtb.corpus import export_candidate_inputs, load_corpus, validate_corpus
+    from trustbench.rtb.corpus import export_candidate_inputs, validate_corpus
 
     report = validate_corpus(demo_corpus_root())
     if verbose:
         console.print(summary_table(report))
     if not report.ok:
         raise CheckFailed(f"built-in corpus invalid: {report.problems[0]}")
-    result = export_candidate_inputs(load_corpus(demo_corpus_root()), out / "rtb-export")
+    result = export_candidate_inputs(_loaded_corpus(demo_corpus_root()), out / "rtb-export")
     count = len(result.evaluation_map.evaluations)
     return (
         f"corpus {report.version} valid ({len(report.cases)} cases); {count} candidate inputs "
@@ -145,12 +163,11 @@ def _validate_and_export(out: Path, console: Console, verbose: bool) -> StepOutc
 def _harness_audit(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.rtb._harness_audit import run_corpus_audits, run_harness_audit
     from trustbench.rtb.cli import audit_table, saturation_table
-    from trustbench.rtb.corpus import load_corpus
     from trustbench.rtb.review._audit import ablation_table
     from trustbench.rtb.review._learning_audit import artifact_table, learned_table
     from trustbench.rtb.review._unfiltered_attackers import unfiltered_table
 
-    whole = load_corpus(demo_corpus_root())
+    whole = _loaded_corpus(demo_corpus_root())
     corpus = demo_audit_subset(whole)
     subset = (
         ""
@@ -288,6 +305,29 @@ def informational_lessons(track: str, result: ReportResult) -> list[str]:
     ]
 
 
+def declared_subset_line(run_dir: Path) -> str | None:
+    """`demo subset: N of M cases ...` for a run whose spec declares `corpus.families`, else None.
+
+    Read from the frozen manifest, so the line says what ran, never what the demo meant to run;
+    it names the way to the full corpus run (the same spec without the field).
+    """
+    from trustbench.core import read_manifest
+    from trustbench.rtb.corpus._load import corpus_folder, declared_subset
+
+    manifest = read_manifest(run_dir)
+    families = manifest.spec.corpus.families
+    if families is None:
+        return None
+    whole = _loaded_corpus(corpus_folder(manifest.corpus.root))
+    ran = declared_subset(whole, families)
+    spec = Path(manifest.base_dir) / manifest.spec_file
+    return (
+        f"demo subset: {len(ran.cases)} of {len(whole.cases)} cases of corpus v{whole.version} "
+        f"({len(families)} whole contrast families, the spec's corpus.families); full corpus: "
+        f"{spec} without corpus.families (`trustbench freeze`, `run`, `report`)"
+    )
+
+
 def _rtb_track_step(
     run: Callable[[Path, ProgressReporter], ReportResult], folder: str, title: str, note: str
 ) -> Callable[[Path, Console, bool], StepOutcome]:
@@ -295,6 +335,9 @@ def _rtb_track_step(
 
     def step(out: Path, console: Console, verbose: bool) -> StepOutcome:
         result = run(out / folder, default_progress())
+        subset = declared_subset_line(out / folder)
+        if subset is not None:
+            console.print(f"  ... {subset}", highlight=False, markup=False)
         console.print(verdict_table(title, result))
         for verdict in result.verdicts:
             if verdict.status == "blocked":  # why, in the gate's words (bound vs threshold)
@@ -305,8 +348,9 @@ def _rtb_track_step(
             console.print(note)
         record = json.loads(result.record_path.read_text(encoding="utf-8"))
         name = title.split(":")[0].removeprefix("RTB ")
+        ran = "" if subset is None else f" ({subset.split(' (', 1)[0]})"
         return f"{title.split(':')[0]} report: {result.html_path}", [
-            track_lesson(name, record["verdicts"]),
+            track_lesson(name, record["verdicts"]) + ran,
             *informational_lessons(name, result),
         ]
 

@@ -32,6 +32,7 @@ from trustbench.rtb.control._grading import (
     summarize,
 )
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus._load import declared_subset
 
 ENFORCING = ("reference", "cedar")
 LESSON = "prohibited-effects-0.5pct-underpowered"
@@ -56,11 +57,12 @@ def _figure(record: dict[str, Any], subject: str, name: str) -> dict[str, Any]:
 
 @cache
 def _demo_scenarios() -> tuple[ControlScenario, ...]:
-    """Every scenario of the demo spec's corpus (seed 0, as the demo's `scenario_seed`)."""
+    """Every scenario of the demo spec's corpus, on its declared subset (`corpus.families`),
+    seed 0 as the demo's `scenario_seed`."""
     spec = Path(control_track.__file__).resolve().parents[1] / "experiments" / "demo_control.toml"
-    builtin = tomllib.loads(spec.read_text(encoding="utf-8"))["corpus"]["builtin"]
-    cases = load_corpus(builtin_corpus_root(builtin.removeprefix("v"))).cases
-    return tuple(control_scenarios(cases))
+    declared = tomllib.loads(spec.read_text(encoding="utf-8"))["corpus"]
+    corpus = load_corpus(builtin_corpus_root(declared["builtin"].removeprefix("v")))
+    return tuple(control_scenarios(declared_subset(corpus, declared.get("families")).cases))
 
 
 def _count(effect: ExpectedEffect) -> int:
@@ -180,16 +182,16 @@ def test_gates_pass_for_enforcing_boundaries_and_fail_for_bypassable_ones(
         values[(match.group(1), match.group(2))] = gate.value
     for subject in ENFORCING:
         assert status[("no-known-bypass", subject)] == "passed"
-        # 0 effects, counted on distinct source cases (433 of the 528 cases of v0.4): the
-        # one-sided 95% exact bound is 1 - 0.05^(1/n) = 0.0069, under the demo's 5% gate
-        # (passable from 59 cases) and over a 0.5% one (underpowered: it needs 598 cases).
+        # 0 effects, counted on distinct source cases (239 of the demo's 264-case subset of
+        # v0.4): the one-sided 95% exact bound is 1 - 0.05^(1/n) = 0.0125, under the demo's 5%
+        # gate (passable from 59 cases) and over a 0.5% one (underpowered: it needs 598 cases).
         n = len(_distinct_sources(ExpectedEffect.MUST_NOT_TAKE_EFFECT))
         assert 59 <= n < 598
         assert values[("prohibited-effects-bounded", subject)] == pytest.approx(1 - 0.05 ** (1 / n))
         assert status[("prohibited-effects-bounded", subject)] == "passed"
         # The exact bound counts distinct source cases (all-in): the cases that also have a
         # lost-response scenario staying unresolved by design are not completed throughout
-        # (154 of 176 completed on v0.4: lower bound 0.826 >= 0.5).
+        # (66 of 88 completed on the demo's subset of v0.4: lower bound 0.663 >= 0.5).
         permitted = _distinct_sources(ExpectedEffect.MUST_TAKE_EFFECT)
         late = {s.case_id for s in _demo_scenarios() if s.path.endswith(UNRECONCILED_SUFFIX)}
         k, n = len(permitted - late), len(permitted)

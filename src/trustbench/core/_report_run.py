@@ -111,12 +111,32 @@ def _incompleteness(manifest: Manifest, finished: int, verification: VerifyRepor
     return why
 
 
+def subset_qualifications(manifest: Manifest) -> list[str]:
+    """What a run on a declared subset (`corpus.families`) does not establish, and the way out.
+
+    The figures of a subset are figures of those cases only; the report says so beside every
+    other qualification, naming the families, so a reader never takes them for the corpus's.
+    """
+    families = manifest.spec.corpus.families
+    if families is None:
+        return []
+    return [
+        f"A declared subset of corpus {manifest.corpus.version or manifest.corpus.root}: only the "
+        f"cases of the {len(families)} contrast families the spec lists in corpus.families "
+        f"({', '.join(families)}). These results do not establish the whole corpus's figures; "
+        "for the full corpus run, remove corpus.families from the spec and run `trustbench "
+        "freeze SPEC --out RUN`, `trustbench run RUN`, `trustbench report RUN`."
+    ]
+
+
 def _manifest_summary(manifest: Manifest, complete: bool, finished: int) -> dict[str, str]:
     spec = manifest.spec
+    families = spec.corpus.families
     return {
         "manifest sha256": manifest.manifest_sha256,
         "suite / track": f"{spec.suite} / {spec.track}",
-        "corpus": f"{manifest.corpus.version or '-'} ({manifest.corpus.root})",
+        "corpus": f"{manifest.corpus.version or '-'} ({manifest.corpus.root})"
+        + ("" if families is None else f", declared subset: {len(families)} contrast families"),
         "candidates": ", ".join(c.name for c in spec.candidates),
         "trials": f"{finished} of {manifest.plan.trials} planned finished"
         + ("" if complete else " (run incomplete: the rest are not run)"),
@@ -317,6 +337,7 @@ def report_run(
         ],
         manifest=_manifest_summary(manifest, complete, finished),
         qualifications=[
+            *subset_qualifications(manifest),
             *analysis.qualifications,
             *(f"Candidate {name}'s code ran under: {mode}." for name, mode in isolation.items()),
         ],
@@ -353,7 +374,7 @@ def report_run(
             subject: [figure.model_dump(mode="json") for figure in figures]
             for subject, figures in analysis.subjects.items()
         },
-        "qualifications": analysis.qualifications,
+        "qualifications": [*subset_qualifications(manifest), *analysis.qualifications],
         "system_under_test": page.system_under_test,
         # What each candidate's code ran under (`trustbench.sandbox`), as the run recorded it.
         "candidate_isolation": isolation,

@@ -95,6 +95,11 @@ class CorpusSpec(_Strict):
     """Version of the corpus shipped inside the package (e.g. `"v0.1"`)."""
     path: str | None = None
     """Folder holding a user corpus, relative to the spec file's folder (or absolute)."""
+    families: list[str] | None = Field(default=None, min_length=1)
+    """A declared subset: run only the cases of these contrast families (ids as the cases name
+    them in `family`), each family whole. Frozen with the spec, so the manifest and the report
+    say which cases ran; None runs every case. A track whose corpus names no families, or a
+    family the corpus lacks, is refused at freeze naming `corpus/families`."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> CorpusSpec:

@@ -68,6 +68,7 @@ from trustbench.rtb.corpus._load import (
     corpus_folder,
     corpus_items,
     corpus_location,
+    declared_subset,
     harness_code_items,
     load_corpus,
 )
@@ -201,7 +202,9 @@ class ControlTrack:
     def __init__(self) -> None:
         self._corpora: dict[str, Corpus] = {}
         self._locks: dict[str, Any] = {}
-        self._scenarios: dict[tuple[str, ControlTrackOptions], dict[str, ControlScenario]] = {}
+        self._scenarios: dict[
+            tuple[str, tuple[str, ...] | None, ControlTrackOptions], dict[str, ControlScenario]
+        ] = {}
 
     @staticmethod
     def options(spec: core.ExperimentSpec) -> ControlTrackOptions:
@@ -226,11 +229,12 @@ class ControlTrack:
     def scenarios(self, manifest: core.Manifest) -> dict[str, ControlScenario]:
         """The experiment's scenarios by id, rebuilt from the corpus and the frozen options."""
         options = self.options(manifest.spec)
-        key = (manifest.corpus.root, options)
+        families = manifest.spec.corpus.families
+        key = (manifest.corpus.root, None if families is None else tuple(families), options)
         if key not in self._scenarios:
             corpus = self._corpus(manifest.corpus.root)
             built = control_scenarios(
-                corpus.cases,
+                declared_subset(corpus, families).cases,
                 seed=options.scenario_seed,
                 deadline_s=options.observation_deadline_s,
             )
@@ -264,6 +268,7 @@ class ControlTrack:
         """The corpus files and harness code to hash."""
         root, label = corpus_location(spec, base_dir)
         corpus = self._corpus(label)
+        declared_subset(corpus, spec.corpus.families)  # refuses an unknown family at freeze
         policy_code = policy_for(corpus.policy_id).source_files
         items = corpus_items(root, corpus) + harness_code_items((*_HARNESS_CODE, *policy_code))
         return Resolution(corpus_version=corpus.version, corpus_root=label, items=items)

@@ -27,7 +27,7 @@ from trustbench._canonical import (
     sha256_hex,
 )
 from trustbench.core import ExperimentSpec, ResolvedItem
-from trustbench.errors import CheckFailed, InputError
+from trustbench.errors import CheckFailed, InputError, did_you_mean
 from trustbench.rtb.corpus._models import Problem, json_pointer
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 from trustbench.rtb.policy._protocol import AuthoredCase, CorpusPolicy
@@ -1114,6 +1114,51 @@ def corpus_location(
             location="corpus/path",
         )
     return root, str(root)
+
+
+def case_family(case: object) -> str | None:
+    """A case's contrast family id (its `family`, or `authoring.family`), when it names one.
+
+    The contrast-family corpora (v0.4 on) declare it on the case, grader-side: it is never
+    exported to a candidate.
+    """
+    family = getattr(case, "family", None) or getattr(
+        getattr(case, "authoring", None), "family", None
+    )
+    return family if isinstance(family, str) and family else None
+
+
+def declared_subset(corpus: Corpus, families: Sequence[str] | None) -> Corpus:
+    """The corpus restricted to the spec's `corpus.families`: those families' cases, each whole.
+
+    Why whole families: a family holds the contrast (the same change permitted, denied and held
+    on a detail) and its decision balance, so a subset of families keeps both; a sample of cases
+    would keep neither. None (the field absent) is every case.
+
+    Raises:
+        InputError: the corpus's cases name no family, or a listed family is not in the
+            corpus (naming `corpus/families` and the family).
+    """
+    if families is None:
+        return corpus
+    known = sorted({family for case in corpus.cases if (family := case_family(case))})
+    if not known:
+        raise InputError(
+            f"corpus v{corpus.version}'s cases name no contrast family: run it without "
+            "corpus.families",
+            location="corpus/families",
+        )
+    for family in families:
+        if family not in known:
+            raise InputError(
+                f"unknown contrast family {family!r} in corpus v{corpus.version}"
+                f"{did_you_mean(family, known)} ({len(known)} families)",
+                location="corpus/families",
+            )
+    kept = set(families)
+    return corpus.model_copy(
+        update={"cases": [case for case in corpus.cases if case_family(case) in kept]}
+    )
 
 
 def corpus_folder(label: str) -> Path:

@@ -51,7 +51,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
-from trustbench.rtb.corpus._load import Corpus
+from trustbench.rtb.corpus._load import Corpus, case_family
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._learning_audit import (
     DEFAULT_MARGIN,
@@ -559,16 +559,6 @@ def pool_seed(corpus_seeds: frozenset[int], seed: int) -> int:
     return candidate
 
 
-def _family(case: Any) -> str | None:
-    """A case's family id (the case's `family`, or `authoring.family`), when its policy has one.
-
-    The contrast-family corpus declares it on the case (grader-side, never exported to a
-    candidate).
-    """
-    family = getattr(case, "family", None) or getattr(case.authoring, "family", None)
-    return family if isinstance(family, str) and family else None
-
-
 def _export(cases: Sequence[Any]) -> list[Document]:
     return [to_candidate_input(c, new_evaluation_id()).model_dump(mode="json") for c in cases]
 
@@ -593,7 +583,7 @@ def run_unfiltered_audit(
     """
     policy = policy_for(corpus.policy_id)
     cases = list(corpus.cases)
-    families = [_family(c) for c in cases]
+    families = [case_family(c) for c in cases]
     generator = getattr(policy, "generator", None)
     pool_documents: list[Document] | None = None
     pool_labels: list[str] = []

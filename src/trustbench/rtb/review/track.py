@@ -35,6 +35,7 @@ from trustbench.rtb.corpus._load import (
     corpus_folder,
     corpus_items,
     corpus_location,
+    declared_subset,
     load_corpus,
     load_frozen_corpus,
 )
@@ -109,12 +110,16 @@ class ReviewTrack:
         return self._corpora[root]
 
     def selected(self, manifest: core.Manifest) -> Corpus:
-        """The manifest's corpus restricted to the cases `track_options.cases` selects.
+        """The manifest's corpus restricted to its declared subset, then to the cases selected.
 
-        Loaded as `resolve_frozen` loads it: `report` grades from this corpus, and validating
-        unchanged frozen bytes again cost 40 % of its CPU on a 2,000-trial run (issue 55).
+        The subset is the spec's `corpus.families`; the selection `track_options.cases`. Loaded
+        as `resolve_frozen` loads it: `report` grades from this corpus, and validating unchanged
+        frozen bytes again cost 40 % of its CPU on a 2,000-trial run (issue 55).
         """
-        corpus = self.corpus(manifest.corpus.root, _frozen_corpus_files(manifest))
+        corpus = declared_subset(
+            self.corpus(manifest.corpus.root, _frozen_corpus_files(manifest)),
+            manifest.spec.corpus.families,
+        )
         patterns = parse_options(manifest.spec).cases
         if patterns is None:
             return corpus
@@ -169,7 +174,8 @@ class ReviewTrack:
         if sealed is not None:
             return self._resolve_sealed(spec, sealed, label)
         corpus = self.corpus(label, frozen_files)
-        select_cases([case.case_id for case in corpus.cases], options.cases)
+        subset = declared_subset(corpus, spec.corpus.families)
+        select_cases([case.case_id for case in subset.cases], options.cases)
         for candidate in spec.candidates:
             reviewer = (candidate.settings or {}).get("reviewer")
             if candidate.kind == "inprocess" and isinstance(reviewer, str):
@@ -181,6 +187,12 @@ class ReviewTrack:
         self, spec: core.ExperimentSpec, sealed: SealedSet, label: str
     ) -> Resolution:
         """A sealed held-out set: its clear parts and pins only (no key is needed to run it)."""
+        if spec.corpus.families is not None:  # its cases' families are sealed with the key
+            raise InputError(
+                "corpus.families cannot select from a sealed held-out set (its families are "
+                "sealed); run the whole set",
+                location="corpus/families",
+            )
         for name, access in parse_options(spec).access.items():
             if access.information == "tools":  # its evidence records are sealed with the keys
                 raise InputError(

@@ -67,6 +67,7 @@ from trustbench.rtb.corpus._load import (
     corpus_folder,
     corpus_items,
     corpus_location,
+    declared_subset,
     harness_code_items,
     load_corpus,
 )
@@ -272,8 +273,10 @@ class WorkflowTrack:
     def scenarios(self, manifest: core.Manifest) -> dict[str, WorkflowScenario]:
         """The experiment's scenarios by id, rebuilt from the corpus and the frozen options."""
         options = self.options(manifest.spec)
+        families = manifest.spec.corpus.families
         key = (
             manifest.corpus.root,
+            None if families is None else tuple(families),
             options.scenario_seed,
             options.observation_deadline_s,
             options.kinds,
@@ -282,8 +285,9 @@ class WorkflowTrack:
         if key not in self._scenarios:
             wanted = set(options.kinds or KNOWN_KINDS)
             listed = [sid.rpartition("/") for sid in options.scenarios or ()]
+            corpus = self.corpus(manifest.corpus.root)
             built = workflow_scenarios(
-                self.corpus(manifest.corpus.root).cases,
+                declared_subset(corpus, families).cases,
                 seed=options.scenario_seed,
                 deadline_s=options.observation_deadline_s,
                 # an id ends in its kind: only the kinds the listed ids name are built, and
@@ -338,6 +342,7 @@ class WorkflowTrack:
         """The corpus, the agent prompt and the harness code to hash."""
         root, label = corpus_location(spec, base_dir)
         corpus = self.corpus(label)
+        declared_subset(corpus, spec.corpus.families)  # refuses an unknown family at freeze
         items = corpus_items(root, corpus)
         items.append(ResolvedItem("prompt", "workflow_agent_system", text=SYSTEM_PROMPT))
         items += harness_code_items((*_HARNESS_CODE, *policy_for(corpus.policy_id).source_files))

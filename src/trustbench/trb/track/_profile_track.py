@@ -197,6 +197,11 @@ class TrbProfileTrack:
 
     def resolve(self, spec: ExperimentSpec, base_dir: Path) -> Resolution:
         """Corpus files, reference checkpoints, user adapter code and the measure list."""
+        if spec.corpus.families is not None:  # an RTB selection: TRB traces have no families
+            raise InputError(
+                "a TRB corpus has no contrast families: size it with track_options.corpus_sizes",
+                location="corpus/families",
+            )
         prepared = self._prepare(spec, base_dir)
         sources, adapter_items = _off_loop(
             resolve_adapters, list(spec.candidates), prepared.corpus, prepared.options, True,
