@@ -1119,7 +1119,7 @@ def corpus_location(
 def case_family(case: object) -> str | None:
     """A case's contrast family id (its `family`, or `authoring.family`), when it names one.
 
-    The contrast-family corpora (v0.4 on) declare it on the case, grader-side: it is never
+    A contrast-family corpus declares it on the case, grader-side: it is never
     exported to a candidate.
     """
     family = getattr(case, "family", None) or getattr(
