@@ -30,10 +30,10 @@ from tests.support.triage_world import (
 
 pytest.importorskip("transformers", reason="transformers is not installed (trustbench[hf])")
 
-from trustbench.trb.proxy import HFCausalLMProxyAdapter, HFSlotAgent  # noqa: E402
-from trustbench.trb.proxy._hf import slot_words  # noqa: E402
-from trustbench.trb.track import freeze_run_report  # noqa: E402
-from trustbench.trb.world import SlotBlockError, SlotContext, SlotReport  # noqa: E402
+from trustbench.trb.proxy import HFCausalLMProxyAdapter, HFSlotAgent
+from trustbench.trb.proxy._hf import slot_words
+from trustbench.trb.track import freeze_run_report
+from trustbench.trb.world import SlotBlockError, SlotContext, SlotReport
 
 WORLD = TriageWorld()
 ACTIONS = TRIAGE_DECLARATION.action_space.actions
@@ -216,3 +216,15 @@ def test_a_proxy_hf_candidate_whose_replies_carry_no_slot_block_is_not_evaluable
     first = verdict["reasons"][0]
     assert first.startswith("format failure: ") and "SlotBlockError" in first, first
     assert desk_record["trb"]["profile"]["tiny-hf-writing"]["G"]["status"] == "not evaluable"
+
+
+def test_an_unknown_slot_fill_setting_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    from trustbench.core import CandidateSpec
+    from trustbench.errors import InputError
+    from trustbench.trb.track._adapters import hf_model_folder
+
+    candidate = CandidateSpec(name="hf", kind="inprocess", model="proxy:hf",
+                              settings={"folder": "model", "slot_fill": "guess"})  # fmt: skip
+    with pytest.raises(InputError, match="greedy, generate") as refused:
+        hf_model_folder(candidate, tmp_path)
+    assert refused.value.location == "candidate hf settings.slot_fill"

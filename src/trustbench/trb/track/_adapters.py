@@ -26,9 +26,10 @@ A local Hugging Face model is `model = "proxy:hf"` with its `save_pretrained` fo
 as for `HFCausalLMProxyAdapter.from_path`): on a text-world corpus each trial is `HFTextAgent`
 over the model wrapped in `TextWorldAdapter`, with the open-ended hook `continuation_logprob`
 (Track 1's `G_llr`); on a trace of a world with its own slots it is `HFSlotAgent` over the
-world's text rendering (`settings.slot_fill`: `greedy`, the block filled over each slot's values,
-or `generate`, written by the model and parsed strictly), with the same hook. It is loaded by harness code in the harness process (nothing downloaded, no
-code from the folder run); every file of the folder is pinned in the manifest (role
+world's text rendering (`settings.slot_fill`: `greedy`, the block filled over each slot's
+values, or `generate`, written by the model and parsed strictly), with the same hook. It is
+loaded by harness code in the harness process (nothing downloaded, no code from the folder
+run); every file of the folder is pinned in the manifest (role
 `checkpoint`), the model's identity as a reference checkpoint's is. A corridor trace is not
 applicable for it (the Hugging Face corridor adapter is `HFCausalLMProxyAdapter` through
 `MODULE:FACTORY`).
@@ -557,8 +558,9 @@ class AdapterSource:
         """The adapter of a trace in a world with its own slots: an oracle, chat, or a factory.
 
         A slot oracle, the chat proxy (`ChatSlotAgent`, over the world's text rendering), a
-        local Hugging Face model (`HFSlotAgent`, over the same rendering), or a trusted in-process factory (tests, library use) is asked in `SlotContext` and
-        `SlotReport`; every other adapter speaks the corridor's `SelfReport` or a text world.
+        local Hugging Face model (`HFSlotAgent`, over the same rendering), or a trusted
+        in-process factory (tests, library use) is asked in `SlotContext` and `SlotReport`;
+        every other adapter speaks the corridor's `SelfReport` or a text world.
 
         Raises:
             NotApplicable: an adapter that speaks the corridor or a text world only.
