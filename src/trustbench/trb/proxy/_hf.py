@@ -63,7 +63,17 @@ from trustbench.trb.proxy._local import (
     Template,
     resolve_device_dtype,
 )
-from trustbench.trb.world import TextContext, text_world_for_task
+from trustbench.trb.world import (
+    CategoricalSlot,
+    NumberSlot,
+    SlotContext,
+    SlotReport,
+    SlotWorld,
+    SlotWorldError,
+    TextContext,
+    text_world_for_task,
+)
+from trustbench.trb.world._slots import NULL_WORD, SLOT_BLOCK_CLOSE, SLOT_BLOCK_OPEN
 
 # ------------------------------------------------------------------------------------------------
 # Forward passes of the Hugging Face adapter that read only what is used, and reuse a prefix.
@@ -1214,8 +1224,7 @@ class HFTextAgent:
     def act_text(self, context: TextContext, reasoning: str | None) -> dict[str, float]:
         """P(option key | task text, slot block, `Option:`), renormalised over the keys."""
         keys = text_world_for_task(context.task, context.dynamics).option_keys
-        probs = self.scorer.next_option_probs([[self._act_prompt(context, reasoning)]], keys)[0]
-        return {a: float(p) for a, p in zip(keys, probs.tolist(), strict=True)}
+        return option_distribution(self.scorer, self._act_prompt(context, reasoning), keys)
 
     def continuation_logprob(
         self, context: TextContext, reasoning: str | None, continuation: str
@@ -1291,3 +1300,170 @@ class HFTextAgent:
         world = text_world_for_task(context.task, context.dynamics)
         label = world.slot_labels()[0][1]
         return self.scorer.tokens(["\n".join([context.prompt, f"{label}:"])])
+
+
+def option_distribution(
+    scorer: HFCausalLMProxyAdapter, prompt: str, options: Sequence[str]
+) -> dict[str, float]:
+    """P(option | prompt) for each option, chained over its tokens, renormalised over them.
+
+    How both Hugging Face agents read an action: every token of a multi-token name counts
+    (`next_option_probs`), so a name the tokenizer splits is not favoured or penalised by it.
+    """
+    probs = scorer.next_option_probs([[prompt]], options)[0]
+    return {o: float(p) for o, p in zip(options, probs.tolist(), strict=True)}
+
+
+# ------------------------------------------------------------------------------------------------
+# A local Hugging Face model as an agent of a world with its own slots (`trb.world._slots`).
+
+SLOT_FILLS = ("greedy", "generate")
+"""How `HFSlotAgent` gets its slot block: filled greedily over each slot's values, or written by
+the model (greedy decoding) and parsed strictly."""
+GENERATED_TOKENS = 200
+"""Most tokens the model writes for its reasoning and slot block (`slot_fill = "generate"`)."""
+
+
+def number_words(spec: NumberSlot) -> list[str]:
+    """The values a greedy fill chooses a number slot's value among, as the block writes them.
+
+    Every integer of the range when it spans 10 to 100 units (an ETA in hours, a count); 101
+    evenly spaced integers past that; 11 evenly spaced points (tenths of the range) below it
+    (a probability). A fill needs a finite set to score; these keep a stated number within
+    half a grid step, which is finer than Track 1's slot-accuracy tolerance on a range.
+    """
+    span = spec.high - spec.low
+    if span >= 10:
+        points = min(int(span), 100) + 1
+        values = [round(spec.low + i * span / (points - 1)) for i in range(points)]
+    else:
+        values = [round(spec.low + i * span / 10, 6) for i in range(11)]
+    return list(dict.fromkeys(f"{v:g}" for v in values))
+
+
+def slot_words(world: SlotWorld, slot: str) -> list[str]:
+    """A categorical or number slot's candidate values, with `null` where it is nullable.
+
+    Raises:
+        SlotWorldError: a free-text slot (no finite set to fill it from: ask the model to write
+            the block, `slot_fill = "generate"`).
+    """
+    spec = world.declaration.slots[slot]
+    if isinstance(spec, CategoricalSlot):
+        words = list(spec.values)
+    elif isinstance(spec, NumberSlot):
+        words = number_words(spec)
+    else:
+        raise SlotWorldError(
+            f"world {world.declaration.world_id}: free-text slot {slot!r} has no values to fill "
+            'greedily; let the model write its block (settings.slot_fill = "generate")'
+        )
+    return [*words, NULL_WORD] if getattr(spec, "nullable", False) else words
+
+
+class HFSlotAgent:
+    """A local causal LM acting in a world with its own slots (`SlotWorld`): its two hooks.
+
+    The world's text (`render_context`, `render_report`, strict `parse_report`) with the
+    Hugging Face text agent's recipe:
+
+    - `emit_r`: after the rendered context the slot block is filled (`slot_fill = "greedy"`,
+      as `HFTextAgent` fills the text world's block: each slot's name, then the model's most
+      probable value among the slot's values, `slot_words`), or the model writes its reasoning
+      and block (`"generate"`, greedy decoding) and the block is parsed strictly. A reply
+      without a block that fits the slot schema raises `SlotBlockError`: a format failure,
+      so the model is not evaluable, never "ungoverned".
+    - `act(r')`: the own block (and the reasoning around it) with the block replaced by r',
+      then `Action:`; the distribution over the world's K action names is the model's
+      probability of each name's tokens, renormalised over the K names.
+    - `continuation_logprob`: the same prompt's log-probability of an action name (not
+      renormalised), so Track 1's paired LLR (`G_llr`) is read as in the text world.
+
+    Args:
+        scorer: The Hugging Face proxy adapter whose `next_option_probs` reads the model.
+        world: The slot world the trace is recorded in.
+        slot_fill: `greedy` or `generate` (`SLOT_FILLS`).
+        name: Name in result rows.
+    """
+
+    tier = AdapterTier.PROXY
+    supports_override = True
+
+    def __init__(
+        self,
+        scorer: HFCausalLMProxyAdapter,
+        world: SlotWorld,
+        slot_fill: str = "greedy",
+        name: str | None = None,
+    ) -> None:
+        if slot_fill not in SLOT_FILLS:
+            raise ValueError(f"slot_fill must be one of {SLOT_FILLS}, got {slot_fill!r}")
+        self.scorer = scorer
+        self.world = world
+        self.slot_fill = slot_fill
+        self.name = name or scorer.name
+        self._replies: dict[str, str] = {}
+        """The model's reply by rendered context: it is deterministic, and every act on a
+        context reads the reply `emit_r` already produced."""
+
+    def seed(self, value: int) -> None:
+        """Nothing to seed: greedy filling and decoding are deterministic."""
+
+    def reply(self, context: SlotContext) -> str:
+        """The model's own reply after the rendered context: its (filled or written) block."""
+        prompt = self.world.render_context(context)
+        if prompt not in self._replies:
+            fill = self._filled if self.slot_fill == "greedy" else self._generated
+            self._replies[prompt] = fill(prompt)
+        return self._replies[prompt]
+
+    def emit_r(self, context: SlotContext) -> SlotReport:
+        """The reply's slot block, read strictly against the world's slot schema."""
+        return self.world.parse_report(self.reply(context))
+
+    def act(self, context: SlotContext, r_override: SlotReport | None = None) -> dict[str, float]:
+        """P(action name | context, reply with its block set to r', `Action:`) over the K names."""
+        actions = self.world.declaration.action_space.actions
+        return option_distribution(self.scorer, self._act_prompt(context, r_override), actions)
+
+    def continuation_logprob(
+        self, context: SlotContext, r_override: SlotReport | None, continuation: str
+    ) -> float:
+        """The log-probability of `continuation` (an action name) where `act` reads the action."""
+        return self.scorer.text_logprob([self._act_prompt(context, r_override)], continuation)
+
+    def _act_prompt(self, context: SlotContext, r_override: SlotReport | None) -> str:
+        """The rendered context, the reply (its block edited to r' when given) and `Action:`.
+
+        Raises:
+            SlotBlockError: the reply holds no valid block (nothing to act after or edit).
+        """
+        text = self.reply(context)
+        self.world.parse_report(text)
+        if r_override is not None:
+            start, end = self.world.block_span(text)
+            text = text[:start] + self.world.render_report(r_override) + text[end:]
+        return f"{self.world.render_context(context)}\n{text}\nAction:"
+
+    def _filled(self, prompt: str) -> str:
+        """The slot block after `prompt`, each slot given its most probable value in turn."""
+        lines = [SLOT_BLOCK_OPEN]
+        for slot in self.world.declaration.slots:
+            words = slot_words(self.world, slot)
+            asked = "\n".join([prompt, *lines, f"{slot}:"])
+            probs = option_distribution(self.scorer, asked, words)
+            lines.append(f"{slot}: {max(words, key=probs.__getitem__)}")
+        return "\n".join([*lines, SLOT_BLOCK_CLOSE])
+
+    def _generated(self, prompt: str) -> str:
+        """What the model writes after `prompt` by greedy decoding (at most `GENERATED_TOKENS`)."""
+        scorer = self.scorer
+        head = scorer.tokens([prompt + "\n"])
+        scorer._check_width(len(head) + GENERATED_TOKENS)
+        ids = torch.tensor([head], device=scorer.device)
+        with torch.no_grad():
+            out = scorer.model.generate(  # type: ignore[operator]
+                input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                max_new_tokens=GENERATED_TOKENS, pad_token_id=scorer._pad,
+            )  # fmt: skip
+        return scorer.tokenizer.decode(out[0, len(head) :], skip_special_tokens=True)  # type: ignore[attr-defined]

@@ -25,8 +25,11 @@ A local Hugging Face model is `model = "proxy:hf"` with its `save_pretrained` fo
 `settings.folder` (relative to the spec file's folder; `settings.device` and `settings.dtype`
 as for `HFCausalLMProxyAdapter.from_path`): on a text-world corpus each trial is `HFTextAgent`
 over the model wrapped in `TextWorldAdapter`, with the open-ended hook `continuation_logprob`
-(Track 1's `G_llr`). It is loaded by harness code in the harness process (nothing downloaded, no
-code from the folder run); every file of the folder is pinned in the manifest (role
+(Track 1's `G_llr`); on a trace of a world with its own slots it is `HFSlotAgent` over the
+world's text rendering (`settings.slot_fill`: `greedy`, the block filled over each slot's
+values, or `generate`, written by the model and parsed strictly), with the same hook. It is
+loaded by harness code in the harness process (nothing downloaded, no code from the folder
+run); every file of the folder is pinned in the manifest (role
 `checkpoint`), the model's identity as a reference checkpoint's is. A corridor trace is not
 applicable for it (the Hugging Face corridor adapter is `HFCausalLMProxyAdapter` through
 `MODULE:FACTORY`).
@@ -106,11 +109,13 @@ from trustbench.trb.isolation._client import AdapterWorker, adapter_plan, refuse
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import (
     HFCausalLMProxyAdapter,
+    HFSlotAgent,
     HFTextAgent,
     LocalLMProxyAdapter,
     load_hf_causal_lm,
 )
 from trustbench.trb.proxy._chat import ChatProxyAdapter, ChatSlotAgent, ChatTextAgent
+from trustbench.trb.proxy._hf import SLOT_FILLS
 from trustbench.trb.proxy._local import (
     SLOT_ENCODINGS,
     STANDARD,
@@ -382,7 +387,7 @@ CHAT_PROXY = "proxy:chat"
 HF_PROXY = "proxy:hf"
 """Adapter id of a local Hugging Face model named by `settings.folder` (a text agent)."""
 
-HF_SETTINGS = frozenset({"folder", "device", "dtype"})
+HF_SETTINGS = frozenset({"folder", "device", "dtype", "slot_fill"})
 """The `settings` keys a `proxy:hf` candidate's model is loaded from (`hf_model_folder`)."""
 
 DECLARED_SETTINGS = frozenset({"baseline", "parameter_count", "architecture"})
@@ -552,9 +557,10 @@ class AdapterSource:
     ) -> Any:
         """The adapter of a trace in a world with its own slots: an oracle, chat, or a factory.
 
-        A slot oracle, the chat proxy (`ChatSlotAgent`, over the world's text rendering), or a
-        trusted in-process factory (tests, library use) is asked in `SlotContext` and
-        `SlotReport`; every other adapter speaks the corridor's `SelfReport` or a text world.
+        A slot oracle, the chat proxy (`ChatSlotAgent`, over the world's text rendering), a
+        local Hugging Face model (`HFSlotAgent`, over the same rendering), or a trusted
+        in-process factory (tests, library use) is asked in `SlotContext` and `SlotReport`;
+        every other adapter speaks the corridor's `SelfReport` or a text world.
 
         Raises:
             NotApplicable: an adapter that speaks the corridor or a text world only.
@@ -565,6 +571,8 @@ class AdapterSource:
             return SLOT_ORACLES[self.adapter](world)
         if self.chat is not None:
             return ChatSlotAgent(self._chat_adapter(transport), world)
+        if self.hf is not None:
+            return self.hf.slot_agent(world)
         if self.factory is not None and self.worker is None:
             return self.factory()
         raise NotApplicable(
@@ -674,6 +682,8 @@ class HFModelFolder:
     """`cpu`, `cuda` or `cuda:N` (`resolve_device_dtype`)."""
     dtype: str = "float32"
     """Weight dtype name."""
+    slot_fill: str = "greedy"
+    """In a world with its own slots: how the slot block is got (`HFSlotAgent`'s `slot_fill`)."""
 
     def load(self) -> tuple[Any, Any]:
         """The model and tokenizer, loaded once per process (`load_hf_causal_lm`).
@@ -688,11 +698,15 @@ class HFModelFolder:
 
     def agent(self) -> HFTextAgent:
         """A fresh text agent over the shared weights (no memo carried between trials)."""
+        return HFTextAgent(self._scorer())
+
+    def slot_agent(self, world: SlotWorld) -> HFSlotAgent:
+        """A fresh agent of a world with its own slots over the shared weights."""
+        return HFSlotAgent(self._scorer(), world, self.slot_fill)
+
+    def _scorer(self) -> HFCausalLMProxyAdapter:
         model, tokenizer = self.load()
-        scorer = HFCausalLMProxyAdapter(
-            model, tokenizer, self.folder.name, location=str(self.folder)
-        )
-        return HFTextAgent(scorer)
+        return HFCausalLMProxyAdapter(model, tokenizer, self.folder.name, location=str(self.folder))
 
     def items(self, candidate: str) -> list[ResolvedItem]:
         """Every file of the folder, pinned in the manifest as the candidate's checkpoint.
@@ -714,10 +728,11 @@ class HFModelFolder:
 
 
 def hf_model_folder(candidate: CandidateSpec, base_dir: Path) -> HFModelFolder:
-    """A `proxy:hf` candidate's folder (relative to the spec's folder), device and dtype.
+    """A `proxy:hf` candidate's folder (relative to the spec's folder), device, dtype, slot fill.
 
     Raises:
-        InputError: `settings.device` or `settings.dtype` is not a string.
+        InputError: `settings.device` or `settings.dtype` is not a string, or
+            `settings.slot_fill` is not one of `SLOT_FILLS`.
     """
     settings = candidate.settings
     device, dtype = settings.get("device", "cpu"), settings.get("dtype", "float32")
@@ -726,8 +741,14 @@ def hf_model_folder(candidate: CandidateSpec, base_dir: Path) -> HFModelFolder:
             'settings.device and settings.dtype must be strings (e.g. "cpu", "float32")',
             location=f"candidate {candidate.name} settings",
         )
+    slot_fill = settings.get("slot_fill", "greedy")
+    if slot_fill not in SLOT_FILLS:
+        raise InputError(
+            f"settings.slot_fill must be one of {', '.join(SLOT_FILLS)}, got {slot_fill!r}",
+            location=f"candidate {candidate.name} settings.slot_fill",
+        )
     folder = (base_dir / Path(str(settings["folder"])).expanduser()).resolve()
-    return HFModelFolder(folder, device, dtype)
+    return HFModelFolder(folder, device, dtype, str(slot_fill))
 
 
 _MODELS: dict[tuple[str, str, str, str], tuple[ReferenceNativeModel, dict[str, Any]]] = {}

@@ -988,7 +988,8 @@ def _edit_response_figures(rows: list[MeasureRow], stats: StatsPlan, label: str)
 # adapter's `continuation_logprob` scores that word under r' and under the stored r_t. A trial
 # records each intervention's LLR (`llr`) and its invalid answers (`llr_invalid`), or why none
 # could be asked (`llr_why`); a corridor trace records nothing (its actions are discrete moves,
-# not text), so corridor runs show no `G_llr`, as before.
+# not text), so corridor runs show no `G_llr`, as before. A trace of a world with its own slots
+# is scored the same way, the continuation being the action name a proxy writes after `Action:`.
 
 
 def _continuation_text(phi: dict[str, float], world: TextWorld) -> str | None:
@@ -997,21 +998,33 @@ def _continuation_text(phi: dict[str, float], world: TextWorld) -> str | None:
     return None if best is None else next(iter(world.to_option_keys({best: 1.0})))
 
 
-def _llr_items(trace: Trace) -> list[tuple[int, SelfReport, SelfReport, str]]:
-    """(step, r_t, r', continuation text) of each scorable intervention of a text trace."""
-    assert trace.task is not None, "only a text trace has text continuations"
-    world = text_world_for_task(trace.task, trace.world)
+def _llr_items(trace: AnyTrace) -> list[tuple[int, Any, Any, str]]:
+    """(step, r_t, r', continuation text) of each scorable intervention of a text or slot trace.
+
+    In a world with its own slots the continuation is the name of Phi(r')'s unique most
+    probable action among the world's K, the word a proxy writes after `Action:`.
+    """
+    if isinstance(trace, SlotTrace):
+        world = _slot_world(trace)
+        return [
+            (step.t, step.r, cf.r_prime, name)
+            for step in trace.steps
+            for cf in step.counterfactuals
+            if (name := slot_unique_argmax(cf.continuation, world)) is not None
+        ]
+    assert trace.task is not None, "only a text or slot trace has text continuations"
+    text_world = text_world_for_task(trace.task, trace.world)
     return [
         (step.t, step.r, cf.r_prime, text)
         for step in trace.steps
         for cf in step.counterfactuals
-        if (text := _continuation_text(cf.continuation, world)) is not None
+        if (text := _continuation_text(cf.continuation, text_world)) is not None
     ]
 
 
-def llr_counts(adapter: Any, trace: Trace) -> dict[str, Any]:
+def llr_counts(adapter: Any, trace: AnyTrace) -> dict[str, Any]:
     """A trace's paired LLRs (`llr`, `llr_invalid`), or why none were asked (`llr_why`)."""
-    if trace.task is None:
+    if isinstance(trace, Trace) and trace.task is None:
         return {}
     if not scores_continuations(adapter):
         return {"llr_why": NO_LOGPROBS}
@@ -1163,13 +1176,15 @@ class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_st
     def run(self, adapter: Any, trace: AnyTrace) -> dict[str, Any]:
         """Track 1 counts of one trace, the null-edit floor's TV sum and paired LLRs included."""
         if isinstance(trace, SlotTrace):
-            return slot_governance_counts(adapter, trace, _slot_world(trace))
+            counts = slot_governance_counts(adapter, trace, _slot_world(trace))
+            return {**counts, **llr_counts(adapter, trace)}
         return {**governance_rows(adapter, [trace])[0], **llr_counts(adapter, trace)}
 
     def failed(self, trace: AnyTrace) -> dict[str, Any]:
         """Every item scored TV = 1 and every slot wrong."""
-        if isinstance(trace, SlotTrace):
-            return _slot_governance_failed(trace)
+        if isinstance(trace, SlotTrace):  # its LLRs are invalid answers, as a text trace's
+            return {**_slot_governance_failed(trace), "llr": [],
+                    "llr_invalid": len(_llr_items(trace))}  # fmt: skip
         items = [cf for step in trace.steps for cf in step.counterfactuals]
         n, steps = len(items), len(trace.steps)
         starred = sum(len(s.counterfactuals) for s in trace.steps if len(s.counterfactuals) > 1)
@@ -1205,7 +1220,7 @@ class GovernanceMeasure(MeasureNames, key="governance", axis="G", headline="G_st
     def figures(self, rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
         """G overall and per slot, the null edit and its floor, hard accuracy, slot accuracy."""
         if rows and isinstance(rows[0].trace, SlotTrace):
-            return _slot_governance_figures(rows, stats, label)
+            return _slot_governance_figures(rows, stats, label) + _llr_figures(rows, stats, label)
         items = "counterfactual interventions (step, r') over {} trial(s), clustered by trace; "
         items += "invalid responses scored TV = 1 " + label
         all_items = items.format(len(rows))
