@@ -102,7 +102,12 @@ from trustbench.trb.instruments._oracles import (
     TextUniformOracle,
     UniformOracle,
 )
-from trustbench.trb.isolation._client import AdapterWorker, adapter_plan, refuse_overlap
+from trustbench.trb.isolation._client import (
+    AdapterFailed,
+    AdapterWorker,
+    adapter_plan,
+    refuse_overlap,
+)
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import (
     HFCausalLMProxyAdapter,
@@ -302,9 +307,10 @@ def user_adapter(
         {"corpus": corpus.folder, "TRB cache": cache_dir()},
     )  # fmt: skip
     worker = AdapterWorker(target, plan, fallback=candidate.isolation == "none")
+    in_slot_world = isinstance(world_for(corpus.manifest.world_id), SlotWorld)
     try:
         results = [ConformanceCheck.model_validate(r) for r in
-                   worker.conformance(options.conformance_traces)]  # fmt: skip
+                   worker.conformance(options.conformance_traces, in_slot_world)]  # fmt: skip
     except Exception as error:
         worker.close()
         raise CheckFailed(
@@ -552,12 +558,14 @@ class AdapterSource:
     ) -> Any:
         """The adapter of a trace in a world with its own slots: an oracle, chat, or a factory.
 
-        A slot oracle, the chat proxy (`ChatSlotAgent`, over the world's text rendering), or a
-        trusted in-process factory (tests, library use) is asked in `SlotContext` and
+        A slot oracle, the chat proxy (`ChatSlotAgent`, over the world's text rendering), a
+        trusted in-process factory (tests, library use) or a submitted `MODULE:FACTORY` in its
+        sandboxed worker (`_sandboxed_slot_adapter`) is asked in `SlotContext` and
         `SlotReport`; every other adapter speaks the corridor's `SelfReport` or a text world.
 
         Raises:
-            NotApplicable: an adapter that speaks the corridor or a text world only.
+            NotApplicable: an adapter that speaks the corridor or a text world only, or a
+                worker that cannot act in the world.
         """
         world = world_for(trace.world_id)
         assert isinstance(world, SlotWorld), "a SlotTrace is read only in a SlotWorld corpus"
@@ -567,11 +575,30 @@ class AdapterSource:
             return ChatSlotAgent(self._chat_adapter(transport), world)
         if self.factory is not None and self.worker is None:
             return self.factory()
+        if self.worker is not None:
+            return self._sandboxed_slot_adapter(world)
         raise NotApplicable(
             f"{self.adapter} speaks the corridor's SelfReport or a text world; this trace is in "
             f"world {trace.world_id}, which declares its own slots "
             f"({', '.join(world.declaration.slots)})"
         )
+
+    def _sandboxed_slot_adapter(self, world: SlotWorld) -> Any:
+        """A fresh adapter in the candidate's worker, acting in `world` (found there itself).
+
+        Raises:
+            NotApplicable: the worker cannot find the world (registered only in the harness
+                process, or declared otherwise there) or the factory fails: the reason, so the
+                trial says "not run" with it.
+        """
+        assert self.worker is not None
+        try:
+            return self.worker.adapter(world)
+        except AdapterFailed as error:
+            raise NotApplicable(
+                f"{self.adapter} cannot act in world {world.declaration.world_id} in its "
+                f"sandboxed worker: {error}"
+            ) from None
 
     def _text_adapter(
         self, world: TextWorld, transport: Callable[[ChatRequest], ChatReply] | None
