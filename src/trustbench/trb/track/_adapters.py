@@ -19,7 +19,10 @@ A candidate is `kind = "inprocess"` with `model` naming its adapter:
   It is untrusted code, so it never runs in the harness process: its module is located without
   being imported, and the conformance kit and every trial run in a sandboxed worker process
   (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
-  the corpus nor the cache; a readable path holding either is refused at freeze.
+  the corpus nor the cache; a readable path holding either is refused at freeze. On a corpus of a
+  world with its own slots it is asked in `SlotContext` / `SlotReport` there, the worker finding
+  the world itself (`_sandboxed_slot_adapter`; its answers are checked here), and the kit checks
+  only its factory and attributes (`check_slot_adapter`).
 
 A local Hugging Face model is `model = "proxy:hf"` with its `save_pretrained` folder in
 `settings.folder` (relative to the spec file's folder; `settings.device` and `settings.dtype`
