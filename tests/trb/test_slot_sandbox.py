@@ -18,6 +18,7 @@ import pytest
 from tests.support.cli import invoke
 from tests.support.triage_world import registered_triage_world, triage_session
 
+from trustbench.trb.isolation import AdapterWorker
 from trustbench.trb.track import freeze_run_report
 
 SUPPORT = Path(__file__).parents[1] / "support"
@@ -208,7 +209,15 @@ def sandbox_record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     sessions = tmp_path / "desk.jsonl"
     sessions.write_text("".join(json.dumps(triage_session(i, seed=3)) + "\n" for i in range(4)))
     package, plugin = _submitted_package(tmp_path), _plugin_package(tmp_path)
+    sent: list[str] = []  # every request the harness sends a worker, as JSON
+    forward = AdapterWorker.request
+
+    def recorded(worker: AdapterWorker, operation: str, *arguments: Any) -> Any:
+        sent.append(json.dumps([operation, *arguments], default=str))
+        return forward(worker, operation, *arguments)
+
     with pytest.MonkeyPatch.context() as patch, registered_triage_world():
+        patch.setattr(AdapterWorker, "request", recorded)
         patch.syspath_prepend(str(tmp_path / "code"))
         patch.syspath_prepend(str(tmp_path / "plugin"))
         code, output = invoke(
@@ -217,7 +226,8 @@ def sandbox_record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         assert code == 0, output
         (tmp_path / "spec.toml").write_text(SPEC + _candidates(package, plugin))
         freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
-    return json.loads((tmp_path / "run" / "record.json").read_text())
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    return {**record, "sent_to_workers": sent}
 
 
 def _figure(record: dict[str, Any], candidate: str, name: str) -> dict[str, Any]:
@@ -260,6 +270,24 @@ def test_a_sandboxed_adapter_that_looks_for_the_continuations_finds_nothing(
     # Its priority is right wherever it found no recorded continuation: everywhere.
     assert _figure(sandbox_record, "peeker", "slot_accuracy[priority]")["estimate"] == 1.0
     assert sandbox_record["trb"]["profile"]["peeker"]["G"]["value"] == pytest.approx(1.0)
+
+
+def test_only_contexts_and_harness_built_r_prime_reach_a_slot_world_worker(
+    sandbox_record: dict[str, Any],
+) -> None:
+    calls = [json.loads(s) for s in sandbox_record["sent_to_workers"]]
+    hooks = [c[1] for c in calls if c[0] == "call" and "contexts" in c[1]]
+    assert hooks, "no hook reached a worker"
+    for hook in hooks:
+        for context in hook["contexts"]:
+            assert set(context) == {"trace_id", "t", "observations"}
+            assert context["trace_id"].startswith("trace-")  # opaque: no session id, no split
+        for r in hook.get("overrides", []):
+            assert r is None or set(r) == {"priority", "suspected_cause", "eta_hours",
+                                           "caused_by_self"}  # fmt: skip
+    everything = "\n".join(sandbox_record["sent_to_workers"])
+    for answer in ("continuation", "provenance", "outcome", "desk-3-", '"eval'):
+        assert answer not in everything, answer
 
 
 def test_a_world_registered_only_in_the_harness_is_not_run_with_the_reason(
