@@ -114,31 +114,9 @@ def check_adapter(
         makes them meaningless (e.g. no adapter was built).
     """
     results: list[ConformanceCheck] = []
-
-    def record(hook: str, check: str, problem: str | None, ok_detail: str) -> bool:
-        results.append(
-            ConformanceCheck(
-                hook=hook, check=check, passed=problem is None, detail=problem or ok_detail
-            )
-        )
-        return problem is None
-
-    try:
-        adapter = factory()
-    except Exception as error:  # any failure of user code is reported, not raised
-        record(
-            "factory", "builds an adapter", f"factory raised {type(error).__name__}: {error}", ""
-        )
-        return results
-    record("factory", "builds an adapter", None, f"built {type(adapter).__name__}")
-
-    problems = _attribute_problems(adapter)
-    if not record(
-        "attributes",
-        "declares name, tier, supports_override, hooks",
-        "; ".join(problems) or None,
-        f"tier {getattr(adapter, 'tier', None)}",
-    ):
+    record = _recorder(results)
+    adapter = _built_adapter(factory, record)
+    if adapter is None:
         return results
 
     # The kit's corpus and measures sit above the adapter contract, which they import: imported
@@ -189,6 +167,56 @@ def check_adapter(
 
     _check_override(adapter, contexts, acted, record)
     return results
+
+
+def check_slot_adapter(factory: Callable[[], Any]) -> list[ConformanceCheck]:
+    """The kit's checks that need no context, for an adapter in a world with its own slots.
+
+    Such a world generates no contexts to exercise the hooks on (its corpus is recorded
+    sessions), so the kit checks that the factory builds an adapter declaring its attributes
+    and hooks; every answer the adapter gives in the run is then checked against the world's
+    declaration where the harness receives it, an invalid one counted as the adapter's.
+    """
+    results: list[ConformanceCheck] = []
+    _built_adapter(factory, _recorder(results))
+    return results
+
+
+def _recorder(results: list[ConformanceCheck]) -> Callable[[str, str, str | None, str], bool]:
+    """A function appending one check's verdict to `results` (True when it passed)."""
+
+    def record(hook: str, check: str, problem: str | None, ok_detail: str) -> bool:
+        results.append(
+            ConformanceCheck(
+                hook=hook, check=check, passed=problem is None, detail=problem or ok_detail
+            )
+        )
+        return problem is None
+
+    return record
+
+
+def _built_adapter(
+    factory: Callable[[], Any], record: Callable[[str, str, str | None, str], bool]
+) -> Any:
+    """The factory's adapter when it builds one declaring its attributes, else None (recorded)."""
+    try:
+        adapter = factory()
+    except Exception as error:  # any failure of user code is reported, not raised
+        record(
+            "factory", "builds an adapter", f"factory raised {type(error).__name__}: {error}", ""
+        )
+        return None
+    record("factory", "builds an adapter", None, f"built {type(adapter).__name__}")
+    problems = _attribute_problems(adapter)
+    if not record(
+        "attributes",
+        "declares name, tier, supports_override, hooks",
+        "; ".join(problems) or None,
+        f"tier {getattr(adapter, 'tier', None)}",
+    ):
+        return None
+    return adapter
 
 
 def _attribute_problems(adapter: Any) -> list[str]:

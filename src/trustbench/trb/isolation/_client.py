@@ -10,7 +10,11 @@ as its measures' worst case.
 
 `IsolatedAdapter` is what the measures see: `emit_r`, `act`, `act_many`, `emit_many`, `seed`,
 and `use_encoding` when the adapter has it. It has no white box (Track 2 is "not run" for it)
-and no `act_without_r` (the harness builds the comparison arms itself).
+and no `act_without_r` (the harness builds the comparison arms itself). Built for a trace of a
+world with its own slots (`AdapterWorker.adapter(world)`), it exchanges `SlotContext` and
+`SlotReport` instead of the corridor's types, and checks each report against the world's slot
+schema here, in the harness: a report outside it is the adapter's invalid answer (`AdapterFailed`,
+recorded and counted as missing), never a report.
 """
 
 from __future__ import annotations
@@ -20,11 +24,14 @@ import dataclasses
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trustbench.errors import InputError
 from trustbench.sandbox import CandidateRaised, CandidateWorker, SandboxPlan, WorkerFailed, plan_for
 from trustbench.trb.adapter._protocol import AdapterTier, SelfReport, StepContext
+
+if TYPE_CHECKING:
+    from trustbench.trb.world import SlotContext, SlotReport, SlotWorld
 
 SESSION_ENTRY = "trustbench.trb.isolation._worker:serve"
 """What the sandbox worker imports: it builds the session that imports the adapter's factory."""
@@ -121,26 +128,69 @@ class AdapterWorker:
         with contextlib.suppress(Exception):  # interpreter shutdown: nothing left to clean
             self._stop()
 
-    def adapter(self) -> IsolatedAdapter:
-        """A fresh adapter built by the factory inside the worker."""
-        return IsolatedAdapter(self, self.request("new"))
+    def adapter(self, world: SlotWorld | None = None) -> IsolatedAdapter:
+        """A fresh adapter built by the factory inside the worker.
 
-    def conformance(self, n_traces: int) -> list[dict[str, Any]]:
-        """The conformance kit's results, run inside the worker (sandboxed)."""
-        return list(self.request("conformance", n_traces))
+        `world`: the world with its own slots of the trace it acts on, which the worker must
+        find itself (`_worker._slot_world`: it raises AdapterFailed naming why when it cannot).
+        """
+        if world is None:
+            return IsolatedAdapter(self, self.request("new"))
+        from trustbench.trb.world import declaration_sha256
+
+        declared = {"id": world.declaration.world_id,
+                    "sha256": declaration_sha256(world.declaration)}  # fmt: skip
+        return IsolatedAdapter(self, self.request("new", declared), world)
+
+    def conformance(self, n_traces: int, slot_world: bool = False) -> list[dict[str, Any]]:
+        """The conformance kit's results, run inside the worker (sandboxed).
+
+        `slot_world`: the corpus is of a world with its own slots (`check_slot_adapter`).
+        """
+        return list(self.request("conformance", n_traces, slot_world))
 
 
-def _decode(answer: dict[str, Any]) -> Any:
+def _decode(answer: dict[str, Any], world: SlotWorld | None = None) -> Any:
+    """A hook's answer: a report (checked against `world`'s slot schema there), else its value.
+
+    Raises:
+        AdapterFailed: the hook raised, or its report fits neither the report type nor the
+            slot schema (an invalid answer, never a report).
+    """
     if "error" in answer:
         raise AdapterFailed(str(answer["error"]))
     if "report" in answer:
-        return SelfReport.model_validate(answer["report"])
+        return _report(answer["report"], world)
     return answer.get("value", answer.get("invalid"))
 
 
-def _decode_soft(answer: dict[str, Any]) -> Any:
+def _report(raw: Any, world: SlotWorld | None) -> SelfReport | SlotReport:
+    """The reported r as the corridor's `SelfReport` or, in `world`, a schema-valid `SlotReport`.
+
+    Raises:
+        AdapterFailed: a report outside the type or the world's slot schema, naming the slot.
+    """
+    from pydantic import ValidationError
+
     try:
-        return _decode(answer)
+        if world is None:
+            return SelfReport.model_validate(raw)
+        from trustbench.trb.world import SlotReport
+
+        report = SlotReport.model_validate(raw)
+    except ValidationError as error:
+        raise AdapterFailed(f"invalid report: {error.errors()[0]['msg']}") from None
+    problems = world.report_problems(report)
+    if problems:
+        raise AdapterFailed(
+            f"invalid report in world {world.declaration.world_id}: {'; '.join(problems)}"
+        )
+    return report
+
+
+def _decode_soft(answer: dict[str, Any], world: SlotWorld | None = None) -> Any:
+    try:
+        return _decode(answer, world)
     except Exception:  # a failed item of a batch: missing, counted by the measure
         return None
 
@@ -148,8 +198,12 @@ def _decode_soft(answer: dict[str, Any]) -> Any:
 class IsolatedAdapter:
     """An adapter living in an `AdapterWorker`: the two hooks, batched forms and seed."""
 
-    def __init__(self, worker: AdapterWorker, info: dict[str, Any]) -> None:
+    def __init__(
+        self, worker: AdapterWorker, info: dict[str, Any], world: SlotWorld | None = None
+    ) -> None:
         self._worker = worker
+        self._world = world
+        """The world with its own slots it acts in (its answers are checked against it)."""
         self._handle = int(info["handle"])
         self.name = str(info["name"])
         tier = info.get("tier")
@@ -188,23 +242,28 @@ class IsolatedAdapter:
         """Seed the adapter in the worker."""
         self._call("seed", value=int(value))
 
-    def emit_r(self, context: StepContext) -> Any:
+    def emit_r(self, context: StepContext | SlotContext) -> Any:
         """`emit_r` in the worker."""
-        return _decode(self._call("emit_r", contexts=[context.model_dump(mode="json")])[0])
+        answer = self._call("emit_r", contexts=[context.model_dump(mode="json")])[0]
+        return _decode(answer, self._world)
 
-    def act(self, context: StepContext, r_override: SelfReport | None = None) -> Any:
-        """`act` in the worker."""
+    def act(
+        self, context: StepContext | SlotContext, r_override: SelfReport | SlotReport | None = None
+    ) -> Any:
+        """`act` in the worker (its distribution is checked by the measures, over the K actions)."""
         override = None if r_override is None else r_override.model_dump(mode="json")
         answer = self._call("act", contexts=[context.model_dump(mode="json")], overrides=[override])
-        return _decode(answer[0])
+        return _decode(answer[0], self._world)
 
-    def emit_many(self, contexts: Sequence[StepContext]) -> list[Any]:
+    def emit_many(self, contexts: Sequence[StepContext | SlotContext]) -> list[Any]:
         """`emit_r` over many contexts in one exchange (a failed item is None)."""
         answers = self._call("emit_r", contexts=[c.model_dump(mode="json") for c in contexts])
-        return [_decode_soft(a) for a in answers]
+        return [_decode_soft(a, self._world) for a in answers]
 
     def act_many(
-        self, contexts: Sequence[StepContext], overrides: Sequence[SelfReport | None]
+        self,
+        contexts: Sequence[StepContext | SlotContext],
+        overrides: Sequence[SelfReport | SlotReport | None],
     ) -> list[Any]:
         """`act` over many contexts in one exchange (a failed item is None: invalid)."""
         answers = self._call(
@@ -212,7 +271,7 @@ class IsolatedAdapter:
             contexts=[c.model_dump(mode="json") for c in contexts],
             overrides=[None if r is None else r.model_dump(mode="json") for r in overrides],
         )
-        return [_decode_soft(a) for a in answers]
+        return [_decode_soft(a, self._world) for a in answers]
 
     def close(self) -> None:
         """Drop this adapter in the worker (the worker stays for the candidate's next trial)."""

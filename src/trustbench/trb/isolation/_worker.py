@@ -5,13 +5,16 @@ The sandbox's one worker (`trustbench.sandbox.CandidateWorker`, started by
 Landlock; the audit-hook fallback only where a test asks for it; where neither can be set up it
 refuses to serve) and only then imports its entry, `serve`, which the harness calls with the
 adapter's `MODULE:FACTORY`: the factory's import-time code runs sandboxed. The session it
-returns answers the harness's calls: build a fresh adapter, seed it, `emit_r`, `act`, their
-batched forms (`emit_many` and `act_many` when the adapter has them), switch its report
-encoding, run the conformance kit, and close an adapter (its `close()` is called, as
-docs/trb.md says).
+returns answers the harness's calls: build a fresh adapter (in a world with its own slots, after
+finding that world here, `_slot_world`), seed it, `emit_r`, `act`, their batched forms
+(`emit_many` and `act_many` when the adapter has them), switch its report encoding, run the
+conformance kit, and close an adapter (its `close()` is called, as docs/trb.md says).
 
 Nothing but contexts and overrides crosses the pipe: the harness keeps the traces, Phi(r'), the
-labels and the split names, and sends each context with an opaque trace id. The answers are
+labels and the split names, and sends each context with an opaque trace id. In a world with its
+own slots the same holds: a `SlotContext` (observations so far) and a harness-built `SlotReport`
+r' go in, a report or a distribution comes out, and the harness checks it against the world's
+declaration (the worker's own checks are the candidate's and are not trusted). The answers are
 plain JSON (never pickle: the harness must not execute what an adapter sends back).
 """
 
@@ -49,19 +52,41 @@ class _Session:
     def __init__(self, factory: Any) -> None:
         self._factory = factory
         self._adapters: dict[int, Any] = {}
+        self._slot_handles: set[int] = set()
+        """Handles of adapters acting in a world with its own slots (`SlotContext` in)."""
         self._next_handle = 0
 
-    @staticmethod
-    def _r(raw: Any) -> Any:
+    def _r(self, handle: int, raw: Any) -> Any:
         from trustbench.trb.adapter._protocol import SelfReport
+        from trustbench.trb.world._slots import SlotReport
 
-        return None if raw is None else SelfReport.model_validate(raw)
+        if raw is None:
+            return None
+        report = SlotReport if handle in self._slot_handles else SelfReport
+        return report.model_validate(raw)
 
-    def new(self) -> dict[str, Any]:
-        """Build a fresh adapter; its handle and what the harness needs to know of it."""
+    def _contexts(self, handle: int, raw: list[Any]) -> list[Any]:
+        from trustbench.trb.world._slots import SlotContext
+
+        context = SlotContext if handle in self._slot_handles else StepContext
+        return [context.model_validate(c) for c in raw]
+
+    def new(self, world: dict[str, str] | None = None) -> dict[str, Any]:
+        """Build a fresh adapter; its handle and what the harness needs to know of it.
+
+        `world`: for a trace of a world with its own slots, its id and declaration digest
+        (`sha256`). The world is found here as plug-in worlds are found (`_slot_world`) and
+        given to an adapter that asks for it with `use_world(world)`.
+        """
+        found = None if world is None else _slot_world(world["id"], world["sha256"])
         adapter = self._factory()
         self._next_handle += 1
         self._adapters[self._next_handle] = adapter
+        if found is not None:
+            self._slot_handles.add(self._next_handle)
+            use_world: Callable[[Any], Any] | None = getattr(adapter, "use_world", None)
+            if callable(use_world):
+                use_world(found)
         tier = getattr(adapter, "tier", None)
         return {
             "handle": self._next_handle,
@@ -84,13 +109,14 @@ class _Session:
 
             adapter.use_encoding(SLOT_ENCODINGS[request["encoding"]])
             return None
-        contexts = [StepContext.model_validate(c) for c in request["contexts"]]
+        handle = int(request["handle"])
+        contexts = self._contexts(handle, request["contexts"])
         if hook == "emit_r":
             answers = _batched(getattr(adapter, "emit_many", None), contexts)
             if answers is not None:
                 return answers
             return [_guarded(lambda c=c: adapter.emit_r(c)) for c in contexts]
-        overrides = [self._r(r) for r in request["overrides"]]
+        overrides = [self._r(handle, r) for r in request["overrides"]]
         if hook == "continuation_logprob":
             return _scored_text(adapter, contexts[0], overrides[0], str(request["continuation"]))
         answers = _batched(getattr(adapter, "act_many", None), contexts, overrides)
@@ -104,16 +130,59 @@ class _Session:
     def close(self, handle: int) -> None:
         """Drop an adapter, calling its `close()` when it has one (its failure is its own)."""
         adapter = self._adapters.pop(handle, None)
+        self._slot_handles.discard(handle)
         close: Callable[[], Any] | None = getattr(adapter, "close", None)
         if callable(close):
             with contextlib.suppress(Exception):  # a failing close() must not stop the worker
                 close()
 
-    def conformance(self, n_traces: int) -> list[dict[str, Any]]:
-        """The conformance kit's results on the factory (as JSON)."""
-        from trustbench.trb.adapter._conformance import check_adapter
+    def conformance(self, n_traces: int, slot_world: bool = False) -> list[dict[str, Any]]:
+        """The conformance kit's results on the factory (as JSON).
 
-        return [c.model_dump(mode="json") for c in check_adapter(self._factory, n_traces=n_traces)]
+        `slot_world`: the corpus is of a world with its own slots, where the kit checks what
+        needs no corridor context (`check_slot_adapter`).
+        """
+        from trustbench.trb.adapter._conformance import check_adapter, check_slot_adapter
+
+        checks = (
+            check_slot_adapter(self._factory)
+            if slot_world
+            else check_adapter(self._factory, n_traces=n_traces)
+        )
+        return [c.model_dump(mode="json") for c in checks]
+
+
+def _slot_world(world_id: str, sha256: str) -> Any:
+    """The world with its own slots `world_id`, as this sandboxed process finds it.
+
+    Found the way plug-in worlds are everywhere (`world_for`): registered by code imported
+    here (the adapter's module calling `register_world`) or by an entry point in the group
+    `trustbench.trb_worlds`. A world registered only in the harness process is not here.
+
+    Raises:
+        LookupError: not found here, not a world with its own slots, or declared otherwise than
+            the corpus's world (its digest differs), naming which.
+    """
+    from trustbench.errors import InputError
+    from trustbench.trb.world import SlotWorld, declaration_sha256, world_for
+
+    try:
+        world = world_for(world_id)
+    except InputError:
+        raise LookupError(
+            f"world {world_id} is not registered in the sandboxed adapter worker (a world "
+            "registered only in the harness process is not seen there): register it in the "
+            "adapter's module (register_world) or by an entry point in trustbench.trb_worlds"
+        ) from None
+    if not isinstance(world, SlotWorld):
+        raise LookupError(f"world {world_id} in the sandboxed worker declares no slots of its own")
+    found = declaration_sha256(world.declaration)
+    if found != sha256:
+        raise LookupError(
+            f"world {world_id} in the sandboxed worker is declared otherwise ({found}) than the "
+            f"corpus's ({sha256})"
+        )
+    return world
 
 
 def _batched(hook: Callable[..., Iterable[Any]] | None, *batch: list[Any]) -> list[Any] | None:

@@ -19,7 +19,10 @@ A candidate is `kind = "inprocess"` with `model` naming its adapter:
   It is untrusted code, so it never runs in the harness process: its module is located without
   being imported, and the conformance kit and every trial run in a sandboxed worker process
   (`trb.isolation`: its own empty folder, Landlock or the named fallback) that can read neither
-  the corpus nor the cache; a readable path holding either is refused at freeze.
+  the corpus nor the cache; a readable path holding either is refused at freeze. On a corpus of a
+  world with its own slots it is asked in `SlotContext` / `SlotReport` there, the worker finding
+  the world itself (`_sandboxed_slot_adapter`; its answers are checked here), and the kit checks
+  only its factory and attributes (`check_slot_adapter`).
 
 A local Hugging Face model is `model = "proxy:hf"` with its `save_pretrained` folder in
 `settings.folder` (relative to the spec file's folder; `settings.device` and `settings.dtype`
@@ -105,7 +108,12 @@ from trustbench.trb.instruments._oracles import (
     TextUniformOracle,
     UniformOracle,
 )
-from trustbench.trb.isolation._client import AdapterWorker, adapter_plan, refuse_overlap
+from trustbench.trb.isolation._client import (
+    AdapterFailed,
+    AdapterWorker,
+    adapter_plan,
+    refuse_overlap,
+)
 from trustbench.trb.measures import ReferenceWhiteBox
 from trustbench.trb.proxy import (
     HFCausalLMProxyAdapter,
@@ -307,9 +315,10 @@ def user_adapter(
         {"corpus": corpus.folder, "TRB cache": cache_dir()},
     )  # fmt: skip
     worker = AdapterWorker(target, plan, fallback=candidate.isolation == "none")
+    in_slot_world = isinstance(world_for(corpus.manifest.world_id), SlotWorld)
     try:
         results = [ConformanceCheck.model_validate(r) for r in
-                   worker.conformance(options.conformance_traces)]  # fmt: skip
+                   worker.conformance(options.conformance_traces, in_slot_world)]  # fmt: skip
     except Exception as error:
         worker.close()
         raise CheckFailed(
@@ -558,12 +567,14 @@ class AdapterSource:
         """The adapter of a trace in a world with its own slots: an oracle, chat, or a factory.
 
         A slot oracle, the chat proxy (`ChatSlotAgent`, over the world's text rendering), a
-        local Hugging Face model (`HFSlotAgent`, over the same rendering), or a trusted
-        in-process factory (tests, library use) is asked in `SlotContext` and `SlotReport`;
-        every other adapter speaks the corridor's `SelfReport` or a text world.
+        local Hugging Face model (`HFSlotAgent`, over the same rendering), a trusted in-process
+        factory (tests, library use) or a submitted `MODULE:FACTORY` in its sandboxed worker
+        (`_sandboxed_slot_adapter`) is asked in `SlotContext` and `SlotReport`; every other
+        adapter speaks the corridor's `SelfReport` or a text world.
 
         Raises:
-            NotApplicable: an adapter that speaks the corridor or a text world only.
+            NotApplicable: an adapter that speaks the corridor or a text world only, or a
+                worker that cannot act in the world.
         """
         world = world_for(trace.world_id)
         assert isinstance(world, SlotWorld), "a SlotTrace is read only in a SlotWorld corpus"
@@ -575,11 +586,30 @@ class AdapterSource:
             return self.hf.slot_agent(world)
         if self.factory is not None and self.worker is None:
             return self.factory()
+        if self.worker is not None:
+            return self._sandboxed_slot_adapter(world)
         raise NotApplicable(
             f"{self.adapter} speaks the corridor's SelfReport or a text world; this trace is in "
             f"world {trace.world_id}, which declares its own slots "
             f"({', '.join(world.declaration.slots)})"
         )
+
+    def _sandboxed_slot_adapter(self, world: SlotWorld) -> Any:
+        """A fresh adapter in the candidate's worker, acting in `world` (found there itself).
+
+        Raises:
+            NotApplicable: the worker cannot find the world (registered only in the harness
+                process, or declared otherwise there) or the factory fails: the reason, so the
+                trial says "not run" with it.
+        """
+        assert self.worker is not None
+        try:
+            return self.worker.adapter(world)
+        except AdapterFailed as error:
+            raise NotApplicable(
+                f"{self.adapter} cannot act in world {world.declaration.world_id} in its "
+                f"sandboxed worker: {error}"
+            ) from None
 
     def _text_adapter(
         self, world: TextWorld, transport: Callable[[ChatRequest], ChatReply] | None
