@@ -303,3 +303,18 @@ def test_a_world_installed_by_an_entry_point_is_found_in_the_sandboxed_worker(
 ) -> None:
     entry = sandbox_record["trb"]["profile"]["entry-point"]["G"]
     assert entry["status"] == "measured" and entry["value"] == pytest.approx(1.0), json.dumps(entry)
+
+
+def test_a_worker_whose_world_is_declared_otherwise_than_the_corpus_refuses_it_naming_both() -> (
+    None
+):
+    """The worker finds a world of the corpus's id whose declaration digest differs: refused."""
+    from trustbench.trb.isolation._worker import _slot_world
+    from trustbench.trb.world import declaration_sha256
+
+    with registered_triage_world() as world:
+        found = declaration_sha256(world.declaration)
+        assert _slot_world(world.declaration.world_id, found) is world
+        with pytest.raises(LookupError, match="declared otherwise") as refused:
+            _slot_world(world.declaration.world_id, "0" * 64)
+    assert found in str(refused.value) and "0" * 64 in str(refused.value)
