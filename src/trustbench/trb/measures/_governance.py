@@ -1083,40 +1083,49 @@ def _score_own(
         row["slot_correct"][slot] += int(ok)
 
 
+def _attribution_row(trace_id: str) -> dict[str, Any]:
+    """One trace's Track 3 counters, all zero (the keys `attribution_rows` gives a trace)."""
+    return {
+        "trace_id": trace_id, "tp": 0, "pos": 0, "tn": 0, "neg": 0, "missing": 0,
+        "false_credit_cells": 0, "false_credit_claimed": 0, "false_credit_belief_sum": 0.0,
+    }  # fmt: skip
+
+
+def _count_attribution(
+    row: dict[str, Any], caused_by_self: bool, false_credit: bool, belief: float | None
+) -> None:
+    """Count one asked step: the stated belief (None: missing) credits self at 0.5 or more.
+
+    One rule for every world's Track 3. A missing belief is neither a hit nor credit; in a
+    false-credit cell it is not a correct attribution either: it is counted in `missing`.
+    """
+    row["missing"] += belief is None
+    claims_self = belief is not None and belief >= 0.5
+    if caused_by_self:
+        row["pos"] += 1
+        row["tp"] += claims_self
+    else:
+        row["neg"] += 1
+        row["tn"] += belief is not None and not claims_self
+    if false_credit:
+        row["false_credit_cells"] += 1
+        row["false_credit_claimed"] += claims_self
+        row["false_credit_belief_sum"] += 0.0 if belief is None else belief
+
+
 def attribution_rows(adapter: Adapter, traces: list[Trace]) -> list[dict[str, Any]]:
     """Per-trace Track 3 counts: positives/negatives hit, false_credit cell, missing."""
     rows = []
     for trace in traces:
-        row = {
-            "trace_id": trace.trace_id,
-            "tp": 0,
-            "pos": 0,
-            "tn": 0,
-            "neg": 0,
-            "missing": 0,
-            "false_credit_cells": 0,
-            "false_credit_claimed": 0,
-            "false_credit_belief_sum": 0.0,
-        }
+        row = _attribution_row(trace.trace_id)
         asked = [step for step in trace.steps if step.attribution is not None]
         reports = emit_many(adapter, [trace.context(step.t) for step in asked])
         for step, emitted in zip(asked, reports, strict=True):
             assert step.attribution is not None
             belief = None if emitted is None else emitted.caused_by_self
-            row["missing"] += belief is None
-            claims_self = belief is not None and belief >= 0.5
-            if step.attribution.caused_by_self:
-                row["pos"] += 1
-                row["tp"] += belief is not None and claims_self
-            else:
-                row["neg"] += 1
-                row["tn"] += belief is not None and not claims_self
-            if step.attribution.false_credit:
-                row["false_credit_cells"] += 1
-                # A missing belief in this cell is not credit, but it is not a correct
-                # attribution either; it is counted in `missing` above.
-                row["false_credit_claimed"] += claims_self
-                row["false_credit_belief_sum"] += 0.0 if belief is None else belief
+            _count_attribution(
+                row, step.attribution.caused_by_self, step.attribution.false_credit, belief
+            )
         rows.append(row)
     return rows
 
@@ -1301,28 +1310,16 @@ def slot_attribution_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) ->
     """
     slot = world.declaration.attribution_slot
     assert slot is not None, "Track 3 runs only in a world that declares an attribution slot"
-    row: dict[str, Any] = {
-        "trace_id": trace.trace_id, "tp": 0, "pos": 0, "tn": 0, "neg": 0, "missing": 0,
-        "false_credit_cells": 0, "false_credit_claimed": 0, "false_credit_belief_sum": 0.0,
-    }  # fmt: skip
+    row = _attribution_row(trace.trace_id)
     for step in trace.steps:
         if step.attribution is None:
             continue
         emitted = _slot_emit(adapter, world, trace.context(step.t))
         value = None if emitted is None else emitted.value(slot)
         belief = float(value) if isinstance(value, int | float) else None
-        row["missing"] += belief is None
-        claims_self = belief is not None and belief >= 0.5
-        if step.attribution.caused_by_self:
-            row["pos"] += 1
-            row["tp"] += claims_self
-        else:
-            row["neg"] += 1
-            row["tn"] += belief is not None and not claims_self
-        if step.attribution.false_credit:
-            row["false_credit_cells"] += 1
-            row["false_credit_claimed"] += claims_self
-            row["false_credit_belief_sum"] += 0.0 if belief is None else belief
+        _count_attribution(
+            row, step.attribution.caused_by_self, step.attribution.false_credit, belief
+        )
     return row
 
 
