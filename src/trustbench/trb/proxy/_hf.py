@@ -1431,8 +1431,10 @@ class HFSlotAgent:
     def continuation_logprob(
         self, context: SlotContext, r_override: SlotReport | None, continuation: str
     ) -> float:
-        """The log-probability of `continuation` (an action name, or free text where the world's
-        actions are open-ended) after the prompt `act` reads the action from."""
+        """The log-probability of `continuation` where `act` reads the action.
+
+        An action name, or free text where the world's actions are open-ended.
+        """
         return self.scorer.text_logprob([self._act_prompt(context, r_override)], continuation)
 
     def _act_prompt(self, context: SlotContext, r_override: SlotReport | None) -> str:
