@@ -189,7 +189,8 @@ def session_json_schema(world_id: str = DEFAULT_WORLD_ID) -> dict[str, Any]:
     (`SlotWorld`) gets `SlotSessionRecord`'s with its declaration written in: `r` and
     `r_prime` hold its declared slots (a categorical slot's values as an enum, a number's
     bounds, text as a string; null where the slot is nullable), `observation` its declared
-    fields, and `action` and a continuation's counts its K actions. What a schema cannot say
+    fields, and `action` and a continuation's counts its K actions (free text, `action` and a
+    continuation's `text`, where its actions are open-ended). What a schema cannot say
     (an r' edits an editable slot, a Phi names an r' of its step) is still the import's check.
     """
     world = world_for(world_id)
@@ -693,7 +694,8 @@ def slot_session_trace(record: SlotSessionRecord, world: SlotWorld) -> SlotTrace
 
     Every observation field, slot, action and r' is checked against the world's declaration;
     an r' without a recorded continuation takes the world's exact reference agent's Phi
-    (`policy`), and is refused in a world that declares none.
+    (`policy`), and is refused in a world that declares none. Where the world's actions are
+    open-ended, each action and each recorded continuation is free text (`_recorded_phi`).
 
     Raises:
         SessionError: The first field that cannot be imported.
