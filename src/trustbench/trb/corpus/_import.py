@@ -196,7 +196,7 @@ def session_json_schema(world_id: str = DEFAULT_WORLD_ID) -> dict[str, Any]:
     world = world_for(world_id)
     if not isinstance(world, SlotWorld):
         schema = SessionRecord.model_json_schema()
-        schema["$defs"]["HumanContinuation"]["properties"].pop("text")  # open-ended worlds only
+        _counts_required(schema["$defs"]["HumanContinuation"])
     else:
         schema = SlotSessionRecord.model_json_schema()
         _declare_slot_world(schema["$defs"], world.declaration)
@@ -238,7 +238,7 @@ def _declare_slot_world(defs: dict[str, Any], declaration: WorldDeclaration) -> 
         continuation["required"] = [*continuation.get("required", []), "text"]
     else:
         step["action"] = {"enum": actions, "description": step["action"]["description"]}
-        continuation["properties"].pop("text")
+        _counts_required(continuation)
         continuation["properties"]["actions"]["propertyNames"] = {"enum": actions}
     step["observation"] = {
         "description": declaration.observation.description,
@@ -252,6 +252,12 @@ def _declare_slot_world(defs: dict[str, Any], declaration: WorldDeclaration) -> 
     revision = defs["SessionRevision"]["properties"]
     revision["r_prime"] = {**report, "description": revision["r_prime"]["description"]}
     revision["slot"] |= {"enum": [*declaration.editable_slots, "none"]}
+
+
+def _counts_required(continuation: dict[str, Any]) -> None:
+    """A continuation over discrete actions: its counts required, no free text."""
+    continuation["properties"].pop("text")  # the free text of open-ended worlds only
+    continuation["required"] = [*continuation.get("required", []), "actions"]
 
 
 _TEXT_DESCRIPTION = "The free text done next under r' (the world's actions are open-ended)."
