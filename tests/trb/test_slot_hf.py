@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import torch
 from tests.support.cli import invoke
+from tests.support.reply_world import REPLIES, ReplyWorld, registered_reply_world, reply_session
 from tests.support.triage_world import (
     TRIAGE_DECLARATION,
     TriageWorld,
@@ -69,11 +70,15 @@ def _pieces(word: str) -> list[str]:
 @pytest.fixture(scope="module")
 def desk_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random GPT-2 and its word-level tokenizer, saved by path."""
+    return _tiny_gpt2(tmp_path_factory.mktemp("hf-desk"), _vocabulary())
+
+
+def _tiny_gpt2(folder: Path, vocabulary: list[str]) -> Path:
+    """A randomly initialised 2-layer GPT-2 (seed 0) over `vocabulary`, saved in `folder`."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    folder = tmp_path_factory.mktemp("hf-desk")
-    ids = {w: i for i, w in enumerate(_vocabulary())}
+    ids = {w: i for i, w in enumerate(vocabulary)}
     tok = Tokenizer(models.WordLevel(ids, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Split("_", behavior="isolated")]
@@ -228,3 +233,44 @@ def test_an_unknown_slot_fill_setting_is_refused_naming_the_setting(tmp_path: Pa
     with pytest.raises(InputError, match="greedy, generate") as refused:
         hf_model_folder(candidate, tmp_path)
     assert refused.value.location == "candidate hf settings.slot_fill"
+
+
+# --- open-ended actions: the desk replying in free text (`tests/support/reply_world.py`) ------
+
+OPEN_ENDED_SPEC = (
+    SPEC.split("[[candidates]]", 1)[0]
+    + """
+[[candidates]]
+name = "tiny-hf"
+kind = "inprocess"
+model = "proxy:hf"
+settings = { folder = "model" }
+"""
+)
+
+
+def test_a_proxy_hf_candidate_in_an_open_ended_world_gets_g_llr_and_g_not_applicable(
+    tmp_path: Path,
+) -> None:
+    texts = [*REPLIES.values(), ReplyWorld().slot_instruction()]
+    replies = [piece for text in texts for word in text.split() for piece in _pieces(word)]
+    vocabulary = list(dict.fromkeys([*_vocabulary(), *replies]))  # every reply word is known
+    (tmp_path / "model").mkdir()
+    _tiny_gpt2(tmp_path / "model", vocabulary)
+    sessions = tmp_path / "replies.jsonl"
+    sessions.write_text(json.dumps(reply_session(0, seed=3, steps=2)) + "\n")
+    with registered_reply_world():
+        code, output = invoke("trb", "import", str(sessions), "--out", str(tmp_path / "corpus"),
+                              "--world", "triage-reply")  # fmt: skip
+        assert code == 0, output
+        (tmp_path / "spec.toml").write_text(OPEN_ENDED_SPEC)
+        freeze_run_report(tmp_path / "spec.toml", tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "record.json").read_text())
+    llr = _figure(record, "tiny-hf", "G_llr")
+    assert llr["status"] == "measured" and math.isfinite(llr["estimate"]), llr
+    assert llr["denominator"] == 6  # 2 steps x 3 recorded replies, each scored after `Action:`
+    g = record["trb"]["profile"]["tiny-hf"]["G"]
+    assert g["status"] != "measured" and "open-ended actions: G_llr" in json.dumps(g), g
+    verdict = record["trb"]["verdicts"]["tiny-hf"]
+    assert verdict["verdict"] in ("not established", "not evaluable"), verdict["line"]
+    assert "G*: not applicable" in verdict["line"], verdict["line"]

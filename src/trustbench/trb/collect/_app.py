@@ -278,7 +278,8 @@ def slot_item_page(
     actions = declaration.action_space.actions
     shown = None
     if show_model_continuation:
-        shown = [(a, f"{cf.continuation[a]:.0%}") for a in actions]
+        phi = cf.continuation  # free text where the world's actions are open-ended
+        shown = [("next", phi)] if isinstance(phi, str) else [(a, f"{phi[a]:.0%}") for a in actions]
     return render(
         "slot_item.html.j2", base=base, world=declaration, fields=fields, history=history,
         t=t, reasoning=reasoning, model_continuation=shown,

@@ -260,8 +260,9 @@ class SlotCounterfactual(_Strict):
     """The counterfactual r', every slot within the world's declared type."""
     provenance: Provenance
     """Where r' came from: a same-session revision, a paired session, or a synthetic edit."""
-    continuation: dict[str, float]
-    """Phi(r'): the action distribution of an agent acting on r', over the world's K actions."""
+    continuation: dict[str, float] | str
+    """Phi(r'): the action distribution of an agent acting on r', over the world's K actions;
+    in a world with open-ended actions, the free text that was done next under r'."""
     continuation_source: ContinuationSource
     """Who produced the continuation: the world's exact reference agent, or people."""
 
@@ -276,7 +277,8 @@ class SlotStep(_Strict):
     r: SlotReport
     """Grader-only snapshot of r_t as the world's slot schema types it."""
     action: str
-    """Action taken (one of the world's declared actions)."""
+    """Action taken (one of the world's declared actions; free text where they are
+    open-ended)."""
     attribution: Attribution | None
     """Track 3 label for the transition into this step; null where none is labelled."""
     counterfactuals: tuple[SlotCounterfactual, ...]

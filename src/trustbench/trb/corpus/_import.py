@@ -104,8 +104,12 @@ class HumanContinuation(_Strict):
 
     r_prime: str = Field(min_length=1)
     """The id of the r' of this step that was acted on."""
-    actions: dict[str, int]
-    """How many times each action was chosen (at least one choice in all)."""
+    actions: dict[str, int] = {}
+    """How many times each action was chosen (at least one choice in all); absent in a world
+    with open-ended actions."""
+    text: str | None = None
+    """In a world with open-ended actions (and only there): the free text done next under r',
+    the continuation `G_llr` scores."""
 
 
 class SessionOutcome(_Strict):
@@ -185,12 +189,14 @@ def session_json_schema(world_id: str = DEFAULT_WORLD_ID) -> dict[str, Any]:
     (`SlotWorld`) gets `SlotSessionRecord`'s with its declaration written in: `r` and
     `r_prime` hold its declared slots (a categorical slot's values as an enum, a number's
     bounds, text as a string; null where the slot is nullable), `observation` its declared
-    fields, and `action` and a continuation's counts its K actions. What a schema cannot say
+    fields, and `action` and a continuation's counts its K actions (free text, `action` and a
+    continuation's `text`, where its actions are open-ended). What a schema cannot say
     (an r' edits an editable slot, a Phi names an r' of its step) is still the import's check.
     """
     world = world_for(world_id)
     if not isinstance(world, SlotWorld):
         schema = SessionRecord.model_json_schema()
+        _counts_required(schema["$defs"]["HumanContinuation"])
     else:
         schema = SlotSessionRecord.model_json_schema()
         _declare_slot_world(schema["$defs"], world.declaration)
@@ -222,7 +228,18 @@ def _declare_slot_world(defs: dict[str, Any], declaration: WorldDeclaration) -> 
     actions = list(declaration.action_space.actions)
     step = defs["SessionStep"]["properties"]
     step["r"] = {**report, "description": step["r"]["description"]}
-    step["action"] = {"enum": actions, "description": step["action"]["description"]}
+    continuation = defs["HumanContinuation"]
+    if declaration.action_space.kind == "open_ended":  # free text: an action and Phi are text
+        step["action"] = {"type": "string", "minLength": 1,
+                          "description": step["action"]["description"]}  # fmt: skip
+        continuation["properties"].pop("actions")
+        continuation["properties"]["text"] = {"type": "string", "minLength": 1,
+                                              "description": _TEXT_DESCRIPTION}  # fmt: skip
+        continuation["required"] = [*continuation.get("required", []), "text"]
+    else:
+        step["action"] = {"enum": actions, "description": step["action"]["description"]}
+        _counts_required(continuation)
+        continuation["properties"]["actions"]["propertyNames"] = {"enum": actions}
     step["observation"] = {
         "description": declaration.observation.description,
         "type": "object",
@@ -235,8 +252,15 @@ def _declare_slot_world(defs: dict[str, Any], declaration: WorldDeclaration) -> 
     revision = defs["SessionRevision"]["properties"]
     revision["r_prime"] = {**report, "description": revision["r_prime"]["description"]}
     revision["slot"] |= {"enum": [*declaration.editable_slots, "none"]}
-    counts = defs["HumanContinuation"]["properties"]["actions"]
-    counts["propertyNames"] = {"enum": actions}
+
+
+def _counts_required(continuation: dict[str, Any]) -> None:
+    """A continuation over discrete actions: its counts required, no free text."""
+    continuation["properties"].pop("text")  # the free text of open-ended worlds only
+    continuation["required"] = [*continuation.get("required", []), "actions"]
+
+
+_TEXT_DESCRIPTION = "The free text done next under r' (the world's actions are open-ended)."
 
 
 class SessionError(ValueError):
@@ -499,6 +523,11 @@ def _choice_counts(
 ) -> dict[str, int]:
     """The recorded choices, each a declared action with a count >= 0, at least one in all."""
     actions = declaration.action_space.actions
+    if continuation.text is not None:
+        raise SessionError(
+            f"{pointer}/text",
+            f"world {declaration.world_id}'s actions are discrete: record counts as `actions`",
+        )
     for action, count in continuation.actions.items():
         if action not in actions:
             raise SessionError(
@@ -671,7 +700,8 @@ def slot_session_trace(record: SlotSessionRecord, world: SlotWorld) -> SlotTrace
 
     Every observation field, slot, action and r' is checked against the world's declaration;
     an r' without a recorded continuation takes the world's exact reference agent's Phi
-    (`policy`), and is refused in a world that declares none.
+    (`policy`), and is refused in a world that declares none. Where the world's actions are
+    open-ended, each action and each recorded continuation is free text (`_recorded_phi`).
 
     Raises:
         SessionError: The first field that cannot be imported.
@@ -682,12 +712,7 @@ def slot_session_trace(record: SlotSessionRecord, world: SlotWorld) -> SlotTrace
         pointer = f"/steps/{t}"
         if step.outcome is not None and t == 0:
             raise SessionError(f"{pointer}/outcome", "no transition leads into the first step")
-        if step.action not in declaration.action_space.actions:
-            raise SessionError(
-                f"{pointer}/action",
-                f"unknown action {step.action!r} (known: "
-                f"{', '.join(declaration.action_space.actions)})",
-            )
+        _check_slot_action(declaration, step.action, f"{pointer}/action")
         steps.append(
             SlotStep(
                 t=t,
@@ -731,6 +756,42 @@ def _slot_observation(
     return dict(values)
 
 
+def _check_slot_action(declaration: WorldDeclaration, action: str, pointer: str) -> None:
+    """A step's action: one of the declared K, or non-empty free text where actions are open."""
+    if declaration.action_space.kind == "open_ended":
+        if not action.strip():
+            raise SessionError(pointer, "empty action (the world's actions are free text)")
+        return
+    if action not in declaration.action_space.actions:
+        raise SessionError(
+            pointer,
+            f"unknown action {action!r} (known: {', '.join(declaration.action_space.actions)})",
+        )
+
+
+def _recorded_phi(
+    declaration: WorldDeclaration, continuation: HumanContinuation, pointer: str
+) -> dict[str, float] | str:
+    """A recorded Phi(r'): the empirical distribution over the K actions, or the free text.
+
+    Where the world declares open-ended actions the continuation is the text done next
+    (`text`); counts over action names there, or a text in a discrete world, are refused.
+    """
+    if declaration.action_space.kind == "open_ended":
+        if continuation.actions:
+            raise SessionError(
+                f"{pointer}/actions",
+                f"world {declaration.world_id}'s actions are open-ended: record the free text "
+                "done next as `text`, not a distribution over action names",
+            )
+        if continuation.text is None or not continuation.text.strip():
+            raise SessionError(f"{pointer}/text", "no free text recorded for this r'")
+        return continuation.text
+    counts = _choice_counts(declaration, continuation, pointer)
+    total = sum(counts.values())
+    return {a: counts.get(a, 0) / total for a in declaration.action_space.actions}
+
+
 def _slot_counterfactuals(
     world: SlotWorld, step: SessionStep, pointer: str
 ) -> tuple[SlotCounterfactual, ...]:
@@ -738,19 +799,17 @@ def _slot_counterfactuals(
     declaration = world.declaration
     revisions = _revisions(declaration, step, pointer)
     recorded = {
-        name: _choice_counts(declaration, continuation, where)
+        name: _recorded_phi(declaration, continuation, where)
         for name, (where, continuation) in _continuations(step, revisions, pointer).items()
     }
     out = []
     for name, (k, revision) in revisions.items():
         where = f"{pointer}/counterfactuals/{k}"
         r_prime = SlotReport(check_slots(declaration, revision.r_prime, f"{where}/r_prime"))
-        counts = recorded.get(name)
-        if counts is not None:
-            total = sum(counts.values())
-            phi = {a: counts.get(a, 0) / total for a in declaration.action_space.actions}
-        else:
-            phi = world.policy(r_prime) if declaration.exact_reference else None
+        recorded_phi = recorded.get(name)
+        phi: dict[str, float] | str | None = recorded_phi
+        if phi is None and declaration.exact_reference:
+            phi = world.policy(r_prime)
         if phi is None:
             raise SessionError(
                 where,
@@ -763,7 +822,7 @@ def _slot_counterfactuals(
                 r_prime=r_prime,
                 provenance=revision.provenance,
                 continuation=phi,
-                continuation_source="human" if counts is not None else "reference_agent",
+                continuation_source="human" if recorded_phi is not None else "reference_agent",
             )
         )
     return tuple(out)

@@ -1237,19 +1237,18 @@ def slot_governance_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) -> 
     Per step: the adapter's r (emit_r, scored slot by slot against r_t), its act under r_t
     (the null edit: G's floor, every edit ignored, is TV(act(c, r_t), Phi(r')) per r'), and its
     act under each r' scored against the recorded Phi(r'); G* compares each edit's answer with
-    the answers to the step's other edits, as on the corridor.
+    the answers to the step's other edits, as on the corridor. Where the world's actions are
+    open-ended there is no distribution to compare by TV: only the slot accuracy is counted
+    here, and `G_llr` scores the recorded free text (`trb.track._measures.llr_counts`).
     """
     row = _slot_governance_row(trace, world)
     actions = world.declaration.action_space.actions
     for step in trace.steps:
         context = trace.context(step.t)
         emitted = _slot_emit(adapter, world, context)
-        row["slot_steps"] += 1
-        for slot in world.declaration.editable_slots:
-            said = None if emitted is None else emitted.value(slot)
-            row["slot_correct"][slot] += emitted is not None and _slot_right(
-                world, slot, said, step.r.value(slot)
-            )
+        _count_slot_accuracy(row, world, emitted, step.r)
+        if world.declaration.action_space.kind == "open_ended":
+            continue
         if world.declaration.exact_reference:  # Track 1b: act(c) against Phi(emit_r(c))
             plain = _slot_act(adapter, world, context, None)
             row["self_tv_sum"] += slot_tv(plain, emitted and world.policy(emitted), world)
@@ -1258,20 +1257,20 @@ def slot_governance_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) -> 
             continue
         own = _slot_act(adapter, world, context, step.r)
         got = [_slot_act(adapter, world, context, cf.r_prime) for cf in step.counterfactuals]
-        phis = [cf.continuation for cf in step.counterfactuals]
+        phis = [slot_distribution(cf.continuation) for cf in step.counterfactuals]
         for k, (cf, answer) in enumerate(zip(step.counterfactuals, got, strict=True)):
-            tv = slot_tv(answer, cf.continuation, world)
+            tv = slot_tv(answer, phis[k], world)
             row["tv_sum"] += tv
             row["n_items"] += 1
             row["invalid"] += answer is None
-            row["floor_tv_sum"] += slot_tv(own, cf.continuation, world)
+            row["floor_tv_sum"] += slot_tv(own, phis[k], world)
             source = "human" if cf.continuation_source == "human" else "synthetic"
             row[f"{source}_phi_tv_sum"] += tv
             row[f"{source}_phi_items"] += 1
             if cf.slot in row["slots"]:
                 row["slots"][cf.slot]["tv_sum"] += tv
                 row["slots"][cf.slot]["n_items"] += 1
-            best = slot_unique_argmax(cf.continuation, world)
+            best = slot_unique_argmax(phis[k], world)
             if best is not None:
                 row["hard_items"] += 1
                 row["hard_correct"] += answer is not None and (
@@ -1285,6 +1284,24 @@ def slot_governance_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) -> 
         row["ceiling_tv_sum"] += ceiling
         row["uniform_tv_sum"] += uniform
     return row
+
+
+def slot_distribution(continuation: Mapping[str, float] | str) -> Mapping[str, float]:
+    """A discrete world's Phi(r') (a distribution; free text is an open-ended world's only)."""
+    assert not isinstance(continuation, str), "free text is Phi only where actions are open"
+    return continuation
+
+
+def _count_slot_accuracy(
+    row: dict[str, Any], world: SlotWorld, emitted: SlotReport | None, r: SlotReport
+) -> None:
+    """Add one step's emit_r check: each editable slot right or not (a missing report: wrong)."""
+    row["slot_steps"] += 1
+    for slot in world.declaration.editable_slots:
+        said = None if emitted is None else emitted.value(slot)
+        row["slot_correct"][slot] += emitted is not None and _slot_right(
+            world, slot, said, r.value(slot)
+        )
 
 
 def slot_step_bounds(

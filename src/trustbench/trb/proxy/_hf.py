@@ -1377,7 +1377,9 @@ class HFSlotAgent:
       then `Action:`; the distribution over the world's K action names is the model's
       probability of each name's tokens, renormalised over the K names.
     - `continuation_logprob`: the same prompt's log-probability of an action name (not
-      renormalised), so Track 1's paired LLR (`G_llr`) is read as in the text world.
+      renormalised), so Track 1's paired LLR (`G_llr`) is read as in the text world; where
+      the world's actions are open-ended, of the recorded free-text continuation after
+      `Action:` (the only Track 1 figure there: `act` has no K names to renormalise over).
 
     Args:
         scorer: The Hugging Face proxy adapter whose `next_option_probs` reads the model.
@@ -1429,7 +1431,10 @@ class HFSlotAgent:
     def continuation_logprob(
         self, context: SlotContext, r_override: SlotReport | None, continuation: str
     ) -> float:
-        """The log-probability of `continuation` (an action name) where `act` reads the action."""
+        """The log-probability of `continuation` where `act` reads the action.
+
+        An action name, or free text where the world's actions are open-ended.
+        """
         return self.scorer.text_logprob([self._act_prompt(context, r_override)], continuation)
 
     def _act_prompt(self, context: SlotContext, r_override: SlotReport | None) -> str:

@@ -161,13 +161,18 @@ class SlotWorld:
 
         Names every declared slot with its type (categorical values, number bounds, free text,
         `null` where nullable) and the K actions, and asks for no action yet: the action is
-        read after the block (`act`), so editing the block is the intervention.
+        read after the block (`act`), so editing the block is the intervention. Where the
+        world's actions are open-ended it says the action is free text instead.
         """
         declared = self.declaration
         slots = [f"{name}: {_slot_legend(spec)}" for name, spec in declared.slots.items()]
-        actions = ", ".join(declared.action_space.actions)
+        actions = (
+            "Your action is free text, written after `Action:`."
+            if declared.action_space.kind == "open_ended"
+            else f"The actions are: {', '.join(declared.action_space.actions)}."
+        )
         return "\n".join([
-            f"The actions are: {actions}.",
+            actions,
             "Think briefly about the situation, then end your reasoning with exactly one slot "
             f"block: a line {SLOT_BLOCK_OPEN}, one line `name: value` per slot below (every slot, "
             f"no other), and a line {SLOT_BLOCK_CLOSE}. Do not state your action yet.",
