@@ -224,3 +224,20 @@ def test_exported_triage_sessions_meet_the_json_schema_written_from_the_declarat
     lines[0]["steps"][0]["action"] = "reboot"
     failed = {tuple(error.absolute_path) for error in validator.iter_errors(lines[0])}
     assert failed == {("steps", 0, "r", "eta_hours"), ("steps", 0, "action")}
+
+
+def test_a_world_with_open_ended_actions_is_refused_at_freeze_naming_the_corpus(
+    tmp_path: Path,
+) -> None:
+    """The app asks for one of K actions: free-text replies are refused, never shown as none."""
+    from tests.support.reply_world import registered_reply_world, reply_session
+
+    sessions = tmp_path / "replies.jsonl"
+    sessions.write_text("".join(json.dumps(reply_session(i, seed=4)) + "\n" for i in range(2)))
+    with registered_reply_world():
+        import_sessions(sessions, tmp_path / "source", "triage-reply")
+        (tmp_path / "protocol.toml").write_text(PROTOCOL, encoding="utf-8")
+        with pytest.raises(InputError, match="declares open-ended actions") as refused:
+            freeze_protocol(tmp_path / "protocol.toml", tmp_path / "collection")
+    assert refused.value.location == "corpus/path"
+    assert not (tmp_path / "collection").exists()

@@ -322,12 +322,21 @@ def build_frozen(protocol: CollectionProtocol, base_dir: Path) -> FrozenProtocol
 
 
 def _check_served_slots(protocol: CollectionProtocol, world_id: str) -> None:
-    """Every r' kind the protocol serves is a slot the source corpus's world lets Track 1 edit.
+    """Every r' kind served is an editable slot of a world whose K actions a person can choose.
 
     Raises:
-        InputError: naming `items/r_prime_slots`, the slot and the world's editable slots.
+        InputError: naming `items/r_prime_slots`, the slot and the world's editable slots; or
+            `corpus/path` for a world with open-ended actions.
     """
-    editable = world_for(world_id).declaration.editable_slots
+    declaration = world_for(world_id).declaration
+    if declaration.action_space.kind == "open_ended":
+        raise InputError(
+            f"world {world_id} declares open-ended actions; the collection app asks a "
+            "participant to choose one of a world's K actions and does not serve free-text "
+            "replies yet (collect them outside and import them with trb import)",
+            location="corpus/path",
+        )
+    editable = declaration.editable_slots
     unknown = [slot for slot in protocol.items.r_prime_slots if slot not in editable]
     if unknown:
         raise InputError(
