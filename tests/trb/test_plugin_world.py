@@ -30,6 +30,7 @@ from tests.support.queue_world import (
     queue_traces,
     registered_queue_world,
 )
+from tests.support.trb_spec import world_profile_spec
 from tests.trb.collect_fixtures import PROTOCOL
 
 from trustbench.errors import InputError
@@ -111,20 +112,9 @@ def test_a_plug_in_world_session_outside_its_schema_is_one_line_naming_file_line
     assert "Traceback" not in message and not (tmp_path / "c").exists()
 
 
-SPEC = """
-suite = "trb"
-track = "profile"
-concurrency = 1
-
-[corpus]
-path = "corpus"
-
-[analysis]
-bootstrap_resamples = 100
-
-[track_options]
-measures = ["governance", "attribution", "grounding"]
-splits = ["eval"]
+SPEC = (
+    world_profile_spec(["governance", "attribution", "grounding"])
+    + """
 
 [[candidates]]
 name = "governed"
@@ -141,6 +131,7 @@ name = "corridor-oracle"
 kind = "inprocess"
 model = "oracle:perfectly-governed"
 """
+)
 
 
 def test_tracks_1_and_3_on_an_imported_plug_in_world_corpus_run_through_the_harness(

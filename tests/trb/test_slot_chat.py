@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from tests.support.cli import invoke
 from tests.support.openai_server import Behaviour, OpenAIServer, probe_reply, reply
+from tests.support.trb_spec import world_profile_spec
 from tests.support.triage_world import (
     TRIAGE_DECLARATION,
     TriageWorld,
@@ -207,22 +208,12 @@ def _chat_candidate(name: str, base_url: str) -> str:
     )
 
 
-SPEC = """
-suite = "trb"
-track = "profile"
-concurrency = 1
-
-[corpus]
-path = "corpus"
-
-[analysis]
-bootstrap_resamples = 100
-
-[track_options]
-measures = ["governance", "attribution"]
-splits = ["eval"]
+SPEC = (
+    world_profile_spec(["governance", "attribution"])
+    + """
 chat_samples = 1
 """
+)
 
 
 @pytest.fixture(scope="module")

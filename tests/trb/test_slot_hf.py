@@ -22,6 +22,7 @@ import pytest
 import torch
 from tests.support.cli import invoke
 from tests.support.reply_world import REPLIES, ReplyWorld, registered_reply_world, reply_session
+from tests.support.trb_spec import world_profile_spec
 from tests.support.triage_world import (
     TRIAGE_DECLARATION,
     TriageWorld,
@@ -145,20 +146,9 @@ def test_an_hf_model_that_never_writes_a_slot_block_fails_both_hooks_as_a_format
 
 # --- Track 1 through `trb/profile` with `proxy:hf` candidates on an imported triage corpus ----
 
-SPEC = """
-suite = "trb"
-track = "profile"
-concurrency = 1
-
-[corpus]
-path = "corpus"
-
-[analysis]
-bootstrap_resamples = 100
-
-[track_options]
-measures = ["governance", "attribution"]
-splits = ["eval"]
+SPEC = (
+    world_profile_spec(["governance", "attribution"])
+    + """
 
 [[candidates]]
 name = "tiny-hf"
@@ -177,6 +167,7 @@ name = "governed"
 kind = "inprocess"
 model = "slot-oracle:governed"
 """
+)
 
 
 @pytest.fixture(scope="module")

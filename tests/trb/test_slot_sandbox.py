@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from tests.support.cli import invoke
+from tests.support.trb_spec import world_profile_spec
 from tests.support.triage_world import registered_triage_world, triage_session
 
 from trustbench.trb.isolation import AdapterWorker
@@ -110,21 +111,7 @@ UNREGISTERED = '''
 from {package}.adapters import Desk  # noqa: F401 -- never imported: it would register it
 '''
 
-SPEC = """
-suite = "trb"
-track = "profile"
-concurrency = 1
-
-[corpus]
-path = "corpus"
-
-[analysis]
-bootstrap_resamples = 100
-
-[track_options]
-measures = ["governance", "attribution"]
-splits = ["eval"]
-"""
+SPEC = world_profile_spec(["governance", "attribution"])
 
 
 def _submitted_package(tmp_path: Path) -> str:

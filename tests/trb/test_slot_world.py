@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from tests.support.cli import invoke
+from tests.support.trb_spec import world_profile_spec
 from tests.support.triage_world import (
     TRIAGE_DECLARATION,
     TriageWorld,
@@ -126,20 +127,9 @@ def test_a_slot_world_session_outside_its_declaration_is_one_line_and_writes_not
     assert not (tmp_path / "c").exists()
 
 
-SPEC = """
-suite = "trb"
-track = "profile"
-concurrency = 1
-
-[corpus]
-path = "corpus"
-
-[analysis]
-bootstrap_resamples = 100
-
-[track_options]
-measures = ["governance", "attribution", "grounding", "viability"]
-splits = ["eval"]
+SPEC = (
+    world_profile_spec(["governance", "attribution", "grounding", "viability"])
+    + """
 
 [[candidates]]
 name = "governed"
@@ -156,6 +146,7 @@ name = "corridor-oracle"
 kind = "inprocess"
 model = "oracle:perfectly-governed"
 """
+)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import torch
+from tests.support.trb_spec import world_profile_spec
 from torch import nn
 
 from trustbench.trb.corpus import write_corpus
@@ -208,20 +209,9 @@ def test_a_text_agent_without_a_white_box_is_not_applicable_never_zero() -> None
     assert "activation access" in str(headline.reason)
 
 
-SPEC = """
-suite = "trb"
-track = "profile"
-concurrency = 1
-
-[corpus]
-path = "corpus"
-
-[analysis]
-bootstrap_resamples = 100
-
-[track_options]
-measures = ["grounding"]
-splits = ["eval"]
+SPEC = (
+    world_profile_spec(["grounding"])
+    + """
 max_traces = 4
 grounding_fit_traces = 12
 
@@ -236,6 +226,7 @@ name = "governed"
 kind = "inprocess"
 model = "text-oracle:governed"
 """
+)
 
 
 def test_a_proxy_hf_candidate_on_a_text_world_corpus_gets_a_track_2_figure(
