@@ -93,6 +93,9 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
     assert f"with a {DEMO_POOL_SIZE}-case generator pool" in lines[1] and full_audit in lines[1]
     assert f"the full audit, not run here: {full_audit}" in result.output
     assert lines[-1].startswith("TRB governance gap Delta_gov = ")
+    assert "the smoke spec on 20 eval traces where `trustbench trb run --spec smoke` runs 40" in (
+        result.output
+    )
     for track, name in TRACKS.items():
         assert (out / track / "record.json").is_file()
         html = (out / track / "report.html").read_text()
@@ -260,3 +263,16 @@ def test_the_demo_declares_a_smaller_generator_pool_and_rtb_audit_keeps_the_full
     _harness_audit.run_corpus_audits(corpus, pool_size=DEMO_POOL_SIZE)  # as the demo does
     assert drawn == [_unfiltered_attackers.POOL_SIZE, DEMO_POOL_SIZE]
     assert DEMO_POOL_SIZE < _unfiltered_attackers.POOL_SIZE == 1440
+
+
+def test_the_demo_trb_spec_is_smoke_on_fewer_eval_traces_and_nothing_else() -> None:
+    import tomllib
+
+    from trustbench.demo import DEMO_TRB_SPEC
+
+    experiments = Path(__file__).parents[1] / "src" / "trustbench" / "trb" / "experiments"
+    demo = tomllib.loads((experiments / DEMO_TRB_SPEC).read_text(encoding="utf-8"))
+    smoke = tomllib.loads((experiments / "smoke.toml").read_text(encoding="utf-8"))
+    assert demo["track_options"].pop("max_traces") < smoke["track_options"].pop("max_traces")
+    assert "demo run" in demo.pop("description") and "smoke run" in smoke.pop("description")
+    assert demo == smoke  # same corpus, models, candidates, gates and seeds

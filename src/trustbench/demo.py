@@ -497,10 +497,42 @@ def _review_loop(out: Path, console: Console, verbose: bool) -> StepOutcome:
     ]
 
 
+DEMO_TRB_SPEC = "demo_profile.toml"
+"""The TRB step's spec (`trb/experiments/`): `smoke` on 20 eval traces where `smoke` runs 40, the
+same models, gates and seeds. Why: the models are cached, so traces are the step's cost, and
+the step's lesson (the gap's interval above 0, every baseline's verdict) holds at 20 (see the
+spec's header); the step prints the trace count and names `smoke` as the run to quote."""
+
+
+def _trb_experiment(file_name: str) -> Path:
+    """The path of a TRB spec shipped in `trb/experiments/`."""
+    from importlib.resources import files
+
+    return Path(str(files("trustbench.trb").joinpath("experiments", file_name)))
+
+
+def _max_traces(file_name: str) -> int:
+    """The eval traces a shipped TRB spec runs (`track_options.max_traces`).
+
+    Read from the spec so the step prints what its spec says, never a figure written twice.
+    """
+    import tomllib
+
+    spec = tomllib.loads(_trb_experiment(file_name).read_text(encoding="utf-8"))
+    return int(spec["track_options"]["max_traces"])
+
+
 def _trb_profile(out: Path, console: Console, verbose: bool) -> StepOutcome:
     from trustbench.trb.track import builtin_spec, freeze_run_report
 
-    result = freeze_run_report(builtin_spec("smoke"), out / "trb", default_progress())
+    console.print(
+        f"  ... demo spec {DEMO_TRB_SPEC}: the smoke spec on {_max_traces(DEMO_TRB_SPEC)} eval "
+        f"traces where `trustbench trb run --spec smoke` runs {_max_traces('smoke.toml')} "
+        "(same models, gates and seeds)",
+        highlight=False,
+    )
+    spec = builtin_spec(str(_trb_experiment(DEMO_TRB_SPEC)))
+    result = freeze_run_report(spec, out / "trb", default_progress())
     record = json.loads(result.record_path.read_text(encoding="utf-8"))
     gap = record["trb"]["governance_gap"]
     interval = gap["bootstrap"]
@@ -513,9 +545,10 @@ def _trb_profile(out: Path, console: Console, verbose: bool) -> StepOutcome:
     console.print(gap_line, highlight=False)
     if verbose:
         console.print(
-            "TRB smoke: all six tracks (G, grounding, attribution, viability, navigability, "
-            "transfer) for the five spec baselines (instruct, CoT-prompted and CoT-supervised "
-            "finetune token-world LMs through the proxy adapter; Trace-AI ablation and full "
+            "TRB demo profile (smoke on fewer eval traces): all six tracks (G, grounding, "
+            "attribution, viability, navigability, transfer) for the five spec baselines "
+            "(instruct, CoT-prompted and CoT-supervised finetune token-world LMs through the "
+            "proxy adapter; Trace-AI ablation and full "
             "through the native adapter) and audit oracles, with the governance gap. Reference "
             "world only (synthetic counterfactuals, no human data, one author-generated transfer "
             "context): a harness check, not a TRB score."
