@@ -14,6 +14,7 @@ from trustbench.cli import app
 from trustbench.core import read_manifest
 from trustbench.demo import (
     DEFAULT_OUT,
+    DEMO_POOL_SIZE,
     default_out,
     demo_audit_subset,
     demo_corpus_root,
@@ -83,9 +84,19 @@ def test_demo_runs_every_step_into_trustbench_demo_and_says_what_it_showed(
         audited < len(corpus.cases)
     )
     assert lines[1].endswith(
-        run_corpus_audits(corpus, attacked=demo_audit_subset(corpus)).summary()
+        run_corpus_audits(
+            corpus, attacked=demo_audit_subset(corpus), pool_size=DEMO_POOL_SIZE
+        ).summary()
     )
+    # ... and says what it ran, which is not the full audit, and how to run that one.
+    full_audit = f"`trustbench rtb audit --corpus builtin:v{corpus.version}`"
+    assert f"with a {DEMO_POOL_SIZE}-case generator pool" in lines[1] and full_audit in lines[1]
+    printed = " ".join(result.output.split())  # the console wraps long lines
+    assert f"the full audit, not run here: {full_audit}" in printed
     assert lines[-1].startswith("TRB governance gap Delta_gov = ")
+    assert "the smoke spec on 20 eval traces where `trustbench trb run --spec smoke` runs 40" in (
+        printed
+    )
     for track, name in TRACKS.items():
         assert (out / track / "record.json").is_file()
         html = (out / track / "report.html").read_text()
@@ -228,3 +239,41 @@ def test_the_demo_audits_a_corpus_without_families_whole() -> None:
     cases = [_FamilyCase(case_id=f"c{n}", group=f"g{n % 2}", family=None) for n in range(4)]
     corpus = _corpus_of(cases)
     assert demo_audit_subset(corpus) is corpus
+
+
+def test_the_demo_declares_a_smaller_generator_pool_and_rtb_audit_keeps_the_full_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from trustbench.rtb import _harness_audit
+    from trustbench.rtb.review import _audit, _learning_audit, _unfiltered_attackers
+
+    drawn: list[int] = []
+
+    def unfiltered(*_: object, pool_size: int, **__: object) -> str:
+        drawn.append(pool_size)
+        return "unfiltered"
+
+    # Only what decides the pool is real: every audit is a stand-in, so this takes no time.
+    monkeypatch.setattr(_unfiltered_attackers, "run_unfiltered_audit", unfiltered)
+    monkeypatch.setattr(_learning_audit, "run_learning_audit", lambda *_, **__: "learning")
+    monkeypatch.setattr(_audit, "run_ablation_audit", lambda *_, **__: "ablation")
+    monkeypatch.setattr(_audit, "deciding_rules", lambda *_: {})
+    monkeypatch.setattr(_harness_audit, "run_corpus_saturation", lambda *_, **__: "saturation")
+    corpus = _corpus_of([])
+    _harness_audit.run_corpus_audits(corpus)  # as `rtb audit` calls it
+    _harness_audit.run_corpus_audits(corpus, pool_size=DEMO_POOL_SIZE)  # as the demo does
+    assert drawn == [_unfiltered_attackers.POOL_SIZE, DEMO_POOL_SIZE]
+    assert DEMO_POOL_SIZE < _unfiltered_attackers.POOL_SIZE == 1440
+
+
+def test_the_demo_trb_spec_is_smoke_on_fewer_eval_traces_and_nothing_else() -> None:
+    import tomllib
+
+    from trustbench.demo import DEMO_TRB_SPEC
+
+    experiments = Path(__file__).parents[1] / "src" / "trustbench" / "trb" / "experiments"
+    demo = tomllib.loads((experiments / DEMO_TRB_SPEC).read_text(encoding="utf-8"))
+    smoke = tomllib.loads((experiments / "smoke.toml").read_text(encoding="utf-8"))
+    assert demo["track_options"].pop("max_traces") < smoke["track_options"].pop("max_traces")
+    assert "demo run" in demo.pop("description") and "smoke run" in smoke.pop("description")
+    assert demo == smoke  # same corpus, models, candidates, gates and seeds

@@ -162,7 +162,12 @@ class CorpusAudit:
 
 
 def run_corpus_audits(
-    corpus: Corpus, *, margin: float = DEFAULT_MARGIN, seed: int = 0, attacked: Corpus | None = None
+    corpus: Corpus,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    seed: int = 0,
+    attacked: Corpus | None = None,
+    pool_size: int | None = None,
 ) -> CorpusAudit:
     """Run the surface-rule, learned, artifact, unfiltered-attacker and rule-ablation audits.
 
@@ -170,6 +175,8 @@ def run_corpus_audits(
     the corpus; the demo passes its declared subset, since those attackers are most of the
     cost). The surface rules and the rule ablation always read every case: the ablation's
     release gates are sized for the corpus's count, and a subset would leave them underpowered.
+    `pool_size`: cases drawn from the generator for the pool-trained attackers (default
+    `_unfiltered_attackers.POOL_SIZE`, what `rtb audit` draws; the demo declares a smaller pool).
     """
     from trustbench.rtb.review import _audit, _learning_audit, _unfiltered_attackers
 
@@ -181,6 +188,10 @@ def run_corpus_audits(
         learning=_learning_audit.run_learning_audit(learners_on, deciding, seed=seed),
         ablation=ablation,
         unfiltered=_unfiltered_attackers.run_unfiltered_audit(
-            learners_on, deciding, margin=margin, seed=seed
+            learners_on,
+            deciding,
+            margin=margin,
+            seed=seed,
+            pool_size=_unfiltered_attackers.POOL_SIZE if pool_size is None else pool_size,
         ),
     )
