@@ -12,6 +12,7 @@ from trustbench.rtb.control._cases import control_scenarios
 from trustbench.rtb.control._grading import OUTCOMES
 from trustbench.rtb.control.track import ControlTrackOptions, demo_spec_path
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus._load import declared_subset
 
 ROOT = Path(__file__).parents[2]
 DOC = (ROOT / "docs" / "rtb-control-track.md").read_text(encoding="utf-8")
@@ -39,9 +40,11 @@ def test_doc_names_every_option_boundary_outcome_and_figure() -> None:
 @pytest.mark.parametrize("spec", [*EXAMPLES, demo_spec_path()], ids=lambda p: p.name)
 def test_examples_and_demo_spec_freeze_to_every_scenario_for_every_candidate(spec: Path) -> None:
     manifest = build_manifest(spec)
-    # The spec's corpus: every case presented directly plus the seeded fault scenarios.
+    # The spec's corpus (its declared family subset, if any): every case presented directly
+    # plus the seeded fault scenarios.
     assert manifest.spec.corpus.builtin is not None
-    cases = load_corpus(builtin_corpus_root(manifest.spec.corpus.builtin)).cases
+    corpus = load_corpus(builtin_corpus_root(manifest.spec.corpus.builtin))
+    cases = declared_subset(corpus, manifest.spec.corpus.families).cases
     scenarios = len(control_scenarios(cases))
     assert manifest.plan.cases == scenarios > len(cases)
     assert (
