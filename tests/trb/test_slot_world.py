@@ -302,3 +302,15 @@ def test_a_slot_world_adapter_that_fails_scores_every_item_tv_1_as_a_failed_tria
     for key in ("tv_sum", "n_items", "ceiling_tv_sum", "uniform_tv_sum", "hard_items"):
         assert failed[key] == pytest.approx(broken[key]), key
     assert missing["missing"] == missing["pos"] + missing["neg"] == 2
+
+
+@pytest.mark.parametrize("value", ["1", b"1", True], ids=["text", "bytes", "bool"])
+def test_a_probability_written_as_text_or_a_truth_value_is_not_a_distribution(
+    value: object,
+) -> None:
+    """float() reads "1" and True as 1.0: such an answer is malformed, never a valid act."""
+    world = TriageWorld()
+    actions = TRIAGE_DECLARATION.action_space.actions
+    dist = {actions[0]: value, **{a: 0.0 for a in actions[1:]}}
+    assert world.valid_distribution(dist) is None
+    assert world.valid_distribution({**dist, actions[0]: 1.0}) is not None

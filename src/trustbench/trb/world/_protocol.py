@@ -206,6 +206,9 @@ def distribution_problem(declaration: WorldDeclaration, dist: object) -> str | N
         return f"expected a dict over {list(actions)}, got {type(dist).__name__}"
     if set(dist) != set(actions):
         return f"expected keys {sorted(actions)}, got {sorted(map(str, dist))}"
+    if any(isinstance(dist[a], str | bytes | bool) for a in actions):
+        # float() would read "1" or True as a probability: a malformed answer, never a valid one
+        return f"expected numeric probabilities, got {dist!r}"
     try:
         values = [float(dist[a]) for a in actions]
     except (TypeError, ValueError):
