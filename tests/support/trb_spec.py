@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 
 
-def world_profile_spec(measures: Sequence[str]) -> str:
-    """A `trb/profile` spec reading the corpus folder `corpus` beside it: `measures` on eval.
+def world_profile_spec(measures: Sequence[str], splits: Sequence[str] = ("eval",)) -> str:
+    """A `trb/profile` spec reading the corpus folder `corpus` beside it: `measures` on `splits`.
 
     One trial at a time and 100 bootstrap resamples keep a test's run short; the caller adds
     its own `track_options` lines and `[[candidates]]` after it.
@@ -25,5 +25,5 @@ bootstrap_resamples = 100
 
 [track_options]
 measures = {json.dumps(list(measures))}
-splits = ["eval"]
+splits = {json.dumps(list(splits))}
 """

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.trb_spec import world_profile_spec
 
 from trustbench.trb.adapter import AdapterTier, SelfReport
 from trustbench.trb.corpus import generate_split, read_corpus, write_corpus
@@ -191,21 +192,12 @@ def test_a_text_agent_that_never_writes_the_slot_block_is_counted_missing() -> N
     assert attribution["missing"] > 0
 
 
-TEXT_SPEC = """
-suite = "trb"
-track = "profile"
-concurrency = 1
-
-[corpus]
-path = "corpus"
-
-[analysis]
-bootstrap_resamples = 100
-
-[track_options]
-measures = ["governance", "attribution", "grounding", "viability"]
-splits = ["eval", "transfer_language"]
-max_traces = 4
+TEXT_SPEC = (
+    world_profile_spec(
+        ["governance", "attribution", "grounding", "viability"],
+        splits=["eval", "transfer_language"],
+    )
+    + """max_traces = 4
 
 [[candidates]]
 name = "governed"
@@ -222,6 +214,7 @@ name = "corridor-oracle"
 kind = "inprocess"
 model = "oracle:perfectly-governed"
 """
+)
 
 
 def test_a_text_world_corpus_runs_through_the_harness_with_the_text_oracles(
