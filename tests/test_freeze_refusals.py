@@ -385,3 +385,21 @@ def test_a_settings_key_typo_is_warned_at_freeze_naming_the_closest_request_fiel
     assert "settings key 'temprature' is not a known openai_chat request field" in flat
     assert "did you mean 'temperature'?" in flat
     assert flat.count("warning:") == 1  # max_tokens, top_k and inspect_model are known
+
+
+def test_an_in_process_candidates_settings_for_its_own_code_are_not_warned_as_request_fields(
+    tmp_path: Path,
+) -> None:
+    """An `inprocess` reviewer's settings go to its own code (here `reviewer`), not to an API."""
+    from tests.rtb.test_review_track import small_corpus, spec_text
+
+    small_corpus(tmp_path / "corpus")
+    candidate = (
+        '[[candidates]]\nname = "policy"\nkind = "inprocess"\n'
+        'entry = "trustbench.rtb.review.reviewers:chat_responder"\n'
+        'settings = { reviewer = "reference-policy" }\n'
+    )
+    (tmp_path / "spec.toml").write_text(spec_text(candidate))
+    code, output = invoke("freeze", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "run"))
+    assert code == 0, output
+    assert "warning:" not in output

@@ -649,12 +649,16 @@ def unknown_settings(candidates: list[CandidateSpec], track: object = None) -> l
     ignore it: the run then measured the model at the server's default temperature. Warned, not
     refused: a server may take fields no list here knows. Keys the run's `track` reads itself
     are known too (its optional `candidate_settings(candidate)`, e.g. a TRB local model's
-    `device`): core knows no suite's settings.
+    `device`): core knows no suite's settings. A candidate whose kind is no API (`inprocess`)
+    hands its settings to its own code (an entry's factory, a built-in reviewer's `reviewer`),
+    which no list here knows: its keys are checked only against what the track declares.
     """
     declared = getattr(track, "candidate_settings", None)
     warnings = []
     for candidate in candidates:
         cls = provider_classes().get(candidate.kind)
+        if not hasattr(cls, "request_fields") and not callable(declared):
+            continue  # settings for the candidate's own code: nothing to check them against
         known = getattr(cls, "request_fields", frozenset()) | TRUSTBENCH_SETTINGS
         if callable(declared):
             known |= frozenset(cast("Iterable[str]", declared(candidate)))
