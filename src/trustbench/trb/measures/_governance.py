@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -1863,7 +1864,7 @@ def _log_probability(value: object) -> float | None:
     never stated), finite, and at most 0: a text is never likelier than certain. An adapter
     claiming log p = +5 under r' and -1 under r would otherwise raise G_llr by 6 nats.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's floats are Real
         return None
     number = float(value)
     if not math.isfinite(number) or number > LOG_PROBABILITY_TOLERANCE:
