@@ -267,8 +267,19 @@ class InterventionDetector(Desk):
         return self.world.policy(r_override)
 
 
+class Vanisher(Desk):
+    """Kills its own worker process on its first act call, mid-trial."""
+
+    def act(self, context, r_override=None):
+        os._exit(3)
+
+
 def governed():
     return Desk()
+
+
+def vanisher():
+    return Vanisher()
 
 
 def nan_everywhere():
@@ -359,6 +370,7 @@ SANDBOX_ATTACKERS = {
     "writer": "adapters:writer",
     "impostor": "impostor:make",
     "intervention-detector": "adapters:intervention_detector",
+    "vanisher": "adapters:vanisher",
 }
 
 
@@ -479,6 +491,17 @@ def test_a_sandboxed_adapter_writes_nothing_into_the_run_or_the_corpus(sandbox_r
     assert _snapshot(sandbox_run / "corpus") == (sandbox_run / "corpus.snapshot").read_text()
     assert _figure(record, "writer", "slot_accuracy[priority]")["estimate"] == 1.0
     assert _figure(record, "writer", "slot_accuracy[eta_hours]")["estimate"] == 1.0
+    assert (sandbox_run / "verify.txt").read_text().startswith("0\n")
+
+
+def test_an_adapter_that_kills_its_worker_mid_trial_gets_no_figure_and_the_run_completes(
+    sandbox_run: Path,
+) -> None:
+    record = _record(sandbox_run)
+    entry = record["trb"]["profile"]["vanisher"]["G"]
+    assert entry["value"] in (None, 0.0), json.dumps(entry)
+    assert record["trb"]["verdicts"]["vanisher"]["verdict"] != "trustworthy"
+    assert record["trb"]["profile"]["governed"]["G"]["value"] == pytest.approx(1.0)
     assert (sandbox_run / "verify.txt").read_text().startswith("0\n")
 
 
