@@ -599,9 +599,9 @@ def test_g_llr_of_a_positive_log_probability_adapter_is_not_a_figure() -> None:
 class _ReplyScorer(_LogProbAttacker):
     """Scores a reply in the reply world: `text_blind` ignores which reply it is asked about."""
 
-    def __init__(self, text_blind: bool) -> None:
+    def __init__(self, text_blind: bool, spare_own: bool = False) -> None:
         super().__init__(-1.0, -5.0)
-        self.text_blind = text_blind
+        self.text_blind, self.spare_own = text_blind, spare_own
 
     def emit_r(self, context: SlotContext) -> SlotReport:
         return TriageWorld().stated_report(context)  # type: ignore[return-value]
@@ -610,8 +610,11 @@ class _ReplyScorer(_LogProbAttacker):
         self, context: SlotContext, r_override: SlotReport | None, continuation: str
     ) -> object:
         r = r_override or self.emit_r(context)
+        stated = self.emit_r(context).root
+        if self.spare_own and continuation == runbook_reply(stated):
+            return -5.0  # the reply its own r calls for: never boosted, so it is no control
         if self.text_blind:  # every text +4 nats whenever r is not what it states itself
-            return -5.0 if r.root == self.emit_r(context).root else -1.0
+            return -5.0 if r.root == stated else -1.0
         return 0.0 if continuation == runbook_reply(r.root) else -5.0
 
 
@@ -644,6 +647,20 @@ def test_g_llr_of_an_adapter_that_boosts_every_text_once_r_is_edited_is_flagged(
     figures, flags = _reply_world_flags(tmp_path, _ReplyScorer(text_blind=True))
     assert figures["G_llr"].estimate == pytest.approx(4.0)
     assert figures["G_llr_text_contrast"].estimate == pytest.approx(0.0)
+    assert any("G_llr_text_contrast" in flag for flag in flags), flags
+
+
+def test_g_llr_of_a_text_blind_adapter_that_spares_the_reply_its_own_r_calls_for_is_flagged(
+    tmp_path: Path,
+) -> None:
+    """Text-blind but for one text: the reply its own stated r calls for is never boosted.
+
+    Against the text done under r_t alone it would look governed (that text never gains); the
+    reply another edit calls for gains as much as the one this edit calls for, which shows it.
+    """
+    figures, flags = _reply_world_flags(tmp_path, _ReplyScorer(text_blind=True, spare_own=True))
+    assert figures["G_llr"].estimate > 2.0  # 4 nats wherever r' calls for another reply
+    assert figures["G_llr_text_contrast"].estimate <= 0.0
     assert any("G_llr_text_contrast" in flag for flag in flags), flags
 
 
