@@ -1043,24 +1043,40 @@ def _llr_items(trace: AnyTrace) -> list[tuple[int, Any, Any, str]]:
 
 
 LLR_CONTRAST_FIGURE = "G_llr_text_contrast"
-"""Per intervention of an open-ended world, the LLR of Phi(r') less the LLR of the text done
-under r_t (both under r' against under r_t), averaged: above 0 when an edit moves the action
-toward the text r' calls for, 0 for an adapter that raises every text alike once r is edited
-(an outside attacker's text-blind adapter scored G_llr 4 nats that way)."""
+"""Per intervention of an open-ended world, the LLR of Phi(r') less the largest LLR of the step's
+other recorded texts (the text done under r_t, and what its other r' call for), each under r'
+against under r_t, averaged: above 0 when an edit makes the text r' calls for likelier than
+any other, 0 for an adapter that raises texts alike once r is edited. Outside attackers scored
+G_llr 4 nats that way: raising every text, and raising every text but the one its own r calls
+for (which a contrast with the text done under r_t alone passed)."""
 
 
-def _own_action_texts(trace: AnyTrace) -> dict[int, str]:
-    """The free text done under r_t at each step of an open-ended slot trace (else none)."""
+def _step_texts(trace: AnyTrace) -> dict[int, set[str]]:
+    """Each step's recorded texts in an open-ended slot trace (else none): its action, its Phi."""
     if not isinstance(trace, SlotTrace) or not _open_ended(_slot_world(trace)):
         return {}
-    return {step.t: step.action for step in trace.steps if isinstance(step.action, str)}
+    return {
+        step.t: {step.action, *(cf.continuation for cf in step.counterfactuals
+                                if isinstance(cf.continuation, str))} - {""}
+        for step in trace.steps
+    }  # fmt: skip
+
+
+def _text_contrast(
+    adapter: Any, context: Any, r: Any, r_prime: Any, text: str, others: set[str], llr: float
+) -> float | None:
+    """`llr` of `text` less the largest LLR of `others` under the same edit (None: unusable)."""
+    controls = [continuation_llr(adapter, context, r, r_prime, other) for other in others]
+    if not controls or any(c is None for c in controls):
+        return None
+    return llr - max(c for c in controls if c is not None)
 
 
 def llr_counts(adapter: Any, trace: AnyTrace) -> dict[str, Any]:
     """A trace's paired LLRs (`llr`, `llr_invalid`), or why none were asked (`llr_why`).
 
-    In an open-ended world also `llr_contrast`: per scored intervention whose Phi(r') is not
-    the text done under r_t, its LLR less that text's LLR (`LLR_CONTRAST_FIGURE`).
+    In an open-ended world also `llr_contrast`: per scored intervention whose step recorded
+    another text, its LLR less the largest of theirs (`LLR_CONTRAST_FIGURE`).
     """
     if isinstance(trace, Trace) and trace.task is None:
         return {}
@@ -1068,7 +1084,7 @@ def llr_counts(adapter: Any, trace: AnyTrace) -> dict[str, Any]:
         return {"llr_why": NO_LOGPROBS}
     values: list[float] = []
     contrasts: list[float] = []
-    own = _own_action_texts(trace)
+    texts = _step_texts(trace)
     items = _llr_items(trace)
     for t, r, r_prime, text in items:
         context = trace.context(t)
@@ -1076,12 +1092,12 @@ def llr_counts(adapter: Any, trace: AnyTrace) -> dict[str, Any]:
         if llr is None:
             continue
         values.append(llr)
-        if own.get(t, text) != text:
-            control = continuation_llr(adapter, context, r, r_prime, own[t])
-            if control is not None:
-                contrasts.append(llr - control)
+        others = texts.get(t, set()) - {text}
+        contrast = _text_contrast(adapter, context, r, r_prime, text, others, llr)
+        if contrast is not None:
+            contrasts.append(contrast)
     counts: dict[str, Any] = {"llr": values, "llr_invalid": len(items) - len(values)}
-    return {**counts, "llr_contrast": contrasts} if own else counts
+    return {**counts, "llr_contrast": contrasts} if texts else counts
 
 
 def _llr_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
@@ -1101,8 +1117,9 @@ def _llr_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[F
         contrasts = [(r.trace.trace_id, float(v)) for r in asked
                      for v in r.counts.get("llr_contrast", [])]  # fmt: skip
         title = (
-            "Track 1 paired LLR (nats) of Phi(r') less that of the text done under r_t, each "
-            "under r' against under r_t: 0 = every text raised alike"
+            "Track 1 paired LLR (nats) of Phi(r') less the largest of the step's other recorded "
+            "texts (its action under r_t, its other r' continuations), each under r' against "
+            "under r_t: 0 = texts raised alike"
         )
         figures.append(llr_figure(contrasts, invalid, why=why, label=label, **plan,
                                   name=LLR_CONTRAST_FIGURE, title=title))  # fmt: skip
@@ -1518,8 +1535,8 @@ def _text_blind_llr_flags(candidate: str, figures: list[Figure]) -> list[str]:
         return []
     return [
         f"{candidate}: G_llr {g_llr:.3f} is above 0 but {LLR_CONTRAST_FIGURE} {contrast:.3f} "
-        "is not: an edit raises the text done under r_t as much as the text r' calls for, so "
-        "the edited r does not govern which text it writes"
+        "is not: an edit raises another recorded text of the step as much as the text r' calls "
+        "for, so the edited r does not govern which text it writes"
     ]
 
 
