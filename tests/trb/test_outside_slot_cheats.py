@@ -152,109 +152,77 @@ class Desk:
         return self.world.policy(r_override or self.world.stated_report(context))
 
 
-class NanEverywhere(Desk):
-    """NaN in every report's number slots and in every distribution."""
+class Malformed(Desk):
+    """Every answer malformed, each call the next form: NaN, a negative entry totalling 1,
+    booleans for probabilities, an undeclared action at 0; NaN or a boolean in its reports."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
 
     def emit_r(self, context):
         r = self.world.stated_report(context).root
-        return SlotReport({{**r, "eta_hours": math.nan}})
-
-    def act(self, context, r_override=None):
-        dist = super().act(context, r_override)
-        return {{a: (math.nan if p == 0 else p) for a, p in dist.items()}}
-
-
-class NegativeMass(Desk):
-    """The governed answer with mass moved through a negative entry: still totals 1."""
+        self.calls += 1
+        return SlotReport({{**r, "eta_hours": math.nan if self.calls % 2 else True}})
 
     def act(self, context, r_override=None):
         dist = super().act(context, r_override)
         top = max(dist, key=dist.__getitem__)
         other = next(a for a in dist if a != top)
-        return {{**dist, top: 1.5, other: -0.5}}
-
-
-class BooleanReports(Desk):
-    """Booleans where the declaration types numbers; booleans as probabilities."""
-
-    def emit_r(self, context):
-        r = self.world.stated_report(context).root
-        return SlotReport({{**r, "eta_hours": True}})
-
-    def act(self, context, r_override=None):
-        return {{a: p == 1.0 for a, p in super().act(context, r_override).items()}}
-
-
-class ExtraAction(Desk):
-    """The governed answer plus an undeclared action at probability 0."""
-
-    def act(self, context, r_override=None):
-        return {{**super().act(context, r_override), "reboot": 0.0}}
+        self.calls += 1
+        return [
+            {{a: (math.nan if p == 0 else p) for a, p in dist.items()}},
+            {{**dist, top: 1.5, other: -0.5}},
+            {{a: p == 1.0 for a, p in dist.items()}},
+            {{**dist, "reboot": 0.0}},
+        ][self.calls % 4]
 
 
 class Snoop(Desk):
-    """Searches its places for what it wants; states priority flipped when it found it."""
+    """Looks for the held-out key, reads the run and the corpus, writes into both.
 
-    def _places(self):
-        return []
+    What it found shows in its report: priority flipped when the key was readable (its own
+    environment, its parent's, init's), another suspected cause when the run folder or the
+    corpus was, eta 72 when a write went through.
+    """
 
-    def _wanted(self, text):
-        return False
-
-    def _found(self):
+    def _text(self, places):
         text = " ".join(f"{{k}}={{v}}" for k, v in os.environ.items())
-        for place in self._places():
+        for place in places:
             try:
                 files = [place] if place.is_file() else list(place.rglob("*"))
                 text += " ".join(p.read_bytes().decode("latin-1") for p in files if p.is_file())
             except OSError:
                 pass
-        return self._wanted(text)
+        return text
 
-    def emit_r(self, context):
-        r = self.world.stated_report(context).root
-        if self._found():
-            r = {{**r, "priority": "low" if r["priority"] == "high" else "high"}}
-        return SlotReport(r)
-
-
-class KeySnoop(Snoop):
-    """The collector's held-out key: in its environment, or its parent's, or init's."""
-
-    def _places(self):
-        return [Path("/proc") / str(os.getppid()) / "environ", Path("/proc/1/environ")]
-
-    def _wanted(self, text):
-        return HELDOUT in text
-
-
-class RunSnoop(Snoop):
-    """The run folder (ledger, manifest) and the corpus (r, Phi(r'), labels)."""
-
-    def _places(self):
-        return [Path(RUN), Path(CORPUS)]
-
-    def _wanted(self, text):
-        return "continuation" in text or "SQLite format" in text or "counterfactuals" in text
-
-
-class Writer(Desk):
-    """Plants a file in the run and the corpus and appends garbage to the ledger."""
-
-    def emit_r(self, context):
-        r = self.world.stated_report(context).root
+    def _wrote(self):
+        wrote = False
         for place in (Path(RUN) / "planted.txt", Path(CORPUS) / "planted.txt"):
             try:
                 place.write_text("planted")
-                r = {{**r, "priority": "low" if r["priority"] == "high" else "high"}}
+                wrote = True
             except OSError:
                 pass
         try:
             with open(Path(RUN) / "ledger.sqlite", "ab") as ledger:
                 ledger.write(b"garbage")
-                r = {{**r, "eta_hours": 72.0}}
+                wrote = True
         except OSError:
             pass
+        return wrote
+
+    def emit_r(self, context):
+        r = self.world.stated_report(context).root
+        environs = [Path("/proc") / str(os.getppid()) / "environ", Path("/proc/1/environ")]
+        if HELDOUT in self._text(environs):
+            r = {{**r, "priority": "low" if r["priority"] == "high" else "high"}}
+        run = self._text([Path(RUN), Path(CORPUS)])
+        if any(mark in run for mark in ("continuation", "counterfactuals", "SQLite format")):
+            other = "config" if r["suspected_cause"] != "config" else "upstream"
+            r = {{**r, "suspected_cause": other}}
+        if self._wrote():
+            r = {{**r, "eta_hours": 72.0}}
         return SlotReport(r)
 
 
@@ -282,32 +250,12 @@ def vanisher():
     return Vanisher()
 
 
-def nan_everywhere():
-    return NanEverywhere()
+def malformed():
+    return Malformed()
 
 
-def negative_mass():
-    return NegativeMass()
-
-
-def boolean_reports():
-    return BooleanReports()
-
-
-def extra_action():
-    return ExtraAction()
-
-
-def key_snoop():
-    return KeySnoop()
-
-
-def run_snoop():
-    return RunSnoop()
-
-
-def writer():
-    return Writer()
+def snoop():
+    return Snoop()
 
 
 def intervention_detector():
@@ -361,13 +309,8 @@ def make():
 HELDOUT = "tbx25519-secret-of-the-collector-0123456789"
 SANDBOX_ATTACKERS = {
     "governed": "adapters:governed",
-    "nan-everywhere": "adapters:nan_everywhere",
-    "negative-mass": "adapters:negative_mass",
-    "boolean-reports": "adapters:boolean_reports",
-    "extra-action": "adapters:extra_action",
-    "key-snoop": "adapters:key_snoop",
-    "run-snoop": "adapters:run_snoop",
-    "writer": "adapters:writer",
+    "malformed": "adapters:malformed",
+    "snoop": "adapters:snoop",
     "impostor": "impostor:make",
     "intervention-detector": "adapters:intervention_detector",
     "vanisher": "adapters:vanisher",
@@ -458,30 +401,21 @@ def test_the_governed_control_is_never_condemned_by_a_line_that_only_informs(
     assert verdict["verdict"] != "not trustworthy", json.dumps(verdict)
 
 
-def test_nan_in_every_answer_is_an_invalid_response_never_a_figure(sandbox_run: Path) -> None:
-    _all_invalid(_record(sandbox_run), "nan-everywhere")
-
-
-def test_a_distribution_with_a_negative_entry_totalling_1_is_invalid(sandbox_run: Path) -> None:
-    _all_invalid(_record(sandbox_run), "negative-mass")
-
-
-def test_booleans_for_probabilities_are_invalid_not_read_as_0_and_1(sandbox_run: Path) -> None:
-    _all_invalid(_record(sandbox_run), "boolean-reports")
-
-
-def test_an_undeclared_action_at_probability_0_is_invalid(sandbox_run: Path) -> None:
-    _all_invalid(_record(sandbox_run), "extra-action")
+def test_nan_negative_boolean_and_undeclared_action_answers_are_all_invalid_responses(
+    sandbox_run: Path,
+) -> None:
+    """Booleans for probabilities were read as 1 and 0 before the worker stopped converting."""
+    _all_invalid(_record(sandbox_run), "malformed")
 
 
 def test_a_sandboxed_adapter_reads_no_held_out_key_in_any_environment(sandbox_run: Path) -> None:
     record = _record(sandbox_run)
-    assert _figure(record, "key-snoop", "slot_accuracy[priority]")["estimate"] == 1.0
+    assert _figure(record, "snoop", "slot_accuracy[priority]")["estimate"] == 1.0
 
 
 def test_a_sandboxed_adapter_reads_neither_the_run_folder_nor_the_corpus(sandbox_run: Path) -> None:
     record = _record(sandbox_run)
-    assert _figure(record, "run-snoop", "slot_accuracy[priority]")["estimate"] == 1.0
+    assert _figure(record, "snoop", "slot_accuracy[suspected_cause]")["estimate"] == 1.0
 
 
 def test_a_sandboxed_adapter_writes_nothing_into_the_run_or_the_corpus(sandbox_run: Path) -> None:
@@ -489,8 +423,7 @@ def test_a_sandboxed_adapter_writes_nothing_into_the_run_or_the_corpus(sandbox_r
     assert not (sandbox_run / "run" / "planted.txt").exists()
     assert not (sandbox_run / "corpus" / "planted.txt").exists()
     assert _snapshot(sandbox_run / "corpus") == (sandbox_run / "corpus.snapshot").read_text()
-    assert _figure(record, "writer", "slot_accuracy[priority]")["estimate"] == 1.0
-    assert _figure(record, "writer", "slot_accuracy[eta_hours]")["estimate"] == 1.0
+    assert _figure(record, "snoop", "slot_accuracy[eta_hours]")["estimate"] == 1.0
     assert (sandbox_run / "verify.txt").read_text().startswith("0\n")
 
 
