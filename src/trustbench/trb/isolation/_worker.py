@@ -35,6 +35,11 @@ def _jsonable(value: Any) -> Any:
     if callable(dump):
         return {"report": dump(mode="json")}
     if isinstance(value, dict):
+        if any(isinstance(v, str | bytes | bool) for v in value.values()):
+            # float() would read "0.25" or True as a probability here, where the harness's
+            # `distribution_problem` cannot see it any more (an outside attacker's booleans
+            # were counted as 1 and 0): a malformed answer, never a valid one
+            return {"invalid": repr(value)[:200]}
         try:
             return {"value": {str(k): float(v) for k, v in value.items()}}
         except (TypeError, ValueError):
@@ -203,8 +208,14 @@ def _batched(hook: Callable[..., Iterable[Any]] | None, *batch: list[Any]) -> li
 def _scored_text(adapter: Any, context: Any, override: Any, text: str) -> dict[str, Any]:
     """`continuation_logprob`'s answer as JSON: the float, or the error it raised."""
     try:
-        return {"logprob": float(adapter.continuation_logprob(context, override, text))}
+        logprob = adapter.continuation_logprob(context, override, text)
     except Exception as error:  # reported to the harness: an invalid answer, never a default
+        return {"error": f"{type(error).__name__}: {error}"[:500]}
+    if isinstance(logprob, str | bytes | bool):  # not a number the adapter stated: invalid
+        return {"error": f"continuation_logprob returned {logprob!r}, not a number"[:500]}
+    try:
+        return {"logprob": float(logprob)}
+    except (TypeError, ValueError) as error:
         return {"error": f"{type(error).__name__}: {error}"[:500]}
 
 

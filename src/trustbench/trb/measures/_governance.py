@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -1228,7 +1229,34 @@ def _slot_governance_row(trace: SlotTrace, world: SlotWorld) -> dict[str, Any]:
         "slots": {s: {"tv_sum": 0.0, "n_items": 0} for s in editable},
         "slot_correct": dict.fromkeys(editable, 0),
         "slot_steps": 0,
+        "identity_items": 0,
     }
+
+
+def _count_slot_track_1b(
+    row: dict[str, Any],
+    adapter: Any,
+    world: SlotWorld,
+    context: SlotContext,
+    emitted: SlotReport | None,
+) -> None:
+    """Track 1b on one step of a discrete slot world: the adapter's own r against its action.
+
+    The identity edit (its own r written back as an override, a fresh copy, so no object
+    identity to recognise) must not change what it does left alone; that needs no reference
+    agent, so it is counted in every discrete slot world. An outside attacker's adapter that
+    obeys every r' but waits whenever it is left alone scored G = G* = 1 with no Track 1b
+    figure here. Self-consistency (act(c) against Phi(emit_r(c))) needs Phi of the stated r:
+    only where the world's `policy` is its exact reference agent. A missing report scores 1.
+    """
+    plain = _slot_act(adapter, world, context, None)
+    if world.declaration.exact_reference:
+        row["self_tv_sum"] += slot_tv(plain, emitted and world.policy(emitted), world)
+        row["self_items"] += 1
+    written_back = None if emitted is None else SlotReport(dict(emitted.root))
+    identity = None if written_back is None else _slot_act(adapter, world, context, written_back)
+    row["identity_tv_sum"] += slot_tv(plain, identity, world)
+    row["identity_items"] += 1
 
 
 def slot_governance_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) -> dict[str, Any]:
@@ -1249,10 +1277,7 @@ def slot_governance_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) -> 
         _count_slot_accuracy(row, world, emitted, step.r)
         if world.declaration.action_space.kind == "open_ended":
             continue
-        if world.declaration.exact_reference:  # Track 1b: act(c) against Phi(emit_r(c))
-            plain = _slot_act(adapter, world, context, None)
-            row["self_tv_sum"] += slot_tv(plain, emitted and world.policy(emitted), world)
-            row["self_items"] += 1
+        _count_slot_track_1b(row, adapter, world, context, emitted)
         if not step.counterfactuals:
             continue
         own = _slot_act(adapter, world, context, step.r)
@@ -1818,13 +1843,33 @@ def continuation_llr(
     """
     score = adapter.continuation_logprob  # type: ignore[attr-defined]
     try:
-        under_edit = float(score(context, r_prime, continuation))
-        under_r = float(score(context, r, continuation))
+        under_edit = _log_probability(score(context, r_prime, continuation))
+        under_r = _log_probability(score(context, r, continuation))
     except Exception:  # the candidate's failure is an invalid answer, never a default
         return None
-    if not (math.isfinite(under_edit) and math.isfinite(under_r)):
+    if under_edit is None or under_r is None:
         return None
     return under_edit - under_r
+
+
+LOG_PROBABILITY_TOLERANCE = 1e-6
+"""How far above 0 (nats) a summed log-probability may read and still count as one: a model's
+log-softmax can round a hair above 0 for a certain token; anything beyond is no probability."""
+
+
+def _log_probability(value: object) -> float | None:
+    """`value` as a natural-log probability, or None when it cannot be one.
+
+    A number (not a boolean, not a numeric string: both would be read as a figure the adapter
+    never stated), finite, and at most 0: a text is never likelier than certain. An adapter
+    claiming log p = +5 under r' and -1 under r would otherwise raise G_llr by 6 nats.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's floats are Real
+        return None
+    number = float(value)
+    if not math.isfinite(number) or number > LOG_PROBABILITY_TOLERANCE:
+        return None
+    return min(number, 0.0)
 
 
 def scores_continuations(adapter: object) -> bool:
@@ -1873,17 +1918,19 @@ def llr_figure(
     seed: int = 0,
     resamples: int = 1000,
     label: str = "",
+    name: str = LLR_FIGURE,
+    title: str = "Track 1 paired log-likelihood ratio (nats) of Phi(r') under r' against under r_t",
 ) -> Figure:
     """`G_llr` from scored interventions: (trace id, LLR) pairs and the invalid answers' count.
 
     The one figure `llr_governance` and the track's Track 1 (`trb.track._measures`, from each
-    trial's recorded LLRs) both return. "not_applicable" (never 0) with `why` when the adapter
-    could not be asked, or when no intervention gave a usable answer.
+    trial's recorded LLRs) both return; `name` and `title` name another mean of paired LLRs
+    made the same way (`G_llr_text_contrast`). "not_applicable" (never 0) with `why` when the
+    adapter could not be asked, or when no intervention gave a usable answer.
     """
-    title = "Track 1 paired log-likelihood ratio (nats) of Phi(r') under r' against under r_t"
     if why is not None:
         return Figure(
-            name=LLR_FIGURE, status="not_applicable", cluster="trace",
+            name=name, status="not_applicable", cluster="trace",
             description=f"{title} {label}".strip(), reason=why,
         )  # fmt: skip
     description = (
@@ -1892,11 +1939,11 @@ def llr_figure(
     ).strip()
     if not usable:
         return Figure(
-            name=LLR_FIGURE, status="not_applicable", cluster="trace", description=description,
+            name=name, status="not_applicable", cluster="trace", description=description,
             reason="no intervention gave a usable log-probability",
         )  # fmt: skip
     return clustered_figure(
-        LLR_FIGURE,
+        name,
         [llr for _, llr in usable],
         None,
         [trace for trace, _ in usable],

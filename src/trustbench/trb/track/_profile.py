@@ -53,6 +53,7 @@ from trustbench.trb.track._lookup import (
 )
 from trustbench.trb.track._measures import (
     AXIS_TRACKS,
+    PAIRED_DATA_FLAGS,
     PROFILE_AXES,
     MeasureRow,
     NoRArm,
@@ -1559,9 +1560,11 @@ FORMAT_FIX = (
 """The setting that fixes a format failure, shown with its count."""
 TRUST_METRIC = "trb_trustworthy"
 """The implicit gate's metric name."""
-INFORMATIVE = ("trial(s) not applicable, not scored", NOISE_DROP)
+INFORMATIVE = ("trial(s) not applicable, not scored", NOISE_DROP, *PAIRED_DATA_FLAGS)
 """Flag texts that inform without disqualifying (a trace the adapter cannot be asked on; a
-transfer drop inside noise, which Track 6's bar reports as not established instead)."""
+transfer drop inside noise, which Track 6's bar reports as not established instead; figures on
+human data shown beside the synthetic ones: an outside attacker found that line alone made an
+honest governed adapter on a human-only corpus "not trustworthy")."""
 COT_SFT = "cot-supervised-finetune"
 PROXY_BASELINES = ("instruct", "cot-prompted", "cot-supervised-finetune")
 TRACK_TITLES = {

@@ -36,7 +36,7 @@ import math
 import re
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from trustbench.trb.world._protocol import (
     CategoricalSlot,
@@ -60,6 +60,20 @@ class SlotReport(RootModel[dict[str, SlotValue]]):
     """r_t of a `SlotWorld`: slot name -> value, as the world's slot schema types them."""
 
     model_config = ConfigDict(frozen=True)
+
+    @field_validator("root", mode="before")
+    @classmethod
+    def _no_booleans(cls, root: object) -> object:
+        """Refuse a boolean value: pydantic would read True as the number 1.0.
+
+        A number slot's `True` is not a number the adapter stated (`slot_value_problem` refuses
+        it too), and read as 1.0 it passed every later check (found by an outside attacker).
+        """
+        if isinstance(root, dict):
+            for slot, value in root.items():
+                if isinstance(value, bool):
+                    raise ValueError(f"{slot}: {value!r} is a boolean, not a slot value")
+        return root
 
     def value(self, slot: str) -> SlotValue:
         """The slot's value (None when absent or null)."""
