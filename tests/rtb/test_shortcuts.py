@@ -129,19 +129,39 @@ def test_fitted_rules_never_train_and_score_on_the_same_group(monkeypatch) -> No
     group_of = {id(d): c.group for c, d in zip(cases, documents, strict=True)}
 
     class _Spy:
-        def fit(self, docs: list[dict[str, Any]], labels: list[str]) -> _Spy:
-            self.train = {group_of[id(d)] for d in docs}
+        def fit(self, surfaces: list[_shortcuts.Surface], labels: list[str]) -> _Spy:
+            self.train = {group_of[id(s.document)] for s in surfaces}
             seen.append((self.train, set()))
             return self
 
-        def predict(self, document: dict[str, Any]) -> str:
-            seen[-1][1].add(group_of[id(document)])
+        def predict(self, surface: _shortcuts.Surface) -> str:
+            seen[-1][1].add(group_of[id(surface.document)])
             return "permit"
 
     monkeypatch.setattr(_shortcuts, "FITTED_RULES", {"spy": ("spy", _Spy)})
     shortcut_audit(cases, documents)
     assert len(seen) == 2
     assert all(train and scored and not train & scored for train, scored in seen)
+
+
+def test_the_audit_computes_each_inputs_words_and_parameter_differences_once(
+    monkeypatch,
+) -> None:
+    # Five fixed rules and two trees (each fitted and scored on both halves) read them.
+    cases = make_cases()
+    documents = [export(c).model_dump(mode="json") for c in cases]
+    calls = {"word_features": 0, "parameter_differences": 0}
+    for name in calls:
+        original = getattr(_shortcuts, name)
+
+        def counted(document: dict[str, Any], _original=original, _name=name) -> Any:
+            calls[_name] += 1
+            return _original(document)
+
+        monkeypatch.setattr(_shortcuts, name, counted)
+    report = shortcut_audit(cases, documents)
+    assert all(r.accuracy is not None for r in report.rules)
+    assert calls == {"word_features": len(cases), "parameter_differences": len(cases)}
 
 
 def test_surface_features_read_any_json_input_generically() -> None:

@@ -54,11 +54,6 @@ class PairedConfiguration:
     """The source run's candidate records (for member identities)."""
 
 
-def is_human_run(manifest: Manifest) -> bool:
-    """True when any candidate of the run is a participant."""
-    return any(c.participant is not None for c in manifest.spec.candidates)
-
-
 def paired_name(configuration: str, manifest_sha256: str) -> str:
     """How a paired AI configuration is named in a human run's report."""
     return f"{configuration} [run {manifest_sha256[:8]}]"

@@ -55,7 +55,6 @@ from trustbench.rtb.corpus._models import (
     reference_status_paragraphs,
     reference_status_record,
 )
-from trustbench.rtb.human._analysis import human_report, is_human_run, paired_configurations
 from trustbench.rtb.policy._registry import policy_for
 from trustbench.rtb.review._audit import cases_deciding, declared_rules
 from trustbench.rtb.review._chain import ConfigurationKind, ReviewConfiguration
@@ -1021,15 +1020,23 @@ class _Run:
     cases: dict[str, Any]
 
 
+def is_human_run(manifest: Manifest) -> bool:
+    """True when any candidate of the run is a participant."""
+    return any(c.participant is not None for c in manifest.spec.candidates)
+
+
 def _entries(run: _Run, graded: Any) -> tuple[list[Entry], Any]:
     """Every configuration to report: this run's own, then the paired human ones."""
     manifest, corpus = run.manifest, run.corpus
     # A human run pairs its participants with AI configurations of earlier, verified runs; they
     # join the report as configurations of their own (figures, paired comparisons), not as gated
     # subjects of this run.
-    paired, sources = (
-        paired_configurations(manifest, corpus) if is_human_run(manifest) else ([], {})
-    )
+    paired, sources = [], {}
+    if is_human_run(manifest):
+        # Imported here: only a human run's report needs the human analysis (and its store).
+        from trustbench.rtb.human._analysis import paired_configurations
+
+        paired, sources = paired_configurations(manifest, corpus)
     own_records = {c.name: c for c in manifest.candidates}
     entries: list[Entry] = [
         (c, m, *configuration_rows(c, m, corpus, run.k, graded), own_records)
@@ -1242,6 +1249,8 @@ def analyze_review(manifest: Manifest, ledger: LedgerContents, corpus: Corpus) -
     human_blocks: list[Block] = []
     human_record: dict[str, Any] | None = None
     if human:
+        from trustbench.rtb.human._analysis import human_report
+
         outcomes = {t["trial_id"]: t.get("outcome") or {} for t in ledger.trials}
         ordered = {(m.case.case_id, m.candidate, m.trial): m for m in in_order}
         human_blocks, human_record = human_report(

@@ -204,7 +204,7 @@ class KeywordStufferReviewer:
         """Return the stuffed reply for one input."""
         # Imported here: the shortcut rules bring numpy (their decision trees), which a run of
         # any other reviewer never needs (issue 35: start-up).
-        from trustbench.rtb.review._shortcuts import revision_count
+        from trustbench.rtb.review._shortcuts import Surface, revision_count
 
         document = candidate_input.model_dump(mode="json")
         codes = list(_format(candidate_input).reason_codes)
@@ -215,7 +215,7 @@ class KeywordStufferReviewer:
             candidate_input,
             {
                 "evaluation_id": candidate_input.evaluation_id,
-                "decision": revision_count(document),
+                "decision": revision_count(Surface(document)),
                 "reason_codes": codes,
                 "evidence_refs": [record.record_id for record in candidate_input.evidence],
                 "explanation": "; ".join(dict.fromkeys(words)),
