@@ -225,6 +225,9 @@ def removed_if_refused(run_dir: Path, *, made_here: bool | None = None) -> Itera
     leave a `spec.toml` that refused the corrected command ("a different spec"). A folder that
     existed before, or where any attempt was recorded, is kept: it may be evidence.
     `made_here`: whether this command made the folder (None: it does so inside the block).
+
+    The refusal then says the folder is gone: the command had already printed
+    `spec: RUN/spec.toml (edit it and rerun ...)`, and a user went looking for that file.
     """
     from trustbench.errors import TrustbenchError
 
@@ -232,10 +235,12 @@ def removed_if_refused(run_dir: Path, *, made_here: bool | None = None) -> Itera
         made_here = not run_dir.exists()
     try:
         yield
-    except TrustbenchError:
-        if made_here and not _attempt_recorded(run_dir):
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
+    except TrustbenchError as refused:
+        if not made_here or _attempt_recorded(run_dir):
+            raise
+        shutil.rmtree(run_dir, ignore_errors=True)
+        kept_nothing = f"; nothing was kept ({run_dir} removed): fix that and rerun this command"
+        raise type(refused)(refused.message + kept_nothing, location=refused.location) from None
 
 
 def _attempt_recorded(run_dir: Path) -> bool:

@@ -242,3 +242,18 @@ def test_ctrl_c_during_the_quick_path_says_how_far_it_got_and_keeps_the_folder_t
     assert "interrupted: 3/480 trials finished and recorded (1 failed); resume with: " in output
     assert f"(or trustbench run {run}, then trustbench report {run})" in output
     assert (tmp_path / run / "manifest.json").is_file()  # kept: the resume needs it
+
+
+def test_a_refused_attempt_says_its_folder_was_removed_not_to_edit_the_spec_it_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The command prints `spec: RUN/spec.toml (edit it and rerun ...)` before freezing; the
+    # refusal that removes RUN again must say so, or a user goes looking for that file.
+    monkeypatch.delenv("UNSET_KEY_FOR_THIS_TEST", raising=False)
+    run = tmp_path / "run"
+    code, message = invoke(
+        "rtb", "review", "--model", "openai/m", "--base-url", "http://127.0.0.1:9/v1",
+        "--api-key-env", "UNSET_KEY_FOR_THIS_TEST", "--out", str(run),
+    )  # fmt: skip
+    assert code == 2 and "UNSET_KEY_FOR_THIS_TEST" in message, message
+    assert f"nothing was kept ({run} removed)" in message and not run.exists()

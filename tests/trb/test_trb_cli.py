@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,38 @@ def test_the_profile_table_keeps_every_candidate_name_whole_at_80_columns(
     for name in names:
         assert printed.count(name) >= 2, (name, printed)  # profile row and baseline row, whole
     assert "…" not in printed
+
+
+@pytest.mark.parametrize("columns", [80, 120, 200])
+def test_the_profile_tables_never_fold_a_figure_mid_number_at_any_width(
+    columns: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # At 80 and 120 columns the tables folded `-0.003` into `-0.00` over `3`: a wrong figure.
+    from trustbench.trb._cli_tables import _print_profile_record
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    axis = {"value": -0.003, "lower": -0.022, "upper": 0.016}
+    names = ("trace-ai-full", "trace-ai-ablation", "cot-supervised-finetune", "oracle:uniform")
+    record = {
+        "qualifications": [],
+        "trb": {
+            "version": "trb-v4", "corpus": {"sha256": "0" * 64},
+            "profile": {n: dict.fromkeys(("G", "ground", "attr", "viab", "nav", "trans"), axis)
+                        for n in names},
+            "adapters": {n: {"tier": "native"} for n in names},
+            "baselines": [{"baseline": n, "adapter_tier": "native", "status": "run",
+                           "candidate": n, "profile": dict.fromkeys(("G", "nav"), axis)}
+                          for n in names],
+            "governance_gap": {"status": "not run", "reason": "no pair"}, "flags": [],
+        },
+    }  # fmt: skip
+    _print_profile_record(record)
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines()) <= columns
+    figures = re.findall(r"-?\d+\.\d*", printed)  # a folded `-0.003` leaves `-0.00`
+    assert set(figures) <= {"-0.003", "-0.022", "0.016"}, printed
+    for name in names:
+        assert printed.count(name) >= 2, (name, printed)  # profile and baseline rows, whole
 
 
 def test_corpus_command_with_world_text_ops_writes_a_text_world_corpus(tmp_path: Path) -> None:

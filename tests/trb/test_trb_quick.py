@@ -214,3 +214,17 @@ def test_timeout_and_concurrency_set_the_copied_specs_top_level_keys(tmp_path: P
     data = tomllib.loads(written.read_text())
     assert (data["timeout_s"], data["concurrency"]) == (300.0, 2)  # smoke says concurrency = 1
     assert data["track"] == "profile" and data["candidates"][-1]["model"] == "m"
+
+
+def test_max_tokens_sets_the_models_settings_and_goes_only_with_model(tmp_path: Path) -> None:
+    # The format failure's fix is "raise the candidate's settings.max_tokens": the quick path
+    # takes it as the reviewer's does, and an act call still sets its own limit.
+    from trustbench._quick_model import CallLimits
+    from trustbench.trb._quick import QuickOptions, spec_and_folder
+
+    quick = QuickOptions("openai/m", call=CallLimits(max_tokens=2048))
+    written, _, _ = spec_and_folder("smoke", tmp_path / "run", quick)
+    *_, candidate = tomllib.loads(written.read_text())["candidates"]
+    assert candidate["settings"] == {"max_tokens": 2048}
+    code, message = invoke("trb", "run", "--max-tokens", "64", "--out", str(tmp_path / "x"))
+    assert code == 2 and "--max-tokens" in message and "--model" in message, message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -86,22 +87,71 @@ def _print_head(console: Any, record: dict[str, Any]) -> None:
         console.print(f"[yellow]{escape(line)}[/]")
 
 
+def fits_unfolded(
+    width: int, fixed: Sequence[Sequence[str]], wrapped: Sequence[Sequence[str]]
+) -> bool:
+    """Whether a rich table fits `width` columns without folding a word, a figure mid-number.
+
+    rich wraps a cell at its spaces, then folds a word longer than its column: `0.013` in a
+    four-character column read `0.01` over `3`, and the TRB tables did so at 80 and at 120
+    columns. Too wide, rich narrows the widest wrapping columns to one level, so each keeps at
+    least an equal share of what the borders, padding and no-wrap columns leave; the table
+    reads whole when that share holds the longest word of every wrapping column.
+
+    Args:
+        width: The console's width.
+        fixed: Each no-wrap column's texts (header and cells).
+        wrapped: Each wrapping column's texts (header and cells).
+    """
+    columns = len(fixed) + len(wrapped)
+    rules_and_padding = columns + 1 + 2 * columns  # rich's default box, one space each side
+    left = width - rules_and_padding - sum(max(map(len, texts), default=0) for texts in fixed)
+    words = [len(word) for texts in wrapped for text in texts for word in text.split()]
+    return left // max(len(wrapped), 1) >= max(words, default=0)
+
+
+def _print_table_or_lines(
+    console: Any, title: str, header: Sequence[str], rows: Sequence[Sequence[str]], names: int
+) -> None:
+    """`rows` as a table when it fits the terminal unfolded, else one line per row.
+
+    The first `names` columns name the row (never wrapped: `trace-ai-full` and
+    `trace-ai-ablation` both read `trace-…` once); the others are figures. A terminal too
+    narrow for the table gets each row as `name (header name): header value; ...`, wrapped at
+    its spaces, so no figure is cut.
+    """
+    from rich.markup import escape
+    from rich.table import Table
+
+    columns = [[head, *(row[i] for row in rows)] for i, head in enumerate(header)]
+    if fits_unfolded(console.width, columns[:names], columns[names:]):
+        table = Table(title=title)
+        for index, head in enumerate(header):
+            table.add_column(head, no_wrap=index < names)
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
+        return
+    console.print(f"{title}, one row a line:")
+    for row in rows:
+        others = ", ".join(
+            f"{head} {name}" for head, name in zip(header[1:names], row[1:names], strict=True)
+        )
+        named = f"{row[0]} ({others})" if others else row[0]
+        figures = "; ".join(
+            f"{head} {cell}" for head, cell in zip(header[names:], row[names:], strict=True)
+        )
+        console.print(escape(f"{named}: {figures}"))
+
+
 def _print_profile_record(record: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     console = Console()
     trb = record["trb"]
     _print_head(console, record)
-    table = Table(title="Profile vector, eval split (95% trace-clustered bootstrap)")
     axes_order = ("G", "ground", "attr", "viab", "nav", "trans")
-    # Names are never cut (`trace-ai-full` and `trace-ai-ablation` both read `trace-…` once):
-    # the name columns keep their full width and the figure columns wrap to fit the terminal.
-    names = max((len(name) for name in trb["profile"]), default=9)
-    table.add_column("candidate", no_wrap=True, min_width=names)
-    for column in ("tier", *axes_order):
-        table.add_column(column, overflow="fold")
 
     def cell(a: dict[str, Any] | None) -> str:
         if not a or a.get("value") is None:
@@ -109,30 +159,37 @@ def _print_profile_record(record: dict[str, Any]) -> None:
         bounds = "" if a.get("lower") is None else f" [{a['lower']:.3f}, {a['upper']:.3f}]"
         return f"{a['value']:.3f}{bounds}"
 
-    for name, axes in trb["profile"].items():
-        cells = [cell(axes.get(axis)) for axis in axes_order]
-        table.add_row(escape(name), str(trb["adapters"][name]["tier"]), *cells)
-    console.print(table)
-    baselines = Table(title="Baselines (spec §4), eval split (intervals in the report)")
-    baselines.add_column("baseline", no_wrap=True)
-    candidates = max((len(str(b["candidate"] or "-")) for b in trb["baselines"]), default=9)
-    baselines.add_column("candidate", no_wrap=True, min_width=candidates)
-    for column in ("tier", "status", *axes_order):
-        baselines.add_column(column, overflow="fold")
+    _print_table_or_lines(
+        console,
+        "Profile vector, eval split (95% trace-clustered bootstrap)",
+        ("candidate", "tier", *axes_order),
+        [
+            [name, str(trb["adapters"][name]["tier"]), *(cell(axes.get(a)) for a in axes_order)]
+            for name, axes in trb["profile"].items()
+        ],
+        names=1,
+    )
+    rows = []
     slot_lines = []
     for b in trb["baselines"]:
         profile = b.get("profile") or {}
-        baselines.add_row(
-            b["baseline"], escape(str(b["candidate"] or "-")), b["adapter_tier"], b["status"],
+        rows.append([
+            b["baseline"], str(b["candidate"] or "-"), b["adapter_tier"], b["status"],
             *[_fmt((profile.get(axis) or {}).get("value")) for axis in axes_order],
-        )  # fmt: skip
+        ])  # fmt: skip
         slots = b.get("slot_accuracy") or {}
         if b["status"] == "run" and slots:
             slot_lines.append(
                 f"slot accuracy beside G, {b['baseline']}: "
                 + ", ".join(f"{k} {_fmt(v.get('value'))}" for k, v in slots.items())
             )
-    console.print(baselines)
+    _print_table_or_lines(
+        console,
+        "Baselines (spec §4), eval split (intervals in the report)",
+        ("baseline", "candidate", "tier", "status", *axes_order),
+        rows,
+        names=2,
+    )
     for line in slot_lines:
         console.print(escape(line))
     gap = trb["governance_gap"]

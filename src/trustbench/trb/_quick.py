@@ -68,6 +68,7 @@ def trb_quick_spec_text(
     spec: str = "smoke",
     base_url: str | None = None,
     api_key_env: str | None = None,
+    max_tokens: int | None = None,
 ) -> str:
     """The TRB spec `spec` with `model` added as a chat-proxy candidate, as TOML.
 
@@ -79,6 +80,8 @@ def trb_quick_spec_text(
             endpoint, with the key in `OPENAI_API_KEY`).
         api_key_env: Name of the variable holding the key; a `base_url` server gets none unless
             this is given.
+        max_tokens: The model's `settings.max_tokens` (None: the server's default). It bounds
+            the reasoning reply that must end with the slot block; the act calls set their own.
 
     Raises:
         InputError: a malformed or non-OpenAI `--model`, a model named as a spec candidate is
@@ -106,7 +109,10 @@ def trb_quick_spec_text(
         "# the model added as the last candidate: edit it and rerun it with",
         "# `trustbench trb run --spec THIS --out NEW`.",
     ]
-    candidate = candidate_lines(model, base_url=base_url, api_key_env=api_key_env, settings=None)
+    settings = None if max_tokens is None else f"{{ max_tokens = {max_tokens} }}"
+    candidate = candidate_lines(
+        model, base_url=base_url, api_key_env=api_key_env, settings=settings
+    )
     body = text.rstrip("\n")
     description = f"# The model: a chat candidate through the proxy adapter ({toml_string(model)})."
     return "\n".join([*header, body, "", description, *candidate]) + "\n"
@@ -123,7 +129,8 @@ class QuickOptions:
     api_key_env: str | None = None
     """`--api-key-env` (a variable's name, checked before anything is written)."""
     call: CallLimits = field(default_factory=CallLimits)
-    """`--timeout` and `--concurrency` (None: the spec's own)."""
+    """`--timeout` and `--concurrency` (None: the spec's own) and `--max-tokens` (None: the
+    server's default)."""
     new: bool = False
     """`--new`: the next free folder after the default (or `--out`)."""
 
@@ -131,7 +138,7 @@ class QuickOptions:
         """The model options given (they need `--model`)."""
         named = (("--base-url", self.base_url), ("--api-key-env", self.api_key_env),
                  ("--timeout", self.call.timeout_s), ("--concurrency", self.call.concurrency),
-                 ("--new", self.new))  # fmt: skip
+                 ("--max-tokens", self.call.max_tokens), ("--new", self.new))  # fmt: skip
         return [name for name, value in named if value]
 
 
@@ -159,7 +166,11 @@ def spec_and_folder(spec: str, out: Path | None, quick: QuickOptions) -> tuple[P
         return builtin_spec(spec), out, False
     check_api_key_env(quick.api_key_env)  # before anything is written: a key is never stored
     text = trb_quick_spec_text(
-        quick.model, spec=spec, base_url=quick.base_url, api_key_env=quick.api_key_env
+        quick.model,
+        spec=spec,
+        base_url=quick.base_url,
+        api_key_env=quick.api_key_env,
+        max_tokens=quick.call.max_tokens,
     )
     text = with_top_level(
         text, {"timeout_s": quick.call.timeout_s, "concurrency": quick.call.concurrency}

@@ -20,6 +20,7 @@ from trustbench._lazy_commands import lazy_group
 from trustbench._quick_model import (
     Concurrency,
     Limit,
+    MaxTokens,
     New,
     Timeout,
     api_key_env_option,
@@ -547,6 +548,7 @@ def run(
     limit: Limit = None,
     timeout: Timeout = None,
     concurrency: Concurrency = None,
+    max_tokens: MaxTokens = None,
     new: New = False,
 ) -> None:
     """Freeze a TRB spec, run it through the ledger and report it (exit 1 on a failed gate).
@@ -555,9 +557,10 @@ def run(
     running again into the same folder resumes it. With `--model openai/NAME` the spec is the
     built-in one with that chat model added as a candidate through the proxy adapter, written
     as RUN/spec.toml before it is frozen: edit it and rerun it with `--spec RUN/spec.toml`
-    (`--timeout` and `--concurrency` set its timeout_s and concurrency; `--new` writes the next
-    free folder instead of resuming or re-reporting RUN). Exit codes as `report`'s: 4 for an
-    incomplete run (e.g. with --limit), 1 for a failed gate.
+    (`--timeout` and `--concurrency` set its timeout_s and concurrency, `--max-tokens` the
+    model's settings.max_tokens, for the reply that must end with its slot block; `--new`
+    writes the next free folder instead of resuming or re-reporting RUN). Exit codes as
+    `report`'s: 4 for an incomplete run (e.g. with --limit), 1 for a failed gate.
     """
     from trustbench._quick_model import CallLimits, removed_if_refused
     from trustbench.core import NoProgress, default_progress, output_path
@@ -565,7 +568,8 @@ def run(
     from trustbench.trb.track._pipeline import freeze_run_report
 
     given = None if out is None else output_path(out)  # "" is refused, not the working folder
-    quick = QuickOptions(model, base_url, api_key_env, CallLimits(timeout, concurrency), new)
+    call = CallLimits(timeout, concurrency, max_tokens)
+    quick = QuickOptions(model, base_url, api_key_env, call, new)
     spec_path, folder, made_here = spec_and_folder(spec, given, quick)
     with removed_if_refused(folder, made_here=made_here):
         result = freeze_run_report(

@@ -110,10 +110,18 @@ class SystemUnderTest(_Model):
 
 
 def _reported(candidate: CandidateSpec, model_ids: ModelIds) -> tuple[dict[str, int], int, bool]:
-    """(reported id -> attempts, attempts naming none, mismatch) of an API candidate."""
+    """(reported id -> attempts, attempts naming none, mismatch) of an API candidate.
+
+    Only the attempts that requested the candidate's model are the server's answer about it.
+    A track may record its own work under another id beside them (TRB's profile track logs
+    each trial's hook calls under the adapter id, `proxy:chat`): that is no served model, and
+    counting it flagged every TRB chat model as MODEL ID MISMATCH.
+    """
     reported: dict[str, int] = {}
     unnamed = 0
-    for (_, found), count in sorted(model_ids.get(candidate.name, {}).items(), key=str):
+    for (requested, found), count in sorted(model_ids.get(candidate.name, {}).items(), key=str):
+        if requested not in (None, candidate.model):
+            continue
         if found is None:
             unnamed += count
         else:
