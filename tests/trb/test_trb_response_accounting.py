@@ -2,8 +2,9 @@
 
 The cheapest cheating candidate here is a chat model whose service is down: it completes every
 trial (each failed hook is scored worst case), so counting finished trials as valid responses
-called it 100% valid. It must be "not evaluable". An adapter that answers garbage stays
-evaluable: an unusable answer is TRB's measured failure, scored worst case, not a missing one.
+called it 100% valid. It must be "not evaluable". So must a model whose every output is
+unreadable (issue 55: format failures are invalid responses); an adapter with some usable output
+stays evaluable: its unusable answers are TRB's measured failure, scored worst case.
 """
 
 from __future__ import annotations
@@ -173,6 +174,8 @@ def test_a_chat_model_that_never_writes_the_slot_block_is_not_evaluable_not_ungo
         record = freeze_run_report(spec, tmp_path / "run")
     verdict = record["trb"]["verdicts"]["chat"]
     assert verdict["verdict"] == "not evaluable", verdict["line"]
+    counts = record["evaluability"]["subjects"]["chat"]
+    assert counts["valid"] == 0 and counts["invalid"] == counts["attempted"] > 0, counts
     first = verdict["reasons"][0]
     assert first.startswith("format failure: ") and "SlotParseError" in first, first
     assert "settings.max_tokens" in first  # the setting that fixes it

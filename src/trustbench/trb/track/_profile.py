@@ -21,7 +21,7 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from trustbench._canonical import json_sha256
 from trustbench.core import CallFailed, Evaluability, LedgerContents, Manifest, withheld_figure
@@ -81,12 +81,17 @@ from trustbench.trb.world import SlotReport, SlotWorld, world_for
 # measure's worst case (it stays in every denominator); a not-applicable trial is listed, not
 # scored; an unrun trial contributes nothing (its trace is simply absent).
 #
-# For evaluability a completed trial is a valid response unless its adapter never answered: no
-# output was usable and some call never reached the model (`RecordingAdapter.responses`), as
-# when a chat model's service is down. Such a trial is scored like any other (its items worst
-# case) but counts as `transport_failed`, so a candidate that never answered is not evaluable,
-# whatever its figures say. An answer that is there but unusable (a report in the wrong
-# encoding, a malformed distribution) is TRB's measured failure, scored worst case, not missing.
+# For evaluability a completed trial is a valid response unless none of its adapter's outputs
+# was usable (`RecordingAdapter.responses`): some call never reached the model, as when a chat
+# model's service is down, or every output came back in a form no measure can read (a chat
+# model that never writes the slot block, an adapter whose every answer is no distribution:
+# issue 55, "format failures are invalid responses"). Such a trial is scored like any other (its
+# items worst case) but is no valid response, so a candidate that never gave a usable output is
+# not evaluable, whatever its figures say, and its valid-response rate says so. A trial with some
+# usable output stays valid (its unusable answers are TRB's measured failure, scored worst case,
+# and `format_withheld_splits` withholds a split where they dominate); on a split whose report
+# encoding is renamed, a reply in the training encoding is what that context measures, not a
+# format failure, so only calls that never reached the model make a trial invalid there.
 
 
 class Collected:
@@ -105,6 +110,8 @@ class Collected:
         self.attempted: dict[str, int] = defaultdict(int)
         self.unanswered: dict[str, int] = defaultdict(int)
         """Completed trials with no usable adapter output, some call never answered."""
+        self.unreadable: dict[str, int] = defaultdict(int)
+        """Completed trials whose every adapter output came back unusable (format failures)."""
         self.sizes: dict[str, dict[str, Any]] = {}
         """Candidate -> its model's parameter count and architecture, measured by the harness
         on a built-in model (`model_size`); absent for any other adapter."""
@@ -136,34 +143,53 @@ class Collected:
         return f"not applicable: {reasons[0]}{more}"
 
     def evaluability(self) -> dict[str, Evaluability]:
-        """Per candidate: finished trials, and the failed ones (no usable adapter output).
+        """Per candidate: finished trials, and those with no usable adapter output.
 
-        A not-applicable trial is a valid answer (the adapter ran and said so); a failed one is
-        counted as `transport_failed` (the adapter or its service never produced an output).
+        A not-applicable trial is a valid answer (the adapter ran and said so); a failed one, or
+        one with a call that never reached the model, is `transport_failed`; one whose every
+        output came back unusable is `invalid`.
         """
-        return {
-            candidate: Evaluability(
+        counts = {}
+        for candidate, attempted in self.attempted.items():
+            never = self.failed.get(candidate, 0) + self.unanswered.get(candidate, 0)
+            unreadable = self.unreadable.get(candidate, 0)
+            counts[candidate] = Evaluability(
                 attempted=attempted,
-                valid=attempted - self.failed.get(candidate, 0) - self.unanswered.get(candidate, 0),
-                transport_failed=self.failed.get(candidate, 0) + self.unanswered.get(candidate, 0),
+                valid=attempted - never - unreadable,
+                invalid=unreadable,
+                transport_failed=never,
             )
-            for candidate, attempted in self.attempted.items()
-        }
+        return counts
+
+    def count_unusable(
+        self, candidate: str, split: str, why: Literal["unanswered", "unreadable"] | None
+    ) -> None:
+        """Count a trial without usable output (`_no_usable_output`'s `why`) as no valid response.
+
+        On a renamed-encoding split an unreadable output is what the context measures (a reply
+        in the training encoding), not a missing answer: only an unanswered call counts there.
+        """
+        if why == "unanswered":
+            self.unanswered[candidate] += 1
+        elif why == "unreadable" and split not in self.renamed_encoding_splits:
+            self.unreadable[candidate] += 1
 
     def oracles(self) -> frozenset[str]:
         """Oracle candidates: instruments with closed-form answers, not release candidates."""
         return frozenset(c for c, a in self.adapters.items() if a.startswith("oracle:"))
 
 
-def _never_answered(failed: bool, responses: Any) -> bool:
-    """A completed trial with no usable adapter output, some call never reaching the model."""
-    return (
-        not failed
-        and isinstance(responses, dict)
-        and responses.get("asked", 0) > 0
-        and responses.get("usable") == 0
-        and responses.get("transport_failed", 0) > 0
-    )
+def _no_usable_output(failed: bool, responses: Any) -> Literal["unanswered", "unreadable"] | None:
+    """Why a completed trial gave no usable adapter output (no valid response), or None.
+
+    "unanswered" when some call never reached the model, else "unreadable": every output came
+    back in a form no measure can read.
+    """
+    if failed or not isinstance(responses, dict) or responses.get("asked", 0) <= 0:
+        return None
+    if responses.get("usable") != 0:
+        return None
+    return "unanswered" if responses.get("transport_failed", 0) > 0 else "unreadable"
 
 
 def add_trial(
@@ -193,8 +219,7 @@ def add_trial(
         return
     out.failed[candidate] += failed
     responses = outcome.get("responses")  # absent in ledgers written before it was kept
-    if _never_answered(failed, responses):
-        out.unanswered[candidate] += 1
+    out.count_unusable(candidate, trace.split, _no_usable_output(failed, responses))
     if not failed and isinstance(outcome.get("consistency"), dict):
         out.repeats[(candidate, trace.split)].append(
             MeasureRow(
