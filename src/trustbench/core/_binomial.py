@@ -19,6 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trustbench.core._distributions import beta_quantile, normal_quantile
+
 # ------------------------------------------------------------------------------------------------
 # The `Interval` record every statistic attaches to a figure (kept apart so `_intervals` can build
 # it).
@@ -165,14 +167,12 @@ def _bounds(
     """
     if method == "wilson":
         return _wilson(k, n, confidence, sidedness)
-    from scipy.special import betaincinv
-
     # Clopper-Pearson: a two-sided interval leaves alpha/2 in each tail, a one-sided bound all of
     # alpha on its side; the other end is the rate's natural limit, as at k = 0 (L = 0) or k = n
     # (U = 1), where the Beta quantile is undefined.
     tail = (1.0 - confidence) / 2 if sidedness == "two_sided" else 1.0 - confidence
-    lower = 0.0 if k == 0 or sidedness == "upper" else float(betaincinv(k, n - k + 1, tail))
-    upper = 1.0 if k == n or sidedness == "lower" else float(betaincinv(k + 1, n - k, 1 - tail))
+    lower = 0.0 if k == 0 or sidedness == "upper" else beta_quantile(k, n - k + 1, tail)
+    upper = 1.0 if k == n or sidedness == "lower" else beta_quantile(k + 1, n - k, 1 - tail)
     return lower, upper
 
 
@@ -183,9 +183,7 @@ def _wilson(k: int, n: int, confidence: float, sidedness: Sidedness) -> tuple[fl
     the normal quantile of the confidence (two-sided: of (1 + confidence) / 2); an end at k = 0
     or k = n, or on the open side of a one-sided bound, is the rate's natural limit.
     """
-    from scipy.special import ndtri
-
-    z = float(ndtri(0.5 + 0.5 * confidence if sidedness == "two_sided" else confidence))
+    z = normal_quantile(0.5 + 0.5 * confidence if sidedness == "two_sided" else confidence)
     p = k / n
     denominator = 2 * (n + z**2)
     centre = (2 * n * p + z**2) / denominator
