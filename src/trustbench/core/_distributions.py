@@ -408,6 +408,4 @@ def binomial_cdf(k: int, n: int, probability: float) -> float:
         return 0.0
     if k >= n:
         return 1.0
-    if k == 0:
-        return math.exp(n * math.log1p(-probability))
     return beta_tails(k + 1.0, float(n - k), probability)[1]

@@ -277,9 +277,8 @@ def cluster_sums(
 # Both report "not computable" with a reason for degenerate tables instead of returning NaN:
 # a NaN in a release record reads as a number; a reason reads as what it is.
 #
-# scipy.special is imported where it is used: `core.stats` re-exports these functions,
-# and `trustbench run`, which computes no statistics, must not pay for their import
-# (tests/test_run_imports.py).
+# Their normal quantile and chi-square tail come from `_distributions` (pure Python), not
+# scipy.special: `trustbench report` of a reviewer run imports no scipy (issue 55).
 
 
 class _Result(BaseModel):

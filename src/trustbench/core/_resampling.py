@@ -98,8 +98,8 @@ def cluster_robust_interval(
         return Interval(**base, lower=None, upper=None, groups=groups, not_computable=EQUAL_RATIOS)
     alpha = 1.0 - confidence
     tail = alpha / 2 if sidedness == "two_sided" else alpha
-    # Student's t quantile (`scipy.stats.t.ppf` computes it with this same function); on first
-    # use, as `run` imports this module, and not through `scipy.stats` (`_binomial.py`).
+    # Student's t quantile (`scipy.stats.t.ppf`'s value), in pure Python: a reviewer report
+    # imports no scipy (`_distributions`).
     half = student_t_quantile(groups - 1, 1.0 - tail) * math.sqrt(variance)
     lower: float | None = ratio - half
     upper: float | None = ratio + half
