@@ -1,25 +1,27 @@
 """The distribution functions the report's statistics need, in pure Python (no scipy).
 
-`trustbench report` of a reviewer run asked `scipy.special` for five values: the Beta quantile
-(Clopper-Pearson bounds), the normal quantile (Wilson's z, kappa intervals), Student's t quantile
-(cluster-robust intervals), the chi-square upper tail (Stuart-Maxwell) and the binomial
-distribution function (exact McNemar). Importing `scipy.special` (it drags `numpy.f2py`) cost
-about 0.23 s of the report's 2.2 s on the 2,000-trial run of `python -m bench.report_speed`
-(issue 55), for about 40 numbers. They are computed here with the `math` module instead, to
-within a few units in the last place of scipy's (`tests/core/test_stats_distributions.py` checks
-them against scipy to 1e-13 on dense grids); the normal quantile is `statistics.NormalDist`'s
-(Wichura's AS241, the algorithm of scipy's `ndtri`).
+`trustbench report` of a reviewer run asked `scipy.special` for about 40 numbers: Beta quantiles
+(Clopper-Pearson bounds), normal quantiles (Wilson's z, kappa intervals), Student's t quantiles
+(cluster-robust intervals), a chi-square upper tail (Stuart-Maxwell) and a binomial distribution
+function (exact McNemar). Importing `scipy.special` (it drags `numpy.f2py`) cost about 0.23 s of
+the report's 2.2 s on the 2,000-trial run of `python -m bench.report_speed` (issue 55). They are
+computed here with the `math` module instead, within 1e-13 of scipy's
+(`tests/core/test_stats_distributions.py`); scipy stays the reference in the tests, and supplies
+the t quantile past 1,000 degrees of freedom, where this module's loses digits.
 
-Everything rests on one function, the regularized incomplete beta I_x(a, b):
+Everything rests on the regularized incomplete Beta function I_x(a, b):
 - the Beta quantile is its root in x (safeguarded Newton);
-- Student's t: P[T > t] = I_{df/(df+t^2)}(df/2, 1/2) / 2 (Abramowitz & Stegun 26.7.1);
-- binomial: P[Bin(n, p) <= k] = I_{1-p}(n-k, k+1) (A&S 26.5.24);
-and the chi-square upper tail of an integer df has a closed form (A&S 26.4.4, 26.4.5).
-I_x(a, b) is its continued fraction (A&S 26.5.8, evaluated by Lentz's method) times
-x^a (1-x)^b / (a B(a, b)); that factor is the one place precision is lost in a naive version
-(log B(a, b) from `math.lgamma` is off by ~1e-9 relative at a + b = 10^6), so it is computed as
-Loader's (2000) saddle-point form of the binomial density, the one R's `dbinom` uses: Stirling's
-error terms and the deviance `bd0`, with no cancellation between large logarithms.
+- with integer a, b it is a binomial tail, P[Bin(a + b - 1, x) >= a] (Abramowitz & Stegun
+  26.5.24), summed term by term (every Clopper-Pearson bound, and McNemar's
+  P[Bin(n, p) <= k] = 1 - I_p(k + 1, n - k));
+- otherwise its continued fraction (A&S 26.5.8, Lentz's method): Student's t through
+  P[T > t] = I_{df/(df+t^2)}(df/2, 1/2) / 2 (A&S 26.7.1).
+The factor x^a (1-x)^b / B(a, b) in front of both is where a naive version loses precision
+(log B(a, b) from `math.lgamma` is off by ~1e-9 relative at a + b = 10^6), so it is Loader's
+(2000) saddle-point form, the one R's `dbinom` uses: Stirling's error terms and the deviance
+`bd0`, with no cancellation between large logarithms. The chi-square upper tail of an integer df
+has a closed form (A&S 26.4.4, 26.4.5); the normal quantile is `statistics.NormalDist`'s
+(Wichura's AS241) refined by one Newton step.
 """
 
 from __future__ import annotations
@@ -382,9 +384,11 @@ def normal_quantile(probability: float) -> float:
 def chi_square_survival(df: int, statistic: float) -> float:
     """P[chi-square(df) > statistic] for an integer df (scipy's chdtrc).
 
-    Even df: e^(-x/2) sum_{i < df/2} (x/2)^i / i! (A&S 26.4.21); odd df: erfc(sqrt(x/2)) +
+    Even df: e^(-x/2) sum_{i < df/2} (x/2)^i / i! (A&S 26.4.5); odd df: erfc(sqrt(x/2)) +
     e^(-x/2) sum_{i=1}^{(df-1)/2} (x/2)^(i-1/2) / Gamma(i + 1/2) (A&S 26.4.4); sums of positive
-    terms, each from the previous one by one multiplication.
+    terms, each from the previous one by one multiplication. Past x = 1,417, e^(-x/2) is 0 in
+    double precision and so is the result, which is right unless df is of the order of x (a
+    Stuart-Maxwell table of over 1,000 categories).
     """
     if statistic <= 0.0:
         return 1.0
