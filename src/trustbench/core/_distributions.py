@@ -27,7 +27,6 @@ has a closed form (A&S 26.4.4, 26.4.5); the normal quantile is `statistics.Norma
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 _EPSILON = 2.0**-52
 _TINY = 1e-300
@@ -372,6 +371,9 @@ def normal_quantile(probability: float) -> float:
     (3.4 at 0.95); one Newton step on the smaller tail, Q(z) = erfc(z / sqrt 2) / 2, whose
     relative error is that of `math.erfc`, brings it within about one.
     """
+    # On use: `run` and `--help` import this module (through `figures`) and need no quantile.
+    from statistics import NormalDist
+
     z = NormalDist().inv_cdf(probability)
     tail = probability if probability < 0.5 else 1.0 - probability
     distance = abs(z)
