@@ -1,14 +1,15 @@
 """Binomial intervals for a rate: Clopper-Pearson (exact) and Wilson score.
 
-Both are scipy's arithmetic through `scipy.special` (the Beta quantile `betaincinv`, the normal
-quantile `ndtri`), the closed forms `scipy.stats.binomtest(k, n).proportion_ci` solves for; this
-module chooses the form, records it in an `Interval`, and refuses n = 0 instead of inventing one.
-`scipy.special` is imported on first use, not with this module: `figures` (and through it `gates`
-and the spec) import this module, and `trustbench run`, which computes no interval, would
-otherwise pay its import on every start (issue 35). Not `scipy.stats`: its import (about 1.1 s
-more than `scipy.special`'s here) was a fifth of `trustbench report`'s wall on a 2,000-trial
-reviewer run (`python -m bench.report_speed`, issue 55), and `binomtest` finds the same Beta
-quantile by root-finding (the two agree within 5e-13, `tests/core/test_stats_binomial.py`).
+Both are the closed forms `scipy.stats.binomtest(k, n).proportion_ci` solves for: the Beta
+quantile for Clopper-Pearson, the normal quantile for Wilson. This module chooses the form,
+records it in an `Interval`, and refuses n = 0 instead of inventing one. The quantiles come from
+`_distributions` (pure Python), not scipy: `trustbench report` of a reviewer run imported
+`scipy.special` for them and a few other values, about 0.23 s of its 2.2 s on the 2,000-trial run
+of `python -m bench.report_speed` (issue 55; `scipy.stats`, before it, cost 1.1 s more). The Beta
+quantile B(q; a, b) with integer a, b is the root x of I_x(a, b) = q, and I_x(a, b) is then the
+binomial tail P[Bin(a + b - 1, x) >= a] (Abramowitz & Stegun 26.5.24); it is found to within a
+few units in the last place, and within 1e-13 of `scipy.special.betaincinv` on every count up to
+n = 200 and a sample up to 10^6 (`tests/core/test_stats_distributions.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from trustbench.core._distributions import beta_quantile, normal_quantile
 
 # ------------------------------------------------------------------------------------------------
 # The `Interval` record every statistic attaches to a figure (kept apart so `_intervals` can build
@@ -165,14 +168,12 @@ def _bounds(
     """
     if method == "wilson":
         return _wilson(k, n, confidence, sidedness)
-    from scipy.special import betaincinv
-
     # Clopper-Pearson: a two-sided interval leaves alpha/2 in each tail, a one-sided bound all of
     # alpha on its side; the other end is the rate's natural limit, as at k = 0 (L = 0) or k = n
     # (U = 1), where the Beta quantile is undefined.
     tail = (1.0 - confidence) / 2 if sidedness == "two_sided" else 1.0 - confidence
-    lower = 0.0 if k == 0 or sidedness == "upper" else float(betaincinv(k, n - k + 1, tail))
-    upper = 1.0 if k == n or sidedness == "lower" else float(betaincinv(k + 1, n - k, 1 - tail))
+    lower = 0.0 if k == 0 or sidedness == "upper" else beta_quantile(k, n - k + 1, tail)
+    upper = 1.0 if k == n or sidedness == "lower" else beta_quantile(k + 1, n - k, 1 - tail)
     return lower, upper
 
 
@@ -183,9 +184,7 @@ def _wilson(k: int, n: int, confidence: float, sidedness: Sidedness) -> tuple[fl
     the normal quantile of the confidence (two-sided: of (1 + confidence) / 2); an end at k = 0
     or k = n, or on the open side of a one-sided bound, is the rate's natural limit.
     """
-    from scipy.special import ndtri
-
-    z = float(ndtri(0.5 + 0.5 * confidence if sidedness == "two_sided" else confidence))
+    z = normal_quantile(0.5 + 0.5 * confidence if sidedness == "two_sided" else confidence)
     p = k / n
     denominator = 2 * (n + z**2)
     centre = (2 * n * p + z**2) / denominator

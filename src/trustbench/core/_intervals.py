@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
+from trustbench.core._distributions import chi_square_survival, normal_quantile
 from trustbench.core.figures import Figure, FigureUnit, Interval, rate_figure
 
 # ------------------------------------------------------------------------------------------------
@@ -276,9 +277,8 @@ def cluster_sums(
 # Both report "not computable" with a reason for degenerate tables instead of returning NaN:
 # a NaN in a release record reads as a number; a reason reads as what it is.
 #
-# scipy.special is imported where it is used: `core.stats` re-exports these functions,
-# and `trustbench run`, which computes no statistics, must not pay for their import
-# (tests/test_run_imports.py).
+# Their normal quantile and chi-square tail come from `_distributions` (pure Python), not
+# scipy.special: `trustbench report` of a reviewer run imports no scipy (issue 55).
 
 
 class _Result(BaseModel):
@@ -376,11 +376,9 @@ def cohens_kappa(table: np.ndarray, *, confidence: float = 0.95) -> KappaResult:
             not_computable="chance agreement is 1 (both raters used one and the same category "
             "for every case), so kappa is 0/0",
         )
-    from scipy.special import ndtri
-
     kappa = (observed - expected) / (1.0 - expected)
     se = _kappa_standard_error(counts, kappa, expected)
-    half = float(ndtri(1.0 - (1.0 - confidence) / 2)) * se
+    half = normal_quantile(1.0 - (1.0 - confidence) / 2) * se
     return KappaResult(
         kappa=kappa,
         standard_error=se,
@@ -456,8 +454,6 @@ def fleiss_kappa(ratings: np.ndarray, *, confidence: float = 0.95) -> KappaResul
         if expected >= 1.0 - 1e-12:
             reason = "chance agreement is 1 (every rating is one and the same category)"
         else:
-            from scipy.special import ndtri
-
             kappa = (observed - expected) / (1.0 - expected)
             spread = shares * (1.0 - shares)
             total = float(spread.sum())
@@ -466,7 +462,7 @@ def fleiss_kappa(ratings: np.ndarray, *, confidence: float = 0.95) -> KappaResul
                 / (total * float(np.sqrt(cases * raters * (raters - 1))))
                 * float(np.sqrt(max(total**2 - float((spread * (1.0 - 2.0 * shares)).sum()), 0.0)))
             )
-            half = float(ndtri(1.0 - (1.0 - confidence) / 2)) * se
+            half = normal_quantile(1.0 - (1.0 - confidence) / 2) * se
             interval = Interval(
                 method="kappa_asymptotic_normal",
                 confidence=confidence,
@@ -526,8 +522,6 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
     Returns:
         The `HomogeneityResult`.
     """
-    from scipy.special import chdtrc
-
     counts = np.asarray(table, dtype=np.float64)
     if counts.ndim != 2 or counts.shape[0] != counts.shape[1] or counts.shape[0] < 2:
         raise ValueError("Stuart-Maxwell needs a square table with at least 2 categories")
@@ -557,7 +551,7 @@ def stuart_maxwell(table: np.ndarray) -> HomogeneityResult:
         return HomogeneityResult(
             statistic=None, df=df, p_value=None, not_computable="statistic is not finite"
         )
-    return HomogeneityResult(statistic=statistic, df=df, p_value=float(chdtrc(df, statistic)))
+    return HomogeneityResult(statistic=statistic, df=df, p_value=chi_square_survival(df, statistic))
 
 
 def _stuart_maxwell_statistic(counts: np.ndarray) -> float:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from trustbench.core._distributions import binomial_cdf, student_t_quantile
 from trustbench.core._intervals import FloatArray, cluster_sums
 from trustbench.core.figures import Figure, FigureKind, FigureUnit, Interval, Sidedness
 
@@ -97,11 +98,9 @@ def cluster_robust_interval(
         return Interval(**base, lower=None, upper=None, groups=groups, not_computable=EQUAL_RATIOS)
     alpha = 1.0 - confidence
     tail = alpha / 2 if sidedness == "two_sided" else alpha
-    # Student's t quantile (`scipy.stats.t.ppf` computes it with this same function); on first
-    # use, as `run` imports this module, and not through `scipy.stats` (`_binomial.py`).
-    from scipy.special import stdtrit
-
-    half = float(stdtrit(groups - 1, 1.0 - tail)) * math.sqrt(variance)
+    # Student's t quantile (`scipy.stats.t.ppf`'s value), in pure Python: a reviewer report
+    # imports no scipy (`_distributions`).
+    half = student_t_quantile(groups - 1, 1.0 - tail) * math.sqrt(variance)
     lower: float | None = ratio - half
     upper: float | None = ratio + half
     if sidedness == "upper":
@@ -640,10 +639,8 @@ def mcnemar_exact(first: Sequence[bool], second: Sequence[bool]) -> McNemarResul
     discordant = first_only + second_only
     # Binomial(n, 1/2) is symmetric, so the exact two-sided p-value (`scipy.stats.binomtest`'s:
     # the outcomes no likelier than the observed one) is twice the smaller tail, at most 1.
-    from scipy.special import bdtr  # on use: `run` imports no scipy
-
     smaller = min(first_only, second_only)
-    p_value = 1.0 if discordant == 0 else 2.0 * float(bdtr(smaller, discordant, 0.5))
+    p_value = 1.0 if discordant == 0 else 2.0 * binomial_cdf(smaller, discordant, 0.5)
     return McNemarResult(
         both=int(np.sum(a & b)),
         first_only=first_only,
