@@ -13,6 +13,8 @@ from tests.core.test_report_run import _graded_spec, _run, _truncate_after_trial
 
 from trustbench.core import _verify as beside
 from trustbench.core import register_track, report_run
+from trustbench.core.report import ReportPage
+from trustbench.core.report import _html as html
 from trustbench.errors import CheckFailed, InputError
 
 WRITTEN = ("record.json", "report.html", "record.trials.jsonl", "record.intoto.json")
@@ -71,8 +73,17 @@ def test_a_report_verified_beside_writes_the_same_files_as_one_verified_first(
     first = report_run(run_dir)
     written = {name: (run_dir / name).read_bytes() for name in WRITTEN}
     chosen = _force_beside(monkeypatch, start)
+    rendered = html.render_report_html
+    compiled_beside: list[bool] = []
+
+    def spy(page: ReportPage, *, code: html.PageCode | None = None) -> str:
+        compiled_beside.append(code is not None)
+        return rendered(page, code=code)
+
+    monkeypatch.setattr(html, "render_report_html", spy)
     second = report_run(run_dir)
     assert chosen == [True]
+    assert compiled_beside == [start == "fork"]  # a forked child also compiles the page
     assert {name: (run_dir / name).read_bytes() for name in WRITTEN} == written
     assert (second.complete, second.gates) == (first.complete, first.gates)
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
@@ -35,8 +35,12 @@ from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
 from trustbench.errors import CheckFailed, InputError
 
 if TYPE_CHECKING:  # the report package (its page models, record writer) is for `report` only
+    from multiprocessing.pool import AsyncResult
+
     from trustbench.core.report import Verdict
     from trustbench.core.report._system import Access, SystemUnderTest
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -256,6 +260,13 @@ def _concurrency_record(manifest: Manifest, ledger: LedgerContents) -> dict[str,
     }
 
 
+def _made_beside(result: AsyncResult[T] | None) -> T | None:
+    """What the second process made, once it has and without error; None to make it here."""
+    if result is None or not result.ready() or not result.successful():
+        return None
+    return result.get()
+
+
 def report_run(
     run_dir: Path, *, sign_key: Path | None = None, out_dir: Path | None = None
 ) -> ReportResult:
@@ -284,12 +295,14 @@ def report_run(
         write_report_html,
         write_trial_rows,
     )
+    from trustbench.core.report._html import page_template_code
     from trustbench.core.report._verdict import withhold_pass
 
     if sign_key is not None:
         load_private_key(sign_key)
     manifest = read_manifest(run_dir)  # a changed manifest is refused here
     with Verification(run_dir, manifest) as verification_job:
+        page_code = verification_job.after_verifying(page_template_code)
         if not verification_job.beside:
             _refuse_altered(run_dir, verification_job.result())  # before any grading
         try:
@@ -383,7 +396,9 @@ def report_run(
         **analysis.record,
     }
     record_path = write_record_json((out_dir or run_dir) / "record.json", record)
-    html_path = write_report_html((out_dir or run_dir) / "report.html", page)
+    html_path = write_report_html(
+        (out_dir or run_dir) / "report.html", page, code=_made_beside(page_code)
+    )
     if out_dir is None:
         write_record_statement(run_dir, sign_key)  # record.intoto.json: core/_attestation.py
     return ReportResult(

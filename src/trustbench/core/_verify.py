@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from trustbench.core._track import Track, load_track
 from trustbench.core.ledger._store import (
@@ -27,7 +27,10 @@ from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
 from trustbench.errors import TrustbenchError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from multiprocessing.pool import AsyncResult, Pool
+
+T = TypeVar("T")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -302,11 +305,11 @@ def verifies_beside(run_dir: Path) -> bool:
     return size >= BESIDE_FROM_BYTES or forks_safely(run_dir)
 
 
-def _second_process(run_dir: Path) -> Pool:
-    """A one-process pool to verify `run_dir`'s ledger in: forked where safe, else spawned."""
+def _second_process(*, forked: bool) -> Pool:
+    """A one-process pool to verify a ledger in: forked (where `forks_safely`) or spawned."""
     import multiprocessing
 
-    if forks_safely(run_dir):
+    if forked:
         return multiprocessing.get_context("fork").Pool(1, initializer=gc.disable)
     return multiprocessing.get_context("spawn").Pool(1)  # shares no thread or handle of ours
 
@@ -326,8 +329,10 @@ class Verification:
         self._pending: AsyncResult[VerifyReport] | None = None
         self._report: VerifyReport | None = None
         arguments = (run_dir, manifest.manifest_sha256, manifest.plan.trials)
+        self.forked = self.beside and forks_safely(run_dir)
+        """True when the second process is a fork of this one (see `after_verifying`)."""
         if self.beside:
-            self._pool = _second_process(run_dir)
+            self._pool = _second_process(forked=self.forked)
             self._pending = self._pool.apply_async(verify_ledger, arguments)
         # Grading and verification both read every page: let the kernel read the file ahead
         # (after the fork: the advice may start a thread).
@@ -354,6 +359,17 @@ class Verification:
             assert self._pending is not None
             self._report = self._with_inputs(self._pending.get())
         return self._report
+
+    def after_verifying(self, function: Callable[[], T]) -> AsyncResult[T] | None:
+        """Call `function` in the forked second process once it has verified; None if not forked.
+
+        A forked child holds this process's modules and registries, and is idle after the
+        verification while this process grades: work whose result this process needs only
+        later (the page template's code) is done there. Leaving the context waits for it.
+        """
+        if not self.forked or self._pool is None:
+            return None
+        return self._pool.apply_async(function)
 
     def __enter__(self) -> Verification:
         return self
