@@ -2,11 +2,12 @@
 
 Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported;
 on a second core the ledger is verified in a second process while the track grades, and nothing
-is written before it answers: `_verify.py`); re-check every frozen input (an answer key edited after
-the freeze is never used to grade); let the track grade the recorded trials; evaluate every
-declared gate exactly as frozen, once per subject it applies to; write `record.json` (machine)
-and `report.html` (people). A run that was interrupted is still reported, marked incomplete: its
-unrun trials are "not run", never zero.
+is written before it answers: `_verify.py`; a forked one then compiles the page's template);
+re-check every frozen input (an answer key edited after the freeze is never used to grade);
+let the track grade the recorded trials; evaluate every declared gate exactly as frozen, once
+per subject it applies to; write `record.json` (machine) and `report.html` (people). A run that
+was interrupted is still reported, marked incomplete: its unrun trials are "not run", never
+zero.
 """
 
 from __future__ import annotations
