@@ -346,11 +346,3 @@ def test_forest_draws_no_estimate_or_green_pass_for_a_subject_with_no_valid_answ
     html = render_report_html(page)
     assert "[passed]" not in html
     assert "empty (not evaluable)  [not evaluable]" in html
-
-
-def test_a_page_rendered_from_template_code_compiled_elsewhere_is_the_same_page() -> None:
-    # `report` has the template compiled in its forked verification process (`_verify.py`).
-    from trustbench.core.report._html import page_template_code
-
-    page = _page(evaluability={"good": Evaluability(attempted=40, valid=38, missing=2)})
-    assert render_report_html(page, code=page_template_code()) == render_report_html(page)

@@ -1,20 +1,17 @@
-"""`report` verifying a ledger in a second process, forked or spawned: same files, same refusals."""
+"""`report` verifying a large ledger in a second process: same files, same refusals."""
 
 from __future__ import annotations
 
-import multiprocessing
 import pickle
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
 from tests.core.test_report_run import _graded_spec, _run, _truncate_after_trials
 
+from trustbench.core import Manifest, Track, register_track, report_run
+from trustbench.core import _report_run as report_module
 from trustbench.core import _verify as beside
-from trustbench.core import register_track, report_run
-from trustbench.core.report import ReportPage
-from trustbench.core.report import _html as html
 from trustbench.errors import CheckFailed, InputError
 
 WRITTEN = ("record.json", "report.html", "record.trials.jsonl", "record.intoto.json")
@@ -25,36 +22,24 @@ def _graded_track() -> None:
     register_track("test/echo_graded", "tests.core.test_report_run:GradedEchoTrack")
 
 
-def _force_beside(monkeypatch: pytest.MonkeyPatch, start: str) -> list[bool]:
-    """Every report verifies beside from now on, in a process started by `start` (fork, spawn).
-
-    Lists, for each `Verification`, whether it verified beside in a process started so.
-    """
+def _force_beside(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every report verifies beside from now on; lists each `Verification`'s choice."""
     chosen: list[bool] = []
-    asked: list[str] = []
     made = beside.Verification.__init__
-    context = multiprocessing.get_context
 
     def spy(self: beside.Verification, *args: object, **kwargs: object) -> None:
         made(self, *args, **kwargs)  # type: ignore[arg-type]
-        chosen.append(self.beside and asked == [start])
-        asked.clear()
-
-    def recorded_context(method: str | None = None) -> object:
-        asked.append(str(method))
-        return context(method)
+        chosen.append(self.beside)
 
     monkeypatch.setattr(beside, "verifies_beside", lambda run_dir: True)
-    monkeypatch.setattr(beside, "forks_safely", lambda run_dir: start == "fork")
-    monkeypatch.setattr(multiprocessing, "get_context", recorded_context)
     monkeypatch.setattr(beside.Verification, "__init__", spy)
     return chosen
 
 
-@pytest.fixture(params=["fork", "spawn"])
-def always_beside(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Every report of the test verifies beside, whatever its size, forked and then spawned."""
-    return _force_beside(monkeypatch, request.param)
+@pytest.fixture
+def always_beside(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every report of the test verifies beside, whatever its size."""
+    return _force_beside(monkeypatch)
 
 
 def _forge(run_dir: Path, outcome: str) -> None:
@@ -64,26 +49,15 @@ def _forge(run_dir: Path, outcome: str) -> None:
     connection.close()
 
 
-@pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_a_report_verified_beside_writes_the_same_files_as_one_verified_first(
-    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str
+    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_dir = _run(_graded_spec(experiment), tmp_path / "run")
-    monkeypatch.setattr(beside, "verifies_beside", lambda run_dir: False)
     first = report_run(run_dir)
     written = {name: (run_dir / name).read_bytes() for name in WRITTEN}
-    chosen = _force_beside(monkeypatch, start)
-    rendered = html.render_report_html
-    compiled_beside: list[bool] = []
-
-    def spy(page: ReportPage, *, code: html.PageCode | None = None) -> str:
-        compiled_beside.append(code is not None)
-        return rendered(page, code=code)
-
-    monkeypatch.setattr(html, "render_report_html", spy)
+    chosen = _force_beside(monkeypatch)
     second = report_run(run_dir)
     assert chosen == [True]
-    assert compiled_beside == [start == "fork"]  # a forked child also compiles the page
     assert {name: (run_dir / name).read_bytes() for name in WRITTEN} == written
     assert (second.complete, second.gates) == (first.complete, first.gates)
 
@@ -120,44 +94,34 @@ def test_an_interrupted_run_verified_beside_is_still_reported_incomplete(
     assert result.incomplete is not None and "interrupted" in result.incomplete
 
 
-def test_a_ledger_is_verified_beside_on_a_second_core_where_a_fork_is_safe_or_it_is_large(
+def test_beside_the_frozen_inputs_are_hashed_once_and_grading_uses_the_track_that_hashed_them(
+    experiment: Path, tmp_path: Path, always_beside: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    checks: list[str] = []
+    check = report_module.check_inputs
+
+    def counted(manifest: Manifest, track: Track) -> None:
+        checks.append(manifest.spec.track_id)
+        check(manifest, track)
+
+    monkeypatch.setattr(beside, "check_inputs", counted)
+    monkeypatch.setattr(report_module, "check_inputs", counted)
+    report_run(run_dir)
+    assert always_beside == [True]
+    assert checks == ["test/echo_graded"]
+
+
+def test_only_a_large_ledger_on_a_second_core_is_verified_beside(
     experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_dir = _run(_graded_spec(experiment), tmp_path / "run")
     monkeypatch.setattr(beside, "_cores", lambda: 2)
-    monkeypatch.setattr(beside, "forks_safely", lambda run_dir: True)
-    assert beside.verifies_beside(run_dir)  # a few kB, forked
-    monkeypatch.setattr(beside, "forks_safely", lambda run_dir: False)
-    assert not beside.verifies_beside(run_dir)  # spawning costs more than verifying a few kB
+    assert not beside.verifies_beside(run_dir)  # a few kB
     monkeypatch.setattr(beside, "BESIDE_FROM_BYTES", 1)
-    assert beside.verifies_beside(run_dir)  # large: worth a spawned interpreter
+    assert beside.verifies_beside(run_dir)
     monkeypatch.setattr(beside, "_cores", lambda: 1)
     assert not beside.verifies_beside(run_dir)
-
-
-def test_no_fork_while_another_thread_of_this_process_runs(tmp_path: Path) -> None:
-    done = threading.Event()
-    waiting = threading.Thread(target=done.wait)
-    waiting.start()
-    try:
-        assert not beside.forks_safely(tmp_path)
-    finally:
-        done.set()
-        waiting.join()
-
-
-def test_no_fork_while_this_process_holds_the_ledger_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(threading, "active_count", lambda: 1)  # pytest's own threads aside
-    assert beside.forks_safely(tmp_path)
-    connection = sqlite3.connect(tmp_path / "ledger.sqlite")
-    connection.execute("CREATE TABLE t (x)")  # the file is opened on first use
-    try:
-        assert not beside.forks_safely(tmp_path)
-    finally:
-        connection.close()
-    assert beside.forks_safely(tmp_path)
 
 
 def test_an_error_keeps_its_type_message_and_location_across_processes() -> None:

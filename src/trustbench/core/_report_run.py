@@ -1,13 +1,12 @@
 """`trustbench report RUN_DIR`: grade a run from its ledger, evaluate gates, write the record.
 
 Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported;
-on a second core the ledger is verified in a second process while the track grades, and nothing
-is written before it answers: `_verify.py`; a forked one then compiles the page's template);
-re-check every frozen input (an answer key edited after the freeze is never used to grade);
-let the track grade the recorded trials; evaluate every declared gate exactly as frozen, once
-per subject it applies to; write `record.json` (machine) and `report.html` (people). A run that
-was interrupted is still reported, marked incomplete: its unrun trials are "not run", never
-zero.
+a large ledger is verified in a second process while the track grades, and nothing is written
+before it answers: `_verify.py`); re-check every frozen input (an answer key edited after
+the freeze is never used to grade); let the track grade the recorded trials; evaluate every
+declared gate exactly as frozen, once per subject it applies to; write `record.json` (machine)
+and `report.html` (people). A run that was interrupted is still reported, marked incomplete: its
+unrun trials are "not run", never zero.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from trustbench import __version__
 from trustbench.core._analysis import Analyzer, TrackAnalysis
@@ -30,18 +29,14 @@ from trustbench.core._evaluability import (
 from trustbench.core._export import LedgerContents, model_ids_by_candidate, open_ledger
 from trustbench.core._signing import load_private_key
 from trustbench.core._track import DEFAULT_SUBJECT, SubjectDescription, Track, load_track
-from trustbench.core._verify import Verification, VerifyReport
+from trustbench.core._verify import Verification, VerifyReport, prefetch_ledger
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
 from trustbench.errors import CheckFailed, InputError
 
 if TYPE_CHECKING:  # the report package (its page models, record writer) is for `report` only
-    from multiprocessing.pool import AsyncResult
-
     from trustbench.core.report import Verdict
     from trustbench.core.report._system import Access, SystemUnderTest
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -169,8 +164,8 @@ def _graded(
     """The run's track, its opened ledger and the track's analysis of it.
 
     `checked_track`: the track with which the verification re-hashed the frozen inputs in this
-    process and found them intact before grading (as it does unless it runs beside). It grades
-    from the inputs it hashed, so they are neither hashed nor loaded twice.
+    process and found them intact before grading (None: they were not, and the check here
+    raises). It grades from the inputs it hashed, so they are neither hashed nor loaded twice.
     """
     track = checked_track if checked_track is not None else load_track(manifest.spec.track_id)[0]
     if not isinstance(track, Analyzer):
@@ -261,13 +256,6 @@ def _concurrency_record(manifest: Manifest, ledger: LedgerContents) -> dict[str,
     }
 
 
-def _made_beside(result: AsyncResult[T] | None) -> T | None:
-    """What the second process made, once it has and without error; None to make it here."""
-    if result is None or not result.ready() or not result.successful():
-        return None
-    return result.get()
-
-
 def report_run(
     run_dir: Path, *, sign_key: Path | None = None, out_dir: Path | None = None
 ) -> ReportResult:
@@ -296,14 +284,13 @@ def report_run(
         write_report_html,
         write_trial_rows,
     )
-    from trustbench.core.report._html import page_template_code
     from trustbench.core.report._verdict import withhold_pass
 
     if sign_key is not None:
         load_private_key(sign_key)
     manifest = read_manifest(run_dir)  # a changed manifest is refused here
+    prefetch_ledger(run_dir)  # grading and verification both read every page: read it ahead
     with Verification(run_dir, manifest) as verification_job:
-        page_code = verification_job.after_verifying(page_template_code)
         if not verification_job.beside:
             _refuse_altered(run_dir, verification_job.result())  # before any grading
         try:
@@ -397,9 +384,7 @@ def report_run(
         **analysis.record,
     }
     record_path = write_record_json((out_dir or run_dir) / "record.json", record)
-    html_path = write_report_html(
-        (out_dir or run_dir) / "report.html", page, code=_made_beside(page_code)
-    )
+    html_path = write_report_html((out_dir or run_dir) / "report.html", page)
     if out_dir is None:
         write_record_statement(run_dir, sign_key)  # record.intoto.json: core/_attestation.py
     return ReportResult(

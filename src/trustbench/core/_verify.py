@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sqlite3
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from trustbench.core._track import Track, load_track
 from trustbench.core.ledger._store import (
@@ -27,10 +25,7 @@ from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
 from trustbench.errors import TrustbenchError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from multiprocessing.pool import AsyncResult, Pool
-
-T = TypeVar("T")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -230,27 +225,21 @@ def checked_track(manifest: Manifest) -> tuple[Track | None, list[str]]:
 
 
 # ------------------------------------------------------------------------------------------------
-# Verify a run's ledger in a second process while `report` grades it.
+# Verify a large run's ledger in a second process while `report` grades it.
 #
-# Re-hashing the chain and every stored body (`verify_ledger`) and grading each take one core,
-# and neither needs the other's results until the end: `report` needs the verdict only before it
-# writes anything. So on a machine with a second core the ledger is verified in a second process
-# beside the grading. What `report` decides is unchanged: nothing is written until the
-# verification has answered, a run it finds altered is refused with the same message, and an
-# error the grading hits on an altered ledger is reported as the alteration, never as a crash.
+# At a million trials, re-hashing the chain and every stored body (`verify_run`) takes about as
+# long as grading, each on one core, and neither needs the other's results until the end: `report`
+# needs the verdict only before it writes anything. So for a ledger of `BESIDE_FROM_BYTES` or more,
+# on a machine with a second core, `verify_run` runs in a spawned process beside the grading.
+# What `report` decides is unchanged: nothing is written until the verification has answered, a
+# run it finds altered is refused with the same message, and an error the grading hits on an
+# altered ledger is reported as the alteration, never as a crash.
 #
-# The second process is forked where that is safe (`forks_safely`): on Linux, before this
-# process has started a thread or holds the run's ledger open. A fork costs milliseconds, so
-# every ledger is verified beside: at 2,000 review trials this takes the chain's 0.2 s off the
-# report's wall on 2 cores (`python -m bench.report_speed`). Where a fork is not safe, a ledger
-# of `BESIDE_FROM_BYTES` or more is verified in a spawned interpreter (about half a second to
-# start, small beside a large ledger's verification), and a smaller one first, in this process.
+# Below the threshold (every small run, the tests) verification runs first, in this process: a
+# spawned interpreter costs about half a second, more than verifying a small ledger.
 
 BESIDE_FROM_BYTES = 64 << 20
-"""Ledgers this large (about 20,000 review trials) are verified beside even where only a spawned
-interpreter can do it."""
-
-_LEDGER_FILES = (LEDGER_FILE, f"{LEDGER_FILE}-wal", f"{LEDGER_FILE}-shm", f"{LEDGER_FILE}-journal")
+"""Ledgers this large (about 20,000 review trials) are verified beside the grading."""
 
 
 def _cores() -> int:
@@ -260,67 +249,22 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _holds_ledger_open(run_dir: Path) -> bool:
-    """True when a file descriptor of this process refers to one of the run's ledger files."""
-    ledger_files = {str((run_dir / name).resolve()) for name in _LEDGER_FILES}
-    try:
-        descriptors = os.listdir("/proc/self/fd")
-    except OSError:
-        return True  # cannot tell: assume it does
-    for descriptor in descriptors:
-        try:
-            if os.readlink(f"/proc/self/fd/{descriptor}") in ledger_files:
-                return True
-        except OSError:
-            continue  # the descriptor of the listing itself, closed since
-    return False
-
-
-def forks_safely(run_dir: Path) -> bool:
-    """True when a forked child may verify `run_dir`'s ledger: Linux, one thread, ledger closed.
-
-    A forked child holds a copy of every lock and handle of this process at the fork. SQLite
-    forbids using a connection across a fork, and its record of the locks it holds per file would
-    be the parent's in the child; a lock another thread held at the fork would never be released
-    in the child. So a fork is taken only while this process runs one thread and no descriptor
-    of it refers to the run's ledger files. The child only reads: it opens its own read-only
-    connection, and its garbage collector stays off (`_second_process`) so that no object of
-    the parent (a connection awaiting collection) is closed in it.
-    """
-    return (
-        sys.platform.startswith("linux")
-        and threading.active_count() == 1
-        and not _holds_ledger_open(run_dir)
-    )
-
-
 def verifies_beside(run_dir: Path) -> bool:
-    """True when `run_dir`'s ledger is verified beside the grading (see the comment above)."""
-    if _cores() < 2:
-        return False
+    """True when `run_dir`'s ledger is large enough, and a second core free, to verify beside."""
     try:
         size = (run_dir / LEDGER_FILE).stat().st_size
     except OSError:
         return False  # verify_run names the missing ledger
-    return size >= BESIDE_FROM_BYTES or forks_safely(run_dir)
-
-
-def _second_process(*, forked: bool) -> Pool:
-    """A one-process pool to verify a ledger in: forked (where `forks_safely`) or spawned."""
-    import multiprocessing
-
-    if forked:
-        return multiprocessing.get_context("fork").Pool(1, initializer=gc.disable)
-    return multiprocessing.get_context("spawn").Pool(1)  # shares no thread or handle of ours
+    return size >= BESIDE_FROM_BYTES and _cores() > 1
 
 
 class Verification:
     """`verify_run(run_dir)` for a manifest read before, its ledger part in-process or beside.
 
     Beside, only `verify_ledger` runs in the second process: it reads the run folder alone. The
-    frozen inputs are checked here, while the second process verifies, through this process's
-    track registry (a track registered in code is unknown to a spawned interpreter). Use as a
-    context manager: leaving it stops the second process, whatever happened.
+    frozen inputs are checked here, once, while the second process verifies, through this
+    process's track registry (a track registered in code is unknown to a spawned interpreter).
+    Use as a context manager: leaving it stops the second process, whatever happened.
     """
 
     def __init__(self, run_dir: Path, manifest: Manifest, *, beside: bool | None = None) -> None:
@@ -329,17 +273,17 @@ class Verification:
         self._pending: AsyncResult[VerifyReport] | None = None
         self._report: VerifyReport | None = None
         arguments = (run_dir, manifest.manifest_sha256, manifest.plan.trials)
-        self.forked = self.beside and forks_safely(run_dir)
-        """True when the second process is a fork of this one (see `after_verifying`)."""
         if self.beside:
-            self._pool = _second_process(forked=self.forked)
+            import multiprocessing
+
+            # spawn, not fork: a forked child would share this process's open SQLite handles
+            # and locks, which SQLite forbids across a fork.
+            self._pool = multiprocessing.get_context("spawn").Pool(1)
             self._pending = self._pool.apply_async(verify_ledger, arguments)
-        # Grading and verification both read every page: let the kernel read the file ahead
-        # (after the fork: the advice may start a thread).
-        prefetch_ledger(run_dir)
         ledger_report = None if self.beside else verify_ledger(*arguments)
         self.checked_track: Track | None
-        """The track that checked the frozen inputs, once they were found intact."""
+        """The track that checked the frozen inputs, once they were found intact (grading uses
+        it, beside too: the inputs are hashed and parsed once per report)."""
         self.checked_track, self._input_problems = checked_track(manifest)
         if ledger_report is not None:
             self._report = self._with_inputs(ledger_report)
@@ -359,17 +303,6 @@ class Verification:
             assert self._pending is not None
             self._report = self._with_inputs(self._pending.get())
         return self._report
-
-    def after_verifying(self, function: Callable[[], T]) -> AsyncResult[T] | None:
-        """Call `function` in the forked second process once it has verified; None if not forked.
-
-        A forked child holds this process's modules and registries, and is idle after the
-        verification while this process grades: work whose result this process needs only
-        later (the page template's code) is done there. Leaving the context waits for it.
-        """
-        if not self.forked or self._pool is None:
-            return None
-        return self._pool.apply_async(function)
 
     def __enter__(self) -> Verification:
         return self

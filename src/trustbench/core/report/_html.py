@@ -36,7 +36,7 @@ from trustbench.core.report._verdict import (
 )
 
 if TYPE_CHECKING:
-    from jinja2 import Environment, Template
+    from jinja2 import Environment
 
     from trustbench.core.report._system import ConfigurationUnderTest, SystemUnderTest
 
@@ -482,51 +482,17 @@ def next_steps(candidates: Sequence[Verdict], incomplete: str | None) -> list[st
     return steps
 
 
-PAGE_TEMPLATE = "report.html.j2"
-"""The page's template, in the package's `templates/`."""
-
-PageCode = tuple[str, str]
-"""The Python source jinja2 compiles the page template to, and the template file's path."""
-
-
-def page_template_code() -> PageCode:
-    """Compile the page template as `render_report_html` would, to Python source.
-
-    jinja2's lexing, parsing and code generation of the template take about 0.08 s, at every
-    report (nothing of it is kept between processes). `report` has them done in the second
-    process that verifies the ledger, which is idle once it has (`core/_report_run.py`), and
-    hands the source to `render_report_html`: the template is read from the package each time.
-    """
-    environment = _environment()
-    assert environment.loader is not None
-    source, path, _ = environment.loader.get_source(environment, PAGE_TEMPLATE)
-    return environment.compile(source, PAGE_TEMPLATE, path, raw=True), str(path)
-
-
-def _page_template(code: PageCode | None) -> Template:
-    """The compiled page template: from `code` (`page_template_code`'s) or compiled here."""
-    environment = _environment()
-    if code is None:
-        return environment.get_template(PAGE_TEMPLATE)
-    source, path = code
-    compiled = compile(source, path, "exec")  # as jinja2's own loader does
-    return environment.template_class.from_code(
-        environment, compiled, environment.make_globals(None), None
-    )
-
-
-def render_report_html(page: ReportPage, *, code: PageCode | None = None) -> str:
+def render_report_html(page: ReportPage) -> str:
     """Render the page to HTML text.
 
     Args:
         page: What to show.
-        code: The page template compiled beside (`page_template_code`); None compiles it here.
 
     Returns:
         A complete HTML5 document with no external resources (its one script, the table filter,
         is inline).
     """
-    template = _page_template(code)
+    template = _environment().get_template("report.html.j2")
     gates = sorted_gates(page.gates)
     verdicts = subject_verdicts(page)
     built_to_fail = {v.subject for v in verdicts if v.expected_to_fail}
@@ -566,15 +532,15 @@ def render_report_html(page: ReportPage, *, code: PageCode | None = None) -> str
     )
 
 
-def write_report_html(path: Path | str, page: ReportPage, *, code: PageCode | None = None) -> Path:
+def write_report_html(path: Path | str, page: ReportPage) -> Path:
     """Render the page and write it as UTF-8 (e.g. `RUN_DIR/report.html`).
 
     Written beside and renamed (`write_atomically`): a link left at `report.html` (to another
-    run's ledger, say) is replaced, never written through. `code`: as `render_report_html`'s.
+    run's ledger, say) is replaced, never written through.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(target, render_report_html(page, code=code).encode("utf-8"))
+    write_atomically(target, render_report_html(page).encode("utf-8"))
     return target
 
 
