@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from tests.core.test_report_run import _graded_spec, _run, _truncate_after_trials
 
+from trustbench.core import Manifest, Track, register_track, report_run
+from trustbench.core import _report_run as report_module
 from trustbench.core import _verify as beside
-from trustbench.core import register_track, report_run
 from trustbench.errors import CheckFailed, InputError
 
 WRITTEN = ("record.json", "report.html", "record.trials.jsonl", "record.intoto.json")
@@ -91,6 +92,24 @@ def test_an_interrupted_run_verified_beside_is_still_reported_incomplete(
     assert always_beside == [True]
     assert result.complete is False
     assert result.incomplete is not None and "interrupted" in result.incomplete
+
+
+def test_beside_the_frozen_inputs_are_hashed_once_and_grading_uses_the_track_that_hashed_them(
+    experiment: Path, tmp_path: Path, always_beside: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    checks: list[str] = []
+    check = report_module.check_inputs
+
+    def counted(manifest: Manifest, track: Track) -> None:
+        checks.append(manifest.spec.track_id)
+        check(manifest, track)
+
+    monkeypatch.setattr(beside, "check_inputs", counted)
+    monkeypatch.setattr(report_module, "check_inputs", counted)
+    report_run(run_dir)
+    assert always_beside == [True]
+    assert checks == ["test/echo_graded"]
 
 
 def test_only_a_large_ledger_on_a_second_core_is_verified_beside(

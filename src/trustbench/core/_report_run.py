@@ -164,8 +164,8 @@ def _graded(
     """The run's track, its opened ledger and the track's analysis of it.
 
     `checked_track`: the track with which the verification re-hashed the frozen inputs in this
-    process and found them intact before grading (as it does unless it runs beside). It grades
-    from the inputs it hashed, so they are neither hashed nor loaded twice.
+    process and found them intact before grading (None: they were not, and the check here
+    raises). It grades from the inputs it hashed, so they are neither hashed nor loaded twice.
     """
     track = checked_track if checked_track is not None else load_track(manifest.spec.track_id)[0]
     if not isinstance(track, Analyzer):

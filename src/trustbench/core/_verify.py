@@ -262,19 +262,16 @@ class Verification:
     """`verify_run(run_dir)` for a manifest read before, its ledger part in-process or beside.
 
     Beside, only `verify_ledger` runs in the second process: it reads the run folder alone. The
-    frozen inputs are checked here, through this process's track registry (a track registered
-    in code is unknown to a spawned interpreter). Use as a context manager: leaving it stops
-    the second process, whatever happened.
+    frozen inputs are checked here, once, while the second process verifies, through this
+    process's track registry (a track registered in code is unknown to a spawned interpreter).
+    Use as a context manager: leaving it stops the second process, whatever happened.
     """
 
     def __init__(self, run_dir: Path, manifest: Manifest, *, beside: bool | None = None) -> None:
         self.beside = verifies_beside(run_dir) if beside is None else beside
-        self._manifest = manifest
         self._pool: Pool | None = None
         self._pending: AsyncResult[VerifyReport] | None = None
         self._report: VerifyReport | None = None
-        self.checked_track: Track | None = None
-        """The track that checked the frozen inputs, once they were found intact."""
         arguments = (run_dir, manifest.manifest_sha256, manifest.plan.trials)
         if self.beside:
             import multiprocessing
@@ -283,12 +280,16 @@ class Verification:
             # and locks, which SQLite forbids across a fork.
             self._pool = multiprocessing.get_context("spawn").Pool(1)
             self._pending = self._pool.apply_async(verify_ledger, arguments)
-        else:
-            self._report = self._with_inputs(verify_ledger(*arguments))
+        ledger_report = None if self.beside else verify_ledger(*arguments)
+        self.checked_track: Track | None
+        """The track that checked the frozen inputs, once they were found intact (grading uses
+        it, beside too: the inputs are hashed and parsed once per report)."""
+        self.checked_track, self._input_problems = checked_track(manifest)
+        if ledger_report is not None:
+            self._report = self._with_inputs(ledger_report)
 
     def _with_inputs(self, report: VerifyReport) -> VerifyReport:
-        self.checked_track, problems = checked_track(self._manifest)
-        report.problems += problems
+        report.problems += self._input_problems
         return report
 
     def result(self) -> VerifyReport:
