@@ -227,8 +227,12 @@ def removed_if_refused(run_dir: Path, *, made_here: bool | None = None) -> Itera
     `made_here`: whether this command made the folder (None: it does so inside the block).
 
     The refusal then says the folder is gone: the command had already printed
-    `spec: RUN/spec.toml (edit it and rerun ...)`, and a user went looking for that file.
+    `spec: RUN/spec.toml (edit it and rerun ...)`, and a user went looking for that file. Hints
+    that need the kept folder (`trustbench run --no-preflight`, `freeze --allow-missing-keys`)
+    are dropped from it: the fix is to rerun this command.
     """
+    from trustbench.core._context import SKIP_PREFLIGHT_HINT
+    from trustbench.core.spec._manifest import ALLOW_MISSING_KEYS_HINT
     from trustbench.errors import TrustbenchError
 
     if made_here is None:
@@ -239,8 +243,11 @@ def removed_if_refused(run_dir: Path, *, made_here: bool | None = None) -> Itera
         if not made_here or _attempt_recorded(run_dir):
             raise
         shutil.rmtree(run_dir, ignore_errors=True)
+        message = refused.message
+        for needs_the_folder in (SKIP_PREFLIGHT_HINT, ALLOW_MISSING_KEYS_HINT):
+            message = message.replace(needs_the_folder, "")
         kept_nothing = f"; nothing was kept ({run_dir} removed): fix that and rerun this command"
-        raise type(refused)(refused.message + kept_nothing, location=refused.location) from None
+        raise type(refused)(message + kept_nothing, location=refused.location) from None
 
 
 def _attempt_recorded(run_dir: Path) -> bool:

@@ -257,3 +257,19 @@ def test_a_refused_attempt_says_its_folder_was_removed_not_to_edit_the_spec_it_p
     )  # fmt: skip
     assert code == 2 and "UNSET_KEY_FOR_THIS_TEST" in message, message
     assert f"nothing was kept ({run} removed)" in message and not run.exists()
+    assert "--allow-missing-keys" not in message  # a freeze flag: this command froze and ran
+
+
+def test_a_refused_preflight_names_no_flag_of_a_run_folder_that_was_removed(
+    tmp_path: Path,
+) -> None:
+    # `trustbench run --no-preflight` needs the folder this refusal removes: rerunning the
+    # command with the server fixed is the way on.
+    run = tmp_path / "run"
+    code, message = invoke(
+        "rtb", "review", "--model", "openai/m", "--base-url", "http://127.0.0.1:9/v1",
+        "--out", str(run),
+    )  # fmt: skip
+    assert code == 2 and "preflight" in message, message
+    assert f"nothing was kept ({run} removed)" in message and not run.exists()
+    assert "--no-preflight" not in message

@@ -859,6 +859,9 @@ API_KINDS = ("openai_chat", "anthropic_messages")
 """Candidate kinds that reach a server and are probed."""
 PROBE_MAX_TOKENS = 16
 """Completion budget of a probe: enough for a word or the probe object, cheap on any server."""
+
+SKIP_PREFLIGHT_HINT = " (trustbench run --no-preflight skips this check)"
+"""How a failed preflight can be skipped: only where a run folder is kept to run again."""
 _ASK = "Reply with the single word: ready"
 
 
@@ -977,7 +980,7 @@ async def _probe(
         raise InputError(
             f"preflight: candidate {candidate.name!r} (model {candidate.model!r} at "
             f"{candidate.base_url}) failed before any trial was sent: {_message(result)}"
-            f"{server_hint(candidate, result)} (trustbench run --no-preflight skips this check)",
+            f"{server_hint(candidate, result)}{SKIP_PREFLIGHT_HINT}",
             location=where,
         )
     if not structured_output:

@@ -67,6 +67,10 @@ ALWAYS_PRODUCED = frozenset({"valid_response_rate"})
 """Figures core adds to every subject (see `_evaluability`); a proportion."""
 
 
+ALLOW_MISSING_KEYS_HINT = " or freeze with --allow-missing-keys"
+"""How `freeze` can go on without a key: not for a quick path, which freezes and runs at once."""
+
+
 def check_api_keys(spec: ExperimentSpec, *, allow_missing: bool) -> None:
     """Every `api_key_env` must name a set, non-empty variable (unless explicitly allowed).
 
@@ -78,8 +82,8 @@ def check_api_keys(spec: ExperimentSpec, *, allow_missing: bool) -> None:
         name = candidate.api_key_env
         if name and not os.environ.get(name):
             raise InputError(
-                f"environment variable {name} (candidate {candidate.name}) is not set; set it "
-                "or freeze with --allow-missing-keys",
+                f"environment variable {name} (candidate {candidate.name}) is not set; set it"
+                f"{ALLOW_MISSING_KEYS_HINT}",
                 location=f"candidates/{index}/api_key_env",
             )
 
