@@ -106,7 +106,9 @@ def test_an_isolated_adapter_that_opens_a_file_outside_its_folder_is_refused(
     monkeypatch.setenv("TRB_TEST_SECRET_PATH", str(secret))  # declared: its worker gets it
     monkeypatch.syspath_prepend(str(HERE))
     worker = _worker(
-        "trb_isolation_adapters:opens_the_secret", fallback=fallback, declared="TRB_TEST_SECRET_PATH"
+        "trb_isolation_adapters:opens_the_secret",
+        fallback=fallback,
+        declared="TRB_TEST_SECRET_PATH",
     )
     try:
         adapter = worker.adapter()
