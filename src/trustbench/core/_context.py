@@ -617,9 +617,10 @@ def check_credentials(candidates: list[CandidateSpec]) -> None:
 
     A key holding a line break (a file read with its trailing newline) would make every request
     a refused header: refused here, once, instead of as a connection error in every trial.
+    `candidates` are the spec's, in order: the error names `candidates/N/api_key_env`.
 
     Raises:
-        InputError: naming the candidate and the variable.
+        InputError: naming the field, the candidate and the variable.
     """
     for index, candidate in enumerate(candidates):
         check_credential(candidate, where=f"candidates/{index}/api_key_env")
