@@ -77,6 +77,21 @@ def test_api_candidate_needs_model_and_base_url(tmp_path: Path) -> None:
         load_spec(_spec(tmp_path, text))
 
 
+def test_an_inprocess_candidate_may_declare_the_one_variable_its_worker_receives(
+    tmp_path: Path,
+) -> None:
+    spec = load_spec(_spec(tmp_path, MINIMAL + 'api_key_env = "MY_OWN_KEY"\n'))
+    assert spec.candidates[0].api_key_env == "MY_OWN_KEY"
+    with pytest.raises(InputError, match="takes no base_url"):
+        load_spec(_spec(tmp_path, MINIMAL + 'base_url = "http://127.0.0.1:1/v1"\n'))
+
+
+def test_an_inprocess_candidate_may_not_declare_a_harness_variable(tmp_path: Path) -> None:
+    text = MINIMAL + 'api_key_env = "TRUSTBENCH_HELDOUT_KEY"\n'
+    with pytest.raises(InputError, match=r"candidates/0.*TRUSTBENCH_\* variable"):
+        load_spec(_spec(tmp_path, text))
+
+
 def test_non_toml_spec_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not valid TOML"):
         load_spec(_spec(tmp_path, "suite = "))

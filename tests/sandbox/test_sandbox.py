@@ -315,3 +315,138 @@ def test_the_same_agent_unconfined_finds_the_ledger_and_labels(
     # The attack is real: in the harness process the walk finds the run folder and the corpus.
     with pytest.raises(Exception, match="found grader-only files"):
         _workflow_run(tmp_path, monkeypatch, isolation='isolation = "none"')
+
+
+# ------------------------------------------------------------------------------------------------
+# The environment: a worker inherits the runtime's variables and its candidate's declared one.
+
+HARNESS_KEY = "sk-harness-key-of-another-candidate-0123"
+
+
+def _env_reader_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "env"
+    folder.mkdir()
+    shutil.copy(HERE / "env_reader.py", folder / "env_reader.py")
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
+def _worker_environment(entry: str, variables: list[str] | None = None) -> dict[str, str]:
+    from trustbench.sandbox import CandidateWorker, plan_for
+
+    # The environment is set when the worker starts, whatever confines it afterwards.
+    worker = CandidateWorker(entry, plan_for(entry, variables=variables or []), fallback=True)
+    try:
+        return worker.entry_object()({})
+    finally:
+        worker.close()
+
+
+def test_a_sandboxed_candidate_reads_no_harness_variable_off_the_runtime_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fnmatch import fnmatchcase
+
+    from trustbench.sandbox._rpc import RUNTIME_VARIABLES
+
+    _env_reader_folder(tmp_path, monkeypatch)
+    monkeypatch.setenv("OPENAI_API_KEY", HARNESS_KEY)
+    monkeypatch.setenv("SECRET_X", "cloud-credential-of-the-operator")
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a runtime knob, on the list
+    seen = _worker_environment("env_reader:environment")
+    assert "OPENAI_API_KEY" not in seen and "SECRET_X" not in seen
+    assert HARNESS_KEY not in json.dumps(seen)
+    assert seen["OMP_NUM_THREADS"] == "3"
+    homes = {"HOME", "TMPDIR", "TEMP", "TMP", "PWD", "XDG_CACHE_HOME", "TRUSTBENCH_CACHE",
+             "PYTHONPATH", "PYTHONDONTWRITEBYTECODE"}  # fmt: skip
+    off_the_list = [
+        name
+        for name in set(seen) - homes
+        if not any(fnmatchcase(name, pattern) for pattern in RUNTIME_VARIABLES)
+    ]
+    assert off_the_list == []
+    assert seen["HOME"] == seen["TMPDIR"] != str(Path.home())
+
+
+def test_a_declared_variable_reaches_its_own_worker_and_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _env_reader_folder(tmp_path, monkeypatch)
+    monkeypatch.setenv("TB_MINE_KEY", "sk-mine-0123456789")
+    monkeypatch.setenv("TRUSTBENCH_HELDOUT_KEY", "tbx25519-private:never-passed")
+    mine = _worker_environment("env_reader:environment", ["TB_MINE_KEY", "TRUSTBENCH_HELDOUT_KEY"])
+    other = _worker_environment("env_reader:environment")
+    assert mine["TB_MINE_KEY"] == "sk-mine-0123456789"
+    assert "TB_MINE_KEY" not in other
+    assert "TRUSTBENCH_HELDOUT_KEY" not in mine  # the harness's own, even when declared
+
+
+TWO_CANDIDATES = """
+suite = "rtb"
+track = "review"
+trials_per_case = 1
+concurrency = 2
+timeout_s = 20.0
+
+[corpus]
+path = "{corpus}"
+
+[[candidates]]
+name = "alpha"
+kind = "inprocess"
+entry = "env_reader:reviewer"
+api_key_env = "TB_ALPHA_OWN_KEY"
+
+[[candidates]]
+name = "beta"
+kind = "inprocess"
+entry = "env_reader:reviewer"
+api_key_env = "TB_BETA_OWN_KEY"
+
+[analysis]
+unit = "case"
+"""
+
+
+@needs_the_sandbox
+def test_each_candidate_worker_of_a_run_gets_its_own_declared_key_and_no_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.core import read_ledger, run_spec
+
+    _env_reader_folder(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", HARNESS_KEY)
+    monkeypatch.setenv("TB_ALPHA_OWN_KEY", "sk-alpha-own-key-0123456789")
+    monkeypatch.setenv("TB_BETA_OWN_KEY", "sk-beta-own-key-0123456789")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(TWO_CANDIDATES.format(corpus=FIXTURE), encoding="utf-8")
+    run_spec(spec, tmp_path / "run")
+    ledger = read_ledger(tmp_path / "run")
+    candidate_of = {trial["trial_id"]: trial["candidate"] for trial in ledger.trials}
+    seen: dict[str, set[str]] = {"alpha": set(), "beta": set()}
+    for attempt in ledger.attempts:
+        names = json.loads(json.loads(attempt["raw_response"])["text"])
+        seen[candidate_of[attempt["trial_id"]]].update(names)
+    assert "TB_ALPHA_OWN_KEY" in seen["alpha"] and "TB_BETA_OWN_KEY" not in seen["alpha"]
+    assert "TB_BETA_OWN_KEY" in seen["beta"] and "TB_ALPHA_OWN_KEY" not in seen["beta"]
+    assert not {"OPENAI_API_KEY"} & (seen["alpha"] | seen["beta"])
+
+
+def test_an_inprocess_candidate_whose_declared_variable_is_unset_at_run_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.cli import invoke
+
+    _env_reader_folder(tmp_path, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(TWO_CANDIDATES.format(corpus=FIXTURE), encoding="utf-8")
+    monkeypatch.setenv("TB_ALPHA_OWN_KEY", "sk-alpha-own-key-0123456789")
+    monkeypatch.delenv("TB_BETA_OWN_KEY", raising=False)
+    code, output = invoke("freeze", str(spec), "--out", "run", "--allow-missing-keys")
+    assert code == 0, output
+    code, message = invoke("run", "run", "--quiet")
+    assert code == 2 and "TB_BETA_OWN_KEY is not set" in message
+    assert "candidates/1/api_key_env" in message
+    assert not (tmp_path / "run" / "ledger.sqlite").exists()

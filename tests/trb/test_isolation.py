@@ -32,8 +32,10 @@ from trustbench.trb.track._profile import RecordingAdapter
 HERE = Path(__file__).parent
 
 
-def _worker(target: str, *, fallback: bool = False) -> AdapterWorker:
-    return AdapterWorker(target, adapter_plan(target), fallback=fallback)
+def _worker(target: str, *, fallback: bool = False, declared: str | None = None) -> AdapterWorker:
+    """`target`'s worker; `declared`: the variable its candidate declares (`api_key_env`)."""
+    plan = adapter_plan(target, variables=[declared] if declared else [])
+    return AdapterWorker(target, plan, fallback=fallback)
 
 
 def _store_corpus(folder: Path) -> list[Any]:
@@ -101,9 +103,13 @@ def test_an_isolated_adapter_that_opens_a_file_outside_its_folder_is_refused(
         pytest.skip("this kernel has no Landlock")
     secret = tmp_path / "secret.txt"
     secret.write_text("Phi")
-    monkeypatch.setenv("TRB_TEST_SECRET_PATH", str(secret))
+    monkeypatch.setenv("TRB_TEST_SECRET_PATH", str(secret))  # declared: its worker gets it
     monkeypatch.syspath_prepend(str(HERE))
-    worker = _worker("trb_isolation_adapters:opens_the_secret", fallback=fallback)
+    worker = _worker(
+        "trb_isolation_adapters:opens_the_secret",
+        fallback=fallback,
+        declared="TRB_TEST_SECRET_PATH",
+    )
     try:
         adapter = worker.adapter()
         assert worker.sandbox is not None
@@ -136,8 +142,9 @@ def test_the_memoriser_finds_nothing_in_its_worker(
 ) -> None:
     traces = _store_corpus(tmp_path / "cache" / "trb" / "corpora" / "x")
     monkeypatch.setenv("TRUSTBENCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("TRB_CORPUS_HINT", str(tmp_path / "cache"))  # a path in the environment
-    worker = _worker("trustbench.trb.cheats:memoriser")
+    # The cache's path in a variable its candidate declares: the one it is handed.
+    monkeypatch.setenv("TRB_CORPUS_HINT", str(tmp_path / "cache"))
+    worker = _worker("trustbench.trb.cheats:memoriser", declared="TRB_CORPUS_HINT")
     try:
         adapter = worker.adapter()
         step = traces[0].steps[2]

@@ -130,7 +130,7 @@ from {package}.triage_world import TriageWorld
 if "triage" not in known_world_ids():
     register_world(TriageWorld())
 
-RUN, CORPUS, HELDOUT = {run!r}, {corpus!r}, {heldout!r}
+RUN, CORPUS, HELDOUT, API_KEY = {run!r}, {corpus!r}, {heldout!r}, {api_key!r}
 
 
 class Desk:
@@ -179,9 +179,10 @@ class Malformed(Desk):
 
 
 class Snoop(Desk):
-    """Looks for the held-out key, reads the run and the corpus, writes into both.
+    """Looks for the held-out key and the operator's API key, reads the run and the corpus,
+    writes into both.
 
-    What it found shows in its report: priority flipped when the key was readable (its own
+    What it found shows in its report: priority flipped when either key was readable (its own
     environment, its parent's, init's), another suspected cause when the run folder or the
     corpus was, eta 72 when a write went through.
     """
@@ -215,7 +216,8 @@ class Snoop(Desk):
     def emit_r(self, context):
         r = self.world.stated_report(context).root
         environs = [Path("/proc") / str(os.getppid()) / "environ", Path("/proc/1/environ")]
-        if HELDOUT in self._text(environs):
+        keys = self._text(environs)
+        if HELDOUT in keys or API_KEY in keys:
             r = {{**r, "priority": "low" if r["priority"] == "high" else "high"}}
         run = self._text([Path(RUN), Path(CORPUS)])
         if any(mark in run for mark in ("continuation", "counterfactuals", "SQLite format")):
@@ -307,6 +309,8 @@ def make():
 '''
 
 HELDOUT = "tbx25519-secret-of-the-collector-0123456789"
+API_KEY = "sk-operator-key-for-another-candidate-0123"
+"""The harness's `OPENAI_API_KEY` during the run, as an operator exports it for an API model."""
 SANDBOX_ATTACKERS = {
     "governed": "adapters:governed",
     "malformed": "adapters:malformed",
@@ -326,7 +330,7 @@ def _attacker_package(tmp_path: Path) -> str:
     shutil.copy(SUPPORT / "triage_world.py", folder / "triage_world.py")
     run, corpus = str(tmp_path / "run"), str(tmp_path / "corpus")
     (folder / "adapters.py").write_text(
-        ATTACKERS.format(package=package, run=run, corpus=corpus, heldout=HELDOUT)
+        ATTACKERS.format(package=package, run=run, corpus=corpus, heldout=HELDOUT, api_key=API_KEY)
     )
     (folder / "impostor.py").write_text(IMPOSTOR.format(package=package))
     return package
@@ -348,6 +352,7 @@ def sandbox_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with pytest.MonkeyPatch.context() as patch, registered_triage_world():
         patch.syspath_prepend(str(tmp_path / "code"))
         patch.setenv("TRUSTBENCH_HELDOUT_KEY", HELDOUT)
+        patch.setenv("OPENAI_API_KEY", API_KEY)
         code, output = invoke(
             "trb", "import", str(sessions), "--out", str(tmp_path / "corpus"), "--world", "triage"
         )
@@ -409,6 +414,18 @@ def test_nan_negative_boolean_and_undeclared_action_answers_are_all_invalid_resp
 
 
 def test_a_sandboxed_adapter_reads_no_held_out_key_in_any_environment(sandbox_run: Path) -> None:
+    record = _record(sandbox_run)
+    assert _figure(record, "snoop", "slot_accuracy[priority]")["estimate"] == 1.0
+
+
+def test_a_sandboxed_adapter_reads_no_api_key_of_the_harness_environment(
+    sandbox_run: Path,
+) -> None:
+    """The harness's `OPENAI_API_KEY` (another candidate's) never reaches an adapter's worker.
+
+    The snoop flips its priority when it finds either key: with the held-out key hidden (the
+    test above), a flip here is the API key read from an environment.
+    """
     record = _record(sandbox_run)
     assert _figure(record, "snoop", "slot_accuracy[priority]")["estimate"] == 1.0
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from test_trb_track import freeze_run_report, write_spec
 from tests.support.openai_server import OpenAIServer, raw_body
+from tests.support.trb_spec import chat_factory_folder
 
 from trustbench.core import read_ledger, report_run
 from trustbench.core.figures import Figure, Interval
@@ -233,7 +234,7 @@ def test_chat_proxy_adapter_runs_end_to_end_through_the_track(
 ) -> None:
     with OpenAIServer() as server:
         server.script(_governed)
-        monkeypatch.setenv("TRB_TEST_CHAT_URL", server.base_url)
+        monkeypatch.syspath_prepend(str(chat_factory_folder(tmp_path / "chat", server.base_url)))
         spec = write_spec(
             tmp_path,
             {"chat": "trb_chat_factory:chat_adapter"},

@@ -10,6 +10,7 @@ import pytest
 import torch
 from test_trb_track import freeze_run_report, write_spec
 from tests.support.openai_server import OpenAIServer, raw_body
+from tests.support.trb_spec import chat_factory_folder
 
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest, TokenLogprob
@@ -249,7 +250,7 @@ def test_a_chat_proxy_ignoring_the_renamed_encoding_scores_invalid_there_through
 ) -> None:
     with OpenAIServer() as server:
         server.script(_chat_script)
-        monkeypatch.setenv("TRB_ENCODING_CHAT_URL", server.base_url)
+        monkeypatch.syspath_prepend(str(chat_factory_folder(tmp_path / "chat", server.base_url)))
         spec = write_spec(
             tmp_path,
             {

@@ -22,6 +22,7 @@ from trustbench.core._context import (
     TrialContext,
     build_provider,
     candidate_entry,
+    declared_variables,
 )
 from trustbench.core._evaluability import (
     not_evaluable_reason,
@@ -149,6 +150,7 @@ __all__ = [
     "check_output_folder",
     "check_record_statement",
     "cross_product",
+    "declared_variables",
     "default_progress",
     "entry_code_items",
     "export_ledger",

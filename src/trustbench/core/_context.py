@@ -617,25 +617,35 @@ def check_credentials(candidates: list[CandidateSpec]) -> None:
 
     A key holding a line break (a file read with its trailing newline) would make every request
     a refused header: refused here, once, instead of as a connection error in every trial.
+    `candidates` are the spec's, in order: the error names `candidates/N/api_key_env`.
 
     Raises:
-        InputError: naming the candidate and the variable.
+        InputError: naming the field, the candidate and the variable.
     """
-    for candidate in candidates:
-        if not candidate.api_key_env:
-            continue
-        where = f"candidate {candidate.name} api_key_env"
-        value = os.environ.get(candidate.api_key_env)
-        if value is None:
-            raise InputError(
-                f"environment variable {candidate.api_key_env} is not set", location=where
-            )
-        if "\r" in value or "\n" in value:
-            raise InputError(
-                f"environment variable {candidate.api_key_env} holds a line break "
-                "(an API key is one line; strip the trailing newline)",
-                location=where,
-            )
+    for index, candidate in enumerate(candidates):
+        check_credential(candidate, where=f"candidates/{index}/api_key_env")
+
+
+def check_credential(candidate: CandidateSpec, where: str) -> None:
+    """`check_credentials` for one candidate, the error located at `where`.
+
+    An `inprocess` candidate's `api_key_env` is checked the same way: it is the one variable
+    its sandbox worker receives, so an unset one would fail every trial inside its code.
+    """
+    if not candidate.api_key_env:
+        return
+    value = os.environ.get(candidate.api_key_env)
+    if value is None:
+        raise InputError(
+            f"environment variable {candidate.api_key_env} is not set (candidate {candidate.name})",
+            location=where,
+        )
+    if "\r" in value or "\n" in value:
+        raise InputError(
+            f"environment variable {candidate.api_key_env} holds a line break "
+            "(an API key is one line; strip the trailing newline)",
+            location=where,
+        )
 
 
 TRUSTBENCH_SETTINGS = frozenset({"inspect_model"})
@@ -727,13 +737,22 @@ def _started_worker(candidate: CandidateSpec, entry: str, hidden: Sequence[str])
     except ValueError as error:
         raise InputError(str(error), location=f"candidate {candidate.name} endpoints") from None
     hidden = [str(cache_root()), *hidden]
-    plan = plan_for(entry, hidden=hidden, ports=ports)
+    plan = plan_for(entry, hidden=hidden, ports=ports, variables=declared_variables(candidate))
     worker = CandidateWorker(entry, plan, probe=probe_paths(hidden))
     try:
         worker.start()
     except WorkerFailed as error:
         raise InputError(str(error), location=f"candidate {candidate.name} entry") from None
     return worker
+
+
+def declared_variables(candidate: CandidateSpec) -> list[str]:
+    """The environment variables passed to this candidate's sandbox worker beside the runtime's.
+
+    Only its own `api_key_env`: a worker inherits nothing else of the harness's environment
+    (`trustbench.sandbox`'s `RUNTIME_VARIABLES`), so no candidate reads another's key.
+    """
+    return [candidate.api_key_env] if candidate.api_key_env else []
 
 
 def _reach_note(reached: Sequence[str]) -> str:
@@ -801,7 +820,7 @@ def build_provider(
             return provider
         factory = import_object(candidate.entry, what=f"candidate {candidate.name} entry")
         return InProcessProvider(factory, name=candidate.name, settings=candidate.settings)
-    check_credentials([candidate])
+    check_credential(candidate, where=f"candidate {candidate.name} api_key_env")
     assert candidate.base_url is not None and candidate.model is not None
     return provider_classes()[candidate.kind](
         session,

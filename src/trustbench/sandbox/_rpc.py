@@ -1,13 +1,13 @@
 """Calling a candidate's objects in its sandboxed worker: a small JSON RPC over pipes.
 
-`CandidateWorker` starts `python -m trustbench.sandbox._rpc` in a fresh empty folder with a
-scrubbed environment; the worker confines itself (`_confine.confine`), probes what it can still
-read of the harness's secrets, and only then imports the candidate's entry (`module:attr`), so
-import-time code runs confined. The harness then holds `RemoteObject`s standing for the
-candidate's objects (a reviewer's responder, a boundary factory and its boundaries) and calls
-them with the same arguments as the in-process path; `RemoteObject`s on the worker's side stand
-for the harness objects passed as arguments (a boundary's `PlatformView`), whose methods the
-candidate calls back.
+`CandidateWorker` starts `python -m trustbench.sandbox._rpc` in a fresh empty folder with an
+allow-listed environment (`RUNTIME_VARIABLES`); the worker confines itself (`_confine.confine`),
+probes what it can still read of the harness's secrets, and only then imports the candidate's
+entry (`module:attr`), so import-time code runs confined. The harness then holds
+`RemoteObject`s standing for the candidate's objects (a reviewer's responder, a boundary factory
+and its boundaries) and calls them with the same arguments as the in-process path;
+`RemoteObject`s on the worker's side stand for the harness objects passed as arguments (a
+boundary's `PlatformView`), whose methods the candidate calls back.
 
 Values cross as JSON (never pickle: the harness must not run what a candidate sends back):
 pydantic models as `model_dump(mode="json")` revalidated with `model_validate`, dataclasses
@@ -44,6 +44,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from datetime import date, datetime
+from fnmatch import fnmatchcase
 from importlib import import_module
 from pathlib import Path
 from typing import IO, Any
@@ -523,14 +524,52 @@ def module_paths(entry: str) -> list[str]:
     return list(dict.fromkeys(map(str, folders)))
 
 
-def worker_environment(folder: str, roots: Sequence[str]) -> dict[str, str]:
-    """A worker's environment: the harness's less every `TRUSTBENCH_*`, homes in its own folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRUSTBENCH")}
+RUNTIME_VARIABLES: tuple[str, ...] = (
+    # Finding programs and the native libraries a non-system interpreter links against.
+    "PATH", "LD_LIBRARY_PATH",
+    # Locale, time zone and terminal: how text, dates and output are rendered.
+    "LANG", "LANGUAGE", "LC_*", "TZ", "TERM",
+    # The interpreter's own modes (bytecode kept apart, hashing, text encoding, warnings).
+    "PYTHONPYCACHEPREFIX", "PYTHONHASHSEED", "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONWARNINGS",
+    # Thread pools of the numeric libraries: a model adapter on a shared machine sized as the
+    # operator sized the harness (torch's default, every core, was 7x slower on 2 busy cores).
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS", "TOKENIZERS_PARALLELISM",
+    # Which accelerator a local model may use, and how its memory is allocated.
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTORCH_CUDA_ALLOC_CONF",
+    # Hugging Face libraries told to stay offline (a sandboxed worker has no network anyway).
+    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE",
+)  # fmt: skip
+"""The harness's environment variables a worker inherits (`fnmatch` patterns): nothing else.
+
+Candidates never share the harness's rights, and an environment is one of them: the operator's
+shell holds every candidate's API key, cloud credentials and tokens, which a candidate could put
+in its replies (stored in the ledger and the report) or send to an endpoint it declared. So a
+worker gets only what configures the runtime and carries no secret (listed by kind above), its
+own homes and import path (`worker_environment`), and the one variable its candidate declares
+(`api_key_env`, `SandboxPlan.variables`). Proxies are left out (a proxy URL may hold a
+password), and so is every `TRUSTBENCH_*` variable (the held-out key's path or the key itself).
+"""
+
+
+def worker_environment(
+    folder: str, roots: Sequence[str], variables: Sequence[str] = ()
+) -> dict[str, str]:
+    """A worker's environment: the runtime's variables, `variables`, homes in its own folder.
+
+    `variables` are the names its candidate declared (`SandboxPlan.variables`); a declared name
+    that is unset here is left out, and a `TRUSTBENCH_*` name is never passed.
+    """
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if any(fnmatchcase(name, pattern) for pattern in RUNTIME_VARIABLES)
+        or (name in variables and not name.startswith("TRUSTBENCH"))
+    }
     env.update(
         HOME=folder, TMPDIR=folder, TEMP=folder, TMP=folder, PWD=folder, XDG_CACHE_HOME=folder,
         TRUSTBENCH_CACHE=folder, PYTHONPATH=os.pathsep.join(roots), PYTHONDONTWRITEBYTECODE="1",
     )  # fmt: skip
-    env.pop("OLDPWD", None)
     return env
 
 
@@ -547,12 +586,21 @@ class SandboxPlan:
     worker itself)."""
     ports: list[int] | None = None
     """TCP ports of the declared endpoints; None: no network."""
+    variables: list[str] = dataclasses.field(default_factory=list)
+    """Names of the harness's environment variables passed to this worker alone, beside
+    `RUNTIME_VARIABLES` (its candidate's declared `api_key_env`)."""
 
 
 def plan_for(
-    entry: str, hidden: Sequence[str] = (), ports: Sequence[int] | None = None
+    entry: str,
+    hidden: Sequence[str] = (),
+    ports: Sequence[int] | None = None,
+    variables: Sequence[str] = (),
 ) -> SandboxPlan:
-    """The sandbox of a worker for `entry`: the documented read list, the harness's secrets."""
+    """The sandbox of a worker for `entry`: the documented read list, the harness's secrets.
+
+    `variables`: the environment variables its candidate declared (`SandboxPlan.variables`).
+    """
     package = trustbench_package()
     roots = [str(Path(package).parent), *module_paths(entry)]
     return SandboxPlan(
@@ -560,6 +608,7 @@ def plan_for(
         roots=list(dict.fromkeys(roots)),
         hidden=[*harness_secrets(), *hidden],
         ports=None if ports is None else list(ports),
+        variables=list(variables),
     )
 
 
@@ -622,7 +671,8 @@ class CandidateWorker:
         self._process = subprocess.Popen(
             [sys.executable, "-s", "-m", "trustbench.sandbox._rpc"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self._folder, env=worker_environment(self._folder, self.plan.roots), close_fds=True,
+            cwd=self._folder, close_fds=True,
+            env=worker_environment(self._folder, self.plan.roots, self.plan.variables),
         )  # fmt: skip
         assert self._process.stdin is not None and self._process.stdout is not None
         endpoint = Endpoint(self._process.stdout, self._process.stdin, trusts_peer=False)

@@ -183,7 +183,12 @@ class CandidateSpec(_Strict):
     """Name of the environment variable holding the API key. The value is read at run time
     only and never written to the manifest or the ledger. Omitted together with `base_url`, it
     defaults to `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` (a candidate with an explicit `base_url`
-    and no `api_key_env`, e.g. a local server, sends no key)."""
+    and no `api_key_env`, e.g. a local server, sends no key). For an `inprocess` candidate it
+    names the one variable of the harness's environment passed to its sandbox worker, and only
+    to its worker (a worker inherits no other variable but the runtime's, docs/sandbox.md); an
+    unset one is refused at freeze and at run, and its value is redacted from what is stored.
+    Under `isolation = "none"` the code runs in the harness process and reads its whole
+    environment anyway."""
     entry: str | None = None
     """For `inprocess`: import string `module:callable` of a factory called once per trial with
     the candidate's `settings`, returning a fresh responder (no state carried between trials)."""
@@ -259,8 +264,13 @@ class CandidateSpec(_Strict):
                     "base_url, api_key_env, entry or settings)"
                 )
         elif self.kind == "inprocess":
-            if self.base_url or self.api_key_env:
-                raise ValueError("an inprocess candidate takes no base_url or api_key_env")
+            if self.base_url:
+                raise ValueError("an inprocess candidate takes no base_url")
+            if (self.api_key_env or "").startswith("TRUSTBENCH"):
+                raise ValueError(
+                    "an inprocess candidate's api_key_env may not name a TRUSTBENCH_* variable "
+                    "(those are the harness's own, never passed to candidate code)"
+                )
         else:
             if not self.model or not self.base_url:
                 raise ValueError(f"a {self.kind} candidate needs model and base_url")

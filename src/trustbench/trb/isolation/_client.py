@@ -1,7 +1,7 @@
 """The harness side of adapter isolation: a worker per candidate and an adapter that talks to it.
 
 `AdapterWorker` runs the candidate's adapters in the sandbox's one worker
-(`trustbench.sandbox.CandidateWorker`: a fresh empty folder, a scrubbed environment, the
+(`trustbench.sandbox.CandidateWorker`: a fresh empty folder, an allow-listed environment, the
 documented read list of `plan_for` plus the declared `adapter_read_paths`); its entry is
 `_worker.serve`, which imports the adapter's factory once confined and answers the harness's
 requests (the trials of one candidate share its worker; each trial builds a fresh adapter there).
@@ -47,14 +47,16 @@ def adapter_plan(
     *,
     hidden: Sequence[str] = (),
     ports: Sequence[int] | None = None,
+    variables: Sequence[str] = (),
 ) -> SandboxPlan:
     """The sandbox of a worker for the adapter factory `target`: `plan_for`'s, plus `extra`.
 
-    `extra` is the track's `adapter_read_paths` (e.g. local model weights).
+    `extra` is the track's `adapter_read_paths` (e.g. local model weights); `variables` the
+    environment variable its candidate declared (`api_key_env`), passed to this worker alone.
     """
     if ":" not in target:
         raise InputError(f"expected MODULE:FACTORY, got {target!r}", location=target)
-    plan = plan_for(target, hidden=hidden, ports=ports)
+    plan = plan_for(target, hidden=hidden, ports=ports, variables=variables)
     return dataclasses.replace(plan, read=list(dict.fromkeys([*plan.read, *extra])))
 
 

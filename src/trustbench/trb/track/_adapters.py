@@ -73,6 +73,7 @@ from trustbench.core import (
     ExperimentSpec,
     ResolvedItem,
     cache_root,
+    declared_variables,
     entry_code_items,
 )
 from trustbench.errors import CheckFailed, InputError
@@ -306,6 +307,7 @@ def user_adapter(
     plan = adapter_plan(
         target, options.adapter_read_paths,
         hidden=[str(corpus.folder), str(cache_dir()), str(cache_root())], ports=ports,
+        variables=declared_variables(candidate),
     )  # fmt: skip
     # The import roots are readable less the hidden paths; every other readable path must
     # neither hold nor lie inside the corpus or the cache.
