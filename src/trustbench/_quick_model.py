@@ -231,9 +231,7 @@ def removed_if_refused(run_dir: Path, *, made_here: bool | None = None) -> Itera
     that need the kept folder (`trustbench run --no-preflight`, `freeze --allow-missing-keys`)
     are dropped from it: the fix is to rerun this command.
     """
-    from trustbench.core._context import SKIP_PREFLIGHT_HINT
-    from trustbench.core.spec._manifest import ALLOW_MISSING_KEYS_HINT
-    from trustbench.errors import TrustbenchError
+    from trustbench.errors import RUN_FOLDER_HINTS, TrustbenchError
 
     if made_here is None:
         made_here = not run_dir.exists()
@@ -244,7 +242,7 @@ def removed_if_refused(run_dir: Path, *, made_here: bool | None = None) -> Itera
             raise
         shutil.rmtree(run_dir, ignore_errors=True)
         message = refused.message
-        for needs_the_folder in (SKIP_PREFLIGHT_HINT, ALLOW_MISSING_KEYS_HINT):
+        for needs_the_folder in RUN_FOLDER_HINTS:
             message = message.replace(needs_the_folder, "")
         kept_nothing = f"; nothing was kept ({run_dir} removed): fix that and rerun this command"
         raise type(refused)(message + kept_nothing, location=refused.location) from None

@@ -69,3 +69,12 @@ def did_you_mean(word: object, known: Iterable[str]) -> str:
     if not close:
         return ""
     return f"; did you mean {close[0]!r}?"
+
+
+SKIP_PREFLIGHT_HINT = " (trustbench run --no-preflight skips this check)"
+"""How a failed preflight can be skipped: only where a run folder is kept to run again."""
+ALLOW_MISSING_KEYS_HINT = " or freeze with --allow-missing-keys"
+"""How `freeze` can go on without a key: not for a quick path, which freezes and runs at once."""
+RUN_FOLDER_HINTS = (SKIP_PREFLIGHT_HINT, ALLOW_MISSING_KEYS_HINT)
+"""Parts of refusals that name a flag for a kept run folder: a quick path that removed its
+folder drops them (the fix there is to rerun the same command)."""

@@ -31,7 +31,7 @@ from trustbench.core.spec._spec import (
     RetryPolicy,
     isolation_of,
 )
-from trustbench.errors import InputError, did_you_mean
+from trustbench.errors import SKIP_PREFLIGHT_HINT, InputError, did_you_mean
 from trustbench.providers._anthropic import AnthropicMessagesProvider
 from trustbench.providers._inprocess import InProcessProvider
 from trustbench.providers._openai import OpenAIChatProvider
@@ -879,8 +879,6 @@ API_KINDS = ("openai_chat", "anthropic_messages")
 PROBE_MAX_TOKENS = 16
 """Completion budget of a probe: enough for a word or the probe object, cheap on any server."""
 
-SKIP_PREFLIGHT_HINT = " (trustbench run --no-preflight skips this check)"
-"""How a failed preflight can be skipped: only where a run folder is kept to run again."""
 _ASK = "Reply with the single word: ready"
 
 

@@ -45,7 +45,7 @@ from trustbench.core.spec._spec import (
     load_spec,
     refuse_unused_resample,
 )
-from trustbench.errors import CheckFailed, InputError
+from trustbench.errors import ALLOW_MISSING_KEYS_HINT, CheckFailed, InputError
 
 # ------------------------------------------------------------------------------------------------
 # Checks `freeze` makes before anything runs: every name a spec uses must mean something.
@@ -65,10 +65,6 @@ from trustbench.errors import CheckFailed, InputError
 
 ALWAYS_PRODUCED = frozenset({"valid_response_rate"})
 """Figures core adds to every subject (see `_evaluability`); a proportion."""
-
-
-ALLOW_MISSING_KEYS_HINT = " or freeze with --allow-missing-keys"
-"""How `freeze` can go on without a key: not for a quick path, which freezes and runs at once."""
 
 
 def check_api_keys(spec: ExperimentSpec, *, allow_missing: bool) -> None:
