@@ -8,6 +8,7 @@ from tests.support.cli import ALPHA_KEY, invoke
 
 from trustbench._canonical import json_sha256
 from trustbench.core import build_manifest, read_manifest, write_manifest
+from trustbench.core.spec._manifest import package_source_sha256, python_source_sha256
 from trustbench.errors import CheckFailed, InputError
 
 
@@ -103,3 +104,56 @@ def test_freeze_command_writes_the_manifest_and_prints_its_hash(
     assert code == 0
     manifest = read_manifest(tmp_path / "run")
     assert manifest.manifest_sha256 in output
+
+
+def test_manifest_records_the_digest_of_the_running_trustbench_source(experiment: Path) -> None:
+    environment = build_manifest(experiment).environment
+    assert environment.trustbench_source_sha256 == package_source_sha256()
+    assert environment.froze_with_running_code()
+
+
+def _source_tree(root: Path) -> Path:
+    (root / "sub" / "__pycache__").mkdir(parents=True)
+    (root / "__init__.py").write_text("VERSION = 1\n")
+    (root / "sub" / "check.py").write_text("def check(): return True\n")
+    return root
+
+
+def test_the_source_digest_changes_with_a_python_file_s_bytes_or_path(tmp_path: Path) -> None:
+    root = _source_tree(tmp_path / "pkg")
+    before = python_source_sha256(root)
+    (root / "sub" / "check.py").write_text("def check(): return False\n")
+    edited = python_source_sha256(root)
+    (root / "sub" / "check.py").rename(root / "sub" / "checks.py")
+    assert len({before, edited, python_source_sha256(root)}) == 3
+
+
+def test_the_source_digest_ignores_data_files_and_pycache(tmp_path: Path) -> None:
+    root = _source_tree(tmp_path / "pkg")
+    before = python_source_sha256(root)
+    (root / "sub" / "cases.json").write_text("{}")
+    (root / "sub" / "__pycache__" / "stale.py").write_text("x = 1\n")
+    assert python_source_sha256(root) == before
+
+
+def test_only_the_same_source_digest_counts_as_the_running_code(experiment: Path) -> None:
+    environment = build_manifest(experiment).environment
+    other = environment.model_copy(update={"trustbench_source_sha256": "0" * 64})
+    unrecorded = environment.model_copy(update={"trustbench_source_sha256": None})
+    other_version = environment.model_copy(update={"trustbench_version": "0.0.0"})
+    assert not other.froze_with_running_code()
+    assert not unrecorded.froze_with_running_code()
+    assert other_version.froze_with_running_code()  # keyed on the code, not the version
+
+
+def test_a_manifest_frozen_before_the_source_digest_loads_and_never_counts_as_this_code(
+    experiment: Path, tmp_path: Path
+) -> None:
+    path = write_manifest(build_manifest(experiment), tmp_path / "run")
+    data = json.loads(path.read_text())
+    del data["environment"]["trustbench_source_sha256"], data["manifest_sha256"]
+    data["manifest_sha256"] = json_sha256(data)
+    path.write_text(json.dumps(data))
+    environment = read_manifest(tmp_path / "run").environment
+    assert environment.trustbench_source_sha256 is None
+    assert not environment.froze_with_running_code()

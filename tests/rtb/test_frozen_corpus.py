@@ -83,7 +83,7 @@ def _review_manifest(tmp_path: Path) -> object:
     return build_manifest(spec)
 
 
-def test_rechecking_a_frozen_review_experiment_skips_validation_only_for_the_same_version(
+def test_rechecking_a_frozen_review_experiment_skips_validation_only_for_the_same_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trustbench.core import check_inputs
@@ -95,12 +95,17 @@ def test_rechecking_a_frozen_review_experiment_skips_validation_only_for_the_sam
     monkeypatch.setattr(
         load_module, "validate_corpus", lambda *a, **k: validated.append(a) or validate(*a, **k)
     )
+
+    def frozen_with(**environment: object) -> object:
+        changed = manifest.environment.model_copy(update=environment)  # type: ignore[attr-defined]
+        return manifest.model_copy(update={"environment": changed})  # type: ignore[attr-defined]
+
     assert len(check_inputs(manifest, ReviewTrack())) == 60  # type: ignore[arg-type]
-    assert validated == []
-    environment = manifest.environment.model_copy(update={"trustbench_version": "0.0.0"})  # type: ignore[attr-defined]
-    older = manifest.model_copy(update={"environment": environment})  # type: ignore[attr-defined]
-    check_inputs(older, ReviewTrack())  # type: ignore[arg-type]
-    assert len(validated) == 1
+    check_inputs(frozen_with(trustbench_version="0.0.0"), ReviewTrack())  # type: ignore[arg-type]
+    assert validated == []  # the same code under another version string: skipped
+    check_inputs(frozen_with(trustbench_source_sha256="0" * 64), ReviewTrack())  # type: ignore[arg-type]
+    check_inputs(frozen_with(trustbench_source_sha256=None), ReviewTrack())  # type: ignore[arg-type]
+    assert len(validated) == 2  # other code, and a manifest with no digest: in full
 
 
 def _copy_spec(tmp_path: Path) -> Path:

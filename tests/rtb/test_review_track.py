@@ -14,7 +14,15 @@ from tests.support.cli import invoke
 from tests.support.crash import crash_after_seq
 from tests.support.records import full_record
 
-from trustbench.core import build_manifest, read_ledger, report_run, run_experiment, write_manifest
+from trustbench._canonical import json_sha256
+from trustbench.core import (
+    Manifest,
+    build_manifest,
+    read_ledger,
+    report_run,
+    run_experiment,
+    write_manifest,
+)
 from trustbench.core.stats import binomial_interval
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers import ChatReply, ChatRequest
@@ -436,11 +444,25 @@ def test_report_reads_each_corpus_file_once_and_grades_from_the_bytes_it_hashed(
     assert sorted(reads) == sorted(path for path in corpus.rglob("*") if path.is_file())
 
 
-def test_report_validates_in_full_a_corpus_frozen_by_another_trustbench_version(
+def _freeze_as_other_code(tmp_path: Path, text: str) -> Path:
+    """Freeze and run the spec under a manifest recording another trustbench source digest."""
+    small_corpus(tmp_path / "corpus")
+    spec, run_dir = tmp_path / "run.toml", tmp_path / "run"
+    spec.write_text(text)
+    manifest = build_manifest(spec)
+    environment = manifest.environment.model_copy(update={"trustbench_source_sha256": "0" * 64})
+    body = manifest.model_copy(update={"environment": environment}).model_dump(mode="json")
+    del body["manifest_sha256"]
+    write_manifest(Manifest.model_validate({**body, "manifest_sha256": json_sha256(body)}), run_dir)
+    run_experiment(run_dir)
+    return run_dir
+
+
+def test_report_validates_in_full_a_corpus_frozen_by_other_trustbench_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run_dir = run_spec(tmp_path, spec_text(PERMIT_ALL))
-    monkeypatch.setattr("trustbench.__version__", "0.0.0-another")
+    # Same version string, other source digest: stricter checks since the freeze must run.
+    run_dir = _freeze_as_other_code(tmp_path, spec_text(PERMIT_ALL))
     monkeypatch.setattr("trustbench.rtb.corpus._load.validate_corpus", _refuse_validation)
     with pytest.raises(AssertionError, match="validated again"):
         report_run(run_dir)

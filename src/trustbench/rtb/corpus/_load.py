@@ -1007,11 +1007,12 @@ def write_manifest(
 # file that changed. Re-running every corpus check there (JSON Schema, model, leak scans, grid)
 # on bytes that `freeze` already checked took about 0.15 s of every run's start-up, more than
 # everything else the run does before its first trial together. When every corpus file hashes to
-# exactly what the freeze recorded, and the trustbench that froze it is this one, the checks would
-# only repeat themselves: the corpus is parsed into its models (which still enforce their types)
-# and nothing else. Any difference, or anything that fails to parse, falls back to the full
-# validation with its usual messages. The hashes compared and the cases parsed come from one read
-# of each file (in this module), so the bytes trusted are the bytes that matched.
+# exactly what the freeze recorded, and the trustbench source that froze it is this one (the
+# manifest's source digest, not its version string), the checks would only repeat themselves:
+# the corpus is parsed into its models (which still enforce their types) and nothing else. Any
+# difference, or anything that fails to parse, falls back to the full validation with its usual
+# messages. The hashes compared and the cases parsed come from one read of each file (in this
+# module), so the bytes trusted are the bytes that matched.
 
 
 def load_frozen_corpus(path: Path | None, frozen_files: Mapping[str, str]) -> Corpus:
@@ -1020,7 +1021,7 @@ def load_frozen_corpus(path: Path | None, frozen_files: Mapping[str, str]) -> Co
     Args:
         path: Corpus folder; None for the built-in starter.
         frozen_files: Relative path -> SHA-256 of every corpus file, `MANIFEST.json` included,
-            as the freeze recorded them (by this trustbench version: the caller checks that).
+            as the freeze recorded them (by this trustbench source: the caller checks that).
 
     Returns:
         The corpus, equal to what `load_corpus` returns for the same folder.

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import trustbench
 from trustbench.core import (
     CallFailed,
     Resolution,
@@ -141,10 +140,11 @@ class ReviewTrack:
     def resolve_frozen(self, manifest: core.Manifest) -> Resolution:
         """`resolve` for a frozen experiment (core's `check_inputs` calls it before a run).
 
-        When the corpus files hash to exactly what the freeze recorded, by this trustbench
-        version, the corpus is parsed without repeating the checks the freeze ran on the same
-        bytes (`rtb.corpus._load`); otherwise it is validated in full. Core compares every
-        hash with the manifest afterwards either way.
+        When the corpus files hash to exactly what the freeze recorded, and the freeze ran this
+        very trustbench source (its digest in the manifest), the corpus is parsed without
+        repeating the checks the freeze ran on the same bytes (`rtb.corpus._load`); otherwise
+        it is validated in full. Core compares every hash with the manifest afterwards either
+        way.
         """
         return self._resolve(manifest.spec, Path(manifest.base_dir), _frozen_corpus_files(manifest))
 
@@ -460,13 +460,14 @@ class ReviewTrack:
 
 
 def _frozen_corpus_files(manifest: core.Manifest) -> dict[str, str] | None:
-    """The corpus files' hashes a freeze by this trustbench version validated, else None.
+    """The corpus files' hashes a freeze by this very trustbench source validated, else None.
 
     With them `load_frozen_corpus` parses a corpus whose bytes hash to exactly these without
-    repeating the freeze's checks, which this same version ran on the same bytes; a corpus
-    changed since, or frozen by another version, is validated in full.
+    repeating the freeze's checks, which this same code ran on the same bytes. Keyed on the
+    source digest, not the version string (the same across development commits): a corpus
+    changed since, frozen by other code, or by a manifest with no digest is validated in full.
     """
-    if manifest.environment.trustbench_version != trustbench.__version__:
+    if not manifest.environment.froze_with_running_code():
         return None
     return {f.name: f.sha256 for f in manifest.files if f.role == "corpus"}
 
