@@ -9,6 +9,7 @@ run completes its trials instead of timing them all out (issue 55: 0 of 12).
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from tests.rtb.test_review_track import small_corpus, spec_text
@@ -136,3 +137,38 @@ def test_a_server_that_cannot_answer_one_call_alone_stops_the_run_saying_so(
     assert "did not answer ONE request within timeout_s = 0.3 s" in why
     assert "3 calls in a row, each sent alone" in why and "not known to be unreachable" in why
     assert summary.completed == 0 and summary.failed < summary.planned  # the rest not run
+
+
+def test_a_server_that_cannot_answer_one_call_alone_is_stopped_at_the_timed_out_call(
+    tmp_path: Path,
+) -> None:
+    # As above, with the default three transport retries: the stop takes effect at the call
+    # that made it (the third timing out alone), not when the trials in flight have each
+    # waited out their own retries (4 trials x 4 attempts x 0.3 s, plus their backoffs).
+    small_corpus(tmp_path / "corpus")
+    with OpenAIServer(latency_s=1.0, one_at_a_time=True) as server:
+        server.script(lambda body, n: probe_reply(body))
+        candidate = (f'[[candidates]]\nname = "llm"\nkind = "openai_chat"\nmodel = "m"\n'
+                     f'base_url = "{server.base_url}"\n')  # fmt: skip
+        text = spec_text(candidate, extra="retry = { transport_max_retries = 3 }")
+        (tmp_path / "spec.toml").write_text(text.replace("timeout_s = 5.0", "timeout_s = 0.3"))
+        run_dir = tmp_path / "run"
+        write_manifest(build_manifest(tmp_path / "spec.toml"), run_dir)
+        started = time.monotonic()
+        summary = run_experiment(run_dir)
+        elapsed = time.monotonic() - started
+        sent = [r for r in server.requests if probe_reply(r.body) is None]
+    assert "did not answer ONE request within timeout_s = 0.3 s" in summary.stopped["llm"]
+    ledger = read_ledger(run_dir)
+    [stop] = [e for e in ledger.events if e["kind"] == "candidate_stopped"]
+    # No call (first or retry) is sent once the candidate is stopped.
+    assert [a for a in ledger.attempts if a["started_at"] > stop["at"]] == []
+    # 4 in flight, 2 after the halving, then 3 alone: at most 9 requests, where waiting out
+    # every trial's retries sent 16 (4 trials in flight x 4 attempts).
+    assert len(sent) <= 9
+    assert elapsed < 4 * 4 * 0.3  # before the 16 timeouts of the old stop could have passed
+    # The trials in flight are recorded failed (never approvals, never dropped), the rest not
+    # run, exactly as the stop records them.
+    assert summary.completed == 0 and summary.failed == len(ledger.trials) <= 4
+    assert {t["error_class"] for t in ledger.trials} == {"timeout"}
+    assert summary.failed < summary.planned
