@@ -349,16 +349,19 @@ class _Execution:
         for candidate, provider in self.providers.items():
             at_gate = provider is not None and provider.endpoint == gate.endpoint
             if why is not None and at_gate and candidate not in self.stopped:
-                self.stopped[candidate] = why
-                self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
+                self._stop(candidate, why)
 
     def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
         seen = self.first_errors.setdefault(candidate, [])
         limit = self.manifest.spec.retry.stop_after_client_errors
         why = None if candidate in self.stopped else stop_reason(seen, limit, row)
         if why is not None:
-            self.stopped[candidate] = why
-            self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
+            self._stop(candidate, why)
+
+    def _stop(self, candidate: str, why: str) -> None:
+        """No trial of `candidate` is handed out from now on; the ledger and the run say why."""
+        self.stopped[candidate] = why
+        self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
 
 
 EXECUTORS = ("local", "ray")
