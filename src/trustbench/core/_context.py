@@ -176,7 +176,8 @@ class AdaptiveConcurrency:
         """The call that started in `window` ended with `result` (None: cancelled mid-flight)."""
         import asyncio
 
-        self._sending.discard(asyncio.current_task())  # pyright: ignore[reportArgumentType]
+        if (task := asyncio.current_task()) is not None:
+            self._sending.discard(task)
         self.in_flight -= 1
         self._finished += 1
         if result is not None:
@@ -661,7 +662,7 @@ async def send_under_policy(
             return last if last is not None else _stopped(provider, gate, services.timeout_s)
         if limiter is not None:
             await limiter.acquire()
-        result = await _attempt(provider, request, services, record, kind, cancelled)
+        result = await _attempt(provider, request, services, gate, record, kind, cancelled)
         if result is None:
             continue  # the gate stopped: the call was not sent, or cancelled mid-flight
         last = result
@@ -682,6 +683,7 @@ async def _attempt(
     provider: ChatProvider,
     request: ChatRequest,
     services: RunServices,
+    gate: AdaptiveConcurrency | None,
     record: RecordAttempt,
     kind: str,
     cancelled: Callable[[float], AttemptResult],
@@ -693,7 +695,6 @@ async def _attempt(
     """
     import asyncio
 
-    gate = services.concurrency.get(provider.endpoint) if provider.endpoint else None
     window = await gate.acquire() if gate is not None else 0
     if window is None:
         return None
