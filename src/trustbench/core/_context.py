@@ -93,7 +93,8 @@ of each call then in flight."""
 ALONE_TIMEOUTS_TO_STOP = 3
 """Calls in a row that timed out at a limit of one before the endpoint's candidates stop: the
 server cannot answer ONE request within `timeout_s`, so every further call would only wait out
-its timeout (the preflight's short probe may still have passed)."""
+its timeout (the preflight's short probe may still have passed). The stop takes effect at that
+call: nothing more is sent to the endpoint (`AdaptiveConcurrency.stopped`)."""
 
 
 class AdaptiveConcurrency:
@@ -111,6 +112,14 @@ class AdaptiveConcurrency:
 
     Every change is kept in `changes` (and recorded by the runner as a `concurrency_changed`
     event, then in record.json), so a reader sees at which load the server kept up.
+
+    When the server cannot answer one call alone (`ALONE_TIMEOUTS_TO_STOP` timeouts in a row
+    at a limit of one), the gate stops at that call, not when the trials in flight have each
+    waited out their own retries (issue 55: four trials of three retries took 16 timeouts
+    where three decide it): a call waiting for room, a retry waiting out its backoff and any
+    later call are not sent (`acquire` answers None, `rest` returns at once), and the calls
+    then in flight are cancelled, which closes their connections as a timed-out call's is
+    closed, so the server can drop them. `on_stop` tells the runner, which records the stop.
     """
 
     def __init__(self, endpoint: str, ceiling: int) -> None:
@@ -124,16 +133,28 @@ class AdaptiveConcurrency:
         """Called with each change as it happens (the runner records it in the ledger)."""
         self.alone_timeouts = 0
         """Calls in a row that timed out while the limit was one (reset by any answer)."""
+        self.stopped = False
+        """The server could not answer one call alone: nothing more is sent (see the class)."""
+        self.on_stop: Callable[[], None] | None = None
+        """Called once, when the gate stops (the runner stops the endpoint's candidates)."""
         self._window = 0
         self._answered_in_a_row = 0
         self._finished = 0
         self._waiting: list[asyncio.Future[None]] = []
+        self._resting: list[asyncio.Future[None]] = []
+        self._sending: set[asyncio.Task[Any]] = set()
+        """The tasks whose call is in flight: what a stop cancels."""
+        self._cancelled: set[asyncio.Task[Any]] = set()
+        """The tasks the stop cancelled, until each takes its cancellation back (`stop_ended`)."""
 
-    async def acquire(self) -> int:
-        """Wait for room under the limit; return the window the call starts in (for `release`)."""
+    async def acquire(self) -> int | None:
+        """Wait for room under the limit; return the window the call starts in (for `release`).
+
+        None once the gate has stopped, before or while waiting: the call is not sent.
+        """
         import asyncio
 
-        while self.in_flight >= self.limit:
+        while self.in_flight >= self.limit and not self.stopped:
             waiting = asyncio.get_running_loop().create_future()
             self._waiting.append(waiting)
             try:
@@ -144,16 +165,73 @@ class AdaptiveConcurrency:
             finally:
                 if waiting in self._waiting:
                     self._waiting.remove(waiting)
+        if self.stopped:
+            return None
         self.in_flight += 1
+        if (task := asyncio.current_task()) is not None:
+            self._sending.add(task)
         return self._window
 
     def release(self, window: int, result: AttemptResult | None) -> None:
         """The call that started in `window` ended with `result` (None: cancelled mid-flight)."""
+        import asyncio
+
+        if (task := asyncio.current_task()) is not None:
+            self._sending.discard(task)
         self.in_flight -= 1
         self._finished += 1
         if result is not None:
             self._adapt(window, result)
         self._wake()
+
+    async def rest(self, seconds: float) -> None:
+        """Wait `seconds` (a retry's backoff), or until the gate stops: no retry follows a stop."""
+        import asyncio
+
+        if self.stopped:
+            return
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+        timer = loop.call_later(seconds, _settle, woken)
+        self._resting.append(woken)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            self._resting.remove(woken)
+
+    def stop_ended(self, task: asyncio.Task[Any] | None) -> bool:
+        """Whether the stop, and nothing else, cancelled `task`'s call.
+
+        The stop's cancellation is then taken back, so the call ends as stopped instead of
+        cancelling its trial. Another cancellation at the same time (the trial's time limit,
+        an interrupt) goes on.
+        """
+        if task is None or task not in self._cancelled:
+            return False
+        self._cancelled.discard(task)
+        return task.uncancel() == 0
+
+    def stopped_note(self, timeout_s: float) -> str:
+        """What a call of a stopped endpoint records: why nothing more was sent."""
+        return (
+            f"the server at {self.endpoint} did not answer ONE request within timeout_s = "
+            f"{timeout_s:g} s, so its candidates were stopped"
+        )
+
+    def _stop(self) -> None:
+        """Send nothing more: wake every waiting call and cancel every call in flight."""
+        import asyncio
+
+        self.stopped = True
+        current = asyncio.current_task()
+        for task in self._sending - {current}:
+            self._cancelled.add(task)
+            task.cancel("the endpoint's candidates were stopped")
+        for waiting in [*self._waiting, *self._resting]:
+            _settle(waiting)
+        if self.on_stop is not None:
+            self.on_stop()
 
     def _wake(self) -> None:
         """Wake as many waiting callers as there is room for (each checks again when it runs)."""
@@ -165,6 +243,8 @@ class AdaptiveConcurrency:
         overloaded = result.error_class in OVERLOAD_SIGNS or result.http_status == 503
         if result.error_class == "timeout" and self.limit == 1:
             self.alone_timeouts += 1
+            if self.alone_timeouts >= ALONE_TIMEOUTS_TO_STOP and not self.stopped:
+                self._stop()
         elif result.error_class is None:
             self.alone_timeouts = 0
         if overloaded:
@@ -183,7 +263,7 @@ class AdaptiveConcurrency:
 
     def stop_reason(self, timeout_s: float) -> str | None:
         """Why this endpoint's candidates stop (the server cannot answer one call), or None."""
-        if self.alone_timeouts < ALONE_TIMEOUTS_TO_STOP:
+        if not self.stopped:
             return None
         return (
             f"the server at {self.endpoint} did not answer ONE request within timeout_s = "
@@ -199,6 +279,12 @@ class AdaptiveConcurrency:
         self.changes.append(change)
         if self.on_change is not None:
             self.on_change({"endpoint": self.endpoint, **change})
+
+
+def _settle(waiting: asyncio.Future[None]) -> None:
+    """Wake `waiting` unless it is already done (woken, or its waiter cancelled)."""
+    if not waiting.done():
+        waiting.set_result(None)
 
 
 def backoff_delay(
@@ -543,6 +629,12 @@ async def send_under_policy(
     `transport_retry`) goes to `record` as soon as it finishes. Each attempt has the per-call
     `timeout_s`.
 
+    Once the endpoint's gate has stopped (the server cannot answer one call alone,
+    `AdaptiveConcurrency`), nothing more is sent: a retry not sent leaves the call ended by
+    its last attempt (a timeout), and a call with no attempt left standing ends as a `timeout`
+    saying why, unrecorded (no attempt was made), as the stopped trials' calls did when each
+    waited out its timeouts.
+
     Args:
         provider: The client to send with.
         request: The request, sent unchanged on every attempt.
@@ -554,8 +646,8 @@ async def send_under_policy(
         on_retry: Called once per transport retry (the run's retry count and progress).
 
     Returns:
-        The successful attempt's result, or the last failed one (not retryable, or the retries
-        spent); the caller decides what a failure means.
+        The successful attempt's result, or the last failed one (not retryable, the retries
+        spent, or the endpoint stopped); the caller decides what a failure means.
     """
     import asyncio
 
@@ -564,24 +656,16 @@ async def send_under_policy(
     gate = services.concurrency.get(provider.endpoint) if provider.endpoint else None
     kind = first_kind
     retry_number = 0
+    last: AttemptResult | None = None
     while True:
+        if gate is not None and gate.stopped:
+            return last if last is not None else _stopped(provider, gate, services.timeout_s)
         if limiter is not None:
             await limiter.acquire()
-        window = await gate.acquire() if gate is not None else 0
-        started_at = utc_now()
-        started = time.perf_counter()
-        ended: AttemptResult | None = None  # None for the gate: cancelled, says nothing of load
-        try:
-            result = ended = await provider.send(request, services.timeout_s)
-        except asyncio.CancelledError:
-            # A time limit, a failed preflight or a shutdown ended this call mid-flight: the
-            # attempt happened, so it is recorded before the cancellation goes on.
-            record(kind, started_at, cancelled(started))
-            raise
-        finally:
-            if gate is not None:
-                gate.release(window, ended)
-        record(kind, started_at, result)
+        result = await _attempt(provider, request, services, gate, record, kind, cancelled)
+        if result is None:
+            continue  # the gate stopped: the call was not sent, or cancelled mid-flight
+        last = result
         if result.error_class is None and result.reply is not None:
             return result
         error_class = result.error_class or "malformed_response"
@@ -592,7 +676,58 @@ async def send_under_policy(
         kind = "transport_retry"
         if on_retry is not None:
             on_retry()
-        await asyncio.sleep(delay)
+        await (gate.rest(delay) if gate is not None else asyncio.sleep(delay))
+
+
+async def _attempt(
+    provider: ChatProvider,
+    request: ChatRequest,
+    services: RunServices,
+    gate: AdaptiveConcurrency | None,
+    record: RecordAttempt,
+    kind: str,
+    cancelled: Callable[[float], AttemptResult],
+) -> AttemptResult | None:
+    """One attempt, within the endpoint's gate, recorded; None when the gate stopped it.
+
+    A stop while waiting for room sends nothing; a stop while in flight cancels the call (its
+    connection closed) and records it as `cancelled`, saying the candidates were stopped.
+    """
+    import asyncio
+
+    window = await gate.acquire() if gate is not None else 0
+    if window is None:
+        return None
+    started_at = utc_now()
+    started = time.perf_counter()
+    ended: AttemptResult | None = None  # None for the gate: cancelled, says nothing of load
+    try:
+        result = ended = await provider.send(request, services.timeout_s)
+    except asyncio.CancelledError:
+        # A time limit, a failed preflight, a shutdown or the gate's stop ended this call
+        # mid-flight: the attempt happened, so it is recorded before the cancellation goes on.
+        attempt = cancelled(started)
+        if gate is not None and gate.stop_ended(asyncio.current_task()):
+            note = f"cancelled mid-flight: {gate.stopped_note(services.timeout_s)}"
+            record(kind, started_at, dataclasses.replace(
+                attempt, error_class="cancelled", error_message=note))  # fmt: skip
+            return None
+        record(kind, started_at, attempt)
+        raise
+    finally:
+        if gate is not None:
+            gate.release(window, ended)
+    record(kind, started_at, result)
+    return result
+
+
+def _stopped(provider: ChatProvider, gate: AdaptiveConcurrency, timeout_s: float) -> AttemptResult:
+    """How a call with no attempt left standing ends once its gate stopped (not recorded)."""
+    return AttemptResult(
+        request_body={}, requested_model=provider.requested_model, request_json=None,
+        endpoint=provider.endpoint, error_class="timeout",
+        error_message=gate.stopped_note(timeout_s),
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------

@@ -299,7 +299,9 @@ class _Execution:
         self.done = self.completed = self.failed = 0
         self.first_errors: dict[str, list[str | None]] = {}
         self.stopped: dict[str, str] = {}
-        """Candidate -> why its remaining trials are not run (`stop_after_client_errors`)."""
+        """Candidate -> why its remaining trials are not run (`stop_after_client_errors`, or a
+        server that cannot answer one call alone)."""
+        self._watch_unanswered_calls()
 
     async def run_trial(self, position: int, key: TrialKey) -> None:
         execution = self.next_execution.get(key.trial_id, 1)
@@ -325,7 +327,6 @@ class _Execution:
             self.services.retries += retries
         self.ledger.anchor()
         self._watch_client_errors(key.candidate, row)
-        self._watch_unanswered_calls(key.candidate)
         self.done += 1
         if row["status"] == "completed":
             self.completed += 1
@@ -333,22 +334,34 @@ class _Execution:
             self.failed += 1
         self.progress.update(self.done, self.failed, self.services.retries)
 
-    def _watch_unanswered_calls(self, candidate: str) -> None:
-        """Stop a candidate whose server cannot answer one call alone within the timeout."""
-        provider = self.providers.get(candidate)
-        gate = self.services.concurrency.get(provider.endpoint or "") if provider else None
-        why = gate.stop_reason(self.services.timeout_s) if gate is not None else None
-        if why is not None and candidate not in self.stopped:
-            self.stopped[candidate] = why
-            self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
+    def _watch_unanswered_calls(self) -> None:
+        """Stop an endpoint's candidates when its server cannot answer one call alone in time.
+
+        At the call that shows it (`AdaptiveConcurrency.on_stop`), not when a trial ends: no
+        trial of theirs is handed out after it, and their gate sends nothing more.
+        """
+        for gate in self.services.concurrency.values():
+            gate.on_stop = lambda gate=gate: self._stop_candidates_of(gate)
+
+    def _stop_candidates_of(self, gate: AdaptiveConcurrency) -> None:
+        """Record each candidate of `gate`'s endpoint as stopped, with the gate's reason."""
+        why = gate.stop_reason(self.services.timeout_s)
+        for candidate, provider in self.providers.items():
+            at_gate = provider is not None and provider.endpoint == gate.endpoint
+            if why is not None and at_gate and candidate not in self.stopped:
+                self._stop(candidate, why)
 
     def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
         seen = self.first_errors.setdefault(candidate, [])
         limit = self.manifest.spec.retry.stop_after_client_errors
         why = None if candidate in self.stopped else stop_reason(seen, limit, row)
         if why is not None:
-            self.stopped[candidate] = why
-            self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
+            self._stop(candidate, why)
+
+    def _stop(self, candidate: str, why: str) -> None:
+        """No trial of `candidate` is handed out from now on; the ledger and the run say why."""
+        self.stopped[candidate] = why
+        self.ledger.event("candidate_stopped", {"candidate": candidate, "reason": why})
 
 
 EXECUTORS = ("local", "ray")
