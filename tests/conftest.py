@@ -50,10 +50,13 @@ SHARED_FIXTURE_FILES = {
     "tests/test_real_model.py": "smollm2",
     "tests/trb/test_outside_cheats.py": "trb-outside-cheats",
     "tests/trb/test_cheat_audit.py": "trb-cheat-audit",
+    "tests/trb/test_outside_slot_cheats.py": "trb-outside-slot-cheats",
+    "tests/trb/test_trb_profile_track.py": "trb-profile-track",
 }
 """Test file -> the worker group of its tests. `make test` runs two workers (`-n 2`); a session
 or module fixture is built once per worker that needs it, so every test of the files using a
-costly one (the whole demo, a served SmolLM2, the TRB cheat runs of 70-100 s) runs on one worker
+costly one (the whole demo, a served SmolLM2, the TRB cheat runs of 70-100 s, the sandboxed
+slot-world attackers' run and the tiny profile run, 15-30 s each) runs on one worker
 and it is built once, as in a serial run. Collection refuses a test using one of
 `SHARED_FIXTURES` (the session ones) outside these files."""
 
