@@ -60,6 +60,8 @@ def _leaked(evidence: object) -> Finding:
 
 
 def _read_head(path: Path | str, size: int = 64) -> bytes:
+    if not Path(path).is_file():  # a FIFO another test left behind would block the open for good
+        raise OSError(f"{path} is no regular file")
     with open(path, "rb") as handle:
         return handle.read(size)
 
