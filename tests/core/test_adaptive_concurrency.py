@@ -19,6 +19,7 @@ from tests.support.openai_server import OpenAIServer, probe_reply
 
 from trustbench.core import (
     RetryPolicy,
+    RunSummary,
     build_manifest,
     read_ledger,
     read_manifest,
@@ -127,20 +128,29 @@ def test_a_one_at_a_time_server_slower_than_four_in_flight_allow_completes_the_r
     assert (first["from"], first["to"], first["reason"]) == (4, 2, "timeout")
 
 
-def test_a_server_that_cannot_answer_one_call_alone_stops_the_run_saying_so(
-    tmp_path: Path,
-) -> None:
-    # The short probe is answered; every trial's call takes longer than the timeout even alone.
+def _run_on_a_server_too_slow_for_one_call(
+    tmp_path: Path, *, retries: int
+) -> tuple[RunSummary, Path, list[Any]]:
+    """Run a review against a one-at-a-time server that answers the short probe but takes 1 s,
+    over `timeout_s` = 0.3 s, for every trial's call: (summary, run folder, trial requests)."""
     small_corpus(tmp_path / "corpus")
     with OpenAIServer(latency_s=1.0, one_at_a_time=True) as server:
         server.script(lambda body, n: probe_reply(body))
         candidate = (f'[[candidates]]\nname = "llm"\nkind = "openai_chat"\nmodel = "m"\n'
                      f'base_url = "{server.base_url}"\n')  # fmt: skip
-        text = spec_text(candidate, extra="retry = { transport_max_retries = 0 }")
+        text = spec_text(candidate, extra=f"retry = {{ transport_max_retries = {retries} }}")
         (tmp_path / "spec.toml").write_text(text.replace("timeout_s = 5.0", "timeout_s = 0.3"))
         run_dir = tmp_path / "run"
         write_manifest(build_manifest(tmp_path / "spec.toml"), run_dir)
         summary = run_experiment(run_dir)
+        sent = [r for r in server.requests if probe_reply(r.body) is None]
+    return summary, run_dir, sent
+
+
+def test_a_server_that_cannot_answer_one_call_alone_stops_the_run_saying_so(
+    tmp_path: Path,
+) -> None:
+    summary, _, _ = _run_on_a_server_too_slow_for_one_call(tmp_path, retries=0)
     why = summary.stopped["llm"]
     assert "did not answer ONE request within timeout_s = 0.3 s" in why
     assert "3 calls in a row, each sent alone" in why and "not known to be unreachable" in why
@@ -153,19 +163,7 @@ def test_a_server_that_cannot_answer_one_call_alone_is_stopped_at_the_timed_out_
     # As above, with the default three transport retries: the stop takes effect at the call
     # that made it (the third timing out alone), not when the trials in flight have each
     # waited out their own retries (4 trials x 4 attempts x 0.3 s, plus their backoffs).
-    small_corpus(tmp_path / "corpus")
-    with OpenAIServer(latency_s=1.0, one_at_a_time=True) as server:
-        server.script(lambda body, n: probe_reply(body))
-        candidate = (f'[[candidates]]\nname = "llm"\nkind = "openai_chat"\nmodel = "m"\n'
-                     f'base_url = "{server.base_url}"\n')  # fmt: skip
-        text = spec_text(candidate, extra="retry = { transport_max_retries = 3 }")
-        (tmp_path / "spec.toml").write_text(text.replace("timeout_s = 5.0", "timeout_s = 0.3"))
-        run_dir = tmp_path / "run"
-        write_manifest(build_manifest(tmp_path / "spec.toml"), run_dir)
-        started = time.monotonic()
-        summary = run_experiment(run_dir)
-        elapsed = time.monotonic() - started
-        sent = [r for r in server.requests if probe_reply(r.body) is None]
+    summary, run_dir, sent = _run_on_a_server_too_slow_for_one_call(tmp_path, retries=3)
     assert "did not answer ONE request within timeout_s = 0.3 s" in summary.stopped["llm"]
     ledger = read_ledger(run_dir)
     [stop] = [e for e in ledger.events if e["kind"] == "candidate_stopped"]
@@ -174,7 +172,6 @@ def test_a_server_that_cannot_answer_one_call_alone_is_stopped_at_the_timed_out_
     # 4 in flight, 2 after the halving, then 3 alone: at most 9 requests, where waiting out
     # every trial's retries sent 16 (4 trials in flight x 4 attempts).
     assert len(sent) <= 9
-    assert elapsed < 4 * 4 * 0.3  # before the 16 timeouts of the old stop could have passed
     # The trials in flight are recorded failed (never approvals, never dropped), the rest not
     # run, exactly as the stop records them.
     assert summary.completed == 0 and summary.failed == len(ledger.trials) <= 4
@@ -216,7 +213,7 @@ def test_a_stop_cancels_the_call_in_flight_and_sends_no_waiting_call_or_retry() 
             cancelled=lambda started: _ended("cancelled", None),
         )  # fmt: skip
 
-    async def scenario(server: OpenAIServer) -> tuple[dict[str, AttemptResult], float]:
+    async def scenario(server: OpenAIServer) -> dict[str, AttemptResult]:
         async with new_session(4) as session:
             slow = OpenAIChatProvider(session, base_url=server.base_url, model="m")
             endpoint = slow.endpoint or ""
@@ -238,19 +235,18 @@ def test_a_stop_cancels_the_call_in_flight_and_sends_no_waiting_call_or_retry() 
             gate.limit, gate.alone_timeouts = 1, ALONE_TIMEOUTS_TO_STOP - 1
             queued = _Scripted(endpoint, 0.0, "timeout")
             calls["queued"] = asyncio.create_task(call("queued", queued, services))
-            started = time.monotonic()
             ended = {name: await task for name, task in calls.items()}
             assert queued.sent == 0 and backing_off.sent == 1 and last.sent == 1
-            return ended, time.monotonic() - started
+            return ended
 
     with OpenAIServer(latency_s=5.0, one_at_a_time=True) as server:
-        ended, elapsed = asyncio.run(scenario(server))
+        ended = asyncio.run(scenario(server))
         for _ in range(100):  # the server notices the closed connection on its own loop
             if server.dropped:
                 break
             time.sleep(0.01)
         dropped = server.dropped
-    assert elapsed < 1.0 and stops == ["stopped"]
+    assert stops == ["stopped"]  # `slow` cancelled, not waited out (its record below)
     assert dropped == 1  # the cancelled call's connection was closed: the server dropped it
     [cancelled] = recorded["slow"]
     assert cancelled.error_class == "cancelled"
