@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -79,6 +80,24 @@ def test_smoke_command_prints_the_gap_and_writes_a_json_result(tmp_path: Path) -
     assert record["trb_version"] == "TRB v1.0"
 
 
+def _profile_record(
+    names: tuple[str, ...], axis: dict[str, float], *, baseline_profile: dict[str, Any]
+) -> dict[str, Any]:
+    """A TRB record whose candidates all score `axis` on every axis, each also a baseline."""
+    return {
+        "qualifications": [],
+        "trb": {
+            "version": "trb-v4", "corpus": {"sha256": "0" * 64},
+            "profile": {n: dict.fromkeys(("G", "ground", "attr", "viab", "nav", "trans"), axis)
+                        for n in names},
+            "adapters": {n: {"tier": "native"} for n in names},
+            "baselines": [{"baseline": n, "adapter_tier": "native", "status": "run",
+                           "candidate": n, "profile": baseline_profile} for n in names],
+            "governance_gap": {"status": "not run", "reason": "no pair"}, "flags": [],
+        },
+    }  # fmt: skip
+
+
 def test_the_profile_table_keeps_every_candidate_name_whole_at_80_columns(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -87,19 +106,7 @@ def test_the_profile_table_keeps_every_candidate_name_whole_at_80_columns(
     monkeypatch.setenv("COLUMNS", "80")
     axis = {"value": 0.512, "lower": 0.401, "upper": 0.623}
     names = ("trace-ai-full", "trace-ai-ablation", "cot-supervised-finetune")
-    record = {
-        "qualifications": [],
-        "trb": {
-            "version": "trb-v4", "corpus": {"sha256": "0" * 64},
-            "profile": {n: dict.fromkeys(("G", "ground", "attr", "viab", "nav", "trans"), axis)
-                        for n in names},
-            "adapters": {n: {"tier": "native"} for n in names},
-            "baselines": [{"baseline": n, "adapter_tier": "native", "status": "run",
-                           "candidate": n, "profile": {}} for n in names],
-            "governance_gap": {"status": "not run", "reason": "no pair"}, "flags": [],
-        },
-    }  # fmt: skip
-    _print_profile_record(record)
+    _print_profile_record(_profile_record(names, axis, baseline_profile={}))
     printed = capsys.readouterr().out
     assert max(len(line) for line in printed.splitlines()) <= 80
     for name in names:
@@ -117,20 +124,9 @@ def test_the_profile_tables_never_fold_a_figure_mid_number_at_any_width(
     monkeypatch.setenv("COLUMNS", str(columns))
     axis = {"value": -0.003, "lower": -0.022, "upper": 0.016}
     names = ("trace-ai-full", "trace-ai-ablation", "cot-supervised-finetune", "oracle:uniform")
-    record = {
-        "qualifications": [],
-        "trb": {
-            "version": "trb-v4", "corpus": {"sha256": "0" * 64},
-            "profile": {n: dict.fromkeys(("G", "ground", "attr", "viab", "nav", "trans"), axis)
-                        for n in names},
-            "adapters": {n: {"tier": "native"} for n in names},
-            "baselines": [{"baseline": n, "adapter_tier": "native", "status": "run",
-                           "candidate": n, "profile": dict.fromkeys(("G", "nav"), axis)}
-                          for n in names],
-            "governance_gap": {"status": "not run", "reason": "no pair"}, "flags": [],
-        },
-    }  # fmt: skip
-    _print_profile_record(record)
+    _print_profile_record(
+        _profile_record(names, axis, baseline_profile=dict.fromkeys(("G", "nav"), axis))
+    )
     printed = capsys.readouterr().out
     assert max(len(line) for line in printed.splitlines()) <= columns
     figures = re.findall(r"-?\d+\.\d*", printed)  # a folded `-0.003` leaves `-0.00`
