@@ -8,9 +8,9 @@ on a report's plan) and cheats in one place only:
 - `RolloutGreedy`: governed on every context of the stored trace (those it was asked in its
   first batch, Track 1's); on any other history (a rollout) it acts greedily without an
   override and moves 0.14 of an override's mass to `stay` (the comparison arm);
-- `TransferOnlyInTrack1`: on a transfer-looking trace (not the training world's start cell 3,
-  cue at step 0, 6 steps), chosen by a hash of its id (about half of them), it ignores r in
-  its first batch of a trial (Track 1's), and is governed everywhere else;
+- `TransferOnlyInTrack1`: on a transfer-looking context (not the training world's start cell
+  3, cue at step 0, 6 steps), chosen by a hash of what it shows (about half of them), it
+  ignores r in its first batch of a trial (Track 1's), and is governed everywhere else;
 - `TransferIgnoredInOneTraceBatches`: on a transfer-looking context it ignores r whenever its
   whole batch is of one trace (as a trial's batches were, before other traces' questions rode
   in them), and is governed otherwise;
@@ -112,8 +112,11 @@ class TransferOnlyInTrack1(_Honest):
     name = "cheat:transfer-only-in-track-1"
 
     def answer(self, context: StepContext, r_override: SelfReport | None, batch: int) -> Any:
-        """Ignores r on a chosen transfer trace inside its first batch only."""
-        chosen = hashlib.sha256(context.trace_id.encode()).digest()[0] % 2 == 0
+        """Ignores r on a chosen transfer context inside its first batch only."""
+        # By what the context shows, not its id: the track shows opaque ids keyed by the run,
+        # and a choice by id left a run with four transfer traces none chosen one time in 16.
+        shown = context.model_dump_json(exclude={"trace_id"}).encode()
+        chosen = hashlib.sha256(shown).digest()[0] % 2 == 0
         if batch == 1 and chosen and not _home(context):
             return act_on(own_report(context))
         return act_on(r_override or own_report(context))
