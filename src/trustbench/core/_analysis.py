@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import ConfigDict
+from trustbench._docstrings import documented
 
 if TYPE_CHECKING:
     from trustbench.core._export import LedgerContents
@@ -37,7 +37,7 @@ class Evaluability:
     any error rate; a subject below the declared minimum is "not evaluable" and blocks release.
     """
 
-    __pydantic_config__ = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    __pydantic_config__ = documented(extra="forbid", frozen=True)
     """How the record models that nest it validate it, and its fields' schema descriptions."""
 
     attempted: int

@@ -18,8 +18,9 @@ import math
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from trustbench._docstrings import documented
 from trustbench.core._distributions import beta_quantile, normal_quantile
 
 # ------------------------------------------------------------------------------------------------
@@ -34,7 +35,7 @@ Sidedness = Literal["two_sided", "upper", "lower"]
 
 
 class _Contract(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class Interval(_Contract):

@@ -13,8 +13,9 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.core._distributions import chi_square_survival, normal_quantile
 from trustbench.core.figures import Figure, FigureUnit, Interval, rate_figure
 
@@ -34,7 +35,7 @@ from trustbench.core.figures import Figure, FigureUnit, Interval, rate_figure
 class BoundedRate(BaseModel):
     """A rate known only between a lower and an upper figure, with the unresolved count."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     lower: Figure
     """Confirmed events / denominator, with its exact interval."""
@@ -282,7 +283,7 @@ def cluster_sums(
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class KappaResult(_Result):

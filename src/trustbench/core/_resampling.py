@@ -11,8 +11,9 @@ from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.core._distributions import binomial_cdf, student_t_quantile
 from trustbench.core._intervals import FloatArray, cluster_sums
 from trustbench.core.figures import Figure, FigureKind, FigureUnit, Interval, Sidedness
@@ -362,7 +363,7 @@ _TIE = 1e-9
 class SignFlipResult(BaseModel):
     """Outcome of a sign-flip test of "no difference" (two-sided unless stated)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     statistic: float
     """Observed pooled mean difference sum(D_g) / sum(n_g)."""
@@ -590,7 +591,7 @@ def sign_flip_interval(
 class McNemarResult(BaseModel):
     """Exact McNemar test of two configurations' binary outcomes on the same cases."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     both: int
     """Cases where both configurations had the outcome."""

@@ -14,15 +14,9 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    StrictBool,
-    StrictFloat,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, StrictBool, StrictFloat, field_validator, model_validator
 
+from trustbench._docstrings import documented
 from trustbench.core.figures import FigureUnit
 from trustbench.core.spec._values import key_free
 
@@ -49,7 +43,7 @@ _COMPARE: dict[str, Callable[[float, float], bool]] = {
 class GateSpec(BaseModel):
     """One release gate, declared before results exist (it is part of the frozen manifest)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     name: str | None = None
     """Short name shown in the report; defaults to the metric name."""
@@ -131,7 +125,7 @@ class GateSpec(BaseModel):
 class GateResult(BaseModel):
     """The outcome of one gate against this run's figures."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     spec: GateSpec
     """The gate as declared."""

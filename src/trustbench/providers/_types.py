@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat
+from pydantic import BaseModel, Field, StrictFloat
+
+from trustbench._docstrings import documented
 
 RetryableErrorClass = Literal[
     "rate_limited",
@@ -171,7 +173,7 @@ class ChatProvider(Protocol):
 class PriceSpec(BaseModel):
     """Token prices used to compute each attempt's cost; absent prices give a null cost, not 0."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     input_per_mtok: StrictFloat = Field(ge=0)
     """US dollars per one million prompt (input) tokens."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from trustbench._canonical import (
     canonical_json,
@@ -42,6 +42,7 @@ from trustbench._canonical import (
     read_input_file,
     sha256_hex,
 )
+from trustbench._docstrings import documented
 from trustbench.core import (
     load_private_key,
     load_public_key,
@@ -84,7 +85,7 @@ EntryKind = Literal["protocol", "review", "adjudication", "applied"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class AdjudicationProtocol(_Frozen):

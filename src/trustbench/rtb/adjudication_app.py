@@ -39,9 +39,10 @@ from typing import Any, Literal
 
 from aiohttp import web
 from multidict import MultiDictProxy
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from trustbench._canonical import loads_refusing_duplicate_keys, read_input_file, sha256_hex
+from trustbench._docstrings import documented
 from trustbench._local_app import (
     ServedFolder,
     back_to_session,
@@ -84,7 +85,7 @@ Role = Literal["reviewer", "adjudicator"]
 class Roster(BaseModel):
     """Who may open the app (`--reviewers FILE`, JSON): each declares their qualification once."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     reviewers: list[Qualification] = Field(default_factory=list)
     """Domain reviewers: each reviews the protocol's cases blind."""

@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from trustbench._docstrings import documented
 
 if TYPE_CHECKING:
     from trustbench.core._export import ModelIds
@@ -30,7 +32,7 @@ MODEL_KINDS = ("openai_chat", "anthropic_messages")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class ConfigurationUnderTest(_Model):

@@ -20,8 +20,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
+from trustbench._docstrings import documented
 from trustbench.core._analysis import VALID_RESPONSE_RATE, Evaluability
 from trustbench.core.figures import Figure, Sidedness
 from trustbench.core.gates import GateResult
@@ -36,7 +37,7 @@ from trustbench.core.report._system import SystemUnderTest
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class _Section(_Block):
@@ -274,7 +275,7 @@ VerdictStatus = Literal[
 class Verdict(BaseModel):
     """The verdict of one subject with the gate results it rests on."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     subject: str
     """Configuration (candidate or instrument) name."""

@@ -24,7 +24,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 import trustbench
 from trustbench._canonical import (
@@ -35,6 +35,7 @@ from trustbench._canonical import (
     read_input_file,
     sha256_hex,
 )
+from trustbench._docstrings import documented
 from trustbench.core._candidate_code import ROLE as CODE_ROLE
 from trustbench.core._candidate_code import entry_code_items, load_factory
 from trustbench.core._outputs import check_new_run_folder, write_atomically
@@ -447,7 +448,7 @@ KEY_DEPENDENCIES: tuple[str, ...] = (
 class GitState(BaseModel):
     """The trustbench source checkout a run used, when it is a git checkout."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     commit: str
     """HEAD commit id."""
@@ -458,7 +459,7 @@ class GitState(BaseModel):
 class EnvironmentRecord(BaseModel):
     """Software environment of the freeze."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     trustbench_version: str
     """Version of the trustbench package."""
@@ -563,7 +564,7 @@ MANIFEST_FILE = "manifest.json"
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class FileRecord(_Record):

@@ -19,7 +19,6 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -31,6 +30,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from trustbench._canonical import read_input_file
+from trustbench._docstrings import documented
 from trustbench.core.gates import GateSpec
 from trustbench.core.spec._values import MAX_BOOTSTRAP_RESAMPLES as MAX_BOOTSTRAP_RESAMPLES
 from trustbench.core.spec._values import (
@@ -85,7 +85,7 @@ TRANSIENT_ERROR_CLASSES: tuple[str, ...] = (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class CorpusSpec(_Strict):

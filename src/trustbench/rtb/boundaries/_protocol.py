@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Literal, Protocol, runtime_checkable
 
-from pydantic import AfterValidator, BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel
 
 from trustbench._canonical import canonical_json
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import Decision, ParamValue
 from trustbench.rtb.platform import ControlRequest, PlatformView
 
@@ -72,7 +73,7 @@ def is_instrument(enforcement: Enforcement) -> bool:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class Authorization(_Frozen):

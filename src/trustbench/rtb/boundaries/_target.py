@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform import EffectEntry, PlatformSeed, SimulatedPlatform
 
@@ -22,7 +23,7 @@ _T = TypeVar("_T")
 class InjectAction(BaseModel):
     """One harness-side action on the target (fault injection, actor step, or audit tamper)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     action: Literal[
         "revoke_approval",

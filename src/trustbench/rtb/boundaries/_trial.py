@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from trustbench._docstrings import documented
 from trustbench.rtb.boundaries._protocol import (
     DEFAULT_ENFORCEMENT,
     Authorization,
@@ -33,7 +34,7 @@ from trustbench.rtb.platform import (
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class TrialScript(_Frozen):

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from trustbench._canonical import file_sha256
+from trustbench._docstrings import documented
 from trustbench.core import Evaluability, TrackAnalysis, not_evaluable_subjects, withheld_figure
 from trustbench.core.figures import Figure, FigureUnit, not_run_figure
 from trustbench.core.report import ConfusionBlock, FiguresBlock, ForestBlock, TableBlock, TextBlock
@@ -214,7 +215,7 @@ class ControlOperatingMeasures(BaseModel):
     there are no tokens or cost to roll up.
     """
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     trials: int
     """Graded trials (one request each)."""

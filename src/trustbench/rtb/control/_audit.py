@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import (
     BoundaryFactory,
     InjectAction,
@@ -51,7 +52,7 @@ from trustbench.rtb.policy._protocol import AuthoredCase
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class BoundaryEvaluation(_Frozen):

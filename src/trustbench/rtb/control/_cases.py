@@ -19,8 +19,9 @@ import random
 from collections.abc import Sequence
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import KNOWN_BAD_FOR_FAULT, TrialScript
 from trustbench.rtb.boundaries._protocol import DECLARED_REVISION_LABEL
@@ -49,7 +50,7 @@ class ExpectedEffect(StrEnum):
 class ControlScenario(BaseModel):
     """One control-path scenario: a trial script plus the grader's expectation."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     scenario_id: str
     """`<case_id>/<path>`."""

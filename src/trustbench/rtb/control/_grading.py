@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, computed_field
 
 from trustbench._canonical import canonical_json
+from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import Enforcement, TrialRun
 from trustbench.rtb.control._cases import ControlScenario, ExpectedEffect
 from trustbench.rtb.platform import EffectEntry, EffectKind, verify_chain
@@ -51,7 +52,7 @@ class ControlOutcome(StrEnum):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class TrialGrade(_Frozen):

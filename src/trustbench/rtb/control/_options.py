@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, ValidationError
 
+from trustbench._docstrings import documented
 from trustbench.core import CandidateSpec
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import (
@@ -51,7 +52,7 @@ _T = TypeVar("_T")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class ControlTrackOptions(_Strict):

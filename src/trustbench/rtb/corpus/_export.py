@@ -27,9 +27,10 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from trustbench._canonical import read_input_file
+from trustbench._docstrings import documented
 from trustbench.errors import CheckFailed, InputError
 from trustbench.rtb.corpus._leakscan import find_leaks, grader_only_values
 from trustbench.rtb.corpus._load import Corpus, build_schema, schema_problems, schema_text
@@ -46,7 +47,7 @@ EVALUATION_MAP_PATH = "grader/evaluation_map.json"
 class EvaluationMap(BaseModel):
     """The grader-side record of one export (`grader/evaluation_map.json`)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+    model_config = documented(extra="forbid")
 
     corpus_version: str
     """Version of the exported corpus."""
@@ -61,7 +62,7 @@ class EvaluationMap(BaseModel):
 class ExportResult(BaseModel):
     """Where an export wrote its files, and the map the grader needs."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     out_dir: Path
     """The export's output folder."""

@@ -23,8 +23,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import json_pointer
 from trustbench.rtb.policy._protocol import AuthoredCase
 
@@ -57,7 +58,7 @@ LeakKind = Literal["answer_key_field", "grader_value"]
 class Leak(BaseModel):
     """One grader-only item found in a candidate-visible payload."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     pointer: str
     """JSON pointer to the key or string where it was found (empty: the payload itself)."""

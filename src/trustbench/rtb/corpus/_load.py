@@ -18,7 +18,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, SerializeAsAny, ValidationError
+from pydantic import BaseModel, PrivateAttr, SerializeAsAny, ValidationError
 
 from trustbench._canonical import (
     DuplicateKeyError,
@@ -26,6 +26,7 @@ from trustbench._canonical import (
     refuse_duplicate_keys,
     sha256_hex,
 )
+from trustbench._docstrings import documented
 from trustbench.core import ExperimentSpec, ResolvedItem
 from trustbench.errors import CheckFailed, InputError, did_you_mean
 from trustbench.rtb.corpus._models import Problem, json_pointer
@@ -371,7 +372,7 @@ MANIFEST_FORMAT = "trustbench-rtb-corpus"
 class CorpusCounts(BaseModel):
     """How many cases the corpus holds, by reference decision, group and variant."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+    model_config = documented(extra="forbid")
 
     cases: int
     """Number of case files."""
@@ -386,7 +387,7 @@ class CorpusCounts(BaseModel):
 class CorpusManifest(BaseModel):
     """The content of `MANIFEST.json`."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+    model_config = documented(extra="forbid")
 
     format: Literal["trustbench-rtb-corpus"] = MANIFEST_FORMAT
     """Identifies the folder as an RTB corpus."""
@@ -731,7 +732,7 @@ else:
 class ValidationReport(BaseModel):
     """Everything `validate_corpus` found: the problems and what did parse."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True)
+    model_config = documented()
 
     root: Path
     """The corpus folder that was validated."""
@@ -777,7 +778,7 @@ class ValidationReport(BaseModel):
 class Corpus(BaseModel):
     """A validated corpus, ready for export and grading."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     version: str
     """Corpus version from `MANIFEST.json`."""

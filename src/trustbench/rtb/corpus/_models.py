@@ -15,14 +15,16 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+
+from trustbench._docstrings import documented
 
 JsonScalar = str | int | float | bool | None
 ParamValue = JsonScalar | list[JsonScalar]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class Decision(StrEnum):
@@ -426,7 +428,7 @@ REASON_CODE_MEANING: dict[ReasonCode, str] = {
 class Problem(BaseModel):
     """One validation problem: which file, where in it, and what is wrong."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     file: str
     """Path relative to the corpus root (POSIX), e.g. `cases/dns_changes-01-permitted.json`."""
@@ -486,7 +488,7 @@ class Discrepancy(BaseModel):
     (`"unavailable"`), and `proposed_value` is None.
     """
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     record_id: str = Field(min_length=1)
     """`record_id` of the evidence record the proposal is compared with."""

@@ -24,9 +24,10 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from trustbench._canonical import json_sha256
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.policy._default import DEFAULT_POLICY_ID
 
@@ -85,7 +86,7 @@ class SimulatedClock:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class CalendarWindowSeed(_Frozen):
@@ -682,7 +683,7 @@ class ResourceStore:
 class ExecutionReceipt(BaseModel):
     """What the executor tells its caller after a dispatch."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     status: Literal["committed", "already_committed", "rejected"]
     """`already_committed`: the idempotency key matched an earlier commit; nothing changed."""
@@ -1233,7 +1234,7 @@ INJECTION_POINT: dict[FaultType, str] = {
 class FaultPlan(BaseModel):
     """One seeded fault: its type and the parameters fixed when the scenario was generated."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     fault: FaultType
     """Which fault."""

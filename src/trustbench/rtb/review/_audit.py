@@ -29,8 +29,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, computed_field
 
+from trustbench._docstrings import documented
 from trustbench.core import AnalysisSpec, parse_spec
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.errors import InputError
@@ -62,7 +63,7 @@ __all__ = [
 ]
 
 
-_FROZEN = ConfigDict(use_attribute_docstrings=True, frozen=True)
+_FROZEN = documented(frozen=True)
 
 
 class SignatureCheck(BaseModel):

@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, model_validator
 
+from trustbench._docstrings import documented
 from trustbench.rtb.review._rows import Outcome
 
 
@@ -60,7 +61,7 @@ class ProviderRelation(StrEnum):
 class MemberIdentity(BaseModel):
     """Who a configuration member is, as recorded for the run."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="forbid")
+    model_config = documented(frozen=True, extra="forbid")
 
     reviewer: str
     """Reviewer name (registry name or LLM reviewer label)."""
@@ -73,7 +74,7 @@ class MemberIdentity(BaseModel):
 class ReviewConfiguration(BaseModel):
     """A named assurance configuration of the reviewer track."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="forbid")
+    model_config = documented(frozen=True, extra="forbid")
 
     name: str
     """Configuration name used in reports."""

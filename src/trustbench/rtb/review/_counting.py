@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.core import Evaluability
 from trustbench.core.figures import Figure, FigureUnit, not_run_figure
 from trustbench.core.stats import clustered_figure, pass_hat_k
@@ -744,7 +745,7 @@ class AddedByChain(BaseModel):
     each member apart).
     """
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     first_member: str
     """The member the additions are relative to."""
@@ -768,7 +769,7 @@ class ReviewOperatingMeasures(BaseModel):
     reply (the reviewer failed: nothing approved, the proposal waits for a human).
     """
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     trials: int
     """Configuration trials counted (the per-trial denominator)."""

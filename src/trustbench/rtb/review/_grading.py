@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, computed_field
 
+from trustbench._docstrings import documented
 from trustbench.core import LedgerContents, Manifest
 from trustbench.errors import CheckFailed
 from trustbench.rtb.corpus._export import to_candidate_input
@@ -424,14 +425,14 @@ def _member(case: Any, candidate: str, k: int, values: tuple[Any, ...]) -> Membe
 # - latency p50/p95 use the nearest-rank definition (the smallest observed value with at least p%
 #   of observations at or below it), so a reported percentile is always an observed latency.
 
-_FROZEN = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="forbid")
+_FROZEN = documented(frozen=True, extra="forbid")
 
 
 class Count(BaseModel):
     """A numerator over an explicit denominator; the rate is None when not applicable."""
 
     # extra="ignore" so a dumped Count (which includes the computed `rate`/`applicable`) loads back.
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True, extra="ignore")
+    model_config = documented(frozen=True, extra="ignore")
 
     label: str
     """What is counted, in words, including the denominator's definition."""

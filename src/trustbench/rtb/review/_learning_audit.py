@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, computed_field
 from rich.markup import escape
 from rich.table import Table
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import Decision
@@ -478,7 +479,7 @@ def recovery_line(
 class AttackerScore(BaseModel):
     """One learned attacker's held-out accuracy on a corpus, its gates and its rule errors."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     attacker: str
     """Attacker name, e.g. `logistic-regression`."""
@@ -512,7 +513,7 @@ class AttackerScore(BaseModel):
 class LearnedReport(BaseModel):
     """Every learned attacker's held-out accuracy (reported) and review gates (gated)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     cases: int
     """Cases in the corpus."""
@@ -736,7 +737,7 @@ PERMUTATIONS = 400
 class TokenClassScore(BaseModel):
     """One token class's most label-informative token."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     token_class: str
     """Family and path, e.g. `s:evidence[approval].approval_id`."""
@@ -753,7 +754,7 @@ class TokenClassScore(BaseModel):
 class ArtifactReport(BaseModel):
     """Every tested token class, the permutation threshold, and the verdict."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     cases: int
     """Inputs scanned."""

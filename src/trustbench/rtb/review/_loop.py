@@ -31,8 +31,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
+from trustbench._docstrings import documented
 from trustbench.core import CallFailed, CandidateSpec, TrialContext, build_provider
 from trustbench.errors import InputError
 from trustbench.providers import ChatProvider, ChatReply, ChatRequest, HttpPool
@@ -94,7 +95,7 @@ _POLICY_APPROVAL_TIMEOUT_S = 10.0
 class ReviewChainSpec(BaseModel):
     """`[track_options.review_chains.<name>]`: reviewers in order and how they are combined."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     members: tuple[CandidateSpec, ...] = ()
     """The reviewers, in review order, declared as reviewer-track candidates (`openai_chat`,

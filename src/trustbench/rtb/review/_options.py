@@ -25,8 +25,9 @@ import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from trustbench._docstrings import documented
 from trustbench.core import (
     CandidateSpec,
     ExperimentSpec,
@@ -49,7 +50,7 @@ UNCHECKED = "unchecked"
 class ChainOption(BaseModel):
     """One declared chain: its members must all permit for the chain to permit."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
     """Configuration name used in the report and the gates."""
@@ -73,7 +74,7 @@ class ReviewerAccess(BaseModel):
     report, so a comparison never credits better access to better reasoning unseen.
     """
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     information: InformationCondition = "packet"
     """`packet` (the fixed evidence packet, one call) or `tools` (the proposal only; the reviewer
@@ -145,7 +146,7 @@ PACKET = ReviewerAccess()
 class ReviewTrackOptions(BaseModel):
     """`[track_options]` of an `rtb/review` experiment."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     chains: list[ChainOption] = Field(default_factory=list)
     """Declared chains of two candidates."""

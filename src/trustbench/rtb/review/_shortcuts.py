@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, computed_field
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import Decision
@@ -530,7 +531,7 @@ A rule fits on and scores each case's `Surface`."""
 class ShortcutRule(BaseModel):
     """One surface rule's score on a corpus."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     rule: str
     """Rule name, e.g. `revision-count`."""
@@ -551,7 +552,7 @@ class ShortcutRule(BaseModel):
 class SaturationReport(CeilingAudit):
     """Every shortcut rule's accuracy on a corpus, the declared ceiling, and the verdict."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     cases: int
     """Cases in the corpus."""

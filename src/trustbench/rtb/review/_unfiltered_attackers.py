@@ -46,10 +46,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import BaseModel, computed_field
 from rich.markup import escape
 from rich.table import Table
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus, case_family
 from trustbench.rtb.policy._registry import policy_for
@@ -288,7 +289,7 @@ def attacker_specs(seed: int) -> list[AttackerSpec]:
 class UnfilteredAttacker(BaseModel):
     """One attacker, where it was fitted, its figures on the corpus and its gates."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     attacker: str
     """Attacker name."""
@@ -339,7 +340,7 @@ class UnfilteredAttacker(BaseModel):
 class UnfilteredReport(BaseModel):
     """Every attacker of this audit, the two-sided band, and the verdicts."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     cases: int
     """Corpus cases."""

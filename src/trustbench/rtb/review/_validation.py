@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
+from pydantic import BaseModel, Field, SerializeAsAny
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._models import Discrepancy
 from trustbench.rtb.corpus._normalise import equivalent
 from trustbench.rtb.policy._protocol import (
@@ -451,7 +452,7 @@ else:
 class ValidatedResponse(BaseModel):
     """The outcome of validating one raw reply against the input it answers."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     outcome: Outcome
     """permit/deny/hold for a valid response; missing or invalid otherwise."""

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from trustbench._canonical import canonical_json
+from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import BoundaryFactory, InjectAction
 from trustbench.rtb.boundaries._protocol import DECLARED_REVISION_LABEL
@@ -103,7 +104,7 @@ SYSTEM_PROMPT = (
 class ToolCallRequest(BaseModel):
     """One tool call as the model produced it."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     id: str
     """The call id the tool result must echo."""
@@ -116,7 +117,7 @@ class ToolCallRequest(BaseModel):
 class ChatTurn(BaseModel):
     """One assistant turn: text, tool calls and the usage the service reported."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     content: str | None = None
     """Assistant text (None when it only called tools)."""

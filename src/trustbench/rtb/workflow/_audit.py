@@ -25,8 +25,9 @@ import asyncio
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import boundary_factory
 from trustbench.rtb.policy._protocol import AuthoredCase
 from trustbench.rtb.workflow._agent import SCRIPTED_AGENTS, AgentFactory, run_workflow_trial
@@ -37,7 +38,7 @@ from trustbench.rtb.workflow._scenarios import DIRECT, WorkflowKind, workflow_sc
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class WorkflowAuditCheck(_Frozen):

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, ValidationError
 
+from trustbench._docstrings import documented
 from trustbench._imports import import_object
 from trustbench.errors import InputError
 from trustbench.rtb.boundaries import BoundaryFactory, Enforcement, boundary_factory, enforcement_of
@@ -52,7 +53,7 @@ corpus policy's `source_files` are added at resolve time)."""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class CandidateOverrides(_Strict):

@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from trustbench._canonical import canonical_json
+from trustbench._docstrings import documented
 from trustbench.core.figures import Figure
 from trustbench.rtb.boundaries import BoundaryFactory
 from trustbench.rtb.platform import (
@@ -66,7 +67,7 @@ Completion = Literal["completed", "not_completed", "unresolved", "not_applicable
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 def _canonical(value: Any) -> bytes:
@@ -727,7 +728,7 @@ def summarize_workflow(grades: Sequence[WorkflowTrialGrade]) -> WorkflowCounts:
 class WorkflowEvaluation(BaseModel):
     """Every run and grade of one configuration, and its counts."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     runs: list[WorkflowTrialRun]
     """Every trial run, scenario by scenario, trial by trial (none dropped)."""

@@ -20,8 +20,9 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb.corpus._leakscan import ANSWER_KEY_FIELDS as CORPUS_ANSWER_KEY_FIELDS
 from trustbench.rtb.corpus._leakscan import find_leaks as find_corpus_leaks
 from trustbench.rtb.corpus._leakscan import grader_only_values
@@ -43,7 +44,7 @@ ANSWER_KEY_FIELDS: frozenset[str] = CORPUS_ANSWER_KEY_FIELDS | EXPECTATION_FIELD
 class Leak(BaseModel):
     """One grader-only item found where an agent could see it."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     where: str
     """Which payload (e.g. `trajectory/12/result/message`, `workspace/notes.json`, `env/X`)."""

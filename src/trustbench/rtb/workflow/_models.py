@@ -12,15 +12,16 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
+from trustbench._docstrings import documented
 from trustbench.rtb.boundaries import InjectAction
 from trustbench.rtb.corpus._models import ParamValue
 from trustbench.rtb.platform import EffectEntry, PlatformSeed
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class ChangeSpec(_Frozen):

@@ -28,8 +28,9 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.rtb._operating import (
     EscalationVolume,
     LatencySummary,
@@ -55,7 +56,7 @@ are answered later, by the queue's dispatch or the checkpoint's resumption)."""
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class TimeToBlock(_Frozen):

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
+from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import (
     AdapterTier,
@@ -35,7 +36,7 @@ OVERRIDE_EFFECT_THRESHOLD = 1e-6
 class ConformanceCheck(BaseModel):
     """One conformance check's verdict."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid")
+    model_config = documented(extra="forbid")
 
     hook: str
     """`factory`, `attributes`, `emit_r`, `act` or `seed`."""

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from trustbench._docstrings import documented
 
 # ------------------------------------------------------------------------------------------------
 # The self-representation schema and the candidate-visible step context.
@@ -55,7 +57,7 @@ EDITABLE_SLOTS: tuple[str, ...] = ("goal", "belief", "planned_next", "confidence
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class SelfReport(_Strict):

@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from trustbench._canonical import read_input_file
+from trustbench._docstrings import documented
 from trustbench.core import Ledger, LedgerContents
 from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import ACTIONS, Observation
@@ -88,7 +89,7 @@ FORMAT = "trb-collection/1"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class SourceCorpus(_Strict):

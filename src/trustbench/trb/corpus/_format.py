@@ -33,9 +33,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from trustbench._canonical import json_sha256
+from trustbench._docstrings import documented
 from trustbench.trb.adapter._protocol import (
     Action,
     DoorState,
@@ -89,7 +90,7 @@ decide the "well above 0.5" bar (lower bound above 0.6)."""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class HumanCollection(_Strict):

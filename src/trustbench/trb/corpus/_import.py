@@ -35,9 +35,10 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from trustbench._canonical import read_input_file
+from trustbench._docstrings import documented
 from trustbench.errors import InputError
 from trustbench.trb.adapter._protocol import ACTIONS, Observation, SelfReport
 from trustbench.trb.corpus._format import (
@@ -79,9 +80,7 @@ from trustbench.trb.world._text import TEXT_DYNAMICS
 
 class _Strict(BaseModel):
     # strict: a label "yes" or a count "3" is refused, not coerced
-    model_config = ConfigDict(
-        use_attribute_docstrings=True, extra="forbid", frozen=True, strict=True
-    )
+    model_config = documented(extra="forbid", frozen=True, strict=True)
 
 
 class SessionRevision(_Strict):
@@ -856,7 +855,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 class ImportedSessions(BaseModel):
     """A validated session file: its traces per split and who collected each split."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, frozen=True)
+    model_config = documented(frozen=True)
 
     splits: dict[str, list[AnyTrace]]
     """Traces per split, in file order."""

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from trustbench._docstrings import documented
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._protocol import TRB_VERSION, Adapter
 from trustbench.trb.corpus._format import HELD_OUT, CorpusManifest, Trace
@@ -448,7 +449,7 @@ REFERENCE_LABEL = (
 class RunConfig(BaseModel):
     """What a reference-world TRB run does; the smoke run is a small instance."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     sizes: dict[str, int] = Field(
         default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}

@@ -8,8 +8,9 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, Field, StrictInt
 
+from trustbench._docstrings import documented
 from trustbench.trb.adapter._protocol import TRB_VERSION
 from trustbench.trb.reference._token_world import TokenLMConfig
 
@@ -210,7 +211,7 @@ MEASURES: tuple[str, ...] = (
 class ProfileSizes(BaseModel):
     """The proxy baselines' LMs and the sizes of Tracks 2, 4 and 5."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     token_lm: TokenLMConfig = TokenLMConfig()
     """Size and training of the proxy baselines' token-world LMs (`proxy:*` adapters; all three

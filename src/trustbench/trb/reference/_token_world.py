@@ -31,8 +31,9 @@ from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
+from trustbench._docstrings import documented
 from trustbench.trb.adapter._protocol import ACTIONS, DOOR_STATES, GOALS, GUSTS, Observation
 from trustbench.trb.corpus._format import CorpusManifest, Trace, canonical_sha256, trace_sha256
 from trustbench.trb.corpus._store import assert_trainable
@@ -102,7 +103,7 @@ def documents(traces: list[Trace], kinds: tuple[str, ...]) -> list[list[str]]:
 class TokenLMConfig(BaseModel):
     """Size and training of one token-world LM (all part of the cache key)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     d_model: StrictInt = Field(default=48, ge=8)
     """Residual width."""

@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
+from trustbench._docstrings import documented
 from trustbench.core import cache_root
 from trustbench.errors import CheckFailed, InputError
 from trustbench.trb.adapter._protocol import ACTIONS, DOOR_STATES, GOALS
@@ -32,7 +33,7 @@ Objective = Literal["ablation", "full"]
 class TrainConfig(BaseModel):
     """Hyper-parameters of one reference-model training run (all part of the cache key)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     hidden: StrictInt = Field(default=64, ge=4)
     """GRU and policy width."""

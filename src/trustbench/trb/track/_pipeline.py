@@ -8,8 +8,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, Field, StrictInt, ValidationError
 
+from trustbench._docstrings import documented
 from trustbench.core import (
     ExperimentSpec,
     ProgressReporter,
@@ -108,7 +109,7 @@ class _CorpusAndMeasures(BaseModel):
     (pydantic orders a model's fields base by base, and validation reports the first bad one).
     """
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     corpus_sizes: dict[Literal["train", "dev", "eval", "transfer"], StrictInt] = Field(
         default_factory=lambda: {"train": 1500, "dev": 200, "eval": 300, "transfer": 200}

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from trustbench._docstrings import documented
 from trustbench.trb.adapter._protocol import (
     ACTIONS,
     DOOR_STATES,
@@ -89,7 +90,7 @@ _MOVE: dict[str, int] = {"left": -1, "stay": 0, "right": 1}
 class CorridorConfig(OmitsDefaults):
     """Parameters of one windy-corridor world (a transfer split may use different ones)."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     length: int = Field(default=7, ge=4)
     """Number of cells; the goals are the two ends."""

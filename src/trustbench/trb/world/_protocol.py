@@ -29,16 +29,17 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from trustbench._canonical import json_sha256
+from trustbench._docstrings import documented
 
 if TYPE_CHECKING:
     from trustbench.trb.adapter._protocol import SelfReport, StepContext
 
 
 class _Declared(BaseModel):
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
 
 class CategoricalSlot(_Declared):

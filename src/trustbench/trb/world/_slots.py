@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
+from trustbench._docstrings import documented
 from trustbench.trb.world._protocol import (
     CategoricalSlot,
     NumberSlot,
@@ -83,7 +84,7 @@ class SlotReport(RootModel[dict[str, SlotValue]]):
 class SlotContext(BaseModel):
     """Everything an adapter may see at step t of a slot-world trace: its observations."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     trace_id: str
     """Identifier of the trace (for messages; carries no label)."""

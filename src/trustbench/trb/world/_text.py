@@ -39,8 +39,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from trustbench._docstrings import documented
 from trustbench.trb.adapter._protocol import (
     AdapterTier,
     Observation,
@@ -83,7 +84,7 @@ is shown before the instruction arrives, so the task must be remembered)."""
 class TextTask(BaseModel):
     """Which task a text trace states, in which phrasing, and the self-report language."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     kind: TaskKind = "replicas"
     """The system operated: a service's replicas, a heating level, or a water tank (or a task
@@ -591,7 +592,7 @@ def _pick(choices: Mapping[str, str], text: str, slot: str) -> str:
 class TextContext(BaseModel):
     """What a text agent is given at one step: the context as text, and the task it states."""
 
-    model_config = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
+    model_config = documented(extra="forbid", frozen=True)
 
     trace_id: str
     """Identifier of the trace (for messages)."""
