@@ -91,6 +91,24 @@ def test_float_text_at_the_edges_of_reprs_without_an_exponent(value: float) -> N
     assert _float_text_or_error(value) == _rfc8785_float_text(value)
 
 
+_EVENT = {"id": 4, "seq": 4, "at": "2026-12-06T22:00:00+00:00", "kind": "k", "data": "{}"}
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {**_EVENT, "table": "spoofed"},  # a member named as the constant one
+        {**_EVENT, "extra": 1},  # one member too many
+        {**{k: v for k, v in _EVENT.items() if k != "kind"}, "note": None},  # one in place of kind
+        {k: v for k, v in _EVENT.items() if k != "kind"},  # one too few
+    ],
+)
+def test_a_row_of_other_members_than_its_columns_gets_the_general_encoding(
+    row: dict[str, object],
+) -> None:
+    assert row_canonical_json("events", row) == canonical_json({"table": "events", **row})
+
+
 @pytest.mark.parametrize(
     "value", [0.0, -0.0, 2.0, 1e21, 1e-7, 0.05, 2**53 - 1, -(2**53) + 1, '\x00"é\u2028', None]
 )
