@@ -8,13 +8,17 @@ a rule that decides nothing shows the audit fails naming it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 import pytest
 
 from trustbench.core import load_spec
+from trustbench.errors import InputError
 from trustbench.rtb.corpus import builtin_corpus_root, load_corpus
+from trustbench.rtb.corpus._export import new_evaluation_id, to_candidate_input
 from trustbench.rtb.corpus._load import Corpus
 from trustbench.rtb.corpus._models import CandidateInput, Case, Decision, ReviewerResponse
 from trustbench.rtb.policy import policy_for, register_policy, unregister_policy
@@ -25,6 +29,7 @@ from trustbench.rtb.review._analysis import rule_breakdown
 from trustbench.rtb.review._audit import (
     AblationReport,
     ablation_table,
+    cases_deciding,
     counts_line,
     deciding_rules,
     gate_results,
@@ -352,3 +357,36 @@ def test_an_unknown_rule_id_is_refused_naming_the_declared_ones(version: str) ->
     policy = policy_for(load_corpus(builtin_corpus_root(version)).policy_id)
     with pytest.raises(KeyError, match=policy.rules[0].rule_id):
         policy.ablated_reviewer("no-such-rule")
+
+
+def test_cases_deciding_agrees_with_deciding_rules_and_validates_each_distinct_reply_once(
+    corpora: dict[str, Corpus], reports: dict[str, AblationReport], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trustbench.rtb.review._audit as audit
+
+    replies: list[tuple[str, str | None]] = []
+    validate = audit.validate_response
+
+    def counted(raw: str | None, candidate_input: Any) -> Any:
+        replies.append((candidate_input.evaluation_id, raw))
+        return validate(raw, candidate_input)
+
+    monkeypatch.setattr(audit, "validate_response", counted)
+    assert cases_deciding(corpora["0.1"]) == deciding_rules(reports["0.1"])
+    # Seven ablated readers over 60 cases: most of a case's seven replies are the same text.
+    assert len(replies) == len(set(replies)) < 7 * 60 / 2
+
+
+def test_an_ablated_v1_reader_reads_once_and_refuses_another_policys_input(
+    corpora: dict[str, Corpus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(*_: object) -> str:
+        raise AssertionError("the ablated reader ran the full reader's review too")
+
+    reader = NarrowApprovalV1().ablated_reviewer("approval-active")
+    visible = to_candidate_input(corpora["0.1"].cases[0], new_evaluation_id())
+    monkeypatch.setattr(ReferencePolicyReviewer, "review", refused)
+    assert json.loads(reader.review("", visible) or "{}")["decision"] in ("permit", "deny", "hold")
+    other = to_candidate_input(corpora["0.2"].cases[0], new_evaluation_id())
+    with pytest.raises(InputError, match="implements policy rtb-narrow-approval-v1"):
+        reader.review("", other)

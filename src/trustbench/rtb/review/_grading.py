@@ -189,13 +189,18 @@ def model_calls_of(attempts: list[dict[str, Any]]) -> tuple[ModelCall, ...]:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MemberTrial:
     """One candidate's graded trial of one case (trial index k).
 
     One is held per finished trial for the whole report, so it keeps what the figures and the
     per-trial rows read, not the parsed reply: `validated` has no `response` (its explanation
     and support gaps are kept instead), repeated names are interned.
+
+    Not `frozen`: a report makes one per trial as it grades and again as each configuration
+    reads it back (`MemberStore`), and a frozen dataclass sets each of these 18 fields through
+    `object.__setattr__`, about three times the cost of a plain slotted one (`ConfigurationRow`
+    likewise). Nothing assigns to one after it is made.
     """
 
     case: AuthoredCase
@@ -749,7 +754,7 @@ def member_trials(
     return graded
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ConfigurationRow:
     """One configuration trial (case c, trial k) with its graded row and its members."""
 

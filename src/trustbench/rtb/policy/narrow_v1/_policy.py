@@ -227,7 +227,7 @@ class AblatedV1Reviewer(ReferencePolicyReviewer):
 
     def review(self, prompt: str, candidate_input: CandidateInput) -> str | None:
         """The ablated finding as a JSON reply (the input is checked as the reference does)."""
-        super().review(prompt, candidate_input)  # refuses an input of another policy
+        self.refuse_other_formats(candidate_input)  # as the reference does, without its review
         finding = self._read(candidate_input)
         return finding_reply(candidate_input.evaluation_id, finding, list(finding.evidence_refs))
 

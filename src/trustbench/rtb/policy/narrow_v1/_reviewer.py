@@ -231,11 +231,15 @@ class ReferencePolicyReviewer:
                 this reviewer implements `rtb-narrow-approval-v1` only and would otherwise
                 misread the records it does not know.
         """
+        self.refuse_other_formats(candidate_input)
+        finding = assess(candidate_input)
+        return finding_reply(candidate_input.evaluation_id, finding, list(finding.evidence_refs))
+
+    def refuse_other_formats(self, candidate_input: object) -> None:
+        """Raise `InputError` unless `candidate_input` is in the v0.1 format (see `review`)."""
         if not isinstance(candidate_input, CandidateInput):
             raise InputError(
                 f"{self.name} implements policy rtb-narrow-approval-v1; got a "
                 f"{type(candidate_input).__name__}",
                 location=f"evaluation {getattr(candidate_input, 'evaluation_id', '?')}",
             )
-        finding = assess(candidate_input)
-        return finding_reply(candidate_input.evaluation_id, finding, list(finding.evidence_refs))
