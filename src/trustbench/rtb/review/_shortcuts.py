@@ -61,11 +61,11 @@ __all__ = [
 #
 # Rows are sparse (an input holds a few hundred of a corpus's thousands of words), so a node
 # scans only the values its rows hold and counts every other row at 0. The dense numpy matrix
-# this replaces (rows x features x classes per node) made the audit take 1.12 s on v0.3's 240
-# cases (5,237 features) and 1.54 s on v0.4's 528, now 0.47 and 0.63 s, and 31 ms on
-# `bench.report_speed`'s 50 cases of v0.1, now 27 ms (best of 3-7 in one process, load 5;
-# issue 55). Sums run in class order as numpy's did, so every split and threshold is the same
-# to the bit, and a reviewer report's audit imports no numpy.
+# this replaces (rows x features x classes per node) made the whole audit take 1.03 s on v0.3's
+# 240 cases (5,237 features), 1.37 s on v0.4's 528 and 0.41 s on v0.2's 180; now 0.32, 0.60
+# and 0.12 s; on `bench.report_speed`'s 50 cases of v0.1 22 ms, now 20 ms (best of 3 to 15,
+# both in one process, load 2; issue 55). Sums run in class order as numpy's did, so every
+# split and threshold is the same to the bit, and the audit imports no numpy.
 
 Row = Mapping[str, float]
 """A row's feature values by feature name; an absent feature is 0."""
