@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_reviewers_fixtures import export, make_cases
+from tests.support.child_env import child_env
 from typer.testing import CliRunner
 
 import trustbench.rtb.corpus as corpus_package
@@ -187,3 +190,48 @@ def test_decision_tree_learns_a_threshold_and_generalises_to_unseen_rows() -> No
     assert tree.predict({"count": 1.5}) == "hold"
     assert tree.predict({"count": 7.0, "noise": 1.0}) == "permit"
     assert tree.rules()[0].startswith("count<=2.5")
+
+
+def test_fitted_rules_keep_the_scores_of_the_former_numpy_trees_on_v0_1(builtin_saturation) -> None:
+    # The trees' cuts are computed in plain Python since issue 55; their splits, thresholds and
+    # so every fitted score are those of the numpy implementation (compared on v0.1 to v0.4).
+    assert [(r.rule, r.detail) for r in builtin_saturation.rules if r.fitted] == [
+        ("record-order", "halves (fit on the other): 15/30, 15/30"),
+        ("keyword", "halves (fit on the other): 18/30, 20/30"),
+        ("surface-tree", "halves (fit on the other): 25/30, 25/30"),
+    ]
+
+
+def test_decision_tree_breaks_equal_impurities_by_fewest_rows_left_then_first_feature() -> None:
+    labels = ["deny", "deny", "permit", "permit"]
+    # Cutting after one row ("b") or after three ("a") leaves the same impurity, 1/3: the cut
+    # with fewer rows on its left wins, as numpy's argmin over (cut, feature) chose.
+    by_position = [{"a": float(n == 3), "b": float(n > 0)} for n in range(4)]
+    assert DecisionTree(max_depth=1, min_leaf=1).fit(by_position, labels).rules() == [
+        "b<=0.5 -> deny",
+        "b>0.5 -> permit",
+    ]
+    # Two features with the same cut: the first by name.
+    by_name = [{"b": float(n > 1), "a": float(n > 1)} for n in range(4)]
+    assert DecisionTree(max_depth=1, min_leaf=1).fit(by_name, labels).rules()[0] == (
+        "a<=0.5 -> deny"
+    )
+
+
+def test_the_shortcut_audit_runs_without_numpy(tmp_path: Path) -> None:
+    # A reviewer report audits its corpus; the audit's trees need no numpy (issue 55).
+    probe = (
+        "import sys\n"
+        "from trustbench.rtb.corpus import load_corpus\n"
+        "from trustbench.rtb.review._shortcuts import corpus_saturation\n"
+        f"report = corpus_saturation(load_corpus({str(V0_1)!r}))\n"
+        "print(report.saturated_rules, 'numpy' in sys.modules)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(tmp_path),
+    )
+    assert completed.stdout.split()[-1] == "False", completed.stdout

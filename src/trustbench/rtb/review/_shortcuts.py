@@ -25,11 +25,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import BaseModel, computed_field
 
 from trustbench._docstrings import documented
@@ -52,13 +51,24 @@ __all__ = [
 # A tiny CART classifier (Gini impurity, axis-aligned thresholds) for the shortcut audit.
 #
 # scikit-learn is not a dependency, and the audit needs only a shallow tree over a few hundred
-# cases, so this is the textbook algorithm (Breiman et al. 1984) in numpy: at each node, every
-# feature's sorted values are scanned at once (cumulative class counts give the left/right class
-# counts at every cut), the cut with the lowest weighted Gini impurity
-# `(n_l * G_l + n_r * G_r) / n`, `G = 1 - sum_c p_c^2`, is kept if it lowers the node's impurity,
-# and growth stops at `max_depth`, at a pure node or when a child would hold fewer than
-# `min_leaf` rows. Ties go to the first cut in (row position, feature index) order, so a fit is
-# deterministic for a given feature order.
+# cases, so this is the textbook algorithm (Breiman et al. 1984) in plain Python: at each node,
+# every feature's distinct values are scanned in order (cumulative class counts give the
+# left/right class counts at every cut between two distinct values), the cut with the lowest
+# weighted Gini impurity `(n_l * G_l + n_r * G_r) / n`, `G = 1 - sum_c p_c^2`, is kept if it
+# lowers the node's impurity, and growth stops at `max_depth`, at a pure node or when a child
+# would hold fewer than `min_leaf` rows. Ties go to the cut with the fewest rows on its left,
+# then to the first feature in name order, so a fit is deterministic for a given feature order.
+#
+# Rows are sparse (an input holds a few hundred of a corpus's thousands of words), so a node
+# scans only the values its rows hold and counts every other row at 0. The dense numpy matrix
+# this replaces (rows x features x classes per node) made the whole audit take 1.03 s on v0.3's
+# 240 cases (5,237 features), 1.37 s on v0.4's 528 and 0.41 s on v0.2's 180; now 0.32, 0.60
+# and 0.12 s; on `bench.report_speed`'s 50 cases of v0.1 22 ms, now 20 ms (best of 3 to 15,
+# both in one process, load 2; issue 55). Sums run in class order as numpy's did, so every
+# split and threshold is the same to the bit, and the audit imports no numpy.
+
+Row = Mapping[str, float]
+"""A row's feature values by feature name; an absent feature is 0."""
 
 
 @dataclass(frozen=True)
@@ -73,40 +83,131 @@ class _Node:
     right: _Node | None = None
 
 
-def _majority(counts: npt.NDArray[np.float64]) -> int:
-    return int(np.argmax(counts))  # first class on ties: deterministic
+class _Split(NamedTuple):
+    """A candidate cut of one node.
+
+    Splits compare in order of preference: lowest impurity, then fewest rows on the left, then
+    the first feature by name (as numpy's `argmin` over (cut, feature) chose before).
+    """
+
+    impurity: float
+    """Weighted Gini impurity of the two children."""
+    cut: int
+    """Rows left of the cut, minus one: its position among the feature's sorted values."""
+    feature: str
+    threshold: float
 
 
-def _gini(counts: npt.NDArray[np.float64], totals: npt.NDArray[np.float64]) -> npt.NDArray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        shares = counts / totals[..., None]
-    return 1.0 - np.nansum(shares**2, axis=-1)
+def _class_counts(labels: Sequence[int], classes: int) -> list[int]:
+    counts = [0] * classes
+    for label in labels:
+        counts[label] += 1
+    return counts
+
+
+def _majority(counts: Sequence[int]) -> int:
+    return max(range(len(counts)), key=counts.__getitem__)  # first class on ties: deterministic
+
+
+def _gini(counts: Sequence[int], total: int) -> float:
+    """1 - sum_c (n_c / n)^2, summed in class order; 1 for no rows."""
+    if total == 0:
+        return 1.0
+    squares = 0.0
+    for count in counts:
+        share = count / total
+        squares += share * share
+    return 1.0 - squares
+
+
+def _counts_by_value(
+    rows: Sequence[Row], labels: Sequence[int], classes: int
+) -> dict[str, dict[float, list[int]]]:
+    """Class counts per distinct value held, for every feature some row holds.
+
+    One `Counter` of (feature, value) pairs per class counts the rows' entries in C: a node of
+    v0.4's audit holds up to 80,000 of them.
+    """
+    by_class = [Counter[tuple[str, float]]() for _ in range(classes)]
+    for row, label in zip(rows, labels, strict=True):
+        by_class[label].update(row.items())
+    by_feature: dict[str, dict[float, list[int]]] = {}
+    for label, pairs in enumerate(by_class):
+        for (feature, value), count in pairs.items():
+            by_value = by_feature.setdefault(feature, {})
+            counts = by_value.get(value)
+            if counts is None:
+                counts = by_value[value] = [0] * classes
+            counts[label] = count
+    return by_feature
+
+
+def _cut(
+    feature: str, left: list[int], totals: Sequence[int], low: float, high: float, min_leaf: int
+) -> _Split | None:
+    """The cut between values `low` and `high` with class counts `left` below it, if allowed."""
+    rows = sum(totals)
+    n_left = sum(left)
+    n_right = rows - n_left
+    if n_left < min_leaf or n_right < min_leaf:
+        return None
+    right = [total - count for total, count in zip(totals, left, strict=True)]
+    impurity = (n_left * _gini(left, n_left) + n_right * _gini(right, n_right)) / rows
+    return _Split(impurity, n_left - 1, feature, (low + high) / 2)
+
+
+def _best_cut(
+    feature: str, held: dict[float, list[int]], totals: Sequence[int], min_leaf: int
+) -> _Split | None:
+    """The lowest-impurity cut of one feature between two distinct values, or None.
+
+    `held` counts the rows that hold the feature; the others are at 0.
+    """
+    absent = list(totals)
+    for counts in held.values():
+        absent = [rest - count for rest, count in zip(absent, counts, strict=True)]
+    if len(held) == 1 and any(absent):  # most features: a word some rows hold, one cut
+        ((value, counts),) = held.items()
+        if value > 0:
+            return _cut(feature, absent, totals, 0.0, value, min_leaf)
+        return _cut(feature, counts, totals, value, 0.0, min_leaf) if value < 0 else None
+    if any(absent):
+        zeros = held.get(0.0, [0] * len(totals))
+        held = {**held, 0.0: [rest + count for rest, count in zip(absent, zeros, strict=True)]}
+    left = [0] * len(totals)
+    best: _Split | None = None
+    values = sorted(held)
+    for low, high in pairwise(values):
+        left = [before + count for before, count in zip(left, held[low], strict=True)]
+        cut = _cut(feature, left, totals, low, high, min_leaf)
+        if cut is not None and (best is None or cut.impurity < best.impurity):
+            best = cut
+    return best
 
 
 def _best_split(
-    x: npt.NDArray[np.float64], y: npt.NDArray[np.int64], classes: int, min_leaf: int
-) -> tuple[int, float, float] | None:
-    """(feature, threshold, weighted impurity) of the best cut, or None when none is allowed."""
-    m = len(y)
-    order = np.argsort(x, axis=0, kind="stable")
-    sorted_x = np.take_along_axis(x, order, axis=0)
-    onehot = np.eye(classes)[y]  # (m, C)
-    left = np.cumsum(onehot[order], axis=0)[:-1]  # (m-1, f, C): counts left of cut i|i+1
-    total = onehot.sum(axis=0)
-    right = total - left
-    n_left = np.arange(1, m, dtype=float)[:, None]
-    n_right = m - n_left
-    impurity = (
-        n_left * _gini(left, np.broadcast_to(n_left, left.shape[:2]))
-        + n_right * _gini(right, np.broadcast_to(n_right, right.shape[:2]))
-    ) / m
-    allowed = (sorted_x[:-1] < sorted_x[1:]) & (n_left >= min_leaf) & (n_right >= min_leaf)
-    if not allowed.any():
-        return None
-    impurity = np.where(allowed, impurity, np.inf)
-    row, feature = np.unravel_index(int(np.argmin(impurity)), impurity.shape)
-    threshold = float((sorted_x[row, feature] + sorted_x[row + 1, feature]) / 2)
-    return int(feature), threshold, float(impurity[row, feature])
+    rows: Sequence[Row], labels: Sequence[int], classes: int, min_leaf: int
+) -> _Split | None:
+    """The best cut over every feature, or None when none is allowed.
+
+    Features are scanned in name order, and a feature whose rows hold the same values with the
+    same class counts as an earlier one's is skipped: its cuts are the same, and ties go to
+    the first name (most words of a small corpus share their class counts with another).
+    """
+    totals = _class_counts(labels, classes)
+    by_feature = _counts_by_value(rows, labels, classes)
+    scanned: set[tuple[tuple[float, tuple[int, ...]], ...]] = set()
+    best: _Split | None = None
+    for feature in sorted(by_feature):
+        held = by_feature[feature]
+        signature = tuple(sorted((value, tuple(counts)) for value, counts in held.items()))
+        if signature in scanned:
+            continue
+        scanned.add(signature)
+        cut = _best_cut(feature, held, totals, min_leaf)
+        if cut is not None and (best is None or cut < best):
+            best = cut
+    return best
 
 
 class DecisionTree:
@@ -123,34 +224,34 @@ class DecisionTree:
         """Fit on feature dicts (a feature absent from a row is 0) and their class labels."""
         self.features = sorted({name for row in rows for name in row})
         self.labels = sorted(set(labels))
-        x = self._matrix(rows)
-        y = np.array([self.labels.index(label) for label in labels], dtype=np.int64)
-        self._root = self._grow(x, y, 0)
+        classes = {label: index for index, label in enumerate(self.labels)}
+        self._root = self._grow(rows, [classes[label] for label in labels], 0)
         return self
 
-    def _matrix(self, rows: Sequence[Mapping[str, float]]) -> npt.NDArray[np.float64]:
-        return np.array(
-            [[float(row.get(name, 0.0)) for name in self.features] for row in rows],
-            dtype=np.float64,
-        ).reshape(len(rows), len(self.features))
-
-    def _grow(self, x: npt.NDArray[np.float64], y: npt.NDArray[np.int64], depth: int) -> _Node:
-        counts = np.bincount(y, minlength=len(self.labels)).astype(float)
+    def _grow(self, rows: Sequence[Row], labels: Sequence[int], depth: int) -> _Node:
+        counts = _class_counts(labels, len(self.labels))
         label = _majority(counts)
-        parent = float(_gini(counts[None, :], np.array([len(y)], dtype=float))[0])
-        if depth >= self.max_depth or parent == 0.0 or x.shape[1] == 0:
+        parent = _gini(counts, len(labels))
+        if depth >= self.max_depth or parent == 0.0 or not self.features:
             return _Node(label)
-        split = _best_split(x, y, len(self.labels), self.min_leaf)
-        if split is None or split[2] >= parent - 1e-12:
+        split = _best_split(rows, labels, len(self.labels), self.min_leaf)
+        if split is None or split.impurity >= parent - 1e-12:
             return _Node(label)
-        feature, threshold, _ = split
-        goes_left = x[:, feature] <= threshold
+        goes_left = [row.get(split.feature, 0.0) <= split.threshold for row in rows]
         return _Node(
             label,
-            feature,
-            threshold,
-            self._grow(x[goes_left], y[goes_left], depth + 1),
-            self._grow(x[~goes_left], y[~goes_left], depth + 1),
+            self.features.index(split.feature),
+            split.threshold,
+            self._grow(
+                [r for r, left in zip(rows, goes_left, strict=True) if left],
+                [y for y, left in zip(labels, goes_left, strict=True) if left],
+                depth + 1,
+            ),
+            self._grow(
+                [r for r, left in zip(rows, goes_left, strict=True) if not left],
+                [y for y, left in zip(labels, goes_left, strict=True) if not left],
+                depth + 1,
+            ),
         )
 
     def predict(self, row: Mapping[str, float]) -> str:
