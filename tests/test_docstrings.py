@@ -17,8 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
 from trustbench._docstrings import documented, field_docstrings
-from trustbench.core import ExperimentSpec, Manifest
-from trustbench.core._analysis import Evaluability
+from trustbench.core import Evaluability, ExperimentSpec, Manifest
 from trustbench.core.gates import GateSpec
 
 REFERENCE = ConfigDict(use_attribute_docstrings=True, extra="forbid", frozen=True)
