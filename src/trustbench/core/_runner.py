@@ -269,10 +269,32 @@ class RunSummary:
     """What the track's `before_run` hook asked to show (e.g. a held-out set's exposure)."""
 
 
-RemoteTrial = Callable[
-    [int, TrialKey, int], Awaitable[tuple[list[dict[str, Any]], dict[str, Any], int]]
-]
-"""Runs a trial elsewhere: `(position, key, execution) -> (attempt rows, trial row, retries)`."""
+@dataclass
+class RemoteTrialResult:
+    """What a trial run elsewhere (a Ray worker) hands back to the ledger's one writer."""
+
+    attempts: list[dict[str, Any]]
+    """The trial's attempt rows, in order (committed with its row in one transaction)."""
+    row: dict[str, Any]
+    """The trial row."""
+    retries: int
+    """Transport retries the trial made."""
+    stopped_endpoints: dict[str, str] = field(default_factory=dict)
+    """Endpoint -> why the worker's gate for it stopped (`AdaptiveConcurrency.stop_reason`): its
+    server could not answer one call alone, so its candidates stop cluster-wide."""
+    concurrency_changes: list[dict[str, Any]] = field(default_factory=list)
+    """The worker's adaptive-concurrency changes since its last trial handed back (each a
+    `concurrency_changed` event)."""
+
+
+RemoteTrial = Callable[[int, TrialKey, int], Awaitable[RemoteTrialResult | None]]
+"""Runs a trial elsewhere: `(position, key, execution) -> result`, or None when the trial was
+not run because its endpoint had stopped before it began (it stays unrun, as a trial not
+handed out)."""
+
+RemoteStop = Callable[[str, str], Awaitable[None]]
+"""Stops an endpoint everywhere trials run, saying why: `(endpoint, why)` (every Ray worker's
+gate for it)."""
 
 
 class _Execution:
@@ -287,6 +309,7 @@ class _Execution:
         services: RunServices,
         progress: ProgressReporter,
         remote: RemoteTrial | None = None,
+        remote_stop: RemoteStop | None = None,
     ) -> None:
         self.manifest = manifest
         self.track = track
@@ -295,6 +318,7 @@ class _Execution:
         self.services = services
         self.progress = progress
         self.remote = remote
+        self.remote_stop = remote_stop
         self.next_execution: dict[str, int] = {}
         self.done = self.completed = self.failed = 0
         self.first_errors: dict[str, list[str | None]] = {}
@@ -319,12 +343,20 @@ class _Execution:
         else:
             # The worker ran the trial and collected its attempts; the driver, the ledger's only
             # writer, commits them with the trial row in one transaction.
-            attempts, row, retries = await self.remote(position, key, execution)
+            result = await self.remote(position, key, execution)
+            if result is None:
+                return  # its endpoint stopped before it began: not run
+            for change in result.concurrency_changes:
+                self.ledger.event("concurrency_changed", change)
+            row = result.row
             self.ledger.append_many(
-                [("attempts", a) for a in attempts] + [("trials", row)], family=key.case_id
+                [("attempts", a) for a in result.attempts] + [("trials", row)],
+                family=key.case_id,
             )
-            self.services.attempts += len(attempts)
-            self.services.retries += retries
+            self.services.attempts += len(result.attempts)
+            self.services.retries += result.retries
+            for endpoint, why in result.stopped_endpoints.items():
+                await self._stop_remote_endpoint(endpoint, why)
         self.ledger.anchor()
         self._watch_client_errors(key.candidate, row)
         self.done += 1
@@ -350,6 +382,29 @@ class _Execution:
             at_gate = provider is not None and provider.endpoint == gate.endpoint
             if why is not None and at_gate and candidate not in self.stopped:
                 self._stop(candidate, why)
+
+    async def _stop_remote_endpoint(self, endpoint: str, why: str) -> None:
+        """Stop `endpoint`'s candidates after one Ray worker's gate stopped, as a local stop does.
+
+        No trial of theirs is handed out from the moment this is known; every other worker's
+        gate is then stopped (its calls in flight cancelled, nothing more sent) before the
+        `candidate_stopped` event is recorded, so no call of theirs starts after the event.
+        Later trials reporting the same stop change nothing: the event is recorded once.
+        """
+        candidates = [
+            candidate
+            for candidate, provider in self.providers.items()
+            if provider is not None and provider.endpoint == endpoint
+            and candidate not in self.stopped
+        ]  # fmt: skip
+        if not candidates:
+            return
+        for candidate in candidates:
+            self.stopped[candidate] = why
+        if self.remote_stop is not None:
+            await self.remote_stop(endpoint, why)
+        for candidate in candidates:
+            self._stop(candidate, why)
 
     def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
         seen = self.first_errors.setdefault(candidate, [])
@@ -503,6 +558,7 @@ async def _run_into_ledger(
                 services,
                 progress,
                 remote=pool.run_trial if pool is not None else None,
+                remote_stop=pool.stop_endpoint if pool is not None else None,
             )
             execution.next_execution = next_execution
             if pool is not None:  # a lost Ray worker is recorded when it is noticed
