@@ -61,8 +61,8 @@ from collections.abc import Callable
 from typing import Any
 
 from trustbench.core._context import AdaptiveConcurrency, RunServices
-from trustbench.core._runner import RemoteTrialResult
 from trustbench.core._track import TrialKey, track_from_target
+from trustbench.core._trial import RemoteTrialResult
 from trustbench.core.spec._manifest import Manifest, check_inputs
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers._redact import secret_values

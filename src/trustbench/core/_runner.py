@@ -46,7 +46,7 @@ from trustbench.core._run_folder import (
     remaining_positions,
 )
 from trustbench.core._track import Track, TrialKey, load_track, track_hook
-from trustbench.core._trial import execute_trial
+from trustbench.core._trial import RemoteTrialResult, execute_trial
 from trustbench.core.ledger._store import Ledger
 from trustbench.core.spec._manifest import (
     Manifest,
@@ -267,24 +267,6 @@ class RunSummary:
     """Candidate -> why its remaining trials were not run (`retry.stop_after_client_errors`)."""
     notes: tuple[str, ...] = ()
     """What the track's `before_run` hook asked to show (e.g. a held-out set's exposure)."""
-
-
-@dataclass
-class RemoteTrialResult:
-    """What a trial run elsewhere (a Ray worker) hands back to the ledger's one writer."""
-
-    attempts: list[dict[str, Any]]
-    """The trial's attempt rows, in order (committed with its row in one transaction)."""
-    row: dict[str, Any]
-    """The trial row."""
-    retries: int
-    """Transport retries the trial made."""
-    stopped_endpoints: dict[str, str] = field(default_factory=dict)
-    """Endpoint -> why the worker's gate for it stopped (`AdaptiveConcurrency.stop_reason`): its
-    server could not answer one call alone, so its candidates stop cluster-wide."""
-    concurrency_changes: list[dict[str, Any]] = field(default_factory=list)
-    """The worker's adaptive-concurrency changes since its last trial handed back (each a
-    `concurrency_changed` event)."""
 
 
 RemoteTrial = Callable[[int, TrialKey, int], Awaitable[RemoteTrialResult | None]]
