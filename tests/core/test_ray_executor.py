@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shutil
 import socket
@@ -16,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.rtb.test_review_track import small_corpus
+from tests.rtb.test_review_track import spec_text as review_spec_text
 from tests.support.child_env import child_env
 from tests.support.cli import ALPHA_KEY, invoke
 from tests.support.crash import crash_after_seq
 from tests.support.echo_track import two_candidate_spec, write_corpus
-from tests.support.openai_server import OpenAIServer, server_error
+from tests.support.openai_server import OpenAIServer, probe_reply, server_error
 
 from trustbench.core import (
     _ray_executor,
@@ -30,6 +34,7 @@ from trustbench.core import (
     verify_run,
     write_manifest,
 )
+from trustbench.core.cli import RUN_ALL_FAILED_EXIT
 from trustbench.errors import CheckFailed, InputError
 
 # Ray's own processes on the loopback address only: without this Ray replaces 127.0.0.1 with the
@@ -346,3 +351,117 @@ def test_with_ray_over_tls_a_ray_address_is_checked_for_a_tcp_connection_only(
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         _ray_executor.check_reachable(f"127.0.0.1:{silent.getsockname()[1]}")
+
+
+# ------------------------------------------------------------------------------------------------
+# A server that cannot answer one call alone within `timeout_s` stops its candidate under Ray as
+# under the local executor (issue 55). Ray runs are slow: the assertions share one stopped run
+# and its resume.
+
+
+@pytest.fixture(scope="module")
+def ray_run_stopped_by_a_slow_server(
+    local_ray: None, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """`trustbench run RUN --executor ray` against a one-at-a-time server that answers the short
+    probe but takes 1 s a call over `timeout_s` = 0.3 s (three transport retries), then, the
+    server made fast, the same run resumed: what each stage left."""
+    tmp = tmp_path_factory.mktemp("ray-stop")
+    small_corpus(tmp / "corpus")
+    with OpenAIServer(latency_s=1.0, one_at_a_time=True) as server:
+        server.script(lambda body, n: probe_reply(body))
+        candidate = (f'[[candidates]]\nname = "llm"\nkind = "openai_chat"\nmodel = "m"\n'
+                     f'base_url = "{server.base_url}"\n')  # fmt: skip
+        text = review_spec_text(candidate, extra="retry = { transport_max_retries = 3 }")
+        (tmp / "spec.toml").write_text(text.replace("timeout_s = 5.0", "timeout_s = 0.3"))
+        run_dir = tmp / "run"
+        write_manifest(build_manifest(tmp / "spec.toml"), run_dir)
+        code, output = invoke("run", str(run_dir), "--quiet", "--executor", "ray")
+        sent = [r for r in server.requests if probe_reply(r.body) is None]
+        ledger = read_ledger(run_dir)
+        verified = verify_run(run_dir).ok
+        server.latency_s = 0.0  # the user fixed the server: a resume runs what was not run
+        resumed = run_experiment(run_dir, executor="ray")
+    return {
+        "code": code, "output": output, "sent": sent, "ledger": ledger, "verified": verified,
+        "resumed": resumed, "resumed_verified": verify_run(run_dir).ok, "run_dir": run_dir,
+    }  # fmt: skip
+
+
+def test_under_ray_a_server_that_cannot_answer_one_call_alone_stops_its_candidate_once(
+    ray_run_stopped_by_a_slow_server: dict[str, Any],
+) -> None:
+    stopped = ray_run_stopped_by_a_slow_server
+    # The local executor's message and exit code: the candidate stopped, none of its trials
+    # completed (exit 3, as `run` ends locally), never a Ray error.
+    assert stopped["code"] == RUN_ALL_FAILED_EXIT, stopped["output"]
+    assert "candidate 'llm' stopped: the server at" in stopped["output"]
+    assert "did not answer ONE request within timeout_s = 0.3 s" in stopped["output"]
+    assert "3 calls in a row, each sent alone" in stopped["output"]
+    [stop] = [e for e in stopped["ledger"].events if e["kind"] == "candidate_stopped"]
+    assert stop["data"]["candidate"] == "llm"
+    assert "did not answer ONE request within timeout_s = 0.3 s" in stop["data"]["reason"]
+
+
+def test_under_ray_nothing_is_sent_after_the_stop_and_the_remaining_trials_are_not_run(
+    ray_run_stopped_by_a_slow_server: dict[str, Any],
+) -> None:
+    stopped = ray_run_stopped_by_a_slow_server
+    ledger = stopped["ledger"]
+    [stop] = [e for e in ledger.events if e["kind"] == "candidate_stopped"]
+    # Every worker's gate stops before the event is recorded: no call (first or retry) of any
+    # worker starts after it.
+    assert [a for a in ledger.attempts if a["started_at"] > stop["at"]] == []
+    # Two workers of two trials each: each gate stops after at most two calls together and two
+    # alone, where every trial waiting out its retries sent 48 (12 trials x 4 attempts).
+    assert len(stopped["sent"]) <= 8
+    # The trials in flight are recorded failed (never dropped), the other 8 or more not run.
+    assert len(ledger.trials) <= 4
+    assert {(t["status"], t["error_class"]) for t in ledger.trials} == {("failed", "timeout")}
+    assert f"{len(ledger.trials)}/12 trials finished" in stopped["output"]
+
+
+def test_under_ray_each_workers_concurrency_changes_are_recorded_naming_the_worker(
+    ray_run_stopped_by_a_slow_server: dict[str, Any],
+) -> None:
+    events = ray_run_stopped_by_a_slow_server["ledger"].events
+    changes = [e["data"] for e in events if e["kind"] == "concurrency_changed"]
+    # Each worker's gate has its share of `concurrency` (4 over 2 workers) as its ceiling and
+    # halved to one on its first timeouts.
+    assert changes
+    assert all((c["from"], c["to"], c["reason"]) == (2, 1, "timeout") for c in changes)
+    assert {c["worker"] for c in changes} <= {0, 1}
+
+
+def test_a_ray_run_stopped_by_a_slow_server_verifies_and_resumes_what_was_not_run(
+    ray_run_stopped_by_a_slow_server: dict[str, Any],
+) -> None:
+    stopped = ray_run_stopped_by_a_slow_server
+    assert stopped["verified"] and stopped["resumed_verified"]
+    resumed = stopped["resumed"]
+    # As after a local stop: the failed trials stay finished, the rest run now.
+    assert resumed.finished_before == len(stopped["ledger"].trials)
+    assert resumed.completed >= 8  # the trials the stop left unrun
+    assert (resumed.completed, resumed.failed) == (12 - resumed.finished_before, 0)
+    assert resumed.stopped == {}
+
+
+def test_a_trial_reaching_a_ray_worker_after_its_endpoint_stopped_is_not_run(
+    ray_run_stopped_by_a_slow_server: dict[str, Any],
+) -> None:
+    # The driver handed it out before it learnt of the stop; the worker sends nothing for it
+    # and hands back no row, so it stays unrun (the worker runs here in-process, without Ray).
+    stopped = ray_run_stopped_by_a_slow_server
+    manifest = json.loads((stopped["run_dir"] / "manifest.json").read_text())
+    worker = _ray_executor.TrialWorker(manifest, 0, {}, 2)
+    [trial, *_] = stopped["ledger"].trials
+    endpoint = stopped["ledger"].attempts[0]["endpoint"]
+
+    async def stop_then_run() -> Any:
+        await worker.stop_endpoint(endpoint, "the server could not answer one call alone")
+        try:
+            return await worker.run_trial(0, trial["case_id"], "llm", trial["trial_index"], 2)
+        finally:
+            await worker.close()
+
+    assert asyncio.run(stop_then_run()) is None

@@ -219,8 +219,13 @@ class AdaptiveConcurrency:
             f"{timeout_s:g} s, so its candidates were stopped"
         )
 
-    def _stop(self) -> None:
-        """Send nothing more: wake every waiting call and cancel every call in flight."""
+    def stop(self) -> None:
+        """Send nothing more: wake every waiting call and cancel every call in flight.
+
+        Called by the gate itself at the third call timed out alone, and by a Ray worker whose
+        driver learnt that another worker's gate for the same endpoint stopped
+        (`_ray_executor.TrialWorker.stop_endpoint`): each worker has its own gate.
+        """
         import asyncio
 
         self.stopped = True
@@ -244,7 +249,7 @@ class AdaptiveConcurrency:
         if result.error_class == "timeout" and self.limit == 1:
             self.alone_timeouts += 1
             if self.alone_timeouts >= ALONE_TIMEOUTS_TO_STOP and not self.stopped:
-                self._stop()
+                self.stop()
         elif result.error_class is None:
             self.alone_timeouts = 0
         if overloaded:

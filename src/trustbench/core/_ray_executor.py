@@ -29,6 +29,19 @@ Differences from the local executor, by design:
   in the actor's own process; they are never written to the ledger.
 - `rate_limit_per_s` is refused: a token bucket per worker process would not bound the rate the
   endpoint sees. Use the local executor for rate-limited candidates.
+- Adaptive concurrency is per worker process, not per cluster: each worker has its own gate per
+  endpoint (`AdaptiveConcurrency`), its ceiling the worker's share of `concurrency`, so at its
+  lowest the endpoint still sees one call in flight per worker, not one in all. Each change is
+  a `concurrency_changed` event naming the `worker`, recorded when that worker hands back its
+  next trial. The stop when a server cannot answer one call alone is decided by one worker
+  (three calls in a row timed out while its own limit was one; other workers' calls may have
+  been in flight beside them, so a server that answers one call in time but not two queued may
+  be stopped here where the local executor would finish). The driver then does what a local
+  stop does: no trial of the endpoint's candidates is handed out, every worker's gate stops
+  (calls in flight cancelled, no retry sent), one `candidate_stopped` event is recorded after
+  that with the local message, and the run ends with the local executor's message and exit
+  code. A trial already on its way to a worker when the stop came is not run (no row), so it
+  stays unrun for a resume, as the trials not handed out do.
 
 Against an existing cluster (`--address auto` on a node of it, or `ray://HEAD:10001`), every node
 needs the same Python environment (trustbench and the track's package installed) and the
@@ -47,8 +60,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trustbench.core._context import RunServices
+from trustbench.core._context import AdaptiveConcurrency, RunServices
 from trustbench.core._track import TrialKey, track_from_target
+from trustbench.core._trial import RemoteTrialResult
 from trustbench.core.spec._manifest import Manifest, check_inputs
 from trustbench.errors import CheckFailed, InputError
 from trustbench.providers._redact import secret_values
@@ -83,7 +97,11 @@ class TrialWorker:
     """Runs trials of one frozen manifest; instantiated as a Ray actor (one per CPU)."""
 
     def __init__(
-        self, manifest_data: dict[str, Any], worker_index: int, credentials: dict[str, str]
+        self,
+        manifest_data: dict[str, Any],
+        worker_index: int,
+        credentials: dict[str, str],
+        concurrency_share: int,
     ) -> None:
         # The actor owns its process: the candidates' key variables are set here so providers
         # read them exactly as on the driver.
@@ -92,9 +110,15 @@ class TrialWorker:
         self.track = track_from_target(self.manifest.track.entry, self.manifest.track.id)
         check_inputs(self.manifest, self.track)
         self._rng = random.Random(f"{self.manifest.spec.order_seed + 1}/{worker_index}")
+        self._worker_index = worker_index
+        self._concurrency_share = concurrency_share
         self._session: Any = None
         self._providers: dict[str, Any] | None = None
         self._services: RunServices | None = None
+        self._stopped_endpoints: dict[str, str] = {}
+        """Endpoint -> why this worker's gate for it stopped (handed back with every trial)."""
+        self._concurrency_changes: list[dict[str, Any]] = []
+        """Gate changes not yet handed back to the driver."""
 
     def ready(self) -> bool:
         """Return True once constructed (raises here if the inputs did not check out)."""
@@ -117,17 +141,53 @@ class TrialWorker:
             timeout_s=spec.timeout_s,
             rng=self._rng,
             secrets=secret_values(c.api_key_env for c in spec.candidates),
+            concurrency=self._gates(),
         )
+
+    def _gates(self) -> dict[str, AdaptiveConcurrency]:
+        """One adaptive gate per endpoint, this worker's share of `concurrency` its ceiling.
+
+        As the local executor's gates (`_runner._adapt_concurrency`), but per worker process:
+        a change is handed back with the next trial (a `concurrency_changed` event naming the
+        worker), and a stop is handed back with every later trial, for the driver to stop the
+        endpoint's candidates on every worker.
+        """
+        assert self._providers is not None
+        gates: dict[str, AdaptiveConcurrency] = {}
+        for provider in self._providers.values():
+            endpoint = provider.endpoint
+            if not endpoint or endpoint in gates:
+                continue
+            gate = gates[endpoint] = AdaptiveConcurrency(endpoint, self._concurrency_share)
+            gate.on_change = lambda change: self._concurrency_changes.append(
+                {**change, "worker": self._worker_index}
+            )
+            gate.on_stop = lambda gate=gate: self._note_stop(gate)
+        return gates
+
+    def _note_stop(self, gate: AdaptiveConcurrency) -> None:
+        """Keep why `gate` stopped, to hand back with every later trial (the driver's cue)."""
+        why = gate.stop_reason(self.manifest.spec.timeout_s) or gate.stopped_note(
+            self.manifest.spec.timeout_s
+        )
+        self._stopped_endpoints.setdefault(gate.endpoint, why)
 
     async def run_trial(
         self, position: int, case_id: str, candidate: str, trial_index: int, execution: int
-    ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
-        """Run one trial; return `(attempt rows, trial row, transport retries)`."""
+    ) -> RemoteTrialResult | None:
+        """Run one trial and hand back its rows; None (not run) once its endpoint has stopped.
+
+        A trial that reaches this worker after its endpoint stopped (handed out by the driver
+        before it learnt of the stop) is not run at all: it sends nothing, leaves no row and
+        stays unrun, as the local executor leaves the trials it no longer hands out.
+        """
         from trustbench.core._trial import execute_trial
 
         if self._providers is None:
             self._setup()
         assert self._providers is not None and self._services is not None
+        if self._providers[candidate].endpoint in self._stopped_endpoints:
+            return None
         collector = AttemptCollector()
         services = dataclasses.replace(self._services, ledger=collector, attempts=0, retries=0)
         key = TrialKey(case_id, candidate, trial_index)
@@ -140,7 +200,26 @@ class TrialWorker:
             position,
             execution,
         )
-        return collector.rows, row, services.retries
+        changes, self._concurrency_changes = self._concurrency_changes, []
+        return RemoteTrialResult(
+            attempts=collector.rows,
+            row=row,
+            retries=services.retries,
+            stopped_endpoints=dict(self._stopped_endpoints),
+            concurrency_changes=changes,
+        )
+
+    async def stop_endpoint(self, endpoint: str, why: str) -> None:
+        """Stop `endpoint` here too (another worker's gate stopped for it, for reason `why`).
+
+        Its calls in flight are cancelled (connections closed) and recorded as `cancelled`, its
+        trials in flight end failed, nothing more is sent, and a trial of its candidates that
+        arrives later is not run, as on the worker that stopped.
+        """
+        self._stopped_endpoints.setdefault(endpoint, why)
+        gate = self._services.concurrency.get(endpoint) if self._services is not None else None
+        if gate is not None and not gate.stopped:
+            gate.stop()
 
     async def close(self) -> None:
         """Close the HTTP session."""
@@ -212,7 +291,9 @@ class RayTrialPool:
         count = max(1, min(cpus, manifest.spec.concurrency))
         per_actor = -(-manifest.spec.concurrency // count)
         # ray's typed overloads of `remote` omit the actor option `max_concurrency` (documented).
-        remote_class = ray.remote(num_cpus=1, max_concurrency=per_actor)(  # pyright: ignore[reportCallIssue]
+        # One slot more than its trials: a stop from the driver must not queue behind the
+        # trials whose calls it cancels.
+        remote_class = ray.remote(num_cpus=1, max_concurrency=per_actor + 1)(  # pyright: ignore[reportCallIssue]
             TrialWorker
         )
         data = manifest.model_dump(mode="json")
@@ -223,7 +304,7 @@ class RayTrialPool:
         }
 
         def new_actor(index: int) -> Any:
-            return remote_class.remote(data, index, credentials)
+            return remote_class.remote(data, index, credentials, per_actor)
 
         actors = [new_actor(index) for index in range(count)]
         pool = cls(actors, started, new_actor, manifest.spec.retry.transport_max_retries)
@@ -236,8 +317,8 @@ class RayTrialPool:
 
     async def run_trial(
         self, position: int, key: TrialKey, execution: int
-    ) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
-        """Run one trial on the next worker (round robin) and await its rows.
+    ) -> RemoteTrialResult | None:
+        """Run one trial on the next worker (round robin) and await its rows (None: not run).
 
         A worker lost under it is replaced and the trial run again on the next worker, up to
         `retry.transport_max_retries` times: the lost attempts left no rows (they were
@@ -263,6 +344,19 @@ class RayTrialPool:
                     f"Ray worker failed while running trial {key.trial_id}: {_cause(error)}; "
                     "finished trials are in the ledger, run again to resume"
                 ) from None
+
+    async def stop_endpoint(self, endpoint: str, why: str) -> None:
+        """Stop `endpoint` on every worker, for reason `why`; wait until each has.
+
+        A worker that cannot be told (lost meanwhile) sends nothing more either: its loss is
+        noticed, and recorded, by the trial it was running.
+        """
+        import asyncio
+
+        await asyncio.gather(
+            *(actor.stop_endpoint.remote(endpoint, why) for actor in self._actors),
+            return_exceptions=True,
+        )
 
     def _lost(self, key: TrialKey, losses: int, cause: str) -> None:
         """Record a loss; stop the run once the trial has been lost more than it may be."""

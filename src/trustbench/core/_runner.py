@@ -46,7 +46,7 @@ from trustbench.core._run_folder import (
     remaining_positions,
 )
 from trustbench.core._track import Track, TrialKey, load_track, track_hook
-from trustbench.core._trial import execute_trial
+from trustbench.core._trial import RemoteTrialResult, execute_trial
 from trustbench.core.ledger._store import Ledger
 from trustbench.core.spec._manifest import (
     Manifest,
@@ -269,10 +269,14 @@ class RunSummary:
     """What the track's `before_run` hook asked to show (e.g. a held-out set's exposure)."""
 
 
-RemoteTrial = Callable[
-    [int, TrialKey, int], Awaitable[tuple[list[dict[str, Any]], dict[str, Any], int]]
-]
-"""Runs a trial elsewhere: `(position, key, execution) -> (attempt rows, trial row, retries)`."""
+RemoteTrial = Callable[[int, TrialKey, int], Awaitable[RemoteTrialResult | None]]
+"""Runs a trial elsewhere: `(position, key, execution) -> result`, or None when the trial was
+not run because its endpoint had stopped before it began (it stays unrun, as a trial not
+handed out)."""
+
+RemoteStop = Callable[[str, str], Awaitable[None]]
+"""Stops an endpoint everywhere trials run, saying why: `(endpoint, why)` (every Ray worker's
+gate for it)."""
 
 
 class _Execution:
@@ -287,6 +291,7 @@ class _Execution:
         services: RunServices,
         progress: ProgressReporter,
         remote: RemoteTrial | None = None,
+        remote_stop: RemoteStop | None = None,
     ) -> None:
         self.manifest = manifest
         self.track = track
@@ -295,6 +300,7 @@ class _Execution:
         self.services = services
         self.progress = progress
         self.remote = remote
+        self.remote_stop = remote_stop
         self.next_execution: dict[str, int] = {}
         self.done = self.completed = self.failed = 0
         self.first_errors: dict[str, list[str | None]] = {}
@@ -319,12 +325,20 @@ class _Execution:
         else:
             # The worker ran the trial and collected its attempts; the driver, the ledger's only
             # writer, commits them with the trial row in one transaction.
-            attempts, row, retries = await self.remote(position, key, execution)
+            result = await self.remote(position, key, execution)
+            if result is None:
+                return  # its endpoint stopped before it began: not run
+            for change in result.concurrency_changes:
+                self.ledger.event("concurrency_changed", change)
+            row = result.row
             self.ledger.append_many(
-                [("attempts", a) for a in attempts] + [("trials", row)], family=key.case_id
+                [("attempts", a) for a in result.attempts] + [("trials", row)],
+                family=key.case_id,
             )
-            self.services.attempts += len(attempts)
-            self.services.retries += retries
+            self.services.attempts += len(result.attempts)
+            self.services.retries += result.retries
+            for endpoint, why in result.stopped_endpoints.items():
+                await self._stop_remote_endpoint(endpoint, why)
         self.ledger.anchor()
         self._watch_client_errors(key.candidate, row)
         self.done += 1
@@ -350,6 +364,29 @@ class _Execution:
             at_gate = provider is not None and provider.endpoint == gate.endpoint
             if why is not None and at_gate and candidate not in self.stopped:
                 self._stop(candidate, why)
+
+    async def _stop_remote_endpoint(self, endpoint: str, why: str) -> None:
+        """Stop `endpoint`'s candidates after one Ray worker's gate stopped, as a local stop does.
+
+        No trial of theirs is handed out from the moment this is known; every other worker's
+        gate is then stopped (its calls in flight cancelled, nothing more sent) before the
+        `candidate_stopped` event is recorded, so no call of theirs starts after the event.
+        Later trials reporting the same stop change nothing: the event is recorded once.
+        """
+        candidates = [
+            candidate
+            for candidate, provider in self.providers.items()
+            if provider is not None and provider.endpoint == endpoint
+            and candidate not in self.stopped
+        ]  # fmt: skip
+        if not candidates:
+            return
+        for candidate in candidates:
+            self.stopped[candidate] = why
+        if self.remote_stop is not None:
+            await self.remote_stop(endpoint, why)
+        for candidate in candidates:
+            self._stop(candidate, why)
 
     def _watch_client_errors(self, candidate: str, row: dict[str, Any]) -> None:
         seen = self.first_errors.setdefault(candidate, [])
@@ -503,6 +540,7 @@ async def _run_into_ledger(
                 services,
                 progress,
                 remote=pool.run_trial if pool is not None else None,
+                remote_stop=pool.stop_endpoint if pool is not None else None,
             )
             execution.next_execution = next_execution
             if pool is not None:  # a lost Ray worker is recorded when it is noticed

@@ -7,6 +7,7 @@ row with its error class; nothing a track does can crash the run or vanish from 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from trustbench._canonical import canonical_json
@@ -15,6 +16,24 @@ from trustbench.core._context import CallFailed, PolicyViolation, RunServices, T
 from trustbench.core._track import Track, TrialKey, TrialOutcome
 from trustbench.core.spec._manifest import Manifest
 from trustbench.providers._types import ChatProvider
+
+
+@dataclass
+class RemoteTrialResult:
+    """What a trial run elsewhere (a Ray worker) hands back to the ledger's one writer."""
+
+    attempts: list[dict[str, Any]]
+    """The trial's attempt rows, in order (committed with its row in one transaction)."""
+    row: dict[str, Any]
+    """The trial row."""
+    retries: int
+    """Transport retries the trial made."""
+    stopped_endpoints: dict[str, str] = field(default_factory=dict)
+    """Endpoint -> why the worker's gate for it stopped (`AdaptiveConcurrency.stop_reason`): its
+    server could not answer one call alone, so its candidates stop cluster-wide."""
+    concurrency_changes: list[dict[str, Any]] = field(default_factory=list)
+    """The worker's adaptive-concurrency changes since its last trial handed back (each a
+    `concurrency_changed` event)."""
 
 
 def _failed(error_class: str, error: str) -> TrialOutcome:
