@@ -47,6 +47,7 @@ async def _burst(gate: AdaptiveConcurrency, endings: list[AttemptResult]) -> Non
     """As many calls as `endings` start together, then end as listed."""
     windows = [await gate.acquire() for _ in endings]
     for window, ended in zip(windows, endings, strict=True):
+        assert window is not None  # the gate never stopped
         gate.release(window, ended)
 
 
@@ -88,6 +89,7 @@ def test_a_caller_waits_while_the_limit_is_reached() -> None:
         gate = AdaptiveConcurrency("e", 1)
         order: list[str] = []
         window = await gate.acquire()
+        assert window is not None
         waiting = asyncio.ensure_future(gate.acquire())
         await asyncio.sleep(0.01)
         order.append("second still waiting" if not waiting.done() else "second ran")
