@@ -61,10 +61,10 @@ __all__ = [
 #
 # Rows are sparse (an input holds a few hundred of a corpus's thousands of words), so a node
 # scans only the values its rows hold and counts every other row at 0. The dense numpy matrix
-# this replaces (rows x features x classes per node) made the whole audit take 1.03 s on v0.3's
-# 240 cases (5,237 features), 1.37 s on v0.4's 528 and 0.41 s on v0.2's 180; now 0.32, 0.60
-# and 0.12 s; on `bench.report_speed`'s 50 cases of v0.1 22 ms, now 20 ms (best of 3 to 15,
-# both in one process, load 2; issue 55). Sums run in class order as numpy's did, so every
+# this replaces (rows x features x classes per node) made the whole audit take 1.03 s on the
+# shipped 240-case corpus (5,237 features), 1.37 s on the 528-case one and 0.41 s on the
+# 180-case one; now 0.32, 0.60 and 0.12 s; on `bench.report_speed`'s 50 starter cases 22 ms,
+# now 20 ms (best of 3 to 15, both in one process, load 2; issue 55). Sums run in class order as numpy's did, so every
 # split and threshold is the same to the bit, and the audit imports no numpy.
 
 Row = Mapping[str, float]
@@ -126,7 +126,7 @@ def _counts_by_value(
     """Class counts per distinct value held, for every feature some row holds.
 
     One `Counter` of (feature, value) pairs per class counts the rows' entries in C: a node of
-    v0.4's audit holds up to 80,000 of them.
+    the 528-case shipped corpus's audit holds up to 80,000 of them.
     """
     by_class = [Counter[tuple[str, float]]() for _ in range(classes)]
     for row, label in zip(rows, labels, strict=True):
