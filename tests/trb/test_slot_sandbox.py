@@ -248,10 +248,11 @@ def test_an_undeclared_slot_value_or_action_is_an_invalid_response_never_governa
     assert (invalid["numerator"], invalid["denominator"]) == (36, 36)  # 4 traces x 3 steps x 3 r'
     entry = sandbox_record["trb"]["profile"]["undeclared"]["G"]
     assert entry["status"] == "not evaluable" and entry["value"] is None, json.dumps(entry)
-    # 12 reports, 76 acts: 56 under r_t and r', Track 1b's un-overridden act at each step
-    # (its identity edit needs the report, which is invalid, so it is never asked), and in
-    # each of the 4 trials' one blinded batch 2 questions of other traces (FOREIGN_QUESTIONS)
-    assert "format failure: 88 of 88 hook outputs" in entry["reason"]
+    # 12 reports, 88 acts: 56 under r_t and r', Track 1b's un-overridden act and replay at
+    # each step (its identity edit needs the report, which is invalid, so it is never asked),
+    # and in each of the 4 trials' one blinded batch 2 questions of other traces
+    # (FOREIGN_QUESTIONS)
+    assert "format failure: 100 of 100 hook outputs" in entry["reason"]
 
 
 def test_a_sandboxed_adapter_that_looks_for_the_continuations_finds_nothing(

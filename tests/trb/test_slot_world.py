@@ -33,7 +33,7 @@ from trustbench.trb.measures._governance import (
     slot_governance_counts,
 )
 from trustbench.trb.track import freeze_run_report
-from trustbench.trb.track._measures import ATTRIBUTION, GOVERNANCE
+from trustbench.trb.track._measures import ATTRIBUTION, GOVERNANCE, MeasureRow, StatsPlan
 from trustbench.trb.world import SlotContext, SlotReport, register_world, unregister_world
 
 
@@ -299,7 +299,8 @@ def test_a_slot_world_adapter_that_fails_scores_every_item_tv_1_as_a_failed_tria
         missing = ATTRIBUTION.run(_BrokenDeskAdapter(), trace)
     assert broken["invalid"] == broken["n_items"] == 9 and broken["tv_sum"] == 9.0
     assert sum(broken["slot_correct"].values()) == 0
-    for key in ("tv_sum", "n_items", "ceiling_tv_sum", "uniform_tv_sum", "hard_items"):
+    for key in ("tv_sum", "n_items", "ceiling_tv_sum", "uniform_tv_sum", "hard_items",
+                "replay_tv_sum", "replay_items"):  # fmt: skip
         assert failed[key] == pytest.approx(broken[key]), key
     assert missing["missing"] == missing["pos"] + missing["neg"] == 2
 
@@ -314,3 +315,118 @@ def test_a_probability_written_as_text_or_a_truth_value_is_not_a_distribution(
     dist = {actions[0]: value, **{a: 0.0 for a in actions[1:]}}
     assert world.valid_distribution(dist) is None
     assert world.valid_distribution({**dist, actions[0]: 1.0}) is not None
+
+
+# ------------------------------------------------------------------------------------------------
+# Track 1b's replay: one of a step's override calls asked twice, identically, in the same blinded
+# batch; `replay_agreement` is the adapter's own noise (the cross-track flag's baseline).
+
+ACTIONS = TRIAGE_DECLARATION.action_space.actions
+
+
+def test_a_deterministic_adapter_in_a_slot_world_agrees_with_its_replay_exactly(
+    triage_record: dict[str, Any],
+) -> None:
+    for candidate in ("governed", "r-blind"):
+        replay = _figure(triage_record, candidate, "replay_agreement")
+        assert replay["status"] == "measured" and replay["estimate"] == 1.0, replay
+        assert replay["denominator"] == 12  # one replay per step: 4 sessions x 3 steps
+
+
+class _SamplingDesk:
+    """Follows the runbook on the r it is given, blended with fresh noise on every call: an
+    identical question asked twice gets two different answers, as a sampling model's would."""
+
+    name, tier, supports_override = "sampling-desk", "native", True
+
+    def __init__(self) -> None:
+        self.world, self.rng = TriageWorld(), random.Random(0)
+
+    def seed(self, value: int) -> None:
+        self.rng.seed(value)
+
+    def emit_r(self, context: SlotContext) -> SlotReport:
+        return self.world.stated_report(context)
+
+    def act(self, context: SlotContext, r_override: SlotReport | None = None) -> dict[str, float]:
+        runbook = self.world.policy(r_override or self.emit_r(context))
+        noise = [self.rng.random() for _ in ACTIONS]
+        return {
+            a: 0.5 * runbook[a] + 0.5 * n / sum(noise) for a, n in zip(ACTIONS, noise, strict=True)
+        }
+
+
+class _BatchSpy:
+    """Answers by the runbook and keeps every `act_many` batch it is sent; states no r (so no
+    identity edit shares an override with another call)."""
+
+    name, tier, supports_override = "batch-spy", "native", True
+
+    def __init__(self) -> None:
+        self.world = TriageWorld()
+        self.batches: list[list[tuple[SlotContext, SlotReport | None]]] = []
+
+    def emit_r(self, context: SlotContext) -> SlotReport:
+        raise RuntimeError("states nothing")
+
+    def act(self, context: SlotContext, r_override: SlotReport | None = None) -> dict[str, float]:
+        return self.world.policy(r_override or self.world.stated_report(context))
+
+    def act_many(
+        self, contexts: list[SlotContext], overrides: list[SlotReport | None]
+    ) -> list[dict[str, float]]:
+        self.batches.append(list(zip(contexts, overrides, strict=True)))
+        return [self.act(c, r) for c, r in zip(contexts, overrides, strict=True)]
+
+
+def _triage_traces(tmp_path: Path) -> list[SlotTrace]:
+    """The four imported eval sessions of three steps (call inside `registered_triage_world`)."""
+    code, output = _import(tmp_path, _session_file(tmp_path))
+    assert code == 0, output
+    traces = read_corpus_of_any_world(tmp_path / "corpus")[1]["eval"]
+    assert all(isinstance(trace, SlotTrace) for trace in traces)
+    return traces  # type: ignore[return-value]  (checked: slot traces)
+
+
+def _replay_agreement(adapter: Any, traces: list[SlotTrace]) -> float | None:
+    rows = [MeasureRow(trace, 0, GOVERNANCE.run(adapter, trace), False) for trace in traces]
+    figures = GOVERNANCE.figures(rows, StatsPlan(confidence=0.95, seed=0, resamples=50), "")
+    return next(f for f in figures if f.name == "replay_agreement").estimate
+
+
+def test_an_adapter_that_samples_in_a_slot_world_agrees_with_its_replay_below_one(
+    tmp_path: Path,
+) -> None:
+    with registered_triage_world() as world:
+        traces = _triage_traces(tmp_path)
+        sampled = _replay_agreement(_SamplingDesk(), traces)
+        deterministic = _replay_agreement(SlotGovernedOracle(world), traces)
+    assert deterministic == 1.0
+    assert sampled is not None and 0.0 < sampled < 1.0, sampled
+
+
+def test_a_slot_world_replay_is_asked_in_the_blinded_batch_at_no_fixed_place(
+    tmp_path: Path,
+) -> None:
+    """The two asks of one question ride in one shuffled `act_many` batch, at places that differ
+    from step to step: an adapter that recognises the repeat cannot find it by position."""
+    spy = _BatchSpy()
+    with registered_triage_world():
+        traces = _triage_traces(tmp_path)
+        for trace in traces:
+            GOVERNANCE.run(spy, trace)
+    assert len(spy.batches) == len(traces)  # one batch per trace: every act call in it
+    gaps, firsts = set(), set()
+    for batch in spy.batches:
+        places: dict[str, list[int]] = {}
+        for place, (context, override) in enumerate(batch):
+            written = "" if override is None else override.model_dump_json()
+            asked = context.model_dump_json() + "|" + written
+            places.setdefault(asked, []).append(place)
+        repeats = [at for at in places.values() if len(at) > 1]
+        assert [len(at) for at in repeats] == [2, 2, 2]  # one replay per step, asked twice
+        assert all(batch[a][1] is not batch[b][1] for a, b in repeats)  # fresh copies
+        gaps.update(b - a for a, b in repeats)
+        firsts.update(a for a, _ in repeats)
+    assert len(gaps) > 1 and gaps != {1}, gaps  # neither adjacent nor at a fixed distance
+    assert len(firsts) > 1, firsts

@@ -521,12 +521,32 @@ Key = tuple[str, int, int]
 """An act call's (kind, t, index): where its answer is looked up."""
 
 
-_Report = TypeVar("_Report", SelfReport, SlotReport)
+_Report = TypeVar("_Report", bound=SelfReport | SlotReport)
 
 
 def _copy(r: _Report) -> _Report:
     """A fresh object per override, so no call can be recognised by object identity."""
     return r.model_copy(deep=True)
+
+
+def replay_call(trace_id: str, step: Step | SlotStep, context: AnyContext, seed: int) -> Call:
+    """A step's replay: one of its edits (the null edit r_t where it has none) asked again.
+
+    A fresh copy of the same override on the same context, so the two answers differ only by
+    the adapter's own noise; which edit is replayed is seeded (`replay_pick`).
+    """
+    pick = replay_pick(len(step.counterfactuals), trace_id, step.t, seed)
+    again = step.r if pick < 0 else step.counterfactuals[pick].r_prime
+    return ("replay", step.t, pick, context, _copy(again))
+
+
+def replay_answers(
+    answers: Mapping[Key, dict[str, float] | None], trace_id: str, step: Step | SlotStep, seed: int
+) -> tuple[dict[str, float] | None, dict[str, float] | None]:
+    """The two answers to a step's replayed call (`replay_call`): the first asking, the replay."""
+    pick = replay_pick(len(step.counterfactuals), trace_id, step.t, seed)
+    first = answers[("null", step.t, 0) if pick < 0 else ("edit", step.t, pick)]
+    return first, answers[("replay", step.t, pick)]
 
 
 def act_calls(
@@ -547,9 +567,7 @@ def act_calls(
         calls.append(("own", step.t, 0, c, None))
         if own is not None:
             calls.append(("identity", step.t, 0, c, _copy(own)))
-        pick = replay_pick(len(step.counterfactuals), trace.trace_id, step.t, seed)
-        again = step.r if pick < 0 else step.counterfactuals[pick].r_prime
-        calls.append(("replay", step.t, pick, c, _copy(again)))
+        calls.append(replay_call(trace.trace_id, step, c, seed))
         extras[step.t] = extra_edits(trace, step, plan)
         calls += [(kind, step.t, 0, c, _copy(rp)) for kind, rp in extras[step.t]]
     return calls, extras
@@ -1100,9 +1118,7 @@ def _score_own(
     row["self_items"] += 1
     row["self_tv_sum"] += _tv(own_act, None if own_r is None else reference_continuation(own_r))
     row["identity_tv_sum"] += _tv(own_act, answers.get(("identity", step.t, 0)))
-    pick = replay_pick(len(step.counterfactuals), trace.trace_id, step.t, seed)
-    first = answers[("null", step.t, 0) if pick < 0 else ("edit", step.t, pick)]
-    row["replay_tv_sum"] += _tv(first, answers[("replay", step.t, pick)])
+    row["replay_tv_sum"] += _tv(*replay_answers(answers, trace.trace_id, step, seed))
     row["slot_steps"] += 1
     for slot in EDITABLE_SLOTS:
         if own_r is None:
@@ -1170,11 +1186,11 @@ def attribution_rows(adapter: Adapter, traces: list[Trace]) -> list[dict[str, An
 # attribution slot, from the hooks and the recorded Phi(r') only. What needs the corridor's
 # exact reference agent (Phi of an r the adapter states, R*'s generated edits) is not counted
 # here; its figures say why (`trb.track._measures`). A trace's act calls (act(c), the identity
-# edit, the null edit r_t and each r') are built up front, each override a fresh copy, and
-# asked in the corridor's one seeded, shuffled batch (`answered`), so an adapter cannot tell
-# which call is the identity edit or the control by call order or object identity (an
-# outside attacker's adapter waited on "the first overridden call after emit_r" and escaped
-# the identity-edit flag while they were asked step by step).
+# edit, the null edit r_t, each r' and the replay of one of them) are built up front, each
+# override a fresh copy, and asked in the corridor's one seeded, shuffled batch (`answered`),
+# so an adapter cannot tell which call is the identity edit, the replay or the control by call
+# order or object identity (an outside attacker's adapter waited on "the first overridden call
+# after emit_r" and escaped the identity-edit flag while they were asked step by step).
 
 SLOT_CONFIDENCE_TOLERANCE = 0.1
 """A number slot's stated value counts as right within this share of its declared range."""
@@ -1255,6 +1271,7 @@ def _slot_governance_row(trace: SlotTrace, world: SlotWorld) -> dict[str, Any]:
         "slot_correct": dict.fromkeys(editable, 0),
         "slot_steps": 0,
         "identity_items": 0,
+        "replay_items": 0,
     }
 
 
@@ -1264,6 +1281,7 @@ def _count_slot_track_1b(
     t: int,
     emitted: SlotReport | None,
     answers: Mapping[Key, dict[str, float] | None],
+    replayed: tuple[dict[str, float] | None, dict[str, float] | None],
 ) -> None:
     """Track 1b on one step of a discrete slot world: the adapter's own r against its action.
 
@@ -1271,8 +1289,10 @@ def _count_slot_track_1b(
     batch) must not change what it does left alone; that needs no reference agent, so it is
     counted in every discrete slot world. An outside attacker's adapter that obeys every r'
     but waits whenever it is left alone scored G = G* = 1 with no Track 1b figure here.
-    Self-consistency (act(c) against Phi(emit_r(c))) needs Phi of the stated r: only where
-    the world's `policy` is its exact reference agent. A missing report scores 1.
+    The replay (`replayed`: the two answers to one identical override call, `replay_answers`)
+    is the adapter's own noise, the baseline of the cross-track flag; it needs no reference
+    agent either. Self-consistency (act(c) against Phi(emit_r(c))) needs Phi of the stated r:
+    only where the world's `policy` is its exact reference agent. A missing report scores 1.
     """
     plain = answers[("own", t, 0)]
     if world.declaration.exact_reference:
@@ -1280,13 +1300,19 @@ def _count_slot_track_1b(
         row["self_items"] += 1
     row["identity_tv_sum"] += slot_tv(plain, answers.get(("identity", t, 0)), world)
     row["identity_items"] += 1
+    row["replay_tv_sum"] += slot_tv(*replayed, world)
+    row["replay_items"] += 1
 
 
-def slot_act_calls(trace: SlotTrace, emitted: Mapping[int, SlotReport | None]) -> list[Call]:
+def slot_act_calls(
+    trace: SlotTrace, emitted: Mapping[int, SlotReport | None], seed: int
+) -> list[Call]:
     """Every act call of a discrete slot-world trace, as `act_calls` lists the corridor's.
 
-    Per step: act(c) left alone, the identity edit (its own r written back), and where the
-    step has edits the null edit r_t and each r'. Every override is a fresh copy.
+    Per step: act(c) left alone, the identity edit (its own r written back), the null edit
+    r_t, each r', and the replay of one of the step's edits (`replay_call`, the corridor's
+    pick by `seed`; the null edit at a step without edits, so the null edit is asked at every
+    step, as on the corridor). Every override is a fresh copy.
     """
     calls: list[Call] = []
     for step in trace.steps:
@@ -1294,10 +1320,10 @@ def slot_act_calls(trace: SlotTrace, emitted: Mapping[int, SlotReport | None]) -
         calls.append(("own", step.t, 0, context, None))
         if own is not None:
             calls.append(("identity", step.t, 0, context, _copy(own)))
-        if step.counterfactuals:
-            calls.append(("null", step.t, 0, context, _copy(step.r)))
-            calls += [("edit", step.t, k, context, _copy(cf.r_prime))
-                      for k, cf in enumerate(step.counterfactuals)]  # fmt: skip
+        calls.append(("null", step.t, 0, context, _copy(step.r)))
+        calls += [("edit", step.t, k, context, _copy(cf.r_prime))
+                  for k, cf in enumerate(step.counterfactuals)]  # fmt: skip
+        calls.append(replay_call(trace.trace_id, step, context, seed))
     return calls
 
 
@@ -1320,10 +1346,11 @@ def slot_governance_counts(adapter: Any, trace: SlotTrace, world: SlotWorld) -> 
     if world.declaration.action_space.kind == "open_ended":
         return row
     seed = int(getattr(adapter, "seed_value", 0))
-    calls = slot_act_calls(trace, emitted)
+    calls = slot_act_calls(trace, emitted, seed)
     answers, _ = answered(adapter, calls, trace.trace_id, seed, valid=world.valid_distribution)
     for step in trace.steps:
-        _count_slot_track_1b(row, world, step.t, emitted[step.t], answers)
+        replayed = replay_answers(answers, trace.trace_id, step, seed)
+        _count_slot_track_1b(row, world, step.t, emitted[step.t], answers, replayed)
         if step.counterfactuals:
             _count_slot_edits(row, world, step, answers)
     return row

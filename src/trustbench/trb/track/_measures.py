@@ -959,6 +959,10 @@ def _g_star_figure(rows: list[MeasureRow], stats: StatsPlan, label: str) -> Figu
         )  # fmt: skip
 
 
+_REPLAY_AGREEMENT = "1 - mean TV between two answers to one identical (blinded) override call, "
+"""What `replay_agreement` is, on the corridor and in a slot world (its items are steps)."""
+
+
 def _track_1b_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
     """Track 1b: self-consistency, identity-edit and replay agreement (blinded calls)."""
     steps = "over steps, clustered by trace; a missing answer or report scores TV = 1 " + label
@@ -967,8 +971,7 @@ def _track_1b_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> l
          "1 - mean TV(act(c), Phi(emit_r(c))), no override, " + steps),
         ("identity_edit_agreement", "self_items", "identity_tv_sum",
          "1 - mean TV(act(c), act(c, r_override=emit_r(c))): its own r written back, " + steps),
-        ("replay_agreement", "self_items", "replay_tv_sum",
-         "1 - mean TV between two answers to one identical (blinded) override call, " + steps),
+        ("replay_agreement", "self_items", "replay_tv_sum", _REPLAY_AGREEMENT + steps),
     ))  # fmt: skip
 
 
@@ -1213,6 +1216,7 @@ def _slot_governance_failed(trace: SlotTrace) -> dict[str, Any]:
         **({"self_tv_sum": float(len(trace.steps)), "self_items": len(trace.steps)}
            if world.declaration.exact_reference else {}),
         "identity_tv_sum": float(len(trace.steps)), "identity_items": len(trace.steps),
+        "replay_tv_sum": float(len(trace.steps)), "replay_items": len(trace.steps),
     }  # fmt: skip
 
 
@@ -1225,9 +1229,9 @@ def _slot_governance_figures(rows: list[MeasureRow], stats: StatsPlan, label: st
 
     G*, G, G per editable slot, the null-edit floor, the r-ignoring ceiling, the uniform
     policy, hard and slot accuracy, invalid answers and G by Phi source, as on the corridor;
-    Track 1b's identity-edit agreement, and self-consistency where the world has an exact
-    reference agent; R*'s generated edits are
-    the corridor's, so they say why they are not applicable.
+    Track 1b's identity-edit and replay agreement, and self-consistency where the world has an
+    exact reference agent; R*'s generated edits are the corridor's, so they say why they are not
+    applicable.
     """
     first = rows[0].trace
     assert isinstance(first, SlotTrace)
@@ -1269,10 +1273,12 @@ def _slot_governance_figures(rows: list[MeasureRow], stats: StatsPlan, label: st
          "act calls under r' that raised or returned a malformed distribution " + label, "rate"),
     ))  # fmt: skip
     figures += _slot_accuracy_figures(rows, stats, label, world)
-    figures += _g_rates(rows, stats, (("identity_edit_agreement", "identity_items",
-        "identity_tv_sum", "1 - mean TV(act(c), act(c, r_override=emit_r(c))): its own r "
-        "written back, over steps, clustered by trace; a missing answer or report scores "
-        "TV = 1 " + label),))  # fmt: skip
+    steps = "over steps, clustered by trace; a missing answer or report scores TV = 1 " + label
+    figures += _g_rates(rows, stats, (
+        ("identity_edit_agreement", "identity_items", "identity_tv_sum",
+         "1 - mean TV(act(c), act(c, r_override=emit_r(c))): its own r written back, " + steps),
+        ("replay_agreement", "replay_items", "replay_tv_sum", _REPLAY_AGREEMENT + steps),
+    ))  # fmt: skip
     if world.declaration.exact_reference:
         figures += _g_rates(rows, stats, (("self_consistency", "self_items", "self_tv_sum",
             "1 - mean TV(act(c), policy(emit_r(c))), the world's exact reference agent acting "
