@@ -183,3 +183,19 @@ def test_the_flag_reaches_the_record_of_a_submitted_adapter_and_its_verdict(
     verdict = record["trb"]["verdicts"]["transfer-cheat"]
     assert verdict["verdict"] == "not trustworthy"
     assert any("cross-track agreement" in r for r in verdict["reasons"])
+
+
+def test_an_answer_asked_again_is_read_with_the_worlds_own_actions() -> None:
+    """A slot world's answers are not the corridor's actions: read with the corridor's check,
+    two different answers would both be unusable and agree perfectly (TV 0)."""
+    start = generate_split("eval", 1, 3)[0].context(0)
+    repeats = CrossTrackRepeats(seed=0)
+
+    def triage(answer: object) -> dict[str, float] | None:
+        keys = {"urgent", "routine"}
+        return answer if isinstance(answer, dict) and set(answer) == keys else None
+
+    repeats.note("governance", [start], [None], [{"urgent": 1.0, "routine": 0.0}], triage)
+    repeats.note("viability", [start], [None], [{"urgent": 0.0, "routine": 1.0}], triage)
+    assert repeats.counts["repeats"] == 1
+    assert repeats.counts["tv_sum"] == pytest.approx(1.0)

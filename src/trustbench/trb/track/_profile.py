@@ -361,9 +361,17 @@ def _question(context: StepContext, override: SelfReport | None) -> str:
     )
 
 
-def _answer_tv(first: Any, again: Any) -> float:
-    """TV between two answers to one question; an unusable answer against a usable one is 1."""
-    a, b = _valid_distribution(first), _valid_distribution(again)
+def _answer_tv(
+    first: Any,
+    again: Any,
+    valid: Callable[[object], dict[str, float] | None] = _valid_distribution,
+) -> float:
+    """TV between two answers to one question; an unusable answer against a usable one is 1.
+
+    `valid` reads an answer as the world's actions (a slot world's own, through the recorder):
+    read with the corridor's, two slot-world answers would both be unusable, TV 0.
+    """
+    a, b = valid(first), valid(again)
     if a is None or b is None:
         return 0.0 if a is None and b is None else 1.0
     return 0.5 * sum(abs(a[k] - b.get(k, 0.0)) for k in a)
@@ -471,8 +479,12 @@ class CrossTrackRepeats:
         contexts: Sequence[StepContext],
         overrides: Sequence[SelfReport | None],
         answers: Sequence[Any],
+        valid: Callable[[object], dict[str, float] | None] = _valid_distribution,
     ) -> None:
-        """Keep each first answer; compare an answer to a question another track asked first."""
+        """Keep each first answer; compare an answer to a question another track asked first.
+
+        `valid` reads an answer as the world's actions (`_answer_tv`).
+        """
         for context, override, answer in zip(contexts, overrides, answers, strict=True):
             key = _question(context, override)
             if key in self.foreign_asked:  # another trace's question: not this trial's policy
@@ -482,7 +494,7 @@ class CrossTrackRepeats:
                 self.first[key] = (track, answer)
                 self.by_track[track].append((context, override))
             elif seen[0] != track:
-                tv = _answer_tv(seen[1], answer)
+                tv = _answer_tv(seen[1], answer, valid)
                 self.counts["repeats"] += 1
                 self.counts["tv_sum"] += tv
                 self.counts["changed"] += int(tv > 1e-9)
@@ -642,7 +654,7 @@ class RecordingAdapter:
                 "act_many", len(asked), edited, lambda: inner(self._blind_all(asked), told)
             )
             if self.repeats is not None and len(answers) == len(asked):
-                self.repeats.note(self.track, asked, told, answers)
+                self.repeats.note(self.track, asked, told, answers, self.valid_distribution)
             return [answers[i] for i in own] if len(answers) == len(asked) else answers
 
         return call
@@ -768,7 +780,7 @@ class RecordingAdapter:
             lambda: self.inner.act(self._blind(context), r_override=r_override),
         )  # fmt: skip
         if self.repeats is not None:
-            self.repeats.note(self.track, [context], [r_override], [out])
+            self.repeats.note(self.track, [context], [r_override], [out], self.valid_distribution)
         return out
 
 
