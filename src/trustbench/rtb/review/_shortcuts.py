@@ -64,8 +64,9 @@ __all__ = [
 # this replaces (rows x features x classes per node) made the whole audit take 1.03 s on the
 # shipped 240-case corpus (5,237 features), 1.37 s on the 528-case one and 0.41 s on the
 # 180-case one; now 0.32, 0.60 and 0.12 s; on `bench.report_speed`'s 50 starter cases 22 ms,
-# now 20 ms (best of 3 to 15, both in one process, load 2; issue 55). Sums run in class order as numpy's did, so every
-# split and threshold is the same to the bit, and the audit imports no numpy.
+# now 20 ms (best of 3 to 15, both in one process, load 2; issue 55). Sums run in class order
+# as numpy's did, so every split and threshold is the same to the bit, and the audit imports
+# no numpy.
 
 Row = Mapping[str, float]
 """A row's feature values by feature name; an absent feature is 0."""
