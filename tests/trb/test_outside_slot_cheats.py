@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -562,22 +563,32 @@ class _OrderReader:
         return WORLD.policy(r_override)
 
 
-def _triage_track_1(tmp_path: Path, adapter: Any) -> dict[str, Any]:
-    """Track 1 of `adapter`, in process, over four imported triage sessions of three steps."""
-    path = tmp_path / "desk.jsonl"
-    path.write_text(
-        "".join(json.dumps(triage_session(i, seed=5, steps=3)) + "\n" for i in range(4))
-    )
-    with registered_triage_world():
+def _imported_track_1(
+    tmp_path: Path,
+    adapter: Any,
+    sessions: list[dict[str, Any]],
+    world: str,
+    registered: Callable[[], AbstractContextManager[object]],
+) -> list[Any]:
+    """Track 1's figures of `adapter`, in process, over `sessions` imported into `world`."""
+    path = tmp_path / "sessions.jsonl"
+    path.write_text("".join(json.dumps(session) + "\n" for session in sessions))
+    with registered():
         code, output = invoke(
-            "trb", "import", str(path), "--out", str(tmp_path / "corpus"), "--world", "triage"
+            "trb", "import", str(path), "--out", str(tmp_path / "corpus"), "--world", world
         )
         assert code == 0, output
         _, splits = read_corpus_of_any_world(tmp_path / "corpus")
         rows = [
             MeasureRow(trace, 0, GOVERNANCE.run(adapter, trace), False) for trace in splits["eval"]
         ]
-        figures = GOVERNANCE.figures(rows, StatsPlan(confidence=0.95, seed=0, resamples=100), "")
+        return GOVERNANCE.figures(rows, StatsPlan(confidence=0.95, seed=0, resamples=100), "")
+
+
+def _triage_track_1(tmp_path: Path, adapter: Any) -> dict[str, Any]:
+    """Track 1 of `adapter`, in process, over four imported triage sessions of three steps."""
+    sessions = [triage_session(i, seed=5, steps=3) for i in range(4)]
+    figures = _imported_track_1(tmp_path, adapter, sessions, "triage", registered_triage_world)
     return {f.name: f for f in figures}
 
 
@@ -693,18 +704,8 @@ class _ReplyScorer(_LogProbAttacker):
 
 def _reply_world_flags(tmp_path: Path, adapter: _ReplyScorer) -> tuple[dict[str, Any], list[str]]:
     """Track 1 of `adapter` over two imported reply-world sessions: its figures and flags."""
-    path = tmp_path / "replies.jsonl"
-    path.write_text("".join(json.dumps(reply_session(i, seed=3, steps=2)) + "\n" for i in range(2)))
-    with registered_reply_world():
-        code, output = invoke(
-            "trb", "import", str(path), "--out", str(tmp_path / "corpus"), "--world", "triage-reply"
-        )
-        assert code == 0, output
-        _, splits = read_corpus_of_any_world(tmp_path / "corpus")
-        rows = [
-            MeasureRow(trace, 0, GOVERNANCE.run(adapter, trace), False) for trace in splits["eval"]
-        ]
-        figures = GOVERNANCE.figures(rows, StatsPlan(confidence=0.95, seed=0, resamples=100), "")
+    sessions = [reply_session(i, seed=3, steps=2) for i in range(2)]
+    figures = _imported_track_1(tmp_path, adapter, sessions, "triage-reply", registered_reply_world)
     return {f.name: f for f in figures}, governance_flags("scorer", figures)
 
 
