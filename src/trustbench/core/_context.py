@@ -286,6 +286,23 @@ class AdaptiveConcurrency:
             self.on_change({"endpoint": self.endpoint, **change})
 
 
+def endpoint_gates(
+    providers: Iterable[Any], ceiling: int, on_change: Callable[[dict[str, Any]], None]
+) -> dict[str, AdaptiveConcurrency]:
+    """One adaptive gate per endpoint of `providers` (None and endpoint-less ones have none).
+
+    `ceiling` bounds each gate's calls in flight; `on_change` gets each change (the local
+    runner records it in the ledger, a Ray worker hands it back with its next trial).
+    """
+    gates: dict[str, AdaptiveConcurrency] = {}
+    for provider in providers:
+        endpoint = provider.endpoint if provider is not None else None
+        if endpoint and endpoint not in gates:
+            gates[endpoint] = AdaptiveConcurrency(endpoint, ceiling)
+            gates[endpoint].on_change = on_change
+    return gates
+
+
 def _settle(waiting: asyncio.Future[None]) -> None:
     """Wake `waiting` unless it is already done (woken, or its waiter cancelled)."""
     if not waiting.done():

@@ -60,7 +60,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trustbench.core._context import AdaptiveConcurrency, RunServices
+from trustbench.core._context import AdaptiveConcurrency, RunServices, endpoint_gates
 from trustbench.core._track import TrialKey, track_from_target
 from trustbench.core._trial import RemoteTrialResult
 from trustbench.core.spec._manifest import Manifest, check_inputs
@@ -153,15 +153,14 @@ class TrialWorker:
         endpoint's candidates on every worker.
         """
         assert self._providers is not None
-        gates: dict[str, AdaptiveConcurrency] = {}
-        for provider in self._providers.values():
-            endpoint = provider.endpoint
-            if not endpoint or endpoint in gates:
-                continue
-            gate = gates[endpoint] = AdaptiveConcurrency(endpoint, self._concurrency_share)
-            gate.on_change = lambda change: self._concurrency_changes.append(
+        gates = endpoint_gates(
+            self._providers.values(),
+            self._concurrency_share,
+            lambda change: self._concurrency_changes.append(
                 {**change, "worker": self._worker_index}
-            )
+            ),
+        )
+        for gate in gates.values():
             gate.on_stop = lambda gate=gate: self._note_stop(gate)
         return gates
 

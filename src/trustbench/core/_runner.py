@@ -33,6 +33,7 @@ from trustbench.core._context import (
     build_provider,
     check_credentials,
     close_workers,
+    endpoint_gates,
     preflight,
     run_secrets,
     start_run_workers,
@@ -460,12 +461,13 @@ def _adapt_concurrency(
     Each change is recorded as a `concurrency_changed` event as it happens (record.json shows
     them: `concurrency`).
     """
-    for provider in providers.values():
-        endpoint = provider.endpoint if provider is not None else None
-        if endpoint and endpoint not in services.concurrency:
-            gate = AdaptiveConcurrency(endpoint, spec.concurrency)
-            gate.on_change = lambda change: ledger.event("concurrency_changed", change)
-            services.concurrency[endpoint] = gate
+    gates = endpoint_gates(
+        providers.values(),
+        spec.concurrency,
+        lambda change: ledger.event("concurrency_changed", change),
+    )
+    for endpoint, gate in gates.items():
+        services.concurrency.setdefault(endpoint, gate)
 
 
 async def _all_finished(workers: list[asyncio.Task[None]]) -> None:
