@@ -959,18 +959,22 @@ def _g_star_figure(rows: list[MeasureRow], stats: StatsPlan, label: str) -> Figu
         )  # fmt: skip
 
 
+# What Track 1b's agreements are, in the corridor's and a slot world's figures alike.
+_IDENTITY_EDIT_AGREEMENT = (
+    "1 - mean TV(act(c), act(c, r_override=emit_r(c))): its own r written back, "
+)
 _REPLAY_AGREEMENT = "1 - mean TV between two answers to one identical (blinded) override call, "
-"""What `replay_agreement` is, on the corridor and in a slot world (its items are steps)."""
+_OVER_STEPS = "over steps, clustered by trace; a missing answer or report scores TV = 1 "
 
 
 def _track_1b_figures(rows: list[MeasureRow], stats: StatsPlan, label: str) -> list[Figure]:
     """Track 1b: self-consistency, identity-edit and replay agreement (blinded calls)."""
-    steps = "over steps, clustered by trace; a missing answer or report scores TV = 1 " + label
+    steps = _OVER_STEPS + label
     return _g_rates(rows, stats, (
         ("self_consistency", "self_items", "self_tv_sum",
          "1 - mean TV(act(c), Phi(emit_r(c))), no override, " + steps),
         ("identity_edit_agreement", "self_items", "identity_tv_sum",
-         "1 - mean TV(act(c), act(c, r_override=emit_r(c))): its own r written back, " + steps),
+         _IDENTITY_EDIT_AGREEMENT + steps),
         ("replay_agreement", "self_items", "replay_tv_sum", _REPLAY_AGREEMENT + steps),
     ))  # fmt: skip
 
@@ -1273,10 +1277,10 @@ def _slot_governance_figures(rows: list[MeasureRow], stats: StatsPlan, label: st
          "act calls under r' that raised or returned a malformed distribution " + label, "rate"),
     ))  # fmt: skip
     figures += _slot_accuracy_figures(rows, stats, label, world)
-    steps = "over steps, clustered by trace; a missing answer or report scores TV = 1 " + label
+    steps = _OVER_STEPS + label
     figures += _g_rates(rows, stats, (
         ("identity_edit_agreement", "identity_items", "identity_tv_sum",
-         "1 - mean TV(act(c), act(c, r_override=emit_r(c))): its own r written back, " + steps),
+         _IDENTITY_EDIT_AGREEMENT + steps),
         ("replay_agreement", "replay_items", "replay_tv_sum", _REPLAY_AGREEMENT + steps),
     ))  # fmt: skip
     if world.declaration.exact_reference:
