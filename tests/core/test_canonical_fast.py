@@ -10,7 +10,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trustbench._canonical import canonical_json, float_text, sha256_hex
+from trustbench._canonical import canonical_json, sha256_hex
 from trustbench.core.ledger._chain import values_canonical_json
 from trustbench.core.ledger._store import TABLE_COLUMNS, row_canonical_json
 
@@ -59,36 +59,6 @@ def test_tampered_row_values_get_the_general_encoding_and_its_errors(odd: object
     except rfc8785.CanonicalizationError as error:
         from_values = type(error)
     assert actual == from_values == expected
-
-
-def _rfc8785_float_text(value: float) -> object:
-    try:
-        return rfc8785.dumps(value).decode("ascii")
-    except rfc8785.CanonicalizationError as error:
-        return type(error)
-
-
-def _float_text_or_error(value: float) -> object:
-    try:
-        return float_text(value)
-    except rfc8785.CanonicalizationError as error:
-        return type(error)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.floats() | st.floats(min_value=-1e-3, max_value=1e-3) | st.integers(-(2**60), 2**60))
-def test_float_text_writes_every_float_as_rfc8785_does(drawn: float) -> None:
-    value = float(drawn)  # integral floats too: "2.0" is written "2", 2**60 in an exponent
-    assert _float_text_or_error(value) == _rfc8785_float_text(value)
-
-
-@pytest.mark.parametrize(
-    "value",
-    [0.0, -0.0, 1.0, -2.0, 0.5, 1e-4, 1e-5, 1e-6, 1e-7, 1e15, 1e16, 1e20, 1e21, 5e-324,
-     1.7976931348623157e308, 9.999999999999999e20, -123456789.125, math.inf, -math.inf, math.nan],
-)  # fmt: skip
-def test_float_text_at_the_edges_of_reprs_without_an_exponent(value: float) -> None:
-    assert _float_text_or_error(value) == _rfc8785_float_text(value)
 
 
 _EVENT = {"id": 4, "seq": 4, "at": "2026-12-06T22:00:00+00:00", "kind": "k", "data": "{}"}
