@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 
 import pytest
 
@@ -359,22 +358,10 @@ def test_an_unknown_rule_id_is_refused_naming_the_declared_ones(version: str) ->
         policy.ablated_reviewer("no-such-rule")
 
 
-def test_cases_deciding_agrees_with_deciding_rules_and_validates_each_distinct_reply_once(
-    corpora: dict[str, Corpus], reports: dict[str, AblationReport], monkeypatch: pytest.MonkeyPatch
+def test_cases_deciding_agrees_with_deciding_rules(
+    corpora: dict[str, Corpus], reports: dict[str, AblationReport]
 ) -> None:
-    import trustbench.rtb.review._audit as audit
-
-    replies: list[tuple[str, str | None]] = []
-    validate = audit.validate_response
-
-    def counted(raw: str | None, candidate_input: Any) -> Any:
-        replies.append((candidate_input.evaluation_id, raw))
-        return validate(raw, candidate_input)
-
-    monkeypatch.setattr(audit, "validate_response", counted)
     assert cases_deciding(corpora["0.1"]) == deciding_rules(reports["0.1"])
-    # Seven ablated readers over 60 cases: most of a case's seven replies are the same text.
-    assert len(replies) == len(set(replies)) < 7 * 60 / 2
 
 
 def test_an_ablated_v1_reader_reads_once_and_refuses_another_policys_input(

@@ -27,7 +27,6 @@ from trustbench.core._evaluability import (
     withhold_not_evaluable,
 )
 from trustbench.core._export import LedgerContents, model_ids_by_candidate, open_ledger
-from trustbench.core._runner import long_lived_objects_frozen
 from trustbench.core._signing import load_private_key
 from trustbench.core._track import DEFAULT_SUBJECT, SubjectDescription, Track, load_track
 from trustbench.core._verify import Verification, VerifyReport, prefetch_ledger
@@ -273,15 +272,6 @@ def report_run(
             altered.
         InputError: the run folder is incomplete or its track cannot be analysed.
     """
-    # As a run does: a full collection while grading would walk every module, model and schema
-    # imported so far, which are never garbage (on the 2,000-trial bench it was one pass of
-    # 25-80 ms; `long_lived_objects_frozen` in `_runner.py`). What the report makes is collected.
-    with long_lived_objects_frozen():
-        return _report(run_dir, sign_key=sign_key, out_dir=out_dir)
-
-
-def _report(run_dir: Path, *, sign_key: Path | None, out_dir: Path | None) -> ReportResult:
-    """`report_run`'s work, with the objects alive when it started frozen."""
     # Imported here, not at the top: every `trustbench.core` import (`trustbench run` and
     # `--help` among them) would otherwise build the report's models and load numpy (issue 47).
     from trustbench.core._context import close_workers, run_secrets, start_run_workers

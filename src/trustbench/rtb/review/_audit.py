@@ -504,42 +504,21 @@ def cases_deciding(corpus: Corpus) -> dict[str, tuple[str, ...]]:
 
     What `deciding_rules` gives, without the gates or the support grading (the reviewer report
     needs only the outcomes). A case no rule decides is absent.
-
-    An ablated reader answers a case as the full reader does unless its rule matters there, so
-    most of a case's replies are the same text: each distinct reply of a case is validated once
-    (`validate_response` reads only the reply and the case's input).
     """
     policy = policy_for(corpus.policy_id)
     inputs = [to_candidate_input(case, new_evaluation_id()) for case in corpus.cases]
-    outcomes: dict[tuple[str, str | None], str] = {}  # (case id, reply) -> its outcome
     flipped: dict[str, tuple[str, ...]] = {}
     for rule in declared_rules(policy):
         reviewer = policy.ablated_reviewer(rule.rule_id)
         flipped[rule.rule_id] = tuple(
             case.case_id
             for case, candidate_input in zip(corpus.cases, inputs, strict=True)
-            if _outcome(
-                outcomes,
-                case.case_id,
-                reviewer.review(corpus.review_prompt, candidate_input),
-                candidate_input,
-            )
+            if validate_response(
+                reviewer.review(corpus.review_prompt, candidate_input), candidate_input
+            ).outcome.value
             != case.expectations.reference_decision.value
         )
     return _by_case(flipped)
-
-
-def _outcome(
-    outcomes: dict[tuple[str, str | None], str],
-    case_id: str,
-    reply: str | None,
-    candidate_input: CandidateInput,
-) -> str:
-    """The outcome of `reply` to case `case_id`'s input, validated on its first occurrence."""
-    key = (case_id, reply)
-    if key not in outcomes:
-        outcomes[key] = validate_response(reply, candidate_input).outcome.value
-    return outcomes[key]
 
 
 def ablation_table(report: AblationReport) -> Table:
