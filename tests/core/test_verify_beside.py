@@ -1,18 +1,21 @@
-"""`report` verifying a large ledger in a second process: same files, same refusals."""
+"""`report` verifying a ledger in a second process, forked or spawned: same files, same refusals."""
 
 from __future__ import annotations
 
+import gc
+import os
 import pickle
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 from tests.core.test_report_run import _graded_spec, _run, _truncate_after_trials
 
-from trustbench.core import Manifest, Track, register_track, report_run
+from trustbench.core import Manifest, Track, read_manifest, register_track, report_run
 from trustbench.core import _report_run as report_module
 from trustbench.core import _verify as beside
-from trustbench.errors import CheckFailed, InputError
+from trustbench.errors import CheckFailed, InputError, TrustbenchError
 
 WRITTEN = ("record.json", "report.html", "record.trials.jsonl", "record.intoto.json")
 
@@ -22,8 +25,11 @@ def _graded_track() -> None:
     register_track("test/echo_graded", "tests.core.test_report_run:GradedEchoTrack")
 
 
-def _force_beside(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Every report verifies beside from now on; lists each `Verification`'s choice."""
+def _force_beside(monkeypatch: pytest.MonkeyPatch, start: str) -> list[bool]:
+    """Every report verifies beside from now on, in a process started by `start` (fork, spawn).
+
+    Lists each `Verification`'s choice.
+    """
     chosen: list[bool] = []
     made = beside.Verification.__init__
 
@@ -31,15 +37,15 @@ def _force_beside(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         made(self, *args, **kwargs)  # type: ignore[arg-type]
         chosen.append(self.beside)
 
-    monkeypatch.setattr(beside, "verifies_beside", lambda run_dir: True)
+    monkeypatch.setattr(beside, "beside_start", lambda run_dir: start)
     monkeypatch.setattr(beside.Verification, "__init__", spy)
     return chosen
 
 
-@pytest.fixture
-def always_beside(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Every report of the test verifies beside, whatever its size."""
-    return _force_beside(monkeypatch)
+@pytest.fixture(params=["fork", "spawn"])
+def always_beside(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Every report of the test verifies beside, whatever its size, forked and then spawned."""
+    return _force_beside(monkeypatch, request.param)
 
 
 def _forge(run_dir: Path, outcome: str) -> None:
@@ -49,13 +55,15 @@ def _forge(run_dir: Path, outcome: str) -> None:
     connection.close()
 
 
+@pytest.mark.parametrize("start", ["fork", "spawn"])
 def test_a_report_verified_beside_writes_the_same_files_as_one_verified_first(
-    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start: str
 ) -> None:
     run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    monkeypatch.setattr(beside, "beside_start", lambda run_dir: None)
     first = report_run(run_dir)
     written = {name: (run_dir / name).read_bytes() for name in WRITTEN}
-    chosen = _force_beside(monkeypatch)
+    chosen = _force_beside(monkeypatch, start)
     second = report_run(run_dir)
     assert chosen == [True]
     assert {name: (run_dir / name).read_bytes() for name in WRITTEN} == written
@@ -112,16 +120,68 @@ def test_beside_the_frozen_inputs_are_hashed_once_and_grading_uses_the_track_tha
     assert checks == ["test/echo_graded"]
 
 
-def test_only_a_large_ledger_on_a_second_core_is_verified_beside(
+def test_a_ledger_is_verified_beside_on_a_second_core_forked_where_safe_spawned_when_large(
     experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_dir = _run(_graded_spec(experiment), tmp_path / "run")
     monkeypatch.setattr(beside, "_cores", lambda: 2)
-    assert not beside.verifies_beside(run_dir)  # a few kB
+    monkeypatch.setattr(beside, "forks_safely", lambda run_dir: True)
+    assert beside.beside_start(run_dir) == "fork"  # a few kB: a fork costs milliseconds
+    monkeypatch.setattr(beside, "forks_safely", lambda run_dir: False)
+    assert beside.beside_start(run_dir) is None  # spawning costs more than verifying a few kB
     monkeypatch.setattr(beside, "BESIDE_FROM_BYTES", 1)
-    assert beside.verifies_beside(run_dir)
+    assert beside.beside_start(run_dir) == "spawn"  # large: worth a spawned interpreter
     monkeypatch.setattr(beside, "_cores", lambda: 1)
-    assert not beside.verifies_beside(run_dir)
+    assert beside.beside_start(run_dir) is None
+
+
+def test_no_fork_while_another_thread_of_this_process_runs(tmp_path: Path) -> None:
+    done = threading.Event()
+    waiting = threading.Thread(target=done.wait)
+    waiting.start()
+    try:
+        assert not beside.forks_safely(tmp_path)
+    finally:
+        done.set()
+        waiting.join()
+
+
+def test_no_fork_while_this_process_holds_the_ledger_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # pytest's own threads aside
+    assert beside.forks_safely(tmp_path)
+    connection = sqlite3.connect(tmp_path / "ledger.sqlite")
+    connection.execute("CREATE TABLE t (x)")  # the file is opened on first use
+    try:
+        assert not beside.forks_safely(tmp_path)
+    finally:
+        connection.close()
+    assert beside.forks_safely(tmp_path)
+
+
+def test_a_verification_process_that_dies_without_answering_stops_the_report_and_writes_nothing(
+    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    _force_beside(monkeypatch, "fork")
+    monkeypatch.setattr(beside, "verify_ledger", lambda *arguments: os._exit(3))  # the fork's
+    with pytest.raises(TrustbenchError, match=r"ended without an answer \(exit code 3\)"):
+        report_run(run_dir)
+    assert not any((run_dir / name).exists() for name in WRITTEN)
+
+
+def test_what_is_alive_at_the_fork_stays_frozen_until_the_verification_ends(
+    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
+    _force_beside(monkeypatch, "fork")
+    manifest = read_manifest(run_dir)
+    assert gc.get_freeze_count() == 0
+    with beside.Verification(run_dir, manifest) as verification:
+        assert gc.get_freeze_count() > 0
+        assert verification.result().ok
+    assert gc.get_freeze_count() == 0
 
 
 def test_an_error_keeps_its_type_message_and_location_across_processes() -> None:

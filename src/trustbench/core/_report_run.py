@@ -1,12 +1,12 @@
 """`trustbench report RUN_DIR`: grade a run from its ledger, evaluate gates, write the record.
 
 Order of work: verify the manifest and the ledger chain (a tampered ledger is never reported;
-a large ledger is verified in a second process while the track grades, and nothing is written
-before it answers: `_verify.py`); re-check every frozen input (an answer key edited after
-the freeze is never used to grade); let the track grade the recorded trials; evaluate every
-declared gate exactly as frozen, once per subject it applies to; write `record.json` (machine)
-and `report.html` (people). A run that was interrupted is still reported, marked incomplete: its
-unrun trials are "not run", never zero.
+on a second core the ledger is verified in a second process while the track grades, and nothing
+is written before it answers: `_verify.py`); re-check every frozen input (an answer key edited
+after the freeze is never used to grade); let the track grade the recorded trials; evaluate
+every declared gate exactly as frozen, once per subject it applies to; write `record.json`
+(machine) and `report.html` (people). A run that was interrupted is still reported, marked
+incomplete: its unrun trials are "not run", never zero.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from trustbench.core._evaluability import (
 from trustbench.core._export import LedgerContents, model_ids_by_candidate, open_ledger
 from trustbench.core._signing import load_private_key
 from trustbench.core._track import DEFAULT_SUBJECT, SubjectDescription, Track, load_track
-from trustbench.core._verify import Verification, VerifyReport, prefetch_ledger
+from trustbench.core._verify import Verification, VerifyReport
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
 from trustbench.errors import CheckFailed, InputError
@@ -289,7 +289,6 @@ def report_run(
     if sign_key is not None:
         load_private_key(sign_key)
     manifest = read_manifest(run_dir)  # a changed manifest is refused here
-    prefetch_ledger(run_dir)  # grading and verification both read every page: read it ahead
     with Verification(run_dir, manifest) as verification_job:
         if not verification_job.beside:
             _refuse_altered(run_dir, verification_job.result())  # before any grading
