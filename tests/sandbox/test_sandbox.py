@@ -218,6 +218,48 @@ def test_a_sandboxed_candidate_is_called_with_the_in_process_arguments_and_types
         worker.close()
 
 
+@needs_the_sandbox
+def test_a_candidate_folder_holding_a_link_back_to_itself_still_starts_its_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trustbench.sandbox import CandidateWorker, plan_for
+
+    folder = tmp_path / "rpc"
+    folder.mkdir()
+    shutil.copy(HERE / "rpc_candidate.py", folder / "rpc_candidate.py")
+    (folder / "loop").symlink_to(folder, target_is_directory=True)  # a cycle under the read list
+    (folder / "secret").write_text("hidden")  # its folder is then listed entry by entry
+    monkeypatch.syspath_prepend(str(folder))
+    plan = plan_for("rpc_candidate:make", hidden=[str(folder / "secret")])
+    worker = CandidateWorker("rpc_candidate:make", plan)
+    try:
+        assert worker.entry_object()({"k": [1, 2]}).name == "boundaryish"
+    finally:
+        worker.close()
+
+
+@needs_the_sandbox
+def test_a_worker_that_fails_while_confining_itself_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from trustbench.sandbox import CandidateWorker, WorkerFailed, plan_for
+
+    folder = tmp_path / "rpc"
+    folder.mkdir()
+    shutil.copy(HERE / "rpc_candidate.py", folder / "rpc_candidate.py")
+    monkeypatch.syspath_prepend(str(folder))
+    plan = plan_for("rpc_candidate:make")
+    unreadable = dataclasses.replace(plan, read=[*plan.read, "bad\x00path"])  # no such path
+    worker = CandidateWorker("rpc_candidate:make", unreadable)
+    try:
+        with pytest.raises(WorkerFailed, match="could not confine the worker: ValueError"):
+            worker.entry_object()
+    finally:
+        worker.close()
+
+
 def test_a_machine_without_the_sandbox_refuses_candidate_code_unless_isolation_is_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -171,22 +171,28 @@ def _ancestors(paths: Iterable[str]) -> set[str]:
     return out
 
 
+def _at_or_under(path: str, folders: set[str]) -> bool:
+    """Whether `path` is one of `folders` or lies beneath one of them."""
+    while True:
+        if path in folders:
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+
+
 def read_rules(read_paths: Iterable[str], hidden: Iterable[str]) -> list[tuple[str, int]]:
     """(path, rights) rules granting `read_paths` except everything at or under `hidden`."""
     secret = {os.path.realpath(h) for h in hidden}
     above = _ancestors(secret)
     rules: list[tuple[str, int]] = []
-
-    def inside_secret(path: str) -> bool:
-        while True:
-            if path in secret:
-                return True
-            parent = os.path.dirname(path)
-            if parent == path:
-                return False
-            path = parent
+    covered: set[str] = set()
 
     def cover(path: str) -> None:
+        if path in covered:  # a link back to a folder already covered (a cycle): nothing new
+            return
+        covered.add(path)
         if path not in above:
             rules.append((path, READ))
             return
@@ -197,11 +203,11 @@ def read_rules(read_paths: Iterable[str], hidden: Iterable[str]) -> list[tuple[s
             return
         for entry in entries:
             child = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
-            if not inside_secret(child):
+            if not _at_or_under(child, secret):
                 cover(child)
 
     for path in dict.fromkeys(os.path.realpath(p) for p in read_paths):
-        if os.path.exists(path) and not inside_secret(path):
+        if os.path.exists(path) and not _at_or_under(path, secret):
             cover(path)
     return rules
 

@@ -797,6 +797,9 @@ def main() -> None:
     except SandboxUnavailable as why:
         endpoint.send({"error": f"the sandbox cannot be set up here: {why}"})
         return
+    except Exception as error:  # said, not a silent exit: its stderr is discarded
+        endpoint.send({"error": f"the sandbox could not confine the worker: {error!r}"[:2000]})
+        return
     if config["entry"] is None:  # a probe of what the sandbox reaches, no candidate
         endpoint.send({"ok": {"sandbox": mode, "reachable": reached, "pid": os.getpid()}})
         return
