@@ -41,8 +41,11 @@ lint: venv
 	$(BIN)/ruff format --no-cache --check src tests bench tools
 	$(BIN)/basedpyright --pythonpath $(BIN)/python
 
+# Bytecode caches go to the system's temporary folder, never beside the sources: the tests, and
+# every process they start (`tests/support/child_env.py` passes the variable on), write nothing
+# into the checkout.
 test: venv lint
-	$(BIN)/python -m pytest -q --durations=25 -n 2
+	PYTHONPYCACHEPREFIX="$${TMPDIR:-/tmp}/trustbench-test-pycache" $(BIN)/python -m pytest -q --durations=25 -n 2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

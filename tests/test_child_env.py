@@ -89,3 +89,21 @@ def test_the_suites_own_settings_are_kept_for_the_test_process_but_never_given_t
         monkeypatch.setenv(name, str(tmp_path))
     assert not SUITE_SETTINGS & set(user_settings(os.environ))
     assert not SUITE_SETTINGS & set(child_env(tmp_path))
+
+
+def test_a_child_caches_its_bytecode_where_the_test_process_does_never_beside_the_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prefix = tmp_path / "pycache"
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(prefix))
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    module = tmp_path / "imported" / "cached_here.py"
+    module.parent.mkdir()
+    module.write_text("VALUE = 1\n")
+    subprocess.run(
+        [sys.executable, "-c", "import cached_here"],
+        check=True,
+        env=child_env(tmp_path, pythonpath=[module.parent]),
+    )
+    assert not (module.parent / "__pycache__").exists()
+    assert list(prefix.rglob("cached_here.*.pyc"))

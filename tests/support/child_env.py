@@ -38,8 +38,11 @@ KEPT_FROM_CALLER = (
     "LANG",
     "LC_ALL",
     "LC_CTYPE",
+    "PYTHONPYCACHEPREFIX",
 )
-"""The only variables a child inherits from the test process (each only when it is set)."""
+"""The only variables a child inherits from the test process (each only when it is set): with
+`PYTHONPYCACHEPREFIX` (which `make test` sets) a child caches its bytecode there too, not
+beside the sources in the checkout."""
 
 TESTED_SOURCE_ROOT = Path(trustbench.__file__).resolve().parents[1]
 """The folder holding the `trustbench` package the tests import (`src/` in a checkout)."""
