@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import pickle
 import sqlite3
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 from tests.core.test_report_run import _graded_spec, _run, _truncate_after_trials
 
-from trustbench.core import Manifest, Track, read_manifest, register_track, report_run
+from trustbench.core import Manifest, Track, register_track, report_run
 from trustbench.core import _report_run as report_module
 from trustbench.core import _verify as beside
 from trustbench.errors import CheckFailed, InputError, TrustbenchError
@@ -160,28 +159,19 @@ def test_no_fork_while_this_process_holds_the_ledger_open(
     assert beside.forks_safely(tmp_path)
 
 
+def _dies(*arguments: object) -> None:
+    os._exit(3)
+
+
 def test_a_verification_process_that_dies_without_answering_stops_the_report_and_writes_nothing(
     experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run_dir = _run(_graded_spec(experiment), tmp_path / "run")
     _force_beside(monkeypatch, "fork")
-    monkeypatch.setattr(beside, "verify_ledger", lambda *arguments: os._exit(3))  # the fork's
+    monkeypatch.setattr(beside, "verify_ledger", _dies)
     with pytest.raises(TrustbenchError, match=r"ended without an answer \(exit code 3\)"):
         report_run(run_dir)
     assert not any((run_dir / name).exists() for name in WRITTEN)
-
-
-def test_what_is_alive_at_the_fork_stays_frozen_until_the_verification_ends(
-    experiment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    run_dir = _run(_graded_spec(experiment), tmp_path / "run")
-    _force_beside(monkeypatch, "fork")
-    manifest = read_manifest(run_dir)
-    assert gc.get_freeze_count() == 0
-    with beside.Verification(run_dir, manifest) as verification:
-        assert gc.get_freeze_count() > 0
-        assert verification.result().ok
-    assert gc.get_freeze_count() == 0
 
 
 def test_an_error_keeps_its_type_message_and_location_across_processes() -> None:

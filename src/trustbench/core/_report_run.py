@@ -27,9 +27,10 @@ from trustbench.core._evaluability import (
     withhold_not_evaluable,
 )
 from trustbench.core._export import LedgerContents, model_ids_by_candidate, open_ledger
+from trustbench.core._second_process import SecondProcess
 from trustbench.core._signing import load_private_key
 from trustbench.core._track import DEFAULT_SUBJECT, SubjectDescription, Track, load_track
-from trustbench.core._verify import Verification, VerifyReport
+from trustbench.core._verify import Verification, VerifyReport, second_process_for
 from trustbench.core.gates import GateResult, GateSpec, evaluate_gates
 from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
 from trustbench.errors import CheckFailed, InputError
@@ -272,6 +273,24 @@ def report_run(
             altered.
         InputError: the run folder is incomplete or its track cannot be analysed.
     """
+    if sign_key is not None:
+        load_private_key(sign_key)
+    manifest = read_manifest(run_dir)  # a changed manifest is refused here
+    # On a second core a second process verifies the ledger while this one grades, then writes
+    # the page while this one writes the record (`_verify.py`, `_second_process.py`).
+    with second_process_for(run_dir) as beside:
+        return _report(run_dir, manifest, beside, sign_key=sign_key, out_dir=out_dir)
+
+
+def _report(
+    run_dir: Path,
+    manifest: Manifest,
+    beside: SecondProcess | None,
+    *,
+    sign_key: Path | None,
+    out_dir: Path | None,
+) -> ReportResult:
+    """`report_run`'s work, with the second process `beside` (None: everything here)."""
     # Imported here, not at the top: every `trustbench.core` import (`trustbench run` and
     # `--help` among them) would otherwise build the report's models and load numpy (issue 47).
     from trustbench.core._context import close_workers, run_secrets, start_run_workers
@@ -284,30 +303,30 @@ def report_run(
         write_report_html,
         write_trial_rows,
     )
+    from trustbench.core.report._html import compile_page_template
     from trustbench.core.report._verdict import withhold_pass
 
-    if sign_key is not None:
-        load_private_key(sign_key)
-    manifest = read_manifest(run_dir)  # a changed manifest is refused here
-    with Verification(run_dir, manifest) as verification_job:
-        if not verification_job.beside:
-            _refuse_altered(run_dir, verification_job.result())  # before any grading
-        try:
-            # A track that asks candidate code while grading (a workflow boundary's declared
-            # class) asks its sandbox worker, which may not read this run's folder either.
-            start_run_workers(run_secrets(run_dir, manifest))
-            track, ledger, analysis = _graded(
-                run_dir, manifest, checked_track=verification_job.checked_track
-            )
-        except Exception:
-            # Beside, grading an altered run may fail anywhere (an edited corpus, a ledger row
-            # no track expects): the alteration is what to report, as when verified first.
-            _refuse_altered(run_dir, verification_job.result())
-            raise
-        finally:
-            close_workers()
-        verification = verification_job.result()
-        _refuse_altered(run_dir, verification)
+    verification_job = Verification(run_dir, manifest, beside)
+    if beside is not None:  # the page it will write: its template compiled while this grades
+        beside.ask(compile_page_template)
+    if not verification_job.beside:
+        _refuse_altered(run_dir, verification_job.result())  # before any grading
+    try:
+        # A track that asks candidate code while grading (a workflow boundary's declared
+        # class) asks its sandbox worker, which may not read this run's folder either.
+        start_run_workers(run_secrets(run_dir, manifest))
+        track, ledger, analysis = _graded(
+            run_dir, manifest, checked_track=verification_job.checked_track
+        )
+    except Exception:
+        # Beside, grading an altered run may fail anywhere (an edited corpus, a ledger row
+        # no track expects): the alteration is what to report, as when verified first.
+        _refuse_altered(run_dir, verification_job.result())
+        raise
+    finally:
+        close_workers()
+    verification = verification_job.result()
+    _refuse_altered(run_dir, verification)
     finished = ledger.finished_count
     # Complete means every planned trial ran and the run signed off; anything less releases
     # nothing: no gate counts as passed and the verdict says "incomplete" (exit 4).
@@ -350,6 +369,9 @@ def report_run(
         system_under_test=_system_under_test(run_dir, manifest, track),
     )
     verdicts = subject_verdicts(page)
+    html_target = (out_dir or run_dir) / "report.html"
+    # Beside, the page is written while this process writes the record (verified: see above).
+    page_written = None if beside is None else beside.ask(write_report_html, html_target, page)
     record = {
         "format": "trustbench.record/1",
         "trustbench_version": __version__,
@@ -383,7 +405,11 @@ def report_run(
         **analysis.record,
     }
     record_path = write_record_json((out_dir or run_dir) / "record.json", record)
-    html_path = write_report_html((out_dir or run_dir) / "report.html", page)
+    html_path = (
+        beside.answer(page_written)
+        if beside is not None and page_written is not None
+        else write_report_html(html_target, page)
+    )
     if out_dir is None:
         write_record_statement(run_dir, sign_key)  # record.intoto.json: core/_attestation.py
     return ReportResult(

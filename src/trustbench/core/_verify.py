@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
-import signal
 import sqlite3
 import sys
 import threading
-from contextlib import ExitStack
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Literal, cast
 
-from trustbench.core._runner import long_lived_objects_frozen
+from trustbench.core._second_process import SecondProcess, StartMethod
 from trustbench.core._track import Track, load_track
 from trustbench.core.ledger._store import (
     LEDGER_FILE,
@@ -28,11 +24,6 @@ from trustbench.core.ledger._store import (
 )
 from trustbench.core.spec._manifest import Manifest, check_inputs, read_manifest
 from trustbench.errors import TrustbenchError
-
-if TYPE_CHECKING:
-    from multiprocessing.connection import Connection, _ConnectionBase
-    from multiprocessing.process import BaseProcess
-
 
 # ------------------------------------------------------------------------------------------------
 # Tell the kernel a large ledger is about to be read whole, so it reads it ahead.
@@ -236,19 +227,17 @@ def checked_track(manifest: Manifest) -> tuple[Track | None, list[str]]:
 # Re-hashing the chain and every stored body (`verify_ledger`) and grading each take one core,
 # and neither needs the other's results until the end: `report` needs the verdict only before it
 # writes anything. So on a machine with a second core the ledger is verified in a second process
-# beside the grading. What `report` decides is unchanged: nothing is written until the
-# verification has answered, a run it finds altered is refused with the same message, and an
-# error the grading hits on an altered ledger is reported as the alteration, never as a crash.
+# (`core/_second_process.py`) beside the grading. What `report` decides is unchanged: nothing is
+# written until the verification has answered, a run it finds altered is refused with the same
+# message, and an error the grading hits on an altered ledger is reported as the alteration,
+# never as a crash.
 #
 # The second process is forked where that is safe (`forks_safely`: on Linux, while this process
 # runs one thread and holds none of the run's ledger files open). A fork costs about 4 ms, so
-# there every ledger is verified beside. What is alive at the fork is frozen for the garbage
-# collector until the verification ends (`gc.freeze`, as Python's documentation advises before
-# a fork): neither process's collector then walks, and so copies, the pages they share. At 2,000
-# review trials the two take a report from 0.61 s to 0.53 s of wall on 2 cores (bench/README,
-# "Sixth pass"). Where a fork is not safe, a ledger of `BESIDE_FROM_BYTES` or more is verified
-# in a spawned interpreter (about half a second to start, small beside a large ledger's
-# verification), and a smaller one first, in this process.
+# there every ledger is verified beside (bench/README, "Sixth pass"). Where a fork is not safe, a
+# ledger of `BESIDE_FROM_BYTES` or more is verified in a spawned interpreter (about half a second
+# to start, small beside a large ledger's verification), and a smaller one first, in this
+# process.
 
 BESIDE_FROM_BYTES = 64 << 20
 """Ledgers this large (about 20,000 review trials) are verified beside even where only a spawned
@@ -288,18 +277,13 @@ def forks_safely(run_dir: Path) -> bool:
     be the parent's in the child; a lock another thread held at the fork would never be released
     in the child. So a fork is taken only while this process runs one thread and no descriptor
     of it refers to the run's ledger files. The child only reads: it opens its own read-only
-    connection, and its garbage collector stays off (`_verify_and_answer`) so that no object of
-    the parent (a connection awaiting collection) is closed in it.
+    connection, and its garbage collector stays off (`core/_second_process.py`).
     """
     return (
         sys.platform.startswith("linux")
         and threading.active_count() == 1
         and not _holds_ledger_open(run_dir)
     )
-
-
-StartMethod = Literal["fork", "spawn"]
-"""How a second process is started (`multiprocessing`'s names)."""
 
 
 def beside_start(run_dir: Path) -> StartMethod | None:
@@ -319,73 +303,35 @@ def beside_start(run_dir: Path) -> StartMethod | None:
     return "spawn" if size >= BESIDE_FROM_BYTES else None
 
 
-def _verify_and_answer(
-    answer: Connection, arguments: tuple[Path, str, int], *, forked: bool
-) -> None:
-    """The second process's work: `verify_ledger(*arguments)`, its report or error sent back.
+def second_process_for(run_dir: Path) -> SecondProcess | nullcontext[None]:
+    """The second process to verify `run_dir`'s ledger in (`beside_start`), as a context.
 
-    Ctrl-C reaches every process of the terminal's group: this one ignores it, and the parent,
-    interrupted, stops it (`Verification.__exit__`), so an interrupted report prints nothing
-    from here.
+    Entered, it is the started `SecondProcess`, or None where the ledger is verified here.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if forked:
-        gc.disable()  # never finalize a copy of the parent's objects (see `forks_safely`)
-    try:
-        sent: tuple[bool, object] = (True, verify_ledger(*arguments))
-    except Exception as error:  # the parent raises it (`Verification.result`)
-        sent = (False, error)
-    answer.send(sent)
-    answer.close()
+    start = beside_start(run_dir)
+    return nullcontext() if start is None else SecondProcess(start)
 
 
 class Verification:
     """`verify_run(run_dir)` for a manifest read before, its ledger part in-process or beside.
 
-    Beside, only `verify_ledger` runs in the second process: it reads the run folder alone. The
-    frozen inputs are checked here, once, while the second process verifies, through this
-    process's track registry (a track registered in code is unknown to a spawned interpreter).
-    Use as a context manager: leaving it stops the second process, whatever happened.
+    Beside (in `beside`, a `second_process_for(run_dir)`), only `verify_ledger` runs in the
+    second process: it reads the run folder alone. The frozen inputs are checked here, once,
+    while the second process verifies, through this process's track registry (a track
+    registered in code is unknown to a spawned interpreter).
     """
 
-    def __init__(self, run_dir: Path, manifest: Manifest) -> None:
-        start = beside_start(run_dir)
-        self.beside = start is not None
-        """True when the ledger is verified in a second process (`beside_start`)."""
-        self._process: BaseProcess | None = None
-        self._answer: _ConnectionBase | None = None  # (a `PipeConnection` on Windows)
-        self._report: VerifyReport | None = None
-        self._frozen = ExitStack()
+    def __init__(self, run_dir: Path, manifest: Manifest, beside: SecondProcess | None) -> None:
+        self.beside = beside is not None
+        """True when the ledger is verified in the second process."""
         arguments = (run_dir, manifest.manifest_sha256, manifest.plan.trials)
-        if start is not None:
-            import multiprocessing
-
-            if start == "fork":  # see the comment above `BESIDE_FROM_BYTES`
-                self._frozen.enter_context(long_lived_objects_frozen())
-            context = (
-                multiprocessing.get_context("fork")
-                if start == "fork"
-                else multiprocessing.get_context("spawn")
-            )
-            receiver, sender = context.Pipe(duplex=False)
-            process = context.Process(
-                target=_verify_and_answer,
-                args=(sender, arguments),
-                kwargs={"forked": start == "fork"},
-                name="trustbench-verify",
-                daemon=True,
-            )
-            try:
-                process.start()
-            except BaseException:
-                self._frozen.close()  # no second process: nothing is left frozen
-                raise
-            self._answer, self._process = receiver, process
-            sender.close()  # the child's end: once it exits, a read here ends instead of waiting
+        self._second = beside
+        self._asked = beside.ask(verify_ledger, *arguments) if beside is not None else None
+        self._report: VerifyReport | None = None
         # Grading and verification both read every page: let the kernel read the file ahead
         # (after the fork: the advice may start a thread).
         prefetch_ledger(run_dir)
-        ledger_report = None if self.beside else verify_ledger(*arguments)
+        ledger_report = None if beside is not None else verify_ledger(*arguments)
         self.checked_track: Track | None
         """The track that checked the frozen inputs, once they were found intact (grading uses
         it, beside too: the inputs are hashed and parsed once per report)."""
@@ -406,34 +352,6 @@ class Verification:
                 answering (killed), one saying so: nothing is reported unverified.
         """
         if self._report is None:
-            assert self._answer is not None and self._process is not None
-            try:
-                verified, answered = self._answer.recv()
-            except EOFError:
-                self._process.join()
-                raise TrustbenchError(
-                    "the process verifying the ledger ended without an answer "
-                    f"(exit code {self._process.exitcode}); nothing was reported"
-                ) from None
-            if not verified:
-                raise cast("BaseException", answered)
-            self._report = self._with_inputs(cast("VerifyReport", answered))
+            assert self._second is not None and self._asked is not None
+            self._report = self._with_inputs(self._second.answer(self._asked))
         return self._report
-
-    def __enter__(self) -> Verification:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._process is not None:
-            assert self._answer is not None
-            if error is not None or self._report is None:
-                self._process.terminate()  # an error or an interrupt: stop the verification now
-            self._process.join()  # it has answered (or was stopped): it is exiting
-            self._answer.close()
-            self._process = None
-        self._frozen.close()
