@@ -18,7 +18,7 @@ from trb_v4_cheats import (
 )
 
 from trustbench.core.figures import Figure
-from trustbench.trb.corpus import TRANSFER_FAMILIES, generate_split
+from trustbench.trb.corpus import TRANSFER_FAMILIES, SlotTrace, Trace, generate_split
 from trustbench.trb.instruments._oracles import GovernedOracle
 from trustbench.trb.track._measures import StatsPlan
 from trustbench.trb.track._profile import (
@@ -135,8 +135,13 @@ def test_every_batched_call_holds_questions_of_other_traces_and_of_another_split
     traces += generate_split("transfer_start", 3, 5, TRANSFER_FAMILIES["start"])
     split_of = {t.trace_id: t.split for t in traces}
     _BatchLog.batches = []
+
+    def logged(trace: Trace | SlotTrace) -> _BatchLog:
+        assert isinstance(trace, Trace)  # the corridor's traces above
+        return _BatchLog(CorridorWorld(trace.world))
+
     measured_profile(
-        {"log": lambda t: _BatchLog(CorridorWorld(t.world))}, traces, measures=["governance"],
+        {"log": logged}, traces, measures=["governance"],
         stats=StatsPlan(0.95, 1, 50), corpus_sha="0" * 64, fit_traces=[], settings=SETTINGS,
     )  # fmt: skip
     hooks = {hook for hook, _ in _BatchLog.batches}
