@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 
 import pytest
 
@@ -66,3 +67,10 @@ def test_what_is_alive_at_a_fork_stays_frozen_until_the_second_process_stops() -
 def test_a_spawned_second_process_freezes_nothing() -> None:
     with SecondProcess("spawn"):
         assert gc.get_freeze_count() == 0
+
+
+def test_ctrl_c_reaches_the_command_not_the_second_process_which_the_command_then_stops() -> None:
+    with SecondProcess("fork") as second:
+        pid = second.answer(second.ask(_pid_and, 1))[0]
+        os.kill(pid, signal.SIGINT)  # as the terminal sends it to the whole group
+        assert second.answer(second.ask(_pid_and, 2)) == (pid, 2)
