@@ -180,6 +180,15 @@ def test_two_sandboxed_entries_cannot_pass_state_through_system_v_memory(
             worker.close()
 
 
+def _importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str) -> Path:
+    """A folder of its own holding a copy of this folder's `module`, importable by that name."""
+    folder = tmp_path / module
+    folder.mkdir()
+    shutil.copy(HERE / f"{module}.py", folder / f"{module}.py")
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
 class _Platform:
     """A harness object the candidate may call back (as a boundary calls its PlatformView)."""
 
@@ -199,10 +208,7 @@ def test_a_sandboxed_candidate_is_called_with_the_in_process_arguments_and_types
     from trustbench.providers._types import ChatReply, ChatRequest
     from trustbench.sandbox import CandidateRaised, CandidateWorker, plan_for
 
-    folder = tmp_path / "rpc"
-    folder.mkdir()
-    shutil.copy(HERE / "rpc_candidate.py", folder / "rpc_candidate.py")
-    monkeypatch.syspath_prepend(str(folder))
+    _importable(tmp_path, monkeypatch, "rpc_candidate")
     worker = CandidateWorker("rpc_candidate:make", plan_for("rpc_candidate:make"))
     try:
         boundary = worker.entry_object()({"k": [1, 2]})
@@ -224,12 +230,9 @@ def test_a_candidate_folder_holding_a_link_back_to_itself_still_starts_its_worke
 ) -> None:
     from trustbench.sandbox import CandidateWorker, plan_for
 
-    folder = tmp_path / "rpc"
-    folder.mkdir()
-    shutil.copy(HERE / "rpc_candidate.py", folder / "rpc_candidate.py")
+    folder = _importable(tmp_path, monkeypatch, "rpc_candidate")
     (folder / "loop").symlink_to(folder, target_is_directory=True)  # a cycle under the read list
     (folder / "secret").write_text("hidden")  # its folder is then listed entry by entry
-    monkeypatch.syspath_prepend(str(folder))
     plan = plan_for("rpc_candidate:make", hidden=[str(folder / "secret")])
     worker = CandidateWorker("rpc_candidate:make", plan)
     try:
@@ -246,10 +249,7 @@ def test_a_worker_that_fails_while_confining_itself_says_why(
 
     from trustbench.sandbox import CandidateWorker, WorkerFailed, plan_for
 
-    folder = tmp_path / "rpc"
-    folder.mkdir()
-    shutil.copy(HERE / "rpc_candidate.py", folder / "rpc_candidate.py")
-    monkeypatch.syspath_prepend(str(folder))
+    _importable(tmp_path, monkeypatch, "rpc_candidate")
     plan = plan_for("rpc_candidate:make")
     unreadable = dataclasses.replace(plan, read=[*plan.read, "bad\x00path"])  # no such path
     worker = CandidateWorker("rpc_candidate:make", unreadable)
@@ -365,14 +365,6 @@ def test_the_same_agent_unconfined_finds_the_ledger_and_labels(
 HARNESS_KEY = "sk-harness-key-of-another-candidate-0123"
 
 
-def _env_reader_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "env"
-    folder.mkdir()
-    shutil.copy(HERE / "env_reader.py", folder / "env_reader.py")
-    monkeypatch.syspath_prepend(str(folder))
-    return folder
-
-
 def _worker_environment(entry: str, variables: list[str] | None = None) -> dict[str, str]:
     from trustbench.sandbox import CandidateWorker, plan_for
 
@@ -391,7 +383,7 @@ def test_a_sandboxed_candidate_reads_no_harness_variable_off_the_runtime_list(
 
     from trustbench.sandbox._rpc import RUNTIME_VARIABLES
 
-    _env_reader_folder(tmp_path, monkeypatch)
+    _importable(tmp_path, monkeypatch, "env_reader")
     monkeypatch.setenv("OPENAI_API_KEY", HARNESS_KEY)
     monkeypatch.setenv("SECRET_X", "cloud-credential-of-the-operator")
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # a runtime knob, on the list
@@ -413,7 +405,7 @@ def test_a_sandboxed_candidate_reads_no_harness_variable_off_the_runtime_list(
 def test_a_declared_variable_reaches_its_own_worker_and_no_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _env_reader_folder(tmp_path, monkeypatch)
+    _importable(tmp_path, monkeypatch, "env_reader")
     monkeypatch.setenv("TB_MINE_KEY", "sk-mine-0123456789")
     monkeypatch.setenv("TRUSTBENCH_HELDOUT_KEY", "tbx25519-private:never-passed")
     mine = _worker_environment("env_reader:environment", ["TB_MINE_KEY", "TRUSTBENCH_HELDOUT_KEY"])
@@ -456,7 +448,7 @@ def test_each_candidate_worker_of_a_run_gets_its_own_declared_key_and_no_other(
 ) -> None:
     from trustbench.core import read_ledger, run_spec
 
-    _env_reader_folder(tmp_path, monkeypatch)
+    _importable(tmp_path, monkeypatch, "env_reader")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", HARNESS_KEY)
     monkeypatch.setenv("TB_ALPHA_OWN_KEY", "sk-alpha-own-key-0123456789")
@@ -480,7 +472,7 @@ def test_an_inprocess_candidate_whose_declared_variable_is_unset_at_run_is_refus
 ) -> None:
     from tests.support.cli import invoke
 
-    _env_reader_folder(tmp_path, monkeypatch)
+    _importable(tmp_path, monkeypatch, "env_reader")
     monkeypatch.chdir(tmp_path)
     spec = tmp_path / "spec.toml"
     spec.write_text(TWO_CANDIDATES.format(corpus=FIXTURE), encoding="utf-8")
