@@ -125,7 +125,7 @@ class SecondProcess:
                 self._process.join()
                 raise TrustbenchError(
                     f"the second process of this command ended without an answer (exit code "
-                    f"{self._process.exitcode}); nothing was written"
+                    f"{self._process.exitcode}); what it was to answer was not done"
                 ) from None
         answered, value = self._answers[asked.number]
         if not answered:

@@ -322,8 +322,6 @@ class Verification:
     """
 
     def __init__(self, run_dir: Path, manifest: Manifest, beside: SecondProcess | None) -> None:
-        self.beside = beside is not None
-        """True when the ledger is verified in the second process."""
         arguments = (run_dir, manifest.manifest_sha256, manifest.plan.trials)
         self._second = beside
         self._asked = beside.ask(verify_ledger, *arguments) if beside is not None else None
@@ -338,6 +336,11 @@ class Verification:
         self.checked_track, self._input_problems = checked_track(manifest)
         if ledger_report is not None:
             self._report = self._with_inputs(ledger_report)
+
+    @property
+    def beside(self) -> bool:
+        """True when the ledger is verified in the second process."""
+        return self._second is not None
 
     def _with_inputs(self, report: VerifyReport) -> VerifyReport:
         report.problems += self._input_problems
