@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import sys
 
 import pytest
 
@@ -74,3 +75,22 @@ def test_ctrl_c_reaches_the_command_not_the_second_process_which_the_command_the
         pid = second.answer(second.ask(_pid_and, 1))[0]
         os.kill(pid, signal.SIGINT)  # as the terminal sends it to the whole group
         assert second.answer(second.ask(_pid_and, 2)) == (pid, 2)
+
+
+def test_a_stop_kills_the_second_process_whatever_sigterm_handler_the_parent_had() -> None:
+    # Ray installs one that raises SystemExit: inherited by a fork, it ran the parent's code
+    # in the child when the stop came right after the start.
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(number))
+    try:
+        for _ in range(20):  # the stop at once after the start, and after a first answer
+            second = SecondProcess("fork")
+            with pytest.raises(RuntimeError), second:
+                raise RuntimeError("the command failed")
+            assert second._process.exitcode == -signal.SIGTERM  # killed, not exited
+            second = SecondProcess("fork")
+            with pytest.raises(RuntimeError), second:
+                second.answer(second.ask(_pid_and, 1))
+                raise RuntimeError("the command failed")
+            assert second._process.exitcode == -signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -134,6 +134,17 @@ def test_a_ledger_is_verified_beside_on_a_second_core_forked_where_safe_spawned_
     assert beside.beside_start(run_dir) is None
 
 
+def test_no_fork_while_a_thread_started_without_threading_runs(tmp_path: Path) -> None:
+    import _thread
+
+    done = threading.Event()
+    _thread.start_new_thread(done.wait, ())  # as pytest-xdist's worker starts its receiver
+    try:
+        assert not beside.forks_safely(tmp_path)
+    finally:
+        done.set()
+
+
 def test_no_fork_while_another_thread_of_this_process_runs(tmp_path: Path) -> None:
     done = threading.Event()
     waiting = threading.Thread(target=done.wait)
@@ -148,7 +159,7 @@ def test_no_fork_while_another_thread_of_this_process_runs(tmp_path: Path) -> No
 def test_no_fork_while_this_process_holds_the_ledger_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(threading, "active_count", lambda: 1)  # pytest's own threads aside
+    monkeypatch.setattr(beside, "_threads", lambda: 1)  # pytest's own threads aside
     assert beside.forks_safely(tmp_path)
     connection = sqlite3.connect(tmp_path / "ledger.sqlite")
     connection.execute("CREATE TABLE t (x)")  # the file is opened on first use

@@ -46,14 +46,24 @@ class Asked(Generic[T]):
     number: int
 
 
+_STOPPING_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+"""Held back from the second process until it has its own handlers (`_serve`)."""
+
+
 def _serve(connection: Connection, *, forked: bool) -> None:
     """The second process: answer each call received, in order, until told to stop.
 
     Ctrl-C reaches every process of the terminal's group: this one ignores it, and the parent,
     interrupted, stops it (`SecondProcess.__exit__`), so an interrupted command prints nothing
-    from here.
+    from here. The stop (SIGTERM) kills it outright: a handler the parent had installed (Ray's
+    raises `SystemExit`) would otherwise run here. Both signals were blocked from before the
+    fork (`SecondProcess.__init__`) until these handlers are set: one arriving between the fork
+    and `multiprocessing`'s own `try` would have unwound the parent's copied stack in this
+    process, which then went on running the parent's code.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING_SIGNALS)
     if forked:
         gc.disable()  # never finalize a copy of the parent's objects (module docstring)
     while (call := connection.recv()) is not None:
@@ -91,11 +101,14 @@ class SecondProcess:
             name="trustbench-second-process",
             daemon=True,
         )
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING_SIGNALS)  # see `_serve`
         try:
             process.start()
         except BaseException:
             self._frozen.close()  # no second process: nothing is left frozen
             raise
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         theirs.close()  # its end: once it exits, a read here ends instead of waiting
         self._process = process
         self._connection: _ConnectionBase = ours  # (a `PipeConnection` on Windows)

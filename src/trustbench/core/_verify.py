@@ -275,15 +275,23 @@ def forks_safely(run_dir: Path) -> bool:
     A forked child holds a copy of every lock and handle of this process at the fork. SQLite
     forbids using a connection across a fork, and its record of the locks it holds per file would
     be the parent's in the child; a lock another thread held at the fork would never be released
-    in the child. So a fork is taken only while this process runs one thread and no descriptor
-    of it refers to the run's ledger files. The child only reads: it opens its own read-only
-    connection, and its garbage collector stays off (`core/_second_process.py`).
+    in the child. So a fork is taken only while this process runs one thread (`_threads`) and
+    no descriptor of it refers to the run's ledger files. The child only reads: it opens its own
+    read-only connection, and its garbage collector stays off (`core/_second_process.py`).
     """
-    return (
-        sys.platform.startswith("linux")
-        and threading.active_count() == 1
-        and not _holds_ledger_open(run_dir)
-    )
+    return sys.platform.startswith("linux") and _threads() == 1 and not _holds_ledger_open(run_dir)
+
+
+def _threads() -> int:
+    """The threads of this process, as the kernel counts them (`/proc/self/task`).
+
+    `threading.active_count()` misses threads started without `threading` (`_thread`, C
+    libraries): pytest-xdist's workers run one such thread.
+    """
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 2  # cannot tell: assume another thread runs
 
 
 def beside_start(run_dir: Path) -> StartMethod | None:
