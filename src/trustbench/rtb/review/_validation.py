@@ -49,6 +49,7 @@ from trustbench.rtb.policy._protocol import (
 from trustbench.rtb.policy._registry import policy_of
 from trustbench.rtb.review._extraction import extract_answer
 from trustbench.rtb.review._rows import Outcome
+from trustbench.rtb.review._schema_check import PlainSchema
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
@@ -428,16 +429,25 @@ def discrepancy_gaps(
     return gaps
 
 
+_SCHEMAS: dict[str, PlainSchema] = {}
+"""Response schema per policy id, made on first use."""
 _VALIDATORS: dict[str, Draft202012Validator] = {}
-"""Schema validator per policy id, built on first use."""
+"""`jsonschema` validator per policy id, built (and `jsonschema` imported) on first use: only for
+a reply the plain check did not find valid (`_schema_reason`)."""
+
+
+def _schema(corpus_format: CorpusPolicy) -> PlainSchema:
+    if corpus_format.policy_id not in _SCHEMAS:
+        schema = corpus_format.response_model.model_json_schema()
+        _SCHEMAS[corpus_format.policy_id] = PlainSchema(schema)
+    return _SCHEMAS[corpus_format.policy_id]
 
 
 def _validator(corpus_format: CorpusPolicy) -> Draft202012Validator:
     if corpus_format.policy_id not in _VALIDATORS:
         from jsonschema import Draft202012Validator
 
-        schema = corpus_format.response_model.model_json_schema()
-        _VALIDATORS[corpus_format.policy_id] = Draft202012Validator(schema)
+        _VALIDATORS[corpus_format.policy_id] = Draft202012Validator(_schema(corpus_format).schema)
     return _VALIDATORS[corpus_format.policy_id]
 
 
@@ -507,7 +517,7 @@ _MAX_VALID = 4096
 
 def id_by_type_only(corpus_format: CorpusPolicy) -> bool:
     """Whether the schema's only word on `evaluation_id`'s value is "a string"."""
-    schema = _validator(corpus_format).schema
+    schema = _schema(corpus_format).schema
     prop = schema.get("properties", {}).get("evaluation_id") if isinstance(schema, dict) else None
     return (
         isinstance(schema, dict)
@@ -527,8 +537,10 @@ def _valid_key(instance: Any) -> str | None:
 def _schema_reason(instance: dict[str, Any], corpus_format: CorpusPolicy) -> str | None:
     """Why `instance` violates the response schema, or None.
 
-    A reply equal to one already found valid but for its evaluation id is valid too when the
-    schema says nothing about the id but that it is a string (`id_by_type_only`); only valid
+    A reply the plain check finds valid is (`_schema_check.py`: it says so only where
+    `jsonschema` would); any other is checked by `jsonschema`, which decides and words the
+    reason. A reply equal to one already found valid but for its evaluation id is valid too when
+    the schema says nothing about the id but that it is a string (`id_by_type_only`); only valid
     results are remembered, so every reason is the validator's own for this reply.
     """
     policy_id = corpus_format.policy_id
@@ -538,13 +550,20 @@ def _schema_reason(instance: dict[str, Any], corpus_format: CorpusPolicy) -> str
     key = _valid_key(instance) if valid is not _NEVER else None
     if key is not None and key in valid:
         return None
+    found_valid = _schema(corpus_format).valid(instance) is True
+    reason = None if found_valid else _validator_reason(instance, corpus_format)
+    if reason is None and key is not None:
+        if len(valid) >= _MAX_VALID:
+            valid.clear()
+        valid.add(key)
+    return reason
+
+
+def _validator_reason(instance: dict[str, Any], corpus_format: CorpusPolicy) -> str | None:
+    """`jsonschema`'s verdict on `instance`: None when valid, else the first reason."""
     validator = _validator(corpus_format)
     errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
     if not errors:
-        if key is not None:
-            if len(valid) >= _MAX_VALID:
-                valid.clear()
-            valid.add(key)
         return None
     codes = frozenset(corpus_format.reason_codes)
     for error in errors:
