@@ -201,6 +201,8 @@ def test_a_keyword_it_does_not_know_leaves_the_reply_to_jsonschema(
         ({"enum": ["a", "b"]}, 1),
         ({"minLength": 2}, "é"),
         ({"minLength": 2}, 5),
+        ({"maxLength": 1}, "ab"),
+        ({"maxItems": 1}, [1, 2]),
         ({"pattern": "^a"}, "ba"),
         ({"pattern": "a"}, "ba"),
         ({"required": ["a"]}, []),

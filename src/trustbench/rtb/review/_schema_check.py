@@ -15,6 +15,7 @@ where each keyword holds, so a reply accepted here is one `jsonschema` accepts
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -154,20 +155,13 @@ def _enum(_: PlainSchema, instance: Any, members: Any, __: Mapping[str, Any]) ->
     return isinstance(instance, str) and instance in members
 
 
-def _length(bound: Callable[[int, int], bool]) -> Callable[..., Verdict]:
+def _size(kind: type, bound: Callable[[int, int], bool]) -> Callable[..., Verdict]:
+    """A keyword bounding the length of an instance of `kind` (`minLength`, `minItems`, ...)."""
+
     def check(_: PlainSchema, instance: Any, limit: Any, __: Mapping[str, Any]) -> Verdict:
         if type(limit) is not int:
             return None
-        return bound(len(instance), limit) if isinstance(instance, str) else True
-
-    return check
-
-
-def _count(bound: Callable[[int, int], bool]) -> Callable[..., Verdict]:
-    def check(_: PlainSchema, instance: Any, limit: Any, __: Mapping[str, Any]) -> Verdict:
-        if type(limit) is not int:
-            return None
-        return bound(len(instance), limit) if isinstance(instance, list) else True
+        return bound(len(instance), limit) if isinstance(instance, kind) else True
 
     return check
 
@@ -187,10 +181,10 @@ _KEYWORDS: dict[str, Callable[[PlainSchema, Any, Any, Mapping[str, Any]], Verdic
     "type": _type,
     "required": _required,
     "enum": _enum,
-    "minLength": _length(lambda size, limit: size >= limit),
-    "maxLength": _length(lambda size, limit: size <= limit),
-    "minItems": _count(lambda size, limit: size >= limit),
-    "maxItems": _count(lambda size, limit: size <= limit),
+    "minLength": _size(str, operator.ge),
+    "maxLength": _size(str, operator.le),
+    "minItems": _size(list, operator.ge),
+    "maxItems": _size(list, operator.le),
     "pattern": _pattern,
 }
 """The keywords checked here, each as `jsonschema` reads it; any other leaves a reply undecided."""
